@@ -1,0 +1,200 @@
+//! `fsbench quick [DIR]`: the main job. A short standard battery on one scratch file in DIR:
+//! sequential 1 MiB write and read, buffered and direct; 4 KiB random read and write, direct,
+//! two threads; fsync'd (O_DSYNC) 8 KiB writes. One table; the scratch file is removed.
+
+use crate::job::{Access, CachePolicy, Job};
+use crate::report::{Format, ReportOptions};
+use crate::result::RunResult;
+use crate::units::format_ns;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct QuickArgs {
+    /// Directory for the scratch file (default: current directory)
+    pub dir: Option<PathBuf>,
+    /// Scratch file size
+    #[arg(long, default_value = "512m")]
+    pub size: String,
+    /// Seconds for each timed (random / fsync) test
+    #[arg(long, default_value = "8s")]
+    pub time: String,
+    /// Write all Results (a JSON array) here
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// text, json, csv
+    #[arg(long = "output-format", default_value = "text")]
+    pub output_format: String,
+}
+
+/// The battery as data: (name, access, block size, cache, threads, timed, dsync).
+const BATTERY: &[(&str, Access, u64, CachePolicy, u32, bool, bool)] = &[
+    (
+        "seq write 1m buffered",
+        Access::Write,
+        1 << 20,
+        CachePolicy::Buffered,
+        1,
+        false,
+        false,
+    ),
+    (
+        "seq read 1m buffered",
+        Access::Read,
+        1 << 20,
+        CachePolicy::Buffered,
+        1,
+        false,
+        false,
+    ),
+    (
+        "seq write 1m direct",
+        Access::Write,
+        1 << 20,
+        CachePolicy::Direct,
+        1,
+        false,
+        false,
+    ),
+    (
+        "seq read 1m direct",
+        Access::Read,
+        1 << 20,
+        CachePolicy::Direct,
+        1,
+        false,
+        false,
+    ),
+    (
+        "rand read 4k direct x2",
+        Access::RandRead,
+        4096,
+        CachePolicy::Direct,
+        2,
+        true,
+        false,
+    ),
+    (
+        "rand write 4k direct x2",
+        Access::RandWrite,
+        4096,
+        CachePolicy::Direct,
+        2,
+        true,
+        false,
+    ),
+    (
+        "dsync write 8k",
+        Access::Write,
+        8192,
+        CachePolicy::Buffered,
+        1,
+        true,
+        true,
+    ),
+];
+
+pub fn jobs(dir: &std::path::Path, size: u64, secs: f64) -> Vec<Job> {
+    let file = dir.join(".fsbench-quick.tmp");
+    BATTERY
+        .iter()
+        .map(|&(name, access, bs, cache, threads, timed, dsync)| {
+            let mut j = Job {
+                name: name.into(),
+                targets: vec![file.clone()],
+                access,
+                block_size: bs,
+                cache,
+                threads,
+                file_size: Some(size),
+                keep: true,
+                fsync: access == Access::Write && !timed,
+                ..Job::default()
+            };
+            j.open.dsync = dsync;
+            if timed {
+                j.time_s = Some(secs);
+            }
+            j
+        })
+        .collect()
+}
+
+pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
+    let format = Format::parse(&a.output_format)?;
+    let dir = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    if !dir.is_dir() {
+        crate::bail_usage!("{} is not a directory", dir.display());
+    }
+    let size = crate::units::parse_size(&a.size)?;
+    let secs = crate::units::parse_duration(&a.time)?.as_secs_f64();
+    let jobs = jobs(&dir, size, secs);
+    let file = jobs[0].targets[0].clone();
+    if file.exists() && !crate::safety::is_marked(&file) {
+        crate::bail_usage!(
+            "{} exists and was not created by fsbench: remove it or choose another directory",
+            file.display()
+        );
+    }
+    // Remove the scratch file however the battery ends.
+    struct Remove(PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let _guard = Remove(file);
+    let mut results = Vec::new();
+    let interactive = format == Format::Text;
+    if interactive {
+        println!(
+            "fsbench quick: {} in {} ({} file, {} s timed tests)",
+            jobs.len(),
+            dir.display(),
+            crate::units::format_bytes(size as f64),
+            secs
+        );
+        println!(
+            "{:<26} {:>10} {:>10} {:>9} {:>10} {:>10}  {}",
+            "test", "MB/s", "IOPS", "CPU s", "lat p50", "lat p99", "status"
+        );
+    }
+    for job in &jobs {
+        let outcome = crate::runner::run(job)?;
+        let r = RunResult::from_outcome(job, &outcome);
+        if interactive {
+            let t = &r.total;
+            println!(
+                "{:<26} {:>10.1} {:>10.0} {:>9.2} {:>10} {:>10}  {:?}",
+                r.name,
+                t.bytes_per_sec / 1048576.0,
+                t.iops,
+                t.cpu_s,
+                format_ns(t.lat_ns.p50 as f64),
+                format_ns(t.lat_ns.p99 as f64),
+                r.status
+            );
+            for f in &r.failures {
+                println!("  error: {f}");
+            }
+        }
+        let stop =
+            crate::runner::signal::interrupted() || r.status != crate::runner::RunStatus::Complete;
+        results.push(r);
+        if stop {
+            break;
+        }
+    }
+    if !interactive {
+        print!(
+            "{}",
+            format
+                .exporter()
+                .export(&results, &ReportOptions::default())
+        );
+    }
+    if let Some(p) = &a.output {
+        super::output::write_json(p, &results)?;
+    }
+    Ok(super::output::exit_code(&results))
+}

@@ -1,0 +1,459 @@
+//! The Job: one benchmark, fully resolved and serialisable. Every front end (`run`, `vx`,
+//! `quick`, sweeps) builds Jobs; only the runner does I/O. Defaults live in `Default for Job`.
+
+pub mod cache;
+
+use crate::error::UsageError;
+use crate::usage;
+pub use cache::{CachePolicy, Route};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Access pattern and operation mix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    #[default]
+    Read,
+    Write,
+    /// Sequential, reads and writes mixed by `read_pct`.
+    ReadWrite,
+    RandRead,
+    RandWrite,
+    /// Random, reads and writes mixed by `read_pct`.
+    RandRw,
+}
+
+impl Access {
+    pub fn parse(s: &str) -> Result<Self, UsageError> {
+        Ok(match s {
+            "read" => Access::Read,
+            "write" => Access::Write,
+            "rw" | "readwrite" => Access::ReadWrite,
+            "randread" => Access::RandRead,
+            "randwrite" => Access::RandWrite,
+            "randrw" => Access::RandRw,
+            _ => {
+                return Err(usage!(
+                    "unknown access '{s}': expected read, write, rw, randread, randwrite or randrw"
+                ))
+            }
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+            Access::ReadWrite => "rw",
+            Access::RandRead => "randread",
+            Access::RandWrite => "randwrite",
+            Access::RandRw => "randrw",
+        }
+    }
+    pub fn is_random(self) -> bool {
+        matches!(self, Access::RandRead | Access::RandWrite | Access::RandRw)
+    }
+    pub fn is_mixed(self) -> bool {
+        matches!(self, Access::ReadWrite | Access::RandRw)
+    }
+    /// Share of reads in percent for this access.
+    pub fn read_pct(self, mixed_pct: u8) -> u8 {
+        match self {
+            Access::Read | Access::RandRead => 100,
+            Access::Write | Access::RandWrite => 0,
+            Access::ReadWrite | Access::RandRw => mixed_pct,
+        }
+    }
+}
+
+/// How an I/O is issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// pread/pwrite, one I/O at a time per thread.
+    #[default]
+    Sync,
+    /// Copy to/from a shared mapping of the file.
+    Mmap,
+    /// io_uring with a queue depth.
+    Uring,
+}
+
+impl EngineKind {
+    pub fn parse(s: &str) -> Result<Self, UsageError> {
+        Ok(match s {
+            "sync" | "psync" => EngineKind::Sync,
+            "mmap" => EngineKind::Mmap,
+            "uring" | "io_uring" => EngineKind::Uring,
+            _ => return Err(usage!("unknown engine '{s}': expected sync, mmap or uring")),
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Sync => "sync",
+            EngineKind::Mmap => "mmap",
+            EngineKind::Uring => "uring",
+        }
+    }
+}
+
+/// Where users and their threads run (vxbench -P / -p / -t).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerMode {
+    /// Threads for users and for threads inside a user (vxbench -t).
+    #[default]
+    Threads,
+    /// One process per user, threads inside it (vxbench -P, vxbench's default).
+    ProcessPerUser,
+    /// One process per thread (vxbench -p).
+    ProcessPerThread,
+}
+
+/// Open flags (vxbench -o).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct OpenFlags {
+    pub append: bool,
+    pub sync: bool,
+    pub dsync: bool,
+    pub trunc: bool,
+}
+
+/// Access advice applied with posix_fadvise (vxbench -c noreuse / random / seq).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Advice {
+    NoReuse,
+    Random,
+    Seq,
+}
+
+impl Advice {
+    pub fn parse(s: &str) -> Result<Self, UsageError> {
+        Ok(match s {
+            "noreuse" => Advice::NoReuse,
+            "random" => Advice::Random,
+            "seq" | "sequential" => Advice::Seq,
+            _ => {
+                return Err(usage!(
+                    "unknown advice '{s}': expected noreuse, random or seq"
+                ))
+            }
+        })
+    }
+}
+
+/// Reservation and fixed-extent flags (vxbench -f).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct SpaceFlags {
+    pub align: bool,
+    pub chgsiz: bool,
+    pub contig: bool,
+    pub noextend: bool,
+    pub noreserve: bool,
+    pub trim: bool,
+}
+
+/// Space management before the timed run: extent size hint and reservation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Space {
+    /// Extent size hint in bytes (XFS FS_IOC_FSSETXATTR).
+    pub extsize: Option<u64>,
+    /// Bytes to reserve with fallocate.
+    pub reservation: Option<u64>,
+    pub flags: SpaceFlags,
+    /// Reserve space but do no I/O (vxbench reserveonly).
+    pub reserve_only: bool,
+    /// Initial file size for random I/O (vxbench truncup).
+    pub truncup: Option<u64>,
+}
+
+/// A rate limit per thread (issue: asynchronous I/O and rate control).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateLimit {
+    pub iops: Option<u64>,
+    pub bytes_per_sec: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Job {
+    pub name: String,
+    /// One user per target: files or block devices.
+    pub targets: Vec<PathBuf>,
+    /// Threads per user (vxbench nthreads).
+    pub threads: u32,
+    pub access: Access,
+    /// Read share in percent for mixed access (vxbench rdpct).
+    pub read_pct: u8,
+    /// Bytes per I/O.
+    pub block_size: u64,
+    /// File size; for random access the range offsets are drawn from (vxbench maxfilesize).
+    pub file_size: Option<u64>,
+    /// I/Os per thread per repetition (vxbench iocount).
+    pub io_count: Option<u64>,
+    /// Stop after this many seconds.
+    pub time_s: Option<f64>,
+    /// Repeat the I/O loop this many times (vxbench nrep).
+    pub repeats: u32,
+    pub open: OpenFlags,
+    pub cache: CachePolicy,
+    pub advice: Vec<Advice>,
+    pub space: Space,
+    /// fsync each file after writing it (timed, like vxbench's fsync).
+    pub fsync: bool,
+    /// Remove each file after the test, even one kept from an earlier run (vxbench remove).
+    pub remove: bool,
+    pub seed: u64,
+    pub engine: EngineKind,
+    /// I/Os in flight per thread (engines that support it).
+    pub queue_depth: u32,
+    pub sqpoll: bool,
+    pub hipri: bool,
+    pub rate: RateLimit,
+    pub workers: WorkerMode,
+    /// mlock the I/O buffers (vxbench -m).
+    pub mlock: bool,
+    /// Keep files fsbench created.
+    pub keep: bool,
+    /// Allow writing to files and devices fsbench did not create.
+    pub force: bool,
+    /// Drop caches before the run: fadvise DONTNEED on every target, plus the global drop when root.
+    pub drop_cache: bool,
+    /// Evict each target's pages before timing (like fio's invalidate=1).
+    pub invalidate: bool,
+}
+
+impl Default for Job {
+    fn default() -> Self {
+        Job {
+            name: "job".into(),
+            targets: Vec::new(),
+            threads: 1,
+            access: Access::Read,
+            read_pct: 50,
+            block_size: 8192,
+            file_size: None,
+            io_count: None,
+            time_s: None,
+            repeats: 1,
+            open: OpenFlags::default(),
+            cache: CachePolicy::Buffered,
+            advice: Vec::new(),
+            space: Space::default(),
+            fsync: false,
+            remove: false,
+            seed: 0x5eed_f5be_4c40_0001,
+            engine: EngineKind::Sync,
+            queue_depth: 1,
+            sqpoll: false,
+            hipri: false,
+            rate: RateLimit::default(),
+            workers: WorkerMode::Threads,
+            mlock: false,
+            keep: false,
+            force: false,
+            drop_cache: false,
+            invalidate: true,
+        }
+    }
+}
+
+/// Largest single I/O accepted (bigger buffers only waste memory; vxbench tests stop at 2 MB).
+pub const MAX_BLOCK_SIZE: u64 = 256 << 20;
+pub const MAX_THREADS: u32 = 4096;
+
+impl Job {
+    /// Read a Job from a TOML file.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Job, UsageError> {
+        toml::from_str::<Job>(text).map_err(|e| {
+            let msg = e.message().replace('\n', " ");
+            match e.span() {
+                Some(span) => {
+                    let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                    usage!("{origin}:{line}: {msg}")
+                }
+                None => usage!("{origin}: {msg}"),
+            }
+        })
+    }
+
+    /// Total users x threads.
+    pub fn total_threads(&self) -> u64 {
+        self.targets.len() as u64 * self.threads as u64
+    }
+
+    /// Region of the file each thread covers sequentially, and the file size the job needs.
+    /// Random access draws offsets over the whole file; sequential threads each own a slice.
+    pub fn needed_file_size(&self) -> Option<u64> {
+        if let Some(s) = self.file_size {
+            return Some(s);
+        }
+        if self.access.is_random() {
+            if let Some(t) = self.space.truncup {
+                return Some(t);
+            }
+        }
+        self.io_count.map(|n| {
+            n.saturating_mul(self.block_size)
+                .saturating_mul(self.threads as u64)
+        })
+    }
+
+    /// Check everything that can be checked without touching a target.
+    pub fn validate(&self) -> Result<(), UsageError> {
+        if self.targets.is_empty() {
+            return Err(usage!(
+                "no target given: name at least one file or block device"
+            ));
+        }
+        if self.block_size == 0 || self.block_size > MAX_BLOCK_SIZE {
+            return Err(usage!(
+                "bad I/O size {}: must be between 1 byte and 256m",
+                self.block_size
+            ));
+        }
+        if self.threads == 0 || self.threads > MAX_THREADS {
+            return Err(usage!(
+                "bad thread count {}: must be 1 to {MAX_THREADS}",
+                self.threads
+            ));
+        }
+        if self.read_pct > 100 {
+            return Err(usage!(
+                "bad read percentage {}: must be 0 to 100",
+                self.read_pct
+            ));
+        }
+        if self.repeats == 0 {
+            return Err(usage!("bad repeat count 0: must be at least 1"));
+        }
+        if self.queue_depth == 0 || self.queue_depth > 4096 {
+            return Err(usage!(
+                "bad queue depth {}: must be 1 to 4096",
+                self.queue_depth
+            ));
+        }
+        if let Some(t) = self.time_s {
+            if !(t > 0.0 && t.is_finite()) {
+                return Err(usage!("bad run time {t}: must be more than 0 seconds"));
+            }
+        }
+        if self.io_count == Some(0) {
+            return Err(usage!("bad I/O count 0: must be at least 1"));
+        }
+        if self.queue_depth > 1 && self.engine != EngineKind::Uring {
+            return Err(usage!(
+                "queue depth {} needs --engine uring: the {} engine issues one I/O at a time per thread",
+                self.queue_depth,
+                self.engine.name()
+            ));
+        }
+        if (self.sqpoll || self.hipri) && self.engine != EngineKind::Uring {
+            return Err(usage!("--sqpoll and --hipri need --engine uring"));
+        }
+        if self.engine == EngineKind::Mmap && self.cache.uses_direct() {
+            return Err(usage!(
+                "the mmap engine goes through the page cache: use cache policy buffered (got {})",
+                self.cache.name()
+            ));
+        }
+        if self.open.append && self.access.is_random() {
+            return Err(usage!(
+                "-o append makes every write land at the end of the file: use a sequential write workload"
+            ));
+        }
+        if self.open.append && self.space.flags.noextend {
+            return Err(usage!(
+                "-o append and -f noextend contradict each other: appends extend the file"
+            ));
+        }
+        if self.engine == EngineKind::Mmap && self.open.append {
+            return Err(usage!(
+                "the mmap engine cannot append: mappings have a fixed size"
+            ));
+        }
+        let f = &self.space.flags;
+        if (f.chgsiz || f.contig || f.noreserve || f.trim) && self.space.reservation.is_none() {
+            return Err(usage!(
+                "-f chgsiz, contig, noreserve and trim describe a reservation: give one with -r SIZE"
+            ));
+        }
+        if f.align && self.space.extsize.is_none() {
+            return Err(usage!(
+                "-f align requires a fixed extent size: give one with -e SIZE"
+            ));
+        }
+        if f.noextend && self.space.reservation.is_none() && self.needed_file_size().is_none() {
+            return Err(usage!(
+                "-f noextend needs a reservation (-r) or a file size"
+            ));
+        }
+        if self.time_s.is_none() && self.io_count.is_none() && self.file_size.is_none() {
+            return Err(usage!(
+                "nothing bounds the run: give an I/O count, a file size or a run time"
+            ));
+        }
+        if let Some(size) = self.needed_file_size() {
+            if size < self.block_size && !self.space.reserve_only {
+                return Err(usage!(
+                    "file size {} is smaller than one I/O of {} bytes",
+                    size,
+                    self.block_size
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job() -> Job {
+        Job {
+            targets: vec!["f".into()],
+            io_count: Some(10),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn defaults_validate() {
+        job().validate().unwrap();
+        assert_eq!(job().needed_file_size(), Some(10 * 8192));
+    }
+
+    #[test]
+    fn rejects_nonsense() {
+        let mut j = job();
+        j.queue_depth = 8;
+        assert!(j.validate().unwrap_err().0.contains("uring"));
+        let mut j = job();
+        j.targets.clear();
+        assert!(j.validate().is_err());
+        let mut j = job();
+        j.space.flags.contig = true;
+        assert!(j.validate().unwrap_err().0.contains("-r"));
+        let mut j = job();
+        j.io_count = None;
+        assert!(j.validate().is_err());
+    }
+
+    #[test]
+    fn toml_roundtrip_and_errors() {
+        let j = Job {
+            cache: CachePolicy::Discovered { threshold: 65536 },
+            ..job()
+        };
+        let text = toml::to_string(&j).unwrap();
+        assert_eq!(Job::from_toml(&text, "x.toml").unwrap(), j);
+        let err = Job::from_toml("targets = [\"a\"]\nblok_size = 4\n", "x.toml").unwrap_err();
+        assert!(err.0.starts_with("x.toml:2:"), "{}", err.0);
+    }
+}

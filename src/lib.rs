@@ -1,0 +1,17 @@
+//! fsbench: a file-system and storage I/O benchmark, heir to VERITAS vxbench and Filebench.
+//!
+//! Front ends (`cli`, `vx`) build [`job::Job`]s; only the [`runner`] does I/O; only the
+//! [`report`] layer formats. A [`result::RunResult`] can be stored and re-rendered later.
+
+pub mod cli;
+pub mod engine;
+pub mod error;
+pub mod job;
+pub mod probe;
+pub mod report;
+pub mod result;
+pub mod runner;
+pub mod safety;
+pub mod stats;
+pub mod units;
+pub mod vx;

@@ -1,0 +1,142 @@
+//! vxbench-style text: one line per user (per thread with -v), a total line, and the latency
+//! percentiles vxbench never had. CPU is shown the white paper's way: sys + user = CPU seconds.
+
+use super::{Exporter, ReportOptions};
+use crate::result::RunResult;
+use crate::stats::StatsReport;
+use crate::units::{format_ns, format_size_exact};
+use std::fmt::Write;
+
+pub struct TextExporter;
+
+fn line(label: &str, s: &StatsReport, opts: &ReportOptions) -> String {
+    format!(
+        "{label:<18} {:>9.3} sec {:>12.2} {}  {:>9.0} IOPS  cpu: {:>7.2} sys {:>7.2} user = {:>7.2} CPU sec  lat p50 {} p99 {}",
+        s.elapsed_s,
+        opts.unit.convert(s.bytes_per_sec),
+        opts.unit.label(),
+        s.iops,
+        s.cpu_sys_s,
+        s.cpu_user_s,
+        s.cpu_s,
+        format_ns(s.lat_ns.p50 as f64),
+        format_ns(s.lat_ns.p99 as f64),
+    )
+}
+
+pub fn header(r: &RunResult) -> String {
+    let j = &r.job;
+    let amount = match (j.io_count, j.time_s) {
+        (Some(n), _) => format!("{n} I/Os per thread"),
+        (None, Some(t)) => format!("{t} s"),
+        (None, None) => format!(
+            "{} bytes per thread",
+            r.plan.targets.first().map(|t| t.size).unwrap_or(0) / j.threads.max(1) as u64
+        ),
+    };
+    format!(
+        "{}: {} {} x {}{}, {} user(s) x {} thread(s), cache {}, engine {}{}",
+        r.name,
+        j.access.name(),
+        format_size_exact(j.block_size),
+        amount,
+        if j.repeats > 1 {
+            format!(" x {} reps", j.repeats)
+        } else {
+            String::new()
+        },
+        j.targets.len(),
+        j.threads,
+        r.plan.cache.name(),
+        j.engine.name(),
+        if j.queue_depth > 1 {
+            format!(" qd {}", j.queue_depth)
+        } else {
+            String::new()
+        },
+    )
+}
+
+impl Exporter for TextExporter {
+    fn export(&self, results: &[RunResult], opts: &ReportOptions) -> String {
+        let mut out = String::new();
+        for r in results {
+            let _ = writeln!(out, "{}", header(r));
+            for n in &r.notes {
+                let _ = writeln!(out, "note: {n}");
+            }
+            if !opts.summary_only {
+                for u in &r.users {
+                    if opts.per_thread {
+                        for t in &u.threads {
+                            let label =
+                                format!("user {:>3} thread {:>3}:", u.user + 1, t.thread + 1);
+                            let _ = writeln!(out, "{}", line(&label, &t.stats, opts));
+                        }
+                    }
+                    if r.users.len() > 1 || opts.per_thread || r.job.threads > 1 {
+                        let label = format!("user {:>3}:", u.user + 1);
+                        let _ = writeln!(out, "{}", line(&label, &u.stats, opts));
+                    }
+                }
+            }
+            let _ = writeln!(out, "{}", line("total:", &r.total, opts));
+            let l = &r.total.lat_ns;
+            let _ = writeln!(
+                out,
+                "latency: min {} mean {} p50 {} p90 {} p99 {} p99.9 {} max {}",
+                format_ns(l.min as f64),
+                format_ns(l.mean),
+                format_ns(l.p50 as f64),
+                format_ns(l.p90 as f64),
+                format_ns(l.p99 as f64),
+                format_ns(l.p99_9 as f64),
+                format_ns(l.max as f64)
+            );
+            let t = &r.total;
+            let _ = writeln!(
+                out,
+                "ops: {} ({} read, {} write), {} bytes, {:.1} syscalls/s{}{}",
+                t.ops,
+                t.read_ops,
+                t.write_ops,
+                t.bytes,
+                t.syscalls_per_sec,
+                if t.buffered_fallback_ops > 0 {
+                    format!(
+                        ", {} misaligned direct I/Os done as dsync buffered I/O",
+                        t.buffered_fallback_ops
+                    )
+                } else {
+                    String::new()
+                },
+                if t.direct_ops > 0
+                    && matches!(r.plan.cache, crate::job::CachePolicy::Discovered { .. })
+                {
+                    format!(", {} I/Os went direct", t.direct_ops)
+                } else {
+                    String::new()
+                }
+            );
+            match r.status {
+                crate::runner::RunStatus::Complete => {}
+                crate::runner::RunStatus::Partial => {
+                    let _ = writeln!(
+                        out,
+                        "status: PARTIAL (interrupted): the figures cover what was done"
+                    );
+                }
+                crate::runner::RunStatus::Failed => {
+                    let _ = writeln!(
+                        out,
+                        "status: FAILED: the figures cover what was done before the error"
+                    );
+                }
+            }
+            for f in &r.failures {
+                let _ = writeln!(out, "error: {f}");
+            }
+        }
+        out
+    }
+}

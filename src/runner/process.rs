@@ -1,0 +1,204 @@
+//! Process mode (vxbench -P / -p): the runner re-executes fsbench as `fsbench __worker`,
+//! one child per user (or per thread). Each child prepares its workers, says `ready`, waits
+//! for `go` on stdin (the cross-process start barrier), runs, and prints its outcomes as JSON.
+
+use super::target::Plan;
+use super::worker::{IoFailure, ThreadOutcome};
+use crate::job::{Job, WorkerMode};
+use crate::stats::{LatencyHist, Stats, SyscallCounts, Usage};
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// What the parent sends a child.
+#[derive(Serialize, Deserialize)]
+pub struct WorkerSpec {
+    pub job: Job,
+    pub plan: Plan,
+    pub workers: Vec<(usize, u32)>,
+}
+
+/// Stats in a form that crosses a pipe exactly (histograms as buckets).
+#[derive(Serialize, Deserialize)]
+struct WireStats {
+    read_ops: u64,
+    write_ops: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    errors: u64,
+    buffered_fallback_ops: u64,
+    direct_ops: u64,
+    lat: Vec<[u64; 2]>,
+    sched_lat: Vec<[u64; 2]>,
+    usage: Usage,
+    syscalls: SyscallCounts,
+    inflight: [u64; 8],
+    elapsed_s: f64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireOutcome {
+    user: usize,
+    thread: u32,
+    stats: WireStats,
+    failure: Option<IoFailure>,
+}
+
+impl From<&ThreadOutcome> for WireOutcome {
+    fn from(t: &ThreadOutcome) -> Self {
+        let s = &t.stats;
+        WireOutcome {
+            user: t.user,
+            thread: t.thread,
+            stats: WireStats {
+                read_ops: s.read_ops,
+                write_ops: s.write_ops,
+                read_bytes: s.read_bytes,
+                write_bytes: s.write_bytes,
+                errors: s.errors,
+                buffered_fallback_ops: s.buffered_fallback_ops,
+                direct_ops: s.direct_ops,
+                lat: s.lat.to_buckets(),
+                sched_lat: s.sched_lat.to_buckets(),
+                usage: s.usage,
+                syscalls: s.syscalls,
+                inflight: s.inflight,
+                elapsed_s: s.elapsed_s,
+            },
+            failure: t.failure.clone(),
+        }
+    }
+}
+
+impl From<WireOutcome> for ThreadOutcome {
+    fn from(w: WireOutcome) -> Self {
+        let s = w.stats;
+        ThreadOutcome {
+            user: w.user,
+            thread: w.thread,
+            stats: Stats {
+                read_ops: s.read_ops,
+                write_ops: s.write_ops,
+                read_bytes: s.read_bytes,
+                write_bytes: s.write_bytes,
+                errors: s.errors,
+                buffered_fallback_ops: s.buffered_fallback_ops,
+                direct_ops: s.direct_ops,
+                lat: LatencyHist::from_buckets(&s.lat),
+                sched_lat: LatencyHist::from_buckets(&s.sched_lat),
+                usage: s.usage,
+                syscalls: s.syscalls,
+                inflight: s.inflight,
+                elapsed_s: s.elapsed_s,
+            },
+            failure: w.failure,
+        }
+    }
+}
+
+/// Parent side: one child per group of workers.
+pub fn run_processes(job: &Job, plan: &Plan) -> Result<(Vec<ThreadOutcome>, f64)> {
+    let all = super::all_workers(job);
+    let groups: Vec<Vec<(usize, u32)>> = match job.workers {
+        WorkerMode::ProcessPerThread => all.into_iter().map(|w| vec![w]).collect(),
+        _ => (0..job.targets.len())
+            .map(|u| all.iter().copied().filter(|w| w.0 == u).collect())
+            .collect(),
+    };
+    let exe = std::env::current_exe().context("finding the fsbench executable")?;
+    let mut children = Vec::new();
+    for g in groups {
+        let spec = WorkerSpec {
+            job: job.clone(),
+            plan: plan.clone(),
+            workers: g,
+        };
+        let mut child = Command::new(&exe)
+            .arg("__worker")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting a worker process")?;
+        let mut stdin = child.stdin.take().expect("piped");
+        serde_json::to_writer(&mut stdin, &spec)?;
+        stdin.write_all(b"\n")?;
+        stdin.flush()?;
+        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+        children.push((child, stdin, stdout));
+    }
+    // Barrier: every child prepared before any starts.
+    for (_, _, out) in children.iter_mut() {
+        let mut line = String::new();
+        out.read_line(&mut line)?;
+        if line.trim() != "ready" {
+            bail!("a worker process failed to start (said {:?})", line.trim());
+        }
+    }
+    let t0 = Instant::now();
+    for (_, stdin, _) in children.iter_mut() {
+        stdin.write_all(b"go\n")?;
+        stdin.flush()?;
+    }
+    // A Ctrl-C aimed at the parent alone is forwarded, so children stop too.
+    let pids: Vec<i32> = children.iter().map(|(c, _, _)| c.id() as i32).collect();
+    let finished = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let finished = finished.clone();
+        std::thread::spawn(move || {
+            while !finished.load(std::sync::atomic::Ordering::Relaxed) {
+                if super::signal::interrupted() {
+                    for &pid in &pids {
+                        // SAFETY: signalling our own child processes.
+                        unsafe { libc::kill(pid, libc::SIGINT) };
+                    }
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        })
+    };
+    let mut outcomes = Vec::new();
+    let mut problem = None;
+    for (mut child, stdin, mut out) in children {
+        let mut text = String::new();
+        out.read_to_string(&mut text)?;
+        drop(stdin);
+        let status = child.wait()?;
+        match serde_json::from_str::<Vec<WireOutcome>>(text.trim()) {
+            Ok(parsed) => outcomes.extend(parsed.into_iter().map(ThreadOutcome::from)),
+            Err(e) => problem = Some(anyhow!("worker process ({status}) sent no result: {e}")),
+        }
+    }
+    finished.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = watcher.join();
+    if let Some(p) = problem {
+        return Err(p);
+    }
+    Ok((outcomes, t0.elapsed().as_secs_f64()))
+}
+
+/// Child side: `fsbench __worker`.
+pub fn worker_main() -> Result<()> {
+    super::signal::install();
+    let stdin = std::io::stdin();
+    let mut lock = stdin.lock();
+    let mut line = String::new();
+    lock.read_line(&mut line)?;
+    let spec: WorkerSpec = serde_json::from_str(&line).context("reading the worker spec")?;
+    let (outcomes, _) = super::run_threads_with(&spec.job, &spec.plan, spec.workers, || {
+        let mut out = std::io::stdout();
+        let _ = out.write_all(b"ready\n");
+        let _ = out.flush();
+        let mut go = String::new();
+        let _ = lock.read_line(&mut go);
+    })?;
+    let wire: Vec<WireOutcome> = outcomes.iter().map(WireOutcome::from).collect();
+    let mut out = std::io::stdout();
+    serde_json::to_writer(&mut out, &wire)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    Ok(())
+}

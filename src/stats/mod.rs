@@ -1,0 +1,265 @@
+//! Per-worker statistics. Each worker owns its `Stats` (no shared counters, no locks on the I/O
+//! path); the runner merges them exactly with `+=` into per-user and total figures.
+
+pub mod cpu;
+pub mod hist;
+
+pub use cpu::Usage;
+pub use hist::{LatencyHist, LatencySummary};
+use serde::{Deserialize, Serialize};
+
+/// System calls fsbench itself issued, counted where they are made (the backup study's
+/// `tusc -c` figures). Counting is a plain increment on the worker's own struct.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct SyscallCounts {
+    pub read: u64,
+    pub write: u64,
+    pub fsync: u64,
+    pub fdatasync: u64,
+    pub open: u64,
+    pub close: u64,
+    pub fadvise: u64,
+    pub fallocate: u64,
+    pub ftruncate: u64,
+    pub io_uring_enter: u64,
+    pub msync: u64,
+    pub other: u64,
+}
+
+impl SyscallCounts {
+    pub fn total(&self) -> u64 {
+        self.read
+            + self.write
+            + self.fsync
+            + self.fdatasync
+            + self.open
+            + self.close
+            + self.fadvise
+            + self.fallocate
+            + self.ftruncate
+            + self.io_uring_enter
+            + self.msync
+            + self.other
+    }
+}
+
+impl std::ops::AddAssign<&SyscallCounts> for SyscallCounts {
+    fn add_assign(&mut self, o: &SyscallCounts) {
+        self.read += o.read;
+        self.write += o.write;
+        self.fsync += o.fsync;
+        self.fdatasync += o.fdatasync;
+        self.open += o.open;
+        self.close += o.close;
+        self.fadvise += o.fadvise;
+        self.fallocate += o.fallocate;
+        self.ftruncate += o.ftruncate;
+        self.io_uring_enter += o.io_uring_enter;
+        self.msync += o.msync;
+        self.other += o.other;
+    }
+}
+
+/// Buckets of the in-flight distribution: how many I/Os were outstanding when each I/O was
+/// submitted (1, 2, 3-4, 5-8, 9-16, 17-32, 33-64, >64), like fio's "IO depths".
+pub const INFLIGHT_BUCKETS: [&str; 8] = ["1", "2", "4", "8", "16", "32", "64", ">64"];
+
+#[inline]
+pub fn inflight_bucket(depth: u32) -> usize {
+    match depth {
+        0 | 1 => 0,
+        2 => 1,
+        3..=4 => 2,
+        5..=8 => 3,
+        9..=16 => 4,
+        17..=32 => 5,
+        33..=64 => 6,
+        _ => 7,
+    }
+}
+
+/// Everything one worker measured.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub read_ops: u64,
+    pub write_ops: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub errors: u64,
+    /// Direct-I/O requests that were misaligned and so were done as data-synchronous buffered
+    /// I/O (the white paper's rule).
+    pub buffered_fallback_ops: u64,
+    /// I/Os that the discovered-direct policy sent direct (at or above the threshold).
+    pub direct_ops: u64,
+    pub lat: LatencyHist,
+    /// Latency measured from the intended issue time (equals `lat` without a rate limit).
+    pub sched_lat: LatencyHist,
+    pub usage: Usage,
+    pub syscalls: SyscallCounts,
+    pub inflight: [u64; 8],
+    /// Wall time this worker spent in its timed loop.
+    pub elapsed_s: f64,
+}
+
+impl Stats {
+    pub fn ops(&self) -> u64 {
+        self.read_ops + self.write_ops
+    }
+    pub fn bytes(&self) -> u64 {
+        self.read_bytes + self.write_bytes
+    }
+}
+
+impl std::ops::AddAssign<&Stats> for Stats {
+    fn add_assign(&mut self, o: &Stats) {
+        self.read_ops += o.read_ops;
+        self.write_ops += o.write_ops;
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+        self.errors += o.errors;
+        self.buffered_fallback_ops += o.buffered_fallback_ops;
+        self.direct_ops += o.direct_ops;
+        self.lat.merge(&o.lat);
+        self.sched_lat.merge(&o.sched_lat);
+        self.usage += &o.usage;
+        self.syscalls += &o.syscalls;
+        for (a, b) in self.inflight.iter_mut().zip(o.inflight.iter()) {
+            *a += b;
+        }
+        // Workers run side by side: the merged wall time is the longest one.
+        self.elapsed_s = self.elapsed_s.max(o.elapsed_s);
+    }
+}
+
+/// The serialisable view of [`Stats`] that goes into every Result (units in every key).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StatsReport {
+    pub ops: u64,
+    pub read_ops: u64,
+    pub write_ops: u64,
+    pub bytes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub errors: u64,
+    pub buffered_fallback_ops: u64,
+    pub direct_ops: u64,
+    pub elapsed_s: f64,
+    pub bytes_per_sec: f64,
+    pub iops: f64,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    /// user + sys, the white paper's "CPU seconds".
+    pub cpu_s: f64,
+    /// CPU microseconds per operation (the Filebench shootout's metric).
+    pub cpu_us_per_op: f64,
+    pub lat_ns: LatencySummary,
+    /// Latency against the intended schedule (differs from `lat_ns` only under a rate limit).
+    pub sched_lat_ns: LatencySummary,
+    pub usage: Usage,
+    pub syscalls: SyscallCounts,
+    pub syscalls_per_sec: f64,
+    /// In-flight distribution: share of I/Os submitted at each depth bucket, in percent.
+    pub inflight_pct: Vec<(String, f64)>,
+    /// Histogram buckets `[value_ns, count]`, so stored results can be merged later.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lat_hist_ns: Vec<[u64; 2]>,
+}
+
+impl StatsReport {
+    pub fn from_stats(s: &Stats, with_hist: bool) -> Self {
+        let secs = if s.elapsed_s > 0.0 {
+            s.elapsed_s
+        } else {
+            f64::NAN
+        };
+        let per_sec = |v: f64| if secs.is_nan() { 0.0 } else { v / secs };
+        let ops = s.ops();
+        let total_inflight: u64 = s.inflight.iter().sum();
+        StatsReport {
+            ops,
+            read_ops: s.read_ops,
+            write_ops: s.write_ops,
+            bytes: s.bytes(),
+            read_bytes: s.read_bytes,
+            write_bytes: s.write_bytes,
+            errors: s.errors,
+            buffered_fallback_ops: s.buffered_fallback_ops,
+            direct_ops: s.direct_ops,
+            elapsed_s: s.elapsed_s,
+            bytes_per_sec: per_sec(s.bytes() as f64),
+            iops: per_sec(ops as f64),
+            cpu_user_s: s.usage.cpu_user_s,
+            cpu_sys_s: s.usage.cpu_sys_s,
+            cpu_s: s.usage.cpu_s(),
+            cpu_us_per_op: if ops > 0 {
+                s.usage.cpu_s() * 1e6 / ops as f64
+            } else {
+                0.0
+            },
+            lat_ns: s.lat.summary(),
+            sched_lat_ns: s.sched_lat.summary(),
+            usage: s.usage,
+            syscalls: s.syscalls,
+            syscalls_per_sec: per_sec(s.syscalls.total() as f64),
+            inflight_pct: INFLIGHT_BUCKETS
+                .iter()
+                .zip(s.inflight.iter())
+                .map(|(name, n)| {
+                    let pct = if total_inflight > 0 {
+                        *n as f64 * 100.0 / total_inflight as f64
+                    } else {
+                        0.0
+                    };
+                    (name.to_string(), pct)
+                })
+                .collect(),
+            lat_hist_ns: if with_hist {
+                s.lat.to_buckets()
+            } else {
+                Vec::new()
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_is_exact() {
+        let mut a = Stats {
+            read_ops: 3,
+            read_bytes: 300,
+            elapsed_s: 1.0,
+            ..Default::default()
+        };
+        a.lat.record(100);
+        a.inflight[inflight_bucket(1)] += 3;
+        let mut b = Stats {
+            write_ops: 2,
+            write_bytes: 200,
+            elapsed_s: 2.0,
+            ..Default::default()
+        };
+        b.lat.record(200);
+        b.inflight[inflight_bucket(32)] += 2;
+        a += &b;
+        assert_eq!(a.ops(), 5);
+        assert_eq!(a.bytes(), 500);
+        assert_eq!(a.elapsed_s, 2.0);
+        assert_eq!(a.lat.len(), 2);
+        let r = StatsReport::from_stats(&a, false);
+        assert_eq!(r.bytes_per_sec, 250.0);
+        assert_eq!(r.inflight_pct[5].1, 40.0);
+    }
+
+    #[test]
+    fn inflight_buckets() {
+        assert_eq!(inflight_bucket(1), 0);
+        assert_eq!(inflight_bucket(4), 2);
+        assert_eq!(inflight_bucket(5), 3);
+        assert_eq!(inflight_bucket(64), 6);
+        assert_eq!(inflight_bucket(65), 7);
+    }
+}

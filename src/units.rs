@@ -1,0 +1,244 @@
+//! Units in one place: parsing sizes, counts and durations the user types, and formatting
+//! bytes, rates and times for people.
+//!
+//! Sizes are powers of 1024 (`512`, `4k`, `1m`, `2g`, `1t`, optionally with a trailing `b`/`ib`).
+//! The vxbench front end keeps vxbench's convention that a bare number is in KB; it passes
+//! [`BareUnit::Kilobytes`].
+
+use crate::error::UsageError;
+use std::time::Duration;
+
+/// What a number without a suffix means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BareUnit {
+    Bytes,
+    Kilobytes,
+    /// A plain count: `k` = 1024 (vxbench: `iocount=128k` is 131072 I/Os).
+    Count,
+}
+
+fn split_number(s: &str) -> Option<(u64, &str)> {
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    if end == 0 {
+        return None;
+    }
+    let n = s[..end].parse::<u64>().ok()?;
+    Some((n, &s[end..]))
+}
+
+fn suffix_multiplier(suffix: &str) -> Option<u64> {
+    let lower = suffix.to_ascii_lowercase();
+    let core = lower
+        .strip_suffix("ib")
+        .or_else(|| lower.strip_suffix('b'))
+        .unwrap_or(&lower);
+    Some(match core {
+        "" => return None,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        "t" => 1 << 40,
+        _ => return Some(0),
+    })
+}
+
+/// Parse a size or count. `what` names the option in the error message.
+pub fn parse_size_as(s: &str, bare: BareUnit, what: &str) -> Result<u64, UsageError> {
+    let t = s.trim();
+    let bad = || {
+        UsageError(format!(
+            "bad {what} '{s}': expected a whole number with an optional k, m, g or t suffix (powers of 1024), e.g. 512, 4k, 1m, 2g"
+        ))
+    };
+    let (n, suffix) = split_number(t).ok_or_else(bad)?;
+    let value = match suffix_multiplier(suffix) {
+        None if suffix.eq_ignore_ascii_case("b") => n,
+        None => match bare {
+            BareUnit::Bytes | BareUnit::Count => n,
+            BareUnit::Kilobytes => n.checked_mul(1024).ok_or_else(bad)?,
+        },
+        Some(0) => return Err(bad()),
+        Some(m) => n.checked_mul(m).ok_or_else(bad)?,
+    };
+    Ok(value)
+}
+
+/// Parse a size in bytes (`4k` = 4096; a bare number is bytes).
+pub fn parse_size(s: &str) -> Result<u64, UsageError> {
+    parse_size_as(s, BareUnit::Bytes, "size")
+}
+
+/// Parse a duration: `10`, `10s`, `500ms`, `2m`, `1h`, `1.5s`.
+pub fn parse_duration(s: &str) -> Result<Duration, UsageError> {
+    let t = s.trim();
+    let bad = || {
+        UsageError(format!(
+            "bad duration '{s}': expected a number with an optional unit ms, s, m or h, e.g. 500ms, 10s, 2m"
+        ))
+    };
+    let end = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    if end == 0 {
+        return Err(bad());
+    }
+    let n: f64 = t[..end].parse().map_err(|_| bad())?;
+    let secs = match &t[end..] {
+        "" | "s" | "sec" => n,
+        "ms" => n / 1e3,
+        "us" => n / 1e6,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(bad()),
+    };
+    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// `4096` -> `4k`, `1048576` -> `1m`, `1536` -> `1536` (exact, the way a user would type it).
+pub fn format_size_exact(bytes: u64) -> String {
+    for (shift, suffix) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
+        if bytes != 0 && bytes % (1u64 << shift) == 0 {
+            return format!("{}{}", bytes >> shift, suffix);
+        }
+    }
+    bytes.to_string()
+}
+
+/// Human bytes with binary units: `1.50 MiB`.
+pub fn format_bytes(bytes: f64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < units.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v:.0} {}", units[i])
+    } else {
+        format!("{v:.2} {}", units[i])
+    }
+}
+
+/// Throughput unit chosen by the user (vxbench `-k` / `-M`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateUnit {
+    #[default]
+    #[serde(rename = "kb")]
+    KiloBytes,
+    #[serde(rename = "mb")]
+    MegaBytes,
+}
+
+impl RateUnit {
+    pub fn label(self) -> &'static str {
+        match self {
+            RateUnit::KiloBytes => "KB/s",
+            RateUnit::MegaBytes => "MB/s",
+        }
+    }
+    pub fn convert(self, bytes_per_sec: f64) -> f64 {
+        match self {
+            RateUnit::KiloBytes => bytes_per_sec / 1024.0,
+            RateUnit::MegaBytes => bytes_per_sec / (1024.0 * 1024.0),
+        }
+    }
+}
+
+/// Nanoseconds for people: `850 ns`, `12.3 us`, `4.56 ms`, `1.20 s`.
+pub fn format_ns(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.1} us", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.2} s", ns / 1e9)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512").unwrap(), 512);
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("4K").unwrap(), 4096);
+        assert_eq!(parse_size("1m").unwrap(), 1 << 20);
+        assert_eq!(parse_size("2g").unwrap(), 2 << 30);
+        assert_eq!(parse_size("2GiB").unwrap(), 2 << 30);
+        assert_eq!(parse_size("8b").unwrap(), 8);
+        assert!(parse_size("").is_err());
+        assert!(parse_size("k").is_err());
+        assert!(parse_size("4x").is_err());
+        assert!(parse_size("-4k").is_err());
+        assert!(parse_size("99999999999999999999").is_err());
+        assert!(parse_size("20000000000t").is_err());
+    }
+
+    #[test]
+    fn vx_conventions() {
+        assert_eq!(
+            parse_size_as("8", BareUnit::Kilobytes, "iosize").unwrap(),
+            8192
+        );
+        assert_eq!(
+            parse_size_as("8k", BareUnit::Kilobytes, "iosize").unwrap(),
+            8192
+        );
+        assert_eq!(
+            parse_size_as("35g", BareUnit::Kilobytes, "x").unwrap(),
+            35 << 30
+        );
+        assert_eq!(
+            parse_size_as("128k", BareUnit::Count, "iocount").unwrap(),
+            131072
+        );
+        assert_eq!(parse_size_as("50", BareUnit::Count, "iocount").unwrap(), 50);
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("1x").is_err());
+        assert!(parse_duration("1.2.3").is_err());
+    }
+
+    #[test]
+    fn formatting() {
+        assert_eq!(format_size_exact(4096), "4k");
+        assert_eq!(format_size_exact(1 << 20), "1m");
+        assert_eq!(format_size_exact(1536), "1536");
+        assert_eq!(format_size_exact(0), "0");
+        assert_eq!(format_ns(850.0), "850 ns");
+        assert_eq!(format_ns(12_300.0), "12.3 us");
+    }
+
+    proptest! {
+        #[test]
+        fn size_parser_never_panics(s in "\\PC{0,24}") {
+            let _ = parse_size(&s);
+            let _ = parse_size_as(&s, BareUnit::Kilobytes, "x");
+            let _ = parse_duration(&s);
+        }
+
+        #[test]
+        fn size_roundtrip(n in 1u64..1_000_000, shift in prop::sample::select(vec![0u32, 10, 20, 30])) {
+            let v = n << shift;
+            prop_assert_eq!(parse_size(&format_size_exact(v)).unwrap(), v);
+        }
+    }
+}
