@@ -1,0 +1,149 @@
+//! Shared integration-test helpers: run the real binary in a temporary directory.
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+/// A temporary working directory that is removed at the end of the test.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        Sandbox {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    /// `fsbench ARGS...` with the sandbox as working directory.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::cargo_bin("fsbench").expect("binary built");
+        c.current_dir(self.path()).args(args);
+        c
+    }
+    /// Run and parse the JSON result written with `--output`.
+    pub fn run_json(&self, args: &[&str]) -> serde_json::Value {
+        let out = self.file("result.json");
+        let mut all: Vec<&str> = args.to_vec();
+        let o = out.to_str().unwrap().to_string();
+        all.push("--output");
+        all.push(&o);
+        self.cmd(&all).assert().success();
+        let text = std::fs::read_to_string(&out).expect("result written");
+        std::fs::remove_file(&out).ok();
+        serde_json::from_str(&text).expect("valid JSON")
+    }
+    /// Names of the files in the sandbox.
+    pub fn listing(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(self.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+/// True when running as root with working loop devices (for raw-device and XFS tests).
+pub fn can_use_loop_devices() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    root && std::process::Command::new("losetup")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+        && Path::new("/dev/loop-control").exists()
+}
+
+/// A loop device over a sparse file; detached on drop.
+pub struct LoopDevice {
+    pub dev: PathBuf,
+    pub backing: PathBuf,
+}
+
+impl LoopDevice {
+    pub fn new(dir: &Path, size_mb: u64) -> Option<Self> {
+        let backing = dir.join(format!("loop-{size_mb}m.img"));
+        let f = std::fs::File::create(&backing).ok()?;
+        f.set_len(size_mb << 20).ok()?;
+        let out = std::process::Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&backing)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
+        Some(LoopDevice { dev, backing })
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("losetup").arg("-d").arg(&self.dev).status();
+    }
+}
+
+/// A file system of `fstype` on a loop device, mounted in a temp dir; unmounted on drop.
+pub struct MountedFs {
+    pub mnt: tempfile::TempDir,
+    pub lo: LoopDevice,
+}
+
+impl MountedFs {
+    pub fn new(dir: &Path, fstype: &str, size_mb: u64) -> Option<Self> {
+        if !can_use_loop_devices() {
+            return None;
+        }
+        let lo = LoopDevice::new(dir, size_mb)?;
+        let mkfs = format!("mkfs.{fstype}");
+        let mut args: Vec<&str> = Vec::new();
+        if fstype != "tmpfs" {
+            args.push(if fstype == "ext4" { "-F" } else { "-f" });
+            args.push("-q");
+        }
+        let ok = std::process::Command::new(&mkfs)
+            .args(&args)
+            .arg(&lo.dev)
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        if !ok {
+            return None;
+        }
+        let mnt = tempfile::tempdir().ok()?;
+        let ok = std::process::Command::new("mount")
+            .arg(&lo.dev)
+            .arg(mnt.path())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !ok {
+            return None;
+        }
+        Some(MountedFs { mnt, lo })
+    }
+    pub fn path(&self) -> &Path {
+        self.mnt.path()
+    }
+}
+
+impl Drop for MountedFs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(self.mnt.path()).status();
+    }
+}
+
+/// Print why a test is skipped (visible with --nocapture and in CI logs).
+pub fn skip(why: &str) {
+    eprintln!("SKIPPED: {why}");
+}
