@@ -29,6 +29,16 @@ pub enum RunStatus {
     Failed,
 }
 
+impl RunStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Complete => "complete",
+            RunStatus::Partial => "partial",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
 /// Everything a run measured, before formatting.
 pub struct RunOutcome {
     pub plan: Plan,
