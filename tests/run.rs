@@ -229,3 +229,69 @@ fn quick_battery_small() {
         "scratch file removed"
     );
 }
+
+#[test]
+fn cache_control_flags() {
+    let sb = Sandbox::new();
+    let v = sb.run_json(&[
+        "run",
+        "--rw",
+        "read",
+        "--bs",
+        "64k",
+        "--size",
+        "2m",
+        "--drop-cache",
+        "f",
+    ]);
+    let notes: Vec<String> = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("page cache") || n.contains("evicted")),
+        "{notes:?}"
+    );
+    let v = sb.run_json(&[
+        "run",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "2m",
+        "--count",
+        "100",
+        "--no-invalidate",
+        "f",
+    ]);
+    assert_eq!(v["job"]["invalidate"], false);
+    assert_eq!(v["total"]["read_ops"], 100);
+}
+
+#[test]
+fn mmap_engine_flushes_with_msync() {
+    let sb = Sandbox::new();
+    let v = sb.run_json(&[
+        "run",
+        "--rw",
+        "mmapwrite",
+        "--bs",
+        "4k",
+        "--size",
+        "1m",
+        "--fsync",
+        "f",
+    ]);
+    assert_eq!(v["total"]["write_bytes"], 1 << 20);
+    assert!(v["total"]["syscalls"]["msync"].as_u64().unwrap() >= 1);
+    sb.cmd(&[
+        "run", "--rw", "mmapread", "--cache", "direct", "--count", "1", "f",
+    ])
+    .assert()
+    .code(2);
+}
