@@ -404,6 +404,6 @@ mod tests {
         assert_eq!(t.get("write_pref_io"), Some(1 << 20));
         t.set("write_nstream", 4, "measured".into());
         t.refresh_dependents();
-        assert_eq!(t.get("max_diskq"), Some(16 * 4 << 20));
+        assert_eq!(t.get("max_diskq"), Some((16 * 4) << 20));
     }
 }

@@ -46,9 +46,19 @@ impl Dir {
     }
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// One thread, I/O size swept, buffered and direct.
+    Sizes,
+    /// Direct I/O at the knee size, thread count swept.
+    Streams,
+}
+
 /// One measured point.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Point {
+    pub phase: Phase,
     pub dir: Dir,
     pub direct: bool,
     pub block_size_bytes: u64,
@@ -139,7 +149,7 @@ pub fn point_job(
 }
 
 /// Run one point.
-pub fn run_point(job: &Job) -> Result<Point> {
+pub fn run_point(job: &Job, phase: Phase) -> Result<Point> {
     let out = crate::runner::run(job)?;
     if let Some(f) = out.failures.first() {
         anyhow::bail!("{}: {f}", job.name);
@@ -148,6 +158,7 @@ pub fn run_point(job: &Job) -> Result<Point> {
     let bytes = total.bytes();
     let elapsed = out.elapsed_s.max(1e-9);
     Ok(Point {
+        phase,
         dir: if job.access == Access::Read {
             Dir::Read
         } else {
@@ -197,7 +208,8 @@ pub fn run(opts: &MeasureOpts, mut progress: impl FnMut(&Point)) -> Result<Measu
     for dir in [Dir::Read, Dir::Write] {
         for &bs in &opts.sizes {
             for direct in [false, true] {
-                let p = run_point(&point_job(&file, opts.file_size, dir, direct, bs, 1, secs))?;
+                let job = point_job(&file, opts.file_size, dir, direct, bs, 1, secs);
+                let p = run_point(&job, Phase::Sizes)?;
                 push(&mut m, p);
                 if crate::runner::signal::interrupted() {
                     m.notes
@@ -219,7 +231,8 @@ pub fn run(opts: &MeasureOpts, mut progress: impl FnMut(&Point)) -> Result<Measu
                 ));
                 continue;
             }
-            let p = run_point(&point_job(&file, opts.file_size, dir, true, bs, t, secs))?;
+            let job = point_job(&file, opts.file_size, dir, true, bs, t, secs);
+            let p = run_point(&job, Phase::Streams)?;
             push(&mut m, p);
             if crate::runner::signal::interrupted() {
                 m.notes
@@ -235,7 +248,7 @@ pub fn run(opts: &MeasureOpts, mut progress: impl FnMut(&Point)) -> Result<Measu
 pub fn size_curve(points: &[Point], dir: Dir, direct: bool) -> Vec<(u64, f64)> {
     let mut v: Vec<(u64, f64)> = points
         .iter()
-        .filter(|p| p.dir == dir && p.direct == direct && p.threads == 1)
+        .filter(|p| p.phase == Phase::Sizes && p.dir == dir && p.direct == direct)
         .map(|p| (p.block_size_bytes, p.bytes_per_sec))
         .collect();
     v.sort_by_key(|&(s, _)| s);
@@ -245,17 +258,9 @@ pub fn size_curve(points: &[Point], dir: Dir, direct: bool) -> Vec<(u64, f64)> {
 
 /// (threads, bytes/s) of the stream points of one direction.
 pub fn stream_curve(points: &[Point], dir: Dir) -> Vec<(u32, f64)> {
-    let bs = points
-        .iter()
-        .filter(|p| p.dir == dir && p.direct && p.threads > 1)
-        .map(|p| p.block_size_bytes)
-        .next();
-    let Some(bs) = bs else { return Vec::new() };
-    // Later points win: the stream run at 1 thread over the size sweep's point.
     let mut v: Vec<(u32, f64)> = points
         .iter()
-        .rev()
-        .filter(|p| p.dir == dir && p.direct && p.block_size_bytes == bs)
+        .filter(|p| p.phase == Phase::Streams && p.dir == dir)
         .map(|p| (p.threads, p.bytes_per_sec))
         .collect();
     v.sort_by_key(|&(t, _)| t);
@@ -266,7 +271,7 @@ pub fn stream_curve(points: &[Point], dir: Dir) -> Vec<(u32, f64)> {
 /// Smallest x whose value reaches PLATEAU_FRACTION of the peak.
 pub fn knee<X: Copy + Ord>(curve: &[(X, f64)]) -> Option<X> {
     let peak = curve.iter().map(|&(_, v)| v).fold(f64::NAN, f64::max);
-    if !(peak > 0.0) {
+    if peak.is_nan() || peak <= 0.0 {
         return None;
     }
     let mut sorted: Vec<(X, f64)> = curve.to_vec();
@@ -378,7 +383,7 @@ mod tests {
                 for i in 0..n {
                     if bc[i].0 >= s { prop_assert!(dc[i].1 >= bc[i].1); }
                 }
-                let below = (0..n).filter(|&i| bc[i].0 < s).last();
+                let below = (0..n).rev().find(|&i| bc[i].0 < s);
                 if let Some(i) = below { prop_assert!(dc[i].1 < bc[i].1); }
             } else {
                 prop_assert!(dc[n - 1].1 < bc[n - 1].1);

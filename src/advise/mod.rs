@@ -58,7 +58,8 @@ pub fn apply_measurement(derived: &Tunables, m: &Measurement) -> Tunables {
     let labels = |dir: Dir, direct: Option<bool>| -> Vec<String> {
         m.points
             .iter()
-            .filter(|p| p.dir == dir && p.threads == 1 && direct.is_none_or(|d| p.direct == d))
+            .filter(|p| p.phase == measure::Phase::Sizes && p.dir == dir)
+            .filter(|p| direct.is_none_or(|d| p.direct == d))
             .map(|p| p.label())
             .collect()
     };
@@ -91,13 +92,13 @@ pub fn apply_measurement(derived: &Tunables, m: &Measurement) -> Tunables {
                 let bs = m
                     .points
                     .iter()
-                    .find(|p| p.dir == dir && p.threads > 1)
+                    .find(|p| p.phase == measure::Phase::Streams && p.dir == dir)
                     .map(|p| p.block_size_bytes)
                     .unwrap_or(0);
                 let ev: Vec<String> = m
                     .points
                     .iter()
-                    .filter(|p| p.dir == dir && p.direct && p.block_size_bytes == bs)
+                    .filter(|p| p.phase == measure::Phase::Streams && p.dir == dir)
                     .map(|p| p.label())
                     .collect();
                 t.set_measured(

@@ -192,8 +192,10 @@ pub fn parse_scheduler(text: &str) -> (Option<String>, Vec<String>) {
 
 impl SysfsProbe {
     pub fn with_root(root: impl Into<PathBuf>) -> Self {
+        let root: PathBuf = root.into();
         SysfsProbe {
-            root: root.into(),
+            // Device directories are canonical paths: the root must be one too.
+            root: std::fs::canonicalize(&root).unwrap_or(root),
             dev_of_file: Box::new(dev_of_path),
         }
     }
