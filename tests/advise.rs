@@ -432,6 +432,9 @@ fn measured_mode_agrees_with_points_rerun_by_hand() {
             Some(n as u64)
         );
     }
+    let knees = [Dir::Read, Dir::Write]
+        .map(|d| measure::knee(&measure::size_curve(&m.points, d, true)).unwrap());
+    assert!(measured.get("max_direct_iosz").unwrap() >= knees[0].max(knees[1]).max(1 << 20));
     assert_eq!(
         measured.get("max_diskq").unwrap(),
         16 * measured.get("write_pref_io").unwrap() * measured.get("write_nstream").unwrap()

@@ -228,6 +228,8 @@ pub fn layout_of(dev: &BlockDev, fs: Option<&FsGeometry>) -> Layout {
 pub struct Tunable {
     pub name: String,
     pub value: u64,
+    /// `bytes`, `count` or `KiB`.
+    pub unit: String,
     pub source: String,
     /// Measurements the value rests on, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -327,6 +329,14 @@ pub fn derive(layout: &Layout) -> Tunables {
     let t = |name: &str, value: u64, source: String| Tunable {
         name: name.into(),
         value,
+        unit: if name.ends_with("nstream") {
+            "count"
+        } else if name.ends_with("_kb") {
+            "KiB"
+        } else {
+            "bytes"
+        }
+        .into(),
         source,
         evidence: Vec::new(),
     };

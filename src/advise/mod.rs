@@ -25,6 +25,28 @@ pub struct Advice {
     pub measurement: Option<Measurement>,
     /// Derived values corrected by the measurement (present with --measure).
     pub measured: Option<Tunables>,
+    /// Checks whose outcome changes when run against the measured values.
+    #[serde(default)]
+    pub measured_checks: Vec<checks::Check>,
+}
+
+impl Advice {
+    /// Attach a measurement: corrected tunables and the checks they change.
+    pub fn add_measurement(&mut self, m: Measurement) {
+        let measured = apply_measurement(&self.derived, &m);
+        let again = checks::run(&self.topology, &measured);
+        self.measured_checks = again
+            .into_iter()
+            .filter(|c| {
+                !self
+                    .checks
+                    .iter()
+                    .any(|d| d.id == c.id && d.subject == c.subject && d.status == c.status)
+            })
+            .collect();
+        self.measured = Some(measured);
+        self.measurement = Some(m);
+    }
 }
 
 /// Advice from the topology alone.
@@ -43,6 +65,7 @@ pub fn from_topology(topology: Topology) -> Advice {
         checks,
         measurement: None,
         measured: None,
+        measured_checks: Vec::new(),
     }
 }
 
@@ -55,11 +78,10 @@ fn mbps(v: f64) -> String {
 pub fn apply_measurement(derived: &Tunables, m: &Measurement) -> Tunables {
     let mut t = derived.clone();
     // Single-thread size-sweep points of one direction (one cache mode, or both).
-    let labels = |dir: Dir, direct: Option<bool>| -> Vec<String> {
+    let labels = |dir: Dir| -> Vec<String> {
         m.points
             .iter()
-            .filter(|p| p.phase == measure::Phase::Sizes && p.dir == dir)
-            .filter(|p| direct.is_none_or(|d| p.direct == d))
+            .filter(|p| p.phase == measure::Phase::Sizes && p.dir == dir && p.direct)
             .map(|p| p.label())
             .collect()
     };
@@ -78,7 +100,7 @@ pub fn apply_measurement(derived: &Tunables, m: &Measurement) -> Tunables {
                     sz(k),
                     mbps(peak)
                 ),
-                labels(dir, Some(true)),
+                labels(dir),
             );
             t.set(
                 &format!("{}_unit_io", dir.name()),
@@ -128,8 +150,22 @@ pub fn apply_measurement(derived: &Tunables, m: &Measurement) -> Tunables {
         x.map(sz)
             .unwrap_or_else(|| "never (buffered wins at every size)".into())
     };
-    let mut ev = labels(Dir::Read, None);
-    ev.extend(labels(Dir::Write, None));
+    let mut ev = Vec::new();
+    for dir in [Dir::Read, Dir::Write] {
+        let b = measure::size_curve(&m.points, dir, false);
+        for (s, d) in measure::size_curve(&m.points, dir, true) {
+            if let Some(&(_, bv)) = b.iter().find(|x| x.0 == s) {
+                ev.push(format!(
+                    "seq {} {}: direct {} vs buffered {}{}",
+                    dir.name(),
+                    sz(s),
+                    mbps(d),
+                    mbps(bv),
+                    if d >= bv { "  (direct wins)" } else { "" }
+                ));
+            }
+        }
+    }
     let src = format!(
         "measured: direct overtakes buffered for reads at {}, for writes at {}",
         say(r),
@@ -152,6 +188,25 @@ pub fn apply_measurement(derived: &Tunables, m: &Measurement) -> Tunables {
                 v.source = format!("{} — {src}: keep the default or use buffered I/O", v.source);
                 v.evidence = ev;
             }
+        }
+    }
+    // Direct I/Os are not split below the size where throughput peaks.
+    let knees: Vec<u64> = [Dir::Read, Dir::Write]
+        .iter()
+        .filter_map(|&d| measure::knee(&measure::size_curve(&m.points, d, true)))
+        .collect();
+    if let Some(&k) = knees.iter().max() {
+        let cur = t.get("max_direct_iosz").unwrap_or(0);
+        if k > cur {
+            t.set_measured(
+                "max_direct_iosz",
+                k,
+                format!(
+                    "measured: raised to the largest knee ({}) so direct I/Os are not split below it",
+                    sz(k)
+                ),
+                Vec::new(),
+            );
         }
     }
     t.refresh_dependents();

@@ -154,7 +154,13 @@ pub fn text(a: &Advice) -> String {
     if a.checks.is_empty() {
         let _ = writeln!(out, "  (none: no block device to check)");
     }
-    for c in &a.checks {
+    checks(&mut out, &a.checks);
+    measured(&mut out, a, mp);
+    out
+}
+
+fn checks(out: &mut String, list: &[super::checks::Check]) {
+    for c in list {
         let tag = match c.status {
             Status::Ok => "ok  ",
             Status::Info => "info",
@@ -168,6 +174,9 @@ pub fn text(a: &Advice) -> String {
             }
         }
     }
+}
+
+fn measured(out: &mut String, a: &Advice, mp: &str) {
     if let (Some(m), Some(measured)) = (&a.measurement, &a.measured) {
         let _ = writeln!(
             out,
@@ -184,11 +193,14 @@ pub fn text(a: &Advice) -> String {
         }
         out.push('\n');
         tunables(
-            &mut out,
+            out,
             &format!("Filesystem i/o parameters for {mp} (measured)"),
             measured,
             true,
         );
+        if !a.measured_checks.is_empty() {
+            let _ = writeln!(out, "\nChecks that change with the measured values");
+            checks(out, &a.measured_checks);
+        }
     }
-    out
 }

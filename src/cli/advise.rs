@@ -84,8 +84,7 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
                 eprintln!("  {}", p.label());
             }
         })?;
-        advice.measured = Some(advise::apply_measurement(&advice.derived, &m));
-        advice.measurement = Some(m);
+        advice.add_measurement(m);
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&advice)?);
