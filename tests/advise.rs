@@ -202,6 +202,18 @@ fn chapter_example_five_columns_of_1m_gives_80mb_diskq() {
         Some(83886080),
         "the chapter's 80 MB"
     );
+    // md0 takes 128k requests: each 1 MiB preferred I/O is split, and the hardware limit
+    // (128k) leaves nothing to change.
+    let c = find(&a.checks, "request_size", "md0");
+    assert_eq!((c.status, c.fix.is_none()), (Status::Info, true));
+    std::fs::write(md.join("queue/max_hw_sectors_kb"), "2048\n").unwrap();
+    let a = advise::from_topology(topo_of(&probe, 9, 0, None));
+    let c = find(&a.checks, "request_size", "md0");
+    assert_eq!(c.status, Status::Warn);
+    assert_eq!(
+        c.fix.as_deref(),
+        Some("echo 1024 > /sys/block/md0/queue/max_sectors_kb")
+    );
 
     // The same array as raid10 (2 near copies over 6 disks) is the chapter's stripe-mirror:
     // 3 columns, 64k default unit -> max_diskq 3 MB.
@@ -502,4 +514,30 @@ fn bad_input_is_one_line_and_exit_2() {
         std::fs::read(sb.file(measure::SCRATCH_NAME)).unwrap(),
         b"precious"
     );
+}
+
+#[test]
+fn dm_stripe_from_queue_limits() {
+    let probe = SysfsProbe::with_root(fixture("dm_stripe"));
+    let dm = probe.device(253, 0).unwrap();
+    assert_eq!(dm.kind, DeviceKind::Dm);
+    assert_eq!(dm.dm.as_ref().unwrap().name, "vg-data");
+    let numa: Vec<Option<i32>> = dm.leaves().iter().map(|d| d.numa_node).collect();
+    assert_eq!(numa, [Some(0), Some(0), Some(1), Some(1)]);
+    let a = advise::from_topology(topo_of(&probe, 253, 0, None));
+    let l = &a.derived.layout;
+    assert_eq!(
+        (l.kind, l.columns, l.stripe_unit_bytes),
+        (derive::LayoutKind::Stripe, 4, Some(131072))
+    );
+    assert_eq!(a.derived.get("max_diskq"), Some(16 * 131072 * 4));
+    // 128k max_sectors_kb on the NVMe namespaces equals the stripe unit: no split.
+    assert!(
+        !a.checks.iter().any(|c| c.id == "request_size"),
+        "{:#?}",
+        a.checks
+    );
+    for n in ["nvme0n1", "nvme3n1"] {
+        assert_eq!(find(&a.checks, "scheduler", n).status, Status::Ok);
+    }
 }
