@@ -67,12 +67,26 @@ pub struct Point {
     pub elapsed_s: f64,
     pub bytes_per_sec: f64,
     pub cpu_s: f64,
+    /// Throughput of each repetition when the point was run more than once; the point's
+    /// numbers are those of the median run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_bytes_per_sec: Vec<f64>,
 }
 
 impl Point {
     pub fn label(&self) -> String {
+        let runs = if self.runs_bytes_per_sec.is_empty() {
+            String::new()
+        } else {
+            let v: Vec<String> = self
+                .runs_bytes_per_sec
+                .iter()
+                .map(|r| format!("{:.1}", r / 1e6))
+                .collect();
+            format!(" [median of {}]", v.join(", "))
+        };
         format!(
-            "seq {} {} {}{}: {:.1} MB/s ({} in {:.2} s, {:.2} CPU s)",
+            "seq {} {} {}{}: {:.1} MB/s ({} in {:.2} s, {:.2} CPU s){runs}",
             self.dir.name(),
             if self.direct { "direct" } else { "buffered" },
             sz(self.block_size_bytes),
@@ -98,6 +112,8 @@ pub struct MeasureOpts {
     pub budget_s: f64,
     pub sizes: Vec<u64>,
     pub streams: Vec<u32>,
+    /// Runs per point (the median is kept).
+    pub repeat: u32,
 }
 
 /// All points of a measurement plus the file it used.
@@ -105,7 +121,8 @@ pub struct MeasureOpts {
 pub struct Measurement {
     pub scratch_file: String,
     pub file_size_bytes: u64,
-    pub seconds_per_point: f64,
+    pub max_seconds_per_run: f64,
+    pub repeat: u32,
     pub points: Vec<Point>,
     pub notes: Vec<String>,
 }
@@ -171,7 +188,27 @@ pub fn run_point(job: &Job, phase: Phase) -> Result<Point> {
         elapsed_s: elapsed,
         bytes_per_sec: bytes as f64 / elapsed,
         cpu_s: total.usage.cpu_s(),
+        runs_bytes_per_sec: Vec::new(),
     })
+}
+
+/// Run a point `repeat` times and keep the median run (robust to one-off stalls and bursts
+/// on shared or virtual storage).
+pub fn run_point_median(job: &Job, phase: Phase, repeat: u32) -> Result<Point> {
+    let mut runs = Vec::with_capacity(repeat as usize);
+    for _ in 0..repeat.max(1) {
+        runs.push(run_point(job, phase)?);
+        if crate::runner::signal::interrupted() {
+            break;
+        }
+    }
+    let all: Vec<f64> = runs.iter().map(|p| p.bytes_per_sec).collect();
+    runs.sort_by(|a, b| a.bytes_per_sec.total_cmp(&b.bytes_per_sec));
+    let mut mid = runs.swap_remove(runs.len() / 2);
+    if all.len() > 1 {
+        mid.runs_bytes_per_sec = all;
+    }
+    Ok(mid)
 }
 
 /// Removes the scratch file however the measurement ends.
@@ -193,12 +230,13 @@ pub fn run(opts: &MeasureOpts, mut progress: impl FnMut(&Point)) -> Result<Measu
         );
     }
     let _guard = Scratch(file.clone());
-    let n_points = opts.sizes.len() * 4 + opts.streams.len() * 2;
+    let n_points = (opts.sizes.len() * 4 + opts.streams.len() * 2) * opts.repeat.max(1) as usize;
     let secs = (opts.budget_s / n_points.max(1) as f64).max(0.2);
     let mut m = Measurement {
         scratch_file: file.display().to_string(),
         file_size_bytes: opts.file_size,
-        seconds_per_point: secs,
+        max_seconds_per_run: secs,
+        repeat: opts.repeat.max(1),
         ..Default::default()
     };
     let mut push = |m: &mut Measurement, p: Point| {
@@ -209,7 +247,7 @@ pub fn run(opts: &MeasureOpts, mut progress: impl FnMut(&Point)) -> Result<Measu
         for &bs in &opts.sizes {
             for direct in [false, true] {
                 let job = point_job(&file, opts.file_size, dir, direct, bs, 1, secs);
-                let p = run_point(&job, Phase::Sizes)?;
+                let p = run_point_median(&job, Phase::Sizes, opts.repeat)?;
                 push(&mut m, p);
                 if crate::runner::signal::interrupted() {
                     m.notes
@@ -232,7 +270,7 @@ pub fn run(opts: &MeasureOpts, mut progress: impl FnMut(&Point)) -> Result<Measu
                 continue;
             }
             let job = point_job(&file, opts.file_size, dir, true, bs, t, secs);
-            let p = run_point(&job, Phase::Streams)?;
+            let p = run_point_median(&job, Phase::Streams, opts.repeat)?;
             push(&mut m, p);
             if crate::runner::signal::interrupted() {
                 m.notes

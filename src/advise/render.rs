@@ -180,10 +180,11 @@ fn measured(out: &mut String, a: &Advice, mp: &str) {
     if let (Some(m), Some(measured)) = (&a.measurement, &a.measured) {
         let _ = writeln!(
             out,
-            "\nMeasured on {} ({}, {:.1} s per point at most, one pass over the file per point)",
+            "\nMeasured on {} ({}, {:.1} s per run at most, one pass over the file per run, {} run(s) per point)",
             m.scratch_file,
             crate::units::format_bytes(m.file_size_bytes as f64),
-            m.seconds_per_point
+            m.max_seconds_per_run,
+            m.repeat
         );
         for p in &m.points {
             let _ = writeln!(out, "  {}", p.label());

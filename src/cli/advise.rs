@@ -21,6 +21,9 @@ pub struct AdviseArgs {
     /// Time budget for all measured points together (each point gets an equal share)
     #[arg(long = "measure-time", default_value = "80s")]
     pub measure_time: String,
+    /// Runs of each measured point; the median is kept (the time budget is shared by all runs)
+    #[arg(long = "measure-repeat", default_value_t = 1)]
+    pub measure_repeat: u32,
     /// text or json
     #[arg(long, default_value = "text")]
     pub format: String,
@@ -51,6 +54,9 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
             crate::units::format_size_exact(min_size)
         );
     }
+    if a.measure_repeat == 0 || a.measure_repeat > 9 {
+        crate::bail_usage!("bad --measure-repeat {}: must be 1 to 9", a.measure_repeat);
+    }
     if a.measure && budget < 1.0 {
         crate::bail_usage!("bad --measure-time {}: must be at least 1s", a.measure_time);
     }
@@ -70,6 +76,7 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
             budget_s: budget,
             sizes: measure::SIZES.to_vec(),
             streams: measure::STREAMS.to_vec(),
+            repeat: a.measure_repeat,
         };
         if !json {
             eprintln!(
