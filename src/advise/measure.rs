@@ -279,7 +279,38 @@ pub fn run(opts: &MeasureOpts, mut progress: impl FnMut(&Point)) -> Result<Measu
             }
         }
     }
+    note_spread(&mut m);
     Ok(m)
+}
+
+/// Say when repeated runs of the same point disagree: the storage is shared or cached, and the
+/// measured values are rough.
+pub fn note_spread(m: &mut Measurement) {
+    let spread = |p: &Point| {
+        let lo = p
+            .runs_bytes_per_sec
+            .iter()
+            .cloned()
+            .fold(f64::INFINITY, f64::min);
+        let hi = p.runs_bytes_per_sec.iter().cloned().fold(0.0, f64::max);
+        if lo > 0.0 {
+            hi / lo
+        } else {
+            f64::INFINITY
+        }
+    };
+    let repeated: Vec<&Point> = m
+        .points
+        .iter()
+        .filter(|p| p.runs_bytes_per_sec.len() > 1)
+        .collect();
+    let wide = repeated.iter().filter(|p| spread(p) > 1.5).count();
+    if wide > 0 {
+        m.notes.push(format!(
+            "{wide} of {} points varied by more than 1.5x between runs: the storage is shared or cached; treat the measured values as rough and compare several runs",
+            repeated.len()
+        ));
+    }
 }
 
 /// (size, bytes/s) of single-thread points of one direction and cache mode, by size.
@@ -395,6 +426,33 @@ mod tests {
             (1 << 20, 40.0),
         ];
         assert_eq!(crossover(&b, &d3), None);
+    }
+
+    #[test]
+    fn spread_between_runs_is_reported() {
+        let p = |runs: Vec<f64>| Point {
+            phase: Phase::Sizes,
+            dir: Dir::Read,
+            direct: true,
+            block_size_bytes: 4096,
+            threads: 1,
+            bytes: 4096,
+            elapsed_s: 1.0,
+            bytes_per_sec: runs[1],
+            cpu_s: 0.0,
+            runs_bytes_per_sec: runs,
+        };
+        let mut m = Measurement {
+            points: vec![p(vec![100.0, 110.0, 120.0]), p(vec![100.0, 300.0, 200.0])],
+            ..Default::default()
+        };
+        note_spread(&mut m);
+        assert_eq!(m.notes.len(), 1);
+        assert!(m.notes[0].starts_with("1 of 2 points"), "{:?}", m.notes);
+        m.points.pop();
+        m.notes.clear();
+        note_spread(&mut m);
+        assert!(m.notes.is_empty());
     }
 
     proptest! {

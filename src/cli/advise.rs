@@ -22,7 +22,7 @@ pub struct AdviseArgs {
     #[arg(long = "measure-time", default_value = "80s")]
     pub measure_time: String,
     /// Runs of each measured point; the median is kept (the time budget is shared by all runs)
-    #[arg(long = "measure-repeat", default_value_t = 1)]
+    #[arg(long = "measure-repeat", default_value_t = 3)]
     pub measure_repeat: u32,
     /// text or json
     #[arg(long, default_value = "text")]
