@@ -552,3 +552,72 @@ fn dm_stripe_from_queue_limits() {
         assert_eq!(find(&a.checks, "scheduler", n).status, Status::Ok);
     }
 }
+
+/// mkfs with options on a fresh loop device and mount it; None (with a printed reason) when
+/// the machine cannot.
+fn mkfs_mount(sb: &Sandbox, size_mb: u64, mkfs: &[&str]) -> Option<(LoopDevice, PathBuf)> {
+    if !can_use_loop_devices() {
+        skip("not root or no loop devices");
+        return None;
+    }
+    let lo = LoopDevice::new(sb.path(), size_mb)?;
+    let ok = std::process::Command::new(mkfs[0])
+        .args(&mkfs[1..])
+        .arg(&lo.dev)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    let mnt = sb.file("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    if !ok
+        || !std::process::Command::new("mount")
+            .arg(&lo.dev)
+            .arg(&mnt)
+            .status()
+            .ok()?
+            .success()
+    {
+        skip(&format!("{} or mount failed", mkfs[0]));
+        return None;
+    }
+    Some((lo, mnt))
+}
+
+struct Umount(PathBuf);
+impl Drop for Umount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn live_xfs_and_btrfs_geometry() {
+    let sb = Sandbox::new();
+    if let Some((_lo, mnt)) = mkfs_mount(&sb, 600, &["mkfs.xfs", "-q", "-f", "-d", "su=64k,sw=5"]) {
+        let _u = Umount(mnt.clone());
+        let topo = Topology::of_path(&mnt, &SysfsProbe::default());
+        let g = topo.fs.as_ref().expect("xfs geometry");
+        assert_eq!(
+            (g.stripe_unit_bytes, g.stripe_width_bytes),
+            (Some(65536), Some(327680))
+        );
+        assert_eq!(g.block_size_bytes, Some(4096));
+        let a = advise::from_topology(topo);
+        assert_eq!(a.derived.layout.columns, 5);
+        assert_eq!(a.derived.get("read_nstream"), Some(5));
+    }
+    let sb = Sandbox::new();
+    if let Some((lo, mnt)) = mkfs_mount(&sb, 256, &["mkfs.btrfs", "-q", "-f"]) {
+        let _u = Umount(mnt.clone());
+        let topo = Topology::of_path(&mnt, &SysfsProbe::default());
+        // btrfs files have an anonymous st_dev: the device comes from the mount source.
+        assert_eq!(
+            Path::new(&topo.mount.as_ref().unwrap().source),
+            lo.dev.as_path()
+        );
+        assert_eq!(topo.device.as_ref().unwrap().kind, DeviceKind::Loop);
+        let g = topo.fs.as_ref().expect("btrfs sectorsize");
+        assert_eq!(g.fs_type, "btrfs");
+        assert_eq!(g.block_size_bytes, Some(4096));
+    }
+}

@@ -408,6 +408,40 @@ fn read_md(md: &Path) -> MdInfo {
     }
 }
 
+/// The mount whose mount point is the longest prefix of `path`: for file systems whose files
+/// carry a device number other than the one in mountinfo (btrfs subvolumes).
+fn mount_by_prefix(path: &Path) -> Option<super::MountInfo> {
+    let real = path
+        .ancestors()
+        .find_map(|a| std::fs::canonicalize(a).ok())?;
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mut best: Option<super::MountInfo> = None;
+    for line in text.lines() {
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
+        let l: Vec<&str> = left.split_whitespace().collect();
+        let r: Vec<&str> = right.split_whitespace().collect();
+        if l.len() < 6 || r.len() < 2 || !real.starts_with(l[4]) {
+            continue;
+        }
+        if best
+            .as_ref()
+            .is_some_and(|b| b.mount_point.len() >= l[4].len())
+        {
+            continue;
+        }
+        best = Some(super::MountInfo {
+            mount_point: l[4].to_string(),
+            fs_type: r[0].to_string(),
+            source: r[1].to_string(),
+            options: format!("{},{}", l[5], r.get(2).unwrap_or(&"")),
+            dev: l[2].to_string(),
+        });
+    }
+    best
+}
+
 /// Everything known about the storage under a path.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Topology {
@@ -422,7 +456,7 @@ impl Topology {
     /// Probe the live system for `path` (the path itself or its nearest existing ancestor).
     pub fn of_path(path: &Path, probe: &SysfsProbe) -> Topology {
         let mut notes = Vec::new();
-        let mount = super::mount_of(path);
+        let mount = super::mount_of(path).or_else(|| mount_by_prefix(path));
         let existing = path
             .ancestors()
             .find(|a| a.exists())
