@@ -427,7 +427,7 @@ fn mount_by_prefix(path: &Path) -> Option<super::MountInfo> {
         }
         if best
             .as_ref()
-            .is_some_and(|b| b.mount_point.len() >= l[4].len())
+            .is_some_and(|b| b.mount_point.len() > l[4].len())
         {
             continue;
         }
