@@ -312,6 +312,23 @@ fn live_disk_matches_sysfs_and_cli_json() {
         .unwrap()
         .iter()
         .any(|c| c["id"] == "scheduler"));
+    // --output writes the same JSON to a file.
+    let file = sb.file("advice.json");
+    let out2 = sb
+        .cmd(&[
+            "advise",
+            sb.path().to_str().unwrap(),
+            "--format",
+            "json",
+            "--output",
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out2.status.success());
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(written["derived"], v["derived"]);
     // Text output has the vxtunefs shape.
     let out = sb
         .cmd(&["advise", sb.path().to_str().unwrap()])
