@@ -638,3 +638,20 @@ fn live_xfs_and_btrfs_geometry() {
         assert_eq!(g.block_size_bytes, Some(4096));
     }
 }
+
+#[test]
+fn measured_io_size_above_stripe_unit_is_reported() {
+    let probe = SysfsProbe::with_root(fixture("md_stripe"));
+    let a = advise::from_topology(topo_of(&probe, 9, 0, None));
+    assert!(!a.checks.iter().any(|c| c.id == "io_size_vs_stripe_unit"));
+    let mut t = a.derived.clone();
+    t.set("write_pref_io", 1 << 20, "measured".into());
+    let topo = topo_of(&probe, 9, 0, None);
+    let checks = fsbench::advise::checks::run(&topo, &t);
+    let c = find(&checks, "io_size_vs_stripe_unit", "md0");
+    assert!(
+        c.finding.contains("split into 16 column I/Os"),
+        "{}",
+        c.finding
+    );
+}

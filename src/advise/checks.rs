@@ -230,6 +230,24 @@ fn io_split(top: &BlockDev, tun: &Tunables, out: &mut Vec<Check>) {
         }
     }
     if let Some(su) = tun.layout.stripe_unit_bytes {
+        // Only a measured pref_io can differ from the stripe unit: the storage does best with
+        // I/Os that span several columns, and each is split at every column boundary.
+        let best = tun.get("write_pref_io").unwrap_or(su).max(pref);
+        if best > su {
+            out.push(check(
+                "io_size_vs_stripe_unit",
+                Status::Info,
+                tun.layout.device.as_deref().unwrap_or("file system"),
+                format!(
+                    "the measured best I/O size {} is larger than the stripe unit {}: each such I/O is split into {} column I/Os",
+                    sz(best),
+                    sz(su),
+                    best.div_ceil(su)
+                ),
+                "splitting costs device I/Os; a stripe unit of at least the best I/O size keeps each I/O on one column (the chapter's advice for shared arrays)",
+                None,
+            ));
+        }
         if su < 64 * 1024 {
             let pieces = (1u64 << 20).div_ceil(su);
             out.push(check(
