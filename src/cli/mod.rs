@@ -1,6 +1,7 @@
 //! Command-line front ends: one file per subcommand, argument handling only. Each builds Jobs
 //! (or reads Results) and hands them to the runner or the report layer.
 
+pub mod advise;
 pub mod output;
 pub mod quick;
 pub mod run;
@@ -32,6 +33,8 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Tuning recommendations (VxFS-style tunables, checks, optional measurements) for PATH.
+    Advise(advise::AdviseArgs),
     /// Internal: a worker process started by the runner.
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -66,6 +69,7 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Quick(a) => quick::main(a),
         Command::Run(a) => run::main(a),
         Command::Vx { args } => vx::main(&args),
+        Command::Advise(a) => advise::main(a),
         Command::Worker => {
             crate::runner::process::worker_main()?;
             Ok(0)

@@ -3,6 +3,8 @@
 
 pub mod env;
 pub mod fiemap;
+pub mod fsgeom;
+pub mod topology;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
