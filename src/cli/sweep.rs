@@ -2,8 +2,8 @@
 //! product runs in a stated order, each point's Result is written to the output directory as
 //! it finishes, and a re-run resumes by skipping points already measured.
 
+use crate::bail_usage;
 use crate::sweep::{self, axis, Axis, Ctx, Study};
-use crate::{bail_usage, usage};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -177,7 +177,11 @@ pub fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
     let study = Study {
         suite: String::new(),
         id: a.name.clone(),
-        title: format!("fsbench sweep {}", a.name),
+        title: if a.name == "sweep" {
+            "fsbench sweep".into()
+        } else {
+            format!("fsbench sweep {}", a.name)
+        },
         settings,
         axes,
         table: sweep::TableSpec {
@@ -228,7 +232,7 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
     ctx.progress.clear();
     let records = res?;
     let tables = crate::report::table::shape_all(&records, &shape)?;
-    let title = format!("fsbench sweep {} on {}", a.name, a.target.display());
+    let title = format!("{} on {}", study.title, a.target.display());
     print!(
         "{}",
         super::report::render(&a.format, &records, &tables, &title, &[], None)?
@@ -247,6 +251,5 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         eprintln!("interrupted: run the same command again to resume");
         return Ok(130);
     }
-    let _ = usage!("");
     Ok(if t.failed > 0 { 1 } else { 0 })
 }

@@ -195,7 +195,7 @@ fn same_target(a: &str, b: &str) -> bool {
 }
 
 fn html_table(t: &Shaped) -> String {
-    let mut s = String::from("<table><thead><tr>");
+    let mut s = String::from("<div class=\"tablewrap\"><table><thead><tr>");
     for (i, h) in t.header().iter().enumerate() {
         let _ = write!(
             s,
@@ -229,11 +229,11 @@ fn html_table(t: &Shaped) -> String {
         }
         s.push_str("</tr>");
     }
-    s.push_str("</tbody></table>");
+    s.push_str("</tbody></table></div>");
     s
 }
 
-const STYLE: &str = "body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222}h1{font-size:24px}h2{font-size:19px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}table{border-collapse:collapse;font-size:13px;margin:10px 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f2f2f2}td.key,th.key{text-align:left}td.skipped{color:#999;font-style:italic}td.failed{color:#b00}.meta{color:#555;font-size:13px}.charts svg{display:block;margin:12px 0;border:1px solid #eee}.notes{font-size:12px;color:#555}nav li{font-size:13px}";
+const STYLE: &str = "body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222}h1{font-size:24px}h2{font-size:19px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}table{border-collapse:collapse;font-size:13px;margin:10px 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f2f2f2}td.key,th.key{text-align:left}td.skipped{color:#999;font-style:italic}td.failed{color:#b00}.meta{color:#555;font-size:13px}.charts svg{display:block;margin:12px 0;border:1px solid #eee}.notes{font-size:12px;color:#555}nav li{font-size:13px}.tablewrap{overflow-x:auto;max-width:100%}";
 
 /// Render the report.
 pub fn render(records: &[Record], tables: &[Shaped], o: &HtmlOptions) -> String {

@@ -64,7 +64,9 @@ fn fmt_tick(v: f64) -> String {
     } else if a >= 1.0 {
         format!("{v:.1}")
     } else {
-        format!("{v:.2}")
+        // Enough decimals for two significant digits of small values (CPU seconds).
+        let d = ((-a.log10()).floor() as usize + 2).min(9);
+        format!("{v:.d$}")
     }
 }
 
@@ -180,12 +182,16 @@ pub fn line_chart(c: &ChartData) -> String {
             .map(|i| ML + plot_w * (i as f64 + 0.5) / n.max(1) as f64)
             .collect(),
     };
-    // Tick labels: at most ~12, always the first and last.
-    let every = n.div_ceil(12).max(1);
+    // Tick labels that do not overlap: skip a label closer than 44 px to the last one drawn
+    // (log scales crowd the small sizes); the last label always shows.
+    let mut last_x = f64::MIN;
     for (i, (x, l)) in xs.iter().zip(&c.x_labels).enumerate() {
-        if i % every != 0 && i + 1 != n {
+        let room = 44.0f64.max(l.len() as f64 * 7.0);
+        let is_last = i + 1 == n;
+        if x - last_x < room || (!is_last && xs[n - 1] - x < room) {
             continue;
         }
+        last_x = *x;
         let _ = write!(
             out,
             r##"<line x1="{x:.1}" x2="{x:.1}" y1="{b}" y2="{b2}" stroke="#333"/><text x="{x:.1}" y="{ty}" text-anchor="middle" font-size="11">{}</text>"##,

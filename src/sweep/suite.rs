@@ -407,9 +407,11 @@ pub fn resolve(file: SuiteFile, scale: Option<f64>) -> Result<Resolved, UsageErr
                     time_s: parse_duration(&scale_value("time", t, scale)?)?.as_secs_f64(),
                 }
             }
-            other => return Err(usage!(
+            other => {
+                return Err(usage!(
                 "{origin}: unknown kind '{other}': expected sweep, aged, backup or personalities"
-            )),
+            ))
+            }
         };
         studies.push(r);
     }
