@@ -113,16 +113,41 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
             outcome.missing_personalities.join(", ")
         ));
     }
-    let tables = crate::report::table::shape_all(&outcome.records, &Default::default())?;
+    // The report covers this run and the studies stored earlier in the same directory.
+    let ran: Vec<String> = outcome
+        .records
+        .iter()
+        .map(|r| r.meta().study.clone())
+        .collect();
+    let mut all = outcome.records.clone();
+    if let Ok(stored) = crate::sweep::record::load(std::slice::from_ref(&out_dir)) {
+        let run_ids: Vec<String> = res
+            .studies
+            .iter()
+            .filter(|s| a.studies.is_empty() || a.studies.contains(&s.study().id))
+            .map(|s| s.study().id.clone())
+            .collect();
+        all.extend(stored.into_iter().filter(|r| {
+            let m = r.meta();
+            m.suite == res.file.name
+                && !ran.contains(&m.study)
+                && !run_ids
+                    .iter()
+                    .any(|id| m.study == *id || m.study == format!("{id}-write"))
+        }));
+        all.sort_by_key(|r| (r.meta().index, r.meta().repeat));
+    }
+    let outcome_records = all;
+    let tables = crate::report::table::shape_all(&outcome_records, &Default::default())?;
     let title = format!("fsbench suite {}", res.file.name);
     let baseline = a.baseline.as_ref().map(|b| b.display().to_string());
     print!(
         "{}",
-        super::report::render("text", &outcome.records, &tables, &title, &preface, None)?
+        super::report::render("text", &outcome_records, &tables, &title, &preface, None)?
     );
     let html = super::report::write_reports(
         &out_dir,
-        &outcome.records,
+        &outcome_records,
         &tables,
         &title,
         &preface,

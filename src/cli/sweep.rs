@@ -207,6 +207,10 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         axis::canonical(n)?;
     }
     let points = study.points();
+    // Every point is built and checked before anything is created.
+    for p in &points {
+        study.build(p, &a.target)?;
+    }
     let out_dir = a
         .output
         .clone()

@@ -305,7 +305,8 @@ pub fn run_study(
         let index = ctx.next_index;
         ctx.next_index += 1;
         for r in 0..ctx.repeat {
-            if ctx.interrupted {
+            if ctx.interrupted || crate::runner::signal::interrupted() {
+                ctx.interrupted = true;
                 return Ok(out);
             }
             let meta = study.meta(p, index, r, target);

@@ -476,21 +476,31 @@ pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
         total,
     )?;
     crate::runner::signal::install();
-    let multi = opts.dirs.len() > 1;
+    // Each (study, target) starts at a fixed index whatever `--study` selects, so result file
+    // names, and with them resuming, do not depend on the selection.
+    let mut offsets = Vec::new();
+    let mut next = 0;
+    for rs in &res.studies {
+        for _ in &opts.dirs {
+            offsets.push((rs.study().id.clone(), next));
+            next += rs.point_count(1);
+        }
+    }
     let mut records = Vec::new();
     let mut missing = Vec::new();
     'studies: for rs in studies {
+        let mut starts = offsets
+            .iter()
+            .filter(|(id, _)| *id == rs.study().id)
+            .map(|(_, o)| *o);
         for dir in &opts.dirs {
+            ctx.next_index = starts.next().unwrap_or(ctx.next_index);
             if ctx.interrupted || crate::runner::signal::interrupted() {
                 ctx.interrupted = true;
                 break 'studies;
             }
             let label = dir.display().to_string();
-            let target = if multi {
-                Some(label.as_str())
-            } else {
-                Some(label.as_str())
-            };
+            let target = Some(label.as_str());
             let base = dir.join(format!("fsbench-{}.dat", rs.study().id));
             let recs = match rs {
                 ResolvedStudy::Sweep(s) => super::run_study(s, &base, target, &mut ctx),
