@@ -38,8 +38,8 @@ pub struct SuiteArgs {
 
 fn list() -> anyhow::Result<i32> {
     println!(
-        "{:<20} {:>7} {:>6}  {:<28} {}",
-        "suite", "studies", "scale", "source", "title"
+        "{:<20} {:>7} {:>6}  {:<28} title",
+        "suite", "studies", "scale", "source"
     );
     for (name, _) in suite::EMBEDDED {
         let s = suite::find(name)?;

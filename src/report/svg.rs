@@ -40,7 +40,7 @@ pub struct ChartData {
 
 /// A "nice" upper bound and tick step for 0..max.
 fn nice_axis(max: f64) -> (f64, f64) {
-    if !(max > 0.0) || !max.is_finite() {
+    if max.is_nan() || max <= 0.0 || max.is_infinite() {
         return (1.0, 0.25);
     }
     let raw = max / 5.0;

@@ -206,6 +206,7 @@ pub struct Resolved {
     pub studies: Vec<ResolvedStudy>,
 }
 
+#[allow(clippy::large_enum_variant)]
 pub enum ResolvedStudy {
     Sweep(Study),
     Aged {
@@ -359,7 +360,7 @@ pub fn resolve(file: SuiteFile, scale: Option<f64>) -> Result<Resolved, UsageErr
                     let n = parse_size_as(v, BareUnit::Bytes, "backup file size")?;
                     Ok(((n as f64 * scale) as u64).max(1))
                 };
-                if b.record == 0 || b.record % super::ustar::BLOCK != 0 {
+                if b.record == 0 || !b.record.is_multiple_of(super::ustar::BLOCK) {
                     return Err(usage!(
                         "{origin}: record {} must be a multiple of 512",
                         b.record

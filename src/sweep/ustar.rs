@@ -162,7 +162,7 @@ pub struct RecordWriter<F: FnMut(&[u8]) -> std::io::Result<()>> {
 
 impl<F: FnMut(&[u8]) -> std::io::Result<()>> RecordWriter<F> {
     pub fn new(record: usize, sink: F) -> Self {
-        assert!(record % BLOCK == 0 && record > 0);
+        assert!(record.is_multiple_of(BLOCK) && record > 0);
         RecordWriter {
             buf: vec![0; record],
             fill: 0,
