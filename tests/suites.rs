@@ -282,7 +282,11 @@ fn backup_suite_archives_restores_and_verifies() {
         .clone();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("buffered read calls") && stdout.contains("direct read+write calls/s"),
+        stdout.contains("phase    cache     elapsed s  user s  sys s  read calls  write calls  read+write calls/s"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("restore  direct ")),
         "{stdout}"
     );
     let recs = records(&sb.file("bk"));

@@ -488,7 +488,7 @@ pub mod tests {
                 "direct CPU s"
             ]
         );
-        assert_eq!(t.body()[1], ["256k", "200", "201", "0.50", "0.50"]);
+        assert_eq!(t.body()[1], ["256k", "200", "201", "0.500", "0.500"]);
         // Swap rows and columns.
         let s = Shape {
             rows: Some(vec!["cache".into()]),
