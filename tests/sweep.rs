@@ -323,3 +323,54 @@ fn sweep_refuses_to_overwrite_a_foreign_file() {
         vec![7u8; 65536]
     );
 }
+
+#[test]
+fn workload_variables_are_axes_and_missing_engine_is_reported() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("d")).unwrap();
+    let out = sb
+        .cmd(&[
+            "sweep",
+            "--workload",
+            "fileserver",
+            "-D",
+            "nthreads=1,4",
+            "-D",
+            "nfiles=100",
+            "--time",
+            "1s",
+            "d",
+            "--output",
+            "w",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("nthreads") && stdout.contains("ops/s"),
+        "{stdout}"
+    );
+    let files = result_files(&sb.file("w"));
+    assert_eq!(
+        files,
+        [
+            "sweep-0000-var.nthreads-1.json",
+            "sweep-0001-var.nthreads-4.json"
+        ]
+    );
+    let r = json(&sb.file("w").join(&files[1]));
+    assert_eq!(r["kind"], "skipped");
+    assert!(r["reason"]
+        .as_str()
+        .unwrap()
+        .contains("no Filebench workload engine"));
+    assert!(r["sweep"]["settings"].to_string().contains("var.nfiles"));
+    // Job parameters make no sense for a workload sweep.
+    let out = sb
+        .cmd(&["sweep", "--workload", "fileserver", "--bs", "4k,8k", "d"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

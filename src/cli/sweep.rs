@@ -9,8 +9,12 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// Target file (created by fsbench; more files are TARGET.1, TARGET.2, ...) or block device
+    /// Target file (created by fsbench; more files are TARGET.1, TARGET.2, ...) or block
+    /// device; with --workload, the directory the workload runs in
     pub target: PathBuf,
+    /// Sweep a Filebench personality (e.g. fileserver) over -D variables and --time
+    #[arg(long)]
+    pub workload: Option<String>,
     /// Access list: read, write, randread, randwrite, rw, randrw (rand_read, rand_write too)
     #[arg(long)]
     pub rw: Option<String>,
@@ -149,9 +153,10 @@ pub fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
         sorted.append(&mut axes);
         axes = sorted;
     }
-    if !settings
-        .iter()
-        .any(|(n, _)| n == "size" || n == "count" || n == "time")
+    if a.workload.is_none()
+        && !settings
+            .iter()
+            .any(|(n, _)| n == "size" || n == "count" || n == "time")
         && !axes
             .iter()
             .any(|x| matches!(x.name.as_str(), "size" | "count" | "time"))
@@ -187,10 +192,15 @@ pub fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
         table: sweep::TableSpec {
             rows,
             cols,
-            metrics: Vec::new(),
+            metrics: if a.workload.is_some() {
+                vec!["ops_per_s".into(), "cpu_us_per_op".into(), "lat_ms".into()]
+            } else {
+                Vec::new()
+            },
         },
         chart: Default::default(),
         clamp_bs_to_size: false,
+        workload: a.workload.clone(),
     };
     Ok(study)
 }
@@ -209,7 +219,17 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
     let points = study.points();
     // Every point is built and checked before anything is created.
     for p in &points {
-        study.build(p, &a.target)?;
+        if study.workload.is_some() {
+            if !a.target.is_dir() {
+                bail_usage!(
+                    "with --workload the target must be a directory: {} is not one",
+                    a.target.display()
+                );
+            }
+            study.build_workload(p)?;
+        } else {
+            study.build(p, &a.target)?;
+        }
     }
     let out_dir = a
         .output

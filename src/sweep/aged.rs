@@ -149,8 +149,9 @@ pub fn run(
             }
         }
         // The next group writes a fresh set of files.
+        // (Only files this run created: a target that existed before is never in `created`.)
         for f in written {
-            if crate::safety::is_marked(&f) {
+            if ctx.created.contains(&f) {
                 let _ = std::fs::remove_file(&f);
             }
             ctx.created.retain(|c| c != &f);

@@ -462,12 +462,11 @@ pub fn run(
     std::fs::create_dir(&root)
         .map_err(|e| crate::usage!("cannot create {}: {e}", root.display()))?;
     crate::safety::mark_created(&root);
+    // create_dir succeeded, so the directory and everything in it is this run's.
     struct RemoveDir(PathBuf);
     impl Drop for RemoveDir {
         fn drop(&mut self) {
-            if crate::safety::is_marked(&self.0) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
+            let _ = std::fs::remove_dir_all(&self.0);
         }
     }
     let _guard = RemoveDir(root.clone());

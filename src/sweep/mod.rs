@@ -34,6 +34,9 @@ pub struct Study {
     pub chart: ChartSpec,
     /// Use the file size as the I/O size when the file is smaller than one I/O (file-size sweeps).
     pub clamp_bs_to_size: bool,
+    /// Run this Filebench personality at each point (workload variables from `var.*`,
+    /// run time from `time`) instead of a Job; the target is then a directory.
+    pub workload: Option<String>,
 }
 
 /// One point of a study: axis values in axis order.
@@ -123,6 +126,20 @@ impl Study {
         }
         j.validate()
             .map_err(|e| usage!("study {} point {}: {e}", self.id, label.join(" ")))?;
+        Ok(pj)
+    }
+
+    /// Settings of a workload point: only workload variables and the run time apply.
+    pub fn build_workload(&self, p: &Point) -> Result<PointJob, crate::error::UsageError> {
+        let mut pj = PointJob::default();
+        for (n, v) in self.settings_of(p) {
+            if !(n.starts_with("var.") || n == "time") {
+                return Err(usage!(
+                    "a workload sweep takes workload variables (-D NAME=...) and --time, not {n}"
+                ));
+            }
+            axis::apply(&mut pj, &n, &v)?;
+        }
         Ok(pj)
     }
 
@@ -223,14 +240,13 @@ impl Ctx {
     ) -> anyhow::Result<Ctx> {
         std::fs::create_dir_all(&out_dir)
             .map_err(|e| usage!("cannot create output directory {}: {e}", out_dir.display()))?;
-        let raw_dir = out_dir.clone();
         Ok(Ctx {
             out_dir,
             repeat: repeat.max(1),
             fresh,
             keep,
             progress: Progress::new(total_points),
-            raw: rawdev::RawProvider::new(raw_dir),
+            raw: rawdev::RawProvider::new(),
             created: Vec::new(),
             tally: Tally::default(),
             interrupted: false,
@@ -277,10 +293,9 @@ impl Ctx {
         if self.keep {
             return;
         }
+        // Only paths that did not exist before a point of this run and existed after it.
         for p in self.created.drain(..) {
-            if crate::safety::is_marked(&p) || !p.exists() {
-                let _ = std::fs::remove_file(&p);
-            }
+            let _ = std::fs::remove_file(&p);
         }
         self.raw.release();
     }
@@ -298,7 +313,10 @@ pub fn run_study(
     // Build every point first: a bad setting is reported before any I/O happens.
     let mut built = Vec::with_capacity(points.len());
     for p in &points {
-        built.push(study.build(p, base)?);
+        built.push(match &study.workload {
+            Some(_) => study.build_workload(p)?,
+            None => study.build(p, base)?,
+        });
     }
     let mut out = Vec::new();
     for (p, pj) in points.iter().zip(built) {
@@ -321,7 +339,10 @@ pub fn run_study(
                 out.push(rec);
                 continue;
             }
-            let rec = run_point(&pj, meta, ctx)?;
+            let rec = match &study.workload {
+                Some(name) => run_workload_point(name, base, &pj, meta),
+                None => run_point(&pj, meta, ctx)?,
+            };
             ctx.store(&file, &rec)?;
             ctx.progress.finish_point();
             if let Record::Run { result, .. } = &rec {
@@ -333,6 +354,16 @@ pub fn run_study(
         }
     }
     Ok(out)
+}
+
+/// Run one point of a workload sweep through the one entry point for personalities.
+pub fn run_workload_point(name: &str, dir: &Path, pj: &PointJob, meta: SweepMeta) -> Record {
+    let time_s = pj.job.time_s.unwrap_or(10.0);
+    match workloads::run_personality(name, dir, &pj.vars, time_s) {
+        Ok(r) => Record::run(meta, r),
+        Err(workloads::PersonalityError::Missing(why)) => Record::skip(meta, why),
+        Err(workloads::PersonalityError::Failed(e)) => Record::skip(meta, format!("error: {e:#}")),
+    }
 }
 
 /// Run one built point: provide a raw device when the policy needs one, start writes on a
@@ -352,7 +383,13 @@ pub fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow::Resul
             ));
         }
         let need = job.needed_file_size().unwrap_or(1 << 30);
-        match ctx.raw.device(need) {
+        // The loop device's backing file lives beside the target: raw I/O on the same storage.
+        let dir = job.targets[0]
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        match ctx.raw.device(&dir, need) {
             Ok(dev) => job.targets = vec![dev],
             Err(why) => return Ok(Record::skip(meta, why)),
         }
@@ -360,7 +397,7 @@ pub fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow::Resul
     // The white paper writes new files: a sequential write starts from an empty file.
     if job.access == crate::job::Access::Write && job.cache != crate::job::CachePolicy::Concurrent {
         for t in &job.targets {
-            if ctx.created.contains(t) && crate::safety::is_marked(t) {
+            if ctx.created.contains(t) {
                 let _ = std::fs::remove_file(t);
             }
         }

@@ -95,33 +95,29 @@ impl Drop for RawDevice {
 }
 
 /// Makes a loop device on first use (big enough for the largest request) and keeps it.
+#[derive(Default)]
 pub struct RawProvider {
-    dir: PathBuf,
     dev: Option<RawDevice>,
     refusal: Option<String>,
 }
 
 impl RawProvider {
-    pub fn new(dir: PathBuf) -> Self {
-        RawProvider {
-            dir,
-            dev: None,
-            refusal: None,
-        }
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    /// A block device of at least `size` bytes, or why there is none.
-    pub fn device(&mut self, size: u64) -> Result<PathBuf, String> {
+    /// A block device of at least `size` bytes backed by a file in `dir`, or why there is none.
+    pub fn device(&mut self, dir: &Path, size: u64) -> Result<PathBuf, String> {
         if let Some(r) = &self.refusal {
             return Err(r.clone());
         }
         if let Some(d) = &self.dev {
-            if d.size >= size {
+            if d.size >= size && d.backing.parent() == Some(dir) {
                 return Ok(d.dev.clone());
             }
         }
         self.dev = None;
-        match RawDevice::create(&self.dir, size) {
+        match RawDevice::create(dir, size) {
             Ok(d) => {
                 let p = d.dev.clone();
                 self.dev = Some(d);

@@ -318,6 +318,7 @@ pub fn resolve(file: SuiteFile, scale: Option<f64>) -> Result<Resolved, UsageErr
             table: sf.table.clone(),
             chart: sf.chart.clone(),
             clamp_bs_to_size: sf.clamp_bs_to_size,
+            workload: None,
         };
         let kind = sf.kind.as_deref().unwrap_or("sweep");
         let r = match kind {
