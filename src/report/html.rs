@@ -75,7 +75,9 @@ pub fn chart_data(t: &Shaped, mi: usize) -> Option<ChartData> {
                 .iter()
                 .filter(|(a, _)| *a != x)
                 .map(|(a, v)| {
-                    if t.col_axes.contains(a) || a == "target" {
+                    if a == "target" {
+                        short_target(&t.targets, v)
+                    } else if t.col_axes.contains(a) {
                         v.clone()
                     } else {
                         format!("{} {v}", axis::label(a))
@@ -185,6 +187,24 @@ pub fn normalised(t: &Shaped, baseline: &str) -> Option<(Vec<String>, Vec<Series
         .iter()
         .any(|s| s.values.iter().any(|v| v.is_some()))
         .then_some((rows, series))
+}
+
+/// A target's last path component when that tells the targets apart (legends stay short).
+pub fn short_target(all: &[String], t: &str) -> String {
+    let base = |p: &str| -> String {
+        std::path::Path::new(p.trim_end_matches('/'))
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_else(|| p.to_string())
+    };
+    let mut bases: Vec<String> = all.iter().map(|p| base(p)).collect();
+    bases.sort();
+    bases.dedup();
+    if bases.len() == all.len() {
+        base(t)
+    } else {
+        t.to_string()
+    }
 }
 
 fn same_target(a: &str, b: &str) -> bool {

@@ -121,8 +121,8 @@ fn legend(out: &mut String, names: &[String]) {
         let y = MT + 8.0 + i as f64 * 18.0;
         let x = W - MR + 14.0;
         let mut label = n.clone();
-        if label.chars().count() > 26 {
-            label = label.chars().take(24).collect::<String>() + "…";
+        if label.chars().count() > 30 {
+            label = label.chars().take(28).collect::<String>() + "…";
         }
         let _ = write!(
             out,

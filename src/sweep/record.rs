@@ -240,3 +240,44 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Record>, crate::error::UsageError> 
     });
     Ok(all)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skipped_records_roundtrip_and_garbage_is_a_usage_error() {
+        let meta = SweepMeta {
+            study: "s".into(),
+            point: vec![("cache".into(), "raw".into())],
+            ..Default::default()
+        };
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("x.json");
+        Record::skip(meta.clone(), "not root").write(&p).unwrap();
+        let recs = load(&[d.path().to_path_buf()]).unwrap();
+        match &recs[0] {
+            Record::Skipped { meta: m, reason } => {
+                assert_eq!(m, &meta);
+                assert_eq!(reason, "not root");
+            }
+            _ => panic!("not a skip record"),
+        }
+        for bad in [
+            "",
+            "{",
+            "[1]",
+            "{\"schema_version\": 99}",
+            "{\"kind\": \"skipped\"}",
+        ] {
+            assert!(parse_records(bad, "b.json").is_err(), "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parsing_never_panics(text in "[\\[\\]{}:,\"a-z0-9 ]{0,120}") {
+            let _ = parse_records(&text, "p.json");
+        }
+    }
+}

@@ -700,6 +700,26 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        // Any text, however broken, is a usage error or a suite: never a panic.
+        #[test]
+        fn suite_parsing_never_panics(text in "[a-z_=\\[\\]\"0-9., \n{}]{0,200}", scale in 0.0f64..20.0) {
+            if let Ok(f) = parse(&text, "x.toml") {
+                let _ = resolve(f, Some(scale));
+            }
+        }
+
+        // Scaling any size, time or count never panics and keeps values positive.
+        #[test]
+        fn scaling_never_panics(v in "[1-9][0-9]{0,11}[kmg]?", s in 0.0001f64..16.0) {
+            for name in ["size", "bs", "count", "var.nfiles", "time"] {
+                if let Ok(x) = scale_value(name, &v, s) {
+                    proptest::prop_assert!(!x.starts_with('0') || x.starts_with("0.") );
+                }
+            }
+        }
+    }
+
     #[test]
     fn scaling_rules() {
         assert_eq!(scale_value("size", "256m", 0.25).unwrap(), "64m");
