@@ -129,7 +129,11 @@ pub fn chart_data(t: &Shaped, mi: usize) -> Option<ChartData> {
     let m = t.metrics[mi];
     Some(ChartData {
         title: format!("{}: {}", t.title, m.label),
-        x_label: axis::label(&x),
+        x_label: if axis::is_size_axis(&x) {
+            format!("{}, bytes", axis::label(&x))
+        } else {
+            axis::label(&x)
+        },
         y_label: m.label.to_string(),
         x_labels,
         x_values: if bars { None } else { nums },
