@@ -8,6 +8,8 @@ use crate::sweep::record::Record;
 pub struct Change {
     pub point: String,
     pub metric: String,
+    /// Decimals the metric is shown with.
+    pub decimals: usize,
     pub before: f64,
     pub after: f64,
     pub ratio: f64,
@@ -91,6 +93,7 @@ pub fn compare(
                 out.push(Change {
                     point: label.clone(),
                     metric: m.label.to_string(),
+                    decimals: m.decimals,
                     before: vb,
                     after: va,
                     ratio,
@@ -115,8 +118,8 @@ pub fn render_text(changes: &[Change]) -> String {
             [
                 c.point.clone(),
                 c.metric.clone(),
-                format!("{:.2}", c.before),
-                format!("{:.2}", c.after),
+                format!("{:.*}", c.decimals, c.before),
+                format!("{:.*}", c.decimals, c.after),
                 format!("{:.3}", c.ratio),
                 c.spread
                     .map(|s| format!("±{:.1}%", s * 100.0))
