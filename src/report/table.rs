@@ -253,8 +253,6 @@ pub fn shape_study(recs: &[&Record], shape: &Shape) -> Result<Shaped, crate::err
             .split_once("): ")
             .map(|(_, r)| r.to_string())
             .unwrap_or(n.clone());
-        let same: Vec<&String> = Vec::new();
-        let _ = same;
         if seen_reasons.contains(&reason) {
             continue;
         }
