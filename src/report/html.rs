@@ -429,4 +429,38 @@ mod tests {
         assert!(html.contains("data-v=\"50\""), "normalised +50%");
         assert!(!html.contains("<script"));
     }
+
+    #[test]
+    fn personalities_become_grouped_bars_per_target() {
+        let mut recs = Vec::new();
+        for t in ["/fs/zfs", "/fs/vxfs"] {
+            for p in ["fileserver", "varmail", "oltp"] {
+                let mut r = fake("personalities", &[("personality", p)], 10.0, 1.0, Some(t));
+                if let Record::Run { meta, .. } = &mut r {
+                    meta.chart.kind = Some("bars".into());
+                    meta.table.rows = vec!["personality".into()];
+                    meta.table.cols = vec![];
+                    meta.table.metrics = vec!["ops_per_s".into(), "cpu_us_per_op".into()];
+                }
+                recs.push(r);
+            }
+        }
+        let tables = shape_all(&recs, &Shape::default()).unwrap();
+        let html = render(
+            &recs,
+            &tables,
+            &HtmlOptions {
+                title: "s".into(),
+                baseline: Some("/fs/zfs".into()),
+                preface: vec![],
+            },
+        );
+        assert_eq!(html.matches("<svg class=\"chart bars\"").count(), 2);
+        // 3 personalities x 2 targets per bar chart, plus 3 normalised bars and 1 summary bar.
+        assert_eq!(html.matches("class=\"bar\"").count(), 2 * 6 + 3 + 1);
+        assert!(
+            html.contains(">zfs</text>") && html.contains(">vxfs</text>"),
+            "short legend names"
+        );
+    }
 }
