@@ -14,5 +14,6 @@ pub mod result;
 pub mod runner;
 pub mod safety;
 pub mod stats;
+pub mod sweep;
 pub mod units;
 pub mod vx;

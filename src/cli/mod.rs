@@ -2,9 +2,13 @@
 //! (or reads Results) and hands them to the runner or the report layer.
 
 pub mod advise;
+pub mod compare;
 pub mod output;
 pub mod quick;
+pub mod report;
 pub mod run;
+pub mod suite;
+pub mod sweep;
 pub mod vx;
 
 use clap::{Parser, Subcommand};
@@ -27,6 +31,14 @@ pub enum Command {
     Quick(quick::QuickArgs),
     /// Run one job from flags or a TOML job file.
     Run(run::RunArgs),
+    /// Sweep job parameters (comma lists become axes) and tabulate the results.
+    Sweep(sweep::SweepArgs),
+    /// Run a shipped suite that regenerates a seed paper's tables (`fsbench suite list`).
+    Suite(suite::SuiteArgs),
+    /// Tables and charts from stored results: text, md, csv, json or html.
+    Report(report::ReportArgs),
+    /// Compare two sets of results point by point (ratios; noise from --repeat spread).
+    Compare(compare::CompareArgs),
     /// vxbench's command line: fsbench vx -w workload [options] filename ...
     #[command(disable_help_flag = true)]
     Vx {
@@ -70,6 +82,10 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Run(a) => run::main(a),
         Command::Vx { args } => vx::main(&args),
         Command::Advise(a) => advise::main(a),
+        Command::Sweep(a) => sweep::main(a),
+        Command::Suite(a) => suite::main(a),
+        Command::Report(a) => report::main(a),
+        Command::Compare(a) => compare::main(a),
         Command::Worker => {
             crate::runner::process::worker_main()?;
             Ok(0)
