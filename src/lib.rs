@@ -13,5 +13,6 @@ pub mod result;
 pub mod runner;
 pub mod safety;
 pub mod stats;
+pub mod trace;
 pub mod units;
 pub mod vx;

@@ -1,9 +1,14 @@
 //! Command-line front ends: one file per subcommand, argument handling only. Each builds Jobs
 //! (or reads Results) and hands them to the runner or the report layer.
 
+pub mod frag;
+pub mod iostat;
+pub mod observe;
 pub mod output;
 pub mod quick;
+pub mod replay;
 pub mod run;
+pub mod trace;
 pub mod vx;
 
 use clap::{Parser, Subcommand};
@@ -32,6 +37,14 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Device statistics like `sar -d`: fsbench iostat [PATH] INTERVAL [COUNT]
+    Iostat(iostat::IostatArgs),
+    /// Capture a program's file I/O (fsbench trace -- CMD ARGS) or analyse a trace (--analyze FILE)
+    Trace(trace::TraceArgs),
+    /// Replay a trace as a benchmark on scratch files
+    Replay(replay::ReplayArgs),
+    /// Extents per file under a path (fragmentation report)
+    Frag(frag::FragArgs),
     /// Internal: a worker process started by the runner.
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -66,6 +79,10 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Quick(a) => quick::main(a),
         Command::Run(a) => run::main(a),
         Command::Vx { args } => vx::main(&args),
+        Command::Iostat(a) => iostat::main(a),
+        Command::Trace(a) => trace::main(a),
+        Command::Replay(a) => replay::main(a),
+        Command::Frag(a) => frag::main(a),
         Command::Worker => {
             crate::runner::process::worker_main()?;
             Ok(0)

@@ -3,6 +3,7 @@
 
 pub mod csv;
 pub mod json;
+pub mod observe;
 pub mod text;
 
 use crate::result::RunResult;
