@@ -217,8 +217,13 @@ impl LineMerger {
             let r = line[k..].find(" resumed>")? + k + " resumed>".len();
             let head = self.pending.remove(&pid)?;
             let tail = line[r..].trim_start();
-            let sep = if head.ends_with('(') || tail.starts_with(')') || head.ends_with(", ") {
+            let head = head.trim_end();
+            // "read(3</f>, " + "\"\"..., 4096) = 4096": the head ends between arguments;
+            // "write(3</f>, \"\"..., 10" + ") = 10": the tail closes the call.
+            let sep = if head.ends_with('(') || tail.starts_with(')') {
                 ""
+            } else if head.ends_with(',') {
+                " "
             } else {
                 ", "
             };
@@ -503,14 +508,15 @@ mod tests {
             ]
         );
         assert!(!t.files.iter().any(|f| f.starts_with("/dev/")));
-        assert_eq!(c.counts["openat"], (2, 1, 0.000055 + 0.000192 + 0.000010));
+        let (calls, errors, _) = c.counts["openat"];
+        assert_eq!((calls, errors), (3, 1));
         assert_eq!(t.records[0].start_ns, 0);
     }
 
     #[test]
     fn unfinished_and_resumed_are_merged() {
         let mut m = LineMerger::default();
-        assert_eq!(m.push("101 10.000001 read(3</f>, <unfinished ...>"), None);
+        assert_eq!(m.push("101 10.000001 read(3</f>,  <unfinished ...>"), None);
         let other = m
             .push("102 10.000002 write(4</g>, \"\"..., 10) = 10 <0.000001>")
             .unwrap();
@@ -525,6 +531,16 @@ mod tests {
         );
         assert_eq!(c.args.len(), 3);
         assert_eq!(c.time_ns, 10_000_001_000);
+        // strace 6 prints two spaces before "<unfinished ...>"; pread's offset is the 4th arg.
+        m.push("7 1.0 pread64(4</d/f>,  <unfinished ...>");
+        let l = m
+            .push("7 1.1 <... pread64 resumed>\"\"..., 4096, 385024) = 4096 <0.000123>")
+            .unwrap();
+        let c = parse_line(&l).unwrap();
+        assert_eq!(c.args, vec!["4</d/f>", "\"\"...", "4096", "385024"]);
+        m.push("7 1.2 write(4</d/f>, \"\"..., 10 <unfinished ...>");
+        let c = parse_line(&m.push("7 1.3 <... write resumed>) = 10 <0.1>").unwrap()).unwrap();
+        assert_eq!((c.args.len(), c.ret), (3, 10));
     }
 
     #[test]
