@@ -565,3 +565,21 @@ fn missing_strace_is_a_clear_error() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("strace is not installed"));
 }
+
+#[test]
+fn replay_refuses_a_trace_larger_than_the_free_space() {
+    let sb = Sandbox::new();
+    let csv = format!(
+        "{}\n0,0,read,/big,{},4096,0,10,4096\n",
+        format::CSV_HEADER,
+        1u64 << 60
+    );
+    std::fs::write(sb.file("big.csv"), csv).unwrap();
+    let o = sb.cmd(&["replay", "big.csv"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("free"));
+    assert!(sb
+        .listing()
+        .iter()
+        .all(|f| !f.starts_with("fsbench-replay")));
+}

@@ -99,7 +99,7 @@ impl Observer {
         if let Some(path) = &a.trace {
             if job.workers != WorkerMode::Threads {
                 bail_usage!(
-                    "--trace records worker threads only: drop --processes (or -P/-p) to trace"
+                    "--trace records worker threads only: run them as threads (fsbench run: drop --processes; fsbench vx: add -t)"
                 );
             }
             let fmt = match &a.trace_format {

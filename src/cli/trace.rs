@@ -19,6 +19,10 @@ pub struct TraceArgs {
     /// With --analyze: size of the hot-region slices (default 1m)
     #[arg(long, value_name = "SIZE")]
     pub region: Option<String>,
+    /// With --analyze: also list the first N reads/writes vxtrace-style (with --stripe, the
+    /// device I/Os each becomes)
+    #[arg(long, value_name = "N")]
+    pub list: Option<usize>,
     /// With --analyze: JSON instead of text
     #[arg(long)]
     pub json: bool,
@@ -78,6 +82,10 @@ fn analyze_main(a: &TraceArgs, file: &Path) -> anyhow::Result<i32> {
     } else {
         println!("trace {}", file.display());
         print!("{}", analyze::format_text(&an));
+        if let Some(n) = a.list {
+            println!();
+            print!("{}", analyze::format_listing(&t, n, stripe));
+        }
     }
     Ok(0)
 }
@@ -86,8 +94,8 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
     if a.command.is_empty() {
         bail_usage!("trace: nothing to do: give -- CMD ARGS... to capture, or --analyze FILE");
     }
-    if a.stripe.is_some() || a.region.is_some() || a.json {
-        bail_usage!("trace: --stripe, --region and --json go with --analyze FILE");
+    if a.stripe.is_some() || a.region.is_some() || a.json || a.list.is_some() {
+        bail_usage!("trace: --stripe, --region, --list and --json go with --analyze FILE");
     }
     let fmt = match &a.format {
         Some(f) => format::TraceFormat::parse(f)?,

@@ -485,6 +485,21 @@ mod tests {
         assert_eq!(s.util_pct, 25.0);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn parse_never_panics(s in "\\PC{0,400}") {
+            let _ = parse(&s);
+        }
+
+        #[test]
+        fn numeric_lines_never_panic(fields in proptest::collection::vec("[0-9a-z-]{0,22}", 0..24)) {
+            let m = parse(&fields.join(" "));
+            for (name, c) in &m {
+                let _ = delta(name, c, c, 1.0, 1.0);
+            }
+        }
+    }
+
     #[test]
     fn counter_wrap_gives_zero_not_garbage() {
         let a = DiskCounters {

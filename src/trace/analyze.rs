@@ -435,6 +435,49 @@ pub fn format_text(a: &Analysis) -> String {
     s
 }
 
+/// The first `n` data calls vxtrace-style: a START line, with a stripe the device I/Os it
+/// becomes (column, offset on the column, length), and an END line with its time.
+pub fn format_listing(t: &Trace, n: usize, stripe: Option<Stripe>) -> String {
+    let mut s = String::new();
+    for r in t.records.iter().filter(|r| r.op.is_data()).take(n) {
+        let file = t
+            .files
+            .get(r.file as usize)
+            .map(String::as_str)
+            .unwrap_or("?");
+        let bytes = if r.result >= 0 {
+            r.result as u64
+        } else {
+            r.len
+        };
+        let _ = writeln!(
+            s,
+            "{} START {} {} offset {} len {} thread {}",
+            r.id,
+            r.op.name(),
+            file,
+            r.offset,
+            bytes,
+            r.thread
+        );
+        if let Some(st) = stripe {
+            for (col, off, len) in st.split(r.offset, bytes) {
+                let _ = writeln!(s, "{}   -> column {col} offset {off} len {len}", r.id);
+            }
+        }
+        let _ = writeln!(
+            s,
+            "{} END {} {} result {} time {:.3} ms",
+            r.id,
+            r.op.name(),
+            file,
+            r.result,
+            r.end_ns.saturating_sub(r.start_ns) as f64 / 1e6
+        );
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -506,5 +549,8 @@ mod tests {
         assert_eq!(a.sizes.len(), 2);
         assert_eq!(a.files[0].hot_regions[0].ops, 3);
         assert!(format_text(&a).contains("3 reads"));
+        let l = format_listing(&t, 2, Some(Stripe::parse("4k:2").unwrap()));
+        assert_eq!(l.lines().count(), 6);
+        assert!(l.contains("1   -> column 1 offset 0 len 4096"));
     }
 }

@@ -158,6 +158,17 @@ fn create_scratch(path: &Path, size: u64, seed: u64) -> Result<()> {
     Ok(())
 }
 
+/// Bytes an unprivileged user may still write in the file system holding `dir`.
+fn available_bytes(dir: &Path) -> Option<u64> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills the zeroed struct we own; the path is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
 fn open_rw(path: &Path) -> std::io::Result<i32> {
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| std::io::Error::other("path has a NUL byte"))?;
@@ -179,6 +190,18 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, Ru
     }
     if !opts.dir.is_dir() {
         crate::bail_usage!("--dir {}: not a directory", opts.dir.display());
+    }
+    let needed: u64 = plan.sizes.iter().sum();
+    if let Some(avail) = available_bytes(&opts.dir) {
+        // Leave a margin: the file system needs room for metadata, and so do other users.
+        if needed > avail / 10 * 9 {
+            crate::bail_usage!(
+                "replay needs {} of scratch files in {} but only {} is free: choose another --dir",
+                crate::units::format_bytes(needed as f64),
+                opts.dir.display(),
+                crate::units::format_bytes(avail as f64)
+            );
+        }
     }
     let mut scratch = Scratch {
         paths: Vec::new(),
