@@ -106,11 +106,13 @@ fn live_loop_device_counts_the_direct_writes() {
         (written_kb - 8192.0).abs() < 1.0,
         "counted {written_kb} KB, wrote 8192 KB"
     );
-    let busy: f64 = samples
-        .iter()
-        .map(|s| s["util_pct"].as_f64().unwrap())
-        .sum();
-    assert!(busy > 0.0);
+    // %busy comes from io_ticks, counted in jiffies: fast loop I/Os may add nothing, so
+    // only its bounds are certain.
+    for s in &samples {
+        let util = s["util_pct"].as_f64().unwrap();
+        assert!((0.0..=100.0).contains(&util), "{s}");
+        assert!(s["avserv_ms"].as_f64().unwrap() <= s["await_ms"].as_f64().unwrap() + 1e-9);
+    }
 }
 
 #[test]

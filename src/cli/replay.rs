@@ -57,8 +57,11 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<i32> {
                 .unwrap_or(origin.clone())
         ),
     };
-    let mut probe_job = crate::job::Job::default();
-    probe_job.targets = vec![a.dir.clone()];
+    // The devices to sample are the ones under --dir.
+    let probe_job = crate::job::Job {
+        targets: vec![a.dir.clone()],
+        ..Default::default()
+    };
     let observe = super::observe::ObserveArgs {
         iostat: a.iostat.clone(),
         ..Default::default()
