@@ -72,11 +72,11 @@ fn live_loop_device_counts_the_direct_writes() {
     }
     let dev = lo.dev.to_str().unwrap().to_string();
     let iostat = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsbench"))
-        .args(["iostat", &dev, "400ms", "4", "--json"])
+        .args(["iostat", &dev, "500ms", "5", "--json"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(150));
+    std::thread::sleep(std::time::Duration::from_millis(400));
     let dd = std::process::Command::new("dd")
         .args([
             "if=/dev/zero",
@@ -97,7 +97,7 @@ fn live_loop_device_counts_the_direct_writes() {
         .iter()
         .filter(|s| s["device"] == name.as_str())
         .collect();
-    assert_eq!(samples.len(), 4);
+    assert_eq!(samples.len(), 5);
     let written_kb: f64 = samples
         .iter()
         .map(|s| s["write_kb_per_sec"].as_f64().unwrap() * s["interval_s"].as_f64().unwrap())

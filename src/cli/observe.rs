@@ -11,8 +11,11 @@ use crate::{bail_usage, usage};
 use clap::Args;
 use std::path::PathBuf;
 
-/// Default trace ring size per worker thread (48 bytes each: 48 MiB).
+/// Default trace ring size per worker thread (40 bytes each: 40 MiB)...
 pub const DEFAULT_TRACE_RECORDS: usize = 1 << 20;
+/// ...unless the job has so many workers that all rings together would pass this many
+/// records (160 MiB); then each ring gets its share, but at least 64k records.
+pub const DEFAULT_TRACE_BUDGET: usize = 4 << 20;
 
 #[derive(Args, Debug, Default, Clone)]
 pub struct ObserveArgs {
@@ -25,7 +28,8 @@ pub struct ObserveArgs {
     /// Trace file format: csv or bin (default: from the extension, .bin is binary)
     #[arg(long = "trace-format", value_name = "FORMAT")]
     pub trace_format: Option<String>,
-    /// Trace ring size per thread; the newest records are kept (default 1m = 1048576)
+    /// Trace ring size per thread; the newest records are kept (default 1m = 1048576, less
+    /// with more than 4 threads: 4m records shared, at least 64k each)
     #[arg(long = "trace-records", value_name = "N")]
     pub trace_records: Option<String>,
 }
@@ -108,7 +112,10 @@ impl Observer {
             };
             let records = match &a.trace_records {
                 Some(n) => parse_size_as(n, BareUnit::Count, "--trace-records")? as usize,
-                None => DEFAULT_TRACE_RECORDS,
+                None => {
+                    let workers = (job.targets.len().max(1) * job.threads.max(1) as usize).max(1);
+                    (DEFAULT_TRACE_BUDGET / workers).clamp(64 << 10, DEFAULT_TRACE_RECORDS)
+                }
             };
             if records == 0 {
                 bail_usage!("--trace-records 0: give at least 1 (e.g. 1m)");

@@ -137,6 +137,12 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_is_40_bytes() {
+        // The documented memory cost of a ring (docs/observe.md).
+        assert_eq!(std::mem::size_of::<Entry>(), 40);
+    }
+
+    #[test]
     fn partial_ring_keeps_all() {
         let base = Instant::now();
         let mut r = TraceRing::new(0, "f".into(), base, 8);
