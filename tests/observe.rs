@@ -585,3 +585,51 @@ fn replay_refuses_a_trace_larger_than_the_free_space() {
         .iter()
         .all(|f| !f.starts_with("fsbench-replay")));
 }
+
+#[test]
+fn replay_direct_sends_misaligned_ios_through_dsync_buffered() {
+    let sb = Sandbox::new();
+    let mut csv = format!("{}\n", format::CSV_HEADER);
+    // Three aligned 4 KiB writes, two misaligned ones, one aligned read.
+    for (i, (op, off, len)) in [
+        ("write", 0u64, 4096u64),
+        ("write", 4096, 4096),
+        ("write", 100, 300),
+        ("write", 8192, 4096),
+        ("write", 12288, 1000),
+        ("read", 0, 4096),
+    ]
+    .iter()
+    .enumerate()
+    {
+        csv.push_str(&format!(
+            "{i},0,{op},/db/f,{off},{len},{i}000,{i}500,{len}\n"
+        ));
+    }
+    std::fs::write(sb.file("t.csv"), csv).unwrap();
+    let out = sb.file("r.json");
+    let o = sb
+        .cmd(&[
+            "replay",
+            "t.csv",
+            "--direct",
+            "--output",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    if String::from_utf8_lossy(&o.stderr).contains("O_DIRECT") {
+        return skip("this file system has no direct I/O");
+    }
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    assert_eq!(v["plan"]["cache"]["policy"], "direct");
+    assert_eq!(v["total"]["buffered_fallback_ops"].as_u64(), Some(2));
+    assert_eq!(v["total"]["write_ops"].as_u64(), Some(5));
+    assert_eq!(v["total"]["read_ops"].as_u64(), Some(1));
+    assert_eq!(
+        v["total"]["write_bytes"].as_u64(),
+        Some(3 * 4096 + 300 + 1000)
+    );
+}

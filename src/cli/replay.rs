@@ -18,6 +18,10 @@ pub struct ReplayArgs {
     /// Issue each thread's calls back to back (the default)
     #[arg(long = "no-timing", conflicts_with = "speed")]
     pub no_timing: bool,
+    /// Bypass the page cache (O_DIRECT) for the I/Os aligned to the device; the others are
+    /// done as O_DSYNC buffered I/O and counted
+    #[arg(long)]
+    pub direct: bool,
     /// Directory for the scratch files (default: current directory)
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,
@@ -48,6 +52,7 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<i32> {
     let opts = ReplayOptions {
         dir: a.dir.clone(),
         speed: if a.no_timing { None } else { a.speed },
+        direct: a.direct,
         keep: a.keep,
         name: format!(
             "replay {}",
