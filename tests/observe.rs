@@ -633,3 +633,52 @@ fn replay_direct_sends_misaligned_ios_through_dsync_buffered() {
         Some(3 * 4096 + 300 + 1000)
     );
 }
+
+#[test]
+fn trace_attaches_to_a_running_process_and_knows_its_positions() {
+    if !have_strace() {
+        return skip("strace not installed");
+    }
+    let sb = Sandbox::new();
+    let data = sb.file("pin.dat");
+    std::fs::write(&data, vec![5u8; 200_000]).unwrap();
+    // A reader that opened its file and moved 5000 bytes in before we attach.
+    let script = format!(
+        "import time\nf=open({:?},'rb',buffering=0)\nf.read(5000)\nwhile True:\n    f.read(1000)\n    time.sleep(0.01)\n    if f.tell() > 190000: f.seek(5000)\n",
+        data.to_str().unwrap()
+    );
+    let Ok(mut reader) = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .spawn()
+    else {
+        return skip("python3 not available");
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pid = reader.id().to_string();
+    let o = sb
+        .cmd(&["trace", "--pid", &pid, "--duration", "400ms", "-o", "p.csv"])
+        .output()
+        .unwrap();
+    let _ = reader.kill();
+    let _ = reader.wait();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = format::read_file(&sb.file("p.csv")).unwrap();
+    let offs: Vec<u64> = t
+        .records
+        .iter()
+        .filter(|r| r.op == TraceOp::Read && t.files[r.file as usize].ends_with("pin.dat"))
+        .map(|r| r.offset)
+        .collect();
+    assert!(offs.len() >= 5, "{offs:?}");
+    // Started from the position /proc/PID/fdinfo reported, not from 0.
+    assert!(offs[0] > 5000 && offs[0] % 1000 == 0, "{offs:?}");
+    assert!(
+        offs.windows(2).all(|w| w[1] == w[0] + 1000 || w[1] == 5000),
+        "{offs:?}"
+    );
+    let o = sb
+        .cmd(&["trace", "--pid", "999999999", "--duration", "1s"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -38,6 +38,13 @@ pub struct TraceArgs {
     /// Keep strace's own log here as well
     #[arg(long = "strace-log", value_name = "FILE")]
     pub strace_log: Option<PathBuf>,
+    /// Attach to a running process instead of starting one (like `tusc -p PID`); its children
+    /// started after attaching are followed
+    #[arg(short = 'p', long, value_name = "PID")]
+    pub pid: Option<u32>,
+    /// With --pid: stop after this long (10s, 2m); default: until Ctrl-C or the process ends
+    #[arg(long, value_name = "TIME")]
+    pub duration: Option<String>,
     /// The program to trace and its arguments, after `--`
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -91,8 +98,16 @@ fn analyze_main(a: &TraceArgs, file: &Path) -> anyhow::Result<i32> {
 }
 
 fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
-    if a.command.is_empty() {
-        bail_usage!("trace: nothing to do: give -- CMD ARGS... to capture, or --analyze FILE");
+    if a.command.is_empty() && a.pid.is_none() {
+        bail_usage!(
+            "trace: nothing to do: give -- CMD ARGS... or --pid PID to capture, or --analyze FILE"
+        );
+    }
+    if a.pid.is_some() && !a.command.is_empty() {
+        bail_usage!("trace: give either --pid PID or -- CMD, not both");
+    }
+    if a.duration.is_some() && a.pid.is_none() {
+        bail_usage!("trace: --duration goes with --pid (a started command is traced to its end)");
     }
     if a.stripe.is_some() || a.region.is_some() || a.json || a.list.is_some() {
         bail_usage!("trace: --stripe, --region, --list and --json go with --analyze FILE");
@@ -101,14 +116,32 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
         Some(f) => format::TraceFormat::parse(f)?,
         None => format::TraceFormat::from_path(&a.output),
     };
-    let prog = &a.command[0];
-    let found = if prog.contains('/') {
-        Path::new(prog).is_file()
-    } else {
-        find_in_path(prog).is_some()
-    };
-    if !found {
-        bail_usage!("trace: command '{prog}' not found (give a program on PATH or a path to one)");
+    if let Some(prog) = a.command.first() {
+        let found = if prog.contains('/') {
+            Path::new(prog).is_file()
+        } else {
+            find_in_path(prog).is_some()
+        };
+        if !found {
+            bail_usage!(
+                "trace: command '{prog}' not found (give a program on PATH or a path to one)"
+            );
+        }
+    }
+    let duration = a
+        .duration
+        .as_deref()
+        .map(crate::units::parse_duration)
+        .transpose()?;
+    let mut seeded = strace::Converter::new(a.all_files);
+    if let Some(pid) = a.pid {
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            bail_usage!("trace: no process with pid {pid}");
+        }
+        // Descriptors the process opened before we attach: start them where they are.
+        for (fd, path, pos) in strace::open_positions(pid) {
+            seeded.seed_position(fd, &path, pos);
+        }
     }
     let Some(strace_bin) = find_in_path("strace") else {
         bail_usage!("trace: strace is not installed (it captures the program's system calls): install it, e.g. apt-get install strace");
@@ -116,15 +149,23 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
     let log =
         TempLog(std::env::temp_dir().join(format!("fsbench-strace-{}.log", std::process::id())));
     let log = &log.0;
-    let status = std::process::Command::new(&strace_bin)
-        .args(["-f", "-ttt", "-T", "-y", "-qq", "-s", "0", "-e"])
+    let mut cmd = std::process::Command::new(&strace_bin);
+    cmd.args(["-f", "-ttt", "-T", "-y", "-qq", "-s", "0", "-e"])
         .arg(format!("trace={}", strace::TRACED_SYSCALLS))
         .arg("-o")
-        .arg(log)
-        .arg("--")
-        .args(&a.command)
-        .status()
+        .arg(log);
+    match a.pid {
+        Some(pid) => cmd.arg("-p").arg(pid.to_string()),
+        None => cmd.arg("--").args(&a.command),
+    };
+    let mut child = cmd
+        .spawn()
         .map_err(|e| usage!("trace: cannot start strace: {e}"))?;
+    let status = if a.pid.is_some() {
+        wait_attached(&mut child, duration)?
+    } else {
+        child.wait()?
+    };
     let text = std::fs::read_to_string(log).map_err(|e| {
         anyhow::anyhow!(
             "strace wrote no log ({e}); is ptrace allowed here (containers may forbid it)?"
@@ -134,7 +175,7 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
         std::fs::copy(log, keep)
             .with_context(|| format!("copying strace's log to {}", keep.display()))?;
     }
-    let conv = strace::parse_log(&text, a.all_files);
+    let conv = strace::parse_log_with(&text, seeded);
     format::write_file(&conv.trace, &a.output, fmt)?;
     eprint!("{}", summary(&conv, &a.output));
     if !status.success() {
@@ -142,6 +183,29 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
         return Ok(1);
     }
     Ok(0)
+}
+
+/// Wait for an attached strace until the duration is over, Ctrl-C, or the process ends;
+/// then detach it (SIGINT makes strace detach and finish its log).
+fn wait_attached(
+    child: &mut std::process::Child,
+    duration: Option<std::time::Duration>,
+) -> anyhow::Result<std::process::ExitStatus> {
+    crate::runner::signal::install();
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(st) = child.try_wait()? {
+            return Ok(st);
+        }
+        if crate::runner::signal::interrupted() || duration.is_some_and(|d| start.elapsed() >= d) {
+            // SAFETY: signalling the strace process this function started and still owns.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            child.wait()?;
+            // Detaching on request is a success: the trace covers the time asked for.
+            return Ok(std::process::ExitStatus::default());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// strace's log file, removed when done.

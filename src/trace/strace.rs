@@ -278,6 +278,14 @@ impl Converter {
         }
     }
 
+    /// Start a descriptor at a known position (for a process traced after it opened its
+    /// files: positions read from /proc/PID/fdinfo just before attaching).
+    pub fn seed_position(&mut self, fd: i64, path: &str, pos: u64) {
+        self.positions.push(pos);
+        self.fds
+            .insert((fd, path.to_string()), self.positions.len() - 1);
+    }
+
     fn wanted(&self, path: &str) -> bool {
         path.starts_with('/')
             && (self.keep_system || !SYSTEM_PREFIXES.iter().any(|p| path.starts_with(p)))
@@ -437,11 +445,41 @@ impl Converter {
     }
 }
 
+/// Descriptors of a running process with their paths and positions, from
+/// /proc/PID/fd and /proc/PID/fdinfo.
+pub fn open_positions(pid: u32) -> Vec<(i64, String, u64)> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Ok(fd) = e.file_name().to_string_lossy().parse::<i64>() else {
+            continue;
+        };
+        let Ok(target) = std::fs::read_link(e.path()) else {
+            continue;
+        };
+        let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap_or_default();
+        let pos = info
+            .lines()
+            .find_map(|l| l.strip_prefix("pos:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        out.push((fd, target.to_string_lossy().to_string(), pos));
+    }
+    out
+}
+
 /// Parse a whole strace log into a trace (records numbered in start order, times from the
 /// first record) plus per-syscall counts.
 pub fn parse_log(text: &str, keep_system: bool) -> Converter {
+    parse_log_with(text, Converter::new(keep_system))
+}
+
+/// [`parse_log`] into a converter prepared by the caller (e.g. with seeded positions).
+pub fn parse_log_with(text: &str, conv: Converter) -> Converter {
     let mut merger = LineMerger::default();
-    let mut conv = Converter::new(keep_system);
+    let mut conv = conv;
     for raw in text.lines() {
         let Some(line) = merger.push(raw) else {
             continue;
