@@ -682,3 +682,31 @@ fn trace_attaches_to_a_running_process_and_knows_its_positions() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn trace_output_never_overwrites_a_file_that_is_not_a_trace() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("notes.csv"), "precious,data\n").unwrap();
+    let o = sb
+        .cmd(&["run", "f", "--size", "1m", "--trace", "notes.csv"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        std::fs::read_to_string(sb.file("notes.csv")).unwrap(),
+        "precious,data\n"
+    );
+    assert!(!sb.file("f").exists(), "refused before any I/O");
+    let o = sb
+        .cmd(&["trace", "-o", "notes.csv", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    // An earlier trace may be replaced.
+    sb.cmd(&["run", "f", "--size", "64k", "--trace", "t.csv"])
+        .assert()
+        .success();
+    sb.cmd(&["run", "f", "--size", "64k", "--trace", "t.csv"])
+        .assert()
+        .success();
+}

@@ -126,6 +126,7 @@ impl Observer {
                     path.display()
                 );
             }
+            format::check_writable(path)?;
             crate::trace::enable(records);
             trace = Some((path.clone(), fmt));
         } else if a.trace_format.is_some() || a.trace_records.is_some() {

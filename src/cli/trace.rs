@@ -143,6 +143,7 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
             seeded.seed_position(fd, &path, pos);
         }
     }
+    format::check_writable(&a.output)?;
     let Some(strace_bin) = find_in_path("strace") else {
         bail_usage!("trace: strace is not installed (it captures the program's system calls): install it, e.g. apt-get install strace");
     };

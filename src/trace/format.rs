@@ -101,10 +101,39 @@ pub fn to_bin(t: &Trace, out: &mut impl Write) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Refuse to replace a file that is not an fsbench trace (never lose data): a new name, or an
+/// earlier trace, is fine. Called before the run, so nothing is measured in vain.
+pub fn check_writable(path: &Path) -> Result<(), UsageError> {
+    use std::io::Read;
+    let shown = path.display();
+    match std::fs::symlink_metadata(path) {
+        Err(_) => Ok(()),
+        Ok(m) if !m.is_file() => Err(usage!(
+            "trace output {shown} exists and is not a regular file: choose another name"
+        )),
+        Ok(_) => {
+            let mut head = [0u8; 64];
+            let n = std::fs::File::open(path)
+                .and_then(|mut f| f.read(&mut head))
+                .unwrap_or(0);
+            let head = &head[..n];
+            if head.starts_with(MAGIC) || head.starts_with(CSV_HEADER.as_bytes()) || n == 0 {
+                Ok(())
+            } else {
+                Err(usage!(
+                    "trace output {shown} exists and is not an fsbench trace: choose another name (fsbench does not overwrite other files)"
+                ))
+            }
+        }
+    }
+}
+
 /// Write a trace atomically (temporary file, then rename).
 pub fn write_file(t: &Trace, path: &Path, fmt: TraceFormat) -> anyhow::Result<()> {
     use anyhow::Context;
-    let tmp = path.with_extension("partial");
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(format!(".fsbench-partial-{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
     {
         let f =
             std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
