@@ -36,3 +36,6 @@ pi, pc, ti, tc = (statistics.median(c) for c in zip(*rows))
 print(f"median IOPS: without trace {pi:.0f}, with trace {ti:.0f}: throughput loss {(pi - ti) / pi * 100:.2f} %")
 print(f"median CPU per I/O: without trace {pc:.4f} us, with trace {tc:.4f} us: CPU cost {(tc - pc) / pc * 100:.2f} %")
 PY
+# The recording alone, in a tight loop (no I/O): its cost per I/O bounds the overhead.
+cargo test --release -q --lib trace::ring::tests::measure_record_cost -- --ignored --nocapture 2>/dev/null \
+  | grep "ns per recorded I/O" || true

@@ -136,6 +136,29 @@ mod tests {
         assert!(out.iter().all(|x| x.thread == 3));
     }
 
+    /// Not a check: bench/trace-overhead.sh runs it (release, --ignored) to print what one
+    /// `record` costs, a figure the machine's load disturbs far less than IOPS.
+    #[test]
+    #[ignore]
+    fn measure_record_cost() {
+        let base = Instant::now();
+        let mut r = TraceRing::new(0, "f".into(), base, 1 << 20);
+        let n = 20_000_000u64;
+        let t0 = Instant::now();
+        let mut now = t0;
+        for i in 0..n {
+            // A fresh clock read every 64 records keeps the conversion honest without
+            // timing the clock itself.
+            if i % 64 == 0 {
+                now = Instant::now();
+            }
+            r.record(OpKind::Read, (i * 4096) & 0xfff_ffff, 4096, now, now, 4096);
+        }
+        let ns = t0.elapsed().as_nanos() as f64 / n as f64;
+        std::hint::black_box(&r);
+        println!("trace ring: {ns:.2} ns per recorded I/O");
+    }
+
     #[test]
     fn an_entry_is_40_bytes() {
         // The documented memory cost of a ring (docs/observe.md).
