@@ -644,16 +644,24 @@ fn trace_attaches_to_a_running_process_and_knows_its_positions() {
     std::fs::write(&data, vec![5u8; 200_000]).unwrap();
     // A reader that opened its file and moved 5000 bytes in before we attach.
     let script = format!(
-        "import time\nf=open({:?},'rb',buffering=0)\nf.read(5000)\nwhile True:\n    f.read(1000)\n    time.sleep(0.01)\n    if f.tell() > 190000: f.seek(5000)\n",
+        "import time\nf=open({:?},'rb',buffering=0)\nf.read(5000)\nprint('ready', flush=True)\nwhile True:\n    f.read(1000)\n    time.sleep(0.01)\n    if f.tell() > 190000: f.seek(5000)\n",
         data.to_str().unwrap()
     );
     let Ok(mut reader) = std::process::Command::new("python3")
         .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
         .spawn()
     else {
         return skip("python3 not available");
     };
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Attach only once it has opened the file and read its first 5000 bytes.
+    let mut line = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(reader.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    std::thread::sleep(std::time::Duration::from_millis(50));
     let pid = reader.id().to_string();
     let o = sb
         .cmd(&["trace", "--pid", &pid, "--duration", "400ms", "-o", "p.csv"])

@@ -163,18 +163,7 @@ impl Worker {
             seed: thread_seed(job.seed, user, thread),
         });
         let _ = TargetKind::File;
-        let expected_ios = match (job.io_count, job.time_s) {
-            (Some(n), _) => Some(n.saturating_mul(job.repeats.max(1) as u64)),
-            (None, Some(_)) => None,
-            (None, None) => {
-                Some((t.size / bs.max(1) + 1).saturating_mul(job.repeats.max(1) as u64))
-            }
-        };
-        let trace = crate::trace::ring_for_worker(
-            user as u32 * job.threads + thread,
-            &t.path.display().to_string(),
-            expected_ios,
-        );
+        let trace = crate::trace::ring_for_worker(job, &t.path, t.size, user, thread);
         Ok(Worker {
             user,
             thread,

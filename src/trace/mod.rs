@@ -153,16 +153,35 @@ pub fn enable(records_per_thread: usize) {
 }
 
 /// A ring for one worker when tracing is on (called in the worker's untimed preparation, so
-/// the allocation and the page faults of touching it happen before the clock starts).
-/// `expected` is how many I/Os the worker will issue when that is known.
-pub fn ring_for_worker(thread: u32, path: &str, expected: Option<u64>) -> Option<TraceRing> {
+/// the allocation and the page faults of touching it happen before the clock starts). The
+/// ring is sized to the I/Os the worker will issue when the job says how many.
+pub fn ring_for_worker(
+    job: &crate::job::Job,
+    path: &std::path::Path,
+    target_size: u64,
+    user: usize,
+    thread: u32,
+) -> Option<TraceRing> {
     let s = SESSION.lock().unwrap_or_else(|e| e.into_inner());
     let s = s.as_ref()?;
+    let reps = job.repeats.max(1) as u64;
+    let expected = match (job.io_count, job.time_s) {
+        (Some(n), _) => Some(n.saturating_mul(reps)),
+        (None, Some(_)) => None,
+        // Covering the file once: at most size / block size I/Os per thread.
+        (None, None) => Some((target_size / job.block_size.max(1) + 1).saturating_mul(reps)),
+    };
     let cap = match expected {
-        Some(n) => (n as usize).clamp(1, s.capacity),
+        Some(n) => n.clamp(1, s.capacity as u64) as usize,
         None => s.capacity,
     };
-    Some(TraceRing::new(thread, path.to_string(), s.base, cap))
+    let index = user as u32 * job.threads + thread;
+    Some(TraceRing::new(
+        index,
+        path.display().to_string(),
+        s.base,
+        cap,
+    ))
 }
 
 /// Hand a worker's ring back after its timed loop.
