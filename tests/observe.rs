@@ -718,3 +718,32 @@ fn trace_output_never_overwrites_a_file_that_is_not_a_trace() {
         .assert()
         .success();
 }
+
+#[test]
+fn replay_stops_cleanly_on_ctrl_c() {
+    let sb = Sandbox::new();
+    let csv = format!(
+        "{}\n0,0,write,/a,0,4096,0,10,4096\n1,0,write,/a,4096,4096,60000000000,60000000010,4096\n",
+        format::CSV_HEADER
+    );
+    std::fs::write(sb.file("slow.csv"), csv).unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsbench"))
+        .current_dir(sb.path())
+        .args(["replay", "slow.csv", "--speed", "1", "--output", "r.json"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(130));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("r.json")).unwrap()).unwrap();
+    assert_eq!(v["status"], "partial");
+    assert_eq!(v["total"]["write_ops"].as_u64(), Some(1));
+    assert!(sb
+        .listing()
+        .iter()
+        .all(|f| !f.starts_with("fsbench-replay")));
+}

@@ -186,6 +186,7 @@ fn open_rw(path: &Path, extra: i32) -> std::io::Result<i32> {
 /// Run the replay: create the files, replay every thread, remove the files.
 pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, RunOutcome)> {
     let plan = ReplayPlan::from_trace(trace)?;
+    crate::runner::signal::install();
     if let Some(s) = opts.speed {
         if !(s > 0.0 && s.is_finite()) {
             crate::bail_usage!("--speed {s}: expected a factor above 0, e.g. 1.0 or 2.5");
@@ -275,10 +276,12 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, Ru
         .iter()
         .filter_map(|t: &ThreadOutcome| t.failure.clone())
         .collect();
-    let status = if failures.is_empty() {
-        RunStatus::Complete
-    } else {
+    let status = if !failures.is_empty() {
         RunStatus::Failed
+    } else if crate::runner::signal::interrupted() {
+        RunStatus::Partial
+    } else {
+        RunStatus::Complete
     };
     let seq = plan.sequence();
     let reads = seq.iter().filter(|s| s.1 == TraceOp::Read).count();
@@ -448,17 +451,28 @@ fn replay_thread(
     let usage0 = cpu::thread_usage();
     let t0 = Instant::now();
     for s in steps {
+        // Ctrl-C ends the replay with what was done (a flag read, no syscall).
+        if crate::runner::signal::interrupted() {
+            break;
+        }
         let intended = match speed {
             Some(sp) => {
                 let at = t0 + Duration::from_nanos((s.start_ns as f64 / sp) as u64);
-                let now = Instant::now();
-                if at > now {
-                    std::thread::sleep(at - now);
+                // Sleep in slices so a long traced pause still answers Ctrl-C.
+                loop {
+                    let now = Instant::now();
+                    if at <= now || crate::runner::signal::interrupted() {
+                        break;
+                    }
+                    std::thread::sleep((at - now).min(Duration::from_millis(100)));
                 }
                 at
             }
             None => Instant::now(),
         };
+        if crate::runner::signal::interrupted() {
+            break;
+        }
         let start = Instant::now();
         let (result, kind) = match s.op {
             TraceOp::Read | TraceOp::Write => {
