@@ -679,7 +679,7 @@ fn trace_attaches_to_a_running_process_and_knows_its_positions() {
         .collect();
     assert!(offs.len() >= 5, "{offs:?}");
     // Started from the position /proc/PID/fdinfo reported, not from 0.
-    assert!(offs[0] > 5000 && offs[0] % 1000 == 0, "{offs:?}");
+    assert!(offs[0] > 5000 && offs[0].is_multiple_of(1000), "{offs:?}");
     assert!(
         offs.windows(2).all(|w| w[1] == w[0] + 1000 || w[1] == 5000),
         "{offs:?}"

@@ -482,7 +482,9 @@ fn replay_thread(
                     OpKind::Write
                 };
                 let route = match direct_align {
-                    Some(a) if s.offset % a == 0 && s.len as u64 % a == 0 => Route::Direct,
+                    Some(a) if s.offset.is_multiple_of(a) && (s.len as u64).is_multiple_of(a) => {
+                        Route::Direct
+                    }
                     Some(_) => {
                         stats.buffered_fallback_ops += 1;
                         Route::Fallback
