@@ -747,3 +747,66 @@ fn replay_stops_cleanly_on_ctrl_c() {
         .iter()
         .all(|f| !f.starts_with("fsbench-replay")));
 }
+
+#[test]
+fn stripe_split_on_device_offsets_with_physical() {
+    use std::os::unix::fs::FileExt;
+    let sb = Sandbox::new();
+    let data = sb.file("layout.dat");
+    let f = std::fs::File::create(&data).unwrap();
+    // Two written pieces with a hole between: two extents at unrelated device offsets.
+    f.write_all_at(&vec![1u8; 96 * 1024], 0).unwrap();
+    f.write_all_at(&vec![2u8; 96 * 1024], 256 * 1024).unwrap();
+    f.sync_all().unwrap();
+    let Ok(ex) = fsbench::probe::fiemap::extents(&f) else {
+        return skip("FIEMAP not supported here");
+    };
+    // One read over the whole file range.
+    let path = data.to_str().unwrap();
+    let csv = format!(
+        "{}\n0,1,read,{path},0,{},0,1000,{}\n",
+        format::CSV_HEADER,
+        352 * 1024,
+        352 * 1024
+    );
+    std::fs::write(sb.file("t.csv"), csv).unwrap();
+    let su = 64 * 1024u64;
+    let want: u64 = ex
+        .iter()
+        .map(|e| {
+            let len = e.length.min(352 * 1024 - e.logical.min(352 * 1024));
+            if len == 0 {
+                0
+            } else {
+                (e.physical + len - 1) / su - e.physical / su + 1
+            }
+        })
+        .sum();
+    let o = sb
+        .cmd(&[
+            "trace",
+            "--analyze",
+            "t.csv",
+            "--stripe",
+            "64k:4",
+            "--physical",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["stripe"]["files_mapped_to_device"].as_u64(), Some(1));
+    assert_eq!(
+        v["stripe"]["device_ios"].as_u64(),
+        Some(want),
+        "extents {ex:?}"
+    );
+    // Without --physical the same read is cut on file offsets: 352 KiB from 0 = 6 units.
+    let o = sb
+        .cmd(&["trace", "--analyze", "t.csv", "--stripe", "64k:4", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["stripe"]["device_ios"].as_u64(), Some(6));
+}

@@ -16,6 +16,10 @@ pub struct TraceArgs {
     /// With --analyze: what a stripe of UNIT x COLUMNS does to each I/O, e.g. 64k:5
     #[arg(long, value_name = "UNIT:COLUMNS")]
     pub stripe: Option<String>,
+    /// With --analyze --stripe: use device offsets of the traced files that still exist
+    /// (FIEMAP), as a volume under the file system would see them
+    #[arg(long)]
+    pub physical: bool,
     /// With --analyze: size of the hot-region slices (default 1m)
     #[arg(long, value_name = "SIZE")]
     pub region: Option<String>,
@@ -82,8 +86,12 @@ fn analyze_main(a: &TraceArgs, file: &Path) -> anyhow::Result<i32> {
     if region == 0 {
         bail_usage!("--region 0: give a size such as 1m");
     }
+    if a.physical && stripe.is_none() {
+        bail_usage!("--physical goes with --stripe UNIT:COLUMNS");
+    }
     let t = format::read_file(file)?;
-    let an = analyze::analyze(&t, region, stripe);
+    let layout = a.physical.then(|| analyze::layout_of(&t));
+    let an = analyze::analyze_on(&t, region, stripe, layout.as_ref());
     if a.json {
         println!("{}", serde_json::to_string_pretty(&an)?);
     } else {
@@ -91,7 +99,10 @@ fn analyze_main(a: &TraceArgs, file: &Path) -> anyhow::Result<i32> {
         print!("{}", analyze::format_text(&an));
         if let Some(n) = a.list {
             println!();
-            print!("{}", analyze::format_listing(&t, n, stripe));
+            print!(
+                "{}",
+                analyze::format_listing(&t, n, stripe, layout.as_ref())
+            );
         }
     }
     Ok(0)
@@ -109,8 +120,10 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
     if a.duration.is_some() && a.pid.is_none() {
         bail_usage!("trace: --duration goes with --pid (a started command is traced to its end)");
     }
-    if a.stripe.is_some() || a.region.is_some() || a.json || a.list.is_some() {
-        bail_usage!("trace: --stripe, --region, --list and --json go with --analyze FILE");
+    if a.stripe.is_some() || a.region.is_some() || a.json || a.list.is_some() || a.physical {
+        bail_usage!(
+            "trace: --stripe, --physical, --region, --list and --json go with --analyze FILE"
+        );
     }
     let fmt = match &a.format {
         Some(f) => format::TraceFormat::parse(f)?,

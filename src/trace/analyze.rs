@@ -10,6 +10,41 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+/// Where each traced file's data lies on its device (FIEMAP extents), by trace file index;
+/// `None` for files that could not be mapped. With it, stripe arithmetic uses device offsets
+/// (what a volume manager sees) instead of file offsets.
+pub type Layout = Vec<Option<Vec<crate::probe::fiemap::Extent>>>;
+
+/// The device ranges (offset, length) behind `len` bytes at `offset` of trace file `file`:
+/// the file's extents when the layout maps it (holes contribute nothing), else the file
+/// range itself.
+pub fn device_ranges(layout: Option<&Layout>, file: u32, offset: u64, len: u64) -> Vec<(u64, u64)> {
+    let Some(Some(extents)) = layout.and_then(|l| l.get(file as usize)) else {
+        return vec![(offset, len)];
+    };
+    let end = offset.saturating_add(len);
+    extents
+        .iter()
+        .filter(|e| e.logical < end && e.logical + e.length > offset)
+        .map(|e| {
+            let from = offset.max(e.logical);
+            let to = end.min(e.logical + e.length);
+            (e.physical + (from - e.logical), to - from)
+        })
+        .collect()
+}
+
+/// FIEMAP layout of every file of a trace that still exists (paths as recorded).
+pub fn layout_of(t: &Trace) -> Layout {
+    t.files
+        .iter()
+        .map(|f| {
+            let file = std::fs::File::open(f).ok()?;
+            crate::probe::fiemap::extents(&file).ok()
+        })
+        .collect()
+}
+
 /// A striped layout: stripe unit in bytes and number of columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Stripe {
@@ -104,6 +139,8 @@ pub struct StripeReport {
     pub per_column_ios: Vec<u64>,
     /// The largest split seen, as (id, offset, len, device I/Os).
     pub worst: Option<(u64, u64, u64, u64)>,
+    /// Files whose device offsets came from FIEMAP (the rest use file offsets).
+    pub files_mapped_to_device: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -141,6 +178,16 @@ fn size_bucket(n: u64) -> u64 {
 
 /// Analyse a trace. Hot regions are counted in `region_bytes` slices of each file.
 pub fn analyze(t: &Trace, region_bytes: u64, stripe: Option<Stripe>) -> Analysis {
+    analyze_on(t, region_bytes, stripe, None)
+}
+
+/// [`analyze`], with stripe arithmetic on device offsets where `layout` maps a file.
+pub fn analyze_on(
+    t: &Trace,
+    region_bytes: u64,
+    stripe: Option<Stripe>,
+    layout: Option<&Layout>,
+) -> Analysis {
     let region_bytes = region_bytes.max(1);
     let mut a = Analysis {
         records: t.records.len() as u64,
@@ -295,13 +342,19 @@ pub fn analyze(t: &Trace, region_bytes: u64, stripe: Option<Stripe>) -> Analysis
     if let Some(st) = stripe {
         let mut rep = StripeReport {
             stripe: Some(st),
+            files_mapped_to_device: layout
+                .map(|l| l.iter().filter(|e| e.is_some()).count() as u64)
+                .unwrap_or(0),
             per_column_ios: vec![0; st.columns as usize],
             ..Default::default()
         };
         let mut hist: BTreeMap<u64, u64> = BTreeMap::new();
         for r in &data {
             let n = r.done_bytes();
-            let pieces = st.split(r.offset, n);
+            let pieces: Vec<(u32, u64, u64)> = device_ranges(layout, r.file, r.offset, n)
+                .into_iter()
+                .flat_map(|(o, l)| st.split(o, l))
+                .collect();
             for (col, _, _) in &pieces {
                 rep.per_column_ios[*col as usize] += 1;
             }
@@ -424,6 +477,18 @@ pub fn format_text(a: &Analysis) -> String {
         }
         let cols: Vec<String> = st.per_column_ios.iter().map(|n| n.to_string()).collect();
         let _ = writeln!(s, "  device I/Os per column: {}", cols.join(" "));
+        let _ = writeln!(
+            s,
+            "  offsets: {}",
+            if st.files_mapped_to_device > 0 {
+                format!(
+                    "device offsets (FIEMAP) for {} file(s), file offsets for the rest",
+                    st.files_mapped_to_device
+                )
+            } else {
+                "file offsets (the file is assumed to start on a stripe boundary; --physical maps existing files)".into()
+            }
+        );
         if let Some((id, off, len, k)) = st.worst {
             let _ = writeln!(
                 s,
@@ -437,7 +502,12 @@ pub fn format_text(a: &Analysis) -> String {
 
 /// The first `n` data calls vxtrace-style: a START line, with a stripe the device I/Os it
 /// becomes (column, offset on the column, length), and an END line with its time.
-pub fn format_listing(t: &Trace, n: usize, stripe: Option<Stripe>) -> String {
+pub fn format_listing(
+    t: &Trace,
+    n: usize,
+    stripe: Option<Stripe>,
+    layout: Option<&Layout>,
+) -> String {
     let mut s = String::new();
     for r in t.records.iter().filter(|r| r.op.is_data()).take(n) {
         let file = t
@@ -461,8 +531,10 @@ pub fn format_listing(t: &Trace, n: usize, stripe: Option<Stripe>) -> String {
             r.thread
         );
         if let Some(st) = stripe {
-            for (col, off, len) in st.split(r.offset, bytes) {
-                let _ = writeln!(s, "{}   -> column {col} offset {off} len {len}", r.id);
+            for (dev_off, dev_len) in device_ranges(layout, r.file, r.offset, bytes) {
+                for (col, off, len) in st.split(dev_off, dev_len) {
+                    let _ = writeln!(s, "{}   -> column {col} offset {off} len {len}", r.id);
+                }
             }
         }
         let _ = writeln!(
@@ -502,6 +574,29 @@ mod tests {
         assert_eq!(parts[0].0, 2);
         // Consecutive pieces go to consecutive columns.
         assert_eq!((parts[0].0 + 1) % 5, parts[1].0);
+    }
+
+    #[test]
+    fn device_ranges_follow_extents_and_skip_holes() {
+        use crate::probe::fiemap::Extent;
+        let ex = |l: u64, p: u64, n: u64| Extent {
+            logical: l,
+            physical: p,
+            length: n,
+            flags: 0,
+        };
+        let layout: Layout = vec![
+            Some(vec![ex(0, 1 << 20, 8192), ex(16384, 5 << 20, 8192)]),
+            None,
+        ];
+        // 4 KiB into the first extent, through the hole, into the second.
+        assert_eq!(
+            device_ranges(Some(&layout), 0, 4096, 16384),
+            vec![((1 << 20) + 4096, 4096), (5 << 20, 4096)]
+        );
+        // An unmapped file keeps its file offsets.
+        assert_eq!(device_ranges(Some(&layout), 1, 7, 9), vec![(7, 9)]);
+        assert_eq!(device_ranges(None, 0, 7, 9), vec![(7, 9)]);
     }
 
     #[test]
@@ -549,7 +644,7 @@ mod tests {
         assert_eq!(a.sizes.len(), 2);
         assert_eq!(a.files[0].hot_regions[0].ops, 3);
         assert!(format_text(&a).contains("3 reads"));
-        let l = format_listing(&t, 2, Some(Stripe::parse("4k:2").unwrap()));
+        let l = format_listing(&t, 2, Some(Stripe::parse("4k:2").unwrap()), None);
         assert_eq!(l.lines().count(), 6);
         assert!(l.contains("1   -> column 1 offset 0 len 4096"));
     }
