@@ -275,23 +275,120 @@ fn trace_format_bin_and_ring_overflow_keep_the_newest() {
 }
 
 #[test]
-fn trace_refuses_processes_and_bad_options() {
+fn trace_covers_worker_processes() {
     let sb = Sandbox::new();
-    let o = sb
-        .cmd(&[
-            "run",
-            "f",
-            "--size",
-            "1m",
-            "--processes",
-            "per-user",
-            "--trace",
-            "t.csv",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--trace"));
+    // Two users, each a process with two threads: four rings in two processes.
+    let v = sb.run_json(&[
+        "run",
+        "a",
+        "b",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "2m",
+        "--count",
+        "200",
+        "--threads",
+        "2",
+        "--processes",
+        "per-user",
+        "--seed",
+        "3",
+        "--trace",
+        "t.bin",
+    ]);
+    assert_eq!(v["probes"]["trace"]["records"].as_u64(), Some(800));
+    let t = format::read_file(&sb.file("t.bin")).unwrap();
+    for w in 0..4u32 {
+        let mine: Vec<_> = t.records.iter().filter(|r| r.thread == w).collect();
+        assert_eq!(mine.len(), 200, "worker {w}");
+        let file = &t.files[mine[0].file as usize];
+        assert!(file.ends_with(if w < 2 { "a" } else { "b" }), "{w}: {file}");
+        assert!(mine.iter().all(|r| r.len == 4096 && r.result == 4096));
+    }
+    // Times from the two processes share one clock: the runs overlap.
+    let first_end = |w: u32| {
+        t.records
+            .iter()
+            .filter(|r| r.thread == w)
+            .map(|r| r.end_ns)
+            .max()
+            .unwrap()
+    };
+    let first_start = |w: u32| {
+        t.records
+            .iter()
+            .filter(|r| r.thread == w)
+            .map(|r| r.start_ns)
+            .min()
+            .unwrap()
+    };
+    assert!(first_start(2) < first_end(0) && first_start(0) < first_end(2));
+    // The same offsets as the same job run with threads.
+    let v2 = sb.run_json(&[
+        "run",
+        "a",
+        "b",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "2m",
+        "--count",
+        "200",
+        "--threads",
+        "2",
+        "--seed",
+        "3",
+        "--trace",
+        "t2.bin",
+    ]);
+    assert_eq!(v2["probes"]["trace"]["records"].as_u64(), Some(800));
+    let t2 = format::read_file(&sb.file("t2.bin")).unwrap();
+    let offsets = |t: &fsbench::trace::Trace, w: u32| -> Vec<u64> {
+        t.records
+            .iter()
+            .filter(|r| r.thread == w)
+            .map(|r| r.offset)
+            .collect()
+    };
+    for w in 0..4 {
+        assert_eq!(offsets(&t, w), offsets(&t2, w), "worker {w}");
+    }
+    // The parts the worker processes left in TMPDIR were merged and removed.
+    std::fs::create_dir(sb.file("tmp")).unwrap();
+    sb.cmd(&[
+        "run",
+        "a",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "2m",
+        "--count",
+        "10",
+        "--processes",
+        "per-user",
+        "--trace",
+        "t3.csv",
+    ])
+    .env("TMPDIR", sb.file("tmp"))
+    .assert()
+    .success();
+    assert_eq!(std::fs::read_dir(sb.file("tmp")).unwrap().count(), 0);
+    assert_eq!(
+        format::read_file(&sb.file("t3.csv")).unwrap().records.len(),
+        10
+    );
+}
+
+#[test]
+fn trace_refuses_bad_options() {
+    let sb = Sandbox::new();
     let o = sb
         .cmd(&["run", "f", "--size", "1m", "--trace-format", "bin"])
         .output()

@@ -101,11 +101,6 @@ impl Observer {
     pub fn start(a: &ObserveArgs, job: &Job) -> anyhow::Result<Observer> {
         let mut trace = None;
         if let Some(path) = &a.trace {
-            if job.workers != WorkerMode::Threads {
-                bail_usage!(
-                    "--trace records worker threads only: run them as threads (fsbench run: drop --processes; fsbench vx: add -t)"
-                );
-            }
             let fmt = match &a.trace_format {
                 Some(f) => TraceFormat::parse(f)?,
                 None => TraceFormat::from_path(path),
@@ -127,7 +122,16 @@ impl Observer {
                 );
             }
             format::check_writable(path)?;
-            crate::trace::enable(records);
+            if job.workers == WorkerMode::Threads {
+                crate::trace::enable(records);
+            } else {
+                // Worker processes leave their records here; `finish` merges and removes them.
+                let dir =
+                    std::env::temp_dir().join(format!("fsbench-trace-{}", std::process::id()));
+                crate::trace::enable_for_children(records, dir).map_err(|e| {
+                    usage!("--trace: cannot create a directory for worker processes' traces: {e}")
+                })?;
+            }
             trace = Some((path.clone(), fmt));
         } else if a.trace_format.is_some() || a.trace_records.is_some() {
             bail_usage!("--trace-format and --trace-records need --trace FILE");

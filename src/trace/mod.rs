@@ -3,20 +3,20 @@
 //! that `fsbench trace --analyze` explains and `fsbench replay` turns back into a benchmark.
 //!
 //! Tracing is an observation option, not part of the Job (a Job stays the same benchmark
-//! whether or not it is traced), so the CLI switches it on for this process with [`enable`];
-//! each worker takes its ring in its untimed preparation and hands it back after its timed
-//! loop. Worker processes (`--processes`) are not traced.
+//! whether or not it is traced), so the CLI switches it on with [`enable`] (worker threads)
+//! or [`enable_for_children`] (worker processes); each worker takes its ring in its untimed
+//! preparation and hands it back after its timed loop. See [`session`].
 
 pub mod analyze;
 pub mod format;
 pub mod replay;
 pub mod ring;
+pub mod session;
 pub mod strace;
 
 pub use ring::TraceRing;
 use serde::{Deserialize, Serialize};
-use std::sync::Mutex;
-use std::time::Instant;
+pub use session::{enable, enable_for_children, finish_ring, ring_for_worker, take};
 
 /// What a traced call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -130,79 +130,4 @@ impl Trace {
             r.end_ns = r.end_ns.saturating_sub(t0);
         }
     }
-}
-
-/// Tracing switched on for this process: ring size and the common time base.
-struct Session {
-    capacity: usize,
-    base: Instant,
-    finished: Vec<TraceRing>,
-}
-
-static SESSION: Mutex<Option<Session>> = Mutex::new(None);
-
-/// Switch tracing on for the next run in this process: every worker gets a ring of at most
-/// `records_per_thread` entries (the newest are kept when a worker issues more).
-pub fn enable(records_per_thread: usize) {
-    let mut s = SESSION.lock().unwrap_or_else(|e| e.into_inner());
-    *s = Some(Session {
-        capacity: records_per_thread.max(1),
-        base: Instant::now(),
-        finished: Vec::new(),
-    });
-}
-
-/// A ring for one worker when tracing is on (called in the worker's untimed preparation, so
-/// the allocation and the page faults of touching it happen before the clock starts). The
-/// ring is sized to the I/Os the worker will issue when the job says how many.
-pub fn ring_for_worker(
-    job: &crate::job::Job,
-    path: &std::path::Path,
-    target_size: u64,
-    user: usize,
-    thread: u32,
-) -> Option<TraceRing> {
-    let s = SESSION.lock().unwrap_or_else(|e| e.into_inner());
-    let s = s.as_ref()?;
-    let reps = job.repeats.max(1) as u64;
-    let expected = match (job.io_count, job.time_s) {
-        (Some(n), _) => Some(n.saturating_mul(reps)),
-        (None, Some(_)) => None,
-        // Covering the file once: at most size / block size I/Os per thread.
-        (None, None) => Some((target_size / job.block_size.max(1) + 1).saturating_mul(reps)),
-    };
-    let cap = match expected {
-        Some(n) => n.clamp(1, s.capacity as u64) as usize,
-        None => s.capacity,
-    };
-    let index = user as u32 * job.threads + thread;
-    Some(TraceRing::new(
-        index,
-        path.display().to_string(),
-        s.base,
-        cap,
-    ))
-}
-
-/// Hand a worker's ring back after its timed loop.
-pub fn finish_ring(ring: TraceRing) {
-    let mut s = SESSION.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(s) = s.as_mut() {
-        s.finished.push(ring);
-    }
-}
-
-/// Switch tracing off and gather every worker's records into one trace, with how many
-/// records were overwritten because a ring was full.
-pub fn take() -> Option<(Trace, u64)> {
-    let session = SESSION.lock().unwrap_or_else(|e| e.into_inner()).take()?;
-    let mut trace = Trace::default();
-    let mut dropped = 0;
-    for ring in session.finished {
-        dropped += ring.dropped();
-        let file = trace.file_index(ring.path());
-        ring.drain_into(file, &mut trace.records);
-    }
-    trace.renumber();
-    Some((trace, dropped))
 }
