@@ -169,19 +169,19 @@ impl Observer {
     }
 
     /// Stop the observers and store what they saw in the Result (and the trace file).
-    pub fn finish(self, result: &mut RunResult, run_elapsed_s: f64) -> anyhow::Result<()> {
-        if let Some(s) = self.sampler {
+    pub fn finish(mut self, result: &mut RunResult, run_elapsed_s: f64) -> anyhow::Result<()> {
+        if let Some(s) = self.sampler.take() {
             // The run's timed phase ended just now; it began `run_elapsed_s` earlier.
             let run_start = (s.elapsed_s() - run_elapsed_s).max(0.0);
             let mut series = s.finish();
             series.run_start_s = run_start;
             let mut v = serde_json::to_value(&series)?;
-            if let (Some(n), Some(m)) = (self.iostat_note, v.as_object_mut()) {
+            if let (Some(n), Some(m)) = (self.iostat_note.take(), v.as_object_mut()) {
                 m.insert("note".into(), n.into());
             }
             result.probes.insert("iostat".into(), v);
         }
-        if let Some((path, fmt)) = self.trace {
+        if let Some((path, fmt)) = self.trace.take() {
             let (trace, dropped) = crate::trace::take().unwrap_or_default();
             format::write_file(&trace, &path, fmt)?;
             result.probes.insert(
@@ -195,5 +195,15 @@ impl Observer {
             );
         }
         Ok(())
+    }
+}
+
+impl Drop for Observer {
+    /// A run that ended in an error never reaches `finish`: switch tracing off and remove
+    /// what worker processes left behind (the sampler stops on its own drop).
+    fn drop(&mut self) {
+        if self.trace.take().is_some() {
+            let _ = crate::trace::take();
+        }
     }
 }
