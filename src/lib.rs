@@ -15,5 +15,6 @@ pub mod runner;
 pub mod safety;
 pub mod stats;
 pub mod sweep;
+pub mod trace;
 pub mod units;
 pub mod vx;

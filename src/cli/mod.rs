@@ -3,12 +3,17 @@
 
 pub mod advise;
 pub mod compare;
+pub mod frag;
+pub mod iostat;
+pub mod observe;
 pub mod output;
 pub mod quick;
+pub mod replay;
 pub mod report;
 pub mod run;
 pub mod suite;
 pub mod sweep;
+pub mod trace;
 pub mod vx;
 
 use clap::{Parser, Subcommand};
@@ -47,6 +52,14 @@ pub enum Command {
     },
     /// Tuning recommendations (VxFS-style tunables, checks, optional measurements) for PATH.
     Advise(advise::AdviseArgs),
+    /// Device statistics like `sar -d`: fsbench iostat [PATH] INTERVAL [COUNT]
+    Iostat(iostat::IostatArgs),
+    /// Capture a program's file I/O (fsbench trace -- CMD ARGS) or analyse a trace (--analyze FILE)
+    Trace(trace::TraceArgs),
+    /// Replay a trace as a benchmark on scratch files
+    Replay(replay::ReplayArgs),
+    /// Extents per file under a path (fragmentation report)
+    Frag(frag::FragArgs),
     /// Internal: a worker process started by the runner.
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -86,6 +99,10 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Suite(a) => suite::main(a),
         Command::Report(a) => report::main(a),
         Command::Compare(a) => compare::main(a),
+        Command::Iostat(a) => iostat::main(a),
+        Command::Trace(a) => trace::main(a),
+        Command::Replay(a) => replay::main(a),
+        Command::Frag(a) => frag::main(a),
         Command::Worker => {
             crate::runner::process::worker_main()?;
             Ok(0)

@@ -1,8 +1,10 @@
 //! Probes of the environment a benchmark runs in: the file system and mount under a path, the
 //! block device behind it (through partitions and loop devices), and file extents (FIEMAP).
 
+pub mod diskstats;
 pub mod env;
 pub mod fiemap;
+pub mod frag;
 pub mod fsgeom;
 pub mod topology;
 

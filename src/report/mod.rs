@@ -8,6 +8,7 @@ pub mod json;
 pub mod long;
 pub mod markdown;
 pub mod metrics;
+pub mod observe;
 pub mod svg;
 pub mod table;
 pub mod text;

@@ -54,6 +54,8 @@ pub struct Worker {
     deadline: Option<Duration>,
     fds: Vec<i32>,
     sys: SyscallCounts,
+    /// Per-I/O trace ring when `--trace` is on (allocated here, untimed).
+    trace: Option<crate::trace::TraceRing>,
 }
 
 fn open_fd(path: &std::path::Path, flags: i32, sys: &mut SyscallCounts) -> std::io::Result<i32> {
@@ -161,6 +163,7 @@ impl Worker {
             seed: thread_seed(job.seed, user, thread),
         });
         let _ = TargetKind::File;
+        let trace = crate::trace::ring_for_worker(job, &t.path, t.size, user, thread);
         Ok(Worker {
             user,
             thread,
@@ -175,6 +178,7 @@ impl Worker {
             deadline: job.time_s.map(Duration::from_secs_f64),
             fds: fds.to_vec(),
             sys,
+            trace,
         })
     }
 
@@ -202,6 +206,7 @@ impl Worker {
         let mut sys = self.sys;
         let mut inflight = 0usize;
         let mut issuing = true;
+        let mut trace = self.trace.take();
 
         let usage0 = cpu::thread_usage();
         let t0 = Instant::now();
@@ -273,6 +278,16 @@ impl Worker {
                 let lat = now.duration_since(submitted_at[c.slot as usize]).as_nanos() as u64;
                 inflight -= 1;
                 free.push(c.slot);
+                if let Some(ring) = trace.as_mut() {
+                    ring.record(
+                        op.kind,
+                        op.offset,
+                        op.len,
+                        submitted_at[c.slot as usize],
+                        now,
+                        c.result,
+                    );
+                }
                 if c.result < 0 {
                     stats.errors += 1;
                     if failure.is_none() {
@@ -330,6 +345,9 @@ impl Worker {
         stats.elapsed_s = t0.elapsed().as_secs_f64();
         stats.usage = cpu::thread_usage().since(&usage0);
         stats.syscalls = sys;
+        if let Some(ring) = trace {
+            crate::trace::finish_ring(ring);
+        }
         ThreadOutcome {
             user: self.user,
             thread: self.thread,

@@ -422,6 +422,7 @@ fn phase_result(
             RunStatus::Failed
         },
         failures,
+        probes: Default::default(),
         elapsed_s,
         started_unix_s,
     };
