@@ -24,19 +24,21 @@ pub struct AdviseArgs {
     /// Runs of each measured point; the median is kept (the time budget is shared by all runs)
     #[arg(long = "measure-repeat", default_value_t = 3)]
     pub measure_repeat: u32,
-    /// text or json
+    /// text, json or html (a self-contained page with charts of the measurements)
     #[arg(long, default_value = "text")]
     pub format: String,
-    /// Also write the JSON to this file
+    /// Also write the JSON to this file (with --format html: write the page here instead of
+    /// standard output)
     #[arg(long)]
     pub output: Option<PathBuf>,
 }
 
 pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
-    let json = match a.format.as_str() {
-        "text" => false,
-        "json" => true,
-        other => crate::bail_usage!("unknown format '{other}': expected text or json"),
+    let (json, html) = match a.format.as_str() {
+        "text" => (false, false),
+        "json" => (true, false),
+        "html" => (false, true),
+        other => crate::bail_usage!("unknown format '{other}': expected text, json or html"),
     };
     if !a.path.exists() {
         crate::bail_usage!(
@@ -93,13 +95,27 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
         })?;
         advice.add_measurement(m);
     }
-    if json {
-        println!("{}", serde_json::to_string_pretty(&advice)?);
+    if html {
+        let page = crate::report::advise_html::page(&advice);
+        match &a.output {
+            Some(p) => {
+                let tmp = p.with_extension("partial");
+                std::fs::write(&tmp, &page)
+                    .map_err(|e| crate::usage!("cannot write {}: {e}", tmp.display()))?;
+                std::fs::rename(&tmp, p)?;
+                eprintln!("wrote {}", p.display());
+            }
+            None => print!("{page}"),
+        }
     } else {
-        print!("{}", advise::render::text(&advice));
-    }
-    if let Some(p) = &a.output {
-        super::output::write_json(p, &advice)?;
+        if json {
+            println!("{}", serde_json::to_string_pretty(&advice)?);
+        } else {
+            print!("{}", advise::render::text(&advice));
+        }
+        if let Some(p) = &a.output {
+            super::output::write_json(p, &advice)?;
+        }
     }
     Ok(if crate::runner::signal::interrupted() {
         130

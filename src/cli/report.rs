@@ -1,6 +1,8 @@
 //! `fsbench report FILES...`: tables and charts from stored results (files or directories),
-//! as text, Markdown, CSV, JSON or one self-contained HTML file.
+//! as text, Markdown, CSV, JSON or one self-contained HTML file; advise documents among the
+//! inputs become sections of their own.
 
+use crate::report::advise_html;
 use crate::report::html::{self, HtmlOptions};
 use crate::report::table::{self, Shape, Shaped};
 use crate::sweep::record::{self, Record};
@@ -10,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// Result files (JSON) or directories of them
+    /// Result files (JSON) or directories of them; `fsbench advise --format json` documents
+    /// become sections of text, md and html reports
     #[arg(required = true, value_name = "FILE|DIR")]
     pub inputs: Vec<PathBuf>,
     /// text, md, csv, json, html
@@ -108,8 +111,39 @@ pub fn write_reports(
     Ok(html_path)
 }
 
+/// Split the inputs into `fsbench advise` documents (JSON with `kind: "advise"`) and the
+/// files holding results.
+fn split_advice(
+    inputs: &[PathBuf],
+) -> Result<(Vec<crate::advise::Advice>, Vec<PathBuf>), crate::error::UsageError> {
+    let mut advice = Vec::new();
+    let mut results = Vec::new();
+    for f in record::expand_paths(inputs)? {
+        let text =
+            std::fs::read_to_string(&f).map_err(|e| usage!("cannot read {}: {e}", f.display()))?;
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(v) if advise_html::is_advice(&v) => {
+                advice.push(advise_html::parse(v, &f.display().to_string())?)
+            }
+            _ => results.push(f),
+        }
+    }
+    Ok((advice, results))
+}
+
 pub fn main(a: ReportArgs) -> anyhow::Result<i32> {
-    let records = record::load(&a.inputs)?;
+    let (advice, result_files) = split_advice(&a.inputs)?;
+    if !advice.is_empty() && !matches!(a.format.as_str(), "text" | "md" | "markdown" | "html") {
+        crate::bail_usage!(
+            "--format {}: advise documents go into text, md or html reports; give only results for csv and json",
+            a.format
+        );
+    }
+    let records = if result_files.is_empty() && !advice.is_empty() {
+        Vec::new()
+    } else {
+        record::load(&result_files)?
+    };
     let shape = shape_from(&a.rows, &a.cols, &a.metrics);
     let tables = table::shape_all(&records, &shape)?;
     let title = a.title.clone().unwrap_or_else(|| {
@@ -122,14 +156,37 @@ pub fn main(a: ReportArgs) -> anyhow::Result<i32> {
             None => "fsbench report".into(),
         }
     });
-    let text = render(
-        &a.format,
-        &records,
-        &tables,
-        &title,
-        &[],
-        a.baseline.as_deref(),
-    )?;
+    let mut text = if a.format == "html" {
+        html::render_with_advice(
+            &records,
+            &tables,
+            &HtmlOptions {
+                title: title.clone(),
+                baseline: a.baseline.clone(),
+                preface: Vec::new(),
+            },
+            &advice,
+        )
+    } else {
+        render(
+            &a.format,
+            &records,
+            &tables,
+            &title,
+            &[],
+            a.baseline.as_deref(),
+        )?
+    };
+    if a.format != "html" {
+        for adv in &advice {
+            let body = crate::advise::render::text(adv);
+            if a.format == "text" {
+                text = format!("{text}\n{body}");
+            } else {
+                text = format!("{text}\n## {}\n\n```\n{body}```\n", advise_html::title(adv));
+            }
+        }
+    }
     match &a.output {
         Some(p) => {
             let tmp = p.with_extension("partial");

@@ -257,10 +257,22 @@ fn html_table(t: &Shaped) -> String {
     s
 }
 
-const STYLE: &str = "body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222}h1{font-size:24px}h2{font-size:19px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}table{border-collapse:collapse;font-size:13px;margin:10px 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f2f2f2}td.key,th.key{text-align:left}td.skipped{color:#999;font-style:italic}td.failed{color:#b00}.meta{color:#555;font-size:13px}.charts svg{display:block;margin:12px 0;border:1px solid #eee}.notes{font-size:12px;color:#555}nav li{font-size:13px}.tablewrap{overflow-x:auto;max-width:100%}";
+pub const STYLE: &str = "body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222}h1{font-size:24px}h2{font-size:19px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}table{border-collapse:collapse;font-size:13px;margin:10px 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f2f2f2}td.key,th.key{text-align:left}td.skipped{color:#999;font-style:italic}td.failed{color:#b00}.meta{color:#555;font-size:13px}.charts svg{display:block;margin:12px 0;border:1px solid #eee}.notes{font-size:12px;color:#555}nav li{font-size:13px}.tablewrap{overflow-x:auto;max-width:100%}";
 
 /// Render the report.
 pub fn render(records: &[Record], tables: &[Shaped], o: &HtmlOptions) -> String {
+    render_with_advice(records, tables, o, &[])
+}
+
+/// Render the report with `fsbench advise` documents as sections of their own; results with
+/// `--iostat` samples get their device statistics charted over time.
+pub fn render_with_advice(
+    records: &[Record],
+    tables: &[Shaped],
+    o: &HtmlOptions,
+    advice: &[crate::advise::Advice],
+) -> String {
+    let observe = super::iostat_html::section(records);
     let mut s = String::new();
     let _ = write!(
         s,
@@ -296,6 +308,21 @@ pub fn render(records: &[Record], tables: &[Shaped], o: &HtmlOptions) -> String 
             "<li><a href=\"#{}\">{}</a></li>",
             esc(&anchor(t)),
             esc(&t.title)
+        );
+    }
+    for (i, a) in advice.iter().enumerate() {
+        let _ = write!(
+            s,
+            "<li><a href=\"#{}\">{}</a></li>",
+            super::advise_html::anchor(i),
+            esc(&super::advise_html::title(a))
+        );
+    }
+    if observe.is_some() {
+        let _ = write!(
+            s,
+            "<li><a href=\"#{}\">Device statistics during the runs</a></li>",
+            super::iostat_html::ANCHOR
         );
     }
     s.push_str("</ul></nav>");
@@ -384,6 +411,15 @@ pub fn render(records: &[Record], tables: &[Shaped], o: &HtmlOptions) -> String 
             s.push_str("</ul>");
         }
         s.push_str("</section>");
+    }
+    for (i, a) in advice.iter().enumerate() {
+        s.push_str(&super::advise_html::section(
+            a,
+            &super::advise_html::anchor(i),
+        ));
+    }
+    if let Some(o) = observe {
+        s.push_str(&o);
     }
     s.push_str("</body></html>\n");
     s

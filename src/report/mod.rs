@@ -1,9 +1,11 @@
 //! The report layer: the only place that formats. One `Exporter` trait implemented by the
 //! vxbench-style text, JSON and CSV exporters.
 
+pub mod advise_html;
 pub mod compare;
 pub mod csv;
 pub mod html;
+pub mod iostat_html;
 pub mod json;
 pub mod long;
 pub mod markdown;

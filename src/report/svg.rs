@@ -379,6 +379,161 @@ pub fn normalised_chart(title: &str, baseline: &str, rows: &[String], series: &[
     out
 }
 
+/// One line of (x, y) points on a numeric x axis (a time series).
+#[derive(Debug, Clone)]
+pub struct XySeries {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A chart with a linear numeric x axis: time series of device statistics.
+#[derive(Debug, Clone)]
+pub struct XyChart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// Fixed top of the y axis (100 for percentages); None fits the data.
+    pub y_max: Option<f64>,
+    /// Dashed vertical lines at x with a label (e.g. the start of the timed run).
+    pub markers: Vec<(f64, String)>,
+    pub series: Vec<XySeries>,
+}
+
+/// Round ticks covering lo..hi: (first tick, last tick, step).
+fn nice_range(lo: f64, hi: f64) -> (f64, f64, f64) {
+    if !lo.is_finite() || !hi.is_finite() {
+        return (0.0, 1.0, 0.25);
+    }
+    let span = if hi > lo { hi - lo } else { hi.abs().max(1.0) };
+    let raw = span / 6.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let start = (lo / step).floor() * step;
+    let mut end = (hi / step).ceil() * step;
+    if end <= start {
+        end = start + step;
+    }
+    (start, end, step)
+}
+
+/// A tick value with as many decimals as its step needs (0.5 steps: one decimal).
+fn fmt_step(v: f64, step: f64) -> String {
+    if step >= 1.0 && v.abs() < 1e4 {
+        return format!("{v:.0}");
+    }
+    if step >= 1.0 {
+        return fmt_tick(v);
+    }
+    let d = ((-step.log10()).ceil().max(0.0) as usize).min(9);
+    let d = if (step * 10f64.powi(d as i32)).fract().abs() > 1e-9 {
+        d + 1
+    } else {
+        d
+    };
+    format!("{v:.d$}")
+}
+
+/// Line chart on a linear x axis with round ticks: one polyline and one `circle.pt` per
+/// point (smaller dots when there are many), markers as dashed vertical lines.
+pub fn xy_chart(c: &XyChart) -> String {
+    let mut out = String::new();
+    frame(&mut out, "line timeseries", &c.title);
+    let max_y = c
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let (top, step) = match c.y_max {
+        Some(t) if t > 0.0 && max_y <= t => {
+            let (_, s) = nice_axis(t);
+            (t, s)
+        }
+        _ => nice_axis(max_y),
+    };
+    y_axis(&mut out, &c.y_label, top, step, 0.0);
+    let xs = c
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .chain(c.markers.iter().map(|m| m.0))
+        .filter(|v| v.is_finite());
+    let (lo, hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    let (lo, hi) = if lo > hi {
+        (0.0, 1.0)
+    } else {
+        (lo.min(0.0), hi)
+    };
+    let (x0, x1, xstep) = nice_range(lo, hi);
+    let plot_w = W - ML - MR;
+    let plot_h = H - MT - MB;
+    let px = |x: f64| ML + (x - x0) / (x1 - x0) * plot_w;
+    let py = |y: f64| MT + plot_h - (y.clamp(0.0, top) / top) * plot_h;
+    let mut v = x0;
+    while v <= x1 + xstep * 0.01 {
+        let x = px(v);
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{MT}" y2="{b}" stroke="#f0f0f0"/><line x1="{x:.1}" x2="{x:.1}" y1="{b}" y2="{b2}" stroke="#333"/><text x="{x:.1}" y="{ty}" text-anchor="middle" font-size="11">{}</text>"##,
+            fmt_step(if v.abs() < xstep * 1e-6 { 0.0 } else { v }, xstep),
+            b = H - MB,
+            b2 = H - MB + 5.0,
+            ty = H - MB + 18.0
+        );
+        v += xstep;
+    }
+    x_title(&mut out, &c.x_label);
+    for (x, label) in &c.markers {
+        let x = px(*x);
+        let _ = write!(
+            out,
+            r##"<line class="marker" x1="{x:.1}" x2="{x:.1}" y1="{MT}" y2="{b}" stroke="#555" stroke-dasharray="4 3"/><text x="{tx:.1}" y="{ty}" font-size="10" fill="#555">{}</text>"##,
+            esc(label),
+            b = H - MB,
+            tx = x + 3.0,
+            ty = MT + 10.0
+        );
+    }
+    for (si, s) in c.series.iter().enumerate() {
+        let color = PALETTE[si % PALETTE.len()];
+        let pts: Vec<(f64, f64, f64, f64)> = s
+            .points
+            .iter()
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .map(|&(x, y)| (px(x), py(y), x, y))
+            .collect();
+        let poly: Vec<String> = pts
+            .iter()
+            .map(|(x, y, _, _)| format!("{x:.1},{y:.1}"))
+            .collect();
+        let _ = write!(
+            out,
+            r#"<polyline class="series" fill="none" stroke="{color}" stroke-width="1.6" points="{}"/>"#,
+            poly.join(" ")
+        );
+        let r = if pts.len() > 60 { 1.6 } else { 2.8 };
+        for (x, y, xv, yv) in pts {
+            let _ = write!(
+                out,
+                r#"<circle class="pt" cx="{x:.1}" cy="{y:.1}" r="{r}" fill="{color}" data-v="{yv}"><title>{}: {} = {}</title></circle>"#,
+                esc(&s.name),
+                fmt_tick(xv),
+                fmt_tick(yv)
+            );
+        }
+    }
+    legend(
+        &mut out,
+        &c.series.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+    );
+    out.push_str("</svg>");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,5 +574,47 @@ mod tests {
         );
         assert_eq!(n.matches("class=\"bar\"").count(), 1);
         assert_eq!(nice_axis(87.0), (100.0, 20.0));
+    }
+
+    #[test]
+    fn xy_chart_places_every_point_on_round_ticks() {
+        let c = XyChart {
+            title: "vda: throughput".into(),
+            x_label: "seconds".into(),
+            y_label: "KB/s".into(),
+            y_max: None,
+            markers: vec![(0.0, "run start".into())],
+            series: vec![
+                XySeries {
+                    name: "read KB/s".into(),
+                    points: vec![(-0.5, 10.0), (0.5, 20.0), (1.5, 30.0)],
+                },
+                XySeries {
+                    name: "write KB/s".into(),
+                    points: vec![(-0.5, 0.0), (0.5, f64::NAN), (1.5, 95.0)],
+                },
+            ],
+        };
+        let s = xy_chart(&c);
+        // The NaN point is left out, not drawn at a made-up place.
+        assert_eq!(s.matches("class=\"pt\"").count(), 5);
+        assert_eq!(s.matches("class=\"marker\"").count(), 1);
+        assert_eq!(s.matches("class=\"legend-item\"").count(), 2);
+        assert!(s.contains("data-v=\"95\"") && s.contains(">run start</text>"));
+        // The x axis starts at a round tick at or below -0.5 and the y axis reaches 100.
+        assert!(s.contains(">-0.5</text>"), "{s}");
+        assert!(s.contains(">100</text>"));
+        // A percentage chart keeps its fixed top.
+        let pct = XyChart {
+            y_max: Some(100.0),
+            series: vec![XySeries {
+                name: "%busy".into(),
+                points: vec![(1.0, 12.0)],
+            }],
+            ..c
+        };
+        assert!(xy_chart(&pct).contains(">100</text>"));
+        assert_eq!(nice_range(0.16, 4.0), (0.0, 4.0, 1.0));
+        assert_eq!(nice_range(-0.3, 9.7).2, 2.0);
     }
 }

@@ -437,6 +437,7 @@ pub mod tests {
             failures: vec![],
             elapsed_s: 1.0,
             started_unix_s: 0.0,
+            probes: Default::default(),
         };
         let mut r = crate::result::RunResult::from_outcome(&job, &outcome);
         r.total.bytes_per_sec = kbps * 1024.0;
