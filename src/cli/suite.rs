@@ -34,6 +34,9 @@ pub struct SuiteArgs {
     /// Keep the files fsbench created
     #[arg(long)]
     pub keep: bool,
+    /// Sample /proc/diskstats every INTERVAL during each measured point (charted in report.html)
+    #[arg(long, value_name = "INTERVAL")]
+    pub iostat: Option<String>,
 }
 
 fn list() -> anyhow::Result<i32> {
@@ -70,6 +73,9 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
     if a.repeat == 0 {
         bail_usage!("bad --repeat 0: must be at least 1");
     }
+    if let Some(iv) = &a.iostat {
+        crate::units::parse_duration(iv)?;
+    }
     if let Some(b) = &a.baseline {
         if !a.dirs.iter().any(|d| d == b) {
             bail_usage!("--baseline {} is not one of the --dir targets", b.display());
@@ -101,6 +107,7 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
             fresh: a.fresh,
             keep: a.keep,
             only: a.studies.clone(),
+            iostat: a.iostat.clone(),
         },
     )?;
     let mut preface = vec![format!(

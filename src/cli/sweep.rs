@@ -84,6 +84,10 @@ pub struct SweepArgs {
     /// Printed table format: text, md, csv, json
     #[arg(long, default_value = "text")]
     pub format: String,
+    /// Sample /proc/diskstats of the devices under the target every INTERVAL during each
+    /// point (stored in its Result, charted over time in report.html)
+    #[arg(long, value_name = "INTERVAL")]
+    pub iostat: Option<String>,
 }
 
 /// Build the study from the flags: single values are settings, lists are axes.
@@ -242,6 +246,13 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         a.keep,
         points.len() * a.repeat as usize,
     )?;
+    if let Some(iv) = &a.iostat {
+        if study.workload.is_some() {
+            bail_usage!("--iostat is for file and device sweeps, not --workload sweeps");
+        }
+        crate::units::parse_duration(iv)?;
+        ctx.iostat = Some(iv.clone());
+    }
     crate::runner::signal::install();
     eprintln!(
         "fsbench sweep: {} points x {} repeat(s), order {}; results in {}",

@@ -9,7 +9,7 @@ use crate::advise::checks::{Check, Status};
 use crate::advise::derive::{Tunable, Tunables};
 use crate::advise::measure::{self, Dir, Measurement};
 use crate::advise::Advice;
-use crate::probe::topology::BlockDev;
+use crate::probe::topology::{BlockDev, QueueLimits};
 use crate::units::format_size_exact as sz;
 use std::fmt::Write;
 
@@ -54,74 +54,120 @@ fn value_text(t: &Tunable) -> String {
     }
 }
 
+/// One column per device of the stack (outermost first), one row per attribute: the stack
+/// stays readable however many attributes a device has.
 fn devices_table(out: &mut String, root: &BlockDev) {
-    out.push_str("<div class=\"tablewrap\"><table><thead><tr><th class=\"key\">device</th><th class=\"key\">kind</th><th>size</th><th>logical / physical block</th><th>minimum_io_size</th><th>optimal_io_size</th><th>rotational</th><th>nr_requests</th><th>max_sectors_kb (hw)</th><th>read_ahead_kb</th><th class=\"key\">scheduler</th><th>queue depth</th><th>numa node</th><th class=\"key\">details</th></tr></thead><tbody>");
-    fn row(out: &mut String, d: &BlockDev, depth: usize) {
-        let mut details = Vec::new();
-        if let Some(p) = &d.partition {
-            details.push(format!(
-                "partition {} of {}, starts at byte {}",
-                opt(&p.number),
-                p.disk,
-                p.start_bytes
-            ));
-        }
-        if let Some(l) = &d.loop_info {
-            details.push(format!(
-                "backing file {} offset {} direct_io {}",
-                l.backing_file,
-                l.offset_bytes,
-                opt(&l.direct_io)
-            ));
-        }
-        if let Some(m) = &d.md {
-            details.push(format!(
-                "md {} raid_disks {} chunk {}",
-                m.level,
-                m.raid_disks,
-                opt_size(&m.chunk_size_bytes)
-            ));
-        }
-        if let Some(m) = &d.dm {
-            details.push(format!("dm {}", m.name));
-        }
-        if let Some(s) = &d.queue_depth_source {
-            details.push(format!("queue depth from {s}"));
-        }
-        details.extend(d.notes.iter().map(|n| format!("note: {n}")));
-        let q = d.queue.clone().unwrap_or_default();
-        let size = d
-            .size_bytes
-            .map(|s| crate::units::format_bytes(s as f64))
-            .unwrap_or_else(|| "-".into());
-        let _ = write!(
-            out,
-            "<tr><td class=\"key\">{}{} ({})</td><td class=\"key\">{:?}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} ({})</td><td>{}</td><td class=\"key\">{} [{}]</td><td>{}</td><td>{}</td><td class=\"src\">{}</td></tr>",
-            "&nbsp;&nbsp;".repeat(depth * 2),
-            esc(&d.name),
-            esc(&d.dev),
-            d.kind,
-            esc(&size),
-            opt(&q.logical_block_size_bytes),
-            opt(&q.physical_block_size_bytes),
-            opt(&q.minimum_io_size_bytes),
-            opt(&q.optimal_io_size_bytes),
-            q.rotational.map(|r| if r { "yes" } else { "no" }).unwrap_or("-"),
-            opt(&q.nr_requests),
-            opt(&q.max_sectors_kb),
-            opt(&q.max_hw_sectors_kb),
-            opt(&q.read_ahead_kb),
-            esc(&opt(&q.scheduler)),
-            esc(&q.schedulers_available.join(" ")),
-            opt(&d.queue_depth),
-            opt(&d.numa_node),
-            esc(&details.join("; "))
-        );
+    fn collect<'a>(d: &'a BlockDev, depth: usize, v: &mut Vec<(usize, &'a BlockDev)>) {
+        v.push((depth, d));
         for l in &d.lower {
-            row(out, l, depth + 1);
+            collect(l, depth + 1, v);
         }
     }
-    row(out, root, 0);
+    let mut devs = Vec::new();
+    collect(root, 0, &mut devs);
+    out.push_str("<div class=\"tablewrap\"><table class=\"devices\"><thead><tr><th class=\"key\">device</th>");
+    for (depth, d) in &devs {
+        let _ = write!(
+            out,
+            "<th class=\"key\">{}{} ({}, {:?})</th>",
+            if *depth > 0 { "↳ " } else { "" },
+            esc(&d.name),
+            esc(&d.dev),
+            d.kind
+        );
+    }
+    out.push_str("</tr></thead><tbody>");
+    type Cell = fn(&BlockDev, &QueueLimits) -> String;
+    let rows: [(&str, Cell); 13] = [
+        ("size", |d, _| {
+            d.size_bytes
+                .map(|s| crate::units::format_bytes(s as f64))
+                .unwrap_or_else(|| "-".into())
+        }),
+        ("logical / physical block size, bytes", |_, q| {
+            format!(
+                "{} / {}",
+                opt(&q.logical_block_size_bytes),
+                opt(&q.physical_block_size_bytes)
+            )
+        }),
+        ("minimum_io_size (stripe unit), bytes", |_, q| {
+            opt(&q.minimum_io_size_bytes)
+        }),
+        ("optimal_io_size (stripe width), bytes", |_, q| {
+            opt(&q.optimal_io_size_bytes)
+        }),
+        ("rotational", |_, q| {
+            q.rotational
+                .map(|r| if r { "yes" } else { "no" })
+                .unwrap_or("-")
+                .into()
+        }),
+        ("nr_requests", |_, q| opt(&q.nr_requests)),
+        ("max_sectors_kb (hardware limit)", |_, q| {
+            format!("{} ({})", opt(&q.max_sectors_kb), opt(&q.max_hw_sectors_kb))
+        }),
+        ("read_ahead_kb", |_, q| opt(&q.read_ahead_kb)),
+        ("scheduler [available]", |_, q| {
+            format!(
+                "{} [{}]",
+                opt(&q.scheduler),
+                q.schedulers_available.join(" ")
+            )
+        }),
+        ("queue depth", |d, _| {
+            format!(
+                "{}{}",
+                opt(&d.queue_depth),
+                d.queue_depth_source
+                    .as_ref()
+                    .map(|s| format!(" ({s})"))
+                    .unwrap_or_default()
+            )
+        }),
+        ("hardware queues", |d, _| opt(&d.hw_queues)),
+        ("NUMA node", |d, _| opt(&d.numa_node)),
+        ("details", |d, _| {
+            let mut v = Vec::new();
+            if let Some(p) = &d.partition {
+                v.push(format!(
+                    "partition {} of {}, starts at byte {}",
+                    opt(&p.number),
+                    p.disk,
+                    p.start_bytes
+                ));
+            }
+            if let Some(l) = &d.loop_info {
+                v.push(format!(
+                    "backing file {} offset {} direct_io {}",
+                    l.backing_file,
+                    l.offset_bytes,
+                    opt(&l.direct_io)
+                ));
+            }
+            if let Some(m) = &d.md {
+                v.push(format!(
+                    "md {} raid_disks {} chunk {}",
+                    m.level,
+                    m.raid_disks,
+                    opt_size(&m.chunk_size_bytes)
+                ));
+            }
+            if let Some(m) = &d.dm {
+                v.push(format!("dm {}", m.name));
+            }
+            v.extend(d.notes.iter().map(|n| format!("note: {n}")));
+            v.join("; ")
+        }),
+    ];
+    for (name, cell) in rows {
+        let _ = write!(out, "<tr><th class=\"key\">{}</th>", esc(name));
+        for (_, d) in &devs {
+            let q = d.queue.clone().unwrap_or_default();
+            let _ = write!(out, "<td class=\"key\">{}</td>", esc(&cell(d, &q)));
+        }
+        out.push_str("</tr>");
+    }
     out.push_str("</tbody></table></div>");
 }
 

@@ -228,6 +228,8 @@ pub struct Ctx {
     pub interrupted: bool,
     /// Global point counter, so records of a suite sort in run order.
     pub next_index: usize,
+    /// `--iostat INTERVAL`: sample the devices under each point's targets during its run.
+    pub iostat: Option<String>,
 }
 
 impl Ctx {
@@ -251,6 +253,7 @@ impl Ctx {
             tally: Tally::default(),
             interrupted: false,
             next_index: 0,
+            iostat: None,
         })
     }
 
@@ -404,6 +407,11 @@ pub fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow::Resul
     }
     let existed: Vec<bool> = job.targets.iter().map(|t| t.exists()).collect();
     job.keep = true;
+    let observe = crate::cli::observe::ObserveArgs {
+        iostat: ctx.iostat.clone(),
+        ..Default::default()
+    };
+    let observer = crate::cli::observe::Observer::start(&observe, &job)?;
     let outcome = match crate::runner::run(&job) {
         Ok(o) => o,
         Err(e) if crate::error::is_usage(&e) => return Err(e),
@@ -414,7 +422,8 @@ pub fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow::Resul
             ctx.created.push(t.clone());
         }
     }
-    let result = crate::result::RunResult::from_outcome(&job, &outcome);
+    let mut result = crate::result::RunResult::from_outcome(&job, &outcome);
+    observer.finish(&mut result, outcome.elapsed_s)?;
     Ok(Record::run(meta, result))
 }
 

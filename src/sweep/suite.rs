@@ -432,6 +432,8 @@ pub struct RunOptions {
     pub fresh: bool,
     pub keep: bool,
     pub only: Vec<String>,
+    /// `--iostat INTERVAL` for every measured point.
+    pub iostat: Option<String>,
 }
 
 /// What a suite run produced.
@@ -477,6 +479,7 @@ pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
         opts.keep,
         total,
     )?;
+    ctx.iostat = opts.iostat.clone();
     crate::runner::signal::install();
     // Each (study, target) starts at a fixed index whatever `--study` selects, so result file
     // names, and with them resuming, do not depend on the selection.
