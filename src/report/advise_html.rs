@@ -14,7 +14,7 @@ use crate::units::format_size_exact as sz;
 use std::fmt::Write;
 
 /// Extra rules on top of the report's style sheet (status colours, commands).
-const STYLE_EXTRA: &str = "td.warn{color:#b00;font-weight:bold}td.info{color:#a60}td.ok{color:#270}code{font-size:12px;background:#f6f6f6;padding:1px 3px}td.src{text-align:left;font-size:12px}td.src ul{margin:2px 0;padding-left:16px;color:#555}h3{font-size:16px;margin-top:22px}";
+const STYLE_EXTRA: &str = "td.warn{color:#b00;font-weight:bold}td.info{color:#a60}td.ok{color:#270}code{font-size:12px;background:#f6f6f6;padding:1px 3px}td.src{text-align:left;font-size:12px}td.val{white-space:nowrap}td.src ul{margin:2px 0;padding-left:16px;color:#555}h3{font-size:16px;margin-top:22px}";
 
 /// The Advice documents among JSON values: `kind: "advise"`. Anything else is not advice.
 pub fn is_advice(v: &serde_json::Value) -> bool {
@@ -245,7 +245,7 @@ fn tunables(out: &mut String, derived: &Tunables, measured: Option<&Tunables>) {
     for d in &derived.values {
         let _ = write!(
             out,
-            "<tr><td class=\"key\"><code>{}</code></td><td>{}</td>{}",
+            "<tr><td class=\"key\"><code>{}</code></td><td class=\"val\">{}</td>{}",
             esc(&d.name),
             esc(&value_text(d)),
             source_cell(d)
@@ -255,7 +255,7 @@ fn tunables(out: &mut String, derived: &Tunables, measured: Option<&Tunables>) {
                 Some(x) if x != d => {
                     let _ = write!(
                         out,
-                        "<td><b>{}</b></td>{}",
+                        "<td class=\"val\"><b>{}</b></td>{}",
                         esc(&value_text(x)),
                         source_cell(x)
                     );
