@@ -595,4 +595,48 @@ pub(crate) mod tests {
             .to_string()
             .contains("version 2"));
     }
+
+    use proptest::strategy::Strategy as _;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// An advise document with one field replaced by something else is read as a
+        /// document (and renders) or refused with a usage error, never a panic.
+        #[test]
+        fn damaged_advise_documents_never_panic(
+            field in 0usize..64,
+            value in proptest::prop_oneof![
+                proptest::strategy::Just(serde_json::Value::Null),
+                (-5i64..1i64 << 40).prop_map(serde_json::Value::from),
+                "[a-z<>&\"]{0,12}".prop_map(serde_json::Value::from),
+                proptest::strategy::Just(serde_json::json!([])),
+            ],
+        ) {
+            let mut v = serde_json::to_value(measured_advice()).unwrap();
+            // Every (object, key) pair in the document, depth first; replace the chosen one.
+            fn keys(v: &serde_json::Value, path: Vec<String>, out: &mut Vec<Vec<String>>) {
+                if let Some(o) = v.as_object() {
+                    for (k, x) in o {
+                        let mut p = path.clone();
+                        p.push(k.clone());
+                        out.push(p.clone());
+                        keys(x, p, out);
+                    }
+                }
+            }
+            let mut all = Vec::new();
+            keys(&v, Vec::new(), &mut all);
+            let path = &all[field % all.len()];
+            let mut at = &mut v;
+            for k in &path[..path.len() - 1] {
+                at = at.get_mut(k).unwrap();
+            }
+            at[path.last().unwrap()] = value;
+            if is_advice(&v) {
+                if let Ok(a) = parse(v, "p.json") {
+                    proptest::prop_assert!(page(&a).ends_with("</html>\n"));
+                }
+            }
+        }
+    }
 }

@@ -313,7 +313,6 @@ mod tests {
             avwait_ms: 1.5,
             avserv_ms: 0.5,
             util_pct: 50.0,
-            ..Default::default()
         }
     }
 
