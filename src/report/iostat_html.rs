@@ -284,7 +284,12 @@ pub fn section(records: &[Record]) -> Option<String> {
             } else {
                 String::new()
             };
-            format!("{}: {}{rep}", m.title, m.point_label())
+            let on = m
+                .target
+                .as_ref()
+                .map(|t| format!(" on {t}"))
+                .unwrap_or_default();
+            format!("{}: {}{rep}{on}", m.title, m.point_label())
         };
         if let Some(b) = result_block(r, &label, open, plain(rec)) {
             out.push_str(&b);

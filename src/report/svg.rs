@@ -95,7 +95,7 @@ fn y_axis(out: &mut String, label: &str, top: f64, step: f64, min: f64) {
         let _ = write!(
             out,
             r##"<line x1="{ML}" x2="{x2}" y1="{y:.1}" y2="{y:.1}" stroke="#e0e0e0"/><text x="{tx}" y="{ty:.1}" text-anchor="end" font-size="11">{}</text>"##,
-            fmt_tick(v),
+            fmt_step(v, step),
             x2 = W - MR,
             tx = ML - 6.0,
             ty = y + 4.0
@@ -420,21 +420,26 @@ fn nice_range(lo: f64, hi: f64) -> (f64, f64, f64) {
     (start, end, step)
 }
 
-/// A tick value with as many decimals as its step needs (0.5 steps: one decimal).
+/// A tick value with as many decimals as its step needs (steps of 0.5: one decimal, of 2.5M:
+/// `2.5M`), so neighbouring ticks never print the same text.
 fn fmt_step(v: f64, step: f64) -> String {
-    if step >= 1.0 && v.abs() < 1e4 {
-        return format!("{v:.0}");
-    }
-    if step >= 1.0 {
-        return fmt_tick(v);
-    }
-    let d = ((-step.log10()).ceil().max(0.0) as usize).min(9);
-    let d = if (step * 10f64.powi(d as i32)).fract().abs() > 1e-9 {
-        d + 1
+    let (scale, suffix) = if v.abs() >= 1e6 {
+        (1e6, "M")
+    } else if v.abs() >= 1e4 {
+        (1e3, "k")
     } else {
-        d
+        (1.0, "")
     };
-    format!("{v:.d$}")
+    let (v, step) = (v / scale, step / scale);
+    let mut d = if step >= 1.0 {
+        0
+    } else {
+        ((-step.log10()).ceil().max(0.0) as usize).min(9)
+    };
+    if d < 9 && (step * 10f64.powi(d as i32)).fract().abs() > 1e-6 {
+        d += 1;
+    }
+    format!("{v:.d$}{suffix}")
 }
 
 /// Line chart on a linear x axis with round ticks: one polyline and one `circle.pt` per
@@ -615,6 +620,11 @@ mod tests {
         };
         assert!(xy_chart(&pct).contains(">100</text>"));
         assert_eq!(nice_range(0.16, 4.0), (0.0, 4.0, 1.0));
+        assert_eq!(fmt_step(7.5, 2.5), "7.5");
+        assert_eq!(fmt_step(0.5, 0.25), "0.50");
+        assert_eq!(fmt_step(12500.0, 2500.0), "12.5k");
+        assert_eq!(fmt_step(2e6, 5e5), "2.0M");
+        assert_eq!(fmt_step(-0.5, 0.5), "-0.5");
         assert_eq!(nice_range(-0.3, 9.7).2, 2.0);
     }
 }
