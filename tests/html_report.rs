@@ -286,3 +286,65 @@ fn advise_page_and_advise_section_of_a_report_render() {
         assert!(dom.contains("command to change it"));
     }
 }
+
+#[test]
+fn loop_device_under_the_target_gets_its_own_charts() {
+    let sb = Sandbox::new();
+    let Some(fs) = common::MountedFs::new(sb.path(), "ext4", 96) else {
+        skip("loop devices need root and losetup");
+        return;
+    };
+    let lo = fs.lo.dev.file_name().unwrap().to_string_lossy().to_string();
+    let target = fs.mnt.path().join("f1");
+    sb.cmd(&[
+        "run",
+        "--rw",
+        "write",
+        "--bs",
+        "256k",
+        "--size",
+        "32m",
+        "--cache",
+        "direct",
+        "--time",
+        "1s",
+        "--iostat",
+        "100ms",
+        "--output",
+        "run.json",
+        target.to_str().unwrap(),
+    ])
+    .assert()
+    .success();
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("run.json")).unwrap()).unwrap();
+    let devices = r["probes"]["iostat"]["devices"].as_array().unwrap();
+    assert_eq!(
+        devices[0],
+        lo.as_str(),
+        "the loop device first: {devices:?}"
+    );
+    assert!(devices.len() >= 2, "and the device of its backing file");
+    sb.cmd(&[
+        "report", "run.json", "--format", "html", "--output", "r.html",
+    ])
+    .assert()
+    .success();
+    let html = std::fs::read_to_string(sb.file("r.html")).unwrap();
+    assert!(html.contains(&format!("{lo}: throughput")), "{lo} charted");
+    if let Some(dom) = dom_in_chromium(&sb.file("r.html")) {
+        let ts = charts(&dom, "chart line timeseries");
+        check_charts(&ts);
+        let thr = ts
+            .iter()
+            .find(|c| c.contains(&format!("{lo}: throughput")))
+            .unwrap();
+        let n = r["probes"]["iostat"]["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["device"] == lo.as_str())
+            .count();
+        assert_eq!(points(thr), 2 * n);
+    }
+}
