@@ -15,3 +15,4 @@ pub mod safety;
 pub mod stats;
 pub mod units;
 pub mod vx;
+pub mod workload;
