@@ -5,6 +5,7 @@ pub mod output;
 pub mod quick;
 pub mod run;
 pub mod vx;
+pub mod workload;
 
 use clap::{Parser, Subcommand};
 
@@ -32,6 +33,11 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Run a Filebench workload: a shipped personality (`fsbench workload list`) or a .f file.
+    Workload(workload::WorkloadArgs),
+    /// Internal: a workload process started by `fsbench workload`.
+    #[command(name = "__wml_worker", hide = true)]
+    WmlWorker,
     /// Internal: a worker process started by the runner.
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -66,6 +72,11 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Quick(a) => quick::main(a),
         Command::Run(a) => run::main(a),
         Command::Vx { args } => vx::main(&args),
+        Command::Workload(a) => workload::main(a),
+        Command::WmlWorker => {
+            crate::workload::worker::worker_main()?;
+            Ok(0)
+        }
         Command::Worker => {
             crate::runner::process::worker_main()?;
             Ok(0)

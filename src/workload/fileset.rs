@@ -85,19 +85,25 @@ pub fn layout(spec: &FilesetSpec) -> SetLayout {
                 }
                 continue;
             }
-            let w = if let Some(d) = depth_limit {
+            let children = if let Some(d) = depth_limit {
                 // Fixed depth: the width that spreads `count` items over the remaining levels.
                 (count as f64)
                     .powf(1.0 / (d - f.level) as f64)
                     .ceil()
-                    .max(1.0)
+                    .max(1.0) as usize
             } else if spec.dirgamma > 0.0 {
                 let shape = spec.dirgamma / 1000.0;
-                (rng.gamma(shape) * width / shape).round().max(1.0)
+                (rng.gamma(shape) * width / shape).round().max(2.0) as usize
             } else {
-                width
+                // A full tree: leaves hold `width` items; each subtree below this level
+                // holds at most width^(levels below) items.
+                let mut cap = width;
+                while cap * width < count as f64 {
+                    cap *= width;
+                }
+                (count as f64 / cap).ceil() as usize
             };
-            let children = (w as usize).clamp(1, count.max(1));
+            let children = children.clamp(1, count.max(1));
             let per = count.div_ceil(children);
             let mut lo = f.lo;
             let mut k = 0;
@@ -288,6 +294,9 @@ pub fn prepare(spec: &FilesetSpec, lay: &SetLayout, arena: &Arena, set: usize) -
     if let Some(e) = first_err.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
     }
+    if !spec.cached && !spec.is_dirs() {
+        drop_cache(&spec.root, lay, states);
+    }
     let exists = states
         .iter()
         .filter(|s| s.load(Relaxed) & ENTRY_EXISTS != 0)
@@ -300,6 +309,28 @@ pub fn prepare(spec: &FilesetSpec, lay: &SetLayout, arena: &Arena, set: usize) -
         bytes_written: written.into_inner(),
         reused: reused.into_inner(),
     })
+}
+
+/// Write back the file system once, then drop each existing file's pages from the cache, so
+/// the run starts uncached (Filebench's behaviour unless `cached` is set).
+fn drop_cache(root: &Path, lay: &SetLayout, states: &[std::sync::atomic::AtomicU32]) {
+    if let Ok(d) = std::fs::File::open(root) {
+        // SAFETY: open descriptor.
+        unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&d)) };
+    }
+    for (i, e) in lay.entries.iter().enumerate() {
+        if states[i].load(Relaxed) & ENTRY_EXISTS == 0 {
+            continue;
+        }
+        // SAFETY: NUL-terminated path; the descriptor is closed right after.
+        unsafe {
+            let fd = libc::open(e.path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if fd >= 0 {
+                libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED);
+                libc::close(fd);
+            }
+        }
+    }
 }
 
 /// Remove a fileset tree, but only one fsbench created (marked, or made in this run).
@@ -460,6 +491,7 @@ mod tests {
             reuse: false,
             readonly: false,
             writeonly: false,
+            cached: true,
             pos: Pos::default(),
         }
     }
@@ -471,6 +503,8 @@ mod tests {
         assert_eq!(l.entries.len(), 1000);
         // 1000 files, width 10: 100 leaf dirs of 10 + 10 middle dirs + root.
         assert_eq!(l.dirs.len(), 111);
+        // 500 files, width 20: root, 2 middle dirs of 250, each with 13 leaves of <= 20.
+        assert_eq!(layout(&spec(d.path(), 500, 20.0, 0.0)).dirs.len(), 29);
         let uniq: std::collections::HashSet<_> = l.entries.iter().map(|e| e.path.clone()).collect();
         assert_eq!(uniq.len(), 1000);
         let g = layout(&spec(d.path(), 1000, 10.0, 1500.0));

@@ -66,6 +66,9 @@ pub struct FilesetSpec {
     pub reuse: bool,
     pub readonly: bool,
     pub writeonly: bool,
+    /// Keep the created files in the page cache (Filebench `cached`); when false (the
+    /// default, as in Filebench) their pages are dropped after creation.
+    pub cached: bool,
     pub pos: Pos,
 }
 
@@ -708,6 +711,7 @@ impl Loader {
             reuse: false,
             readonly: false,
             writeonly: false,
+            cached: false,
             pos,
         };
         let mut path = None;
@@ -736,7 +740,8 @@ impl Loader {
                 "reuse" => fs.reuse = self.flag(v, a.pos)?,
                 "readonly" => fs.readonly = self.flag(v, a.pos)?,
                 "writeonly" => fs.writeonly = self.flag(v, a.pos)?,
-                "trusttree" | "cached" => {}
+                "cached" => fs.cached = self.flag(v, a.pos)?,
+                "trusttree" => {}
                 other => {
                     let allowed = if is_file {
                         "name, path, size, prealloc, paralloc, reuse, readonly, writeonly"
@@ -821,39 +826,46 @@ impl Loader {
             if ts.name.is_empty() {
                 return fail(t.pos, "a thread needs name=...");
             }
-            let mut names = Vec::new();
             for f in &t.flowops {
                 let fo = self.flowop(f, sems, 0)?;
-                names.push(fo.name.clone());
                 ts.flowops.push(fo);
             }
-            // finishoncount/finishonbytes may name another flowop of the thread as target.
-            for i in 0..ts.flowops.len() {
-                if matches!(
-                    ts.flowops[i].kind,
-                    Kind::FinishOnCount
-                        | Kind::FinishOnBytes
-                        | Kind::OpsLimit
-                        | Kind::IopsLimit
-                        | Kind::BwLimit
-                ) {
-                    if let Some(tn) = ts.flowops[i].target_name.clone() {
-                        match names.iter().position(|n| *n == tn) {
-                            Some(j) => ts.flowops[i].target = Some(j),
-                            None => {
-                                return fail(
-                                    ts.flowops[i].pos,
-                                    format!(
-                                        "target '{tn}' is not a flowop of thread '{}'",
-                                        ts.name
-                                    ),
-                                )
+            number(&mut ts.flowops, &mut 0);
+            // finishoncount, finishonbytes and the limits may name a flowop of the thread
+            // (also one inside a composite) as their target.
+            let names: Vec<String> = flatten(&ts.flowops)
+                .iter()
+                .map(|f| f.name.clone())
+                .collect();
+            fn resolve(fs: &mut [Flowop], names: &[String], thread: &str) -> R<()> {
+                for f in fs.iter_mut() {
+                    if matches!(
+                        f.kind,
+                        Kind::FinishOnCount
+                            | Kind::FinishOnBytes
+                            | Kind::OpsLimit
+                            | Kind::IopsLimit
+                            | Kind::BwLimit
+                    ) {
+                        if let Some(tn) = &f.target_name {
+                            match names.iter().position(|n| n == tn) {
+                                Some(j) => f.target = Some(j),
+                                None => {
+                                    return fail(
+                                        f.pos,
+                                        format!(
+                                            "target '{tn}' is not a flowop of thread '{thread}'"
+                                        ),
+                                    )
+                                }
                             }
                         }
                     }
+                    resolve(&mut f.inner, names, thread)?;
                 }
+                Ok(())
             }
-            number(&mut ts.flowops, &mut 0);
+            resolve(&mut ts.flowops, &names, &ts.name)?;
             p.threads.push(ts);
         }
         if p.threads.is_empty() {

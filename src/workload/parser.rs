@@ -189,18 +189,19 @@ impl Parser {
                     );
                 }
                 let (m, mpos) = self.word("timeout, alldone or firstdone")?;
-                let mode =
-                    match m.as_str() {
-                        "timeout" => QuitMode::Timeout,
-                        "alldone" => QuitMode::AllDone,
-                        "firstdone" => QuitMode::FirstDone,
-                        _ => return fail(
+                let mode = match m.as_str() {
+                    "timeout" => QuitMode::Timeout,
+                    "alldone" => QuitMode::AllDone,
+                    "firstdone" => QuitMode::FirstDone,
+                    _ => {
+                        return fail(
                             mpos,
                             format!(
                                 "unknown quit mode '{m}': expected timeout, alldone or firstdone"
                             ),
-                        ),
-                    };
+                        )
+                    }
+                };
                 Ok(Stmt::SetMode { mode, pos })
             }
             other => fail(
