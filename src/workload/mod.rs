@@ -41,3 +41,5 @@ pub fn load_source(src: &Source) -> anyhow::Result<model::Model> {
     model::load(&stmts, &overrides)
         .map_err(|e| crate::usage!("{}:{}: {}", src.name, e.pos, e.msg).into())
 }
+#[cfg(test)]
+mod tests;

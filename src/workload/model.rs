@@ -1003,7 +1003,7 @@ impl Loader {
                 | FsyncSet
                 | OpenFile
         );
-        if needs_fileset && fo.fileset.is_none() {
+        if needs_fileset && fo.fileset.is_none() && !(fo.kind == StatFile && fo.fd.is_some()) {
             return fail(
                 fo.pos,
                 format!("flowop '{}' needs filesetname=NAME", fo.name),
