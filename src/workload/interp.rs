@@ -96,6 +96,8 @@ struct OpenFd {
     exclusive: bool,
     offset: u64,
     direct: bool,
+    /// File size at the first random access (the span of random offsets without workingset).
+    span: Option<u64>,
 }
 
 enum Step {
@@ -552,6 +554,7 @@ impl Thread<'_> {
             exclusive,
             offset: 0,
             direct: flags & libc::O_DIRECT != 0,
+            span: None,
         })
     }
 
@@ -684,7 +687,7 @@ impl Thread<'_> {
             }
         }
         let directio = fo.directio;
-        let (fd, cur_off) = {
+        let (fd, cur_off, file_span) = {
             let f = match self.file_for(fo, write)? {
                 Some(f) => f,
                 None => return Ok(Step::NoRsc("no file to read or write".into())),
@@ -698,17 +701,17 @@ impl Thread<'_> {
                 }
                 f.direct = true;
             }
-            (f.fd, f.offset)
-        };
-        let offset = if random {
-            let span = if wss > 0 {
-                wss
-            } else {
+            if random && wss == 0 && f.span.is_none() {
+                // Once per open file, not per I/O: the span random offsets are drawn from.
                 // SAFETY: stat buffer we own; open descriptor.
                 let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                unsafe { libc::fstat(fd, &mut st) };
-                st.st_size as u64
-            };
+                unsafe { libc::fstat(f.fd, &mut st) };
+                f.span = Some(st.st_size as u64);
+            }
+            (f.fd, f.offset, f.span.unwrap_or(0))
+        };
+        let offset = if random {
+            let span = if wss > 0 { wss } else { file_span };
             let blocks = (span.saturating_sub(size as u64) / size as u64) + 1;
             (r % blocks) * size as u64
         } else {

@@ -706,7 +706,7 @@ impl Loader {
             dirgamma: 0.0,
             dirdepth: None,
             leafdirs: 0,
-            prealloc_pct: if is_file { 0.0 } else { 0.0 },
+            prealloc_pct: 0.0,
             paralloc: false,
             reuse: false,
             readonly: false,

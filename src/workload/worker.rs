@@ -22,6 +22,9 @@ pub struct WorkerSpec {
 
 pub fn worker_main() -> Result<()> {
     crate::runner::signal::install();
+    // If the parent dies, do not keep running unsupervised.
+    // SAFETY: prctl with integer arguments only.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     let mut text = String::new();
     std::io::stdin().read_to_string(&mut text)?;
     let spec: WorkerSpec =
