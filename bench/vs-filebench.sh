@@ -19,6 +19,7 @@ NFILES=${NFILES:-10000}
 NTHREADS=${NTHREADS:-16}
 FSBENCH=${FSBENCH:-target/release/fsbench}
 OUT=${OUT:-$(mktemp -d /tmp/vs-filebench.XXXXXX)}
+mkdir -p "$OUT"
 : "${FILEBENCH:?set FILEBENCH to the path of a filebench binary you built}"
 [ -x "$FILEBENCH" ] || { echo "FILEBENCH=$FILEBENCH is not executable" >&2; exit 2; }
 [ -x "$FSBENCH" ] || { echo "build fsbench first: cargo build --release" >&2; exit 2; }

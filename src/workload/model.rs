@@ -66,8 +66,8 @@ pub struct FilesetSpec {
     pub reuse: bool,
     pub readonly: bool,
     pub writeonly: bool,
-    /// Keep the created files in the page cache (Filebench `cached`); when false (the
-    /// default, as in Filebench) their pages are dropped after creation.
+    /// Keep the created files in the page cache (the default, as Filebench 1.5 does); with
+    /// `cached=0` their pages are dropped after creation (Filebench 1.4's `cached` semantics).
     pub cached: bool,
     pub pos: Pos,
 }
@@ -711,7 +711,7 @@ impl Loader {
             reuse: false,
             readonly: false,
             writeonly: false,
-            cached: false,
+            cached: true,
             pos,
         };
         let mut path = None;
