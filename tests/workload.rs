@@ -206,3 +206,47 @@ fn bad_files_fail_with_position_and_status_2() {
         .unwrap()
         .contains("can never proceed"));
 }
+
+#[test]
+fn psrun_prints_periodic_lines_in_process_mode_too() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.file("p.f"),
+        "set $dir=.\ndefine file name=f,path=$dir,size=64k,prealloc\ndefine process name=p,instances=2 { thread name=t { flowop read name=r,filename=f,iosize=4k,random } }\npsrun -1 2\n",
+    )
+    .unwrap();
+    for extra in [None, Some("--in-process")] {
+        let mut args = vec!["workload", "p.f", "--output-format", "json"];
+        args.extend(extra);
+        let r = sb.run_json(&args);
+        let lines = r["runs"][0]["psrun"].as_array().unwrap();
+        assert!(lines.len() >= 2, "{extra:?}: {lines:?}");
+        assert!(lines[1]["ops_per_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["runs"][0]["processes"], 2);
+    }
+    assert_eq!(sb.listing(), vec!["p.f".to_string()]);
+}
+
+#[test]
+fn keep_then_reuse_then_remove() {
+    let sb = Sandbox::new();
+    let base = [
+        "workload",
+        "filemicro_seqread",
+        "-D",
+        "filesize=1m",
+        "--time",
+        "0.3s",
+        "--output-format",
+        "json",
+    ];
+    let mut keep = base.to_vec();
+    keep.push("--keep");
+    let r = sb.run_json(&keep);
+    assert_eq!(r["filesets"][0]["files_created"], 1);
+    assert!(sb.file("seqreadfile/seqreadfile").exists());
+    let r = sb.run_json(&base);
+    assert_eq!(r["filesets"][0]["reused"], 1, "the kept file is reused");
+    assert_eq!(r["filesets"][0]["files_created"], 0);
+    assert!(sb.listing().is_empty(), "{:?}", sb.listing());
+}

@@ -61,7 +61,9 @@ pub struct FlowopReport {
     pub read_bytes: u64,
     pub write_bytes: u64,
     pub errors: u64,
+    /// Thread CPU time per execution, read on every 16th execution (`cpu_sampled_ops`).
     pub cpu_us_per_op: f64,
+    pub cpu_sampled_ops: u64,
     /// Latency in nanoseconds; `mean`, `min` and `max` exact, percentiles within 1.6%.
     pub lat_ns: LatencySummary,
 }
@@ -158,11 +160,12 @@ impl RunReport {
                 read_bytes: m.read_bytes,
                 write_bytes: m.write_bytes,
                 errors: m.errors,
-                cpu_us_per_op: if m.ops > 0 {
-                    m.cpu_ns as f64 / m.ops as f64 / 1e3
+                cpu_us_per_op: if m.cpu_samples > 0 {
+                    m.cpu_ns as f64 / m.cpu_samples as f64 / 1e3
                 } else {
                     0.0
                 },
+                cpu_sampled_ops: m.cpu_samples,
                 lat_ns: lat,
             });
             if is_io(m.kind) {

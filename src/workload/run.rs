@@ -84,7 +84,7 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<WorkloadRe
     let mut prepared: Vec<Prepared> = Vec::new();
     let outcome = (|| -> Result<()> {
         let mut script = model.script.clone();
-        if !script.iter().any(|c| matches!(c, Cmd::Run { .. })) {
+        if !model.processes.is_empty() && !script.iter().any(|c| matches!(c, Cmd::Run { .. })) {
             result.notes.push(
                 "the workload has no run command: running it as `run` (60 s unless --time)".into(),
             );

@@ -69,7 +69,9 @@ pub struct FlowStat {
     pub read_bytes: u64,
     pub write_bytes: u64,
     pub errors: u64,
+    /// CPU time of the executions whose CPU time was read, and how many those were.
     pub cpu_ns: u64,
+    pub cpu_samples: u64,
     pub lat_sum_ns: u64,
     pub lat_min_ns: u64,
     pub lat_max_ns: u64,
@@ -78,14 +80,17 @@ pub struct FlowStat {
 
 impl FlowStat {
     #[inline]
-    pub fn record(&mut self, lat_ns: u64, cpu_ns: u64) {
+    pub fn record(&mut self, lat_ns: u64, cpu_ns: Option<u64>) {
         if self.ops == 0 || lat_ns < self.lat_min_ns {
             self.lat_min_ns = lat_ns;
         }
         self.lat_max_ns = self.lat_max_ns.max(lat_ns);
         self.ops += 1;
         self.lat_sum_ns += lat_ns;
-        self.cpu_ns += cpu_ns;
+        if let Some(c) = cpu_ns {
+            self.cpu_ns += c;
+            self.cpu_samples += 1;
+        }
         self.hist.record(lat_ns);
     }
     pub fn bytes(&self) -> u64 {
@@ -102,6 +107,7 @@ impl FlowStat {
             write_bytes: self.write_bytes,
             errors: self.errors,
             cpu_ns: self.cpu_ns,
+            cpu_samples: self.cpu_samples,
             lat_sum_ns: self.lat_sum_ns,
             lat_min_ns: self.lat_min_ns,
             lat_max_ns: self.lat_max_ns,
@@ -122,6 +128,7 @@ pub struct WireFlowStat {
     pub write_bytes: u64,
     pub errors: u64,
     pub cpu_ns: u64,
+    pub cpu_samples: u64,
     pub lat_sum_ns: u64,
     pub lat_min_ns: u64,
     pub lat_max_ns: u64,
@@ -140,6 +147,7 @@ pub struct Merged {
     pub write_bytes: u64,
     pub errors: u64,
     pub cpu_ns: u64,
+    pub cpu_samples: u64,
     pub lat_sum_ns: u64,
     pub lat_min_ns: u64,
     pub lat_max_ns: u64,
@@ -158,6 +166,7 @@ impl Merged {
             write_bytes: 0,
             errors: 0,
             cpu_ns: 0,
+            cpu_samples: 0,
             lat_sum_ns: 0,
             lat_min_ns: 0,
             lat_max_ns: 0,
@@ -176,6 +185,7 @@ impl Merged {
         self.write_bytes += w.write_bytes;
         self.errors += w.errors;
         self.cpu_ns += w.cpu_ns;
+        self.cpu_samples += w.cpu_samples;
         self.lat_sum_ns += w.lat_sum_ns;
         self.hist.merge(&LatencyHist::from_buckets(&w.buckets));
     }
@@ -194,7 +204,7 @@ mod tests {
         }
         let mut f = FlowStat::default();
         for i in 1..=1000u64 {
-            f.record(i * 1000, 10);
+            f.record(i * 1000, Some(10));
         }
         let w = f.to_wire("x", super::super::model::Kind::Read);
         let mut m = Merged::new(&w);
