@@ -226,7 +226,7 @@ impl Thread<'_> {
             let t0 = now_ns();
             // The thread CPU clock is a system call: read it on every CPU_SAMPLE-th execution
             // of each flowop only (the summary's CPU per op is exact, from getrusage).
-            let sample = self.stats[fo.stat].ops % CPU_SAMPLE == 0;
+            let sample = self.stats[fo.stat].ops.is_multiple_of(CPU_SAMPLE);
             let c0 = if sample { thread_cpu_ns() } else { 0 };
             let (rb0, wb0, ro0, wo0) = {
                 let s = &self.stats[fo.stat];

@@ -1086,21 +1086,19 @@ impl Loader {
                     }
                 }
             }
-            SemPost | Wakeup => {
-                if fo.target_name.is_none() {
-                    return fail(
-                        fo.pos,
-                        format!(
-                            "flowop '{}' needs target=NAME (the {} it posts to)",
-                            fo.name,
-                            if fo.kind == SemPost {
-                                "semblock"
-                            } else {
-                                "block flowop"
-                            }
-                        ),
-                    );
-                }
+            SemPost | Wakeup if fo.target_name.is_none() => {
+                let what = if fo.kind == SemPost {
+                    "semblock"
+                } else {
+                    "block flowop"
+                };
+                return fail(
+                    fo.pos,
+                    format!(
+                        "flowop '{}' needs target=NAME (the {what} it posts to)",
+                        fo.name
+                    ),
+                );
             }
             _ => {}
         }
