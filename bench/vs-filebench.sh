@@ -4,7 +4,8 @@
 # each, alternating tools; prints median ops/s and the ratio fsbench/Filebench.
 #
 #   FILEBENCH=/path/to/filebench bench/vs-filebench.sh DIR [SECONDS] [REPS]
-#   env: NFILES (10000), NTHREADS (16), FSBENCH (target/release/fsbench), OUT (results dir)
+#   env: NFILES (10000), NTHREADS (16), FSBENCH (target/release/fsbench), OUT (results dir),
+#        WORKLOADS ("fileserver varmail webserver")
 #
 # This script does not fetch or build Filebench: build it yourself from its sources, outside
 # this repository, and point FILEBENCH at the binary. Filebench's worker processes must map its
@@ -17,6 +18,7 @@ SECS=${2:-20}
 REPS=${3:-3}
 NFILES=${NFILES:-10000}
 NTHREADS=${NTHREADS:-16}
+WORKLOADS=${WORKLOADS:-fileserver varmail webserver}
 FSBENCH=${FSBENCH:-target/release/fsbench}
 OUT=${OUT:-$(mktemp -d /tmp/vs-filebench.XXXXXX)}
 mkdir -p "$OUT"
@@ -45,18 +47,37 @@ ops_per_s() { awk '/IO Summary/ { for (i = 1; i <= NF; i++) if ($i == "ops/s") p
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+run_filebench() { # log file: Filebench sometimes hangs in "Shutting down processes" after its
+    # summary; give it 30 s after the summary, then end its process group.
+    local log=$1 f=$2 pid i
+    setsid setarch "$(uname -m)" -R "$FILEBENCH" -f "$f" >"$log" 2>&1 &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        if grep -q "IO Summary" "$log" 2>/dev/null; then
+            for i in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+            if kill -0 "$pid" 2>/dev/null; then
+                echo "(filebench hung after its summary; ended it)" >>"$log"
+                kill -KILL -- "-$pid" 2>/dev/null || true
+            fi
+            break
+        fi
+        sleep 1
+    done
+    wait "$pid" 2>/dev/null || true
+}
+
 filesets() { grep -o 'define file[a-z]* name=[A-Za-z0-9_.-]*' "$1" | sed 's/.*name=//'; }
 
 echo "fsbench vs Filebench in $DIR: nfiles=$NFILES nthreads=$NTHREADS, ${SECS}s x $REPS; logs in $OUT"
 printf '%-11s %14s %14s %7s   %s\n' workload "fsbench ops/s" "filebench ops/s" ratio "fsbench p99 (ms) of the busiest flowops"
-for w in fileserver varmail webserver; do
+for w in $WORKLOADS; do
     f=$(gen "$w")
     : >"$OUT/$w.fs.ops"
     : >"$OUT/$w.fb.ops"
     for r in $(seq 1 "$REPS"); do
         "$FSBENCH" workload "$f" --output "$OUT/$w.fs.$r.json" >"$OUT/$w.fs.$r.log" 2>&1
         ops_per_s "$OUT/$w.fs.$r.log" >>"$OUT/$w.fs.ops"
-        setarch "$(uname -m)" -R "$FILEBENCH" -f "$f" >"$OUT/$w.fb.$r.log" 2>&1 || true
+        run_filebench "$OUT/$w.fb.$r.log" "$f"
         ops_per_s "$OUT/$w.fb.$r.log" >>"$OUT/$w.fb.ops"
         # Filebench leaves its tree behind; remove it so the next fsbench run starts clean.
         for s in $(filesets "$f"); do rm -rf "${DIR:?}/$s"; done
