@@ -98,8 +98,12 @@ mod tests {
         let before = thread_usage();
         let mut x = 0u64;
         let start = std::time::Instant::now();
-        while start.elapsed().as_millis() < 50 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        // Spin until this thread has been on a CPU for 25 ms (bounded by 5 s of wall time), so
+        // a loaded machine (parallel tests on 2 cores) cannot make the test fail.
+        while thread_usage().since(&before).cpu_s() < 0.025 && start.elapsed().as_secs() < 5 {
+            for _ in 0..10_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
         }
         std::hint::black_box(x);
         let used = thread_usage().since(&before);
