@@ -18,3 +18,4 @@ pub mod sweep;
 pub mod trace;
 pub mod units;
 pub mod vx;
+pub mod workload;

@@ -15,6 +15,7 @@ pub mod suite;
 pub mod sweep;
 pub mod trace;
 pub mod vx;
+pub mod workload;
 
 use clap::{Parser, Subcommand};
 
@@ -60,6 +61,11 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Extents per file under a path (fragmentation report)
     Frag(frag::FragArgs),
+    /// Run a Filebench workload: a shipped personality (`fsbench workload list`) or a .f file.
+    Workload(workload::WorkloadArgs),
+    /// Internal: a workload process started by `fsbench workload`.
+    #[command(name = "__wml_worker", hide = true)]
+    WmlWorker,
     /// Internal: a worker process started by the runner.
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -103,6 +109,11 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Trace(a) => trace::main(a),
         Command::Replay(a) => replay::main(a),
         Command::Frag(a) => frag::main(a),
+        Command::Workload(a) => workload::main(a),
+        Command::WmlWorker => {
+            crate::workload::worker::worker_main()?;
+            Ok(0)
+        }
         Command::Worker => {
             crate::runner::process::worker_main()?;
             Ok(0)

@@ -1,0 +1,186 @@
+//! `fsbench workload`: run a Filebench personality (shipped, embedded) or a `.f` file.
+//!
+//! ```text
+//! fsbench workload list
+//! fsbench workload show fileserver
+//! fsbench workload fileserver --dir /data -D nfiles=1000 -D nthreads=8 --time 30s
+//! fsbench workload my-app.f --output res.json
+//! ```
+
+use crate::report::Format;
+use crate::workload::personalities::{defaults, find, PERSONALITIES, VARIANTS};
+use crate::workload::run::{execute, Options};
+use crate::workload::Source;
+use anyhow::Context;
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct WorkloadArgs {
+    /// `list`, `show NAME`, a personality or variant name (see `list`), or a WML .f file
+    pub workload: String,
+    /// With `show`: the personality to print
+    pub extra: Option<String>,
+    /// Directory the filesets are created in (sets $dir; default: current directory for
+    /// shipped personalities, the file's own $dir for a .f file)
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Override a variable: -D nfiles=1000 (repeatable; wins over the file's `set`)
+    #[arg(short = 'D', value_name = "VAR=VALUE")]
+    pub define: Vec<String>,
+    /// Duration of every run (overrides `run N`), e.g. 30s
+    #[arg(long)]
+    pub time: Option<String>,
+    /// Write the JSON result here
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// text, json, csv
+    #[arg(long = "output-format", default_value = "text")]
+    pub output_format: String,
+    /// Keep the files the workload created (a later run with `reuse` can use them)
+    #[arg(long)]
+    pub keep: bool,
+    /// Run process instances as threads of one process instead of real processes
+    #[arg(long)]
+    pub in_process: bool,
+    /// Declare the run stuck when every thread has waited in semblock/block this long
+    #[arg(long, default_value = "3s")]
+    pub stall_after: String,
+}
+
+fn list() -> String {
+    let mut s = String::from("Personalities (fsbench workload NAME [-D var=value ...]):\n");
+    for p in PERSONALITIES {
+        s.push_str(&format!("  {:<24} {}\n", p.name, p.about));
+        let d: Vec<String> = defaults(p.text)
+            .into_iter()
+            .filter(|(k, _)| k != "dir")
+            .map(|(k, v)| {
+                let v = if v.starts_with("cvar(") {
+                    v.split("mean:")
+                        .nth(1)
+                        .map(|m| format!("gamma(mean {})", m.split(';').next().unwrap_or("")))
+                        .unwrap_or(v)
+                } else {
+                    v
+                };
+                format!("{k}={v}")
+            })
+            .collect();
+        s.push_str(&format!("  {:<24}   defaults: {}\n", "", d.join(" ")));
+    }
+    s.push_str("\nShootout variants (a personality with preset -D values):\n");
+    for v in VARIANTS {
+        let d: Vec<String> = v.defines.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        s.push_str(&format!(
+            "  {:<28} = {} {}\n",
+            v.name,
+            v.personality,
+            d.join(" ")
+        ));
+    }
+    s
+}
+
+pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
+    match a.workload.as_str() {
+        "list" => {
+            print!("{}", list());
+            return Ok(0);
+        }
+        "show" => {
+            let Some(name) = a.extra.as_deref() else {
+                crate::bail_usage!(
+                    "usage: fsbench workload show NAME (see `fsbench workload list`)"
+                )
+            };
+            let Some((p, d)) = find(name) else {
+                crate::bail_usage!("unknown personality '{name}': see `fsbench workload list`")
+            };
+            for (k, v) in d {
+                println!("# variant {name}: -D {k}={v}");
+            }
+            print!("{}", p.text);
+            return Ok(0);
+        }
+        _ => {}
+    }
+    if let Some(x) = &a.extra {
+        crate::bail_usage!(
+            "unexpected argument '{x}': options come after the workload name, e.g. -D nfiles=100"
+        );
+    }
+    let format = Format::parse(&a.output_format)?;
+    let time = a
+        .time
+        .as_deref()
+        .map(crate::units::parse_duration)
+        .transpose()?;
+    if time == Some(Duration::ZERO) {
+        crate::bail_usage!("--time must be more than 0");
+    }
+    let stall_after = crate::units::parse_duration(&a.stall_after)?;
+    let mut defines: Vec<(String, String)> = Vec::new();
+    let (name, text) = match find(&a.workload) {
+        Some((p, preset)) => {
+            defines.extend(preset.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            if a.dir.is_none() {
+                defines.push(("dir".into(), ".".into()));
+            }
+            (a.workload.clone(), p.text.to_string())
+        }
+        None => {
+            let path = PathBuf::from(&a.workload);
+            if !path.is_file() {
+                crate::bail_usage!(
+                    "'{}' is neither a shipped personality nor a readable .f file: see `fsbench workload list`",
+                    a.workload
+                );
+            }
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            (a.workload.clone(), text)
+        }
+    };
+    if let Some(d) = &a.dir {
+        if !d.is_dir() {
+            crate::bail_usage!("--dir {}: no such directory", d.display());
+        }
+        defines.push(("dir".into(), d.display().to_string()));
+    }
+    for d in &a.define {
+        let Some((k, v)) = d.split_once('=') else {
+            crate::bail_usage!("bad -D '{d}': expected VAR=VALUE, e.g. -D nfiles=1000")
+        };
+        let k = k.trim().trim_start_matches('$');
+        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            crate::bail_usage!("bad -D '{d}': the variable name must be letters, digits or '_'");
+        }
+        defines.retain(|(x, _)| x != k);
+        defines.push((k.to_string(), v.trim().to_string()));
+    }
+    let src = Source {
+        name,
+        text,
+        defines,
+    };
+    let model = crate::workload::load_source(&src)?;
+    let opts = Options {
+        time,
+        keep: a.keep,
+        in_process: a.in_process,
+        lines_to_stdout: format == Format::Text,
+        stall_after,
+    };
+    let result = execute(&src, &model, &opts)?;
+    match format {
+        Format::Text => print!("{}", result.text()),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&result)?),
+        Format::Csv => print!("{}", result.csv()),
+    }
+    if let Some(p) = &a.output {
+        crate::cli::output::write_json(p, &result)?;
+    }
+    Ok(result.exit_code())
+}

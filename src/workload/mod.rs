@@ -1,0 +1,45 @@
+//! Filebench's Workload Model Language (WML): parse `.f` files, bind variables, lay out and
+//! create filesets, and run processes of threads of flowops with per-flowop latency and CPU
+//! accounting. `fsbench workload` (src/cli/workload.rs) is the front end; docs/workload.md
+//! lists what of the language is supported and how each construct is mapped.
+
+pub mod ast;
+pub mod fileset;
+pub mod interp;
+pub mod lexer;
+pub mod model;
+pub mod parser;
+pub mod personalities;
+pub mod report;
+pub mod run;
+pub mod shared;
+pub mod stats;
+pub mod vars;
+pub mod worker;
+
+use std::collections::HashMap;
+
+/// A workload as the user named it: where it came from, its text and the `-D` overrides.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Source {
+    /// A personality name or the path of the `.f` file (used in error messages).
+    pub name: String,
+    pub text: String,
+    /// `-D var=value` pairs in the order given (including `dir` from `--dir`).
+    pub defines: Vec<(String, String)>,
+}
+
+/// Parse and load a workload; errors read `FILE:LINE:COL: what was wrong` (a usage error).
+pub fn load_source(src: &Source) -> anyhow::Result<model::Model> {
+    let stmts =
+        parser::parse(&src.text).map_err(|e| crate::usage!("{}:{}: {}", src.name, e.pos, e.msg))?;
+    let overrides: HashMap<String, vars::Var> = src
+        .defines
+        .iter()
+        .map(|(k, v)| (k.clone(), model::define_value(v)))
+        .collect();
+    model::load(&stmts, &overrides)
+        .map_err(|e| crate::usage!("{}:{}: {}", src.name, e.pos, e.msg).into())
+}
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1228 @@
+//! The loader: binds variables (with `-D` overrides), resolves every define, checks what can be
+//! checked before running (unknown names, a semblock nobody posts, a read on a write-only
+//! fileset) and produces the [`Model`] the interpreter runs. Errors carry file:line:column.
+
+use super::ast::*;
+use super::lexer::Pos;
+use super::vars::{cvar_dist, format_num, parse_params, Dist, RandVar, Var};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A semantic error at a position; the caller adds the file name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadError {
+    pub pos: Pos,
+    pub msg: String,
+}
+
+type R<T> = Result<T, LoadError>;
+
+fn fail<T>(pos: Pos, msg: impl Into<String>) -> R<T> {
+    Err(LoadError {
+        pos,
+        msg: msg.into(),
+    })
+}
+
+/// A number that is either fixed or drawn from a random variable at each use.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    Const(f64),
+    Rand(Arc<RandVar>),
+}
+
+impl Param {
+    pub fn sample(&self, rng: &mut super::vars::Rng) -> f64 {
+        match self {
+            Param::Const(c) => *c,
+            Param::Rand(r) => r.sample(rng),
+        }
+    }
+    pub fn upper_hint(&self) -> f64 {
+        match self {
+            Param::Const(c) => *c,
+            Param::Rand(r) => r.max.unwrap_or(r.mean() * 8.0),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct FilesetSpec {
+    pub name: String,
+    /// `path/name`: the directory fsbench creates, marks and removes.
+    pub root: PathBuf,
+    pub is_file: bool,
+    pub entries: u64,
+    pub size: Param,
+    pub dirwidth: f64,
+    /// Filebench's dirgamma: shape * 1000 of the per-directory width distribution (0 = fixed).
+    pub dirgamma: f64,
+    pub dirdepth: Option<Param>,
+    /// Number of leaf directories when this is a set of directories (makedir/removedir).
+    pub leafdirs: u64,
+    pub prealloc_pct: f64,
+    pub paralloc: bool,
+    pub reuse: bool,
+    pub readonly: bool,
+    pub writeonly: bool,
+    /// Keep the created files in the page cache (the default, as Filebench 1.5 does); with
+    /// `cached=0` their pages are dropped after creation (Filebench 1.4's `cached` semantics).
+    pub cached: bool,
+    pub pos: Pos,
+}
+
+impl FilesetSpec {
+    pub fn is_dirs(&self) -> bool {
+        self.leafdirs > 0
+    }
+    pub fn count(&self) -> u64 {
+        if self.is_dirs() {
+            self.leafdirs
+        } else {
+            self.entries
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Kind {
+    Read,
+    Write,
+    OpenFile,
+    CreateFile,
+    CloseFile,
+    DeleteFile,
+    StatFile,
+    MakeDir,
+    RemoveDir,
+    ListDir,
+    Fsync,
+    FsyncSet,
+    ReadWholeFile,
+    WriteWholeFile,
+    AppendFile,
+    AppendFileRand,
+    AioWrite,
+    AioWait,
+    Block,
+    Wakeup,
+    SemBlock,
+    SemPost,
+    Hog,
+    Delay,
+    EventLimit,
+    BwLimit,
+    IopsLimit,
+    OpsLimit,
+    FinishOnCount,
+    FinishOnBytes,
+    /// A `define flowop` used by name: runs its inner flowops `iters` times.
+    Composite,
+}
+
+pub const FLOWOP_NAMES: &[(&str, Kind)] = &[
+    ("read", Kind::Read),
+    ("write", Kind::Write),
+    ("openfile", Kind::OpenFile),
+    ("createfile", Kind::CreateFile),
+    ("closefile", Kind::CloseFile),
+    ("deletefile", Kind::DeleteFile),
+    ("statfile", Kind::StatFile),
+    ("makedir", Kind::MakeDir),
+    ("removedir", Kind::RemoveDir),
+    ("listdir", Kind::ListDir),
+    ("fsync", Kind::Fsync),
+    ("fsyncset", Kind::FsyncSet),
+    ("readwholefile", Kind::ReadWholeFile),
+    ("writewholefile", Kind::WriteWholeFile),
+    ("appendfile", Kind::AppendFile),
+    ("appendfilerand", Kind::AppendFileRand),
+    ("aiowrite", Kind::AioWrite),
+    ("aiowait", Kind::AioWait),
+    ("block", Kind::Block),
+    ("wakeup", Kind::Wakeup),
+    ("semblock", Kind::SemBlock),
+    ("sempost", Kind::SemPost),
+    ("hog", Kind::Hog),
+    ("delay", Kind::Delay),
+    ("eventlimit", Kind::EventLimit),
+    ("bwlimit", Kind::BwLimit),
+    ("iopslimit", Kind::IopsLimit),
+    ("opslimit", Kind::OpsLimit),
+    ("finishoncount", Kind::FinishOnCount),
+    ("finishonbytes", Kind::FinishOnBytes),
+];
+
+impl Kind {
+    pub fn is_read(self) -> bool {
+        matches!(self, Kind::Read | Kind::ReadWholeFile)
+    }
+    pub fn is_write(self) -> bool {
+        matches!(
+            self,
+            Kind::Write
+                | Kind::WriteWholeFile
+                | Kind::AppendFile
+                | Kind::AppendFileRand
+                | Kind::AioWrite
+        )
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Flowop {
+    pub name: String,
+    pub kind: Kind,
+    pub fileset: Option<usize>,
+    pub fd: Option<usize>,
+    pub srcfd: Option<usize>,
+    pub iosize: Param,
+    pub random: bool,
+    pub wss: u64,
+    pub dsync: bool,
+    pub directio: bool,
+    pub noreadahead: bool,
+    pub opennext: bool,
+    pub indexed: Option<u64>,
+    pub iters: u64,
+    pub value: Param,
+    /// Index of the semaphore (semblock/sempost) or block event (block/wakeup), or of the
+    /// flowop counted by finishoncount/finishonbytes within the thread.
+    pub target: Option<usize>,
+    pub target_name: Option<String>,
+    pub blocking: bool,
+    pub highwater: u64,
+    pub inner: Vec<Flowop>,
+    /// Index of this flowop's statistics within its thread (pre-order over composites).
+    pub stat: usize,
+    pub pos: Pos,
+}
+
+/// Number the flowops of a thread (pre-order, composites before their inner flowops).
+fn number(fs: &mut [Flowop], next: &mut usize) {
+    for f in fs {
+        f.stat = *next;
+        *next += 1;
+        number(&mut f.inner, next);
+    }
+}
+
+/// All flowops of a thread in statistics order.
+pub fn flatten(fs: &[Flowop]) -> Vec<&Flowop> {
+    let mut out = Vec::new();
+    fn walk<'a>(fs: &'a [Flowop], out: &mut Vec<&'a Flowop>) {
+        for f in fs {
+            out.push(f);
+            walk(&f.inner, out);
+        }
+    }
+    walk(fs, &mut out);
+    out
+}
+
+#[derive(Debug, Clone)]
+pub struct ThreadSpec {
+    pub name: String,
+    pub instances: u64,
+    pub memsize: u64,
+    pub useism: bool,
+    pub flowops: Vec<Flowop>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProcSpec {
+    pub name: String,
+    pub instances: u64,
+    pub nice: i32,
+    pub threads: Vec<ThreadSpec>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SemSpec {
+    pub name: String,
+    pub initial: i64,
+    pub highwater: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cmd {
+    CreateFiles,
+    Run {
+        secs: Option<f64>,
+        psrun: Option<(f64, bool)>,
+    },
+    Sleep(f64),
+    Echo(String),
+    Eventgen(f64),
+}
+
+#[derive(Debug, Clone)]
+pub struct Model {
+    pub filesets: Vec<FilesetSpec>,
+    pub processes: Vec<ProcSpec>,
+    /// Semaphores (one per semblock name) followed by block events (one per block name).
+    pub sems: Vec<SemSpec>,
+    pub script: Vec<Cmd>,
+    pub mode: QuitMode,
+    pub lathist: bool,
+    pub notes: Vec<String>,
+    /// Final values of the plain variables, for the result document.
+    pub vars: Vec<(String, String)>,
+}
+
+impl Model {
+    pub fn total_threads(&self) -> usize {
+        self.processes
+            .iter()
+            .map(|p| {
+                p.instances as usize
+                    * p.threads
+                        .iter()
+                        .map(|t| t.instances as usize)
+                        .sum::<usize>()
+            })
+            .sum()
+    }
+}
+
+const ATTRS: &[&str] = &[
+    "name",
+    "filesetname",
+    "filename",
+    "fd",
+    "srcfd",
+    "iosize",
+    "random",
+    "workingset",
+    "dsync",
+    "directio",
+    "noreadahead",
+    "opennext",
+    "indexed",
+    "iters",
+    "value",
+    "target",
+    "blocking",
+    "highwater",
+    "rotatefd",
+];
+
+struct Loader {
+    env: HashMap<String, Var>,
+    filesets: Vec<FilesetSpec>,
+    composites: HashMap<String, (Vec<Attr>, Vec<FlowopDef>, Pos)>,
+    model: Model,
+}
+
+/// Turn a `-D` value into a variable: numbers (with k/m/g suffix), true/false, else a string.
+pub fn define_value(s: &str) -> Var {
+    match s {
+        "true" => return Var::Bool(true),
+        "false" => return Var::Bool(false),
+        _ => {}
+    }
+    if let Ok(n) = s.parse::<f64>() {
+        return Var::Num(n);
+    }
+    if let Ok(n) = crate::units::parse_size(s) {
+        return Var::Num(n as f64);
+    }
+    Var::Str(s.to_string())
+}
+
+/// Load a parsed workload. `overrides` are the `-D` values (they win over every `set`).
+pub fn load(stmts: &[Stmt], overrides: &HashMap<String, Var>) -> R<Model> {
+    let mut l = Loader {
+        env: overrides.clone(),
+        filesets: Vec::new(),
+        composites: HashMap::new(),
+        model: Model {
+            filesets: Vec::new(),
+            processes: Vec::new(),
+            sems: Vec::new(),
+            script: Vec::new(),
+            mode: QuitMode::Timeout,
+            lathist: false,
+            notes: Vec::new(),
+            vars: Vec::new(),
+        },
+    };
+    let mut process_defs = Vec::new();
+    for s in stmts {
+        match s {
+            Stmt::Set { var, value, pos } => {
+                if overrides.contains_key(var) {
+                    continue;
+                }
+                let v = match value {
+                    SetValue::Value(v) => l.resolve(v, *pos)?,
+                    SetValue::Cvar(attrs) => Var::Rand(Arc::new(l.cvar(attrs, *pos)?)),
+                };
+                l.env.insert(var.clone(), v);
+            }
+            Stmt::SetMode { mode, .. } => l.model.mode = *mode,
+            Stmt::DefineFileset {
+                is_file,
+                attrs,
+                pos,
+            } => {
+                let fs = l.fileset(*is_file, attrs, *pos)?;
+                if l.filesets.iter().any(|f| f.name == fs.name) {
+                    return fail(*pos, format!("fileset '{}' is defined twice", fs.name));
+                }
+                l.filesets.push(fs);
+            }
+            Stmt::DefineRandvar { attrs, pos } => {
+                let (name, rv) = l.randvar(attrs, *pos)?;
+                if !overrides.contains_key(&name) {
+                    l.env.insert(name, Var::Rand(Arc::new(rv)));
+                }
+            }
+            Stmt::DefineComposite {
+                attrs,
+                flowops,
+                pos,
+            } => {
+                let name = l.name_attr(attrs, *pos, "composite flowop")?;
+                l.composites
+                    .insert(name, (attrs.clone(), flowops.clone(), *pos));
+            }
+            Stmt::DefineProcess {
+                attrs,
+                threads,
+                pos,
+            } => {
+                // Flowops are resolved after all filesets are known; keep the environment as it
+                // is now so later `set`s do not leak backwards.
+                process_defs.push((attrs.clone(), threads.clone(), *pos, l.env.clone()));
+            }
+            Stmt::Eventgen { attrs, pos } => {
+                let mut rate = None;
+                for a in attrs {
+                    match a.name.as_str() {
+                        "rate" => rate = Some(l.num(&a.value, a.pos)?),
+                        other => {
+                            return fail(
+                                a.pos,
+                                format!("unknown eventgen attribute '{other}': expected rate"),
+                            )
+                        }
+                    }
+                }
+                let Some(rate) = rate else {
+                    return fail(*pos, "eventgen needs rate=N (events per second)");
+                };
+                l.model.script.push(Cmd::Eventgen(rate));
+            }
+            Stmt::Enable { what, pos } => match what.as_str() {
+                "lathist" => l.model.lathist = true,
+                "multi" => l
+                    .model
+                    .notes
+                    .push("'enable multi' (multi-client sync) is ignored".into()),
+                other => return fail(*pos, format!("cannot enable '{other}': expected lathist")),
+            },
+            Stmt::Run { secs, pos } => {
+                let secs = secs.as_ref().map(|v| l.num(v, *pos)).transpose()?;
+                l.model.script.push(Cmd::Run { secs, psrun: None });
+            }
+            Stmt::Psrun {
+                period,
+                negative,
+                secs,
+                pos,
+            } => {
+                let period = period
+                    .as_ref()
+                    .map(|v| l.num(v, *pos))
+                    .transpose()?
+                    .unwrap_or(10.0);
+                if period <= 0.0 {
+                    return fail(*pos, "psrun period must be more than 0 seconds");
+                }
+                let secs = secs.as_ref().map(|v| l.num(v, *pos)).transpose()?;
+                l.model.script.push(Cmd::Run {
+                    secs,
+                    psrun: Some((period, *negative)),
+                });
+            }
+            Stmt::Create { what, .. } => {
+                if what != "processes" {
+                    l.model.script.push(Cmd::CreateFiles)
+                }
+            }
+            Stmt::Sleep { secs, pos } => {
+                let s = l.num(secs, *pos)?;
+                l.model.script.push(Cmd::Sleep(s));
+            }
+            Stmt::Echo { text, pos } => {
+                let t = l.interpolate(text, *pos)?;
+                l.model.script.push(Cmd::Echo(t));
+            }
+            Stmt::Quit { .. } => break,
+            Stmt::Ignored { what, pos } => l.model.notes.push(format!(
+                "line {}: '{what}' is accepted and ignored",
+                pos.line
+            )),
+        }
+    }
+    l.model.filesets = l.filesets.clone();
+    let mut sem_names: Vec<(String, Pos, u64, i64)> = Vec::new();
+    for (attrs, threads, pos, env) in process_defs {
+        l.env = env;
+        let p = l.process(&attrs, &threads, pos, &mut sem_names)?;
+        l.model.processes.push(p);
+    }
+    if l.model.processes.is_empty() && l.model.script.iter().any(|c| matches!(c, Cmd::Run { .. })) {
+        return fail(Pos { line: 1, col: 1 }, "the workload defines no process: add `define process name=p { thread name=t { flowop ... } }`");
+    }
+    l.link_sync(&sem_names)?;
+    let mut vars: Vec<(String, String)> = l
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.describe()))
+        .collect();
+    vars.sort();
+    l.model.vars = vars;
+    Ok(l.model)
+}
+
+impl Loader {
+    fn lookup(&self, name: &str, pos: Pos) -> R<Var> {
+        self.env.get(name).cloned().ok_or_else(|| LoadError {
+            pos,
+            msg: format!(
+                "variable ${name} is not set: add `set ${name}=...` or pass -D {name}=VALUE"
+            ),
+        })
+    }
+
+    fn resolve(&self, v: &Value, pos: Pos) -> R<Var> {
+        Ok(match v {
+            Value::Num(n) => Var::Num(*n),
+            Value::Str(s) => Var::Str(self.interpolate(s, pos)?),
+            Value::Word(w) if w == "true" => Var::Bool(true),
+            Value::Word(w) if w == "false" => Var::Bool(false),
+            Value::Word(w) => Var::Str(w.clone()),
+            Value::Var(name) => self.lookup(name, pos)?,
+            Value::Flag => Var::Bool(true),
+            Value::Table(_) => {
+                return fail(pos, "a table is only accepted as a randvar's randtable")
+            }
+        })
+    }
+
+    fn interpolate(&self, s: &str, pos: Pos) -> R<String> {
+        let mut out = String::new();
+        let mut it = s.chars().peekable();
+        while let Some(c) = it.next() {
+            if c == '$'
+                && it
+                    .peek()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || *c == '{')
+            {
+                let braced = it.peek() == Some(&'{');
+                if braced {
+                    it.next();
+                }
+                let mut name = String::new();
+                while let Some(&c) = it.peek() {
+                    if c.is_ascii_alphanumeric() || c == '_' {
+                        name.push(c);
+                        it.next();
+                    } else {
+                        break;
+                    }
+                }
+                if braced && it.next() != Some('}') {
+                    return fail(pos, format!("expected '}}' after '${{{name}' in a string"));
+                }
+                out.push_str(&self.lookup(&name, pos)?.describe());
+            } else {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+
+    fn num(&self, v: &Value, pos: Pos) -> R<f64> {
+        match self.resolve(v, pos)? {
+            Var::Num(n) => Ok(n),
+            Var::Bool(b) => Ok(b as u8 as f64),
+            Var::Rand(r) => Ok(r.mean()),
+            Var::Str(s) => fail(pos, format!("expected a number, found '{s}'")),
+        }
+    }
+
+    fn param(&self, v: &Value, pos: Pos) -> R<Param> {
+        match self.resolve(v, pos)? {
+            Var::Rand(r) => Ok(Param::Rand(r)),
+            _ => Ok(Param::Const(self.num(v, pos)?)),
+        }
+    }
+
+    fn flag(&self, v: &Value, pos: Pos) -> R<bool> {
+        match self.resolve(v, pos)? {
+            Var::Bool(b) => Ok(b),
+            Var::Num(n) => Ok(n != 0.0),
+            Var::Str(s) => fail(pos, format!("expected true/false or a number, found '{s}'")),
+            Var::Rand(_) => fail(pos, "expected true/false, found a random variable"),
+        }
+    }
+
+    fn text(&self, v: &Value, pos: Pos) -> R<String> {
+        match self.resolve(v, pos)? {
+            Var::Str(s) => Ok(s),
+            Var::Num(n) => Ok(format_num(n)),
+            Var::Bool(b) => Ok(b.to_string()),
+            Var::Rand(_) => fail(pos, "expected a name, found a random variable"),
+        }
+    }
+
+    fn name_attr(&self, attrs: &[Attr], pos: Pos, what: &str) -> R<String> {
+        match attrs.iter().find(|a| a.name == "name") {
+            Some(a) => self.text(&a.value, a.pos),
+            None => fail(pos, format!("a {what} needs name=...")),
+        }
+    }
+
+    fn cvar(&self, attrs: &[Attr], pos: Pos) -> R<RandVar> {
+        let (mut kind, mut params, mut min, mut max, mut round) =
+            (None, HashMap::new(), 0.0, None, 0.0);
+        for a in attrs {
+            match a.name.as_str() {
+                "type" => kind = Some(self.text(&a.value, a.pos)?),
+                "parameters" => {
+                    let t = self.text(&a.value, a.pos)?;
+                    params = parse_params(&t).map_err(|m| LoadError { pos: a.pos, msg: m })?;
+                }
+                "min" => min = self.num(&a.value, a.pos)?,
+                "max" => max = Some(self.num(&a.value, a.pos)?),
+                "round" => round = self.num(&a.value, a.pos)?,
+                other => return fail(a.pos, format!("unknown cvar attribute '{other}': expected type, parameters, min, max or round")),
+            }
+        }
+        let Some(kind) = kind else {
+            return fail(pos, "cvar needs type=cvar-gamma|cvar-normal|...");
+        };
+        let dist = cvar_dist(&kind, &params).map_err(|m| LoadError { pos, msg: m })?;
+        Ok(RandVar {
+            dist,
+            min,
+            max,
+            round,
+            seed: None,
+        })
+    }
+
+    fn randvar(&self, attrs: &[Attr], pos: Pos) -> R<(String, RandVar)> {
+        let mut name = None;
+        let (mut kind, mut min, mut mean, mut gamma, mut round, mut seed, mut table) =
+            ("uniform".to_string(), 0.0, None, 1500.0, 0.0, None, None);
+        for a in attrs {
+            match a.name.as_str() {
+                "name" => match &a.value {
+                    Value::Var(v) => name = Some(v.clone()),
+                    _ => return fail(a.pos, "a randvar's name must be a $variable, e.g. name=$iosize"),
+                },
+                "type" => kind = self.text(&a.value, a.pos)?,
+                "min" => min = self.num(&a.value, a.pos)?,
+                "mean" => mean = Some(self.num(&a.value, a.pos)?),
+                "gamma" => gamma = self.num(&a.value, a.pos)?,
+                "round" => round = self.num(&a.value, a.pos)?,
+                "seed" => seed = Some(self.num(&a.value, a.pos)? as u64),
+                "randsrc" => {}
+                "randtable" => match &a.value {
+                    Value::Table(rows) => {
+                        let mut t = Vec::new();
+                        for r in rows {
+                            if r.len() != 3 {
+                                return fail(a.pos, "each randtable row must be {percent, min, max}");
+                            }
+                            t.push((self.num(&r[0], a.pos)?, self.num(&r[1], a.pos)?, self.num(&r[2], a.pos)?));
+                        }
+                        table = Some(t);
+                    }
+                    _ => return fail(a.pos, "randtable must be a table like {{50, 1k, 2k}, {50, 4k, 8k}}"),
+                },
+                other => {
+                    return fail(a.pos, format!("unknown randvar attribute '{other}': expected name, type, min, mean, gamma, round, seed, randsrc or randtable"))
+                }
+            }
+        }
+        let Some(name) = name else {
+            return fail(pos, "a randvar needs name=$variable");
+        };
+        let dist = match kind.as_str() {
+            "uniform" => {
+                let m = mean.unwrap_or(0.0);
+                Dist::Uniform {
+                    lower: 0.0,
+                    upper: 2.0 * (m - min).max(0.0),
+                }
+            }
+            // Filebench writes the shape times 1000 (gamma=1500 means 1.5).
+            "gamma" => Dist::Gamma {
+                mean: (mean.unwrap_or(0.0) - min).max(0.0),
+                shape: (gamma / 1000.0).max(1e-3),
+            },
+            "tabular" => match table {
+                Some(t) if !t.is_empty() => Dist::Table(t),
+                _ => {
+                    return fail(
+                        pos,
+                        "a tabular randvar needs randtable={{percent, min, max}, ...}",
+                    )
+                }
+            },
+            other => {
+                return fail(
+                    pos,
+                    format!("unknown randvar type '{other}': expected uniform, gamma or tabular"),
+                )
+            }
+        };
+        Ok((
+            name,
+            RandVar {
+                dist,
+                min,
+                max: None,
+                round,
+                seed,
+            },
+        ))
+    }
+
+    fn fileset(&self, is_file: bool, attrs: &[Attr], pos: Pos) -> R<FilesetSpec> {
+        let mut fs = FilesetSpec {
+            name: String::new(),
+            root: PathBuf::new(),
+            is_file,
+            entries: 1,
+            size: Param::Const(0.0),
+            dirwidth: 0.0,
+            dirgamma: 0.0,
+            dirdepth: None,
+            leafdirs: 0,
+            prealloc_pct: 0.0,
+            paralloc: false,
+            reuse: false,
+            readonly: false,
+            writeonly: false,
+            cached: true,
+            pos,
+        };
+        let mut path = None;
+        for a in attrs {
+            let v = &a.value;
+            match a.name.as_str() {
+                "name" => fs.name = self.text(v, a.pos)?,
+                "path" => path = Some(self.text(v, a.pos)?),
+                "entries" if !is_file => fs.entries = self.num(v, a.pos)?.max(0.0) as u64,
+                "size" | "filesize" => fs.size = self.param(v, a.pos)?,
+                "dirwidth" if !is_file => fs.dirwidth = self.num(v, a.pos)?,
+                "dirgamma" if !is_file => fs.dirgamma = self.num(v, a.pos)?,
+                "dirdepthrv" if !is_file => fs.dirdepth = Some(self.param(v, a.pos)?),
+                "leafdirs" if !is_file => fs.leafdirs = self.num(v, a.pos)?.max(0.0) as u64,
+                "prealloc" => {
+                    fs.prealloc_pct = if *v == Value::Flag {
+                        100.0
+                    } else {
+                        self.num(v, a.pos)?
+                    };
+                    if !(0.0..=100.0).contains(&fs.prealloc_pct) {
+                        return fail(a.pos, "prealloc is a percentage: expected 0..100");
+                    }
+                }
+                "paralloc" => fs.paralloc = self.flag(v, a.pos)?,
+                "reuse" => fs.reuse = self.flag(v, a.pos)?,
+                "readonly" => fs.readonly = self.flag(v, a.pos)?,
+                "writeonly" => fs.writeonly = self.flag(v, a.pos)?,
+                "cached" => fs.cached = self.flag(v, a.pos)?,
+                "trusttree" => {}
+                other => {
+                    let allowed = if is_file {
+                        "name, path, size, prealloc, paralloc, reuse, readonly, writeonly"
+                    } else {
+                        "name, path, entries, size, dirwidth, dirgamma, dirdepthrv, leafdirs, prealloc, paralloc, reuse, readonly, writeonly"
+                    };
+                    return fail(
+                        a.pos,
+                        format!(
+                            "unknown {} attribute '{other}': expected {allowed}",
+                            if is_file { "file" } else { "fileset" }
+                        ),
+                    );
+                }
+            }
+        }
+        if fs.name.is_empty() || fs.name.contains('/') || fs.name == "." || fs.name == ".." {
+            return fail(pos, "a fileset needs name=NAME (a plain name without '/')");
+        }
+        let Some(path) = path else {
+            return fail(pos, format!("fileset '{}' needs path=DIR", fs.name));
+        };
+        fs.root = PathBuf::from(path).join(&fs.name);
+        if fs.dirwidth <= 0.0 {
+            fs.dirwidth = 1e9;
+        }
+        if fs.readonly && fs.writeonly {
+            return fail(pos, "a fileset cannot be both readonly and writeonly");
+        }
+        Ok(fs)
+    }
+
+    fn process(
+        &self,
+        attrs: &[Attr],
+        threads: &[ThreadDef],
+        pos: Pos,
+        sems: &mut Vec<(String, Pos, u64, i64)>,
+    ) -> R<ProcSpec> {
+        let mut p = ProcSpec {
+            name: String::new(),
+            instances: 1,
+            nice: 0,
+            threads: Vec::new(),
+        };
+        for a in attrs {
+            match a.name.as_str() {
+                "name" => p.name = self.text(&a.value, a.pos)?,
+                "instances" => p.instances = self.num(&a.value, a.pos)? as u64,
+                "nice" => p.nice = self.num(&a.value, a.pos)? as i32,
+                other => {
+                    return fail(
+                        a.pos,
+                        format!(
+                            "unknown process attribute '{other}': expected name, instances or nice"
+                        ),
+                    )
+                }
+            }
+        }
+        if p.name.is_empty() {
+            return fail(pos, "a process needs name=...");
+        }
+        for t in threads {
+            let mut ts = ThreadSpec {
+                name: String::new(),
+                instances: 1,
+                memsize: 1 << 20,
+                useism: false,
+                flowops: Vec::new(),
+            };
+            for a in &t.attrs {
+                match a.name.as_str() {
+                    "name" => ts.name = self.text(&a.value, a.pos)?,
+                    "instances" => ts.instances = self.num(&a.value, a.pos)? as u64,
+                    "memsize" => ts.memsize = self.num(&a.value, a.pos)?.max(4096.0) as u64,
+                    "useism" => ts.useism = self.flag(&a.value, a.pos)?,
+                    "ioprio" | "nice" => {}
+                    other => return fail(a.pos, format!("unknown thread attribute '{other}': expected name, instances, memsize or useism")),
+                }
+            }
+            if ts.name.is_empty() {
+                return fail(t.pos, "a thread needs name=...");
+            }
+            for f in &t.flowops {
+                let fo = self.flowop(f, sems, 0)?;
+                ts.flowops.push(fo);
+            }
+            number(&mut ts.flowops, &mut 0);
+            // finishoncount, finishonbytes and the limits may name a flowop of the thread
+            // (also one inside a composite) as their target.
+            let names: Vec<String> = flatten(&ts.flowops)
+                .iter()
+                .map(|f| f.name.clone())
+                .collect();
+            fn resolve(fs: &mut [Flowop], names: &[String], thread: &str) -> R<()> {
+                for f in fs.iter_mut() {
+                    if matches!(
+                        f.kind,
+                        Kind::FinishOnCount
+                            | Kind::FinishOnBytes
+                            | Kind::OpsLimit
+                            | Kind::IopsLimit
+                            | Kind::BwLimit
+                    ) {
+                        if let Some(tn) = &f.target_name {
+                            match names.iter().position(|n| n == tn) {
+                                Some(j) => f.target = Some(j),
+                                None => {
+                                    return fail(
+                                        f.pos,
+                                        format!(
+                                            "target '{tn}' is not a flowop of thread '{thread}'"
+                                        ),
+                                    )
+                                }
+                            }
+                        }
+                    }
+                    resolve(&mut f.inner, names, thread)?;
+                }
+                Ok(())
+            }
+            resolve(&mut ts.flowops, &names, &ts.name)?;
+            p.threads.push(ts);
+        }
+        if p.threads.is_empty() {
+            return fail(pos, format!("process '{}' has no thread", p.name));
+        }
+        Ok(p)
+    }
+
+    fn flowop(
+        &self,
+        f: &FlowopDef,
+        sems: &mut Vec<(String, Pos, u64, i64)>,
+        depth: usize,
+    ) -> R<Flowop> {
+        let (kind, comp) = match FLOWOP_NAMES.iter().find(|(n, _)| *n == f.kind) {
+            Some((_, k)) => (*k, None),
+            None => match self.composites.get(&f.kind) {
+                Some(c) if depth < 8 => (Kind::Composite, Some(c.clone())),
+                Some(_) => {
+                    return fail(
+                        f.pos,
+                        "composite flowops nest too deep (more than 8 levels)",
+                    )
+                }
+                None => {
+                    let all: Vec<&str> = FLOWOP_NAMES.iter().map(|(n, _)| *n).collect();
+                    return fail(f.pos, format!("unknown flowop '{}': expected one of {} or a flowop defined with `define flowop`", f.kind, all.join(", ")));
+                }
+            },
+        };
+        let mut fo = Flowop {
+            name: String::new(),
+            kind,
+            fileset: None,
+            fd: None,
+            srcfd: None,
+            iosize: Param::Const(0.0),
+            random: false,
+            wss: 0,
+            dsync: false,
+            directio: false,
+            noreadahead: false,
+            opennext: false,
+            indexed: None,
+            iters: 1,
+            value: Param::Const(0.0),
+            target: None,
+            target_name: None,
+            blocking: false,
+            highwater: 0,
+            inner: Vec::new(),
+            stat: 0,
+            pos: f.pos,
+        };
+        let mut attrs: Vec<Attr> = f.attrs.clone();
+        if let Some((cattrs, _, _)) = &comp {
+            // Attributes given on the definition apply unless the use overrides them.
+            for a in cattrs {
+                if !attrs.iter().any(|b| b.name == a.name) {
+                    attrs.push(a.clone());
+                }
+            }
+        }
+        for a in &attrs {
+            let v = &a.value;
+            match a.name.as_str() {
+                "name" => fo.name = self.text(v, a.pos)?,
+                "filesetname" | "filename" => {
+                    let n = self.text(v, a.pos)?;
+                    match self.filesets.iter().position(|fs| fs.name == n) {
+                        Some(i) => fo.fileset = Some(i),
+                        None => return fail(a.pos, format!("no fileset or file named '{n}' is defined (define it before the process)")),
+                    }
+                }
+                "fd" | "srcfd" => {
+                    let n = self.num(v, a.pos)?;
+                    if !(0.0..=1024.0).contains(&n) || n.fract() != 0.0 {
+                        return fail(
+                            a.pos,
+                            format!("{} must be a whole number from 0 to 1024", a.name),
+                        );
+                    }
+                    if a.name == "fd" {
+                        fo.fd = Some(n as usize)
+                    } else {
+                        fo.srcfd = Some(n as usize)
+                    }
+                }
+                "iosize" => fo.iosize = self.param(v, a.pos)?,
+                "random" => fo.random = self.flag(v, a.pos)?,
+                "workingset" => fo.wss = self.num(v, a.pos)?.max(0.0) as u64,
+                "dsync" => fo.dsync = self.flag(v, a.pos)?,
+                "directio" => fo.directio = self.flag(v, a.pos)?,
+                "noreadahead" => fo.noreadahead = self.flag(v, a.pos)?,
+                "opennext" | "rotatefd" => fo.opennext = self.flag(v, a.pos)?,
+                "indexed" => fo.indexed = Some(self.num(v, a.pos)?.max(0.0) as u64),
+                "iters" => fo.iters = self.num(v, a.pos)?.max(1.0) as u64,
+                "value" => fo.value = self.param(v, a.pos)?,
+                "target" => fo.target_name = Some(self.text(v, a.pos)?),
+                "blocking" => fo.blocking = self.flag(v, a.pos)?,
+                "highwater" => fo.highwater = self.num(v, a.pos)?.max(0.0) as u64,
+                other => {
+                    return fail(
+                        a.pos,
+                        format!(
+                            "unknown flowop attribute '{other}': expected one of {}",
+                            ATTRS.join(", ")
+                        ),
+                    )
+                }
+            }
+        }
+        if fo.name.is_empty() {
+            return fail(f.pos, format!("flowop {} needs name=...", f.kind));
+        }
+        if let Some((_, inner, _)) = comp {
+            for i in &inner {
+                fo.inner.push(self.flowop(i, sems, depth + 1)?);
+            }
+        }
+        self.check_flowop(&mut fo, sems)?;
+        Ok(fo)
+    }
+
+    fn check_flowop(&self, fo: &mut Flowop, sems: &mut Vec<(String, Pos, u64, i64)>) -> R<()> {
+        use Kind::*;
+        let needs_fileset = matches!(
+            fo.kind,
+            CreateFile
+                | DeleteFile
+                | StatFile
+                | MakeDir
+                | RemoveDir
+                | ListDir
+                | FsyncSet
+                | OpenFile
+        );
+        if needs_fileset && fo.fileset.is_none() && !(fo.kind == StatFile && fo.fd.is_some()) {
+            return fail(
+                fo.pos,
+                format!("flowop '{}' needs filesetname=NAME", fo.name),
+            );
+        }
+        let uses_fd_or_set = matches!(
+            fo.kind,
+            Read | Write | ReadWholeFile | WriteWholeFile | AppendFile | AppendFileRand | AioWrite
+        );
+        if uses_fd_or_set && fo.fileset.is_none() && fo.fd.is_none() {
+            return fail(
+                fo.pos,
+                format!("flowop '{}' needs fd=N or filesetname=NAME", fo.name),
+            );
+        }
+        if matches!(fo.kind, CloseFile | Fsync) && fo.fd.is_none() {
+            return fail(fo.pos, format!("flowop '{}' needs fd=N", fo.name));
+        }
+        if matches!(fo.kind, MakeDir | RemoveDir)
+            && !self.filesets[fo.fileset.unwrap_or(0)].is_dirs()
+        {
+            return fail(
+                fo.pos,
+                format!(
+                    "flowop '{}' works on a fileset of directories: give that fileset leafdirs=N",
+                    fo.name
+                ),
+            );
+        }
+        if let Some(i) = fo.fileset {
+            let fs = &self.filesets[i];
+            if fs.readonly && (fo.kind.is_write() || matches!(fo.kind, CreateFile | DeleteFile)) {
+                return fail(
+                    fo.pos,
+                    format!(
+                        "flowop '{}' writes to fileset '{}', which is readonly",
+                        fo.name, fs.name
+                    ),
+                );
+            }
+            if fs.writeonly && fo.kind.is_read() {
+                return fail(
+                    fo.pos,
+                    format!(
+                        "flowop '{}' reads fileset '{}', which is writeonly",
+                        fo.name, fs.name
+                    ),
+                );
+            }
+            if fs.is_dirs() && !matches!(fo.kind, MakeDir | RemoveDir | ListDir) {
+                return fail(fo.pos, format!("fileset '{}' holds directories (leafdirs): only makedir, removedir and listdir use it", fs.name));
+            }
+        }
+        let io = matches!(
+            fo.kind,
+            Read | Write | AppendFile | AppendFileRand | AioWrite
+        );
+        if io && fo.iosize.upper_hint() <= 0.0 {
+            return fail(
+                fo.pos,
+                format!("flowop '{}' needs iosize=N (bytes, e.g. 8k)", fo.name),
+            );
+        }
+        if matches!(fo.kind, ReadWholeFile | WriteWholeFile) && fo.iosize.upper_hint() <= 0.0 {
+            fo.iosize = Param::Const(1048576.0);
+        }
+        match fo.kind {
+            SemBlock | Block => {
+                let key = if fo.kind == Block {
+                    format!("block:{}", fo.name)
+                } else {
+                    fo.name.clone()
+                };
+                let initial = 0;
+                match sems.iter().position(|s| s.0 == key) {
+                    Some(i) => fo.target = Some(i),
+                    None => {
+                        sems.push((key, fo.pos, fo.highwater, initial));
+                        fo.target = Some(sems.len() - 1);
+                    }
+                }
+            }
+            SemPost | Wakeup if fo.target_name.is_none() => {
+                let what = if fo.kind == SemPost {
+                    "semblock"
+                } else {
+                    "block flowop"
+                };
+                return fail(
+                    fo.pos,
+                    format!(
+                        "flowop '{}' needs target=NAME (the {what} it posts to)",
+                        fo.name
+                    ),
+                );
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Resolve sempost/wakeup targets; refuse a semblock or block that nothing can release.
+    fn link_sync(&mut self, sems: &[(String, Pos, u64, i64)]) -> R<()> {
+        let mut posted = vec![false; sems.len()];
+        fn walk(fs: &mut [Flowop], sems: &[(String, Pos, u64, i64)], posted: &mut [bool]) -> R<()> {
+            for f in fs.iter_mut() {
+                if matches!(f.kind, Kind::SemPost | Kind::Wakeup) {
+                    let tn = f.target_name.clone().unwrap_or_default();
+                    let key = if f.kind == Kind::Wakeup {
+                        format!("block:{tn}")
+                    } else {
+                        tn.clone()
+                    };
+                    match sems.iter().position(|s| s.0 == key) {
+                        Some(i) => {
+                            f.target = Some(i);
+                            posted[i] = true;
+                        }
+                        None => {
+                            let what = if f.kind == Kind::SemPost {
+                                "semblock"
+                            } else {
+                                "block"
+                            };
+                            return fail(f.pos, format!("flowop '{}' targets '{tn}', but no {what} flowop has that name", f.name));
+                        }
+                    }
+                }
+                walk(&mut f.inner, sems, posted)?;
+            }
+            Ok(())
+        }
+        for p in self.model.processes.iter_mut() {
+            for t in p.threads.iter_mut() {
+                walk(&mut t.flowops, sems, &mut posted)?;
+            }
+        }
+        for (i, s) in sems.iter().enumerate() {
+            if !posted[i] {
+                let what = if s.0.starts_with("block:") {
+                    "block flowop"
+                } else {
+                    "semblock"
+                };
+                return LoadError {
+                    pos: s.1,
+                    msg: format!(
+                        "{what} '{}' can never proceed: no sempost/wakeup targets it",
+                        s.0.trim_start_matches("block:")
+                    ),
+                }
+                .into_err();
+            }
+        }
+        self.model.sems = sems
+            .iter()
+            .map(|s| SemSpec {
+                name: s.0.clone(),
+                initial: 0,
+                highwater: s.2,
+            })
+            .collect();
+        Ok(())
+    }
+}
+
+impl LoadError {
+    fn into_err<T>(self) -> R<T> {
+        Err(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::parser::parse;
+
+    fn load_str(s: &str) -> R<Model> {
+        load(&parse(s).unwrap(), &HashMap::new())
+    }
+
+    #[test]
+    fn overrides_win_and_undefined_vars_are_reported() {
+        let src = "set $n=10\ndefine fileset name=fs,path=/tmp/x,entries=$n,size=1k\ndefine process name=p { thread name=t { flowop statfile name=s,filesetname=fs } }\nrun 1";
+        let m = load_str(src).unwrap();
+        assert_eq!(m.filesets[0].entries, 10);
+        let mut o = HashMap::new();
+        o.insert("n".to_string(), define_value("3k"));
+        let m = load(&parse(src).unwrap(), &o).unwrap();
+        assert_eq!(m.filesets[0].entries, 3072);
+        let e = load_str("define fileset name=fs,path=$dir,entries=1").unwrap_err();
+        assert_eq!(e.pos, Pos { line: 1, col: 24 });
+        assert!(e.msg.contains("$dir is not set"));
+    }
+
+    #[test]
+    fn semblock_without_post_is_refused() {
+        let e = load_str(
+            "define process name=p { thread name=t { flowop semblock name=wait,value=1 } }\nrun 1",
+        )
+        .unwrap_err();
+        assert!(e.msg.contains("can never proceed"), "{}", e.msg);
+        let e = load_str(
+            "define process name=p { thread name=t { flowop sempost name=post,target=nosuch } }",
+        )
+        .unwrap_err();
+        assert!(e.msg.contains("no semblock"), "{}", e.msg);
+        let ok = load_str("define process name=p { thread name=t { flowop semblock name=wait,value=1\nflowop sempost name=post,target=wait,value=1 } }\nrun 1").unwrap();
+        assert_eq!(ok.sems.len(), 1);
+    }
+
+    #[test]
+    fn semantic_errors_name_the_place() {
+        let e = load_str("define process name=p {\n thread name=t {\n  flowop frob name=x\n }\n}")
+            .unwrap_err();
+        assert_eq!(e.pos, Pos { line: 3, col: 10 });
+        let e = load_str("define file name=f,path=/tmp,readonly\ndefine process name=p { thread name=t { flowop write name=w,filename=f,iosize=4k } }").unwrap_err();
+        assert!(e.msg.contains("readonly"));
+        let e = load_str("define fileset name=f,path=/tmp,entries=2,bogus=1").unwrap_err();
+        assert!(e.msg.contains("unknown fileset attribute 'bogus'"));
+    }
+}

@@ -1,0 +1,506 @@
+//! Running a loaded workload: execute its script (create files, run/psrun, sleep, echo,
+//! eventgen), start every process instance as a real process (`fsbench __wml_worker`, which
+//! runs its thread instances as threads) around one shared arena, watch the stop conditions
+//! (time, `set mode quit alldone|firstdone`, out of files, errors, Ctrl-C, no progress), print
+//! psrun lines, collect and merge the statistics, and remove the filesets unless `--keep`.
+
+use super::ast::QuitMode;
+use super::fileset::{self, Prepared, SetLayout};
+use super::interp::{End, ThreadId, ThreadOutcome};
+use super::model::{Cmd, Model};
+use super::report::{FilesetReport, PsrunLine, RunReport, WorkloadResult};
+use super::shared::{futex_wake_all, now_ns, Arena, Layout, STOP_NONE, STOP_NORMAL};
+use super::worker::WorkerSpec;
+use super::Source;
+use crate::runner::signal;
+use anyhow::{bail, Context, Result};
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering::*;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Overrides the duration of every `run`/`psrun`.
+    pub time: Option<Duration>,
+    pub keep: bool,
+    /// Run process instances as threads of this process (debugging; not Filebench's model).
+    pub in_process: bool,
+    /// Where echo and psrun lines go: stdout (text output) or stderr.
+    pub lines_to_stdout: bool,
+    /// How long every live thread may sit in semblock/block before the run is declared stuck.
+    pub stall_after: Duration,
+}
+
+/// How long a run may wait when none is given (Filebench's default for `run`).
+const DEFAULT_RUN_S: f64 = 60.0;
+
+fn say(opts: &Options, line: &str) {
+    if opts.lines_to_stdout {
+        println!("{line}");
+        let _ = std::io::stdout().flush();
+    } else {
+        eprintln!("{line}");
+    }
+}
+
+/// Thread-instance slots: (process, process instance, thread, thread instance) in order.
+fn thread_ids(model: &Model) -> Vec<ThreadId> {
+    let mut out = Vec::new();
+    for (pi, p) in model.processes.iter().enumerate() {
+        for pinst in 0..p.instances {
+            for (ti, t) in p.threads.iter().enumerate() {
+                for tinst in 0..t.instances {
+                    out.push(ThreadId {
+                        process: pi,
+                        process_instance: pinst,
+                        thread: ti,
+                        thread_instance: tinst,
+                        slot: out.len(),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+pub fn arena_layout(model: &Model) -> Layout {
+    let sets: Vec<usize> = model.filesets.iter().map(|f| f.count() as usize).collect();
+    Layout::new(model.sems.len(), model.total_threads(), &sets)
+}
+
+/// Run a workload's script and return its result (filesets removed unless `keep`).
+pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<WorkloadResult> {
+    signal::install();
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let layouts: Vec<SetLayout> = model.filesets.iter().map(fileset::layout).collect();
+    let arena =
+        Arena::create(arena_layout(model)).context("creating the shared memory for the run")?;
+    let mut result = WorkloadResult::new(src, model, started_unix_s);
+    let mut prepared: Vec<Prepared> = Vec::new();
+    let outcome = (|| -> Result<()> {
+        let mut script = model.script.clone();
+        if !model.processes.is_empty() && !script.iter().any(|c| matches!(c, Cmd::Run { .. })) {
+            result.notes.push(
+                "the workload has no run command: running it as `run` (60 s unless --time)".into(),
+            );
+            script.push(Cmd::Run {
+                secs: None,
+                psrun: None,
+            });
+        }
+        for cmd in &script {
+            if signal::interrupted() {
+                break;
+            }
+            match cmd {
+                Cmd::CreateFiles => {
+                    ensure_prepared(model, &layouts, &arena, &mut prepared, &mut result, opts)?
+                }
+                Cmd::Echo(t) => say(opts, t),
+                Cmd::Sleep(s) => {
+                    let until = Instant::now() + Duration::from_secs_f64(*s);
+                    while Instant::now() < until && !signal::interrupted() {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+                Cmd::Eventgen(rate) => arena.set_event_rate(*rate),
+                Cmd::Run { secs, psrun } => {
+                    ensure_prepared(model, &layouts, &arena, &mut prepared, &mut result, opts)?;
+                    let secs = opts
+                        .time
+                        .map(|d| d.as_secs_f64())
+                        .or(*secs)
+                        .unwrap_or(DEFAULT_RUN_S);
+                    let run = one_run(src, model, &layouts, &arena, secs, *psrun, opts)?;
+                    let failed = run.failed;
+                    result.runs.push(run);
+                    if failed {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    })();
+    if opts.keep {
+        if !prepared.is_empty() {
+            result.notes.push(format!(
+                "kept the filesets (--keep): {}",
+                prepared
+                    .iter()
+                    .map(|p| p.root.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    } else {
+        for p in &prepared {
+            if let Err(e) = fileset::remove(p) {
+                result.notes.push(format!("cleanup: {e:#}"));
+            }
+        }
+    }
+    outcome?;
+    result.finish(signal::interrupted());
+    Ok(result)
+}
+
+fn ensure_prepared(
+    model: &Model,
+    layouts: &[SetLayout],
+    arena: &Arena,
+    prepared: &mut Vec<Prepared>,
+    result: &mut WorkloadResult,
+    opts: &Options,
+) -> Result<()> {
+    if !prepared.is_empty() || model.filesets.is_empty() {
+        return Ok(());
+    }
+    for (i, spec) in model.filesets.iter().enumerate() {
+        let t = Instant::now();
+        let p = fileset::prepare(spec, &layouts[i], arena, i);
+        let p = match p {
+            Ok(p) => p,
+            Err(e) => {
+                // Remove what was created so far, then report.
+                for q in prepared.iter() {
+                    let _ = fileset::remove(q);
+                }
+                prepared.clear();
+                return Err(e);
+            }
+        };
+        let secs = t.elapsed().as_secs_f64();
+        say(
+            opts,
+            &format!(
+                "fileset {}: {} entries, {} created ({:.1} MB) {} reused, {} dirs, in {:.2} s",
+                spec.name,
+                layouts[i].entries.len(),
+                p.files_created,
+                p.bytes_written as f64 / 1e6,
+                p.reused,
+                layouts[i].dirs.len(),
+                secs
+            ),
+        );
+        result.filesets.push(FilesetReport {
+            name: spec.name.clone(),
+            root: spec.root.display().to_string(),
+            entries: layouts[i].entries.len() as u64,
+            dirs: layouts[i].dirs.len() as u64,
+            prealloc_pct: spec.prealloc_pct,
+            files_created: p.files_created,
+            bytes_written: p.bytes_written,
+            reused: p.reused,
+            create_s: secs,
+        });
+        prepared.push(p);
+    }
+    Ok(())
+}
+
+enum Workers {
+    Threads(Vec<std::thread::JoinHandle<ThreadOutcome>>),
+    Processes(Vec<Child>),
+}
+
+fn reset(arena: &Arena, model: &Model) {
+    let c = arena.ctl();
+    for a in [
+        &c.go, &c.stop, &c.ready, &c.live, &c.blocked, &c.done, &c.norsc, &c.failed,
+    ] {
+        a.store(0, SeqCst);
+    }
+    for i in 0..model.sems.len() {
+        arena.sem(i).count.store(0, SeqCst);
+    }
+    for s in 0..model.total_threads() {
+        let p = arena.progress(s);
+        for a in [
+            &p.ops,
+            &p.read_ops,
+            &p.write_ops,
+            &p.read_bytes,
+            &p.write_bytes,
+        ] {
+            a.store(0, SeqCst);
+        }
+    }
+}
+
+fn spawn(
+    src: &Source,
+    model: &Model,
+    layouts: &[SetLayout],
+    arena: &Arena,
+    opts: &Options,
+) -> Result<Workers> {
+    let ids = thread_ids(model);
+    if opts.in_process {
+        // SAFETY-free sharing: the thread closures borrow data that outlives them because the
+        // caller joins every handle before returning; to avoid lifetimes we clone cheaply.
+        let model = std::sync::Arc::new(model.clone());
+        let layouts = std::sync::Arc::new(layouts.to_vec());
+        let fd = arena.raw_fd();
+        let lay = arena.layout.clone();
+        let mut handles = Vec::new();
+        for id in ids {
+            let (model, layouts, lay) = (model.clone(), layouts.clone(), lay.clone());
+            // Each thread maps the same memfd: the mapping is shared, so this is the same
+            // arena; dup() gives the thread its own descriptor to own.
+            // SAFETY: dup of a descriptor we own.
+            let dfd = unsafe { libc::dup(fd) };
+            if dfd < 0 {
+                bail!("dup: {}", std::io::Error::last_os_error());
+            }
+            let a = Arena::attach(dfd, lay)?;
+            handles.push(
+                std::thread::Builder::new()
+                    .name("wml".into())
+                    .spawn(move || {
+                        let sh = super::interp::Shared {
+                            model: &model,
+                            layouts: &layouts,
+                            arena: &a,
+                        };
+                        let spec = &model.processes[id.process].threads[id.thread];
+                        super::interp::run_thread(&sh, spec, id)
+                    })?,
+            );
+        }
+        return Ok(Workers::Threads(handles));
+    }
+    let exe = std::env::current_exe().context("finding the fsbench executable")?;
+    let mut children = Vec::new();
+    let mut slot = 0;
+    for (pi, p) in model.processes.iter().enumerate() {
+        let per = p
+            .threads
+            .iter()
+            .map(|t| t.instances as usize)
+            .sum::<usize>();
+        for inst in 0..p.instances {
+            let spec = WorkerSpec {
+                source: src.clone(),
+                process: pi,
+                instance: inst,
+                slot_base: slot,
+                arena_fd: arena.raw_fd(),
+                layout: arena.layout.clone(),
+            };
+            slot += per;
+            let mut child = Command::new(&exe)
+                .arg("__wml_worker")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .context("starting a workload process")?;
+            let mut stdin = child.stdin.take().expect("piped");
+            serde_json::to_writer(&mut stdin, &spec)?;
+            stdin.write_all(b"\n")?;
+            drop(stdin);
+            children.push(child);
+        }
+    }
+    let _ = layouts;
+    Ok(Workers::Processes(children))
+}
+
+fn collect(w: Workers) -> Result<Vec<ThreadOutcome>> {
+    let mut out = Vec::new();
+    match w {
+        Workers::Threads(hs) => {
+            for h in hs {
+                out.push(
+                    h.join()
+                        .map_err(|_| anyhow::anyhow!("a workload thread panicked"))?,
+                );
+            }
+        }
+        Workers::Processes(children) => {
+            let mut problem = None;
+            for mut c in children {
+                let mut text = String::new();
+                if let Some(mut so) = c.stdout.take() {
+                    so.read_to_string(&mut text)?;
+                }
+                let status = c.wait()?;
+                match serde_json::from_str::<Vec<ThreadOutcome>>(text.trim()) {
+                    Ok(v) => out.extend(v),
+                    Err(e) => {
+                        problem = Some(anyhow::anyhow!(
+                            "a workload process ({status}) sent no result: {e}"
+                        ))
+                    }
+                }
+            }
+            if let Some(p) = problem {
+                return Err(p);
+            }
+        }
+    }
+    out.sort_by_key(|o| o.id.slot);
+    Ok(out)
+}
+
+fn children_alive(w: &mut Workers) -> bool {
+    match w {
+        Workers::Threads(hs) => hs.iter().any(|h| !h.is_finished()),
+        Workers::Processes(cs) => cs.iter_mut().any(|c| matches!(c.try_wait(), Ok(None))),
+    }
+}
+
+fn sum_progress(arena: &Arena, n: usize) -> [u64; 5] {
+    let mut s = [0u64; 5];
+    for i in 0..n {
+        let p = arena.progress(i);
+        s[0] += p.ops.load(Relaxed);
+        s[1] += p.read_ops.load(Relaxed);
+        s[2] += p.write_ops.load(Relaxed);
+        s[3] += p.read_bytes.load(Relaxed);
+        s[4] += p.write_bytes.load(Relaxed);
+    }
+    s
+}
+
+fn one_run(
+    src: &Source,
+    model: &Model,
+    layouts: &[SetLayout],
+    arena: &Arena,
+    secs: f64,
+    psrun: Option<(f64, bool)>,
+    opts: &Options,
+) -> Result<RunReport> {
+    reset(arena, model);
+    let nthreads = model.total_threads();
+    let mut workers = spawn(src, model, layouts, arena, opts)?;
+    let ctl = arena.ctl();
+    // Start barrier: every thread prepared (processes started, buffers allocated).
+    let wait_from = Instant::now();
+    while (ctl.ready.load(SeqCst) as usize) < nthreads {
+        if !children_alive(&mut workers)
+            || wait_from.elapsed() > Duration::from_secs(120)
+            || signal::interrupted()
+        {
+            ctl.stop.store(STOP_NORMAL, SeqCst);
+            arena.wake_everyone();
+            let _ = collect(workers);
+            bail!(
+                "workload processes failed to start ({} of {nthreads} threads ready)",
+                ctl.ready.load(SeqCst)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if ctl.event_rate_milli.load(SeqCst) > 0 {
+        arena.set_event_rate(ctl.event_rate_milli.load(SeqCst) as f64 / 1000.0);
+    }
+    let t0 = Instant::now();
+    ctl.start_ns.store(now_ns(), SeqCst);
+    ctl.go.store(1, SeqCst);
+    futex_wake_all(&ctl.go);
+
+    let mut lines = Vec::new();
+    let mut last = (0.0f64, [0u64; 5]);
+    let mut next_print = psrun.map(|p| p.0);
+    let mut stalled_since: Option<Instant> = None;
+    let mut stop_reason = format!("ran for the time given ({secs} s)");
+    let mut failed = false;
+    loop {
+        std::thread::sleep(Duration::from_millis(10));
+        let el = t0.elapsed().as_secs_f64();
+        if let Some(np) = next_print {
+            if el >= np {
+                let now = sum_progress(arena, nthreads);
+                let dt = (el - last.0).max(1e-9);
+                let l = PsrunLine {
+                    t_s: el,
+                    ops: now[0],
+                    ops_per_s: (now[0] - last.1[0]) as f64 / dt,
+                    read_ops_per_s: (now[1] - last.1[1]) as f64 / dt,
+                    write_ops_per_s: (now[2] - last.1[2]) as f64 / dt,
+                    mb_per_s: ((now[3] + now[4]) - (last.1[3] + last.1[4])) as f64 / dt / 1e6,
+                };
+                let cum = psrun.is_some_and(|p| p.1);
+                say(opts, &l.text(cum.then(|| now[0] as f64 / el)));
+                lines.push(l);
+                last = (el, now);
+                next_print = Some(np + psrun.map(|p| p.0).unwrap_or(1.0));
+            }
+        }
+        if signal::interrupted() {
+            stop_reason = "interrupted (Ctrl-C)".into();
+            break;
+        }
+        if el >= secs {
+            break;
+        }
+        if ctl.failed.load(SeqCst) > 0 {
+            stop_reason = "a flowop failed".into();
+            failed = true;
+            break;
+        }
+        let done = ctl.done.load(SeqCst) as usize;
+        let live = ctl.live.load(SeqCst) as usize;
+        match model.mode {
+            QuitMode::FirstDone if done > 0 => {
+                stop_reason = "the first thread finished (mode quit firstdone)".into();
+                break;
+            }
+            QuitMode::AllDone if done + (ctl.failed.load(SeqCst) as usize) >= nthreads => {
+                stop_reason = "every thread finished (mode quit alldone)".into();
+                break;
+            }
+            QuitMode::Timeout if ctl.norsc.load(SeqCst) > 0 => {
+                stop_reason =
+                    "stopped early: a flowop could not obtain a file (out of files)".into();
+                break;
+            }
+            _ => {}
+        }
+        if live == 0 {
+            stop_reason = "every thread ended".into();
+            break;
+        }
+        // No progress: every live thread is waiting for a semaphore or wakeup that nobody
+        // will post.
+        let blocked = ctl.blocked.load(SeqCst) as usize;
+        if blocked >= live {
+            let since = *stalled_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= opts.stall_after {
+                stop_reason = format!(
+                    "no progress: all {live} running threads have waited in semblock/block for {:.1} s and nothing can post to them",
+                    since.elapsed().as_secs_f64()
+                );
+                failed = true;
+                break;
+            }
+        } else {
+            stalled_since = None;
+        }
+    }
+    let elapsed_s = t0.elapsed().as_secs_f64();
+    ctl.stop.store(STOP_NORMAL, SeqCst);
+    arena.wake_everyone();
+    let outcomes = collect(workers)?;
+    debug_assert!(ctl.stop.load(SeqCst) != STOP_NONE);
+    let mut report = RunReport::from_outcomes(model, &outcomes, elapsed_s, stop_reason, lines);
+    for o in &outcomes {
+        if let End::Failed(e) = &o.end {
+            report.failures.push(e.clone());
+            failed = true;
+        }
+    }
+    report.failures.sort();
+    report.failures.dedup();
+    report.failed = failed;
+    Ok(report)
+}

@@ -1,0 +1,391 @@
+//! State shared by every worker thread and process of a run: one memfd-backed `MAP_SHARED`
+//! mapping, so threads and re-executed child processes see the same atomics. It holds the run
+//! control (start, stop, counts of live/blocked/done threads), the semaphores, the event
+//! generator, each thread's progress counters (for psrun) and each fileset entry's state
+//! (exists / busy). Waiting uses shared futexes, never process-private locks.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::*};
+use std::time::Duration;
+
+pub const ENTRY_EXISTS: u32 = 1;
+pub const ENTRY_BUSY: u32 = 2;
+
+/// Why a run was stopped early, as stored in `Control::stop`.
+pub const STOP_NONE: u32 = 0;
+pub const STOP_NORMAL: u32 = 1;
+
+#[repr(C)]
+pub struct Control {
+    pub go: AtomicU32,
+    pub stop: AtomicU32,
+    pub ready: AtomicU32,
+    pub live: AtomicU32,
+    pub blocked: AtomicU32,
+    pub done: AtomicU32,
+    /// A thread could not obtain a file (Filebench's "out of resources").
+    pub norsc: AtomicU32,
+    pub failed: AtomicU32,
+    pub start_ns: AtomicU64,
+    /// Events per second times 1000 (0 = no event generator: limits do not block).
+    pub event_rate_milli: AtomicU64,
+    pub events_taken: AtomicU64,
+    pub events_epoch_ns: AtomicU64,
+}
+
+#[repr(C, align(64))]
+pub struct Sem {
+    pub count: AtomicI64,
+    pub seq: AtomicU32,
+}
+
+/// One thread's running totals, written only by that thread (so no contention).
+#[repr(C, align(64))]
+#[derive(Default)]
+pub struct Progress {
+    pub ops: AtomicU64,
+    pub read_ops: AtomicU64,
+    pub write_ops: AtomicU64,
+    pub read_bytes: AtomicU64,
+    pub write_bytes: AtomicU64,
+}
+
+/// Byte offsets of each part, computed the same way in the parent and in child processes.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Layout {
+    pub sems_off: usize,
+    pub nsems: usize,
+    pub progress_off: usize,
+    pub nthreads: usize,
+    pub sets_off: Vec<usize>,
+    pub set_len: Vec<usize>,
+    pub total: usize,
+}
+
+impl Layout {
+    pub fn new(nsems: usize, nthreads: usize, set_entries: &[usize]) -> Self {
+        let up = |x: usize| (x + 63) & !63;
+        let sems_off = up(std::mem::size_of::<Control>());
+        let progress_off = up(sems_off + nsems * std::mem::size_of::<Sem>());
+        let mut at = up(progress_off + nthreads * std::mem::size_of::<Progress>());
+        let mut sets_off = Vec::new();
+        for &n in set_entries {
+            // An exists-count word, then one state word per entry.
+            sets_off.push(at);
+            at = up(at + 8 + n * 4);
+        }
+        Layout {
+            sems_off,
+            nsems,
+            progress_off,
+            nthreads,
+            sets_off,
+            set_len: set_entries.to_vec(),
+            total: at.max(4096),
+        }
+    }
+}
+
+pub struct Arena {
+    base: *mut u8,
+    pub layout: Layout,
+    fd: OwnedFd,
+}
+
+// SAFETY: the mapping is only accessed through atomics; it lives as long as the Arena.
+unsafe impl Send for Arena {}
+// SAFETY: as above; every shared word is an atomic.
+unsafe impl Sync for Arena {}
+
+impl Arena {
+    /// Create a fresh zeroed mapping. The memfd is inheritable so child processes can map it.
+    pub fn create(layout: Layout) -> std::io::Result<Arena> {
+        let name = c"fsbench-workload";
+        // SAFETY: valid NUL-terminated name; flags 0 (no CLOEXEC: children inherit it).
+        let raw = unsafe { libc::memfd_create(name.as_ptr(), 0) };
+        if raw < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: raw is a new descriptor we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: valid descriptor; length fits off_t.
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), layout.total as libc::off_t) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Self::map(fd, layout)
+    }
+
+    /// Map an arena inherited from the parent (child process side).
+    pub fn attach(fd: RawFd, layout: Layout) -> std::io::Result<Arena> {
+        // SAFETY: the parent passed this descriptor number to us and nothing else owns it here.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Self::map(fd, layout)
+    }
+
+    fn map(fd: OwnedFd, layout: Layout) -> std::io::Result<Arena> {
+        // SAFETY: mapping a descriptor of at least `total` bytes, shared, read-write.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                layout.total,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Arena {
+            base: p as *mut u8,
+            layout,
+            fd,
+        })
+    }
+
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    pub fn ctl(&self) -> &Control {
+        // SAFETY: offset 0 holds a Control; the zeroed mapping is a valid Control (all atomics).
+        unsafe { &*(self.base as *const Control) }
+    }
+    pub fn sem(&self, i: usize) -> &Sem {
+        assert!(i < self.layout.nsems);
+        // SAFETY: index checked; aligned by Layout; zero is a valid Sem.
+        unsafe {
+            &*(self
+                .base
+                .add(self.layout.sems_off + i * std::mem::size_of::<Sem>())
+                as *const Sem)
+        }
+    }
+    pub fn progress(&self, slot: usize) -> &Progress {
+        assert!(slot < self.layout.nthreads);
+        // SAFETY: index checked; aligned by Layout.
+        unsafe {
+            &*(self
+                .base
+                .add(self.layout.progress_off + slot * std::mem::size_of::<Progress>())
+                as *const Progress)
+        }
+    }
+    pub fn set_exists_count(&self, set: usize) -> &AtomicU64 {
+        // SAFETY: Layout reserved 8 aligned bytes at the start of each fileset's region.
+        unsafe { &*(self.base.add(self.layout.sets_off[set]) as *const AtomicU64) }
+    }
+    pub fn entries(&self, set: usize) -> &[AtomicU32] {
+        // SAFETY: Layout reserved set_len[set] u32 words after the count word.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.base.add(self.layout.sets_off[set] + 8) as *const AtomicU32,
+                self.layout.set_len[set],
+            )
+        }
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly what map() mapped.
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.layout.total) };
+    }
+}
+
+/// Wait while `*word == expected`, at most `timeout` (shared futex: works across processes).
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: word is a live aligned u32; FUTEX_WAIT reads it and sleeps; ts outlives the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+            0,
+            0,
+        )
+    };
+}
+
+pub fn futex_wake_all(word: &AtomicU32) {
+    // SAFETY: word is a live aligned u32.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            i32::MAX,
+            0,
+            0,
+            0,
+        )
+    };
+}
+
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes into our timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    Got,
+    Stopped,
+}
+
+impl Arena {
+    pub fn stopping(&self) -> bool {
+        self.ctl().stop.load(Relaxed) != STOP_NONE
+    }
+
+    /// Take `n` from semaphore `i`, blocking (counted as blocked for deadlock detection).
+    pub fn sem_take(&self, i: usize, n: i64) -> Waited {
+        let s = self.sem(i);
+        let mut counted = false;
+        let out = loop {
+            let c = s.count.load(Acquire);
+            if c >= n {
+                if s.count.compare_exchange(c, c - n, AcqRel, Relaxed).is_ok() {
+                    break Waited::Got;
+                }
+                continue;
+            }
+            if self.stopping() {
+                break Waited::Stopped;
+            }
+            if !counted {
+                self.ctl().blocked.fetch_add(1, SeqCst);
+                counted = true;
+            }
+            let seq = s.seq.load(Acquire);
+            if s.count.load(Acquire) >= n {
+                continue;
+            }
+            futex_wait(&s.seq, seq, Duration::from_millis(20));
+        };
+        if counted {
+            self.ctl().blocked.fetch_sub(1, SeqCst);
+        }
+        out
+    }
+
+    /// Add `n` to semaphore `i`. With `highwater > 0` and `blocking`, wait while the count
+    /// would exceed the high-water mark.
+    pub fn sem_post(&self, i: usize, n: i64, highwater: u64, blocking: bool) -> Waited {
+        let s = self.sem(i);
+        if blocking && highwater > 0 {
+            let mut counted = false;
+            while s.count.load(Acquire) + n > highwater as i64 {
+                if self.stopping() {
+                    if counted {
+                        self.ctl().blocked.fetch_sub(1, SeqCst);
+                    }
+                    return Waited::Stopped;
+                }
+                if !counted {
+                    self.ctl().blocked.fetch_add(1, SeqCst);
+                    counted = true;
+                }
+                let seq = s.seq.load(Acquire);
+                futex_wait(&s.seq, seq, Duration::from_millis(20));
+            }
+            if counted {
+                self.ctl().blocked.fetch_sub(1, SeqCst);
+            }
+        }
+        s.count.fetch_add(n, AcqRel);
+        s.seq.fetch_add(1, Release);
+        futex_wake_all(&s.seq);
+        Waited::Got
+    }
+
+    /// Wake waiters that check the stop flag (after setting it).
+    pub fn wake_everyone(&self) {
+        for i in 0..self.layout.nsems {
+            let s = self.sem(i);
+            s.seq.fetch_add(1, Release);
+            futex_wake_all(&s.seq);
+        }
+        self.ctl().go.store(1, SeqCst);
+        futex_wake_all(&self.ctl().go);
+    }
+
+    /// Set the event generator's rate (events per second; 0 disables it).
+    pub fn set_event_rate(&self, per_s: f64) {
+        let c = self.ctl();
+        c.event_rate_milli
+            .store((per_s * 1000.0).max(0.0) as u64, SeqCst);
+        c.events_taken.store(0, SeqCst);
+        c.events_epoch_ns.store(now_ns(), SeqCst);
+    }
+
+    /// Take `n` events from the generator, waiting until that many have been generated.
+    /// Without an event generator this returns at once (as in Filebench).
+    pub fn take_events(&self, n: u64) -> Waited {
+        let c = self.ctl();
+        loop {
+            let rate = c.event_rate_milli.load(Relaxed);
+            if rate == 0 || n == 0 {
+                return Waited::Got;
+            }
+            let elapsed = now_ns().saturating_sub(c.events_epoch_ns.load(Relaxed));
+            let made = (elapsed as u128 * rate as u128 / 1_000_000_000_000u128) as u64;
+            let taken = c.events_taken.load(Acquire);
+            if taken + n <= made {
+                if c.events_taken
+                    .compare_exchange(taken, taken + n, AcqRel, Relaxed)
+                    .is_ok()
+                {
+                    return Waited::Got;
+                }
+                continue;
+            }
+            if self.stopping() {
+                return Waited::Stopped;
+            }
+            let missing = taken + n - made;
+            let wait_ns = (missing as u128 * 1_000_000_000_000u128 / rate as u128) as u64;
+            std::thread::sleep(Duration::from_nanos(wait_ns.clamp(20_000, 10_000_000)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn semaphore_across_threads_and_eventgen_rate() {
+        let a = Arc::new(Arena::create(Layout::new(1, 1, &[10])).unwrap());
+        let b = a.clone();
+        let h = std::thread::spawn(move || b.sem_take(0, 2));
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(a.ctl().blocked.load(SeqCst), 1);
+        a.sem_post(0, 1, 0, false);
+        a.sem_post(0, 1, 0, false);
+        assert_eq!(h.join().unwrap(), Waited::Got);
+        assert_eq!(a.sem(0).count.load(SeqCst), 0);
+        a.set_event_rate(1000.0);
+        let t = std::time::Instant::now();
+        for _ in 0..100 {
+            a.take_events(1);
+        }
+        let el = t.elapsed().as_secs_f64();
+        assert!(el > 0.08 && el < 0.5, "100 events at 1000/s took {el}");
+        assert_eq!(a.entries(0).len(), 10);
+    }
+}

@@ -1,0 +1,336 @@
+//! Variables, random variables (`define randvar`) and custom variables (`cvar(...)`), with our
+//! own samplers: a splitmix/xorshift generator and Marsaglia–Tsang gamma (no extra crates).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Small, fast, seedable generator (xorshift64*), seeded through splitmix64.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        Rng((z ^ (z >> 31)) | 1)
+    }
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in [0, 1).
+    #[inline]
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Uniform in [0, n).
+    #[inline]
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            ((self.next_u64() as u128 * n as u128) >> 64) as u64
+        }
+    }
+    /// Standard normal (Box–Muller).
+    pub fn normal(&mut self) -> f64 {
+        let u1 = self.unit().max(f64::MIN_POSITIVE);
+        let u2 = self.unit();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+    /// Gamma(shape k, scale 1): Marsaglia & Tsang (2000); shape < 1 by the boost
+    /// Gamma(k) = Gamma(k+1) * U^(1/k).
+    pub fn gamma(&mut self, shape: f64) -> f64 {
+        if shape <= 0.0 || !shape.is_finite() {
+            return 0.0;
+        }
+        if shape < 1.0 {
+            let u = self.unit().max(f64::MIN_POSITIVE);
+            return self.gamma(shape + 1.0) * u.powf(1.0 / shape);
+        }
+        let d = shape - 1.0 / 3.0;
+        let c = 1.0 / (9.0 * d).sqrt();
+        loop {
+            let (x, v) = loop {
+                let x = self.normal();
+                let v = 1.0 + c * x;
+                if v > 0.0 {
+                    break (x, v * v * v);
+                }
+            };
+            let u = self.unit();
+            if u < 1.0 - 0.0331 * x * x * x * x
+                || u.max(f64::MIN_POSITIVE).ln() < 0.5 * x * x + d * (1.0 - v + v.ln())
+            {
+                return d * v;
+            }
+        }
+    }
+}
+
+/// A distribution a randvar or cvar draws from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dist {
+    /// Uniform on [min, min + 2*(mean-min)] (Filebench randvar `type=uniform`), or [lower, upper].
+    Uniform {
+        lower: f64,
+        upper: f64,
+    },
+    /// Gamma with the given mean and shape (Filebench: `gamma` is the shape).
+    Gamma {
+        mean: f64,
+        shape: f64,
+    },
+    Exponential {
+        mean: f64,
+    },
+    Normal {
+        mean: f64,
+        sigma: f64,
+    },
+    LogNormal {
+        shape: f64,
+        scale: f64,
+    },
+    Weibull {
+        shape: f64,
+        scale: f64,
+    },
+    Triangular {
+        lower: f64,
+        upper: f64,
+        mode: f64,
+    },
+    Erlang {
+        shape: u32,
+        rate: f64,
+    },
+    /// Rows of (percent, min, max): pick a row by weight, then uniform in [min, max].
+    Table(Vec<(f64, f64, f64)>),
+}
+
+/// A random variable: distribution plus Filebench's `min` (added offset), `round` and clamps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RandVar {
+    pub dist: Dist,
+    pub min: f64,
+    pub max: Option<f64>,
+    pub round: f64,
+    pub seed: Option<u64>,
+}
+
+impl RandVar {
+    pub fn mean(&self) -> f64 {
+        let m = match &self.dist {
+            Dist::Uniform { lower, upper } => (lower + upper) / 2.0,
+            Dist::Gamma { mean, .. } | Dist::Exponential { mean } | Dist::Normal { mean, .. } => {
+                *mean
+            }
+            Dist::LogNormal { shape, scale } => (scale.ln() + shape * shape / 2.0).exp(),
+            Dist::Weibull { scale, .. } => *scale,
+            Dist::Triangular { lower, upper, mode } => (lower + upper + mode) / 3.0,
+            Dist::Erlang { shape, rate } => *shape as f64 / rate,
+            Dist::Table(rows) => {
+                let tot: f64 = rows.iter().map(|r| r.0).sum();
+                rows.iter().map(|r| r.0 * (r.1 + r.2) / 2.0).sum::<f64>() / tot.max(1e-9)
+            }
+        };
+        self.min + m
+    }
+
+    pub fn sample(&self, rng: &mut Rng) -> f64 {
+        let x = match &self.dist {
+            Dist::Uniform { lower, upper } => lower + rng.unit() * (upper - lower),
+            Dist::Gamma { mean, shape } => rng.gamma(*shape) * mean / shape,
+            Dist::Exponential { mean } => -mean * (1.0 - rng.unit()).ln(),
+            Dist::Normal { mean, sigma } => mean + sigma * rng.normal(),
+            Dist::LogNormal { shape, scale } => (scale.ln() + shape * rng.normal()).exp(),
+            Dist::Weibull { shape, scale } => scale * (-(1.0 - rng.unit()).ln()).powf(1.0 / shape),
+            Dist::Triangular { lower, upper, mode } => {
+                let u = rng.unit();
+                let f = (mode - lower) / (upper - lower).max(1e-12);
+                if u < f {
+                    lower + (u * (upper - lower) * (mode - lower)).sqrt()
+                } else {
+                    upper - ((1.0 - u) * (upper - lower) * (upper - mode)).sqrt()
+                }
+            }
+            Dist::Erlang { shape, rate } => {
+                (0..*shape).map(|_| -(1.0 - rng.unit()).ln()).sum::<f64>() / rate
+            }
+            Dist::Table(rows) => {
+                let tot: f64 = rows.iter().map(|r| r.0).sum();
+                let mut pick = rng.unit() * tot;
+                let mut chosen = rows[rows.len() - 1];
+                for r in rows {
+                    if pick < r.0 {
+                        chosen = *r;
+                        break;
+                    }
+                    pick -= r.0;
+                }
+                chosen.1 + rng.unit() * (chosen.2 - chosen.1)
+            }
+        };
+        let mut v = (self.min + x).max(self.min).max(0.0);
+        if let Some(m) = self.max {
+            v = v.min(m);
+        }
+        if self.round > 0.0 {
+            v = (v / self.round).round() * self.round;
+        }
+        v
+    }
+}
+
+/// What a `$name` is bound to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Var {
+    Num(f64),
+    Str(String),
+    Bool(bool),
+    Rand(Arc<RandVar>),
+}
+
+impl Var {
+    pub fn describe(&self) -> String {
+        match self {
+            Var::Num(n) => format_num(*n),
+            Var::Str(s) => s.clone(),
+            Var::Bool(b) => b.to_string(),
+            Var::Rand(r) => format!("random(mean {})", format_num(r.mean())),
+        }
+    }
+}
+
+pub fn format_num(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e18 {
+        format!("{}", n as i64)
+    } else {
+        format!("{n}")
+    }
+}
+
+/// Parse `key:value;key:value` cvar parameters.
+pub fn parse_params(s: &str) -> Result<HashMap<String, f64>, String> {
+    let mut out = HashMap::new();
+    for part in s.split(';').filter(|p| !p.trim().is_empty()) {
+        let (k, v) = part.split_once(':').ok_or_else(|| {
+            format!("bad cvar parameter '{part}': expected key:value, e.g. mean:16384;gamma:1.5")
+        })?;
+        let v: f64 = v
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad cvar parameter value '{v}' for '{k}': expected a number"))?;
+        out.insert(k.trim().to_string(), v);
+    }
+    Ok(out)
+}
+
+/// Build a cvar distribution from its type name and parameters.
+pub fn cvar_dist(kind: &str, p: &HashMap<String, f64>) -> Result<Dist, String> {
+    let get = |k: &str, d: f64| p.get(k).copied().unwrap_or(d);
+    let kind = kind.strip_prefix("cvar-").unwrap_or(kind);
+    let dist = match kind {
+        "gamma" => Dist::Gamma { mean: get("mean", 4096.0), shape: get("gamma", 1.5) },
+        "exponential" => Dist::Exponential { mean: get("mean", 4096.0) },
+        "normal" => Dist::Normal { mean: get("mean", 4096.0), sigma: get("sigma", 1024.0) },
+        "lognormal" => Dist::LogNormal { shape: get("shape", 1.0), scale: get("scale", 4096.0) },
+        "weibull" => Dist::Weibull { shape: get("shape", 1.5), scale: get("scale", 4096.0) },
+        "triangular" => Dist::Triangular { lower: get("lower", 0.0), upper: get("upper", 8192.0), mode: get("mode", 4096.0) },
+        "uniform" => Dist::Uniform { lower: get("lower", 0.0), upper: get("upper", 8192.0) },
+        "erlang" => Dist::Erlang { shape: get("shape", 2.0).max(1.0) as u32, rate: get("rate", 1.0 / 2048.0) },
+        other => {
+            return Err(format!(
+                "unknown cvar type '{other}': expected cvar-gamma, cvar-exponential, cvar-normal, cvar-lognormal, cvar-weibull, cvar-triangular, cvar-uniform or cvar-erlang"
+            ))
+        }
+    };
+    match &dist {
+        Dist::Gamma { mean, shape } if *mean < 0.0 || *shape <= 0.0 => {
+            Err("cvar-gamma needs mean >= 0 and gamma > 0".into())
+        }
+        Dist::Triangular { lower, upper, mode } if !(lower <= mode && mode <= upper) => {
+            Err("cvar-triangular needs lower <= mode <= upper".into())
+        }
+        Dist::Uniform { lower, upper } if lower > upper => {
+            Err("cvar-uniform needs lower <= upper".into())
+        }
+        _ => Ok(dist),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mean_of(rv: &RandVar, n: usize) -> f64 {
+        let mut r = Rng::new(7);
+        (0..n).map(|_| rv.sample(&mut r)).sum::<f64>() / n as f64
+    }
+
+    #[test]
+    fn gamma_mean_and_variance() {
+        for shape in [0.5, 1.5, 4.0] {
+            let rv = RandVar {
+                dist: Dist::Gamma {
+                    mean: 16384.0,
+                    shape,
+                },
+                min: 0.0,
+                max: None,
+                round: 0.0,
+                seed: None,
+            };
+            let mut r = Rng::new(1);
+            let xs: Vec<f64> = (0..200_000).map(|_| rv.sample(&mut r)).collect();
+            let m = xs.iter().sum::<f64>() / xs.len() as f64;
+            let var = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / xs.len() as f64;
+            assert!((m / 16384.0 - 1.0).abs() < 0.02, "shape {shape} mean {m}");
+            // Gamma variance = mean^2 / shape.
+            let want = 16384.0f64.powi(2) / shape;
+            assert!(
+                (var / want - 1.0).abs() < 0.06,
+                "shape {shape} var {var} want {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn other_distributions_have_their_means() {
+        let p = parse_params("mean:1000;sigma:10").unwrap();
+        let rv = RandVar {
+            dist: cvar_dist("cvar-normal", &p).unwrap(),
+            min: 0.0,
+            max: None,
+            round: 0.0,
+            seed: None,
+        };
+        assert!((mean_of(&rv, 50_000) - 1000.0).abs() < 5.0);
+        let rv = RandVar {
+            dist: Dist::Table(vec![(50.0, 0.0, 10.0), (50.0, 100.0, 110.0)]),
+            min: 0.0,
+            max: None,
+            round: 0.0,
+            seed: None,
+        };
+        assert!((mean_of(&rv, 50_000) - 55.0).abs() < 2.0);
+        let rv = RandVar {
+            dist: Dist::Exponential { mean: 10.0 },
+            min: 5.0,
+            max: None,
+            round: 1.0,
+            seed: None,
+        };
+        let m = mean_of(&rv, 50_000);
+        assert!((m - 15.0).abs() < 0.5, "{m}");
+        assert!(cvar_dist("cvar-zipf", &p).is_err());
+        assert!(parse_params("mean=3").is_err());
+    }
+}

@@ -1,0 +1,252 @@
+//! Every shipped personality (and variant) runs for about a second at tiny scale through the
+//! real binary (real processes): each flowop must have done work, the JSON result must be a
+//! `workload` document, and nothing the workload created may be left behind.
+mod common;
+
+use common::Sandbox;
+
+fn tiny(name: &str) -> Vec<String> {
+    let filesize = match name {
+        "filemicro_rread" | "filemicro_rwrite" | "filemicro_seqread" => "2m",
+        "filemicro_writefsync" => "256k",
+        "oltp" => "4m",
+        _ => "16k",
+    };
+    let mut v: Vec<String> = vec!["workload".into(), name.into()];
+    for d in [
+        "nfiles=60",
+        "nthreads=2",
+        "count=20",
+        "nshadows=2",
+        "ndbwriters=1",
+        "ndatafiles=2",
+        "logfilesize=1m",
+        "usermode=1000",
+        "iosize=4k",
+    ] {
+        v.push("-D".into());
+        v.push(d.into());
+    }
+    v.push("-D".into());
+    v.push(format!("filesize={filesize}"));
+    v.extend([
+        "--time".into(),
+        "1s".into(),
+        "--output-format".into(),
+        "json".into(),
+    ]);
+    v
+}
+
+fn check(name: &str) {
+    let sb = Sandbox::new();
+    let args = tiny(name);
+    let argv: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    let r = sb.run_json(&argv);
+    assert_eq!(r["kind"], "workload");
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(
+        r["status"], "complete",
+        "{name}: {}",
+        r["runs"][0]["stop_reason"]
+    );
+    let run = &r["runs"][0];
+    for f in run["flowops"].as_array().unwrap() {
+        let kind = f["type"].as_str().unwrap();
+        if kind == "finishoncount" || kind == "finishonbytes" {
+            continue;
+        }
+        assert!(
+            f["ops"].as_u64().unwrap() > 0,
+            "{name}: flowop {} did no work",
+            f["name"]
+        );
+        if [
+            "read",
+            "write",
+            "readwholefile",
+            "writewholefile",
+            "appendfile",
+            "appendfilerand",
+            "aiowrite",
+        ]
+        .contains(&kind)
+        {
+            let bytes = f["read_bytes"].as_u64().unwrap() + f["write_bytes"].as_u64().unwrap();
+            assert!(bytes > 0, "{name}: flowop {} moved no bytes", f["name"]);
+        }
+        assert!(f["lat_ns"]["p99"].as_u64().unwrap() >= f["lat_ns"]["p50"].as_u64().unwrap());
+    }
+    assert!(run["summary"]["ops"].as_u64().unwrap() > 0);
+    assert!(run["summary"]["cpu_us_per_op"].as_f64().unwrap() > 0.0);
+    assert!(
+        sb.listing().is_empty(),
+        "{name}: left behind {:?}",
+        sb.listing()
+    );
+}
+
+macro_rules! personality_tests {
+    ($($t:ident),*) => { $( #[test] fn $t() { check(stringify!($t)); } )* };
+}
+
+personality_tests!(
+    createfiles,
+    deletefiles,
+    copyfiles,
+    filemicro_create,
+    filemicro_writefsync,
+    filemicro_createrand,
+    filemicro_rread,
+    filemicro_rwrite,
+    filemicro_seqread,
+    filemicro_seqwrite,
+    filemicro_seqwriterand,
+    fileserver,
+    varmail,
+    webproxy,
+    webserver,
+    oltp
+);
+
+#[test]
+fn variants_run_with_their_presets() {
+    for v in [
+        "randwrite2ksync4thread",
+        "large_db_oltp_8k_uncached",
+        "seqwrite32kdsync",
+    ] {
+        let sb = Sandbox::new();
+        let mut args = tiny(v);
+        args[1] = v.to_string();
+        // The preset wins unless -D overrides it: drop our iosize override.
+        let pos = args.iter().position(|a| a == "iosize=4k").unwrap();
+        args.drain(pos - 1..=pos);
+        let argv: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let r = sb.run_json(&argv);
+        assert_eq!(r["status"], "complete", "{v}");
+        let iosize = r["variables"]["iosize"].as_str().unwrap().to_string();
+        assert!(
+            iosize == "2048" || iosize == "8192" || iosize == "32768",
+            "{v}: iosize {iosize}"
+        );
+        assert!(sb.listing().is_empty());
+    }
+}
+
+#[test]
+fn listing_names_every_personality_and_variant() {
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd(&["workload", "list"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    for n in [
+        "createfiles",
+        "deletefiles",
+        "copyfiles",
+        "filemicro_create",
+        "createandalloc",
+        "createallocsync",
+        "createallocfsync",
+        "createallocappend",
+        "randread2k",
+        "randread2kcached",
+        "randwrite2ksync",
+        "randwrite2ksync4thread",
+        "seqread32k",
+        "seqread32kcached",
+        "seqwrite32k",
+        "seqwrite32kdsync",
+        "seqwriterand8k",
+        "fileserver",
+        "varmail",
+        "webproxy",
+        "webserver",
+        "large_db_oltp_2k_cached",
+        "large_db_oltp_2k_uncached",
+        "large_db_oltp_8k_cached",
+        "large_db_oltp_8k_uncached",
+    ] {
+        assert!(text.contains(n), "missing {n}");
+    }
+}
+
+#[test]
+fn bad_files_fail_with_position_and_status_2() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("bad.f"), "define process name=p {\n  thread name=t {\n    flowop read name=r,iosize=4k,filesetname=nosuch\n  }\n}\nrun 1\n").unwrap();
+    let out = sb
+        .cmd(&["workload", "bad.f"])
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(out).unwrap();
+    assert!(err.contains("bad.f:3:34:"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    std::fs::write(
+        sb.file("stuck.f"),
+        "define process name=p { thread name=t { flowop semblock name=w,value=1 } }\nrun 1\n",
+    )
+    .unwrap();
+    let out = sb
+        .cmd(&["workload", "stuck.f"])
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    assert!(String::from_utf8(out)
+        .unwrap()
+        .contains("can never proceed"));
+}
+
+#[test]
+fn psrun_prints_periodic_lines_in_process_mode_too() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.file("p.f"),
+        "set $dir=.\ndefine file name=f,path=$dir,size=64k,prealloc\ndefine process name=p,instances=2 { thread name=t { flowop read name=r,filename=f,iosize=4k,random } }\npsrun -1 2\n",
+    )
+    .unwrap();
+    for extra in [None, Some("--in-process")] {
+        let mut args = vec!["workload", "p.f", "--output-format", "json"];
+        args.extend(extra);
+        let r = sb.run_json(&args);
+        let lines = r["runs"][0]["psrun"].as_array().unwrap();
+        assert!(lines.len() >= 2, "{extra:?}: {lines:?}");
+        assert!(lines[1]["ops_per_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["runs"][0]["processes"], 2);
+    }
+    assert_eq!(sb.listing(), vec!["p.f".to_string()]);
+}
+
+#[test]
+fn keep_then_reuse_then_remove() {
+    let sb = Sandbox::new();
+    let base = [
+        "workload",
+        "filemicro_seqread",
+        "-D",
+        "filesize=1m",
+        "--time",
+        "0.3s",
+        "--output-format",
+        "json",
+    ];
+    let mut keep = base.to_vec();
+    keep.push("--keep");
+    let r = sb.run_json(&keep);
+    assert_eq!(r["filesets"][0]["files_created"], 1);
+    assert!(sb.file("seqreadfile/seqreadfile").exists());
+    let r = sb.run_json(&base);
+    assert_eq!(r["filesets"][0]["reused"], 1, "the kept file is reused");
+    assert_eq!(r["filesets"][0]["files_created"], 0);
+    assert!(sb.listing().is_empty(), "{:?}", sb.listing());
+}
