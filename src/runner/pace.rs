@@ -53,8 +53,11 @@ impl Pacer {
         })
     }
 
-    /// Anchor the schedule at the start of the timed loop.
+    /// Anchor the schedule at the start of the timed loop. Also asks for 1 us timer slack
+    /// (default 50 us) so waits for the next slot end close to its intended time.
     pub fn start(&mut self, t0: Instant) {
+        // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0) };
         self.start = t0;
         self.next = 0;
     }
