@@ -684,3 +684,94 @@ fn a_stall_shows_in_scheduled_latency_not_in_the_rate() {
         "service p99 {lat} ns vs scheduled {sched} ns"
     );
 }
+
+/// With io_uring blocked (a seccomp filter makes io_uring_setup fail with EPERM, as container
+/// runtimes do), `--engine uring` fails with one clear error naming io_uring and the way out,
+/// leaves no file behind, and the sync engine still runs.
+#[test]
+fn blocked_io_uring_is_a_clear_error_not_a_silent_fallback() {
+    use std::os::unix::process::CommandExt;
+    let sb = Sandbox::new();
+    let run = |engine: &str| {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsbench"));
+        c.current_dir(sb.path()).args([
+            "run",
+            "--rw",
+            "randread",
+            "--bs",
+            "4k",
+            "--size",
+            "1m",
+            "--count",
+            "100",
+            "--engine",
+            engine,
+            "blocked.dat",
+        ]);
+        // SAFETY: between fork and exec the closure only makes two prctl calls on a filter
+        // that lives on this (copied) stack.
+        unsafe {
+            c.pre_exec(|| {
+                const IO_URING_SETUP: u32 = 425; // the same number on every Linux architecture
+                let filter = [
+                    // Load the system call number (offset 0 of struct seccomp_data).
+                    libc::sock_filter {
+                        code: 0x20,
+                        jt: 0,
+                        jf: 0,
+                        k: 0,
+                    },
+                    libc::sock_filter {
+                        code: 0x15,
+                        jt: 0,
+                        jf: 1,
+                        k: IO_URING_SETUP,
+                    },
+                    libc::sock_filter {
+                        code: 0x06,
+                        jt: 0,
+                        jf: 0,
+                        k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+                    },
+                    libc::sock_filter {
+                        code: 0x06,
+                        jt: 0,
+                        jf: 0,
+                        k: libc::SECCOMP_RET_ALLOW,
+                    },
+                ];
+                let prog = libc::sock_fprog {
+                    len: filter.len() as u16,
+                    filter: filter.as_ptr() as *mut libc::sock_filter,
+                };
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                    || libc::prctl(
+                        libc::PR_SET_SECCOMP,
+                        libc::SECCOMP_MODE_FILTER,
+                        &prog as *const libc::sock_fprog,
+                    ) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        c.output().unwrap()
+    };
+    let out = run("uring");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "ran without io_uring: {err}");
+    assert!(err.contains("io_uring is not available"), "{err}");
+    assert!(err.contains("--engine sync"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        !sb.file("blocked.dat").exists(),
+        "the refused run left its file"
+    );
+    let out = run("sync");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
