@@ -262,8 +262,7 @@ fn register_files(ring: &IoUring, files: &[FileHandles]) -> (Vec<[i32; 3]>, bool
     let mut table = vec![[-1i32; 3]; files.len()];
     let mut fds: Vec<RawFd> = Vec::new();
     for (f, h) in files.iter().enumerate() {
-        for r in 0..3 {
-            let fd = h.fds[r];
+        for (r, &fd) in h.fds.iter().enumerate() {
             if fd < 0 {
                 continue;
             }
@@ -603,7 +602,10 @@ fn all_direct(policy: CachePolicy, bs: u64, plan: &crate::runner::Plan) -> bool 
     matches!(
         policy,
         CachePolicy::Direct | CachePolicy::Concurrent | CachePolicy::Raw
-    ) && plan.targets.iter().all(|t| bs % t.dio_align.max(1) == 0)
+    ) && plan
+        .targets
+        .iter()
+        .all(|t| bs.is_multiple_of(t.dio_align.max(1)))
 }
 
 #[cfg(test)]
