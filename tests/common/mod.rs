@@ -89,10 +89,7 @@ impl LoopDevice {
 
 impl Drop for LoopDevice {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("losetup")
-            .arg("-d")
-            .arg(&self.dev)
-            .status();
+        let _ = std::process::Command::new("losetup").arg("-d").arg(&self.dev).status();
     }
 }
 
@@ -142,9 +139,7 @@ impl MountedFs {
 
 impl Drop for MountedFs {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg(self.mnt.path())
-            .status();
+        let _ = std::process::Command::new("umount").arg(self.mnt.path()).status();
     }
 }
 
