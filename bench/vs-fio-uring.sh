@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# fsbench vs fio, side by side on the same file.
+# fsbench vs fio's io_uring engine, side by side on the same file (issue 3's cases).
+# The same cases run inside bench/vs-fio.sh through bench/vs-fio.d/uring.sh; this script adds
+# alternating order within each pair and whole-process CPU, and produced the README numbers.
 #
 # Every case runs PAIRS pairs of (fsbench, fio), alternating which tool goes first, on one
 # 1 GiB file; the summary prints medians of IOPS and CPU seconds per I/O for both tools and
@@ -9,7 +11,7 @@
 # getrusage of the worker threads; fio: usr_cpu + sys_cpu of the job), and for the whole
 # process as /usr/bin/time measures it (setup included).
 #
-# usage: bench/vs-fio.sh [uring] [sync]      (default: every group below)
+# usage: bench/vs-fio-uring.sh [uring]
 # environment: FSBENCH (default target/release/fsbench), BENCH_DIR (where the 1 GiB file
 #   goes; default bench/tmp), PAIRS (5), RUNTIME (seconds per run, 10), FIO (fio).
 set -euo pipefail
@@ -20,7 +22,7 @@ FIO=${FIO:-fio}
 DIR=${BENCH_DIR:-$ROOT/bench/tmp}
 PAIRS=${PAIRS:-5}
 RUNTIME=${RUNTIME:-10}
-FILE=$DIR/vs-fio.dat
+FILE=$DIR/vs-fio-uring.dat
 OUT=$DIR/results
 SIZE=1g
 
