@@ -3,6 +3,7 @@
 //! Front ends (`cli`, `vx`) build [`job::Job`]s; only the [`runner`] does I/O; only the
 //! [`report`] layer formats. A [`result::RunResult`] can be stored and re-rendered later.
 
+pub mod advise;
 pub mod cli;
 pub mod engine;
 pub mod error;
@@ -13,5 +14,7 @@ pub mod result;
 pub mod runner;
 pub mod safety;
 pub mod stats;
+pub mod sweep;
+pub mod trace;
 pub mod units;
 pub mod vx;

@@ -81,7 +81,7 @@ impl RunResult {
             environment: crate::probe::env::collect(&job.targets),
             total: StatsReport::from_stats(&total, true),
             users,
-            probes: serde_json::Map::new(),
+            probes: outcome.probes.clone(),
         }
     }
 

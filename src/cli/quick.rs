@@ -14,10 +14,10 @@ pub struct QuickArgs {
     /// Directory for the scratch file (default: current directory)
     pub dir: Option<PathBuf>,
     /// Scratch file size
-    #[arg(long, default_value = "512m")]
+    #[arg(long, default_value = "1g")]
     pub size: String,
     /// Seconds for each timed (random / fsync) test
-    #[arg(long, default_value = "8s")]
+    #[arg(long, default_value = "10s")]
     pub time: String,
     /// Write all Results (a JSON array) here
     #[arg(long)]
@@ -165,14 +165,14 @@ pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
         if interactive {
             let t = &r.total;
             println!(
-                "{:<26} {:>10.1} {:>10.0} {:>9.2} {:>10} {:>10}  {:?}",
+                "{:<26} {:>10.1} {:>10.0} {:>9.2} {:>10} {:>10}  {}",
                 r.name,
                 t.bytes_per_sec / 1048576.0,
                 t.iops,
                 t.cpu_s,
                 format_ns(t.lat_ns.p50 as f64),
                 format_ns(t.lat_ns.p99 as f64),
-                r.status
+                r.status.name()
             );
             for f in &r.failures {
                 println!("  error: {f}");

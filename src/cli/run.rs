@@ -130,6 +130,8 @@ pub struct RunArgs {
     /// Throughput in MB/s instead of KB/s
     #[arg(long)]
     pub mb: bool,
+    #[command(flatten)]
+    pub observe: super::observe::ObserveArgs,
 }
 
 fn size_opt(s: &Option<String>, what: &str) -> Result<Option<u64>, crate::error::UsageError> {
@@ -294,7 +296,9 @@ pub fn report_options(a: &RunArgs) -> ReportOptions {
 pub fn main(a: RunArgs) -> anyhow::Result<i32> {
     let format = Format::parse(&a.output_format)?;
     let job = build_job(&a)?;
+    let observer = super::observe::Observer::start(&a.observe, &job)?;
     let outcome = crate::runner::run(&job)?;
-    let result = RunResult::from_outcome(&job, &outcome);
+    let mut result = RunResult::from_outcome(&job, &outcome);
+    observer.finish(&mut result, outcome.elapsed_s)?;
     super::output::emit(&[result], format, &report_options(&a), a.output.as_deref())
 }

@@ -3,12 +3,15 @@
 use crate::result::RunResult;
 
 pub fn main(args: &[String]) -> anyhow::Result<i32> {
-    let cmd = crate::vx::parse(args)?;
+    let (observe, args) = super::observe::ObserveArgs::extract(args)?;
+    let cmd = crate::vx::parse(&args)?;
     if cmd.help {
         print!("{}", crate::vx::HELP);
         return Ok(0);
     }
+    let observer = super::observe::Observer::start(&observe, &cmd.job)?;
     let outcome = crate::runner::run(&cmd.job)?;
-    let result = RunResult::from_outcome(&cmd.job, &outcome);
+    let mut result = RunResult::from_outcome(&cmd.job, &outcome);
+    observer.finish(&mut result, outcome.elapsed_s)?;
     super::output::emit(&[result], cmd.format, &cmd.report, cmd.output.as_deref())
 }

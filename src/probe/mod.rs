@@ -1,8 +1,12 @@
 //! Probes of the environment a benchmark runs in: the file system and mount under a path, the
 //! block device behind it (through partitions and loop devices), and file extents (FIEMAP).
 
+pub mod diskstats;
 pub mod env;
 pub mod fiemap;
+pub mod frag;
+pub mod fsgeom;
+pub mod topology;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -37,12 +41,18 @@ pub fn mount_of(path: &Path) -> Option<MountInfo> {
     };
     let want = format!("{}:{}", libc::major(dev), libc::minor(dev));
     let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let mut best: Option<MountInfo> = None;
+    // Match on the device number first; btrfs reports anonymous device numbers that differ
+    // from mountinfo's, so fall back to the longest mount point that prefixes the path.
+    let pstr = p.to_string_lossy().to_string();
+    let mut by_dev: Option<MountInfo> = None;
+    let mut by_prefix: Option<MountInfo> = None;
     for line in text.lines() {
-        let (left, right) = line.split_once(" - ")?;
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
         let l: Vec<&str> = left.split_whitespace().collect();
         let r: Vec<&str> = right.split_whitespace().collect();
-        if l.len() < 6 || r.len() < 2 || l[2] != want {
+        if l.len() < 6 || r.len() < 2 {
             continue;
         }
         let mi = MountInfo {
@@ -50,18 +60,31 @@ pub fn mount_of(path: &Path) -> Option<MountInfo> {
             fs_type: r[0].to_string(),
             source: r[1].to_string(),
             options: format!("{},{}", l[5], r.get(2).unwrap_or(&"")),
-            dev: want.clone(),
+            dev: l[2].to_string(),
         };
-        // Prefer the mount point that is the longest prefix of the path.
-        let pstr = p.to_string_lossy();
-        if pstr.starts_with(&mi.mount_point)
-            && best
-                .as_ref()
-                .is_none_or(|b| mi.mount_point.len() > b.mount_point.len())
+        let under = pstr == mi.mount_point
+            || pstr.starts_with(&format!("{}/", mi.mount_point.trim_end_matches('/')));
+        if !under {
+            continue;
+        }
+        let slot = if l[2] == want {
+            &mut by_dev
+        } else {
+            &mut by_prefix
+        };
+        // Later lines are mounted on top of earlier ones: prefer longer, then later.
+        if slot
+            .as_ref()
+            .is_none_or(|b| mi.mount_point.len() >= b.mount_point.len())
         {
-            best = Some(mi);
+            *slot = Some(mi);
         }
     }
+    let best = match (by_dev, by_prefix) {
+        (Some(d), Some(p)) if p.mount_point.len() > d.mount_point.len() => Some(p),
+        (Some(d), _) => Some(d),
+        (None, p) => p,
+    };
     best
 }
 

@@ -28,9 +28,9 @@ fn row(
     let j = &r.job;
     let l = &s.lat_ns;
     format!(
-        "{},{:?},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.1},{:.1},{:.6},{:.6},{:.6},{:.3},{},{:.0},{},{},{},{},{},{},{}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.1},{:.1},{:.6},{:.6},{:.6},{:.3},{},{:.0},{},{},{},{},{},{},{}",
         field(&r.name),
-        r.status,
+        r.status.name(),
         scope,
         user,
         thread,
@@ -61,9 +61,6 @@ fn row(
         s.buffered_fallback_ops,
         s.errors
     )
-    .replace("Complete", "complete")
-    .replace("Partial", "partial")
-    .replace("Failed", "failed")
 }
 
 impl Exporter for CsvExporter {

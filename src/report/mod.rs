@@ -1,8 +1,18 @@
 //! The report layer: the only place that formats. One `Exporter` trait implemented by the
 //! vxbench-style text, JSON and CSV exporters.
 
+pub mod advise_html;
+pub mod compare;
 pub mod csv;
+pub mod html;
+pub mod iostat_html;
 pub mod json;
+pub mod long;
+pub mod markdown;
+pub mod metrics;
+pub mod observe;
+pub mod svg;
+pub mod table;
 pub mod text;
 
 use crate::result::RunResult;

@@ -157,6 +157,8 @@ impl Exporter for TextExporter {
                     String::new()
                 }
             );
+            out.push_str(&super::observe::syscall_lines(t));
+            out.push_str(&super::observe::probe_sections(r));
             match r.status {
                 crate::runner::RunStatus::Complete => {}
                 crate::runner::RunStatus::Partial => {

@@ -30,6 +30,16 @@ pub enum RunStatus {
     Failed,
 }
 
+impl RunStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Complete => "complete",
+            RunStatus::Partial => "partial",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
 /// Everything a run measured, before formatting.
 pub struct RunOutcome {
     pub plan: Plan,
@@ -38,6 +48,8 @@ pub struct RunOutcome {
     pub failures: Vec<IoFailure>,
     pub elapsed_s: f64,
     pub started_unix_s: f64,
+    /// Probe data measured by the runner (e.g. `extents` of the files a run wrote).
+    pub probes: serde_json::Map<String, serde_json::Value>,
 }
 
 impl RunOutcome {
@@ -91,6 +103,19 @@ pub fn run(job: &Job) -> Result<RunOutcome> {
     } else {
         RunStatus::Complete
     };
+    // Extent count of every file the run wrote, before anything is removed.
+    let mut probes = serde_json::Map::new();
+    if job.access.read_pct(job.read_pct) < 100 || job.space.reservation.is_some() {
+        let files: Vec<&std::path::Path> = plan
+            .targets
+            .iter()
+            .filter(|t| t.kind == target::TargetKind::File)
+            .map(|t| t.path.as_path())
+            .collect();
+        if !files.is_empty() {
+            probes.insert("extents".into(), crate::probe::frag::extents_probe(&files));
+        }
+    }
     // Post-run space management and removal.
     for t in &plan.targets {
         if job.space.flags.trim || job.space.flags.noreserve {
@@ -119,6 +144,7 @@ pub fn run(job: &Job) -> Result<RunOutcome> {
         failures,
         elapsed_s,
         started_unix_s,
+        probes,
     })
 }
 

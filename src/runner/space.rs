@@ -49,6 +49,16 @@ pub fn set_extsize(file: &File, path: &Path, extsize: u64) -> Result<()> {
             std::io::Error::last_os_error()
         );
     }
+    // Some file systems (ext4) accept the call but drop the hint: read it back.
+    let mut back = FsXattr::default();
+    // SAFETY: as above.
+    let rc = unsafe { libc::ioctl(file.as_raw_fd(), FS_IOC_FSGETXATTR as _, &mut back) };
+    if rc != 0 || back.xflags & FS_XFLAG_EXTSIZE == 0 || back.extsize as u64 != extsize {
+        bail!(
+            "-e {extsize}: {} is on {fs}, which has no extent size hints (the hint did not stick); XFS has them",
+            path.display()
+        );
+    }
     Ok(())
 }
 
@@ -117,20 +127,10 @@ pub fn trim(path: &Path) -> Result<()> {
         .metadata()
         .map(|m| std::os::unix::fs::MetadataExt::blocks(&m) * 512)?;
     if alloc > len {
-        // SAFETY: punching a hole past EOF on our own descriptor; KEEP_SIZE leaves the size.
-        let rc = unsafe {
-            libc::fallocate(
-                f.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                len as i64,
-                (alloc - len + 1 + (1 << 20)) as i64,
-            )
-        };
-        if rc != 0 {
-            // Fall back to the truncate trick: shrinking releases blocks past EOF.
-            f.set_len(len + 1)?;
-            f.set_len(len)?;
-        }
+        // Shrinking a file releases every block past the new end, including fallocated
+        // blocks kept past EOF (punching a hole past EOF does not, on ext4).
+        f.set_len(len + 1)?;
+        f.set_len(len)?;
     }
     Ok(())
 }

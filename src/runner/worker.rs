@@ -57,6 +57,8 @@ pub struct Worker {
     sys: SyscallCounts,
     /// Issue schedule under a rate limit.
     pacer: Option<Pacer>,
+    /// Per-I/O trace ring when `--trace` is on (allocated here, untimed).
+    trace: Option<crate::trace::TraceRing>,
 }
 
 fn open_fd(path: &std::path::Path, flags: i32, sys: &mut SyscallCounts) -> std::io::Result<i32> {
@@ -164,6 +166,7 @@ impl Worker {
             seed: thread_seed(job.seed, user, thread),
         });
         let _ = TargetKind::File;
+        let trace = crate::trace::ring_for_worker(job, &t.path, t.size, user, thread);
         Ok(Worker {
             user,
             thread,
@@ -179,6 +182,7 @@ impl Worker {
             fds: fds.to_vec(),
             sys,
             pacer: Pacer::for_worker(job, user as u64 * job.threads as u64 + thread as u64),
+            trace,
         })
     }
 
@@ -210,6 +214,7 @@ impl Worker {
         let mut sys = self.sys;
         let mut inflight = 0usize;
         let mut issuing = true;
+        let mut trace = self.trace.take();
 
         let usage0 = cpu::thread_usage();
         let t0 = Instant::now();
@@ -310,6 +315,16 @@ impl Worker {
                 let lat = now.duration_since(submitted_at[c.slot as usize]).as_nanos() as u64;
                 inflight -= 1;
                 free.push(c.slot);
+                if let Some(ring) = trace.as_mut() {
+                    ring.record(
+                        op.kind,
+                        op.offset,
+                        op.len,
+                        submitted_at[c.slot as usize],
+                        now,
+                        c.result,
+                    );
+                }
                 if c.result < 0 {
                     stats.errors += 1;
                     if failure.is_none() {
@@ -369,6 +384,9 @@ impl Worker {
         stats.elapsed_s = t0.elapsed().as_secs_f64();
         stats.usage = cpu::thread_usage().since(&usage0);
         stats.syscalls = sys;
+        if let Some(ring) = trace {
+            crate::trace::finish_ring(ring);
+        }
         ThreadOutcome {
             user: self.user,
             thread: self.thread,

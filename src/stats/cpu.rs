@@ -95,14 +95,23 @@ mod tests {
 
     #[test]
     fn thread_cpu_grows_with_work() {
+        // Spin until this thread's own CPU time has grown by 20 ms. On a loaded machine that
+        // takes longer in wall time, but it must happen: a broken probe never gets there.
         let before = thread_usage();
         let mut x = 0u64;
         let start = std::time::Instant::now();
-        while start.elapsed().as_millis() < 50 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let mut used = Usage::default();
+        while start.elapsed().as_secs() < 20 {
+            for _ in 0..100_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+            used = thread_usage().since(&before);
+            if used.cpu_s() >= 0.02 {
+                break;
+            }
         }
         std::hint::black_box(x);
-        let used = thread_usage().since(&before);
-        assert!(used.cpu_s() > 0.02, "cpu {}", used.cpu_s());
+        assert!(used.cpu_s() >= 0.02, "cpu {}", used.cpu_s());
+        assert!(used.cpu_user_s > 0.0, "spinning is user time");
     }
 }

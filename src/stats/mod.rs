@@ -60,6 +60,50 @@ impl std::ops::AddAssign<&SyscallCounts> for SyscallCounts {
     }
 }
 
+/// [`SyscallCounts`] divided by the elapsed seconds (the backup study's "98 write calls per
+/// second").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct SyscallRates {
+    pub read: f64,
+    pub write: f64,
+    pub fsync: f64,
+    pub fdatasync: f64,
+    pub open: f64,
+    pub close: f64,
+    pub fadvise: f64,
+    pub fallocate: f64,
+    pub ftruncate: f64,
+    pub io_uring_enter: f64,
+    pub msync: f64,
+    pub other: f64,
+}
+
+impl SyscallRates {
+    pub fn of(c: &SyscallCounts, elapsed_s: f64) -> Self {
+        let r = |n: u64| {
+            if elapsed_s > 0.0 {
+                n as f64 / elapsed_s
+            } else {
+                0.0
+            }
+        };
+        SyscallRates {
+            read: r(c.read),
+            write: r(c.write),
+            fsync: r(c.fsync),
+            fdatasync: r(c.fdatasync),
+            open: r(c.open),
+            close: r(c.close),
+            fadvise: r(c.fadvise),
+            fallocate: r(c.fallocate),
+            ftruncate: r(c.ftruncate),
+            io_uring_enter: r(c.io_uring_enter),
+            msync: r(c.msync),
+            other: r(c.other),
+        }
+    }
+}
+
 /// Buckets of the in-flight distribution: how many I/Os were outstanding when each I/O was
 /// submitted (1, 2, 3-4, 5-8, 9-16, 17-32, 33-64, >64), like fio's "IO depths".
 pub const INFLIGHT_BUCKETS: [&str; 8] = ["1", "2", "4", "8", "16", "32", "64", ">64"];
@@ -158,6 +202,9 @@ pub struct StatsReport {
     pub usage: Usage,
     pub syscalls: SyscallCounts,
     pub syscalls_per_sec: f64,
+    /// Per-call rates (`read`, `write`, `fsync`, `open`, ...), calls per second.
+    #[serde(default)]
+    pub syscall_rates_per_sec: SyscallRates,
     /// In-flight distribution: share of I/Os submitted at each depth bucket, in percent.
     pub inflight_pct: Vec<(String, f64)>,
     /// Histogram buckets `[value_ns, count]`, so stored results can be merged later.
@@ -201,6 +248,7 @@ impl StatsReport {
             usage: s.usage,
             syscalls: s.syscalls,
             syscalls_per_sec: per_sec(s.syscalls.total() as f64),
+            syscall_rates_per_sec: SyscallRates::of(&s.syscalls, s.elapsed_s),
             inflight_pct: INFLIGHT_BUCKETS
                 .iter()
                 .zip(s.inflight.iter())

@@ -89,7 +89,10 @@ impl LoopDevice {
 
 impl Drop for LoopDevice {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("losetup").arg("-d").arg(&self.dev).status();
+        let _ = std::process::Command::new("losetup")
+            .arg("-d")
+            .arg(&self.dev)
+            .status();
     }
 }
 
@@ -139,7 +142,9 @@ impl MountedFs {
 
 impl Drop for MountedFs {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(self.mnt.path()).status();
+        let _ = std::process::Command::new("umount")
+            .arg(self.mnt.path())
+            .status();
     }
 }
 

@@ -1,0 +1,144 @@
+//! `fsbench advise PATH [--measure] [--format text|json]`: tuning recommendations for the
+//! storage under PATH. Argument handling only; the work is in [`crate::advise`].
+
+use crate::advise::{self, measure};
+use crate::probe::topology::{SysfsProbe, Topology};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct AdviseArgs {
+    /// A directory or file on the storage to advise on (the scratch file for --measure goes in
+    /// this directory, or in the file's directory)
+    pub path: PathBuf,
+    /// Also measure: I/O-size knee, direct-vs-buffered crossover and stream count, on a
+    /// scratch file fsbench creates and removes
+    #[arg(long)]
+    pub measure: bool,
+    /// Size of the scratch file for --measure
+    #[arg(long = "measure-size", default_value = "1g")]
+    pub measure_size: String,
+    /// Time budget for all measured points together (each point gets an equal share)
+    #[arg(long = "measure-time", default_value = "80s")]
+    pub measure_time: String,
+    /// Runs of each measured point; the median is kept (the time budget is shared by all runs)
+    #[arg(long = "measure-repeat", default_value_t = 3)]
+    pub measure_repeat: u32,
+    /// text, json or html (a self-contained page with charts of the measurements)
+    #[arg(long, default_value = "text")]
+    pub format: String,
+    /// Also write the JSON to this file (with --format html: write the page here instead of
+    /// standard output)
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
+    let (json, html) = match a.format.as_str() {
+        "text" => (false, false),
+        "json" => (true, false),
+        "html" => (false, true),
+        other => crate::bail_usage!("unknown format '{other}': expected text, json or html"),
+    };
+    if !a.path.exists() {
+        crate::bail_usage!(
+            "{} does not exist: name a directory or file on the storage to advise on",
+            a.path.display()
+        );
+    }
+    let size = crate::units::parse_size(&a.measure_size)?;
+    let budget = crate::units::parse_duration(&a.measure_time)?.as_secs_f64();
+    let min_size = *measure::SIZES.last().unwrap() * 2;
+    if a.measure && size < min_size {
+        crate::bail_usage!(
+            "bad --measure-size {}: must be at least {} (two of the largest I/O)",
+            a.measure_size,
+            crate::units::format_size_exact(min_size)
+        );
+    }
+    if a.measure_repeat == 0 || a.measure_repeat > 9 {
+        crate::bail_usage!("bad --measure-repeat {}: must be 1 to 9", a.measure_repeat);
+    }
+    if a.measure && budget < 1.0 {
+        crate::bail_usage!("bad --measure-time {}: must be at least 1s", a.measure_time);
+    }
+    let path = std::fs::canonicalize(&a.path)?;
+    let topology = Topology::of_path(&path, &SysfsProbe::default());
+    let mut advice = advise::from_topology(topology);
+    if a.measure {
+        let dir = if path.is_dir() {
+            path.clone()
+        } else {
+            path.parent().map(|p| p.to_path_buf()).unwrap_or_default()
+        };
+        check_space(&dir, size)?;
+        let opts = measure::MeasureOpts {
+            dir,
+            file_size: size,
+            budget_s: budget,
+            sizes: measure::SIZES.to_vec(),
+            streams: measure::STREAMS.to_vec(),
+            repeat: a.measure_repeat,
+        };
+        if !json {
+            eprintln!(
+                "fsbench advise: measuring in {} ({} scratch file, about {} s)...",
+                opts.dir.display(),
+                crate::units::format_size_exact(size),
+                budget.round()
+            );
+        }
+        let m = measure::run(&opts, |p| {
+            if !json {
+                eprintln!("  {}", p.label());
+            }
+        })?;
+        advice.add_measurement(m);
+    }
+    if html {
+        let page = crate::report::advise_html::page(&advice);
+        match &a.output {
+            Some(p) => {
+                let tmp = p.with_extension("partial");
+                std::fs::write(&tmp, &page)
+                    .map_err(|e| crate::usage!("cannot write {}: {e}", tmp.display()))?;
+                std::fs::rename(&tmp, p)?;
+                eprintln!("wrote {}", p.display());
+            }
+            None => print!("{page}"),
+        }
+    } else {
+        if json {
+            println!("{}", serde_json::to_string_pretty(&advice)?);
+        } else {
+            print!("{}", advise::render::text(&advice));
+        }
+        if let Some(p) = &a.output {
+            super::output::write_json(p, &advice)?;
+        }
+    }
+    Ok(if crate::runner::signal::interrupted() {
+        130
+    } else {
+        0
+    })
+}
+
+/// Refuse to start a measurement that would fill the file system.
+fn check_space(dir: &std::path::Path, size: u64) -> anyhow::Result<()> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())?;
+    // SAFETY: zeroed statvfs we own; valid NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0 {
+        let free = st.f_bavail as u64 * st.f_frsize as u64;
+        if free < size.saturating_add(size / 10) {
+            crate::bail_usage!(
+                "{} has {} free, not enough for a {} scratch file: give a smaller --measure-size",
+                dir.display(),
+                crate::units::format_bytes(free as f64),
+                crate::units::format_size_exact(size)
+            );
+        }
+    }
+    Ok(())
+}

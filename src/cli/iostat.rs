@@ -1,0 +1,144 @@
+//! `fsbench iostat [PATH] INTERVAL [COUNT]`: device statistics like `sar -d 2 5`, for the
+//! block devices under PATH (through partitions, loop devices and dm/md) or for every device
+//! that did I/O.
+
+use crate::probe::diskstats::{self, DeviceSample, IostatSeries};
+use crate::{bail_usage, usage};
+use clap::Args;
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+pub struct IostatArgs {
+    /// [PATH] INTERVAL [COUNT]: e.g. `2 5`, or `/data 1s 10`
+    #[arg(value_name = "[PATH] INTERVAL [COUNT]", num_args = 1..=3, required = true)]
+    pub args: Vec<String>,
+    /// Print the samples as JSON at the end instead of a table as they come
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn is_interval(s: &str) -> bool {
+    crate::units::parse_duration(s).is_ok()
+}
+
+pub fn main(a: IostatArgs) -> anyhow::Result<i32> {
+    let mut args = a.args.as_slice();
+    let path = if !args.is_empty() && !is_interval(&args[0]) {
+        let p = std::path::PathBuf::from(&args[0]);
+        if !p.exists() {
+            bail_usage!(
+                "iostat: {} does not exist (give [PATH] INTERVAL [COUNT], e.g. /data 2 5)",
+                p.display()
+            );
+        }
+        args = &args[1..];
+        Some(p)
+    } else {
+        None
+    };
+    let Some(iv) = args.first() else {
+        bail_usage!("iostat: no INTERVAL: expected [PATH] INTERVAL [COUNT], e.g. 2 5");
+    };
+    let interval = crate::units::parse_duration(iv)?;
+    if interval < Duration::from_millis(10) {
+        bail_usage!("iostat: interval {iv} is too short: at least 10ms");
+    }
+    let count: Option<u64> = match args.get(1) {
+        Some(c) => Some(
+            c.parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| usage!("iostat: COUNT '{c}' must be a whole number above 0"))?,
+        ),
+        None => None,
+    };
+    if args.len() > 2 {
+        bail_usage!("iostat: too many arguments: expected [PATH] INTERVAL [COUNT]");
+    }
+    let devices = match &path {
+        Some(p) => {
+            let d = diskstats::devices_under(p);
+            if d.is_empty() {
+                bail_usage!(
+                    "iostat: no block device under {} (tmpfs, overlay or a network file system); run without PATH to see every device",
+                    p.display()
+                );
+            }
+            d
+        }
+        None => Vec::new(),
+    };
+    crate::runner::signal::install();
+    let mut series = IostatSeries {
+        devices: devices.clone(),
+        interval_s: interval.as_secs_f64(),
+        run_start_s: 0.0,
+        samples: Vec::new(),
+    };
+    if !a.json {
+        match &path {
+            Some(p) => println!("devices under {}: {}", p.display(), devices.join(" -> ")),
+            None => println!("all devices with I/O"),
+        }
+        print!("{}", diskstats::format_table(&IostatSeries::default()));
+    }
+    let start = Instant::now();
+    let mut prev = diskstats::read_now()?;
+    let mut prev_t = start;
+    let mut n = 0u64;
+    while count.is_none_or(|c| n < c) {
+        let next = start + interval * (n as u32 + 1);
+        while Instant::now() < next && !crate::runner::signal::interrupted() {
+            std::thread::sleep((next - Instant::now()).min(Duration::from_millis(50)));
+        }
+        if crate::runner::signal::interrupted() {
+            break;
+        }
+        let now = Instant::now();
+        let cur = diskstats::read_now()?;
+        let mut batch: Vec<DeviceSample> = Vec::new();
+        let t = now.duration_since(start).as_secs_f64();
+        diskstats::push_samples(
+            &mut batch,
+            &devices,
+            &prev,
+            &cur,
+            now.duration_since(prev_t).as_secs_f64(),
+            t,
+        );
+        if !a.json {
+            // Rows only (the header was printed once).
+            let one = IostatSeries {
+                samples: batch.clone(),
+                ..Default::default()
+            };
+            let table = diskstats::format_table(&one);
+            for line in table
+                .lines()
+                .skip(1)
+                .filter(|l| !l.trim_start().starts_with("Average"))
+            {
+                println!("{line}");
+            }
+            if batch.is_empty() {
+                println!("{t:>8.1} (no device did I/O)");
+            }
+        }
+        series.samples.extend(batch);
+        prev = cur;
+        prev_t = now;
+        n += 1;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&series)?);
+    } else {
+        let table = diskstats::format_table(&series);
+        for line in table
+            .lines()
+            .filter(|l| l.trim_start().starts_with("Average"))
+        {
+            println!("{line}");
+        }
+    }
+    Ok(0)
+}

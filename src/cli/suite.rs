@@ -1,0 +1,191 @@
+//! `fsbench suite list` and `fsbench suite NAME --dir D...`: run a shipped suite that
+//! regenerates a seed paper's tables, write every point's Result, report.md and report.html.
+
+use crate::sweep::suite::{self, RunOptions};
+use crate::{bail_usage, usage};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct SuiteArgs {
+    /// Suite name (`list` shows them) or a path to a suite .toml file
+    pub name: String,
+    /// Target directory (repeat for several targets, e.g. one per file system or layout)
+    #[arg(long = "dir")]
+    pub dirs: Vec<PathBuf>,
+    /// Shrink sizes, times and counts (default: the suite's own, chosen to finish in minutes)
+    #[arg(long)]
+    pub scale: Option<f64>,
+    /// Directory for results and reports (default: fsbench-NAME)
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Normalise charts to this target directory (baseline = 0)
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Run every point N times
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Only these studies (repeatable; ids from `fsbench suite list`)
+    #[arg(long = "study")]
+    pub studies: Vec<String>,
+    /// Measure every point again, ignoring stored results
+    #[arg(long)]
+    pub fresh: bool,
+    /// Keep the files fsbench created
+    #[arg(long)]
+    pub keep: bool,
+    /// Sample /proc/diskstats every INTERVAL during each measured point (charted in report.html)
+    #[arg(long, value_name = "INTERVAL")]
+    pub iostat: Option<String>,
+}
+
+fn list() -> anyhow::Result<i32> {
+    println!(
+        "{:<20} {:>7} {:>6}  {:<28} title",
+        "suite", "studies", "scale", "source"
+    );
+    for (name, _) in suite::EMBEDDED {
+        let s = suite::find(name)?;
+        println!(
+            "{:<20} {:>7} {:>6}  {:<28} {}",
+            s.name,
+            s.studies.len(),
+            s.default_scale,
+            s.source,
+            s.title
+        );
+        for st in &s.studies {
+            println!("    {:<24} {}", st.id, st.title);
+        }
+    }
+    println!("\nRun: fsbench suite NAME --dir DIR [--dir DIR2 --baseline DIR] [--scale S] [--output OUT]");
+    Ok(0)
+}
+
+pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
+    if a.name == "list" {
+        return list();
+    }
+    let file = suite::find(&a.name)?;
+    if a.dirs.is_empty() {
+        bail_usage!("no target: give --dir DIR (repeat it for several targets)");
+    }
+    if a.repeat == 0 {
+        bail_usage!("bad --repeat 0: must be at least 1");
+    }
+    if let Some(iv) = &a.iostat {
+        crate::units::parse_duration(iv)?;
+    }
+    if let Some(b) = &a.baseline {
+        if !a.dirs.iter().any(|d| d == b) {
+            bail_usage!("--baseline {} is not one of the --dir targets", b.display());
+        }
+    }
+    let res = suite::resolve(file, a.scale)?;
+    let out_dir = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("fsbench-{}", res.file.name)));
+    eprintln!(
+        "fsbench suite {}: {} at scale {} on {}; results in {}",
+        res.file.name,
+        res.file.title,
+        res.scale,
+        a.dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        out_dir.display()
+    );
+    let outcome = suite::run(
+        &res,
+        &RunOptions {
+            dirs: a.dirs.clone(),
+            out_dir: out_dir.clone(),
+            repeat: a.repeat,
+            fresh: a.fresh,
+            keep: a.keep,
+            only: a.studies.clone(),
+            iostat: a.iostat.clone(),
+        },
+    )?;
+    let mut preface = vec![format!(
+        "Suite {} ({}), reproducing seeds/{}, scale {}.",
+        res.file.name, res.file.title, res.file.source, res.scale
+    )];
+    if !outcome.missing_personalities.is_empty() {
+        preface.push(format!(
+            "MISSING: this build has no Filebench workload engine, so these personalities were not run: {}.",
+            outcome.missing_personalities.join(", ")
+        ));
+    }
+    // The report covers this run and the studies stored earlier in the same directory.
+    let ran: Vec<String> = outcome
+        .records
+        .iter()
+        .map(|r| r.meta().study.clone())
+        .collect();
+    let mut all = outcome.records.clone();
+    if let Ok(stored) = crate::sweep::record::load(std::slice::from_ref(&out_dir)) {
+        let run_ids: Vec<String> = res
+            .studies
+            .iter()
+            .filter(|s| a.studies.is_empty() || a.studies.contains(&s.study().id))
+            .map(|s| s.study().id.clone())
+            .collect();
+        all.extend(stored.into_iter().filter(|r| {
+            let m = r.meta();
+            m.suite == res.file.name
+                && !ran.contains(&m.study)
+                && !run_ids
+                    .iter()
+                    .any(|id| m.study == *id || m.study == format!("{id}-write"))
+        }));
+        all.sort_by_key(|r| (r.meta().index, r.meta().repeat));
+    }
+    let outcome_records = all;
+    let tables = crate::report::table::shape_all(&outcome_records, &Default::default())?;
+    let title = format!("fsbench suite {}", res.file.name);
+    let baseline = a.baseline.as_ref().map(|b| b.display().to_string());
+    print!(
+        "{}",
+        super::report::render("text", &outcome_records, &tables, &title, &preface, None)?
+    );
+    let html = super::report::write_reports(
+        &out_dir,
+        &outcome_records,
+        &tables,
+        &title,
+        &preface,
+        baseline.as_deref(),
+    )?;
+    let t = outcome.tally;
+    let manifest = serde_json::json!({
+        "suite": res.file.name,
+        "scale": res.scale,
+        "dirs": a.dirs,
+        "baseline": baseline,
+        "measured": t.ran,
+        "reused": t.reused,
+        "skipped": t.skipped,
+        "failed": t.failed,
+        "interrupted": outcome.interrupted,
+        "missing_personalities": outcome.missing_personalities,
+    });
+    crate::cli::output::write_json(&out_dir.join("suite.json"), &manifest)
+        .map_err(|e| usage!("cannot write the suite manifest: {e}"))?;
+    eprintln!(
+        "{} measured, {} reused, {} skipped, {} failed; report: {}",
+        t.ran,
+        t.reused,
+        t.skipped,
+        t.failed,
+        html.display()
+    );
+    if outcome.interrupted {
+        eprintln!("interrupted: run the same command again to resume");
+        return Ok(130);
+    }
+    Ok(if t.failed > 0 { 1 } else { 0 })
+}

@@ -1,0 +1,290 @@
+//! `fsbench sweep`: any Job parameter given as a comma list becomes an axis; the cross
+//! product runs in a stated order, each point's Result is written to the output directory as
+//! it finishes, and a re-run resumes by skipping points already measured.
+
+use crate::bail_usage;
+use crate::sweep::{self, axis, Axis, Ctx, Study};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// Target file (created by fsbench; more files are TARGET.1, TARGET.2, ...) or block
+    /// device; with --workload, the directory the workload runs in
+    pub target: PathBuf,
+    /// Sweep a Filebench personality (e.g. fileserver) over -D variables and --time
+    #[arg(long)]
+    pub workload: Option<String>,
+    /// Access list: read, write, randread, randwrite, rw, randrw (rand_read, rand_write too)
+    #[arg(long)]
+    pub rw: Option<String>,
+    /// I/O size list (64k,256k,1m)
+    #[arg(long)]
+    pub bs: Option<String>,
+    /// File size list
+    #[arg(long)]
+    pub size: Option<String>,
+    /// Cache policy list: buffered, direct, dsync, discovered[=SIZE], concurrent, raw
+    #[arg(long)]
+    pub cache: Option<String>,
+    /// Engine list: sync, mmap, uring
+    #[arg(long)]
+    pub engine: Option<String>,
+    /// Queue depth list (uring)
+    #[arg(long)]
+    pub qd: Option<String>,
+    /// Threads-per-file list
+    #[arg(long)]
+    pub threads: Option<String>,
+    /// Number-of-files (users) list
+    #[arg(long)]
+    pub files: Option<String>,
+    /// I/Os per thread list
+    #[arg(long)]
+    pub count: Option<String>,
+    /// Run time list (5s)
+    #[arg(long)]
+    pub time: Option<String>,
+    /// Read percentage list for rw/randrw
+    #[arg(long = "rwmix-read")]
+    pub rwmix: Option<String>,
+    /// Any parameter as NAME=V1,V2 (repeatable), e.g. --axis nrep=1,4
+    #[arg(long = "axis", value_name = "NAME=V1,V2")]
+    pub axes: Vec<String>,
+    /// Workload variable NAME=V1,V2 (repeatable; for Filebench workloads)
+    #[arg(short = 'D', value_name = "NAME=V1,V2")]
+    pub vars: Vec<String>,
+    /// Axis order, outermost first (default: rw, files, threads, size, bs, cache, engine, qd, count, time, rwmix, then --axis and -D in order)
+    #[arg(long)]
+    pub order: Option<String>,
+    /// Row axes of the table
+    #[arg(long)]
+    pub rows: Option<String>,
+    /// Column axes of the table
+    #[arg(long)]
+    pub cols: Option<String>,
+    /// Metrics of the table (see `fsbench report --help`)
+    #[arg(long)]
+    pub metrics: Option<String>,
+    /// Directory for the per-point results and report.html (default: fsbench-sweep)
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Run every point N times (the spread shows in tables and in compare)
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Measure every point again, ignoring stored results
+    #[arg(long)]
+    pub fresh: bool,
+    /// Keep the files fsbench created
+    #[arg(long)]
+    pub keep: bool,
+    /// Study name in file names and tables
+    #[arg(long, default_value = "sweep")]
+    pub name: String,
+    /// Printed table format: text, md, csv, json
+    #[arg(long, default_value = "text")]
+    pub format: String,
+    /// Sample /proc/diskstats of the devices under the target every INTERVAL during each
+    /// point (stored in its Result, charted over time in report.html)
+    #[arg(long, value_name = "INTERVAL")]
+    pub iostat: Option<String>,
+}
+
+/// Build the study from the flags: single values are settings, lists are axes.
+pub fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
+    let mut settings = Vec::new();
+    let mut axes: Vec<Axis> = Vec::new();
+    let flags: [(&str, &Option<String>); 11] = [
+        ("rw", &a.rw),
+        ("files", &a.files),
+        ("threads", &a.threads),
+        ("size", &a.size),
+        ("bs", &a.bs),
+        ("cache", &a.cache),
+        ("engine", &a.engine),
+        ("qd", &a.qd),
+        ("count", &a.count),
+        ("time", &a.time),
+        ("rwmix", &a.rwmix),
+    ];
+    let mut add = |ax: Axis, settings: &mut Vec<(String, String)>| -> anyhow::Result<()> {
+        if axes.iter().any(|x| x.name == ax.name) || settings.iter().any(|(n, _)| *n == ax.name) {
+            bail_usage!("parameter {} is given twice", ax.name);
+        }
+        if ax.values.len() == 1 {
+            settings.push((ax.name, ax.values[0].clone()));
+        } else {
+            axes.push(ax);
+        }
+        Ok(())
+    };
+    for (name, v) in flags {
+        if let Some(v) = v {
+            let values = axis::split_values(v);
+            if values.is_empty() {
+                bail_usage!("--{name} has no values");
+            }
+            add(
+                Axis {
+                    name: name.into(),
+                    values,
+                },
+                &mut settings,
+            )?;
+        }
+    }
+    for s in &a.axes {
+        add(axis::parse_axis_arg(s)?, &mut settings)?;
+    }
+    for s in &a.vars {
+        let ax = axis::parse_axis_arg(&format!("var.{s}"))?;
+        add(ax, &mut settings)?;
+    }
+    if let Some(o) = &a.order {
+        let order: Vec<String> = axis::split_values(o)
+            .iter()
+            .map(|n| axis::canonical(n))
+            .collect::<Result<_, _>>()?;
+        let mut sorted = Vec::new();
+        for n in &order {
+            match axes.iter().position(|x| x.name == *n) {
+                Some(i) => sorted.push(axes.remove(i)),
+                None => {
+                    bail_usage!("--order names {n}, which is not swept (give it a list of values)")
+                }
+            }
+        }
+        sorted.append(&mut axes);
+        axes = sorted;
+    }
+    if a.workload.is_none()
+        && !settings
+            .iter()
+            .any(|(n, _)| n == "size" || n == "count" || n == "time")
+        && !axes
+            .iter()
+            .any(|x| matches!(x.name.as_str(), "size" | "count" | "time"))
+    {
+        bail_usage!("nothing bounds each point: give --size, --count or --time");
+    }
+    // Default table: the first axis down, the cache policy (or the last axis) across.
+    let names: Vec<String> = axes.iter().map(|x| x.name.clone()).collect();
+    let cols: Vec<String> = if names.len() >= 2 {
+        if names.contains(&"cache".to_string()) {
+            vec!["cache".into()]
+        } else {
+            vec![names[names.len() - 1].clone()]
+        }
+    } else {
+        Vec::new()
+    };
+    let rows: Vec<String> = names
+        .iter()
+        .filter(|n| !cols.contains(n))
+        .cloned()
+        .collect();
+    let study = Study {
+        suite: String::new(),
+        id: a.name.clone(),
+        title: if a.name == "sweep" {
+            "fsbench sweep".into()
+        } else {
+            format!("fsbench sweep {}", a.name)
+        },
+        settings,
+        axes,
+        table: sweep::TableSpec {
+            rows,
+            cols,
+            metrics: if a.workload.is_some() {
+                vec!["ops_per_s".into(), "cpu_us_per_op".into(), "lat_ms".into()]
+            } else {
+                Vec::new()
+            },
+        },
+        chart: Default::default(),
+        clamp_bs_to_size: false,
+        workload: a.workload.clone(),
+    };
+    Ok(study)
+}
+
+pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
+    if a.repeat == 0 {
+        bail_usage!("bad --repeat 0: must be at least 1");
+    }
+    let study = study_from(&a)?;
+    let shape = super::report::shape_from(&a.rows, &a.cols, &a.metrics);
+    // Check the table shape and format before measuring anything.
+    super::report::render(&a.format, &[], &[], "", &[], None)?;
+    for n in shape.rows.iter().chain(shape.cols.iter()).flatten() {
+        axis::canonical(n)?;
+    }
+    let points = study.points();
+    // Every point is built and checked before anything is created.
+    for p in &points {
+        if study.workload.is_some() {
+            if !a.target.is_dir() {
+                bail_usage!(
+                    "with --workload the target must be a directory: {} is not one",
+                    a.target.display()
+                );
+            }
+            study.build_workload(p)?;
+        } else {
+            study.build(p, &a.target)?;
+        }
+    }
+    let out_dir = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("fsbench-sweep"));
+    let mut ctx = Ctx::new(
+        out_dir.clone(),
+        a.repeat,
+        a.fresh,
+        a.keep,
+        points.len() * a.repeat as usize,
+    )?;
+    if let Some(iv) = &a.iostat {
+        if study.workload.is_some() {
+            bail_usage!("--iostat is for file and device sweeps, not --workload sweeps");
+        }
+        crate::units::parse_duration(iv)?;
+        ctx.iostat = Some(iv.clone());
+    }
+    crate::runner::signal::install();
+    eprintln!(
+        "fsbench sweep: {} points x {} repeat(s), order {}; results in {}",
+        points.len(),
+        ctx.repeat,
+        study.order_text(),
+        out_dir.display()
+    );
+    let label = a.target.display().to_string();
+    let res = sweep::run_study(&study, &a.target, Some(&label), &mut ctx);
+    ctx.cleanup();
+    ctx.progress.clear();
+    let records = res?;
+    let tables = crate::report::table::shape_all(&records, &shape)?;
+    let title = format!("{} on {}", study.title, a.target.display());
+    print!(
+        "{}",
+        super::report::render(&a.format, &records, &tables, &title, &[], None)?
+    );
+    let html = super::report::write_reports(&out_dir, &records, &tables, &title, &[], None)?;
+    let t = ctx.tally;
+    eprintln!(
+        "{} measured, {} reused from earlier runs, {} skipped, {} failed; report: {}",
+        t.ran,
+        t.reused,
+        t.skipped,
+        t.failed,
+        html.display()
+    );
+    if ctx.interrupted {
+        eprintln!("interrupted: run the same command again to resume");
+        return Ok(130);
+    }
+    Ok(if t.failed > 0 { 1 } else { 0 })
+}

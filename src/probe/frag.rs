@@ -1,0 +1,231 @@
+//! Fragmentation report, like `fsadm -E`'s extent report: every regular file under a path
+//! with its size and extent count (FIEMAP), the average extents per file, and the worst files.
+//! Also the `extents` probe that Results of writing runs carry.
+
+use super::fiemap;
+use serde::{Deserialize, Serialize};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileExtents {
+    pub path: String,
+    pub size_bytes: u64,
+    pub extents: u64,
+    /// Extents that are allocated but not yet written (preallocated space).
+    pub unwritten_extents: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FragReport {
+    pub root: String,
+    pub files: u64,
+    pub total_bytes: u64,
+    pub total_extents: u64,
+    pub avg_extents_per_file: f64,
+    /// Mean file size divided by mean extent count: how large a contiguous piece is.
+    pub avg_extent_bytes: f64,
+    /// Files by extent count: 0 (empty or inline), 1, 2-8, 9-64, 65-512, more.
+    pub histogram: Vec<(String, u64)>,
+    /// The most fragmented files, worst first.
+    pub worst: Vec<FileExtents>,
+    /// Files FIEMAP could not map (unsupported file system, permission).
+    pub errors: u64,
+    pub first_error: Option<String>,
+}
+
+/// Extents of one file.
+pub fn file_extents(path: &Path) -> anyhow::Result<FileExtents> {
+    let f = std::fs::File::open(path)?;
+    let size = f.metadata()?.len();
+    let ex = fiemap::extents(&f)?;
+    Ok(FileExtents {
+        path: path.display().to_string(),
+        size_bytes: size,
+        extents: ex.len() as u64,
+        unwritten_extents: ex
+            .iter()
+            .filter(|e| e.flags & fiemap::FIEMAP_EXTENT_UNWRITTEN != 0)
+            .count() as u64,
+    })
+}
+
+const BUCKETS: [(&str, u64); 6] = [
+    ("0", 0),
+    ("1", 1),
+    ("2-8", 8),
+    ("9-64", 64),
+    ("65-512", 512),
+    (">512", u64::MAX),
+];
+
+/// Walk `root` (a file or a directory; symlinks are not followed, other file systems are not
+/// entered) and report. `top` worst files are listed.
+pub fn report(root: &Path, top: usize) -> std::io::Result<FragReport> {
+    let meta = std::fs::symlink_metadata(root)?;
+    let dev = meta.dev();
+    let mut all = Vec::new();
+    let mut errors = 0u64;
+    let mut first_error = None;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let Ok(m) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
+        if m.is_dir() {
+            if m.dev() != dev {
+                continue;
+            }
+            if let Ok(rd) = std::fs::read_dir(&p) {
+                for e in rd.flatten() {
+                    stack.push(e.path());
+                }
+            }
+        } else if m.is_file() {
+            match file_extents(&p) {
+                Ok(fe) => all.push(fe),
+                Err(e) => {
+                    errors += 1;
+                    first_error.get_or_insert_with(|| format!("{}: {e:#}", p.display()));
+                }
+            }
+        }
+    }
+    let mut r = FragReport {
+        root: root.display().to_string(),
+        files: all.len() as u64,
+        total_bytes: all.iter().map(|f| f.size_bytes).sum(),
+        total_extents: all.iter().map(|f| f.extents).sum(),
+        errors,
+        first_error,
+        ..Default::default()
+    };
+    r.avg_extents_per_file = if r.files > 0 {
+        r.total_extents as f64 / r.files as f64
+    } else {
+        0.0
+    };
+    r.avg_extent_bytes = if r.total_extents > 0 {
+        r.total_bytes as f64 / r.total_extents as f64
+    } else {
+        0.0
+    };
+    let mut prev = None;
+    for (name, max) in BUCKETS {
+        let n = all
+            .iter()
+            .filter(|f| f.extents <= max && prev.is_none_or(|p| f.extents > p))
+            .count() as u64;
+        r.histogram.push((name.to_string(), n));
+        prev = Some(max);
+    }
+    all.sort_by(|a, b| b.extents.cmp(&a.extents).then(a.path.cmp(&b.path)));
+    all.truncate(top);
+    r.worst = all;
+    Ok(r)
+}
+
+pub fn format_text(r: &FragReport) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(s, "Extent fragmentation report for {}", r.root);
+    let _ = writeln!(
+        s,
+        "  files {}  total {}  extents {}  average extents per file {:.2}  average extent {}",
+        r.files,
+        crate::units::format_bytes(r.total_bytes as f64),
+        r.total_extents,
+        r.avg_extents_per_file,
+        crate::units::format_bytes(r.avg_extent_bytes)
+    );
+    let hist: Vec<String> = r
+        .histogram
+        .iter()
+        .map(|(k, n)| format!("{k}: {n}"))
+        .collect();
+    let _ = writeln!(s, "  files by extent count  {}", hist.join("  "));
+    if !r.worst.is_empty() {
+        let _ = writeln!(s, "  most fragmented:");
+        let _ = writeln!(
+            s,
+            "  {:>8} {:>12} {:>12}  file",
+            "extents", "size", "per extent"
+        );
+        for f in &r.worst {
+            let _ = writeln!(
+                s,
+                "  {:>8} {:>12} {:>12}  {}{}",
+                f.extents,
+                crate::units::format_bytes(f.size_bytes as f64),
+                crate::units::format_bytes(if f.extents > 0 {
+                    f.size_bytes as f64 / f.extents as f64
+                } else {
+                    0.0
+                }),
+                f.path,
+                if f.unwritten_extents > 0 {
+                    format!(" ({} unwritten)", f.unwritten_extents)
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    if r.errors > 0 {
+        let _ = writeln!(
+            s,
+            "  {} file(s) could not be mapped; first: {}",
+            r.errors,
+            r.first_error.as_deref().unwrap_or("")
+        );
+    }
+    s
+}
+
+/// The `extents` probe of a run: extent count of each regular-file target, measured after
+/// the I/O and before any removal.
+pub fn extents_probe(paths: &[&Path]) -> serde_json::Value {
+    let files: Vec<serde_json::Value> = paths
+        .iter()
+        .map(|p| match file_extents(p) {
+            Ok(fe) => serde_json::to_value(fe).unwrap_or_default(),
+            Err(e) => {
+                serde_json::json!({"path": p.display().to_string(), "error": format!("{e:#}")})
+            }
+        })
+        .collect();
+    serde_json::json!({ "files": files })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileExt;
+
+    #[test]
+    fn finds_the_file_fragmented_on_purpose() {
+        let dir = tempfile::tempdir().unwrap();
+        let contiguous = dir.path().join("contiguous");
+        std::fs::write(&contiguous, vec![1u8; 256 * 1024]).unwrap();
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let frag = sub.join("holey");
+        let f = std::fs::File::create(&frag).unwrap();
+        let buf = vec![7u8; 4096];
+        for i in 0..16u64 {
+            f.write_all_at(&buf, i * 3 * 65536).unwrap();
+        }
+        f.sync_all().unwrap();
+        let r = report(dir.path(), 5).unwrap();
+        if r.errors > 0 {
+            eprintln!("SKIPPED: FIEMAP unsupported here: {:?}", r.first_error);
+            return;
+        }
+        assert_eq!(r.files, 2);
+        assert_eq!(r.worst[0].path, frag.display().to_string());
+        assert_eq!(r.worst[0].extents, 16);
+        assert!(r.worst[1].extents >= 1);
+        assert_eq!(r.histogram.iter().map(|h| h.1).sum::<u64>(), 2);
+        assert!(format_text(&r).contains("holey"));
+    }
+}

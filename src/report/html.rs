@@ -1,0 +1,502 @@
+//! One self-contained HTML report (no scripts, no external files): per study the paper-shaped
+//! table and SVG charts of each metric against the swept axis, and, when a baseline target is
+//! named, charts normalised to it (baseline = 0).
+
+use super::svg::{self, esc, ChartData, Series};
+use super::table::{format_cell, Shaped};
+use crate::sweep::axis;
+use crate::sweep::record::Record;
+use std::fmt::Write;
+
+#[derive(Debug, Clone, Default)]
+pub struct HtmlOptions {
+    pub title: String,
+    pub baseline: Option<String>,
+    /// Lines shown under the title (suite, scale, missing personalities, ...).
+    pub preface: Vec<String>,
+}
+
+/// Full key (axis -> value) of a cell.
+fn cell_key(t: &Shaped, ri: usize, ci: usize) -> Vec<(String, String)> {
+    let mut k: Vec<(String, String)> = t
+        .row_axes
+        .iter()
+        .cloned()
+        .zip(t.row_keys[ri].iter().cloned())
+        .collect();
+    k.extend(
+        t.col_axes
+            .iter()
+            .cloned()
+            .zip(t.col_keys[ci].iter().cloned()),
+    );
+    k
+}
+
+fn numeric(axis_name: &str, v: &str) -> Option<f64> {
+    if axis::is_size_axis(axis_name) {
+        crate::units::parse_size(v).ok().map(|b| b as f64)
+    } else {
+        v.parse::<f64>().ok()
+    }
+}
+
+/// The x axis of a study's charts: the chart's stated x, else the first row axis.
+fn x_axis(t: &Shaped) -> Option<String> {
+    let all: Vec<&String> = t.row_axes.iter().chain(t.col_axes.iter()).collect();
+    if let Some(x) = &t.chart.x {
+        if let Ok(c) = axis::canonical(x) {
+            if all.iter().any(|a| **a == c) {
+                return Some(c);
+            }
+        }
+    }
+    t.row_axes
+        .iter()
+        .find(|a| *a != "target")
+        .cloned()
+        .or_else(|| t.row_axes.first().cloned())
+}
+
+/// Chart data of metric `mi`: x = the x axis, one series per combination of the other axes.
+pub fn chart_data(t: &Shaped, mi: usize) -> Option<ChartData> {
+    let x = x_axis(t)?;
+    let mut x_labels: Vec<String> = Vec::new();
+    let mut series: Vec<Series> = Vec::new();
+    let mut points: Vec<(String, String, f64)> = Vec::new();
+    for ri in 0..t.row_keys.len() {
+        for ci in 0..t.col_keys.len() {
+            let key = cell_key(t, ri, ci);
+            let xv = key.iter().find(|(a, _)| *a == x).map(|(_, v)| v.clone())?;
+            if !x_labels.contains(&xv) {
+                x_labels.push(xv.clone());
+            }
+            let name: Vec<String> = key
+                .iter()
+                .filter(|(a, _)| *a != x)
+                .map(|(a, v)| {
+                    if a == "target" {
+                        short_target(&t.targets, v)
+                    } else if t.col_axes.contains(a) {
+                        v.clone()
+                    } else {
+                        format!("{} {v}", axis::label(a))
+                    }
+                })
+                .collect();
+            let name = if name.is_empty() {
+                t.metrics[mi].label.to_string()
+            } else {
+                name.join(", ")
+            };
+            if !series.iter().any(|s| s.name == name) {
+                series.push(Series {
+                    name: name.clone(),
+                    values: Vec::new(),
+                });
+            }
+            if let Some(v) = t.cells[ri][ci].mean(mi) {
+                points.push((name, xv, v));
+            }
+        }
+    }
+    if points.is_empty() {
+        return None;
+    }
+    for s in &mut series {
+        s.values = x_labels
+            .iter()
+            .map(|xl| {
+                points
+                    .iter()
+                    .find(|(n, xv, _)| *n == s.name && xv == xl)
+                    .map(|p| p.2)
+            })
+            .collect();
+    }
+    series.retain(|s| s.values.iter().any(|v| v.is_some()));
+    let nums: Option<Vec<f64>> = x_labels.iter().map(|l| numeric(&x, l)).collect();
+    let bars = t.chart.kind.as_deref() == Some("bars") || nums.is_none() || x_labels.len() < 2;
+    let log_x = !bars
+        && (axis::is_size_axis(&x)
+            || nums.as_ref().is_some_and(|n| {
+                let (lo, hi) = (
+                    n.iter().cloned().fold(f64::MAX, f64::min),
+                    n.iter().cloned().fold(0.0, f64::max),
+                );
+                lo > 0.0 && hi / lo >= 8.0
+            }));
+    let m = t.metrics[mi];
+    Some(ChartData {
+        title: format!("{}: {}", t.title, m.label),
+        x_label: if axis::is_size_axis(&x) {
+            format!("{}, bytes", axis::label(&x))
+        } else {
+            axis::label(&x)
+        },
+        y_label: m.label.to_string(),
+        x_labels,
+        x_values: if bars { None } else { nums },
+        log_x,
+        series,
+    })
+}
+
+/// Percent difference of metric 0 from the baseline target, per point, per other target.
+pub fn normalised(t: &Shaped, baseline: &str) -> Option<(Vec<String>, Vec<Series>)> {
+    let base = t.targets.iter().find(|x| same_target(x, baseline))?.clone();
+    if t.targets.len() < 2 {
+        return None;
+    }
+    let others: Vec<String> = t.targets.iter().filter(|x| **x != base).cloned().collect();
+    // Values of metric 0 by (point key without target, target).
+    let mut rows: Vec<String> = Vec::new();
+    let mut vals: Vec<(String, String, f64)> = Vec::new();
+    for ri in 0..t.row_keys.len() {
+        for ci in 0..t.col_keys.len() {
+            let key = cell_key(t, ri, ci);
+            let target = key
+                .iter()
+                .find(|(a, _)| a == "target")
+                .map(|(_, v)| v.clone())?;
+            let label: Vec<String> = key
+                .iter()
+                .filter(|(a, _)| a != "target")
+                .map(|(_, v)| v.clone())
+                .collect();
+            let label = label.join(" ");
+            if let Some(v) = t.cells[ri][ci].mean(0) {
+                if !rows.contains(&label) {
+                    rows.push(label.clone());
+                }
+                vals.push((label, target, v));
+            }
+        }
+    }
+    let series: Vec<Series> = others
+        .iter()
+        .map(|o| Series {
+            name: o.clone(),
+            values: rows
+                .iter()
+                .map(|r| {
+                    let b = vals.iter().find(|(l, tg, _)| l == r && *tg == base)?.2;
+                    let v = vals.iter().find(|(l, tg, _)| l == r && tg == o)?.2;
+                    (b > 0.0).then(|| (v / b - 1.0) * 100.0)
+                })
+                .collect(),
+        })
+        .collect();
+    series
+        .iter()
+        .any(|s| s.values.iter().any(|v| v.is_some()))
+        .then_some((rows, series))
+}
+
+/// A target's last path component when that tells the targets apart (legends stay short).
+pub fn short_target(all: &[String], t: &str) -> String {
+    let base = |p: &str| -> String {
+        std::path::Path::new(p.trim_end_matches('/'))
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_else(|| p.to_string())
+    };
+    let mut bases: Vec<String> = all.iter().map(|p| base(p)).collect();
+    bases.sort();
+    bases.dedup();
+    if bases.len() == all.len() {
+        base(t)
+    } else {
+        t.to_string()
+    }
+}
+
+fn same_target(a: &str, b: &str) -> bool {
+    a.trim_end_matches('/') == b.trim_end_matches('/')
+        || std::fs::canonicalize(a)
+            .ok()
+            .is_some_and(|x| std::fs::canonicalize(b).ok() == Some(x))
+}
+
+fn html_table(t: &Shaped) -> String {
+    let mut s = String::from("<div class=\"tablewrap\"><table><thead><tr>");
+    for (i, h) in t.header().iter().enumerate() {
+        let _ = write!(
+            s,
+            "<th{}>{}</th>",
+            if i < t.row_axes.len() {
+                " class=\"key\""
+            } else {
+                ""
+            },
+            esc(h)
+        );
+    }
+    s.push_str("</tr></thead><tbody>");
+    for (ri, rk) in t.row_keys.iter().enumerate() {
+        s.push_str("<tr>");
+        for k in rk {
+            let _ = write!(s, "<td class=\"key\">{}</td>", esc(k));
+        }
+        for (mi, m) in t.metrics.iter().enumerate() {
+            for ci in 0..t.col_keys.len() {
+                let c = &t.cells[ri][ci];
+                let class = if c.skipped.is_some() && c.mean(mi).is_none() {
+                    " class=\"skipped\""
+                } else if c.failed {
+                    " class=\"failed\""
+                } else {
+                    ""
+                };
+                let _ = write!(s, "<td{class}>{}</td>", esc(&format_cell(c, mi, m)));
+            }
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</tbody></table></div>");
+    s
+}
+
+pub const STYLE: &str = "body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222}h1{font-size:24px}h2{font-size:19px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}table{border-collapse:collapse;font-size:13px;margin:10px 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f2f2f2}td.key,th.key{text-align:left}td.skipped{color:#999;font-style:italic}td.failed{color:#b00}.meta{color:#555;font-size:13px}.charts svg{display:block;margin:12px 0;border:1px solid #eee}.notes{font-size:12px;color:#555}nav li{font-size:13px}.tablewrap{overflow-x:auto;max-width:100%}";
+
+/// Render the report.
+pub fn render(records: &[Record], tables: &[Shaped], o: &HtmlOptions) -> String {
+    render_with_advice(records, tables, o, &[])
+}
+
+/// Render the report with `fsbench advise` documents as sections of their own; results with
+/// `--iostat` samples get their device statistics charted over time.
+pub fn render_with_advice(
+    records: &[Record],
+    tables: &[Shaped],
+    o: &HtmlOptions,
+    advice: &[crate::advise::Advice],
+) -> String {
+    let observe = super::iostat_html::section(records);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body><h1>{t}</h1>",
+        t = esc(&o.title)
+    );
+    if let Some(r) = records.iter().find_map(|r| r.result()) {
+        let e = &r.environment;
+        let fs: Vec<String> = e
+            .targets
+            .iter()
+            .map(|t| format!("{} ({} on {})", t.path, t.fs_type, t.device))
+            .collect();
+        let _ = write!(
+            s,
+            "<p class=\"meta\">host {} · kernel {} · {} × {} · {:.1} GiB RAM · fsbench {}<br>targets: {}</p>",
+            esc(&e.hostname),
+            esc(&e.kernel),
+            e.cpus,
+            esc(&e.cpu_model),
+            e.mem_bytes as f64 / (1u64 << 30) as f64,
+            esc(&r.fsbench_version),
+            esc(&fs.join("; "))
+        );
+    }
+    for p in &o.preface {
+        let _ = write!(s, "<p class=\"meta\">{}</p>", esc(p));
+    }
+    s.push_str("<nav><ul>");
+    for t in tables {
+        let _ = write!(
+            s,
+            "<li><a href=\"#{}\">{}</a></li>",
+            esc(&anchor(t)),
+            esc(&t.title)
+        );
+    }
+    for (i, a) in advice.iter().enumerate() {
+        let _ = write!(
+            s,
+            "<li><a href=\"#{}\">{}</a></li>",
+            super::advise_html::anchor(i),
+            esc(&super::advise_html::title(a))
+        );
+    }
+    if observe.is_some() {
+        let _ = write!(
+            s,
+            "<li><a href=\"#{}\">Device statistics during the runs</a></li>",
+            super::iostat_html::ANCHOR
+        );
+    }
+    s.push_str("</ul></nav>");
+    // The summary normalised to the baseline: one bar per study (geometric mean of ratios).
+    if let Some(b) = &o.baseline {
+        let mut rows = Vec::new();
+        let mut per_target: Vec<(String, Vec<Option<f64>>)> = Vec::new();
+        for t in tables {
+            if let Some((_, series)) = normalised(t, b) {
+                rows.push(format!("{} ({})", t.title, t.metrics[0].label));
+                for sr in series {
+                    let logs: Vec<f64> = sr
+                        .values
+                        .iter()
+                        .flatten()
+                        .map(|p| (1.0 + p / 100.0).max(1e-9).ln())
+                        .collect();
+                    let g = (!logs.is_empty()).then(|| {
+                        ((logs.iter().sum::<f64>() / logs.len() as f64).exp() - 1.0) * 100.0
+                    });
+                    match per_target.iter_mut().find(|(n, _)| *n == sr.name) {
+                        Some((_, v)) => {
+                            v.resize(rows.len() - 1, None);
+                            v.push(g)
+                        }
+                        None => {
+                            let mut v = vec![None; rows.len() - 1];
+                            v.push(g);
+                            per_target.push((sr.name, v));
+                        }
+                    }
+                }
+            }
+        }
+        if !rows.is_empty() {
+            let series: Vec<Series> = per_target
+                .into_iter()
+                .map(|(name, values)| Series { name, values })
+                .collect();
+            s.push_str(
+                "<h2 id=\"summary\">Summary normalised to the baseline</h2><div class=\"charts\">",
+            );
+            s.push_str(&svg::normalised_chart(
+                &format!("Summary ({} = 0)", b),
+                b,
+                &rows,
+                &series,
+            ));
+            s.push_str("</div><p class=\"notes\">Each bar is the geometric mean over a study's points of the ratio to the baseline, minus one; positive means a higher value of the study's first metric.</p>");
+        }
+    }
+    for t in tables {
+        let _ = write!(
+            s,
+            "<section class=\"study\" id=\"{}\"><h2>{}</h2>",
+            esc(&anchor(t)),
+            esc(&t.title)
+        );
+        s.push_str(&html_table(t));
+        s.push_str("<div class=\"charts\">");
+        for mi in 0..t.metrics.len().min(3) {
+            if let Some(c) = chart_data(t, mi) {
+                if c.x_values.is_some() {
+                    s.push_str(&svg::line_chart(&c));
+                } else {
+                    s.push_str(&svg::bar_chart(&c));
+                }
+            }
+        }
+        if let Some(b) = &o.baseline {
+            if let Some((rows, series)) = normalised(t, b) {
+                s.push_str(&svg::normalised_chart(
+                    &format!("{}: {} normalised ({b} = 0)", t.title, t.metrics[0].label),
+                    b,
+                    &rows,
+                    &series,
+                ));
+            }
+        }
+        s.push_str("</div>");
+        if !t.notes.is_empty() {
+            s.push_str("<ul class=\"notes\">");
+            for n in &t.notes {
+                let _ = write!(s, "<li>{}</li>", esc(n));
+            }
+            s.push_str("</ul>");
+        }
+        s.push_str("</section>");
+    }
+    for (i, a) in advice.iter().enumerate() {
+        s.push_str(&super::advise_html::section(
+            a,
+            &super::advise_html::anchor(i),
+        ));
+    }
+    if let Some(o) = observe {
+        s.push_str(&o);
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+fn anchor(t: &Shaped) -> String {
+    format!(
+        "study-{}",
+        t.study.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::table::{shape_all, tests::fake, Shape};
+
+    #[test]
+    fn report_has_one_chart_per_metric_and_normalised_charts() {
+        let mut recs = Vec::new();
+        for t in ["/a", "/b"] {
+            for bs in ["64k", "256k", "1m"] {
+                for c in ["buffered", "direct"] {
+                    let v = if t == "/a" { 100.0 } else { 150.0 };
+                    recs.push(fake("s1", &[("bs", bs), ("cache", c)], v, 1.0, Some(t)));
+                }
+            }
+        }
+        let tables = shape_all(&recs, &Shape::default()).unwrap();
+        let html = render(
+            &recs,
+            &tables,
+            &HtmlOptions {
+                title: "r".into(),
+                baseline: Some("/a".into()),
+                preface: vec![],
+            },
+        );
+        assert_eq!(html.matches("<svg class=\"chart line\"").count(), 2);
+        assert_eq!(html.matches("<svg class=\"chart normalised\"").count(), 2);
+        // 2 targets x 2 policies = 4 lines of 3 points, twice.
+        assert_eq!(html.matches("class=\"pt\"").count(), 24);
+        assert!(html.contains("data-v=\"50\""), "normalised +50%");
+        assert!(!html.contains("<script"));
+    }
+
+    #[test]
+    fn personalities_become_grouped_bars_per_target() {
+        let mut recs = Vec::new();
+        for t in ["/fs/zfs", "/fs/vxfs"] {
+            for p in ["fileserver", "varmail", "oltp"] {
+                let mut r = fake("personalities", &[("personality", p)], 10.0, 1.0, Some(t));
+                if let Record::Run { meta, .. } = &mut r {
+                    meta.chart.kind = Some("bars".into());
+                    meta.table.rows = vec!["personality".into()];
+                    meta.table.cols = vec![];
+                    meta.table.metrics = vec!["ops_per_s".into(), "cpu_us_per_op".into()];
+                }
+                recs.push(r);
+            }
+        }
+        let tables = shape_all(&recs, &Shape::default()).unwrap();
+        let html = render(
+            &recs,
+            &tables,
+            &HtmlOptions {
+                title: "s".into(),
+                baseline: Some("/fs/zfs".into()),
+                preface: vec![],
+            },
+        );
+        assert_eq!(html.matches("<svg class=\"chart bars\"").count(), 2);
+        // 3 personalities x 2 targets per bar chart, plus 3 normalised bars and 1 summary bar.
+        assert_eq!(html.matches("class=\"bar\"").count(), 2 * 6 + 3 + 1);
+        assert!(
+            html.contains(">zfs</text>") && html.contains(">vxfs</text>"),
+            "short legend names"
+        );
+    }
+}

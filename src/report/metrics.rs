@@ -1,0 +1,137 @@
+//! The metrics tables and charts show, by key: how to read each from a Result, its column
+//! label with units, and which direction is better (for `compare`).
+
+use crate::result::RunResult;
+
+#[derive(Debug)]
+pub struct Metric {
+    pub key: &'static str,
+    /// Column label, units included.
+    pub label: &'static str,
+    pub decimals: usize,
+    pub higher_is_better: bool,
+    pub get: fn(&RunResult) -> Option<f64>,
+}
+
+fn calls(r: &RunResult) -> f64 {
+    (r.total.syscalls.read + r.total.syscalls.write) as f64
+}
+
+pub const METRICS: &[Metric] = &[
+    Metric {
+        key: "kb_per_s",
+        label: "KB/s",
+        decimals: 0,
+        higher_is_better: true,
+        get: |r| Some(r.total.bytes_per_sec / 1024.0),
+    },
+    Metric {
+        key: "mb_per_s",
+        label: "MB/s",
+        decimals: 2,
+        higher_is_better: true,
+        get: |r| Some(r.total.bytes_per_sec / 1048576.0),
+    },
+    Metric {
+        key: "cpu_s",
+        label: "CPU s",
+        decimals: 3,
+        higher_is_better: false,
+        get: |r| Some(r.total.cpu_s),
+    },
+    Metric {
+        key: "user_s",
+        label: "user s",
+        decimals: 3,
+        higher_is_better: false,
+        get: |r| Some(r.total.cpu_user_s),
+    },
+    Metric {
+        key: "sys_s",
+        label: "sys s",
+        decimals: 3,
+        higher_is_better: false,
+        get: |r| Some(r.total.cpu_sys_s),
+    },
+    Metric {
+        key: "elapsed_s",
+        label: "elapsed s",
+        decimals: 3,
+        higher_is_better: false,
+        get: |r| Some(r.total.elapsed_s),
+    },
+    Metric {
+        key: "ops_per_s",
+        label: "ops/s",
+        decimals: 0,
+        higher_is_better: true,
+        get: |r| Some(r.total.iops),
+    },
+    Metric {
+        key: "iops",
+        label: "IOPS",
+        decimals: 0,
+        higher_is_better: true,
+        get: |r| Some(r.total.iops),
+    },
+    Metric {
+        key: "cpu_us_per_op",
+        label: "CPU us/op",
+        decimals: 1,
+        higher_is_better: false,
+        get: |r| Some(r.total.cpu_us_per_op),
+    },
+    Metric {
+        key: "lat_ms",
+        label: "latency ms",
+        decimals: 3,
+        higher_is_better: false,
+        get: |r| Some(r.total.lat_ns.mean / 1e6),
+    },
+    Metric {
+        key: "lat_p99_ms",
+        label: "p99 latency ms",
+        decimals: 3,
+        higher_is_better: false,
+        get: |r| Some(r.total.lat_ns.p99 as f64 / 1e6),
+    },
+    Metric {
+        key: "read_calls",
+        label: "read calls",
+        decimals: 0,
+        higher_is_better: false,
+        get: |r| Some(r.total.syscalls.read as f64),
+    },
+    Metric {
+        key: "write_calls",
+        label: "write calls",
+        decimals: 0,
+        higher_is_better: false,
+        get: |r| Some(r.total.syscalls.write as f64),
+    },
+    Metric {
+        key: "calls_per_s",
+        label: "read+write calls/s",
+        decimals: 0,
+        higher_is_better: true,
+        get: |r| (r.total.elapsed_s > 0.0).then(|| calls(r) / r.total.elapsed_s),
+    },
+    Metric {
+        key: "extents_per_file",
+        label: "extents/file",
+        decimals: 1,
+        higher_is_better: false,
+        get: |r| r.probes.get("extents_per_file").and_then(|v| v.as_f64()),
+    },
+];
+
+pub fn find(key: &str) -> Option<&'static Metric> {
+    METRICS.iter().find(|m| m.key == key)
+}
+
+/// Metrics of a study without a stated list.
+pub const DEFAULT_METRICS: &[&str] = &["kb_per_s", "cpu_s", "iops", "lat_ms"];
+
+pub fn keys() -> Vec<&'static str> {
+    METRICS.iter().map(|m| m.key).collect()
+}

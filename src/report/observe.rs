@@ -1,0 +1,110 @@
+//! Text for the observation data of a Result: syscall counts and rates with getrusage's
+//! context switches and faults (the backup study's `tusc -c` view), the device samples of
+//! `--iostat`, the trace written by `--trace`, and the extents of the files a run wrote.
+
+use crate::probe::diskstats::{self, IostatSeries};
+use crate::result::RunResult;
+use crate::stats::StatsReport;
+use std::fmt::Write;
+
+/// `syscalls: read 1024 (512/s) ...` and the getrusage line.
+pub fn syscall_lines(t: &StatsReport) -> String {
+    let c = &t.syscalls;
+    let per = |n: u64| {
+        if t.elapsed_s > 0.0 {
+            n as f64 / t.elapsed_s
+        } else {
+            0.0
+        }
+    };
+    let named = [
+        ("read", c.read),
+        ("write", c.write),
+        ("fsync", c.fsync),
+        ("fdatasync", c.fdatasync),
+        ("open", c.open),
+        ("close", c.close),
+        ("fadvise", c.fadvise),
+        ("fallocate", c.fallocate),
+        ("ftruncate", c.ftruncate),
+        ("io_uring_enter", c.io_uring_enter),
+        ("msync", c.msync),
+        ("other", c.other),
+    ];
+    let parts: Vec<String> = named
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k} {n} ({:.0}/s)", per(*n)))
+        .collect();
+    let u = &t.usage;
+    format!(
+        "syscalls: {} total ({:.0}/s){}{}\nrusage: {} voluntary + {} involuntary context switches, {} minor + {} major page faults\n",
+        c.total(),
+        per(c.total()),
+        if parts.is_empty() { "" } else { ": " },
+        parts.join(", "),
+        u.vol_ctx_switches,
+        u.invol_ctx_switches,
+        u.minor_faults,
+        u.major_faults
+    )
+}
+
+/// Everything from the Result's probes that has a text form.
+pub fn probe_sections(r: &RunResult) -> String {
+    let mut out = String::new();
+    if let Some(v) = r.probes.get("iostat") {
+        if let Ok(series) = serde_json::from_value::<IostatSeries>(v.clone()) {
+            let devs = if series.devices.is_empty() {
+                "all devices with I/O".to_string()
+            } else {
+                series.devices.join(" -> ")
+            };
+            let _ = writeln!(
+                out,
+                "iostat every {:.3} s ({devs}); t_s from the start of the timed run:",
+                series.interval_s
+            );
+            if let Some(n) = v.get("note").and_then(|n| n.as_str()) {
+                let _ = writeln!(out, "note: {n}");
+            }
+            out.push_str(&diskstats::format_table(&series));
+        }
+    }
+    if let Some(v) = r.probes.get("trace") {
+        let _ = writeln!(
+            out,
+            "trace: {} records written to {}{}",
+            v.get("records").and_then(|x| x.as_u64()).unwrap_or(0),
+            v.get("file").and_then(|x| x.as_str()).unwrap_or("?"),
+            match v.get("dropped_records").and_then(|x| x.as_u64()) {
+                Some(d) if d > 0 =>
+                    format!(" ({d} older records overwritten: raise --trace-records)"),
+                _ => String::new(),
+            }
+        );
+    }
+    if let Some(files) = r
+        .probes
+        .get("extents")
+        .and_then(|v| v.get("files"))
+        .and_then(|f| f.as_array())
+    {
+        for f in files {
+            let path = f.get("path").and_then(|x| x.as_str()).unwrap_or("?");
+            match f.get("extents").and_then(|x| x.as_u64()) {
+                Some(n) => {
+                    let _ = writeln!(out, "extents: {path}: {n}");
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "extents: {path}: unknown ({})",
+                        f.get("error").and_then(|x| x.as_str()).unwrap_or("")
+                    );
+                }
+            }
+        }
+    }
+    out
+}

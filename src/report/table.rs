@@ -1,0 +1,548 @@
+//! Table shaping: stored sweep points become the papers' tables, rows and columns chosen by
+//! axis ("block size | buffered KB/s | discovered KB/s | direct KB/s | raw KB/s | buffered
+//! CPU s | ..."). Repetitions of a point are averaged and their spread kept for `compare`.
+
+use super::metrics::{self, Metric};
+use crate::runner::RunStatus;
+use crate::sweep::axis;
+use crate::sweep::record::{ChartSpec, Record, SweepMeta};
+
+/// Measurements of one cell: per metric, one value per repetition.
+#[derive(Debug, Clone, Default)]
+pub struct Cell {
+    pub values: Vec<Vec<f64>>,
+    pub skipped: Option<String>,
+    pub failed: bool,
+    pub partial: bool,
+}
+
+impl Cell {
+    pub fn mean(&self, m: usize) -> Option<f64> {
+        let v = self.values.get(m)?;
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    }
+    /// (max - min) / mean over repetitions; None with fewer than two.
+    pub fn spread(&self, m: usize) -> Option<f64> {
+        let v = self.values.get(m)?;
+        if v.len() < 2 {
+            return None;
+        }
+        let mean = self.mean(m)?;
+        let max = v.iter().cloned().fold(f64::MIN, f64::max);
+        let min = v.iter().cloned().fold(f64::MAX, f64::min);
+        Some(if mean.abs() > 0.0 {
+            (max - min) / mean.abs()
+        } else {
+            0.0
+        })
+    }
+    pub fn repeats(&self) -> usize {
+        self.values.first().map(|v| v.len()).unwrap_or(0)
+    }
+}
+
+/// One study shaped as a table.
+#[derive(Debug, Clone)]
+pub struct Shaped {
+    pub suite: String,
+    pub study: String,
+    pub title: String,
+    pub row_axes: Vec<String>,
+    pub col_axes: Vec<String>,
+    pub metrics: Vec<&'static Metric>,
+    pub row_keys: Vec<Vec<String>>,
+    pub col_keys: Vec<Vec<String>>,
+    /// cells[row][col]
+    pub cells: Vec<Vec<Cell>>,
+    /// Skip reasons and failures, each once.
+    pub notes: Vec<String>,
+    pub chart: ChartSpec,
+    /// Distinct targets in the study, in run order.
+    pub targets: Vec<String>,
+}
+
+/// A value of an axis for a record; `target` is the record's target label.
+pub fn axis_value(meta: &SweepMeta, name: &str) -> Option<String> {
+    if name == "target" {
+        return meta.target.clone();
+    }
+    meta.value(name).map(str::to_string)
+}
+
+fn push_unique(v: &mut Vec<String>, s: &str) {
+    if !v.iter().any(|x| x == s) {
+        v.push(s.to_string());
+    }
+}
+
+/// Overrides for rows, columns and metrics (from `--rows`, `--cols`, `--metrics`).
+#[derive(Debug, Clone, Default)]
+pub struct Shape {
+    pub rows: Option<Vec<String>>,
+    pub cols: Option<Vec<String>>,
+    pub metrics: Option<Vec<String>>,
+}
+
+/// Group records by study (in run order) and shape each into a table.
+pub fn shape_all(
+    records: &[Record],
+    shape: &Shape,
+) -> Result<Vec<Shaped>, crate::error::UsageError> {
+    let mut groups: Vec<((String, String), Vec<&Record>)> = Vec::new();
+    for r in records {
+        let key = (r.meta().suite.clone(), r.meta().study.clone());
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(r),
+            None => groups.push((key, vec![r])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, recs)| shape_study(&recs, shape))
+        .collect()
+}
+
+fn canonical_list(v: &[String]) -> Result<Vec<String>, crate::error::UsageError> {
+    v.iter().map(|n| axis::canonical(n)).collect()
+}
+
+pub fn shape_study(recs: &[&Record], shape: &Shape) -> Result<Shaped, crate::error::UsageError> {
+    let first = recs[0].meta();
+    let mut present: Vec<String> = Vec::new();
+    let mut targets: Vec<String> = Vec::new();
+    for r in recs {
+        for (n, _) in &r.meta().point {
+            push_unique(&mut present, n);
+        }
+        if let Some(t) = &r.meta().target {
+            push_unique(&mut targets, t);
+        }
+    }
+    if targets.len() > 1 {
+        present.insert(0, "target".into());
+    }
+    let keep =
+        |v: Vec<String>| -> Vec<String> { v.into_iter().filter(|a| present.contains(a)).collect() };
+    let mut cols = keep(match &shape.cols {
+        Some(c) => canonical_list(c)?,
+        None => first.table.cols.clone(),
+    });
+    let mut rows = keep(match &shape.rows {
+        Some(r) => canonical_list(r)?,
+        None => first.table.rows.clone(),
+    });
+    rows.retain(|r| !cols.contains(r));
+    if targets.len() > 1
+        && !rows.contains(&"target".to_string())
+        && !cols.contains(&"target".to_string())
+    {
+        rows.insert(0, "target".into());
+    }
+    // No axis is ever averaged away: axes named nowhere become row axes.
+    for a in &present {
+        if !rows.contains(a) && !cols.contains(a) {
+            rows.push(a.clone());
+        }
+    }
+    if rows.is_empty() && !cols.is_empty() {
+        rows.push(cols.remove(0));
+    }
+    let metric_keys: Vec<String> = match &shape.metrics {
+        Some(m) => m.clone(),
+        None if !first.table.metrics.is_empty() => first.table.metrics.clone(),
+        None => metrics::DEFAULT_METRICS
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    };
+    let ms: Vec<&'static Metric> = metric_keys
+        .iter()
+        .map(|k| {
+            metrics::find(k).ok_or_else(|| {
+                crate::usage!(
+                    "unknown metric '{k}': expected one of {}",
+                    metrics::keys().join(", ")
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let key_of = |m: &SweepMeta, axes: &[String]| -> Vec<String> {
+        axes.iter()
+            .map(|a| axis_value(m, a).unwrap_or_else(|| "-".into()))
+            .collect()
+    };
+    let mut row_keys: Vec<Vec<String>> = Vec::new();
+    let mut col_keys: Vec<Vec<String>> = Vec::new();
+    for r in recs {
+        let rk = key_of(r.meta(), &rows);
+        if !row_keys.contains(&rk) {
+            row_keys.push(rk);
+        }
+        let ck = key_of(r.meta(), &cols);
+        if !col_keys.contains(&ck) {
+            col_keys.push(ck);
+        }
+    }
+    let mut cells = vec![vec![Cell::default(); col_keys.len()]; row_keys.len()];
+    let mut notes = Vec::new();
+    for r in recs {
+        let ri = row_keys
+            .iter()
+            .position(|k| *k == key_of(r.meta(), &rows))
+            .unwrap_or(0);
+        let ci = col_keys
+            .iter()
+            .position(|k| *k == key_of(r.meta(), &cols))
+            .unwrap_or(0);
+        let cell = &mut cells[ri][ci];
+        match r {
+            Record::Skipped { reason, .. } => {
+                cell.skipped = Some(reason.clone());
+                push_unique(
+                    &mut notes,
+                    &format!("skipped ({}): {reason}", r.meta().point_label()),
+                );
+            }
+            Record::Run { result, .. } => {
+                if cell.values.is_empty() {
+                    cell.values = vec![Vec::new(); ms.len()];
+                }
+                for (k, m) in ms.iter().enumerate() {
+                    if let Some(v) = (m.get)(result) {
+                        cell.values[k].push(v);
+                    }
+                }
+                match result.status {
+                    RunStatus::Failed => {
+                        cell.failed = true;
+                        let why = result
+                            .failures
+                            .first()
+                            .map(|f| f.to_string())
+                            .unwrap_or_default();
+                        push_unique(
+                            &mut notes,
+                            &format!("FAILED ({}): {why}", r.meta().point_label()),
+                        );
+                    }
+                    RunStatus::Partial => {
+                        cell.partial = true;
+                        push_unique(
+                            &mut notes,
+                            &format!("partial, interrupted ({})", r.meta().point_label()),
+                        );
+                    }
+                    RunStatus::Complete => {}
+                }
+                for n in &result.notes {
+                    if n.contains("misaligned") || n.contains("raw I/O") || n.contains("only") {
+                        push_unique(
+                            &mut notes,
+                            &format!("note ({}): {n}", r.meta().point_label()),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // Notes that repeat for every point say the same thing once.
+    let mut compact: Vec<String> = Vec::new();
+    let mut seen_reasons: Vec<String> = Vec::new();
+    for n in notes {
+        let reason = n
+            .split_once("): ")
+            .map(|(_, r)| r.to_string())
+            .unwrap_or(n.clone());
+        if seen_reasons.contains(&reason) {
+            continue;
+        }
+        seen_reasons.push(reason);
+        compact.push(n);
+    }
+    Ok(Shaped {
+        suite: first.suite.clone(),
+        study: first.study.clone(),
+        title: first.title.clone(),
+        row_axes: rows,
+        col_axes: cols,
+        metrics: ms,
+        row_keys,
+        col_keys,
+        cells,
+        notes: compact,
+        chart: first.chart.clone(),
+        targets,
+    })
+}
+
+impl Shaped {
+    /// Header row: row axis labels, then for each metric each column key.
+    pub fn header(&self) -> Vec<String> {
+        let mut h: Vec<String> = self.row_axes.iter().map(|a| axis::label(a)).collect();
+        for m in &self.metrics {
+            for ck in &self.col_keys {
+                let prefix = ck.join(" ");
+                h.push(if prefix.is_empty() || self.col_axes.is_empty() {
+                    m.label.to_string()
+                } else {
+                    format!("{prefix} {}", m.label)
+                });
+            }
+        }
+        h
+    }
+
+    /// Body rows as text.
+    pub fn body(&self) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        for (ri, rk) in self.row_keys.iter().enumerate() {
+            let mut row = rk.clone();
+            for (mi, m) in self.metrics.iter().enumerate() {
+                for ci in 0..self.col_keys.len() {
+                    row.push(format_cell(&self.cells[ri][ci], mi, m));
+                }
+            }
+            out.push(row);
+        }
+        out
+    }
+}
+
+/// A cell as text: the mean, `±spread%` with repetitions, `!` when the run failed.
+pub fn format_cell(c: &Cell, mi: usize, m: &Metric) -> String {
+    if let Some(v) = c.mean(mi) {
+        let mut s = format!("{v:.*}", m.decimals);
+        if let Some(sp) = c.spread(mi) {
+            s.push_str(&format!(" ±{:.0}%", sp * 100.0));
+        }
+        if c.failed {
+            s.push_str(" !");
+        } else if c.partial {
+            s.push_str(" *");
+        }
+        s
+    } else if c.skipped.is_some() {
+        "skipped".into()
+    } else {
+        "-".into()
+    }
+}
+
+/// Plain-text table with aligned columns.
+pub fn render_text(t: &Shaped) -> String {
+    let header = t.header();
+    let body = t.body();
+    let ncol = header.len();
+    let mut w = vec![0usize; ncol];
+    for row in std::iter::once(&header).chain(body.iter()) {
+        for (i, c) in row.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let nrow = t.row_axes.len();
+    let fmt = |row: &[String]| -> String {
+        row.iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i < nrow {
+                    format!("{c:<width$}", width = w[i])
+                } else {
+                    format!("{c:>width$}", width = w[i])
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    let mut out = format!("{}\n", t.title);
+    out += &fmt(&header);
+    out.push('\n');
+    out += &"-".repeat(w.iter().sum::<usize>() + 2 * ncol.saturating_sub(1));
+    out.push('\n');
+    for r in &body {
+        out += &fmt(r);
+        out.push('\n');
+    }
+    for n in &t.notes {
+        out += &format!("  {n}\n");
+    }
+    out
+}
+
+/// Markdown table.
+pub fn render_markdown(t: &Shaped) -> String {
+    let esc = |s: &str| s.replace('|', "\\|");
+    let header = t.header();
+    let mut out = format!("### {}\n\n", esc(&t.title));
+    out += &format!(
+        "| {} |\n",
+        header
+            .iter()
+            .map(|h| esc(h))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    out += &format!(
+        "|{}|\n",
+        header
+            .iter()
+            .enumerate()
+            .map(|(i, _)| if i < t.row_axes.len() { "---" } else { "---:" })
+            .collect::<Vec<_>>()
+            .join("|")
+    );
+    for r in t.body() {
+        out += &format!(
+            "| {} |\n",
+            r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
+        );
+    }
+    if !t.notes.is_empty() {
+        out.push('\n');
+        for n in &t.notes {
+            out += &format!("- {}\n", esc(n));
+        }
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+    use crate::sweep::record::TableSpec;
+
+    /// A synthetic measured record (for table and chart tests).
+    pub fn fake(
+        study: &str,
+        point: &[(&str, &str)],
+        kbps: f64,
+        cpu: f64,
+        target: Option<&str>,
+    ) -> Record {
+        let job = crate::job::Job {
+            targets: vec!["/tmp/x".into()],
+            io_count: Some(1),
+            ..Default::default()
+        };
+        let outcome = crate::runner::RunOutcome {
+            plan: crate::runner::Plan {
+                targets: vec![],
+                cache: Default::default(),
+                notes: vec![],
+            },
+            threads: vec![],
+            status: RunStatus::Complete,
+            failures: vec![],
+            elapsed_s: 1.0,
+            started_unix_s: 0.0,
+            probes: Default::default(),
+        };
+        let mut r = crate::result::RunResult::from_outcome(&job, &outcome);
+        r.total.bytes_per_sec = kbps * 1024.0;
+        r.total.cpu_s = cpu;
+        r.total.iops = kbps;
+        let meta = SweepMeta {
+            suite: "s".into(),
+            study: study.into(),
+            title: format!("{study} title"),
+            point: point
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+            table: TableSpec {
+                rows: vec!["bs".into()],
+                cols: vec!["cache".into()],
+                metrics: vec!["kb_per_s".into(), "cpu_s".into()],
+            },
+            target: target.map(str::to_string),
+            ..Default::default()
+        };
+        Record::run(meta, r)
+    }
+
+    #[test]
+    fn paper_shape_block_size_by_policy() {
+        let mut recs = Vec::new();
+        for (i, bs) in ["64k", "256k"].iter().enumerate() {
+            for (j, c) in ["buffered", "direct"].iter().enumerate() {
+                recs.push(fake(
+                    "t",
+                    &[("bs", bs), ("cache", c)],
+                    (100 * (i + 1) + j) as f64,
+                    0.5,
+                    None,
+                ));
+            }
+        }
+        let t = &shape_all(&recs, &Shape::default()).unwrap()[0];
+        assert_eq!(
+            t.header(),
+            [
+                "block size",
+                "buffered KB/s",
+                "direct KB/s",
+                "buffered CPU s",
+                "direct CPU s"
+            ]
+        );
+        assert_eq!(t.body()[1], ["256k", "200", "201", "0.500", "0.500"]);
+        // Swap rows and columns.
+        let s = Shape {
+            rows: Some(vec!["cache".into()]),
+            cols: Some(vec!["bs".into()]),
+            metrics: Some(vec!["kb_per_s".into()]),
+        };
+        let t = &shape_all(&recs, &s).unwrap()[0];
+        assert_eq!(t.header(), ["cache", "64k KB/s", "256k KB/s"]);
+        assert_eq!(t.body()[1], ["direct", "101", "201"]);
+        assert!(render_markdown(t).contains("| direct | 101 | 201 |"));
+        assert!(shape_all(
+            &recs,
+            &Shape {
+                metrics: Some(vec!["speed".into()]),
+                ..Default::default()
+            }
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn repeats_average_and_targets_become_rows() {
+        let mut recs = vec![
+            fake(
+                "t",
+                &[("bs", "64k"), ("cache", "direct")],
+                100.0,
+                1.0,
+                Some("/a"),
+            ),
+            fake(
+                "t",
+                &[("bs", "64k"), ("cache", "direct")],
+                110.0,
+                1.0,
+                Some("/a"),
+            ),
+            fake(
+                "t",
+                &[("bs", "64k"), ("cache", "direct")],
+                50.0,
+                1.0,
+                Some("/b"),
+            ),
+        ];
+        if let Record::Run { meta, .. } = &mut recs[1] {
+            meta.repeat = 1;
+        }
+        let t = &shape_all(&recs, &Shape::default()).unwrap()[0];
+        assert_eq!(t.row_axes, ["target", "bs"]);
+        assert_eq!(t.body()[0][2], "105 ±10%");
+        assert_eq!(t.body()[1][2], "50");
+        assert_eq!(
+            t.cells[0][0].spread(0).map(|s| (s * 100.0).round()),
+            Some(10.0)
+        );
+    }
+}

@@ -1,0 +1,512 @@
+//! Sweeps: a study is fixed settings plus axes; its points are the cross product of the axes
+//! in the stated order (the first axis varies slowest, the last fastest). Each point's Result
+//! is written to the output directory as soon as it finishes, so an interrupted sweep keeps
+//! what it measured, and a re-run skips points whose stored result matches. Suites
+//! (`suites/*.toml`) are lists of studies that regenerate the seed papers' tables.
+
+pub mod aged;
+pub mod axis;
+pub mod backup;
+pub mod progress;
+pub mod rawdev;
+pub mod record;
+pub mod suite;
+pub mod ustar;
+pub mod workloads;
+
+use crate::runner::RunStatus;
+use crate::usage;
+pub use axis::{Axis, PointJob};
+use progress::Progress;
+pub use record::{ChartSpec, Record, SweepMeta, TableSpec};
+use std::path::{Path, PathBuf};
+
+/// One sweep: fixed settings, axes, and how its table and chart are shaped.
+#[derive(Debug, Clone, Default)]
+pub struct Study {
+    pub suite: String,
+    pub id: String,
+    pub title: String,
+    /// Fixed settings, applied before the axis values.
+    pub settings: Vec<(String, String)>,
+    pub axes: Vec<Axis>,
+    pub table: TableSpec,
+    pub chart: ChartSpec,
+    /// Use the file size as the I/O size when the file is smaller than one I/O (file-size sweeps).
+    pub clamp_bs_to_size: bool,
+    /// Run this Filebench personality at each point (workload variables from `var.*`,
+    /// run time from `time`) instead of a Job; the target is then a directory.
+    pub workload: Option<String>,
+}
+
+/// One point of a study: axis values in axis order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Point {
+    pub index: usize,
+    pub values: Vec<(String, String)>,
+}
+
+impl Study {
+    /// The cross product of the axes; the first axis is outermost.
+    pub fn points(&self) -> Vec<Point> {
+        let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
+        for a in &self.axes {
+            let mut next = Vec::with_capacity(out.len() * a.values.len());
+            for prefix in &out {
+                for v in &a.values {
+                    let mut p = prefix.clone();
+                    p.push((a.name.clone(), v.clone()));
+                    next.push(p);
+                }
+            }
+            out = next;
+        }
+        out.into_iter()
+            .enumerate()
+            .map(|(index, values)| Point { index, values })
+            .collect()
+    }
+
+    /// "bs (outer) > cache > threads (inner)".
+    pub fn order_text(&self) -> String {
+        let names: Vec<&str> = self.axes.iter().map(|a| a.name.as_str()).collect();
+        match names.len() {
+            0 => "one point".into(),
+            1 => names[0].to_string(),
+            _ => format!(
+                "{} (outer) > {} (inner)",
+                names[..names.len() - 1].join(" > "),
+                names[names.len() - 1]
+            ),
+        }
+    }
+
+    /// Every setting of a point: fixed settings then the point's axis values.
+    pub fn settings_of(&self, p: &Point) -> Vec<(String, String)> {
+        let mut s = self.settings.clone();
+        s.extend(p.values.iter().cloned());
+        s
+    }
+
+    /// Build the Job of a point. Targets are `base`, `base.1`, `base.2`, ... (one per file).
+    pub fn build(&self, p: &Point, base: &Path) -> Result<PointJob, crate::error::UsageError> {
+        let mut pj = PointJob::default();
+        for (n, v) in self.settings_of(p) {
+            axis::apply(&mut pj, &n, &v).map_err(|e| usage!("study {}: {}: {e}", self.id, n))?;
+        }
+        let label: Vec<String> = p.values.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        pj.job.name = if label.is_empty() {
+            self.id.clone()
+        } else {
+            format!("{} {}", self.id, label.join(" "))
+        };
+        pj.job.targets = (0..pj.files)
+            .map(|i| {
+                if i == 0 {
+                    base.to_path_buf()
+                } else {
+                    PathBuf::from(format!("{}.{i}", base.display()))
+                }
+            })
+            .collect();
+        let j = &mut pj.job;
+        if self.clamp_bs_to_size {
+            if let Some(s) = j.file_size {
+                if s < j.block_size {
+                    j.block_size = s.max(1);
+                }
+            }
+        }
+        // Sequential threads each own a slice of the file: make every slice hold an I/O.
+        if let Some(s) = j.file_size {
+            let need = j.block_size.saturating_mul(j.threads as u64);
+            if !j.access.is_random() && s < need {
+                j.file_size = Some(need);
+            }
+        }
+        j.validate()
+            .map_err(|e| usage!("study {} point {}: {e}", self.id, label.join(" ")))?;
+        Ok(pj)
+    }
+
+    /// Settings of a workload point: only workload variables and the run time apply.
+    pub fn build_workload(&self, p: &Point) -> Result<PointJob, crate::error::UsageError> {
+        let mut pj = PointJob::default();
+        for (n, v) in self.settings_of(p) {
+            if !(n.starts_with("var.") || n == "time") {
+                return Err(usage!(
+                    "a workload sweep takes workload variables (-D NAME=...) and --time, not {n}"
+                ));
+            }
+            axis::apply(&mut pj, &n, &v)?;
+        }
+        Ok(pj)
+    }
+
+    pub fn meta(&self, p: &Point, index: usize, repeat: u32, target: Option<&str>) -> SweepMeta {
+        SweepMeta {
+            suite: self.suite.clone(),
+            study: self.id.clone(),
+            title: self.title.clone(),
+            index,
+            repeat,
+            point: p.values.clone(),
+            settings: self.settings_of(p),
+            table: self.table.clone(),
+            chart: self.chart.clone(),
+            target: target.map(str::to_string),
+        }
+    }
+}
+
+/// File name of a point's record: `STUDY-0007-bs-64k_cache-direct[-r1].json`.
+pub fn record_file_name(
+    study: &str,
+    index: usize,
+    values: &[(String, String)],
+    repeat: u32,
+) -> String {
+    let mut slug: String = values
+        .iter()
+        .map(|(n, v)| format!("{n}-{v}"))
+        .collect::<Vec<_>>()
+        .join("_")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    slug.truncate(80);
+    let study: String = study
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let rep = if repeat > 0 {
+        format!("-r{repeat}")
+    } else {
+        String::new()
+    };
+    if slug.is_empty() {
+        format!("{study}-{index:04}{rep}.json")
+    } else {
+        format!("{study}-{index:04}-{slug}{rep}.json")
+    }
+}
+
+/// How many points ran, were reused from an earlier run, or were skipped.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Tally {
+    pub ran: usize,
+    pub reused: usize,
+    pub skipped: usize,
+    pub failed: usize,
+}
+
+/// State shared by every study of one sweep or suite run.
+pub struct Ctx {
+    pub out_dir: PathBuf,
+    pub repeat: u32,
+    /// Ignore stored results and measure every point again.
+    pub fresh: bool,
+    pub keep: bool,
+    pub progress: Progress,
+    pub raw: rawdev::RawProvider,
+    /// Files this run created, removed at the end unless `keep`.
+    pub created: Vec<PathBuf>,
+    pub tally: Tally,
+    /// Set when Ctrl-C stopped the run.
+    pub interrupted: bool,
+    /// Global point counter, so records of a suite sort in run order.
+    pub next_index: usize,
+    /// `--iostat INTERVAL`: sample the devices under each point's targets during its run.
+    pub iostat: Option<String>,
+}
+
+impl Ctx {
+    pub fn new(
+        out_dir: PathBuf,
+        repeat: u32,
+        fresh: bool,
+        keep: bool,
+        total_points: usize,
+    ) -> anyhow::Result<Ctx> {
+        std::fs::create_dir_all(&out_dir)
+            .map_err(|e| usage!("cannot create output directory {}: {e}", out_dir.display()))?;
+        Ok(Ctx {
+            out_dir,
+            repeat: repeat.max(1),
+            fresh,
+            keep,
+            progress: Progress::new(total_points),
+            raw: rawdev::RawProvider::new(),
+            created: Vec::new(),
+            tally: Tally::default(),
+            interrupted: false,
+            next_index: 0,
+            iostat: None,
+        })
+    }
+
+    /// A stored record at `path` that matches `meta` and completed, if any.
+    pub fn reusable(&self, path: &Path, meta: &SweepMeta) -> Option<Record> {
+        if self.fresh {
+            return None;
+        }
+        let text = std::fs::read_to_string(path).ok()?;
+        let recs = record::parse_records(&text, &path.display().to_string()).ok()?;
+        let rec = recs.into_iter().next()?;
+        let m = rec.meta();
+        let same = m.study == meta.study
+            && m.suite == meta.suite
+            && m.point == meta.point
+            && m.settings == meta.settings
+            && m.repeat == meta.repeat
+            && m.target == meta.target;
+        match &rec {
+            Record::Run { result, .. } if same && result.status == RunStatus::Complete => Some(rec),
+            _ => None,
+        }
+    }
+
+    /// Store a record and count it.
+    pub fn store(&mut self, path: &Path, rec: &Record) -> anyhow::Result<()> {
+        rec.write(path)?;
+        match rec {
+            Record::Run { result, .. } if result.status == RunStatus::Failed => {
+                self.tally.failed += 1
+            }
+            Record::Run { .. } => self.tally.ran += 1,
+            Record::Skipped { .. } => self.tally.skipped += 1,
+        }
+        Ok(())
+    }
+
+    /// Remove files fsbench created during this run (not when `keep`).
+    pub fn cleanup(&mut self) {
+        if self.keep {
+            return;
+        }
+        // Only paths that did not exist before a point of this run and existed after it.
+        for p in self.created.drain(..) {
+            let _ = std::fs::remove_file(&p);
+        }
+        self.raw.release();
+    }
+}
+
+/// Run one study on one target base path: every point, every repetition.
+/// `extra` may add probe data to a result before it is stored.
+pub fn run_study(
+    study: &Study,
+    base: &Path,
+    target: Option<&str>,
+    ctx: &mut Ctx,
+) -> anyhow::Result<Vec<Record>> {
+    let points = study.points();
+    // Build every point first: a bad setting is reported before any I/O happens.
+    let mut built = Vec::with_capacity(points.len());
+    for p in &points {
+        built.push(match &study.workload {
+            Some(_) => study.build_workload(p)?,
+            None => study.build(p, base)?,
+        });
+    }
+    let mut out = Vec::new();
+    for (p, pj) in points.iter().zip(built) {
+        let index = ctx.next_index;
+        ctx.next_index += 1;
+        for r in 0..ctx.repeat {
+            if ctx.interrupted || crate::runner::signal::interrupted() {
+                ctx.interrupted = true;
+                return Ok(out);
+            }
+            let meta = study.meta(p, index, r, target);
+            let file = ctx
+                .out_dir
+                .join(record_file_name(&study.id, index, &p.values, r));
+            ctx.progress
+                .start_point(&format!("{} {}", study.id, meta.point_label()));
+            if let Some(rec) = ctx.reusable(&file, &meta) {
+                ctx.tally.reused += 1;
+                ctx.progress.finish_point();
+                out.push(rec);
+                continue;
+            }
+            let rec = match &study.workload {
+                Some(name) => run_workload_point(name, base, &pj, meta),
+                None => run_point(&pj, meta, ctx)?,
+            };
+            ctx.store(&file, &rec)?;
+            ctx.progress.finish_point();
+            if let Record::Run { result, .. } = &rec {
+                if result.status == RunStatus::Partial {
+                    ctx.interrupted = true;
+                }
+            }
+            out.push(rec);
+        }
+    }
+    Ok(out)
+}
+
+/// Run one point of a workload sweep through the one entry point for personalities.
+pub fn run_workload_point(name: &str, dir: &Path, pj: &PointJob, meta: SweepMeta) -> Record {
+    let time_s = pj.job.time_s.unwrap_or(10.0);
+    match workloads::run_personality(name, dir, &pj.vars, time_s) {
+        Ok(r) => Record::run(meta, r),
+        Err(workloads::PersonalityError::Missing(why)) => Record::skip(meta, why),
+        Err(workloads::PersonalityError::Failed(e)) => Record::skip(meta, format!("error: {e:#}")),
+    }
+}
+
+/// Run one built point: provide a raw device when the policy needs one, start writes on a
+/// fresh file, remember what was created.
+pub fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow::Result<Record> {
+    let mut job = pj.job.clone();
+    if job.cache == crate::job::CachePolicy::Raw
+        && !job
+            .targets
+            .iter()
+            .all(|t| crate::safety::is_block_device(t))
+    {
+        if job.targets.len() > 1 {
+            return Ok(Record::skip(
+                meta,
+                "raw I/O on several files needs several block devices: fsbench provides one loop device",
+            ));
+        }
+        let need = job.needed_file_size().unwrap_or(1 << 30);
+        // The loop device's backing file lives beside the target: raw I/O on the same storage.
+        let dir = job.targets[0]
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        match ctx.raw.device(&dir, need) {
+            Ok(dev) => job.targets = vec![dev],
+            Err(why) => return Ok(Record::skip(meta, why)),
+        }
+    }
+    // The white paper writes new files: a sequential write starts from an empty file.
+    if job.access == crate::job::Access::Write && job.cache != crate::job::CachePolicy::Concurrent {
+        for t in &job.targets {
+            if ctx.created.contains(t) {
+                let _ = std::fs::remove_file(t);
+            }
+        }
+    }
+    let existed: Vec<bool> = job.targets.iter().map(|t| t.exists()).collect();
+    job.keep = true;
+    let observe = crate::cli::observe::ObserveArgs {
+        iostat: ctx.iostat.clone(),
+        ..Default::default()
+    };
+    let observer = crate::cli::observe::Observer::start(&observe, &job)?;
+    let outcome = match crate::runner::run(&job) {
+        Ok(o) => o,
+        Err(e) if crate::error::is_usage(&e) => return Err(e),
+        Err(e) => return Ok(Record::skip(meta, format!("error: {e:#}"))),
+    };
+    for (t, was) in job.targets.iter().zip(existed) {
+        if !was && t.exists() && !ctx.created.contains(t) {
+            ctx.created.push(t.clone());
+        }
+    }
+    let mut result = crate::result::RunResult::from_outcome(&job, &outcome);
+    observer.finish(&mut result, outcome.elapsed_s)?;
+    Ok(Record::run(meta, result))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn study() -> Study {
+        Study {
+            id: "t".into(),
+            settings: vec![("rw".into(), "read".into()), ("size".into(), "1m".into())],
+            axes: vec![
+                Axis {
+                    name: "bs".into(),
+                    values: vec!["4k".into(), "64k".into()],
+                },
+                Axis {
+                    name: "cache".into(),
+                    values: vec!["buffered".into(), "direct".into(), "discovered".into()],
+                },
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn cross_product_order_first_axis_outermost() {
+        let s = study();
+        let pts = s.points();
+        assert_eq!(pts.len(), 6);
+        let labels: Vec<String> = pts
+            .iter()
+            .map(|p| format!("{}/{}", p.values[0].1, p.values[1].1))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "4k/buffered",
+                "4k/direct",
+                "4k/discovered",
+                "64k/buffered",
+                "64k/direct",
+                "64k/discovered"
+            ]
+        );
+        assert_eq!(s.order_text(), "bs (outer) > cache (inner)");
+        let pj = s.build(&pts[4], Path::new("/tmp/x")).unwrap();
+        assert_eq!(pj.job.block_size, 65536);
+        assert_eq!(pj.job.cache, crate::job::CachePolicy::Direct);
+    }
+
+    #[test]
+    fn files_axis_names_targets_and_clamps() {
+        let mut s = study();
+        s.axes = vec![Axis {
+            name: "files".into(),
+            values: vec!["3".into()],
+        }];
+        s.settings.push(("bs".into(), "2m".into()));
+        let pj = s.build(&s.points()[0], Path::new("/d/f")).unwrap();
+        let t: Vec<String> = pj
+            .job
+            .targets
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        assert_eq!(t, ["/d/f", "/d/f.1", "/d/f.2"]);
+        // 2m I/Os on a 1m file: the file grows to one I/O per thread.
+        assert_eq!(pj.job.file_size, Some(2 << 20));
+        s.clamp_bs_to_size = true;
+        let pj = s.build(&s.points()[0], Path::new("/d/f")).unwrap();
+        assert_eq!(pj.job.block_size, 1 << 20);
+    }
+
+    #[test]
+    fn file_names_are_safe_and_ordered() {
+        let n = record_file_name(
+            "wp read",
+            7,
+            &[("cache".into(), "discovered=256k".into())],
+            1,
+        );
+        assert_eq!(n, "wp_read-0007-cache-discovered_256k-r1.json");
+        assert!(record_file_name("a", 2, &[], 0) < record_file_name("a", 10, &[], 0));
+    }
+}

@@ -1,0 +1,117 @@
+//! The progress line of long runs: points done/total, the current point and an ETA, redrawn
+//! in place on a terminal (stderr) and silent when stderr is not a terminal.
+
+use std::io::Write;
+use std::time::Instant;
+
+pub struct Progress {
+    total: usize,
+    done: usize,
+    started: Instant,
+    enabled: bool,
+    width: usize,
+}
+
+/// True when stderr is a terminal.
+pub fn stderr_is_tty() -> bool {
+    // SAFETY: isatty only inspects the descriptor.
+    unsafe { libc::isatty(2) == 1 }
+}
+
+/// `95 s` -> `1m35s`.
+pub fn format_eta(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+impl Progress {
+    pub fn new(total: usize) -> Self {
+        Progress {
+            total,
+            done: 0,
+            started: Instant::now(),
+            enabled: stderr_is_tty(),
+            width: 0,
+        }
+    }
+
+    /// Grow the total (suites learn some counts as they go).
+    pub fn add_total(&mut self, n: usize) {
+        self.total += n;
+    }
+
+    /// The line shown while `label` runs.
+    pub fn line(&self, label: &str) -> String {
+        let eta = if self.done > 0 {
+            let per = self.started.elapsed().as_secs_f64() / self.done as f64;
+            format!(
+                "ETA {}",
+                format_eta(per * (self.total.saturating_sub(self.done)) as f64)
+            )
+        } else {
+            "ETA ?".into()
+        };
+        let mut l = label.to_string();
+        if l.len() > 60 {
+            l.truncate(57);
+            l.push_str("...");
+        }
+        format!(
+            "[{}/{}] {l}  {eta}",
+            self.done + 1,
+            self.total.max(self.done + 1)
+        )
+    }
+
+    pub fn start_point(&mut self, label: &str) {
+        if !self.enabled {
+            return;
+        }
+        let line = self.line(label);
+        let pad = self.width.saturating_sub(line.len());
+        self.width = line.len();
+        let mut e = std::io::stderr().lock();
+        let _ = write!(e, "\r{line}{}", " ".repeat(pad));
+        let _ = e.flush();
+    }
+
+    pub fn finish_point(&mut self) {
+        self.done += 1;
+    }
+
+    /// Clear the line before other output.
+    pub fn clear(&mut self) {
+        if self.enabled && self.width > 0 {
+            let _ = write!(std::io::stderr(), "\r{}\r", " ".repeat(self.width));
+            self.width = 0;
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eta_and_line() {
+        assert_eq!(format_eta(95.0), "1m35s");
+        assert_eq!(format_eta(3.4), "3s");
+        assert_eq!(format_eta(7300.0), "2h01m");
+        let mut p = Progress::new(4);
+        assert!(p.line("bs=64k").starts_with("[1/4] bs=64k  ETA ?"));
+        p.finish_point();
+        assert!(p.line("x").starts_with("[2/4] x  ETA "));
+    }
+}

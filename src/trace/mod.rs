@@ -1,0 +1,133 @@
+//! Per-I/O traces: fsbench's own I/O recorded into a preallocated ring per worker, other
+//! programs' file I/O captured with strace, both in one format (CSV or a compact binary form)
+//! that `fsbench trace --analyze` explains and `fsbench replay` turns back into a benchmark.
+//!
+//! Tracing is an observation option, not part of the Job (a Job stays the same benchmark
+//! whether or not it is traced), so the CLI switches it on with [`enable`] (worker threads)
+//! or [`enable_for_children`] (worker processes); each worker takes its ring in its untimed
+//! preparation and hands it back after its timed loop. See [`session`].
+
+pub mod analyze;
+pub mod format;
+pub mod replay;
+pub mod ring;
+pub mod session;
+pub mod strace;
+
+pub use ring::TraceRing;
+use serde::{Deserialize, Serialize};
+pub use session::{enable, enable_for_children, finish_ring, ring_for_worker, take};
+
+/// What a traced call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceOp {
+    Read,
+    Write,
+    Open,
+    Close,
+    Fsync,
+    Fdatasync,
+}
+
+impl TraceOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceOp::Read => "read",
+            TraceOp::Write => "write",
+            TraceOp::Open => "open",
+            TraceOp::Close => "close",
+            TraceOp::Fsync => "fsync",
+            TraceOp::Fdatasync => "fdatasync",
+        }
+    }
+    pub fn parse(s: &str) -> Option<TraceOp> {
+        Some(match s {
+            "read" => TraceOp::Read,
+            "write" => TraceOp::Write,
+            "open" => TraceOp::Open,
+            "close" => TraceOp::Close,
+            "fsync" => TraceOp::Fsync,
+            "fdatasync" => TraceOp::Fdatasync,
+            _ => return None,
+        })
+    }
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+    pub fn from_code(c: u8) -> Option<TraceOp> {
+        [
+            TraceOp::Read,
+            TraceOp::Write,
+            TraceOp::Open,
+            TraceOp::Close,
+            TraceOp::Fsync,
+            TraceOp::Fdatasync,
+        ]
+        .get(c as usize)
+        .copied()
+    }
+    /// Moves data (and so has an offset and a length).
+    pub fn is_data(self) -> bool {
+        matches!(self, TraceOp::Read | TraceOp::Write)
+    }
+}
+
+/// One traced call. Times are nanoseconds from the start of the trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceRecord {
+    pub id: u64,
+    /// Worker index (fsbench) or thread id (strace).
+    pub thread: u32,
+    pub op: TraceOp,
+    /// Index into [`Trace::files`].
+    pub file: u32,
+    pub offset: u64,
+    /// Bytes asked for (data ops).
+    pub len: u64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Bytes transferred, or a negative errno.
+    pub result: i64,
+}
+
+impl TraceRecord {
+    /// Bytes the call actually moved (0 for errors and non-data calls).
+    pub fn done_bytes(&self) -> u64 {
+        if self.op.is_data() && self.result > 0 {
+            (self.result as u64).min(self.len.max(self.result as u64))
+        } else {
+            0
+        }
+    }
+}
+
+/// A whole trace: the files it names and its records in start order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trace {
+    pub files: Vec<String>,
+    pub records: Vec<TraceRecord>,
+}
+
+impl Trace {
+    /// Index of `path` in the file table, adding it when new.
+    pub fn file_index(&mut self, path: &str) -> u32 {
+        if let Some(i) = self.files.iter().position(|f| f == path) {
+            return i as u32;
+        }
+        self.files.push(path.to_string());
+        (self.files.len() - 1) as u32
+    }
+
+    /// Sort by start time (ties by thread) and number the records 0.. in that order.
+    pub fn renumber(&mut self) {
+        self.records
+            .sort_by_key(|r| (r.start_ns, r.end_ns, r.thread, r.id));
+        let t0 = self.records.first().map(|r| r.start_ns).unwrap_or(0);
+        for (i, r) in self.records.iter_mut().enumerate() {
+            r.id = i as u64;
+            r.start_ns -= t0;
+            r.end_ns = r.end_ns.saturating_sub(t0);
+        }
+    }
+}

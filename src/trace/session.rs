@@ -1,0 +1,192 @@
+//! The tracing session of a run: ring size, a common clock, and the rings workers hand back.
+//!
+//! Worker threads hand their rings to this process's session. Worker processes
+//! (`--processes`, vx's `-P`/`-p`) inherit `FSBENCH_TRACE_DIR` and `FSBENCH_TRACE_RECORDS` from
+//! the parent: each child opens its own session on its first ring and, once its last worker
+//! is done, writes its records to `DIR/part-PID-dropped-N.bin`, which the parent merges. Times
+//! are kept against CLOCK_MONOTONIC, which all processes share, so records of different
+//! processes line up.
+
+use super::format;
+use super::{Trace, TraceRing};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Instant;
+
+const ENV_DIR: &str = "FSBENCH_TRACE_DIR";
+const ENV_RECORDS: &str = "FSBENCH_TRACE_RECORDS";
+
+struct Session {
+    capacity: usize,
+    /// `base` as CLOCK_MONOTONIC nanoseconds: ring times + this = times all processes share.
+    base: Instant,
+    base_mono_ns: u64,
+    finished: Vec<TraceRing>,
+    /// Rings handed out and not yet back.
+    active: usize,
+    /// Child process: where to write the records when the last worker is done.
+    part_dir: Option<PathBuf>,
+    /// Parent of worker processes: where the children's parts are.
+    children_dir: Option<PathBuf>,
+}
+
+static SESSION: Mutex<Option<Session>> = Mutex::new(None);
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn new_session(capacity: usize) -> Session {
+    // Rust's Instant is CLOCK_MONOTONIC on Linux: read both together to tie them.
+    let base = Instant::now();
+    Session {
+        capacity: capacity.max(1),
+        base,
+        base_mono_ns: monotonic_ns(),
+        finished: Vec::new(),
+        active: 0,
+        part_dir: None,
+        children_dir: None,
+    }
+}
+
+/// Switch tracing on for the next run in this process: every worker gets a ring of at most
+/// `records_per_thread` entries (the newest are kept when a worker issues more).
+pub fn enable(records_per_thread: usize) {
+    *SESSION.lock().unwrap_or_else(|e| e.into_inner()) = Some(new_session(records_per_thread));
+}
+
+/// Switch tracing on for worker processes: they find `dir` and the ring size in their
+/// environment and leave their records there for [`take`].
+pub fn enable_for_children(records_per_thread: usize, dir: PathBuf) -> std::io::Result<()> {
+    std::fs::create_dir_all(&dir)?;
+    // SAFETY (of the environment change): done by the CLI before the runner starts any
+    // thread or child, so nothing reads the environment concurrently.
+    std::env::set_var(ENV_DIR, &dir);
+    std::env::set_var(ENV_RECORDS, records_per_thread.to_string());
+    let mut s = new_session(records_per_thread);
+    s.children_dir = Some(dir);
+    *SESSION.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+    Ok(())
+}
+
+/// A ring for one worker when tracing is on (called in the worker's untimed preparation, so
+/// the allocation and the page faults of touching it happen before the clock starts). The
+/// ring is sized to the I/Os the worker will issue when the job says how many.
+pub fn ring_for_worker(
+    job: &crate::job::Job,
+    path: &std::path::Path,
+    target_size: u64,
+    user: usize,
+    thread: u32,
+) -> Option<TraceRing> {
+    let mut guard = SESSION.lock().unwrap_or_else(|e| e.into_inner());
+    if guard.is_none() {
+        // A worker process of a traced run: the parent said so in the environment.
+        let dir = std::env::var_os(ENV_DIR)?;
+        let records = std::env::var(ENV_RECORDS).ok()?.parse().ok()?;
+        let mut s = new_session(records);
+        s.part_dir = Some(PathBuf::from(dir));
+        *guard = Some(s);
+    }
+    let s = guard.as_mut()?;
+    let reps = job.repeats.max(1) as u64;
+    let expected = match (job.io_count, job.time_s) {
+        (Some(n), _) => Some(n.saturating_mul(reps)),
+        (None, Some(_)) => None,
+        // Covering the file once: at most size / block size I/Os per thread.
+        (None, None) => Some((target_size / job.block_size.max(1) + 1).saturating_mul(reps)),
+    };
+    let cap = match expected {
+        Some(n) => n.clamp(1, s.capacity as u64) as usize,
+        None => s.capacity,
+    };
+    s.active += 1;
+    let index = user as u32 * job.threads + thread;
+    Some(TraceRing::new(
+        index,
+        path.display().to_string(),
+        s.base,
+        cap,
+    ))
+}
+
+/// Hand a worker's ring back after its timed loop.
+pub fn finish_ring(ring: TraceRing) {
+    let mut guard = SESSION.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(s) = guard.as_mut() else { return };
+    s.finished.push(ring);
+    s.active = s.active.saturating_sub(1);
+    if s.active == 0 {
+        if let Some(dir) = s.part_dir.clone() {
+            // The last worker of a child process: leave the records for the parent.
+            let (trace, dropped) = gather(std::mem::take(&mut s.finished), s.base_mono_ns);
+            let part = dir.join(format!("part-{}-dropped-{dropped}.bin", std::process::id()));
+            if let Err(e) = format::write_file(&trace, &part, format::TraceFormat::Bin) {
+                eprintln!("fsbench: worker process could not write its trace part: {e:#}");
+            }
+        }
+    }
+}
+
+/// Records of `rings` with times on the shared monotonic clock, and how many were dropped.
+fn gather(rings: Vec<TraceRing>, base_mono_ns: u64) -> (Trace, u64) {
+    let mut trace = Trace::default();
+    let mut dropped = 0;
+    for ring in rings {
+        dropped += ring.dropped();
+        let file = trace.file_index(ring.path());
+        ring.drain_into(file, &mut trace.records);
+    }
+    for r in &mut trace.records {
+        r.start_ns += base_mono_ns;
+        r.end_ns += base_mono_ns;
+    }
+    (trace, dropped)
+}
+
+/// Switch tracing off and gather every worker's records (threads of this process and parts
+/// left by worker processes) into one trace, with how many records were overwritten because
+/// a ring was full.
+pub fn take() -> Option<(Trace, u64)> {
+    let session = SESSION.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+    let (mut trace, mut dropped) = gather(session.finished, session.base_mono_ns);
+    if let Some(dir) = session.children_dir {
+        std::env::remove_var(ENV_DIR);
+        std::env::remove_var(ENV_RECORDS);
+        let mut parts: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        parts.sort();
+        for p in parts {
+            let name = p
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
+            if let Some(n) = name
+                .strip_suffix(".bin")
+                .and_then(|n| n.rsplit("-dropped-").next())
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                dropped += n;
+            }
+            if let Ok(part) = format::read_file(&p) {
+                for mut r in part.records {
+                    r.file = trace.file_index(&part.files[r.file as usize]);
+                    trace.records.push(r);
+                }
+            }
+            let _ = std::fs::remove_file(&p);
+        }
+        let _ = std::fs::remove_dir(&dir);
+    }
+    trace.renumber();
+    Some((trace, dropped))
+}

@@ -1,0 +1,350 @@
+//! The HTML report where features meet it: device samples of `--iostat` charted over time,
+//! `fsbench advise --format html`, and advise JSON embedded by `fsbench report`. Pages are
+//! opened in headless Chromium and the dumped DOM is checked for charts with data points.
+
+mod common;
+use common::{skip, Sandbox};
+use std::path::Path;
+
+/// Open `html` in headless Chromium and return the DOM it built (None when Chromium is
+/// missing). Fails on a script error.
+fn dom_in_chromium(html: &Path) -> Option<String> {
+    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    let Some(chromium) = chromium else {
+        skip("chromium is not installed: the HTML was checked as text only");
+        return None;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .expect("run chromium");
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("Uncaught"), "script error: {stderr}");
+    Some(String::from_utf8_lossy(&out.stdout).to_string())
+}
+
+/// The bodies of the charts of one class prefix (e.g. `chart line timeseries`) in a DOM.
+fn charts<'a>(dom: &'a str, class: &str) -> Vec<&'a str> {
+    dom.split(&format!("<svg class=\"{class}"))
+        .skip(1)
+        .map(|c| &c[..c.find("</svg>").expect("closed svg")])
+        .collect()
+}
+
+fn points(chart: &str) -> usize {
+    chart.matches("class=\"pt\"").count()
+}
+
+/// Every chart has points and a legend, and its title names what it shows.
+fn check_charts(all: &[&str]) {
+    for c in all {
+        assert!(
+            points(c) > 0,
+            "a chart without data points: {}",
+            &c[..c.len().min(300)]
+        );
+        assert!(c.contains("legend-item"), "chart without legend");
+    }
+}
+
+/// A short direct-write run with `--iostat`, its Result kept in run.json.
+fn run_with_iostat(sb: &Sandbox) -> serde_json::Value {
+    // Direct writes reach the device during the run, so the samples show I/O.
+    sb.cmd(&[
+        "run",
+        "--rw",
+        "write",
+        "--bs",
+        "256k",
+        "--size",
+        "64m",
+        "--cache",
+        "direct",
+        "--time",
+        "1s",
+        "--iostat",
+        "100ms",
+        "--name",
+        "iostat-run",
+        "--output",
+        "run.json",
+        "f1",
+    ])
+    .assert()
+    .success();
+    serde_json::from_str(&std::fs::read_to_string(sb.file("run.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn iostat_samples_are_charted_over_time_per_device() {
+    let sb = Sandbox::new();
+    let r = run_with_iostat(&sb);
+    let samples = r["probes"]["iostat"]["samples"].as_array().unwrap().clone();
+    assert!(
+        samples.len() >= 5,
+        "{} samples in 1 s at 100 ms",
+        samples.len()
+    );
+    let mut busy_devices: Vec<String> = samples
+        .iter()
+        .filter(|s| s["writes_per_sec"].as_f64().unwrap() > 0.0)
+        .map(|s| s["device"].as_str().unwrap().to_string())
+        .collect();
+    busy_devices.sort();
+    busy_devices.dedup();
+    if busy_devices.is_empty() {
+        skip("no block device under the sandbox saw writes: nothing to chart");
+        return;
+    }
+    sb.cmd(&[
+        "report", "run.json", "--format", "html", "--output", "r.html",
+    ])
+    .assert()
+    .success();
+    let html = std::fs::read_to_string(sb.file("r.html")).unwrap();
+    assert!(html.contains("Device statistics during the runs"));
+    assert!(html.contains("Extents of the files the run wrote"));
+    let Some(dom) = dom_in_chromium(&sb.file("r.html")) else {
+        return;
+    };
+    let ts = charts(&dom, "chart line timeseries");
+    // Throughput, requests, time per I/O, %busy, queue length per device that did I/O.
+    assert!(
+        ts.len() >= 5 * busy_devices.len(),
+        "{} time-series charts for {busy_devices:?}",
+        ts.len()
+    );
+    check_charts(&ts);
+    for dev in &busy_devices {
+        let n = samples
+            .iter()
+            .filter(|s| s["device"] == dev.as_str())
+            .count();
+        let thr = ts
+            .iter()
+            .find(|c| c.contains(&format!("{dev}: throughput")))
+            .unwrap_or_else(|| panic!("no throughput chart for {dev}"));
+        // Two lines (read, write), one point per sample each.
+        assert_eq!(points(thr), 2 * n, "{dev}");
+        assert!(
+            thr.contains(">KB/s</text>") && thr.contains("time from the start of the timed run, s")
+        );
+        let util = ts
+            .iter()
+            .find(|c| c.contains(&format!("{dev}: utilisation")))
+            .unwrap();
+        assert!(util.contains(">100</text>"), "%busy axis tops at 100");
+    }
+}
+
+#[test]
+fn sweep_report_charts_the_samples_of_each_point() {
+    let sb = Sandbox::new();
+    sb.cmd(&[
+        "sweep", "--rw", "write", "--bs", "64k,1m", "--cache", "direct", "--size", "32m", "--time",
+        "1s", "--iostat", "200ms", "--output", "sw", "f",
+    ])
+    .assert()
+    .success();
+    let html = std::fs::read_to_string(sb.file("sw/report.html")).unwrap();
+    // One block per point.
+    assert_eq!(
+        html.matches("<details class=\"observe\"").count(),
+        2,
+        "{html}"
+    );
+    assert!(html.contains("bs=64k") && html.contains("bs=1m"));
+    if let Some(dom) = dom_in_chromium(&sb.file("sw/report.html")) {
+        let ts = charts(&dom, "chart line timeseries");
+        assert!(ts.len() >= 10, "{} time-series charts", ts.len());
+        check_charts(&ts);
+    }
+    sb.cmd(&["sweep", "--bs", "4k,8k", "--iostat", "soon", "f"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn advise_page_and_advise_section_of_a_report_render() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap().to_string();
+    let measure = [
+        "--measure",
+        "--measure-size",
+        "64m",
+        "--measure-time",
+        "3s",
+        "--measure-repeat",
+        "1",
+    ];
+    let mut args = vec!["advise", dir.as_str()];
+    args.extend(measure);
+    args.extend(["--format", "html", "--output", "advise.html"]);
+    sb.cmd(&args).assert().success();
+    let mut args = vec!["advise", dir.as_str()];
+    args.extend(measure);
+    args.extend(["--format", "json", "--output", "a.json"]);
+    sb.cmd(&args).assert().success();
+    assert!(
+        !sb.file(".fsbench-advise.tmp").exists(),
+        "scratch file removed"
+    );
+    let a: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("a.json")).unwrap()).unwrap();
+    assert_eq!(a["kind"], "advise");
+    assert_eq!(a["schema_version"], 1);
+    let page = std::fs::read_to_string(sb.file("advise.html")).unwrap();
+    for s in [
+        "Topology",
+        "File system I/O parameters",
+        "Checks",
+        "read_pref_io",
+    ] {
+        assert!(page.contains(s), "{s}");
+    }
+    run_with_iostat(&sb);
+    sb.cmd(&[
+        "report",
+        "a.json",
+        "run.json",
+        "--format",
+        "html",
+        "--output",
+        "both.html",
+    ])
+    .assert()
+    .success();
+    let both = std::fs::read_to_string(sb.file("both.html")).unwrap();
+    assert!(both.contains(&format!("Tuning advice for {dir}")));
+    assert!(both.contains("Runs") && both.contains("iostat-run"));
+    // The text report carries the advice too; CSV cannot and says so.
+    let text = sb
+        .cmd(&["report", "a.json", "run.json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert!(String::from_utf8_lossy(&text).contains("Filesystem i/o parameters"));
+    sb.cmd(&["report", "a.json", "--format", "csv"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("advise documents"));
+    std::fs::write(
+        sb.file("bad.json"),
+        r#"{"kind": "advise", "schema_version": 7}"#,
+    )
+    .unwrap();
+    sb.cmd(&["report", "bad.json", "--format", "html"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("schema_version 7"));
+    for (file, min_charts) in [("advise.html", 3), ("both.html", 3)] {
+        let Some(dom) = dom_in_chromium(&sb.file(file)) else {
+            return;
+        };
+        // Throughput by size for reads and for writes, and by streams.
+        let line = charts(&dom, "chart line\"");
+        assert_eq!(line.len(), min_charts, "{file}");
+        check_charts(&line);
+        let by_size: Vec<&&str> = line
+            .iter()
+            .filter(|c| c.contains("throughput by I/O size"))
+            .collect();
+        assert_eq!(by_size.len(), 2, "reads and writes");
+        for c in by_size {
+            assert!(c.contains(">buffered</text>") && c.contains(">direct</text>"));
+            // 6 sizes (4k..4m) buffered and direct.
+            assert_eq!(points(c), 12, "{file}");
+        }
+        let streams = line
+            .iter()
+            .find(|c| c.contains("by concurrent streams"))
+            .expect("streams chart");
+        assert!(points(streams) >= 2);
+        assert!(dom.contains("command to change it"));
+    }
+}
+
+#[test]
+fn loop_device_under_the_target_gets_its_own_charts() {
+    let sb = Sandbox::new();
+    let Some(fs) = common::MountedFs::new(sb.path(), "ext4", 96) else {
+        skip("loop devices need root and losetup");
+        return;
+    };
+    let lo = fs.lo.dev.file_name().unwrap().to_string_lossy().to_string();
+    let target = fs.mnt.path().join("f1");
+    sb.cmd(&[
+        "run",
+        "--rw",
+        "write",
+        "--bs",
+        "256k",
+        "--size",
+        "32m",
+        "--cache",
+        "direct",
+        "--time",
+        "1s",
+        "--iostat",
+        "100ms",
+        "--output",
+        "run.json",
+        target.to_str().unwrap(),
+    ])
+    .assert()
+    .success();
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("run.json")).unwrap()).unwrap();
+    let devices = r["probes"]["iostat"]["devices"].as_array().unwrap();
+    assert_eq!(
+        devices[0],
+        lo.as_str(),
+        "the loop device first: {devices:?}"
+    );
+    assert!(devices.len() >= 2, "and the device of its backing file");
+    sb.cmd(&[
+        "report", "run.json", "--format", "html", "--output", "r.html",
+    ])
+    .assert()
+    .success();
+    let html = std::fs::read_to_string(sb.file("r.html")).unwrap();
+    assert!(html.contains(&format!("{lo}: throughput")), "{lo} charted");
+    if let Some(dom) = dom_in_chromium(&sb.file("r.html")) {
+        let ts = charts(&dom, "chart line timeseries");
+        check_charts(&ts);
+        let thr = ts
+            .iter()
+            .find(|c| c.contains(&format!("{lo}: throughput")))
+            .unwrap();
+        let n = r["probes"]["iostat"]["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["device"] == lo.as_str())
+            .count();
+        assert_eq!(points(thr), 2 * n);
+    }
+}

@@ -1,0 +1,297 @@
+//! `fsbench run`, job files, `quick`, the Result JSON contract, and bad input handling.
+
+mod common;
+use common::Sandbox;
+
+#[test]
+fn run_from_flags() {
+    let sb = Sandbox::new();
+    let v = sb.run_json(&[
+        "run",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "8m",
+        "--threads",
+        "2",
+        "--cache",
+        "direct",
+        "--time",
+        "1s",
+        "f1",
+    ]);
+    let t = &v["total"];
+    assert_eq!(v["status"], "complete");
+    let e = t["elapsed_s"].as_f64().unwrap();
+    assert!((0.9..3.0).contains(&e), "elapsed {e}");
+    assert!(t["read_ops"].as_u64().unwrap() > 100);
+    assert_eq!(t["direct_ops"], t["read_ops"]);
+    assert_eq!(v["users"][0]["threads"].as_array().unwrap().len(), 2);
+    assert!(sb.listing().is_empty());
+}
+
+#[test]
+fn one_pass_over_the_file_without_count_or_time() {
+    let sb = Sandbox::new();
+    let v = sb.run_json(&[
+        "run",
+        "--rw",
+        "read",
+        "--bs",
+        "64k",
+        "--size",
+        "4m",
+        "--threads",
+        "2",
+        "f",
+    ]);
+    assert_eq!(v["total"]["bytes"], 4 << 20);
+    let v = sb.run_json(&[
+        "run",
+        "--rw",
+        "write",
+        "--bs",
+        "1m",
+        "--size",
+        "8m",
+        "--processes",
+        "per-thread",
+        "--threads",
+        "2",
+        "f",
+    ]);
+    assert_eq!(v["total"]["write_bytes"], 8 << 20);
+}
+
+#[test]
+fn job_file_with_flag_override() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.file("job.toml"),
+        "name = \"from-file\"\ntargets = [\"a\", \"b\"]\naccess = \"randrw\"\nread_pct = 80\nblock_size = 8192\nio_count = 300\nthreads = 2\n[cache]\npolicy = \"discovered\"\nthreshold = 4096\n",
+    )
+    .unwrap();
+    let v = sb.run_json(&["run", "job.toml"]);
+    assert_eq!(v["name"], "from-file");
+    assert_eq!(v["total"]["ops"], 2 * 2 * 300);
+    assert_eq!(v["total"]["direct_ops"], 2 * 2 * 300, "8k >= 4k threshold");
+    let v = sb.run_json(&["run", "job.toml", "--bs", "2k"]);
+    assert_eq!(v["job"]["block_size"], 2048);
+    assert_eq!(v["total"]["direct_ops"], 0);
+}
+
+#[test]
+fn result_json_schema() {
+    let sb = Sandbox::new();
+    let v = sb.run_json(&[
+        "run", "--rw", "randrw", "--bs", "4k", "--count", "500", "--size", "1m", "f",
+    ]);
+    for key in [
+        "schema_version",
+        "fsbench_version",
+        "kind",
+        "name",
+        "started_unix_s",
+        "status",
+        "failures",
+        "notes",
+        "job",
+        "plan",
+        "environment",
+        "total",
+        "users",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    let t = &v["total"];
+    for key in [
+        "ops",
+        "read_ops",
+        "write_ops",
+        "bytes",
+        "elapsed_s",
+        "bytes_per_sec",
+        "iops",
+        "cpu_user_s",
+        "cpu_sys_s",
+        "cpu_s",
+        "cpu_us_per_op",
+        "lat_ns",
+        "sched_lat_ns",
+        "syscalls",
+        "syscalls_per_sec",
+        "usage",
+        "inflight_pct",
+        "lat_hist_ns",
+    ] {
+        assert!(t.get(key).is_some(), "missing total.{key}");
+    }
+    for key in ["min", "mean", "p50", "p90", "p99", "p99_9", "max"] {
+        assert!(t["lat_ns"].get(key).is_some(), "missing lat_ns.{key}");
+    }
+    let l = &t["lat_ns"];
+    assert!(
+        l["min"].as_u64() <= l["p50"].as_u64()
+            && l["p50"].as_u64() <= l["p99"].as_u64()
+            && l["p99"].as_u64() <= l["max"].as_u64()
+    );
+    assert_eq!(
+        t["syscalls"]["read"].as_u64().unwrap() + t["syscalls"]["write"].as_u64().unwrap(),
+        500
+    );
+    assert!(v["environment"]["kernel"].as_str().unwrap().len() > 1);
+    assert!(
+        v["environment"]["targets"][0]["fs_type"]
+            .as_str()
+            .unwrap()
+            .len()
+            > 1
+    );
+    let hist_count: u64 = t["lat_hist_ns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b[1].as_u64().unwrap())
+        .sum();
+    assert_eq!(hist_count, 500);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("bad.toml"), "targets = [\"a\"]\nblok_size = 4\n").unwrap();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["run", "--rw", "sideways", "f"],
+        vec!["run", "--bs", "4x", "--count", "1", "f"],
+        vec!["run", "--bs", "4k", "--time", "soon", "f"],
+        vec!["run", "--cache", "quick", "--count", "1", "f"],
+        vec!["run", "--count", "1"],
+        vec!["run", "--qd", "8", "--count", "1", "f"],
+        vec!["run", "bad.toml"],
+        vec!["run", "missing.toml"],
+        vec!["run", "--output-format", "xml", "--count", "1", "f"],
+        vec!["vx", "-w", "bogus", "f"],
+        vec!["vx", "-w", "read", "-i", "iosize=abc", "f"],
+        vec!["vx", "-w", "read", "-c", "direct", "-f", "contig", "f"],
+        vec!["vx", "-w", "rand_read", "-o", "append", "f"],
+        vec!["vx"],
+        vec!["quick", "/no/such/dir"],
+    ];
+    for args in cases {
+        let out = sb.cmd(&args).assert().code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(
+            err.trim().lines().count(),
+            1,
+            "{args:?}: one line, got: {err}"
+        );
+        assert!(
+            sb.listing().iter().all(|f| f.ends_with(".toml")),
+            "{args:?} left {:?}",
+            sb.listing()
+        );
+    }
+}
+
+#[test]
+fn quick_battery_small() {
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd(&[
+            "quick", "--size", "16m", "--time", "300ms", "--output", "q.json",
+        ])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    for name in [
+        "seq write 1m buffered",
+        "seq read 1m direct",
+        "rand read 4k direct x2",
+        "rand write 4k direct x2",
+        "dsync write 8k",
+    ] {
+        assert!(text.contains(name), "{name} missing: {text}");
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("q.json")).unwrap()).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 7);
+    assert!(v
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["status"] == "complete"));
+    assert_eq!(
+        sb.listing(),
+        vec!["q.json".to_string()],
+        "scratch file removed"
+    );
+}
+
+#[test]
+fn cache_control_flags() {
+    let sb = Sandbox::new();
+    let v = sb.run_json(&[
+        "run",
+        "--rw",
+        "read",
+        "--bs",
+        "64k",
+        "--size",
+        "2m",
+        "--drop-cache",
+        "f",
+    ]);
+    let notes: Vec<String> = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("page cache") || n.contains("evicted")),
+        "{notes:?}"
+    );
+    let v = sb.run_json(&[
+        "run",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "2m",
+        "--count",
+        "100",
+        "--no-invalidate",
+        "f",
+    ]);
+    assert_eq!(v["job"]["invalidate"], false);
+    assert_eq!(v["total"]["read_ops"], 100);
+}
+
+#[test]
+fn mmap_engine_flushes_with_msync() {
+    let sb = Sandbox::new();
+    let v = sb.run_json(&[
+        "run",
+        "--rw",
+        "mmapwrite",
+        "--bs",
+        "4k",
+        "--size",
+        "1m",
+        "--fsync",
+        "f",
+    ]);
+    assert_eq!(v["total"]["write_bytes"], 1 << 20);
+    assert!(v["total"]["syscalls"]["msync"].as_u64().unwrap() >= 1);
+    sb.cmd(&[
+        "run", "--rw", "mmapread", "--cache", "direct", "--count", "1", "f",
+    ])
+    .assert()
+    .code(2);
+}

@@ -1,0 +1,357 @@
+//! Never lose data: refusals without --force, what --force allows, cleanup after failures,
+//! and block devices with signatures. Loop-device tests run when root and say SKIPPED otherwise.
+
+mod common;
+use common::{LoopDevice, MountedFs, Sandbox};
+
+fn digest(p: &std::path::Path) -> Vec<u8> {
+    std::fs::read(p).unwrap()
+}
+
+#[test]
+fn refuses_to_write_a_file_it_did_not_create() {
+    let sb = Sandbox::new();
+    let f = sb.file("precious");
+    std::fs::write(&f, vec![42u8; 100_000]).unwrap();
+    let before = digest(&f);
+    for args in [
+        vec![
+            "vx",
+            "-t",
+            "-w",
+            "write",
+            "-i",
+            "iosize=4k,iocount=10",
+            "precious",
+        ],
+        vec![
+            "vx",
+            "-t",
+            "-w",
+            "rand_mixed",
+            "-i",
+            "iosize=4k,iocount=10",
+            "precious",
+        ],
+        vec![
+            "vx",
+            "-t",
+            "-w",
+            "mmap_write",
+            "-i",
+            "iosize=4k,iocount=10",
+            "precious",
+        ],
+        vec![
+            "vx",
+            "-t",
+            "-w",
+            "read",
+            "-o",
+            "trunc",
+            "-i",
+            "iosize=4k,iocount=10",
+            "precious",
+        ],
+        vec![
+            "run",
+            "--rw",
+            "randwrite",
+            "--bs",
+            "4k",
+            "--count",
+            "10",
+            "precious",
+        ],
+    ] {
+        let out = sb.cmd(&args).assert().code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(
+            err.contains("refusing") && err.contains("--force"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "one clear line: {err}");
+        assert_eq!(digest(&f), before, "{args:?} changed the file");
+    }
+    // Reading it is fine, stays inside the file, and leaves it alone.
+    let v = sb.run_json(&[
+        "vx",
+        "-t",
+        "-w",
+        "rand_read",
+        "-i",
+        "iosize=4k,iocount=100",
+        "precious",
+    ]);
+    assert_eq!(v["total"]["read_ops"], 100);
+    assert!(v["plan"]["targets"][0]["size"].as_u64().unwrap() <= 100_000);
+    assert_eq!(digest(&f), before);
+    // With --force the write happens, and the file is not removed (fsbench did not create it).
+    sb.cmd(&[
+        "vx",
+        "-t",
+        "-w",
+        "write",
+        "-i",
+        "iosize=4k,iocount=10",
+        "--force",
+        "precious",
+    ])
+    .assert()
+    .success();
+    assert!(f.exists());
+    assert_ne!(digest(&f), before);
+}
+
+#[test]
+fn directory_and_missing_parent_are_usage_errors() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("d")).unwrap();
+    sb.cmd(&["vx", "-w", "read", "d"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("directory"));
+    sb.cmd(&["vx", "-w", "write", "no/such/dir/f"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cannot create"));
+}
+
+#[test]
+fn full_file_system_ends_the_run_with_partial_results_and_cleanup() {
+    if unsafe { libc::geteuid() } != 0 {
+        common::skip("needs root to mount a small tmpfs");
+        return;
+    }
+    let mnt = tempfile::tempdir().unwrap();
+    let ok = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4m", "fsbench-test"])
+        .arg(mnt.path())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        common::skip("could not mount tmpfs");
+        return;
+    }
+    struct Umount(std::path::PathBuf);
+    impl Drop for Umount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _u = Umount(mnt.path().to_path_buf());
+    let sb = Sandbox::new();
+    let target = mnt.path().join("big");
+    let json = sb.file("r.json");
+    let out = sb
+        .cmd(&[
+            "vx",
+            "-t",
+            "-w",
+            "write",
+            "-i",
+            "iosize=64k,iocount=1k",
+            "--output",
+            json.to_str().unwrap(),
+            target.to_str().unwrap(),
+        ])
+        .assert()
+        .code(1);
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(text.contains("FAILED"), "{text}");
+    assert!(text.contains("ENOSPC") && text.contains("offset"), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["status"], "failed");
+    let done = v["total"]["write_ops"].as_u64().unwrap();
+    assert!(done > 0 && done < 1024, "partial: {done}");
+    assert!(v["failures"][0]["offset"].as_u64().is_some());
+    assert!(!target.exists(), "created file removed after the failure");
+}
+
+#[test]
+fn sigint_gives_partial_results() {
+    for mode in ["-t", "-P"] {
+        let sb = Sandbox::new();
+        let json = sb.file("r.json");
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsbench"))
+            .current_dir(sb.path())
+            .args([
+                "vx",
+                mode,
+                "-w",
+                "rand_read",
+                "-i",
+                "iosize=4k,maxfilesize=1m",
+                "--time",
+                "60s",
+                "--output",
+            ])
+            .arg(&json)
+            .arg("f")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let started = std::time::Instant::now();
+        // SAFETY: signalling the child we started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let status = child.wait().unwrap();
+        assert!(started.elapsed().as_secs() < 10, "stopped promptly");
+        assert_eq!(status.code(), Some(130), "{mode}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(v["status"], "partial", "{mode}");
+        assert!(v["total"]["read_ops"].as_u64().unwrap() > 0, "{mode}");
+        assert!(!sb.file("f").exists(), "{mode}: created file removed");
+    }
+}
+
+#[test]
+fn raw_device_rules_on_loop_devices() {
+    if !common::can_use_loop_devices() {
+        common::skip("raw device tests need root and losetup");
+        return;
+    }
+    let sb = Sandbox::new();
+    let Some(lo) = LoopDevice::new(sb.path(), 64) else {
+        common::skip("losetup could not attach a loop device");
+        return;
+    };
+    let dev = lo.dev.to_str().unwrap().to_string();
+    // A blank device: raw I/O, writes allowed.
+    let v = sb.run_json(&[
+        "vx",
+        "-t",
+        "-w",
+        "rand_write",
+        "-i",
+        "iosize=4k,iocount=100",
+        &dev,
+    ]);
+    assert_eq!(v["plan"]["cache"]["policy"], "raw");
+    assert_eq!(v["total"]["direct_ops"], 100);
+    let v = sb.run_json(&[
+        "vx",
+        "-t",
+        "-w",
+        "read",
+        "-i",
+        "iosize=64k,iocount=100",
+        &dev,
+    ]);
+    assert_eq!(v["total"]["read_ops"], 100);
+    // A device with a file system: writes refused, reads allowed.
+    let mk = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F", &dev])
+        .status();
+    if !mk.map(|s| s.success()).unwrap_or(false) {
+        common::skip("mkfs.ext4 not available");
+        return;
+    }
+    let before = {
+        let mut b = vec![0u8; 4096];
+        use std::io::Read;
+        std::fs::File::open(&dev)
+            .unwrap()
+            .read_exact(&mut b)
+            .unwrap();
+        b
+    };
+    let out = sb
+        .cmd(&[
+            "vx",
+            "-t",
+            "-w",
+            "write",
+            "-i",
+            "iosize=4k,iocount=10",
+            &dev,
+        ])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(err.contains("ext2/3/4") && err.contains("--force"), "{err}");
+    sb.cmd(&["vx", "-t", "-w", "read", "-i", "iosize=4k,iocount=10", &dev])
+        .assert()
+        .success();
+    let after = {
+        let mut b = vec![0u8; 4096];
+        use std::io::Read;
+        std::fs::File::open(&dev)
+            .unwrap()
+            .read_exact(&mut b)
+            .unwrap();
+        b
+    };
+    assert_eq!(before, after);
+}
+
+#[test]
+fn mounted_device_is_refused() {
+    let sb = Sandbox::new();
+    let Some(fs) = MountedFs::new(sb.path(), "ext4", 64) else {
+        common::skip("needs root, losetup and mkfs.ext4");
+        return;
+    };
+    let dev = fs.lo.dev.to_str().unwrap().to_string();
+    let out = sb
+        .cmd(&[
+            "vx",
+            "-t",
+            "-w",
+            "write",
+            "-i",
+            "iosize=4k,iocount=10",
+            &dev,
+        ])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(err.contains("mounted"), "{err}");
+}
+
+#[test]
+fn extsize_hint_on_xfs() {
+    let sb = Sandbox::new();
+    let Some(fs) = MountedFs::new(sb.path(), "xfs", 300) else {
+        common::skip("needs root, losetup and mkfs.xfs");
+        return;
+    };
+    let f = fs.path().join("e");
+    let f = f.to_str().unwrap();
+    let v = sb.run_json(&[
+        "vx",
+        "-t",
+        "-w",
+        "write",
+        "-e",
+        "1024",
+        "-i",
+        "iosize=64k,iocount=32",
+        "--keep",
+        f,
+    ]);
+    assert_eq!(v["status"], "complete");
+    let out = std::process::Command::new("xfs_io")
+        .args(["-c", "extsize", f])
+        .output();
+    if let Ok(o) = out {
+        let s = String::from_utf8_lossy(&o.stdout);
+        assert!(s.contains("1048576"), "xfs_io extsize: {s}");
+    }
+    // Reused without --force because fsbench marked it.
+    sb.cmd(&[
+        "vx",
+        "-t",
+        "-w",
+        "rand_write",
+        "-i",
+        "iosize=4k,iocount=16,remove",
+        f,
+    ])
+    .assert()
+    .success();
+    assert!(!std::path::Path::new(f).exists());
+}

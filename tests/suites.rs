@@ -1,0 +1,363 @@
+//! Every shipped suite at a tiny scale on real files, and the HTML report opened in headless
+//! Chromium to check that every chart rendered with its data points.
+
+mod common;
+
+use common::{skip, Sandbox};
+use std::path::{Path, PathBuf};
+
+fn records(dir: &Path) -> Vec<serde_json::Value> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.ends_with("suite.json"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|f| serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap())
+        .collect()
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn empty_dir(p: &Path) -> bool {
+    std::fs::read_dir(p).unwrap().next().is_none()
+}
+
+/// Open `html` in headless Chromium and check the dumped DOM: every `svg.chart` has at least
+/// one data point, and the count of charts matches the file. None when Chromium is missing.
+fn check_in_chromium(html: &Path, min_charts: usize) -> Option<()> {
+    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    let Some(chromium) = chromium else {
+        skip("chromium is not installed: the HTML report was checked as text only");
+        return None;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .expect("run chromium");
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("Uncaught"), "script error: {stderr}");
+    assert!(!dom.contains("<script"), "the report needs no scripts");
+    let charts: Vec<&str> = dom.split("<svg class=\"chart").skip(1).collect();
+    assert!(
+        charts.len() >= min_charts,
+        "{} charts rendered, wanted {min_charts}",
+        charts.len()
+    );
+    for c in &charts {
+        let body = &c[..c.find("</svg>").expect("closed svg")];
+        let points = body.matches("class=\"pt\"").count() + body.matches("class=\"bar\"").count();
+        assert!(
+            points > 0,
+            "a chart without data points: {}",
+            &body[..body.len().min(300)]
+        );
+        assert!(
+            body.contains("legend-item") || body.contains("normalised"),
+            "chart without legend"
+        );
+    }
+    Some(())
+}
+
+#[test]
+fn suite_list_names_every_suite() {
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd(&["suite", "list"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8_lossy(&out);
+    for s in ["whitepaper", "storage-foundation", "shootout", "backup"] {
+        assert!(out.contains(s), "{out}");
+    }
+}
+
+#[test]
+fn whitepaper_suite_at_tiny_scale_and_report_in_chromium() {
+    let sb = Sandbox::new();
+    let data = sb.file("data");
+    std::fs::create_dir(&data).unwrap();
+    let out = sb
+        .cmd(&[
+            "suite",
+            "whitepaper",
+            "--dir",
+            "data",
+            "--scale",
+            "0.004",
+            "--output",
+            "wp",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for title in [
+        "Buffered File System Reads",
+        "Buffered File System Writes",
+        "Buffered Aged File System Reads",
+        "Disk Limited Read Tests",
+        "Multiple Application Read Tests",
+        "Random I/O Read Tests",
+        "Random I/O Write Tests",
+        "Multiple Thread Write Tests",
+        "Multiple Application Write Tests",
+    ] {
+        assert!(stdout.contains(title), "missing table {title}");
+    }
+    assert!(
+        stdout.contains("block size  buffered KB/s  discovered KB/s  direct KB/s  raw KB/s"),
+        "{stdout}"
+    );
+    let recs = records(&sb.file("wp"));
+    // Raw points ran on a loop device (root) or were skipped with the reason.
+    let raw: Vec<&serde_json::Value> = recs
+        .iter()
+        .filter(|r| {
+            r["probes"]["sweep"]["point"]
+                .to_string()
+                .contains("\"raw\"")
+                || r["sweep"]["point"].to_string().contains("\"raw\"")
+        })
+        .collect();
+    assert!(!raw.is_empty());
+    for r in raw {
+        if is_root() {
+            assert_eq!(r["status"], "complete", "{r}");
+            assert!(r["plan"]["targets"][0]["path"]
+                .as_str()
+                .unwrap()
+                .starts_with("/dev/loop"));
+        } else {
+            assert_eq!(r["kind"], "skipped");
+            assert!(r["reason"].as_str().unwrap().contains("not root"));
+        }
+    }
+    // Aged file system points carry extents per file from FIEMAP.
+    let aged: Vec<&serde_json::Value> = recs
+        .iter()
+        .filter(|r| r["probes"]["sweep"]["study"] == "aged")
+        .collect();
+    assert_eq!(aged.len(), 3 * (1 + 2 + 3 + 4));
+    assert!(aged
+        .iter()
+        .all(|r| r["probes"]["extents_per_file"].as_f64().unwrap() >= 1.0));
+    // Everything fsbench created in the data directory is gone; no loop device is left over.
+    assert!(
+        empty_dir(&data),
+        "{:?}",
+        std::fs::read_dir(&data)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect::<Vec<_>>()
+    );
+    let loops = std::process::Command::new("losetup")
+        .arg("-a")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+        .unwrap_or_default();
+    assert!(!loops.contains(&sb.path().display().to_string()), "{loops}");
+    // A re-run reuses every stored point.
+    let out = sb
+        .cmd(&[
+            "suite",
+            "whitepaper",
+            "--dir",
+            "data",
+            "--scale",
+            "0.004",
+            "--output",
+            "wp",
+            "--study",
+            "read-bs-by-cache",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let want = if is_root() {
+        "0 measured, 20 reused"
+    } else {
+        "0 measured, 15 reused"
+    };
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(want),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = sb.file("wp/report.html");
+    // 10 studies x (KB/s + CPU s, + extents for the aged studies).
+    check_in_chromium(&html, 20);
+}
+
+#[test]
+fn storage_foundation_two_targets_normalised_to_baseline() {
+    let sb = Sandbox::new();
+    for d in ["concat", "stripe"] {
+        std::fs::create_dir(sb.file(d)).unwrap();
+    }
+    let concat = sb.file("concat").display().to_string();
+    let stripe = sb.file("stripe").display().to_string();
+    let out = sb
+        .cmd(&[
+            "suite",
+            "storage-foundation",
+            "--dir",
+            &concat,
+            "--dir",
+            &stripe,
+            "--baseline",
+            &concat,
+            "--scale",
+            "0.01",
+            "--output",
+            "sf",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("target") && stdout.contains("rand_read") && stdout.contains("1024k"));
+    let recs = records(&sb.file("sf"));
+    assert_eq!(recs.len(), 2 * 4 * 4);
+    assert!(recs
+        .iter()
+        .all(|r| r["job"]["threads"] == 32 && r["status"] == "complete"));
+    let html = std::fs::read_to_string(sb.file("sf/report.html")).unwrap();
+    assert!(
+        html.contains("<svg class=\"chart normalised\""),
+        "normalised chart"
+    );
+    assert!(html.contains("Summary normalised to the baseline"));
+    check_in_chromium(&sb.file("sf/report.html"), 4);
+    assert!(empty_dir(&sb.file("concat")) && empty_dir(&sb.file("stripe")));
+}
+
+#[test]
+fn backup_suite_archives_restores_and_verifies() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("data")).unwrap();
+    let out = sb
+        .cmd(&[
+            "suite", "backup", "--dir", "data", "--scale", "0.002", "--output", "bk",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("phase    cache     elapsed s  user s  sys s  read calls  write calls  read+write calls/s"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("restore  direct ")),
+        "{stdout}"
+    );
+    let recs = records(&sb.file("bk"));
+    assert_eq!(recs.len(), 4);
+    for r in &recs {
+        assert_eq!(r["kind"], "backup");
+        assert_eq!(r["status"], "complete", "{}", r["failures"]);
+        assert_eq!(r["job"]["block_size"], 32256);
+        assert!(r["total"]["syscalls"]["read"].as_u64().unwrap() > 0);
+        assert!(r["total"]["syscalls"]["write"].as_u64().unwrap() > 0);
+        assert!(r["total"]["cpu_sys_s"].as_f64().unwrap() >= 0.0);
+    }
+    let restores: Vec<_> = recs
+        .iter()
+        .filter(|r| {
+            r["probes"]["sweep"]["point"]
+                .to_string()
+                .contains("restore")
+        })
+        .collect();
+    assert_eq!(restores.len(), 2);
+    assert!(restores.iter().all(|r| r["probes"]["verified"] == true));
+    assert!(empty_dir(&sb.file("data")));
+}
+
+#[test]
+fn shootout_says_which_personalities_are_missing() {
+    let sb = Sandbox::new();
+    for d in ["a", "b"] {
+        std::fs::create_dir(sb.file(d)).unwrap();
+    }
+    let out = sb
+        .cmd(&[
+            "suite",
+            "shootout",
+            "--dir",
+            "a",
+            "--dir",
+            "b",
+            "--baseline",
+            "a",
+            "--output",
+            "so",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("MISSING"), "{stdout}");
+    for p in [
+        "fileserver",
+        "varmail",
+        "webproxy",
+        "webserver",
+        "oltp",
+        "filemicro_rread",
+        "createfiles",
+    ] {
+        assert!(stdout.contains(p), "{p} not named");
+    }
+    let recs = records(&sb.file("so"));
+    assert_eq!(recs.len(), 2 * 24);
+    assert!(recs.iter().all(|r| r["kind"] == "skipped"
+        && r["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no Filebench workload engine")));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("so/suite.json")).unwrap()).unwrap();
+    assert_eq!(manifest["measured"], 0);
+    assert!(manifest["missing_personalities"].as_array().unwrap().len() >= 20);
+    assert!(empty_dir(&sb.file("a")) && empty_dir(&sb.file("b")));
+}
