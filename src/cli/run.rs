@@ -82,12 +82,15 @@ pub struct RunArgs {
     /// mlock the I/O buffers
     #[arg(long)]
     pub mlock: bool,
-    /// Rate limit per thread in I/Os per second (uring helper)
+    /// Rate limit in I/Os per second (per thread, or see --rate-scope)
     #[arg(long = "rate-iops")]
     pub rate_iops: Option<u64>,
-    /// Rate limit per thread in bytes per second
+    /// Rate limit in bytes per second (per thread, or see --rate-scope)
     #[arg(long = "rate-bytes")]
     pub rate_bytes: Option<String>,
+    /// Whom the rate limit applies to: thread (each thread) or total (divided among all threads)
+    #[arg(long = "rate-scope")]
+    pub rate_scope: Option<String>,
     /// io_uring SQ polling
     #[arg(long)]
     pub sqpoll: bool,
@@ -255,6 +258,9 @@ pub fn build_job(a: &RunArgs) -> anyhow::Result<Job> {
     }
     if let Some(v) = size_opt(&a.rate_bytes, "--rate-bytes")? {
         job.rate.bytes_per_sec = Some(v);
+    }
+    if let Some(s) = &a.rate_scope {
+        job.rate.scope = crate::job::RateScope::parse(s)?;
     }
     job.sqpoll |= a.sqpoll;
     job.hipri |= a.hipri;

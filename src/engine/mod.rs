@@ -7,6 +7,7 @@
 pub mod buffer;
 pub mod mmap;
 pub mod sync;
+pub mod uring;
 
 use crate::job::{EngineKind, Job, Route};
 use crate::stats::SyscallCounts;
@@ -74,6 +75,21 @@ pub trait Engine: Send {
         done: &mut Vec<Completion>,
         sys: &mut SyscallCounts,
     ) -> std::io::Result<usize>;
+    /// Wait up to `timeout` for at least one completion (rate-limited runs wait for the next
+    /// scheduled issue time this way without delaying completions). Engines that complete
+    /// inline have nothing to wait for: they sleep and return what is pending.
+    fn reap_timeout(
+        &mut self,
+        timeout: std::time::Duration,
+        done: &mut Vec<Completion>,
+        sys: &mut SyscallCounts,
+    ) -> std::io::Result<usize> {
+        let n = self.reap(0, done, sys)?;
+        if n == 0 {
+            std::thread::sleep(timeout);
+        }
+        Ok(n)
+    }
     /// The engine's buffers (to fill before writes or check after reads).
     fn buffers(&mut self) -> &mut BufferPool;
     /// Make written data durable on the files (fsync / msync), counted in `sys`.
@@ -89,9 +105,7 @@ pub fn build(
     Ok(match job.engine {
         EngineKind::Sync => Box::new(sync::SyncEngine::new(files, pool)),
         EngineKind::Mmap => Box::new(mmap::MmapEngine::new(files, pool)?),
-        EngineKind::Uring => {
-            anyhow::bail!("the uring engine is not available in this build")
-        }
+        EngineKind::Uring => Box::new(uring::UringEngine::new(job, files, pool)?),
     })
 }
 

@@ -171,12 +171,34 @@ pub struct Space {
     pub truncup: Option<u64>,
 }
 
-/// A rate limit per thread (issue: asynchronous I/O and rate control).
+/// A rate limit, per thread or for the whole job (issue: asynchronous I/O and rate control).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct RateLimit {
     pub iops: Option<u64>,
     pub bytes_per_sec: Option<u64>,
+    pub scope: RateScope,
+}
+
+/// Whom a rate limit applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum RateScope {
+    /// Every thread issues at the given rate.
+    #[default]
+    Thread,
+    /// The job as a whole: the rate is divided evenly among all threads of all users.
+    Total,
+}
+
+impl RateScope {
+    pub fn parse(s: &str) -> Result<Self, UsageError> {
+        match s {
+            "thread" => Ok(RateScope::Thread),
+            "total" => Ok(RateScope::Total),
+            _ => Err(usage!("unknown rate scope '{s}': expected thread or total")),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -351,6 +373,11 @@ impl Job {
                 "queue depth {} needs --engine uring: the {} engine issues one I/O at a time per thread",
                 self.queue_depth,
                 self.engine.name()
+            ));
+        }
+        if self.rate.iops == Some(0) || self.rate.bytes_per_sec == Some(0) {
+            return Err(usage!(
+                "bad rate limit 0: give a positive --rate-iops or --rate-bytes, or leave it out"
             ));
         }
         if (self.sqpoll || self.hipri) && self.engine != EngineKind::Uring {

@@ -57,6 +57,22 @@ pub fn header(r: &RunResult) -> String {
     )
 }
 
+/// The rate limit as given: "2000 IOPS per thread", "10.0 MiB/s total".
+fn rate_label(j: &crate::job::Job) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = j.rate.iops {
+        parts.push(format!("{n} IOPS"));
+    }
+    if let Some(b) = j.rate.bytes_per_sec {
+        parts.push(format!("{}/s", crate::units::format_bytes(b as f64)));
+    }
+    let scope = match j.rate.scope {
+        crate::job::RateScope::Thread => "per thread",
+        crate::job::RateScope::Total => "total",
+    };
+    format!("{} {scope}", parts.join(" and "))
+}
+
 impl Exporter for TextExporter {
     fn export(&self, results: &[RunResult], opts: &ReportOptions) -> String {
         let mut out = String::new();
@@ -93,6 +109,29 @@ impl Exporter for TextExporter {
                 format_ns(l.p99_9 as f64),
                 format_ns(l.max as f64)
             );
+            if r.job.rate.iops.is_some() || r.job.rate.bytes_per_sec.is_some() {
+                let l = &r.total.sched_lat_ns;
+                let _ = writeln!(
+                    out,
+                    "latency from the intended issue time (rate {}): p50 {} p90 {} p99 {} p99.9 {} max {}",
+                    rate_label(&r.job),
+                    format_ns(l.p50 as f64),
+                    format_ns(l.p90 as f64),
+                    format_ns(l.p99 as f64),
+                    format_ns(l.p99_9 as f64),
+                    format_ns(l.max as f64)
+                );
+            }
+            if r.job.queue_depth > 1 {
+                let depths: Vec<String> = r
+                    .total
+                    .inflight_pct
+                    .iter()
+                    .filter(|(_, pct)| *pct > 0.0)
+                    .map(|(name, pct)| format!("{name}: {pct:.1}%"))
+                    .collect();
+                let _ = writeln!(out, "in flight at submission: {}", depths.join(", "));
+            }
             let t = &r.total;
             let _ = writeln!(
                 out,

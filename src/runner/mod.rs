@@ -3,6 +3,7 @@
 //! Only the runner does I/O.
 
 pub mod opgen;
+pub mod pace;
 pub mod process;
 pub mod signal;
 pub mod space;
@@ -71,6 +72,10 @@ pub fn run(job: &Job) -> Result<RunOutcome> {
     signal::install();
     let (plan, cleanup) = target::prepare(job)?;
     let mut plan = plan;
+    if job.engine == crate::job::EngineKind::Uring {
+        let notes = crate::engine::uring::preflight(job, &plan)?;
+        plan.notes.extend(notes);
+    }
     if job.drop_cache {
         target::drop_caches(&job.targets, &mut plan.notes);
     } else if job.invalidate {

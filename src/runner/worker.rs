@@ -3,6 +3,7 @@
 //! around each I/O and bumps counters in its own `Stats`.
 
 use super::opgen::{thread_seed, GenSpec, OpGen};
+use super::pace::Pacer;
 use super::target::{Plan, TargetKind};
 use crate::engine::{self, BufferPool, Completion, Engine, FileHandles, IoOp, OpKind};
 use crate::job::{Advice, CachePolicy, EngineKind, Job, Route};
@@ -54,6 +55,8 @@ pub struct Worker {
     deadline: Option<Duration>,
     fds: Vec<i32>,
     sys: SyscallCounts,
+    /// Issue schedule under a rate limit.
+    pacer: Option<Pacer>,
     /// Per-I/O trace ring when `--trace` is on (allocated here, untimed).
     trace: Option<crate::trace::TraceRing>,
 }
@@ -178,6 +181,7 @@ impl Worker {
             deadline: job.time_s.map(Duration::from_secs_f64),
             fds: fds.to_vec(),
             sys,
+            pacer: Pacer::for_worker(job, user as u64 * job.threads as u64 + thread as u64),
             trace,
         })
     }
@@ -201,6 +205,10 @@ impl Worker {
             depth
         ];
         let mut submitted_at: Vec<Instant> = vec![Instant::now(); depth];
+        // When each I/O should have been issued: its slot in the rate schedule, or its
+        // submission time without a rate limit.
+        let mut intended_at: Vec<Instant> = vec![Instant::now(); depth];
+        let mut pacer = self.pacer;
         let mut batch: Vec<IoOp> = Vec::with_capacity(depth);
         let mut done: Vec<Completion> = Vec::with_capacity(depth * 2);
         let mut sys = self.sys;
@@ -211,9 +219,16 @@ impl Worker {
         let usage0 = cpu::thread_usage();
         let t0 = Instant::now();
         let deadline = self.deadline.map(|d| t0 + d);
+        if let Some(p) = pacer.as_mut() {
+            p.start(t0);
+        }
+        let mut now = t0;
         loop {
             if issuing {
                 while inflight + batch.len() < depth {
+                    if pacer.is_some_and(|p| !p.is_due(now)) {
+                        break;
+                    }
                     let Some((kind, offset)) = self.gen.next_op() else {
                         issuing = false;
                         break;
@@ -236,6 +251,9 @@ impl Worker {
                         slot,
                     };
                     slot_op[slot as usize] = op;
+                    if let Some(p) = pacer.as_mut() {
+                        intended_at[slot as usize] = p.take();
+                    }
                     batch.push(op);
                 }
             }
@@ -243,6 +261,9 @@ impl Worker {
                 let now = Instant::now();
                 for (i, op) in batch.iter().enumerate() {
                     submitted_at[op.slot as usize] = now;
+                    if pacer.is_none() {
+                        intended_at[op.slot as usize] = now;
+                    }
                     stats.inflight[inflight_bucket((inflight + i + 1) as u32)] += 1;
                 }
                 match self.engine.submit(&batch, &mut sys) {
@@ -264,15 +285,31 @@ impl Worker {
                 }
                 batch.clear();
             }
-            if inflight == 0 {
+            // Under a rate limit, wait for completions only until the next I/O is due
+            // (bounded so that stop, Ctrl-C and the deadline are noticed promptly).
+            let wait = match pacer {
+                Some(p) if issuing => {
+                    let mut w = p.until_due(now).min(Duration::from_millis(100));
+                    if let Some(d) = deadline {
+                        w = w.min(d.saturating_duration_since(now));
+                    }
+                    Some(w).filter(|w| !w.is_zero() || inflight == 0)
+                }
+                _ => None,
+            };
+            if inflight == 0 && wait.is_none() {
                 break;
             }
-            if let Err(e) = self.engine.reap(1, &mut done, &mut sys) {
+            let reaped = match wait {
+                Some(w) => self.engine.reap_timeout(w, &mut done, &mut sys),
+                None => self.engine.reap(1, &mut done, &mut sys),
+            };
+            if let Err(e) = reaped {
                 failure = Some(self.failure(None, format!("reap: {e}")));
                 stop.store(true, Ordering::Relaxed);
                 break;
             }
-            let now = Instant::now();
+            now = Instant::now();
             for c in done.iter() {
                 let op = slot_op[c.slot as usize];
                 let lat = now.duration_since(submitted_at[c.slot as usize]).as_nanos() as u64;
@@ -316,7 +353,9 @@ impl Worker {
                     continue;
                 }
                 stats.lat.record(lat);
-                stats.sched_lat.record(lat);
+                stats
+                    .sched_lat
+                    .record(now.duration_since(intended_at[c.slot as usize]).as_nanos() as u64);
                 match op.kind {
                     OpKind::Read => {
                         stats.read_ops += 1;

@@ -186,6 +186,7 @@ pub fn parse(args: &[String]) -> Result<VxCommand, UsageError> {
                 "rate-bytes" => {
                     job.rate.bytes_per_sec = Some(parse_size_as(&val(&mut i)?, BareUnit::Bytes, "--rate-bytes")?)
                 }
+                "rate-scope" => job.rate.scope = crate::job::RateScope::parse(&val(&mut i)?)?,
                 "keep" => job.keep = true,
                 "force" => job.force = true,
                 "drop-cache" => job.drop_cache = true,
@@ -194,7 +195,7 @@ pub fn parse(args: &[String]) -> Result<VxCommand, UsageError> {
                 "help" => help = true,
                 _ => {
                     return Err(usage!(
-                        "unknown option --{name}: vx accepts vxbench's options plus --engine, --qd, --time, --rate-iops, --rate-bytes, --sqpoll, --hipri, --seed, --output, --output-format, --keep, --force, --drop-cache"
+                        "unknown option --{name}: vx accepts vxbench's options plus --engine, --qd, --time, --rate-iops, --rate-bytes, --rate-scope, --sqpoll, --hipri, --seed, --output, --output-format, --keep, --force, --drop-cache"
                     ))
                 }
             }
@@ -368,7 +369,7 @@ with nthreads each user runs that many threads: users x nthreads in total.
   -f flags      align chgsiz contig noextend noreserve trim
 
 fsbench additions: --engine sync|mmap|uring --qd N --time DUR --rate-iops N --rate-bytes N
-  --sqpoll --hipri --seed N --output FILE.json --output-format text|json|csv
+  --rate-scope thread|total --sqpoll --hipri --seed N --output FILE.json --output-format text|json|csv
   --keep --force --drop-cache
 
 Missing files are created at the size the workload needs and removed afterwards;
