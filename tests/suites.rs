@@ -313,7 +313,7 @@ fn backup_suite_archives_restores_and_verifies() {
 }
 
 #[test]
-fn shootout_says_which_personalities_are_missing() {
+fn shootout_runs_every_personality_on_each_target() {
     let sb = Sandbox::new();
     for d in ["a", "b"] {
         std::fs::create_dir(sb.file(d)).unwrap();
@@ -328,6 +328,8 @@ fn shootout_says_which_personalities_are_missing() {
             "b",
             "--baseline",
             "a",
+            "--scale",
+            "0.002",
             "--output",
             "so",
         ])
@@ -336,28 +338,51 @@ fn shootout_says_which_personalities_are_missing() {
         .get_output()
         .clone();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("MISSING"), "{stdout}");
+    assert!(!stdout.contains("MISSING"), "{stdout}");
     for p in [
         "fileserver",
         "varmail",
         "webproxy",
         "webserver",
-        "oltp",
-        "filemicro_rread",
+        "large_db_oltp_8k_uncached",
+        "randread2k",
         "createfiles",
     ] {
         assert!(stdout.contains(p), "{p} not named");
     }
     let recs = records(&sb.file("so"));
     assert_eq!(recs.len(), 2 * 24);
-    assert!(recs.iter().all(|r| r["kind"] == "skipped"
-        && r["reason"]
-            .as_str()
-            .unwrap()
-            .contains("no Filebench workload engine")));
+    for r in &recs {
+        assert_eq!(r["kind"], "workload", "{r}");
+        assert!(
+            r["total"]["iops"].as_f64().unwrap() > 0.0,
+            "{}: no ops",
+            r["name"]
+        );
+        assert!(
+            r["total"]["cpu_us_per_op"].as_f64().unwrap() > 0.0,
+            "{}",
+            r["name"]
+        );
+        assert!(
+            r["probes"]["workload"]["runs"][0]["flowops"]
+                .as_array()
+                .unwrap()
+                .len()
+                > 0
+        );
+    }
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sb.file("so/suite.json")).unwrap()).unwrap();
-    assert_eq!(manifest["measured"], 0);
-    assert!(manifest["missing_personalities"].as_array().unwrap().len() >= 20);
-    assert!(empty_dir(&sb.file("a")) && empty_dir(&sb.file("b")));
+    assert_eq!(manifest["measured"], 48);
+    assert!(manifest["missing_personalities"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    let html = std::fs::read_to_string(sb.file("so/report.html")).unwrap();
+    assert!(html.contains("<svg"), "charts in the report");
+    assert!(
+        empty_dir(&sb.file("a")) && empty_dir(&sb.file("b")),
+        "filesets removed"
+    );
 }

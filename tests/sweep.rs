@@ -325,7 +325,7 @@ fn sweep_refuses_to_overwrite_a_foreign_file() {
 }
 
 #[test]
-fn workload_variables_are_axes_and_missing_engine_is_reported() {
+fn workload_variables_are_axes() {
     let sb = Sandbox::new();
     std::fs::create_dir(sb.file("d")).unwrap();
     let out = sb
@@ -360,13 +360,17 @@ fn workload_variables_are_axes_and_missing_engine_is_reported() {
             "sweep-0001-var.nthreads-4.json"
         ]
     );
+    let r1 = json(&sb.file("w").join(&files[0]));
     let r = json(&sb.file("w").join(&files[1]));
-    assert_eq!(r["kind"], "skipped");
-    assert!(r["reason"]
-        .as_str()
-        .unwrap()
-        .contains("no Filebench workload engine"));
-    assert!(r["sweep"]["settings"].to_string().contains("var.nfiles"));
+    assert_eq!(r["kind"], "workload");
+    assert!(r["total"]["iops"].as_f64().unwrap() > 0.0);
+    assert_eq!(r1["probes"]["workload"]["variables"]["nthreads"], "1");
+    assert_eq!(r["probes"]["workload"]["variables"]["nthreads"], "4");
+    assert_eq!(r["probes"]["workload"]["variables"]["nfiles"], "100");
+    assert!(
+        std::fs::read_dir(sb.file("d")).unwrap().next().is_none(),
+        "filesets removed"
+    );
     // Job parameters make no sense for a workload sweep.
     let out = sb
         .cmd(&["sweep", "--workload", "fileserver", "--bs", "4k,8k", "d"])

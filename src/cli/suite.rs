@@ -116,7 +116,7 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
     )];
     if !outcome.missing_personalities.is_empty() {
         preface.push(format!(
-            "MISSING: this build has no Filebench workload engine, so these personalities were not run: {}.",
+            "MISSING: these personalities could not be run (not shipped or not loadable): {}.",
             outcome.missing_personalities.join(", ")
         ));
     }

@@ -78,6 +78,9 @@ pub struct Summary {
     pub write_mb_per_s: f64,
     pub mb_per_s: f64,
     pub lat_mean_ms: f64,
+    /// Latency of the I/O flowops together (merged histograms: percentiles within 1.6%).
+    #[serde(default)]
+    pub lat_ns: LatencySummary,
     /// CPU (user + system) of every workload thread divided by the summary's ops.
     pub cpu_us_per_op: f64,
     pub cpu_user_s: f64,
@@ -136,6 +139,8 @@ impl RunReport {
         let mut flowops = Vec::new();
         let (mut ops, mut rops, mut wops, mut rb, mut wb, mut lat_sum) =
             (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+        let mut io_hist = crate::stats::LatencyHist::new();
+        let (mut io_min, mut io_max) = (u64::MAX, 0u64);
         for m in &merged {
             let mut lat = m.hist.summary();
             lat.min = m.lat_min_ns;
@@ -175,6 +180,23 @@ impl RunReport {
                 rb += m.read_bytes;
                 wb += m.write_bytes;
                 lat_sum += m.lat_sum_ns;
+                io_hist.merge(&m.hist);
+                io_min = io_min.min(m.lat_min_ns);
+                io_max = io_max.max(m.lat_max_ns);
+            }
+        }
+        let mut io_lat = io_hist.summary();
+        if ops > 0 {
+            io_lat.min = io_min;
+            io_lat.max = io_max;
+            io_lat.mean = lat_sum as f64 / ops as f64;
+            for q in [
+                &mut io_lat.p50,
+                &mut io_lat.p90,
+                &mut io_lat.p99,
+                &mut io_lat.p99_9,
+            ] {
+                *q = (*q).clamp(io_lat.min, io_lat.max);
             }
         }
         let summary = Summary {
@@ -190,6 +212,7 @@ impl RunReport {
             } else {
                 0.0
             },
+            lat_ns: io_lat,
             cpu_us_per_op: if ops > 0 {
                 usage.cpu_s() * 1e6 / ops as f64
             } else {
