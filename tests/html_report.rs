@@ -3,46 +3,7 @@
 //! opened in headless Chromium and the dumped DOM is checked for charts with data points.
 
 mod common;
-use common::{skip, Sandbox};
-use std::path::Path;
-
-/// Open `html` in headless Chromium and return the DOM it built (None when Chromium is
-/// missing). Fails on a script error.
-fn dom_in_chromium(html: &Path) -> Option<String> {
-    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| Path::new(p).exists());
-    let Some(chromium) = chromium else {
-        skip("chromium is not installed: the HTML was checked as text only");
-        return None;
-    };
-    let profile = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", html.display()))
-        .output()
-        .expect("run chromium");
-    assert!(
-        out.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("Uncaught"), "script error: {stderr}");
-    Some(String::from_utf8_lossy(&out.stdout).to_string())
-}
+use common::{dom_in_chromium, skip, Sandbox};
 
 /// The bodies of the charts of one class prefix (e.g. `chart line timeseries`) in a DOM.
 fn charts<'a>(dom: &'a str, class: &str) -> Vec<&'a str> {

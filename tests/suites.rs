@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{skip, Sandbox};
+use common::Sandbox;
 use std::path::{Path, PathBuf};
 
 fn records(dir: &Path) -> Vec<serde_json::Value> {
@@ -32,39 +32,7 @@ fn empty_dir(p: &Path) -> bool {
 /// Open `html` in headless Chromium and check the dumped DOM: every `svg.chart` has at least
 /// one data point, and the count of charts matches the file. None when Chromium is missing.
 fn check_in_chromium(html: &Path, min_charts: usize) -> Option<()> {
-    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| Path::new(p).exists());
-    let Some(chromium) = chromium else {
-        skip("chromium is not installed: the HTML report was checked as text only");
-        return None;
-    };
-    let profile = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", html.display()))
-        .output()
-        .expect("run chromium");
-    assert!(
-        out.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let dom = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("Uncaught"), "script error: {stderr}");
+    let dom = common::dom_in_chromium(html)?;
     assert!(!dom.contains("<script"), "the report needs no scripts");
     let charts: Vec<&str> = dom.split("<svg class=\"chart").skip(1).collect();
     assert!(

@@ -152,3 +152,41 @@ impl Drop for MountedFs {
 pub fn skip(why: &str) {
     eprintln!("SKIPPED: {why}");
 }
+
+/// Open `html` in headless Chromium and return the DOM it built (None when Chromium is
+/// missing). Fails on a script error.
+pub fn dom_in_chromium(html: &Path) -> Option<String> {
+    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    let Some(chromium) = chromium else {
+        skip("chromium is not installed: the HTML was checked as text only");
+        return None;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .expect("run chromium");
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("Uncaught"), "script error: {stderr}");
+    Some(String::from_utf8_lossy(&out.stdout).to_string())
+}
