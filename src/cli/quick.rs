@@ -148,7 +148,7 @@ pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
     let interactive = format == Format::Text;
     if interactive {
         println!(
-            "fsbench quick: {} in {} ({} file, {} s timed tests)",
+            "fsbench quick: {} tests in {} ({} file, {} s timed tests)",
             jobs.len(),
             dir.display(),
             crate::units::format_bytes(size as f64),
