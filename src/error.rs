@@ -26,6 +26,23 @@ macro_rules! bail_usage {
     ($($arg:tt)*) => { return Err($crate::error::UsageError(format!($($arg)*)).into()) };
 }
 
+/// Deserialize a TOML document; a mistake becomes one usage line `ORIGIN:LINE: message`.
+pub fn parse_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    origin: &str,
+) -> Result<T, UsageError> {
+    toml::from_str::<T>(text).map_err(|e| {
+        let msg = e.message().replace('\n', " ");
+        match e.span() {
+            Some(span) => {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                UsageError(format!("{origin}:{line}: {msg}"))
+            }
+            None => UsageError(format!("{origin}: {msg}")),
+        }
+    })
+}
+
 /// True when an error chain holds a [`UsageError`].
 pub fn is_usage(err: &anyhow::Error) -> bool {
     err.chain()

@@ -229,20 +229,7 @@ pub fn build_job(a: &RunArgs) -> anyhow::Result<Job> {
         job.space.reservation = Some(v);
     }
     if let Some(fl) = &a.space_flags {
-        for f in fl.split(',').filter(|x| !x.is_empty()) {
-            let s = &mut job.space.flags;
-            match f {
-                "align" => s.align = true,
-                "chgsiz" => s.chgsiz = true,
-                "contig" => s.contig = true,
-                "noextend" => s.noextend = true,
-                "noreserve" => s.noreserve = true,
-                "trim" => s.trim = true,
-                _ => bail_usage!(
-                    "unknown --space-flags '{f}': expected align, chgsiz, contig, noextend, noreserve or trim"
-                ),
-            }
-        }
+        job.space.flags.apply_list(fl, "--space-flags")?;
     }
     if let Some(p) = &a.processes {
         job.workers = match p.as_str() {

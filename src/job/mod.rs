@@ -156,6 +156,28 @@ pub struct SpaceFlags {
     pub trim: bool,
 }
 
+impl SpaceFlags {
+    /// Set the flags named in a comma list (`align,chgsiz,contig,noextend,noreserve,trim`).
+    pub fn apply_list(&mut self, list: &str, option: &str) -> Result<(), UsageError> {
+        for f in list.split(',').filter(|x| !x.is_empty()) {
+            match f {
+                "align" => self.align = true,
+                "chgsiz" => self.chgsiz = true,
+                "contig" => self.contig = true,
+                "noextend" => self.noextend = true,
+                "noreserve" => self.noreserve = true,
+                "trim" => self.trim = true,
+                _ => {
+                    return Err(usage!(
+                        "unknown {option} flag '{f}': expected align, chgsiz, contig, noextend, noreserve or trim"
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Space management before the timed run: extent size hint and reservation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -292,16 +314,7 @@ pub const MAX_THREADS: u32 = 4096;
 impl Job {
     /// Read a Job from a TOML file.
     pub fn from_toml(text: &str, origin: &str) -> Result<Job, UsageError> {
-        toml::from_str::<Job>(text).map_err(|e| {
-            let msg = e.message().replace('\n', " ");
-            match e.span() {
-                Some(span) => {
-                    let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-                    usage!("{origin}:{line}: {msg}")
-                }
-                None => usage!("{origin}: {msg}"),
-            }
-        })
+        crate::error::parse_toml(text, origin)
     }
 
     /// Total users x threads.

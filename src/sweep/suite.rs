@@ -129,16 +129,7 @@ pub struct StudyFile {
 }
 
 pub fn parse(text: &str, origin: &str) -> Result<SuiteFile, UsageError> {
-    toml::from_str::<SuiteFile>(text).map_err(|e| {
-        let msg = e.message().replace('\n', " ");
-        match e.span() {
-            Some(span) => {
-                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-                usage!("{origin}:{line}: {msg}")
-            }
-            None => usage!("{origin}: {msg}"),
-        }
-    })
+    crate::error::parse_toml(text, origin)
 }
 
 /// Find an embedded suite by name, or a suite file by path.

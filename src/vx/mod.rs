@@ -246,24 +246,7 @@ pub fn parse(args: &[String]) -> Result<VxCommand, UsageError> {
                         'c' => apply_cacheopts(&mut job, &v, &mut policy_set)?,
                         'e' => job.space.extsize = Some(kb(&v, "extsize (-e)")?),
                         'r' => job.space.reservation = Some(kb(&v, "reservation (-r)")?),
-                        'f' => {
-                            for f in v.split(',').filter(|x| !x.is_empty()) {
-                                let fl = &mut job.space.flags;
-                                match f {
-                                    "align" => fl.align = true,
-                                    "chgsiz" => fl.chgsiz = true,
-                                    "contig" => fl.contig = true,
-                                    "noextend" => fl.noextend = true,
-                                    "noreserve" => fl.noreserve = true,
-                                    "trim" => fl.trim = true,
-                                    _ => {
-                                        return Err(usage!(
-                                            "unknown -f flag '{f}': expected align, chgsiz, contig, noextend, noreserve or trim"
-                                        ))
-                                    }
-                                }
-                            }
-                        }
+                        'f' => job.space.flags.apply_list(&v, "-f")?,
                         _ => unreachable!(),
                     }
                     j = chars.len();
