@@ -1,8 +1,10 @@
 //! The io_uring engine: up to `queue_depth` I/Os in flight per thread.
 //!
-//! `submit` only writes submission entries into the shared ring (no system call); the next
-//! `reap` passes them to the kernel and waits for completions in the same `io_uring_enter`, so
-//! an I/O costs at most one system call per batch. Buffers are the worker's `BufferPool`
+//! `submit` writes submission entries into the shared ring. Page-cache I/O waits there for the
+//! next `reap`, which passes the batch to the kernel and waits in the same `io_uring_enter`.
+//! Device (direct) I/O is passed on one entry per call as it is queued, the last one riding
+//! along with the wait when other I/Os are in flight (see `submit` for the measurements that
+//! chose this). Buffers are the worker's `BufferPool`
 //! slots, registered as fixed buffers (slot i is buffer index i), and the target descriptors
 //! are registered as fixed files, whenever the kernel allows; otherwise the engine uses plain
 //! READ/WRITE with the descriptor and says so in the run's notes (see [`preflight`]).
@@ -22,8 +24,9 @@ use std::time::Duration;
 /// io_uring_enter flag: process and post completions (include/uapi/linux/io_uring.h).
 const IORING_ENTER_GETEVENTS: u32 = 1;
 
-/// Most submission entries handed to the kernel per io_uring_enter for device (direct) I/O.
-const DIRECT_SUBMIT_CHUNK: u32 = 4;
+/// Submission entries handed to the kernel per io_uring_enter for device (direct) I/O: each
+/// goes as soon as it is queued, as fio does with its default iodepth_batch_submit=1.
+const DIRECT_SUBMIT_CHUNK: u32 = 1;
 
 /// How long the SQ polling thread spins without work before it sleeps (ms).
 const SQPOLL_IDLE_MS: u32 = 2000;
@@ -342,20 +345,27 @@ impl Engine for UringEngine {
         }
         self.unsubmitted += n as u32;
         self.inflight += n as u32;
-        // Device I/O goes to the kernel in groups of DIRECT_SUBMIT_CHUNK, so the device starts
-        // on the first requests while the rest are prepared; the last group rides along with
-        // the wait in `reap`. (Submitting a whole refill of 32 at once left the virtio disk
-        // idle between bursts: 20-30 % fewer IOPS at QD 32 than groups of 4, see docs/uring.md.)
-        // Page-cache hits complete during submission, so they go in one call.
+        // Device I/O goes to the kernel one entry per io_uring_enter, with GETEVENTS so that
+        // the completions that arrived meanwhile are posted and the next `reap` finds them
+        // without blocking. With more than one I/O in flight the last entry rides along with
+        // the wait in `reap` (one system call fewer); at depth 1 it goes alone and the wait is
+        // a call of its own: blocking in the call that submitted was 4-9 % slower at QD 1 on
+        // the 2-core VM, and groups of 4 without GETEVENTS 2-3 % slower at QD 8 and 32 (see
+        // docs/uring.md, "Submission"). Page-cache hits complete during submission, so
+        // buffered I/O goes in one call.
         if direct && !self.setup.sqpoll {
-            while self.unsubmitted > DIRECT_SUBMIT_CHUNK {
+            let keep = u32::from(self.depth > 1);
+            while self.unsubmitted > keep {
                 sys.io_uring_enter += 1;
                 // SAFETY: a plain io_uring_enter on this engine's ring, no argument struct;
                 // it consumes at most DIRECT_SUBMIT_CHUNK entries already in the queue.
                 let r = unsafe {
-                    self.ring
-                        .submitter()
-                        .enter::<libc::sigset_t>(DIRECT_SUBMIT_CHUNK, 0, 0, None)
+                    self.ring.submitter().enter::<libc::sigset_t>(
+                        DIRECT_SUBMIT_CHUNK,
+                        0,
+                        IORING_ENTER_GETEVENTS,
+                        None,
+                    )
                 };
                 match r {
                     Ok(0) => break,
@@ -696,6 +706,67 @@ mod tests {
         assert_eq!(done[0].result, 4096);
         let back = std::fs::read(&path).unwrap();
         assert_eq!(&back[8192..12288], &expect[..]);
+    }
+
+    /// Device I/O is handed to the kernel as it is queued (all but the entry that rides along
+    /// with the wait, or every entry at depth 1); page-cache I/O waits for the reap.
+    #[test]
+    fn direct_entries_go_to_the_kernel_as_queued() {
+        if !ring_or_skip() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..16384u32).map(|i| (i * 13 % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        // The engine only looks at the route; the descriptor need not be O_DIRECT here.
+        let fd = file.as_raw_fd();
+        let ops = |route: Route, n: u32| -> Vec<IoOp> {
+            (0..n)
+                .map(|i| IoOp {
+                    kind: OpKind::Read,
+                    file: 0,
+                    route,
+                    offset: i as u64 * 4096,
+                    len: 4096,
+                    slot: i,
+                })
+                .collect()
+        };
+        for (depth, route, enters_at_submit, left) in [
+            (4u32, Route::Direct, 3u64, 1u32),
+            (1, Route::Direct, 1, 0),
+            (4, Route::Buffered, 0, 4),
+        ] {
+            let handles = vec![FileHandles {
+                fds: [fd, fd, -1],
+                size: 16384,
+            }];
+            let pool = BufferPool::new(depth as usize, 4096, 5).unwrap();
+            let mut e = UringEngine::new(&job(depth), handles, pool).unwrap();
+            let mut sys = SyscallCounts::default();
+            let batch = ops(route, depth);
+            assert_eq!(e.submit(&batch, &mut sys).unwrap(), depth as usize);
+            assert_eq!(
+                sys.io_uring_enter, enters_at_submit,
+                "depth {depth} {route:?}"
+            );
+            assert_eq!(e.unsubmitted, left, "depth {depth} {route:?}");
+            let mut done = Vec::with_capacity(8);
+            while done.len() < depth as usize {
+                e.reap(1, &mut done, &mut sys).unwrap();
+            }
+            assert_eq!(e.unsubmitted, 0);
+            for c in &done {
+                let s = c.slot as usize;
+                assert_eq!(c.result, 4096);
+                assert_eq!(
+                    &e.buffers().slot(s)[..4096],
+                    &data[s * 4096..(s + 1) * 4096]
+                );
+            }
+        }
     }
 
     #[test]
