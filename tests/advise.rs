@@ -3,7 +3,7 @@
 //! loop device, and the measured mode against points rerun by hand.
 mod common;
 
-use common::{can_use_loop_devices, skip, LoopDevice, Sandbox};
+use common::{can_use_loop_devices, skip, words, LoopDevice, Sandbox};
 use fsbench::advise::checks::{Check, Status};
 use fsbench::advise::measure::{self, Dir, Phase};
 use fsbench::advise::{self, derive};
@@ -526,15 +526,9 @@ fn bad_input_is_one_line_and_exit_2() {
     // A foreign file where the scratch file goes is never touched.
     std::fs::write(sb.file(measure::SCRATCH_NAME), b"precious").unwrap();
     let out = sb
-        .cmd(&[
-            "advise",
-            ".",
-            "--measure",
-            "--measure-size",
-            "16m",
-            "--measure-time",
-            "1s",
-        ])
+        .cmd(&words(
+            "advise . --measure --measure-size 16m --measure-time 1s",
+        ))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

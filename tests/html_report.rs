@@ -3,7 +3,7 @@
 //! opened in headless Chromium and the dumped DOM is checked for charts with data points.
 
 mod common;
-use common::{dom_in_chromium, skip, Sandbox};
+use common::{dom_in_chromium, skip, words, Sandbox};
 
 /// The bodies of the charts of one class prefix (e.g. `chart line timeseries`) in a DOM.
 fn charts<'a>(dom: &'a str, class: &str) -> Vec<&'a str> {
@@ -32,26 +32,7 @@ fn check_charts(all: &[&str]) {
 /// A short direct-write run with `--iostat`, its Result kept in run.json.
 fn run_with_iostat(sb: &Sandbox) -> serde_json::Value {
     // Direct writes reach the device during the run, so the samples show I/O.
-    sb.cmd(&[
-        "run",
-        "--rw",
-        "write",
-        "--bs",
-        "256k",
-        "--size",
-        "64m",
-        "--cache",
-        "direct",
-        "--time",
-        "1s",
-        "--iostat",
-        "100ms",
-        "--name",
-        "iostat-run",
-        "--output",
-        "run.json",
-        "f1",
-    ])
+    sb.cmd(&words("run --rw write --bs 256k --size 64m --cache direct --time 1s --iostat 100ms --name iostat-run --output run.json f1"))
     .assert()
     .success();
     serde_json::from_str(&std::fs::read_to_string(sb.file("run.json")).unwrap()).unwrap()
@@ -78,11 +59,9 @@ fn iostat_samples_are_charted_over_time_per_device() {
         skip("no block device under the sandbox saw writes: nothing to chart");
         return;
     }
-    sb.cmd(&[
-        "report", "run.json", "--format", "html", "--output", "r.html",
-    ])
-    .assert()
-    .success();
+    sb.cmd(&words("report run.json --format html --output r.html"))
+        .assert()
+        .success();
     let html = std::fs::read_to_string(sb.file("r.html")).unwrap();
     assert!(html.contains("Device statistics during the runs"));
     assert!(html.contains("Extents of the files the run wrote"));
@@ -122,10 +101,7 @@ fn iostat_samples_are_charted_over_time_per_device() {
 #[test]
 fn sweep_report_charts_the_samples_of_each_point() {
     let sb = Sandbox::new();
-    sb.cmd(&[
-        "sweep", "--rw", "write", "--bs", "64k,1m", "--cache", "direct", "--size", "32m", "--time",
-        "1s", "--iostat", "200ms", "--output", "sw", "f",
-    ])
+    sb.cmd(&words("sweep --rw write --bs 64k,1m --cache direct --size 32m --time 1s --iostat 200ms --output sw f"))
     .assert()
     .success();
     let html = std::fs::read_to_string(sb.file("sw/report.html")).unwrap();
@@ -141,7 +117,7 @@ fn sweep_report_charts_the_samples_of_each_point() {
         assert!(ts.len() >= 10, "{} time-series charts", ts.len());
         check_charts(&ts);
     }
-    sb.cmd(&["sweep", "--bs", "4k,8k", "--iostat", "soon", "f"])
+    sb.cmd(&words("sweep --bs 4k,8k --iostat soon f"))
         .assert()
         .code(2);
 }
@@ -185,15 +161,9 @@ fn advise_page_and_advise_section_of_a_report_render() {
         assert!(page.contains(s), "{s}");
     }
     run_with_iostat(&sb);
-    sb.cmd(&[
-        "report",
-        "a.json",
-        "run.json",
-        "--format",
-        "html",
-        "--output",
-        "both.html",
-    ])
+    sb.cmd(&words(
+        "report a.json run.json --format html --output both.html",
+    ))
     .assert()
     .success();
     let both = std::fs::read_to_string(sb.file("both.html")).unwrap();
@@ -208,7 +178,7 @@ fn advise_page_and_advise_section_of_a_report_render() {
         .stdout
         .clone();
     assert!(String::from_utf8_lossy(&text).contains("Filesystem i/o parameters"));
-    sb.cmd(&["report", "a.json", "--format", "csv"])
+    sb.cmd(&words("report a.json --format csv"))
         .assert()
         .code(2)
         .stderr(predicates::str::contains("advise documents"));
@@ -217,7 +187,7 @@ fn advise_page_and_advise_section_of_a_report_render() {
         r#"{"kind": "advise", "schema_version": 7}"#,
     )
     .unwrap();
-    sb.cmd(&["report", "bad.json", "--format", "html"])
+    sb.cmd(&words("report bad.json --format html"))
         .assert()
         .code(2)
         .stderr(predicates::str::contains("schema_version 7"));
@@ -286,11 +256,9 @@ fn loop_device_under_the_target_gets_its_own_charts() {
         "the loop device first: {devices:?}"
     );
     assert!(devices.len() >= 2, "and the device of its backing file");
-    sb.cmd(&[
-        "report", "run.json", "--format", "html", "--output", "r.html",
-    ])
-    .assert()
-    .success();
+    sb.cmd(&words("report run.json --format html --output r.html"))
+        .assert()
+        .success();
     let html = std::fs::read_to_string(sb.file("r.html")).unwrap();
     assert!(html.contains(&format!("{lo}: throughput")), "{lo} charted");
     if let Some(dom) = dom_in_chromium(&sb.file("r.html")) {

@@ -3,7 +3,7 @@
 //! trace, stripe arithmetic, fragmentation, and bad input.
 mod common;
 
-use common::{skip, Sandbox};
+use common::{skip, words, Sandbox};
 use fsbench::probe::diskstats;
 use fsbench::trace::{format, TraceOp};
 use std::path::Path;
@@ -132,9 +132,9 @@ fn mounted_loop_file_system_resolves_to_loop_then_host() {
 #[test]
 fn run_with_iostat_stores_samples() {
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "run", "f", "--rw", "write", "--bs", "64k", "--size", "32m", "--fsync", "--iostat", "50ms",
-    ]);
+    let v = sb.run_json(&words(
+        "run f --rw write --bs 64k --size 32m --fsync --iostat 50ms",
+    ));
     let io = &v["probes"]["iostat"];
     assert!(!io["samples"].as_array().unwrap().is_empty(), "{io}");
     assert_eq!(io["interval_s"].as_f64(), Some(0.05));
@@ -163,24 +163,7 @@ fn reads_on(t: &fsbench::trace::Trace, file_suffix: &str) -> Vec<(u64, u64)> {
 fn trace_records_exactly_the_ios_the_job_issued() {
     let sb = Sandbox::new();
     let out = sb
-        .cmd(&[
-            "run",
-            "data",
-            "--rw",
-            "randread",
-            "--bs",
-            "4k",
-            "--size",
-            "4m",
-            "--count",
-            "500",
-            "--threads",
-            "2",
-            "--seed",
-            "7",
-            "--trace",
-            "t.csv",
-        ])
+        .cmd(&words("run data --rw randread --bs 4k --size 4m --count 500 --threads 2 --seed 7 --trace t.csv"))
         .output()
         .unwrap();
     assert!(
@@ -252,20 +235,9 @@ fn trace_records_exactly_the_ios_the_job_issued() {
 #[test]
 fn trace_format_bin_and_ring_overflow_keep_the_newest() {
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "run",
-        "f",
-        "--rw",
-        "read",
-        "--bs",
-        "4k",
-        "--size",
-        "1m",
-        "--trace",
-        "t.bin",
-        "--trace-records",
-        "100",
-    ]);
+    let v = sb.run_json(&words(
+        "run f --rw read --bs 4k --size 1m --trace t.bin --trace-records 100",
+    ));
     assert_eq!(v["probes"]["trace"]["records"].as_u64(), Some(100));
     assert_eq!(v["probes"]["trace"]["dropped_records"].as_u64(), Some(156));
     let t = format::read_file(&sb.file("t.bin")).unwrap();
@@ -278,27 +250,7 @@ fn trace_format_bin_and_ring_overflow_keep_the_newest() {
 fn trace_covers_worker_processes() {
     let sb = Sandbox::new();
     // Two users, each a process with two threads: four rings in two processes.
-    let v = sb.run_json(&[
-        "run",
-        "a",
-        "b",
-        "--rw",
-        "randread",
-        "--bs",
-        "4k",
-        "--size",
-        "2m",
-        "--count",
-        "200",
-        "--threads",
-        "2",
-        "--processes",
-        "per-user",
-        "--seed",
-        "3",
-        "--trace",
-        "t.bin",
-    ]);
+    let v = sb.run_json(&words("run a b --rw randread --bs 4k --size 2m --count 200 --threads 2 --processes per-user --seed 3 --trace t.bin"));
     assert_eq!(v["probes"]["trace"]["records"].as_u64(), Some(800));
     let t = format::read_file(&sb.file("t.bin")).unwrap();
     for w in 0..4u32 {
@@ -327,25 +279,9 @@ fn trace_covers_worker_processes() {
     };
     assert!(first_start(2) < first_end(0) && first_start(0) < first_end(2));
     // The same offsets as the same job run with threads.
-    let v2 = sb.run_json(&[
-        "run",
-        "a",
-        "b",
-        "--rw",
-        "randread",
-        "--bs",
-        "4k",
-        "--size",
-        "2m",
-        "--count",
-        "200",
-        "--threads",
-        "2",
-        "--seed",
-        "3",
-        "--trace",
-        "t2.bin",
-    ]);
+    let v2 = sb.run_json(&words(
+        "run a b --rw randread --bs 4k --size 2m --count 200 --threads 2 --seed 3 --trace t2.bin",
+    ));
     assert_eq!(v2["probes"]["trace"]["records"].as_u64(), Some(800));
     let t2 = format::read_file(&sb.file("t2.bin")).unwrap();
     let offsets = |t: &fsbench::trace::Trace, w: u32| -> Vec<u64> {
@@ -360,22 +296,9 @@ fn trace_covers_worker_processes() {
     }
     // The parts the worker processes left in TMPDIR were merged and removed.
     std::fs::create_dir(sb.file("tmp")).unwrap();
-    sb.cmd(&[
-        "run",
-        "a",
-        "--rw",
-        "randread",
-        "--bs",
-        "4k",
-        "--size",
-        "2m",
-        "--count",
-        "10",
-        "--processes",
-        "per-user",
-        "--trace",
-        "t3.csv",
-    ])
+    sb.cmd(&words(
+        "run a --rw randread --bs 4k --size 2m --count 10 --processes per-user --trace t3.csv",
+    ))
     .env("TMPDIR", sb.file("tmp"))
     .assert()
     .success();
@@ -390,12 +313,12 @@ fn trace_covers_worker_processes() {
 fn trace_refuses_bad_options() {
     let sb = Sandbox::new();
     let o = sb
-        .cmd(&["run", "f", "--size", "1m", "--trace-format", "bin"])
+        .cmd(&words("run f --size 1m --trace-format bin"))
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let o = sb
-        .cmd(&["run", "f", "--size", "1m", "--iostat", "fast"])
+        .cmd(&words("run f --size 1m --iostat fast"))
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
@@ -406,20 +329,9 @@ fn dd_capture(sb: &Sandbox) -> fsbench::trace::Trace {
     let input: Vec<u8> = (0..100_000u32).map(|i| (i * 7) as u8).collect();
     std::fs::write(sb.file("in.dat"), &input).unwrap();
     let out = sb
-        .cmd(&[
-            "trace",
-            "-o",
-            "dd.csv",
-            "--",
-            "dd",
-            "if=in.dat",
-            "of=out.dat",
-            "bs=4k",
-            "skip=3",
-            "seek=2",
-            "count=5",
-            "conv=notrunc",
-        ])
+        .cmd(&words(
+            "trace -o dd.csv -- dd if=in.dat of=out.dat bs=4k skip=3 seek=2 count=5 conv=notrunc",
+        ))
         .output()
         .unwrap();
     assert!(
@@ -548,7 +460,7 @@ fn replay_with_timing_keeps_the_pace() {
     }
     csv.push_str("5,0,fsync,/x/y,0,0,250000000,250001000,0\n");
     std::fs::write(sb.file("t.csv"), csv).unwrap();
-    let v = sb.run_json(&["replay", "t.csv", "--speed", "1.0"]);
+    let v = sb.run_json(&words("replay t.csv --speed 1.0"));
     let el = v["total"]["elapsed_s"].as_f64().unwrap();
     assert!(
         el >= 0.25,
@@ -573,14 +485,7 @@ fn analyze_stripe_split_on_the_seed_example() {
     );
     std::fs::write(sb.file("one.csv"), csv).unwrap();
     let out = sb
-        .cmd(&[
-            "trace",
-            "--analyze",
-            "one.csv",
-            "--stripe",
-            "32k:5",
-            "--json",
-        ])
+        .cmd(&words("trace --analyze one.csv --stripe 32k:5 --json"))
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -591,7 +496,7 @@ fn analyze_stripe_split_on_the_seed_example() {
         serde_json::json!([6, 6, 7, 7, 6])
     );
     let text = sb
-        .cmd(&["trace", "--analyze", "one.csv", "--stripe", "32k:5"])
+        .cmd(&words("trace --analyze one.csv --stripe 32k:5"))
         .output()
         .unwrap();
     assert!(
@@ -782,7 +687,7 @@ fn trace_attaches_to_a_running_process_and_knows_its_positions() {
         "{offs:?}"
     );
     let o = sb
-        .cmd(&["trace", "--pid", "999999999", "--duration", "1s"])
+        .cmd(&words("trace --pid 999999999 --duration 1s"))
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
@@ -793,7 +698,7 @@ fn trace_output_never_overwrites_a_file_that_is_not_a_trace() {
     let sb = Sandbox::new();
     std::fs::write(sb.file("notes.csv"), "precious,data\n").unwrap();
     let o = sb
-        .cmd(&["run", "f", "--size", "1m", "--trace", "notes.csv"])
+        .cmd(&words("run f --size 1m --trace notes.csv"))
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
@@ -803,15 +708,15 @@ fn trace_output_never_overwrites_a_file_that_is_not_a_trace() {
     );
     assert!(!sb.file("f").exists(), "refused before any I/O");
     let o = sb
-        .cmd(&["trace", "-o", "notes.csv", "--", "true"])
+        .cmd(&words("trace -o notes.csv -- true"))
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     // An earlier trace may be replaced.
-    sb.cmd(&["run", "f", "--size", "64k", "--trace", "t.csv"])
+    sb.cmd(&words("run f --size 64k --trace t.csv"))
         .assert()
         .success();
-    sb.cmd(&["run", "f", "--size", "64k", "--trace", "t.csv"])
+    sb.cmd(&words("run f --size 64k --trace t.csv"))
         .assert()
         .success();
 }
@@ -880,15 +785,9 @@ fn stripe_split_on_device_offsets_with_physical() {
         })
         .sum();
     let o = sb
-        .cmd(&[
-            "trace",
-            "--analyze",
-            "t.csv",
-            "--stripe",
-            "64k:4",
-            "--physical",
-            "--json",
-        ])
+        .cmd(&words(
+            "trace --analyze t.csv --stripe 64k:4 --physical --json",
+        ))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -901,7 +800,7 @@ fn stripe_split_on_device_offsets_with_physical() {
     );
     // Without --physical the same read is cut on file offsets: 352 KiB from 0 = 6 units.
     let o = sb
-        .cmd(&["trace", "--analyze", "t.csv", "--stripe", "64k:4", "--json"])
+        .cmd(&words("trace --analyze t.csv --stripe 64k:4 --json"))
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

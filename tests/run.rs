@@ -1,27 +1,14 @@
 //! `fsbench run`, job files, `quick`, the Result JSON contract, and bad input handling.
 
 mod common;
-use common::Sandbox;
+use common::{words, Sandbox};
 
 #[test]
 fn run_from_flags() {
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "run",
-        "--rw",
-        "randread",
-        "--bs",
-        "4k",
-        "--size",
-        "8m",
-        "--threads",
-        "2",
-        "--cache",
-        "direct",
-        "--time",
-        "1s",
-        "f1",
-    ]);
+    let v = sb.run_json(&words(
+        "run --rw randread --bs 4k --size 8m --threads 2 --cache direct --time 1s f1",
+    ));
     let t = &v["total"];
     assert_eq!(v["status"], "complete");
     let e = t["elapsed_s"].as_f64().unwrap();
@@ -35,33 +22,11 @@ fn run_from_flags() {
 #[test]
 fn one_pass_over_the_file_without_count_or_time() {
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "run",
-        "--rw",
-        "read",
-        "--bs",
-        "64k",
-        "--size",
-        "4m",
-        "--threads",
-        "2",
-        "f",
-    ]);
+    let v = sb.run_json(&words("run --rw read --bs 64k --size 4m --threads 2 f"));
     assert_eq!(v["total"]["bytes"], 4 << 20);
-    let v = sb.run_json(&[
-        "run",
-        "--rw",
-        "write",
-        "--bs",
-        "1m",
-        "--size",
-        "8m",
-        "--processes",
-        "per-thread",
-        "--threads",
-        "2",
-        "f",
-    ]);
+    let v = sb.run_json(&words(
+        "run --rw write --bs 1m --size 8m --processes per-thread --threads 2 f",
+    ));
     assert_eq!(v["total"]["write_bytes"], 8 << 20);
 }
 
@@ -77,7 +42,7 @@ fn job_file_with_flag_override() {
     assert_eq!(v["name"], "from-file");
     assert_eq!(v["total"]["ops"], 2 * 2 * 300);
     assert_eq!(v["total"]["direct_ops"], 2 * 2 * 300, "8k >= 4k threshold");
-    let v = sb.run_json(&["run", "job.toml", "--bs", "2k"]);
+    let v = sb.run_json(&words("run job.toml --bs 2k"));
     assert_eq!(v["job"]["block_size"], 2048);
     assert_eq!(v["total"]["direct_ops"], 0);
 }
@@ -85,9 +50,7 @@ fn job_file_with_flag_override() {
 #[test]
 fn result_json_schema() {
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "run", "--rw", "randrw", "--bs", "4k", "--count", "500", "--size", "1m", "f",
-    ]);
+    let v = sb.run_json(&words("run --rw randrw --bs 4k --count 500 --size 1m f"));
     for key in [
         "schema_version",
         "fsbench_version",
@@ -200,9 +163,7 @@ fn bad_input_is_one_line_and_exit_2() {
 fn quick_battery_small() {
     let sb = Sandbox::new();
     let out = sb
-        .cmd(&[
-            "quick", "--size", "16m", "--time", "300ms", "--output", "q.json",
-        ])
+        .cmd(&words("quick --size 16m --time 300ms --output q.json"))
         .assert()
         .success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
@@ -233,17 +194,7 @@ fn quick_battery_small() {
 #[test]
 fn cache_control_flags() {
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "run",
-        "--rw",
-        "read",
-        "--bs",
-        "64k",
-        "--size",
-        "2m",
-        "--drop-cache",
-        "f",
-    ]);
+    let v = sb.run_json(&words("run --rw read --bs 64k --size 2m --drop-cache f"));
     let notes: Vec<String> = v["notes"]
         .as_array()
         .unwrap()
@@ -256,19 +207,9 @@ fn cache_control_flags() {
             .any(|n| n.contains("page cache") || n.contains("evicted")),
         "{notes:?}"
     );
-    let v = sb.run_json(&[
-        "run",
-        "--rw",
-        "randread",
-        "--bs",
-        "4k",
-        "--size",
-        "2m",
-        "--count",
-        "100",
-        "--no-invalidate",
-        "f",
-    ]);
+    let v = sb.run_json(&words(
+        "run --rw randread --bs 4k --size 2m --count 100 --no-invalidate f",
+    ));
     assert_eq!(v["job"]["invalidate"], false);
     assert_eq!(v["total"]["read_ops"], 100);
 }
@@ -276,22 +217,10 @@ fn cache_control_flags() {
 #[test]
 fn mmap_engine_flushes_with_msync() {
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "run",
-        "--rw",
-        "mmapwrite",
-        "--bs",
-        "4k",
-        "--size",
-        "1m",
-        "--fsync",
-        "f",
-    ]);
+    let v = sb.run_json(&words("run --rw mmapwrite --bs 4k --size 1m --fsync f"));
     assert_eq!(v["total"]["write_bytes"], 1 << 20);
     assert!(v["total"]["syscalls"]["msync"].as_u64().unwrap() >= 1);
-    sb.cmd(&[
-        "run", "--rw", "mmapread", "--cache", "direct", "--count", "1", "f",
-    ])
-    .assert()
-    .code(2);
+    sb.cmd(&words("run --rw mmapread --cache direct --count 1 f"))
+        .assert()
+        .code(2);
 }

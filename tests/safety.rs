@@ -2,7 +2,7 @@
 //! and block devices with signatures. Loop-device tests run when root and say SKIPPED otherwise.
 
 mod common;
-use common::{LoopDevice, MountedFs, Sandbox};
+use common::{words, LoopDevice, MountedFs, Sandbox};
 
 fn digest(p: &std::path::Path) -> Vec<u8> {
     std::fs::read(p).unwrap()
@@ -74,29 +74,16 @@ fn refuses_to_write_a_file_it_did_not_create() {
         assert_eq!(digest(&f), before, "{args:?} changed the file");
     }
     // Reading it is fine, stays inside the file, and leaves it alone.
-    let v = sb.run_json(&[
-        "vx",
-        "-t",
-        "-w",
-        "rand_read",
-        "-i",
-        "iosize=4k,iocount=100",
-        "precious",
-    ]);
+    let v = sb.run_json(&words(
+        "vx -t -w rand_read -i iosize=4k,iocount=100 precious",
+    ));
     assert_eq!(v["total"]["read_ops"], 100);
     assert!(v["plan"]["targets"][0]["size"].as_u64().unwrap() <= 100_000);
     assert_eq!(digest(&f), before);
     // With --force the write happens, and the file is not removed (fsbench did not create it).
-    sb.cmd(&[
-        "vx",
-        "-t",
-        "-w",
-        "write",
-        "-i",
-        "iosize=4k,iocount=10",
-        "--force",
-        "precious",
-    ])
+    sb.cmd(&words(
+        "vx -t -w write -i iosize=4k,iocount=10 --force precious",
+    ))
     .assert()
     .success();
     assert!(f.exists());
@@ -107,11 +94,11 @@ fn refuses_to_write_a_file_it_did_not_create() {
 fn directory_and_missing_parent_are_usage_errors() {
     let sb = Sandbox::new();
     std::fs::create_dir(sb.file("d")).unwrap();
-    sb.cmd(&["vx", "-w", "read", "d"])
+    sb.cmd(&words("vx -w read d"))
         .assert()
         .code(2)
         .stderr(predicates::str::contains("directory"));
-    sb.cmd(&["vx", "-w", "write", "no/such/dir/f"])
+    sb.cmd(&words("vx -w write no/such/dir/f"))
         .assert()
         .code(2)
         .stderr(predicates::str::contains("cannot create"));

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::Sandbox;
+use common::{words, Sandbox};
 use std::path::{Path, PathBuf};
 
 fn records(dir: &Path) -> Vec<serde_json::Value> {
@@ -78,16 +78,9 @@ fn whitepaper_suite_at_tiny_scale_and_report_in_chromium() {
     let data = sb.file("data");
     std::fs::create_dir(&data).unwrap();
     let out = sb
-        .cmd(&[
-            "suite",
-            "whitepaper",
-            "--dir",
-            "data",
-            "--scale",
-            "0.004",
-            "--output",
-            "wp",
-        ])
+        .cmd(&words(
+            "suite whitepaper --dir data --scale 0.004 --output wp",
+        ))
         .assert()
         .success()
         .get_output()
@@ -161,18 +154,9 @@ fn whitepaper_suite_at_tiny_scale_and_report_in_chromium() {
     assert!(!loops.contains(&sb.path().display().to_string()), "{loops}");
     // A re-run reuses every stored point.
     let out = sb
-        .cmd(&[
-            "suite",
-            "whitepaper",
-            "--dir",
-            "data",
-            "--scale",
-            "0.004",
-            "--output",
-            "wp",
-            "--study",
-            "read-bs-by-cache",
-        ])
+        .cmd(&words(
+            "suite whitepaper --dir data --scale 0.004 --output wp --study read-bs-by-cache",
+        ))
         .assert()
         .success()
         .get_output()
@@ -241,9 +225,7 @@ fn backup_suite_archives_restores_and_verifies() {
     let sb = Sandbox::new();
     std::fs::create_dir(sb.file("data")).unwrap();
     let out = sb
-        .cmd(&[
-            "suite", "backup", "--dir", "data", "--scale", "0.002", "--output", "bk",
-        ])
+        .cmd(&words("suite backup --dir data --scale 0.002 --output bk"))
         .assert()
         .success()
         .get_output()
@@ -287,20 +269,9 @@ fn shootout_runs_every_personality_on_each_target() {
         std::fs::create_dir(sb.file(d)).unwrap();
     }
     let out = sb
-        .cmd(&[
-            "suite",
-            "shootout",
-            "--dir",
-            "a",
-            "--dir",
-            "b",
-            "--baseline",
-            "a",
-            "--scale",
-            "0.002",
-            "--output",
-            "so",
-        ])
+        .cmd(&words(
+            "suite shootout --dir a --dir b --baseline a --scale 0.002 --output so",
+        ))
         .assert()
         .success()
         .get_output()

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::Sandbox;
+use common::{words, Sandbox};
 use std::path::Path;
 
 fn result_files(dir: &Path) -> Vec<String> {
@@ -25,20 +25,9 @@ fn json(p: &Path) -> serde_json::Value {
 fn sweep_runs_points_in_order_and_shapes_the_table() {
     let sb = Sandbox::new();
     let out = sb
-        .cmd(&[
-            "sweep",
-            "--rw",
-            "read",
-            "--bs",
-            "4k,16k",
-            "--cache",
-            "buffered,direct",
-            "--size",
-            "256k",
-            "f",
-            "--output",
-            "res",
-        ])
+        .cmd(&words(
+            "sweep --rw read --bs 4k,16k --cache buffered,direct --size 256k f --output res",
+        ))
         .assert()
         .success()
         .get_output()
@@ -198,38 +187,16 @@ fn interrupted_sweep_keeps_what_it_measured_and_resumes() {
 #[test]
 fn reports_in_every_format_and_compare_with_repeats() {
     let sb = Sandbox::new();
-    sb.cmd(&[
-        "sweep",
-        "--rw",
-        "read",
-        "--bs",
-        "4k,64k",
-        "--cache",
-        "buffered,direct",
-        "--size",
-        "512k",
-        "--repeat",
-        "2",
-        "f",
-        "--output",
-        "a",
-    ])
+    sb.cmd(&words(
+        "sweep --rw read --bs 4k,64k --cache buffered,direct --size 512k --repeat 2 f --output a",
+    ))
     .assert()
     .success();
     assert_eq!(result_files(&sb.file("a")).len(), 8);
     let md = sb
-        .cmd(&[
-            "report",
-            "a",
-            "--format",
-            "md",
-            "--rows",
-            "cache",
-            "--cols",
-            "bs",
-            "--metrics",
-            "kb_per_s",
-        ])
+        .cmd(&words(
+            "report a --format md --rows cache --cols bs --metrics kb_per_s",
+        ))
         .assert()
         .success()
         .get_output()
@@ -240,7 +207,7 @@ fn reports_in_every_format_and_compare_with_repeats() {
     assert!(md.contains("| buffered |") && md.contains("| direct |"));
     assert!(md.contains('±'), "repeats show their spread: {md}");
     let csv = sb
-        .cmd(&["report", "a", "--format", "csv"])
+        .cmd(&words("report a --format csv"))
         .assert()
         .success()
         .get_output()
@@ -250,7 +217,7 @@ fn reports_in_every_format_and_compare_with_repeats() {
     assert!(csv.starts_with("suite,study,index,repeat,target,status,bs,cache,kb_per_s"));
     assert_eq!(csv.lines().count(), 9);
     let js = sb
-        .cmd(&["report", "a", "--format", "json"])
+        .cmd(&words("report a --format json"))
         .assert()
         .success()
         .get_output()
@@ -258,7 +225,7 @@ fn reports_in_every_format_and_compare_with_repeats() {
         .clone();
     let js: serde_json::Value = serde_json::from_slice(&js).unwrap();
     assert_eq!(js[0]["rows"].as_array().unwrap().len(), 2);
-    sb.cmd(&["report", "a", "--format", "html", "--output", "r.html"])
+    sb.cmd(&words("report a --format html --output r.html"))
         .assert()
         .success();
     let html = std::fs::read_to_string(sb.file("r.html")).unwrap();
@@ -312,9 +279,9 @@ fn sweep_refuses_to_overwrite_a_foreign_file() {
     let sb = Sandbox::new();
     std::fs::write(sb.file("precious"), vec![7u8; 65536]).unwrap();
     let out = sb
-        .cmd(&[
-            "sweep", "--rw", "write", "--bs", "4k,8k", "--size", "64k", "precious", "--output", "r",
-        ])
+        .cmd(&words(
+            "sweep --rw write --bs 4k,8k --size 64k precious --output r",
+        ))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -329,20 +296,9 @@ fn workload_variables_are_axes() {
     let sb = Sandbox::new();
     std::fs::create_dir(sb.file("d")).unwrap();
     let out = sb
-        .cmd(&[
-            "sweep",
-            "--workload",
-            "fileserver",
-            "-D",
-            "nthreads=1,4",
-            "-D",
-            "nfiles=100",
-            "--time",
-            "1s",
-            "d",
-            "--output",
-            "w",
-        ])
+        .cmd(&words(
+            "sweep --workload fileserver -D nthreads=1,4 -D nfiles=100 --time 1s d --output w",
+        ))
         .assert()
         .success()
         .get_output()
@@ -373,7 +329,7 @@ fn workload_variables_are_axes() {
     );
     // Job parameters make no sense for a workload sweep.
     let out = sb
-        .cmd(&["sweep", "--workload", "fileserver", "--bs", "4k,8k", "d"])
+        .cmd(&words("sweep --workload fileserver --bs 4k,8k d"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{skip, Sandbox};
+use common::{skip, words, Sandbox};
 use serde_json::Value;
 
 /// io_uring can be switched off (sysctl kernel.io_uring_disabled, seccomp in containers):
@@ -109,28 +109,10 @@ fn deep_queue_writes_every_block_from_the_seeded_buffers() {
         return;
     }
     let sb = Sandbox::new();
-    sb.run_json(&[
-        "run", "--rw", "write", "--bs", "4k", "--size", "1m", "--seed", "9", "--keep", "sync.dat",
-    ]);
-    let v = sb.run_json(&[
-        "run",
-        "--rw",
-        "write",
-        "--bs",
-        "4k",
-        "--size",
-        "1m",
-        "--seed",
-        "9",
-        "--cache",
-        "direct",
-        "--engine",
-        "uring",
-        "--qd",
-        "8",
-        "--keep",
-        "uring.dat",
-    ]);
+    sb.run_json(&words(
+        "run --rw write --bs 4k --size 1m --seed 9 --keep sync.dat",
+    ));
+    let v = sb.run_json(&words("run --rw write --bs 4k --size 1m --seed 9 --cache direct --engine uring --qd 8 --keep uring.dat"));
     assert_eq!(u(total(&v), "write_bytes"), 1 << 20);
     let a = std::fs::read(sb.file("sync.dat")).unwrap();
     let b = std::fs::read(sb.file("uring.dat")).unwrap();
@@ -174,26 +156,7 @@ fn reads_every_byte_under_every_cache_policy() {
         "a read changed the file"
     );
     // Concurrent: fsbench preallocates and writes the file itself, then runs direct.
-    let v = sb.run_json(&[
-        "run",
-        "--rw",
-        "randrw",
-        "--rwmix-read",
-        "50",
-        "--bs",
-        "4k",
-        "--size",
-        "4m",
-        "--count",
-        "500",
-        "--cache",
-        "concurrent",
-        "--engine",
-        "uring",
-        "--qd",
-        "8",
-        "conc.dat",
-    ]);
+    let v = sb.run_json(&words("run --rw randrw --rwmix-read 50 --bs 4k --size 4m --count 500 --cache concurrent --engine uring --qd 8 conc.dat"));
     assert_eq!(u(total(&v), "ops"), 500);
     assert_eq!(u(total(&v), "errors"), 0);
 }
@@ -204,10 +167,7 @@ fn misaligned_direct_ios_take_the_dsync_fallback() {
         return;
     }
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "run", "--rw", "write", "--bs", "1000", "--size", "100000", "--cache", "direct",
-        "--engine", "uring", "--qd", "4", "--keep", "mis.dat",
-    ]);
+    let v = sb.run_json(&words("run --rw write --bs 1000 --size 100000 --cache direct --engine uring --qd 4 --keep mis.dat"));
     assert_eq!(u(total(&v), "errors"), 0);
     assert!(u(total(&v), "buffered_fallback_ops") > 0);
     assert_eq!(u(total(&v), "write_bytes"), 100000);
@@ -219,26 +179,7 @@ fn mixed_read_write_follows_rdpct() {
         return;
     }
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "run",
-        "--rw",
-        "randrw",
-        "--rwmix-read",
-        "70",
-        "--bs",
-        "4k",
-        "--size",
-        "8m",
-        "--count",
-        "4000",
-        "--cache",
-        "direct",
-        "--engine",
-        "uring",
-        "--qd",
-        "16",
-        "mix.dat",
-    ]);
+    let v = sb.run_json(&words("run --rw randrw --rwmix-read 70 --bs 4k --size 8m --count 4000 --cache direct --engine uring --qd 16 mix.dat"));
     let t = total(&v);
     assert_eq!(u(t, "ops"), 4000);
     let pct = u(t, "read_ops") as f64 * 100.0 / 4000.0;
@@ -330,10 +271,7 @@ fn queue_depth_overlaps_ios() {
         return;
     }
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "run", "--rw", "randread", "--bs", "4k", "--size", "16m", "--count", "5000", "--cache",
-        "direct", "--engine", "uring", "--qd", "16", "qd.dat",
-    ]);
+    let v = sb.run_json(&words("run --rw randread --bs 4k --size 16m --count 5000 --cache direct --engine uring --qd 16 qd.dat"));
     let over = overlapped_pct(&v);
     assert!(
         over > 90.0,
@@ -349,10 +287,9 @@ fn queue_depth_overlaps_ios() {
         .sum();
     assert!(deep > 0.0, "depth 9-16 never reached");
     // The same run at QD 1 never overlaps.
-    let v = sb.run_json(&[
-        "run", "--rw", "randread", "--bs", "4k", "--size", "16m", "--count", "500", "--cache",
-        "direct", "--engine", "uring", "qd.dat",
-    ]);
+    let v = sb.run_json(&words(
+        "run --rw randread --bs 4k --size 16m --count 500 --cache direct --engine uring qd.dat",
+    ));
     assert_eq!(overlapped_pct(&v), 0.0);
 }
 
@@ -363,24 +300,7 @@ fn text_report_shows_depths_and_notes() {
     }
     let sb = Sandbox::new();
     let out = sb
-        .cmd(&[
-            "run",
-            "--rw",
-            "randread",
-            "--bs",
-            "4k",
-            "--size",
-            "4m",
-            "--count",
-            "1000",
-            "--engine",
-            "uring",
-            "--qd",
-            "8",
-            "--rate-iops",
-            "100000",
-            "t.dat",
-        ])
+        .cmd(&words("run --rw randread --bs 4k --size 4m --count 1000 --engine uring --qd 8 --rate-iops 100000 t.dat"))
         .assert()
         .success()
         .get_output()
@@ -408,26 +328,7 @@ fn rate_limit_holds_within_5_percent_uring() {
         return;
     }
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "run",
-        "--rw",
-        "randread",
-        "--bs",
-        "4k",
-        "--size",
-        "16m",
-        "--time",
-        "5s",
-        "--cache",
-        "direct",
-        "--engine",
-        "uring",
-        "--qd",
-        "4",
-        "--rate-iops",
-        "500",
-        "rate.dat",
-    ]);
+    let v = sb.run_json(&words("run --rw randread --bs 4k --size 16m --time 5s --cache direct --engine uring --qd 4 --rate-iops 500 rate.dat"));
     assert_rate(&v, 500.0);
     let sched = &total(&v)["sched_lat_ns"];
     let lat = &total(&v)["lat_ns"];
@@ -441,20 +342,9 @@ fn rate_limit_holds_within_5_percent_uring() {
 fn rate_limit_in_bytes_holds_within_5_percent_sync() {
     let sb = Sandbox::new();
     // 2 MiB/s of 8 KiB I/Os = 256 IOPS.
-    let v = sb.run_json(&[
-        "run",
-        "--rw",
-        "randwrite",
-        "--bs",
-        "8k",
-        "--size",
-        "16m",
-        "--time",
-        "5s",
-        "--rate-bytes",
-        "2m",
-        "rate.dat",
-    ]);
+    let v = sb.run_json(&words(
+        "run --rw randwrite --bs 8k --size 16m --time 5s --rate-bytes 2m rate.dat",
+    ));
     assert_rate(&v, 256.0);
 }
 
@@ -464,28 +354,7 @@ fn total_rate_is_shared_by_all_threads() {
         return;
     }
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "run",
-        "--rw",
-        "randread",
-        "--bs",
-        "4k",
-        "--size",
-        "16m",
-        "--time",
-        "5s",
-        "--threads",
-        "2",
-        "--engine",
-        "uring",
-        "--qd",
-        "2",
-        "--rate-iops",
-        "800",
-        "--rate-scope",
-        "total",
-        "rate.dat",
-    ]);
+    let v = sb.run_json(&words("run --rw randread --bs 4k --size 16m --time 5s --threads 2 --engine uring --qd 2 --rate-iops 800 --rate-scope total rate.dat"));
     assert_rate(&v, 800.0);
     for t in v["users"][0]["threads"].as_array().unwrap() {
         let iops = f(&t["stats"], "iops");
@@ -521,10 +390,9 @@ fn hipri_needs_direct_io() {
     }
     let sb = Sandbox::new();
     let out = sb
-        .cmd(&[
-            "run", "--rw", "read", "--bs", "4k", "--size", "1m", "--engine", "uring", "--hipri",
-            "h.dat",
-        ])
+        .cmd(&words(
+            "run --rw read --bs 4k --size 1m --engine uring --hipri h.dat",
+        ))
         .assert()
         .code(2)
         .get_output()
@@ -593,21 +461,7 @@ fn vx_front_end_runs_uring_with_processes() {
         return;
     }
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "vx",
-        "-w",
-        "rand_read",
-        "-i",
-        "iosize=4k,iocount=1k,maxfilesize=4m,nthreads=2",
-        "-c",
-        "direct",
-        "-p",
-        "--engine",
-        "uring",
-        "--qd",
-        "8",
-        "vx.dat",
-    ]);
+    let v = sb.run_json(&words("vx -w rand_read -i iosize=4k,iocount=1k,maxfilesize=4m,nthreads=2 -c direct -p --engine uring --qd 8 vx.dat"));
     assert_eq!(u(total(&v), "read_ops"), 2048);
     assert!(overlapped_pct(&v) > 50.0);
 }
@@ -618,10 +472,9 @@ fn fsync_after_uring_writes() {
         return;
     }
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "run", "--rw", "write", "--bs", "64k", "--size", "4m", "--engine", "uring", "--qd", "4",
-        "--fsync", "--cache", "dsync", "w.dat",
-    ]);
+    let v = sb.run_json(&words(
+        "run --rw write --bs 64k --size 4m --engine uring --qd 4 --fsync --cache dsync w.dat",
+    ));
     assert_eq!(u(total(&v), "write_bytes"), 4 << 20);
     assert!(u(&total(&v)["syscalls"], "fsync") >= 1);
     assert!(u(&total(&v)["syscalls"], "io_uring_enter") >= 1);

@@ -2,7 +2,7 @@
 //! switch, run by the real binary on real files in a temp dir.
 
 mod common;
-use common::Sandbox;
+use common::{words, Sandbox};
 use serde_json::Value;
 
 fn total(v: &Value) -> &Value {
@@ -12,7 +12,7 @@ fn total(v: &Value) -> &Value {
 #[test]
 fn paper_example_writes_exact_bytes_and_cleans_up() {
     let sb = Sandbox::new();
-    let v = sb.run_json(&["vx", "-w", "write", "-i", "iosize=8k,iocount=1k", "f1"]);
+    let v = sb.run_json(&words("vx -w write -i iosize=8k,iocount=1k f1"));
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["status"], "complete");
     assert_eq!(total(&v)["write_ops"], 1024);
@@ -97,29 +97,13 @@ fn every_cache_option_runs() {
 #[test]
 fn discovered_direct_splits_by_size() {
     let sb = Sandbox::new();
-    let small = sb.run_json(&[
-        "vx",
-        "-t",
-        "-w",
-        "read",
-        "-i",
-        "iosize=64k,iocount=16",
-        "-c",
-        "discovered=256k",
-        "f",
-    ]);
+    let small = sb.run_json(&words(
+        "vx -t -w read -i iosize=64k,iocount=16 -c discovered=256k f",
+    ));
     assert_eq!(total(&small)["direct_ops"], 0);
-    let big = sb.run_json(&[
-        "vx",
-        "-t",
-        "-w",
-        "read",
-        "-i",
-        "iosize=256k,iocount=16",
-        "-c",
-        "discovered=256k",
-        "f",
-    ]);
+    let big = sb.run_json(&words(
+        "vx -t -w read -i iosize=256k,iocount=16 -c discovered=256k f",
+    ));
     assert_eq!(total(&big)["direct_ops"], 16);
     assert_eq!(big["plan"]["cache"]["policy"], "discovered");
 }
@@ -127,31 +111,15 @@ fn discovered_direct_splits_by_size() {
 #[test]
 fn misaligned_direct_falls_back_to_dsync_buffered_and_is_counted() {
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "vx",
-        "-t",
-        "-w",
-        "write",
-        "-i",
-        "iosize=1000b,iocount=50",
-        "-c",
-        "direct",
-        "f",
-    ]);
+    let v = sb.run_json(&words(
+        "vx -t -w write -i iosize=1000b,iocount=50 -c direct f",
+    ));
     assert_eq!(total(&v)["buffered_fallback_ops"], 50);
     assert_eq!(total(&v)["bytes"], 50_000);
     let out = sb
-        .cmd(&[
-            "vx",
-            "-t",
-            "-w",
-            "write",
-            "-i",
-            "iosize=1000b,iocount=50",
-            "-c",
-            "direct",
-            "f",
-        ])
+        .cmd(&words(
+            "vx -t -w write -i iosize=1000b,iocount=50 -c direct f",
+        ))
         .assert()
         .success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
@@ -184,93 +152,37 @@ fn worker_modes_agree() {
 #[test]
 fn open_types_and_subopts() {
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "vx",
-        "-t",
-        "-w",
-        "write",
-        "-o",
-        "sync,dsync",
-        "-i",
-        "iosize=4k,iocount=20,fsync,nrep=3",
-        "f",
-    ]);
+    let v = sb.run_json(&words(
+        "vx -t -w write -o sync,dsync -i iosize=4k,iocount=20,fsync,nrep=3 f",
+    ));
     assert_eq!(total(&v)["write_ops"], 60);
     assert!(total(&v)["syscalls"]["fsync"].as_u64().unwrap() >= 1);
-    let v = sb.run_json(&[
-        "vx",
-        "-t",
-        "-w",
-        "write",
-        "-o",
-        "append",
-        "-i",
-        "iosize=4k,iocount=20",
-        "f",
-    ]);
+    let v = sb.run_json(&words("vx -t -w write -o append -i iosize=4k,iocount=20 f"));
     assert_eq!(total(&v)["write_ops"], 20);
     // A kept file is reused without --force; trunc empties it first.
-    sb.cmd(&[
-        "vx",
-        "-t",
-        "-w",
-        "write",
-        "-i",
-        "iosize=4k,iocount=20",
-        "--keep",
-        "k",
-    ])
-    .assert()
-    .success();
+    sb.cmd(&words("vx -t -w write -i iosize=4k,iocount=20 --keep k"))
+        .assert()
+        .success();
     assert_eq!(std::fs::metadata(sb.file("k")).unwrap().len(), 81920);
-    sb.cmd(&[
-        "vx",
-        "-t",
-        "-w",
-        "write",
-        "-o",
-        "trunc",
-        "-i",
-        "iosize=4k,iocount=5",
-        "--keep",
-        "k",
-    ])
+    sb.cmd(&words(
+        "vx -t -w write -o trunc -i iosize=4k,iocount=5 --keep k",
+    ))
     .assert()
     .success();
     assert_eq!(std::fs::metadata(sb.file("k")).unwrap().len(), 20480);
     // remove: a kept file is removed when asked.
-    sb.cmd(&[
-        "vx",
-        "-t",
-        "-w",
-        "read",
-        "-i",
-        "iosize=4k,iocount=5,remove",
-        "k",
-    ])
-    .assert()
-    .success();
+    sb.cmd(&words("vx -t -w read -i iosize=4k,iocount=5,remove k"))
+        .assert()
+        .success();
     assert!(!sb.file("k").exists());
     // rand_read with truncup and maxfilesize, randseed reproducible.
-    let a = sb.run_json(&[
-        "vx",
-        "-t",
-        "-w",
-        "rand_write",
-        "-i",
-        "iosize=4,iocount=50,truncup=256,randseed=7",
-        "f",
-    ]);
+    let a = sb.run_json(&words(
+        "vx -t -w rand_write -i iosize=4,iocount=50,truncup=256,randseed=7 f",
+    ));
     assert_eq!(total(&a)["write_ops"], 50);
-    let r = sb.run_json(&[
-        "vx",
-        "-t",
-        "-w",
-        "rand_read",
-        "-i",
-        "iosize=4,iocount=50,maxfilesize=512",
-        "f",
-    ]);
+    let r = sb.run_json(&words(
+        "vx -t -w rand_read -i iosize=4,iocount=50,maxfilesize=512 f",
+    ));
     assert_eq!(r["plan"]["targets"][0]["size"], 512 * 1024);
 }
 
@@ -278,17 +190,9 @@ fn open_types_and_subopts() {
 fn output_switches() {
     let sb = Sandbox::new();
     let out = sb
-        .cmd(&[
-            "vx",
-            "-t",
-            "-v",
-            "-M",
-            "-w",
-            "read",
-            "-i",
-            "iosize=4k,iocount=10,nthreads=2",
-            "a",
-        ])
+        .cmd(&words(
+            "vx -t -v -M -w read -i iosize=4k,iocount=10,nthreads=2 a",
+        ))
         .assert()
         .success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
@@ -296,34 +200,16 @@ fn output_switches() {
     assert!(text.contains("MB/s"), "{text}");
     assert!(text.contains("CPU sec"), "{text}");
     let out = sb
-        .cmd(&[
-            "vx",
-            "-t",
-            "-s",
-            "-w",
-            "read",
-            "-i",
-            "iosize=4k,iocount=10",
-            "a",
-            "b",
-        ])
+        .cmd(&words("vx -t -s -w read -i iosize=4k,iocount=10 a b"))
         .assert()
         .success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
     assert!(!text.contains("user   1:"), "{text}");
     assert!(text.contains("total:"));
     let out = sb
-        .cmd(&[
-            "vx",
-            "-t",
-            "-w",
-            "read",
-            "-i",
-            "iosize=4k,iocount=10",
-            "--output-format",
-            "csv",
-            "a",
-        ])
+        .cmd(&words(
+            "vx -t -w read -i iosize=4k,iocount=10 --output-format csv a",
+        ))
         .assert()
         .success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
@@ -338,31 +224,11 @@ fn output_switches() {
 #[test]
 fn mlock_and_reserveonly() {
     let sb = Sandbox::new();
-    let v = sb.run_json(&[
-        "vx",
-        "-t",
-        "-m",
-        "-w",
-        "read",
-        "-i",
-        "iosize=64k,iocount=10",
-        "f",
-    ]);
+    let v = sb.run_json(&words("vx -t -m -w read -i iosize=64k,iocount=10 f"));
     assert_eq!(total(&v)["read_ops"], 10);
-    sb.cmd(&[
-        "vx",
-        "-t",
-        "-w",
-        "write",
-        "-r",
-        "1m",
-        "-f",
-        "chgsiz",
-        "-i",
-        "reserveonly",
-        "--keep",
-        "r",
-    ])
+    sb.cmd(&words(
+        "vx -t -w write -r 1m -f chgsiz -i reserveonly --keep r",
+    ))
     .assert()
     .success();
     let m = std::fs::metadata(sb.file("r")).unwrap();
@@ -377,20 +243,9 @@ fn mlock_and_reserveonly() {
 fn reservation_flags() {
     let sb = Sandbox::new();
     // Reservation without chgsiz keeps the size; trim gives back what was not written.
-    sb.cmd(&[
-        "vx",
-        "-t",
-        "-w",
-        "write",
-        "-r",
-        "4m",
-        "-f",
-        "trim",
-        "-i",
-        "iosize=4k,iocount=16",
-        "--keep",
-        "t",
-    ])
+    sb.cmd(&words(
+        "vx -t -w write -r 4m -f trim -i iosize=4k,iocount=16 --keep t",
+    ))
     .assert()
     .success();
     let m = std::fs::metadata(sb.file("t")).unwrap();
@@ -401,54 +256,24 @@ fn reservation_flags() {
         std::os::unix::fs::MetadataExt::blocks(&m)
     );
     // contig: a small reservation on a fresh file is one extent.
-    sb.cmd(&[
-        "vx",
-        "-t",
-        "-w",
-        "write",
-        "-r",
-        "256k",
-        "-f",
-        "contig",
-        "-i",
-        "iosize=4k,iocount=16",
-        "c",
-    ])
+    sb.cmd(&words(
+        "vx -t -w write -r 256k -f contig -i iosize=4k,iocount=16 c",
+    ))
     .assert()
     .success();
     // noextend: writing past the reservation is refused before any I/O.
     let out = sb
-        .cmd(&[
-            "vx",
-            "-t",
-            "-w",
-            "write",
-            "-r",
-            "64k",
-            "-f",
-            "noextend,chgsiz",
-            "-i",
-            "iosize=4k,iocount=32",
-            "n",
-        ])
+        .cmd(&words(
+            "vx -t -w write -r 64k -f noextend,chgsiz -i iosize=4k,iocount=32 n",
+        ))
         .assert()
         .code(2);
     let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(err.contains("noextend"), "{err}");
     assert!(!sb.file("n").exists(), "nothing left behind");
-    sb.cmd(&[
-        "vx",
-        "-t",
-        "-w",
-        "write",
-        "-r",
-        "128k",
-        "-f",
-        "noextend,chgsiz",
-        "-i",
-        "iosize=4k,iocount=32",
-        "n",
-    ])
+    sb.cmd(&words(
+        "vx -t -w write -r 128k -f noextend,chgsiz -i iosize=4k,iocount=32 n",
+    ))
     .assert()
     .success();
 }
@@ -466,17 +291,7 @@ fn extsize_on_a_file_system_without_hints_is_a_clear_error() {
         return;
     }
     let out = sb
-        .cmd(&[
-            "vx",
-            "-t",
-            "-w",
-            "write",
-            "-e",
-            "1024",
-            "-i",
-            "iosize=4k,iocount=4",
-            "f",
-        ])
+        .cmd(&words("vx -t -w write -e 1024 -i iosize=4k,iocount=4 f"))
         .assert()
         .code(1);
     let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();

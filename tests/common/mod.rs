@@ -52,6 +52,11 @@ impl Sandbox {
 }
 
 /// True when running as root with working loop devices (for raw-device and XFS tests).
+/// A command line written as one string: `sb.run_json(&words("run --rw read f.dat"))`.
+pub fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 pub fn can_use_loop_devices() -> bool {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
