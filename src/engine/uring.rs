@@ -4,10 +4,12 @@
 //! next `reap`, which passes the batch to the kernel and waits in the same `io_uring_enter`.
 //! Device (direct) I/O is passed on one entry per call as it is queued, the last one riding
 //! along with the wait when other I/Os are in flight (see `submit` for the measurements that
-//! chose this). Buffers are the worker's `BufferPool`
-//! slots, registered as fixed buffers (slot i is buffer index i), and the target descriptors
-//! are registered as fixed files, whenever the kernel allows; otherwise the engine uses plain
-//! READ/WRITE with the descriptor and says so in the run's notes (see [`preflight`]).
+//! chose this).
+//!
+//! Buffers are the worker's `BufferPool` slots, registered as fixed buffers (slot i is buffer
+//! index i), and the target descriptors are registered as fixed files, whenever the kernel
+//! allows; otherwise the engine uses plain READ/WRITE with the descriptor and says so in the
+//! run's notes (see [`preflight`]).
 //!
 //! `--sqpoll` makes a kernel thread poll the submission queue; `--hipri` sets up the ring
 //! with IORING_SETUP_IOPOLL so completions are polled instead of interrupt-driven. Both are
