@@ -16,7 +16,8 @@ Environment: CASES="a b" picks cases; PIN=1 runs both tools under `taskset -c 1`
 CPU that takes the disk interrupt runs a QD 1 loop ~25 % faster than the other one, so
 unpinned runs measure where the scheduler put the thread as much as the tool); TICKER=MS keeps
 a sleeper process on the same CPUs that wakes every MS milliseconds for the whole bench (see
-below); FORMAT=md prints a Markdown table.
+below); FORMAT=md prints a Markdown table; RAW=FILE appends every pair's numbers to FILE as
+JSON lines, so runs can be pooled later.
 
 Why TICKER: on this Firecracker VM a QD 1 loop that leaves its CPU idle between completions
 runs ~5 % slower than the same loop with any other task waking every 20 ms on that CPU. fio
@@ -42,6 +43,7 @@ FILE = os.path.join(DIR, "fsbench-vs-fio.dat")
 PIN = os.environ.get("PIN", "")
 TICKER = os.environ.get("TICKER", "")
 WANT = os.environ.get("CASES", "").split()
+RAW = os.environ.get("RAW", "")
 
 # fio gets its fastest settings for each engine: registered buffers and files for io_uring,
 # no random map (fsbench keeps none either), a fresh seed per run (fsbench's seed is fixed but
@@ -163,6 +165,11 @@ def main():
                 order = ("fsb", "fio") if i % 2 == 0 else ("fio", "fsb")
                 m = {tool: measure(tool, c) for tool in order}
                 rows.append(m)
+                if RAW:
+                    with open(RAW, "a") as f:
+                        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                        f.write(json.dumps({"case": c["name"], "time": stamp, "pin": PIN,
+                                            "ticker_ms": TICKER, "secs": SECS, **m}) + "\n")
             med = lambda tool, k: statistics.median(r[tool][k] for r in rows)
             ratio = statistics.median(r["fsb"]["iops"] / r["fio"]["iops"] for r in rows)
             wins = sum(r["fsb"]["iops"] > r["fio"]["iops"] for r in rows)
