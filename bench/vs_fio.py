@@ -135,12 +135,25 @@ def machine():
             f"{fio}, pin {'cpu ' + PIN if PIN else 'none'}, ticker {TICKER + ' ms' if TICKER else 'none'}")
 
 
+def usage(msg):
+    print(f"vs-fio: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
+    if TICKER:
+        try:
+            if float(TICKER) <= 0:
+                raise ValueError
+        except ValueError:
+            usage(f"TICKER={TICKER!r} is not a positive number of milliseconds (e.g. TICKER=20)")
+    if PIN and not all(part.replace("-", "").isdigit() for part in PIN.split(",")):
+        usage(f"PIN={PIN!r} is not a CPU list (e.g. PIN=1 or PIN=0-1)")
     if not shutil.which("fio"):
         sys.exit("fio is missing: apt-get install fio")
     chosen = [c for c in CASES if not WANT or c["name"] in WANT]
     if not chosen:
-        sys.exit(f"no case matches CASES={' '.join(WANT)}; cases: {' '.join(c['name'] for c in CASES)}")
+        usage(f"no case matches CASES={' '.join(WANT)}; cases: {' '.join(c['name'] for c in CASES)}")
     # The shared file: created (and marked) by fsbench, so fsbench may reuse it; fio reads it.
     subprocess.run([FSB, "run", "--rw", "write", "--bs", "1m", "--size", "1g", "--keep",
                     "--fsync", "--output-format", "json", FILE], check=True, stdout=subprocess.DEVNULL)
