@@ -7,6 +7,7 @@ pub mod advise;
 pub mod cli;
 pub mod engine;
 pub mod error;
+pub mod guard;
 pub mod job;
 pub mod probe;
 pub mod report;
