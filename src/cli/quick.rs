@@ -128,6 +128,7 @@ pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
     }
     let size = crate::units::parse_size(&a.size)?;
     let secs = crate::units::parse_duration(&a.time)?.as_secs_f64();
+    super::output::check_output(a.output.as_deref(), false)?;
     let jobs = jobs(&dir, size, secs);
     let file = jobs[0].targets[0].clone();
     if file.exists() && !crate::safety::is_marked(&file) {

@@ -78,6 +78,10 @@ pub struct SweepArgs {
     /// Keep the files fsbench created
     #[arg(long)]
     pub keep: bool,
+    /// Write into an output directory fsbench did not make, replacing files it did not
+    /// write and points stored there with other settings
+    #[arg(long)]
+    pub force: bool,
     /// Study name in file names and tables
     #[arg(long, default_value = "sweep")]
     pub name: String,
@@ -244,6 +248,7 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         a.repeat,
         a.fresh,
         a.keep,
+        a.force,
         points.len() * a.repeat as usize,
     )?;
     if let Some(iv) = &a.iostat {
@@ -272,7 +277,7 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         "{}",
         super::report::render(&a.format, &records, &tables, &title, &[], None)?
     );
-    let html = super::report::write_reports(&out_dir, &records, &tables, &title, &[], None)?;
+    let html = super::report::write_reports(&ctx.results, &records, &tables, &title, &[], None)?;
     let t = ctx.tally;
     eprintln!(
         "{} measured, {} reused from earlier runs, {} skipped, {} failed; report: {}",

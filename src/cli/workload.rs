@@ -173,6 +173,7 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
         lines_to_stdout: format == Format::Text,
         stall_after,
     };
+    crate::cli::output::check_output(a.output.as_deref(), false)?;
     let result = execute(&src, &model, &opts)?;
     match format {
         Format::Text => print!("{}", result.text()),

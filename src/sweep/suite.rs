@@ -422,6 +422,8 @@ pub struct RunOptions {
     pub repeat: u32,
     pub fresh: bool,
     pub keep: bool,
+    /// Replace files fsbench did not write and points stored with other settings.
+    pub force: bool,
     pub only: Vec<String>,
     /// `--iostat INTERVAL` for every measured point.
     pub iostat: Option<String>,
@@ -429,6 +431,8 @@ pub struct RunOptions {
 
 /// What a suite run produced.
 pub struct SuiteOutcome {
+    /// The results directory, still locked, for the reports and the manifest.
+    pub results: crate::cli::output::ResultsDir,
     pub records: Vec<Record>,
     pub tally: super::Tally,
     pub interrupted: bool,
@@ -468,6 +472,7 @@ pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
         opts.repeat,
         opts.fresh,
         opts.keep,
+        opts.force,
         total,
     )?;
     ctx.iostat = opts.iostat.clone();
@@ -531,6 +536,7 @@ pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
     missing.sort();
     missing.dedup();
     Ok(SuiteOutcome {
+        results: ctx.results,
         records,
         tally: ctx.tally,
         interrupted: ctx.interrupted,
@@ -588,7 +594,7 @@ fn run_backup(
         return Ok(stored.into_iter().flatten().collect());
     }
     let mut out = Vec::new();
-    let out_dir = ctx.out_dir.clone();
+    let results = &ctx.results;
     ctx.progress
         .start_point(&format!("{} (building the tree)", study.id));
     let mut pending: Vec<(PathBuf, Record)> = Vec::new();
@@ -602,8 +608,9 @@ fn run_backup(
         },
         |rec| {
             let m = rec.meta();
-            let f = out_dir.join(super::record_file_name(&study.id, m.index, &m.point, 0));
-            rec.write(&f)?;
+            let name = super::record_file_name(&study.id, m.index, &m.point, 0);
+            results.write(&name, rec.to_json()?.as_bytes())?;
+            let f = results.join(&name);
             pending.push((f, rec));
             Ok(())
         },
