@@ -49,6 +49,24 @@ pub fn is_marked(path: &Path) -> bool {
     n > 0 && &buf[..n as usize] == b"created"
 }
 
+/// Does this open file carry fsbench's `created` mark? (Through the descriptor, so a link
+/// swapped in after the open cannot answer for it.)
+pub fn fd_is_marked(f: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    let name = CString::new(MARK_XATTR).expect("constant has no NUL");
+    let mut buf = [0u8; 16];
+    // SAFETY: buffer and its length match; the name is NUL-terminated; the fd is open.
+    let n = unsafe {
+        libc::fgetxattr(
+            f.as_raw_fd(),
+            name.as_ptr(),
+            buf.as_mut_ptr() as *mut libc::c_void,
+            buf.len(),
+        )
+    };
+    n > 0 && &buf[..n as usize] == b"created"
+}
+
 /// Signatures checked at fixed offsets: (offset, magic bytes, what it is).
 const SIGNATURES: &[(u64, &[u8], &str)] = &[
     (0x438, &[0x53, 0xEF], "ext2/3/4 file system"),
@@ -66,8 +84,16 @@ const SIGNATURES: &[(u64, &[u8], &str)] = &[
     (0x218, b"LVM2 001", "LVM physical volume"),
     // md magic 0xa92b4efc is stored little-endian: 1.2 at 4 KiB, 1.1 at the start (0.90 and
     // 1.0 live at the end of the device, see `tail_signature`).
-    (0x1000, b"\xfc\x4e\x2b\xa9", "Linux md RAID member (1.2 superblock)"),
-    (0, b"\xfc\x4e\x2b\xa9", "Linux md RAID member (1.1 superblock)"),
+    (
+        0x1000,
+        b"\xfc\x4e\x2b\xa9",
+        "Linux md RAID member (1.2 superblock)",
+    ),
+    (
+        0,
+        b"\xfc\x4e\x2b\xa9",
+        "Linux md RAID member (1.1 superblock)",
+    ),
     (0, b"\xce\xfa\xad\x1b", "BFS file system"),
     (0, b"\x45\x3d\xcd\x28", "cramfs file system"),
     (0, b"\x28\xcd\x3d\x45", "cramfs file system"),
@@ -118,9 +144,7 @@ fn tail_signature(f: &std::fs::File, size: u64) -> std::io::Result<Option<String
         let mut m = [0u8; 4];
         f.read_exact_at(&mut m, off)?;
         if m == MD {
-            return Ok(Some(format!(
-                "Linux md RAID member ({version} superblock)"
-            )));
+            return Ok(Some(format!("Linux md RAID member ({version} superblock)")));
         }
     }
     Ok(None)
@@ -197,7 +221,9 @@ pub fn blkid_signature(path: &Path) -> Result<Option<String>, String> {
         Some(0) => Ok(Some(describe_blkid(&out))),
         Some(2) => Ok(None),
         // 8: "ambivalent" (several signatures): certainly not blank.
-        Some(8) => Ok(Some("several signatures (blkid -p: ambivalent probing result)".into())),
+        Some(8) => Ok(Some(
+            "several signatures (blkid -p: ambivalent probing result)".into(),
+        )),
         other => Err(format!("blkid -p failed (exit {other:?})")),
     }
 }
@@ -216,7 +242,10 @@ fn describe_blkid(export: &str) -> String {
             format!("{t} {usage} signature (blkid: TYPE={t})")
         }
         (None, Some(pt)) => format!("{pt} partition table (blkid: PTTYPE={pt})"),
-        (None, None) => format!("signature found by blkid -p ({})", export.trim().replace('\n', " ")),
+        (None, None) => format!(
+            "signature found by blkid -p ({})",
+            export.trim().replace('\n', " ")
+        ),
     }
 }
 
@@ -343,10 +372,19 @@ mod tests {
         let size: u64 = (1 << 20) + 12 * 1024;
         let found = |p: &Path| find_signature(p).unwrap().unwrap_or_default();
         let v12 = image(d.path(), "v12", size, &[(0x1000, MD_LE)]);
-        assert!(found(&v12).contains("md RAID member (1.2"), "{}", found(&v12));
+        assert!(
+            found(&v12).contains("md RAID member (1.2"),
+            "{}",
+            found(&v12)
+        );
         let v11 = image(d.path(), "v11", size, &[(0, MD_LE)]);
         assert!(found(&v11).contains("1.1"));
-        let v090 = image(d.path(), "v090", size, &[((size & !0xffff) - 0x10000, MD_LE)]);
+        let v090 = image(
+            d.path(),
+            "v090",
+            size,
+            &[((size & !0xffff) - 0x10000, MD_LE)],
+        );
         assert!(found(&v090).contains("0.90"), "{}", found(&v090));
         let v10 = image(d.path(), "v10", size, &[((size - 8192) & !4095, MD_LE)]);
         assert!(found(&v10).contains("1.0"), "{}", found(&v10));
@@ -368,11 +406,21 @@ mod tests {
         let m = image(d.path(), "minix", 1 << 20, &[(0x400, &sb)]);
         assert!(found(&m).contains("minix"), "{}", found(&m));
         // The magic alone, in otherwise empty data, is not taken for minix.
-        let lone = image(d.path(), "lone", 1 << 20, &[(0x410, &0x138Fu16.to_le_bytes())]);
+        let lone = image(
+            d.path(),
+            "lone",
+            1 << 20,
+            &[(0x410, &0x138Fu16.to_le_bytes())],
+        );
         assert_eq!(find_signature(&lone).unwrap(), None);
         let b = image(d.path(), "bfs", 1 << 20, &[(0, &[0xce, 0xfa, 0xad, 0x1b])]);
         assert!(found(&b).contains("BFS"));
-        let c = image(d.path(), "cramfs", 1 << 20, &[(0, &[0x45, 0x3d, 0xcd, 0x28])]);
+        let c = image(
+            d.path(),
+            "cramfs",
+            1 << 20,
+            &[(0, &[0x45, 0x3d, 0xcd, 0x28])],
+        );
         assert!(found(&c).contains("cramfs"));
     }
 
@@ -402,7 +450,10 @@ mod tests {
         std::fs::create_dir(&src).unwrap();
         std::fs::write(src.join("f"), b"hello").unwrap();
         let img = d.path().join("cramfs.img");
-        if run("mkfs.cramfs", &[src.to_str().unwrap(), img.to_str().unwrap()]) {
+        if run(
+            "mkfs.cramfs",
+            &[src.to_str().unwrap(), img.to_str().unwrap()],
+        ) {
             let got = find_signature(&img).unwrap().unwrap_or_default();
             assert!(got.contains("cramfs"), "{got}");
         } else {

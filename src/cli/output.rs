@@ -275,13 +275,13 @@ fn split(path: &Path) -> Result<(File, &OsStr), UsageError> {
             .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
             .open(parent)
     }
-        .map_err(|e| {
-            usage!(
-                "cannot write {}: directory {}: {e}",
-                path.display(),
-                parent.display()
-            )
-        })?;
+    .map_err(|e| {
+        usage!(
+            "cannot write {}: directory {}: {e}",
+            path.display(),
+            parent.display()
+        )
+    })?;
     Ok((dir, name))
 }
 
@@ -321,7 +321,12 @@ pub fn write_at(
         libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
         0o644,
     )
-    .map_err(|e| anyhow::anyhow!("cannot create a temporary file beside {}: {e}", shown.display()))?;
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "cannot create a temporary file beside {}: {e}",
+            shown.display()
+        )
+    })?;
     let written = f
         .write_all(bytes)
         .and_then(|_| f.sync_all())
@@ -422,7 +427,14 @@ fn install_over(
                 return Ok(false);
             }
             // SAFETY: NUL-terminated names relative to the same open directory.
-            let rc = unsafe { libc::renameat(dir.as_raw_fd(), tmp.as_ptr(), dir.as_raw_fd(), name.as_ptr()) };
+            let rc = unsafe {
+                libc::renameat(
+                    dir.as_raw_fd(),
+                    tmp.as_ptr(),
+                    dir.as_raw_fd(),
+                    name.as_ptr(),
+                )
+            };
             if rc != 0 {
                 return Err(anyhow::anyhow!(
                     "cannot install {}: {}",
@@ -550,7 +562,13 @@ impl ResultsDir {
 
     /// Write `name` (see [`write_at`]); a foreign file of that name is refused unless `force`.
     pub fn write(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
-        write_at(&self.dir, OsStr::new(name), &self.join(name), bytes, self.force)
+        write_at(
+            &self.dir,
+            OsStr::new(name),
+            &self.join(name),
+            bytes,
+            self.force,
+        )
     }
 
     /// Write `name` as JSON.
@@ -627,7 +645,11 @@ mod tests {
         // New file: written, marked.
         write_json(&p, &serde_json::json!({"schema_version": 1, "kind": "io"})).unwrap();
         // Ours: replaced.
-        write_json(&p, &serde_json::json!({"schema_version": 1, "kind": "io", "n": 2})).unwrap();
+        write_json(
+            &p,
+            &serde_json::json!({"schema_version": 1, "kind": "io", "n": 2}),
+        )
+        .unwrap();
         assert!(std::fs::read_to_string(&p).unwrap().contains("\"n\": 2"));
         // Foreign: refused, untouched; with force replaced.
         let f = d.path().join("precious");
@@ -644,7 +666,10 @@ mod tests {
         let l = d.path().join("link");
         symlink(&f, &l).unwrap();
         assert!(write_json_force(&l, &3, true).is_err());
-        assert!(std::fs::symlink_metadata(&l).unwrap().file_type().is_symlink());
+        assert!(std::fs::symlink_metadata(&l)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         let sub = d.path().join("sub");
         std::fs::create_dir(&sub).unwrap();
         assert!(write_json_force(&sub, &3, true).is_err());
@@ -693,7 +718,10 @@ mod tests {
             rd.write("report.md", b"# fsbench x\n").unwrap();
             // A second run into the same directory is refused while the first holds it.
             let e = ResultsDir::open(&mine, false).err().unwrap();
-            assert!(e.to_string().contains(&std::process::id().to_string()), "{e}");
+            assert!(
+                e.to_string().contains(&std::process::id().to_string()),
+                "{e}"
+            );
             // A symbolic link inside is never followed, even with force.
             let victim = d.path().join("victim");
             std::fs::write(&victim, b"v").unwrap();

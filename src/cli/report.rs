@@ -2,13 +2,13 @@
 //! as text, Markdown, CSV, JSON or one self-contained HTML file; advise documents among the
 //! inputs become sections of their own.
 
+use crate::cli::output::ResultsDir;
 use crate::report::advise_html;
 use crate::report::html::{self, HtmlOptions};
 use crate::report::table::{self, Shape, Shaped};
 use crate::sweep::record::{self, Record};
 use crate::usage;
 use clap::Args;
-use crate::cli::output::ResultsDir;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]

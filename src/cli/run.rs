@@ -288,5 +288,11 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
     let outcome = crate::runner::run(&job)?;
     let mut result = RunResult::from_outcome(&job, &outcome);
     observer.finish(&mut result, outcome.elapsed_s)?;
-    super::output::emit(&[result], format, &report_options(&a), a.output.as_deref(), a.force)
+    super::output::emit(
+        &[result],
+        format,
+        &report_options(&a),
+        a.output.as_deref(),
+        a.force,
+    )
 }

@@ -1,8 +1,8 @@
 //! `fsbench suite list` and `fsbench suite NAME --dir D...`: run a shipped suite that
 //! regenerates a seed paper's tables, write every point's Result, report.md and report.html.
 
-use crate::sweep::suite::{self, RunOptions};
 use crate::bail_usage;
+use crate::sweep::suite::{self, RunOptions};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -90,7 +90,7 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("fsbench-{}", res.file.name)));
-    eprintln!(
+    let announce = format!(
         "fsbench suite {}: {} at scale {} on {}; results in {}",
         res.file.name,
         res.file.title,
@@ -113,6 +113,7 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
             force: a.force,
             only: a.studies.clone(),
             iostat: a.iostat.clone(),
+            announce: Some(announce),
         },
     )?;
     let mut preface = vec![format!(

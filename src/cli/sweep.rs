@@ -258,6 +258,8 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         crate::units::parse_duration(iv)?;
         ctx.iostat = Some(iv.clone());
     }
+    let label = a.target.display().to_string();
+    sweep::check_stored(&study, Some(&label), &ctx)?;
     crate::runner::signal::install();
     eprintln!(
         "fsbench sweep: {} points x {} repeat(s), order {}; results in {}",
@@ -266,7 +268,6 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         study.order_text(),
         out_dir.display()
     );
-    let label = a.target.display().to_string();
     let res = sweep::run_study(&study, &a.target, Some(&label), &mut ctx);
     ctx.cleanup();
     ctx.progress.clear();

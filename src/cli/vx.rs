@@ -14,5 +14,11 @@ pub fn main(args: &[String]) -> anyhow::Result<i32> {
     let outcome = crate::runner::run(&cmd.job)?;
     let mut result = RunResult::from_outcome(&cmd.job, &outcome);
     observer.finish(&mut result, outcome.elapsed_s)?;
-    super::output::emit(&[result], cmd.format, &cmd.report, cmd.output.as_deref(), cmd.job.force)
+    super::output::emit(
+        &[result],
+        cmd.format,
+        &cmd.report,
+        cmd.output.as_deref(),
+        cmd.job.force,
+    )
 }

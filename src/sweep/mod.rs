@@ -340,6 +340,22 @@ impl Ctx {
     }
 }
 
+/// Refuse, before anything is measured, a study whose points are stored in the results
+/// directory with other settings, or under whose names foreign files lie (see
+/// [`Ctx::check_replace`]).
+pub fn check_stored(study: &Study, target: Option<&str>, ctx: &Ctx) -> anyhow::Result<()> {
+    for (k, p) in study.points().iter().enumerate() {
+        for r in 0..ctx.repeat {
+            let index = ctx.next_index + k;
+            let file = ctx
+                .out_dir
+                .join(record_file_name(&study.id, index, &p.values, r));
+            ctx.check_replace(&file, &study.meta(p, index, r, target))?;
+        }
+    }
+    Ok(())
+}
+
 /// Run one study on one target base path: every point, every repetition.
 /// `extra` may add probe data to a result before it is stored.
 pub fn run_study(
@@ -357,16 +373,7 @@ pub fn run_study(
             None => study.build(p, base)?,
         });
     }
-    // Points stored with other settings are refused before anything is measured.
-    for (k, p) in points.iter().enumerate() {
-        for r in 0..ctx.repeat {
-            let index = ctx.next_index + k;
-            let file = ctx
-                .out_dir
-                .join(record_file_name(&study.id, index, &p.values, r));
-            ctx.check_replace(&file, &study.meta(p, index, r, target))?;
-        }
-    }
+    check_stored(study, target, ctx)?;
     let mut out = Vec::new();
     for (p, pj) in points.iter().zip(built) {
         let index = ctx.next_index;

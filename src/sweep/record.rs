@@ -156,7 +156,11 @@ pub fn conflict(stored: &SweepMeta, new: &SweepMeta) -> Option<String> {
         ("suite", &stored.suite, &new.suite),
         ("study", &stored.study, &new.study),
         ("point", &stored.point_label(), &new.point_label()),
-        ("repeat", &stored.repeat.to_string(), &new.repeat.to_string()),
+        (
+            "repeat",
+            &stored.repeat.to_string(),
+            &new.repeat.to_string(),
+        ),
         (
             "target",
             &stored.target.clone().unwrap_or_default(),

@@ -427,6 +427,8 @@ pub struct RunOptions {
     pub only: Vec<String>,
     /// `--iostat INTERVAL` for every measured point.
     pub iostat: Option<String>,
+    /// Printed on stderr once the results directory is open (so a refusal stays one line).
+    pub announce: Option<String>,
 }
 
 /// What a suite run produced.
@@ -476,6 +478,9 @@ pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
         total,
     )?;
     ctx.iostat = opts.iostat.clone();
+    if let Some(line) = &opts.announce {
+        eprintln!("{line}");
+    }
     crate::runner::signal::install();
     // Each (study, target) starts at a fixed index whatever `--study` selects, so result file
     // names, and with them resuming, do not depend on the selection.
