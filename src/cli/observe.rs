@@ -183,7 +183,10 @@ impl Observer {
         }
         if let Some((path, fmt)) = self.trace.take() {
             let (trace, dropped) = crate::trace::take().unwrap_or_default();
-            format::write_file(&trace, &path, fmt)?;
+            crate::cli::output::write_with(&path, false, |w| match fmt {
+                TraceFormat::Csv => format::to_csv(&trace, w),
+                TraceFormat::Bin => format::to_bin(&trace, w),
+            })?;
             result.probes.insert(
                 "trace".into(),
                 serde_json::json!({

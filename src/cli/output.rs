@@ -202,7 +202,14 @@ fn written_by_fsbench(f: &mut File, size: u64) -> bool {
     }
     const HTML: &[u8] =
         b"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>fsbench ";
-    is_fsbench_json(&text) || text.starts_with(HTML) || text.starts_with(b"# fsbench ")
+    // Traces (`fsbench trace --output`): the binary format's magic, or the CSV header.
+    const TRACE_MAGIC: &[u8] = b"FSBTRC01";
+    let csv = crate::trace::format::CSV_HEADER.as_bytes();
+    is_fsbench_json(&text)
+        || text.starts_with(HTML)
+        || text.starts_with(b"# fsbench ")
+        || text.starts_with(TRACE_MAGIC)
+        || text.starts_with(csv)
 }
 
 /// What is at `name` in `dir` now.
@@ -452,6 +459,17 @@ fn install_over(
 pub fn write_file(path: &Path, bytes: &[u8], force: bool) -> anyhow::Result<()> {
     let (dir, name) = split(path)?;
     write_at(&dir, name, path, bytes, force)
+}
+
+/// Write what `fill` produces to `path` (see [`write_at`]), for writers that stream.
+pub fn write_with(
+    path: &Path,
+    force: bool,
+    fill: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let mut bytes = Vec::new();
+    fill(&mut bytes).map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+    write_file(path, &bytes, force)
 }
 
 /// Write a value as JSON (see [`write_at`]); an existing foreign file is refused.

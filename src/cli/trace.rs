@@ -190,7 +190,10 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
             .with_context(|| format!("copying strace's log to {}", keep.display()))?;
     }
     let conv = strace::parse_log_with(&text, seeded);
-    format::write_file(&conv.trace, &a.output, fmt)?;
+    crate::cli::output::write_with(&a.output, false, |w| match fmt {
+        format::TraceFormat::Csv => format::to_csv(&conv.trace, w),
+        format::TraceFormat::Bin => format::to_bin(&conv.trace, w),
+    })?;
     eprint!("{}", summary(&conv, &a.output));
     if !status.success() {
         eprintln!("fsbench: the traced command exited with {status}; its trace was still written");
