@@ -243,6 +243,12 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from("fsbench-sweep"));
+    if let Some(iv) = &a.iostat {
+        if study.workload.is_some() {
+            bail_usage!("--iostat is for file and device sweeps, not --workload sweeps");
+        }
+        crate::units::parse_duration(iv)?;
+    }
     let mut ctx = Ctx::new(
         out_dir.clone(),
         a.repeat,
@@ -251,13 +257,7 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         a.force,
         points.len() * a.repeat as usize,
     )?;
-    if let Some(iv) = &a.iostat {
-        if study.workload.is_some() {
-            bail_usage!("--iostat is for file and device sweeps, not --workload sweeps");
-        }
-        crate::units::parse_duration(iv)?;
-        ctx.iostat = Some(iv.clone());
-    }
+    ctx.iostat = a.iostat.clone();
     let label = a.target.display().to_string();
     sweep::check_stored(&study, Some(&label), &ctx)?;
     crate::runner::signal::install();

@@ -186,7 +186,7 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
         )
     })?;
     if let Some(keep) = &a.strace_log {
-        std::fs::copy(log, keep)
+        crate::cli::output::write_file(keep, text.as_bytes(), false)
             .with_context(|| format!("copying strace's log to {}", keep.display()))?;
     }
     let conv = strace::parse_log_with(&text, seeded);

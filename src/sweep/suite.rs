@@ -598,6 +598,10 @@ fn run_backup(
         }
         return Ok(stored.into_iter().flatten().collect());
     }
+    // Points stored with other settings are refused before the tree is built.
+    for (f, m) in &metas {
+        ctx.check_replace(f, m)?;
+    }
     let mut out = Vec::new();
     let results = &ctx.results;
     ctx.progress
@@ -665,6 +669,7 @@ fn run_personalities(
             out.push(r);
             continue;
         }
+        ctx.check_replace(&file, &meta)?;
         let rec = match super::workloads::run_personality(name, dir, vars, time_s) {
             Ok(r) => Record::run(meta, r),
             Err(super::workloads::PersonalityError::Missing(why)) => {
