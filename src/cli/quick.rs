@@ -129,6 +129,11 @@ pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
     let size = crate::units::parse_size(&a.size)?;
     let secs = crate::units::parse_duration(&a.time)?.as_secs_f64();
     let jobs = jobs(&dir, size, secs);
+    // Every test is checked before the first one runs: a bad option refuses the whole
+    // battery instead of stopping it half-way.
+    for job in &jobs {
+        job.validate()?;
+    }
     let file = jobs[0].targets[0].clone();
     if file.exists() && !crate::safety::is_marked(&file) {
         crate::bail_usage!(
