@@ -345,7 +345,9 @@ impl Job {
         }
         let per_thread = match (self.io_count, self.needed_file_size()) {
             (Some(n), _) => n,
-            (None, Some(size)) => (size / self.block_size.max(1) / self.threads.max(1) as u64).max(1),
+            (None, Some(size)) => {
+                (size / self.block_size.max(1) / self.threads.max(1) as u64).max(1)
+            }
             (None, None) => return qd,
         };
         per_thread

@@ -128,7 +128,10 @@ mod tests {
         assert!(!fd_is_marked(&f));
         if fd_mark(&f) {
             assert!(fd_is_marked(&f));
-            assert!(crate::safety::is_marked(&p), "same mark as the path functions");
+            assert!(
+                crate::safety::is_marked(&p),
+                "same mark as the path functions"
+            );
         }
         assert!(create_new(&p).is_err(), "O_EXCL");
         let l = dir.path().join("l");

@@ -278,14 +278,16 @@ where
     let n = which.len();
     let mut handles = Vec::with_capacity(n);
     let threads_per_user = job.threads;
+    // One shared copy: a copy of the plan per worker is quadratic in the number of targets.
+    let shared = Arc::new((job.clone(), plan.clone()));
     for (user, thread) in which {
-        let job = job.clone();
-        let plan = plan.clone();
+        let shared = shared.clone();
         let id = ids.get(user).copied();
         let stop = stop.clone();
         let worker_gate = gate.clone();
         let body: Box<dyn FnOnce() -> Option<ThreadOutcome> + Send> = Box::new(move || {
-            let prepared = worker::Worker::prepare(&job, &plan, id, user, thread);
+            let (job, plan) = &*shared;
+            let prepared = worker::Worker::prepare(job, plan, id, user, thread);
             if !worker_gate.arrive_and_wait() {
                 return None;
             }

@@ -2,10 +2,10 @@
 //! needs (fixing vxbench's pitfalls), apply extent size hints and reservations, lay out data to
 //! read, refuse what would destroy data, and remember what fsbench created so it is removed.
 
-use crate::job::{Access, CachePolicy, Job};
 use super::mark::{
     create_new, fd_is_marked, fd_mark, open_existing, set_blocking, target_flags, FileId,
 };
+use crate::job::{Access, CachePolicy, Job};
 use crate::safety;
 use crate::{bail_usage, usage};
 use anyhow::{Context, Result};
@@ -252,7 +252,12 @@ fn prepare_into(job: &Job, cleanup: &mut Cleanup) -> Result<Plan> {
         match open_one(job, path, cleanup, &mut notes, &mut cache)? {
             Some(device) => slots.push(Some(device)),
             None => {
-                files.push(check_file(job, cleanup.held.len() - 1, cleanup, &mut notes)?);
+                files.push(check_file(
+                    job,
+                    cleanup.held.len() - 1,
+                    cleanup,
+                    &mut notes,
+                )?);
                 slots.push(None);
             }
         }
@@ -318,7 +323,10 @@ fn open_one(
             Err(e)
                 if matches!(
                     e.raw_os_error(),
-                    Some(libc::EACCES) | Some(libc::EROFS) | Some(libc::EPERM) | Some(libc::ETXTBSY)
+                    Some(libc::EACCES)
+                        | Some(libc::EROFS)
+                        | Some(libc::EPERM)
+                        | Some(libc::ETXTBSY)
                 ) =>
             {
                 // Read-only access may still be all the job needs; checked below.
@@ -403,12 +411,7 @@ fn open_one(
 
 /// Pass one for a file: decide what will be done, refusing what must not be, from the
 /// descriptor alone.
-fn check_file(
-    job: &Job,
-    idx: usize,
-    cleanup: &Cleanup,
-    notes: &mut Vec<String>,
-) -> Result<Opened> {
+fn check_file(job: &Job, idx: usize, cleanup: &Cleanup, notes: &mut Vec<String>) -> Result<Opened> {
     let h = &cleanup.held[idx];
     let path = h.path.as_path();
     if job.cache == CachePolicy::Raw {
@@ -530,7 +533,10 @@ fn new_bytes(job: &Job, o: &Opened) -> u64 {
         let past_eof = if sparse {
             // Random writes into a sparse file fill at most what they write.
             job.io_count
-                .map(|c| c.saturating_mul(job.block_size).saturating_mul(job.threads as u64))
+                .map(|c| {
+                    c.saturating_mul(job.block_size)
+                        .saturating_mul(job.threads as u64)
+                })
                 .unwrap_or(o.size)
                 .min(o.size)
         } else {
@@ -623,15 +629,14 @@ fn lay_out(file: &File, path: &Path, from: u64, to: u64, seed: u64) -> Result<()
     let mut off = from;
     while off < to {
         let n = ((to - off) as usize).min(buf.len());
-        file.write_all_at(&buf[..n], off)
-            .map_err(|e| {
-                let what = if e.raw_os_error() == Some(libc::ENOSPC) {
-                    format!("laying out the file: file system full (ENOSPC): {e}")
-                } else {
-                    format!("laying out the file: {e}")
-                };
-                prep_err(path, Some(off), what)
-            })?;
+        file.write_all_at(&buf[..n], off).map_err(|e| {
+            let what = if e.raw_os_error() == Some(libc::ENOSPC) {
+                format!("laying out the file: file system full (ENOSPC): {e}")
+            } else {
+                format!("laying out the file: {e}")
+            };
+            prep_err(path, Some(off), what)
+        })?;
         off += n as u64;
     }
     file.sync_all()
@@ -717,5 +722,99 @@ pub fn drop_caches(paths: &[PathBuf], notes: &mut Vec<String>) {
     match std::fs::write("/proc/sys/vm/drop_caches", "3\n") {
         Ok(()) => notes.push("dropped the global page cache".into()),
         Err(_) => notes.push("not root: evicted the targets' pages only".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(dir: &Path) -> Job {
+        Job {
+            targets: vec![dir.join("t")],
+            access: Access::Write,
+            io_count: Some(4),
+            block_size: 4096,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn cleanup_leaves_a_path_that_names_another_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = job(dir.path());
+        let (_plan, mut cleanup) = prepare(&j).unwrap();
+        let t = dir.path().join("t");
+        // The created file is swapped for someone else's between the run and the cleanup.
+        std::fs::rename(&t, dir.path().join("moved")).unwrap();
+        std::fs::write(&t, b"not ours").unwrap();
+        let notes = cleanup.finish();
+        assert_eq!(std::fs::read(&t).unwrap(), b"not ours");
+        assert!(
+            notes.iter().any(|n| n.contains("no longer names")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn cleanup_says_what_it_could_not_remove() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("d");
+        std::fs::create_dir(&sub).unwrap();
+        let j = job(&sub);
+        let (_plan, mut cleanup) = prepare(&j).unwrap();
+        // A directory that refuses unlinking (immutable), as a shut-down file system would
+        // (EIO): the file stays, and the note says so and why.
+        let immutable = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(&sub)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !immutable {
+            eprintln!("SKIPPED: chattr +i not available here");
+            return;
+        }
+        let notes = cleanup.finish();
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&sub)
+            .status();
+        assert!(sub.join("t").exists());
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("could not remove") && n.contains("not permitted")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn second_prepare_of_a_held_target_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = job(dir.path());
+        j.keep = true;
+        let (_plan, cleanup) = prepare(&j).unwrap();
+        let e = prepare(&j).err().expect("refused while held");
+        assert!(crate::error::is_usage(&e));
+        assert!(
+            e.to_string().contains(&std::process::id().to_string()),
+            "{e}"
+        );
+        drop(cleanup);
+        assert!(dir.path().join("t").exists(), "kept");
+        let (_p, mut c) = prepare(&j).unwrap();
+        c.keep = false;
+    }
+
+    #[test]
+    fn refused_later_target_leaves_no_created_file_even_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = job(dir.path());
+        j.keep = true;
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        j.targets.push(dir.path().join("d"));
+        assert!(prepare(&j).is_err());
+        assert!(!dir.path().join("t").exists());
     }
 }

@@ -2,12 +2,12 @@
 //! then run the I/O loop. The loop holds no lock and allocates nothing; it reads the clock
 //! around each I/O and bumps counters in its own `Stats`.
 
+use super::mark::FileId;
 use super::opgen::{thread_seed, GenSpec, OpGen};
 use super::pace::Pacer;
 use super::target::{Plan, TargetKind};
 use crate::engine::{self, BufferPool, Completion, Engine, FileHandles, IoOp, OpKind};
 use crate::job::{Advice, CachePolicy, EngineKind, Job, Route};
-use super::mark::FileId;
 use crate::stats::{cpu, inflight_bucket, LatencyHist, Stats, SyscallCounts};
 use serde::{Deserialize, Serialize};
 use std::os::unix::ffi::OsStrExt;
@@ -149,8 +149,8 @@ impl Worker {
             if policy.buffered_dsync() {
                 fl |= libc::O_DSYNC;
             }
-            fds[Route::Buffered as usize] =
-                open_fd(&t.path, fl, job.force, id, &mut sys).map_err(|e| fail(format!("open: {e}")))?;
+            fds[Route::Buffered as usize] = open_fd(&t.path, fl, job.force, id, &mut sys)
+                .map_err(|e| fail(format!("open: {e}")))?;
         }
         if policy.uses_direct() && !mmap {
             fds[Route::Direct as usize] = open_fd(&t.path, base | libc::O_DIRECT, job.force, id, &mut sys)
@@ -160,8 +160,9 @@ impl Worker {
                     ))
                 })?;
             if misaligned_possible && !matches!(policy, CachePolicy::Discovered { .. }) {
-                fds[Route::Fallback as usize] = open_fd(&t.path, base | libc::O_DSYNC, job.force, id, &mut sys)
-                    .map_err(|e| fail(format!("open: {e}")))?;
+                fds[Route::Fallback as usize] =
+                    open_fd(&t.path, base | libc::O_DSYNC, job.force, id, &mut sys)
+                        .map_err(|e| fail(format!("open: {e}")))?;
             }
         }
         for &fd in fds.iter().filter(|&&fd| fd >= 0) {
@@ -408,9 +409,9 @@ impl Worker {
                 }
                 stats.lat.record(lat);
                 if pacer.is_some() {
-                    stats.sched_lat.record(
-                        now.duration_since(intended_at[c.slot as usize]).as_nanos() as u64,
-                    );
+                    stats
+                        .sched_lat
+                        .record(now.duration_since(intended_at[c.slot as usize]).as_nanos() as u64);
                 }
                 match op.kind {
                     OpKind::Read => {
@@ -482,5 +483,43 @@ impl Drop for Worker {
             // SAFETY: closing descriptors this worker opened, once.
             unsafe { libc::close(fd) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_swapped_after_prepare_is_not_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, vec![9u8; 8192]).unwrap();
+        let job = Job {
+            targets: vec![t.clone()],
+            access: crate::job::Access::Write,
+            io_count: Some(2),
+            block_size: 4096,
+            ..Default::default()
+        };
+        let (plan, cleanup) = super::super::target::prepare(&job).unwrap();
+        let id = cleanup.ids()[0];
+        // Swap the path for a symlink to the victim, then for a hard link to it.
+        std::fs::remove_file(&t).unwrap();
+        std::os::unix::fs::symlink(&victim, &t).unwrap();
+        let e = Worker::prepare(&job, &plan, Some(id), 0, 0).err().unwrap();
+        assert!(e.message.contains("symbolic link"), "{}", e.message);
+        std::fs::remove_file(&t).unwrap();
+        std::fs::hard_link(&victim, &t).unwrap();
+        let e = Worker::prepare(&job, &plan, Some(id), 0, 0).err().unwrap();
+        assert!(e.message.contains("replaced"), "{}", e.message);
+        assert_eq!(std::fs::read(&victim).unwrap(), vec![9u8; 8192]);
+        drop(cleanup);
+        assert!(victim.exists());
+        assert!(
+            t.exists(),
+            "the swapped-in file is not removed by the cleanup"
+        );
     }
 }

@@ -130,10 +130,9 @@ impl LatencyHist {
         let mut h = LatencyHist::default();
         for [v, c] in buckets {
             if *c > 0 {
-                let _ = h
-                    .h
-                    .get_or_insert_with(empty_hist)
-                    .record_n((*v).clamp(1, MAX_NS), *c);
+                let _ =
+                    h.h.get_or_insert_with(empty_hist)
+                        .record_n((*v).clamp(1, MAX_NS), *c);
             }
         }
         h
