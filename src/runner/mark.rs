@@ -59,6 +59,23 @@ pub fn fd_is_marked(f: &File) -> bool {
     n > 0 && &buf[..n as usize] == b"created"
 }
 
+/// Can this file carry the mark at all? False where the file system has no user xattrs
+/// (then a file fsbench created cannot be told from another by its mark).
+pub fn fd_can_mark(f: &File) -> bool {
+    let name = mark_name();
+    let mut buf = [0u8; 16];
+    // SAFETY: as in fd_is_marked.
+    let n = unsafe {
+        libc::fgetxattr(
+            f.as_raw_fd(),
+            name.as_ptr(),
+            buf.as_mut_ptr() as *mut libc::c_void,
+            buf.len(),
+        )
+    };
+    n >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EOPNOTSUPP)
+}
+
 /// Mark the open file as fsbench's. False where the file system has no user xattrs.
 pub fn fd_mark(f: &File) -> bool {
     let name = mark_name();

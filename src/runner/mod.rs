@@ -85,9 +85,21 @@ pub fn run(job: &Job) -> Result<RunOutcome> {
     };
     let mut plan = plan;
     let ids = cleanup.ids();
+    // Anything refused or failed from here to the start still leaves no created file
+    // behind, even with --keep: nothing was measured in it.
+    let abandon = |cleanup: &mut target::Cleanup| {
+        cleanup.keep = false;
+        cleanup.remove_existing = false;
+        cleanup.finish();
+    };
     if job.engine == crate::job::EngineKind::Uring {
-        let notes = crate::engine::uring::preflight(job, &plan)?;
-        plan.notes.extend(notes);
+        match crate::engine::uring::preflight(job, &plan) {
+            Ok(notes) => plan.notes.extend(notes),
+            Err(e) => {
+                abandon(&mut cleanup);
+                return Err(e);
+            }
+        }
     }
     if job.drop_cache {
         for h in &cleanup.held {
@@ -103,9 +115,16 @@ pub fn run(job: &Job) -> Result<RunOutcome> {
     let (threads, elapsed_s) = if job.space.reserve_only {
         (Vec::new(), 0.0)
     } else {
-        match job.workers {
-            WorkerMode::Threads => run_threads(job, &plan, &ids, all_workers(job))?,
-            _ => process::run_processes(job, &plan, &ids)?,
+        let ran = match job.workers {
+            WorkerMode::Threads => run_threads(job, &plan, &ids, all_workers(job)),
+            _ => process::run_processes(job, &plan, &ids),
+        };
+        match ran {
+            Ok(r) => r,
+            Err(e) => {
+                abandon(&mut cleanup);
+                return Err(e);
+            }
         }
     };
     let failures: Vec<IoFailure> = threads.iter().filter_map(|t| t.failure.clone()).collect();

@@ -180,9 +180,13 @@ impl Worker {
         // Buffers for the I/Os that can be in flight, not for the whole queue depth.
         let depth = job.effective_depth() as usize;
         let mut pool = BufferPool::new(depth, bs as usize, thread_seed(job.seed, user, thread))
-            .map_err(|e| fail(format!("allocating buffers: {e}")))?;
+            .map_err(|e| {
+                close_all(&fds);
+                fail(format!("allocating buffers: {e}"))
+            })?;
         if job.mlock {
             pool.lock().map_err(|e| {
+                close_all(&fds);
                 fail(format!(
                     "mlock of I/O buffers failed: {e} (raise the memlock limit, e.g. ulimit -l unlimited)"
                 ))
@@ -200,7 +204,10 @@ impl Worker {
             }
         };
         let handles = vec![FileHandles { fds, size: t.size }];
-        let engine = engine::build(job, handles, pool).map_err(|e| fail(format!("{e:#}")))?;
+        let engine = engine::build(job, handles, pool).map_err(|e| {
+            close_all(&fds);
+            fail(format!("{e:#}"))
+        })?;
         let gen = OpGen::new(&GenSpec {
             random: job.access.is_random(),
             read_pct,
