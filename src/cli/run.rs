@@ -150,7 +150,8 @@ pub fn build_job(a: &RunArgs) -> anyhow::Result<Job> {
                 .map_err(|e| usage!("cannot read job file {}: {e}", input.display()))?;
             job = Job::from_toml(&text, &input.display().to_string())?;
         } else {
-            targets.push(input.clone());
+            // clap refuses '-5' unless it comes after `--`; keep such a name a path.
+            targets.push(crate::job::dash_safe(input));
         }
     }
     if !targets.is_empty() {
