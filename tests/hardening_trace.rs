@@ -406,3 +406,33 @@ fn strace_log_copy_never_overwrites() {
         "mine"
     );
 }
+
+#[test]
+fn replay_of_a_trace_opening_many_files_creates_only_the_used_ones() {
+    // A program that opens 20,000 files and writes one: each opened file used to become a
+    // scratch file filled through a 1 MiB buffer and fsynced one by one (minutes).
+    let sb = Sandbox::new();
+    let mut rows = vec!["0,0,write,/d/x,0,4096,0,5,4096".to_string()];
+    rows.extend((1..=20000).map(|i| format!("{i},0,open,/d/f{i},0,0,{},{},3", i * 10, i * 10 + 5)));
+    write_trace(&sb.file("t.csv"), &rows);
+    std::fs::create_dir(sb.file("scratch")).unwrap();
+    let t0 = Instant::now();
+    let out = sb
+        .cmd(&["replay", "t.csv", "--dir", "scratch", "--keep"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+    let kept: Vec<_> = std::fs::read_dir(sb.file("scratch"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(kept.len(), 1);
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("20000 traced files without replayed calls were not created"));
+}

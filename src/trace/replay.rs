@@ -286,14 +286,27 @@ impl ReplayPlan {
 }
 
 fn create_scratch(path: &Path, size: u64, seed: u64) -> Result<()> {
-    use std::io::Write;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(path)
         .with_context(|| format!("creating scratch file {}", path.display()))?;
     crate::safety::mark_created(path);
-    let chunk = 1usize << 20;
+    let filled = fill_scratch(&mut f, path, size, seed);
+    if filled.is_err() {
+        // Ours (just created): nothing half-written stays behind.
+        let _ = std::fs::remove_file(path);
+    }
+    filled
+}
+
+fn fill_scratch(f: &mut std::fs::File, path: &Path, size: u64, seed: u64) -> Result<()> {
+    use std::io::Write;
+    if size == 0 {
+        return Ok(());
+    }
+    // A pattern buffer as large as the file needs, up to 1 MiB written over and over.
+    let chunk = size.min(1 << 20) as usize;
     let pool = BufferPool::new(1, chunk, seed)?;
     let mut left = size;
     while left > 0 {
@@ -302,7 +315,6 @@ fn create_scratch(path: &Path, size: u64, seed: u64) -> Result<()> {
             .with_context(|| format!("filling {}", path.display()))?;
         left -= n as u64;
     }
-    f.sync_all()?;
     Ok(())
 }
 
@@ -495,15 +507,34 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, Ru
     }
     let nthreads = plan.threads.len();
     check_thread_limits(nthreads, plan.run_bytes(opts.speed.is_some()))?;
-    let mut used = vec![false; plan.sizes.len()];
+    // Only the files some thread reads, writes or syncs become scratch files (a trace of a
+    // program that opens thousands of files and reads a few must not create thousands):
+    // target index per trace file index.
+    let mut target_of = vec![u32::MAX; plan.sizes.len()];
+    let mut used_files: Vec<usize> = Vec::new();
     for th in &plan.threads {
         for &f in &th.files {
-            used[f as usize] = true;
+            if target_of[f as usize] == u32::MAX {
+                target_of[f as usize] = used_files.len() as u32;
+                used_files.push(f as usize);
+            }
         }
     }
+    used_files.sort_unstable();
+    for (t, &f) in used_files.iter().enumerate() {
+        target_of[f] = t as u32;
+    }
+    for th in plan.threads.iter_mut() {
+        for f in th.files.iter_mut() {
+            *f = target_of[*f as usize];
+        }
+        th.user = target_of[th.user] as usize;
+    }
     let per_file = if opts.direct { 3 } else { 1 };
-    ensure_descriptors(used.iter().filter(|u| **u).count() as u64 * per_file)?;
-    let needed: u64 = plan.sizes.iter().sum();
+    ensure_descriptors(used_files.len() as u64 * per_file)?;
+    let needed: u64 = used_files
+        .iter()
+        .fold(0u64, |a, &f| a.saturating_add(plan.sizes[f]));
     if let Some(avail) = available_bytes(&opts.dir) {
         // Leave a margin: the file system needs room for metadata, and so do other users.
         if needed > avail / 10 * 9 {
@@ -522,11 +553,12 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, Ru
     let mut targets = Vec::new();
     let mut notes = Vec::new();
     let pid = std::process::id();
-    for (i, &size) in plan.sizes.iter().enumerate() {
+    for &i in &used_files {
+        let size = plan.sizes[i];
         let path = opts.dir.join(format!("fsbench-replay-{pid}-{i}.dat"));
+        // Pushed only once created: a name that was taken is never ours to remove.
         create_scratch(&path, size, 0x5eed ^ i as u64)?;
         scratch.paths.push(path.clone());
-        let _ = crate::runner::target::evict(&path);
         notes.push(format!(
             "{} stands for {} ({} bytes)",
             path.display(),
@@ -542,6 +574,23 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, Ru
             reserved: None,
         });
     }
+    // One flush for all the files (not an fsync each), then their pages are dropped so the
+    // replay starts cold.
+    if let Some(p) = scratch.paths.first() {
+        if let Ok(f) = std::fs::File::open(p) {
+            // SAFETY: syncfs on a descriptor we own.
+            unsafe { libc::syncfs(std::os::unix::io::AsRawFd::as_raw_fd(&f)) };
+        }
+    }
+    for p in &scratch.paths {
+        let _ = crate::runner::target::evict(p);
+    }
+    if used_files.len() < plan.sizes.len() {
+        notes.push(format!(
+            "{} traced files without replayed calls were not created",
+            plan.sizes.len() - used_files.len()
+        ));
+    }
     if plan.skipped_calls > 0 {
         notes.push(format!(
             "{} traced calls not replayed (opens, closes, failed or empty calls)",
@@ -552,24 +601,22 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, Ru
         .direct
         .then(|| crate::runner::target::dio_alignment(&scratch.paths[0]));
     // Each used file is opened once; the workers share the descriptors.
-    let mut shared = SharedFds(Vec::with_capacity(plan.sizes.len()));
-    for (i, p) in scratch.paths.iter().enumerate() {
-        let mut fds = [-1, -1, -1];
-        if used[i] {
-            fds[0] = open_rw(p, 0).with_context(|| format!("opening {}", p.display()))?;
-            shared.0.push(FileHandles { fds, size: 0 });
-            let h = shared.0.last_mut().expect("just pushed");
-            if direct.is_some() {
-                // Misaligned I/Os under a direct policy are done data-synchronously buffered
-                // (the white paper's rule, as the runner does).
-                h.fds[Route::Direct as usize] = open_rw(p, libc::O_DIRECT).with_context(|| {
-                    format!("opening {} with O_DIRECT (the file system may not support direct I/O; replay without --direct)", p.display())
-                })?;
-                h.fds[Route::Fallback as usize] = open_rw(p, libc::O_DSYNC)
-                    .with_context(|| format!("opening {}", p.display()))?;
-            }
-        } else {
-            shared.0.push(FileHandles { fds, size: 0 });
+    let mut shared = SharedFds(Vec::with_capacity(scratch.paths.len()));
+    for p in &scratch.paths {
+        let fd = open_rw(p, 0).with_context(|| format!("opening {}", p.display()))?;
+        shared.0.push(FileHandles {
+            fds: [fd, -1, -1],
+            size: 0,
+        });
+        let h = shared.0.last_mut().expect("just pushed");
+        if direct.is_some() {
+            // Misaligned I/Os under a direct policy are done data-synchronously buffered
+            // (the white paper's rule, as the runner does).
+            h.fds[Route::Direct as usize] = open_rw(p, libc::O_DIRECT).with_context(|| {
+                format!("opening {} with O_DIRECT (the file system may not support direct I/O; replay without --direct)", p.display())
+            })?;
+            h.fds[Route::Fallback as usize] =
+                open_rw(p, libc::O_DSYNC).with_context(|| format!("opening {}", p.display()))?;
         }
     }
     let started_unix_s = std::time::SystemTime::now()
