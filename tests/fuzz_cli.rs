@@ -313,6 +313,7 @@ fn value_for(rng: &mut Rng, flag: &str, placeholder: &str) -> String {
             ":",
         ],
         ("--list", _) => &["0", "5", "1000000", "abc", "-1"],
+        ("--trace-records", _) => &["1", "64k", "1m", "1t", "0", "abc", "18446744073709551616"],
         (_, "SIZE" | "BS" | "EXTSIZE" | "RESERVE" | "MEASURE_SIZE" | "RATE_BYTES" | "REGION") => {
             SIZES
         }

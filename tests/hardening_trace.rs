@@ -436,3 +436,28 @@ fn replay_of_a_trace_opening_many_files_creates_only_the_used_ones() {
     assert!(String::from_utf8_lossy(&out.stdout)
         .contains("20000 traced files without replayed calls were not created"));
 }
+
+#[test]
+fn a_trace_ring_too_large_for_memory_is_refused() {
+    // --trace-records 1t used to abort on a 44 TB allocation in the worker.
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd(&[
+            "run",
+            "--trace",
+            "tr.csv",
+            "--trace-records",
+            "1t",
+            "--time",
+            "0.2s",
+            "--size",
+            "1m",
+            "f.dat",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out.stderr)
+        .contains("--trace-records 1099511627776 for 1 worker(s) would need about"));
+    assert!(sb.listing().is_empty(), "{:?}", sb.listing());
+}
