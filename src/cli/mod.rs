@@ -175,3 +175,39 @@ pub fn usage_line(e: &clap::Error, argv: &[String]) -> String {
         .collect();
     format!("fsbench: {msg}; try '{help}'")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(args: &[&str]) -> String {
+        let argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let e = Cli::try_parse_from(std::iter::once("fsbench").chain(args.iter().copied()))
+            .err()
+            .expect("a parse error");
+        usage_line(&e, &argv)
+    }
+
+    #[test]
+    fn every_kind_of_parse_error_is_one_line_naming_where_to_look() {
+        for (args, want) in [
+            (&["run", "--x"][..], "unexpected argument '--x'"),
+            (&["run", "--threads"], "a value is required"),
+            (&["run", "--threads", "abc"], "invalid value 'abc'"),
+            (
+                &["replay"],
+                "the following required arguments were not provided: <TRACE>",
+            ),
+            (&["nosuch"], "unrecognized subcommand 'nosuch'"),
+            (&[], "no subcommand given"),
+            (&["run", "--threads", "a\nb\tc"], "a b?c"),
+        ] {
+            let l = line(args);
+            assert_eq!(l.lines().count(), 1, "{args:?}: {l}");
+            assert!(l.starts_with("fsbench: "), "{l}");
+            assert!(l.contains(want), "{args:?}: {l}");
+        }
+        assert!(line(&["run", "--x"]).ends_with("; try 'fsbench run --help'"));
+        assert!(line(&["nosuch"]).ends_with("; try 'fsbench --help'"));
+    }
+}

@@ -200,7 +200,7 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
         .spawn()
         .map_err(|e| usage!("trace: cannot start strace: {e}"))?;
     let (status, stopped) = wait_strace(&mut child, a.pid.is_some(), duration)?;
-    let text = std::fs::read_to_string(&log.0).map_err(|e| {
+    let log_file = std::fs::File::open(&log.0).map_err(|e| {
         anyhow::anyhow!(
             "strace wrote no log ({e}); is ptrace allowed here (containers may forbid it)?"
         )
@@ -209,8 +209,8 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
         copy_new(&log.0, keep)
             .with_context(|| format!("copying strace's log to {}", keep.display()))?;
     }
-    let conv = strace::parse_log_with(&text, seeded);
-    drop(text);
+    let conv = strace::parse_log_from(std::io::BufReader::new(log_file), seeded)
+        .with_context(|| format!("reading strace's log {}", log.0.display()))?;
     format::write_file(&conv.trace, &a.output, fmt)?;
     eprint!("{}", summary(&conv, &a.output));
     match stopped {
