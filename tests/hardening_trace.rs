@@ -461,3 +461,32 @@ fn a_trace_ring_too_large_for_memory_is_refused() {
         .contains("--trace-records 1099511627776 for 1 worker(s) would need about"));
     assert!(sb.listing().is_empty(), "{:?}", sb.listing());
 }
+
+#[test]
+fn a_newline_in_a_name_keeps_the_error_on_one_line() {
+    let sb = Sandbox::new();
+    for args in [
+        &["replay", "no\nsuch.csv"][..],
+        &["trace", "--analyze", "a\nb"],
+        &["frag", "x\ny"],
+    ] {
+        let out = sb.cmd(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(one_line(&out.stderr).contains("\\n"), "{args:?}");
+    }
+}
+
+#[test]
+fn compare_refuses_a_fifo_instead_of_waiting_on_it() {
+    let sb = Sandbox::new();
+    let c = std::ffi::CString::new(sb.file("p").to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path inside the sandbox.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = sb
+        .cmd(&["compare", "p", "p"])
+        .timeout(Duration::from_secs(10))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out.stderr).contains("neither a result file nor a directory"));
+}

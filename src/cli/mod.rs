@@ -93,10 +93,10 @@ pub fn main_with_exit_code() -> i32 {
         Ok(code) => code,
         Err(e) => {
             if crate::error::is_usage(&e) {
-                eprintln!("fsbench: {e}");
+                eprintln!("fsbench: {}", one_line(&e.to_string()));
                 2
             } else {
-                eprintln!("fsbench: error: {e:#}");
+                eprintln!("fsbench: error: {}", one_line(&format!("{e:#}")));
                 1
             }
         }
@@ -127,6 +127,20 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// A message as one line: control characters from user input (a file name with a newline)
+/// are shown escaped, so the error stays the single line the exit status promises.
+pub fn one_line(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    for c in msg.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A parse error as the one line every usage error is: clap's message (its first paragraph,
@@ -209,5 +223,6 @@ mod tests {
         }
         assert!(line(&["run", "--x"]).ends_with("; try 'fsbench run --help'"));
         assert!(line(&["nosuch"]).ends_with("; try 'fsbench --help'"));
+        assert_eq!(one_line("a\nb\tc\u{1b}d é"), "a\\nb\\tc\\u{1b}d é");
     }
 }
