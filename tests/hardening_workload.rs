@@ -258,7 +258,7 @@ fn ctrl_c_during_preallocation_stops_and_cleans_up() {
         &sb,
         "big.f",
         "set $dir=.
-define fileset name=fs,path=$dir,entries=400000,dirwidth=100,size=4k,prealloc=100
+define fileset name=fs,path=$dir,entries=1500000,dirwidth=100,size=0,prealloc=100
 define process name=p { thread name=t { flowop statfile name=s,filesetname=fs } }
 run 1
 ",
