@@ -1085,8 +1085,14 @@ fn create(
                         fail(PrepErr::Stop);
                         break;
                     }
-                    let path = lay.path(i);
                     let want = lay.preallocated(i);
+                    if !want && !reuse_existing {
+                        // Nothing on disk to create or check: skip building the path.
+                        states[i].store(0, Relaxed);
+                        i += threads;
+                        continue;
+                    }
+                    let path = lay.path(i);
                     let size = lay.size(i);
                     let res: Result<bool, PrepErr> = (|| {
                         let existing = if reuse_existing {
