@@ -246,11 +246,74 @@ fn huge_fileset_is_refused_with_the_estimate() {
     assert!(sb.listing().is_empty());
 }
 
-/// Item 5: Ctrl-C during preallocation stops within a second or two, reports partial (130)
-/// and removes what was created.
+/// An ext4 file system mounted with `-o sync` on a loop device: every create and write waits
+/// for the device, so preallocation is slow (like a real disk under writeback pressure).
+struct SyncExt4 {
+    mnt: tempfile::TempDir,
+    dev: String,
+    _img: tempfile::TempDir,
+}
+
+impl SyncExt4 {
+    fn new() -> Option<SyncExt4> {
+        if !common::can_use_loop_devices() {
+            common::skip("needs root and loop devices");
+            return None;
+        }
+        let img = tempfile::tempdir().ok()?;
+        let file = img.path().join("img");
+        std::fs::File::create(&file).ok()?.set_len(256 << 20).ok()?;
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&file)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            common::skip("losetup failed");
+            return None;
+        }
+        let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let mnt = tempfile::tempdir().ok()?;
+        let fs = SyncExt4 {
+            mnt,
+            dev,
+            _img: img,
+        };
+        let ok = Command::new("mkfs.ext4")
+            .args(["-q", "-F", &fs.dev])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+            && Command::new("mount")
+                .args(["-o", "sync", &fs.dev])
+                .arg(fs.mnt.path())
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+        if !ok {
+            common::skip("mkfs.ext4 or mount failed");
+            return None;
+        }
+        Some(fs)
+    }
+    fn path(&self) -> &Path {
+        self.mnt.path()
+    }
+}
+
+impl Drop for SyncExt4 {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.mnt.path()).status();
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+/// Item 5: Ctrl-C during preallocation stops within a second or two (it used to be ignored
+/// until the preallocation ended, ~30 s here), reports partial (130) and removes what was
+/// created.
 #[test]
 fn ctrl_c_during_preallocation_stops_and_cleans_up() {
-    let Some(fs) = Tmpfs::new("size=3g") else {
+    let Some(fs) = SyncExt4::new() else {
         return;
     };
     let sb = Sandbox::new();
@@ -258,7 +321,7 @@ fn ctrl_c_during_preallocation_stops_and_cleans_up() {
         &sb,
         "big.f",
         "set $dir=.
-define fileset name=fs,path=$dir,entries=1500000,dirwidth=100,size=0,prealloc=100
+define fileset name=fs,path=$dir,entries=3000,dirwidth=100,size=16k,prealloc=100
 define process name=p { thread name=t { flowop statfile name=s,filesetname=fs } }
 run 1
 ",
@@ -279,11 +342,15 @@ run 1
     // SAFETY: signalling the child we started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t = Instant::now();
-    let status = wait_for(&mut child, Duration::from_secs(10)).expect("exits after Ctrl-C");
+    let status = wait_for(&mut child, Duration::from_secs(60)).expect("exits after Ctrl-C");
     let took = t.elapsed();
     assert_eq!(status.code(), Some(130));
     assert!(took < Duration::from_secs(3), "took {took:?} after Ctrl-C");
-    assert!(names_in(fs.path()).is_empty(), "{:?}", names_in(fs.path()));
+    let left: Vec<String> = names_in(fs.path())
+        .into_iter()
+        .filter(|n| n != "lost+found")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// Item 6: ENOSPC while preallocating: the tree is removed and the JSON result is written
