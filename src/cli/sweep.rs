@@ -234,7 +234,9 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
                     a.target.display()
                 );
             }
-            study.build_workload(p)?;
+            let pj = study.build_workload(p)?;
+            let name = study.workload.as_deref().unwrap_or_default();
+            sweep::workloads::check_personality(name, &a.target, &pj.vars)?;
         } else {
             study.build(p, &a.target)?;
         }

@@ -306,7 +306,7 @@ impl Thread<'_> {
                     Picked::Got(i) => i,
                     Picked::NoRsc => return Ok(Step::NoRsc("no file left to delete".into())),
                 };
-                let path = &self.sh.layouts[set].entries[i].path;
+                let path = &self.sh.layouts[set].path(i);
                 // SAFETY: NUL-terminated path.
                 let r = unsafe { libc::unlink(path.as_ptr()) };
                 if r != 0 {
@@ -325,7 +325,8 @@ impl Thread<'_> {
                     // SAFETY: stat buffer we own; fd is open.
                     let mut st: libc::stat = unsafe { std::mem::zeroed() };
                     if unsafe { libc::fstat(f.fd, &mut st) } != 0 {
-                        return Err(format!("fstat: {}", errno()));
+                        let e = errno();
+                        return Err(format!("fstat {:?}: {e}", self.entry_path(f)));
                     }
                     return Ok(Step::Ok);
                 }
@@ -335,7 +336,7 @@ impl Thread<'_> {
                         Picked::Got(i) => i,
                         Picked::NoRsc => return Ok(Step::NoRsc("no file to stat".into())),
                     };
-                    let path = &self.sh.layouts[set].entries[i].path;
+                    let path = &self.sh.layouts[set].path(i);
                     // SAFETY: stat buffer we own; NUL-terminated path.
                     let mut st: libc::stat = unsafe { std::mem::zeroed() };
                     if unsafe { libc::stat(path.as_ptr(), &mut st) } == 0 {
@@ -367,7 +368,7 @@ impl Thread<'_> {
                         )))
                     }
                 };
-                let path = &self.sh.layouts[set].entries[i].path;
+                let path = &self.sh.layouts[set].path(i);
                 // SAFETY: NUL-terminated path.
                 let r = unsafe {
                     if fo.kind == MakeDir {
@@ -395,7 +396,8 @@ impl Thread<'_> {
                 };
                 // SAFETY: open descriptor.
                 if unsafe { libc::fsync(f.fd) } != 0 {
-                    return Err(format!("fsync: {}", errno()));
+                    let e = errno();
+                    return Err(format!("fsync {:?}: {e}", self.entry_path(f)));
                 }
                 Ok(Step::Ok)
             }
@@ -404,7 +406,8 @@ impl Thread<'_> {
                 for f in self.fds.iter().chain(self.implicit.iter()).flatten() {
                     // SAFETY: open descriptor.
                     if f.set == set && unsafe { libc::fsync(f.fd) } != 0 {
-                        return Err(format!("fsync: {}", errno()));
+                        let e = errno();
+                        return Err(format!("fsync {:?}: {e}", self.entry_path(f)));
                     }
                 }
                 Ok(Step::Ok)
@@ -550,7 +553,7 @@ impl Thread<'_> {
         flags: i32,
         exclusive: bool,
     ) -> Result<OpenFd, std::io::Error> {
-        let path = &self.sh.layouts[set].entries[i].path;
+        let path = &self.sh.layouts[set].path(i);
         // SAFETY: NUL-terminated path; mode for O_CREAT.
         let fd = unsafe { libc::open(path.as_ptr(), flags, 0o644) };
         if fd < 0 {
@@ -604,12 +607,14 @@ impl Thread<'_> {
             }
             Err(e) => {
                 release(arena, set, i, !create);
-                Err(format!(
-                    "open {:?}: {e}",
-                    self.sh.layouts[set].entries[i].path
-                ))
+                Err(format!("open {:?}: {e}", self.sh.layouts[set].path(i)))
             }
         }
+    }
+
+    /// The path of an open file, for error messages (not used on the I/O path).
+    fn entry_path(&self, f: &OpenFd) -> super::fileset::CPath {
+        self.sh.layouts[f.set].path(f.entry)
     }
 
     fn close(&mut self, f: OpenFd) {
@@ -674,7 +679,7 @@ impl Thread<'_> {
             };
             let f = self
                 .open_entry(fo, set, i, flags, false)
-                .map_err(|e| format!("open {:?}: {e}", self.sh.layouts[set].entries[i].path))?;
+                .map_err(|e| format!("open {:?}: {e}", self.sh.layouts[set].path(i)))?;
             if spec.is_file && flags & libc::O_CREAT != 0 {
                 super::fileset::release(self.sh.arena, set, 0, true);
             }
@@ -700,7 +705,7 @@ impl Thread<'_> {
             }
         }
         let directio = fo.directio;
-        let (fd, cur_off, file_span) = {
+        let (fd, cur_off, file_span, at) = {
             let f = match self.file_for(fo, write)? {
                 Some(f) => f,
                 None => return Ok(Step::NoRsc("no file to read or write".into())),
@@ -721,7 +726,7 @@ impl Thread<'_> {
                 unsafe { libc::fstat(f.fd, &mut st) };
                 f.span = Some(st.st_size as u64);
             }
-            (f.fd, f.offset, f.span.unwrap_or(0))
+            (f.fd, f.offset, f.span.unwrap_or(0), (f.set, f.entry))
         };
         let offset = if random {
             let span = if wss > 0 { wss } else { file_span };
@@ -745,7 +750,9 @@ impl Thread<'_> {
                 }
                 if n < 0 {
                     s.errors += 1;
-                    return Err(format!("pread at {offset}: {}", errno()));
+                    let e = errno();
+                    let path = self.sh.layouts[at.0].path(at.1);
+                    return Err(format!("read {path:?} at offset {offset}: {e}"));
                 }
                 if !random {
                     new_off += n as u64;
@@ -800,7 +807,11 @@ impl Thread<'_> {
                 let n = unsafe { libc::pwritev2(fd, &iov, 1, off, flags) };
                 if n < 0 {
                     s.errors += 1;
-                    return Err(format!("write of {size} bytes at {offset}: {}", errno()));
+                    let e = errno();
+                    let path = self.sh.layouts[at.0].path(at.1);
+                    return Err(format!(
+                        "write of {size} bytes to {path:?} at offset {offset}: {e}"
+                    ));
                 }
                 if !random && !append {
                     new_off += n as u64;
@@ -832,14 +843,16 @@ impl Thread<'_> {
             Some(f) => f,
             None => return Ok(Step::NoRsc("no file to read".into())),
         };
-        let fd = f.fd;
+        let (fd, at) = (f.fd, (f.set, f.entry));
         let mut off = 0u64;
         let mut ops = 0;
         loop {
             // SAFETY: size is clamped to the buffer.
             let n = unsafe { libc::pread(fd, buf as *mut libc::c_void, size, off as i64) };
             if n < 0 {
-                return Err(format!("pread at {off}: {}", errno()));
+                let e = errno();
+                let path = self.sh.layouts[at.0].path(at.1);
+                return Err(format!("read {path:?} at offset {off}: {e}"));
             }
             if n == 0 {
                 break;
@@ -876,9 +889,9 @@ impl Thread<'_> {
         let total = if fo.srcfd.is_some() {
             total
         } else {
-            layouts[f.set].entries[f.entry].size
+            layouts[f.set].size(f.entry)
         };
-        let fd = f.fd;
+        let (fd, at) = (f.fd, (f.set, f.entry));
         let flags = if fo.dsync { libc::RWF_DSYNC } else { 0 };
         let mut off = 0u64;
         let mut ops = 0;
@@ -891,7 +904,9 @@ impl Thread<'_> {
             // SAFETY: one iovec over our buffer.
             let w = unsafe { libc::pwritev2(fd, &iov, 1, off as i64, flags) };
             if w <= 0 {
-                return Err(format!("write at {off}: {}", errno()));
+                let e = errno();
+                let path = layouts[at.0].path(at.1);
+                return Err(format!("write {path:?} at offset {off}: {e}"));
             }
             off += w as u64;
             ops += 1;
@@ -914,11 +929,11 @@ impl Thread<'_> {
                 &mut self.rng,
                 fo.indexed,
             ) {
-                Picked::Got(i) => &lay.entries[i].path,
+                Picked::Got(i) => lay.path(i),
                 Picked::NoRsc => return Ok(Step::NoRsc("no directory to list".into())),
             }
         } else {
-            &lay.dirs[self.rng.below(lay.dirs.len() as u64) as usize]
+            lay.dir_path(self.rng.below(lay.dir_count() as u64) as usize)
         };
         // SAFETY: NUL-terminated path; the DIR stream is closed below.
         let d = unsafe { libc::opendir(path.as_ptr()) };
