@@ -252,7 +252,14 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, crate::error::Usa
                 .collect();
             files.sort();
             out.extend(files);
-        } else if p.exists() {
+        } else if let Ok(m) = std::fs::metadata(p) {
+            // Results are regular files: a FIFO or a device would be read for ever.
+            if !m.is_file() {
+                return Err(usage!(
+                    "{} is neither a result file nor a directory of them",
+                    p.display()
+                ));
+            }
             out.push(p.clone());
         } else {
             return Err(usage!("{}: no such file or directory", p.display()));
