@@ -464,6 +464,15 @@ pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
             ids.join(", ")
         );
     }
+    // A backup study writes its tree, archive and restored copy: refuse before the banner.
+    for rs in &studies {
+        if let ResolvedStudy::Backup { plan, .. } = rs {
+            for d in &opts.dirs {
+                let need = super::backup::space_needed(plan);
+                crate::guard::ensure_free_space(d, need, "the backup study")?;
+            }
+        }
+    }
     let total: usize = studies
         .iter()
         .map(|s| s.point_count(opts.repeat))
@@ -624,6 +633,9 @@ fn run_backup(
             Ok(())
         },
     )?;
+    if crate::runner::signal::interrupted() {
+        ctx.interrupted = true;
+    }
     for (_, rec) in pending {
         ctx.progress.finish_point();
         ctx.tally.ran += 1;
