@@ -181,3 +181,81 @@ fn backup_study_checks_free_space_before_writing() {
         "wrote into the full file system"
     );
 }
+
+#[test]
+fn advise_measure_refuses_a_second_measurement_in_the_same_directory() {
+    let sb = Sandbox::new();
+    let mut first = Command::new(bin())
+        .current_dir(sb.path())
+        .args([
+            "advise",
+            ".",
+            "--measure",
+            "--measure-size",
+            "16m",
+            "--measure-time",
+            "60s",
+        ])
+        .args(["--measure-repeat", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let scratch = sb.file(".fsbench-advise.tmp");
+    let t0 = Instant::now();
+    while !scratch.exists() && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        scratch.exists(),
+        "the first measurement never made its scratch file"
+    );
+    let out = sb
+        .cmd(&[
+            "advise",
+            ".",
+            "--measure",
+            "--measure-size",
+            "16m",
+            "--measure-time",
+            "2s",
+        ])
+        .args(["--measure-repeat", "1"])
+        .output()
+        .unwrap();
+    let still_there = scratch.exists();
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(first.id() as i32, libc::SIGINT) };
+    let st = first.wait().unwrap();
+    assert_usage_line(&out, &first.id().to_string());
+    assert!(
+        still_there,
+        "the second run removed the first one's scratch file"
+    );
+    assert_eq!(st.code(), Some(130));
+    assert!(!scratch.exists(), "scratch file left after Ctrl-C");
+}
+
+#[test]
+fn advise_measure_refuses_a_link_at_the_scratch_name() {
+    let sb = Sandbox::new();
+    let victim = sb.file("victim");
+    std::fs::write(&victim, b"keep me").unwrap();
+    set_mark(&victim);
+    std::os::unix::fs::symlink(&victim, sb.file(".fsbench-advise.tmp")).unwrap();
+    let out = sb
+        .cmd(&[
+            "advise",
+            ".",
+            "--measure",
+            "--measure-size",
+            "16m",
+            "--measure-time",
+            "2s",
+        ])
+        .output()
+        .unwrap();
+    assert_usage_line(&out, "not a regular file");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+    assert!(std::fs::symlink_metadata(sb.file(".fsbench-advise.tmp")).is_ok());
+}
