@@ -259,3 +259,39 @@ fn advise_measure_refuses_a_link_at_the_scratch_name() {
     assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
     assert!(std::fs::symlink_metadata(sb.file(".fsbench-advise.tmp")).is_ok());
 }
+
+#[test]
+fn sweep_axes_or_repeat_multiplying_to_millions_are_refused_in_one_line() {
+    let sb = Sandbox::new();
+    let v: Vec<String> = (1..=100).map(|i| i.to_string()).collect();
+    let v = v.join(",");
+    let bs: Vec<String> = (1..=100).map(|i| format!("{}", i * 512)).collect();
+    let bs = bs.join(",");
+    let (nrep, seed) = (format!("nrep={v}"), format!("seed={v}"));
+    let args = ["sweep", "t.dat", "--rw", "read", "--bs", &bs, "--count", &v];
+    let out = sb
+        .cmd(&args)
+        .args(["--axis", &nrep, "--axis", &seed])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_usage_line(&out, "points");
+    let out = sb
+        .cmd(&[
+            "sweep",
+            "t.dat",
+            "--rw",
+            "read",
+            "--bs",
+            "4k",
+            "--count",
+            "1",
+            "--repeat",
+            "4000000000",
+        ])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_usage_line(&out, "--repeat");
+    assert!(sb.listing().is_empty(), "left {:?}", sb.listing());
+}

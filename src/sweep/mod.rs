@@ -46,7 +46,34 @@ pub struct Point {
     pub values: Vec<(String, String)>,
 }
 
+/// Most points one study may have: each point is a measured run, and the list of points is
+/// held in memory, so an axis list that multiplies out to millions is a mistake to refuse.
+pub const MAX_POINTS: usize = 100_000;
+
 impl Study {
+    /// Refuse, before the points are built, a study whose axes multiply out to more than
+    /// [`MAX_POINTS`] (one line, with the count).
+    pub fn check_point_count(&self) -> Result<usize, crate::error::UsageError> {
+        let mut n: usize = 1;
+        for a in &self.axes {
+            n = n.saturating_mul(a.values.len());
+        }
+        if n > MAX_POINTS {
+            let sizes: Vec<String> = self
+                .axes
+                .iter()
+                .map(|a| format!("{} {}", a.values.len(), a.name))
+                .collect();
+            return Err(usage!(
+                "study {}: {} points ({}) is more than the {MAX_POINTS} a sweep may have: use shorter value lists",
+                self.id,
+                if n == usize::MAX { "too many".to_string() } else { n.to_string() },
+                sizes.join(" x ")
+            ));
+        }
+        Ok(n)
+    }
+
     /// The cross product of the axes; the first axis is outermost.
     pub fn points(&self) -> Vec<Point> {
         let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
@@ -640,6 +667,22 @@ mod tests {
         );
         assert_eq!(n, "wp_read-0007-cache-discovered_256k-r1.json");
         assert!(record_file_name("a", 2, &[], 0) < record_file_name("a", 10, &[], 0));
+    }
+
+    #[test]
+    fn a_cross_product_of_millions_is_refused_before_it_is_built() {
+        let mut s = study();
+        let many: Vec<String> = (1..=100).map(|i| i.to_string()).collect();
+        for name in ["count", "nrep", "seed", "threads"] {
+            s.axes.push(Axis {
+                name: name.into(),
+                values: many.clone(),
+            });
+        }
+        let e = s.check_point_count().unwrap_err();
+        assert!(e.0.contains("more than the 100000"), "{}", e.0);
+        assert!(!e.0.contains('\n'));
+        assert_eq!(study().check_point_count().unwrap(), 6);
     }
 
     #[test]
