@@ -295,3 +295,19 @@ fn sweep_axes_or_repeat_multiplying_to_millions_are_refused_in_one_line() {
     assert_usage_line(&out, "--repeat");
     assert!(sb.listing().is_empty(), "left {:?}", sb.listing());
 }
+
+#[test]
+fn report_refuses_an_endless_or_huge_input_without_reading_it_all() {
+    let sb = Sandbox::new();
+    let big = sb.file("big.json");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(300 << 20).unwrap(); // sparse: costs no space
+    for input in [big.to_str().unwrap(), "/dev/zero"] {
+        let out = sb
+            .cmd(&["report", input])
+            .timeout(Duration::from_secs(30))
+            .output()
+            .unwrap();
+        assert_usage_line(&out, "larger than 256m");
+    }
+}
