@@ -110,29 +110,6 @@ pub fn write_reports(
     Ok(dir.join("report.html"))
 }
 
-/// Largest input `report` reads: a result file is kilobytes, a sweep's array of results a
-/// few megabytes; `/dev/zero` or a huge file must be refused, not read until memory runs out.
-pub const MAX_INPUT_BYTES: u64 = 256 << 20;
-
-/// Read one input of at most [`MAX_INPUT_BYTES`] as text.
-fn read_bounded(f: &std::path::Path) -> Result<String, crate::error::UsageError> {
-    use std::io::Read;
-    let file = std::fs::File::open(f).map_err(|e| usage!("cannot read {}: {e}", f.display()))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_INPUT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| usage!("cannot read {}: {e}", f.display()))?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(usage!(
-            "{} is larger than {}: not an fsbench result file",
-            f.display(),
-            crate::units::format_size_exact(MAX_INPUT_BYTES)
-        ));
-    }
-    String::from_utf8(bytes)
-        .map_err(|_| usage!("{}: not a JSON result: not UTF-8 text", f.display()))
-}
-
 /// Split the inputs into `fsbench advise` documents (JSON with `kind: "advise"`) and the
 /// files holding results.
 fn split_advice(
@@ -141,7 +118,7 @@ fn split_advice(
     let mut advice = Vec::new();
     let mut results = Vec::new();
     for f in record::expand_paths(inputs)? {
-        let text = read_bounded(&f)?;
+        let text = record::read_bounded(&f)?;
         match serde_json::from_str::<serde_json::Value>(&text) {
             Ok(v) if advise_html::is_advice(&v) => {
                 advice.push(advise_html::parse(v, &f.display().to_string())?)
