@@ -411,3 +411,46 @@ fn signatures_on_loop_devices_refuse_writes() {
         common::skip("mkfs.cramfs not available");
     }
 }
+
+#[test]
+fn a_sweep_refused_at_its_first_point_prints_one_line_and_leaves_nothing() {
+    for target in ["sub", "fifo", "missing/x"] {
+        let sb = Sandbox::new();
+        std::fs::create_dir(sb.file("sub")).unwrap();
+        let c = std::ffi::CString::new(sb.file("fifo").to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path inside the sandbox.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let mut args = words("sweep --time 0.1s --size 64k --bs 4k,8k");
+        args.push(target);
+        refused(&sb, &args);
+        assert_eq!(
+            sb.listing(),
+            ["fifo", "sub"],
+            "{target}: a refused sweep left something"
+        );
+    }
+}
+
+#[test]
+fn an_unwritable_standard_output_is_one_error_line_not_a_panic() {
+    let sb = Sandbox::new();
+    for args in [
+        "run --rw write --size 64k f.dat",
+        "suite list",
+        "workload list",
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = sb.cmd(&words(args)).stdout(full).output().unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(1), "{args}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args}: {err}");
+        assert!(
+            err.contains("cannot write to standard output"),
+            "{args}: {err}"
+        );
+        assert!(!sb.file("f.dat").exists(), "{args}: target left behind");
+    }
+}

@@ -108,13 +108,13 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
                 super::output::write_file(p, page.as_bytes(), a.force)?;
                 eprintln!("wrote {}", p.display());
             }
-            None => print!("{page}"),
+            None => crate::out!("{page}"),
         }
     } else {
         if json {
-            println!("{}", serde_json::to_string_pretty(&advice)?);
+            crate::outln!("{}", serde_json::to_string_pretty(&advice)?);
         } else {
-            print!("{}", advise::render::text(&advice));
+            crate::out!("{}", advise::render::text(&advice));
         }
         if let Some(p) = &a.output {
             super::output::write_json_force(p, &advice, a.force)?;

@@ -22,6 +22,6 @@ pub fn main(a: CompareArgs) -> anyhow::Result<i32> {
     let after = record::load(std::slice::from_ref(&a.after))?;
     let shape = super::report::shape_from(&None, &None, &a.metrics);
     let changes = compare::compare(&before, &after, &shape)?;
-    print!("{}", compare::render_text(&changes));
+    crate::out!("{}", compare::render_text(&changes));
     Ok(0)
 }

@@ -22,9 +22,9 @@ pub fn main(a: FragArgs) -> anyhow::Result<i32> {
     }
     let r = crate::probe::frag::report(&a.path, a.top)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        print!("{}", crate::probe::frag::format_text(&r));
+        crate::out!("{}", crate::probe::frag::format_text(&r));
     }
     if r.files == 0 && r.errors > 0 {
         anyhow::bail!(

@@ -77,10 +77,10 @@ pub fn main(a: IostatArgs) -> anyhow::Result<i32> {
     };
     if !a.json {
         match &path {
-            Some(p) => println!("devices under {}: {}", p.display(), devices.join(" -> ")),
-            None => println!("all devices with I/O"),
+            Some(p) => crate::outln!("devices under {}: {}", p.display(), devices.join(" -> ")),
+            None => crate::outln!("all devices with I/O"),
         }
-        print!("{}", diskstats::format_table(&IostatSeries::default()));
+        crate::out!("{}", diskstats::format_table(&IostatSeries::default()));
     }
     let start = Instant::now();
     let mut prev = diskstats::read_now()?;
@@ -123,10 +123,10 @@ pub fn main(a: IostatArgs) -> anyhow::Result<i32> {
                 .skip(1)
                 .filter(|l| !l.trim_start().starts_with("Average"))
             {
-                println!("{line}");
+                crate::outln!("{line}");
             }
             if batch.is_empty() {
-                println!("{t:>8.1} (no device did I/O)");
+                crate::outln!("{t:>8.1} (no device did I/O)");
             }
         }
         series.samples.extend(batch);
@@ -135,14 +135,14 @@ pub fn main(a: IostatArgs) -> anyhow::Result<i32> {
         n += 1;
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&series)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&series)?);
     } else {
         let table = diskstats::format_table(&series);
         for line in table
             .lines()
             .filter(|l| l.trim_start().starts_with("Average"))
         {
-            println!("{line}");
+            crate::outln!("{line}");
         }
     }
     Ok(0)

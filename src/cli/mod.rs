@@ -17,6 +17,27 @@ pub mod trace;
 pub mod vx;
 pub mod workload;
 
+/// `print!` that returns an error instead of panicking when standard output cannot be
+/// written (a full disk behind a redirection, `>/dev/full`): one line, exit 1.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*)
+            .map_err(|e| anyhow::anyhow!("cannot write to standard output: {e}"))?;
+    }};
+}
+
+/// `println!` that returns an error instead of panicking (see [`out!`]).
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+            .map_err(|e| anyhow::anyhow!("cannot write to standard output: {e}"))?;
+    }};
+}
+
 use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser)]

@@ -493,6 +493,8 @@ pub struct ResultsDir {
     dir: File,
     pub path: PathBuf,
     pub force: bool,
+    /// This run made the directory (so it may remove it again while it holds nothing).
+    made: bool,
 }
 
 impl ResultsDir {
@@ -536,6 +538,7 @@ impl ResultsDir {
             dir,
             path: path.to_path_buf(),
             force,
+            made,
         };
         if !made && !rd.is_marked() && !force && !rd.is_empty()? {
             crate::bail_usage!(
@@ -544,6 +547,26 @@ impl ResultsDir {
         }
         rd.mark();
         Ok(rd)
+    }
+
+    /// A run refused before it stored anything leaves no directory behind: remove the
+    /// directory when this run made it and it holds nothing but the marker file.
+    pub fn abandon(&self) {
+        if !self.made {
+            return;
+        }
+        let Ok(rd) = std::fs::read_dir(&self.path) else {
+            return;
+        };
+        let names: Vec<_> = rd.flatten().map(|e| e.file_name()).collect();
+        if names.iter().any(|n| n != RESULTS_MARKER_FILE) {
+            return;
+        }
+        let marker = CString::new(RESULTS_MARKER_FILE).expect("constant has no NUL");
+        if !names.is_empty() {
+            unlinkat(&self.dir, &marker);
+        }
+        let _ = std::fs::remove_dir(&self.path);
     }
 
     fn is_marked(&self) -> bool {
@@ -630,7 +653,7 @@ pub fn emit(
     output: Option<&Path>,
     force: bool,
 ) -> anyhow::Result<i32> {
-    print!("{}", format.exporter().export(results, opts));
+    crate::out!("{}", format.exporter().export(results, opts));
     if let Some(p) = output {
         if results.len() == 1 {
             write_json_force(p, &results[0], force)?;

@@ -170,16 +170,22 @@ pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
     let mut results = Vec::new();
     let interactive = format == Format::Text;
     if interactive {
-        println!(
+        crate::outln!(
             "fsbench quick: {} tests in {} ({} file, {} s timed tests)",
             jobs.len(),
             dir.display(),
             crate::units::format_bytes(size as f64),
             secs
         );
-        println!(
+        crate::outln!(
             "{:<26} {:>10} {:>10} {:>9} {:>10} {:>10}  {}",
-            "test", "MB/s", "IOPS", "CPU s", "lat p50", "lat p99", "status"
+            "test",
+            "MB/s",
+            "IOPS",
+            "CPU s",
+            "lat p50",
+            "lat p99",
+            "status"
         );
     }
     for job in &jobs {
@@ -187,7 +193,7 @@ pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
         let r = RunResult::from_outcome(job, &outcome);
         if interactive {
             let t = &r.total;
-            println!(
+            crate::outln!(
                 "{:<26} {:>10.1} {:>10.0} {:>9.2} {:>10} {:>10}  {}",
                 r.name,
                 t.bytes_per_sec / 1048576.0,
@@ -198,7 +204,7 @@ pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
                 r.status.name()
             );
             for f in &r.failures {
-                println!("  error: {f}");
+                crate::outln!("  error: {f}");
             }
         }
         let stop =
@@ -209,7 +215,7 @@ pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
         }
     }
     if !interactive {
-        print!(
+        crate::out!(
             "{}",
             format
                 .exporter()

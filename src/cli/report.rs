@@ -191,7 +191,7 @@ pub fn main(a: ReportArgs) -> anyhow::Result<i32> {
             crate::cli::output::write_file(p, text.as_bytes(), a.force)?;
             eprintln!("wrote {}", p.display());
         }
-        None => print!("{text}"),
+        None => crate::out!("{text}"),
     }
     Ok(0)
 }

@@ -44,13 +44,16 @@ pub struct SuiteArgs {
 }
 
 fn list() -> anyhow::Result<i32> {
-    println!(
+    crate::outln!(
         "{:<20} {:>7} {:>6}  {:<28} title",
-        "suite", "studies", "scale", "source"
+        "suite",
+        "studies",
+        "scale",
+        "source"
     );
     for (name, _) in suite::EMBEDDED {
         let s = suite::find(name)?;
-        println!(
+        crate::outln!(
             "{:<20} {:>7} {:>6}  {:<28} {}",
             s.name,
             s.studies.len(),
@@ -59,10 +62,10 @@ fn list() -> anyhow::Result<i32> {
             s.title
         );
         for st in &s.studies {
-            println!("    {:<24} {}", st.id, st.title);
+            crate::outln!("    {:<24} {}", st.id, st.title);
         }
     }
-    println!("\nRun: fsbench suite NAME --dir DIR [--dir DIR2 --baseline DIR] [--scale S] [--output OUT]");
+    crate::outln!("\nRun: fsbench suite NAME --dir DIR [--dir DIR2 --baseline DIR] [--scale S] [--output OUT]");
     Ok(0)
 }
 
@@ -154,7 +157,7 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
     let tables = crate::report::table::shape_all(&outcome_records, &Default::default())?;
     let title = format!("fsbench suite {}", res.file.name);
     let baseline = a.baseline.as_ref().map(|b| b.display().to_string());
-    print!(
+    crate::out!(
         "{}",
         super::report::render("text", &outcome_records, &tables, &title, &preface, None)?
     );

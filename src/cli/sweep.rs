@@ -272,20 +272,27 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
     let label = a.target.display().to_string();
     sweep::check_stored(&study, Some(&label), &ctx)?;
     crate::runner::signal::install();
-    eprintln!(
+    ctx.banner = Some(format!(
         "fsbench sweep: {} points x {} repeat(s), order {}; results in {}",
         points.len(),
         ctx.repeat,
         study.order_text(),
         out_dir.display()
-    );
+    ));
     let res = sweep::run_study(&study, &a.target, Some(&label), &mut ctx);
     ctx.cleanup();
     ctx.progress.clear();
-    let records = res?;
+    let records = match res {
+        Ok(r) => r,
+        Err(e) => {
+            ctx.results.abandon();
+            return Err(e);
+        }
+    };
+    ctx.announce();
     let tables = crate::report::table::shape_all(&records, &shape)?;
     let title = format!("{} on {}", study.title, a.target.display());
-    print!(
+    crate::out!(
         "{}",
         super::report::render(&a.format, &records, &tables, &title, &[], None)?
     );

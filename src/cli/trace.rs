@@ -93,12 +93,12 @@ fn analyze_main(a: &TraceArgs, file: &Path) -> anyhow::Result<i32> {
     let layout = a.physical.then(|| analyze::layout_of(&t));
     let an = analyze::analyze_on(&t, region, stripe, layout.as_ref())?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&an)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&an)?);
     } else {
-        println!("trace {}", file.display());
-        print!("{}", analyze::format_text(&an));
+        crate::outln!("trace {}", file.display());
+        crate::out!("{}", analyze::format_text(&an));
         if let Some(n) = a.list {
-            println!();
+            crate::outln!();
             // Streamed: a long listing is never held in memory whole.
             let mut out = FmtToIo(std::io::BufWriter::new(std::io::stdout().lock()));
             let _ = analyze::write_listing(&mut out, &t, n, stripe, layout.as_ref());

@@ -6,7 +6,7 @@ pub fn main(args: &[String]) -> anyhow::Result<i32> {
     let (observe, args) = super::observe::ObserveArgs::extract(args)?;
     let cmd = crate::vx::parse(&args)?;
     if cmd.help {
-        print!("{}", crate::vx::HELP);
+        crate::out!("{}", crate::vx::HELP);
         return Ok(0);
     }
     super::output::check_output(cmd.output.as_deref(), cmd.job.force)?;

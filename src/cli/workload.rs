@@ -106,7 +106,7 @@ fn wml_text(name: &str, bytes: Vec<u8>) -> anyhow::Result<String> {
 pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
     match a.workload.as_str() {
         "list" => {
-            print!("{}", list());
+            crate::out!("{}", list());
             return Ok(0);
         }
         "show" => {
@@ -119,9 +119,9 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
                 crate::bail_usage!("unknown personality '{name}': see `fsbench workload list`")
             };
             for (k, v) in d {
-                println!("# variant {name}: -D {k}={v}");
+                crate::outln!("# variant {name}: -D {k}={v}");
             }
-            print!("{}", p.text);
+            crate::out!("{}", p.text);
             return Ok(0);
         }
         _ => {}
@@ -196,9 +196,9 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
     crate::cli::output::check_output(a.output.as_deref(), false)?;
     let result = execute(&src, &model, &opts)?;
     match format {
-        Format::Text => print!("{}", result.text()),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&result)?),
-        Format::Csv => print!("{}", result.csv()),
+        Format::Text => crate::out!("{}", result.text()),
+        Format::Json => crate::outln!("{}", serde_json::to_string_pretty(&result)?),
+        Format::Csv => crate::out!("{}", result.csv()),
     }
     if let Some(p) = &a.output {
         crate::cli::output::write_json(p, &result)?;

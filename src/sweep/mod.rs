@@ -309,6 +309,8 @@ pub struct Ctx {
     pub next_index: usize,
     /// `--iostat INTERVAL`: sample the devices under each point's targets during its run.
     pub iostat: Option<String>,
+    /// What the run is, printed when the first point has been stored (see `announce`).
+    pub banner: Option<String>,
 }
 
 impl Ctx {
@@ -339,7 +341,17 @@ impl Ctx {
             interrupted: false,
             next_index: 0,
             iostat: None,
+            banner: None,
         })
+    }
+
+    /// Print the run's banner once, when the first point has been stored: a refusal that
+    /// comes from preparing the first point is then the only line on stderr.
+    pub fn announce(&mut self) {
+        if let Some(line) = self.banner.take() {
+            self.progress.clear();
+            eprintln!("{line}");
+        }
     }
 
     /// The stored record of the results directory named like `path`, read without following
@@ -391,6 +403,7 @@ impl Ctx {
             .and_then(|n| n.to_str())
             .ok_or_else(|| usage!("bad record name {}", path.display()))?;
         self.results.write(name, rec.to_json()?.as_bytes())?;
+        self.announce();
         match rec {
             Record::Run { result, .. } if result.status == RunStatus::Failed => {
                 self.tally.failed += 1

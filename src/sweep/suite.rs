@@ -519,9 +519,7 @@ pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
         total,
     )?;
     ctx.iostat = opts.iostat.clone();
-    if let Some(line) = &opts.announce {
-        eprintln!("{line}");
-    }
+    ctx.banner = opts.announce.clone();
     crate::runner::signal::install();
     // Each (study, target) starts at a fixed index whatever `--study` selects, so result file
     // names, and with them resuming, do not depend on the selection.
@@ -571,6 +569,7 @@ pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
                 Ok(r) => records.extend(r),
                 Err(e) => {
                     ctx.cleanup();
+                    ctx.results.abandon();
                     return Err(e);
                 }
             }
@@ -579,6 +578,7 @@ pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
         }
     }
     ctx.progress.clear();
+    ctx.announce();
     missing.sort();
     missing.dedup();
     Ok(SuiteOutcome {
