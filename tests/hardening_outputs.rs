@@ -443,7 +443,12 @@ fn an_unwritable_standard_output_is_one_error_line_not_a_panic() {
             .write(true)
             .open("/dev/full")
             .unwrap();
-        let out = sb.cmd(&words(args)).stdout(full).output().unwrap();
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsbench"))
+            .current_dir(sb.path())
+            .args(words(args))
+            .stdout(full)
+            .output()
+            .unwrap();
         let err = stderr_of(&out);
         assert_eq!(out.status.code(), Some(1), "{args}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args}: {err}");
