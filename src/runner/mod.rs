@@ -292,6 +292,21 @@ where
         Box<dyn FnOnce() -> Option<ThreadOutcome> + Send>,
     ) -> std::io::Result<Spawned>,
 {
+    if job.engine == crate::job::EngineKind::Mmap {
+        // What the SIGBUS handler removes if a mapping fails: the files this run created
+        // (with their identity at creation), unless kept.
+        let created: Vec<(&std::path::Path, u64, u64)> = if job.keep {
+            Vec::new()
+        } else {
+            plan.targets
+                .iter()
+                .zip(ids)
+                .filter(|(t, _)| t.created)
+                .map(|(t, id)| (t.path.as_path(), id.dev, id.ino))
+                .collect()
+        };
+        crate::engine::sigbus::set_removals(&created);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let gate = Arc::new(Gate::default());
     let n = which.len();
