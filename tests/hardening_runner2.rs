@@ -256,3 +256,72 @@ fn sigbus_in_a_mapping_names_file_and_offset_and_cleans_up() {
     assert!(off < 16 << 20, "{off}");
     assert!(!f.exists(), "created file removed");
 }
+
+// ---- 4. panics reachable from the environment --------------------------------------------
+
+#[test]
+fn a_failed_preparation_with_an_unwritable_stderr_still_writes_the_result() {
+    let sb = Sandbox::new();
+    let json = sb.file("r.json");
+    let mut c = fsbench(
+        &sb,
+        &[
+            "run",
+            "--rw",
+            "randread",
+            "--bs",
+            "4k",
+            "--size",
+            "4m",
+            "--count",
+            "4",
+            "--output",
+            json.to_str().unwrap(),
+            "t",
+        ],
+    );
+    // RLIMIT_FSIZE makes the layout fail at 1 MiB; stderr is /dev/full, where every
+    // write fails with ENOSPC.
+    // SAFETY: setrlimit and signal in the forked child before exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        c.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit {
+                rlim_cur: 1 << 20,
+                rlim_max: 1 << 20,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+            Ok(())
+        });
+    }
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    c.stdout(Stdio::null()).stderr(full);
+    let status = c.status().unwrap();
+    assert_eq!(status.code(), Some(1), "{status:?} (101 is a panic)");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("result written")).unwrap();
+    assert_eq!(v["status"], "failed");
+    assert!(!sb.file("t").exists(), "created file left behind");
+}
+
+#[test]
+fn vx_help_to_a_full_stdout_is_an_error_not_a_panic() {
+    let sb = Sandbox::new();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = fsbench(&sb, &["vx", "-h"])
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("help"), "{err}");
+}

@@ -6,7 +6,13 @@ pub fn main(args: &[String]) -> anyhow::Result<i32> {
     let (observe, args) = super::observe::ObserveArgs::extract(args)?;
     let cmd = crate::vx::parse(&args)?;
     if cmd.help {
-        print!("{}", crate::vx::HELP);
+        // print! would panic on a stdout that cannot be written (a full disk).
+        use anyhow::Context;
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        out.write_all(crate::vx::HELP.as_bytes())
+            .and_then(|()| out.flush())
+            .context("writing the help to standard output")?;
         return Ok(0);
     }
     super::output::check_output(cmd.output.as_deref(), cmd.job.force)?;

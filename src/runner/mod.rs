@@ -201,7 +201,7 @@ fn prep_failed(job: &Job, e: anyhow::Error, started_unix_s: f64) -> RunOutcome {
         offset,
         message: format!("preparing the target: {message}"),
     };
-    eprintln!("fsbench: error: {failure}");
+    say(&format!("fsbench: error: {failure}"));
     RunOutcome {
         plan: Plan {
             targets: Vec::new(),
@@ -215,6 +215,16 @@ fn prep_failed(job: &Job, e: anyhow::Error, started_unix_s: f64) -> RunOutcome {
         started_unix_s,
         probes: serde_json::Map::new(),
     }
+}
+
+/// One line on stderr. A stderr that cannot be written (a full disk, a closed pipe) must not
+/// turn a failed run into a panic that skips writing the Result and cleaning up, as
+/// `eprintln!` would.
+pub(crate) fn say(line: &str) {
+    use std::io::Write;
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_all(line.as_bytes());
+    let _ = e.write_all(b"\n");
 }
 
 /// (user, thread) pairs of the whole job.

@@ -194,7 +194,7 @@ impl Cleanup {
             drop(h);
         }
         for n in &notes {
-            eprintln!("fsbench: note: {n}");
+            super::say(&format!("fsbench: note: {n}"));
         }
         notes
     }
