@@ -154,12 +154,19 @@ fn tail_signature(f: &std::fs::File, size: u64) -> std::io::Result<Option<String
 /// built-in table, used beside `blkid -p` (and alone where blkid is missing). Returns what
 /// was found.
 pub fn find_signature(path: &Path) -> std::io::Result<Option<String>> {
+    let f = std::fs::File::open(path)?;
+    find_signature_fd(&f)
+}
+
+/// [`find_signature`] through an open descriptor: the head and the tail are read with
+/// pread on `f`, so what is checked is what was opened, whatever the path names now.
+pub fn find_signature_fd(f: &std::fs::File) -> std::io::Result<Option<String>> {
     use std::io::{Seek, SeekFrom};
-    let mut f = std::fs::File::open(path)?;
+    use std::os::unix::fs::FileExt;
     let mut head = vec![0u8; 0x10100];
     let mut got = 0;
     while got < head.len() {
-        let n = f.read(&mut head[got..])?;
+        let n = f.read_at(&mut head[got..], got as u64)?;
         if n == 0 {
             break;
         }
@@ -182,8 +189,11 @@ pub fn find_signature(path: &Path) -> std::io::Result<Option<String>> {
             return Ok(Some("MBR partition table".into()));
         }
     }
-    let size = f.seek(SeekFrom::End(0))?;
-    tail_signature(&f, size)
+    // The size through the descriptor (seeking a shared offset is harmless: every read here
+    // and in the engines is positional).
+    let mut g = f;
+    let size = g.seek(SeekFrom::End(0))?;
+    tail_signature(f, size)
 }
 
 /// What `blkid -p` (the low-level probe users trust) finds on a device: `Ok(Some(..))` a
@@ -228,6 +238,15 @@ pub fn blkid_signature(path: &Path) -> Result<Option<String>, String> {
     }
 }
 
+/// [`blkid_signature`] of an open descriptor: blkid is given `/proc/PID/fd/N` of this
+/// process, which opens the very device `f` names (the magic link resolves to the open
+/// file, not to a path), so a path swapped after our open cannot answer for it.
+pub fn blkid_signature_fd(f: &std::fs::File) -> Result<Option<String>, String> {
+    use std::os::fd::AsRawFd;
+    let link = format!("/proc/{}/fd/{}", std::process::id(), f.as_raw_fd());
+    blkid_signature(Path::new(&link))
+}
+
 /// `TYPE=xfs\nUSAGE=filesystem` as "xfs filesystem signature (blkid: TYPE=xfs)".
 fn describe_blkid(export: &str) -> String {
     let get = |k: &str| {
@@ -252,9 +271,13 @@ fn describe_blkid(export: &str) -> String {
 /// Is a block device in use: mounted, used as swap, held by another device (dm, md, loop),
 /// or does it have partitions?
 pub fn device_in_use(path: &Path) -> Option<String> {
-    let canon = std::fs::canonicalize(path).ok()?;
-    let meta = std::fs::metadata(&canon).ok()?;
-    let rdev = std::os::unix::fs::MetadataExt::rdev(&meta);
+    let meta = std::fs::metadata(path).ok()?;
+    device_in_use_rdev(std::os::unix::fs::MetadataExt::rdev(&meta))
+}
+
+/// [`device_in_use`] of the device number `rdev` (from fstat of an open descriptor). Swap
+/// areas are compared by the device number their path names, not by spelling.
+pub fn device_in_use_rdev(rdev: u64) -> Option<String> {
     let (maj, min) = (libc::major(rdev), libc::minor(rdev));
     if let Ok(mounts) = std::fs::read_to_string("/proc/self/mountinfo") {
         for line in mounts.lines() {
@@ -267,13 +290,19 @@ pub fn device_in_use(path: &Path) -> Option<String> {
         }
     }
     if let Ok(swaps) = std::fs::read_to_string("/proc/swaps") {
-        let c = canon.to_string_lossy();
-        if swaps
-            .lines()
-            .skip(1)
-            .any(|l| l.split_whitespace().next() == Some(&*c))
-        {
-            return Some("it is in use as swap".into());
+        for l in swaps.lines().skip(1) {
+            let Some(p) = l.split_whitespace().next() else {
+                continue;
+            };
+            let same = std::fs::metadata(p)
+                .map(|m| {
+                    m.file_type().is_block_device()
+                        && std::os::unix::fs::MetadataExt::rdev(&m) == rdev
+                })
+                .unwrap_or(false);
+            if same {
+                return Some("it is in use as swap".into());
+            }
         }
     }
     let sys = format!("/sys/dev/block/{maj}:{min}");
@@ -294,6 +323,35 @@ pub fn device_in_use(path: &Path) -> Option<String> {
         }
     }
     None
+}
+
+/// Why writing to the block device open as `f` would destroy data, if it would. Everything
+/// goes through the descriptor: fstat (it must still be a block device), its device number
+/// for the in-use checks, pread of its head and tail, and blkid on `/proc/PID/fd/N`.
+pub fn block_device_hazard_fd(f: &std::fs::File) -> Option<String> {
+    let meta = match f.metadata() {
+        Ok(m) => m,
+        Err(e) => return Some(format!("it cannot be examined (fstat: {e})")),
+    };
+    if !meta.file_type().is_block_device() {
+        return Some("the open descriptor is not a block device".into());
+    }
+    if let Some(why) = device_in_use_rdev(std::os::unix::fs::MetadataExt::rdev(&meta)) {
+        return Some(why);
+    }
+    match find_signature_fd(f) {
+        Ok(Some(what)) => return Some(format!("it holds a {what}")),
+        Ok(None) => {}
+        Err(e) => {
+            return Some(format!(
+                "its first and last blocks cannot be read to check for data ({e})"
+            ))
+        }
+    }
+    match blkid_signature_fd(f) {
+        Ok(Some(what)) => Some(format!("it holds a {what}")),
+        Ok(None) | Err(_) => None,
+    }
 }
 
 /// Why writing to this block device would destroy data, if it would.

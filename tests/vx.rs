@@ -293,12 +293,13 @@ fn extsize_on_a_file_system_without_hints_is_a_clear_error() {
     let out = sb
         .cmd(&words("vx -t -w write -e 1024 -i iosize=4k,iocount=4 f"))
         .assert()
-        .code(1);
+        // Refused before any I/O because of what the user named: a usage error.
+        .code(2);
     let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(err.contains("extent size"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(
         !sb.file("f").exists(),
-        "created file removed after the failure"
+        "created file removed after the refusal"
     );
 }

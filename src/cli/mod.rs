@@ -110,7 +110,16 @@ pub fn main_with_exit_code() -> i32 {
             return 2;
         }
     };
-    match dispatch(cli.command) {
+    // What is still buffered for stdout is written here, so a failure to write it is an
+    // error line like any other, not a silent loss at exit.
+    let done = dispatch(cli.command).and_then(|code| {
+        use std::io::Write as _;
+        std::io::stdout()
+            .flush()
+            .map_err(|e| anyhow::anyhow!("cannot write to standard output: {e}"))?;
+        Ok(code)
+    });
+    match done {
         Ok(code) => code,
         Err(e) => {
             if crate::error::is_usage(&e) {

@@ -9,6 +9,8 @@ use crate::stats::SyscallCounts;
 struct Mapping {
     ptr: *mut u8,
     len: usize,
+    /// Lets the SIGBUS handler name this mapping's file and offset; dropped before munmap.
+    _sigbus: Option<super::sigbus::RegionGuard>,
 }
 
 pub struct MmapEngine {
@@ -46,9 +48,16 @@ impl MmapEngine {
                     std::io::Error::last_os_error()
                 ));
             }
+            // The file's name for the SIGBUS line, through the descriptor (before the run).
+            let fd = f.fd(Route::Buffered);
+            let name = std::fs::read_link(format!("/proc/self/fd/{fd}"))
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| format!("descriptor {fd}"));
+            let guard = super::sigbus::register(ptr as *mut u8, len, &name);
             maps.push(Mapping {
                 ptr: ptr as *mut u8,
                 len,
+                _sigbus: Some(guard),
             });
         }
         let cap = pool.slots().max(1);
@@ -124,7 +133,9 @@ impl Engine for MmapEngine {
 
 impl Drop for MmapEngine {
     fn drop(&mut self) {
-        for m in &self.maps {
+        for m in &mut self.maps {
+            // The handler must stop matching this range before it is unmapped.
+            m._sigbus = None;
             // SAFETY: unmapping exactly what mmap returned.
             unsafe {
                 libc::munmap(m.ptr as *mut libc::c_void, m.len);

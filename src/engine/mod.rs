@@ -6,6 +6,7 @@
 
 pub mod buffer;
 pub mod mmap;
+pub mod sigbus;
 pub mod sync;
 pub mod uring;
 

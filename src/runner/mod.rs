@@ -201,7 +201,7 @@ fn prep_failed(job: &Job, e: anyhow::Error, started_unix_s: f64) -> RunOutcome {
         offset,
         message: format!("preparing the target: {message}"),
     };
-    eprintln!("fsbench: error: {failure}");
+    say(&format!("fsbench: error: {failure}"));
     RunOutcome {
         plan: Plan {
             targets: Vec::new(),
@@ -215,6 +215,16 @@ fn prep_failed(job: &Job, e: anyhow::Error, started_unix_s: f64) -> RunOutcome {
         started_unix_s,
         probes: serde_json::Map::new(),
     }
+}
+
+/// One line on stderr. A stderr that cannot be written (a full disk, a closed pipe) must not
+/// turn a failed run into a panic that skips writing the Result and cleaning up, as
+/// `eprintln!` would.
+pub(crate) fn say(line: &str) {
+    use std::io::Write;
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_all(line.as_bytes());
+    let _ = e.write_all(b"\n");
 }
 
 /// (user, thread) pairs of the whole job.
@@ -292,6 +302,21 @@ where
         Box<dyn FnOnce() -> Option<ThreadOutcome> + Send>,
     ) -> std::io::Result<Spawned>,
 {
+    if job.engine == crate::job::EngineKind::Mmap {
+        // What the SIGBUS handler removes if a mapping fails: the files this run created
+        // (with their identity at creation), unless kept.
+        let created: Vec<(&std::path::Path, u64, u64)> = if job.keep {
+            Vec::new()
+        } else {
+            plan.targets
+                .iter()
+                .zip(ids)
+                .filter(|(t, _)| t.created)
+                .map(|(t, id)| (t.path.as_path(), id.dev, id.ino))
+                .collect()
+        };
+        crate::engine::sigbus::set_removals(&created);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let gate = Arc::new(Gate::default());
     let n = which.len();

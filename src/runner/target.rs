@@ -194,7 +194,7 @@ impl Cleanup {
             drop(h);
         }
         for n in &notes {
-            eprintln!("fsbench: note: {n}");
+            super::say(&format!("fsbench: note: {n}"));
         }
         notes
     }
@@ -448,6 +448,11 @@ fn check_file(job: &Job, idx: usize, cleanup: &Cleanup, notes: &mut Vec<String>)
             .unwrap_or_else(|| "permission denied".into());
         bail_usage!("cannot open {} for writing: {why}", path.display());
     }
+    // A hint the file system cannot keep is refused now, before -o trunc or anything else
+    // touches the file.
+    if let Some(ext) = job.space.extsize {
+        crate::runner::space::check_extsize(&h.file, path, ext)?;
+    }
     let mut len_after = if job.open.trunc { 0 } else { current };
     if let (Some(r), true) = (job.space.reservation, job.space.flags.chgsiz) {
         len_after = len_after.max(r);
@@ -652,7 +657,9 @@ fn prepare_device(
     cache: &mut CachePolicy,
 ) -> Result<TargetPlan> {
     if writes(job) && !job.force {
-        if let Some(why) = safety::block_device_hazard(path) {
+        // Through the descriptor opened (O_NOFOLLOW) and locked in pass one: the path may
+        // name another device by now.
+        if let Some(why) = safety::block_device_hazard_fd(f) {
             bail_usage!(
                 "refusing to write to block device {}: {why}; add --force to destroy its contents",
                 path.display()
@@ -687,9 +694,18 @@ fn prepare_device(
         kind: TargetKind::BlockDevice,
         size,
         created: false,
-        dio_align: dio_alignment(path),
+        dio_align: device_sector_size(f).unwrap_or_else(|| dio_alignment(path)),
         reserved: None,
     })
+}
+
+/// Logical sector size of an open block device (BLKSSZGET): its direct-I/O alignment.
+fn device_sector_size(f: &File) -> Option<u64> {
+    const BLKSSZGET: libc::c_ulong = 0x1268;
+    let mut sz: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes one int into `sz`.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKSSZGET as _, &mut sz) };
+    (rc == 0 && sz > 0).then_some(sz as u64)
 }
 
 /// Evict a target's cached pages (fadvise DONTNEED), after writing back dirty ones.
@@ -817,6 +833,87 @@ mod tests {
             }
         };
         c.keep = false;
+    }
+
+    /// A loop device over a sparse file of `mb` MiB, detached on drop.
+    struct Loop(PathBuf);
+    impl Loop {
+        fn new(dir: &Path, name: &str, mb: u64) -> Option<Loop> {
+            let img = dir.join(name);
+            File::create(&img).ok()?.set_len(mb << 20).ok()?;
+            let out = std::process::Command::new("losetup")
+                .args(["--find", "--show"])
+                .arg(&img)
+                .output()
+                .ok()?;
+            out.status
+                .success()
+                .then(|| Loop(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())))
+        }
+    }
+    impl Drop for Loop {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("losetup")
+                .arg("-d")
+                .arg(&self.0)
+                .status();
+        }
+    }
+
+    #[test]
+    fn device_check_reads_the_open_descriptor_not_the_path() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("SKIPPED: needs root for loop devices");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (Some(full), Some(blank)) = (
+            Loop::new(dir.path(), "full.img", 8),
+            Loop::new(dir.path(), "blank.img", 8),
+        ) else {
+            eprintln!("SKIPPED: losetup could not attach loop devices");
+            return;
+        };
+        // An ext4 file system on one device (or at least its magic); the other is all zeros.
+        let made = std::process::Command::new("mkfs.ext4")
+            .args(["-q", "-F"])
+            .arg(&full.0)
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        if !made {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&full.0)
+                .unwrap();
+            f.write_all_at(&[0x53, 0xEF], 0x438).unwrap();
+            f.sync_all().unwrap();
+        }
+        // The descriptor was opened on the device with the signature; by the time it is
+        // checked the path names the blank one (a swap after the open).
+        let fd = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&full.0)
+            .unwrap();
+        let mut j = job(dir.path());
+        j.targets = vec![blank.0.clone()];
+        let mut notes = Vec::new();
+        let mut cache = CachePolicy::Buffered;
+        let e = prepare_device(&j, &blank.0, &fd, &mut notes, &mut cache)
+            .err()
+            .expect("the device behind the descriptor holds a signature");
+        assert!(crate::error::is_usage(&e));
+        assert!(e.to_string().contains("ext2/3/4"), "{e}");
+        // And blkid, given the descriptor, finds it too (when it is installed).
+        if let (true, Ok(found)) = (made, safety::blkid_signature_fd(&fd)) {
+            assert!(
+                found.is_some_and(|w| w.contains("ext")),
+                "blkid through the fd"
+            );
+        }
     }
 
     #[test]
