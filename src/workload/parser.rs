@@ -119,7 +119,14 @@ impl Parser {
                     other => fail(vpos, format!("expected a quoted string after echo, found {other}")),
                 }
             }
-            "usage" | "system" => {
+            "system" => {
+                let vpos = self.pos();
+                match self.next().tok {
+                    Tok::Str(cmd) => Ok(Stmt::System { cmd, pos }),
+                    other => fail(vpos, format!("expected a quoted command after system, found {other}")),
+                }
+            }
+            "usage" => {
                 let vpos = self.pos();
                 match self.next().tok {
                     Tok::Str(_) => Ok(Stmt::Ignored { what: kw, pos }),
@@ -161,6 +168,27 @@ impl Parser {
             Tok::Var(var) => {
                 self.expect(Tok::Eq, "'=' after the variable name")?;
                 if let Tok::Word(w) = self.peek().clone() {
+                    if w == "randvar" {
+                        // Filebench 1.5: `set $x = randvar(type=..., min=..., ...)` is the
+                        // same random variable as `define randvar name=$x, ...`.
+                        let rpos = self.pos();
+                        self.next();
+                        self.expect(Tok::LParen, "'(' after randvar")?;
+                        let mut attrs = self.attrs()?;
+                        self.expect(Tok::RParen, "')' to close randvar(")?;
+                        if attrs.iter().any(|a| a.name == "name") {
+                            return fail(rpos, "randvar(...) takes no name=: the variable it is set to is its name");
+                        }
+                        attrs.insert(
+                            0,
+                            Attr {
+                                name: "name".into(),
+                                value: Value::Var(var),
+                                pos: vpos,
+                            },
+                        );
+                        return Ok(Stmt::DefineRandvar { attrs, pos });
+                    }
                     if w == "cvar" {
                         self.next();
                         self.expect(Tok::LParen, "'(' after cvar")?;
