@@ -950,6 +950,17 @@ impl Loader {
             pos: f.pos,
         };
         let mut attrs: Vec<Attr> = f.attrs.clone();
+        // Local variables of a composite (`$v` or `$v=value`): bound for its inner flowops,
+        // the use's value winning over the definition's default.
+        let mut locals: Vec<(String, Value, Pos)> = Vec::new();
+        if let Some((cattrs, _, _)) = &comp {
+            for a in cattrs.iter().chain(f.attrs.iter()) {
+                if let Some(v) = a.name.strip_prefix('$') {
+                    locals.retain(|l| l.0 != v);
+                    locals.push((v.to_string(), a.value.clone(), a.pos));
+                }
+            }
+        }
         if let Some((cattrs, _, _)) = &comp {
             // Attributes given on the definition apply unless the use overrides them.
             for a in cattrs {
@@ -958,6 +969,7 @@ impl Loader {
                 }
             }
         }
+        attrs.retain(|a| !a.name.starts_with('$'));
         for a in &attrs {
             let v = &a.value;
             match a.name.as_str() {
@@ -1011,8 +1023,37 @@ impl Loader {
             return fail(f.pos, format!("flowop {} needs name=...", f.kind));
         }
         if let Some((_, inner, _)) = comp {
-            for i in &inner {
-                fo.inner.push(self.flowop(i, sems, depth + 1)?);
+            let bound: Vec<(String, Var)> = locals
+                .iter()
+                .filter(|l| l.1 != Value::Flag)
+                .map(|l| Ok((l.0.clone(), self.resolve(&l.1, l.2)?)))
+                .collect::<R<_>>()?;
+            if bound.is_empty() {
+                for i in &inner {
+                    fo.inner.push(self.flowop(i, sems, depth + 1)?);
+                }
+            } else {
+                let mut scoped = Loader {
+                    env: self.env.clone(),
+                    filesets: self.filesets.clone(),
+                    composites: self.composites.clone(),
+                    model: Model {
+                        filesets: Vec::new(),
+                        processes: Vec::new(),
+                        sems: Vec::new(),
+                        script: Vec::new(),
+                        mode: QuitMode::Timeout,
+                        lathist: false,
+                        notes: Vec::new(),
+                        vars: Vec::new(),
+                    },
+                };
+                for (k, v) in bound {
+                    scoped.env.insert(k, v);
+                }
+                for i in &inner {
+                    fo.inner.push(scoped.flowop(i, sems, depth + 1)?);
+                }
             }
         }
         self.check_flowop(&mut fo, sems)?;

@@ -333,7 +333,15 @@ impl Parser {
         // An attribute list ends at a keyword that starts the next statement only when no
         // comma joined it, so parse the first attribute, then only continue after commas.
         loop {
-            let (name, pos) = self.word("an attribute name")?;
+            // A composite flowop's local variable: `$v` (declared) or `$v=value` (bound),
+            // in `define flowop name=X, $v { ... }` and in `flowop X name=..., $v=value`.
+            let (name, pos) = if let Tok::Var(v) = self.peek().clone() {
+                let pos = self.pos();
+                self.next();
+                (format!("${v}"), pos)
+            } else {
+                self.word("an attribute name")?
+            };
             let value = if *self.peek() == Tok::Eq {
                 self.next();
                 self.value()?

@@ -715,3 +715,38 @@ run 20",
     }
     panic!("write bytes {} are not 4 draws of 1k or 3k", w.write_bytes);
 }
+
+#[test]
+fn fb_composite_local_variables() {
+    // Filebench's comp_lvar_def: `define flowop name=X, $v { ... $v ... }` declares a local
+    // variable that each use binds (`flowop X name=..., $v=value`). Two uses on two filesets
+    // of 2 files: each creates its own 2 files, then both are out of files.
+    let d = tempfile::tempdir().unwrap();
+    let r = run(
+        d.path(),
+        "set mode quit alldone
+define fileset name=a,path=$dir,entries=2,size=1k,prealloc=0
+define fileset name=b,path=$dir,entries=2,size=1k,prealloc=0
+define flowop name=mk, $fs, $n=1
+{
+  flowop createfile name=c,filesetname=$fs,fd=1
+  flowop write name=w,fd=1,iosize=1k,iters=$n
+  flowop closefile name=cl,fd=1
+}
+define process name=p {
+  thread name=t1 { flowop mk name=m1, $fs=a }
+  thread name=t2 { flowop mk name=m2, $fs=b, $n=3 } }
+run 20",
+        true,
+    );
+    let w: u64 = r.runs[0]
+        .flowops
+        .iter()
+        .filter(|f| f.name == "w")
+        .map(|f| f.write_bytes)
+        .sum();
+    // a: 2 files x 1 write; b: 2 files x 3 writes.
+    assert_eq!(w, (2 + 6) * 1024);
+    assert_eq!(files_under(&d.path().join("a")).len(), 2);
+    assert_eq!(files_under(&d.path().join("b")).len(), 2);
+}
