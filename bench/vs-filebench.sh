@@ -52,7 +52,6 @@ shrink() { # name -> shrunk copy in $OUT
         -e "s|^set \\\$nthreads=.*|set \$nthreads=$NTHREADS|" \
         -e "s|^set \\\$nshadows=.*|set \$nshadows=$NTHREADS|" \
         -e "s|^set \\\$ndbwriters=.*|set \$ndbwriters=2|" \
-        -e "s|^set \\\$filesize=10m|set \$filesize=100m|" \
         -e "s|^set \\\$numactivevids=.*|set \$numactivevids=4|" \
         -e "s|^set \\\$numpassivevids=.*|set \$numpassivevids=4|" \
         -e "s|^set \\\$filesize=[0-9]+g|set \$filesize=64m|" \
