@@ -58,6 +58,34 @@ shrink() { # name -> shrunk copy in $OUT
         -e "s|^run [0-9]+|run $SECS|" \
         -e "s|^set \\\$runtime=.*|set \$runtime=$SECS|" \
         ${SHRINK:+-e "$SHRINK"} "$src" >"$f"
+    # Some stock files end without `run` (Filebench's interactive use): run for SECS.
+    grep -Eq '^run( |$)' "$f" || echo "run $SECS" >>"$f"
+    # Filebench 1.5 parses only its own `set $v = randvar(...)` form; stock files still
+    # written as `define randvar name=$v, ...` are rewritten to it (same variable; fsbench
+    # reads both forms) so that Filebench can run them at all.
+    python3 - "$f" <<'PY'
+import re, sys
+p = sys.argv[1]
+s = open(p).read()
+out, i = [], 0
+for m in re.finditer(r"define randvar name=\$(\w+),", s):
+    out.append(s[i:m.start()])
+    j, depth = m.end(), 0
+    while j < len(s):
+        c = s[j]
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        elif (c == "\n" and depth == 0 and not re.match(r"\s*\{", s[j + 1:])
+              and not s[:j].rstrip().endswith((",", "="))):
+            break
+        j += 1
+    out.append("set $%s = randvar(%s)" % (m.group(1), " ".join(s[m.end():j].split())))
+    i = j
+out.append(s[i:])
+open(p, "w").write("".join(out))
+PY
     if [ "$FIXED_SIZES" = 1 ]; then
         sed -E -i 's|^set \$([a-z]+)=cvar\(type=cvar-gamma,parameters=mean:([0-9]+);.*|set $\1=\2|' "$f"
     fi
@@ -83,7 +111,16 @@ run_filebench() { # log file: Filebench sometimes hangs in "Shutting down proces
     wait "$pid" 2>/dev/null || true
 }
 
-filesets() { grep -o 'define file[a-z]* name=[A-Za-z0-9_.-]*' "$1" | sed 's/.*name=//'; }
+filesets() { # the fileset names of a .f file, `name=$var` resolved through its `set $var=`
+    local n v
+    for n in $(grep -o 'define file[a-z]* name=[$A-Za-z0-9_.-]*' "$1" | sed 's/.*name=//'); do
+        if [ "${n#\$}" != "$n" ]; then
+            v=$(sed -n "s/^set \\\$${n#\$}=\([A-Za-z0-9_.-]*\).*/\1/p" "$1" | tail -1)
+            n=$v
+        fi
+        [ -n "$n" ] && echo "$n"
+    done
+}
 
 echo "fsbench vs Filebench (Filebench's own files from $FILEBENCH_WORKLOADS) in $DIR:"
 echo "nfiles=$NFILES nthreads=$NTHREADS, ${SECS}s x $REPS alternating; logs in $OUT; $(date -u +%F) $(uname -r)"
