@@ -145,7 +145,7 @@ flow_re = re.compile(r"^\S.*?\s(\S+)\s+(\d+)ops\s+([\d.]+)ops/s\s+([\d.]+)mb/s\s
 sum_re = re.compile(r"IO Summary:\s+(\d+) ops ([\d.]+) ops/s \S+ rd/wr\s+([\d.]+)mb/s")
 
 def fb(path):
-    flows, summ = {}, None
+    flows, summ, summ_ops = {}, None, 0
     try:
         text = open(path).read()
     except OSError:
@@ -154,6 +154,7 @@ def fb(path):
         m = sum_re.search(line)
         if m:
             ops, ops_s, mb_s = int(m[1]), float(m[2]), float(m[3])
+            summ_ops = ops
             summ = (ops_s, mb_s * MB / ops_s if ops_s else 0.0, mb_s >= 1.0)
             continue
         parts = line.split()
@@ -164,9 +165,18 @@ def fb(path):
                     ops_s = float(parts[i + 1][:-5]); mb_s = float(parts[i + 2][:-4])
                 except ValueError:
                     break
-                flows[parts[i - 1]] = (ops_s, mb_s * MB / ops_s if ops_s else 0.0, mb_s >= 1.0)
+                flows[parts[i - 1]] = (int(p[:-3]), mb_s)
                 break
-    return summ, flows
+    if not summ:
+        return None, None
+    # Filebench prints ops/s rounded to units: use its exact counts and the run time that
+    # the IO Summary's ops and ops/s give.
+    secs = summ_ops / summ[0] if summ[0] else 0.0
+    out = {}
+    for n, (count, mb_s) in flows.items():
+        ops_s = count / secs if secs else 0.0
+        out[n] = (ops_s, mb_s * MB * secs / count if count else 0.0, mb_s >= 1.0)
+    return summ, out
 
 def fs(path):
     try:
