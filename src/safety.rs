@@ -49,6 +49,24 @@ pub fn is_marked(path: &Path) -> bool {
     n > 0 && &buf[..n as usize] == b"created"
 }
 
+/// Does this open file carry fsbench's `created` mark? (Through the descriptor, so a link
+/// swapped in after the open cannot answer for it.)
+pub fn fd_is_marked(f: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    let name = CString::new(MARK_XATTR).expect("constant has no NUL");
+    let mut buf = [0u8; 16];
+    // SAFETY: buffer and its length match; the name is NUL-terminated; the fd is open.
+    let n = unsafe {
+        libc::fgetxattr(
+            f.as_raw_fd(),
+            name.as_ptr(),
+            buf.as_mut_ptr() as *mut libc::c_void,
+            buf.len(),
+        )
+    };
+    n > 0 && &buf[..n as usize] == b"created"
+}
+
 /// Signatures checked at fixed offsets: (offset, magic bytes, what it is).
 const SIGNATURES: &[(u64, &[u8], &str)] = &[
     (0x438, &[0x53, 0xEF], "ext2/3/4 file system"),
@@ -64,13 +82,79 @@ const SIGNATURES: &[(u64, &[u8], &str)] = &[
     (0x36, b"FAT16   ", "FAT file system"),
     (0x36, b"FAT12   ", "FAT file system"),
     (0x218, b"LVM2 001", "LVM physical volume"),
-    (0x1000, b"\xa9\x2b\x4e\xfc", "Linux md RAID member"),
+    // md magic 0xa92b4efc is stored little-endian: 1.2 at 4 KiB, 1.1 at the start (0.90 and
+    // 1.0 live at the end of the device, see `tail_signature`).
+    (
+        0x1000,
+        b"\xfc\x4e\x2b\xa9",
+        "Linux md RAID member (1.2 superblock)",
+    ),
+    (
+        0,
+        b"\xfc\x4e\x2b\xa9",
+        "Linux md RAID member (1.1 superblock)",
+    ),
+    (0, b"\xce\xfa\xad\x1b", "BFS file system"),
+    (0, b"\x45\x3d\xcd\x28", "cramfs file system"),
+    (0, b"\x28\xcd\x3d\x45", "cramfs file system"),
+    (16, b"Compressed ROMFS", "cramfs file system"),
+    (512 + 16, b"Compressed ROMFS", "cramfs file system"),
     (0x10000, b"ReIsEr", "ReiserFS file system"),
     (0x400, b"\x10\x20\xF5\xF2", "F2FS file system"),
 ];
 
-/// Look for a known signature at the start of a device (or file). Returns what was found.
+fn le16(b: &[u8], o: usize) -> u16 {
+    u16::from_le_bytes([b[o], b[o + 1]])
+}
+
+/// A minix superblock at 1 KiB: one of the v1/v2 magics at 0x410 (v3 at 0x418) and sane
+/// bitmap sizes, so two random bytes alone do not count.
+fn minix_signature(head: &[u8]) -> Option<&'static str> {
+    if head.len() < 0x420 {
+        return None;
+    }
+    let sb = &head[0x400..];
+    if matches!(le16(sb, 16), 0x137F | 0x138F | 0x2468 | 0x2478)
+        && le16(sb, 0) > 0
+        && le16(sb, 4) > 0
+        && le16(sb, 6) > 0
+        && le16(sb, 10) == 0
+    {
+        return Some("minix file system");
+    }
+    if le16(sb, 24) == 0x4d5a && le16(sb, 6) > 0 && le16(sb, 8) > 0 && le16(sb, 12) == 0 {
+        return Some("minix file system (v3)");
+    }
+    None
+}
+
+/// md RAID superblocks kept at the end of a device of `size` bytes: 0.90 in the last
+/// 64 KiB-aligned 64 KiB block, 1.0 at 8 KiB from the end rounded down to 4 KiB.
+fn tail_signature(f: &std::fs::File, size: u64) -> std::io::Result<Option<String>> {
+    use std::os::unix::fs::FileExt;
+    const MD: [u8; 4] = [0xfc, 0x4e, 0x2b, 0xa9];
+    let mut spots = Vec::new();
+    if size >= 0x20000 {
+        spots.push(((size & !0xffff) - 0x10000, "0.90"));
+    }
+    if size >= 0x3000 {
+        spots.push(((size - 0x2000) & !0xfff, "1.0"));
+    }
+    for (off, version) in spots {
+        let mut m = [0u8; 4];
+        f.read_exact_at(&mut m, off)?;
+        if m == MD {
+            return Ok(Some(format!("Linux md RAID member ({version} superblock)")));
+        }
+    }
+    Ok(None)
+}
+
+/// Look for a known signature at the start and at the end of a device (or file): the
+/// built-in table, used beside `blkid -p` (and alone where blkid is missing). Returns what
+/// was found.
 pub fn find_signature(path: &Path) -> std::io::Result<Option<String>> {
+    use std::io::{Seek, SeekFrom};
     let mut f = std::fs::File::open(path)?;
     let mut head = vec![0u8; 0x10100];
     let mut got = 0;
@@ -82,6 +166,9 @@ pub fn find_signature(path: &Path) -> std::io::Result<Option<String>> {
         got += n;
     }
     head.truncate(got);
+    if let Some(what) = minix_signature(&head) {
+        return Ok(Some(what.into()));
+    }
     for (off, magic, what) in SIGNATURES {
         let o = *off as usize;
         if head.len() >= o + magic.len() && &head[o..o + magic.len()] == *magic {
@@ -95,7 +182,71 @@ pub fn find_signature(path: &Path) -> std::io::Result<Option<String>> {
             return Ok(Some("MBR partition table".into()));
         }
     }
-    Ok(None)
+    let size = f.seek(SeekFrom::End(0))?;
+    tail_signature(&f, size)
+}
+
+/// What `blkid -p` (the low-level probe users trust) finds on a device: `Ok(Some(..))` a
+/// file system, RAID member or partition table; `Ok(None)` nothing (exit 2); `Err` when
+/// blkid is missing or could not probe. It is given 20 s, so a stuck device cannot hang us.
+pub fn blkid_signature(path: &Path) -> Result<Option<String>, String> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("blkid")
+        .args(["-p", "-o", "export"])
+        .arg(path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run blkid: {e}"))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("blkid -p did not answer within 20 s".into());
+            }
+        }
+    };
+    let mut out = String::new();
+    if let Some(mut s) = child.stdout.take() {
+        let _ = s.read_to_string(&mut out);
+    }
+    match status.code() {
+        Some(0) => Ok(Some(describe_blkid(&out))),
+        Some(2) => Ok(None),
+        // 8: "ambivalent" (several signatures): certainly not blank.
+        Some(8) => Ok(Some(
+            "several signatures (blkid -p: ambivalent probing result)".into(),
+        )),
+        other => Err(format!("blkid -p failed (exit {other:?})")),
+    }
+}
+
+/// `TYPE=xfs\nUSAGE=filesystem` as "xfs filesystem signature (blkid: TYPE=xfs)".
+fn describe_blkid(export: &str) -> String {
+    let get = |k: &str| {
+        export
+            .lines()
+            .find_map(|l| l.strip_prefix(k).and_then(|v| v.strip_prefix('=')))
+            .map(str::to_string)
+    };
+    match (get("TYPE"), get("PTTYPE")) {
+        (Some(t), _) => {
+            let usage = get("USAGE").unwrap_or_else(|| "data".into());
+            format!("{t} {usage} signature (blkid: TYPE={t})")
+        }
+        (None, Some(pt)) => format!("{pt} partition table (blkid: PTTYPE={pt})"),
+        (None, None) => format!(
+            "signature found by blkid -p ({})",
+            export.trim().replace('\n', " ")
+        ),
+    }
 }
 
 /// Is a block device in use: mounted, used as swap, held by another device (dm, md, loop),
@@ -150,12 +301,21 @@ pub fn block_device_hazard(path: &Path) -> Option<String> {
     if let Some(why) = device_in_use(path) {
         return Some(why);
     }
+    // The built-in table first (it reads both ends of the device), then blkid's probe,
+    // which knows many more formats; either finding refuses.
     match find_signature(path) {
+        Ok(Some(what)) => return Some(format!("it holds a {what}")),
+        Ok(None) => {}
+        Err(e) => {
+            return Some(format!(
+                "its first and last blocks cannot be read to check for data ({e})"
+            ))
+        }
+    }
+    match blkid_signature(path) {
         Ok(Some(what)) => Some(format!("it holds a {what}")),
-        Ok(None) => None,
-        Err(e) => Some(format!(
-            "its first blocks cannot be read to check for data ({e})"
-        )),
+        // blkid missing or failing leaves the built-in table's answer.
+        Ok(None) | Err(_) => None,
     }
 }
 
@@ -189,6 +349,128 @@ mod tests {
         g.seek(SeekFrom::Start(510)).unwrap();
         g.write_all(&[0x55, 0xAA]).unwrap();
         assert_eq!(find_signature(&p2).unwrap().unwrap(), "MBR partition table");
+    }
+
+    /// A zeroed image of `size` bytes with `bytes` written at `off`.
+    fn image(dir: &Path, name: &str, size: u64, writes: &[(u64, &[u8])]) -> std::path::PathBuf {
+        let p = dir.join(name);
+        let mut f = std::fs::File::create(&p).unwrap();
+        f.set_len(size).unwrap();
+        for (off, b) in writes {
+            f.seek(SeekFrom::Start(*off)).unwrap();
+            f.write_all(b).unwrap();
+        }
+        p
+    }
+
+    const MD_LE: &[u8] = &[0xfc, 0x4e, 0x2b, 0xa9];
+
+    #[test]
+    fn md_superblocks_at_start_and_end() {
+        let d = tempfile::tempdir().unwrap();
+        // 1 MiB + 12 KiB: not 64 KiB-aligned, so the end positions differ from naive ones.
+        let size: u64 = (1 << 20) + 12 * 1024;
+        let found = |p: &Path| find_signature(p).unwrap().unwrap_or_default();
+        let v12 = image(d.path(), "v12", size, &[(0x1000, MD_LE)]);
+        assert!(
+            found(&v12).contains("md RAID member (1.2"),
+            "{}",
+            found(&v12)
+        );
+        let v11 = image(d.path(), "v11", size, &[(0, MD_LE)]);
+        assert!(found(&v11).contains("1.1"));
+        let v090 = image(
+            d.path(),
+            "v090",
+            size,
+            &[((size & !0xffff) - 0x10000, MD_LE)],
+        );
+        assert!(found(&v090).contains("0.90"), "{}", found(&v090));
+        let v10 = image(d.path(), "v10", size, &[((size - 8192) & !4095, MD_LE)]);
+        assert!(found(&v10).contains("1.0"), "{}", found(&v10));
+        // The big-endian byte order is not md's.
+        let be = image(d.path(), "be", size, &[(0x1000, &[0xa9, 0x2b, 0x4e, 0xfc])]);
+        assert_eq!(find_signature(&be).unwrap(), None);
+    }
+
+    #[test]
+    fn minix_bfs_cramfs_magics() {
+        let d = tempfile::tempdir().unwrap();
+        let found = |p: &Path| find_signature(p).unwrap().unwrap_or_default();
+        // minix v1: ninodes, imap and zmap blocks set, log zone size 0, magic 0x138F.
+        let mut sb = [0u8; 32];
+        sb[0] = 32;
+        sb[4] = 1;
+        sb[6] = 1;
+        sb[16..18].copy_from_slice(&0x138Fu16.to_le_bytes());
+        let m = image(d.path(), "minix", 1 << 20, &[(0x400, &sb)]);
+        assert!(found(&m).contains("minix"), "{}", found(&m));
+        // The magic alone, in otherwise empty data, is not taken for minix.
+        let lone = image(
+            d.path(),
+            "lone",
+            1 << 20,
+            &[(0x410, &0x138Fu16.to_le_bytes())],
+        );
+        assert_eq!(find_signature(&lone).unwrap(), None);
+        let b = image(d.path(), "bfs", 1 << 20, &[(0, &[0xce, 0xfa, 0xad, 0x1b])]);
+        assert!(found(&b).contains("BFS"));
+        let c = image(
+            d.path(),
+            "cramfs",
+            1 << 20,
+            &[(0, &[0x45, 0x3d, 0xcd, 0x28])],
+        );
+        assert!(found(&c).contains("cramfs"));
+    }
+
+    /// Images made by the real tools, where this machine has them.
+    #[test]
+    fn images_made_by_mkfs_tools() {
+        let d = tempfile::tempdir().unwrap();
+        let run = |cmd: &str, args: &[&str]| {
+            std::process::Command::new(cmd)
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false)
+        };
+        for (tool, what) in [("mkfs.minix", "minix"), ("mkfs.bfs", "BFS")] {
+            let p = image(d.path(), tool, 4 << 20, &[]);
+            if !run(tool, &[p.to_str().unwrap()]) {
+                println!("SKIPPED: {tool} not available");
+                continue;
+            }
+            let got = find_signature(&p).unwrap().unwrap_or_default();
+            assert!(got.contains(what), "{tool}: {got}");
+        }
+        let src = d.path().join("tree");
+        std::fs::create_dir(&src).unwrap();
+        std::fs::write(src.join("f"), b"hello").unwrap();
+        let img = d.path().join("cramfs.img");
+        if run(
+            "mkfs.cramfs",
+            &[src.to_str().unwrap(), img.to_str().unwrap()],
+        ) {
+            let got = find_signature(&img).unwrap().unwrap_or_default();
+            assert!(got.contains("cramfs"), "{got}");
+        } else {
+            println!("SKIPPED: mkfs.cramfs not available");
+        }
+    }
+
+    #[test]
+    fn blkid_export_described() {
+        assert_eq!(
+            describe_blkid("DEVNAME=/dev/loop0\nUUID=x\nTYPE=minix\nUSAGE=filesystem\n"),
+            "minix filesystem signature (blkid: TYPE=minix)"
+        );
+        assert_eq!(
+            describe_blkid("DEVNAME=/dev/loop0\nPTUUID=1\nPTTYPE=dos\n"),
+            "dos partition table (blkid: PTTYPE=dos)"
+        );
     }
 
     #[test]

@@ -131,28 +131,48 @@ fn full_file_system_ends_the_run_with_partial_results_and_cleanup() {
     let sb = Sandbox::new();
     let target = mnt.path().join("big");
     let json = sb.file("r.json");
-    let out = sb
-        .cmd(&[
+    // A job larger than the free space is refused before it writes (free-space check), so
+    // the file system fills during the run: a paced 3 MiB write, and a 2 MiB hog written by
+    // another program once the run has started.
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsbench"))
+        .current_dir(sb.path())
+        .args([
             "vx",
             "-t",
             "-w",
             "write",
             "-i",
-            "iosize=64k,iocount=1k",
+            "iosize=64k,iocount=48",
+            "--rate-iops",
+            "40",
             "--output",
             json.to_str().unwrap(),
             target.to_str().unwrap(),
         ])
-        .assert()
-        .code(1);
-    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !target.exists() && t0.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::fs::write(mnt.path().join("hog"), vec![1u8; 2 << 20]).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(text.contains("FAILED"), "{text}");
     assert!(text.contains("ENOSPC") && text.contains("offset"), "{text}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["status"], "failed");
     let done = v["total"]["write_ops"].as_u64().unwrap();
-    assert!(done > 0 && done < 1024, "partial: {done}");
+    assert!(done > 0 && done < 48, "partial: {done}");
     assert!(v["failures"][0]["offset"].as_u64().is_some());
     assert!(!target.exists(), "created file removed after the failure");
 }

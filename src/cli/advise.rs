@@ -31,6 +31,9 @@ pub struct AdviseArgs {
     /// standard output)
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// Let --output replace a regular file fsbench did not write
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
@@ -62,6 +65,7 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
     if a.measure && budget < 1.0 {
         crate::bail_usage!("bad --measure-time {}: must be at least 1s", a.measure_time);
     }
+    super::output::check_output(a.output.as_deref(), a.force)?;
     let path = std::fs::canonicalize(&a.path)?;
     let topology = Topology::of_path(&path, &SysfsProbe::default());
     let mut advice = advise::from_topology(topology);
@@ -99,10 +103,7 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
         let page = crate::report::advise_html::page(&advice);
         match &a.output {
             Some(p) => {
-                let tmp = p.with_extension("partial");
-                std::fs::write(&tmp, &page)
-                    .map_err(|e| crate::usage!("cannot write {}: {e}", tmp.display()))?;
-                std::fs::rename(&tmp, p)?;
+                super::output::write_file(p, page.as_bytes(), a.force)?;
                 eprintln!("wrote {}", p.display());
             }
             None => print!("{page}"),
@@ -114,7 +115,7 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
             print!("{}", advise::render::text(&advice));
         }
         if let Some(p) = &a.output {
-            super::output::write_json(p, &advice)?;
+            super::output::write_json_force(p, &advice, a.force)?;
         }
     }
     Ok(if crate::runner::signal::interrupted() {

@@ -87,7 +87,12 @@ pub fn main(a: IostatArgs) -> anyhow::Result<i32> {
     let mut prev_t = start;
     let mut n = 0u64;
     while count.is_none_or(|c| n < c) {
-        let next = start + interval * (n as u32 + 1);
+        // Checked: a long interval times many samples must not overflow (a panic).
+        let next = u32::try_from(n + 1)
+            .ok()
+            .and_then(|k| interval.checked_mul(k))
+            .and_then(|d| start.checked_add(d))
+            .unwrap_or_else(|| Instant::now() + interval);
         while Instant::now() < next && !crate::runner::signal::interrupted() {
             std::thread::sleep((next - Instant::now()).min(Duration::from_millis(50)));
         }

@@ -17,7 +17,7 @@ pub mod trace;
 pub mod vx;
 pub mod workload;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -76,19 +76,27 @@ pub fn main_with_exit_code() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return code;
+            if !e.use_stderr() {
+                // --help and --version: what was asked for, on stdout.
+                let _ = e.print();
+                return 0;
+            }
+            let argv: Vec<String> = std::env::args_os()
+                .skip(1)
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            eprintln!("{}", usage_line(&e, &argv));
+            return 2;
         }
     };
     match dispatch(cli.command) {
         Ok(code) => code,
         Err(e) => {
             if crate::error::is_usage(&e) {
-                eprintln!("fsbench: {e}");
+                eprintln!("fsbench: {}", one_line(&e.to_string()));
                 2
             } else {
-                eprintln!("fsbench: error: {e:#}");
+                eprintln!("fsbench: error: {}", one_line(&format!("{e:#}")));
                 1
             }
         }
@@ -118,5 +126,103 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
             crate::runner::process::worker_main()?;
             Ok(0)
         }
+    }
+}
+
+/// A message as one line: control characters from user input (a file name with a newline)
+/// are shown escaped, so the error stays the single line the exit status promises.
+pub fn one_line(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    for c in msg.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A parse error as the one line every usage error is: clap's message (its first paragraph,
+/// joined), then where to look, e.g. `fsbench: unexpected argument '--x' found; try 'fsbench
+/// run --help'`. clap's own rendering adds a usage block and tips over several lines.
+pub fn usage_line(e: &clap::Error, argv: &[String]) -> String {
+    use clap::error::ErrorKind;
+    // The subcommand the user was in, if any: the first word naming one.
+    let cmd = Cli::command();
+    let sub = argv.iter().find_map(|a| {
+        cmd.get_subcommands()
+            .find(|s| !s.is_hide_set() && s.get_name() == a.as_str())
+            .map(|s| s.get_name().to_string())
+    });
+    let help = match &sub {
+        Some(s) => format!("fsbench {s} --help"),
+        None => "fsbench --help".to_string(),
+    };
+    let msg = match e.kind() {
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
+            match &sub {
+                Some(s) => format!("'{s}' needs more arguments"),
+                None => "no subcommand given (quick, run, sweep, suite, report, compare, vx, advise, iostat, trace, replay, frag, workload)".to_string(),
+            }
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let joined = first.join(" ");
+            let m = joined.strip_prefix("error: ").unwrap_or(&joined).to_string();
+            if m.is_empty() {
+                format!("{:?}", e.kind())
+            } else {
+                m
+            }
+        }
+    };
+    // Control characters from the command line must not break the one line.
+    let msg: String = msg
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    format!("fsbench: {msg}; try '{help}'")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(args: &[&str]) -> String {
+        let argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let e = Cli::try_parse_from(std::iter::once("fsbench").chain(args.iter().copied()))
+            .err()
+            .expect("a parse error");
+        usage_line(&e, &argv)
+    }
+
+    #[test]
+    fn every_kind_of_parse_error_is_one_line_naming_where_to_look() {
+        for (args, want) in [
+            (&["run", "--x"][..], "unexpected argument '--x'"),
+            (&["run", "--threads"], "a value is required"),
+            (&["run", "--threads", "abc"], "invalid value 'abc'"),
+            (
+                &["replay"],
+                "the following required arguments were not provided: <TRACE>",
+            ),
+            (&["nosuch"], "unrecognized subcommand 'nosuch'"),
+            (&[], "no subcommand given"),
+            (&["run", "--threads", "a\nb\tc"], "a b?c"),
+        ] {
+            let l = line(args);
+            assert_eq!(l.lines().count(), 1, "{args:?}: {l}");
+            assert!(l.starts_with("fsbench: "), "{l}");
+            assert!(l.contains(want), "{args:?}: {l}");
+        }
+        assert!(line(&["run", "--x"]).ends_with("; try 'fsbench run --help'"));
+        assert!(line(&["nosuch"]).ends_with("; try 'fsbench --help'"));
+        assert_eq!(one_line("a\nb\tc\u{1b}d é"), "a\\nb\\tc\\u{1b}d é");
     }
 }

@@ -115,6 +115,8 @@ impl Observer {
             if records == 0 {
                 bail_usage!("--trace-records 0: give at least 1 (e.g. 1m)");
             }
+            let workers = job.targets.len().max(1) * job.threads.max(1) as usize;
+            crate::trace::session::check_budget(records, workers)?;
             if path.is_dir() {
                 bail_usage!(
                     "--trace {}: is a directory; give a file name such as trace.csv",
@@ -183,7 +185,10 @@ impl Observer {
         }
         if let Some((path, fmt)) = self.trace.take() {
             let (trace, dropped) = crate::trace::take().unwrap_or_default();
-            format::write_file(&trace, &path, fmt)?;
+            crate::cli::output::write_with(&path, false, |w| match fmt {
+                TraceFormat::Csv => format::to_csv(&trace, w),
+                TraceFormat::Bin => format::to_bin(&trace, w),
+            })?;
             result.probes.insert(
                 "trace".into(),
                 serde_json::json!({

@@ -128,7 +128,13 @@ pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
     }
     let size = crate::units::parse_size(&a.size)?;
     let secs = crate::units::parse_duration(&a.time)?.as_secs_f64();
+    super::output::check_output(a.output.as_deref(), false)?;
     let jobs = jobs(&dir, size, secs);
+    // Every test is checked before the first one runs: a bad option refuses the whole
+    // battery instead of stopping it half-way.
+    for job in &jobs {
+        job.validate()?;
+    }
     let file = jobs[0].targets[0].clone();
     if file.exists() && !crate::safety::is_marked(&file) {
         crate::bail_usage!(
@@ -136,11 +142,28 @@ pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
             file.display()
         );
     }
-    // Remove the scratch file however the battery ends.
+    // Remove the scratch file however the battery ends, but only while the path still names
+    // fsbench's own file (checked on a descriptor opened without following a link).
     struct Remove(PathBuf);
     impl Drop for Remove {
         fn drop(&mut self) {
-            let _ = std::fs::remove_file(&self.0);
+            use crate::runner::mark::{fd_can_mark, fd_is_marked, open_existing, FileId};
+            let Ok(f) = open_existing(&self.0, false, false) else {
+                return;
+            };
+            let same = FileId::of(&f).ok().is_some()
+                && FileId::of(&f).ok() == FileId::of_path(&self.0).ok();
+            let ours = fd_is_marked(&f) || !fd_can_mark(&f);
+            if same && f.metadata().is_ok_and(|m| m.is_file()) && ours {
+                if let Err(e) = std::fs::remove_file(&self.0) {
+                    eprintln!("fsbench: note: could not remove {}: {e}", self.0.display());
+                }
+            } else {
+                eprintln!(
+                    "fsbench: note: left {}: it is no longer the scratch file fsbench created",
+                    self.0.display()
+                );
+            }
         }
     }
     let _guard = Remove(file);

@@ -71,6 +71,7 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<i32> {
         iostat: a.iostat.clone(),
         ..Default::default()
     };
+    super::output::check_output(a.output.as_deref(), false)?;
     let observer = super::observe::Observer::start(&observe, &probe_job)?;
     let (job, outcome) = replay::run(&trace, &origin, &opts)?;
     let mut result = RunResult::from_outcome(&job, &outcome);
@@ -85,5 +86,5 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<i32> {
         summary_only: false,
         per_thread: a.verbose,
     };
-    super::output::emit(&[result], format, &report, a.output.as_deref())
+    super::output::emit(&[result], format, &report, a.output.as_deref(), false)
 }

@@ -2,13 +2,14 @@
 //! as text, Markdown, CSV, JSON or one self-contained HTML file; advise documents among the
 //! inputs become sections of their own.
 
+use crate::cli::output::ResultsDir;
 use crate::report::advise_html;
 use crate::report::html::{self, HtmlOptions};
 use crate::report::table::{self, Shape, Shaped};
 use crate::sweep::record::{self, Record};
 use crate::usage;
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
@@ -37,6 +38,9 @@ pub struct ReportArgs {
     /// Write here instead of standard output
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// Let --output replace a regular file fsbench did not write
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `--rows/--cols/--metrics` as a table shape.
@@ -90,25 +94,20 @@ pub fn render(
     })
 }
 
-/// Write report.html and report.md into `dir`; returns the HTML path.
+/// Write report.html and report.md into the results directory; returns the HTML path.
 pub fn write_reports(
-    dir: &Path,
+    dir: &ResultsDir,
     records: &[Record],
     tables: &[Shaped],
     title: &str,
     preface: &[String],
     baseline: Option<&str>,
 ) -> anyhow::Result<PathBuf> {
-    let html_path = dir.join("report.html");
-    std::fs::write(
-        &html_path,
-        render("html", records, tables, title, preface, baseline)?,
-    )?;
-    std::fs::write(
-        dir.join("report.md"),
-        render("md", records, tables, title, preface, baseline)?,
-    )?;
-    Ok(html_path)
+    let html = render("html", records, tables, title, preface, baseline)?;
+    dir.write("report.html", html.as_bytes())?;
+    let md = render("md", records, tables, title, preface, baseline)?;
+    dir.write("report.md", md.as_bytes())?;
+    Ok(dir.join("report.html"))
 }
 
 /// Split the inputs into `fsbench advise` documents (JSON with `kind: "advise"`) and the
@@ -132,6 +131,7 @@ fn split_advice(
 }
 
 pub fn main(a: ReportArgs) -> anyhow::Result<i32> {
+    crate::cli::output::check_output(a.output.as_deref(), a.force)?;
     let (advice, result_files) = split_advice(&a.inputs)?;
     if !advice.is_empty() && !matches!(a.format.as_str(), "text" | "md" | "markdown" | "html") {
         crate::bail_usage!(
@@ -189,10 +189,7 @@ pub fn main(a: ReportArgs) -> anyhow::Result<i32> {
     }
     match &a.output {
         Some(p) => {
-            let tmp = p.with_extension("partial");
-            std::fs::write(&tmp, &text)
-                .map_err(|e| usage!("cannot write {}: {e}", tmp.display()))?;
-            std::fs::rename(&tmp, p)?;
+            crate::cli::output::write_file(p, text.as_bytes(), a.force)?;
             eprintln!("wrote {}", p.display());
         }
         None => print!("{text}"),

@@ -150,7 +150,8 @@ pub fn build_job(a: &RunArgs) -> anyhow::Result<Job> {
                 .map_err(|e| usage!("cannot read job file {}: {e}", input.display()))?;
             job = Job::from_toml(&text, &input.display().to_string())?;
         } else {
-            targets.push(input.clone());
+            // clap refuses '-5' unless it comes after `--`; keep such a name a path.
+            targets.push(crate::job::dash_safe(input));
         }
     }
     if !targets.is_empty() {
@@ -283,9 +284,16 @@ pub fn report_options(a: &RunArgs) -> ReportOptions {
 pub fn main(a: RunArgs) -> anyhow::Result<i32> {
     let format = Format::parse(&a.output_format)?;
     let job = build_job(&a)?;
+    super::output::check_output(a.output.as_deref(), a.force)?;
     let observer = super::observe::Observer::start(&a.observe, &job)?;
     let outcome = crate::runner::run(&job)?;
     let mut result = RunResult::from_outcome(&job, &outcome);
     observer.finish(&mut result, outcome.elapsed_s)?;
-    super::output::emit(&[result], format, &report_options(&a), a.output.as_deref())
+    super::output::emit(
+        &[result],
+        format,
+        &report_options(&a),
+        a.output.as_deref(),
+        a.force,
+    )
 }

@@ -1,8 +1,8 @@
 //! `fsbench suite list` and `fsbench suite NAME --dir D...`: run a shipped suite that
 //! regenerates a seed paper's tables, write every point's Result, report.md and report.html.
 
+use crate::bail_usage;
 use crate::sweep::suite::{self, RunOptions};
-use crate::{bail_usage, usage};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -34,6 +34,10 @@ pub struct SuiteArgs {
     /// Keep the files fsbench created
     #[arg(long)]
     pub keep: bool,
+    /// Write into an output directory fsbench did not make, replacing files it did not
+    /// write and points stored there with other settings
+    #[arg(long)]
+    pub force: bool,
     /// Sample /proc/diskstats every INTERVAL during each measured point (charted in report.html)
     #[arg(long, value_name = "INTERVAL")]
     pub iostat: Option<String>,
@@ -86,7 +90,7 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("fsbench-{}", res.file.name)));
-    eprintln!(
+    let announce = format!(
         "fsbench suite {}: {} at scale {} on {}; results in {}",
         res.file.name,
         res.file.title,
@@ -106,8 +110,10 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
             repeat: a.repeat,
             fresh: a.fresh,
             keep: a.keep,
+            force: a.force,
             only: a.studies.clone(),
             iostat: a.iostat.clone(),
+            announce: Some(announce),
         },
     )?;
     let mut preface = vec![format!(
@@ -153,7 +159,7 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
         super::report::render("text", &outcome_records, &tables, &title, &preface, None)?
     );
     let html = super::report::write_reports(
-        &out_dir,
+        &outcome.results,
         &outcome_records,
         &tables,
         &title,
@@ -162,6 +168,8 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
     )?;
     let t = outcome.tally;
     let manifest = serde_json::json!({
+        "schema_version": crate::result::SCHEMA_VERSION,
+        "kind": "suite",
         "suite": res.file.name,
         "scale": res.scale,
         "dirs": a.dirs,
@@ -173,8 +181,7 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
         "interrupted": outcome.interrupted,
         "missing_personalities": outcome.missing_personalities,
     });
-    crate::cli::output::write_json(&out_dir.join("suite.json"), &manifest)
-        .map_err(|e| usage!("cannot write the suite manifest: {e}"))?;
+    outcome.results.write_json("suite.json", &manifest)?;
     eprintln!(
         "{} measured, {} reused, {} skipped, {} failed; report: {}",
         t.ran,

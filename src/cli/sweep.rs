@@ -78,6 +78,10 @@ pub struct SweepArgs {
     /// Keep the files fsbench created
     #[arg(long)]
     pub keep: bool,
+    /// Write into an output directory fsbench did not make, replacing files it did not
+    /// write and points stored there with other settings
+    #[arg(long)]
+    pub force: bool,
     /// Study name in file names and tables
     #[arg(long, default_value = "sweep")]
     pub name: String,
@@ -230,7 +234,9 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
                     a.target.display()
                 );
             }
-            study.build_workload(p)?;
+            let pj = study.build_workload(p)?;
+            let name = study.workload.as_deref().unwrap_or_default();
+            sweep::workloads::check_personality(name, &a.target, &pj.vars)?;
         } else {
             study.build(p, &a.target)?;
         }
@@ -239,20 +245,23 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from("fsbench-sweep"));
-    let mut ctx = Ctx::new(
-        out_dir.clone(),
-        a.repeat,
-        a.fresh,
-        a.keep,
-        points.len() * a.repeat as usize,
-    )?;
     if let Some(iv) = &a.iostat {
         if study.workload.is_some() {
             bail_usage!("--iostat is for file and device sweeps, not --workload sweeps");
         }
         crate::units::parse_duration(iv)?;
-        ctx.iostat = Some(iv.clone());
     }
+    let mut ctx = Ctx::new(
+        out_dir.clone(),
+        a.repeat,
+        a.fresh,
+        a.keep,
+        a.force,
+        points.len() * a.repeat as usize,
+    )?;
+    ctx.iostat = a.iostat.clone();
+    let label = a.target.display().to_string();
+    sweep::check_stored(&study, Some(&label), &ctx)?;
     crate::runner::signal::install();
     eprintln!(
         "fsbench sweep: {} points x {} repeat(s), order {}; results in {}",
@@ -261,7 +270,6 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         study.order_text(),
         out_dir.display()
     );
-    let label = a.target.display().to_string();
     let res = sweep::run_study(&study, &a.target, Some(&label), &mut ctx);
     ctx.cleanup();
     ctx.progress.clear();
@@ -272,7 +280,7 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         "{}",
         super::report::render(&a.format, &records, &tables, &title, &[], None)?
     );
-    let html = super::report::write_reports(&out_dir, &records, &tables, &title, &[], None)?;
+    let html = super::report::write_reports(&ctx.results, &records, &tables, &title, &[], None)?;
     let t = ctx.tally;
     eprintln!(
         "{} measured, {} reused from earlier runs, {} skipped, {} failed; report: {}",

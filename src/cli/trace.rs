@@ -91,7 +91,7 @@ fn analyze_main(a: &TraceArgs, file: &Path) -> anyhow::Result<i32> {
     }
     let t = format::read_file(file)?;
     let layout = a.physical.then(|| analyze::layout_of(&t));
-    let an = analyze::analyze_on(&t, region, stripe, layout.as_ref());
+    let an = analyze::analyze_on(&t, region, stripe, layout.as_ref())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&an)?);
     } else {
@@ -99,10 +99,10 @@ fn analyze_main(a: &TraceArgs, file: &Path) -> anyhow::Result<i32> {
         print!("{}", analyze::format_text(&an));
         if let Some(n) = a.list {
             println!();
-            print!(
-                "{}",
-                analyze::format_listing(&t, n, stripe, layout.as_ref())
-            );
+            // Streamed: a long listing is never held in memory whole.
+            let mut out = FmtToIo(std::io::BufWriter::new(std::io::stdout().lock()));
+            let _ = analyze::write_listing(&mut out, &t, n, stripe, layout.as_ref());
+            let _ = std::io::Write::flush(&mut out.0);
         }
     }
     Ok(0)
@@ -157,73 +157,231 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
         }
     }
     format::check_writable(&a.output)?;
+    if let Some(keep) = &a.strace_log {
+        // Never over an existing file (it is not ours to replace).
+        if std::fs::symlink_metadata(keep).is_ok() {
+            bail_usage!(
+                "--strace-log {}: exists: choose a new name (fsbench does not overwrite other files)",
+                keep.display()
+            );
+        }
+    }
     let Some(strace_bin) = find_in_path("strace") else {
         bail_usage!("trace: strace is not installed (it captures the program's system calls): install it, e.g. apt-get install strace");
     };
-    let log =
-        TempLog(std::env::temp_dir().join(format!("fsbench-strace-{}.log", std::process::id())));
-    let log = &log.0;
+    // Handlers first: a Ctrl-C or SIGTERM from here on stops strace and what it traces,
+    // and still writes what was captured.
+    crate::runner::signal::install();
+    let log = TempLog::create()?;
     let mut cmd = std::process::Command::new(&strace_bin);
     cmd.args(["-f", "-ttt", "-T", "-y", "-qq", "-s", "0", "-e"])
         .arg(format!("trace={}", strace::TRACED_SYSCALLS))
         .arg("-o")
-        .arg(log);
+        .arg(&log.0);
     match a.pid {
         Some(pid) => cmd.arg("-p").arg(pid.to_string()),
         None => cmd.arg("--").args(&a.command),
     };
+    // strace and the command it starts get a process group of their own, so fsbench alone
+    // decides how they stop (a terminal's Ctrl-C reaches only fsbench, which forwards it),
+    // and one signal to the group reaches both.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the forked child before exec and only calls prctl and
+    // getppid (via guard::die_with_parent); fsbench is single-threaded while capturing.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            // If fsbench dies (even by SIGKILL), strace goes too.
+            crate::guard::die_with_parent(Some(parent));
+            Ok(())
+        });
+    }
     let mut child = cmd
         .spawn()
         .map_err(|e| usage!("trace: cannot start strace: {e}"))?;
-    let status = if a.pid.is_some() {
-        wait_attached(&mut child, duration)?
-    } else {
-        child.wait()?
-    };
-    let text = std::fs::read_to_string(log).map_err(|e| {
+    let (status, stopped) = wait_strace(&mut child, a.pid.is_some(), duration)?;
+    let log_file = std::fs::File::open(&log.0).map_err(|e| {
         anyhow::anyhow!(
             "strace wrote no log ({e}); is ptrace allowed here (containers may forbid it)?"
         )
     })?;
     if let Some(keep) = &a.strace_log {
-        std::fs::copy(log, keep)
+        copy_new(&log.0, keep)
             .with_context(|| format!("copying strace's log to {}", keep.display()))?;
     }
-    let conv = strace::parse_log_with(&text, seeded);
-    format::write_file(&conv.trace, &a.output, fmt)?;
+    let conv = strace::parse_log_from(std::io::BufReader::new(log_file), seeded)
+        .with_context(|| format!("reading strace's log {}", log.0.display()))?;
+    crate::cli::output::write_with(&a.output, false, |w| match fmt {
+        format::TraceFormat::Csv => format::to_csv(&conv.trace, w),
+        format::TraceFormat::Bin => format::to_bin(&conv.trace, w),
+    })?;
     eprint!("{}", summary(&conv, &a.output));
-    if !status.success() {
-        eprintln!("fsbench: the traced command exited with {status}; its trace was still written");
-        return Ok(1);
+    match stopped {
+        // Detaching from a process on request is a success: the trace covers the time asked
+        // for (the README's way to stop `trace --pid` is Ctrl-C).
+        Stop::Detached => Ok(0),
+        Stop::Interrupted => {
+            eprintln!("fsbench: interrupted: the traced command was stopped; the trace of what it did so far was written");
+            Ok(130)
+        }
+        Stop::Ended if !status.success() => {
+            eprintln!(
+                "fsbench: the traced command exited with {status}; its trace was still written"
+            );
+            Ok(1)
+        }
+        Stop::Ended => Ok(0),
     }
-    Ok(0)
 }
 
-/// Wait for an attached strace until the duration is over, Ctrl-C, or the process ends;
-/// then detach it (SIGINT makes strace detach and finish its log).
-fn wait_attached(
+/// How a capture ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// strace ended by itself (the command or the attached process ended).
+    Ended,
+    /// --pid: detached on Ctrl-C/SIGTERM or when --duration was over.
+    Detached,
+    /// A started command was stopped by Ctrl-C/SIGTERM to fsbench.
+    Interrupted,
+}
+
+/// Wait for strace. With --pid, Ctrl-C or the end of --duration makes strace detach (SIGINT
+/// to strace alone: the process is not ours to stop). With a started command, Ctrl-C or
+/// SIGTERM stops strace and the command: SIGTERM to their process group, then SIGKILL to
+/// whatever of it is left.
+fn wait_strace(
     child: &mut std::process::Child,
+    attached: bool,
     duration: Option<std::time::Duration>,
-) -> anyhow::Result<std::process::ExitStatus> {
-    crate::runner::signal::install();
-    let start = std::time::Instant::now();
+) -> anyhow::Result<(std::process::ExitStatus, Stop)> {
+    use std::time::{Duration, Instant};
+    let start = Instant::now();
+    let pgid = child.id() as libc::pid_t;
     loop {
+        let asked = crate::runner::signal::interrupted();
         if let Some(st) = child.try_wait()? {
-            return Ok(st);
+            // strace may end on its own just as fsbench is interrupted.
+            let how = match (asked, attached) {
+                (false, _) => Stop::Ended,
+                (true, true) => Stop::Detached,
+                (true, false) => {
+                    kill_group(pgid, libc::SIGKILL);
+                    Stop::Interrupted
+                }
+            };
+            return Ok((st, how));
         }
-        if crate::runner::signal::interrupted() || duration.is_some_and(|d| start.elapsed() >= d) {
-            // SAFETY: signalling the strace process this function started and still owns.
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-            child.wait()?;
-            // Detaching on request is a success: the trace covers the time asked for.
-            return Ok(std::process::ExitStatus::default());
+        let over = duration.is_some_and(|d| start.elapsed() >= d);
+        if asked || over {
+            let how = if attached {
+                // SAFETY: signalling the strace process this function's caller started.
+                unsafe { libc::kill(pgid, libc::SIGINT) };
+                Stop::Detached
+            } else {
+                kill_group(pgid, libc::SIGTERM);
+                Stop::Interrupted
+            };
+            // strace finishes its log and exits; if it does not within a few seconds, it
+            // (and, for a started command, the command) is killed.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let st = loop {
+                if let Some(st) = child.try_wait()? {
+                    break st;
+                }
+                if Instant::now() >= deadline {
+                    if attached {
+                        // SAFETY: as above; strace alone, never the attached process.
+                        unsafe { libc::kill(pgid, libc::SIGKILL) };
+                    } else {
+                        kill_group(pgid, libc::SIGKILL);
+                    }
+                    break child.wait()?;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            if !attached {
+                // The traced command may outlive strace (a tracee is let go when its
+                // tracer dies): nothing of the group is left running.
+                kill_group(pgid, libc::SIGKILL);
+            }
+            return Ok((st, how));
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
-/// strace's log file, removed when done.
+/// Signal the process group fsbench made for strace and the command it started.
+fn kill_group(pgid: libc::pid_t, sig: libc::c_int) {
+    // SAFETY: a negative pid signals the group whose id is strace's pid, created by
+    // process_group(0) at spawn: only strace and what it started are in it.
+    unsafe { libc::kill(-pgid, sig) };
+}
+
+/// Copy `from` to a new file `to` (O_EXCL|O_NOFOLLOW: never over an existing file).
+fn copy_new(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut src = std::fs::File::open(from)?;
+    let mut dst = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o644)
+        .open(to)?;
+    std::io::copy(&mut src, &mut dst)?;
+    Ok(())
+}
+
+/// `fmt::Write` onto an `io::Write` (a closed pipe ends the listing).
+struct FmtToIo<W: std::io::Write>(W);
+
+impl<W: std::io::Write> std::fmt::Write for FmtToIo<W> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.write_all(s.as_bytes()).map_err(|_| std::fmt::Error)
+    }
+}
+
+/// strace's log file: created new (O_EXCL|O_NOFOLLOW, mode 0600) in the temporary directory,
+/// so no link or earlier file is ever followed or reused; removed when done, interrupted or
+/// not.
 struct TempLog(PathBuf);
+
+impl TempLog {
+    fn create() -> anyhow::Result<TempLog> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = std::env::temp_dir();
+        let pid = std::process::id();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        for n in 0..100u32 {
+            let p = dir.join(format!(
+                "fsbench-strace-{pid}-{:08x}.log",
+                nanos ^ n.wrapping_mul(0x9e37_79b9)
+            ));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .mode(0o600)
+                .open(&p)
+            {
+                Ok(_) => return Ok(TempLog(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(anyhow::anyhow!(
+                        "cannot create strace's log in {}: {e}",
+                        dir.display()
+                    ))
+                }
+            }
+        }
+        Err(anyhow::anyhow!(
+            "cannot create a new strace log in {}: too many names taken",
+            dir.display()
+        ))
+    }
+}
 
 impl Drop for TempLog {
     fn drop(&mut self) {

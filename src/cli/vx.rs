@@ -9,9 +9,16 @@ pub fn main(args: &[String]) -> anyhow::Result<i32> {
         print!("{}", crate::vx::HELP);
         return Ok(0);
     }
+    super::output::check_output(cmd.output.as_deref(), cmd.job.force)?;
     let observer = super::observe::Observer::start(&observe, &cmd.job)?;
     let outcome = crate::runner::run(&cmd.job)?;
     let mut result = RunResult::from_outcome(&cmd.job, &outcome);
     observer.finish(&mut result, outcome.elapsed_s)?;
-    super::output::emit(&[result], cmd.format, &cmd.report, cmd.output.as_deref())
+    super::output::emit(
+        &[result],
+        cmd.format,
+        &cmd.report,
+        cmd.output.as_deref(),
+        cmd.job.force,
+    )
 }

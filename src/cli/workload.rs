@@ -86,6 +86,26 @@ fn list() -> String {
     s
 }
 
+/// A .f file as text; bytes that are not UTF-8 are a usage error at their line and column.
+fn wml_text(name: &str, bytes: Vec<u8>) -> anyhow::Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let bad = e.utf8_error().valid_up_to();
+        let b = e.as_bytes();
+        let line = b[..bad].iter().filter(|&&c| c == b'\n').count() + 1;
+        let col = bad
+            - b[..bad]
+                .iter()
+                .rposition(|&c| c == b'\n')
+                .map_or(0, |p| p + 1)
+            + 1;
+        crate::usage!(
+            "{name}:{line}:{col}: not UTF-8 text (byte 0x{:02x}): a workload file is WML text",
+            b[bad]
+        )
+        .into()
+    })
+}
+
 pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
     match a.workload.as_str() {
         "list" => {
@@ -141,9 +161,9 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
                     a.workload
                 );
             }
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            (a.workload.clone(), text)
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            (a.workload.clone(), wml_text(&a.workload, bytes)?)
         }
     };
     if let Some(d) = &a.dir {
@@ -185,6 +205,7 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
         lines_to_stdout: format == Format::Text,
         stall_after,
     };
+    crate::cli::output::check_output(a.output.as_deref(), false)?;
     let result = execute(&src, &model, &opts)?;
     match format {
         Format::Text => print!("{}", result.text()),

@@ -108,7 +108,8 @@ pub struct UringEngine {
 
 impl UringEngine {
     pub fn new(job: &Job, files: Vec<FileHandles>, pool: BufferPool) -> anyhow::Result<Self> {
-        let depth = job.queue_depth.max(1);
+        // Sized by the I/Os that can be in flight (never more than a thread issues).
+        let depth = job.effective_depth();
         let (ring, setup) = build_ring(depth, job.sqpoll, job.hipri)
             .map_err(|e| anyhow::anyhow!("{}", setup_error(e, job.sqpoll, job.hipri)))?;
         let ext_arg = ring.params().is_feature_ext_arg();
@@ -469,7 +470,7 @@ impl Drop for UringEngine {
 /// engine will use. Errors name the missing feature and what to do instead.
 pub fn preflight(job: &Job, plan: &crate::runner::Plan) -> anyhow::Result<Vec<String>> {
     let mut notes = Vec::new();
-    let depth = job.queue_depth.max(1);
+    let depth = job.effective_depth();
     if job.hipri && !all_direct(plan.cache, job.block_size, plan) {
         crate::bail_usage!(
             "--hipri polls for completions, which only direct I/O delivers: use --cache direct, concurrent or raw with an I/O size that is a multiple of the device block size (got {})",
@@ -504,7 +505,7 @@ pub fn preflight(job: &Job, plan: &crate::runner::Plan) -> anyhow::Result<Vec<St
     };
     let mut files = "registered files";
     if let Some(t) = plan.targets.first() {
-        if let Ok(f) = std::fs::File::open(&t.path) {
+        if let Ok(f) = crate::runner::mark::open_existing(&t.path, false, job.force) {
             use std::os::fd::AsRawFd;
             if ring.submitter().register_files(&[f.as_raw_fd()]).is_err() {
                 files = "plain descriptors (registering files failed)";

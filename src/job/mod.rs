@@ -307,6 +307,20 @@ impl Default for Job {
     }
 }
 
+/// Longest run accepted: one year (a larger `time_s` is a typo, and overflows timers).
+pub const MAX_TIME_S: f64 = 365.0 * 24.0 * 3600.0;
+
+/// A target named after `--` that starts with '-' (`-5`) as the same file, spelled `./-5`, so
+/// it can never be taken for an option; [`Job::validate`] refuses any other target that
+/// starts with '-'.
+pub fn dash_safe(p: &std::path::Path) -> PathBuf {
+    if p.as_os_str().as_encoded_bytes().first() == Some(&b'-') {
+        PathBuf::from(".").join(p)
+    } else {
+        p.to_path_buf()
+    }
+}
+
 /// Largest single I/O accepted (bigger buffers only waste memory; vxbench tests stop at 2 MB).
 pub const MAX_BLOCK_SIZE: u64 = 256 << 20;
 pub const MAX_THREADS: u32 = 4096;
@@ -320,6 +334,26 @@ impl Job {
     /// Total users x threads.
     pub fn total_threads(&self) -> u64 {
         self.targets.len() as u64 * self.threads as u64
+    }
+
+    /// I/Os in flight per thread that can actually happen: the queue depth, but never more
+    /// than the I/Os a thread issues in an untimed run (buffers are sized by this).
+    pub fn effective_depth(&self) -> u32 {
+        let qd = self.queue_depth.max(1);
+        if self.time_s.is_some() {
+            return qd;
+        }
+        let per_thread = match (self.io_count, self.needed_file_size()) {
+            (Some(n), _) => n,
+            (None, Some(size)) => {
+                (size / self.block_size.max(1) / self.threads.max(1) as u64).max(1)
+            }
+            (None, None) => return qd,
+        };
+        per_thread
+            .saturating_mul(self.repeats.max(1) as u64)
+            .min(qd as u64)
+            .max(1) as u32
     }
 
     /// Region of the file each thread covers sequentially, and the file size the job needs.
@@ -374,12 +408,61 @@ impl Job {
             ));
         }
         if let Some(t) = self.time_s {
-            if !(t > 0.0 && t.is_finite()) {
-                return Err(usage!("bad run time {t}: must be more than 0 seconds"));
+            if !(t > 0.0 && t <= MAX_TIME_S) {
+                return Err(usage!(
+                    "bad run time {t}: must be more than 0 seconds and at most one year ({MAX_TIME_S} s)"
+                ));
             }
         }
         if self.io_count == Some(0) {
             return Err(usage!("bad I/O count 0: must be at least 1"));
+        }
+        for t in &self.targets {
+            if t.as_os_str().is_empty() {
+                return Err(usage!("empty target name: name a file or block device"));
+            }
+            if t.as_os_str().as_encoded_bytes().first() == Some(&b'-') {
+                return Err(usage!(
+                    "target '{}' starts with '-' and looks like an option: write ./{} (or put it after --)",
+                    t.display(),
+                    t.display()
+                ));
+            }
+        }
+        // Every offset must fit pread/pwrite's signed 64-bit offset, and sizes must not wrap.
+        const MAX_OFFSET: u64 = i64::MAX as u64;
+        if let (Some(n), None) = (self.io_count, self.file_size) {
+            // Without a file size the file is sized by count x block size x threads.
+            let total = n
+                .checked_mul(self.block_size)
+                .and_then(|b| b.checked_mul(self.threads as u64));
+            if total.is_none_or(|b| b > MAX_OFFSET) {
+                return Err(usage!(
+                    "bad I/O count {n}: {n} I/Os of {} bytes on {} thread(s) do not fit a file (at most 2^63 bytes); give a smaller count or a file size",
+                    self.block_size,
+                    self.threads
+                ));
+            }
+        }
+        for (what, v) in [
+            ("file size", self.file_size),
+            ("reservation", self.space.reservation),
+            ("truncup size", self.space.truncup),
+            ("extent size", self.space.extsize),
+        ] {
+            match v {
+                Some(0) => {
+                    return Err(usage!(
+                        "bad {what} 0: must be at least 1 byte (leave it out for none)"
+                    ))
+                }
+                Some(b) if b > MAX_OFFSET => {
+                    return Err(usage!(
+                        "bad {what} {b}: must be at most 2^63-1 bytes (8 EiB)"
+                    ))
+                }
+                _ => {}
+            }
         }
         if self.queue_depth > 1 && self.engine != EngineKind::Uring {
             return Err(usage!(

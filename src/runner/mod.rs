@@ -2,6 +2,8 @@
 //! start barrier, stops them on count, time, Ctrl-C or error, and gathers their `Stats`.
 //! Only the runner does I/O.
 
+pub mod limits;
+pub mod mark;
 pub mod opgen;
 pub mod pace;
 pub mod process;
@@ -14,7 +16,7 @@ use crate::job::{Job, WorkerMode};
 use crate::stats::Stats;
 use anyhow::Result;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 pub use target::Plan;
 pub use worker::{IoFailure, ThreadOutcome};
@@ -67,32 +69,62 @@ impl RunOutcome {
 }
 
 /// Run one Job from start to end: prepare, time, clean up.
+///
+/// A refusal before any I/O (what the user named, or its state) is a usage error. An error
+/// while preparing (layout, reservation) or during the timed run is a `Failed` outcome that
+/// names the file and offset, so front ends still write their Result.
 pub fn run(job: &Job) -> Result<RunOutcome> {
     job.validate()?;
+    limits::check(job)?;
     signal::install();
-    let (plan, cleanup) = target::prepare(job)?;
+    let started_unix_s = now_unix_s();
+    let (plan, mut cleanup) = match target::prepare(job) {
+        Ok(x) => x,
+        Err(e) if crate::error::is_usage(&e) => return Err(e),
+        Err(e) => return Ok(prep_failed(job, e, started_unix_s)),
+    };
     let mut plan = plan;
+    let ids = cleanup.ids();
+    // Anything refused or failed from here to the start still leaves no created file
+    // behind, even with --keep: nothing was measured in it.
+    let abandon = |cleanup: &mut target::Cleanup| {
+        cleanup.keep = false;
+        cleanup.remove_existing = false;
+        cleanup.finish();
+    };
     if job.engine == crate::job::EngineKind::Uring {
-        let notes = crate::engine::uring::preflight(job, &plan)?;
-        plan.notes.extend(notes);
-    }
-    if job.drop_cache {
-        target::drop_caches(&job.targets, &mut plan.notes);
-    } else if job.invalidate {
-        for t in &plan.targets {
-            let _ = target::evict(&t.path);
+        match crate::engine::uring::preflight(job, &plan) {
+            Ok(notes) => plan.notes.extend(notes),
+            Err(e) => {
+                abandon(&mut cleanup);
+                return Err(e);
+            }
         }
     }
-    let started_unix_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
+    if job.drop_cache {
+        for h in &cleanup.held {
+            target::evict_file(&h.file);
+        }
+        target::drop_caches(&[], &mut plan.notes);
+    } else if job.invalidate {
+        for h in &cleanup.held {
+            target::evict_file(&h.file);
+        }
+    }
+    let started_unix_s = now_unix_s();
     let (threads, elapsed_s) = if job.space.reserve_only {
         (Vec::new(), 0.0)
     } else {
-        match job.workers {
-            WorkerMode::Threads => run_threads(job, &plan, all_workers(job))?,
-            _ => process::run_processes(job, &plan)?,
+        let ran = match job.workers {
+            WorkerMode::Threads => run_threads(job, &plan, &ids, all_workers(job)),
+            _ => process::run_processes(job, &plan, &ids),
+        };
+        match ran {
+            Ok(r) => r,
+            Err(e) => {
+                abandon(&mut cleanup);
+                return Err(e);
+            }
         }
     };
     let failures: Vec<IoFailure> = threads.iter().filter_map(|t| t.failure.clone()).collect();
@@ -116,27 +148,16 @@ pub fn run(job: &Job) -> Result<RunOutcome> {
             probes.insert("extents".into(), crate::probe::frag::extents_probe(&files));
         }
     }
-    // Post-run space management and removal.
-    for t in &plan.targets {
-        if job.space.flags.trim || job.space.flags.noreserve {
-            let _ = space::trim(&t.path);
-        }
-    }
-    if job.remove {
-        for t in &plan.targets {
-            if t.kind == target::TargetKind::File
-                && !t.created
-                && (crate::safety::is_marked(&t.path) || job.force)
-            {
-                let _ = std::fs::remove_file(&t.path);
+    // Post-run space management, through the descriptors held since prepare.
+    if job.space.flags.trim || job.space.flags.noreserve {
+        for (t, h) in plan.targets.iter().zip(&cleanup.held) {
+            if t.kind == target::TargetKind::File {
+                let _ = space::trim(&h.file);
             }
         }
     }
-    let mut cleanup = cleanup;
-    if job.remove {
-        cleanup.keep = false;
-    }
-    drop(cleanup);
+    // Removal (created files unless kept; with --remove also marked ones), then the locks go.
+    plan.notes.extend(cleanup.finish());
     Ok(RunOutcome {
         plan,
         threads,
@@ -148,6 +169,54 @@ pub fn run(job: &Job) -> Result<RunOutcome> {
     })
 }
 
+fn now_unix_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// The outcome of a preparation that failed after it started writing: no I/O was timed,
+/// the failure names the file and offset, and what was created has been removed.
+fn prep_failed(job: &Job, e: anyhow::Error, started_unix_s: f64) -> RunOutcome {
+    let (path, offset, message) = match e.downcast_ref::<target::PrepError>() {
+        Some(p) => (p.path.display().to_string(), p.offset, p.message.clone()),
+        None => (
+            job.targets
+                .first()
+                .map(|t| t.display().to_string())
+                .unwrap_or_default(),
+            None,
+            format!("{e:#}"),
+        ),
+    };
+    let failure = IoFailure {
+        user: job
+            .targets
+            .iter()
+            .position(|t| t.display().to_string() == path)
+            .unwrap_or(0),
+        thread: 0,
+        path,
+        offset,
+        message: format!("preparing the target: {message}"),
+    };
+    eprintln!("fsbench: error: {failure}");
+    RunOutcome {
+        plan: Plan {
+            targets: Vec::new(),
+            cache: job.cache,
+            notes: Vec::new(),
+        },
+        threads: Vec::new(),
+        status: RunStatus::Failed,
+        failures: vec![failure],
+        elapsed_s: 0.0,
+        started_unix_s,
+        probes: serde_json::Map::new(),
+    }
+}
+
 /// (user, thread) pairs of the whole job.
 pub fn all_workers(job: &Job) -> Vec<(usize, u32)> {
     (0..job.targets.len())
@@ -155,59 +224,206 @@ pub fn all_workers(job: &Job) -> Vec<(usize, u32)> {
         .collect()
 }
 
+/// Stack of a worker thread: the I/O loop needs little, and thousands of workers must not
+/// reserve the default 2 MiB each.
+pub const WORKER_STACK: usize = 512 << 10;
+
+/// The start gate: every worker prepares, then waits here; the runner opens it (run) or, when
+/// something failed before the start (a thread could not be spawned, a parent never said
+/// go), closes it and no worker does any I/O.
+#[derive(Default)]
+struct Gate {
+    state: Mutex<(usize, Option<bool>)>,
+    cv: Condvar,
+}
+
+impl Gate {
+    /// A worker is prepared; wait for the decision. True = run.
+    fn arrive_and_wait(&self) -> bool {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        g.0 += 1;
+        self.cv.notify_all();
+        while g.1.is_none() {
+            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        g.1 == Some(true)
+    }
+    /// Wait until `n` workers are prepared.
+    fn wait_prepared(&self, n: usize) {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while g.0 < n {
+            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+    fn decide(&self, go: bool) {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        g.1 = Some(go);
+        self.cv.notify_all();
+    }
+}
+
 /// Run the given workers as threads of this process. `go` is called once every worker is
-/// prepared, before the barrier releases (process mode uses it to wait for the parent).
+/// prepared, before the gate opens (process mode uses it to wait for the parent); when it
+/// returns false nothing runs. `ids` are the (device, inode) of the prepared targets: a worker
+/// whose path now names another file refuses to start.
 pub fn run_threads_with(
     job: &Job,
     plan: &Plan,
+    ids: &[mark::FileId],
     which: Vec<(usize, u32)>,
-    go: impl FnOnce(),
+    go: impl FnOnce() -> bool,
 ) -> Result<(Vec<ThreadOutcome>, f64)> {
+    run_threads_spawning(job, plan, ids, which, go, |b, f| b.spawn(f))
+}
+
+type Spawned = std::thread::JoinHandle<Option<ThreadOutcome>>;
+
+fn run_threads_spawning<F>(
+    job: &Job,
+    plan: &Plan,
+    ids: &[mark::FileId],
+    which: Vec<(usize, u32)>,
+    go: impl FnOnce() -> bool,
+    spawn: F,
+) -> Result<(Vec<ThreadOutcome>, f64)>
+where
+    F: Fn(
+        std::thread::Builder,
+        Box<dyn FnOnce() -> Option<ThreadOutcome> + Send>,
+    ) -> std::io::Result<Spawned>,
+{
     let stop = Arc::new(AtomicBool::new(false));
-    let barrier = Arc::new(Barrier::new(which.len() + 1));
-    let mut handles = Vec::with_capacity(which.len());
+    let gate = Arc::new(Gate::default());
+    let n = which.len();
+    let mut handles = Vec::with_capacity(n);
+    let threads_per_user = job.threads;
+    // One shared copy: a copy of the plan per worker is quadratic in the number of targets.
+    let shared = Arc::new((job.clone(), plan.clone()));
     for (user, thread) in which {
-        let job = job.clone();
-        let plan = plan.clone();
+        let shared = shared.clone();
+        let id = ids.get(user).copied();
         let stop = stop.clone();
-        let barrier = barrier.clone();
-        let h = std::thread::Builder::new()
-            .name(format!("fsbench-u{user}t{thread}"))
-            .spawn(move || {
-                let prepared = worker::Worker::prepare(&job, &plan, user, thread);
-                barrier.wait();
-                match prepared {
-                    Ok(w) => w.run(&stop),
-                    Err(f) => {
-                        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-                        ThreadOutcome {
-                            user,
-                            thread,
-                            stats: Stats::default(),
-                            failure: Some(f),
-                        }
+        let worker_gate = gate.clone();
+        let body: Box<dyn FnOnce() -> Option<ThreadOutcome> + Send> = Box::new(move || {
+            let (job, plan) = &*shared;
+            let prepared = worker::Worker::prepare(job, plan, id, user, thread);
+            if !worker_gate.arrive_and_wait() {
+                return None;
+            }
+            Some(match prepared {
+                Ok(w) => w.run(&stop),
+                Err(f) => {
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    ThreadOutcome {
+                        user,
+                        thread,
+                        stats: Stats::default(),
+                        failure: Some(f),
                     }
                 }
-            })?;
-        handles.push(h);
+            })
+        });
+        let builder = std::thread::Builder::new()
+            .name(format!("fsbench-u{user}t{thread}"))
+            .stack_size(WORKER_STACK);
+        match spawn(builder, body) {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                // Nothing has started: close the gate, let the spawned threads end, refuse.
+                gate.decide(false);
+                for h in handles {
+                    let _ = h.join();
+                }
+                crate::bail_usage!(
+                    "cannot start worker thread {} of {n}: {e}; use fewer threads or targets (or raise ulimit -u)",
+                    handles_len_plus_one(user, thread, threads_per_user)
+                );
+            }
+        }
     }
-    go();
+    gate.wait_prepared(n);
+    if !go() {
+        gate.decide(false);
+        for h in handles {
+            let _ = h.join();
+        }
+        anyhow::bail!("the run was called off before it started");
+    }
     let t0 = Instant::now();
-    barrier.wait();
+    gate.decide(true);
     let mut out = Vec::with_capacity(handles.len());
+    let mut panicked = false;
     for h in handles {
-        out.push(
-            h.join()
-                .map_err(|_| anyhow::anyhow!("a worker thread panicked"))?,
-        );
+        match h.join() {
+            Ok(Some(o)) => out.push(o),
+            Ok(None) => {}
+            Err(_) => panicked = true,
+        }
+    }
+    if panicked {
+        anyhow::bail!("a worker thread panicked");
     }
     Ok((out, t0.elapsed().as_secs_f64()))
+}
+
+fn handles_len_plus_one(user: usize, thread: u32, threads: u32) -> u64 {
+    user as u64 * threads as u64 + thread as u64 + 1
 }
 
 fn run_threads(
     job: &Job,
     plan: &Plan,
+    ids: &[mark::FileId],
     which: Vec<(usize, u32)>,
 ) -> Result<(Vec<ThreadOutcome>, f64)> {
-    run_threads_with(job, plan, which, || {})
+    run_threads_with(job, plan, ids, which, || true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_spawn_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = Job {
+            targets: vec![dir.path().join("t")],
+            access: crate::job::Access::Write,
+            io_count: Some(4),
+            threads: 8,
+            block_size: 4096,
+            ..Default::default()
+        };
+        let (plan, cleanup) = target::prepare(&job).unwrap();
+        let ids = cleanup.ids();
+        let count = std::sync::atomic::AtomicUsize::new(0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let r = run_threads_spawning(
+                    &job,
+                    &plan,
+                    &ids,
+                    all_workers(&job),
+                    || true,
+                    |b, f| {
+                        if count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 5 {
+                            Err(std::io::Error::from_raw_os_error(libc::EAGAIN))
+                        } else {
+                            b.spawn(f)
+                        }
+                    },
+                );
+                let _ = tx.send(r.map(|_| ()));
+            });
+            let r = rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .expect("no hang after a failed spawn");
+            let e = r.unwrap_err();
+            assert!(crate::error::is_usage(&e));
+            assert!(e.to_string().contains("thread 6 of 8"), "{e}");
+        });
+        // Nothing was written by the five threads that were started.
+        assert_eq!(std::fs::metadata(dir.path().join("t")).unwrap().len(), 0);
+    }
 }

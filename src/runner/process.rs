@@ -18,7 +18,14 @@ pub struct WorkerSpec {
     pub job: Job,
     pub plan: Plan,
     pub workers: Vec<(usize, u32)>,
+    /// (device, inode) of each prepared target: a child never opens another file.
+    #[serde(default)]
+    pub ids: Vec<super::mark::FileId>,
 }
+
+/// Environment variable carrying the parent's PID to a worker process, so the worker dies
+/// with it (a SIGKILLed parent must not leave workers writing forever).
+pub const PARENT_ENV: &str = "FSBENCH_PARENT_PID";
 
 /// Stats in a form that crosses a pipe exactly (histograms as buckets).
 #[derive(Serialize, Deserialize)]
@@ -99,7 +106,11 @@ impl From<WireOutcome> for ThreadOutcome {
 }
 
 /// Parent side: one child per group of workers.
-pub fn run_processes(job: &Job, plan: &Plan) -> Result<(Vec<ThreadOutcome>, f64)> {
+pub fn run_processes(
+    job: &Job,
+    plan: &Plan,
+    ids: &[super::mark::FileId],
+) -> Result<(Vec<ThreadOutcome>, f64)> {
     let all = super::all_workers(job);
     let groups: Vec<Vec<(usize, u32)>> = match job.workers {
         WorkerMode::ProcessPerThread => all.into_iter().map(|w| vec![w]).collect(),
@@ -114,9 +125,11 @@ pub fn run_processes(job: &Job, plan: &Plan) -> Result<(Vec<ThreadOutcome>, f64)
             job: job.clone(),
             plan: plan.clone(),
             workers: g,
+            ids: ids.to_vec(),
         };
         let mut child = Command::new(&exe)
             .arg("__worker")
+            .env(PARENT_ENV, std::process::id().to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -182,19 +195,24 @@ pub fn run_processes(job: &Job, plan: &Plan) -> Result<(Vec<ThreadOutcome>, f64)
 
 /// Child side: `fsbench __worker`.
 pub fn worker_main() -> Result<()> {
+    // First of all: die with the parent, and at once if it is already gone.
+    let parent = std::env::var(PARENT_ENV).ok().and_then(|p| p.parse().ok());
+    crate::guard::die_with_parent(parent);
     super::signal::install();
     let stdin = std::io::stdin();
     let mut lock = stdin.lock();
     let mut line = String::new();
     lock.read_line(&mut line)?;
     let spec: WorkerSpec = serde_json::from_str(&line).context("reading the worker spec")?;
-    let (outcomes, _) = super::run_threads_with(&spec.job, &spec.plan, spec.workers, || {
-        let mut out = std::io::stdout();
-        let _ = out.write_all(b"ready\n");
-        let _ = out.flush();
-        let mut go = String::new();
-        let _ = lock.read_line(&mut go);
-    })?;
+    let (outcomes, _) =
+        super::run_threads_with(&spec.job, &spec.plan, &spec.ids, spec.workers, || {
+            let mut out = std::io::stdout();
+            let _ = out.write_all(b"ready\n");
+            let _ = out.flush();
+            let mut go = String::new();
+            // Only an explicit `go` starts the I/O: end of input means the parent gave up.
+            matches!(lock.read_line(&mut go), Ok(n) if n > 0) && go.trim() == "go"
+        })?;
     let wire: Vec<WireOutcome> = outcomes.iter().map(WireOutcome::from).collect();
     let mut out = std::io::stdout();
     serde_json::to_writer(&mut out, &wire)?;

@@ -73,10 +73,12 @@ pub fn reserve(file: &File, path: &Path, bytes: u64, space: &Space) -> Result<()
     let rc = unsafe { libc::fallocate(file.as_raw_fd(), mode, 0, bytes as i64) };
     if rc != 0 {
         let e = std::io::Error::last_os_error();
-        bail!(
-            "-r {bytes}: reserving space in {} failed: {e}",
-            path.display()
-        );
+        return Err(super::target::PrepError {
+            path: path.to_path_buf(),
+            offset: Some(0),
+            message: format!("-r {bytes}: reserving {bytes} bytes failed: {e}"),
+        }
+        .into());
     }
     if space.flags.contig || space.flags.align {
         let extents = crate::probe::fiemap::extents(file)?;
@@ -111,17 +113,18 @@ pub fn preallocate(file: &File, path: &Path, bytes: u64) -> Result<()> {
         if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
             return Ok(()); // the layout writes allocate instead
         }
-        bail!(
-            "preallocating {bytes} bytes for {} failed: {e}",
-            path.display()
-        );
+        return Err(super::target::PrepError {
+            path: path.to_path_buf(),
+            offset: Some(0),
+            message: format!("preallocating {bytes} bytes failed: {e}"),
+        }
+        .into());
     }
     Ok(())
 }
 
 /// `-f trim` / `-f noreserve`: release reserved space past the end of the file.
-pub fn trim(path: &Path) -> Result<()> {
-    let f = std::fs::OpenOptions::new().write(true).open(path)?;
+pub fn trim(f: &File) -> Result<()> {
     let len = f.metadata()?.len();
     let alloc = f
         .metadata()

@@ -2,14 +2,17 @@
 //! needs (fixing vxbench's pitfalls), apply extent size hints and reservations, lay out data to
 //! read, refuse what would destroy data, and remember what fsbench created so it is removed.
 
+use super::mark::{
+    create_new, fd_is_marked, fd_mark, open_existing, set_blocking, target_flags, FileId,
+};
 use crate::job::{Access, CachePolicy, Job};
 use crate::safety;
 use crate::{bail_usage, usage};
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,31 +89,159 @@ pub fn block_device_size(f: &File) -> Result<u64> {
     Ok(size)
 }
 
-/// Files this run created; removed on drop unless kept.
-pub struct Cleanup {
-    pub paths: Vec<PathBuf>,
-    pub keep: bool,
+/// An error while preparing a target (layout, reservation, preallocation): names the file
+/// and, where there is one, the offset. The runner turns it into a failed Result.
+#[derive(Debug, Clone)]
+pub struct PrepError {
+    pub path: PathBuf,
+    pub offset: Option<u64>,
+    pub message: String,
 }
 
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        if !self.keep {
-            for p in &self.paths {
-                let _ = std::fs::remove_file(p);
-            }
+impl std::fmt::Display for PrepError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.offset {
+            Some(o) => write!(f, "{} at offset {o}: {}", self.path.display(), self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
         }
     }
 }
 
-/// Prepare every target. The returned `Cleanup` removes created files when dropped.
+impl std::error::Error for PrepError {}
+
+fn prep_err(path: &Path, offset: Option<u64>, message: String) -> anyhow::Error {
+    PrepError {
+        path: path.to_path_buf(),
+        offset,
+        message,
+    }
+    .into()
+}
+
+/// One target held open (and locked) for the whole run.
+pub struct Held {
+    pub path: PathBuf,
+    /// The descriptor opened in prepare; its flock keeps a second run off the target.
+    pub file: File,
+    pub id: FileId,
+    /// Created by this run.
+    pub created: bool,
+}
+
+/// Every target this run holds, and which of them it created: the created ones are removed
+/// at the end unless kept, and only while their path still names the file that was created.
+pub struct Cleanup {
+    pub held: Vec<Held>,
+    pub keep: bool,
+    /// Also remove fsbench-marked (or, with --force, any) files that this run did not create.
+    pub remove_existing: bool,
+    pub force: bool,
+    done: bool,
+}
+
+impl Cleanup {
+    pub fn new(job: &Job) -> Cleanup {
+        Cleanup {
+            held: Vec::new(),
+            keep: job.keep,
+            remove_existing: job.remove,
+            force: job.force,
+            done: false,
+        }
+    }
+
+    /// (device, inode) of every target, in target order.
+    pub fn ids(&self) -> Vec<FileId> {
+        self.held.iter().map(|h| h.id).collect()
+    }
+
+    /// Remove what should be removed, release the locks, and say (also on stderr) what could
+    /// not be removed and why.
+    pub fn finish(&mut self) -> Vec<String> {
+        if self.done {
+            return Vec::new();
+        }
+        self.done = true;
+        let mut notes = Vec::new();
+        for h in self.held.drain(..) {
+            let wanted = if h.created {
+                !self.keep || self.remove_existing
+            } else {
+                self.remove_existing
+                    && h.file.metadata().map(|m| m.is_file()).unwrap_or(false)
+                    && (fd_is_marked(&h.file) || self.force)
+            };
+            if !wanted {
+                continue;
+            }
+            match FileId::of_path(&h.path) {
+                Ok(now) if now == h.id => {
+                    if let Err(e) = std::fs::remove_file(&h.path) {
+                        notes.push(format!("could not remove {}: {e}", h.path.display()));
+                    }
+                }
+                Ok(_) => notes.push(format!(
+                    "left {}: it no longer names the file fsbench created (it was replaced during the run)",
+                    h.path.display()
+                )),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => notes.push(format!(
+                    "could not remove {}: {e}",
+                    h.path.display()
+                )),
+            }
+            // The lock is released only now, after the removal.
+            drop(h);
+        }
+        for n in &notes {
+            eprintln!("fsbench: note: {n}");
+        }
+        notes
+    }
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// Prepare every target. The returned `Cleanup` holds them (locked) and removes created
+/// files when finished or dropped. On an error nothing this run created is left behind, even
+/// with --keep: a refused or failed preparation keeps no half-made target.
 pub fn prepare(job: &Job) -> Result<(Plan, Cleanup)> {
-    let mut cleanup = Cleanup {
-        paths: Vec::new(),
-        keep: job.keep,
-    };
+    let mut cleanup = Cleanup::new(job);
+    match prepare_into(job, &mut cleanup) {
+        Ok(plan) => Ok((plan, cleanup)),
+        Err(e) => {
+            cleanup.keep = false;
+            cleanup.remove_existing = false;
+            cleanup.finish();
+            Err(e)
+        }
+    }
+}
+
+/// What pass one found out about a file target, before anything is modified.
+struct Opened {
+    idx: usize,
+    existed: bool,
+    ours: bool,
+    len: u64,
+    allocated: u64,
+    size: u64,
+    /// Size after -o trunc and a size-changing reservation.
+    len_after: u64,
+    lay_out_to: Option<u64>,
+}
+
+fn prepare_into(job: &Job, cleanup: &mut Cleanup) -> Result<Plan> {
     let mut notes = Vec::new();
-    let mut targets = Vec::with_capacity(job.targets.len());
     let mut cache = job.cache;
+    let mut slots: Vec<Option<TargetPlan>> = Vec::with_capacity(job.targets.len());
+    let mut files: Vec<Opened> = Vec::new();
+    // Pass one: open (or create) and lock every target and check it through its descriptor.
+    // Nothing is modified yet, so a refusal of a later target changes no earlier one.
     for (i, path) in job.targets.iter().enumerate() {
         if job.targets[..i].contains(path) {
             bail_usage!(
@@ -118,51 +249,182 @@ pub fn prepare(job: &Job) -> Result<(Plan, Cleanup)> {
                 path.display()
             );
         }
-        let t = prepare_one(job, path, &mut cleanup, &mut notes, &mut cache)?;
-        targets.push(t);
+        match open_one(job, path, cleanup, &mut notes, &mut cache)? {
+            Some(device) => slots.push(Some(device)),
+            None => {
+                files.push(check_file(
+                    job,
+                    cleanup.held.len() - 1,
+                    cleanup,
+                    &mut notes,
+                )?);
+                slots.push(None);
+            }
+        }
     }
-    Ok((
-        Plan {
-            targets,
-            cache,
-            notes,
-        },
-        cleanup,
-    ))
+    // Free space, per file system, for what the job will newly write.
+    let mut by_fs: Vec<(u64, PathBuf, u64)> = Vec::new();
+    for o in &files {
+        let h = &cleanup.held[o.idx];
+        let bytes = new_bytes(job, o);
+        let dir = match h.path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        match by_fs.iter_mut().find(|(dev, _, _)| *dev == h.id.dev) {
+            Some(e) => e.2 = e.2.saturating_add(bytes),
+            None => by_fs.push((h.id.dev, dir, bytes)),
+        }
+    }
+    for (_, dir, bytes) in &by_fs {
+        if *bytes > 0 {
+            crate::guard::ensure_free_space(
+                dir,
+                *bytes,
+                "the job (file layout, reservation and writes past the end of the files)",
+            )?;
+        }
+    }
+    // Pass two: modify through the descriptors.
+    let mut fi = files.into_iter();
+    let mut targets = Vec::with_capacity(slots.len());
+    for slot in slots {
+        match slot {
+            Some(t) => targets.push(t),
+            None => {
+                let o = fi.next().expect("one Opened per file target");
+                targets.push(lay_out_one(job, &cleanup.held[o.idx], &o)?);
+            }
+        }
+    }
+    Ok(Plan {
+        targets,
+        cache,
+        notes,
+    })
 }
 
-fn prepare_one(
+/// Open a target without following a symbolic link (unless --force), creating it with
+/// O_CREAT|O_EXCL when missing, lock it, and check its type through the descriptor. Returns
+/// the plan of a block device, or None for a file (held as the last entry of `cleanup`).
+fn open_one(
     job: &Job,
     path: &Path,
     cleanup: &mut Cleanup,
     notes: &mut Vec<String>,
     cache: &mut CachePolicy,
-) -> Result<TargetPlan> {
-    let meta = std::fs::metadata(path).ok();
-    if let Some(m) = &meta {
-        if m.is_dir() {
-            bail_usage!(
+) -> Result<Option<TargetPlan>> {
+    let follow = job.force;
+    let mut created = false;
+    let mut attempt = 0;
+    let file = loop {
+        attempt += 1;
+        let opened = match open_existing(path, true, follow) {
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EACCES)
+                        | Some(libc::EROFS)
+                        | Some(libc::EPERM)
+                        | Some(libc::ETXTBSY)
+                ) =>
+            {
+                // Read-only access may still be all the job needs; checked below.
+                open_existing(path, false, follow)
+            }
+            r => r,
+        };
+        match opened {
+            Ok(f) => break f,
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) && !follow => bail_usage!(
+                "{} is a symbolic link: name the file itself (fsbench does not follow links to targets), or add --force",
+                path.display()
+            ),
+            Err(e) if e.raw_os_error() == Some(libc::EISDIR) => bail_usage!(
                 "{} is a directory: name a file inside it (fsbench creates it)",
                 path.display()
-            );
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match create_new(path) {
+                Ok(f) => {
+                    created = true;
+                    break f;
+                }
+                // Someone created it between the two calls (or a dangling link is there): look again.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 3 => {
+                    continue
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => bail_usage!(
+                    "cannot create {}: {e} (a dangling symbolic link or a file that keeps appearing is there)",
+                    path.display()
+                ),
+                Err(e) => bail_usage!("cannot create {}: {e}", path.display()),
+            },
+            Err(e) => bail_usage!("cannot open {}: {e}", path.display()),
         }
-        if m.file_type().is_block_device() {
-            return prepare_device(job, path, notes, cache);
-        }
-        if !m.is_file() {
-            bail_usage!("{} is not a regular file or block device", path.display());
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| usage!("cannot stat {}: {e}", path.display()))?;
+    let ft = meta.file_type();
+    if meta.is_dir() {
+        bail_usage!(
+            "{} is a directory: name a file inside it (fsbench creates it)",
+            path.display()
+        );
+    }
+    if !meta.is_file() && !ft.is_block_device() {
+        bail_usage!("{} is not a regular file or block device", path.display());
+    }
+    set_blocking(&file);
+    let id = FileId::of(&file)?;
+    // Lock before anything else is done with it: a second run is refused, naming us.
+    crate::guard::lock_exclusive(&file, path)?;
+    cleanup.held.push(Held {
+        path: path.to_path_buf(),
+        file,
+        id,
+        created,
+    });
+    // The path must still name what we opened and locked (a concurrent run may have removed
+    // it between our open and our lock).
+    if !follow && FileId::of_path(path).ok() != Some(id) {
+        bail_usage!(
+            "{} changed while it was being opened (removed or replaced by another process); try again",
+            path.display()
+        );
+    }
+    if created {
+        let h = cleanup.held.last().expect("just pushed");
+        if !fd_mark(&h.file) {
+            notes.push(format!(
+                "{}: the file system has no user extended attributes, so a kept file cannot be recognised as fsbench's later",
+                path.display()
+            ));
         }
     }
-    if *cache == CachePolicy::Raw {
+    if ft.is_block_device() {
+        let h = cleanup.held.last().expect("just pushed");
+        return prepare_device(job, path, &h.file, notes, cache).map(Some);
+    }
+    Ok(None)
+}
+
+/// Pass one for a file: decide what will be done, refusing what must not be, from the
+/// descriptor alone.
+fn check_file(job: &Job, idx: usize, cleanup: &Cleanup, notes: &mut Vec<String>) -> Result<Opened> {
+    let h = &cleanup.held[idx];
+    let path = h.path.as_path();
+    if job.cache == CachePolicy::Raw {
         bail_usage!(
             "cache policy raw needs a block device target; {} is a file (use direct)",
             path.display()
         );
     }
+    let meta = h.file.metadata()?;
+    let existed = !h.created;
+    let ours = existed && fd_is_marked(&h.file);
     let needed = job.needed_file_size();
-    let existed = meta.is_some();
-    let ours = existed && safety::is_marked(path);
-    let current = meta.as_ref().map(|m| m.len()).unwrap_or(0);
+    let current = meta.len();
     let will_write = writes(job)
         || job.open.trunc
         || job.space.reservation.is_some()
@@ -175,57 +437,32 @@ fn prepare_one(
             path.display()
         );
     }
-    let created = !existed;
-    let file = if created {
-        let f = OpenOptions::new()
-            .read(true)
+    let writable = fd_writable(&h.file);
+    if (will_write || needed.is_some_and(|n| n > current)) && !writable {
+        let why = std::fs::OpenOptions::new()
             .write(true)
-            .create_new(true)
-            .mode(0o644)
+            .custom_flags(target_flags(job.force))
             .open(path)
-            .map_err(|e| usage!("cannot create {}: {e}", path.display()))?;
-        cleanup.paths.push(path.to_path_buf());
-        if !safety::mark_created(path) {
-            notes.push(format!(
-                "{}: the file system has no user extended attributes, so a kept file cannot be recognised as fsbench's later",
-                path.display()
-            ));
-        }
-        f
-    } else if will_write || needed.is_some_and(|n| n > current) {
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .with_context(|| format!("opening {}", path.display()))?
-    } else {
-        File::open(path).with_context(|| format!("opening {}", path.display()))?
-    };
-
-    if job.open.trunc && !created {
-        file.set_len(0)
-            .with_context(|| format!("truncating {}", path.display()))?;
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "permission denied".into());
+        bail_usage!("cannot open {} for writing: {why}", path.display());
     }
-    if let Some(ext) = job.space.extsize {
-        crate::runner::space::set_extsize(&file, path, ext)?;
+    let mut len_after = if job.open.trunc { 0 } else { current };
+    if let (Some(r), true) = (job.space.reservation, job.space.flags.chgsiz) {
+        len_after = len_after.max(r);
     }
-    let mut reserved = None;
-    if let Some(r) = job.space.reservation {
-        crate::runner::space::reserve(&file, path, r, &job.space)?;
-        reserved = Some(r);
-    }
-    let len_now = file.metadata()?.len();
     let size = match needed {
         Some(n) => n,
-        None if job.space.flags.chgsiz => len_now,
-        None if len_now > 0 => len_now,
+        None if job.space.flags.chgsiz => len_after,
+        None if len_after > 0 => len_after,
         None => bail_usage!(
             "{} is empty and the job names no size: give a file size or an I/O count",
             path.display()
         ),
     };
     if job.space.flags.noextend {
-        let limit = reserved.unwrap_or(len_now).max(len_now);
+        let limit = job.space.reservation.unwrap_or(len_after).max(len_after);
         if size > limit {
             bail_usage!(
                 "-f noextend: the job writes up to {} bytes of {} but the file is limited to {} bytes",
@@ -236,51 +473,152 @@ fn prepare_one(
         }
     }
     let mut size = size;
-    if !job.space.reserve_only {
-        if needs_data(job) && len_now < size {
-            if existed && !ours && !job.force {
-                // Read-only use of a foreign file: stay inside it, never read past its end.
-                if len_now < job.block_size {
-                    bail_usage!(
-                        "{} has {} bytes, less than one I/O of {}: it was not created by fsbench, so it is not extended without --force",
-                        path.display(),
-                        len_now,
-                        job.block_size
-                    );
-                }
-                notes.push(format!(
-                    "{}: only {} bytes exist (wanted {}); offsets stay inside the file",
+    let mut lay_out_to = None;
+    if !job.space.reserve_only && needs_data(job) && len_after < size {
+        if existed && !ours && !job.force {
+            // Read-only use of a foreign file: stay inside it, never read past its end.
+            if len_after < job.block_size {
+                bail_usage!(
+                    "{} has {} bytes, less than one I/O of {}: it was not created by fsbench, so it is not extended without --force",
                     path.display(),
-                    len_now,
-                    size
-                ));
-                size = len_now;
-            } else if job.access.is_random()
+                    len_after,
+                    job.block_size
+                );
+            }
+            notes.push(format!(
+                "{}: only {} bytes exist (wanted {}); offsets stay inside the file",
+                path.display(),
+                len_after,
+                size
+            ));
+            size = len_after;
+        } else {
+            lay_out_to = Some(size);
+        }
+    }
+    Ok(Opened {
+        idx,
+        existed,
+        ours,
+        len: current,
+        allocated: meta.blocks().saturating_mul(512),
+        size,
+        len_after,
+        lay_out_to,
+    })
+}
+
+fn fd_writable(f: &File) -> bool {
+    // SAFETY: F_GETFL on an open descriptor we own.
+    let fl = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
+    fl >= 0 && (fl & libc::O_ACCMODE) != libc::O_RDONLY
+}
+
+/// Bytes the job will newly allocate in a file: its layout, its reservation, and what its
+/// writes add past the end of the file. They overlap (all start at offset 0), so the largest.
+fn new_bytes(job: &Job, o: &Opened) -> u64 {
+    let sparse = job.access.is_random()
+        && job.space.truncup.is_some()
+        && !matches!(job.cache, CachePolicy::Concurrent);
+    let mut n = 0;
+    if let Some(to) = o.lay_out_to {
+        if !sparse {
+            n = to.saturating_sub(o.len_after);
+        }
+    }
+    if let Some(r) = job.space.reservation {
+        n = n.max(r.saturating_sub(o.allocated));
+    }
+    if writes(job) && !job.space.reserve_only {
+        let past_eof = if sparse {
+            // Random writes into a sparse file fill at most what they write.
+            job.io_count
+                .map(|c| {
+                    c.saturating_mul(job.block_size)
+                        .saturating_mul(job.threads as u64)
+                })
+                .unwrap_or(o.size)
+                .min(o.size)
+        } else {
+            o.size.saturating_sub(o.len_after)
+        };
+        n = n.max(past_eof);
+    }
+    let _ = (o.existed, o.ours, o.len);
+    n
+}
+
+/// Pass two for a file: truncate, set hints, reserve and lay out, all through the descriptor.
+fn lay_out_one(job: &Job, h: &Held, o: &Opened) -> Result<TargetPlan> {
+    let path = h.path.as_path();
+    let file = &h.file;
+    if job.open.trunc && o.existed {
+        file.set_len(0)
+            .map_err(|e| prep_err(path, Some(0), format!("truncating: {e}")))?;
+    }
+    if let Some(ext) = job.space.extsize {
+        crate::runner::space::set_extsize(file, path, ext)?;
+    }
+    let mut reserved = None;
+    if let Some(r) = job.space.reservation {
+        crate::runner::space::reserve(file, path, r, &job.space)?;
+        reserved = Some(r);
+    }
+    let size = o.size;
+    if let Some(to) = o.lay_out_to {
+        let len_now = file
+            .metadata()
+            .map_err(|e| prep_err(path, None, format!("fstat: {e}")))?
+            .len();
+        if len_now < to {
+            if job.access.is_random()
                 && job.space.truncup.is_some()
                 && !matches!(job.cache, CachePolicy::Concurrent)
             {
                 // vxbench truncup: a sparse file of the initial size.
-                file.set_len(size)?;
+                file.set_len(to)
+                    .map_err(|e| prep_err(path, Some(len_now), format!("extending: {e}")))?;
             } else {
                 if matches!(job.cache, CachePolicy::Concurrent) {
-                    crate::runner::space::preallocate(&file, path, size)?;
+                    crate::runner::space::preallocate(file, path, to)?;
                 }
-                lay_out(&file, path, len_now, size, job.seed)?;
+                lay_out(file, path, len_now, to, job.seed)?;
             }
         }
-        if matches!(job.cache, CachePolicy::Concurrent) && file.metadata()?.len() < size {
-            lay_out(&file, path, file.metadata()?.len(), size, job.seed)?;
+    }
+    if !job.space.reserve_only && matches!(job.cache, CachePolicy::Concurrent) {
+        let len_now = file.metadata()?.len();
+        if len_now < size {
+            lay_out(file, path, len_now, size, job.seed)?;
         }
     }
-    let dio_align = dio_alignment(path);
+    let dio_align = dio_alignment_fd(file).unwrap_or_else(|| dio_alignment(path));
     Ok(TargetPlan {
         path: path.to_path_buf(),
         kind: TargetKind::File,
         size,
-        created,
+        created: h.created,
         dio_align,
         reserved,
     })
+}
+
+/// Direct-I/O alignment of an open file (statx on the descriptor).
+fn dio_alignment_fd(f: &File) -> Option<u64> {
+    const STATX_DIOALIGN: u32 = 0x2000;
+    // SAFETY: zeroed statx buffer we own; empty path with AT_EMPTY_PATH names the descriptor.
+    let mut sx: libc::statx = unsafe { std::mem::zeroed() };
+    let rc = unsafe {
+        libc::statx(
+            f.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            STATX_DIOALIGN,
+            &mut sx,
+        )
+    };
+    (rc == 0 && sx.stx_mask & STATX_DIOALIGN != 0 && sx.stx_dio_offset_align > 0)
+        .then(|| sx.stx_dio_offset_align as u64)
 }
 
 /// Write data over [from, to) in 1 MiB writes, then fsync: reads then find real blocks.
@@ -291,18 +629,25 @@ fn lay_out(file: &File, path: &Path, from: u64, to: u64, seed: u64) -> Result<()
     let mut off = from;
     while off < to {
         let n = ((to - off) as usize).min(buf.len());
-        file.write_all_at(&buf[..n], off)
-            .map_err(|e| anyhow!("laying out {} at offset {off}: {e}", path.display()))?;
+        file.write_all_at(&buf[..n], off).map_err(|e| {
+            let what = if e.raw_os_error() == Some(libc::ENOSPC) {
+                format!("laying out the file: file system full (ENOSPC): {e}")
+            } else {
+                format!("laying out the file: {e}")
+            };
+            prep_err(path, Some(off), what)
+        })?;
         off += n as u64;
     }
     file.sync_all()
-        .with_context(|| format!("fsync {}", path.display()))?;
+        .map_err(|e| prep_err(path, None, format!("fsync after laying out: {e}")))?;
     Ok(())
 }
 
 fn prepare_device(
     job: &Job,
     path: &Path,
+    f: &File,
     notes: &mut Vec<String>,
     cache: &mut CachePolicy,
 ) -> Result<TargetPlan> {
@@ -320,8 +665,7 @@ fn prepare_device(
             path.display()
         );
     }
-    let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let dev_size = block_device_size(&f)?;
+    let dev_size = block_device_size(f)?;
     let size = job.needed_file_size().unwrap_or(dev_size);
     if size > dev_size {
         bail_usage!(
@@ -359,6 +703,15 @@ pub fn evict(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Evict an open target's cached pages, after writing back dirty ones.
+pub fn evict_file(f: &File) {
+    let _ = f.sync_data();
+    // SAFETY: valid descriptor; offset 0 / len 0 means the whole file.
+    unsafe {
+        libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+    }
+}
+
 /// `--drop-cache`: evict every target and, when root, drop the global page cache.
 pub fn drop_caches(paths: &[PathBuf], notes: &mut Vec<String>) {
     for p in paths {
@@ -369,5 +722,111 @@ pub fn drop_caches(paths: &[PathBuf], notes: &mut Vec<String>) {
     match std::fs::write("/proc/sys/vm/drop_caches", "3\n") {
         Ok(()) => notes.push("dropped the global page cache".into()),
         Err(_) => notes.push("not root: evicted the targets' pages only".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(dir: &Path) -> Job {
+        Job {
+            targets: vec![dir.join("t")],
+            access: Access::Write,
+            io_count: Some(4),
+            block_size: 4096,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn cleanup_leaves_a_path_that_names_another_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = job(dir.path());
+        let (_plan, mut cleanup) = prepare(&j).unwrap();
+        let t = dir.path().join("t");
+        // The created file is swapped for someone else's between the run and the cleanup.
+        std::fs::rename(&t, dir.path().join("moved")).unwrap();
+        std::fs::write(&t, b"not ours").unwrap();
+        let notes = cleanup.finish();
+        assert_eq!(std::fs::read(&t).unwrap(), b"not ours");
+        assert!(
+            notes.iter().any(|n| n.contains("no longer names")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn cleanup_says_what_it_could_not_remove() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("d");
+        std::fs::create_dir(&sub).unwrap();
+        let j = job(&sub);
+        let (_plan, mut cleanup) = prepare(&j).unwrap();
+        // A directory that refuses unlinking (immutable), as a shut-down file system would
+        // (EIO): the file stays, and the note says so and why.
+        let immutable = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(&sub)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !immutable {
+            eprintln!("SKIPPED: chattr +i not available here");
+            return;
+        }
+        let notes = cleanup.finish();
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&sub)
+            .status();
+        assert!(sub.join("t").exists());
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("could not remove") && n.contains("not permitted")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn second_prepare_of_a_held_target_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = job(dir.path());
+        j.keep = true;
+        let (_plan, cleanup) = prepare(&j).unwrap();
+        let e = prepare(&j).err().expect("refused while held");
+        assert!(crate::error::is_usage(&e));
+        assert!(
+            e.to_string().contains(&std::process::id().to_string()),
+            "{e}"
+        );
+        drop(cleanup);
+        assert!(dir.path().join("t").exists(), "kept");
+        // Released: a new prepare succeeds. (Retry briefly: a process forked by another test
+        // holds a copy of the descriptor until its exec closes it.)
+        let t0 = std::time::Instant::now();
+        let (_p, mut c) = loop {
+            match prepare(&j) {
+                Ok(x) => break x,
+                Err(e) if t0.elapsed().as_secs() < 5 => {
+                    let _ = e;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
+        c.keep = false;
+    }
+
+    #[test]
+    fn refused_later_target_leaves_no_created_file_even_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = job(dir.path());
+        j.keep = true;
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        j.targets.push(dir.path().join("d"));
+        assert!(prepare(&j).is_err());
+        assert!(!dir.path().join("t").exists());
     }
 }

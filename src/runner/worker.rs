@@ -2,12 +2,13 @@
 //! then run the I/O loop. The loop holds no lock and allocates nothing; it reads the clock
 //! around each I/O and bumps counters in its own `Stats`.
 
+use super::mark::FileId;
 use super::opgen::{thread_seed, GenSpec, OpGen};
 use super::pace::Pacer;
 use super::target::{Plan, TargetKind};
 use crate::engine::{self, BufferPool, Completion, Engine, FileHandles, IoOp, OpKind};
 use crate::job::{Advice, CachePolicy, EngineKind, Job, Route};
-use crate::stats::{cpu, inflight_bucket, Stats, SyscallCounts};
+use crate::stats::{cpu, inflight_bucket, LatencyHist, Stats, SyscallCounts};
 use serde::{Deserialize, Serialize};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -61,21 +62,55 @@ pub struct Worker {
     trace: Option<crate::trace::TraceRing>,
 }
 
-fn open_fd(path: &std::path::Path, flags: i32, sys: &mut SyscallCounts) -> std::io::Result<i32> {
+/// Open the target again for this worker: never through a symbolic link (unless --force),
+/// and only if it is still the file that was prepared (same device and inode), so a path
+/// swapped during the run cannot redirect the I/O to another file.
+fn open_fd(
+    path: &std::path::Path,
+    flags: i32,
+    follow: bool,
+    id: Option<FileId>,
+    sys: &mut SyscallCounts,
+) -> std::io::Result<i32> {
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| std::io::Error::other("path has a NUL byte"))?;
     sys.open += 1;
-    // SAFETY: NUL-terminated path; the descriptor is closed by the worker's Drop.
-    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
+    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
+    // SAFETY: NUL-terminated path; the descriptor is closed by the worker's Drop (or below).
+    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC | nofollow) };
     if fd < 0 {
-        return Err(std::io::Error::last_os_error());
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            return Err(std::io::Error::other(
+                "the target was replaced by a symbolic link during the run; not followed",
+            ));
+        }
+        return Err(e);
+    }
+    if let Some(want) = id {
+        // SAFETY: fstat fills a zeroed struct we own, on the descriptor just opened.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::fstat(fd, &mut st) } == 0;
+        if !ok || st.st_dev != want.dev || st.st_ino != want.ino {
+            // SAFETY: closing the descriptor opened above, once.
+            unsafe { libc::close(fd) };
+            return Err(std::io::Error::other(
+                "the target was replaced by another file during the run; not touched",
+            ));
+        }
     }
     Ok(fd)
 }
 
 impl Worker {
     /// Everything untimed: descriptors, advice, buffers, engine.
-    pub fn prepare(job: &Job, plan: &Plan, user: usize, thread: u32) -> Result<Worker, IoFailure> {
+    pub fn prepare(
+        job: &Job,
+        plan: &Plan,
+        id: Option<FileId>,
+        user: usize,
+        thread: u32,
+    ) -> Result<Worker, IoFailure> {
         let t = &plan.targets[user];
         let fail = |msg: String| IoFailure {
             user,
@@ -114,19 +149,20 @@ impl Worker {
             if policy.buffered_dsync() {
                 fl |= libc::O_DSYNC;
             }
-            fds[Route::Buffered as usize] =
-                open_fd(&t.path, fl, &mut sys).map_err(|e| fail(format!("open: {e}")))?;
+            fds[Route::Buffered as usize] = open_fd(&t.path, fl, job.force, id, &mut sys)
+                .map_err(|e| fail(format!("open: {e}")))?;
         }
         if policy.uses_direct() && !mmap {
-            fds[Route::Direct as usize] = open_fd(&t.path, base | libc::O_DIRECT, &mut sys)
+            fds[Route::Direct as usize] = open_fd(&t.path, base | libc::O_DIRECT, job.force, id, &mut sys)
                 .map_err(|e| {
                     fail(format!(
                         "open with O_DIRECT: {e} (the file system may not support direct I/O; try --cache buffered)"
                     ))
                 })?;
             if misaligned_possible && !matches!(policy, CachePolicy::Discovered { .. }) {
-                fds[Route::Fallback as usize] = open_fd(&t.path, base | libc::O_DSYNC, &mut sys)
-                    .map_err(|e| fail(format!("open: {e}")))?;
+                fds[Route::Fallback as usize] =
+                    open_fd(&t.path, base | libc::O_DSYNC, job.force, id, &mut sys)
+                        .map_err(|e| fail(format!("open: {e}")))?;
             }
         }
         for &fd in fds.iter().filter(|&&fd| fd >= 0) {
@@ -141,18 +177,37 @@ impl Worker {
                 unsafe { libc::posix_fadvise(fd, 0, 0, adv) };
             }
         }
-        let depth = job.queue_depth.max(1) as usize;
+        // Buffers for the I/Os that can be in flight, not for the whole queue depth.
+        let depth = job.effective_depth() as usize;
         let mut pool = BufferPool::new(depth, bs as usize, thread_seed(job.seed, user, thread))
-            .map_err(|e| fail(format!("allocating buffers: {e}")))?;
+            .map_err(|e| {
+                close_all(&fds);
+                fail(format!("allocating buffers: {e}"))
+            })?;
         if job.mlock {
             pool.lock().map_err(|e| {
+                close_all(&fds);
                 fail(format!(
                     "mlock of I/O buffers failed: {e} (raise the memlock limit, e.g. ulimit -l unlimited)"
                 ))
             })?;
         }
+        let deadline = match job.time_s.map(Duration::try_from_secs_f64) {
+            None => None,
+            Some(Ok(d)) => Some(d),
+            Some(Err(_)) => {
+                close_all(&fds);
+                return Err(fail(format!(
+                    "bad run time {:?}: must be a finite number of seconds",
+                    job.time_s
+                )));
+            }
+        };
         let handles = vec![FileHandles { fds, size: t.size }];
-        let engine = engine::build(job, handles, pool).map_err(|e| fail(format!("{e:#}")))?;
+        let engine = engine::build(job, handles, pool).map_err(|e| {
+            close_all(&fds);
+            fail(format!("{e:#}"))
+        })?;
         let gen = OpGen::new(&GenSpec {
             random: job.access.is_random(),
             read_pct,
@@ -178,7 +233,7 @@ impl Worker {
             bs: bs as u32,
             depth,
             fsync: job.fsync && writes,
-            deadline: job.time_s.map(Duration::from_secs_f64),
+            deadline,
             fds: fds.to_vec(),
             sys,
             pacer: Pacer::for_worker(job, user as u64 * job.threads as u64 + thread as u64),
@@ -216,6 +271,12 @@ impl Worker {
         let mut issuing = true;
         let mut trace = self.trace.take();
 
+        // Histograms are allocated here, untimed, so recording never allocates; the
+        // schedule latency only exists under a rate limit (otherwise it equals `lat`).
+        stats.lat = LatencyHist::new();
+        if pacer.is_some() {
+            stats.sched_lat = LatencyHist::new();
+        }
         let usage0 = cpu::thread_usage();
         let t0 = Instant::now();
         let deadline = self.deadline.map(|d| t0 + d);
@@ -275,7 +336,8 @@ impl Worker {
                         }
                     }
                     Err(e) => {
-                        failure = Some(self.failure(None, format!("submit: {e}")));
+                        let at = batch.first().map(|op| op.offset);
+                        failure = Some(self.failure(at, format!("submit: {e}")));
                         stop.store(true, Ordering::Relaxed);
                         for op in &batch {
                             free.push(op.slot);
@@ -353,9 +415,11 @@ impl Worker {
                     continue;
                 }
                 stats.lat.record(lat);
-                stats
-                    .sched_lat
-                    .record(now.duration_since(intended_at[c.slot as usize]).as_nanos() as u64);
+                if pacer.is_some() {
+                    stats
+                        .sched_lat
+                        .record(now.duration_since(intended_at[c.slot as usize]).as_nanos() as u64);
+                }
                 match op.kind {
                     OpKind::Read => {
                         stats.read_ops += 1;
@@ -413,11 +477,56 @@ fn kind_name(k: OpKind) -> &'static str {
     }
 }
 
+fn close_all(fds: &[i32]) {
+    for &fd in fds.iter().filter(|&&fd| fd >= 0) {
+        // SAFETY: closing descriptors this worker opened, once (the worker was not built).
+        unsafe { libc::close(fd) };
+    }
+}
+
 impl Drop for Worker {
     fn drop(&mut self) {
         for &fd in self.fds.iter().filter(|&&fd| fd >= 0) {
             // SAFETY: closing descriptors this worker opened, once.
             unsafe { libc::close(fd) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_swapped_after_prepare_is_not_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, vec![9u8; 8192]).unwrap();
+        let job = Job {
+            targets: vec![t.clone()],
+            access: crate::job::Access::Write,
+            io_count: Some(2),
+            block_size: 4096,
+            ..Default::default()
+        };
+        let (plan, cleanup) = super::super::target::prepare(&job).unwrap();
+        let id = cleanup.ids()[0];
+        // Swap the path for a symlink to the victim, then for a hard link to it.
+        std::fs::remove_file(&t).unwrap();
+        std::os::unix::fs::symlink(&victim, &t).unwrap();
+        let e = Worker::prepare(&job, &plan, Some(id), 0, 0).err().unwrap();
+        assert!(e.message.contains("symbolic link"), "{}", e.message);
+        std::fs::remove_file(&t).unwrap();
+        std::fs::hard_link(&victim, &t).unwrap();
+        let e = Worker::prepare(&job, &plan, Some(id), 0, 0).err().unwrap();
+        assert!(e.message.contains("replaced"), "{}", e.message);
+        assert_eq!(std::fs::read(&victim).unwrap(), vec![9u8; 8192]);
+        drop(cleanup);
+        assert!(victim.exists());
+        assert!(
+            t.exists(),
+            "the swapped-in file is not removed by the cleanup"
+        );
     }
 }

@@ -136,7 +136,8 @@ pub struct Stats {
     /// I/Os that the discovered-direct policy sent direct (at or above the threshold).
     pub direct_ops: u64,
     pub lat: LatencyHist,
-    /// Latency measured from the intended issue time (equals `lat` without a rate limit).
+    /// Latency measured from the intended issue time. Recorded only under a rate limit:
+    /// without one it equals `lat`, and reports use `lat` when this is empty.
     pub sched_lat: LatencyHist,
     pub usage: Usage,
     pub syscalls: SyscallCounts,
@@ -244,7 +245,13 @@ impl StatsReport {
                 0.0
             },
             lat_ns: s.lat.summary(),
-            sched_lat_ns: s.sched_lat.summary(),
+            // Without a rate limit the schedule is the submission time, so the two latencies
+            // are the same and only `lat` is recorded (one histogram per worker, not two).
+            sched_lat_ns: if s.sched_lat.is_empty() {
+                s.lat.summary()
+            } else {
+                s.sched_lat.summary()
+            },
             usage: s.usage,
             syscalls: s.syscalls,
             syscalls_per_sec: per_sec(s.syscalls.total() as f64),

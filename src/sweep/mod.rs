@@ -215,6 +215,11 @@ pub struct Tally {
 /// State shared by every study of one sweep or suite run.
 pub struct Ctx {
     pub out_dir: PathBuf,
+    /// The results directory, opened, marked and locked for the whole run; every record and
+    /// report is written through it.
+    pub results: crate::cli::output::ResultsDir,
+    /// `--force`: replace files fsbench did not write and points stored with other settings.
+    pub force: bool,
     pub repeat: u32,
     /// Ignore stored results and measure every point again.
     pub fresh: bool,
@@ -238,12 +243,18 @@ impl Ctx {
         repeat: u32,
         fresh: bool,
         keep: bool,
+        force: bool,
         total_points: usize,
     ) -> anyhow::Result<Ctx> {
-        std::fs::create_dir_all(&out_dir)
-            .map_err(|e| usage!("cannot create output directory {}: {e}", out_dir.display()))?;
+        let results = crate::cli::output::ResultsDir::open(&out_dir, force)?;
+        // The reports are rewritten at the end: refuse foreign ones before measuring.
+        for name in ["report.html", "report.md", "suite.json"] {
+            results.check(name)?;
+        }
         Ok(Ctx {
             out_dir,
+            results,
+            force,
             repeat: repeat.max(1),
             fresh,
             keep,
@@ -257,30 +268,55 @@ impl Ctx {
         })
     }
 
+    /// The stored record of the results directory named like `path`, read without following
+    /// a symbolic link.
+    fn stored(&self, path: &Path) -> Option<Record> {
+        let name = path.file_name()?.to_str()?;
+        let text = self.results.read(name)?;
+        let recs = record::parse_records(&text, &path.display().to_string()).ok()?;
+        recs.into_iter().next()
+    }
+
     /// A stored record at `path` that matches `meta` and completed, if any.
     pub fn reusable(&self, path: &Path, meta: &SweepMeta) -> Option<Record> {
         if self.fresh {
             return None;
         }
-        let text = std::fs::read_to_string(path).ok()?;
-        let recs = record::parse_records(&text, &path.display().to_string()).ok()?;
-        let rec = recs.into_iter().next()?;
-        let m = rec.meta();
-        let same = m.study == meta.study
-            && m.suite == meta.suite
-            && m.point == meta.point
-            && m.settings == meta.settings
-            && m.repeat == meta.repeat
-            && m.target == meta.target;
+        let rec = self.stored(path)?;
+        let same = record::conflict(rec.meta(), meta).is_none();
         match &rec {
             Record::Run { result, .. } if same && result.status == RunStatus::Complete => Some(rec),
             _ => None,
         }
     }
 
-    /// Store a record and count it.
+    /// Refuse (unless `--force`) to replace the point stored at `path` when it was measured
+    /// with other settings than `meta`: one line naming the differing setting.
+    pub fn check_replace(&self, path: &Path, meta: &SweepMeta) -> anyhow::Result<()> {
+        if self.force {
+            return Ok(());
+        }
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        self.results.check(name)?;
+        if let Some(old) = self.stored(path) {
+            if let Some(why) = record::conflict(old.meta(), meta) {
+                crate::bail_usage!(
+                    "{} holds a point measured with other settings ({why}): use another --output directory, or add --force to replace it",
+                    path.display()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Store a record in the results directory and count it.
     pub fn store(&mut self, path: &Path, rec: &Record) -> anyhow::Result<()> {
-        rec.write(path)?;
+        self.check_replace(path, rec.meta())?;
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| usage!("bad record name {}", path.display()))?;
+        self.results.write(name, rec.to_json()?.as_bytes())?;
         match rec {
             Record::Run { result, .. } if result.status == RunStatus::Failed => {
                 self.tally.failed += 1
@@ -304,6 +340,22 @@ impl Ctx {
     }
 }
 
+/// Refuse, before anything is measured, a study whose points are stored in the results
+/// directory with other settings, or under whose names foreign files lie (see
+/// [`Ctx::check_replace`]).
+pub fn check_stored(study: &Study, target: Option<&str>, ctx: &Ctx) -> anyhow::Result<()> {
+    for (k, p) in study.points().iter().enumerate() {
+        for r in 0..ctx.repeat {
+            let index = ctx.next_index + k;
+            let file = ctx
+                .out_dir
+                .join(record_file_name(&study.id, index, &p.values, r));
+            ctx.check_replace(&file, &study.meta(p, index, r, target))?;
+        }
+    }
+    Ok(())
+}
+
 /// Run one study on one target base path: every point, every repetition.
 /// `extra` may add probe data to a result before it is stored.
 pub fn run_study(
@@ -321,6 +373,7 @@ pub fn run_study(
             None => study.build(p, base)?,
         });
     }
+    check_stored(study, target, ctx)?;
     let mut out = Vec::new();
     for (p, pj) in points.iter().zip(built) {
         let index = ctx.next_index;

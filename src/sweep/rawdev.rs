@@ -30,6 +30,12 @@ impl RawDevice {
                 "raw I/O needs a block device: this system has no /dev/loop-control".into(),
             );
         }
+        for gone in clean_stale(dir) {
+            eprintln!(
+                "fsbench: removed {} left by a killed fsbench run",
+                gone.display()
+            );
+        }
         let backing = dir.join(format!(".fsbench-raw-{}.img", std::process::id()));
         fill(&backing, size).map_err(|e| {
             let _ = std::fs::remove_file(&backing);
@@ -65,6 +71,87 @@ impl RawDevice {
         let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
         Ok(RawDevice { dev, backing, size })
     }
+}
+
+/// The PID in a backing file name fsbench makes: `.fsbench-raw-PID.img`.
+fn stale_pid(name: &str) -> Option<i32> {
+    let pid = name.strip_prefix(".fsbench-raw-")?.strip_suffix(".img")?;
+    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// Loop devices whose backing file is `image` (from /sys/block/loopN/loop/backing_file).
+fn loops_backed_by(image: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir("/sys/block") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("loop"))
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("loop/backing_file")).is_ok_and(|b| {
+                let b = b.trim_end_matches('\n');
+                let b = b.strip_suffix(" (deleted)").unwrap_or(b);
+                Path::new(b) == image
+            })
+        })
+        .map(|e| Path::new("/dev").join(e.file_name()))
+        .collect()
+}
+
+/// Remove what a killed raw sweep left in `dir`: a `.fsbench-raw-PID.img` whose PID is dead
+/// and that carries fsbench's mark (name and mark: never a file fsbench did not make), after
+/// detaching the loop devices whose backing file is that image. Returns what was removed.
+pub fn clean_stale(dir: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return removed;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(stale_pid) else {
+            continue;
+        };
+        if pid as u32 == std::process::id() || pid_alive(pid) {
+            continue;
+        }
+        let path = e.path();
+        // Opened without following a link; a regular file with the mark only.
+        let Ok(f) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path)
+        else {
+            continue;
+        };
+        if !f.metadata().is_ok_and(|m| m.is_file()) || !crate::safety::fd_is_marked(&f) {
+            continue;
+        }
+        let Ok(canon) = std::fs::canonicalize(&path) else {
+            continue;
+        };
+        let mut detached = true;
+        for dev in loops_backed_by(&canon) {
+            let ok = Command::new("losetup")
+                .arg("-d")
+                .arg(&dev)
+                .status()
+                .is_ok_and(|s| s.success());
+            detached &= ok;
+        }
+        // A device still attached keeps the image: removing it would not free the space.
+        if detached && std::fs::remove_file(&path).is_ok() {
+            removed.push(path);
+        }
+    }
+    removed
 }
 
 /// Write `size` bytes of non-repeating data (so the device reads real blocks), then fsync.
@@ -133,5 +220,37 @@ impl RawProvider {
     /// Detach the device and remove its backing file.
     pub fn release(&mut self) {
         self.dev = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_images_need_a_dead_pid_and_the_mark() {
+        assert_eq!(stale_pid(".fsbench-raw-123.img"), Some(123));
+        assert_eq!(stale_pid(".fsbench-raw-12a.img"), None);
+        assert_eq!(stale_pid("fsbench-raw-1.img"), None);
+        let d = tempfile::tempdir().unwrap();
+        // A PID that cannot be alive (above pid_max), marked: removed.
+        let dead = d.path().join(".fsbench-raw-2147483000.img");
+        std::fs::write(&dead, b"x").unwrap();
+        if !crate::safety::mark_created(&dead) {
+            println!("SKIPPED: no user xattrs here");
+            return;
+        }
+        // Same pattern, no mark: somebody else's file, kept.
+        let foreign = d.path().join(".fsbench-raw-2147483001.img");
+        std::fs::write(&foreign, b"y").unwrap();
+        // Our own PID: kept.
+        let mine = d
+            .path()
+            .join(format!(".fsbench-raw-{}.img", std::process::id()));
+        std::fs::write(&mine, b"z").unwrap();
+        crate::safety::mark_created(&mine);
+        let gone = clean_stale(d.path());
+        assert_eq!(gone, vec![dead.clone()]);
+        assert!(!dead.exists() && foreign.exists() && mine.exists());
     }
 }

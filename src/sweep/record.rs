@@ -116,21 +116,63 @@ impl Record {
             result: Box::new(result),
         }
     }
-    /// Write atomically (temporary file, then rename).
+    /// The stored form: the result, or a skipped record, as pretty JSON.
+    pub fn to_json(&self) -> anyhow::Result<String> {
+        let text = match self {
+            Record::Run { result, .. } => serde_json::to_string_pretty(result.as_ref())?,
+            Record::Skipped { meta, reason } => serde_json::to_string_pretty(&SkipRecord {
+                schema_version: SCHEMA_VERSION,
+                kind: "skipped".into(),
+                reason: reason.clone(),
+                sweep: meta.clone(),
+            })?,
+        };
+        Ok(text + "\n")
+    }
+
+    /// Write atomically through the one output writer (a foreign file there is refused).
     pub fn write(&self, path: &Path) -> anyhow::Result<()> {
-        match self {
-            Record::Run { result, .. } => crate::cli::output::write_json(path, result.as_ref()),
-            Record::Skipped { meta, reason } => crate::cli::output::write_json(
-                path,
-                &SkipRecord {
-                    schema_version: SCHEMA_VERSION,
-                    kind: "skipped".into(),
-                    reason: reason.clone(),
-                    sweep: meta.clone(),
-                },
-            ),
+        crate::cli::output::write_file(path, self.to_json()?.as_bytes(), false)
+    }
+}
+
+/// How a stored point differs from the one about to replace it, in words naming the first
+/// differing setting; None when both describe the same measurement (same study, point,
+/// repetition, target and settings).
+pub fn conflict(stored: &SweepMeta, new: &SweepMeta) -> Option<String> {
+    let show = |v: Option<&String>| v.map(String::as_str).unwrap_or("(not set)").to_string();
+    for (n, _) in new.settings.iter().chain(stored.settings.iter()) {
+        let a = stored.settings.iter().find(|(k, _)| k == n).map(|(_, v)| v);
+        let b = new.settings.iter().find(|(k, _)| k == n).map(|(_, v)| v);
+        if a != b {
+            return Some(format!(
+                "{n}={} there, {n}={} in this run",
+                show(a),
+                show(b)
+            ));
         }
     }
+    let fields = [
+        ("suite", &stored.suite, &new.suite),
+        ("study", &stored.study, &new.study),
+        ("point", &stored.point_label(), &new.point_label()),
+        (
+            "repeat",
+            &stored.repeat.to_string(),
+            &new.repeat.to_string(),
+        ),
+        (
+            "target",
+            &stored.target.clone().unwrap_or_default(),
+            &new.target.clone().unwrap_or_default(),
+        ),
+    ];
+    for (n, a, b) in fields {
+        if a != b {
+            return Some(format!("{n} '{a}' there, '{b}' in this run"));
+        }
+    }
+    None
 }
 
 /// A result stored without sweep metadata (from `fsbench run --output`) becomes a one-point

@@ -422,13 +422,19 @@ pub struct RunOptions {
     pub repeat: u32,
     pub fresh: bool,
     pub keep: bool,
+    /// Replace files fsbench did not write and points stored with other settings.
+    pub force: bool,
     pub only: Vec<String>,
     /// `--iostat INTERVAL` for every measured point.
     pub iostat: Option<String>,
+    /// Printed on stderr once the results directory is open (so a refusal stays one line).
+    pub announce: Option<String>,
 }
 
 /// What a suite run produced.
 pub struct SuiteOutcome {
+    /// The results directory, still locked, for the reports and the manifest.
+    pub results: crate::cli::output::ResultsDir,
     pub records: Vec<Record>,
     pub tally: super::Tally,
     pub interrupted: bool,
@@ -468,9 +474,13 @@ pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
         opts.repeat,
         opts.fresh,
         opts.keep,
+        opts.force,
         total,
     )?;
     ctx.iostat = opts.iostat.clone();
+    if let Some(line) = &opts.announce {
+        eprintln!("{line}");
+    }
     crate::runner::signal::install();
     // Each (study, target) starts at a fixed index whatever `--study` selects, so result file
     // names, and with them resuming, do not depend on the selection.
@@ -531,6 +541,7 @@ pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
     missing.sort();
     missing.dedup();
     Ok(SuiteOutcome {
+        results: ctx.results,
         records,
         tally: ctx.tally,
         interrupted: ctx.interrupted,
@@ -587,8 +598,12 @@ fn run_backup(
         }
         return Ok(stored.into_iter().flatten().collect());
     }
+    // Points stored with other settings are refused before the tree is built.
+    for (f, m) in &metas {
+        ctx.check_replace(f, m)?;
+    }
     let mut out = Vec::new();
-    let out_dir = ctx.out_dir.clone();
+    let results = &ctx.results;
     ctx.progress
         .start_point(&format!("{} (building the tree)", study.id));
     let mut pending: Vec<(PathBuf, Record)> = Vec::new();
@@ -602,8 +617,9 @@ fn run_backup(
         },
         |rec| {
             let m = rec.meta();
-            let f = out_dir.join(super::record_file_name(&study.id, m.index, &m.point, 0));
-            rec.write(&f)?;
+            let name = super::record_file_name(&study.id, m.index, &m.point, 0);
+            results.write(&name, rec.to_json()?.as_bytes())?;
+            let f = results.join(&name);
             pending.push((f, rec));
             Ok(())
         },
@@ -653,6 +669,7 @@ fn run_personalities(
             out.push(r);
             continue;
         }
+        ctx.check_replace(&file, &meta)?;
         let rec = match super::workloads::run_personality(name, dir, vars, time_s) {
             Ok(r) => Record::run(meta, r),
             Err(super::workloads::PersonalityError::Missing(why)) => {

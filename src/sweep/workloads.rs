@@ -20,6 +20,43 @@ pub fn engine_available() -> bool {
     true
 }
 
+/// The workload source of personality `name` with the sweep's variables (None: not shipped).
+fn personality_source(
+    name: &str,
+    dir: &Path,
+    vars: &BTreeMap<String, String>,
+) -> Option<crate::workload::Source> {
+    let (p, preset) = crate::workload::personalities::find(name)?;
+    let mut defines: Vec<(String, String)> = preset
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    defines.push(("dir".into(), dir.display().to_string()));
+    for (k, v) in vars {
+        defines.retain(|(x, _)| x != k);
+        defines.push((k.clone(), v.clone()));
+    }
+    Some(crate::workload::Source {
+        name: name.to_string(),
+        text: p.text.to_string(),
+        defines,
+    })
+}
+
+/// Check a sweep point before anything runs: the personality must be shipped and load with
+/// the point's variables. A mistake is a usage error (one line, exit 2), not a skipped point.
+pub fn check_personality(
+    name: &str,
+    dir: &Path,
+    vars: &BTreeMap<String, String>,
+) -> anyhow::Result<()> {
+    let Some(src) = personality_source(name, dir, vars) else {
+        crate::bail_usage!("unknown personality '{name}': see `fsbench workload list`");
+    };
+    crate::workload::load_source(&src)?;
+    Ok(())
+}
+
 /// Run personality `name` (a shipped workload such as `fileserver`) in `dir` with workload
 /// variables `vars` (Filebench `-D NAME=VALUE`: nfiles, filesize, nthreads, iosize, ...) for
 /// `time_s` seconds, and return its measured Result (ops/s in `total.iops`, CPU us/op in
@@ -31,26 +68,11 @@ pub fn run_personality(
     vars: &BTreeMap<String, String>,
     time_s: f64,
 ) -> Result<RunResult, PersonalityError> {
-    use crate::workload::personalities::find;
     use crate::workload::run::{execute, Options};
-    let Some((p, preset)) = find(name) else {
+    let Some(src) = personality_source(name, dir, vars) else {
         return Err(PersonalityError::Missing(format!(
             "personality '{name}' is not shipped (see `fsbench workload list`)"
         )));
-    };
-    let mut defines: Vec<(String, String)> = preset
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    defines.push(("dir".into(), dir.display().to_string()));
-    for (k, v) in vars {
-        defines.retain(|(x, _)| x != k);
-        defines.push((k.clone(), v.clone()));
-    }
-    let src = crate::workload::Source {
-        name: name.to_string(),
-        text: p.text.to_string(),
-        defines,
     };
     let model = crate::workload::load_source(&src).map_err(PersonalityError::Failed)?;
     let opts = Options {

@@ -95,6 +95,68 @@ impl Stripe {
         let last = offset.saturating_add(len - 1);
         last / self.unit_bytes - offset / self.unit_bytes + 1
     }
+
+    /// Memory the per-column counters of a stripe report take (checked before allocating).
+    pub fn counter_bytes(&self) -> u64 {
+        // The counters and the difference array that fills them.
+        (self.columns as u64 + 1) * 16
+    }
+}
+
+/// Device I/Os per column, counted arithmetically: an I/O of k pieces adds k / columns to
+/// every column and one more to the k % columns columns after its first, so the cost per
+/// I/O does not grow with its length or with the number of columns.
+struct ColumnCounts {
+    columns: u64,
+    full_rounds: u64,
+    /// Difference array of the partial rounds (length columns + 1).
+    diff: Vec<i64>,
+}
+
+impl ColumnCounts {
+    fn new(st: &Stripe) -> Result<ColumnCounts, UsageError> {
+        let n = st.columns as usize + 1;
+        Ok(ColumnCounts {
+            columns: st.columns as u64,
+            full_rounds: 0,
+            diff: super::budget::try_filled(n, 0i64, "trace --analyze: the --stripe columns")?,
+        })
+    }
+
+    /// Count the pieces of the device range (offset, len); returns how many there were.
+    fn add(&mut self, st: &Stripe, offset: u64, len: u64) -> u64 {
+        let k = st.pieces(offset, len);
+        if k == 0 {
+            return 0;
+        }
+        let first = (offset / st.unit_bytes) % self.columns;
+        self.full_rounds += k / self.columns;
+        let rem = k % self.columns;
+        let end = first + rem;
+        self.diff[first as usize] += 1;
+        if end <= self.columns {
+            self.diff[end as usize] -= 1;
+        } else {
+            self.diff[self.columns as usize] -= 1;
+            self.diff[0] += 1;
+            self.diff[(end - self.columns) as usize] -= 1;
+        }
+        k
+    }
+
+    fn finish(self) -> Vec<u64> {
+        let mut run = 0i64;
+        let full = self.full_rounds;
+        let mut diff = self.diff;
+        diff.pop();
+        // Reuse the difference array's memory for the result.
+        diff.into_iter()
+            .map(|d| {
+                run += d;
+                full + run as u64
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -177,8 +239,22 @@ fn size_bucket(n: u64) -> u64 {
 }
 
 /// Analyse a trace. Hot regions are counted in `region_bytes` slices of each file.
-pub fn analyze(t: &Trace, region_bytes: u64, stripe: Option<Stripe>) -> Analysis {
+pub fn analyze(
+    t: &Trace,
+    region_bytes: u64,
+    stripe: Option<Stripe>,
+) -> Result<Analysis, UsageError> {
     analyze_on(t, region_bytes, stripe, None)
+}
+
+/// Memory an analysis of `records` records (with `stripe`) takes beyond the trace itself:
+/// the data-call list, the concurrency events, the per-file and per-region maps, the stripe
+/// counters. Checked before anything is allocated.
+pub fn estimate_bytes(records: u64, stripe: Option<Stripe>) -> u64 {
+    // 8 (data list) + 32 (two events) + ~3 x 64 (map entries: file, region, last end).
+    records
+        .saturating_mul(8 + 32 + 192)
+        .saturating_add(stripe.map(|s| s.counter_bytes()).unwrap_or(0))
 }
 
 /// [`analyze`], with stripe arithmetic on device offsets where `layout` maps a file.
@@ -187,18 +263,25 @@ pub fn analyze_on(
     region_bytes: u64,
     stripe: Option<Stripe>,
     layout: Option<&Layout>,
-) -> Analysis {
+) -> Result<Analysis, UsageError> {
+    super::budget::check(
+        "trace --analyze",
+        estimate_bytes(t.records.len() as u64, stripe),
+    )?;
     let region_bytes = region_bytes.max(1);
     let mut a = Analysis {
         records: t.records.len() as u64,
         region_bytes,
         ..Default::default()
     };
-    let data: Vec<&TraceRecord> = t
-        .records
-        .iter()
-        .filter(|r| r.op.is_data() && r.result > 0)
-        .collect();
+    let mut data: Vec<&TraceRecord> = super::budget::try_vec(
+        t.records
+            .iter()
+            .filter(|r| r.op.is_data() && r.result > 0)
+            .count(),
+        "trace --analyze",
+    )?;
+    data.extend(t.records.iter().filter(|r| r.op.is_data() && r.result > 0));
     let mut sizes: BTreeMap<u64, SizeBucket> = BTreeMap::new();
     let mut files: BTreeMap<u32, FileSummary> = BTreeMap::new();
     let mut regions: BTreeMap<(u32, u64), u64> = BTreeMap::new();
@@ -254,9 +337,9 @@ pub fn analyze_on(
             f.write_bytes += n;
         }
         f.min_offset = f.min_offset.min(r.offset);
-        f.max_end = f.max_end.max(r.offset + n);
+        f.max_end = f.max_end.max(r.offset.saturating_add(n));
         let s = seq_per_file.entry(r.file).or_default();
-        match last_end.insert(r.file, r.offset + n) {
+        match last_end.insert(r.file, r.offset.saturating_add(n)) {
             None => a.first += 1,
             Some(prev) if prev == r.offset => {
                 a.sequential += 1;
@@ -296,7 +379,7 @@ pub fn analyze_on(
         let mut rs: Vec<Region> = regions
             .range((*id, 0)..=(*id, u64::MAX))
             .map(|(&(_, reg), &n)| Region {
-                offset: reg * region_bytes,
+                offset: reg.saturating_mul(region_bytes),
                 ops: n,
                 share_pct: pct(n, ops),
             })
@@ -313,7 +396,8 @@ pub fn analyze_on(
     });
     a.files = fl;
     // Concurrency: sweep the start/end events of every call.
-    let mut ev: Vec<(u64, i32)> = Vec::with_capacity(t.records.len() * 2);
+    let mut ev: Vec<(u64, i32)> =
+        super::budget::try_vec(t.records.len().saturating_mul(2), "trace --analyze")?;
     for r in &t.records {
         ev.push((r.start_ns, 1));
         ev.push((r.end_ns.max(r.start_ns), -1));
@@ -345,20 +429,16 @@ pub fn analyze_on(
             files_mapped_to_device: layout
                 .map(|l| l.iter().filter(|e| e.is_some()).count() as u64)
                 .unwrap_or(0),
-            per_column_ios: vec![0; st.columns as usize],
             ..Default::default()
         };
+        let mut cols = ColumnCounts::new(&st)?;
         let mut hist: BTreeMap<u64, u64> = BTreeMap::new();
         for r in &data {
             let n = r.done_bytes();
-            let pieces: Vec<(u32, u64, u64)> = device_ranges(layout, r.file, r.offset, n)
+            let k: u64 = device_ranges(layout, r.file, r.offset, n)
                 .into_iter()
-                .flat_map(|(o, l)| st.split(o, l))
-                .collect();
-            for (col, _, _) in &pieces {
-                rep.per_column_ios[*col as usize] += 1;
-            }
-            let k = pieces.len() as u64;
+                .map(|(o, l)| cols.add(&st, o, l))
+                .sum();
             rep.app_ios += 1;
             rep.device_ios += k;
             *hist.entry(k).or_default() += 1;
@@ -372,9 +452,10 @@ pub fn analyze_on(
             0.0
         };
         rep.split_histogram = hist.into_iter().collect();
+        rep.per_column_ios = cols.finish();
         a.stripe = Some(rep);
     }
-    a
+    Ok(a)
 }
 
 /// The analysis as text.
@@ -500,6 +581,10 @@ pub fn format_text(a: &Analysis) -> String {
     s
 }
 
+/// Device I/Os listed per application I/O; the rest of a larger split is summarised in one
+/// line (a 1 GiB read over a 512-byte stripe unit would otherwise be two million lines).
+pub const LISTED_PIECES_MAX: u64 = 1000;
+
 /// The first `n` data calls vxtrace-style: a START line, with a stripe the device I/Os it
 /// becomes (column, offset on the column, length), and an END line with its time.
 pub fn format_listing(
@@ -509,6 +594,18 @@ pub fn format_listing(
     layout: Option<&Layout>,
 ) -> String {
     let mut s = String::new();
+    let _ = write_listing(&mut s, t, n, stripe, layout);
+    s
+}
+
+/// [`format_listing`] into any writer (the CLI streams it to stdout).
+pub fn write_listing(
+    s: &mut impl Write,
+    t: &Trace,
+    n: usize,
+    stripe: Option<Stripe>,
+    layout: Option<&Layout>,
+) -> std::fmt::Result {
     for r in t.records.iter().filter(|r| r.op.is_data()).take(n) {
         let file = t
             .files
@@ -520,7 +617,7 @@ pub fn format_listing(
         } else {
             r.len
         };
-        let _ = writeln!(
+        writeln!(
             s,
             "{} START {} {} offset {} len {} thread {}",
             r.id,
@@ -529,15 +626,30 @@ pub fn format_listing(
             r.offset,
             bytes,
             r.thread
-        );
+        )?;
         if let Some(st) = stripe {
+            let mut listed = 0u64;
+            let mut more = 0u64;
             for (dev_off, dev_len) in device_ranges(layout, r.file, r.offset, bytes) {
-                for (col, off, len) in st.split(dev_off, dev_len) {
-                    let _ = writeln!(s, "{}   -> column {col} offset {off} len {len}", r.id);
+                if listed >= LISTED_PIECES_MAX {
+                    more += st.pieces(dev_off, dev_len);
+                    continue;
                 }
+                // Only the pieces still to be listed are built.
+                let room = LISTED_PIECES_MAX - listed;
+                let cut = dev_len.min(room.saturating_mul(st.unit_bytes));
+                for (col, off, len) in st.split(dev_off, cut) {
+                    writeln!(s, "{}   -> column {col} offset {off} len {len}", r.id)?;
+                    listed += 1;
+                }
+                let (o2, l2) = (dev_off.saturating_add(cut), dev_len - cut);
+                more += st.pieces(o2, l2);
+            }
+            if more > 0 {
+                writeln!(s, "{}   -> ... and {more} more device I/Os", r.id)?;
             }
         }
-        let _ = writeln!(
+        writeln!(
             s,
             "{} END {} {} result {} time {:.3} ms",
             r.id,
@@ -545,9 +657,9 @@ pub fn format_listing(
             file,
             r.result,
             r.end_ns.saturating_sub(r.start_ns) as f64 / 1e6
-        );
+        )?;
     }
-    s
+    Ok(())
 }
 
 #[cfg(test)]
@@ -613,6 +725,51 @@ mod tests {
         assert!(Stripe::parse("64k:0").is_err());
     }
 
+    proptest::proptest! {
+        #[test]
+        fn column_counts_match_the_listed_split(
+            unit in 1u64..5000, cols in 1u32..9,
+            ios in proptest::collection::vec((0u64..100_000, 0u64..40_000), 0..20)
+        ) {
+            let st = Stripe { unit_bytes: unit, columns: cols };
+            let mut cc = ColumnCounts::new(&st).unwrap();
+            let mut want = vec![0u64; cols as usize];
+            for (o, l) in ios {
+                let parts = st.split(o, l);
+                for p in &parts {
+                    want[p.0 as usize] += 1;
+                }
+                proptest::prop_assert_eq!(cc.add(&st, o, l), parts.len() as u64);
+            }
+            proptest::prop_assert_eq!(cc.finish(), want);
+        }
+    }
+
+    #[test]
+    fn huge_stripe_is_refused_with_an_estimate_and_huge_ios_are_counted_not_listed() {
+        let mut t = Trace::default();
+        t.file_index("/f");
+        t.records = vec![rec(0, TraceOp::Read, 0, 1 << 30, 0, 10)];
+        // 2^32 - 1 columns would take 64 GiB of counters: refused, not an allocator abort.
+        let e = analyze(&t, 1 << 20, Some(Stripe::parse("1:4294967295").unwrap())).unwrap_err();
+        assert!(e.0.contains("would need about"), "{e}");
+        // A 1 GiB read over a 1-byte stripe unit: 2^30 pieces counted in constant time.
+        let st = Stripe::parse("1:3").unwrap();
+        let a = analyze(&t, 1 << 20, Some(st)).unwrap();
+        let rep = a.stripe.unwrap();
+        assert_eq!(rep.device_ios, 1 << 30);
+        assert_eq!(rep.per_column_ios.iter().sum::<u64>(), 1 << 30);
+        let l = format_listing(&t, 1, Some(st), None);
+        assert!(l.lines().count() < LISTED_PIECES_MAX as usize + 4);
+        assert!(
+            l.contains(&format!(
+                "and {} more device I/Os",
+                (1u64 << 30) - LISTED_PIECES_MAX
+            )),
+            "{l}"
+        );
+    }
+
     fn rec(id: u64, op: TraceOp, offset: u64, len: u64, start: u64, end: u64) -> TraceRecord {
         TraceRecord {
             id,
@@ -637,7 +794,7 @@ mod tests {
             rec(2, TraceOp::Write, 1 << 20, 8192, 15, 30),
             rec(3, TraceOp::Read, 8192, 4096, 40, 50),
         ];
-        let a = analyze(&t, 1 << 20, None);
+        let a = analyze(&t, 1 << 20, None).unwrap();
         assert_eq!((a.reads, a.writes), (3, 1));
         assert_eq!((a.first, a.sequential, a.random), (1, 1, 2));
         assert_eq!(a.max_in_flight, 2);

@@ -135,14 +135,25 @@ pub fn write_file(t: &Trace, path: &Path, fmt: TraceFormat) -> anyhow::Result<()
     tmp_name.push(format!(".fsbench-partial-{}", std::process::id()));
     let tmp = path.with_file_name(tmp_name);
     {
-        let f =
-            std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        // A new file of ours only: never through a link, never over something already there.
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(0o644)
+            .open(&tmp)
+            .with_context(|| format!("creating {}", tmp.display()))?;
         let mut w = std::io::BufWriter::new(f);
         match fmt {
             TraceFormat::Csv => to_csv(t, &mut w),
             TraceFormat::Bin => to_bin(t, &mut w),
         }
         .and_then(|_| w.flush())
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            e
+        })
         .with_context(|| format!("writing {}", tmp.display()))?;
     }
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
@@ -190,6 +201,12 @@ fn split_csv(line: &str) -> Option<Vec<String>> {
 pub fn parse_csv(text: &str, origin: &str) -> Result<Trace, UsageError> {
     let mut t = Trace::default();
     let mut saw_header = false;
+    // At most one record per line: reserved once, fallibly.
+    let lines = text.bytes().filter(|&b| b == b'\n').count() + 1;
+    super::budget::try_reserve(&mut t.records, lines, &format!("reading trace {origin}"))?;
+    // File names to their index: a linear search per record would make a trace with many
+    // files quadratic.
+    let mut index: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim_end_matches('\r');
         let n = i + 1;
@@ -237,7 +254,15 @@ pub fn parse_csv(text: &str, origin: &str) -> Result<Trace, UsageError> {
                 "{origin}:{n}: end_ns {end_ns} is before start_ns {start_ns}"
             ));
         }
-        let file = t.file_index(&f[3]);
+        let file = match index.get(&f[3]) {
+            Some(&i) => i,
+            None => {
+                let i = t.files.len() as u32;
+                t.files.push(f[3].clone());
+                index.insert(f[3].clone(), i);
+                i
+            }
+        };
         t.records.push(TraceRecord {
             id: num(0, "id")?,
             thread: thread as u32,
@@ -284,7 +309,11 @@ pub fn parse_bin(data: &[u8], origin: &str) -> Result<Trace, UsageError> {
     if nrec.checked_mul(RECORD_BYTES as u64) != Some(rest as u64) {
         return Err(bad("record count does not match the file length"));
     }
-    t.records.reserve(nrec as usize);
+    super::budget::try_reserve(
+        &mut t.records,
+        nrec as usize,
+        &format!("reading trace {origin}"),
+    )?;
     for _ in 0..nrec {
         let b = take(&mut p, RECORD_BYTES)?;
         let u64at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
@@ -310,8 +339,34 @@ pub fn parse_bin(data: &[u8], origin: &str) -> Result<Trace, UsageError> {
 
 /// Read a trace file in either form (told apart by the magic).
 pub fn read_file(path: &Path) -> Result<Trace, UsageError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     let origin = path.display().to_string();
-    let data = std::fs::read(path).map_err(|e| usage!("cannot read trace {origin}: {e}"))?;
+    // Non-blocking open, so a FIFO named as the trace cannot hang us; then only a regular
+    // file is read (a device or /proc file has no honest size to budget for).
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| usage!("cannot read trace {origin}: {e}"))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| usage!("cannot read trace {origin}: {e}"))?;
+    if !meta.is_file() {
+        return Err(usage!(
+            "cannot read trace {origin}: not a regular file (give a .csv or .bin trace)"
+        ));
+    }
+    let size = meta.len();
+    // The text plus the records it can hold (a CSV record line is at least ~20 bytes and
+    // becomes a 64-byte record).
+    super::budget::check(
+        &format!("reading trace {origin} ({size} bytes)"),
+        size.saturating_add(size / 20 * 64),
+    )?;
+    let mut data = super::budget::try_vec(size as usize, &format!("reading trace {origin}"))?;
+    f.read_to_end(&mut data)
+        .map_err(|e| usage!("cannot read trace {origin}: {e}"))?;
     if data.starts_with(MAGIC) {
         parse_bin(&data, &origin)
     } else {

@@ -8,6 +8,7 @@
 //! preparation and hands it back after its timed loop. See [`session`].
 
 pub mod analyze;
+pub mod budget;
 pub mod format;
 pub mod replay;
 pub mod ring;

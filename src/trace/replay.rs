@@ -3,6 +3,14 @@
 //! unless kept); each traced thread becomes a worker that issues the same reads, writes and
 //! syncs at the same offsets, sizes and order, optionally at the traced times. It is measured
 //! like any run (Stats, latency histogram, CPU by getrusage) and reported as a RunResult.
+//!
+//! Memory follows what the trace uses, not its thread count: each worker's buffer is as large
+//! as its own largest call, it keeps one latency sample per call it issues (no histogram per
+//! worker while running), descriptors are opened once per file and shared (pread/pwrite do not
+//! move a file position), and workers get small stacks. Histograms are built after the run,
+//! one per reported thread, and above [`REPORTED_THREADS_MAX`] threads the per-thread figures
+//! are reported in groups. The thread count is checked against RLIMIT_NPROC, threads-max and
+//! MemAvailable before anything starts.
 
 use super::{Trace, TraceOp};
 use crate::engine::sync::SyncEngine;
@@ -12,9 +20,10 @@ use crate::runner::target::{Plan, TargetKind, TargetPlan};
 use crate::runner::{IoFailure, RunOutcome, RunStatus, ThreadOutcome};
 use crate::stats::{cpu, inflight_bucket, Stats, SyscallCounts};
 use anyhow::{Context, Result};
+use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
@@ -35,10 +44,27 @@ pub struct ReplayOptions {
 #[derive(Debug, Clone, Copy)]
 struct Step {
     op: TraceOp,
+    /// Index into the thread's own file list ([`ThreadPlan::files`]).
     file: u32,
     offset: u64,
     len: u32,
     start_ns: u64,
+}
+
+/// What one traced thread will do.
+#[derive(Debug, Clone)]
+struct ThreadPlan {
+    /// Thread id in the trace.
+    id: u32,
+    steps: Vec<Step>,
+    /// Trace file indices this thread uses; a step's `file` indexes this list.
+    files: Vec<u32>,
+    /// Largest read or write (sizes this thread's buffer).
+    max_len: u32,
+    /// Reads and writes among the steps (sizes its latency samples).
+    data_ops: u64,
+    /// Trace file index it used most: reported as that file's user.
+    user: usize,
 }
 
 /// Scratch files of a replay; removed on drop unless kept.
@@ -57,25 +83,71 @@ impl Drop for Scratch {
     }
 }
 
+/// Descriptors opened once per used scratch file and shared by the workers; closed on drop.
+struct SharedFds(Vec<FileHandles>);
+
+impl Drop for SharedFds {
+    fn drop(&mut self) {
+        for f in &self.0 {
+            for &fd in &f.fds {
+                if fd >= 0 {
+                    // SAFETY: closing a descriptor this replay opened, once, after every
+                    // worker that used it has been joined.
+                    unsafe { libc::close(fd) };
+                }
+            }
+        }
+    }
+}
+
+/// At most this many per-thread entries go into the Result: beyond it, threads are reported
+/// in groups (a latency histogram takes ~0.3 MiB, and 5,000 of them would dominate the run).
+pub const REPORTED_THREADS_MAX: usize = 64;
+
+/// Stack of a replay worker: it only loops over its steps (the default 2 MiB per thread
+/// would be most of a many-thread replay's address space).
+const WORKER_STACK_BYTES: usize = 256 << 10;
+
+/// Memory one reported histogram pair takes (HdrHistogram, 1 ns..1 h, 3 digits, twice).
+const HIST_PAIR_BYTES: u64 = 600 << 10;
+
 /// What a replay will do, derived from the trace (exposed for `--dry-run` and tests).
 #[derive(Debug, Clone)]
 pub struct ReplayPlan {
     /// Size each traced file needs (index = trace file index); 0 for files without data I/O.
     pub sizes: Vec<u64>,
-    /// Per traced thread: its id and its calls in order.
-    threads: Vec<(u32, Vec<Step>)>,
+    threads: Vec<ThreadPlan>,
     pub skipped_calls: u64,
+    reads: u64,
+    writes: u64,
+    /// Number of data calls of each size (for the median that stands for the block size).
+    len_counts: std::collections::BTreeMap<u32, u64>,
 }
 
 impl ReplayPlan {
     pub fn from_trace(t: &Trace) -> Result<ReplayPlan, crate::error::UsageError> {
-        let mut sizes = vec![0u64; t.files.len()];
-        let mut threads: Vec<(u32, Vec<Step>)> = Vec::new();
+        use super::budget;
+        let what = "replay: the trace";
+        // Steps, the sorted record list and the per-thread maps: estimated before any of
+        // them is built.
+        budget::check(what, (t.records.len() as u64).saturating_mul(32 + 8 + 16))?;
+        let mut sizes = budget::try_filled(t.files.len(), 0u64, what)?;
+        let mut threads: Vec<ThreadPlan> = Vec::new();
+        let mut thread_of: HashMap<u32, usize> = HashMap::new();
+        // Per thread: trace file index -> (its index in the thread's list, uses).
+        let mut local: Vec<HashMap<u32, (u32, u64)>> = Vec::new();
         let mut skipped = 0;
-        let mut recs: Vec<&super::TraceRecord> = t.records.iter().collect();
+        let (mut reads, mut writes) = (0u64, 0u64);
+        let mut len_counts = std::collections::BTreeMap::new();
+        let mut recs: Vec<&super::TraceRecord> = budget::try_vec(t.records.len(), what)?;
+        recs.extend(t.records.iter());
         recs.sort_by_key(|r| (r.start_ns, r.id));
         for r in recs {
-            let step = match r.op {
+            if r.file as usize >= t.files.len() {
+                skipped += 1;
+                continue;
+            }
+            let (op, offset, len) = match r.op {
                 TraceOp::Read | TraceOp::Write => {
                     let n = r.done_bytes();
                     if n == 0 {
@@ -90,40 +162,72 @@ impl ReplayPlan {
                     }
                     let s = &mut sizes[r.file as usize];
                     *s = (*s).max(r.offset.saturating_add(n));
-                    Step {
-                        op: r.op,
-                        file: r.file,
-                        offset: r.offset,
-                        len: n as u32,
-                        start_ns: r.start_ns,
+                    if r.op == TraceOp::Read {
+                        reads += 1;
+                    } else {
+                        writes += 1;
                     }
+                    *len_counts.entry(n as u32).or_insert(0u64) += 1;
+                    (r.op, r.offset, n as u32)
                 }
-                TraceOp::Fsync | TraceOp::Fdatasync if r.result >= 0 => Step {
-                    op: r.op,
-                    file: r.file,
-                    offset: 0,
-                    len: 0,
-                    start_ns: r.start_ns,
-                },
+                TraceOp::Fsync | TraceOp::Fdatasync if r.result >= 0 => (r.op, 0, 0),
                 _ => {
                     skipped += 1;
                     continue;
                 }
             };
-            match threads.iter_mut().find(|(id, _)| *id == r.thread) {
-                Some((_, v)) => v.push(step),
-                None => threads.push((r.thread, vec![step])),
+            let ti = *thread_of.entry(r.thread).or_insert_with(|| {
+                threads.push(ThreadPlan {
+                    id: r.thread,
+                    steps: Vec::new(),
+                    files: Vec::new(),
+                    max_len: 0,
+                    data_ops: 0,
+                    user: 0,
+                });
+                local.push(HashMap::new());
+                threads.len() - 1
+            });
+            let th = &mut threads[ti];
+            let next = th.files.len() as u32;
+            let e = local[ti].entry(r.file).or_insert((next, 0));
+            if e.0 == next {
+                th.files.push(r.file);
             }
+            e.1 += 1;
+            let file = e.0;
+            if op.is_data() {
+                th.data_ops += 1;
+                th.max_len = th.max_len.max(len);
+            }
+            th.steps.push(Step {
+                op,
+                file,
+                offset,
+                len,
+                start_ns: r.start_ns,
+            });
         }
         if threads.is_empty() {
             return Err(crate::usage!(
                 "the trace has no successful reads, writes or syncs to replay"
             ));
         }
+        for (th, uses) in threads.iter_mut().zip(&local) {
+            th.user = uses
+                .iter()
+                .max_by_key(|(f, (_, n))| (*n, std::cmp::Reverse(**f)))
+                .map(|(f, _)| *f as usize)
+                .unwrap_or(0);
+            th.steps.shrink_to_fit();
+        }
         Ok(ReplayPlan {
             sizes,
             threads,
             skipped_calls: skipped,
+            reads,
+            writes,
+            len_counts,
         })
     }
 
@@ -131,24 +235,78 @@ impl ReplayPlan {
     pub fn sequence(&self) -> Vec<(u32, TraceOp, u32, u64, u64)> {
         self.threads
             .iter()
-            .flat_map(|(id, steps)| {
-                steps
-                    .iter()
-                    .map(move |s| (*id, s.op, s.file, s.offset, s.len as u64))
+            .flat_map(|th| {
+                th.steps.iter().map(move |s| {
+                    (
+                        th.id,
+                        s.op,
+                        th.files[s.file as usize],
+                        s.offset,
+                        s.len as u64,
+                    )
+                })
             })
             .collect()
+    }
+
+    /// Number of threads the replay starts.
+    pub fn thread_count(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// Memory the run needs beyond the plan: worker stacks, each worker's buffer (its largest
+    /// call) and latency samples (one or two per call), and the reported histograms.
+    pub fn run_bytes(&self, timed: bool) -> u64 {
+        let per_sample = if timed { 16 } else { 8 };
+        let workers: u64 = self
+            .threads
+            .iter()
+            .map(|t| {
+                WORKER_STACK_BYTES as u64
+                    + (t.max_len as u64).next_multiple_of(4096).max(4096)
+                    + t.data_ops * per_sample
+                    + 16 * t.files.len() as u64
+            })
+            .sum();
+        workers + HIST_PAIR_BYTES * self.threads.len().min(REPORTED_THREADS_MAX + 1) as u64
+    }
+
+    /// The median call size (stands for the Job's block size).
+    fn median_len(&self) -> u64 {
+        let n: u64 = self.len_counts.values().sum();
+        let mut seen = 0;
+        for (len, c) in &self.len_counts {
+            seen += c;
+            if seen > n / 2 {
+                return *len as u64;
+            }
+        }
+        0
     }
 }
 
 fn create_scratch(path: &Path, size: u64, seed: u64) -> Result<()> {
-    use std::io::Write;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(path)
         .with_context(|| format!("creating scratch file {}", path.display()))?;
     crate::safety::mark_created(path);
-    let chunk = 1usize << 20;
+    let filled = fill_scratch(&mut f, path, size, seed);
+    if filled.is_err() {
+        // Ours (just created): nothing half-written stays behind.
+        let _ = std::fs::remove_file(path);
+    }
+    filled
+}
+
+fn fill_scratch(f: &mut std::fs::File, path: &Path, size: u64, seed: u64) -> Result<()> {
+    use std::io::Write;
+    if size == 0 {
+        return Ok(());
+    }
+    // A pattern buffer as large as the file needs, up to 1 MiB written over and over.
+    let chunk = size.min(1 << 20) as usize;
     let pool = BufferPool::new(1, chunk, seed)?;
     let mut left = size;
     while left > 0 {
@@ -157,7 +315,6 @@ fn create_scratch(path: &Path, size: u64, seed: u64) -> Result<()> {
             .with_context(|| format!("filling {}", path.display()))?;
         left -= n as u64;
     }
-    f.sync_all()?;
     Ok(())
 }
 
@@ -175,7 +332,7 @@ fn available_bytes(dir: &Path) -> Option<u64> {
 fn open_rw(path: &Path, extra: i32) -> std::io::Result<i32> {
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| std::io::Error::other("path has a NUL byte"))?;
-    // SAFETY: NUL-terminated path; the descriptor is closed by the replay worker.
+    // SAFETY: NUL-terminated path; the descriptor is closed by SharedFds after the replay.
     let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC | extra) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
@@ -183,9 +340,162 @@ fn open_rw(path: &Path, extra: i32) -> std::io::Result<i32> {
     Ok(fd)
 }
 
+/// Refuse a thread count the system would not let us start, naming the limit: the
+/// per-user process limit (RLIMIT_NPROC counts threads), the kernel's threads-max, and the
+/// memory the workers take against MemAvailable.
+fn check_thread_limits(threads: usize, bytes: u64) -> Result<(), crate::error::UsageError> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut rl) } == 0
+        && rl.rlim_cur != libc::RLIM_INFINITY
+        && threads as u64 + 16 > rl.rlim_cur as u64
+    {
+        return Err(crate::usage!(
+            "replay needs {threads} threads but RLIMIT_NPROC (ulimit -u) allows {} processes and threads: raise it or replay a trace with fewer threads",
+            rl.rlim_cur
+        ));
+    }
+    if let Some(max) = std::fs::read_to_string("/proc/sys/kernel/threads-max")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+    {
+        if threads as u64 + 16 > max {
+            return Err(crate::usage!(
+                "replay needs {threads} threads but kernel.threads-max is {max}: raise it or replay a trace with fewer threads"
+            ));
+        }
+    }
+    super::budget::check(&format!("replay with {threads} threads"), bytes)
+}
+
+/// Raise the soft descriptor limit to the hard one if `needed` descriptors need it; refuse
+/// naming RLIMIT_NOFILE when even the hard limit is too low.
+fn ensure_descriptors(needed: u64) -> Result<(), crate::error::UsageError> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
+        return Ok(());
+    }
+    let want = needed + 64;
+    if rl.rlim_cur == libc::RLIM_INFINITY || want <= rl.rlim_cur as u64 {
+        return Ok(());
+    }
+    if rl.rlim_max != libc::RLIM_INFINITY && want > rl.rlim_max as u64 {
+        return Err(crate::usage!(
+            "replay needs {needed} open files but RLIMIT_NOFILE (ulimit -n) allows {}: raise it or replay a trace with fewer files",
+            rl.rlim_max
+        ));
+    }
+    rl.rlim_cur = if rl.rlim_max == libc::RLIM_INFINITY {
+        want as libc::rlim_t
+    } else {
+        rl.rlim_max
+    };
+    // SAFETY: setrlimit reads the struct we own; raising the soft limit up to the hard one
+    // is always allowed.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) };
+    Ok(())
+}
+
+/// Start line for the workers: each reports ready after its preparation; the replay starts
+/// when all are ready, or is called off (a worker could not be started) and they return.
+struct Gate {
+    state: Mutex<(usize, GateState)>,
+    cv: Condvar,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum GateState {
+    Waiting,
+    Go,
+    Abort,
+}
+
+impl Gate {
+    fn new() -> Gate {
+        Gate {
+            state: Mutex::new((0, GateState::Waiting)),
+            cv: Condvar::new(),
+        }
+    }
+    /// Worker side: ready; true when the replay goes ahead.
+    fn arrive(&self) -> bool {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        g.0 += 1;
+        self.cv.notify_all();
+        while g.1 == GateState::Waiting {
+            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        g.1 == GateState::Go
+    }
+    /// Main side: wait for `n` workers, then let them go.
+    fn open_when(&self, n: usize) {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while g.0 < n {
+            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        g.1 = GateState::Go;
+        self.cv.notify_all();
+    }
+    fn abort(&self) {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        g.1 = GateState::Abort;
+        self.cv.notify_all();
+    }
+}
+
+/// What a worker measured, without histograms: latency samples are turned into histograms
+/// after the run, once per reported thread.
+struct Tally {
+    stats: Counters,
+    lat: Vec<u64>,
+    /// From the intended issue time; empty when untimed (then equal to `lat`).
+    sched: Vec<u64>,
+    failure: Option<IoFailure>,
+}
+
+/// A worker's counters (a [`Stats`] without its histograms, which take ~0.3 MiB each).
+#[derive(Default)]
+struct Counters {
+    read_ops: u64,
+    write_ops: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    errors: u64,
+    buffered_fallback_ops: u64,
+    inflight: [u64; 8],
+    elapsed_s: f64,
+    usage: cpu::Usage,
+    syscalls: SyscallCounts,
+}
+
+impl Counters {
+    fn add_to(&self, s: &mut Stats) {
+        s.read_ops += self.read_ops;
+        s.write_ops += self.write_ops;
+        s.read_bytes += self.read_bytes;
+        s.write_bytes += self.write_bytes;
+        s.errors += self.errors;
+        s.buffered_fallback_ops += self.buffered_fallback_ops;
+        for (a, b) in s.inflight.iter_mut().zip(self.inflight.iter()) {
+            *a += b;
+        }
+        s.usage += &self.usage;
+        s.syscalls += &self.syscalls;
+        // Workers run side by side: a group's wall time is its longest worker's.
+        s.elapsed_s = s.elapsed_s.max(self.elapsed_s);
+    }
+}
+
 /// Run the replay: create the files, replay every thread, remove the files.
 pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, RunOutcome)> {
-    let plan = ReplayPlan::from_trace(trace)?;
+    let mut plan = ReplayPlan::from_trace(trace)?;
     crate::runner::signal::install();
     if let Some(s) = opts.speed {
         if !(s > 0.0 && s.is_finite()) {
@@ -195,7 +505,36 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, Ru
     if !opts.dir.is_dir() {
         crate::bail_usage!("--dir {}: not a directory", opts.dir.display());
     }
-    let needed: u64 = plan.sizes.iter().sum();
+    let nthreads = plan.threads.len();
+    check_thread_limits(nthreads, plan.run_bytes(opts.speed.is_some()))?;
+    // Only the files some thread reads, writes or syncs become scratch files (a trace of a
+    // program that opens thousands of files and reads a few must not create thousands):
+    // target index per trace file index.
+    let mut target_of = vec![u32::MAX; plan.sizes.len()];
+    let mut used_files: Vec<usize> = Vec::new();
+    for th in &plan.threads {
+        for &f in &th.files {
+            if target_of[f as usize] == u32::MAX {
+                target_of[f as usize] = used_files.len() as u32;
+                used_files.push(f as usize);
+            }
+        }
+    }
+    used_files.sort_unstable();
+    for (t, &f) in used_files.iter().enumerate() {
+        target_of[f] = t as u32;
+    }
+    for th in plan.threads.iter_mut() {
+        for f in th.files.iter_mut() {
+            *f = target_of[*f as usize];
+        }
+        th.user = target_of[th.user] as usize;
+    }
+    let per_file = if opts.direct { 3 } else { 1 };
+    ensure_descriptors(used_files.len() as u64 * per_file)?;
+    let needed: u64 = used_files
+        .iter()
+        .fold(0u64, |a, &f| a.saturating_add(plan.sizes[f]));
     if let Some(avail) = available_bytes(&opts.dir) {
         // Leave a margin: the file system needs room for metadata, and so do other users.
         if needed > avail / 10 * 9 {
@@ -214,11 +553,12 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, Ru
     let mut targets = Vec::new();
     let mut notes = Vec::new();
     let pid = std::process::id();
-    for (i, &size) in plan.sizes.iter().enumerate() {
+    for &i in &used_files {
+        let size = plan.sizes[i];
         let path = opts.dir.join(format!("fsbench-replay-{pid}-{i}.dat"));
+        // Pushed only once created: a name that was taken is never ours to remove.
         create_scratch(&path, size, 0x5eed ^ i as u64)?;
         scratch.paths.push(path.clone());
-        let _ = crate::runner::target::evict(&path);
         notes.push(format!(
             "{} stands for {} ({} bytes)",
             path.display(),
@@ -234,44 +574,110 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, Ru
             reserved: None,
         });
     }
+    // One flush for all the files (not an fsync each), then their pages are dropped so the
+    // replay starts cold.
+    if let Some(p) = scratch.paths.first() {
+        if let Ok(f) = std::fs::File::open(p) {
+            // SAFETY: syncfs on a descriptor we own.
+            unsafe { libc::syncfs(std::os::unix::io::AsRawFd::as_raw_fd(&f)) };
+        }
+    }
+    for p in &scratch.paths {
+        let _ = crate::runner::target::evict(p);
+    }
+    if used_files.len() < plan.sizes.len() {
+        notes.push(format!(
+            "{} traced files without replayed calls were not created",
+            plan.sizes.len() - used_files.len()
+        ));
+    }
     if plan.skipped_calls > 0 {
         notes.push(format!(
             "{} traced calls not replayed (opens, closes, failed or empty calls)",
             plan.skipped_calls
         ));
     }
+    let direct = opts
+        .direct
+        .then(|| crate::runner::target::dio_alignment(&scratch.paths[0]));
+    // Each used file is opened once; the workers share the descriptors.
+    let mut shared = SharedFds(Vec::with_capacity(scratch.paths.len()));
+    for p in &scratch.paths {
+        let fd = open_rw(p, 0).with_context(|| format!("opening {}", p.display()))?;
+        shared.0.push(FileHandles {
+            fds: [fd, -1, -1],
+            size: 0,
+        });
+        let h = shared.0.last_mut().expect("just pushed");
+        if direct.is_some() {
+            // Misaligned I/Os under a direct policy are done data-synchronously buffered
+            // (the white paper's rule, as the runner does).
+            h.fds[Route::Direct as usize] = open_rw(p, libc::O_DIRECT).with_context(|| {
+                format!("opening {} with O_DIRECT (the file system may not support direct I/O; replay without --direct)", p.display())
+            })?;
+            h.fds[Route::Fallback as usize] =
+                open_rw(p, libc::O_DSYNC).with_context(|| format!("opening {}", p.display()))?;
+        }
+    }
     let started_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
-    let barrier = Arc::new(Barrier::new(plan.threads.len() + 1));
-    let mut handles = Vec::new();
-    for (idx, (_tid, steps)) in plan.threads.iter().enumerate() {
-        let steps = steps.clone();
-        let paths = scratch.paths.clone();
-        let barrier = barrier.clone();
-        let speed = opts.speed;
-        let direct = opts
-            .direct
-            .then(|| crate::runner::target::dio_alignment(&paths[0]));
-        handles.push(
-            std::thread::Builder::new()
-                .name(format!("fsbench-replay{idx}"))
-                .spawn(move || {
-                    replay_thread(idx as u32, &paths, &steps, speed, direct, &barrier)
-                })?,
-        );
+    let paths: Arc<Vec<PathBuf>> = Arc::new(scratch.paths.clone());
+    let gate = Arc::new(Gate::new());
+    let mut handles = Vec::with_capacity(nthreads);
+    let speed = opts.speed;
+    let plans = std::mem::take(&mut plan.threads);
+    let thread_info: Vec<(usize, u64)> = plans.iter().map(|t| (t.user, t.data_ops)).collect();
+    let total_steps: u64 = plans.iter().map(|t| t.steps.len() as u64).sum();
+    for (idx, th) in plans.into_iter().enumerate() {
+        let files: Vec<FileHandles> = th
+            .files
+            .iter()
+            .map(|&f| FileHandles {
+                fds: shared.0[f as usize].fds,
+                size: 0,
+            })
+            .collect();
+        let paths = paths.clone();
+        let gate2 = gate.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("fsbench-replay{idx}"))
+            .stack_size(WORKER_STACK_BYTES)
+            .spawn(move || replay_thread(idx as u32, th, files, &paths, speed, direct, &gate2));
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                // Call the started workers off and wait for them before reporting.
+                gate.abort();
+                for h in handles {
+                    let _ = h.join();
+                }
+                anyhow::bail!(
+                    "cannot start replay thread {} of {nthreads}: {e} (limits: ulimit -u, kernel.threads-max, memory)",
+                    idx + 1
+                );
+            }
+        }
     }
-    barrier.wait();
+    gate.open_when(nthreads);
     let t0 = Instant::now();
-    let mut threads = Vec::new();
+    let mut tallies = Vec::with_capacity(nthreads);
     for h in handles {
-        threads.push(
+        tallies.push(
             h.join()
                 .map_err(|_| anyhow::anyhow!("a replay thread panicked"))?,
         );
     }
     let elapsed_s = t0.elapsed().as_secs_f64();
+    drop(shared);
+    let (threads, grouped) = report_threads(tallies, &thread_info);
+    if grouped {
+        notes.push(format!(
+            "{nthreads} replay threads are reported in {} groups (per-thread figures of more than {REPORTED_THREADS_MAX} threads are merged)",
+            threads.len()
+        ));
+    }
     let failures: Vec<IoFailure> = threads
         .iter()
         .filter_map(|t: &ThreadOutcome| t.failure.clone())
@@ -283,15 +689,11 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, Ru
     } else {
         RunStatus::Complete
     };
-    let seq = plan.sequence();
-    let reads = seq.iter().filter(|s| s.1 == TraceOp::Read).count();
-    let writes = seq.iter().filter(|s| s.1 == TraceOp::Write).count();
-    let mut sizes: Vec<u64> = seq.iter().filter(|s| s.1.is_data()).map(|s| s.4).collect();
-    sizes.sort_unstable();
+    let (reads, writes) = (plan.reads, plan.writes);
     let job = Job {
         name: opts.name.clone(),
         targets: targets.iter().map(|t| t.path.clone()).collect(),
-        threads: plan.threads.len() as u32,
+        threads: nthreads as u32,
         access: match (reads, writes) {
             (_, 0) => Access::RandRead,
             (0, _) => Access::RandWrite,
@@ -299,14 +701,12 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, Ru
         },
         read_pct: (reads * 100 / (reads + writes).max(1)) as u8,
         // The median I/O size stands for the job's block size; the trace has the real ones.
-        block_size: sizes.get(sizes.len() / 2).copied().unwrap_or(0),
-        io_count: Some(seq.len() as u64),
+        block_size: plan.median_len(),
+        io_count: Some(total_steps),
         ..Job::default()
     };
     notes.push(format!(
-        "replay of {origin}: {} calls in {} thread(s), {}",
-        seq.len(),
-        plan.threads.len(),
+        "replay of {origin}: {total_steps} calls in {nthreads} thread(s), {}",
         match opts.speed {
             Some(s) => format!("traced timing x{s}"),
             None => "back to back (no timing)".into(),
@@ -333,124 +733,155 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, Ru
     Ok((job, outcome))
 }
 
-fn replay_thread(
-    index: u32,
-    paths: &[PathBuf],
-    steps: &[Step],
-    speed: Option<f64>,
-    direct_align: Option<u64>,
-    barrier: &Barrier,
-) -> ThreadOutcome {
-    // Which file this thread used most: it is reported as that file's user.
-    let mut uses = vec![0u64; paths.len()];
-    for s in steps {
-        uses[s.file as usize] += 1;
+/// Which reported entry each worker goes into: itself up to [`REPORTED_THREADS_MAX`]
+/// workers; beyond, one entry per file (user) when there are few enough, else workers are
+/// dealt round-robin into that many groups. Returns (group per worker, user and label per
+/// group).
+fn grouping(info: &[(usize, u64)]) -> (Vec<usize>, Vec<(usize, u32)>) {
+    let n = info.len();
+    if n <= REPORTED_THREADS_MAX {
+        return (
+            (0..n).collect(),
+            info.iter()
+                .enumerate()
+                .map(|(i, (u, _))| (*u, i as u32))
+                .collect(),
+        );
     }
-    let user = uses
+    let mut by_user: std::collections::BTreeMap<usize, usize> = Default::default();
+    for (u, _) in info {
+        let next = by_user.len();
+        by_user.entry(*u).or_insert(next);
+    }
+    if by_user.len() <= REPORTED_THREADS_MAX {
+        let mut groups = vec![(0usize, u32::MAX); by_user.len()];
+        let of: Vec<usize> = info
+            .iter()
+            .enumerate()
+            .map(|(i, (u, _))| {
+                let g = by_user[u];
+                groups[g].0 = *u;
+                groups[g].1 = groups[g].1.min(i as u32);
+                g
+            })
+            .collect();
+        return (of, groups);
+    }
+    // Round-robin; a group is reported as the user with the most calls in it.
+    let k = REPORTED_THREADS_MAX;
+    let mut best: Vec<HashMap<usize, u64>> = vec![HashMap::new(); k];
+    let of: Vec<usize> = (0..n).map(|i| i % k).collect();
+    for (i, (u, ops)) in info.iter().enumerate() {
+        *best[i % k].entry(*u).or_default() += ops;
+    }
+    let groups = best
         .iter()
         .enumerate()
-        .max_by_key(|(_, n)| **n)
-        .map(|(i, _)| i)
-        .unwrap_or(0);
-    let fail = |path: &Path, offset: Option<u64>, message: String| IoFailure {
+        .map(|(g, m)| {
+            let u = m
+                .iter()
+                .max_by_key(|(u, n)| (**n, std::cmp::Reverse(**u)))
+                .map(|(u, _)| *u)
+                .unwrap_or(0);
+            (u, g as u32)
+        })
+        .collect();
+    (of, groups)
+}
+
+/// Build the reported thread outcomes (histograms from the samples), grouping many workers.
+fn report_threads(tallies: Vec<Tally>, info: &[(usize, u64)]) -> (Vec<ThreadOutcome>, bool) {
+    let (of, groups) = grouping(info);
+    let grouped = groups.len() < tallies.len();
+    let mut out: Vec<ThreadOutcome> = groups
+        .iter()
+        .map(|&(user, thread)| ThreadOutcome {
+            user,
+            thread,
+            stats: Stats::default(),
+            failure: None,
+        })
+        .collect();
+    for (i, t) in tallies.into_iter().enumerate() {
+        let o = &mut out[of[i]];
+        for &ns in &t.lat {
+            o.stats.lat.record(ns);
+        }
+        let sched = if t.sched.is_empty() { &t.lat } else { &t.sched };
+        for &ns in sched {
+            o.stats.sched_lat.record(ns);
+        }
+        // Counters, CPU and syscalls add up (the samples went into the histograms).
+        t.stats.add_to(&mut o.stats);
+        if o.failure.is_none() {
+            o.failure = t.failure;
+        }
+    }
+    (out, grouped)
+}
+
+fn replay_thread(
+    index: u32,
+    plan: ThreadPlan,
+    files: Vec<FileHandles>,
+    paths: &[PathBuf],
+    speed: Option<f64>,
+    direct_align: Option<u64>,
+    gate: &Gate,
+) -> Tally {
+    let user = plan.user;
+    let fail = |file: u32, offset: Option<u64>, message: String| IoFailure {
         user,
         thread: index,
-        path: path.display().to_string(),
+        path: paths[plan.files[file as usize] as usize]
+            .display()
+            .to_string(),
         offset,
         message,
     };
     let mut sys = SyscallCounts::default();
-    let mut files = Vec::with_capacity(paths.len());
-    let mut prepared: Result<(), IoFailure> = Ok(());
-    for p in paths {
-        sys.open += 1;
-        let fd = match open_rw(p, 0) {
-            Ok(fd) => fd,
-            Err(e) => {
-                prepared = Err(fail(p, None, format!("open: {e}")));
-                break;
-            }
-        };
-        let mut fds = [fd, -1, -1];
-        if direct_align.is_some() {
-            sys.open += 1;
-            match open_rw(p, libc::O_DIRECT) {
-                Ok(d) => fds[Route::Direct as usize] = d,
-                Err(e) => {
-                    prepared = Err(fail(
-                        p,
-                        None,
-                        format!("open with O_DIRECT: {e} (the file system may not support direct I/O; replay without --direct)"),
-                    ));
-                    files.push(FileHandles { fds, size: 0 });
-                    break;
-                }
-            }
-        }
-        if direct_align.is_some() {
-            // Misaligned I/Os under a direct policy are done data-synchronously buffered
-            // (the white paper's rule, as the runner does).
-            sys.open += 1;
-            match open_rw(p, libc::O_DSYNC) {
-                Ok(d) => fds[Route::Fallback as usize] = d,
-                Err(e) => {
-                    prepared = Err(fail(p, None, format!("open: {e}")));
-                    files.push(FileHandles { fds, size: 0 });
-                    break;
-                }
-            }
-        }
-        files.push(FileHandles { fds, size: 0 });
-    }
-    let max_len = steps
-        .iter()
-        .map(|s| s.len as usize)
-        .max()
-        .unwrap_or(4096)
-        .max(1);
-    let pool = BufferPool::new(1, max_len, 0xfeed ^ index as u64);
     let fds: Vec<i32> = files.iter().map(|f| f.fds[0]).collect();
-    let all_fds: Vec<i32> = files
-        .iter()
-        .flat_map(|f| f.fds)
-        .filter(|&fd| fd >= 0)
-        .collect();
-    let mut engine = match (prepared, pool) {
-        (Ok(()), Ok(pool)) => Some(SyncEngine::new(files, pool)),
-        (Err(f), _) => {
-            barrier.wait();
-            return close_and(
-                all_fds,
-                ThreadOutcome {
-                    user,
-                    thread: index,
-                    stats: Stats::default(),
-                    failure: Some(f),
-                },
-            );
+    // This worker's own sizes: a buffer as large as its largest call, a sample per call.
+    let pool = BufferPool::new(1, (plan.max_len as usize).max(1), 0xfeed ^ index as u64);
+    let mut lat: Vec<u64> = Vec::new();
+    let mut sched: Vec<u64> = Vec::new();
+    let reserved = lat.try_reserve_exact(plan.data_ops as usize).and_then(|_| {
+        if speed.is_some() {
+            sched.try_reserve_exact(plan.data_ops as usize)
+        } else {
+            Ok(())
         }
-        (_, Err(e)) => {
-            barrier.wait();
-            let f = fail(&paths[0], None, format!("allocating buffers: {e}"));
-            return close_and(
-                all_fds,
-                ThreadOutcome {
-                    user,
-                    thread: index,
-                    stats: Stats::default(),
-                    failure: Some(f),
-                },
-            );
+    });
+    let empty = |failure| Tally {
+        stats: Counters::default(),
+        lat: Vec::new(),
+        sched: Vec::new(),
+        failure,
+    };
+    let mut engine = match (pool, reserved) {
+        (Ok(pool), Ok(())) => SyncEngine::new(files, pool),
+        (Err(e), _) => {
+            gate.arrive();
+            return empty(Some(fail(0, None, format!("allocating buffers: {e}"))));
+        }
+        (_, Err(_)) => {
+            gate.arrive();
+            return empty(Some(fail(
+                0,
+                None,
+                "out of memory reserving latency samples".into(),
+            )));
         }
     };
-    let engine = engine.as_mut().expect("built above");
     let mut done: Vec<Completion> = Vec::with_capacity(2);
-    let mut stats = Stats::default();
+    let mut stats = Counters::default();
     let mut failure = None;
-    barrier.wait();
+    if !gate.arrive() {
+        return empty(None);
+    }
     let usage0 = cpu::thread_usage();
     let t0 = Instant::now();
-    for s in steps {
+    for s in &plan.steps {
         // Ctrl-C ends the replay with what was done (a flag read, no syscall).
         if crate::runner::signal::interrupted() {
             break;
@@ -515,7 +946,7 @@ fn replay_thread(
             }
             TraceOp::Fsync | TraceOp::Fdatasync => {
                 let fd = fds[s.file as usize];
-                // SAFETY: fd is open for this thread's whole replay.
+                // SAFETY: fd is open for the whole replay (closed after every worker ends).
                 let rc = unsafe {
                     if s.op == TraceOp::Fsync {
                         sys.fsync += 1;
@@ -541,19 +972,18 @@ fn replay_thread(
             stats.errors += 1;
             let err = std::io::Error::from_raw_os_error((-result) as i32);
             failure = Some(fail(
-                &paths[s.file as usize],
+                s.file,
                 Some(s.offset),
                 format!("{} failed: {err}", s.op.name()),
             ));
             break;
         }
         if let Some(kind) = kind {
-            stats
-                .lat
-                .record(end.duration_since(start).as_nanos() as u64);
-            stats
-                .sched_lat
-                .record(end.duration_since(intended).as_nanos() as u64);
+            // Reserved above: these pushes never allocate.
+            lat.push(end.duration_since(start).as_nanos() as u64);
+            if speed.is_some() {
+                sched.push(end.duration_since(intended).as_nanos() as u64);
+            }
             match kind {
                 OpKind::Read => {
                     stats.read_ops += 1;
@@ -569,21 +999,10 @@ fn replay_thread(
     stats.elapsed_s = t0.elapsed().as_secs_f64();
     stats.usage = cpu::thread_usage().since(&usage0);
     stats.syscalls = sys;
-    close_and(
-        all_fds,
-        ThreadOutcome {
-            user,
-            thread: index,
-            stats,
-            failure,
-        },
-    )
-}
-
-fn close_and(fds: Vec<i32>, out: ThreadOutcome) -> ThreadOutcome {
-    for fd in fds {
-        // SAFETY: closing descriptors this replay thread opened, once.
-        unsafe { libc::close(fd) };
+    Tally {
+        stats,
+        lat,
+        sched,
+        failure,
     }
-    out
 }

@@ -29,24 +29,35 @@ pub struct TraceRing {
 
 impl TraceRing {
     pub fn new(thread: u32, path: String, base: Instant, capacity: usize) -> TraceRing {
-        // vec! of a non-zero-bytes default writes every entry, so the pages are resident
-        // before the clock starts.
-        let entries = vec![
+        Self::try_new(thread, path, base, capacity).expect("trace ring allocation")
+    }
+
+    /// [`TraceRing::new`], or `None` when the allocator cannot provide `capacity` entries
+    /// (a ring sized by the user must not abort the process).
+    pub fn try_new(thread: u32, path: String, base: Instant, capacity: usize) -> Option<TraceRing> {
+        let mut entries = Vec::new();
+        entries.try_reserve_exact(capacity.max(1)).ok()?;
+        // A non-zero-bytes default writes every entry, so the pages are resident before the
+        // clock starts.
+        entries.resize(
+            capacity.max(1),
             Entry {
                 result: -1,
                 ..Default::default()
-            };
-            capacity.max(1)
-        ];
-        TraceRing {
+            },
+        );
+        Some(TraceRing {
             thread,
             path,
             base,
             entries,
             pos: 0,
             total: 0,
-        }
+        })
     }
+
+    /// Memory one ring entry takes (for the budget checked before a traced run).
+    pub const ENTRY_BYTES: u64 = std::mem::size_of::<Entry>() as u64;
 
     /// Record one completed I/O. Called once per completion in the worker loop.
     #[inline]

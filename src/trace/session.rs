@@ -9,6 +9,7 @@
 
 use super::format;
 use super::{Trace, TraceRing};
+use crate::error::UsageError;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -107,14 +108,31 @@ pub fn ring_for_worker(
         Some(n) => n.clamp(1, s.capacity as u64) as usize,
         None => s.capacity,
     };
-    s.active += 1;
     let index = user as u32 * job.threads + thread;
-    Some(TraceRing::new(
-        index,
-        path.display().to_string(),
-        s.base,
-        cap,
-    ))
+    let ring = TraceRing::try_new(index, path.display().to_string(), s.base, cap);
+    match ring {
+        Some(_) => s.active += 1,
+        // Checked up front by [`check_budget`]; if memory ran out since, this worker goes
+        // untraced rather than the run aborting.
+        None => eprintln!(
+            "fsbench: no memory for a trace ring of {cap} records: worker {index} is not traced"
+        ),
+    }
+    ring
+}
+
+/// Refuse rings of `records_per_thread` entries for `workers` workers when they (and the
+/// trace they become) would not fit in memory: one usage line with the estimate.
+pub fn check_budget(records_per_thread: usize, workers: usize) -> Result<(), UsageError> {
+    // Each entry, and the record it becomes when the trace is gathered.
+    let per = TraceRing::ENTRY_BYTES + std::mem::size_of::<super::TraceRecord>() as u64;
+    let bytes = (records_per_thread as u64)
+        .saturating_mul(workers.max(1) as u64)
+        .saturating_mul(per);
+    super::budget::check(
+        &format!("--trace-records {records_per_thread} for {workers} worker(s)"),
+        bytes,
+    )
 }
 
 /// Hand a worker's ring back after its timed loop.

@@ -263,6 +263,9 @@ pub struct Converter {
     /// Calls seen, by syscall name: (calls, errors, seconds).
     pub counts: std::collections::BTreeMap<String, (u64, u64, f64)>,
     pub skipped_lines: u64,
+    /// Path -> index in the trace's file table (a linear search per call would make a
+    /// capture touching many files quadratic).
+    file_ids: HashMap<String, u32>,
 }
 
 impl Converter {
@@ -275,6 +278,7 @@ impl Converter {
             keep_system,
             counts: Default::default(),
             skipped_lines: 0,
+            file_ids: HashMap::new(),
         }
     }
 
@@ -305,7 +309,15 @@ impl Converter {
         if !self.wanted(path) {
             return;
         }
-        let file = self.trace.file_index(path);
+        let file = match self.file_ids.get(path) {
+            Some(&i) => i,
+            None => {
+                let i = self.trace.files.len() as u32;
+                self.trace.files.push(path.to_string());
+                self.file_ids.insert(path.to_string(), i);
+                i
+            }
+        };
         if op.is_data() && result > 0 {
             let end = offset.saturating_add(result as u64);
             let s = self.sizes.entry(path.to_string()).or_insert(0);
@@ -478,22 +490,48 @@ pub fn parse_log(text: &str, keep_system: bool) -> Converter {
 
 /// [`parse_log`] into a converter prepared by the caller (e.g. with seeded positions).
 pub fn parse_log_with(text: &str, conv: Converter) -> Converter {
-    let mut merger = LineMerger::default();
     let mut conv = conv;
+    let mut merger = LineMerger::default();
     for raw in text.lines() {
-        let Some(line) = merger.push(raw) else {
-            continue;
-        };
-        if line.contains("+++") || line.contains("---") && !line.contains('(') {
-            continue;
-        }
-        match parse_line(&line) {
-            Some(c) => conv.feed(&c),
-            None => conv.skipped_lines += 1,
-        }
+        feed_line(&mut merger, &mut conv, raw);
     }
     conv.trace.renumber();
     conv
+}
+
+/// [`parse_log_with`] reading the log line by line (a long capture's log is never held in
+/// memory whole; bytes that are not UTF-8 are replaced, not fatal).
+pub fn parse_log_from(
+    reader: impl std::io::BufRead,
+    conv: Converter,
+) -> std::io::Result<Converter> {
+    let mut conv = conv;
+    let mut merger = LineMerger::default();
+    let mut reader = reader;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        let raw = String::from_utf8_lossy(&buf);
+        feed_line(&mut merger, &mut conv, raw.trim_end_matches(['\n', '\r']));
+    }
+    conv.trace.renumber();
+    Ok(conv)
+}
+
+fn feed_line(merger: &mut LineMerger, conv: &mut Converter, raw: &str) {
+    let Some(line) = merger.push(raw) else {
+        return;
+    };
+    if line.contains("+++") || line.contains("---") && !line.contains('(') {
+        return;
+    }
+    match parse_line(&line) {
+        Some(c) => conv.feed(&c),
+        None => conv.skipped_lines += 1,
+    }
 }
 
 #[cfg(test)]
@@ -517,6 +555,17 @@ mod tests {
 19264 1795303569.361000 openat(AT_FDCWD</tmp>, "/nope", O_RDONLY) = -1 ENOENT (No such file or directory) <0.000010>
 19264 1795303569.361085 +++ exited with 0 +++
 "#;
+
+    #[test]
+    fn streamed_log_parses_like_the_whole_text() {
+        let whole = parse_log(DD_LOG, false);
+        let mut bytes = DD_LOG.as_bytes().to_vec();
+        // A byte that is not UTF-8 in a line of its own is skipped, not fatal.
+        bytes.extend_from_slice(b"19264 1795303569.3611 \xff\xfe\n");
+        let streamed = parse_log_from(std::io::Cursor::new(bytes), Converter::new(false)).unwrap();
+        assert_eq!(streamed.trace, whole.trace);
+        assert_eq!(streamed.skipped_lines, whole.skipped_lines + 1);
+    }
 
     #[test]
     fn dd_offsets_follow_lseek_dup_and_reads() {

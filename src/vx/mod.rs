@@ -173,7 +173,9 @@ pub fn parse(args: &[String]) -> Result<VxCommand, UsageError> {
             };
             match name {
                 "" => {
-                    job.targets.extend(args[i + 1..].iter().map(PathBuf::from));
+                    // After `--` a name may start with '-': keep it a path, never an option.
+                    job.targets
+                        .extend(args[i + 1..].iter().map(|t| crate::job::dash_safe(t.as_ref())));
                     break;
                 }
                 "engine" => job.engine = EngineKind::parse(&val(&mut i)?)?,

@@ -3,76 +3,350 @@
 //! percent (in parallel with `paralloc`), `reuse` of a tree fsbench left behind, the runtime
 //! picker (exists / absent, exclusive "busy" marking in the shared arena) and removal.
 //!
-//! Safety: fsbench creates `path/NAME/`, marks it with the fsbench xattr, and only ever writes
-//! or deletes below a root it marked (or created in this run where xattrs are unsupported).
+//! Memory: a layout stores no path. An entry's path is derived from its index (the leaf
+//! directory holding it, found by binary search over contiguous leaf ranges, plus its number),
+//! and a directory is (parent, number). Per entry that is its size (8 bytes) plus a share of
+//! its leaf range and directory, so ten million entries take about 100 MB, not gigabytes.
+//! Paths are built on the stack ([`CPath`]) so the I/O path does not allocate.
+//!
+//! Safety: fsbench creates `path/NAME/`, marks it with the fsbench xattr, and records the
+//! identity (inode) of every directory and file it creates in a manifest next to it
+//! (`path/.NAME.fsbench-manifest`). Removal walks the tree through directory descriptors
+//! opened with O_NOFOLLOW, never follows a symlink, and unlinks an entry only when its inode is
+//! one fsbench recorded; anything else (files the user added or replaced, symlinks) is left
+//! and reported.
 
 use super::model::FilesetSpec;
 use super::shared::{Arena, Rotor, ENTRY_BUSY, ENTRY_EXISTS, ENTRY_OPEN_ONE};
 use super::vars::Rng;
-use crate::safety;
-use anyhow::{Context, Result};
-use std::ffi::CString;
+use crate::runner::signal;
+use anyhow::Result;
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::*;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
-/// One file (or leaf directory) of a fileset.
-#[derive(Debug, Clone)]
-pub struct Entry {
-    pub path: CString,
-    pub size: u64,
+/// Longest path the kernel accepts, with its NUL.
+const PATH_MAX: usize = libc::PATH_MAX as usize;
+const NO_PARENT: u32 = u32::MAX;
+/// More entries than this cannot be numbered by the layout's 32-bit directory indices.
+pub const MAX_ENTRIES: u64 = 1 << 31;
+
+/// The run was interrupted (Ctrl-C or SIGTERM) while the filesets were being prepared.
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted (Ctrl-C) while preparing the filesets")
+    }
 }
 
+impl std::error::Error for Interrupted {}
+
+/// True when an error chain says the preparation was interrupted (not a failure).
+pub fn is_interrupted(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<Interrupted>().is_some())
+}
+
+/// A path built in a fixed buffer on the stack, NUL-terminated: no allocation per I/O.
+pub struct CPath {
+    len: usize,
+    buf: [u8; PATH_MAX],
+}
+
+impl CPath {
+    fn new() -> Self {
+        CPath {
+            len: 0,
+            buf: [0; PATH_MAX],
+        }
+    }
+    /// Append bytes. The layout checked that every path fits, so nothing is cut in practice;
+    /// the bound keeps the NUL in the buffer regardless.
+    fn push(&mut self, b: &[u8]) {
+        let end = (self.len + b.len()).min(PATH_MAX - 1);
+        let n = end - self.len;
+        self.buf[self.len..end].copy_from_slice(&b[..n]);
+        self.len = end;
+        self.buf[end] = 0;
+    }
+    /// Append a number with at least 8 digits, as Filebench names entries.
+    fn push_num(&mut self, n: u64) {
+        let mut d = [b'0'; 20];
+        let mut i = 20;
+        let mut v = n;
+        while v > 0 || i > 12 {
+            i -= 1;
+            d[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        self.push(&d[i..]);
+    }
+    pub fn as_c_str(&self) -> &CStr {
+        // SAFETY: push() always leaves buf[len] == 0, and the bytes before it hold no NUL
+        // (the root was checked for NUL bytes, the rest are '/', digits and the file name).
+        unsafe { CStr::from_bytes_with_nul_unchecked(&self.buf[..=self.len]) }
+    }
+    pub fn as_path(&self) -> &Path {
+        Path::new(std::ffi::OsStr::from_bytes(&self.buf[..self.len]))
+    }
+}
+
+impl std::ops::Deref for CPath {
+    type Target = CStr;
+    fn deref(&self) -> &CStr {
+        self.as_c_str()
+    }
+}
+
+impl std::fmt::Debug for CPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_path())
+    }
+}
+
+impl std::fmt::Display for CPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.as_path().display())
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct DirNode {
+    parent: u32,
+    num: u32,
+}
+
+/// Where every entry of a fileset lives and how big it is, in compact form.
 #[derive(Debug, Clone)]
 pub struct SetLayout {
-    /// Directories to create below (and including) the root, parents first.
-    pub dirs: Vec<CString>,
-    pub entries: Vec<Entry>,
-    /// Entries created when the run is prepared (`prealloc` percent of them).
-    pub preallocated: Vec<bool>,
+    root: Vec<u8>,
+    /// A `define file`: the single entry is `root/NAME`.
+    file_name: Option<Vec<u8>>,
+    /// Tree directories, parents first; index 0 is the root.
+    dirs: Vec<DirNode>,
+    /// First entry index of each leaf range (ascending) and the directory holding the range.
+    leaf_start: Vec<u64>,
+    leaf_dir: Vec<u32>,
+    sizes: Vec<u64>,
+    /// FNV state after hashing "NAME#": the prealloc choice continues it with the index.
+    prealloc_seed: u64,
+    prealloc_cut: f64,
+}
+
+fn fnv(h: u64, bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(h, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
 }
 
 fn name_seed(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-    })
+    fnv(0xcbf2_9ce4_8422_2325, name.as_bytes())
 }
 
-fn cpath(p: &Path) -> CString {
-    CString::new(p.as_os_str().as_bytes())
-        .unwrap_or_else(|_| CString::new("invalid-path").expect("no NUL"))
+fn try_vec<T>(n: u64, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    usize::try_from(n)
+        .ok()
+        .and_then(|n| v.try_reserve_exact(n).ok())
+        .ok_or_else(|| crate::usage!("cannot allocate memory for {n} {what}: use fewer entries"))?;
+    Ok(v)
+}
+
+fn try_push<T>(v: &mut Vec<T>, x: T) -> Result<()> {
+    if v.len() == v.capacity() {
+        v.try_reserve(v.len().max(16))
+            .map_err(|_| crate::usage!("out of memory laying out a fileset: use fewer entries"))?;
+    }
+    v.push(x);
+    Ok(())
+}
+
+/// Bytes of memory a fileset's layout, arena state and cleanup record need, estimated before
+/// anything is allocated (an upper bound for fixed widths; gamma widths are similar).
+pub fn estimate_bytes(spec: &FilesetSpec) -> u64 {
+    let n = spec.count() as f64;
+    let width = if spec.dirwidth.is_finite() {
+        spec.dirwidth.max(1.0)
+    } else {
+        1e9
+    };
+    let leaves = n.min(2.0 * n / width + 1.0);
+    // size 8 + arena state 4 + cleanup identity 8 per entry; leaf range 12, directory 8 and a
+    // work frame 24 per leaf (two directories per leaf at most).
+    (n * 20.0 + leaves * (12.0 + 16.0 + 24.0) + 4096.0) as u64
+}
+
+/// Memory of one layout as held by every worker process.
+pub fn estimate_layout_bytes(spec: &FilesetSpec) -> u64 {
+    let n = spec.count() as f64;
+    estimate_bytes(spec).saturating_sub((n * 12.0) as u64)
+}
+
+impl SetLayout {
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.sizes.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.sizes.is_empty()
+    }
+    /// Number of tree directories (the root included).
+    pub fn dir_count(&self) -> usize {
+        self.dirs.len()
+    }
+    pub fn size(&self, i: usize) -> u64 {
+        self.sizes[i]
+    }
+    /// Is entry `i` created when the run is prepared (`prealloc` percent, spread evenly)?
+    pub fn preallocated(&self, i: usize) -> bool {
+        let mut d = [0u8; 20];
+        let mut k = 20;
+        let mut v = i as u64;
+        loop {
+            k -= 1;
+            d[k] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        let h = fnv(self.prealloc_seed, &d[k..]) % 10_000;
+        (h as f64) < self.prealloc_cut
+    }
+    fn write_dir(&self, d: u32, out: &mut CPath) {
+        let node = self.dirs[d as usize];
+        if node.parent == NO_PARENT {
+            out.push(&self.root);
+        } else {
+            self.write_dir(node.parent, out);
+            out.push(b"/");
+            out.push_num(node.num as u64);
+        }
+    }
+    /// Path of tree directory `d` (0 is the root).
+    pub fn dir_path(&self, d: usize) -> CPath {
+        let mut p = CPath::new();
+        self.write_dir(d as u32, &mut p);
+        p
+    }
+    /// Path of entry `i`.
+    pub fn path(&self, i: usize) -> CPath {
+        let mut p = CPath::new();
+        if let Some(name) = &self.file_name {
+            p.push(&self.root);
+            p.push(b"/");
+            p.push(name);
+            return p;
+        }
+        let r = self.leaf_start.partition_point(|&s| s <= i as u64) - 1;
+        self.write_dir(self.leaf_dir[r], &mut p);
+        p.push(b"/");
+        p.push_num(i as u64 + 1);
+        p
+    }
+    /// Heap bytes this layout holds.
+    pub fn heap_bytes(&self) -> usize {
+        self.root.capacity()
+            + self.dirs.capacity() * std::mem::size_of::<DirNode>()
+            + self.leaf_start.capacity() * 8
+            + self.leaf_dir.capacity() * 4
+            + self.sizes.capacity() * 8
+    }
 }
 
 /// Compute where every entry lives and how big it is. Deterministic (seeded by the fileset's
-/// name), so a child process computes exactly what the parent created.
-pub fn layout(spec: &FilesetSpec) -> SetLayout {
+/// name), so a child process computes exactly what the parent created. Checks Ctrl-C, so a
+/// huge layout can be interrupted.
+pub fn layout(spec: &FilesetSpec) -> Result<SetLayout> {
+    let n = spec.count();
+    if n > MAX_ENTRIES {
+        crate::bail_usage!(
+            "fileset '{}': {n} entries is more than the {MAX_ENTRIES} a fileset can hold",
+            spec.name
+        );
+    }
+    let root = spec.root.as_os_str().as_bytes().to_vec();
+    if root.contains(&0) || spec.name.as_bytes().contains(&0) {
+        crate::bail_usage!("fileset '{}': its path contains a NUL byte", spec.name);
+    }
     let mut rng = Rng::new(name_seed(&spec.name));
-    let n = spec.count() as usize;
-    let mut dirs = vec![cpath(&spec.root)];
-    let mut leaves: Vec<PathBuf> = Vec::with_capacity(n);
+    let mut lay = SetLayout {
+        root,
+        file_name: None,
+        dirs: vec![DirNode {
+            parent: NO_PARENT,
+            num: 0,
+        }],
+        leaf_start: Vec::new(),
+        leaf_dir: Vec::new(),
+        sizes: try_vec(n, "fileset entries")?,
+        prealloc_seed: fnv(name_seed(&spec.name), b"#"),
+        prealloc_cut: spec.prealloc_pct * 100.0,
+    };
+    // Each path component is '/' plus at least 8 digits.
+    let comp = 1 + 8usize.max(n.to_string().len());
+    let room = (PATH_MAX - 1).saturating_sub(lay.root.len() + comp);
+    let max_levels = room / comp;
     if spec.is_file {
-        leaves.push(spec.root.join(&spec.name));
-    } else {
-        let width = spec.dirwidth.max(1.0);
-        let depth_limit = spec
-            .dirdepth
-            .as_ref()
-            .map(|d| d.sample(&mut rng).round().max(1.0) as usize);
-        // Each directory splits its items among `w` children until an item group fits in one.
+        if lay.root.len() + 1 + spec.name.len() >= PATH_MAX {
+            crate::bail_usage!("file '{}': its path is too long", spec.name);
+        }
+        lay.file_name = Some(spec.name.as_bytes().to_vec());
+        lay.leaf_start.push(0);
+        lay.leaf_dir.push(0);
+    } else if n > 0 {
+        if lay.root.len() + comp >= PATH_MAX {
+            crate::bail_usage!(
+                "fileset '{}': the path {} is too long",
+                spec.name,
+                spec.root.display()
+            );
+        }
+        // `width` is what a leaf directory holds; inner directories split at least in two,
+        // since a mean width below 2 cannot build a tree (width 1 would be a chain of
+        // directories as deep as the fileset is large: Filebench divides by log(1) there).
+        let width = if spec.dirwidth.is_finite() {
+            spec.dirwidth.max(1.0)
+        } else {
+            1e9
+        };
+        let split = width.max(2.0);
+        let depth_limit = match &spec.dirdepth {
+            Some(d) => {
+                let v = d.sample(&mut rng).round();
+                if !v.is_finite() || v > max_levels as f64 {
+                    crate::bail_usage!(
+                        "fileset '{}': dirdepthrv gives a depth of {v}, but paths below {} allow at most {max_levels} levels",
+                        spec.name,
+                        spec.root.display()
+                    );
+                }
+                Some(v.max(1.0) as u64)
+            }
+            None => None,
+        };
         struct Frame {
-            dir: PathBuf,
-            lo: usize,
-            hi: usize,
-            level: usize,
+            dir: u32,
+            lo: u64,
+            hi: u64,
+            level: u64,
         }
         let mut stack = vec![Frame {
-            dir: spec.root.clone(),
+            dir: 0,
             lo: 0,
             hi: n,
             level: 0,
         }];
-        let mut placed: Vec<(usize, PathBuf)> = Vec::with_capacity(n);
+        let mut steps = 0u64;
         while let Some(f) = stack.pop() {
+            steps += 1;
+            if steps % 4096 == 0 && signal::interrupted() {
+                return Err(Interrupted.into());
+            }
             let count = f.hi - f.lo;
             let at_depth = depth_limit.is_some_and(|d| f.level >= d);
             let fits = match depth_limit {
@@ -80,76 +354,101 @@ pub fn layout(spec: &FilesetSpec) -> SetLayout {
                 None => count as f64 <= width,
             };
             if fits || count <= 1 && f.level > 0 {
-                for i in f.lo..f.hi {
-                    placed.push((i, f.dir.join(format!("{:08}", i + 1))));
-                }
+                try_push(&mut lay.leaf_start, f.lo)?;
+                try_push(&mut lay.leaf_dir, f.dir)?;
                 continue;
+            }
+            if f.level >= max_levels as u64 {
+                crate::bail_usage!(
+                    "fileset '{}': the tree would be deeper than paths below {} allow ({max_levels} levels): use a larger dirwidth or a shorter path",
+                    spec.name,
+                    spec.root.display()
+                );
             }
             let children = if let Some(d) = depth_limit {
                 // Fixed depth: the width that spreads `count` items over the remaining levels.
                 (count as f64)
                     .powf(1.0 / (d - f.level) as f64)
                     .ceil()
-                    .max(1.0) as usize
+                    .max(1.0) as u64
             } else if spec.dirgamma > 0.0 {
                 let shape = spec.dirgamma / 1000.0;
-                (rng.gamma(shape) * width / shape).round().max(2.0) as usize
+                (rng.gamma(shape) * width / shape).round().max(2.0) as u64
             } else {
-                // A full tree: leaves hold `width` items; each subtree below this level
-                // holds at most width^(levels below) items.
+                // A full tree: leaves hold `width` items; each subtree below this level holds
+                // at most width * split^(levels below) items. cap < count on exit, so there
+                // are at least two children and the recursion ends.
                 let mut cap = width;
-                while cap * width < count as f64 {
-                    cap *= width;
+                while cap * split < count as f64 {
+                    cap *= split;
                 }
-                (count as f64 / cap).ceil() as usize
+                (count as f64 / cap).ceil() as u64
             };
             let children = children.clamp(1, count.max(1));
             let per = count.div_ceil(children);
-            let mut lo = f.lo;
-            let mut k = 0;
-            while lo < f.hi {
-                let hi = (lo + per).min(f.hi);
-                k += 1;
-                let d = f.dir.join(format!("{k:08}"));
-                dirs.push(cpath(&d));
-                stack.push(Frame {
-                    dir: d,
-                    lo,
-                    hi,
-                    level: f.level + 1,
-                });
-                lo = hi;
+            let first = lay.dirs.len();
+            let made = count.div_ceil(per);
+            if first as u64 + made >= NO_PARENT as u64 {
+                crate::bail_usage!("fileset '{}': too many directories", spec.name);
+            }
+            for k in 0..made {
+                try_push(
+                    &mut lay.dirs,
+                    DirNode {
+                        parent: f.dir,
+                        num: (k + 1) as u32,
+                    },
+                )?;
+            }
+            // Pushed in reverse so they pop in ascending order: leaf ranges come out sorted.
+            for k in (0..made).rev() {
+                let lo = f.lo + k * per;
+                try_push(
+                    &mut stack,
+                    Frame {
+                        dir: (first as u64 + k) as u32,
+                        lo,
+                        hi: (lo + per).min(f.hi),
+                        level: f.level + 1,
+                    },
+                )?;
             }
         }
-        placed.sort_by_key(|p| p.0);
-        leaves = placed.into_iter().map(|p| p.1).collect();
     }
-    let mut entries = Vec::with_capacity(leaves.len());
-    let mut preallocated = Vec::with_capacity(leaves.len());
-    for (i, p) in leaves.iter().enumerate() {
+    for i in 0..n {
+        if i % 65_536 == 0 && signal::interrupted() {
+            return Err(Interrupted.into());
+        }
         let size = if spec.is_dirs() {
             0
         } else {
+            // NaN and negatives become 0; huge values saturate (the free-space check refuses).
             spec.size.sample(&mut rng).max(0.0) as u64
         };
-        entries.push(Entry {
-            path: cpath(p),
-            size,
-        });
-        // Spread the preallocated entries evenly over the tree.
-        let h = name_seed(&format!("{}#{i}", spec.name)) % 10_000;
-        preallocated.push((h as f64) < spec.prealloc_pct * 100.0);
+        lay.sizes.push(size);
     }
-    if spec.is_dirs() {
-        // Leaf directories are entries, not tree directories.
-        let leafset: std::collections::HashSet<&CString> =
-            entries.iter().map(|e| &e.path).collect();
-        dirs.retain(|d| !leafset.contains(d));
+    Ok(lay)
+}
+
+/// Inode numbers fsbench created below a fileset root (sorted, for binary search).
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    inos: Vec<u64>,
+}
+
+impl Known {
+    fn from(mut inos: Vec<u64>) -> Self {
+        inos.sort_unstable();
+        inos.dedup();
+        Known { inos }
     }
-    SetLayout {
-        dirs,
-        entries,
-        preallocated,
+    fn contains(&self, ino: u64) -> bool {
+        self.inos.binary_search(&ino).is_ok()
+    }
+    fn merged(&self, more: Vec<u64>) -> Self {
+        let mut v = more;
+        v.extend_from_slice(&self.inos);
+        Known::from(v)
     }
 }
 
@@ -157,33 +456,450 @@ pub fn layout(spec: &FilesetSpec) -> SetLayout {
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub root: PathBuf,
+    pub name: String,
     /// We made the root in this run (allowed to remove it even where xattrs do not work).
     pub created_root: bool,
+    /// Inodes of the directories and files fsbench made (and, on reuse, everything the
+    /// manifest lists). Files created later by flowops are found through the arena.
+    known: Known,
     pub files_created: u64,
     pub bytes_written: u64,
     pub reused: u64,
 }
 
-/// Write `size` bytes of a fixed pattern into a new file.
-fn fill(path: &CString, size: u64, buf: &[u8]) -> std::io::Result<()> {
+fn errno() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+fn ccstr(b: &[u8]) -> CString {
+    CString::new(b).unwrap_or_else(|_| CString::new("invalid").expect("no NUL"))
+}
+
+/// Open a directory. `follow` only for the user's own --dir; below it, never.
+fn open_dir(at: RawFd, name: &CStr, follow: bool) -> std::io::Result<OwnedFd> {
+    let mut fl = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    if !follow {
+        fl |= libc::O_NOFOLLOW;
+    }
+    // SAFETY: NUL-terminated name; the descriptor is owned by the OwnedFd returned.
+    let fd = unsafe { libc::openat(at, name.as_ptr(), fl) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    // SAFETY: fd was just opened and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// What identifies a file for removal: its device, and a key from its inode number and
+/// birth time (an inode number alone is reused at once when a file is deleted and another
+/// created, which is exactly what "the user replaced the file" looks like).
+#[derive(Debug, Clone, Copy)]
+struct Ident {
+    dev: u64,
+    key: u64,
+    mode: u32,
+    size: u64,
+}
+
+fn statx_at(dir: RawFd, name: &CStr, flags: i32) -> std::io::Result<Ident> {
+    // SAFETY: statx fills a struct we own; the name is NUL-terminated; AT_SYMLINK_NOFOLLOW
+    // never follows a symlink.
+    let mut sx: libc::statx = unsafe { std::mem::zeroed() };
+    let rc = unsafe {
+        libc::statx(
+            dir,
+            name.as_ptr(),
+            flags | libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_BASIC_STATS | libc::STATX_BTIME,
+            &mut sx,
+        )
+    };
+    if rc != 0 {
+        return Err(errno());
+    }
+    let btime = if sx.stx_mask & libc::STATX_BTIME != 0 {
+        (sx.stx_btime.tv_sec as u64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(sx.stx_btime.tv_nsec as u64)
+    } else {
+        0
+    };
+    let key = (sx.stx_ino ^ btime.rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    Ok(Ident {
+        dev: libc::makedev(sx.stx_dev_major, sx.stx_dev_minor),
+        key,
+        mode: sx.stx_mode as u32,
+        size: sx.stx_size,
+    })
+}
+
+fn fstat(fd: RawFd) -> std::io::Result<Ident> {
+    statx_at(fd, c"", libc::AT_EMPTY_PATH)
+}
+
+fn stat_at(dir: RawFd, name: &CStr) -> std::io::Result<Ident> {
+    statx_at(dir, name, 0)
+}
+
+fn lstat(p: &CStr) -> std::io::Result<Ident> {
+    stat_at(libc::AT_FDCWD, p)
+}
+
+fn is_dir(st: &Ident) -> bool {
+    st.mode & libc::S_IFMT == libc::S_IFDIR
+}
+
+fn is_reg(st: &Ident) -> bool {
+    st.mode & libc::S_IFMT == libc::S_IFREG
+}
+
+/// Does the open directory carry the fsbench mark?
+fn fd_marked(fd: RawFd) -> bool {
+    let name = CString::new(crate::safety::MARK_XATTR).expect("constant has no NUL");
+    let mut buf = [0u8; 16];
+    // SAFETY: buffer and its length match; the name is NUL-terminated; fd is open.
+    let n = unsafe {
+        libc::fgetxattr(
+            fd,
+            name.as_ptr(),
+            buf.as_mut_ptr() as *mut libc::c_void,
+            buf.len(),
+        )
+    };
+    n > 0 && &buf[..n as usize] == b"created"
+}
+
+fn fd_mark(fd: RawFd) {
+    let name = CString::new(crate::safety::MARK_XATTR).expect("constant has no NUL");
+    let v = b"created";
+    // SAFETY: value buffer and length match; fd is open. Failure (no xattrs) is tolerated:
+    // the run then only removes what it created itself.
+    unsafe {
+        libc::fsetxattr(
+            fd,
+            name.as_ptr(),
+            v.as_ptr() as *const libc::c_void,
+            v.len(),
+            0,
+        )
+    };
+}
+
+const MANIFEST_MAGIC: &[u8; 16] = b"fsbench-idents1\n";
+
+fn manifest_name(set: &str) -> CString {
+    ccstr(format!(".{set}.fsbench-manifest").as_bytes())
+}
+
+/// Read the identity record a previous run left next to the root (None if absent or not ours).
+fn read_manifest(parent: RawFd, set: &str) -> Option<Known> {
+    use std::io::Read;
+    let name = manifest_name(set);
+    // SAFETY: NUL-terminated name; the descriptor is owned by the File below.
+    let fd = unsafe {
+        libc::openat(
+            parent,
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: fd was just opened and is owned by nobody else.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    let st = fstat(fd).ok()?;
+    let len = st.size;
+    if !is_reg(&st) || len < 16 || (len - 16) % 8 != 0 {
+        return None;
+    }
+    let mut magic = [0u8; 16];
+    f.read_exact(&mut magic).ok()?;
+    if &magic != MANIFEST_MAGIC {
+        return None;
+    }
+    let count = (len - 16) / 8;
+    let mut inos: Vec<u64> = Vec::new();
+    inos.try_reserve_exact(count as usize).ok()?;
+    let mut r = std::io::BufReader::with_capacity(1 << 16, f);
+    let mut b = [0u8; 8];
+    for _ in 0..count {
+        r.read_exact(&mut b).ok()?;
+        inos.push(u64::from_le_bytes(b));
+    }
+    Some(Known::from(inos))
+}
+
+/// Write the identity record next to the root: a new temporary file (O_EXCL|O_NOFOLLOW),
+/// renamed over the old record only if that is ours too.
+fn write_manifest(parent: &Path, set: &str, known: &Known) -> Result<()> {
     use std::io::Write;
-    let p = Path::new(std::ffi::OsStr::from_bytes(path.as_bytes()));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(p)?;
-    let mut left = size;
-    while left > 0 {
-        let n = left.min(buf.len() as u64) as usize;
-        f.write_all(&buf[..n])?;
-        left -= n as u64;
+    let pfd = open_dir(libc::AT_FDCWD, &ccstr(parent.as_os_str().as_bytes()), true)?;
+    let name = manifest_name(set);
+    if stat_at(pfd.as_raw_fd(), &name).is_ok() && read_manifest(pfd.as_raw_fd(), set).is_none() {
+        crate::bail_usage!(
+            "{} exists and is not an fsbench manifest: refusing to overwrite it",
+            parent.join(name.to_string_lossy().as_ref()).display()
+        );
+    }
+    let tmp = ccstr(format!(".{set}.fsbench-manifest.{}", std::process::id()).as_bytes());
+    // SAFETY: NUL-terminated name; the descriptor is owned by the File below.
+    let fd = unsafe {
+        libc::openat(
+            pfd.as_raw_fd(),
+            tmp.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        anyhow::bail!(
+            "writing the fileset manifest in {}: {}",
+            parent.display(),
+            errno()
+        );
+    }
+    // SAFETY: fd was just opened and is owned by nobody else.
+    let f = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
+    let res = (|| -> std::io::Result<()> {
+        w.write_all(MANIFEST_MAGIC)?;
+        for ino in &known.inos {
+            w.write_all(&ino.to_le_bytes())?;
+        }
+        w.flush()
+    })();
+    drop(w);
+    // SAFETY: NUL-terminated names, relative to a directory descriptor we own.
+    let rc = res.is_ok()
+        && unsafe {
+            libc::renameat(
+                pfd.as_raw_fd(),
+                tmp.as_ptr(),
+                pfd.as_raw_fd(),
+                name.as_ptr(),
+            )
+        } == 0;
+    if !rc {
+        let e = res.err().unwrap_or_else(errno);
+        // SAFETY: removing the temporary file we created above.
+        unsafe { libc::unlinkat(pfd.as_raw_fd(), tmp.as_ptr(), 0) };
+        anyhow::bail!("writing the fileset manifest in {}: {e}", parent.display());
     }
     Ok(())
 }
 
-/// Create (or reuse) a fileset on disk and record which entries exist in the arena.
-pub fn prepare(spec: &FilesetSpec, lay: &SetLayout, arena: &Arena, set: usize) -> Result<Prepared> {
+fn remove_manifest(parent: RawFd, set: &str) {
+    if read_manifest(parent, set).is_some() {
+        // SAFETY: NUL-terminated name relative to a directory descriptor we own.
+        unsafe { libc::unlinkat(parent, manifest_name(set).as_ptr(), 0) };
+    }
+}
+
+/// What a removal (or a check) of a tree found.
+#[derive(Debug, Default)]
+pub struct Sweep {
+    pub removed: u64,
+    /// Entries left because fsbench did not create them.
+    pub left: u64,
+    pub first_left: Option<PathBuf>,
+    pub error: Option<String>,
+}
+
+impl Sweep {
+    /// The one-line note for what was left, if anything.
+    pub fn note(&self) -> Option<String> {
+        (self.left > 0).then(|| {
+            format!(
+                "left {} entries fsbench did not create: first {}",
+                self.left,
+                self.first_left
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            )
+        })
+    }
+    fn foreign(&mut self, p: PathBuf) {
+        self.left += 1;
+        if self.first_left.is_none() {
+            self.first_left = Some(p);
+        }
+    }
+}
+
+struct Walker<'a> {
+    known: &'a Known,
+    dev: u64,
+    check_only: bool,
+    out: Sweep,
+}
+
+impl Walker<'_> {
+    /// Visit the directory open at `dir`: remove (unless checking) every entry whose inode
+    /// fsbench recorded, descending only into such directories, through descriptors opened
+    /// with O_NOFOLLOW; count everything else.
+    fn walk(&mut self, dir: &OwnedFd, path: &Path, depth: usize) {
+        // Names first (one buffer, NUL-separated), so removal does not disturb the reading.
+        let mut names: Vec<u8> = Vec::new();
+        // SAFETY: dup of a descriptor we own; fdopendir takes the duplicate, closedir frees it.
+        unsafe {
+            let dfd = libc::dup(dir.as_raw_fd());
+            if dfd < 0 {
+                self.out
+                    .error
+                    .get_or_insert(format!("{}: {}", path.display(), errno()));
+                return;
+            }
+            let d = libc::fdopendir(dfd);
+            if d.is_null() {
+                libc::close(dfd);
+                self.out
+                    .error
+                    .get_or_insert(format!("{}: {}", path.display(), errno()));
+                return;
+            }
+            loop {
+                let e = libc::readdir(d);
+                if e.is_null() {
+                    break;
+                }
+                let name = CStr::from_ptr((*e).d_name.as_ptr()).to_bytes();
+                if name == b"." || name == b".." {
+                    continue;
+                }
+                if names.try_reserve(name.len() + 1).is_err() {
+                    break;
+                }
+                names.extend_from_slice(name);
+                names.push(0);
+            }
+            libc::closedir(d);
+        }
+        for raw in names.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+            let name = ccstr(raw);
+            let child = path.join(std::ffi::OsStr::from_bytes(raw));
+            let Ok(st) = stat_at(dir.as_raw_fd(), &name) else {
+                continue; // vanished meanwhile
+            };
+            let ours = st.dev == self.dev && self.known.contains(st.key);
+            if !ours || !(is_dir(&st) || is_reg(&st)) {
+                self.out.foreign(child);
+                continue;
+            }
+            if is_dir(&st) {
+                let Ok(sub) = open_dir(dir.as_raw_fd(), &name, false) else {
+                    self.out.foreign(child);
+                    continue;
+                };
+                // Swapped between the stat and the open: not the directory we recorded.
+                match fstat(sub.as_raw_fd()) {
+                    Ok(s2) if s2.key == st.key && s2.dev == st.dev && depth < 4096 => {}
+                    _ => {
+                        self.out.foreign(child);
+                        continue;
+                    }
+                }
+                self.walk(&sub, &child, depth + 1);
+                drop(sub);
+                if !self.check_only {
+                    // SAFETY: NUL-terminated name relative to a directory descriptor we own.
+                    if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), libc::AT_REMOVEDIR) }
+                        == 0
+                    {
+                        self.out.removed += 1;
+                    }
+                    // ENOTEMPTY: it holds entries fsbench did not create (counted above).
+                }
+            } else if !self.check_only {
+                // SAFETY: NUL-terminated name relative to a directory descriptor we own.
+                if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } == 0 {
+                    self.out.removed += 1;
+                } else {
+                    let e = errno();
+                    self.out
+                        .error
+                        .get_or_insert(format!("removing {}: {e}", child.display()));
+                }
+            }
+        }
+    }
+}
+
+/// Walk `parent/name` (a root fsbench marked or made) and remove — or with `check_only`
+/// just find — what `known` lists; the root goes too when nothing foreign is left in it.
+fn sweep_tree(parent: &Path, name: &str, known: &Known, check_only: bool) -> Result<Sweep> {
+    let pfd = open_dir(libc::AT_FDCWD, &ccstr(parent.as_os_str().as_bytes()), true)
+        .map_err(|e| anyhow::anyhow!("opening {}: {e}", parent.display()))?;
+    let cname = ccstr(name.as_bytes());
+    let root = match open_dir(pfd.as_raw_fd(), &cname, false) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(Sweep::default()),
+        Err(e) => anyhow::bail!("opening {}: {e}", parent.join(name).display()),
+    };
+    let st = fstat(root.as_raw_fd())?;
+    let mut w = Walker {
+        known,
+        dev: st.dev,
+        check_only,
+        out: Sweep::default(),
+    };
+    w.walk(&root, &parent.join(name), 0);
+    drop(root);
+    if !check_only && w.out.left == 0 {
+        // SAFETY: NUL-terminated name relative to a directory descriptor we own.
+        if unsafe { libc::unlinkat(pfd.as_raw_fd(), cname.as_ptr(), libc::AT_REMOVEDIR) } == 0 {
+            w.out.removed += 1;
+            remove_manifest(pfd.as_raw_fd(), name);
+        }
+    }
+    Ok(w.out)
+}
+
+/// One entry's failure while preparing.
+enum PrepErr {
+    Stop,
+    Io(String),
+}
+
+/// Write `size` bytes of a fixed pattern into the open file, checking Ctrl-C between
+/// megabytes; an error names the file and the offset.
+fn fill_fd(fd: RawFd, path: &CPath, size: u64, buf: &[u8]) -> Result<(), PrepErr> {
+    let mut off = 0u64;
+    while off < size {
+        if signal::interrupted() {
+            return Err(PrepErr::Stop);
+        }
+        let n = (size - off).min(buf.len() as u64) as usize;
+        // SAFETY: writing from a buffer we own of at least n bytes.
+        let w = unsafe { libc::pwrite(fd, buf.as_ptr() as *const libc::c_void, n, off as i64) };
+        if w < 0 {
+            let e = errno();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(PrepErr::Io(format!("writing {path} at offset {off}: {e}")));
+        }
+        if w == 0 {
+            return Err(PrepErr::Io(format!(
+                "writing {path} at offset {off}: no progress"
+            )));
+        }
+        off += w as u64;
+    }
+    Ok(())
+}
+
+/// Create (or reuse) a fileset on disk and record which entries exist in the arena. On an
+/// error or Ctrl-C what was created is removed again (unless `keep`) before returning.
+pub fn prepare(
+    spec: &FilesetSpec,
+    lay: &SetLayout,
+    arena: &Arena,
+    set: usize,
+    keep: bool,
+) -> Result<Prepared> {
     let parent = spec.root.parent().unwrap_or(Path::new("."));
     if !parent.is_dir() {
         crate::bail_usage!(
@@ -191,36 +907,146 @@ pub fn prepare(spec: &FilesetSpec, lay: &SetLayout, arena: &Arena, set: usize) -
             parent.display()
         );
     }
-    let mut created_root = false;
+    let pfd = open_dir(libc::AT_FDCWD, &ccstr(parent.as_os_str().as_bytes()), true)
+        .map_err(|e| crate::usage!("cannot open directory {}: {e}", parent.display()))?;
+    let cname = ccstr(spec.name.as_bytes());
+    let mut known = Known::default();
     let mut reuse_existing = false;
-    if spec.root.exists() {
-        if !safety::is_marked(&spec.root) {
-            crate::bail_usage!(
-                "{} exists and was not created by fsbench: refusing to write there (choose another --dir or remove it)",
-                spec.root.display()
-            );
-        }
-        if spec.reuse {
-            reuse_existing = true;
-        } else {
-            std::fs::remove_dir_all(&spec.root)
-                .with_context(|| format!("removing the old fileset {}", spec.root.display()))?;
+    match open_dir(pfd.as_raw_fd(), &cname, false) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+        Err(_) => crate::bail_usage!(
+            "{} exists and was not created by fsbench: refusing to write there (choose another --dir or remove it)",
+            spec.root.display()
+        ),
+        Ok(rfd) => {
+            if !fd_marked(rfd.as_raw_fd()) {
+                crate::bail_usage!(
+                    "{} exists and was not created by fsbench: refusing to write there (choose another --dir or remove it)",
+                    spec.root.display()
+                );
+            }
+            drop(rfd);
+            known = read_manifest(pfd.as_raw_fd(), &spec.name).unwrap_or_default();
+            if spec.reuse {
+                let s = sweep_tree(parent, &spec.name, &known, true)?;
+                if let Some(n) = s.note() {
+                    crate::bail_usage!(
+                        "fileset '{}': {n}; refusing to reuse {} (move them away or remove it)",
+                        spec.name,
+                        spec.root.display()
+                    );
+                }
+                reuse_existing = true;
+            } else {
+                let s = sweep_tree(parent, &spec.name, &known, false)?;
+                if let Some(n) = s.note() {
+                    crate::bail_usage!(
+                        "fileset '{}': removing the old fileset {} {n}; refusing to lay out a new one over them (move them away)",
+                        spec.name,
+                        spec.root.display()
+                    );
+                }
+                if let Some(e) = s.error {
+                    anyhow::bail!("removing the old fileset {}: {e}", spec.root.display());
+                }
+                known = Known::default();
+            }
         }
     }
+    let mut created_root = false;
     if !reuse_existing {
-        std::fs::create_dir(&spec.root)
-            .with_context(|| format!("creating {}", spec.root.display()))?;
+        // SAFETY: NUL-terminated name relative to a directory descriptor we own.
+        if unsafe { libc::mkdirat(pfd.as_raw_fd(), cname.as_ptr(), 0o755) } != 0 {
+            anyhow::bail!("creating {}: {}", spec.root.display(), errno());
+        }
         created_root = true;
-        safety::mark_created(&spec.root);
     }
-    for d in &lay.dirs {
-        let p = Path::new(std::ffi::OsStr::from_bytes(d.as_bytes()));
-        if !p.is_dir() {
-            std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))?;
+    let mut p = Prepared {
+        root: spec.root.clone(),
+        name: spec.name.clone(),
+        created_root,
+        known,
+        files_created: 0,
+        bytes_written: 0,
+        reused: 0,
+    };
+    let mut created_inos: Vec<u64> = Vec::new();
+    let res = create(
+        spec,
+        lay,
+        arena,
+        set,
+        &pfd,
+        &cname,
+        reuse_existing,
+        &mut p,
+        &mut created_inos,
+    );
+    if let Err(e) = res {
+        p.known = p.known.merged(created_inos);
+        if keep {
+            let _ = write_manifest(parent, &spec.name, &p.known);
+            return Err(e);
+        }
+        return match remove(&p, lay, arena, set) {
+            Ok(Some(note)) => Err(e.context(note)),
+            Ok(None) => Err(e),
+            Err(e2) => Err(e.context(format!("cleanup: {e2:#}"))),
+        };
+    }
+    // Record what exists now, so a later run (after --keep, or after this one was killed)
+    // knows which entries are fsbench's.
+    p.known = p.known.merged(created_inos);
+    write_manifest(parent, &spec.name, &p.known)?;
+    Ok(p)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn create(
+    spec: &FilesetSpec,
+    lay: &SetLayout,
+    arena: &Arena,
+    set: usize,
+    pfd: &OwnedFd,
+    cname: &CStr,
+    reuse_existing: bool,
+    p: &mut Prepared,
+    created_inos: &mut Vec<u64>,
+) -> Result<()> {
+    let rfd = open_dir(pfd.as_raw_fd(), cname, false)
+        .map_err(|e| anyhow::anyhow!("opening {}: {e}", spec.root.display()))?;
+    if p.created_root {
+        fd_mark(rfd.as_raw_fd());
+    }
+    let mut dir_inos = vec![fstat(rfd.as_raw_fd())?.key];
+    for d in 1..lay.dir_count() {
+        if d % 256 == 0 && signal::interrupted() {
+            p.known = p.known.merged(dir_inos);
+            return Err(Interrupted.into());
+        }
+        let path = lay.dir_path(d);
+        // SAFETY: NUL-terminated path.
+        if unsafe { libc::mkdir(path.as_ptr(), 0o755) } != 0 {
+            let e = errno();
+            let ok_existing = reuse_existing
+                && e.raw_os_error() == Some(libc::EEXIST)
+                && lstat(&path).is_ok_and(|st| is_dir(&st));
+            if !ok_existing {
+                p.known = p.known.merged(dir_inos);
+                anyhow::bail!("creating {path}: {e}");
+            }
+        }
+        match lstat(&path) {
+            Ok(st) => dir_inos.push(st.key),
+            Err(e) => {
+                p.known = p.known.merged(dir_inos);
+                anyhow::bail!("creating {path}: {e}");
+            }
         }
     }
+    p.known = p.known.merged(dir_inos);
     let states = arena.entries(set);
-    let n = lay.entries.len();
+    let n = lay.len();
     let threads = if spec.paralloc {
         std::thread::available_parallelism()
             .map(|x| x.get())
@@ -229,102 +1055,163 @@ pub fn prepare(spec: &FilesetSpec, lay: &SetLayout, arena: &Arena, set: usize) -
     } else {
         1
     };
-    let created = std::sync::atomic::AtomicU64::new(0);
-    let written = std::sync::atomic::AtomicU64::new(0);
-    let reused = std::sync::atomic::AtomicU64::new(0);
-    let first_err: std::sync::Mutex<Option<anyhow::Error>> = std::sync::Mutex::new(None);
-    std::thread::scope(|s| {
+    let created = AtomicU64::new(0);
+    let written = AtomicU64::new(0);
+    let reused = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let first_err: std::sync::Mutex<Option<PrepErr>> = std::sync::Mutex::new(None);
+    let inos: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+    let is_dirs = spec.is_dirs();
+    std::thread::scope(|s| -> Result<()> {
         for t in 0..threads {
-            let (created, written, reused, first_err) = (&created, &written, &reused, &first_err);
-            s.spawn(move || {
+            let (created, written, reused, stop, first_err, inos) =
+                (&created, &written, &reused, &stop, &first_err, &inos);
+            let body = move || {
                 let buf = vec![0xA5u8; 1 << 20];
+                let mut mine: Vec<u64> = Vec::new();
                 let mut i = t;
+                let fail = |e: PrepErr| {
+                    stop.store(true, SeqCst);
+                    let mut g = first_err.lock().unwrap_or_else(|p| p.into_inner());
+                    if g.is_none() || matches!(*g, Some(PrepErr::Stop)) {
+                        *g = Some(e);
+                    }
+                };
                 while i < n {
-                    let e = &lay.entries[i];
-                    let p = Path::new(std::ffi::OsStr::from_bytes(e.path.as_bytes()));
-                    let want = lay.preallocated[i];
-                    let res: std::io::Result<bool> = (|| {
-                        if spec.is_dirs() {
-                            if p.is_dir() {
-                                if !want && !reuse_existing {
-                                    std::fs::remove_dir(p)?;
-                                    return Ok(false);
-                                }
+                    if stop.load(Relaxed) {
+                        break;
+                    }
+                    if signal::interrupted() {
+                        fail(PrepErr::Stop);
+                        break;
+                    }
+                    let want = lay.preallocated(i);
+                    if !want && !reuse_existing {
+                        // Nothing on disk to create or check: skip building the path.
+                        states[i].store(0, Relaxed);
+                        i += threads;
+                        continue;
+                    }
+                    let path = lay.path(i);
+                    let size = lay.size(i);
+                    let res: Result<bool, PrepErr> = (|| {
+                        let existing = if reuse_existing {
+                            lstat(&path).ok()
+                        } else {
+                            None
+                        };
+                        if is_dirs {
+                            if existing.is_some_and(|st| is_dir(&st)) {
                                 reused.fetch_add(1, Relaxed);
                                 return Ok(true);
                             }
                             if want {
-                                std::fs::create_dir(p)?;
+                                // SAFETY: NUL-terminated path.
+                                if unsafe { libc::mkdir(path.as_ptr(), 0o755) } != 0 {
+                                    return Err(PrepErr::Io(format!(
+                                        "creating {path}: {}",
+                                        errno()
+                                    )));
+                                }
+                                if let Ok(st) = lstat(&path) {
+                                    mine.push(st.key);
+                                }
                                 created.fetch_add(1, Relaxed);
                             }
                             return Ok(want);
                         }
-                        if reuse_existing {
-                            if let Ok(m) = std::fs::metadata(p) {
-                                if m.len() == e.size || !want {
-                                    reused.fetch_add(1, Relaxed);
-                                    return Ok(true);
-                                }
+                        let mut flags = libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+                        if let Some(st) = existing {
+                            // Verified ours (the manifest lists everything in the tree).
+                            if st.size == size || !want {
+                                reused.fetch_add(1, Relaxed);
+                                return Ok(true);
                             }
+                        } else if want {
+                            flags |= libc::O_CREAT | libc::O_EXCL;
+                        } else {
+                            return Ok(false);
                         }
-                        if want {
-                            fill(&e.path, e.size, &buf)?;
-                            created.fetch_add(1, Relaxed);
-                            written.fetch_add(e.size, Relaxed);
+                        // SAFETY: NUL-terminated path; mode for O_CREAT.
+                        let fd = unsafe { libc::open(path.as_ptr(), flags, 0o644) };
+                        if fd < 0 {
+                            return Err(PrepErr::Io(format!("creating {path}: {}", errno())));
                         }
-                        Ok(want)
+                        // SAFETY: fd was just opened and is owned by nobody else.
+                        let f = unsafe { OwnedFd::from_raw_fd(fd) };
+                        if let Ok(st) = fstat(f.as_raw_fd()) {
+                            mine.push(st.key);
+                        }
+                        // The file is ours from here on, even if writing it fails.
+                        states[i].store(ENTRY_EXISTS, Relaxed);
+                        // SAFETY: truncating the file we just opened (reuse with a new size).
+                        if existing.is_some() && unsafe { libc::ftruncate(fd, 0) } != 0 {
+                            return Err(PrepErr::Io(format!("truncating {path}: {}", errno())));
+                        }
+                        fill_fd(f.as_raw_fd(), &path, size, &buf)?;
+                        created.fetch_add(1, Relaxed);
+                        written.fetch_add(size, Relaxed);
+                        Ok(true)
                     })();
                     match res {
                         Ok(exists) => {
                             states[i].store(if exists { ENTRY_EXISTS } else { 0 }, Relaxed)
                         }
-                        Err(err) => {
-                            let mut g = first_err.lock().unwrap_or_else(|p| p.into_inner());
-                            if g.is_none() {
-                                *g = Some(anyhow::anyhow!("creating {}: {err}", p.display()));
-                            }
-                            return;
+                        Err(e) => {
+                            fail(e);
+                            break;
                         }
                     }
                     i += threads;
                 }
-            });
+                inos.lock().unwrap_or_else(|p| p.into_inner()).extend(mine);
+            };
+            if let Err(e) = std::thread::Builder::new().spawn_scoped(s, body) {
+                stop.store(true, SeqCst);
+                anyhow::bail!("starting a fileset preparation thread: {e}");
+            }
         }
-    });
-    if let Some(e) = first_err.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(e);
-    }
-    if !spec.cached && !spec.is_dirs() {
-        drop_cache(&spec.root, lay, states);
-    }
+        Ok(())
+    })?;
+    created_inos.extend(inos.into_inner().unwrap_or_else(|p| p.into_inner()));
+    p.files_created = created.into_inner();
+    p.bytes_written = written.into_inner();
+    p.reused = reused.into_inner();
     let exists = states
         .iter()
         .filter(|s| s.load(Relaxed) & ENTRY_EXISTS != 0)
         .count() as u64;
     arena.set_exists_count(set).store(exists, SeqCst);
-    Ok(Prepared {
-        root: spec.root.clone(),
-        created_root,
-        files_created: created.into_inner(),
-        bytes_written: written.into_inner(),
-        reused: reused.into_inner(),
-    })
+    match first_err.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(PrepErr::Stop) => return Err(Interrupted.into()),
+        Some(PrepErr::Io(m)) => anyhow::bail!("{m}"),
+        None => {}
+    }
+    if signal::interrupted() {
+        return Err(Interrupted.into());
+    }
+    if !spec.cached && !is_dirs {
+        drop_cache(rfd.as_raw_fd(), lay, states);
+    }
+    Ok(())
 }
 
 /// Write back the file system once, then drop each existing file's pages from the cache, so
 /// the run starts uncached (Filebench's behaviour unless `cached` is set).
-fn drop_cache(root: &Path, lay: &SetLayout, states: &[std::sync::atomic::AtomicU32]) {
-    if let Ok(d) = std::fs::File::open(root) {
-        // SAFETY: open descriptor.
-        unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&d)) };
-    }
-    for (i, e) in lay.entries.iter().enumerate() {
+fn drop_cache(root: RawFd, lay: &SetLayout, states: &[std::sync::atomic::AtomicU32]) {
+    // SAFETY: open descriptor.
+    unsafe { libc::syncfs(root) };
+    for i in 0..lay.len() {
         if states[i].load(Relaxed) & ENTRY_EXISTS == 0 {
             continue;
         }
+        let path = lay.path(i);
         // SAFETY: NUL-terminated path; the descriptor is closed right after.
         unsafe {
-            let fd = libc::open(e.path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            let fd = libc::open(
+                path.as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            );
             if fd >= 0 {
                 libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED);
                 libc::close(fd);
@@ -333,18 +1220,59 @@ fn drop_cache(root: &Path, lay: &SetLayout, states: &[std::sync::atomic::AtomicU
     }
 }
 
-/// Remove a fileset tree, but only one fsbench created (marked, or made in this run).
-pub fn remove(p: &Prepared) -> Result<()> {
-    if !p.root.exists() {
-        return Ok(());
+/// What fsbench created in this fileset: the directories it made (or the manifest listed)
+/// and the entries the arena says exist now (created by preallocation or by flowops).
+fn known_now(p: &Prepared, lay: &SetLayout, arena: &Arena, set: usize) -> Known {
+    let states = arena.entries(set);
+    let mut inos = Vec::new();
+    for (i, s) in states.iter().enumerate().take(lay.len()) {
+        if s.load(Acquire) & ENTRY_EXISTS != 0 {
+            if let Ok(st) = lstat(&lay.path(i)) {
+                if inos.try_reserve(1).is_err() {
+                    break;
+                }
+                inos.push(st.key);
+            }
+        }
     }
-    if !(safety::is_marked(&p.root) || p.created_root) {
-        anyhow::bail!(
-            "not removing {}: it is not marked as created by fsbench",
-            p.root.display()
-        );
+    p.known.merged(inos)
+}
+
+/// Remove a fileset tree, but only what fsbench created in it. Returns the note about
+/// entries left behind because fsbench did not create them.
+pub fn remove(p: &Prepared, lay: &SetLayout, arena: &Arena, set: usize) -> Result<Option<String>> {
+    let parent = p.root.parent().unwrap_or(Path::new("."));
+    let Ok(pfd) = open_dir(libc::AT_FDCWD, &ccstr(parent.as_os_str().as_bytes()), true) else {
+        return Ok(None);
+    };
+    match open_dir(pfd.as_raw_fd(), &ccstr(p.name.as_bytes()), false) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
+        Err(e) => anyhow::bail!("not removing {}: {e}", p.root.display()),
+        Ok(fd) => {
+            if !(fd_marked(fd.as_raw_fd()) || p.created_root) {
+                anyhow::bail!(
+                    "not removing {}: it is not marked as created by fsbench",
+                    p.root.display()
+                );
+            }
+        }
     }
-    std::fs::remove_dir_all(&p.root).with_context(|| format!("removing {}", p.root.display()))
+    let known = known_now(p, lay, arena, set);
+    let s = sweep_tree(parent, &p.name, &known, false)?;
+    if s.left > 0 {
+        // The tree stays for the entries it holds; record what is ours for the next run.
+        let _ = write_manifest(parent, &p.name, &known);
+    }
+    if let Some(e) = &s.error {
+        anyhow::bail!("removing {}: {e}", p.root.display());
+    }
+    Ok(s.note())
+}
+
+/// Keep a fileset (`--keep`): record what fsbench created in it, for the next run.
+pub fn keep(p: &Prepared, lay: &SetLayout, arena: &Arena, set: usize) -> Result<()> {
+    let parent = p.root.parent().unwrap_or(Path::new("."));
+    write_manifest(parent, &p.name, &known_now(p, lay, arena, set))
 }
 
 /// What a flowop needs from the picker.
@@ -517,37 +1445,105 @@ mod tests {
         }
     }
 
+    fn paths(l: &SetLayout) -> Vec<PathBuf> {
+        (0..l.len())
+            .map(|i| l.path(i).as_path().to_path_buf())
+            .collect()
+    }
+
     #[test]
     fn tree_shape_follows_dirwidth() {
         let d = tempfile::tempdir().unwrap();
-        let l = layout(&spec(d.path(), 1000, 10.0, 0.0));
-        assert_eq!(l.entries.len(), 1000);
+        let l = layout(&spec(d.path(), 1000, 10.0, 0.0)).unwrap();
+        assert_eq!(l.len(), 1000);
         // 1000 files, width 10: 100 leaf dirs of 10 + 10 middle dirs + root.
-        assert_eq!(l.dirs.len(), 111);
+        assert_eq!(l.dir_count(), 111);
         // 500 files, width 20: root, 2 middle dirs of 250, each with 13 leaves of <= 20.
-        assert_eq!(layout(&spec(d.path(), 500, 20.0, 0.0)).dirs.len(), 29);
-        let uniq: std::collections::HashSet<_> = l.entries.iter().map(|e| e.path.clone()).collect();
+        assert_eq!(
+            layout(&spec(d.path(), 500, 20.0, 0.0)).unwrap().dir_count(),
+            29
+        );
+        let all = paths(&l);
+        let uniq: std::collections::HashSet<_> = all.iter().collect();
         assert_eq!(uniq.len(), 1000);
-        let g = layout(&spec(d.path(), 1000, 10.0, 1500.0));
-        assert_eq!(g.entries.len(), 1000);
-        assert_ne!(g.dirs.len(), 111, "gamma widths vary");
-        let pre = l.preallocated.iter().filter(|&&b| b).count();
+        assert_eq!(all[0], d.path().join("fs/00000001/00000001/00000001"));
+        assert_eq!(all[999], d.path().join("fs/00000010/00000010/00001000"));
+        // Every entry's directory is one of the tree's directories.
+        let dirs: std::collections::HashSet<PathBuf> = (0..l.dir_count())
+            .map(|k| l.dir_path(k).as_path().to_path_buf())
+            .collect();
+        assert!(all.iter().all(|p| dirs.contains(p.parent().unwrap())));
+        let g = layout(&spec(d.path(), 1000, 10.0, 1500.0)).unwrap();
+        assert_eq!(g.len(), 1000);
+        assert_ne!(g.dir_count(), 111, "gamma widths vary");
+        let pre = (0..l.len()).filter(|&i| l.preallocated(i)).count();
         assert!((400..600).contains(&pre), "{pre}");
+    }
+
+    #[test]
+    fn width_one_terminates_with_a_binary_tree() {
+        let d = tempfile::tempdir().unwrap();
+        let t = std::time::Instant::now();
+        let l = layout(&spec(d.path(), 1000, 1.0, 0.0)).unwrap();
+        assert!(t.elapsed().as_secs() < 2);
+        assert_eq!(l.len(), 1000);
+        let all = paths(&l);
+        let uniq: std::collections::HashSet<_> = all.iter().collect();
+        assert_eq!(uniq.len(), 1000);
+        // One entry per leaf directory, about log2(1000) levels deep.
+        let depth = all
+            .iter()
+            .map(|p| p.strip_prefix(d.path()).unwrap().components().count())
+            .max()
+            .unwrap();
+        assert!((10..=13).contains(&depth), "{depth}");
+        // Widths below 1 and gamma widths from a width of 1 also end.
+        assert_eq!(layout(&spec(d.path(), 300, 0.5, 0.0)).unwrap().len(), 300);
+        assert_eq!(layout(&spec(d.path(), 300, 1.0, 500.0)).unwrap().len(), 300);
+    }
+
+    #[test]
+    fn a_large_layout_stays_within_its_memory_budget() {
+        let d = tempfile::tempdir().unwrap();
+        let n = 2_000_000u64;
+        let s = spec(d.path(), n, 20.0, 0.0);
+        let l = layout(&s).unwrap();
+        let per = l.heap_bytes() as f64 / n as f64;
+        eprintln!("layout: {per:.1} bytes per entry ({} dirs)", l.dir_count());
+        // 10 million entries must fit well under 2 GB: at most 40 bytes each here.
+        assert!(per < 16.0, "{per} bytes per entry");
+        assert!(estimate_bytes(&s) as f64 >= l.heap_bytes() as f64);
+        let w1 = layout(&spec(d.path(), n, 1.0, 0.0)).unwrap();
+        let per1 = w1.heap_bytes() as f64 / n as f64;
+        assert!(per1 < 40.0, "{per1} bytes per entry with dirwidth=1");
+        assert!(estimate_bytes(&spec(d.path(), n, 1.0, 0.0)) as f64 >= w1.heap_bytes() as f64);
+        // Paths are derived, not stored, and stay distinct.
+        assert_ne!(l.path(0).as_path(), l.path(n as usize - 1).as_path());
+    }
+
+    #[test]
+    fn too_deep_or_too_big_is_a_usage_error() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = spec(d.path(), 10, 5.0, 0.0);
+        s.dirdepth = Some(Param::Const(1e9));
+        assert!(crate::error::is_usage(&layout(&s).unwrap_err()));
+        let s = spec(d.path(), MAX_ENTRIES + 1, 5.0, 0.0);
+        assert!(crate::error::is_usage(&layout(&s).unwrap_err()));
     }
 
     #[test]
     fn prepare_pick_release_remove() {
         let d = tempfile::tempdir().unwrap();
         let s = spec(d.path(), 50, 5.0, 0.0);
-        let l = layout(&s);
+        let l = layout(&s).unwrap();
         let arena = Arena::create(Layout::new(0, 0, &[50])).unwrap();
-        let p = prepare(&s, &l, &arena, 0).unwrap();
+        let p = prepare(&s, &l, &arena, 0, false).unwrap();
         let have = arena.set_exists_count(0).load(SeqCst);
         assert_eq!(have, p.files_created);
         let Picked::Got(i) = pick(&arena, 0, Want::Exists, From::Shared(Rotor::Exists)) else {
             panic!()
         };
-        assert!(Path::new(std::ffi::OsStr::from_bytes(l.entries[i].path.as_bytes())).exists());
+        assert!(l.path(i).as_path().exists());
         release(&arena, 0, i, false);
         assert_eq!(arena.set_exists_count(0).load(SeqCst), have - 1);
         // A directory fsbench did not create is refused.
@@ -555,10 +1551,63 @@ mod tests {
         let mut s2 = spec(d.path(), 1, 5.0, 0.0);
         s2.name = "other".into();
         s2.root = d.path().join("other");
-        let e = prepare(&s2, &layout(&s2), &arena, 0).unwrap_err();
+        let e = prepare(&s2, &layout(&s2).unwrap(), &arena, 0, false).unwrap_err();
         assert!(crate::error::is_usage(&e), "{e}");
-        remove(&p).unwrap();
+        assert_eq!(remove(&p, &l, &arena, 0).unwrap(), None);
         assert!(!s.root.exists());
+        assert!(!d.path().join(".fs.fsbench-manifest").exists());
         assert!(d.path().join("other").exists());
+    }
+
+    /// A kept tree the user changed: only what fsbench created is removed, a planted symlink
+    /// is not followed, and the rest is reported.
+    #[test]
+    fn kept_tree_removal_spares_foreign_entries() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("precious"), b"keep me").unwrap();
+        let mut s = spec(d.path(), 40, 5.0, 0.0);
+        s.prealloc_pct = 100.0;
+        let l = layout(&s).unwrap();
+        let arena = Arena::create(Layout::new(0, 0, &[40])).unwrap();
+        let p = prepare(&s, &l, &arena, 0, false).unwrap();
+        keep(&p, &l, &arena, 0).unwrap();
+        // The user adds a file, replaces an entry, and plants symlinks pointing outside.
+        let added = l.dir_path(1).as_path().join("mine.txt");
+        std::fs::write(&added, b"user data").unwrap();
+        let replaced = l.path(3).as_path().to_path_buf();
+        std::fs::remove_file(&replaced).unwrap();
+        std::fs::write(&replaced, b"user replaced").unwrap();
+        let link = l.dir_path(2).as_path().join("link");
+        std::os::unix::fs::symlink(outside.path(), &link).unwrap();
+        let dirlink = l.path(5).as_path().to_path_buf();
+        std::fs::remove_file(&dirlink).unwrap();
+        std::os::unix::fs::symlink(outside.path(), &dirlink).unwrap();
+        // The next run (no reuse) removes only fsbench's entries and refuses to lay out over
+        // the rest.
+        let arena2 = Arena::create(Layout::new(0, 0, &[40])).unwrap();
+        let e = prepare(&s, &l, &arena2, 0, false).unwrap_err();
+        assert!(crate::error::is_usage(&e), "{e}");
+        assert!(
+            e.to_string()
+                .contains("left 4 entries fsbench did not create: first"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&added).unwrap(), b"user data");
+        assert_eq!(std::fs::read(&replaced).unwrap(), b"user replaced");
+        assert!(std::fs::symlink_metadata(&link).is_ok());
+        assert!(std::fs::symlink_metadata(&dirlink).is_ok());
+        assert_eq!(
+            std::fs::read(outside.path().join("precious")).unwrap(),
+            b"keep me"
+        );
+        // Every other entry fsbench created is gone.
+        assert!(!l.path(0).as_path().exists());
+        assert!(!l.path(39).as_path().exists());
+        // Reuse is refused too while foreign entries are there.
+        let mut r = s.clone();
+        r.reuse = true;
+        let e = prepare(&r, &l, &arena2, 0, false).unwrap_err();
+        assert!(crate::error::is_usage(&e), "{e}");
     }
 }

@@ -435,7 +435,7 @@ impl Thread<'_> {
         if create {
             flags |= libc::O_CREAT | libc::O_TRUNC;
         }
-        let path = &self.sh.layouts[set].entries[i].path;
+        let path = self.sh.layouts[set].path(i);
         // SAFETY: NUL-terminated path; mode for O_CREAT.
         let fd = unsafe { libc::open(path.as_ptr(), flags, 0o644) };
         if fd < 0 {
@@ -476,7 +476,7 @@ impl Thread<'_> {
         let wss = if fo.wss > 0 {
             fo.wss
         } else {
-            self.sh.layouts[f.set].entries[f.entry].size
+            self.sh.layouts[f.set].size(f.entry)
         };
         Ok(Some((slot, wss)))
     }
@@ -517,7 +517,8 @@ impl Thread<'_> {
                         // SAFETY: stat buffer we own; fd is open.
                         let mut st: libc::stat = unsafe { std::mem::zeroed() };
                         if unsafe { libc::fstat(f.fd, &mut st) } != 0 {
-                            return Err(format!("fstat: {}", errno()));
+                            let e = errno();
+                            return Err(format!("fstat {:?}: {e}", self.entry_path(f)));
                         }
                         return Ok(Step::Ok);
                     }
@@ -533,7 +534,7 @@ impl Thread<'_> {
                     Picked::Got(i) => i,
                     Picked::NoRsc => return Ok(Step::NoRsc("no file to stat".into())),
                 };
-                let path = &self.sh.layouts[set].entries[i].path;
+                let path = self.sh.layouts[set].path(i);
                 // SAFETY: stat buffer we own; NUL-terminated path.
                 let mut st: libc::stat = unsafe { std::mem::zeroed() };
                 let r = unsafe { libc::stat(path.as_ptr(), &mut st) };
@@ -564,7 +565,7 @@ impl Thread<'_> {
                         )))
                     }
                 };
-                let path = &self.sh.layouts[set].entries[i].path;
+                let path = self.sh.layouts[set].path(i);
                 // SAFETY: NUL-terminated path.
                 let r = unsafe {
                     if fo.kind == MakeDir {
@@ -592,7 +593,8 @@ impl Thread<'_> {
                 };
                 // SAFETY: open descriptor.
                 if unsafe { libc::fsync(f.fd) } != 0 {
-                    return Err(format!("fsync: {}", errno()));
+                    let e = errno();
+                    return Err(format!("fsync {:?}: {e}", self.entry_path(f)));
                 }
                 Ok(Step::Ok)
             }
@@ -601,7 +603,8 @@ impl Thread<'_> {
                 for f in self.fds.iter().flatten() {
                     // SAFETY: open descriptor.
                     if f.set == set && unsafe { libc::fsync(f.fd) } != 0 {
-                        return Err(format!("fsync: {}", errno()));
+                        let e = errno();
+                        return Err(format!("fsync {:?}: {e}", self.entry_path(f)));
                     }
                 }
                 Ok(Step::Ok)
@@ -774,6 +777,36 @@ impl Thread<'_> {
         Ok(r)
     }
 
+    /// The path of an open file, for error messages (not used on the I/O path).
+    fn entry_path(&self, f: &OpenFd) -> super::fileset::CPath {
+        self.sh.layouts[f.set].path(f.entry)
+    }
+
+    /// The path of the file open on `slot` and the offset a failed read or write was at, for
+    /// its error message: `known` when the I/O gave one, else the descriptor's offset (or the
+    /// file's end for an append). The lseek/fstat happen only on this error path.
+    fn failed_at(
+        &self,
+        slot: usize,
+        known: Option<u64>,
+        append: bool,
+    ) -> (super::fileset::CPath, i64) {
+        let f = self.fds[slot].as_ref().expect("open");
+        let off = match known {
+            Some(o) => o as i64,
+            None if append => {
+                // SAFETY: stat buffer we own; open descriptor.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                // SAFETY: as above.
+                unsafe { libc::fstat(f.fd, &mut st) };
+                st.st_size
+            }
+            // SAFETY: open descriptor; SEEK_CUR with 0 only reports the offset.
+            None => unsafe { libc::lseek(f.fd, 0, libc::SEEK_CUR) },
+        };
+        (self.entry_path(f), off)
+    }
+
     fn close(&mut self, f: OpenFd) {
         // SAFETY: we own the descriptor.
         unsafe { libc::close(f.fd) };
@@ -819,7 +852,7 @@ impl Thread<'_> {
             unbusy(arena, set, i, None, 0);
             return Ok(Step::Quiet);
         }
-        let path = &self.sh.layouts[set].entries[i].path;
+        let path = self.sh.layouts[set].path(i);
         // SAFETY: NUL-terminated path.
         let r = unsafe { libc::unlink(path.as_ptr()) };
         if r != 0 {
@@ -888,7 +921,11 @@ impl Thread<'_> {
                 };
                 if n < 0 {
                     s.errors += 1;
-                    return Err(format!("read of {size} bytes: {}", errno()));
+                    let e = errno();
+                    let (path, at) = self.failed_at(slot, random.then_some(offset), false);
+                    return Err(format!(
+                        "read of {size} bytes from {path:?} at offset {at}: {e}"
+                    ));
                 }
                 if n == 0 {
                     // End of file: Filebench counts the empty read and starts over at 0.
@@ -946,7 +983,12 @@ impl Thread<'_> {
                 let n = unsafe { libc::pwritev2(fd, &iov, 1, off, flags) };
                 if n < 0 {
                     s.errors += 1;
-                    return Err(format!("write of {size} bytes: {}", errno()));
+                    let e = errno();
+                    let known = (random && !append).then_some(offset);
+                    let (path, at) = self.failed_at(slot, known, append);
+                    return Err(format!(
+                        "write of {size} bytes to {path:?} at offset {at}: {e}"
+                    ));
                 }
                 self.bytes = n as u64;
             }
@@ -972,7 +1014,9 @@ impl Thread<'_> {
             // SAFETY: size is clamped to the buffer.
             let n = unsafe { libc::read(fd, buf as *mut libc::c_void, size) };
             if n < 0 {
-                return Err(format!("read at {total}: {}", errno()));
+                let e = errno();
+                let (path, at) = self.failed_at(slot, Some(total), false);
+                return Err(format!("read {path:?} at offset {at}: {e}"));
             }
             if n == 0 {
                 break;
@@ -994,7 +1038,7 @@ impl Thread<'_> {
         };
         let src = fo.srcfd.unwrap_or(0);
         match self.fse[src] {
-            Some((set, i)) => wss = self.sh.layouts[set].entries[i].size,
+            Some((set, i)) => wss = self.sh.layouts[set].size(i),
             None if src != 0 => return Err(format!("srcfd {src} has no file opened on it")),
             None => {}
         }
@@ -1016,7 +1060,9 @@ impl Thread<'_> {
             // SAFETY: one iovec over our buffer; offset -1 writes at the descriptor's offset.
             let w = unsafe { libc::pwritev2(fd, &iov, 1, -1, flags) };
             if w <= 0 {
-                return Err(format!("write at {done}: {}", errno()));
+                let e = errno();
+                let (path, at) = self.failed_at(slot, None, false);
+                return Err(format!("write {path:?} at offset {at}: {e}"));
             }
             done += w as u64;
         }
@@ -1029,12 +1075,12 @@ impl Thread<'_> {
     fn listdir(&mut self, fo: &Flowop) -> StepResult {
         let set = fo.fileset.unwrap_or(0);
         let lay = &self.sh.layouts[set];
-        if lay.dirs.is_empty() {
+        if lay.dir_count() == 0 {
             return Ok(Step::NoRsc("no directory to list".into()));
         }
         let rot = self.sh.arena.rotor(set, Rotor::Dir);
-        let k = rot.fetch_add(1, Relaxed) as usize % lay.dirs.len();
-        let path = &lay.dirs[k];
+        let k = rot.fetch_add(1, Relaxed) as usize % lay.dir_count();
+        let path = lay.dir_path(k);
         // SAFETY: NUL-terminated path; the DIR stream is closed below.
         let d = unsafe { libc::opendir(path.as_ptr()) };
         if d.is_null() {

@@ -3,7 +3,7 @@
 //! fileset) and produces the [`Model`] the interpreter runs. Errors carry file:line:column.
 
 use super::ast::*;
-use super::lexer::Pos;
+use super::lexer::{shown, Pos};
 use super::vars::{cvar_dist, format_num, parse_params, Dist, RandVar, Var};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -407,7 +407,7 @@ pub fn load(stmts: &[Stmt], overrides: &HashMap<String, Var>) -> R<Model> {
                 let mut rate = None;
                 for a in attrs {
                     match a.name.as_str() {
-                        "rate" => rate = Some(l.num(&a.value, a.pos)?),
+                        "rate" => rate = Some(l.amount(&a.value, a.pos, "eventgen rate")?),
                         other => {
                             return fail(
                                 a.pos,
@@ -430,7 +430,10 @@ pub fn load(stmts: &[Stmt], overrides: &HashMap<String, Var>) -> R<Model> {
                 other => return fail(*pos, format!("cannot enable '{other}': expected lathist")),
             },
             Stmt::Run { secs, pos } => {
-                let secs = secs.as_ref().map(|v| l.num(v, *pos)).transpose()?;
+                let secs = secs
+                    .as_ref()
+                    .map(|v| l.amount(v, *pos, "run time"))
+                    .transpose()?;
                 l.model.script.push(Cmd::Run { secs, psrun: None });
             }
             Stmt::Psrun {
@@ -441,13 +444,16 @@ pub fn load(stmts: &[Stmt], overrides: &HashMap<String, Var>) -> R<Model> {
             } => {
                 let period = period
                     .as_ref()
-                    .map(|v| l.num(v, *pos))
+                    .map(|v| l.amount(v, *pos, "psrun period"))
                     .transpose()?
                     .unwrap_or(10.0);
                 if period <= 0.0 {
                     return fail(*pos, "psrun period must be more than 0 seconds");
                 }
-                let secs = secs.as_ref().map(|v| l.num(v, *pos)).transpose()?;
+                let secs = secs
+                    .as_ref()
+                    .map(|v| l.amount(v, *pos, "run time"))
+                    .transpose()?;
                 l.model.script.push(Cmd::Run {
                     secs,
                     psrun: Some((period, *negative)),
@@ -459,7 +465,7 @@ pub fn load(stmts: &[Stmt], overrides: &HashMap<String, Var>) -> R<Model> {
                 }
             }
             Stmt::Sleep { secs, pos } => {
-                let s = l.num(secs, *pos)?;
+                let s = l.amount(secs, *pos, "sleep time")?;
                 l.model.script.push(Cmd::Sleep(s));
             }
             Stmt::Echo { text, pos } => {
@@ -561,7 +567,31 @@ impl Loader {
             Var::Num(n) => Ok(n),
             Var::Bool(b) => Ok(b as u8 as f64),
             Var::Rand(r) => Ok(r.mean()),
-            Var::Str(s) => fail(pos, format!("expected a number, found '{s}'")),
+            Var::Str(s) => fail(pos, format!("expected a number, found '{}'", shown(&s))),
+        }
+    }
+
+    /// A count, size or duration: a finite number of 0 or more (a negative or infinite one
+    /// is a mistake, not something to clamp silently).
+    fn amount(&self, v: &Value, pos: Pos, what: &str) -> R<f64> {
+        let n = self.num(v, pos)?;
+        if !n.is_finite() || n < 0.0 {
+            return fail(
+                pos,
+                format!(
+                    "{what} must be a finite number of 0 or more, found {}",
+                    format_num(n)
+                ),
+            );
+        }
+        Ok(n)
+    }
+
+    /// Like [`Self::param`], refusing a negative or non-finite constant.
+    fn amount_param(&self, v: &Value, pos: Pos, what: &str) -> R<Param> {
+        match self.param(v, pos)? {
+            Param::Const(_) => Ok(Param::Const(self.amount(v, pos, what)?)),
+            r => Ok(r),
         }
     }
 
@@ -576,7 +606,10 @@ impl Loader {
         match self.resolve(v, pos)? {
             Var::Bool(b) => Ok(b),
             Var::Num(n) => Ok(n != 0.0),
-            Var::Str(s) => fail(pos, format!("expected true/false or a number, found '{s}'")),
+            Var::Str(s) => fail(
+                pos,
+                format!("expected true/false or a number, found '{}'", shown(&s)),
+            ),
             Var::Rand(_) => fail(pos, "expected true/false, found a random variable"),
         }
     }
@@ -748,12 +781,12 @@ impl Loader {
             match a.name.as_str() {
                 "name" => fs.name = self.text(v, a.pos)?,
                 "path" => path = Some(self.text(v, a.pos)?),
-                "entries" if !is_file => fs.entries = self.num(v, a.pos)?.max(0.0) as u64,
-                "size" | "filesize" => fs.size = self.param(v, a.pos)?,
-                "dirwidth" if !is_file => fs.dirwidth = self.num(v, a.pos)?,
-                "dirgamma" if !is_file => fs.dirgamma = self.num(v, a.pos)?,
+                "entries" if !is_file => fs.entries = self.amount(v, a.pos, "entries")? as u64,
+                "size" | "filesize" => fs.size = self.amount_param(v, a.pos, "size")?,
+                "dirwidth" if !is_file => fs.dirwidth = self.amount(v, a.pos, "dirwidth")?,
+                "dirgamma" if !is_file => fs.dirgamma = self.amount(v, a.pos, "dirgamma")?,
                 "dirdepthrv" if !is_file => fs.dirdepth = Some(self.param(v, a.pos)?),
-                "leafdirs" if !is_file => fs.leafdirs = self.num(v, a.pos)?.max(0.0) as u64,
+                "leafdirs" if !is_file => fs.leafdirs = self.amount(v, a.pos, "leafdirs")? as u64,
                 "prealloc" => {
                     fs.prealloc_pct = if *v == Value::Flag {
                         100.0
@@ -818,8 +851,14 @@ impl Loader {
         for a in attrs {
             match a.name.as_str() {
                 "name" => p.name = self.text(&a.value, a.pos)?,
-                "instances" => p.instances = self.num(&a.value, a.pos)? as u64,
-                "nice" => p.nice = self.num(&a.value, a.pos)? as i32,
+                "instances" => p.instances = self.amount(&a.value, a.pos, "instances")? as u64,
+                "nice" => {
+                    let n = self.num(&a.value, a.pos)?;
+                    if !(-20.0..=19.0).contains(&n) {
+                        return fail(a.pos, "nice must be from -20 to 19");
+                    }
+                    p.nice = n as i32
+                }
                 other => {
                     return fail(
                         a.pos,
@@ -844,8 +883,12 @@ impl Loader {
             for a in &t.attrs {
                 match a.name.as_str() {
                     "name" => ts.name = self.text(&a.value, a.pos)?,
-                    "instances" => ts.instances = self.num(&a.value, a.pos)? as u64,
-                    "memsize" => ts.memsize = self.num(&a.value, a.pos)?.max(4096.0) as u64,
+                    "instances" => {
+                        ts.instances = self.amount(&a.value, a.pos, "instances")? as u64
+                    }
+                    "memsize" => {
+                        ts.memsize = self.amount(&a.value, a.pos, "memsize")?.max(4096.0) as u64
+                    }
                     "useism" => ts.useism = self.flag(&a.value, a.pos)?,
                     "ioprio" | "nice" => {}
                     other => return fail(a.pos, format!("unknown thread attribute '{other}': expected name, instances, memsize or useism")),
@@ -978,7 +1021,7 @@ impl Loader {
                     let n = self.text(v, a.pos)?;
                     match self.filesets.iter().position(|fs| fs.name == n) {
                         Some(i) => fo.fileset = Some(i),
-                        None => return fail(a.pos, format!("no fileset or file named '{n}' is defined (define it before the process)")),
+                        None => return fail(a.pos, format!("no fileset or file named '{}' is defined (define it before the process)", shown(&n))),
                     }
                 }
                 "fd" | "srcfd" => {
@@ -995,19 +1038,19 @@ impl Loader {
                         fo.srcfd = Some(n as usize)
                     }
                 }
-                "iosize" => fo.iosize = self.param(v, a.pos)?,
+                "iosize" => fo.iosize = self.amount_param(v, a.pos, "iosize")?,
                 "random" => fo.random = self.flag(v, a.pos)?,
-                "workingset" => fo.wss = self.num(v, a.pos)?.max(0.0) as u64,
+                "workingset" => fo.wss = self.amount(v, a.pos, "workingset")? as u64,
                 "dsync" => fo.dsync = self.flag(v, a.pos)?,
                 "directio" => fo.directio = self.flag(v, a.pos)?,
                 "noreadahead" => fo.noreadahead = self.flag(v, a.pos)?,
                 "opennext" | "rotatefd" => fo.opennext = self.flag(v, a.pos)?,
-                "indexed" => fo.indexed = Some(self.param(v, a.pos)?),
-                "iters" => fo.iters = self.num(v, a.pos)?.max(1.0) as u64,
-                "value" => fo.value = self.param(v, a.pos)?,
+                "indexed" => fo.indexed = Some(self.amount_param(v, a.pos, "indexed")?),
+                "iters" => fo.iters = self.amount(v, a.pos, "iters")?.max(1.0) as u64,
+                "value" => fo.value = self.amount_param(v, a.pos, "value")?,
                 "target" => fo.target_name = Some(self.text(v, a.pos)?),
                 "blocking" => fo.blocking = self.flag(v, a.pos)?,
-                "highwater" => fo.highwater = self.num(v, a.pos)?.max(0.0) as u64,
+                "highwater" => fo.highwater = self.amount(v, a.pos, "highwater")? as u64,
                 other => {
                     return fail(
                         a.pos,
@@ -1322,6 +1365,40 @@ mod tests {
         assert!(e.msg.contains("no semblock"), "{}", e.msg);
         let ok = load_str("define process name=p { thread name=t { flowop semblock name=wait,value=1\nflowop sempost name=post,target=wait,value=1 } }\nrun 1").unwrap();
         assert_eq!(ok.sems.len(), 1);
+    }
+
+    #[test]
+    fn negative_or_non_finite_amounts_are_refused() {
+        for (attr, v) in [
+            ("entries", "-1"),
+            ("size", "-5"),
+            ("dirwidth", "-2"),
+            ("leafdirs", "-1"),
+        ] {
+            let src = format!("define fileset name=fs,path=/tmp/x,{attr}={v}");
+            let e = load_str(&src).unwrap_err();
+            assert!(
+                e.msg.contains("finite number of 0 or more"),
+                "{attr}={v}: {}",
+                e.msg
+            );
+        }
+        for v in ["nan", "1e400", "-inf", "-7"] {
+            let mut o = HashMap::new();
+            o.insert("n".to_string(), define_value(v));
+            let src = "define fileset name=fs,path=/tmp/x,entries=$n";
+            assert!(load(&parse(src).unwrap(), &o).is_err(), "-D n={v}");
+        }
+        for t in [
+            "define process name=p,instances=-1 { thread name=t { flowop hog name=h,value=1 } }",
+            "define process name=p { thread name=t,instances=-3 { flowop hog name=h,value=1 } }",
+            "define process name=p { thread name=t { flowop hog name=h,value=-1 } }",
+            "define process name=p { thread name=t { flowop hog name=h,value=1,iters=-1 } }",
+            "sleep -1",
+        ] {
+            let e = load_str(t).unwrap_err();
+            assert!(e.msg.contains("0 or more"), "{t}: {}", e.msg);
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use super::interp::{End, ThreadId, ThreadOutcome};
 use super::model::{Cmd, Model};
 use super::report::{FilesetReport, PsrunLine, RunReport, WorkloadResult};
 use super::shared::{futex_wake_all, now_ns, Arena, Layout, STOP_NONE, STOP_NORMAL};
-use super::worker::WorkerSpec;
+use super::worker::{WorkerSpec, THREAD_STACK as WORKER_STACK};
 use super::Source;
 use crate::runner::signal;
 use anyhow::{bail, Context, Result};
@@ -92,10 +92,25 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<WorkloadRe
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
-    let layouts: Vec<SetLayout> = model.filesets.iter().map(fileset::layout).collect();
+    // One run per directory: a second workload would delete this one's live fileset.
+    let _locks = lock_dirs(model)?;
+    preflight(model, opts)?;
+    let mut result = WorkloadResult::new(src, model, started_unix_s);
+    let mut layouts: Vec<SetLayout> = Vec::new();
+    for spec in &model.filesets {
+        match fileset::layout(spec) {
+            Ok(l) => layouts.push(l),
+            Err(e) if fileset::is_interrupted(&e) => {
+                result.notes.push(format!("{e}"));
+                result.finish(true);
+                return Ok(result);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    check_space(model, &layouts)?;
     let arena =
         Arena::create(arena_layout(model)).context("creating the shared memory for the run")?;
-    let mut result = WorkloadResult::new(src, model, started_unix_s);
     let mut prepared: Vec<Prepared> = Vec::new();
     let outcome = (|| -> Result<()> {
         let mut script = model.script.clone();
@@ -144,6 +159,13 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<WorkloadRe
         Ok(())
     })();
     if opts.keep {
+        for (i, p) in prepared.iter().enumerate() {
+            if let Err(e) = fileset::keep(p, &layouts[i], &arena, i) {
+                result
+                    .notes
+                    .push(format!("keeping {}: {e:#}", p.root.display()));
+            }
+        }
         if !prepared.is_empty() {
             result.notes.push(format!(
                 "kept the filesets (--keep): {}",
@@ -155,15 +177,197 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<WorkloadRe
             ));
         }
     } else {
-        for p in &prepared {
-            if let Err(e) = fileset::remove(p) {
-                result.notes.push(format!("cleanup: {e:#}"));
+        // Only what fsbench created is removed; what is left is reported in one note.
+        let (mut left, mut first) = (0u64, None);
+        for (i, p) in prepared.iter().enumerate() {
+            match fileset::remove(p, &layouts[i], &arena, i) {
+                Ok(Some(note)) => {
+                    let n: u64 = note
+                        .split_whitespace()
+                        .nth(1)
+                        .and_then(|x| x.parse().ok())
+                        .unwrap_or(1);
+                    left += n;
+                    first.get_or_insert(note.split(": first ").nth(1).unwrap_or("").to_string());
+                }
+                Ok(None) => {}
+                Err(e) => result.notes.push(format!("cleanup: {e:#}")),
             }
         }
+        if left > 0 {
+            let note = format!(
+                "left {left} entries fsbench did not create: first {}",
+                first.unwrap_or_default()
+            );
+            eprintln!("fsbench workload: {note}");
+            result.notes.push(note);
+        }
     }
-    outcome?;
-    result.finish(signal::interrupted());
+    match outcome {
+        Ok(()) => result.finish(signal::interrupted()),
+        Err(e) if fileset::is_interrupted(&e) => {
+            result.notes.push(format!("{e}"));
+            result.finish(true);
+        }
+        Err(e) if crate::error::is_usage(&e) => return Err(e),
+        Err(e) => {
+            // A failed run still produces its document (status failed, the error in it).
+            let msg = format!("{e:#}");
+            eprintln!("fsbench workload: {msg}");
+            result.notes.push(format!("failed: {msg}"));
+            result.finish(signal::interrupted());
+            result.status = crate::runner::RunStatus::Failed;
+        }
+    }
     Ok(result)
+}
+
+/// Lock every directory a fileset is laid out in, for the whole run.
+fn lock_dirs(model: &Model) -> Result<Vec<crate::guard::DirLock>> {
+    let mut dirs: Vec<std::path::PathBuf> = model
+        .filesets
+        .iter()
+        .filter_map(|f| f.root.parent().map(|p| p.to_path_buf()))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs.iter().map(|d| crate::guard::lock_dir(d)).collect()
+}
+
+/// Memory every workload thread needs besides its stack: the I/O buffer interp allocates.
+fn thread_buffer(t: &super::model::ThreadSpec) -> u64 {
+    fn max_io(fs: &[super::model::Flowop]) -> f64 {
+        fs.iter()
+            .map(|f| f.iosize.upper_hint().max(max_io(&f.inner)))
+            .fold(0.0, f64::max)
+    }
+    let io = max_io(&t.flowops);
+    let io = if io.is_finite() {
+        io.max(0.0) as u64
+    } else {
+        u64::MAX
+    };
+    t.memsize.max(io).min(256 << 20)
+}
+
+fn read_limit(path: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// MemAvailable from /proc/meminfo, in bytes.
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Refuse, before anything is created or started, a workload that cannot run here: more
+/// processes and threads than the task limits allow, or more memory than is available.
+fn preflight(model: &Model, opts: &Options) -> Result<()> {
+    let mut threads: u64 = 0;
+    let mut procs: u64 = 0;
+    let mut buffers: u64 = 0;
+    for p in &model.processes {
+        let per: u64 = p
+            .threads
+            .iter()
+            .fold(0u64, |a, t| a.saturating_add(t.instances));
+        threads = threads.saturating_add(p.instances.saturating_mul(per));
+        procs = procs.saturating_add(p.instances);
+        let per_buf = p.threads.iter().fold(0u64, |a, t| {
+            a.saturating_add(
+                t.instances
+                    .saturating_mul(thread_buffer(t).saturating_add(WORKER_STACK as u64)),
+            )
+        });
+        buffers = buffers.saturating_add(p.instances.saturating_mul(per_buf));
+    }
+    if opts.in_process {
+        procs = 0;
+    }
+    let tasks = threads.saturating_add(procs);
+    let mut limits: Vec<(u64, String)> = Vec::new();
+    // SAFETY: getrlimit fills a struct we own.
+    let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut rl) } == 0
+        && rl.rlim_cur != libc::RLIM_INFINITY
+    {
+        limits.push((rl.rlim_cur as u64, "RLIMIT_NPROC (ulimit -u)".into()));
+    }
+    if let Some(m) = read_limit("/proc/sys/kernel/threads-max") {
+        limits.push((m, "kernel.threads-max".into()));
+    }
+    if let Some(m) = read_limit("/proc/sys/kernel/pid_max") {
+        limits.push((m, "kernel.pid_max".into()));
+    }
+    if let Some((limit, what)) = limits.iter().min_by_key(|l| l.0) {
+        if tasks >= *limit {
+            crate::bail_usage!(
+                "the workload starts {procs} processes and {threads} threads ({tasks} tasks), more than {what} allows ({limit}): lower instances or nthreads"
+            );
+        }
+    }
+    let mut sets: u64 = 0;
+    let mut per_proc: u64 = 0;
+    for f in &model.filesets {
+        sets = sets.saturating_add(fileset::estimate_bytes(f));
+        per_proc = per_proc.saturating_add(fileset::estimate_layout_bytes(f));
+    }
+    let need = buffers
+        .saturating_add(sets)
+        .saturating_add(procs.saturating_mul(per_proc.saturating_add(8 << 20)));
+    if let Some(avail) = mem_available() {
+        if need > avail {
+            let entries: u64 = model.filesets.iter().map(|f| f.count()).sum();
+            crate::bail_usage!(
+                "the workload needs about {} of memory ({threads} threads x {} stack and buffers, {entries} fileset entries at about {:.0} bytes each, in {} processes) but only {} is available: lower nfiles, nthreads or instances",
+                crate::units::format_bytes(need as f64),
+                crate::units::format_bytes((buffers / threads.max(1)) as f64),
+                sets as f64 / entries.max(1) as f64,
+                procs.max(1),
+                crate::units::format_bytes(avail as f64)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Refuse, with the numbers, filesets whose preallocation would not fit in the free space.
+fn check_space(model: &Model, layouts: &[SetLayout]) -> Result<()> {
+    let mut per_dir: Vec<(std::path::PathBuf, u64, Vec<&str>)> = Vec::new();
+    for (spec, lay) in model.filesets.iter().zip(layouts) {
+        if spec.is_dirs() || (spec.reuse && spec.root.exists()) {
+            continue;
+        }
+        let Some(parent) = spec.root.parent() else {
+            continue;
+        };
+        let mut bytes = 0u64;
+        for i in 0..lay.len() {
+            if lay.preallocated(i) {
+                bytes = bytes.saturating_add(lay.size(i));
+            }
+        }
+        match per_dir.iter_mut().find(|d| d.0 == parent) {
+            Some(d) => {
+                d.1 = d.1.saturating_add(bytes);
+                d.2.push(&spec.name);
+            }
+            None => per_dir.push((parent.to_path_buf(), bytes, vec![&spec.name])),
+        }
+    }
+    for (dir, bytes, names) in per_dir {
+        if bytes > 0 && dir.is_dir() {
+            crate::guard::ensure_free_space(
+                &dir,
+                bytes,
+                &format!("preallocating fileset {}", names.join(", ")),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn ensure_prepared(
@@ -179,37 +383,28 @@ fn ensure_prepared(
     }
     for (i, spec) in model.filesets.iter().enumerate() {
         let t = Instant::now();
-        let p = fileset::prepare(spec, &layouts[i], arena, i);
-        let p = match p {
-            Ok(p) => p,
-            Err(e) => {
-                // Remove what was created so far, then report.
-                for q in prepared.iter() {
-                    let _ = fileset::remove(q);
-                }
-                prepared.clear();
-                return Err(e);
-            }
-        };
+        // On failure or Ctrl-C, prepare removes what it made of this fileset itself; the
+        // filesets prepared before it are removed (or kept) by the caller.
+        let p = fileset::prepare(spec, &layouts[i], arena, i, opts.keep)?;
         let secs = t.elapsed().as_secs_f64();
         say(
             opts,
             &format!(
                 "fileset {}: {} entries, {} created ({:.1} MB) {} reused, {} dirs, in {:.2} s",
                 spec.name,
-                layouts[i].entries.len(),
+                layouts[i].len(),
                 p.files_created,
                 p.bytes_written as f64 / 1e6,
                 p.reused,
-                layouts[i].dirs.len(),
+                layouts[i].dir_count(),
                 secs
             ),
         );
         result.filesets.push(FilesetReport {
             name: spec.name.clone(),
             root: spec.root.display().to_string(),
-            entries: layouts[i].entries.len() as u64,
-            dirs: layouts[i].dirs.len() as u64,
+            entries: layouts[i].len() as u64,
+            dirs: layouts[i].dir_count() as u64,
             prealloc_pct: spec.prealloc_pct,
             files_created: p.files_created,
             bytes_written: p.bytes_written,
@@ -259,6 +454,7 @@ fn spawn(
     opts: &Options,
 ) -> Result<Workers> {
     let ids = thread_ids(model);
+    let ids_len = ids.len();
     if opts.in_process {
         // SAFETY-free sharing: the thread closures borrow data that outlives them because the
         // caller joins every handle before returning; to avoid lifetimes we clone cheaply.
@@ -277,25 +473,33 @@ fn spawn(
                 bail!("dup: {}", std::io::Error::last_os_error());
             }
             let a = Arena::attach(dfd, lay)?;
-            handles.push(
-                std::thread::Builder::new()
-                    .name("wml".into())
-                    .spawn(move || {
-                        let sh = super::interp::Shared {
-                            model: &model,
-                            layouts: &layouts,
-                            arena: &a,
-                        };
-                        let spec = &model.processes[id.process].threads[id.thread];
-                        super::interp::run_thread(&sh, spec, id)
-                    })?,
-            );
+            let started = std::thread::Builder::new()
+                .name("wml".into())
+                .stack_size(WORKER_STACK)
+                .spawn(move || {
+                    let sh = super::interp::Shared {
+                        model: &model,
+                        layouts: &layouts,
+                        arena: &a,
+                    };
+                    let spec = &model.processes[id.process].threads[id.thread];
+                    super::interp::run_thread(&sh, spec, id)
+                });
+            match started {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    let n = handles.len();
+                    stop_started(arena, Workers::Threads(handles));
+                    bail!("starting workload thread {} of {}: {e}", n + 1, ids_len);
+                }
+            }
         }
         return Ok(Workers::Threads(handles));
     }
     let exe = std::env::current_exe().context("finding the fsbench executable")?;
     let mut children = Vec::new();
     let mut slot = 0;
+    let total_procs: u64 = model.processes.iter().map(|p| p.instances).sum();
     for (pi, p) in model.processes.iter().enumerate() {
         let per = p
             .threads
@@ -310,24 +514,46 @@ fn spawn(
                 slot_base: slot,
                 arena_fd: arena.raw_fd(),
                 layout: arena.layout.clone(),
+                parent_pid: std::process::id(),
             };
             slot += per;
-            let mut child = Command::new(&exe)
+            let started = Command::new(&exe)
                 .arg("__wml_worker")
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
-                .spawn()
-                .context("starting a workload process")?;
+                .spawn();
+            let mut child = match started {
+                Ok(c) => c,
+                Err(e) => {
+                    let n = children.len();
+                    stop_started(arena, Workers::Processes(children));
+                    bail!(
+                        "starting workload process {} of {}: {e}",
+                        n + 1,
+                        total_procs
+                    );
+                }
+            };
             let mut stdin = child.stdin.take().expect("piped");
-            serde_json::to_writer(&mut stdin, &spec)?;
-            stdin.write_all(b"\n")?;
+            // A worker that died before reading its spec is reported by the start barrier.
+            let _ = serde_json::to_writer(&mut stdin, &spec)
+                .and_then(|_| stdin.write_all(b"\n").map_err(serde_json::Error::io));
             drop(stdin);
             children.push(child);
         }
     }
     let _ = layouts;
     Ok(Workers::Processes(children))
+}
+
+/// Stop and reap what was started before a start failed, so nothing runs unsupervised.
+fn stop_started(arena: &Arena, w: Workers) {
+    arena.ctl().stop.store(STOP_NORMAL, SeqCst);
+    arena.ctl().go.store(1, SeqCst);
+    futex_wake_all(&arena.ctl().go);
+    arena.wake_everyone();
+    let _ = collect(w);
 }
 
 fn collect(w: Workers) -> Result<Vec<ThreadOutcome>> {

@@ -750,3 +750,55 @@ run 20",
     assert_eq!(files_under(&d.path().join("a")).len(), 2);
     assert_eq!(files_under(&d.path().join("b")).len(), 2);
 }
+
+/// Loading errors quote user text (strings, `-D` values, the file name) with its control
+/// characters escaped, so the usage error stays the one line it promises (the
+/// `parse_fuzz::mutated_stock_files_are_usage_errors` proptest found `found '<newline>'`).
+#[test]
+fn user_text_with_control_characters_stays_one_line() {
+    let cases: [(&str, &str, Vec<(String, String)>, &str); 6] = [
+        (
+            "t.f",
+            "define fileset name=fs,path=/tmp/x,entries=$n\n",
+            vec![("n".into(), "\n".into())],
+            r"found '\n'",
+        ),
+        (
+            "t.f",
+            "set $x=\"a\u{1}b\"\ndefine fileset name=fs,path=/tmp/x,entries=$x\n",
+            vec![],
+            r"found 'a\u{1}b'",
+        ),
+        (
+            "t.f",
+            "define process name=p { thread name=t { flowop statfile name=s,filesetname=\"a\\tb\" } }\n",
+            vec![],
+            r"named 'a\tb'",
+        ),
+        (
+            "t.f",
+            "set $s=cvar(type=cvar-gamma,parameters=\"mean:1\u{2};gamma:1\")\n",
+            vec![],
+            r"1\u{2}",
+        ),
+        (
+            "t.f",
+            "set $s=cvar(type=\"cvar-\u{7}\",parameters=mean:1)\n",
+            vec![],
+            r"cvar-\u{7}",
+        ),
+        ("a\nb.f", "frob\n", vec![], r"a\nb.f:1:1"),
+    ];
+    for (name, text, defines, shown) in cases {
+        let src = Source {
+            name: name.into(),
+            text: text.into(),
+            defines,
+        };
+        let e = super::load_source(&src).expect_err(text);
+        assert!(crate::error::is_usage(&e), "{e:#}");
+        let msg = e.to_string();
+        assert!(!msg.chars().any(char::is_control), "{msg:?}");
+        assert!(msg.contains(shown), "{msg:?} lacks {shown}");
+    }
+}

@@ -18,19 +18,31 @@ pub struct WorkerSpec {
     pub slot_base: usize,
     pub arena_fd: i32,
     pub layout: Layout,
+    /// PID of the `fsbench workload` that started us: if it is gone (even before we could
+    /// ask for the parent-death signal), exit at once.
+    pub parent_pid: u32,
 }
+
+/// Stack of each workload thread: flowops recurse only through composites (at most 8 deep),
+/// and the limit is what the pre-flight memory check counts per thread.
+pub const THREAD_STACK: usize = 512 << 10;
 
 pub fn worker_main() -> Result<()> {
     crate::runner::signal::install();
-    // If the parent dies, do not keep running unsupervised.
-    // SAFETY: prctl with integer arguments only.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    // Until the spec names the parent, die with whoever started us.
+    crate::guard::die_with_parent(None);
     let mut text = String::new();
     std::io::stdin().read_to_string(&mut text)?;
     let spec: WorkerSpec =
         serde_json::from_str(text.trim()).context("reading the workload worker spec")?;
+    // If the parent dies, do not keep running unsupervised.
+    crate::guard::die_with_parent(Some(spec.parent_pid));
     let model = super::load_source(&spec.source)?;
-    let layouts: Vec<_> = model.filesets.iter().map(super::fileset::layout).collect();
+    let layouts = model
+        .filesets
+        .iter()
+        .map(super::fileset::layout)
+        .collect::<Result<Vec<_>>>()?;
     let arena = Arena::attach(spec.arena_fd, spec.layout).context("mapping the shared arena")?;
     let p = &model.processes[spec.process];
     if p.nice != 0 {
@@ -56,21 +68,48 @@ pub fn worker_main() -> Result<()> {
             slot += 1;
         }
     }
-    let outcomes = std::thread::scope(|s| {
-        let hs: Vec<_> = ids
-            .iter()
-            .map(|id| {
-                let sh = &sh;
-                let spec = &p.threads[id.thread];
-                let id = *id;
-                s.spawn(move || run_thread(sh, spec, id))
-            })
-            .collect();
-        hs.into_iter()
+    let outcomes = std::thread::scope(|s| -> Result<Vec<_>> {
+        let mut hs = Vec::new();
+        let mut failed = None;
+        for id in &ids {
+            let sh = &sh;
+            let spec = &p.threads[id.thread];
+            let id = *id;
+            match std::thread::Builder::new()
+                .name("wml".into())
+                .stack_size(THREAD_STACK)
+                .spawn_scoped(s, move || run_thread(sh, spec, id))
+            {
+                Ok(h) => hs.push(h),
+                Err(e) => {
+                    failed = Some(anyhow::anyhow!(
+                        "starting thread {} of {} in a workload process: {e}",
+                        hs.len() + 1,
+                        ids.len()
+                    ));
+                    break;
+                }
+            }
+        }
+        if failed.is_some() {
+            // End the run: the threads already started (here and in other processes) see
+            // the stop flag, and the parent reports that the processes failed to start.
+            arena.ctl().stop.store(
+                super::shared::STOP_NORMAL,
+                std::sync::atomic::Ordering::SeqCst,
+            );
+            arena.wake_everyone();
+        }
+        let joined = hs
+            .into_iter()
             .map(|h| h.join())
             .collect::<Result<Vec<_>, _>>()
-    })
-    .map_err(|_| anyhow::anyhow!("a workload thread panicked"))?;
+            .map_err(|_| anyhow::anyhow!("a workload thread panicked"));
+        match failed {
+            Some(e) => Err(e),
+            None => joined,
+        }
+    })?;
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, &outcomes)?;
     out.write_all(b"\n")?;
