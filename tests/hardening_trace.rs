@@ -490,3 +490,18 @@ fn compare_refuses_a_fifo_instead_of_waiting_on_it() {
     assert_eq!(out.status.code(), Some(2));
     assert!(one_line(&out.stderr).contains("neither a result file nor a directory"));
 }
+
+#[test]
+fn report_refuses_a_fifo_instead_of_waiting_on_it() {
+    let sb = Sandbox::new();
+    let c = std::ffi::CString::new(sb.file("p").to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path inside the sandbox.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = sb
+        .cmd(&["report", "p"])
+        .timeout(Duration::from_secs(10))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out.stderr).contains("neither a result file nor a directory"));
+}

@@ -221,15 +221,32 @@ impl Drop for Scratch {
 
 /// Run the whole sweep. `knee_for_streams` picks the stream test's I/O size from the size
 /// sweep (the measured knee).
-pub fn run(opts: &MeasureOpts, mut progress: impl FnMut(&Point)) -> Result<Measurement> {
+/// `announce` is called once the directory is locked and the scratch name checked, so a
+/// refusal stays the only line printed.
+pub fn run(
+    opts: &MeasureOpts,
+    announce: impl FnOnce(),
+    mut progress: impl FnMut(&Point),
+) -> Result<Measurement> {
     let file = opts.dir.join(SCRATCH_NAME);
-    if file.exists() && !crate::safety::is_marked(&file) {
-        crate::bail_usage!(
+    // The scratch name is fixed: a second measurement in the same directory would write the
+    // first one's file and remove it under it. Lock the directory for the whole measurement.
+    let _lock = crate::guard::lock_dir(&opts.dir)?;
+    // lstat: a link planted at the scratch name is refused, never followed or removed.
+    match std::fs::symlink_metadata(&file) {
+        Ok(m) if !m.file_type().is_file() => crate::bail_usage!(
+            "{} exists and is not a regular file fsbench created: remove it or measure another directory",
+            file.display()
+        ),
+        Ok(_) if !crate::safety::is_marked(&file) => crate::bail_usage!(
             "{} exists and was not created by fsbench: remove it or measure another directory",
             file.display()
-        );
+        ),
+        // Marked and not locked by a live measurement: left by a killed one; reused, removed.
+        _ => {}
     }
     let _guard = Scratch(file.clone());
+    announce();
     let n_points = (opts.sizes.len() * 4 + opts.streams.len() * 2) * opts.repeat.max(1) as usize;
     let secs = (opts.budget_s / n_points.max(1) as f64).max(0.2);
     let mut m = Measurement {

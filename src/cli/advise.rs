@@ -84,15 +84,17 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
             streams: measure::STREAMS.to_vec(),
             repeat: a.measure_repeat,
         };
-        if !json {
-            eprintln!(
-                "fsbench advise: measuring in {} ({} scratch file, about {} s)...",
-                opts.dir.display(),
-                crate::units::format_size_exact(size),
-                budget.round()
-            );
-        }
-        let m = measure::run(&opts, |p| {
+        let announce = || {
+            if !json {
+                eprintln!(
+                    "fsbench advise: measuring in {} ({} scratch file, about {} s)...",
+                    opts.dir.display(),
+                    crate::units::format_size_exact(size),
+                    budget.round()
+                );
+            }
+        };
+        let m = measure::run(&opts, announce, |p| {
             if !json {
                 eprintln!("  {}", p.label());
             }
@@ -125,21 +127,8 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
     })
 }
 
-/// Refuse to start a measurement that would fill the file system.
+/// Refuse to start a measurement that would fill the file system (the scratch file plus a
+/// tenth for metadata and the file system's own reserve).
 fn check_space(dir: &std::path::Path, size: u64) -> anyhow::Result<()> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())?;
-    // SAFETY: zeroed statvfs we own; valid NUL-terminated path.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0 {
-        let free = st.f_bavail as u64 * st.f_frsize as u64;
-        if free < size.saturating_add(size / 10) {
-            crate::bail_usage!(
-                "{} has {} free, not enough for a {} scratch file: give a smaller --measure-size",
-                dir.display(),
-                crate::units::format_bytes(free as f64),
-                crate::units::format_size_exact(size)
-            );
-        }
-    }
-    Ok(())
+    crate::guard::ensure_free_space(dir, size.saturating_add(size / 10), "--measure-size")
 }

@@ -18,17 +18,6 @@ pub struct CompareArgs {
 }
 
 pub fn main(a: CompareArgs) -> anyhow::Result<i32> {
-    // Results are files or directories: a FIFO or a device would be read forever.
-    for p in [&a.before, &a.after] {
-        if let Ok(m) = std::fs::metadata(p) {
-            if !m.is_file() && !m.is_dir() {
-                crate::bail_usage!(
-                    "compare: {} is neither a result file nor a directory of them",
-                    p.display()
-                );
-            }
-        }
-    }
     let before = record::load(std::slice::from_ref(&a.before))?;
     let after = record::load(std::slice::from_ref(&a.after))?;
     let shape = super::report::shape_from(&None, &None, &a.metrics);

@@ -118,8 +118,7 @@ fn split_advice(
     let mut advice = Vec::new();
     let mut results = Vec::new();
     for f in record::expand_paths(inputs)? {
-        let text =
-            std::fs::read_to_string(&f).map_err(|e| usage!("cannot read {}: {e}", f.display()))?;
+        let text = record::read_bounded(&f)?;
         match serde_json::from_str::<serde_json::Value>(&text) {
             Ok(v) if advise_html::is_advice(&v) => {
                 advice.push(advise_html::parse(v, &f.display().to_string())?)

@@ -224,6 +224,15 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
     for n in shape.rows.iter().chain(shape.cols.iter()).flatten() {
         axis::canonical(n)?;
     }
+    let n = study.check_point_count()?;
+    if n.saturating_mul(a.repeat as usize) > sweep::MAX_POINTS {
+        bail_usage!(
+            "bad --repeat {}: {n} points run {} times is more than the {} runs a sweep may have",
+            a.repeat,
+            a.repeat,
+            sweep::MAX_POINTS
+        );
+    }
     let points = study.points();
     // Every point is built and checked before anything is created.
     for p in &points {

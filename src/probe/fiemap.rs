@@ -78,12 +78,19 @@ pub fn extents(file: &File) -> Result<Vec<Extent>> {
             last |= e.flags & FIEMAP_EXTENT_LAST != 0;
         }
         let e = fm.extents[n - 1];
-        start = e.logical + e.length;
-        if last {
-            break;
+        // A file system reporting an extent that ends at or before where this batch began
+        // (or past the end of the address space) would make the loop run for ever: stop.
+        match next_start(start, e.logical, e.length) {
+            Some(s) if !last => start = s,
+            _ => break,
         }
     }
     Ok(out)
+}
+
+/// Where the next FIEMAP batch starts: after the last extent, only if that moves forward.
+fn next_start(start: u64, logical: u64, length: u64) -> Option<u64> {
+    logical.checked_add(length).filter(|&s| s > start)
 }
 
 /// Extent count of the file at `path`.
@@ -95,6 +102,14 @@ pub fn extent_count(path: &std::path::Path) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batches_only_move_forward() {
+        assert_eq!(next_start(0, 0, 4096), Some(4096));
+        assert_eq!(next_start(4096, 0, 4096), None);
+        assert_eq!(next_start(0, u64::MAX - 1, 4096), None);
+        assert_eq!(next_start(10, 0, 0), None);
+    }
     use std::os::unix::fs::FileExt;
 
     #[test]

@@ -35,9 +35,20 @@ pub struct FragReport {
 }
 
 /// Extents of one file.
+/// Opened without following a link and without blocking (a FIFO or device swapped in after
+/// the walk looked at the name must not hang the probe or be opened as a device), then
+/// checked through the descriptor to be a regular file.
 pub fn file_extents(path: &Path) -> anyhow::Result<FileExtents> {
-    let f = std::fs::File::open(path)?;
-    let size = f.metadata()?.len();
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let m = f.metadata()?;
+    if !m.is_file() {
+        anyhow::bail!("not a regular file");
+    }
+    let size = m.len();
     let ex = fiemap::extents(&f)?;
     Ok(FileExtents {
         path: path.display().to_string(),
@@ -201,6 +212,26 @@ pub fn extents_probe(paths: &[&Path]) -> serde_json::Value {
 mod tests {
     use super::*;
     use std::os::unix::fs::FileExt;
+
+    #[test]
+    fn a_fifo_or_link_is_refused_at_once_not_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        for p in [fifo, link] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let q = p.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(file_extents(&q).is_err());
+            });
+            let refused = rx.recv_timeout(std::time::Duration::from_secs(3));
+            assert_eq!(refused, Ok(true), "{} blocked or was read", p.display());
+        }
+    }
 
     #[test]
     fn finds_the_file_fragmented_on_purpose() {

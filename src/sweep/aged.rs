@@ -151,10 +151,7 @@ pub fn run(
         // The next group writes a fresh set of files.
         // (Only files this run created: a target that existed before is never in `created`.)
         for f in written {
-            if ctx.created.contains(&f) {
-                let _ = std::fs::remove_file(&f);
-            }
-            ctx.created.retain(|c| c != &f);
+            ctx.remove_created_path(&f);
         }
     }
     Ok(out)

@@ -69,6 +69,67 @@ fn aligned_buf(len: usize) -> Result<crate::engine::BufferPool> {
     Ok(crate::engine::BufferPool::new(1, len, 0xbac)?)
 }
 
+/// Ctrl-C stops the study within one record or one MiB: the caller sees this error, stores
+/// nothing for the phase, and the guard removes the tree.
+fn check_interrupt() -> Result<()> {
+    if crate::runner::signal::interrupted() {
+        bail!("interrupted");
+    }
+    Ok(())
+}
+
+/// Prefix of the per-run directory (`fsbench-backup-PID`).
+const ROOT_PREFIX: &str = "fsbench-backup-";
+
+/// Remove `fsbench-backup-PID` directories in `dir` that a killed run left: only those whose
+/// name carries a PID that is not running, that are real directories (not links) and that
+/// carry fsbench's mark. Returns the paths removed.
+pub fn remove_stale(dir: &Path) -> Vec<PathBuf> {
+    let mut gone = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return gone;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(ROOT_PREFIX))
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid <= 0 || pid as u32 == std::process::id() || pid_alive(pid) {
+            continue;
+        }
+        let p = e.path();
+        let is_dir = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_dir());
+        if is_dir && crate::safety::is_marked(&p) && std::fs::remove_dir_all(&p).is_ok() {
+            gone.push(p);
+        }
+    }
+    gone
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists; it sends nothing.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// Bytes the study writes at its peak: the tree, the archive (headers and record padding
+/// included) and the restored copy all exist at once.
+pub fn space_needed(plan: &BackupPlan) -> u64 {
+    let files = 1 + plan.small.len() as u64;
+    let tree = plan
+        .small
+        .iter()
+        .fold(plan.large, |a, &b| a.saturating_add(b));
+    let archive = tree
+        .saturating_add((files + 1).saturating_mul(2 * BLOCK as u64))
+        .saturating_add(2 * plan.record as u64);
+    tree.saturating_mul(2).saturating_add(archive)
+}
+
 const TREE_FILES: [&str; 3] = ["swtape01.iso", "hpux_11.23.tgz", "hpux_11.11.tgz"];
 
 /// Create the tree under `root` (which must not exist): one large file and the small ones.
@@ -96,6 +157,7 @@ pub fn build_tree(root: &Path, plan: &BackupPlan) -> Result<Vec<(String, u64)>> 
         let mut off = 0u64;
         let mut n = 0u64;
         while off < *size {
+            check_interrupt()?;
             // Stamp each MiB with its number and file, so a misplaced block cannot compare equal.
             chunk[..8].copy_from_slice(&n.to_le_bytes());
             chunk[8] = i as u8;
@@ -179,6 +241,7 @@ fn archive(
             })?)?;
             let mut off = 0u64;
             while off < *size {
+                check_interrupt()?;
                 let slot = &mut pool.slot_mut(0)[..record];
                 let n = m.pread(&f, slot, off)?;
                 if n == 0 {
@@ -251,6 +314,7 @@ fn restore(archive: &Path, dest: &Path, direct: bool, record: usize, m: &mut Met
     let mut cur: Option<OutFile> = None;
     let mut fallbacks = 0u64;
     'records: loop {
+        check_interrupt()?;
         let mut got = 0;
         while got < record {
             let n = m.pread(&a, &mut rec[got..], aoff + got as u64)?;
@@ -458,7 +522,14 @@ pub fn run(
     mut store: impl FnMut(Record) -> Result<()>,
 ) -> Result<()> {
     let tag = std::process::id();
-    let root = dir.join(format!("fsbench-backup-{tag}"));
+    for p in remove_stale(dir) {
+        eprintln!(
+            "fsbench: removed {}, left by a backup study that was killed",
+            p.display()
+        );
+    }
+    crate::guard::ensure_free_space(dir, space_needed(plan), "the backup study")?;
+    let root = dir.join(format!("{ROOT_PREFIX}{tag}"));
     let tree = root.join("tree");
     std::fs::create_dir(&root)
         .map_err(|e| crate::usage!("cannot create {}: {e}", root.display()))?;
@@ -471,7 +542,10 @@ pub fn run(
         }
     }
     let _guard = RemoveDir(root.clone());
-    let files = build_tree(&tree, plan)?;
+    let files = match build_tree(&tree, plan) {
+        Err(_) if crate::runner::signal::interrupted() => return Ok(()),
+        r => r?,
+    };
     let tree_paths: Vec<PathBuf> = files.iter().map(|(n, _)| tree.join(n)).collect();
     for cache in caches {
         let direct = cache.uses_direct();
@@ -494,6 +568,9 @@ pub fn run(
                 "through the page cache"
             }
         )];
+        if crate::runner::signal::interrupted() {
+            return Ok(());
+        }
         let failure = res.as_ref().err().map(|e| format!("{e:#}"));
         let r = phase_result(
             &format!("backup archive {}", cache.name()),
@@ -517,6 +594,9 @@ pub fn run(
         std::fs::create_dir(&restore_dir)?;
         let started = now_unix();
         let (stats, res) = timed(|m| restore(&archive_path, &restore_dir, direct, plan.record, m));
+        if crate::runner::signal::interrupted() {
+            return Ok(());
+        }
         let mut failure = res.as_ref().err().map(|e| format!("{e:#}"));
         let mut notes = vec!["restored files are not fsync'd, like pax".to_string()];
         if let Ok(n) = res {

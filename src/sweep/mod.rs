@@ -46,7 +46,34 @@ pub struct Point {
     pub values: Vec<(String, String)>,
 }
 
+/// Most points one study may have: each point is a measured run, and the list of points is
+/// held in memory, so an axis list that multiplies out to millions is a mistake to refuse.
+pub const MAX_POINTS: usize = 100_000;
+
 impl Study {
+    /// Refuse, before the points are built, a study whose axes multiply out to more than
+    /// [`MAX_POINTS`] (one line, with the count).
+    pub fn check_point_count(&self) -> Result<usize, crate::error::UsageError> {
+        let mut n: usize = 1;
+        for a in &self.axes {
+            n = n.saturating_mul(a.values.len());
+        }
+        if n > MAX_POINTS {
+            let sizes: Vec<String> = self
+                .axes
+                .iter()
+                .map(|a| format!("{} {}", a.values.len(), a.name))
+                .collect();
+            return Err(usage!(
+                "study {}: {} points ({}) is more than the {MAX_POINTS} a sweep may have: use shorter value lists",
+                self.id,
+                if n == usize::MAX { "too many".to_string() } else { n.to_string() },
+                sizes.join(" x ")
+            ));
+        }
+        Ok(n)
+    }
+
     /// The cross product of the axes; the first axis is outermost.
     pub fn points(&self) -> Vec<Point> {
         let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
@@ -212,6 +239,51 @@ pub struct Tally {
     pub failed: usize,
 }
 
+/// A file a sweep point created: its path, the (device, inode) it had then, and whether it
+/// carried fsbench's mark (an inode number freed by a removal is soon reused, so where the
+/// file system keeps xattrs the mark is what tells our file from a stranger's on that inode).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Created {
+    pub path: PathBuf,
+    pub dev: u64,
+    pub ino: u64,
+    pub marked: bool,
+}
+
+/// (device, inode, marked) of the regular file at `p`, looked at through a descriptor
+/// opened without following a symbolic link.
+fn regular_identity(p: &Path) -> Option<(u64, u64, bool)> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(p)
+        .ok()?;
+    let m = f.metadata().ok()?;
+    m.file_type()
+        .is_file()
+        .then(|| (m.dev(), m.ino(), crate::safety::fd_is_marked(&f)))
+}
+
+/// Remove `c` only if its name still holds the file this run created (a regular file, not a
+/// link, same device and inode, still marked when it was marked). Anything else there was put
+/// by someone else: it is left, and said so on stderr. Returns whether the file was removed.
+pub fn remove_created(c: &Created) -> bool {
+    match regular_identity(&c.path) {
+        Some((dev, ino, marked)) if (dev, ino) == (c.dev, c.ino) && (marked || !c.marked) => {
+            std::fs::remove_file(&c.path).is_ok()
+        }
+        None if std::fs::symlink_metadata(&c.path).is_err() => false,
+        _ => {
+            eprintln!(
+                "fsbench: left {}: it was replaced after fsbench created it",
+                c.path.display()
+            );
+            false
+        }
+    }
+}
+
 /// State shared by every study of one sweep or suite run.
 pub struct Ctx {
     pub out_dir: PathBuf,
@@ -226,8 +298,10 @@ pub struct Ctx {
     pub keep: bool,
     pub progress: Progress,
     pub raw: rawdev::RawProvider,
-    /// Files this run created, removed at the end unless `keep`.
-    pub created: Vec<PathBuf>,
+    /// Files this run created, with the identity (device, inode) they had right after the
+    /// point that created them: removed at the end unless `keep`, and only while the name
+    /// still holds that same regular file (a file the user put there since is left alone).
+    pub created: Vec<Created>,
     pub tally: Tally,
     /// Set when Ctrl-C stopped the run.
     pub interrupted: bool,
@@ -327,14 +401,43 @@ impl Ctx {
         Ok(())
     }
 
+    /// Remember that a point created `path` (with the identity it has now).
+    pub fn note_created(&mut self, path: &Path) {
+        if self.is_created(path) {
+            return;
+        }
+        if let Some((dev, ino, marked)) = regular_identity(path) {
+            self.created.push(Created {
+                path: path.to_path_buf(),
+                dev,
+                ino,
+                marked,
+            });
+        }
+    }
+
+    /// Did a point of this run create `path`?
+    pub fn is_created(&self, path: &Path) -> bool {
+        self.created.iter().any(|c| c.path == path)
+    }
+
+    /// Remove the file a point of this run created at `path` (if the name still holds it)
+    /// and forget it.
+    pub fn remove_created_path(&mut self, path: &Path) {
+        if let Some(i) = self.created.iter().position(|c| c.path == path) {
+            let c = self.created.swap_remove(i);
+            remove_created(&c);
+        }
+    }
+
     /// Remove files fsbench created during this run (not when `keep`).
     pub fn cleanup(&mut self) {
         if self.keep {
             return;
         }
-        // Only paths that did not exist before a point of this run and existed after it.
-        for p in self.created.drain(..) {
-            let _ = std::fs::remove_file(&p);
+        // Only files that did not exist before a point of this run, by identity.
+        for c in self.created.drain(..) {
+            remove_created(&c);
         }
         self.raw.release();
     }
@@ -453,12 +556,15 @@ pub fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow::Resul
     // The white paper writes new files: a sequential write starts from an empty file.
     if job.access == crate::job::Access::Write && job.cache != crate::job::CachePolicy::Concurrent {
         for t in &job.targets {
-            if ctx.created.contains(t) {
-                let _ = std::fs::remove_file(t);
-            }
+            ctx.remove_created_path(t);
         }
     }
-    let existed: Vec<bool> = job.targets.iter().map(|t| t.exists()).collect();
+    // lstat: a dangling link planted at a target's name is something that existed.
+    let existed: Vec<bool> = job
+        .targets
+        .iter()
+        .map(|t| std::fs::symlink_metadata(t).is_ok())
+        .collect();
     job.keep = true;
     let observe = crate::cli::observe::ObserveArgs {
         iostat: ctx.iostat.clone(),
@@ -471,8 +577,8 @@ pub fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow::Resul
         Err(e) => return Ok(Record::skip(meta, format!("error: {e:#}"))),
     };
     for (t, was) in job.targets.iter().zip(existed) {
-        if !was && t.exists() && !ctx.created.contains(t) {
-            ctx.created.push(t.clone());
+        if !was {
+            ctx.note_created(t);
         }
     }
     let mut result = crate::result::RunResult::from_outcome(&job, &outcome);
@@ -561,5 +667,51 @@ mod tests {
         );
         assert_eq!(n, "wp_read-0007-cache-discovered_256k-r1.json");
         assert!(record_file_name("a", 2, &[], 0) < record_file_name("a", 10, &[], 0));
+    }
+
+    #[test]
+    fn a_cross_product_of_millions_is_refused_before_it_is_built() {
+        let mut s = study();
+        let many: Vec<String> = (1..=100).map(|i| i.to_string()).collect();
+        for name in ["count", "nrep", "seed", "threads"] {
+            s.axes.push(Axis {
+                name: name.into(),
+                values: many.clone(),
+            });
+        }
+        let e = s.check_point_count().unwrap_err();
+        assert!(e.0.contains("more than the 100000"), "{}", e.0);
+        assert!(!e.0.contains('\n'));
+        assert_eq!(study().check_point_count().unwrap(), 6);
+    }
+
+    #[test]
+    fn cleanup_removes_only_the_file_it_created() {
+        let out = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let mut ctx = Ctx::new(out.path().join("res"), 1, false, false, false, 1).unwrap();
+        let ours = work.path().join("ours.dat");
+        let swapped = work.path().join("swapped.dat");
+        let linked = work.path().join("linked.dat");
+        for p in [&ours, &swapped, &linked] {
+            std::fs::write(p, b"fsbench").unwrap();
+            crate::safety::mark_created(p);
+            ctx.note_created(p);
+        }
+        // Another user replaces one created file with their own, and another with a link.
+        std::fs::remove_file(&swapped).unwrap();
+        std::fs::write(&swapped, b"user data").unwrap();
+        let victim = work.path().join("victim");
+        std::fs::write(&victim, b"victim").unwrap();
+        std::fs::remove_file(&linked).unwrap();
+        std::os::unix::fs::symlink(&victim, &linked).unwrap();
+        ctx.cleanup();
+        assert!(!ours.exists(), "the file fsbench created is removed");
+        assert_eq!(std::fs::read(&swapped).unwrap(), b"user data");
+        assert!(
+            std::fs::symlink_metadata(&linked).is_ok(),
+            "a planted link is left"
+        );
+        assert_eq!(std::fs::read(&victim).unwrap(), b"victim");
     }
 }

@@ -252,7 +252,14 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, crate::error::Usa
                 .collect();
             files.sort();
             out.extend(files);
-        } else if p.exists() {
+        } else if let Ok(m) = std::fs::metadata(p) {
+            // Results are regular files: a FIFO or a device would be read for ever.
+            if !m.is_file() {
+                return Err(usage!(
+                    "{} is neither a result file nor a directory of them",
+                    p.display()
+                ));
+            }
             out.push(p.clone());
         } else {
             return Err(usage!("{}: no such file or directory", p.display()));
@@ -261,12 +268,36 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, crate::error::Usa
     Ok(out)
 }
 
+/// Largest input `report` and `compare` read: a result file is kilobytes, a sweep's array of
+/// results a few megabytes; `/dev/zero` or a huge file must be refused, not read until memory
+/// runs out.
+pub const MAX_INPUT_BYTES: u64 = 256 << 20;
+
+/// Read one input of at most [`MAX_INPUT_BYTES`] as text.
+pub fn read_bounded(f: &std::path::Path) -> Result<String, crate::error::UsageError> {
+    use std::io::Read;
+    let file = std::fs::File::open(f).map_err(|e| usage!("cannot read {}: {e}", f.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| usage!("cannot read {}: {e}", f.display()))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(usage!(
+            "{} is larger than {}: not an fsbench result file",
+            f.display(),
+            crate::units::format_size_exact(MAX_INPUT_BYTES)
+        ));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| usage!("{}: not a JSON result: not UTF-8 text", f.display()))
+}
+
 /// Load every record from files and directories, in sweep order.
 pub fn load(paths: &[PathBuf]) -> Result<Vec<Record>, crate::error::UsageError> {
     let mut all = Vec::new();
     for f in expand_paths(paths)? {
         let origin = f.display().to_string();
-        let text = std::fs::read_to_string(&f).map_err(|e| usage!("cannot read {origin}: {e}"))?;
+        let text = read_bounded(&f)?;
         // A directory may hold other JSON (a suite manifest): skip files that are not records.
         if f.file_name().is_some_and(|n| n == "suite.json") {
             continue;

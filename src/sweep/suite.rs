@@ -88,6 +88,9 @@ pub struct BackupFile {
     pub caches: Vec<String>,
 }
 
+/// Largest backup record: a record is one buffer in memory and one write call.
+pub const MAX_RECORD: usize = 64 << 20;
+
 fn pax_record() -> usize {
     super::ustar::PAX_RECORD
 }
@@ -311,6 +314,7 @@ pub fn resolve(file: SuiteFile, scale: Option<f64>) -> Result<Resolved, UsageErr
             clamp_bs_to_size: sf.clamp_bs_to_size,
             workload: None,
         };
+        study.check_point_count()?;
         let kind = sf.kind.as_deref().unwrap_or("sweep");
         let r = match kind {
             "sweep" => {
@@ -325,6 +329,17 @@ pub fn resolve(file: SuiteFile, scale: Option<f64>) -> Result<Resolved, UsageErr
                     .aged
                     .as_ref()
                     .ok_or_else(|| usage!("{origin}: kind aged needs an [study.aged] table"))?;
+                // Group w writes w files then reads 1..w of them at every read size.
+                let per = a.read_bs.len().max(1) as u64;
+                let n = u64::from(a.max_files);
+                let points = n.saturating_mul(n.saturating_add(1)) / 2 * per + n;
+                if a.max_files == 0 || points > super::MAX_POINTS as u64 {
+                    return Err(usage!(
+                        "{origin}: max_files {} makes {points} points: must be 1 or more, with at most {} points",
+                        a.max_files,
+                        super::MAX_POINTS
+                    ));
+                }
                 let mut writes = study.clone();
                 writes.id = format!("{}-write", sf.id);
                 writes.title = a
@@ -352,9 +367,12 @@ pub fn resolve(file: SuiteFile, scale: Option<f64>) -> Result<Resolved, UsageErr
                     let n = parse_size_as(v, BareUnit::Bytes, "backup file size")?;
                     Ok(((n as f64 * scale) as u64).max(1))
                 };
-                if b.record == 0 || !b.record.is_multiple_of(super::ustar::BLOCK) {
+                if b.record == 0
+                    || !b.record.is_multiple_of(super::ustar::BLOCK)
+                    || b.record > MAX_RECORD
+                {
                     return Err(usage!(
-                        "{origin}: record {} must be a multiple of 512",
+                        "{origin}: record {} must be a multiple of 512 from 512 to {MAX_RECORD}",
                         b.record
                     ));
                 }
@@ -463,6 +481,29 @@ pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
             res.file.name,
             ids.join(", ")
         );
+    }
+    for rs in &studies {
+        if let ResolvedStudy::Sweep(st) = rs {
+            let n = st.points().len();
+            if n.saturating_mul(opts.repeat as usize) > super::MAX_POINTS {
+                crate::bail_usage!(
+                    "bad --repeat {}: study {} has {n} points, and {} runs of them is more than the {} allowed",
+                    opts.repeat,
+                    st.id,
+                    n.saturating_mul(opts.repeat as usize),
+                    super::MAX_POINTS
+                );
+            }
+        }
+    }
+    // A backup study writes its tree, archive and restored copy: refuse before the banner.
+    for rs in &studies {
+        if let ResolvedStudy::Backup { plan, .. } = rs {
+            for d in &opts.dirs {
+                let need = super::backup::space_needed(plan);
+                crate::guard::ensure_free_space(d, need, "the backup study")?;
+            }
+        }
     }
     let total: usize = studies
         .iter()
@@ -624,6 +665,9 @@ fn run_backup(
             Ok(())
         },
     )?;
+    if crate::runner::signal::interrupted() {
+        ctx.interrupted = true;
+    }
     for (_, rec) in pending {
         ctx.progress.finish_point();
         ctx.tally.ran += 1;
@@ -728,6 +772,38 @@ mod tests {
                     proptest::prop_assert!(!x.starts_with('0') || x.starts_with("0.") );
                 }
             }
+        }
+    }
+
+    fn suite_with(study: &str) -> String {
+        format!("name='x'\ntitle='t'\nsource='s'\n[[study]]\nid='a'\ntitle='b'\n{study}")
+    }
+
+    #[test]
+    fn absurd_suite_values_are_one_line_refusals() {
+        let cases = [
+            (
+                "kind='aged'\ntable={}\n[study.aged]\nmax_files=4000000000\nsize='1m'\nwrite_bs='64k'\nread_bs=['4k']\nwrite_table={}\n",
+                "max_files",
+            ),
+            (
+                "kind='aged'\ntable={}\n[study.aged]\nmax_files=0\nsize='1m'\nwrite_bs='64k'\nread_bs=['4k']\nwrite_table={}\n",
+                "max_files",
+            ),
+            (
+                "kind='backup'\n[study.backup]\nlarge='1m'\nsmall=[]\nrecord=1099511627776\ncaches=['buffered']\n",
+                "record",
+            ),
+            (
+                "settings=['rw=read','size=1m']\n[[study.axis]]\nname='count'\nvalues=['1','2','3','4','5','6','7','8','9','10']\n[[study.axis]]\nname='nrep'\nvalues=['1','2','3','4','5','6','7','8','9','10']\n[[study.axis]]\nname='seed'\nvalues=['1','2','3','4','5','6','7','8','9','10']\n[[study.axis]]\nname='threads'\nvalues=['1','2','3','4','5','6','7','8','9','10']\n[[study.axis]]\nname='bs'\nvalues=['4k','8k','12k','16k','20k','24k','28k','32k','36k','40k']\n[[study.axis]]\nname='time'\nvalues=['1s','2s','3s','4s','5s','6s','7s','8s','9s','10s']\n",
+                "points",
+            ),
+        ];
+        for (study, want) in cases {
+            let f = parse(&suite_with(study), "x.toml").unwrap();
+            let e = resolve(f, Some(1.0)).err().expect("refused");
+            assert!(e.0.contains(want), "{}", e.0);
+            assert!(!e.0.contains('\n'), "{}", e.0);
         }
     }
 
