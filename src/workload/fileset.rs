@@ -1377,7 +1377,7 @@ pub fn unbusy(arena: &Arena, set: usize, i: usize, exists: Option<bool>, open_de
         let was = old & ENTRY_EXISTS != 0;
         let now = exists.unwrap_or(was);
         let opens = (open_count(old) as i64 + open_delta as i64).max(0) as u32;
-        let new = opens * ENTRY_OPEN_ONE | if now { ENTRY_EXISTS } else { 0 };
+        let new = (opens * ENTRY_OPEN_ONE) | if now { ENTRY_EXISTS } else { 0 };
         match st.compare_exchange(old, new, AcqRel, Acquire) {
             Ok(_) => {
                 if was != now {

@@ -756,7 +756,7 @@ run 20",
 /// `parse_fuzz::mutated_stock_files_are_usage_errors` proptest found `found '<newline>'`).
 #[test]
 fn user_text_with_control_characters_stays_one_line() {
-    let cases: [(&str, &str, Vec<(String, String)>, &str); 6] = [
+    let cases = [
         (
             "t.f",
             "define fileset name=fs,path=/tmp/x,entries=$n\n",
