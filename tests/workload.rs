@@ -38,6 +38,17 @@ fn tiny(name: &str) -> Vec<String> {
     v
 }
 
+/// Whether the shipped personality sets up an event generator.
+fn run_has_eventgen(name: &str) -> bool {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fsbench"))
+        .args(["workload", "show", name])
+        .output()
+        .expect("fsbench runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .any(|l| l.trim_start().starts_with("eventgen"))
+}
+
 fn check(name: &str) {
     let sb = Sandbox::new();
     let args = tiny(name);
@@ -54,6 +65,13 @@ fn check(name: &str) {
     for f in run["flowops"].as_array().unwrap() {
         let kind = f["type"].as_str().unwrap();
         if kind == "finishoncount" || kind == "finishonbytes" {
+            continue;
+        }
+        // Without an event generator the limit flowops return at once and are not counted
+        // (Filebench's flowoplib_*limit bail out before ending an op).
+        if ["opslimit", "iopslimit", "bwlimit", "eventlimit"].contains(&kind)
+            && !run_has_eventgen(name)
+        {
             continue;
         }
         assert!(

@@ -47,6 +47,9 @@ pub struct WorkloadArgs {
     /// Declare the run stuck when every thread has waited in semblock/block this long
     #[arg(long, default_value = "3s")]
     pub stall_after: String,
+    /// Refuse a workload file that contains `system "command"` (instead of running it)
+    #[arg(long)]
+    pub no_system: bool,
 }
 
 fn list() -> String {
@@ -186,6 +189,15 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
         defines,
     };
     let model = crate::workload::load_source(&src)?;
+    if a.no_system {
+        if let Some(crate::workload::model::Cmd::System(c)) = model
+            .script
+            .iter()
+            .find(|c| matches!(c, crate::workload::model::Cmd::System(_)))
+        {
+            crate::bail_usage!("{} runs the shell command \"{c}\" (system): refused by --no-system; remove --no-system to allow it", src.name);
+        }
+    }
     let opts = Options {
         time,
         keep: a.keep,

@@ -114,6 +114,11 @@ pub enum Stmt {
     Quit {
         pos: Pos,
     },
+    /// `system "command"`: run by the shell at this point of the script (as Filebench does).
+    System {
+        cmd: String,
+        pos: Pos,
+    },
     /// Accepted for compatibility and ignored, with a note (`debug`, `version`, `system`, ...).
     Ignored {
         what: String,

@@ -6,9 +6,9 @@
 //! (pread/pwrite/pwritev2/open/unlink/...), so nothing allocates or locks beside the I/O
 //! itself; latency and CPU are clock reads (CLOCK_MONOTONIC, CLOCK_THREAD_CPUTIME_ID).
 
-use super::fileset::{pick, release, set_exists_keep_busy, Picked, SetLayout, Want};
+use super::fileset::{busy_wait, pick, release, unbusy, From, Picked, SetLayout, Want};
 use super::model::{flatten, Flowop, Kind, Model, ThreadSpec};
-use super::shared::{futex_wait, now_ns, Arena, Waited};
+use super::shared::{futex_wait, now_ns, Arena, Rotor, Waited};
 use super::stats::{FlowStat, WireFlowStat};
 use super::vars::Rng;
 use crate::stats::{cpu::thread_usage, Usage};
@@ -92,17 +92,15 @@ struct OpenFd {
     fd: i32,
     set: usize,
     entry: usize,
-    /// The entry is marked busy by us and must be released on close.
-    exclusive: bool,
-    offset: u64,
     direct: bool,
-    /// File size at the first random access (the span of random offsets without workingset).
-    span: Option<u64>,
+    /// Next offset of sequential aiowrite (other flowops use the descriptor's own offset).
+    aio_off: u64,
 }
 
 enum Step {
     Ok,
-    /// Counted as an op with no latency sample (finishon* checks).
+    /// Not counted at all (Filebench returns without ending an op: a deletefile that skips a
+    /// file open elsewhere, a limit flowop without an event generator).
     Quiet,
     Done(String),
     NoRsc(String),
@@ -117,6 +115,13 @@ fn errno() -> std::io::Error {
 
 /// Per-flowop CPU time is read on one execution in this many.
 pub const CPU_SAMPLE: u64 = 16;
+
+/// Filebench's THREADFLOW_MAXFD: `opennext` rotates through descriptors 127 down to 0.
+const MAXFD: usize = 128;
+
+/// `sizeof(struct dirent)` with glibc on Linux: Filebench's listdir counts
+/// `strlen(d_name) + sizeof(struct dirent) - 1` bytes per entry.
+const DIRENT_SIZE: u64 = 280;
 
 fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -133,20 +138,49 @@ struct Aio {
     inflight: u32,
 }
 
+/// Filebench's per-flowop state of iopslimit/opslimit/bwlimit (`fo_tputlast`, `fo_tputbucket`).
+#[derive(Clone, Copy, Default)]
+struct Bucket {
+    last: u64,
+    level: i64,
+}
+
+/// Draw like Filebench's `fb_random64(&r, max, round)`: uniform in [0, max - round], rounded
+/// down to a multiple of `round`.
+fn fb_random(rng: &mut Rng, max: u64, round: u64) -> u64 {
+    let span = max.saturating_sub(round) as f64;
+    let r = (rng.unit() * span) as u64;
+    if round > 0 {
+        r / round * round
+    } else {
+        r
+    }
+}
+
 struct Thread<'a> {
     sh: &'a Shared<'a>,
     id: ThreadId,
     buf: AlignedBuf,
     rng: Rng,
-    /// Explicit `fd=N` slots.
+    /// The thread's descriptor table (Filebench's `tf_fd`): `fd=N`, 0 by default.
     fds: Vec<Option<OpenFd>>,
-    /// The file a flowop without `fd` keeps open, by flowop statistics index.
-    implicit: Vec<Option<OpenFd>>,
+    /// The file last opened on each descriptor (Filebench's `tf_fse`): kept after close, so
+    /// `deletefile fd=N` and `srcfd=N` still name it.
+    fse: Vec<Option<(usize, usize)>>,
+    /// `opennext`: the next descriptor to use counts down from MAXFD.
+    fdrotor: usize,
+    /// `opennext` openfile picks with a rotor of the thread's own, per fileset.
+    own_rotor: Vec<u32>,
     stats: Vec<FlowStat>,
-    /// Totals of the thread for limits and finishon*: (ops, io ops, bytes).
-    totals: (u64, u64, u64),
-    /// Last totals each limit flowop saw, by statistics index.
-    limit_seen: Vec<u64>,
+    buckets: Vec<Bucket>,
+    /// Progress slots of the threads of this process instance (Filebench's process-wide
+    /// counters that finishoncount and the limits read when they name no target).
+    proc_slots: std::ops::Range<usize>,
+    /// Instance number of this thread among the instances of its thread definition, for its
+    /// own semblock/block semaphore.
+    sem_instance: usize,
+    /// Bytes the current execution moved (read or written, or dirent bytes for listdir).
+    bytes: u64,
     aio: Option<Aio>,
     aio_failed: bool,
 }
@@ -159,16 +193,28 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
         .map(|f| f.iosize.upper_hint())
         .fold(0.0, f64::max) as usize;
     let buf_len = (spec.memsize as usize).max(max_io).min(256 << 20);
+    let proc = &sh.model.processes[id.process];
+    let per_instance: usize = proc.threads.iter().map(|t| t.instances as usize).sum();
+    let before: usize = proc.threads[..id.thread]
+        .iter()
+        .map(|t| t.instances as usize)
+        .sum::<usize>()
+        + id.thread_instance as usize;
+    let first = id.slot - before;
     let mut t = Thread {
         sh,
         id,
         buf: AlignedBuf::new(buf_len),
         rng: Rng::new((id.slot as u64 + 1).wrapping_mul(0x9E37_79B9) ^ now_ns()),
         fds: (0..=1024).map(|_| None).collect(),
-        implicit: (0..flat.len()).map(|_| None).collect(),
+        fse: vec![None; 1025],
+        fdrotor: 0,
+        own_rotor: vec![0; sh.model.filesets.len()],
         stats: vec![FlowStat::default(); flat.len()],
-        totals: (0, 0, 0),
-        limit_seen: vec![0; flat.len()],
+        buckets: vec![Bucket::default(); flat.len()],
+        proc_slots: first..first + per_instance,
+        sem_instance: (id.process_instance * spec.instances + id.thread_instance) as usize,
+        bytes: 0,
         aio: None,
         aio_failed: false,
     };
@@ -217,6 +263,45 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
 }
 
 impl Thread<'_> {
+    /// Count one operation of `fo` (Filebench's flowop_endop): its latency, one read or write
+    /// op for flowops with that attribute, `bytes`, and the process-wide progress for
+    /// file-system flowops.
+    fn count(&mut self, fo: &Flowop, lat: u64, cpu: Option<u64>, bytes: u64) {
+        let s = &mut self.stats[fo.stat];
+        s.record(lat, cpu);
+        let (mut r, mut w) = (0, 0);
+        if fo.kind.is_read() {
+            r = 1;
+            s.read_ops += 1;
+            s.read_bytes += bytes;
+        } else if fo.kind.is_write() {
+            w = 1;
+            s.write_ops += 1;
+            s.write_bytes += bytes;
+        } else {
+            // listdir's dirent bytes: in the flowop's bytes, no read op.
+            s.read_bytes += bytes;
+        }
+        if is_io(fo.kind) {
+            let p = self.sh.arena.progress(self.id.slot);
+            // Only this thread writes its slot: plain load + store, no locked
+            // read-modify-write needed.
+            let bump = |a: &std::sync::atomic::AtomicU64, d: u64| {
+                if d > 0 {
+                    a.store(a.load(Relaxed) + d, Relaxed);
+                }
+            };
+            bump(&p.ops, 1);
+            bump(&p.read_ops, r);
+            bump(&p.write_ops, w);
+            if r == 1 || w == 0 {
+                bump(&p.read_bytes, bytes);
+            } else {
+                bump(&p.write_bytes, bytes);
+            }
+        }
+    }
+
     /// Run a flowop `iters` times. Ok(Some) ends the thread.
     fn run_flowop(&mut self, fo: &Flowop) -> Result<Option<End>, String> {
         for _ in 0..fo.iters {
@@ -228,11 +313,8 @@ impl Thread<'_> {
             // of each flowop only (the summary's CPU per op is exact, from getrusage).
             let sample = self.stats[fo.stat].ops.is_multiple_of(CPU_SAMPLE);
             let c0 = if sample { thread_cpu_ns() } else { 0 };
-            let (rb0, wb0, ro0, wo0) = {
-                let s = &self.stats[fo.stat];
-                (s.read_bytes, s.write_bytes, s.read_ops, s.write_ops)
-            };
-            let step = self.exec(fo).map_err(|e| {
+            self.bytes = 0;
+            let step = self.exec(fo, t0).map_err(|e| {
                 format!(
                     "flowop {} ({}) at line {}: {e}",
                     fo.name,
@@ -240,35 +322,16 @@ impl Thread<'_> {
                     fo.pos.line
                 )
             })?;
+            let lat = now_ns().saturating_sub(t0);
+            let cpu = sample.then(|| thread_cpu_ns().saturating_sub(c0));
             match step {
-                Step::Ok => {
-                    let lat = now_ns().saturating_sub(t0);
-                    let cpu = sample.then(|| thread_cpu_ns().saturating_sub(c0));
-                    let s = &mut self.stats[fo.stat];
-                    s.record(lat, cpu);
-                    let bytes = (s.read_bytes - rb0) + (s.write_bytes - wb0);
-                    let io = (s.read_ops - ro0) + (s.write_ops - wo0);
-                    self.totals.0 += 1;
-                    self.totals.1 += io;
-                    self.totals.2 += bytes;
-                    if is_io(fo.kind) {
-                        let p = self.sh.arena.progress(self.id.slot);
-                        // Only this thread writes its slot: plain load + store, no locked
-                        // read-modify-write needed.
-                        let bump = |a: &std::sync::atomic::AtomicU64, d: u64| {
-                            if d > 0 {
-                                a.store(a.load(Relaxed) + d, Relaxed);
-                            }
-                        };
-                        bump(&p.ops, 1);
-                        bump(&p.read_ops, s.read_ops - ro0);
-                        bump(&p.write_ops, s.write_ops - wo0);
-                        bump(&p.read_bytes, s.read_bytes - rb0);
-                        bump(&p.write_bytes, s.write_bytes - wb0);
-                    }
-                }
+                Step::Ok => self.count(fo, lat, cpu, self.bytes),
                 Step::Quiet => {}
-                Step::Done(why) => return Ok(Some(End::Finished(why))),
+                Step::Done(why) => {
+                    // finishoncount/finishonbytes end their op before stopping the thread.
+                    self.count(fo, lat, cpu, 0);
+                    return Ok(Some(End::Finished(why)));
+                }
                 Step::NoRsc(why) => {
                     return Ok(Some(End::OutOfFiles(format!("flowop {}: {why}", fo.name))))
                 }
@@ -282,84 +345,218 @@ impl Thread<'_> {
         (fo.iosize.sample(&mut self.rng).max(1.0) as usize).min(self.buf.len)
     }
 
-    fn exec(&mut self, fo: &Flowop) -> StepResult {
+    /// Sum of one progress counter over the threads of this process instance.
+    fn proc_total(&self, f: impl Fn(&super::shared::Progress) -> u64) -> u64 {
+        self.proc_slots
+            .clone()
+            .map(|i| f(self.sh.arena.progress(i)))
+            .sum()
+    }
+
+    /// Filebench's flowoplib_fdnum: `fd=N` (N > 0), else the next descriptor of the
+    /// `opennext` rotation, else the default descriptor 0.
+    fn fdnum(&mut self, fo: &Flowop) -> usize {
+        let fd = fo.fd.unwrap_or(0);
+        if fd > 0 || !fo.opennext {
+            return fd;
+        }
+        if self.fdrotor == 0 {
+            self.fdrotor = MAXFD;
+        }
+        self.fdrotor -= 1;
+        self.fdrotor
+    }
+
+    fn pick_index(&mut self, fo: &Flowop, set: usize) -> Option<usize> {
+        let n = self.sh.arena.entries(set).len().max(1);
+        fo.indexed
+            .as_ref()
+            .map(|p| (p.sample(&mut self.rng).max(0.0) as usize) % n)
+    }
+
+    /// Filebench's flowoplib_openfile_common (and createfile): pick a file (existing, or
+    /// absent for create) in rotation, open it on descriptor `slot`, and leave it not busy
+    /// with its open count raised. Ok(false): no file in the wanted state.
+    fn open_on(&mut self, fo: &Flowop, slot: usize, create: bool) -> Result<bool, String> {
+        let Some(set) = fo.fileset else {
+            return Err(format!(
+                "fd {slot} is not open (an openfile or createfile with fd={slot} must come first, or give filesetname=)"
+            ));
+        };
+        if self.fds[slot].is_some() {
+            return Err(format!(
+                "fd {slot} is already open: close it (closefile fd={slot}) before opening another file on it"
+            ));
+        }
+        let arena = self.sh.arena;
+        let spec = &self.sh.model.filesets[set];
+        let mut flags = if spec.readonly {
+            libc::O_RDONLY
+        } else if spec.writeonly {
+            libc::O_WRONLY
+        } else {
+            libc::O_RDWR
+        };
+        if fo.directio {
+            flags |= libc::O_DIRECT;
+        }
+        if fo.dsync {
+            flags |= libc::O_SYNC;
+        }
+        flags |= libc::O_CLOEXEC;
+        let mut create = create;
+        let index = self.pick_index(fo, set);
+        let picked = if spec.is_file && !create {
+            // A single file: a writer creates it when it is not there yet.
+            let exists = arena.entries(set)[0].load(Acquire) & super::shared::ENTRY_EXISTS != 0;
+            if !exists && (fo.kind.is_write() || fo.kind == Kind::OpenFile) && !spec.readonly {
+                create = true;
+            }
+            let want = if create { Want::Absent } else { Want::Exists };
+            pick(arena, set, want, From::Index(0))
+        } else if create {
+            let from = match index {
+                Some(i) => From::Index(i),
+                None => From::Shared(Rotor::Absent),
+            };
+            pick(arena, set, Want::Absent, from)
+        } else {
+            let from = match index {
+                Some(i) => From::Index(i),
+                None if fo.opennext => From::Private(&mut self.own_rotor[set]),
+                None => From::Shared(Rotor::Exists),
+            };
+            pick(arena, set, Want::Exists, from)
+        };
+        let i = match picked {
+            Picked::Got(i) => i,
+            Picked::NoRsc => return Ok(false),
+        };
+        if create {
+            flags |= libc::O_CREAT | libc::O_TRUNC;
+        }
+        let path = self.sh.layouts[set].path(i);
+        // SAFETY: NUL-terminated path; mode for O_CREAT.
+        let fd = unsafe { libc::open(path.as_ptr(), flags, 0o644) };
+        if fd < 0 {
+            let e = errno();
+            unbusy(arena, set, i, None, 0);
+            return Err(format!("open {path:?}: {e}"));
+        }
+        if fo.noreadahead {
+            // SAFETY: open descriptor.
+            unsafe { libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_RANDOM) };
+        }
+        unbusy(arena, set, i, create.then_some(true), 1);
+        self.fds[slot] = Some(OpenFd {
+            fd,
+            set,
+            entry: i,
+            direct: flags & libc::O_DIRECT != 0,
+            aio_off: 0,
+        });
+        self.fse[slot] = Some((set, i));
+        Ok(true)
+    }
+
+    /// Filebench's flowoplib_filesetup: the descriptor an I/O flowop uses, opening a file of
+    /// its fileset there first when it is not open (that open is counted as one more op of
+    /// the flowop, with no bytes, as Filebench does). Returns the slot and the working-set
+    /// size: `workingset`, else the file's planned size.
+    fn filesetup(&mut self, fo: &Flowop, t0: u64) -> Result<Option<(usize, u64)>, String> {
+        let slot = self.fdnum(fo);
+        if self.fds[slot].is_none() {
+            if !self.open_on(fo, slot, false)? {
+                return Ok(None);
+            }
+            let lat = now_ns().saturating_sub(t0);
+            self.count(fo, lat, None, 0);
+        }
+        let f = self.fds[slot].as_ref().expect("opened above");
+        let wss = if fo.wss > 0 {
+            fo.wss
+        } else {
+            self.sh.layouts[f.set].size(f.entry)
+        };
+        Ok(Some((slot, wss)))
+    }
+
+    fn exec(&mut self, fo: &Flowop, t0: u64) -> StepResult {
         use Kind::*;
         let arena = self.sh.arena;
         match fo.kind {
-            Read | Write | AppendFile | AppendFileRand | AioWrite => self.rw(fo),
-            ReadWholeFile => self.read_whole(fo),
-            WriteWholeFile => self.write_whole(fo),
-            OpenFile | CreateFile => self.open_or_create(fo),
+            Read | Write | AppendFile | AppendFileRand | AioWrite => self.rw(fo, t0),
+            ReadWholeFile => self.read_whole(fo, t0),
+            WriteWholeFile => self.write_whole(fo, t0),
+            OpenFile | CreateFile => {
+                let slot = self.fdnum(fo);
+                if self.open_on(fo, slot, fo.kind == CreateFile)? {
+                    Ok(Step::Ok)
+                } else if fo.kind == CreateFile {
+                    Ok(Step::NoRsc("every file of the fileset exists".into()))
+                } else {
+                    Ok(Step::NoRsc("no file of the fileset exists".into()))
+                }
+            }
             CloseFile => {
-                let slot = fo.fd.unwrap_or(0);
+                let slot = self.fdnum(fo);
                 match self.fds[slot].take() {
                     Some(f) => {
+                        busy_wait(arena, f.set, f.entry);
                         self.close(f);
                         Ok(Step::Ok)
                     }
                     None => Err(format!("fd {slot} is not open")),
                 }
             }
-            DeleteFile => {
-                let set = fo.fileset.unwrap_or(0);
-                let i = match pick(arena, set, Want::Exists, true, &mut self.rng, fo.indexed) {
-                    Picked::Got(i) => i,
-                    Picked::NoRsc => return Ok(Step::NoRsc("no file left to delete".into())),
-                };
-                let path = &self.sh.layouts[set].path(i);
-                // SAFETY: NUL-terminated path.
-                let r = unsafe { libc::unlink(path.as_ptr()) };
-                if r != 0 {
-                    let e = errno();
-                    release(arena, set, i, e.raw_os_error() != Some(libc::ENOENT));
-                    return Err(format!("unlink {path:?}: {e}"));
-                }
-                release(arena, set, i, false);
-                Ok(Step::Ok)
-            }
+            DeleteFile => self.delete(fo),
             StatFile => {
-                if let Some(slot) = fo.fd {
-                    let Some(f) = &self.fds[slot] else {
-                        return Err(format!("fd {slot} is not open"));
-                    };
-                    // SAFETY: stat buffer we own; fd is open.
-                    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                    if unsafe { libc::fstat(f.fd, &mut st) } != 0 {
-                        let e = errno();
-                        return Err(format!("fstat {:?}: {e}", self.entry_path(f)));
-                    }
-                    return Ok(Step::Ok);
-                }
-                let set = fo.fileset.unwrap_or(0);
-                for _ in 0..8 {
-                    let i = match pick(arena, set, Want::Exists, false, &mut self.rng, fo.indexed) {
-                        Picked::Got(i) => i,
-                        Picked::NoRsc => return Ok(Step::NoRsc("no file to stat".into())),
-                    };
-                    let path = &self.sh.layouts[set].path(i);
-                    // SAFETY: stat buffer we own; NUL-terminated path.
-                    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                    if unsafe { libc::stat(path.as_ptr(), &mut st) } == 0 {
+                let slot = self.fdnum(fo);
+                if slot > 0 {
+                    if let Some(f) = &self.fds[slot] {
+                        // SAFETY: stat buffer we own; fd is open.
+                        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                        if unsafe { libc::fstat(f.fd, &mut st) } != 0 {
+                            let e = errno();
+                            return Err(format!("fstat {:?}: {e}", self.entry_path(f)));
+                        }
                         return Ok(Step::Ok);
                     }
-                    let e = errno();
-                    // Deleted by another thread between pick and stat: pick again.
-                    if e.raw_os_error() != Some(libc::ENOENT) {
-                        return Err(format!("stat {path:?}: {e}"));
-                    }
                 }
-                Ok(Step::NoRsc(
-                    "files vanish faster than they can be stat'ed".into(),
-                ))
+                let Some(set) = fo.fileset else {
+                    return Err(format!("fd {slot} is not open and no filesetname is given"));
+                };
+                let from = match self.pick_index(fo, set) {
+                    Some(i) => From::Index(i),
+                    None => From::Shared(Rotor::Exists),
+                };
+                let i = match pick(arena, set, Want::Exists, from) {
+                    Picked::Got(i) => i,
+                    Picked::NoRsc => return Ok(Step::NoRsc("no file to stat".into())),
+                };
+                let path = self.sh.layouts[set].path(i);
+                // SAFETY: stat buffer we own; NUL-terminated path.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                let r = unsafe { libc::stat(path.as_ptr(), &mut st) };
+                let e = errno();
+                unbusy(arena, set, i, None, 0);
+                if r != 0 {
+                    return Err(format!("stat {path:?}: {e}"));
+                }
+                Ok(Step::Ok)
             }
             MakeDir | RemoveDir => {
                 let set = fo.fileset.unwrap_or(0);
-                let want = if fo.kind == MakeDir {
-                    Want::Absent
+                let (want, rotor) = if fo.kind == MakeDir {
+                    (Want::Absent, Rotor::Absent)
                 } else {
-                    Want::Exists
+                    (Want::Exists, Rotor::Exists)
                 };
-                let i = match pick(arena, set, want, true, &mut self.rng, fo.indexed) {
+                let from = match self.pick_index(fo, set) {
+                    Some(i) => From::Index(i),
+                    None => From::Shared(rotor),
+                };
+                let i = match pick(arena, set, want, from) {
                     Picked::Got(i) => i,
                     Picked::NoRsc => {
                         return Ok(Step::NoRsc(format!(
@@ -368,7 +565,7 @@ impl Thread<'_> {
                         )))
                     }
                 };
-                let path = &self.sh.layouts[set].path(i);
+                let path = self.sh.layouts[set].path(i);
                 // SAFETY: NUL-terminated path.
                 let r = unsafe {
                     if fo.kind == MakeDir {
@@ -390,7 +587,7 @@ impl Thread<'_> {
             }
             ListDir => self.listdir(fo),
             Fsync => {
-                let slot = fo.fd.unwrap_or(0);
+                let slot = self.fdnum(fo);
                 let Some(f) = &self.fds[slot] else {
                     return Err(format!("fd {slot} is not open"));
                 };
@@ -403,7 +600,7 @@ impl Thread<'_> {
             }
             FsyncSet => {
                 let set = fo.fileset.unwrap_or(0);
-                for f in self.fds.iter().chain(self.implicit.iter()).flatten() {
+                for f in self.fds.iter().flatten() {
                     // SAFETY: open descriptor.
                     if f.set == set && unsafe { libc::fsync(f.fd) } != 0 {
                         let e = errno();
@@ -413,40 +610,49 @@ impl Thread<'_> {
                 Ok(Step::Ok)
             }
             AioWait => self.aio_wait(),
-            Block | SemBlock => {
+            SemBlock | Block => {
                 let n = if fo.kind == Block {
                     1
                 } else {
-                    fo.value.sample(&mut self.rng).max(1.0) as i64
+                    fo.value.sample(&mut self.rng).max(0.0) as i64
                 };
-                match arena.sem_take(fo.target.unwrap_or(0), n) {
+                let own = fo.target.unwrap_or(0) + self.sem_instance;
+                let w = if fo.kind == Block {
+                    arena.sem_take(own, n)
+                } else {
+                    arena.sem_block(own, n)
+                };
+                match w {
                     Waited::Got => Ok(Step::Ok),
                     Waited::Stopped => Ok(Step::Stopped),
                 }
             }
             Wakeup | SemPost => {
-                let n = fo.value.sample(&mut self.rng).max(1.0) as i64;
-                let target = fo.target.unwrap_or(0);
-                let hw = self
-                    .sh
-                    .model
-                    .sems
-                    .get(target)
-                    .map(|s| s.highwater)
-                    .unwrap_or(0);
-                match arena.sem_post(target, n, hw, fo.blocking) {
-                    Waited::Got => Ok(Step::Ok),
-                    Waited::Stopped => Ok(Step::Stopped),
+                let n = if fo.kind == Wakeup {
+                    1
+                } else {
+                    fo.value.sample(&mut self.rng).max(0.0) as i64
+                };
+                let blocking = fo.kind == SemPost && fo.blocking;
+                for &(base, count) in &fo.targets {
+                    for k in base..base + count {
+                        let hw = self.sh.model.sems.get(k).map(|s| s.highwater).unwrap_or(0);
+                        if arena.sem_post(k, n, hw, blocking) == Waited::Stopped {
+                            return Ok(Step::Stopped);
+                        }
+                    }
                 }
+                Ok(Step::Ok)
             }
             Hog => {
+                // Filebench's flowoplib_hog: `value` stores of 1 to the first byte of the
+                // thread's memory (no index arithmetic: that made each iteration about twice
+                // as costly as Filebench's and the stock oltp shadows CPU-bound on it).
                 let n = fo.value.sample(&mut self.rng).max(0.0) as u64;
-                let len = self.buf.len;
-                for i in 0..n {
-                    // SAFETY: index is within the buffer; volatile keeps the busy loop.
-                    unsafe {
-                        std::ptr::write_volatile(self.buf.ptr.add((i as usize * 64) % len), i as u8)
-                    };
+                let p = self.buf.ptr;
+                for _ in 0..n {
+                    // SAFETY: p is the start of our buffer; volatile keeps the busy loop.
+                    unsafe { std::ptr::write_volatile(p, 1) };
                 }
                 Ok(Step::Ok)
             }
@@ -461,42 +667,29 @@ impl Thread<'_> {
                 }
                 Ok(Step::Ok)
             }
-            EventLimit => self.events(1),
-            BwLimit | IopsLimit | OpsLimit => {
-                let now = match fo.target {
-                    Some(j) => {
-                        let s = &self.stats[j];
-                        match fo.kind {
-                            BwLimit => s.bytes(),
-                            IopsLimit => s.read_ops + s.write_ops,
-                            _ => s.ops,
-                        }
-                    }
-                    None => match fo.kind {
-                        BwLimit => self.totals.2,
-                        IopsLimit => self.totals.1,
-                        _ => self.totals.0,
-                    },
-                };
-                let seen = std::mem::replace(&mut self.limit_seen[fo.stat], now);
-                let delta = now.saturating_sub(seen);
-                // One event per MiB for bwlimit (as Filebench), one per operation otherwise.
-                let events = if fo.kind == BwLimit {
-                    delta.div_ceil(1 << 20)
-                } else {
-                    delta
-                };
-                self.events(events)
+            EventLimit => {
+                if !self.eventgen_on() {
+                    return Ok(Step::Quiet);
+                }
+                self.events(1)
             }
+            BwLimit | IopsLimit | OpsLimit => self.limit(fo),
             FinishOnCount | FinishOnBytes => {
                 let limit = fo.value.sample(&mut self.rng).max(0.0) as u64;
                 let have = match (fo.kind, fo.target) {
                     (FinishOnCount, Some(j)) => self.stats[j].ops,
-                    (FinishOnCount, None) => self.totals.0,
+                    (FinishOnCount, None) => self.proc_total(|p| p.ops.load(Relaxed)),
                     (_, Some(j)) => self.stats[j].bytes(),
-                    (_, None) => self.totals.2,
+                    (_, None) => self
+                        .proc_total(|p| p.read_bytes.load(Relaxed) + p.write_bytes.load(Relaxed)),
                 };
-                if have >= limit {
+                // Filebench: count reached when ops >= value, bytes when bytes > value.
+                let reached = if fo.kind == FinishOnCount {
+                    have >= limit
+                } else {
+                    have > limit
+                };
+                if reached {
                     let what = if fo.kind == FinishOnCount {
                         "operations"
                     } else {
@@ -504,7 +697,7 @@ impl Thread<'_> {
                     };
                     return Ok(Step::Done(format!("{} reached {limit} {what}", fo.name)));
                 }
-                Ok(Step::Quiet)
+                Ok(Step::Ok)
             }
             Composite => {
                 for inner in &fo.inner {
@@ -522,6 +715,10 @@ impl Thread<'_> {
         }
     }
 
+    fn eventgen_on(&self) -> bool {
+        self.sh.arena.ctl().event_rate_milli.load(Relaxed) > 0
+    }
+
     fn events(&mut self, n: u64) -> StepResult {
         match self.sh.arena.take_events(n) {
             Waited::Got => Ok(Step::Ok),
@@ -529,87 +726,55 @@ impl Thread<'_> {
         }
     }
 
-    fn open_flags(&self, fo: &Flowop, write: bool) -> i32 {
-        let mut fl = if write { libc::O_RDWR } else { libc::O_RDONLY };
-        if let Some(set) = fo.fileset {
-            if self.sh.model.filesets[set].readonly {
-                fl = libc::O_RDONLY;
-            }
+    /// Filebench's iopslimit/opslimit/bwlimit: a bucket that what was done since the last
+    /// pass drains and events refill (one per op, or one MiB per event for bwlimit); the
+    /// level carries over between passes.
+    fn limit(&mut self, fo: &Flowop) -> StepResult {
+        use Kind::*;
+        if !self.eventgen_on() {
+            return Ok(Step::Quiet);
         }
-        if fo.directio {
-            fl |= libc::O_DIRECT;
-        }
-        if fo.dsync {
-            fl |= libc::O_DSYNC;
-        }
-        fl | libc::O_CLOEXEC
-    }
-
-    fn open_entry(
-        &self,
-        fo: &Flowop,
-        set: usize,
-        i: usize,
-        flags: i32,
-        exclusive: bool,
-    ) -> Result<OpenFd, std::io::Error> {
-        let path = &self.sh.layouts[set].path(i);
-        // SAFETY: NUL-terminated path; mode for O_CREAT.
-        let fd = unsafe { libc::open(path.as_ptr(), flags, 0o644) };
-        if fd < 0 {
-            return Err(errno());
-        }
-        if fo.noreadahead {
-            // SAFETY: open descriptor.
-            unsafe { libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_RANDOM) };
-        }
-        Ok(OpenFd {
-            fd,
-            set,
-            entry: i,
-            exclusive,
-            offset: 0,
-            direct: flags & libc::O_DIRECT != 0,
-            span: None,
-        })
-    }
-
-    fn open_or_create(&mut self, fo: &Flowop) -> StepResult {
-        let arena = self.sh.arena;
-        let set = fo.fileset.unwrap_or(0);
-        let slot = fo.fd.unwrap_or(0);
-        if let Some(old) = self.fds[slot].take() {
-            self.close(old);
-        }
-        let create = fo.kind == Kind::CreateFile;
-        let want = if create { Want::Absent } else { Want::Exists };
-        let i = match pick(arena, set, want, true, &mut self.rng, fo.indexed) {
-            Picked::Got(i) => i,
-            Picked::NoRsc => {
-                return Ok(Step::NoRsc(if create {
-                    "every file of the fileset exists".into()
-                } else {
-                    "no file of the fileset exists".into()
-                }))
-            }
-        };
-        let mut flags = self.open_flags(fo, true);
-        if create {
-            flags |= libc::O_CREAT | libc::O_TRUNC;
-        }
-        match self.open_entry(fo, set, i, flags, true) {
-            Ok(f) => {
-                if create {
-                    set_exists_keep_busy(arena, set, i, true);
+        let now = match fo.target {
+            Some(j) => {
+                let s = &self.stats[j];
+                match fo.kind {
+                    BwLimit => s.bytes(),
+                    _ => s.ops,
                 }
-                self.fds[slot] = Some(f);
-                Ok(Step::Ok)
             }
-            Err(e) => {
-                release(arena, set, i, !create);
-                Err(format!("open {:?}: {e}", self.sh.layouts[set].path(i)))
-            }
+            None => match fo.kind {
+                BwLimit => {
+                    self.proc_total(|p| p.read_bytes.load(Relaxed) + p.write_bytes.load(Relaxed))
+                }
+                IopsLimit => {
+                    self.proc_total(|p| p.read_ops.load(Relaxed) + p.write_ops.load(Relaxed))
+                }
+                _ => self.proc_total(|p| p.ops.load(Relaxed)),
+            },
+        };
+        let b = &mut self.buckets[fo.stat];
+        if b.last == 0 {
+            b.last = now;
+            return Ok(Step::Quiet);
         }
+        b.level -= now.saturating_sub(b.last) as i64;
+        b.last = now;
+        if b.level >= 0 {
+            return Ok(Step::Ok);
+        }
+        const MB: i64 = 1 << 20;
+        let owed = -b.level;
+        let (events, refill) = if fo.kind == BwLimit {
+            let e = owed / MB + 1;
+            (e, e * MB)
+        } else {
+            (owed, owed)
+        };
+        let r = self.events(events as u64)?;
+        if matches!(r, Step::Ok) {
+            self.buckets[fo.stat].level += refill;
+        }
+        Ok(r)
     }
 
     /// The path of an open file, for error messages (not used on the I/O path).
@@ -617,159 +782,169 @@ impl Thread<'_> {
         self.sh.layouts[f.set].path(f.entry)
     }
 
+    /// The path of the file open on `slot` and the offset a failed read or write was at, for
+    /// its error message: `known` when the I/O gave one, else the descriptor's offset (or the
+    /// file's end for an append). The lseek/fstat happen only on this error path.
+    fn failed_at(
+        &self,
+        slot: usize,
+        known: Option<u64>,
+        append: bool,
+    ) -> (super::fileset::CPath, i64) {
+        let f = self.fds[slot].as_ref().expect("open");
+        let off = match known {
+            Some(o) => o as i64,
+            None if append => {
+                // SAFETY: stat buffer we own; open descriptor.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                // SAFETY: as above.
+                unsafe { libc::fstat(f.fd, &mut st) };
+                st.st_size
+            }
+            // SAFETY: open descriptor; SEEK_CUR with 0 only reports the offset.
+            None => unsafe { libc::lseek(f.fd, 0, libc::SEEK_CUR) },
+        };
+        (self.entry_path(f), off)
+    }
+
     fn close(&mut self, f: OpenFd) {
         // SAFETY: we own the descriptor.
         unsafe { libc::close(f.fd) };
-        if f.exclusive {
-            release(self.sh.arena, f.set, f.entry, true);
-        }
+        unbusy(self.sh.arena, f.set, f.entry, None, -1);
     }
 
     fn close_all(&mut self) {
-        let all: Vec<OpenFd> = self
-            .fds
-            .iter_mut()
-            .chain(self.implicit.iter_mut())
-            .filter_map(|f| f.take())
-            .collect();
+        let all: Vec<OpenFd> = self.fds.iter_mut().filter_map(|f| f.take()).collect();
         for f in all {
             self.close(f);
         }
     }
 
-    /// The descriptor a read/write flowop uses: its `fd`, or the file it keeps open itself.
-    fn file_for(&mut self, fo: &Flowop, write: bool) -> Result<Option<&mut OpenFd>, String> {
-        if let Some(slot) = fo.fd {
-            return match self.fds[slot].as_mut() {
-                Some(f) => Ok(Some(f)),
-                None => Err(format!("fd {slot} is not open (an openfile or createfile with fd={slot} must come first)")),
-            };
+    /// Filebench's flowoplib_deletefile: with `fd=N` (N > 0) the file last opened there,
+    /// else the next existing file in rotation. A file open elsewhere is not deleted and the
+    /// pass is not counted.
+    fn delete(&mut self, fo: &Flowop) -> StepResult {
+        let arena = self.sh.arena;
+        let slot = self.fdnum(fo);
+        let (set, i, by_fd) = match (slot > 0).then(|| self.fse[slot].take()).flatten() {
+            Some((set, i)) => {
+                busy_wait(arena, set, i);
+                (set, i, true)
+            }
+            None => {
+                let Some(set) = fo.fileset else {
+                    return Err(format!("fd {slot} has no file and no filesetname is given"));
+                };
+                let from = match self.pick_index(fo, set) {
+                    Some(i) => From::Index(i),
+                    None => From::Shared(Rotor::Exists),
+                };
+                match pick(arena, set, Want::Exists, from) {
+                    Picked::Got(i) => (set, i, false),
+                    Picked::NoRsc => return Ok(Step::NoRsc("no file left to delete".into())),
+                }
+            }
+        };
+        let state = arena.entries(set)[i].load(Acquire);
+        let opens = super::fileset::open_count(state);
+        let mine = by_fd && self.fds[slot].is_some();
+        if opens > u32::from(mine) || state & super::shared::ENTRY_EXISTS == 0 {
+            unbusy(arena, set, i, None, 0);
+            return Ok(Step::Quiet);
         }
-        let set = fo.fileset.unwrap_or(0);
-        if fo.opennext {
-            if let Some(old) = self.implicit[fo.stat].take() {
-                self.close(old);
+        let path = self.sh.layouts[set].path(i);
+        // SAFETY: NUL-terminated path.
+        let r = unsafe { libc::unlink(path.as_ptr()) };
+        if r != 0 {
+            let e = errno();
+            if e.raw_os_error() != Some(libc::ENOENT) {
+                unbusy(arena, set, i, None, 0);
+                return Err(format!("unlink {path:?}: {e}"));
             }
         }
-        if self.implicit[fo.stat].is_none() {
-            let spec = &self.sh.model.filesets[set];
-            let mut flags = self.open_flags(fo, write);
-            let i = if spec.is_file {
-                let exists =
-                    self.sh.arena.entries(set)[0].load(Acquire) & super::shared::ENTRY_EXISTS != 0;
-                if !exists {
-                    if !write {
-                        return Ok(None);
-                    }
-                    flags |= libc::O_CREAT;
-                }
-                0
-            } else {
-                match pick(
-                    self.sh.arena,
-                    set,
-                    Want::Exists,
-                    false,
-                    &mut self.rng,
-                    fo.indexed,
-                ) {
-                    Picked::Got(i) => i,
-                    Picked::NoRsc => return Ok(None),
-                }
-            };
-            let f = self
-                .open_entry(fo, set, i, flags, false)
-                .map_err(|e| format!("open {:?}: {e}", self.sh.layouts[set].path(i)))?;
-            if spec.is_file && flags & libc::O_CREAT != 0 {
-                super::fileset::release(self.sh.arena, set, 0, true);
-            }
-            self.implicit[fo.stat] = Some(f);
-        }
-        Ok(self.implicit[fo.stat].as_mut())
+        unbusy(arena, set, i, Some(false), -(opens as i32));
+        Ok(Step::Ok)
     }
 
-    fn rw(&mut self, fo: &Flowop) -> StepResult {
-        let write = fo.kind != Kind::Read;
+    fn rw(&mut self, fo: &Flowop, t0: u64) -> StepResult {
         let mut size = self.iosize(fo);
         if fo.kind == Kind::AppendFileRand {
-            size = self.rng.below(size as u64) as usize + 1;
+            // Filebench: fb_random64(&n, iosize, 1): 0 to iosize - 1 bytes; 0 is an op
+            // that touches no file.
+            size = fb_random(&mut self.rng, size as u64, 1) as usize;
+            if size == 0 {
+                return Ok(Step::Ok);
+            }
         }
-        let random = fo.random;
-        let wss = fo.wss;
-        let r = self.rng.next_u64();
-        let buf = self.buf.ptr;
         if fo.kind == Kind::AioWrite && !self.aio_failed && self.aio.is_none() {
             match io_uring::IoUring::new(256) {
                 Ok(ring) => self.aio = Some(Aio { ring, inflight: 0 }),
                 Err(_) => self.aio_failed = true,
             }
         }
-        let directio = fo.directio;
-        let (fd, cur_off, file_span, at) = {
-            let f = match self.file_for(fo, write)? {
-                Some(f) => f,
-                None => return Ok(Step::NoRsc("no file to read or write".into())),
-            };
-            if directio && !f.direct {
-                // The descriptor came from an openfile without directio: switch it on now.
-                // SAFETY: open descriptor; F_GETFL/F_SETFL have no memory arguments.
-                unsafe {
-                    let fl = libc::fcntl(f.fd, libc::F_GETFL);
-                    libc::fcntl(f.fd, libc::F_SETFL, fl | libc::O_DIRECT);
-                }
-                f.direct = true;
-            }
-            if random && wss == 0 && f.span.is_none() {
-                // Once per open file, not per I/O: the span random offsets are drawn from.
-                // SAFETY: stat buffer we own; open descriptor.
-                let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                unsafe { libc::fstat(f.fd, &mut st) };
-                f.span = Some(st.st_size as u64);
-            }
-            (f.fd, f.offset, f.span.unwrap_or(0), (f.set, f.entry))
+        let Some((slot, wss)) = self.filesetup(fo, t0)? else {
+            return Ok(Step::NoRsc("no file to read or write".into()));
         };
+        let buf = self.buf.ptr;
+        let random = fo.random;
         let offset = if random {
-            let span = if wss > 0 { wss } else { file_span };
-            let blocks = (span.saturating_sub(size as u64) / size as u64) + 1;
-            (r % blocks) * size as u64
+            if (size as u64) > wss {
+                return Err(format!(
+                    "the file ({wss} bytes) is smaller than iosize ({size} bytes): random I/O needs workingset= or larger files"
+                ));
+            }
+            fb_random(&mut self.rng, wss, size as u64)
         } else {
-            cur_off
+            0
         };
-        let mut new_off = cur_off;
+        let f = self.fds[slot].as_mut().expect("set up");
+        if fo.directio && !f.direct {
+            // The descriptor came from an openfile without directio: switch it on now.
+            // SAFETY: open descriptor; F_GETFL/F_SETFL have no memory arguments.
+            unsafe {
+                let fl = libc::fcntl(f.fd, libc::F_GETFL);
+                libc::fcntl(f.fd, libc::F_SETFL, fl | libc::O_DIRECT);
+            }
+            f.direct = true;
+        }
+        let fd = f.fd;
         let s = &mut self.stats[fo.stat];
         match fo.kind {
             Kind::Read => {
                 // SAFETY: buf holds at least `size` bytes (size is clamped to the buffer).
-                let mut n =
-                    unsafe { libc::pread(fd, buf as *mut libc::c_void, size, offset as i64) };
-                if n == 0 && !random && offset > 0 {
-                    // End of file on a sequential read: start again at the beginning.
-                    // SAFETY: as above.
-                    n = unsafe { libc::pread(fd, buf as *mut libc::c_void, size, 0) };
-                    new_off = 0;
-                }
+                let n = unsafe {
+                    if random {
+                        libc::pread(fd, buf as *mut libc::c_void, size, offset as i64)
+                    } else {
+                        libc::read(fd, buf as *mut libc::c_void, size)
+                    }
+                };
                 if n < 0 {
                     s.errors += 1;
                     let e = errno();
-                    let path = self.sh.layouts[at.0].path(at.1);
-                    return Err(format!("read {path:?} at offset {offset}: {e}"));
+                    let (path, at) = self.failed_at(slot, random.then_some(offset), false);
+                    return Err(format!(
+                        "read of {size} bytes from {path:?} at offset {at}: {e}"
+                    ));
                 }
-                if !random {
-                    new_off += n as u64;
+                if n == 0 {
+                    // End of file: Filebench counts the empty read and starts over at 0.
+                    // SAFETY: open descriptor.
+                    unsafe { libc::lseek(fd, 0, libc::SEEK_SET) };
                 }
-                s.read_ops += 1;
-                s.read_bytes += n as u64;
+                self.bytes = n as u64;
             }
             Kind::AioWrite if self.aio.is_some() => {
                 let Some(aio) = self.aio.as_mut() else {
                     unreachable!("checked")
                 };
+                let off = if random { offset } else { f.aio_off };
                 if aio.inflight as usize >= 255 {
                     // Queue full: reap at least one before queueing more.
                     reap(aio, 1).map_err(|e| format!("aiowrite completion: {e}"))?;
                 }
                 let e = io_uring::opcode::Write::new(io_uring::types::Fd(fd), buf, size as u32)
-                    .offset(offset)
+                    .offset(off)
                     .build();
                 // SAFETY: the buffer lives until the thread ends, and every queued write is
                 // reaped (aiowait or drain_aio) before that.
@@ -784,10 +959,9 @@ impl Thread<'_> {
                     .map_err(|e| format!("io_uring submit: {e}"))?;
                 aio.inflight += 1;
                 if !random {
-                    new_off += size as u64;
+                    f.aio_off += size as u64;
                 }
-                s.write_ops += 1;
-                s.write_bytes += size as u64;
+                self.bytes = size as u64;
             }
             _ => {
                 let append = matches!(fo.kind, Kind::AppendFile | Kind::AppendFileRand);
@@ -802,156 +976,130 @@ impl Thread<'_> {
                     iov_base: buf as *mut libc::c_void,
                     iov_len: size,
                 };
-                let off = if append { -1 } else { offset as i64 };
+                // Offset -1: at (and advancing) the descriptor's offset; with RWF_APPEND at
+                // the end of the file, leaving the offset there (Filebench: lseek END, write).
+                let off = if random && !append { offset as i64 } else { -1 };
                 // SAFETY: one iovec over our buffer; descriptor open.
                 let n = unsafe { libc::pwritev2(fd, &iov, 1, off, flags) };
                 if n < 0 {
                     s.errors += 1;
                     let e = errno();
-                    let path = self.sh.layouts[at.0].path(at.1);
+                    let known = (random && !append).then_some(offset);
+                    let (path, at) = self.failed_at(slot, known, append);
                     return Err(format!(
-                        "write of {size} bytes to {path:?} at offset {offset}: {e}"
+                        "write of {size} bytes to {path:?} at offset {at}: {e}"
                     ));
                 }
-                if !random && !append {
-                    new_off += n as u64;
-                }
-                s.write_ops += 1;
-                s.write_bytes += n as u64;
-            }
-        }
-        if new_off != cur_off {
-            if let Ok(Some(f)) = self.file_for_again(fo) {
-                f.offset = new_off;
+                self.bytes = n as u64;
             }
         }
         Ok(Step::Ok)
     }
 
-    /// The descriptor `file_for` returned, without opening anything.
-    fn file_for_again(&mut self, fo: &Flowop) -> Result<Option<&mut OpenFd>, String> {
-        Ok(match fo.fd {
-            Some(slot) => self.fds[slot].as_mut(),
-            None => self.implicit[fo.stat].as_mut(),
-        })
-    }
-
-    fn read_whole(&mut self, fo: &Flowop) -> StepResult {
-        let size = self.iosize(fo);
-        let buf = self.buf.ptr;
-        let f = match self.file_for(fo, false)? {
-            Some(f) => f,
-            None => return Ok(Step::NoRsc("no file to read".into())),
+    fn read_whole(&mut self, fo: &Flowop, t0: u64) -> StepResult {
+        let Some((slot, wss)) = self.filesetup(fo, t0)? else {
+            return Ok(Step::NoRsc("no file to read".into()));
         };
-        let (fd, at) = (f.fd, (f.set, f.entry));
-        let mut off = 0u64;
-        let mut ops = 0;
+        let size = match fo.iosize.sample(&mut self.rng) as usize {
+            0 => wss as usize,
+            n => n,
+        }
+        .clamp(1, self.buf.len);
+        let buf = self.buf.ptr;
+        let fd = self.fds[slot].as_ref().expect("set up").fd;
+        // SAFETY: open descriptor.
+        unsafe { libc::lseek(fd, 0, libc::SEEK_SET) };
+        let mut total = 0u64;
         loop {
             // SAFETY: size is clamped to the buffer.
-            let n = unsafe { libc::pread(fd, buf as *mut libc::c_void, size, off as i64) };
+            let n = unsafe { libc::read(fd, buf as *mut libc::c_void, size) };
             if n < 0 {
                 let e = errno();
-                let path = self.sh.layouts[at.0].path(at.1);
-                return Err(format!("read {path:?} at offset {off}: {e}"));
+                let (path, at) = self.failed_at(slot, Some(total), false);
+                return Err(format!("read {path:?} at offset {at}: {e}"));
             }
             if n == 0 {
                 break;
             }
-            off += n as u64;
-            ops += 1;
+            total += n as u64;
         }
-        let s = &mut self.stats[fo.stat];
-        s.read_ops += ops.max(1);
-        s.read_bytes += off;
+        self.bytes = total;
         Ok(Step::Ok)
     }
 
-    fn write_whole(&mut self, fo: &Flowop) -> StepResult {
-        let size = self.iosize(fo);
+    /// Filebench's flowoplib_writewholefile: write the planned size of the file on `srcfd`
+    /// (default descriptor 0, when a file was opened there), else the working set of the
+    /// target file (`workingset`, else its planned size), from the descriptor's offset.
+    /// Filebench's loop writes a last full `iosize` chunk past that size when the file is
+    /// larger than iosize; fsbench writes exactly the size (docs/workload.md).
+    fn write_whole(&mut self, fo: &Flowop, t0: u64) -> StepResult {
+        let Some((slot, mut wss)) = self.filesetup(fo, t0)? else {
+            return Ok(Step::NoRsc("no file to write".into()));
+        };
+        let src = fo.srcfd.unwrap_or(0);
+        match self.fse[src] {
+            Some((set, i)) => wss = self.sh.layouts[set].size(i),
+            None if src != 0 => return Err(format!("srcfd {src} has no file opened on it")),
+            None => {}
+        }
+        let size = match fo.iosize.sample(&mut self.rng) as u64 {
+            0 => wss,
+            n => n,
+        }
+        .clamp(1, self.buf.len as u64);
         let buf = self.buf.ptr;
-        // The amount: the source file's size (copyfiles) or the entry's planned size.
-        let total = if let Some(src) = fo.srcfd {
-            let Some(sf) = &self.fds[src] else {
-                return Err(format!("srcfd {src} is not open"));
-            };
-            // SAFETY: stat buffer we own; open descriptor.
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            unsafe { libc::fstat(sf.fd, &mut st) };
-            st.st_size as u64
-        } else {
-            0
-        };
-        let layouts = self.sh.layouts;
-        let f = match self.file_for(fo, true)? {
-            Some(f) => f,
-            None => return Ok(Step::NoRsc("no file to write".into())),
-        };
-        let total = if fo.srcfd.is_some() {
-            total
-        } else {
-            layouts[f.set].size(f.entry)
-        };
-        let (fd, at) = (f.fd, (f.set, f.entry));
+        let fd = self.fds[slot].as_ref().expect("set up").fd;
         let flags = if fo.dsync { libc::RWF_DSYNC } else { 0 };
-        let mut off = 0u64;
-        let mut ops = 0;
-        while off < total {
-            let n = ((total - off) as usize).min(size);
+        let mut done = 0u64;
+        while done < wss {
+            let n = (wss - done).min(size) as usize;
             let iov = libc::iovec {
                 iov_base: buf as *mut libc::c_void,
                 iov_len: n,
             };
-            // SAFETY: one iovec over our buffer.
-            let w = unsafe { libc::pwritev2(fd, &iov, 1, off as i64, flags) };
+            // SAFETY: one iovec over our buffer; offset -1 writes at the descriptor's offset.
+            let w = unsafe { libc::pwritev2(fd, &iov, 1, -1, flags) };
             if w <= 0 {
                 let e = errno();
-                let path = layouts[at.0].path(at.1);
-                return Err(format!("write {path:?} at offset {off}: {e}"));
+                let (path, at) = self.failed_at(slot, None, false);
+                return Err(format!("write {path:?} at offset {at}: {e}"));
             }
-            off += w as u64;
-            ops += 1;
+            done += w as u64;
         }
-        let s = &mut self.stats[fo.stat];
-        s.write_ops += ops.max(1);
-        s.write_bytes += off;
+        self.bytes = done;
         Ok(Step::Ok)
     }
 
+    /// Filebench's flowoplib_listdir: the fileset's directories in rotation, counting
+    /// `strlen(name) + sizeof(struct dirent) - 1` bytes per entry read.
     fn listdir(&mut self, fo: &Flowop) -> StepResult {
         let set = fo.fileset.unwrap_or(0);
         let lay = &self.sh.layouts[set];
-        let path = if self.sh.model.filesets[set].is_dirs() {
-            match pick(
-                self.sh.arena,
-                set,
-                Want::Exists,
-                false,
-                &mut self.rng,
-                fo.indexed,
-            ) {
-                Picked::Got(i) => lay.path(i),
-                Picked::NoRsc => return Ok(Step::NoRsc("no directory to list".into())),
-            }
-        } else {
-            lay.dir_path(self.rng.below(lay.dir_count() as u64) as usize)
-        };
+        if lay.dir_count() == 0 {
+            return Ok(Step::NoRsc("no directory to list".into()));
+        }
+        let rot = self.sh.arena.rotor(set, Rotor::Dir);
+        let k = rot.fetch_add(1, Relaxed) as usize % lay.dir_count();
+        let path = lay.dir_path(k);
         // SAFETY: NUL-terminated path; the DIR stream is closed below.
         let d = unsafe { libc::opendir(path.as_ptr()) };
         if d.is_null() {
-            let e = errno();
-            if e.raw_os_error() == Some(libc::ENOENT) {
-                return Ok(Step::Ok);
-            }
-            return Err(format!("opendir {path:?}: {e}"));
+            return Err(format!("opendir {path:?}: {}", errno()));
         }
-        let mut n = 0u64;
-        // SAFETY: d is a valid stream until closedir.
-        while !unsafe { libc::readdir(d) }.is_null() {
-            n += 1;
+        let mut bytes = 0u64;
+        loop {
+            // SAFETY: d is a valid stream until closedir.
+            let e = unsafe { libc::readdir(d) };
+            if e.is_null() {
+                break;
+            }
+            // SAFETY: readdir returned a valid entry with a NUL-terminated name.
+            let name = unsafe { std::ffi::CStr::from_ptr((*e).d_name.as_ptr()) };
+            bytes += name.to_bytes().len() as u64 + DIRENT_SIZE - 1;
         }
         // SAFETY: d came from opendir.
         unsafe { libc::closedir(d) };
-        std::hint::black_box(n);
+        self.bytes = bytes;
         Ok(Step::Ok)
     }
 

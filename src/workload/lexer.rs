@@ -40,7 +40,7 @@ pub enum Tok {
 impl fmt::Display for Tok {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Tok::Word(w) => write!(f, "'{w}'"),
+            Tok::Word(w) => write!(f, "'{}'", shown(w)),
             Tok::Var(v) => write!(f, "'${v}'"),
             Tok::Num(n) => write!(f, "number {n}"),
             Tok::Str(_) => f.write_str("a quoted string"),
@@ -67,6 +67,20 @@ pub struct Token {
 pub struct SyntaxError {
     pub pos: Pos,
     pub msg: String,
+}
+
+/// User text (a string, a `-D` value, a name) as an error message shows it: control
+/// characters escaped (`\n`, `\u{1}`), so the message stays one line whatever the text holds.
+pub fn shown(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn is_word_start(c: char) -> bool {

@@ -29,17 +29,20 @@ pub struct Source {
     pub defines: Vec<(String, String)>,
 }
 
-/// Parse and load a workload; errors read `FILE:LINE:COL: what was wrong` (a usage error).
+/// Parse and load a workload; errors read `FILE:LINE:COL: what was wrong` (a usage error),
+/// one line: the messages show quoted user text escaped, and names that reach a message
+/// unquoted (a process or flowop name from a string) are escaped here.
 pub fn load_source(src: &Source) -> anyhow::Result<model::Model> {
-    let stmts =
-        parser::parse(&src.text).map_err(|e| crate::usage!("{}:{}: {}", src.name, e.pos, e.msg))?;
+    let at = |pos: lexer::Pos, msg: &str| {
+        crate::error::UsageError(lexer::shown(&format!("{}:{pos}: {msg}", src.name)))
+    };
+    let stmts = parser::parse(&src.text).map_err(|e| at(e.pos, &e.msg))?;
     let overrides: HashMap<String, vars::Var> = src
         .defines
         .iter()
         .map(|(k, v)| (k.clone(), model::define_value(v)))
         .collect();
-    model::load(&stmts, &overrides)
-        .map_err(|e| crate::usage!("{}:{}: {}", src.name, e.pos, e.msg).into())
+    model::load(&stmts, &overrides).map_err(|e| at(e.pos, &e.msg).into())
 }
 #[cfg(test)]
 mod tests;

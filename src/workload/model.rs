@@ -3,7 +3,7 @@
 //! fileset) and produces the [`Model`] the interpreter runs. Errors carry file:line:column.
 
 use super::ast::*;
-use super::lexer::Pos;
+use super::lexer::{shown, Pos};
 use super::vars::{cvar_dist, format_num, parse_params, Dist, RandVar, Var};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -184,12 +184,16 @@ pub struct Flowop {
     pub directio: bool,
     pub noreadahead: bool,
     pub opennext: bool,
-    pub indexed: Option<u64>,
+    /// `indexed=N` or `indexed=$randvar` (sampled on every pick, as Filebench does).
+    pub indexed: Option<Param>,
     pub iters: u64,
     pub value: Param,
     /// Index of the semaphore (semblock/sempost) or block event (block/wakeup), or of the
     /// flowop counted by finishoncount/finishonbytes within the thread.
     pub target: Option<usize>,
+    /// sempost/wakeup: every instance block of the target, as (first semaphore, instances).
+    /// Filebench posts to each instance of the named semblock.
+    pub targets: Vec<(usize, usize)>,
     pub target_name: Option<String>,
     pub blocking: bool,
     pub highwater: u64,
@@ -255,6 +259,8 @@ pub enum Cmd {
     Sleep(f64),
     Echo(String),
     Eventgen(f64),
+    /// `system "command"`, variables interpolated.
+    System(String),
 }
 
 #[derive(Debug, Clone)]
@@ -467,6 +473,10 @@ pub fn load(stmts: &[Stmt], overrides: &HashMap<String, Var>) -> R<Model> {
                 l.model.script.push(Cmd::Echo(t));
             }
             Stmt::Quit { .. } => break,
+            Stmt::System { cmd, pos } => {
+                let c = l.interpolate(cmd, *pos)?;
+                l.model.script.push(Cmd::System(c));
+            }
             Stmt::Ignored { what, pos } => l.model.notes.push(format!(
                 "line {}: '{what}' is accepted and ignored",
                 pos.line
@@ -557,7 +567,7 @@ impl Loader {
             Var::Num(n) => Ok(n),
             Var::Bool(b) => Ok(b as u8 as f64),
             Var::Rand(r) => Ok(r.mean()),
-            Var::Str(s) => fail(pos, format!("expected a number, found '{s}'")),
+            Var::Str(s) => fail(pos, format!("expected a number, found '{}'", shown(&s))),
         }
     }
 
@@ -596,7 +606,10 @@ impl Loader {
         match self.resolve(v, pos)? {
             Var::Bool(b) => Ok(b),
             Var::Num(n) => Ok(n != 0.0),
-            Var::Str(s) => fail(pos, format!("expected true/false or a number, found '{s}'")),
+            Var::Str(s) => fail(
+                pos,
+                format!("expected true/false or a number, found '{}'", shown(&s)),
+            ),
             Var::Rand(_) => fail(pos, "expected true/false, found a random variable"),
         }
     }
@@ -697,8 +710,26 @@ impl Loader {
                 mean: (mean.unwrap_or(0.0) - min).max(0.0),
                 shape: (gamma / 1000.0).max(1e-3),
             },
+            // Filebench's rand_table_get: the table is normalised to its minimum 0 and mean 1,
+            // then scaled onto [min, mean] (mean defaults to the table's own mean), so with
+            // min equal to the table's smallest value a draw is a value of the table itself.
             "tabular" => match table {
-                Some(t) if !t.is_empty() => Dist::Table(t),
+                Some(t) if !t.is_empty() => {
+                    let tot: f64 = t.iter().map(|r| r.0).sum::<f64>().max(1e-9);
+                    let tavg = t.iter().map(|r| r.0 * (r.1 + r.2) / 2.0).sum::<f64>() / tot;
+                    let tmin = t.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
+                    let m = match mean {
+                        Some(m) if m != 0.0 => m,
+                        _ => tavg,
+                    };
+                    let span = tavg - tmin;
+                    let scale = if span == 0.0 { 0.0 } else { (m - min) / span };
+                    Dist::Table(
+                        t.iter()
+                            .map(|r| (r.0, (r.1 - tmin) * scale, (r.2 - tmin) * scale))
+                            .collect(),
+                    )
+                }
                 _ => {
                     return fail(
                         pos,
@@ -953,6 +984,7 @@ impl Loader {
             iters: 1,
             value: Param::Const(0.0),
             target: None,
+            targets: Vec::new(),
             target_name: None,
             blocking: false,
             highwater: 0,
@@ -961,6 +993,17 @@ impl Loader {
             pos: f.pos,
         };
         let mut attrs: Vec<Attr> = f.attrs.clone();
+        // Local variables of a composite (`$v` or `$v=value`): bound for its inner flowops,
+        // the use's value winning over the definition's default.
+        let mut locals: Vec<(String, Value, Pos)> = Vec::new();
+        if let Some((cattrs, _, _)) = &comp {
+            for a in cattrs.iter().chain(f.attrs.iter()) {
+                if let Some(v) = a.name.strip_prefix('$') {
+                    locals.retain(|l| l.0 != v);
+                    locals.push((v.to_string(), a.value.clone(), a.pos));
+                }
+            }
+        }
         if let Some((cattrs, _, _)) = &comp {
             // Attributes given on the definition apply unless the use overrides them.
             for a in cattrs {
@@ -969,6 +1012,7 @@ impl Loader {
                 }
             }
         }
+        attrs.retain(|a| !a.name.starts_with('$'));
         for a in &attrs {
             let v = &a.value;
             match a.name.as_str() {
@@ -977,7 +1021,7 @@ impl Loader {
                     let n = self.text(v, a.pos)?;
                     match self.filesets.iter().position(|fs| fs.name == n) {
                         Some(i) => fo.fileset = Some(i),
-                        None => return fail(a.pos, format!("no fileset or file named '{n}' is defined (define it before the process)")),
+                        None => return fail(a.pos, format!("no fileset or file named '{}' is defined (define it before the process)", shown(&n))),
                     }
                 }
                 "fd" | "srcfd" => {
@@ -1001,7 +1045,7 @@ impl Loader {
                 "directio" => fo.directio = self.flag(v, a.pos)?,
                 "noreadahead" => fo.noreadahead = self.flag(v, a.pos)?,
                 "opennext" | "rotatefd" => fo.opennext = self.flag(v, a.pos)?,
-                "indexed" => fo.indexed = Some(self.amount(v, a.pos, "indexed")? as u64),
+                "indexed" => fo.indexed = Some(self.amount_param(v, a.pos, "indexed")?),
                 "iters" => fo.iters = self.amount(v, a.pos, "iters")?.max(1.0) as u64,
                 "value" => fo.value = self.amount_param(v, a.pos, "value")?,
                 "target" => fo.target_name = Some(self.text(v, a.pos)?),
@@ -1022,8 +1066,37 @@ impl Loader {
             return fail(f.pos, format!("flowop {} needs name=...", f.kind));
         }
         if let Some((_, inner, _)) = comp {
-            for i in &inner {
-                fo.inner.push(self.flowop(i, sems, depth + 1)?);
+            let bound: Vec<(String, Var)> = locals
+                .iter()
+                .filter(|l| l.1 != Value::Flag)
+                .map(|l| Ok((l.0.clone(), self.resolve(&l.1, l.2)?)))
+                .collect::<R<_>>()?;
+            if bound.is_empty() {
+                for i in &inner {
+                    fo.inner.push(self.flowop(i, sems, depth + 1)?);
+                }
+            } else {
+                let mut scoped = Loader {
+                    env: self.env.clone(),
+                    filesets: self.filesets.clone(),
+                    composites: self.composites.clone(),
+                    model: Model {
+                        filesets: Vec::new(),
+                        processes: Vec::new(),
+                        sems: Vec::new(),
+                        script: Vec::new(),
+                        mode: QuitMode::Timeout,
+                        lathist: false,
+                        notes: Vec::new(),
+                        vars: Vec::new(),
+                    },
+                };
+                for (k, v) in bound {
+                    scoped.env.insert(k, v);
+                }
+                for i in &inner {
+                    fo.inner.push(scoped.flowop(i, sems, depth + 1)?);
+                }
             }
         }
         self.check_flowop(&mut fo, sems)?;
@@ -1043,25 +1116,19 @@ impl Loader {
                 | FsyncSet
                 | OpenFile
         );
-        if needs_fileset && fo.fileset.is_none() && !(fo.kind == StatFile && fo.fd.is_some()) {
+        // statfile and deletefile with fd=N work on the file open there (Filebench).
+        if needs_fileset
+            && fo.fileset.is_none()
+            && !(matches!(fo.kind, StatFile | DeleteFile) && fo.fd.is_some())
+        {
             return fail(
                 fo.pos,
                 format!("flowop '{}' needs filesetname=NAME", fo.name),
             );
         }
-        let uses_fd_or_set = matches!(
-            fo.kind,
-            Read | Write | ReadWholeFile | WriteWholeFile | AppendFile | AppendFileRand | AioWrite
-        );
-        if uses_fd_or_set && fo.fileset.is_none() && fo.fd.is_none() {
-            return fail(
-                fo.pos,
-                format!("flowop '{}' needs fd=N or filesetname=NAME", fo.name),
-            );
-        }
-        if matches!(fo.kind, CloseFile | Fsync) && fo.fd.is_none() {
-            return fail(fo.pos, format!("flowop '{}' needs fd=N", fo.name));
-        }
+        // I/O flowops without fd or fileset, closefile and fsync without fd use the thread's
+        // default descriptor 0 (Filebench's flowoplib_fdnum); whether it is open is known only
+        // when the flowop runs.
         if matches!(fo.kind, MakeDir | RemoveDir)
             && !self.filesets[fo.fileset.unwrap_or(0)].is_dirs()
         {
@@ -1145,11 +1212,58 @@ impl Loader {
         Ok(())
     }
 
-    /// Resolve sempost/wakeup targets; refuse a semblock or block that nothing can release.
+    /// Give every instance of every semblock/block flowop its own semaphore (Filebench's
+    /// flowops are per thread instance, and sempost/wakeup post to each instance of the target
+    /// name); resolve sempost/wakeup targets; refuse a semblock or block nothing can release.
     fn link_sync(&mut self, sems: &[(String, Pos, u64, i64)]) -> R<()> {
+        // Instance blocks: (key, process, thread, first semaphore, instances, highwater).
+        let mut blocks: Vec<(usize, usize, usize, usize, usize)> = Vec::new();
+        let mut specs: Vec<SemSpec> = Vec::new();
+        fn collect(fs: &[Flowop], out: &mut Vec<(usize, u64)>) {
+            for f in fs {
+                if matches!(f.kind, Kind::SemBlock | Kind::Block) {
+                    if let Some(k) = f.target {
+                        if !out.iter().any(|o| o.0 == k) {
+                            out.push((k, f.highwater));
+                        }
+                    }
+                }
+                collect(&f.inner, out);
+            }
+        }
+        for (pi, p) in self.model.processes.iter().enumerate() {
+            for (ti, t) in p.threads.iter().enumerate() {
+                let mut keys = Vec::new();
+                collect(&t.flowops, &mut keys);
+                let n = (p.instances * t.instances) as usize;
+                for (k, hw) in keys {
+                    blocks.push((k, pi, ti, specs.len(), n));
+                    for _ in 0..n {
+                        specs.push(SemSpec {
+                            name: sems[k].0.trim_start_matches("block:").to_string(),
+                            initial: 0,
+                            highwater: hw,
+                        });
+                    }
+                }
+            }
+        }
         let mut posted = vec![false; sems.len()];
-        fn walk(fs: &mut [Flowop], sems: &[(String, Pos, u64, i64)], posted: &mut [bool]) -> R<()> {
+        type Blocks = [(usize, usize, usize, usize, usize)];
+        fn walk(
+            fs: &mut [Flowop],
+            sems: &[(String, Pos, u64, i64)],
+            blocks: &Blocks,
+            at: (usize, usize),
+            posted: &mut [bool],
+        ) -> R<()> {
             for f in fs.iter_mut() {
+                if matches!(f.kind, Kind::SemBlock | Kind::Block) {
+                    let k = f.target.unwrap_or(0);
+                    if let Some(b) = blocks.iter().find(|b| b.0 == k && (b.1, b.2) == at) {
+                        f.target = Some(b.3);
+                    }
+                }
                 if matches!(f.kind, Kind::SemPost | Kind::Wakeup) {
                     let tn = f.target_name.clone().unwrap_or_default();
                     let key = if f.kind == Kind::Wakeup {
@@ -1159,7 +1273,12 @@ impl Loader {
                     };
                     match sems.iter().position(|s| s.0 == key) {
                         Some(i) => {
-                            f.target = Some(i);
+                            f.targets = blocks
+                                .iter()
+                                .filter(|b| b.0 == i)
+                                .map(|b| (b.3, b.4))
+                                .collect();
+                            f.target = f.targets.first().map(|t| t.0);
                             posted[i] = true;
                         }
                         None => {
@@ -1172,13 +1291,13 @@ impl Loader {
                         }
                     }
                 }
-                walk(&mut f.inner, sems, posted)?;
+                walk(&mut f.inner, sems, blocks, at, posted)?;
             }
             Ok(())
         }
-        for p in self.model.processes.iter_mut() {
-            for t in p.threads.iter_mut() {
-                walk(&mut t.flowops, sems, &mut posted)?;
+        for (pi, p) in self.model.processes.iter_mut().enumerate() {
+            for (ti, t) in p.threads.iter_mut().enumerate() {
+                walk(&mut t.flowops, sems, &blocks, (pi, ti), &mut posted)?;
             }
         }
         for (i, s) in sems.iter().enumerate() {
@@ -1198,14 +1317,7 @@ impl Loader {
                 .into_err();
             }
         }
-        self.model.sems = sems
-            .iter()
-            .map(|s| SemSpec {
-                name: s.0.clone(),
-                initial: 0,
-                highwater: s.2,
-            })
-            .collect();
+        self.model.sems = specs;
         Ok(())
     }
 }

@@ -119,7 +119,14 @@ impl Parser {
                     other => fail(vpos, format!("expected a quoted string after echo, found {other}")),
                 }
             }
-            "usage" | "system" => {
+            "system" => {
+                let vpos = self.pos();
+                match self.next().tok {
+                    Tok::Str(cmd) => Ok(Stmt::System { cmd, pos }),
+                    other => fail(vpos, format!("expected a quoted command after system, found {other}")),
+                }
+            }
+            "usage" => {
                 let vpos = self.pos();
                 match self.next().tok {
                     Tok::Str(_) => Ok(Stmt::Ignored { what: kw, pos }),
@@ -161,6 +168,27 @@ impl Parser {
             Tok::Var(var) => {
                 self.expect(Tok::Eq, "'=' after the variable name")?;
                 if let Tok::Word(w) = self.peek().clone() {
+                    if w == "randvar" {
+                        // Filebench 1.5: `set $x = randvar(type=..., min=..., ...)` is the
+                        // same random variable as `define randvar name=$x, ...`.
+                        let rpos = self.pos();
+                        self.next();
+                        self.expect(Tok::LParen, "'(' after randvar")?;
+                        let mut attrs = self.attrs()?;
+                        self.expect(Tok::RParen, "')' to close randvar(")?;
+                        if attrs.iter().any(|a| a.name == "name") {
+                            return fail(rpos, "randvar(...) takes no name=: the variable it is set to is its name");
+                        }
+                        attrs.insert(
+                            0,
+                            Attr {
+                                name: "name".into(),
+                                value: Value::Var(var),
+                                pos: vpos,
+                            },
+                        );
+                        return Ok(Stmt::DefineRandvar { attrs, pos });
+                    }
                     if w == "cvar" {
                         self.next();
                         self.expect(Tok::LParen, "'(' after cvar")?;
@@ -305,7 +333,15 @@ impl Parser {
         // An attribute list ends at a keyword that starts the next statement only when no
         // comma joined it, so parse the first attribute, then only continue after commas.
         loop {
-            let (name, pos) = self.word("an attribute name")?;
+            // A composite flowop's local variable: `$v` (declared) or `$v=value` (bound),
+            // in `define flowop name=X, $v { ... }` and in `flowop X name=..., $v=value`.
+            let (name, pos) = if let Tok::Var(v) = self.peek().clone() {
+                let pos = self.pos();
+                self.next();
+                (format!("${v}"), pos)
+            } else {
+                self.word("an attribute name")?
+            };
             let value = if *self.peek() == Tok::Eq {
                 self.next();
                 self.value()?

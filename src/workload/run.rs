@@ -70,6 +70,21 @@ pub fn arena_layout(model: &Model) -> Layout {
     Layout::new(model.sems.len(), model.total_threads(), &sets)
 }
 
+/// `system "cmd"`: print the command, then run it with `sh -c` as Filebench does (its exit
+/// status is reported, not fatal, as in Filebench).
+fn run_system(opts: &Options, cmd: &str) -> Result<()> {
+    say(opts, &format!("system: {cmd}"));
+    let st = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(cmd)
+        .status()
+        .with_context(|| format!("running system command '{cmd}'"))?;
+    if !st.success() {
+        say(opts, &format!("system: '{cmd}' exited with {st}"));
+    }
+    Ok(())
+}
+
 /// Run a workload's script and return its result (filesets removed unless `keep`).
 pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<WorkloadResult> {
     signal::install();
@@ -117,6 +132,7 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<WorkloadRe
                     ensure_prepared(model, &layouts, &arena, &mut prepared, &mut result, opts)?
                 }
                 Cmd::Echo(t) => say(opts, t),
+                Cmd::System(c) => run_system(opts, c)?,
                 Cmd::Sleep(s) => {
                     let until = Instant::now() + Duration::from_secs_f64(*s);
                     while Instant::now() < until && !signal::interrupted() {
@@ -414,6 +430,7 @@ fn reset(arena: &Arena, model: &Model) {
     }
     for i in 0..model.sems.len() {
         arena.sem(i).count.store(0, SeqCst);
+        arena.sem(i).hw_used.store(0, SeqCst);
     }
     for s in 0..model.total_threads() {
         let p = arena.progress(s);

@@ -10,6 +10,9 @@ use std::time::Duration;
 
 pub const ENTRY_EXISTS: u32 = 1;
 pub const ENTRY_BUSY: u32 = 2;
+/// The entry's state word counts how many descriptors have it open, in the bits above these
+/// two flags (Filebench's `fse_open_cnt`: `deletefile` skips a file that is open elsewhere).
+pub const ENTRY_OPEN_ONE: u32 = 4;
 
 /// Why a run was stopped early, as stored in `Control::stop`.
 pub const STOP_NONE: u32 = 0;
@@ -33,10 +36,15 @@ pub struct Control {
     pub events_epoch_ns: AtomicU64,
 }
 
+/// One semblock (or block) flowop instance, as in Filebench's System V pair: `count` is the
+/// low-water semaphore semblock takes from and sempost adds to; `hw_used` is how much of the
+/// high-water credit (`highwater`, the starting value of the second semaphore) blocking
+/// sempost calls have taken and semblock has not yet given back.
 #[repr(C, align(64))]
 pub struct Sem {
     pub count: AtomicI64,
     pub seq: AtomicU32,
+    pub hw_used: AtomicI64,
 }
 
 /// One thread's running totals, written only by that thread (so no contention).
@@ -70,9 +78,9 @@ impl Layout {
         let mut at = up(progress_off + nthreads * std::mem::size_of::<Progress>());
         let mut sets_off = Vec::new();
         for &n in set_entries {
-            // An exists-count word, then one state word per entry.
+            // An exists-count word, the shared pick rotors, then one state word per entry.
             sets_off.push(at);
-            at = up(at + 8 + n * 4);
+            at = up(at + SET_HEADER + n * 4);
         }
         Layout {
             sems_off,
@@ -84,6 +92,19 @@ impl Layout {
             total: at.max(4096),
         }
     }
+}
+
+/// Bytes before a fileset's entry words: the exists count (8) and three rotors (4 each:
+/// existing files, absent files, directories), padded to 8.
+const SET_HEADER: usize = 24;
+
+/// Which of a fileset's shared rotation points a pick advances (Filebench's `fs_file_exrotor`,
+/// `fs_file_nerotor`, `fs_dirrotor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rotor {
+    Exists = 0,
+    Absent = 1,
+    Dir = 2,
 }
 
 pub struct Arena {
@@ -176,11 +197,22 @@ impl Arena {
         // SAFETY: Layout reserved 8 aligned bytes at the start of each fileset's region.
         unsafe { &*(self.base.add(self.layout.sets_off[set]) as *const AtomicU64) }
     }
+    /// The rotation point of a fileset: the index the next pick in rotation starts at.
+    pub fn rotor(&self, set: usize, which: Rotor) -> &AtomicU32 {
+        // SAFETY: Layout reserved SET_HEADER bytes per fileset; the rotors follow the 8-byte
+        // count word, 4-byte aligned.
+        unsafe {
+            &*(self
+                .base
+                .add(self.layout.sets_off[set] + 8 + 4 * which as usize)
+                as *const AtomicU32)
+        }
+    }
     pub fn entries(&self, set: usize) -> &[AtomicU32] {
-        // SAFETY: Layout reserved set_len[set] u32 words after the count word.
+        // SAFETY: Layout reserved set_len[set] u32 words after the header.
         unsafe {
             std::slice::from_raw_parts(
-                self.base.add(self.layout.sets_off[set] + 8) as *const AtomicU32,
+                self.base.add(self.layout.sets_off[set] + SET_HEADER) as *const AtomicU32,
                 self.layout.set_len[set],
             )
         }
@@ -282,13 +314,34 @@ impl Arena {
         out
     }
 
-    /// Add `n` to semaphore `i`. With `highwater > 0` and `blocking`, wait while the count
-    /// would exceed the high-water mark.
+    /// Filebench's semblock: give `n` back to the high-water credit, then take `n` from the
+    /// semaphore, blocking until sempost has added that much.
+    pub fn sem_block(&self, i: usize, n: i64) -> Waited {
+        let s = self.sem(i);
+        s.hw_used.fetch_sub(n, AcqRel);
+        s.seq.fetch_add(1, Release);
+        futex_wake_all(&s.seq);
+        self.sem_take(i, n)
+    }
+
+    /// Filebench's sempost to one semblock instance: add `n` to its semaphore. With
+    /// `blocking`, the post first takes `n` from the instance's high-water credit (starting at
+    /// `highwater`, given back by semblock), waiting while less than `n` is left.
     pub fn sem_post(&self, i: usize, n: i64, highwater: u64, blocking: bool) -> Waited {
         let s = self.sem(i);
-        if blocking && highwater > 0 {
+        if blocking {
             let mut counted = false;
-            while s.count.load(Acquire) + n > highwater as i64 {
+            loop {
+                let used = s.hw_used.load(Acquire);
+                if highwater as i64 - used >= n {
+                    if s.hw_used
+                        .compare_exchange(used, used + n, AcqRel, Relaxed)
+                        .is_ok()
+                    {
+                        break;
+                    }
+                    continue;
+                }
                 if self.stopping() {
                     if counted {
                         self.ctl().blocked.fetch_sub(1, SeqCst);
@@ -300,6 +353,9 @@ impl Arena {
                     counted = true;
                 }
                 let seq = s.seq.load(Acquire);
+                if highwater as i64 - s.hw_used.load(Acquire) >= n {
+                    continue;
+                }
                 futex_wait(&s.seq, seq, Duration::from_millis(20));
             }
             if counted {

@@ -1,6 +1,7 @@
 //! Variables, random variables (`define randvar`) and custom variables (`cvar(...)`), with our
 //! own samplers: a splitmix/xorshift generator and Marsaglia–Tsang gamma (no extra crates).
 
+use super::lexer::shown;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -222,12 +223,18 @@ pub fn parse_params(s: &str) -> Result<HashMap<String, f64>, String> {
     let mut out = HashMap::new();
     for part in s.split(';').filter(|p| !p.trim().is_empty()) {
         let (k, v) = part.split_once(':').ok_or_else(|| {
-            format!("bad cvar parameter '{part}': expected key:value, e.g. mean:16384;gamma:1.5")
+            format!(
+                "bad cvar parameter '{}': expected key:value, e.g. mean:16384;gamma:1.5",
+                shown(part)
+            )
         })?;
-        let v: f64 = v
-            .trim()
-            .parse()
-            .map_err(|_| format!("bad cvar parameter value '{v}' for '{k}': expected a number"))?;
+        let v: f64 = v.trim().parse().map_err(|_| {
+            format!(
+                "bad cvar parameter value '{}' for '{}': expected a number",
+                shown(v),
+                shown(k)
+            )
+        })?;
         out.insert(k.trim().to_string(), v);
     }
     Ok(out)
@@ -236,6 +243,7 @@ pub fn parse_params(s: &str) -> Result<HashMap<String, f64>, String> {
 /// Build a cvar distribution from its type name and parameters.
 pub fn cvar_dist(kind: &str, p: &HashMap<String, f64>) -> Result<Dist, String> {
     let get = |k: &str, d: f64| p.get(k).copied().unwrap_or(d);
+    let given = kind;
     let kind = kind.strip_prefix("cvar-").unwrap_or(kind);
     let dist = match kind {
         "gamma" => Dist::Gamma { mean: get("mean", 4096.0), shape: get("gamma", 1.5) },
@@ -246,9 +254,10 @@ pub fn cvar_dist(kind: &str, p: &HashMap<String, f64>) -> Result<Dist, String> {
         "triangular" => Dist::Triangular { lower: get("lower", 0.0), upper: get("upper", 8192.0), mode: get("mode", 4096.0) },
         "uniform" => Dist::Uniform { lower: get("lower", 0.0), upper: get("upper", 8192.0) },
         "erlang" => Dist::Erlang { shape: get("shape", 2.0).max(1.0) as u32, rate: get("rate", 1.0 / 2048.0) },
-        other => {
+        _ => {
             return Err(format!(
-                "unknown cvar type '{other}': expected cvar-gamma, cvar-exponential, cvar-normal, cvar-lognormal, cvar-weibull, cvar-triangular, cvar-uniform or cvar-erlang"
+                "unknown cvar type '{}': expected cvar-gamma, cvar-exponential, cvar-normal, cvar-lognormal, cvar-weibull, cvar-triangular, cvar-uniform or cvar-erlang",
+                shown(given)
             ))
         }
     };
