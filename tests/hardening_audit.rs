@@ -302,12 +302,18 @@ fn report_refuses_an_endless_or_huge_input_without_reading_it_all() {
     let big = sb.file("big.json");
     let f = std::fs::File::create(&big).unwrap();
     f.set_len(300 << 20).unwrap(); // sparse: costs no space
-    for input in [big.to_str().unwrap(), "/dev/zero"] {
-        let out = sb
-            .cmd(&["report", input])
-            .timeout(Duration::from_secs(30))
-            .output()
-            .unwrap();
-        assert_usage_line(&out, "larger than 256m");
+                                   // A huge regular file is refused by size; a device (endless) is refused before reading.
+    for (input, why) in [
+        (big.to_str().unwrap(), "larger than 256m"),
+        ("/dev/zero", "neither a result file nor a directory"),
+    ] {
+        for cmd in ["report", "compare"] {
+            let out = sb
+                .cmd(&[cmd, input, input])
+                .timeout(Duration::from_secs(30))
+                .output()
+                .unwrap();
+            assert_usage_line(&out, why);
+        }
     }
 }

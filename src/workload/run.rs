@@ -36,11 +36,13 @@ pub struct Options {
 const DEFAULT_RUN_S: f64 = 60.0;
 
 fn say(opts: &Options, line: &str) {
+    // Progress lines must never panic a run (a full disk behind a redirection): a line that
+    // cannot be written is dropped, and the final report says so through its own writer.
     if opts.lines_to_stdout {
-        println!("{line}");
-        let _ = std::io::stdout().flush();
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
     } else {
-        eprintln!("{line}");
+        let _ = writeln!(std::io::stderr(), "{line}");
     }
 }
 
