@@ -775,15 +775,29 @@ fn run_case(
     let t0 = Instant::now();
     let mut child = cmd.spawn().expect("spawn fsbench");
     let pgid = child.id() as libc::pid_t;
+    // Past the time limit the case gets a terminal's Ctrl-C (SIGINT to its group) and 3 s to
+    // answer it. `iostat` and `trace` run until stopped by design (like `sar -d 1`, `strace
+    // -p`): for them an answered Ctrl-C is the expected end; for everything else running past
+    // the limit is a failure either way, and the report says whether Ctrl-C was answered.
+    let open_ended = matches!(sub.as_str(), "iostat" | "trace");
+    let mut interrupted_at = None;
     let status = loop {
         if let Some(st) = child.try_wait().unwrap() {
             break Some(st);
         }
-        if t0.elapsed() > CASE_TIMEOUT {
-            // SAFETY: killing the process group this case started.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
-            let _ = child.wait();
-            break None;
+        match interrupted_at {
+            None if t0.elapsed() > CASE_TIMEOUT => {
+                // SAFETY: signalling the process group this case started.
+                unsafe { libc::kill(-pgid, libc::SIGINT) };
+                interrupted_at = Some(Instant::now());
+            }
+            Some(t) if t.elapsed() > Duration::from_secs(3) => {
+                // SAFETY: killing the process group this case started.
+                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                let _ = child.wait();
+                break None;
+            }
+            _ => {}
         }
         std::thread::sleep(Duration::from_millis(5));
     };
@@ -793,7 +807,12 @@ fn run_case(
     let stderr = std::fs::read_to_string(dir.join("tmp").join(".stderr")).unwrap_or_default();
     let mut why = Vec::new();
     match status {
-        None => why.push(format!("did not finish in {CASE_TIMEOUT:?}")),
+        None => why.push(format!(
+            "did not finish in {CASE_TIMEOUT:?} and ignored Ctrl-C for 3 s"
+        )),
+        Some(_) if interrupted_at.is_some() && !open_ended => why.push(format!(
+            "did not finish in {CASE_TIMEOUT:?} (it did answer Ctrl-C)"
+        )),
         Some(st) => {
             if let Some(sig) = st.signal() {
                 why.push(format!("killed by signal {sig}"));
