@@ -49,12 +49,15 @@ pub fn is_marked(path: &Path) -> bool {
     n > 0 && &buf[..n as usize] == b"created"
 }
 
-/// Does this open file carry fsbench's `created` mark? (Through the descriptor, so a link
-/// swapped in after the open cannot answer for it.)
-pub fn fd_is_marked(f: &std::fs::File) -> bool {
+/// The `user.fsbench` mark of an open file: `Ok(Some(value))`, `Ok(None)` when it has none,
+/// `Err` when the attribute cannot be read (EOPNOTSUPP: a file system without user xattrs).
+/// Through the descriptor, so a link swapped in after the open cannot answer for it. The one
+/// place that reads the mark; every value fsbench sets fits in 64 bytes.
+pub fn fd_get_mark(f: impl std::os::fd::AsFd) -> std::io::Result<Option<Vec<u8>>> {
     use std::os::fd::AsRawFd;
+    let f = f.as_fd();
     let name = CString::new(MARK_XATTR).expect("constant has no NUL");
-    let mut buf = [0u8; 16];
+    let mut buf = [0u8; 64];
     // SAFETY: buffer and its length match; the name is NUL-terminated; the fd is open.
     let n = unsafe {
         libc::fgetxattr(
@@ -64,7 +67,37 @@ pub fn fd_is_marked(f: &std::fs::File) -> bool {
             buf.len(),
         )
     };
-    n > 0 && &buf[..n as usize] == b"created"
+    if n >= 0 {
+        return Ok(Some(buf[..n as usize].to_vec()));
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::ENODATA) | Some(libc::ERANGE) => Ok(None),
+        _ => Err(e),
+    }
+}
+
+/// Set the `user.fsbench` mark of an open file to `value`; false where the file system has
+/// no user xattrs. The one place that writes the mark.
+pub fn fd_set_mark(f: impl std::os::fd::AsFd, value: &[u8]) -> bool {
+    use std::os::fd::AsRawFd;
+    let f = f.as_fd();
+    let name = CString::new(MARK_XATTR).expect("constant has no NUL");
+    // SAFETY: NUL-terminated name, value buffer of the given length, open descriptor.
+    unsafe {
+        libc::fsetxattr(
+            f.as_raw_fd(),
+            name.as_ptr(),
+            value.as_ptr() as *const libc::c_void,
+            value.len(),
+            0,
+        ) == 0
+    }
+}
+
+/// Does this open file carry fsbench's `created` mark?
+pub fn fd_is_marked(f: impl std::os::fd::AsFd) -> bool {
+    matches!(fd_get_mark(f), Ok(Some(v)) if v == b"created")
 }
 
 /// Signatures checked at fixed offsets: (offset, magic bytes, what it is).

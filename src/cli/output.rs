@@ -47,39 +47,14 @@ pub const RESULTS_MARKER_FILE: &str = ".fsbench-results";
 /// Largest existing file read to decide whether it is an fsbench JSON document.
 const MAX_SNIFF: u64 = 256 << 20;
 
-fn xattr_name() -> CString {
-    CString::new(crate::safety::MARK_XATTR).expect("constant has no NUL")
-}
-
 /// The `user.fsbench` mark of an open file, if any.
 fn fget_mark(f: &File) -> Option<Vec<u8>> {
-    let name = xattr_name();
-    let mut buf = [0u8; 64];
-    // SAFETY: the buffer and its length match; the name is NUL-terminated; fd is open.
-    let n = unsafe {
-        libc::fgetxattr(
-            f.as_raw_fd(),
-            name.as_ptr(),
-            buf.as_mut_ptr() as *mut libc::c_void,
-            buf.len(),
-        )
-    };
-    (n >= 0).then(|| buf[..n as usize].to_vec())
+    crate::safety::fd_get_mark(f).ok().flatten()
 }
 
 /// Set the `user.fsbench` mark on an open file; false where the file system has no xattrs.
 fn fset_mark(f: &File, value: &[u8]) -> bool {
-    let name = xattr_name();
-    // SAFETY: the value buffer and its length match; the name is NUL-terminated; fd is open.
-    unsafe {
-        libc::fsetxattr(
-            f.as_raw_fd(),
-            name.as_ptr(),
-            value.as_ptr() as *const libc::c_void,
-            value.len(),
-            0,
-        ) == 0
-    }
+    crate::safety::fd_set_mark(f, value)
 }
 
 fn cname(name: &OsStr) -> Result<CString, UsageError> {

@@ -6,8 +6,6 @@
 //! check is made on the descriptor that is then used, so nothing can change between the check
 //! and the use.
 
-use crate::safety::MARK_XATTR;
-use std::ffi::CString;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -39,57 +37,20 @@ impl FileId {
     }
 }
 
-fn mark_name() -> CString {
-    CString::new(MARK_XATTR).expect("constant has no NUL")
-}
-
 /// Was the open file created (and marked) by fsbench?
 pub fn fd_is_marked(f: &File) -> bool {
-    let name = mark_name();
-    let mut buf = [0u8; 16];
-    // SAFETY: the buffer and its length match; the name is NUL-terminated; fd is open.
-    let n = unsafe {
-        libc::fgetxattr(
-            f.as_raw_fd(),
-            name.as_ptr(),
-            buf.as_mut_ptr() as *mut libc::c_void,
-            buf.len(),
-        )
-    };
-    n > 0 && &buf[..n as usize] == b"created"
+    crate::safety::fd_is_marked(f)
 }
 
 /// Can this file carry the mark at all? False where the file system has no user xattrs
 /// (then a file fsbench created cannot be told from another by its mark).
 pub fn fd_can_mark(f: &File) -> bool {
-    let name = mark_name();
-    let mut buf = [0u8; 16];
-    // SAFETY: as in fd_is_marked.
-    let n = unsafe {
-        libc::fgetxattr(
-            f.as_raw_fd(),
-            name.as_ptr(),
-            buf.as_mut_ptr() as *mut libc::c_void,
-            buf.len(),
-        )
-    };
-    n >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EOPNOTSUPP)
+    !matches!(crate::safety::fd_get_mark(f), Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP))
 }
 
 /// Mark the open file as fsbench's. False where the file system has no user xattrs.
 pub fn fd_mark(f: &File) -> bool {
-    let name = mark_name();
-    let value = b"created";
-    // SAFETY: NUL-terminated name, value buffer of the given length, open descriptor.
-    unsafe {
-        libc::fsetxattr(
-            f.as_raw_fd(),
-            name.as_ptr(),
-            value.as_ptr() as *const libc::c_void,
-            value.len(),
-            0,
-        ) == 0
-    }
+    crate::safety::fd_set_mark(f, b"created")
 }
 
 /// Flags every open of a target carries: never follow a final symlink (unless `follow`),

@@ -554,38 +554,6 @@ fn is_reg(st: &Ident) -> bool {
     st.mode & libc::S_IFMT == libc::S_IFREG
 }
 
-/// Does the open directory carry the fsbench mark?
-fn fd_marked(fd: RawFd) -> bool {
-    let name = CString::new(crate::safety::MARK_XATTR).expect("constant has no NUL");
-    let mut buf = [0u8; 16];
-    // SAFETY: buffer and its length match; the name is NUL-terminated; fd is open.
-    let n = unsafe {
-        libc::fgetxattr(
-            fd,
-            name.as_ptr(),
-            buf.as_mut_ptr() as *mut libc::c_void,
-            buf.len(),
-        )
-    };
-    n > 0 && &buf[..n as usize] == b"created"
-}
-
-fn fd_mark(fd: RawFd) {
-    let name = CString::new(crate::safety::MARK_XATTR).expect("constant has no NUL");
-    let v = b"created";
-    // SAFETY: value buffer and length match; fd is open. Failure (no xattrs) is tolerated:
-    // the run then only removes what it created itself.
-    unsafe {
-        libc::fsetxattr(
-            fd,
-            name.as_ptr(),
-            v.as_ptr() as *const libc::c_void,
-            v.len(),
-            0,
-        )
-    };
-}
-
 const MANIFEST_MAGIC: &[u8; 16] = b"fsbench-idents1\n";
 
 fn manifest_name(set: &str) -> CString {
@@ -919,7 +887,7 @@ pub fn prepare(
             spec.root.display()
         ),
         Ok(rfd) => {
-            if !fd_marked(rfd.as_raw_fd()) {
+            if !crate::safety::fd_is_marked(&rfd) {
                 crate::bail_usage!(
                     "{} exists and was not created by fsbench: refusing to write there (choose another --dir or remove it)",
                     spec.root.display()
@@ -1016,7 +984,8 @@ fn create(
     let rfd = open_dir(pfd.as_raw_fd(), cname, false)
         .map_err(|e| anyhow::anyhow!("opening {}: {e}", spec.root.display()))?;
     if p.created_root {
-        fd_mark(rfd.as_raw_fd());
+        // Failure (no xattrs) is tolerated: the run then removes only what it recorded.
+        crate::safety::fd_set_mark(&rfd, b"created");
     }
     let mut dir_inos = vec![fstat(rfd.as_raw_fd())?.key];
     for d in 1..lay.dir_count() {
@@ -1249,7 +1218,7 @@ pub fn remove(p: &Prepared, lay: &SetLayout, arena: &Arena, set: usize) -> Resul
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
         Err(e) => anyhow::bail!("not removing {}: {e}", p.root.display()),
         Ok(fd) => {
-            if !(fd_marked(fd.as_raw_fd()) || p.created_root) {
+            if !(crate::safety::fd_is_marked(&fd) || p.created_root) {
                 anyhow::bail!(
                     "not removing {}: it is not marked as created by fsbench",
                     p.root.display()
