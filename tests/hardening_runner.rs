@@ -420,19 +420,7 @@ fn an_error_while_laying_out_still_writes_a_failed_result() {
             "t",
         ],
     );
-    // SAFETY: setrlimit and signal in the forked child before exec.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        c.pre_exec(|| {
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            let lim = libc::rlimit {
-                rlim_cur: 1 << 20,
-                rlim_max: 1 << 20,
-            };
-            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
-            Ok(())
-        });
-    }
+    common::limit_file_size(&mut c, 1 << 20);
     let (code, _, err) = run_bounded(c, Duration::from_secs(30));
     assert_eq!(code, 1, "{err}");
     let v: serde_json::Value =

@@ -282,19 +282,7 @@ fn a_failed_preparation_with_an_unwritable_stderr_still_writes_the_result() {
     );
     // RLIMIT_FSIZE makes the layout fail at 1 MiB; stderr is /dev/full, where every
     // write fails with ENOSPC.
-    // SAFETY: setrlimit and signal in the forked child before exec.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        c.pre_exec(|| {
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            let lim = libc::rlimit {
-                rlim_cur: 1 << 20,
-                rlim_max: 1 << 20,
-            };
-            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
-            Ok(())
-        });
-    }
+    common::limit_file_size(&mut c, 1 << 20);
     let full = std::fs::OpenOptions::new()
         .write(true)
         .open("/dev/full")

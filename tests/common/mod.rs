@@ -195,3 +195,21 @@ pub fn dom_in_chromium(html: &Path) -> Option<String> {
     assert!(!stderr.contains("Uncaught"), "script error: {stderr}");
     Some(String::from_utf8_lossy(&out.stdout).to_string())
 }
+
+/// Make writes of the child past `bytes` fail with EFBIG (RLIMIT_FSIZE, SIGXFSZ ignored): a
+/// deterministic write error at a known offset, without a small file system.
+pub fn limit_file_size(c: &mut std::process::Command, bytes: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only setrlimit and signal, both async-signal-safe, in the child before exec.
+    unsafe {
+        c.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit {
+                rlim_cur: bytes as libc::rlim_t,
+                rlim_max: bytes as libc::rlim_t,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+            Ok(())
+        });
+    }
+}
