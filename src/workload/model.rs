@@ -337,13 +337,11 @@ pub fn define_value(s: &str) -> Var {
     Var::Str(s.to_string())
 }
 
-/// Load a parsed workload. `overrides` are the `-D` values (they win over every `set`).
-pub fn load(stmts: &[Stmt], overrides: &HashMap<String, Var>) -> R<Model> {
-    let mut l = Loader {
-        env: overrides.clone(),
-        filesets: Vec::new(),
-        composites: HashMap::new(),
-        model: Model {
+impl Model {
+    /// A model with nothing defined yet (the loader fills it; a composite flowop's scope
+    /// starts from one).
+    fn empty() -> Model {
+        Model {
             filesets: Vec::new(),
             processes: Vec::new(),
             sems: Vec::new(),
@@ -352,7 +350,17 @@ pub fn load(stmts: &[Stmt], overrides: &HashMap<String, Var>) -> R<Model> {
             lathist: false,
             notes: Vec::new(),
             vars: Vec::new(),
-        },
+        }
+    }
+}
+
+/// Load a parsed workload. `overrides` are the `-D` values (they win over every `set`).
+pub fn load(stmts: &[Stmt], overrides: &HashMap<String, Var>) -> R<Model> {
+    let mut l = Loader {
+        env: overrides.clone(),
+        filesets: Vec::new(),
+        composites: HashMap::new(),
+        model: Model::empty(),
     };
     let mut process_defs = Vec::new();
     for s in stmts {
@@ -1080,16 +1088,7 @@ impl Loader {
                     env: self.env.clone(),
                     filesets: self.filesets.clone(),
                     composites: self.composites.clone(),
-                    model: Model {
-                        filesets: Vec::new(),
-                        processes: Vec::new(),
-                        sems: Vec::new(),
-                        script: Vec::new(),
-                        mode: QuitMode::Timeout,
-                        lathist: false,
-                        notes: Vec::new(),
-                        vars: Vec::new(),
-                    },
+                    model: Model::empty(),
                 };
                 for (k, v) in bound {
                     scoped.env.insert(k, v);
