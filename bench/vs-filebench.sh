@@ -18,6 +18,11 @@
 # repository. FIXED_SIZES=1 replaces a `cvar(...)` file size by its mean for both tools
 # (Filebench draws cvars only with its plug-ins installed).
 #
+# CPU per op is that of the timed phase only, counted by a cgroup per tool run (bench/cgrun.py:
+# every process the tool starts counts, however it is reaped) and cut at the run's start and end
+# (Filebench's "Running..."/"Run took" lines, fsbench's JSON start time and duration). Needs
+# root (cgroup v1 cpuacct or v2).
+#
 # This script neither fetches nor builds Filebench: build it outside this repository and point
 # FILEBENCH at the binary. Its worker processes must map shared memory at the parent's
 # address, so it is started with address-space randomisation disabled for its own process tree
@@ -32,6 +37,7 @@ NTHREADS=${NTHREADS:-8}
 FIXED_SIZES=${FIXED_SIZES:-1}
 WORKLOADS=${WORKLOADS:-fileserver varmail webserver webproxy oltp videoserver randomfileaccess}
 FSBENCH=${FSBENCH:-target/release/fsbench}
+CGRUN=$(cd "$(dirname "$0")" && pwd)/cgrun.py
 OUT=${OUT:-$(mktemp -d /tmp/vs-filebench.XXXXXX)}
 mkdir -p "$OUT"
 : "${FILEBENCH:?set FILEBENCH to the path of a filebench binary you built}"
@@ -92,25 +98,6 @@ PY
     echo "$f"
 }
 
-run_filebench() { # log file: Filebench sometimes hangs in "Shutting down processes" after its
-    # summary; give it 30 s after the summary, then end its process group.
-    local log=$1 f=$2 pid i
-    setsid setarch "$(uname -m)" -R "$FILEBENCH" -f "$f" >"$log" 2>&1 &
-    pid=$!
-    while kill -0 "$pid" 2>/dev/null; do
-        if grep -q "IO Summary" "$log" 2>/dev/null; then
-            for i in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-            if kill -0 "$pid" 2>/dev/null; then
-                echo "(filebench hung after its summary; ended it)" >>"$log"
-                kill -KILL -- "-$pid" 2>/dev/null || true
-            fi
-            break
-        fi
-        sleep 1
-    done
-    wait "$pid" 2>/dev/null || true
-}
-
 filesets() { # the fileset names of a .f file, `name=$var` resolved through its `set $var=`
     local n v
     for n in $(grep -o 'define file[a-z]* name=[$A-Za-z0-9_.-]*' "$1" | sed 's/.*name=//'); do
@@ -127,10 +114,12 @@ echo "nfiles=$NFILES nthreads=$NTHREADS, ${SECS}s x $REPS alternating; logs in $
 for w in $WORKLOADS; do
     f=$(shrink "$w") || continue
     for r in $(seq 1 "$REPS"); do
-        /usr/bin/time -f '%U %S' -o "$OUT/$w.fs.$r.cpu" \
-            "$FSBENCH" workload "$f" --output "$OUT/$w.fs.$r.json" >"$OUT/$w.fs.$r.log" 2>&1 || true
+        "$CGRUN" "$OUT/$w.fs.$r" -- "$FSBENCH" workload "$f" --output "$OUT/$w.fs.$r.json" || true
         for s in $(filesets "$f"); do rm -rf "${DIR:?}/$s"; done
-        /usr/bin/time -f '%U %S' -o "$OUT/$w.fb.$r.cpu" bash -c "$(declare -f run_filebench); FILEBENCH=$FILEBENCH run_filebench '$OUT/$w.fb.$r.log' '$f'" || true
+        # Filebench sometimes hangs in "Shutting down processes" after its summary: 30 s, then
+        # everything in its cgroup is ended.
+        "$CGRUN" --stop-after "IO Summary" 30 "$OUT/$w.fb.$r" -- \
+            setarch "$(uname -m)" -R "$FILEBENCH" -f "$f" || true
         # Filebench leaves its tree behind; remove it so the next run starts clean.
         for s in $(filesets "$f"); do rm -rf "${DIR:?}/$s"; done
     done
@@ -195,12 +184,57 @@ def med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
 
-def cpu(path, ops_s, secs_guess=None):
+def samples(prefix):
+    """cgrun.py's CPU samples: [(t, total_ns, user_ns, sys_ns)]."""
     try:
-        u, s = map(float, open(path).read().split()[-2:])
-        return u + s
+        return [tuple(float(x) for x in l.split()) for l in open(prefix + ".cpu") if l[0] != "#"]
     except (OSError, ValueError):
+        return []
+
+def at(smp, t):
+    """CPU counters at time t, interpolated between the samples around it."""
+    if not smp or t < smp[0][0] or t > smp[-1][0]:
         return None
+    for (t0, *a), (t1, *b) in zip(smp, smp[1:]):
+        if t0 <= t <= t1:
+            f = (t - t0) / (t1 - t0) if t1 > t0 else 0.0
+            return [x + (y - x) * f for x, y in zip(a, b)]
+    return None
+
+def line_time(prefix, pattern):
+    """Arrival time of the first output line matching pattern."""
+    try:
+        for l in open(prefix + ".lines"):
+            t, _, text = l.rstrip("\n").partition(" ")
+            if re.search(pattern, text):
+                return float(t)
+    except (OSError, ValueError):
+        pass
+    return None
+
+def run_window(tool, prefix):
+    """The timed phase (start, end) on cgrun.py's clock: Filebench prints "Running..." and
+    "Run took"; fsbench's JSON gives the run's start (Unix time) and duration."""
+    if tool == "fb":
+        return line_time(prefix, r"Running\.\.\."), line_time(prefix, r"Run took")
+    try:
+        run = json.load(open(prefix + ".json"))["runs"][0]
+        unix0, mono0 = map(float, open(prefix + ".cpu").readline().split()[2:4])
+        start = run["started_unix_s"] - unix0 + mono0
+        return start, start + run["duration_s"]
+    except (OSError, KeyError, IndexError, ValueError):
+        return None, None
+
+def run_cpu(tool, prefix):
+    """(total, user, sys) CPU seconds of the whole cgroup during the timed phase."""
+    smp = samples(prefix)
+    t0, t1 = run_window(tool, prefix)
+    if t0 is None or t1 is None:
+        return None
+    a, b = at(smp, t0), at(smp, t1)
+    if a is None or b is None:
+        return None
+    return [(y - x) / 1e9 for x, y in zip(a, b)]
 
 print()
 print(f"{'workload / flowop':34} {'fsbench ops/s':>13} {'filebench ops/s':>15} {'ratio':>6}  {'fs B/op':>10} {'fb B/op':>10} {'ratio':>6}  work")
@@ -241,11 +275,12 @@ for w in names:
     for i, (label, oa, ob, ro, ba, bb, rb, check) in enumerate(rows):
         ratio = f"{ro:6.2f}" if not (different and i == 0) else "  n/a "
         print(f"{label:34} {oa or 0:13.0f} {ob or 0:15.0f} {ratio}  {ba or 0:10.0f} {bb or 0:10.0f} {rb:6.2f}  {check}")
-    # CPU per op over the whole process trees (user+sys / total ops), medians.
-    def cpu_per_op(tool, runs):
+    # CPU per op of the timed phase, counted by the cgroup of each tool (every process it
+    # started, however reaped), medians over the repetitions.
+    def cpu_per_op(tool):
         vals = []
         for r in range(1, reps + 1):
-            c = cpu(f"{out}/{w}.{tool}.{r}.cpu", None)
+            c = run_cpu(tool, f"{out}/{w}.{tool}.{r}")
             try:
                 if tool == "fs":
                     ops = json.load(open(f"{out}/{w}.fs.{r}.json"))["runs"][0]["summary"]["ops"]
@@ -255,11 +290,14 @@ for w in names:
             except (OSError, KeyError, IndexError, ValueError):
                 ops = 0
             if c is not None and ops:
-                vals.append(c * 1e6 / ops)
-        return med(vals)
-    ca, cb = cpu_per_op("fs", runs_fs), cpu_per_op("fb", runs_fb)
+                vals.append([x * 1e6 / ops for x in c])
+        if not vals:
+            return None
+        return [med([v[i] for v in vals]) for i in range(3)]
+    ca, cb = cpu_per_op("fs"), cpu_per_op("fb")
     if ca and cb:
-        print(f"{'  CPU us/op (whole run, incl. setup)':34} {ca:13.1f} {cb:15.1f} {ca/cb:6.2f}")
+        for i, what in enumerate(["CPU us/op (run, cgroup)", "  of it user", "  of it system"]):
+            print(f"{'  ' + what:34} {ca[i]:13.2f} {cb[i]:15.2f} {ca[i]/cb[i] if cb[i] else float('nan'):6.2f}")
     if different:
         print(f"  => {w}: DIFFERENT WORK (bytes/op differ by more than 5 %): its ops/s ratio is not a result")
 EOF

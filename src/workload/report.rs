@@ -89,6 +89,10 @@ pub struct Summary {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunReport {
+    /// When the timed phase began (threads released), seconds since the Unix epoch: lets an
+    /// outside observer (bench/vs-filebench.sh's CPU sampler) cut out exactly the run.
+    #[serde(default)]
+    pub started_unix_s: f64,
     pub duration_s: f64,
     pub stop_reason: String,
     pub processes: u64,
@@ -222,6 +226,7 @@ impl RunReport {
             cpu_sys_s: usage.cpu_sys_s,
         };
         RunReport {
+            started_unix_s: 0.0,
             duration_s,
             stop_reason,
             processes: model.processes.iter().map(|p| p.instances).sum(),

@@ -649,6 +649,9 @@ fn one_run(
         arena.set_event_rate(ctl.event_rate_milli.load(SeqCst) as f64 / 1000.0);
     }
     let t0 = Instant::now();
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     ctl.start_ns.store(now_ns(), SeqCst);
     ctl.go.store(1, SeqCst);
     futex_wake_all(&ctl.go);
@@ -738,6 +741,7 @@ fn one_run(
     let outcomes = collect(workers)?;
     debug_assert!(ctl.stop.load(SeqCst) != STOP_NONE);
     let mut report = RunReport::from_outcomes(model, &outcomes, elapsed_s, stop_reason, lines);
+    report.started_unix_s = started_unix_s;
     for o in &outcomes {
         if let End::Failed(e) = &o.end {
             report.failures.push(e.clone());
