@@ -9,6 +9,8 @@ pub mod engine;
 pub mod error;
 pub mod guard;
 pub mod job;
+pub mod observe;
+pub mod output;
 pub mod probe;
 pub mod report;
 pub mod result;

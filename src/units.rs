@@ -149,6 +149,18 @@ impl RateUnit {
     }
 }
 
+/// Seconds for people, to the second or minute: `95` -> `1m35s`, `7300` -> `2h01m`.
+pub fn format_duration(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
 /// Nanoseconds for people: `850 ns`, `12.3 us`, `4.56 ms`, `1.20 s`.
 pub fn format_ns(ns: f64) -> String {
     if ns < 1e3 {
@@ -225,6 +237,9 @@ mod tests {
         assert_eq!(format_size_exact(0), "0");
         assert_eq!(format_ns(850.0), "850 ns");
         assert_eq!(format_ns(12_300.0), "12.3 us");
+        assert_eq!(format_duration(95.0), "1m35s");
+        assert_eq!(format_duration(3.4), "3s");
+        assert_eq!(format_duration(7300.0), "2h01m");
     }
 
     proptest! {

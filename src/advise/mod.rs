@@ -5,7 +5,6 @@
 pub mod checks;
 pub mod derive;
 pub mod measure;
-pub mod render;
 
 use crate::probe::topology::Topology;
 use crate::units::format_size_exact as sz;

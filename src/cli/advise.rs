@@ -3,6 +3,7 @@
 
 use crate::advise::{self, measure};
 use crate::probe::topology::{SysfsProbe, Topology};
+use crate::report::{Format, Render};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -37,12 +38,8 @@ pub struct AdviseArgs {
 }
 
 pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
-    let (json, html) = match a.format.as_str() {
-        "text" => (false, false),
-        "json" => (true, false),
-        "html" => (false, true),
-        other => crate::bail_usage!("unknown format '{other}': expected text, json or html"),
-    };
+    let format = Format::parse_for::<advise::Advice>(&a.format, "--format")?;
+    let json = format == Format::Json;
     if !a.path.exists() {
         crate::bail_usage!(
             "{} does not exist: name a directory or file on the storage to advise on",
@@ -65,7 +62,7 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
     if a.measure && budget < 1.0 {
         crate::bail_usage!("bad --measure-time {}: must be at least 1s", a.measure_time);
     }
-    super::output::check_output(a.output.as_deref(), a.force)?;
+    crate::output::check_output(a.output.as_deref(), a.force)?;
     let path = std::fs::canonicalize(&a.path)?;
     let topology = Topology::of_path(&path, &SysfsProbe::default());
     let mut advice = advise::from_topology(topology);
@@ -101,23 +98,18 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
         })?;
         advice.add_measurement(m);
     }
-    if html {
-        let page = crate::report::advise_html::page(&advice);
-        match &a.output {
-            Some(p) => {
-                super::output::write_file(p, page.as_bytes(), a.force)?;
-                eprintln!("wrote {}", p.display());
+    let shown = advice.render(format);
+    match &a.output {
+        // The page goes to the file instead of standard output.
+        Some(p) if format == Format::Html => {
+            crate::output::write_file(p, shown.as_bytes(), a.force)?;
+            eprintln!("wrote {}", p.display());
+        }
+        _ => {
+            crate::out!("{shown}");
+            if let Some(p) = &a.output {
+                crate::output::write_json_force(p, &advice, a.force)?;
             }
-            None => crate::out!("{page}"),
-        }
-    } else {
-        if json {
-            crate::outln!("{}", serde_json::to_string_pretty(&advice)?);
-        } else {
-            crate::out!("{}", advise::render::text(&advice));
-        }
-        if let Some(p) = &a.output {
-            super::output::write_json_force(p, &advice, a.force)?;
         }
     }
     Ok(if crate::runner::signal::interrupted() {

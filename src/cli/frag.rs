@@ -1,6 +1,7 @@
 //! `fsbench frag PATH`: extents per file under PATH (FIEMAP), like fsadm's extent report.
 
 use crate::bail_usage;
+use crate::report::{Format, Render};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -21,11 +22,8 @@ pub fn main(a: FragArgs) -> anyhow::Result<i32> {
         bail_usage!("frag: {} does not exist", a.path.display());
     }
     let r = crate::probe::frag::report(&a.path, a.top)?;
-    if a.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&r)?);
-    } else {
-        crate::out!("{}", crate::probe::frag::format_text(&r));
-    }
+    let format = if a.json { Format::Json } else { Format::Text };
+    crate::out!("{}", r.render(format));
     if r.files == 0 && r.errors > 0 {
         anyhow::bail!(
             "no file could be mapped: {}",

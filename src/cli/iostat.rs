@@ -3,6 +3,7 @@
 //! that did I/O.
 
 use crate::probe::diskstats::{self, DeviceSample, IostatSeries};
+use crate::report::iostat;
 use crate::{bail_usage, usage};
 use clap::Args;
 use std::time::{Duration, Instant};
@@ -76,11 +77,8 @@ pub fn main(a: IostatArgs) -> anyhow::Result<i32> {
         samples: Vec::new(),
     };
     if !a.json {
-        match &path {
-            Some(p) => crate::outln!("devices under {}: {}", p.display(), devices.join(" -> ")),
-            None => crate::outln!("all devices with I/O"),
-        }
-        crate::out!("{}", diskstats::format_table(&IostatSeries::default()));
+        crate::out!("{}", iostat::devices_line(path.as_deref(), &devices));
+        crate::out!("{}", iostat::header());
     }
     let start = Instant::now();
     let mut prev = diskstats::read_now()?;
@@ -117,16 +115,9 @@ pub fn main(a: IostatArgs) -> anyhow::Result<i32> {
                 samples: batch.clone(),
                 ..Default::default()
             };
-            let table = diskstats::format_table(&one);
-            for line in table
-                .lines()
-                .skip(1)
-                .filter(|l| !l.trim_start().starts_with("Average"))
-            {
-                crate::outln!("{line}");
-            }
+            crate::out!("{}", iostat::rows(&one));
             if batch.is_empty() {
-                crate::outln!("{t:>8.1} (no device did I/O)");
+                crate::out!("{}", iostat::idle_row(t));
             }
         }
         series.samples.extend(batch);
@@ -135,15 +126,9 @@ pub fn main(a: IostatArgs) -> anyhow::Result<i32> {
         n += 1;
     }
     if a.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&series)?);
+        crate::out!("{}", crate::report::json(&series));
     } else {
-        let table = diskstats::format_table(&series);
-        for line in table
-            .lines()
-            .filter(|l| l.trim_start().starts_with("Average"))
-        {
-            crate::outln!("{line}");
-        }
+        crate::out!("{}", iostat::averages(&series));
     }
     Ok(0)
 }

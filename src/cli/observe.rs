@@ -1,21 +1,14 @@
-//! Observation options shared by `run` and `vx`: `--iostat INTERVAL` (device samples during
-//! the run, stored in the Result) and `--trace FILE` (every I/O fsbench issued). Starting and
-//! finishing them around a run; the runner itself only sees the per-worker trace rings.
+//! Observation flags shared by `run` and `vx`: `--iostat INTERVAL` (device samples during
+//! the run, stored in the Result) and `--trace FILE` (every I/O fsbench issued), parsed into
+//! [`crate::observe::Observe`], which starts and finishes them around the run.
 
-use crate::job::{Job, WorkerMode};
-use crate::probe::diskstats::{self, Sampler};
-use crate::result::RunResult;
-use crate::trace::format::{self, TraceFormat};
-use crate::units::{parse_duration, parse_size_as, BareUnit};
+use crate::observe::{Observe, TraceSettings};
+use crate::trace::format::TraceFormat;
+use crate::units::{parse_size_as, BareUnit};
 use crate::{bail_usage, usage};
 use clap::Args;
 use std::path::PathBuf;
-
-/// Default trace ring size per worker thread (40 bytes each: 40 MiB)...
-pub const DEFAULT_TRACE_RECORDS: usize = 1 << 20;
-/// ...unless the job has so many workers that all rings together would pass this many
-/// records (160 MiB); then each ring gets its share, but at least 64k records.
-pub const DEFAULT_TRACE_BUDGET: usize = 4 << 20;
+use std::time::Duration;
 
 #[derive(Args, Debug, Default, Clone)]
 pub struct ObserveArgs {
@@ -89,126 +82,78 @@ impl ObserveArgs {
     }
 }
 
-/// Observers running around one job.
-pub struct Observer {
-    sampler: Option<Sampler>,
-    iostat_note: Option<String>,
-    trace: Option<(PathBuf, TraceFormat)>,
-}
-
-impl Observer {
-    /// Check the options and start what runs beside the job. Call right before the run.
-    pub fn start(a: &ObserveArgs, job: &Job) -> anyhow::Result<Observer> {
-        let mut trace = None;
-        if let Some(path) = &a.trace {
-            let fmt = match &a.trace_format {
-                Some(f) => TraceFormat::parse(f)?,
-                None => TraceFormat::from_path(path),
-            };
-            let records = match &a.trace_records {
-                Some(n) => parse_size_as(n, BareUnit::Count, "--trace-records")? as usize,
-                None => {
-                    let workers = (job.targets.len().max(1) * job.threads.max(1) as usize).max(1);
-                    (DEFAULT_TRACE_BUDGET / workers).clamp(64 << 10, DEFAULT_TRACE_RECORDS)
-                }
-            };
-            if records == 0 {
-                bail_usage!("--trace-records 0: give at least 1 (e.g. 1m)");
-            }
-            let workers = job.targets.len().max(1) * job.threads.max(1) as usize;
-            crate::trace::session::check_budget(records, workers)?;
-            if path.is_dir() {
-                bail_usage!(
-                    "--trace {}: is a directory; give a file name such as trace.csv",
-                    path.display()
-                );
-            }
-            format::check_writable(path)?;
-            if job.workers == WorkerMode::Threads {
-                crate::trace::enable(records);
-            } else {
-                // Worker processes leave their records here; `finish` merges and removes them.
-                let dir =
-                    std::env::temp_dir().join(format!("fsbench-trace-{}", std::process::id()));
-                crate::trace::enable_for_children(records, dir).map_err(|e| {
-                    usage!("--trace: cannot create a directory for worker processes' traces: {e}")
-                })?;
-            }
-            trace = Some((path.clone(), fmt));
-        } else if a.trace_format.is_some() || a.trace_records.is_some() {
-            bail_usage!("--trace-format and --trace-records need --trace FILE");
-        }
-        let mut sampler = None;
-        let mut iostat_note = None;
-        if let Some(iv) = &a.iostat {
-            let interval = parse_duration(iv)?;
-            if interval < std::time::Duration::from_millis(10) {
-                bail_usage!("--iostat {iv}: the interval must be at least 10ms");
-            }
-            let mut devices: Vec<String> = Vec::new();
-            for t in &job.targets {
-                for d in diskstats::devices_under(t) {
-                    if !devices.contains(&d) {
-                        devices.push(d);
+impl ObserveArgs {
+    /// The flags as settings: every value parsed and checked here, once.
+    pub fn settings(&self) -> Result<Observe, crate::error::UsageError> {
+        let trace = match &self.trace {
+            Some(path) => {
+                let format = match &self.trace_format {
+                    Some(f) => TraceFormat::parse(f)?,
+                    None => TraceFormat::from_path(path),
+                };
+                let records = match &self.trace_records {
+                    Some(n) => {
+                        let n = parse_size_as(n, BareUnit::Count, "--trace-records")? as usize;
+                        if n == 0 {
+                            bail_usage!("--trace-records 0: give at least 1 (e.g. 1m)");
+                        }
+                        Some(n)
                     }
-                }
+                    None => None,
+                };
+                Some(TraceSettings {
+                    path: path.clone(),
+                    format,
+                    records,
+                })
             }
-            if devices.is_empty() {
-                iostat_note = Some(
-                    "no block device under the targets (tmpfs or overlay?): sampling every device with activity".into(),
-                );
+            None if self.trace_format.is_some() || self.trace_records.is_some() => {
+                bail_usage!("--trace-format and --trace-records need --trace FILE")
             }
-            sampler = Some(
-                Sampler::start(devices, interval)
-                    .map_err(|e| usage!("--iostat: cannot read /proc/diskstats: {e}"))?,
-            );
-        }
-        Ok(Observer {
-            sampler,
-            iostat_note,
+            None => None,
+        };
+        Ok(Observe {
+            iostat: iostat_flag(self.iostat.as_deref())?,
             trace,
         })
     }
-
-    /// Stop the observers and store what they saw in the Result (and the trace file).
-    pub fn finish(mut self, result: &mut RunResult, run_elapsed_s: f64) -> anyhow::Result<()> {
-        if let Some(s) = self.sampler.take() {
-            // The run's timed phase ended just now; it began `run_elapsed_s` earlier.
-            let run_start = (s.elapsed_s() - run_elapsed_s).max(0.0);
-            let mut series = s.finish();
-            series.run_start_s = run_start;
-            let mut v = serde_json::to_value(&series)?;
-            if let (Some(n), Some(m)) = (self.iostat_note.take(), v.as_object_mut()) {
-                m.insert("note".into(), n.into());
-            }
-            result.probes.insert("iostat".into(), v);
-        }
-        if let Some((path, fmt)) = self.trace.take() {
-            let (trace, dropped) = crate::trace::take().unwrap_or_default();
-            crate::cli::output::write_with(&path, false, |w| match fmt {
-                TraceFormat::Csv => format::to_csv(&trace, w),
-                TraceFormat::Bin => format::to_bin(&trace, w),
-            })?;
-            result.probes.insert(
-                "trace".into(),
-                serde_json::json!({
-                    "file": path.display().to_string(),
-                    "format": if fmt == TraceFormat::Bin { "bin" } else { "csv" },
-                    "records": trace.records.len(),
-                    "dropped_records": dropped,
-                }),
-            );
-        }
-        Ok(())
-    }
 }
 
-impl Drop for Observer {
-    /// A run that ended in an error never reaches `finish`: switch tracing off and remove
-    /// what worker processes left behind (the sampler stops on its own drop).
-    fn drop(&mut self) {
-        if self.trace.take().is_some() {
-            let _ = crate::trace::take();
+/// `--iostat INTERVAL` of any subcommand, when given.
+pub fn iostat_flag(value: Option<&str>) -> Result<Option<Duration>, crate::error::UsageError> {
+    value.map(crate::observe::parse_iostat).transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Result<Observe, crate::error::UsageError> {
+        let argv: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+        let (o, rest) = ObserveArgs::extract(&argv)?;
+        assert_eq!(rest, ["-w", "read"]);
+        o.settings()
+    }
+
+    #[test]
+    fn flags_become_settings_and_bad_ones_one_usage_error() {
+        let o = args(&["-w", "--trace=t.bin", "read", "--iostat", "1s"]).unwrap();
+        assert_eq!(o.iostat, Some(Duration::from_secs(1)));
+        let t = o.trace.unwrap();
+        assert_eq!((t.format, t.records), (TraceFormat::Bin, None));
+        let t = args(&["-w", "read", "--trace", "t", "--trace-records", "64k"])
+            .unwrap()
+            .trace
+            .unwrap();
+        assert_eq!((t.format, t.records), (TraceFormat::Csv, Some(65536)));
+        assert_eq!(args(&["-w", "read"]).unwrap(), Observe::default());
+        for bad in [
+            &["-w", "read", "--trace-records", "4"][..],
+            &["-w", "read", "--trace", "t", "--trace-records", "0"],
+            &["-w", "read", "--trace", "t", "--trace-format", "xml"],
+            &["-w", "read", "--iostat", "1ms"],
+        ] {
+            assert!(args(bad).is_err(), "{bad:?}");
         }
     }
 }

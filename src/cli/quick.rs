@@ -3,9 +3,8 @@
 //! two threads; fsync'd (O_DSYNC) 8 KiB writes. One table; the scratch file is removed.
 
 use crate::job::{Access, CachePolicy, Job};
-use crate::report::{Format, ReportOptions};
+use crate::report::{quick, Format, Render, ReportOptions, Runs};
 use crate::result::RunResult;
-use crate::units::format_ns;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -121,14 +120,14 @@ pub fn jobs(dir: &std::path::Path, size: u64, secs: f64) -> Vec<Job> {
 }
 
 pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
-    let format = Format::parse(&a.output_format)?;
+    let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
     let dir = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     if !dir.is_dir() {
         crate::bail_usage!("{} is not a directory", dir.display());
     }
     let size = crate::units::parse_size(&a.size)?;
     let secs = crate::units::parse_duration(&a.time)?.as_secs_f64();
-    super::output::check_output(a.output.as_deref(), false)?;
+    crate::output::check_output(a.output.as_deref(), false)?;
     let jobs = jobs(&dir, size, secs);
     // Every test is checked before the first one runs: a bad option refuses the whole
     // battery instead of stopping it half-way.
@@ -170,42 +169,13 @@ pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
     let mut results = Vec::new();
     let interactive = format == Format::Text;
     if interactive {
-        crate::outln!(
-            "fsbench quick: {} tests in {} ({} file, {} s timed tests)",
-            jobs.len(),
-            dir.display(),
-            crate::units::format_bytes(size as f64),
-            secs
-        );
-        crate::outln!(
-            "{:<26} {:>10} {:>10} {:>9} {:>10} {:>10}  {}",
-            "test",
-            "MB/s",
-            "IOPS",
-            "CPU s",
-            "lat p50",
-            "lat p99",
-            "status"
-        );
+        crate::out!("{}", quick::header(jobs.len(), &dir, size, secs));
     }
     for job in &jobs {
         let outcome = crate::runner::run(job)?;
         let r = RunResult::from_outcome(job, &outcome);
         if interactive {
-            let t = &r.total;
-            crate::outln!(
-                "{:<26} {:>10.1} {:>10.0} {:>9.2} {:>10} {:>10}  {}",
-                r.name,
-                t.bytes_per_sec / 1048576.0,
-                t.iops,
-                t.cpu_s,
-                format_ns(t.lat_ns.p50 as f64),
-                format_ns(t.lat_ns.p99 as f64),
-                r.status.name()
-            );
-            for f in &r.failures {
-                crate::outln!("  error: {f}");
-            }
+            crate::out!("{}", quick::row(&r));
         }
         let stop =
             crate::runner::signal::interrupted() || r.status != crate::runner::RunStatus::Complete;
@@ -215,15 +185,14 @@ pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
         }
     }
     if !interactive {
-        crate::out!(
-            "{}",
-            format
-                .exporter()
-                .export(&results, &ReportOptions::default())
-        );
+        let runs = Runs {
+            results: &results,
+            opts: ReportOptions::default(),
+        };
+        crate::out!("{}", runs.render(format));
     }
     if let Some(p) = &a.output {
-        super::output::write_json(p, &results)?;
+        crate::output::write_json(p, &results)?;
     }
     Ok(super::output::exit_code(&results))
 }

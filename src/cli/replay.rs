@@ -1,7 +1,7 @@
 //! `fsbench replay TRACE [--speed X | --no-timing] [--dir DIR]`: replay a trace as a
 //! benchmark on scratch files, reported like any run.
 
-use crate::report::{Format, ReportOptions};
+use crate::report::{Format, ReportOptions, Runs};
 use crate::result::RunResult;
 use crate::trace::replay::{self, ReplayOptions};
 use crate::units::RateUnit;
@@ -46,7 +46,7 @@ pub struct ReplayArgs {
 }
 
 pub fn main(a: ReplayArgs) -> anyhow::Result<i32> {
-    let format = Format::parse(&a.output_format)?;
+    let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
     let trace = crate::trace::format::read_file(&a.trace)?;
     let origin = a.trace.display().to_string();
     let opts = ReplayOptions {
@@ -67,12 +67,10 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<i32> {
         targets: vec![a.dir.clone()],
         ..Default::default()
     };
-    let observe = super::observe::ObserveArgs {
-        iostat: a.iostat.clone(),
-        ..Default::default()
-    };
-    super::output::check_output(a.output.as_deref(), false)?;
-    let observer = super::observe::Observer::start(&observe, &probe_job)?;
+    let observe =
+        crate::observe::Observe::iostat(super::observe::iostat_flag(a.iostat.as_deref())?);
+    crate::output::check_output(a.output.as_deref(), false)?;
+    let observer = crate::observe::Observer::start(&observe, &probe_job)?;
     let (job, outcome) = replay::run(&trace, &origin, &opts)?;
     let mut result = RunResult::from_outcome(&job, &outcome);
     result.kind = "replay".into();

@@ -2,12 +2,11 @@
 //! as text, Markdown, CSV, JSON or one self-contained HTML file; advise documents among the
 //! inputs become sections of their own.
 
-use crate::cli::output::ResultsDir;
 use crate::report::advise_html;
-use crate::report::html::{self, HtmlOptions};
-use crate::report::table::{self, Shape, Shaped};
-use crate::sweep::record::{self, Record};
-use crate::usage;
+use crate::report::document::Document;
+use crate::report::table::{self, Shape};
+use crate::report::{Format, Render};
+use crate::sweep::record;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -53,63 +52,6 @@ pub fn shape_from(rows: &Option<String>, cols: &Option<String>, metrics: &Option
     }
 }
 
-/// Render records in a format.
-pub fn render(
-    format: &str,
-    records: &[Record],
-    tables: &[Shaped],
-    title: &str,
-    preface: &[String],
-    baseline: Option<&str>,
-) -> Result<String, crate::error::UsageError> {
-    Ok(match format {
-        "text" => {
-            let mut s = String::new();
-            for p in preface {
-                s += &format!("{p}\n");
-            }
-            for t in tables {
-                s += &table::render_text(t);
-                s.push('\n');
-            }
-            s
-        }
-        "md" | "markdown" => crate::report::markdown::render(title, preface, tables),
-        "csv" => crate::report::long::csv(records),
-        "json" => crate::report::long::json(tables),
-        "html" => html::render(
-            records,
-            tables,
-            &HtmlOptions {
-                title: title.to_string(),
-                baseline: baseline.map(str::to_string),
-                preface: preface.to_vec(),
-            },
-        ),
-        other => {
-            return Err(usage!(
-                "unknown report format '{other}': expected text, md, csv, json or html"
-            ))
-        }
-    })
-}
-
-/// Write report.html and report.md into the results directory; returns the HTML path.
-pub fn write_reports(
-    dir: &ResultsDir,
-    records: &[Record],
-    tables: &[Shaped],
-    title: &str,
-    preface: &[String],
-    baseline: Option<&str>,
-) -> anyhow::Result<PathBuf> {
-    let html = render("html", records, tables, title, preface, baseline)?;
-    dir.write("report.html", html.as_bytes())?;
-    let md = render("md", records, tables, title, preface, baseline)?;
-    dir.write("report.md", md.as_bytes())?;
-    Ok(dir.join("report.html"))
-}
-
 /// Split the inputs into `fsbench advise` documents (JSON with `kind: "advise"`) and the
 /// files holding results.
 fn split_advice(
@@ -130,12 +72,12 @@ fn split_advice(
 }
 
 pub fn main(a: ReportArgs) -> anyhow::Result<i32> {
-    crate::cli::output::check_output(a.output.as_deref(), a.force)?;
+    let format = Format::parse_for::<Document>(&a.format, "--format")?;
+    crate::output::check_output(a.output.as_deref(), a.force)?;
     let (advice, result_files) = split_advice(&a.inputs)?;
-    if !advice.is_empty() && !matches!(a.format.as_str(), "text" | "md" | "markdown" | "html") {
+    if !advice.is_empty() && !Document::holds_advice(format) {
         crate::bail_usage!(
-            "--format {}: advise documents go into text, md or html reports; give only results for csv and json",
-            a.format
+            "--format {format}: advise documents go into text, md or html reports; give only results for csv and json"
         );
     }
     let records = if result_files.is_empty() && !advice.is_empty() {
@@ -155,40 +97,18 @@ pub fn main(a: ReportArgs) -> anyhow::Result<i32> {
             None => "fsbench report".into(),
         }
     });
-    let mut text = if a.format == "html" {
-        html::render_with_advice(
-            &records,
-            &tables,
-            &HtmlOptions {
-                title: title.clone(),
-                baseline: a.baseline.clone(),
-                preface: Vec::new(),
-            },
-            &advice,
-        )
-    } else {
-        render(
-            &a.format,
-            &records,
-            &tables,
-            &title,
-            &[],
-            a.baseline.as_deref(),
-        )?
-    };
-    if a.format != "html" {
-        for adv in &advice {
-            let body = crate::advise::render::text(adv);
-            if a.format == "text" {
-                text = format!("{text}\n{body}");
-            } else {
-                text = format!("{text}\n## {}\n\n```\n{body}```\n", advise_html::title(adv));
-            }
-        }
+    let text = Document {
+        records: &records,
+        tables: &tables,
+        title: &title,
+        preface: &[],
+        baseline: a.baseline.as_deref(),
+        advice: &advice,
     }
+    .render(format);
     match &a.output {
         Some(p) => {
-            crate::cli::output::write_file(p, text.as_bytes(), a.force)?;
+            crate::output::write_file(p, text.as_bytes(), a.force)?;
             eprintln!("wrote {}", p.display());
         }
         None => crate::out!("{text}"),

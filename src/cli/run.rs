@@ -1,7 +1,7 @@
 //! `fsbench run`: one Job from flags, or from a TOML job file with flags overriding it.
 
 use crate::job::{Access, Advice, CachePolicy, EngineKind, Job, WorkerMode};
-use crate::report::{Format, ReportOptions};
+use crate::report::{Format, ReportOptions, Runs};
 use crate::result::RunResult;
 use crate::units::{parse_duration, RateUnit};
 use crate::{bail_usage, usage};
@@ -282,10 +282,10 @@ pub fn report_options(a: &RunArgs) -> ReportOptions {
 }
 
 pub fn main(a: RunArgs) -> anyhow::Result<i32> {
-    let format = Format::parse(&a.output_format)?;
+    let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
     let job = build_job(&a)?;
-    super::output::check_output(a.output.as_deref(), a.force)?;
-    let observer = super::observe::Observer::start(&a.observe, &job)?;
+    crate::output::check_output(a.output.as_deref(), a.force)?;
+    let observer = crate::observe::Observer::start(&a.observe.settings()?, &job)?;
     let outcome = crate::runner::run(&job)?;
     let mut result = RunResult::from_outcome(&job, &outcome);
     observer.finish(&mut result, outcome.elapsed_s)?;

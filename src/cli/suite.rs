@@ -2,6 +2,8 @@
 //! regenerates a seed paper's tables, write every point's Result, report.md and report.html.
 
 use crate::bail_usage;
+use crate::report::document::Document;
+use crate::report::{Format, Render};
 use crate::sweep::suite::{self, RunOptions};
 use clap::Args;
 use std::path::PathBuf;
@@ -44,28 +46,11 @@ pub struct SuiteArgs {
 }
 
 fn list() -> anyhow::Result<i32> {
-    crate::outln!(
-        "{:<20} {:>7} {:>6}  {:<28} title",
-        "suite",
-        "studies",
-        "scale",
-        "source"
-    );
-    for (name, _) in suite::EMBEDDED {
-        let s = suite::find(name)?;
-        crate::outln!(
-            "{:<20} {:>7} {:>6}  {:<28} {}",
-            s.name,
-            s.studies.len(),
-            s.default_scale,
-            s.source,
-            s.title
-        );
-        for st in &s.studies {
-            crate::outln!("    {:<24} {}", st.id, st.title);
-        }
-    }
-    crate::outln!("\nRun: fsbench suite NAME --dir DIR [--dir DIR2 --baseline DIR] [--scale S] [--output OUT]");
+    let suites = suite::EMBEDDED
+        .iter()
+        .map(|(name, _)| suite::find(name))
+        .collect::<Result<Vec<_>, _>>()?;
+    crate::out!("{}", crate::report::suites::list(&suites));
     Ok(0)
 }
 
@@ -80,9 +65,7 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
     if a.repeat == 0 {
         bail_usage!("bad --repeat 0: must be at least 1");
     }
-    if let Some(iv) = &a.iostat {
-        crate::units::parse_duration(iv)?;
-    }
+    let iostat = super::observe::iostat_flag(a.iostat.as_deref())?;
     if let Some(b) = &a.baseline {
         if !a.dirs.iter().any(|d| d == b) {
             bail_usage!("--baseline {} is not one of the --dir targets", b.display());
@@ -115,7 +98,7 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
             keep: a.keep,
             force: a.force,
             only: a.studies.clone(),
-            iostat: a.iostat.clone(),
+            iostat,
             announce: Some(announce),
         },
     )?;
@@ -157,18 +140,16 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
     let tables = crate::report::table::shape_all(&outcome_records, &Default::default())?;
     let title = format!("fsbench suite {}", res.file.name);
     let baseline = a.baseline.as_ref().map(|b| b.display().to_string());
-    crate::out!(
-        "{}",
-        super::report::render("text", &outcome_records, &tables, &title, &preface, None)?
-    );
-    let html = super::report::write_reports(
-        &outcome.results,
-        &outcome_records,
-        &tables,
-        &title,
-        &preface,
-        baseline.as_deref(),
-    )?;
+    let report = Document {
+        records: &outcome_records,
+        tables: &tables,
+        title: &title,
+        preface: &preface,
+        baseline: baseline.as_deref(),
+        advice: &[],
+    };
+    crate::out!("{}", report.render(Format::Text));
+    let html = report.write_into(&outcome.results)?;
     let t = outcome.tally;
     let manifest = serde_json::json!({
         "schema_version": crate::result::SCHEMA_VERSION,

@@ -3,6 +3,8 @@
 //! it finishes, and a re-run resumes by skipping points already measured.
 
 use crate::bail_usage;
+use crate::report::document::Document;
+use crate::report::{Format, Render};
 use crate::sweep::{self, axis, Axis, Ctx, Study};
 use clap::Args;
 use std::path::PathBuf;
@@ -220,7 +222,7 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
     let study = study_from(&a)?;
     let shape = super::report::shape_from(&a.rows, &a.cols, &a.metrics);
     // Check the table shape and format before measuring anything.
-    super::report::render(&a.format, &[], &[], "", &[], None)?;
+    let format = Format::parse_for::<Document>(&a.format, "--format")?;
     for n in shape.rows.iter().chain(shape.cols.iter()).flatten() {
         axis::canonical(n)?;
     }
@@ -254,11 +256,9 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from("fsbench-sweep"));
-    if let Some(iv) = &a.iostat {
-        if study.workload.is_some() {
-            bail_usage!("--iostat is for file and device sweeps, not --workload sweeps");
-        }
-        crate::units::parse_duration(iv)?;
+    let iostat = super::observe::iostat_flag(a.iostat.as_deref())?;
+    if iostat.is_some() && study.workload.is_some() {
+        bail_usage!("--iostat is for file and device sweeps, not --workload sweeps");
     }
     let mut ctx = Ctx::new(
         out_dir.clone(),
@@ -268,7 +268,7 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         a.force,
         points.len() * a.repeat as usize,
     )?;
-    ctx.iostat = a.iostat.clone();
+    ctx.iostat = iostat;
     let label = a.target.display().to_string();
     sweep::check_stored(&study, Some(&label), &ctx)?;
     crate::runner::signal::install();
@@ -292,11 +292,16 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
     ctx.announce();
     let tables = crate::report::table::shape_all(&records, &shape)?;
     let title = format!("{} on {}", study.title, a.target.display());
-    crate::out!(
-        "{}",
-        super::report::render(&a.format, &records, &tables, &title, &[], None)?
-    );
-    let html = super::report::write_reports(&ctx.results, &records, &tables, &title, &[], None)?;
+    let report = Document {
+        records: &records,
+        tables: &tables,
+        title: &title,
+        preface: &[],
+        baseline: None,
+        advice: &[],
+    };
+    crate::out!("{}", report.render(format));
+    let html = report.write_into(&ctx.results)?;
     let t = ctx.tally;
     eprintln!(
         "{} measured, {} reused from earlier runs, {} skipped, {} failed; report: {}",

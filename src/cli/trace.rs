@@ -1,11 +1,12 @@
 //! `fsbench trace -- CMD ARGS...`: capture a program's file I/O with strace into an fsbench
 //! trace; `fsbench trace --analyze FILE [--stripe 64k:5]`: explain a trace's I/O pattern.
 
+use crate::report::trace::TraceAnalysis;
+use crate::report::{Format, Render};
 use crate::trace::{analyze, format, strace};
 use crate::{bail_usage, usage};
 use anyhow::Context;
 use clap::Args;
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
@@ -92,18 +93,18 @@ fn analyze_main(a: &TraceArgs, file: &Path) -> anyhow::Result<i32> {
     let t = format::read_file(file)?;
     let layout = a.physical.then(|| analyze::layout_of(&t));
     let an = analyze::analyze_on(&t, region, stripe, layout.as_ref())?;
-    if a.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&an)?);
-    } else {
-        crate::outln!("trace {}", file.display());
-        crate::out!("{}", analyze::format_text(&an));
-        if let Some(n) = a.list {
-            crate::outln!();
-            // Streamed: a long listing is never held in memory whole.
-            let mut out = FmtToIo(std::io::BufWriter::new(std::io::stdout().lock()));
-            let _ = analyze::write_listing(&mut out, &t, n, stripe, layout.as_ref());
-            let _ = std::io::Write::flush(&mut out.0);
-        }
+    let format = if a.json { Format::Json } else { Format::Text };
+    let shown = TraceAnalysis {
+        file,
+        analysis: &an,
+    };
+    crate::out!("{}", shown.render(format));
+    if let (Format::Text, Some(n)) = (format, a.list) {
+        crate::outln!();
+        // Streamed: a long listing is never held in memory whole.
+        let mut out = FmtToIo(std::io::BufWriter::new(std::io::stdout().lock()));
+        let _ = crate::report::trace::write_listing(&mut out, &t, n, stripe, layout.as_ref());
+        let _ = std::io::Write::flush(&mut out.0);
     }
     Ok(0)
 }
@@ -211,11 +212,14 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
     }
     let conv = strace::parse_log_from(std::io::BufReader::new(log_file), seeded)
         .with_context(|| format!("reading strace's log {}", log.0.display()))?;
-    crate::cli::output::write_with(&a.output, false, |w| match fmt {
+    crate::output::write_with(&a.output, false, |w| match fmt {
         format::TraceFormat::Csv => format::to_csv(&conv.trace, w),
         format::TraceFormat::Bin => format::to_bin(&conv.trace, w),
     })?;
-    eprint!("{}", summary(&conv, &a.output));
+    eprint!(
+        "{}",
+        crate::report::trace::capture_summary(&conv, &a.output)
+    );
     match stopped {
         // Detaching from a process on request is a success: the trace covers the time asked
         // for (the README's way to stop `trace --pid` is Ctrl-C).
@@ -387,37 +391,4 @@ impl Drop for TempLog {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
-}
-
-/// `tusc -c`-style call counts, then what went into the trace.
-fn summary(conv: &strace::Converter, out: &Path) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:<12} {:>10} {:>10} {:>8}",
-        "syscall", "seconds", "calls", "errors"
-    );
-    let (mut calls, mut secs) = (0u64, 0f64);
-    for (name, (n, err, sec)) in &conv.counts {
-        let _ = writeln!(s, "{name:<12} {sec:>10.6} {n:>10} {err:>8}");
-        calls += n;
-        secs += sec;
-    }
-    let _ = writeln!(s, "{:<12} {secs:>10.6} {calls:>10}", "total");
-    let t = &conv.trace;
-    let data = t.records.iter().filter(|r| r.op.is_data()).count();
-    let _ = writeln!(
-        s,
-        "trace: {} records ({} reads/writes) on {} file(s) -> {}{}",
-        t.records.len(),
-        data,
-        t.files.len(),
-        out.display(),
-        if conv.skipped_lines > 0 {
-            format!(" ({} strace lines not understood)", conv.skipped_lines)
-        } else {
-            String::new()
-        }
-    );
-    s
 }

@@ -9,8 +9,8 @@ pub fn main(args: &[String]) -> anyhow::Result<i32> {
         crate::out!("{}", crate::vx::HELP);
         return Ok(0);
     }
-    super::output::check_output(cmd.output.as_deref(), cmd.job.force)?;
-    let observer = super::observe::Observer::start(&observe, &cmd.job)?;
+    crate::output::check_output(cmd.output.as_deref(), cmd.job.force)?;
+    let observer = crate::observe::Observer::start(&observe.settings()?, &cmd.job)?;
     let outcome = crate::runner::run(&cmd.job)?;
     let mut result = RunResult::from_outcome(&cmd.job, &outcome);
     observer.finish(&mut result, outcome.elapsed_s)?;

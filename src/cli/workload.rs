@@ -7,7 +7,7 @@
 //! fsbench workload my-app.f --output res.json
 //! ```
 
-use crate::report::Format;
+use crate::report::{Format, Runs};
 use crate::workload::personalities::{defaults, find, PERSONALITIES, VARIANTS};
 use crate::workload::run::{execute, Options};
 use crate::workload::Source;
@@ -134,7 +134,7 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
             "unexpected argument '{x}': options come after the workload name, e.g. -D nfiles=100"
         );
     }
-    let format = Format::parse(&a.output_format)?;
+    let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
     let time = a
         .time
         .as_deref()
@@ -205,15 +205,16 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
         lines_to_stdout: format == Format::Text,
         stall_after,
     };
-    crate::cli::output::check_output(a.output.as_deref(), false)?;
+    crate::output::check_output(a.output.as_deref(), false)?;
     let result = execute(&src, &model, &opts)?;
     match format {
-        Format::Text => crate::out!("{}", result.text()),
         Format::Json => crate::outln!("{}", serde_json::to_string_pretty(&result)?),
         Format::Csv => crate::out!("{}", result.csv()),
+        // The formats of results, as parsed above: the rest is text.
+        _ => crate::out!("{}", result.text()),
     }
     if let Some(p) = &a.output {
-        crate::cli::output::write_json(p, &result)?;
+        crate::output::write_json(p, &result)?;
     }
     Ok(result.exit_code())
 }

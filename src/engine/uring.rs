@@ -20,7 +20,7 @@ use crate::job::{CachePolicy, Job};
 use crate::stats::SyscallCounts;
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{BorrowedFd, RawFd};
 use std::time::Duration;
 
 /// io_uring_enter flag: process and post completions (include/uapi/linux/io_uring.h).
@@ -466,19 +466,42 @@ impl Drop for UringEngine {
     }
 }
 
+/// What [`preflight`] checks: the ring every worker will build and the targets it will
+/// serve, described at the engine's level (the runner fills it from its plan).
+pub struct RingCheck<'a> {
+    /// Ring entries per worker: the I/Os a thread can have in flight.
+    pub depth: u32,
+    pub block_size: u64,
+    pub sqpoll: bool,
+    pub hipri: bool,
+    /// The cache policy the run uses (block devices turn buffered into raw).
+    pub cache: CachePolicy,
+    pub targets: Vec<RingTarget<'a>>,
+    /// An open descriptor of the first target, to try registering it as a fixed file.
+    pub first_file: Option<BorrowedFd<'a>>,
+}
+
+/// One target as the ring will see it.
+pub struct RingTarget<'a> {
+    pub path: &'a std::path::Path,
+    /// Bytes the job's offsets fall in.
+    pub size: u64,
+    /// Direct-I/O alignment (offset and length).
+    pub dio_align: u64,
+}
+
 /// Check, before any worker starts, that io_uring can run this job, and describe what the
 /// engine will use. Errors name the missing feature and what to do instead.
-pub fn preflight(job: &Job, plan: &crate::runner::Plan) -> anyhow::Result<Vec<String>> {
+pub fn preflight(c: &RingCheck) -> anyhow::Result<Vec<String>> {
     let mut notes = Vec::new();
-    let depth = job.effective_depth();
-    if job.hipri && !all_direct(plan.cache, job.block_size, plan) {
+    if c.hipri && !all_direct(c) {
         crate::bail_usage!(
             "--hipri polls for completions, which only direct I/O delivers: use --cache direct, concurrent or raw with an I/O size that is a multiple of the device block size (got {})",
-            plan.cache.name()
+            c.cache.name()
         );
     }
-    let (ring, setup) = build_ring(depth, job.sqpoll, job.hipri)
-        .map_err(|e| anyhow::anyhow!("{}", setup_error(e, job.sqpoll, job.hipri)))?;
+    let (ring, setup) = build_ring(c.depth, c.sqpoll, c.hipri)
+        .map_err(|e| anyhow::anyhow!("{}", setup_error(e, c.sqpoll, c.hipri)))?;
     let mut probe = Probe::new();
     if ring.submitter().register_probe(&mut probe).is_err() {
         anyhow::bail!(
@@ -492,7 +515,7 @@ pub fn preflight(job: &Job, plan: &crate::runner::Plan) -> anyhow::Result<Vec<St
     }
     let fixed_ops =
         probe.is_supported(opcode::ReadFixed::CODE) && probe.is_supported(opcode::WriteFixed::CODE);
-    let pool = BufferPool::new(depth as usize, job.block_size as usize, 1)?;
+    let pool = BufferPool::new(c.depth as usize, c.block_size as usize, 1)?;
     let buffers = if !fixed_ops {
         "plain buffers (kernel lacks READ_FIXED/WRITE_FIXED)".to_string()
     } else {
@@ -504,12 +527,10 @@ pub fn preflight(job: &Job, plan: &crate::runner::Plan) -> anyhow::Result<Vec<St
         }
     };
     let mut files = "registered files";
-    if let Some(t) = plan.targets.first() {
-        if let Ok(f) = crate::runner::mark::open_existing(&t.path, false, job.force) {
-            use std::os::fd::AsRawFd;
-            if ring.submitter().register_files(&[f.as_raw_fd()]).is_err() {
-                files = "plain descriptors (registering files failed)";
-            }
+    if let Some(fd) = c.first_file {
+        use std::os::fd::AsRawFd;
+        if ring.submitter().register_files(&[fd.as_raw_fd()]).is_err() {
+            files = "plain descriptors (registering files failed)";
         }
     }
     let mut flags = Vec::new();
@@ -530,16 +551,16 @@ pub fn preflight(job: &Job, plan: &crate::runner::Plan) -> anyhow::Result<Vec<St
         if flags.is_empty() { "" } else { ", " },
         flags.join(", ")
     ));
-    if job.hipri {
-        for t in &plan.targets {
-            polled_read_test(job, &t.path, t.size, t.dio_align)?;
+    if c.hipri {
+        for t in &c.targets {
+            polled_read_test(c, t.path, t.size, t.dio_align)?;
         }
-        for t in &plan.targets {
-            let poll = crate::probe::sysfs_block_dir(&t.path)
+        for t in &c.targets {
+            let poll = crate::probe::sysfs_block_dir(t.path)
                 .and_then(|d| std::fs::read_to_string(d.join("queue/io_poll")).ok())
                 .or_else(|| {
                     // A partition's queue settings live in its parent's directory.
-                    crate::probe::sysfs_block_dir(&t.path)
+                    crate::probe::sysfs_block_dir(t.path)
                         .and_then(|d| std::fs::read_to_string(d.join("../queue/io_poll")).ok())
                 });
             if poll.as_deref().map(str::trim) == Some("0") {
@@ -557,7 +578,7 @@ pub fn preflight(job: &Job, plan: &crate::runner::Plan) -> anyhow::Result<Vec<St
 /// theirs: devices without polling support fail every polled I/O with EOPNOTSUPP, which is
 /// better said once before the run than as an I/O error in every worker.
 fn polled_read_test(
-    job: &Job,
+    c: &RingCheck,
     path: &std::path::Path,
     size: u64,
     align: u64,
@@ -573,9 +594,12 @@ fn polled_read_test(
     if size < len {
         return Ok(());
     }
+    // A one-entry ring with the job's ring features, built the way a worker builds its own.
     let probe_job = Job {
         queue_depth: 1,
-        ..job.clone()
+        sqpoll: c.sqpoll,
+        hipri: c.hipri,
+        ..Job::default()
     };
     let handles = vec![FileHandles {
         fds: [-1, f.as_raw_fd(), -1],
@@ -611,14 +635,14 @@ fn polled_read_test(
 }
 
 /// True when every I/O of the job goes direct (what polled completions need).
-fn all_direct(policy: CachePolicy, bs: u64, plan: &crate::runner::Plan) -> bool {
+fn all_direct(c: &RingCheck) -> bool {
     matches!(
-        policy,
+        c.cache,
         CachePolicy::Direct | CachePolicy::Concurrent | CachePolicy::Raw
-    ) && plan
+    ) && c
         .targets
         .iter()
-        .all(|t| bs.is_multiple_of(t.dio_align.max(1)))
+        .all(|t| c.block_size.is_multiple_of(t.dio_align.max(1)))
 }
 
 #[cfg(test)]

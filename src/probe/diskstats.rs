@@ -387,57 +387,6 @@ pub fn push_samples(
     }
 }
 
-/// `sar -d`-style table of a series: one line per device per interval, then averages.
-pub fn format_table(series: &IostatSeries) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:>8} {:<10} {:>8} {:>8} {:>10} {:>10} {:>7} {:>8} {:>8} {:>8} {:>6}",
-        "t_s",
-        "device",
-        "r/s",
-        "w/s",
-        "rKB/s",
-        "wKB/s",
-        "avque",
-        "await",
-        "avwait",
-        "avserv",
-        "%busy"
-    );
-    let row = |s: &mut String, label: &str, x: &DeviceSample| {
-        let _ = writeln!(
-            s,
-            "{:>8} {:<10} {:>8.1} {:>8.1} {:>10.1} {:>10.1} {:>7.2} {:>8.2} {:>8.2} {:>8.2} {:>6.1}",
-            label,
-            x.device,
-            x.reads_per_sec,
-            x.writes_per_sec,
-            x.read_kb_per_sec,
-            x.write_kb_per_sec,
-            x.avg_queue,
-            x.await_ms,
-            x.avwait_ms,
-            x.avserv_ms,
-            x.util_pct
-        );
-    };
-    for x in &series.samples {
-        row(&mut s, &format!("{:.1}", x.t_s - series.run_start_s), x);
-    }
-    let mut names: Vec<&str> = series.samples.iter().map(|x| x.device.as_str()).collect();
-    names.sort();
-    names.dedup();
-    for n in names {
-        let these: Vec<&DeviceSample> = series.samples.iter().filter(|x| x.device == n).collect();
-        if let Some(avg) = average(&these) {
-            row(&mut s, "Average", &avg);
-        }
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

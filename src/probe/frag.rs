@@ -136,63 +136,6 @@ pub fn report(root: &Path, top: usize) -> std::io::Result<FragReport> {
     Ok(r)
 }
 
-pub fn format_text(r: &FragReport) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let _ = writeln!(s, "Extent fragmentation report for {}", r.root);
-    let _ = writeln!(
-        s,
-        "  files {}  total {}  extents {}  average extents per file {:.2}  average extent {}",
-        r.files,
-        crate::units::format_bytes(r.total_bytes as f64),
-        r.total_extents,
-        r.avg_extents_per_file,
-        crate::units::format_bytes(r.avg_extent_bytes)
-    );
-    let hist: Vec<String> = r
-        .histogram
-        .iter()
-        .map(|(k, n)| format!("{k}: {n}"))
-        .collect();
-    let _ = writeln!(s, "  files by extent count  {}", hist.join("  "));
-    if !r.worst.is_empty() {
-        let _ = writeln!(s, "  most fragmented:");
-        let _ = writeln!(
-            s,
-            "  {:>8} {:>12} {:>12}  file",
-            "extents", "size", "per extent"
-        );
-        for f in &r.worst {
-            let _ = writeln!(
-                s,
-                "  {:>8} {:>12} {:>12}  {}{}",
-                f.extents,
-                crate::units::format_bytes(f.size_bytes as f64),
-                crate::units::format_bytes(if f.extents > 0 {
-                    f.size_bytes as f64 / f.extents as f64
-                } else {
-                    0.0
-                }),
-                f.path,
-                if f.unwritten_extents > 0 {
-                    format!(" ({} unwritten)", f.unwritten_extents)
-                } else {
-                    String::new()
-                }
-            );
-        }
-    }
-    if r.errors > 0 {
-        let _ = writeln!(
-            s,
-            "  {} file(s) could not be mapped; first: {}",
-            r.errors,
-            r.first_error.as_deref().unwrap_or("")
-        );
-    }
-    s
-}
-
 /// The `extents` probe of a run: extent count of each regular-file target, measured after
 /// the I/O and before any removal.
 pub fn extents_probe(paths: &[&Path]) -> serde_json::Value {
@@ -257,6 +200,5 @@ mod tests {
         assert_eq!(r.worst[0].extents, 16);
         assert!(r.worst[1].extents >= 1);
         assert_eq!(r.histogram.iter().map(|h| h.1).sum::<u64>(), 2);
-        assert!(format_text(&r).contains("holey"));
     }
 }

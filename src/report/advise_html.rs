@@ -1,5 +1,5 @@
-//! `fsbench advise` as HTML: a section (embedded in `fsbench report` when an advise JSON is
-//! among its inputs) or a self-contained page (`fsbench advise PATH --format html`). The
+//! `fsbench advise` as an HTML section, embedded in `fsbench report` when an advise JSON is
+//! among its inputs, or in the page of its own that [`super::html::advise_page`] makes. The
 //! topology, the derived tunables and where each came from, the checks with the commands that
 //! change them, and with `--measure` the charts of the measurements each recommendation rests
 //! on: throughput by I/O size buffered vs direct, for reads and for writes, and by streams.
@@ -14,7 +14,7 @@ use crate::units::format_size_exact as sz;
 use std::fmt::Write;
 
 /// Extra rules on top of the report's style sheet (status colours, commands).
-const STYLE_EXTRA: &str = "td.warn{color:#b00;font-weight:bold}td.info{color:#a60}td.ok{color:#270}code{font-size:12px;background:#f6f6f6;padding:1px 3px}td.src{text-align:left;font-size:12px}td.val{white-space:nowrap}td.src ul{margin:2px 0;padding-left:16px;color:#555}h3{font-size:16px;margin-top:22px}";
+pub const STYLE_EXTRA: &str = "td.warn{color:#b00;font-weight:bold}td.info{color:#a60}td.ok{color:#270}code{font-size:12px;background:#f6f6f6;padding:1px 3px}td.src{text-align:left;font-size:12px}td.val{white-space:nowrap}td.src ul{margin:2px 0;padding-left:16px;color:#555}h3{font-size:16px;margin-top:22px}";
 
 /// The Advice documents among JSON values: `kind: "advise"`. Anything else is not advice.
 pub fn is_advice(v: &serde_json::Value) -> bool {
@@ -482,17 +482,6 @@ pub fn section(a: &Advice, id: &str) -> String {
     out
 }
 
-/// A self-contained page: `fsbench advise PATH --format html`.
-pub fn page(a: &Advice) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>fsbench advise: {t}</title><style>{style}{STYLE_EXTRA}</style></head><body><h1>fsbench advise: {t}</h1><p class=\"meta\">fsbench {v}</p>{s}</body></html>\n",
-        t = esc(&a.topology.path),
-        style = super::html::STYLE,
-        v = env!("CARGO_PKG_VERSION"),
-        s = section(a, &anchor(0))
-    )
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -562,7 +551,7 @@ pub(crate) mod tests {
             vec![Some(1500.0), Some(2500.0), Some(3000.0), Some(3050.0)]
         );
         assert!(s.x_label.contains("read 1m"));
-        let html = page(&a);
+        let html = section(&a, "a");
         assert_eq!(html.matches("<svg class=\"chart line\"").count(), 3);
         // 2 directions x 2 modes x 4 sizes + 2 directions x 4 stream counts.
         assert_eq!(html.matches("class=\"pt\"").count(), 16 + 8);
@@ -578,7 +567,7 @@ pub(crate) mod tests {
         let probe = crate::probe::topology::SysfsProbe::default();
         let topo = crate::probe::topology::Topology::of_path(std::path::Path::new("/"), &probe);
         let a = crate::advise::from_topology(topo);
-        let html = page(&a);
+        let html = section(&a, "a");
         assert!(html.contains("--measure"));
         assert!(!html.contains("<svg"));
         assert!(html.contains("Topology") && html.contains("<code>read_pref_io</code>"));
@@ -634,7 +623,7 @@ pub(crate) mod tests {
             at[path.last().unwrap()] = value;
             if is_advice(&v) {
                 if let Ok(a) = parse(v, "p.json") {
-                    proptest::prop_assert!(page(&a).ends_with("</html>\n"));
+                    proptest::prop_assert!(section(&a, "a").ends_with("</section>"));
                 }
             }
         }

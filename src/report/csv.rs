@@ -1,11 +1,9 @@
 //! CSV: one row per scope (total, each user, each thread with per-thread output), units in the
 //! column names.
 
-use super::{Exporter, ReportOptions};
+use super::ReportOptions;
 use crate::result::RunResult;
 use crate::stats::StatsReport;
-
-pub struct CsvExporter;
 
 pub const HEADER: &str = "name,status,scope,user,thread,target,access,block_size_bytes,cache,engine,queue_depth,threads_per_user,users,ops,bytes,elapsed_s,bytes_per_sec,iops,cpu_user_s,cpu_sys_s,cpu_s,cpu_us_per_op,lat_min_ns,lat_mean_ns,lat_p50_ns,lat_p90_ns,lat_p99_ns,lat_p99_9_ns,lat_max_ns,buffered_fallback_ops,errors";
 
@@ -63,41 +61,40 @@ fn row(
     )
 }
 
-impl Exporter for CsvExporter {
-    fn export(&self, results: &[RunResult], opts: &ReportOptions) -> String {
-        let mut out = String::from(HEADER);
+/// The results as CSV rows.
+pub fn render(results: &[RunResult], opts: &ReportOptions) -> String {
+    let mut out = String::from(HEADER);
+    out.push('\n');
+    for r in results {
+        out += &row(r, "total", "", "", "", &r.total);
         out.push('\n');
-        for r in results {
-            out += &row(r, "total", "", "", "", &r.total);
+        if opts.summary_only {
+            continue;
+        }
+        for u in &r.users {
+            out += &row(
+                r,
+                "user",
+                &(u.user + 1).to_string(),
+                "",
+                &u.target,
+                &u.stats,
+            );
             out.push('\n');
-            if opts.summary_only {
-                continue;
-            }
-            for u in &r.users {
-                out += &row(
-                    r,
-                    "user",
-                    &(u.user + 1).to_string(),
-                    "",
-                    &u.target,
-                    &u.stats,
-                );
-                out.push('\n');
-                if opts.per_thread {
-                    for t in &u.threads {
-                        out += &row(
-                            r,
-                            "thread",
-                            &(u.user + 1).to_string(),
-                            &(t.thread + 1).to_string(),
-                            &u.target,
-                            &t.stats,
-                        );
-                        out.push('\n');
-                    }
+            if opts.per_thread {
+                for t in &u.threads {
+                    out += &row(
+                        r,
+                        "thread",
+                        &(u.user + 1).to_string(),
+                        &(t.thread + 1).to_string(),
+                        &u.target,
+                        &t.stats,
+                    );
+                    out.push('\n');
                 }
             }
         }
-        out
     }
+    out
 }

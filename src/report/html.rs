@@ -1,6 +1,8 @@
-//! One self-contained HTML report (no scripts, no external files): per study the paper-shaped
-//! table and SVG charts of each metric against the swept axis, and, when a baseline target is
-//! named, charts normalised to it (baseline = 0).
+//! The self-contained HTML pages (no scripts, no external files). The report: per study the
+//! paper-shaped table and SVG charts of each metric against the swept axis, and, when a
+//! baseline target is named, charts normalised to it (baseline = 0); advise and device
+//! statistics sections come from [`super::advise_html`] and [`super::iostat_html`]. And the
+//! page of `fsbench advise --format html` around its section.
 
 use super::svg::{self, esc, ChartData, Series};
 use super::table::{format_cell, Shaped};
@@ -425,6 +427,17 @@ pub fn render_with_advice(
     s
 }
 
+/// The page of `fsbench advise PATH --format html`: the advise section with the report's style.
+pub fn advise_page(a: &crate::advise::Advice) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>fsbench advise: {t}</title><style>{STYLE}{extra}</style></head><body><h1>fsbench advise: {t}</h1><p class=\"meta\">fsbench {v}</p>{s}</body></html>\n",
+        t = esc(&a.topology.path),
+        extra = super::advise_html::STYLE_EXTRA,
+        v = env!("CARGO_PKG_VERSION"),
+        s = super::advise_html::section(a, &super::advise_html::anchor(0))
+    )
+}
+
 fn anchor(t: &Shaped) -> String {
     format!(
         "study-{}",
@@ -498,5 +511,18 @@ mod tests {
             html.contains(">zfs</text>") && html.contains(">vxfs</text>"),
             "short legend names"
         );
+    }
+
+    #[test]
+    fn the_advise_page_wraps_its_section_in_the_report_style() {
+        let a = crate::report::advise_html::tests::measured_advice();
+        let page = advise_page(&a);
+        assert!(page.starts_with("<!DOCTYPE html>\n<html lang=\"en\"><head>"));
+        assert!(page.contains(&format!(
+            "<style>{STYLE}{}</style>",
+            crate::report::advise_html::STYLE_EXTRA
+        )));
+        assert!(page.contains(&crate::report::advise_html::section(&a, "advise-0")));
+        assert!(page.ends_with("</section></body></html>\n"));
     }
 }

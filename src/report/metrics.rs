@@ -2,6 +2,7 @@
 //! label with units, and which direction is better (for `compare`).
 
 use crate::result::RunResult;
+use crate::units::RateUnit;
 
 #[derive(Debug)]
 pub struct Metric {
@@ -23,14 +24,14 @@ pub const METRICS: &[Metric] = &[
         label: "KB/s",
         decimals: 0,
         higher_is_better: true,
-        get: |r| Some(r.total.bytes_per_sec / 1024.0),
+        get: |r| Some(RateUnit::KiloBytes.convert(r.total.bytes_per_sec)),
     },
     Metric {
         key: "mb_per_s",
         label: "MB/s",
         decimals: 2,
         higher_is_better: true,
-        get: |r| Some(r.total.bytes_per_sec / 1048576.0),
+        get: |r| Some(RateUnit::MegaBytes.convert(r.total.bytes_per_sec)),
     },
     Metric {
         key: "cpu_s",
@@ -134,4 +135,22 @@ pub const DEFAULT_METRICS: &[&str] = &["kb_per_s", "cpu_s", "iops", "lat_ms"];
 
 pub fn keys() -> Vec<&'static str> {
     METRICS.iter().map(|m| m.key).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::suite;
+
+    #[test]
+    fn every_metric_a_shipped_suite_names_exists() {
+        for (name, _) in suite::EMBEDDED {
+            let r = suite::resolve(suite::find(name).unwrap(), None).unwrap();
+            for s in &r.studies {
+                for m in &s.study().table.metrics {
+                    assert!(find(m).is_some(), "{name}: unknown metric {m}");
+                }
+            }
+        }
+    }
 }

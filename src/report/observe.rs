@@ -2,7 +2,7 @@
 //! context switches and faults (the backup study's `tusc -c` view), the device samples of
 //! `--iostat`, the trace written by `--trace`, and the extents of the files a run wrote.
 
-use crate::probe::diskstats::{self, IostatSeries};
+use crate::probe::diskstats::IostatSeries;
 use crate::result::RunResult;
 use crate::stats::StatsReport;
 use std::fmt::Write;
@@ -68,7 +68,7 @@ pub fn probe_sections(r: &RunResult) -> String {
             if let Some(n) = v.get("note").and_then(|n| n.as_str()) {
                 let _ = writeln!(out, "note: {n}");
             }
-            out.push_str(&diskstats::format_table(&series));
+            out.push_str(&super::iostat::table(&series));
         }
     }
     if let Some(v) = r.probes.get("trace") {

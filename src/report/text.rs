@@ -1,13 +1,11 @@
 //! vxbench-style text: one line per user (per thread with -v), a total line, and the latency
 //! percentiles vxbench never had. CPU is shown the white paper's way: sys + user = CPU seconds.
 
-use super::{Exporter, ReportOptions};
+use super::ReportOptions;
 use crate::result::RunResult;
 use crate::stats::StatsReport;
 use crate::units::{format_ns, format_size_exact};
 use std::fmt::Write;
-
-pub struct TextExporter;
 
 fn line(label: &str, s: &StatsReport, opts: &ReportOptions) -> String {
     format!(
@@ -73,45 +71,44 @@ fn rate_label(j: &crate::job::Job) -> String {
     format!("{} {scope}", parts.join(" and "))
 }
 
-impl Exporter for TextExporter {
-    fn export(&self, results: &[RunResult], opts: &ReportOptions) -> String {
-        let mut out = String::new();
-        for r in results {
-            let _ = writeln!(out, "{}", header(r));
-            for n in &r.notes {
-                let _ = writeln!(out, "note: {n}");
-            }
-            if !opts.summary_only {
-                for u in &r.users {
-                    if opts.per_thread {
-                        for t in &u.threads {
-                            let label =
-                                format!("user {:>3} thread {:>3}:", u.user + 1, t.thread + 1);
-                            let _ = writeln!(out, "{}", line(&label, &t.stats, opts));
-                        }
-                    }
-                    if r.users.len() > 1 || opts.per_thread || r.job.threads > 1 {
-                        let label = format!("user {:>3}:", u.user + 1);
-                        let _ = writeln!(out, "{}", line(&label, &u.stats, opts));
+/// The results as vxbench-style text.
+pub fn render(results: &[RunResult], opts: &ReportOptions) -> String {
+    let mut out = String::new();
+    for r in results {
+        let _ = writeln!(out, "{}", header(r));
+        for n in &r.notes {
+            let _ = writeln!(out, "note: {n}");
+        }
+        if !opts.summary_only {
+            for u in &r.users {
+                if opts.per_thread {
+                    for t in &u.threads {
+                        let label = format!("user {:>3} thread {:>3}:", u.user + 1, t.thread + 1);
+                        let _ = writeln!(out, "{}", line(&label, &t.stats, opts));
                     }
                 }
+                if r.users.len() > 1 || opts.per_thread || r.job.threads > 1 {
+                    let label = format!("user {:>3}:", u.user + 1);
+                    let _ = writeln!(out, "{}", line(&label, &u.stats, opts));
+                }
             }
-            let _ = writeln!(out, "{}", line("total:", &r.total, opts));
-            let l = &r.total.lat_ns;
+        }
+        let _ = writeln!(out, "{}", line("total:", &r.total, opts));
+        let l = &r.total.lat_ns;
+        let _ = writeln!(
+            out,
+            "latency: min {} mean {} p50 {} p90 {} p99 {} p99.9 {} max {}",
+            format_ns(l.min as f64),
+            format_ns(l.mean),
+            format_ns(l.p50 as f64),
+            format_ns(l.p90 as f64),
+            format_ns(l.p99 as f64),
+            format_ns(l.p99_9 as f64),
+            format_ns(l.max as f64)
+        );
+        if r.job.rate.iops.is_some() || r.job.rate.bytes_per_sec.is_some() {
+            let l = &r.total.sched_lat_ns;
             let _ = writeln!(
-                out,
-                "latency: min {} mean {} p50 {} p90 {} p99 {} p99.9 {} max {}",
-                format_ns(l.min as f64),
-                format_ns(l.mean),
-                format_ns(l.p50 as f64),
-                format_ns(l.p90 as f64),
-                format_ns(l.p99 as f64),
-                format_ns(l.p99_9 as f64),
-                format_ns(l.max as f64)
-            );
-            if r.job.rate.iops.is_some() || r.job.rate.bytes_per_sec.is_some() {
-                let l = &r.total.sched_lat_ns;
-                let _ = writeln!(
                     out,
                     "latency from the intended issue time (rate {}): p50 {} p90 {} p99 {} p99.9 {} max {}",
                     rate_label(&r.job),
@@ -121,63 +118,62 @@ impl Exporter for TextExporter {
                     format_ns(l.p99_9 as f64),
                     format_ns(l.max as f64)
                 );
+        }
+        if r.job.queue_depth > 1 {
+            let depths: Vec<String> = r
+                .total
+                .inflight_pct
+                .iter()
+                .filter(|(_, pct)| *pct > 0.0)
+                .map(|(name, pct)| format!("{name}: {pct:.1}%"))
+                .collect();
+            let _ = writeln!(out, "in flight at submission: {}", depths.join(", "));
+        }
+        let t = &r.total;
+        let _ = writeln!(
+            out,
+            "ops: {} ({} read, {} write), {} bytes, {:.1} syscalls/s{}{}",
+            t.ops,
+            t.read_ops,
+            t.write_ops,
+            t.bytes,
+            t.syscalls_per_sec,
+            if t.buffered_fallback_ops > 0 {
+                format!(
+                    ", {} misaligned direct I/Os done as dsync buffered I/O",
+                    t.buffered_fallback_ops
+                )
+            } else {
+                String::new()
+            },
+            if t.direct_ops > 0
+                && matches!(r.plan.cache, crate::job::CachePolicy::Discovered { .. })
+            {
+                format!(", {} I/Os went direct", t.direct_ops)
+            } else {
+                String::new()
             }
-            if r.job.queue_depth > 1 {
-                let depths: Vec<String> = r
-                    .total
-                    .inflight_pct
-                    .iter()
-                    .filter(|(_, pct)| *pct > 0.0)
-                    .map(|(name, pct)| format!("{name}: {pct:.1}%"))
-                    .collect();
-                let _ = writeln!(out, "in flight at submission: {}", depths.join(", "));
+        );
+        out.push_str(&super::observe::syscall_lines(t));
+        out.push_str(&super::observe::probe_sections(r));
+        match r.status {
+            crate::runner::RunStatus::Complete => {}
+            crate::runner::RunStatus::Partial => {
+                let _ = writeln!(
+                    out,
+                    "status: PARTIAL (interrupted): the figures cover what was done"
+                );
             }
-            let t = &r.total;
-            let _ = writeln!(
-                out,
-                "ops: {} ({} read, {} write), {} bytes, {:.1} syscalls/s{}{}",
-                t.ops,
-                t.read_ops,
-                t.write_ops,
-                t.bytes,
-                t.syscalls_per_sec,
-                if t.buffered_fallback_ops > 0 {
-                    format!(
-                        ", {} misaligned direct I/Os done as dsync buffered I/O",
-                        t.buffered_fallback_ops
-                    )
-                } else {
-                    String::new()
-                },
-                if t.direct_ops > 0
-                    && matches!(r.plan.cache, crate::job::CachePolicy::Discovered { .. })
-                {
-                    format!(", {} I/Os went direct", t.direct_ops)
-                } else {
-                    String::new()
-                }
-            );
-            out.push_str(&super::observe::syscall_lines(t));
-            out.push_str(&super::observe::probe_sections(r));
-            match r.status {
-                crate::runner::RunStatus::Complete => {}
-                crate::runner::RunStatus::Partial => {
-                    let _ = writeln!(
-                        out,
-                        "status: PARTIAL (interrupted): the figures cover what was done"
-                    );
-                }
-                crate::runner::RunStatus::Failed => {
-                    let _ = writeln!(
-                        out,
-                        "status: FAILED: the figures cover what was done before the error"
-                    );
-                }
-            }
-            for f in &r.failures {
-                let _ = writeln!(out, "error: {f}");
+            crate::runner::RunStatus::Failed => {
+                let _ = writeln!(
+                    out,
+                    "status: FAILED: the figures cover what was done before the error"
+                );
             }
         }
-        out
+        for f in &r.failures {
+            let _ = writeln!(out, "error: {f}");
+        }
     }
+    out
 }

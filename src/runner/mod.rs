@@ -68,6 +68,34 @@ impl RunOutcome {
     }
 }
 
+/// The io_uring checks before the run, on the ring and targets this job will use.
+fn uring_preflight(job: &Job, plan: &target::Plan) -> Result<Vec<String>> {
+    use crate::engine::uring::{preflight, RingCheck, RingTarget};
+    use std::os::fd::AsFd;
+    // Opened like every target: no final symbolic link followed unless --force.
+    let first = plan
+        .targets
+        .first()
+        .and_then(|t| mark::open_existing(&t.path, false, job.force).ok());
+    preflight(&RingCheck {
+        depth: job.effective_depth(),
+        block_size: job.block_size,
+        sqpoll: job.sqpoll,
+        hipri: job.hipri,
+        cache: plan.cache,
+        targets: plan
+            .targets
+            .iter()
+            .map(|t| RingTarget {
+                path: &t.path,
+                size: t.size,
+                dio_align: t.dio_align,
+            })
+            .collect(),
+        first_file: first.as_ref().map(|f| f.as_fd()),
+    })
+}
+
 /// Run one Job from start to end: prepare, time, clean up.
 ///
 /// A refusal before any I/O (what the user named, or its state) is a usage error. An error
@@ -93,7 +121,7 @@ pub fn run(job: &Job) -> Result<RunOutcome> {
         cleanup.finish();
     };
     if job.engine == crate::job::EngineKind::Uring {
-        match crate::engine::uring::preflight(job, &plan) {
+        match uring_preflight(job, &plan) {
             Ok(notes) => plan.notes.extend(notes),
             Err(e) => {
                 abandon(&mut cleanup);

@@ -289,7 +289,7 @@ pub struct Ctx {
     pub out_dir: PathBuf,
     /// The results directory, opened, marked and locked for the whole run; every record and
     /// report is written through it.
-    pub results: crate::cli::output::ResultsDir,
+    pub results: crate::output::ResultsDir,
     /// `--force`: replace files fsbench did not write and points stored with other settings.
     pub force: bool,
     pub repeat: u32,
@@ -308,7 +308,7 @@ pub struct Ctx {
     /// Global point counter, so records of a suite sort in run order.
     pub next_index: usize,
     /// `--iostat INTERVAL`: sample the devices under each point's targets during its run.
-    pub iostat: Option<String>,
+    pub iostat: Option<std::time::Duration>,
     /// What the run is, printed when the first point has been stored (see `announce`).
     pub banner: Option<String>,
 }
@@ -322,7 +322,7 @@ impl Ctx {
         force: bool,
         total_points: usize,
     ) -> anyhow::Result<Ctx> {
-        let results = crate::cli::output::ResultsDir::open(&out_dir, force)?;
+        let results = crate::output::ResultsDir::open(&out_dir, force)?;
         // The reports are rewritten at the end: refuse foreign ones before measuring.
         for name in ["report.html", "report.md", "suite.json"] {
             results.check(name)?;
@@ -579,11 +579,8 @@ pub fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow::Resul
         .map(|t| std::fs::symlink_metadata(t).is_ok())
         .collect();
     job.keep = true;
-    let observe = crate::cli::observe::ObserveArgs {
-        iostat: ctx.iostat.clone(),
-        ..Default::default()
-    };
-    let observer = crate::cli::observe::Observer::start(&observe, &job)?;
+    let observer =
+        crate::observe::Observer::start(&crate::observe::Observe::iostat(ctx.iostat), &job)?;
     let outcome = match crate::runner::run(&job) {
         Ok(o) => o,
         Err(e) if crate::error::is_usage(&e) => return Err(e),

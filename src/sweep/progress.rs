@@ -1,6 +1,7 @@
 //! The progress line of long runs: points done/total, the current point and an ETA, redrawn
 //! in place on a terminal (stderr) and silent when stderr is not a terminal.
 
+use crate::units::format_duration;
 use std::io::Write;
 use std::time::Instant;
 
@@ -16,18 +17,6 @@ pub struct Progress {
 pub fn stderr_is_tty() -> bool {
     // SAFETY: isatty only inspects the descriptor.
     unsafe { libc::isatty(2) == 1 }
-}
-
-/// `95 s` -> `1m35s`.
-pub fn format_eta(secs: f64) -> String {
-    let s = secs.max(0.0).round() as u64;
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
-    } else if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
-    }
 }
 
 impl Progress {
@@ -52,7 +41,7 @@ impl Progress {
             let per = self.started.elapsed().as_secs_f64() / self.done as f64;
             format!(
                 "ETA {}",
-                format_eta(per * (self.total.saturating_sub(self.done)) as f64)
+                format_duration(per * (self.total.saturating_sub(self.done)) as f64)
             )
         } else {
             "ETA ?".into()
@@ -105,10 +94,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn eta_and_line() {
-        assert_eq!(format_eta(95.0), "1m35s");
-        assert_eq!(format_eta(3.4), "3s");
-        assert_eq!(format_eta(7300.0), "2h01m");
+    fn line_counts_points_and_shows_the_eta() {
         let mut p = Progress::new(4);
         assert!(p.line("bs=64k").starts_with("[1/4] bs=64k  ETA ?"));
         p.finish_point();

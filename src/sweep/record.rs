@@ -132,7 +132,7 @@ impl Record {
 
     /// Write atomically through the one output writer (a foreign file there is refused).
     pub fn write(&self, path: &Path) -> anyhow::Result<()> {
-        crate::cli::output::write_file(path, self.to_json()?.as_bytes(), false)
+        crate::output::write_file(path, self.to_json()?.as_bytes(), false)
     }
 }
 

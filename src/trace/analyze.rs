@@ -4,11 +4,9 @@
 
 use super::{Trace, TraceOp, TraceRecord};
 use crate::error::UsageError;
-use crate::units::format_size_exact;
 use crate::usage;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 /// Where each traced file's data lies on its device (FIEMAP extents), by trace file index;
 /// `None` for files that could not be mapped. With it, stripe arithmetic uses device offsets
@@ -458,212 +456,8 @@ pub fn analyze_on(
     Ok(a)
 }
 
-/// The analysis as text.
-pub fn format_text(a: &Analysis) -> String {
-    let mut s = String::new();
-    let ops = a.reads + a.writes;
-    let _ = writeln!(
-        s,
-        "{} records over {:.3} s, {} thread(s); {} reads ({}), {} writes ({}); read share {:.1}% of I/Os",
-        a.records,
-        a.duration_s,
-        a.threads,
-        a.reads,
-        crate::units::format_bytes(a.read_bytes as f64),
-        a.writes,
-        crate::units::format_bytes(a.write_bytes as f64),
-        a.read_pct_of_ops
-    );
-    let _ = writeln!(
-        s,
-        "other calls: {} open, {} close, {} fsync/fdatasync; {} failed calls",
-        a.opens, a.closes, a.fsyncs, a.errors
-    );
-    let _ = writeln!(
-        s,
-        "pattern: {:.1}% sequential ({} sequential, {} random, {} first I/O to a file), mean I/O {}",
-        a.sequential_pct,
-        a.sequential,
-        a.random,
-        a.first,
-        crate::units::format_bytes(a.mean_io_bytes)
-    );
-    let _ = writeln!(
-        s,
-        "concurrency: at most {} call(s) in progress, {:.2} on average while busy",
-        a.max_in_flight, a.mean_in_flight
-    );
-    let _ = writeln!(
-        s,
-        "\nI/O sizes (up to):  {:>10} {:>10} {:>7}",
-        "reads", "writes", "share"
-    );
-    for b in &a.sizes {
-        let _ = writeln!(
-            s,
-            "  {:>16}  {:>10} {:>10} {:>6.1}%",
-            format_size_exact(b.max_bytes),
-            b.reads,
-            b.writes,
-            if ops > 0 {
-                (b.reads + b.writes) as f64 * 100.0 / ops as f64
-            } else {
-                0.0
-            }
-        );
-    }
-    let _ = writeln!(
-        s,
-        "\nfiles (busiest first; hot regions of {} each):",
-        format_size_exact(a.region_bytes)
-    );
-    for f in a.files.iter().take(20) {
-        let hot: Vec<String> = f
-            .hot_regions
-            .iter()
-            .map(|r| format!("@{} {:.0}%", format_size_exact(r.offset), r.share_pct))
-            .collect();
-        let _ =
-            writeln!(
-            s,
-            "  {}: {} reads {} writes, {} read {} written, {:.0}% sequential, offsets {}..{}{}{}",
-            f.file,
-            f.reads,
-            f.writes,
-            crate::units::format_bytes(f.read_bytes as f64),
-            crate::units::format_bytes(f.write_bytes as f64),
-            f.sequential_pct,
-            f.min_offset,
-            f.max_end,
-            if hot.is_empty() { String::new() } else { format!(", hot: {}", hot.join(", ")) },
-            if f.syncs > 0 { format!(", {} syncs", f.syncs) } else { String::new() }
-        );
-    }
-    if a.files.len() > 20 {
-        let _ = writeln!(s, "  ... and {} more files", a.files.len() - 20);
-    }
-    if let Some(st) = &a.stripe {
-        let spec = st.stripe.expect("a stripe report has its stripe");
-        let _ = writeln!(
-            s,
-            "\nstripe unit {} x {} columns: {} application I/Os become {} device I/Os ({:.2} each)",
-            format_size_exact(spec.unit_bytes),
-            spec.columns,
-            st.app_ios,
-            st.device_ios,
-            st.device_ios_per_app_io
-        );
-        for (k, n) in &st.split_histogram {
-            let _ = writeln!(s, "  {n:>10} I/Os became {k} device I/O(s)");
-        }
-        let cols: Vec<String> = st.per_column_ios.iter().map(|n| n.to_string()).collect();
-        let _ = writeln!(s, "  device I/Os per column: {}", cols.join(" "));
-        let _ = writeln!(
-            s,
-            "  offsets: {}",
-            if st.files_mapped_to_device > 0 {
-                format!(
-                    "device offsets (FIEMAP) for {} file(s), file offsets for the rest",
-                    st.files_mapped_to_device
-                )
-            } else {
-                "file offsets (the file is assumed to start on a stripe boundary; --physical maps existing files)".into()
-            }
-        );
-        if let Some((id, off, len, k)) = st.worst {
-            let _ = writeln!(
-                s,
-                "  largest split: I/O {id} at offset {off}, {} -> {k} device I/Os",
-                format_size_exact(len)
-            );
-        }
-    }
-    s
-}
-
-/// Device I/Os listed per application I/O; the rest of a larger split is summarised in one
-/// line (a 1 GiB read over a 512-byte stripe unit would otherwise be two million lines).
-pub const LISTED_PIECES_MAX: u64 = 1000;
-
-/// The first `n` data calls vxtrace-style: a START line, with a stripe the device I/Os it
-/// becomes (column, offset on the column, length), and an END line with its time.
-pub fn format_listing(
-    t: &Trace,
-    n: usize,
-    stripe: Option<Stripe>,
-    layout: Option<&Layout>,
-) -> String {
-    let mut s = String::new();
-    let _ = write_listing(&mut s, t, n, stripe, layout);
-    s
-}
-
-/// [`format_listing`] into any writer (the CLI streams it to stdout).
-pub fn write_listing(
-    s: &mut impl Write,
-    t: &Trace,
-    n: usize,
-    stripe: Option<Stripe>,
-    layout: Option<&Layout>,
-) -> std::fmt::Result {
-    for r in t.records.iter().filter(|r| r.op.is_data()).take(n) {
-        let file = t
-            .files
-            .get(r.file as usize)
-            .map(String::as_str)
-            .unwrap_or("?");
-        let bytes = if r.result >= 0 {
-            r.result as u64
-        } else {
-            r.len
-        };
-        writeln!(
-            s,
-            "{} START {} {} offset {} len {} thread {}",
-            r.id,
-            r.op.name(),
-            file,
-            r.offset,
-            bytes,
-            r.thread
-        )?;
-        if let Some(st) = stripe {
-            let mut listed = 0u64;
-            let mut more = 0u64;
-            for (dev_off, dev_len) in device_ranges(layout, r.file, r.offset, bytes) {
-                if listed >= LISTED_PIECES_MAX {
-                    more += st.pieces(dev_off, dev_len);
-                    continue;
-                }
-                // Only the pieces still to be listed are built.
-                let room = LISTED_PIECES_MAX - listed;
-                let cut = dev_len.min(room.saturating_mul(st.unit_bytes));
-                for (col, off, len) in st.split(dev_off, cut) {
-                    writeln!(s, "{}   -> column {col} offset {off} len {len}", r.id)?;
-                    listed += 1;
-                }
-                let (o2, l2) = (dev_off.saturating_add(cut), dev_len - cut);
-                more += st.pieces(o2, l2);
-            }
-            if more > 0 {
-                writeln!(s, "{}   -> ... and {more} more device I/Os", r.id)?;
-            }
-        }
-        writeln!(
-            s,
-            "{} END {} {} result {} time {:.3} ms",
-            r.id,
-            r.op.name(),
-            file,
-            r.result,
-            r.end_ns.saturating_sub(r.start_ns) as f64 / 1e6
-        )?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -759,18 +553,16 @@ mod tests {
         let rep = a.stripe.unwrap();
         assert_eq!(rep.device_ios, 1 << 30);
         assert_eq!(rep.per_column_ios.iter().sum::<u64>(), 1 << 30);
-        let l = format_listing(&t, 1, Some(st), None);
-        assert!(l.lines().count() < LISTED_PIECES_MAX as usize + 4);
-        assert!(
-            l.contains(&format!(
-                "and {} more device I/Os",
-                (1u64 << 30) - LISTED_PIECES_MAX
-            )),
-            "{l}"
-        );
     }
 
-    fn rec(id: u64, op: TraceOp, offset: u64, len: u64, start: u64, end: u64) -> TraceRecord {
+    pub(crate) fn rec(
+        id: u64,
+        op: TraceOp,
+        offset: u64,
+        len: u64,
+        start: u64,
+        end: u64,
+    ) -> TraceRecord {
         TraceRecord {
             id,
             thread: 1,
@@ -800,9 +592,5 @@ mod tests {
         assert_eq!(a.max_in_flight, 2);
         assert_eq!(a.sizes.len(), 2);
         assert_eq!(a.files[0].hot_regions[0].ops, 3);
-        assert!(format_text(&a).contains("3 reads"));
-        let l = format_listing(&t, 2, Some(Stripe::parse("4k:2").unwrap()), None);
-        assert_eq!(l.lines().count(), 6);
-        assert!(l.contains("1   -> column 1 offset 0 len 4096"));
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::error::UsageError;
 use crate::job::{Access, Advice, CachePolicy, EngineKind, Job, WorkerMode};
-use crate::report::{Format, ReportOptions};
+use crate::report::{Format, ReportOptions, Runs};
 use crate::units::{parse_duration, parse_size_as, BareUnit, RateUnit};
 use crate::usage;
 use std::path::PathBuf;
@@ -182,7 +182,9 @@ pub fn parse(args: &[String]) -> Result<VxCommand, UsageError> {
                 "qd" => job.queue_depth = count(&val(&mut i)?, "--qd")?.min(u32::MAX as u64) as u32,
                 "time" => job.time_s = Some(parse_duration(&val(&mut i)?)?.as_secs_f64()),
                 "output" => output = Some(PathBuf::from(val(&mut i)?)),
-                "output-format" => format = Format::parse(&val(&mut i)?)?,
+                "output-format" => {
+                    format = Format::parse_for::<Runs>(&val(&mut i)?, "--output-format")?
+                }
                 "seed" => job.seed = count(&val(&mut i)?, "--seed")?,
                 "rate-iops" => job.rate.iops = Some(count(&val(&mut i)?, "--rate-iops")?),
                 "rate-bytes" => {

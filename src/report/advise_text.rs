@@ -1,9 +1,9 @@
-//! Text rendering of [`Advice`]: the topology, the tunables the way `vxtunefs` prints them
+//! Tuning advice as text: the topology, the tunables the way `vxtunefs` prints them
 //! (`name = value`, with where each came from), the checks, and the measurements.
 
-use super::checks::Status;
-use super::derive::Tunables;
-use super::Advice;
+use crate::advise::checks::{Check, Status};
+use crate::advise::derive::Tunables;
+use crate::advise::Advice;
 use crate::probe::topology::BlockDev;
 use crate::units::format_size_exact as sz;
 use std::fmt::Write;
@@ -93,7 +93,7 @@ fn device(out: &mut String, d: &BlockDev, indent: usize) {
 }
 
 /// `name = value    # source`, vxtunefs style.
-pub fn tunables(out: &mut String, title: &str, t: &Tunables, evidence: bool) {
+fn tunables(out: &mut String, title: &str, t: &Tunables, evidence: bool) {
     let _ = writeln!(out, "{title}");
     for v in &t.values {
         let line = format!("{} = {}", v.name, v.value);
@@ -106,6 +106,7 @@ pub fn tunables(out: &mut String, title: &str, t: &Tunables, evidence: bool) {
     }
 }
 
+/// The advice as text (`fsbench advise PATH`, and advise sections of text reports).
 pub fn text(a: &Advice) -> String {
     let mut out = String::new();
     let t = &a.topology;
@@ -159,7 +160,7 @@ pub fn text(a: &Advice) -> String {
     out
 }
 
-fn checks(out: &mut String, list: &[super::checks::Check]) {
+fn checks(out: &mut String, list: &[Check]) {
     for c in list {
         let tag = match c.status {
             Status::Ok => "ok  ",
@@ -202,6 +203,22 @@ fn measured(out: &mut String, a: &Advice, mp: &str) {
         if !a.measured_checks.is_empty() {
             let _ = writeln!(out, "\nChecks that change with the measured values");
             checks(out, &a.measured_checks);
+        }
+    }
+}
+
+impl super::Render for Advice {
+    const FORMATS: &'static [super::Format] = &[
+        super::Format::Text,
+        super::Format::Json,
+        super::Format::Html,
+    ];
+
+    fn render(&self, format: super::Format) -> String {
+        match Self::supported(format) {
+            super::Format::Json => super::json(self),
+            super::Format::Html => super::html::advise_page(self),
+            _ => text(self),
         }
     }
 }

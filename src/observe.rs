@@ -1,0 +1,182 @@
+//! Observing a run from beside it: device samples (`--iostat INTERVAL`, stored in the Result)
+//! and the per-I/O trace (`--trace FILE`). [`Observe`] says what to observe, already parsed;
+//! the front ends fill it from their flags and the sweeps from their context, so neither
+//! reaches into the other. [`Observer`] starts what runs beside a job and stores what it saw;
+//! the runner itself only sees the per-worker trace rings.
+
+use crate::job::{Job, WorkerMode};
+use crate::probe::diskstats::{self, Sampler};
+use crate::result::RunResult;
+use crate::trace::format::{self, TraceFormat};
+use crate::{bail_usage, usage};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Default trace ring size per worker thread (40 bytes each: 40 MiB)...
+pub const DEFAULT_TRACE_RECORDS: usize = 1 << 20;
+/// ...unless the job has so many workers that all rings together would pass this many
+/// records (160 MiB); then each ring gets its share, but at least 64k records.
+pub const DEFAULT_TRACE_BUDGET: usize = 4 << 20;
+/// Shortest device sampling interval: shorter ones measure /proc/diskstats more than the run.
+pub const MIN_IOSTAT_INTERVAL: Duration = Duration::from_millis(10);
+
+/// What to observe around a job; `Default` is nothing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observe {
+    /// Sample the devices under the job's targets at this interval.
+    pub iostat: Option<Duration>,
+    /// Record every I/O the job issues.
+    pub trace: Option<TraceSettings>,
+}
+
+/// Where and how the per-I/O trace goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceSettings {
+    pub path: PathBuf,
+    pub format: TraceFormat,
+    /// Ring size per worker thread; `None`: [`DEFAULT_TRACE_RECORDS`], shared out under
+    /// [`DEFAULT_TRACE_BUDGET`] by the job's worker count.
+    pub records: Option<usize>,
+}
+
+impl Observe {
+    /// Device samples only (what sweeps, suites and replays offer).
+    pub fn iostat(interval: Option<Duration>) -> Observe {
+        Observe {
+            iostat: interval,
+            trace: None,
+        }
+    }
+}
+
+/// A `--iostat` interval as typed, checked against [`MIN_IOSTAT_INTERVAL`].
+pub fn parse_iostat(text: &str) -> Result<Duration, crate::error::UsageError> {
+    let interval = crate::units::parse_duration(text)?;
+    if interval < MIN_IOSTAT_INTERVAL {
+        bail_usage!("--iostat {text}: the interval must be at least 10ms");
+    }
+    Ok(interval)
+}
+
+/// Observers running around one job.
+pub struct Observer {
+    sampler: Option<Sampler>,
+    iostat_note: Option<String>,
+    trace: Option<(PathBuf, TraceFormat)>,
+}
+
+impl Observer {
+    /// Check the settings against the job and start what runs beside it. Call right before
+    /// the run.
+    pub fn start(o: &Observe, job: &Job) -> anyhow::Result<Observer> {
+        let mut trace = None;
+        if let Some(t) = &o.trace {
+            let workers = job.targets.len().max(1) * job.threads.max(1) as usize;
+            let records = t.records.unwrap_or_else(|| {
+                (DEFAULT_TRACE_BUDGET / workers).clamp(64 << 10, DEFAULT_TRACE_RECORDS)
+            });
+            crate::trace::session::check_budget(records, workers)?;
+            if t.path.is_dir() {
+                bail_usage!(
+                    "--trace {}: is a directory; give a file name such as trace.csv",
+                    t.path.display()
+                );
+            }
+            format::check_writable(&t.path)?;
+            if job.workers == WorkerMode::Threads {
+                crate::trace::enable(records);
+            } else {
+                // Worker processes leave their records here; `finish` merges and removes them.
+                let dir =
+                    std::env::temp_dir().join(format!("fsbench-trace-{}", std::process::id()));
+                crate::trace::enable_for_children(records, dir).map_err(|e| {
+                    usage!("--trace: cannot create a directory for worker processes' traces: {e}")
+                })?;
+            }
+            trace = Some((t.path.clone(), t.format));
+        }
+        let mut sampler = None;
+        let mut iostat_note = None;
+        if let Some(interval) = o.iostat {
+            let mut devices: Vec<String> = Vec::new();
+            for t in &job.targets {
+                for d in diskstats::devices_under(t) {
+                    if !devices.contains(&d) {
+                        devices.push(d);
+                    }
+                }
+            }
+            if devices.is_empty() {
+                iostat_note = Some(
+                    "no block device under the targets (tmpfs or overlay?): sampling every device with activity".into(),
+                );
+            }
+            sampler = Some(
+                Sampler::start(devices, interval)
+                    .map_err(|e| usage!("--iostat: cannot read /proc/diskstats: {e}"))?,
+            );
+        }
+        Ok(Observer {
+            sampler,
+            iostat_note,
+            trace,
+        })
+    }
+
+    /// Stop the observers and store what they saw in the Result (and the trace file).
+    pub fn finish(mut self, result: &mut RunResult, run_elapsed_s: f64) -> anyhow::Result<()> {
+        if let Some(s) = self.sampler.take() {
+            // The run's timed phase ended just now; it began `run_elapsed_s` earlier.
+            let run_start = (s.elapsed_s() - run_elapsed_s).max(0.0);
+            let mut series = s.finish();
+            series.run_start_s = run_start;
+            let mut v = serde_json::to_value(&series)?;
+            if let (Some(n), Some(m)) = (self.iostat_note.take(), v.as_object_mut()) {
+                m.insert("note".into(), n.into());
+            }
+            result.probes.insert("iostat".into(), v);
+        }
+        if let Some((path, fmt)) = self.trace.take() {
+            let (trace, dropped) = crate::trace::take().unwrap_or_default();
+            crate::output::write_with(&path, false, |w| match fmt {
+                TraceFormat::Csv => format::to_csv(&trace, w),
+                TraceFormat::Bin => format::to_bin(&trace, w),
+            })?;
+            result.probes.insert(
+                "trace".into(),
+                serde_json::json!({
+                    "file": path.display().to_string(),
+                    "format": if fmt == TraceFormat::Bin { "bin" } else { "csv" },
+                    "records": trace.records.len(),
+                    "dropped_records": dropped,
+                }),
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Observer {
+    /// A run that ended in an error never reaches `finish`: switch tracing off and remove
+    /// what worker processes left behind (the sampler stops on its own drop).
+    fn drop(&mut self) {
+        if self.trace.take().is_some() {
+            let _ = crate::trace::take();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iostat_interval_is_parsed_once_with_its_floor() {
+        assert_eq!(parse_iostat("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_iostat("10ms").unwrap(), MIN_IOSTAT_INTERVAL);
+        let e = parse_iostat("5ms").unwrap_err();
+        assert!(e.0.contains("at least 10ms"), "{e}");
+        assert!(parse_iostat("soon").is_err());
+        assert_eq!(Observe::default(), Observe::iostat(None));
+    }
+}

@@ -1,0 +1,102 @@
+//! The layers of DESIGN.md, checked on the source tree: front ends (`cli`, `vx`) sit on top,
+//! the report layer under them, and the core below never calls up. What each rule forbids is
+//! an import path naming the higher module (`crate::cli`, or `cli` inside `use crate::{...}`),
+//! anywhere in the file, tests included: a test that reaches up is an arrow up as well.
+
+use std::path::{Path, PathBuf};
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Modules of the crate that `text` names through `crate::`: `crate::a::b` and each first
+/// name inside `crate::{a, b::c}`.
+fn crate_modules(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for item in group[..end].split(',') {
+                let name: String = item
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                found.push(name);
+            }
+        } else {
+            found.push(
+                rest.chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect(),
+            );
+        }
+    }
+    found
+}
+
+/// Every (file, module) where a file under `src/` whose path does not start with one of
+/// `allowed` names `module`.
+fn offenders(module: &str, allowed: &[&str]) -> Vec<String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut bad = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        if allowed.iter().any(|a| rel.starts_with(a)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        if crate_modules(&text).iter().any(|m| m == module) {
+            bad.push(rel);
+        }
+    }
+    bad.sort();
+    bad
+}
+
+#[test]
+fn the_core_never_imports_the_command_line() {
+    let bad = offenders("cli", &["cli/", "main.rs", "lib.rs"]);
+    assert!(bad.is_empty(), "these files import crate::cli: {bad:?}");
+}
+
+#[test]
+fn only_front_ends_and_the_report_layer_import_report() {
+    let bad = offenders("report", &["cli/", "vx/", "report/", "main.rs", "lib.rs"]);
+    assert!(bad.is_empty(), "these files import crate::report: {bad:?}");
+}
+
+#[test]
+fn engines_never_import_the_runner() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let bad: Vec<_> = files
+        .iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            crate_modules(&text).iter().any(|m| m == "runner")
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "these engine files import crate::runner: {bad:?}"
+    );
+}
+
+#[test]
+fn import_paths_are_read_from_plain_and_grouped_uses() {
+    let m = crate_modules("use crate::cli::output;\nuse crate::{report, runner::Plan};\n");
+    assert_eq!(m, ["cli", "report", "runner"]);
+}
