@@ -19,9 +19,11 @@ run 1
 
 fn workload_json(sb: &Sandbox, out: &str) {
     std::fs::write(sb.file("w.f"), WML).unwrap();
-    sb.cmd(&["workload", "w.f", "--dir", ".", "--time", "0.3s", "--output", out])
-        .assert()
-        .success();
+    sb.cmd(&[
+        "workload", "w.f", "--dir", ".", "--time", "0.3s", "--output", out,
+    ])
+    .assert()
+    .success();
 }
 
 #[test]
@@ -29,9 +31,11 @@ fn workload_output_is_read_by_report_and_compare() {
     let sb = Sandbox::new();
     workload_json(&sb, "wl.json");
     workload_json(&sb, "wl2.json");
-    sb.cmd(&words("run --rw randread --bs 4k --size 256k --count 100 f.dat --output a.json"))
-        .assert()
-        .success();
+    sb.cmd(&words(
+        "run --rw randread --bs 4k --size 256k --count 100 f.dat --output a.json",
+    ))
+    .assert()
+    .success();
     for fmt in ["text", "csv", "json", "md"] {
         let o = sb
             .cmd(&["report", "wl.json", "a.json", "--format", fmt])
@@ -43,13 +47,19 @@ fn workload_output_is_read_by_report_and_compare() {
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(out.contains("w.f"), "{fmt}: the workload is a row: {out}");
     }
-    let o = sb.cmd(&["compare", "wl.json", "wl2.json"]).output().unwrap();
+    let o = sb
+        .cmd(&["compare", "wl.json", "wl2.json"])
+        .output()
+        .unwrap();
     let (out, err) = (
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr),
     );
     assert_eq!(o.status.code(), Some(0), "compare: {err}");
-    assert!(out.contains("ops/s") && out.contains("after/before"), "{out}");
+    assert!(
+        out.contains("ops/s") && out.contains("after/before"),
+        "{out}"
+    );
     // An io job and a workload have no point in common: that is said, not a parse error.
     let o = sb.cmd(&["compare", "a.json", "wl.json"]).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);

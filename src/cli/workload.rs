@@ -208,12 +208,12 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
     crate::cli::output::check_output(a.output.as_deref(), false)?;
     let result = execute(&src, &model, &opts)?;
     match format {
-        Format::Text => crate::out!("{}", result.text()),
+        Format::Text => crate::out!("{}", crate::report::workload::text(&result)),
         Format::Json => crate::outln!("{}", serde_json::to_string_pretty(&result)?),
-        Format::Csv => crate::out!("{}", result.csv()),
+        Format::Csv => crate::out!("{}", crate::report::workload::csv(&result)),
     }
     if let Some(p) = &a.output {
         crate::cli::output::write_json(p, &result)?;
     }
-    Ok(result.exit_code())
+    Ok(crate::cli::output::exit_code(std::slice::from_ref(&result)))
 }

@@ -14,6 +14,7 @@ pub mod observe;
 pub mod svg;
 pub mod table;
 pub mod text;
+pub mod workload;
 
 use crate::result::RunResult;
 use crate::units::RateUnit;
