@@ -806,12 +806,18 @@ fn grouping(info: &[(usize, u64)]) -> (Vec<usize>, Vec<(usize, u32)>) {
 
 /// Build the reported thread outcomes (histograms from the samples of reads and writes),
 /// grouping many workers, and one named group per call kind that was replayed (its ops,
-/// bytes and latency over the whole replay of `elapsed_s`).
+/// bytes and latency over the replay's timed span: the longest worker's, as the total's, or
+/// `wall_s` when no worker timed anything).
 fn report_threads(
     tallies: Vec<Tally>,
     info: &[(usize, u64)],
-    elapsed_s: f64,
+    wall_s: f64,
 ) -> (Vec<ThreadOutcome>, bool, Vec<GroupReport>) {
+    let longest = tallies
+        .iter()
+        .map(|t| t.stats.elapsed_s)
+        .fold(0.0, f64::max);
+    let elapsed_s = if longest > 0.0 { longest } else { wall_s };
     let (of, groups) = grouping(info);
     let grouped = groups.len() < tallies.len();
     let mut out: Vec<ThreadOutcome> = groups
