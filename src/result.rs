@@ -139,6 +139,17 @@ pub struct ReplayInfo {
     pub io_size_hist_bytes: Vec<[u64; 2]>,
 }
 
+/// What only a backup-study phase has: what it archived or restored, in what records.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BackupInfo {
+    /// `archive` (the tree read, the archive written) or `restore` (the reverse).
+    pub phase: String,
+    /// Bytes per archive record (the article's 32256-byte pax records).
+    pub record_bytes: u64,
+    /// The tree's files.
+    pub files: Vec<String>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     pub schema_version: u32,
@@ -167,6 +178,8 @@ pub struct RunResult {
     pub workload: Option<WorkloadInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<BackupInfo>,
     /// Probe data stored beside the stats (device samples, extents, traces), keyed by probe.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub probes: serde_json::Map<String, serde_json::Value>,
@@ -216,6 +229,7 @@ impl RunResult {
             groups: Vec::new(),
             workload: None,
             replay: None,
+            backup: None,
             probes: serde_json::Map::new(),
         }
     }

@@ -12,7 +12,7 @@
 use super::record::{Record, SweepMeta};
 use super::ustar::{self, Entry, Kind, RecordWriter, BLOCK};
 use crate::job::CachePolicy;
-use crate::result::{self, GroupReport, RunResult};
+use crate::result::{self, BackupInfo, GroupReport, RunResult};
 use crate::runner::target::{Plan, TargetKind, TargetPlan};
 use crate::runner::{IoFailure, RunStatus};
 use crate::stats::{cpu, Stats, StatsReport};
@@ -433,6 +433,7 @@ fn phase_result(
     name: &str,
     phase: &str,
     cache: CachePolicy,
+    record: usize,
     archive: &Path,
     tree_files: &[PathBuf],
     stats: Stats,
@@ -459,6 +460,11 @@ fn phase_result(
         notes: Vec::new(),
     });
     r.notes = notes;
+    r.backup = Some(BackupInfo {
+        phase: phase.to_string(),
+        record_bytes: record as u64,
+        files: tree_files.iter().map(|p| p.display().to_string()).collect(),
+    });
     r.failures = failure
         .iter()
         .map(|m| IoFailure {
@@ -563,6 +569,7 @@ pub fn run(
             &format!("backup archive {}", cache.name()),
             "archive",
             *cache,
+            plan.record,
             &archive_path,
             &tree_paths,
             stats,
@@ -618,6 +625,7 @@ pub fn run(
             &format!("backup restore {}", cache.name()),
             "restore",
             *cache,
+            plan.record,
             &archive_path,
             &tree_paths,
             stats,
@@ -675,6 +683,9 @@ mod tests {
         assert_eq!(restore.groups[0].name, "restore");
         assert_eq!(restore.groups[0].stats.ops, restore.total.ops);
         assert!(restore.job.is_none(), "a backup phase runs no Job");
+        let b = restore.backup.as_ref().unwrap();
+        assert_eq!((b.phase.as_str(), b.files.len()), ("restore", 3));
+        assert_eq!(b.record_bytes, ustar::PAX_RECORD as u64);
         let archive_size = restore.plan.as_ref().unwrap().targets[0].size;
         assert_eq!(archive_size % ustar::PAX_RECORD as u64, 0);
         // Everything fsbench made is gone.
