@@ -1,14 +1,46 @@
-//! The Result: Job + Environment + Stats per thread, per user and total. Serialised as JSON with
-//! a `schema_version`; every later feature (reports, sweeps, compare) reads this contract.
+//! The Result: one envelope for every kind of run (a Job, a Filebench workload, a trace
+//! replay, a backup-study phase). The same header, environment, status and failures; a total
+//! [`StatsReport`]; per-user figures for a Job, and per-flowop, per-I/O-kind or per-phase
+//! figures as named groups of the same `StatsReport` with the same histogram. Serialised as
+//! JSON with a `schema_version`; reports, sweeps and `compare` read only this contract.
 //! See docs/result-schema.md.
 
 use crate::job::Job;
 use crate::probe::env::Environment;
-use crate::runner::{IoFailure, Plan, RunOutcome, RunStatus};
-use crate::stats::{Stats, StatsReport};
+use crate::runner::{IoFailure, Plan, RunOutcome, RunStatus, ThreadOutcome};
+use crate::stats::{LatencySummary, Stats, StatsReport};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the document this fsbench writes.
+pub const SCHEMA_VERSION: u32 = 2;
+/// Oldest version `report` and `compare` still read (the previous release's documents).
+pub const OLDEST_READABLE_SCHEMA: u32 = 1;
+
+/// What produced a Result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A Job (`run`, `vx`, `quick`, sweep and suite points, advise measurements).
+    Io,
+    /// A Filebench workload (`fsbench workload`, personalities in sweeps and suites).
+    Workload,
+    /// A trace replayed on scratch files (`fsbench replay`).
+    Replay,
+    /// One phase (archive or restore) of the backup study.
+    Backup,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Io => "io",
+            Kind::Workload => "workload",
+            Kind::Replay => "replay",
+            Kind::Backup => "backup",
+        }
+    }
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ThreadReport {
@@ -24,80 +56,300 @@ pub struct UserReport {
     pub threads: Vec<ThreadReport>,
 }
 
+/// A named part of a run measured on its own: a workload flowop, a replay's I/O kind, a
+/// backup phase.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GroupReport {
+    pub name: String,
+    /// What the group counts: the flowop type (`read`, `openfile`, ...), the replayed call
+    /// (`read`, `write`, `fsync`, `fdatasync`), or `phase`.
+    pub op: String,
+    /// Which `run` of a workload script the group belongs to (1-based); absent elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<u32>,
+    pub stats: StatsReport,
+}
+
+/// A fileset a workload laid out.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FilesetInfo {
+    pub name: String,
+    pub root: String,
+    pub entries: u64,
+    pub dirs: u64,
+    pub prealloc_pct: f64,
+    pub files_created: u64,
+    pub bytes_written: u64,
+    pub reused: u64,
+    pub create_s: f64,
+}
+
+/// One `psrun` progress line.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PsrunLine {
+    pub t_s: f64,
+    pub ops: u64,
+    pub ops_per_s: f64,
+    pub read_ops_per_s: f64,
+    pub write_ops_per_s: f64,
+    pub mb_per_s: f64,
+}
+
+/// One `run`/`psrun` of a workload script (its flowops are the `groups` with this `run`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WorkloadRun {
+    /// When the timed phase began (threads released), seconds since the Unix epoch: lets an
+    /// outside observer (bench/vs-filebench.sh's CPU sampler) cut out exactly the run.
+    #[serde(default)]
+    pub started_unix_s: f64,
+    pub duration_s: f64,
+    pub stop_reason: String,
+    pub processes: u64,
+    pub threads: u64,
+    /// How threads ended: "stopped", "finished", "out_of_files", "failed" -> count.
+    pub thread_ends: BTreeMap<String, u64>,
+    /// Filebench's "IO Summary": the I/O flowops merged, with every thread's CPU.
+    pub summary: StatsReport,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub psrun: Vec<PsrunLine>,
+}
+
+/// What only a workload has: its variables and filesets, and each run's outline.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct WorkloadInfo {
+    pub defines: Vec<(String, String)>,
+    /// Every variable's final value as the workload saw it.
+    pub variables: BTreeMap<String, String>,
+    pub quit_mode: String,
+    pub filesets: Vec<FilesetInfo>,
+    pub runs: Vec<WorkloadRun>,
+}
+
+/// What only a replay has: where the calls came from and what was replayed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReplayInfo {
+    pub trace: String,
+    /// Calls replayed (reads, writes, fsyncs, fdatasyncs) and the threads that issued them.
+    pub calls: u64,
+    pub threads: u64,
+    /// Traced timing scaled by this factor; absent: back to back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<f64>,
+    /// Traced calls not replayed (opens, closes, failed or empty calls).
+    pub skipped_calls: u64,
+    /// Sizes of the replayed reads and writes, as planned from the trace.
+    pub io_size_bytes: LatencySummary,
+    /// `[size_bytes, count]` buckets of the same histogram.
+    pub io_size_hist_bytes: Vec<[u64; 2]>,
+}
+
+/// What only a backup-study phase has: what it archived or restored, in what records.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BackupInfo {
+    /// `archive` (the tree read, the archive written) or `restore` (the reverse).
+    pub phase: String,
+    /// Bytes per archive record (the article's 32256-byte pax records).
+    pub record_bytes: u64,
+    /// The tree's files.
+    pub files: Vec<String>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     pub schema_version: u32,
     pub fsbench_version: String,
-    /// What produced it: `io` for a Job run; other front ends may add their own kinds.
-    pub kind: String,
+    pub kind: Kind,
     pub name: String,
     pub started_unix_s: f64,
     pub status: RunStatus,
     pub failures: Vec<IoFailure>,
     pub notes: Vec<String>,
-    pub job: Job,
-    pub plan: Plan,
+    /// The Job that ran (kind `io`); other kinds run no Job and have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<Job>,
+    /// Prepared targets and the cache policy used (io, replay scratch files, backup archive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
     pub environment: Environment,
     pub total: StatsReport,
+    /// Per target (user) and thread: io and replay.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub users: Vec<UserReport>,
+    /// Named groups: workload flowops, replay I/O kinds, backup phases.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupReport>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<BackupInfo>,
     /// Probe data stored beside the stats (device samples, extents, traces), keyed by probe.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub probes: serde_json::Map<String, serde_json::Value>,
 }
 
-impl RunResult {
-    pub fn from_outcome(job: &Job, outcome: &RunOutcome) -> Self {
-        let mut users = Vec::new();
-        for (u, t) in outcome.plan.targets.iter().enumerate() {
-            let mut us = Stats::default();
-            let mut threads = Vec::new();
-            for th in outcome.threads.iter().filter(|th| th.user == u) {
-                us += &th.stats;
-                threads.push(ThreadReport {
-                    thread: th.thread,
-                    stats: StatsReport::from_stats(&th.stats, false),
-                });
-            }
-            threads.sort_by_key(|t| t.thread);
-            users.push(UserReport {
-                user: u,
-                target: t.path.display().to_string(),
-                stats: StatsReport::from_stats(&us, false),
-                threads,
+/// Per-user (per-target) reports of a run's threads, and the threads merged.
+pub fn user_reports(targets: &[String], threads: &[ThreadOutcome]) -> Vec<UserReport> {
+    let mut users = Vec::new();
+    for (u, target) in targets.iter().enumerate() {
+        let mut us = Stats::default();
+        let mut reports = Vec::new();
+        for th in threads.iter().filter(|th| th.user == u) {
+            us += &th.stats;
+            reports.push(ThreadReport {
+                thread: th.thread,
+                stats: StatsReport::from_stats(&th.stats, false),
             });
         }
-        let total = outcome.total();
+        reports.sort_by_key(|t| t.thread);
+        users.push(UserReport {
+            user: u,
+            target: target.clone(),
+            stats: StatsReport::from_stats(&us, false),
+            threads: reports,
+        });
+    }
+    users
+}
+
+impl RunResult {
+    /// An empty envelope of a kind: complete, no figures yet.
+    pub fn new(kind: Kind, name: &str, started_unix_s: f64, environment: Environment) -> Self {
         RunResult {
             schema_version: SCHEMA_VERSION,
             fsbench_version: env!("CARGO_PKG_VERSION").to_string(),
-            kind: "io".into(),
-            name: job.name.clone(),
-            started_unix_s: outcome.started_unix_s,
-            status: outcome.status,
-            failures: outcome.failures.clone(),
-            notes: outcome.plan.notes.clone(),
-            job: job.clone(),
-            plan: outcome.plan.clone(),
-            environment: crate::probe::env::collect(&job.targets),
-            total: StatsReport::from_stats(&total, true),
-            users,
-            probes: outcome.probes.clone(),
+            kind,
+            name: name.to_string(),
+            started_unix_s,
+            status: RunStatus::Complete,
+            failures: Vec::new(),
+            notes: Vec::new(),
+            job: None,
+            plan: None,
+            environment,
+            total: StatsReport::default(),
+            users: Vec::new(),
+            groups: Vec::new(),
+            workload: None,
+            replay: None,
+            backup: None,
+            probes: serde_json::Map::new(),
         }
     }
 
-    /// Read a stored Result, checking its schema version.
+    /// The Result of a Job run by the runner (kind `io`).
+    pub fn from_outcome(job: &Job, outcome: &RunOutcome) -> Self {
+        let mut r = RunResult::new(
+            Kind::Io,
+            &job.name,
+            outcome.started_unix_s,
+            crate::probe::env::collect(&job.targets),
+        );
+        r.fill_from_outcome(outcome);
+        r.job = Some(job.clone());
+        r
+    }
+
+    /// Status, failures, notes, plan, users and total from a runner-shaped outcome.
+    pub fn fill_from_outcome(&mut self, outcome: &RunOutcome) {
+        let targets: Vec<String> = outcome
+            .plan
+            .targets
+            .iter()
+            .map(|t| t.path.display().to_string())
+            .collect();
+        self.users = user_reports(&targets, &outcome.threads);
+        self.total = StatsReport::from_stats(&outcome.total(), true);
+        self.status = outcome.status;
+        self.failures = outcome.failures.clone();
+        self.notes = outcome.plan.notes.clone();
+        self.plan = Some(outcome.plan.clone());
+        self.probes = outcome.probes.clone();
+    }
+
+    /// The cache policy the run used, when it used targets of its own.
+    pub fn cache_name(&self) -> Option<String> {
+        self.plan.as_ref().map(|p| p.cache.name())
+    }
+
+    /// Read a stored Result, checking its schema version: this version's documents, and
+    /// the previous release's (schema 1) io-job, replay, backup and sweep documents.
     pub fn from_json(text: &str, origin: &str) -> Result<Self, crate::error::UsageError> {
         let v: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| crate::usage!("{origin}: not a JSON result: {e}"))?;
-        match v.get("schema_version").and_then(|s| s.as_u64()) {
-            Some(n) if n == SCHEMA_VERSION as u64 => {}
+        Self::from_value(v, origin)
+    }
+
+    pub fn from_value(
+        v: serde_json::Value,
+        origin: &str,
+    ) -> Result<Self, crate::error::UsageError> {
+        let version = match v.get("schema_version").and_then(|s| s.as_u64()) {
+            Some(n) if (OLDEST_READABLE_SCHEMA as u64..=SCHEMA_VERSION as u64).contains(&n) => n,
             Some(n) => {
                 return Err(crate::usage!(
-                    "{origin}: schema_version {n} is not supported (this fsbench reads {SCHEMA_VERSION})"
+                    "{origin}: schema_version {n} is not supported (this fsbench reads {OLDEST_READABLE_SCHEMA} to {SCHEMA_VERSION})"
                 ))
             }
             None => return Err(crate::usage!("{origin}: no schema_version: not an fsbench result")),
+        };
+        if version == 1 && v.get("runs").is_some() && v.get("total").is_none() {
+            // The previous release wrote `fsbench workload --output` in a shape of its own.
+            return Err(crate::usage!(
+                "{origin}: a schema 1 workload document (its own shape, without totals): run the workload again with this fsbench to report or compare it"
+            ));
+        }
+        if let Some(k) = v.get("kind").and_then(|k| k.as_str()) {
+            if serde_json::from_value::<Kind>(serde_json::Value::from(k)).is_err() {
+                return Err(crate::usage!(
+                    "{origin}: kind '{k}' is not a result this fsbench reads (io, workload, replay, backup)"
+                ));
+            }
         }
         serde_json::from_value(v).map_err(|e| crate::usage!("{origin}: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V1_IO: &str = include_str!("../tests/fixtures/result-v1-io.json");
+
+    #[test]
+    fn schema_1_io_documents_are_read() {
+        let r = RunResult::from_json(V1_IO, "v1.json").unwrap();
+        assert_eq!(r.schema_version, 1);
+        assert_eq!(r.kind, Kind::Io);
+        assert_eq!(r.name, "v1-sample");
+        let j = r.job.as_ref().expect("a v1 io document has its job");
+        assert_eq!(j.block_size, 4096);
+        assert_eq!(r.total.ops, 4000);
+        assert_eq!(r.total.other_ops, 0);
+        assert_eq!(r.users[0].threads.len(), 2);
+        // The stored HdrHistogram buckets rebuild into the one histogram within its error.
+        let h = crate::stats::LatencyHist::from_buckets(&r.total.lat_hist_ns);
+        assert_eq!(h.len(), r.total.lat_ns.count);
+        let (stored, rebuilt) = (r.total.lat_ns.p99 as f64, h.quantile(0.99) as f64);
+        assert!(
+            (stored - rebuilt).abs() <= stored * 0.005 + 1.0,
+            "{stored} vs {rebuilt}"
+        );
+    }
+
+    #[test]
+    fn other_versions_and_kinds_are_one_line_refusals() {
+        let mut v: serde_json::Value = serde_json::from_str(V1_IO).unwrap();
+        v["schema_version"] = 3.into();
+        let e = RunResult::from_value(v.clone(), "x.json").unwrap_err();
+        assert!(e.to_string().contains("schema_version 3"), "{e}");
+        v["schema_version"] = 2.into();
+        v["kind"] = "advise".into();
+        let e = RunResult::from_value(v, "x.json").unwrap_err();
+        assert!(e.to_string().contains("kind 'advise'"), "{e}");
+        let old_workload = r#"{"schema_version": 1, "kind": "workload", "runs": []}"#;
+        let e = RunResult::from_json(old_workload, "w.json").unwrap_err();
+        assert!(e.to_string().contains("run the workload again"), "{e}");
     }
 }

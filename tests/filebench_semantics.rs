@@ -24,8 +24,8 @@ run 20
     )
     .unwrap();
     let v = sb.run_json(&["workload", "fs.f", "--dir", sb.path().to_str().unwrap()]);
-    let fl = v["runs"][0]["flowops"].as_array().unwrap();
-    let ww = fl.iter().find(|f| f["name"] == "ww").unwrap();
+    let fl = v["groups"].as_array().unwrap();
+    let ww = &fl.iter().find(|f| f["name"] == "ww").unwrap()["stats"];
     assert_eq!(ww["ops"], 5);
     assert_eq!(ww["write_bytes"], 5 * 16000);
 }

@@ -200,7 +200,7 @@ fn many_thread_replay_memory_is_bounded() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sb.file("r.json")).unwrap()).unwrap();
     assert_eq!(v["total"]["write_ops"].as_u64(), Some(4000));
-    assert_eq!(v["job"]["threads"].as_u64(), Some(2000));
+    assert_eq!(v["replay"]["threads"].as_u64(), Some(2000));
     // Scratch files are gone.
     assert_eq!(sb.listing(), vec!["r.json", "t.csv"]);
 }

@@ -503,7 +503,7 @@ run 5
     assert_eq!(o.status.code(), Some(1), "{}", stderr_of(&o));
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let failures = r["runs"][0]["failures"].to_string();
+    let failures = r["failures"].to_string();
     assert!(
         failures.contains("/fs/")
             && failures.contains("at offset")

@@ -244,7 +244,8 @@ fn backup_suite_archives_restores_and_verifies() {
     for r in &recs {
         assert_eq!(r["kind"], "backup");
         assert_eq!(r["status"], "complete", "{}", r["failures"]);
-        assert_eq!(r["job"]["block_size"], 32256);
+        assert!(r.get("job").is_none(), "a backup phase runs no Job");
+        assert_eq!(r["backup"]["record_bytes"], 32256);
         assert!(r["total"]["syscalls"]["read"].as_u64().unwrap() > 0);
         assert!(r["total"]["syscalls"]["write"].as_u64().unwrap() > 0);
         assert!(r["total"]["cpu_sys_s"].as_f64().unwrap() >= 0.0);
@@ -303,13 +304,7 @@ fn shootout_runs_every_personality_on_each_target() {
             "{}",
             r["name"]
         );
-        assert!(
-            r["probes"]["workload"]["runs"][0]["flowops"]
-                .as_array()
-                .unwrap()
-                .len()
-                > 0
-        );
+        assert!(r["groups"].as_array().unwrap().len() > 0);
     }
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sb.file("so/suite.json")).unwrap()).unwrap();

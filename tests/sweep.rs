@@ -322,9 +322,9 @@ fn workload_variables_are_axes() {
     let r = json(&sb.file("w").join(&files[1]));
     assert_eq!(r["kind"], "workload");
     assert!(r["total"]["iops"].as_f64().unwrap() > 0.0);
-    assert_eq!(r1["probes"]["workload"]["variables"]["nthreads"], "1");
-    assert_eq!(r["probes"]["workload"]["variables"]["nthreads"], "4");
-    assert_eq!(r["probes"]["workload"]["variables"]["nfiles"], "100");
+    assert_eq!(r1["workload"]["variables"]["nthreads"], "1");
+    assert_eq!(r["workload"]["variables"]["nthreads"], "4");
+    assert_eq!(r["workload"]["variables"]["nfiles"], "100");
     assert!(
         std::fs::read_dir(sb.file("d")).unwrap().next().is_none(),
         "filesets removed"

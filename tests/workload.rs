@@ -55,15 +55,16 @@ fn check(name: &str) {
     let argv: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
     let r = sb.run_json(&argv);
     assert_eq!(r["kind"], "workload");
-    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["schema_version"], 2);
     assert_eq!(
         r["status"], "complete",
         "{name}: {}",
-        r["runs"][0]["stop_reason"]
+        r["workload"]["runs"][0]["stop_reason"]
     );
-    let run = &r["runs"][0];
-    for f in run["flowops"].as_array().unwrap() {
-        let kind = f["type"].as_str().unwrap();
+    let run = &r["workload"]["runs"][0];
+    for g in r["groups"].as_array().unwrap() {
+        assert_eq!(g["run"], 1);
+        let (kind, f) = (g["op"].as_str().unwrap(), &g["stats"]);
         if kind == "finishoncount" || kind == "finishonbytes" {
             continue;
         }
@@ -77,7 +78,7 @@ fn check(name: &str) {
         assert!(
             f["ops"].as_u64().unwrap() > 0,
             "{name}: flowop {} did no work",
-            f["name"]
+            g["name"]
         );
         if [
             "read",
@@ -91,11 +92,13 @@ fn check(name: &str) {
         .contains(&kind)
         {
             let bytes = f["read_bytes"].as_u64().unwrap() + f["write_bytes"].as_u64().unwrap();
-            assert!(bytes > 0, "{name}: flowop {} moved no bytes", f["name"]);
+            assert!(bytes > 0, "{name}: flowop {} moved no bytes", g["name"]);
         }
         assert!(f["lat_ns"]["p99"].as_u64().unwrap() >= f["lat_ns"]["p50"].as_u64().unwrap());
     }
     assert!(run["summary"]["ops"].as_u64().unwrap() > 0);
+    // One run: the Result's total is that run's IO Summary.
+    assert_eq!(r["total"]["ops"], run["summary"]["ops"]);
     assert!(run["summary"]["cpu_us_per_op"].as_f64().unwrap() > 0.0);
     assert!(
         sb.listing().is_empty(),
@@ -143,7 +146,10 @@ fn variants_run_with_their_presets() {
         let argv: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
         let r = sb.run_json(&argv);
         assert_eq!(r["status"], "complete", "{v}");
-        let iosize = r["variables"]["iosize"].as_str().unwrap().to_string();
+        let iosize = r["workload"]["variables"]["iosize"]
+            .as_str()
+            .unwrap()
+            .to_string();
         assert!(
             iosize == "2048" || iosize == "8192" || iosize == "32768",
             "{v}: iosize {iosize}"
@@ -237,10 +243,10 @@ fn psrun_prints_periodic_lines_in_process_mode_too() {
         let mut args = vec!["workload", "p.f", "--output-format", "json"];
         args.extend(extra);
         let r = sb.run_json(&args);
-        let lines = r["runs"][0]["psrun"].as_array().unwrap();
+        let lines = r["workload"]["runs"][0]["psrun"].as_array().unwrap();
         assert!(lines.len() >= 2, "{extra:?}: {lines:?}");
         assert!(lines[1]["ops_per_s"].as_f64().unwrap() > 0.0);
-        assert_eq!(r["runs"][0]["processes"], 2);
+        assert_eq!(r["workload"]["runs"][0]["processes"], 2);
     }
     assert_eq!(sb.listing(), vec!["p.f".to_string()]);
 }
@@ -261,10 +267,13 @@ fn keep_then_reuse_then_remove() {
     let mut keep = base.to_vec();
     keep.push("--keep");
     let r = sb.run_json(&keep);
-    assert_eq!(r["filesets"][0]["files_created"], 1);
+    assert_eq!(r["workload"]["filesets"][0]["files_created"], 1);
     assert!(sb.file("seqreadfile/seqreadfile").exists());
     let r = sb.run_json(&base);
-    assert_eq!(r["filesets"][0]["reused"], 1, "the kept file is reused");
-    assert_eq!(r["filesets"][0]["files_created"], 0);
+    assert_eq!(
+        r["workload"]["filesets"][0]["reused"], 1,
+        "the kept file is reused"
+    );
+    assert_eq!(r["workload"]["filesets"][0]["files_created"], 0);
     assert!(sb.listing().is_empty(), "{:?}", sb.listing());
 }

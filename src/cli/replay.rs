@@ -2,7 +2,6 @@
 //! benchmark on scratch files, reported like any run.
 
 use crate::report::{Format, ReportOptions, Runs};
-use crate::result::RunResult;
 use crate::trace::replay::{self, ReplayOptions};
 use crate::units::RateUnit;
 use clap::Args;
@@ -71,10 +70,9 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<i32> {
         crate::observe::Observe::iostat(super::observe::iostat_flag(a.iostat.as_deref())?);
     crate::output::check_output(a.output.as_deref(), false)?;
     let observer = crate::observe::Observer::start(&observe, &probe_job)?;
-    let (job, outcome) = replay::run(&trace, &origin, &opts)?;
-    let mut result = RunResult::from_outcome(&job, &outcome);
-    result.kind = "replay".into();
-    observer.finish(&mut result, outcome.elapsed_s)?;
+    let mut result = replay::run(&trace, &origin, &opts)?;
+    let elapsed_s = result.total.elapsed_s;
+    observer.finish(&mut result, elapsed_s)?;
     let report = ReportOptions {
         unit: if a.mb {
             RateUnit::MegaBytes

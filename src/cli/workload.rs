@@ -209,12 +209,12 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
     let result = execute(&src, &model, &opts)?;
     match format {
         Format::Json => crate::outln!("{}", serde_json::to_string_pretty(&result)?),
-        Format::Csv => crate::out!("{}", result.csv()),
+        Format::Csv => crate::out!("{}", crate::report::workload::csv(&result)),
         // The formats of results, as parsed above: the rest is text.
-        _ => crate::out!("{}", result.text()),
+        _ => crate::out!("{}", crate::report::workload::text(&result)),
     }
     if let Some(p) = &a.output {
         crate::output::write_json(p, &result)?;
     }
-    Ok(result.exit_code())
+    Ok(crate::cli::output::exit_code(std::slice::from_ref(&result)))
 }

@@ -1,5 +1,6 @@
-//! CSV: one row per scope (total, each user, each thread with per-thread output), units in the
-//! column names.
+//! CSV: one row per scope (total, each user, each thread with per-thread output, each named
+//! group with the group's name as `target`), units in the column names. Job columns are empty
+//! for a Result without a Job (replay, backup, workload).
 
 use super::ReportOptions;
 use crate::result::RunResult;
@@ -23,8 +24,9 @@ fn row(
     target: &str,
     s: &StatsReport,
 ) -> String {
-    let j = &r.job;
+    let j = r.job.as_ref();
     let l = &s.lat_ns;
+    let job = |f: &dyn Fn(&crate::job::Job) -> String| j.map(f).unwrap_or_default();
     format!(
         "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.1},{:.1},{:.6},{:.6},{:.6},{:.3},{},{:.0},{},{},{},{},{},{},{}",
         field(&r.name),
@@ -33,13 +35,13 @@ fn row(
         user,
         thread,
         field(target),
-        j.access.name(),
-        j.block_size,
-        field(&r.plan.cache.name()),
-        j.engine.name(),
-        j.queue_depth,
-        j.threads,
-        j.targets.len(),
+        job(&|j| j.access.name().to_string()),
+        job(&|j| j.block_size.to_string()),
+        field(&r.cache_name().unwrap_or_default()),
+        job(&|j| j.engine.name().to_string()),
+        job(&|j| j.queue_depth.to_string()),
+        job(&|j| j.threads.to_string()),
+        job(&|j| j.targets.len().to_string()),
         s.ops,
         s.bytes,
         s.elapsed_s,
@@ -93,6 +95,10 @@ pub fn render(results: &[RunResult], opts: &ReportOptions) -> String {
                     );
                     out.push('\n');
                 }
+            }
+            for g in &r.groups {
+                out += &row(r, "group", "", "", &g.name, &g.stats);
+                out.push('\n');
             }
         }
     }

@@ -29,6 +29,7 @@ pub mod svg;
 pub mod table;
 pub mod text;
 pub mod trace;
+pub mod workload;
 
 use crate::error::UsageError;
 use crate::result::RunResult;

@@ -22,14 +22,43 @@ fn line(label: &str, s: &StatsReport, opts: &ReportOptions) -> String {
     )
 }
 
+/// The first line of a Result without a Job (a replay, a backup phase, a workload).
+fn header_without_job(r: &RunResult) -> String {
+    let cache = r
+        .cache_name()
+        .map(|c| format!(", cache {c}"))
+        .unwrap_or_default();
+    match &r.replay {
+        Some(p) => format!(
+            "{}: {} calls of {} in {} thread(s), {}{cache}",
+            r.name,
+            p.calls,
+            p.trace,
+            p.threads,
+            match p.speed {
+                Some(s) => format!("traced timing x{s}"),
+                None => "back to back".into(),
+            }
+        ),
+        None => format!("{}: {}{cache}", r.name, r.kind.name()),
+    }
+}
+
 pub fn header(r: &RunResult) -> String {
-    let j = &r.job;
+    let Some(j) = &r.job else {
+        return header_without_job(r);
+    };
     let amount = match (j.io_count, j.time_s) {
         (Some(n), _) => format!("{n} I/Os per thread"),
         (None, Some(t)) => format!("{t} s"),
         (None, None) => format!(
             "{} bytes per thread",
-            r.plan.targets.first().map(|t| t.size).unwrap_or(0) / j.threads.max(1) as u64
+            r.plan
+                .as_ref()
+                .and_then(|p| p.targets.first())
+                .map(|t| t.size)
+                .unwrap_or(0)
+                / j.threads.max(1) as u64
         ),
     };
     format!(
@@ -45,7 +74,7 @@ pub fn header(r: &RunResult) -> String {
         },
         j.targets.len(),
         j.threads,
-        r.plan.cache.name(),
+        r.cache_name().unwrap_or_else(|| j.cache.name()),
         j.engine.name(),
         if j.queue_depth > 1 {
             format!(" qd {}", j.queue_depth)
@@ -75,6 +104,10 @@ fn rate_label(j: &crate::job::Job) -> String {
 pub fn render(results: &[RunResult], opts: &ReportOptions) -> String {
     let mut out = String::new();
     for r in results {
+        if r.kind == crate::result::Kind::Workload {
+            out.push_str(&super::workload::text(r));
+            continue;
+        }
         let _ = writeln!(out, "{}", header(r));
         for n in &r.notes {
             let _ = writeln!(out, "note: {n}");
@@ -87,10 +120,14 @@ pub fn render(results: &[RunResult], opts: &ReportOptions) -> String {
                         let _ = writeln!(out, "{}", line(&label, &t.stats, opts));
                     }
                 }
-                if r.users.len() > 1 || opts.per_thread || r.job.threads > 1 {
+                if r.users.len() > 1 || opts.per_thread || u.threads.len() > 1 {
                     let label = format!("user {:>3}:", u.user + 1);
                     let _ = writeln!(out, "{}", line(&label, &u.stats, opts));
                 }
+            }
+            for g in &r.groups {
+                let label = format!("{}:", g.name);
+                let _ = writeln!(out, "{}", line(&label, &g.stats, opts));
             }
         }
         let _ = writeln!(out, "{}", line("total:", &r.total, opts));
@@ -106,20 +143,24 @@ pub fn render(results: &[RunResult], opts: &ReportOptions) -> String {
             format_ns(l.p99_9 as f64),
             format_ns(l.max as f64)
         );
-        if r.job.rate.iops.is_some() || r.job.rate.bytes_per_sec.is_some() {
+        if let Some(j) = r
+            .job
+            .as_ref()
+            .filter(|j| j.rate.iops.is_some() || j.rate.bytes_per_sec.is_some())
+        {
             let l = &r.total.sched_lat_ns;
             let _ = writeln!(
-                    out,
-                    "latency from the intended issue time (rate {}): p50 {} p90 {} p99 {} p99.9 {} max {}",
-                    rate_label(&r.job),
-                    format_ns(l.p50 as f64),
-                    format_ns(l.p90 as f64),
-                    format_ns(l.p99 as f64),
-                    format_ns(l.p99_9 as f64),
-                    format_ns(l.max as f64)
-                );
+                out,
+                "latency from the intended issue time (rate {}): p50 {} p90 {} p99 {} p99.9 {} max {}",
+                rate_label(j),
+                format_ns(l.p50 as f64),
+                format_ns(l.p90 as f64),
+                format_ns(l.p99 as f64),
+                format_ns(l.p99_9 as f64),
+                format_ns(l.max as f64)
+            );
         }
-        if r.job.queue_depth > 1 {
+        if r.job.as_ref().is_some_and(|j| j.queue_depth > 1) {
             let depths: Vec<String> = r
                 .total
                 .inflight_pct
@@ -147,7 +188,9 @@ pub fn render(results: &[RunResult], opts: &ReportOptions) -> String {
                 String::new()
             },
             if t.direct_ops > 0
-                && matches!(r.plan.cache, crate::job::CachePolicy::Discovered { .. })
+                && r.plan.as_ref().is_some_and(|p| {
+                    matches!(p.cache, crate::job::CachePolicy::Discovered { .. })
+                })
             {
                 format!(", {} I/Os went direct", t.direct_ops)
             } else {

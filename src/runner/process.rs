@@ -5,7 +5,7 @@
 use super::target::Plan;
 use super::worker::{IoFailure, ThreadOutcome};
 use crate::job::{Job, WorkerMode};
-use crate::stats::{LatencyHist, Stats, SyscallCounts, Usage};
+use crate::stats::Stats;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -27,53 +27,21 @@ pub struct WorkerSpec {
 /// with it (a SIGKILLed parent must not leave workers writing forever).
 pub const PARENT_ENV: &str = "FSBENCH_PARENT_PID";
 
-/// Stats in a form that crosses a pipe exactly (histograms as buckets).
-#[derive(Serialize, Deserialize)]
-struct WireStats {
-    read_ops: u64,
-    write_ops: u64,
-    read_bytes: u64,
-    write_bytes: u64,
-    errors: u64,
-    buffered_fallback_ops: u64,
-    direct_ops: u64,
-    lat: Vec<[u64; 2]>,
-    sched_lat: Vec<[u64; 2]>,
-    usage: Usage,
-    syscalls: SyscallCounts,
-    inflight: [u64; 8],
-    elapsed_s: f64,
-}
-
 #[derive(Serialize, Deserialize)]
 struct WireOutcome {
     user: usize,
     thread: u32,
-    stats: WireStats,
+    /// Stats cross the pipe as they are (histograms exactly, by bucket).
+    stats: Stats,
     failure: Option<IoFailure>,
 }
 
 impl From<&ThreadOutcome> for WireOutcome {
     fn from(t: &ThreadOutcome) -> Self {
-        let s = &t.stats;
         WireOutcome {
             user: t.user,
             thread: t.thread,
-            stats: WireStats {
-                read_ops: s.read_ops,
-                write_ops: s.write_ops,
-                read_bytes: s.read_bytes,
-                write_bytes: s.write_bytes,
-                errors: s.errors,
-                buffered_fallback_ops: s.buffered_fallback_ops,
-                direct_ops: s.direct_ops,
-                lat: s.lat.to_buckets(),
-                sched_lat: s.sched_lat.to_buckets(),
-                usage: s.usage,
-                syscalls: s.syscalls,
-                inflight: s.inflight,
-                elapsed_s: s.elapsed_s,
-            },
+            stats: t.stats.clone(),
             failure: t.failure.clone(),
         }
     }
@@ -81,25 +49,10 @@ impl From<&ThreadOutcome> for WireOutcome {
 
 impl From<WireOutcome> for ThreadOutcome {
     fn from(w: WireOutcome) -> Self {
-        let s = w.stats;
         ThreadOutcome {
             user: w.user,
             thread: w.thread,
-            stats: Stats {
-                read_ops: s.read_ops,
-                write_ops: s.write_ops,
-                read_bytes: s.read_bytes,
-                write_bytes: s.write_bytes,
-                errors: s.errors,
-                buffered_fallback_ops: s.buffered_fallback_ops,
-                direct_ops: s.direct_ops,
-                lat: LatencyHist::from_buckets(&s.lat),
-                sched_lat: LatencyHist::from_buckets(&s.sched_lat),
-                usage: s.usage,
-                syscalls: s.syscalls,
-                inflight: s.inflight,
-                elapsed_s: s.elapsed_s,
-            },
+            stats: w.stats,
             failure: w.failure,
         }
     }

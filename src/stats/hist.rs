@@ -1,30 +1,84 @@
-//! Constant-memory latency histogram (HdrHistogram, nanoseconds, 3 significant digits).
+//! The one latency histogram of fsbench: constant memory, log-linear, mergeable.
 //!
-//! A histogram is sized once for 1 ns .. 1 hour (about 270 KB) when it is first needed: an
-//! empty one (`Default`, a worker that did no I/O, a latency that is not measured) holds no
-//! counts at all, so a job of thousands of tiny workers does not pay 270 KB for each empty
-//! one. The runner creates its workers' histograms before timing (`LatencyHist::new`), so
-//! recording on the I/O path never allocates. Merging is exact.
+//! Every octave of nanoseconds [2^k, 2^(k+1)) is split into 128 equal sub-buckets, and values
+//! below 256 ns are counted exactly, so a value is known to within 1/128 of itself; reporting a
+//! bucket by its middle halves that, so any percentile is within 0.4 % of the exact one
+//! (nearest rank). The range is 0 .. 2^42 ns (73 minutes); longer latencies are counted in the
+//! last bucket while the exact minimum, maximum and sum (hence mean) are kept beside the
+//! counts, and percentiles are clamped into [min, max].
+//!
+//! The counts are 4,608 `u64` (36 KiB), allocated once, when the histogram is created with
+//! [`LatencyHist::new`] (the runner does it before timing) or when the first value arrives; an
+//! empty histogram (`Default`, a worker that did no I/O) holds no counts at all. Recording is
+//! an index computation and four stores, never an allocation once created. Merging is exact
+//! (counts add; u64 cannot overflow in practice: 2^64 I/Os).
+//!
+//! The same type serves runs, workload flowops, replays, backups and replay I/O sizes, so a fix
+//! here reaches every kind of Result.
 
-use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-/// Highest latency tracked exactly; larger values are clamped to it (and counted).
-const MAX_NS: u64 = 3_600_000_000_000;
+/// Sub-buckets per octave: 2^7 = 128, so a bucket is at most 1/128 of its values wide.
+const SUB_BITS: u32 = 7;
+const SUB: usize = 1 << SUB_BITS;
+/// Values at or above 2^TOP_BITS ns (about 73 minutes) share the last bucket.
+const TOP_BITS: u32 = 42;
+/// Octave groups: group 0 holds 0..127 exactly, group g >= 1 holds [2^(g+6), 2^(g+7)).
+const GROUPS: usize = (TOP_BITS - SUB_BITS + 1) as usize;
+/// Number of counters.
+pub const BUCKETS: usize = GROUPS * SUB;
+/// Bytes of counts one histogram holds once created.
+pub const HIST_BYTES: usize = BUCKETS * std::mem::size_of::<u64>();
+/// Largest relative distance of a reported percentile from the exact one (nearest rank).
+pub const MAX_RELATIVE_ERROR: f64 = 1.0 / (2 * SUB) as f64;
+
+/// Bucket of a value (values beyond the range go into the last bucket).
+#[inline]
+fn index(v: u64) -> usize {
+    if v < SUB as u64 {
+        return v as usize;
+    }
+    let v = v.min((1u64 << TOP_BITS) - 1);
+    let msb = 63 - v.leading_zeros();
+    let shift = msb - SUB_BITS;
+    ((shift as usize + 1) << SUB_BITS) + ((v >> shift) as usize & (SUB - 1))
+}
+
+/// Lowest value of a bucket and its width.
+fn bounds(i: usize) -> (u64, u64) {
+    let (group, sub) = (i >> SUB_BITS, (i & (SUB - 1)) as u64);
+    if group == 0 {
+        return (sub, 1);
+    }
+    let shift = (group - 1) as u32;
+    ((SUB as u64 + sub) << shift, 1u64 << shift)
+}
+
+/// The value a bucket is reported as: its middle (it maps back to the same bucket).
+fn value_of(i: usize) -> u64 {
+    let (lo, width) = bounds(i);
+    lo + width / 2
+}
 
 #[derive(Clone, Default)]
 pub struct LatencyHist {
-    /// None until the first value (or `new`): an empty histogram costs nothing.
-    h: Option<Box<Histogram<u64>>>,
+    /// None until created or until the first value: an empty histogram costs nothing.
+    counts: Option<Box<[u64; BUCKETS]>>,
+    n: u64,
+    /// Exact extremes and sum of what was recorded (min is meaningless while n == 0).
+    min: u64,
+    max: u64,
+    sum: u64,
 }
 
 impl std::fmt::Debug for LatencyHist {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "LatencyHist(n={})", self.len())
+        write!(f, "LatencyHist(n={})", self.n)
     }
 }
 
-/// Named latency summary as it goes into every output (`lat_ns` in JSON).
+/// Named summary as it goes into every output (`lat_ns` in JSON; replay I/O sizes reuse it
+/// in bytes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencySummary {
     pub count: u64,
@@ -37,111 +91,245 @@ pub struct LatencySummary {
     pub max: u64,
 }
 
-fn empty_hist() -> Box<Histogram<u64>> {
-    Box::new(Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid histogram bounds"))
+fn zeroed() -> Box<[u64; BUCKETS]> {
+    // Zeroed straight on the heap (a 36 KiB array must not pass through the stack).
+    vec![0u64; BUCKETS]
+        .into_boxed_slice()
+        .try_into()
+        .expect("BUCKETS counters")
 }
 
 impl LatencyHist {
     /// A histogram ready to record without allocating (create it before timing).
     pub fn new() -> Self {
         LatencyHist {
-            h: Some(empty_hist()),
+            counts: Some(zeroed()),
+            ..Default::default()
         }
     }
 
     /// Allocate the counts now if they are not yet (so `record` will not).
     pub fn ready(&mut self) {
-        if self.h.is_none() {
-            self.h = Some(empty_hist());
+        if self.counts.is_none() {
+            self.counts = Some(zeroed());
         }
     }
 
-    /// Record one latency. No allocation once created: values are clamped into the range.
+    /// Record one value. No allocation once created.
     #[inline]
     pub fn record(&mut self, ns: u64) {
-        let v = ns.clamp(1, MAX_NS);
-        let h = self.h.get_or_insert_with(empty_hist);
-        // Cannot fail: v is inside the bounds the histogram was built with.
-        let _ = h.record(v);
+        self.record_n(ns, 1);
+    }
+
+    /// Record `count` occurrences of one value.
+    #[inline]
+    pub fn record_n(&mut self, v: u64, count: u64) {
+        if count == 0 {
+            return;
+        }
+        let c = self.counts.get_or_insert_with(zeroed);
+        // index() is below BUCKETS by construction; min() lets the compiler drop the bounds
+        // check on the fixed-size array.
+        c[index(v).min(BUCKETS - 1)] += count;
+        if self.n == 0 || v < self.min {
+            self.min = v;
+        }
+        self.max = self.max.max(v);
+        self.n += count;
+        self.sum = self.sum.saturating_add(v.saturating_mul(count));
     }
 
     pub fn len(&self) -> u64 {
-        self.h.as_ref().map_or(0, |h| h.len())
+        self.n
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.n == 0
     }
 
     /// Bytes of counts this histogram holds (0 while empty).
     pub fn footprint(&self) -> usize {
-        self.h.as_ref().map_or(0, |h| h.distinct_values() * 8)
+        self.counts.as_ref().map_or(0, |c| c.len() * 8)
     }
 
     pub fn merge(&mut self, other: &LatencyHist) {
-        let Some(o) = other.h.as_ref().filter(|o| !o.is_empty()) else {
+        let Some(o) = other.counts.as_ref().filter(|_| other.n > 0) else {
             return;
         };
-        match self.h.as_mut() {
-            // Same bounds on both sides, so adding cannot fail.
-            Some(h) => {
-                let _ = h.add(o.as_ref());
+        match self.counts.as_mut() {
+            Some(c) => {
+                for (a, b) in c.iter_mut().zip(o.iter()) {
+                    *a += b;
+                }
             }
-            None => self.h = Some(o.clone()),
+            None => self.counts = Some(o.clone()),
         }
+        if self.n == 0 || other.min < self.min {
+            self.min = other.min;
+        }
+        self.max = self.max.max(other.max);
+        self.n += other.n;
+        self.sum = self.sum.saturating_add(other.sum);
     }
 
+    /// The value at quantile `q` (nearest rank: the smallest recorded value with at least
+    /// `ceil(q * n)` values at or below it), within [`MAX_RELATIVE_ERROR`]; 0 when empty.
     pub fn quantile(&self, q: f64) -> u64 {
-        match &self.h {
-            Some(h) if !h.is_empty() => h.value_at_quantile(q),
-            _ => 0,
+        let Some(c) = self.counts.as_ref().filter(|_| self.n > 0) else {
+            return 0;
+        };
+        let rank = ((q.clamp(0.0, 1.0) * self.n as f64).ceil() as u64).clamp(1, self.n);
+        if rank == self.n {
+            return self.max;
         }
+        let mut seen = 0u64;
+        for (i, n) in c.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                // The last bucket also holds everything beyond the range: its only honest
+                // value is the exact maximum.
+                if i == BUCKETS - 1 {
+                    return self.max;
+                }
+                return value_of(i).clamp(self.min, self.max);
+            }
+        }
+        self.max
     }
 
     pub fn summary(&self) -> LatencySummary {
-        let Some(h) = self.h.as_ref().filter(|h| !h.is_empty()) else {
+        if self.n == 0 {
             return LatencySummary::default();
-        };
+        }
         LatencySummary {
-            count: h.len(),
-            min: h.min(),
-            mean: h.mean(),
+            count: self.n,
+            min: self.min,
+            mean: self.sum as f64 / self.n as f64,
             p50: self.quantile(0.50),
             p90: self.quantile(0.90),
             p99: self.quantile(0.99),
             p99_9: self.quantile(0.999),
-            max: h.max(),
+            max: self.max,
         }
     }
 
-    /// Non-empty buckets as `[value_ns, count]` pairs, enough to rebuild the histogram later
-    /// (so a stored Result can be merged and re-rendered without re-running).
+    /// Non-empty buckets as `[value_ns, count]` pairs (the bucket's middle), enough to rebuild
+    /// the histogram later (so a stored Result can be merged and re-rendered).
     pub fn to_buckets(&self) -> Vec<[u64; 2]> {
-        match &self.h {
-            Some(h) => h
-                .iter_recorded()
-                .map(|v| [v.value_iterated_to(), v.count_at_value()])
+        match &self.counts {
+            Some(c) => c
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(i, n)| [value_of(i), *n])
                 .collect(),
             None => Vec::new(),
         }
     }
 
+    /// Rebuild from `[value, count]` pairs (ours, or the HdrHistogram buckets of a schema 1
+    /// Result): every pair is recorded, so min, max and mean are those of the bucket values.
     pub fn from_buckets(buckets: &[[u64; 2]]) -> Self {
         let mut h = LatencyHist::default();
         for [v, c] in buckets {
-            if *c > 0 {
-                let _ =
-                    h.h.get_or_insert_with(empty_hist)
-                        .record_n((*v).clamp(1, MAX_NS), *c);
-            }
+            h.record_n(*v, *c);
         }
         h
+    }
+}
+
+/// The histogram crosses a pipe (worker processes) exactly: counts by bucket index plus the
+/// exact min, max and sum.
+#[derive(Serialize, Deserialize)]
+struct WireHist {
+    n: u64,
+    min: u64,
+    max: u64,
+    sum: u64,
+    /// `[bucket index, count]` of the non-empty buckets.
+    counts: Vec<[u64; 2]>,
+}
+
+impl Serialize for LatencyHist {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let counts = match &self.counts {
+            Some(c) => c
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(i, n)| [i as u64, *n])
+                .collect(),
+            None => Vec::new(),
+        };
+        WireHist {
+            n: self.n,
+            min: self.min,
+            max: self.max,
+            sum: self.sum,
+            counts,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for LatencyHist {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = WireHist::deserialize(d)?;
+        let mut h = LatencyHist {
+            counts: None,
+            n: w.n,
+            min: w.min,
+            max: w.max,
+            sum: w.sum,
+        };
+        let mut total = 0u64;
+        for [i, n] in w.counts {
+            if i as usize >= BUCKETS {
+                return Err(serde::de::Error::custom(format!(
+                    "histogram bucket {i} out of range (0..{BUCKETS})"
+                )));
+            }
+            h.counts.get_or_insert_with(zeroed)[i as usize] += n;
+            total = total.saturating_add(n);
+        }
+        if total != w.n {
+            return Err(serde::de::Error::custom(format!(
+                "histogram counts add up to {total}, not {}",
+                w.n
+            )));
+        }
+        Ok(h)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Nearest-rank percentile of sorted samples.
+    fn exact(sorted: &[u64], q: f64) -> u64 {
+        let n = sorted.len() as u64;
+        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+        sorted[(rank - 1) as usize]
+    }
+
+    #[test]
+    fn buckets_map_back_and_are_narrow() {
+        for i in 0..BUCKETS {
+            assert_eq!(index(value_of(i)), i, "bucket {i}");
+            let (lo, w) = bounds(i);
+            assert_eq!(index(lo), i);
+            assert_eq!(index(lo + w - 1), i);
+            if lo >= 256 {
+                assert!(w as f64 / lo as f64 <= 1.0 / SUB as f64);
+            } else {
+                assert_eq!(w, 1, "below 256 ns every value is exact");
+            }
+        }
+        assert_eq!(index(u64::MAX), BUCKETS - 1);
+        assert_eq!(HIST_BYTES, 36_864);
+    }
 
     #[test]
     fn quantiles_and_merge() {
@@ -156,12 +344,13 @@ mod tests {
         a.merge(&b);
         let s = a.summary();
         assert_eq!(s.count, 2000);
+        assert_eq!((s.min, s.max), (1000, 2_000_000));
+        assert_eq!(s.mean, 1_000_500.0);
         assert!(
-            (s.p50 as f64 - 1_000_000.0).abs() < 2_000.0,
+            (s.p50 as f64 / 1_000_000.0 - 1.0).abs() <= MAX_RELATIVE_ERROR,
             "p50 {}",
             s.p50
         );
-        assert!(s.max >= 1_999_000);
         let round = LatencyHist::from_buckets(&a.to_buckets());
         assert_eq!(round.summary().count, 2000);
         assert_eq!(round.summary().p99, s.p99);
@@ -175,17 +364,90 @@ mod tests {
         e.merge(&other);
         assert_eq!(e.footprint(), 0, "merging empties allocates nothing");
         assert_eq!(LatencyHist::from_buckets(&[]).footprint(), 0);
+        assert_eq!(e.summary(), LatencySummary::default());
         other.record(5);
         e.merge(&other);
         assert_eq!(e.len(), 1);
-        assert!(LatencyHist::new().footprint() > 100_000);
+        assert_eq!(LatencyHist::new().footprint(), HIST_BYTES);
     }
 
     #[test]
-    fn clamps_out_of_range() {
+    fn out_of_range_values_keep_exact_extremes() {
         let mut h = LatencyHist::new();
         h.record(0);
         h.record(u64::MAX);
         assert_eq!(h.len(), 2);
+        let s = h.summary();
+        assert_eq!((s.min, s.max), (0, u64::MAX));
+        assert_eq!(h.quantile(0.5), 0);
+        assert_eq!(
+            h.quantile(1.0),
+            u64::MAX,
+            "the largest rank is the exact maximum"
+        );
+        let mut long = LatencyHist::new();
+        for v in [1u64 << 43, 1 << 44, 1 << 45] {
+            long.record(v);
+        }
+        assert_eq!(
+            long.quantile(0.5),
+            1 << 45,
+            "beyond the range: the exact maximum"
+        );
+    }
+
+    #[test]
+    fn wire_form_is_exact_and_checked() {
+        let mut h = LatencyHist::new();
+        for v in [3u64, 999, 123_456_789, 5_000_000_000_000] {
+            h.record(v);
+        }
+        let text = serde_json::to_string(&h).unwrap();
+        let back: LatencyHist = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.summary(), h.summary());
+        assert_eq!(back.to_buckets(), h.to_buckets());
+        let empty: LatencyHist =
+            serde_json::from_str(&serde_json::to_string(&LatencyHist::default()).unwrap()).unwrap();
+        assert_eq!(empty.footprint(), 0);
+        for bad in [
+            r#"{"n":1,"min":0,"max":0,"sum":0,"counts":[[99999,1]]}"#,
+            r#"{"n":2,"min":0,"max":0,"sum":0,"counts":[[1,1]]}"#,
+        ] {
+            assert!(serde_json::from_str::<LatencyHist>(bad).is_err(), "{bad}");
+        }
+    }
+
+    proptest! {
+        /// Every percentile is within 0.4 % of the exact nearest-rank percentile of the same
+        /// samples, min/max/mean are exact, and merging two halves equals recording all.
+        #[test]
+        fn percentiles_match_exact_ones(
+            samples in proptest::collection::vec(
+                prop_oneof![0u64..300, 300u64..100_000, 100_000u64..(1u64 << 41)], 1..400),
+            split in 0usize..400,
+        ) {
+            let mut sorted = samples.clone();
+            sorted.sort_unstable();
+            let k = split.min(samples.len());
+            let (mut a, mut b) = (LatencyHist::default(), LatencyHist::default());
+            for &v in &samples[..k] { a.record(v); }
+            for &v in &samples[k..] { b.record(v); }
+            a.merge(&b);
+            let mut all = LatencyHist::new();
+            for &v in &samples { all.record(v); }
+            prop_assert_eq!(a.to_buckets(), all.to_buckets());
+            let s = a.summary();
+            prop_assert_eq!(s.min, sorted[0]);
+            prop_assert_eq!(s.max, *sorted.last().unwrap());
+            let mean = samples.iter().map(|&v| v as f64).sum::<f64>() / samples.len() as f64;
+            prop_assert!((s.mean - mean).abs() <= mean * 1e-9 + 1e-9);
+            for q in [0.0, 0.01, 0.25, 0.5, 0.9, 0.99, 0.999, 1.0] {
+                let want = exact(&sorted, q);
+                let got = a.quantile(q);
+                let err = (got as f64 - want as f64).abs();
+                prop_assert!(err <= want as f64 * MAX_RELATIVE_ERROR,
+                    "q {} exact {} got {}", q, want, got);
+            }
+        }
     }
 }

@@ -122,11 +122,16 @@ pub fn inflight_bucket(depth: u32) -> usize {
     }
 }
 
-/// Everything one worker measured.
-#[derive(Debug, Clone, Default)]
+/// Everything one worker (or one named group: a workload flowop, a replay's I/O kind, a backup
+/// phase) measured. Serialisable as is, so worker processes send it to their parent exactly.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Stats {
     pub read_ops: u64,
     pub write_ops: u64,
+    /// Operations that are neither reads nor writes (open, close, stat, fsync, ... of a
+    /// workload flowop); always 0 for a Job's data I/O.
+    #[serde(default)]
+    pub other_ops: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
     pub errors: u64,
@@ -144,11 +149,18 @@ pub struct Stats {
     pub inflight: [u64; 8],
     /// Wall time this worker spent in its timed loop.
     pub elapsed_s: f64,
+    /// Thread CPU time read around some operations only (a workload reads the thread CPU
+    /// clock on every 16th execution of a flowop): the nanoseconds and how many operations
+    /// they cover. Used for CPU per operation where `usage` is not per group.
+    #[serde(default)]
+    pub cpu_sampled_ns: u64,
+    #[serde(default)]
+    pub cpu_sampled_ops: u64,
 }
 
 impl Stats {
     pub fn ops(&self) -> u64 {
-        self.read_ops + self.write_ops
+        self.read_ops + self.write_ops + self.other_ops
     }
     pub fn bytes(&self) -> u64 {
         self.read_bytes + self.write_bytes
@@ -159,6 +171,7 @@ impl std::ops::AddAssign<&Stats> for Stats {
     fn add_assign(&mut self, o: &Stats) {
         self.read_ops += o.read_ops;
         self.write_ops += o.write_ops;
+        self.other_ops += o.other_ops;
         self.read_bytes += o.read_bytes;
         self.write_bytes += o.write_bytes;
         self.errors += o.errors;
@@ -173,15 +186,26 @@ impl std::ops::AddAssign<&Stats> for Stats {
         }
         // Workers run side by side: the merged wall time is the longest one.
         self.elapsed_s = self.elapsed_s.max(o.elapsed_s);
+        self.cpu_sampled_ns += o.cpu_sampled_ns;
+        self.cpu_sampled_ops += o.cpu_sampled_ops;
     }
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// The serialisable view of [`Stats`] that goes into every Result (units in every key).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct StatsReport {
+    /// read_ops + write_ops + other_ops.
     pub ops: u64,
     pub read_ops: u64,
     pub write_ops: u64,
+    /// Metadata operations (workload flowops such as openfile or statfile); absent in
+    /// schema 1 documents.
+    #[serde(default)]
+    pub other_ops: u64,
     pub bytes: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
@@ -195,8 +219,12 @@ pub struct StatsReport {
     pub cpu_sys_s: f64,
     /// user + sys, the white paper's "CPU seconds".
     pub cpu_s: f64,
-    /// CPU microseconds per operation (the Filebench shootout's metric).
+    /// CPU microseconds per operation (the Filebench shootout's metric): from `usage`, or,
+    /// for a workload flowop, from the sampled thread CPU time (`cpu_sampled_ops`).
     pub cpu_us_per_op: f64,
+    /// Operations whose thread CPU time was read (workload flowops; 0 elsewhere).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cpu_sampled_ops: u64,
     pub lat_ns: LatencySummary,
     /// Latency against the intended schedule (differs from `lat_ns` only under a rate limit).
     pub sched_lat_ns: LatencySummary,
@@ -227,6 +255,7 @@ impl StatsReport {
             ops,
             read_ops: s.read_ops,
             write_ops: s.write_ops,
+            other_ops: s.other_ops,
             bytes: s.bytes(),
             read_bytes: s.read_bytes,
             write_bytes: s.write_bytes,
@@ -239,11 +268,14 @@ impl StatsReport {
             cpu_user_s: s.usage.cpu_user_s,
             cpu_sys_s: s.usage.cpu_sys_s,
             cpu_s: s.usage.cpu_s(),
-            cpu_us_per_op: if ops > 0 {
+            cpu_us_per_op: if ops > 0 && s.usage.cpu_s() > 0.0 {
                 s.usage.cpu_s() * 1e6 / ops as f64
+            } else if s.cpu_sampled_ops > 0 {
+                s.cpu_sampled_ns as f64 / s.cpu_sampled_ops as f64 / 1e3
             } else {
                 0.0
             },
+            cpu_sampled_ops: s.cpu_sampled_ops,
             lat_ns: s.lat.summary(),
             // Without a rate limit the schedule is the submission time, so the two latencies
             // are the same and only `lat` is recorded (one histogram per worker, not two).

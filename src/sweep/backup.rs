@@ -11,11 +11,11 @@
 
 use super::record::{Record, SweepMeta};
 use super::ustar::{self, Entry, Kind, RecordWriter, BLOCK};
-use crate::job::{Access, CachePolicy, Job};
-use crate::result::RunResult;
+use crate::job::CachePolicy;
+use crate::result::{self, BackupInfo, GroupReport, RunResult};
 use crate::runner::target::{Plan, TargetKind, TargetPlan};
-use crate::runner::{IoFailure, RunOutcome, RunStatus, ThreadOutcome};
-use crate::stats::{cpu, Stats};
+use crate::runner::{IoFailure, RunStatus};
+use crate::stats::{cpu, Stats, StatsReport};
 use anyhow::{anyhow, bail, Context, Result};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -426,11 +426,12 @@ fn same_contents(a: &Path, b: &Path) -> Result<bool> {
     }
 }
 
-/// Measure one phase and turn it into a RunResult (kind `backup`).
+/// A measured phase as a Result (kind `backup`): the archive is its target, the phase its
+/// one named group (the article's per-phase `timex` and `tusc -c` figures).
 #[allow(clippy::too_many_arguments)]
 fn phase_result(
     name: &str,
-    access: Access,
+    phase: &str,
     cache: CachePolicy,
     record: usize,
     archive: &Path,
@@ -440,16 +441,13 @@ fn phase_result(
     started_unix_s: f64,
     notes: Vec<String>,
 ) -> RunResult {
-    let job = Job {
-        name: name.into(),
-        targets: tree_files.to_vec(),
-        access,
-        block_size: record as u64,
-        cache,
-        keep: false,
-        ..Job::default()
-    };
-    let plan = Plan {
+    let mut r = RunResult::new(
+        result::Kind::Backup,
+        name,
+        started_unix_s,
+        crate::probe::env::collect(tree_files),
+    );
+    r.plan = Some(Plan {
         targets: vec![TargetPlan {
             path: archive.to_path_buf(),
             kind: TargetKind::File,
@@ -459,9 +457,15 @@ fn phase_result(
             reserved: None,
         }],
         cache,
-        notes,
-    };
-    let failures: Vec<IoFailure> = failure
+        notes: Vec::new(),
+    });
+    r.notes = notes;
+    r.backup = Some(BackupInfo {
+        phase: phase.to_string(),
+        record_bytes: record as u64,
+        files: tree_files.iter().map(|p| p.display().to_string()).collect(),
+    });
+    r.failures = failure
         .iter()
         .map(|m| IoFailure {
             user: 0,
@@ -471,27 +475,16 @@ fn phase_result(
             message: m.clone(),
         })
         .collect();
-    let elapsed_s = stats.elapsed_s;
-    let outcome = RunOutcome {
-        plan,
-        threads: vec![ThreadOutcome {
-            user: 0,
-            thread: 0,
-            stats,
-            failure: None,
-        }],
-        status: if failures.is_empty() {
-            RunStatus::Complete
-        } else {
-            RunStatus::Failed
-        },
-        failures,
-        probes: Default::default(),
-        elapsed_s,
-        started_unix_s,
-    };
-    let mut r = RunResult::from_outcome(&job, &outcome);
-    r.kind = "backup".into();
+    if !r.failures.is_empty() {
+        r.status = RunStatus::Failed;
+    }
+    r.total = StatsReport::from_stats(&stats, true);
+    r.groups.push(GroupReport {
+        name: phase.to_string(),
+        op: "phase".into(),
+        run: None,
+        stats: StatsReport::from_stats(&stats, false),
+    });
     r
 }
 
@@ -574,7 +567,7 @@ pub fn run(
         let failure = res.as_ref().err().map(|e| format!("{e:#}"));
         let r = phase_result(
             &format!("backup archive {}", cache.name()),
-            Access::Read,
+            "archive",
             *cache,
             plan.record,
             &archive_path,
@@ -630,7 +623,7 @@ pub fn run(
         });
         let mut r = phase_result(
             &format!("backup restore {}", cache.name()),
-            Access::Write,
+            "restore",
             *cache,
             plan.record,
             &archive_path,
@@ -686,7 +679,14 @@ mod tests {
         // Restore reads the archive one 32256-byte record per call.
         let restore = recs[1].result().unwrap();
         assert_eq!(restore.probes["verified"], serde_json::Value::Bool(true));
-        let archive_size = restore.plan.targets[0].size;
+        assert_eq!(restore.kind, result::Kind::Backup);
+        assert_eq!(restore.groups[0].name, "restore");
+        assert_eq!(restore.groups[0].stats.ops, restore.total.ops);
+        assert!(restore.job.is_none(), "a backup phase runs no Job");
+        let b = restore.backup.as_ref().unwrap();
+        assert_eq!((b.phase.as_str(), b.files.len()), ("restore", 3));
+        assert_eq!(b.record_bytes, ustar::PAX_RECORD as u64);
+        let archive_size = restore.plan.as_ref().unwrap().targets[0].size;
         assert_eq!(archive_size % ustar::PAX_RECORD as u64, 0);
         // Everything fsbench made is gone.
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);

@@ -176,8 +176,15 @@ pub fn conflict(stored: &SweepMeta, new: &SweepMeta) -> Option<String> {
 }
 
 /// A result stored without sweep metadata (from `fsbench run --output`) becomes a one-point
-/// study named after its job.
+/// study named after its job; a workload's shows Filebench's figures (ops/s, MB/s, latency,
+/// CPU per op).
 fn plain_meta(r: &RunResult, index: usize) -> SweepMeta {
+    let metrics = match r.kind {
+        crate::result::Kind::Workload => ["ops_per_s", "mb_per_s", "lat_ms", "cpu_us_per_op"]
+            .map(String::from)
+            .to_vec(),
+        _ => Vec::new(),
+    };
     SweepMeta {
         suite: String::new(),
         study: "runs".into(),
@@ -189,7 +196,7 @@ fn plain_meta(r: &RunResult, index: usize) -> SweepMeta {
         table: TableSpec {
             rows: vec!["run".into()],
             cols: Vec::new(),
-            metrics: Vec::new(),
+            metrics,
         },
         chart: ChartSpec {
             x: None,

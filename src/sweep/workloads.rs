@@ -1,6 +1,6 @@
 //! The one place suites and sweeps run a Filebench personality: through the WML engine in
-//! `crate::workload`, with the workload document turned into a Result so tables, charts and
-//! `compare` treat a personality like any other point.
+//! `crate::workload`, whose Result (kind `workload`) tables, charts and `compare` read like
+//! any other point's.
 
 use crate::result::RunResult;
 use std::collections::BTreeMap;
@@ -59,9 +59,9 @@ pub fn check_personality(
 
 /// Run personality `name` (a shipped workload such as `fileserver`) in `dir` with workload
 /// variables `vars` (Filebench `-D NAME=VALUE`: nfiles, filesize, nthreads, iosize, ...) for
-/// `time_s` seconds, and return its measured Result (ops/s in `total.iops`, CPU us/op in
-/// `total.cpu_us_per_op`, latency in `total.lat_ns`). The workload's own document (per-flowop
-/// figures) is kept in `probes["workload"]`.
+/// `time_s` seconds, and return its measured Result: the IO Summary as `total` (ops/s in
+/// `total.iops`, CPU us/op in `total.cpu_us_per_op`, latency in `total.lat_ns`), each flowop
+/// in `groups`, its variables in `workload.variables`.
 pub fn run_personality(
     name: &str,
     dir: &Path,
@@ -82,74 +82,5 @@ pub fn run_personality(
         lines_to_stdout: false,
         stall_after: std::time::Duration::from_secs(3),
     };
-    let wr = execute(&src, &model, &opts).map_err(PersonalityError::Failed)?;
-    Ok(to_run_result(&wr, dir))
-}
-
-/// The workload document seen as a Result, so sweeps, tables and charts treat personalities
-/// like any other point: ops/s as IOPS, MB/s as throughput, the I/O summary's latency and CPU.
-fn to_run_result(wr: &crate::workload::report::WorkloadResult, dir: &Path) -> RunResult {
-    use crate::stats::StatsReport;
-    let last = wr.runs.last();
-    let mut total = StatsReport::default();
-    if let Some(r) = last {
-        let s = &r.summary;
-        total.ops = s.ops;
-        total.elapsed_s = r.duration_s;
-        total.iops = s.ops_per_s;
-        total.bytes_per_sec = s.mb_per_s * 1e6;
-        total.read_ops = (s.read_ops_per_s * r.duration_s).round() as u64;
-        total.write_ops = (s.write_ops_per_s * r.duration_s).round() as u64;
-        total.read_bytes = (s.read_mb_per_s * 1e6 * r.duration_s).round() as u64;
-        total.write_bytes = (s.write_mb_per_s * 1e6 * r.duration_s).round() as u64;
-        total.bytes = total.read_bytes + total.write_bytes;
-        total.cpu_user_s = s.cpu_user_s;
-        total.cpu_sys_s = s.cpu_sys_s;
-        total.cpu_s = s.cpu_user_s + s.cpu_sys_s;
-        total.cpu_us_per_op = s.cpu_us_per_op;
-        total.lat_ns = s.lat_ns;
-        total.errors = r.flowops.iter().map(|f| f.errors).sum();
-    }
-    let job = crate::job::Job {
-        name: wr.name.clone(),
-        targets: vec![dir.to_path_buf()],
-        ..crate::job::Job::default()
-    };
-    let mut probes = serde_json::Map::new();
-    if let Ok(v) = serde_json::to_value(wr) {
-        probes.insert("workload".into(), v);
-    }
-    RunResult {
-        schema_version: crate::result::SCHEMA_VERSION,
-        fsbench_version: wr.fsbench_version.clone(),
-        kind: "workload".into(),
-        name: wr.name.clone(),
-        started_unix_s: wr.started_unix_s,
-        status: wr.status,
-        failures: last
-            .map(|r| {
-                r.failures
-                    .iter()
-                    .map(|m| crate::runner::IoFailure {
-                        user: 0,
-                        thread: 0,
-                        path: dir.display().to_string(),
-                        offset: None,
-                        message: m.clone(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-        notes: wr.notes.clone(),
-        job,
-        plan: crate::runner::Plan {
-            targets: Vec::new(),
-            cache: crate::job::CachePolicy::Buffered,
-            notes: Vec::new(),
-        },
-        environment: wr.environment.clone(),
-        total,
-        users: Vec::new(),
-        probes,
-    }
+    execute(&src, &model, &opts).map_err(PersonalityError::Failed)
 }

@@ -2,7 +2,9 @@
 //! creates (at the size the trace needs, filled with non-repeating data, removed afterwards
 //! unless kept); each traced thread becomes a worker that issues the same reads, writes and
 //! syncs at the same offsets, sizes and order, optionally at the traced times. It is measured
-//! like any run (Stats, latency histogram, CPU by getrusage) and reported as a RunResult.
+//! like any run (Stats, latency histogram, CPU by getrusage) and reported in the one Result
+//! envelope (kind `replay`): per file (user) and thread, and per replayed call kind (`read`,
+//! `write`, `fsync`, `fdatasync`) as named groups, with the planned I/O sizes as a histogram.
 //!
 //! Memory follows what the trace uses, not its thread count: each worker's buffer is as large
 //! as its own largest call, it keeps one latency sample per call it issues (no histogram per
@@ -15,10 +17,11 @@
 use super::{Trace, TraceOp};
 use crate::engine::sync::SyncEngine;
 use crate::engine::{BufferPool, Completion, Engine, FileHandles, IoOp, OpKind};
-use crate::job::{Access, CachePolicy, Job, Route};
+use crate::job::{CachePolicy, Route};
+use crate::result::{GroupReport, Kind, ReplayInfo, RunResult};
 use crate::runner::target::{Plan, TargetKind, TargetPlan};
 use crate::runner::{IoFailure, RunOutcome, RunStatus, ThreadOutcome};
-use crate::stats::{cpu, inflight_bucket, Stats, SyscallCounts};
+use crate::stats::{cpu, inflight_bucket, LatencyHist, Stats, StatsReport, SyscallCounts};
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
@@ -101,15 +104,16 @@ impl Drop for SharedFds {
 }
 
 /// At most this many per-thread entries go into the Result: beyond it, threads are reported
-/// in groups (a latency histogram takes ~0.3 MiB, and 5,000 of them would dominate the run).
+/// in groups (a latency histogram takes 36 KiB, and 5,000 pairs of them would dominate the
+/// memory of a run whose workers hold a few KiB each).
 pub const REPORTED_THREADS_MAX: usize = 64;
 
 /// Stack of a replay worker: it only loops over its steps (the default 2 MiB per thread
 /// would be most of a many-thread replay's address space).
 const WORKER_STACK_BYTES: usize = 256 << 10;
 
-/// Memory one reported histogram pair takes (HdrHistogram, 1 ns..1 h, 3 digits, twice).
-const HIST_PAIR_BYTES: u64 = 600 << 10;
+/// Memory one reported histogram pair takes (service and schedule latency).
+const HIST_PAIR_BYTES: u64 = 2 * crate::stats::hist::HIST_BYTES as u64;
 
 /// What a replay will do, derived from the trace (exposed for `--dry-run` and tests).
 #[derive(Debug, Clone)]
@@ -118,9 +122,7 @@ pub struct ReplayPlan {
     pub sizes: Vec<u64>,
     threads: Vec<ThreadPlan>,
     pub skipped_calls: u64,
-    reads: u64,
-    writes: u64,
-    /// Number of data calls of each size (for the median that stands for the block size).
+    /// Number of data calls of each size (the Result's I/O size histogram).
     len_counts: std::collections::BTreeMap<u32, u64>,
 }
 
@@ -137,7 +139,6 @@ impl ReplayPlan {
         // Per thread: trace file index -> (its index in the thread's list, uses).
         let mut local: Vec<HashMap<u32, (u32, u64)>> = Vec::new();
         let mut skipped = 0;
-        let (mut reads, mut writes) = (0u64, 0u64);
         let mut len_counts = std::collections::BTreeMap::new();
         let mut recs: Vec<&super::TraceRecord> = budget::try_vec(t.records.len(), what)?;
         recs.extend(t.records.iter());
@@ -162,11 +163,6 @@ impl ReplayPlan {
                     }
                     let s = &mut sizes[r.file as usize];
                     *s = (*s).max(r.offset.saturating_add(n));
-                    if r.op == TraceOp::Read {
-                        reads += 1;
-                    } else {
-                        writes += 1;
-                    }
                     *len_counts.entry(n as u32).or_insert(0u64) += 1;
                     (r.op, r.offset, n as u32)
                 }
@@ -225,8 +221,6 @@ impl ReplayPlan {
             sizes,
             threads,
             skipped_calls: skipped,
-            reads,
-            writes,
             len_counts,
         })
     }
@@ -255,7 +249,8 @@ impl ReplayPlan {
     }
 
     /// Memory the run needs beyond the plan: worker stacks, each worker's buffer (its largest
-    /// call) and latency samples (one or two per call), and the reported histograms.
+    /// call) and latency samples (one or two per call), and the reported histograms (per
+    /// reported thread, and per call kind).
     pub fn run_bytes(&self, timed: bool) -> u64 {
         let per_sample = if timed { 16 } else { 8 };
         let workers: u64 = self
@@ -264,24 +259,22 @@ impl ReplayPlan {
             .map(|t| {
                 WORKER_STACK_BYTES as u64
                     + (t.max_len as u64).next_multiple_of(4096).max(4096)
-                    + t.data_ops * per_sample
+                    + t.steps.len() as u64 * per_sample
                     + 16 * t.files.len() as u64
             })
             .sum();
-        workers + HIST_PAIR_BYTES * self.threads.len().min(REPORTED_THREADS_MAX + 1) as u64
+        workers
+            + HIST_PAIR_BYTES
+                * (self.threads.len().min(REPORTED_THREADS_MAX + 1) + CALLS.len()) as u64
     }
 
-    /// The median call size (stands for the Job's block size).
-    fn median_len(&self) -> u64 {
-        let n: u64 = self.len_counts.values().sum();
-        let mut seen = 0;
-        for (len, c) in &self.len_counts {
-            seen += c;
-            if seen > n / 2 {
-                return *len as u64;
-            }
+    /// Sizes of the planned reads and writes, in the one histogram (bytes).
+    fn size_hist(&self) -> LatencyHist {
+        let mut h = LatencyHist::default();
+        for (len, n) in &self.len_counts {
+            h.record_n(*len as u64, *n);
         }
-        0
+        h
     }
 }
 
@@ -450,13 +443,32 @@ impl Gate {
     }
 }
 
-/// What a worker measured, without histograms: latency samples are turned into histograms
-/// after the run, once per reported thread.
-struct Tally {
-    stats: Counters,
+/// The replayed call kinds, in the order of the Result's groups.
+const CALLS: [TraceOp; 4] = [
+    TraceOp::Read,
+    TraceOp::Write,
+    TraceOp::Fsync,
+    TraceOp::Fdatasync,
+];
+
+fn call_index(op: TraceOp) -> Option<usize> {
+    CALLS.iter().position(|c| *c == op)
+}
+
+/// One call kind's samples in one worker.
+#[derive(Default)]
+struct CallTally {
     lat: Vec<u64>,
     /// From the intended issue time; empty when untimed (then equal to `lat`).
     sched: Vec<u64>,
+    bytes: u64,
+}
+
+/// What a worker measured, without histograms: latency samples (per call kind) are turned
+/// into histograms after the run, once per reported thread and once per kind.
+struct Tally {
+    stats: Counters,
+    calls: [CallTally; 4],
     failure: Option<IoFailure>,
 }
 
@@ -494,7 +506,7 @@ impl Counters {
 }
 
 /// Run the replay: create the files, replay every thread, remove the files.
-pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, RunOutcome)> {
+pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResult> {
     let mut plan = ReplayPlan::from_trace(trace)?;
     crate::runner::signal::install();
     if let Some(s) = opts.speed {
@@ -671,7 +683,7 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, Ru
     }
     let elapsed_s = t0.elapsed().as_secs_f64();
     drop(shared);
-    let (threads, grouped) = report_threads(tallies, &thread_info);
+    let (threads, grouped, groups) = report_threads(tallies, &thread_info, elapsed_s);
     if grouped {
         notes.push(format!(
             "{nthreads} replay threads are reported in {} groups (per-thread figures of more than {REPORTED_THREADS_MAX} threads are merged)",
@@ -688,22 +700,6 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, Ru
         RunStatus::Partial
     } else {
         RunStatus::Complete
-    };
-    let (reads, writes) = (plan.reads, plan.writes);
-    let job = Job {
-        name: opts.name.clone(),
-        targets: targets.iter().map(|t| t.path.clone()).collect(),
-        threads: nthreads as u32,
-        access: match (reads, writes) {
-            (_, 0) => Access::RandRead,
-            (0, _) => Access::RandWrite,
-            _ => Access::RandRw,
-        },
-        read_pct: (reads * 100 / (reads + writes).max(1)) as u8,
-        // The median I/O size stands for the job's block size; the trace has the real ones.
-        block_size: plan.median_len(),
-        io_count: Some(total_steps),
-        ..Job::default()
     };
     notes.push(format!(
         "replay of {origin}: {total_steps} calls in {nthreads} thread(s), {}",
@@ -729,8 +725,27 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<(Job, Ru
         started_unix_s,
         probes: Default::default(),
     };
+    let paths: Vec<&PathBuf> = outcome.plan.targets.iter().map(|t| &t.path).collect();
+    let mut result = RunResult::new(
+        Kind::Replay,
+        &opts.name,
+        started_unix_s,
+        crate::probe::env::collect(&paths),
+    );
+    result.fill_from_outcome(&outcome);
+    result.groups = groups;
+    let sizes = plan.size_hist();
+    result.replay = Some(ReplayInfo {
+        trace: origin.to_string(),
+        calls: total_steps,
+        threads: nthreads as u64,
+        speed: opts.speed,
+        skipped_calls: plan.skipped_calls,
+        io_size_bytes: sizes.summary(),
+        io_size_hist_bytes: sizes.to_buckets(),
+    });
     drop(scratch);
-    Ok((job, outcome))
+    Ok(result)
 }
 
 /// Which reported entry each worker goes into: itself up to [`REPORTED_THREADS_MAX`]
@@ -789,8 +804,20 @@ fn grouping(info: &[(usize, u64)]) -> (Vec<usize>, Vec<(usize, u32)>) {
     (of, groups)
 }
 
-/// Build the reported thread outcomes (histograms from the samples), grouping many workers.
-fn report_threads(tallies: Vec<Tally>, info: &[(usize, u64)]) -> (Vec<ThreadOutcome>, bool) {
+/// Build the reported thread outcomes (histograms from the samples of reads and writes),
+/// grouping many workers, and one named group per call kind that was replayed (its ops,
+/// bytes and latency over the replay's timed span: the longest worker's, as the total's, or
+/// `wall_s` when no worker timed anything).
+fn report_threads(
+    tallies: Vec<Tally>,
+    info: &[(usize, u64)],
+    wall_s: f64,
+) -> (Vec<ThreadOutcome>, bool, Vec<GroupReport>) {
+    let longest = tallies
+        .iter()
+        .map(|t| t.stats.elapsed_s)
+        .fold(0.0, f64::max);
+    let elapsed_s = if longest > 0.0 { longest } else { wall_s };
     let (of, groups) = grouping(info);
     let grouped = groups.len() < tallies.len();
     let mut out: Vec<ThreadOutcome> = groups
@@ -802,14 +829,37 @@ fn report_threads(tallies: Vec<Tally>, info: &[(usize, u64)]) -> (Vec<ThreadOutc
             failure: None,
         })
         .collect();
+    let mut kinds: Vec<Stats> = CALLS.iter().map(|_| Stats::default()).collect();
     for (i, t) in tallies.into_iter().enumerate() {
         let o = &mut out[of[i]];
-        for &ns in &t.lat {
-            o.stats.lat.record(ns);
-        }
-        let sched = if t.sched.is_empty() { &t.lat } else { &t.sched };
-        for &ns in sched {
-            o.stats.sched_lat.record(ns);
+        for (k, c) in t.calls.iter().enumerate() {
+            let g = &mut kinds[k];
+            let n = c.lat.len() as u64;
+            match CALLS[k] {
+                TraceOp::Read => {
+                    (g.read_ops, g.read_bytes) = (g.read_ops + n, g.read_bytes + c.bytes)
+                }
+                TraceOp::Write => {
+                    (g.write_ops, g.write_bytes) = (g.write_ops + n, g.write_bytes + c.bytes)
+                }
+                _ => g.other_ops += n,
+            }
+            // A thread's latency is that of its reads and writes, as a Job's; syncs are in
+            // its syscalls and in their own groups.
+            let data = CALLS[k].is_data();
+            for &ns in &c.lat {
+                g.lat.record(ns);
+                if data {
+                    o.stats.lat.record(ns);
+                }
+            }
+            // Untimed, the schedule latency is the service latency: only `lat` is kept.
+            for &ns in &c.sched {
+                g.sched_lat.record(ns);
+                if data {
+                    o.stats.sched_lat.record(ns);
+                }
+            }
         }
         // Counters, CPU and syscalls add up (the samples went into the histograms).
         t.stats.add_to(&mut o.stats);
@@ -817,7 +867,21 @@ fn report_threads(tallies: Vec<Tally>, info: &[(usize, u64)]) -> (Vec<ThreadOutc
             o.failure = t.failure;
         }
     }
-    (out, grouped)
+    let groups = kinds
+        .iter_mut()
+        .zip(CALLS)
+        .filter(|(g, _)| g.ops() > 0)
+        .map(|(g, op)| {
+            g.elapsed_s = elapsed_s;
+            GroupReport {
+                name: op.name().to_string(),
+                op: op.name().to_string(),
+                run: None,
+                stats: StatsReport::from_stats(g, false),
+            }
+        })
+        .collect();
+    (out, grouped, groups)
 }
 
 fn replay_thread(
@@ -843,19 +907,24 @@ fn replay_thread(
     let fds: Vec<i32> = files.iter().map(|f| f.fds[0]).collect();
     // This worker's own sizes: a buffer as large as its largest call, a sample per call.
     let pool = BufferPool::new(1, (plan.max_len as usize).max(1), 0xfeed ^ index as u64);
-    let mut lat: Vec<u64> = Vec::new();
-    let mut sched: Vec<u64> = Vec::new();
-    let reserved = lat.try_reserve_exact(plan.data_ops as usize).and_then(|_| {
-        if speed.is_some() {
-            sched.try_reserve_exact(plan.data_ops as usize)
-        } else {
-            Ok(())
+    // A sample per call, per call kind, reserved now so the timed loop never allocates.
+    let mut calls: [CallTally; 4] = Default::default();
+    let mut want = [0usize; 4];
+    for s in &plan.steps {
+        if let Some(k) = call_index(s.op) {
+            want[k] += 1;
         }
+    }
+    let reserved = calls.iter_mut().zip(want).try_for_each(|(c, n)| {
+        c.lat.try_reserve_exact(n)?;
+        if speed.is_some() {
+            c.sched.try_reserve_exact(n)?;
+        }
+        Ok::<(), std::collections::TryReserveError>(())
     });
     let empty = |failure| Tally {
         stats: Counters::default(),
-        lat: Vec::new(),
-        sched: Vec::new(),
+        calls: Default::default(),
         failure,
     };
     let mut engine = match (pool, reserved) {
@@ -978,12 +1047,17 @@ fn replay_thread(
             ));
             break;
         }
-        if let Some(kind) = kind {
+        if let Some(c) = call_index(s.op).map(|k| &mut calls[k]) {
             // Reserved above: these pushes never allocate.
-            lat.push(end.duration_since(start).as_nanos() as u64);
+            c.lat.push(end.duration_since(start).as_nanos() as u64);
             if speed.is_some() {
-                sched.push(end.duration_since(intended).as_nanos() as u64);
+                c.sched.push(end.duration_since(intended).as_nanos() as u64);
             }
+            if kind.is_some() {
+                c.bytes += result as u64;
+            }
+        }
+        if let Some(kind) = kind {
             match kind {
                 OpKind::Read => {
                     stats.read_ops += 1;
@@ -1001,8 +1075,7 @@ fn replay_thread(
     stats.syscalls = sys;
     Tally {
         stats,
-        lat,
-        sched,
+        calls,
         failure,
     }
 }

@@ -9,9 +9,9 @@
 use super::fileset::{busy_wait, pick, release, unbusy, From, Picked, SetLayout, Want};
 use super::model::{flatten, Flowop, Kind, Model, ThreadSpec};
 use super::shared::{futex_wait, now_ns, Arena, Rotor, Waited};
-use super::stats::{FlowStat, WireFlowStat};
+use super::stats::FlowopStats;
 use super::vars::Rng;
-use crate::stats::{cpu::thread_usage, Usage};
+use crate::stats::{cpu::thread_usage, Stats, Usage};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering::*;
 use std::time::Duration;
@@ -47,7 +47,7 @@ pub enum End {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ThreadOutcome {
     pub id: ThreadId,
-    pub flowops: Vec<WireFlowStat>,
+    pub flowops: Vec<FlowopStats>,
     pub usage: Usage,
     pub end: End,
 }
@@ -171,7 +171,7 @@ struct Thread<'a> {
     fdrotor: usize,
     /// `opennext` openfile picks with a rotor of the thread's own, per fileset.
     own_rotor: Vec<u32>,
-    stats: Vec<FlowStat>,
+    stats: Vec<Stats>,
     buckets: Vec<Bucket>,
     /// Progress slots of the threads of this process instance (Filebench's process-wide
     /// counters that finishoncount and the limits read when they name no target).
@@ -210,7 +210,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
         fse: vec![None; 1025],
         fdrotor: 0,
         own_rotor: vec![0; sh.model.filesets.len()],
-        stats: vec![FlowStat::default(); flat.len()],
+        stats: super::stats::ready(flat.len()),
         buckets: vec![Bucket::default(); flat.len()],
         proc_slots: first..first + per_instance,
         sem_instance: (id.process_instance * spec.instances + id.thread_instance) as usize,
@@ -252,7 +252,11 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
     let usage = thread_usage().since(&u0);
     let flowops = flat
         .iter()
-        .map(|f| t.stats[f.stat].to_wire(&f.name, f.kind))
+        .map(|f| FlowopStats {
+            name: f.name.clone(),
+            kind: f.kind,
+            stats: std::mem::take(&mut t.stats[f.stat]),
+        })
         .collect();
     ThreadOutcome {
         id,
@@ -268,7 +272,7 @@ impl Thread<'_> {
     /// file-system flowops.
     fn count(&mut self, fo: &Flowop, lat: u64, cpu: Option<u64>, bytes: u64) {
         let s = &mut self.stats[fo.stat];
-        s.record(lat, cpu);
+        super::stats::record(s, lat, cpu);
         let (mut r, mut w) = (0, 0);
         if fo.kind.is_read() {
             r = 1;
@@ -279,6 +283,7 @@ impl Thread<'_> {
             s.write_ops += 1;
             s.write_bytes += bytes;
         } else {
+            s.other_ops += 1;
             // listdir's dirent bytes: in the flowop's bytes, no read op.
             s.read_bytes += bytes;
         }
@@ -311,7 +316,7 @@ impl Thread<'_> {
             let t0 = now_ns();
             // The thread CPU clock is a system call: read it on every CPU_SAMPLE-th execution
             // of each flowop only (the summary's CPU per op is exact, from getrusage).
-            let sample = self.stats[fo.stat].ops.is_multiple_of(CPU_SAMPLE);
+            let sample = self.stats[fo.stat].ops().is_multiple_of(CPU_SAMPLE);
             let c0 = if sample { thread_cpu_ns() } else { 0 };
             self.bytes = 0;
             let step = self.exec(fo, t0).map_err(|e| {
@@ -677,7 +682,7 @@ impl Thread<'_> {
             FinishOnCount | FinishOnBytes => {
                 let limit = fo.value.sample(&mut self.rng).max(0.0) as u64;
                 let have = match (fo.kind, fo.target) {
-                    (FinishOnCount, Some(j)) => self.stats[j].ops,
+                    (FinishOnCount, Some(j)) => self.stats[j].ops(),
                     (FinishOnCount, None) => self.proc_total(|p| p.ops.load(Relaxed)),
                     (_, Some(j)) => self.stats[j].bytes(),
                     (_, None) => self
@@ -739,7 +744,7 @@ impl Thread<'_> {
                 let s = &self.stats[j];
                 match fo.kind {
                     BwLimit => s.bytes(),
-                    _ => s.ops,
+                    _ => s.ops(),
                 }
             }
             None => match fo.kind {

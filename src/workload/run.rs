@@ -6,12 +6,13 @@
 
 use super::ast::QuitMode;
 use super::fileset::{self, Prepared, SetLayout};
-use super::interp::{End, ThreadId, ThreadOutcome};
+use super::interp::{ThreadId, ThreadOutcome};
 use super::model::{Cmd, Model};
-use super::report::{FilesetReport, PsrunLine, RunReport, WorkloadResult};
+use super::report::{RunPart, WorkloadDoc};
 use super::shared::{futex_wake_all, now_ns, Arena, Layout, STOP_NONE, STOP_NORMAL};
 use super::worker::{WorkerSpec, THREAD_STACK as WORKER_STACK};
 use super::Source;
+use crate::result::{FilesetInfo, PsrunLine, RunResult};
 use crate::runner::signal;
 use anyhow::{bail, Context, Result};
 use std::io::{Read, Write};
@@ -88,7 +89,7 @@ fn run_system(opts: &Options, cmd: &str) -> Result<()> {
 }
 
 /// Run a workload's script and return its result (filesets removed unless `keep`).
-pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<WorkloadResult> {
+pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<RunResult> {
     signal::install();
     let started_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -97,15 +98,15 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<WorkloadRe
     // One run per directory: a second workload would delete this one's live fileset.
     let _locks = lock_dirs(model)?;
     preflight(model, opts)?;
-    let mut result = WorkloadResult::new(src, model, started_unix_s);
+    let mut result = WorkloadDoc::new(src, model, started_unix_s);
     let mut layouts: Vec<SetLayout> = Vec::new();
     for spec in &model.filesets {
         match fileset::layout(spec) {
             Ok(l) => layouts.push(l),
             Err(e) if fileset::is_interrupted(&e) => {
-                result.notes.push(format!("{e}"));
+                result.note(format!("{e}"));
                 result.finish(true);
-                return Ok(result);
+                return Ok(result.result);
             }
             Err(e) => return Err(e),
         }
@@ -117,7 +118,7 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<WorkloadRe
     let outcome = (|| -> Result<()> {
         let mut script = model.script.clone();
         if !model.processes.is_empty() && !script.iter().any(|c| matches!(c, Cmd::Run { .. })) {
-            result.notes.push(
+            result.note(
                 "the workload has no run command: running it as `run` (60 s unless --time)".into(),
             );
             script.push(Cmd::Run {
@@ -149,10 +150,18 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<WorkloadRe
                         .map(|d| d.as_secs_f64())
                         .or(*secs)
                         .unwrap_or(DEFAULT_RUN_S);
-                    let run = one_run(src, model, &layouts, &arena, secs, *psrun, opts)?;
-                    let failed = run.failed;
-                    result.runs.push(run);
-                    if failed {
+                    let number = result.result.workload.as_ref().map_or(0, |w| w.runs.len()) + 1;
+                    let run = one_run(
+                        src,
+                        model,
+                        &layouts,
+                        &arena,
+                        secs,
+                        *psrun,
+                        number as u32,
+                        opts,
+                    )?;
+                    if result.add_run(run) {
                         break;
                     }
                 }
@@ -163,13 +172,11 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<WorkloadRe
     if opts.keep {
         for (i, p) in prepared.iter().enumerate() {
             if let Err(e) = fileset::keep(p, &layouts[i], &arena, i) {
-                result
-                    .notes
-                    .push(format!("keeping {}: {e:#}", p.root.display()));
+                result.note(format!("keeping {}: {e:#}", p.root.display()));
             }
         }
         if !prepared.is_empty() {
-            result.notes.push(format!(
+            result.note(format!(
                 "kept the filesets (--keep): {}",
                 prepared
                     .iter()
@@ -193,7 +200,7 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<WorkloadRe
                     first.get_or_insert(note.split(": first ").nth(1).unwrap_or("").to_string());
                 }
                 Ok(None) => {}
-                Err(e) => result.notes.push(format!("cleanup: {e:#}")),
+                Err(e) => result.note(format!("cleanup: {e:#}")),
             }
         }
         if left > 0 {
@@ -202,13 +209,13 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<WorkloadRe
                 first.unwrap_or_default()
             );
             eprintln!("fsbench workload: {note}");
-            result.notes.push(note);
+            result.note(note);
         }
     }
     match outcome {
         Ok(()) => result.finish(signal::interrupted()),
         Err(e) if fileset::is_interrupted(&e) => {
-            result.notes.push(format!("{e}"));
+            result.note(format!("{e}"));
             result.finish(true);
         }
         Err(e) if crate::error::is_usage(&e) => return Err(e),
@@ -216,12 +223,12 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<WorkloadRe
             // A failed run still produces its document (status failed, the error in it).
             let msg = format!("{e:#}");
             eprintln!("fsbench workload: {msg}");
-            result.notes.push(format!("failed: {msg}"));
+            result.note(format!("failed: {msg}"));
             result.finish(signal::interrupted());
-            result.status = crate::runner::RunStatus::Failed;
+            result.fail();
         }
     }
-    Ok(result)
+    Ok(result.result)
 }
 
 /// Lock every directory a fileset is laid out in, for the whole run.
@@ -253,6 +260,13 @@ fn thread_buffer(t: &super::model::ThreadSpec) -> u64 {
     t.memsize.max(io).min(256 << 20)
 }
 
+/// Memory every workload thread needs whatever its I/O size: its stack and one latency
+/// histogram per flowop (created before the start signal).
+fn thread_fixed(t: &super::model::ThreadSpec) -> u64 {
+    let hists = super::model::flatten(&t.flowops).len() * crate::stats::hist::HIST_BYTES;
+    (WORKER_STACK + hists) as u64
+}
+
 fn read_limit(path: &str) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
@@ -281,7 +295,7 @@ fn preflight(model: &Model, opts: &Options) -> Result<()> {
         let per_buf = p.threads.iter().fold(0u64, |a, t| {
             a.saturating_add(
                 t.instances
-                    .saturating_mul(thread_buffer(t).saturating_add(WORKER_STACK as u64)),
+                    .saturating_mul(thread_buffer(t).saturating_add(thread_fixed(t))),
             )
         });
         buffers = buffers.saturating_add(p.instances.saturating_mul(per_buf));
@@ -324,7 +338,7 @@ fn preflight(model: &Model, opts: &Options) -> Result<()> {
         if need > avail {
             let entries: u64 = model.filesets.iter().map(|f| f.count()).sum();
             crate::bail_usage!(
-                "the workload needs about {} of memory ({threads} threads x {} stack and buffers, {entries} fileset entries at about {:.0} bytes each, in {} processes) but only {} is available: lower nfiles, nthreads or instances",
+                "the workload needs about {} of memory ({threads} threads x {} stack, buffers and histograms, {entries} fileset entries at about {:.0} bytes each, in {} processes) but only {} is available: lower nfiles, nthreads or instances",
                 crate::units::format_bytes(need as f64),
                 crate::units::format_bytes((buffers / threads.max(1)) as f64),
                 sets as f64 / entries.max(1) as f64,
@@ -377,7 +391,7 @@ fn ensure_prepared(
     layouts: &[SetLayout],
     arena: &Arena,
     prepared: &mut Vec<Prepared>,
-    result: &mut WorkloadResult,
+    result: &mut WorkloadDoc,
     opts: &Options,
 ) -> Result<()> {
     if !prepared.is_empty() || model.filesets.is_empty() {
@@ -402,7 +416,7 @@ fn ensure_prepared(
                 secs
             ),
         );
-        result.filesets.push(FilesetReport {
+        result.add_fileset(FilesetInfo {
             name: spec.name.clone(),
             root: spec.root.display().to_string(),
             entries: layouts[i].len() as u64,
@@ -615,6 +629,7 @@ fn sum_progress(arena: &Arena, n: usize) -> [u64; 5] {
     s
 }
 
+#[allow(clippy::too_many_arguments)]
 fn one_run(
     src: &Source,
     model: &Model,
@@ -622,8 +637,9 @@ fn one_run(
     arena: &Arena,
     secs: f64,
     psrun: Option<(f64, bool)>,
+    number: u32,
     opts: &Options,
-) -> Result<RunReport> {
+) -> Result<RunPart> {
     reset(arena, model);
     let nthreads = model.total_threads();
     let mut workers = spawn(src, model, layouts, arena, opts)?;
@@ -678,7 +694,10 @@ fn one_run(
                     mb_per_s: ((now[3] + now[4]) - (last.1[3] + last.1[4])) as f64 / dt / 1e6,
                 };
                 let cum = psrun.is_some_and(|p| p.1);
-                say(opts, &l.text(cum.then(|| now[0] as f64 / el)));
+                say(
+                    opts,
+                    &crate::report::workload::psrun_line(&l, cum.then(|| now[0] as f64 / el)),
+                );
                 lines.push(l);
                 last = (el, now);
                 next_print = Some(np + psrun.map(|p| p.0).unwrap_or(1.0));
@@ -740,16 +759,8 @@ fn one_run(
     arena.wake_everyone();
     let outcomes = collect(workers)?;
     debug_assert!(ctl.stop.load(SeqCst) != STOP_NONE);
-    let mut report = RunReport::from_outcomes(model, &outcomes, elapsed_s, stop_reason, lines);
-    report.started_unix_s = started_unix_s;
-    for o in &outcomes {
-        if let End::Failed(e) = &o.end {
-            report.failures.push(e.clone());
-            failed = true;
-        }
-    }
-    report.failures.sort();
-    report.failures.dedup();
-    report.failed = failed;
-    Ok(report)
+    let mut part = RunPart::from_outcomes(model, &outcomes, number, elapsed_s, stop_reason, lines);
+    part.outline.started_unix_s = started_unix_s;
+    part.failed |= failed;
+    Ok(part)
 }

@@ -1,13 +1,14 @@
 //! Every flowop on real files in temporary directories: each test runs a small WML workload
 //! in-process (threads) and checks both the counters and what is on disk afterwards.
 
-use super::report::{FlowopReport, WorkloadResult};
 use super::run::{execute, Options};
 use super::Source;
+use crate::result::{RunResult, WorkloadRun};
+use crate::stats::StatsReport;
 use std::path::Path;
 use std::time::Duration;
 
-fn run(dir: &Path, text: &str, keep: bool) -> WorkloadResult {
+fn run(dir: &Path, text: &str, keep: bool) -> RunResult {
     let src = Source {
         name: "test.f".into(),
         text: text.into(),
@@ -24,12 +25,17 @@ fn run(dir: &Path, text: &str, keep: bool) -> WorkloadResult {
     execute(&src, &model, &opts).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
-fn flowop<'a>(r: &'a WorkloadResult, name: &str) -> &'a FlowopReport {
-    r.runs[0]
-        .flowops
+/// A flowop's figures in the first run: its named group in the Result.
+fn flowop<'a>(r: &'a RunResult, name: &str) -> &'a StatsReport {
+    r.groups
         .iter()
-        .find(|f| f.name == name)
+        .find(|g| g.name == name && g.run == Some(1))
+        .map(|g| &g.stats)
         .unwrap_or_else(|| panic!("no flowop {name}"))
+}
+
+fn runs(r: &RunResult) -> &[WorkloadRun] {
+    &r.workload.as_ref().expect("a workload section").runs
 }
 
 fn files_under(p: &Path) -> Vec<std::path::PathBuf> {
@@ -63,7 +69,7 @@ run 20",
     );
     assert_eq!(flowop(&r, "c").ops, 12);
     assert_eq!(flowop(&r, "w").write_bytes, 12 * 3 * 4096);
-    assert_eq!(r.runs[0].thread_ends.get("out_of_files"), Some(&2));
+    assert_eq!(runs(&r)[0].thread_ends.get("out_of_files"), Some(&2));
     let files = files_under(&d.path().join("cs"));
     assert_eq!(files.len(), 12);
     assert!(files
@@ -253,11 +259,11 @@ run 60",
     assert!(t.elapsed() < Duration::from_secs(10));
     assert_eq!(r.status, crate::runner::RunStatus::Failed);
     assert!(
-        r.runs[0].stop_reason.starts_with("no progress"),
+        runs(&r)[0].stop_reason.starts_with("no progress"),
         "{}",
-        r.runs[0].stop_reason
+        runs(&r)[0].stop_reason
     );
-    assert_eq!(r.exit_code(), 1);
+    assert_eq!(crate::cli::output::exit_code(std::slice::from_ref(&r)), 1);
 }
 
 #[test]
@@ -286,7 +292,7 @@ run 20",
     assert_eq!(flowop(&r, "rd").ops, 12);
     assert!(flowop(&r, "dl").lat_ns.min >= 20_000_000);
     assert!(flowop(&r, "hg").cpu_us_per_op > 0.0);
-    assert!(r.runs[0].duration_s > 0.2, "{}", r.runs[0].duration_s);
+    assert!(runs(&r)[0].duration_s > 0.2, "{}", runs(&r)[0].duration_s);
     assert_eq!(flowop(&r, "ev").ops, 11);
     // The limits' first pass only records where the counters are (not an op); each later
     // pass is one op: passes 2 to 11.
@@ -604,7 +610,7 @@ run 20",
         false,
     );
     assert_eq!(flowop(&r, "rd").read_bytes, 40 * 262144);
-    let t = r.runs[0].duration_s;
+    let t = runs(&r)[0].duration_s;
     assert!(t > 0.35 && t < 1.3, "{t}");
 }
 
@@ -629,7 +635,7 @@ run 20",
         false,
     );
     assert_eq!(flowop(&r, "rw").ops, 25);
-    let t = r.runs[0].duration_s;
+    let t = runs(&r)[0].duration_s;
     assert!(t > 0.3 && t < 2.0, "{t}");
 }
 
@@ -739,11 +745,11 @@ define process name=p {
 run 20",
         true,
     );
-    let w: u64 = r.runs[0]
-        .flowops
+    let w: u64 = r
+        .groups
         .iter()
-        .filter(|f| f.name == "w")
-        .map(|f| f.write_bytes)
+        .filter(|g| g.name == "w")
+        .map(|g| g.stats.write_bytes)
         .sum();
     // a: 2 files x 1 write; b: 2 files x 3 writes.
     assert_eq!(w, (2 + 6) * 1024);
