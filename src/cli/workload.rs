@@ -204,6 +204,7 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
         in_process: a.in_process,
         lines_to_stdout: format == Format::Text,
         stall_after,
+        progress: Some(crate::report::workload::psrun_line),
     };
     crate::output::check_output(a.output.as_deref(), false)?;
     let result = execute(&src, &model, &opts)?;

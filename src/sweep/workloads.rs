@@ -81,6 +81,7 @@ pub fn run_personality(
         in_process: false,
         lines_to_stdout: false,
         stall_after: std::time::Duration::from_secs(3),
+        progress: None,
     };
     execute(&src, &model, &opts).map_err(PersonalityError::Failed)
 }

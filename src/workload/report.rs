@@ -1,8 +1,8 @@
 //! The workload's Result: the one envelope (`kind: "workload"`) built from the threads'
 //! outcomes. Each flowop becomes a named group of the one `Stats`, the I/O flowops merged with
 //! every thread's CPU make each run's "IO Summary", and the workload's variables, filesets and
-//! run outline go into its `workload` section. Formatting (the Filebench-style table) is in
-//! `crate::report::workload`.
+//! run outline go into its `workload` section. Formatting (the Filebench-style table) is the
+//! report layer's.
 
 use super::interp::{is_io, kind_name, End, ThreadOutcome};
 use super::model::Model;

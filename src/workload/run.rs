@@ -31,7 +31,13 @@ pub struct Options {
     pub lines_to_stdout: bool,
     /// How long every live thread may sit in semblock/block before the run is declared stuck.
     pub stall_after: Duration,
+    /// How a `psrun` progress line reads, supplied by the front end (the report layer formats;
+    /// this module only measures). None: lines are kept in the Result but not printed.
+    pub progress: Option<ProgressLine>,
 }
+
+/// Turns one progress line (and the ops/s since the start, when asked for) into text.
+pub type ProgressLine = fn(&PsrunLine, Option<f64>) -> String;
 
 /// How long a run may wait when none is given (Filebench's default for `run`).
 const DEFAULT_RUN_S: f64 = 60.0;
@@ -694,10 +700,9 @@ fn one_run(
                     mb_per_s: ((now[3] + now[4]) - (last.1[3] + last.1[4])) as f64 / dt / 1e6,
                 };
                 let cum = psrun.is_some_and(|p| p.1);
-                say(
-                    opts,
-                    &crate::report::workload::psrun_line(&l, cum.then(|| now[0] as f64 / el)),
-                );
+                if let Some(format) = opts.progress {
+                    say(opts, &format(&l, cum.then(|| now[0] as f64 / el)));
+                }
                 lines.push(l);
                 last = (el, now);
                 next_print = Some(np + psrun.map(|p| p.0).unwrap_or(1.0));
