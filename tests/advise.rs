@@ -3,7 +3,7 @@
 //! loop device, and the measured mode against points rerun by hand.
 mod common;
 
-use common::{can_use_loop_devices, skip, words, LoopDevice, Sandbox};
+use common::{can_use_loop_devices, cannot, words, LoopDevice, Sandbox};
 use fsbench::advise::checks::{Check, Status};
 use fsbench::advise::measure::{self, Dir, Phase};
 use fsbench::advise::{self, derive};
@@ -263,12 +263,15 @@ fn loop_fixture_follows_backing_file() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_tmp_blockdev),
+    ignore = "SKIPPED: the temp dir is not on a block device"
+)]
 fn live_disk_matches_sysfs_and_cli_json() {
     let sb = Sandbox::new();
     let probe = SysfsProbe::default();
     let Some(dev) = probe.device_of_path(sb.path()) else {
-        skip("the temp dir is not on a block device");
-        return;
+        cannot("the temp dir is not on a block device");
     };
     let leaf = dev.leaves()[0];
     let q = leaf.queue.as_ref().unwrap();
@@ -340,15 +343,17 @@ fn live_disk_matches_sysfs_and_cli_json() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4"
+)]
 fn live_loop_device_with_ext4_stripe() {
     if !can_use_loop_devices() {
-        skip("not root or no loop devices: live loop-device topology not tested");
-        return;
+        cannot("not root or no loop devices");
     }
     let sb = Sandbox::new();
     let Some(lo) = LoopDevice::new(sb.path(), 64) else {
-        skip("losetup failed");
-        return;
+        cannot("losetup could not attach a loop device");
     };
     let ok = std::process::Command::new("mkfs.ext4")
         .args(["-q", "-F", "-b", "4096", "-E", "stride=16,stripe_width=80"])
@@ -366,8 +371,7 @@ fn live_loop_device_with_ext4_stripe() {
             .unwrap()
             .success()
     {
-        skip("mkfs.ext4 or mount failed");
-        return;
+        cannot("mkfs.ext4 or mount failed");
     }
     struct Umount(PathBuf);
     impl Drop for Umount {
@@ -564,14 +568,15 @@ fn dm_stripe_from_queue_limits() {
     }
 }
 
-/// mkfs with options on a fresh loop device and mount it; None (with a printed reason) when
-/// the machine cannot.
-fn mkfs_mount(sb: &Sandbox, size_mb: u64, mkfs: &[&str]) -> Option<(LoopDevice, PathBuf)> {
+/// mkfs with options on a fresh loop device and mount it; fails the test (`cannot`) when the
+/// machine cannot.
+fn mkfs_mount(sb: &Sandbox, size_mb: u64, mkfs: &[&str]) -> (LoopDevice, PathBuf) {
     if !can_use_loop_devices() {
-        skip("not root or no loop devices");
-        return None;
+        cannot("not root or no loop devices");
     }
-    let lo = LoopDevice::new(sb.path(), size_mb)?;
+    let Some(lo) = LoopDevice::new(sb.path(), size_mb) else {
+        cannot("losetup could not attach a loop device");
+    };
     let ok = std::process::Command::new(mkfs[0])
         .args(&mkfs[1..])
         .arg(&lo.dev)
@@ -585,13 +590,11 @@ fn mkfs_mount(sb: &Sandbox, size_mb: u64, mkfs: &[&str]) -> Option<(LoopDevice, 
             .arg(&lo.dev)
             .arg(&mnt)
             .status()
-            .ok()?
-            .success()
+            .is_ok_and(|s| s.success())
     {
-        skip(&format!("{} or mount failed", mkfs[0]));
-        return None;
+        cannot(&format!("{} or mount failed", mkfs[0]));
     }
-    Some((lo, mnt))
+    (lo, mnt)
 }
 
 struct Umount(PathBuf);
@@ -602,35 +605,45 @@ impl Drop for Umount {
 }
 
 #[test]
-fn live_xfs_and_btrfs_geometry() {
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_xfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.xfs"
+)]
+fn live_xfs_geometry() {
     let sb = Sandbox::new();
-    if let Some((_lo, mnt)) = mkfs_mount(&sb, 600, &["mkfs.xfs", "-q", "-f", "-d", "su=64k,sw=5"]) {
-        let _u = Umount(mnt.clone());
-        let topo = Topology::of_path(&mnt, &SysfsProbe::default());
-        let g = topo.fs.as_ref().expect("xfs geometry");
-        assert_eq!(
-            (g.stripe_unit_bytes, g.stripe_width_bytes),
-            (Some(65536), Some(327680))
-        );
-        assert_eq!(g.block_size_bytes, Some(4096));
-        let a = advise::from_topology(topo);
-        assert_eq!(a.derived.layout.columns, 5);
-        assert_eq!(a.derived.get("read_nstream"), Some(5));
-    }
+    let (_lo, mnt) = mkfs_mount(&sb, 600, &["mkfs.xfs", "-q", "-f", "-d", "su=64k,sw=5"]);
+    let _u = Umount(mnt.clone());
+    let topo = Topology::of_path(&mnt, &SysfsProbe::default());
+    let g = topo.fs.as_ref().expect("xfs geometry");
+    assert_eq!(
+        (g.stripe_unit_bytes, g.stripe_width_bytes),
+        (Some(65536), Some(327680))
+    );
+    assert_eq!(g.block_size_bytes, Some(4096));
+    let a = advise::from_topology(topo);
+    assert_eq!(a.derived.layout.columns, 5);
+    assert_eq!(a.derived.get("read_nstream"), Some(5));
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_btrfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.btrfs"
+)]
+fn live_btrfs_geometry() {
     let sb = Sandbox::new();
-    if let Some((lo, mnt)) = mkfs_mount(&sb, 256, &["mkfs.btrfs", "-q", "-f"]) {
-        let _u = Umount(mnt.clone());
-        let topo = Topology::of_path(&mnt, &SysfsProbe::default());
-        // btrfs files have an anonymous st_dev: the device comes from the mount source.
-        assert_eq!(
-            Path::new(&topo.mount.as_ref().unwrap().source),
-            lo.dev.as_path()
-        );
-        assert_eq!(topo.device.as_ref().unwrap().kind, DeviceKind::Loop);
-        let g = topo.fs.as_ref().expect("btrfs sectorsize");
-        assert_eq!(g.fs_type, "btrfs");
-        assert_eq!(g.block_size_bytes, Some(4096));
-    }
+    let (lo, mnt) = mkfs_mount(&sb, 256, &["mkfs.btrfs", "-q", "-f"]);
+    let _u = Umount(mnt.clone());
+    let topo = Topology::of_path(&mnt, &SysfsProbe::default());
+    // btrfs files have an anonymous st_dev: the device comes from the mount source.
+    assert_eq!(
+        Path::new(&topo.mount.as_ref().unwrap().source),
+        lo.dev.as_path()
+    );
+    assert_eq!(topo.device.as_ref().unwrap().kind, DeviceKind::Loop);
+    let g = topo.fs.as_ref().expect("btrfs sectorsize");
+    assert_eq!(g.fs_type, "btrfs");
+    assert_eq!(g.block_size_bytes, Some(4096));
 }
 
 #[test]

@@ -279,10 +279,13 @@ fn raw_images(dir: &Path) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_loop),
+    ignore = "SKIPPED: raw sweeps need root and loop devices"
+)]
 fn a_killed_raw_sweep_leaves_nothing_after_the_next_run() {
     if !common::can_use_loop_devices() {
-        common::skip("raw sweeps need root and loop devices");
-        return;
+        common::cannot("raw sweeps need root and loop devices");
     }
     let sb = Sandbox::new();
     std::fs::create_dir(sb.file("t")).unwrap();
@@ -304,8 +307,7 @@ fn a_killed_raw_sweep_leaves_nothing_after_the_next_run() {
     unsafe { libc::kill(victim.id() as i32, libc::SIGKILL) };
     let _ = victim.wait();
     if !attached {
-        common::skip("the raw sweep never attached a loop device");
-        return;
+        common::cannot("the raw sweep attached no loop device within 60 s");
     }
     assert!(
         !raw_images(&sb.file("t")).is_empty(),
@@ -328,17 +330,22 @@ fn a_killed_raw_sweep_leaves_nothing_after_the_next_run() {
     );
 }
 
-/// An image of `mb` MiB with `writes` applied, on a loop device; None (and SKIPPED) without
-/// root or losetup.
-fn device_with(sb: &Sandbox, name: &str, mb: u64, writes: &[(u64, &[u8])]) -> Option<LoopDevice> {
-    let lo = LoopDevice::new(&sb.file(name), mb)?;
-    let mut f = std::fs::OpenOptions::new().write(true).open(&lo.dev).ok()?;
+/// An image of `mb` MiB with `writes` applied, on a loop device; fails the test (`cannot`)
+/// when losetup cannot attach it.
+fn device_with(sb: &Sandbox, name: &str, mb: u64, writes: &[(u64, &[u8])]) -> LoopDevice {
+    let Some(lo) = LoopDevice::new(&sb.file(name), mb) else {
+        common::cannot("losetup could not attach a loop device");
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&lo.dev)
+        .unwrap();
     for (off, b) in writes {
         f.seek(SeekFrom::Start(*off)).unwrap();
         f.write_all(b).unwrap();
     }
     f.sync_all().unwrap();
-    Some(lo)
+    lo
 }
 
 fn refuses_writes_to(sb: &Sandbox, dev: &Path, what: &str) {
@@ -354,10 +361,13 @@ fn refuses_writes_to(sb: &Sandbox, dev: &Path, what: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_minix, has_mkfs_bfs)),
+    ignore = "SKIPPED: needs root, loop devices, mkfs.minix and mkfs.bfs"
+)]
 fn signatures_on_loop_devices_refuse_writes() {
     if !common::can_use_loop_devices() {
-        common::skip("block device tests need root and losetup");
-        return;
+        common::cannot("block device tests need root and losetup");
     }
     let sb = Sandbox::new();
     const MD: &[u8] = &[0xfc, 0x4e, 0x2b, 0xa9];
@@ -369,30 +379,33 @@ fn signatures_on_loop_devices_refuse_writes() {
         ("md10", (size - 8192) & !4095),
     ] {
         std::fs::create_dir(sb.file(name)).unwrap();
-        let Some(lo) = device_with(&sb, name, 33, &[(off, MD)]) else {
-            common::skip("losetup could not attach a loop device");
-            return;
-        };
+        let lo = device_with(&sb, name, 33, &[(off, MD)]);
         refuses_writes_to(&sb, &lo.dev, "md RAID");
     }
     let tools: [(&str, &[&str], &str); 2] = [("mkfs.minix", &[], "minix"), ("mkfs.bfs", &[], "")];
     for (tool, args, what) in tools {
         std::fs::create_dir(sb.file(tool)).unwrap();
-        let Some(lo) = device_with(&sb, tool, 8, &[]) else {
-            return;
-        };
+        let lo = device_with(&sb, tool, 8, &[]);
         let ok = std::process::Command::new(tool)
             .args(args)
             .arg(&lo.dev)
             .output()
             .is_ok_and(|o| o.status.success());
         if !ok {
-            common::skip(&format!("{tool} not available"));
-            continue;
+            common::cannot(&format!("{tool} failed"));
         }
         refuses_writes_to(&sb, &lo.dev, if what.is_empty() { "BFS" } else { what });
     }
-    // cramfs: an image built from a directory, written onto the device.
+}
+
+/// cramfs: an image built from a directory, written onto the device.
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_cramfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.cramfs"
+)]
+fn a_cramfs_image_on_a_loop_device_refuses_writes() {
+    let sb = Sandbox::new();
     std::fs::create_dir_all(sb.file("tree/sub")).unwrap();
     std::fs::write(sb.file("tree/sub/f"), b"hello").unwrap();
     let img = sb.file("cramfs.img");
@@ -401,15 +414,13 @@ fn signatures_on_loop_devices_refuse_writes() {
         .arg(&img)
         .output()
         .is_ok_and(|o| o.status.success());
-    if made {
-        let bytes = std::fs::read(&img).unwrap();
-        std::fs::create_dir(sb.file("cram")).unwrap();
-        if let Some(lo) = device_with(&sb, "cram", 8, &[(0, &bytes)]) {
-            refuses_writes_to(&sb, &lo.dev, "cramfs");
-        }
-    } else {
-        common::skip("mkfs.cramfs not available");
+    if !made {
+        common::cannot("mkfs.cramfs failed");
     }
+    let bytes = std::fs::read(&img).unwrap();
+    std::fs::create_dir(sb.file("cram")).unwrap();
+    let lo = device_with(&sb, "cram", 8, &[(0, &bytes)]);
+    refuses_writes_to(&sb, &lo.dev, "cramfs");
 }
 
 #[test]

@@ -17,7 +17,8 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// A small tmpfs mounted for the test, unmounted on drop (None when not root).
+/// A small tmpfs mounted for the test, unmounted on drop (None when not root or the mount
+/// failed; tests that use it carry `cfg_attr(not(has_root), ignore)`).
 struct Tmpfs(tempfile::TempDir);
 
 impl Tmpfs {
@@ -284,16 +285,14 @@ fn many_small_targets_use_little_memory() {
 }
 
 #[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn deep_queue_with_few_ios_uses_little_memory() {
     let sb = Sandbox::new();
     let (code, kb) = child_maxrss_kb(fsbench(
         &sb,
         &words("run --rw write --engine uring --qd 4096 --bs 1m --count 4 t"),
     ));
-    if code != 0 {
-        common::skip("io_uring unavailable");
-        return;
-    }
+    assert_eq!(code, 0, "--engine uring --qd 4096 failed");
     eprintln!("qd 4096 x 1m, 4 I/Os: max RSS {kb} KB");
     assert!(kb < 100_000, "qd 4096 x 1m for 4 I/Os used {kb} KB");
 }
@@ -466,10 +465,10 @@ fn a_refused_job_leaves_no_marked_empty_target() {
 // ---- 8. free space -----------------------------------------------------------------------
 
 #[test]
+#[cfg_attr(not(has_root), ignore = "SKIPPED: needs root to mount a small tmpfs")]
 fn a_job_bigger_than_the_free_space_is_refused_before_writing() {
     let Some(fs) = Tmpfs::new("4m") else {
-        common::skip("needs root to mount a small tmpfs");
-        return;
+        common::cannot("could not mount a small tmpfs");
     };
     let sb = Sandbox::new();
     for line in [
@@ -493,10 +492,10 @@ fn a_job_bigger_than_the_free_space_is_refused_before_writing() {
 // ---- 9. exit codes -----------------------------------------------------------------------
 
 #[test]
+#[cfg_attr(not(has_root), ignore = "SKIPPED: needs root to mount a small tmpfs")]
 fn opening_errors_on_a_read_only_mount_are_usage_errors() {
     let Some(fs) = Tmpfs::new("4m") else {
-        common::skip("needs root to mount a small tmpfs");
-        return;
+        common::cannot("could not mount a small tmpfs");
     };
     let sb = Sandbox::new();
     let target = fs.path().join("t");

@@ -53,7 +53,8 @@ fn run_bounded(mut cmd: std::process::Command, limit: Duration) -> (i32, String)
     }
 }
 
-/// A small tmpfs mounted for the test, unmounted on drop (None when not root).
+/// A small tmpfs mounted for the test, unmounted on drop (None when not root or the mount
+/// failed; tests that use it carry `cfg_attr(not(has_root), ignore)`).
 struct Tmpfs(tempfile::TempDir);
 
 impl Tmpfs {
@@ -103,15 +104,17 @@ fn head(dev: &Path, n: usize) -> Vec<u8> {
 // ---- 1. block devices through the descriptor ---------------------------------------------
 
 #[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4"
+)]
 fn a_link_or_node_naming_a_loop_device_with_a_signature_is_refused_and_untouched() {
     if !common::can_use_loop_devices() {
-        common::skip("needs root and loop devices");
-        return;
+        common::cannot("needs root and loop devices");
     }
     let sb = Sandbox::new();
     let Some(lo) = LoopDevice::new(sb.path(), 16) else {
-        common::skip("losetup could not attach a loop device");
-        return;
+        common::cannot("losetup could not attach a loop device");
     };
     let made = std::process::Command::new("mkfs.ext4")
         .args(["-q", "-F"])
@@ -120,8 +123,7 @@ fn a_link_or_node_naming_a_loop_device_with_a_signature_is_refused_and_untouched
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !made {
-        common::skip("mkfs.ext4 is missing");
-        return;
+        common::cannot("mkfs.ext4 failed");
     }
     let before = head(&lo.dev, 1 << 20);
     std::os::unix::fs::symlink(&lo.dev, sb.file("link")).unwrap();
@@ -155,6 +157,10 @@ fn a_link_or_node_naming_a_loop_device_with_a_signature_is_refused_and_untouched
 // ---- 2. one exit-code rule for space management ------------------------------------------
 
 #[test]
+#[cfg_attr(
+    has_tmp_xfs,
+    ignore = "SKIPPED: the temp dir is on XFS, which can reserve 256 MiB in one extent"
+)]
 fn contig_check_failing_after_allocation_is_exit_2_and_removes_the_file() {
     let sb = Sandbox::new();
     // ext4 keeps at most 32768 blocks in one unwritten extent, so 256 MiB takes several.
@@ -166,8 +172,7 @@ fn contig_check_failing_after_allocation_is_exit_2_and_removes_the_file() {
         Duration::from_secs(120),
     );
     if code == 0 {
-        common::skip("the temp dir's file system reserved 256 MiB in one extent");
-        return;
+        common::cannot("the temp dir's file system reserved 256 MiB in one extent");
     }
     assert_eq!(code, 2, "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
@@ -176,10 +181,10 @@ fn contig_check_failing_after_allocation_is_exit_2_and_removes_the_file() {
 }
 
 #[test]
+#[cfg_attr(not(has_root), ignore = "SKIPPED: needs root to mount a tmpfs")]
 fn contig_on_a_file_system_without_fiemap_is_a_usage_error() {
     let Some(fs) = Tmpfs::new("64m") else {
-        common::skip("needs root to mount a tmpfs");
-        return;
+        common::cannot("could not mount a tmpfs");
     };
     let sb = Sandbox::new();
     let t = fs.path().join("t");

@@ -289,7 +289,7 @@ fn wait_timeout(child: &mut std::process::Child, d: Duration) -> Option<std::pro
 
 fn interrupted_capture_leaves_nothing(sig: libc::c_int) {
     if !have_strace() {
-        return eprintln!("SKIPPED: strace not installed");
+        common::cannot("strace not installed");
     }
     let sb = Sandbox::new();
     let tmp = sb.file("tmp");
@@ -334,18 +334,26 @@ fn interrupted_capture_leaves_nothing(sig: libc::c_int) {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_strace),
+    ignore = "SKIPPED: strace is not installed or cannot trace"
+)]
 fn sigterm_to_fsbench_stops_strace_and_the_traced_command() {
     interrupted_capture_leaves_nothing(libc::SIGTERM);
 }
 
 #[test]
+#[cfg_attr(
+    not(has_strace),
+    ignore = "SKIPPED: strace is not installed or cannot trace"
+)]
 fn sigint_to_fsbench_stops_strace_and_the_traced_command() {
     interrupted_capture_leaves_nothing(libc::SIGINT);
 }
 
 fn ctrl_c_ends_pid_trace_with_success(whole_group: bool) {
     if !have_strace() {
-        return eprintln!("SKIPPED: strace not installed");
+        common::cannot("strace not installed");
     }
     let sb = Sandbox::new();
     let mut looper = Command::new("sh")
@@ -382,11 +390,19 @@ fn ctrl_c_ends_pid_trace_with_success(whole_group: bool) {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_strace),
+    ignore = "SKIPPED: strace is not installed or cannot trace"
+)]
 fn ctrl_c_to_fsbench_ends_trace_pid_with_exit_0() {
     ctrl_c_ends_pid_trace_with_success(false);
 }
 
 #[test]
+#[cfg_attr(
+    not(has_strace),
+    ignore = "SKIPPED: strace is not installed or cannot trace"
+)]
 fn terminal_ctrl_c_ends_trace_pid_with_exit_0() {
     ctrl_c_ends_pid_trace_with_success(true);
 }

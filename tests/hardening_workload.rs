@@ -16,18 +16,18 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// A tmpfs of `opts` mounted on a temp dir, unmounted on drop (None when not possible).
+/// A tmpfs of `opts` mounted on a temp dir, unmounted on drop; fails the test (`cannot`) when
+/// it cannot be mounted (tests that use it carry `cfg_attr(not(has_root), ignore)`).
 struct Tmpfs {
     dir: tempfile::TempDir,
 }
 
 impl Tmpfs {
-    fn new(opts: &str) -> Option<Tmpfs> {
+    fn new(opts: &str) -> Tmpfs {
         if !is_root() {
-            common::skip("needs root to mount a tmpfs");
-            return None;
+            common::cannot("needs root to mount a tmpfs");
         }
-        let dir = tempfile::tempdir().ok()?;
+        let dir = tempfile::tempdir().unwrap();
         let ok = Command::new("mount")
             .args(["-t", "tmpfs", "-o", opts, "fsbench-wl-test"])
             .arg(dir.path())
@@ -35,10 +35,9 @@ impl Tmpfs {
             .map(|s| s.success())
             .unwrap_or(false);
         if !ok {
-            common::skip("could not mount tmpfs");
-            return None;
+            common::cannot("could not mount a tmpfs");
         }
-        Some(Tmpfs { dir })
+        Tmpfs { dir }
     }
     fn path(&self) -> &Path {
         self.dir.path()
@@ -255,25 +254,28 @@ struct SyncExt4 {
 }
 
 impl SyncExt4 {
-    fn new() -> Option<SyncExt4> {
+    /// Fails the test (`cannot`) when the machine cannot (tests that use it carry
+    /// `cfg_attr(not(all(has_loop, has_mkfs_ext4)), ignore)`).
+    fn new() -> SyncExt4 {
         if !common::can_use_loop_devices() {
-            common::skip("needs root and loop devices");
-            return None;
+            common::cannot("needs root and loop devices");
         }
-        let img = tempfile::tempdir().ok()?;
+        let img = tempfile::tempdir().unwrap();
         let file = img.path().join("img");
-        std::fs::File::create(&file).ok()?.set_len(256 << 20).ok()?;
+        std::fs::File::create(&file)
+            .unwrap()
+            .set_len(256 << 20)
+            .unwrap();
         let out = Command::new("losetup")
             .args(["--find", "--show"])
             .arg(&file)
             .output()
-            .ok()?;
+            .unwrap();
         if !out.status.success() {
-            common::skip("losetup failed");
-            return None;
+            common::cannot("losetup could not attach a loop device");
         }
         let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        let mnt = tempfile::tempdir().ok()?;
+        let mnt = tempfile::tempdir().unwrap();
         let fs = SyncExt4 {
             mnt,
             dev,
@@ -291,10 +293,9 @@ impl SyncExt4 {
                 .map(|s| s.success())
                 .unwrap_or(false);
         if !ok {
-            common::skip("mkfs.ext4 or mount failed");
-            return None;
+            common::cannot("mkfs.ext4 or mount failed");
         }
-        Some(fs)
+        fs
     }
     fn path(&self) -> &Path {
         self.mnt.path()
@@ -312,10 +313,12 @@ impl Drop for SyncExt4 {
 /// until the preallocation ended, ~30 s here), reports partial (130) and removes what was
 /// created.
 #[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4"
+)]
 fn ctrl_c_during_preallocation_stops_and_cleans_up() {
-    let Some(fs) = SyncExt4::new() else {
-        return;
-    };
+    let fs = SyncExt4::new();
     let sb = Sandbox::new();
     let f = write_f(
         &sb,
@@ -356,11 +359,10 @@ run 1
 /// Item 6: ENOSPC while preallocating: the tree is removed and the JSON result is written
 /// (status failed, naming the file and the offset).
 #[test]
+#[cfg_attr(not(has_root), ignore = "SKIPPED: needs root to mount a tmpfs")]
 fn enospc_during_preallocation_cleans_up_and_reports() {
     // 2000 one-byte files pass the free-space check (2000 bytes) but each takes a 4 KiB page.
-    let Some(fs) = Tmpfs::new("size=4m") else {
-        return;
-    };
+    let fs = Tmpfs::new("size=4m");
     let sb = Sandbox::new();
     let f = write_f(
         &sb,
@@ -468,10 +470,9 @@ fn second_workload_in_the_same_dir_is_refused() {
 
 /// Item 8: a write error during the run names the file and the offset.
 #[test]
+#[cfg_attr(not(has_root), ignore = "SKIPPED: needs root to mount a tmpfs")]
 fn run_time_write_error_names_file_and_offset() {
-    let Some(fs) = Tmpfs::new("size=4m") else {
-        return;
-    };
+    let fs = Tmpfs::new("size=4m");
     let sb = Sandbox::new();
     let f = write_f(
         &sb,

@@ -3,7 +3,7 @@
 //! opened in headless Chromium and the dumped DOM is checked for charts with data points.
 
 mod common;
-use common::{dom_in_chromium, skip, words, Sandbox};
+use common::{cannot, dom_in_chromium, words, Sandbox};
 
 /// The bodies of the charts of one class prefix (e.g. `chart line timeseries`) in a DOM.
 fn charts<'a>(dom: &'a str, class: &str) -> Vec<&'a str> {
@@ -39,6 +39,10 @@ fn run_with_iostat(sb: &Sandbox) -> serde_json::Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(has_chromium, has_tmp_blockdev, has_tmp_direct_io)),
+    ignore = "SKIPPED: needs chromium and a temp dir on a block device that takes O_DIRECT"
+)]
 fn iostat_samples_are_charted_over_time_per_device() {
     let sb = Sandbox::new();
     let r = run_with_iostat(&sb);
@@ -56,8 +60,7 @@ fn iostat_samples_are_charted_over_time_per_device() {
     busy_devices.sort();
     busy_devices.dedup();
     if busy_devices.is_empty() {
-        skip("no block device under the sandbox saw writes: nothing to chart");
-        return;
+        cannot("no block device under the sandbox saw writes: nothing to chart");
     }
     sb.cmd(&words("report run.json --format html --output r.html"))
         .assert()
@@ -65,9 +68,7 @@ fn iostat_samples_are_charted_over_time_per_device() {
     let html = std::fs::read_to_string(sb.file("r.html")).unwrap();
     assert!(html.contains("Device statistics during the runs"));
     assert!(html.contains("Extents of the files the run wrote"));
-    let Some(dom) = dom_in_chromium(&sb.file("r.html")) else {
-        return;
-    };
+    let dom = dom_in_chromium(&sb.file("r.html"));
     let ts = charts(&dom, "chart line timeseries");
     // Throughput, requests, time per I/O, %busy, queue length per device that did I/O.
     assert!(
@@ -99,6 +100,10 @@ fn iostat_samples_are_charted_over_time_per_device() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_chromium),
+    ignore = "SKIPPED: needs chromium to render the report"
+)]
 fn sweep_report_charts_the_samples_of_each_point() {
     let sb = Sandbox::new();
     sb.cmd(&words("sweep --rw write --bs 64k,1m --cache direct --size 32m --time 1s --iostat 200ms --output sw f"))
@@ -112,17 +117,20 @@ fn sweep_report_charts_the_samples_of_each_point() {
         "{html}"
     );
     assert!(html.contains("bs=64k") && html.contains("bs=1m"));
-    if let Some(dom) = dom_in_chromium(&sb.file("sw/report.html")) {
-        let ts = charts(&dom, "chart line timeseries");
-        assert!(ts.len() >= 10, "{} time-series charts", ts.len());
-        check_charts(&ts);
-    }
+    let dom = dom_in_chromium(&sb.file("sw/report.html"));
+    let ts = charts(&dom, "chart line timeseries");
+    assert!(ts.len() >= 10, "{} time-series charts", ts.len());
+    check_charts(&ts);
     sb.cmd(&words("sweep --bs 4k,8k --iostat soon f"))
         .assert()
         .code(2);
 }
 
 #[test]
+#[cfg_attr(
+    not(has_chromium),
+    ignore = "SKIPPED: needs chromium to render the report"
+)]
 fn advise_page_and_advise_section_of_a_report_render() {
     let sb = Sandbox::new();
     let dir = sb.path().to_str().unwrap().to_string();
@@ -192,9 +200,7 @@ fn advise_page_and_advise_section_of_a_report_render() {
         .code(2)
         .stderr(predicates::str::contains("schema_version 7"));
     for (file, min_charts) in [("advise.html", 3), ("both.html", 3)] {
-        let Some(dom) = dom_in_chromium(&sb.file(file)) else {
-            return;
-        };
+        let dom = dom_in_chromium(&sb.file(file));
         // Throughput by size for reads and for writes, and by streams.
         let line = charts(&dom, "chart line\"");
         assert_eq!(line.len(), min_charts, "{file}");
@@ -219,11 +225,14 @@ fn advise_page_and_advise_section_of_a_report_render() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(has_chromium, has_loop, has_mkfs_ext4)),
+    ignore = "SKIPPED: needs chromium, root, loop devices and mkfs.ext4"
+)]
 fn loop_device_under_the_target_gets_its_own_charts() {
     let sb = Sandbox::new();
     let Some(fs) = common::MountedFs::new(sb.path(), "ext4", 96) else {
-        skip("loop devices need root and losetup");
-        return;
+        cannot("could not make and mount ext4 on a loop device");
     };
     let lo = fs.lo.dev.file_name().unwrap().to_string_lossy().to_string();
     let target = fs.mnt.path().join("f1");
@@ -261,19 +270,18 @@ fn loop_device_under_the_target_gets_its_own_charts() {
         .success();
     let html = std::fs::read_to_string(sb.file("r.html")).unwrap();
     assert!(html.contains(&format!("{lo}: throughput")), "{lo} charted");
-    if let Some(dom) = dom_in_chromium(&sb.file("r.html")) {
-        let ts = charts(&dom, "chart line timeseries");
-        check_charts(&ts);
-        let thr = ts
-            .iter()
-            .find(|c| c.contains(&format!("{lo}: throughput")))
-            .unwrap();
-        let n = r["probes"]["iostat"]["samples"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["device"] == lo.as_str())
-            .count();
-        assert_eq!(points(thr), 2 * n);
-    }
+    let dom = dom_in_chromium(&sb.file("r.html"));
+    let ts = charts(&dom, "chart line timeseries");
+    check_charts(&ts);
+    let thr = ts
+        .iter()
+        .find(|c| c.contains(&format!("{lo}: throughput")))
+        .unwrap();
+    let n = r["probes"]["iostat"]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["device"] == lo.as_str())
+        .count();
+    assert_eq!(points(thr), 2 * n);
 }

@@ -3,7 +3,7 @@
 //! trace, stripe arithmetic, fragmentation, and bad input.
 mod common;
 
-use common::{skip, words, Sandbox};
+use common::{cannot, words, Sandbox};
 use fsbench::probe::diskstats;
 use fsbench::trace::{format, TraceOp};
 use std::path::Path;
@@ -54,13 +54,14 @@ fn old_kernel_format_with_partitions() {
 }
 
 #[test]
+#[cfg_attr(not(has_loop), ignore = "SKIPPED: needs root and loop devices")]
 fn live_loop_device_counts_the_direct_writes() {
     if !common::can_use_loop_devices() {
-        return skip("needs root and loop devices");
+        cannot("needs root and loop devices");
     }
     let sb = Sandbox::new();
     let Some(lo) = common::LoopDevice::new(sb.path(), 64) else {
-        return skip("losetup failed");
+        cannot("losetup could not attach a loop device");
     };
     let name = lo.dev.file_name().unwrap().to_string_lossy().to_string();
     assert_eq!(diskstats::devices_under(&lo.dev)[0], name);
@@ -116,10 +117,14 @@ fn live_loop_device_counts_the_direct_writes() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4"
+)]
 fn mounted_loop_file_system_resolves_to_loop_then_host() {
     let sb = Sandbox::new();
     let Some(fs) = common::MountedFs::new(sb.path(), "ext4", 64) else {
-        return skip("needs root, loop devices and mkfs.ext4");
+        cannot("could not make and mount ext4 on a loop device");
     };
     let chain = diskstats::devices_under(&fs.path().join("not-yet-created"));
     assert_eq!(chain[0], fs.lo.dev.file_name().unwrap().to_string_lossy());
@@ -159,9 +164,9 @@ fn reads_on(t: &fsbench::trace::Trace, file_suffix: &str) -> Vec<(u64, u64)> {
         .collect()
 }
 
-#[test]
-fn trace_records_exactly_the_ios_the_job_issued() {
-    let sb = Sandbox::new();
+/// Two threads of 500 seeded random 4 KiB reads of `data`, traced by fsbench into t.csv; the
+/// trace is checked against the job and returned.
+fn traced_job(sb: &Sandbox) -> fsbench::trace::Trace {
     let out = sb
         .cmd(&words("run data --rw randread --bs 4k --size 4m --count 500 --threads 2 --seed 7 --trace t.csv"))
         .output()
@@ -183,9 +188,25 @@ fn trace_records_exactly_the_ios_the_job_issued() {
         .all(|r| r.offset % 4096 == 0 && r.offset + 4096 <= 4 << 20));
     assert_eq!(t.records.iter().filter(|r| r.thread == 1).count(), 500);
     assert!(t.records.iter().all(|r| r.end_ns >= r.start_ns));
+    t
+}
+
+#[test]
+fn trace_records_exactly_the_ios_the_job_issued() {
+    traced_job(&Sandbox::new());
+}
+
+#[test]
+#[cfg_attr(
+    not(has_strace),
+    ignore = "SKIPPED: strace is not installed or cannot trace"
+)]
+fn trace_holds_the_reads_strace_saw_the_same_job_issue() {
+    let sb = Sandbox::new();
+    let t = traced_job(&sb);
     // The same job again (same seed), seen from outside by strace: the same preads.
     if !have_strace() {
-        return skip("strace not installed: cross-check skipped");
+        cannot("strace not installed");
     }
     let bin = assert_cmd::cargo::cargo_bin("fsbench");
     let out = sb
@@ -344,9 +365,13 @@ fn dd_capture(sb: &Sandbox) -> fsbench::trace::Trace {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_strace),
+    ignore = "SKIPPED: strace is not installed or cannot trace"
+)]
 fn trace_captures_dd_with_correct_offsets() {
     if !have_strace() {
-        return skip("strace not installed");
+        cannot("strace not installed");
     }
     let sb = Sandbox::new();
     let t = dd_capture(&sb);
@@ -379,9 +404,13 @@ fn trace_captures_dd_with_correct_offsets() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_strace),
+    ignore = "SKIPPED: strace is not installed or cannot trace"
+)]
 fn replay_of_a_captured_trace_issues_the_same_sequence() {
     if !have_strace() {
-        return skip("strace not installed");
+        cannot("strace not installed");
     }
     let sb = Sandbox::new();
     let orig = dd_capture(&sb);
@@ -589,6 +618,10 @@ fn replay_refuses_a_trace_larger_than_the_free_space() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_tmp_direct_io),
+    ignore = "SKIPPED: the temp dir's file system takes no O_DIRECT writes"
+)]
 fn replay_direct_sends_misaligned_ios_through_dsync_buffered() {
     let sb = Sandbox::new();
     let mut csv = format!("{}\n", format::CSV_HEADER);
@@ -621,7 +654,7 @@ fn replay_direct_sends_misaligned_ios_through_dsync_buffered() {
         .output()
         .unwrap();
     if String::from_utf8_lossy(&o.stderr).contains("O_DIRECT") {
-        return skip("this file system has no direct I/O");
+        cannot("the temp dir's file system has no direct I/O");
     }
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value =
@@ -637,9 +670,13 @@ fn replay_direct_sends_misaligned_ios_through_dsync_buffered() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(has_strace, has_python3)),
+    ignore = "SKIPPED: needs strace (able to trace) and python3"
+)]
 fn trace_attaches_to_a_running_process_and_knows_its_positions() {
     if !have_strace() {
-        return skip("strace not installed");
+        cannot("strace not installed");
     }
     let sb = Sandbox::new();
     let data = sb.file("pin.dat");
@@ -654,7 +691,7 @@ fn trace_attaches_to_a_running_process_and_knows_its_positions() {
         .stdout(std::process::Stdio::piped())
         .spawn()
     else {
-        return skip("python3 not available");
+        cannot("python3 not available");
     };
     // Attach only once it has opened the file and read its first 5000 bytes.
     let mut line = String::new();
@@ -751,6 +788,10 @@ fn replay_stops_cleanly_on_ctrl_c() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_tmp_fiemap),
+    ignore = "SKIPPED: the temp dir's file system does not answer FIEMAP"
+)]
 fn stripe_split_on_device_offsets_with_physical() {
     use std::os::unix::fs::FileExt;
     let sb = Sandbox::new();
@@ -761,7 +802,7 @@ fn stripe_split_on_device_offsets_with_physical() {
     f.write_all_at(&vec![2u8; 96 * 1024], 256 * 1024).unwrap();
     f.sync_all().unwrap();
     let Ok(ex) = fsbench::probe::fiemap::extents(&f) else {
-        return skip("FIEMAP not supported here");
+        cannot("the temp dir's file system does not answer FIEMAP");
     };
     // One read over the whole file range.
     let path = data.to_str().unwrap();

@@ -1,5 +1,6 @@
 //! Never lose data: refusals without --force, what --force allows, cleanup after failures,
-//! and block devices with signatures. Loop-device tests run when root and say SKIPPED otherwise.
+//! and block devices with signatures. Loop-device tests run when root and are reported as
+//! ignored (`SKIPPED: reason`) otherwise.
 
 mod common;
 use common::{words, LoopDevice, MountedFs, Sandbox};
@@ -105,10 +106,11 @@ fn directory_and_missing_parent_are_usage_errors() {
 }
 
 #[test]
+#[cfg_attr(not(has_root), ignore = "SKIPPED: needs root to mount a small tmpfs")]
 fn full_file_system_ends_the_run_with_partial_results_and_cleanup() {
+    // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        common::skip("needs root to mount a small tmpfs");
-        return;
+        common::cannot("needs root to mount a small tmpfs");
     }
     let mnt = tempfile::tempdir().unwrap();
     let ok = std::process::Command::new("mount")
@@ -118,8 +120,7 @@ fn full_file_system_ends_the_run_with_partial_results_and_cleanup() {
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok {
-        common::skip("could not mount tmpfs");
-        return;
+        common::cannot("could not mount a tmpfs");
     }
     struct Umount(std::path::PathBuf);
     impl Drop for Umount {
@@ -216,15 +217,17 @@ fn sigint_gives_partial_results() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4"
+)]
 fn raw_device_rules_on_loop_devices() {
     if !common::can_use_loop_devices() {
-        common::skip("raw device tests need root and losetup");
-        return;
+        common::cannot("raw device tests need root and losetup");
     }
     let sb = Sandbox::new();
     let Some(lo) = LoopDevice::new(sb.path(), 64) else {
-        common::skip("losetup could not attach a loop device");
-        return;
+        common::cannot("losetup could not attach a loop device");
     };
     let dev = lo.dev.to_str().unwrap().to_string();
     // A blank device: raw I/O, writes allowed.
@@ -254,8 +257,7 @@ fn raw_device_rules_on_loop_devices() {
         .args(["-q", "-F", &dev])
         .status();
     if !mk.map(|s| s.success()).unwrap_or(false) {
-        common::skip("mkfs.ext4 not available");
-        return;
+        common::cannot("mkfs.ext4 failed");
     }
     let before = {
         let mut b = vec![0u8; 4096];
@@ -296,11 +298,14 @@ fn raw_device_rules_on_loop_devices() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4"
+)]
 fn mounted_device_is_refused() {
     let sb = Sandbox::new();
     let Some(fs) = MountedFs::new(sb.path(), "ext4", 64) else {
-        common::skip("needs root, losetup and mkfs.ext4");
-        return;
+        common::cannot("could not make and mount ext4 on a loop device");
     };
     let dev = fs.lo.dev.to_str().unwrap().to_string();
     let out = sb
@@ -320,11 +325,14 @@ fn mounted_device_is_refused() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_xfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.xfs"
+)]
 fn extsize_hint_on_xfs() {
     let sb = Sandbox::new();
     let Some(fs) = MountedFs::new(sb.path(), "xfs", 300) else {
-        common::skip("needs root, losetup and mkfs.xfs");
-        return;
+        common::cannot("could not make and mount XFS on a loop device");
     };
     let f = fs.path().join("e");
     let f = f.to_str().unwrap();

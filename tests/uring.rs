@@ -3,18 +3,15 @@
 
 mod common;
 
-use common::{skip, words, Sandbox};
+use common::{cannot, words, Sandbox};
 use serde_json::Value;
 
 /// io_uring can be switched off (sysctl kernel.io_uring_disabled, seccomp in containers):
-/// probe once with a real ring and skip with the reason when it is unavailable.
-fn uring_or_skip() -> bool {
-    match io_uring::IoUring::new(2) {
-        Ok(_) => true,
-        Err(e) => {
-            skip(&format!("io_uring is unavailable here: {e}"));
-            false
-        }
+/// build.rs probes it with a real ring and these tests are ignored without it
+/// (`has_uring`); here a real ring again, failing loudly if the probe was wrong.
+fn need_uring() {
+    if let Err(e) = io_uring::IoUring::new(2) {
+        cannot(&format!("io_uring is unavailable here: {e}"));
     }
 }
 
@@ -46,10 +43,9 @@ fn overlapped_pct(v: &Value) -> f64 {
 }
 
 #[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn sequential_write_at_qd1_writes_the_same_bytes_as_sync() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     let sb = Sandbox::new();
     for engine in ["sync", "uring"] {
         let name = format!("{engine}.dat");
@@ -71,10 +67,9 @@ fn sequential_write_at_qd1_writes_the_same_bytes_as_sync() {
 }
 
 #[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn random_write_at_qd1_writes_the_same_bytes_as_sync() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     let sb = Sandbox::new();
     for engine in ["sync", "uring"] {
         let name = format!("{engine}.dat");
@@ -104,10 +99,9 @@ fn random_write_at_qd1_writes_the_same_bytes_as_sync() {
 }
 
 #[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn deep_queue_writes_every_block_from_the_seeded_buffers() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     let sb = Sandbox::new();
     sb.run_json(&words(
         "run --rw write --bs 4k --size 1m --seed 9 --keep sync.dat",
@@ -124,10 +118,9 @@ fn deep_queue_writes_every_block_from_the_seeded_buffers() {
 }
 
 #[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn reads_every_byte_under_every_cache_policy() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     let sb = Sandbox::new();
     let data: Vec<u8> = (0..(1u32 << 20))
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
@@ -162,10 +155,9 @@ fn reads_every_byte_under_every_cache_policy() {
 }
 
 #[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn misaligned_direct_ios_take_the_dsync_fallback() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     let sb = Sandbox::new();
     let v = sb.run_json(&words("run --rw write --bs 1000 --size 100000 --cache direct --engine uring --qd 4 --keep mis.dat"));
     assert_eq!(u(total(&v), "errors"), 0);
@@ -174,10 +166,9 @@ fn misaligned_direct_ios_take_the_dsync_fallback() {
 }
 
 #[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn mixed_read_write_follows_rdpct() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     let sb = Sandbox::new();
     let v = sb.run_json(&words("run --rw randrw --rwmix-read 70 --bs 4k --size 8m --count 4000 --cache direct --engine uring --qd 16 mix.dat"));
     let t = total(&v);
@@ -188,18 +179,18 @@ fn mixed_read_write_follows_rdpct() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(has_uring, has_loop)),
+    ignore = "SKIPPED: needs io_uring, root and loop devices"
+)]
 fn raw_block_device_reads() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     if !common::can_use_loop_devices() {
-        skip("raw device test needs root and loop devices");
-        return;
+        cannot("raw device test needs root and loop devices");
     }
     let sb = Sandbox::new();
     let Some(lo) = common::LoopDevice::new(sb.path(), 64) else {
-        skip("could not attach a loop device");
-        return;
+        cannot("losetup could not attach a loop device");
     };
     let dev = lo.dev.to_str().unwrap().to_string();
     let v = sb.run_json(&[
@@ -230,10 +221,9 @@ fn shape(v: &Value, prefix: &str, out: &mut Vec<String>) {
 }
 
 #[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn result_has_the_same_shape_as_sync() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     let sb = Sandbox::new();
     let mut shapes = Vec::new();
     for engine in ["sync", "uring"] {
@@ -266,10 +256,9 @@ fn result_has_the_same_shape_as_sync() {
 }
 
 #[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn queue_depth_overlaps_ios() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     let sb = Sandbox::new();
     let v = sb.run_json(&words("run --rw randread --bs 4k --size 16m --count 5000 --cache direct --engine uring --qd 16 qd.dat"));
     let over = overlapped_pct(&v);
@@ -294,10 +283,9 @@ fn queue_depth_overlaps_ios() {
 }
 
 #[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn text_report_shows_depths_and_notes() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     let sb = Sandbox::new();
     let out = sb
         .cmd(&words("run --rw randread --bs 4k --size 4m --count 1000 --engine uring --qd 8 --rate-iops 100000 t.dat"))
@@ -323,10 +311,9 @@ fn assert_rate(v: &Value, want: f64) {
 }
 
 #[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn rate_limit_holds_within_5_percent_uring() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     let sb = Sandbox::new();
     let v = sb.run_json(&words("run --rw randread --bs 4k --size 16m --time 5s --cache direct --engine uring --qd 4 --rate-iops 500 rate.dat"));
     assert_rate(&v, 500.0);
@@ -349,10 +336,9 @@ fn rate_limit_in_bytes_holds_within_5_percent_sync() {
 }
 
 #[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn total_rate_is_shared_by_all_threads() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     let sb = Sandbox::new();
     let v = sb.run_json(&words("run --rw randread --bs 4k --size 16m --time 5s --threads 2 --engine uring --qd 2 --rate-iops 800 --rate-scope total rate.dat"));
     assert_rate(&v, 800.0);
@@ -384,10 +370,9 @@ fn bad_rate_and_engine_flags_are_usage_errors() {
 }
 
 #[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn hipri_needs_direct_io() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     let sb = Sandbox::new();
     let out = sb
         .cmd(&words(
@@ -401,11 +386,10 @@ fn hipri_needs_direct_io() {
     assert!(String::from_utf8(out).unwrap().contains("--hipri"));
 }
 
-/// Run with an optional ring feature: it works, or fsbench says clearly why not.
-fn feature_run(flag: &str) {
-    if !uring_or_skip() {
-        return;
-    }
+/// Run with an optional ring feature; `works` is what build.rs found this machine can do.
+/// Where it can, the run must do all its I/O; where it cannot, fsbench must say clearly why.
+fn feature_run(flag: &str, works: bool) {
+    need_uring();
     let sb = Sandbox::new();
     let out = sb
         .cmd(&[
@@ -431,14 +415,20 @@ fn feature_run(flag: &str) {
         ])
         .output()
         .unwrap();
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !works {
+        assert!(
+            !out.status.success(),
+            "{flag} ran although the probe found it unsupported"
+        );
         assert!(
             err.contains(flag) || err.contains("io_uring"),
             "unclear error: {err}"
         );
-        skip(&format!("{flag} unsupported here: {}", err.trim()));
         return;
+    }
+    if !out.status.success() {
+        cannot(&format!("{flag} unsupported here: {}", err.trim()));
     }
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(u(total(&v), "read_ops"), 2000);
@@ -446,20 +436,45 @@ fn feature_run(flag: &str) {
 }
 
 #[test]
-fn sqpoll_works_or_is_refused_clearly() {
-    feature_run("--sqpoll");
+#[cfg_attr(
+    not(all(has_uring, has_uring_sqpoll)),
+    ignore = "SKIPPED: io_uring SQPOLL rings cannot be set up here"
+)]
+fn sqpoll_works() {
+    feature_run("--sqpoll", true);
 }
 
 #[test]
-fn hipri_works_or_is_refused_clearly() {
-    feature_run("--hipri");
+#[cfg_attr(
+    any(not(has_uring), has_uring_sqpoll),
+    ignore = "SKIPPED: io_uring SQPOLL works here (or io_uring does not): no refusal to check"
+)]
+fn sqpoll_is_refused_clearly_where_unsupported() {
+    feature_run("--sqpoll", false);
 }
 
 #[test]
+#[cfg_attr(
+    not(all(has_uring, has_tmp_polled_io)),
+    ignore = "SKIPPED: the temp dir's device has no poll queues for --hipri"
+)]
+fn hipri_works() {
+    feature_run("--hipri", true);
+}
+
+#[test]
+#[cfg_attr(
+    any(not(has_uring), has_tmp_polled_io),
+    ignore = "SKIPPED: the temp dir's device polls (or io_uring is unavailable): no refusal to check"
+)]
+fn hipri_is_refused_clearly_without_poll_queues() {
+    feature_run("--hipri", false);
+}
+
+#[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn vx_front_end_runs_uring_with_processes() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     let sb = Sandbox::new();
     let v = sb.run_json(&words("vx -w rand_read -i iosize=4k,iocount=1k,maxfilesize=4m,nthreads=2 -c direct -p --engine uring --qd 8 vx.dat"));
     assert_eq!(u(total(&v), "read_ops"), 2048);
@@ -467,10 +482,9 @@ fn vx_front_end_runs_uring_with_processes() {
 }
 
 #[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn fsync_after_uring_writes() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     let sb = Sandbox::new();
     let v = sb.run_json(&words(
         "run --rw write --bs 64k --size 4m --engine uring --qd 4 --fsync --cache dsync w.dat",
@@ -485,10 +499,9 @@ fn fsync_after_uring_writes() {
 /// and caught up, so the offered rate still holds, and the stall shows up in the latency
 /// measured from the intended issue time while the service latency stays small.
 #[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
 fn a_stall_shows_in_scheduled_latency_not_in_the_rate() {
-    if !uring_or_skip() {
-        return;
-    }
+    need_uring();
     let sb = Sandbox::new();
     let out = sb.file("stall.json");
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsbench"))

@@ -51,12 +51,12 @@ impl Sandbox {
     }
 }
 
-/// True when running as root with working loop devices (for raw-device and XFS tests).
 /// A command line written as one string: `sb.run_json(&words("run --rw read f.dat"))`.
 pub fn words(line: &str) -> Vec<&str> {
     line.split_whitespace().collect()
 }
 
+/// True when running as root with working loop devices (for raw-device and XFS tests).
 pub fn can_use_loop_devices() -> bool {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
@@ -85,6 +85,8 @@ impl LoopDevice {
             .output()
             .ok()?;
         if !out.status.success() {
+            // Shown when the caller then fails with `cannot`.
+            eprintln!("losetup: {}", String::from_utf8_lossy(&out.stderr).trim());
             return None;
         }
         let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
@@ -108,8 +110,11 @@ pub struct MountedFs {
 }
 
 impl MountedFs {
+    /// None (with the reason on stderr, shown when the caller then fails) when the machine
+    /// cannot.
     pub fn new(dir: &Path, fstype: &str, size_mb: u64) -> Option<Self> {
         if !can_use_loop_devices() {
+            eprintln!("not root, or no losetup or /dev/loop-control");
             return None;
         }
         let lo = LoopDevice::new(dir, size_mb)?;
@@ -119,13 +124,12 @@ impl MountedFs {
             args.push(if fstype == "ext4" { "-F" } else { "-f" });
             args.push("-q");
         }
-        let ok = std::process::Command::new(&mkfs)
+        let out = std::process::Command::new(&mkfs)
             .args(&args)
             .arg(&lo.dev)
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-        if !ok {
+            .output();
+        if !out.as_ref().is_ok_and(|o| o.status.success()) {
+            eprintln!("{mkfs} failed: {out:?}");
             return None;
         }
         let mnt = tempfile::tempdir().ok()?;
@@ -136,6 +140,7 @@ impl MountedFs {
             .map(|s| s.success())
             .unwrap_or(false);
         if !ok {
+            eprintln!("mount {} failed", lo.dev.display());
             return None;
         }
         Some(MountedFs { mnt, lo })
@@ -153,20 +158,44 @@ impl Drop for MountedFs {
     }
 }
 
-/// Print why a test is skipped (visible with --nocapture and in CI logs).
+// ---- Tests that need more than a temp dir -------------------------------------------------
+//
+// build.rs probes the machine once and sets `has_<capability>` cfgs; a test that needs one
+// carries `#[cfg_attr(not(has_loop), ignore = "SKIPPED: needs root and loop devices")]`, so
+// `cargo test` reports it as ignored with the reason (and `-- --include-ignored` still runs it).
+// Inside, the test checks again and calls `cannot` when the machine does not match: a stale
+// probe or a forced run is a loud failure, never a silent pass.
+
+/// What build.rs found (or FSBENCH_TEST_CAPS forced) when the tests were built.
+pub const CAPS_FOUND: &str = env!("FSBENCH_TEST_CAPS_FOUND");
+
+/// Fail a test whose capability the build-time probe reported but the machine lacks now (or
+/// that `--include-ignored` forced): say what is missing and how to make the probe agree.
+#[track_caller]
+pub fn cannot(why: &str) -> ! {
+    panic!(
+        "CANNOT RUN: {why}.\n  This test was not ignored because build.rs found [{CAPS_FOUND}] \
+         when the tests were built, or --include-ignored forced it. If the machine changed, \
+         rebuild (touch build.rs) or set FSBENCH_TEST_CAPS (see build.rs), e.g. \
+         FSBENCH_TEST_CAPS=-loop."
+    )
+}
+
+/// Print `SKIPPED: why` for a test that then returns early. Such a test is counted as PASSED,
+/// so this is only for a condition that no build-time probe can know; prefer a `has_*` cfg
+/// with `ignore` (see above). `.ci/check-skips` fails CI when a passing test printed SKIPPED.
 pub fn skip(why: &str) {
     eprintln!("SKIPPED: {why}");
 }
 
-/// Open `html` in headless Chromium and return the DOM it built (None when Chromium is
-/// missing). Fails on a script error.
-pub fn dom_in_chromium(html: &Path) -> Option<String> {
+/// Open `html` in headless Chromium and return the DOM it built. Fails on a script error, and
+/// when Chromium is missing (tests that call this carry `cfg_attr(not(has_chromium), ignore)`).
+pub fn dom_in_chromium(html: &Path) -> String {
     let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
         .into_iter()
         .find(|p| Path::new(p).exists());
     let Some(chromium) = chromium else {
-        skip("chromium is not installed: the HTML was checked as text only");
-        return None;
+        cannot("chromium is not installed (/usr/bin/chromium or /usr/bin/chromium-browser)");
     };
     let profile = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(chromium)
@@ -193,7 +222,7 @@ pub fn dom_in_chromium(html: &Path) -> Option<String> {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("Uncaught"), "script error: {stderr}");
-    Some(String::from_utf8_lossy(&out.stdout).to_string())
+    String::from_utf8_lossy(&out.stdout).to_string()
 }
 
 /// Make writes of the child past `bytes` fail with EFBIG (RLIMIT_FSIZE, SIGXFSZ ignored): a
