@@ -168,16 +168,22 @@ def fb(path):
     return summ, out
 
 def fs(path):
+    """fsbench's Result (schema 2): the first run's IO Summary and its flowops (named groups)."""
     try:
-        r = json.load(open(path))["runs"][0]
+        d = json.load(open(path))
+        run = d["workload"]["runs"][0]
     except (OSError, KeyError, IndexError, ValueError):
         return None, None
-    s = r["summary"]
-    summ = (s["ops_per_s"], (s["mb_per_s"] * 1e6 / s["ops_per_s"]) if s["ops_per_s"] else 0.0, True)
+    secs, s = run["duration_s"], run["summary"]
+    if not secs or not s["ops"]:
+        return None, None
+    summ = (s["ops"] / secs, s["bytes"] / s["ops"], True)
     flows = {}
-    for f in r["flowops"]:
-        b = f["read_bytes"] + f["write_bytes"]
-        flows[f["name"]] = (f["ops_per_s"], b / f["ops"] if f["ops"] else 0.0, True)
+    for g in d.get("groups", []):
+        if g.get("run", 1) != 1:
+            continue
+        st = g["stats"]
+        flows[g["name"]] = (st["ops"] / secs, st["bytes"] / st["ops"] if st["ops"] else 0.0, True)
     return summ, flows
 
 def med(xs):
@@ -218,7 +224,7 @@ def run_window(tool, prefix):
     if tool == "fb":
         return line_time(prefix, r"Running\.\.\."), line_time(prefix, r"Run took")
     try:
-        run = json.load(open(prefix + ".json"))["runs"][0]
+        run = json.load(open(prefix + ".json"))["workload"]["runs"][0]
         unix0, mono0 = map(float, open(prefix + ".cpu").readline().split()[2:4])
         start = run["started_unix_s"] - unix0 + mono0
         return start, start + run["duration_s"]
@@ -283,7 +289,7 @@ for w in names:
             c = run_cpu(tool, f"{out}/{w}.{tool}.{r}")
             try:
                 if tool == "fs":
-                    ops = json.load(open(f"{out}/{w}.fs.{r}.json"))["runs"][0]["summary"]["ops"]
+                    ops = json.load(open(f"{out}/{w}.fs.{r}.json"))["workload"]["runs"][0]["summary"]["ops"]
                 else:
                     m = sum_re.search(open(f"{out}/{w}.fb.{r}.log").read())
                     ops = int(m[1]) if m else 0
