@@ -3,6 +3,7 @@
 //! crate and not run in CI.
 //!
 //!   pread_loop FILE OFFSETS.csv
+//!   pread_loop --hold FILE
 //!
 //! OFFSETS.csv is an fsbench `--trace` file (CSV) of a single-threaded read run: the loop takes
 //! the `offset` and `len` of every record, in order, into memory before timing, so it reads
@@ -12,6 +13,11 @@
 //! It prints one JSON line: {"ops":N,"bytes":B,"elapsed_s":S,"iops":I,"cpu_s":C}, where C is
 //! the CPU time of the loop (user + system, getrusage RUSAGE_THREAD: the instrument fsbench
 //! uses for its workers), which a busy machine disturbs less than the wall time.
+//!
+//! `--hold FILE` maps FILE and locks it in memory until its standard input closes: the page
+//! cache keeps the file whatever else runs (a `drop_caches` or a memory-hungry neighbour
+//! evicts unmapped pages only), so "hot cache" stays true for the whole comparison. A page
+//! being mapped elsewhere does not change what pread does with it.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -29,6 +35,35 @@ struct Rusage {
 
 extern "C" {
     fn getrusage(who: i32, usage: *mut Rusage) -> i32;
+    fn mmap(addr: *mut u8, len: usize, prot: i32, flags: i32, fd: i32, off: i64) -> *mut u8;
+    fn mlock(addr: *const u8, len: usize) -> i32;
+}
+
+/// Map FILE, lock it in memory, wait for standard input to close.
+fn hold(path: &str) -> ! {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    const PROT_READ: i32 = 1;
+    const MAP_SHARED: i32 = 1;
+    let f = File::open(path).unwrap_or_else(|e| die(&format!("{path}: {e}")));
+    let len = f.metadata().map(|m| m.len() as usize).unwrap_or(0);
+    if len == 0 {
+        die(&format!("{path}: empty"));
+    }
+    // SAFETY: a fresh read-only shared mapping of an open file, checked for MAP_FAILED (-1);
+    // it stays mapped until the process exits and is never written through.
+    let p = unsafe { mmap(std::ptr::null_mut(), len, PROT_READ, MAP_SHARED, f.as_raw_fd(), 0) };
+    if p as isize == -1 {
+        die(&format!("mmap {path}: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: locks the mapping made above (faulting every page in).
+    if unsafe { mlock(p, len) } != 0 {
+        die(&format!("mlock {path}: {}", std::io::Error::last_os_error()));
+    }
+    println!("held {len}");
+    let mut sink = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut sink);
+    exit(0)
 }
 
 /// User + system seconds of the calling thread.
@@ -89,8 +124,11 @@ fn load(path: &str) -> Vec<(u64, usize)> {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.len() == 3 && args[1] == "--hold" {
+        hold(&args[2]);
+    }
     if args.len() != 3 {
-        die("usage: pread_loop FILE OFFSETS.csv");
+        die("usage: pread_loop FILE OFFSETS.csv | pread_loop --hold FILE");
     }
     let ops = load(&args[2]);
     let file = File::open(&args[1]).unwrap_or_else(|e| die(&format!("{}: {e}", args[1])));

@@ -3,8 +3,9 @@
 
 Called by bench/vs-pread.sh (which builds fsbench and bench/pread_loop.rs first). The case is
 issue 13's: hot-cache 4 KiB random reads, psync engine, 1 thread, default measurement (latency
-histogram on), on one 1 GiB file that is read once before every run so every read is a page
-cache hit.
+histogram on), on one 1 GiB file that stays in the page cache for the whole comparison: a
+`pread_loop --hold` process maps and locks it (a `drop_caches` or memory pressure from other
+work on the machine would otherwise make some runs read from the disk).
 
 Same work on both sides:
 - Same offsets. fsbench runs once untimed with `--trace` (CSV); the bare loop loads that
@@ -81,10 +82,13 @@ def run(argv):
     return p.stdout
 
 
-def warm():
-    with open(FILE, "rb") as f:
-        while f.read(1 << 20):
-            pass
+def hold():
+    """Lock FILE in the page cache until the returned process is closed."""
+    p = subprocess.Popen([LOOP, "--hold", FILE], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    line = p.stdout.readline().decode()
+    if not line.startswith("held"):
+        sys.exit(f"could not lock {FILE} in memory: {p.wait()}")
+    return p
 
 
 def trace(path):
@@ -96,7 +100,6 @@ def trace(path):
 
 
 def measure(tool):
-    warm()
     if tool == "fsb":
         t = json.loads(run([FSB, "run"] + CASE + ["--count", str(COUNT), "--output-format", "json",
                                                   FILE]))["total"]
@@ -130,8 +133,8 @@ def main():
     # The shared file: created (and marked) by fsbench so fsbench may reuse it.
     subprocess.run([FSB, "run", "--rw", "write", "--bs", "1m", "--size", "1g", "--keep",
                     "--fsync", "--output-format", "json", FILE], check=True, stdout=subprocess.DEVNULL)
+    holder = hold()
     try:
-        warm()
         first = trace(OFFS)
         if len(first) != COUNT:
             sys.exit(f"the trace holds {len(first)} records, not {COUNT}")
@@ -168,6 +171,8 @@ def main():
                   f"pairs >= 0.97: {sum(r >= 0.97 for r in ratios)}/{PAIRS}")
         print(f"# offsets of a second traced run checked identical ({COUNT} I/Os)")
     finally:
+        holder.stdin.close()
+        holder.wait()
         for p in (FILE, OFFS):
             if os.path.exists(p):
                 os.unlink(p)

@@ -351,6 +351,7 @@ where
         let worker_gate = gate.clone();
         let body: Box<dyn FnOnce() -> Option<ThreadOutcome> + Send> = Box::new(move || {
             let (job, plan) = &*shared;
+            worker::private_fd_table();
             let prepared = prepare(job, plan, id, user, thread);
             if !worker_gate.arrive_and_wait() {
                 return None;
