@@ -347,11 +347,17 @@ impl Worker {
     /// [`Worker::run`] with the interrupt flag given (the signal handler's in a real run).
     pub(crate) fn run_until(mut self, stop: &AtomicBool, interrupt: &AtomicBool) -> ThreadOutcome {
         let core = &mut self.core;
-        match &mut self.engine {
-            Built::Sync(e) => core.drive(e, stop, interrupt),
-            Built::Mmap(e) => core.drive(e, stop, interrupt),
-            Built::Uring(e) => core.drive(e, stop, interrupt),
-            Built::Boxed(e) => core.drive(e.as_mut(), stop, interrupt),
+        // One compiled loop per engine and per "rate limit or not", so an unpaced run carries
+        // no schedule code at all.
+        match (&mut self.engine, core.pacer.is_some()) {
+            (Built::Sync(e), false) => core.drive::<_, false>(e, stop, interrupt),
+            (Built::Sync(e), true) => core.drive::<_, true>(e, stop, interrupt),
+            (Built::Mmap(e), false) => core.drive::<_, false>(e, stop, interrupt),
+            (Built::Mmap(e), true) => core.drive::<_, true>(e, stop, interrupt),
+            (Built::Uring(e), false) => core.drive::<_, false>(e, stop, interrupt),
+            (Built::Uring(e), true) => core.drive::<_, true>(e, stop, interrupt),
+            (Built::Boxed(e), false) => core.drive::<_, false>(e.as_mut(), stop, interrupt),
+            (Built::Boxed(e), true) => core.drive::<_, true>(e.as_mut(), stop, interrupt),
         }
     }
 }
@@ -409,8 +415,9 @@ impl Core {
         }
     }
 
-    /// The timed loop. Starts when called (the barrier has released).
-    fn drive<E: Engine + ?Sized>(
+    /// The timed loop. Starts when called (the barrier has released). `PACED` is whether the
+    /// worker has a rate limit (`self.pacer`).
+    fn drive<E: Engine + ?Sized, const PACED: bool>(
         &mut self,
         engine: &mut E,
         stop: &AtomicBool,
@@ -438,7 +445,8 @@ impl Core {
         // its slot in the schedule.
         let mut submitted_at: Vec<u64> = vec![0; depth];
         let mut intended_at: Vec<u64> = vec![0; depth];
-        let mut pacer = self.pacer;
+        // None is known at compile time in the unpaced loop: every schedule branch folds away.
+        let mut pacer = if PACED { self.pacer } else { None };
         let mut batch: Vec<IoOp> = Vec::with_capacity(depth);
         let mut done: Vec<Completion> = Vec::with_capacity(depth * 2);
         let mut sys = self.sys;
@@ -1213,24 +1221,51 @@ mod mock_tests {
         assert_eq!(rules.len(), 3, "every kind of rule was exercised");
     }
 
-    /// What the loop itself costs per I/O (clock reads, histogram, bookkeeping) with an
-    /// engine that does nothing. Not a pass/fail test: run it to measure, e.g.
+    /// What the loop itself costs per I/O, and its two biggest parts: one clock reading and
+    /// one histogram record. Not a pass/fail test: run it to measure (docs/per-io-cost.md),
     /// `taskset -c 1 cargo test --release --lib null_engine_overhead -- --ignored --nocapture`.
     #[test]
     #[ignore]
     fn null_engine_overhead() {
+        const N: u64 = 20_000_000;
+        let cpu_ns = |f: &mut dyn FnMut()| {
+            let u0 = cpu::thread_usage();
+            f();
+            cpu::thread_usage().since(&u0).cpu_s() * 1e9 / N as f64
+        };
         let mut j = job(Access::RandRead);
-        j.io_count = Some(20_000_000);
+        j.io_count = Some(N);
         for _ in 0..5 {
+            let clock = cpu_ns(&mut || {
+                let mut x = 0u64;
+                for _ in 0..N {
+                    x = x.wrapping_add(mono_ns());
+                }
+                std::hint::black_box(x);
+            });
+            let mut h = LatencyHist::new();
+            let mut v = 0x2545_f491_4f6c_dd1du64;
+            let record = cpu_ns(&mut || {
+                for _ in 0..N {
+                    // Latencies spread over 700..1723 ns, like page-cache reads.
+                    v ^= v << 13;
+                    v ^= v >> 7;
+                    v ^= v << 17;
+                    h.record(700 + (v & 1023));
+                }
+            });
             let (engine, _) = MockEngine::new(Script::default(), BS as usize);
             let w = Worker::with_engine(&j, 1 << 30, 0, 0, Box::new(engine)).unwrap();
             let out = w.run_until(&AtomicBool::new(false), &AtomicBool::new(false));
             let s = &out.stats;
+            assert_eq!(s.read_ops, N);
             println!(
-                "null engine: {:.1} ns per I/O wall, {:.1} ns CPU ({} I/Os)",
-                s.elapsed_s * 1e9 / s.read_ops as f64,
-                s.usage.cpu_s() * 1e9 / s.read_ops as f64,
-                s.read_ops
+                "per I/O, CPU ns: null-engine loop {:.1} (wall {:.1}); one clock reading {:.1}; \
+                 one histogram record {:.1} (includes ~1 ns of xorshift)",
+                s.usage.cpu_s() * 1e9 / N as f64,
+                s.elapsed_s * 1e9 / N as f64,
+                clock,
+                record
             );
         }
     }
