@@ -7,16 +7,17 @@
 //! percentiles instead of silently lowering the offered rate.
 
 use crate::job::{Job, RateScope};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// The issue schedule of one worker.
+/// The issue schedule of one worker. Times are nanoseconds of the worker loop's clock
+/// (CLOCK_MONOTONIC), the same numbers its latencies are taken from.
 #[derive(Debug, Clone, Copy)]
 pub struct Pacer {
     /// Nanoseconds between intended issue times.
     interval_ns: f64,
     /// Offset of this worker's first slot, so workers sharing a total rate interleave.
     phase_ns: f64,
-    start: Instant,
+    start_ns: u64,
     /// Index of the next I/O in the schedule.
     next: u64,
 }
@@ -48,35 +49,34 @@ impl Pacer {
         Some(Pacer {
             interval_ns,
             phase_ns: interval_ns * (index % workers) as f64 / workers as f64,
-            start: Instant::now(),
+            start_ns: 0,
             next: 0,
         })
     }
 
-    /// Anchor the schedule at the start of the timed loop. Also asks for 1 us timer slack
-    /// (default 50 us) so waits for the next slot end close to its intended time.
-    pub fn start(&mut self, t0: Instant) {
+    /// Anchor the schedule at the start of the timed loop (`t0_ns`). Also asks for 1 us timer
+    /// slack (default 50 us) so waits for the next slot end close to its intended time.
+    pub fn start(&mut self, t0_ns: u64) {
         // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0) };
-        self.start = t0;
+        self.start_ns = t0_ns;
         self.next = 0;
     }
 
     /// Intended issue time of the next I/O.
     #[inline]
-    pub fn next_due(&self) -> Instant {
-        let ns = self.phase_ns + self.next as f64 * self.interval_ns;
-        self.start + Duration::from_nanos(ns as u64)
+    pub fn next_due(&self) -> u64 {
+        self.start_ns + (self.phase_ns + self.next as f64 * self.interval_ns) as u64
     }
 
     #[inline]
-    pub fn is_due(&self, now: Instant) -> bool {
-        self.next_due() <= now
+    pub fn is_due(&self, now_ns: u64) -> bool {
+        self.next_due() <= now_ns
     }
 
     /// Take the next slot of the schedule: returns its intended issue time.
     #[inline]
-    pub fn take(&mut self) -> Instant {
+    pub fn take(&mut self) -> u64 {
         let t = self.next_due();
         self.next += 1;
         t
@@ -84,8 +84,8 @@ impl Pacer {
 
     /// How long until the next I/O is due (zero when it is already late).
     #[inline]
-    pub fn until_due(&self, now: Instant) -> Duration {
-        self.next_due().saturating_duration_since(now)
+    pub fn until_due(&self, now_ns: u64) -> Duration {
+        Duration::from_nanos(self.next_due().saturating_sub(now_ns))
     }
 }
 
@@ -136,27 +136,25 @@ mod tests {
 
     #[test]
     fn schedule_is_absolute_and_interleaved() {
+        const MS: u64 = 1_000_000;
         let j = job(Some(1000), None, RateScope::Total, 1);
-        let t0 = Instant::now();
+        let t0 = 123_456_789_000u64;
         let mut a = Pacer::for_worker(&j, 0).unwrap();
         let mut b = Pacer::for_worker(&j, 1).unwrap();
         a.start(t0);
         b.start(t0);
         // 500 IOPS each: 2 ms apart, the second worker 1 ms behind the first.
         assert_eq!(a.take(), t0);
-        assert_eq!(b.take(), t0 + Duration::from_millis(1));
-        assert_eq!(a.take(), t0 + Duration::from_millis(2));
+        assert_eq!(b.take(), t0 + MS);
+        assert_eq!(a.take(), t0 + 2 * MS);
         // Falling behind does not move the schedule: the next slot keeps its intended time.
         for _ in 0..997 {
             a.take();
         }
-        assert_eq!(a.next_due(), t0 + Duration::from_millis(2 * 999));
-        assert!(a.is_due(t0 + Duration::from_secs(5)));
+        assert_eq!(a.next_due(), t0 + 2 * 999 * MS);
+        assert!(a.is_due(t0 + 5_000 * MS));
         assert!(!b.is_due(t0));
-        assert_eq!(
-            b.until_due(t0 + Duration::from_millis(2)),
-            Duration::from_millis(1)
-        );
-        assert_eq!(a.until_due(t0 + Duration::from_secs(5)), Duration::ZERO);
+        assert_eq!(b.until_due(t0 + 2 * MS), Duration::from_millis(1));
+        assert_eq!(a.until_due(t0 + 5_000 * MS), Duration::ZERO);
     }
 }

@@ -23,6 +23,12 @@ pub fn install() {
     }
 }
 
+/// The flag itself, for a worker loop that takes its interrupt flag as an argument (so tests
+/// can interrupt one run without touching the process-wide flag).
+pub fn flag() -> &'static AtomicBool {
+    &INTERRUPTED
+}
+
 #[inline]
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)

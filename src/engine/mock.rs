@@ -1,0 +1,219 @@
+//! A scripted engine for the runner's unit tests, in the spirit of hyperfine's mock executor:
+//! it completes ops without any real I/O, after a scripted latency, with scripted errors and
+//! short results, so stop conditions, pacing, barriers, status and partial results are tested
+//! without files. It implements the same `Engine` contract as the real engines and is driven
+//! by the real worker loop (`Worker::with_engine`).
+//!
+//! Op `k` below is the k-th op submitted to this engine (0-based), and `call` the k-th call
+//! of `submit`.
+
+use super::{BufferPool, Caps, Completion, Engine, IoOp};
+use crate::stats::SyscallCounts;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What one scripted op returns instead of its full length.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Outcome {
+    /// Fails with this errno.
+    Errno(i32),
+    /// Transfers this many bytes (0 is end of file; fewer than asked is a short transfer).
+    Bytes(i64),
+}
+
+/// What the engine does.
+#[derive(Debug, Clone, Default)]
+pub struct Script {
+    /// Ops in flight the engine allows (its `caps().max_depth`); 0 means 1.
+    pub depth: u32,
+    /// Time from submission to completion of every op.
+    pub latency: Duration,
+    /// Ops whose result differs from their full length.
+    pub outcomes: Vec<(u64, Outcome)>,
+    /// `submit` call that fails as a whole (nothing of it is accepted).
+    pub submit_error_at: Option<u64>,
+    /// `reap` call that fails.
+    pub reap_error_at: Option<u64>,
+    /// At most this many ops are accepted per `submit` call (the rest are handed back).
+    pub accept_at_most: Option<usize>,
+    /// `flush` fails with this errno.
+    pub flush_errno: Option<i32>,
+    /// Raise this flag right after op `k` is submitted (a Ctrl-C or a stop at a known point).
+    pub raise_after: Option<(u64, Arc<AtomicBool>)>,
+    /// Keep a log of every submitted op (off for overhead measurements).
+    pub log: bool,
+}
+
+/// What the engine saw. Kept by the engine while it runs (no lock per op) and handed to the
+/// test's handle when the engine is dropped, i.e. when the worker has finished.
+#[derive(Debug, Default)]
+pub struct Log {
+    /// Every submitted op with its submission time, in order.
+    pub ops: Vec<(IoOp, Instant)>,
+    pub submit_calls: u64,
+    pub reap_calls: u64,
+    pub flushes: u64,
+}
+
+pub struct MockEngine {
+    script: Script,
+    pool: BufferPool,
+    /// Accepted, not yet reaped: (due, completion).
+    flight: Vec<(Instant, Completion)>,
+    next_op: u64,
+    created: Instant,
+    log: Log,
+    shared: Arc<Mutex<Log>>,
+}
+
+impl Drop for MockEngine {
+    fn drop(&mut self) {
+        let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        *shared = std::mem::take(&mut self.log);
+    }
+}
+
+impl MockEngine {
+    /// The engine and a handle on its log.
+    pub fn new(script: Script, block_size: usize) -> (MockEngine, Arc<Mutex<Log>>) {
+        let depth = script.depth.max(1) as usize;
+        let shared = Arc::new(Mutex::new(Log::default()));
+        let e = MockEngine {
+            script,
+            pool: BufferPool::new(depth, block_size, 1).expect("mock buffers"),
+            flight: Vec::with_capacity(depth),
+            next_op: 0,
+            created: Instant::now(),
+            log: Log::default(),
+            shared: shared.clone(),
+        };
+        (e, shared)
+    }
+
+    fn outcome(&self, k: u64, op: &IoOp) -> i64 {
+        match self.script.outcomes.iter().find(|(i, _)| *i == k) {
+            Some((_, Outcome::Errno(e))) => -(*e as i64),
+            Some((_, Outcome::Bytes(n))) => *n,
+            None => op.len as i64,
+        }
+    }
+
+    /// Move the completions that are due by `now` into `done`.
+    fn collect(&mut self, now: Instant, done: &mut Vec<Completion>) -> usize {
+        let before = done.len();
+        self.flight.retain(|(due, c)| {
+            if *due <= now {
+                done.push(*c);
+                false
+            } else {
+                true
+            }
+        });
+        done.len() - before
+    }
+
+    fn earliest(&self) -> Option<Instant> {
+        self.flight.iter().map(|(due, _)| *due).min()
+    }
+}
+
+impl Engine for MockEngine {
+    fn caps(&self) -> Caps {
+        Caps {
+            max_depth: self.script.depth.max(1),
+            asynchronous: self.script.depth > 1,
+        }
+    }
+
+    fn submit(&mut self, ops: &[IoOp], sys: &mut SyscallCounts) -> std::io::Result<usize> {
+        let call = self.log.submit_calls;
+        self.log.submit_calls += 1;
+        if self.script.submit_error_at == Some(call) {
+            return Err(std::io::Error::from_raw_os_error(libc::EAGAIN));
+        }
+        let room = self.script.depth.max(1) as usize - self.flight.len();
+        let n = ops
+            .len()
+            .min(room)
+            .min(self.script.accept_at_most.unwrap_or(usize::MAX));
+        // Without a latency or a log the engine reads no clock, so the loop's own cost per I/O
+        // can be measured with it (worker tests, `null_engine_overhead`).
+        let timed = self.script.log || !self.script.latency.is_zero();
+        let now = if timed { Instant::now() } else { self.created };
+        for op in &ops[..n] {
+            let k = self.next_op;
+            self.next_op += 1;
+            let result = self.outcome(k, op);
+            sys.other += 1;
+            self.flight.push((
+                now + self.script.latency,
+                Completion {
+                    slot: op.slot,
+                    result,
+                },
+            ));
+            if self.script.log {
+                self.log.ops.push((*op, now));
+            }
+            if let Some((at, flag)) = &self.script.raise_after {
+                if *at == k {
+                    flag.store(true, Ordering::SeqCst);
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    fn reap(
+        &mut self,
+        min: usize,
+        done: &mut Vec<Completion>,
+        _sys: &mut SyscallCounts,
+    ) -> std::io::Result<usize> {
+        let call = self.log.reap_calls;
+        self.log.reap_calls += 1;
+        if self.script.reap_error_at == Some(call) {
+            return Err(std::io::Error::from_raw_os_error(libc::EIO));
+        }
+        let want = min.min(self.flight.len());
+        if self.script.latency.is_zero() {
+            let n = self.flight.len();
+            done.extend(self.flight.drain(..).map(|(_, c)| c));
+            return Ok(n);
+        }
+        let mut got = self.collect(Instant::now(), done);
+        while got < want {
+            if let Some(due) = self.earliest() {
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            }
+            got += self.collect(Instant::now(), done);
+        }
+        Ok(got)
+    }
+
+    fn reap_timeout(
+        &mut self,
+        timeout: Duration,
+        done: &mut Vec<Completion>,
+        _sys: &mut SyscallCounts,
+    ) -> std::io::Result<usize> {
+        let until = Instant::now() + timeout;
+        let wake = self.earliest().map_or(until, |due| due.min(until));
+        std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+        Ok(self.collect(Instant::now(), done))
+    }
+
+    fn buffers(&mut self) -> &mut BufferPool {
+        &mut self.pool
+    }
+
+    fn flush(&mut self, sys: &mut SyscallCounts) -> std::io::Result<()> {
+        self.log.flushes += 1;
+        sys.fsync += 1;
+        match self.script.flush_errno {
+            Some(e) => Err(std::io::Error::from_raw_os_error(e)),
+            None => Ok(()),
+        }
+    }
+}
