@@ -594,9 +594,8 @@ impl Core {
                 let at = submitted_at[c.slot as usize];
                 inflight -= 1;
                 free.push(c.slot);
-                if let (Some(ring), Some((base, base_ns))) = (trace.as_mut(), trace_base) {
-                    let on = |ns: u64| base + Duration::from_nanos(ns.saturating_sub(base_ns));
-                    ring.record(op.kind, op.offset, op.len, on(at), on(now), c.result);
+                if let (Some(ring), Some(base)) = (trace.as_mut(), trace_base) {
+                    trace_record(ring, base, &op, at, now, c.result);
                 }
                 if c.result <= 0 && (c.result < 0 || op.len > 0) {
                     stats.errors += 1;
@@ -708,6 +707,23 @@ fn mono_ns() -> u64 {
     // Linux, so the call cannot fail.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// One trace record, with the loop's clock readings placed on the trace's `Instant` scale
+/// through `base` (an `Instant` and the reading taken with it). Out of line and cold: kept
+/// apart, its time arithmetic is not hoisted into the untraced loop.
+#[cold]
+#[inline(never)]
+fn trace_record(
+    ring: &mut crate::trace::TraceRing,
+    (base, base_ns): (Instant, u64),
+    op: &IoOp,
+    at: u64,
+    now: u64,
+    result: i64,
+) {
+    let on = |ns: u64| base + Duration::from_nanos(ns.saturating_sub(base_ns));
+    ring.record(op.kind, op.offset, op.len, on(at), on(now), result);
 }
 
 /// What a failed completion says: a negative errno, or 0 bytes for a non-empty I/O.
