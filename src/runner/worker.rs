@@ -4,9 +4,10 @@
 //!
 //! The loop is generic over the engine, so for the shipped engines it is compiled with their
 //! `submit`/`reap` inlined (no indirect call per I/O), and any other `Engine` (the test engine
-//! in `engine::mock`) runs the very same loop. Everything that is fixed for a run (how I/Os
-//! are routed, whether a rate limit or a trace is on) is decided before the clock starts; what
-//! each I/O still costs is written down in docs/per-io-cost.md.
+//! in `engine::mock`) runs the very same loop. What is fixed for a run (how I/Os are routed,
+//! whether a rate limit is on) is decided before the clock starts, and each worker thread
+//! has a descriptor table of its own; what each I/O still costs is written down in
+//! docs/per-io-cost.md.
 
 use super::mark::FileId;
 use super::opgen::{thread_seed, GenSpec, OpGen};
