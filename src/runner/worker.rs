@@ -4,9 +4,10 @@
 //!
 //! The loop is generic over the engine, so for the shipped engines it is compiled with their
 //! `submit`/`reap` inlined (no indirect call per I/O), and any other `Engine` (the test engine
-//! in `engine::mock`) runs the very same loop. Everything that is fixed for a run (how I/Os
-//! are routed, whether a rate limit or a trace is on) is decided before the clock starts; what
-//! each I/O still costs is written down in docs/per-io-cost.md.
+//! in `engine::mock`) runs the very same loop. What is fixed for a run (how I/Os are routed,
+//! whether a rate limit is on) is decided before the clock starts, and each worker thread
+//! has a descriptor table of its own; what each I/O still costs is written down in
+//! docs/per-io-cost.md.
 
 use super::mark::FileId;
 use super::opgen::{thread_seed, GenSpec, OpGen};
@@ -594,9 +595,8 @@ impl Core {
                 let at = submitted_at[c.slot as usize];
                 inflight -= 1;
                 free.push(c.slot);
-                if let (Some(ring), Some((base, base_ns))) = (trace.as_mut(), trace_base) {
-                    let on = |ns: u64| base + Duration::from_nanos(ns.saturating_sub(base_ns));
-                    ring.record(op.kind, op.offset, op.len, on(at), on(now), c.result);
+                if let (Some(ring), Some(base)) = (trace.as_mut(), trace_base) {
+                    trace_record(ring, base, &op, at, now, c.result);
                 }
                 if c.result <= 0 && (c.result < 0 || op.len > 0) {
                     stats.errors += 1;
@@ -708,6 +708,23 @@ fn mono_ns() -> u64 {
     // Linux, so the call cannot fail.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// One trace record, with the loop's clock readings placed on the trace's `Instant` scale
+/// through `base` (an `Instant` and the reading taken with it). Out of line and cold: kept
+/// apart, its time arithmetic is not hoisted into the untraced loop.
+#[cold]
+#[inline(never)]
+fn trace_record(
+    ring: &mut crate::trace::TraceRing,
+    (base, base_ns): (Instant, u64),
+    op: &IoOp,
+    at: u64,
+    now: u64,
+    result: i64,
+) {
+    let on = |ns: u64| base + Duration::from_nanos(ns.saturating_sub(base_ns));
+    ring.record(op.kind, op.offset, op.len, on(at), on(now), result);
 }
 
 /// What a failed completion says: a negative errno, or 0 bytes for a non-empty I/O.
@@ -1267,6 +1284,238 @@ mod mock_tests {
                 clock,
                 record
             );
+        }
+    }
+
+    /// Runner-level tests with the scripted engine: barrier, stop, status (no files).
+    mod with_mock {
+        use crate::engine::mock::{MockEngine, Outcome, Script};
+        use crate::job::Job;
+        use crate::runner::*;
+        use crate::runner::{mark, run_threads_spawning, settle, worker, Prepare};
+        use crate::stats::Stats;
+        use anyhow::Result;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::time::Duration;
+
+        fn job(threads: u32) -> Job {
+            Job {
+                targets: vec!["a".into(), "b".into()],
+                threads,
+                access: crate::job::Access::RandRead,
+                block_size: 4096,
+                ..Default::default()
+            }
+        }
+
+        fn plan(job: &Job) -> Plan {
+            Plan {
+                targets: Vec::new(),
+                cache: job.cache,
+                notes: Vec::new(),
+            }
+        }
+
+        fn run_mock(job: &Job, prepare: Prepare, go: bool) -> Result<(Vec<ThreadOutcome>, f64)> {
+            run_threads_spawning(
+                job,
+                &plan(job),
+                &[],
+                all_workers(job),
+                || go,
+                |b, f| b.spawn(f),
+                prepare,
+            )
+        }
+
+        static PREPARED: AtomicUsize = AtomicUsize::new(0);
+        static EARLY: AtomicUsize = AtomicUsize::new(0);
+        static SUBMITS: AtomicUsize = AtomicUsize::new(0);
+
+        /// An engine that notes, at its first submit, whether every worker was prepared.
+        struct Watch(MockEngine, bool);
+        impl crate::engine::Engine for Watch {
+            fn caps(&self) -> crate::engine::Caps {
+                self.0.caps()
+            }
+            fn submit(
+                &mut self,
+                ops: &[crate::engine::IoOp],
+                sys: &mut crate::stats::SyscallCounts,
+            ) -> std::io::Result<usize> {
+                SUBMITS.fetch_add(1, Ordering::SeqCst);
+                if !self.1 {
+                    self.1 = true;
+                    if PREPARED.load(Ordering::SeqCst) < 4 {
+                        EARLY.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                self.0.submit(ops, sys)
+            }
+            fn reap(
+                &mut self,
+                min: usize,
+                done: &mut Vec<crate::engine::Completion>,
+                sys: &mut crate::stats::SyscallCounts,
+            ) -> std::io::Result<usize> {
+                self.0.reap(min, done, sys)
+            }
+            fn buffers(&mut self) -> &mut crate::engine::BufferPool {
+                self.0.buffers()
+            }
+            fn flush(&mut self, sys: &mut crate::stats::SyscallCounts) -> std::io::Result<()> {
+                self.0.flush(sys)
+            }
+        }
+
+        #[test]
+        fn no_worker_starts_before_every_worker_is_prepared() {
+            // 2 targets x 2 threads; the last one takes 150 ms to prepare.
+            fn slow_prepare(
+                job: &Job,
+                _: &Plan,
+                _: Option<mark::FileId>,
+                user: usize,
+                thread: u32,
+            ) -> Result<worker::Worker, IoFailure> {
+                if (user, thread) == (1, 1) {
+                    std::thread::sleep(Duration::from_millis(150));
+                }
+                let (e, _) = MockEngine::new(Script::default(), 4096);
+                let w = worker::Worker::with_engine(
+                    job,
+                    1 << 20,
+                    user,
+                    thread,
+                    Box::new(Watch(e, false)),
+                );
+                PREPARED.fetch_add(1, Ordering::SeqCst);
+                w
+            }
+            let mut j = job(2);
+            j.io_count = Some(50);
+            // Called off at the gate: nothing runs.
+            let e = run_mock(&j, slow_prepare, false).unwrap_err();
+            assert!(e.to_string().contains("called off"), "{e}");
+            assert_eq!(
+                SUBMITS.load(Ordering::SeqCst),
+                0,
+                "no I/O before the gate opened"
+            );
+            PREPARED.store(0, Ordering::SeqCst);
+            let (out, _) = run_mock(&j, slow_prepare, true).unwrap();
+            assert_eq!(
+                EARLY.load(Ordering::SeqCst),
+                0,
+                "a worker started before the others were ready"
+            );
+            assert_eq!(out.len(), 4);
+            assert!(out
+                .iter()
+                .all(|o| o.stats.read_ops == 50 && o.failure.is_none()));
+            assert_eq!(SUBMITS.load(Ordering::SeqCst), 200);
+            let (status, failures) = settle(&out, false);
+            assert_eq!((status, failures.len()), (RunStatus::Complete, 0));
+        }
+
+        #[test]
+        fn one_failing_worker_stops_the_rest_and_the_run_failed() {
+            // Worker (0, 1) fails its 20th I/O; the others would run for a minute.
+            fn prepare(
+                job: &Job,
+                _: &Plan,
+                _: Option<mark::FileId>,
+                user: usize,
+                thread: u32,
+            ) -> Result<worker::Worker, IoFailure> {
+                let script = Script {
+                    latency: Duration::from_micros(100),
+                    outcomes: if (user, thread) == (0, 1) {
+                        vec![(19, Outcome::Errno(libc::EIO))]
+                    } else {
+                        Vec::new()
+                    },
+                    ..Default::default()
+                };
+                let (e, _) = MockEngine::new(script, 4096);
+                worker::Worker::with_engine(job, 1 << 20, user, thread, Box::new(e))
+            }
+            let mut j = job(2);
+            j.time_s = Some(60.0);
+            let t = std::time::Instant::now();
+            let (out, _) = run_mock(&j, prepare, true).unwrap();
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "the others did not stop"
+            );
+            assert_eq!(out.len(), 4);
+            let failed: Vec<_> = out.iter().filter(|o| o.failure.is_some()).collect();
+            assert_eq!(failed.len(), 1);
+            assert_eq!(
+                (failed[0].user, failed[0].thread, failed[0].stats.read_ops),
+                (0, 1, 19)
+            );
+            // Even interrupted, a run with a failure is failed, and names it.
+            let (status, failures) = settle(&out, true);
+            assert_eq!(status, RunStatus::Failed);
+            assert_eq!(failures.len(), 1);
+            assert!(failures[0].message.contains("read failed"));
+        }
+
+        #[test]
+        fn a_worker_that_cannot_prepare_fails_the_run_without_io() {
+            fn prepare(
+                job: &Job,
+                _: &Plan,
+                _: Option<mark::FileId>,
+                user: usize,
+                thread: u32,
+            ) -> Result<worker::Worker, IoFailure> {
+                if user == 1 {
+                    return Err(IoFailure {
+                        user,
+                        thread,
+                        path: "b".into(),
+                        offset: None,
+                        message: "open: denied".into(),
+                    });
+                }
+                let (e, _) = MockEngine::new(
+                    Script {
+                        latency: Duration::from_micros(100),
+                        ..Default::default()
+                    },
+                    4096,
+                );
+                worker::Worker::with_engine(job, 1 << 20, user, thread, Box::new(e))
+            }
+            let mut j = job(1);
+            j.time_s = Some(60.0);
+            let (out, _) = run_mock(&j, prepare, true).unwrap();
+            assert_eq!(out.len(), 2);
+            let bad = out.iter().find(|o| o.user == 1).unwrap();
+            assert_eq!(bad.stats.ops(), 0);
+            assert_eq!(bad.failure.as_ref().unwrap().message, "open: denied");
+            assert_eq!(settle(&out, false).0, RunStatus::Failed);
+        }
+
+        #[test]
+        fn status_is_partial_only_when_interrupted_without_failures() {
+            let ok = ThreadOutcome {
+                user: 0,
+                thread: 0,
+                stats: Stats::default(),
+                failure: None,
+            };
+            assert_eq!(
+                settle(std::slice::from_ref(&ok), false).0,
+                RunStatus::Complete
+            );
+            assert_eq!(
+                settle(std::slice::from_ref(&ok), true).0,
+                RunStatus::Partial
+            );
+            assert_eq!(settle(&[], true).0, RunStatus::Partial);
         }
     }
 }
