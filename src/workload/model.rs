@@ -646,7 +646,7 @@ impl Loader {
                 "type" => kind = Some(self.text(&a.value, a.pos)?),
                 "parameters" => {
                     let t = self.text(&a.value, a.pos)?;
-                    params = parse_params(&t).map_err(|m| LoadError { pos: a.pos, msg: m })?;
+                    params = parse_params(&t).map_err(|m| LoadError { pos: a.pos, msg: m.0 })?;
                 }
                 "min" => min = self.num(&a.value, a.pos)?,
                 "max" => max = Some(self.num(&a.value, a.pos)?),
@@ -657,7 +657,7 @@ impl Loader {
         let Some(kind) = kind else {
             return fail(pos, "cvar needs type=cvar-gamma|cvar-normal|...");
         };
-        let dist = cvar_dist(&kind, &params).map_err(|m| LoadError { pos, msg: m })?;
+        let dist = cvar_dist(&kind, &params).map_err(|m| LoadError { pos, msg: m.0 })?;
         Ok(RandVar {
             dist,
             min,
