@@ -76,67 +76,87 @@ fn mbps(v: f64) -> String {
 /// it rests on.
 pub fn apply_measurement(derived: &Tunables, m: &Measurement) -> Tunables {
     let mut t = derived.clone();
-    // Single-thread size-sweep points of one direction (one cache mode, or both).
-    let labels = |dir: Dir| -> Vec<String> {
-        m.points
-            .iter()
-            .filter(|p| p.phase == measure::Phase::Sizes && p.dir == dir && p.direct)
-            .map(|p| p.label())
-            .collect()
-    };
     for dir in [Dir::Read, Dir::Write] {
-        let curve = measure::size_curve(&m.points, dir, true);
-        if let Some(k) = measure::knee(&curve) {
-            let peak = curve.iter().map(|c| c.1).fold(0.0, f64::max);
-            let at = curve.iter().find(|c| c.0 == k).map(|c| c.1).unwrap_or(0.0);
-            t.set_measured(
-                &format!("{}_pref_io", dir.name()),
-                k,
-                format!(
-                    "measured: smallest sequential direct {} size reaching 90% of the peak ({} at {} vs peak {})",
-                    dir.name(),
-                    mbps(at),
-                    sz(k),
-                    mbps(peak)
-                ),
-                labels(dir),
-            );
-            t.set(
-                &format!("{}_unit_io", dir.name()),
-                k,
-                format!("= {}_pref_io", dir.name()),
-            );
-        }
-        let streams = measure::stream_curve(&m.points, dir);
-        if streams.len() > 1 {
-            if let Some(n) = measure::knee(&streams) {
-                let bs = m
-                    .points
-                    .iter()
-                    .find(|p| p.phase == measure::Phase::Streams && p.dir == dir)
-                    .map(|p| p.block_size_bytes)
-                    .unwrap_or(0);
-                let ev: Vec<String> = m
-                    .points
-                    .iter()
-                    .filter(|p| p.phase == measure::Phase::Streams && p.dir == dir)
-                    .map(|p| p.label())
-                    .collect();
-                t.set_measured(
-                    &format!("{}_nstream", dir.name()),
-                    n as u64,
-                    format!(
-                        "measured: threads of sequential direct {} {} at which throughput stops growing (90% of the peak)",
-                        dir.name(),
-                        sz(bs)
-                    ),
-                    ev,
-                );
-            }
-        }
+        set_pref_io(&mut t, m, dir);
+        set_nstream(&mut t, m, dir);
     }
-    // Discovered direct: one threshold for both directions, so direct I/O is used only from
-    // the size where it wins for reads and for writes.
+    set_discovered_direct(&mut t, m);
+    raise_max_direct(&mut t, m);
+    t.refresh_dependents();
+    t
+}
+
+/// `<dir>_pref_io` (and `<dir>_unit_io` with it) from the knee of the single-thread direct
+/// size sweep.
+fn set_pref_io(t: &mut Tunables, m: &Measurement, dir: Dir) {
+    let curve = measure::size_curve(&m.points, dir, true);
+    let Some(k) = measure::knee(&curve) else {
+        return;
+    };
+    let peak = curve.iter().map(|c| c.1).fold(0.0, f64::max);
+    let at = curve.iter().find(|c| c.0 == k).map(|c| c.1).unwrap_or(0.0);
+    // Single-thread size-sweep points of this direction.
+    let labels: Vec<String> = m
+        .points
+        .iter()
+        .filter(|p| p.phase == measure::Phase::Sizes && p.dir == dir && p.direct)
+        .map(|p| p.label())
+        .collect();
+    t.set_measured(
+        &format!("{}_pref_io", dir.name()),
+        k,
+        format!(
+            "measured: smallest sequential direct {} size reaching 90% of the peak ({} at {} vs peak {})",
+            dir.name(),
+            mbps(at),
+            sz(k),
+            mbps(peak)
+        ),
+        labels,
+    );
+    t.set(
+        &format!("{}_unit_io", dir.name()),
+        k,
+        format!("= {}_pref_io", dir.name()),
+    );
+}
+
+/// `<dir>_nstream` from the knee of the stream sweep (when it measured more than one count).
+fn set_nstream(t: &mut Tunables, m: &Measurement, dir: Dir) {
+    let streams = measure::stream_curve(&m.points, dir);
+    if streams.len() <= 1 {
+        return;
+    }
+    let Some(n) = measure::knee(&streams) else {
+        return;
+    };
+    let bs = m
+        .points
+        .iter()
+        .find(|p| p.phase == measure::Phase::Streams && p.dir == dir)
+        .map(|p| p.block_size_bytes)
+        .unwrap_or(0);
+    let ev: Vec<String> = m
+        .points
+        .iter()
+        .filter(|p| p.phase == measure::Phase::Streams && p.dir == dir)
+        .map(|p| p.label())
+        .collect();
+    t.set_measured(
+        &format!("{}_nstream", dir.name()),
+        n as u64,
+        format!(
+            "measured: threads of sequential direct {} {} at which throughput stops growing (90% of the peak)",
+            dir.name(),
+            sz(bs)
+        ),
+        ev,
+    );
+}
+
+/// Discovered direct: one threshold for both directions, so direct I/O is used only from
+/// the size where it wins for reads and for writes.
+fn set_discovered_direct(t: &mut Tunables, m: &Measurement) {
     let r = measure::crossover(
         &measure::size_curve(&m.points, Dir::Read, false),
         &measure::size_curve(&m.points, Dir::Read, true),
@@ -149,22 +169,7 @@ pub fn apply_measurement(derived: &Tunables, m: &Measurement) -> Tunables {
         x.map(sz)
             .unwrap_or_else(|| "never (buffered wins at every size)".into())
     };
-    let mut ev = Vec::new();
-    for dir in [Dir::Read, Dir::Write] {
-        let b = measure::size_curve(&m.points, dir, false);
-        for (s, d) in measure::size_curve(&m.points, dir, true) {
-            if let Some(&(_, bv)) = b.iter().find(|x| x.0 == s) {
-                ev.push(format!(
-                    "seq {} {}: direct {} vs buffered {}{}",
-                    dir.name(),
-                    sz(s),
-                    mbps(d),
-                    mbps(bv),
-                    if d >= bv { "  (direct wins)" } else { "" }
-                ));
-            }
-        }
-    }
+    let ev = direct_vs_buffered(m);
     let src = format!(
         "measured: direct overtakes buffered for reads at {}, for writes at {}",
         say(r),
@@ -189,7 +194,33 @@ pub fn apply_measurement(derived: &Tunables, m: &Measurement) -> Tunables {
             }
         }
     }
-    // Direct I/Os are not split below the size where throughput peaks.
+}
+
+/// One line per size measured both direct and buffered (reads, then writes): the evidence
+/// for the discovered-direct threshold.
+fn direct_vs_buffered(m: &Measurement) -> Vec<String> {
+    let mut ev = Vec::new();
+    for dir in [Dir::Read, Dir::Write] {
+        let b = measure::size_curve(&m.points, dir, false);
+        for (s, d) in measure::size_curve(&m.points, dir, true) {
+            if let Some(&(_, bv)) = b.iter().find(|x| x.0 == s) {
+                ev.push(format!(
+                    "seq {} {}: direct {} vs buffered {}{}",
+                    dir.name(),
+                    sz(s),
+                    mbps(d),
+                    mbps(bv),
+                    if d >= bv { "  (direct wins)" } else { "" }
+                ));
+            }
+        }
+    }
+    ev
+}
+
+/// Direct I/Os are not split below the size where throughput peaks: raise `max_direct_iosz`
+/// to the largest knee of the direct size sweeps.
+fn raise_max_direct(t: &mut Tunables, m: &Measurement) {
     let knees: Vec<u64> = [Dir::Read, Dir::Write]
         .iter()
         .filter_map(|&d| measure::knee(&measure::size_curve(&m.points, d, true)))
@@ -208,6 +239,107 @@ pub fn apply_measurement(derived: &Tunables, m: &Measurement) -> Tunables {
             );
         }
     }
-    t.refresh_dependents();
-    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use measure::{Phase, Point};
+
+    fn point(phase: Phase, dir: Dir, direct: bool, bs: u64, threads: u32, mbs: f64) -> Point {
+        Point {
+            phase,
+            dir,
+            direct,
+            block_size_bytes: bs,
+            threads,
+            bytes: 1 << 20,
+            elapsed_s: 1.0,
+            bytes_per_sec: mbs * 1e6,
+            cpu_s: 0.1,
+            runs_bytes_per_sec: Vec::new(),
+        }
+    }
+
+    /// A measurement where direct reads win from `read_cross` (buffered always wins when
+    /// `None`), direct writes from `write_cross`, and `streams` stream counts were run.
+    fn measurement(
+        read_cross: Option<usize>,
+        write_cross: Option<usize>,
+        streams: &[u32],
+    ) -> Measurement {
+        let mut points = Vec::new();
+        for (dir, cross) in [(Dir::Read, read_cross), (Dir::Write, write_cross)] {
+            for (i, (bs, direct)) in [
+                (4u64 << 10, 40.0),
+                (64 << 10, 400.0),
+                (256 << 10, 1100.0),
+                (1 << 20, 1500.0),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let buffered = if cross.is_some_and(|c| i >= c) {
+                    direct * 0.5
+                } else {
+                    direct * 2.0
+                };
+                points.push(point(Phase::Sizes, dir, false, bs, 1, buffered));
+                points.push(point(Phase::Sizes, dir, true, bs, 1, direct));
+            }
+            for &t in streams {
+                points.push(point(
+                    Phase::Streams,
+                    dir,
+                    true,
+                    1 << 20,
+                    t,
+                    1000.0 * (t as f64).min(4.0),
+                ));
+            }
+        }
+        Measurement {
+            points,
+            ..Measurement::default()
+        }
+    }
+
+    /// The corrected tunables, value and source and evidence of each, for every branch of
+    /// `apply_measurement` (pinned from the code before it was split into steps).
+    #[test]
+    fn measurement_corrects_the_derived_values() {
+        let derived = derive::derive(&derive::Layout::stripe(4, 64 << 10, "test"));
+        let cases = [
+            (
+                measurement(Some(2), Some(3), &[1, 2, 4, 8]),
+                6283258291491513761,
+            ),
+            (
+                measurement(Some(1), None, &[1, 2, 4, 8]),
+                10865338319196646095,
+            ),
+            (measurement(None, None, &[1]), 10497918275185725885),
+        ];
+        for (i, (m, pin)) in cases.iter().enumerate() {
+            let t = apply_measurement(&derived, m);
+            let json = serde_json::to_string(&t).unwrap();
+            let h = json.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+            });
+            assert_eq!(h, *pin, "case {i}: {json}");
+        }
+        let t = apply_measurement(&derived, &cases[1].0);
+        assert_eq!(t.get("read_pref_io"), Some(1 << 20));
+        assert_eq!(t.get("discovered_direct_iosz"), Some(64 << 10));
+        assert!(json_has(
+            &t,
+            "the threshold follows the direction where direct wins"
+        ));
+        let t = apply_measurement(&derived, &cases[2].0);
+        assert!(json_has(&t, "keep the default or use buffered I/O"));
+    }
+
+    fn json_has(t: &Tunables, s: &str) -> bool {
+        serde_json::to_string(t).unwrap().contains(s)
+    }
 }

@@ -46,113 +46,210 @@ pub fn run(
         if ctx.interrupted {
             break;
         }
-        let mut ws = write_study.clone();
-        ws.settings = vec![
-            ("rw".into(), "write".into()),
-            ("cache".into(), "buffered".into()),
-            ("size".into(), plan.size.clone()),
-            ("bs".into(), plan.write_bs.clone()),
-            ("fsync".into(), "1".into()),
-            ("files".into(), w.to_string()),
-        ];
-        // The group of points that depend on these w files: the write, then every read.
-        let mut group: Vec<(Study, Point)> = Vec::new();
-        group.push((
-            ws,
-            Point {
-                index: 0,
-                values: vec![("written".into(), w.to_string())],
-            },
-        ));
-        for r in 1..=w {
-            for bs in &plan.read_bs {
-                let mut rs = read_study.clone();
-                rs.settings = vec![
-                    ("rw".into(), "read".into()),
-                    ("cache".into(), "buffered".into()),
-                    ("size".into(), plan.size.clone()),
-                    ("files".into(), r.to_string()),
-                ];
-                group.push((
-                    rs,
-                    Point {
-                        index: 0,
-                        values: vec![
-                            ("written".into(), w.to_string()),
-                            ("read".into(), r.to_string()),
-                            ("bs".into(), bs.clone()),
-                        ],
-                    },
-                ));
-            }
-        }
-        let first = ctx.next_index;
-        ctx.next_index += group.len();
-        let named: Vec<(Study, Point, PathBuf, super::SweepMeta)> = group
-            .into_iter()
-            .enumerate()
-            .map(|(k, (s, mut p))| {
-                p.index = first + k;
-                let meta = s.meta(&p, p.index, 0, target);
-                let file = ctx
-                    .out_dir
-                    .join(record_file_name(&s.id, p.index, &p.values, 0));
-                (s, p, file, meta)
-            })
-            .collect();
+        let group = group_points(plan, read_study, write_study, w);
+        let named = name_group(group, target, ctx);
         // Resume: the files are gone after a run, so a group is reused only as a whole.
-        let stored: Vec<Option<Record>> = named
-            .iter()
-            .map(|(_, _, f, m)| ctx.reusable(f, m))
-            .collect();
-        if stored.iter().all(|s| s.is_some()) {
-            for s in stored.into_iter().flatten() {
-                ctx.progress
-                    .start_point(&format!("{} (stored)", s.meta().study));
-                ctx.progress.finish_point();
-                ctx.tally.reused += 1;
-                out.push(s);
-            }
-            continue;
-        }
-        let mut written: Vec<PathBuf> = Vec::new();
-        for (k, (s, p, file, meta)) in named.into_iter().enumerate() {
-            if ctx.interrupted {
-                break;
-            }
-            ctx.progress
-                .start_point(&format!("{} {}", s.id, meta.point_label()));
-            let pj = s.build(&p, base)?;
-            let mut rec = super::run_point(&pj, meta, ctx)?;
-            if k == 0 {
-                written = pj.job.targets.clone();
-            }
-            if let Record::Run { result, meta } = &mut rec {
-                attach_extents(result, &pj.job.targets);
-                result.probes.insert(
-                    "sweep".into(),
-                    serde_json::to_value(&*meta).unwrap_or_default(),
-                );
-                if result.status == crate::runner::RunStatus::Partial {
-                    ctx.interrupted = true;
-                }
-            }
-            ctx.store(&file, &rec)?;
-            ctx.progress.finish_point();
-            let failed_write = k == 0
-                && rec
-                    .result()
-                    .is_none_or(|r| r.status != crate::runner::RunStatus::Complete);
-            out.push(rec);
-            if failed_write {
-                break;
-            }
-        }
-        // The next group writes a fresh set of files.
-        // (Only files this run created: a target that existed before is never in `created`.)
-        for f in written {
-            ctx.remove_created_path(&f);
+        if !reuse_group(&named, ctx, &mut out) {
+            run_group(named, base, ctx, &mut out)?;
         }
     }
     Ok(out)
+}
+
+/// A point of the study with its index, meta data and the file its record is stored in.
+type Named = (Study, Point, PathBuf, super::SweepMeta);
+
+/// The group of points that depend on `w` files written at once: the write, then every read
+/// of 1..=w of them at each read size.
+fn group_points(
+    plan: &AgedPlan,
+    read_study: &Study,
+    write_study: &Study,
+    w: u32,
+) -> Vec<(Study, Point)> {
+    let mut ws = write_study.clone();
+    ws.settings = vec![
+        ("rw".into(), "write".into()),
+        ("cache".into(), "buffered".into()),
+        ("size".into(), plan.size.clone()),
+        ("bs".into(), plan.write_bs.clone()),
+        ("fsync".into(), "1".into()),
+        ("files".into(), w.to_string()),
+    ];
+    let mut group: Vec<(Study, Point)> = Vec::new();
+    group.push((
+        ws,
+        Point {
+            index: 0,
+            values: vec![("written".into(), w.to_string())],
+        },
+    ));
+    for r in 1..=w {
+        for bs in &plan.read_bs {
+            let mut rs = read_study.clone();
+            rs.settings = vec![
+                ("rw".into(), "read".into()),
+                ("cache".into(), "buffered".into()),
+                ("size".into(), plan.size.clone()),
+                ("files".into(), r.to_string()),
+            ];
+            group.push((
+                rs,
+                Point {
+                    index: 0,
+                    values: vec![
+                        ("written".into(), w.to_string()),
+                        ("read".into(), r.to_string()),
+                        ("bs".into(), bs.clone()),
+                    ],
+                },
+            ));
+        }
+    }
+    group
+}
+
+/// Give the group's points the next indexes of the sweep, their meta data and record files.
+fn name_group(group: Vec<(Study, Point)>, target: Option<&str>, ctx: &mut Ctx) -> Vec<Named> {
+    let first = ctx.next_index;
+    ctx.next_index += group.len();
+    group
+        .into_iter()
+        .enumerate()
+        .map(|(k, (s, mut p))| {
+            p.index = first + k;
+            let meta = s.meta(&p, p.index, 0, target);
+            let file = ctx
+                .out_dir
+                .join(record_file_name(&s.id, p.index, &p.values, 0));
+            (s, p, file, meta)
+        })
+        .collect()
+}
+
+/// When every point of the group has a stored record a resumed sweep can use, take them all
+/// into `out` and say so; otherwise take none.
+fn reuse_group(named: &[Named], ctx: &mut Ctx, out: &mut Vec<Record>) -> bool {
+    let stored: Vec<Option<Record>> = named
+        .iter()
+        .map(|(_, _, f, m)| ctx.reusable(f, m))
+        .collect();
+    if !stored.iter().all(|s| s.is_some()) {
+        return false;
+    }
+    for s in stored.into_iter().flatten() {
+        ctx.progress
+            .start_point(&format!("{} (stored)", s.meta().study));
+        ctx.progress.finish_point();
+        ctx.tally.reused += 1;
+        out.push(s);
+    }
+    true
+}
+
+/// Run the group's points in order (the write first; a failed write ends the group), each
+/// with the extents of the files it touched, storing each record; then remove the files the
+/// write created so the next group writes a fresh set.
+fn run_group(
+    named: Vec<Named>,
+    base: &Path,
+    ctx: &mut Ctx,
+    out: &mut Vec<Record>,
+) -> anyhow::Result<()> {
+    let mut written: Vec<PathBuf> = Vec::new();
+    for (k, (s, p, file, meta)) in named.into_iter().enumerate() {
+        if ctx.interrupted {
+            break;
+        }
+        ctx.progress
+            .start_point(&format!("{} {}", s.id, meta.point_label()));
+        let pj = s.build(&p, base)?;
+        let mut rec = super::run_point(&pj, meta, ctx)?;
+        if k == 0 {
+            written = pj.job.targets.clone();
+        }
+        if let Record::Run { result, meta } = &mut rec {
+            attach_extents(result, &pj.job.targets);
+            result.probes.insert(
+                "sweep".into(),
+                serde_json::to_value(&*meta).unwrap_or_default(),
+            );
+            if result.status == crate::runner::RunStatus::Partial {
+                ctx.interrupted = true;
+            }
+        }
+        ctx.store(&file, &rec)?;
+        ctx.progress.finish_point();
+        let failed_write = k == 0
+            && rec
+                .result()
+                .is_none_or(|r| r.status != crate::runner::RunStatus::Complete);
+        out.push(rec);
+        if failed_write {
+            break;
+        }
+    }
+    // (Only files this run created: a target that existed before is never in `created`.)
+    for f in written {
+        ctx.remove_created_path(&f);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The points that depend on w files: the write of all w, then reads of 1..=w files at
+    /// each read size, in that order, with the study settings the white paper uses.
+    #[test]
+    fn a_group_is_the_write_then_every_read() {
+        let plan = AgedPlan {
+            max_files: 3,
+            size: "1m".into(),
+            write_bs: "64k".into(),
+            read_bs: vec!["4k".into(), "1m".into()],
+        };
+        let reads = Study {
+            id: "r".into(),
+            ..Default::default()
+        };
+        let writes = Study {
+            id: "w".into(),
+            ..Default::default()
+        };
+        let g = group_points(&plan, &reads, &writes, 2);
+        let got: Vec<(String, Vec<String>)> = g
+            .iter()
+            .map(|(s, p)| {
+                let v = p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                (s.id.clone(), v)
+            })
+            .collect();
+        let want = [
+            ("w", vec!["written=2"]),
+            ("r", vec!["written=2", "read=1", "bs=4k"]),
+            ("r", vec!["written=2", "read=1", "bs=1m"]),
+            ("r", vec!["written=2", "read=2", "bs=4k"]),
+            ("r", vec!["written=2", "read=2", "bs=1m"]),
+        ];
+        let want: Vec<(String, Vec<String>)> = want
+            .iter()
+            .map(|(s, v)| (s.to_string(), v.iter().map(|x| x.to_string()).collect()))
+            .collect();
+        assert_eq!(got, want);
+        let setting = |s: &Study, k: &str| {
+            s.settings
+                .iter()
+                .find(|x| x.0 == k)
+                .map(|x| x.1.clone())
+                .unwrap_or_default()
+        };
+        assert_eq!(setting(&g[0].0, "files"), "2");
+        assert_eq!(setting(&g[0].0, "fsync"), "1");
+        assert_eq!(setting(&g[0].0, "bs"), "64k");
+        assert_eq!(setting(&g[3].0, "files"), "2");
+        assert_eq!(setting(&g[1].0, "rw"), "read");
+        assert!(g.iter().all(|(s, _)| setting(s, "cache") == "buffered"));
+    }
 }

@@ -26,7 +26,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::*;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+use std::sync::Mutex;
 
 /// Longest path the kernel accepts, with its NUL.
 const PATH_MAX: usize = libc::PATH_MAX as usize;
@@ -306,18 +307,62 @@ pub fn layout(spec: &FilesetSpec) -> Result<SetLayout> {
                 spec.root.display()
             );
         }
-        // `width` is what a leaf directory holds; inner directories split at least in two,
-        // since a mean width below 2 cannot build a tree (width 1 would be a chain of
-        // directories as deep as the fileset is large: Filebench divides by log(1) there).
+        let shape = TreeShape::new(spec, &mut rng, max_levels as u64)?;
+        shape.build(spec, &mut lay, &mut rng, n)?;
+    }
+    draw_sizes(spec, &mut lay, &mut rng, n)?;
+    Ok(lay)
+}
+
+/// Draw each entry's size (0 for a set of directories), in index order.
+fn draw_sizes(spec: &FilesetSpec, lay: &mut SetLayout, rng: &mut Rng, n: u64) -> Result<()> {
+    for i in 0..n {
+        if i % 65_536 == 0 && signal::interrupted() {
+            return Err(Interrupted.into());
+        }
+        let size = if spec.is_dirs() {
+            0
+        } else {
+            // NaN and negatives become 0; huge values saturate (the free-space check refuses).
+            spec.size.sample(rng).max(0.0) as u64
+        };
+        lay.sizes.push(size);
+    }
+    Ok(())
+}
+
+/// A directory of the tree still to be split: it holds entries `lo..hi` at depth `level`.
+struct Frame {
+    dir: u32,
+    lo: u64,
+    hi: u64,
+    level: u64,
+}
+
+/// How a fileset's directory tree is shaped: what a leaf holds, how inner directories split,
+/// an optional fixed depth and the deepest the path length allows.
+struct TreeShape {
+    /// What a leaf directory holds.
+    width: f64,
+    /// Inner directories split at least in two, since a mean width below 2 cannot build a
+    /// tree (width 1 would be a chain of directories as deep as the fileset is large:
+    /// Filebench divides by log(1) there).
+    split: f64,
+    depth_limit: Option<u64>,
+    max_levels: u64,
+}
+
+impl TreeShape {
+    /// The shape of `spec`'s tree; a `dirdepthrv` depth is drawn here (before any other draw).
+    fn new(spec: &FilesetSpec, rng: &mut Rng, max_levels: u64) -> Result<TreeShape> {
         let width = if spec.dirwidth.is_finite() {
             spec.dirwidth.max(1.0)
         } else {
             1e9
         };
-        let split = width.max(2.0);
         let depth_limit = match &spec.dirdepth {
             Some(d) => {
-                let v = d.sample(&mut rng).round();
+                let v = d.sample(rng).round();
                 if !v.is_finite() || v > max_levels as f64 {
                     crate::bail_usage!(
                         "fileset '{}': dirdepthrv gives a depth of {v}, but paths below {} allow at most {max_levels} levels",
@@ -329,12 +374,17 @@ pub fn layout(spec: &FilesetSpec) -> Result<SetLayout> {
             }
             None => None,
         };
-        struct Frame {
-            dir: u32,
-            lo: u64,
-            hi: u64,
-            level: u64,
-        }
+        Ok(TreeShape {
+            width,
+            split: width.max(2.0),
+            depth_limit,
+            max_levels,
+        })
+    }
+
+    /// Split the root into directories, depth first, until every directory is a leaf; record
+    /// the directories and the leaf ranges (in ascending order) in `lay`.
+    fn build(&self, spec: &FilesetSpec, lay: &mut SetLayout, rng: &mut Rng, n: u64) -> Result<()> {
         let mut stack = vec![Frame {
             dir: 0,
             lo: 0,
@@ -348,86 +398,94 @@ pub fn layout(spec: &FilesetSpec) -> Result<SetLayout> {
                 return Err(Interrupted.into());
             }
             let count = f.hi - f.lo;
-            let at_depth = depth_limit.is_some_and(|d| f.level >= d);
-            let fits = match depth_limit {
+            let at_depth = self.depth_limit.is_some_and(|d| f.level >= d);
+            let fits = match self.depth_limit {
                 Some(_) => at_depth,
-                None => count as f64 <= width,
+                None => count as f64 <= self.width,
             };
             if fits || count <= 1 && f.level > 0 {
                 try_push(&mut lay.leaf_start, f.lo)?;
                 try_push(&mut lay.leaf_dir, f.dir)?;
                 continue;
             }
-            if f.level >= max_levels as u64 {
+            if f.level >= self.max_levels {
                 crate::bail_usage!(
-                    "fileset '{}': the tree would be deeper than paths below {} allow ({max_levels} levels): use a larger dirwidth or a shorter path",
+                    "fileset '{}': the tree would be deeper than paths below {} allow ({} levels): use a larger dirwidth or a shorter path",
                     spec.name,
-                    spec.root.display()
+                    spec.root.display(),
+                    self.max_levels
                 );
             }
-            let children = if let Some(d) = depth_limit {
-                // Fixed depth: the width that spreads `count` items over the remaining levels.
-                (count as f64)
-                    .powf(1.0 / (d - f.level) as f64)
-                    .ceil()
-                    .max(1.0) as u64
-            } else if spec.dirgamma > 0.0 {
-                let shape = spec.dirgamma / 1000.0;
-                (rng.gamma(shape) * width / shape).round().max(2.0) as u64
-            } else {
-                // A full tree: leaves hold `width` items; each subtree below this level holds
-                // at most width * split^(levels below) items. cap < count on exit, so there
-                // are at least two children and the recursion ends.
-                let mut cap = width;
-                while cap * split < count as f64 {
-                    cap *= split;
-                }
-                (count as f64 / cap).ceil() as u64
-            };
-            let children = children.clamp(1, count.max(1));
-            let per = count.div_ceil(children);
-            let first = lay.dirs.len();
-            let made = count.div_ceil(per);
-            if first as u64 + made >= NO_PARENT as u64 {
-                crate::bail_usage!("fileset '{}': too many directories", spec.name);
-            }
-            for k in 0..made {
-                try_push(
-                    &mut lay.dirs,
-                    DirNode {
-                        parent: f.dir,
-                        num: (k + 1) as u32,
-                    },
-                )?;
-            }
-            // Pushed in reverse so they pop in ascending order: leaf ranges come out sorted.
-            for k in (0..made).rev() {
-                let lo = f.lo + k * per;
-                try_push(
-                    &mut stack,
-                    Frame {
-                        dir: (first as u64 + k) as u32,
-                        lo,
-                        hi: (lo + per).min(f.hi),
-                        level: f.level + 1,
-                    },
-                )?;
-            }
+            let children = self.children(spec, rng, count, f.level);
+            Self::split_dir(spec, lay, &mut stack, &f, children)?;
         }
+        Ok(())
     }
-    for i in 0..n {
-        if i % 65_536 == 0 && signal::interrupted() {
-            return Err(Interrupted.into());
-        }
-        let size = if spec.is_dirs() {
-            0
+
+    /// How many subdirectories a directory of `count` entries at `level` gets.
+    fn children(&self, spec: &FilesetSpec, rng: &mut Rng, count: u64, level: u64) -> u64 {
+        let children = if let Some(d) = self.depth_limit {
+            // Fixed depth: the width that spreads `count` items over the remaining levels.
+            (count as f64)
+                .powf(1.0 / (d - level) as f64)
+                .ceil()
+                .max(1.0) as u64
+        } else if spec.dirgamma > 0.0 {
+            let shape = spec.dirgamma / 1000.0;
+            (rng.gamma(shape) * self.width / shape).round().max(2.0) as u64
         } else {
-            // NaN and negatives become 0; huge values saturate (the free-space check refuses).
-            spec.size.sample(&mut rng).max(0.0) as u64
+            // A full tree: leaves hold `width` items; each subtree below this level holds
+            // at most width * split^(levels below) items. cap < count on exit, so there
+            // are at least two children and the recursion ends.
+            let mut cap = self.width;
+            while cap * self.split < count as f64 {
+                cap *= self.split;
+            }
+            (count as f64 / cap).ceil() as u64
         };
-        lay.sizes.push(size);
+        children.clamp(1, count.max(1))
     }
-    Ok(lay)
+
+    /// Give directory `f` its subdirectories, its entries shared among them in equal runs,
+    /// and queue them for splitting.
+    fn split_dir(
+        spec: &FilesetSpec,
+        lay: &mut SetLayout,
+        stack: &mut Vec<Frame>,
+        f: &Frame,
+        children: u64,
+    ) -> Result<()> {
+        let count = f.hi - f.lo;
+        let per = count.div_ceil(children);
+        let first = lay.dirs.len();
+        let made = count.div_ceil(per);
+        if first as u64 + made >= NO_PARENT as u64 {
+            crate::bail_usage!("fileset '{}': too many directories", spec.name);
+        }
+        for k in 0..made {
+            try_push(
+                &mut lay.dirs,
+                DirNode {
+                    parent: f.dir,
+                    num: (k + 1) as u32,
+                },
+            )?;
+        }
+        // Pushed in reverse so they pop in ascending order: leaf ranges come out sorted.
+        for k in (0..made).rev() {
+            let lo = f.lo + k * per;
+            try_push(
+                stack,
+                Frame {
+                    dir: (first as u64 + k) as u32,
+                    lo,
+                    hi: (lo + per).min(f.hi),
+                    level: f.level + 1,
+                },
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// Inode numbers fsbench created below a fileset root (sorted, for binary search).
@@ -987,6 +1045,66 @@ fn create(
         // Failure (no xattrs) is tolerated: the run then removes only what it recorded.
         crate::safety::fd_set_mark(&rfd, b"created");
     }
+    create_dirs(&rfd, lay, reuse_existing, p)?;
+    let states = arena.entries(set);
+    let threads = if spec.paralloc {
+        std::thread::available_parallelism()
+            .map(|x| x.get())
+            .unwrap_or(2)
+            .clamp(2, 16)
+    } else {
+        1
+    };
+    let maker = EntryMaker {
+        lay,
+        states,
+        reuse_existing,
+        is_dirs: spec.is_dirs(),
+        threads,
+        created: AtomicU64::new(0),
+        written: AtomicU64::new(0),
+        reused: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        first_err: Mutex::new(None),
+        inos: Mutex::new(Vec::new()),
+    };
+    maker.run()?;
+    created_inos.extend(maker.inos.into_inner().unwrap_or_else(|p| p.into_inner()));
+    p.files_created = maker.created.into_inner();
+    p.bytes_written = maker.written.into_inner();
+    p.reused = maker.reused.into_inner();
+    let exists = states
+        .iter()
+        .filter(|s| s.load(Relaxed) & ENTRY_EXISTS != 0)
+        .count() as u64;
+    arena.set_exists_count(set).store(exists, SeqCst);
+    match maker
+        .first_err
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+    {
+        Some(PrepErr::Stop) => return Err(Interrupted.into()),
+        Some(PrepErr::Io(m)) => anyhow::bail!("{m}"),
+        None => {}
+    }
+    if signal::interrupted() {
+        return Err(Interrupted.into());
+    }
+    if !spec.cached && !maker.is_dirs {
+        drop_cache(rfd.as_raw_fd(), lay, states);
+    }
+    Ok(())
+}
+
+/// Make the tree's directories below the root `rfd`, parents first (with reuse, one that is
+/// already there is kept), and add their identities and the root's to `p.known`, also when
+/// this stops on an error or Ctrl-C.
+fn create_dirs(
+    rfd: &OwnedFd,
+    lay: &SetLayout,
+    reuse_existing: bool,
+    p: &mut Prepared,
+) -> Result<()> {
     let mut dir_inos = vec![fstat(rfd.as_raw_fd())?.key];
     for d in 1..lay.dir_count() {
         if d % 256 == 0 && signal::interrupted() {
@@ -1014,155 +1132,183 @@ fn create(
         }
     }
     p.known = p.known.merged(dir_inos);
-    let states = arena.entries(set);
-    let n = lay.len();
-    let threads = if spec.paralloc {
-        std::thread::available_parallelism()
-            .map(|x| x.get())
-            .unwrap_or(2)
-            .clamp(2, 16)
-    } else {
-        1
-    };
-    let created = AtomicU64::new(0);
-    let written = AtomicU64::new(0);
-    let reused = AtomicU64::new(0);
-    let stop = AtomicBool::new(false);
-    let first_err: std::sync::Mutex<Option<PrepErr>> = std::sync::Mutex::new(None);
-    let inos: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
-    let is_dirs = spec.is_dirs();
-    std::thread::scope(|s| -> Result<()> {
-        for t in 0..threads {
-            let (created, written, reused, stop, first_err, inos) =
-                (&created, &written, &reused, &stop, &first_err, &inos);
-            let body = move || {
-                let buf = vec![0xA5u8; 1 << 20];
-                let mut mine: Vec<u64> = Vec::new();
-                let mut i = t;
-                let fail = |e: PrepErr| {
-                    stop.store(true, SeqCst);
-                    let mut g = first_err.lock().unwrap_or_else(|p| p.into_inner());
-                    if g.is_none() || matches!(*g, Some(PrepErr::Stop)) {
-                        *g = Some(e);
-                    }
-                };
-                while i < n {
-                    if stop.load(Relaxed) {
-                        break;
-                    }
-                    if signal::interrupted() {
-                        fail(PrepErr::Stop);
-                        break;
-                    }
-                    let want = lay.preallocated(i);
-                    if !want && !reuse_existing {
-                        // Nothing on disk to create or check: skip building the path.
-                        states[i].store(0, Relaxed);
-                        i += threads;
-                        continue;
-                    }
-                    let path = lay.path(i);
-                    let size = lay.size(i);
-                    let res: Result<bool, PrepErr> = (|| {
-                        let existing = if reuse_existing {
-                            lstat(&path).ok()
-                        } else {
-                            None
-                        };
-                        if is_dirs {
-                            if existing.is_some_and(|st| is_dir(&st)) {
-                                reused.fetch_add(1, Relaxed);
-                                return Ok(true);
-                            }
-                            if want {
-                                // SAFETY: NUL-terminated path.
-                                if unsafe { libc::mkdir(path.as_ptr(), 0o755) } != 0 {
-                                    return Err(PrepErr::Io(format!(
-                                        "creating {path}: {}",
-                                        errno()
-                                    )));
-                                }
-                                if let Ok(st) = lstat(&path) {
-                                    mine.push(st.key);
-                                }
-                                created.fetch_add(1, Relaxed);
-                            }
-                            return Ok(want);
-                        }
-                        let mut flags = libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-                        if let Some(st) = existing {
-                            // Verified ours (the manifest lists everything in the tree).
-                            if st.size == size || !want {
-                                reused.fetch_add(1, Relaxed);
-                                return Ok(true);
-                            }
-                        } else if want {
-                            flags |= libc::O_CREAT | libc::O_EXCL;
-                        } else {
-                            return Ok(false);
-                        }
-                        // SAFETY: NUL-terminated path; mode for O_CREAT.
-                        let fd = unsafe { libc::open(path.as_ptr(), flags, 0o644) };
-                        if fd < 0 {
-                            return Err(PrepErr::Io(format!("creating {path}: {}", errno())));
-                        }
-                        // SAFETY: fd was just opened and is owned by nobody else.
-                        let f = unsafe { OwnedFd::from_raw_fd(fd) };
-                        if let Ok(st) = fstat(f.as_raw_fd()) {
-                            mine.push(st.key);
-                        }
-                        // The file is ours from here on, even if writing it fails.
-                        states[i].store(ENTRY_EXISTS, Relaxed);
-                        // SAFETY: truncating the file we just opened (reuse with a new size).
-                        if existing.is_some() && unsafe { libc::ftruncate(fd, 0) } != 0 {
-                            return Err(PrepErr::Io(format!("truncating {path}: {}", errno())));
-                        }
-                        fill_fd(f.as_raw_fd(), &path, size, &buf)?;
-                        created.fetch_add(1, Relaxed);
-                        written.fetch_add(size, Relaxed);
-                        Ok(true)
-                    })();
-                    match res {
-                        Ok(exists) => {
-                            states[i].store(if exists { ENTRY_EXISTS } else { 0 }, Relaxed)
-                        }
-                        Err(e) => {
-                            fail(e);
-                            break;
-                        }
-                    }
-                    i += threads;
-                }
-                inos.lock().unwrap_or_else(|p| p.into_inner()).extend(mine);
-            };
-            if let Err(e) = std::thread::Builder::new().spawn_scoped(s, body) {
-                stop.store(true, SeqCst);
-                anyhow::bail!("starting a fileset preparation thread: {e}");
-            }
-        }
-        Ok(())
-    })?;
-    created_inos.extend(inos.into_inner().unwrap_or_else(|p| p.into_inner()));
-    p.files_created = created.into_inner();
-    p.bytes_written = written.into_inner();
-    p.reused = reused.into_inner();
-    let exists = states
-        .iter()
-        .filter(|s| s.load(Relaxed) & ENTRY_EXISTS != 0)
-        .count() as u64;
-    arena.set_exists_count(set).store(exists, SeqCst);
-    match first_err.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        Some(PrepErr::Stop) => return Err(Interrupted.into()),
-        Some(PrepErr::Io(m)) => anyhow::bail!("{m}"),
-        None => {}
-    }
-    if signal::interrupted() {
-        return Err(Interrupted.into());
-    }
-    if !spec.cached && !is_dirs {
-        drop_cache(rfd.as_raw_fd(), lay, states);
-    }
     Ok(())
+}
+
+/// What the threads creating a fileset's entries share: the layout and entry states, what
+/// they may do, the counters they add to, the first error one of them met (which stops the
+/// others) and the identities of what they created.
+struct EntryMaker<'a> {
+    lay: &'a SetLayout,
+    states: &'a [AtomicU32],
+    reuse_existing: bool,
+    is_dirs: bool,
+    /// Thread `t` handles entries t, t + threads, t + 2 * threads, ...
+    threads: usize,
+    created: AtomicU64,
+    written: AtomicU64,
+    reused: AtomicU64,
+    stop: AtomicBool,
+    first_err: Mutex<Option<PrepErr>>,
+    inos: Mutex<Vec<u64>>,
+}
+
+impl EntryMaker<'_> {
+    /// Run the creating threads and wait for them; an error here is only a thread that could
+    /// not be started (an entry's error is in `first_err`).
+    fn run(&self) -> Result<()> {
+        std::thread::scope(|s| -> Result<()> {
+            for t in 0..self.threads {
+                let body = move || self.worker(t);
+                if let Err(e) = std::thread::Builder::new().spawn_scoped(s, body) {
+                    self.stop.store(true, SeqCst);
+                    anyhow::bail!("starting a fileset preparation thread: {e}");
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// One thread: create (or check, with reuse) its share of the entries in index order and
+    /// record in the arena which exist, until done, stopped by another thread, an error or
+    /// Ctrl-C.
+    fn worker(&self, t: usize) {
+        let buf = vec![0xA5u8; 1 << 20];
+        let mut mine: Vec<u64> = Vec::new();
+        let mut i = t;
+        while i < self.lay.len() {
+            if self.stop.load(Relaxed) {
+                break;
+            }
+            if signal::interrupted() {
+                self.fail(PrepErr::Stop);
+                break;
+            }
+            let want = self.lay.preallocated(i);
+            if !want && !self.reuse_existing {
+                // Nothing on disk to create or check: skip building the path.
+                self.states[i].store(0, Relaxed);
+                i += self.threads;
+                continue;
+            }
+            match self.entry(i, want, &buf, &mut mine) {
+                Ok(exists) => self.states[i].store(if exists { ENTRY_EXISTS } else { 0 }, Relaxed),
+                Err(e) => {
+                    self.fail(e);
+                    break;
+                }
+            }
+            i += self.threads;
+        }
+        self.inos
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(mine);
+    }
+
+    /// Stop every thread and keep the first real error (an interruption gives way to one).
+    fn fail(&self, e: PrepErr) {
+        self.stop.store(true, SeqCst);
+        let mut g = self.first_err.lock().unwrap_or_else(|p| p.into_inner());
+        if g.is_none() || matches!(*g, Some(PrepErr::Stop)) {
+            *g = Some(e);
+        }
+    }
+
+    /// Entry `i` (`want`: preallocated): whether it exists when this returns. With reuse,
+    /// what is already there is looked at first.
+    fn entry(
+        &self,
+        i: usize,
+        want: bool,
+        buf: &[u8],
+        mine: &mut Vec<u64>,
+    ) -> Result<bool, PrepErr> {
+        let path = self.lay.path(i);
+        let size = self.lay.size(i);
+        let existing = if self.reuse_existing {
+            lstat(&path).ok()
+        } else {
+            None
+        };
+        if self.is_dirs {
+            return self.dir_entry(&path, existing, want, mine);
+        }
+        self.file_entry(i, &path, size, existing, want, buf, mine)
+    }
+
+    /// A leaf directory of a set of directories: reuse one that is there, else make it when
+    /// it is preallocated.
+    fn dir_entry(
+        &self,
+        path: &CPath,
+        existing: Option<Ident>,
+        want: bool,
+        mine: &mut Vec<u64>,
+    ) -> Result<bool, PrepErr> {
+        if existing.is_some_and(|st| is_dir(&st)) {
+            self.reused.fetch_add(1, Relaxed);
+            return Ok(true);
+        }
+        if want {
+            // SAFETY: NUL-terminated path.
+            if unsafe { libc::mkdir(path.as_ptr(), 0o755) } != 0 {
+                return Err(PrepErr::Io(format!("creating {path}: {}", errno())));
+            }
+            if let Ok(st) = lstat(path) {
+                mine.push(st.key);
+            }
+            self.created.fetch_add(1, Relaxed);
+        }
+        Ok(want)
+    }
+
+    /// A file: reuse one of the right size (or any, when not preallocated), else create it
+    /// (O_EXCL) or rewrite the reused one, and fill it with `size` bytes.
+    #[allow(clippy::too_many_arguments)]
+    fn file_entry(
+        &self,
+        i: usize,
+        path: &CPath,
+        size: u64,
+        existing: Option<Ident>,
+        want: bool,
+        buf: &[u8],
+        mine: &mut Vec<u64>,
+    ) -> Result<bool, PrepErr> {
+        let mut flags = libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        if let Some(st) = existing {
+            // Verified ours (the manifest lists everything in the tree).
+            if st.size == size || !want {
+                self.reused.fetch_add(1, Relaxed);
+                return Ok(true);
+            }
+        } else if want {
+            flags |= libc::O_CREAT | libc::O_EXCL;
+        } else {
+            return Ok(false);
+        }
+        // SAFETY: NUL-terminated path; mode for O_CREAT.
+        let fd = unsafe { libc::open(path.as_ptr(), flags, 0o644) };
+        if fd < 0 {
+            return Err(PrepErr::Io(format!("creating {path}: {}", errno())));
+        }
+        // SAFETY: fd was just opened and is owned by nobody else.
+        let f = unsafe { OwnedFd::from_raw_fd(fd) };
+        if let Ok(st) = fstat(f.as_raw_fd()) {
+            mine.push(st.key);
+        }
+        // The file is ours from here on, even if writing it fails.
+        self.states[i].store(ENTRY_EXISTS, Relaxed);
+        // SAFETY: truncating the file we just opened (reuse with a new size).
+        if existing.is_some() && unsafe { libc::ftruncate(fd, 0) } != 0 {
+            return Err(PrepErr::Io(format!("truncating {path}: {}", errno())));
+        }
+        fill_fd(f.as_raw_fd(), path, size, buf)?;
+        self.created.fetch_add(1, Relaxed);
+        self.written.fetch_add(size, Relaxed);
+        Ok(true)
+    }
 }
 
 /// Write back the file system once, then drop each existing file's pages from the cache, so
@@ -1578,5 +1724,68 @@ mod tests {
         r.reuse = true;
         let e = prepare(&r, &l, &arena2, 0, false).unwrap_err();
         assert!(crate::error::is_usage(&e), "{e}");
+    }
+
+    /// A layout is the same whatever version computes it (a kept tree is reused by a later
+    /// run): digests of every path, size and preallocation choice for trees of each shape,
+    /// computed by the layout code before it was split into steps.
+    #[test]
+    fn layouts_are_stable_across_versions() {
+        use crate::workload::vars::{Dist, RandVar};
+        let root = Path::new("/stable/root");
+        let digest = |s: &FilesetSpec| {
+            let l = layout(s).unwrap();
+            let mut h = name_seed("digest");
+            for d in 0..l.dir_count() {
+                h = fnv(h, l.dir_path(d).as_path().as_os_str().as_bytes());
+            }
+            for i in 0..l.len() {
+                h = fnv(h, l.path(i).as_path().as_os_str().as_bytes());
+                h = fnv(h, &l.size(i).to_le_bytes());
+                h = fnv(h, &[l.preallocated(i) as u8]);
+            }
+            (l.dir_count(), l.len(), h)
+        };
+        let mut gamma_sizes = spec(root, 1000, 20.0, 0.0);
+        gamma_sizes.size = Param::Rand(std::sync::Arc::new(RandVar {
+            dist: Dist::Gamma {
+                mean: 4096.0,
+                shape: 1.5,
+            },
+            min: 0.0,
+            max: None,
+            round: 0.0,
+            seed: None,
+        }));
+        let mut fixed_depth = spec(root, 1000, 20.0, 0.0);
+        fixed_depth.dirdepth = Some(Param::Const(3.0));
+        let mut dirs = spec(root, 0, 7.0, 0.0);
+        dirs.leafdirs = 50;
+        let mut file = spec(root, 1, 0.0, 0.0);
+        file.is_file = true;
+        let got: Vec<(usize, usize, u64)> = [
+            spec(root, 1000, 20.0, 0.0),
+            spec(root, 1000, 20.0, 1500.0),
+            spec(root, 500, 1.0, 0.0),
+            gamma_sizes,
+            fixed_depth,
+            dirs,
+            file,
+        ]
+        .iter()
+        .map(digest)
+        .collect();
+        assert_eq!(
+            got,
+            vec![
+                (55, 1000, 3941000330022274126),
+                (257, 1000, 16682475448914848634),
+                (999, 500, 13482622609857016989),
+                (55, 1000, 9479706441578508500),
+                (1111, 1000, 14096868254208926642),
+                (11, 50, 10773864195150066449),
+                (1, 1, 6614963841197568962),
+            ]
+        );
     }
 }

@@ -103,197 +103,231 @@ fn suffix_mult(c: char) -> Option<f64> {
 
 /// Split a whole file into tokens.
 pub fn lex(src: &str) -> Result<Vec<Token>, SyntaxError> {
-    let chars: Vec<char> = src.chars().collect();
-    let mut out = Vec::new();
-    let (mut i, mut line, mut col) = (0usize, 1u32, 1u32);
-    let err = |line, col, msg: String| SyntaxError {
-        pos: Pos { line, col },
-        msg,
+    let mut lx = Lexer {
+        chars: src.chars().collect(),
+        out: Vec::new(),
+        i: 0,
+        line: 1,
+        col: 1,
     };
-    while i < chars.len() {
-        let c = chars[i];
-        let pos = Pos { line, col };
-        let mut push = |t: Tok| out.push(Token { tok: t, pos });
-        if c == '\n' {
-            push(Tok::Newline);
-            i += 1;
-            line += 1;
-            col = 1;
-            continue;
+    while lx.i < lx.chars.len() {
+        lx.next_token()?;
+    }
+    let pos = lx.pos();
+    lx.out.push(Token { tok: Tok::Eof, pos });
+    Ok(lx.out)
+}
+
+/// The lexer's state: the characters, where it is in them (index and line:column) and the
+/// tokens found so far.
+struct Lexer {
+    chars: Vec<char>,
+    out: Vec<Token>,
+    i: usize,
+    line: u32,
+    col: u32,
+}
+
+impl Lexer {
+    /// The current position.
+    fn pos(&self) -> Pos {
+        Pos {
+            line: self.line,
+            col: self.col,
         }
-        if c == ' ' || c == '\t' || c == '\r' {
-            i += 1;
-            col += 1;
-            continue;
+    }
+
+    /// An error at `pos`.
+    fn err(pos: Pos, msg: impl Into<String>) -> SyntaxError {
+        SyntaxError {
+            pos,
+            msg: msg.into(),
         }
-        if c == '#' {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-                col += 1;
+    }
+
+    /// Record a token that starts at `pos`.
+    fn push(&mut self, tok: Tok, pos: Pos) {
+        self.out.push(Token { tok, pos });
+    }
+
+    /// Step over one character on the current line.
+    fn advance(&mut self) {
+        self.i += 1;
+        self.col += 1;
+    }
+
+    /// Consume whatever starts at the current character: a newline, blank or comment (skipped),
+    /// or one token.
+    fn next_token(&mut self) -> Result<(), SyntaxError> {
+        let c = self.chars[self.i];
+        let pos = self.pos();
+        match c {
+            '\n' => {
+                self.push(Tok::Newline, pos);
+                self.i += 1;
+                self.line += 1;
+                self.col = 1;
             }
-            continue;
-        }
-        let single = match c {
-            '{' => Some(Tok::LBrace),
-            '}' => Some(Tok::RBrace),
-            '(' => Some(Tok::LParen),
-            ')' => Some(Tok::RParen),
-            '=' => Some(Tok::Eq),
-            ',' => Some(Tok::Comma),
-            _ => None,
-        };
-        if let Some(t) = single {
-            push(t);
-            i += 1;
-            col += 1;
-            continue;
-        }
-        if c == '"' {
-            let mut s = String::new();
-            i += 1;
-            col += 1;
-            loop {
-                let Some(&ch) = chars.get(i) else {
-                    return Err(err(
-                        pos.line,
-                        pos.col,
-                        "unterminated string: expected a closing '\"'".into(),
-                    ));
+            ' ' | '\t' | '\r' => self.advance(),
+            '#' => {
+                while self.i < self.chars.len() && self.chars[self.i] != '\n' {
+                    self.advance();
+                }
+            }
+            '{' | '}' | '(' | ')' | '=' | ',' => {
+                let t = match c {
+                    '{' => Tok::LBrace,
+                    '}' => Tok::RBrace,
+                    '(' => Tok::LParen,
+                    ')' => Tok::RParen,
+                    '=' => Tok::Eq,
+                    _ => Tok::Comma,
                 };
-                i += 1;
-                col += 1;
-                match ch {
-                    '"' => break,
-                    '\n' => {
-                        return Err(err(
-                            pos.line,
-                            pos.col,
-                            "unterminated string: a string must end on the line it starts".into(),
-                        ))
-                    }
-                    '\\' => {
-                        let Some(&e) = chars.get(i) else { continue };
-                        i += 1;
-                        col += 1;
-                        match e {
-                            'n' => s.push('\n'),
-                            't' => s.push('\t'),
-                            '\n' => {
-                                return Err(err(
-                                    line,
-                                    col,
-                                    "unterminated string: a string must end on the line it starts"
-                                        .into(),
-                                ))
-                            }
-                            other => s.push(other),
-                        }
-                    }
-                    other => s.push(other),
-                }
+                self.push(t, pos);
+                self.advance();
             }
-            push(Tok::Str(s));
-            continue;
+            '"' => self.string(pos)?,
+            '$' => self.var(pos)?,
+            _ if c.is_ascii_digit()
+                || (c == '-'
+                    && self
+                        .chars
+                        .get(self.i + 1)
+                        .is_some_and(|d| d.is_ascii_digit())) =>
+            {
+                self.number(pos)?
+            }
+            _ if is_word_start(c) => self.word(pos),
+            _ => return Err(Self::err(pos, format!("unexpected character {c:?}"))),
         }
-        if c == '$' {
-            let start = i;
-            i += 1;
-            let braced = chars.get(i) == Some(&'{');
-            if braced {
-                i += 1;
-            }
-            let name_start = i;
-            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
-                i += 1;
-            }
-            if i == name_start || !chars[name_start].is_ascii_alphabetic() {
-                return Err(err(
-                    line,
-                    col,
-                    "expected a variable name after '$' (a letter, then letters, digits or '_')"
-                        .into(),
-                ));
-            }
-            let name: String = chars[name_start..i].iter().collect();
-            if braced {
-                if chars.get(i) != Some(&'}') {
-                    return Err(err(
-                        line,
-                        col,
-                        format!("expected '}}' to close '${{{name}'"),
-                    ));
-                }
-                i += 1;
-            }
-            col += (i - start) as u32;
-            out.push(Token {
-                tok: Tok::Var(name),
-                pos,
-            });
-            continue;
-        }
-        if c.is_ascii_digit() || (c == '-' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
-        {
-            let start = i;
-            i += 1;
-            while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
-                i += 1;
-            }
-            let text: String = chars[start..i].iter().collect();
-            let Ok(mut n) = text.parse::<f64>() else {
-                return Err(err(
-                    line,
-                    col,
-                    format!("bad number '{text}': expected digits with at most one '.'"),
+        Ok(())
+    }
+
+    /// A double-quoted string starting at `pos`: resolve `\n`, `\t` and `\x` escapes; it must
+    /// end on the line where it starts.
+    fn string(&mut self, pos: Pos) -> Result<(), SyntaxError> {
+        const ONE_LINE: &str = "unterminated string: a string must end on the line it starts";
+        let mut s = String::new();
+        self.advance();
+        loop {
+            let Some(&ch) = self.chars.get(self.i) else {
+                return Err(Self::err(
+                    pos,
+                    "unterminated string: expected a closing '\"'",
                 ));
             };
-            if let Some(m) = chars.get(i).and_then(|&c| suffix_mult(c)) {
-                // A suffix only when it ends the number (so `1mean` is not 1 MiB followed by `ean`).
-                if !chars.get(i + 1).is_some_and(|&c| is_word_char(c)) {
-                    n *= m;
-                    i += 1;
+            self.advance();
+            match ch {
+                '"' => break,
+                '\n' => return Err(Self::err(pos, ONE_LINE)),
+                '\\' => {
+                    let Some(&e) = self.chars.get(self.i) else {
+                        continue;
+                    };
+                    self.advance();
+                    match e {
+                        'n' => s.push('\n'),
+                        't' => s.push('\t'),
+                        // The error points just past the escaped line end.
+                        '\n' => return Err(Self::err(self.pos(), ONE_LINE)),
+                        other => s.push(other),
+                    }
                 }
+                other => s.push(other),
             }
-            if chars.get(i).is_some_and(|&c| is_word_char(c)) {
-                let mut j = i;
-                while j < chars.len() && is_word_char(chars[j]) {
-                    j += 1;
-                }
-                let bad: String = chars[start..j].iter().collect();
-                return Err(err(
-                    line,
-                    col,
-                    format!(
-                        "bad number '{bad}': expected digits with an optional k, m, g or t suffix"
-                    ),
+        }
+        self.push(Tok::Str(s), pos);
+        Ok(())
+    }
+
+    /// A variable reference `$name` or `${name}` starting at `pos`.
+    fn var(&mut self, pos: Pos) -> Result<(), SyntaxError> {
+        let chars = &self.chars;
+        let start = self.i;
+        let mut i = start + 1;
+        let braced = chars.get(i) == Some(&'{');
+        if braced {
+            i += 1;
+        }
+        let name_start = i;
+        while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
+            i += 1;
+        }
+        if i == name_start || !chars[name_start].is_ascii_alphabetic() {
+            return Err(Self::err(
+                pos,
+                "expected a variable name after '$' (a letter, then letters, digits or '_')",
+            ));
+        }
+        let name: String = chars[name_start..i].iter().collect();
+        if braced {
+            if chars.get(i) != Some(&'}') {
+                return Err(Self::err(
+                    pos,
+                    format!("expected '}}' to close '${{{name}'"),
                 ));
             }
-            col += (i - start) as u32;
-            out.push(Token {
-                tok: Tok::Num(n),
-                pos,
-            });
-            continue;
+            i += 1;
         }
-        if is_word_start(c) {
-            let start = i;
-            while i < chars.len() && is_word_char(chars[i]) {
+        self.finish(start, i, Tok::Var(name), pos);
+        Ok(())
+    }
+
+    /// A number starting at `pos`, with an optional k/m/g/t suffix applied; a word character
+    /// right after it makes it a bad number.
+    fn number(&mut self, pos: Pos) -> Result<(), SyntaxError> {
+        let chars = &self.chars;
+        let start = self.i;
+        let mut i = start + 1;
+        while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
+            i += 1;
+        }
+        let text: String = chars[start..i].iter().collect();
+        let Ok(mut n) = text.parse::<f64>() else {
+            return Err(Self::err(
+                pos,
+                format!("bad number '{text}': expected digits with at most one '.'"),
+            ));
+        };
+        if let Some(m) = chars.get(i).and_then(|&c| suffix_mult(c)) {
+            // A suffix only when it ends the number (so `1mean` is not 1 MiB followed by `ean`).
+            if !chars.get(i + 1).is_some_and(|&c| is_word_char(c)) {
+                n *= m;
                 i += 1;
             }
-            col += (i - start) as u32;
-            out.push(Token {
-                tok: Tok::Word(chars[start..i].iter().collect()),
-                pos,
-            });
-            continue;
         }
-        return Err(err(line, col, format!("unexpected character {c:?}")));
+        if chars.get(i).is_some_and(|&c| is_word_char(c)) {
+            let mut j = i;
+            while j < chars.len() && is_word_char(chars[j]) {
+                j += 1;
+            }
+            let bad: String = chars[start..j].iter().collect();
+            return Err(Self::err(
+                pos,
+                format!("bad number '{bad}': expected digits with an optional k, m, g or t suffix"),
+            ));
+        }
+        self.finish(start, i, Tok::Num(n), pos);
+        Ok(())
     }
-    out.push(Token {
-        tok: Tok::Eof,
-        pos: Pos { line, col },
-    });
-    Ok(out)
+
+    /// A bare word starting at `pos`.
+    fn word(&mut self, pos: Pos) {
+        let start = self.i;
+        let mut i = start;
+        while i < self.chars.len() && is_word_char(self.chars[i]) {
+            i += 1;
+        }
+        let w: String = self.chars[start..i].iter().collect();
+        self.finish(start, i, Tok::Word(w), pos);
+    }
+
+    /// Record a token that spans `start..end` on one line and move past it.
+    fn finish(&mut self, start: usize, end: usize, tok: Tok, pos: Pos) {
+        self.i = end;
+        self.col += (end - start) as u32;
+        self.push(tok, pos);
+    }
 }
 
 #[cfg(test)]
@@ -326,5 +360,101 @@ mod tests {
         let e = lex("set $=1").unwrap_err();
         assert_eq!(e.pos.col, 5);
         assert!(lex("iosize=12q").is_err());
+    }
+
+    /// Every lexer error, its message and position (pinned so a restructuring of `lex` keeps
+    /// them byte for byte).
+    #[test]
+    fn every_error_message_and_position() {
+        let cases: &[(&str, (u32, u32), &str)] = &[
+            (
+                "a \"x",
+                (1, 3),
+                "unterminated string: expected a closing '\"'",
+            ),
+            (
+                "a\n \"x\ny\"",
+                (2, 2),
+                "unterminated string: a string must end on the line it starts",
+            ),
+            (
+                "\"ab\\\nc\"",
+                (1, 6),
+                "unterminated string: a string must end on the line it starts",
+            ),
+            (
+                "\"ab\\",
+                (1, 1),
+                "unterminated string: expected a closing '\"'",
+            ),
+            (
+                "x $1",
+                (1, 3),
+                "expected a variable name after '$' (a letter, then letters, digits or '_')",
+            ),
+            (
+                "x ${",
+                (1, 3),
+                "expected a variable name after '$' (a letter, then letters, digits or '_')",
+            ),
+            ("\n  ${ab x", (2, 3), "expected '}' to close '${ab'"),
+            (
+                "n=1.2.3",
+                (1, 3),
+                "bad number '1.2.3': expected digits with at most one '.'",
+            ),
+            (
+                "n=12q",
+                (1, 3),
+                "bad number '12q': expected digits with an optional k, m, g or t suffix",
+            ),
+            (
+                "n=-4kb",
+                (1, 3),
+                "bad number '-4kb': expected digits with an optional k, m, g or t suffix",
+            ),
+            ("a\tb @", (1, 5), "unexpected character '@'"),
+        ];
+        for (src, (line, col), msg) in cases {
+            let e = lex(src).unwrap_err();
+            assert_eq!(
+                (e.pos, e.msg.as_str()),
+                (
+                    Pos {
+                        line: *line,
+                        col: *col
+                    },
+                    *msg
+                ),
+                "{src:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn token_kinds_and_end_position() {
+        let t = lex("{}(),= ${v} -3 4k \"q\\\"\\t\" w.x # c\n").unwrap();
+        let toks: Vec<Tok> = t.iter().map(|t| t.tok.clone()).collect();
+        assert_eq!(
+            toks,
+            vec![
+                Tok::LBrace,
+                Tok::RBrace,
+                Tok::LParen,
+                Tok::RParen,
+                Tok::Comma,
+                Tok::Eq,
+                Tok::Var("v".into()),
+                Tok::Num(-3.0),
+                Tok::Num(4096.0),
+                Tok::Str("q\"\t".into()),
+                Tok::Word("w.x".into()),
+                Tok::Newline,
+                Tok::Eof,
+            ]
+        );
+        let cols: Vec<u32> = t.iter().map(|t| t.pos.col).collect();
+        assert_eq!(cols, vec![1, 2, 3, 4, 5, 6, 8, 13, 16, 19, 27, 34, 1]);
+        assert_eq!(t.last().unwrap().pos.line, 2);
     }
 }

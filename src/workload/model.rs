@@ -317,8 +317,64 @@ const ATTRS: &[&str] = &[
 struct Loader {
     env: HashMap<String, Var>,
     filesets: Vec<FilesetSpec>,
-    composites: HashMap<String, (Vec<Attr>, Vec<FlowopDef>, Pos)>,
+    composites: HashMap<String, Composite>,
     model: Model,
+}
+
+/// A `define flowop`: its attributes, inner flowops and place.
+type Composite = (Vec<Attr>, Vec<FlowopDef>, Pos);
+
+/// A flowop of `kind` at `pos` with every attribute at its default.
+fn blank_flowop(kind: Kind, pos: Pos) -> Flowop {
+    Flowop {
+        name: String::new(),
+        kind,
+        fileset: None,
+        fd: None,
+        srcfd: None,
+        iosize: Param::Const(0.0),
+        random: false,
+        wss: 0,
+        dsync: false,
+        directio: false,
+        noreadahead: false,
+        opennext: false,
+        indexed: None,
+        iters: 1,
+        value: Param::Const(0.0),
+        target: None,
+        targets: Vec::new(),
+        target_name: None,
+        blocking: false,
+        highwater: 0,
+        inner: Vec::new(),
+        stat: 0,
+        pos,
+    }
+}
+
+/// The attributes a flowop use ends up with, and a composite's local variables.
+/// Local variables of a composite (`$v` or `$v=value`) are bound for its inner flowops, the
+/// use's value winning over the definition's default; attributes given on the definition
+/// apply unless the use overrides them.
+fn merged_attrs(f: &FlowopDef, comp: Option<&Composite>) -> (Vec<Attr>, Vec<(String, Value, Pos)>) {
+    let mut attrs: Vec<Attr> = f.attrs.clone();
+    let mut locals: Vec<(String, Value, Pos)> = Vec::new();
+    if let Some((cattrs, _, _)) = comp {
+        for a in cattrs.iter().chain(f.attrs.iter()) {
+            if let Some(v) = a.name.strip_prefix('$') {
+                locals.retain(|l| l.0 != v);
+                locals.push((v.to_string(), a.value.clone(), a.pos));
+            }
+        }
+        for a in cattrs {
+            if !attrs.iter().any(|b| b.name == a.name) {
+                attrs.push(a.clone());
+            }
+        }
+    }
+    attrs.retain(|a| !a.name.starts_with('$'));
+    (attrs, locals)
 }
 
 /// Turn a `-D` value into a variable: numbers (with k/m/g suffix), true/false, else a string.
@@ -364,33 +420,52 @@ pub fn load(stmts: &[Stmt], overrides: &HashMap<String, Var>) -> R<Model> {
     };
     let mut process_defs = Vec::new();
     for s in stmts {
+        if !l.statement(s, overrides, &mut process_defs)? {
+            break;
+        }
+    }
+    l.finish(process_defs)
+}
+
+/// A `define process` waiting for every fileset to be known: its attributes, threads,
+/// place and the environment as it was where it stood.
+type ProcessDef = (Vec<Attr>, Vec<ThreadDef>, Pos, HashMap<String, Var>);
+
+impl Loader {
+    /// Apply one top-level statement in file order: bind a variable, record a definition or
+    /// append a script command. False at `quit` (nothing after it is read).
+    fn statement(
+        &mut self,
+        s: &Stmt,
+        overrides: &HashMap<String, Var>,
+        process_defs: &mut Vec<ProcessDef>,
+    ) -> R<bool> {
         match s {
             Stmt::Set { var, value, pos } => {
-                if overrides.contains_key(var) {
-                    continue;
+                if !overrides.contains_key(var) {
+                    let v = match value {
+                        SetValue::Value(v) => self.resolve(v, *pos)?,
+                        SetValue::Cvar(attrs) => Var::Rand(Arc::new(self.cvar(attrs, *pos)?)),
+                    };
+                    self.env.insert(var.clone(), v);
                 }
-                let v = match value {
-                    SetValue::Value(v) => l.resolve(v, *pos)?,
-                    SetValue::Cvar(attrs) => Var::Rand(Arc::new(l.cvar(attrs, *pos)?)),
-                };
-                l.env.insert(var.clone(), v);
             }
-            Stmt::SetMode { mode, .. } => l.model.mode = *mode,
+            Stmt::SetMode { mode, .. } => self.model.mode = *mode,
             Stmt::DefineFileset {
                 is_file,
                 attrs,
                 pos,
             } => {
-                let fs = l.fileset(*is_file, attrs, *pos)?;
-                if l.filesets.iter().any(|f| f.name == fs.name) {
+                let fs = self.fileset(*is_file, attrs, *pos)?;
+                if self.filesets.iter().any(|f| f.name == fs.name) {
                     return fail(*pos, format!("fileset '{}' is defined twice", fs.name));
                 }
-                l.filesets.push(fs);
+                self.filesets.push(fs);
             }
             Stmt::DefineRandvar { attrs, pos } => {
-                let (name, rv) = l.randvar(attrs, *pos)?;
+                let (name, rv) = self.randvar(attrs, *pos)?;
                 if !overrides.contains_key(&name) {
-                    l.env.insert(name, Var::Rand(Arc::new(rv)));
+                    self.env.insert(name, Var::Rand(Arc::new(rv)));
                 }
             }
             Stmt::DefineComposite {
@@ -398,8 +473,8 @@ pub fn load(stmts: &[Stmt], overrides: &HashMap<String, Var>) -> R<Model> {
                 flowops,
                 pos,
             } => {
-                let name = l.name_attr(attrs, *pos, "composite flowop")?;
-                l.composites
+                let name = self.name_attr(attrs, *pos, "composite flowop")?;
+                self.composites
                     .insert(name, (attrs.clone(), flowops.clone(), *pos));
             }
             Stmt::DefineProcess {
@@ -409,40 +484,35 @@ pub fn load(stmts: &[Stmt], overrides: &HashMap<String, Var>) -> R<Model> {
             } => {
                 // Flowops are resolved after all filesets are known; keep the environment as it
                 // is now so later `set`s do not leak backwards.
-                process_defs.push((attrs.clone(), threads.clone(), *pos, l.env.clone()));
+                process_defs.push((attrs.clone(), threads.clone(), *pos, self.env.clone()));
             }
-            Stmt::Eventgen { attrs, pos } => {
-                let mut rate = None;
-                for a in attrs {
-                    match a.name.as_str() {
-                        "rate" => rate = Some(l.amount(&a.value, a.pos, "eventgen rate")?),
-                        other => {
-                            return fail(
-                                a.pos,
-                                format!("unknown eventgen attribute '{other}': expected rate"),
-                            )
-                        }
+            Stmt::Quit { .. } => return Ok(false),
+            _ => self.script_statement(s)?,
+        }
+        Ok(true)
+    }
+
+    /// Apply a statement of the run script (eventgen, enable, run, psrun, create, sleep, echo,
+    /// system) or note one that is accepted and ignored.
+    fn script_statement(&mut self, s: &Stmt) -> R<()> {
+        let cmd = match s {
+            Stmt::Eventgen { attrs, pos } => Cmd::Eventgen(self.eventgen_rate(attrs, *pos)?),
+            Stmt::Enable { what, pos } => {
+                match what.as_str() {
+                    "lathist" => self.model.lathist = true,
+                    "multi" => self
+                        .model
+                        .notes
+                        .push("'enable multi' (multi-client sync) is ignored".into()),
+                    other => {
+                        return fail(*pos, format!("cannot enable '{other}': expected lathist"))
                     }
                 }
-                let Some(rate) = rate else {
-                    return fail(*pos, "eventgen needs rate=N (events per second)");
-                };
-                l.model.script.push(Cmd::Eventgen(rate));
+                return Ok(());
             }
-            Stmt::Enable { what, pos } => match what.as_str() {
-                "lathist" => l.model.lathist = true,
-                "multi" => l
-                    .model
-                    .notes
-                    .push("'enable multi' (multi-client sync) is ignored".into()),
-                other => return fail(*pos, format!("cannot enable '{other}': expected lathist")),
-            },
             Stmt::Run { secs, pos } => {
-                let secs = secs
-                    .as_ref()
-                    .map(|v| l.amount(v, *pos, "run time"))
-                    .transpose()?;
-                l.model.script.push(Cmd::Run { secs, psrun: None });
+                let secs = self.run_time(secs, *pos)?;
+                Cmd::Run { secs, psrun: None }
             }
             Stmt::Psrun {
                 period,
@@ -452,67 +522,101 @@ pub fn load(stmts: &[Stmt], overrides: &HashMap<String, Var>) -> R<Model> {
             } => {
                 let period = period
                     .as_ref()
-                    .map(|v| l.amount(v, *pos, "psrun period"))
+                    .map(|v| self.amount(v, *pos, "psrun period"))
                     .transpose()?
                     .unwrap_or(10.0);
                 if period <= 0.0 {
                     return fail(*pos, "psrun period must be more than 0 seconds");
                 }
-                let secs = secs
-                    .as_ref()
-                    .map(|v| l.amount(v, *pos, "run time"))
-                    .transpose()?;
-                l.model.script.push(Cmd::Run {
-                    secs,
+                Cmd::Run {
+                    secs: self.run_time(secs, *pos)?,
                     psrun: Some((period, *negative)),
-                });
-            }
-            Stmt::Create { what, .. } => {
-                if what != "processes" {
-                    l.model.script.push(Cmd::CreateFiles)
                 }
             }
-            Stmt::Sleep { secs, pos } => {
-                let s = l.amount(secs, *pos, "sleep time")?;
-                l.model.script.push(Cmd::Sleep(s));
+            Stmt::Create { what, .. } if what != "processes" => Cmd::CreateFiles,
+            Stmt::Sleep { secs, pos } => Cmd::Sleep(self.amount(secs, *pos, "sleep time")?),
+            Stmt::Echo { text, pos } => Cmd::Echo(self.interpolate(text, *pos)?),
+            Stmt::System { cmd, pos } => Cmd::System(self.interpolate(cmd, *pos)?),
+            Stmt::Ignored { what, pos } => {
+                self.model.notes.push(format!(
+                    "line {}: '{what}' is accepted and ignored",
+                    pos.line
+                ));
+                return Ok(());
             }
-            Stmt::Echo { text, pos } => {
-                let t = l.interpolate(text, *pos)?;
-                l.model.script.push(Cmd::Echo(t));
-            }
-            Stmt::Quit { .. } => break,
-            Stmt::System { cmd, pos } => {
-                let c = l.interpolate(cmd, *pos)?;
-                l.model.script.push(Cmd::System(c));
-            }
-            Stmt::Ignored { what, pos } => l.model.notes.push(format!(
-                "line {}: '{what}' is accepted and ignored",
-                pos.line
-            )),
-        }
+            // `create processes` (processes start at `run`); definitions and quit are handled
+            // by `statement`.
+            Stmt::Create { .. }
+            | Stmt::Set { .. }
+            | Stmt::SetMode { .. }
+            | Stmt::DefineFileset { .. }
+            | Stmt::DefineRandvar { .. }
+            | Stmt::DefineComposite { .. }
+            | Stmt::DefineProcess { .. }
+            | Stmt::Quit { .. } => return Ok(()),
+        };
+        self.model.script.push(cmd);
+        Ok(())
     }
-    l.model.filesets = l.filesets.clone();
-    let mut sem_names: Vec<(String, Pos, u64, i64)> = Vec::new();
-    for (attrs, threads, pos, env) in process_defs {
-        l.env = env;
-        let p = l.process(&attrs, &threads, pos, &mut sem_names)?;
-        l.model.processes.push(p);
-    }
-    if l.model.processes.is_empty() && l.model.script.iter().any(|c| matches!(c, Cmd::Run { .. })) {
-        return fail(Pos { line: 1, col: 1 }, "the workload defines no process: add `define process name=p { thread name=t { flowop ... } }`");
-    }
-    l.link_sync(&sem_names)?;
-    let mut vars: Vec<(String, String)> = l
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), v.describe()))
-        .collect();
-    vars.sort();
-    l.model.vars = vars;
-    Ok(l.model)
-}
 
-impl Loader {
+    /// The events per second of an `eventgen rate=N` statement.
+    fn eventgen_rate(&self, attrs: &[Attr], pos: Pos) -> R<f64> {
+        let mut rate = None;
+        for a in attrs {
+            match a.name.as_str() {
+                "rate" => rate = Some(self.amount(&a.value, a.pos, "eventgen rate")?),
+                other => {
+                    return fail(
+                        a.pos,
+                        format!("unknown eventgen attribute '{other}': expected rate"),
+                    )
+                }
+            }
+        }
+        let Some(rate) = rate else {
+            return fail(pos, "eventgen needs rate=N (events per second)");
+        };
+        Ok(rate)
+    }
+
+    /// The optional run time of `run` or `psrun`.
+    fn run_time(&self, secs: &Option<Value>, pos: Pos) -> R<Option<f64>> {
+        secs.as_ref()
+            .map(|v| self.amount(v, pos, "run time"))
+            .transpose()
+    }
+
+    /// After the last statement: resolve the processes (each in the environment it was
+    /// defined in), refuse runs with no process, link the semaphores and record the final
+    /// variable values.
+    fn finish(mut self, process_defs: Vec<ProcessDef>) -> R<Model> {
+        self.model.filesets = self.filesets.clone();
+        let mut sem_names: Vec<(String, Pos, u64, i64)> = Vec::new();
+        for (attrs, threads, pos, env) in process_defs {
+            self.env = env;
+            let p = self.process(&attrs, &threads, pos, &mut sem_names)?;
+            self.model.processes.push(p);
+        }
+        if self.model.processes.is_empty()
+            && self
+                .model
+                .script
+                .iter()
+                .any(|c| matches!(c, Cmd::Run { .. }))
+        {
+            return fail(Pos { line: 1, col: 1 }, "the workload defines no process: add `define process name=p { thread name=t { flowop ... } }`");
+        }
+        self.link_sync(&sem_names)?;
+        let mut vars: Vec<(String, String)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.describe()))
+            .collect();
+        vars.sort();
+        self.model.vars = vars;
+        Ok(self.model)
+    }
+
     fn lookup(&self, name: &str, pos: Pos) -> R<Var> {
         self.env.get(name).cloned().ok_or_else(|| LoadError {
             pos,
@@ -646,7 +750,7 @@ impl Loader {
                 "type" => kind = Some(self.text(&a.value, a.pos)?),
                 "parameters" => {
                     let t = self.text(&a.value, a.pos)?;
-                    params = parse_params(&t).map_err(|m| LoadError { pos: a.pos, msg: m })?;
+                    params = parse_params(&t).map_err(|m| LoadError { pos: a.pos, msg: m.0 })?;
                 }
                 "min" => min = self.num(&a.value, a.pos)?,
                 "max" => max = Some(self.num(&a.value, a.pos)?),
@@ -657,7 +761,7 @@ impl Loader {
         let Some(kind) = kind else {
             return fail(pos, "cvar needs type=cvar-gamma|cvar-normal|...");
         };
-        let dist = cvar_dist(&kind, &params).map_err(|m| LoadError { pos, msg: m })?;
+        let dist = cvar_dist(&kind, &params).map_err(|m| LoadError { pos, msg: m.0 })?;
         Ok(RandVar {
             dist,
             min,
@@ -953,153 +1057,137 @@ impl Loader {
         Ok(p)
     }
 
+    /// Resolve one flowop of a thread (`depth` levels inside composites): its kind, its
+    /// attributes and, for a composite, its inner flowops; then check it and register the
+    /// semaphore it blocks on.
     fn flowop(
         &self,
         f: &FlowopDef,
         sems: &mut Vec<(String, Pos, u64, i64)>,
         depth: usize,
     ) -> R<Flowop> {
-        let (kind, comp) = match FLOWOP_NAMES.iter().find(|(n, _)| *n == f.kind) {
-            Some((_, k)) => (*k, None),
-            None => match self.composites.get(&f.kind) {
-                Some(c) if depth < 8 => (Kind::Composite, Some(c.clone())),
-                Some(_) => {
-                    return fail(
-                        f.pos,
-                        "composite flowops nest too deep (more than 8 levels)",
-                    )
-                }
-                None => {
-                    let all: Vec<&str> = FLOWOP_NAMES.iter().map(|(n, _)| *n).collect();
-                    return fail(f.pos, format!("unknown flowop '{}': expected one of {} or a flowop defined with `define flowop`", f.kind, all.join(", ")));
-                }
-            },
-        };
-        let mut fo = Flowop {
-            name: String::new(),
-            kind,
-            fileset: None,
-            fd: None,
-            srcfd: None,
-            iosize: Param::Const(0.0),
-            random: false,
-            wss: 0,
-            dsync: false,
-            directio: false,
-            noreadahead: false,
-            opennext: false,
-            indexed: None,
-            iters: 1,
-            value: Param::Const(0.0),
-            target: None,
-            targets: Vec::new(),
-            target_name: None,
-            blocking: false,
-            highwater: 0,
-            inner: Vec::new(),
-            stat: 0,
-            pos: f.pos,
-        };
-        let mut attrs: Vec<Attr> = f.attrs.clone();
-        // Local variables of a composite (`$v` or `$v=value`): bound for its inner flowops,
-        // the use's value winning over the definition's default.
-        let mut locals: Vec<(String, Value, Pos)> = Vec::new();
-        if let Some((cattrs, _, _)) = &comp {
-            for a in cattrs.iter().chain(f.attrs.iter()) {
-                if let Some(v) = a.name.strip_prefix('$') {
-                    locals.retain(|l| l.0 != v);
-                    locals.push((v.to_string(), a.value.clone(), a.pos));
-                }
-            }
-        }
-        if let Some((cattrs, _, _)) = &comp {
-            // Attributes given on the definition apply unless the use overrides them.
-            for a in cattrs {
-                if !attrs.iter().any(|b| b.name == a.name) {
-                    attrs.push(a.clone());
-                }
-            }
-        }
-        attrs.retain(|a| !a.name.starts_with('$'));
+        let (kind, comp) = self.flowop_kind(f, depth)?;
+        let mut fo = blank_flowop(kind, f.pos);
+        let (attrs, locals) = merged_attrs(f, comp);
         for a in &attrs {
-            let v = &a.value;
-            match a.name.as_str() {
-                "name" => fo.name = self.text(v, a.pos)?,
-                "filesetname" | "filename" => {
-                    let n = self.text(v, a.pos)?;
-                    match self.filesets.iter().position(|fs| fs.name == n) {
-                        Some(i) => fo.fileset = Some(i),
-                        None => return fail(a.pos, format!("no fileset or file named '{}' is defined (define it before the process)", shown(&n))),
-                    }
-                }
-                "fd" | "srcfd" => {
-                    let n = self.num(v, a.pos)?;
-                    if !(0.0..=1024.0).contains(&n) || n.fract() != 0.0 {
-                        return fail(
-                            a.pos,
-                            format!("{} must be a whole number from 0 to 1024", a.name),
-                        );
-                    }
-                    if a.name == "fd" {
-                        fo.fd = Some(n as usize)
-                    } else {
-                        fo.srcfd = Some(n as usize)
-                    }
-                }
-                "iosize" => fo.iosize = self.amount_param(v, a.pos, "iosize")?,
-                "random" => fo.random = self.flag(v, a.pos)?,
-                "workingset" => fo.wss = self.amount(v, a.pos, "workingset")? as u64,
-                "dsync" => fo.dsync = self.flag(v, a.pos)?,
-                "directio" => fo.directio = self.flag(v, a.pos)?,
-                "noreadahead" => fo.noreadahead = self.flag(v, a.pos)?,
-                "opennext" | "rotatefd" => fo.opennext = self.flag(v, a.pos)?,
-                "indexed" => fo.indexed = Some(self.amount_param(v, a.pos, "indexed")?),
-                "iters" => fo.iters = self.amount(v, a.pos, "iters")?.max(1.0) as u64,
-                "value" => fo.value = self.amount_param(v, a.pos, "value")?,
-                "target" => fo.target_name = Some(self.text(v, a.pos)?),
-                "blocking" => fo.blocking = self.flag(v, a.pos)?,
-                "highwater" => fo.highwater = self.amount(v, a.pos, "highwater")? as u64,
-                other => {
-                    return fail(
-                        a.pos,
-                        format!(
-                            "unknown flowop attribute '{other}': expected one of {}",
-                            ATTRS.join(", ")
-                        ),
-                    )
-                }
-            }
+            self.flowop_attr(&mut fo, a)?;
         }
         if fo.name.is_empty() {
             return fail(f.pos, format!("flowop {} needs name=...", f.kind));
         }
         if let Some((_, inner, _)) = comp {
-            let bound: Vec<(String, Var)> = locals
-                .iter()
-                .filter(|l| l.1 != Value::Flag)
-                .map(|l| Ok((l.0.clone(), self.resolve(&l.1, l.2)?)))
-                .collect::<R<_>>()?;
-            if bound.is_empty() {
-                for i in &inner {
-                    fo.inner.push(self.flowop(i, sems, depth + 1)?);
-                }
-            } else {
-                let mut scoped = Loader {
-                    env: self.env.clone(),
-                    filesets: self.filesets.clone(),
-                    composites: self.composites.clone(),
-                    model: Model::empty(),
-                };
-                for (k, v) in bound {
-                    scoped.env.insert(k, v);
-                }
-                for i in &inner {
-                    fo.inner.push(scoped.flowop(i, sems, depth + 1)?);
-                }
-            }
+            self.expand_composite(&mut fo, inner, &locals, sems, depth)?;
         }
         self.check_flowop(&mut fo, sems)?;
         Ok(fo)
+    }
+
+    /// What a flowop's type names: a built-in kind, or a composite defined with
+    /// `define flowop` (with its definition) when nesting allows one more level.
+    fn flowop_kind(&self, f: &FlowopDef, depth: usize) -> R<(Kind, Option<&Composite>)> {
+        if let Some((_, k)) = FLOWOP_NAMES.iter().find(|(n, _)| *n == f.kind) {
+            return Ok((*k, None));
+        }
+        match self.composites.get(&f.kind) {
+            Some(c) if depth < 8 => Ok((Kind::Composite, Some(c))),
+            Some(_) => fail(
+                f.pos,
+                "composite flowops nest too deep (more than 8 levels)",
+            ),
+            None => {
+                let all: Vec<&str> = FLOWOP_NAMES.iter().map(|(n, _)| *n).collect();
+                fail(f.pos, format!("unknown flowop '{}': expected one of {} or a flowop defined with `define flowop`", f.kind, all.join(", ")))
+            }
+        }
+    }
+
+    /// Set the flowop field an attribute names, refusing an unknown attribute or a fileset
+    /// that is not defined.
+    fn flowop_attr(&self, fo: &mut Flowop, a: &Attr) -> R<()> {
+        let v = &a.value;
+        match a.name.as_str() {
+            "name" => fo.name = self.text(v, a.pos)?,
+            "filesetname" | "filename" => {
+                let n = self.text(v, a.pos)?;
+                match self.filesets.iter().position(|fs| fs.name == n) {
+                    Some(i) => fo.fileset = Some(i),
+                    None => return fail(a.pos, format!("no fileset or file named '{}' is defined (define it before the process)", shown(&n))),
+                }
+            }
+            "fd" | "srcfd" => {
+                let n = self.num(v, a.pos)?;
+                if !(0.0..=1024.0).contains(&n) || n.fract() != 0.0 {
+                    return fail(
+                        a.pos,
+                        format!("{} must be a whole number from 0 to 1024", a.name),
+                    );
+                }
+                if a.name == "fd" {
+                    fo.fd = Some(n as usize)
+                } else {
+                    fo.srcfd = Some(n as usize)
+                }
+            }
+            "iosize" => fo.iosize = self.amount_param(v, a.pos, "iosize")?,
+            "random" => fo.random = self.flag(v, a.pos)?,
+            "workingset" => fo.wss = self.amount(v, a.pos, "workingset")? as u64,
+            "dsync" => fo.dsync = self.flag(v, a.pos)?,
+            "directio" => fo.directio = self.flag(v, a.pos)?,
+            "noreadahead" => fo.noreadahead = self.flag(v, a.pos)?,
+            "opennext" | "rotatefd" => fo.opennext = self.flag(v, a.pos)?,
+            "indexed" => fo.indexed = Some(self.amount_param(v, a.pos, "indexed")?),
+            "iters" => fo.iters = self.amount(v, a.pos, "iters")?.max(1.0) as u64,
+            "value" => fo.value = self.amount_param(v, a.pos, "value")?,
+            "target" => fo.target_name = Some(self.text(v, a.pos)?),
+            "blocking" => fo.blocking = self.flag(v, a.pos)?,
+            "highwater" => fo.highwater = self.amount(v, a.pos, "highwater")? as u64,
+            other => {
+                return fail(
+                    a.pos,
+                    format!(
+                        "unknown flowop attribute '{other}': expected one of {}",
+                        ATTRS.join(", ")
+                    ),
+                )
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolve a composite's inner flowops into `fo.inner`, with its local variables bound
+    /// (in a scope of their own when there are any).
+    fn expand_composite(
+        &self,
+        fo: &mut Flowop,
+        inner: &[FlowopDef],
+        locals: &[(String, Value, Pos)],
+        sems: &mut Vec<(String, Pos, u64, i64)>,
+        depth: usize,
+    ) -> R<()> {
+        let bound: Vec<(String, Var)> = locals
+            .iter()
+            .filter(|l| l.1 != Value::Flag)
+            .map(|l| Ok((l.0.clone(), self.resolve(&l.1, l.2)?)))
+            .collect::<R<_>>()?;
+        if bound.is_empty() {
+            for i in inner {
+                fo.inner.push(self.flowop(i, sems, depth + 1)?);
+            }
+        } else {
+            let mut scoped = Loader {
+                env: self.env.clone(),
+                filesets: self.filesets.clone(),
+                composites: self.composites.clone(),
+                model: Model::empty(),
+            };
+            for (k, v) in bound {
+                scoped.env.insert(k, v);
+            }
+            for i in inner {
+                fo.inner.push(scoped.flowop(i, sems, depth + 1)?);
+            }
+        }
+        Ok(())
     }
 
     fn check_flowop(&self, fo: &mut Flowop, sems: &mut Vec<(String, Pos, u64, i64)>) -> R<()> {
@@ -1409,5 +1497,80 @@ mod tests {
         assert!(e.msg.contains("readonly"));
         let e = load_str("define fileset name=f,path=/tmp,entries=2,bogus=1").unwrap_err();
         assert!(e.msg.contains("unknown fileset attribute 'bogus'"));
+    }
+
+    /// The script commands in file order, notes for what is ignored, nothing after `quit`.
+    #[test]
+    fn script_commands_in_order_and_quit_ends_the_file() {
+        let m = load_str("set $t=3\neventgen rate=5\nenable lathist\nenable multi\ncreate files\ncreate processes\nrun $t\npsrun -2 4\npsrun\nsleep 1\necho \"t=$t\"\nsystem \"true $t\"\nversion\ndefine process name=p { thread name=t { flowop hog name=h,value=1 } }\nquit\nrun 9\n").unwrap();
+        assert_eq!(
+            m.script,
+            vec![
+                Cmd::Eventgen(5.0),
+                Cmd::CreateFiles,
+                Cmd::Run {
+                    secs: Some(3.0),
+                    psrun: None
+                },
+                Cmd::Run {
+                    secs: Some(4.0),
+                    psrun: Some((2.0, true))
+                },
+                Cmd::Run {
+                    secs: None,
+                    psrun: Some((10.0, false))
+                },
+                Cmd::Sleep(1.0),
+                Cmd::Echo("t=3".into()),
+                Cmd::System("true 3".into()),
+            ]
+        );
+        assert!(m.lathist);
+        assert_eq!(
+            m.notes,
+            vec![
+                "'enable multi' (multi-client sync) is ignored".to_string(),
+                "line 13: 'version' is accepted and ignored".to_string(),
+            ]
+        );
+        assert_eq!(m.vars, vec![("t".to_string(), "3".to_string())]);
+        assert_eq!(m.processes.len(), 1);
+    }
+
+    /// Loader mistakes of the statements and flowops: message and place.
+    #[test]
+    fn statement_and_flowop_mistakes_name_the_place() {
+        let p = "define process name=p { thread name=t { flowop hog name=h,value=1 } }\n";
+        let cases: Vec<(String, (u32, u32), &str)> = vec![
+            ("eventgen".into(), (1, 1), "eventgen needs rate=N (events per second)"),
+            ("eventgen rate=1,burst=2".into(), (1, 17), "unknown eventgen attribute 'burst': expected rate"),
+            ("enable foo".into(), (1, 1), "cannot enable 'foo': expected lathist"),
+            (format!("{p}psrun 0"), (2, 1), "psrun period must be more than 0 seconds"),
+            (format!("{p}run -1"), (2, 1), "run time must be a finite number of 0 or more, found -1"),
+            ("sleep 1\nrun 1".into(), (1, 1), "the workload defines no process: add `define process name=p { thread name=t { flowop ... } }`"),
+            ("define file name=f,path=/tmp\ndefine file name=f,path=/tmp".into(), (2, 1), "fileset 'f' is defined twice"),
+            ("define flowop name=a { flowop a name=x }\ndefine process name=p { thread name=t { flowop a name=y } }".into(), (1, 31), "composite flowops nest too deep (more than 8 levels)"),
+            ("define process name=p { thread name=t { flowop hog value=1 } }".into(), (1, 48), "flowop hog needs name=..."),
+            ("define process name=p { thread name=t { flowop read name=r,filename=nof } }".into(), (1, 60), "no fileset or file named 'nof' is defined (define it before the process)"),
+            ("define process name=p { thread name=t { flowop hog name=h,fd=2000 } }".into(), (1, 59), "fd must be a whole number from 0 to 1024"),
+            ("define process name=p { thread name=t { flowop hog name=h,colour=2 } }".into(), (1, 59), "unknown flowop attribute 'colour': expected one of name, filesetname, filename, fd, srcfd, iosize, random, workingset, dsync, directio, noreadahead, opennext, indexed, iters, value, target, blocking, highwater, rotatefd"),
+        ];
+        for (src, (line, col), msg) in cases {
+            let e = load_str(&src).unwrap_err();
+            assert_eq!((e.pos, e.msg.as_str()), (Pos { line, col }, msg), "{src}");
+        }
+    }
+
+    /// A composite's attributes apply to its uses unless a use gives its own.
+    #[test]
+    fn composite_definition_attributes_are_defaults() {
+        let m = load_str("define flowop name=c, iters=4 { flowop hog name=h,value=1 }\ndefine process name=p { thread name=t { flowop c name=u\nflowop c name=v,iters=2 } }").unwrap();
+        let f = &m.processes[0].threads[0].flowops;
+        assert_eq!(
+            (f[0].kind, f[0].iters, f[0].inner.len()),
+            (Kind::Composite, 4, 1)
+        );
+        assert_eq!((f[1].name.as_str(), f[1].iters), ("v", 2));
+        assert_eq!(f[1].inner[0].stat, 3);
     }
 }

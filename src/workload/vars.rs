@@ -2,6 +2,8 @@
 //! own samplers: a splitmix/xorshift generator and Marsaglia–Tsang gamma (no extra crates).
 
 use super::lexer::shown;
+use crate::error::UsageError;
+use crate::usage;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -218,18 +220,19 @@ pub fn format_num(n: f64) -> String {
     }
 }
 
-/// Parse `key:value;key:value` cvar parameters.
-pub fn parse_params(s: &str) -> Result<HashMap<String, f64>, String> {
+/// Parse `key:value;key:value` cvar parameters. A mistake is a usage error (the loader adds
+/// where it is).
+pub fn parse_params(s: &str) -> Result<HashMap<String, f64>, UsageError> {
     let mut out = HashMap::new();
     for part in s.split(';').filter(|p| !p.trim().is_empty()) {
         let (k, v) = part.split_once(':').ok_or_else(|| {
-            format!(
+            usage!(
                 "bad cvar parameter '{}': expected key:value, e.g. mean:16384;gamma:1.5",
                 shown(part)
             )
         })?;
         let v: f64 = v.trim().parse().map_err(|_| {
-            format!(
+            usage!(
                 "bad cvar parameter value '{}' for '{}': expected a number",
                 shown(v),
                 shown(k)
@@ -240,8 +243,9 @@ pub fn parse_params(s: &str) -> Result<HashMap<String, f64>, String> {
     Ok(out)
 }
 
-/// Build a cvar distribution from its type name and parameters.
-pub fn cvar_dist(kind: &str, p: &HashMap<String, f64>) -> Result<Dist, String> {
+/// Build a cvar distribution from its type name and parameters; an unknown type or
+/// inconsistent parameters are a usage error.
+pub fn cvar_dist(kind: &str, p: &HashMap<String, f64>) -> Result<Dist, UsageError> {
     let get = |k: &str, d: f64| p.get(k).copied().unwrap_or(d);
     let given = kind;
     let kind = kind.strip_prefix("cvar-").unwrap_or(kind);
@@ -255,7 +259,7 @@ pub fn cvar_dist(kind: &str, p: &HashMap<String, f64>) -> Result<Dist, String> {
         "uniform" => Dist::Uniform { lower: get("lower", 0.0), upper: get("upper", 8192.0) },
         "erlang" => Dist::Erlang { shape: get("shape", 2.0).max(1.0) as u32, rate: get("rate", 1.0 / 2048.0) },
         _ => {
-            return Err(format!(
+            return Err(usage!(
                 "unknown cvar type '{}': expected cvar-gamma, cvar-exponential, cvar-normal, cvar-lognormal, cvar-weibull, cvar-triangular, cvar-uniform or cvar-erlang",
                 shown(given)
             ))
@@ -263,13 +267,13 @@ pub fn cvar_dist(kind: &str, p: &HashMap<String, f64>) -> Result<Dist, String> {
     };
     match &dist {
         Dist::Gamma { mean, shape } if *mean < 0.0 || *shape <= 0.0 => {
-            Err("cvar-gamma needs mean >= 0 and gamma > 0".into())
+            Err(usage!("cvar-gamma needs mean >= 0 and gamma > 0"))
         }
         Dist::Triangular { lower, upper, mode } if !(lower <= mode && mode <= upper) => {
-            Err("cvar-triangular needs lower <= mode <= upper".into())
+            Err(usage!("cvar-triangular needs lower <= mode <= upper"))
         }
         Dist::Uniform { lower, upper } if lower > upper => {
-            Err("cvar-uniform needs lower <= upper".into())
+            Err(usage!("cvar-uniform needs lower <= upper"))
         }
         _ => Ok(dist),
     }
@@ -341,5 +345,40 @@ mod tests {
         assert!((m - 15.0).abs() < 0.5, "{m}");
         assert!(cvar_dist("cvar-zipf", &p).is_err());
         assert!(parse_params("mean=3").is_err());
+    }
+
+    /// The cvar mistakes and their messages (the loader shows them after file:line:column).
+    #[test]
+    fn cvar_mistakes_keep_their_messages() {
+        let p = parse_params("").unwrap();
+        let cases: [(UsageError, &str); 6] = [
+            (
+                parse_params("mean=3").unwrap_err(),
+                "bad cvar parameter 'mean=3': expected key:value, e.g. mean:16384;gamma:1.5",
+            ),
+            (
+                parse_params("mean:x\u{1}").unwrap_err(),
+                "bad cvar parameter value 'x\\u{1}' for 'mean': expected a number",
+            ),
+            (
+                cvar_dist("cvar-zipf", &p).unwrap_err(),
+                "unknown cvar type 'cvar-zipf': expected cvar-gamma, cvar-exponential, cvar-normal, cvar-lognormal, cvar-weibull, cvar-triangular, cvar-uniform or cvar-erlang",
+            ),
+            (
+                cvar_dist("cvar-gamma", &parse_params("gamma:0").unwrap()).unwrap_err(),
+                "cvar-gamma needs mean >= 0 and gamma > 0",
+            ),
+            (
+                cvar_dist("triangular", &parse_params("mode:9000").unwrap()).unwrap_err(),
+                "cvar-triangular needs lower <= mode <= upper",
+            ),
+            (
+                cvar_dist("cvar-uniform", &parse_params("lower:5;upper:1").unwrap()).unwrap_err(),
+                "cvar-uniform needs lower <= upper",
+            ),
+        ];
+        for (err, msg) in cases {
+            assert_eq!(err.to_string(), msg);
+        }
     }
 }
