@@ -84,10 +84,7 @@ pub enum Command {
     Frag(frag::FragArgs),
     /// Run a Filebench workload: a shipped personality (`fsbench workload list`) or a .f file.
     Workload(workload::WorkloadArgs),
-    /// Internal: a workload process started by `fsbench workload`.
-    #[command(name = "__wml_worker", hide = true)]
-    WmlWorker,
-    /// Internal: a worker process started by the runner.
+    /// Internal: a worker process started by the runner (Job workers or a workload process).
     #[command(name = "__worker", hide = true)]
     Worker,
 }
@@ -148,12 +145,8 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Replay(a) => replay::main(a),
         Command::Frag(a) => frag::main(a),
         Command::Workload(a) => workload::main(a),
-        Command::WmlWorker => {
-            crate::workload::worker::worker_main()?;
-            Ok(0)
-        }
         Command::Worker => {
-            crate::runner::process::worker_main()?;
+            crate::runner::drive::worker_main()?;
             Ok(0)
         }
     }

@@ -2,6 +2,7 @@
 //! start barrier, stops them on count, time, Ctrl-C or error, and gathers their `Stats`.
 //! Only the runner does I/O.
 
+pub mod drive;
 pub mod limits;
 pub mod mark;
 pub mod opgen;
@@ -16,8 +17,7 @@ use crate::job::{Job, WorkerMode};
 use crate::stats::Stats;
 use anyhow::Result;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 pub use target::Plan;
 pub use worker::{IoFailure, ThreadOutcome};
 
@@ -273,40 +273,6 @@ pub fn all_workers(job: &Job) -> Vec<(usize, u32)> {
 /// reserve the default 2 MiB each.
 pub const WORKER_STACK: usize = 512 << 10;
 
-/// The start gate: every worker prepares, then waits here; the runner opens it (run) or, when
-/// something failed before the start (a thread could not be spawned, a parent never said
-/// go), closes it and no worker does any I/O.
-#[derive(Default)]
-struct Gate {
-    state: Mutex<(usize, Option<bool>)>,
-    cv: Condvar,
-}
-
-impl Gate {
-    /// A worker is prepared; wait for the decision. True = run.
-    fn arrive_and_wait(&self) -> bool {
-        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        g.0 += 1;
-        self.cv.notify_all();
-        while g.1.is_none() {
-            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
-        }
-        g.1 == Some(true)
-    }
-    /// Wait until `n` workers are prepared.
-    fn wait_prepared(&self, n: usize) {
-        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        while g.0 < n {
-            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-    fn decide(&self, go: bool) {
-        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        g.1 = Some(go);
-        self.cv.notify_all();
-    }
-}
-
 /// Run the given workers as threads of this process. `go` is called once every worker is
 /// prepared, before the gate opens (process mode uses it to wait for the parent); when it
 /// returns false nothing runs. `ids` are the (device, inode) of the prepared targets: a worker
@@ -324,12 +290,10 @@ pub fn run_threads_with(
         ids,
         which,
         go,
-        |b, f| b.spawn(f),
+        drive::spawn_thread,
         worker::Worker::prepare,
     )
 }
-
-type Spawned = std::thread::JoinHandle<Option<ThreadOutcome>>;
 
 /// How a worker is prepared: `Worker::prepare` in a run; tests put a mock engine in.
 type Prepare =
@@ -348,7 +312,7 @@ where
     F: Fn(
         std::thread::Builder,
         Box<dyn FnOnce() -> Option<ThreadOutcome> + Send>,
-    ) -> std::io::Result<Spawned>,
+    ) -> std::io::Result<std::thread::JoinHandle<Option<ThreadOutcome>>>,
 {
     if job.engine == crate::job::EngineKind::Mmap {
         // What the SIGBUS handler removes if a mapping fails: the files this run created
@@ -366,22 +330,19 @@ where
         crate::engine::sigbus::set_removals(&created);
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let gate = Arc::new(Gate::default());
     let n = which.len();
-    let mut handles = Vec::with_capacity(n);
     let threads_per_user = job.threads;
     // One shared copy: a copy of the plan per worker is quadratic in the number of targets.
     let shared = Arc::new((job.clone(), plan.clone()));
-    for (user, thread) in which {
+    let bodies = which.iter().map(|&(user, thread)| {
         let shared = shared.clone();
         let id = ids.get(user).copied();
         let stop = stop.clone();
-        let worker_gate = gate.clone();
-        let body: Box<dyn FnOnce() -> Option<ThreadOutcome> + Send> = Box::new(move || {
+        let body: drive::Body<ThreadOutcome> = Box::new(move |gate| {
             let (job, plan) = &*shared;
             worker::private_fd_table();
             let prepared = prepare(job, plan, id, user, thread);
-            if !worker_gate.arrive_and_wait() {
+            if !gate.arrive_and_wait() {
                 return None;
             }
             Some(match prepared {
@@ -397,46 +358,24 @@ where
                 }
             })
         });
-        let builder = std::thread::Builder::new()
-            .name(format!("fsbench-u{user}t{thread}"))
-            .stack_size(WORKER_STACK);
-        match spawn(builder, body) {
-            Ok(h) => handles.push(h),
-            Err(e) => {
-                // Nothing has started: close the gate, let the spawned threads end, refuse.
-                gate.decide(false);
-                for h in handles {
-                    let _ = h.join();
-                }
-                crate::bail_usage!(
-                    "cannot start worker thread {} of {n}: {e}; use fewer threads or targets (or raise ulimit -u)",
-                    handles_len_plus_one(user, thread, threads_per_user)
-                );
-            }
+        (format!("fsbench-u{user}t{thread}"), body)
+    });
+    let crew = match drive::start_threads(bodies, WORKER_STACK, &spawn) {
+        Ok(c) => c,
+        Err(f) => {
+            let (user, thread) = which[f.index];
+            crate::bail_usage!(
+                "cannot start worker thread {} of {n}: {}; use fewer threads or targets (or raise ulimit -u)",
+                handles_len_plus_one(user, thread, threads_per_user),
+                f.error
+            );
         }
-    }
-    gate.wait_prepared(n);
-    if !go() {
-        gate.decide(false);
-        for h in handles {
-            let _ = h.join();
-        }
+    };
+    let Some(t0) = crew.open(go) else {
+        crew.join()?;
         anyhow::bail!("the run was called off before it started");
-    }
-    let t0 = Instant::now();
-    gate.decide(true);
-    let mut out = Vec::with_capacity(handles.len());
-    let mut panicked = false;
-    for h in handles {
-        match h.join() {
-            Ok(Some(o)) => out.push(o),
-            Ok(None) => {}
-            Err(_) => panicked = true,
-        }
-    }
-    if panicked {
-        anyhow::bail!("a worker thread panicked");
-    }
+    };
+    let out = crew.join()?;
     Ok((out, t0.elapsed().as_secs_f64()))
 }
 

@@ -6,10 +6,9 @@ use super::target::Plan;
 use super::worker::{IoFailure, ThreadOutcome};
 use crate::job::{Job, WorkerMode};
 use crate::stats::Stats;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader, Write};
 use std::time::Instant;
 
 /// What the parent sends a child.
@@ -23,9 +22,7 @@ pub struct WorkerSpec {
     pub ids: Vec<super::mark::FileId>,
 }
 
-/// Environment variable carrying the parent's PID to a worker process, so the worker dies
-/// with it (a SIGKILLed parent must not leave workers writing forever).
-pub const PARENT_ENV: &str = "FSBENCH_PARENT_PID";
+pub use super::drive::PARENT_ENV;
 
 #[derive(Serialize, Deserialize)]
 struct WireOutcome {
@@ -71,27 +68,16 @@ pub fn run_processes(
             .map(|u| all.iter().copied().filter(|w| w.0 == u).collect())
             .collect(),
     };
-    let exe = std::env::current_exe().context("finding the fsbench executable")?;
     let mut children = Vec::new();
     for g in groups {
-        let spec = WorkerSpec {
+        let spec = super::drive::ChildSpec::Job(WorkerSpec {
             job: job.clone(),
             plan: plan.clone(),
             workers: g,
             ids: ids.to_vec(),
-        };
-        let mut child = Command::new(&exe)
-            .arg("__worker")
-            .env(PARENT_ENV, std::process::id().to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .context("starting a worker process")?;
-        let mut stdin = child.stdin.take().expect("piped");
-        serde_json::to_writer(&mut stdin, &spec)?;
-        stdin.write_all(b"\n")?;
-        stdin.flush()?;
+        });
+        let mut child = super::drive::start_process(&spec)?;
+        let stdin = child.stdin.take().expect("piped");
         let stdout = BufReader::new(child.stdout.take().expect("piped"));
         children.push((child, stdin, stdout));
     }
@@ -128,14 +114,11 @@ pub fn run_processes(
     };
     let mut outcomes = Vec::new();
     let mut problem = None;
-    for (mut child, stdin, mut out) in children {
-        let mut text = String::new();
-        out.read_to_string(&mut text)?;
+    for (child, stdin, mut out) in children {
         drop(stdin);
-        let status = child.wait()?;
-        match serde_json::from_str::<Vec<WireOutcome>>(text.trim()) {
+        match super::drive::finish_process::<WireOutcome>(child, &mut out) {
             Ok(parsed) => outcomes.extend(parsed.into_iter().map(ThreadOutcome::from)),
-            Err(e) => problem = Some(anyhow!("worker process ({status}) sent no result: {e}")),
+            Err(e) => problem = Some(e),
         }
     }
     finished.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -146,17 +129,9 @@ pub fn run_processes(
     Ok((outcomes, t0.elapsed().as_secs_f64()))
 }
 
-/// Child side: `fsbench __worker`.
-pub fn worker_main() -> Result<()> {
-    // First of all: die with the parent, and at once if it is already gone.
-    let parent = std::env::var(PARENT_ENV).ok().and_then(|p| p.parse().ok());
-    crate::guard::die_with_parent(parent);
-    super::signal::install();
-    let stdin = std::io::stdin();
-    let mut lock = stdin.lock();
-    let mut line = String::new();
-    lock.read_line(&mut line)?;
-    let spec: WorkerSpec = serde_json::from_str(&line).context("reading the worker spec")?;
+/// Child side of a Job spec (`fsbench __worker`, see `drive::worker_main`): prepare the
+/// workers, say `ready`, run on `go`, print the outcomes.
+pub(super) fn child(spec: WorkerSpec, input: &mut impl BufRead) -> Result<()> {
     let (outcomes, _) =
         super::run_threads_with(&spec.job, &spec.plan, &spec.ids, spec.workers, || {
             let mut out = std::io::stdout();
@@ -164,12 +139,8 @@ pub fn worker_main() -> Result<()> {
             let _ = out.flush();
             let mut go = String::new();
             // Only an explicit `go` starts the I/O: end of input means the parent gave up.
-            matches!(lock.read_line(&mut go), Ok(n) if n > 0) && go.trim() == "go"
+            matches!(input.read_line(&mut go), Ok(n) if n > 0) && go.trim() == "go"
         })?;
     let wire: Vec<WireOutcome> = outcomes.iter().map(WireOutcome::from).collect();
-    let mut out = std::io::stdout();
-    serde_json::to_writer(&mut out, &wire)?;
-    out.write_all(b"\n")?;
-    out.flush()?;
-    Ok(())
+    super::drive::send_outcomes(&wire)
 }

@@ -12,13 +12,15 @@
 //! move a file position), and workers get small stacks. Histograms are built after the run,
 //! one per reported thread, and above [`REPORTED_THREADS_MAX`] threads the per-thread figures
 //! are reported in groups. The thread count is checked against RLIMIT_NPROC, threads-max and
-//! MemAvailable before anything starts.
+//! MemAvailable before anything starts. Threads are started, held at the start gate and
+//! joined by the runner's driver (`runner::drive`); what a thread does is `replay_thread`.
 
 use super::{Trace, TraceOp};
 use crate::engine::sync::SyncEngine;
 use crate::engine::{BufferPool, Completion, Engine, FileHandles, IoOp, OpKind};
 use crate::job::{CachePolicy, Route};
 use crate::result::{GroupReport, Kind, ReplayInfo, RunResult};
+use crate::runner::drive;
 use crate::runner::target::{Plan, TargetKind, TargetPlan};
 use crate::runner::{IoFailure, RunOutcome, RunStatus, ThreadOutcome};
 use crate::stats::{cpu, inflight_bucket, LatencyHist, Stats, StatsReport, SyscallCounts};
@@ -26,7 +28,7 @@ use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
@@ -396,53 +398,6 @@ fn ensure_descriptors(needed: u64) -> Result<(), crate::error::UsageError> {
     Ok(())
 }
 
-/// Start line for the workers: each reports ready after its preparation; the replay starts
-/// when all are ready, or is called off (a worker could not be started) and they return.
-struct Gate {
-    state: Mutex<(usize, GateState)>,
-    cv: Condvar,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum GateState {
-    Waiting,
-    Go,
-    Abort,
-}
-
-impl Gate {
-    fn new() -> Gate {
-        Gate {
-            state: Mutex::new((0, GateState::Waiting)),
-            cv: Condvar::new(),
-        }
-    }
-    /// Worker side: ready; true when the replay goes ahead.
-    fn arrive(&self) -> bool {
-        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        g.0 += 1;
-        self.cv.notify_all();
-        while g.1 == GateState::Waiting {
-            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
-        }
-        g.1 == GateState::Go
-    }
-    /// Main side: wait for `n` workers, then let them go.
-    fn open_when(&self, n: usize) {
-        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        while g.0 < n {
-            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
-        }
-        g.1 = GateState::Go;
-        self.cv.notify_all();
-    }
-    fn abort(&self) {
-        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        g.1 = GateState::Abort;
-        self.cv.notify_all();
-    }
-}
-
 /// The replayed call kinds, in the order of the Result's groups.
 const CALLS: [TraceOp; 4] = [
     TraceOp::Read,
@@ -636,13 +591,11 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResul
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
     let paths: Arc<Vec<PathBuf>> = Arc::new(scratch.paths.clone());
-    let gate = Arc::new(Gate::new());
-    let mut handles = Vec::with_capacity(nthreads);
     let speed = opts.speed;
     let plans = std::mem::take(&mut plan.threads);
     let thread_info: Vec<(usize, u64)> = plans.iter().map(|t| (t.user, t.data_ops)).collect();
     let total_steps: u64 = plans.iter().map(|t| t.steps.len() as u64).sum();
-    for (idx, th) in plans.into_iter().enumerate() {
+    let bodies = plans.into_iter().enumerate().map(|(idx, th)| {
         let files: Vec<FileHandles> = th
             .files
             .iter()
@@ -652,35 +605,24 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResul
             })
             .collect();
         let paths = paths.clone();
-        let gate2 = gate.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("fsbench-replay{idx}"))
-            .stack_size(WORKER_STACK_BYTES)
-            .spawn(move || replay_thread(idx as u32, th, files, &paths, speed, direct, &gate2));
-        match spawned {
-            Ok(h) => handles.push(h),
-            Err(e) => {
-                // Call the started workers off and wait for them before reporting.
-                gate.abort();
-                for h in handles {
-                    let _ = h.join();
-                }
-                anyhow::bail!(
-                    "cannot start replay thread {} of {nthreads}: {e} (limits: ulimit -u, kernel.threads-max, memory)",
-                    idx + 1
-                );
-            }
-        }
-    }
-    gate.open_when(nthreads);
-    let t0 = Instant::now();
-    let mut tallies = Vec::with_capacity(nthreads);
-    for h in handles {
-        tallies.push(
-            h.join()
-                .map_err(|_| anyhow::anyhow!("a replay thread panicked"))?,
-        );
-    }
+        let body: drive::Body<Tally> = Box::new(move |gate| {
+            Some(replay_thread(
+                idx as u32, th, files, &paths, speed, direct, gate,
+            ))
+        });
+        (format!("fsbench-replay{idx}"), body)
+    });
+    let crew = drive::start_threads(bodies, WORKER_STACK_BYTES, &drive::spawn_thread).map_err(
+        |f| {
+            anyhow::anyhow!(
+                "cannot start replay thread {} of {nthreads}: {} (limits: ulimit -u, kernel.threads-max, memory)",
+                f.index + 1,
+                f.error
+            )
+        },
+    )?;
+    let t0 = crew.open(|| true).expect("the gate opens when asked to");
+    let tallies = crew.join()?;
     let elapsed_s = t0.elapsed().as_secs_f64();
     drop(shared);
     let (threads, grouped, groups) = report_threads(tallies, &thread_info, elapsed_s);
@@ -891,7 +833,7 @@ fn replay_thread(
     paths: &[PathBuf],
     speed: Option<f64>,
     direct_align: Option<u64>,
-    gate: &Gate,
+    gate: &drive::Gate,
 ) -> Tally {
     let user = plan.user;
     let fail = |file: u32, offset: Option<u64>, message: String| IoFailure {
@@ -930,11 +872,11 @@ fn replay_thread(
     let mut engine = match (pool, reserved) {
         (Ok(pool), Ok(())) => SyncEngine::new(files, pool),
         (Err(e), _) => {
-            gate.arrive();
+            gate.arrive_and_wait();
             return empty(Some(fail(0, None, format!("allocating buffers: {e}"))));
         }
         (_, Err(_)) => {
-            gate.arrive();
+            gate.arrive_and_wait();
             return empty(Some(fail(
                 0,
                 None,
@@ -945,7 +887,7 @@ fn replay_thread(
     let mut done: Vec<Completion> = Vec::with_capacity(2);
     let mut stats = Counters::default();
     let mut failure = None;
-    if !gate.arrive() {
+    if !gate.arrive_and_wait() {
         return empty(None);
     }
     let usage0 = cpu::thread_usage();

@@ -1,6 +1,6 @@
 //! Running a loaded workload: execute its script (create files, run/psrun, sleep, echo,
-//! eventgen), start every process instance as a real process (`fsbench __wml_worker`, which
-//! runs its thread instances as threads) around one shared arena, watch the stop conditions
+//! eventgen), start every process instance as a real process (`fsbench __worker` with a workload
+//! spec, started by the runner's driver, which runs its thread instances as threads) around one shared arena, watch the stop conditions
 //! (time, `set mode quit alldone|firstdone`, out of files, errors, Ctrl-C, no progress), print
 //! psrun lines, collect and merge the statistics, and remove the filesets unless `--keep`.
 
@@ -15,8 +15,8 @@ use super::Source;
 use crate::result::{FilesetInfo, PsrunLine, RunResult};
 use crate::runner::signal;
 use anyhow::{bail, Context, Result};
-use std::io::{Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
+use std::process::Child;
 use std::sync::atomic::Ordering::*;
 use std::time::{Duration, Instant};
 
@@ -439,7 +439,7 @@ fn ensure_prepared(
 }
 
 enum Workers {
-    Threads(Vec<std::thread::JoinHandle<ThreadOutcome>>),
+    Threads(crate::runner::drive::Crew<ThreadOutcome>),
     Processes(Vec<Child>),
 }
 
@@ -478,47 +478,38 @@ fn spawn(
     let ids = thread_ids(model);
     let ids_len = ids.len();
     if opts.in_process {
-        // SAFETY-free sharing: the thread closures borrow data that outlives them because the
-        // caller joins every handle before returning; to avoid lifetimes we clone cheaply.
+        // The threads share one mapping of the same memfd (a dup the mapping owns), and the
+        // model and layouts, for as long as the last of them runs.
+        // SAFETY: dup of a descriptor we own.
+        let dfd = unsafe { libc::dup(arena.raw_fd()) };
+        if dfd < 0 {
+            bail!("dup: {}", std::io::Error::last_os_error());
+        }
+        let shared = std::sync::Arc::new(Arena::attach(dfd, arena.layout.clone())?);
         let model = std::sync::Arc::new(model.clone());
         let layouts = std::sync::Arc::new(layouts.to_vec());
-        let fd = arena.raw_fd();
-        let lay = arena.layout.clone();
-        let mut handles = Vec::new();
-        for id in ids {
-            let (model, layouts, lay) = (model.clone(), layouts.clone(), lay.clone());
-            // Each thread maps the same memfd: the mapping is shared, so this is the same
-            // arena; dup() gives the thread its own descriptor to own.
-            // SAFETY: dup of a descriptor we own.
-            let dfd = unsafe { libc::dup(fd) };
-            if dfd < 0 {
-                bail!("dup: {}", std::io::Error::last_os_error());
-            }
-            let a = Arena::attach(dfd, lay)?;
-            let started = std::thread::Builder::new()
-                .name("wml".into())
-                .stack_size(WORKER_STACK)
-                .spawn(move || {
-                    let sh = super::interp::Shared {
-                        model: &model,
-                        layouts: &layouts,
-                        arena: &a,
-                    };
-                    let spec = &model.processes[id.process].threads[id.thread];
-                    super::interp::run_thread(&sh, spec, id)
-                });
-            match started {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    let n = handles.len();
-                    stop_started(arena, Workers::Threads(handles));
-                    bail!("starting workload thread {} of {}: {e}", n + 1, ids_len);
-                }
-            }
-        }
-        return Ok(Workers::Threads(handles));
+        let bodies = ids.into_iter().map(|id| {
+            let body = super::worker::body(model.clone(), layouts.clone(), shared.clone(), id);
+            ("wml".to_string(), body)
+        });
+        let crew = match crate::runner::drive::start_threads(
+            bodies,
+            WORKER_STACK,
+            &crate::runner::drive::spawn_thread,
+        ) {
+            Ok(c) => c,
+            Err(f) => bail!(
+                "starting workload thread {} of {}: {}",
+                f.index + 1,
+                ids_len,
+                f.error
+            ),
+        };
+        // Past the driver's gate each thread prepares and waits at the arena's barrier, the
+        // one process mode uses too.
+        crew.open(|| true);
+        return Ok(Workers::Threads(crew));
     }
-    let exe = std::env::current_exe().context("finding the fsbench executable")?;
     let mut children = Vec::new();
     let mut slot = 0;
     let total_procs: u64 = model.processes.iter().map(|p| p.instances).sum();
@@ -529,43 +520,32 @@ fn spawn(
             .map(|t| t.instances as usize)
             .sum::<usize>();
         for inst in 0..p.instances {
-            let spec = WorkerSpec {
+            let spec = crate::runner::drive::ChildSpec::Workload(WorkerSpec {
                 source: src.clone(),
                 process: pi,
                 instance: inst,
                 slot_base: slot,
                 arena_fd: arena.raw_fd(),
                 layout: arena.layout.clone(),
-                parent_pid: std::process::id(),
-            };
+            });
             slot += per;
-            let started = Command::new(&exe)
-                .arg("__wml_worker")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn();
-            let mut child = match started {
+            let mut child = match crate::runner::drive::start_process(&spec) {
                 Ok(c) => c,
                 Err(e) => {
                     let n = children.len();
                     stop_started(arena, Workers::Processes(children));
                     bail!(
-                        "starting workload process {} of {}: {e}",
+                        "starting workload process {} of {}: {e:#}",
                         n + 1,
                         total_procs
                     );
                 }
             };
-            let mut stdin = child.stdin.take().expect("piped");
-            // A worker that died before reading its spec is reported by the start barrier.
-            let _ = serde_json::to_writer(&mut stdin, &spec)
-                .and_then(|_| stdin.write_all(b"\n").map_err(serde_json::Error::io));
-            drop(stdin);
+            // The spec is all a workload process reads: its start is the arena's barrier.
+            drop(child.stdin.take());
             children.push(child);
         }
     }
-    let _ = layouts;
     Ok(Workers::Processes(children))
 }
 
@@ -581,29 +561,14 @@ fn stop_started(arena: &Arena, w: Workers) {
 fn collect(w: Workers) -> Result<Vec<ThreadOutcome>> {
     let mut out = Vec::new();
     match w {
-        Workers::Threads(hs) => {
-            for h in hs {
-                out.push(
-                    h.join()
-                        .map_err(|_| anyhow::anyhow!("a workload thread panicked"))?,
-                );
-            }
-        }
+        Workers::Threads(crew) => out = crew.join()?,
         Workers::Processes(children) => {
             let mut problem = None;
             for mut c in children {
-                let mut text = String::new();
-                if let Some(mut so) = c.stdout.take() {
-                    so.read_to_string(&mut text)?;
-                }
-                let status = c.wait()?;
-                match serde_json::from_str::<Vec<ThreadOutcome>>(text.trim()) {
+                let mut so = c.stdout.take().expect("piped");
+                match crate::runner::drive::finish_process::<ThreadOutcome>(c, &mut so) {
                     Ok(v) => out.extend(v),
-                    Err(e) => {
-                        problem = Some(anyhow::anyhow!(
-                            "a workload process ({status}) sent no result: {e}"
-                        ))
-                    }
+                    Err(e) => problem = Some(e),
                 }
             }
             if let Some(p) = problem {
@@ -617,7 +582,7 @@ fn collect(w: Workers) -> Result<Vec<ThreadOutcome>> {
 
 fn children_alive(w: &mut Workers) -> bool {
     match w {
-        Workers::Threads(hs) => hs.iter().any(|h| !h.is_finished()),
+        Workers::Threads(crew) => crew.alive(),
         Workers::Processes(cs) => cs.iter_mut().any(|c| matches!(c.try_wait(), Ok(None))),
     }
 }

@@ -1,13 +1,12 @@
-//! A workload process: `fsbench __wml_worker` reads a [`WorkerSpec`] on stdin, loads the same
-//! workload the parent loaded, maps the parent's shared arena (inherited memfd), runs its
-//! thread instances as threads and prints their outcomes as JSON on stdout.
+//! A workload process: `fsbench __worker` with a `Workload` spec (see `runner::drive`) loads
+//! the same workload the parent loaded, maps the parent's shared arena (inherited memfd), runs
+//! its thread instances through the runner's driver and prints their outcomes as JSON.
 
-use super::interp::{run_thread, Shared, ThreadId};
+use super::interp::{Shared, ThreadId, ThreadOutcome};
 use super::shared::{Arena, Layout};
 use super::Source;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use std::io::{Read, Write};
 
 #[derive(Serialize, Deserialize)]
 pub struct WorkerSpec {
@@ -18,25 +17,36 @@ pub struct WorkerSpec {
     pub slot_base: usize,
     pub arena_fd: i32,
     pub layout: Layout,
-    /// PID of the `fsbench workload` that started us: if it is gone (even before we could
-    /// ask for the parent-death signal), exit at once.
-    pub parent_pid: u32,
 }
 
 /// Stack of each workload thread: flowops recurse only through composites (at most 8 deep),
 /// and the limit is what the pre-flight memory check counts per thread.
 pub const THREAD_STACK: usize = 512 << 10;
 
-pub fn worker_main() -> Result<()> {
-    crate::runner::signal::install();
-    // Until the spec names the parent, die with whoever started us.
-    crate::guard::die_with_parent(None);
-    let mut text = String::new();
-    std::io::stdin().read_to_string(&mut text)?;
-    let spec: WorkerSpec =
-        serde_json::from_str(text.trim()).context("reading the workload worker spec")?;
-    // If the parent dies, do not keep running unsupervised.
-    crate::guard::die_with_parent(Some(spec.parent_pid));
+/// The one place a workload thread instance is run (threads of a workload process and
+/// `--in-process` threads alike): waits at the driver's gate, then runs the interpreter.
+pub(super) fn body(
+    model: std::sync::Arc<super::model::Model>,
+    layouts: std::sync::Arc<Vec<super::fileset::SetLayout>>,
+    arena: std::sync::Arc<Arena>,
+    id: ThreadId,
+) -> crate::runner::drive::Body<ThreadOutcome> {
+    Box::new(move |gate| {
+        if !gate.arrive_and_wait() {
+            return None;
+        }
+        let sh = Shared {
+            model: &model,
+            layouts: &layouts,
+            arena: &arena,
+        };
+        let spec = &model.processes[id.process].threads[id.thread];
+        Some(super::interp::run_thread(&sh, spec, id))
+    })
+}
+
+/// Child side of a `Workload` spec.
+pub fn child(spec: WorkerSpec) -> Result<()> {
     let model = super::load_source(&spec.source)?;
     let layouts = model
         .filesets
@@ -49,11 +59,6 @@ pub fn worker_main() -> Result<()> {
         // SAFETY: adjusting our own priority.
         unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, p.nice) };
     }
-    let sh = Shared {
-        model: &model,
-        layouts: &layouts,
-        arena: &arena,
-    };
     let mut ids = Vec::new();
     let mut slot = spec.slot_base;
     for (ti, t) in p.threads.iter().enumerate() {
@@ -68,51 +73,42 @@ pub fn worker_main() -> Result<()> {
             slot += 1;
         }
     }
-    let outcomes = std::thread::scope(|s| -> Result<Vec<_>> {
-        let mut hs = Vec::new();
-        let mut failed = None;
-        for id in &ids {
-            let sh = &sh;
-            let spec = &p.threads[id.thread];
-            let id = *id;
-            match std::thread::Builder::new()
-                .name("wml".into())
-                .stack_size(THREAD_STACK)
-                .spawn_scoped(s, move || run_thread(sh, spec, id))
-            {
-                Ok(h) => hs.push(h),
-                Err(e) => {
-                    failed = Some(anyhow::anyhow!(
-                        "starting thread {} of {} in a workload process: {e}",
-                        hs.len() + 1,
-                        ids.len()
-                    ));
-                    break;
-                }
-            }
-        }
-        if failed.is_some() {
-            // End the run: the threads already started (here and in other processes) see
-            // the stop flag, and the parent reports that the processes failed to start.
+    let (model, layouts, arena) = (
+        std::sync::Arc::new(model),
+        std::sync::Arc::new(layouts),
+        std::sync::Arc::new(arena),
+    );
+    let n = ids.len();
+    let bodies = ids.into_iter().map(|id| {
+        (
+            "wml".to_string(),
+            body(model.clone(), layouts.clone(), arena.clone(), id),
+        )
+    });
+    let crew = match crate::runner::drive::start_threads(
+        bodies,
+        THREAD_STACK,
+        &crate::runner::drive::spawn_thread,
+    ) {
+        Ok(c) => c,
+        Err(f) => {
+            // End the run: the threads started in other processes see the stop flag, and
+            // the parent reports that the processes failed to start.
             arena.ctl().stop.store(
                 super::shared::STOP_NORMAL,
                 std::sync::atomic::Ordering::SeqCst,
             );
             arena.wake_everyone();
+            anyhow::bail!(
+                "starting thread {} of {n} in a workload process: {}",
+                f.index + 1,
+                f.error
+            );
         }
-        let joined = hs
-            .into_iter()
-            .map(|h| h.join())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| anyhow::anyhow!("a workload thread panicked"));
-        match failed {
-            Some(e) => Err(e),
-            None => joined,
-        }
-    })?;
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer(&mut out, &outcomes)?;
-    out.write_all(b"\n")?;
-    out.flush()?;
-    Ok(())
+    };
+    // The cross-process start is the arena's barrier (every thread of every process ready,
+    // then the parent's go), which each thread passes inside the interpreter.
+    crew.open(|| true);
+    let outcomes = crew.join()?;
+    crate::runner::drive::send_outcomes(&outcomes)
 }

@@ -1,0 +1,283 @@
+//! The driver every kind of run goes through: it starts the thread bodies a source supplies
+//! (a Job's workers, a workload's thread instances, a trace's replay threads) held at one
+//! start gate, opens or calls off the gate, and joins them; and it starts worker processes
+//! (`fsbench __worker`) with one spec that names which source the child rebuilds.
+//!
+//! What a thread does stays with its source; how threads and processes are started, gated,
+//! called off after a failed start, and gathered is written once, here.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// The start gate: every body prepares, then waits here; the driver opens it (run) or, when
+/// something failed before the start (a thread could not be spawned, a parent never said
+/// go), closes it and no body does any I/O.
+#[derive(Default)]
+pub struct Gate {
+    state: Mutex<(usize, Option<bool>)>,
+    cv: Condvar,
+}
+
+impl Gate {
+    /// A body is prepared; wait for the decision. True = run.
+    pub fn arrive_and_wait(&self) -> bool {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        g.0 += 1;
+        self.cv.notify_all();
+        while g.1.is_none() {
+            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        g.1 == Some(true)
+    }
+    /// Wait until `n` bodies are prepared.
+    fn wait_prepared(&self, n: usize) {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while g.0 < n {
+            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+    fn decide(&self, go: bool) {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        g.1 = Some(go);
+        self.cv.notify_all();
+    }
+}
+
+/// What a thread runs: it gets the gate and must call `arrive_and_wait` exactly once, after
+/// preparing and before any I/O; None when the gate was closed.
+pub type Body<T> = Box<dyn FnOnce(&Gate) -> Option<T> + Send>;
+
+type Spawned<T> = JoinHandle<Option<T>>;
+
+/// How a thread is started: `Builder::spawn` in a run; tests make it fail.
+pub type Spawner<'a, T> = dyn Fn(std::thread::Builder, Box<dyn FnOnce() -> Option<T> + Send>) -> std::io::Result<Spawned<T>>
+    + 'a;
+
+/// Threads started by [`start_threads`], every one held at the gate.
+pub struct Crew<T> {
+    gate: Arc<Gate>,
+    handles: Vec<Spawned<T>>,
+}
+
+/// A thread that could not be started: which one (0-based) and why. Every thread started
+/// before it has been called off at the gate and joined.
+#[derive(Debug)]
+pub struct SpawnFailed {
+    pub index: usize,
+    pub error: std::io::Error,
+}
+
+/// Start one named thread per body with the given stack, all held at one gate. If a thread
+/// cannot be started, the gate is closed and the started ones are joined before returning.
+pub fn start_threads<T: Send + 'static>(
+    bodies: impl IntoIterator<Item = (String, Body<T>)>,
+    stack: usize,
+    spawn: &Spawner<'_, T>,
+) -> std::result::Result<Crew<T>, SpawnFailed> {
+    let gate = Arc::new(Gate::default());
+    let mut handles = Vec::new();
+    for (index, (name, body)) in bodies.into_iter().enumerate() {
+        let g = gate.clone();
+        let builder = std::thread::Builder::new().name(name).stack_size(stack);
+        match spawn(builder, Box::new(move || body(&g))) {
+            Ok(h) => handles.push(h),
+            Err(error) => {
+                // Nothing has started: close the gate and let the spawned threads end.
+                gate.decide(false);
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(SpawnFailed { index, error });
+            }
+        }
+    }
+    Ok(Crew { gate, handles })
+}
+
+/// The ordinary spawner.
+pub fn spawn_thread<T: Send + 'static>(
+    b: std::thread::Builder,
+    f: Box<dyn FnOnce() -> Option<T> + Send>,
+) -> std::io::Result<Spawned<T>> {
+    b.spawn(f)
+}
+
+impl<T> Crew<T> {
+    /// Wait for every body to be prepared, then ask `go` (process mode waits for its parent
+    /// here): true opens the gate and returns the start instant; false calls the run off.
+    pub fn open(&self, go: impl FnOnce() -> bool) -> Option<Instant> {
+        self.gate.wait_prepared(self.handles.len());
+        if !go() {
+            self.gate.decide(false);
+            return None;
+        }
+        let t0 = Instant::now();
+        self.gate.decide(true);
+        Some(t0)
+    }
+
+    /// Whether any thread is still running.
+    pub fn alive(&self) -> bool {
+        self.handles.iter().any(|h| !h.is_finished())
+    }
+
+    /// Join every thread: the outcomes of those that ran (in start order), or an error when
+    /// one panicked.
+    pub fn join(self) -> Result<Vec<T>> {
+        let mut out = Vec::with_capacity(self.handles.len());
+        let mut panicked = false;
+        for h in self.handles {
+            match h.join() {
+                Ok(Some(o)) => out.push(o),
+                Ok(None) => {}
+                Err(_) => panicked = true,
+            }
+        }
+        if panicked {
+            anyhow::bail!("a worker thread panicked");
+        }
+        Ok(out)
+    }
+}
+
+/// What a worker process is told to rebuild: the one spec of `fsbench __worker`.
+#[derive(Serialize, Deserialize)]
+pub enum ChildSpec {
+    /// Workers of a Job (process mode of `run`/`vx`).
+    Job(super::process::WorkerSpec),
+    /// One process instance of a workload, attached to the parent's shared arena.
+    Workload(crate::workload::worker::WorkerSpec),
+}
+
+/// Environment variable carrying the parent's PID to a worker process, so the worker dies
+/// with it (a SIGKILLed parent must not leave workers writing forever).
+pub const PARENT_ENV: &str = "FSBENCH_PARENT_PID";
+
+/// Start `fsbench __worker` and send it its spec (one JSON line). Its stdout is piped for
+/// the outcomes; stdin stays open for the start protocol of the source.
+pub fn start_process(spec: &ChildSpec) -> Result<Child> {
+    let exe = std::env::current_exe().context("finding the fsbench executable")?;
+    let mut child = Command::new(&exe)
+        .arg("__worker")
+        .env(PARENT_ENV, std::process::id().to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("starting a worker process")?;
+    if let Some(stdin) = child.stdin.as_mut() {
+        // A child that died before reading its spec is reported by the start barrier.
+        let _ = serde_json::to_writer(&mut *stdin, spec)
+            .map_err(std::io::Error::from)
+            .and_then(|()| stdin.write_all(b"\n"))
+            .and_then(|()| stdin.flush());
+    }
+    Ok(child)
+}
+
+/// Read a child's outcomes (one JSON document on stdout) and reap it.
+pub fn finish_process<T: serde::de::DeserializeOwned>(
+    mut child: Child,
+    rest: &mut impl Read,
+) -> Result<Vec<T>> {
+    let mut text = String::new();
+    rest.read_to_string(&mut text)?;
+    drop(child.stdin.take());
+    let status = child.wait()?;
+    serde_json::from_str::<Vec<T>>(text.trim())
+        .map_err(|e| anyhow::anyhow!("worker process ({status}) sent no result: {e}"))
+}
+
+/// Child side: `fsbench __worker`. Dies with the parent first, then rebuilds the source its
+/// spec names and runs it.
+pub fn worker_main() -> Result<()> {
+    let parent = std::env::var(PARENT_ENV).ok().and_then(|p| p.parse().ok());
+    crate::guard::die_with_parent(parent);
+    super::signal::install();
+    let stdin = std::io::stdin();
+    let mut lock = stdin.lock();
+    let mut line = String::new();
+    lock.read_line(&mut line)?;
+    let spec: ChildSpec = serde_json::from_str(&line).context("reading the worker spec")?;
+    match spec {
+        ChildSpec::Job(s) => super::process::child(s, &mut lock),
+        ChildSpec::Workload(s) => crate::workload::worker::child(s),
+    }
+}
+
+/// Write a child's outcomes as one JSON line on stdout.
+pub fn send_outcomes<T: Serialize>(outcomes: &[T]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, outcomes)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn bodies(n: usize, ran: &Arc<AtomicUsize>) -> Vec<(String, Body<usize>)> {
+        (0..n)
+            .map(|i| {
+                let ran = ran.clone();
+                let b: Body<usize> = Box::new(move |gate| {
+                    if !gate.arrive_and_wait() {
+                        return None;
+                    }
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    Some(i)
+                });
+                (format!("t{i}"), b)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_failed_start_calls_off_the_started_threads() {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let count = AtomicUsize::new(0);
+        let spawn = |b: std::thread::Builder, f: Box<dyn FnOnce() -> Option<usize> + Send>| {
+            if count.fetch_add(1, Ordering::SeqCst) == 3 {
+                Err(std::io::Error::from_raw_os_error(libc::EAGAIN))
+            } else {
+                b.spawn(f)
+            }
+        };
+        let Err(f) = start_threads(bodies(6, &ran), 64 << 10, &spawn) else {
+            panic!("the fourth start failed");
+        };
+        assert_eq!(f.index, 3);
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "a called-off body ran");
+    }
+
+    #[test]
+    fn bodies_run_only_after_the_gate_opens_and_all_are_joined() {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let crew = start_threads(bodies(5, &ran), 64 << 10, &spawn_thread).unwrap();
+        let seen = crew.open(|| {
+            // Every body is waiting at the gate here: none has run.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            ran.load(Ordering::SeqCst)
+        } == 0);
+        assert!(seen.is_some(), "a body ran before the gate opened");
+        assert_eq!(crew.join().unwrap(), vec![0, 1, 2, 3, 4]);
+        assert_eq!(ran.load(Ordering::SeqCst), 5);
+    }
+
+    #[test]
+    fn a_closed_gate_runs_nothing() {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let crew = start_threads(bodies(3, &ran), 64 << 10, &spawn_thread).unwrap();
+        assert!(crew.open(|| false).is_none());
+        assert!(crew.join().unwrap().is_empty());
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+    }
+}
