@@ -46,6 +46,22 @@ pub fn mkdirat(dir: RawFd, path: &CStr, mode: u32) -> io::Result<()> {
     check(unsafe { libc::mkdirat(dir, path.as_ptr(), mode as libc::mode_t) }).map(drop)
 }
 
+/// statx(2) of `path` relative to `dir` (not following a last symlink with
+/// AT_SYMLINK_NOFOLLOW in `flags`) into the caller's struct.
+pub fn statx_at(dir: RawFd, path: &CStr, flags: i32, out: &mut libc::statx) -> io::Result<()> {
+    // SAFETY: path is NUL-terminated; `out` is a live statx the kernel fills.
+    check(unsafe { libc::statx(dir, path.as_ptr(), flags, libc::STATX_BASIC_STATS, out) }).map(drop)
+}
+
+/// posix_fadvise(2) over the whole file.
+pub fn advise(fd: RawFd, advice: i32) -> io::Result<()> {
+    // SAFETY: no memory arguments.
+    match unsafe { libc::posix_fadvise(fd, 0, 0, advice) } {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
 /// statx(2) of an open descriptor (AT_EMPTY_PATH) into the caller's struct.
 pub fn fstatx(fd: RawFd, out: &mut libc::statx) -> io::Result<()> {
     // SAFETY: an empty NUL-terminated path with AT_EMPTY_PATH names `fd`; `out` is a live

@@ -201,6 +201,24 @@ pub trait Engine: Send {
         sys.stat += 1;
         meta::fstatx(fd, out)
     }
+    /// statx(2) of a path relative to `dir` into `out`.
+    fn stat_at(
+        &mut self,
+        dir: RawFd,
+        path: &CStr,
+        flags: i32,
+        out: &mut libc::statx,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<()> {
+        sys.stat += 1;
+        meta::statx_at(dir, path, flags, out)
+    }
+    /// posix_fadvise(2) over the whole file (no io_uring engine passes advice through the
+    /// ring: it is a hint, not I/O).
+    fn advise(&mut self, fd: RawFd, advice: i32, sys: &mut SyscallCounts) -> io::Result<()> {
+        sys.fadvise += 1;
+        meta::advise(fd, advice)
+    }
     /// getdents64(2) into `buf`: bytes filled, 0 at the end (walk with [`meta::dirents`]).
     fn read_dir(
         &mut self,

@@ -128,6 +128,14 @@ enum Meta {
 /// user_data of a metadata operation's entry (data I/Os carry their slot, < 2^32).
 const META_TAG: u64 = u64::MAX;
 
+/// Whether this kernel lets a process set up an io_uring: Err is the one-line reason (the
+/// same words `--engine uring` uses for a Job).
+pub fn available() -> Result<(), String> {
+    build_ring(1, false, false)
+        .map(drop)
+        .map_err(|e| setup_error(e, false, false))
+}
+
 /// The metadata opcodes this kernel supports, as a `Meta` bit set.
 fn probe_meta(ring: &IoUring, setup: RingSetup) -> u8 {
     if setup.iopoll || setup.sqpoll {
@@ -662,6 +670,29 @@ impl Engine for UringEngine {
             out as *mut libc::statx as *mut types::statx,
         )
         .flags(libc::AT_EMPTY_PATH)
+        .mask(libc::STATX_BASIC_STATS)
+        .build();
+        self.ring_op(e, sys).map(drop)
+    }
+
+    fn stat_at(
+        &mut self,
+        dir: RawFd,
+        path: &CStr,
+        flags: i32,
+        out: &mut libc::statx,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<()> {
+        sys.stat += 1;
+        if !self.on_ring(Meta::Statx) {
+            return super::meta::statx_at(dir, path, flags, out);
+        }
+        let e = opcode::Statx::new(
+            types::Fd(dir),
+            path.as_ptr(),
+            out as *mut libc::statx as *mut types::statx,
+        )
+        .flags(flags)
         .mask(libc::STATX_BASIC_STATS)
         .build();
         self.ring_op(e, sys).map(drop)

@@ -503,6 +503,7 @@ fn spawn(
                         model: &model,
                         layouts: &layouts,
                         arena: &a,
+                        engine: crate::job::EngineKind::Sync,
                     };
                     let spec = &model.processes[id.process].threads[id.thread];
                     super::interp::run_thread(&sh, spec, id)

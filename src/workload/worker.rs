@@ -53,6 +53,7 @@ pub fn worker_main() -> Result<()> {
         model: &model,
         layouts: &layouts,
         arena: &arena,
+        engine: crate::job::EngineKind::Sync,
     };
     let mut ids = Vec::new();
     let mut slot = spec.slot_base;
