@@ -34,6 +34,8 @@ pub struct Options {
     /// How a `psrun` progress line reads, supplied by the front end (the report layer formats;
     /// this module only measures). None: lines are kept in the Result but not printed.
     pub progress: Option<ProgressLine>,
+    /// The engine every workload thread issues its system calls through.
+    pub engine: crate::job::EngineKind,
 }
 
 /// Turns one progress line (and the ops/s since the start, when asked for) into text.
@@ -485,6 +487,7 @@ fn spawn(
         let fd = arena.raw_fd();
         let lay = arena.layout.clone();
         let mut handles = Vec::new();
+        let engine = opts.engine;
         for id in ids {
             let (model, layouts, lay) = (model.clone(), layouts.clone(), lay.clone());
             // Each thread maps the same memfd: the mapping is shared, so this is the same
@@ -503,7 +506,7 @@ fn spawn(
                         model: &model,
                         layouts: &layouts,
                         arena: &a,
-                        engine: crate::job::EngineKind::Sync,
+                        engine,
                     };
                     let spec = &model.processes[id.process].threads[id.thread];
                     super::interp::run_thread(&sh, spec, id)
@@ -538,6 +541,7 @@ fn spawn(
                 arena_fd: arena.raw_fd(),
                 layout: arena.layout.clone(),
                 parent_pid: std::process::id(),
+                engine: opts.engine,
             };
             slot += per;
             let started = Command::new(&exe)

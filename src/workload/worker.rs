@@ -21,6 +21,9 @@ pub struct WorkerSpec {
     /// PID of the `fsbench workload` that started us: if it is gone (even before we could
     /// ask for the parent-death signal), exit at once.
     pub parent_pid: u32,
+    /// The engine the threads issue their system calls through.
+    #[serde(default)]
+    pub engine: crate::job::EngineKind,
 }
 
 /// Stack of each workload thread: flowops recurse only through composites (at most 8 deep),
@@ -53,7 +56,7 @@ pub fn worker_main() -> Result<()> {
         model: &model,
         layouts: &layouts,
         arena: &arena,
-        engine: crate::job::EngineKind::Sync,
+        engine: spec.engine,
     };
     let mut ids = Vec::new();
     let mut slot = spec.slot_base;
