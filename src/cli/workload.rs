@@ -50,6 +50,9 @@ pub struct WorkloadArgs {
     /// Refuse a workload file that contains `system "command"` (instead of running it)
     #[arg(long)]
     pub no_system: bool,
+    /// sync, uring: the engine every flowop's system calls go through (default sync)
+    #[arg(long)]
+    pub engine: Option<String>,
 }
 
 fn list() -> String {
@@ -144,6 +147,18 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
         crate::bail_usage!("--time must be more than 0");
     }
     let stall_after = crate::units::parse_duration(&a.stall_after)?;
+    let engine = match a.engine.as_deref().map(crate::job::EngineKind::parse).transpose()? {
+        None => crate::job::EngineKind::Sync,
+        Some(crate::job::EngineKind::Mmap) => crate::bail_usage!(
+            "--engine mmap: workloads open, create and delete files as they run; expected sync or uring"
+        ),
+        Some(e) => e,
+    };
+    if engine == crate::job::EngineKind::Uring {
+        if let Err(why) = crate::engine::uring::available() {
+            crate::bail_usage!("--engine uring: {why}");
+        }
+    }
     let mut defines: Vec<(String, String)> = Vec::new();
     let (name, text) = match find(&a.workload) {
         Some((p, preset)) => {
@@ -205,9 +220,14 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
         lines_to_stdout: format == Format::Text,
         stall_after,
         progress: Some(crate::report::workload::psrun_line),
+        engine,
     };
     crate::output::check_output(a.output.as_deref(), false)?;
-    let result = execute(&src, &model, &opts)?;
+    let mut result = execute(&src, &model, &opts)?;
+    result.notes.push(format!(
+        "engine: {} (every flowop's system calls go through it)",
+        engine.name()
+    ));
     match format {
         Format::Json => crate::outln!("{}", serde_json::to_string_pretty(&result)?),
         Format::Csv => crate::out!("{}", crate::report::workload::csv(&result)),

@@ -5,6 +5,7 @@
 //! worker loop never allocates and an async engine can keep buffers registered.
 
 pub mod buffer;
+pub mod meta;
 pub mod mmap;
 #[cfg(test)]
 pub mod mock;
@@ -15,6 +16,8 @@ pub mod uring;
 use crate::job::{EngineKind, Job, Route};
 use crate::stats::SyscallCounts;
 pub use buffer::BufferPool;
+use std::ffi::CStr;
+use std::io;
 use std::os::fd::RawFd;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,10 +33,51 @@ pub struct IoOp {
     /// Index into the engine's files.
     pub file: u32,
     pub route: Route,
+    /// Byte offset, or with one of [`IoOp::AT_CURSOR`] / [`IoOp::APPEND`] set, an I/O at the
+    /// descriptor's own offset (read()/write() semantics). The flags ride in the top bits,
+    /// which no file offset reaches (Linux offsets are below 2^63 and files far below 2^61):
+    /// the op stays 24 bytes and the Job path tests one bit pattern, which is always clear.
     pub offset: u64,
     pub len: u32,
     /// Buffer slot; also identifies the I/O in its completion.
     pub slot: u32,
+}
+
+impl IoOp {
+    /// At (and advancing) the descriptor's offset: read(2)/write(2).
+    pub const AT_CURSOR: u64 = 1 << 63;
+    /// At the end of the file (RWF_APPEND), leaving the descriptor's offset there.
+    pub const APPEND: u64 = 1 << 62;
+    /// Data-synchronous (RWF_DSYNC); with an explicit offset below the flag bits, or with
+    /// AT_CURSOR / APPEND.
+    pub const DSYNC: u64 = 1 << 61;
+    /// All the flag bits.
+    pub const FLAGS: u64 = Self::AT_CURSOR | Self::APPEND | Self::DSYNC;
+
+    /// Whether any flag is set (the slow path of the engines).
+    #[inline(always)]
+    pub fn flagged(&self) -> bool {
+        self.offset & Self::FLAGS != 0
+    }
+
+    /// The offset and RWF_* flags for preadv2/pwritev2 (and io_uring READ/WRITE): offset -1
+    /// means the descriptor's offset.
+    #[inline]
+    pub fn positional(&self) -> (i64, i32) {
+        let mut rwf = 0;
+        if self.offset & Self::APPEND != 0 {
+            rwf |= libc::RWF_APPEND;
+        }
+        if self.offset & Self::DSYNC != 0 {
+            rwf |= libc::RWF_DSYNC;
+        }
+        let off = if self.offset & (Self::AT_CURSOR | Self::APPEND) != 0 {
+            -1
+        } else {
+            (self.offset & !Self::FLAGS) as i64
+        };
+        (off, rwf)
+    }
 }
 
 /// A finished I/O: bytes transferred, or a negative errno.
@@ -97,6 +141,189 @@ pub trait Engine: Send {
     fn buffers(&mut self) -> &mut BufferPool;
     /// Make written data durable on the files (fsync / msync), counted in `sys`.
     fn flush(&mut self, sys: &mut SyscallCounts) -> std::io::Result<()>;
+
+    // Metadata operations (what Filebench flowops and replays need beside data I/O, the way
+    // fio's engine ops carry file open/close). The defaults are the synchronous system calls
+    // of engine/meta.rs; the io_uring engine issues the ones the ring has opcodes for through
+    // the ring. Each is counted in `sys` by operation; paths and output structs belong to the
+    // caller, so nothing here allocates.
+
+    /// openat(2): a new descriptor (flags as for openat, e.g. O_CREAT|O_EXCL|O_NOFOLLOW).
+    fn open_at(
+        &mut self,
+        dir: RawFd,
+        path: &CStr,
+        flags: i32,
+        mode: u32,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<RawFd> {
+        sys.open += 1;
+        meta::openat(dir, path, flags, mode)
+    }
+    /// close(2) of a descriptor from [`Engine::open_at`] (clear its file slot first).
+    fn close_fd(&mut self, fd: RawFd, sys: &mut SyscallCounts) -> io::Result<()> {
+        sys.close += 1;
+        meta::close(fd)
+    }
+    /// unlinkat(2) of a file, or of an empty directory with `rmdir`.
+    fn unlink_at(
+        &mut self,
+        dir: RawFd,
+        path: &CStr,
+        rmdir: bool,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<()> {
+        if rmdir {
+            sys.rmdir += 1;
+        } else {
+            sys.unlink += 1;
+        }
+        meta::unlinkat(dir, path, rmdir)
+    }
+    /// mkdirat(2).
+    fn mkdir_at(
+        &mut self,
+        dir: RawFd,
+        path: &CStr,
+        mode: u32,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<()> {
+        sys.mkdir += 1;
+        meta::mkdirat(dir, path, mode)
+    }
+    /// statx(2) of an open descriptor into `out`.
+    fn stat_fd(
+        &mut self,
+        fd: RawFd,
+        out: &mut libc::statx,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<()> {
+        sys.stat += 1;
+        meta::fstatx(fd, out)
+    }
+    /// statx(2) of a path relative to `dir` into `out`.
+    fn stat_at(
+        &mut self,
+        dir: RawFd,
+        path: &CStr,
+        flags: i32,
+        out: &mut libc::statx,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<()> {
+        sys.stat += 1;
+        meta::statx_at(dir, path, flags, out)
+    }
+    /// posix_fadvise(2) over the whole file (no io_uring engine passes advice through the
+    /// ring: it is a hint, not I/O).
+    fn advise(&mut self, fd: RawFd, advice: i32, sys: &mut SyscallCounts) -> io::Result<()> {
+        sys.fadvise += 1;
+        meta::advise(fd, advice)
+    }
+    /// getdents64(2) into `buf`: bytes filled, 0 at the end (walk with [`meta::dirents`]).
+    fn read_dir(
+        &mut self,
+        fd: RawFd,
+        buf: &mut [u8],
+        sys: &mut SyscallCounts,
+    ) -> io::Result<usize> {
+        sys.getdents += 1;
+        meta::getdents(fd, buf)
+    }
+    /// fsync(2), or fdatasync(2) with `data_only`.
+    fn sync_fd(&mut self, fd: RawFd, data_only: bool, sys: &mut SyscallCounts) -> io::Result<()> {
+        if data_only {
+            sys.fdatasync += 1;
+        } else {
+            sys.fsync += 1;
+        }
+        meta::sync(fd, data_only)
+    }
+    /// fallocate(2).
+    fn allocate(
+        &mut self,
+        fd: RawFd,
+        mode: i32,
+        offset: u64,
+        len: u64,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<()> {
+        sys.fallocate += 1;
+        meta::fallocate(fd, mode, offset, len)
+    }
+    /// fcntl(F_GETFL, F_SETFL): set and clear status flags (O_DIRECT on an open descriptor).
+    fn set_status_flags(
+        &mut self,
+        fd: RawFd,
+        set: i32,
+        clear: i32,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<()> {
+        sys.fcntl += 2;
+        meta::set_status_flags(fd, set, clear)
+    }
+    /// lseek(2): the new offset.
+    fn seek_fd(
+        &mut self,
+        fd: RawFd,
+        offset: i64,
+        whence: i32,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<u64> {
+        sys.lseek += 1;
+        meta::seek(fd, offset, whence)
+    }
+
+    /// Let ops naming file `index` use `fd` (a descriptor a source opened), on every route.
+    /// Engines that cannot take descriptors after they are built refuse.
+    fn set_file(&mut self, index: u32, fd: RawFd) -> io::Result<()> {
+        let _ = (index, fd);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this engine serves only the files it was built with",
+        ))
+    }
+    /// Forget the descriptor of file `index` (before closing it).
+    fn clear_file(&mut self, index: u32) {
+        let _ = index;
+    }
+}
+
+/// `count` empty file slots, for a source that sets its descriptors with [`Engine::set_file`].
+pub fn empty_files(count: usize) -> Vec<FileHandles> {
+    vec![
+        FileHandles {
+            fds: [-1; 3],
+            size: 0,
+        };
+        count
+    ]
+}
+
+/// Point file slot `index` of `files` at `fd` on every route (the shared part of the engines'
+/// [`Engine::set_file`]).
+pub(crate) fn set_slot(files: &mut [FileHandles], index: u32, fd: RawFd) -> io::Result<()> {
+    let n = files.len();
+    let f = files.get_mut(index as usize).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("file slot {index} out of range (engine has {n})"),
+        )
+    })?;
+    f.fds = [fd; 3];
+    f.size = 0;
+    Ok(())
+}
+
+impl Built {
+    /// The engine behind a trait object (for sources that are not monomorphised per engine).
+    pub fn as_dyn(&mut self) -> &mut dyn Engine {
+        match self {
+            Built::Sync(e) => e,
+            Built::Mmap(e) => e,
+            Built::Uring(e) => e,
+            Built::Boxed(e) => e.as_mut(),
+        }
+    }
 }
 
 /// An engine as a worker holds it. The shipped engines are held by value, so the worker loop

@@ -19,6 +19,7 @@ use super::{BufferPool, Caps, Completion, Engine, FileHandles, IoOp, OpKind};
 use crate::job::{CachePolicy, Job};
 use crate::stats::SyscallCounts;
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
+use std::ffi::CStr;
 use std::io;
 use std::os::fd::{BorrowedFd, RawFd};
 use std::time::Duration;
@@ -104,6 +105,59 @@ pub struct UringEngine {
     /// I/Os submitted and not yet reaped (waited for on drop: the kernel must be done with
     /// the buffers before they are freed).
     inflight: u32,
+    /// Which metadata operations go through the ring (bit = `Meta as u8`): the kernel's
+    /// opcodes per its probe, none on polled (IOPOLL) or SQ-polled rings.
+    ring_meta: u8,
+    /// Data completions that arrived while a metadata operation waited on the ring, handed
+    /// out by the next reap (capacity: the queue depth, so never grown).
+    stash: Vec<Completion>,
+}
+
+/// The metadata operations the ring can carry.
+#[derive(Clone, Copy)]
+enum Meta {
+    Open = 0,
+    Close,
+    Unlink,
+    Mkdir,
+    Statx,
+    Fsync,
+    Fallocate,
+}
+
+/// user_data of a metadata operation's entry (data I/Os carry their slot, < 2^32).
+const META_TAG: u64 = u64::MAX;
+
+/// Whether this kernel lets a process set up an io_uring: Err is the one-line reason (the
+/// same words `--engine uring` uses for a Job).
+pub fn available() -> Result<(), String> {
+    build_ring(1, false, false)
+        .map(drop)
+        .map_err(|e| setup_error(e, false, false))
+}
+
+/// The metadata opcodes this kernel supports, as a `Meta` bit set.
+fn probe_meta(ring: &IoUring, setup: RingSetup) -> u8 {
+    if setup.iopoll || setup.sqpoll {
+        return 0;
+    }
+    let mut probe = Probe::new();
+    if ring.submitter().register_probe(&mut probe).is_err() {
+        return 0;
+    }
+    let codes = [
+        (Meta::Open, opcode::OpenAt::CODE),
+        (Meta::Close, opcode::Close::CODE),
+        (Meta::Unlink, opcode::UnlinkAt::CODE),
+        (Meta::Mkdir, opcode::MkDirAt::CODE),
+        (Meta::Statx, opcode::Statx::CODE),
+        (Meta::Fsync, opcode::Fsync::CODE),
+        (Meta::Fallocate, opcode::Fallocate::CODE),
+    ];
+    codes
+        .iter()
+        .filter(|(_, c)| probe.is_supported(*c))
+        .fold(0, |m, (k, _)| m | 1 << *k as u8)
 }
 
 impl UringEngine {
@@ -120,6 +174,7 @@ impl UringEngine {
                 "--sqpoll: this kernel needs registered files for SQ polling and registering them failed"
             );
         }
+        let ring_meta = probe_meta(&ring, setup);
         Ok(UringEngine {
             ring,
             files,
@@ -131,7 +186,75 @@ impl UringEngine {
             unsubmitted: 0,
             ext_arg,
             inflight: 0,
+            ring_meta,
+            stash: Vec::with_capacity(depth as usize),
         })
+    }
+
+    /// An engine for a source that opens its files itself (a workload thread): `files` are
+    /// slots filled with [`Engine::set_file`], passed to the kernel as plain descriptors (a
+    /// registered-file table would have to be updated on every open and close).
+    pub fn for_source(
+        depth: u32,
+        files: Vec<FileHandles>,
+        pool: BufferPool,
+    ) -> anyhow::Result<Self> {
+        let (ring, setup) = build_ring(depth, false, false)
+            .map_err(|e| anyhow::anyhow!("{}", setup_error(e, false, false)))?;
+        let ext_arg = ring.params().is_feature_ext_arg();
+        let fixed_buffers = register_buffers(&ring, &pool).is_ok();
+        let ring_meta = probe_meta(&ring, setup);
+        Ok(UringEngine {
+            ring,
+            fixed_file: vec![[-1; 3]; files.len()],
+            files,
+            pool,
+            fixed_buffers,
+            setup,
+            depth,
+            unsubmitted: 0,
+            ext_arg,
+            inflight: 0,
+            ring_meta,
+            stash: Vec::with_capacity(depth as usize),
+        })
+    }
+
+    /// Whether metadata operation `m` goes through the ring.
+    #[inline]
+    fn on_ring(&self, m: Meta) -> bool {
+        self.ring_meta & (1 << m as u8) != 0
+    }
+
+    /// Pass one metadata entry through the ring and wait for its completion; data
+    /// completions that arrive meanwhile wait in `stash` for the next reap.
+    fn ring_op(&mut self, e: squeue::Entry, sys: &mut SyscallCounts) -> io::Result<i32> {
+        let e = e.user_data(META_TAG);
+        // SAFETY: the entry's pointers (path, statx buffer) are borrowed by the caller for
+        // this whole call, and the call does not return before the entry's completion.
+        while unsafe { self.ring.submission().push(&e) }.is_err() {
+            // Submission queue full of data entries: hand them to the kernel first.
+            self.enter(0, sys)?;
+        }
+        self.unsubmitted += 1;
+        loop {
+            self.enter(1, sys)?;
+            let mut res = None;
+            for cqe in self.ring.completion() {
+                if cqe.user_data() == META_TAG {
+                    res = Some(cqe.result());
+                } else {
+                    self.stash.push(completion_of(&cqe));
+                }
+            }
+            if let Some(r) = res {
+                return if r < 0 {
+                    Err(io::Error::from_raw_os_error(-r))
+                } else {
+                    Ok(r)
+                };
+            }
+        }
     }
 
     pub fn setup(&self) -> RingSetup {
@@ -156,6 +279,14 @@ impl UringEngine {
     ) -> squeue::Entry {
         let fixed = fixed_file[op.file as usize][op.route as usize];
         let buf = pool.slot_ptr(op.slot as usize);
+        // Offset -1 is the descriptor's offset (IORING_FEAT_RW_CUR_POS) for cursor and append
+        // ops; RWF_APPEND/RWF_DSYNC go in rw_flags as for pwritev2.
+        let (offset, rwf) = if op.flagged() {
+            let (o, r) = op.positional();
+            (o as u64, r)
+        } else {
+            (op.offset, 0)
+        };
         // The file argument is either a registered index or a descriptor; the opcode
         // builders take either, so one macro spells the four read/write forms once.
         macro_rules! rw_entry {
@@ -163,19 +294,23 @@ impl UringEngine {
                 match (op.kind, fixed_buffers) {
                     (OpKind::Read, true) => {
                         opcode::ReadFixed::new($target, buf, op.len, op.slot as u16)
-                            .offset(op.offset)
+                            .offset(offset)
+                            .rw_flags(rwf)
                             .build()
                     }
                     (OpKind::Read, false) => opcode::Read::new($target, buf, op.len)
-                        .offset(op.offset)
+                        .offset(offset)
+                        .rw_flags(rwf)
                         .build(),
                     (OpKind::Write, true) => {
                         opcode::WriteFixed::new($target, buf, op.len, op.slot as u16)
-                            .offset(op.offset)
+                            .offset(offset)
+                            .rw_flags(rwf)
                             .build()
                     }
                     (OpKind::Write, false) => opcode::Write::new($target, buf, op.len)
-                        .offset(op.offset)
+                        .offset(offset)
+                        .rw_flags(rwf)
                         .build(),
                 }
             };
@@ -192,6 +327,13 @@ impl UringEngine {
     #[inline]
     fn drain(&mut self, done: &mut Vec<Completion>) -> usize {
         let mut n = 0;
+        if !self.stash.is_empty() {
+            for &c in &self.stash {
+                done.push(c);
+                n += 1;
+            }
+            self.stash.clear();
+        }
         for cqe in self.ring.completion() {
             done.push(completion_of(&cqe));
             n += 1;
@@ -442,6 +584,168 @@ impl Engine for UringEngine {
 
     fn flush(&mut self, sys: &mut SyscallCounts) -> io::Result<()> {
         super::fsync_all(&self.files, sys)
+    }
+
+    fn open_at(
+        &mut self,
+        dir: RawFd,
+        path: &CStr,
+        flags: i32,
+        mode: u32,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<RawFd> {
+        if !self.on_ring(Meta::Open) {
+            sys.open += 1;
+            return super::meta::openat(dir, path, flags, mode);
+        }
+        sys.open += 1;
+        let e = opcode::OpenAt::new(types::Fd(dir), path.as_ptr())
+            .flags(flags)
+            .mode(mode as libc::mode_t)
+            .build();
+        self.ring_op(e, sys)
+    }
+
+    fn close_fd(&mut self, fd: RawFd, sys: &mut SyscallCounts) -> io::Result<()> {
+        sys.close += 1;
+        if !self.on_ring(Meta::Close) {
+            return super::meta::close(fd);
+        }
+        self.ring_op(opcode::Close::new(types::Fd(fd)).build(), sys)
+            .map(drop)
+    }
+
+    fn unlink_at(
+        &mut self,
+        dir: RawFd,
+        path: &CStr,
+        rmdir: bool,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<()> {
+        if rmdir {
+            sys.rmdir += 1;
+        } else {
+            sys.unlink += 1;
+        }
+        if !self.on_ring(Meta::Unlink) {
+            return super::meta::unlinkat(dir, path, rmdir);
+        }
+        let flags = if rmdir { libc::AT_REMOVEDIR } else { 0 };
+        let e = opcode::UnlinkAt::new(types::Fd(dir), path.as_ptr())
+            .flags(flags)
+            .build();
+        self.ring_op(e, sys).map(drop)
+    }
+
+    fn mkdir_at(
+        &mut self,
+        dir: RawFd,
+        path: &CStr,
+        mode: u32,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<()> {
+        sys.mkdir += 1;
+        if !self.on_ring(Meta::Mkdir) {
+            return super::meta::mkdirat(dir, path, mode);
+        }
+        let e = opcode::MkDirAt::new(types::Fd(dir), path.as_ptr())
+            .mode(mode as libc::mode_t)
+            .build();
+        self.ring_op(e, sys).map(drop)
+    }
+
+    fn stat_fd(
+        &mut self,
+        fd: RawFd,
+        out: &mut libc::statx,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<()> {
+        sys.stat += 1;
+        if !self.on_ring(Meta::Statx) {
+            return super::meta::fstatx(fd, out);
+        }
+        let e = opcode::Statx::new(
+            types::Fd(fd),
+            c"".as_ptr(),
+            out as *mut libc::statx as *mut types::statx,
+        )
+        .flags(libc::AT_EMPTY_PATH)
+        .mask(libc::STATX_BASIC_STATS)
+        .build();
+        self.ring_op(e, sys).map(drop)
+    }
+
+    fn stat_at(
+        &mut self,
+        dir: RawFd,
+        path: &CStr,
+        flags: i32,
+        out: &mut libc::statx,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<()> {
+        sys.stat += 1;
+        if !self.on_ring(Meta::Statx) {
+            return super::meta::statx_at(dir, path, flags, out);
+        }
+        let e = opcode::Statx::new(
+            types::Fd(dir),
+            path.as_ptr(),
+            out as *mut libc::statx as *mut types::statx,
+        )
+        .flags(flags)
+        .mask(libc::STATX_BASIC_STATS)
+        .build();
+        self.ring_op(e, sys).map(drop)
+    }
+
+    fn sync_fd(&mut self, fd: RawFd, data_only: bool, sys: &mut SyscallCounts) -> io::Result<()> {
+        if data_only {
+            sys.fdatasync += 1;
+        } else {
+            sys.fsync += 1;
+        }
+        if !self.on_ring(Meta::Fsync) {
+            return super::meta::sync(fd, data_only);
+        }
+        let flags = if data_only {
+            types::FsyncFlags::DATASYNC
+        } else {
+            types::FsyncFlags::empty()
+        };
+        let e = opcode::Fsync::new(types::Fd(fd)).flags(flags).build();
+        self.ring_op(e, sys).map(drop)
+    }
+
+    fn allocate(
+        &mut self,
+        fd: RawFd,
+        mode: i32,
+        offset: u64,
+        len: u64,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<()> {
+        sys.fallocate += 1;
+        if !self.on_ring(Meta::Fallocate) {
+            return super::meta::fallocate(fd, mode, offset, len);
+        }
+        let e = opcode::Fallocate::new(types::Fd(fd), len)
+            .offset(offset)
+            .mode(mode)
+            .build();
+        self.ring_op(e, sys).map(drop)
+    }
+
+    fn set_file(&mut self, index: u32, fd: RawFd) -> io::Result<()> {
+        super::set_slot(&mut self.files, index, fd)?;
+        // A descriptor set after the build is passed as itself, not as a registered index.
+        self.fixed_file[index as usize] = [-1; 3];
+        Ok(())
+    }
+
+    fn clear_file(&mut self, index: u32) {
+        if super::set_slot(&mut self.files, index, -1).is_ok() {
+            self.fixed_file[index as usize] = [-1; 3];
+        }
     }
 }
 
@@ -873,5 +1177,69 @@ mod tests {
             0
         );
         assert!(t.elapsed() >= Duration::from_millis(15));
+    }
+
+    #[test]
+    #[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
+    fn metadata_operations_go_through_the_ring() {
+        need_ring();
+        let dir = tempfile::tempdir().unwrap();
+        let d = std::ffi::CString::new(dir.path().to_str().unwrap()).unwrap();
+        let pool = BufferPool::new(2, 4096, 3).unwrap();
+        let mut e = UringEngine::for_source(4, crate::engine::empty_files(2), pool).unwrap();
+        assert_ne!(e.ring_meta, 0, "this kernel has the metadata opcodes");
+        let mut sys = SyscallCounts::default();
+        let m = super::super::meta::AT_FDCWD;
+        let dfd = e
+            .open_at(m, &d, libc::O_RDONLY | libc::O_DIRECTORY, 0, &mut sys)
+            .unwrap();
+        let fl = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_RDWR;
+        let fd = e.open_at(dfd, c"a", fl, 0o600, &mut sys).unwrap();
+        let again = e.open_at(dfd, c"a", fl, 0o600, &mut sys).unwrap_err();
+        assert_eq!(again.raw_os_error(), Some(libc::EEXIST));
+        e.allocate(fd, 0, 0, 8192, &mut sys).unwrap();
+        e.set_file(1, fd).unwrap();
+        // A data op queued before a metadata op: its completion is kept for the next reap.
+        let w = IoOp {
+            kind: OpKind::Write,
+            file: 1,
+            route: Route::Buffered,
+            offset: IoOp::APPEND | IoOp::DSYNC,
+            len: 100,
+            slot: 0,
+        };
+        e.submit(&[w], &mut sys).unwrap();
+        e.sync_fd(fd, true, &mut sys).unwrap();
+        let mut st = super::super::meta::statx_buf();
+        e.stat_fd(fd, &mut st, &mut sys).unwrap();
+        let mut done = Vec::with_capacity(4);
+        e.reap(1, &mut done, &mut sys).unwrap();
+        assert_eq!((done[0].slot, done[0].result), (0, 100));
+        assert_eq!(st.stx_size, 8292);
+        // Reads at the cursor: the descriptor's offset is at the end after the append.
+        let r = IoOp {
+            kind: OpKind::Read,
+            offset: IoOp::AT_CURSOR,
+            slot: 1,
+            ..w
+        };
+        e.submit(&[r], &mut sys).unwrap();
+        done.clear();
+        e.reap(1, &mut done, &mut sys).unwrap();
+        assert_eq!(done[0].result, 0);
+        e.clear_file(1);
+        e.close_fd(fd, &mut sys).unwrap();
+        e.mkdir_at(dfd, c"sub", 0o700, &mut sys).unwrap();
+        e.unlink_at(dfd, c"sub", true, &mut sys).unwrap();
+        e.unlink_at(dfd, c"a", false, &mut sys).unwrap();
+        assert!(!dir.path().join("a").exists());
+        e.close_fd(dfd, &mut sys).unwrap();
+        assert_eq!(
+            (sys.open, sys.close, sys.unlink, sys.rmdir, sys.mkdir, sys.stat),
+            (3, 2, 1, 1, 1, 1)
+        );
+        assert_eq!((sys.fdatasync, sys.fallocate), (1, 1));
+        // Every one went through io_uring_enter, not its own system call.
+        assert!(sys.io_uring_enter >= 12, "{sys:?}");
     }
 }

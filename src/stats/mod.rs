@@ -24,6 +24,20 @@ pub struct SyscallCounts {
     pub io_uring_enter: u64,
     pub msync: u64,
     pub other: u64,
+    #[serde(default)]
+    pub unlink: u64,
+    #[serde(default)]
+    pub rmdir: u64,
+    #[serde(default)]
+    pub mkdir: u64,
+    #[serde(default)]
+    pub stat: u64,
+    #[serde(default)]
+    pub getdents: u64,
+    #[serde(default)]
+    pub fcntl: u64,
+    #[serde(default)]
+    pub lseek: u64,
 }
 
 impl SyscallCounts {
@@ -40,6 +54,13 @@ impl SyscallCounts {
             + self.io_uring_enter
             + self.msync
             + self.other
+            + self.unlink
+            + self.rmdir
+            + self.mkdir
+            + self.stat
+            + self.getdents
+            + self.fcntl
+            + self.lseek
     }
 }
 
@@ -57,6 +78,13 @@ impl std::ops::AddAssign<&SyscallCounts> for SyscallCounts {
         self.io_uring_enter += o.io_uring_enter;
         self.msync += o.msync;
         self.other += o.other;
+        self.unlink += o.unlink;
+        self.rmdir += o.rmdir;
+        self.mkdir += o.mkdir;
+        self.stat += o.stat;
+        self.getdents += o.getdents;
+        self.fcntl += o.fcntl;
+        self.lseek += o.lseek;
     }
 }
 
@@ -76,6 +104,20 @@ pub struct SyscallRates {
     pub io_uring_enter: f64,
     pub msync: f64,
     pub other: f64,
+    #[serde(default)]
+    pub unlink: f64,
+    #[serde(default)]
+    pub rmdir: f64,
+    #[serde(default)]
+    pub mkdir: f64,
+    #[serde(default)]
+    pub stat: f64,
+    #[serde(default)]
+    pub getdents: f64,
+    #[serde(default)]
+    pub fcntl: f64,
+    #[serde(default)]
+    pub lseek: f64,
 }
 
 impl SyscallRates {
@@ -100,6 +142,13 @@ impl SyscallRates {
             io_uring_enter: r(c.io_uring_enter),
             msync: r(c.msync),
             other: r(c.other),
+            unlink: r(c.unlink),
+            rmdir: r(c.rmdir),
+            mkdir: r(c.mkdir),
+            stat: r(c.stat),
+            getdents: r(c.getdents),
+            fcntl: r(c.fcntl),
+            lseek: r(c.lseek),
         }
     }
 }

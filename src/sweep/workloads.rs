@@ -82,6 +82,7 @@ pub fn run_personality(
         lines_to_stdout: false,
         stall_after: std::time::Duration::from_secs(3),
         progress: None,
+        engine: crate::job::EngineKind::Sync,
     };
     execute(&src, &model, &opts).map_err(PersonalityError::Failed)
 }

@@ -9,6 +9,11 @@
 //! its leaf range and directory, so ten million entries take about 100 MB, not gigabytes.
 //! Paths are built on the stack ([`CPath`]) so the I/O path does not allocate.
 //!
+//! Preparation (creating, filling and removing the tree) makes its own system calls instead of
+//! going through a thread's Engine: it is untimed setup done before the threads start, and it
+//! needs descriptor-based safety checks (xattr marks, O_EXCL|O_NOFOLLOW) no engine op carries.
+//! Every call a flowop makes during the run goes through the thread's engine (interp.rs).
+//!
 //! Safety: fsbench creates `path/NAME/`, marks it with the fsbench xattr, and records the
 //! identity (inode) of every directory and file it creates in a manifest next to it
 //! (`path/.NAME.fsbench-manifest`). Removal walks the tree through directory descriptors

@@ -2,16 +2,27 @@
 //! the shared start signal, then runs its flowops in order, again and again, until the run
 //! stops or a flowop finishes the thread (finishoncount/finishonbytes, out of files).
 //!
-//! The I/O path uses pre-built C paths, one aligned buffer per thread and raw syscalls
-//! (pread/pwrite/pwritev2/open/unlink/...), so nothing allocates or locks beside the I/O
-//! itself; latency and CPU are clock reads (CLOCK_MONOTONIC, CLOCK_THREAD_CPUTIME_ID).
+//! Every system call a flowop makes goes through the thread's [`Engine`] (`--engine sync` or
+//! `uring`): data I/O as ops on the engine's buffer slots and file slots (file slot = the
+//! flowop's descriptor number), metadata (open/create, close, unlink, stat, mkdir/rmdir,
+//! listdir, fsync, fadvise, the O_DIRECT switch) as the engine's metadata operations, and
+//! aiowrite/aiowait as asynchronous submits and reaps on an io_uring engine (the thread's own,
+//! or under `--engine sync` a second, io_uring engine built for its aio flowops). Paths are
+//! pre-built C strings and the buffers come from the engine's pool, so nothing allocates or
+//! locks beside the I/O itself; latency and CPU are clock reads (CLOCK_MONOTONIC,
+//! CLOCK_THREAD_CPUTIME_ID).
 
 use super::fileset::{busy_wait, pick, release, unbusy, From, Picked, SetLayout, Want};
 use super::model::{flatten, Flowop, Kind, Model, ThreadSpec};
 use super::shared::{futex_wait, now_ns, Arena, Rotor, Waited};
 use super::stats::FlowopStats;
 use super::vars::Rng;
-use crate::stats::{cpu::thread_usage, Stats, Usage};
+use crate::engine::meta::AT_FDCWD;
+use crate::engine::sync::SyncEngine;
+use crate::engine::uring::UringEngine;
+use crate::engine::{empty_files, BufferPool, Built, Completion, Engine, IoOp, OpKind};
+use crate::job::{EngineKind, Route};
+use crate::stats::{cpu::thread_usage, Stats, SyscallCounts, Usage};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering::*;
 use std::time::Duration;
@@ -21,6 +32,8 @@ pub struct Shared<'a> {
     pub model: &'a Model,
     pub layouts: &'a [SetLayout],
     pub arena: &'a Arena,
+    /// The engine every thread issues its system calls through (sync or uring).
+    pub engine: EngineKind,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -50,42 +63,9 @@ pub struct ThreadOutcome {
     pub flowops: Vec<FlowopStats>,
     pub usage: Usage,
     pub end: End,
-}
-
-/// A page-aligned buffer (O_DIRECT needs aligned memory).
-struct AlignedBuf {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl AlignedBuf {
-    fn new(len: usize) -> Self {
-        let layout =
-            std::alloc::Layout::from_size_align(len.max(4096), 4096).expect("valid layout");
-        // SAFETY: non-zero size, valid alignment.
-        let ptr = unsafe { std::alloc::alloc(layout) };
-        if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
-        }
-        // SAFETY: ptr points to len bytes we just allocated.
-        unsafe { std::ptr::write_bytes(ptr, 0x5A, len.max(4096)) };
-        AlignedBuf {
-            ptr,
-            len: len.max(4096),
-        }
-    }
-}
-
-impl Drop for AlignedBuf {
-    fn drop(&mut self) {
-        // SAFETY: same layout as in new().
-        unsafe {
-            std::alloc::dealloc(
-                self.ptr,
-                std::alloc::Layout::from_size_align(self.len, 4096).expect("valid"),
-            )
-        };
-    }
+    /// The system calls the thread made through its engines.
+    #[serde(default)]
+    pub sys: SyscallCounts,
 }
 
 struct OpenFd {
@@ -109,10 +89,6 @@ enum Step {
 
 type StepResult = Result<Step, String>;
 
-fn errno() -> std::io::Error {
-    std::io::Error::last_os_error()
-}
-
 /// Per-flowop CPU time is read on one execution in this many.
 pub const CPU_SAMPLE: u64 = 16;
 
@@ -133,9 +109,30 @@ fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-struct Aio {
-    ring: io_uring::IoUring,
-    inflight: u32,
+/// Descriptor slots of a thread (Filebench's `tf_fd`), and so the engine's file slots.
+const FDS: usize = 1025;
+
+/// Queue depth of the io_uring engine: aiowrite keeps at most this many writes in flight.
+const AIO_DEPTH: u32 = 256;
+
+/// Buffer slot of the thread's synchronous I/O; aiowrite on the thread's own io_uring engine
+/// uses slot 1, so a synchronous op's completion is told apart from queued writes.
+const SYNC_SLOT: u32 = 0;
+
+/// Bytes of getdents64 records read per call by listdir.
+const DENTS_BUF: usize = 32 << 10;
+
+/// The thread's engine: `kind` over `FDS` empty file slots and `slots` buffers of `len` bytes.
+fn build_engine(kind: EngineKind, slots: usize, len: usize, seed: u64) -> Result<Built, String> {
+    let pool = BufferPool::new(slots, len, seed).map_err(|e| format!("I/O buffers: {e}"))?;
+    Ok(match kind {
+        EngineKind::Sync => Built::Sync(SyncEngine::new(empty_files(FDS), pool)),
+        EngineKind::Uring => Built::Uring(
+            UringEngine::for_source(AIO_DEPTH, empty_files(FDS), pool)
+                .map_err(|e| e.to_string())?,
+        ),
+        EngineKind::Mmap => return Err("workloads run on the sync or uring engine".into()),
+    })
 }
 
 /// Filebench's per-flowop state of iopslimit/opslimit/bwlimit (`fo_tputlast`, `fo_tputbucket`).
@@ -160,7 +157,16 @@ fn fb_random(rng: &mut Rng, max: u64, round: u64) -> u64 {
 struct Thread<'a> {
     sh: &'a Shared<'a>,
     id: ThreadId,
-    buf: AlignedBuf,
+    eng: Built,
+    /// Under `--engine sync`, the io_uring engine of aiowrite (built on first use).
+    aio_eng: Option<Built>,
+    /// Usable buffer bytes per I/O.
+    buf_len: usize,
+    sys: SyscallCounts,
+    /// Completions of the last reap (capacity for a full aio queue plus one).
+    done: Vec<Completion>,
+    /// getdents64 buffer of listdir, allocated once.
+    dents: Vec<u8>,
     rng: Rng,
     /// The thread's descriptor table (Filebench's `tf_fd`): `fd=N`, 0 by default.
     fds: Vec<Option<OpenFd>>,
@@ -181,7 +187,9 @@ struct Thread<'a> {
     sem_instance: usize,
     /// Bytes the current execution moved (read or written, or dirent bytes for listdir).
     bytes: u64,
-    aio: Option<Aio>,
+    /// aiowrites submitted and not yet reaped, and the first error among reaped ones.
+    aio_inflight: u32,
+    aio_err: Option<i32>,
     aio_failed: bool,
 }
 
@@ -201,11 +209,36 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
         .sum::<usize>()
         + id.thread_instance as usize;
     let first = id.slot - before;
+    let seed = (id.slot as u64 + 1).wrapping_mul(0x9E37_79B9) ^ now_ns();
+    // aiowrite on the thread's own io_uring engine needs a second buffer slot.
+    let has_aio = flat.iter().any(|f| f.kind == Kind::AioWrite);
+    let slots = if has_aio && sh.engine == EngineKind::Uring {
+        2
+    } else {
+        1
+    };
+    // A thread whose engine cannot be built still takes part in the start barrier, then
+    // fails at once with the reason.
+    let (eng, setup_err) = match build_engine(sh.engine, slots, buf_len, seed) {
+        Ok(e) => (e, None),
+        Err(e) => (
+            Built::Sync(SyncEngine::new(
+                Vec::new(),
+                BufferPool::new(1, 4096, seed).expect("4 KiB"),
+            )),
+            Some(e),
+        ),
+    };
     let mut t = Thread {
         sh,
         id,
-        buf: AlignedBuf::new(buf_len),
-        rng: Rng::new((id.slot as u64 + 1).wrapping_mul(0x9E37_79B9) ^ now_ns()),
+        eng,
+        aio_eng: None,
+        buf_len,
+        sys: SyscallCounts::default(),
+        done: Vec::with_capacity(AIO_DEPTH as usize * 2 + 1),
+        dents: vec![0; DENTS_BUF],
+        rng: Rng::new(seed),
         fds: (0..=1024).map(|_| None).collect(),
         fse: vec![None; 1025],
         fdrotor: 0,
@@ -215,7 +248,8 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
         proc_slots: first..first + per_instance,
         sem_instance: (id.process_instance * spec.instances + id.thread_instance) as usize,
         bytes: 0,
-        aio: None,
+        aio_inflight: 0,
+        aio_err: None,
         aio_failed: false,
     };
     let ctl = sh.arena.ctl();
@@ -226,6 +260,9 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
     }
     let u0 = thread_usage();
     let end = 'run: loop {
+        if let Some(e) = setup_err {
+            break 'run End::Failed(e);
+        }
         for fo in &spec.flowops {
             if sh.arena.stopping() {
                 break 'run End::Stopped;
@@ -263,6 +300,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
         flowops,
         usage,
         end,
+        sys: t.sys,
     }
 }
 
@@ -347,7 +385,7 @@ impl Thread<'_> {
     }
 
     fn iosize(&mut self, fo: &Flowop) -> usize {
-        (fo.iosize.sample(&mut self.rng).max(1.0) as usize).min(self.buf.len)
+        (fo.iosize.sample(&mut self.rng).max(1.0) as usize).min(self.buf_len)
     }
 
     /// Sum of one progress counter over the threads of this process instance.
@@ -441,16 +479,22 @@ impl Thread<'_> {
             flags |= libc::O_CREAT | libc::O_TRUNC;
         }
         let path = self.sh.layouts[set].path(i);
-        // SAFETY: NUL-terminated path; mode for O_CREAT.
-        let fd = unsafe { libc::open(path.as_ptr(), flags, 0o644) };
-        if fd < 0 {
-            let e = errno();
+        let eng = self.eng.as_dyn();
+        let fd = match eng.open_at(AT_FDCWD, &path, flags, 0o644, &mut self.sys) {
+            Ok(fd) => fd,
+            Err(e) => {
+                unbusy(arena, set, i, None, 0);
+                return Err(format!("open {path:?}: {e}"));
+            }
+        };
+        if fo.noreadahead {
+            // A hint: a file system without it still runs the flowop.
+            let _ = eng.advise(fd, libc::POSIX_FADV_RANDOM, &mut self.sys);
+        }
+        if let Err(e) = eng.set_file(slot as u32, fd) {
+            let _ = eng.close_fd(fd, &mut self.sys);
             unbusy(arena, set, i, None, 0);
             return Err(format!("open {path:?}: {e}"));
-        }
-        if fo.noreadahead {
-            // SAFETY: open descriptor.
-            unsafe { libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_RANDOM) };
         }
         unbusy(arena, set, i, create.then_some(true), 1);
         self.fds[slot] = Some(OpenFd {
@@ -508,7 +552,7 @@ impl Thread<'_> {
                 match self.fds[slot].take() {
                     Some(f) => {
                         busy_wait(arena, f.set, f.entry);
-                        self.close(f);
+                        self.close(slot, f);
                         Ok(Step::Ok)
                     }
                     None => Err(format!("fd {slot} is not open")),
@@ -519,10 +563,10 @@ impl Thread<'_> {
                 let slot = self.fdnum(fo);
                 if slot > 0 {
                     if let Some(f) = &self.fds[slot] {
-                        // SAFETY: stat buffer we own; fd is open.
-                        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                        if unsafe { libc::fstat(f.fd, &mut st) } != 0 {
-                            let e = errno();
+                        let mut st = crate::engine::meta::statx_buf();
+                        let fd = f.fd;
+                        if let Err(e) = self.eng.as_dyn().stat_fd(fd, &mut st, &mut self.sys) {
+                            let f = self.fds[slot].as_ref().expect("open");
                             return Err(format!("fstat {:?}: {e}", self.entry_path(f)));
                         }
                         return Ok(Step::Ok);
@@ -540,12 +584,13 @@ impl Thread<'_> {
                     Picked::NoRsc => return Ok(Step::NoRsc("no file to stat".into())),
                 };
                 let path = self.sh.layouts[set].path(i);
-                // SAFETY: stat buffer we own; NUL-terminated path.
-                let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                let r = unsafe { libc::stat(path.as_ptr(), &mut st) };
-                let e = errno();
+                let mut st = crate::engine::meta::statx_buf();
+                let r = self
+                    .eng
+                    .as_dyn()
+                    .stat_at(AT_FDCWD, &path, 0, &mut st, &mut self.sys);
                 unbusy(arena, set, i, None, 0);
-                if r != 0 {
+                if let Err(e) = r {
                     return Err(format!("stat {path:?}: {e}"));
                 }
                 Ok(Step::Ok)
@@ -571,16 +616,13 @@ impl Thread<'_> {
                     }
                 };
                 let path = self.sh.layouts[set].path(i);
-                // SAFETY: NUL-terminated path.
-                let r = unsafe {
-                    if fo.kind == MakeDir {
-                        libc::mkdir(path.as_ptr(), 0o755)
-                    } else {
-                        libc::rmdir(path.as_ptr())
-                    }
+                let eng = self.eng.as_dyn();
+                let r = if fo.kind == MakeDir {
+                    eng.mkdir_at(AT_FDCWD, &path, 0o755, &mut self.sys)
+                } else {
+                    eng.unlink_at(AT_FDCWD, &path, true, &mut self.sys)
                 };
-                if r != 0 {
-                    let e = errno();
+                if let Err(e) = r {
                     release(arena, set, i, fo.kind == RemoveDir);
                     return Err(format!(
                         "{} {path:?}: {e}",
@@ -596,19 +638,23 @@ impl Thread<'_> {
                 let Some(f) = &self.fds[slot] else {
                     return Err(format!("fd {slot} is not open"));
                 };
-                // SAFETY: open descriptor.
-                if unsafe { libc::fsync(f.fd) } != 0 {
-                    let e = errno();
+                let fd = f.fd;
+                if let Err(e) = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys) {
+                    let f = self.fds[slot].as_ref().expect("open");
                     return Err(format!("fsync {:?}: {e}", self.entry_path(f)));
                 }
                 Ok(Step::Ok)
             }
             FsyncSet => {
                 let set = fo.fileset.unwrap_or(0);
-                for f in self.fds.iter().flatten() {
-                    // SAFETY: open descriptor.
-                    if f.set == set && unsafe { libc::fsync(f.fd) } != 0 {
-                        let e = errno();
+                for k in 0..self.fds.len() {
+                    let Some(f) = &self.fds[k] else { continue };
+                    if f.set != set {
+                        continue;
+                    }
+                    let fd = f.fd;
+                    if let Err(e) = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys) {
+                        let f = self.fds[k].as_ref().expect("open");
                         return Err(format!("fsync {:?}: {e}", self.entry_path(f)));
                     }
                 }
@@ -654,7 +700,7 @@ impl Thread<'_> {
                 // thread's memory (no index arithmetic: that made each iteration about twice
                 // as costly as Filebench's and the stock oltp shadows CPU-bound on it).
                 let n = fo.value.sample(&mut self.rng).max(0.0) as u64;
-                let p = self.buf.ptr;
+                let p = self.eng.as_dyn().buffers().slot_ptr(SYNC_SLOT as usize);
                 for _ in 0..n {
                     // SAFETY: p is the start of our buffer; volatile keeps the busy loop.
                     unsafe { std::ptr::write_volatile(p, 1) };
@@ -789,39 +835,44 @@ impl Thread<'_> {
 
     /// The path of the file open on `slot` and the offset a failed read or write was at, for
     /// its error message: `known` when the I/O gave one, else the descriptor's offset (or the
-    /// file's end for an append). The lseek/fstat happen only on this error path.
+    /// file's end for an append). The lseek/statx happen only on this error path.
     fn failed_at(
-        &self,
+        &mut self,
         slot: usize,
         known: Option<u64>,
         append: bool,
     ) -> (super::fileset::CPath, i64) {
-        let f = self.fds[slot].as_ref().expect("open");
+        let fd = self.fds[slot].as_ref().expect("open").fd;
+        let eng = self.eng.as_dyn();
         let off = match known {
             Some(o) => o as i64,
             None if append => {
-                // SAFETY: stat buffer we own; open descriptor.
-                let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                // SAFETY: as above.
-                unsafe { libc::fstat(f.fd, &mut st) };
-                st.st_size
+                let mut st = crate::engine::meta::statx_buf();
+                match eng.stat_fd(fd, &mut st, &mut self.sys) {
+                    Ok(()) => st.stx_size as i64,
+                    Err(_) => -1,
+                }
             }
-            // SAFETY: open descriptor; SEEK_CUR with 0 only reports the offset.
-            None => unsafe { libc::lseek(f.fd, 0, libc::SEEK_CUR) },
+            None => eng
+                .seek_fd(fd, 0, libc::SEEK_CUR, &mut self.sys)
+                .map_or(-1, |o| o as i64),
         };
-        (self.entry_path(f), off)
+        (self.entry_path(self.fds[slot].as_ref().expect("open")), off)
     }
 
-    fn close(&mut self, f: OpenFd) {
-        // SAFETY: we own the descriptor.
-        unsafe { libc::close(f.fd) };
+    fn close(&mut self, slot: usize, f: OpenFd) {
+        let eng = self.eng.as_dyn();
+        eng.clear_file(slot as u32);
+        // close(2) releases the descriptor even when it reports an error.
+        let _ = eng.close_fd(f.fd, &mut self.sys);
         unbusy(self.sh.arena, f.set, f.entry, None, -1);
     }
 
     fn close_all(&mut self) {
-        let all: Vec<OpenFd> = self.fds.iter_mut().filter_map(|f| f.take()).collect();
-        for f in all {
-            self.close(f);
+        for slot in 0..self.fds.len() {
+            if let Some(f) = self.fds[slot].take() {
+                self.close(slot, f);
+            }
         }
     }
 
@@ -858,10 +909,11 @@ impl Thread<'_> {
             return Ok(Step::Quiet);
         }
         let path = self.sh.layouts[set].path(i);
-        // SAFETY: NUL-terminated path.
-        let r = unsafe { libc::unlink(path.as_ptr()) };
-        if r != 0 {
-            let e = errno();
+        let r = self
+            .eng
+            .as_dyn()
+            .unlink_at(AT_FDCWD, &path, false, &mut self.sys);
+        if let Err(e) = r {
             if e.raw_os_error() != Some(libc::ENOENT) {
                 unbusy(arena, set, i, None, 0);
                 return Err(format!("unlink {path:?}: {e}"));
@@ -869,6 +921,84 @@ impl Thread<'_> {
         }
         unbusy(arena, set, i, Some(false), -(opens as i32));
         Ok(Step::Ok)
+    }
+
+    /// One synchronous data I/O through the thread's engine on descriptor slot `slot`
+    /// (`offset` may carry IoOp's cursor/append/dsync flags): bytes moved, or the errno.
+    /// aiowrite completions that arrive meanwhile are accounted, not lost.
+    fn io(&mut self, kind: OpKind, slot: usize, offset: u64, len: usize) -> std::io::Result<u64> {
+        let op = IoOp {
+            kind,
+            file: slot as u32,
+            route: Route::Buffered,
+            offset,
+            len: len as u32,
+            slot: SYNC_SLOT,
+        };
+        let eng = self.eng.as_dyn();
+        eng.submit(&[op], &mut self.sys)?;
+        loop {
+            self.done.clear();
+            eng.reap(1, &mut self.done, &mut self.sys)?;
+            let mut res = None;
+            for c in &self.done {
+                if c.slot == SYNC_SLOT {
+                    res = Some(c.result);
+                } else {
+                    self.aio_inflight = self.aio_inflight.saturating_sub(1);
+                    if c.result < 0 && self.aio_err.is_none() {
+                        self.aio_err = Some(-c.result as i32);
+                    }
+                }
+            }
+            if let Some(r) = res {
+                return if r < 0 {
+                    Err(std::io::Error::from_raw_os_error(-r as i32))
+                } else {
+                    Ok(r as u64)
+                };
+            }
+        }
+    }
+
+    /// The engine and buffer slot of aiowrite: the thread's own when it is an io_uring
+    /// engine, else a second, io_uring engine built on first use (None when io_uring is
+    /// unavailable: aiowrite then writes synchronously, as Filebench does without AIO).
+    fn aio_engine(&mut self) -> Option<(&mut dyn Engine, u32)> {
+        if matches!(self.eng, Built::Uring(_)) {
+            return Some((self.eng.as_dyn(), 1));
+        }
+        if self.aio_eng.is_none() && !self.aio_failed {
+            match build_engine(EngineKind::Uring, 1, self.buf_len, self.id.slot as u64 + 7) {
+                Ok(e) => self.aio_eng = Some(e),
+                Err(_) => self.aio_failed = true,
+            }
+        }
+        self.aio_eng.as_mut().map(|e| (e.as_dyn(), 0))
+    }
+
+    /// Reap at least `n` aiowrites; report the first failed one.
+    fn aio_reap(&mut self, n: u32) -> std::io::Result<()> {
+        let mut got = 0;
+        while got < n && self.aio_inflight > 0 {
+            let eng = match self.aio_eng.as_mut() {
+                Some(e) => e.as_dyn(),
+                None => self.eng.as_dyn(),
+            };
+            self.done.clear();
+            eng.reap(1, &mut self.done, &mut self.sys)?;
+            for c in &self.done {
+                got += 1;
+                self.aio_inflight = self.aio_inflight.saturating_sub(1);
+                if c.result < 0 && self.aio_err.is_none() {
+                    self.aio_err = Some(-c.result as i32);
+                }
+            }
+        }
+        match self.aio_err.take() {
+            Some(e) => Err(std::io::Error::from_raw_os_error(e)),
+            None => Ok(()),
+        }
     }
 
     fn rw(&mut self, fo: &Flowop, t0: u64) -> StepResult {
@@ -881,16 +1011,10 @@ impl Thread<'_> {
                 return Ok(Step::Ok);
             }
         }
-        if fo.kind == Kind::AioWrite && !self.aio_failed && self.aio.is_none() {
-            match io_uring::IoUring::new(256) {
-                Ok(ring) => self.aio = Some(Aio { ring, inflight: 0 }),
-                Err(_) => self.aio_failed = true,
-            }
-        }
+        let aio = fo.kind == Kind::AioWrite && self.aio_engine().is_some();
         let Some((slot, wss)) = self.filesetup(fo, t0)? else {
             return Ok(Step::NoRsc("no file to read or write".into()));
         };
-        let buf = self.buf.ptr;
         let random = fo.random;
         let offset = if random {
             if (size as u64) > wss {
@@ -905,97 +1029,100 @@ impl Thread<'_> {
         let f = self.fds[slot].as_mut().expect("set up");
         if fo.directio && !f.direct {
             // The descriptor came from an openfile without directio: switch it on now.
-            // SAFETY: open descriptor; F_GETFL/F_SETFL have no memory arguments.
-            unsafe {
-                let fl = libc::fcntl(f.fd, libc::F_GETFL);
-                libc::fcntl(f.fd, libc::F_SETFL, fl | libc::O_DIRECT);
-            }
             f.direct = true;
+            let fd = f.fd;
+            self.eng
+                .as_dyn()
+                .set_status_flags(fd, libc::O_DIRECT, 0, &mut self.sys)
+                .map_err(|e| format!("switching on O_DIRECT: {e}"))?;
         }
-        let fd = f.fd;
-        let s = &mut self.stats[fo.stat];
         match fo.kind {
             Kind::Read => {
-                // SAFETY: buf holds at least `size` bytes (size is clamped to the buffer).
-                let n = unsafe {
-                    if random {
-                        libc::pread(fd, buf as *mut libc::c_void, size, offset as i64)
-                    } else {
-                        libc::read(fd, buf as *mut libc::c_void, size)
+                let at = if random { offset } else { IoOp::AT_CURSOR };
+                let n = match self.io(OpKind::Read, slot, at, size) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        self.stats[fo.stat].errors += 1;
+                        let (path, at) = self.failed_at(slot, random.then_some(offset), false);
+                        return Err(format!(
+                            "read of {size} bytes from {path:?} at offset {at}: {e}"
+                        ));
                     }
                 };
-                if n < 0 {
-                    s.errors += 1;
-                    let e = errno();
-                    let (path, at) = self.failed_at(slot, random.then_some(offset), false);
-                    return Err(format!(
-                        "read of {size} bytes from {path:?} at offset {at}: {e}"
-                    ));
-                }
                 if n == 0 {
                     // End of file: Filebench counts the empty read and starts over at 0.
-                    // SAFETY: open descriptor.
-                    unsafe { libc::lseek(fd, 0, libc::SEEK_SET) };
+                    let fd = self.fds[slot].as_ref().expect("set up").fd;
+                    let _ = self
+                        .eng
+                        .as_dyn()
+                        .seek_fd(fd, 0, libc::SEEK_SET, &mut self.sys);
                 }
-                self.bytes = n as u64;
+                self.bytes = n;
             }
-            Kind::AioWrite if self.aio.is_some() => {
-                let Some(aio) = self.aio.as_mut() else {
-                    unreachable!("checked")
-                };
+            Kind::AioWrite if aio => {
+                let f = self.fds[slot].as_mut().expect("set up");
                 let off = if random { offset } else { f.aio_off };
-                if aio.inflight as usize >= 255 {
-                    // Queue full: reap at least one before queueing more.
-                    reap(aio, 1).map_err(|e| format!("aiowrite completion: {e}"))?;
-                }
-                let e = io_uring::opcode::Write::new(io_uring::types::Fd(fd), buf, size as u32)
-                    .offset(off)
-                    .build();
-                // SAFETY: the buffer lives until the thread ends, and every queued write is
-                // reaped (aiowait or drain_aio) before that.
-                unsafe {
-                    aio.ring
-                        .submission()
-                        .push(&e)
-                        .map_err(|_| "aio queue full".to_string())?
-                };
-                aio.ring
-                    .submit()
-                    .map_err(|e| format!("io_uring submit: {e}"))?;
-                aio.inflight += 1;
                 if !random {
                     f.aio_off += size as u64;
                 }
+                let fd = f.fd;
+                if self.aio_inflight >= AIO_DEPTH - 1 {
+                    // Queue full: reap at least one before queueing more.
+                    self.aio_reap(1)
+                        .map_err(|e| format!("aiowrite completion: {e}"))?;
+                }
+                let Some((eng, buf)) = self.aio_engine() else {
+                    unreachable!("checked above")
+                };
+                // The aio engine of a sync thread has its own file slots: point this one at
+                // the descriptor (the thread's own engine has it already).
+                eng.set_file(slot as u32, fd)
+                    .map_err(|e| format!("aiowrite: {e}"))?;
+                let op = IoOp {
+                    kind: OpKind::Write,
+                    file: slot as u32,
+                    route: Route::Buffered,
+                    offset: off,
+                    len: size as u32,
+                    slot: buf,
+                };
+                let mut sys = SyscallCounts::default();
+                let r = eng.submit(&[op], &mut sys);
+                self.sys += &sys;
+                match r {
+                    Ok(1) => {}
+                    Ok(_) => return Err("aio queue full".into()),
+                    Err(e) => return Err(format!("io_uring submit: {e}")),
+                }
+                self.aio_inflight += 1;
                 self.bytes = size as u64;
             }
             _ => {
                 let append = matches!(fo.kind, Kind::AppendFile | Kind::AppendFileRand);
-                let mut flags = 0;
-                if append {
-                    flags |= libc::RWF_APPEND;
-                }
-                if fo.dsync {
-                    flags |= libc::RWF_DSYNC;
-                }
-                let iov = libc::iovec {
-                    iov_base: buf as *mut libc::c_void,
-                    iov_len: size,
+                // At (and advancing) the descriptor's offset; an append at the end of the
+                // file, leaving the offset there (Filebench: lseek END, write).
+                let mut at = if append {
+                    IoOp::APPEND
+                } else if random {
+                    offset
+                } else {
+                    IoOp::AT_CURSOR
                 };
-                // Offset -1: at (and advancing) the descriptor's offset; with RWF_APPEND at
-                // the end of the file, leaving the offset there (Filebench: lseek END, write).
-                let off = if random && !append { offset as i64 } else { -1 };
-                // SAFETY: one iovec over our buffer; descriptor open.
-                let n = unsafe { libc::pwritev2(fd, &iov, 1, off, flags) };
-                if n < 0 {
-                    s.errors += 1;
-                    let e = errno();
-                    let known = (random && !append).then_some(offset);
-                    let (path, at) = self.failed_at(slot, known, append);
-                    return Err(format!(
-                        "write of {size} bytes to {path:?} at offset {at}: {e}"
-                    ));
+                if fo.dsync {
+                    at |= IoOp::DSYNC;
                 }
-                self.bytes = n as u64;
+                let n = match self.io(OpKind::Write, slot, at, size) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        self.stats[fo.stat].errors += 1;
+                        let known = (random && !append).then_some(offset);
+                        let (path, at) = self.failed_at(slot, known, append);
+                        return Err(format!(
+                            "write of {size} bytes to {path:?} at offset {at}: {e}"
+                        ));
+                    }
+                };
+                self.bytes = n;
             }
         }
         Ok(Step::Ok)
@@ -1009,24 +1136,25 @@ impl Thread<'_> {
             0 => wss as usize,
             n => n,
         }
-        .clamp(1, self.buf.len);
-        let buf = self.buf.ptr;
+        .clamp(1, self.buf_len);
         let fd = self.fds[slot].as_ref().expect("set up").fd;
-        // SAFETY: open descriptor.
-        unsafe { libc::lseek(fd, 0, libc::SEEK_SET) };
+        self.eng
+            .as_dyn()
+            .seek_fd(fd, 0, libc::SEEK_SET, &mut self.sys)
+            .map_err(|e| format!("lseek: {e}"))?;
         let mut total = 0u64;
         loop {
-            // SAFETY: size is clamped to the buffer.
-            let n = unsafe { libc::read(fd, buf as *mut libc::c_void, size) };
-            if n < 0 {
-                let e = errno();
-                let (path, at) = self.failed_at(slot, Some(total), false);
-                return Err(format!("read {path:?} at offset {at}: {e}"));
-            }
+            let n = match self.io(OpKind::Read, slot, IoOp::AT_CURSOR, size) {
+                Ok(n) => n,
+                Err(e) => {
+                    let (path, at) = self.failed_at(slot, Some(total), false);
+                    return Err(format!("read {path:?} at offset {at}: {e}"));
+                }
+            };
             if n == 0 {
                 break;
             }
-            total += n as u64;
+            total += n;
         }
         self.bytes = total;
         Ok(Step::Ok)
@@ -1051,25 +1179,26 @@ impl Thread<'_> {
             0 => wss,
             n => n,
         }
-        .clamp(1, self.buf.len as u64);
-        let buf = self.buf.ptr;
-        let fd = self.fds[slot].as_ref().expect("set up").fd;
-        let flags = if fo.dsync { libc::RWF_DSYNC } else { 0 };
+        .clamp(1, self.buf_len as u64);
+        let at = if fo.dsync {
+            IoOp::AT_CURSOR | IoOp::DSYNC
+        } else {
+            IoOp::AT_CURSOR
+        };
         let mut done = 0u64;
         while done < wss {
             let n = (wss - done).min(size) as usize;
-            let iov = libc::iovec {
-                iov_base: buf as *mut libc::c_void,
-                iov_len: n,
+            let w = match self.io(OpKind::Write, slot, at, n) {
+                Ok(0) => Err(std::io::Error::from_raw_os_error(libc::ENOSPC)),
+                r => r,
             };
-            // SAFETY: one iovec over our buffer; offset -1 writes at the descriptor's offset.
-            let w = unsafe { libc::pwritev2(fd, &iov, 1, -1, flags) };
-            if w <= 0 {
-                let e = errno();
-                let (path, at) = self.failed_at(slot, None, false);
-                return Err(format!("write {path:?} at offset {at}: {e}"));
+            match w {
+                Ok(w) => done += w,
+                Err(e) => {
+                    let (path, at) = self.failed_at(slot, None, false);
+                    return Err(format!("write {path:?} at offset {at}: {e}"));
+                }
             }
-            done += w as u64;
         }
         self.bytes = done;
         Ok(Step::Ok)
@@ -1086,61 +1215,39 @@ impl Thread<'_> {
         let rot = self.sh.arena.rotor(set, Rotor::Dir);
         let k = rot.fetch_add(1, Relaxed) as usize % lay.dir_count();
         let path = lay.dir_path(k);
-        // SAFETY: NUL-terminated path; the DIR stream is closed below.
-        let d = unsafe { libc::opendir(path.as_ptr()) };
-        if d.is_null() {
-            return Err(format!("opendir {path:?}: {}", errno()));
-        }
+        let eng = self.eng.as_dyn();
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
+        let fd = eng
+            .open_at(AT_FDCWD, &path, flags, 0, &mut self.sys)
+            .map_err(|e| format!("opendir {path:?}: {e}"))?;
         let mut bytes = 0u64;
-        loop {
-            // SAFETY: d is a valid stream until closedir.
-            let e = unsafe { libc::readdir(d) };
-            if e.is_null() {
-                break;
+        let r = loop {
+            match eng.read_dir(fd, &mut self.dents, &mut self.sys) {
+                Ok(0) => break Ok(()),
+                Ok(n) => {
+                    for name in crate::engine::meta::dirents(&self.dents, n) {
+                        bytes += name.len() as u64 + DIRENT_SIZE - 1;
+                    }
+                }
+                Err(e) => break Err(e),
             }
-            // SAFETY: readdir returned a valid entry with a NUL-terminated name.
-            let name = unsafe { std::ffi::CStr::from_ptr((*e).d_name.as_ptr()) };
-            bytes += name.to_bytes().len() as u64 + DIRENT_SIZE - 1;
-        }
-        // SAFETY: d came from opendir.
-        unsafe { libc::closedir(d) };
+        };
+        let _ = eng.close_fd(fd, &mut self.sys);
+        r.map_err(|e| format!("readdir {path:?}: {e}"))?;
         self.bytes = bytes;
         Ok(Step::Ok)
     }
 
     fn aio_wait(&mut self) -> StepResult {
-        if let Some(aio) = self.aio.as_mut() {
-            let n = aio.inflight;
-            reap(aio, n).map_err(|e| format!("aiowrite completion: {e}"))?;
-        }
+        let n = self.aio_inflight;
+        self.aio_reap(n)
+            .map_err(|e| format!("aiowrite completion: {e}"))?;
         Ok(Step::Ok)
     }
 
     fn drain_aio(&mut self) {
-        if let Some(aio) = self.aio.as_mut() {
-            let n = aio.inflight;
-            let _ = reap(aio, n);
-        }
-    }
-}
-
-/// Wait for `n` queued writes to complete; report the first failed one.
-fn reap(aio: &mut Aio, n: u32) -> Result<(), std::io::Error> {
-    let mut got = 0;
-    let mut first_err = None;
-    while got < n {
-        aio.ring.submit_and_wait(1)?;
-        for c in aio.ring.completion() {
-            got += 1;
-            aio.inflight -= 1;
-            if c.result() < 0 && first_err.is_none() {
-                first_err = Some(std::io::Error::from_raw_os_error(-c.result()));
-            }
-        }
-    }
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(()),
+        let n = self.aio_inflight;
+        let _ = self.aio_reap(n);
     }
 }
 

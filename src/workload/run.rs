@@ -34,6 +34,8 @@ pub struct Options {
     /// How a `psrun` progress line reads, supplied by the front end (the report layer formats;
     /// this module only measures). None: lines are kept in the Result but not printed.
     pub progress: Option<ProgressLine>,
+    /// The engine every workload thread issues its system calls through.
+    pub engine: crate::job::EngineKind,
 }
 
 /// Turns one progress line (and the ops/s since the start, when asked for) into text.
@@ -489,7 +491,13 @@ fn spawn(
         let model = std::sync::Arc::new(model.clone());
         let layouts = std::sync::Arc::new(layouts.to_vec());
         let bodies = ids.into_iter().map(|id| {
-            let body = super::worker::body(model.clone(), layouts.clone(), shared.clone(), id);
+            let body = super::worker::body(
+                model.clone(),
+                layouts.clone(),
+                shared.clone(),
+                opts.engine,
+                id,
+            );
             ("wml".to_string(), body)
         });
         let crew = match crate::runner::drive::start_threads(
@@ -527,6 +535,7 @@ fn spawn(
                 slot_base: slot,
                 arena_fd: arena.raw_fd(),
                 layout: arena.layout.clone(),
+                engine: opts.engine,
             });
             slot += per;
             let mut child = match crate::runner::drive::start_process(&spec) {

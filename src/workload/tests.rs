@@ -22,6 +22,7 @@ fn run(dir: &Path, text: &str, keep: bool) -> RunResult {
         lines_to_stdout: false,
         stall_after: Duration::from_secs(2),
         progress: None,
+        engine: crate::job::EngineKind::Sync,
     };
     execute(&src, &model, &opts).unwrap_or_else(|e| panic!("{e:#}"))
 }
@@ -340,6 +341,7 @@ fn refuses_a_directory_it_did_not_create() {
         lines_to_stdout: false,
         stall_after: Duration::from_secs(2),
         progress: None,
+        engine: crate::job::EngineKind::Sync,
     };
     let e = execute(&src, &model, &opts).unwrap_err();
     assert!(crate::error::is_usage(&e), "{e}");

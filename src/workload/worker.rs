@@ -17,6 +17,9 @@ pub struct WorkerSpec {
     pub slot_base: usize,
     pub arena_fd: i32,
     pub layout: Layout,
+    /// The engine the threads issue their system calls through.
+    #[serde(default)]
+    pub engine: crate::job::EngineKind,
 }
 
 /// Stack of each workload thread: flowops recurse only through composites (at most 8 deep),
@@ -29,6 +32,7 @@ pub(super) fn body(
     model: std::sync::Arc<super::model::Model>,
     layouts: std::sync::Arc<Vec<super::fileset::SetLayout>>,
     arena: std::sync::Arc<Arena>,
+    engine: crate::job::EngineKind,
     id: ThreadId,
 ) -> crate::runner::drive::Body<ThreadOutcome> {
     Box::new(move |gate| {
@@ -39,6 +43,7 @@ pub(super) fn body(
             model: &model,
             layouts: &layouts,
             arena: &arena,
+            engine,
         };
         let spec = &model.processes[id.process].threads[id.thread];
         Some(super::interp::run_thread(&sh, spec, id))
@@ -82,7 +87,13 @@ pub fn child(spec: WorkerSpec) -> Result<()> {
     let bodies = ids.into_iter().map(|id| {
         (
             "wml".to_string(),
-            body(model.clone(), layouts.clone(), arena.clone(), id),
+            body(
+                model.clone(),
+                layouts.clone(),
+                arena.clone(),
+                spec.engine,
+                id,
+            ),
         )
     });
     let crew = match crate::runner::drive::start_threads(
