@@ -15,8 +15,8 @@ pub struct Progress {
 
 /// True when stderr is a terminal.
 pub fn stderr_is_tty() -> bool {
-    // SAFETY: isatty only inspects the descriptor.
-    unsafe { libc::isatty(2) == 1 }
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal()
 }
 
 impl Progress {
