@@ -15,7 +15,7 @@ use super::pace::Pacer;
 use super::target::Plan;
 use crate::engine::{self, BufferPool, Built, Completion, Engine, FileHandles, IoOp, OpKind};
 use crate::job::{Advice, CachePolicy, EngineKind, Job, Route};
-use crate::stats::{cpu, inflight_bucket, LatencyHist, Stats, SyscallCounts};
+use crate::stats::{cpu, inflight_bucket, mono_ns, LatencyHist, Stats, SyscallCounts};
 use serde::{Deserialize, Serialize};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -693,21 +693,6 @@ pub fn private_fd_table() -> bool {
         )
     };
     rc == 0
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: the clock `Instant` reads on Linux, without its wrapper
-/// (the timespec checks and the 128-bit arithmetic of `duration_since`), ~3 ns less per
-/// reading. The loop reads it twice per I/O: before submitting and after reaping.
-#[inline(always)]
-fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec that we own; CLOCK_MONOTONIC exists on every
-    // Linux, so the call cannot fail.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// One trace record, with the loop's clock readings placed on the trace's `Instant` scale

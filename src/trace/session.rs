@@ -33,23 +33,13 @@ struct Session {
 
 static SESSION: Mutex<Option<Session>> = Mutex::new(None);
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 fn new_session(capacity: usize) -> Session {
     // Rust's Instant is CLOCK_MONOTONIC on Linux: read both together to tie them.
     let base = Instant::now();
     Session {
         capacity: capacity.max(1),
         base,
-        base_mono_ns: monotonic_ns(),
+        base_mono_ns: crate::stats::mono_ns(),
         finished: Vec::new(),
         active: 0,
         part_dir: None,
