@@ -58,7 +58,28 @@ pub fn parse_iostat(text: &str) -> Result<Duration, crate::error::UsageError> {
     Ok(interval)
 }
 
-/// Observers running around one job.
+/// What the observers watch, whatever the source: the paths the run touches (a Job's
+/// targets, a workload's fileset directories, a replay's directory), how many threads record
+/// a trace ring, and whether they live in worker processes.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    pub targets: Vec<PathBuf>,
+    pub workers: usize,
+    pub processes: bool,
+}
+
+impl Scope {
+    /// A Job's targets and workers.
+    pub fn of_job(job: &Job) -> Scope {
+        Scope {
+            targets: job.targets.clone(),
+            workers: job.targets.len().max(1) * job.threads.max(1) as usize,
+            processes: job.workers != WorkerMode::Threads,
+        }
+    }
+}
+
+/// Observers running around one run.
 pub struct Observer {
     sampler: Option<Sampler>,
     iostat_note: Option<String>,
@@ -66,12 +87,18 @@ pub struct Observer {
 }
 
 impl Observer {
-    /// Check the settings against the job and start what runs beside it. Call right before
+    /// Check the settings against a job and start what runs beside it. Call right before
     /// the run.
     pub fn start(o: &Observe, job: &Job) -> anyhow::Result<Observer> {
+        Self::start_for(o, &Scope::of_job(job))
+    }
+
+    /// Check the settings against what a run touches and start what runs beside it (every
+    /// source: job, workload, replay). Call right before the run.
+    pub fn start_for(o: &Observe, scope: &Scope) -> anyhow::Result<Observer> {
         let mut trace = None;
         if let Some(t) = &o.trace {
-            let workers = job.targets.len().max(1) * job.threads.max(1) as usize;
+            let workers = scope.workers.max(1);
             let records = t.records.unwrap_or_else(|| {
                 (DEFAULT_TRACE_BUDGET / workers).clamp(64 << 10, DEFAULT_TRACE_RECORDS)
             });
@@ -83,7 +110,7 @@ impl Observer {
                 );
             }
             format::check_writable(&t.path)?;
-            if job.workers == WorkerMode::Threads {
+            if !scope.processes {
                 crate::trace::enable(records);
             } else {
                 // Worker processes leave their records here; `finish` merges and removes them.
@@ -99,7 +126,7 @@ impl Observer {
         let mut iostat_note = None;
         if let Some(interval) = o.iostat {
             let mut devices: Vec<String> = Vec::new();
-            for t in &job.targets {
+            for t in &scope.targets {
                 for d in diskstats::devices_under(t) {
                     if !devices.contains(&d) {
                         devices.push(d);

@@ -62,14 +62,14 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<i32> {
         ),
     };
     // The devices to sample are the ones under --dir.
-    let probe_job = crate::job::Job {
+    let scope = crate::observe::Scope {
         targets: vec![a.dir.clone()],
         ..Default::default()
     };
     let observe =
         crate::observe::Observe::iostat(super::observe::iostat_flag(a.iostat.as_deref())?);
     crate::output::check_output(a.output.as_deref(), false)?;
-    let observer = crate::observe::Observer::start(&observe, &probe_job)?;
+    let observer = crate::observe::Observer::start_for(&observe, &scope)?;
     let mut result = replay::run(&trace, &origin, &opts)?;
     let elapsed_s = result.total.elapsed_s;
     observer.finish(&mut result, elapsed_s)?;

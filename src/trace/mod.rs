@@ -15,9 +15,9 @@ pub mod ring;
 pub mod session;
 pub mod strace;
 
-pub use ring::TraceRing;
+pub use ring::{TraceFiles, TraceRing};
 use serde::{Deserialize, Serialize};
-pub use session::{enable, enable_for_children, finish_ring, ring_for_worker, take};
+pub use session::{enable, enable_for_children, finish_ring, ring_for, ring_for_worker, take};
 
 /// What a traced call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

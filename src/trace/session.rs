@@ -8,8 +8,10 @@
 //! processes line up.
 
 use super::format;
+use super::ring::TraceFiles;
 use super::{Trace, TraceRing};
 use crate::error::UsageError;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -67,8 +69,8 @@ pub fn enable_for_children(records_per_thread: usize, dir: PathBuf) -> std::io::
     Ok(())
 }
 
-/// A ring for one worker when tracing is on (called in the worker's untimed preparation, so
-/// the allocation and the page faults of touching it happen before the clock starts). The
+/// A ring for one Job worker when tracing is on (called in the worker's untimed preparation,
+/// so the allocation and the page faults of touching it happen before the clock starts). The
 /// ring is sized to the I/Os the worker will issue when the job says how many.
 pub fn ring_for_worker(
     job: &crate::job::Job,
@@ -77,6 +79,26 @@ pub fn ring_for_worker(
     user: usize,
     thread: u32,
 ) -> Option<TraceRing> {
+    let reps = job.repeats.max(1) as u64;
+    let expected = match (job.io_count, job.time_s) {
+        (Some(n), _) => Some(n.saturating_mul(reps)),
+        (None, Some(_)) => None,
+        // Covering the file once: at most size / block size I/Os per thread.
+        (None, None) => Some((target_size / job.block_size.max(1) + 1).saturating_mul(reps)),
+    };
+    let index = user as u32 * job.threads + thread;
+    ring_for(
+        index,
+        std::sync::Arc::new(vec![path.display().to_string()]),
+        expected,
+    )
+}
+
+/// A ring for thread `index` of any source (a workload's thread instance, a replay thread)
+/// when tracing is on, recording into the shared file table `files`; `expected` is how many
+/// calls it will record when known (the ring is no larger). Call it in the untimed
+/// preparation.
+pub fn ring_for(index: u32, files: TraceFiles, expected: Option<u64>) -> Option<TraceRing> {
     let mut guard = SESSION.lock().unwrap_or_else(|e| e.into_inner());
     if guard.is_none() {
         // A worker process of a traced run: the parent said so in the environment.
@@ -87,19 +109,11 @@ pub fn ring_for_worker(
         *guard = Some(s);
     }
     let s = guard.as_mut()?;
-    let reps = job.repeats.max(1) as u64;
-    let expected = match (job.io_count, job.time_s) {
-        (Some(n), _) => Some(n.saturating_mul(reps)),
-        (None, Some(_)) => None,
-        // Covering the file once: at most size / block size I/Os per thread.
-        (None, None) => Some((target_size / job.block_size.max(1) + 1).saturating_mul(reps)),
-    };
     let cap = match expected {
         Some(n) => n.clamp(1, s.capacity as u64) as usize,
         None => s.capacity,
     };
-    let index = user as u32 * job.threads + thread;
-    let ring = TraceRing::try_new(index, path.display().to_string(), s.base, cap);
+    let ring = TraceRing::try_new(index, files, s.base, cap);
     match ring {
         Some(_) => s.active += 1,
         // Checked up front by [`check_budget`]; if memory ran out since, this worker goes
@@ -109,6 +123,12 @@ pub fn ring_for_worker(
         ),
     }
     ring
+}
+
+/// Whether this process records a trace (a traced run, or a worker process of one).
+pub fn is_on() -> bool {
+    SESSION.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+        || std::env::var_os(ENV_DIR).is_some()
 }
 
 /// Refuse rings of `records_per_thread` entries for `workers` workers when they (and the
@@ -143,14 +163,44 @@ pub fn finish_ring(ring: TraceRing) {
     }
 }
 
+/// A trace's file table with a name -> index map beside it, so that gathering many rings
+/// over many files stays linear.
+#[derive(Default)]
+struct FileNames(HashMap<String, u32>);
+
+impl FileNames {
+    fn index(&mut self, trace: &mut Trace, name: &str) -> u32 {
+        if let Some(&i) = self.0.get(name) {
+            return i;
+        }
+        let i = trace.file_index(name);
+        self.0.insert(name.to_string(), i);
+        i
+    }
+}
+
 /// Records of `rings` with times on the shared monotonic clock, and how many were dropped.
 fn gather(rings: Vec<TraceRing>, base_mono_ns: u64) -> (Trace, u64) {
     let mut trace = Trace::default();
     let mut dropped = 0;
+    let mut names = FileNames::default();
     for ring in rings {
         dropped += ring.dropped();
-        let file = trace.file_index(ring.path());
-        ring.drain_into(file, &mut trace.records);
+        // Ring file index -> trace file index, filled as files are first seen (a workload's
+        // table can hold many files its threads never touched).
+        let files = ring.files().clone();
+        let mut map: HashMap<u32, u32> = HashMap::new();
+        let mut records = Vec::new();
+        ring.drain_into(
+            |i| {
+                *map.entry(i).or_insert_with(|| {
+                    let name = files.get(i as usize).map_or("?", |s| s.as_str());
+                    names.index(&mut trace, name)
+                })
+            },
+            &mut records,
+        );
+        trace.records.append(&mut records);
     }
     for r in &mut trace.records {
         r.start_ns += base_mono_ns;
@@ -165,6 +215,10 @@ fn gather(rings: Vec<TraceRing>, base_mono_ns: u64) -> (Trace, u64) {
 pub fn take() -> Option<(Trace, u64)> {
     let session = SESSION.lock().unwrap_or_else(|e| e.into_inner()).take()?;
     let (mut trace, mut dropped) = gather(session.finished, session.base_mono_ns);
+    let mut names = FileNames::default();
+    for (i, f) in trace.files.iter().enumerate() {
+        names.0.insert(f.clone(), i as u32);
+    }
     if let Some(dir) = session.children_dir {
         std::env::remove_var(ENV_DIR);
         std::env::remove_var(ENV_RECORDS);
@@ -186,8 +240,13 @@ pub fn take() -> Option<(Trace, u64)> {
                 dropped += n;
             }
             if let Ok(part) = format::read_file(&p) {
+                let map: Vec<u32> = part
+                    .files
+                    .iter()
+                    .map(|f| names.index(&mut trace, f))
+                    .collect();
                 for mut r in part.records {
-                    r.file = trace.file_index(&part.files[r.file as usize]);
+                    r.file = map.get(r.file as usize).copied().unwrap_or(0);
                     trace.records.push(r);
                 }
             }
