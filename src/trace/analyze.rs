@@ -306,7 +306,14 @@ pub fn analyze_on(
                 a.fsyncs += 1;
                 f.syncs += 1;
             }
-            TraceOp::Read | TraceOp::Write => {}
+            // Data calls are summarised below; metadata calls other than open, close and
+            // the syncs (a workload's unlink, stat, mkdir, readdir) are not summarised yet.
+            TraceOp::Read
+            | TraceOp::Write
+            | TraceOp::Unlink
+            | TraceOp::Stat
+            | TraceOp::Mkdir
+            | TraceOp::Readdir => {}
         }
     }
     a.threads = threads.len() as u64;

@@ -29,6 +29,12 @@ pub enum TraceOp {
     Close,
     Fsync,
     Fdatasync,
+    // Metadata calls a workload makes (Filebench's deletefile, statfile, makedir, listdir);
+    // appended so that the binary format's codes of the older ops stay the same.
+    Unlink,
+    Stat,
+    Mkdir,
+    Readdir,
 }
 
 impl TraceOp {
@@ -40,6 +46,10 @@ impl TraceOp {
             TraceOp::Close => "close",
             TraceOp::Fsync => "fsync",
             TraceOp::Fdatasync => "fdatasync",
+            TraceOp::Unlink => "unlink",
+            TraceOp::Stat => "stat",
+            TraceOp::Mkdir => "mkdir",
+            TraceOp::Readdir => "readdir",
         }
     }
     pub fn parse(s: &str) -> Option<TraceOp> {
@@ -50,6 +60,10 @@ impl TraceOp {
             "close" => TraceOp::Close,
             "fsync" => TraceOp::Fsync,
             "fdatasync" => TraceOp::Fdatasync,
+            "unlink" => TraceOp::Unlink,
+            "stat" => TraceOp::Stat,
+            "mkdir" => TraceOp::Mkdir,
+            "readdir" => TraceOp::Readdir,
             _ => return None,
         })
     }
@@ -64,6 +78,10 @@ impl TraceOp {
             TraceOp::Close,
             TraceOp::Fsync,
             TraceOp::Fdatasync,
+            TraceOp::Unlink,
+            TraceOp::Stat,
+            TraceOp::Mkdir,
+            TraceOp::Readdir,
         ]
         .get(c as usize)
         .copied()
