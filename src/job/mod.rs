@@ -2,6 +2,7 @@
 //! `quick`, sweeps) builds Jobs; only the runner does I/O. Defaults live in `Default for Job`.
 
 pub mod cache;
+pub mod params;
 
 use crate::error::UsageError;
 use crate::usage;
@@ -25,21 +26,6 @@ pub enum Access {
 }
 
 impl Access {
-    pub fn parse(s: &str) -> Result<Self, UsageError> {
-        Ok(match s {
-            "read" => Access::Read,
-            "write" => Access::Write,
-            "rw" | "readwrite" => Access::ReadWrite,
-            "randread" => Access::RandRead,
-            "randwrite" => Access::RandWrite,
-            "randrw" => Access::RandRw,
-            _ => {
-                return Err(usage!(
-                    "unknown access '{s}': expected read, write, rw, randread, randwrite or randrw"
-                ))
-            }
-        })
-    }
     pub fn name(self) -> &'static str {
         match self {
             Access::Read => "read",
@@ -110,6 +96,29 @@ pub enum WorkerMode {
     ProcessPerThread,
 }
 
+impl WorkerMode {
+    /// `per-user`, `per-thread`, or `threads` (also `none`); `what` names the option.
+    pub fn parse(s: &str, what: &str) -> Result<Self, UsageError> {
+        Ok(match s {
+            "per-user" => WorkerMode::ProcessPerUser,
+            "per-thread" => WorkerMode::ProcessPerThread,
+            "threads" | "none" => WorkerMode::Threads,
+            _ => {
+                return Err(usage!(
+                    "unknown {what} '{s}': expected per-user, per-thread or threads"
+                ))
+            }
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkerMode::Threads => "threads",
+            WorkerMode::ProcessPerUser => "per-user",
+            WorkerMode::ProcessPerThread => "per-thread",
+        }
+    }
+}
+
 /// Open flags (vxbench -o).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -141,6 +150,13 @@ impl Advice {
                 ))
             }
         })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Advice::NoReuse => "noreuse",
+            Advice::Random => "random",
+            Advice::Seq => "seq",
+        }
     }
 }
 
@@ -175,6 +191,21 @@ impl SpaceFlags {
             }
         }
         Ok(())
+    }
+
+    /// The flags that are set, in the order [`SpaceFlags::apply_list`] reads them.
+    pub fn names(&self) -> Vec<&'static str> {
+        [
+            (self.align, "align"),
+            (self.chgsiz, "chgsiz"),
+            (self.contig, "contig"),
+            (self.noextend, "noextend"),
+            (self.noreserve, "noreserve"),
+            (self.trim, "trim"),
+        ]
+        .into_iter()
+        .filter_map(|(on, n)| on.then_some(n))
+        .collect()
     }
 }
 
@@ -219,6 +250,12 @@ impl RateScope {
             "thread" => Ok(RateScope::Thread),
             "total" => Ok(RateScope::Total),
             _ => Err(usage!("unknown rate scope '{s}': expected thread or total")),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            RateScope::Thread => "thread",
+            RateScope::Total => "total",
         }
     }
 }
