@@ -54,6 +54,75 @@ fn list() -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// The line announcing a suite run.
+fn announce(res: &suite::Resolved, dirs: &[PathBuf], out_dir: &std::path::Path) -> String {
+    format!(
+        "fsbench suite {}: {} at scale {} on {}; results in {}",
+        res.file.name,
+        res.file.title,
+        res.scale,
+        dirs.iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        out_dir.display()
+    )
+}
+
+/// The records of this run plus the studies of the same suite stored earlier in `out_dir`
+/// (the report covers both), in point order.
+fn with_stored(
+    res: &suite::Resolved,
+    records: &[crate::sweep::record::Record],
+    out_dir: &std::path::Path,
+    only: &[String],
+) -> Vec<crate::sweep::record::Record> {
+    let ran: Vec<String> = records.iter().map(|r| r.meta().study.clone()).collect();
+    let mut all = records.to_vec();
+    if let Ok(stored) = crate::sweep::record::load(&[out_dir.to_path_buf()]) {
+        let run_ids: Vec<String> = res
+            .studies
+            .iter()
+            .filter(|s| only.is_empty() || only.contains(&s.study().id))
+            .map(|s| s.study().id.clone())
+            .collect();
+        all.extend(stored.into_iter().filter(|r| {
+            let m = r.meta();
+            m.suite == res.file.name
+                && !ran.contains(&m.study)
+                && !run_ids
+                    .iter()
+                    .any(|id| m.study == *id || m.study == format!("{id}-write"))
+        }));
+        all.sort_by_key(|r| (r.meta().index, r.meta().repeat));
+    }
+    all
+}
+
+/// suite.json: what ran, where, and how it went.
+fn manifest(
+    res: &suite::Resolved,
+    a: &SuiteArgs,
+    baseline: Option<&str>,
+    outcome: &suite::SuiteOutcome,
+) -> serde_json::Value {
+    let t = outcome.tally;
+    serde_json::json!({
+        "schema_version": crate::result::SCHEMA_VERSION,
+        "kind": "suite",
+        "suite": res.file.name,
+        "scale": res.scale,
+        "dirs": a.dirs,
+        "baseline": baseline,
+        "measured": t.ran,
+        "reused": t.reused,
+        "skipped": t.skipped,
+        "failed": t.failed,
+        "interrupted": outcome.interrupted,
+        "missing_personalities": outcome.missing_personalities,
+    })
+}
+
 pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
     if a.name == "list" {
         return list();
@@ -76,18 +145,7 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("fsbench-{}", res.file.name)));
-    let announce = format!(
-        "fsbench suite {}: {} at scale {} on {}; results in {}",
-        res.file.name,
-        res.file.title,
-        res.scale,
-        a.dirs
-            .iter()
-            .map(|d| d.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        out_dir.display()
-    );
+    let announce = announce(&res, &a.dirs, &out_dir);
     let outcome = suite::run(
         &res,
         &RunOptions {
@@ -112,31 +170,7 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
             outcome.missing_personalities.join(", ")
         ));
     }
-    // The report covers this run and the studies stored earlier in the same directory.
-    let ran: Vec<String> = outcome
-        .records
-        .iter()
-        .map(|r| r.meta().study.clone())
-        .collect();
-    let mut all = outcome.records.clone();
-    if let Ok(stored) = crate::sweep::record::load(std::slice::from_ref(&out_dir)) {
-        let run_ids: Vec<String> = res
-            .studies
-            .iter()
-            .filter(|s| a.studies.is_empty() || a.studies.contains(&s.study().id))
-            .map(|s| s.study().id.clone())
-            .collect();
-        all.extend(stored.into_iter().filter(|r| {
-            let m = r.meta();
-            m.suite == res.file.name
-                && !ran.contains(&m.study)
-                && !run_ids
-                    .iter()
-                    .any(|id| m.study == *id || m.study == format!("{id}-write"))
-        }));
-        all.sort_by_key(|r| (r.meta().index, r.meta().repeat));
-    }
-    let outcome_records = all;
+    let outcome_records = with_stored(&res, &outcome.records, &out_dir, &a.studies);
     let tables = crate::report::table::shape_all(&outcome_records, &Default::default())?;
     let title = format!("fsbench suite {}", res.file.name);
     let baseline = a.baseline.as_ref().map(|b| b.display().to_string());
@@ -151,20 +185,7 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
     crate::out!("{}", report.render(Format::Text));
     let html = report.write_into(&outcome.results)?;
     let t = outcome.tally;
-    let manifest = serde_json::json!({
-        "schema_version": crate::result::SCHEMA_VERSION,
-        "kind": "suite",
-        "suite": res.file.name,
-        "scale": res.scale,
-        "dirs": a.dirs,
-        "baseline": baseline,
-        "measured": t.ran,
-        "reused": t.reused,
-        "skipped": t.skipped,
-        "failed": t.failed,
-        "interrupted": outcome.interrupted,
-        "missing_personalities": outcome.missing_personalities,
-    });
+    let manifest = manifest(&res, &a, baseline.as_deref(), &outcome);
     outcome.results.write_json("suite.json", &manifest)?;
     eprintln!(
         "{} measured, {} reused, {} skipped, {} failed; report: {}",

@@ -417,6 +417,33 @@ impl Job {
                 "no target given: name at least one file or block device"
             ));
         }
+        self.check_ranges()?;
+        self.check_targets()?;
+        self.check_sizes()?;
+        self.check_engine()?;
+        self.check_space()?;
+        self.check_bounds()
+    }
+
+    /// No target name empty or looking like an option.
+    fn check_targets(&self) -> Result<(), UsageError> {
+        for t in &self.targets {
+            if t.as_os_str().is_empty() {
+                return Err(usage!("empty target name: name a file or block device"));
+            }
+            if t.as_os_str().as_encoded_bytes().first() == Some(&b'-') {
+                return Err(usage!(
+                    "target '{}' starts with '-' and looks like an option: write ./{} (or put it after --)",
+                    t.display(),
+                    t.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Numbers within their ranges (a TOML job file reaches here without the setters' checks).
+    fn check_ranges(&self) -> Result<(), UsageError> {
         if self.block_size == 0 || self.block_size > MAX_BLOCK_SIZE {
             return Err(usage!(
                 "bad I/O size {}: must be between 1 byte and 256m",
@@ -454,18 +481,11 @@ impl Job {
         if self.io_count == Some(0) {
             return Err(usage!("bad I/O count 0: must be at least 1"));
         }
-        for t in &self.targets {
-            if t.as_os_str().is_empty() {
-                return Err(usage!("empty target name: name a file or block device"));
-            }
-            if t.as_os_str().as_encoded_bytes().first() == Some(&b'-') {
-                return Err(usage!(
-                    "target '{}' starts with '-' and looks like an option: write ./{} (or put it after --)",
-                    t.display(),
-                    t.display()
-                ));
-            }
-        }
+        Ok(())
+    }
+
+    /// Sizes that fit a file: every offset within pread/pwrite's reach.
+    fn check_sizes(&self) -> Result<(), UsageError> {
         // Every offset must fit pread/pwrite's signed 64-bit offset, and sizes must not wrap.
         const MAX_OFFSET: u64 = i64::MAX as u64;
         if let (Some(n), None) = (self.io_count, self.file_size) {
@@ -501,6 +521,11 @@ impl Job {
                 _ => {}
             }
         }
+        Ok(())
+    }
+
+    /// Engine options that need a particular engine or cache policy.
+    fn check_engine(&self) -> Result<(), UsageError> {
         if self.queue_depth > 1 && self.engine != EngineKind::Uring {
             return Err(usage!(
                 "queue depth {} needs --engine uring: the {} engine issues one I/O at a time per thread",
@@ -522,6 +547,11 @@ impl Job {
                 self.cache.name()
             ));
         }
+        Ok(())
+    }
+
+    /// Open flags and space flags that contradict each other or lack what they describe.
+    fn check_space(&self) -> Result<(), UsageError> {
         if self.open.append && self.access.is_random() {
             return Err(usage!(
                 "-o append makes every write land at the end of the file: use a sequential write workload"
@@ -553,6 +583,11 @@ impl Job {
                 "-f noextend needs a reservation (-r) or a file size"
             ));
         }
+        Ok(())
+    }
+
+    /// Something ends the run, and the file holds at least one I/O.
+    fn check_bounds(&self) -> Result<(), UsageError> {
         if self.time_s.is_none() && self.io_count.is_none() && self.file_size.is_none() {
             return Err(usage!(
                 "nothing bounds the run: give an I/O count, a file size or a run time"
