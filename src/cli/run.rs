@@ -2,7 +2,7 @@
 
 use crate::job::params::{self, Front};
 use crate::job::{EngineKind, Job};
-use crate::report::{Format, ReportOptions, Runs};
+use crate::report::ReportOptions;
 use crate::result::RunResult;
 use crate::units::RateUnit;
 use crate::{bail_usage, usage};
@@ -116,12 +116,8 @@ pub struct RunArgs {
     /// Job name in reports
     #[arg(long)]
     pub name: Option<String>,
-    /// Write the JSON Result here
-    #[arg(long)]
-    pub output: Option<PathBuf>,
-    /// text, json, csv
-    #[arg(long = "output-format", default_value = "text")]
-    pub output_format: String,
+    #[command(flatten)]
+    pub results: super::args::ResultsArgs,
     /// Per-thread lines
     #[arg(short = 'v', long)]
     pub verbose: bool,
@@ -254,9 +250,9 @@ pub fn report_options(a: &RunArgs) -> ReportOptions {
 }
 
 pub fn main(a: RunArgs) -> anyhow::Result<i32> {
-    let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
+    let format = a.results.format()?;
     let job = build_job(&a)?;
-    crate::output::check_output(a.output.as_deref(), a.force)?;
+    crate::output::check_output(a.results.output.as_deref(), a.force)?;
     let observer = crate::observe::Observer::start(&a.observe.settings()?, &job)?;
     let outcome = crate::runner::run(&job)?;
     let mut result = RunResult::from_outcome(&job, &outcome);
@@ -265,7 +261,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
         &[result],
         format,
         &report_options(&a),
-        a.output.as_deref(),
+        a.results.output.as_deref(),
         a.force,
     )
 }

@@ -24,25 +24,11 @@ pub struct SuiteArgs {
     /// Normalise charts to this target directory (baseline = 0)
     #[arg(long)]
     pub baseline: Option<PathBuf>,
-    /// Run every point N times
-    #[arg(long, default_value_t = 1)]
-    pub repeat: u32,
     /// Only these studies (repeatable; ids from `fsbench suite list`)
     #[arg(long = "study")]
     pub studies: Vec<String>,
-    /// Measure every point again, ignoring stored results
-    #[arg(long)]
-    pub fresh: bool,
-    /// Keep the files fsbench created
-    #[arg(long)]
-    pub keep: bool,
-    /// Write into an output directory fsbench did not make, replacing files it did not
-    /// write and points stored there with other settings
-    #[arg(long)]
-    pub force: bool,
-    /// Sample /proc/diskstats every INTERVAL during each measured point (charted in report.html)
-    #[arg(long, value_name = "INTERVAL")]
-    pub iostat: Option<String>,
+    #[command(flatten)]
+    pub study: super::args::StudyArgs,
 }
 
 fn list() -> anyhow::Result<i32> {
@@ -131,10 +117,8 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
     if a.dirs.is_empty() {
         bail_usage!("no target: give --dir DIR (repeat it for several targets)");
     }
-    if a.repeat == 0 {
-        bail_usage!("bad --repeat 0: must be at least 1");
-    }
-    let iostat = super::observe::iostat_flag(a.iostat.as_deref())?;
+    a.study.check()?;
+    let iostat = a.study.iostat()?;
     if let Some(b) = &a.baseline {
         if !a.dirs.iter().any(|d| d == b) {
             bail_usage!("--baseline {} is not one of the --dir targets", b.display());
@@ -151,10 +135,10 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
         &RunOptions {
             dirs: a.dirs.clone(),
             out_dir: out_dir.clone(),
-            repeat: a.repeat,
-            fresh: a.fresh,
-            keep: a.keep,
-            force: a.force,
+            repeat: a.study.repeat,
+            fresh: a.study.fresh,
+            keep: a.study.keep,
+            force: a.study.force,
             only: a.studies.clone(),
             iostat,
             announce: Some(announce),
