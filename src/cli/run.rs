@@ -265,3 +265,54 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
         a.force,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every flag `run` feeds through the table names a parameter there, under the flag
+    /// the table records for it.
+    #[test]
+    fn every_flag_names_a_table_parameter() {
+        let a = RunArgs::default();
+        let names = valued_flags(&a)
+            .into_iter()
+            .map(|(n, _)| n)
+            .chain(switches(&a).into_iter().map(|(n, _, _)| n))
+            .chain(["rw", "engine"]);
+        for n in names {
+            let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
+            assert!(p.flag.is_some(), "{n} has no run flag in the table");
+        }
+    }
+
+    #[test]
+    fn flags_go_through_the_table() {
+        let a = RunArgs {
+            inputs: vec!["f".into()],
+            rw: Some("mmap_write".into()),
+            count: Some("2k".into()),
+            threads: Some(3),
+            no_invalidate: true,
+            ..Default::default()
+        };
+        let j = build_job(&a).unwrap();
+        assert_eq!(
+            (j.access, j.engine),
+            (crate::job::Access::Write, EngineKind::Mmap)
+        );
+        assert_eq!(
+            (j.io_count, j.threads, j.invalidate),
+            (Some(2048), 3, false)
+        );
+        assert_eq!(j.name, "run write");
+        let a = RunArgs {
+            engine: Some("uring".into()),
+            ..a
+        };
+        assert!(build_job(&a)
+            .unwrap_err()
+            .to_string()
+            .contains("drop --engine"));
+    }
+}

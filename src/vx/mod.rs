@@ -418,7 +418,8 @@ mod tests {
                 threshold: 128 * 1024
             }
         );
-        let c = p("-w mmap_read f").unwrap();
+        let c = p("-t -P -w mmap_read f").unwrap();
+        assert_eq!(c.job.workers, WorkerMode::ProcessPerUser);
         assert_eq!(c.job.engine, EngineKind::Mmap);
         assert_eq!(c.job.io_count, Some(DEFAULT_IOCOUNT));
     }
