@@ -2,6 +2,7 @@
 //! (or reads Results) and hands them to the runner or the report layer.
 
 pub mod advise;
+pub mod args;
 pub mod compare;
 pub mod frag;
 pub mod iostat;

@@ -18,12 +18,8 @@ pub struct QuickArgs {
     /// Seconds for each timed (random / fsync) test
     #[arg(long, default_value = "10s")]
     pub time: String,
-    /// Write all Results (a JSON array) here
-    #[arg(long)]
-    pub output: Option<PathBuf>,
-    /// text, json, csv
-    #[arg(long = "output-format", default_value = "text")]
-    pub output_format: String,
+    #[command(flatten)]
+    pub results: super::args::ResultsArgs,
 }
 
 /// The battery as data: (name, access, block size, cache, threads, timed, dsync).
@@ -120,14 +116,14 @@ pub fn jobs(dir: &std::path::Path, size: u64, secs: f64) -> Vec<Job> {
 }
 
 pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
-    let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
+    let format = a.results.format()?;
     let dir = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     if !dir.is_dir() {
         crate::bail_usage!("{} is not a directory", dir.display());
     }
     let size = crate::units::parse_size(&a.size)?;
     let secs = crate::units::parse_duration(&a.time)?.as_secs_f64();
-    crate::output::check_output(a.output.as_deref(), false)?;
+    crate::output::check_output(a.results.output.as_deref(), false)?;
     let jobs = jobs(&dir, size, secs);
     // Every test is checked before the first one runs: a bad option refuses the whole
     // battery instead of stopping it half-way.
@@ -191,7 +187,7 @@ pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
         };
         crate::out!("{}", runs.render(format));
     }
-    if let Some(p) = &a.output {
+    if let Some(p) = &a.results.output {
         crate::output::write_json(p, &results)?;
     }
     Ok(super::output::exit_code(&results))

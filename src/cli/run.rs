@@ -1,9 +1,10 @@
 //! `fsbench run`: one Job from flags, or from a TOML job file with flags overriding it.
 
-use crate::job::{Access, Advice, CachePolicy, EngineKind, Job, WorkerMode};
-use crate::report::{Format, ReportOptions, Runs};
+use crate::job::params::{self, Front};
+use crate::job::{EngineKind, Job};
+use crate::report::ReportOptions;
 use crate::result::RunResult;
-use crate::units::{parse_duration, RateUnit};
+use crate::units::RateUnit;
 use crate::{bail_usage, usage};
 use clap::Args;
 use std::path::PathBuf;
@@ -115,12 +116,8 @@ pub struct RunArgs {
     /// Job name in reports
     #[arg(long)]
     pub name: Option<String>,
-    /// Write the JSON Result here
-    #[arg(long)]
-    pub output: Option<PathBuf>,
-    /// text, json, csv
-    #[arg(long = "output-format", default_value = "text")]
-    pub output_format: String,
+    #[command(flatten)]
+    pub results: super::args::ResultsArgs,
     /// Per-thread lines
     #[arg(short = 'v', long)]
     pub verbose: bool,
@@ -134,17 +131,11 @@ pub struct RunArgs {
     pub observe: super::observe::ObserveArgs,
 }
 
-fn size_opt(s: &Option<String>, what: &str) -> Result<Option<u64>, crate::error::UsageError> {
-    s.as_ref()
-        .map(|v| crate::units::parse_size_as(v, crate::units::BareUnit::Bytes, what))
-        .transpose()
-}
-
-/// Build the Job: start from the job file (if any), then apply flags.
-pub fn build_job(a: &RunArgs) -> anyhow::Result<Job> {
+/// Start from the job file named among the inputs (if any); the other inputs are targets.
+fn job_from_inputs(inputs: &[PathBuf]) -> anyhow::Result<Job> {
     let mut job = Job::default();
     let mut targets = Vec::new();
-    for input in &a.inputs {
+    for input in inputs {
         if input.extension().is_some_and(|e| e == "toml") {
             let text = std::fs::read_to_string(input)
                 .map_err(|e| usage!("cannot read job file {}: {e}", input.display()))?;
@@ -157,111 +148,88 @@ pub fn build_job(a: &RunArgs) -> anyhow::Result<Job> {
     if !targets.is_empty() {
         job.targets = targets;
     }
+    Ok(job)
+}
+
+/// The flags that take a value, as (parameter, value), in the order they apply. clap keeps
+/// them typed for `--help` and its own checks; the table does the one conversion to the Job.
+fn valued_flags(a: &RunArgs) -> Vec<(&'static str, Option<String>)> {
+    let s = |v: &Option<String>| v.clone();
+    let n = |v: Option<u64>| v.map(|x| x.to_string());
+    vec![
+        ("bs", s(&a.bs)),
+        ("size", s(&a.size)),
+        ("count", s(&a.count)),
+        ("time", s(&a.time)),
+        ("threads", n(a.threads.map(u64::from))),
+        ("rwmix", n(a.rwmix_read.map(u64::from))),
+        ("cache", s(&a.cache)),
+        ("qd", n(a.qd.map(u64::from))),
+        ("nrep", n(a.nrep.map(u64::from))),
+        ("seed", n(a.seed)),
+        ("advise", s(&a.advise)),
+        ("extsize", s(&a.extsize)),
+        ("reserve", s(&a.reserve)),
+        ("space_flags", s(&a.space_flags)),
+        ("processes", s(&a.processes)),
+        ("rate_iops", n(a.rate_iops)),
+        ("rate_bytes", s(&a.rate_bytes)),
+        ("rate_scope", s(&a.rate_scope)),
+        ("name", s(&a.name)),
+    ]
+}
+
+/// The switches: each one given turns its parameter on (off for `--no-invalidate`); one not
+/// given leaves the job file's value.
+fn switches(a: &RunArgs) -> [(&'static str, bool, &'static str); 13] {
+    [
+        ("fsync", a.fsync, "true"),
+        ("sync", a.sync, "true"),
+        ("dsync", a.dsync, "true"),
+        ("append", a.append, "true"),
+        ("trunc", a.trunc, "true"),
+        ("mlock", a.mlock, "true"),
+        ("sqpoll", a.sqpoll, "true"),
+        ("hipri", a.hipri, "true"),
+        ("keep", a.keep, "true"),
+        ("force", a.force, "true"),
+        ("drop_cache", a.drop_cache, "true"),
+        ("remove", a.remove, "true"),
+        ("invalidate", a.no_invalidate, "false"),
+    ]
+}
+
+/// `--rw` and `--engine`: an mmap access pattern chooses the mmap engine, so another
+/// `--engine` contradicts it.
+fn set_access_engine(job: &mut Job, a: &RunArgs) -> Result<(), crate::error::UsageError> {
     if let Some(rw) = &a.rw {
-        match rw.as_str() {
-            "mmapread" => {
-                job.access = Access::Read;
-                job.engine = EngineKind::Mmap;
-            }
-            "mmapwrite" => {
-                job.access = Access::Write;
-                job.engine = EngineKind::Mmap;
-            }
-            other => job.access = Access::parse(other).map_err(|_| {
-                usage!("unknown --rw '{other}': expected read, write, rw, randread, randwrite, randrw, mmapread or mmapwrite")
-            })?,
-        }
-    }
-    if let Some(v) = size_opt(&a.bs, "--bs")? {
-        job.block_size = v;
-    }
-    if let Some(v) = size_opt(&a.size, "--size")? {
-        job.file_size = Some(v);
-    }
-    if let Some(c) = &a.count {
-        job.io_count = Some(crate::units::parse_size_as(
-            c,
-            crate::units::BareUnit::Count,
-            "--count",
-        )?);
-    }
-    if let Some(t) = &a.time {
-        job.time_s = Some(parse_duration(t)?.as_secs_f64());
-    }
-    if let Some(t) = a.threads {
-        job.threads = t;
-    }
-    if let Some(p) = a.rwmix_read {
-        job.read_pct = p;
-    }
-    if let Some(c) = &a.cache {
-        job.cache = CachePolicy::parse(c)?;
+        params::get("rw").set(job, rw, Front::Flag)?;
     }
     if let Some(e) = &a.engine {
-        let e = EngineKind::parse(e)?;
-        if job.engine == EngineKind::Mmap && e != EngineKind::Mmap {
+        let mmap = job.engine == EngineKind::Mmap;
+        params::get("engine").set(job, e, Front::Flag)?;
+        if mmap && job.engine != EngineKind::Mmap {
             bail_usage!("--rw mmapread/mmapwrite use the mmap engine; drop --engine");
         }
-        job.engine = e;
     }
-    if let Some(q) = a.qd {
-        job.queue_depth = q;
-    }
-    if let Some(n) = a.nrep {
-        job.repeats = n;
-    }
-    if let Some(s) = a.seed {
-        job.seed = s;
-    }
-    job.fsync |= a.fsync;
-    job.open.sync |= a.sync;
-    job.open.dsync |= a.dsync;
-    job.open.append |= a.append;
-    job.open.trunc |= a.trunc;
-    if let Some(adv) = &a.advise {
-        for x in adv.split(',').filter(|x| !x.is_empty()) {
-            job.advice.push(Advice::parse(x)?);
+    Ok(())
+}
+
+/// Build the Job: start from the job file (if any), then apply flags.
+pub fn build_job(a: &RunArgs) -> anyhow::Result<Job> {
+    let mut job = job_from_inputs(&a.inputs)?;
+    set_access_engine(&mut job, a)?;
+    for (name, value) in valued_flags(a) {
+        if let Some(v) = value {
+            params::get(name).set(&mut job, &v, Front::Flag)?;
         }
     }
-    if let Some(v) = size_opt(&a.extsize, "--extsize")? {
-        job.space.extsize = Some(v);
+    for (name, given, value) in switches(a) {
+        if given {
+            params::get(name).set(&mut job, value, Front::Flag)?;
+        }
     }
-    if let Some(v) = size_opt(&a.reserve, "--reserve")? {
-        job.space.reservation = Some(v);
-    }
-    if let Some(fl) = &a.space_flags {
-        job.space.flags.apply_list(fl, "--space-flags")?;
-    }
-    if let Some(p) = &a.processes {
-        job.workers = match p.as_str() {
-            "per-user" => WorkerMode::ProcessPerUser,
-            "per-thread" => WorkerMode::ProcessPerThread,
-            "none" | "threads" => WorkerMode::Threads,
-            _ => bail_usage!("unknown --processes '{p}': expected per-user, per-thread or threads"),
-        };
-    }
-    job.mlock |= a.mlock;
-    if let Some(r) = a.rate_iops {
-        job.rate.iops = Some(r);
-    }
-    if let Some(v) = size_opt(&a.rate_bytes, "--rate-bytes")? {
-        job.rate.bytes_per_sec = Some(v);
-    }
-    if let Some(s) = &a.rate_scope {
-        job.rate.scope = crate::job::RateScope::parse(s)?;
-    }
-    job.sqpoll |= a.sqpoll;
-    job.hipri |= a.hipri;
-    job.keep |= a.keep;
-    job.force |= a.force;
-    job.drop_cache |= a.drop_cache;
-    job.remove |= a.remove;
-    if a.no_invalidate {
-        job.invalidate = false;
-    }
-    if let Some(n) = &a.name {
-        job.name = n.clone();
-    } else if job.name == "job" {
+    if a.name.is_none() && job.name == "job" {
         job.name = format!("run {}", job.access.name());
     }
     // A run with neither count nor time covers the file once.
@@ -282,9 +250,9 @@ pub fn report_options(a: &RunArgs) -> ReportOptions {
 }
 
 pub fn main(a: RunArgs) -> anyhow::Result<i32> {
-    let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
+    let format = a.results.format()?;
     let job = build_job(&a)?;
-    crate::output::check_output(a.output.as_deref(), a.force)?;
+    crate::output::check_output(a.results.output.as_deref(), a.force)?;
     let observer = crate::observe::Observer::start(&a.observe.settings()?, &job)?;
     let outcome = crate::runner::run(&job)?;
     let mut result = RunResult::from_outcome(&job, &outcome);
@@ -293,7 +261,58 @@ pub fn main(a: RunArgs) -> anyhow::Result<i32> {
         &[result],
         format,
         &report_options(&a),
-        a.output.as_deref(),
+        a.results.output.as_deref(),
         a.force,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every flag `run` feeds through the table names a parameter there, under the flag
+    /// the table records for it.
+    #[test]
+    fn every_flag_names_a_table_parameter() {
+        let a = RunArgs::default();
+        let names = valued_flags(&a)
+            .into_iter()
+            .map(|(n, _)| n)
+            .chain(switches(&a).into_iter().map(|(n, _, _)| n))
+            .chain(["rw", "engine"]);
+        for n in names {
+            let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
+            assert!(p.flag.is_some(), "{n} has no run flag in the table");
+        }
+    }
+
+    #[test]
+    fn flags_go_through_the_table() {
+        let a = RunArgs {
+            inputs: vec!["f".into()],
+            rw: Some("mmap_write".into()),
+            count: Some("2k".into()),
+            threads: Some(3),
+            no_invalidate: true,
+            ..Default::default()
+        };
+        let j = build_job(&a).unwrap();
+        assert_eq!(
+            (j.access, j.engine),
+            (crate::job::Access::Write, EngineKind::Mmap)
+        );
+        assert_eq!(
+            (j.io_count, j.threads, j.invalidate),
+            (Some(2048), 3, false)
+        );
+        assert_eq!(j.name, "run write");
+        let a = RunArgs {
+            engine: Some("uring".into()),
+            ..a
+        };
+        assert!(build_job(&a)
+            .unwrap_err()
+            .to_string()
+            .contains("drop --engine"));
+    }
 }

@@ -24,25 +24,11 @@ pub struct SuiteArgs {
     /// Normalise charts to this target directory (baseline = 0)
     #[arg(long)]
     pub baseline: Option<PathBuf>,
-    /// Run every point N times
-    #[arg(long, default_value_t = 1)]
-    pub repeat: u32,
     /// Only these studies (repeatable; ids from `fsbench suite list`)
     #[arg(long = "study")]
     pub studies: Vec<String>,
-    /// Measure every point again, ignoring stored results
-    #[arg(long)]
-    pub fresh: bool,
-    /// Keep the files fsbench created
-    #[arg(long)]
-    pub keep: bool,
-    /// Write into an output directory fsbench did not make, replacing files it did not
-    /// write and points stored there with other settings
-    #[arg(long)]
-    pub force: bool,
-    /// Sample /proc/diskstats every INTERVAL during each measured point (charted in report.html)
-    #[arg(long, value_name = "INTERVAL")]
-    pub iostat: Option<String>,
+    #[command(flatten)]
+    pub study: super::args::StudyArgs,
 }
 
 fn list() -> anyhow::Result<i32> {
@@ -54,6 +40,75 @@ fn list() -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// The line announcing a suite run.
+fn announce(res: &suite::Resolved, dirs: &[PathBuf], out_dir: &std::path::Path) -> String {
+    format!(
+        "fsbench suite {}: {} at scale {} on {}; results in {}",
+        res.file.name,
+        res.file.title,
+        res.scale,
+        dirs.iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        out_dir.display()
+    )
+}
+
+/// The records of this run plus the studies of the same suite stored earlier in `out_dir`
+/// (the report covers both), in point order.
+fn with_stored(
+    res: &suite::Resolved,
+    records: &[crate::sweep::record::Record],
+    out_dir: &std::path::Path,
+    only: &[String],
+) -> Vec<crate::sweep::record::Record> {
+    let ran: Vec<String> = records.iter().map(|r| r.meta().study.clone()).collect();
+    let mut all = records.to_vec();
+    if let Ok(stored) = crate::sweep::record::load(&[out_dir.to_path_buf()]) {
+        let run_ids: Vec<String> = res
+            .studies
+            .iter()
+            .filter(|s| only.is_empty() || only.contains(&s.study().id))
+            .map(|s| s.study().id.clone())
+            .collect();
+        all.extend(stored.into_iter().filter(|r| {
+            let m = r.meta();
+            m.suite == res.file.name
+                && !ran.contains(&m.study)
+                && !run_ids
+                    .iter()
+                    .any(|id| m.study == *id || m.study == format!("{id}-write"))
+        }));
+        all.sort_by_key(|r| (r.meta().index, r.meta().repeat));
+    }
+    all
+}
+
+/// suite.json: what ran, where, and how it went.
+fn manifest(
+    res: &suite::Resolved,
+    a: &SuiteArgs,
+    baseline: Option<&str>,
+    outcome: &suite::SuiteOutcome,
+) -> serde_json::Value {
+    let t = outcome.tally;
+    serde_json::json!({
+        "schema_version": crate::result::SCHEMA_VERSION,
+        "kind": "suite",
+        "suite": res.file.name,
+        "scale": res.scale,
+        "dirs": a.dirs,
+        "baseline": baseline,
+        "measured": t.ran,
+        "reused": t.reused,
+        "skipped": t.skipped,
+        "failed": t.failed,
+        "interrupted": outcome.interrupted,
+        "missing_personalities": outcome.missing_personalities,
+    })
+}
+
 pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
     if a.name == "list" {
         return list();
@@ -62,10 +117,8 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
     if a.dirs.is_empty() {
         bail_usage!("no target: give --dir DIR (repeat it for several targets)");
     }
-    if a.repeat == 0 {
-        bail_usage!("bad --repeat 0: must be at least 1");
-    }
-    let iostat = super::observe::iostat_flag(a.iostat.as_deref())?;
+    a.study.check()?;
+    let iostat = a.study.iostat()?;
     if let Some(b) = &a.baseline {
         if !a.dirs.iter().any(|d| d == b) {
             bail_usage!("--baseline {} is not one of the --dir targets", b.display());
@@ -76,27 +129,16 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("fsbench-{}", res.file.name)));
-    let announce = format!(
-        "fsbench suite {}: {} at scale {} on {}; results in {}",
-        res.file.name,
-        res.file.title,
-        res.scale,
-        a.dirs
-            .iter()
-            .map(|d| d.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        out_dir.display()
-    );
+    let announce = announce(&res, &a.dirs, &out_dir);
     let outcome = suite::run(
         &res,
         &RunOptions {
             dirs: a.dirs.clone(),
             out_dir: out_dir.clone(),
-            repeat: a.repeat,
-            fresh: a.fresh,
-            keep: a.keep,
-            force: a.force,
+            repeat: a.study.repeat,
+            fresh: a.study.fresh,
+            keep: a.study.keep,
+            force: a.study.force,
             only: a.studies.clone(),
             iostat,
             announce: Some(announce),
@@ -112,31 +154,7 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
             outcome.missing_personalities.join(", ")
         ));
     }
-    // The report covers this run and the studies stored earlier in the same directory.
-    let ran: Vec<String> = outcome
-        .records
-        .iter()
-        .map(|r| r.meta().study.clone())
-        .collect();
-    let mut all = outcome.records.clone();
-    if let Ok(stored) = crate::sweep::record::load(std::slice::from_ref(&out_dir)) {
-        let run_ids: Vec<String> = res
-            .studies
-            .iter()
-            .filter(|s| a.studies.is_empty() || a.studies.contains(&s.study().id))
-            .map(|s| s.study().id.clone())
-            .collect();
-        all.extend(stored.into_iter().filter(|r| {
-            let m = r.meta();
-            m.suite == res.file.name
-                && !ran.contains(&m.study)
-                && !run_ids
-                    .iter()
-                    .any(|id| m.study == *id || m.study == format!("{id}-write"))
-        }));
-        all.sort_by_key(|r| (r.meta().index, r.meta().repeat));
-    }
-    let outcome_records = all;
+    let outcome_records = with_stored(&res, &outcome.records, &out_dir, &a.studies);
     let tables = crate::report::table::shape_all(&outcome_records, &Default::default())?;
     let title = format!("fsbench suite {}", res.file.name);
     let baseline = a.baseline.as_ref().map(|b| b.display().to_string());
@@ -151,20 +169,7 @@ pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
     crate::out!("{}", report.render(Format::Text));
     let html = report.write_into(&outcome.results)?;
     let t = outcome.tally;
-    let manifest = serde_json::json!({
-        "schema_version": crate::result::SCHEMA_VERSION,
-        "kind": "suite",
-        "suite": res.file.name,
-        "scale": res.scale,
-        "dirs": a.dirs,
-        "baseline": baseline,
-        "measured": t.ran,
-        "reused": t.reused,
-        "skipped": t.skipped,
-        "failed": t.failed,
-        "interrupted": outcome.interrupted,
-        "missing_personalities": outcome.missing_personalities,
-    });
+    let manifest = manifest(&res, &a, baseline.as_deref(), &outcome);
     outcome.results.write_json("suite.json", &manifest)?;
     eprintln!(
         "{} measured, {} reused, {} skipped, {} failed; report: {}",

@@ -71,29 +71,14 @@ pub struct SweepArgs {
     /// Directory for the per-point results and report.html (default: fsbench-sweep)
     #[arg(long)]
     pub output: Option<PathBuf>,
-    /// Run every point N times (the spread shows in tables and in compare)
-    #[arg(long, default_value_t = 1)]
-    pub repeat: u32,
-    /// Measure every point again, ignoring stored results
-    #[arg(long)]
-    pub fresh: bool,
-    /// Keep the files fsbench created
-    #[arg(long)]
-    pub keep: bool,
-    /// Write into an output directory fsbench did not make, replacing files it did not
-    /// write and points stored there with other settings
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub study: super::args::StudyArgs,
     /// Study name in file names and tables
     #[arg(long, default_value = "sweep")]
     pub name: String,
     /// Printed table format: text, md, csv, json
     #[arg(long, default_value = "text")]
     pub format: String,
-    /// Sample /proc/diskstats of the devices under the target every INTERVAL during each
-    /// point (stored in its Result, charted over time in report.html)
-    #[arg(long, value_name = "INTERVAL")]
-    pub iostat: Option<String>,
 }
 
 /// Build the study from the flags: single values are settings, lists are axes.
@@ -216,9 +201,7 @@ pub fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
 }
 
 pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
-    if a.repeat == 0 {
-        bail_usage!("bad --repeat 0: must be at least 1");
-    }
+    a.study.check()?;
     let study = study_from(&a)?;
     let shape = super::report::shape_from(&a.rows, &a.cols, &a.metrics);
     // Check the table shape and format before measuring anything.
@@ -227,11 +210,11 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         axis::canonical(n)?;
     }
     let n = study.check_point_count()?;
-    if n.saturating_mul(a.repeat as usize) > sweep::MAX_POINTS {
+    if n.saturating_mul(a.study.repeat as usize) > sweep::MAX_POINTS {
         bail_usage!(
             "bad --repeat {}: {n} points run {} times is more than the {} runs a sweep may have",
-            a.repeat,
-            a.repeat,
+            a.study.repeat,
+            a.study.repeat,
             sweep::MAX_POINTS
         );
     }
@@ -256,17 +239,17 @@ pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from("fsbench-sweep"));
-    let iostat = super::observe::iostat_flag(a.iostat.as_deref())?;
+    let iostat = a.study.iostat()?;
     if iostat.is_some() && study.workload.is_some() {
         bail_usage!("--iostat is for file and device sweeps, not --workload sweeps");
     }
     let mut ctx = Ctx::new(
         out_dir.clone(),
-        a.repeat,
-        a.fresh,
-        a.keep,
-        a.force,
-        points.len() * a.repeat as usize,
+        a.study.repeat,
+        a.study.fresh,
+        a.study.keep,
+        a.study.force,
+        points.len() * a.study.repeat as usize,
     )?;
     ctx.iostat = iostat;
     let label = a.target.display().to_string();

@@ -109,7 +109,8 @@ fn analyze_main(a: &TraceArgs, file: &Path) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
+/// Options that do not go with capturing, or contradict each other.
+fn check_capture_args(a: &TraceArgs) -> anyhow::Result<()> {
     if a.command.is_empty() && a.pid.is_none() {
         bail_usage!(
             "trace: nothing to do: give -- CMD ARGS... or --pid PID to capture, or --analyze FILE"
@@ -126,6 +127,39 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
             "trace: --stripe, --physical, --region, --list and --json go with --analyze FILE"
         );
     }
+    Ok(())
+}
+
+/// The strace command line: every traced call with times and file names, into `log`.
+fn strace_command(strace_bin: &Path, a: &TraceArgs, log: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(strace_bin);
+    cmd.args(["-f", "-ttt", "-T", "-y", "-qq", "-s", "0", "-e"])
+        .arg(format!("trace={}", strace::TRACED_SYSCALLS))
+        .arg("-o")
+        .arg(log);
+    match a.pid {
+        Some(pid) => cmd.arg("-p").arg(pid.to_string()),
+        None => cmd.arg("--").args(&a.command),
+    };
+    // strace and the command it starts get a process group of their own, so fsbench alone
+    // decides how they stop (a terminal's Ctrl-C reaches only fsbench, which forwards it),
+    // and one signal to the group reaches both.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the forked child before exec and only calls prctl and
+    // getppid (via guard::die_with_parent); fsbench is single-threaded while capturing.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            // If fsbench dies (even by SIGKILL), strace goes too.
+            crate::guard::die_with_parent(Some(parent));
+            Ok(())
+        });
+    }
+    cmd
+}
+
+fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
+    check_capture_args(a)?;
     let fmt = match &a.format {
         Some(f) => format::TraceFormat::parse(f)?,
         None => format::TraceFormat::from_path(&a.output),
@@ -174,29 +208,7 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
     // and still writes what was captured.
     crate::runner::signal::install();
     let log = TempLog::create()?;
-    let mut cmd = std::process::Command::new(&strace_bin);
-    cmd.args(["-f", "-ttt", "-T", "-y", "-qq", "-s", "0", "-e"])
-        .arg(format!("trace={}", strace::TRACED_SYSCALLS))
-        .arg("-o")
-        .arg(&log.0);
-    match a.pid {
-        Some(pid) => cmd.arg("-p").arg(pid.to_string()),
-        None => cmd.arg("--").args(&a.command),
-    };
-    // strace and the command it starts get a process group of their own, so fsbench alone
-    // decides how they stop (a terminal's Ctrl-C reaches only fsbench, which forwards it),
-    // and one signal to the group reaches both.
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let parent = std::process::id();
-    // SAFETY: the closure runs in the forked child before exec and only calls prctl and
-    // getppid (via guard::die_with_parent); fsbench is single-threaded while capturing.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-            // If fsbench dies (even by SIGKILL), strace goes too.
-            crate::guard::die_with_parent(Some(parent));
-            Ok(())
-        });
-    }
+    let mut cmd = strace_command(&strace_bin, a, &log.0);
     let mut child = cmd
         .spawn()
         .map_err(|e| usage!("trace: cannot start strace: {e}"))?;

@@ -53,6 +53,14 @@ impl CachePolicy {
 
     /// Parse `buffered`, `direct`, `dsync`, `discovered[=SIZE]`, `concurrent`, `raw`.
     pub fn parse(s: &str) -> Result<Self, crate::error::UsageError> {
+        Self::parse_as(s, crate::units::BareUnit::Bytes)
+    }
+
+    /// [`CachePolicy::parse`] with a bare discovered threshold read as `bare` (vx: KB).
+    pub fn parse_as(
+        s: &str,
+        bare: crate::units::BareUnit,
+    ) -> Result<Self, crate::error::UsageError> {
         let (name, arg) = match s.split_once('=') {
             Some((n, a)) => (n, Some(a)),
             None => (s, None),
@@ -67,11 +75,8 @@ impl CachePolicy {
                 threshold: DEFAULT_DISCOVERED_THRESHOLD,
             },
             ("discovered", Some(a)) => {
-                let threshold = crate::units::parse_size_as(
-                    a,
-                    crate::units::BareUnit::Bytes,
-                    "discovered threshold",
-                )?;
+                let threshold =
+                    crate::units::parse_size_as(a, bare, "discovered threshold")?;
                 if threshold == 0 {
                     return Err(crate::usage!(
                         "bad discovered threshold '0': give a size such as 256k"

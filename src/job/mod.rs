@@ -2,6 +2,7 @@
 //! `quick`, sweeps) builds Jobs; only the runner does I/O. Defaults live in `Default for Job`.
 
 pub mod cache;
+pub mod params;
 
 use crate::error::UsageError;
 use crate::usage;
@@ -25,21 +26,6 @@ pub enum Access {
 }
 
 impl Access {
-    pub fn parse(s: &str) -> Result<Self, UsageError> {
-        Ok(match s {
-            "read" => Access::Read,
-            "write" => Access::Write,
-            "rw" | "readwrite" => Access::ReadWrite,
-            "randread" => Access::RandRead,
-            "randwrite" => Access::RandWrite,
-            "randrw" => Access::RandRw,
-            _ => {
-                return Err(usage!(
-                    "unknown access '{s}': expected read, write, rw, randread, randwrite or randrw"
-                ))
-            }
-        })
-    }
     pub fn name(self) -> &'static str {
         match self {
             Access::Read => "read",
@@ -110,6 +96,29 @@ pub enum WorkerMode {
     ProcessPerThread,
 }
 
+impl WorkerMode {
+    /// `per-user`, `per-thread`, or `threads` (also `none`); `what` names the option.
+    pub fn parse(s: &str, what: &str) -> Result<Self, UsageError> {
+        Ok(match s {
+            "per-user" => WorkerMode::ProcessPerUser,
+            "per-thread" => WorkerMode::ProcessPerThread,
+            "threads" | "none" => WorkerMode::Threads,
+            _ => {
+                return Err(usage!(
+                    "unknown {what} '{s}': expected per-user, per-thread or threads"
+                ))
+            }
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkerMode::Threads => "threads",
+            WorkerMode::ProcessPerUser => "per-user",
+            WorkerMode::ProcessPerThread => "per-thread",
+        }
+    }
+}
+
 /// Open flags (vxbench -o).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -141,6 +150,13 @@ impl Advice {
                 ))
             }
         })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Advice::NoReuse => "noreuse",
+            Advice::Random => "random",
+            Advice::Seq => "seq",
+        }
     }
 }
 
@@ -175,6 +191,21 @@ impl SpaceFlags {
             }
         }
         Ok(())
+    }
+
+    /// The flags that are set, in the order [`SpaceFlags::apply_list`] reads them.
+    pub fn names(&self) -> Vec<&'static str> {
+        [
+            (self.align, "align"),
+            (self.chgsiz, "chgsiz"),
+            (self.contig, "contig"),
+            (self.noextend, "noextend"),
+            (self.noreserve, "noreserve"),
+            (self.trim, "trim"),
+        ]
+        .into_iter()
+        .filter_map(|(on, n)| on.then_some(n))
+        .collect()
     }
 }
 
@@ -219,6 +250,12 @@ impl RateScope {
             "thread" => Ok(RateScope::Thread),
             "total" => Ok(RateScope::Total),
             _ => Err(usage!("unknown rate scope '{s}': expected thread or total")),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            RateScope::Thread => "thread",
+            RateScope::Total => "total",
         }
     }
 }
@@ -380,6 +417,33 @@ impl Job {
                 "no target given: name at least one file or block device"
             ));
         }
+        self.check_ranges()?;
+        self.check_targets()?;
+        self.check_sizes()?;
+        self.check_engine()?;
+        self.check_space()?;
+        self.check_bounds()
+    }
+
+    /// No target name empty or looking like an option.
+    fn check_targets(&self) -> Result<(), UsageError> {
+        for t in &self.targets {
+            if t.as_os_str().is_empty() {
+                return Err(usage!("empty target name: name a file or block device"));
+            }
+            if t.as_os_str().as_encoded_bytes().first() == Some(&b'-') {
+                return Err(usage!(
+                    "target '{}' starts with '-' and looks like an option: write ./{} (or put it after --)",
+                    t.display(),
+                    t.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Numbers within their ranges (a TOML job file reaches here without the setters' checks).
+    fn check_ranges(&self) -> Result<(), UsageError> {
         if self.block_size == 0 || self.block_size > MAX_BLOCK_SIZE {
             return Err(usage!(
                 "bad I/O size {}: must be between 1 byte and 256m",
@@ -417,18 +481,11 @@ impl Job {
         if self.io_count == Some(0) {
             return Err(usage!("bad I/O count 0: must be at least 1"));
         }
-        for t in &self.targets {
-            if t.as_os_str().is_empty() {
-                return Err(usage!("empty target name: name a file or block device"));
-            }
-            if t.as_os_str().as_encoded_bytes().first() == Some(&b'-') {
-                return Err(usage!(
-                    "target '{}' starts with '-' and looks like an option: write ./{} (or put it after --)",
-                    t.display(),
-                    t.display()
-                ));
-            }
-        }
+        Ok(())
+    }
+
+    /// Sizes that fit a file: every offset within pread/pwrite's reach.
+    fn check_sizes(&self) -> Result<(), UsageError> {
         // Every offset must fit pread/pwrite's signed 64-bit offset, and sizes must not wrap.
         const MAX_OFFSET: u64 = i64::MAX as u64;
         if let (Some(n), None) = (self.io_count, self.file_size) {
@@ -464,6 +521,11 @@ impl Job {
                 _ => {}
             }
         }
+        Ok(())
+    }
+
+    /// Engine options that need a particular engine or cache policy.
+    fn check_engine(&self) -> Result<(), UsageError> {
         if self.queue_depth > 1 && self.engine != EngineKind::Uring {
             return Err(usage!(
                 "queue depth {} needs --engine uring: the {} engine issues one I/O at a time per thread",
@@ -485,6 +547,11 @@ impl Job {
                 self.cache.name()
             ));
         }
+        Ok(())
+    }
+
+    /// Open flags and space flags that contradict each other or lack what they describe.
+    fn check_space(&self) -> Result<(), UsageError> {
         if self.open.append && self.access.is_random() {
             return Err(usage!(
                 "-o append makes every write land at the end of the file: use a sequential write workload"
@@ -516,6 +583,11 @@ impl Job {
                 "-f noextend needs a reservation (-r) or a file size"
             ));
         }
+        Ok(())
+    }
+
+    /// Something ends the run, and the file holds at least one I/O.
+    fn check_bounds(&self) -> Result<(), UsageError> {
         if self.time_s.is_none() && self.io_count.is_none() && self.file_size.is_none() {
             return Err(usage!(
                 "nothing bounds the run: give an I/O count, a file size or a run time"

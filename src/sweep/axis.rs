@@ -4,8 +4,8 @@
 //! that the workload front end reads; they never touch the Job directly.
 
 use crate::error::UsageError;
-use crate::job::{Access, CachePolicy, EngineKind, Job, WorkerMode};
-use crate::units::{parse_duration, parse_size_as, BareUnit};
+use crate::job::params::{self, Front, Param, PARAMS};
+use crate::job::Job;
 use crate::usage;
 use std::collections::BTreeMap;
 
@@ -35,26 +35,36 @@ impl Default for PointJob {
     }
 }
 
-/// Names accepted as axes or settings (aliases after the canonical name).
-pub const AXIS_NAMES: &[(&str, &[&str], &str)] = &[
-    ("rw", &["access"], "access"),
-    ("bs", &["iosize", "block_size"], "block size"),
-    ("size", &["file_size", "filesize"], "file size"),
-    ("cache", &["policy"], "cache"),
-    ("engine", &[], "engine"),
-    ("qd", &["queue_depth", "iodepth"], "queue depth"),
-    ("threads", &["nthreads"], "threads"),
-    ("files", &["nfiles", "users", "targets"], "files"),
-    ("count", &["iocount", "io_count"], "I/Os per thread"),
-    ("time", &["runtime"], "run time"),
-    ("nrep", &["repeats"], "repetitions"),
-    ("rwmix", &["rdpct", "read_pct"], "read %"),
-    ("seed", &[], "seed"),
-    ("dsync", &[], "O_DSYNC"),
-    ("sync", &[], "O_SYNC"),
-    ("fsync", &[], "fsync"),
-    ("processes", &["workers"], "workers"),
+/// The number of files (users) is an axis of its own: it is not a Job field but decides how
+/// many targets the point's Job gets.
+const FILES: (&str, &[&str], &str) = ("files", &["nfiles", "users", "targets"], "files");
+
+/// Pseudo-axes set by suites (not Job parameters): they carry labels only.
+const PSEUDO: &[&str] = &[
+    "target",
+    "phase",
+    "personality",
+    "written",
+    "read",
+    "workload",
 ];
+
+/// The Job parameters a sweep can vary, in the order they are listed.
+fn job_axes() -> impl Iterator<Item = &'static Param> {
+    PARAMS.iter().filter(|p| p.axis)
+}
+
+/// Canonical axis names in the order they are listed (`files` after `threads`).
+pub fn axis_names() -> Vec<&'static str> {
+    let mut names = Vec::new();
+    for p in job_axes() {
+        names.push(p.name);
+        if p.name == "threads" {
+            names.push(FILES.0);
+        }
+    }
+    names
+}
 
 /// The canonical name of an axis, or a usage error listing what is accepted.
 pub fn canonical(name: &str) -> Result<String, UsageError> {
@@ -67,22 +77,18 @@ pub fn canonical(name: &str) -> Result<String, UsageError> {
         }
         return Ok(format!("var.{v}"));
     }
-    for (canon, aliases, _) in AXIS_NAMES {
-        if name == *canon || aliases.contains(&name) {
-            return Ok(canon.to_string());
-        }
+    if let Some(p) = params::find(name).filter(|p| p.axis) {
+        return Ok(p.name.to_string());
     }
-    // Pseudo-axes set by suites (not Job parameters) keep their names.
-    if matches!(
-        name,
-        "target" | "phase" | "personality" | "written" | "read" | "workload"
-    ) {
+    if name == FILES.0 || FILES.1.contains(&name) {
+        return Ok(FILES.0.to_string());
+    }
+    if PSEUDO.contains(&name) {
         return Ok(name.to_string());
     }
-    let names: Vec<&str> = AXIS_NAMES.iter().map(|(c, _, _)| *c).collect();
     Err(usage!(
         "unknown axis '{name}': expected one of {} or var.NAME for a workload variable",
-        names.join(", ")
+        axis_names().join(", ")
     ))
 }
 
@@ -91,12 +97,11 @@ pub fn label(name: &str) -> String {
     if let Some(v) = name.strip_prefix("var.") {
         return v.to_string();
     }
-    for (canon, _, label) in AXIS_NAMES {
-        if name == *canon {
-            return label.to_string();
-        }
+    if let Some(p) = job_axes().find(|p| p.name == name) {
+        return p.label.to_string();
     }
     match name {
+        "files" => FILES.2.into(),
         "written" => "files written".into(),
         "read" => "files read".into(),
         other => other.to_string(),
@@ -108,94 +113,19 @@ pub fn is_size_axis(name: &str) -> bool {
     matches!(name, "bs" | "size")
 }
 
-fn parse_bool(name: &str, v: &str) -> Result<bool, UsageError> {
-    match v {
-        "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(usage!(
-            "bad {name} value '{v}': expected 1/0, true/false, yes/no"
-        )),
-    }
-}
-
-fn parse_access(v: &str) -> Result<(Access, Option<EngineKind>), UsageError> {
-    // vxbench and the storage-foundation tables spell random access with an underscore.
-    Ok(match v {
-        "rand_read" => (Access::RandRead, None),
-        "rand_write" => (Access::RandWrite, None),
-        "rand_mixed" => (Access::RandRw, None),
-        "seq_read" => (Access::Read, None),
-        "seq_write" => (Access::Write, None),
-        "mmapread" | "mmap_read" => (Access::Read, Some(EngineKind::Mmap)),
-        "mmapwrite" | "mmap_write" => (Access::Write, Some(EngineKind::Mmap)),
-        other => (Access::parse(other)
-            .map_err(|_| usage!("unknown access '{other}': expected read, write, rw, randread (rand_read), randwrite (rand_write), randrw, mmapread or mmapwrite"))?, None),
-    })
-}
-
 /// Apply one setting to a point. `name` must be canonical (see [`canonical`]).
 pub fn apply(p: &mut PointJob, name: &str, value: &str) -> Result<(), UsageError> {
     let v = value.trim();
-    let size = |what: &str| parse_size_as(v, BareUnit::Bytes, what);
-    let count = |what: &str| parse_size_as(v, BareUnit::Count, what);
-    let small = |what: &str, max: u64| -> Result<u32, UsageError> {
-        let n = count(what)?;
-        if n == 0 || n > max {
-            return Err(usage!("bad {what} '{v}': must be 1 to {max}"));
-        }
-        Ok(n as u32)
-    };
-    let j = &mut p.job;
+    if let Some(param) = job_axes().find(|x| x.name == name) {
+        return param.set(&mut p.job, v, Front::Axis);
+    }
     match name {
-        "rw" => {
-            let (a, e) = parse_access(v)?;
-            j.access = a;
-            if let Some(e) = e {
-                j.engine = e;
-            }
-        }
-        "bs" => j.block_size = size("block size")?,
-        "size" => j.file_size = Some(size("file size")?),
-        "cache" => j.cache = CachePolicy::parse(v)?,
-        "engine" => j.engine = EngineKind::parse(v)?,
-        "qd" => j.queue_depth = small("queue depth", 4096)?,
-        "threads" => j.threads = small("thread count", crate::job::MAX_THREADS as u64)?,
-        "files" => p.files = small("number of files", 4096)?,
-        "count" => j.io_count = Some(count("I/O count")?),
-        "time" => j.time_s = Some(parse_duration(v)?.as_secs_f64()),
-        "nrep" => j.repeats = small("repeat count", 1 << 20)?,
-        "rwmix" => {
-            let n = count("read percentage")?;
-            if n > 100 {
-                return Err(usage!("bad read percentage '{v}': must be 0 to 100"));
-            }
-            j.read_pct = n as u8;
-        }
-        "seed" => {
-            j.seed = v
-                .parse()
-                .map_err(|_| usage!("bad seed '{v}': expected a whole number"))?
-        }
-        "dsync" => j.open.dsync = parse_bool(name, v)?,
-        "sync" => j.open.sync = parse_bool(name, v)?,
-        "fsync" => j.fsync = parse_bool(name, v)?,
-        "processes" => {
-            j.workers = match v {
-                "per-user" => WorkerMode::ProcessPerUser,
-                "per-thread" => WorkerMode::ProcessPerThread,
-                "threads" | "none" => WorkerMode::Threads,
-                _ => {
-                    return Err(usage!(
-                        "bad processes '{v}': expected per-user, per-thread or threads"
-                    ))
-                }
-            }
-        }
+        "files" => p.files = params::parse_ranged(v, "number of files", 1, 4096)? as u32,
         n if n.starts_with("var.") => {
             p.vars.insert(n["var.".len()..].to_string(), v.to_string());
         }
         // Pseudo-axes carry labels only; the suite that sets them acts on them.
-        "target" | "phase" | "personality" | "written" | "read" | "workload" => {}
+        n if PSEUDO.contains(&n) => {}
         other => return Err(usage!("unknown axis '{other}'")),
     }
     Ok(())
@@ -227,6 +157,7 @@ pub fn split_values(s: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::{Access, CachePolicy};
     use proptest::prelude::*;
 
     #[test]

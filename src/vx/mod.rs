@@ -4,9 +4,10 @@
 //! reservation is in KB; `iocount=128k` is 131072 I/Os.
 
 use crate::error::UsageError;
-use crate::job::{Access, Advice, CachePolicy, EngineKind, Job, WorkerMode};
+use crate::job::params::{self, Front, Kind, Param, PARAMS};
+use crate::job::{EngineKind, Job, WorkerMode};
 use crate::report::{Format, ReportOptions, Runs};
-use crate::units::{parse_duration, parse_size_as, BareUnit, RateUnit};
+use crate::units::RateUnit;
 use crate::usage;
 use std::path::PathBuf;
 
@@ -33,52 +34,85 @@ pub struct VxCommand {
     pub help: bool,
 }
 
-fn kb(s: &str, what: &str) -> Result<u64, UsageError> {
-    parse_size_as(s, BareUnit::Kilobytes, what)
+/// vxbench's `-i` sub-options, each the vx spelling of a Job parameter in the table.
+const SUBOPTS: &[&str] = &[
+    "nrep",
+    "nthreads",
+    "iosize",
+    "fsync",
+    "remove",
+    "iocount",
+    "reserveonly",
+    "maxfilesize",
+    "randseed",
+    "truncup",
+    "rdpct",
+];
+
+/// The table entry vxbench spells this way (`iosize`, `-o sync`, `--qd`).
+fn vx_param(spelling: &str) -> Option<&'static Param> {
+    PARAMS.iter().find(|p| p.vx.contains(&spelling))
 }
 
-fn count(s: &str, what: &str) -> Result<u64, UsageError> {
-    parse_size_as(s, BareUnit::Count, what)
+/// Set the parameter vxbench spells `spelling`; a switch (no value) is turned on.
+fn set_vx(job: &mut Job, p: &Param, spelling: &str, value: Option<&str>) -> Result<(), UsageError> {
+    p.set(job, value.unwrap_or("true"), Front::Vx(spelling))
 }
 
+/// `-i nrep=2,nthreads=4,iosize=8k,fsync,...`
 fn apply_subopts(job: &mut Job, s: &str, iocount_set: &mut bool) -> Result<(), UsageError> {
     for item in s.split(',').filter(|x| !x.is_empty()) {
         let (k, v) = match item.split_once('=') {
             Some((k, v)) => (k, Some(v)),
             None => (item, None),
         };
-        fn need<'a>(k: &str, v: Option<&'a str>) -> Result<&'a str, UsageError> {
-            v.ok_or_else(|| usage!("-i {k} needs a value: {k}=N"))
+        let p = vx_param(k)
+            .filter(|_| SUBOPTS.contains(&k))
+            .ok_or_else(|| {
+                usage!(
+                    "unknown -i sub-option '{k}': expected {}",
+                    SUBOPTS.join(", ").replacen(", rdpct", " or rdpct", 1)
+                )
+            })?;
+        match (p.kind == Kind::Bool, v) {
+            (true, Some(_)) => return Err(usage!("-i {k} takes no value")),
+            (false, None) => return Err(usage!("-i {k} needs a value: {k}=N")),
+            _ => set_vx(job, p, k, v)?,
         }
-        match k {
-            "nrep" => job.repeats = count(need(k, v)?, "nrep")?.clamp(0, u32::MAX as u64) as u32,
-            "nthreads" => {
-                job.threads = count(need(k, v)?, "nthreads")?.min(u32::MAX as u64) as u32
-            }
-            "iosize" => job.block_size = kb(need(k, v)?, "iosize")?,
-            "iocount" => {
-                job.io_count = Some(count(need(k, v)?, "iocount")?);
-                *iocount_set = true;
-            }
-            "maxfilesize" => job.file_size = Some(kb(need(k, v)?, "maxfilesize")?),
-            "truncup" => job.space.truncup = Some(kb(need(k, v)?, "truncup")?),
-            "randseed" => job.seed = count(need(k, v)?, "randseed")?,
-            "rdpct" => {
-                let p = count(need(k, v)?, "rdpct")?;
-                if p > 100 {
-                    return Err(usage!("-i rdpct={p}: a percentage from 0 to 100"));
+        if p.name == "count" {
+            *iocount_set = true;
+        }
+    }
+    Ok(())
+}
+
+/// `-c direct,noreuse,discovered=256,...`: at most one cache policy, any advice.
+fn apply_cacheopts(job: &mut Job, s: &str, policy_set: &mut bool) -> Result<(), UsageError> {
+    for item in s.split(',').filter(|x| !x.is_empty()) {
+        let (name, value) = match item.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (item, None),
+        };
+        match (name, value) {
+            ("direct" | "dsync" | "concurrent" | "discovered", None) | ("discovered", Some(_)) => {
+                let before = job.cache;
+                params::get("cache").set(job, item, Front::Vx("-c"))?;
+                if *policy_set && job.cache != before {
+                    return Err(usage!(
+                        "-c: more than one cache policy given ({} and {}): choose one",
+                        before.name(),
+                        job.cache.name()
+                    ));
                 }
-                job.read_pct = p as u8
+                *policy_set = true;
             }
-            "fsync" | "remove" | "reserveonly" if v.is_some() => {
-                return Err(usage!("-i {k} takes no value"))
+            ("noreuse" | "random" | "seq", None) => {
+                params::get("advise").set(job, item, Front::Vx("-c"))?
             }
-            "fsync" => job.fsync = true,
-            "remove" => job.remove = true,
-            "reserveonly" => job.space.reserve_only = true,
+            (_, Some(_)) => return Err(usage!("-c {item}: only discovered takes a value")),
             _ => {
                 return Err(usage!(
-                    "unknown -i sub-option '{k}': expected nrep, nthreads, iosize, fsync, remove, iocount, reserveonly, maxfilesize, randseed, truncup or rdpct"
+                    "unknown -c cache option '{item}': expected direct, dsync, noreuse, random, seq, discovered[=SIZE] or concurrent"
                 ))
             }
         }
@@ -86,223 +120,147 @@ fn apply_subopts(job: &mut Job, s: &str, iocount_set: &mut bool) -> Result<(), U
     Ok(())
 }
 
-fn apply_cacheopts(job: &mut Job, s: &str, policy_set: &mut bool) -> Result<(), UsageError> {
-    for item in s.split(',').filter(|x| !x.is_empty()) {
-        let mut set_policy = |p: CachePolicy| -> Result<(), UsageError> {
-            if *policy_set && job.cache != p {
+/// `-o append,sync,dsync,trunc`
+fn apply_opentypes(job: &mut Job, s: &str) -> Result<(), UsageError> {
+    for o in s.split(',').filter(|x| !x.is_empty()) {
+        let spelling = format!("-o {o}");
+        let p = vx_param(&spelling).ok_or_else(|| {
+            usage!("unknown -o open type '{o}': expected append, sync, dsync or trunc")
+        })?;
+        set_vx(job, p, &spelling, None)?;
+    }
+    Ok(())
+}
+
+/// Everything a vx command line sets besides the Job.
+struct State {
+    cmd: VxCommand,
+    workload: Option<String>,
+    iocount_set: bool,
+    policy_set: bool,
+}
+
+/// vx's long options: fsbench's additions (`--engine`, `--qd`, ...) and `--` before targets.
+/// Returns true when the rest of `args` were taken as targets.
+fn parse_long(
+    st: &mut State,
+    args: &[String],
+    i: &mut usize,
+    long: &str,
+) -> Result<bool, UsageError> {
+    let (name, inline) = match long.split_once('=') {
+        Some((n, v)) => (n, Some(v.to_string())),
+        None => (long, None),
+    };
+    let val = |i: &mut usize| -> Result<String, UsageError> {
+        match &inline {
+            Some(v) => Ok(v.clone()),
+            None => {
+                *i += 1;
+                args.get(*i)
+                    .cloned()
+                    .ok_or_else(|| usage!("--{name} needs a value"))
+            }
+        }
+    };
+    let spelling = format!("--{name}");
+    let job = &mut st.cmd.job;
+    match name {
+        "" => {
+            // After `--` a name may start with '-': keep it a path, never an option.
+            job.targets
+                .extend(args[*i + 1..].iter().map(|t| crate::job::dash_safe(t.as_ref())));
+            return Ok(true);
+        }
+        "output" => st.cmd.output = Some(PathBuf::from(val(i)?)),
+        "output-format" => {
+            st.cmd.format = Format::parse_for::<Runs>(&val(i)?, "--output-format")?
+        }
+        "help" => st.cmd.help = true,
+        _ => match vx_param(&spelling) {
+            Some(p) if p.kind == Kind::Bool => set_vx(job, p, &spelling, None)?,
+            Some(p) => set_vx(job, p, &spelling, Some(&val(i)?))?,
+            None => {
                 return Err(usage!(
-                    "-c: more than one cache policy given ({} and {}): choose one",
-                    job.cache.name(),
-                    p.name()
-                ));
+                    "unknown option --{name}: vx accepts vxbench's options plus --engine, --qd, --time, --rate-iops, --rate-bytes, --rate-scope, --sqpoll, --hipri, --seed, --output, --output-format, --keep, --force, --drop-cache"
+                ))
             }
-            *policy_set = true;
-            job.cache = p;
-            Ok(())
-        };
-        match item.split_once('=') {
-            Some(("discovered", v)) => {
-                let threshold = kb(v, "discovered threshold")?;
-                if threshold == 0 {
-                    return Err(usage!("-c discovered=0: the threshold must be a size such as 256k"));
+        },
+    }
+    Ok(false)
+}
+
+/// A getopt cluster: flags may be combined (-vM), an option's value may be attached (-wread).
+fn parse_cluster(st: &mut State, args: &[String], i: &mut usize) -> Result<(), UsageError> {
+    let chars: Vec<char> = args[*i][1..].chars().collect();
+    let workers =
+        |job: &mut Job, v: &str| params::get("processes").set(job, v, Front::Vx("-P/-p/-t"));
+    for (j, &c) in chars.iter().enumerate() {
+        let job = &mut st.cmd.job;
+        let report = &mut st.cmd.report;
+        match c {
+            'h' => st.cmd.help = true,
+            'P' => workers(job, "per-user")?,
+            'p' => workers(job, "per-thread")?,
+            't' => workers(job, "threads")?,
+            'm' => params::get("mlock").set(job, "true", Front::Vx("-m"))?,
+            's' => report.summary_only = true,
+            'v' => report.per_thread = true,
+            'k' => report.unit = RateUnit::KiloBytes,
+            'M' => report.unit = RateUnit::MegaBytes,
+            'w' | 'i' | 'o' | 'c' | 'e' | 'r' | 'f' => {
+                let rest: String = chars[j + 1..].iter().collect();
+                let v = if rest.is_empty() {
+                    *i += 1;
+                    args.get(*i)
+                        .cloned()
+                        .ok_or_else(|| usage!("-{c} needs a value"))?
+                } else {
+                    rest
+                };
+                match c {
+                    'w' => st.workload = Some(v),
+                    'i' => apply_subopts(job, &v, &mut st.iocount_set)?,
+                    'o' => apply_opentypes(job, &v)?,
+                    'c' => apply_cacheopts(job, &v, &mut st.policy_set)?,
+                    'e' => params::get("extsize").set(job, &v, Front::Vx("extsize (-e)"))?,
+                    'r' => params::get("reserve").set(job, &v, Front::Vx("reservation (-r)"))?,
+                    _ => params::get("space_flags").set(job, &v, Front::Vx("-f"))?,
                 }
-                set_policy(CachePolicy::Discovered { threshold })?
+                // The value took the rest of the cluster.
+                return Ok(());
             }
-            Some(_) => return Err(usage!("-c {item}: only discovered takes a value")),
-            None => match item {
-                "direct" => set_policy(CachePolicy::Direct)?,
-                "dsync" => set_policy(CachePolicy::Dsync)?,
-                "concurrent" => set_policy(CachePolicy::Concurrent)?,
-                "discovered" => set_policy(CachePolicy::Discovered {
-                    threshold: crate::job::cache::DEFAULT_DISCOVERED_THRESHOLD,
-                })?,
-                "noreuse" | "random" | "seq" => job.advice.push(Advice::parse(item)?),
-                _ => {
-                    return Err(usage!(
-                        "unknown -c cache option '{item}': expected direct, dsync, noreuse, random, seq, discovered[=SIZE] or concurrent"
-                    ))
-                }
-            },
+            _ => {
+                return Err(usage!(
+                    "unknown option -{c}: expected one of -h -P -p -t -m -s -v -k -M -w -i -o -c -e -r -f (see fsbench vx -h)"
+                ))
+            }
         }
     }
     Ok(())
 }
 
-/// Parse vxbench's argv (without the program name).
-pub fn parse(args: &[String]) -> Result<VxCommand, UsageError> {
-    let mut job = Job {
-        name: "vx".into(),
-        block_size: 8192,
-        workers: WorkerMode::ProcessPerUser,
-        ..Job::default()
-    };
-    let mut report = ReportOptions::default();
-    let mut format = Format::Text;
-    let mut output = None;
-    let mut help = false;
-    let mut workload: Option<String> = None;
-    let mut iocount_set = false;
-    let mut policy_set = false;
-    let mut i = 0;
-    let take = |i: &mut usize, rest: &str, flag: &str| -> Result<String, UsageError> {
-        if !rest.is_empty() {
-            return Ok(rest.to_string());
-        }
-        *i += 1;
-        args.get(*i)
-            .cloned()
-            .ok_or_else(|| usage!("{flag} needs a value"))
-    };
-    while i < args.len() {
-        let a = &args[i];
-        if let Some(long) = a.strip_prefix("--") {
-            let (name, inline) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_string())),
-                None => (long, None),
-            };
-            let val = |i: &mut usize| -> Result<String, UsageError> {
-                match &inline {
-                    Some(v) => Ok(v.clone()),
-                    None => {
-                        *i += 1;
-                        args.get(*i)
-                            .cloned()
-                            .ok_or_else(|| usage!("--{name} needs a value"))
-                    }
-                }
-            };
-            match name {
-                "" => {
-                    // After `--` a name may start with '-': keep it a path, never an option.
-                    job.targets
-                        .extend(args[i + 1..].iter().map(|t| crate::job::dash_safe(t.as_ref())));
-                    break;
-                }
-                "engine" => job.engine = EngineKind::parse(&val(&mut i)?)?,
-                "qd" => job.queue_depth = count(&val(&mut i)?, "--qd")?.min(u32::MAX as u64) as u32,
-                "time" => job.time_s = Some(parse_duration(&val(&mut i)?)?.as_secs_f64()),
-                "output" => output = Some(PathBuf::from(val(&mut i)?)),
-                "output-format" => {
-                    format = Format::parse_for::<Runs>(&val(&mut i)?, "--output-format")?
-                }
-                "seed" => job.seed = count(&val(&mut i)?, "--seed")?,
-                "rate-iops" => job.rate.iops = Some(count(&val(&mut i)?, "--rate-iops")?),
-                "rate-bytes" => {
-                    job.rate.bytes_per_sec = Some(parse_size_as(&val(&mut i)?, BareUnit::Bytes, "--rate-bytes")?)
-                }
-                "rate-scope" => job.rate.scope = crate::job::RateScope::parse(&val(&mut i)?)?,
-                "keep" => job.keep = true,
-                "force" => job.force = true,
-                "drop-cache" => job.drop_cache = true,
-                "sqpoll" => job.sqpoll = true,
-                "hipri" => job.hipri = true,
-                "help" => help = true,
-                _ => {
-                    return Err(usage!(
-                        "unknown option --{name}: vx accepts vxbench's options plus --engine, --qd, --time, --rate-iops, --rate-bytes, --rate-scope, --sqpoll, --hipri, --seed, --output, --output-format, --keep, --force, --drop-cache"
-                    ))
-                }
-            }
-            i += 1;
-            continue;
-        }
-        if a.len() < 2 || !a.starts_with('-') {
-            job.targets.push(PathBuf::from(a));
-            i += 1;
-            continue;
-        }
-        // A getopt cluster: flags may be combined (-vM), an option's value may be attached.
-        let chars: Vec<char> = a[1..].chars().collect();
-        let mut j = 0;
-        while j < chars.len() {
-            let c = chars[j];
-            let rest: String = chars[j + 1..].iter().collect();
-            match c {
-                'h' => help = true,
-                'P' => job.workers = WorkerMode::ProcessPerUser,
-                'p' => job.workers = WorkerMode::ProcessPerThread,
-                't' => job.workers = WorkerMode::Threads,
-                'm' => job.mlock = true,
-                's' => report.summary_only = true,
-                'v' => report.per_thread = true,
-                'k' => report.unit = RateUnit::KiloBytes,
-                'M' => report.unit = RateUnit::MegaBytes,
-                'w' | 'i' | 'o' | 'c' | 'e' | 'r' | 'f' => {
-                    let v = take(&mut i, &rest, &format!("-{c}"))?;
-                    match c {
-                        'w' => workload = Some(v),
-                        'i' => apply_subopts(&mut job, &v, &mut iocount_set)?,
-                        'o' => {
-                            for o in v.split(',').filter(|x| !x.is_empty()) {
-                                match o {
-                                    "append" => job.open.append = true,
-                                    "sync" => job.open.sync = true,
-                                    "dsync" => job.open.dsync = true,
-                                    "trunc" => job.open.trunc = true,
-                                    _ => {
-                                        return Err(usage!(
-                                            "unknown -o open type '{o}': expected append, sync, dsync or trunc"
-                                        ))
-                                    }
-                                }
-                            }
-                        }
-                        'c' => apply_cacheopts(&mut job, &v, &mut policy_set)?,
-                        'e' => job.space.extsize = Some(kb(&v, "extsize (-e)")?),
-                        'r' => job.space.reservation = Some(kb(&v, "reservation (-r)")?),
-                        'f' => job.space.flags.apply_list(&v, "-f")?,
-                        _ => unreachable!(),
-                    }
-                    j = chars.len();
-                    continue;
-                }
-                _ => {
-                    return Err(usage!(
-                        "unknown option -{c}: expected one of -h -P -p -t -m -s -v -k -M -w -i -o -c -e -r -f (see fsbench vx -h)"
-                    ))
-                }
-            }
-            j += 1;
-        }
-        i += 1;
-    }
-    if help {
-        return Ok(VxCommand {
-            job,
-            report,
-            format,
-            output,
-            help,
-        });
-    }
-    let w = workload
+/// After the options: the workload sets the access pattern (and the mmap engine), the
+/// default I/O count applies, and the Job is checked.
+fn finish(mut st: State) -> Result<VxCommand, UsageError> {
+    let w = st
+        .workload
         .ok_or_else(|| usage!("no workload: give -w with one of {}", WORKLOADS.join(", ")))?;
-    let (access, engine) = match w.as_str() {
-        "read" => (Access::Read, None),
-        "write" => (Access::Write, None),
-        "rand_read" => (Access::RandRead, None),
-        "rand_write" => (Access::RandWrite, None),
-        "rand_mixed" => (Access::RandRw, None),
-        "mmap_read" => (Access::Read, Some(EngineKind::Mmap)),
-        "mmap_write" => (Access::Write, Some(EngineKind::Mmap)),
-        _ => {
-            return Err(usage!(
-                "unknown workload '{w}': expected one of {}",
-                WORKLOADS.join(", ")
-            ))
-        }
-    };
-    job.access = access;
-    if let Some(e) = engine {
-        if job.engine != EngineKind::Sync {
+    let job = &mut st.cmd.job;
+    let before = job.engine;
+    job.engine = EngineKind::Sync;
+    params::get("rw").set(job, &w, Front::Vx("workload"))?;
+    if job.engine == EngineKind::Mmap {
+        if before != EngineKind::Sync {
             return Err(usage!(
                 "-w {w} uses the mmap engine; it cannot be combined with --engine"
             ));
         }
-        job.engine = e;
+    } else {
+        job.engine = before;
     }
     job.name = format!("vx {w}");
-    if !iocount_set && job.time_s.is_none() {
+    if !st.iocount_set && job.time_s.is_none() {
         job.io_count = Some(DEFAULT_IOCOUNT);
     }
     if job.targets.is_empty() {
@@ -311,13 +269,46 @@ pub fn parse(args: &[String]) -> Result<VxCommand, UsageError> {
         ));
     }
     job.validate()?;
-    Ok(VxCommand {
-        job,
-        report,
-        format,
-        output,
-        help,
-    })
+    Ok(st.cmd)
+}
+
+/// Parse vxbench's argv (without the program name).
+pub fn parse(args: &[String]) -> Result<VxCommand, UsageError> {
+    let mut st = State {
+        cmd: VxCommand {
+            job: Job {
+                name: "vx".into(),
+                block_size: 8192,
+                workers: WorkerMode::ProcessPerUser,
+                ..Job::default()
+            },
+            report: ReportOptions::default(),
+            format: Format::Text,
+            output: None,
+            help: false,
+        },
+        workload: None,
+        iocount_set: false,
+        policy_set: false,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if let Some(long) = a.strip_prefix("--") {
+            if parse_long(&mut st, args, &mut i, long)? {
+                break;
+            }
+        } else if a.len() < 2 || !a.starts_with('-') {
+            st.cmd.job.targets.push(PathBuf::from(a));
+        } else {
+            parse_cluster(&mut st, args, &mut i)?;
+        }
+        i += 1;
+    }
+    if st.cmd.help {
+        return Ok(st.cmd);
+    }
+    finish(st)
 }
 
 pub const HELP: &str = "\
@@ -367,6 +358,7 @@ written without --force.
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::{Access, CachePolicy};
     use proptest::prelude::*;
 
     fn p(s: &str) -> Result<VxCommand, UsageError> {
@@ -426,7 +418,8 @@ mod tests {
                 threshold: 128 * 1024
             }
         );
-        let c = p("-w mmap_read f").unwrap();
+        let c = p("-t -P -w mmap_read f").unwrap();
+        assert_eq!(c.job.workers, WorkerMode::ProcessPerUser);
         assert_eq!(c.job.engine, EngineKind::Mmap);
         assert_eq!(c.job.io_count, Some(DEFAULT_IOCOUNT));
     }

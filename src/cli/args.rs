@@ -1,0 +1,96 @@
+//! Argument groups shared by several subcommands (`#[command(flatten)]`), so a flag is
+//! declared, documented and read once: where the Results go (`run`, `quick`), and how the
+//! points of a study are measured and stored (`sweep`, `suite`).
+
+use crate::report::{Format, Runs};
+use clap::Args;
+use std::path::PathBuf;
+
+/// `--output FILE --output-format text|json|csv`: the Results of a run.
+#[derive(Args, Debug, Default, Clone)]
+pub struct ResultsArgs {
+    /// Write the JSON Result(s) here (several tests: a JSON array)
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// text, json, csv
+    #[arg(long = "output-format", default_value = "text")]
+    pub output_format: String,
+}
+
+impl ResultsArgs {
+    /// The printed format, or a usage error naming `--output-format`.
+    pub fn format(&self) -> Result<Format, crate::error::UsageError> {
+        Format::parse_for::<Runs>(&self.output_format, "--output-format")
+    }
+}
+
+/// `--repeat --fresh --keep --force --iostat`: how a study's points are measured and stored.
+#[derive(Args, Debug, Clone)]
+pub struct StudyArgs {
+    /// Run every point N times (the spread shows in tables and in compare)
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Measure every point again, ignoring stored results
+    #[arg(long)]
+    pub fresh: bool,
+    /// Keep the files fsbench created
+    #[arg(long)]
+    pub keep: bool,
+    /// Write into an output directory fsbench did not make, replacing files it did not
+    /// write and points stored there with other settings
+    #[arg(long)]
+    pub force: bool,
+    /// Sample /proc/diskstats of the devices under the target every INTERVAL during each
+    /// measured point (stored in its Result, charted over time in report.html)
+    #[arg(long, value_name = "INTERVAL")]
+    pub iostat: Option<String>,
+}
+
+impl StudyArgs {
+    /// Refuse `--repeat 0` before anything runs.
+    pub fn check(&self) -> Result<(), crate::error::UsageError> {
+        if self.repeat == 0 {
+            crate::bail_usage!("bad --repeat 0: must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// The `--iostat` sampling interval, checked.
+    pub fn iostat(&self) -> Result<Option<std::time::Duration>, crate::error::UsageError> {
+        super::observe::iostat_flag(self.iostat.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Both {
+        #[command(flatten)]
+        results: ResultsArgs,
+        #[command(flatten)]
+        study: StudyArgs,
+    }
+
+    #[test]
+    fn groups_parse_and_check() {
+        let b = Both::try_parse_from(["x", "--output-format", "csv", "--repeat", "3", "--keep"])
+            .unwrap();
+        assert_eq!(b.results.format().unwrap(), Format::Csv);
+        assert!(b.study.keep && !b.study.fresh && b.study.repeat == 3);
+        b.study.check().unwrap();
+        let b = Both::try_parse_from(["x", "--output-format", "xml", "--repeat", "0"]).unwrap();
+        assert!(b
+            .results
+            .format()
+            .unwrap_err()
+            .0
+            .contains("--output-format"));
+        assert_eq!(
+            b.study.check().unwrap_err().0,
+            "bad --repeat 0: must be at least 1"
+        );
+    }
+}

@@ -1,0 +1,908 @@
+//! One table of Job parameters. Every front end that sets a Job field from a string — `run`'s
+//! flags, sweep axes and suite settings, vxbench options — goes through [`PARAMS`]: each entry
+//! names the parameter (canonical name, aliases, header label), says which front ends accept
+//! it and how each spells it (flag, axis, TOML key, vx option), and holds the one setter that
+//! parses the string and stores it. Each kind of value has one parser here (one access-pattern
+//! parser, one boolean parser, one worker-mode parser), so a value means the same thing
+//! whichever way it was given. TOML job files are read by serde into the same fields; the
+//! `toml` column names the key, and a test checks that both ways agree.
+
+use super::{Access, Advice, CachePolicy, EngineKind, Job, RateScope, WorkerMode, MAX_THREADS};
+use crate::error::UsageError;
+use crate::units::{parse_duration, parse_size_as, BareUnit};
+use crate::usage;
+
+/// What kind of value a parameter takes (decides how a bare number is read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// An access pattern (`read`, `rand_read`, `mmapwrite`, ...).
+    Access,
+    /// A size in bytes; a bare number is bytes, except in vx where it is KB (vxbench's rule).
+    Size,
+    /// A size in bytes everywhere, vx included (`--rate-bytes`).
+    Bytes,
+    /// A count (`k` = 1024).
+    Count,
+    /// A count within a range (threads, queue depth, repeats, percentages).
+    Ranged { min: u64, max: u64 },
+    /// A duration (`10s`, `2m`).
+    Duration,
+    /// On or off (`1/0`, `true/false`, `yes/no`, `on/off`).
+    Bool,
+    /// A cache policy; its discovered threshold is a [`Kind::Size`].
+    Cache,
+    /// One word from a fixed list (engine, workers, rate scope).
+    Choice,
+    /// A comma list of words (advice, space flags).
+    List,
+    /// Free text (the job name).
+    Text,
+}
+
+/// Which front end is setting a value, and so how the parameter is named in a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Front<'a> {
+    /// `fsbench run`'s flag (`--bs`).
+    Flag,
+    /// A sweep axis or suite setting (`bs=64k`): messages use the parameter's noun.
+    Axis,
+    /// vxbench's command line; the spelling the user gave (`iosize`, `-e`, `--qd`).
+    Vx(&'a str),
+}
+
+/// How a setter reads its value: the name to put in a message and what a bare number means.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx<'a> {
+    pub what: &'a str,
+    pub bare: BareUnit,
+}
+
+/// One Job parameter and every way to set it.
+pub struct Param {
+    /// Canonical name: the axis name when it is an axis, and the name in stored settings.
+    pub name: &'static str,
+    /// Other names accepted as axis or setting names.
+    pub aliases: &'static [&'static str],
+    /// Column header in tables.
+    pub label: &'static str,
+    /// What the value is, in messages from sweeps and suites ("block size").
+    pub noun: &'static str,
+    /// `run`'s flag, if `run` takes it.
+    pub flag: Option<&'static str>,
+    /// Whether sweeps and suites accept it as an axis or setting.
+    pub axis: bool,
+    /// The key in a TOML job file (dotted for nested tables).
+    pub toml: &'static str,
+    /// vxbench's spellings (`iosize` for `-i iosize=`, `-e`, `--qd`); empty when vx lacks it.
+    pub vx: &'static [&'static str],
+    pub kind: Kind,
+    set: fn(&mut Job, &str, &Ctx) -> Result<(), UsageError>,
+    /// The field's value as a string the setter accepts (for records and round trips).
+    pub show: fn(&Job) -> String,
+}
+
+impl std::fmt::Debug for Param {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl Param {
+    /// Parse `value` and store it in `job`, naming the parameter the way `front` spells it.
+    pub fn set(&self, job: &mut Job, value: &str, front: Front) -> Result<(), UsageError> {
+        let what = match front {
+            Front::Flag => self.flag.unwrap_or(self.noun),
+            Front::Axis => self.noun,
+            Front::Vx(s) => s,
+        };
+        let bare = match (self.kind, front) {
+            (Kind::Size | Kind::Cache, Front::Vx(_)) => BareUnit::Kilobytes,
+            (Kind::Size | Kind::Cache | Kind::Bytes, _) => BareUnit::Bytes,
+            _ => BareUnit::Count,
+        };
+        (self.set)(job, value.trim(), &Ctx { what, bare })
+    }
+}
+
+// ---- one parser per kind of value ----
+
+/// The one access-pattern parser: fio-style (`randread`), vxbench-style (`rand_read`,
+/// `rand_mixed`, `seq_read`) and the mmap patterns, which also choose the mmap engine.
+pub fn parse_access(v: &str, what: &str) -> Result<(Access, Option<EngineKind>), UsageError> {
+    Ok(match v {
+        "read" | "seq_read" => (Access::Read, None),
+        "write" | "seq_write" => (Access::Write, None),
+        "rw" | "readwrite" => (Access::ReadWrite, None),
+        "randread" | "rand_read" => (Access::RandRead, None),
+        "randwrite" | "rand_write" => (Access::RandWrite, None),
+        "randrw" | "rand_mixed" => (Access::RandRw, None),
+        "mmapread" | "mmap_read" => (Access::Read, Some(EngineKind::Mmap)),
+        "mmapwrite" | "mmap_write" => (Access::Write, Some(EngineKind::Mmap)),
+        _ => {
+            return Err(usage!(
+                "unknown {what} '{v}': expected read, write, rw, randread (rand_read), randwrite (rand_write), randrw (rand_mixed), mmapread (mmap_read) or mmapwrite (mmap_write)"
+            ))
+        }
+    })
+}
+
+/// The one boolean parser.
+pub fn parse_bool(v: &str, what: &str) -> Result<bool, UsageError> {
+    match v {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(usage!(
+            "bad {what} value '{v}': expected 1/0, true/false, yes/no"
+        )),
+    }
+}
+
+/// A count between `min` and `max`.
+pub fn parse_ranged(v: &str, what: &str, min: u64, max: u64) -> Result<u64, UsageError> {
+    let n = parse_size_as(v, BareUnit::Count, what)?;
+    if n < min || n > max {
+        return Err(usage!("bad {what} '{v}': must be {min} to {max}"));
+    }
+    Ok(n)
+}
+
+fn size(v: &str, c: &Ctx) -> Result<u64, UsageError> {
+    parse_size_as(v, c.bare, c.what)
+}
+
+fn secs(v: &str) -> Result<f64, UsageError> {
+    Ok(parse_duration(v)?.as_secs_f64())
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+fn onoff(b: bool) -> String {
+    if b { "true" } else { "false" }.into()
+}
+
+// ---- the table ----
+
+macro_rules! flag_bool {
+    ($name:literal, $flag:expr, $axis:literal, $toml:literal, $vx:expr, $label:literal, $($field:ident).+) => {
+        Param {
+            name: $name,
+            aliases: &[],
+            label: $label,
+            noun: $name,
+            flag: $flag,
+            axis: $axis,
+            toml: $toml,
+            vx: $vx,
+            kind: Kind::Bool,
+            set: |j, v, c| {
+                j.$($field).+ = parse_bool(v, c.what)?;
+                Ok(())
+            },
+            show: |j| onoff(j.$($field).+),
+        }
+    };
+}
+
+/// Every Job parameter a front end sets from a string. Axis parameters come first, in the
+/// order `fsbench sweep` lists them.
+pub static PARAMS: &[Param] = &[
+    Param {
+        name: "rw",
+        aliases: &["access"],
+        label: "access",
+        noun: "access",
+        flag: Some("--rw"),
+        axis: true,
+        toml: "access",
+        vx: &["workload"],
+        kind: Kind::Access,
+        set: |j, v, c| {
+            let (a, e) = parse_access(v, c.what)?;
+            j.access = a;
+            if let Some(e) = e {
+                j.engine = e;
+            }
+            Ok(())
+        },
+        show: |j| j.access.name().into(),
+    },
+    Param {
+        name: "bs",
+        aliases: &["iosize", "block_size"],
+        label: "block size",
+        noun: "block size",
+        flag: Some("--bs"),
+        axis: true,
+        toml: "block_size",
+        vx: &["iosize"],
+        kind: Kind::Size,
+        set: |j, v, c| {
+            j.block_size = size(v, c)?;
+            Ok(())
+        },
+        show: |j| j.block_size.to_string(),
+    },
+    Param {
+        name: "size",
+        aliases: &["file_size", "filesize"],
+        label: "file size",
+        noun: "file size",
+        flag: Some("--size"),
+        axis: true,
+        toml: "file_size",
+        vx: &["maxfilesize"],
+        kind: Kind::Size,
+        set: |j, v, c| {
+            j.file_size = Some(size(v, c)?);
+            Ok(())
+        },
+        show: |j| opt(j.file_size),
+    },
+    Param {
+        name: "cache",
+        aliases: &["policy"],
+        label: "cache",
+        noun: "cache",
+        flag: Some("--cache"),
+        axis: true,
+        toml: "cache",
+        vx: &["-c"],
+        kind: Kind::Cache,
+        set: |j, v, c| {
+            // vx gives the discovered threshold in KB when bare (vxbench's rule).
+            j.cache = CachePolicy::parse_as(v, c.bare)?;
+            Ok(())
+        },
+        show: |j| j.cache.name(),
+    },
+    Param {
+        name: "engine",
+        aliases: &[],
+        label: "engine",
+        noun: "engine",
+        flag: Some("--engine"),
+        axis: true,
+        toml: "engine",
+        vx: &["--engine"],
+        kind: Kind::Choice,
+        set: |j, v, _| {
+            j.engine = EngineKind::parse(v)?;
+            Ok(())
+        },
+        show: |j| j.engine.name().into(),
+    },
+    Param {
+        name: "qd",
+        aliases: &["queue_depth", "iodepth"],
+        label: "queue depth",
+        noun: "queue depth",
+        flag: Some("--qd"),
+        axis: true,
+        toml: "queue_depth",
+        vx: &["--qd"],
+        kind: Kind::Ranged { min: 1, max: 4096 },
+        set: |j, v, c| {
+            j.queue_depth = parse_ranged(v, c.what, 1, 4096)? as u32;
+            Ok(())
+        },
+        show: |j| j.queue_depth.to_string(),
+    },
+    Param {
+        name: "threads",
+        aliases: &["nthreads"],
+        label: "threads",
+        noun: "thread count",
+        flag: Some("--threads"),
+        axis: true,
+        toml: "threads",
+        vx: &["nthreads"],
+        kind: Kind::Ranged {
+            min: 1,
+            max: MAX_THREADS as u64,
+        },
+        set: |j, v, c| {
+            j.threads = parse_ranged(v, c.what, 1, MAX_THREADS as u64)? as u32;
+            Ok(())
+        },
+        show: |j| j.threads.to_string(),
+    },
+    Param {
+        name: "count",
+        aliases: &["iocount", "io_count"],
+        label: "I/Os per thread",
+        noun: "I/O count",
+        flag: Some("--count"),
+        axis: true,
+        toml: "io_count",
+        vx: &["iocount"],
+        kind: Kind::Count,
+        set: |j, v, c| {
+            j.io_count = Some(size(v, c)?);
+            Ok(())
+        },
+        show: |j| opt(j.io_count),
+    },
+    Param {
+        name: "time",
+        aliases: &["runtime"],
+        label: "run time",
+        noun: "run time",
+        flag: Some("--time"),
+        axis: true,
+        toml: "time_s",
+        vx: &["--time"],
+        kind: Kind::Duration,
+        set: |j, v, _| {
+            j.time_s = Some(secs(v)?);
+            Ok(())
+        },
+        show: |j| opt(j.time_s),
+    },
+    Param {
+        name: "nrep",
+        aliases: &["repeats"],
+        label: "repetitions",
+        noun: "repeat count",
+        flag: Some("--nrep"),
+        axis: true,
+        toml: "repeats",
+        vx: &["nrep"],
+        kind: Kind::Ranged {
+            min: 1,
+            max: u32::MAX as u64,
+        },
+        set: |j, v, c| {
+            j.repeats = parse_ranged(v, c.what, 1, u32::MAX as u64)? as u32;
+            Ok(())
+        },
+        show: |j| j.repeats.to_string(),
+    },
+    Param {
+        name: "rwmix",
+        aliases: &["rdpct", "read_pct"],
+        label: "read %",
+        noun: "read percentage",
+        flag: Some("--rwmix-read"),
+        axis: true,
+        toml: "read_pct",
+        vx: &["rdpct"],
+        kind: Kind::Ranged { min: 0, max: 100 },
+        set: |j, v, c| {
+            j.read_pct = parse_ranged(v, c.what, 0, 100)? as u8;
+            Ok(())
+        },
+        show: |j| j.read_pct.to_string(),
+    },
+    Param {
+        name: "seed",
+        aliases: &["randseed"],
+        label: "seed",
+        noun: "seed",
+        flag: Some("--seed"),
+        axis: true,
+        toml: "seed",
+        vx: &["randseed", "--seed"],
+        kind: Kind::Count,
+        set: |j, v, c| {
+            j.seed = size(v, c)?;
+            Ok(())
+        },
+        show: |j| j.seed.to_string(),
+    },
+    flag_bool!(
+        "dsync",
+        Some("--dsync"),
+        true,
+        "open.dsync",
+        &["-o dsync"],
+        "O_DSYNC",
+        open.dsync
+    ),
+    flag_bool!(
+        "sync",
+        Some("--sync"),
+        true,
+        "open.sync",
+        &["-o sync"],
+        "O_SYNC",
+        open.sync
+    ),
+    flag_bool!(
+        "fsync",
+        Some("--fsync"),
+        true,
+        "fsync",
+        &["fsync"],
+        "fsync",
+        fsync
+    ),
+    Param {
+        name: "processes",
+        aliases: &["workers"],
+        label: "workers",
+        noun: "processes",
+        flag: Some("--processes"),
+        axis: true,
+        toml: "workers",
+        vx: &["-P/-p/-t"],
+        kind: Kind::Choice,
+        set: |j, v, c| {
+            j.workers = WorkerMode::parse(v, c.what)?;
+            Ok(())
+        },
+        show: |j| j.workers.name().into(),
+    },
+    // Not axes: run's flags, vx's options and TOML keys only.
+    flag_bool!(
+        "append",
+        Some("--append"),
+        false,
+        "open.append",
+        &["-o append"],
+        "O_APPEND",
+        open.append
+    ),
+    flag_bool!(
+        "trunc",
+        Some("--trunc"),
+        false,
+        "open.trunc",
+        &["-o trunc"],
+        "O_TRUNC",
+        open.trunc
+    ),
+    flag_bool!(
+        "remove",
+        Some("--remove"),
+        false,
+        "remove",
+        &["remove"],
+        "remove",
+        remove
+    ),
+    flag_bool!(
+        "mlock",
+        Some("--mlock"),
+        false,
+        "mlock",
+        &["-m"],
+        "mlock",
+        mlock
+    ),
+    flag_bool!(
+        "sqpoll",
+        Some("--sqpoll"),
+        false,
+        "sqpoll",
+        &["--sqpoll"],
+        "sqpoll",
+        sqpoll
+    ),
+    flag_bool!(
+        "hipri",
+        Some("--hipri"),
+        false,
+        "hipri",
+        &["--hipri"],
+        "hipri",
+        hipri
+    ),
+    flag_bool!(
+        "keep",
+        Some("--keep"),
+        false,
+        "keep",
+        &["--keep"],
+        "keep",
+        keep
+    ),
+    flag_bool!(
+        "force",
+        Some("--force"),
+        false,
+        "force",
+        &["--force"],
+        "force",
+        force
+    ),
+    flag_bool!(
+        "drop_cache",
+        Some("--drop-cache"),
+        false,
+        "drop_cache",
+        &["--drop-cache"],
+        "drop cache",
+        drop_cache
+    ),
+    flag_bool!(
+        "invalidate",
+        Some("--no-invalidate"),
+        false,
+        "invalidate",
+        &[],
+        "invalidate",
+        invalidate
+    ),
+    flag_bool!(
+        "reserveonly",
+        None,
+        false,
+        "space.reserve_only",
+        &["reserveonly"],
+        "reserve only",
+        space.reserve_only
+    ),
+    Param {
+        name: "advise",
+        aliases: &["advice"],
+        label: "advice",
+        noun: "advice",
+        flag: Some("--advise"),
+        axis: false,
+        toml: "advice",
+        vx: &["-c"],
+        kind: Kind::List,
+        // Advice adds up: each list (run's --advise, each vx -c) appends.
+        set: |j, v, _| {
+            for x in v.split(',').filter(|x| !x.is_empty()) {
+                j.advice.push(Advice::parse(x)?);
+            }
+            Ok(())
+        },
+        show: |j| {
+            let names: Vec<&str> = j.advice.iter().map(|a| a.name()).collect();
+            names.join(",")
+        },
+    },
+    Param {
+        name: "extsize",
+        aliases: &[],
+        label: "extent size",
+        noun: "extent size",
+        flag: Some("--extsize"),
+        axis: false,
+        toml: "space.extsize",
+        vx: &["extsize (-e)"],
+        kind: Kind::Size,
+        set: |j, v, c| {
+            j.space.extsize = Some(size(v, c)?);
+            Ok(())
+        },
+        show: |j| opt(j.space.extsize),
+    },
+    Param {
+        name: "reserve",
+        aliases: &["reservation"],
+        label: "reservation",
+        noun: "reservation",
+        flag: Some("--reserve"),
+        axis: false,
+        toml: "space.reservation",
+        vx: &["reservation (-r)"],
+        kind: Kind::Size,
+        set: |j, v, c| {
+            j.space.reservation = Some(size(v, c)?);
+            Ok(())
+        },
+        show: |j| opt(j.space.reservation),
+    },
+    Param {
+        name: "truncup",
+        aliases: &[],
+        label: "truncup",
+        noun: "truncup size",
+        flag: None,
+        axis: false,
+        toml: "space.truncup",
+        vx: &["truncup"],
+        kind: Kind::Size,
+        set: |j, v, c| {
+            j.space.truncup = Some(size(v, c)?);
+            Ok(())
+        },
+        show: |j| opt(j.space.truncup),
+    },
+    Param {
+        name: "space_flags",
+        aliases: &[],
+        label: "space flags",
+        noun: "space flags",
+        flag: Some("--space-flags"),
+        axis: false,
+        toml: "space.flags",
+        vx: &["-f"],
+        kind: Kind::List,
+        set: |j, v, c| j.space.flags.apply_list(v, c.what),
+        show: |j| j.space.flags.names().join(","),
+    },
+    Param {
+        name: "rate_iops",
+        aliases: &[],
+        label: "rate (I/O/s)",
+        noun: "I/O rate",
+        flag: Some("--rate-iops"),
+        axis: false,
+        toml: "rate.iops",
+        vx: &["--rate-iops"],
+        kind: Kind::Count,
+        set: |j, v, c| {
+            j.rate.iops = Some(size(v, c)?);
+            Ok(())
+        },
+        show: |j| opt(j.rate.iops),
+    },
+    Param {
+        name: "rate_bytes",
+        aliases: &[],
+        label: "rate (bytes/s)",
+        noun: "byte rate",
+        flag: Some("--rate-bytes"),
+        axis: false,
+        toml: "rate.bytes_per_sec",
+        vx: &["--rate-bytes"],
+        kind: Kind::Bytes,
+        set: |j, v, c| {
+            j.rate.bytes_per_sec = Some(size(v, c)?);
+            Ok(())
+        },
+        show: |j| opt(j.rate.bytes_per_sec),
+    },
+    Param {
+        name: "rate_scope",
+        aliases: &[],
+        label: "rate scope",
+        noun: "rate scope",
+        flag: Some("--rate-scope"),
+        axis: false,
+        toml: "rate.scope",
+        vx: &["--rate-scope"],
+        kind: Kind::Choice,
+        set: |j, v, _| {
+            j.rate.scope = RateScope::parse(v)?;
+            Ok(())
+        },
+        show: |j| j.rate.scope.name().into(),
+    },
+    Param {
+        name: "name",
+        aliases: &[],
+        label: "name",
+        noun: "name",
+        flag: Some("--name"),
+        axis: false,
+        toml: "name",
+        vx: &[],
+        kind: Kind::Text,
+        set: |j, v, _| {
+            j.name = v.to_string();
+            Ok(())
+        },
+        show: |j| j.name.clone(),
+    },
+];
+
+/// The parameter with this canonical name or alias.
+pub fn find(name: &str) -> Option<&'static Param> {
+    PARAMS
+        .iter()
+        .find(|p| p.name == name || p.aliases.contains(&name))
+}
+
+/// The parameter with this canonical name. Front ends name their parameters with literals
+/// that the table tests check, so a miss is a programming error caught by those tests.
+pub fn get(name: &str) -> &'static Param {
+    PARAMS
+        .iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("no Job parameter named {name}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A value each parameter accepts that differs from the default Job's.
+    fn sample(p: &Param) -> &'static str {
+        match p.name {
+            "rw" => "randrw",
+            "bs" | "size" | "extsize" | "reserve" | "truncup" | "rate_bytes" => "65536",
+            "cache" => "discovered=131072",
+            "engine" => "uring",
+            "qd" => "16",
+            "threads" => "3",
+            "count" | "rate_iops" => "77",
+            "time" => "2.5",
+            "nrep" => "4",
+            "rwmix" => "70",
+            "seed" => "12345",
+            "processes" => "per-thread",
+            "advise" => "noreuse,seq",
+            "space_flags" => "align,trim",
+            "rate_scope" => "total",
+            "name" => "some name",
+            "invalidate" => "false",
+            _ if p.kind == Kind::Bool => "true",
+            other => panic!("no sample value for {other}"),
+        }
+    }
+
+    /// The sample as vxbench writes it: a bare size is KB there.
+    fn vx_sample(p: &Param) -> &'static str {
+        match (p.kind, sample(p)) {
+            (Kind::Size, "65536") => "64",
+            (Kind::Cache, "discovered=131072") => "discovered=128",
+            (_, v) => v,
+        }
+    }
+
+    /// The value at a dotted key of a TOML table.
+    fn at<'a>(v: &'a toml::Value, key: &str) -> Option<&'a toml::Value> {
+        key.split('.').try_fold(v, |v, k| v.get(k))
+    }
+
+    /// Walk the table: every parameter is reachable by each front end it claims, and the
+    /// same value gives the same Job field whichever way it came in.
+    #[test]
+    fn every_front_end_sets_the_same_field() {
+        let mut names = std::collections::HashSet::new();
+        for p in PARAMS {
+            assert!(names.insert(p.name), "{} twice", p.name);
+            for a in p.aliases {
+                assert!(names.insert(a), "alias {a} twice");
+            }
+            let v = sample(p);
+            let base = Job::default();
+            let mut by_flag = base.clone();
+            p.set(&mut by_flag, v, Front::Flag).unwrap();
+            assert_ne!(
+                (p.show)(&by_flag),
+                (p.show)(&base),
+                "{}: sample is the default",
+                p.name
+            );
+            // Round trip: what `show` prints is accepted and means the same.
+            let mut again = base.clone();
+            p.set(&mut again, &(p.show)(&by_flag), Front::Flag).unwrap();
+            assert_eq!(again, by_flag, "{}: show/set round trip", p.name);
+            if p.axis {
+                let canon = crate::sweep::axis::canonical(p.name).unwrap();
+                assert_eq!(canon, p.name);
+                for a in p.aliases {
+                    assert_eq!(crate::sweep::axis::canonical(a).unwrap(), p.name);
+                }
+                let mut pj = crate::sweep::axis::PointJob::default();
+                crate::sweep::axis::apply(&mut pj, &canon, v).unwrap();
+                assert_eq!(pj.job, by_flag, "{}: axis differs from flag", p.name);
+            } else {
+                assert!(crate::sweep::axis::canonical(p.name).is_err(), "{}", p.name);
+            }
+            for spelling in p.vx {
+                let mut by_vx = base.clone();
+                p.set(&mut by_vx, vx_sample(p), Front::Vx(spelling))
+                    .unwrap();
+                assert_eq!(
+                    (p.show)(&by_vx),
+                    (p.show)(&by_flag),
+                    "{}: vx {spelling} differs from flag",
+                    p.name
+                );
+            }
+            // TOML: the key holds the field; a file with just that key gives the same field.
+            let doc = toml::Value::try_from(&by_flag).unwrap();
+            let val = at(&doc, p.toml)
+                .unwrap_or_else(|| panic!("{}: no TOML key {}", p.name, p.toml))
+                .clone();
+            let mut table = toml::Value::Table(Default::default());
+            let keys: Vec<&str> = p.toml.split('.').collect();
+            let mut cur = &mut table;
+            for k in &keys[..keys.len() - 1] {
+                cur = cur
+                    .as_table_mut()
+                    .unwrap()
+                    .entry(k.to_string())
+                    .or_insert(toml::Value::Table(Default::default()));
+            }
+            cur.as_table_mut()
+                .unwrap()
+                .insert(keys[keys.len() - 1].to_string(), val);
+            let text = toml::to_string(&table).unwrap();
+            let from_toml = Job::from_toml(&text, "t.toml").unwrap();
+            assert_eq!(from_toml, by_flag, "{}: TOML {} differs", p.name, p.toml);
+        }
+        // The vx and flag front ends read bare sizes differently, as vxbench and fio do.
+        let mut kb = Job::default();
+        get("bs").set(&mut kb, "8", Front::Vx("iosize")).unwrap();
+        assert_eq!(kb.block_size, 8192);
+        get("bs").set(&mut kb, "8", Front::Flag).unwrap();
+        assert_eq!(kb.block_size, 8);
+    }
+
+    #[test]
+    fn one_access_parser_for_every_spelling() {
+        for (a, b) in [
+            ("randread", "rand_read"),
+            ("randwrite", "rand_write"),
+            ("randrw", "rand_mixed"),
+            ("read", "seq_read"),
+            ("write", "seq_write"),
+            ("mmapread", "mmap_read"),
+            ("mmapwrite", "mmap_write"),
+            ("rw", "readwrite"),
+        ] {
+            assert_eq!(parse_access(a, "x").unwrap(), parse_access(b, "x").unwrap());
+        }
+        assert_eq!(
+            parse_access("mmap_write", "x").unwrap(),
+            (Access::Write, Some(EngineKind::Mmap))
+        );
+        let e = parse_access("frob", "--rw").unwrap_err().0;
+        assert!(e.starts_with("unknown --rw 'frob': expected read,"), "{e}");
+    }
+
+    #[test]
+    fn ranges_are_checked_when_set() {
+        let mut j = Job::default();
+        let e = get("threads").set(&mut j, "0", Front::Flag).unwrap_err().0;
+        assert_eq!(e, "bad --threads '0': must be 1 to 4096");
+        let e = get("rwmix")
+            .set(&mut j, "101", Front::Vx("rdpct"))
+            .unwrap_err()
+            .0;
+        assert_eq!(e, "bad rdpct '101': must be 0 to 100");
+        let e = get("qd").set(&mut j, "5000", Front::Axis).unwrap_err().0;
+        assert_eq!(e, "bad queue depth '5000': must be 1 to 4096");
+        assert!(get("dsync").set(&mut j, "maybe", Front::Axis).is_err());
+    }
+
+    /// The range a table entry states is the range its setter enforces.
+    #[test]
+    fn stated_ranges_are_enforced() {
+        for p in PARAMS {
+            if let Kind::Ranged { min, max } = p.kind {
+                let mut j = Job::default();
+                p.set(&mut j, &min.to_string(), Front::Flag).unwrap();
+                p.set(&mut j, &max.to_string(), Front::Flag).unwrap();
+                assert!(
+                    p.set(&mut j, &(max + 1).to_string(), Front::Flag).is_err(),
+                    "{}",
+                    p.name
+                );
+                if min > 0 {
+                    assert!(
+                        p.set(&mut j, &(min - 1).to_string(), Front::Flag).is_err(),
+                        "{}",
+                        p.name
+                    );
+                }
+            }
+        }
+    }
+
+    proptest! {
+        // Whatever string reaches a setter, it returns a value or a usage error, never panics.
+        #[test]
+        fn setters_never_panic(i in 0..PARAMS.len(), v in "\\PC{0,24}") {
+            let p = &PARAMS[i];
+            for front in [Front::Flag, Front::Axis, Front::Vx("x")] {
+                let mut j = Job::default();
+                let _ = p.set(&mut j, &v, front);
+            }
+        }
+
+        // A canonical size or count survives show -> set unchanged.
+        #[test]
+        fn canonical_values_round_trip(n in 1u64..(1 << 40), i in 0..PARAMS.len()) {
+            let p = &PARAMS[i];
+            if matches!(p.kind, Kind::Size | Kind::Bytes | Kind::Count) {
+                let mut j = Job::default();
+                p.set(&mut j, &n.to_string(), Front::Flag).unwrap();
+                let mut k = Job::default();
+                p.set(&mut k, &(p.show)(&j), Front::Flag).unwrap();
+                prop_assert_eq!(j, k);
+            }
+        }
+    }
+}
