@@ -10,8 +10,15 @@
 //!
 //! Each point reads or writes the file at most once (so buffered reads never come from a
 //! cache warmed by the same point) and is cut off by its share of the time budget.
+//!
+//! Every run of every point is also kept whole: the runner's `RunResult` (kind `io`, the one
+//! envelope) with a `sweep` probe naming the advise study and the point, handed to the
+//! caller's `store` as a sweep [`Record`], so `advise --measure --results DIR` leaves one
+//! Result per run that `report` and `compare` read like any sweep's.
 
 use crate::job::{Access, CachePolicy, Job};
+use crate::result::RunResult;
+use crate::sweep::record::{ChartSpec, Record, SweepMeta, TableSpec};
 use crate::units::format_size_exact as sz;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -167,6 +174,11 @@ pub fn point_job(
 
 /// Run one point.
 pub fn run_point(job: &Job, phase: Phase) -> Result<Point> {
+    run_point_result(job, phase).map(|(p, _)| p)
+}
+
+/// Run one point: its summary and the whole Result of the run.
+pub fn run_point_result(job: &Job, phase: Phase) -> Result<(Point, RunResult)> {
     let out = crate::runner::run(job)?;
     if let Some(f) = out.failures.first() {
         anyhow::bail!("{}: {f}", job.name);
@@ -174,7 +186,7 @@ pub fn run_point(job: &Job, phase: Phase) -> Result<Point> {
     let total = out.total();
     let bytes = total.bytes();
     let elapsed = out.elapsed_s.max(1e-9);
-    Ok(Point {
+    let point = Point {
         phase,
         dir: if job.access == Access::Read {
             Dir::Read
@@ -189,15 +201,78 @@ pub fn run_point(job: &Job, phase: Phase) -> Result<Point> {
         bytes_per_sec: bytes as f64 / elapsed,
         cpu_s: total.usage.cpu_s(),
         runs_bytes_per_sec: Vec::new(),
-    })
+    };
+    Ok((point, RunResult::from_outcome(job, &out)))
+}
+
+/// Where a run of a point sits among the advise measurements (the `sweep` probe of its
+/// Result): study `advise-sizes` or `advise-streams`, axes dir, cache, bs and threads.
+pub fn point_meta(job: &Job, phase: Phase, index: usize, repeat: u32) -> SweepMeta {
+    let dir = if job.access == Access::Read {
+        Dir::Read
+    } else {
+        Dir::Write
+    };
+    let point = vec![
+        ("dir".to_string(), dir.name().to_string()),
+        ("cache".to_string(), job.cache.name()),
+        ("bs".to_string(), sz(job.block_size)),
+        ("threads".to_string(), job.threads.to_string()),
+    ];
+    let (study, title, rows, cols) = match phase {
+        Phase::Sizes => (
+            "advise-sizes",
+            "advise --measure: I/O size, buffered and direct",
+            "bs",
+            vec!["dir".to_string(), "cache".to_string()],
+        ),
+        Phase::Streams => (
+            "advise-streams",
+            "advise --measure: direct streams at the knee size",
+            "threads",
+            vec!["dir".to_string(), "bs".to_string()],
+        ),
+    };
+    SweepMeta {
+        suite: "advise".into(),
+        study: study.into(),
+        title: title.into(),
+        index,
+        repeat,
+        settings: point.clone(),
+        point,
+        table: TableSpec {
+            rows: vec![rows.into()],
+            cols,
+            metrics: vec!["mb_per_s".into(), "cpu_s".into()],
+        },
+        chart: ChartSpec {
+            x: Some(rows.into()),
+            kind: Some("line".into()),
+        },
+        target: None,
+    }
 }
 
 /// Run a point `repeat` times and keep the median run (robust to one-off stalls and bursts
 /// on shared or virtual storage).
 pub fn run_point_median(job: &Job, phase: Phase, repeat: u32) -> Result<Point> {
+    run_point_median_stored(job, phase, repeat, 0, &mut |_| Ok(()))
+}
+
+/// [`run_point_median`], handing each run's Result to `store` as point `index`.
+pub fn run_point_median_stored(
+    job: &Job,
+    phase: Phase,
+    repeat: u32,
+    index: usize,
+    store: &mut dyn FnMut(Record) -> Result<()>,
+) -> Result<Point> {
     let mut runs = Vec::with_capacity(repeat as usize);
-    for _ in 0..repeat.max(1) {
-        runs.push(run_point(job, phase)?);
+    for r in 0..repeat.max(1) {
+        let (p, result) = run_point_result(job, phase)?;
+        store(Record::run(point_meta(job, phase, index, r), result))?;
+        runs.push(p);
         if crate::runner::signal::interrupted() {
             break;
         }
@@ -223,10 +298,12 @@ impl Drop for Scratch {
 /// sweep (the measured knee).
 /// `announce` is called once the directory is locked and the scratch name checked, so a
 /// refusal stays the only line printed.
+/// `store` gets every run's whole Result as it finishes.
 pub fn run(
     opts: &MeasureOpts,
     announce: impl FnOnce(),
     mut progress: impl FnMut(&Point),
+    mut store: impl FnMut(Record) -> Result<()>,
 ) -> Result<Measurement> {
     let file = opts.dir.join(SCRATCH_NAME);
     // The scratch name is fixed: a second measurement in the same directory would write the
@@ -264,7 +341,9 @@ pub fn run(
         for &bs in &opts.sizes {
             for direct in [false, true] {
                 let job = point_job(&file, opts.file_size, dir, direct, bs, 1, secs);
-                let p = run_point_median(&job, Phase::Sizes, opts.repeat)?;
+                let index = m.points.len();
+                let p =
+                    run_point_median_stored(&job, Phase::Sizes, opts.repeat, index, &mut store)?;
                 push(&mut m, p);
                 if crate::runner::signal::interrupted() {
                     m.notes
@@ -287,7 +366,8 @@ pub fn run(
                 continue;
             }
             let job = point_job(&file, opts.file_size, dir, true, bs, t, secs);
-            let p = run_point_median(&job, Phase::Streams, opts.repeat)?;
+            let index = m.points.len();
+            let p = run_point_median_stored(&job, Phase::Streams, opts.repeat, index, &mut store)?;
             push(&mut m, p);
             if crate::runner::signal::interrupted() {
                 m.notes

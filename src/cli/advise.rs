@@ -32,7 +32,12 @@ pub struct AdviseArgs {
     /// standard output)
     #[arg(long)]
     pub output: Option<PathBuf>,
-    /// Let --output replace a regular file fsbench did not write
+    /// With --measure: also store every measured run as a full Result (one JSON file per run,
+    /// read by `fsbench report` and `fsbench compare`) in this directory
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+    /// Let --output replace a regular file fsbench did not write (and --results write into a
+    /// directory of other files)
     #[arg(long)]
     pub force: bool,
 }
@@ -62,6 +67,9 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
     if a.measure && budget < 1.0 {
         crate::bail_usage!("bad --measure-time {}: must be at least 1s", a.measure_time);
     }
+    if a.results.is_some() && !a.measure {
+        crate::bail_usage!("--results needs --measure: only measured runs have Results to store");
+    }
     crate::output::check_output(a.output.as_deref(), a.force)?;
     let path = std::fs::canonicalize(&a.path)?;
     let topology = Topology::of_path(&path, &SysfsProbe::default());
@@ -73,6 +81,10 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
             path.parent().map(|p| p.to_path_buf()).unwrap_or_default()
         };
         check_space(&dir, size)?;
+        let results = match &a.results {
+            Some(p) => Some(crate::output::ResultsDir::open(p, a.force)?),
+            None => None,
+        };
         let opts = measure::MeasureOpts {
             dir,
             file_size: size,
@@ -91,12 +103,24 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
                 );
             }
         };
-        let m = measure::run(&opts, announce, |p| {
-            if !json {
-                eprintln!("  {}", p.label());
-            }
-        })?;
-        advice.add_measurement(m);
+        let store = |rec: crate::sweep::record::Record| match &results {
+            Some(dir) => dir.write(&result_name(rec.meta()), rec.to_json()?.as_bytes()),
+            None => Ok(()),
+        };
+        let m = measure::run(
+            &opts,
+            announce,
+            |p| {
+                if !json {
+                    eprintln!("  {}", p.label());
+                }
+            },
+            store,
+        );
+        if let (Err(_), Some(dir)) = (&m, &results) {
+            dir.abandon();
+        }
+        advice.add_measurement(m?);
     }
     let shown = advice.render(format);
     match &a.output {
@@ -117,6 +141,20 @@ pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
     } else {
         0
     })
+}
+
+/// File name of one stored run: `advise-sizes-003-read-direct-64k-t1-r0.json`, in the
+/// order the runs were made.
+fn result_name(m: &crate::sweep::record::SweepMeta) -> String {
+    let axes: Vec<&str> = m.point.iter().map(|(_, v)| v.as_str()).collect();
+    format!(
+        "{}-{:03}-{}-t{}-r{}.json",
+        m.study,
+        m.index,
+        axes[..axes.len().saturating_sub(1)].join("-"),
+        m.value("threads").unwrap_or("1"),
+        m.repeat
+    )
 }
 
 /// Refuse to start a measurement that would fill the file system (the scratch file plus a

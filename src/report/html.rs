@@ -266,43 +266,29 @@ pub fn render(records: &[Record], tables: &[Shaped], o: &HtmlOptions) -> String 
     render_with_advice(records, tables, o, &[])
 }
 
-/// Render the report with `fsbench advise` documents as sections of their own; results with
-/// `--iostat` samples get their device statistics charted over time.
-pub fn render_with_advice(
-    records: &[Record],
-    tables: &[Shaped],
-    o: &HtmlOptions,
-    advice: &[crate::advise::Advice],
-) -> String {
-    let observe = super::iostat_html::section(records);
-    let mut s = String::new();
+/// The line naming the machine, kernel and targets the results came from.
+fn environment_line(s: &mut String, r: &crate::result::RunResult) {
+    let e = &r.environment;
+    let fs: Vec<String> = e
+        .targets
+        .iter()
+        .map(|t| format!("{} ({} on {})", t.path, t.fs_type, t.device))
+        .collect();
     let _ = write!(
         s,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body><h1>{t}</h1>",
-        t = esc(&o.title)
+        "<p class=\"meta\">host {} · kernel {} · {} × {} · {:.1} GiB RAM · fsbench {}<br>targets: {}</p>",
+        esc(&e.hostname),
+        esc(&e.kernel),
+        e.cpus,
+        esc(&e.cpu_model),
+        e.mem_bytes as f64 / (1u64 << 30) as f64,
+        esc(&r.fsbench_version),
+        esc(&fs.join("; "))
     );
-    if let Some(r) = records.iter().find_map(|r| r.result()) {
-        let e = &r.environment;
-        let fs: Vec<String> = e
-            .targets
-            .iter()
-            .map(|t| format!("{} ({} on {})", t.path, t.fs_type, t.device))
-            .collect();
-        let _ = write!(
-            s,
-            "<p class=\"meta\">host {} · kernel {} · {} × {} · {:.1} GiB RAM · fsbench {}<br>targets: {}</p>",
-            esc(&e.hostname),
-            esc(&e.kernel),
-            e.cpus,
-            esc(&e.cpu_model),
-            e.mem_bytes as f64 / (1u64 << 30) as f64,
-            esc(&r.fsbench_version),
-            esc(&fs.join("; "))
-        );
-    }
-    for p in &o.preface {
-        let _ = write!(s, "<p class=\"meta\">{}</p>", esc(p));
-    }
+}
+
+/// The table of contents: studies, advise sections, device statistics.
+fn nav(s: &mut String, tables: &[Shaped], advice: &[crate::advise::Advice], observe: bool) {
     s.push_str("<nav><ul>");
     for t in tables {
         let _ = write!(
@@ -320,7 +306,7 @@ pub fn render_with_advice(
             esc(&super::advise_html::title(a))
         );
     }
-    if observe.is_some() {
+    if observe {
         let _ = write!(
             s,
             "<li><a href=\"#{}\">Device statistics during the runs</a></li>",
@@ -328,91 +314,124 @@ pub fn render_with_advice(
         );
     }
     s.push_str("</ul></nav>");
-    // The summary normalised to the baseline: one bar per study (geometric mean of ratios).
-    if let Some(b) = &o.baseline {
-        let mut rows = Vec::new();
-        let mut per_target: Vec<(String, Vec<Option<f64>>)> = Vec::new();
-        for t in tables {
-            if let Some((_, series)) = normalised(t, b) {
-                rows.push(format!("{} ({})", t.title, t.metrics[0].label));
-                for sr in series {
-                    let logs: Vec<f64> = sr
-                        .values
-                        .iter()
-                        .flatten()
-                        .map(|p| (1.0 + p / 100.0).max(1e-9).ln())
-                        .collect();
-                    let g = (!logs.is_empty()).then(|| {
-                        ((logs.iter().sum::<f64>() / logs.len() as f64).exp() - 1.0) * 100.0
-                    });
-                    match per_target.iter_mut().find(|(n, _)| *n == sr.name) {
-                        Some((_, v)) => {
-                            v.resize(rows.len() - 1, None);
-                            v.push(g)
-                        }
-                        None => {
-                            let mut v = vec![None; rows.len() - 1];
-                            v.push(g);
-                            per_target.push((sr.name, v));
-                        }
+}
+
+/// The summary normalised to the baseline: one bar per study (geometric mean of ratios).
+fn baseline_summary(s: &mut String, tables: &[Shaped], b: &str) {
+    let mut rows = Vec::new();
+    let mut per_target: Vec<(String, Vec<Option<f64>>)> = Vec::new();
+    for t in tables {
+        if let Some((_, series)) = normalised(t, b) {
+            rows.push(format!("{} ({})", t.title, t.metrics[0].label));
+            for sr in series {
+                let logs: Vec<f64> = sr
+                    .values
+                    .iter()
+                    .flatten()
+                    .map(|p| (1.0 + p / 100.0).max(1e-9).ln())
+                    .collect();
+                let g = (!logs.is_empty())
+                    .then(|| ((logs.iter().sum::<f64>() / logs.len() as f64).exp() - 1.0) * 100.0);
+                match per_target.iter_mut().find(|(n, _)| *n == sr.name) {
+                    Some((_, v)) => {
+                        v.resize(rows.len() - 1, None);
+                        v.push(g)
+                    }
+                    None => {
+                        let mut v = vec![None; rows.len() - 1];
+                        v.push(g);
+                        per_target.push((sr.name, v));
                     }
                 }
             }
         }
-        if !rows.is_empty() {
-            let series: Vec<Series> = per_target
-                .into_iter()
-                .map(|(name, values)| Series { name, values })
-                .collect();
-            s.push_str(
-                "<h2 id=\"summary\">Summary normalised to the baseline</h2><div class=\"charts\">",
-            );
+    }
+    if !rows.is_empty() {
+        let series: Vec<Series> = per_target
+            .into_iter()
+            .map(|(name, values)| Series { name, values })
+            .collect();
+        s.push_str(
+            "<h2 id=\"summary\">Summary normalised to the baseline</h2><div class=\"charts\">",
+        );
+        s.push_str(&svg::normalised_chart(
+            &format!("Summary ({} = 0)", b),
+            b,
+            &rows,
+            &series,
+        ));
+        s.push_str("</div><p class=\"notes\">Each bar is the geometric mean over a study's points of the ratio to the baseline, minus one; positive means a higher value of the study's first metric.</p>");
+    }
+}
+
+/// One study: its table, up to three charts, the normalised chart and its notes.
+fn study_section(s: &mut String, t: &Shaped, baseline: Option<&str>) {
+    let _ = write!(
+        s,
+        "<section class=\"study\" id=\"{}\"><h2>{}</h2>",
+        esc(&anchor(t)),
+        esc(&t.title)
+    );
+    s.push_str(&html_table(t));
+    s.push_str("<div class=\"charts\">");
+    for mi in 0..t.metrics.len().min(3) {
+        if let Some(c) = chart_data(t, mi) {
+            if c.x_values.is_some() {
+                s.push_str(&svg::line_chart(&c));
+            } else {
+                s.push_str(&svg::bar_chart(&c));
+            }
+        }
+    }
+    if let Some(b) = baseline {
+        if let Some((rows, series)) = normalised(t, b) {
             s.push_str(&svg::normalised_chart(
-                &format!("Summary ({} = 0)", b),
+                &format!("{}: {} normalised ({b} = 0)", t.title, t.metrics[0].label),
                 b,
                 &rows,
                 &series,
             ));
-            s.push_str("</div><p class=\"notes\">Each bar is the geometric mean over a study's points of the ratio to the baseline, minus one; positive means a higher value of the study's first metric.</p>");
         }
     }
+    s.push_str("</div>");
+    if !t.notes.is_empty() {
+        s.push_str("<ul class=\"notes\">");
+        for n in &t.notes {
+            let _ = write!(s, "<li>{}</li>", esc(n));
+        }
+        s.push_str("</ul>");
+    }
+    s.push_str("</section>");
+}
+
+/// Render the report with `fsbench advise` documents as sections of their own; results with
+/// `--iostat` samples get their device statistics charted over time.
+pub fn render_with_advice(
+    records: &[Record],
+    tables: &[Shaped],
+    o: &HtmlOptions,
+    advice: &[crate::advise::Advice],
+) -> String {
+    let observe = super::iostat_html::section(records);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body><h1>{t}</h1>",
+        t = esc(&o.title)
+    );
+    if let Some(r) = records.iter().find_map(|r| r.result()) {
+        environment_line(&mut s, r);
+    }
+    for p in &o.preface {
+        let _ = write!(s, "<p class=\"meta\">{}</p>", esc(p));
+    }
+    nav(&mut s, tables, advice, observe.is_some());
+    // The summary normalised to the baseline: one bar per study (geometric mean of ratios).
+    if let Some(b) = &o.baseline {
+        baseline_summary(&mut s, tables, b);
+    }
     for t in tables {
-        let _ = write!(
-            s,
-            "<section class=\"study\" id=\"{}\"><h2>{}</h2>",
-            esc(&anchor(t)),
-            esc(&t.title)
-        );
-        s.push_str(&html_table(t));
-        s.push_str("<div class=\"charts\">");
-        for mi in 0..t.metrics.len().min(3) {
-            if let Some(c) = chart_data(t, mi) {
-                if c.x_values.is_some() {
-                    s.push_str(&svg::line_chart(&c));
-                } else {
-                    s.push_str(&svg::bar_chart(&c));
-                }
-            }
-        }
-        if let Some(b) = &o.baseline {
-            if let Some((rows, series)) = normalised(t, b) {
-                s.push_str(&svg::normalised_chart(
-                    &format!("{}: {} normalised ({b} = 0)", t.title, t.metrics[0].label),
-                    b,
-                    &rows,
-                    &series,
-                ));
-            }
-        }
-        s.push_str("</div>");
-        if !t.notes.is_empty() {
-            s.push_str("<ul class=\"notes\">");
-            for n in &t.notes {
-                let _ = write!(s, "<li>{}</li>", esc(n));
-            }
-            s.push_str("</ul>");
-        }
-        s.push_str("</section>");
+        study_section(&mut s, t, o.baseline.as_deref());
     }
     for (i, a) in advice.iter().enumerate() {
         s.push_str(&super::advise_html::section(

@@ -106,8 +106,14 @@ fn canonical_list(v: &[String]) -> Result<Vec<String>, crate::error::UsageError>
     v.iter().map(|n| axis::canonical(n)).collect()
 }
 
-pub fn shape_study(recs: &[&Record], shape: &Shape) -> Result<Shaped, crate::error::UsageError> {
-    let first = recs[0].meta();
+/// Row and column axes of a study's table (overrides from `shape`, else the study's own; an
+/// axis named nowhere becomes a row axis) and the distinct targets in run order.
+#[allow(clippy::type_complexity)]
+fn table_axes(
+    recs: &[&Record],
+    first: &SweepMeta,
+    shape: &Shape,
+) -> Result<(Vec<String>, Vec<String>, Vec<String>), crate::error::UsageError> {
     let mut present: Vec<String> = Vec::new();
     let mut targets: Vec<String> = Vec::new();
     for r in recs {
@@ -147,6 +153,14 @@ pub fn shape_study(recs: &[&Record], shape: &Shape) -> Result<Shaped, crate::err
     if rows.is_empty() && !cols.is_empty() {
         rows.push(cols.remove(0));
     }
+    Ok((rows, cols, targets))
+}
+
+/// The metrics shown: `--metrics`, else the study's own, else the defaults.
+fn table_metrics(
+    first: &SweepMeta,
+    shape: &Shape,
+) -> Result<Vec<&'static Metric>, crate::error::UsageError> {
     let metric_keys: Vec<String> = match &shape.metrics {
         Some(m) => m.clone(),
         None if !first.table.metrics.is_empty() => first.table.metrics.clone(),
@@ -155,7 +169,7 @@ pub fn shape_study(recs: &[&Record], shape: &Shape) -> Result<Shaped, crate::err
             .map(|s| s.to_string())
             .collect(),
     };
-    let ms: Vec<&'static Metric> = metric_keys
+    metric_keys
         .iter()
         .map(|k| {
             metrics::find(k).ok_or_else(|| {
@@ -165,7 +179,82 @@ pub fn shape_study(recs: &[&Record], shape: &Shape) -> Result<Shaped, crate::err
                 )
             })
         })
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, _>>()
+}
+
+/// Add one record to its cell: its metric values, or why it has none, and its notes.
+fn fill_cell(cell: &mut Cell, r: &Record, ms: &[&'static Metric], notes: &mut Vec<String>) {
+    match r {
+        Record::Skipped { reason, .. } => {
+            cell.skipped = Some(reason.clone());
+            push_unique(
+                notes,
+                &format!("skipped ({}): {reason}", r.meta().point_label()),
+            );
+        }
+        Record::Run { result, .. } => {
+            if cell.values.is_empty() {
+                cell.values = vec![Vec::new(); ms.len()];
+            }
+            for (k, m) in ms.iter().enumerate() {
+                if let Some(v) = (m.get)(result) {
+                    cell.values[k].push(v);
+                }
+            }
+            match result.status {
+                RunStatus::Failed => {
+                    cell.failed = true;
+                    let why = result
+                        .failures
+                        .first()
+                        .map(|f| f.to_string())
+                        .unwrap_or_default();
+                    push_unique(
+                        notes,
+                        &format!("FAILED ({}): {why}", r.meta().point_label()),
+                    );
+                }
+                RunStatus::Partial => {
+                    cell.partial = true;
+                    push_unique(
+                        notes,
+                        &format!("partial, interrupted ({})", r.meta().point_label()),
+                    );
+                }
+                RunStatus::Complete => {}
+            }
+            for n in &result.notes {
+                if n.contains("misaligned") || n.contains("raw I/O") || n.contains("only") {
+                    push_unique(notes, &format!("note ({}): {n}", r.meta().point_label()));
+                }
+            }
+        }
+    }
+}
+
+/// Notes that repeat for every point say the same thing once.
+fn compact_notes(notes: Vec<String>) -> Vec<String> {
+    let mut compact: Vec<String> = Vec::new();
+    let mut seen_reasons: Vec<String> = Vec::new();
+    for n in notes {
+        let reason = n
+            .split_once("): ")
+            .map(|(_, r)| r.to_string())
+            .unwrap_or(n.clone());
+        if seen_reasons.contains(&reason) {
+            continue;
+        }
+        seen_reasons.push(reason);
+        compact.push(n);
+    }
+    compact
+}
+
+/// Shape the records of one study into a table: axes, metrics, one cell per point.
+pub fn shape_study(recs: &[&Record], shape: &Shape) -> Result<Shaped, crate::error::UsageError> {
+    let first = recs[0].meta();
+    let (rows, cols, targets) = table_axes(recs, first, shape)?;
+    let ms = table_metrics(first, shape)?;
     let key_of = |m: &SweepMeta, axes: &[String]| -> Vec<String> {
         axes.iter()
             .map(|a| axis_value(m, a).unwrap_or_else(|| "-".into()))
@@ -195,69 +284,7 @@ pub fn shape_study(recs: &[&Record], shape: &Shape) -> Result<Shaped, crate::err
             .position(|k| *k == key_of(r.meta(), &cols))
             .unwrap_or(0);
         let cell = &mut cells[ri][ci];
-        match r {
-            Record::Skipped { reason, .. } => {
-                cell.skipped = Some(reason.clone());
-                push_unique(
-                    &mut notes,
-                    &format!("skipped ({}): {reason}", r.meta().point_label()),
-                );
-            }
-            Record::Run { result, .. } => {
-                if cell.values.is_empty() {
-                    cell.values = vec![Vec::new(); ms.len()];
-                }
-                for (k, m) in ms.iter().enumerate() {
-                    if let Some(v) = (m.get)(result) {
-                        cell.values[k].push(v);
-                    }
-                }
-                match result.status {
-                    RunStatus::Failed => {
-                        cell.failed = true;
-                        let why = result
-                            .failures
-                            .first()
-                            .map(|f| f.to_string())
-                            .unwrap_or_default();
-                        push_unique(
-                            &mut notes,
-                            &format!("FAILED ({}): {why}", r.meta().point_label()),
-                        );
-                    }
-                    RunStatus::Partial => {
-                        cell.partial = true;
-                        push_unique(
-                            &mut notes,
-                            &format!("partial, interrupted ({})", r.meta().point_label()),
-                        );
-                    }
-                    RunStatus::Complete => {}
-                }
-                for n in &result.notes {
-                    if n.contains("misaligned") || n.contains("raw I/O") || n.contains("only") {
-                        push_unique(
-                            &mut notes,
-                            &format!("note ({}): {n}", r.meta().point_label()),
-                        );
-                    }
-                }
-            }
-        }
-    }
-    // Notes that repeat for every point say the same thing once.
-    let mut compact: Vec<String> = Vec::new();
-    let mut seen_reasons: Vec<String> = Vec::new();
-    for n in notes {
-        let reason = n
-            .split_once("): ")
-            .map(|(_, r)| r.to_string())
-            .unwrap_or(n.clone());
-        if seen_reasons.contains(&reason) {
-            continue;
-        }
-        seen_reasons.push(reason);
-        compact.push(n);
+        fill_cell(cell, r, &ms, &mut notes);
     }
     Ok(Shaped {
         suite: first.suite.clone(),
@@ -269,7 +296,7 @@ pub fn shape_study(recs: &[&Record], shape: &Shape) -> Result<Shaped, crate::err
         row_keys,
         col_keys,
         cells,
-        notes: compact,
+        notes: compact_notes(notes),
         chart: first.chart.clone(),
         targets,
     })

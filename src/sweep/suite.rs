@@ -254,61 +254,12 @@ pub fn resolve(file: SuiteFile, scale: Option<f64>) -> Result<Resolved, UsageErr
     let mut studies = Vec::new();
     for sf in &file.studies {
         let origin = format!("suite {} study {}", file.name, sf.id);
-        let mut settings = Vec::new();
-        for s in &sf.settings {
-            let (n, v) = split_setting(s, &origin)?;
-            let v = if sf
-                .scaled
-                .iter()
-                .any(|x| axis::canonical(x).ok().as_deref() == Some(n.as_str()))
-            {
-                scale_value(&n, &v, scale)?
-            } else {
-                v
-            };
-            settings.push((n, v));
-        }
-        let mut axes = Vec::new();
-        for a in &sf.axes {
-            let name = axis::canonical(&a.name)?;
-            let values = match a.scale.as_deref() {
-                None | Some("none") => a.values.clone(),
-                Some("multiply") => a
-                    .values
-                    .iter()
-                    .map(|v| scale_value(&name, v, scale))
-                    .collect::<Result<Vec<_>, _>>()?,
-                Some("cap") => {
-                    let nums: Vec<f64> = a
-                        .values
-                        .iter()
-                        .map(|v| size_or_count(&name, v))
-                        .collect::<Result<_, _>>()?;
-                    let max = nums.iter().cloned().fold(0.0, f64::max) * scale;
-                    let kept: Vec<String> = a
-                        .values
-                        .iter()
-                        .zip(&nums)
-                        .enumerate()
-                        .filter(|(i, (_, n))| *i == 0 || **n <= max)
-                        .map(|(_, (v, _))| v.clone())
-                        .collect();
-                    kept
-                }
-                Some(other) => {
-                    return Err(usage!(
-                        "{origin}: axis {name}: unknown scale '{other}': expected multiply, cap or none"
-                    ))
-                }
-            };
-            axes.push(Axis { name, values });
-        }
         let study = Study {
             suite: file.name.clone(),
             id: sf.id.clone(),
             title: sf.title.clone(),
-            settings,
-            axes,
+            settings: resolve_settings(sf, scale, &origin)?,
+            axes: resolve_axes(sf, scale, &origin)?,
             table: sf.table.clone(),
             chart: sf.chart.clone(),
             clamp_bs_to_size: sf.clamp_bs_to_size,
@@ -324,100 +275,9 @@ pub fn resolve(file: SuiteFile, scale: Option<f64>) -> Result<Resolved, UsageErr
                 }
                 ResolvedStudy::Sweep(study)
             }
-            "aged" => {
-                let a = sf
-                    .aged
-                    .as_ref()
-                    .ok_or_else(|| usage!("{origin}: kind aged needs an [study.aged] table"))?;
-                // Group w writes w files then reads 1..w of them at every read size.
-                let per = a.read_bs.len().max(1) as u64;
-                let n = u64::from(a.max_files);
-                let points = n.saturating_mul(n.saturating_add(1)) / 2 * per + n;
-                if a.max_files == 0 || points > super::MAX_POINTS as u64 {
-                    return Err(usage!(
-                        "{origin}: max_files {} makes {points} points: must be 1 or more, with at most {} points",
-                        a.max_files,
-                        super::MAX_POINTS
-                    ));
-                }
-                let mut writes = study.clone();
-                writes.id = format!("{}-write", sf.id);
-                writes.title = a
-                    .write_title
-                    .clone()
-                    .unwrap_or_else(|| format!("{}: files written at once", sf.title));
-                writes.table = a.write_table.clone();
-                ResolvedStudy::Aged {
-                    reads: study,
-                    writes,
-                    plan: AgedPlan {
-                        max_files: a.max_files,
-                        size: scale_value("size", &a.size, scale)?,
-                        write_bs: a.write_bs.clone(),
-                        read_bs: a.read_bs.clone(),
-                    },
-                }
-            }
-            "backup" => {
-                let b = sf
-                    .backup
-                    .as_ref()
-                    .ok_or_else(|| usage!("{origin}: kind backup needs a [study.backup] table"))?;
-                let sz = |v: &str| -> Result<u64, UsageError> {
-                    let n = parse_size_as(v, BareUnit::Bytes, "backup file size")?;
-                    Ok(((n as f64 * scale) as u64).max(1))
-                };
-                if b.record == 0
-                    || !b.record.is_multiple_of(super::ustar::BLOCK)
-                    || b.record > MAX_RECORD
-                {
-                    return Err(usage!(
-                        "{origin}: record {} must be a multiple of 512 from 512 to {MAX_RECORD}",
-                        b.record
-                    ));
-                }
-                ResolvedStudy::Backup {
-                    study,
-                    plan: BackupPlan {
-                        large: sz(&b.large)?,
-                        small: b.small.iter().map(|s| sz(s)).collect::<Result<_, _>>()?,
-                        record: b.record,
-                    },
-                    caches: b
-                        .caches
-                        .iter()
-                        .map(|c| crate::job::CachePolicy::parse(c))
-                        .collect::<Result<_, _>>()?,
-                }
-            }
-            "personalities" => {
-                let mut list = Vec::new();
-                for p in &sf.personalities {
-                    let mut vars = std::collections::BTreeMap::new();
-                    for v in &p.vars {
-                        let (n, val) = v.split_once('=').ok_or_else(|| {
-                            usage!("{origin}: bad variable '{v}': expected NAME=VALUE")
-                        })?;
-                        let val = if sf.scaled_vars.iter().any(|s| s == n) {
-                            scale_value(&format!("var.{n}"), val, scale)?
-                        } else {
-                            val.to_string()
-                        };
-                        vars.insert(n.to_string(), val);
-                    }
-                    list.push((
-                        p.name.clone(),
-                        p.label.clone().unwrap_or_else(|| p.name.clone()),
-                        vars,
-                    ));
-                }
-                let t = sf.time.as_deref().unwrap_or("10s");
-                ResolvedStudy::Personalities {
-                    study,
-                    list,
-                    time_s: parse_duration(&scale_value("time", t, scale)?)?.as_secs_f64(),
-                }
-            }
+            "aged" => resolve_aged(sf, study, scale, &origin)?,
+            "backup" => resolve_backup(sf, study, scale, &origin)?,
+            "personalities" => resolve_personalities(sf, study, scale, &origin)?,
             other => {
                 return Err(usage!(
                 "{origin}: unknown kind '{other}': expected sweep, aged, backup or personalities"
@@ -430,6 +290,181 @@ pub fn resolve(file: SuiteFile, scale: Option<f64>) -> Result<Resolved, UsageErr
         file,
         scale,
         studies,
+    })
+}
+
+/// A study's fixed settings, the listed ones scaled.
+fn resolve_settings(
+    sf: &StudyFile,
+    scale: f64,
+    origin: &str,
+) -> Result<Vec<(String, String)>, UsageError> {
+    let mut settings = Vec::new();
+    for s in &sf.settings {
+        let (n, v) = split_setting(s, origin)?;
+        let v = if sf
+            .scaled
+            .iter()
+            .any(|x| axis::canonical(x).ok().as_deref() == Some(n.as_str()))
+        {
+            scale_value(&n, &v, scale)?
+        } else {
+            v
+        };
+        settings.push((n, v));
+    }
+    Ok(settings)
+}
+
+/// A study's axes, their values scaled (multiply) or cut (cap) as each asks.
+fn resolve_axes(sf: &StudyFile, scale: f64, origin: &str) -> Result<Vec<Axis>, UsageError> {
+    let mut axes = Vec::new();
+    for a in &sf.axes {
+        let name = axis::canonical(&a.name)?;
+        let values = match a.scale.as_deref() {
+            None | Some("none") => a.values.clone(),
+            Some("multiply") => a
+                .values
+                .iter()
+                .map(|v| scale_value(&name, v, scale))
+                .collect::<Result<Vec<_>, _>>()?,
+            Some("cap") => {
+                let nums: Vec<f64> = a
+                    .values
+                    .iter()
+                    .map(|v| size_or_count(&name, v))
+                    .collect::<Result<_, _>>()?;
+                let max = nums.iter().cloned().fold(0.0, f64::max) * scale;
+                let kept: Vec<String> = a
+                    .values
+                    .iter()
+                    .zip(&nums)
+                    .enumerate()
+                    .filter(|(i, (_, n))| *i == 0 || **n <= max)
+                    .map(|(_, (v, _))| v.clone())
+                    .collect();
+                kept
+            }
+            Some(other) => {
+                return Err(usage!(
+                    "{origin}: axis {name}: unknown scale '{other}': expected multiply, cap or none"
+                ))
+            }
+        };
+        axes.push(Axis { name, values });
+    }
+    Ok(axes)
+}
+
+/// An aged-file-system study: the read study, the write study beside it, and its plan.
+fn resolve_aged(
+    sf: &StudyFile,
+    study: Study,
+    scale: f64,
+    origin: &str,
+) -> Result<ResolvedStudy, UsageError> {
+    let a = sf
+        .aged
+        .as_ref()
+        .ok_or_else(|| usage!("{origin}: kind aged needs an [study.aged] table"))?;
+    // Group w writes w files then reads 1..w of them at every read size.
+    let per = a.read_bs.len().max(1) as u64;
+    let n = u64::from(a.max_files);
+    let points = n.saturating_mul(n.saturating_add(1)) / 2 * per + n;
+    if a.max_files == 0 || points > super::MAX_POINTS as u64 {
+        return Err(usage!(
+            "{origin}: max_files {} makes {points} points: must be 1 or more, with at most {} points",
+            a.max_files,
+            super::MAX_POINTS
+        ));
+    }
+    let mut writes = study.clone();
+    writes.id = format!("{}-write", sf.id);
+    writes.title = a
+        .write_title
+        .clone()
+        .unwrap_or_else(|| format!("{}: files written at once", sf.title));
+    writes.table = a.write_table.clone();
+    Ok(ResolvedStudy::Aged {
+        reads: study,
+        writes,
+        plan: AgedPlan {
+            max_files: a.max_files,
+            size: scale_value("size", &a.size, scale)?,
+            write_bs: a.write_bs.clone(),
+            read_bs: a.read_bs.clone(),
+        },
+    })
+}
+
+/// The backup study: its tree sizes scaled, its record size checked.
+fn resolve_backup(
+    sf: &StudyFile,
+    study: Study,
+    scale: f64,
+    origin: &str,
+) -> Result<ResolvedStudy, UsageError> {
+    let b = sf
+        .backup
+        .as_ref()
+        .ok_or_else(|| usage!("{origin}: kind backup needs a [study.backup] table"))?;
+    let sz = |v: &str| -> Result<u64, UsageError> {
+        let n = parse_size_as(v, BareUnit::Bytes, "backup file size")?;
+        Ok(((n as f64 * scale) as u64).max(1))
+    };
+    if b.record == 0 || !b.record.is_multiple_of(super::ustar::BLOCK) || b.record > MAX_RECORD {
+        return Err(usage!(
+            "{origin}: record {} must be a multiple of 512 from 512 to {MAX_RECORD}",
+            b.record
+        ));
+    }
+    Ok(ResolvedStudy::Backup {
+        study,
+        plan: BackupPlan {
+            large: sz(&b.large)?,
+            small: b.small.iter().map(|s| sz(s)).collect::<Result<_, _>>()?,
+            record: b.record,
+        },
+        caches: b
+            .caches
+            .iter()
+            .map(|c| crate::job::CachePolicy::parse(c))
+            .collect::<Result<_, _>>()?,
+    })
+}
+
+/// A list of Filebench personalities with their variables (the listed ones scaled).
+fn resolve_personalities(
+    sf: &StudyFile,
+    study: Study,
+    scale: f64,
+    origin: &str,
+) -> Result<ResolvedStudy, UsageError> {
+    let mut list = Vec::new();
+    for p in &sf.personalities {
+        let mut vars = std::collections::BTreeMap::new();
+        for v in &p.vars {
+            let (n, val) = v
+                .split_once('=')
+                .ok_or_else(|| usage!("{origin}: bad variable '{v}': expected NAME=VALUE"))?;
+            let val = if sf.scaled_vars.iter().any(|s| s == n) {
+                scale_value(&format!("var.{n}"), val, scale)?
+            } else {
+                val.to_string()
+            };
+            vars.insert(n.to_string(), val);
+        }
+        list.push((
+            p.name.clone(),
+            p.label.clone().unwrap_or_else(|| p.name.clone()),
+            vars,
+        ));
+    }
+    let t = sf.time.as_deref().unwrap_or("10s");
+    Ok(ResolvedStudy::Personalities {
+        study,
+        list,
+        time_s: parse_duration(&scale_value("time", t, scale)?)?.as_secs_f64(),
     })
 }
 
@@ -459,8 +494,12 @@ pub struct SuiteOutcome {
     pub missing_personalities: Vec<String>,
 }
 
-/// Run every study of a resolved suite on every target directory.
-pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
+/// The studies `--study` selects, after checking the targets, the point count of each and,
+/// for a backup study, the free space (refused before the banner).
+fn selected_studies<'a>(
+    res: &'a Resolved,
+    opts: &RunOptions,
+) -> anyhow::Result<Vec<&'a ResolvedStudy>> {
     for d in &opts.dirs {
         if !d.is_dir() {
             crate::bail_usage!(
@@ -505,6 +544,56 @@ pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
             }
         }
     }
+    Ok(studies)
+}
+
+/// Where each (study, target) starts numbering its points: a fixed index whatever `--study`
+/// selects, so result file names, and with them resuming, do not depend on the selection.
+fn study_offsets(res: &Resolved, opts: &RunOptions) -> Vec<(String, usize)> {
+    let mut offsets = Vec::new();
+    let mut next = 0;
+    for rs in &res.studies {
+        for _ in &opts.dirs {
+            offsets.push((rs.study().id.clone(), next));
+            next += rs.point_count(1);
+        }
+    }
+    offsets
+}
+
+/// Run one study on one target directory.
+fn run_study_on(
+    rs: &ResolvedStudy,
+    dir: &Path,
+    ctx: &mut Ctx,
+    missing: &mut Vec<String>,
+) -> anyhow::Result<Vec<Record>> {
+    let label = dir.display().to_string();
+    let target = Some(label.as_str());
+    let base = dir.join(format!("fsbench-{}.dat", rs.study().id));
+    match rs {
+        ResolvedStudy::Sweep(s) => super::run_study(s, &base, target, ctx),
+        ResolvedStudy::Aged {
+            reads,
+            writes,
+            plan,
+        } => super::aged::run(plan, reads, writes, &base, target, ctx),
+        ResolvedStudy::Backup {
+            study,
+            plan,
+            caches,
+        } => run_backup(study, plan, caches, dir, target, ctx),
+        ResolvedStudy::Personalities {
+            study,
+            list,
+            time_s,
+        } => run_personalities(study, list, *time_s, dir, target, ctx, missing),
+    }
+}
+
+/// Run every study of a resolved suite on every target directory.
+pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
+    let studies = selected_studies(res, opts)?;
     let total: usize = studies
         .iter()
         .map(|s| s.point_count(opts.repeat))
@@ -521,16 +610,7 @@ pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
     ctx.iostat = opts.iostat;
     ctx.banner = opts.announce.clone();
     crate::runner::signal::install();
-    // Each (study, target) starts at a fixed index whatever `--study` selects, so result file
-    // names, and with them resuming, do not depend on the selection.
-    let mut offsets = Vec::new();
-    let mut next = 0;
-    for rs in &res.studies {
-        for _ in &opts.dirs {
-            offsets.push((rs.study().id.clone(), next));
-            next += rs.point_count(1);
-        }
-    }
+    let offsets = study_offsets(res, opts);
     let mut records = Vec::new();
     let mut missing = Vec::new();
     'studies: for rs in studies {
@@ -544,27 +624,7 @@ pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
                 ctx.interrupted = true;
                 break 'studies;
             }
-            let label = dir.display().to_string();
-            let target = Some(label.as_str());
-            let base = dir.join(format!("fsbench-{}.dat", rs.study().id));
-            let recs = match rs {
-                ResolvedStudy::Sweep(s) => super::run_study(s, &base, target, &mut ctx),
-                ResolvedStudy::Aged {
-                    reads,
-                    writes,
-                    plan,
-                } => super::aged::run(plan, reads, writes, &base, target, &mut ctx),
-                ResolvedStudy::Backup {
-                    study,
-                    plan,
-                    caches,
-                } => run_backup(study, plan, caches, dir, target, &mut ctx),
-                ResolvedStudy::Personalities {
-                    study,
-                    list,
-                    time_s,
-                } => run_personalities(study, list, *time_s, dir, target, &mut ctx, &mut missing),
-            };
+            let recs = run_study_on(rs, dir, &mut ctx, &mut missing);
             match recs {
                 Ok(r) => records.extend(r),
                 Err(e) => {

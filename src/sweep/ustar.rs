@@ -152,61 +152,6 @@ pub fn parse_header(h: &[u8; BLOCK]) -> Result<Option<Entry>> {
     }))
 }
 
-/// Collects blocks into fixed-size records and hands each full record to `sink` in one
-/// call (one write system call per record, like pax).
-pub struct RecordWriter<F: FnMut(&[u8]) -> std::io::Result<()>> {
-    buf: Vec<u8>,
-    fill: usize,
-    sink: F,
-}
-
-impl<F: FnMut(&[u8]) -> std::io::Result<()>> RecordWriter<F> {
-    pub fn new(record: usize, sink: F) -> Self {
-        assert!(record.is_multiple_of(BLOCK) && record > 0);
-        RecordWriter {
-            buf: vec![0; record],
-            fill: 0,
-            sink,
-        }
-    }
-
-    /// Append bytes; full records are written out.
-    pub fn push(&mut self, mut data: &[u8]) -> std::io::Result<()> {
-        while !data.is_empty() {
-            let n = data.len().min(self.buf.len() - self.fill);
-            self.buf[self.fill..self.fill + n].copy_from_slice(&data[..n]);
-            self.fill += n;
-            data = &data[n..];
-            if self.fill == self.buf.len() {
-                (self.sink)(&self.buf)?;
-                self.fill = 0;
-            }
-        }
-        Ok(())
-    }
-
-    /// Zero-pad to the next block boundary (after file data).
-    pub fn pad_block(&mut self) -> std::io::Result<()> {
-        let rem = self.fill % BLOCK;
-        if rem != 0 {
-            self.push(&[0u8; BLOCK][..BLOCK - rem])?;
-        }
-        Ok(())
-    }
-
-    /// Two zero blocks, then pad the last record with zeros.
-    pub fn finish(mut self) -> std::io::Result<()> {
-        self.push(&[0u8; 2 * BLOCK])?;
-        if self.fill > 0 {
-            for b in &mut self.buf[self.fill..] {
-                *b = 0;
-            }
-            (self.sink)(&self.buf)?;
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,18 +172,6 @@ mod tests {
         let mut bad = h;
         bad[0] ^= 1;
         assert!(parse_header(&bad).is_err());
-
-        let mut records = Vec::new();
-        let mut w = RecordWriter::new(PAX_RECORD, |r: &[u8]| {
-            records.push(r.len());
-            Ok(())
-        });
-        w.push(&h).unwrap();
-        w.push(&vec![7u8; 40000]).unwrap();
-        w.pad_block().unwrap();
-        w.finish().unwrap();
-        // 512 + 40448 + 1024 bytes = 2 records of 32256.
-        assert_eq!(records, vec![PAX_RECORD, PAX_RECORD]);
     }
 
     #[test]

@@ -255,36 +255,29 @@ pub fn estimate_bytes(records: u64, stripe: Option<Stripe>) -> u64 {
         .saturating_add(stripe.map(|s| s.counter_bytes()).unwrap_or(0))
 }
 
-/// [`analyze`], with stripe arithmetic on device offsets where `layout` maps a file.
-pub fn analyze_on(
-    t: &Trace,
-    region_bytes: u64,
-    stripe: Option<Stripe>,
-    layout: Option<&Layout>,
-) -> Result<Analysis, UsageError> {
-    super::budget::check(
-        "trace --analyze",
-        estimate_bytes(t.records.len() as u64, stripe),
-    )?;
-    let region_bytes = region_bytes.max(1);
-    let mut a = Analysis {
-        records: t.records.len() as u64,
-        region_bytes,
-        ..Default::default()
-    };
-    let mut data: Vec<&TraceRecord> = super::budget::try_vec(
-        t.records
-            .iter()
-            .filter(|r| r.op.is_data() && r.result > 0)
-            .count(),
-        "trace --analyze",
-    )?;
-    data.extend(t.records.iter().filter(|r| r.op.is_data() && r.result > 0));
-    let mut sizes: BTreeMap<u64, SizeBucket> = BTreeMap::new();
-    let mut files: BTreeMap<u32, FileSummary> = BTreeMap::new();
-    let mut regions: BTreeMap<(u32, u64), u64> = BTreeMap::new();
-    let mut last_end: BTreeMap<u32, u64> = BTreeMap::new();
-    let mut seq_per_file: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+/// Share of `of` that `x` is, in percent (0 when `of` is 0).
+fn pct(x: u64, of: u64) -> f64 {
+    if of > 0 {
+        x as f64 * 100.0 / of as f64
+    } else {
+        0.0
+    }
+}
+
+/// Per-file and per-region tallies of the data calls, kept while counting.
+#[derive(Default)]
+struct Tally {
+    sizes: BTreeMap<u64, SizeBucket>,
+    files: BTreeMap<u32, FileSummary>,
+    regions: BTreeMap<(u32, u64), u64>,
+    last_end: BTreeMap<u32, u64>,
+    seq_per_file: BTreeMap<u32, (u64, u64)>,
+    total_bytes: u64,
+}
+
+/// Count every call: threads, errors, opens, closes, syncs; enter every file.
+fn count_calls(t: &Trace, a: &mut Analysis, tally: &mut Tally) {
+    let files = &mut tally.files;
     let mut threads = std::collections::BTreeSet::new();
     for r in &t.records {
         threads.insert(r.thread);
@@ -317,10 +310,21 @@ pub fn analyze_on(
         }
     }
     a.threads = threads.len() as u64;
-    let mut total_bytes = 0u64;
-    for r in &data {
+}
+
+/// Count the data calls: sizes, directions, sequential or random, hot regions.
+fn count_data(data: &[&TraceRecord], region_bytes: u64, a: &mut Analysis, tally: &mut Tally) {
+    let Tally {
+        sizes,
+        files,
+        regions,
+        last_end,
+        seq_per_file,
+        total_bytes,
+    } = tally;
+    for r in data {
         let n = r.done_bytes();
-        total_bytes += n;
+        *total_bytes += n;
         let b = sizes.entry(size_bucket(n)).or_insert_with(|| SizeBucket {
             max_bytes: size_bucket(n),
             ..Default::default()
@@ -359,21 +363,17 @@ pub fn analyze_on(
             .entry((r.file, r.offset / region_bytes))
             .or_default() += 1;
     }
-    let pct = |x: u64, of: u64| {
-        if of > 0 {
-            x as f64 * 100.0 / of as f64
-        } else {
-            0.0
-        }
-    };
-    a.read_pct_of_ops = pct(a.reads, a.reads + a.writes);
-    a.sequential_pct = pct(a.sequential, a.sequential + a.random);
-    a.mean_io_bytes = if data.is_empty() {
-        0.0
-    } else {
-        total_bytes as f64 / data.len() as f64
-    };
-    a.sizes = sizes.into_values().collect();
+}
+
+/// Finish each file's summary (sequential share, three hottest regions) and list the files,
+/// busiest first.
+fn summarise_files(tally: Tally, region_bytes: u64) -> Vec<FileSummary> {
+    let Tally {
+        mut files,
+        regions,
+        seq_per_file,
+        ..
+    } = tally;
     for (id, f) in files.iter_mut() {
         let (s, r) = seq_per_file.get(id).copied().unwrap_or_default();
         f.sequential_pct = pct(s, s + r);
@@ -399,7 +399,12 @@ pub fn analyze_on(
             .cmp(&(x.reads + x.writes))
             .then(x.file.cmp(&y.file))
     });
-    a.files = fl;
+    fl
+}
+
+/// Concurrency: sweep the start/end events of every call for the most and the time-weighted
+/// mean number of calls in progress.
+fn concurrency(t: &Trace, a: &mut Analysis) -> Result<(), UsageError> {
     // Concurrency: sweep the start/end events of every call.
     let mut ev: Vec<(u64, i32)> =
         super::budget::try_vec(t.records.len().saturating_mul(2), "trace --analyze")?;
@@ -425,40 +430,91 @@ pub fn analyze_on(
     } else {
         0.0
     };
+    Ok(())
+}
+
+/// Device I/Os per application I/O on the stripe, with device offsets where `layout` maps
+/// a file.
+fn stripe_report(
+    data: &[&TraceRecord],
+    st: Stripe,
+    layout: Option<&Layout>,
+) -> Result<StripeReport, UsageError> {
+    let mut rep = StripeReport {
+        stripe: Some(st),
+        files_mapped_to_device: layout
+            .map(|l| l.iter().filter(|e| e.is_some()).count() as u64)
+            .unwrap_or(0),
+        ..Default::default()
+    };
+    let mut cols = ColumnCounts::new(&st)?;
+    let mut hist: BTreeMap<u64, u64> = BTreeMap::new();
+    for r in data {
+        let n = r.done_bytes();
+        let k: u64 = device_ranges(layout, r.file, r.offset, n)
+            .into_iter()
+            .map(|(o, l)| cols.add(&st, o, l))
+            .sum();
+        rep.app_ios += 1;
+        rep.device_ios += k;
+        *hist.entry(k).or_default() += 1;
+        if rep.worst.is_none_or(|w| k > w.3) {
+            rep.worst = Some((r.id, r.offset, n, k));
+        }
+    }
+    rep.device_ios_per_app_io = if rep.app_ios > 0 {
+        rep.device_ios as f64 / rep.app_ios as f64
+    } else {
+        0.0
+    };
+    rep.split_histogram = hist.into_iter().collect();
+    rep.per_column_ios = cols.finish();
+    Ok(rep)
+}
+
+/// [`analyze`], with stripe arithmetic on device offsets where `layout` maps a file.
+pub fn analyze_on(
+    t: &Trace,
+    region_bytes: u64,
+    stripe: Option<Stripe>,
+    layout: Option<&Layout>,
+) -> Result<Analysis, UsageError> {
+    super::budget::check(
+        "trace --analyze",
+        estimate_bytes(t.records.len() as u64, stripe),
+    )?;
+    let region_bytes = region_bytes.max(1);
+    let mut a = Analysis {
+        records: t.records.len() as u64,
+        region_bytes,
+        ..Default::default()
+    };
+    let mut data: Vec<&TraceRecord> = super::budget::try_vec(
+        t.records
+            .iter()
+            .filter(|r| r.op.is_data() && r.result > 0)
+            .count(),
+        "trace --analyze",
+    )?;
+    data.extend(t.records.iter().filter(|r| r.op.is_data() && r.result > 0));
+    let mut tally = Tally::default();
+    count_calls(t, &mut a, &mut tally);
+    count_data(&data, region_bytes, &mut a, &mut tally);
+    a.read_pct_of_ops = pct(a.reads, a.reads + a.writes);
+    a.sequential_pct = pct(a.sequential, a.sequential + a.random);
+    a.mean_io_bytes = if data.is_empty() {
+        0.0
+    } else {
+        tally.total_bytes as f64 / data.len() as f64
+    };
+    a.sizes = std::mem::take(&mut tally.sizes).into_values().collect();
+    a.files = summarise_files(tally, region_bytes);
+    concurrency(t, &mut a)?;
     let first = t.records.iter().map(|r| r.start_ns).min().unwrap_or(0);
     let last = t.records.iter().map(|r| r.end_ns).max().unwrap_or(0);
     a.duration_s = last.saturating_sub(first) as f64 / 1e9;
     if let Some(st) = stripe {
-        let mut rep = StripeReport {
-            stripe: Some(st),
-            files_mapped_to_device: layout
-                .map(|l| l.iter().filter(|e| e.is_some()).count() as u64)
-                .unwrap_or(0),
-            ..Default::default()
-        };
-        let mut cols = ColumnCounts::new(&st)?;
-        let mut hist: BTreeMap<u64, u64> = BTreeMap::new();
-        for r in &data {
-            let n = r.done_bytes();
-            let k: u64 = device_ranges(layout, r.file, r.offset, n)
-                .into_iter()
-                .map(|(o, l)| cols.add(&st, o, l))
-                .sum();
-            rep.app_ios += 1;
-            rep.device_ios += k;
-            *hist.entry(k).or_default() += 1;
-            if rep.worst.is_none_or(|w| k > w.3) {
-                rep.worst = Some((r.id, r.offset, n, k));
-            }
-        }
-        rep.device_ios_per_app_io = if rep.app_ios > 0 {
-            rep.device_ios as f64 / rep.app_ios as f64
-        } else {
-            0.0
-        };
-        rep.split_histogram = hist.into_iter().collect();
-        rep.per_column_ios = cols.finish();
-        a.stripe = Some(rep);
+        a.stripe = Some(stripe_report(&data, st, layout)?);
     }
     Ok(a)
 }
