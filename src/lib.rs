@@ -20,5 +20,6 @@ pub mod stats;
 pub mod sweep;
 pub mod trace;
 pub mod units;
+pub mod verify;
 pub mod vx;
 pub mod workload;
