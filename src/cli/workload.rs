@@ -53,6 +53,82 @@ pub struct WorkloadArgs {
     /// sync, uring: the engine every flowop's system calls go through (default sync)
     #[arg(long)]
     pub engine: Option<String>,
+    /// Rate limit in data I/O calls per second (per thread, or see --rate-scope)
+    #[arg(long = "rate-iops")]
+    pub rate_iops: Option<u64>,
+    /// Rate limit in bytes per second of data I/O (per thread, or see --rate-scope)
+    #[arg(long = "rate-bytes")]
+    pub rate_bytes: Option<String>,
+    /// Whom the rate limit applies to: thread (each thread instance) or total (divided among
+    /// all thread instances)
+    #[arg(long = "rate-scope")]
+    pub rate_scope: Option<String>,
+    #[command(flatten)]
+    pub observe: crate::cli::observe::ObserveArgs,
+}
+
+/// `--rate-iops`, `--rate-bytes`, `--rate-scope` as run reads them.
+fn rate_limit(a: &WorkloadArgs) -> anyhow::Result<crate::job::RateLimit> {
+    let mut rate = crate::job::RateLimit {
+        iops: a.rate_iops,
+        ..Default::default()
+    };
+    if let Some(b) = &a.rate_bytes {
+        rate.bytes_per_sec = Some(crate::units::parse_size_as(
+            b,
+            crate::units::BareUnit::Bytes,
+            "--rate-bytes",
+        )?);
+    }
+    if let Some(s) = &a.rate_scope {
+        rate.scope = crate::job::RateScope::parse(s)?;
+    }
+    if rate.iops == Some(0) || rate.bytes_per_sec == Some(0) {
+        crate::bail_usage!(
+            "bad rate limit 0: give a positive --rate-iops or --rate-bytes, or leave it out"
+        );
+    }
+    Ok(rate)
+}
+
+/// The Result's note of a rate limit: what it limits and what counts against it.
+fn rate_note(rate: &crate::job::RateLimit) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(n) = rate.iops {
+        parts.push(format!("{n} data I/O calls/s"));
+    }
+    if let Some(b) = rate.bytes_per_sec {
+        parts.push(format!("{}/s", crate::units::format_bytes(b as f64)));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let scope = match rate.scope {
+        crate::job::RateScope::Thread => "per thread",
+        crate::job::RateScope::Total => "total",
+    };
+    Some(format!(
+        "rate limit: {} {scope} (the read and write calls of data flowops; metadata flowops do not count)",
+        parts.join(" and ")
+    ))
+}
+
+/// What the observers watch: the directories the filesets are laid out in, every thread
+/// instance, in worker processes unless `--in-process`.
+fn scope(model: &crate::workload::model::Model, in_process: bool) -> crate::observe::Scope {
+    let mut targets: Vec<PathBuf> = model
+        .filesets
+        .iter()
+        .filter_map(|f| f.root.parent().map(|p| p.to_path_buf()))
+        .filter(|p| p.is_dir())
+        .collect();
+    targets.sort();
+    targets.dedup();
+    crate::observe::Scope {
+        targets,
+        workers: model.total_threads(),
+        processes: !in_process,
+    }
 }
 
 fn list() -> String {
@@ -147,6 +223,8 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
         crate::bail_usage!("--time must be more than 0");
     }
     let stall_after = crate::units::parse_duration(&a.stall_after)?;
+    let rate = rate_limit(&a)?;
+    let observe = a.observe.settings()?;
     let engine = match a.engine.as_deref().map(crate::job::EngineKind::parse).transpose()? {
         None => crate::job::EngineKind::Sync,
         Some(crate::job::EngineKind::Mmap) => crate::bail_usage!(
@@ -221,13 +299,29 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
         stall_after,
         progress: Some(crate::report::workload::psrun_line),
         engine,
+        rate,
     };
     crate::output::check_output(a.output.as_deref(), false)?;
+    let observer = crate::observe::Observer::start_for(&observe, &scope(&model, a.in_process))?;
     let mut result = execute(&src, &model, &opts)?;
+    // The observers saw the script from its first run's start to now.
+    let first_run = result
+        .workload
+        .as_ref()
+        .and_then(|w| w.runs.first())
+        .map(|r| r.started_unix_s);
+    let now_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    observer.finish(
+        &mut result,
+        first_run.map_or(0.0, |t| (now_unix - t).max(0.0)),
+    )?;
     result.notes.push(format!(
         "engine: {} (every flowop's system calls go through it)",
         engine.name()
     ));
+    result.notes.extend(rate_note(&rate));
     match format {
         Format::Json => crate::outln!("{}", serde_json::to_string_pretty(&result)?),
         Format::Csv => crate::out!("{}", crate::report::workload::csv(&result)),

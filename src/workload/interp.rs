@@ -21,11 +21,13 @@ use crate::engine::meta::AT_FDCWD;
 use crate::engine::sync::SyncEngine;
 use crate::engine::uring::UringEngine;
 use crate::engine::{empty_files, BufferPool, Built, Completion, Engine, IoOp, OpKind};
-use crate::job::{EngineKind, Route};
+use crate::job::{EngineKind, RateLimit, RateScope, Route};
+use crate::runner::pace::Pacer;
 use crate::stats::{cpu::thread_usage, Stats, SyscallCounts, Usage};
+use crate::trace::{TraceFiles, TraceOp, TraceRing};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering::*;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What every thread of a run shares (read-only apart from the arena's atomics).
 pub struct Shared<'a> {
@@ -34,6 +36,142 @@ pub struct Shared<'a> {
     pub arena: &'a Arena,
     /// The engine every thread issues its system calls through (sync or uring).
     pub engine: EngineKind,
+    /// `--rate-iops` / `--rate-bytes` / `--rate-scope`: paces the data flowops.
+    pub rate: RateLimit,
+    /// The trace's file table when the run is traced ([`trace_files`]).
+    pub trace_files: Option<TraceFiles>,
+}
+
+/// The file table of a traced workload: every fileset's entries in order, then every
+/// fileset's directories; a thread's trace ring names files by their index in it. None when
+/// this process records no trace (built before the threads start, never on the I/O path).
+pub fn trace_files(layouts: &[SetLayout]) -> Option<TraceFiles> {
+    if !crate::trace::session::is_on() {
+        return None;
+    }
+    let mut v = Vec::new();
+    for l in layouts {
+        v.extend((0..l.len()).map(|i| l.path(i).as_path().display().to_string()));
+    }
+    for l in layouts {
+        v.extend((0..l.dir_count()).map(|d| l.dir_path(d).as_path().display().to_string()));
+    }
+    Some(std::sync::Arc::new(v))
+}
+
+/// Where each fileset's entries and directories start in the [`trace_files`] table.
+fn trace_bases(layouts: &[SetLayout]) -> (Vec<u32>, Vec<u32>) {
+    let mut files = Vec::with_capacity(layouts.len());
+    let mut n = 0u32;
+    for l in layouts {
+        files.push(n);
+        n = n.saturating_add(l.len() as u32);
+    }
+    let mut dirs = Vec::with_capacity(layouts.len());
+    for l in layouts {
+        dirs.push(n);
+        n = n.saturating_add(l.dir_count() as u32);
+    }
+    (files, dirs)
+}
+
+/// The clock read that starts a traced call (none when the thread records no trace).
+#[inline]
+fn clock(ring: &Option<TraceRing>) -> Option<Instant> {
+    ring.as_ref().map(|_| Instant::now())
+}
+
+/// Record a call that began at `start` (see [`clock`]) and ends now.
+#[inline]
+fn rec(
+    ring: &mut Option<TraceRing>,
+    op: TraceOp,
+    file: u32,
+    offset: u64,
+    len: u64,
+    start: Option<Instant>,
+    result: i64,
+) {
+    if let (Some(r), Some(t)) = (ring.as_mut(), start) {
+        let len = len.min(u32::MAX as u64) as u32;
+        r.record_call(op, file, offset, len, t, Instant::now(), result);
+    }
+}
+
+/// A call's outcome as a trace records it: the value, or the negative errno.
+#[inline]
+fn outcome<T: Copy + Into<i64>>(r: &std::io::Result<T>) -> i64 {
+    match r {
+        Ok(v) => (*v).into(),
+        Err(_) => status(r),
+    }
+}
+
+/// A call without a value as a trace records it: 0, or the negative errno.
+#[inline]
+fn status<T>(r: &std::io::Result<T>) -> i64 {
+    match r {
+        Ok(_) => 0,
+        Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
+    }
+}
+
+/// The data flowops: what `--rate-iops`/`--rate-bytes` pace (as fio, metadata calls do not
+/// count against the rate).
+fn is_data(k: Kind) -> bool {
+    use Kind::*;
+    matches!(
+        k,
+        Read | Write | AppendFile | AppendFileRand | AioWrite | ReadWholeFile | WriteWholeFile
+    )
+}
+
+/// A thread's schedules under a rate limit: one of its data I/O calls, one of its bytes.
+#[derive(Default)]
+struct Pacing {
+    calls: Option<Pacer>,
+    bytes: Option<Pacer>,
+}
+
+impl Pacing {
+    /// Thread `index` of `threads`: each gets the rate (scope thread) or its share (total).
+    fn new(rate: &RateLimit, index: u64, threads: u64) -> Pacing {
+        let share = match rate.scope {
+            RateScope::Thread => 1.0,
+            RateScope::Total => threads.max(1) as f64,
+        };
+        let at = |r: u64| Pacer::at_rate(r as f64 / share, index, threads);
+        Pacing {
+            calls: rate.iops.map(at),
+            bytes: rate.bytes_per_sec.map(at),
+        }
+    }
+
+    fn is_on(&self) -> bool {
+        self.calls.is_some() || self.bytes.is_some()
+    }
+
+    fn start(&mut self, t0_ns: u64) {
+        for p in [&mut self.calls, &mut self.bytes].into_iter().flatten() {
+            p.start(t0_ns);
+        }
+    }
+
+    /// When the next data flowop may start: both schedules caught up.
+    fn next_due(&self) -> u64 {
+        let due = |p: &Option<Pacer>| p.as_ref().map_or(0, |p| p.next_due());
+        due(&self.calls).max(due(&self.bytes))
+    }
+
+    /// Charge what a data flowop did: its I/O calls and its bytes.
+    fn charge(&mut self, calls: u64, bytes: u64) {
+        if let Some(p) = self.calls.as_mut() {
+            p.take_n(calls);
+        }
+        if let Some(p) = self.bytes.as_mut() {
+            p.take_n(bytes);
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -75,6 +213,10 @@ struct OpenFd {
     direct: bool,
     /// Next offset of sequential aiowrite (other flowops use the descriptor's own offset).
     aio_off: u64,
+    /// The descriptor's offset and the file's end as this thread's calls moved them: the
+    /// offsets a trace records for cursor and append I/O (no lseek on the I/O path).
+    pos: u64,
+    end: u64,
 }
 
 enum Step {
@@ -191,6 +333,15 @@ struct Thread<'a> {
     aio_inflight: u32,
     aio_err: Option<i32>,
     aio_failed: bool,
+    /// The trace ring when the run is traced, and where each fileset's entries and
+    /// directories start in its file table.
+    ring: Option<TraceRing>,
+    file_base: Vec<u32>,
+    dir_base: Vec<u32>,
+    /// `--rate-iops` / `--rate-bytes` schedules, and the data I/O calls of the current
+    /// execution (charged to them).
+    pacing: Pacing,
+    io_calls: u64,
 }
 
 /// Run one thread instance to its end.
@@ -229,6 +380,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
             Some(e),
         ),
     };
+    let (file_base, dir_base) = trace_bases(sh.layouts);
     let mut t = Thread {
         sh,
         id,
@@ -251,6 +403,15 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
         aio_inflight: 0,
         aio_err: None,
         aio_failed: false,
+        // Taken here, in the untimed preparation: the ring is allocated and touched now.
+        ring: sh
+            .trace_files
+            .as_ref()
+            .and_then(|f| crate::trace::ring_for(id.slot as u32, f.clone(), None)),
+        file_base,
+        dir_base,
+        pacing: Pacing::new(&sh.rate, id.slot as u64, sh.model.total_threads() as u64),
+        io_calls: 0,
     };
     let ctl = sh.arena.ctl();
     ctl.live.fetch_add(1, SeqCst);
@@ -258,6 +419,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
     while ctl.go.load(Acquire) == 0 {
         futex_wait(&ctl.go, 0, Duration::from_millis(50));
     }
+    t.pacing.start(now_ns());
     let u0 = thread_usage();
     let end = 'run: loop {
         if let Some(e) = setup_err {
@@ -276,6 +438,9 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
     };
     t.drain_aio();
     t.close_all();
+    if let Some(r) = t.ring.take() {
+        crate::trace::finish_ring(r);
+    }
     if matches!(end, End::Finished(_) | End::OutOfFiles(_)) {
         ctl.done.fetch_add(1, SeqCst);
     }
@@ -351,6 +516,11 @@ impl Thread<'_> {
             if self.sh.arena.stopping() {
                 return Ok(Some(End::Stopped));
             }
+            let paced = self.pacing.is_on() && is_data(fo.kind);
+            if paced && !self.wait_for_slot() {
+                return Ok(Some(End::Stopped));
+            }
+            self.io_calls = 0;
             let t0 = now_ns();
             // The thread CPU clock is a system call: read it on every CPU_SAMPLE-th execution
             // of each flowop only (the summary's CPU per op is exact, from getrusage).
@@ -367,6 +537,9 @@ impl Thread<'_> {
             })?;
             let lat = now_ns().saturating_sub(t0);
             let cpu = sample.then(|| thread_cpu_ns().saturating_sub(c0));
+            if paced {
+                self.pacing.charge(self.io_calls, self.bytes);
+            }
             match step {
                 Step::Ok => self.count(fo, lat, cpu, self.bytes),
                 Step::Quiet => {}
@@ -382,6 +555,28 @@ impl Thread<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// Wait until the rate limit's schedules allow the next data flowop; false when the run
+    /// stops meanwhile. The wait is before the flowop's clock starts, so it is not latency.
+    fn wait_for_slot(&self) -> bool {
+        loop {
+            let now = now_ns();
+            let due = self.pacing.next_due();
+            if due <= now {
+                return true;
+            }
+            if self.sh.arena.stopping() {
+                return false;
+            }
+            std::thread::sleep(Duration::from_nanos((due - now).min(50_000_000)));
+        }
+    }
+
+    /// The trace file index of entry `i` of fileset `set`.
+    #[inline]
+    fn entry_file(&self, set: usize, i: usize) -> u32 {
+        self.file_base[set].saturating_add(i as u32)
     }
 
     fn iosize(&mut self, fo: &Flowop) -> usize {
@@ -479,8 +674,12 @@ impl Thread<'_> {
             flags |= libc::O_CREAT | libc::O_TRUNC;
         }
         let path = self.sh.layouts[set].path(i);
+        let file = self.entry_file(set, i);
         let eng = self.eng.as_dyn();
-        let fd = match eng.open_at(AT_FDCWD, &path, flags, 0o644, &mut self.sys) {
+        let t = clock(&self.ring);
+        let r = eng.open_at(AT_FDCWD, &path, flags, 0o644, &mut self.sys);
+        rec(&mut self.ring, TraceOp::Open, file, 0, 0, t, outcome(&r));
+        let fd = match r {
             Ok(fd) => fd,
             Err(e) => {
                 unbusy(arena, set, i, None, 0);
@@ -492,7 +691,9 @@ impl Thread<'_> {
             let _ = eng.advise(fd, libc::POSIX_FADV_RANDOM, &mut self.sys);
         }
         if let Err(e) = eng.set_file(slot as u32, fd) {
-            let _ = eng.close_fd(fd, &mut self.sys);
+            let t = clock(&self.ring);
+            let c = eng.close_fd(fd, &mut self.sys);
+            rec(&mut self.ring, TraceOp::Close, file, 0, 0, t, status(&c));
             unbusy(arena, set, i, None, 0);
             return Err(format!("open {path:?}: {e}"));
         }
@@ -503,6 +704,12 @@ impl Thread<'_> {
             entry: i,
             direct: flags & libc::O_DIRECT != 0,
             aio_off: 0,
+            pos: 0,
+            end: if create {
+                0
+            } else {
+                self.sh.layouts[set].size(i)
+            },
         });
         self.fse[slot] = Some((set, i));
         Ok(true)
@@ -564,8 +771,11 @@ impl Thread<'_> {
                 if slot > 0 {
                     if let Some(f) = &self.fds[slot] {
                         let mut st = crate::engine::meta::statx_buf();
-                        let fd = f.fd;
-                        if let Err(e) = self.eng.as_dyn().stat_fd(fd, &mut st, &mut self.sys) {
+                        let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
+                        let t = clock(&self.ring);
+                        let r = self.eng.as_dyn().stat_fd(fd, &mut st, &mut self.sys);
+                        rec(&mut self.ring, TraceOp::Stat, file, 0, 0, t, status(&r));
+                        if let Err(e) = r {
                             let f = self.fds[slot].as_ref().expect("open");
                             return Err(format!("fstat {:?}: {e}", self.entry_path(f)));
                         }
@@ -584,11 +794,14 @@ impl Thread<'_> {
                     Picked::NoRsc => return Ok(Step::NoRsc("no file to stat".into())),
                 };
                 let path = self.sh.layouts[set].path(i);
+                let file = self.entry_file(set, i);
                 let mut st = crate::engine::meta::statx_buf();
+                let t = clock(&self.ring);
                 let r = self
                     .eng
                     .as_dyn()
                     .stat_at(AT_FDCWD, &path, 0, &mut st, &mut self.sys);
+                rec(&mut self.ring, TraceOp::Stat, file, 0, 0, t, status(&r));
                 unbusy(arena, set, i, None, 0);
                 if let Err(e) = r {
                     return Err(format!("stat {path:?}: {e}"));
@@ -616,12 +829,17 @@ impl Thread<'_> {
                     }
                 };
                 let path = self.sh.layouts[set].path(i);
+                let file = self.entry_file(set, i);
                 let eng = self.eng.as_dyn();
-                let r = if fo.kind == MakeDir {
-                    eng.mkdir_at(AT_FDCWD, &path, 0o755, &mut self.sys)
+                let t = clock(&self.ring);
+                let (r, op) = if fo.kind == MakeDir {
+                    let r = eng.mkdir_at(AT_FDCWD, &path, 0o755, &mut self.sys);
+                    (r, TraceOp::Mkdir)
                 } else {
-                    eng.unlink_at(AT_FDCWD, &path, true, &mut self.sys)
+                    let r = eng.unlink_at(AT_FDCWD, &path, true, &mut self.sys);
+                    (r, TraceOp::Unlink)
                 };
+                rec(&mut self.ring, op, file, 0, 0, t, status(&r));
                 if let Err(e) = r {
                     release(arena, set, i, fo.kind == RemoveDir);
                     return Err(format!(
@@ -638,8 +856,11 @@ impl Thread<'_> {
                 let Some(f) = &self.fds[slot] else {
                     return Err(format!("fd {slot} is not open"));
                 };
-                let fd = f.fd;
-                if let Err(e) = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys) {
+                let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
+                let t = clock(&self.ring);
+                let r = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys);
+                rec(&mut self.ring, TraceOp::Fsync, file, 0, 0, t, status(&r));
+                if let Err(e) = r {
                     let f = self.fds[slot].as_ref().expect("open");
                     return Err(format!("fsync {:?}: {e}", self.entry_path(f)));
                 }
@@ -652,8 +873,11 @@ impl Thread<'_> {
                     if f.set != set {
                         continue;
                     }
-                    let fd = f.fd;
-                    if let Err(e) = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys) {
+                    let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
+                    let t = clock(&self.ring);
+                    let r = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys);
+                    rec(&mut self.ring, TraceOp::Fsync, file, 0, 0, t, status(&r));
+                    if let Err(e) = r {
                         let f = self.fds[k].as_ref().expect("open");
                         return Err(format!("fsync {:?}: {e}", self.entry_path(f)));
                     }
@@ -861,10 +1085,13 @@ impl Thread<'_> {
     }
 
     fn close(&mut self, slot: usize, f: OpenFd) {
+        let file = self.entry_file(f.set, f.entry);
         let eng = self.eng.as_dyn();
         eng.clear_file(slot as u32);
         // close(2) releases the descriptor even when it reports an error.
-        let _ = eng.close_fd(f.fd, &mut self.sys);
+        let t = clock(&self.ring);
+        let r = eng.close_fd(f.fd, &mut self.sys);
+        rec(&mut self.ring, TraceOp::Close, file, 0, 0, t, status(&r));
         unbusy(self.sh.arena, f.set, f.entry, None, -1);
     }
 
@@ -909,10 +1136,13 @@ impl Thread<'_> {
             return Ok(Step::Quiet);
         }
         let path = self.sh.layouts[set].path(i);
+        let file = self.entry_file(set, i);
+        let t = clock(&self.ring);
         let r = self
             .eng
             .as_dyn()
             .unlink_at(AT_FDCWD, &path, false, &mut self.sys);
+        rec(&mut self.ring, TraceOp::Unlink, file, 0, 0, t, status(&r));
         if let Err(e) = r {
             if e.raw_os_error() != Some(libc::ENOENT) {
                 unbusy(arena, set, i, None, 0);
@@ -927,6 +1157,48 @@ impl Thread<'_> {
     /// (`offset` may carry IoOp's cursor/append/dsync flags): bytes moved, or the errno.
     /// aiowrite completions that arrive meanwhile are accounted, not lost.
     fn io(&mut self, kind: OpKind, slot: usize, offset: u64, len: usize) -> std::io::Result<u64> {
+        self.io_calls += 1;
+        let t = clock(&self.ring);
+        let r = self.io_call(kind, slot, offset, len);
+        let n = *r.as_ref().unwrap_or(&0);
+        let Some(f) = self.fds[slot].as_mut() else {
+            return r;
+        };
+        // Where the call was: the offset given, else the descriptor's offset or the file's end
+        // as this thread moved them.
+        let at = if offset & IoOp::APPEND != 0 {
+            f.end
+        } else if offset & IoOp::AT_CURSOR != 0 {
+            f.pos
+        } else {
+            offset & !IoOp::FLAGS
+        };
+        if offset & (IoOp::APPEND | IoOp::AT_CURSOR) != 0 {
+            f.pos = at + n;
+        }
+        f.end = f.end.max(at + n);
+        let file = self.file_base[f.set].saturating_add(f.entry as u32);
+        let op = if kind == OpKind::Write {
+            TraceOp::Write
+        } else {
+            TraceOp::Read
+        };
+        let result = match &r {
+            Ok(n) => *n as i64,
+            Err(_) => status(&r),
+        };
+        rec(&mut self.ring, op, file, at, len as u64, t, result);
+        r
+    }
+
+    /// The system calls of [`Thread::io`].
+    fn io_call(
+        &mut self,
+        kind: OpKind,
+        slot: usize,
+        offset: u64,
+        len: usize,
+    ) -> std::io::Result<u64> {
         let op = IoOp {
             kind,
             file: slot as u32,
@@ -1051,7 +1323,9 @@ impl Thread<'_> {
                 };
                 if n == 0 {
                     // End of file: Filebench counts the empty read and starts over at 0.
-                    let fd = self.fds[slot].as_ref().expect("set up").fd;
+                    let f = self.fds[slot].as_mut().expect("set up");
+                    f.pos = 0;
+                    let fd = f.fd;
                     let _ = self
                         .eng
                         .as_dyn()
@@ -1066,11 +1340,14 @@ impl Thread<'_> {
                     f.aio_off += size as u64;
                 }
                 let fd = f.fd;
+                let file = self.file_base[f.set].saturating_add(f.entry as u32);
+                f.end = f.end.max(off + size as u64);
                 if self.aio_inflight >= AIO_DEPTH - 1 {
                     // Queue full: reap at least one before queueing more.
                     self.aio_reap(1)
                         .map_err(|e| format!("aiowrite completion: {e}"))?;
                 }
+                let t = clock(&self.ring);
                 let Some((eng, buf)) = self.aio_engine() else {
                     unreachable!("checked above")
                 };
@@ -1089,6 +1366,23 @@ impl Thread<'_> {
                 let mut sys = SyscallCounts::default();
                 let r = eng.submit(&[op], &mut sys);
                 self.sys += &sys;
+                self.io_calls += 1;
+                // An aiowrite is recorded when it is queued (its result: the bytes queued, or
+                // the submit's errno); a failed completion fails the flowop at aiowait.
+                let result = match &r {
+                    Ok(1) => size as i64,
+                    Ok(_) => -(libc::EAGAIN as i64),
+                    Err(_) => status(&r),
+                };
+                rec(
+                    &mut self.ring,
+                    TraceOp::Write,
+                    file,
+                    off,
+                    size as u64,
+                    t,
+                    result,
+                );
                 match r {
                     Ok(1) => {}
                     Ok(_) => return Err("aio queue full".into()),
@@ -1137,7 +1431,9 @@ impl Thread<'_> {
             n => n,
         }
         .clamp(1, self.buf_len);
-        let fd = self.fds[slot].as_ref().expect("set up").fd;
+        let f = self.fds[slot].as_mut().expect("set up");
+        f.pos = 0;
+        let fd = f.fd;
         self.eng
             .as_dyn()
             .seek_fd(fd, 0, libc::SEEK_SET, &mut self.sys)
@@ -1215,14 +1511,24 @@ impl Thread<'_> {
         let rot = self.sh.arena.rotor(set, Rotor::Dir);
         let k = rot.fetch_add(1, Relaxed) as usize % lay.dir_count();
         let path = lay.dir_path(k);
+        let file = self.dir_base[set].saturating_add(k as u32);
         let eng = self.eng.as_dyn();
         let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
-        let fd = eng
-            .open_at(AT_FDCWD, &path, flags, 0, &mut self.sys)
-            .map_err(|e| format!("opendir {path:?}: {e}"))?;
+        let t = clock(&self.ring);
+        let r = eng.open_at(AT_FDCWD, &path, flags, 0, &mut self.sys);
+        rec(&mut self.ring, TraceOp::Open, file, 0, 0, t, outcome(&r));
+        let fd = r.map_err(|e| format!("opendir {path:?}: {e}"))?;
         let mut bytes = 0u64;
         let r = loop {
-            match eng.read_dir(fd, &mut self.dents, &mut self.sys) {
+            let t = clock(&self.ring);
+            let r = eng.read_dir(fd, &mut self.dents, &mut self.sys);
+            let result = match &r {
+                Ok(n) => *n as i64,
+                Err(_) => status(&r),
+            };
+            let len = self.dents.len() as u64;
+            rec(&mut self.ring, TraceOp::Readdir, file, 0, len, t, result);
+            match r {
                 Ok(0) => break Ok(()),
                 Ok(n) => {
                     for name in crate::engine::meta::dirents(&self.dents, n) {
@@ -1232,7 +1538,9 @@ impl Thread<'_> {
                 Err(e) => break Err(e),
             }
         };
-        let _ = eng.close_fd(fd, &mut self.sys);
+        let t = clock(&self.ring);
+        let c = eng.close_fd(fd, &mut self.sys);
+        rec(&mut self.ring, TraceOp::Close, file, 0, 0, t, status(&c));
         r.map_err(|e| format!("readdir {path:?}: {e}"))?;
         self.bytes = bytes;
         Ok(Step::Ok)

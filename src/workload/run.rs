@@ -36,6 +36,8 @@ pub struct Options {
     pub progress: Option<ProgressLine>,
     /// The engine every workload thread issues its system calls through.
     pub engine: crate::job::EngineKind,
+    /// `--rate-iops` / `--rate-bytes` / `--rate-scope`: paces every thread's data flowops.
+    pub rate: crate::job::RateLimit,
 }
 
 /// Turns one progress line (and the ops/s since the start, when asked for) into text.
@@ -489,13 +491,18 @@ fn spawn(
         }
         let shared = std::sync::Arc::new(Arena::attach(dfd, arena.layout.clone())?);
         let model = std::sync::Arc::new(model.clone());
+        let setup = super::worker::Setup {
+            engine: opts.engine,
+            rate: opts.rate,
+            trace_files: super::interp::trace_files(layouts),
+        };
         let layouts = std::sync::Arc::new(layouts.to_vec());
         let bodies = ids.into_iter().map(|id| {
             let body = super::worker::body(
                 model.clone(),
                 layouts.clone(),
                 shared.clone(),
-                opts.engine,
+                setup.clone(),
                 id,
             );
             ("wml".to_string(), body)
@@ -536,6 +543,7 @@ fn spawn(
                 arena_fd: arena.raw_fd(),
                 layout: arena.layout.clone(),
                 engine: opts.engine,
+                rate: opts.rate,
             });
             slot += per;
             let mut child = match crate::runner::drive::start_process(&spec) {
