@@ -229,7 +229,53 @@ enum Step {
     Stopped,
 }
 
-type StepResult = Result<Step, String>;
+type StepResult = Result<Step, FlowopError>;
+
+/// Why a flowop (or a thread's setup) failed. Its text is the one line the Result shows for
+/// the thread that it ended.
+#[derive(Debug)]
+pub enum FlowopError {
+    /// A system call failed: what was being done (naming the file) and the error.
+    Call { what: String, err: std::io::Error },
+    /// The thread's engine could not be built (io_uring setup refused).
+    Engine(anyhow::Error),
+    /// The workload asks for what its state does not allow: a descriptor that is not open,
+    /// a file smaller than the I/O size, a full aio queue.
+    State(String),
+    /// A failure inside one flowop, with where it is in the workload file.
+    At {
+        name: String,
+        kind: &'static str,
+        line: u32,
+        source: Box<FlowopError>,
+    },
+}
+
+impl std::fmt::Display for FlowopError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FlowopError::Call { what, err } => write!(f, "{what}: {err}"),
+            FlowopError::Engine(e) => write!(f, "{e}"),
+            FlowopError::State(s) => f.write_str(s),
+            FlowopError::At {
+                name,
+                kind,
+                line,
+                source,
+            } => write!(f, "flowop {name} ({kind}) at line {line}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for FlowopError {}
+
+/// A failed system call: `what` was being done.
+fn call(what: impl Into<String>, err: std::io::Error) -> FlowopError {
+    FlowopError::Call {
+        what: what.into(),
+        err,
+    }
+}
 
 /// Per-flowop CPU time is read on one execution in this many.
 pub const CPU_SAMPLE: u64 = 16;
@@ -265,15 +311,24 @@ const SYNC_SLOT: u32 = 0;
 const DENTS_BUF: usize = 32 << 10;
 
 /// The thread's engine: `kind` over `FDS` empty file slots and `slots` buffers of `len` bytes.
-fn build_engine(kind: EngineKind, slots: usize, len: usize, seed: u64) -> Result<Built, String> {
-    let pool = BufferPool::new(slots, len, seed).map_err(|e| format!("I/O buffers: {e}"))?;
+fn build_engine(
+    kind: EngineKind,
+    slots: usize,
+    len: usize,
+    seed: u64,
+) -> Result<Built, FlowopError> {
+    let pool = BufferPool::new(slots, len, seed).map_err(|e| call("I/O buffers", e))?;
     Ok(match kind {
         EngineKind::Sync => Built::Sync(SyncEngine::new(empty_files(FDS), pool)),
         EngineKind::Uring => Built::Uring(
             UringEngine::for_source(AIO_DEPTH, empty_files(FDS), pool)
-                .map_err(|e| e.to_string())?,
+                .map_err(FlowopError::Engine)?,
         ),
-        EngineKind::Mmap => return Err("workloads run on the sync or uring engine".into()),
+        EngineKind::Mmap => {
+            return Err(FlowopError::State(
+                "workloads run on the sync or uring engine".into(),
+            ))
+        }
     })
 }
 
@@ -423,7 +478,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
     let u0 = thread_usage();
     let end = 'run: loop {
         if let Some(e) = setup_err {
-            break 'run End::Failed(e);
+            break 'run End::Failed(e.to_string());
         }
         for fo in &spec.flowops {
             if sh.arena.stopping() {
@@ -432,7 +487,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
             match t.run_flowop(fo) {
                 Ok(None) => {}
                 Ok(Some(end)) => break 'run end,
-                Err(e) => break 'run End::Failed(e),
+                Err(e) => break 'run End::Failed(e.to_string()),
             }
         }
     };
@@ -511,7 +566,7 @@ impl Thread<'_> {
     }
 
     /// Run a flowop `iters` times. Ok(Some) ends the thread.
-    fn run_flowop(&mut self, fo: &Flowop) -> Result<Option<End>, String> {
+    fn run_flowop(&mut self, fo: &Flowop) -> Result<Option<End>, FlowopError> {
         for _ in 0..fo.iters {
             if self.sh.arena.stopping() {
                 return Ok(Some(End::Stopped));
@@ -527,13 +582,11 @@ impl Thread<'_> {
             let sample = self.stats[fo.stat].ops().is_multiple_of(CPU_SAMPLE);
             let c0 = if sample { thread_cpu_ns() } else { 0 };
             self.bytes = 0;
-            let step = self.exec(fo, t0).map_err(|e| {
-                format!(
-                    "flowop {} ({}) at line {}: {e}",
-                    fo.name,
-                    kind_name(fo.kind),
-                    fo.pos.line
-                )
+            let step = self.exec(fo, t0).map_err(|e| FlowopError::At {
+                name: fo.name.clone(),
+                kind: kind_name(fo.kind),
+                line: fo.pos.line,
+                source: Box::new(e),
             })?;
             let lat = now_ns().saturating_sub(t0);
             let cpu = sample.then(|| thread_cpu_ns().saturating_sub(c0));
@@ -615,16 +668,16 @@ impl Thread<'_> {
     /// Filebench's flowoplib_openfile_common (and createfile): pick a file (existing, or
     /// absent for create) in rotation, open it on descriptor `slot`, and leave it not busy
     /// with its open count raised. Ok(false): no file in the wanted state.
-    fn open_on(&mut self, fo: &Flowop, slot: usize, create: bool) -> Result<bool, String> {
+    fn open_on(&mut self, fo: &Flowop, slot: usize, create: bool) -> Result<bool, FlowopError> {
         let Some(set) = fo.fileset else {
-            return Err(format!(
+            return Err(FlowopError::State(format!(
                 "fd {slot} is not open (an openfile or createfile with fd={slot} must come first, or give filesetname=)"
-            ));
+            )));
         };
         if self.fds[slot].is_some() {
-            return Err(format!(
+            return Err(FlowopError::State(format!(
                 "fd {slot} is already open: close it (closefile fd={slot}) before opening another file on it"
-            ));
+            )));
         }
         let arena = self.sh.arena;
         let spec = &self.sh.model.filesets[set];
@@ -683,7 +736,7 @@ impl Thread<'_> {
             Ok(fd) => fd,
             Err(e) => {
                 unbusy(arena, set, i, None, 0);
-                return Err(format!("open {path:?}: {e}"));
+                return Err(call(format!("open {path:?}"), e));
             }
         };
         if fo.noreadahead {
@@ -695,7 +748,7 @@ impl Thread<'_> {
             let c = eng.close_fd(fd, &mut self.sys);
             rec(&mut self.ring, TraceOp::Close, file, 0, 0, t, status(&c));
             unbusy(arena, set, i, None, 0);
-            return Err(format!("open {path:?}: {e}"));
+            return Err(call(format!("open {path:?}"), e));
         }
         unbusy(arena, set, i, create.then_some(true), 1);
         self.fds[slot] = Some(OpenFd {
@@ -719,7 +772,7 @@ impl Thread<'_> {
     /// its fileset there first when it is not open (that open is counted as one more op of
     /// the flowop, with no bytes, as Filebench does). Returns the slot and the working-set
     /// size: `workingset`, else the file's planned size.
-    fn filesetup(&mut self, fo: &Flowop, t0: u64) -> Result<Option<(usize, u64)>, String> {
+    fn filesetup(&mut self, fo: &Flowop, t0: u64) -> Result<Option<(usize, u64)>, FlowopError> {
         let slot = self.fdnum(fo);
         if self.fds[slot].is_none() {
             if !self.open_on(fo, slot, false)? {
@@ -762,7 +815,7 @@ impl Thread<'_> {
                         self.close(slot, f);
                         Ok(Step::Ok)
                     }
-                    None => Err(format!("fd {slot} is not open")),
+                    None => Err(FlowopError::State(format!("fd {slot} is not open"))),
                 }
             }
             DeleteFile => self.delete(fo),
@@ -777,13 +830,15 @@ impl Thread<'_> {
                         rec(&mut self.ring, TraceOp::Stat, file, 0, 0, t, status(&r));
                         if let Err(e) = r {
                             let f = self.fds[slot].as_ref().expect("open");
-                            return Err(format!("fstat {:?}: {e}", self.entry_path(f)));
+                            return Err(call(format!("fstat {:?}", self.entry_path(f)), e));
                         }
                         return Ok(Step::Ok);
                     }
                 }
                 let Some(set) = fo.fileset else {
-                    return Err(format!("fd {slot} is not open and no filesetname is given"));
+                    return Err(FlowopError::State(format!(
+                        "fd {slot} is not open and no filesetname is given"
+                    )));
                 };
                 let from = match self.pick_index(fo, set) {
                     Some(i) => From::Index(i),
@@ -804,7 +859,7 @@ impl Thread<'_> {
                 rec(&mut self.ring, TraceOp::Stat, file, 0, 0, t, status(&r));
                 unbusy(arena, set, i, None, 0);
                 if let Err(e) = r {
-                    return Err(format!("stat {path:?}: {e}"));
+                    return Err(call(format!("stat {path:?}"), e));
                 }
                 Ok(Step::Ok)
             }
@@ -842,10 +897,8 @@ impl Thread<'_> {
                 rec(&mut self.ring, op, file, 0, 0, t, status(&r));
                 if let Err(e) = r {
                     release(arena, set, i, fo.kind == RemoveDir);
-                    return Err(format!(
-                        "{} {path:?}: {e}",
-                        if fo.kind == MakeDir { "mkdir" } else { "rmdir" }
-                    ));
+                    let what = if fo.kind == MakeDir { "mkdir" } else { "rmdir" };
+                    return Err(call(format!("{what} {path:?}"), e));
                 }
                 release(arena, set, i, fo.kind == MakeDir);
                 Ok(Step::Ok)
@@ -854,7 +907,7 @@ impl Thread<'_> {
             Fsync => {
                 let slot = self.fdnum(fo);
                 let Some(f) = &self.fds[slot] else {
-                    return Err(format!("fd {slot} is not open"));
+                    return Err(FlowopError::State(format!("fd {slot} is not open")));
                 };
                 let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
                 let t = clock(&self.ring);
@@ -862,7 +915,7 @@ impl Thread<'_> {
                 rec(&mut self.ring, TraceOp::Fsync, file, 0, 0, t, status(&r));
                 if let Err(e) = r {
                     let f = self.fds[slot].as_ref().expect("open");
-                    return Err(format!("fsync {:?}: {e}", self.entry_path(f)));
+                    return Err(call(format!("fsync {:?}", self.entry_path(f)), e));
                 }
                 Ok(Step::Ok)
             }
@@ -879,7 +932,7 @@ impl Thread<'_> {
                     rec(&mut self.ring, TraceOp::Fsync, file, 0, 0, t, status(&r));
                     if let Err(e) = r {
                         let f = self.fds[k].as_ref().expect("open");
-                        return Err(format!("fsync {:?}: {e}", self.entry_path(f)));
+                        return Err(call(format!("fsync {:?}", self.entry_path(f)), e));
                     }
                 }
                 Ok(Step::Ok)
@@ -981,7 +1034,7 @@ impl Thread<'_> {
                             End::Stopped => Step::Stopped,
                             End::Finished(w) => Step::Done(w),
                             End::OutOfFiles(w) => Step::NoRsc(w),
-                            End::Failed(w) => return Err(w),
+                            End::Failed(w) => return Err(FlowopError::State(w)),
                         });
                     }
                 }
@@ -1116,7 +1169,9 @@ impl Thread<'_> {
             }
             None => {
                 let Some(set) = fo.fileset else {
-                    return Err(format!("fd {slot} has no file and no filesetname is given"));
+                    return Err(FlowopError::State(format!(
+                        "fd {slot} has no file and no filesetname is given"
+                    )));
                 };
                 let from = match self.pick_index(fo, set) {
                     Some(i) => From::Index(i),
@@ -1146,7 +1201,7 @@ impl Thread<'_> {
         if let Err(e) = r {
             if e.raw_os_error() != Some(libc::ENOENT) {
                 unbusy(arena, set, i, None, 0);
-                return Err(format!("unlink {path:?}: {e}"));
+                return Err(call(format!("unlink {path:?}"), e));
             }
         }
         unbusy(arena, set, i, Some(false), -(opens as i32));
@@ -1290,9 +1345,9 @@ impl Thread<'_> {
         let random = fo.random;
         let offset = if random {
             if (size as u64) > wss {
-                return Err(format!(
+                return Err(FlowopError::State(format!(
                     "the file ({wss} bytes) is smaller than iosize ({size} bytes): random I/O needs workingset= or larger files"
-                ));
+                )));
             }
             fb_random(&mut self.rng, wss, size as u64)
         } else {
@@ -1306,7 +1361,7 @@ impl Thread<'_> {
             self.eng
                 .as_dyn()
                 .set_status_flags(fd, libc::O_DIRECT, 0, &mut self.sys)
-                .map_err(|e| format!("switching on O_DIRECT: {e}"))?;
+                .map_err(|e| call("switching on O_DIRECT", e))?;
         }
         match fo.kind {
             Kind::Read => {
@@ -1316,8 +1371,9 @@ impl Thread<'_> {
                     Err(e) => {
                         self.stats[fo.stat].errors += 1;
                         let (path, at) = self.failed_at(slot, random.then_some(offset), false);
-                        return Err(format!(
-                            "read of {size} bytes from {path:?} at offset {at}: {e}"
+                        return Err(call(
+                            format!("read of {size} bytes from {path:?} at offset {at}"),
+                            e,
                         ));
                     }
                 };
@@ -1345,7 +1401,7 @@ impl Thread<'_> {
                 if self.aio_inflight >= AIO_DEPTH - 1 {
                     // Queue full: reap at least one before queueing more.
                     self.aio_reap(1)
-                        .map_err(|e| format!("aiowrite completion: {e}"))?;
+                        .map_err(|e| call("aiowrite completion", e))?;
                 }
                 let t = clock(&self.ring);
                 let Some((eng, buf)) = self.aio_engine() else {
@@ -1354,7 +1410,7 @@ impl Thread<'_> {
                 // The aio engine of a sync thread has its own file slots: point this one at
                 // the descriptor (the thread's own engine has it already).
                 eng.set_file(slot as u32, fd)
-                    .map_err(|e| format!("aiowrite: {e}"))?;
+                    .map_err(|e| call("aiowrite", e))?;
                 let op = IoOp {
                     kind: OpKind::Write,
                     file: slot as u32,
@@ -1385,8 +1441,8 @@ impl Thread<'_> {
                 );
                 match r {
                     Ok(1) => {}
-                    Ok(_) => return Err("aio queue full".into()),
-                    Err(e) => return Err(format!("io_uring submit: {e}")),
+                    Ok(_) => return Err(FlowopError::State("aio queue full".into())),
+                    Err(e) => return Err(call("io_uring submit", e)),
                 }
                 self.aio_inflight += 1;
                 self.bytes = size as u64;
@@ -1411,8 +1467,9 @@ impl Thread<'_> {
                         self.stats[fo.stat].errors += 1;
                         let known = (random && !append).then_some(offset);
                         let (path, at) = self.failed_at(slot, known, append);
-                        return Err(format!(
-                            "write of {size} bytes to {path:?} at offset {at}: {e}"
+                        return Err(call(
+                            format!("write of {size} bytes to {path:?} at offset {at}"),
+                            e,
                         ));
                     }
                 };
@@ -1437,14 +1494,14 @@ impl Thread<'_> {
         self.eng
             .as_dyn()
             .seek_fd(fd, 0, libc::SEEK_SET, &mut self.sys)
-            .map_err(|e| format!("lseek: {e}"))?;
+            .map_err(|e| call("lseek", e))?;
         let mut total = 0u64;
         loop {
             let n = match self.io(OpKind::Read, slot, IoOp::AT_CURSOR, size) {
                 Ok(n) => n,
                 Err(e) => {
                     let (path, at) = self.failed_at(slot, Some(total), false);
-                    return Err(format!("read {path:?} at offset {at}: {e}"));
+                    return Err(call(format!("read {path:?} at offset {at}"), e));
                 }
             };
             if n == 0 {
@@ -1468,7 +1525,11 @@ impl Thread<'_> {
         let src = fo.srcfd.unwrap_or(0);
         match self.fse[src] {
             Some((set, i)) => wss = self.sh.layouts[set].size(i),
-            None if src != 0 => return Err(format!("srcfd {src} has no file opened on it")),
+            None if src != 0 => {
+                return Err(FlowopError::State(format!(
+                    "srcfd {src} has no file opened on it"
+                )))
+            }
             None => {}
         }
         let size = match fo.iosize.sample(&mut self.rng) as u64 {
@@ -1492,7 +1553,7 @@ impl Thread<'_> {
                 Ok(w) => done += w,
                 Err(e) => {
                     let (path, at) = self.failed_at(slot, None, false);
-                    return Err(format!("write {path:?} at offset {at}: {e}"));
+                    return Err(call(format!("write {path:?} at offset {at}"), e));
                 }
             }
         }
@@ -1517,7 +1578,7 @@ impl Thread<'_> {
         let t = clock(&self.ring);
         let r = eng.open_at(AT_FDCWD, &path, flags, 0, &mut self.sys);
         rec(&mut self.ring, TraceOp::Open, file, 0, 0, t, outcome(&r));
-        let fd = r.map_err(|e| format!("opendir {path:?}: {e}"))?;
+        let fd = r.map_err(|e| call(format!("opendir {path:?}"), e))?;
         let mut bytes = 0u64;
         let r = loop {
             let t = clock(&self.ring);
@@ -1541,7 +1602,7 @@ impl Thread<'_> {
         let t = clock(&self.ring);
         let c = eng.close_fd(fd, &mut self.sys);
         rec(&mut self.ring, TraceOp::Close, file, 0, 0, t, status(&c));
-        r.map_err(|e| format!("readdir {path:?}: {e}"))?;
+        r.map_err(|e| call(format!("readdir {path:?}"), e))?;
         self.bytes = bytes;
         Ok(Step::Ok)
     }
@@ -1549,7 +1610,7 @@ impl Thread<'_> {
     fn aio_wait(&mut self) -> StepResult {
         let n = self.aio_inflight;
         self.aio_reap(n)
-            .map_err(|e| format!("aiowrite completion: {e}"))?;
+            .map_err(|e| call("aiowrite completion", e))?;
         Ok(Step::Ok)
     }
 
