@@ -185,47 +185,9 @@ fn wml_text(name: &str, bytes: Vec<u8>) -> anyhow::Result<String> {
     })
 }
 
-pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
-    match a.workload.as_str() {
-        "list" => {
-            crate::out!("{}", list());
-            return Ok(0);
-        }
-        "show" => {
-            let Some(name) = a.extra.as_deref() else {
-                crate::bail_usage!(
-                    "usage: fsbench workload show NAME (see `fsbench workload list`)"
-                )
-            };
-            let Some((p, d)) = find(name) else {
-                crate::bail_usage!("unknown personality '{name}': see `fsbench workload list`")
-            };
-            for (k, v) in d {
-                crate::outln!("# variant {name}: -D {k}={v}");
-            }
-            crate::out!("{}", p.text);
-            return Ok(0);
-        }
-        _ => {}
-    }
-    if let Some(x) = &a.extra {
-        crate::bail_usage!(
-            "unexpected argument '{x}': options come after the workload name, e.g. -D nfiles=100"
-        );
-    }
-    let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
-    let time = a
-        .time
-        .as_deref()
-        .map(crate::units::parse_duration)
-        .transpose()?;
-    if time == Some(Duration::ZERO) {
-        crate::bail_usage!("--time must be more than 0");
-    }
-    let stall_after = crate::units::parse_duration(&a.stall_after)?;
-    let rate = rate_limit(&a)?;
-    let observe = a.observe.settings()?;
-    let engine = match a.engine.as_deref().map(crate::job::EngineKind::parse).transpose()? {
+/// `--engine`: sync (the default) or uring; mmap cannot create or delete files.
+fn engine(flag: Option<&str>) -> anyhow::Result<crate::job::EngineKind> {
+    let engine = match flag.map(crate::job::EngineKind::parse).transpose()? {
         None => crate::job::EngineKind::Sync,
         Some(crate::job::EngineKind::Mmap) => crate::bail_usage!(
             "--engine mmap: workloads open, create and delete files as they run; expected sync or uring"
@@ -237,6 +199,14 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
             crate::bail_usage!("--engine uring: {why}");
         }
     }
+    Ok(engine)
+}
+
+/// The workload named on the command line (a personality or a .f file) with its `-D`
+/// overrides and `--dir`, loaded; refused when `--no-system` forbids what it runs.
+fn load(
+    a: &WorkloadArgs,
+) -> anyhow::Result<(crate::workload::Source, crate::workload::model::Model)> {
     let mut defines: Vec<(String, String)> = Vec::new();
     let (name, text) = match find(&a.workload) {
         Some((p, preset)) => {
@@ -291,6 +261,51 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
             crate::bail_usage!("{} runs the shell command \"{c}\" (system): refused by --no-system; remove --no-system to allow it", src.name);
         }
     }
+    Ok((src, model))
+}
+
+pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
+    match a.workload.as_str() {
+        "list" => {
+            crate::out!("{}", list());
+            return Ok(0);
+        }
+        "show" => {
+            let Some(name) = a.extra.as_deref() else {
+                crate::bail_usage!(
+                    "usage: fsbench workload show NAME (see `fsbench workload list`)"
+                )
+            };
+            let Some((p, d)) = find(name) else {
+                crate::bail_usage!("unknown personality '{name}': see `fsbench workload list`")
+            };
+            for (k, v) in d {
+                crate::outln!("# variant {name}: -D {k}={v}");
+            }
+            crate::out!("{}", p.text);
+            return Ok(0);
+        }
+        _ => {}
+    }
+    if let Some(x) = &a.extra {
+        crate::bail_usage!(
+            "unexpected argument '{x}': options come after the workload name, e.g. -D nfiles=100"
+        );
+    }
+    let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
+    let time = a
+        .time
+        .as_deref()
+        .map(crate::units::parse_duration)
+        .transpose()?;
+    if time == Some(Duration::ZERO) {
+        crate::bail_usage!("--time must be more than 0");
+    }
+    let stall_after = crate::units::parse_duration(&a.stall_after)?;
+    let rate = rate_limit(&a)?;
+    let observe = a.observe.settings()?;
+    let engine = engine(a.engine.as_deref())?;
+    let (src, model) = load(&a)?;
     let opts = Options {
         time,
         keep: a.keep,

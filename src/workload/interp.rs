@@ -792,209 +792,23 @@ impl Thread<'_> {
 
     fn exec(&mut self, fo: &Flowop, t0: u64) -> StepResult {
         use Kind::*;
-        let arena = self.sh.arena;
         match fo.kind {
             Read | Write | AppendFile | AppendFileRand | AioWrite => self.rw(fo, t0),
             ReadWholeFile => self.read_whole(fo, t0),
             WriteWholeFile => self.write_whole(fo, t0),
-            OpenFile | CreateFile => {
-                let slot = self.fdnum(fo);
-                if self.open_on(fo, slot, fo.kind == CreateFile)? {
-                    Ok(Step::Ok)
-                } else if fo.kind == CreateFile {
-                    Ok(Step::NoRsc("every file of the fileset exists".into()))
-                } else {
-                    Ok(Step::NoRsc("no file of the fileset exists".into()))
-                }
-            }
-            CloseFile => {
-                let slot = self.fdnum(fo);
-                match self.fds[slot].take() {
-                    Some(f) => {
-                        busy_wait(arena, f.set, f.entry);
-                        self.close(slot, f);
-                        Ok(Step::Ok)
-                    }
-                    None => Err(FlowopError::State(format!("fd {slot} is not open"))),
-                }
-            }
+            OpenFile | CreateFile => self.open_file(fo),
+            CloseFile => self.close_file(fo),
             DeleteFile => self.delete(fo),
-            StatFile => {
-                let slot = self.fdnum(fo);
-                if slot > 0 {
-                    if let Some(f) = &self.fds[slot] {
-                        let mut st = crate::engine::meta::statx_buf();
-                        let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
-                        let t = clock(&self.ring);
-                        let r = self.eng.as_dyn().stat_fd(fd, &mut st, &mut self.sys);
-                        rec(&mut self.ring, TraceOp::Stat, file, 0, 0, t, status(&r));
-                        if let Err(e) = r {
-                            let f = self.fds[slot].as_ref().expect("open");
-                            return Err(call(format!("fstat {:?}", self.entry_path(f)), e));
-                        }
-                        return Ok(Step::Ok);
-                    }
-                }
-                let Some(set) = fo.fileset else {
-                    return Err(FlowopError::State(format!(
-                        "fd {slot} is not open and no filesetname is given"
-                    )));
-                };
-                let from = match self.pick_index(fo, set) {
-                    Some(i) => From::Index(i),
-                    None => From::Shared(Rotor::Exists),
-                };
-                let i = match pick(arena, set, Want::Exists, from) {
-                    Picked::Got(i) => i,
-                    Picked::NoRsc => return Ok(Step::NoRsc("no file to stat".into())),
-                };
-                let path = self.sh.layouts[set].path(i);
-                let file = self.entry_file(set, i);
-                let mut st = crate::engine::meta::statx_buf();
-                let t = clock(&self.ring);
-                let r = self
-                    .eng
-                    .as_dyn()
-                    .stat_at(AT_FDCWD, &path, 0, &mut st, &mut self.sys);
-                rec(&mut self.ring, TraceOp::Stat, file, 0, 0, t, status(&r));
-                unbusy(arena, set, i, None, 0);
-                if let Err(e) = r {
-                    return Err(call(format!("stat {path:?}"), e));
-                }
-                Ok(Step::Ok)
-            }
-            MakeDir | RemoveDir => {
-                let set = fo.fileset.unwrap_or(0);
-                let (want, rotor) = if fo.kind == MakeDir {
-                    (Want::Absent, Rotor::Absent)
-                } else {
-                    (Want::Exists, Rotor::Exists)
-                };
-                let from = match self.pick_index(fo, set) {
-                    Some(i) => From::Index(i),
-                    None => From::Shared(rotor),
-                };
-                let i = match pick(arena, set, want, from) {
-                    Picked::Got(i) => i,
-                    Picked::NoRsc => {
-                        return Ok(Step::NoRsc(format!(
-                            "no directory left to {}",
-                            if fo.kind == MakeDir { "make" } else { "remove" }
-                        )))
-                    }
-                };
-                let path = self.sh.layouts[set].path(i);
-                let file = self.entry_file(set, i);
-                let eng = self.eng.as_dyn();
-                let t = clock(&self.ring);
-                let (r, op) = if fo.kind == MakeDir {
-                    let r = eng.mkdir_at(AT_FDCWD, &path, 0o755, &mut self.sys);
-                    (r, TraceOp::Mkdir)
-                } else {
-                    let r = eng.unlink_at(AT_FDCWD, &path, true, &mut self.sys);
-                    (r, TraceOp::Unlink)
-                };
-                rec(&mut self.ring, op, file, 0, 0, t, status(&r));
-                if let Err(e) = r {
-                    release(arena, set, i, fo.kind == RemoveDir);
-                    let what = if fo.kind == MakeDir { "mkdir" } else { "rmdir" };
-                    return Err(call(format!("{what} {path:?}"), e));
-                }
-                release(arena, set, i, fo.kind == MakeDir);
-                Ok(Step::Ok)
-            }
+            StatFile => self.stat_file(fo),
+            MakeDir | RemoveDir => self.make_remove_dir(fo),
             ListDir => self.listdir(fo),
-            Fsync => {
-                let slot = self.fdnum(fo);
-                let Some(f) = &self.fds[slot] else {
-                    return Err(FlowopError::State(format!("fd {slot} is not open")));
-                };
-                let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
-                let t = clock(&self.ring);
-                let r = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys);
-                rec(&mut self.ring, TraceOp::Fsync, file, 0, 0, t, status(&r));
-                if let Err(e) = r {
-                    let f = self.fds[slot].as_ref().expect("open");
-                    return Err(call(format!("fsync {:?}", self.entry_path(f)), e));
-                }
-                Ok(Step::Ok)
-            }
-            FsyncSet => {
-                let set = fo.fileset.unwrap_or(0);
-                for k in 0..self.fds.len() {
-                    let Some(f) = &self.fds[k] else { continue };
-                    if f.set != set {
-                        continue;
-                    }
-                    let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
-                    let t = clock(&self.ring);
-                    let r = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys);
-                    rec(&mut self.ring, TraceOp::Fsync, file, 0, 0, t, status(&r));
-                    if let Err(e) = r {
-                        let f = self.fds[k].as_ref().expect("open");
-                        return Err(call(format!("fsync {:?}", self.entry_path(f)), e));
-                    }
-                }
-                Ok(Step::Ok)
-            }
+            Fsync => self.fsync(fo),
+            FsyncSet => self.fsync_set(fo),
             AioWait => self.aio_wait(),
-            SemBlock | Block => {
-                let n = if fo.kind == Block {
-                    1
-                } else {
-                    fo.value.sample(&mut self.rng).max(0.0) as i64
-                };
-                let own = fo.target.unwrap_or(0) + self.sem_instance;
-                let w = if fo.kind == Block {
-                    arena.sem_take(own, n)
-                } else {
-                    arena.sem_block(own, n)
-                };
-                match w {
-                    Waited::Got => Ok(Step::Ok),
-                    Waited::Stopped => Ok(Step::Stopped),
-                }
-            }
-            Wakeup | SemPost => {
-                let n = if fo.kind == Wakeup {
-                    1
-                } else {
-                    fo.value.sample(&mut self.rng).max(0.0) as i64
-                };
-                let blocking = fo.kind == SemPost && fo.blocking;
-                for &(base, count) in &fo.targets {
-                    for k in base..base + count {
-                        let hw = self.sh.model.sems.get(k).map(|s| s.highwater).unwrap_or(0);
-                        if arena.sem_post(k, n, hw, blocking) == Waited::Stopped {
-                            return Ok(Step::Stopped);
-                        }
-                    }
-                }
-                Ok(Step::Ok)
-            }
-            Hog => {
-                // Filebench's flowoplib_hog: `value` stores of 1 to the first byte of the
-                // thread's memory (no index arithmetic: that made each iteration about twice
-                // as costly as Filebench's and the stock oltp shadows CPU-bound on it).
-                let n = fo.value.sample(&mut self.rng).max(0.0) as u64;
-                let p = self.eng.as_dyn().buffers().slot_ptr(SYNC_SLOT as usize);
-                for _ in 0..n {
-                    // SAFETY: p is the start of our buffer; volatile keeps the busy loop.
-                    unsafe { std::ptr::write_volatile(p, 1) };
-                }
-                Ok(Step::Ok)
-            }
-            Delay => {
-                let secs = fo.value.sample(&mut self.rng).max(0.0);
-                let until = now_ns() + (secs * 1e9) as u64;
-                while now_ns() < until {
-                    if arena.stopping() {
-                        return Ok(Step::Stopped);
-                    }
-                    std::thread::sleep(Duration::from_nanos((until - now_ns()).min(50_000_000)));
-                }
-                Ok(Step::Ok)
-            }
+            SemBlock | Block => self.sem_wait(fo),
+            Wakeup | SemPost => self.sem_post(fo),
+            Hog => self.hog(fo),
+            Delay => self.delay(fo),
             EventLimit => {
                 if !self.eventgen_on() {
                     return Ok(Step::Quiet);
@@ -1002,45 +816,277 @@ impl Thread<'_> {
                 self.events(1)
             }
             BwLimit | IopsLimit | OpsLimit => self.limit(fo),
-            FinishOnCount | FinishOnBytes => {
-                let limit = fo.value.sample(&mut self.rng).max(0.0) as u64;
-                let have = match (fo.kind, fo.target) {
-                    (FinishOnCount, Some(j)) => self.stats[j].ops(),
-                    (FinishOnCount, None) => self.proc_total(|p| p.ops.load(Relaxed)),
-                    (_, Some(j)) => self.stats[j].bytes(),
-                    (_, None) => self
-                        .proc_total(|p| p.read_bytes.load(Relaxed) + p.write_bytes.load(Relaxed)),
-                };
-                // Filebench: count reached when ops >= value, bytes when bytes > value.
-                let reached = if fo.kind == FinishOnCount {
-                    have >= limit
-                } else {
-                    have > limit
-                };
-                if reached {
-                    let what = if fo.kind == FinishOnCount {
-                        "operations"
-                    } else {
-                        "bytes"
-                    };
-                    return Ok(Step::Done(format!("{} reached {limit} {what}", fo.name)));
-                }
+            FinishOnCount | FinishOnBytes => self.finish_on(fo),
+            Composite => self.composite(fo),
+        }
+    }
+
+    /// Filebench's openfile and createfile: open a file of the fileset on the flowop's descriptor.
+    fn open_file(&mut self, fo: &Flowop) -> StepResult {
+        use Kind::*;
+        let slot = self.fdnum(fo);
+        if self.open_on(fo, slot, fo.kind == CreateFile)? {
+            Ok(Step::Ok)
+        } else if fo.kind == CreateFile {
+            Ok(Step::NoRsc("every file of the fileset exists".into()))
+        } else {
+            Ok(Step::NoRsc("no file of the fileset exists".into()))
+        }
+    }
+
+    /// closefile: close the flowop's descriptor (once no other thread holds the file busy).
+    fn close_file(&mut self, fo: &Flowop) -> StepResult {
+        let arena = self.sh.arena;
+        let slot = self.fdnum(fo);
+        match self.fds[slot].take() {
+            Some(f) => {
+                busy_wait(arena, f.set, f.entry);
+                self.close(slot, f);
                 Ok(Step::Ok)
             }
-            Composite => {
-                for inner in &fo.inner {
-                    if let Some(end) = self.run_flowop(inner)? {
-                        return Ok(match end {
-                            End::Stopped => Step::Stopped,
-                            End::Finished(w) => Step::Done(w),
-                            End::OutOfFiles(w) => Step::NoRsc(w),
-                            End::Failed(w) => return Err(FlowopError::State(w)),
-                        });
-                    }
+            None => Err(FlowopError::State(format!("fd {slot} is not open"))),
+        }
+    }
+
+    /// statfile: fstat the file open on `fd=N` (N > 0), else stat the next existing file of the fileset.
+    fn stat_file(&mut self, fo: &Flowop) -> StepResult {
+        let arena = self.sh.arena;
+        let slot = self.fdnum(fo);
+        if slot > 0 {
+            if let Some(f) = &self.fds[slot] {
+                let mut st = crate::engine::meta::statx_buf();
+                let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
+                let t = clock(&self.ring);
+                let r = self.eng.as_dyn().stat_fd(fd, &mut st, &mut self.sys);
+                rec(&mut self.ring, TraceOp::Stat, file, 0, 0, t, status(&r));
+                if let Err(e) = r {
+                    let f = self.fds[slot].as_ref().expect("open");
+                    return Err(call(format!("fstat {:?}", self.entry_path(f)), e));
                 }
-                Ok(Step::Ok)
+                return Ok(Step::Ok);
             }
         }
+        let Some(set) = fo.fileset else {
+            return Err(FlowopError::State(format!(
+                "fd {slot} is not open and no filesetname is given"
+            )));
+        };
+        let from = match self.pick_index(fo, set) {
+            Some(i) => From::Index(i),
+            None => From::Shared(Rotor::Exists),
+        };
+        let i = match pick(arena, set, Want::Exists, from) {
+            Picked::Got(i) => i,
+            Picked::NoRsc => return Ok(Step::NoRsc("no file to stat".into())),
+        };
+        let path = self.sh.layouts[set].path(i);
+        let file = self.entry_file(set, i);
+        let mut st = crate::engine::meta::statx_buf();
+        let t = clock(&self.ring);
+        let r = self
+            .eng
+            .as_dyn()
+            .stat_at(AT_FDCWD, &path, 0, &mut st, &mut self.sys);
+        rec(&mut self.ring, TraceOp::Stat, file, 0, 0, t, status(&r));
+        unbusy(arena, set, i, None, 0);
+        if let Err(e) = r {
+            return Err(call(format!("stat {path:?}"), e));
+        }
+        Ok(Step::Ok)
+    }
+
+    /// makedir / removedir: the next absent (existing) directory of the fileset.
+    fn make_remove_dir(&mut self, fo: &Flowop) -> StepResult {
+        use Kind::*;
+        let arena = self.sh.arena;
+        let set = fo.fileset.unwrap_or(0);
+        let (want, rotor) = if fo.kind == MakeDir {
+            (Want::Absent, Rotor::Absent)
+        } else {
+            (Want::Exists, Rotor::Exists)
+        };
+        let from = match self.pick_index(fo, set) {
+            Some(i) => From::Index(i),
+            None => From::Shared(rotor),
+        };
+        let i = match pick(arena, set, want, from) {
+            Picked::Got(i) => i,
+            Picked::NoRsc => {
+                return Ok(Step::NoRsc(format!(
+                    "no directory left to {}",
+                    if fo.kind == MakeDir { "make" } else { "remove" }
+                )))
+            }
+        };
+        let path = self.sh.layouts[set].path(i);
+        let file = self.entry_file(set, i);
+        let eng = self.eng.as_dyn();
+        let t = clock(&self.ring);
+        let (r, op) = if fo.kind == MakeDir {
+            let r = eng.mkdir_at(AT_FDCWD, &path, 0o755, &mut self.sys);
+            (r, TraceOp::Mkdir)
+        } else {
+            let r = eng.unlink_at(AT_FDCWD, &path, true, &mut self.sys);
+            (r, TraceOp::Unlink)
+        };
+        rec(&mut self.ring, op, file, 0, 0, t, status(&r));
+        if let Err(e) = r {
+            release(arena, set, i, fo.kind == RemoveDir);
+            let what = if fo.kind == MakeDir { "mkdir" } else { "rmdir" };
+            return Err(call(format!("{what} {path:?}"), e));
+        }
+        release(arena, set, i, fo.kind == MakeDir);
+        Ok(Step::Ok)
+    }
+
+    /// fsync: the file open on the flowop's descriptor.
+    fn fsync(&mut self, fo: &Flowop) -> StepResult {
+        let slot = self.fdnum(fo);
+        let Some(f) = &self.fds[slot] else {
+            return Err(FlowopError::State(format!("fd {slot} is not open")));
+        };
+        let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
+        let t = clock(&self.ring);
+        let r = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys);
+        rec(&mut self.ring, TraceOp::Fsync, file, 0, 0, t, status(&r));
+        if let Err(e) = r {
+            let f = self.fds[slot].as_ref().expect("open");
+            return Err(call(format!("fsync {:?}", self.entry_path(f)), e));
+        }
+        Ok(Step::Ok)
+    }
+
+    /// fsyncset: every file of the fileset this thread has open.
+    fn fsync_set(&mut self, fo: &Flowop) -> StepResult {
+        let set = fo.fileset.unwrap_or(0);
+        for k in 0..self.fds.len() {
+            let Some(f) = &self.fds[k] else { continue };
+            if f.set != set {
+                continue;
+            }
+            let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
+            let t = clock(&self.ring);
+            let r = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys);
+            rec(&mut self.ring, TraceOp::Fsync, file, 0, 0, t, status(&r));
+            if let Err(e) = r {
+                let f = self.fds[k].as_ref().expect("open");
+                return Err(call(format!("fsync {:?}", self.entry_path(f)), e));
+            }
+        }
+        Ok(Step::Ok)
+    }
+
+    /// semblock / block: wait on this thread instance's semaphore.
+    fn sem_wait(&mut self, fo: &Flowop) -> StepResult {
+        use Kind::*;
+        let arena = self.sh.arena;
+        let n = if fo.kind == Block {
+            1
+        } else {
+            fo.value.sample(&mut self.rng).max(0.0) as i64
+        };
+        let own = fo.target.unwrap_or(0) + self.sem_instance;
+        let w = if fo.kind == Block {
+            arena.sem_take(own, n)
+        } else {
+            arena.sem_block(own, n)
+        };
+        match w {
+            Waited::Got => Ok(Step::Ok),
+            Waited::Stopped => Ok(Step::Stopped),
+        }
+    }
+
+    /// sempost / wakeup: post to the target threads' semaphores.
+    fn sem_post(&mut self, fo: &Flowop) -> StepResult {
+        use Kind::*;
+        let arena = self.sh.arena;
+        let n = if fo.kind == Wakeup {
+            1
+        } else {
+            fo.value.sample(&mut self.rng).max(0.0) as i64
+        };
+        let blocking = fo.kind == SemPost && fo.blocking;
+        for &(base, count) in &fo.targets {
+            for k in base..base + count {
+                let hw = self.sh.model.sems.get(k).map(|s| s.highwater).unwrap_or(0);
+                if arena.sem_post(k, n, hw, blocking) == Waited::Stopped {
+                    return Ok(Step::Stopped);
+                }
+            }
+        }
+        Ok(Step::Ok)
+    }
+
+    fn hog(&mut self, fo: &Flowop) -> StepResult {
+        // Filebench's flowoplib_hog: `value` stores of 1 to the first byte of the
+        // thread's memory (no index arithmetic: that made each iteration about twice
+        // as costly as Filebench's and the stock oltp shadows CPU-bound on it).
+        let n = fo.value.sample(&mut self.rng).max(0.0) as u64;
+        let p = self.eng.as_dyn().buffers().slot_ptr(SYNC_SLOT as usize);
+        for _ in 0..n {
+            // SAFETY: p is the start of our buffer; volatile keeps the busy loop.
+            unsafe { std::ptr::write_volatile(p, 1) };
+        }
+        Ok(Step::Ok)
+    }
+
+    /// delay: sleep `value` seconds, ending early when the run stops.
+    fn delay(&mut self, fo: &Flowop) -> StepResult {
+        let arena = self.sh.arena;
+        let secs = fo.value.sample(&mut self.rng).max(0.0);
+        let until = now_ns() + (secs * 1e9) as u64;
+        while now_ns() < until {
+            if arena.stopping() {
+                return Ok(Step::Stopped);
+            }
+            std::thread::sleep(Duration::from_nanos((until - now_ns()).min(50_000_000)));
+        }
+        Ok(Step::Ok)
+    }
+
+    /// finishoncount / finishonbytes: end the thread once the count is reached.
+    fn finish_on(&mut self, fo: &Flowop) -> StepResult {
+        use Kind::*;
+        let limit = fo.value.sample(&mut self.rng).max(0.0) as u64;
+        let have = match (fo.kind, fo.target) {
+            (FinishOnCount, Some(j)) => self.stats[j].ops(),
+            (FinishOnCount, None) => self.proc_total(|p| p.ops.load(Relaxed)),
+            (_, Some(j)) => self.stats[j].bytes(),
+            (_, None) => {
+                self.proc_total(|p| p.read_bytes.load(Relaxed) + p.write_bytes.load(Relaxed))
+            }
+        };
+        // Filebench: count reached when ops >= value, bytes when bytes > value.
+        let reached = if fo.kind == FinishOnCount {
+            have >= limit
+        } else {
+            have > limit
+        };
+        if reached {
+            let what = if fo.kind == FinishOnCount {
+                "operations"
+            } else {
+                "bytes"
+            };
+            return Ok(Step::Done(format!("{} reached {limit} {what}", fo.name)));
+        }
+        Ok(Step::Ok)
+    }
+
+    /// A composite flowop: its inner flowops in order.
+    fn composite(&mut self, fo: &Flowop) -> StepResult {
+        for inner in &fo.inner {
+            if let Some(end) = self.run_flowop(inner)? {
+                return Ok(match end {
+                    End::Stopped => Step::Stopped,
+                    End::Finished(w) => Step::Done(w),
+                    End::OutOfFiles(w) => Step::NoRsc(w),
+                    End::Failed(w) => return Err(FlowopError::State(w)),
+                });
+            }
+        }
+        Ok(Step::Ok)
     }
 
     fn eventgen_on(&self) -> bool {
@@ -1364,119 +1410,152 @@ impl Thread<'_> {
                 .map_err(|e| call("switching on O_DIRECT", e))?;
         }
         match fo.kind {
-            Kind::Read => {
-                let at = if random { offset } else { IoOp::AT_CURSOR };
-                let n = match self.io(OpKind::Read, slot, at, size) {
-                    Ok(n) => n,
-                    Err(e) => {
-                        self.stats[fo.stat].errors += 1;
-                        let (path, at) = self.failed_at(slot, random.then_some(offset), false);
-                        return Err(call(
-                            format!("read of {size} bytes from {path:?} at offset {at}"),
-                            e,
-                        ));
-                    }
-                };
-                if n == 0 {
-                    // End of file: Filebench counts the empty read and starts over at 0.
-                    let f = self.fds[slot].as_mut().expect("set up");
-                    f.pos = 0;
-                    let fd = f.fd;
-                    let _ = self
-                        .eng
-                        .as_dyn()
-                        .seek_fd(fd, 0, libc::SEEK_SET, &mut self.sys);
-                }
-                self.bytes = n;
-            }
-            Kind::AioWrite if aio => {
-                let f = self.fds[slot].as_mut().expect("set up");
-                let off = if random { offset } else { f.aio_off };
-                if !random {
-                    f.aio_off += size as u64;
-                }
-                let fd = f.fd;
-                let file = self.file_base[f.set].saturating_add(f.entry as u32);
-                f.end = f.end.max(off + size as u64);
-                if self.aio_inflight >= AIO_DEPTH - 1 {
-                    // Queue full: reap at least one before queueing more.
-                    self.aio_reap(1)
-                        .map_err(|e| call("aiowrite completion", e))?;
-                }
-                let t = clock(&self.ring);
-                let Some((eng, buf)) = self.aio_engine() else {
-                    unreachable!("checked above")
-                };
-                // The aio engine of a sync thread has its own file slots: point this one at
-                // the descriptor (the thread's own engine has it already).
-                eng.set_file(slot as u32, fd)
-                    .map_err(|e| call("aiowrite", e))?;
-                let op = IoOp {
-                    kind: OpKind::Write,
-                    file: slot as u32,
-                    route: Route::Buffered,
-                    offset: off,
-                    len: size as u32,
-                    slot: buf,
-                };
-                let mut sys = SyscallCounts::default();
-                let r = eng.submit(&[op], &mut sys);
-                self.sys += &sys;
-                self.io_calls += 1;
-                // An aiowrite is recorded when it is queued (its result: the bytes queued, or
-                // the submit's errno); a failed completion fails the flowop at aiowait.
-                let result = match &r {
-                    Ok(1) => size as i64,
-                    Ok(_) => -(libc::EAGAIN as i64),
-                    Err(_) => status(&r),
-                };
-                rec(
-                    &mut self.ring,
-                    TraceOp::Write,
-                    file,
-                    off,
-                    size as u64,
-                    t,
-                    result,
-                );
-                match r {
-                    Ok(1) => {}
-                    Ok(_) => return Err(FlowopError::State("aio queue full".into())),
-                    Err(e) => return Err(call("io_uring submit", e)),
-                }
-                self.aio_inflight += 1;
-                self.bytes = size as u64;
-            }
-            _ => {
-                let append = matches!(fo.kind, Kind::AppendFile | Kind::AppendFileRand);
-                // At (and advancing) the descriptor's offset; an append at the end of the
-                // file, leaving the offset there (Filebench: lseek END, write).
-                let mut at = if append {
-                    IoOp::APPEND
-                } else if random {
-                    offset
-                } else {
-                    IoOp::AT_CURSOR
-                };
-                if fo.dsync {
-                    at |= IoOp::DSYNC;
-                }
-                let n = match self.io(OpKind::Write, slot, at, size) {
-                    Ok(n) => n,
-                    Err(e) => {
-                        self.stats[fo.stat].errors += 1;
-                        let known = (random && !append).then_some(offset);
-                        let (path, at) = self.failed_at(slot, known, append);
-                        return Err(call(
-                            format!("write of {size} bytes to {path:?} at offset {at}"),
-                            e,
-                        ));
-                    }
-                };
-                self.bytes = n;
-            }
+            Kind::Read => self.read_io(fo, slot, size, random, offset)?,
+            Kind::AioWrite if aio => self.aio_write(slot, size, random, offset)?,
+            _ => self.write_io(fo, slot, size, random, offset)?,
         }
         Ok(Step::Ok)
+    }
+
+    /// One read of `size` bytes: at `offset` when random, else at the descriptor's offset.
+    fn read_io(
+        &mut self,
+        fo: &Flowop,
+        slot: usize,
+        size: usize,
+        random: bool,
+        offset: u64,
+    ) -> Result<(), FlowopError> {
+        let at = if random { offset } else { IoOp::AT_CURSOR };
+        let n = match self.io(OpKind::Read, slot, at, size) {
+            Ok(n) => n,
+            Err(e) => {
+                self.stats[fo.stat].errors += 1;
+                let (path, at) = self.failed_at(slot, random.then_some(offset), false);
+                return Err(call(
+                    format!("read of {size} bytes from {path:?} at offset {at}"),
+                    e,
+                ));
+            }
+        };
+        if n == 0 {
+            // End of file: Filebench counts the empty read and starts over at 0.
+            let f = self.fds[slot].as_mut().expect("set up");
+            f.pos = 0;
+            let fd = f.fd;
+            let _ = self
+                .eng
+                .as_dyn()
+                .seek_fd(fd, 0, libc::SEEK_SET, &mut self.sys);
+        }
+        self.bytes = n;
+        Ok(())
+    }
+
+    /// One aiowrite of `size` bytes queued on the aio engine (reaping one first when the
+    /// queue is full).
+    fn aio_write(
+        &mut self,
+        slot: usize,
+        size: usize,
+        random: bool,
+        offset: u64,
+    ) -> Result<(), FlowopError> {
+        let f = self.fds[slot].as_mut().expect("set up");
+        let off = if random { offset } else { f.aio_off };
+        if !random {
+            f.aio_off += size as u64;
+        }
+        let fd = f.fd;
+        let file = self.file_base[f.set].saturating_add(f.entry as u32);
+        f.end = f.end.max(off + size as u64);
+        if self.aio_inflight >= AIO_DEPTH - 1 {
+            // Queue full: reap at least one before queueing more.
+            self.aio_reap(1)
+                .map_err(|e| call("aiowrite completion", e))?;
+        }
+        let t = clock(&self.ring);
+        let Some((eng, buf)) = self.aio_engine() else {
+            unreachable!("checked above")
+        };
+        // The aio engine of a sync thread has its own file slots: point this one at
+        // the descriptor (the thread's own engine has it already).
+        eng.set_file(slot as u32, fd)
+            .map_err(|e| call("aiowrite", e))?;
+        let op = IoOp {
+            kind: OpKind::Write,
+            file: slot as u32,
+            route: Route::Buffered,
+            offset: off,
+            len: size as u32,
+            slot: buf,
+        };
+        let mut sys = SyscallCounts::default();
+        let r = eng.submit(&[op], &mut sys);
+        self.sys += &sys;
+        self.io_calls += 1;
+        // An aiowrite is recorded when it is queued (its result: the bytes queued, or
+        // the submit's errno); a failed completion fails the flowop at aiowait.
+        let result = match &r {
+            Ok(1) => size as i64,
+            Ok(_) => -(libc::EAGAIN as i64),
+            Err(_) => status(&r),
+        };
+        rec(
+            &mut self.ring,
+            TraceOp::Write,
+            file,
+            off,
+            size as u64,
+            t,
+            result,
+        );
+        match r {
+            Ok(1) => {}
+            Ok(_) => return Err(FlowopError::State("aio queue full".into())),
+            Err(e) => return Err(call("io_uring submit", e)),
+        }
+        self.aio_inflight += 1;
+        self.bytes = size as u64;
+        Ok(())
+    }
+
+    /// One write, append or dsync write of `size` bytes.
+    fn write_io(
+        &mut self,
+        fo: &Flowop,
+        slot: usize,
+        size: usize,
+        random: bool,
+        offset: u64,
+    ) -> Result<(), FlowopError> {
+        let append = matches!(fo.kind, Kind::AppendFile | Kind::AppendFileRand);
+        // At (and advancing) the descriptor's offset; an append at the end of the
+        // file, leaving the offset there (Filebench: lseek END, write).
+        let mut at = if append {
+            IoOp::APPEND
+        } else if random {
+            offset
+        } else {
+            IoOp::AT_CURSOR
+        };
+        if fo.dsync {
+            at |= IoOp::DSYNC;
+        }
+        let n = match self.io(OpKind::Write, slot, at, size) {
+            Ok(n) => n,
+            Err(e) => {
+                self.stats[fo.stat].errors += 1;
+                let known = (random && !append).then_some(offset);
+                let (path, at) = self.failed_at(slot, known, append);
+                return Err(call(
+                    format!("write of {size} bytes to {path:?} at offset {at}"),
+                    e,
+                ));
+            }
+        };
+        self.bytes = n;
+        Ok(())
     }
 
     fn read_whole(&mut self, fo: &Flowop, t0: u64) -> StepResult {

@@ -179,7 +179,36 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<RunResult>
         }
         Ok(())
     })();
-    if opts.keep {
+    finish_filesets(&prepared, &layouts, &arena, opts.keep, &mut result);
+    match outcome {
+        Ok(()) => result.finish(signal::interrupted()),
+        Err(e) if fileset::is_interrupted(&e) => {
+            result.note(format!("{e}"));
+            result.finish(true);
+        }
+        Err(e) if crate::error::is_usage(&e) => return Err(e),
+        Err(e) => {
+            // A failed run still produces its document (status failed, the error in it).
+            let msg = format!("{e:#}");
+            eprintln!("fsbench workload: {msg}");
+            result.note(format!("failed: {msg}"));
+            result.finish(signal::interrupted());
+            result.fail();
+        }
+    }
+    Ok(result.result)
+}
+
+/// After the script: keep the prepared filesets (`--keep`) or remove what fsbench created of
+/// them, noting in the Result what was kept or left behind.
+fn finish_filesets(
+    prepared: &[Prepared],
+    layouts: &[SetLayout],
+    arena: &Arena,
+    keep: bool,
+    result: &mut WorkloadDoc,
+) {
+    if keep {
         for (i, p) in prepared.iter().enumerate() {
             if let Err(e) = fileset::keep(p, &layouts[i], &arena, i) {
                 result.note(format!("keeping {}: {e:#}", p.root.display()));
@@ -222,23 +251,6 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<RunResult>
             result.note(note);
         }
     }
-    match outcome {
-        Ok(()) => result.finish(signal::interrupted()),
-        Err(e) if fileset::is_interrupted(&e) => {
-            result.note(format!("{e}"));
-            result.finish(true);
-        }
-        Err(e) if crate::error::is_usage(&e) => return Err(e),
-        Err(e) => {
-            // A failed run still produces its document (status failed, the error in it).
-            let msg = format!("{e:#}");
-            eprintln!("fsbench workload: {msg}");
-            result.note(format!("failed: {msg}"));
-            result.finish(signal::interrupted());
-            result.fail();
-        }
-    }
-    Ok(result.result)
 }
 
 /// Lock every directory a fileset is laid out in, for the whole run.
@@ -617,49 +629,19 @@ fn sum_progress(arena: &Arena, n: usize) -> [u64; 5] {
     s
 }
 
-#[allow(clippy::too_many_arguments)]
-fn one_run(
-    src: &Source,
+/// Watch a started run until it stops: print the psrun lines and check the stop conditions
+/// (time, mode quit, out of files, a failed flowop, Ctrl-C/SIGTERM, no progress). Returns why
+/// it stopped, whether that is a failure, and the progress lines.
+fn watch(
     model: &Model,
-    layouts: &[SetLayout],
     arena: &Arena,
+    t0: Instant,
     secs: f64,
     psrun: Option<(f64, bool)>,
-    number: u32,
     opts: &Options,
-) -> Result<RunPart> {
-    reset(arena, model);
+) -> (String, bool, Vec<PsrunLine>) {
     let nthreads = model.total_threads();
-    let mut workers = spawn(src, model, layouts, arena, opts)?;
     let ctl = arena.ctl();
-    // Start barrier: every thread prepared (processes started, buffers allocated).
-    let wait_from = Instant::now();
-    while (ctl.ready.load(SeqCst) as usize) < nthreads {
-        if !children_alive(&mut workers)
-            || wait_from.elapsed() > Duration::from_secs(120)
-            || signal::interrupted()
-        {
-            ctl.stop.store(STOP_NORMAL, SeqCst);
-            arena.wake_everyone();
-            let _ = collect(workers);
-            bail!(
-                "workload processes failed to start ({} of {nthreads} threads ready)",
-                ctl.ready.load(SeqCst)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    if ctl.event_rate_milli.load(SeqCst) > 0 {
-        arena.set_event_rate(ctl.event_rate_milli.load(SeqCst) as f64 / 1000.0);
-    }
-    let t0 = Instant::now();
-    let started_unix_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
-    ctl.start_ns.store(now_ns(), SeqCst);
-    ctl.go.store(1, SeqCst);
-    futex_wake_all(&ctl.go);
-
     let mut lines = Vec::new();
     let mut last = (0.0f64, [0u64; 5]);
     let mut next_print = psrun.map(|p| p.0);
@@ -741,6 +723,53 @@ fn one_run(
             stalled_since = None;
         }
     }
+    (stop_reason, failed, lines)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn one_run(
+    src: &Source,
+    model: &Model,
+    layouts: &[SetLayout],
+    arena: &Arena,
+    secs: f64,
+    psrun: Option<(f64, bool)>,
+    number: u32,
+    opts: &Options,
+) -> Result<RunPart> {
+    reset(arena, model);
+    let nthreads = model.total_threads();
+    let mut workers = spawn(src, model, layouts, arena, opts)?;
+    let ctl = arena.ctl();
+    // Start barrier: every thread prepared (processes started, buffers allocated).
+    let wait_from = Instant::now();
+    while (ctl.ready.load(SeqCst) as usize) < nthreads {
+        if !children_alive(&mut workers)
+            || wait_from.elapsed() > Duration::from_secs(120)
+            || signal::interrupted()
+        {
+            ctl.stop.store(STOP_NORMAL, SeqCst);
+            arena.wake_everyone();
+            let _ = collect(workers);
+            bail!(
+                "workload processes failed to start ({} of {nthreads} threads ready)",
+                ctl.ready.load(SeqCst)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if ctl.event_rate_milli.load(SeqCst) > 0 {
+        arena.set_event_rate(ctl.event_rate_milli.load(SeqCst) as f64 / 1000.0);
+    }
+    let t0 = Instant::now();
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    ctl.start_ns.store(now_ns(), SeqCst);
+    ctl.go.store(1, SeqCst);
+    futex_wake_all(&ctl.go);
+
+    let (stop_reason, failed, lines) = watch(model, arena, t0, secs, psrun, opts);
     let elapsed_s = t0.elapsed().as_secs_f64();
     ctl.stop.store(STOP_NORMAL, SeqCst);
     arena.wake_everyone();
