@@ -5,7 +5,11 @@
 //! fsbench workload show fileserver
 //! fsbench workload fileserver --dir /data -D nfiles=1000 -D nthreads=8 --time 30s
 //! fsbench workload my-app.f --output res.json
+//! fsbench workload webserver --trace web.csv --iostat 1s --rate-iops 500 --rate-scope total
 //! ```
+//!
+//! The observation flags (`--iostat`, `--trace`) and the rate limit flags are `run`'s, with
+//! the same parsing and meaning; `crate::observe::Observer` runs beside the workload.
 
 use crate::report::{Format, Runs};
 use crate::workload::personalities::{defaults, find, PERSONALITIES, VARIANTS};

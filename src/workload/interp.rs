@@ -11,6 +11,14 @@
 //! pre-built C strings and the buffers come from the engine's pool, so nothing allocates or
 //! locks beside the I/O itself; latency and CPU are clock reads (CLOCK_MONOTONIC,
 //! CLOCK_THREAD_CPUTIME_ID).
+//!
+//! As for a Job's workers, a traced run (`--trace`) gives each thread a preallocated ring in
+//! its untimed preparation; every call (open, close, read, write, fsync, unlink, stat, mkdir,
+//! readdir) is recorded with its file's index in the run's shared table of fileset paths
+//! (two clock reads and a few stores, only when traced). A rate limit (`--rate-iops`,
+//! `--rate-bytes`) paces the data flowops with the runner's [`Pacer`] before their clock
+//! starts; metadata flowops do not count against it. The system calls every thread made are
+//! counted per call kind and merged into the Result.
 
 use super::fileset::{busy_wait, pick, release, unbusy, From, Picked, SetLayout, Want};
 use super::model::{flatten, Flowop, Kind, Model, ThreadSpec};
@@ -496,16 +504,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
     if let Some(r) = t.ring.take() {
         crate::trace::finish_ring(r);
     }
-    if matches!(end, End::Finished(_) | End::OutOfFiles(_)) {
-        ctl.done.fetch_add(1, SeqCst);
-    }
-    if matches!(end, End::OutOfFiles(_)) {
-        ctl.norsc.fetch_add(1, SeqCst);
-    }
-    if matches!(end, End::Failed(_)) {
-        ctl.failed.fetch_add(1, SeqCst);
-    }
-    ctl.live.fetch_sub(1, SeqCst);
+    tell_end(ctl, &end);
     let usage = thread_usage().since(&u0);
     let flowops = flat
         .iter()
@@ -522,6 +521,20 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
         end,
         sys: t.sys,
     }
+}
+
+/// Tell the parent's stop conditions how a thread ended (it is no longer live).
+fn tell_end(ctl: &super::shared::Control, end: &End) {
+    if matches!(end, End::Finished(_) | End::OutOfFiles(_)) {
+        ctl.done.fetch_add(1, SeqCst);
+    }
+    if matches!(end, End::OutOfFiles(_)) {
+        ctl.norsc.fetch_add(1, SeqCst);
+    }
+    if matches!(end, End::Failed(_)) {
+        ctl.failed.fetch_add(1, SeqCst);
+    }
+    ctl.live.fetch_sub(1, SeqCst);
 }
 
 impl Thread<'_> {
