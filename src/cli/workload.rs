@@ -5,7 +5,11 @@
 //! fsbench workload show fileserver
 //! fsbench workload fileserver --dir /data -D nfiles=1000 -D nthreads=8 --time 30s
 //! fsbench workload my-app.f --output res.json
+//! fsbench workload webserver --trace web.csv --iostat 1s --rate-iops 500 --rate-scope total
 //! ```
+//!
+//! The observation flags (`--iostat`, `--trace`) and the rate limit flags are `run`'s, with
+//! the same parsing and meaning; `crate::observe::Observer` runs beside the workload.
 
 use crate::report::{Format, Runs};
 use crate::workload::personalities::{defaults, find, PERSONALITIES, VARIANTS};
@@ -53,6 +57,82 @@ pub struct WorkloadArgs {
     /// sync, uring: the engine every flowop's system calls go through (default sync)
     #[arg(long)]
     pub engine: Option<String>,
+    /// Rate limit in data I/O calls per second (per thread, or see --rate-scope)
+    #[arg(long = "rate-iops")]
+    pub rate_iops: Option<u64>,
+    /// Rate limit in bytes per second of data I/O (per thread, or see --rate-scope)
+    #[arg(long = "rate-bytes")]
+    pub rate_bytes: Option<String>,
+    /// Whom the rate limit applies to: thread (each thread instance) or total (divided among
+    /// all thread instances)
+    #[arg(long = "rate-scope")]
+    pub rate_scope: Option<String>,
+    #[command(flatten)]
+    pub observe: crate::cli::observe::ObserveArgs,
+}
+
+/// `--rate-iops`, `--rate-bytes`, `--rate-scope` as run reads them.
+fn rate_limit(a: &WorkloadArgs) -> anyhow::Result<crate::job::RateLimit> {
+    let mut rate = crate::job::RateLimit {
+        iops: a.rate_iops,
+        ..Default::default()
+    };
+    if let Some(b) = &a.rate_bytes {
+        rate.bytes_per_sec = Some(crate::units::parse_size_as(
+            b,
+            crate::units::BareUnit::Bytes,
+            "--rate-bytes",
+        )?);
+    }
+    if let Some(s) = &a.rate_scope {
+        rate.scope = crate::job::RateScope::parse(s)?;
+    }
+    if rate.iops == Some(0) || rate.bytes_per_sec == Some(0) {
+        crate::bail_usage!(
+            "bad rate limit 0: give a positive --rate-iops or --rate-bytes, or leave it out"
+        );
+    }
+    Ok(rate)
+}
+
+/// The Result's note of a rate limit: what it limits and what counts against it.
+fn rate_note(rate: &crate::job::RateLimit) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(n) = rate.iops {
+        parts.push(format!("{n} data I/O calls/s"));
+    }
+    if let Some(b) = rate.bytes_per_sec {
+        parts.push(format!("{}/s", crate::units::format_bytes(b as f64)));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let scope = match rate.scope {
+        crate::job::RateScope::Thread => "per thread",
+        crate::job::RateScope::Total => "total",
+    };
+    Some(format!(
+        "rate limit: {} {scope} (the read and write calls of data flowops; metadata flowops do not count)",
+        parts.join(" and ")
+    ))
+}
+
+/// What the observers watch: the directories the filesets are laid out in, every thread
+/// instance, in worker processes unless `--in-process`.
+fn scope(model: &crate::workload::model::Model, in_process: bool) -> crate::observe::Scope {
+    let mut targets: Vec<PathBuf> = model
+        .filesets
+        .iter()
+        .filter_map(|f| f.root.parent().map(|p| p.to_path_buf()))
+        .filter(|p| p.is_dir())
+        .collect();
+    targets.sort();
+    targets.dedup();
+    crate::observe::Scope {
+        targets,
+        workers: model.total_threads(),
+        processes: !in_process,
+    }
 }
 
 fn list() -> String {
@@ -109,45 +189,9 @@ fn wml_text(name: &str, bytes: Vec<u8>) -> anyhow::Result<String> {
     })
 }
 
-pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
-    match a.workload.as_str() {
-        "list" => {
-            crate::out!("{}", list());
-            return Ok(0);
-        }
-        "show" => {
-            let Some(name) = a.extra.as_deref() else {
-                crate::bail_usage!(
-                    "usage: fsbench workload show NAME (see `fsbench workload list`)"
-                )
-            };
-            let Some((p, d)) = find(name) else {
-                crate::bail_usage!("unknown personality '{name}': see `fsbench workload list`")
-            };
-            for (k, v) in d {
-                crate::outln!("# variant {name}: -D {k}={v}");
-            }
-            crate::out!("{}", p.text);
-            return Ok(0);
-        }
-        _ => {}
-    }
-    if let Some(x) = &a.extra {
-        crate::bail_usage!(
-            "unexpected argument '{x}': options come after the workload name, e.g. -D nfiles=100"
-        );
-    }
-    let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
-    let time = a
-        .time
-        .as_deref()
-        .map(crate::units::parse_duration)
-        .transpose()?;
-    if time == Some(Duration::ZERO) {
-        crate::bail_usage!("--time must be more than 0");
-    }
-    let stall_after = crate::units::parse_duration(&a.stall_after)?;
-    let engine = match a.engine.as_deref().map(crate::job::EngineKind::parse).transpose()? {
+/// `--engine`: sync (the default) or uring; mmap cannot create or delete files.
+fn engine(flag: Option<&str>) -> anyhow::Result<crate::job::EngineKind> {
+    let engine = match flag.map(crate::job::EngineKind::parse).transpose()? {
         None => crate::job::EngineKind::Sync,
         Some(crate::job::EngineKind::Mmap) => crate::bail_usage!(
             "--engine mmap: workloads open, create and delete files as they run; expected sync or uring"
@@ -159,6 +203,14 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
             crate::bail_usage!("--engine uring: {why}");
         }
     }
+    Ok(engine)
+}
+
+/// The workload named on the command line (a personality or a .f file) with its `-D`
+/// overrides and `--dir`, loaded; refused when `--no-system` forbids what it runs.
+fn load(
+    a: &WorkloadArgs,
+) -> anyhow::Result<(crate::workload::Source, crate::workload::model::Model)> {
     let mut defines: Vec<(String, String)> = Vec::new();
     let (name, text) = match find(&a.workload) {
         Some((p, preset)) => {
@@ -213,6 +265,51 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
             crate::bail_usage!("{} runs the shell command \"{c}\" (system): refused by --no-system; remove --no-system to allow it", src.name);
         }
     }
+    Ok((src, model))
+}
+
+pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
+    match a.workload.as_str() {
+        "list" => {
+            crate::out!("{}", list());
+            return Ok(0);
+        }
+        "show" => {
+            let Some(name) = a.extra.as_deref() else {
+                crate::bail_usage!(
+                    "usage: fsbench workload show NAME (see `fsbench workload list`)"
+                )
+            };
+            let Some((p, d)) = find(name) else {
+                crate::bail_usage!("unknown personality '{name}': see `fsbench workload list`")
+            };
+            for (k, v) in d {
+                crate::outln!("# variant {name}: -D {k}={v}");
+            }
+            crate::out!("{}", p.text);
+            return Ok(0);
+        }
+        _ => {}
+    }
+    if let Some(x) = &a.extra {
+        crate::bail_usage!(
+            "unexpected argument '{x}': options come after the workload name, e.g. -D nfiles=100"
+        );
+    }
+    let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
+    let time = a
+        .time
+        .as_deref()
+        .map(crate::units::parse_duration)
+        .transpose()?;
+    if time == Some(Duration::ZERO) {
+        crate::bail_usage!("--time must be more than 0");
+    }
+    let stall_after = crate::units::parse_duration(&a.stall_after)?;
+    let rate = rate_limit(&a)?;
+    let observe = a.observe.settings()?;
+    let engine = engine(a.engine.as_deref())?;
+    let (src, model) = load(&a)?;
     let opts = Options {
         time,
         keep: a.keep,
@@ -221,13 +318,29 @@ pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
         stall_after,
         progress: Some(crate::report::workload::psrun_line),
         engine,
+        rate,
     };
     crate::output::check_output(a.output.as_deref(), false)?;
+    let observer = crate::observe::Observer::start_for(&observe, &scope(&model, a.in_process))?;
     let mut result = execute(&src, &model, &opts)?;
+    // The observers saw the script from its first run's start to now.
+    let first_run = result
+        .workload
+        .as_ref()
+        .and_then(|w| w.runs.first())
+        .map(|r| r.started_unix_s);
+    let now_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    observer.finish(
+        &mut result,
+        first_run.map_or(0.0, |t| (now_unix - t).max(0.0)),
+    )?;
     result.notes.push(format!(
         "engine: {} (every flowop's system calls go through it)",
         engine.name()
     ));
+    result.notes.extend(rate_note(&rate));
     match format {
         Format::Json => crate::outln!("{}", serde_json::to_string_pretty(&result)?),
         Format::Csv => crate::out!("{}", crate::report::workload::csv(&result)),

@@ -44,14 +44,26 @@ impl Pacer {
     /// The schedule of worker `index` (0-based over all users' threads), if the job has a rate.
     pub fn for_worker(job: &Job, index: u64) -> Option<Pacer> {
         let rate = per_worker_rate(job)?;
+        Some(Pacer::at_rate(rate, index, job.total_threads()))
+    }
+
+    /// The schedule of worker `index` of `workers` that issues `rate` units a second, for a
+    /// source without a Job (a workload thread paces its I/O calls and its bytes with it).
+    pub fn at_rate(rate: f64, index: u64, workers: u64) -> Pacer {
         let interval_ns = 1e9 / rate;
-        let workers = job.total_threads().max(1);
-        Some(Pacer {
+        let workers = workers.max(1);
+        Pacer {
             interval_ns,
             phase_ns: interval_ns * (index % workers) as f64 / workers as f64,
             start_ns: 0,
             next: 0,
-        })
+        }
+    }
+
+    /// Take `n` slots at once (an operation that moved `n` bytes on a byte schedule).
+    #[inline]
+    pub fn take_n(&mut self, n: u64) {
+        self.next += n;
     }
 
     /// Anchor the schedule at the start of the timed loop (`t0_ns`). Also asks for 1 us timer

@@ -83,6 +83,7 @@ pub fn run_personality(
         stall_after: std::time::Duration::from_secs(3),
         progress: None,
         engine: crate::job::EngineKind::Sync,
+        rate: Default::default(),
     };
     execute(&src, &model, &opts).map_err(PersonalityError::Failed)
 }

@@ -16,8 +16,10 @@ use std::time::Instant;
 /// workload's fileset entries in order, a replayed trace's file table) and shared.
 pub type TraceFiles = Arc<Vec<String>>;
 
-/// Bits of [`Entry::file_op`] that hold the op; the file index is above them.
-const OP_BITS: u32 = 3;
+/// Bits of [`Entry::file_op`] that hold the op; the file index is above them. Four: there
+/// are ten ops (three bits held only eight, so mkdir and readdir came back as read and write
+/// of the next file).
+const OP_BITS: u32 = 4;
 /// Largest file index an entry can hold.
 pub const MAX_FILE_INDEX: u32 = u32::MAX >> OP_BITS;
 
@@ -229,6 +231,27 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].op, TraceOp::Write);
         assert_eq!(out[0].file, 1);
+    }
+
+    #[test]
+    fn every_op_keeps_its_code_and_file() {
+        let base = Instant::now();
+        let files: TraceFiles = Arc::new((0..20).map(|i| format!("f{i}")).collect());
+        let mut r = TraceRing::new(0, files, base, 16);
+        let ops: Vec<TraceOp> = (0..=u8::MAX).map_while(TraceOp::from_code).collect();
+        assert_eq!(ops.len(), 10);
+        for (i, op) in ops.iter().enumerate() {
+            r.record_call(*op, i as u32, 0, 0, base, base, 0);
+        }
+        let mut out = Vec::new();
+        r.drain_into(|f| f, &mut out);
+        let got: Vec<(TraceOp, u32)> = out.iter().map(|x| (x.op, x.file)).collect();
+        let want: Vec<(TraceOp, u32)> = ops
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (*o, i as u32))
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -11,6 +11,14 @@
 //! pre-built C strings and the buffers come from the engine's pool, so nothing allocates or
 //! locks beside the I/O itself; latency and CPU are clock reads (CLOCK_MONOTONIC,
 //! CLOCK_THREAD_CPUTIME_ID).
+//!
+//! As for a Job's workers, a traced run (`--trace`) gives each thread a preallocated ring in
+//! its untimed preparation; every call (open, close, read, write, fsync, unlink, stat, mkdir,
+//! readdir) is recorded with its file's index in the run's shared table of fileset paths
+//! (two clock reads and a few stores, only when traced). A rate limit (`--rate-iops`,
+//! `--rate-bytes`) paces the data flowops with the runner's [`Pacer`] before their clock
+//! starts; metadata flowops do not count against it. The system calls every thread made are
+//! counted per call kind and merged into the Result.
 
 use super::fileset::{busy_wait, pick, release, unbusy, From, Picked, SetLayout, Want};
 use super::model::{flatten, Flowop, Kind, Model, ThreadSpec};
@@ -21,11 +29,13 @@ use crate::engine::meta::AT_FDCWD;
 use crate::engine::sync::SyncEngine;
 use crate::engine::uring::UringEngine;
 use crate::engine::{empty_files, BufferPool, Built, Completion, Engine, IoOp, OpKind};
-use crate::job::{EngineKind, Route};
+use crate::job::{EngineKind, RateLimit, RateScope, Route};
+use crate::runner::pace::Pacer;
 use crate::stats::{cpu::thread_usage, Stats, SyscallCounts, Usage};
+use crate::trace::{TraceFiles, TraceOp, TraceRing};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering::*;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What every thread of a run shares (read-only apart from the arena's atomics).
 pub struct Shared<'a> {
@@ -34,6 +44,142 @@ pub struct Shared<'a> {
     pub arena: &'a Arena,
     /// The engine every thread issues its system calls through (sync or uring).
     pub engine: EngineKind,
+    /// `--rate-iops` / `--rate-bytes` / `--rate-scope`: paces the data flowops.
+    pub rate: RateLimit,
+    /// The trace's file table when the run is traced ([`trace_files`]).
+    pub trace_files: Option<TraceFiles>,
+}
+
+/// The file table of a traced workload: every fileset's entries in order, then every
+/// fileset's directories; a thread's trace ring names files by their index in it. None when
+/// this process records no trace (built before the threads start, never on the I/O path).
+pub fn trace_files(layouts: &[SetLayout]) -> Option<TraceFiles> {
+    if !crate::trace::session::is_on() {
+        return None;
+    }
+    let mut v = Vec::new();
+    for l in layouts {
+        v.extend((0..l.len()).map(|i| l.path(i).as_path().display().to_string()));
+    }
+    for l in layouts {
+        v.extend((0..l.dir_count()).map(|d| l.dir_path(d).as_path().display().to_string()));
+    }
+    Some(std::sync::Arc::new(v))
+}
+
+/// Where each fileset's entries and directories start in the [`trace_files`] table.
+fn trace_bases(layouts: &[SetLayout]) -> (Vec<u32>, Vec<u32>) {
+    let mut files = Vec::with_capacity(layouts.len());
+    let mut n = 0u32;
+    for l in layouts {
+        files.push(n);
+        n = n.saturating_add(l.len() as u32);
+    }
+    let mut dirs = Vec::with_capacity(layouts.len());
+    for l in layouts {
+        dirs.push(n);
+        n = n.saturating_add(l.dir_count() as u32);
+    }
+    (files, dirs)
+}
+
+/// The clock read that starts a traced call (none when the thread records no trace).
+#[inline]
+fn clock(ring: &Option<TraceRing>) -> Option<Instant> {
+    ring.as_ref().map(|_| Instant::now())
+}
+
+/// Record a call that began at `start` (see [`clock`]) and ends now.
+#[inline]
+fn rec(
+    ring: &mut Option<TraceRing>,
+    op: TraceOp,
+    file: u32,
+    offset: u64,
+    len: u64,
+    start: Option<Instant>,
+    result: i64,
+) {
+    if let (Some(r), Some(t)) = (ring.as_mut(), start) {
+        let len = len.min(u32::MAX as u64) as u32;
+        r.record_call(op, file, offset, len, t, Instant::now(), result);
+    }
+}
+
+/// A call's outcome as a trace records it: the value, or the negative errno.
+#[inline]
+fn outcome<T: Copy + Into<i64>>(r: &std::io::Result<T>) -> i64 {
+    match r {
+        Ok(v) => (*v).into(),
+        Err(_) => status(r),
+    }
+}
+
+/// A call without a value as a trace records it: 0, or the negative errno.
+#[inline]
+fn status<T>(r: &std::io::Result<T>) -> i64 {
+    match r {
+        Ok(_) => 0,
+        Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
+    }
+}
+
+/// The data flowops: what `--rate-iops`/`--rate-bytes` pace (as fio, metadata calls do not
+/// count against the rate).
+fn is_data(k: Kind) -> bool {
+    use Kind::*;
+    matches!(
+        k,
+        Read | Write | AppendFile | AppendFileRand | AioWrite | ReadWholeFile | WriteWholeFile
+    )
+}
+
+/// A thread's schedules under a rate limit: one of its data I/O calls, one of its bytes.
+#[derive(Default)]
+struct Pacing {
+    calls: Option<Pacer>,
+    bytes: Option<Pacer>,
+}
+
+impl Pacing {
+    /// Thread `index` of `threads`: each gets the rate (scope thread) or its share (total).
+    fn new(rate: &RateLimit, index: u64, threads: u64) -> Pacing {
+        let share = match rate.scope {
+            RateScope::Thread => 1.0,
+            RateScope::Total => threads.max(1) as f64,
+        };
+        let at = |r: u64| Pacer::at_rate(r as f64 / share, index, threads);
+        Pacing {
+            calls: rate.iops.map(at),
+            bytes: rate.bytes_per_sec.map(at),
+        }
+    }
+
+    fn is_on(&self) -> bool {
+        self.calls.is_some() || self.bytes.is_some()
+    }
+
+    fn start(&mut self, t0_ns: u64) {
+        for p in [&mut self.calls, &mut self.bytes].into_iter().flatten() {
+            p.start(t0_ns);
+        }
+    }
+
+    /// When the next data flowop may start: both schedules caught up.
+    fn next_due(&self) -> u64 {
+        let due = |p: &Option<Pacer>| p.as_ref().map_or(0, |p| p.next_due());
+        due(&self.calls).max(due(&self.bytes))
+    }
+
+    /// Charge what a data flowop did: its I/O calls and its bytes.
+    fn charge(&mut self, calls: u64, bytes: u64) {
+        if let Some(p) = self.calls.as_mut() {
+            p.take_n(calls);
+        }
+        if let Some(p) = self.bytes.as_mut() {
+            p.take_n(bytes);
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -75,6 +221,10 @@ struct OpenFd {
     direct: bool,
     /// Next offset of sequential aiowrite (other flowops use the descriptor's own offset).
     aio_off: u64,
+    /// The descriptor's offset and the file's end as this thread's calls moved them: the
+    /// offsets a trace records for cursor and append I/O (no lseek on the I/O path).
+    pos: u64,
+    end: u64,
 }
 
 enum Step {
@@ -87,7 +237,53 @@ enum Step {
     Stopped,
 }
 
-type StepResult = Result<Step, String>;
+type StepResult = Result<Step, FlowopError>;
+
+/// Why a flowop (or a thread's setup) failed. Its text is the one line the Result shows for
+/// the thread that it ended.
+#[derive(Debug)]
+pub enum FlowopError {
+    /// A system call failed: what was being done (naming the file) and the error.
+    Call { what: String, err: std::io::Error },
+    /// The thread's engine could not be built (io_uring setup refused).
+    Engine(anyhow::Error),
+    /// The workload asks for what its state does not allow: a descriptor that is not open,
+    /// a file smaller than the I/O size, a full aio queue.
+    State(String),
+    /// A failure inside one flowop, with where it is in the workload file.
+    At {
+        name: String,
+        kind: &'static str,
+        line: u32,
+        source: Box<FlowopError>,
+    },
+}
+
+impl std::fmt::Display for FlowopError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FlowopError::Call { what, err } => write!(f, "{what}: {err}"),
+            FlowopError::Engine(e) => write!(f, "{e}"),
+            FlowopError::State(s) => f.write_str(s),
+            FlowopError::At {
+                name,
+                kind,
+                line,
+                source,
+            } => write!(f, "flowop {name} ({kind}) at line {line}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for FlowopError {}
+
+/// A failed system call: `what` was being done.
+fn call(what: impl Into<String>, err: std::io::Error) -> FlowopError {
+    FlowopError::Call {
+        what: what.into(),
+        err,
+    }
+}
 
 /// Per-flowop CPU time is read on one execution in this many.
 pub const CPU_SAMPLE: u64 = 16;
@@ -123,15 +319,24 @@ const SYNC_SLOT: u32 = 0;
 const DENTS_BUF: usize = 32 << 10;
 
 /// The thread's engine: `kind` over `FDS` empty file slots and `slots` buffers of `len` bytes.
-fn build_engine(kind: EngineKind, slots: usize, len: usize, seed: u64) -> Result<Built, String> {
-    let pool = BufferPool::new(slots, len, seed).map_err(|e| format!("I/O buffers: {e}"))?;
+fn build_engine(
+    kind: EngineKind,
+    slots: usize,
+    len: usize,
+    seed: u64,
+) -> Result<Built, FlowopError> {
+    let pool = BufferPool::new(slots, len, seed).map_err(|e| call("I/O buffers", e))?;
     Ok(match kind {
         EngineKind::Sync => Built::Sync(SyncEngine::new(empty_files(FDS), pool)),
         EngineKind::Uring => Built::Uring(
             UringEngine::for_source(AIO_DEPTH, empty_files(FDS), pool)
-                .map_err(|e| e.to_string())?,
+                .map_err(FlowopError::Engine)?,
         ),
-        EngineKind::Mmap => return Err("workloads run on the sync or uring engine".into()),
+        EngineKind::Mmap => {
+            return Err(FlowopError::State(
+                "workloads run on the sync or uring engine".into(),
+            ))
+        }
     })
 }
 
@@ -191,6 +396,15 @@ struct Thread<'a> {
     aio_inflight: u32,
     aio_err: Option<i32>,
     aio_failed: bool,
+    /// The trace ring when the run is traced, and where each fileset's entries and
+    /// directories start in its file table.
+    ring: Option<TraceRing>,
+    file_base: Vec<u32>,
+    dir_base: Vec<u32>,
+    /// `--rate-iops` / `--rate-bytes` schedules, and the data I/O calls of the current
+    /// execution (charged to them).
+    pacing: Pacing,
+    io_calls: u64,
 }
 
 /// Run one thread instance to its end.
@@ -229,6 +443,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
             Some(e),
         ),
     };
+    let (file_base, dir_base) = trace_bases(sh.layouts);
     let mut t = Thread {
         sh,
         id,
@@ -251,6 +466,15 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
         aio_inflight: 0,
         aio_err: None,
         aio_failed: false,
+        // Taken here, in the untimed preparation: the ring is allocated and touched now.
+        ring: sh
+            .trace_files
+            .as_ref()
+            .and_then(|f| crate::trace::ring_for(id.slot as u32, f.clone(), None)),
+        file_base,
+        dir_base,
+        pacing: Pacing::new(&sh.rate, id.slot as u64, sh.model.total_threads() as u64),
+        io_calls: 0,
     };
     let ctl = sh.arena.ctl();
     ctl.live.fetch_add(1, SeqCst);
@@ -258,10 +482,11 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
     while ctl.go.load(Acquire) == 0 {
         futex_wait(&ctl.go, 0, Duration::from_millis(50));
     }
+    t.pacing.start(now_ns());
     let u0 = thread_usage();
     let end = 'run: loop {
         if let Some(e) = setup_err {
-            break 'run End::Failed(e);
+            break 'run End::Failed(e.to_string());
         }
         for fo in &spec.flowops {
             if sh.arena.stopping() {
@@ -270,22 +495,16 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
             match t.run_flowop(fo) {
                 Ok(None) => {}
                 Ok(Some(end)) => break 'run end,
-                Err(e) => break 'run End::Failed(e),
+                Err(e) => break 'run End::Failed(e.to_string()),
             }
         }
     };
     t.drain_aio();
     t.close_all();
-    if matches!(end, End::Finished(_) | End::OutOfFiles(_)) {
-        ctl.done.fetch_add(1, SeqCst);
+    if let Some(r) = t.ring.take() {
+        crate::trace::finish_ring(r);
     }
-    if matches!(end, End::OutOfFiles(_)) {
-        ctl.norsc.fetch_add(1, SeqCst);
-    }
-    if matches!(end, End::Failed(_)) {
-        ctl.failed.fetch_add(1, SeqCst);
-    }
-    ctl.live.fetch_sub(1, SeqCst);
+    tell_end(ctl, &end);
     let usage = thread_usage().since(&u0);
     let flowops = flat
         .iter()
@@ -302,6 +521,20 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
         end,
         sys: t.sys,
     }
+}
+
+/// Tell the parent's stop conditions how a thread ended (it is no longer live).
+fn tell_end(ctl: &super::shared::Control, end: &End) {
+    if matches!(end, End::Finished(_) | End::OutOfFiles(_)) {
+        ctl.done.fetch_add(1, SeqCst);
+    }
+    if matches!(end, End::OutOfFiles(_)) {
+        ctl.norsc.fetch_add(1, SeqCst);
+    }
+    if matches!(end, End::Failed(_)) {
+        ctl.failed.fetch_add(1, SeqCst);
+    }
+    ctl.live.fetch_sub(1, SeqCst);
 }
 
 impl Thread<'_> {
@@ -346,27 +579,33 @@ impl Thread<'_> {
     }
 
     /// Run a flowop `iters` times. Ok(Some) ends the thread.
-    fn run_flowop(&mut self, fo: &Flowop) -> Result<Option<End>, String> {
+    fn run_flowop(&mut self, fo: &Flowop) -> Result<Option<End>, FlowopError> {
         for _ in 0..fo.iters {
             if self.sh.arena.stopping() {
                 return Ok(Some(End::Stopped));
             }
+            let paced = self.pacing.is_on() && is_data(fo.kind);
+            if paced && !self.wait_for_slot() {
+                return Ok(Some(End::Stopped));
+            }
+            self.io_calls = 0;
             let t0 = now_ns();
             // The thread CPU clock is a system call: read it on every CPU_SAMPLE-th execution
             // of each flowop only (the summary's CPU per op is exact, from getrusage).
             let sample = self.stats[fo.stat].ops().is_multiple_of(CPU_SAMPLE);
             let c0 = if sample { thread_cpu_ns() } else { 0 };
             self.bytes = 0;
-            let step = self.exec(fo, t0).map_err(|e| {
-                format!(
-                    "flowop {} ({}) at line {}: {e}",
-                    fo.name,
-                    kind_name(fo.kind),
-                    fo.pos.line
-                )
+            let step = self.exec(fo, t0).map_err(|e| FlowopError::At {
+                name: fo.name.clone(),
+                kind: kind_name(fo.kind),
+                line: fo.pos.line,
+                source: Box::new(e),
             })?;
             let lat = now_ns().saturating_sub(t0);
             let cpu = sample.then(|| thread_cpu_ns().saturating_sub(c0));
+            if paced {
+                self.pacing.charge(self.io_calls, self.bytes);
+            }
             match step {
                 Step::Ok => self.count(fo, lat, cpu, self.bytes),
                 Step::Quiet => {}
@@ -382,6 +621,28 @@ impl Thread<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// Wait until the rate limit's schedules allow the next data flowop; false when the run
+    /// stops meanwhile. The wait is before the flowop's clock starts, so it is not latency.
+    fn wait_for_slot(&self) -> bool {
+        loop {
+            let now = now_ns();
+            let due = self.pacing.next_due();
+            if due <= now {
+                return true;
+            }
+            if self.sh.arena.stopping() {
+                return false;
+            }
+            std::thread::sleep(Duration::from_nanos((due - now).min(50_000_000)));
+        }
+    }
+
+    /// The trace file index of entry `i` of fileset `set`.
+    #[inline]
+    fn entry_file(&self, set: usize, i: usize) -> u32 {
+        self.file_base[set].saturating_add(i as u32)
     }
 
     fn iosize(&mut self, fo: &Flowop) -> usize {
@@ -420,16 +681,16 @@ impl Thread<'_> {
     /// Filebench's flowoplib_openfile_common (and createfile): pick a file (existing, or
     /// absent for create) in rotation, open it on descriptor `slot`, and leave it not busy
     /// with its open count raised. Ok(false): no file in the wanted state.
-    fn open_on(&mut self, fo: &Flowop, slot: usize, create: bool) -> Result<bool, String> {
+    fn open_on(&mut self, fo: &Flowop, slot: usize, create: bool) -> Result<bool, FlowopError> {
         let Some(set) = fo.fileset else {
-            return Err(format!(
+            return Err(FlowopError::State(format!(
                 "fd {slot} is not open (an openfile or createfile with fd={slot} must come first, or give filesetname=)"
-            ));
+            )));
         };
         if self.fds[slot].is_some() {
-            return Err(format!(
+            return Err(FlowopError::State(format!(
                 "fd {slot} is already open: close it (closefile fd={slot}) before opening another file on it"
-            ));
+            )));
         }
         let arena = self.sh.arena;
         let spec = &self.sh.model.filesets[set];
@@ -479,12 +740,16 @@ impl Thread<'_> {
             flags |= libc::O_CREAT | libc::O_TRUNC;
         }
         let path = self.sh.layouts[set].path(i);
+        let file = self.entry_file(set, i);
         let eng = self.eng.as_dyn();
-        let fd = match eng.open_at(AT_FDCWD, &path, flags, 0o644, &mut self.sys) {
+        let t = clock(&self.ring);
+        let r = eng.open_at(AT_FDCWD, &path, flags, 0o644, &mut self.sys);
+        rec(&mut self.ring, TraceOp::Open, file, 0, 0, t, outcome(&r));
+        let fd = match r {
             Ok(fd) => fd,
             Err(e) => {
                 unbusy(arena, set, i, None, 0);
-                return Err(format!("open {path:?}: {e}"));
+                return Err(call(format!("open {path:?}"), e));
             }
         };
         if fo.noreadahead {
@@ -492,9 +757,11 @@ impl Thread<'_> {
             let _ = eng.advise(fd, libc::POSIX_FADV_RANDOM, &mut self.sys);
         }
         if let Err(e) = eng.set_file(slot as u32, fd) {
-            let _ = eng.close_fd(fd, &mut self.sys);
+            let t = clock(&self.ring);
+            let c = eng.close_fd(fd, &mut self.sys);
+            rec(&mut self.ring, TraceOp::Close, file, 0, 0, t, status(&c));
             unbusy(arena, set, i, None, 0);
-            return Err(format!("open {path:?}: {e}"));
+            return Err(call(format!("open {path:?}"), e));
         }
         unbusy(arena, set, i, create.then_some(true), 1);
         self.fds[slot] = Some(OpenFd {
@@ -503,6 +770,12 @@ impl Thread<'_> {
             entry: i,
             direct: flags & libc::O_DIRECT != 0,
             aio_off: 0,
+            pos: 0,
+            end: if create {
+                0
+            } else {
+                self.sh.layouts[set].size(i)
+            },
         });
         self.fse[slot] = Some((set, i));
         Ok(true)
@@ -512,7 +785,7 @@ impl Thread<'_> {
     /// its fileset there first when it is not open (that open is counted as one more op of
     /// the flowop, with no bytes, as Filebench does). Returns the slot and the working-set
     /// size: `workingset`, else the file's planned size.
-    fn filesetup(&mut self, fo: &Flowop, t0: u64) -> Result<Option<(usize, u64)>, String> {
+    fn filesetup(&mut self, fo: &Flowop, t0: u64) -> Result<Option<(usize, u64)>, FlowopError> {
         let slot = self.fdnum(fo);
         if self.fds[slot].is_none() {
             if !self.open_on(fo, slot, false)? {
@@ -532,192 +805,23 @@ impl Thread<'_> {
 
     fn exec(&mut self, fo: &Flowop, t0: u64) -> StepResult {
         use Kind::*;
-        let arena = self.sh.arena;
         match fo.kind {
             Read | Write | AppendFile | AppendFileRand | AioWrite => self.rw(fo, t0),
             ReadWholeFile => self.read_whole(fo, t0),
             WriteWholeFile => self.write_whole(fo, t0),
-            OpenFile | CreateFile => {
-                let slot = self.fdnum(fo);
-                if self.open_on(fo, slot, fo.kind == CreateFile)? {
-                    Ok(Step::Ok)
-                } else if fo.kind == CreateFile {
-                    Ok(Step::NoRsc("every file of the fileset exists".into()))
-                } else {
-                    Ok(Step::NoRsc("no file of the fileset exists".into()))
-                }
-            }
-            CloseFile => {
-                let slot = self.fdnum(fo);
-                match self.fds[slot].take() {
-                    Some(f) => {
-                        busy_wait(arena, f.set, f.entry);
-                        self.close(slot, f);
-                        Ok(Step::Ok)
-                    }
-                    None => Err(format!("fd {slot} is not open")),
-                }
-            }
+            OpenFile | CreateFile => self.open_file(fo),
+            CloseFile => self.close_file(fo),
             DeleteFile => self.delete(fo),
-            StatFile => {
-                let slot = self.fdnum(fo);
-                if slot > 0 {
-                    if let Some(f) = &self.fds[slot] {
-                        let mut st = crate::engine::meta::statx_buf();
-                        let fd = f.fd;
-                        if let Err(e) = self.eng.as_dyn().stat_fd(fd, &mut st, &mut self.sys) {
-                            let f = self.fds[slot].as_ref().expect("open");
-                            return Err(format!("fstat {:?}: {e}", self.entry_path(f)));
-                        }
-                        return Ok(Step::Ok);
-                    }
-                }
-                let Some(set) = fo.fileset else {
-                    return Err(format!("fd {slot} is not open and no filesetname is given"));
-                };
-                let from = match self.pick_index(fo, set) {
-                    Some(i) => From::Index(i),
-                    None => From::Shared(Rotor::Exists),
-                };
-                let i = match pick(arena, set, Want::Exists, from) {
-                    Picked::Got(i) => i,
-                    Picked::NoRsc => return Ok(Step::NoRsc("no file to stat".into())),
-                };
-                let path = self.sh.layouts[set].path(i);
-                let mut st = crate::engine::meta::statx_buf();
-                let r = self
-                    .eng
-                    .as_dyn()
-                    .stat_at(AT_FDCWD, &path, 0, &mut st, &mut self.sys);
-                unbusy(arena, set, i, None, 0);
-                if let Err(e) = r {
-                    return Err(format!("stat {path:?}: {e}"));
-                }
-                Ok(Step::Ok)
-            }
-            MakeDir | RemoveDir => {
-                let set = fo.fileset.unwrap_or(0);
-                let (want, rotor) = if fo.kind == MakeDir {
-                    (Want::Absent, Rotor::Absent)
-                } else {
-                    (Want::Exists, Rotor::Exists)
-                };
-                let from = match self.pick_index(fo, set) {
-                    Some(i) => From::Index(i),
-                    None => From::Shared(rotor),
-                };
-                let i = match pick(arena, set, want, from) {
-                    Picked::Got(i) => i,
-                    Picked::NoRsc => {
-                        return Ok(Step::NoRsc(format!(
-                            "no directory left to {}",
-                            if fo.kind == MakeDir { "make" } else { "remove" }
-                        )))
-                    }
-                };
-                let path = self.sh.layouts[set].path(i);
-                let eng = self.eng.as_dyn();
-                let r = if fo.kind == MakeDir {
-                    eng.mkdir_at(AT_FDCWD, &path, 0o755, &mut self.sys)
-                } else {
-                    eng.unlink_at(AT_FDCWD, &path, true, &mut self.sys)
-                };
-                if let Err(e) = r {
-                    release(arena, set, i, fo.kind == RemoveDir);
-                    return Err(format!(
-                        "{} {path:?}: {e}",
-                        if fo.kind == MakeDir { "mkdir" } else { "rmdir" }
-                    ));
-                }
-                release(arena, set, i, fo.kind == MakeDir);
-                Ok(Step::Ok)
-            }
+            StatFile => self.stat_file(fo),
+            MakeDir | RemoveDir => self.make_remove_dir(fo),
             ListDir => self.listdir(fo),
-            Fsync => {
-                let slot = self.fdnum(fo);
-                let Some(f) = &self.fds[slot] else {
-                    return Err(format!("fd {slot} is not open"));
-                };
-                let fd = f.fd;
-                if let Err(e) = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys) {
-                    let f = self.fds[slot].as_ref().expect("open");
-                    return Err(format!("fsync {:?}: {e}", self.entry_path(f)));
-                }
-                Ok(Step::Ok)
-            }
-            FsyncSet => {
-                let set = fo.fileset.unwrap_or(0);
-                for k in 0..self.fds.len() {
-                    let Some(f) = &self.fds[k] else { continue };
-                    if f.set != set {
-                        continue;
-                    }
-                    let fd = f.fd;
-                    if let Err(e) = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys) {
-                        let f = self.fds[k].as_ref().expect("open");
-                        return Err(format!("fsync {:?}: {e}", self.entry_path(f)));
-                    }
-                }
-                Ok(Step::Ok)
-            }
+            Fsync => self.fsync(fo),
+            FsyncSet => self.fsync_set(fo),
             AioWait => self.aio_wait(),
-            SemBlock | Block => {
-                let n = if fo.kind == Block {
-                    1
-                } else {
-                    fo.value.sample(&mut self.rng).max(0.0) as i64
-                };
-                let own = fo.target.unwrap_or(0) + self.sem_instance;
-                let w = if fo.kind == Block {
-                    arena.sem_take(own, n)
-                } else {
-                    arena.sem_block(own, n)
-                };
-                match w {
-                    Waited::Got => Ok(Step::Ok),
-                    Waited::Stopped => Ok(Step::Stopped),
-                }
-            }
-            Wakeup | SemPost => {
-                let n = if fo.kind == Wakeup {
-                    1
-                } else {
-                    fo.value.sample(&mut self.rng).max(0.0) as i64
-                };
-                let blocking = fo.kind == SemPost && fo.blocking;
-                for &(base, count) in &fo.targets {
-                    for k in base..base + count {
-                        let hw = self.sh.model.sems.get(k).map(|s| s.highwater).unwrap_or(0);
-                        if arena.sem_post(k, n, hw, blocking) == Waited::Stopped {
-                            return Ok(Step::Stopped);
-                        }
-                    }
-                }
-                Ok(Step::Ok)
-            }
-            Hog => {
-                // Filebench's flowoplib_hog: `value` stores of 1 to the first byte of the
-                // thread's memory (no index arithmetic: that made each iteration about twice
-                // as costly as Filebench's and the stock oltp shadows CPU-bound on it).
-                let n = fo.value.sample(&mut self.rng).max(0.0) as u64;
-                let p = self.eng.as_dyn().buffers().slot_ptr(SYNC_SLOT as usize);
-                for _ in 0..n {
-                    // SAFETY: p is the start of our buffer; volatile keeps the busy loop.
-                    unsafe { std::ptr::write_volatile(p, 1) };
-                }
-                Ok(Step::Ok)
-            }
-            Delay => {
-                let secs = fo.value.sample(&mut self.rng).max(0.0);
-                let until = now_ns() + (secs * 1e9) as u64;
-                while now_ns() < until {
-                    if arena.stopping() {
-                        return Ok(Step::Stopped);
-                    }
-                    std::thread::sleep(Duration::from_nanos((until - now_ns()).min(50_000_000)));
-                }
-                Ok(Step::Ok)
-            }
+            SemBlock | Block => self.sem_wait(fo),
+            Wakeup | SemPost => self.sem_post(fo),
+            Hog => self.hog(fo),
+            Delay => self.delay(fo),
             EventLimit => {
                 if !self.eventgen_on() {
                     return Ok(Step::Quiet);
@@ -725,45 +829,277 @@ impl Thread<'_> {
                 self.events(1)
             }
             BwLimit | IopsLimit | OpsLimit => self.limit(fo),
-            FinishOnCount | FinishOnBytes => {
-                let limit = fo.value.sample(&mut self.rng).max(0.0) as u64;
-                let have = match (fo.kind, fo.target) {
-                    (FinishOnCount, Some(j)) => self.stats[j].ops(),
-                    (FinishOnCount, None) => self.proc_total(|p| p.ops.load(Relaxed)),
-                    (_, Some(j)) => self.stats[j].bytes(),
-                    (_, None) => self
-                        .proc_total(|p| p.read_bytes.load(Relaxed) + p.write_bytes.load(Relaxed)),
-                };
-                // Filebench: count reached when ops >= value, bytes when bytes > value.
-                let reached = if fo.kind == FinishOnCount {
-                    have >= limit
-                } else {
-                    have > limit
-                };
-                if reached {
-                    let what = if fo.kind == FinishOnCount {
-                        "operations"
-                    } else {
-                        "bytes"
-                    };
-                    return Ok(Step::Done(format!("{} reached {limit} {what}", fo.name)));
-                }
+            FinishOnCount | FinishOnBytes => self.finish_on(fo),
+            Composite => self.composite(fo),
+        }
+    }
+
+    /// Filebench's openfile and createfile: open a file of the fileset on the flowop's descriptor.
+    fn open_file(&mut self, fo: &Flowop) -> StepResult {
+        use Kind::*;
+        let slot = self.fdnum(fo);
+        if self.open_on(fo, slot, fo.kind == CreateFile)? {
+            Ok(Step::Ok)
+        } else if fo.kind == CreateFile {
+            Ok(Step::NoRsc("every file of the fileset exists".into()))
+        } else {
+            Ok(Step::NoRsc("no file of the fileset exists".into()))
+        }
+    }
+
+    /// closefile: close the flowop's descriptor (once no other thread holds the file busy).
+    fn close_file(&mut self, fo: &Flowop) -> StepResult {
+        let arena = self.sh.arena;
+        let slot = self.fdnum(fo);
+        match self.fds[slot].take() {
+            Some(f) => {
+                busy_wait(arena, f.set, f.entry);
+                self.close(slot, f);
                 Ok(Step::Ok)
             }
-            Composite => {
-                for inner in &fo.inner {
-                    if let Some(end) = self.run_flowop(inner)? {
-                        return Ok(match end {
-                            End::Stopped => Step::Stopped,
-                            End::Finished(w) => Step::Done(w),
-                            End::OutOfFiles(w) => Step::NoRsc(w),
-                            End::Failed(w) => return Err(w),
-                        });
-                    }
+            None => Err(FlowopError::State(format!("fd {slot} is not open"))),
+        }
+    }
+
+    /// statfile: fstat the file open on `fd=N` (N > 0), else stat the next existing file of the fileset.
+    fn stat_file(&mut self, fo: &Flowop) -> StepResult {
+        let arena = self.sh.arena;
+        let slot = self.fdnum(fo);
+        if slot > 0 {
+            if let Some(f) = &self.fds[slot] {
+                let mut st = crate::engine::meta::statx_buf();
+                let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
+                let t = clock(&self.ring);
+                let r = self.eng.as_dyn().stat_fd(fd, &mut st, &mut self.sys);
+                rec(&mut self.ring, TraceOp::Stat, file, 0, 0, t, status(&r));
+                if let Err(e) = r {
+                    let f = self.fds[slot].as_ref().expect("open");
+                    return Err(call(format!("fstat {:?}", self.entry_path(f)), e));
                 }
-                Ok(Step::Ok)
+                return Ok(Step::Ok);
             }
         }
+        let Some(set) = fo.fileset else {
+            return Err(FlowopError::State(format!(
+                "fd {slot} is not open and no filesetname is given"
+            )));
+        };
+        let from = match self.pick_index(fo, set) {
+            Some(i) => From::Index(i),
+            None => From::Shared(Rotor::Exists),
+        };
+        let i = match pick(arena, set, Want::Exists, from) {
+            Picked::Got(i) => i,
+            Picked::NoRsc => return Ok(Step::NoRsc("no file to stat".into())),
+        };
+        let path = self.sh.layouts[set].path(i);
+        let file = self.entry_file(set, i);
+        let mut st = crate::engine::meta::statx_buf();
+        let t = clock(&self.ring);
+        let r = self
+            .eng
+            .as_dyn()
+            .stat_at(AT_FDCWD, &path, 0, &mut st, &mut self.sys);
+        rec(&mut self.ring, TraceOp::Stat, file, 0, 0, t, status(&r));
+        unbusy(arena, set, i, None, 0);
+        if let Err(e) = r {
+            return Err(call(format!("stat {path:?}"), e));
+        }
+        Ok(Step::Ok)
+    }
+
+    /// makedir / removedir: the next absent (existing) directory of the fileset.
+    fn make_remove_dir(&mut self, fo: &Flowop) -> StepResult {
+        use Kind::*;
+        let arena = self.sh.arena;
+        let set = fo.fileset.unwrap_or(0);
+        let (want, rotor) = if fo.kind == MakeDir {
+            (Want::Absent, Rotor::Absent)
+        } else {
+            (Want::Exists, Rotor::Exists)
+        };
+        let from = match self.pick_index(fo, set) {
+            Some(i) => From::Index(i),
+            None => From::Shared(rotor),
+        };
+        let i = match pick(arena, set, want, from) {
+            Picked::Got(i) => i,
+            Picked::NoRsc => {
+                return Ok(Step::NoRsc(format!(
+                    "no directory left to {}",
+                    if fo.kind == MakeDir { "make" } else { "remove" }
+                )))
+            }
+        };
+        let path = self.sh.layouts[set].path(i);
+        let file = self.entry_file(set, i);
+        let eng = self.eng.as_dyn();
+        let t = clock(&self.ring);
+        let (r, op) = if fo.kind == MakeDir {
+            let r = eng.mkdir_at(AT_FDCWD, &path, 0o755, &mut self.sys);
+            (r, TraceOp::Mkdir)
+        } else {
+            let r = eng.unlink_at(AT_FDCWD, &path, true, &mut self.sys);
+            (r, TraceOp::Unlink)
+        };
+        rec(&mut self.ring, op, file, 0, 0, t, status(&r));
+        if let Err(e) = r {
+            release(arena, set, i, fo.kind == RemoveDir);
+            let what = if fo.kind == MakeDir { "mkdir" } else { "rmdir" };
+            return Err(call(format!("{what} {path:?}"), e));
+        }
+        release(arena, set, i, fo.kind == MakeDir);
+        Ok(Step::Ok)
+    }
+
+    /// fsync: the file open on the flowop's descriptor.
+    fn fsync(&mut self, fo: &Flowop) -> StepResult {
+        let slot = self.fdnum(fo);
+        let Some(f) = &self.fds[slot] else {
+            return Err(FlowopError::State(format!("fd {slot} is not open")));
+        };
+        let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
+        let t = clock(&self.ring);
+        let r = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys);
+        rec(&mut self.ring, TraceOp::Fsync, file, 0, 0, t, status(&r));
+        if let Err(e) = r {
+            let f = self.fds[slot].as_ref().expect("open");
+            return Err(call(format!("fsync {:?}", self.entry_path(f)), e));
+        }
+        Ok(Step::Ok)
+    }
+
+    /// fsyncset: every file of the fileset this thread has open.
+    fn fsync_set(&mut self, fo: &Flowop) -> StepResult {
+        let set = fo.fileset.unwrap_or(0);
+        for k in 0..self.fds.len() {
+            let Some(f) = &self.fds[k] else { continue };
+            if f.set != set {
+                continue;
+            }
+            let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
+            let t = clock(&self.ring);
+            let r = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys);
+            rec(&mut self.ring, TraceOp::Fsync, file, 0, 0, t, status(&r));
+            if let Err(e) = r {
+                let f = self.fds[k].as_ref().expect("open");
+                return Err(call(format!("fsync {:?}", self.entry_path(f)), e));
+            }
+        }
+        Ok(Step::Ok)
+    }
+
+    /// semblock / block: wait on this thread instance's semaphore.
+    fn sem_wait(&mut self, fo: &Flowop) -> StepResult {
+        use Kind::*;
+        let arena = self.sh.arena;
+        let n = if fo.kind == Block {
+            1
+        } else {
+            fo.value.sample(&mut self.rng).max(0.0) as i64
+        };
+        let own = fo.target.unwrap_or(0) + self.sem_instance;
+        let w = if fo.kind == Block {
+            arena.sem_take(own, n)
+        } else {
+            arena.sem_block(own, n)
+        };
+        match w {
+            Waited::Got => Ok(Step::Ok),
+            Waited::Stopped => Ok(Step::Stopped),
+        }
+    }
+
+    /// sempost / wakeup: post to the target threads' semaphores.
+    fn sem_post(&mut self, fo: &Flowop) -> StepResult {
+        use Kind::*;
+        let arena = self.sh.arena;
+        let n = if fo.kind == Wakeup {
+            1
+        } else {
+            fo.value.sample(&mut self.rng).max(0.0) as i64
+        };
+        let blocking = fo.kind == SemPost && fo.blocking;
+        for &(base, count) in &fo.targets {
+            for k in base..base + count {
+                let hw = self.sh.model.sems.get(k).map(|s| s.highwater).unwrap_or(0);
+                if arena.sem_post(k, n, hw, blocking) == Waited::Stopped {
+                    return Ok(Step::Stopped);
+                }
+            }
+        }
+        Ok(Step::Ok)
+    }
+
+    fn hog(&mut self, fo: &Flowop) -> StepResult {
+        // Filebench's flowoplib_hog: `value` stores of 1 to the first byte of the
+        // thread's memory (no index arithmetic: that made each iteration about twice
+        // as costly as Filebench's and the stock oltp shadows CPU-bound on it).
+        let n = fo.value.sample(&mut self.rng).max(0.0) as u64;
+        let p = self.eng.as_dyn().buffers().slot_ptr(SYNC_SLOT as usize);
+        for _ in 0..n {
+            // SAFETY: p is the start of our buffer; volatile keeps the busy loop.
+            unsafe { std::ptr::write_volatile(p, 1) };
+        }
+        Ok(Step::Ok)
+    }
+
+    /// delay: sleep `value` seconds, ending early when the run stops.
+    fn delay(&mut self, fo: &Flowop) -> StepResult {
+        let arena = self.sh.arena;
+        let secs = fo.value.sample(&mut self.rng).max(0.0);
+        let until = now_ns() + (secs * 1e9) as u64;
+        while now_ns() < until {
+            if arena.stopping() {
+                return Ok(Step::Stopped);
+            }
+            std::thread::sleep(Duration::from_nanos((until - now_ns()).min(50_000_000)));
+        }
+        Ok(Step::Ok)
+    }
+
+    /// finishoncount / finishonbytes: end the thread once the count is reached.
+    fn finish_on(&mut self, fo: &Flowop) -> StepResult {
+        use Kind::*;
+        let limit = fo.value.sample(&mut self.rng).max(0.0) as u64;
+        let have = match (fo.kind, fo.target) {
+            (FinishOnCount, Some(j)) => self.stats[j].ops(),
+            (FinishOnCount, None) => self.proc_total(|p| p.ops.load(Relaxed)),
+            (_, Some(j)) => self.stats[j].bytes(),
+            (_, None) => {
+                self.proc_total(|p| p.read_bytes.load(Relaxed) + p.write_bytes.load(Relaxed))
+            }
+        };
+        // Filebench: count reached when ops >= value, bytes when bytes > value.
+        let reached = if fo.kind == FinishOnCount {
+            have >= limit
+        } else {
+            have > limit
+        };
+        if reached {
+            let what = if fo.kind == FinishOnCount {
+                "operations"
+            } else {
+                "bytes"
+            };
+            return Ok(Step::Done(format!("{} reached {limit} {what}", fo.name)));
+        }
+        Ok(Step::Ok)
+    }
+
+    /// A composite flowop: its inner flowops in order.
+    fn composite(&mut self, fo: &Flowop) -> StepResult {
+        for inner in &fo.inner {
+            if let Some(end) = self.run_flowop(inner)? {
+                return Ok(match end {
+                    End::Stopped => Step::Stopped,
+                    End::Finished(w) => Step::Done(w),
+                    End::OutOfFiles(w) => Step::NoRsc(w),
+                    End::Failed(w) => return Err(FlowopError::State(w)),
+                });
+            }
+        }
+        Ok(Step::Ok)
     }
 
     fn eventgen_on(&self) -> bool {
@@ -861,10 +1197,13 @@ impl Thread<'_> {
     }
 
     fn close(&mut self, slot: usize, f: OpenFd) {
+        let file = self.entry_file(f.set, f.entry);
         let eng = self.eng.as_dyn();
         eng.clear_file(slot as u32);
         // close(2) releases the descriptor even when it reports an error.
-        let _ = eng.close_fd(f.fd, &mut self.sys);
+        let t = clock(&self.ring);
+        let r = eng.close_fd(f.fd, &mut self.sys);
+        rec(&mut self.ring, TraceOp::Close, file, 0, 0, t, status(&r));
         unbusy(self.sh.arena, f.set, f.entry, None, -1);
     }
 
@@ -889,7 +1228,9 @@ impl Thread<'_> {
             }
             None => {
                 let Some(set) = fo.fileset else {
-                    return Err(format!("fd {slot} has no file and no filesetname is given"));
+                    return Err(FlowopError::State(format!(
+                        "fd {slot} has no file and no filesetname is given"
+                    )));
                 };
                 let from = match self.pick_index(fo, set) {
                     Some(i) => From::Index(i),
@@ -909,14 +1250,17 @@ impl Thread<'_> {
             return Ok(Step::Quiet);
         }
         let path = self.sh.layouts[set].path(i);
+        let file = self.entry_file(set, i);
+        let t = clock(&self.ring);
         let r = self
             .eng
             .as_dyn()
             .unlink_at(AT_FDCWD, &path, false, &mut self.sys);
+        rec(&mut self.ring, TraceOp::Unlink, file, 0, 0, t, status(&r));
         if let Err(e) = r {
             if e.raw_os_error() != Some(libc::ENOENT) {
                 unbusy(arena, set, i, None, 0);
-                return Err(format!("unlink {path:?}: {e}"));
+                return Err(call(format!("unlink {path:?}"), e));
             }
         }
         unbusy(arena, set, i, Some(false), -(opens as i32));
@@ -927,6 +1271,48 @@ impl Thread<'_> {
     /// (`offset` may carry IoOp's cursor/append/dsync flags): bytes moved, or the errno.
     /// aiowrite completions that arrive meanwhile are accounted, not lost.
     fn io(&mut self, kind: OpKind, slot: usize, offset: u64, len: usize) -> std::io::Result<u64> {
+        self.io_calls += 1;
+        let t = clock(&self.ring);
+        let r = self.io_call(kind, slot, offset, len);
+        let n = *r.as_ref().unwrap_or(&0);
+        let Some(f) = self.fds[slot].as_mut() else {
+            return r;
+        };
+        // Where the call was: the offset given, else the descriptor's offset or the file's end
+        // as this thread moved them.
+        let at = if offset & IoOp::APPEND != 0 {
+            f.end
+        } else if offset & IoOp::AT_CURSOR != 0 {
+            f.pos
+        } else {
+            offset & !IoOp::FLAGS
+        };
+        if offset & (IoOp::APPEND | IoOp::AT_CURSOR) != 0 {
+            f.pos = at + n;
+        }
+        f.end = f.end.max(at + n);
+        let file = self.file_base[f.set].saturating_add(f.entry as u32);
+        let op = if kind == OpKind::Write {
+            TraceOp::Write
+        } else {
+            TraceOp::Read
+        };
+        let result = match &r {
+            Ok(n) => *n as i64,
+            Err(_) => status(&r),
+        };
+        rec(&mut self.ring, op, file, at, len as u64, t, result);
+        r
+    }
+
+    /// The system calls of [`Thread::io`].
+    fn io_call(
+        &mut self,
+        kind: OpKind,
+        slot: usize,
+        offset: u64,
+        len: usize,
+    ) -> std::io::Result<u64> {
         let op = IoOp {
             kind,
             file: slot as u32,
@@ -1018,9 +1404,9 @@ impl Thread<'_> {
         let random = fo.random;
         let offset = if random {
             if (size as u64) > wss {
-                return Err(format!(
+                return Err(FlowopError::State(format!(
                     "the file ({wss} bytes) is smaller than iosize ({size} bytes): random I/O needs workingset= or larger files"
-                ));
+                )));
             }
             fb_random(&mut self.rng, wss, size as u64)
         } else {
@@ -1034,98 +1420,155 @@ impl Thread<'_> {
             self.eng
                 .as_dyn()
                 .set_status_flags(fd, libc::O_DIRECT, 0, &mut self.sys)
-                .map_err(|e| format!("switching on O_DIRECT: {e}"))?;
+                .map_err(|e| call("switching on O_DIRECT", e))?;
         }
         match fo.kind {
-            Kind::Read => {
-                let at = if random { offset } else { IoOp::AT_CURSOR };
-                let n = match self.io(OpKind::Read, slot, at, size) {
-                    Ok(n) => n,
-                    Err(e) => {
-                        self.stats[fo.stat].errors += 1;
-                        let (path, at) = self.failed_at(slot, random.then_some(offset), false);
-                        return Err(format!(
-                            "read of {size} bytes from {path:?} at offset {at}: {e}"
-                        ));
-                    }
-                };
-                if n == 0 {
-                    // End of file: Filebench counts the empty read and starts over at 0.
-                    let fd = self.fds[slot].as_ref().expect("set up").fd;
-                    let _ = self
-                        .eng
-                        .as_dyn()
-                        .seek_fd(fd, 0, libc::SEEK_SET, &mut self.sys);
-                }
-                self.bytes = n;
-            }
-            Kind::AioWrite if aio => {
-                let f = self.fds[slot].as_mut().expect("set up");
-                let off = if random { offset } else { f.aio_off };
-                if !random {
-                    f.aio_off += size as u64;
-                }
-                let fd = f.fd;
-                if self.aio_inflight >= AIO_DEPTH - 1 {
-                    // Queue full: reap at least one before queueing more.
-                    self.aio_reap(1)
-                        .map_err(|e| format!("aiowrite completion: {e}"))?;
-                }
-                let Some((eng, buf)) = self.aio_engine() else {
-                    unreachable!("checked above")
-                };
-                // The aio engine of a sync thread has its own file slots: point this one at
-                // the descriptor (the thread's own engine has it already).
-                eng.set_file(slot as u32, fd)
-                    .map_err(|e| format!("aiowrite: {e}"))?;
-                let op = IoOp {
-                    kind: OpKind::Write,
-                    file: slot as u32,
-                    route: Route::Buffered,
-                    offset: off,
-                    len: size as u32,
-                    slot: buf,
-                };
-                let mut sys = SyscallCounts::default();
-                let r = eng.submit(&[op], &mut sys);
-                self.sys += &sys;
-                match r {
-                    Ok(1) => {}
-                    Ok(_) => return Err("aio queue full".into()),
-                    Err(e) => return Err(format!("io_uring submit: {e}")),
-                }
-                self.aio_inflight += 1;
-                self.bytes = size as u64;
-            }
-            _ => {
-                let append = matches!(fo.kind, Kind::AppendFile | Kind::AppendFileRand);
-                // At (and advancing) the descriptor's offset; an append at the end of the
-                // file, leaving the offset there (Filebench: lseek END, write).
-                let mut at = if append {
-                    IoOp::APPEND
-                } else if random {
-                    offset
-                } else {
-                    IoOp::AT_CURSOR
-                };
-                if fo.dsync {
-                    at |= IoOp::DSYNC;
-                }
-                let n = match self.io(OpKind::Write, slot, at, size) {
-                    Ok(n) => n,
-                    Err(e) => {
-                        self.stats[fo.stat].errors += 1;
-                        let known = (random && !append).then_some(offset);
-                        let (path, at) = self.failed_at(slot, known, append);
-                        return Err(format!(
-                            "write of {size} bytes to {path:?} at offset {at}: {e}"
-                        ));
-                    }
-                };
-                self.bytes = n;
-            }
+            Kind::Read => self.read_io(fo, slot, size, random, offset)?,
+            Kind::AioWrite if aio => self.aio_write(slot, size, random, offset)?,
+            _ => self.write_io(fo, slot, size, random, offset)?,
         }
         Ok(Step::Ok)
+    }
+
+    /// One read of `size` bytes: at `offset` when random, else at the descriptor's offset.
+    fn read_io(
+        &mut self,
+        fo: &Flowop,
+        slot: usize,
+        size: usize,
+        random: bool,
+        offset: u64,
+    ) -> Result<(), FlowopError> {
+        let at = if random { offset } else { IoOp::AT_CURSOR };
+        let n = match self.io(OpKind::Read, slot, at, size) {
+            Ok(n) => n,
+            Err(e) => {
+                self.stats[fo.stat].errors += 1;
+                let (path, at) = self.failed_at(slot, random.then_some(offset), false);
+                return Err(call(
+                    format!("read of {size} bytes from {path:?} at offset {at}"),
+                    e,
+                ));
+            }
+        };
+        if n == 0 {
+            // End of file: Filebench counts the empty read and starts over at 0.
+            let f = self.fds[slot].as_mut().expect("set up");
+            f.pos = 0;
+            let fd = f.fd;
+            let _ = self
+                .eng
+                .as_dyn()
+                .seek_fd(fd, 0, libc::SEEK_SET, &mut self.sys);
+        }
+        self.bytes = n;
+        Ok(())
+    }
+
+    /// One aiowrite of `size` bytes queued on the aio engine (reaping one first when the
+    /// queue is full).
+    fn aio_write(
+        &mut self,
+        slot: usize,
+        size: usize,
+        random: bool,
+        offset: u64,
+    ) -> Result<(), FlowopError> {
+        let f = self.fds[slot].as_mut().expect("set up");
+        let off = if random { offset } else { f.aio_off };
+        if !random {
+            f.aio_off += size as u64;
+        }
+        let fd = f.fd;
+        let file = self.file_base[f.set].saturating_add(f.entry as u32);
+        f.end = f.end.max(off + size as u64);
+        if self.aio_inflight >= AIO_DEPTH - 1 {
+            // Queue full: reap at least one before queueing more.
+            self.aio_reap(1)
+                .map_err(|e| call("aiowrite completion", e))?;
+        }
+        let t = clock(&self.ring);
+        let Some((eng, buf)) = self.aio_engine() else {
+            unreachable!("checked above")
+        };
+        // The aio engine of a sync thread has its own file slots: point this one at
+        // the descriptor (the thread's own engine has it already).
+        eng.set_file(slot as u32, fd)
+            .map_err(|e| call("aiowrite", e))?;
+        let op = IoOp {
+            kind: OpKind::Write,
+            file: slot as u32,
+            route: Route::Buffered,
+            offset: off,
+            len: size as u32,
+            slot: buf,
+        };
+        let mut sys = SyscallCounts::default();
+        let r = eng.submit(&[op], &mut sys);
+        self.sys += &sys;
+        self.io_calls += 1;
+        // An aiowrite is recorded when it is queued (its result: the bytes queued, or
+        // the submit's errno); a failed completion fails the flowop at aiowait.
+        let result = match &r {
+            Ok(1) => size as i64,
+            Ok(_) => -(libc::EAGAIN as i64),
+            Err(_) => status(&r),
+        };
+        rec(
+            &mut self.ring,
+            TraceOp::Write,
+            file,
+            off,
+            size as u64,
+            t,
+            result,
+        );
+        match r {
+            Ok(1) => {}
+            Ok(_) => return Err(FlowopError::State("aio queue full".into())),
+            Err(e) => return Err(call("io_uring submit", e)),
+        }
+        self.aio_inflight += 1;
+        self.bytes = size as u64;
+        Ok(())
+    }
+
+    /// One write, append or dsync write of `size` bytes.
+    fn write_io(
+        &mut self,
+        fo: &Flowop,
+        slot: usize,
+        size: usize,
+        random: bool,
+        offset: u64,
+    ) -> Result<(), FlowopError> {
+        let append = matches!(fo.kind, Kind::AppendFile | Kind::AppendFileRand);
+        // At (and advancing) the descriptor's offset; an append at the end of the
+        // file, leaving the offset there (Filebench: lseek END, write).
+        let mut at = if append {
+            IoOp::APPEND
+        } else if random {
+            offset
+        } else {
+            IoOp::AT_CURSOR
+        };
+        if fo.dsync {
+            at |= IoOp::DSYNC;
+        }
+        let n = match self.io(OpKind::Write, slot, at, size) {
+            Ok(n) => n,
+            Err(e) => {
+                self.stats[fo.stat].errors += 1;
+                let known = (random && !append).then_some(offset);
+                let (path, at) = self.failed_at(slot, known, append);
+                return Err(call(
+                    format!("write of {size} bytes to {path:?} at offset {at}"),
+                    e,
+                ));
+            }
+        };
+        self.bytes = n;
+        Ok(())
     }
 
     fn read_whole(&mut self, fo: &Flowop, t0: u64) -> StepResult {
@@ -1137,18 +1580,20 @@ impl Thread<'_> {
             n => n,
         }
         .clamp(1, self.buf_len);
-        let fd = self.fds[slot].as_ref().expect("set up").fd;
+        let f = self.fds[slot].as_mut().expect("set up");
+        f.pos = 0;
+        let fd = f.fd;
         self.eng
             .as_dyn()
             .seek_fd(fd, 0, libc::SEEK_SET, &mut self.sys)
-            .map_err(|e| format!("lseek: {e}"))?;
+            .map_err(|e| call("lseek", e))?;
         let mut total = 0u64;
         loop {
             let n = match self.io(OpKind::Read, slot, IoOp::AT_CURSOR, size) {
                 Ok(n) => n,
                 Err(e) => {
                     let (path, at) = self.failed_at(slot, Some(total), false);
-                    return Err(format!("read {path:?} at offset {at}: {e}"));
+                    return Err(call(format!("read {path:?} at offset {at}"), e));
                 }
             };
             if n == 0 {
@@ -1172,7 +1617,11 @@ impl Thread<'_> {
         let src = fo.srcfd.unwrap_or(0);
         match self.fse[src] {
             Some((set, i)) => wss = self.sh.layouts[set].size(i),
-            None if src != 0 => return Err(format!("srcfd {src} has no file opened on it")),
+            None if src != 0 => {
+                return Err(FlowopError::State(format!(
+                    "srcfd {src} has no file opened on it"
+                )))
+            }
             None => {}
         }
         let size = match fo.iosize.sample(&mut self.rng) as u64 {
@@ -1196,7 +1645,7 @@ impl Thread<'_> {
                 Ok(w) => done += w,
                 Err(e) => {
                     let (path, at) = self.failed_at(slot, None, false);
-                    return Err(format!("write {path:?} at offset {at}: {e}"));
+                    return Err(call(format!("write {path:?} at offset {at}"), e));
                 }
             }
         }
@@ -1215,14 +1664,24 @@ impl Thread<'_> {
         let rot = self.sh.arena.rotor(set, Rotor::Dir);
         let k = rot.fetch_add(1, Relaxed) as usize % lay.dir_count();
         let path = lay.dir_path(k);
+        let file = self.dir_base[set].saturating_add(k as u32);
         let eng = self.eng.as_dyn();
         let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
-        let fd = eng
-            .open_at(AT_FDCWD, &path, flags, 0, &mut self.sys)
-            .map_err(|e| format!("opendir {path:?}: {e}"))?;
+        let t = clock(&self.ring);
+        let r = eng.open_at(AT_FDCWD, &path, flags, 0, &mut self.sys);
+        rec(&mut self.ring, TraceOp::Open, file, 0, 0, t, outcome(&r));
+        let fd = r.map_err(|e| call(format!("opendir {path:?}"), e))?;
         let mut bytes = 0u64;
         let r = loop {
-            match eng.read_dir(fd, &mut self.dents, &mut self.sys) {
+            let t = clock(&self.ring);
+            let r = eng.read_dir(fd, &mut self.dents, &mut self.sys);
+            let result = match &r {
+                Ok(n) => *n as i64,
+                Err(_) => status(&r),
+            };
+            let len = self.dents.len() as u64;
+            rec(&mut self.ring, TraceOp::Readdir, file, 0, len, t, result);
+            match r {
                 Ok(0) => break Ok(()),
                 Ok(n) => {
                     for name in crate::engine::meta::dirents(&self.dents, n) {
@@ -1232,8 +1691,10 @@ impl Thread<'_> {
                 Err(e) => break Err(e),
             }
         };
-        let _ = eng.close_fd(fd, &mut self.sys);
-        r.map_err(|e| format!("readdir {path:?}: {e}"))?;
+        let t = clock(&self.ring);
+        let c = eng.close_fd(fd, &mut self.sys);
+        rec(&mut self.ring, TraceOp::Close, file, 0, 0, t, status(&c));
+        r.map_err(|e| call(format!("readdir {path:?}"), e))?;
         self.bytes = bytes;
         Ok(Step::Ok)
     }
@@ -1241,7 +1702,7 @@ impl Thread<'_> {
     fn aio_wait(&mut self) -> StepResult {
         let n = self.aio_inflight;
         self.aio_reap(n)
-            .map_err(|e| format!("aiowrite completion: {e}"))?;
+            .map_err(|e| call("aiowrite completion", e))?;
         Ok(Step::Ok)
     }
 

@@ -12,7 +12,7 @@ use crate::result::{
     FilesetInfo, GroupReport, Kind, PsrunLine, RunResult, WorkloadInfo, WorkloadRun,
 };
 use crate::runner::{IoFailure, RunStatus};
-use crate::stats::{Stats, StatsReport, Usage};
+use crate::stats::{Stats, StatsReport, SyscallCounts, Usage};
 use std::collections::BTreeMap;
 
 /// One `run` of the script, measured.
@@ -38,10 +38,12 @@ impl RunPart {
         psrun: Vec<PsrunLine>,
     ) -> Self {
         let mut usage = Usage::default();
+        let mut sys = SyscallCounts::default();
         let mut ends = BTreeMap::new();
         let mut failures = Vec::new();
         for o in outs {
             usage += &o.usage;
+            sys += &o.sys;
             let e = match &o.end {
                 End::Stopped => "stopped",
                 End::Finished(_) => "finished",
@@ -70,8 +72,11 @@ impl RunPart {
                 stats: StatsReport::from_stats(&f.stats, false),
             });
         }
-        // The summary's CPU is getrusage of every thread, not the per-flowop samples.
+        // The summary's CPU is getrusage of every thread, not the per-flowop samples, and its
+        // system calls every call the threads made through their engines (as a Job's
+        // workers count theirs), metadata calls included.
         summary.usage = usage;
+        summary.syscalls = sys;
         summary.cpu_sampled_ns = 0;
         summary.cpu_sampled_ops = 0;
         summary.elapsed_s = duration_s;

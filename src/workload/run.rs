@@ -36,6 +36,8 @@ pub struct Options {
     pub progress: Option<ProgressLine>,
     /// The engine every workload thread issues its system calls through.
     pub engine: crate::job::EngineKind,
+    /// `--rate-iops` / `--rate-bytes` / `--rate-scope`: paces every thread's data flowops.
+    pub rate: crate::job::RateLimit,
 }
 
 /// Turns one progress line (and the ops/s since the start, when asked for) into text.
@@ -177,7 +179,36 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<RunResult>
         }
         Ok(())
     })();
-    if opts.keep {
+    finish_filesets(&prepared, &layouts, &arena, opts.keep, &mut result);
+    match outcome {
+        Ok(()) => result.finish(signal::interrupted()),
+        Err(e) if fileset::is_interrupted(&e) => {
+            result.note(format!("{e}"));
+            result.finish(true);
+        }
+        Err(e) if crate::error::is_usage(&e) => return Err(e),
+        Err(e) => {
+            // A failed run still produces its document (status failed, the error in it).
+            let msg = format!("{e:#}");
+            eprintln!("fsbench workload: {msg}");
+            result.note(format!("failed: {msg}"));
+            result.finish(signal::interrupted());
+            result.fail();
+        }
+    }
+    Ok(result.result)
+}
+
+/// After the script: keep the prepared filesets (`--keep`) or remove what fsbench created of
+/// them, noting in the Result what was kept or left behind.
+fn finish_filesets(
+    prepared: &[Prepared],
+    layouts: &[SetLayout],
+    arena: &Arena,
+    keep: bool,
+    result: &mut WorkloadDoc,
+) {
+    if keep {
         for (i, p) in prepared.iter().enumerate() {
             if let Err(e) = fileset::keep(p, &layouts[i], &arena, i) {
                 result.note(format!("keeping {}: {e:#}", p.root.display()));
@@ -220,23 +251,6 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<RunResult>
             result.note(note);
         }
     }
-    match outcome {
-        Ok(()) => result.finish(signal::interrupted()),
-        Err(e) if fileset::is_interrupted(&e) => {
-            result.note(format!("{e}"));
-            result.finish(true);
-        }
-        Err(e) if crate::error::is_usage(&e) => return Err(e),
-        Err(e) => {
-            // A failed run still produces its document (status failed, the error in it).
-            let msg = format!("{e:#}");
-            eprintln!("fsbench workload: {msg}");
-            result.note(format!("failed: {msg}"));
-            result.finish(signal::interrupted());
-            result.fail();
-        }
-    }
-    Ok(result.result)
 }
 
 /// Lock every directory a fileset is laid out in, for the whole run.
@@ -489,13 +503,18 @@ fn spawn(
         }
         let shared = std::sync::Arc::new(Arena::attach(dfd, arena.layout.clone())?);
         let model = std::sync::Arc::new(model.clone());
+        let setup = super::worker::Setup {
+            engine: opts.engine,
+            rate: opts.rate,
+            trace_files: super::interp::trace_files(layouts),
+        };
         let layouts = std::sync::Arc::new(layouts.to_vec());
         let bodies = ids.into_iter().map(|id| {
             let body = super::worker::body(
                 model.clone(),
                 layouts.clone(),
                 shared.clone(),
-                opts.engine,
+                setup.clone(),
                 id,
             );
             ("wml".to_string(), body)
@@ -536,6 +555,7 @@ fn spawn(
                 arena_fd: arena.raw_fd(),
                 layout: arena.layout.clone(),
                 engine: opts.engine,
+                rate: opts.rate,
             });
             slot += per;
             let mut child = match crate::runner::drive::start_process(&spec) {
@@ -609,49 +629,19 @@ fn sum_progress(arena: &Arena, n: usize) -> [u64; 5] {
     s
 }
 
-#[allow(clippy::too_many_arguments)]
-fn one_run(
-    src: &Source,
+/// Watch a started run until it stops: print the psrun lines and check the stop conditions
+/// (time, mode quit, out of files, a failed flowop, Ctrl-C/SIGTERM, no progress). Returns why
+/// it stopped, whether that is a failure, and the progress lines.
+fn watch(
     model: &Model,
-    layouts: &[SetLayout],
     arena: &Arena,
+    t0: Instant,
     secs: f64,
     psrun: Option<(f64, bool)>,
-    number: u32,
     opts: &Options,
-) -> Result<RunPart> {
-    reset(arena, model);
+) -> (String, bool, Vec<PsrunLine>) {
     let nthreads = model.total_threads();
-    let mut workers = spawn(src, model, layouts, arena, opts)?;
     let ctl = arena.ctl();
-    // Start barrier: every thread prepared (processes started, buffers allocated).
-    let wait_from = Instant::now();
-    while (ctl.ready.load(SeqCst) as usize) < nthreads {
-        if !children_alive(&mut workers)
-            || wait_from.elapsed() > Duration::from_secs(120)
-            || signal::interrupted()
-        {
-            ctl.stop.store(STOP_NORMAL, SeqCst);
-            arena.wake_everyone();
-            let _ = collect(workers);
-            bail!(
-                "workload processes failed to start ({} of {nthreads} threads ready)",
-                ctl.ready.load(SeqCst)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    if ctl.event_rate_milli.load(SeqCst) > 0 {
-        arena.set_event_rate(ctl.event_rate_milli.load(SeqCst) as f64 / 1000.0);
-    }
-    let t0 = Instant::now();
-    let started_unix_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
-    ctl.start_ns.store(now_ns(), SeqCst);
-    ctl.go.store(1, SeqCst);
-    futex_wake_all(&ctl.go);
-
     let mut lines = Vec::new();
     let mut last = (0.0f64, [0u64; 5]);
     let mut next_print = psrun.map(|p| p.0);
@@ -733,6 +723,53 @@ fn one_run(
             stalled_since = None;
         }
     }
+    (stop_reason, failed, lines)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn one_run(
+    src: &Source,
+    model: &Model,
+    layouts: &[SetLayout],
+    arena: &Arena,
+    secs: f64,
+    psrun: Option<(f64, bool)>,
+    number: u32,
+    opts: &Options,
+) -> Result<RunPart> {
+    reset(arena, model);
+    let nthreads = model.total_threads();
+    let mut workers = spawn(src, model, layouts, arena, opts)?;
+    let ctl = arena.ctl();
+    // Start barrier: every thread prepared (processes started, buffers allocated).
+    let wait_from = Instant::now();
+    while (ctl.ready.load(SeqCst) as usize) < nthreads {
+        if !children_alive(&mut workers)
+            || wait_from.elapsed() > Duration::from_secs(120)
+            || signal::interrupted()
+        {
+            ctl.stop.store(STOP_NORMAL, SeqCst);
+            arena.wake_everyone();
+            let _ = collect(workers);
+            bail!(
+                "workload processes failed to start ({} of {nthreads} threads ready)",
+                ctl.ready.load(SeqCst)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if ctl.event_rate_milli.load(SeqCst) > 0 {
+        arena.set_event_rate(ctl.event_rate_milli.load(SeqCst) as f64 / 1000.0);
+    }
+    let t0 = Instant::now();
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    ctl.start_ns.store(now_ns(), SeqCst);
+    ctl.go.store(1, SeqCst);
+    futex_wake_all(&ctl.go);
+
+    let (stop_reason, failed, lines) = watch(model, arena, t0, secs, psrun, opts);
     let elapsed_s = t0.elapsed().as_secs_f64();
     ctl.stop.store(STOP_NORMAL, SeqCst);
     arena.wake_everyone();

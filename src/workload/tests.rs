@@ -23,6 +23,7 @@ fn run(dir: &Path, text: &str, keep: bool) -> RunResult {
         stall_after: Duration::from_secs(2),
         progress: None,
         engine: crate::job::EngineKind::Sync,
+        rate: Default::default(),
     };
     execute(&src, &model, &opts).unwrap_or_else(|e| panic!("{e:#}"))
 }
@@ -342,6 +343,7 @@ fn refuses_a_directory_it_did_not_create() {
         stall_after: Duration::from_secs(2),
         progress: None,
         engine: crate::job::EngineKind::Sync,
+        rate: Default::default(),
     };
     let e = execute(&src, &model, &opts).unwrap_err();
     assert!(crate::error::is_usage(&e), "{e}");

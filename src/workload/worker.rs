@@ -20,6 +20,18 @@ pub struct WorkerSpec {
     /// The engine the threads issue their system calls through.
     #[serde(default)]
     pub engine: crate::job::EngineKind,
+    /// The run's rate limit (`--rate-iops`, `--rate-bytes`, `--rate-scope`).
+    #[serde(default)]
+    pub rate: crate::job::RateLimit,
+}
+
+/// What every thread instance is given besides the workload: its engine, the rate limit and
+/// the trace's file table (when the run is traced).
+#[derive(Clone)]
+pub(super) struct Setup {
+    pub engine: crate::job::EngineKind,
+    pub rate: crate::job::RateLimit,
+    pub trace_files: Option<crate::trace::TraceFiles>,
 }
 
 /// Stack of each workload thread: flowops recurse only through composites (at most 8 deep),
@@ -32,7 +44,7 @@ pub(super) fn body(
     model: std::sync::Arc<super::model::Model>,
     layouts: std::sync::Arc<Vec<super::fileset::SetLayout>>,
     arena: std::sync::Arc<Arena>,
-    engine: crate::job::EngineKind,
+    setup: Setup,
     id: ThreadId,
 ) -> crate::runner::drive::Body<ThreadOutcome> {
     Box::new(move |gate| {
@@ -43,7 +55,9 @@ pub(super) fn body(
             model: &model,
             layouts: &layouts,
             arena: &arena,
-            engine,
+            engine: setup.engine,
+            rate: setup.rate,
+            trace_files: setup.trace_files,
         };
         let spec = &model.processes[id.process].threads[id.thread];
         Some(super::interp::run_thread(&sh, spec, id))
@@ -84,6 +98,12 @@ pub fn child(spec: WorkerSpec) -> Result<()> {
         std::sync::Arc::new(arena),
     );
     let n = ids.len();
+    // A traced run's worker process finds that out from its environment.
+    let setup = Setup {
+        engine: spec.engine,
+        rate: spec.rate,
+        trace_files: super::interp::trace_files(&layouts),
+    };
     let bodies = ids.into_iter().map(|id| {
         (
             "wml".to_string(),
@@ -91,7 +111,7 @@ pub fn child(spec: WorkerSpec) -> Result<()> {
                 model.clone(),
                 layouts.clone(),
                 arena.clone(),
-                spec.engine,
+                setup.clone(),
                 id,
             ),
         )
