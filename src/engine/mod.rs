@@ -353,10 +353,7 @@ pub fn fsync_all(files: &[FileHandles], sys: &mut SyscallCounts) -> std::io::Res
                 continue;
             }
             sys.fsync += 1;
-            // SAFETY: fd is an open descriptor owned by the worker for the engine's life.
-            if unsafe { libc::fsync(fd) } != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            meta::sync(fd, false)?;
         }
     }
     Ok(())

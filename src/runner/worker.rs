@@ -161,31 +161,32 @@ fn open_fd(
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| std::io::Error::other("path has a NUL byte"))?;
     sys.open += 1;
-    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
-    // SAFETY: NUL-terminated path; the descriptor is closed by the worker's `Fds` (or below).
-    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC | nofollow) };
-    if fd < 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::ELOOP) {
+    use rustix::fs::OFlags;
+    let mut oflags = OFlags::from_bits_retain(flags as u32) | OFlags::CLOEXEC;
+    if !follow {
+        oflags |= OFlags::NOFOLLOW;
+    }
+    let fd = match rustix::fs::open(c.as_c_str(), oflags, rustix::fs::Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::LOOP) => {
             return Err(std::io::Error::other(
                 "the target was replaced by a symbolic link during the run; not followed",
-            ));
+            ))
         }
-        return Err(e);
-    }
+        Err(e) => return Err(e.into()),
+    };
     if let Some(want) = id {
-        // SAFETY: fstat fills a zeroed struct we own, on the descriptor just opened.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        let ok = unsafe { libc::fstat(fd, &mut st) } == 0;
-        if !ok || st.st_dev != want.dev || st.st_ino != want.ino {
-            // SAFETY: closing the descriptor opened above, once.
-            unsafe { libc::close(fd) };
+        let same = rustix::fs::fstat(&fd)
+            .is_ok_and(|st| st.st_dev as u64 == want.dev && st.st_ino as u64 == want.ino);
+        if !same {
+            // Dropping `fd` closes it.
             return Err(std::io::Error::other(
                 "the target was replaced by another file during the run; not touched",
             ));
         }
     }
-    Ok(fd)
+    // From here the worker's `Fds` owns and closes the descriptor.
+    Ok(std::os::fd::IntoRawFd::into_raw_fd(fd))
 }
 
 impl Worker {
@@ -260,8 +261,8 @@ impl Worker {
                     Advice::Seq => libc::POSIX_FADV_SEQUENTIAL,
                 };
                 sys.fadvise += 1;
-                // SAFETY: advisory call on an open descriptor.
-                unsafe { libc::posix_fadvise(fd, 0, 0, adv) };
+                // Advice only: a refusal changes nothing the run depends on.
+                let _ = engine::meta::advise(fd, adv);
             }
         }
         // Buffers for the I/Os that can be in flight, not for the whole queue depth.
@@ -735,8 +736,8 @@ fn kind_name(k: OpKind) -> &'static str {
 
 fn close_all(fds: &[i32]) {
     for &fd in fds.iter().filter(|&&fd| fd >= 0) {
-        // SAFETY: closing descriptors this worker opened, once.
-        unsafe { libc::close(fd) };
+        // Closing descriptors this worker opened, once.
+        let _ = engine::meta::close(fd);
     }
 }
 

@@ -15,8 +15,7 @@ pub struct RawDevice {
 }
 
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 impl RawDevice {
@@ -83,9 +82,12 @@ fn stale_pid(name: &str) -> Option<i32> {
 }
 
 fn pid_alive(pid: i32) -> bool {
-    // SAFETY: kill with signal 0 only checks that the process exists.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    // Signal 0 only checks that the process exists. PID 0 (the caller's own process group,
+    // which kill(0, 0) reports alive) counts as alive too.
+    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+        return true;
+    };
+    rustix::process::test_kill_process(pid) != Err(rustix::io::Errno::SRCH)
 }
 
 /// Loop devices whose backing file is `image` (from /sys/block/loopN/loop/backing_file).
@@ -232,6 +234,9 @@ mod tests {
         assert_eq!(stale_pid(".fsbench-raw-123.img"), Some(123));
         assert_eq!(stale_pid(".fsbench-raw-12a.img"), None);
         assert_eq!(stale_pid("fsbench-raw-1.img"), None);
+        // kill(0, 0) names our own process group: alive, never cleaned.
+        assert!(pid_alive(0) && pid_alive(std::process::id() as i32));
+        assert!(!pid_alive(2147483000));
         let d = tempfile::tempdir().unwrap();
         // A PID that cannot be alive (above pid_max), marked: removed.
         let dead = d.path().join(".fsbench-raw-2147483000.img");
