@@ -130,10 +130,10 @@ const META_TAG: u64 = u64::MAX;
 
 /// Whether this kernel lets a process set up an io_uring: Err is the one-line reason (the
 /// same words `--engine uring` uses for a Job).
-pub fn available() -> Result<(), String> {
+pub fn available() -> Result<(), crate::error::UsageError> {
     build_ring(1, false, false)
         .map(drop)
-        .map_err(|e| setup_error(e, false, false))
+        .map_err(|e| crate::usage!("{}", setup_error(e, false, false)))
 }
 
 /// The metadata opcodes this kernel supports, as a `Meta` bit set.

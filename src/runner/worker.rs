@@ -276,7 +276,7 @@ impl Worker {
                 ))
             })?;
         }
-        let deadline = deadline_of(job).map_err(fail)?;
+        let deadline = deadline_of(job).map_err(|e| fail(e.to_string()))?;
         let handles = vec![FileHandles {
             fds: fds.0,
             size: t.size,
@@ -323,7 +323,7 @@ impl Worker {
             offset: None,
             message,
         };
-        let deadline = deadline_of(job).map_err(fail)?;
+        let deadline = deadline_of(job).map_err(|e| fail(e.to_string()))?;
         Ok(Worker {
             core: Core::new(
                 job,
@@ -364,11 +364,13 @@ impl Worker {
     }
 }
 
-fn deadline_of(job: &Job) -> Result<Option<Duration>, String> {
+/// The run time as a Duration; a time no Duration holds (NaN, infinite, negative, huge) is
+/// the Job's mistake.
+fn deadline_of(job: &Job) -> Result<Option<Duration>, crate::error::UsageError> {
     match job.time_s.map(Duration::try_from_secs_f64) {
         None => Ok(None),
         Some(Ok(d)) => Ok(Some(d)),
-        Some(Err(_)) => Err(format!(
+        Some(Err(_)) => Err(crate::usage!(
             "bad run time {:?}: must be a finite number of seconds",
             job.time_s
         )),
@@ -744,6 +746,25 @@ fn close_all(fds: &[i32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run time no Duration holds is the Job's mistake, named in one usage line.
+    #[test]
+    fn unrepresentable_run_time_is_a_usage_error() {
+        let mut job = Job {
+            time_s: Some(f64::NAN),
+            ..Default::default()
+        };
+        assert_eq!(
+            deadline_of(&job),
+            Err(crate::error::UsageError(
+                "bad run time Some(NaN): must be a finite number of seconds".into()
+            ))
+        );
+        job.time_s = Some(1.5);
+        assert_eq!(deadline_of(&job), Ok(Some(Duration::from_millis(1500))));
+        job.time_s = None;
+        assert_eq!(deadline_of(&job), Ok(None));
+    }
 
     fn is_open(fd: i32) -> bool {
         // SAFETY: F_GETFD only asks whether the descriptor number is open.
