@@ -622,11 +622,7 @@ impl Engine for UringEngine {
         rmdir: bool,
         sys: &mut SyscallCounts,
     ) -> io::Result<()> {
-        if rmdir {
-            sys.rmdir += 1;
-        } else {
-            sys.unlink += 1;
-        }
+        super::count_unlink(rmdir, sys);
         if !self.on_ring(Meta::Unlink) {
             return super::meta::unlinkat(dir, path, rmdir);
         }
@@ -699,11 +695,7 @@ impl Engine for UringEngine {
     }
 
     fn sync_fd(&mut self, fd: RawFd, data_only: bool, sys: &mut SyscallCounts) -> io::Result<()> {
-        if data_only {
-            sys.fdatasync += 1;
-        } else {
-            sys.fsync += 1;
-        }
+        super::count_sync(data_only, sys);
         if !self.on_ring(Meta::Fsync) {
             return super::meta::sync(fd, data_only);
         }
