@@ -63,63 +63,10 @@ impl Worker {
         };
         let mut sys = SyscallCounts::default();
         let policy = plan.cache;
-        let read_pct = job.access.read_pct(job.read_pct);
-        let writes = read_pct < 100;
-        let mmap = job.engine == EngineKind::Mmap;
-        let mut base = if writes || mmap {
-            libc::O_RDWR
-        } else {
-            libc::O_RDONLY
-        };
-        if job.open.sync {
-            base |= libc::O_SYNC;
-        }
-        if job.open.dsync {
-            base |= libc::O_DSYNC;
-        }
-        if job.open.append {
-            base |= libc::O_APPEND;
-        }
         let bs = job.block_size;
         let align = t.dio_align.max(1);
-        let misaligned_possible = bs % align != 0;
-        // Owned from the first open: every early return below closes what was opened.
-        let mut fds = Fds([-1i32; 3]);
-        let want_buffered =
-            !policy.uses_direct() || matches!(policy, CachePolicy::Discovered { .. });
-        if want_buffered || mmap {
-            let mut fl = base;
-            if policy.buffered_dsync() {
-                fl |= libc::O_DSYNC;
-            }
-            fds.0[Route::Buffered as usize] = open_fd(&t.path, fl, job.force, id, &mut sys)
-                .map_err(|e| fail(format!("open: {e}")))?;
-        }
-        if policy.uses_direct() && !mmap {
-            fds.0[Route::Direct as usize] = open_fd(&t.path, base | libc::O_DIRECT, job.force, id, &mut sys)
-                .map_err(|e| {
-                    fail(format!(
-                        "open with O_DIRECT: {e} (the file system may not support direct I/O; try --cache buffered)"
-                    ))
-                })?;
-            if misaligned_possible && !matches!(policy, CachePolicy::Discovered { .. }) {
-                fds.0[Route::Fallback as usize] =
-                    open_fd(&t.path, base | libc::O_DSYNC, job.force, id, &mut sys)
-                        .map_err(|e| fail(format!("open: {e}")))?;
-            }
-        }
-        for &fd in fds.0.iter().filter(|&&fd| fd >= 0) {
-            for a in &job.advice {
-                let adv = match a {
-                    Advice::NoReuse => libc::POSIX_FADV_NOREUSE,
-                    Advice::Random => libc::POSIX_FADV_RANDOM,
-                    Advice::Seq => libc::POSIX_FADV_SEQUENTIAL,
-                };
-                sys.fadvise += 1;
-                // Advice only: a refusal changes nothing the run depends on.
-                let _ = engine::meta::advise(fd, adv);
-            }
-        }
+        let fds = open_fds(job, policy, t, id, &mut sys, &fail)?;
+        advise_fds(job, &fds, &mut sys);
         // Buffers for the I/Os that can be in flight, not for the whole queue depth.
         let depth = job.effective_depth() as usize;
         let mut pool = BufferPool::new(depth, bs as usize, thread_seed(job.seed, user, thread))
@@ -194,6 +141,84 @@ impl Worker {
             engine: Built::Boxed(engine),
             _fds: Fds([-1; 3]),
         })
+    }
+}
+
+/// The open(2) flags every descriptor of the worker starts from: read-only unless the job
+/// writes or maps, plus the job's O_SYNC / O_DSYNC / O_APPEND.
+fn base_flags(job: &Job) -> i32 {
+    let writes = job.access.read_pct(job.read_pct) < 100;
+    let mmap = job.engine == EngineKind::Mmap;
+    let mut base = if writes || mmap {
+        libc::O_RDWR
+    } else {
+        libc::O_RDONLY
+    };
+    if job.open.sync {
+        base |= libc::O_SYNC;
+    }
+    if job.open.dsync {
+        base |= libc::O_DSYNC;
+    }
+    if job.open.append {
+        base |= libc::O_APPEND;
+    }
+    base
+}
+
+/// The worker's descriptors on target `t`, one per route the cache policy uses: buffered,
+/// direct, and the O_DSYNC fallback for I/Os direct I/O cannot align.
+fn open_fds(
+    job: &Job,
+    policy: CachePolicy,
+    t: &super::super::target::TargetPlan,
+    id: Option<FileId>,
+    sys: &mut SyscallCounts,
+    fail: &dyn Fn(String) -> IoFailure,
+) -> Result<Fds, IoFailure> {
+    let base = base_flags(job);
+    let mmap = job.engine == EngineKind::Mmap;
+    let misaligned_possible = job.block_size % t.dio_align.max(1) != 0;
+    // Owned from the first open: every early return below closes what was opened.
+    let mut fds = Fds([-1i32; 3]);
+    let want_buffered = !policy.uses_direct() || matches!(policy, CachePolicy::Discovered { .. });
+    if want_buffered || mmap {
+        let mut fl = base;
+        if policy.buffered_dsync() {
+            fl |= libc::O_DSYNC;
+        }
+        fds.0[Route::Buffered as usize] =
+            open_fd(&t.path, fl, job.force, id, sys).map_err(|e| fail(format!("open: {e}")))?;
+    }
+    if policy.uses_direct() && !mmap {
+        fds.0[Route::Direct as usize] = open_fd(&t.path, base | libc::O_DIRECT, job.force, id, sys)
+            .map_err(|e| {
+                fail(format!(
+                    "open with O_DIRECT: {e} (the file system may not support direct I/O; try --cache buffered)"
+                ))
+            })?;
+        if misaligned_possible && !matches!(policy, CachePolicy::Discovered { .. }) {
+            fds.0[Route::Fallback as usize] =
+                open_fd(&t.path, base | libc::O_DSYNC, job.force, id, sys)
+                    .map_err(|e| fail(format!("open: {e}")))?;
+        }
+    }
+    Ok(fds)
+}
+
+/// The job's posix_fadvise hints on each open descriptor.
+fn advise_fds(job: &Job, fds: &Fds, sys: &mut SyscallCounts) {
+    for &fd in fds.0.iter().filter(|&&fd| fd >= 0) {
+        for a in &job.advice {
+            let adv = match a {
+                Advice::NoReuse => libc::POSIX_FADV_NOREUSE,
+                Advice::Random => libc::POSIX_FADV_RANDOM,
+                Advice::Seq => libc::POSIX_FADV_SEQUENTIAL,
+            };
+            sys.fadvise += 1;
+            // Advice only: a refusal changes nothing the run depends on.
+            let _ = engine::meta::advise(fd, adv);
+        }
     }
 }
 
