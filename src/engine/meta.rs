@@ -6,12 +6,25 @@
 //! buffers are theirs, so none of these functions allocates. Each returns the system call's
 //! error as `io::Error` (errno), never a panic.
 
+use rustix::fs::{AtFlags, FallocateFlags, Mode, OFlags, StatxFlags};
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{BorrowedFd, IntoRawFd, RawFd};
 
 /// Directory-relative opens name the current directory with this (absolute paths ignore it).
 pub const AT_FDCWD: RawFd = libc::AT_FDCWD;
+
+/// The caller's descriptor number, borrowed for one system call through rustix (whose calls
+/// are then safe). -1 (no descriptor) is refused with EBADF, as the kernel would.
+fn borrow<'a>(fd: RawFd) -> io::Result<BorrowedFd<'a>> {
+    if fd == -1 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    // SAFETY: `fd` is not -1 (the one value a BorrowedFd cannot hold; AT_FDCWD is allowed).
+    // The Engine contract makes the descriptor the caller's, open for the call; the borrow
+    // ends with the call that uses it. A stale number fails with EBADF like the bare call.
+    Ok(unsafe { BorrowedFd::borrow_raw(fd) })
+}
 
 fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
     if rc < 0 {
@@ -23,8 +36,10 @@ fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
 
 /// openat(2): a new descriptor for `path` relative to `dir`.
 pub fn openat(dir: RawFd, path: &CStr, flags: i32, mode: u32) -> io::Result<RawFd> {
-    // SAFETY: path is NUL-terminated and outlives the call.
-    check(unsafe { libc::openat(dir, path.as_ptr(), flags, mode as libc::c_uint) })
+    let flags = OFlags::from_bits_retain(flags as u32);
+    let fd = rustix::fs::openat(borrow(dir)?, path, flags, Mode::from_bits_retain(mode))?;
+    // The caller owns the descriptor from here and closes it with [`close`].
+    Ok(fd.into_raw_fd())
 }
 
 /// close(2). The descriptor is gone afterwards even when the call reports an error (Linux).
@@ -35,47 +50,88 @@ pub fn close(fd: RawFd) -> io::Result<()> {
 
 /// unlinkat(2): a file, or an empty directory with `rmdir`.
 pub fn unlinkat(dir: RawFd, path: &CStr, rmdir: bool) -> io::Result<()> {
-    let flags = if rmdir { libc::AT_REMOVEDIR } else { 0 };
-    // SAFETY: path is NUL-terminated and outlives the call.
-    check(unsafe { libc::unlinkat(dir, path.as_ptr(), flags) }).map(drop)
+    let flags = if rmdir {
+        AtFlags::REMOVEDIR
+    } else {
+        AtFlags::empty()
+    };
+    Ok(rustix::fs::unlinkat(borrow(dir)?, path, flags)?)
 }
 
 /// mkdirat(2).
 pub fn mkdirat(dir: RawFd, path: &CStr, mode: u32) -> io::Result<()> {
-    // SAFETY: path is NUL-terminated and outlives the call.
-    check(unsafe { libc::mkdirat(dir, path.as_ptr(), mode as libc::mode_t) }).map(drop)
+    Ok(rustix::fs::mkdirat(
+        borrow(dir)?,
+        path,
+        Mode::from_bits_retain(mode),
+    )?)
 }
 
 /// statx(2) of `path` relative to `dir` (not following a last symlink with
 /// AT_SYMLINK_NOFOLLOW in `flags`) into the caller's struct.
 pub fn statx_at(dir: RawFd, path: &CStr, flags: i32, out: &mut libc::statx) -> io::Result<()> {
-    // SAFETY: path is NUL-terminated; `out` is a live statx the kernel fills.
-    check(unsafe { libc::statx(dir, path.as_ptr(), flags, libc::STATX_BASIC_STATS, out) }).map(drop)
+    let flags = AtFlags::from_bits_retain(flags as u32);
+    let sx = rustix::fs::statx(borrow(dir)?, path, flags, StatxFlags::BASIC_STATS)?;
+    copy_statx(&sx, out);
+    Ok(())
 }
 
-/// posix_fadvise(2) over the whole file.
+/// posix_fadvise(2) over the whole file; `advice` is a POSIX_FADV_* value.
 pub fn advise(fd: RawFd, advice: i32) -> io::Result<()> {
-    // SAFETY: no memory arguments.
-    match unsafe { libc::posix_fadvise(fd, 0, 0, advice) } {
-        0 => Ok(()),
-        e => Err(io::Error::from_raw_os_error(e)),
-    }
+    use rustix::fs::Advice;
+    let advice = match advice {
+        libc::POSIX_FADV_NORMAL => Advice::Normal,
+        libc::POSIX_FADV_SEQUENTIAL => Advice::Sequential,
+        libc::POSIX_FADV_RANDOM => Advice::Random,
+        libc::POSIX_FADV_NOREUSE => Advice::NoReuse,
+        libc::POSIX_FADV_WILLNEED => Advice::WillNeed,
+        libc::POSIX_FADV_DONTNEED => Advice::DontNeed,
+        _ => return Err(io::Error::from_raw_os_error(libc::EINVAL)),
+    };
+    Ok(rustix::fs::fadvise(borrow(fd)?, 0, None, advice)?)
 }
 
 /// statx(2) of an open descriptor (AT_EMPTY_PATH) into the caller's struct.
 pub fn fstatx(fd: RawFd, out: &mut libc::statx) -> io::Result<()> {
-    // SAFETY: an empty NUL-terminated path with AT_EMPTY_PATH names `fd`; `out` is a live
-    // statx the kernel fills.
-    check(unsafe {
-        libc::statx(
-            fd,
-            c"".as_ptr(),
-            libc::AT_EMPTY_PATH,
-            libc::STATX_BASIC_STATS,
-            out,
-        )
-    })
-    .map(drop)
+    let sx = rustix::fs::statx(
+        borrow(fd)?,
+        c"",
+        AtFlags::EMPTY_PATH,
+        StatxFlags::BASIC_STATS,
+    )?;
+    copy_statx(&sx, out);
+    Ok(())
+}
+
+/// rustix's statx into the libc struct the Engine contract hands out (field by field: the
+/// two are the same kernel structure, and copying keeps that out of `unsafe`).
+fn copy_statx(sx: &rustix::fs::Statx, out: &mut libc::statx) {
+    let ts = |to: &mut libc::statx_timestamp, t: &rustix::fs::StatxTimestamp| {
+        to.tv_sec = t.tv_sec;
+        to.tv_nsec = t.tv_nsec;
+    };
+    out.stx_mask = sx.stx_mask;
+    out.stx_blksize = sx.stx_blksize;
+    out.stx_attributes = sx.stx_attributes.bits();
+    out.stx_nlink = sx.stx_nlink;
+    out.stx_uid = sx.stx_uid;
+    out.stx_gid = sx.stx_gid;
+    out.stx_mode = sx.stx_mode;
+    out.stx_ino = sx.stx_ino;
+    out.stx_size = sx.stx_size;
+    out.stx_blocks = sx.stx_blocks;
+    out.stx_attributes_mask = sx.stx_attributes_mask.bits();
+    ts(&mut out.stx_atime, &sx.stx_atime);
+    ts(&mut out.stx_btime, &sx.stx_btime);
+    ts(&mut out.stx_ctime, &sx.stx_ctime);
+    ts(&mut out.stx_mtime, &sx.stx_mtime);
+    out.stx_rdev_major = sx.stx_rdev_major;
+    out.stx_rdev_minor = sx.stx_rdev_minor;
+    out.stx_dev_major = sx.stx_dev_major;
+    out.stx_dev_minor = sx.stx_dev_minor;
+    out.stx_mnt_id = sx.stx_mnt_id;
+    out.stx_dio_mem_align = sx.stx_dio_mem_align;
+    out.stx_dio_offset_align = sx.stx_dio_offset_align;
 }
 
 /// getdents64(2): the next directory entries of `fd` into `buf`; 0 at the end. Walk the
@@ -114,41 +170,45 @@ pub fn dirents(buf: &[u8], len: usize) -> impl Iterator<Item = &[u8]> {
 
 /// fsync(2), or fdatasync(2) with `data_only`.
 pub fn sync(fd: RawFd, data_only: bool) -> io::Result<()> {
-    // SAFETY: no memory arguments.
-    check(unsafe {
-        if data_only {
-            libc::fdatasync(fd)
-        } else {
-            libc::fsync(fd)
-        }
-    })
-    .map(drop)
+    let fd = borrow(fd)?;
+    Ok(if data_only {
+        rustix::fs::fdatasync(fd)
+    } else {
+        rustix::fs::fsync(fd)
+    }?)
 }
 
-/// fallocate(2).
+/// fallocate(2); `mode` is FALLOC_FL_* bits.
 pub fn fallocate(fd: RawFd, mode: i32, offset: u64, len: u64) -> io::Result<()> {
-    // SAFETY: no memory arguments.
-    check(unsafe { libc::fallocate(fd, mode, offset as libc::off_t, len as libc::off_t) }).map(drop)
+    let mode = FallocateFlags::from_bits_retain(mode as u32);
+    Ok(rustix::fs::fallocate(borrow(fd)?, mode, offset, len)?)
 }
 
 /// fcntl(F_SETFL): set the `set` status flags and clear the `clear` ones (the O_DIRECT
 /// switch of a descriptor opened without it).
 pub fn set_status_flags(fd: RawFd, set: i32, clear: i32) -> io::Result<()> {
-    // SAFETY: F_GETFL has no memory argument.
-    let fl = check(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
-    // SAFETY: F_SETFL takes an int.
-    check(unsafe { libc::fcntl(fd, libc::F_SETFL, (fl | set) & !clear) }).map(drop)
+    let fd = borrow(fd)?;
+    let fl = rustix::fs::fcntl_getfl(fd)?;
+    let set = OFlags::from_bits_retain(set as u32);
+    let clear = OFlags::from_bits_retain(clear as u32);
+    Ok(rustix::fs::fcntl_setfl(fd, (fl | set) & !clear)?)
 }
 
-/// lseek(2): the new offset.
+/// lseek(2): the new offset; `whence` is SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA or
+/// SEEK_HOLE.
 pub fn seek(fd: RawFd, offset: i64, whence: i32) -> io::Result<u64> {
-    // SAFETY: no memory arguments.
-    let r = unsafe { libc::lseek(fd, offset as libc::off_t, whence) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r as u64)
-    }
+    use rustix::fs::SeekFrom;
+    let einval = || io::Error::from_raw_os_error(libc::EINVAL);
+    let at = |o: i64| u64::try_from(o).map_err(|_| einval());
+    let from = match whence {
+        libc::SEEK_SET => SeekFrom::Start(at(offset)?),
+        libc::SEEK_CUR => SeekFrom::Current(offset),
+        libc::SEEK_END => SeekFrom::End(offset),
+        libc::SEEK_DATA => SeekFrom::Data(at(offset)?),
+        libc::SEEK_HOLE => SeekFrom::Hole(at(offset)?),
+        _ => return Err(einval()),
+    };
+    Ok(rustix::fs::seek(borrow(fd)?, from)?)
 }
 
 /// A zeroed statx, for callers to own and pass to [`super::Engine::stat_fd`].
@@ -199,5 +259,49 @@ mod tests {
         let e = unlinkat(dfd, c"a", false).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
         close(dfd).unwrap();
+    }
+
+    /// The statx the Engine hands out is the kernel's, field for field, whichever way it
+    /// is asked (by descriptor or by name); a missing descriptor and unknown arguments are
+    /// errors, not a borrow of -1.
+    #[test]
+    fn statx_fields_and_bad_arguments() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![7u8; 5000]).unwrap();
+        let md = std::fs::metadata(&path).unwrap();
+        let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+        let fd = openat(AT_FDCWD, &c, libc::O_RDONLY, 0).unwrap();
+        let (mut a, mut b) = (statx_buf(), statx_buf());
+        fstatx(fd, &mut a).unwrap();
+        statx_at(AT_FDCWD, &c, libc::AT_SYMLINK_NOFOLLOW, &mut b).unwrap();
+        for st in [&a, &b] {
+            assert_eq!(st.stx_ino, md.ino());
+            assert_eq!(st.stx_size, 5000);
+            assert_eq!(st.stx_mode as u32, md.mode());
+            assert_eq!(st.stx_nlink as u64, md.nlink());
+            assert_eq!(st.stx_uid, md.uid());
+            assert_eq!(st.stx_blocks, md.blocks());
+            assert_eq!(st.stx_mtime.tv_sec, md.mtime());
+            assert_eq!(st.stx_mtime.tv_nsec as i64, md.mtime_nsec());
+            assert_eq!(libc::makedev(st.stx_dev_major, st.stx_dev_minor), md.dev());
+            assert_ne!(st.stx_mask & libc::STATX_BASIC_STATS, 0);
+        }
+        advise(fd, libc::POSIX_FADV_DONTNEED).unwrap();
+        let einval = Some(libc::EINVAL);
+        assert_eq!(advise(fd, 99).unwrap_err().raw_os_error(), einval);
+        assert_eq!(seek(fd, 0, 77).unwrap_err().raw_os_error(), einval);
+        assert_eq!(
+            seek(fd, -1, libc::SEEK_SET).unwrap_err().raw_os_error(),
+            einval
+        );
+        assert_eq!(seek(fd, -100, libc::SEEK_END).unwrap(), 4900);
+        close(fd).unwrap();
+        let ebadf = Some(libc::EBADF);
+        assert_eq!(sync(-1, false).unwrap_err().raw_os_error(), ebadf);
+        let mut st = statx_buf();
+        assert_eq!(fstatx(-1, &mut st).unwrap_err().raw_os_error(), ebadf);
+        assert_eq!(unlinkat(-1, c"x", false).unwrap_err().raw_os_error(), ebadf);
     }
 }

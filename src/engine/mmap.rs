@@ -7,10 +7,15 @@ use crate::job::Route;
 use crate::stats::SyscallCounts;
 
 struct Mapping {
+    /// The mapping's start and length, read from `map` once so the copy loop touches only
+    /// these two words.
     ptr: *mut u8,
     len: usize,
-    /// Lets the SIGBUS handler name this mapping's file and offset; dropped before munmap.
-    _sigbus: Option<super::sigbus::RegionGuard>,
+    /// Lets the SIGBUS handler name this mapping's file and offset. Declared before `map`:
+    /// fields drop in order, so the handler stops matching the range before it is unmapped.
+    _sigbus: super::sigbus::RegionGuard,
+    /// The shared mapping (memmap2); dropping it unmaps.
+    map: memmap2::MmapRaw,
 }
 
 pub struct MmapEngine {
@@ -31,33 +36,23 @@ impl MmapEngine {
             if len == 0 {
                 anyhow::bail!("cannot mmap an empty file");
             }
-            // SAFETY: a fresh shared mapping of an open descriptor; checked for MAP_FAILED.
-            let ptr = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    f.fd(Route::Buffered),
-                    0,
-                )
-            };
-            if ptr == libc::MAP_FAILED {
-                return Err(anyhow::anyhow!(
-                    "mmap of {len} bytes failed: {}",
-                    std::io::Error::last_os_error()
-                ));
-            }
-            // The file's name for the SIGBUS line, through the descriptor (before the run).
+            // Shared, read and write, `len` bytes from offset 0 (the file's prepared size).
             let fd = f.fd(Route::Buffered);
+            let map = memmap2::MmapOptions::new()
+                .len(len)
+                .map_raw(fd)
+                .map_err(|e| anyhow::anyhow!("mmap of {len} bytes failed: {e}"))?;
+            let ptr = map.as_mut_ptr();
+            // The file's name for the SIGBUS line, through the descriptor (before the run).
             let name = std::fs::read_link(format!("/proc/self/fd/{fd}"))
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| format!("descriptor {fd}"));
-            let guard = super::sigbus::register(ptr as *mut u8, len, &name);
+            let guard = super::sigbus::register(ptr, len, &name);
             maps.push(Mapping {
-                ptr: ptr as *mut u8,
+                ptr,
                 len,
-                _sigbus: Some(guard),
+                _sigbus: guard,
+                map,
             });
         }
         let cap = pool.slots().max(1);
@@ -122,24 +117,67 @@ impl Engine for MmapEngine {
     fn flush(&mut self, sys: &mut SyscallCounts) -> std::io::Result<()> {
         for m in &self.maps {
             sys.msync += 1;
-            // SAFETY: msync on our own live mapping.
-            if unsafe { libc::msync(m.ptr as *mut libc::c_void, m.len, libc::MS_SYNC) } != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            // msync(MS_SYNC) over the whole mapping.
+            m.map.flush()?;
         }
         super::fsync_all(&self.files, sys)
     }
 }
 
-impl Drop for MmapEngine {
-    fn drop(&mut self) {
-        for m in &mut self.maps {
-            // The handler must stop matching this range before it is unmapped.
-            m._sigbus = None;
-            // SAFETY: unmapping exactly what mmap returned.
-            unsafe {
-                libc::munmap(m.ptr as *mut libc::c_void, m.len);
-            }
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    /// Mappings of `path` this process holds, from /proc/self/maps.
+    fn mapped(path: &std::path::Path) -> usize {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let p = path.display().to_string();
+        maps.lines().filter(|l| l.ends_with(&p)).count()
+    }
+
+    /// A write lands in the file through the shared mapping, a read sees the file's bytes,
+    /// and dropping the engine unmaps the file.
+    #[test]
+    fn writes_reach_the_file_and_drop_unmaps() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.dat");
+        std::fs::write(&path, vec![b'a'; 8192]).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let fd = f.as_raw_fd();
+        let files = vec![FileHandles {
+            fds: [fd, fd, fd],
+            size: 8192,
+        }];
+        let pool = BufferPool::new(1, 4096, 1).unwrap();
+        let mut e = MmapEngine::new(files, pool).unwrap();
+        assert_eq!(mapped(&path), 1);
+        let op = |kind| IoOp {
+            kind,
+            file: 0,
+            route: Route::Buffered,
+            offset: 4096,
+            len: 4096,
+            slot: 0,
+        };
+        let mut sys = SyscallCounts::default();
+        let mut done = Vec::with_capacity(1);
+        e.submit(&[op(OpKind::Read)], &mut sys).unwrap();
+        e.reap(1, &mut done, &mut sys).unwrap();
+        assert_eq!(done[0].result, 4096);
+        assert!(e.buffers().slot(0).iter().all(|&b| b == b'a'));
+        e.buffers().slot_mut(0).fill(b'z');
+        e.submit(&[op(OpKind::Write)], &mut sys).unwrap();
+        e.flush(&mut sys).unwrap();
+        assert_eq!(sys.msync, 1);
+        let data = std::fs::read(&path).unwrap();
+        assert!(data[..4096].iter().all(|&b| b == b'a'));
+        assert!(data[4096..].iter().all(|&b| b == b'z'));
+        drop(e);
+        assert_eq!(mapped(&path), 0);
     }
 }

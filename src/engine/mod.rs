@@ -173,11 +173,7 @@ pub trait Engine: Send {
         rmdir: bool,
         sys: &mut SyscallCounts,
     ) -> io::Result<()> {
-        if rmdir {
-            sys.rmdir += 1;
-        } else {
-            sys.unlink += 1;
-        }
+        count_unlink(rmdir, sys);
         meta::unlinkat(dir, path, rmdir)
     }
     /// mkdirat(2).
@@ -231,11 +227,7 @@ pub trait Engine: Send {
     }
     /// fsync(2), or fdatasync(2) with `data_only`.
     fn sync_fd(&mut self, fd: RawFd, data_only: bool, sys: &mut SyscallCounts) -> io::Result<()> {
-        if data_only {
-            sys.fdatasync += 1;
-        } else {
-            sys.fsync += 1;
-        }
+        count_sync(data_only, sys);
         meta::sync(fd, data_only)
     }
     /// fallocate(2).
@@ -345,6 +337,25 @@ pub fn build(job: &Job, files: Vec<FileHandles>, pool: BufferPool) -> anyhow::Re
     })
 }
 
+/// Count an [`Engine::unlink_at`]: as rmdir or as unlink. Every engine counts through this,
+/// on the ring or off it, so the two counters mean one thing.
+pub(crate) fn count_unlink(rmdir: bool, sys: &mut SyscallCounts) {
+    if rmdir {
+        sys.rmdir += 1;
+    } else {
+        sys.unlink += 1;
+    }
+}
+
+/// Count an [`Engine::sync_fd`]: as fdatasync or as fsync (one place, as for unlinks).
+pub(crate) fn count_sync(data_only: bool, sys: &mut SyscallCounts) {
+    if data_only {
+        sys.fdatasync += 1;
+    } else {
+        sys.fsync += 1;
+    }
+}
+
 /// fsync every distinct descriptor of the files.
 pub fn fsync_all(files: &[FileHandles], sys: &mut SyscallCounts) -> std::io::Result<()> {
     for f in files {
@@ -353,10 +364,7 @@ pub fn fsync_all(files: &[FileHandles], sys: &mut SyscallCounts) -> std::io::Res
                 continue;
             }
             sys.fsync += 1;
-            // SAFETY: fd is an open descriptor owned by the worker for the engine's life.
-            if unsafe { libc::fsync(fd) } != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            meta::sync(fd, false)?;
         }
     }
     Ok(())

@@ -208,6 +208,48 @@ mod tests {
         }
     }
 
+    /// The plain metadata calls count unlinks apart from rmdirs and fsyncs apart from
+    /// fdatasyncs, exactly as the io_uring engine does (one counting function for both).
+    #[test]
+    fn metadata_calls_are_counted_by_kind() {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let f = std::fs::File::create(dir.path().join("f")).unwrap();
+        let mut e = engine(&f);
+        let mut sys = SyscallCounts::default();
+        let d = CString::new(dir.path().as_os_str().as_bytes()).unwrap();
+        let dfd = e
+            .open_at(
+                super::super::meta::AT_FDCWD,
+                &d,
+                libc::O_RDONLY | libc::O_DIRECTORY,
+                0,
+                &mut sys,
+            )
+            .unwrap();
+        e.mkdir_at(dfd, c"sub", 0o700, &mut sys).unwrap();
+        e.unlink_at(dfd, c"sub", true, &mut sys).unwrap();
+        e.unlink_at(dfd, c"f", false, &mut sys).unwrap();
+        assert!(e.unlink_at(dfd, c"f", false, &mut sys).is_err());
+        e.sync_fd(f.as_raw_fd(), true, &mut sys).unwrap();
+        e.sync_fd(f.as_raw_fd(), false, &mut sys).unwrap();
+        e.sync_fd(f.as_raw_fd(), false, &mut sys).unwrap();
+        e.close_fd(dfd, &mut sys).unwrap();
+        assert_eq!(
+            (
+                sys.open,
+                sys.mkdir,
+                sys.rmdir,
+                sys.unlink,
+                sys.fdatasync,
+                sys.fsync,
+                sys.close
+            ),
+            (1, 1, 1, 2, 1, 2, 1)
+        );
+    }
+
     #[test]
     fn bare_calls_read_write_and_report_errno() {
         let dir = tempfile::tempdir().unwrap();

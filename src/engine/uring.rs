@@ -130,10 +130,10 @@ const META_TAG: u64 = u64::MAX;
 
 /// Whether this kernel lets a process set up an io_uring: Err is the one-line reason (the
 /// same words `--engine uring` uses for a Job).
-pub fn available() -> Result<(), String> {
+pub fn available() -> Result<(), crate::error::UsageError> {
     build_ring(1, false, false)
         .map(drop)
-        .map_err(|e| setup_error(e, false, false))
+        .map_err(|e| crate::usage!("{}", setup_error(e, false, false)))
 }
 
 /// The metadata opcodes this kernel supports, as a `Meta` bit set.
@@ -622,11 +622,7 @@ impl Engine for UringEngine {
         rmdir: bool,
         sys: &mut SyscallCounts,
     ) -> io::Result<()> {
-        if rmdir {
-            sys.rmdir += 1;
-        } else {
-            sys.unlink += 1;
-        }
+        super::count_unlink(rmdir, sys);
         if !self.on_ring(Meta::Unlink) {
             return super::meta::unlinkat(dir, path, rmdir);
         }
@@ -699,11 +695,7 @@ impl Engine for UringEngine {
     }
 
     fn sync_fd(&mut self, fd: RawFd, data_only: bool, sys: &mut SyscallCounts) -> io::Result<()> {
-        if data_only {
-            sys.fdatasync += 1;
-        } else {
-            sys.fsync += 1;
-        }
+        super::count_sync(data_only, sys);
         if !self.on_ring(Meta::Fsync) {
             return super::meta::sync(fd, data_only);
         }

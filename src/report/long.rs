@@ -5,14 +5,6 @@ use super::metrics::METRICS;
 use super::table::{format_cell, Shaped};
 use crate::sweep::record::Record;
 
-fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 /// One row per record: suite, study, index, repeat, target, status, each axis, each metric.
 pub fn csv(records: &[Record]) -> String {
     let mut axes: Vec<String> = Vec::new();
@@ -23,46 +15,44 @@ pub fn csv(records: &[Record]) -> String {
             }
         }
     }
-    let mut out = String::from("suite,study,index,repeat,target,status");
-    for a in &axes {
-        out += &format!(",{}", field(a));
-    }
-    for m in METRICS {
-        out += &format!(",{}", m.key);
-    }
-    out += ",skip_reason\n";
+    let mut out = super::csv::CsvText::new();
+    let fixed = ["suite", "study", "index", "repeat", "target", "status"];
+    out.row(
+        fixed
+            .iter()
+            .map(|s| s.to_string())
+            .chain(axes.iter().cloned())
+            .chain(METRICS.iter().map(|m| m.key.to_string()))
+            .chain(["skip_reason".to_string()]),
+    );
     for r in records {
         let m = r.meta();
         let status = match r {
             Record::Skipped { .. } => "skipped".to_string(),
             Record::Run { result, .. } => format!("{:?}", result.status).to_lowercase(),
         };
-        out += &format!(
-            "{},{},{},{},{},{}",
-            field(&m.suite),
-            field(&m.study),
-            m.index,
-            m.repeat,
-            field(m.target.as_deref().unwrap_or("")),
-            status
-        );
-        for a in &axes {
-            out += &format!(",{}", field(m.value(a).unwrap_or("")));
-        }
-        for met in METRICS {
-            let v = r.result().and_then(|x| (met.get)(x));
-            out += &match v {
-                Some(v) => format!(",{v}"),
-                None => ",".into(),
-            };
-        }
-        let reason = match r {
-            Record::Skipped { reason, .. } => field(reason),
+        let mut row = vec![
+            m.suite.clone(),
+            m.study.clone(),
+            m.index.to_string(),
+            m.repeat.to_string(),
+            m.target.clone().unwrap_or_default(),
+            status,
+        ];
+        row.extend(axes.iter().map(|a| m.value(a).unwrap_or("").to_string()));
+        row.extend(METRICS.iter().map(|met| {
+            r.result()
+                .and_then(|x| (met.get)(x))
+                .map(|v| v.to_string())
+                .unwrap_or_default()
+        }));
+        row.push(match r {
+            Record::Skipped { reason, .. } => reason.clone(),
             _ => String::new(),
-        };
-        out += &format!(",{reason}\n");
+        });
+        out.row(row);
     }
-    out
+    out.finish()
 }
 
 /// The shaped tables as JSON: title, header and rows of text cells, notes.
@@ -98,4 +88,41 @@ pub fn json(tables: &[Shaped]) -> String {
         })
         .collect();
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::record::SweepMeta;
+
+    fn skipped(axis_value: &str, reason: &str) -> Record {
+        Record::Skipped {
+            meta: SweepMeta {
+                suite: "s,1".into(),
+                study: "st".into(),
+                point: vec![("b\"s".into(), axis_value.into())],
+                ..Default::default()
+            },
+            reason: reason.into(),
+        }
+    }
+
+    #[test]
+    fn csv_quotes_names_values_and_reasons() {
+        let out = csv(&[skipped("4k,8k", "no \"O_DIRECT\"\nhere")]);
+        let (head, body) = out.split_once('\n').unwrap();
+        assert!(head.starts_with("suite,study,index,repeat,target,status,\"b\"\"s\","));
+        assert!(head.ends_with(",skip_reason"));
+        let empties = ",".repeat(METRICS.len());
+        assert_eq!(
+            body,
+            format!("\"s,1\",st,0,0,,skipped,\"4k,8k\"{empties},\"no \"\"O_DIRECT\"\"\nhere\"\n")
+        );
+    }
+
+    /// A carriage return is quoted (the hand-written quoting before the csv crate left it bare).
+    #[test]
+    fn csv_quotes_carriage_return() {
+        assert!(csv(&[skipped("a\rb", "r")]).contains(",\"a\rb\","));
+    }
 }

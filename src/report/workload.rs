@@ -35,14 +35,6 @@ fn truncate(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 /// The Filebench-style text of a workload Result.
 pub fn text(r: &RunResult) -> String {
     let mut s = String::new();
@@ -115,52 +107,112 @@ pub fn text(r: &RunResult) -> String {
 
 /// One CSV row per flowop and per run summary.
 pub fn csv(r: &RunResult) -> String {
-    let mut s = String::from(
-        "run,flowop,type,ops,ops_per_s,mb_per_s,read_ops,write_ops,read_bytes,write_bytes,errors,cpu_us_per_op,lat_mean_ns,lat_min_ns,lat_p50_ns,lat_p90_ns,lat_p99_ns,lat_p99_9_ns,lat_max_ns\n",
-    );
+    let mut out = super::csv::CsvText::new();
+    out.row("run,flowop,type,ops,ops_per_s,mb_per_s,read_ops,write_ops,read_bytes,write_bytes,errors,cpu_us_per_op,lat_mean_ns,lat_min_ns,lat_p50_ns,lat_p90_ns,lat_p99_ns,lat_p99_9_ns,lat_max_ns".split(','));
     let runs = r
         .workload
         .as_ref()
         .map(|w| w.runs.as_slice())
         .unwrap_or(&[]);
     for (i, run) in runs.iter().enumerate() {
+        let n = (i + 1).to_string();
         for g in r.groups.iter().filter(|g| g.run == Some(i as u32 + 1)) {
             let (f, l) = (&g.stats, &g.stats.lat_ns);
-            let _ = writeln!(
-                s,
-                "{},{},{},{},{:.3},{:.3},{},{},{},{},{},{:.3},{:.0},{},{},{},{},{},{}",
-                i + 1,
-                csv_field(&g.name),
-                g.op,
-                f.ops,
-                f.iops,
-                f.bytes_per_sec / 1e6,
-                f.read_ops,
-                f.write_ops,
-                f.read_bytes,
-                f.write_bytes,
-                f.errors,
-                f.cpu_us_per_op,
-                l.mean,
-                l.min,
-                l.p50,
-                l.p90,
-                l.p99,
-                l.p99_9,
-                l.max
-            );
+            out.row([
+                n.clone(),
+                g.name.clone(),
+                g.op.clone(),
+                f.ops.to_string(),
+                format!("{:.3}", f.iops),
+                format!("{:.3}", f.bytes_per_sec / 1e6),
+                f.read_ops.to_string(),
+                f.write_ops.to_string(),
+                f.read_bytes.to_string(),
+                f.write_bytes.to_string(),
+                f.errors.to_string(),
+                format!("{:.3}", f.cpu_us_per_op),
+                format!("{:.0}", l.mean),
+                l.min.to_string(),
+                l.p50.to_string(),
+                l.p90.to_string(),
+                l.p99.to_string(),
+                l.p99_9.to_string(),
+                l.max.to_string(),
+            ]);
         }
         let m = &run.summary;
-        let _ = writeln!(
-            s,
-            "{},IO Summary,summary,{},{:.3},{:.3},,,,,,{:.3},{:.0},,,,,,",
-            i + 1,
-            m.ops,
-            m.iops,
-            m.bytes_per_sec / 1e6,
-            m.cpu_us_per_op,
-            m.lat_ns.mean
+        let e = String::new;
+        out.row([
+            n,
+            "IO Summary".into(),
+            "summary".into(),
+            m.ops.to_string(),
+            format!("{:.3}", m.iops),
+            format!("{:.3}", m.bytes_per_sec / 1e6),
+            e(),
+            e(),
+            e(),
+            e(),
+            e(),
+            format!("{:.3}", m.cpu_us_per_op),
+            format!("{:.0}", m.lat_ns.mean),
+            e(),
+            e(),
+            e(),
+            e(),
+            e(),
+            e(),
+        ]);
+    }
+    out.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{GroupReport, Kind, WorkloadInfo, WorkloadRun};
+
+    fn with_flowop(name: &str) -> RunResult {
+        let mut r = RunResult::new(Kind::Workload, "w", 0.0, Default::default());
+        let mut s = StatsReport::default();
+        s.ops = 3;
+        s.iops = 1.5;
+        r.groups = vec![GroupReport {
+            name: name.into(),
+            op: "read".into(),
+            run: Some(1),
+            stats: s.clone(),
+        }];
+        r.workload = Some(WorkloadInfo {
+            runs: vec![WorkloadRun {
+                started_unix_s: 0.0,
+                duration_s: 2.0,
+                stop_reason: "timeout".into(),
+                processes: 1,
+                threads: 1,
+                thread_ends: Default::default(),
+                summary: s,
+                psrun: Vec::new(),
+            }],
+            ..Default::default()
+        });
+        r
+    }
+
+    #[test]
+    fn csv_rows_and_quoting() {
+        let out = csv(&with_flowop("rd,\"x\"\ny"));
+        let body = out.split_once('\n').unwrap().1;
+        assert_eq!(
+            body,
+            "1,\"rd,\"\"x\"\"\ny\",read,3,1.500,0.000,0,0,0,0,0,0.000,0,0,0,0,0,0,0\n\
+             1,IO Summary,summary,3,1.500,0.000,,,,,,0.000,0,,,,,,\n"
         );
     }
-    s
+
+    /// A carriage return is quoted (the hand-written quoting before the csv crate left it bare).
+    #[test]
+    fn csv_quotes_carriage_return() {
+        assert!(csv(&with_flowop("a\rb")).contains("\n1,\"a\rb\",read,"));
+    }
 }

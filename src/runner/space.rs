@@ -36,15 +36,13 @@ const XFS_SUPER_MAGIC: i64 = 0x5846_5342;
 /// fit in 32 bits and be a multiple of the file system block size.
 pub fn check_extsize(file: &File, path: &Path, extsize: u64) -> Result<()> {
     let fs = crate::probe::fs_type(path).unwrap_or_else(|| "unknown".into());
-    // SAFETY: zeroed statfs buffer we own, filled by fstatfs on our descriptor.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) };
-    if rc != 0 || st.f_type as i64 != XFS_SUPER_MAGIC {
+    let st = rustix::fs::fstatfs(file).ok();
+    let Some(st) = st.filter(|st| st.f_type as i64 == XFS_SUPER_MAGIC) else {
         bail_usage!(
             "-e {extsize}: {} is on {fs}, which has no extent size hints; XFS has them",
             path.display()
         );
-    }
+    };
     if extsize > u32::MAX as u64 {
         bail_usage!("-e {extsize}: extent size hints are limited to 4 GiB (4294967295 bytes)");
     }
@@ -100,15 +98,14 @@ pub fn set_extsize(file: &File, path: &Path, extsize: u64) -> Result<()> {
 
 /// Reserve `bytes` with fallocate. Without `chgsiz` the file size is unchanged (KEEP_SIZE).
 pub fn reserve(file: &File, path: &Path, bytes: u64, space: &Space) -> Result<()> {
+    use rustix::fs::FallocateFlags;
     let mode = if space.flags.chgsiz {
-        0
+        FallocateFlags::empty()
     } else {
-        libc::FALLOC_FL_KEEP_SIZE
+        FallocateFlags::KEEP_SIZE
     };
-    // SAFETY: plain fallocate on our own descriptor.
-    let rc = unsafe { libc::fallocate(file.as_raw_fd(), mode, 0, bytes as i64) };
-    if rc != 0 {
-        let e = std::io::Error::last_os_error();
+    if let Err(e) = rustix::fs::fallocate(file, mode, 0, bytes) {
+        let e = std::io::Error::from(e);
         if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
             let fs = crate::probe::fs_type(path).unwrap_or_else(|| "unknown".into());
             bail_usage!(
@@ -166,10 +163,8 @@ pub fn reserve(file: &File, path: &Path, bytes: u64, space: &Space) -> Result<()
 
 /// Allocate (but do not write) `bytes` so later writes never extend the file.
 pub fn preallocate(file: &File, path: &Path, bytes: u64) -> Result<()> {
-    // SAFETY: plain fallocate on our own descriptor.
-    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, bytes as i64) };
-    if rc != 0 {
-        let e = std::io::Error::last_os_error();
+    if let Err(e) = rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, bytes) {
+        let e = std::io::Error::from(e);
         if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
             return Ok(()); // the layout writes allocate instead
         }

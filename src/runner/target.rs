@@ -58,14 +58,12 @@ fn writes(job: &Job) -> bool {
 /// Direct-I/O alignment of a path: statx STATX_DIOALIGN, else the device's logical block
 /// size, else 512.
 pub fn dio_alignment(path: &Path) -> u64 {
-    const STATX_DIOALIGN: u32 = 0x2000;
-    if let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) {
-        // SAFETY: zeroed statx buffer we own; valid NUL-terminated path.
-        let mut sx: libc::statx = unsafe { std::mem::zeroed() };
-        let rc = unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), 0, STATX_DIOALIGN, &mut sx) };
-        if rc == 0 && sx.stx_mask & STATX_DIOALIGN != 0 && sx.stx_dio_offset_align > 0 {
-            return sx.stx_dio_offset_align.max(1) as u64;
-        }
+    use rustix::fs::{statx, AtFlags, StatxFlags, CWD};
+    if let Some(a) = statx(CWD, path, AtFlags::empty(), StatxFlags::DIOALIGN)
+        .ok()
+        .and_then(|sx| dio_offset_align(&sx))
+    {
+        return a;
     }
     if let Some(dev) = crate::probe::sysfs_block_dir(path) {
         if let Ok(s) = std::fs::read_to_string(dev.join("queue/logical_block_size")) {
@@ -514,9 +512,8 @@ fn check_file(job: &Job, idx: usize, cleanup: &Cleanup, notes: &mut Vec<String>)
 }
 
 fn fd_writable(f: &File) -> bool {
-    // SAFETY: F_GETFL on an open descriptor we own.
-    let fl = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
-    fl >= 0 && (fl & libc::O_ACCMODE) != libc::O_RDONLY
+    use rustix::fs::OFlags;
+    rustix::fs::fcntl_getfl(f).is_ok_and(|fl| (fl & OFlags::ACCMODE) != OFlags::RDONLY)
 }
 
 /// Bytes the job will newly allocate in a file: its layout, its reservation, and what its
@@ -610,20 +607,17 @@ fn lay_out_one(job: &Job, h: &Held, o: &Opened) -> Result<TargetPlan> {
 
 /// Direct-I/O alignment of an open file (statx on the descriptor).
 fn dio_alignment_fd(f: &File) -> Option<u64> {
-    const STATX_DIOALIGN: u32 = 0x2000;
-    // SAFETY: zeroed statx buffer we own; empty path with AT_EMPTY_PATH names the descriptor.
-    let mut sx: libc::statx = unsafe { std::mem::zeroed() };
-    let rc = unsafe {
-        libc::statx(
-            f.as_raw_fd(),
-            c"".as_ptr(),
-            libc::AT_EMPTY_PATH,
-            STATX_DIOALIGN,
-            &mut sx,
-        )
-    };
-    (rc == 0 && sx.stx_mask & STATX_DIOALIGN != 0 && sx.stx_dio_offset_align > 0)
-        .then(|| sx.stx_dio_offset_align as u64)
+    use rustix::fs::{statx, AtFlags, StatxFlags};
+    statx(f, c"", AtFlags::EMPTY_PATH, StatxFlags::DIOALIGN)
+        .ok()
+        .and_then(|sx| dio_offset_align(&sx))
+}
+
+/// The direct-I/O file-offset alignment a statx reported, when the file system reported one
+/// (STATX_DIOALIGN in the mask: Linux 6.1 and later; 0 means no direct I/O).
+fn dio_offset_align(sx: &rustix::fs::Statx) -> Option<u64> {
+    (sx.stx_mask & rustix::fs::StatxFlags::DIOALIGN.bits() != 0 && sx.stx_dio_offset_align > 0)
+        .then_some(sx.stx_dio_offset_align as u64)
 }
 
 /// Write data over [from, to) in 1 MiB writes, then fsync: reads then find real blocks.
@@ -701,31 +695,26 @@ fn prepare_device(
 
 /// Logical sector size of an open block device (BLKSSZGET): its direct-I/O alignment.
 fn device_sector_size(f: &File) -> Option<u64> {
-    const BLKSSZGET: libc::c_ulong = 0x1268;
-    let mut sz: libc::c_int = 0;
-    // SAFETY: BLKSSZGET writes one int into `sz`.
-    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKSSZGET as _, &mut sz) };
-    (rc == 0 && sz > 0).then_some(sz as u64)
+    rustix::fs::ioctl_blksszget(f)
+        .ok()
+        .filter(|&sz| sz > 0)
+        .map(u64::from)
 }
 
 /// Evict a target's cached pages (fadvise DONTNEED), after writing back dirty ones.
 pub fn evict(path: &Path) -> Result<()> {
     let f = File::open(path)?;
     let _ = f.sync_data();
-    // SAFETY: valid descriptor; offset 0 / len 0 means the whole file.
-    unsafe {
-        libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
-    }
+    // Offset 0, no length: the whole file.
+    let _ = rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed);
     Ok(())
 }
 
 /// Evict an open target's cached pages, after writing back dirty ones.
 pub fn evict_file(f: &File) {
     let _ = f.sync_data();
-    // SAFETY: valid descriptor; offset 0 / len 0 means the whole file.
-    unsafe {
-        libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
-    }
+    // Offset 0, no length: the whole file.
+    let _ = rustix::fs::fadvise(f, 0, None, rustix::fs::Advice::DontNeed);
 }
 
 /// `--drop-cache`: evict every target and, when root, drop the global page cache.
@@ -733,8 +722,7 @@ pub fn drop_caches(paths: &[PathBuf], notes: &mut Vec<String>) {
     for p in paths {
         let _ = evict(p);
     }
-    // SAFETY: sync has no preconditions.
-    unsafe { libc::sync() };
+    rustix::fs::sync();
     match std::fs::write("/proc/sys/vm/drop_caches", "3\n") {
         Ok(()) => notes.push("dropped the global page cache".into()),
         Err(_) => notes.push("not root: evicted the targets' pages only".into()),

@@ -563,7 +563,7 @@ pub fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow::Resul
             .to_path_buf();
         match ctx.raw.device(&dir, need) {
             Ok(dev) => job.targets = vec![dev],
-            Err(why) => return Ok(Record::skip(meta, why)),
+            Err(why) => return Ok(Record::skip(meta, why.to_string())),
         }
     }
     // The white paper writes new files: a sequential write starts from an empty file.

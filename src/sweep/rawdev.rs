@@ -15,20 +15,17 @@ pub struct RawDevice {
 }
 
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 impl RawDevice {
     /// Create a filled scratch file of `size` bytes in `dir` and attach a loop device.
-    pub fn create(dir: &Path, size: u64) -> Result<RawDevice, String> {
+    pub fn create(dir: &Path, size: u64) -> anyhow::Result<RawDevice> {
         if !is_root() {
-            return Err("raw I/O needs a block device: not root, so no loop device was made (run as root, or sweep a block device you name)".into());
+            anyhow::bail!("raw I/O needs a block device: not root, so no loop device was made (run as root, or sweep a block device you name)");
         }
         if !Path::new("/dev/loop-control").exists() {
-            return Err(
-                "raw I/O needs a block device: this system has no /dev/loop-control".into(),
-            );
+            anyhow::bail!("raw I/O needs a block device: this system has no /dev/loop-control");
         }
         for gone in clean_stale(dir) {
             eprintln!(
@@ -39,7 +36,7 @@ impl RawDevice {
         let backing = dir.join(format!(".fsbench-raw-{}.img", std::process::id()));
         fill(&backing, size).map_err(|e| {
             let _ = std::fs::remove_file(&backing);
-            format!(
+            anyhow::anyhow!(
                 "cannot make the loop device's backing file {}: {e}",
                 backing.display()
             )
@@ -57,14 +54,14 @@ impl RawDevice {
                 Ok(o) if o.status.success() => o,
                 Ok(o) => {
                     let _ = std::fs::remove_file(&backing);
-                    return Err(format!(
+                    anyhow::bail!(
                         "losetup failed: {}",
                         String::from_utf8_lossy(&o.stderr).trim()
-                    ));
+                    );
                 }
                 Err(e) => {
                     let _ = std::fs::remove_file(&backing);
-                    return Err(format!("cannot run losetup: {e}"));
+                    anyhow::bail!("cannot run losetup: {e}");
                 }
             },
         };
@@ -83,9 +80,12 @@ fn stale_pid(name: &str) -> Option<i32> {
 }
 
 fn pid_alive(pid: i32) -> bool {
-    // SAFETY: kill with signal 0 only checks that the process exists.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    // Signal 0 only checks that the process exists. PID 0 (the caller's own process group,
+    // which kill(0, 0) reports alive) counts as alive too.
+    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+        return true;
+    };
+    rustix::process::test_kill_process(pid) != Err(rustix::io::Errno::SRCH)
 }
 
 /// Loop devices whose backing file is `image` (from /sys/block/loopN/loop/backing_file).
@@ -193,10 +193,11 @@ impl RawProvider {
         Self::default()
     }
 
-    /// A block device of at least `size` bytes backed by a file in `dir`, or why there is none.
-    pub fn device(&mut self, dir: &Path, size: u64) -> Result<PathBuf, String> {
+    /// A block device of at least `size` bytes backed by a file in `dir`, or why there is
+    /// none (the first refusal, repeated for every later point).
+    pub fn device(&mut self, dir: &Path, size: u64) -> anyhow::Result<PathBuf> {
         if let Some(r) = &self.refusal {
-            return Err(r.clone());
+            return Err(anyhow::Error::msg(r.clone()));
         }
         if let Some(d) = &self.dev {
             if d.size >= size && d.backing.parent() == Some(dir) {
@@ -211,7 +212,7 @@ impl RawProvider {
                 Ok(p)
             }
             Err(e) => {
-                self.refusal = Some(e.clone());
+                self.refusal = Some(e.to_string());
                 Err(e)
             }
         }
@@ -227,11 +228,29 @@ impl RawProvider {
 mod tests {
     use super::*;
 
+    /// Once refused, every later point gets the same reason, without trying again.
+    #[test]
+    fn a_refusal_is_repeated_word_for_word() {
+        let mut p = RawProvider {
+            refusal: Some("raw I/O needs a block device: nope".into()),
+            ..RawProvider::new()
+        };
+        let d = tempfile::tempdir().unwrap();
+        for _ in 0..2 {
+            let e = p.device(d.path(), 1 << 20).unwrap_err();
+            assert_eq!(e.to_string(), "raw I/O needs a block device: nope");
+        }
+        assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
+    }
+
     #[test]
     fn stale_images_need_a_dead_pid_and_the_mark() {
         assert_eq!(stale_pid(".fsbench-raw-123.img"), Some(123));
         assert_eq!(stale_pid(".fsbench-raw-12a.img"), None);
         assert_eq!(stale_pid("fsbench-raw-1.img"), None);
+        // kill(0, 0) names our own process group: alive, never cleaned.
+        assert!(pid_alive(0) && pid_alive(std::process::id() as i32));
+        assert!(!pid_alive(2147483000));
         let d = tempfile::tempdir().unwrap();
         // A PID that cannot be alive (above pid_max), marked: removed.
         let dead = d.path().join(".fsbench-raw-2147483000.img");

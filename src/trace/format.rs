@@ -44,37 +44,30 @@ impl TraceFormat {
     }
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
+/// The trace as CSV through the `csv` crate: a file name with a comma, quote, CR or LF is
+/// quoted (inner quotes doubled); rows end in `\n`.
 pub fn to_csv(t: &Trace, out: &mut impl Write) -> std::io::Result<()> {
-    writeln!(out, "{CSV_HEADER}")?;
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record(CSV_HEADER.split(','))?;
     for r in &t.records {
         let file = t
             .files
             .get(r.file as usize)
             .map(String::as_str)
             .unwrap_or("");
-        writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{}",
-            r.id,
-            r.thread,
+        w.write_record([
+            r.id.to_string().as_str(),
+            &r.thread.to_string(),
             r.op.name(),
-            csv_field(file),
-            r.offset,
-            r.len,
-            r.start_ns,
-            r.end_ns,
-            r.result
-        )?;
+            file,
+            &r.offset.to_string(),
+            &r.len.to_string(),
+            &r.start_ns.to_string(),
+            &r.end_ns.to_string(),
+            &r.result.to_string(),
+        ])?;
     }
-    Ok(())
+    w.flush()
 }
 
 pub fn to_bin(t: &Trace, out: &mut impl Write) -> std::io::Result<()> {
@@ -416,6 +409,22 @@ mod tests {
         to_csv(&t, &mut buf).unwrap();
         let back = parse_csv(std::str::from_utf8(&buf).unwrap(), "x").unwrap();
         assert_eq!(back, t);
+    }
+
+    #[test]
+    fn csv_bytes() {
+        let mut buf = Vec::new();
+        to_csv(&sample(), &mut buf).unwrap();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            format!(
+                "{CSV_HEADER}\n\
+                 0,7,open,\"/data/a,b \"\"x\"\"\",0,0,0,50,4096\n\
+                 1,7,read,\"/data/a,b \"\"x\"\"\",4096,4096,100,150,4096\n\
+                 2,7,write,/data/plain,8192,4096,200,250,4096\n\
+                 3,7,fsync,/data/plain,12288,0,300,350,-5\n"
+            )
+        );
     }
 
     #[test]

@@ -1,0 +1,292 @@
+//! The timed loop (`Core::drive`) and what it calls out of line: the trace record and the
+//! words of a failed I/O. A pure move out of worker.rs; the loop is unchanged.
+
+use super::*;
+
+impl Core {
+    /// The timed loop. Starts when called (the barrier has released). `PACED` is whether the
+    /// worker has a rate limit (`self.pacer`).
+    pub(super) fn drive<E: Engine + ?Sized, const PACED: bool>(
+        &mut self,
+        engine: &mut E,
+        stop: &AtomicBool,
+        interrupt: &AtomicBool,
+    ) -> ThreadOutcome {
+        let mut stats = Stats::default();
+        let mut failure = None;
+        let depth = self.depth;
+        let bs = self.bs;
+        let route = self.route;
+        // Preallocated: nothing below grows.
+        let mut free: Vec<u32> = (0..depth as u32).rev().collect();
+        let mut slot_op: Vec<IoOp> = vec![
+            IoOp {
+                kind: OpKind::Read,
+                file: 0,
+                route: Route::Buffered,
+                offset: 0,
+                len: 0,
+                slot: 0,
+            };
+            depth
+        ];
+        // Clock readings (`mono_ns`) of each slot's submission and, under a rate limit, of
+        // its slot in the schedule.
+        let mut submitted_at: Vec<u64> = vec![0; depth];
+        let mut intended_at: Vec<u64> = vec![0; depth];
+        // None is known at compile time in the unpaced loop: every schedule branch folds away.
+        let mut pacer = if PACED { self.pacer } else { None };
+        let mut batch: Vec<IoOp> = Vec::with_capacity(depth);
+        let mut done: Vec<Completion> = Vec::with_capacity(depth * 2);
+        let mut sys = self.sys;
+        let mut inflight = 0usize;
+        let mut issuing = true;
+        // Stopped (error, stop flag, Ctrl-C, deadline): ops handed back by the engine are dropped,
+        // where running out of ops (`issuing` false alone) still submits them.
+        let mut halted = false;
+        let mut trace = self.trace.take();
+
+        // Histograms are allocated here, untimed, so recording never allocates; the
+        // schedule latency only exists under a rate limit (otherwise it equals `lat`).
+        stats.lat = LatencyHist::new();
+        if pacer.is_some() {
+            stats.sched_lat = LatencyHist::new();
+        }
+        let usage0 = cpu::thread_usage();
+        let t0 = mono_ns();
+        // Trace records take `Instant`s: the loop's clock readings are placed on that scale
+        // through one pair of readings taken here (both clocks are CLOCK_MONOTONIC; the pair
+        // is ~20 ns apart, so every record of this worker is shifted by at most that much).
+        let trace_base = trace.as_ref().map(|_| (Instant::now(), mono_ns()));
+        let deadline = self
+            .deadline
+            .map(|d| t0.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64));
+        if let Some(p) = pacer.as_mut() {
+            p.start(t0);
+        }
+        let mut now = t0;
+        loop {
+            if issuing {
+                while inflight + batch.len() < depth {
+                    if pacer.is_some_and(|p| !p.is_due(now)) {
+                        break;
+                    }
+                    let Some((kind, offset)) = self.gen.next_op() else {
+                        issuing = false;
+                        break;
+                    };
+                    // inflight + batch.len() < depth, so a slot is free.
+                    let Some(slot) = free.pop() else { break };
+                    let route = route.route(offset, bs as u64);
+                    match route {
+                        Route::Fallback => stats.buffered_fallback_ops += 1,
+                        Route::Direct => stats.direct_ops += 1,
+                        Route::Buffered => {}
+                    }
+                    let op = IoOp {
+                        kind,
+                        file: 0,
+                        route,
+                        offset,
+                        len: bs,
+                        slot,
+                    };
+                    slot_op[slot as usize] = op;
+                    if let Some(p) = pacer.as_mut() {
+                        intended_at[slot as usize] = p.take();
+                    }
+                    batch.push(op);
+                }
+            }
+            if halted && !batch.is_empty() {
+                // Stopped with ops an engine handed back still waiting: they never started.
+                for op in &batch {
+                    free.push(op.slot);
+                }
+                batch.clear();
+            }
+            if !batch.is_empty() {
+                let now = mono_ns();
+                for op in &batch {
+                    submitted_at[op.slot as usize] = now;
+                }
+                match engine.submit(&batch, &mut sys) {
+                    Ok(n) => {
+                        for i in 0..n {
+                            stats.inflight[inflight_bucket((inflight + i + 1) as u32)] += 1;
+                        }
+                        inflight += n;
+                        if n == batch.len() {
+                            batch.clear();
+                        } else if n == 0 && inflight == 0 {
+                            // Nothing in flight and nothing taken: waiting cannot help.
+                            let at = batch.first().map(|op| op.offset);
+                            failure = Some(self.failure(
+                                at,
+                                format!(
+                                    "submit: the engine took none of {} I/Os with none in flight",
+                                    batch.len()
+                                ),
+                            ));
+                            stop.store(true, Ordering::Relaxed);
+                            issuing = false;
+                            halted = true;
+                        } else {
+                            // Ops the engine did not take (a full submission queue) keep
+                            // their slots and go first in the next submit: an I/O drawn from
+                            // the generator is issued, never dropped.
+                            batch.drain(..n);
+                        }
+                    }
+                    Err(e) => {
+                        let at = batch.first().map(|op| op.offset);
+                        failure = Some(self.failure(at, format!("submit: {e}")));
+                        stop.store(true, Ordering::Relaxed);
+                        issuing = false;
+                        halted = true;
+                    }
+                }
+                if halted {
+                    for op in &batch {
+                        free.push(op.slot);
+                    }
+                    batch.clear();
+                }
+            }
+            // Under a rate limit, wait for completions only until the next I/O is due
+            // (bounded so that stop, Ctrl-C and the deadline are noticed promptly).
+            let wait = match pacer {
+                Some(p) if issuing => {
+                    let mut w = p.until_due(now).min(Duration::from_millis(100));
+                    if let Some(d) = deadline {
+                        w = w.min(Duration::from_nanos(d.saturating_sub(now)));
+                    }
+                    Some(w).filter(|w| !w.is_zero() || inflight == 0)
+                }
+                _ => None,
+            };
+            if inflight == 0 && wait.is_none() {
+                break;
+            }
+            let reaped = match wait {
+                Some(w) => engine.reap_timeout(w, &mut done, &mut sys),
+                None => engine.reap(1, &mut done, &mut sys),
+            };
+            if let Err(e) = reaped {
+                failure = Some(self.failure(None, format!("reap: {e}")));
+                stop.store(true, Ordering::Relaxed);
+                break;
+            }
+            now = mono_ns();
+            for c in done.iter() {
+                let op = slot_op[c.slot as usize];
+                let at = submitted_at[c.slot as usize];
+                inflight -= 1;
+                free.push(c.slot);
+                if let (Some(ring), Some(base)) = (trace.as_mut(), trace_base) {
+                    trace_record(ring, base, &op, at, now, c.result);
+                }
+                if c.result <= 0 && (c.result < 0 || op.len > 0) {
+                    stats.errors += 1;
+                    if failure.is_none() {
+                        failure = Some(self.failure(Some(op.offset), io_error(op.kind, c.result)));
+                    }
+                    stop.store(true, Ordering::Relaxed);
+                    issuing = false;
+                    halted = true;
+                    continue;
+                }
+                stats.lat.record(now.saturating_sub(at));
+                if pacer.is_some() {
+                    stats
+                        .sched_lat
+                        .record(now.saturating_sub(intended_at[c.slot as usize]));
+                }
+                match op.kind {
+                    OpKind::Read => {
+                        stats.read_ops += 1;
+                        stats.read_bytes += c.result as u64;
+                    }
+                    OpKind::Write => {
+                        stats.write_ops += 1;
+                        stats.write_bytes += c.result as u64;
+                    }
+                }
+            }
+            done.clear();
+            if issuing
+                && (stop.load(Ordering::Relaxed)
+                    || interrupt.load(Ordering::Relaxed)
+                    || deadline.is_some_and(|d| now >= d))
+            {
+                issuing = false;
+                halted = true;
+            }
+        }
+        if self.fsync && failure.is_none() {
+            if let Err(e) = engine.flush(&mut sys) {
+                failure = Some(self.failure(None, format!("fsync failed: {e}")));
+            }
+        }
+        stats.elapsed_s = mono_ns().saturating_sub(t0) as f64 / 1e9;
+        stats.usage = cpu::thread_usage().since(&usage0);
+        stats.syscalls = sys;
+        if let Some(ring) = trace {
+            crate::trace::finish_ring(ring);
+        }
+        ThreadOutcome {
+            user: self.user,
+            thread: self.thread,
+            stats,
+            failure,
+        }
+    }
+
+    fn failure(&self, offset: Option<u64>, message: String) -> IoFailure {
+        IoFailure {
+            user: self.user,
+            thread: self.thread,
+            path: self.path.clone(),
+            offset,
+            message,
+        }
+    }
+}
+
+/// One trace record, with the loop's clock readings placed on the trace's `Instant` scale
+/// through `base` (an `Instant` and the reading taken with it). Out of line and cold: kept
+/// apart, its time arithmetic is not hoisted into the untraced loop.
+#[cold]
+#[inline(never)]
+fn trace_record(
+    ring: &mut crate::trace::TraceRing,
+    (base, base_ns): (Instant, u64),
+    op: &IoOp,
+    at: u64,
+    now: u64,
+    result: i64,
+) {
+    let on = |ns: u64| base + Duration::from_nanos(ns.saturating_sub(base_ns));
+    ring.record(op.kind, op.offset, op.len, on(at), on(now), result);
+}
+
+/// What a failed completion says: a negative errno, or 0 bytes for a non-empty I/O.
+#[cold]
+fn io_error(kind: OpKind, result: i64) -> String {
+    if result == 0 {
+        return format!("{} returned 0 bytes (end of file)", kind_name(kind));
+    }
+    let err = std::io::Error::from_raw_os_error((-result) as i32);
+    if err.raw_os_error() == Some(libc::ENOSPC) {
+        format!("file system full (ENOSPC) on {}", kind_name(kind))
+    } else {
+        format!("{} failed: {err}", kind_name(kind))
+    }
+}
+
+fn kind_name(k: OpKind) -> &'static str {
+    match k {
+        OpKind::Read => "read",
+        OpKind::Write => "write",
+    }
+}
