@@ -15,7 +15,7 @@ use super::pace::Pacer;
 use super::target::Plan;
 use crate::engine::{self, BufferPool, Built, Completion, Engine, FileHandles, IoOp, OpKind};
 use crate::job::{Advice, CachePolicy, EngineKind, Job, Route};
-use crate::stats::{cpu, inflight_bucket, mono_ns, LatencyHist, Stats, SyscallCounts};
+use crate::stats::{cpu, inflight_bucket, LatencyHist, Stats, SyscallCounts};
 use serde::{Deserialize, Serialize};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -145,6 +145,8 @@ struct Core {
     pacer: Option<Pacer>,
     /// Per-I/O trace ring when `--trace` is on (allocated here, untimed).
     trace: Option<crate::trace::TraceRing>,
+    /// What each I/O is timed with (calibrated here, untimed: see `stats::clock`).
+    clock: crate::stats::clock::Clock,
 }
 
 pub struct Worker {

@@ -30,7 +30,7 @@ impl Core {
             };
             depth
         ];
-        // Clock readings (`mono_ns`) of each slot's submission and, under a rate limit, of
+        // Clock readings (`clock`, ns) of each slot's submission and, under a rate limit, of
         // its slot in the schedule.
         let mut submitted_at: Vec<u64> = vec![0; depth];
         let mut intended_at: Vec<u64> = vec![0; depth];
@@ -53,11 +53,12 @@ impl Core {
             stats.sched_lat = LatencyHist::new();
         }
         let usage0 = cpu::thread_usage();
-        let t0 = mono_ns();
+        let clock = self.clock;
+        let t0 = clock.now_ns();
         // Trace records take `Instant`s: the loop's clock readings are placed on that scale
-        // through one pair of readings taken here (both clocks are CLOCK_MONOTONIC; the pair
-        // is ~20 ns apart, so every record of this worker is shifted by at most that much).
-        let trace_base = trace.as_ref().map(|_| (Instant::now(), mono_ns()));
+        // through one pair of readings taken here (both on the CLOCK_MONOTONIC scale; the
+        // pair is ~20 ns apart, so every record of this worker is shifted by at most that).
+        let trace_base = trace.as_ref().map(|_| (Instant::now(), clock.now_ns()));
         let deadline = self
             .deadline
             .map(|d| t0.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64));
@@ -106,7 +107,7 @@ impl Core {
                 batch.clear();
             }
             if !batch.is_empty() {
-                let now = mono_ns();
+                let now = clock.now_ns();
                 for op in &batch {
                     submitted_at[op.slot as usize] = now;
                 }
@@ -177,7 +178,7 @@ impl Core {
                 stop.store(true, Ordering::Relaxed);
                 break;
             }
-            now = mono_ns();
+            now = clock.now_ns();
             for c in done.iter() {
                 let op = slot_op[c.slot as usize];
                 let at = submitted_at[c.slot as usize];
@@ -228,7 +229,7 @@ impl Core {
                 failure = Some(self.failure(None, format!("fsync failed: {e}")));
             }
         }
-        stats.elapsed_s = mono_ns().saturating_sub(t0) as f64 / 1e9;
+        stats.elapsed_s = clock.now_ns().saturating_sub(t0) as f64 / 1e9;
         stats.usage = cpu::thread_usage().since(&usage0);
         stats.syscalls = sys;
         if let Some(ring) = trace {

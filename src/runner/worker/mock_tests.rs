@@ -415,7 +415,7 @@ fn null_engine_overhead() {
         let clock = cpu_ns(&mut || {
             let mut x = 0u64;
             for _ in 0..N {
-                x = x.wrapping_add(mono_ns());
+                x = x.wrapping_add(crate::stats::mono_ns());
             }
             std::hint::black_box(x);
         });

@@ -274,6 +274,7 @@ impl Core {
             sys,
             pacer: Pacer::for_worker(job, user as u64 * job.threads as u64 + thread as u64),
             trace,
+            clock: crate::stats::clock::Clock::new(),
         }
     }
 }
