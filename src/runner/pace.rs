@@ -54,6 +54,28 @@ impl Pacer {
         })
     }
 
+    /// A schedule of `per_sec` slots a second for worker `index` of `workers` (a source
+    /// without a Job: a replay's rate cap; with a byte rate, one slot is one byte).
+    pub fn per_second(per_sec: f64, index: u64, workers: u64) -> Pacer {
+        let interval_ns = 1e9 / per_sec;
+        let workers = workers.max(1);
+        Pacer {
+            interval_ns,
+            phase_ns: interval_ns * (index % workers) as f64 / workers as f64,
+            start_ns: 0,
+            next: 0,
+        }
+    }
+
+    /// Take `n` slots at once (a call of `n` bytes under a byte rate): returns the
+    /// intended issue time of the first.
+    #[inline]
+    pub fn take_n(&mut self, n: u64) -> u64 {
+        let t = self.next_due();
+        self.next += n;
+        t
+    }
+
     /// Anchor the schedule at the start of the timed loop (`t0_ns`). Also asks for 1 us timer
     /// slack (default 50 us) so waits for the next slot end close to its intended time.
     pub fn start(&mut self, t0_ns: u64) {
@@ -132,6 +154,19 @@ mod tests {
             per_worker_rate(&job(Some(100), Some(4 << 20), RateScope::Thread, 1)),
             Some(100.0)
         );
+    }
+
+    #[test]
+    fn per_second_schedules_slots_and_byte_runs() {
+        // 1000 bytes/s for 2 workers: worker 1 starts half a slot (0.5 ms) late; a 500-byte
+        // call takes half a second of the schedule.
+        let mut p = Pacer::per_second(1000.0, 1, 2);
+        p.start(0);
+        assert_eq!(p.take_n(500), 500_000);
+        assert_eq!(p.next_due(), 500_500_000);
+        let mut q = Pacer::per_second(100.0, 0, 1);
+        q.start(7);
+        assert_eq!((q.take(), q.take()), (7, 10_000_007));
     }
 
     #[test]

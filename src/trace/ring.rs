@@ -16,8 +16,9 @@ use std::time::Instant;
 /// workload's fileset entries in order, a replayed trace's file table) and shared.
 pub type TraceFiles = Arc<Vec<String>>;
 
-/// Bits of [`Entry::file_op`] that hold the op; the file index is above them.
-const OP_BITS: u32 = 3;
+/// Bits of [`Entry::file_op`] that hold the op; the file index is above them. Four: the
+/// op codes run to 9 (readdir) since the metadata calls were added.
+const OP_BITS: u32 = 4;
 /// Largest file index an entry can hold.
 pub const MAX_FILE_INDEX: u32 = u32::MAX >> OP_BITS;
 

@@ -24,7 +24,7 @@ pub use plan::ReplayPlan;
 
 use super::Trace;
 use crate::engine::FileHandles;
-use crate::job::{CachePolicy, Route};
+use crate::job::{CachePolicy, RateLimit, RateScope, Route};
 use crate::result::{Kind, ReplayInfo, RunResult};
 use crate::runner::drive;
 use crate::runner::target::{Plan, TargetKind, TargetPlan};
@@ -34,7 +34,8 @@ use gather::report_threads;
 use scratch::*;
 use std::path::PathBuf;
 use std::sync::Arc;
-use thread::{replay_thread, Tally, CALLS};
+use std::time::Duration;
+use thread::{replay_thread, Shared, Tally, CALLS};
 
 #[derive(Debug, Clone)]
 pub struct ReplayOptions {
@@ -48,6 +49,11 @@ pub struct ReplayOptions {
     pub direct: bool,
     pub keep: bool,
     pub name: String,
+    /// `--time`: stop the replay after this long (what was done is the result).
+    pub time: Option<Duration>,
+    /// `--rate-iops`, `--rate-bytes`, `--rate-scope`, as a run's: an extra cap on the traced
+    /// timing (every replayed call takes an I/O slot; reads and writes take their bytes).
+    pub rate: RateLimit,
 }
 
 /// At most this many per-thread entries go into the Result: beyond it, threads are reported
@@ -66,6 +72,91 @@ pub(super) const HIST_PAIR_BYTES: u64 = 2 * crate::stats::hist::HIST_BYTES as u6
 pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResult> {
     let mut plan = ReplayPlan::from_trace(trace)?;
     crate::runner::signal::install();
+    check_options(opts)?;
+    let timed =
+        opts.speed.is_some() || opts.rate.iops.is_some() || opts.rate.bytes_per_sec.is_some();
+    check_thread_limits(plan.threads.len(), plan.run_bytes(timed))?;
+    let used_files = map_used_files(&mut plan);
+    let per_file = if opts.direct { 3 } else { 1 };
+    ensure_descriptors(used_files.len() as u64 * per_file + plan.threads.len() as u64)?;
+    check_space(&plan, &used_files, &opts.dir)?;
+    let mut scratch = Scratch {
+        paths: Vec::new(),
+        dir: None,
+        keep: opts.keep,
+    };
+    let mut notes = Vec::new();
+    let targets = create_files(trace, &plan, &used_files, opts, &mut scratch, &mut notes)?;
+    if used_files.len() < plan.sizes.len() {
+        notes.push(format!(
+            "{} traced files without replayed calls were not created",
+            plan.sizes.len() - used_files.len()
+        ));
+    }
+    if plan.skipped_calls > 0 {
+        notes.push(format!(
+            "{} traced calls not replayed (opens, closes, failed or empty calls)",
+            plan.skipped_calls
+        ));
+    }
+    let direct = match (opts.direct, scratch.paths.first()) {
+        (true, Some(p)) => Some(crate::runner::target::dio_alignment(p)),
+        _ => None,
+    };
+    let fds = open_shared(&scratch, direct.is_some())?;
+    let dir_fd = match &scratch.dir {
+        Some(d) => Some(DirFd::open(d)?),
+        None => None,
+    };
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let nthreads = plan.threads.len();
+    let shared = shared_settings(opts, &scratch, direct, dir_fd.as_ref(), nthreads);
+    let total_steps: u64 = plan.threads.iter().map(|t| t.steps.len() as u64).sum();
+    let thread_info: Vec<(usize, u64)> =
+        plan.threads.iter().map(|t| (t.user, t.data_ops)).collect();
+    let (tallies, elapsed_s) = run_threads(std::mem::take(&mut plan.threads), &fds, shared)?;
+    drop(fds);
+    drop(dir_fd);
+    let done: u64 = tallies.iter().map(|t| t.done).sum();
+    let timed_out = tallies.iter().any(|t| t.timed_out);
+    let (threads, grouped, groups) = report_threads(tallies, &thread_info, elapsed_s);
+    if grouped {
+        notes.push(format!(
+            "{nthreads} replay threads are reported in {} groups (per-thread figures of more than {REPORTED_THREADS_MAX} threads are merged)",
+            threads.len()
+        ));
+    }
+    notes.push(format!(
+        "replay of {origin}: {total_steps} calls in {nthreads} thread(s), {}",
+        match opts.speed {
+            Some(s) => format!("traced timing x{s}"),
+            None => "back to back (no timing)".into(),
+        }
+    ));
+    if let Some(note) = limit_note(opts, done, total_steps, timed_out) {
+        notes.push(note);
+    }
+    let mut result = envelope(opts, targets, threads, notes, elapsed_s, started_unix_s);
+    result.groups = groups;
+    let sizes = plan.size_hist();
+    result.replay = Some(ReplayInfo {
+        trace: origin.to_string(),
+        calls: total_steps,
+        threads: nthreads as u64,
+        speed: opts.speed,
+        skipped_calls: plan.skipped_calls,
+        io_size_bytes: sizes.summary(),
+        io_size_hist_bytes: sizes.to_buckets(),
+    });
+    drop(scratch);
+    Ok(result)
+}
+
+/// The options no flag parser could check alone.
+fn check_options(opts: &ReplayOptions) -> Result<(), crate::error::UsageError> {
     if let Some(s) = opts.speed {
         if !(s > 0.0 && s.is_finite()) {
             crate::bail_usage!("--speed {s}: expected a factor above 0, e.g. 1.0 or 2.5");
@@ -74,11 +165,14 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResul
     if !opts.dir.is_dir() {
         crate::bail_usage!("--dir {}: not a directory", opts.dir.display());
     }
-    let nthreads = plan.threads.len();
-    check_thread_limits(nthreads, plan.run_bytes(opts.speed.is_some()))?;
-    // Only the files some thread reads, writes or syncs become scratch files (a trace of a
-    // program that opens thousands of files and reads a few must not create thousands):
-    // target index per trace file index.
+    Ok(())
+}
+
+/// Only the files some thread reads, writes, syncs or stats become scratch files (a trace
+/// of a program that opens thousands of files and reads a few must not create thousands):
+/// renumber the threads' files and users to scratch file indexes, and return the trace file
+/// index of each scratch file.
+fn map_used_files(plan: &mut ReplayPlan) -> Vec<usize> {
     let mut target_of = vec![u32::MAX; plan.sizes.len()];
     let mut used_files: Vec<usize> = Vec::new();
     for th in &plan.threads {
@@ -97,32 +191,51 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResul
         for f in th.files.iter_mut() {
             *f = target_of[*f as usize];
         }
-        th.user = target_of[th.user] as usize;
+        // A thread that only works on directories is reported under the first file.
+        th.user = match target_of.get(th.user) {
+            Some(&t) if t != u32::MAX => t as usize,
+            _ => 0,
+        };
     }
-    let per_file = if opts.direct { 3 } else { 1 };
-    ensure_descriptors(used_files.len() as u64 * per_file)?;
+    used_files
+}
+
+/// Refuse scratch files the file system under `dir` has no room for.
+fn check_space(
+    plan: &ReplayPlan,
+    used_files: &[usize],
+    dir: &std::path::Path,
+) -> Result<(), crate::error::UsageError> {
     let needed: u64 = used_files
         .iter()
         .fold(0u64, |a, &f| a.saturating_add(plan.sizes[f]));
-    if let Some(avail) = available_bytes(&opts.dir) {
+    if let Some(avail) = available_bytes(dir) {
         // Leave a margin: the file system needs room for metadata, and so do other users.
         if needed > avail / 10 * 9 {
             crate::bail_usage!(
                 "replay needs {} of scratch files in {} but only {} is free: choose another --dir",
                 crate::units::format_bytes(needed as f64),
-                opts.dir.display(),
+                dir.display(),
                 crate::units::format_bytes(avail as f64)
             );
         }
     }
-    let mut scratch = Scratch {
-        paths: Vec::new(),
-        keep: opts.keep,
-    };
-    let mut targets = Vec::new();
-    let mut notes = Vec::new();
+    Ok(())
+}
+
+/// Create the scratch files (and the replay's own directory when a step needs one), flush
+/// them once and drop their pages so the replay starts cold. Returns the targets.
+fn create_files(
+    trace: &Trace,
+    plan: &ReplayPlan,
+    used_files: &[usize],
+    opts: &ReplayOptions,
+    scratch: &mut Scratch,
+    notes: &mut Vec<String>,
+) -> Result<Vec<TargetPlan>> {
     let pid = std::process::id();
-    for &i in &used_files {
+    let mut targets = Vec::new();
+    for &i in used_files {
         let size = plan.sizes[i];
         let path = opts.dir.join(format!("fsbench-replay-{pid}-{i}.dat"));
         // Pushed only once created: a name that was taken is never ours to remove.
@@ -143,6 +256,17 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResul
             reserved: None,
         });
     }
+    if plan.has_dir_ops {
+        let dir = opts.dir.join(format!("fsbench-replay-{pid}.d"));
+        std::fs::create_dir(&dir)
+            .with_context(|| format!("creating the replay's directory {}", dir.display()))?;
+        crate::safety::mark_created(&dir);
+        notes.push(format!(
+            "{} stands for the traced directories: mkdir, unlink and readdir work in it (unlink removes files the replay created there)",
+            dir.display()
+        ));
+        scratch.dir = Some(dir);
+    }
     // One flush for all the files (not an fsync each), then their pages are dropped so the
     // replay starts cold.
     if let Some(p) = scratch.paths.first() {
@@ -154,22 +278,11 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResul
     for p in &scratch.paths {
         let _ = crate::runner::target::evict(p);
     }
-    if used_files.len() < plan.sizes.len() {
-        notes.push(format!(
-            "{} traced files without replayed calls were not created",
-            plan.sizes.len() - used_files.len()
-        ));
-    }
-    if plan.skipped_calls > 0 {
-        notes.push(format!(
-            "{} traced calls not replayed (opens, closes, failed or empty calls)",
-            plan.skipped_calls
-        ));
-    }
-    let direct = opts
-        .direct
-        .then(|| crate::runner::target::dio_alignment(&scratch.paths[0]));
-    // Each used file is opened once; the workers share the descriptors.
+    Ok(targets)
+}
+
+/// Each used file is opened once; the threads share the descriptors.
+fn open_shared(scratch: &Scratch, direct: bool) -> Result<SharedFds> {
     let mut shared = SharedFds(Vec::with_capacity(scratch.paths.len()));
     for p in &scratch.paths {
         let fd = open_rw(p, 0).with_context(|| format!("opening {}", p.display()))?;
@@ -178,7 +291,7 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResul
             size: 0,
         });
         let h = shared.0.last_mut().expect("just pushed");
-        if direct.is_some() {
+        if direct {
             // Misaligned I/Os under a direct policy are done data-synchronously buffered
             // (the white paper's rule, as the runner does).
             h.fds[Route::Direct as usize] = open_rw(p, libc::O_DIRECT).with_context(|| {
@@ -188,30 +301,67 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResul
                 open_rw(p, libc::O_DSYNC).with_context(|| format!("opening {}", p.display()))?;
         }
     }
-    let started_unix_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
-    let paths: Arc<Vec<PathBuf>> = Arc::new(scratch.paths.clone());
-    let speed = opts.speed;
-    let plans = std::mem::take(&mut plan.threads);
-    let thread_info: Vec<(usize, u64)> = plans.iter().map(|t| (t.user, t.data_ops)).collect();
-    let total_steps: u64 = plans.iter().map(|t| t.steps.len() as u64).sum();
+    Ok(shared)
+}
+
+/// What every thread shares: pacing (each thread's share of a total rate), the deadline,
+/// the replay's directory and the names of the files.
+fn shared_settings(
+    opts: &ReplayOptions,
+    scratch: &Scratch,
+    direct_align: Option<u64>,
+    dir_fd: Option<&DirFd>,
+    nthreads: usize,
+) -> Shared {
+    let share = match opts.rate.scope {
+        RateScope::Thread => 1.0,
+        RateScope::Total => nthreads.max(1) as f64,
+    };
+    let mut names: Vec<String> = scratch
+        .paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    names.push(
+        scratch
+            .dir
+            .as_ref()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default(),
+    );
+    Shared {
+        speed: opts.speed,
+        direct_align,
+        iops: opts.rate.iops.map(|r| r as f64 / share),
+        bytes_per_sec: opts.rate.bytes_per_sec.map(|r| r as f64 / share),
+        workers: nthreads as u64,
+        time: opts.time,
+        dir_fd: dir_fd.map_or(-1, |d| d.0),
+        names: Arc::new(names),
+    }
+}
+
+/// Start one thread per traced thread through the runner's driver, open the gate, and join
+/// them: their tallies and the wall time from the gate.
+fn run_threads(
+    plans: Vec<plan::ThreadPlan>,
+    fds: &SharedFds,
+    shared: Shared,
+) -> Result<(Vec<Tally>, f64)> {
+    let nthreads = plans.len();
+    let shared = Arc::new(shared);
     let bodies = plans.into_iter().enumerate().map(|(idx, th)| {
         let files: Vec<FileHandles> = th
             .files
             .iter()
             .map(|&f| FileHandles {
-                fds: shared.0[f as usize].fds,
+                fds: fds.0[f as usize].fds,
                 size: 0,
             })
             .collect();
-        let paths = paths.clone();
-        let body: drive::Body<Tally> = Box::new(move |gate| {
-            Some(replay_thread(
-                idx as u32, th, files, &paths, speed, direct, gate,
-            ))
-        });
+        let shared = shared.clone();
+        let body: drive::Body<Tally> =
+            Box::new(move |gate| Some(replay_thread(idx as u32, th, files, &shared, gate)));
         (format!("fsbench-replay{idx}"), body)
     });
     let crew = drive::start_threads(bodies, WORKER_STACK_BYTES, &drive::spawn_thread).map_err(
@@ -225,19 +375,46 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResul
     )?;
     let t0 = crew.open(|| true).expect("the gate opens when asked to");
     let tallies = crew.join()?;
-    let elapsed_s = t0.elapsed().as_secs_f64();
-    drop(shared);
-    let (threads, grouped, groups) = report_threads(tallies, &thread_info, elapsed_s);
-    if grouped {
-        notes.push(format!(
-            "{nthreads} replay threads are reported in {} groups (per-thread figures of more than {REPORTED_THREADS_MAX} threads are merged)",
-            threads.len()
+    Ok((tallies, t0.elapsed().as_secs_f64()))
+}
+
+/// What `--time` and the rate caps did, for the Result's notes.
+fn limit_note(opts: &ReplayOptions, done: u64, total: u64, timed_out: bool) -> Option<String> {
+    let mut parts = Vec::new();
+    if let (Some(t), true) = (opts.time, timed_out) {
+        parts.push(format!(
+            "--time {} ended the replay after {done} of {total} calls",
+            crate::units::format_duration(t.as_secs_f64())
         ));
     }
-    let failures: Vec<IoFailure> = threads
-        .iter()
-        .filter_map(|t: &ThreadOutcome| t.failure.clone())
-        .collect();
+    let r = &opts.rate;
+    if r.iops.is_some() || r.bytes_per_sec.is_some() {
+        let mut caps = Vec::new();
+        if let Some(i) = r.iops {
+            caps.push(format!("{i} calls/s"));
+        }
+        if let Some(b) = r.bytes_per_sec {
+            caps.push(format!("{} /s", crate::units::format_bytes(b as f64)));
+        }
+        let scope = match r.scope {
+            RateScope::Thread => "per thread",
+            RateScope::Total => "in total",
+        };
+        parts.push(format!("rate capped at {} {scope}", caps.join(" and ")));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// The one Result envelope (kind `replay`) around the threads' outcomes.
+fn envelope(
+    opts: &ReplayOptions,
+    targets: Vec<TargetPlan>,
+    threads: Vec<ThreadOutcome>,
+    notes: Vec<String>,
+    elapsed_s: f64,
+    started_unix_s: f64,
+) -> RunResult {
+    let failures: Vec<IoFailure> = threads.iter().filter_map(|t| t.failure.clone()).collect();
     let status = if !failures.is_empty() {
         RunStatus::Failed
     } else if crate::runner::signal::interrupted() {
@@ -245,13 +422,6 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResul
     } else {
         RunStatus::Complete
     };
-    notes.push(format!(
-        "replay of {origin}: {total_steps} calls in {nthreads} thread(s), {}",
-        match opts.speed {
-            Some(s) => format!("traced timing x{s}"),
-            None => "back to back (no timing)".into(),
-        }
-    ));
     let outcome = RunOutcome {
         plan: Plan {
             targets,
@@ -277,17 +447,5 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResul
         crate::probe::env::collect(&paths),
     );
     result.fill_from_outcome(&outcome);
-    result.groups = groups;
-    let sizes = plan.size_hist();
-    result.replay = Some(ReplayInfo {
-        trace: origin.to_string(),
-        calls: total_steps,
-        threads: nthreads as u64,
-        speed: opts.speed,
-        skipped_calls: plan.skipped_calls,
-        io_size_bytes: sizes.summary(),
-        io_size_hist_bytes: sizes.to_buckets(),
-    });
-    drop(scratch);
-    Ok(result)
+    result
 }

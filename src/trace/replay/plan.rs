@@ -31,7 +31,19 @@ pub(super) struct ThreadPlan {
     pub(super) data_ops: u64,
     /// Trace file index it used most: reported as that file's user.
     pub(super) user: usize,
+    /// Its unlink steps: each removes a placeholder the thread creates in the replay's own
+    /// directory before the start (step `offset` = the placeholder's number).
+    pub(super) unlinks: u64,
+    /// Its mkdir steps (step `offset` = the new directory's number).
+    pub(super) mkdirs: u64,
+    /// Whether it lists the replay's directory (it opens its own descriptor of it).
+    pub(super) readdirs: bool,
 }
+
+/// A step's `file` for the calls on the replay's own directory (mkdir, unlink, readdir):
+/// traced directories and the files unlinked in them are stood for by one directory the
+/// replay creates, never by the traced paths.
+pub(super) const DIR_FILE: u32 = u32::MAX;
 
 /// What a replay will do, derived from the trace (exposed for `--dry-run` and tests).
 #[derive(Debug, Clone)]
@@ -40,6 +52,9 @@ pub struct ReplayPlan {
     pub sizes: Vec<u64>,
     pub(super) threads: Vec<ThreadPlan>,
     pub skipped_calls: u64,
+    /// Whether some thread makes, removes or lists directory entries (the replay then
+    /// creates its own directory for them).
+    pub(super) has_dir_ops: bool,
     /// Number of data calls of each size (the Result's I/O size histogram).
     pub(super) len_counts: std::collections::BTreeMap<u32, u64>,
 }
@@ -58,6 +73,7 @@ impl ReplayPlan {
         let mut local: Vec<HashMap<u32, (u32, u64)>> = Vec::new();
         let mut skipped = 0;
         let mut len_counts = std::collections::BTreeMap::new();
+        let mut has_dir_ops = false;
         let mut recs: Vec<&crate::trace::TraceRecord> = budget::try_vec(t.records.len(), what)?;
         recs.extend(t.records.iter());
         recs.sort_by_key(|r| (r.start_ns, r.id));
@@ -84,7 +100,12 @@ impl ReplayPlan {
                     *len_counts.entry(n as u32).or_insert(0u64) += 1;
                     (r.op, r.offset, n as u32)
                 }
-                TraceOp::Fsync | TraceOp::Fdatasync if r.result >= 0 => (r.op, 0, 0),
+                TraceOp::Fsync | TraceOp::Fdatasync | TraceOp::Stat if r.result >= 0 => {
+                    (r.op, 0, 0)
+                }
+                TraceOp::Unlink | TraceOp::Mkdir | TraceOp::Readdir if r.result >= 0 => {
+                    (r.op, 0, 0)
+                }
                 _ => {
                     skipped += 1;
                     continue;
@@ -98,11 +119,19 @@ impl ReplayPlan {
                     max_len: 0,
                     data_ops: 0,
                     user: 0,
+                    unlinks: 0,
+                    mkdirs: 0,
+                    readdirs: false,
                 });
                 local.push(HashMap::new());
                 threads.len() - 1
             });
             let th = &mut threads[ti];
+            if let Some(step) = th.dir_step(op, r.start_ns) {
+                has_dir_ops = true;
+                th.steps.push(step);
+                continue;
+            }
             let next = th.files.len() as u32;
             let e = local[ti].entry(r.file).or_insert((next, 0));
             if e.0 == next {
@@ -124,7 +153,7 @@ impl ReplayPlan {
         }
         if threads.is_empty() {
             return Err(crate::usage!(
-                "the trace has no successful reads, writes or syncs to replay"
+                "the trace has no successful reads, writes, syncs or metadata calls to replay"
             ));
         }
         for (th, uses) in threads.iter_mut().zip(&local) {
@@ -140,6 +169,7 @@ impl ReplayPlan {
             threads,
             skipped_calls: skipped,
             len_counts,
+            has_dir_ops,
         })
     }
 
@@ -152,7 +182,7 @@ impl ReplayPlan {
                     (
                         th.id,
                         s.op,
-                        th.files[s.file as usize],
+                        th.files.get(s.file as usize).copied().unwrap_or(DIR_FILE),
                         s.offset,
                         s.len as u64,
                     )
@@ -193,5 +223,34 @@ impl ReplayPlan {
             h.record_n(*len as u64, *n);
         }
         h
+    }
+}
+
+impl ThreadPlan {
+    /// The step of a call on the replay's own directory (None for the calls on files): each
+    /// mkdir and unlink gets its own number, so no two steps name the same entry.
+    fn dir_step(&mut self, op: TraceOp, start_ns: u64) -> Option<Step> {
+        let offset = match op {
+            TraceOp::Unlink => {
+                self.unlinks += 1;
+                self.unlinks - 1
+            }
+            TraceOp::Mkdir => {
+                self.mkdirs += 1;
+                self.mkdirs - 1
+            }
+            TraceOp::Readdir => {
+                self.readdirs = true;
+                0
+            }
+            _ => return None,
+        };
+        Some(Step {
+            op,
+            file: DIR_FILE,
+            offset,
+            len: 0,
+            start_ns,
+        })
     }
 }

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 /// Scratch files of a replay; removed on drop unless kept.
 pub(super) struct Scratch {
     pub(super) paths: Vec<PathBuf>,
+    /// The replay's own directory (for mkdir, unlink and readdir steps), once created.
+    pub(super) dir: Option<PathBuf>,
     pub(super) keep: bool,
 }
 
@@ -16,6 +18,11 @@ impl Drop for Scratch {
         if !self.keep {
             for p in &self.paths {
                 let _ = std::fs::remove_file(p);
+            }
+            if let Some(d) = &self.dir {
+                // Created new by this replay, and only it writes in it (remove_dir_all does
+                // not follow symbolic links).
+                let _ = std::fs::remove_dir_all(d);
             }
         }
     }
@@ -157,4 +164,30 @@ pub(super) fn ensure_descriptors(needed: u64) -> Result<(), crate::error::UsageE
     // is always allowed.
     unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) };
     Ok(())
+}
+
+/// A descriptor of the replay's own directory, opened without following a link and checked
+/// to be a directory; the mkdir, unlink and readdir steps work relative to it. Closed on drop.
+pub(super) struct DirFd(pub(super) i32);
+
+impl DirFd {
+    pub(super) fn open(path: &Path) -> Result<DirFd> {
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| anyhow::anyhow!("{}: path has a NUL byte", path.display()))?;
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: NUL-terminated path; the descriptor is owned by the DirFd.
+        let fd = unsafe { libc::open(c.as_ptr(), flags) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("opening the replay's directory {}", path.display()));
+        }
+        Ok(DirFd(fd))
+    }
+}
+
+impl Drop for DirFd {
+    fn drop(&mut self) {
+        // SAFETY: closing the descriptor this DirFd opened, once, after the threads ended.
+        unsafe { libc::close(self.0) };
+    }
 }
