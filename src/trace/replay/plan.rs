@@ -209,6 +209,9 @@ impl ReplayPlan {
                     + (t.max_len as u64).next_multiple_of(4096).max(4096)
                     + t.steps.len() as u64 * per_sample
                     + 16 * t.files.len() as u64
+                    // Names of its unlink placeholders and new directories, its listing buffer.
+                    + 32 * (t.unlinks + t.mkdirs)
+                    + if t.readdirs { 32 << 10 } else { 0 }
             })
             .sum();
         workers
