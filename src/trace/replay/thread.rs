@@ -321,14 +321,16 @@ fn run_steps(
     shared: &Shared,
     prep: &mut Prepared,
 ) -> Tally {
-    let mut sys = SyscallCounts::default();
-    let mut done: Vec<Completion> = Vec::with_capacity(2);
-    let mut stats = Counters::default();
+    let mut io = Io {
+        sys: SyscallCounts::default(),
+        stats: Counters::default(),
+        done: Vec::with_capacity(2),
+        stx: unsafe_zeroed_statx(),
+        list_at_end: false,
+    };
     let mut failed = None;
     let mut steps_done = 0u64;
     let mut timed_out = false;
-    let mut list_at_end = false;
-    let mut stx: libc::statx = unsafe_zeroed_statx();
     let usage0 = cpu::thread_usage();
     let t0 = Instant::now();
     let deadline = shared.time.map(|d| t0 + d);
@@ -361,76 +363,8 @@ fn run_steps(
             }
         };
         let start = Instant::now();
-        let engine = &mut prep.engine;
-        let result = match s.op {
-            TraceOp::Read | TraceOp::Write => {
-                let kind = if s.op == TraceOp::Read {
-                    OpKind::Read
-                } else {
-                    OpKind::Write
-                };
-                let route = match shared.direct_align {
-                    Some(a) if s.offset.is_multiple_of(a) && (s.len as u64).is_multiple_of(a) => {
-                        Route::Direct
-                    }
-                    Some(_) => {
-                        stats.buffered_fallback_ops += 1;
-                        Route::Fallback
-                    }
-                    None => Route::Buffered,
-                };
-                let op = IoOp {
-                    kind,
-                    file: s.file,
-                    route,
-                    offset: s.offset,
-                    len: s.len,
-                    slot: 0,
-                };
-                stats.inflight[inflight_bucket(1)] += 1;
-                let r = engine
-                    .submit(&[op], &mut sys)
-                    .and_then(|_| engine.reap(1, &mut done, &mut sys));
-                let res = match r {
-                    Ok(_) => done
-                        .first()
-                        .map(|c| c.result)
-                        .unwrap_or(-(libc::EIO as i64)),
-                    Err(e) => errno(&e),
-                };
-                done.clear();
-                res
-            }
-            TraceOp::Fsync | TraceOp::Fdatasync => {
-                status(engine.sync_fd(fds[s.file as usize], s.op == TraceOp::Fdatasync, &mut sys))
-            }
-            TraceOp::Stat => status(engine.stat_fd(fds[s.file as usize], &mut stx, &mut sys)),
-            TraceOp::Mkdir => status(engine.mkdir_at(
-                shared.dir_fd,
-                &prep.mkdir_names[s.offset as usize],
-                0o755,
-                &mut sys,
-            )),
-            TraceOp::Unlink => status(engine.unlink_at(
-                shared.dir_fd,
-                &prep.unlink_names[s.offset as usize],
-                false,
-                &mut sys,
-            )),
-            TraceOp::Readdir => {
-                // A listing read to its end starts over, as a program listing again would.
-                if list_at_end {
-                    let _ = engine.seek_fd(prep.list_fd, 0, libc::SEEK_SET, &mut sys);
-                }
-                match engine.read_dir(prep.list_fd, &mut prep.list_buf, &mut sys) {
-                    Ok(n) => {
-                        list_at_end = n == 0;
-                        n as i64
-                    }
-                    Err(e) => errno(&e),
-                }
-            }
-            TraceOp::Open | TraceOp::Close => continue,
+        let Some(result) = issue(s, fds, shared, prep, &mut io) else {
+            continue;
         };
         let end = Instant::now();
         steps_done += 1;
@@ -439,7 +373,7 @@ fn run_steps(
             ring.record_call(s.op, file, s.offset, s.len, start, end, result);
         }
         if result < 0 {
-            stats.errors += 1;
+            io.stats.errors += 1;
             let err = std::io::Error::from_raw_os_error((-result) as i32);
             failed = Some(failure(
                 index,
@@ -463,26 +397,125 @@ fn run_steps(
         }
         match s.op {
             TraceOp::Read => {
-                stats.read_ops += 1;
-                stats.read_bytes += result as u64;
+                io.stats.read_ops += 1;
+                io.stats.read_bytes += result as u64;
             }
             TraceOp::Write => {
-                stats.write_ops += 1;
-                stats.write_bytes += result as u64;
+                io.stats.write_ops += 1;
+                io.stats.write_bytes += result as u64;
             }
             _ => {}
         }
     }
-    stats.elapsed_s = t0.elapsed().as_secs_f64();
-    stats.usage = cpu::thread_usage().since(&usage0);
-    stats.syscalls = sys;
+    io.stats.elapsed_s = t0.elapsed().as_secs_f64();
+    io.stats.usage = cpu::thread_usage().since(&usage0);
+    io.stats.syscalls = io.sys;
     Tally {
-        stats,
+        stats: io.stats,
         calls: Default::default(),
         failure: failed,
         done: steps_done,
         timed_out,
     }
+}
+
+/// What the timed loop's calls write into: counters, completions, the statx buffer, and
+/// whether the listing reached its end.
+struct Io {
+    sys: SyscallCounts,
+    stats: Counters,
+    done: Vec<Completion>,
+    stx: libc::statx,
+    list_at_end: bool,
+}
+
+/// Issue step `s` through the engine: bytes moved (data, readdir), 0, or a negative errno;
+/// None for a call replay does not issue.
+#[inline]
+fn issue(s: &Step, fds: &[i32], shared: &Shared, prep: &mut Prepared, io: &mut Io) -> Option<i64> {
+    Some(match s.op {
+        TraceOp::Read | TraceOp::Write => {
+            let kind = if s.op == TraceOp::Read {
+                OpKind::Read
+            } else {
+                OpKind::Write
+            };
+            let route = match shared.direct_align {
+                Some(a) if s.offset.is_multiple_of(a) && (s.len as u64).is_multiple_of(a) => {
+                    Route::Direct
+                }
+                Some(_) => {
+                    io.stats.buffered_fallback_ops += 1;
+                    Route::Fallback
+                }
+                None => Route::Buffered,
+            };
+            let op = IoOp {
+                kind,
+                file: s.file,
+                route,
+                offset: s.offset,
+                len: s.len,
+                slot: 0,
+            };
+            io.stats.inflight[inflight_bucket(1)] += 1;
+            let engine = &mut prep.engine;
+            let r = engine
+                .submit(&[op], &mut io.sys)
+                .and_then(|_| engine.reap(1, &mut io.done, &mut io.sys));
+            let res = match r {
+                Ok(_) => io
+                    .done
+                    .first()
+                    .map(|c| c.result)
+                    .unwrap_or(-(libc::EIO as i64)),
+                Err(e) => errno(&e),
+            };
+            io.done.clear();
+            res
+        }
+        TraceOp::Fsync | TraceOp::Fdatasync => status(prep.engine.sync_fd(
+            fds[s.file as usize],
+            s.op == TraceOp::Fdatasync,
+            &mut io.sys,
+        )),
+        TraceOp::Stat => status(prep.engine.stat_fd(
+            fds[s.file as usize],
+            &mut io.stx,
+            &mut io.sys,
+        )),
+        TraceOp::Mkdir => status(prep.engine.mkdir_at(
+            shared.dir_fd,
+            &prep.mkdir_names[s.offset as usize],
+            0o755,
+            &mut io.sys,
+        )),
+        TraceOp::Unlink => status(prep.engine.unlink_at(
+            shared.dir_fd,
+            &prep.unlink_names[s.offset as usize],
+            false,
+            &mut io.sys,
+        )),
+        TraceOp::Readdir => {
+            // A listing read to its end starts over, as a program listing again would.
+            if io.list_at_end {
+                let _ = prep
+                    .engine
+                    .seek_fd(prep.list_fd, 0, libc::SEEK_SET, &mut io.sys);
+            }
+            match prep
+                .engine
+                .read_dir(prep.list_fd, &mut prep.list_buf, &mut io.sys)
+            {
+                Ok(n) => {
+                    io.list_at_end = n == 0;
+                    n as i64
+                }
+                Err(e) => errno(&e),
+            }
+        }
+        TraceOp::Open | TraceOp::Close => return None,
+    })
 }
 
 /// 0, or the negative errno of a failed metadata call (a trace record's `result`).
