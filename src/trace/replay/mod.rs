@@ -1,10 +1,14 @@
 //! Replay a trace as a benchmark: every file in the trace becomes a scratch file fsbench
 //! creates (at the size the trace needs, filled with non-repeating data, removed afterwards
-//! unless kept); each traced thread becomes a worker that issues the same reads, writes and
-//! syncs at the same offsets, sizes and order, optionally at the traced times. It is measured
-//! like any run (Stats, latency histogram, CPU by getrusage) and reported in the one Result
-//! envelope (kind `replay`): per file (user) and thread, and per replayed call kind (`read`,
-//! `write`, `fsync`, `fdatasync`) as named groups, with the planned I/O sizes as a histogram.
+//! unless kept); each traced thread becomes a worker that issues the same reads, writes,
+//! syncs and stats at the same offsets, sizes and order, optionally at the traced times,
+//! under optional rate caps and a `--time` limit. Mkdir, unlink and readdir work in one
+//! directory the replay creates (unlink removes placeholders it created there), never on the
+//! traced paths. Every call goes through the Engine, so system calls are counted as a run's.
+//! It is measured like any run (Stats, latency histogram, CPU by getrusage), traced like one
+//! (`--trace`), and reported in the one Result envelope (kind `replay`): per file (user) and
+//! thread, and per replayed call kind (`read`, `write`, `fsync`, `fdatasync`, `unlink`,
+//! `stat`, `mkdir`, `readdir`) as named groups, with the planned I/O sizes as a histogram.
 //!
 //! Memory follows what the trace uses, not its thread count: each worker's buffer is as large
 //! as its own largest call, it keeps one latency sample per call it issues (no histogram per
