@@ -1,6 +1,9 @@
 //! `fsbench replay TRACE [--speed X | --no-timing] [--dir DIR]`: replay a trace as a
-//! benchmark on scratch files, reported like any run.
+//! benchmark on scratch files, reported like any run, with `run`'s observation flags
+//! (`--iostat`, `--trace`), stop condition (`--time`) and rate caps (`--rate-*`).
 
+use super::observe::ObserveArgs;
+use crate::job::{RateLimit, RateScope};
 use crate::report::{Format, ReportOptions, Runs};
 use crate::trace::replay::{self, ReplayOptions};
 use crate::units::RateUnit;
@@ -10,7 +13,8 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
     /// The trace (.csv or .bin) from `fsbench run --trace` or `fsbench trace -- CMD`
-    pub trace: PathBuf,
+    #[arg(value_name = "TRACE")]
+    pub input: PathBuf,
     /// Keep the traced timing, scaled (1.0 = as traced, 2.0 = twice as fast)
     #[arg(long)]
     pub speed: Option<f64>,
@@ -39,15 +43,62 @@ pub struct ReplayArgs {
     /// Throughput in MB/s instead of KB/s
     #[arg(long)]
     pub mb: bool,
-    /// Sample the devices under --dir every INTERVAL during the replay (1s, 500ms)
-    #[arg(long, value_name = "INTERVAL")]
-    pub iostat: Option<String>,
+    /// Stop the replay after this long (10s, 2m); what was done is the result
+    #[arg(long)]
+    pub time: Option<String>,
+    /// Rate cap in calls per second (per thread, or see --rate-scope), on top of the traced timing
+    #[arg(long = "rate-iops")]
+    pub rate_iops: Option<u64>,
+    /// Rate cap in bytes per second of reads and writes (per thread, or see --rate-scope)
+    #[arg(long = "rate-bytes")]
+    pub rate_bytes: Option<String>,
+    /// Whom the rate cap applies to: thread (each thread) or total (divided among all threads)
+    #[arg(long = "rate-scope")]
+    pub rate_scope: Option<String>,
+    #[command(flatten)]
+    pub observe: ObserveArgs,
+}
+
+/// `--time` and the `--rate-*` flags, checked as `run` checks them.
+fn limits(
+    a: &ReplayArgs,
+) -> Result<(Option<std::time::Duration>, RateLimit), crate::error::UsageError> {
+    let time = match &a.time {
+        Some(t) => {
+            let d = crate::units::parse_duration(t)?;
+            if d.is_zero() {
+                crate::bail_usage!("--time {t}: give a duration above 0 (10s, 2m)");
+            }
+            Some(d)
+        }
+        None => None,
+    };
+    let rate = RateLimit {
+        iops: a.rate_iops,
+        bytes_per_sec: a
+            .rate_bytes
+            .as_deref()
+            .map(|v| crate::units::parse_size_as(v, crate::units::BareUnit::Bytes, "--rate-bytes"))
+            .transpose()?,
+        scope: match &a.rate_scope {
+            Some(s) => RateScope::parse(s)?,
+            None => RateScope::Thread,
+        },
+    };
+    if rate.iops == Some(0) || rate.bytes_per_sec == Some(0) {
+        crate::bail_usage!(
+            "bad rate limit 0: give a positive --rate-iops or --rate-bytes, or leave it out"
+        );
+    }
+    Ok((time, rate))
 }
 
 pub fn main(a: ReplayArgs) -> anyhow::Result<i32> {
     let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
-    let trace = crate::trace::format::read_file(&a.trace)?;
-    let origin = a.trace.display().to_string();
+    let trace = crate::trace::format::read_file(&a.input)?;
+    let origin = a.input.display().to_string();
+    let observe = a.observe.settings()?;
+    let (time, rate) = limits(&a)?;
     let opts = ReplayOptions {
         dir: a.dir.clone(),
         speed: if a.no_timing { None } else { a.speed },
@@ -55,19 +106,21 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<i32> {
         keep: a.keep,
         name: format!(
             "replay {}",
-            a.trace
+            a.input
                 .file_name()
                 .map(|f| f.to_string_lossy().to_string())
                 .unwrap_or(origin.clone())
         ),
+        time,
+        rate,
     };
-    // The devices to sample are the ones under --dir.
+    // The devices to sample are the ones under --dir; one trace ring per replay thread.
+    let workers = replay::ReplayPlan::from_trace(&trace)?.thread_count();
     let scope = crate::observe::Scope {
         targets: vec![a.dir.clone()],
-        ..Default::default()
+        workers,
+        processes: false,
     };
-    let observe =
-        crate::observe::Observe::iostat(super::observe::iostat_flag(a.iostat.as_deref())?);
     crate::output::check_output(a.output.as_deref(), false)?;
     let observer = crate::observe::Observer::start_for(&observe, &scope)?;
     let mut result = replay::run(&trace, &origin, &opts)?;

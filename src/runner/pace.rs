@@ -48,7 +48,8 @@ impl Pacer {
     }
 
     /// The schedule of worker `index` of `workers` that issues `rate` units a second, for a
-    /// source without a Job (a workload thread paces its I/O calls and its bytes with it).
+    /// source without a Job (a workload thread or a replay thread paces its calls with it;
+    /// under a byte rate one slot is one byte).
     pub fn at_rate(rate: f64, index: u64, workers: u64) -> Pacer {
         let interval_ns = 1e9 / rate;
         let workers = workers.max(1);
@@ -60,10 +61,13 @@ impl Pacer {
         }
     }
 
-    /// Take `n` slots at once (an operation that moved `n` bytes on a byte schedule).
+    /// Take `n` slots at once (a call of `n` bytes under a byte rate): returns the
+    /// intended issue time of the first.
     #[inline]
-    pub fn take_n(&mut self, n: u64) {
+    pub fn take_n(&mut self, n: u64) -> u64 {
+        let t = self.next_due();
         self.next += n;
+        t
     }
 
     /// Anchor the schedule at the start of the timed loop (`t0_ns`). Also asks for 1 us timer
@@ -144,6 +148,19 @@ mod tests {
             per_worker_rate(&job(Some(100), Some(4 << 20), RateScope::Thread, 1)),
             Some(100.0)
         );
+    }
+
+    #[test]
+    fn per_second_schedules_slots_and_byte_runs() {
+        // 1000 bytes/s for 2 workers: worker 1 starts half a slot (0.5 ms) late; a 500-byte
+        // call takes half a second of the schedule.
+        let mut p = Pacer::at_rate(1000.0, 1, 2);
+        p.start(0);
+        assert_eq!(p.take_n(500), 500_000);
+        assert_eq!(p.next_due(), 500_500_000);
+        let mut q = Pacer::at_rate(100.0, 0, 1);
+        q.start(7);
+        assert_eq!((q.take(), q.take()), (7, 10_000_007));
     }
 
     #[test]

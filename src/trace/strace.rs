@@ -1,7 +1,10 @@
 //! Capture of another program's file I/O with strace (`-f -ttt -T -y -s 0`), parsed into a
 //! [`Trace`]: read/write/readv/writev at the descriptor's position (tracked through open,
 //! lseek, dup and the bytes each call moved), pread/pwrite at their explicit offset, opens,
-//! closes, fsync and fdatasync, per file.
+//! closes, fsync and fdatasync, per file; and the metadata calls (unlink/unlinkat, the stat
+//! family, mkdir/mkdirat, getdents64) with their paths resolved against the directory
+//! descriptor strace names (`AT_FDCWD</cwd>`, `3</dir>`), or the last working directory seen
+//! for a bare relative path.
 //!
 //! Offsets are tracked per open file description: a descriptor opened (or first seen) gets
 //! one, `dup`s share it. Descriptors are keyed by number and path (strace's `-y`), which is
@@ -12,7 +15,8 @@ use super::{Trace, TraceOp, TraceRecord};
 use std::collections::HashMap;
 
 /// The syscalls strace is asked to trace.
-pub const TRACED_SYSCALLS: &str = "read,write,pread64,pwrite64,readv,writev,preadv,pwritev,preadv2,pwritev2,lseek,open,openat,openat2,creat,close,fsync,fdatasync,dup,dup2,dup3";
+/// A `?` marks a call some architectures lack (strace then ignores it instead of refusing).
+pub const TRACED_SYSCALLS: &str = "read,write,pread64,pwrite64,readv,writev,preadv,pwritev,preadv2,pwritev2,lseek,open,openat,openat2,creat,close,fsync,fdatasync,dup,dup2,dup3,?unlink,unlinkat,?stat,?lstat,fstat,?newfstatat,?fstatat64,statx,?mkdir,mkdirat,getdents64";
 
 /// Paths that are not the program's data: loader, locale, devices, procfs.
 pub const SYSTEM_PREFIXES: &[&str] = &[
@@ -266,6 +270,9 @@ pub struct Converter {
     /// Path -> index in the trace's file table (a linear search per call would make a
     /// capture touching many files quadratic).
     file_ids: HashMap<String, u32>,
+    /// The working directory strace last showed (`AT_FDCWD</dir>`): where a bare relative
+    /// path of unlink, stat or mkdir points.
+    cwd: Option<String>,
 }
 
 impl Converter {
@@ -279,7 +286,63 @@ impl Converter {
             counts: Default::default(),
             skipped_lines: 0,
             file_ids: HashMap::new(),
+            cwd: None,
         }
+    }
+
+    /// The absolute path a metadata call names: `name` (a quoted strace string) relative to
+    /// the directory descriptor argument `dir` (`AT_FDCWD</cwd>`, `3</dir>`), or to the last
+    /// working directory seen when there is none. None when it cannot be known.
+    fn resolve(&mut self, dir: Option<&str>, name: Option<&str>) -> Option<String> {
+        let base = match dir {
+            Some(d) => {
+                let p = match d.strip_prefix("AT_FDCWD<") {
+                    Some(rest) => {
+                        let cwd = rest.strip_suffix('>')?.to_string();
+                        self.cwd = Some(cwd.clone());
+                        cwd
+                    }
+                    None => fd_path(d)?.1,
+                };
+                Some(p)
+            }
+            None => self.cwd.clone(),
+        };
+        let name = match name {
+            Some(n) => n.strip_prefix('"')?.strip_suffix('"')?,
+            None => "",
+        };
+        if name.starts_with('/') {
+            return Some(name.to_string());
+        }
+        let base = base?;
+        Some(match name {
+            "" | "." => base,
+            _ => format!(
+                "{}/{}",
+                base.trim_end_matches('/'),
+                name.trim_start_matches("./")
+            ),
+        })
+    }
+
+    /// A metadata call (unlink, stat, mkdir, readdir): its path, or None when not one.
+    fn metadata_call(&mut self, c: &Call) -> Option<(TraceOp, String)> {
+        let arg = |k: usize| c.args.get(k).map(String::as_str);
+        Some(match c.name.as_str() {
+            "unlink" => (TraceOp::Unlink, self.resolve(None, arg(0))?),
+            // AT_REMOVEDIR is rmdir, which the trace format does not hold.
+            "unlinkat" if !arg(2).unwrap_or("").contains("AT_REMOVEDIR") => {
+                (TraceOp::Unlink, self.resolve(arg(0), arg(1))?)
+            }
+            "mkdir" => (TraceOp::Mkdir, self.resolve(None, arg(0))?),
+            "mkdirat" => (TraceOp::Mkdir, self.resolve(arg(0), arg(1))?),
+            "stat" | "lstat" => (TraceOp::Stat, self.resolve(None, arg(0))?),
+            "fstat" => (TraceOp::Stat, fd_path(arg(0)?)?.1),
+            "newfstatat" | "fstatat64" | "statx" => (TraceOp::Stat, self.resolve(arg(0), arg(1))?),
+            "getdents64" | "getdents" => (TraceOp::Readdir, fd_path(arg(0)?)?.1),
+            _ => return None,
+        })
     }
 
     /// Start a descriptor at a known position (for a process traced after it opened its
@@ -349,6 +412,11 @@ impl Converter {
         } else {
             c.ret
         };
+        if let Some((op, path)) = self.metadata_call(c) {
+            // A listing's result is the bytes of entries returned; the others' is 0 or -errno.
+            self.push(c, op, &path, 0, 0, result);
+            return;
+        }
         let num = |k: usize| -> Option<u64> { c.args.get(k).and_then(|a| a.trim().parse().ok()) };
         match c.name.as_str() {
             "open" | "openat" | "openat2" | "creat" => {
@@ -649,6 +717,58 @@ mod tests {
             .collect();
         assert_eq!(w, vec![0, 100]);
         assert_eq!(c.trace.records.last().unwrap().op, TraceOp::Fdatasync);
+    }
+
+    #[test]
+    fn metadata_calls_are_captured_with_resolved_paths() {
+        let log = "\
+5 1.0 newfstatat(AT_FDCWD</w>, \"x\", {st_mode=S_IFREG|0644, st_size=3, ...}, 0) = 0 <0.1>
+5 1.1 mkdir(\"d\", 0777) = 0 <0.1>
+5 1.2 mkdirat(AT_FDCWD</w>, \"/abs/e\", 0777) = 0 <0.1>
+5 1.3 statx(AT_FDCWD</w>, \"d\", AT_STATX_SYNC_AS_STAT, STATX_MODE, {stx_mask=STATX_TYPE|STATX_MODE, stx_mode=S_IFDIR|0755, ...}) = 0 <0.1>
+5 1.4 getdents64(3</w/d>, 0x55e3181082a0 /* 2 entries */, 32768) = 48 <0.1>
+5 1.5 fstat(3</w/d>, {st_mode=S_IFDIR|0755, st_size=4096, ...}) = 0 <0.1>
+5 1.6 unlinkat(3</w/d>, \"y\", 0) = 0 <0.1>
+5 1.7 unlinkat(AT_FDCWD</w>, \"d\", AT_REMOVEDIR) = 0 <0.1>
+5 1.8 unlink(\"gone\") = -1 ENOENT (No such file or directory) <0.1>
+5 1.9 stat(\"/w/x\", {st_mode=S_IFREG|0644, st_size=3, ...}) = 0 <0.1>
+";
+        let c = parse_log(log, false);
+        let t = &c.trace;
+        let got: Vec<(&str, &str, i64)> = t
+            .records
+            .iter()
+            .map(|r| (r.op.name(), t.files[r.file as usize].as_str(), r.result))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("stat", "/w/x", 0),
+                ("mkdir", "/w/d", 0),
+                ("mkdir", "/abs/e", 0),
+                ("stat", "/w/d", 0),
+                ("readdir", "/w/d", 48),
+                ("stat", "/w/d", 0),
+                ("unlink", "/w/d/y", 0),
+                ("unlink", "/w/gone", -(libc::ENOENT as i64)),
+                ("stat", "/w/x", 0),
+            ]
+        );
+        for name in [
+            "unlinkat",
+            "mkdirat",
+            "newfstatat",
+            "statx",
+            "getdents64",
+            "fstat",
+        ] {
+            assert!(
+                TRACED_SYSCALLS
+                    .split(',')
+                    .any(|s| s.trim_start_matches('?') == name),
+                "{name}"
+            );
+        }
     }
 
     proptest! {

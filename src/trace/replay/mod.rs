@@ -1,0 +1,455 @@
+//! Replay a trace as a benchmark: every file in the trace becomes a scratch file fsbench
+//! creates (at the size the trace needs, filled with non-repeating data, removed afterwards
+//! unless kept); each traced thread becomes a worker that issues the same reads, writes,
+//! syncs and stats at the same offsets, sizes and order, optionally at the traced times,
+//! under optional rate caps and a `--time` limit. Mkdir, unlink and readdir work in one
+//! directory the replay creates (unlink removes placeholders it created there), never on the
+//! traced paths. Every call goes through the Engine, so system calls are counted as a run's.
+//! It is measured like any run (Stats, latency histogram, CPU by getrusage), traced like one
+//! (`--trace`), and reported in the one Result envelope (kind `replay`): per file (user) and
+//! thread, and per replayed call kind (`read`, `write`, `fsync`, `fdatasync`, `unlink`,
+//! `stat`, `mkdir`, `readdir`) as named groups, with the planned I/O sizes as a histogram.
+//!
+//! Memory follows what the trace uses, not its thread count: each worker's buffer is as large
+//! as its own largest call, it keeps one latency sample per call it issues (no histogram per
+//! worker while running), descriptors are opened once per file and shared (pread/pwrite do not
+//! move a file position), and workers get small stacks. Histograms are built after the run,
+//! one per reported thread, and above [`REPORTED_THREADS_MAX`] threads the per-thread figures
+//! are reported in groups. The thread count is checked against RLIMIT_NPROC, threads-max and
+//! MemAvailable before anything starts. Threads are started, held at the start gate and
+//! joined by the runner's driver (`runner::drive`); what a thread does is `replay_thread`.
+
+mod gather;
+mod plan;
+mod scratch;
+mod thread;
+
+pub use plan::ReplayPlan;
+
+use super::Trace;
+use crate::engine::FileHandles;
+use crate::job::{CachePolicy, RateLimit, RateScope, Route};
+use crate::result::{Kind, ReplayInfo, RunResult};
+use crate::runner::drive;
+use crate::runner::target::{Plan, TargetKind, TargetPlan};
+use crate::runner::{IoFailure, RunOutcome, RunStatus, ThreadOutcome};
+use anyhow::{Context, Result};
+use gather::report_threads;
+use scratch::*;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use thread::{replay_thread, Shared, Tally, CALLS};
+
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    /// Where the scratch files go.
+    pub dir: PathBuf,
+    /// Keep the traced timing, scaled by this factor (2.0 = twice as fast); `None` issues
+    /// each thread's calls back to back.
+    pub speed: Option<f64>,
+    /// Bypass the page cache (O_DIRECT) for I/Os aligned to the device; the others are done
+    /// as data-synchronous buffered I/O and counted as `buffered_fallback_ops`.
+    pub direct: bool,
+    pub keep: bool,
+    pub name: String,
+    /// `--time`: stop the replay after this long (what was done is the result).
+    pub time: Option<Duration>,
+    /// `--rate-iops`, `--rate-bytes`, `--rate-scope`, as a run's: an extra cap on the traced
+    /// timing (every replayed call takes an I/O slot; reads and writes take their bytes).
+    pub rate: RateLimit,
+}
+
+/// At most this many per-thread entries go into the Result: beyond it, threads are reported
+/// in groups (a latency histogram takes 36 KiB, and 5,000 pairs of them would dominate the
+/// memory of a run whose workers hold a few KiB each).
+pub const REPORTED_THREADS_MAX: usize = 64;
+
+/// Stack of a replay worker: it only loops over its steps (the default 2 MiB per thread
+/// would be most of a many-thread replay's address space).
+pub(super) const WORKER_STACK_BYTES: usize = 256 << 10;
+
+/// Memory one reported histogram pair takes (service and schedule latency).
+pub(super) const HIST_PAIR_BYTES: u64 = 2 * crate::stats::hist::HIST_BYTES as u64;
+
+/// Run the replay: create the files, replay every thread, remove the files.
+pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResult> {
+    let mut plan = ReplayPlan::from_trace(trace)?;
+    crate::runner::signal::install();
+    check_options(opts)?;
+    let timed =
+        opts.speed.is_some() || opts.rate.iops.is_some() || opts.rate.bytes_per_sec.is_some();
+    check_thread_limits(plan.threads.len(), plan.run_bytes(timed))?;
+    let used_files = map_used_files(&mut plan);
+    let per_file = if opts.direct { 3 } else { 1 };
+    ensure_descriptors(used_files.len() as u64 * per_file + plan.threads.len() as u64)?;
+    check_space(&plan, &used_files, &opts.dir)?;
+    let mut scratch = Scratch {
+        paths: Vec::new(),
+        dir: None,
+        keep: opts.keep,
+    };
+    let mut notes = Vec::new();
+    let targets = create_files(trace, &plan, &used_files, opts, &mut scratch, &mut notes)?;
+    if used_files.len() < plan.sizes.len() {
+        notes.push(format!(
+            "{} traced files without replayed calls were not created",
+            plan.sizes.len() - used_files.len()
+        ));
+    }
+    if plan.skipped_calls > 0 {
+        notes.push(format!(
+            "{} traced calls not replayed (opens, closes, failed or empty calls)",
+            plan.skipped_calls
+        ));
+    }
+    let direct = match (opts.direct, scratch.paths.first()) {
+        (true, Some(p)) => Some(crate::runner::target::dio_alignment(p)),
+        _ => None,
+    };
+    let fds = open_shared(&scratch, direct.is_some())?;
+    let dir_fd = match &scratch.dir {
+        Some(d) => Some(DirFd::open(d)?),
+        None => None,
+    };
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let nthreads = plan.threads.len();
+    let shared = shared_settings(opts, &scratch, direct, dir_fd.as_ref(), nthreads);
+    let total_steps: u64 = plan.threads.iter().map(|t| t.steps.len() as u64).sum();
+    let thread_info: Vec<(usize, u64)> =
+        plan.threads.iter().map(|t| (t.user, t.data_ops)).collect();
+    let (tallies, elapsed_s) = run_threads(std::mem::take(&mut plan.threads), &fds, shared)?;
+    drop(fds);
+    drop(dir_fd);
+    let done: u64 = tallies.iter().map(|t| t.done).sum();
+    let timed_out = tallies.iter().any(|t| t.timed_out);
+    let (threads, grouped, groups) = report_threads(tallies, &thread_info, elapsed_s);
+    if grouped {
+        notes.push(format!(
+            "{nthreads} replay threads are reported in {} groups (per-thread figures of more than {REPORTED_THREADS_MAX} threads are merged)",
+            threads.len()
+        ));
+    }
+    notes.push(format!(
+        "replay of {origin}: {total_steps} calls in {nthreads} thread(s), {}",
+        match opts.speed {
+            Some(s) => format!("traced timing x{s}"),
+            None => "back to back (no timing)".into(),
+        }
+    ));
+    if let Some(note) = limit_note(opts, done, total_steps, timed_out) {
+        notes.push(note);
+    }
+    let mut result = envelope(opts, targets, threads, notes, elapsed_s, started_unix_s);
+    result.groups = groups;
+    let sizes = plan.size_hist();
+    result.replay = Some(ReplayInfo {
+        trace: origin.to_string(),
+        calls: total_steps,
+        threads: nthreads as u64,
+        speed: opts.speed,
+        skipped_calls: plan.skipped_calls,
+        io_size_bytes: sizes.summary(),
+        io_size_hist_bytes: sizes.to_buckets(),
+    });
+    drop(scratch);
+    Ok(result)
+}
+
+/// The options no flag parser could check alone.
+fn check_options(opts: &ReplayOptions) -> Result<(), crate::error::UsageError> {
+    if let Some(s) = opts.speed {
+        if !(s > 0.0 && s.is_finite()) {
+            crate::bail_usage!("--speed {s}: expected a factor above 0, e.g. 1.0 or 2.5");
+        }
+    }
+    if !opts.dir.is_dir() {
+        crate::bail_usage!("--dir {}: not a directory", opts.dir.display());
+    }
+    Ok(())
+}
+
+/// Only the files some thread reads, writes, syncs or stats become scratch files (a trace
+/// of a program that opens thousands of files and reads a few must not create thousands):
+/// renumber the threads' files and users to scratch file indexes, and return the trace file
+/// index of each scratch file.
+fn map_used_files(plan: &mut ReplayPlan) -> Vec<usize> {
+    let mut target_of = vec![u32::MAX; plan.sizes.len()];
+    let mut used_files: Vec<usize> = Vec::new();
+    for th in &plan.threads {
+        for &f in &th.files {
+            if target_of[f as usize] == u32::MAX {
+                target_of[f as usize] = used_files.len() as u32;
+                used_files.push(f as usize);
+            }
+        }
+    }
+    used_files.sort_unstable();
+    for (t, &f) in used_files.iter().enumerate() {
+        target_of[f] = t as u32;
+    }
+    for th in plan.threads.iter_mut() {
+        for f in th.files.iter_mut() {
+            *f = target_of[*f as usize];
+        }
+        // A thread that only works on directories is reported under the first file.
+        th.user = match target_of.get(th.user) {
+            Some(&t) if t != u32::MAX => t as usize,
+            _ => 0,
+        };
+    }
+    used_files
+}
+
+/// Refuse scratch files the file system under `dir` has no room for.
+fn check_space(
+    plan: &ReplayPlan,
+    used_files: &[usize],
+    dir: &std::path::Path,
+) -> Result<(), crate::error::UsageError> {
+    let needed: u64 = used_files
+        .iter()
+        .fold(0u64, |a, &f| a.saturating_add(plan.sizes[f]));
+    if let Some(avail) = available_bytes(dir) {
+        // Leave a margin: the file system needs room for metadata, and so do other users.
+        if needed > avail / 10 * 9 {
+            crate::bail_usage!(
+                "replay needs {} of scratch files in {} but only {} is free: choose another --dir",
+                crate::units::format_bytes(needed as f64),
+                dir.display(),
+                crate::units::format_bytes(avail as f64)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Create the scratch files (and the replay's own directory when a step needs one), flush
+/// them once and drop their pages so the replay starts cold. Returns the targets.
+fn create_files(
+    trace: &Trace,
+    plan: &ReplayPlan,
+    used_files: &[usize],
+    opts: &ReplayOptions,
+    scratch: &mut Scratch,
+    notes: &mut Vec<String>,
+) -> Result<Vec<TargetPlan>> {
+    let pid = std::process::id();
+    let mut targets = Vec::new();
+    for &i in used_files {
+        let size = plan.sizes[i];
+        let path = opts.dir.join(format!("fsbench-replay-{pid}-{i}.dat"));
+        // Pushed only once created: a name that was taken is never ours to remove.
+        create_scratch(&path, size, 0x5eed ^ i as u64)?;
+        scratch.paths.push(path.clone());
+        notes.push(format!(
+            "{} stands for {} ({} bytes)",
+            path.display(),
+            trace.files[i],
+            size
+        ));
+        targets.push(TargetPlan {
+            path,
+            kind: TargetKind::File,
+            size,
+            created: true,
+            dio_align: 512,
+            reserved: None,
+        });
+    }
+    if plan.has_dir_ops {
+        let dir = opts.dir.join(format!("fsbench-replay-{pid}.d"));
+        std::fs::create_dir(&dir)
+            .with_context(|| format!("creating the replay's directory {}", dir.display()))?;
+        crate::safety::mark_created(&dir);
+        notes.push(format!(
+            "{} stands for the traced directories: mkdir, unlink and readdir work in it (unlink removes files the replay created there)",
+            dir.display()
+        ));
+        scratch.dir = Some(dir);
+    }
+    // One flush for all the files (not an fsync each), then their pages are dropped so the
+    // replay starts cold.
+    if let Some(p) = scratch.paths.first() {
+        if let Ok(f) = std::fs::File::open(p) {
+            // SAFETY: syncfs on a descriptor we own.
+            unsafe { libc::syncfs(std::os::unix::io::AsRawFd::as_raw_fd(&f)) };
+        }
+    }
+    for p in &scratch.paths {
+        let _ = crate::runner::target::evict(p);
+    }
+    Ok(targets)
+}
+
+/// Each used file is opened once; the threads share the descriptors.
+fn open_shared(scratch: &Scratch, direct: bool) -> Result<SharedFds> {
+    let mut shared = SharedFds(Vec::with_capacity(scratch.paths.len()));
+    for p in &scratch.paths {
+        let fd = open_rw(p, 0).with_context(|| format!("opening {}", p.display()))?;
+        shared.0.push(FileHandles {
+            fds: [fd, -1, -1],
+            size: 0,
+        });
+        let h = shared.0.last_mut().expect("just pushed");
+        if direct {
+            // Misaligned I/Os under a direct policy are done data-synchronously buffered
+            // (the white paper's rule, as the runner does).
+            h.fds[Route::Direct as usize] = open_rw(p, libc::O_DIRECT).with_context(|| {
+                format!("opening {} with O_DIRECT (the file system may not support direct I/O; replay without --direct)", p.display())
+            })?;
+            h.fds[Route::Fallback as usize] =
+                open_rw(p, libc::O_DSYNC).with_context(|| format!("opening {}", p.display()))?;
+        }
+    }
+    Ok(shared)
+}
+
+/// What every thread shares: pacing (each thread's share of a total rate), the deadline,
+/// the replay's directory and the names of the files.
+fn shared_settings(
+    opts: &ReplayOptions,
+    scratch: &Scratch,
+    direct_align: Option<u64>,
+    dir_fd: Option<&DirFd>,
+    nthreads: usize,
+) -> Shared {
+    let share = match opts.rate.scope {
+        RateScope::Thread => 1.0,
+        RateScope::Total => nthreads.max(1) as f64,
+    };
+    let mut names: Vec<String> = scratch
+        .paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    names.push(
+        scratch
+            .dir
+            .as_ref()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default(),
+    );
+    Shared {
+        speed: opts.speed,
+        direct_align,
+        iops: opts.rate.iops.map(|r| r as f64 / share),
+        bytes_per_sec: opts.rate.bytes_per_sec.map(|r| r as f64 / share),
+        workers: nthreads as u64,
+        time: opts.time,
+        dir_fd: dir_fd.map_or(-1, |d| d.0),
+        names: Arc::new(names),
+    }
+}
+
+/// Start one thread per traced thread through the runner's driver, open the gate, and join
+/// them: their tallies and the wall time from the gate.
+fn run_threads(
+    plans: Vec<plan::ThreadPlan>,
+    fds: &SharedFds,
+    shared: Shared,
+) -> Result<(Vec<Tally>, f64)> {
+    let nthreads = plans.len();
+    let shared = Arc::new(shared);
+    let bodies = plans.into_iter().enumerate().map(|(idx, th)| {
+        let files: Vec<FileHandles> = th
+            .files
+            .iter()
+            .map(|&f| FileHandles {
+                fds: fds.0[f as usize].fds,
+                size: 0,
+            })
+            .collect();
+        let shared = shared.clone();
+        let body: drive::Body<Tally> =
+            Box::new(move |gate| Some(replay_thread(idx as u32, th, files, &shared, gate)));
+        (format!("fsbench-replay{idx}"), body)
+    });
+    let crew = drive::start_threads(bodies, WORKER_STACK_BYTES, &drive::spawn_thread).map_err(
+        |f| {
+            anyhow::anyhow!(
+                "cannot start replay thread {} of {nthreads}: {} (limits: ulimit -u, kernel.threads-max, memory)",
+                f.index + 1,
+                f.error
+            )
+        },
+    )?;
+    let t0 = crew.open(|| true).expect("the gate opens when asked to");
+    let tallies = crew.join()?;
+    Ok((tallies, t0.elapsed().as_secs_f64()))
+}
+
+/// What `--time` and the rate caps did, for the Result's notes.
+fn limit_note(opts: &ReplayOptions, done: u64, total: u64, timed_out: bool) -> Option<String> {
+    let mut parts = Vec::new();
+    if let (Some(t), true) = (opts.time, timed_out) {
+        parts.push(format!(
+            "--time {} ended the replay after {done} of {total} calls",
+            crate::units::format_duration(t.as_secs_f64())
+        ));
+    }
+    let r = &opts.rate;
+    if r.iops.is_some() || r.bytes_per_sec.is_some() {
+        let mut caps = Vec::new();
+        if let Some(i) = r.iops {
+            caps.push(format!("{i} calls/s"));
+        }
+        if let Some(b) = r.bytes_per_sec {
+            caps.push(format!("{} /s", crate::units::format_bytes(b as f64)));
+        }
+        let scope = match r.scope {
+            RateScope::Thread => "per thread",
+            RateScope::Total => "in total",
+        };
+        parts.push(format!("rate capped at {} {scope}", caps.join(" and ")));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// The one Result envelope (kind `replay`) around the threads' outcomes.
+fn envelope(
+    opts: &ReplayOptions,
+    targets: Vec<TargetPlan>,
+    threads: Vec<ThreadOutcome>,
+    notes: Vec<String>,
+    elapsed_s: f64,
+    started_unix_s: f64,
+) -> RunResult {
+    let failures: Vec<IoFailure> = threads.iter().filter_map(|t| t.failure.clone()).collect();
+    let status = if !failures.is_empty() {
+        RunStatus::Failed
+    } else if crate::runner::signal::interrupted() {
+        RunStatus::Partial
+    } else {
+        RunStatus::Complete
+    };
+    let outcome = RunOutcome {
+        plan: Plan {
+            targets,
+            cache: if opts.direct {
+                CachePolicy::Direct
+            } else {
+                CachePolicy::Buffered
+            },
+            notes,
+        },
+        threads,
+        status,
+        failures,
+        elapsed_s,
+        started_unix_s,
+        probes: Default::default(),
+    };
+    let paths: Vec<&PathBuf> = outcome.plan.targets.iter().map(|t| &t.path).collect();
+    let mut result = RunResult::new(
+        Kind::Replay,
+        &opts.name,
+        started_unix_s,
+        crate::probe::env::collect(&paths),
+    );
+    result.fill_from_outcome(&outcome);
+    result
+}

@@ -1,0 +1,193 @@
+//! The replay's scratch files and the limits checked before they are created.
+
+use crate::engine::{BufferPool, FileHandles};
+use anyhow::{Context, Result};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Scratch files of a replay; removed on drop unless kept.
+pub(super) struct Scratch {
+    pub(super) paths: Vec<PathBuf>,
+    /// The replay's own directory (for mkdir, unlink and readdir steps), once created.
+    pub(super) dir: Option<PathBuf>,
+    pub(super) keep: bool,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.keep {
+            for p in &self.paths {
+                let _ = std::fs::remove_file(p);
+            }
+            if let Some(d) = &self.dir {
+                // Created new by this replay, and only it writes in it (remove_dir_all does
+                // not follow symbolic links).
+                let _ = std::fs::remove_dir_all(d);
+            }
+        }
+    }
+}
+
+/// Descriptors opened once per used scratch file and shared by the workers; closed on drop.
+pub(super) struct SharedFds(pub(super) Vec<FileHandles>);
+
+impl Drop for SharedFds {
+    fn drop(&mut self) {
+        for f in &self.0 {
+            for &fd in &f.fds {
+                if fd >= 0 {
+                    // SAFETY: closing a descriptor this replay opened, once, after every
+                    // worker that used it has been joined.
+                    unsafe { libc::close(fd) };
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn create_scratch(path: &Path, size: u64, seed: u64) -> Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("creating scratch file {}", path.display()))?;
+    crate::safety::mark_created(path);
+    let filled = fill_scratch(&mut f, path, size, seed);
+    if filled.is_err() {
+        // Ours (just created): nothing half-written stays behind.
+        let _ = std::fs::remove_file(path);
+    }
+    filled
+}
+
+pub(super) fn fill_scratch(f: &mut std::fs::File, path: &Path, size: u64, seed: u64) -> Result<()> {
+    use std::io::Write;
+    if size == 0 {
+        return Ok(());
+    }
+    // A pattern buffer as large as the file needs, up to 1 MiB written over and over.
+    let chunk = size.min(1 << 20) as usize;
+    let pool = BufferPool::new(1, chunk, seed)?;
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(chunk as u64) as usize;
+        f.write_all(&pool.slot(0)[..n])
+            .with_context(|| format!("filling {}", path.display()))?;
+        left -= n as u64;
+    }
+    Ok(())
+}
+
+/// Bytes an unprivileged user may still write in the file system holding `dir`.
+pub(super) fn available_bytes(dir: &Path) -> Option<u64> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills the zeroed struct we own; the path is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+pub(super) fn open_rw(path: &Path, extra: i32) -> std::io::Result<i32> {
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::other("path has a NUL byte"))?;
+    // SAFETY: NUL-terminated path; the descriptor is closed by SharedFds after the replay.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC | extra) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Refuse a thread count the system would not let us start, naming the limit: the
+/// per-user process limit (RLIMIT_NPROC counts threads), the kernel's threads-max, and the
+/// memory the workers take against MemAvailable.
+pub(super) fn check_thread_limits(
+    threads: usize,
+    bytes: u64,
+) -> Result<(), crate::error::UsageError> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut rl) } == 0
+        && rl.rlim_cur != libc::RLIM_INFINITY
+        && threads as u64 + 16 > rl.rlim_cur as u64
+    {
+        return Err(crate::usage!(
+            "replay needs {threads} threads but RLIMIT_NPROC (ulimit -u) allows {} processes and threads: raise it or replay a trace with fewer threads",
+            rl.rlim_cur
+        ));
+    }
+    if let Some(max) = std::fs::read_to_string("/proc/sys/kernel/threads-max")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+    {
+        if threads as u64 + 16 > max {
+            return Err(crate::usage!(
+                "replay needs {threads} threads but kernel.threads-max is {max}: raise it or replay a trace with fewer threads"
+            ));
+        }
+    }
+    crate::trace::budget::check(&format!("replay with {threads} threads"), bytes)
+}
+
+/// Raise the soft descriptor limit to the hard one if `needed` descriptors need it; refuse
+/// naming RLIMIT_NOFILE when even the hard limit is too low.
+pub(super) fn ensure_descriptors(needed: u64) -> Result<(), crate::error::UsageError> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
+        return Ok(());
+    }
+    let want = needed + 64;
+    if rl.rlim_cur == libc::RLIM_INFINITY || want <= rl.rlim_cur as u64 {
+        return Ok(());
+    }
+    if rl.rlim_max != libc::RLIM_INFINITY && want > rl.rlim_max as u64 {
+        return Err(crate::usage!(
+            "replay needs {needed} open files but RLIMIT_NOFILE (ulimit -n) allows {}: raise it or replay a trace with fewer files",
+            rl.rlim_max
+        ));
+    }
+    rl.rlim_cur = if rl.rlim_max == libc::RLIM_INFINITY {
+        want as libc::rlim_t
+    } else {
+        rl.rlim_max
+    };
+    // SAFETY: setrlimit reads the struct we own; raising the soft limit up to the hard one
+    // is always allowed.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) };
+    Ok(())
+}
+
+/// A descriptor of the replay's own directory, opened without following a link and checked
+/// to be a directory; the mkdir, unlink and readdir steps work relative to it. Closed on drop.
+pub(super) struct DirFd(pub(super) i32);
+
+impl DirFd {
+    pub(super) fn open(path: &Path) -> Result<DirFd> {
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| anyhow::anyhow!("{}: path has a NUL byte", path.display()))?;
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: NUL-terminated path; the descriptor is owned by the DirFd.
+        let fd = unsafe { libc::open(c.as_ptr(), flags) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("opening the replay's directory {}", path.display()));
+        }
+        Ok(DirFd(fd))
+    }
+}
+
+impl Drop for DirFd {
+    fn drop(&mut self) {
+        // SAFETY: closing the descriptor this DirFd opened, once, after the threads ended.
+        unsafe { libc::close(self.0) };
+    }
+}
