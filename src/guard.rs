@@ -17,7 +17,7 @@ use std::path::Path;
 /// Take an exclusive, non-blocking advisory lock on an open file (a target, a scratch file or
 /// a directory opened read-only). The lock lasts while `file` (or a clone of its descriptor)
 /// stays open. Another run holding it is a usage error naming that run's PID.
-pub fn lock_exclusive(file: &File, path: &Path) -> Result<()> {
+pub(crate) fn lock_exclusive(file: &File, path: &Path) -> Result<()> {
     // SAFETY: flock on a descriptor we own; no memory is passed.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc == 0 {
@@ -41,12 +41,12 @@ pub fn lock_exclusive(file: &File, path: &Path) -> Result<()> {
 }
 
 /// An exclusive lock on a directory, held while this value lives.
-pub struct DirLock {
+pub(crate) struct DirLock {
     _dir: File,
 }
 
 /// Lock a directory (a workload's `--dir`, a sweep's `--output DIR`) for the whole run.
-pub fn lock_dir(path: &Path) -> Result<DirLock> {
+pub(crate) fn lock_dir(path: &Path) -> Result<DirLock> {
     let dir = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
@@ -86,7 +86,7 @@ fn parse_lock_holder(text: &str, maj: u32, min: u32, ino: u64) -> Option<u32> {
 
 /// Refuse, with the numbers, a job that would write more than the file system holding `dir`
 /// has free. `bytes` is what the job will newly allocate; `what` names the job in the line.
-pub fn ensure_free_space(dir: &Path, bytes: u64, what: &str) -> Result<()> {
+pub(crate) fn ensure_free_space(dir: &Path, bytes: u64, what: &str) -> Result<()> {
     let Some(free) = free_bytes(dir) else {
         return Ok(()); // statvfs unsupported: the write itself will report ENOSPC.
     };
@@ -102,7 +102,7 @@ pub fn ensure_free_space(dir: &Path, bytes: u64, what: &str) -> Result<()> {
 }
 
 /// Bytes available to an unprivileged writer on the file system holding `path`.
-pub fn free_bytes(path: &Path) -> Option<u64> {
+pub(crate) fn free_bytes(path: &Path) -> Option<u64> {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
     // SAFETY: statvfs fills a zeroed struct we own; the path is NUL-terminated.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
@@ -115,7 +115,7 @@ pub fn free_bytes(path: &Path) -> Option<u64> {
 /// Make this process die with its parent (SIGKILL), and exit at once if the parent is already
 /// gone (it may have died before the prctl took effect). `parent` is the PID the parent gave
 /// us; without it, being re-parented to init counts as the parent being gone.
-pub fn die_with_parent(parent: Option<u32>) {
+pub(crate) fn die_with_parent(parent: Option<u32>) {
     // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no memory.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     // SAFETY: getppid has no preconditions.

@@ -7,5 +7,5 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    std::process::exit(fsbench::cli::main_with_exit_code());
+    std::process::exit(fsbench::main_with_exit_code());
 }

@@ -13,16 +13,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Default trace ring size per worker thread (40 bytes each: 40 MiB)...
-pub const DEFAULT_TRACE_RECORDS: usize = 1 << 20;
+pub(crate) const DEFAULT_TRACE_RECORDS: usize = 1 << 20;
 /// ...unless the job has so many workers that all rings together would pass this many
 /// records (160 MiB); then each ring gets its share, but at least 64k records.
-pub const DEFAULT_TRACE_BUDGET: usize = 4 << 20;
+pub(crate) const DEFAULT_TRACE_BUDGET: usize = 4 << 20;
 /// Shortest device sampling interval: shorter ones measure /proc/diskstats more than the run.
-pub const MIN_IOSTAT_INTERVAL: Duration = Duration::from_millis(10);
+pub(crate) const MIN_IOSTAT_INTERVAL: Duration = Duration::from_millis(10);
 
 /// What to observe around a job; `Default` is nothing.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Observe {
+pub(crate) struct Observe {
     /// Sample the devices under the job's targets at this interval.
     pub iostat: Option<Duration>,
     /// Record every I/O the job issues.
@@ -31,7 +31,7 @@ pub struct Observe {
 
 /// Where and how the per-I/O trace goes.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TraceSettings {
+pub(crate) struct TraceSettings {
     pub path: PathBuf,
     pub format: TraceFormat,
     /// Ring size per worker thread; `None`: [`DEFAULT_TRACE_RECORDS`], shared out under
@@ -41,7 +41,7 @@ pub struct TraceSettings {
 
 impl Observe {
     /// Device samples only (what sweeps, suites and replays offer).
-    pub fn iostat(interval: Option<Duration>) -> Observe {
+    pub(crate) fn iostat(interval: Option<Duration>) -> Observe {
         Observe {
             iostat: interval,
             trace: None,
@@ -50,7 +50,7 @@ impl Observe {
 }
 
 /// A `--iostat` interval as typed, checked against [`MIN_IOSTAT_INTERVAL`].
-pub fn parse_iostat(text: &str) -> Result<Duration, crate::error::UsageError> {
+pub(crate) fn parse_iostat(text: &str) -> Result<Duration, crate::error::UsageError> {
     let interval = crate::units::parse_duration(text)?;
     if interval < MIN_IOSTAT_INTERVAL {
         bail_usage!("--iostat {text}: the interval must be at least 10ms");
@@ -62,7 +62,7 @@ pub fn parse_iostat(text: &str) -> Result<Duration, crate::error::UsageError> {
 /// targets, a workload's fileset directories, a replay's directory), how many threads record
 /// a trace ring, and whether they live in worker processes.
 #[derive(Debug, Clone, Default)]
-pub struct Scope {
+pub(crate) struct Scope {
     pub targets: Vec<PathBuf>,
     pub workers: usize,
     pub processes: bool,
@@ -70,7 +70,7 @@ pub struct Scope {
 
 impl Scope {
     /// A Job's targets and workers.
-    pub fn of_job(job: &Job) -> Scope {
+    pub(crate) fn of_job(job: &Job) -> Scope {
         Scope {
             targets: job.targets.clone(),
             workers: job.targets.len().max(1) * job.threads.max(1) as usize,
@@ -80,7 +80,7 @@ impl Scope {
 }
 
 /// Observers running around one run.
-pub struct Observer {
+pub(crate) struct Observer {
     sampler: Option<Sampler>,
     iostat_note: Option<String>,
     trace: Option<(PathBuf, TraceFormat)>,
@@ -89,13 +89,13 @@ pub struct Observer {
 impl Observer {
     /// Check the settings against a job and start what runs beside it. Call right before
     /// the run.
-    pub fn start(o: &Observe, job: &Job) -> anyhow::Result<Observer> {
+    pub(crate) fn start(o: &Observe, job: &Job) -> anyhow::Result<Observer> {
         Self::start_for(o, &Scope::of_job(job))
     }
 
     /// Check the settings against what a run touches and start what runs beside it (every
     /// source: job, workload, replay). Call right before the run.
-    pub fn start_for(o: &Observe, scope: &Scope) -> anyhow::Result<Observer> {
+    pub(crate) fn start_for(o: &Observe, scope: &Scope) -> anyhow::Result<Observer> {
         let mut trace = None;
         if let Some(t) = &o.trace {
             let workers = scope.workers.max(1);
@@ -151,7 +151,11 @@ impl Observer {
     }
 
     /// Stop the observers and store what they saw in the Result (and the trace file).
-    pub fn finish(mut self, result: &mut RunResult, run_elapsed_s: f64) -> anyhow::Result<()> {
+    pub(crate) fn finish(
+        mut self,
+        result: &mut RunResult,
+        run_elapsed_s: f64,
+    ) -> anyhow::Result<()> {
         if let Some(s) = self.sampler.take() {
             // The run's timed phase ended just now; it began `run_elapsed_s` earlier.
             let run_start = (s.elapsed_s() - run_elapsed_s).max(0.0);

@@ -39,7 +39,7 @@ const OUTPUT_MARK: &[u8] = b"output";
 /// Value of the `user.fsbench` mark on a results directory.
 const RESULTS_MARK: &[u8] = b"results";
 /// Marker file of a results directory, for file systems without user xattrs.
-pub const RESULTS_MARKER_FILE: &str = ".fsbench-results";
+pub(crate) const RESULTS_MARKER_FILE: &str = ".fsbench-results";
 
 /// Largest existing file read to decide whether it is an fsbench JSON document.
 const MAX_SNIFF: u64 = 256 << 20;
@@ -140,7 +140,7 @@ fn kind_of(mode: libc::mode_t) -> &'static str {
 
 /// Is the JSON text an fsbench document: top level (or first element) with `schema_version`
 /// and one of fsbench's kinds?
-pub fn is_fsbench_json(text: &[u8]) -> bool {
+pub(crate) fn is_fsbench_json(text: &[u8]) -> bool {
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(text) else {
         return false;
     };
@@ -266,7 +266,7 @@ fn split(path: &Path) -> Result<(File, &OsStr), UsageError> {
 
 /// Check an output file before the run starts: absent, or replaceable (see the module doc).
 /// `None` is no output. A usage error names what is wrong.
-pub fn check_output(path: Option<&Path>, force: bool) -> Result<(), UsageError> {
+pub(crate) fn check_output(path: Option<&Path>, force: bool) -> Result<(), UsageError> {
     let Some(path) = path else { return Ok(()) };
     let (dir, name) = split(path)?;
     check_existing(&dir, &cname(name)?, path, force).map(|_| ())
@@ -284,7 +284,7 @@ fn temp_name(name: &OsStr) -> CString {
 
 /// Write `bytes` as `name` in `dir`: the one writer of every output file (see the module
 /// doc). `shown` is the path used in messages.
-pub fn write_at(
+pub(crate) fn write_at(
     dir: &File,
     name: &OsStr,
     shown: &Path,
@@ -428,13 +428,13 @@ fn install_over(
 }
 
 /// Write `bytes` to `path` (see [`write_at`]).
-pub fn write_file(path: &Path, bytes: &[u8], force: bool) -> anyhow::Result<()> {
+pub(crate) fn write_file(path: &Path, bytes: &[u8], force: bool) -> anyhow::Result<()> {
     let (dir, name) = split(path)?;
     write_at(&dir, name, path, bytes, force)
 }
 
 /// Write what `fill` produces to `path` (see [`write_at`]), for writers that stream.
-pub fn write_with(
+pub(crate) fn write_with(
     path: &Path,
     force: bool,
     fill: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>,
@@ -445,12 +445,12 @@ pub fn write_with(
 }
 
 /// Write a value as JSON (see [`write_at`]); an existing foreign file is refused.
-pub fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
+pub(crate) fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
     write_json_force(path, value, false)
 }
 
 /// Write a value as JSON; `force` lets it replace a regular file fsbench did not write.
-pub fn write_json_force(
+pub(crate) fn write_json_force(
     path: &Path,
     value: &impl serde::Serialize,
     force: bool,
@@ -461,7 +461,7 @@ pub fn write_json_force(
 
 /// A sweep's or suite's results directory, opened, marked as fsbench's and locked for the
 /// run. Names in it are opened relative to its descriptor, never through a symbolic link.
-pub struct ResultsDir {
+pub(crate) struct ResultsDir {
     dir: File,
     pub path: PathBuf,
     pub force: bool,
@@ -473,7 +473,7 @@ impl ResultsDir {
     /// Open (creating when absent) the results directory `path`. An existing directory that
     /// fsbench did not make and that holds anything is refused unless `force`; a second run
     /// into the same directory is refused, naming the PID of the first.
-    pub fn open(path: &Path, force: bool) -> anyhow::Result<ResultsDir> {
+    pub(crate) fn open(path: &Path, force: bool) -> anyhow::Result<ResultsDir> {
         let shown = path.display();
         let mut made = false;
         match std::fs::symlink_metadata(path) {
@@ -523,7 +523,7 @@ impl ResultsDir {
 
     /// A run refused before it stored anything leaves no directory behind: remove the
     /// directory when this run made it and it holds nothing but the marker file.
-    pub fn abandon(&self) {
+    pub(crate) fn abandon(&self) {
         if !self.made {
             return;
         }
@@ -569,12 +569,12 @@ impl ResultsDir {
     }
 
     /// Path of `name` in this directory, for messages and readers.
-    pub fn join(&self, name: &str) -> PathBuf {
+    pub(crate) fn join(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }
 
     /// Write `name` (see [`write_at`]); a foreign file of that name is refused unless `force`.
-    pub fn write(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+    pub(crate) fn write(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
         write_at(
             &self.dir,
             OsStr::new(name),
@@ -585,19 +585,23 @@ impl ResultsDir {
     }
 
     /// Write `name` as JSON.
-    pub fn write_json(&self, name: &str, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    pub(crate) fn write_json(
+        &self,
+        name: &str,
+        value: &impl serde::Serialize,
+    ) -> anyhow::Result<()> {
         let text = serde_json::to_string_pretty(value)? + "\n";
         self.write(name, text.as_bytes())
     }
 
     /// Check, before the run, that `name` can be written (absent or fsbench's).
-    pub fn check(&self, name: &str) -> Result<(), UsageError> {
+    pub(crate) fn check(&self, name: &str) -> Result<(), UsageError> {
         let cn = cname(OsStr::new(name))?;
         check_existing(&self.dir, &cn, &self.join(name), self.force).map(|_| ())
     }
 
     /// Read `name` as text without following a symbolic link; None when absent or unreadable.
-    pub fn read(&self, name: &str) -> Option<String> {
+    pub(crate) fn read(&self, name: &str) -> Option<String> {
         let cn = cname(OsStr::new(name)).ok()?;
         let f = openat(
             &self.dir,

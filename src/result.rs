@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the document this fsbench writes.
-pub const SCHEMA_VERSION: u32 = 2;
+pub(crate) const SCHEMA_VERSION: u32 = 2;
 /// Oldest version `report` and `compare` still read (the previous release's documents).
-pub const OLDEST_READABLE_SCHEMA: u32 = 1;
+pub(crate) const OLDEST_READABLE_SCHEMA: u32 = 1;
 
 /// What produced a Result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -190,7 +190,7 @@ pub struct RunResult {
 }
 
 /// Per-user (per-target) reports of a run's threads, and the threads merged.
-pub fn user_reports(targets: &[String], threads: &[ThreadOutcome]) -> Vec<UserReport> {
+pub(crate) fn user_reports(targets: &[String], threads: &[ThreadOutcome]) -> Vec<UserReport> {
     let mut users = Vec::new();
     for (u, target) in targets.iter().enumerate() {
         let mut us = Stats::default();

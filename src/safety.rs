@@ -9,14 +9,14 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 /// Extended attribute set on every file fsbench creates, so a kept file can be reused later.
-pub const MARK_XATTR: &str = "user.fsbench";
+pub(crate) const MARK_XATTR: &str = "user.fsbench";
 
 fn cpath(p: &Path) -> Option<CString> {
     CString::new(p.as_os_str().as_bytes()).ok()
 }
 
 /// Mark a file as created by fsbench. Returns false where the file system has no user xattrs.
-pub fn mark_created(path: &Path) -> bool {
+pub(crate) fn mark_created(path: &Path) -> bool {
     let Some(c) = cpath(path) else { return false };
     let name = CString::new(MARK_XATTR).expect("constant has no NUL");
     let value = b"created";
@@ -33,7 +33,7 @@ pub fn mark_created(path: &Path) -> bool {
 }
 
 /// Was this file created (and marked) by fsbench?
-pub fn is_marked(path: &Path) -> bool {
+pub(crate) fn is_marked(path: &Path) -> bool {
     let Some(c) = cpath(path) else { return false };
     let name = CString::new(MARK_XATTR).expect("constant has no NUL");
     let mut buf = [0u8; 16];
@@ -53,7 +53,7 @@ pub fn is_marked(path: &Path) -> bool {
 /// `Err` when the attribute cannot be read (EOPNOTSUPP: a file system without user xattrs).
 /// Through the descriptor, so a link swapped in after the open cannot answer for it. The one
 /// place that reads the mark; every value fsbench sets fits in 64 bytes.
-pub fn fd_get_mark(f: impl std::os::fd::AsFd) -> std::io::Result<Option<Vec<u8>>> {
+pub(crate) fn fd_get_mark(f: impl std::os::fd::AsFd) -> std::io::Result<Option<Vec<u8>>> {
     use std::os::fd::AsRawFd;
     let f = f.as_fd();
     let name = CString::new(MARK_XATTR).expect("constant has no NUL");
@@ -79,7 +79,7 @@ pub fn fd_get_mark(f: impl std::os::fd::AsFd) -> std::io::Result<Option<Vec<u8>>
 
 /// Set the `user.fsbench` mark of an open file to `value`; false where the file system has
 /// no user xattrs. The one place that writes the mark.
-pub fn fd_set_mark(f: impl std::os::fd::AsFd, value: &[u8]) -> bool {
+pub(crate) fn fd_set_mark(f: impl std::os::fd::AsFd, value: &[u8]) -> bool {
     use std::os::fd::AsRawFd;
     let f = f.as_fd();
     let name = CString::new(MARK_XATTR).expect("constant has no NUL");
@@ -96,7 +96,7 @@ pub fn fd_set_mark(f: impl std::os::fd::AsFd, value: &[u8]) -> bool {
 }
 
 /// Does this open file carry fsbench's `created` mark?
-pub fn fd_is_marked(f: impl std::os::fd::AsFd) -> bool {
+pub(crate) fn fd_is_marked(f: impl std::os::fd::AsFd) -> bool {
     matches!(fd_get_mark(f), Ok(Some(v)) if v == b"created")
 }
 
@@ -186,14 +186,15 @@ fn tail_signature(f: &std::fs::File, size: u64) -> std::io::Result<Option<String
 /// Look for a known signature at the start and at the end of a device (or file): the
 /// built-in table, used beside `blkid -p` (and alone where blkid is missing). Returns what
 /// was found.
-pub fn find_signature(path: &Path) -> std::io::Result<Option<String>> {
+#[cfg(test)]
+pub(crate) fn find_signature(path: &Path) -> std::io::Result<Option<String>> {
     let f = std::fs::File::open(path)?;
     find_signature_fd(&f)
 }
 
 /// [`find_signature`] through an open descriptor: the head and the tail are read with
 /// pread on `f`, so what is checked is what was opened, whatever the path names now.
-pub fn find_signature_fd(f: &std::fs::File) -> std::io::Result<Option<String>> {
+pub(crate) fn find_signature_fd(f: &std::fs::File) -> std::io::Result<Option<String>> {
     use std::io::{Seek, SeekFrom};
     use std::os::unix::fs::FileExt;
     let mut head = vec![0u8; 0x10100];
@@ -232,7 +233,7 @@ pub fn find_signature_fd(f: &std::fs::File) -> std::io::Result<Option<String>> {
 /// What `blkid -p` (the low-level probe users trust) finds on a device: `Ok(Some(..))` a
 /// file system, RAID member or partition table; `Ok(None)` nothing (exit 2); `Err` when
 /// blkid is missing or could not probe. It is given 20 s, so a stuck device cannot hang us.
-pub fn blkid_signature(path: &Path) -> Result<Option<String>, String> {
+pub(crate) fn blkid_signature(path: &Path) -> Result<Option<String>, String> {
     use std::process::{Command, Stdio};
     let mut child = Command::new("blkid")
         .args(["-p", "-o", "export"])
@@ -274,7 +275,7 @@ pub fn blkid_signature(path: &Path) -> Result<Option<String>, String> {
 /// [`blkid_signature`] of an open descriptor: blkid is given `/proc/PID/fd/N` of this
 /// process, which opens the very device `f` names (the magic link resolves to the open
 /// file, not to a path), so a path swapped after our open cannot answer for it.
-pub fn blkid_signature_fd(f: &std::fs::File) -> Result<Option<String>, String> {
+pub(crate) fn blkid_signature_fd(f: &std::fs::File) -> Result<Option<String>, String> {
     use std::os::fd::AsRawFd;
     let link = format!("/proc/{}/fd/{}", std::process::id(), f.as_raw_fd());
     blkid_signature(Path::new(&link))
@@ -301,16 +302,9 @@ fn describe_blkid(export: &str) -> String {
     }
 }
 
-/// Is a block device in use: mounted, used as swap, held by another device (dm, md, loop),
-/// or does it have partitions?
-pub fn device_in_use(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    device_in_use_rdev(std::os::unix::fs::MetadataExt::rdev(&meta))
-}
-
 /// [`device_in_use`] of the device number `rdev` (from fstat of an open descriptor). Swap
 /// areas are compared by the device number their path names, not by spelling.
-pub fn device_in_use_rdev(rdev: u64) -> Option<String> {
+pub(crate) fn device_in_use_rdev(rdev: u64) -> Option<String> {
     let (maj, min) = (libc::major(rdev), libc::minor(rdev));
     if let Ok(mounts) = std::fs::read_to_string("/proc/self/mountinfo") {
         for line in mounts.lines() {
@@ -361,7 +355,7 @@ pub fn device_in_use_rdev(rdev: u64) -> Option<String> {
 /// Why writing to the block device open as `f` would destroy data, if it would. Everything
 /// goes through the descriptor: fstat (it must still be a block device), its device number
 /// for the in-use checks, pread of its head and tail, and blkid on `/proc/PID/fd/N`.
-pub fn block_device_hazard_fd(f: &std::fs::File) -> Option<String> {
+pub(crate) fn block_device_hazard_fd(f: &std::fs::File) -> Option<String> {
     let meta = match f.metadata() {
         Ok(m) => m,
         Err(e) => return Some(format!("it cannot be examined (fstat: {e})")),
@@ -387,30 +381,7 @@ pub fn block_device_hazard_fd(f: &std::fs::File) -> Option<String> {
     }
 }
 
-/// Why writing to this block device would destroy data, if it would.
-pub fn block_device_hazard(path: &Path) -> Option<String> {
-    if let Some(why) = device_in_use(path) {
-        return Some(why);
-    }
-    // The built-in table first (it reads both ends of the device), then blkid's probe,
-    // which knows many more formats; either finding refuses.
-    match find_signature(path) {
-        Ok(Some(what)) => return Some(format!("it holds a {what}")),
-        Ok(None) => {}
-        Err(e) => {
-            return Some(format!(
-                "its first and last blocks cannot be read to check for data ({e})"
-            ))
-        }
-    }
-    match blkid_signature(path) {
-        Ok(Some(what)) => Some(format!("it holds a {what}")),
-        // blkid missing or failing leaves the built-in table's answer.
-        Ok(None) | Err(_) => None,
-    }
-}
-
-pub fn is_block_device(path: &Path) -> bool {
+pub(crate) fn is_block_device(path: &Path) -> bool {
     std::fs::metadata(path)
         .map(|m| m.file_type().is_block_device())
         .unwrap_or(false)

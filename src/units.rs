@@ -43,7 +43,7 @@ fn suffix_multiplier(suffix: &str) -> Option<u64> {
 }
 
 /// Parse a size or count. `what` names the option in the error message.
-pub fn parse_size_as(s: &str, bare: BareUnit, what: &str) -> Result<u64, UsageError> {
+pub(crate) fn parse_size_as(s: &str, bare: BareUnit, what: &str) -> Result<u64, UsageError> {
     let t = s.trim();
     let bad = || {
         UsageError(format!(
@@ -64,12 +64,12 @@ pub fn parse_size_as(s: &str, bare: BareUnit, what: &str) -> Result<u64, UsageEr
 }
 
 /// Parse a size in bytes (`4k` = 4096; a bare number is bytes).
-pub fn parse_size(s: &str) -> Result<u64, UsageError> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, UsageError> {
     parse_size_as(s, BareUnit::Bytes, "size")
 }
 
 /// Parse a duration: `10`, `10s`, `500ms`, `2m`, `1h`, `1.5s`.
-pub fn parse_duration(s: &str) -> Result<Duration, UsageError> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, UsageError> {
     let t = s.trim();
     let bad = || {
         UsageError(format!(
@@ -98,7 +98,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, UsageError> {
 }
 
 /// `4096` -> `4k`, `1048576` -> `1m`, `1536` -> `1536` (exact, the way a user would type it).
-pub fn format_size_exact(bytes: u64) -> String {
+pub(crate) fn format_size_exact(bytes: u64) -> String {
     for (shift, suffix) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
         if bytes != 0 && bytes % (1u64 << shift) == 0 {
             return format!("{}{}", bytes >> shift, suffix);
@@ -108,7 +108,7 @@ pub fn format_size_exact(bytes: u64) -> String {
 }
 
 /// Human bytes with binary units: `1.50 MiB`.
-pub fn format_bytes(bytes: f64) -> String {
+pub(crate) fn format_bytes(bytes: f64) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = bytes;
     let mut i = 0;
@@ -126,7 +126,7 @@ pub fn format_bytes(bytes: f64) -> String {
 /// Throughput unit chosen by the user (vxbench `-k` / `-M`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum RateUnit {
+pub(crate) enum RateUnit {
     #[default]
     #[serde(rename = "kb")]
     KiloBytes,
@@ -135,13 +135,13 @@ pub enum RateUnit {
 }
 
 impl RateUnit {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             RateUnit::KiloBytes => "KB/s",
             RateUnit::MegaBytes => "MB/s",
         }
     }
-    pub fn convert(self, bytes_per_sec: f64) -> f64 {
+    pub(crate) fn convert(self, bytes_per_sec: f64) -> f64 {
         match self {
             RateUnit::KiloBytes => bytes_per_sec / 1024.0,
             RateUnit::MegaBytes => bytes_per_sec / (1024.0 * 1024.0),
@@ -150,7 +150,7 @@ impl RateUnit {
 }
 
 /// Seconds for people, to the second or minute: `95` -> `1m35s`, `7300` -> `2h01m`.
-pub fn format_duration(secs: f64) -> String {
+pub(crate) fn format_duration(secs: f64) -> String {
     let s = secs.max(0.0).round() as u64;
     if s >= 3600 {
         format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
@@ -162,7 +162,7 @@ pub fn format_duration(secs: f64) -> String {
 }
 
 /// Nanoseconds for people: `850 ns`, `12.3 us`, `4.56 ms`, `1.20 s`.
-pub fn format_ns(ns: f64) -> String {
+pub(crate) fn format_ns(ns: f64) -> String {
     if ns < 1e3 {
         format!("{ns:.0} ns")
     } else if ns < 1e6 {

@@ -8,7 +8,7 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
-pub struct AdviseArgs {
+pub(crate) struct AdviseArgs {
     /// A directory or file on the storage to advise on (the scratch file for --measure goes in
     /// this directory, or in the file's directory)
     pub path: PathBuf,
@@ -42,7 +42,7 @@ pub struct AdviseArgs {
     pub force: bool,
 }
 
-pub fn main(a: AdviseArgs) -> anyhow::Result<i32> {
+pub(crate) fn main(a: AdviseArgs) -> anyhow::Result<i32> {
     let format = Format::parse_for::<advise::Advice>(&a.format, "--format")?;
     let json = format == Format::Json;
     if !a.path.exists() {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 /// `--output FILE --output-format text|json|csv`: the Results of a run.
 #[derive(Args, Debug, Default, Clone)]
-pub struct ResultsArgs {
+pub(crate) struct ResultsArgs {
     /// Write the JSON Result(s) here (several tests: a JSON array)
     #[arg(long)]
     pub output: Option<PathBuf>,
@@ -19,14 +19,14 @@ pub struct ResultsArgs {
 
 impl ResultsArgs {
     /// The printed format, or a usage error naming `--output-format`.
-    pub fn format(&self) -> Result<Format, crate::error::UsageError> {
+    pub(crate) fn format(&self) -> Result<Format, crate::error::UsageError> {
         Format::parse_for::<Runs>(&self.output_format, "--output-format")
     }
 }
 
 /// `--repeat --fresh --keep --force --iostat`: how a study's points are measured and stored.
 #[derive(Args, Debug, Clone)]
-pub struct StudyArgs {
+pub(crate) struct StudyArgs {
     /// Run every point N times (the spread shows in tables and in compare)
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
@@ -48,7 +48,7 @@ pub struct StudyArgs {
 
 impl StudyArgs {
     /// Refuse `--repeat 0` before anything runs.
-    pub fn check(&self) -> Result<(), crate::error::UsageError> {
+    pub(crate) fn check(&self) -> Result<(), crate::error::UsageError> {
         if self.repeat == 0 {
             crate::bail_usage!("bad --repeat 0: must be at least 1");
         }
@@ -56,7 +56,7 @@ impl StudyArgs {
     }
 
     /// The `--iostat` sampling interval, checked.
-    pub fn iostat(&self) -> Result<Option<std::time::Duration>, crate::error::UsageError> {
+    pub(crate) fn iostat(&self) -> Result<Option<std::time::Duration>, crate::error::UsageError> {
         super::observe::iostat_flag(self.iostat.as_deref())
     }
 }

@@ -7,7 +7,7 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// Results before (a JSON file or a directory of them)
     pub before: PathBuf,
     /// Results after
@@ -17,7 +17,7 @@ pub struct CompareArgs {
     pub metrics: Option<String>,
 }
 
-pub fn main(a: CompareArgs) -> anyhow::Result<i32> {
+pub(crate) fn main(a: CompareArgs) -> anyhow::Result<i32> {
     let before = record::load(std::slice::from_ref(&a.before))?;
     let after = record::load(std::slice::from_ref(&a.after))?;
     let shape = super::report::shape_from(&None, &None, &a.metrics);

@@ -6,7 +6,7 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
-pub struct FragArgs {
+pub(crate) struct FragArgs {
     /// A file or a directory (walked without following symlinks or crossing mounts)
     pub path: PathBuf,
     /// How many of the most fragmented files to list
@@ -17,7 +17,7 @@ pub struct FragArgs {
     pub json: bool,
 }
 
-pub fn main(a: FragArgs) -> anyhow::Result<i32> {
+pub(crate) fn main(a: FragArgs) -> anyhow::Result<i32> {
     if std::fs::symlink_metadata(&a.path).is_err() {
         bail_usage!("frag: {} does not exist", a.path.display());
     }

@@ -9,7 +9,7 @@ use clap::Args;
 use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
-pub struct IostatArgs {
+pub(crate) struct IostatArgs {
     /// [PATH] INTERVAL [COUNT]: e.g. `2 5`, or `/data 1s 10`
     #[arg(value_name = "[PATH] INTERVAL [COUNT]", num_args = 1..=3, required = true)]
     pub args: Vec<String>,
@@ -22,7 +22,7 @@ fn is_interval(s: &str) -> bool {
     crate::units::parse_duration(s).is_ok()
 }
 
-pub fn main(a: IostatArgs) -> anyhow::Result<i32> {
+pub(crate) fn main(a: IostatArgs) -> anyhow::Result<i32> {
     let mut args = a.args.as_slice();
     let path = if !args.is_empty() && !is_interval(&args[0]) {
         let p = std::path::PathBuf::from(&args[0]);

@@ -1,22 +1,22 @@
 //! Command-line front ends: one file per subcommand, argument handling only. Each builds Jobs
 //! (or reads Results) and hands them to the runner or the report layer.
 
-pub mod advise;
-pub mod args;
-pub mod compare;
-pub mod frag;
-pub mod iostat;
-pub mod observe;
-pub mod output;
-pub mod quick;
-pub mod replay;
-pub mod report;
-pub mod run;
-pub mod suite;
-pub mod sweep;
-pub mod trace;
-pub mod vx;
-pub mod workload;
+pub(crate) mod advise;
+pub(crate) mod args;
+pub(crate) mod compare;
+pub(crate) mod frag;
+pub(crate) mod iostat;
+pub(crate) mod observe;
+pub(crate) mod output;
+pub(crate) mod quick;
+pub(crate) mod replay;
+pub(crate) mod report;
+pub(crate) mod run;
+pub(crate) mod suite;
+pub(crate) mod sweep;
+pub(crate) mod trace;
+pub(crate) mod vx;
+pub(crate) mod workload;
 
 /// `print!` that returns an error instead of panicking when standard output cannot be
 /// written (a full disk behind a redirection, `>/dev/full`): one line, exit 1.
@@ -48,13 +48,13 @@ use clap::{CommandFactory, Parser, Subcommand};
     about = "File-system and storage I/O benchmark: vxbench and Filebench, measured honestly",
     after_help = "Start with `fsbench quick [DIR]`. Exit status: 0 ok, 1 the run failed, 2 bad usage."
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// A ~1 minute standard battery on a scratch file in DIR (default: current directory).
     Quick(quick::QuickArgs),
     /// Run one job from flags or a TOML job file.
@@ -155,7 +155,7 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
 
 /// A message as one line: control characters from user input (a file name with a newline)
 /// are shown escaped, so the error stays the single line the exit status promises.
-pub fn one_line(msg: &str) -> String {
+pub(crate) fn one_line(msg: &str) -> String {
     let mut out = String::with_capacity(msg.len());
     for c in msg.chars() {
         if c.is_control() {
@@ -170,7 +170,7 @@ pub fn one_line(msg: &str) -> String {
 /// A parse error as the one line every usage error is: clap's message (its first paragraph,
 /// joined), then where to look, e.g. `fsbench: unexpected argument '--x' found; try 'fsbench
 /// run --help'`. clap's own rendering adds a usage block and tips over several lines.
-pub fn usage_line(e: &clap::Error, argv: &[String]) -> String {
+pub(crate) fn usage_line(e: &clap::Error, argv: &[String]) -> String {
     use clap::error::ErrorKind;
     // The subcommand the user was in, if any: the first word naming one.
     let cmd = Cli::command();

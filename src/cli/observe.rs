@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Args, Debug, Default, Clone)]
-pub struct ObserveArgs {
+pub(crate) struct ObserveArgs {
     /// Sample /proc/diskstats of the devices under the targets every INTERVAL (1s, 500ms)
     #[arg(long, value_name = "INTERVAL")]
     pub iostat: Option<String>,
@@ -30,7 +30,7 @@ pub struct ObserveArgs {
 impl ObserveArgs {
     /// Take `--iostat X`, `--trace X`, `--trace-format X`, `--trace-records X` (or `--opt=X`)
     /// out of a vxbench-style argv, leaving the rest for the vx parser.
-    pub fn extract(
+    pub(crate) fn extract(
         args: &[String],
     ) -> Result<(ObserveArgs, Vec<String>), crate::error::UsageError> {
         let mut o = ObserveArgs::default();
@@ -84,7 +84,7 @@ impl ObserveArgs {
 
 impl ObserveArgs {
     /// The flags as settings: every value parsed and checked here, once.
-    pub fn settings(&self) -> Result<Observe, crate::error::UsageError> {
+    pub(crate) fn settings(&self) -> Result<Observe, crate::error::UsageError> {
         let trace = match &self.trace {
             Some(path) => {
                 let format = match &self.trace_format {
@@ -120,7 +120,9 @@ impl ObserveArgs {
 }
 
 /// `--iostat INTERVAL` of any subcommand, when given.
-pub fn iostat_flag(value: Option<&str>) -> Result<Option<Duration>, crate::error::UsageError> {
+pub(crate) fn iostat_flag(
+    value: Option<&str>,
+) -> Result<Option<Duration>, crate::error::UsageError> {
     value.map(crate::observe::parse_iostat).transpose()
 }
 

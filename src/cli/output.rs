@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// Print results, write `--output`, and return the exit code (1 when a run did not complete
 /// because of an error). `force` lets the output replace a regular file fsbench did not write.
-pub fn emit(
+pub(crate) fn emit(
     results: &[RunResult],
     format: Format,
     opts: &ReportOptions,
@@ -32,7 +32,7 @@ pub fn emit(
 }
 
 /// 1 when a run failed, 130 when one was interrupted (partial), else 0.
-pub fn exit_code(results: &[RunResult]) -> i32 {
+pub(crate) fn exit_code(results: &[RunResult]) -> i32 {
     if results.iter().any(|r| r.status == RunStatus::Failed) {
         1
     } else if results.iter().any(|r| r.status == RunStatus::Partial) {

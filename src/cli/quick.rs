@@ -9,7 +9,7 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
-pub struct QuickArgs {
+pub(crate) struct QuickArgs {
     /// Directory for the scratch file (default: current directory)
     pub dir: Option<PathBuf>,
     /// Scratch file size
@@ -89,7 +89,7 @@ const BATTERY: &[(&str, Access, u64, CachePolicy, u32, bool, bool)] = &[
     ),
 ];
 
-pub fn jobs(dir: &std::path::Path, size: u64, secs: f64) -> Vec<Job> {
+pub(crate) fn jobs(dir: &std::path::Path, size: u64, secs: f64) -> Vec<Job> {
     let file = dir.join(".fsbench-quick.tmp");
     BATTERY
         .iter()
@@ -115,7 +115,7 @@ pub fn jobs(dir: &std::path::Path, size: u64, secs: f64) -> Vec<Job> {
         .collect()
 }
 
-pub fn main(a: QuickArgs) -> anyhow::Result<i32> {
+pub(crate) fn main(a: QuickArgs) -> anyhow::Result<i32> {
     let format = a.results.format()?;
     let dir = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     if !dir.is_dir() {

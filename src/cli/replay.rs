@@ -11,7 +11,7 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
-pub struct ReplayArgs {
+pub(crate) struct ReplayArgs {
     /// The trace (.csv or .bin) from `fsbench run --trace` or `fsbench trace -- CMD`
     #[arg(value_name = "TRACE")]
     pub input: PathBuf,
@@ -93,7 +93,7 @@ fn limits(
     Ok((time, rate))
 }
 
-pub fn main(a: ReplayArgs) -> anyhow::Result<i32> {
+pub(crate) fn main(a: ReplayArgs) -> anyhow::Result<i32> {
     let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
     let trace = crate::trace::format::read_file(&a.input)?;
     let origin = a.input.display().to_string();

@@ -11,7 +11,7 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// Result files (JSON) or directories of them; `fsbench advise --format json` documents
     /// become sections of text, md and html reports
     #[arg(required = true, value_name = "FILE|DIR")]
@@ -43,7 +43,11 @@ pub struct ReportArgs {
 }
 
 /// `--rows/--cols/--metrics` as a table shape.
-pub fn shape_from(rows: &Option<String>, cols: &Option<String>, metrics: &Option<String>) -> Shape {
+pub(crate) fn shape_from(
+    rows: &Option<String>,
+    cols: &Option<String>,
+    metrics: &Option<String>,
+) -> Shape {
     let split = |s: &Option<String>| s.as_ref().map(|v| crate::sweep::axis::split_values(v));
     Shape {
         rows: split(rows),
@@ -71,7 +75,7 @@ fn split_advice(
     Ok((advice, results))
 }
 
-pub fn main(a: ReportArgs) -> anyhow::Result<i32> {
+pub(crate) fn main(a: ReportArgs) -> anyhow::Result<i32> {
     let format = Format::parse_for::<Document>(&a.format, "--format")?;
     crate::output::check_output(a.output.as_deref(), a.force)?;
     let (advice, result_files) = split_advice(&a.inputs)?;

@@ -10,7 +10,7 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug, Default)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// A job file (*.toml) and/or target files or block devices (one user each).
     #[arg(value_name = "JOB.toml|TARGET")]
     pub inputs: Vec<PathBuf>,
@@ -216,7 +216,7 @@ fn set_access_engine(job: &mut Job, a: &RunArgs) -> Result<(), crate::error::Usa
 }
 
 /// Build the Job: start from the job file (if any), then apply flags.
-pub fn build_job(a: &RunArgs) -> anyhow::Result<Job> {
+pub(crate) fn build_job(a: &RunArgs) -> anyhow::Result<Job> {
     let mut job = job_from_inputs(&a.inputs)?;
     set_access_engine(&mut job, a)?;
     for (name, value) in valued_flags(a) {
@@ -237,7 +237,7 @@ pub fn build_job(a: &RunArgs) -> anyhow::Result<Job> {
     Ok(job)
 }
 
-pub fn report_options(a: &RunArgs) -> ReportOptions {
+pub(crate) fn report_options(a: &RunArgs) -> ReportOptions {
     ReportOptions {
         unit: if a.mb {
             RateUnit::MegaBytes
@@ -249,7 +249,7 @@ pub fn report_options(a: &RunArgs) -> ReportOptions {
     }
 }
 
-pub fn main(a: RunArgs) -> anyhow::Result<i32> {
+pub(crate) fn main(a: RunArgs) -> anyhow::Result<i32> {
     let format = a.results.format()?;
     let job = build_job(&a)?;
     crate::output::check_output(a.results.output.as_deref(), a.force)?;

@@ -9,7 +9,7 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
-pub struct SuiteArgs {
+pub(crate) struct SuiteArgs {
     /// Suite name (`list` shows them) or a path to a suite .toml file
     pub name: String,
     /// Target directory (repeat for several targets, e.g. one per file system or layout)
@@ -109,7 +109,7 @@ fn manifest(
     })
 }
 
-pub fn main(a: SuiteArgs) -> anyhow::Result<i32> {
+pub(crate) fn main(a: SuiteArgs) -> anyhow::Result<i32> {
     if a.name == "list" {
         return list();
     }

@@ -10,7 +10,7 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
-pub struct SweepArgs {
+pub(crate) struct SweepArgs {
     /// Target file (created by fsbench; more files are TARGET.1, TARGET.2, ...) or block
     /// device; with --workload, the directory the workload runs in
     pub target: PathBuf,
@@ -82,7 +82,7 @@ pub struct SweepArgs {
 }
 
 /// Build the study from the flags: single values are settings, lists are axes.
-pub fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
+pub(crate) fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
     let mut settings = Vec::new();
     let mut axes: Vec<Axis> = Vec::new();
     let flags: [(&str, &Option<String>); 11] = [
@@ -200,7 +200,7 @@ pub fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
     Ok(study)
 }
 
-pub fn main(a: SweepArgs) -> anyhow::Result<i32> {
+pub(crate) fn main(a: SweepArgs) -> anyhow::Result<i32> {
     a.study.check()?;
     let study = study_from(&a)?;
     let shape = super::report::shape_from(&a.rows, &a.cols, &a.metrics);

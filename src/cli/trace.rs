@@ -10,7 +10,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
-pub struct TraceArgs {
+pub(crate) struct TraceArgs {
     /// Analyse this trace (.csv or .bin) instead of capturing
     #[arg(long, value_name = "FILE")]
     pub analyze: Option<PathBuf>,
@@ -62,7 +62,7 @@ fn find_in_path(prog: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-pub fn main(a: TraceArgs) -> anyhow::Result<i32> {
+pub(crate) fn main(a: TraceArgs) -> anyhow::Result<i32> {
     match &a.analyze {
         Some(file) => {
             if !a.command.is_empty() {

@@ -2,7 +2,7 @@
 
 use crate::result::RunResult;
 
-pub fn main(args: &[String]) -> anyhow::Result<i32> {
+pub(crate) fn main(args: &[String]) -> anyhow::Result<i32> {
     let (observe, args) = super::observe::ObserveArgs::extract(args)?;
     let cmd = crate::vx::parse(&args)?;
     if cmd.help {

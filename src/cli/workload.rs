@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
-pub struct WorkloadArgs {
+pub(crate) struct WorkloadArgs {
     /// `list`, `show NAME`, a personality or variant name (see `list`), or a WML .f file
     pub workload: String,
     /// With `show`: the personality to print
@@ -268,7 +268,7 @@ fn load(
     Ok((src, model))
 }
 
-pub fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
+pub(crate) fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
     match a.workload.as_str() {
         "list" => {
             crate::out!("{}", list());

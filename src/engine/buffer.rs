@@ -5,9 +5,9 @@ use std::alloc::{alloc_zeroed, dealloc, Layout};
 
 /// Alignment of every buffer: a page, enough for O_DIRECT on any device and for io_uring
 /// fixed buffers.
-pub const BUFFER_ALIGN: usize = 4096;
+pub(crate) const BUFFER_ALIGN: usize = 4096;
 
-pub struct BufferPool {
+pub(crate) struct BufferPool {
     ptr: *mut u8,
     layout: Layout,
     slot_size: usize,
@@ -21,7 +21,7 @@ unsafe impl Send for BufferPool {}
 impl BufferPool {
     /// `slots` buffers of `slot_size` bytes each (rounded up to the alignment), filled with a
     /// non-repeating pattern so compressing or deduplicating storage cannot shortcut writes.
-    pub fn new(slots: usize, slot_size: usize, seed: u64) -> std::io::Result<Self> {
+    pub(crate) fn new(slots: usize, slot_size: usize, seed: u64) -> std::io::Result<Self> {
         let slot_size = slot_size.div_ceil(BUFFER_ALIGN).max(1) * BUFFER_ALIGN;
         let total = slot_size
             .checked_mul(slots.max(1))
@@ -60,7 +60,7 @@ impl BufferPool {
     }
 
     /// Pin the buffers in memory (vxbench -m).
-    pub fn lock(&mut self) -> std::io::Result<()> {
+    pub(crate) fn lock(&mut self) -> std::io::Result<()> {
         // SAFETY: the range is our own live allocation.
         let rc = unsafe { libc::mlock(self.ptr as *const libc::c_void, self.layout.size()) };
         if rc != 0 {
@@ -70,36 +70,31 @@ impl BufferPool {
         Ok(())
     }
 
-    pub fn slot_size(&self) -> usize {
+    pub(crate) fn slot_size(&self) -> usize {
         self.slot_size
     }
-    pub fn slots(&self) -> usize {
+    pub(crate) fn slots(&self) -> usize {
         self.slots
     }
 
     /// Raw pointer to a slot, for engines that hand buffers to the kernel.
     #[inline]
-    pub fn slot_ptr(&self, slot: usize) -> *mut u8 {
+    pub(crate) fn slot_ptr(&self, slot: usize) -> *mut u8 {
         debug_assert!(slot < self.slots);
         // SAFETY: slot < slots, so the offset stays inside the allocation.
         unsafe { self.ptr.add(slot * self.slot_size) }
     }
 
     #[inline]
-    pub fn slot(&self, slot: usize) -> &[u8] {
+    pub(crate) fn slot(&self, slot: usize) -> &[u8] {
         // SAFETY: in bounds as above; the pool is borrowed immutably for the slice's life.
         unsafe { std::slice::from_raw_parts(self.slot_ptr(slot), self.slot_size) }
     }
 
     #[inline]
-    pub fn slot_mut(&mut self, slot: usize) -> &mut [u8] {
+    pub(crate) fn slot_mut(&mut self, slot: usize) -> &mut [u8] {
         // SAFETY: in bounds; `&mut self` guarantees exclusive access.
         unsafe { std::slice::from_raw_parts_mut(self.slot_ptr(slot), self.slot_size) }
-    }
-
-    /// The whole allocation as (pointer, length), for registering with io_uring.
-    pub fn region(&self) -> (*mut u8, usize) {
-        (self.ptr, self.layout.size())
     }
 }
 

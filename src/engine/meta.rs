@@ -12,7 +12,7 @@ use std::io;
 use std::os::fd::{BorrowedFd, IntoRawFd, RawFd};
 
 /// Directory-relative opens name the current directory with this (absolute paths ignore it).
-pub const AT_FDCWD: RawFd = libc::AT_FDCWD;
+pub(crate) const AT_FDCWD: RawFd = libc::AT_FDCWD;
 
 /// The caller's descriptor number, borrowed for one system call through rustix (whose calls
 /// are then safe). -1 (no descriptor) is refused with EBADF, as the kernel would.
@@ -35,7 +35,7 @@ fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 /// openat(2): a new descriptor for `path` relative to `dir`.
-pub fn openat(dir: RawFd, path: &CStr, flags: i32, mode: u32) -> io::Result<RawFd> {
+pub(crate) fn openat(dir: RawFd, path: &CStr, flags: i32, mode: u32) -> io::Result<RawFd> {
     let flags = OFlags::from_bits_retain(flags as u32);
     let fd = rustix::fs::openat(borrow(dir)?, path, flags, Mode::from_bits_retain(mode))?;
     // The caller owns the descriptor from here and closes it with [`close`].
@@ -43,13 +43,13 @@ pub fn openat(dir: RawFd, path: &CStr, flags: i32, mode: u32) -> io::Result<RawF
 }
 
 /// close(2). The descriptor is gone afterwards even when the call reports an error (Linux).
-pub fn close(fd: RawFd) -> io::Result<()> {
+pub(crate) fn close(fd: RawFd) -> io::Result<()> {
     // SAFETY: closing a descriptor the caller owns and will not use again.
     check(unsafe { libc::close(fd) }).map(drop)
 }
 
 /// unlinkat(2): a file, or an empty directory with `rmdir`.
-pub fn unlinkat(dir: RawFd, path: &CStr, rmdir: bool) -> io::Result<()> {
+pub(crate) fn unlinkat(dir: RawFd, path: &CStr, rmdir: bool) -> io::Result<()> {
     let flags = if rmdir {
         AtFlags::REMOVEDIR
     } else {
@@ -59,7 +59,7 @@ pub fn unlinkat(dir: RawFd, path: &CStr, rmdir: bool) -> io::Result<()> {
 }
 
 /// mkdirat(2).
-pub fn mkdirat(dir: RawFd, path: &CStr, mode: u32) -> io::Result<()> {
+pub(crate) fn mkdirat(dir: RawFd, path: &CStr, mode: u32) -> io::Result<()> {
     Ok(rustix::fs::mkdirat(
         borrow(dir)?,
         path,
@@ -69,7 +69,12 @@ pub fn mkdirat(dir: RawFd, path: &CStr, mode: u32) -> io::Result<()> {
 
 /// statx(2) of `path` relative to `dir` (not following a last symlink with
 /// AT_SYMLINK_NOFOLLOW in `flags`) into the caller's struct.
-pub fn statx_at(dir: RawFd, path: &CStr, flags: i32, out: &mut libc::statx) -> io::Result<()> {
+pub(crate) fn statx_at(
+    dir: RawFd,
+    path: &CStr,
+    flags: i32,
+    out: &mut libc::statx,
+) -> io::Result<()> {
     let flags = AtFlags::from_bits_retain(flags as u32);
     let sx = rustix::fs::statx(borrow(dir)?, path, flags, StatxFlags::BASIC_STATS)?;
     copy_statx(&sx, out);
@@ -77,7 +82,7 @@ pub fn statx_at(dir: RawFd, path: &CStr, flags: i32, out: &mut libc::statx) -> i
 }
 
 /// posix_fadvise(2) over the whole file; `advice` is a POSIX_FADV_* value.
-pub fn advise(fd: RawFd, advice: i32) -> io::Result<()> {
+pub(crate) fn advise(fd: RawFd, advice: i32) -> io::Result<()> {
     use rustix::fs::Advice;
     let advice = match advice {
         libc::POSIX_FADV_NORMAL => Advice::Normal,
@@ -92,7 +97,7 @@ pub fn advise(fd: RawFd, advice: i32) -> io::Result<()> {
 }
 
 /// statx(2) of an open descriptor (AT_EMPTY_PATH) into the caller's struct.
-pub fn fstatx(fd: RawFd, out: &mut libc::statx) -> io::Result<()> {
+pub(crate) fn fstatx(fd: RawFd, out: &mut libc::statx) -> io::Result<()> {
     let sx = rustix::fs::statx(
         borrow(fd)?,
         c"",
@@ -136,7 +141,7 @@ fn copy_statx(sx: &rustix::fs::Statx, out: &mut libc::statx) {
 
 /// getdents64(2): the next directory entries of `fd` into `buf`; 0 at the end. Walk the
 /// result with [`dirents`].
-pub fn getdents(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn getdents(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: buf is valid for writes of buf.len() bytes.
     let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
     if n < 0 {
@@ -148,7 +153,7 @@ pub fn getdents(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
 
 /// The names of the `linux_dirent64` records in the first `len` bytes of `buf` (as filled
 /// by [`getdents`]).
-pub fn dirents(buf: &[u8], len: usize) -> impl Iterator<Item = &[u8]> {
+pub(crate) fn dirents(buf: &[u8], len: usize) -> impl Iterator<Item = &[u8]> {
     // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name[].
     const NAME: usize = 19;
     let buf = &buf[..len.min(buf.len())];
@@ -169,7 +174,7 @@ pub fn dirents(buf: &[u8], len: usize) -> impl Iterator<Item = &[u8]> {
 }
 
 /// fsync(2), or fdatasync(2) with `data_only`.
-pub fn sync(fd: RawFd, data_only: bool) -> io::Result<()> {
+pub(crate) fn sync(fd: RawFd, data_only: bool) -> io::Result<()> {
     let fd = borrow(fd)?;
     Ok(if data_only {
         rustix::fs::fdatasync(fd)
@@ -179,14 +184,14 @@ pub fn sync(fd: RawFd, data_only: bool) -> io::Result<()> {
 }
 
 /// fallocate(2); `mode` is FALLOC_FL_* bits.
-pub fn fallocate(fd: RawFd, mode: i32, offset: u64, len: u64) -> io::Result<()> {
+pub(crate) fn fallocate(fd: RawFd, mode: i32, offset: u64, len: u64) -> io::Result<()> {
     let mode = FallocateFlags::from_bits_retain(mode as u32);
     Ok(rustix::fs::fallocate(borrow(fd)?, mode, offset, len)?)
 }
 
 /// fcntl(F_SETFL): set the `set` status flags and clear the `clear` ones (the O_DIRECT
 /// switch of a descriptor opened without it).
-pub fn set_status_flags(fd: RawFd, set: i32, clear: i32) -> io::Result<()> {
+pub(crate) fn set_status_flags(fd: RawFd, set: i32, clear: i32) -> io::Result<()> {
     let fd = borrow(fd)?;
     let fl = rustix::fs::fcntl_getfl(fd)?;
     let set = OFlags::from_bits_retain(set as u32);
@@ -196,7 +201,7 @@ pub fn set_status_flags(fd: RawFd, set: i32, clear: i32) -> io::Result<()> {
 
 /// lseek(2): the new offset; `whence` is SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA or
 /// SEEK_HOLE.
-pub fn seek(fd: RawFd, offset: i64, whence: i32) -> io::Result<u64> {
+pub(crate) fn seek(fd: RawFd, offset: i64, whence: i32) -> io::Result<u64> {
     use rustix::fs::SeekFrom;
     let einval = || io::Error::from_raw_os_error(libc::EINVAL);
     let at = |o: i64| u64::try_from(o).map_err(|_| einval());
@@ -212,7 +217,7 @@ pub fn seek(fd: RawFd, offset: i64, whence: i32) -> io::Result<u64> {
 }
 
 /// A zeroed statx, for callers to own and pass to [`super::Engine::stat_fd`].
-pub fn statx_buf() -> libc::statx {
+pub(crate) fn statx_buf() -> libc::statx {
     // SAFETY: statx is plain old data; all-zero is a valid value.
     unsafe { std::mem::zeroed() }
 }

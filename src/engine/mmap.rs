@@ -2,7 +2,7 @@
 //! copies from the mapping into the I/O buffer, a write copies the buffer into the mapping.
 //! Page faults are part of the measured latency, as they are for an application using mmap.
 
-use super::{BufferPool, Caps, Completion, Engine, FileHandles, IoOp, OpKind};
+use super::{BufferPool, Completion, Engine, FileHandles, IoOp, OpKind};
 use crate::job::Route;
 use crate::stats::SyscallCounts;
 
@@ -18,7 +18,7 @@ struct Mapping {
     map: memmap2::MmapRaw,
 }
 
-pub struct MmapEngine {
+pub(crate) struct MmapEngine {
     maps: Vec<Mapping>,
     files: Vec<FileHandles>,
     pool: BufferPool,
@@ -29,7 +29,7 @@ pub struct MmapEngine {
 unsafe impl Send for MmapEngine {}
 
 impl MmapEngine {
-    pub fn new(files: Vec<FileHandles>, pool: BufferPool) -> anyhow::Result<Self> {
+    pub(crate) fn new(files: Vec<FileHandles>, pool: BufferPool) -> anyhow::Result<Self> {
         let mut maps = Vec::with_capacity(files.len());
         for f in &files {
             let len = f.size as usize;
@@ -66,13 +66,6 @@ impl MmapEngine {
 }
 
 impl Engine for MmapEngine {
-    fn caps(&self) -> Caps {
-        Caps {
-            max_depth: 1,
-            asynchronous: false,
-        }
-    }
-
     #[inline]
     fn submit(&mut self, ops: &[IoOp], _sys: &mut SyscallCounts) -> std::io::Result<usize> {
         for op in ops {

@@ -7,7 +7,7 @@
 //! Op `k` below is the k-th op submitted to this engine (0-based), and `call` the k-th call
 //! of `submit`.
 
-use super::{BufferPool, Caps, Completion, Engine, IoOp};
+use super::{BufferPool, Completion, Engine, IoOp};
 use crate::stats::SyscallCounts;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 /// What one scripted op returns instead of its full length.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Fails with this errno.
     Errno(i32),
     /// Transfers this many bytes (0 is end of file; fewer than asked is a short transfer).
@@ -24,7 +24,7 @@ pub enum Outcome {
 
 /// What the engine does.
 #[derive(Debug, Clone, Default)]
-pub struct Script {
+pub(crate) struct Script {
     /// Ops in flight the engine allows (its `caps().max_depth`); 0 means 1.
     pub depth: u32,
     /// Time from submission to completion of every op.
@@ -48,7 +48,7 @@ pub struct Script {
 /// What the engine saw. Kept by the engine while it runs (no lock per op) and handed to the
 /// test's handle when the engine is dropped, i.e. when the worker has finished.
 #[derive(Debug, Default)]
-pub struct Log {
+pub(crate) struct Log {
     /// Every submitted op with its submission time, in order.
     pub ops: Vec<(IoOp, Instant)>,
     pub submit_calls: u64,
@@ -56,7 +56,7 @@ pub struct Log {
     pub flushes: u64,
 }
 
-pub struct MockEngine {
+pub(crate) struct MockEngine {
     script: Script,
     pool: BufferPool,
     /// Accepted, not yet reaped: (due, completion).
@@ -76,7 +76,7 @@ impl Drop for MockEngine {
 
 impl MockEngine {
     /// The engine and a handle on its log.
-    pub fn new(script: Script, block_size: usize) -> (MockEngine, Arc<Mutex<Log>>) {
+    pub(crate) fn new(script: Script, block_size: usize) -> (MockEngine, Arc<Mutex<Log>>) {
         let depth = script.depth.max(1) as usize;
         let shared = Arc::new(Mutex::new(Log::default()));
         let e = MockEngine {
@@ -119,13 +119,6 @@ impl MockEngine {
 }
 
 impl Engine for MockEngine {
-    fn caps(&self) -> Caps {
-        Caps {
-            max_depth: self.script.depth.max(1),
-            asynchronous: self.script.depth > 1,
-        }
-    }
-
     fn submit(&mut self, ops: &[IoOp], sys: &mut SyscallCounts) -> std::io::Result<usize> {
         let call = self.log.submit_calls;
         self.log.submit_calls += 1;

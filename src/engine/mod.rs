@@ -4,18 +4,18 @@
 //! Ops name their buffer by slot index and their descriptor by file index and route, so the
 //! worker loop never allocates and an async engine can keep buffers registered.
 
-pub mod buffer;
-pub mod meta;
-pub mod mmap;
+pub(crate) mod buffer;
+pub(crate) mod meta;
+pub(crate) mod mmap;
 #[cfg(test)]
-pub mod mock;
-pub mod sigbus;
-pub mod sync;
-pub mod uring;
+pub(crate) mod mock;
+pub(crate) mod sigbus;
+pub(crate) mod sync;
+pub(crate) mod uring;
 
 use crate::job::{EngineKind, Job, Route};
 use crate::stats::SyscallCounts;
-pub use buffer::BufferPool;
+pub(crate) use buffer::BufferPool;
 use std::ffi::CStr;
 use std::io;
 use std::os::fd::RawFd;
@@ -28,7 +28,7 @@ pub enum OpKind {
 
 /// One I/O request.
 #[derive(Debug, Clone, Copy)]
-pub struct IoOp {
+pub(crate) struct IoOp {
     pub kind: OpKind,
     /// Index into the engine's files.
     pub file: u32,
@@ -45,25 +45,25 @@ pub struct IoOp {
 
 impl IoOp {
     /// At (and advancing) the descriptor's offset: read(2)/write(2).
-    pub const AT_CURSOR: u64 = 1 << 63;
+    pub(crate) const AT_CURSOR: u64 = 1 << 63;
     /// At the end of the file (RWF_APPEND), leaving the descriptor's offset there.
-    pub const APPEND: u64 = 1 << 62;
+    pub(crate) const APPEND: u64 = 1 << 62;
     /// Data-synchronous (RWF_DSYNC); with an explicit offset below the flag bits, or with
     /// AT_CURSOR / APPEND.
-    pub const DSYNC: u64 = 1 << 61;
+    pub(crate) const DSYNC: u64 = 1 << 61;
     /// All the flag bits.
-    pub const FLAGS: u64 = Self::AT_CURSOR | Self::APPEND | Self::DSYNC;
+    pub(crate) const FLAGS: u64 = Self::AT_CURSOR | Self::APPEND | Self::DSYNC;
 
     /// Whether any flag is set (the slow path of the engines).
     #[inline(always)]
-    pub fn flagged(&self) -> bool {
+    pub(crate) fn flagged(&self) -> bool {
         self.offset & Self::FLAGS != 0
     }
 
     /// The offset and RWF_* flags for preadv2/pwritev2 (and io_uring READ/WRITE): offset -1
     /// means the descriptor's offset.
     #[inline]
-    pub fn positional(&self) -> (i64, i32) {
+    pub(crate) fn positional(&self) -> (i64, i32) {
         let mut rwf = 0;
         if self.offset & Self::APPEND != 0 {
             rwf |= libc::RWF_APPEND;
@@ -82,14 +82,14 @@ impl IoOp {
 
 /// A finished I/O: bytes transferred, or a negative errno.
 #[derive(Debug, Clone, Copy)]
-pub struct Completion {
+pub(crate) struct Completion {
     pub slot: u32,
     pub result: i64,
 }
 
 /// The descriptors of one target file, one per route (-1 where the route is unused).
 #[derive(Debug, Clone)]
-pub struct FileHandles {
+pub(crate) struct FileHandles {
     pub fds: [RawFd; 3],
     /// Size of the file (the mmap engine maps this much).
     pub size: u64,
@@ -97,20 +97,12 @@ pub struct FileHandles {
 
 impl FileHandles {
     #[inline]
-    pub fn fd(&self, route: Route) -> RawFd {
+    pub(crate) fn fd(&self, route: Route) -> RawFd {
         self.fds[route as usize]
     }
 }
 
-/// What an engine can do.
-#[derive(Debug, Clone, Copy)]
-pub struct Caps {
-    pub max_depth: u32,
-    pub asynchronous: bool,
-}
-
-pub trait Engine: Send {
-    fn caps(&self) -> Caps;
+pub(crate) trait Engine: Send {
     /// Submit ops; returns how many were accepted. A synchronous engine performs them inline
     /// and holds their completions for the next `reap`.
     fn submit(&mut self, ops: &[IoOp], sys: &mut SyscallCounts) -> std::io::Result<usize>;
@@ -230,7 +222,9 @@ pub trait Engine: Send {
         count_sync(data_only, sys);
         meta::sync(fd, data_only)
     }
-    /// fallocate(2).
+    /// fallocate(2). Part of the metadata contract (fio's engines have it too); no flowop or
+    /// replayed call issues it yet, so only the engines' tests call it.
+    #[cfg_attr(not(test), allow(dead_code))]
     fn allocate(
         &mut self,
         fd: RawFd,
@@ -281,7 +275,7 @@ pub trait Engine: Send {
 }
 
 /// `count` empty file slots, for a source that sets its descriptors with [`Engine::set_file`].
-pub fn empty_files(count: usize) -> Vec<FileHandles> {
+pub(crate) fn empty_files(count: usize) -> Vec<FileHandles> {
     vec![
         FileHandles {
             fds: [-1; 3],
@@ -308,11 +302,12 @@ pub(crate) fn set_slot(files: &mut [FileHandles], index: u32, fd: RawFd) -> io::
 
 impl Built {
     /// The engine behind a trait object (for sources that are not monomorphised per engine).
-    pub fn as_dyn(&mut self) -> &mut dyn Engine {
+    pub(crate) fn as_dyn(&mut self) -> &mut dyn Engine {
         match self {
             Built::Sync(e) => e,
             Built::Mmap(e) => e,
             Built::Uring(e) => e,
+            #[cfg(test)]
             Built::Boxed(e) => e.as_mut(),
         }
     }
@@ -321,15 +316,16 @@ impl Built {
 /// An engine as a worker holds it. The shipped engines are held by value, so the worker loop
 /// is compiled once for each and their `submit`/`reap` inline into it: no indirect call per
 /// I/O. Any other implementation (the test engine) is boxed and runs the same loop.
-pub enum Built {
+pub(crate) enum Built {
     Sync(sync::SyncEngine),
     Mmap(mmap::MmapEngine),
     Uring(uring::UringEngine),
+    #[cfg(test)]
     Boxed(Box<dyn Engine>),
 }
 
 /// Build the engine a Job asks for.
-pub fn build(job: &Job, files: Vec<FileHandles>, pool: BufferPool) -> anyhow::Result<Built> {
+pub(crate) fn build(job: &Job, files: Vec<FileHandles>, pool: BufferPool) -> anyhow::Result<Built> {
     Ok(match job.engine {
         EngineKind::Sync => Built::Sync(sync::SyncEngine::new(files, pool)),
         EngineKind::Mmap => Built::Mmap(mmap::MmapEngine::new(files, pool)?),
@@ -357,7 +353,7 @@ pub(crate) fn count_sync(data_only: bool, sys: &mut SyscallCounts) {
 }
 
 /// fsync every distinct descriptor of the files.
-pub fn fsync_all(files: &[FileHandles], sys: &mut SyscallCounts) -> std::io::Result<()> {
+pub(crate) fn fsync_all(files: &[FileHandles], sys: &mut SyscallCounts) -> std::io::Result<()> {
     for f in files {
         for (i, &fd) in f.fds.iter().enumerate() {
             if fd < 0 || f.fds[..i].contains(&fd) {

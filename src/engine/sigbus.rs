@@ -30,7 +30,7 @@ struct Region {
 }
 
 /// Files to remove when the handler ends the process: path, device and inode at creation.
-pub struct Removal {
+pub(crate) struct Removal {
     path: CString,
     dev: u64,
     ino: u64,
@@ -46,7 +46,7 @@ static HANDLING: AtomicBool = AtomicBool::new(false);
 static INSTALL: Once = Once::new();
 
 /// A registered mapping; dropping it (before munmap) makes the handler ignore it.
-pub struct RegionGuard(&'static Region);
+pub(crate) struct RegionGuard(&'static Region);
 
 impl Drop for RegionGuard {
     fn drop(&mut self) {
@@ -56,7 +56,7 @@ impl Drop for RegionGuard {
 
 /// Register a mapping of `len` bytes at `start` of the file named `name` (for the message).
 /// Installs the handler the first time.
-pub fn register(start: *mut u8, len: usize, name: &str) -> RegionGuard {
+pub(crate) fn register(start: *mut u8, len: usize, name: &str) -> RegionGuard {
     install();
     let msg = format!("fsbench: error: I/O error (SIGBUS) in the mapping of {name} at offset ")
         .into_bytes()
@@ -86,7 +86,7 @@ pub fn register(start: *mut u8, len: usize, name: &str) -> RegionGuard {
 /// The files the handler removes: those this run created, with their (device, inode) at
 /// creation, or none with --keep. Replaces an earlier list (the old one is leaked, as the
 /// handler may be reading it).
-pub fn set_removals(files: &[(&Path, u64, u64)]) {
+pub(crate) fn set_removals(files: &[(&Path, u64, u64)]) {
     let list: Vec<Removal> = files
         .iter()
         .filter_map(|(p, dev, ino)| {
@@ -116,7 +116,7 @@ fn install() {
 }
 
 /// Decimal digits of `n` into `buf`, without allocating; returns the digits.
-pub fn format_u64(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+pub(crate) fn format_u64(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();
     loop {
         i -= 1;

@@ -7,10 +7,10 @@
 //! (docs/per-io-cost.md). fsbench never cancels a thread, so that work buys nothing; the
 //! system call and its result are the same.
 
-use super::{BufferPool, Caps, Completion, Engine, FileHandles, IoOp, OpKind};
+use super::{BufferPool, Completion, Engine, FileHandles, IoOp, OpKind};
 use crate::stats::SyscallCounts;
 
-pub struct SyncEngine {
+pub(crate) struct SyncEngine {
     files: Vec<FileHandles>,
     pool: BufferPool,
     /// Completions of the last submit, handed out by the next reap. Capacity is reserved up
@@ -19,7 +19,7 @@ pub struct SyncEngine {
 }
 
 impl SyncEngine {
-    pub fn new(files: Vec<FileHandles>, pool: BufferPool) -> Self {
+    pub(crate) fn new(files: Vec<FileHandles>, pool: BufferPool) -> Self {
         let cap = pool.slots().max(1);
         SyncEngine {
             files,
@@ -99,13 +99,6 @@ unsafe fn flagged(op: &IoOp, fd: i32, buf: *mut u8, sys: &mut SyscallCounts) -> 
 }
 
 impl Engine for SyncEngine {
-    fn caps(&self) -> Caps {
-        Caps {
-            max_depth: 1,
-            asynchronous: false,
-        }
-    }
-
     #[inline]
     fn submit(&mut self, ops: &[IoOp], sys: &mut SyscallCounts) -> std::io::Result<usize> {
         for op in ops {

@@ -15,7 +15,7 @@
 //! with IORING_SETUP_IOPOLL so completions are polled instead of interrupt-driven. Both are
 //! probed at run time and refused with a message naming the reason when unavailable.
 
-use super::{BufferPool, Caps, Completion, Engine, FileHandles, IoOp, OpKind};
+use super::{BufferPool, Completion, Engine, FileHandles, IoOp, OpKind};
 use crate::job::{CachePolicy, Job};
 use crate::stats::SyscallCounts;
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
@@ -36,7 +36,7 @@ const SQPOLL_IDLE_MS: u32 = 2000;
 
 /// The ring features a worker asked for and what the kernel granted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RingSetup {
+pub(crate) struct RingSetup {
     pub sqpoll: bool,
     pub iopoll: bool,
     /// IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN (6.1+): completions are processed only when
@@ -48,7 +48,11 @@ pub struct RingSetup {
 
 /// Build a ring of at least `entries` entries. Optional speed-ups that the kernel rejects are
 /// dropped; requested features (`sqpoll`, `iopoll`) are not.
-pub fn build_ring(entries: u32, sqpoll: bool, iopoll: bool) -> io::Result<(IoUring, RingSetup)> {
+pub(crate) fn build_ring(
+    entries: u32,
+    sqpoll: bool,
+    iopoll: bool,
+) -> io::Result<(IoUring, RingSetup)> {
     // Attempts from most to least capable; DEFER_TASKRUN cannot be combined with SQPOLL.
     let tiers: &[(bool, bool)] = if sqpoll {
         &[(false, false)]
@@ -89,7 +93,7 @@ pub fn build_ring(entries: u32, sqpoll: bool, iopoll: bool) -> io::Result<(IoUri
     Err(last.unwrap_or_else(|| io::Error::other("no ring setup tried")))
 }
 
-pub struct UringEngine {
+pub(crate) struct UringEngine {
     ring: IoUring,
     files: Vec<FileHandles>,
     pool: BufferPool,
@@ -130,7 +134,7 @@ const META_TAG: u64 = u64::MAX;
 
 /// Whether this kernel lets a process set up an io_uring: Err is the one-line reason (the
 /// same words `--engine uring` uses for a Job).
-pub fn available() -> Result<(), crate::error::UsageError> {
+pub(crate) fn available() -> Result<(), crate::error::UsageError> {
     build_ring(1, false, false)
         .map(drop)
         .map_err(|e| crate::usage!("{}", setup_error(e, false, false)))
@@ -161,7 +165,11 @@ fn probe_meta(ring: &IoUring, setup: RingSetup) -> u8 {
 }
 
 impl UringEngine {
-    pub fn new(job: &Job, files: Vec<FileHandles>, pool: BufferPool) -> anyhow::Result<Self> {
+    pub(crate) fn new(
+        job: &Job,
+        files: Vec<FileHandles>,
+        pool: BufferPool,
+    ) -> anyhow::Result<Self> {
         // Sized by the I/Os that can be in flight (never more than a thread issues).
         let depth = job.effective_depth();
         let (ring, setup) = build_ring(depth, job.sqpoll, job.hipri)
@@ -194,7 +202,7 @@ impl UringEngine {
     /// An engine for a source that opens its files itself (a workload thread): `files` are
     /// slots filled with [`Engine::set_file`], passed to the kernel as plain descriptors (a
     /// registered-file table would have to be updated on every open and close).
-    pub fn for_source(
+    pub(crate) fn for_source(
         depth: u32,
         files: Vec<FileHandles>,
         pool: BufferPool,
@@ -255,16 +263,6 @@ impl UringEngine {
                 };
             }
         }
-    }
-
-    pub fn setup(&self) -> RingSetup {
-        self.setup
-    }
-    pub fn uses_fixed_buffers(&self) -> bool {
-        self.fixed_buffers
-    }
-    pub fn uses_fixed_files(&self) -> bool {
-        self.fixed_file.iter().flatten().any(|&i| i >= 0)
     }
 
     /// The submission entry for one op (a free function of the fields it reads, so the
@@ -457,13 +455,6 @@ fn setup_error(e: io::Error, sqpoll: bool, hipri: bool) -> String {
 }
 
 impl Engine for UringEngine {
-    fn caps(&self) -> Caps {
-        Caps {
-            max_depth: self.depth,
-            asynchronous: true,
-        }
-    }
-
     #[inline]
     fn submit(&mut self, ops: &[IoOp], sys: &mut SyscallCounts) -> io::Result<usize> {
         let mut n = 0;
@@ -764,7 +755,7 @@ impl Drop for UringEngine {
 
 /// What [`preflight`] checks: the ring every worker will build and the targets it will
 /// serve, described at the engine's level (the runner fills it from its plan).
-pub struct RingCheck<'a> {
+pub(crate) struct RingCheck<'a> {
     /// Ring entries per worker: the I/Os a thread can have in flight.
     pub depth: u32,
     pub block_size: u64,
@@ -778,7 +769,7 @@ pub struct RingCheck<'a> {
 }
 
 /// One target as the ring will see it.
-pub struct RingTarget<'a> {
+pub(crate) struct RingTarget<'a> {
     pub path: &'a std::path::Path,
     /// Bytes the job's offsets fall in.
     pub size: u64,
@@ -788,7 +779,7 @@ pub struct RingTarget<'a> {
 
 /// Check, before any worker starts, that io_uring can run this job, and describe what the
 /// engine will use. Errors name the missing feature and what to do instead.
-pub fn preflight(c: &RingCheck) -> anyhow::Result<Vec<String>> {
+pub(crate) fn preflight(c: &RingCheck) -> anyhow::Result<Vec<String>> {
     let mut notes = Vec::new();
     if c.hipri && !all_direct(c) {
         crate::bail_usage!(

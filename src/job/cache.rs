@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// VxFS's default `discovered_direct_iosz`: I/Os of this size or larger go direct.
-pub const DEFAULT_DISCOVERED_THRESHOLD: u64 = 256 * 1024;
+pub(crate) const DEFAULT_DISCOVERED_THRESHOLD: u64 = 256 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(tag = "policy", rename_all = "snake_case")]

@@ -1,12 +1,12 @@
 //! The Job: one benchmark, fully resolved and serialisable. Every front end (`run`, `vx`,
 //! `quick`, sweeps) builds Jobs; only the runner does I/O. Defaults live in `Default for Job`.
 
-pub mod cache;
-pub mod params;
+pub(crate) mod cache;
+pub(crate) mod params;
 
 use crate::error::UsageError;
 use crate::usage;
-pub use cache::{CachePolicy, Route};
+pub(crate) use cache::{CachePolicy, Route};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -345,12 +345,12 @@ impl Default for Job {
 }
 
 /// Longest run accepted: one year (a larger `time_s` is a typo, and overflows timers).
-pub const MAX_TIME_S: f64 = 365.0 * 24.0 * 3600.0;
+pub(crate) const MAX_TIME_S: f64 = 365.0 * 24.0 * 3600.0;
 
 /// A target named after `--` that starts with '-' (`-5`) as the same file, spelled `./-5`, so
 /// it can never be taken for an option; [`Job::validate`] refuses any other target that
 /// starts with '-'.
-pub fn dash_safe(p: &std::path::Path) -> PathBuf {
+pub(crate) fn dash_safe(p: &std::path::Path) -> PathBuf {
     if p.as_os_str().as_encoded_bytes().first() == Some(&b'-') {
         PathBuf::from(".").join(p)
     } else {
@@ -359,8 +359,8 @@ pub fn dash_safe(p: &std::path::Path) -> PathBuf {
 }
 
 /// Largest single I/O accepted (bigger buffers only waste memory; vxbench tests stop at 2 MB).
-pub const MAX_BLOCK_SIZE: u64 = 256 << 20;
-pub const MAX_THREADS: u32 = 4096;
+pub(crate) const MAX_BLOCK_SIZE: u64 = 256 << 20;
+pub(crate) const MAX_THREADS: u32 = 4096;
 
 impl Job {
     /// Read a Job from a TOML file.

@@ -14,7 +14,7 @@ use crate::usage;
 
 /// What kind of value a parameter takes (decides how a bare number is read).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// An access pattern (`read`, `rand_read`, `mmapwrite`, ...).
     Access,
     /// A size in bytes; a bare number is bytes, except in vx where it is KB (vxbench's rule).
@@ -41,7 +41,7 @@ pub enum Kind {
 
 /// Which front end is setting a value, and so how the parameter is named in a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Front<'a> {
+pub(crate) enum Front<'a> {
     /// `fsbench run`'s flag (`--bs`).
     Flag,
     /// A sweep axis or suite setting (`bs=64k`): messages use the parameter's noun.
@@ -52,13 +52,13 @@ pub enum Front<'a> {
 
 /// How a setter reads its value: the name to put in a message and what a bare number means.
 #[derive(Debug, Clone, Copy)]
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     pub what: &'a str,
     pub bare: BareUnit,
 }
 
 /// One Job parameter and every way to set it.
-pub struct Param {
+pub(crate) struct Param {
     /// Canonical name: the axis name when it is an axis, and the name in stored settings.
     pub name: &'static str,
     /// Other names accepted as axis or setting names.
@@ -71,13 +71,16 @@ pub struct Param {
     pub flag: Option<&'static str>,
     /// Whether sweeps and suites accept it as an axis or setting.
     pub axis: bool,
-    /// The key in a TOML job file (dotted for nested tables).
+    /// The key in a TOML job file (dotted for nested tables). Job files are read by serde
+    /// into the same fields; the table's tests check that this key sets this parameter.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub toml: &'static str,
     /// vxbench's spellings (`iosize` for `-i iosize=`, `-e`, `--qd`); empty when vx lacks it.
     pub vx: &'static [&'static str],
     pub kind: Kind,
     set: fn(&mut Job, &str, &Ctx) -> Result<(), UsageError>,
     /// The field's value as a string the setter accepts (for records and round trips).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub show: fn(&Job) -> String,
 }
 
@@ -89,7 +92,7 @@ impl std::fmt::Debug for Param {
 
 impl Param {
     /// Parse `value` and store it in `job`, naming the parameter the way `front` spells it.
-    pub fn set(&self, job: &mut Job, value: &str, front: Front) -> Result<(), UsageError> {
+    pub(crate) fn set(&self, job: &mut Job, value: &str, front: Front) -> Result<(), UsageError> {
         let what = match front {
             Front::Flag => self.flag.unwrap_or(self.noun),
             Front::Axis => self.noun,
@@ -108,7 +111,10 @@ impl Param {
 
 /// The one access-pattern parser: fio-style (`randread`), vxbench-style (`rand_read`,
 /// `rand_mixed`, `seq_read`) and the mmap patterns, which also choose the mmap engine.
-pub fn parse_access(v: &str, what: &str) -> Result<(Access, Option<EngineKind>), UsageError> {
+pub(crate) fn parse_access(
+    v: &str,
+    what: &str,
+) -> Result<(Access, Option<EngineKind>), UsageError> {
     Ok(match v {
         "read" | "seq_read" => (Access::Read, None),
         "write" | "seq_write" => (Access::Write, None),
@@ -127,7 +133,7 @@ pub fn parse_access(v: &str, what: &str) -> Result<(Access, Option<EngineKind>),
 }
 
 /// The one boolean parser.
-pub fn parse_bool(v: &str, what: &str) -> Result<bool, UsageError> {
+pub(crate) fn parse_bool(v: &str, what: &str) -> Result<bool, UsageError> {
     match v {
         "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),
@@ -138,7 +144,7 @@ pub fn parse_bool(v: &str, what: &str) -> Result<bool, UsageError> {
 }
 
 /// A count between `min` and `max`.
-pub fn parse_ranged(v: &str, what: &str, min: u64, max: u64) -> Result<u64, UsageError> {
+pub(crate) fn parse_ranged(v: &str, what: &str, min: u64, max: u64) -> Result<u64, UsageError> {
     let n = parse_size_as(v, BareUnit::Count, what)?;
     if n < min || n > max {
         return Err(usage!("bad {what} '{v}': must be {min} to {max}"));
@@ -187,7 +193,7 @@ macro_rules! flag_bool {
 
 /// Every Job parameter a front end sets from a string. Axis parameters come first, in the
 /// order `fsbench sweep` lists them.
-pub static PARAMS: &[Param] = &[
+pub(crate) static PARAMS: &[Param] = &[
     Param {
         name: "rw",
         aliases: &["access"],
@@ -684,7 +690,7 @@ pub static PARAMS: &[Param] = &[
 ];
 
 /// The parameter with this canonical name or alias.
-pub fn find(name: &str) -> Option<&'static Param> {
+pub(crate) fn find(name: &str) -> Option<&'static Param> {
     PARAMS
         .iter()
         .find(|p| p.name == name || p.aliases.contains(&name))
@@ -692,7 +698,7 @@ pub fn find(name: &str) -> Option<&'static Param> {
 
 /// The parameter with this canonical name. Front ends name their parameters with literals
 /// that the table tests check, so a miss is a programming error caught by those tests.
-pub fn get(name: &str) -> &'static Param {
+pub(crate) fn get(name: &str) -> &'static Param {
     PARAMS
         .iter()
         .find(|p| p.name == name)

@@ -14,15 +14,18 @@ use crate::units::format_size_exact as sz;
 use std::fmt::Write;
 
 /// Extra rules on top of the report's style sheet (status colours, commands).
-pub const STYLE_EXTRA: &str = "td.warn{color:#b00;font-weight:bold}td.info{color:#a60}td.ok{color:#270}code{font-size:12px;background:#f6f6f6;padding:1px 3px}td.src{text-align:left;font-size:12px}td.val{white-space:nowrap}td.src ul{margin:2px 0;padding-left:16px;color:#555}h3{font-size:16px;margin-top:22px}";
+pub(crate) const STYLE_EXTRA: &str = "td.warn{color:#b00;font-weight:bold}td.info{color:#a60}td.ok{color:#270}code{font-size:12px;background:#f6f6f6;padding:1px 3px}td.src{text-align:left;font-size:12px}td.val{white-space:nowrap}td.src ul{margin:2px 0;padding-left:16px;color:#555}h3{font-size:16px;margin-top:22px}";
 
 /// The Advice documents among JSON values: `kind: "advise"`. Anything else is not advice.
-pub fn is_advice(v: &serde_json::Value) -> bool {
+pub(crate) fn is_advice(v: &serde_json::Value) -> bool {
     v.get("kind").and_then(|k| k.as_str()) == Some("advise")
 }
 
 /// Parse an advise document, checking its schema version.
-pub fn parse(v: serde_json::Value, origin: &str) -> Result<Advice, crate::error::UsageError> {
+pub(crate) fn parse(
+    v: serde_json::Value,
+    origin: &str,
+) -> Result<Advice, crate::error::UsageError> {
     let version = v.get("schema_version").and_then(|x| x.as_u64());
     if version != Some(1) {
         return Err(crate::usage!(
@@ -302,7 +305,7 @@ fn mb(v: f64) -> f64 {
 }
 
 /// Throughput by I/O size, buffered and direct, of one direction (single thread).
-pub fn size_chart(m: &Measurement, dir: Dir) -> Option<ChartData> {
+pub(crate) fn size_chart(m: &Measurement, dir: Dir) -> Option<ChartData> {
     let buffered = measure::size_curve(&m.points, dir, false);
     let direct = measure::size_curve(&m.points, dir, true);
     let mut sizes: Vec<u64> = buffered.iter().chain(&direct).map(|p| p.0).collect();
@@ -345,7 +348,7 @@ pub fn size_chart(m: &Measurement, dir: Dir) -> Option<ChartData> {
 }
 
 /// Throughput by concurrent streams (threads of direct I/O), reads and writes.
-pub fn streams_chart(m: &Measurement) -> Option<ChartData> {
+pub(crate) fn streams_chart(m: &Measurement) -> Option<ChartData> {
     let reads = measure::stream_curve(&m.points, Dir::Read);
     let writes = measure::stream_curve(&m.points, Dir::Write);
     let mut threads: Vec<u32> = reads.iter().chain(&writes).map(|p| p.0).collect();
@@ -451,17 +454,17 @@ fn measurement(out: &mut String, a: &Advice) {
 }
 
 /// Anchor of the `i`-th advise section in a report.
-pub fn anchor(i: usize) -> String {
+pub(crate) fn anchor(i: usize) -> String {
     format!("advise-{i}")
 }
 
 /// Title of an advise section.
-pub fn title(a: &Advice) -> String {
+pub(crate) fn title(a: &Advice) -> String {
     format!("Tuning advice for {}", a.topology.path)
 }
 
 /// The advise section (no page around it).
-pub fn section(a: &Advice, id: &str) -> String {
+pub(crate) fn section(a: &Advice, id: &str) -> String {
     let mut out = format!(
         "<section class=\"advise\" id=\"{}\"><style>{STYLE_EXTRA}</style><h2>{}</h2>",
         esc(id),
@@ -487,7 +490,14 @@ pub(crate) mod tests {
     use super::*;
     use crate::advise::measure::{Phase, Point};
 
-    pub fn point(phase: Phase, dir: Dir, direct: bool, bs: u64, threads: u32, mbs: f64) -> Point {
+    pub(crate) fn point(
+        phase: Phase,
+        dir: Dir,
+        direct: bool,
+        bs: u64,
+        threads: u32,
+        mbs: f64,
+    ) -> Point {
         Point {
             phase,
             dir,
@@ -504,7 +514,7 @@ pub(crate) mod tests {
 
     /// Advice from a recorded topology with a made-up measurement: buffered wins at small
     /// sizes, direct from 256k; streams stop growing at 4.
-    pub fn measured_advice() -> Advice {
+    pub(crate) fn measured_advice() -> Advice {
         let probe = crate::probe::topology::SysfsProbe::default();
         let topo = crate::probe::topology::Topology::of_path(std::path::Path::new("/"), &probe);
         let mut a = crate::advise::from_topology(topo);

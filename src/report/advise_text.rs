@@ -107,7 +107,7 @@ fn tunables(out: &mut String, title: &str, t: &Tunables, evidence: bool) {
 }
 
 /// The advice as text (`fsbench advise PATH`, and advise sections of text reports).
-pub fn text(a: &Advice) -> String {
+pub(crate) fn text(a: &Advice) -> String {
     let mut out = String::new();
     let t = &a.topology;
     let _ = writeln!(out, "Storage under {}", t.path);

@@ -5,7 +5,7 @@ use super::table::{shape_all, Shape, Shaped};
 use crate::sweep::record::Record;
 
 #[derive(Debug, Clone)]
-pub struct Change {
+pub(crate) struct Change {
     pub point: String,
     pub metric: String,
     /// Decimals the metric is shown with.
@@ -41,7 +41,7 @@ fn cells(t: &Shaped) -> Vec<(String, usize, usize)> {
     out
 }
 
-pub fn compare(
+pub(crate) fn compare(
     before: &[Record],
     after: &[Record],
     shape: &Shape,
@@ -111,7 +111,7 @@ pub fn compare(
     Ok(out)
 }
 
-pub fn render_text(changes: &[Change]) -> String {
+pub(crate) fn render_text(changes: &[Change]) -> String {
     let rows: Vec<[String; 7]> = changes
         .iter()
         .map(|c| {

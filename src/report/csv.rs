@@ -6,7 +6,7 @@ use super::ReportOptions;
 use crate::result::RunResult;
 use crate::stats::StatsReport;
 
-pub const HEADER: &str = "name,status,scope,user,thread,target,access,block_size_bytes,cache,engine,queue_depth,threads_per_user,users,ops,bytes,elapsed_s,bytes_per_sec,iops,cpu_user_s,cpu_sys_s,cpu_s,cpu_us_per_op,lat_min_ns,lat_mean_ns,lat_p50_ns,lat_p90_ns,lat_p99_ns,lat_p99_9_ns,lat_max_ns,buffered_fallback_ops,errors";
+pub(crate) const HEADER: &str = "name,status,scope,user,thread,target,access,block_size_bytes,cache,engine,queue_depth,threads_per_user,users,ops,bytes,elapsed_s,bytes_per_sec,iops,cpu_user_s,cpu_sys_s,cpu_s,cpu_us_per_op,lat_min_ns,lat_mean_ns,lat_p50_ns,lat_p90_ns,lat_p99_ns,lat_p99_9_ns,lat_max_ns,buffered_fallback_ops,errors";
 
 /// CSV text built row by row through the `csv` crate: a field is quoted only when it holds a
 /// comma, a double quote, a CR or a LF (inner quotes doubled); rows end in `\n`. The report
@@ -92,7 +92,7 @@ fn row(
 }
 
 /// The results as CSV rows.
-pub fn render(results: &[RunResult], opts: &ReportOptions) -> String {
+pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
     let mut out = CsvText::new();
     out.row(HEADER.split(','));
     for r in results {

@@ -11,7 +11,7 @@ use crate::output::ResultsDir;
 use crate::sweep::record::Record;
 use std::path::PathBuf;
 
-pub struct Document<'a> {
+pub(crate) struct Document<'a> {
     pub records: &'a [Record],
     pub tables: &'a [Shaped],
     pub title: &'a str,
@@ -77,12 +77,12 @@ impl Render for Document<'_> {
 
 impl Document<'_> {
     /// Does `format` carry the advise sections? CSV and JSON are tables of results only.
-    pub fn holds_advice(format: Format) -> bool {
+    pub(crate) fn holds_advice(format: Format) -> bool {
         matches!(format, Format::Text | Format::Markdown | Format::Html)
     }
 
     /// Store report.html and report.md in the results directory; returns the HTML path.
-    pub fn write_into(&self, dir: &ResultsDir) -> anyhow::Result<PathBuf> {
+    pub(crate) fn write_into(&self, dir: &ResultsDir) -> anyhow::Result<PathBuf> {
         dir.write("report.html", self.render(Format::Html).as_bytes())?;
         dir.write("report.md", self.render(Format::Markdown).as_bytes())?;
         Ok(dir.join("report.html"))

@@ -17,7 +17,7 @@ impl Render for FragReport {
 }
 
 /// The report as text.
-pub fn text(r: &FragReport) -> String {
+pub(crate) fn text(r: &FragReport) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "Extent fragmentation report for {}", r.root);
     let _ = writeln!(

@@ -11,7 +11,7 @@ use crate::sweep::record::Record;
 use std::fmt::Write;
 
 #[derive(Debug, Clone, Default)]
-pub struct HtmlOptions {
+pub(crate) struct HtmlOptions {
     pub title: String,
     pub baseline: Option<String>,
     /// Lines shown under the title (suite, scale, missing personalities, ...).
@@ -61,7 +61,7 @@ fn x_axis(t: &Shaped) -> Option<String> {
 }
 
 /// Chart data of metric `mi`: x = the x axis, one series per combination of the other axes.
-pub fn chart_data(t: &Shaped, mi: usize) -> Option<ChartData> {
+pub(crate) fn chart_data(t: &Shaped, mi: usize) -> Option<ChartData> {
     let x = x_axis(t)?;
     let mut x_labels: Vec<String> = Vec::new();
     let mut series: Vec<Series> = Vec::new();
@@ -145,7 +145,7 @@ pub fn chart_data(t: &Shaped, mi: usize) -> Option<ChartData> {
 }
 
 /// Percent difference of metric 0 from the baseline target, per point, per other target.
-pub fn normalised(t: &Shaped, baseline: &str) -> Option<(Vec<String>, Vec<Series>)> {
+pub(crate) fn normalised(t: &Shaped, baseline: &str) -> Option<(Vec<String>, Vec<Series>)> {
     let base = t.targets.iter().find(|x| same_target(x, baseline))?.clone();
     if t.targets.len() < 2 {
         return None;
@@ -196,7 +196,7 @@ pub fn normalised(t: &Shaped, baseline: &str) -> Option<(Vec<String>, Vec<Series
 }
 
 /// A target's last path component when that tells the targets apart (legends stay short).
-pub fn short_target(all: &[String], t: &str) -> String {
+pub(crate) fn short_target(all: &[String], t: &str) -> String {
     let base = |p: &str| -> String {
         std::path::Path::new(p.trim_end_matches('/'))
             .file_name()
@@ -259,10 +259,11 @@ fn html_table(t: &Shaped) -> String {
     s
 }
 
-pub const STYLE: &str = "body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222}h1{font-size:24px}h2{font-size:19px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}table{border-collapse:collapse;font-size:13px;margin:10px 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f2f2f2}td.key,th.key{text-align:left}td.skipped{color:#999;font-style:italic}td.failed{color:#b00}.meta{color:#555;font-size:13px}.charts svg{display:block;margin:12px 0;border:1px solid #eee}.notes{font-size:12px;color:#555}nav li{font-size:13px}.tablewrap{overflow-x:auto;max-width:100%}";
+pub(crate) const STYLE: &str = "body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222}h1{font-size:24px}h2{font-size:19px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}table{border-collapse:collapse;font-size:13px;margin:10px 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f2f2f2}td.key,th.key{text-align:left}td.skipped{color:#999;font-style:italic}td.failed{color:#b00}.meta{color:#555;font-size:13px}.charts svg{display:block;margin:12px 0;border:1px solid #eee}.notes{font-size:12px;color:#555}nav li{font-size:13px}.tablewrap{overflow-x:auto;max-width:100%}";
 
 /// Render the report.
-pub fn render(records: &[Record], tables: &[Shaped], o: &HtmlOptions) -> String {
+#[cfg(test)]
+pub(crate) fn render(records: &[Record], tables: &[Shaped], o: &HtmlOptions) -> String {
     render_with_advice(records, tables, o, &[])
 }
 
@@ -406,7 +407,7 @@ fn study_section(s: &mut String, t: &Shaped, baseline: Option<&str>) {
 
 /// Render the report with `fsbench advise` documents as sections of their own; results with
 /// `--iostat` samples get their device statistics charted over time.
-pub fn render_with_advice(
+pub(crate) fn render_with_advice(
     records: &[Record],
     tables: &[Shaped],
     o: &HtmlOptions,
@@ -447,7 +448,7 @@ pub fn render_with_advice(
 }
 
 /// The page of `fsbench advise PATH --format html`: the advise section with the report's style.
-pub fn advise_page(a: &crate::advise::Advice) -> String {
+pub(crate) fn advise_page(a: &crate::advise::Advice) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>fsbench advise: {t}</title><style>{STYLE}{extra}</style></head><body><h1>fsbench advise: {t}</h1><p class=\"meta\">fsbench {v}</p>{s}</body></html>\n",
         t = esc(&a.topology.path),

@@ -6,7 +6,7 @@ use crate::probe::diskstats::{self, DeviceSample, IostatSeries};
 use std::fmt::Write;
 
 /// What is sampled: the devices under `path`, or every device with I/O.
-pub fn devices_line(path: Option<&std::path::Path>, devices: &[String]) -> String {
+pub(crate) fn devices_line(path: Option<&std::path::Path>, devices: &[String]) -> String {
     match path {
         Some(p) => format!("devices under {}: {}\n", p.display(), devices.join(" -> ")),
         None => "all devices with I/O\n".to_string(),
@@ -14,7 +14,7 @@ pub fn devices_line(path: Option<&std::path::Path>, devices: &[String]) -> Strin
 }
 
 /// The column heads.
-pub fn header() -> String {
+pub(crate) fn header() -> String {
     format!(
         "{:>8} {:<10} {:>8} {:>8} {:>10} {:>10} {:>7} {:>8} {:>8} {:>8} {:>6}\n",
         "t_s",
@@ -50,7 +50,7 @@ fn row(s: &mut String, label: &str, x: &DeviceSample) {
 }
 
 /// One row per sample, labelled with its time from the start of the run.
-pub fn rows(series: &IostatSeries) -> String {
+pub(crate) fn rows(series: &IostatSeries) -> String {
     let mut s = String::new();
     for x in &series.samples {
         row(&mut s, &format!("{:.1}", x.t_s - series.run_start_s), x);
@@ -59,12 +59,12 @@ pub fn rows(series: &IostatSeries) -> String {
 }
 
 /// The row of an interval in which no device did I/O.
-pub fn idle_row(t_s: f64) -> String {
+pub(crate) fn idle_row(t_s: f64) -> String {
     format!("{t_s:>8.1} (no device did I/O)\n")
 }
 
 /// One `Average` row per device, devices by name.
-pub fn averages(series: &IostatSeries) -> String {
+pub(crate) fn averages(series: &IostatSeries) -> String {
     let mut s = String::new();
     let mut names: Vec<&str> = series.samples.iter().map(|x| x.device.as_str()).collect();
     names.sort();
@@ -79,7 +79,7 @@ pub fn averages(series: &IostatSeries) -> String {
 }
 
 /// The whole table: head, rows, averages.
-pub fn table(series: &IostatSeries) -> String {
+pub(crate) fn table(series: &IostatSeries) -> String {
     header() + &rows(series) + &averages(series)
 }
 

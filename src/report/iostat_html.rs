@@ -10,10 +10,10 @@ use crate::sweep::record::Record;
 use std::fmt::Write;
 
 /// Anchor of the section in the report.
-pub const ANCHOR: &str = "device-statistics";
+pub(crate) const ANCHOR: &str = "device-statistics";
 
 /// The iostat samples stored in a Result, if any.
-pub fn series_of(r: &RunResult) -> Option<IostatSeries> {
+pub(crate) fn series_of(r: &RunResult) -> Option<IostatSeries> {
     let s: IostatSeries = serde_json::from_value(r.probes.get("iostat")?.clone()).ok()?;
     (!s.samples.is_empty()).then_some(s)
 }
@@ -32,7 +32,7 @@ fn device_names(s: &IostatSeries) -> Vec<String> {
 
 /// The time-series charts of one device: x is seconds from the start of the timed run
 /// (each point ends one sampling interval; negative times cover target preparation).
-pub fn device_charts(s: &IostatSeries, device: &str) -> Vec<XyChart> {
+pub(crate) fn device_charts(s: &IostatSeries, device: &str) -> Vec<XyChart> {
     let these: Vec<&DeviceSample> = s.samples.iter().filter(|x| x.device == device).collect();
     let t = |x: &DeviceSample| x.t_s - s.run_start_s;
     let line = |name: &str, f: fn(&DeviceSample) -> f64| XySeries {
@@ -152,7 +152,7 @@ fn averages_table(s: &IostatSeries, names: &[String]) -> String {
 }
 
 /// The extents of the files a run wrote (`probes.extents`), as a small table.
-pub fn extents_table(r: &RunResult) -> Option<String> {
+pub(crate) fn extents_table(r: &RunResult) -> Option<String> {
     let files = r.probes.get("extents")?.get("files")?.as_array()?;
     if files.is_empty() {
         return None;
@@ -191,7 +191,12 @@ pub fn extents_table(r: &RunResult) -> Option<String> {
 
 /// One Result's block: a `<details>` with the averages, the charts of every device that did
 /// I/O, and the extents table. None when the Result has neither samples nor extents.
-pub fn result_block(r: &RunResult, label: &str, open: bool, with_extents: bool) -> Option<String> {
+pub(crate) fn result_block(
+    r: &RunResult,
+    label: &str,
+    open: bool,
+    with_extents: bool,
+) -> Option<String> {
     let series = series_of(r);
     let extents = if with_extents { extents_table(r) } else { None };
     if series.is_none() && extents.is_none() {
@@ -260,7 +265,7 @@ pub fn result_block(r: &RunResult, label: &str, open: bool, with_extents: bool) 
 
 /// The report's section for every Result with device samples (and, for plain runs, extents).
 /// Blocks are open when there are few of them.
-pub fn section(records: &[Record]) -> Option<String> {
+pub(crate) fn section(records: &[Record]) -> Option<String> {
     let plain = |rec: &Record| rec.meta().suite.is_empty() && rec.meta().study == "runs";
     let with_data: Vec<(&Record, &RunResult)> = records
         .iter()

@@ -2,7 +2,7 @@
 
 use crate::result::RunResult;
 
-pub fn render(results: &[RunResult]) -> String {
+pub(crate) fn render(results: &[RunResult]) -> String {
     if results.len() == 1 {
         super::json(&results[0])
     } else {

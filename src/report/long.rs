@@ -6,7 +6,7 @@ use super::table::{format_cell, Shaped};
 use crate::sweep::record::Record;
 
 /// One row per record: suite, study, index, repeat, target, status, each axis, each metric.
-pub fn csv(records: &[Record]) -> String {
+pub(crate) fn csv(records: &[Record]) -> String {
     let mut axes: Vec<String> = Vec::new();
     for r in records {
         for (n, _) in &r.meta().point {
@@ -56,7 +56,7 @@ pub fn csv(records: &[Record]) -> String {
 }
 
 /// The shaped tables as JSON: title, header and rows of text cells, notes.
-pub fn json(tables: &[Shaped]) -> String {
+pub(crate) fn json(tables: &[Shaped]) -> String {
     let v: Vec<serde_json::Value> = tables
         .iter()
         .map(|t| {

@@ -2,7 +2,7 @@
 
 use super::table::{render_markdown, Shaped};
 
-pub fn render(title: &str, preface: &[String], tables: &[Shaped]) -> String {
+pub(crate) fn render(title: &str, preface: &[String], tables: &[Shaped]) -> String {
     let mut s = format!("# {title}\n\n");
     for p in preface {
         s += &format!("{p}\n\n");

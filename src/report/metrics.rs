@@ -5,7 +5,7 @@ use crate::result::RunResult;
 use crate::units::RateUnit;
 
 #[derive(Debug)]
-pub struct Metric {
+pub(crate) struct Metric {
     pub key: &'static str,
     /// Column label, units included.
     pub label: &'static str,
@@ -18,7 +18,7 @@ fn calls(r: &RunResult) -> f64 {
     (r.total.syscalls.read + r.total.syscalls.write) as f64
 }
 
-pub const METRICS: &[Metric] = &[
+pub(crate) const METRICS: &[Metric] = &[
     Metric {
         key: "kb_per_s",
         label: "KB/s",
@@ -126,14 +126,14 @@ pub const METRICS: &[Metric] = &[
     },
 ];
 
-pub fn find(key: &str) -> Option<&'static Metric> {
+pub(crate) fn find(key: &str) -> Option<&'static Metric> {
     METRICS.iter().find(|m| m.key == key)
 }
 
 /// Metrics of a study without a stated list.
-pub const DEFAULT_METRICS: &[&str] = &["kb_per_s", "cpu_s", "iops", "lat_ms"];
+pub(crate) const DEFAULT_METRICS: &[&str] = &["kb_per_s", "cpu_s", "iops", "lat_ms"];
 
-pub fn keys() -> Vec<&'static str> {
+pub(crate) fn keys() -> Vec<&'static str> {
     METRICS.iter().map(|m| m.key).collect()
 }
 

@@ -9,27 +9,27 @@
 //! JSON. Output that is written as it is measured (the `quick` table, `iostat` rows, a trace
 //! listing) comes from the line functions of [`quick`], [`iostat`] and [`trace`].
 
-pub mod advise_html;
-pub mod advise_text;
-pub mod compare;
-pub mod csv;
-pub mod document;
-pub mod frag;
-pub mod html;
-pub mod iostat;
-pub mod iostat_html;
-pub mod json;
-pub mod long;
-pub mod markdown;
-pub mod metrics;
-pub mod observe;
-pub mod quick;
-pub mod suites;
-pub mod svg;
-pub mod table;
-pub mod text;
-pub mod trace;
-pub mod workload;
+pub(crate) mod advise_html;
+pub(crate) mod advise_text;
+pub(crate) mod compare;
+pub(crate) mod csv;
+pub(crate) mod document;
+pub(crate) mod frag;
+pub(crate) mod html;
+pub(crate) mod iostat;
+pub(crate) mod iostat_html;
+pub(crate) mod json;
+pub(crate) mod long;
+pub(crate) mod markdown;
+pub(crate) mod metrics;
+pub(crate) mod observe;
+pub(crate) mod quick;
+pub(crate) mod suites;
+pub(crate) mod svg;
+pub(crate) mod table;
+pub(crate) mod text;
+pub(crate) mod trace;
+pub(crate) mod workload;
 
 use crate::error::UsageError;
 use crate::result::RunResult;
@@ -37,7 +37,7 @@ use crate::units::RateUnit;
 
 /// What to show.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ReportOptions {
+pub(crate) struct ReportOptions {
     pub unit: RateUnit,
     /// Only the total line (vxbench -s).
     pub summary_only: bool,
@@ -47,7 +47,7 @@ pub struct ReportOptions {
 
 /// Every output format fsbench has; each kind of data offers some of them ([`Render::FORMATS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Format {
+pub(crate) enum Format {
     #[default]
     Text,
     Json,
@@ -57,7 +57,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub const ALL: &'static [Format] = &[
+    pub(crate) const ALL: &'static [Format] = &[
         Format::Text,
         Format::Json,
         Format::Csv,
@@ -66,7 +66,7 @@ impl Format {
     ];
 
     /// The name a user types (`md` for Markdown; `markdown` is accepted too).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Format::Text => "text",
             Format::Json => "json",
@@ -85,7 +85,11 @@ impl Format {
 
     /// `s` as one of `accepted`; otherwise one line naming `flag`, what was given and what is
     /// accepted.
-    pub fn parse_among(s: &str, accepted: &[Format], flag: &str) -> Result<Format, UsageError> {
+    pub(crate) fn parse_among(
+        s: &str,
+        accepted: &[Format],
+        flag: &str,
+    ) -> Result<Format, UsageError> {
         match Format::from_name(s) {
             Some(f) if accepted.contains(&f) => Ok(f),
             _ => Err(crate::usage!(
@@ -96,7 +100,7 @@ impl Format {
     }
 
     /// `s` as one of the formats `R` renders: the one parse every front end uses.
-    pub fn parse_for<R: Render + ?Sized>(s: &str, flag: &str) -> Result<Format, UsageError> {
+    pub(crate) fn parse_for<R: Render + ?Sized>(s: &str, flag: &str) -> Result<Format, UsageError> {
         Format::parse_among(s, R::FORMATS, flag)
     }
 }
@@ -124,7 +128,7 @@ fn names(formats: &[Format]) -> String {
 }
 
 /// Data that report/ turns into text, in each format it has.
-pub trait Render {
+pub(crate) trait Render {
     /// The formats this data has, the default first.
     const FORMATS: &'static [Format];
     /// The data in `format`, one of [`Self::FORMATS`] (front ends parse with
@@ -149,7 +153,7 @@ pub trait Render {
 
 /// Any serialisable value as pretty JSON with a final newline: the JSON form of every
 /// document fsbench prints.
-pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+pub(crate) fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
     let mut s =
         serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');
@@ -157,7 +161,7 @@ pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
 }
 
 /// Results of runs (`run`, `vx`, `quick`, `replay`): vxbench-style text, JSON or CSV.
-pub struct Runs<'a> {
+pub(crate) struct Runs<'a> {
     pub results: &'a [RunResult],
     pub opts: ReportOptions,
 }

@@ -8,7 +8,7 @@ use crate::stats::StatsReport;
 use std::fmt::Write;
 
 /// `syscalls: read 1024 (512/s) ...` and the getrusage line.
-pub fn syscall_lines(t: &StatsReport) -> String {
+pub(crate) fn syscall_lines(t: &StatsReport) -> String {
     let c = &t.syscalls;
     let per = |n: u64| {
         if t.elapsed_s > 0.0 {
@@ -51,7 +51,7 @@ pub fn syscall_lines(t: &StatsReport) -> String {
 }
 
 /// Everything from the Result's probes that has a text form.
-pub fn probe_sections(r: &RunResult) -> String {
+pub(crate) fn probe_sections(r: &RunResult) -> String {
     let mut out = String::new();
     if let Some(v) = r.probes.get("iostat") {
         if let Ok(series) = serde_json::from_value::<IostatSeries>(v.clone()) {

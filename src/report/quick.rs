@@ -7,7 +7,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 /// What the battery is, and the column heads.
-pub fn header(tests: usize, dir: &Path, file_size: u64, timed_s: f64) -> String {
+pub(crate) fn header(tests: usize, dir: &Path, file_size: u64, timed_s: f64) -> String {
     format!(
         "fsbench quick: {tests} tests in {} ({} file, {timed_s} s timed tests)\n{:<26} {:>10} {:>10} {:>9} {:>10} {:>10}  {}\n",
         dir.display(),
@@ -23,7 +23,7 @@ pub fn header(tests: usize, dir: &Path, file_size: u64, timed_s: f64) -> String 
 }
 
 /// One test's row, then a line for each error it met.
-pub fn row(r: &RunResult) -> String {
+pub(crate) fn row(r: &RunResult) -> String {
     let t = &r.total;
     let mut s = format!(
         "{:<26} {:>10.1} {:>10.0} {:>9.2} {:>10} {:>10}  {}\n",

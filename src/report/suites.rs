@@ -4,7 +4,7 @@
 use crate::sweep::suite::SuiteFile;
 use std::fmt::Write;
 
-pub fn list(suites: &[SuiteFile]) -> String {
+pub(crate) fn list(suites: &[SuiteFile]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

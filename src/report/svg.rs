@@ -10,7 +10,7 @@ const PALETTE: [&str; 10] = [
     "#7f7f7f", "#bcbd22",
 ];
 
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -19,14 +19,14 @@ pub fn esc(s: &str) -> String {
 
 /// One line or one bar group member.
 #[derive(Debug, Clone)]
-pub struct Series {
+pub(crate) struct Series {
     pub name: String,
     /// One value per x category (None = no measurement).
     pub values: Vec<Option<f64>>,
 }
 
 #[derive(Debug, Clone)]
-pub struct ChartData {
+pub(crate) struct ChartData {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
@@ -155,7 +155,7 @@ fn max_value(series: &[Series]) -> f64 {
 }
 
 /// Line chart: one polyline and one `circle.pt` per measured point.
-pub fn line_chart(c: &ChartData) -> String {
+pub(crate) fn line_chart(c: &ChartData) -> String {
     let mut out = String::new();
     frame(&mut out, "line", &c.title);
     let (top, step) = nice_axis(max_value(&c.series));
@@ -242,7 +242,7 @@ pub fn line_chart(c: &ChartData) -> String {
 }
 
 /// Grouped vertical bars: x categories, one bar per series in each group.
-pub fn bar_chart(c: &ChartData) -> String {
+pub(crate) fn bar_chart(c: &ChartData) -> String {
     let mut out = String::new();
     frame(&mut out, "bars", &c.title);
     let (top, step) = nice_axis(max_value(&c.series));
@@ -294,7 +294,12 @@ pub fn bar_chart(c: &ChartData) -> String {
 
 /// Horizontal bars of percentage differences from a baseline at 0 (Figure 1 of the
 /// shootout): one row per (label), one bar per compared target.
-pub fn normalised_chart(title: &str, baseline: &str, rows: &[String], series: &[Series]) -> String {
+pub(crate) fn normalised_chart(
+    title: &str,
+    baseline: &str,
+    rows: &[String],
+    series: &[Series],
+) -> String {
     let row_h = 16.0 * series.len().max(1) as f64 + 8.0;
     let h = MT + 30.0 + row_h * rows.len() as f64 + 40.0;
     let label_w = 230.0;
@@ -381,14 +386,14 @@ pub fn normalised_chart(title: &str, baseline: &str, rows: &[String], series: &[
 
 /// One line of (x, y) points on a numeric x axis (a time series).
 #[derive(Debug, Clone)]
-pub struct XySeries {
+pub(crate) struct XySeries {
     pub name: String,
     pub points: Vec<(f64, f64)>,
 }
 
 /// A chart with a linear numeric x axis: time series of device statistics.
 #[derive(Debug, Clone)]
-pub struct XyChart {
+pub(crate) struct XyChart {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
@@ -444,7 +449,7 @@ fn fmt_step(v: f64, step: f64) -> String {
 
 /// Line chart on a linear x axis with round ticks: one polyline and one `circle.pt` per
 /// point (smaller dots when there are many), markers as dashed vertical lines.
-pub fn xy_chart(c: &XyChart) -> String {
+pub(crate) fn xy_chart(c: &XyChart) -> String {
     let mut out = String::new();
     frame(&mut out, "line timeseries", &c.title);
     let max_y = c

@@ -9,7 +9,7 @@ use crate::sweep::record::{ChartSpec, Record, SweepMeta};
 
 /// Measurements of one cell: per metric, one value per repetition.
 #[derive(Debug, Clone, Default)]
-pub struct Cell {
+pub(crate) struct Cell {
     pub values: Vec<Vec<f64>>,
     pub skipped: Option<String>,
     pub failed: bool,
@@ -17,12 +17,12 @@ pub struct Cell {
 }
 
 impl Cell {
-    pub fn mean(&self, m: usize) -> Option<f64> {
+    pub(crate) fn mean(&self, m: usize) -> Option<f64> {
         let v = self.values.get(m)?;
         (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     }
     /// (max - min) / mean over repetitions; None with fewer than two.
-    pub fn spread(&self, m: usize) -> Option<f64> {
+    pub(crate) fn spread(&self, m: usize) -> Option<f64> {
         let v = self.values.get(m)?;
         if v.len() < 2 {
             return None;
@@ -36,14 +36,11 @@ impl Cell {
             0.0
         })
     }
-    pub fn repeats(&self) -> usize {
-        self.values.first().map(|v| v.len()).unwrap_or(0)
-    }
 }
 
 /// One study shaped as a table.
 #[derive(Debug, Clone)]
-pub struct Shaped {
+pub(crate) struct Shaped {
     pub suite: String,
     pub study: String,
     pub title: String,
@@ -62,7 +59,7 @@ pub struct Shaped {
 }
 
 /// A value of an axis for a record; `target` is the record's target label.
-pub fn axis_value(meta: &SweepMeta, name: &str) -> Option<String> {
+pub(crate) fn axis_value(meta: &SweepMeta, name: &str) -> Option<String> {
     if name == "target" {
         return meta.target.clone();
     }
@@ -77,14 +74,14 @@ fn push_unique(v: &mut Vec<String>, s: &str) {
 
 /// Overrides for rows, columns and metrics (from `--rows`, `--cols`, `--metrics`).
 #[derive(Debug, Clone, Default)]
-pub struct Shape {
+pub(crate) struct Shape {
     pub rows: Option<Vec<String>>,
     pub cols: Option<Vec<String>>,
     pub metrics: Option<Vec<String>>,
 }
 
 /// Group records by study (in run order) and shape each into a table.
-pub fn shape_all(
+pub(crate) fn shape_all(
     records: &[Record],
     shape: &Shape,
 ) -> Result<Vec<Shaped>, crate::error::UsageError> {
@@ -251,7 +248,10 @@ fn compact_notes(notes: Vec<String>) -> Vec<String> {
 }
 
 /// Shape the records of one study into a table: axes, metrics, one cell per point.
-pub fn shape_study(recs: &[&Record], shape: &Shape) -> Result<Shaped, crate::error::UsageError> {
+pub(crate) fn shape_study(
+    recs: &[&Record],
+    shape: &Shape,
+) -> Result<Shaped, crate::error::UsageError> {
     let first = recs[0].meta();
     let (rows, cols, targets) = table_axes(recs, first, shape)?;
     let ms = table_metrics(first, shape)?;
@@ -304,7 +304,7 @@ pub fn shape_study(recs: &[&Record], shape: &Shape) -> Result<Shaped, crate::err
 
 impl Shaped {
     /// Header row: row axis labels, then for each metric each column key.
-    pub fn header(&self) -> Vec<String> {
+    pub(crate) fn header(&self) -> Vec<String> {
         let mut h: Vec<String> = self.row_axes.iter().map(|a| axis::label(a)).collect();
         for m in &self.metrics {
             for ck in &self.col_keys {
@@ -320,7 +320,7 @@ impl Shaped {
     }
 
     /// Body rows as text.
-    pub fn body(&self) -> Vec<Vec<String>> {
+    pub(crate) fn body(&self) -> Vec<Vec<String>> {
         let mut out = Vec::new();
         for (ri, rk) in self.row_keys.iter().enumerate() {
             let mut row = rk.clone();
@@ -336,7 +336,7 @@ impl Shaped {
 }
 
 /// A cell as text: the mean, `±spread%` with repetitions, `!` when the run failed.
-pub fn format_cell(c: &Cell, mi: usize, m: &Metric) -> String {
+pub(crate) fn format_cell(c: &Cell, mi: usize, m: &Metric) -> String {
     if let Some(v) = c.mean(mi) {
         let mut s = format!("{v:.*}", m.decimals);
         if let Some(sp) = c.spread(mi) {
@@ -356,7 +356,7 @@ pub fn format_cell(c: &Cell, mi: usize, m: &Metric) -> String {
 }
 
 /// Plain-text table with aligned columns.
-pub fn render_text(t: &Shaped) -> String {
+pub(crate) fn render_text(t: &Shaped) -> String {
     let header = t.header();
     let body = t.body();
     let ncol = header.len();
@@ -398,7 +398,7 @@ pub fn render_text(t: &Shaped) -> String {
 }
 
 /// Markdown table.
-pub fn render_markdown(t: &Shaped) -> String {
+pub(crate) fn render_markdown(t: &Shaped) -> String {
     let esc = |s: &str| s.replace('|', "\\|");
     let header = t.header();
     let mut out = format!("### {}\n\n", esc(&t.title));
@@ -436,12 +436,12 @@ pub fn render_markdown(t: &Shaped) -> String {
 }
 
 #[cfg(test)]
-pub mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::sweep::record::TableSpec;
 
     /// A synthetic measured record (for table and chart tests).
-    pub fn fake(
+    pub(crate) fn fake(
         study: &str,
         point: &[(&str, &str)],
         kbps: f64,

@@ -44,7 +44,7 @@ fn header_without_job(r: &RunResult) -> String {
     }
 }
 
-pub fn header(r: &RunResult) -> String {
+pub(crate) fn header(r: &RunResult) -> String {
     let Some(j) = &r.job else {
         return header_without_job(r);
     };
@@ -101,7 +101,7 @@ fn rate_label(j: &crate::job::Job) -> String {
 }
 
 /// The results as vxbench-style text.
-pub fn render(results: &[RunResult], opts: &ReportOptions) -> String {
+pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
     let mut out = String::new();
     for r in results {
         if r.kind == crate::result::Kind::Workload {

@@ -11,7 +11,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 /// The analysis of the trace in `file`.
-pub struct TraceAnalysis<'a> {
+pub(crate) struct TraceAnalysis<'a> {
     pub file: &'a Path,
     pub analysis: &'a Analysis,
 }
@@ -27,7 +27,7 @@ impl Render for TraceAnalysis<'_> {
 }
 
 /// The analysis as text.
-pub fn text(a: &Analysis) -> String {
+pub(crate) fn text(a: &Analysis) -> String {
     let mut s = String::new();
     let ops = a.reads + a.writes;
     let _ = writeln!(
@@ -151,11 +151,12 @@ pub fn text(a: &Analysis) -> String {
 
 /// Device I/Os listed per application I/O; the rest of a larger split is summarised in one
 /// line (a 1 GiB read over a 512-byte stripe unit would otherwise be two million lines).
-pub const LISTED_PIECES_MAX: u64 = 1000;
+pub(crate) const LISTED_PIECES_MAX: u64 = 1000;
 
 /// The first `n` data calls vxtrace-style: a START line, with a stripe the device I/Os it
 /// becomes (column, offset on the column, length), and an END line with its time.
-pub fn format_listing(
+#[cfg(test)]
+pub(crate) fn format_listing(
     t: &Trace,
     n: usize,
     stripe: Option<Stripe>,
@@ -167,7 +168,7 @@ pub fn format_listing(
 }
 
 /// [`format_listing`] into any writer (the CLI streams it to stdout).
-pub fn write_listing(
+pub(crate) fn write_listing(
     s: &mut impl Write,
     t: &Trace,
     n: usize,
@@ -231,7 +232,7 @@ pub fn write_listing(
 }
 
 /// `tusc -c`-style call counts of a capture, then what went into the trace written to `out`.
-pub fn capture_summary(conv: &Converter, out: &Path) -> String {
+pub(crate) fn capture_summary(conv: &Converter, out: &Path) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,

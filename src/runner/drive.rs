@@ -18,14 +18,14 @@ use std::time::Instant;
 /// something failed before the start (a thread could not be spawned, a parent never said
 /// go), closes it and no body does any I/O.
 #[derive(Default)]
-pub struct Gate {
+pub(crate) struct Gate {
     state: Mutex<(usize, Option<bool>)>,
     cv: Condvar,
 }
 
 impl Gate {
     /// A body is prepared; wait for the decision. True = run.
-    pub fn arrive_and_wait(&self) -> bool {
+    pub(crate) fn arrive_and_wait(&self) -> bool {
         let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
         g.0 += 1;
         self.cv.notify_all();
@@ -50,16 +50,16 @@ impl Gate {
 
 /// What a thread runs: it gets the gate and must call `arrive_and_wait` exactly once, after
 /// preparing and before any I/O; None when the gate was closed.
-pub type Body<T> = Box<dyn FnOnce(&Gate) -> Option<T> + Send>;
+pub(crate) type Body<T> = Box<dyn FnOnce(&Gate) -> Option<T> + Send>;
 
 type Spawned<T> = JoinHandle<Option<T>>;
 
 /// How a thread is started: `Builder::spawn` in a run; tests make it fail.
-pub type Spawner<'a, T> = dyn Fn(std::thread::Builder, Box<dyn FnOnce() -> Option<T> + Send>) -> std::io::Result<Spawned<T>>
+pub(crate) type Spawner<'a, T> = dyn Fn(std::thread::Builder, Box<dyn FnOnce() -> Option<T> + Send>) -> std::io::Result<Spawned<T>>
     + 'a;
 
 /// Threads started by [`start_threads`], every one held at the gate.
-pub struct Crew<T> {
+pub(crate) struct Crew<T> {
     gate: Arc<Gate>,
     handles: Vec<Spawned<T>>,
 }
@@ -67,14 +67,14 @@ pub struct Crew<T> {
 /// A thread that could not be started: which one (0-based) and why. Every thread started
 /// before it has been called off at the gate and joined.
 #[derive(Debug)]
-pub struct SpawnFailed {
+pub(crate) struct SpawnFailed {
     pub index: usize,
     pub error: std::io::Error,
 }
 
 /// Start one named thread per body with the given stack, all held at one gate. If a thread
 /// cannot be started, the gate is closed and the started ones are joined before returning.
-pub fn start_threads<T: Send + 'static>(
+pub(crate) fn start_threads<T: Send + 'static>(
     bodies: impl IntoIterator<Item = (String, Body<T>)>,
     stack: usize,
     spawn: &Spawner<'_, T>,
@@ -100,7 +100,7 @@ pub fn start_threads<T: Send + 'static>(
 }
 
 /// The ordinary spawner.
-pub fn spawn_thread<T: Send + 'static>(
+pub(crate) fn spawn_thread<T: Send + 'static>(
     b: std::thread::Builder,
     f: Box<dyn FnOnce() -> Option<T> + Send>,
 ) -> std::io::Result<Spawned<T>> {
@@ -110,7 +110,7 @@ pub fn spawn_thread<T: Send + 'static>(
 impl<T> Crew<T> {
     /// Wait for every body to be prepared, then ask `go` (process mode waits for its parent
     /// here): true opens the gate and returns the start instant; false calls the run off.
-    pub fn open(&self, go: impl FnOnce() -> bool) -> Option<Instant> {
+    pub(crate) fn open(&self, go: impl FnOnce() -> bool) -> Option<Instant> {
         self.gate.wait_prepared(self.handles.len());
         if !go() {
             self.gate.decide(false);
@@ -122,13 +122,13 @@ impl<T> Crew<T> {
     }
 
     /// Whether any thread is still running.
-    pub fn alive(&self) -> bool {
+    pub(crate) fn alive(&self) -> bool {
         self.handles.iter().any(|h| !h.is_finished())
     }
 
     /// Join every thread: the outcomes of those that ran (in start order), or an error when
     /// one panicked.
-    pub fn join(self) -> Result<Vec<T>> {
+    pub(crate) fn join(self) -> Result<Vec<T>> {
         let mut out = Vec::with_capacity(self.handles.len());
         let mut panicked = false;
         for h in self.handles {
@@ -147,7 +147,7 @@ impl<T> Crew<T> {
 
 /// What a worker process is told to rebuild: the one spec of `fsbench __worker`.
 #[derive(Serialize, Deserialize)]
-pub enum ChildSpec {
+pub(crate) enum ChildSpec {
     /// Workers of a Job (process mode of `run`/`vx`).
     Job(super::process::WorkerSpec),
     /// One process instance of a workload, attached to the parent's shared arena.
@@ -156,11 +156,11 @@ pub enum ChildSpec {
 
 /// Environment variable carrying the parent's PID to a worker process, so the worker dies
 /// with it (a SIGKILLed parent must not leave workers writing forever).
-pub const PARENT_ENV: &str = "FSBENCH_PARENT_PID";
+pub(crate) const PARENT_ENV: &str = "FSBENCH_PARENT_PID";
 
 /// Start `fsbench __worker` and send it its spec (one JSON line). Its stdout is piped for
 /// the outcomes; stdin stays open for the start protocol of the source.
-pub fn start_process(spec: &ChildSpec) -> Result<Child> {
+pub(crate) fn start_process(spec: &ChildSpec) -> Result<Child> {
     let exe = std::env::current_exe().context("finding the fsbench executable")?;
     let mut child = Command::new(&exe)
         .arg("__worker")
@@ -181,7 +181,7 @@ pub fn start_process(spec: &ChildSpec) -> Result<Child> {
 }
 
 /// Read a child's outcomes (one JSON document on stdout) and reap it.
-pub fn finish_process<T: serde::de::DeserializeOwned>(
+pub(crate) fn finish_process<T: serde::de::DeserializeOwned>(
     mut child: Child,
     rest: &mut impl Read,
 ) -> Result<Vec<T>> {
@@ -195,7 +195,7 @@ pub fn finish_process<T: serde::de::DeserializeOwned>(
 
 /// Child side: `fsbench __worker`. Dies with the parent first, then rebuilds the source its
 /// spec names and runs it.
-pub fn worker_main() -> Result<()> {
+pub(crate) fn worker_main() -> Result<()> {
     let parent = std::env::var(PARENT_ENV).ok().and_then(|p| p.parse().ok());
     crate::guard::die_with_parent(parent);
     super::signal::install();
@@ -211,7 +211,7 @@ pub fn worker_main() -> Result<()> {
 }
 
 /// Write a child's outcomes as one JSON line on stdout.
-pub fn send_outcomes<T: Serialize>(outcomes: &[T]) -> Result<()> {
+pub(crate) fn send_outcomes<T: Serialize>(outcomes: &[T]) -> Result<()> {
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, outcomes)?;
     out.write_all(b"\n")?;

@@ -12,7 +12,7 @@ const HIST_BYTES: u64 = 280 << 10;
 const PROCESS_BYTES: u64 = 8 << 20;
 
 /// Threads plus processes the job starts (the main thread included).
-pub fn tasks(job: &Job) -> u64 {
+pub(crate) fn tasks(job: &Job) -> u64 {
     let threads = job.total_threads();
     let processes = match job.workers {
         WorkerMode::Threads => 0,
@@ -24,7 +24,7 @@ pub fn tasks(job: &Job) -> u64 {
 }
 
 /// Memory the workers need: buffers, stacks and histograms, plus the extra processes.
-pub fn worker_memory(job: &Job) -> u64 {
+pub(crate) fn worker_memory(job: &Job) -> u64 {
     let slot = job.block_size.div_ceil(4096).max(1) * 4096;
     let buffers = slot.saturating_mul(job.effective_depth() as u64);
     let hists = if job.rate.iops.is_some() || job.rate.bytes_per_sec.is_some() {
@@ -55,7 +55,7 @@ fn nproc_limit() -> Option<u64> {
 }
 
 /// MemAvailable from /proc/meminfo, in bytes.
-pub fn mem_available() -> Option<u64> {
+pub(crate) fn mem_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     parse_mem_available(&text)
 }
@@ -67,7 +67,7 @@ fn parse_mem_available(text: &str) -> Option<u64> {
 }
 
 /// The check itself: one usage line naming the limit.
-pub fn check(job: &Job) -> Result<()> {
+pub(crate) fn check(job: &Job) -> Result<()> {
     check_against(job, nproc_limit(), mem_available())
 }
 

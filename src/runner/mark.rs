@@ -13,13 +13,13 @@ use std::path::Path;
 
 /// (device, inode) of an open file or a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct FileId {
+pub(crate) struct FileId {
     pub dev: u64,
     pub ino: u64,
 }
 
 impl FileId {
-    pub fn of(f: &File) -> std::io::Result<FileId> {
+    pub(crate) fn of(f: &File) -> std::io::Result<FileId> {
         let m = f.metadata()?;
         Ok(FileId {
             dev: m.dev(),
@@ -28,7 +28,7 @@ impl FileId {
     }
 
     /// What the path names now, without following a final symbolic link.
-    pub fn of_path(p: &Path) -> std::io::Result<FileId> {
+    pub(crate) fn of_path(p: &Path) -> std::io::Result<FileId> {
         let m = std::fs::symlink_metadata(p)?;
         Ok(FileId {
             dev: m.dev(),
@@ -38,24 +38,24 @@ impl FileId {
 }
 
 /// Was the open file created (and marked) by fsbench?
-pub fn fd_is_marked(f: &File) -> bool {
+pub(crate) fn fd_is_marked(f: &File) -> bool {
     crate::safety::fd_is_marked(f)
 }
 
 /// Can this file carry the mark at all? False where the file system has no user xattrs
 /// (then a file fsbench created cannot be told from another by its mark).
-pub fn fd_can_mark(f: &File) -> bool {
+pub(crate) fn fd_can_mark(f: &File) -> bool {
     !matches!(crate::safety::fd_get_mark(f), Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP))
 }
 
 /// Mark the open file as fsbench's. False where the file system has no user xattrs.
-pub fn fd_mark(f: &File) -> bool {
+pub(crate) fn fd_mark(f: &File) -> bool {
     crate::safety::fd_set_mark(f, b"created")
 }
 
 /// Flags every open of a target carries: never follow a final symlink (unless `follow`),
 /// never block on a FIFO, never leak into children.
-pub fn target_flags(follow: bool) -> i32 {
+pub(crate) fn target_flags(follow: bool) -> i32 {
     let mut f = libc::O_CLOEXEC | libc::O_NONBLOCK;
     if !follow {
         f |= libc::O_NOFOLLOW;
@@ -64,7 +64,7 @@ pub fn target_flags(follow: bool) -> i32 {
 }
 
 /// Open an existing target read-write (or read-only when `write` is false).
-pub fn open_existing(path: &Path, write: bool, follow: bool) -> std::io::Result<File> {
+pub(crate) fn open_existing(path: &Path, write: bool, follow: bool) -> std::io::Result<File> {
     std::fs::OpenOptions::new()
         .read(true)
         .write(write)
@@ -73,7 +73,7 @@ pub fn open_existing(path: &Path, write: bool, follow: bool) -> std::io::Result<
 }
 
 /// Create a new target: O_CREAT|O_EXCL|O_NOFOLLOW, so an existing file or link is never used.
-pub fn create_new(path: &Path) -> std::io::Result<File> {
+pub(crate) fn create_new(path: &Path) -> std::io::Result<File> {
     std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -84,7 +84,7 @@ pub fn create_new(path: &Path) -> std::io::Result<File> {
 }
 
 /// Turn O_NONBLOCK off again once the descriptor is known to be a regular file or device.
-pub fn set_blocking(f: &File) {
+pub(crate) fn set_blocking(f: &File) {
     // SAFETY: fcntl on an open descriptor we own; no memory is passed.
     unsafe {
         let fl = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);

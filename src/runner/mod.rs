@@ -2,24 +2,24 @@
 //! start barrier, stops them on count, time, Ctrl-C or error, and gathers their `Stats`.
 //! Only the runner does I/O.
 
-pub mod drive;
-pub mod limits;
-pub mod mark;
-pub mod opgen;
-pub mod pace;
-pub mod process;
-pub mod signal;
-pub mod space;
-pub mod target;
-pub mod worker;
+pub(crate) mod drive;
+pub(crate) mod limits;
+pub(crate) mod mark;
+pub(crate) mod opgen;
+pub(crate) mod pace;
+pub(crate) mod process;
+pub(crate) mod signal;
+pub(crate) mod space;
+pub(crate) mod target;
+pub(crate) mod worker;
 
 use crate::job::{Job, WorkerMode};
 use crate::stats::Stats;
 use anyhow::Result;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-pub use target::Plan;
-pub use worker::{IoFailure, ThreadOutcome};
+pub(crate) use target::Plan;
+pub(crate) use worker::{IoFailure, ThreadOutcome};
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -101,7 +101,7 @@ fn uring_preflight(job: &Job, plan: &target::Plan) -> Result<Vec<String>> {
 /// A refusal before any I/O (what the user named, or its state) is a usage error. An error
 /// while preparing (layout, reservation) or during the timed run is a `Failed` outcome that
 /// names the file and offset, so front ends still write their Result.
-pub fn run(job: &Job) -> Result<RunOutcome> {
+pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
     job.validate()?;
     limits::check(job)?;
     signal::install();
@@ -263,7 +263,7 @@ pub(crate) fn say(line: &str) {
 }
 
 /// (user, thread) pairs of the whole job.
-pub fn all_workers(job: &Job) -> Vec<(usize, u32)> {
+pub(crate) fn all_workers(job: &Job) -> Vec<(usize, u32)> {
     (0..job.targets.len())
         .flat_map(|u| (0..job.threads).map(move |t| (u, t)))
         .collect()
@@ -271,13 +271,13 @@ pub fn all_workers(job: &Job) -> Vec<(usize, u32)> {
 
 /// Stack of a worker thread: the I/O loop needs little, and thousands of workers must not
 /// reserve the default 2 MiB each.
-pub const WORKER_STACK: usize = 512 << 10;
+pub(crate) const WORKER_STACK: usize = 512 << 10;
 
 /// Run the given workers as threads of this process. `go` is called once every worker is
 /// prepared, before the gate opens (process mode uses it to wait for the parent); when it
 /// returns false nothing runs. `ids` are the (device, inode) of the prepared targets: a worker
 /// whose path now names another file refuses to start.
-pub fn run_threads_with(
+pub(crate) fn run_threads_with(
     job: &Job,
     plan: &Plan,
     ids: &[mark::FileId],

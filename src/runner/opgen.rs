@@ -5,14 +5,14 @@ use crate::engine::OpKind;
 
 /// SplitMix64: tiny, fast, good enough for offsets, and identical on every platform.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Rng(seed)
     }
     #[inline]
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -21,19 +21,19 @@ impl Rng {
     }
     /// Uniform in [0, n) without modulo bias worth speaking of (Lemire's multiply-shift).
     #[inline]
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
 }
 
 /// Seed of one thread, derived from the job seed and the thread's place.
-pub fn thread_seed(seed: u64, user: usize, thread: u32) -> u64 {
+pub(crate) fn thread_seed(seed: u64, user: usize, thread: u32) -> u64 {
     let mut r = Rng::new(seed ^ ((user as u64) << 32) ^ thread as u64);
     r.next_u64()
 }
 
 #[derive(Debug, Clone)]
-pub struct OpGen {
+pub(crate) struct OpGen {
     random: bool,
     read_pct: u8,
     bs: u64,
@@ -49,7 +49,7 @@ pub struct OpGen {
 }
 
 /// Parameters of one thread's stream.
-pub struct GenSpec {
+pub(crate) struct GenSpec {
     pub random: bool,
     pub read_pct: u8,
     pub block_size: u64,
@@ -64,7 +64,7 @@ pub struct GenSpec {
 }
 
 impl OpGen {
-    pub fn new(s: &GenSpec) -> Self {
+    pub(crate) fn new(s: &GenSpec) -> Self {
         let blocks = (s.target_size / s.block_size).max(1);
         let threads = s.threads.max(1) as u64;
         let t = s.thread as u64;
@@ -102,14 +102,9 @@ impl OpGen {
         }
     }
 
-    /// Total I/Os this stream will issue, if bounded.
-    pub fn planned(&self) -> Option<u64> {
-        self.remaining
-    }
-
     /// Next operation and offset, or None when the count is reached.
     #[inline]
-    pub fn next_op(&mut self) -> Option<(OpKind, u64)> {
+    pub(crate) fn next_op(&mut self) -> Option<(OpKind, u64)> {
         if let Some(r) = &mut self.remaining {
             if *r == 0 {
                 return None;

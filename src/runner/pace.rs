@@ -12,7 +12,7 @@ use std::time::Duration;
 /// The issue schedule of one worker. Times are nanoseconds of the worker loop's clock
 /// (CLOCK_MONOTONIC), the same numbers its latencies are taken from.
 #[derive(Debug, Clone, Copy)]
-pub struct Pacer {
+pub(crate) struct Pacer {
     /// Nanoseconds between intended issue times.
     interval_ns: f64,
     /// Offset of this worker's first slot, so workers sharing a total rate interleave.
@@ -23,7 +23,7 @@ pub struct Pacer {
 }
 
 /// I/Os per second one worker must issue, or None without a rate limit.
-pub fn per_worker_rate(job: &Job) -> Option<f64> {
+pub(crate) fn per_worker_rate(job: &Job) -> Option<f64> {
     let iops = job.rate.iops.map(|r| r as f64);
     let from_bytes = job
         .rate
@@ -42,7 +42,7 @@ pub fn per_worker_rate(job: &Job) -> Option<f64> {
 
 impl Pacer {
     /// The schedule of worker `index` (0-based over all users' threads), if the job has a rate.
-    pub fn for_worker(job: &Job, index: u64) -> Option<Pacer> {
+    pub(crate) fn for_worker(job: &Job, index: u64) -> Option<Pacer> {
         let rate = per_worker_rate(job)?;
         Some(Pacer::at_rate(rate, index, job.total_threads()))
     }
@@ -50,7 +50,7 @@ impl Pacer {
     /// The schedule of worker `index` of `workers` that issues `rate` units a second, for a
     /// source without a Job (a workload thread or a replay thread paces its calls with it;
     /// under a byte rate one slot is one byte).
-    pub fn at_rate(rate: f64, index: u64, workers: u64) -> Pacer {
+    pub(crate) fn at_rate(rate: f64, index: u64, workers: u64) -> Pacer {
         let interval_ns = 1e9 / rate;
         let workers = workers.max(1);
         Pacer {
@@ -64,7 +64,7 @@ impl Pacer {
     /// Take `n` slots at once (a call of `n` bytes under a byte rate): returns the
     /// intended issue time of the first.
     #[inline]
-    pub fn take_n(&mut self, n: u64) -> u64 {
+    pub(crate) fn take_n(&mut self, n: u64) -> u64 {
         let t = self.next_due();
         self.next += n;
         t
@@ -72,7 +72,7 @@ impl Pacer {
 
     /// Anchor the schedule at the start of the timed loop (`t0_ns`). Also asks for 1 us timer
     /// slack (default 50 us) so waits for the next slot end close to its intended time.
-    pub fn start(&mut self, t0_ns: u64) {
+    pub(crate) fn start(&mut self, t0_ns: u64) {
         // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0) };
         self.start_ns = t0_ns;
@@ -81,18 +81,18 @@ impl Pacer {
 
     /// Intended issue time of the next I/O.
     #[inline]
-    pub fn next_due(&self) -> u64 {
+    pub(crate) fn next_due(&self) -> u64 {
         self.start_ns + (self.phase_ns + self.next as f64 * self.interval_ns) as u64
     }
 
     #[inline]
-    pub fn is_due(&self, now_ns: u64) -> bool {
+    pub(crate) fn is_due(&self, now_ns: u64) -> bool {
         self.next_due() <= now_ns
     }
 
     /// Take the next slot of the schedule: returns its intended issue time.
     #[inline]
-    pub fn take(&mut self) -> u64 {
+    pub(crate) fn take(&mut self) -> u64 {
         let t = self.next_due();
         self.next += 1;
         t
@@ -100,7 +100,7 @@ impl Pacer {
 
     /// How long until the next I/O is due (zero when it is already late).
     #[inline]
-    pub fn until_due(&self, now_ns: u64) -> Duration {
+    pub(crate) fn until_due(&self, now_ns: u64) -> Duration {
         Duration::from_nanos(self.next_due().saturating_sub(now_ns))
     }
 }

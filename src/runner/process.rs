@@ -13,7 +13,7 @@ use std::time::Instant;
 
 /// What the parent sends a child.
 #[derive(Serialize, Deserialize)]
-pub struct WorkerSpec {
+pub(crate) struct WorkerSpec {
     pub job: Job,
     pub plan: Plan,
     pub workers: Vec<(usize, u32)>,
@@ -21,8 +21,6 @@ pub struct WorkerSpec {
     #[serde(default)]
     pub ids: Vec<super::mark::FileId>,
 }
-
-pub use super::drive::PARENT_ENV;
 
 #[derive(Serialize, Deserialize)]
 struct WireOutcome {
@@ -56,7 +54,7 @@ impl From<WireOutcome> for ThreadOutcome {
 }
 
 /// Parent side: one child per group of workers.
-pub fn run_processes(
+pub(crate) fn run_processes(
     job: &Job,
     plan: &Plan,
     ids: &[super::mark::FileId],

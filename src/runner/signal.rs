@@ -11,7 +11,7 @@ extern "C" fn on_signal(_sig: libc::c_int) {
 }
 
 /// Install the handlers once; later calls are harmless.
-pub fn install() {
+pub(crate) fn install() {
     // SAFETY: installing a handler that only performs an atomic store.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -25,11 +25,11 @@ pub fn install() {
 
 /// The flag itself, for a worker loop that takes its interrupt flag as an argument (so tests
 /// can interrupt one run without touching the process-wide flag).
-pub fn flag() -> &'static AtomicBool {
+pub(crate) fn flag() -> &'static AtomicBool {
     &INTERRUPTED
 }
 
 #[inline]
-pub fn interrupted() -> bool {
+pub(crate) fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }

@@ -34,7 +34,7 @@ const XFS_SUPER_MAGIC: i64 = 0x5846_5342;
 /// Before anything is modified: can the file system open as `file` take the extent size
 /// hint `-e extsize`? Only XFS keeps the hint (ext4, btrfs and tmpfs have none), and it must
 /// fit in 32 bits and be a multiple of the file system block size.
-pub fn check_extsize(file: &File, path: &Path, extsize: u64) -> Result<()> {
+pub(crate) fn check_extsize(file: &File, path: &Path, extsize: u64) -> Result<()> {
     let fs = crate::probe::fs_type(path).unwrap_or_else(|| "unknown".into());
     let st = rustix::fs::fstatfs(file).ok();
     let Some(st) = st.filter(|st| st.f_type as i64 == XFS_SUPER_MAGIC) else {
@@ -57,7 +57,7 @@ pub fn check_extsize(file: &File, path: &Path, extsize: u64) -> Result<()> {
 }
 
 /// Set a fixed extent size hint (XFS). A file system without the hint gets a clear error.
-pub fn set_extsize(file: &File, path: &Path, extsize: u64) -> Result<()> {
+pub(crate) fn set_extsize(file: &File, path: &Path, extsize: u64) -> Result<()> {
     let fs = crate::probe::fs_type(path).unwrap_or_else(|| "unknown".into());
     let mut x = FsXattr::default();
     // SAFETY: the ioctl fills a struct fsxattr, which FsXattr mirrors.
@@ -97,7 +97,7 @@ pub fn set_extsize(file: &File, path: &Path, extsize: u64) -> Result<()> {
 }
 
 /// Reserve `bytes` with fallocate. Without `chgsiz` the file size is unchanged (KEEP_SIZE).
-pub fn reserve(file: &File, path: &Path, bytes: u64, space: &Space) -> Result<()> {
+pub(crate) fn reserve(file: &File, path: &Path, bytes: u64, space: &Space) -> Result<()> {
     use rustix::fs::FallocateFlags;
     let mode = if space.flags.chgsiz {
         FallocateFlags::empty()
@@ -162,7 +162,7 @@ pub fn reserve(file: &File, path: &Path, bytes: u64, space: &Space) -> Result<()
 }
 
 /// Allocate (but do not write) `bytes` so later writes never extend the file.
-pub fn preallocate(file: &File, path: &Path, bytes: u64) -> Result<()> {
+pub(crate) fn preallocate(file: &File, path: &Path, bytes: u64) -> Result<()> {
     if let Err(e) = rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, bytes) {
         let e = std::io::Error::from(e);
         if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
@@ -179,7 +179,7 @@ pub fn preallocate(file: &File, path: &Path, bytes: u64) -> Result<()> {
 }
 
 /// `-f trim` / `-f noreserve`: release reserved space past the end of the file.
-pub fn trim(f: &File) -> Result<()> {
+pub(crate) fn trim(f: &File) -> Result<()> {
     let len = f.metadata()?.len();
     let alloc = f
         .metadata()

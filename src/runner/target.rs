@@ -57,7 +57,7 @@ fn writes(job: &Job) -> bool {
 
 /// Direct-I/O alignment of a path: statx STATX_DIOALIGN, else the device's logical block
 /// size, else 512.
-pub fn dio_alignment(path: &Path) -> u64 {
+pub(crate) fn dio_alignment(path: &Path) -> u64 {
     use rustix::fs::{statx, AtFlags, StatxFlags, CWD};
     if let Some(a) = statx(CWD, path, AtFlags::empty(), StatxFlags::DIOALIGN)
         .ok()
@@ -76,7 +76,7 @@ pub fn dio_alignment(path: &Path) -> u64 {
 }
 
 /// Size of a block device in bytes.
-pub fn block_device_size(f: &File) -> Result<u64> {
+pub(crate) fn block_device_size(f: &File) -> Result<u64> {
     const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
     let mut size: u64 = 0;
     // SAFETY: BLKGETSIZE64 writes one u64 into `size`.
@@ -90,7 +90,7 @@ pub fn block_device_size(f: &File) -> Result<u64> {
 /// An error while preparing a target (layout, reservation, preallocation): names the file
 /// and, where there is one, the offset. The runner turns it into a failed Result.
 #[derive(Debug, Clone)]
-pub struct PrepError {
+pub(crate) struct PrepError {
     pub path: PathBuf,
     pub offset: Option<u64>,
     pub message: String,
@@ -117,7 +117,7 @@ fn prep_err(path: &Path, offset: Option<u64>, message: String) -> anyhow::Error 
 }
 
 /// One target held open (and locked) for the whole run.
-pub struct Held {
+pub(crate) struct Held {
     pub path: PathBuf,
     /// The descriptor opened in prepare; its flock keeps a second run off the target.
     pub file: File,
@@ -128,7 +128,7 @@ pub struct Held {
 
 /// Every target this run holds, and which of them it created: the created ones are removed
 /// at the end unless kept, and only while their path still names the file that was created.
-pub struct Cleanup {
+pub(crate) struct Cleanup {
     pub held: Vec<Held>,
     pub keep: bool,
     /// Also remove fsbench-marked (or, with --force, any) files that this run did not create.
@@ -138,7 +138,7 @@ pub struct Cleanup {
 }
 
 impl Cleanup {
-    pub fn new(job: &Job) -> Cleanup {
+    pub(crate) fn new(job: &Job) -> Cleanup {
         Cleanup {
             held: Vec::new(),
             keep: job.keep,
@@ -149,13 +149,13 @@ impl Cleanup {
     }
 
     /// (device, inode) of every target, in target order.
-    pub fn ids(&self) -> Vec<FileId> {
+    pub(crate) fn ids(&self) -> Vec<FileId> {
         self.held.iter().map(|h| h.id).collect()
     }
 
     /// Remove what should be removed, release the locks, and say (also on stderr) what could
     /// not be removed and why.
-    pub fn finish(&mut self) -> Vec<String> {
+    pub(crate) fn finish(&mut self) -> Vec<String> {
         if self.done {
             return Vec::new();
         }
@@ -207,7 +207,7 @@ impl Drop for Cleanup {
 /// Prepare every target. The returned `Cleanup` holds them (locked) and removes created
 /// files when finished or dropped. On an error nothing this run created is left behind, even
 /// with --keep: a refused or failed preparation keeps no half-made target.
-pub fn prepare(job: &Job) -> Result<(Plan, Cleanup)> {
+pub(crate) fn prepare(job: &Job) -> Result<(Plan, Cleanup)> {
     let mut cleanup = Cleanup::new(job);
     match prepare_into(job, &mut cleanup) {
         Ok(plan) => Ok((plan, cleanup)),
@@ -702,7 +702,7 @@ fn device_sector_size(f: &File) -> Option<u64> {
 }
 
 /// Evict a target's cached pages (fadvise DONTNEED), after writing back dirty ones.
-pub fn evict(path: &Path) -> Result<()> {
+pub(crate) fn evict(path: &Path) -> Result<()> {
     let f = File::open(path)?;
     let _ = f.sync_data();
     // Offset 0, no length: the whole file.
@@ -711,14 +711,14 @@ pub fn evict(path: &Path) -> Result<()> {
 }
 
 /// Evict an open target's cached pages, after writing back dirty ones.
-pub fn evict_file(f: &File) {
+pub(crate) fn evict_file(f: &File) {
     let _ = f.sync_data();
     // Offset 0, no length: the whole file.
     let _ = rustix::fs::fadvise(f, 0, None, rustix::fs::Advice::DontNeed);
 }
 
 /// `--drop-cache`: evict every target and, when root, drop the global page cache.
-pub fn drop_caches(paths: &[PathBuf], notes: &mut Vec<String>) {
+pub(crate) fn drop_caches(paths: &[PathBuf], notes: &mut Vec<String>) {
     for p in paths {
         let _ = evict(p);
     }

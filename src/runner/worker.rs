@@ -149,7 +149,7 @@ struct Core {
     clock: crate::stats::clock::Clock,
 }
 
-pub struct Worker {
+pub(crate) struct Worker {
     core: Core,
     engine: Built,
     /// Declared after the engine: an engine that maps or registers the files lets go of
@@ -159,7 +159,7 @@ pub struct Worker {
 
 impl Worker {
     /// The timed loop, stopped by `stop`, Ctrl-C / SIGTERM, the deadline, the count or an error.
-    pub fn run(self, stop: &AtomicBool) -> ThreadOutcome {
+    pub(crate) fn run(self, stop: &AtomicBool) -> ThreadOutcome {
         self.run_until(stop, super::signal::flag())
     }
 
@@ -175,7 +175,9 @@ impl Worker {
             (Built::Mmap(e), true) => core.drive::<_, true>(e, stop, interrupt),
             (Built::Uring(e), false) => core.drive::<_, false>(e, stop, interrupt),
             (Built::Uring(e), true) => core.drive::<_, true>(e, stop, interrupt),
+            #[cfg(test)]
             (Built::Boxed(e), false) => core.drive::<_, false>(e.as_mut(), stop, interrupt),
+            #[cfg(test)]
             (Built::Boxed(e), true) => core.drive::<_, true>(e.as_mut(), stop, interrupt),
         }
     }
@@ -196,7 +198,7 @@ impl Worker {
 ///
 /// Returns false where the kernel cannot (before Linux 5.9): the thread then shares the
 /// table as before, which is correct, only slower.
-pub fn private_fd_table() -> bool {
+pub(crate) fn private_fd_table() -> bool {
     // SAFETY: close_range on our own table. With CLOSE_RANGE_UNSHARE the kernel first copies
     // the table (the runner's main thread still shares it, so a copy is always made) and
     // closes descriptors 3 and up in the copy only; the other threads' table is untouched.

@@ -86,26 +86,28 @@ fn calibrate() -> Option<Tsc> {
 
 /// The worker loop's clock, taken in its untimed preparation (the first one calibrates).
 #[derive(Debug, Clone, Copy)]
-pub struct Clock(Option<Tsc>);
+pub(crate) struct Clock(Option<Tsc>);
 
 impl Clock {
-    pub fn new() -> Clock {
+    pub(crate) fn new() -> Clock {
         Clock(*TSC.get_or_init(calibrate))
     }
 
     /// CLOCK_MONOTONIC always (what tests and non-x86 machines get).
-    pub fn monotonic() -> Clock {
+    #[cfg(test)]
+    pub(crate) fn monotonic() -> Clock {
         Clock(None)
     }
 
     /// Whether readings come from the CPU's counter.
-    pub fn is_tsc(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_tsc(&self) -> bool {
         self.0.is_some()
     }
 
     /// Now, in nanoseconds on the CLOCK_MONOTONIC scale.
     #[inline(always)]
-    pub fn now_ns(&self) -> u64 {
+    pub(crate) fn now_ns(&self) -> u64 {
         match self.0 {
             Some(t) => {
                 let ticks = rdtsc().wrapping_sub(t.tsc0);

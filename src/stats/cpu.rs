@@ -41,18 +41,8 @@ fn rusage(who: libc::c_int) -> Usage {
 }
 
 /// Usage of the calling thread so far.
-pub fn thread_usage() -> Usage {
+pub(crate) fn thread_usage() -> Usage {
     rusage(libc::RUSAGE_THREAD)
-}
-
-/// Usage of all waited-for children of this process so far.
-pub fn children_usage() -> Usage {
-    rusage(libc::RUSAGE_CHILDREN)
-}
-
-/// Usage of the whole process so far.
-pub fn process_usage() -> Usage {
-    rusage(libc::RUSAGE_SELF)
 }
 
 impl Usage {

@@ -26,11 +26,11 @@ const TOP_BITS: u32 = 42;
 /// Octave groups: group 0 holds 0..127 exactly, group g >= 1 holds [2^(g+6), 2^(g+7)).
 const GROUPS: usize = (TOP_BITS - SUB_BITS + 1) as usize;
 /// Number of counters.
-pub const BUCKETS: usize = GROUPS * SUB;
+pub(crate) const BUCKETS: usize = GROUPS * SUB;
 /// Bytes of counts one histogram holds once created.
-pub const HIST_BYTES: usize = BUCKETS * std::mem::size_of::<u64>();
+pub(crate) const HIST_BYTES: usize = BUCKETS * std::mem::size_of::<u64>();
 /// Largest relative distance of a reported percentile from the exact one (nearest rank).
-pub const MAX_RELATIVE_ERROR: f64 = 1.0 / (2 * SUB) as f64;
+pub(crate) const MAX_RELATIVE_ERROR: f64 = 1.0 / (2 * SUB) as f64;
 
 /// Bucket of a value (values beyond the range go into the last bucket).
 #[inline]

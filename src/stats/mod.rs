@@ -1,12 +1,12 @@
 //! Per-worker statistics. Each worker owns its `Stats` (no shared counters, no locks on the I/O
 //! path); the runner merges them exactly with `+=` into per-user and total figures.
 
-pub mod clock;
-pub mod cpu;
-pub mod hist;
+pub(crate) mod clock;
+pub(crate) mod cpu;
+pub(crate) mod hist;
 
-pub use cpu::Usage;
-pub use hist::{LatencyHist, LatencySummary};
+pub(crate) use cpu::Usage;
+pub(crate) use hist::{LatencyHist, LatencySummary};
 use serde::{Deserialize, Serialize};
 
 /// System calls fsbench itself issued, counted where they are made (the backup study's
@@ -156,10 +156,10 @@ impl SyscallRates {
 
 /// Buckets of the in-flight distribution: how many I/Os were outstanding when each I/O was
 /// submitted (1, 2, 3-4, 5-8, 9-16, 17-32, 33-64, >64), like fio's "IO depths".
-pub const INFLIGHT_BUCKETS: [&str; 8] = ["1", "2", "4", "8", "16", "32", "64", ">64"];
+pub(crate) const INFLIGHT_BUCKETS: [&str; 8] = ["1", "2", "4", "8", "16", "32", "64", ">64"];
 
 #[inline]
-pub fn inflight_bucket(depth: u32) -> usize {
+pub(crate) fn inflight_bucket(depth: u32) -> usize {
     match depth {
         0 | 1 => 0,
         2 => 1,

@@ -8,7 +8,7 @@ use crate::result::RunResult;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
-pub struct AgedPlan {
+pub(crate) struct AgedPlan {
     pub max_files: u32,
     pub size: String,
     pub write_bs: String,
@@ -33,7 +33,7 @@ fn attach_extents(r: &mut RunResult, files: &[PathBuf]) {
 
 /// Run the study on `base` (files `base`, `base.1`, ...). `read_study` and `write_study`
 /// carry ids, titles and table shapes; their settings are replaced here.
-pub fn run(
+pub(crate) fn run(
     plan: &AgedPlan,
     read_study: &Study,
     write_study: &Study,

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 /// One swept parameter and the values it takes, in the order they run.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Axis {
+pub(crate) struct Axis {
     pub name: String,
     pub values: Vec<String>,
 }
@@ -19,7 +19,7 @@ pub struct Axis {
 /// What the settings of one point build: the Job, the number of files (users), and the
 /// workload variables.
 #[derive(Debug, Clone)]
-pub struct PointJob {
+pub(crate) struct PointJob {
     pub job: Job,
     pub files: u32,
     pub vars: BTreeMap<String, String>,
@@ -55,7 +55,7 @@ fn job_axes() -> impl Iterator<Item = &'static Param> {
 }
 
 /// Canonical axis names in the order they are listed (`files` after `threads`).
-pub fn axis_names() -> Vec<&'static str> {
+pub(crate) fn axis_names() -> Vec<&'static str> {
     let mut names = Vec::new();
     for p in job_axes() {
         names.push(p.name);
@@ -67,7 +67,7 @@ pub fn axis_names() -> Vec<&'static str> {
 }
 
 /// The canonical name of an axis, or a usage error listing what is accepted.
-pub fn canonical(name: &str) -> Result<String, UsageError> {
+pub(crate) fn canonical(name: &str) -> Result<String, UsageError> {
     if let Some(v) = name
         .strip_prefix("var.")
         .or_else(|| name.strip_prefix("D."))
@@ -93,7 +93,7 @@ pub fn canonical(name: &str) -> Result<String, UsageError> {
 }
 
 /// How an axis is named in table headers.
-pub fn label(name: &str) -> String {
+pub(crate) fn label(name: &str) -> String {
     if let Some(v) = name.strip_prefix("var.") {
         return v.to_string();
     }
@@ -109,12 +109,12 @@ pub fn label(name: &str) -> String {
 }
 
 /// True when the axis holds sizes in bytes (shown on a log scale in charts).
-pub fn is_size_axis(name: &str) -> bool {
+pub(crate) fn is_size_axis(name: &str) -> bool {
     matches!(name, "bs" | "size")
 }
 
 /// Apply one setting to a point. `name` must be canonical (see [`canonical`]).
-pub fn apply(p: &mut PointJob, name: &str, value: &str) -> Result<(), UsageError> {
+pub(crate) fn apply(p: &mut PointJob, name: &str, value: &str) -> Result<(), UsageError> {
     let v = value.trim();
     if let Some(param) = job_axes().find(|x| x.name == name) {
         return param.set(&mut p.job, v, Front::Axis);
@@ -132,7 +132,7 @@ pub fn apply(p: &mut PointJob, name: &str, value: &str) -> Result<(), UsageError
 }
 
 /// Parse `NAME=v1,v2,...` (the generic `--axis` flag and `-D` variables).
-pub fn parse_axis_arg(arg: &str) -> Result<Axis, UsageError> {
+pub(crate) fn parse_axis_arg(arg: &str) -> Result<Axis, UsageError> {
     let (name, values) = arg
         .split_once('=')
         .ok_or_else(|| usage!("bad axis '{arg}': expected NAME=VALUE[,VALUE...]"))?;
@@ -147,7 +147,7 @@ pub fn parse_axis_arg(arg: &str) -> Result<Axis, UsageError> {
 }
 
 /// Split a comma-separated list, dropping empty items.
-pub fn split_values(s: &str) -> Vec<String> {
+pub(crate) fn split_values(s: &str) -> Vec<String> {
     s.split(',')
         .map(|x| x.trim().to_string())
         .filter(|x| !x.is_empty())

@@ -35,7 +35,7 @@ use std::time::Instant;
 
 /// Sizes of the tree and the record size, after scaling.
 #[derive(Debug, Clone)]
-pub struct BackupPlan {
+pub(crate) struct BackupPlan {
     pub large: u64,
     pub small: Vec<u64>,
     pub record: usize,
@@ -43,10 +43,10 @@ pub struct BackupPlan {
 
 /// Builds the engine of one phase from its number of file slots and its buffers. The study
 /// uses the synchronous engine (pax issues one blocking call per record); tests wrap it.
-pub type MakeEngine = Arc<dyn Fn(usize, BufferPool) -> Box<dyn Engine> + Send + Sync>;
+pub(crate) type MakeEngine = Arc<dyn Fn(usize, BufferPool) -> Box<dyn Engine> + Send + Sync>;
 
 /// The synchronous engine, with empty file slots the phase fills as it opens files.
-pub fn sync_engine() -> MakeEngine {
+pub(crate) fn sync_engine() -> MakeEngine {
     Arc::new(|files, pool| Box::new(SyncEngine::new(engine::empty_files(files), pool)))
 }
 
@@ -229,7 +229,7 @@ const ROOT_PREFIX: &str = "fsbench-backup-";
 /// Remove `fsbench-backup-PID` directories in `dir` that a killed run left: only those whose
 /// name carries a PID that is not running, that are real directories (not links) and that
 /// carry fsbench's mark. Returns the paths removed.
-pub fn remove_stale(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn remove_stale(dir: &Path) -> Vec<PathBuf> {
     let mut gone = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
         return gone;
@@ -263,7 +263,7 @@ fn pid_alive(pid: i32) -> bool {
 
 /// Bytes the study writes at its peak: the tree, the archive (headers and record padding
 /// included) and the restored copy all exist at once.
-pub fn space_needed(plan: &BackupPlan) -> u64 {
+pub(crate) fn space_needed(plan: &BackupPlan) -> u64 {
     let files = 1 + plan.small.len() as u64;
     let tree = plan
         .small
@@ -278,7 +278,7 @@ pub fn space_needed(plan: &BackupPlan) -> u64 {
 const TREE_FILES: [&str; 3] = ["swtape01.iso", "hpux_11.23.tgz", "hpux_11.11.tgz"];
 
 /// Create the tree under `root` (which must not exist): one large file and the small ones.
-pub fn build_tree(root: &Path, plan: &BackupPlan) -> Result<Vec<(String, u64)>> {
+pub(crate) fn build_tree(root: &Path, plan: &BackupPlan) -> Result<Vec<(String, u64)>> {
     std::fs::create_dir(root).map_err(|e| anyhow!("cannot create {}: {e}", root.display()))?;
     crate::safety::mark_created(root);
     let mut sizes = vec![plan.large];
@@ -895,7 +895,7 @@ impl Study<'_> {
 
 /// Run the study in `dir`: for each cache policy an archive point and a restore point.
 /// `meta(cache, phase)` gives each record its sweep metadata.
-pub fn run(
+pub(crate) fn run(
     dir: &Path,
     plan: &BackupPlan,
     caches: &[CachePolicy],
@@ -906,7 +906,7 @@ pub fn run(
 }
 
 /// [`run`] with the engine each phase is built on.
-pub fn run_with(
+pub(crate) fn run_with(
     dir: &Path,
     plan: &BackupPlan,
     caches: &[CachePolicy],
@@ -1046,9 +1046,6 @@ mod tests {
     }
 
     impl Engine for Counting {
-        fn caps(&self) -> engine::Caps {
-            self.inner.caps()
-        }
         fn submit(
             &mut self,
             ops: &[IoOp],

@@ -4,26 +4,26 @@
 //! what it measured, and a re-run skips points whose stored result matches. Suites
 //! (`suites/*.toml`) are lists of studies that regenerate the seed papers' tables.
 
-pub mod aged;
-pub mod axis;
-pub mod backup;
-pub mod progress;
-pub mod rawdev;
-pub mod record;
-pub mod suite;
-pub mod ustar;
-pub mod workloads;
+pub(crate) mod aged;
+pub(crate) mod axis;
+pub(crate) mod backup;
+pub(crate) mod progress;
+pub(crate) mod rawdev;
+pub(crate) mod record;
+pub(crate) mod suite;
+pub(crate) mod ustar;
+pub(crate) mod workloads;
 
 use crate::runner::RunStatus;
 use crate::usage;
-pub use axis::{Axis, PointJob};
+pub(crate) use axis::{Axis, PointJob};
 use progress::Progress;
-pub use record::{ChartSpec, Record, SweepMeta, TableSpec};
+pub(crate) use record::{ChartSpec, Record, SweepMeta, TableSpec};
 use std::path::{Path, PathBuf};
 
 /// One sweep: fixed settings, axes, and how its table and chart are shaped.
 #[derive(Debug, Clone, Default)]
-pub struct Study {
+pub(crate) struct Study {
     pub suite: String,
     pub id: String,
     pub title: String,
@@ -41,19 +41,19 @@ pub struct Study {
 
 /// One point of a study: axis values in axis order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Point {
+pub(crate) struct Point {
     pub index: usize,
     pub values: Vec<(String, String)>,
 }
 
 /// Most points one study may have: each point is a measured run, and the list of points is
 /// held in memory, so an axis list that multiplies out to millions is a mistake to refuse.
-pub const MAX_POINTS: usize = 100_000;
+pub(crate) const MAX_POINTS: usize = 100_000;
 
 impl Study {
     /// Refuse, before the points are built, a study whose axes multiply out to more than
     /// [`MAX_POINTS`] (one line, with the count).
-    pub fn check_point_count(&self) -> Result<usize, crate::error::UsageError> {
+    pub(crate) fn check_point_count(&self) -> Result<usize, crate::error::UsageError> {
         let mut n: usize = 1;
         for a in &self.axes {
             n = n.saturating_mul(a.values.len());
@@ -75,7 +75,7 @@ impl Study {
     }
 
     /// The cross product of the axes; the first axis is outermost.
-    pub fn points(&self) -> Vec<Point> {
+    pub(crate) fn points(&self) -> Vec<Point> {
         let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
         for a in &self.axes {
             let mut next = Vec::with_capacity(out.len() * a.values.len());
@@ -95,7 +95,7 @@ impl Study {
     }
 
     /// "bs (outer) > cache > threads (inner)".
-    pub fn order_text(&self) -> String {
+    pub(crate) fn order_text(&self) -> String {
         let names: Vec<&str> = self.axes.iter().map(|a| a.name.as_str()).collect();
         match names.len() {
             0 => "one point".into(),
@@ -109,14 +109,18 @@ impl Study {
     }
 
     /// Every setting of a point: fixed settings then the point's axis values.
-    pub fn settings_of(&self, p: &Point) -> Vec<(String, String)> {
+    pub(crate) fn settings_of(&self, p: &Point) -> Vec<(String, String)> {
         let mut s = self.settings.clone();
         s.extend(p.values.iter().cloned());
         s
     }
 
     /// Build the Job of a point. Targets are `base`, `base.1`, `base.2`, ... (one per file).
-    pub fn build(&self, p: &Point, base: &Path) -> Result<PointJob, crate::error::UsageError> {
+    pub(crate) fn build(
+        &self,
+        p: &Point,
+        base: &Path,
+    ) -> Result<PointJob, crate::error::UsageError> {
         let mut pj = PointJob::default();
         for (n, v) in self.settings_of(p) {
             axis::apply(&mut pj, &n, &v).map_err(|e| usage!("study {}: {}: {e}", self.id, n))?;
@@ -157,7 +161,7 @@ impl Study {
     }
 
     /// Settings of a workload point: only workload variables and the run time apply.
-    pub fn build_workload(&self, p: &Point) -> Result<PointJob, crate::error::UsageError> {
+    pub(crate) fn build_workload(&self, p: &Point) -> Result<PointJob, crate::error::UsageError> {
         let mut pj = PointJob::default();
         for (n, v) in self.settings_of(p) {
             if !(n.starts_with("var.") || n == "time") {
@@ -170,7 +174,13 @@ impl Study {
         Ok(pj)
     }
 
-    pub fn meta(&self, p: &Point, index: usize, repeat: u32, target: Option<&str>) -> SweepMeta {
+    pub(crate) fn meta(
+        &self,
+        p: &Point,
+        index: usize,
+        repeat: u32,
+        target: Option<&str>,
+    ) -> SweepMeta {
         SweepMeta {
             suite: self.suite.clone(),
             study: self.id.clone(),
@@ -187,7 +197,7 @@ impl Study {
 }
 
 /// File name of a point's record: `STUDY-0007-bs-64k_cache-direct[-r1].json`.
-pub fn record_file_name(
+pub(crate) fn record_file_name(
     study: &str,
     index: usize,
     values: &[(String, String)],
@@ -232,7 +242,7 @@ pub fn record_file_name(
 
 /// How many points ran, were reused from an earlier run, or were skipped.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Tally {
+pub(crate) struct Tally {
     pub ran: usize,
     pub reused: usize,
     pub skipped: usize,
@@ -243,7 +253,7 @@ pub struct Tally {
 /// carried fsbench's mark (an inode number freed by a removal is soon reused, so where the
 /// file system keeps xattrs the mark is what tells our file from a stranger's on that inode).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Created {
+pub(crate) struct Created {
     pub path: PathBuf,
     pub dev: u64,
     pub ino: u64,
@@ -268,7 +278,7 @@ fn regular_identity(p: &Path) -> Option<(u64, u64, bool)> {
 /// Remove `c` only if its name still holds the file this run created (a regular file, not a
 /// link, same device and inode, still marked when it was marked). Anything else there was put
 /// by someone else: it is left, and said so on stderr. Returns whether the file was removed.
-pub fn remove_created(c: &Created) -> bool {
+pub(crate) fn remove_created(c: &Created) -> bool {
     match regular_identity(&c.path) {
         Some((dev, ino, marked)) if (dev, ino) == (c.dev, c.ino) && (marked || !c.marked) => {
             std::fs::remove_file(&c.path).is_ok()
@@ -285,7 +295,7 @@ pub fn remove_created(c: &Created) -> bool {
 }
 
 /// State shared by every study of one sweep or suite run.
-pub struct Ctx {
+pub(crate) struct Ctx {
     pub out_dir: PathBuf,
     /// The results directory, opened, marked and locked for the whole run; every record and
     /// report is written through it.
@@ -314,7 +324,7 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub fn new(
+    pub(crate) fn new(
         out_dir: PathBuf,
         repeat: u32,
         fresh: bool,
@@ -347,7 +357,7 @@ impl Ctx {
 
     /// Print the run's banner once, when the first point has been stored: a refusal that
     /// comes from preparing the first point is then the only line on stderr.
-    pub fn announce(&mut self) {
+    pub(crate) fn announce(&mut self) {
         if let Some(line) = self.banner.take() {
             self.progress.clear();
             eprintln!("{line}");
@@ -364,7 +374,7 @@ impl Ctx {
     }
 
     /// A stored record at `path` that matches `meta` and completed, if any.
-    pub fn reusable(&self, path: &Path, meta: &SweepMeta) -> Option<Record> {
+    pub(crate) fn reusable(&self, path: &Path, meta: &SweepMeta) -> Option<Record> {
         if self.fresh {
             return None;
         }
@@ -378,7 +388,7 @@ impl Ctx {
 
     /// Refuse (unless `--force`) to replace the point stored at `path` when it was measured
     /// with other settings than `meta`: one line naming the differing setting.
-    pub fn check_replace(&self, path: &Path, meta: &SweepMeta) -> anyhow::Result<()> {
+    pub(crate) fn check_replace(&self, path: &Path, meta: &SweepMeta) -> anyhow::Result<()> {
         if self.force {
             return Ok(());
         }
@@ -396,7 +406,7 @@ impl Ctx {
     }
 
     /// Store a record in the results directory and count it.
-    pub fn store(&mut self, path: &Path, rec: &Record) -> anyhow::Result<()> {
+    pub(crate) fn store(&mut self, path: &Path, rec: &Record) -> anyhow::Result<()> {
         self.check_replace(path, rec.meta())?;
         let name = path
             .file_name()
@@ -415,7 +425,7 @@ impl Ctx {
     }
 
     /// Remember that a point created `path` (with the identity it has now).
-    pub fn note_created(&mut self, path: &Path) {
+    pub(crate) fn note_created(&mut self, path: &Path) {
         if self.is_created(path) {
             return;
         }
@@ -430,13 +440,13 @@ impl Ctx {
     }
 
     /// Did a point of this run create `path`?
-    pub fn is_created(&self, path: &Path) -> bool {
+    pub(crate) fn is_created(&self, path: &Path) -> bool {
         self.created.iter().any(|c| c.path == path)
     }
 
     /// Remove the file a point of this run created at `path` (if the name still holds it)
     /// and forget it.
-    pub fn remove_created_path(&mut self, path: &Path) {
+    pub(crate) fn remove_created_path(&mut self, path: &Path) {
         if let Some(i) = self.created.iter().position(|c| c.path == path) {
             let c = self.created.swap_remove(i);
             remove_created(&c);
@@ -444,7 +454,7 @@ impl Ctx {
     }
 
     /// Remove files fsbench created during this run (not when `keep`).
-    pub fn cleanup(&mut self) {
+    pub(crate) fn cleanup(&mut self) {
         if self.keep {
             return;
         }
@@ -459,7 +469,7 @@ impl Ctx {
 /// Refuse, before anything is measured, a study whose points are stored in the results
 /// directory with other settings, or under whose names foreign files lie (see
 /// [`Ctx::check_replace`]).
-pub fn check_stored(study: &Study, target: Option<&str>, ctx: &Ctx) -> anyhow::Result<()> {
+pub(crate) fn check_stored(study: &Study, target: Option<&str>, ctx: &Ctx) -> anyhow::Result<()> {
     for (k, p) in study.points().iter().enumerate() {
         for r in 0..ctx.repeat {
             let index = ctx.next_index + k;
@@ -474,7 +484,7 @@ pub fn check_stored(study: &Study, target: Option<&str>, ctx: &Ctx) -> anyhow::R
 
 /// Run one study on one target base path: every point, every repetition.
 /// `extra` may add probe data to a result before it is stored.
-pub fn run_study(
+pub(crate) fn run_study(
     study: &Study,
     base: &Path,
     target: Option<&str>,
@@ -529,7 +539,7 @@ pub fn run_study(
 }
 
 /// Run one point of a workload sweep through the one entry point for personalities.
-pub fn run_workload_point(name: &str, dir: &Path, pj: &PointJob, meta: SweepMeta) -> Record {
+pub(crate) fn run_workload_point(name: &str, dir: &Path, pj: &PointJob, meta: SweepMeta) -> Record {
     let time_s = pj.job.time_s.unwrap_or(10.0);
     match workloads::run_personality(name, dir, &pj.vars, time_s) {
         Ok(r) => Record::run(meta, r),
@@ -540,7 +550,7 @@ pub fn run_workload_point(name: &str, dir: &Path, pj: &PointJob, meta: SweepMeta
 
 /// Run one built point: provide a raw device when the policy needs one, start writes on a
 /// fresh file, remember what was created.
-pub fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow::Result<Record> {
+pub(crate) fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow::Result<Record> {
     let mut job = pj.job.clone();
     if job.cache == crate::job::CachePolicy::Raw
         && !job

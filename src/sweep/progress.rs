@@ -5,7 +5,7 @@ use crate::units::format_duration;
 use std::io::Write;
 use std::time::Instant;
 
-pub struct Progress {
+pub(crate) struct Progress {
     total: usize,
     done: usize,
     started: Instant,
@@ -14,13 +14,13 @@ pub struct Progress {
 }
 
 /// True when stderr is a terminal.
-pub fn stderr_is_tty() -> bool {
+pub(crate) fn stderr_is_tty() -> bool {
     use std::io::IsTerminal;
     std::io::stderr().is_terminal()
 }
 
 impl Progress {
-    pub fn new(total: usize) -> Self {
+    pub(crate) fn new(total: usize) -> Self {
         Progress {
             total,
             done: 0,
@@ -30,13 +30,8 @@ impl Progress {
         }
     }
 
-    /// Grow the total (suites learn some counts as they go).
-    pub fn add_total(&mut self, n: usize) {
-        self.total += n;
-    }
-
     /// The line shown while `label` runs.
-    pub fn line(&self, label: &str) -> String {
+    pub(crate) fn line(&self, label: &str) -> String {
         let eta = if self.done > 0 {
             let per = self.started.elapsed().as_secs_f64() / self.done as f64;
             format!(
@@ -58,7 +53,7 @@ impl Progress {
         )
     }
 
-    pub fn start_point(&mut self, label: &str) {
+    pub(crate) fn start_point(&mut self, label: &str) {
         if !self.enabled {
             return;
         }
@@ -70,12 +65,12 @@ impl Progress {
         let _ = e.flush();
     }
 
-    pub fn finish_point(&mut self) {
+    pub(crate) fn finish_point(&mut self) {
         self.done += 1;
     }
 
     /// Clear the line before other output.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         if self.enabled && self.width > 0 {
             let _ = write!(std::io::stderr(), "\r{}\r", " ".repeat(self.width));
             self.width = 0;

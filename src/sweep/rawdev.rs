@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// A loop device over a scratch file fsbench created.
-pub struct RawDevice {
+pub(crate) struct RawDevice {
     pub dev: PathBuf,
     pub backing: PathBuf,
     pub size: u64,
@@ -20,7 +20,7 @@ fn is_root() -> bool {
 
 impl RawDevice {
     /// Create a filled scratch file of `size` bytes in `dir` and attach a loop device.
-    pub fn create(dir: &Path, size: u64) -> anyhow::Result<RawDevice> {
+    pub(crate) fn create(dir: &Path, size: u64) -> anyhow::Result<RawDevice> {
         if !is_root() {
             anyhow::bail!("raw I/O needs a block device: not root, so no loop device was made (run as root, or sweep a block device you name)");
         }
@@ -109,7 +109,7 @@ fn loops_backed_by(image: &Path) -> Vec<PathBuf> {
 /// Remove what a killed raw sweep left in `dir`: a `.fsbench-raw-PID.img` whose PID is dead
 /// and that carries fsbench's mark (name and mark: never a file fsbench did not make), after
 /// detaching the loop devices whose backing file is that image. Returns what was removed.
-pub fn clean_stale(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn clean_stale(dir: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
         return removed;
@@ -183,19 +183,19 @@ impl Drop for RawDevice {
 
 /// Makes a loop device on first use (big enough for the largest request) and keeps it.
 #[derive(Default)]
-pub struct RawProvider {
+pub(crate) struct RawProvider {
     dev: Option<RawDevice>,
     refusal: Option<String>,
 }
 
 impl RawProvider {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// A block device of at least `size` bytes backed by a file in `dir`, or why there is
     /// none (the first refusal, repeated for every later point).
-    pub fn device(&mut self, dir: &Path, size: u64) -> anyhow::Result<PathBuf> {
+    pub(crate) fn device(&mut self, dir: &Path, size: u64) -> anyhow::Result<PathBuf> {
         if let Some(r) = &self.refusal {
             return Err(anyhow::Error::msg(r.clone()));
         }
@@ -219,7 +219,7 @@ impl RawProvider {
     }
 
     /// Detach the device and remove its backing file.
-    pub fn release(&mut self) {
+    pub(crate) fn release(&mut self) {
         self.dev = None;
     }
 }

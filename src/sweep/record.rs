@@ -66,7 +66,7 @@ impl SweepMeta {
 
 /// A point that was not measured, and why.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SkipRecord {
+pub(crate) struct SkipRecord {
     pub schema_version: u32,
     /// Always `skipped`.
     pub kind: String,
@@ -139,7 +139,7 @@ impl Record {
 /// How a stored point differs from the one about to replace it, in words naming the first
 /// differing setting; None when both describe the same measurement (same study, point,
 /// repetition, target and settings).
-pub fn conflict(stored: &SweepMeta, new: &SweepMeta) -> Option<String> {
+pub(crate) fn conflict(stored: &SweepMeta, new: &SweepMeta) -> Option<String> {
     let show = |v: Option<&String>| v.map(String::as_str).unwrap_or("(not set)").to_string();
     for (n, _) in new.settings.iter().chain(stored.settings.iter()) {
         let a = stored.settings.iter().find(|(k, _)| k == n).map(|(_, v)| v);
@@ -233,7 +233,10 @@ fn from_value(
 }
 
 /// Parse one file: a result, a skipped record, or a JSON array of results.
-pub fn parse_records(text: &str, origin: &str) -> Result<Vec<Record>, crate::error::UsageError> {
+pub(crate) fn parse_records(
+    text: &str,
+    origin: &str,
+) -> Result<Vec<Record>, crate::error::UsageError> {
     let v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| usage!("{origin}: not a JSON result: {e}"))?;
     match v {
@@ -247,7 +250,7 @@ pub fn parse_records(text: &str, origin: &str) -> Result<Vec<Record>, crate::err
 }
 
 /// Expand directories to the `*.json` files in them (sorted), keep files as given.
-pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, crate::error::UsageError> {
+pub(crate) fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, crate::error::UsageError> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
@@ -278,10 +281,10 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, crate::error::Usa
 /// Largest input `report` and `compare` read: a result file is kilobytes, a sweep's array of
 /// results a few megabytes; `/dev/zero` or a huge file must be refused, not read until memory
 /// runs out.
-pub const MAX_INPUT_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_INPUT_BYTES: u64 = 256 << 20;
 
 /// Read one input of at most [`MAX_INPUT_BYTES`] as text.
-pub fn read_bounded(f: &std::path::Path) -> Result<String, crate::error::UsageError> {
+pub(crate) fn read_bounded(f: &std::path::Path) -> Result<String, crate::error::UsageError> {
     use std::io::Read;
     let file = std::fs::File::open(f).map_err(|e| usage!("cannot read {}: {e}", f.display()))?;
     let mut bytes = Vec::new();
@@ -300,7 +303,7 @@ pub fn read_bounded(f: &std::path::Path) -> Result<String, crate::error::UsageEr
 }
 
 /// Load every record from files and directories, in sweep order.
-pub fn load(paths: &[PathBuf]) -> Result<Vec<Record>, crate::error::UsageError> {
+pub(crate) fn load(paths: &[PathBuf]) -> Result<Vec<Record>, crate::error::UsageError> {
     let mut all = Vec::new();
     for f in expand_paths(paths)? {
         let origin = f.display().to_string();

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// The suites shipped in the binary: (name, TOML text).
-pub const EMBEDDED: &[(&str, &str)] = &[
+pub(crate) const EMBEDDED: &[(&str, &str)] = &[
     ("whitepaper", include_str!("../../suites/whitepaper.toml")),
     (
         "storage-foundation",
@@ -25,12 +25,14 @@ pub const EMBEDDED: &[(&str, &str)] = &[
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SuiteFile {
+pub(crate) struct SuiteFile {
     pub name: String,
     pub title: String,
     /// The seed document the suite reproduces.
     pub source: String,
+    /// Accepted in suite files (they are checked for unknown keys); nothing prints it yet.
     #[serde(default)]
+    #[allow(dead_code)]
     pub description: String,
     #[serde(default = "one")]
     pub default_scale: f64,
@@ -44,7 +46,7 @@ fn one() -> f64 {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AxisFile {
+pub(crate) struct AxisFile {
     pub name: String,
     pub values: Vec<String>,
     /// `multiply` (sizes, times and counts times the scale), `cap` (drop values above the
@@ -55,7 +57,7 @@ pub struct AxisFile {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PersonalityFile {
+pub(crate) struct PersonalityFile {
     /// Personality (workload file) name, e.g. `fileserver`.
     pub name: String,
     /// The shootout's label for this configuration, e.g. `randread2kcached`.
@@ -68,7 +70,7 @@ pub struct PersonalityFile {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AgedFile {
+pub(crate) struct AgedFile {
     pub max_files: u32,
     pub size: String,
     pub write_bs: String,
@@ -80,7 +82,7 @@ pub struct AgedFile {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct BackupFile {
+pub(crate) struct BackupFile {
     pub large: String,
     pub small: Vec<String>,
     #[serde(default = "pax_record")]
@@ -89,7 +91,7 @@ pub struct BackupFile {
 }
 
 /// Largest backup record: a record is one buffer in memory and one write call.
-pub const MAX_RECORD: usize = 64 << 20;
+pub(crate) const MAX_RECORD: usize = 64 << 20;
 
 fn pax_record() -> usize {
     super::ustar::PAX_RECORD
@@ -97,7 +99,7 @@ fn pax_record() -> usize {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct StudyFile {
+pub(crate) struct StudyFile {
     pub id: String,
     pub title: String,
     /// `sweep` (default), `aged`, `backup` or `personalities`.
@@ -131,12 +133,12 @@ pub struct StudyFile {
     pub scaled_vars: Vec<String>,
 }
 
-pub fn parse(text: &str, origin: &str) -> Result<SuiteFile, UsageError> {
+pub(crate) fn parse(text: &str, origin: &str) -> Result<SuiteFile, UsageError> {
     crate::error::parse_toml(text, origin)
 }
 
 /// Find an embedded suite by name, or a suite file by path.
-pub fn find(name: &str) -> Result<SuiteFile, UsageError> {
+pub(crate) fn find(name: &str) -> Result<SuiteFile, UsageError> {
     if let Some((n, text)) = EMBEDDED.iter().find(|(n, _)| *n == name) {
         return parse(text, &format!("suites/{n}.toml"));
     }
@@ -161,7 +163,7 @@ fn split_setting(s: &str, origin: &str) -> Result<(String, String), UsageError> 
 
 /// Scale one value of axis/setting `name` by `s` (sizes stay multiples of 4 KiB, times at
 /// least 0.2 s, counts at least 1).
-pub fn scale_value(name: &str, v: &str, s: f64) -> Result<String, UsageError> {
+pub(crate) fn scale_value(name: &str, v: &str, s: f64) -> Result<String, UsageError> {
     if (s - 1.0).abs() < 1e-12 {
         return Ok(v.to_string());
     }
@@ -194,14 +196,14 @@ fn size_or_count(name: &str, v: &str) -> Result<f64, UsageError> {
 }
 
 /// A suite resolved at a scale: studies ready to run.
-pub struct Resolved {
+pub(crate) struct Resolved {
     pub file: SuiteFile,
     pub scale: f64,
     pub studies: Vec<ResolvedStudy>,
 }
 
 #[allow(clippy::large_enum_variant)]
-pub enum ResolvedStudy {
+pub(crate) enum ResolvedStudy {
     Sweep(Study),
     Aged {
         reads: Study,
@@ -221,7 +223,7 @@ pub enum ResolvedStudy {
 }
 
 impl ResolvedStudy {
-    pub fn study(&self) -> &Study {
+    pub(crate) fn study(&self) -> &Study {
         match self {
             ResolvedStudy::Sweep(s) => s,
             ResolvedStudy::Aged { reads, .. } => reads,
@@ -231,7 +233,7 @@ impl ResolvedStudy {
         }
     }
     /// Points per target (for the progress line).
-    pub fn point_count(&self, repeat: u32) -> usize {
+    pub(crate) fn point_count(&self, repeat: u32) -> usize {
         match self {
             ResolvedStudy::Sweep(s) => s.points().len() * repeat as usize,
             ResolvedStudy::Aged { plan, .. } => (1..=plan.max_files as usize)
@@ -244,7 +246,7 @@ impl ResolvedStudy {
 }
 
 /// Resolve a suite at `scale` (default: the suite's own).
-pub fn resolve(file: SuiteFile, scale: Option<f64>) -> Result<Resolved, UsageError> {
+pub(crate) fn resolve(file: SuiteFile, scale: Option<f64>) -> Result<Resolved, UsageError> {
     let scale = scale.unwrap_or(file.default_scale);
     if !(scale > 0.0 && scale <= 16.0) {
         return Err(usage!(
@@ -469,7 +471,7 @@ fn resolve_personalities(
 }
 
 /// Options of one suite run.
-pub struct RunOptions {
+pub(crate) struct RunOptions {
     pub dirs: Vec<PathBuf>,
     pub out_dir: PathBuf,
     pub repeat: u32,
@@ -485,7 +487,7 @@ pub struct RunOptions {
 }
 
 /// What a suite run produced.
-pub struct SuiteOutcome {
+pub(crate) struct SuiteOutcome {
     /// The results directory, still locked, for the reports and the manifest.
     pub results: crate::output::ResultsDir,
     pub records: Vec<Record>,
@@ -592,7 +594,7 @@ fn run_study_on(
 }
 
 /// Run every study of a resolved suite on every target directory.
-pub fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
+pub(crate) fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
     let studies = selected_studies(res, opts)?;
     let total: usize = studies
         .iter()

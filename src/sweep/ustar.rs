@@ -4,18 +4,18 @@
 
 use anyhow::{bail, Result};
 
-pub const BLOCK: usize = 512;
+pub(crate) const BLOCK: usize = 512;
 /// The record size of the backup study: `pax -b 32256`.
-pub const PAX_RECORD: usize = 32256;
+pub(crate) const PAX_RECORD: usize = 32256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     File,
     Dir,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub name: String,
     pub kind: Kind,
     pub size: u64,
@@ -78,7 +78,7 @@ fn split_name(path: &str) -> Result<(&str, &str)> {
 }
 
 /// The 512-byte header of an entry.
-pub fn header(e: &Entry) -> Result<[u8; BLOCK]> {
+pub(crate) fn header(e: &Entry) -> Result<[u8; BLOCK]> {
     let mut h = [0u8; BLOCK];
     let mut name = e.name.clone();
     if e.kind == Kind::Dir && !name.ends_with('/') {
@@ -105,7 +105,7 @@ pub fn header(e: &Entry) -> Result<[u8; BLOCK]> {
 }
 
 /// Parse a header block; `None` for an all-zero block (end of archive).
-pub fn parse_header(h: &[u8; BLOCK]) -> Result<Option<Entry>> {
+pub(crate) fn parse_header(h: &[u8; BLOCK]) -> Result<Option<Entry>> {
     if h.iter().all(|&b| b == 0) {
         return Ok(None);
     }

@@ -8,16 +8,11 @@ use std::path::Path;
 
 /// Why a personality produced no result.
 #[derive(Debug)]
-pub enum PersonalityError {
+pub(crate) enum PersonalityError {
     /// This build cannot run the personality (no workload engine, or an unknown name).
     Missing(String),
     /// It ran and failed.
     Failed(anyhow::Error),
-}
-
-/// True when this build can run Filebench personalities.
-pub fn engine_available() -> bool {
-    true
 }
 
 /// The workload source of personality `name` with the sweep's variables (None: not shipped).
@@ -45,7 +40,7 @@ fn personality_source(
 
 /// Check a sweep point before anything runs: the personality must be shipped and load with
 /// the point's variables. A mistake is a usage error (one line, exit 2), not a skipped point.
-pub fn check_personality(
+pub(crate) fn check_personality(
     name: &str,
     dir: &Path,
     vars: &BTreeMap<String, String>,
@@ -62,7 +57,7 @@ pub fn check_personality(
 /// `time_s` seconds, and return its measured Result: the IO Summary as `total` (ops/s in
 /// `total.iops`, CPU us/op in `total.cpu_us_per_op`, latency in `total.lat_ns`), each flowop
 /// in `groups`, its variables in `workload.variables`.
-pub fn run_personality(
+pub(crate) fn run_personality(
     name: &str,
     dir: &Path,
     vars: &BTreeMap<String, String>,

@@ -12,13 +12,13 @@
 //! generation are corruption, named a bit flip when exactly one bit differs.
 
 /// "FSBVRFY1", little-endian.
-pub const MAGIC: u64 = u64::from_le_bytes(*b"FSBVRFY1");
+pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"FSBVRFY1");
 /// Bytes of the header at the start of each block.
-pub const HEADER_BYTES: usize = 64;
+pub(crate) const HEADER_BYTES: usize = 64;
 /// The unit a torn write is judged in: what a device writes atomically at the least.
-pub const SECTOR: usize = 512;
+pub(crate) const SECTOR: usize = 512;
 /// Smallest block `--verify` accepts (the header and a little payload).
-pub const MIN_BLOCK: usize = 128;
+pub(crate) const MIN_BLOCK: usize = 128;
 
 const VERSION: u32 = 1;
 /// Byte ranges of the header fields.
@@ -35,14 +35,14 @@ const STAMP_KEY: u64 = 0x5bd1_e995_9e37_79b9;
 
 /// Who and what a block is: the identity a write stamps and a read expects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BlockId {
+pub(crate) struct BlockId {
     pub seed: u64,
     pub file: u64,
     pub offset: u64,
 }
 
 /// Whether a block size can carry verification headers.
-pub fn check_block_size(bs: usize) -> Result<(), crate::error::UsageError> {
+pub(crate) fn check_block_size(bs: usize) -> Result<(), crate::error::UsageError> {
     if bs < MIN_BLOCK || bs % 8 != 0 {
         crate::bail_usage!(
             "--verify needs a block size of at least {MIN_BLOCK} bytes and a multiple of 8 (got {bs})"
@@ -112,7 +112,7 @@ fn payload_start(sector_index: usize) -> usize {
 }
 
 /// Write generation `generation` of block `id` into `buf` (the whole block).
-pub fn fill(buf: &mut [u8], id: &BlockId, generation: u64) {
+pub(crate) fn fill(buf: &mut [u8], id: &BlockId, generation: u64) {
     debug_assert!(buf.len() >= MIN_BLOCK && buf.len() % 8 == 0);
     for (s, sector) in buf.chunks_mut(SECTOR).enumerate() {
         let at = id.offset + (s * SECTOR) as u64;
@@ -138,7 +138,7 @@ pub fn fill(buf: &mut [u8], id: &BlockId, generation: u64) {
 
 /// The header fields as found in a block read back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct Found {
+pub(crate) struct Found {
     pub seed: u64,
     pub file: u64,
     pub offset: u64,
@@ -148,14 +148,11 @@ pub struct Found {
 /// What a block read back turned out to be.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Written by this run at this offset, whole, generation as found.
     Intact { generation: u64 },
     /// Nothing was ever written here (all zero bytes).
     Unwritten,
-    /// A whole, valid block of this run and this offset, but of an older generation than
-    /// expected.
-    Stale { generation: u64 },
     /// A whole, valid block that belongs at another offset or file (or to another run).
     Misdirected { found: Found },
     /// Sectors of different writes side by side: `new_sectors` of the newest generation
@@ -177,11 +174,10 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Verdict::Intact { .. } => "intact",
             Verdict::Unwritten => "unwritten",
-            Verdict::Stale { .. } => "stale",
             Verdict::Misdirected { .. } => "misdirected",
             Verdict::Torn { .. } => "torn",
             Verdict::Corrupt { .. } => "corrupt",
@@ -210,7 +206,7 @@ fn block_crc_ok(buf: &[u8]) -> bool {
 
 /// Judge one block read back at `id` (seed, file and offset of what should be there).
 /// The fast path (a whole block of this id) costs one CRC over the block.
-pub fn check(buf: &[u8], id: &BlockId) -> Verdict {
+pub(crate) fn check(buf: &[u8], id: &BlockId) -> Verdict {
     if header_valid(buf) && get32(buf, LEN) as usize == buf.len() {
         let found = Found {
             seed: get(buf, SEED),

@@ -20,7 +20,7 @@ const RECORD: usize = 32;
 
 /// What the journal is about: the run and the files whose blocks it acknowledges.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JournalHeader {
+pub(crate) struct JournalHeader {
     pub seed: u64,
     pub block_size: u64,
     /// Paths as the run named them; a record's `file` is an index into this list (and the
@@ -31,7 +31,7 @@ pub struct JournalHeader {
 /// One acknowledgement: block `block` (offset / block size) of file `file` holds generation
 /// `generation` durably.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ack {
+pub(crate) struct Ack {
     pub file: u64,
     pub block: u64,
     pub generation: u64,
@@ -60,7 +60,7 @@ impl Ack {
 }
 
 /// Appends acknowledgements, each batch durable before `append` returns.
-pub struct JournalWriter {
+pub(crate) struct JournalWriter {
     file: File,
     buf: Vec<u8>,
 }
@@ -68,7 +68,7 @@ pub struct JournalWriter {
 impl JournalWriter {
     /// Create a new journal (never an existing file: O_EXCL, no symlink followed) and make
     /// its header durable.
-    pub fn create(path: &Path, header: &JournalHeader) -> Result<JournalWriter> {
+    pub(crate) fn create(path: &Path, header: &JournalHeader) -> Result<JournalWriter> {
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -98,7 +98,7 @@ impl JournalWriter {
     }
 
     /// Record `acks` and make them durable; only then do they count.
-    pub fn append(&mut self, acks: &[Ack]) -> Result<()> {
+    pub(crate) fn append(&mut self, acks: &[Ack]) -> Result<()> {
         self.buf.clear();
         for a in acks {
             self.buf.extend_from_slice(&a.encode());
@@ -111,7 +111,7 @@ impl JournalWriter {
 
 /// A journal read back.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Journal {
+pub(crate) struct Journal {
     pub header: JournalHeader,
     /// The newest acknowledged generation of each (file, block).
     pub acked: HashMap<(u64, u64), u64>,
@@ -121,7 +121,7 @@ pub struct Journal {
 }
 
 impl Journal {
-    pub fn read(path: &Path) -> Result<Journal> {
+    pub(crate) fn read(path: &Path) -> Result<Journal> {
         let mut bytes = Vec::new();
         File::open(path)
             .and_then(|mut f| f.read_to_end(&mut bytes))
@@ -129,7 +129,7 @@ impl Journal {
         Self::parse(&bytes).with_context(|| format!("journal {}", path.display()))
     }
 
-    pub fn parse(bytes: &[u8]) -> Result<Journal> {
+    pub(crate) fn parse(bytes: &[u8]) -> Result<Journal> {
         if bytes.len() < 16 || &bytes[..8] != MAGIC {
             bail!("not an fsbench journal (no FSBJRNL1 header)");
         }

@@ -6,8 +6,8 @@
 //! This module holds the data formats and the judgement only; writing and reading the
 //! blocks is the runner's, through an Engine, like every other I/O.
 
-pub mod block;
-pub mod journal;
+pub(crate) mod block;
+pub(crate) mod journal;
 
 use block::Verdict;
 use serde::Serialize;
@@ -16,7 +16,7 @@ use serde::Serialize;
 /// acknowledged for it (`None`: no write of it was ever acknowledged).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Finding {
+pub(crate) enum Finding {
     /// The acknowledged generation or a newer one, whole.
     Intact,
     /// An acknowledged write is missing (an older generation, or nothing): storage broke
@@ -34,7 +34,7 @@ pub enum Finding {
 
 impl Finding {
     /// Whether this finding makes `fsbench verify` fail (exit 1).
-    pub fn is_failure(self, verdict: &Verdict, acked: Option<u64>) -> bool {
+    pub(crate) fn is_failure(self, verdict: &Verdict, acked: Option<u64>) -> bool {
         match self {
             Finding::Lost | Finding::Corrupt | Finding::Misdirected => true,
             Finding::Torn => matches!(
@@ -47,11 +47,11 @@ impl Finding {
 }
 
 /// Judge a block's verdict against what the journal says was acknowledged for it.
-pub fn judge(verdict: &Verdict, acked: Option<u64>) -> Finding {
+pub(crate) fn judge(verdict: &Verdict, acked: Option<u64>) -> Finding {
     let acked_gen = acked.unwrap_or(0);
     match *verdict {
         Verdict::Intact { generation } if generation >= acked_gen => Finding::Intact,
-        Verdict::Intact { .. } | Verdict::Stale { .. } | Verdict::Unwritten => {
+        Verdict::Intact { .. } | Verdict::Unwritten => {
             if acked.is_some() {
                 Finding::Lost
             } else {

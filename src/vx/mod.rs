@@ -11,7 +11,7 @@ use crate::units::RateUnit;
 use crate::usage;
 use std::path::PathBuf;
 
-pub const WORKLOADS: &[&str] = &[
+pub(crate) const WORKLOADS: &[&str] = &[
     "read",
     "write",
     "rand_read",
@@ -22,11 +22,11 @@ pub const WORKLOADS: &[&str] = &[
 ];
 
 /// I/Os per thread when neither iocount nor --time is given (vxbench has no documented default).
-pub const DEFAULT_IOCOUNT: u64 = 1024;
+pub(crate) const DEFAULT_IOCOUNT: u64 = 1024;
 
 /// A parsed vx command line: the Job plus how to show it.
 #[derive(Debug, Clone)]
-pub struct VxCommand {
+pub(crate) struct VxCommand {
     pub job: Job,
     pub report: ReportOptions,
     pub format: Format,
@@ -273,7 +273,7 @@ fn finish(mut st: State) -> Result<VxCommand, UsageError> {
 }
 
 /// Parse vxbench's argv (without the program name).
-pub fn parse(args: &[String]) -> Result<VxCommand, UsageError> {
+pub(crate) fn parse(args: &[String]) -> Result<VxCommand, UsageError> {
     let mut st = State {
         cmd: VxCommand {
             job: Job {
@@ -311,7 +311,7 @@ pub fn parse(args: &[String]) -> Result<VxCommand, UsageError> {
     finish(st)
 }
 
-pub const HELP: &str = "\
+pub(crate) const HELP: &str = "\
 usage: fsbench vx -w workload [options] filename ...
 
 vxbench's command line, run on Linux. Several file names run in parallel (one user each);

@@ -494,9 +494,6 @@ mod with_mock {
     /// An engine that notes, at its first submit, whether every worker was prepared.
     struct Watch(MockEngine, bool);
     impl crate::engine::Engine for Watch {
-        fn caps(&self) -> crate::engine::Caps {
-            self.0.caps()
-        }
         fn submit(
             &mut self,
             ops: &[crate::engine::IoOp],

@@ -46,7 +46,7 @@ fn open_fd(
 
 impl Worker {
     /// Everything untimed: descriptors, advice, buffers, engine.
-    pub fn prepare(
+    pub(crate) fn prepare(
         job: &Job,
         plan: &Plan,
         id: Option<FileId>,
