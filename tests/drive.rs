@@ -25,3 +25,16 @@ fn a_worker_spec_of_an_unknown_kind_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("reading the worker spec"), "{err}");
 }
+
+#[test]
+fn a_worker_spec_naming_an_unknown_source_is_refused_with_its_name() {
+    let out = Command::cargo_bin("fsbench")
+        .unwrap()
+        .arg("__worker")
+        .write_stdin("{\"source\":\"replay\",\"spec\":{}}\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown source 'replay'"), "{err}");
+}

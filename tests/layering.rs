@@ -95,6 +95,29 @@ fn engines_never_import_the_runner() {
     );
 }
 
+/// The runner serves every source (jobs, workloads, replays, backup); it knows none of them:
+/// a worker process's spec reaches its source through the command line's map.
+#[test]
+fn the_runner_never_imports_a_source() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/runner");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let bad: Vec<String> = files
+        .iter()
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            crate_modules(&text)
+                .iter()
+                .any(|m| ["workload", "sweep", "advise", "vx", "cli"].contains(&m.as_str()))
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "these runner files import a source or a front end: {bad:?}"
+    );
+}
+
 #[test]
 fn import_paths_are_read_from_plain_and_grouped_uses() {
     let m = crate_modules("use crate::cli::output;\nuse crate::{report, runner::Plan};\n");

@@ -147,7 +147,11 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Frag(a) => frag::main(a),
         Command::Workload(a) => workload::main(a),
         Command::Worker => {
-            crate::runner::drive::worker_main()?;
+            crate::runner::drive::worker_main(|child, stdin| match child.source.as_str() {
+                "job" => crate::runner::process::child(serde_json::from_value(child.spec)?, stdin),
+                "workload" => crate::workload::worker::child(serde_json::from_value(child.spec)?),
+                other => anyhow::bail!("reading the worker spec: unknown source '{other}'"),
+            })?;
             Ok(0)
         }
     }

@@ -145,13 +145,22 @@ impl<T> Crew<T> {
     }
 }
 
-/// What a worker process is told to rebuild: the one spec of `fsbench __worker`.
+/// What a worker process is told to rebuild: the one spec of `fsbench __worker`. The runner
+/// carries it without knowing the sources: `source` names which one (`job`, `workload`) and
+/// `spec` is that source's own spec; the command line maps names to sources.
 #[derive(Serialize, Deserialize)]
-pub(crate) enum ChildSpec {
-    /// Workers of a Job (process mode of `run`/`vx`).
-    Job(super::process::WorkerSpec),
-    /// One process instance of a workload, attached to the parent's shared arena.
-    Workload(crate::workload::worker::WorkerSpec),
+pub(crate) struct ChildSpec {
+    pub source: String,
+    pub spec: serde_json::Value,
+}
+
+impl ChildSpec {
+    pub(crate) fn new(source: &str, spec: &impl Serialize) -> Result<ChildSpec> {
+        Ok(ChildSpec {
+            source: source.to_string(),
+            spec: serde_json::to_value(spec)?,
+        })
+    }
 }
 
 /// Environment variable carrying the parent's PID to a worker process, so the worker dies
@@ -193,9 +202,12 @@ pub(crate) fn finish_process<T: serde::de::DeserializeOwned>(
         .map_err(|e| anyhow::anyhow!("worker process ({status}) sent no result: {e}"))
 }
 
-/// Child side: `fsbench __worker`. Dies with the parent first, then rebuilds the source its
-/// spec names and runs it.
-pub(crate) fn worker_main() -> Result<()> {
+/// Child side: `fsbench __worker`. Dies with the parent first, then hands the spec to
+/// `run_source` (the command line's map from source names to their child sides), with the
+/// rest of stdin for the source's start protocol.
+pub(crate) fn worker_main(
+    run_source: impl FnOnce(ChildSpec, &mut std::io::StdinLock<'static>) -> Result<()>,
+) -> Result<()> {
     let parent = std::env::var(PARENT_ENV).ok().and_then(|p| p.parse().ok());
     crate::guard::die_with_parent(parent);
     super::signal::install();
@@ -204,10 +216,7 @@ pub(crate) fn worker_main() -> Result<()> {
     let mut line = String::new();
     lock.read_line(&mut line)?;
     let spec: ChildSpec = serde_json::from_str(&line).context("reading the worker spec")?;
-    match spec {
-        ChildSpec::Job(s) => super::process::child(s, &mut lock),
-        ChildSpec::Workload(s) => crate::workload::worker::child(s),
-    }
+    run_source(spec, &mut lock)
 }
 
 /// Write a child's outcomes as one JSON line on stdout.

@@ -68,12 +68,15 @@ pub(crate) fn run_processes(
     };
     let mut children = Vec::new();
     for g in groups {
-        let spec = super::drive::ChildSpec::Job(WorkerSpec {
-            job: job.clone(),
-            plan: plan.clone(),
-            workers: g,
-            ids: ids.to_vec(),
-        });
+        let spec = super::drive::ChildSpec::new(
+            "job",
+            &WorkerSpec {
+                job: job.clone(),
+                plan: plan.clone(),
+                workers: g,
+                ids: ids.to_vec(),
+            },
+        )?;
         let mut child = super::drive::start_process(&spec)?;
         let stdin = child.stdin.take().expect("piped");
         let stdout = BufReader::new(child.stdout.take().expect("piped"));
@@ -129,7 +132,7 @@ pub(crate) fn run_processes(
 
 /// Child side of a Job spec (`fsbench __worker`, see `drive::worker_main`): prepare the
 /// workers, say `ready`, run on `go`, print the outcomes.
-pub(super) fn child(spec: WorkerSpec, input: &mut impl BufRead) -> Result<()> {
+pub(crate) fn child(spec: WorkerSpec, input: &mut impl BufRead) -> Result<()> {
     let (outcomes, _) =
         super::run_threads_with(&spec.job, &spec.plan, &spec.ids, spec.workers, || {
             let mut out = std::io::stdout();

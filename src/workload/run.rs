@@ -547,7 +547,7 @@ fn spawn(
             .map(|t| t.instances as usize)
             .sum::<usize>();
         for inst in 0..p.instances {
-            let spec = crate::runner::drive::ChildSpec::Workload(WorkerSpec {
+            let spec = WorkerSpec {
                 source: src.clone(),
                 process: pi,
                 instance: inst,
@@ -556,9 +556,11 @@ fn spawn(
                 layout: arena.layout.clone(),
                 engine: opts.engine,
                 rate: opts.rate,
-            });
+            };
             slot += per;
-            let mut child = match crate::runner::drive::start_process(&spec) {
+            let started = crate::runner::drive::ChildSpec::new("workload", &spec)
+                .and_then(|s| crate::runner::drive::start_process(&s));
+            let mut child = match started {
                 Ok(c) => c,
                 Err(e) => {
                     let n = children.len();
