@@ -447,3 +447,46 @@ fn strace_capture_carries_metadata_calls_into_replay() {
         assert!(back.get(op).copied().unwrap_or(0) > 0, "{op}: {back:?}");
     }
 }
+
+/// `--engine uring` replays the same calls as the sync engine, through the ring (the trace of
+/// the replay has the input's per-op counts; the Result counts io_uring submissions).
+#[test]
+#[cfg_attr(not(has_uring), ignore = "SKIPPED: io_uring is unavailable here")]
+fn uring_engine_replays_the_same_calls_as_sync() {
+    let sb = Sandbox::new();
+    mixed_trace(&sb);
+    std::fs::create_dir(sb.file("scratch")).unwrap();
+    for engine in ["sync", "uring"] {
+        let trace = format!("{engine}.csv");
+        let out = format!("{engine}.json");
+        run_ok(
+            &sb,
+            &[
+                "replay", "t.csv", "--dir", "scratch", "--engine", engine, "--trace", &trace,
+                "--output", &out,
+            ],
+        );
+        assert_eq!(
+            op_counts(&sb.file(&trace)),
+            expected_mixed_counts(),
+            "--engine {engine}"
+        );
+    }
+    let (s, u) = (json(&sb.file("sync.json")), json(&sb.file("uring.json")));
+    assert_eq!(s["total"]["read_ops"], u["total"]["read_ops"]);
+    assert_eq!(s["total"]["write_bytes"], u["total"]["write_bytes"]);
+    let enters = |v: &serde_json::Value| v["total"]["syscalls"]["io_uring_enter"].as_u64();
+    assert!(
+        enters(&u).unwrap_or(0) > 0,
+        "uring did not use the ring: {u}"
+    );
+    assert_eq!(enters(&s).unwrap_or(0), 0, "sync used a ring: {s}");
+    let err = sb
+        .cmd(&["replay", "t.csv", "--dir", "scratch", "--engine", "mmap"])
+        .output()
+        .unwrap();
+    assert_eq!(err.status.code(), Some(2));
+    let msg = String::from_utf8_lossy(&err.stderr);
+    assert!(msg.contains("--engine mmap: replays"), "{msg}");
+    assert_eq!(msg.lines().count(), 1, "{msg}");
+}

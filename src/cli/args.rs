@@ -94,3 +94,24 @@ mod tests {
         );
     }
 }
+
+/// `--engine` of a source that opens, creates and deletes files as it runs (a workload, a
+/// replay): sync (the default) or uring, refused in one line where io_uring is unavailable.
+pub(crate) fn source_engine(
+    flag: Option<&str>,
+    who: &str,
+) -> anyhow::Result<crate::job::EngineKind> {
+    let engine = match flag.map(crate::job::EngineKind::parse).transpose()? {
+        None => crate::job::EngineKind::Sync,
+        Some(crate::job::EngineKind::Mmap) => crate::bail_usage!(
+            "--engine mmap: {who} open, create and delete files as they run; expected sync or uring"
+        ),
+        Some(e) => e,
+    };
+    if engine == crate::job::EngineKind::Uring {
+        if let Err(why) = crate::engine::uring::available() {
+            crate::bail_usage!("--engine uring: {why}");
+        }
+    }
+    Ok(engine)
+}

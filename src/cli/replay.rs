@@ -46,6 +46,9 @@ pub(crate) struct ReplayArgs {
     /// Stop the replay after this long (10s, 2m); what was done is the result
     #[arg(long)]
     pub time: Option<String>,
+    /// I/O engine every replayed call goes through: sync (default) or uring
+    #[arg(long)]
+    pub engine: Option<String>,
     /// Rate cap in calls per second (per thread, or see --rate-scope), on top of the traced timing
     #[arg(long = "rate-iops")]
     pub rate_iops: Option<u64>,
@@ -99,6 +102,7 @@ pub(crate) fn main(a: ReplayArgs) -> anyhow::Result<i32> {
     let origin = a.input.display().to_string();
     let observe = a.observe.settings()?;
     let (time, rate) = limits(&a)?;
+    let engine = super::args::source_engine(a.engine.as_deref(), "replays")?;
     let opts = ReplayOptions {
         dir: a.dir.clone(),
         speed: if a.no_timing { None } else { a.speed },
@@ -113,6 +117,7 @@ pub(crate) fn main(a: ReplayArgs) -> anyhow::Result<i32> {
         ),
         time,
         rate,
+        engine,
     };
     // The devices to sample are the ones under --dir; one trace ring per replay thread.
     let workers = replay::ReplayPlan::from_trace(&trace)?.thread_count();

@@ -189,21 +189,9 @@ fn wml_text(name: &str, bytes: Vec<u8>) -> anyhow::Result<String> {
     })
 }
 
-/// `--engine`: sync (the default) or uring; mmap cannot create or delete files.
+/// `--engine sync|uring` (default sync).
 fn engine(flag: Option<&str>) -> anyhow::Result<crate::job::EngineKind> {
-    let engine = match flag.map(crate::job::EngineKind::parse).transpose()? {
-        None => crate::job::EngineKind::Sync,
-        Some(crate::job::EngineKind::Mmap) => crate::bail_usage!(
-            "--engine mmap: workloads open, create and delete files as they run; expected sync or uring"
-        ),
-        Some(e) => e,
-    };
-    if engine == crate::job::EngineKind::Uring {
-        if let Err(why) = crate::engine::uring::available() {
-            crate::bail_usage!("--engine uring: {why}");
-        }
-    }
-    Ok(engine)
+    super::args::source_engine(flag, "workloads")
 }
 
 /// The workload named on the command line (a personality or a .f file) with its `-D`

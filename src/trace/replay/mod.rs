@@ -58,6 +58,8 @@ pub struct ReplayOptions {
     /// `--rate-iops`, `--rate-bytes`, `--rate-scope`, as a run's: an extra cap on the traced
     /// timing (every replayed call takes an I/O slot; reads and writes take their bytes).
     pub rate: RateLimit,
+    /// `--engine`: the engine every replayed call goes through (sync or uring).
+    pub engine: crate::job::EngineKind,
 }
 
 /// At most this many per-thread entries go into the Result: beyond it, threads are reported
@@ -334,6 +336,7 @@ fn shared_settings(
             .unwrap_or_default(),
     );
     Shared {
+        engine: opts.engine,
         speed: opts.speed,
         direct_align,
         iops: opts.rate.iops.map(|r| r as f64 / share),

@@ -6,7 +6,9 @@
 
 use super::plan::{Step, ThreadPlan, DIR_FILE};
 use crate::engine::sync::SyncEngine;
-use crate::engine::{BufferPool, Completion, Engine, FileHandles, IoOp, OpKind};
+use crate::engine::uring::UringEngine;
+use crate::engine::Built;
+use crate::engine::{BufferPool, Completion, FileHandles, IoOp, OpKind};
 use crate::job::Route;
 use crate::runner::drive;
 use crate::runner::pace::Pacer;
@@ -89,6 +91,8 @@ impl Counters {
 /// What every replay thread shares: how to pace, when to stop, where the files are.
 pub(super) struct Shared {
     /// Traced timing scaled by this factor; None = back to back.
+    /// The engine every call goes through (`--engine`).
+    pub(super) engine: crate::job::EngineKind,
     pub(super) speed: Option<f64>,
     /// The device's direct I/O alignment under `--direct`.
     pub(super) direct_align: Option<u64>,
@@ -116,7 +120,7 @@ impl Shared {
 
 /// What a thread prepared before the start gate.
 struct Prepared {
-    engine: SyncEngine,
+    engine: Built,
     calls: [CallTally; CALLS.len()],
     ring: Option<TraceRing>,
     /// Placeholder names its unlinks remove and names of the directories its mkdirs make.
@@ -225,7 +229,13 @@ fn prepare(
             Ok::<(), std::collections::TryReserveError>(())
         })
         .map_err(|_| (0, "out of memory reserving latency samples".to_string()))?;
-    let mut engine = SyncEngine::new(files, pool);
+    let mut engine = match shared.engine {
+        crate::job::EngineKind::Uring => Built::Uring(
+            UringEngine::for_source(1, files, pool)
+                .map_err(|e| (0, format!("--engine uring: {e:#}")))?,
+        ),
+        _ => Built::Sync(SyncEngine::new(files, pool)),
+    };
     let mut uncounted = SyscallCounts::default();
     let name = |prefix: char, k: u64| {
         CString::new(format!("{prefix}{index}-{k}")).expect("no NUL in a number")
@@ -237,15 +247,17 @@ fn prepare(
         let flags =
             libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_WRONLY | libc::O_CLOEXEC;
         let fd = engine
+            .as_dyn()
             .open_at(shared.dir_fd, n, flags, 0o600, &mut uncounted)
             .map_err(|e| (DIR_FILE, format!("creating a file to unlink: {e}")))?;
-        let _ = engine.close_fd(fd, &mut uncounted);
+        let _ = engine.as_dyn().close_fd(fd, &mut uncounted);
     }
     let mut list_fd = -1;
     let mut list_buf = Vec::new();
     if plan.readdirs {
         let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         list_fd = engine
+            .as_dyn()
             .open_at(shared.dir_fd, c".", flags, 0, &mut uncounted)
             .map_err(|e| (DIR_FILE, format!("opening the directory to list: {e}")))?;
         list_buf = vec![0u8; LIST_BUF_BYTES];
@@ -273,7 +285,7 @@ fn finish(prep: &mut Prepared, _shared: &Shared) {
     }
     if prep.list_fd >= 0 {
         let mut uncounted = SyscallCounts::default();
-        let _ = prep.engine.close_fd(prep.list_fd, &mut uncounted);
+        let _ = prep.engine.as_dyn().close_fd(prep.list_fd, &mut uncounted);
         prep.list_fd = -1;
     }
 }
@@ -458,7 +470,7 @@ fn issue(s: &Step, fds: &[i32], shared: &Shared, prep: &mut Prepared, io: &mut I
                 slot: 0,
             };
             io.stats.inflight[inflight_bucket(1)] += 1;
-            let engine = &mut prep.engine;
+            let engine = prep.engine.as_dyn();
             let r = engine
                 .submit(&[op], &mut io.sys)
                 .and_then(|_| engine.reap(1, &mut io.done, &mut io.sys));
@@ -473,23 +485,23 @@ fn issue(s: &Step, fds: &[i32], shared: &Shared, prep: &mut Prepared, io: &mut I
             io.done.clear();
             res
         }
-        TraceOp::Fsync | TraceOp::Fdatasync => status(prep.engine.sync_fd(
+        TraceOp::Fsync | TraceOp::Fdatasync => status(prep.engine.as_dyn().sync_fd(
             fds[s.file as usize],
             s.op == TraceOp::Fdatasync,
             &mut io.sys,
         )),
-        TraceOp::Stat => status(prep.engine.stat_fd(
+        TraceOp::Stat => status(prep.engine.as_dyn().stat_fd(
             fds[s.file as usize],
             &mut io.stx,
             &mut io.sys,
         )),
-        TraceOp::Mkdir => status(prep.engine.mkdir_at(
+        TraceOp::Mkdir => status(prep.engine.as_dyn().mkdir_at(
             shared.dir_fd,
             &prep.mkdir_names[s.offset as usize],
             0o755,
             &mut io.sys,
         )),
-        TraceOp::Unlink => status(prep.engine.unlink_at(
+        TraceOp::Unlink => status(prep.engine.as_dyn().unlink_at(
             shared.dir_fd,
             &prep.unlink_names[s.offset as usize],
             false,
@@ -500,10 +512,12 @@ fn issue(s: &Step, fds: &[i32], shared: &Shared, prep: &mut Prepared, io: &mut I
             if io.list_at_end {
                 let _ = prep
                     .engine
+                    .as_dyn()
                     .seek_fd(prep.list_fd, 0, libc::SEEK_SET, &mut io.sys);
             }
             match prep
                 .engine
+                .as_dyn()
                 .read_dir(prep.list_fd, &mut prep.list_buf, &mut io.sys)
             {
                 Ok(n) => {
