@@ -115,3 +115,46 @@ pub(crate) fn source_engine(
     }
     Ok(engine)
 }
+
+/// `--rate-iops`, `--rate-bytes`, `--rate-scope`: one definition for `run`, `workload` and
+/// `replay`, flattened into each.
+#[derive(Args, Debug, Default, Clone)]
+pub(crate) struct RateArgs {
+    /// Rate limit in I/Os per second (per thread, or see --rate-scope); a workload counts its
+    /// data I/O calls, a replay every call it issues
+    #[arg(long = "rate-iops")]
+    pub rate_iops: Option<u64>,
+    /// Rate limit in bytes per second of reads and writes (per thread, or see --rate-scope)
+    #[arg(long = "rate-bytes")]
+    pub rate_bytes: Option<String>,
+    /// Whom the rate limit applies to: thread (each thread) or total (divided among all threads)
+    #[arg(long = "rate-scope")]
+    pub rate_scope: Option<String>,
+}
+
+impl RateArgs {
+    /// The limit as a workload or a replay takes it (`run` feeds the same strings through
+    /// the Job parameter table).
+    pub(crate) fn limit(&self) -> Result<crate::job::RateLimit, crate::error::UsageError> {
+        let mut rate = crate::job::RateLimit {
+            iops: self.rate_iops,
+            ..Default::default()
+        };
+        if let Some(b) = &self.rate_bytes {
+            rate.bytes_per_sec = Some(crate::units::parse_size_as(
+                b,
+                crate::units::BareUnit::Bytes,
+                "--rate-bytes",
+            )?);
+        }
+        if let Some(s) = &self.rate_scope {
+            rate.scope = crate::job::RateScope::parse(s)?;
+        }
+        if rate.iops == Some(0) || rate.bytes_per_sec == Some(0) {
+            crate::bail_usage!(
+                "bad rate limit 0: give a positive --rate-iops or --rate-bytes, or leave it out"
+            );
+        }
+        Ok(rate)
+    }
+}

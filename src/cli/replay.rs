@@ -3,7 +3,7 @@
 //! (`--iostat`, `--trace`), stop condition (`--time`) and rate caps (`--rate-*`).
 
 use super::observe::ObserveArgs;
-use crate::job::{RateLimit, RateScope};
+use crate::job::RateLimit;
 use crate::report::{Format, ReportOptions, Runs};
 use crate::trace::replay::{self, ReplayOptions};
 use crate::units::RateUnit;
@@ -49,15 +49,8 @@ pub(crate) struct ReplayArgs {
     /// I/O engine every replayed call goes through: sync (default) or uring
     #[arg(long)]
     pub engine: Option<String>,
-    /// Rate cap in calls per second (per thread, or see --rate-scope), on top of the traced timing
-    #[arg(long = "rate-iops")]
-    pub rate_iops: Option<u64>,
-    /// Rate cap in bytes per second of reads and writes (per thread, or see --rate-scope)
-    #[arg(long = "rate-bytes")]
-    pub rate_bytes: Option<String>,
-    /// Whom the rate cap applies to: thread (each thread) or total (divided among all threads)
-    #[arg(long = "rate-scope")]
-    pub rate_scope: Option<String>,
+    #[command(flatten)]
+    pub rate: super::args::RateArgs,
     #[command(flatten)]
     pub observe: ObserveArgs,
 }
@@ -76,23 +69,7 @@ fn limits(
         }
         None => None,
     };
-    let rate = RateLimit {
-        iops: a.rate_iops,
-        bytes_per_sec: a
-            .rate_bytes
-            .as_deref()
-            .map(|v| crate::units::parse_size_as(v, crate::units::BareUnit::Bytes, "--rate-bytes"))
-            .transpose()?,
-        scope: match &a.rate_scope {
-            Some(s) => RateScope::parse(s)?,
-            None => RateScope::Thread,
-        },
-    };
-    if rate.iops == Some(0) || rate.bytes_per_sec == Some(0) {
-        crate::bail_usage!(
-            "bad rate limit 0: give a positive --rate-iops or --rate-bytes, or leave it out"
-        );
-    }
+    let rate = a.rate.limit()?;
     Ok((time, rate))
 }
 

@@ -83,15 +83,8 @@ pub(crate) struct RunArgs {
     /// mlock the I/O buffers
     #[arg(long)]
     pub mlock: bool,
-    /// Rate limit in I/Os per second (per thread, or see --rate-scope)
-    #[arg(long = "rate-iops")]
-    pub rate_iops: Option<u64>,
-    /// Rate limit in bytes per second (per thread, or see --rate-scope)
-    #[arg(long = "rate-bytes")]
-    pub rate_bytes: Option<String>,
-    /// Whom the rate limit applies to: thread (each thread) or total (divided among all threads)
-    #[arg(long = "rate-scope")]
-    pub rate_scope: Option<String>,
+    #[command(flatten)]
+    pub rate: super::args::RateArgs,
     /// io_uring SQ polling
     #[arg(long)]
     pub sqpoll: bool,
@@ -172,9 +165,9 @@ fn valued_flags(a: &RunArgs) -> Vec<(&'static str, Option<String>)> {
         ("reserve", s(&a.reserve)),
         ("space_flags", s(&a.space_flags)),
         ("processes", s(&a.processes)),
-        ("rate_iops", n(a.rate_iops)),
-        ("rate_bytes", s(&a.rate_bytes)),
-        ("rate_scope", s(&a.rate_scope)),
+        ("rate_iops", n(a.rate.rate_iops)),
+        ("rate_bytes", s(&a.rate.rate_bytes)),
+        ("rate_scope", s(&a.rate.rate_scope)),
         ("name", s(&a.name)),
     ]
 }

@@ -57,42 +57,10 @@ pub(crate) struct WorkloadArgs {
     /// sync, uring: the engine every flowop's system calls go through (default sync)
     #[arg(long)]
     pub engine: Option<String>,
-    /// Rate limit in data I/O calls per second (per thread, or see --rate-scope)
-    #[arg(long = "rate-iops")]
-    pub rate_iops: Option<u64>,
-    /// Rate limit in bytes per second of data I/O (per thread, or see --rate-scope)
-    #[arg(long = "rate-bytes")]
-    pub rate_bytes: Option<String>,
-    /// Whom the rate limit applies to: thread (each thread instance) or total (divided among
-    /// all thread instances)
-    #[arg(long = "rate-scope")]
-    pub rate_scope: Option<String>,
+    #[command(flatten)]
+    pub rate: super::args::RateArgs,
     #[command(flatten)]
     pub observe: crate::cli::observe::ObserveArgs,
-}
-
-/// `--rate-iops`, `--rate-bytes`, `--rate-scope` as run reads them.
-fn rate_limit(a: &WorkloadArgs) -> anyhow::Result<crate::job::RateLimit> {
-    let mut rate = crate::job::RateLimit {
-        iops: a.rate_iops,
-        ..Default::default()
-    };
-    if let Some(b) = &a.rate_bytes {
-        rate.bytes_per_sec = Some(crate::units::parse_size_as(
-            b,
-            crate::units::BareUnit::Bytes,
-            "--rate-bytes",
-        )?);
-    }
-    if let Some(s) = &a.rate_scope {
-        rate.scope = crate::job::RateScope::parse(s)?;
-    }
-    if rate.iops == Some(0) || rate.bytes_per_sec == Some(0) {
-        crate::bail_usage!(
-            "bad rate limit 0: give a positive --rate-iops or --rate-bytes, or leave it out"
-        );
-    }
-    Ok(rate)
 }
 
 /// The Result's note of a rate limit: what it limits and what counts against it.
@@ -294,7 +262,7 @@ pub(crate) fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
         crate::bail_usage!("--time must be more than 0");
     }
     let stall_after = crate::units::parse_duration(&a.stall_after)?;
-    let rate = rate_limit(&a)?;
+    let rate = a.rate.limit()?;
     let observe = a.observe.settings()?;
     let engine = engine(a.engine.as_deref())?;
     let (src, model) = load(&a)?;
