@@ -955,9 +955,27 @@ impl Thread<'_> {
     /// fsync: the file open on the flowop's descriptor.
     fn fsync(&mut self, fo: &Flowop) -> StepResult {
         let slot = self.fdnum(fo);
-        let Some(f) = &self.fds[slot] else {
+        if self.fds[slot].is_none() {
             return Err(FlowopError::State(format!("fd {slot} is not open")));
-        };
+        }
+        self.fsync_slot(slot)?;
+        Ok(Step::Ok)
+    }
+
+    /// fsyncset: every file of the fileset this thread has open.
+    fn fsync_set(&mut self, fo: &Flowop) -> StepResult {
+        let set = fo.fileset.unwrap_or(0);
+        for k in 0..self.fds.len() {
+            if self.fds[k].as_ref().is_some_and(|f| f.set == set) {
+                self.fsync_slot(k)?;
+            }
+        }
+        Ok(Step::Ok)
+    }
+
+    /// fsync the file open on descriptor slot `slot` (open: the callers checked), traced.
+    fn fsync_slot(&mut self, slot: usize) -> Result<(), FlowopError> {
+        let f = self.fds[slot].as_ref().expect("open");
         let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
         let t = clock(&self.ring);
         let r = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys);
@@ -966,27 +984,7 @@ impl Thread<'_> {
             let f = self.fds[slot].as_ref().expect("open");
             return Err(call(format!("fsync {:?}", self.entry_path(f)), e));
         }
-        Ok(Step::Ok)
-    }
-
-    /// fsyncset: every file of the fileset this thread has open.
-    fn fsync_set(&mut self, fo: &Flowop) -> StepResult {
-        let set = fo.fileset.unwrap_or(0);
-        for k in 0..self.fds.len() {
-            let Some(f) = &self.fds[k] else { continue };
-            if f.set != set {
-                continue;
-            }
-            let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
-            let t = clock(&self.ring);
-            let r = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys);
-            rec(&mut self.ring, TraceOp::Fsync, file, 0, 0, t, status(&r));
-            if let Err(e) = r {
-                let f = self.fds[k].as_ref().expect("open");
-                return Err(call(format!("fsync {:?}", self.entry_path(f)), e));
-            }
-        }
-        Ok(Step::Ok)
+        Ok(())
     }
 
     /// semblock / block: wait on this thread instance's semaphore.
