@@ -101,7 +101,12 @@ pub(crate) fn source_engine(
     flag: Option<&str>,
     who: &str,
 ) -> anyhow::Result<crate::job::EngineKind> {
-    let engine = match flag.map(crate::job::EngineKind::parse).transpose()? {
+    // The Job's parser would offer mmap, which these sources refuse: say what they take.
+    let parsed = flag.map(|f| {
+        crate::job::EngineKind::parse(f)
+            .map_err(|_| crate::usage!("unknown engine '{f}': {who} run on sync or uring"))
+    });
+    let engine = match parsed.transpose()? {
         None => crate::job::EngineKind::Sync,
         Some(crate::job::EngineKind::Mmap) => crate::bail_usage!(
             "--engine mmap: {who} open, create and delete files as they run; expected sync or uring"

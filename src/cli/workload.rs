@@ -157,11 +157,6 @@ fn wml_text(name: &str, bytes: Vec<u8>) -> anyhow::Result<String> {
     })
 }
 
-/// `--engine sync|uring` (default sync).
-fn engine(flag: Option<&str>) -> anyhow::Result<crate::job::EngineKind> {
-    super::args::source_engine(flag, "workloads")
-}
-
 /// The workload named on the command line (a personality or a .f file) with its `-D`
 /// overrides and `--dir`, loaded; refused when `--no-system` forbids what it runs.
 fn load(
@@ -264,7 +259,7 @@ pub(crate) fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
     let stall_after = crate::units::parse_duration(&a.stall_after)?;
     let rate = a.rate.limit()?;
     let observe = a.observe.settings()?;
-    let engine = engine(a.engine.as_deref())?;
+    let engine = super::args::source_engine(a.engine.as_deref(), "workloads")?;
     let (src, model) = load(&a)?;
     let opts = Options {
         time,
