@@ -109,6 +109,7 @@ def measure(tool, c):
         if t["errors"]:
             sys.exit("fsbench reported errors")
         iops, ops, cpu = t["iops"], t["ops"], t["cpu_s"]
+        nbytes, reads = t["bytes"], t["read_ops"]
     else:
         out = run(["fio", "--name=cmp", f"--filename={FILE}", "--output-format=json"]
                   + c["fio"].split())
@@ -118,9 +119,25 @@ def measure(tool, c):
         r, w = j["read"], j["write"]
         iops = r["iops"] + w["iops"]
         ops = r["total_ios"] + w["total_ios"]
+        nbytes, reads = r["io_bytes"] + w["io_bytes"], r["total_ios"]
         cpu = (j["usr_cpu"] + j["sys_cpu"]) / 100.0 * j["job_runtime"] / 1000.0
     proc = children_cpu() - before
-    return {"iops": iops, "cpu_us": cpu * 1e6 / max(ops, 1), "proc_us": proc * 1e6 / max(ops, 1)}
+    return {"iops": iops, "cpu_us": cpu * 1e6 / max(ops, 1), "proc_us": proc * 1e6 / max(ops, 1),
+            "bytes_per_op": nbytes / max(ops, 1), "read_share": reads / max(ops, 1)}
+
+
+def same_work(rows):
+    """The work check that comes before any speed figure: in every pair both tools moved the
+    same bytes per op (within 1 %) with the same share of reads (within 1 point). Returns the
+    column text and whether the ratios may be quoted."""
+    for r in rows:
+        a, b = r["fsb"], r["fio"]
+        if (abs(a["bytes_per_op"] - b["bytes_per_op"]) > 0.01 * max(b["bytes_per_op"], 1)
+                or abs(a["read_share"] - b["read_share"]) > 0.01):
+            return (f"DIFFERENT WORK ({a['bytes_per_op']:.0f} vs {b['bytes_per_op']:.0f} B/op, "
+                    f"{a['read_share']:.0%} vs {b['read_share']:.0%} reads)"), False
+    a = rows[0]["fsb"]
+    return f"same: {a['bytes_per_op']:.0f} B/op, {a['read_share']:.0%} reads", True
 
 
 def machine():
@@ -165,12 +182,12 @@ def main():
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {machine()}")
     print(f"# {PAIRS} alternating pairs of {SECS} s per case; medians; ratio = median of per-pair fsbench/fio")
     if md:
-        print("| case | fsbench IOPS | fio IOPS | IOPS ratio | fsbench wins | CPU us/IO fsbench / fio (threads) "
+        print("| case | work | fsbench IOPS | fio IOPS | IOPS ratio | fsbench wins | CPU us/IO fsbench / fio (threads) "
               "| CPU us/IO fsbench / fio (process) | process CPU ratio |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     else:
         print(f"{'case':<20} {'fsb_iops':>9} {'fio_iops':>9} {'ratio':>6} {'wins':>5} "
-              f"{'cpu_us/io thr':>15} {'cpu_us/io proc':>15} {'ratio':>6}")
+              f"{'cpu_us/io thr':>15} {'cpu_us/io proc':>15} {'ratio':>6}  work")
     try:
         for c in chosen:
             rows = []
@@ -183,18 +200,22 @@ def main():
                         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                         f.write(json.dumps({"case": c["name"], "time": stamp, "pin": PIN,
                                             "ticker_ms": TICKER, "secs": SECS, **m}) + "\n")
+            work, same = same_work(rows)
             med = lambda tool, k: statistics.median(r[tool][k] for r in rows)
             ratio = statistics.median(r["fsb"]["iops"] / r["fio"]["iops"] for r in rows)
             wins = sum(r["fsb"]["iops"] > r["fio"]["iops"] for r in rows)
             cpu_ratio = statistics.median(r["fsb"]["proc_us"] / r["fio"]["proc_us"] for r in rows)
             thr = f"{med('fsb', 'cpu_us'):.2f} / {med('fio', 'cpu_us'):.2f}"
             proc = f"{med('fsb', 'proc_us'):.2f} / {med('fio', 'proc_us'):.2f}"
+            # A speed ratio of unequal work means nothing: it is not printed.
+            rtxt = f"{ratio:.3f}" if same else "-"
+            ctxt = f"{cpu_ratio:.3f}" if same else "-"
             if md:
-                print(f"| {c['name']} | {med('fsb', 'iops'):.0f} | {med('fio', 'iops'):.0f} | {ratio:.3f} "
-                      f"| {wins}/{PAIRS} | {thr} | {proc} | {cpu_ratio:.3f} |")
+                print(f"| {c['name']} | {work} | {med('fsb', 'iops'):.0f} | {med('fio', 'iops'):.0f} | {rtxt} "
+                      f"| {wins}/{PAIRS} | {thr} | {proc} | {ctxt} |")
             else:
-                print(f"{c['name']:<20} {med('fsb', 'iops'):9.0f} {med('fio', 'iops'):9.0f} {ratio:6.3f} "
-                      f"{wins:>2}/{PAIRS:<2} {thr:>15} {proc:>15} {cpu_ratio:6.3f}", flush=True)
+                print(f"{c['name']:<20} {med('fsb', 'iops'):9.0f} {med('fio', 'iops'):9.0f} {rtxt:>6} "
+                      f"{wins:>2}/{PAIRS:<2} {thr:>15} {proc:>15} {ctxt:>6}  {work}", flush=True)
     finally:
         if ticker:
             ticker.kill()
