@@ -98,39 +98,48 @@ unsafe fn flagged(op: &IoOp, fd: i32, buf: *mut u8, sys: &mut SyscallCounts) -> 
     }
 }
 
+impl SyncEngine {
+    /// Perform one I/O now: bytes transferred, or a negative errno. `submit` is this for each
+    /// op; the queue-depth-1 loop (`runner::worker::inline`) calls it directly.
+    #[inline(always)]
+    pub(crate) fn execute(&mut self, op: &IoOp, sys: &mut SyscallCounts) -> i64 {
+        let fd = self.files[op.file as usize].fd(op.route);
+        let buf = self.pool.slot_ptr(op.slot as usize);
+        // SAFETY: buf points at a live slot of at least op.len bytes (the worker never
+        // asks for more than the slot size); fd is open for the engine's life.
+        let rc = unsafe {
+            if op.flagged() {
+                // Workload I/O at the descriptor's offset / appending / data-synchronous:
+                // never taken by a Job, so this branch is predicted once and for all.
+                flagged(op, fd, buf, sys)
+            } else {
+                match op.kind {
+                    OpKind::Read => {
+                        sys.read += 1;
+                        pread(fd, buf, op.len as usize, op.offset)
+                    }
+                    OpKind::Write => {
+                        sys.write += 1;
+                        pwrite(fd, buf, op.len as usize, op.offset)
+                    }
+                }
+            }
+        };
+        if rc < 0 {
+            -(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO) as i64)
+        } else {
+            rc
+        }
+    }
+}
+
 impl Engine for SyncEngine {
     #[inline]
     fn submit(&mut self, ops: &[IoOp], sys: &mut SyscallCounts) -> std::io::Result<usize> {
         for op in ops {
-            let fd = self.files[op.file as usize].fd(op.route);
-            let buf = self.pool.slot_ptr(op.slot as usize);
-            // SAFETY: buf points at a live slot of at least op.len bytes (the worker never
-            // asks for more than the slot size); fd is open for the engine's life.
-            let rc = unsafe {
-                if op.flagged() {
-                    // Workload I/O at the descriptor's offset / appending / data-synchronous:
-                    // never taken by a Job, so this branch is predicted once and for all.
-                    flagged(op, fd, buf, sys)
-                } else {
-                    match op.kind {
-                        OpKind::Read => {
-                            sys.read += 1;
-                            pread(fd, buf, op.len as usize, op.offset)
-                        }
-                        OpKind::Write => {
-                            sys.write += 1;
-                            pwrite(fd, buf, op.len as usize, op.offset)
-                        }
-                    }
-                }
-            };
-            let result = if rc < 0 {
-                -(std::io::Error::last_os_error()
-                    .raw_os_error()
-                    .unwrap_or(libc::EIO) as i64)
-            } else {
-                rc
-            };
+            let result = self.execute(op, sys);
             if self.pending.len() < self.pending.capacity() {
                 self.pending.push(Completion {
                     slot: op.slot,

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 mod drive;
+mod inline;
 #[cfg(test)]
 mod mock_tests;
 mod prepare;
@@ -169,6 +170,7 @@ impl Worker {
         // One compiled loop per engine and per "rate limit or not", so an unpaced run carries
         // no schedule code at all.
         match (&mut self.engine, core.pacer.is_some()) {
+            (Built::Sync(e), false) if core.inline_ok() => core.drive_inline(e, stop, interrupt),
             (Built::Sync(e), false) => core.drive::<_, false>(e, stop, interrupt),
             (Built::Sync(e), true) => core.drive::<_, true>(e, stop, interrupt),
             (Built::Mmap(e), false) => core.drive::<_, false>(e, stop, interrupt),

@@ -224,12 +224,28 @@ impl Core {
                 halted = true;
             }
         }
+        self.finish(engine, stats, failure, sys, usage0, t0, trace)
+    }
+
+    /// What every timed loop does when it ends: the final fsync (when asked, and only after
+    /// a clean run), the elapsed and CPU time, the syscall counts and the trace ring.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn finish<E: Engine + ?Sized>(
+        &self,
+        engine: &mut E,
+        mut stats: Stats,
+        mut failure: Option<IoFailure>,
+        mut sys: SyscallCounts,
+        usage0: cpu::Usage,
+        t0: u64,
+        trace: Option<crate::trace::TraceRing>,
+    ) -> ThreadOutcome {
         if self.fsync && failure.is_none() {
             if let Err(e) = engine.flush(&mut sys) {
                 failure = Some(self.failure(None, format!("fsync failed: {e}")));
             }
         }
-        stats.elapsed_s = clock.now_ns().saturating_sub(t0) as f64 / 1e9;
+        stats.elapsed_s = self.clock.now_ns().saturating_sub(t0) as f64 / 1e9;
         stats.usage = cpu::thread_usage().since(&usage0);
         stats.syscalls = sys;
         if let Some(ring) = trace {
@@ -243,7 +259,7 @@ impl Core {
         }
     }
 
-    fn failure(&self, offset: Option<u64>, message: String) -> IoFailure {
+    pub(super) fn failure(&self, offset: Option<u64>, message: String) -> IoFailure {
         IoFailure {
             user: self.user,
             thread: self.thread,
@@ -273,7 +289,7 @@ fn trace_record(
 
 /// What a failed completion says: a negative errno, or 0 bytes for a non-empty I/O.
 #[cold]
-fn io_error(kind: OpKind, result: i64) -> String {
+pub(super) fn io_error(kind: OpKind, result: i64) -> String {
     if result == 0 {
         return format!("{} returned 0 bytes (end of file)", kind_name(kind));
     }

@@ -98,3 +98,128 @@ fn a_target_swapped_after_prepare_is_not_opened() {
         "the swapped-in file is not removed by the cleanup"
     );
 }
+
+/// Run one worker of `job` on the queue-depth-1 loop or the general one.
+fn run_one(job: &Job, inline: bool) -> ThreadOutcome {
+    let (plan, cleanup) = super::super::target::prepare(job).unwrap();
+    let id = cleanup.ids()[0];
+    let mut w = Worker::prepare(job, &plan, Some(id), 0, 0).unwrap();
+    let stop = AtomicBool::new(false);
+    let interrupt = AtomicBool::new(false);
+    let Built::Sync(e) = &mut w.engine else {
+        panic!("the sync engine was not built")
+    };
+    assert!(
+        w.core.inline_ok(),
+        "a plain QD1 sync job must take the inline loop"
+    );
+    let out = if inline {
+        w.core.drive_inline(e, &stop, &interrupt)
+    } else {
+        w.core.drive::<_, false>(e, &stop, &interrupt)
+    };
+    drop(w);
+    drop(cleanup);
+    out
+}
+
+/// The queue-depth-1 loop does the same work and counts it the same way as the general
+/// loop: same ops of each kind, bytes, routes, syscalls, histogram population and in-flight
+/// distribution, for reads, writes and a mix, buffered and direct.
+#[test]
+fn the_inline_loop_counts_what_the_general_loop_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    for (access, cache) in [
+        (crate::job::Access::RandRw, CachePolicy::Buffered),
+        (crate::job::Access::Write, CachePolicy::Buffered),
+        (crate::job::Access::RandRead, CachePolicy::Direct),
+    ] {
+        let job = Job {
+            targets: vec![dir.path().join(format!("f-{}", access.name()))],
+            access,
+            cache,
+            io_count: Some(3000),
+            block_size: 4096,
+            file_size: Some(1 << 20),
+            ..Default::default()
+        };
+        let (a, b) = (run_one(&job, true), run_one(&job, false));
+        let what = format!("{} {cache:?}", access.name());
+        assert!(
+            a.failure.is_none() && b.failure.is_none(),
+            "{what}: {a:?} {b:?}"
+        );
+        let (a, b) = (a.stats, b.stats);
+        assert_eq!(a.ops(), 3000, "{what}");
+        assert_eq!(
+            (a.read_ops, a.write_ops, a.read_bytes, a.write_bytes),
+            (b.read_ops, b.write_ops, b.read_bytes, b.write_bytes),
+            "{what}"
+        );
+        assert_eq!(
+            (a.direct_ops, a.buffered_fallback_ops),
+            (b.direct_ops, b.buffered_fallback_ops),
+            "{what}"
+        );
+        assert_eq!(
+            (a.syscalls.read, a.syscalls.write),
+            (b.syscalls.read, b.syscalls.write),
+            "{what}"
+        );
+        assert_eq!(a.inflight, b.inflight, "{what}");
+        assert_eq!(a.inflight[0], 3000, "{what}");
+        assert_eq!(a.lat.len(), b.lat.len(), "{what}");
+        assert!(a.elapsed_s > 0.0, "{what}: {a:?}");
+    }
+}
+
+/// A short read ends the inline loop with the general loop's failure words, file and offset.
+#[test]
+fn the_inline_loop_fails_like_the_general_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("short");
+    let job = Job {
+        targets: vec![path.clone()],
+        access: crate::job::Access::Read,
+        io_count: Some(10),
+        block_size: 4096,
+        file_size: Some(64 << 10),
+        ..Default::default()
+    };
+    let mut outcomes = Vec::new();
+    for inline in [true, false] {
+        let (plan, cleanup) = super::super::target::prepare(&job).unwrap();
+        let id = cleanup.ids()[0];
+        let mut w = Worker::prepare(&job, &plan, Some(id), 0, 0).unwrap();
+        // The file shrinks after preparation: the first read finds its end.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        let (stop, interrupt) = (AtomicBool::new(false), AtomicBool::new(false));
+        let Built::Sync(e) = &mut w.engine else {
+            panic!()
+        };
+        let out = if inline {
+            w.core.drive_inline(e, &stop, &interrupt)
+        } else {
+            w.core.drive::<_, false>(e, &stop, &interrupt)
+        };
+        assert!(
+            stop.load(Ordering::Relaxed),
+            "the other workers are told to stop"
+        );
+        drop(w);
+        drop(cleanup);
+        outcomes.push(out);
+    }
+    let (a, b) = (&outcomes[0], &outcomes[1]);
+    let fa = a.failure.as_ref().expect("inline loop reported no failure");
+    assert_eq!(Some(fa), b.failure.as_ref());
+    assert_eq!(fa.offset, Some(0));
+    assert!(fa.message.contains("end of file"), "{fa}");
+    assert_eq!((a.stats.errors, a.stats.ops()), (1, 0));
+    assert_eq!(a.stats.errors, b.stats.errors);
+}

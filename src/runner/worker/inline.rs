@@ -1,0 +1,94 @@
+//! The timed loop for one synchronous I/O at a time (`Core::drive_inline`): the run's most
+//! common case and the one whose measurement costs the most in proportion (a 4 KiB
+//! page-cache read takes under 1 us).
+//!
+//! At queue depth 1 on an engine that completes inline, the general loop's slot table,
+//! submission batch and completion list each hold one element: every I/O still pays for
+//! pushing, popping and copying them (~15-20 ns of a ~830 ns read, docs/per-io-cost.md).
+//! This loop keeps what is measured identical (the same op generator, routing, engine call,
+//! two clock readings around each I/O, the same histogram and counters, the same stop
+//! conditions and failure words) and drops the bookkeeping that only a deeper queue needs.
+//! It is taken only when nothing else is on (no rate limit, no trace); every other run goes
+//! through `Core::drive`. The worker's unit tests run both loops on the same work and compare
+//! what they counted and how they fail (`worker::tests::the_inline_loop_*`).
+
+use super::drive::io_error;
+use super::*;
+use crate::engine::sync::SyncEngine;
+
+impl Core {
+    /// Whether [`Core::drive_inline`] may run this worker: one I/O at a time, no schedule,
+    /// no trace ring.
+    pub(super) fn inline_ok(&self) -> bool {
+        self.depth == 1 && self.pacer.is_none() && self.trace.is_none()
+    }
+
+    /// The timed loop at queue depth 1 on the synchronous engine (see the module docs).
+    pub(super) fn drive_inline(
+        &mut self,
+        engine: &mut SyncEngine,
+        stop: &AtomicBool,
+        interrupt: &AtomicBool,
+    ) -> ThreadOutcome {
+        debug_assert!(self.inline_ok());
+        let mut stats = Stats::default();
+        let mut failure = None;
+        let bs = self.bs;
+        let route = self.route;
+        let mut sys = self.sys;
+        let mut ops = 0u64;
+        stats.lat = LatencyHist::new();
+        let usage0 = cpu::thread_usage();
+        let clock = self.clock;
+        let t0 = clock.now_ns();
+        let deadline = self
+            .deadline
+            .map(|d| t0.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64));
+        while let Some((kind, offset)) = self.gen.next_op() {
+            let route = route.route(offset, bs as u64);
+            match route {
+                Route::Fallback => stats.buffered_fallback_ops += 1,
+                Route::Direct => stats.direct_ops += 1,
+                Route::Buffered => {}
+            }
+            let op = IoOp {
+                kind,
+                file: 0,
+                route,
+                offset,
+                len: bs,
+                slot: 0,
+            };
+            let at = clock.now_ns();
+            let result = engine.execute(&op, &mut sys);
+            let now = clock.now_ns();
+            ops += 1;
+            if result <= 0 && (result < 0 || op.len > 0) {
+                stats.errors += 1;
+                failure = Some(self.failure(Some(op.offset), io_error(op.kind, result)));
+                stop.store(true, Ordering::Relaxed);
+                break;
+            }
+            stats.lat.record(now.saturating_sub(at));
+            match kind {
+                OpKind::Read => {
+                    stats.read_ops += 1;
+                    stats.read_bytes += result as u64;
+                }
+                OpKind::Write => {
+                    stats.write_ops += 1;
+                    stats.write_bytes += result as u64;
+                }
+            }
+            if stop.load(Ordering::Relaxed)
+                || interrupt.load(Ordering::Relaxed)
+                || deadline.is_some_and(|d| now >= d)
+            {
+                break;
+            }
+        }
+        // Every I/O was submitted with none other in flight.
+        stats.inflight[inflight_bucket(1)] += ops;
+        self.finish(engine, stats, failure, sys, usage0, t0, None)
+    }
+}
