@@ -445,7 +445,12 @@ fn positionals(rng: &mut Rng, sub: &str) -> Vec<String> {
 /// hold only small or invalid values, so a given one is also brief).
 fn caps(sub: &str) -> &'static [(&'static str, &'static str)] {
     match sub {
-        "quick" => &[("--time", "0.1s"), ("--size", "4m")],
+        "quick" => &[
+            ("--time", "0.1s"),
+            ("--size", "4m"),
+            ("--warmup", "0"),
+            ("--repeat", "1"),
+        ],
         "run" => &[("--time", "0.2s"), ("--size", "1m")],
         "sweep" => &[("--time", "0.1s"), ("--size", "64k")],
         "suite" => &[("--scale", "0.01"), ("--dir", "sub")],

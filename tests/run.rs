@@ -163,32 +163,122 @@ fn bad_input_is_one_line_and_exit_2() {
 fn quick_battery_small() {
     let sb = Sandbox::new();
     let out = sb
-        .cmd(&words("quick --size 16m --time 300ms --output q.json"))
+        .cmd(&words(
+            "quick --size 16m --time 200ms --warmup 100ms --repeat 2 --output q.json",
+        ))
         .assert()
         .success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
-    for name in [
-        "seq write 1m buffered",
-        "seq read 1m direct",
-        "rand read 4k direct x2",
-        "rand write 4k direct x2",
-        "dsync write 8k",
-    ] {
-        assert!(text.contains(name), "{name} missing: {text}");
-    }
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sb.file("q.json")).unwrap()).unwrap();
-    assert_eq!(v.as_array().unwrap().len(), 7);
-    assert!(v
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|r| r["status"] == "complete"));
+    let runs = v.as_array().unwrap();
+    // 8 standard tests and 3 extras, 2 timed runs each; warm-ups are not results.
+    assert_eq!(runs.len(), 22, "{text}");
+    assert!(runs.iter().all(|r| r["status"] == "complete"));
     assert_eq!(
         sb.listing(),
         vec!["q.json".to_string()],
         "scratch file removed"
     );
+    // Every figure printed is the median / range / CPU per I/O of what the runs measured.
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[0] + v[1]) / 2.0
+    };
+    let mut rows = 0;
+    for line in text.lines() {
+        let Some(name) = [
+            "SEQ1M Q8T1 read",
+            "SEQ1M Q8T1 write",
+            "SEQ1M Q1T1 read",
+            "SEQ1M Q1T1 write",
+            "RND4K Q32T1 read",
+            "RND4K Q32T1 write",
+            "RND4K Q1T1 read",
+            "RND4K Q1T1 write",
+            "seq write 1m buffered",
+            "seq read 1m buffered",
+            "dsync write 8k",
+        ]
+        .into_iter()
+        .find(|n| line.starts_with(n)) else {
+            continue;
+        };
+        rows += 1;
+        let mine: Vec<&serde_json::Value> = runs.iter().filter(|r| r["name"] == name).collect();
+        assert_eq!(mine.len(), 2, "{name}");
+        let t = |r: &serde_json::Value, k: &str| r["total"][k].as_f64().unwrap();
+        // MB/s of each run from its bytes and seconds, 10^6 bytes a MB.
+        let mbs: Vec<f64> = mine
+            .iter()
+            .map(|r| t(r, "bytes") / t(r, "elapsed_s") / 1e6)
+            .collect();
+        let cols: Vec<&str> = line[name.len()..].split_whitespace().collect();
+        let num = |s: &str| s.parse::<f64>().unwrap();
+        let close = |printed: f64, want: f64, what: &str| {
+            assert!(
+                (printed - want).abs() <= 0.051 + want * 0.001,
+                "{name} {what}: printed {printed}, measured {want}: {line}"
+            )
+        };
+        close(num(cols[0]), median(mbs.clone()), "MB/s");
+        let (lo, hi) = cols[1].split_once("..").unwrap();
+        close(
+            num(lo),
+            mbs.iter().copied().fold(f64::INFINITY, f64::min),
+            "min",
+        );
+        close(num(hi), mbs.iter().copied().fold(0.0, f64::max), "max");
+        let iops = median(
+            mine.iter()
+                .map(|r| t(r, "ops") / t(r, "elapsed_s"))
+                .collect(),
+        );
+        assert!(
+            (num(cols[2]) - iops).abs() <= 0.5 + iops * 0.001,
+            "{name} IOPS: {line}"
+        );
+        let cpu: f64 = mine.iter().map(|r| t(r, "cpu_s")).sum();
+        let ops: f64 = mine.iter().map(|r| t(r, "ops")).sum();
+        close(num(cols[cols.len() - 2]), cpu / ops * 1e6, "CPU us/op");
+        let j = &mine[0]["job"];
+        if name.contains(" Q") {
+            assert_eq!(j["cache"]["policy"], "direct", "{name}");
+        }
+        if name.contains("Q32") || name.contains("Q8") {
+            assert_eq!(j["engine"], "uring", "{name}");
+        }
+    }
+    assert_eq!(rows, 11, "{text}");
+}
+
+#[test]
+fn quick_profiles_and_bad_repeat() {
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd(&words(
+            "quick --profile nvme --size 8m --time 100ms --warmup 0 --repeat 1 --no-extras",
+        ))
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(
+        text.starts_with(
+            "fsbench quick (nvme): 8 tests in ., 8.00 MiB file, each timed 0.1 s, median of 1"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("dsync"), "{text}");
+    for bad in [
+        "quick --repeat 0",
+        "quick --profile ssd",
+        "quick --warmup soon",
+    ] {
+        let out = sb.cmd(&words(bad)).assert().code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert_eq!(err.trim().lines().count(), 1, "{bad}: {err}");
+        assert!(sb.listing().is_empty(), "{bad}: {:?}", sb.listing());
+    }
 }
 
 #[test]

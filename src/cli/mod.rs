@@ -55,7 +55,7 @@ pub(crate) struct Cli {
 
 #[derive(Subcommand)]
 pub(crate) enum Command {
-    /// A ~1 minute standard battery on a scratch file in DIR (default: current directory).
+    /// A ~1 minute CrystalDiskMark-style battery (SEQ1M Q8T1/Q1T1, RND4K Q32T1/Q1T1, read and write, direct I/O; buffered and O_DSYNC extras) on a scratch file in DIR.
     Quick(quick::QuickArgs),
     /// Run one job from flags or a TOML job file.
     Run(run::RunArgs),

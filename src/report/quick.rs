@@ -1,73 +1,161 @@
 //! The table `fsbench quick` prints as its tests finish: a title, the column heads, then one
-//! row per test (with its errors under it). JSON and CSV of the battery are [`super::Runs`].
+//! row per test summarising its timed runs (median, and the range over the runs), with the
+//! errors under it. JSON and CSV of the battery are [`super::Runs`] (every timed run).
+//!
+//! MB/s here is 10^6 bytes a second, as CrystalDiskMark and the drive makers print it.
 
 use crate::result::RunResult;
-use crate::units::{format_bytes, format_ns, RateUnit};
+use crate::runner::RunStatus;
+use crate::units::{format_bytes, format_ns};
 use std::fmt::Write;
 use std::path::Path;
 
 /// What the battery is, and the column heads.
-pub(crate) fn header(tests: usize, dir: &Path, file_size: u64, timed_s: f64) -> String {
+pub(crate) fn header(
+    profile: &str,
+    tests: usize,
+    dir: &Path,
+    (file_size, time_s, warmup_s, repeat): (u64, f64, f64, u32),
+) -> String {
+    let warm = if warmup_s > 0.0 {
+        format!(" after a {warmup_s} s warm-up")
+    } else {
+        String::new()
+    };
     format!(
-        "fsbench quick: {tests} tests in {} ({} file, {timed_s} s timed tests)\n{:<26} {:>10} {:>10} {:>9} {:>10} {:>10}  {}\n",
+        "fsbench quick ({profile}): {tests} tests in {}, {} file, each timed {time_s} s{warm}, median of {repeat}\n\
+         MB/s = 10^6 bytes/s; range = slowest..fastest run; CPU us/op = CPU time per I/O\n{}",
         dir.display(),
         format_bytes(file_size as f64),
-        "test",
-        "MB/s",
-        "IOPS",
-        "CPU s",
-        "lat p50",
-        "lat p99",
-        "status"
+        heads("direct I/O")
     )
 }
 
-/// One test's row, then a line for each error it met.
-pub(crate) fn row(r: &RunResult) -> String {
-    let t = &r.total;
-    let mut s = format!(
-        "{:<26} {:>10.1} {:>10.0} {:>9.2} {:>10} {:>10}  {}\n",
-        r.name,
-        RateUnit::MegaBytes.convert(t.bytes_per_sec),
-        t.iops,
-        t.cpu_s,
-        format_ns(t.lat_ns.p50 as f64),
-        format_ns(t.lat_ns.p99 as f64),
-        r.status.name()
-    );
-    for f in &r.failures {
-        let _ = writeln!(s, "  error: {f}");
+/// The heads over the second block: fsbench's own tests beside the standard battery.
+pub(crate) fn extras_header() -> String {
+    heads("extras")
+}
+
+fn heads(first: &str) -> String {
+    format!(
+        "{first:<22} {:>9} {:>17} {:>9} {:>10} {:>10} {:>10}  {}\n",
+        "MB/s", "range MB/s", "IOPS", "lat p50", "lat p99", "CPU us/op", "status"
+    )
+}
+
+/// What a row shows for a test's timed runs.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Summary {
+    pub mb_per_sec: f64,
+    pub mb_per_sec_min: f64,
+    pub mb_per_sec_max: f64,
+    pub iops: f64,
+    pub lat_p50_ns: f64,
+    pub lat_p99_ns: f64,
+    pub cpu_us_per_op: f64,
+    pub status: RunStatus,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
-    s
+}
+
+/// The median and range over the runs; CPU per I/O over all of them together.
+pub(crate) fn summarise(runs: &[RunResult]) -> Summary {
+    let of = |f: &dyn Fn(&RunResult) -> f64| median(runs.iter().map(f).collect());
+    let mb: Vec<f64> = runs.iter().map(|r| r.total.bytes_per_sec / 1e6).collect();
+    let ops: u64 = runs.iter().map(|r| r.total.ops).sum();
+    let cpu: f64 = runs.iter().map(|r| r.total.cpu_s).sum();
+    Summary {
+        mb_per_sec: median(mb.clone()),
+        mb_per_sec_min: mb.iter().copied().fold(f64::INFINITY, f64::min),
+        mb_per_sec_max: mb.iter().copied().fold(0.0, f64::max),
+        iops: of(&|r| r.total.iops),
+        lat_p50_ns: of(&|r| r.total.lat_ns.p50 as f64),
+        lat_p99_ns: of(&|r| r.total.lat_ns.p99 as f64),
+        cpu_us_per_op: if ops > 0 { cpu / ops as f64 * 1e6 } else { 0.0 },
+        status: runs
+            .iter()
+            .map(|r| r.status)
+            .find(|s| *s != RunStatus::Complete)
+            .unwrap_or(RunStatus::Complete),
+    }
+}
+
+/// One test's row, then a line for each error its runs met.
+pub(crate) fn row(name: &str, runs: &[RunResult]) -> String {
+    let s = summarise(runs);
+    let range = format!("{:.1}..{:.1}", s.mb_per_sec_min, s.mb_per_sec_max);
+    let mut out = format!(
+        "{name:<22} {:>9.1} {range:>17} {:>9.0} {:>10} {:>10} {:>10.2}  {}\n",
+        s.mb_per_sec,
+        s.iops,
+        format_ns(s.lat_p50_ns),
+        format_ns(s.lat_p99_ns),
+        s.cpu_us_per_op,
+        s.status.name()
+    );
+    for f in runs.iter().flat_map(|r| &r.failures) {
+        let _ = writeln!(out, "  error: {f}");
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn header_and_rows_line_up() {
-        let h = header(7, Path::new("/d"), 1 << 30, 10.0);
-        assert_eq!(
-            h,
-            "fsbench quick: 7 tests in /d (1.00 GiB file, 10 s timed tests)\ntest                             MB/s       IOPS     CPU s    lat p50    lat p99  status\n"
-        );
+    fn run(mb: f64, iops: f64, p50: u64, ops: u64, cpu_s: f64) -> RunResult {
         let rec = crate::report::table::tests::fake("q", &[], 0.0, 0.0, None);
         let mut r = rec.result().unwrap().clone();
-        r.name = "seq read 1m direct".into();
-        r.total.bytes_per_sec = 3.0 * 1048576.0;
-        r.total.iops = 3.0;
-        r.total.lat_ns.p50 = 850;
-        r.total.lat_ns.p99 = 12_300;
-        let line = row(&r);
+        r.total.bytes_per_sec = mb * 1e6;
+        r.total.iops = iops;
+        r.total.lat_ns.p50 = p50;
+        r.total.lat_ns.p99 = p50 * 10;
+        r.total.ops = ops;
+        r.total.cpu_s = cpu_s;
+        r
+    }
+
+    #[test]
+    fn a_row_is_the_median_and_range_of_the_runs() {
+        let runs = [
+            run(100.0, 10.0, 900, 100, 0.001),
+            run(300.0, 30.0, 800, 300, 0.002),
+            run(200.0, 20.0, 850, 200, 0.003),
+        ];
+        let s = summarise(&runs);
+        assert_eq!(s.mb_per_sec, 200.0);
+        assert_eq!((s.mb_per_sec_min, s.mb_per_sec_max), (100.0, 300.0));
+        assert_eq!((s.iops, s.lat_p50_ns, s.lat_p99_ns), (20.0, 850.0, 8500.0));
+        assert!((s.cpu_us_per_op - 10.0).abs() < 1e-9, "{s:?}");
+        let line = row("RND4K Q1T1 read", &runs);
         assert!(
-            line.starts_with("seq read 1m direct                3.0          3 "),
+            line.starts_with("RND4K Q1T1 read            200.0      100.0..300.0        20 "),
             "{line}"
         );
-        assert!(line.contains("     850 ns    12.3 us  "), "{line}");
+        assert!(line.contains("  850 ns     8.5 us      10.00  "), "{line}");
+        let h = header("quick", 11, Path::new("/d"), (1 << 28, 1.0, 0.5, 3));
+        let heads = h.lines().nth(2).unwrap();
         assert_eq!(
             line.lines().next().unwrap().len(),
-            h.lines().nth(1).unwrap().len() - "status".len() + r.status.name().len()
+            heads.len() - "status".len() + s.status.name().len(),
+            "{heads}\n{line}"
         );
+        assert!(h.starts_with(
+            "fsbench quick (quick): 11 tests in /d, 256.00 MiB file, each timed 1 s after a 0.5 s warm-up, median of 3\n"
+        ));
+    }
+
+    #[test]
+    fn an_even_number_of_runs_takes_the_middle_pair() {
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(vec![]), 0.0);
     }
 }
