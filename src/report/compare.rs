@@ -41,67 +41,70 @@ fn cells(t: &Shaped) -> Vec<(String, usize, usize)> {
     out
 }
 
+/// Totals that grow with the work a run did: compare judges them per operation instead
+/// (a run that did an eighth of the work used an eighth of the CPU seconds, which is not
+/// "better").
+const PER_OP: &[(&str, &str)] = &[
+    ("cpu_s", "cpu_us_per_op"),
+    ("user_s", "cpu_us_per_op"),
+    ("sys_s", "cpu_us_per_op"),
+];
+
+/// Throughput metrics: the work a point did per second.
+const THROUGHPUT: &[&str] = &["kb_per_s", "mb_per_s", "iops", "ops_per_s", "calls_per_s"];
+
+/// The metrics compare judges for a study showing `keys`: CPU totals as CPU per operation,
+/// and a throughput metric always (so that a cost that fell with the work is caught).
+fn judged_keys(keys: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for k in keys {
+        let k = PER_OP
+            .iter()
+            .find(|(total, _)| *total == k)
+            .map_or(k, |(_, per_op)| per_op.to_string());
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    if !out.iter().any(|k| THROUGHPUT.contains(&k.as_str())) {
+        out.insert(0, "iops".into());
+    }
+    out
+}
+
 pub(crate) fn compare(
     before: &[Record],
     after: &[Record],
     shape: &Shape,
 ) -> Result<Vec<Change>, crate::error::UsageError> {
-    let b = shape_all(before, shape)?;
-    let a = shape_all(after, shape)?;
+    let study = |r: &Record| (r.meta().suite.clone(), r.meta().study.clone());
+    let mut studies: Vec<(String, String)> = Vec::new();
+    for r in before {
+        if !studies.contains(&study(r)) {
+            studies.push(study(r));
+        }
+    }
     let mut out = Vec::new();
-    for tb in &b {
-        let Some(ta) = a
-            .iter()
-            .find(|t| t.study == tb.study && t.suite == tb.suite)
-        else {
+    for key in studies {
+        let of = |set: &[Record]| -> Vec<Record> {
+            set.iter().filter(|r| study(r) == key).cloned().collect()
+        };
+        let (bs, afs) = (of(before), of(after));
+        if afs.is_empty() {
+            continue;
+        }
+        let keys = judged_keys(super::table::metric_keys(bs[0].meta(), shape));
+        let shape = Shape {
+            metrics: Some(keys),
+            ..shape.clone()
+        };
+        let (Some(tb), Some(ta)) = (
+            shape_all(&bs, &shape)?.into_iter().next(),
+            shape_all(&afs, &shape)?.into_iter().next(),
+        ) else {
             continue;
         };
-        let after_cells = cells(ta);
-        for (label, ri, ci) in cells(tb) {
-            let Some((_, ari, aci)) = after_cells.iter().find(|(l, _, _)| *l == label) else {
-                continue;
-            };
-            for (mi, m) in tb.metrics.iter().enumerate() {
-                let Some(ami) = ta.metrics.iter().position(|x| x.key == m.key) else {
-                    continue;
-                };
-                let (cb, ca) = (&tb.cells[ri][ci], &ta.cells[*ari][*aci]);
-                let (Some(vb), Some(va)) = (cb.mean(mi), ca.mean(ami)) else {
-                    continue;
-                };
-                let ratio = if vb != 0.0 {
-                    va / vb
-                } else if va == 0.0 {
-                    1.0
-                } else {
-                    f64::INFINITY
-                };
-                let spread = match (cb.spread(mi), ca.spread(ami)) {
-                    (Some(x), Some(y)) => Some(x.max(y)),
-                    (x, y) => x.or(y),
-                };
-                let change = (ratio - 1.0).abs();
-                let verdict = if change < 1e-9 {
-                    "same"
-                } else if spread.is_some_and(|s| change <= s) {
-                    "noise"
-                } else if (ratio > 1.0) == m.higher_is_better {
-                    "better"
-                } else {
-                    "worse"
-                };
-                out.push(Change {
-                    point: label.clone(),
-                    metric: m.label.to_string(),
-                    decimals: m.decimals,
-                    before: vb,
-                    after: va,
-                    ratio,
-                    spread,
-                    verdict,
-                });
-            }
-        }
+        compare_study(&tb, &ta, &mut out);
     }
     if out.is_empty() {
         return Err(crate::usage!(
@@ -109,6 +112,76 @@ pub(crate) fn compare(
         ));
     }
     Ok(out)
+}
+
+/// The changes of every point two shapings of one study share.
+fn compare_study(tb: &Shaped, ta: &Shaped, out: &mut Vec<Change>) {
+    let after_cells = cells(ta);
+    for (label, ri, ci) in cells(tb) {
+        let Some((_, ari, aci)) = after_cells.iter().find(|(l, _, _)| *l == label) else {
+            continue;
+        };
+        let first = out.len();
+        for (mi, m) in tb.metrics.iter().enumerate() {
+            let Some(ami) = ta.metrics.iter().position(|x| x.key == m.key) else {
+                continue;
+            };
+            let (cb, ca) = (&tb.cells[ri][ci], &ta.cells[*ari][*aci]);
+            let (Some(vb), Some(va)) = (cb.mean(mi), ca.mean(ami)) else {
+                continue;
+            };
+            let ratio = if vb != 0.0 {
+                va / vb
+            } else if va == 0.0 {
+                1.0
+            } else {
+                f64::INFINITY
+            };
+            let spread = match (cb.spread(mi), ca.spread(ami)) {
+                (Some(x), Some(y)) => Some(x.max(y)),
+                (x, y) => x.or(y),
+            };
+            let change = (ratio - 1.0).abs();
+            let verdict = if change < 1e-9 {
+                "same"
+            } else if spread.is_some_and(|s| change <= s) {
+                "noise"
+            } else if (ratio > 1.0) == m.higher_is_better {
+                "better"
+            } else {
+                "worse"
+            };
+            out.push(Change {
+                point: label.clone(),
+                metric: m.label.to_string(),
+                decimals: m.decimals,
+                before: vb,
+                after: va,
+                ratio,
+                spread,
+                verdict,
+            });
+        }
+        // A cost that fell while the point's throughput fell did less work, not better.
+        let point = &mut out[first..];
+        let throughput_fell = tb.metrics.iter().any(|m| {
+            THROUGHPUT.contains(&m.key)
+                && point
+                    .iter()
+                    .any(|c| c.metric == m.label && c.verdict == "worse")
+        });
+        if throughput_fell {
+            for c in point.iter_mut() {
+                let cost = tb
+                    .metrics
+                    .iter()
+                    .any(|m| m.label == c.metric && !m.higher_is_better);
+                if cost && c.verdict == "better" {
+                    c.verdict = "suspect";
+                }
+            }
+        }
+    }
 }
 
 pub(crate) fn render_text(changes: &[Change]) -> String {
@@ -165,15 +238,17 @@ pub(crate) fn render_text(changes: &[Change]) -> String {
     if changes.iter().any(|c| c.spread.is_none()) {
         s += "spread n/a: no repetitions, so noise cannot be told from change; run with --repeat N\n";
     }
-    let (better, worse, noise) = changes.iter().fold((0, 0, 0), |acc, c| match c.verdict {
-        "better" => (acc.0 + 1, acc.1, acc.2),
-        "worse" => (acc.0, acc.1 + 1, acc.2),
-        "noise" => (acc.0, acc.1, acc.2 + 1),
-        _ => acc,
-    });
+    if changes.iter().any(|c| c.verdict == "suspect") {
+        s += "suspect: a cost that fell at a point whose throughput fell too (less work done, not better)\n";
+    }
+    let count = |v: &str| changes.iter().filter(|c| c.verdict == v).count();
     s += &format!(
-        "{} comparisons: {better} better, {worse} worse, {noise} within the run-to-run spread\n",
-        changes.len()
+        "{} comparisons: {} better, {} worse, {} suspect, {} within the run-to-run spread; CPU is judged per operation\n",
+        changes.len(),
+        count("better"),
+        count("worse"),
+        count("suspect"),
+        count("noise")
     );
     s
 }
@@ -230,5 +305,77 @@ mod tests {
             &Shape::default()
         )
         .is_err());
+    }
+
+    /// A point that did an eighth of the work: its CPU seconds and latency fell too, and
+    /// neither is called better; CPU is compared per operation.
+    #[test]
+    fn a_point_whose_throughput_fell_is_never_better() {
+        let mk = |kbps: f64, cpu_s: f64, lat_ns: f64, ops: u64| -> Vec<Record> {
+            let mut r = fake("t", &[("bs", "4k")], kbps, cpu_s, None);
+            if let Record::Run { result, .. } = &mut r {
+                result.total.lat_ns.mean = lat_ns;
+                result.total.ops = ops;
+                result.total.cpu_us_per_op = cpu_s / ops as f64 * 1e6;
+            }
+            vec![r]
+        };
+        let shape = Shape {
+            metrics: Some(vec!["kb_per_s".into(), "cpu_s".into(), "lat_ms".into()]),
+            ..Default::default()
+        };
+        let c = compare(
+            &mk(8000.0, 8.0, 1e6, 8000),
+            &mk(1000.0, 1.0, 0.5e6, 1000),
+            &shape,
+        )
+        .unwrap();
+        let verdict = |label: &str| c.iter().find(|x| x.metric == label).map(|x| x.verdict);
+        assert_eq!(verdict("KB/s"), Some("worse"));
+        assert_eq!(
+            verdict("CPU s"),
+            None,
+            "CPU seconds are not judged as a total"
+        );
+        assert_eq!(verdict("CPU us/op"), Some("same"));
+        assert_eq!(verdict("mean latency ms"), Some("suspect"));
+        let text = render_text(&c);
+        assert!(text.contains("0 better, 1 worse, 1 suspect"), "{text}");
+        // Without a throughput metric asked for, one is judged anyway.
+        let shape = Shape {
+            metrics: Some(vec!["lat_ms".into()]),
+            ..Default::default()
+        };
+        let c = compare(
+            &mk(8000.0, 8.0, 1e6, 8000),
+            &mk(1000.0, 1.0, 0.5e6, 1000),
+            &shape,
+        )
+        .unwrap();
+        assert_eq!(
+            c.iter().find(|x| x.metric == "IOPS").unwrap().verdict,
+            "worse"
+        );
+        assert_eq!(
+            c.iter()
+                .find(|x| x.metric == "mean latency ms")
+                .unwrap()
+                .verdict,
+            "suspect"
+        );
+        // The same latency drop with the throughput kept is better.
+        let c = compare(
+            &mk(8000.0, 8.0, 1e6, 8000),
+            &mk(8000.0, 8.0, 0.5e6, 8000),
+            &shape,
+        )
+        .unwrap();
+        assert_eq!(
+            c.iter()
+                .find(|x| x.metric == "mean latency ms")
+                .unwrap()
+                .verdict,
+            "better"
+        );
     }
 }

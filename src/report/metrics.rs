@@ -84,7 +84,7 @@ pub(crate) const METRICS: &[Metric] = &[
     },
     Metric {
         key: "lat_ms",
-        label: "latency ms",
+        label: "mean latency ms",
         decimals: 3,
         higher_is_better: false,
         get: |r| Some(r.total.lat_ns.mean / 1e6),

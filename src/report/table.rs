@@ -153,20 +153,24 @@ fn table_axes(
     Ok((rows, cols, targets))
 }
 
-/// The metrics shown: `--metrics`, else the study's own, else the defaults.
-fn table_metrics(
-    first: &SweepMeta,
-    shape: &Shape,
-) -> Result<Vec<&'static Metric>, crate::error::UsageError> {
-    let metric_keys: Vec<String> = match &shape.metrics {
+/// The keys of the metrics shown: `--metrics`, else the study's own, else the defaults.
+pub(crate) fn metric_keys(first: &SweepMeta, shape: &Shape) -> Vec<String> {
+    match &shape.metrics {
         Some(m) => m.clone(),
         None if !first.table.metrics.is_empty() => first.table.metrics.clone(),
         None => metrics::DEFAULT_METRICS
             .iter()
             .map(|s| s.to_string())
             .collect(),
-    };
-    metric_keys
+    }
+}
+
+/// The metrics shown (see [`metric_keys`]).
+fn table_metrics(
+    first: &SweepMeta,
+    shape: &Shape,
+) -> Result<Vec<&'static Metric>, crate::error::UsageError> {
+    metric_keys(first, shape)
         .iter()
         .map(|k| {
             metrics::find(k).ok_or_else(|| {
