@@ -31,6 +31,10 @@ use std::process::{Command, Stdio};
 const CAPS: &[(&str, &str)] = &[
     ("root", "effective uid 0 with CAP_SYS_ADMIN (can mount)"),
     ("loop", "root, losetup on PATH and /dev/loop-control"),
+    (
+        "fuse",
+        "root and /dev/fuse opens read-write (a FUSE file system can be mounted)",
+    ),
     ("uring", "io_uring_setup succeeds"),
     (
         "uring_sqpoll",
@@ -139,6 +143,13 @@ fn probe() -> Vec<bool> {
         .map(|(name, _)| match *name {
             "root" => root,
             "loop" => root && tool("losetup") && Path::new("/dev/loop-control").exists(),
+            "fuse" => {
+                root && std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open("/dev/fuse")
+                    .is_ok()
+            }
             "uring" => uring_works(0),
             "uring_sqpoll" => uring_works(IORING_SETUP_SQPOLL),
             "strace" => {

@@ -131,9 +131,19 @@ fn the_build_probe_agrees_with_the_machine() {
         .setup_sqpoll(100)
         .build(2)
         .is_ok();
+    let root = can_mount(&sb);
     let checks = [
-        ("root", cfg!(has_root), can_mount(&sb)),
+        ("root", cfg!(has_root), root),
         ("loop", cfg!(has_loop), common::can_use_loop_devices()),
+        (
+            "fuse",
+            cfg!(has_fuse),
+            root && std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/fuse")
+                .is_ok(),
+        ),
         ("uring", cfg!(has_uring), io_uring::IoUring::new(2).is_ok()),
         ("uring_sqpoll", cfg!(has_uring_sqpoll), sqpoll),
         (
