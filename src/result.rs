@@ -141,6 +141,17 @@ pub struct ReplayInfo {
     pub io_size_bytes: LatencySummary,
     /// `[size_bytes, count]` buckets of the same histogram.
     pub io_size_hist_bytes: Vec<[u64; 2]>,
+    /// Which scratch file stood for which traced file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<ReplayFile>,
+}
+
+/// One traced file and the scratch file a replay made in its place.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReplayFile {
+    pub traced: String,
+    pub scratch: String,
+    pub size_bytes: u64,
 }
 
 /// What only a backup-study phase has: what it archived or restored, in what records.

@@ -489,3 +489,60 @@ fn uring_engine_replays_the_same_calls_as_sync() {
     assert!(msg.contains("--engine mmap: replays"), "{msg}");
     assert_eq!(msg.lines().count(), 1, "{msg}");
 }
+
+/// A trace over many files replays into one compact text result: the scratch files are one
+/// note (the mapping is data in `replay.files`), and the users beyond the busiest are one line.
+#[test]
+fn a_replay_of_many_files_prints_one_compact_result() {
+    let sb = Sandbox::new();
+    let mut rows = Vec::new();
+    for i in 0..40u64 {
+        // Two threads; thread 0 does most of the I/O, every file is touched once.
+        let th = (i % 4 == 3) as u32;
+        let t = i * 1000;
+        rows.push(format!(
+            "{i},{th},read,/data/f{i},0,4096,{t},{},4096",
+            t + 500
+        ));
+    }
+    write_trace(&sb.file("many.csv"), &rows);
+    std::fs::create_dir(sb.file("r")).unwrap();
+    let out = run_ok(
+        &sb,
+        &["replay", "many.csv", "--dir", "r", "--output", "o.json"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.lines().count() <= 20, "{text}");
+    let notes: Vec<&str> = text.lines().filter(|l| l.starts_with("note:")).collect();
+    assert!(notes.len() <= 4, "{text}");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("40 scratch files") && n.contains("replay.files")),
+        "{text}"
+    );
+    let users = text.lines().filter(|l| l.starts_with("user ")).count();
+    assert!((1..=5).contains(&users), "{text}");
+    assert!(text.contains("more users"), "{text}");
+    let v = json(&sb.file("o.json"));
+    let files = v["replay"]["files"].as_array().unwrap();
+    assert_eq!(files.len(), 40);
+    let traced: std::collections::BTreeSet<&str> = files
+        .iter()
+        .map(|f| f["traced"].as_str().unwrap())
+        .collect();
+    assert_eq!(traced.len(), 40);
+    assert!(files.iter().all(|f| f["size_bytes"].as_u64() >= Some(4096)));
+    // Every user is still in the JSON, and -v lists them all in the text.
+    assert_eq!(v["users"].as_array().unwrap().len(), 40);
+    let out = run_ok(&sb, &["replay", "many.csv", "--dir", "r", "-v"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!text.contains("more users"), "{text}");
+    assert!(
+        sb.listing()
+            .iter()
+            .all(|f| !f.starts_with("r/fsbench-replay")),
+        "{:?}",
+        sb.listing()
+    );
+}

@@ -100,6 +100,39 @@ fn rate_label(j: &crate::job::Job) -> String {
     format!("{} {scope}", parts.join(" and "))
 }
 
+/// Users with a line of their own: all of them while there are few (or with `-v`), else the
+/// busiest, and one line saying what was left out (every user stays in the JSON).
+fn users_shown<'a>(
+    r: &'a RunResult,
+    opts: &ReportOptions,
+) -> (Vec<&'a crate::result::UserReport>, Option<String>) {
+    const LISTED_MAX: usize = 8;
+    const BUSIEST: usize = 5;
+    if r.users.len() <= LISTED_MAX || opts.per_thread {
+        return (r.users.iter().collect(), None);
+    }
+    let mut by_ops: Vec<&crate::result::UserReport> = r.users.iter().collect();
+    by_ops.sort_by_key(|u| std::cmp::Reverse(u.stats.ops));
+    let busy = by_ops.iter().take_while(|u| u.stats.ops > 0).count();
+    let mut shown: Vec<_> = by_ops[..busy.min(BUSIEST)].to_vec();
+    shown.sort_by_key(|u| u.user);
+    let rest = &by_ops[shown.len()..];
+    let idle = rest.iter().filter(|u| u.stats.ops == 0).count();
+    let ops: u64 = rest.iter().map(|u| u.stats.ops).sum();
+    let line = if idle == rest.len() {
+        format!(
+            "... {} more users with no I/O: each is in the JSON (-v lists them here)",
+            rest.len()
+        )
+    } else {
+        format!(
+            "... {} more users ({ops} ops; {idle} with no I/O): each is in the JSON (-v lists them here)",
+            rest.len()
+        )
+    };
+    (shown, Some(line))
+}
+
 /// The results as vxbench-style text.
 pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
     let mut out = String::new();
@@ -113,7 +146,8 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
             let _ = writeln!(out, "note: {n}");
         }
         if !opts.summary_only {
-            for u in &r.users {
+            let (shown, hidden) = users_shown(r, opts);
+            for u in shown {
                 if opts.per_thread {
                     for t in &u.threads {
                         let label = format!("user {:>3} thread {:>3}:", u.user + 1, t.thread + 1);
@@ -124,6 +158,9 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
                     let label = format!("user {:>3}:", u.user + 1);
                     let _ = writeln!(out, "{}", line(&label, &u.stats, opts));
                 }
+            }
+            if let Some(line) = hidden {
+                let _ = writeln!(out, "{line}");
             }
             for g in &r.groups {
                 let label = format!("{}:", g.name);

@@ -29,7 +29,7 @@ pub use plan::ReplayPlan;
 use super::Trace;
 use crate::engine::FileHandles;
 use crate::job::{CachePolicy, RateLimit, RateScope, Route};
-use crate::result::{Kind, ReplayInfo, RunResult};
+use crate::result::{Kind, ReplayFile, ReplayInfo, RunResult};
 use crate::runner::drive;
 use crate::runner::target::{Plan, TargetKind, TargetPlan};
 use crate::runner::{IoFailure, RunOutcome, RunStatus, ThreadOutcome};
@@ -92,7 +92,15 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResul
         keep: opts.keep,
     };
     let mut notes = Vec::new();
-    let targets = create_files(trace, &plan, &used_files, opts, &mut scratch, &mut notes)?;
+    let mut files = Vec::new();
+    let targets = create_files(trace, &plan, &used_files, opts, &mut scratch, &mut files)?;
+    notes.extend(file_notes(&files, &opts.dir));
+    if let Some(dir) = &scratch.dir {
+        notes.push(format!(
+            "{} stands for the traced directories: mkdir, unlink and readdir work in it (unlink removes files the replay created there)",
+            dir.display()
+        ));
+    }
     if used_files.len() < plan.sizes.len() {
         notes.push(format!(
             "{} traced files without replayed calls were not created",
@@ -156,9 +164,34 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResul
         skipped_calls: plan.skipped_calls,
         io_size_bytes: sizes.summary(),
         io_size_hist_bytes: sizes.to_buckets(),
+        files,
     });
     drop(scratch);
     Ok(result)
+}
+
+/// What the notes say of the scratch files: each mapping while there are few, else one line
+/// (the whole mapping is in the Result's `replay.files`).
+fn file_notes(files: &[ReplayFile], dir: &std::path::Path) -> Vec<String> {
+    const LISTED_MAX: usize = 3;
+    if files.len() <= LISTED_MAX {
+        return files
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} stands for {} ({} bytes)",
+                    f.scratch, f.traced, f.size_bytes
+                )
+            })
+            .collect();
+    }
+    let bytes: u64 = files.iter().map(|f| f.size_bytes).sum();
+    vec![format!(
+        "{} scratch files in {} ({} bytes) stand for the traced files they replace (the mapping: replay.files in the JSON)",
+        files.len(),
+        dir.display(),
+        bytes
+    )]
 }
 
 /// The options no flag parser could check alone.
@@ -237,7 +270,7 @@ fn create_files(
     used_files: &[usize],
     opts: &ReplayOptions,
     scratch: &mut Scratch,
-    notes: &mut Vec<String>,
+    files: &mut Vec<ReplayFile>,
 ) -> Result<Vec<TargetPlan>> {
     let pid = std::process::id();
     let mut targets = Vec::new();
@@ -247,12 +280,11 @@ fn create_files(
         // Pushed only once created: a name that was taken is never ours to remove.
         create_scratch(&path, size, 0x5eed ^ i as u64)?;
         scratch.paths.push(path.clone());
-        notes.push(format!(
-            "{} stands for {} ({} bytes)",
-            path.display(),
-            trace.files[i],
-            size
-        ));
+        files.push(ReplayFile {
+            traced: trace.files[i].clone(),
+            scratch: path.display().to_string(),
+            size_bytes: size,
+        });
         targets.push(TargetPlan {
             path,
             kind: TargetKind::File,
@@ -267,10 +299,6 @@ fn create_files(
         std::fs::create_dir(&dir)
             .with_context(|| format!("creating the replay's directory {}", dir.display()))?;
         crate::safety::mark_created(&dir);
-        notes.push(format!(
-            "{} stands for the traced directories: mkdir, unlink and readdir work in it (unlink removes files the replay created there)",
-            dir.display()
-        ));
         scratch.dir = Some(dir);
     }
     // One flush for all the files (not an fsync each), then their pages are dropped so the
