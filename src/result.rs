@@ -198,6 +198,9 @@ pub struct RunResult {
     /// Probe data stored beside the stats (device samples, extents, traces), keyed by probe.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub probes: serde_json::Map<String, serde_json::Value>,
+    /// What could make this number mislead, with the evidence (`crate::explain`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub explain: Vec<crate::explain::Explanation>,
 }
 
 /// Per-user (per-target) reports of a run's threads, and the threads merged.
@@ -246,6 +249,7 @@ impl RunResult {
             replay: None,
             backup: None,
             probes: serde_json::Map::new(),
+            explain: Vec::new(),
         }
     }
 
@@ -259,6 +263,7 @@ impl RunResult {
         );
         r.fill_from_outcome(outcome);
         r.job = Some(job.clone());
+        r.explain = crate::explain::explain(&r);
         r
     }
 

@@ -1,6 +1,7 @@
 //! Probes of the environment a benchmark runs in: the file system and mount under a path, the
 //! block device behind it (through partitions and loop devices), and file extents (FIEMAP).
 
+pub(crate) mod cache;
 pub mod diskstats;
 pub mod env;
 pub mod fiemap;

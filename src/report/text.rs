@@ -254,6 +254,12 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
         for f in &r.failures {
             let _ = writeln!(out, "error: {f}");
         }
+        if !r.explain.is_empty() {
+            let _ = writeln!(out, "explain:");
+            for e in &r.explain {
+                let _ = writeln!(out, "  - {}", e.message);
+            }
+        }
     }
     out
 }

@@ -139,6 +139,8 @@ pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
             target::evict_file(&h.file);
         }
     }
+    // Page-cache residency and allocation of each target as the clock starts (`explain`).
+    let cache_before = page_cache(&cleanup.held);
     let started_unix_s = now_unix_s();
     let (threads, elapsed_s) = if job.space.reserve_only {
         (Vec::new(), 0.0)
@@ -169,6 +171,12 @@ pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
             probes.insert("extents".into(), crate::probe::frag::extents_probe(&files));
         }
     }
+    if !job.space.reserve_only {
+        probes.insert(
+            "page_cache".into(),
+            page_cache_probe(&cleanup.held, cache_before, page_cache(&cleanup.held)),
+        );
+    }
     // Post-run space management, through the descriptors held since prepare.
     if job.space.flags.trim || job.space.flags.noreserve {
         for (t, h) in plan.targets.iter().zip(&cleanup.held) {
@@ -187,6 +195,38 @@ pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
         elapsed_s,
         started_unix_s,
         probes,
+    })
+}
+
+/// Size, allocation and page-cache residency of each held target (None: not a regular file).
+fn page_cache(held: &[target::Held]) -> Vec<Option<crate::probe::cache::FileCache>> {
+    held.iter()
+        .map(|h| crate::probe::cache::of_file(&h.file))
+        .collect()
+}
+
+/// The `page_cache` probe: each regular-file target before and after the run, with the
+/// memory size and write-back delay they are judged against.
+fn page_cache_probe(
+    held: &[target::Held],
+    before: Vec<Option<crate::probe::cache::FileCache>>,
+    after: Vec<Option<crate::probe::cache::FileCache>>,
+) -> serde_json::Value {
+    let targets: Vec<serde_json::Value> = held
+        .iter()
+        .zip(before.into_iter().zip(after))
+        .filter_map(|(h, (b, a))| {
+            Some(serde_json::json!({
+                "path": h.path.display().to_string(),
+                "before": b?,
+                "after": a?,
+            }))
+        })
+        .collect();
+    serde_json::json!({
+        "targets": targets,
+        "mem_total_bytes": crate::probe::cache::mem_total_bytes(),
+        "dirty_expire_s": crate::probe::cache::dirty_expire_s(),
     })
 }
 
