@@ -249,8 +249,9 @@ mod tests {
     use super::*;
 
     fn result(cpu_s: f64, elapsed_s: f64) -> RunResult {
-        let rec = crate::report::table::tests::fake("t", &[], 1.0, cpu_s, None);
-        let mut r = rec.result().unwrap().clone();
+        let env = crate::probe::env::collect::<&str>(&[]);
+        let mut r = RunResult::new(crate::result::Kind::Io, "t", 0.0, env);
+        r.total.cpu_s = cpu_s;
         r.total.ops = 1000;
         r.total.elapsed_s = elapsed_s;
         r.plan = None;
@@ -262,7 +263,11 @@ mod tests {
         let busy = explain(&result(0.97, 1.0));
         assert_eq!(busy.len(), 1, "{busy:?}");
         assert_eq!(busy[0].check, "host_bound");
-        assert!(busy[0].message.contains("0.97 s per second"), "{}", busy[0].message);
+        assert!(
+            busy[0].message.contains("0.97 s per second"),
+            "{}",
+            busy[0].message
+        );
         assert!(explain(&result(0.30, 1.0)).is_empty());
         // Too short to judge.
         assert!(explain(&result(0.05, 0.05)).is_empty());
