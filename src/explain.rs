@@ -249,7 +249,8 @@ mod tests {
     use super::*;
 
     fn result(cpu_s: f64, elapsed_s: f64) -> RunResult {
-        let env = crate::probe::env::collect::<&str>(&[]);
+        let none: [&str; 0] = [];
+        let env = crate::probe::env::collect(&none);
         let mut r = RunResult::new(crate::result::Kind::Io, "t", 0.0, env);
         r.total.cpu_s = cpu_s;
         r.total.ops = 1000;
