@@ -13,10 +13,19 @@ impl Core {
         stop: &AtomicBool,
         interrupt: &AtomicBool,
     ) -> ThreadOutcome {
-        if self.verify.is_some() {
-            self.drive_loop::<E, PACED, true>(engine, stop, interrupt)
-        } else {
-            self.drive_loop::<E, PACED, false>(engine, stop, interrupt)
+        match self.verify.as_ref().map(|c| c.writes()) {
+            Some(true) => self.drive_loop::<E, PACED, true>(engine, stop, interrupt),
+            Some(false) => {
+                // A run that writes nothing has no block of its own to check: it runs the
+                // plain loop and says so (0 blocks checked).
+                let mut out = self.drive_loop::<E, PACED, false>(engine, stop, interrupt);
+                if let Some(mut c) = self.verify.take() {
+                    c.nothing_written();
+                    out.verify = Some(c.report);
+                }
+                out
+            }
+            None => self.drive_loop::<E, PACED, false>(engine, stop, interrupt),
         }
     }
 

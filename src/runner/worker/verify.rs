@@ -143,6 +143,8 @@ pub(super) struct Checker {
     writes_since_fsync: u64,
     backlog: Option<u64>,
     backlog_blocks: Vec<u64>,
+    /// Whether the run writes at all (a read-only run has nothing of its own to check).
+    writes: bool,
     pub(super) report: VerifyReport,
 }
 
@@ -199,6 +201,7 @@ impl Checker {
             fsync_every: job.fsync_every,
             writes_since_fsync: 0,
             backlog,
+            writes: job.access.read_pct(job.read_pct) < 100,
             backlog_blocks: Vec::with_capacity(backlog.unwrap_or(0).min(1 << 20) as usize),
             report: VerifyReport {
                 read_back_done: false,
@@ -464,6 +467,17 @@ impl Checker {
                     .unwrap_or_default()
             ),
         })
+    }
+
+    /// Whether the run writes (else the loop runs without the hooks).
+    pub(super) fn writes(&self) -> bool {
+        self.writes
+    }
+
+    /// A run that wrote nothing: no block to check, and nothing left to do.
+    pub(super) fn nothing_written(&mut self) {
+        self.table().worker_done();
+        self.report.read_back_done = true;
     }
 
     /// This worker will not read back (its run failed): counted as finished all the same.

@@ -227,3 +227,13 @@ fn an_existing_journal_is_refused_and_kept() {
     assert!(crate::error::is_usage(&e), "{e}");
     assert_eq!(std::fs::read(&p).unwrap(), b"keep");
 }
+
+#[test]
+fn a_run_that_writes_nothing_checks_nothing_and_says_so() {
+    let j = job(Access::RandRead, 16 * BS, 100);
+    let (out, _) = run(&j, 16 * BS, |_| Script::default());
+    let r = report(&out);
+    assert_eq!((r.blocks_checked, r.read_back_blocks), (0, 0));
+    assert!(r.read_back_done);
+    assert_eq!(out[0].stats.read_ops, 100);
+}
