@@ -154,6 +154,13 @@ fn the_journal_records_acknowledged_writes() {
     assert_eq!(h["block_size"], 4096);
     // Named as the run named them (the journal format of verify/journal.rs).
     assert_eq!(h["files"][0], "f", "{h}");
+    // Worker processes append to the same journal, whole records each.
+    let v = sb.run_json(&words(
+        "run --rw randwrite --bs 4k --size 1m --count 200 --threads 2 --processes per-thread --cache direct --journal p.fsj h",
+    ));
+    let acks = v["verify"]["journal_acks"].as_u64().unwrap();
+    assert!(acks > 300, "{acks}");
+    assert_eq!(journal_records(&sb.file("p.fsj")).1, acks);
     // Buffered: only what an fsync covered.
     let v = sb.run_json(&words(
         "run --rw write --bs 4k --size 1m --count 100 --fsync-every 32 --journal b.fsj g",

@@ -199,7 +199,7 @@ impl Engine for MockEngine {
             let k = self.next_op;
             self.next_op += 1;
             let result = self.outcome(k, op);
-            if result > 0 {
+            if result > 0 && self.script.store.is_some() {
                 self.store_io(k, op);
             }
             sys.other += 1;
