@@ -237,3 +237,29 @@ fn a_run_that_writes_nothing_checks_nothing_and_says_so() {
     assert!(r.read_back_done);
     assert_eq!(out[0].stats.read_ops, 100);
 }
+
+#[test]
+fn each_run_stamps_a_seed_of_its_own_and_the_journal_names_it() {
+    // Else a block an earlier run left with the same offset and generation would pass for
+    // this run's lost write.
+    let d = tempfile::tempdir().unwrap();
+    let mut j = job(Access::Write, 4 * BS, 4);
+    let a = shared(&j, 4 * BS);
+    let b = shared(&j, 4 * BS);
+    assert_ne!(a.spec.seed, b.spec.seed);
+    j.journal = Some(d.path().join("j.fsj"));
+    let c = shared(&j, 4 * BS);
+    let h = Journal::read(&d.path().join("j.fsj")).unwrap().header;
+    assert_eq!(h.seed, c.spec.seed);
+    // What an earlier run left is not this run's block.
+    let mut old = vec![0u8; BS as usize];
+    let id = |seed| crate::verify::block::BlockId {
+        seed,
+        file: 0,
+        offset: 0,
+    };
+    crate::verify::block::fill(&mut old, &id(a.spec.seed), 1);
+    let mut r = VerifyReport::default();
+    assert!(!r.judge(&old, &id(b.spec.seed), 1, 0, "f"));
+    assert_eq!(r.misdirected.blocks, 1);
+}
