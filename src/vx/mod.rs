@@ -182,7 +182,7 @@ fn parse_long(
             Some(p) => set_vx(job, p, &spelling, Some(&val(i)?))?,
             None => {
                 return Err(usage!(
-                    "unknown option --{name}: vx accepts vxbench's options plus --engine, --qd, --time, --rate-iops, --rate-bytes, --rate-scope, --sqpoll, --hipri, --seed, --output, --output-format, --keep, --force, --drop-cache"
+                    "unknown option --{name}: vx accepts vxbench's options plus --engine, --qd, --time, --rate-iops, --rate-bytes, --rate-scope, --sqpoll, --hipri, --seed, --output, --output-format, --keep, --force, --drop-cache, --verify, --verify-backlog, --journal, --fsync-every"
                 ))
             }
         },
@@ -348,7 +348,7 @@ with nthreads each user runs that many threads: users x nthreads in total.
 
 fsbench additions: --engine sync|mmap|uring --qd N --time DUR --rate-iops N --rate-bytes N
   --rate-scope thread|total --sqpoll --hipri --seed N --output FILE.json --output-format text|json|csv
-  --keep --force --drop-cache
+  --keep --force --drop-cache --verify --verify-backlog N --journal FILE --fsync-every N
 
 Missing files are created at the size the workload needs and removed afterwards;
 existing files fsbench did not create, and block devices holding data, are never

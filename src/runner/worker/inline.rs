@@ -8,9 +8,9 @@
 //! This loop keeps what is measured identical (the same op generator, routing, engine call,
 //! two clock readings around each I/O, the same histogram and counters, the same stop
 //! conditions and failure words) and drops the bookkeeping that only a deeper queue needs.
-//! It is taken only when nothing else is on (no rate limit, no trace); every other run goes
-//! through `Core::drive`. The worker's unit tests run both loops on the same work and compare
-//! what they counted and how they fail (`worker::tests::the_inline_loop_*`).
+//! It is taken only when nothing else is on (no rate limit, no trace, no `--verify`); every
+//! other run goes through `Core::drive`. The worker's unit tests run both loops on the same
+//! work and compare what they counted and how they fail (`worker::tests::the_inline_loop_*`).
 
 use super::drive::io_error;
 use super::*;
@@ -18,9 +18,9 @@ use crate::engine::sync::SyncEngine;
 
 impl Core {
     /// Whether [`Core::drive_inline`] may run this worker: one I/O at a time, no schedule,
-    /// no trace ring.
+    /// no trace ring, no `--verify`.
     pub(super) fn inline_ok(&self) -> bool {
-        self.depth == 1 && self.pacer.is_none() && self.trace.is_none()
+        self.depth == 1 && self.pacer.is_none() && self.trace.is_none() && self.verify.is_none()
     }
 
     /// The timed loop at queue depth 1 on the synchronous engine (see the module docs).
@@ -89,6 +89,8 @@ impl Core {
         }
         // Every I/O was submitted with none other in flight.
         stats.inflight[inflight_bucket(1)] += ops;
-        self.finish(engine, stats, failure, sys, usage0, t0, None)
+        self.finish::<_, false>(
+            engine, stats, failure, sys, usage0, t0, None, None, interrupt,
+        )
     }
 }

@@ -84,11 +84,15 @@ fn a_target_swapped_after_prepare_is_not_opened() {
     // Swap the path for a symlink to the victim, then for a hard link to it.
     std::fs::remove_file(&t).unwrap();
     std::os::unix::fs::symlink(&victim, &t).unwrap();
-    let e = Worker::prepare(&job, &plan, Some(id), 0, 0).err().unwrap();
+    let e = Worker::prepare(&job, &plan, Some(id), 0, 0, None)
+        .err()
+        .unwrap();
     assert!(e.message.contains("symbolic link"), "{}", e.message);
     std::fs::remove_file(&t).unwrap();
     std::fs::hard_link(&victim, &t).unwrap();
-    let e = Worker::prepare(&job, &plan, Some(id), 0, 0).err().unwrap();
+    let e = Worker::prepare(&job, &plan, Some(id), 0, 0, None)
+        .err()
+        .unwrap();
     assert!(e.message.contains("replaced"), "{}", e.message);
     assert_eq!(std::fs::read(&victim).unwrap(), vec![9u8; 8192]);
     drop(cleanup);
@@ -103,7 +107,7 @@ fn a_target_swapped_after_prepare_is_not_opened() {
 fn run_one(job: &Job, inline: bool) -> ThreadOutcome {
     let (plan, cleanup) = super::super::target::prepare(job).unwrap();
     let id = cleanup.ids()[0];
-    let mut w = Worker::prepare(job, &plan, Some(id), 0, 0).unwrap();
+    let mut w = Worker::prepare(job, &plan, Some(id), 0, 0, None).unwrap();
     let stop = AtomicBool::new(false);
     let interrupt = AtomicBool::new(false);
     let Built::Sync(e) = &mut w.engine else {
@@ -190,7 +194,7 @@ fn the_inline_loop_fails_like_the_general_loop() {
     for inline in [true, false] {
         let (plan, cleanup) = super::super::target::prepare(&job).unwrap();
         let id = cleanup.ids()[0];
-        let mut w = Worker::prepare(&job, &plan, Some(id), 0, 0).unwrap();
+        let mut w = Worker::prepare(&job, &plan, Some(id), 0, 0, None).unwrap();
         // The file shrinks after preparation: the first read finds its end.
         std::fs::OpenOptions::new()
             .write(true)

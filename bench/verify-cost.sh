@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Cost of `--verify` on the I/O path: 4 KiB random writes, reads and a 50/50 mix on a
+# hot-cache file (sync engine, one thread), with and without --verify, alternating so drift
+# hits both sides alike; prints each pair and the medians of CPU microseconds per I/O
+# (getrusage of the worker thread over the timed loop) and their ratio.
+#
+# With --verify a write fills its buffer with a self-describing block (generation from the
+# shared table, payload words, two CRC32Cs) before it is submitted: that is part of the
+# write's cost and of its latency. A read is checked (one CRC32C of the block) only when the
+# block was written by this run and is settled: in `randread` nothing was, so the read pays
+# one table load; in `randrw` about half the reads are checked. The read-back after the run
+# is untimed; its wall time per block is printed apart.
+#
+#   bench/verify-cost.sh [DIR] [PAIRS] [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=${1:-/tmp}
+PAIRS=${2:-5}
+SECS=${3:-3}
+cargo build --release -q
+B=${CARGO_TARGET_DIR:-target}/release/fsbench
+F="$DIR/fsbench-verify-cost.dat"
+OUT=$(mktemp)
+trap 'rm -f "$F" "$OUT"' EXIT
+rm -f "$F"
+# Create the file once and keep it (64 MiB: it stays in the page cache).
+$B run "$F" --rw write --bs 1m --size 64m --keep -s >/dev/null
+cost() {
+  python3 -c 'import json,sys
+d=json.load(sys.stdin); t=d["total"]; v=d.get("verify") or {}
+n=v.get("read_back_blocks",0)
+print(round(t["cpu_us_per_op"],4), round(v.get("read_back_s",0)/n*1e6,3) if n else 0)'
+}
+run() { $B run "$F" --bs 4k --size 64m --time "${SECS}s" --no-invalidate --keep --output-format json "$@" | cost; }
+for rw in randwrite randread randrw; do
+  run --rw "$rw" >/dev/null  # warm up
+  for i in $(seq "$PAIRS"); do
+    read -r pc _ < <(run --rw "$rw")
+    read -r vc rb < <(run --rw "$rw" --verify)
+    echo "$rw $pc $vc $rb" >>"$OUT"
+    echo "$rw pair $i: without --verify $pc us CPU/IO, with $vc us CPU/IO (read-back $rb us/block)"
+  done
+done
+python3 - "$OUT" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+for rw in dict.fromkeys(r[0] for r in rows):
+    pc, vc, rb = (statistics.median(float(r[i]) for r in rows if r[0] == rw) for i in (1, 2, 3))
+    print(f"{rw}: median CPU per I/O without --verify {pc:.4f} us, with {vc:.4f} us: "
+          f"ratio {vc / pc:.3f} ({(vc - pc) / pc * 100:+.1f} %); read-back {rb:.3f} us/block")
+PY
+# Filling and checking alone, in a tight loop (no I/O).
+cargo test --release -q --lib verify::block::tests::measure_cost_per_block -- --ignored --nocapture 2>/dev/null \
+  | grep "verify 4 KiB" || true
