@@ -187,6 +187,9 @@ pub struct RunResult {
     /// Probe data stored beside the stats (device samples, extents, traces), keyed by probe.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub probes: serde_json::Map<String, serde_json::Value>,
+    /// What `--verify` found (io runs that verified).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::verify::report::VerifyReport>,
 }
 
 /// Per-user (per-target) reports of a run's threads, and the threads merged.
@@ -235,6 +238,7 @@ impl RunResult {
             replay: None,
             backup: None,
             probes: serde_json::Map::new(),
+            verify: None,
         }
     }
 
@@ -266,6 +270,9 @@ impl RunResult {
         self.notes = outcome.plan.notes.clone();
         self.plan = Some(outcome.plan.clone());
         self.probes = outcome.probes.clone();
+        self.verify = crate::verify::report::VerifyReport::merged(
+            outcome.threads.iter().filter_map(|t| t.verify.as_ref()),
+        );
     }
 
     /// The cache policy the run used, when it used targets of its own.

@@ -109,6 +109,18 @@ pub(crate) struct RunArgs {
     /// Job name in reports
     #[arg(long)]
     pub name: Option<String>,
+    /// Write self-describing blocks, check reads of them, and read back every written block after the run
+    #[arg(long)]
+    pub verify: bool,
+    /// With --verify: every N completed writes of a thread, read those blocks back and check them
+    #[arg(long = "verify-backlog", value_name = "N")]
+    pub verify_backlog: Option<String>,
+    /// Record the generations storage acknowledged as durable in this new file (implies --verify)
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
+    /// With --verify/--journal: fsync every N completed writes of a thread (acknowledges buffered writes)
+    #[arg(long = "fsync-every", value_name = "N")]
+    pub fsync_every: Option<String>,
     #[command(flatten)]
     pub results: super::args::ResultsArgs,
     /// Per-thread lines
@@ -169,12 +181,18 @@ fn valued_flags(a: &RunArgs) -> Vec<(&'static str, Option<String>)> {
         ("rate_bytes", s(&a.rate.rate_bytes)),
         ("rate_scope", s(&a.rate.rate_scope)),
         ("name", s(&a.name)),
+        ("verify_backlog", s(&a.verify_backlog)),
+        (
+            "journal",
+            a.journal.as_ref().map(|p| p.display().to_string()),
+        ),
+        ("fsync_every", s(&a.fsync_every)),
     ]
 }
 
 /// The switches: each one given turns its parameter on (off for `--no-invalidate`); one not
 /// given leaves the job file's value.
-fn switches(a: &RunArgs) -> [(&'static str, bool, &'static str); 13] {
+fn switches(a: &RunArgs) -> [(&'static str, bool, &'static str); 14] {
     [
         ("fsync", a.fsync, "true"),
         ("sync", a.sync, "true"),
@@ -189,6 +207,7 @@ fn switches(a: &RunArgs) -> [(&'static str, bool, &'static str); 13] {
         ("drop_cache", a.drop_cache, "true"),
         ("remove", a.remove, "true"),
         ("invalidate", a.no_invalidate, "false"),
+        ("verify", a.verify, "true"),
     ]
 }
 

@@ -22,6 +22,22 @@ pub(crate) enum Outcome {
     Bytes(i64),
 }
 
+/// What the engine's store does wrong with one write (verification tests).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Fault {
+    /// Acknowledge the write, store nothing.
+    Drop,
+    /// Store the block at this other offset instead.
+    Misdirect(u64),
+    /// Store only this many leading bytes.
+    Tear(usize),
+    /// Store it with this bit (of the block) flipped.
+    FlipBit(usize),
+}
+
+/// Blocks stored by offset: what a mock "disk" holds. Shared by the engines of a test.
+pub(crate) type Store = Arc<Mutex<std::collections::HashMap<u64, Vec<u8>>>>;
+
 /// What the engine does.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Script {
@@ -43,6 +59,11 @@ pub(crate) struct Script {
     pub raise_after: Option<(u64, Arc<AtomicBool>)>,
     /// Keep a log of every submitted op (off for overhead measurements).
     pub log: bool,
+    /// Keep written data here and read it back (None: data goes nowhere, reads keep the
+    /// buffer as it is).
+    pub store: Option<Store>,
+    /// Faults applied to stored writes, by op number `k`.
+    pub faults: Vec<(u64, Fault)>,
 }
 
 /// What the engine saw. Kept by the engine while it runs (no lock per op) and handed to the
@@ -113,6 +134,46 @@ impl MockEngine {
         done.len() - before
     }
 
+    /// Move the op's data to or from the store (at submission: what a later op sees).
+    fn store_io(&mut self, k: u64, op: &IoOp) {
+        let Some(store) = self.script.store.clone() else {
+            return;
+        };
+        let mut disk = store.lock().unwrap_or_else(|p| p.into_inner());
+        let offset = op.offset & !IoOp::FLAGS;
+        let len = op.len as usize;
+        match op.kind {
+            super::OpKind::Write => {
+                let mut data = self.pool.slot(op.slot as usize)[..len].to_vec();
+                let mut at = offset;
+                match self
+                    .script
+                    .faults
+                    .iter()
+                    .find(|(i, _)| *i == k)
+                    .map(|f| f.1)
+                {
+                    Some(Fault::Drop) => return,
+                    Some(Fault::Misdirect(to)) => at = to,
+                    Some(Fault::Tear(n)) => {
+                        let old = disk.get(&offset).cloned().unwrap_or(vec![0; len]);
+                        data[n..].copy_from_slice(&old[n..]);
+                    }
+                    Some(Fault::FlipBit(b)) => data[b / 8] ^= 1 << (b % 8),
+                    None => {}
+                }
+                disk.insert(at, data);
+            }
+            super::OpKind::Read => {
+                let buf = &mut self.pool.slot_mut(op.slot as usize)[..len];
+                match disk.get(&offset) {
+                    Some(d) => buf.copy_from_slice(d),
+                    None => buf.fill(0),
+                }
+            }
+        }
+    }
+
     fn earliest(&self) -> Option<Instant> {
         self.flight.iter().map(|(due, _)| *due).min()
     }
@@ -138,6 +199,9 @@ impl Engine for MockEngine {
             let k = self.next_op;
             self.next_op += 1;
             let result = self.outcome(k, op);
+            if result > 0 {
+                self.store_io(k, op);
+            }
             sys.other += 1;
             self.flight.push((
                 now + self.script.latency,

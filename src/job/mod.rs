@@ -307,6 +307,20 @@ pub struct Job {
     pub drop_cache: bool,
     /// Evict each target's pages before timing (like fio's invalidate=1).
     pub invalidate: bool,
+    /// Write self-describing blocks and check them: reads of written blocks during the run
+    /// and every written block after it (`--verify`). `--verify-backlog` and `--journal`
+    /// turn it on too ([`Job::verifying`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub verify: bool,
+    /// Check the last N completed writes of a thread every N writes, while the run goes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify_backlog: Option<u64>,
+    /// Journal of the generations storage acknowledged as durable (a new file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal: Option<PathBuf>,
+    /// fsync each thread's files every N completed writes (acknowledges buffered writes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fsync_every: Option<u64>,
 }
 
 impl Default for Job {
@@ -340,6 +354,10 @@ impl Default for Job {
             force: false,
             drop_cache: false,
             invalidate: true,
+            verify: false,
+            verify_backlog: None,
+            journal: None,
+            fsync_every: None,
         }
     }
 }
@@ -422,7 +440,52 @@ impl Job {
         self.check_sizes()?;
         self.check_engine()?;
         self.check_space()?;
+        self.check_verify()?;
         self.check_bounds()
+    }
+
+    /// Whether the run writes verification blocks and checks them.
+    pub fn verifying(&self) -> bool {
+        self.verify || self.verify_backlog.is_some() || self.journal.is_some()
+    }
+
+    /// Verification needs blocks that carry a header, and offsets fsbench chooses.
+    fn check_verify(&self) -> Result<(), UsageError> {
+        if self.verify_backlog == Some(0) {
+            return Err(usage!("bad --verify-backlog 0: must be at least 1 write"));
+        }
+        if self.fsync_every == Some(0) {
+            return Err(usage!("bad --fsync-every 0: must be at least 1 write"));
+        }
+        if self
+            .journal
+            .as_ref()
+            .is_some_and(|j| j.as_os_str().is_empty())
+        {
+            return Err(usage!("empty --journal name: name a new file"));
+        }
+        if !self.verifying() {
+            if self.fsync_every.is_some() {
+                return Err(usage!(
+                    "--fsync-every acknowledges writes for verification: add --verify or --journal"
+                ));
+            }
+            return Ok(());
+        }
+        let bs = usize::try_from(self.block_size).unwrap_or(usize::MAX);
+        crate::verify::block::check_block_size(bs)?;
+        if self.open.append {
+            return Err(usage!(
+                "--verify checks each block at the offset fsbench wrote it; --append lets the file system choose offsets: drop one of them"
+            ));
+        }
+        if self.access.read_pct(self.read_pct) == 100 && self.journal.is_some() {
+            return Err(usage!(
+                "--journal records writes, and a {} run writes nothing: use a write or mixed --rw",
+                self.access.name()
+            ));
+        }
+        Ok(())
     }
 
     /// No target name empty or looking like an option.

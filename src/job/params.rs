@@ -671,6 +671,71 @@ pub(crate) static PARAMS: &[Param] = &[
         },
         show: |j| j.rate.scope.name().into(),
     },
+    flag_bool!(
+        "verify",
+        Some("--verify"),
+        false,
+        "verify",
+        &["--verify"],
+        "verify",
+        verify
+    ),
+    Param {
+        name: "verify_backlog",
+        aliases: &[],
+        label: "verify backlog",
+        noun: "verify backlog",
+        flag: Some("--verify-backlog"),
+        axis: false,
+        toml: "verify_backlog",
+        vx: &["--verify-backlog"],
+        kind: Kind::Count,
+        set: |j, v, c| {
+            j.verify_backlog = Some(size(v, c)?);
+            Ok(())
+        },
+        show: |j| opt(j.verify_backlog),
+    },
+    Param {
+        name: "journal",
+        aliases: &[],
+        label: "journal",
+        noun: "journal",
+        flag: Some("--journal"),
+        axis: false,
+        toml: "journal",
+        vx: &["--journal"],
+        kind: Kind::Text,
+        set: |j, v, c| {
+            if v.is_empty() {
+                return Err(usage!("empty {}: name a new file", c.what));
+            }
+            j.journal = Some(crate::job::dash_safe(std::path::Path::new(v)));
+            Ok(())
+        },
+        show: |j| {
+            j.journal
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        },
+    },
+    Param {
+        name: "fsync_every",
+        aliases: &[],
+        label: "fsync every",
+        noun: "fsync interval",
+        flag: Some("--fsync-every"),
+        axis: false,
+        toml: "fsync_every",
+        vx: &["--fsync-every"],
+        kind: Kind::Count,
+        set: |j, v, c| {
+            j.fsync_every = Some(size(v, c)?);
+            Ok(())
+        },
+        show: |j| opt(j.fsync_every),
+    },
     Param {
         name: "name",
         aliases: &[],
@@ -719,7 +784,8 @@ mod tests {
             "engine" => "uring",
             "qd" => "16",
             "threads" => "3",
-            "count" | "rate_iops" => "77",
+            "count" | "rate_iops" | "verify_backlog" | "fsync_every" => "77",
+            "journal" => "j.fsj",
             "time" => "2.5",
             "nrep" => "4",
             "rwmix" => "70",

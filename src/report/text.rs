@@ -199,6 +199,9 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
         );
         out.push_str(&super::observe::syscall_lines(t));
         out.push_str(&super::observe::probe_sections(r));
+        if let Some(v) = &r.verify {
+            out.push_str(&verify_lines(v));
+        }
         match r.status {
             crate::runner::RunStatus::Complete => {}
             crate::runner::RunStatus::Partial => {
@@ -217,6 +220,66 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
         for f in &r.failures {
             let _ = writeln!(out, "error: {f}");
         }
+    }
+    out
+}
+
+/// The `verify` section as text: what was checked, how it came back, and the first
+/// mismatches of each kind.
+fn verify_lines(v: &crate::verify::report::VerifyReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "verify: {} blocks checked ({} read back after the run{}, {} backlog, {} by the run's reads): {} intact, {} did not come back as written",
+        v.blocks_checked,
+        v.read_back_blocks,
+        if v.read_back_done { "" } else { ", read-back not done" },
+        v.backlog_blocks,
+        v.run_read_blocks,
+        v.blocks_intact,
+        v.bad_blocks()
+    );
+    if v.blocks_skipped_overlap + v.blocks_skipped_busy > 0 {
+        let _ = writeln!(
+            out,
+            "verify: skipped {} blocks (overlapping writes in flight), {} (rewritten while read)",
+            v.blocks_skipped_overlap, v.blocks_skipped_busy
+        );
+    }
+    for (name, k) in v.kinds() {
+        if k.blocks == 0 {
+            continue;
+        }
+        let _ = writeln!(out, "verify: {} {name} block(s); first:", k.blocks);
+        for m in &k.first {
+            let _ = writeln!(
+                out,
+                "  {} offset {}: {}; expected file {} offset {} gen {}, found file {} offset {} gen {}{}",
+                m.target,
+                m.offset_bytes,
+                m.detail,
+                m.expected.file,
+                m.expected.offset_bytes,
+                m.expected.generation,
+                m.found.file,
+                m.found.offset_bytes,
+                m.found.generation,
+                match &m.first_diff {
+                    Some(d) => format!(
+                        "; first difference at byte {}: expected {} found {}",
+                        d.at_byte, d.expected_hex, d.found_hex
+                    ),
+                    None => String::new(),
+                }
+            );
+        }
+    }
+    if v.journal_appends + v.fsyncs > 0 {
+        let _ = writeln!(
+            out,
+            "verify: journal {} acknowledgements in {} durable appends; {} fsyncs for --fsync-every",
+            v.journal_acks, v.journal_appends, v.fsyncs
+        );
     }
     out
 }

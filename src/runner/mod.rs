@@ -139,22 +139,45 @@ pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
             target::evict_file(&h.file);
         }
     }
-    let started_unix_s = now_unix_s();
-    let (threads, elapsed_s) = if job.space.reserve_only {
-        (Vec::new(), 0.0)
-    } else {
-        let ran = match job.workers {
-            WorkerMode::Threads => run_threads(job, &plan, &ids, all_workers(job)),
-            _ => process::run_processes(job, &plan, &ids),
-        };
-        match ran {
-            Ok(r) => r,
+    // --verify: the generation table (and the journal), before any worker starts.
+    let verify = if job.verifying() && !job.space.reserve_only {
+        match worker::verify::VerifyShared::create(job, &plan) {
+            Ok(v) => {
+                if job.workers == WorkerMode::Threads {
+                    // No other process needs to open it: mapped, it can go now.
+                    v.table.unlink();
+                }
+                Some(Arc::new(v))
+            }
             Err(e) => {
                 abandon(&mut cleanup);
                 return Err(e);
             }
         }
+    } else {
+        None
     };
+    let started_unix_s = now_unix_s();
+    let (threads, elapsed_s) = if job.space.reserve_only {
+        (Vec::new(), 0.0)
+    } else {
+        let ran = match job.workers {
+            WorkerMode::Threads => run_threads(job, &plan, &ids, all_workers(job), verify.clone()),
+            _ => process::run_processes(job, &plan, &ids, verify.as_deref()),
+        };
+        match ran {
+            Ok(r) => r,
+            Err(e) => {
+                if let Some(v) = &verify {
+                    v.discard_journal();
+                }
+                abandon(&mut cleanup);
+                return Err(e);
+            }
+        }
+    };
+    // The table goes (unmapped, and removed if a worker process had to open it).
+    drop(verify);
     let (status, failures) = settle(&threads, signal::interrupted());
     // Extent count of every file the run wrote, before anything is removed.
     let mut probes = serde_json::Map::new();
@@ -283,6 +306,7 @@ pub(crate) fn run_threads_with(
     ids: &[mark::FileId],
     which: Vec<(usize, u32)>,
     go: impl FnOnce() -> bool,
+    verify: Option<Arc<worker::verify::VerifyShared>>,
 ) -> Result<(Vec<ThreadOutcome>, f64)> {
     run_threads_spawning(
         job,
@@ -292,12 +316,19 @@ pub(crate) fn run_threads_with(
         go,
         drive::spawn_thread,
         worker::Worker::prepare,
+        verify,
     )
 }
 
 /// How a worker is prepared: `Worker::prepare` in a run; tests put a mock engine in.
-type Prepare =
-    fn(&Job, &Plan, Option<mark::FileId>, usize, u32) -> Result<worker::Worker, IoFailure>;
+type Prepare = fn(
+    &Job,
+    &Plan,
+    Option<mark::FileId>,
+    usize,
+    u32,
+    Option<&Arc<worker::verify::VerifyShared>>,
+) -> Result<worker::Worker, IoFailure>;
 
 fn run_threads_spawning<F>(
     job: &Job,
@@ -307,6 +338,7 @@ fn run_threads_spawning<F>(
     go: impl FnOnce() -> bool,
     spawn: F,
     prepare: Prepare,
+    verify: Option<Arc<worker::verify::VerifyShared>>,
 ) -> Result<(Vec<ThreadOutcome>, f64)>
 where
     F: Fn(
@@ -338,10 +370,11 @@ where
         let shared = shared.clone();
         let id = ids.get(user).copied();
         let stop = stop.clone();
+        let verify = verify.clone();
         let body: drive::Body<ThreadOutcome> = Box::new(move |gate| {
             let (job, plan) = &*shared;
             worker::private_fd_table();
-            let prepared = prepare(job, plan, id, user, thread);
+            let prepared = prepare(job, plan, id, user, thread, verify.as_ref());
             if !gate.arrive_and_wait() {
                 return None;
             }
@@ -349,11 +382,17 @@ where
                 Ok(w) => w.run(&stop),
                 Err(f) => {
                     stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    if let Some(v) = &verify {
+                        // The others do not wait for this worker's writes to check theirs.
+                        v.table.abort();
+                        v.table.worker_done();
+                    }
                     ThreadOutcome {
                         user,
                         thread,
                         stats: Stats::default(),
                         failure: Some(f),
+                        verify: None,
                     }
                 }
             })
@@ -388,8 +427,9 @@ fn run_threads(
     plan: &Plan,
     ids: &[mark::FileId],
     which: Vec<(usize, u32)>,
+    verify: Option<Arc<worker::verify::VerifyShared>>,
 ) -> Result<(Vec<ThreadOutcome>, f64)> {
-    run_threads_with(job, plan, ids, which, || true)
+    run_threads_with(job, plan, ids, which, || true, verify)
 }
 
 #[cfg(test)]
@@ -427,6 +467,7 @@ mod tests {
                         }
                     },
                     worker::Worker::prepare,
+                    None,
                 );
                 let _ = tx.send(r.map(|_| ()));
             });

@@ -20,6 +20,9 @@ pub(crate) struct WorkerSpec {
     /// (device, inode) of each prepared target: a child never opens another file.
     #[serde(default)]
     pub ids: Vec<super::mark::FileId>,
+    /// The run's generation table and journal, when it verifies.
+    #[serde(default)]
+    pub verify: Option<super::worker::verify::VerifySpec>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -29,6 +32,8 @@ struct WireOutcome {
     /// Stats cross the pipe as they are (histograms exactly, by bucket).
     stats: Stats,
     failure: Option<IoFailure>,
+    #[serde(default)]
+    verify: Option<crate::verify::report::VerifyReport>,
 }
 
 impl From<&ThreadOutcome> for WireOutcome {
@@ -38,6 +43,7 @@ impl From<&ThreadOutcome> for WireOutcome {
             thread: t.thread,
             stats: t.stats.clone(),
             failure: t.failure.clone(),
+            verify: t.verify.clone(),
         }
     }
 }
@@ -49,6 +55,7 @@ impl From<WireOutcome> for ThreadOutcome {
             thread: w.thread,
             stats: w.stats,
             failure: w.failure,
+            verify: w.verify,
         }
     }
 }
@@ -58,6 +65,7 @@ pub(crate) fn run_processes(
     job: &Job,
     plan: &Plan,
     ids: &[super::mark::FileId],
+    verify: Option<&super::worker::verify::VerifyShared>,
 ) -> Result<(Vec<ThreadOutcome>, f64)> {
     let all = super::all_workers(job);
     let groups: Vec<Vec<(usize, u32)>> = match job.workers {
@@ -75,6 +83,7 @@ pub(crate) fn run_processes(
                 plan: plan.clone(),
                 workers: g,
                 ids: ids.to_vec(),
+                verify: verify.map(|v| v.spec.clone()),
             },
         )?;
         let mut child = super::drive::start_process(&spec)?;
@@ -89,6 +98,10 @@ pub(crate) fn run_processes(
         if line.trim() != "ready" {
             bail!("a worker process failed to start (said {:?})", line.trim());
         }
+    }
+    // Every child has mapped the generation table: its name is no longer needed.
+    if let Some(v) = verify {
+        v.table.unlink();
     }
     let t0 = Instant::now();
     for (_, stdin, _) in children.iter_mut() {
@@ -133,15 +146,27 @@ pub(crate) fn run_processes(
 /// Child side of a Job spec (`fsbench __worker`, see `drive::worker_main`): prepare the
 /// workers, say `ready`, run on `go`, print the outcomes.
 pub(crate) fn child(spec: WorkerSpec, input: &mut impl BufRead) -> Result<()> {
-    let (outcomes, _) =
-        super::run_threads_with(&spec.job, &spec.plan, &spec.ids, spec.workers, || {
+    let verify = spec
+        .verify
+        .clone()
+        .map(super::worker::verify::VerifyShared::open)
+        .transpose()?
+        .map(std::sync::Arc::new);
+    let (outcomes, _) = super::run_threads_with(
+        &spec.job,
+        &spec.plan,
+        &spec.ids,
+        spec.workers,
+        || {
             let mut out = std::io::stdout();
             let _ = out.write_all(b"ready\n");
             let _ = out.flush();
             let mut go = String::new();
             // Only an explicit `go` starts the I/O: end of input means the parent gave up.
             matches!(input.read_line(&mut go), Ok(n) if n > 0) && go.trim() == "go"
-        })?;
+        },
+        verify,
+    )?;
     let wire: Vec<WireOutcome> = outcomes.iter().map(WireOutcome::from).collect();
     super::drive::send_outcomes(&wire)
 }

@@ -27,6 +27,9 @@ mod mock_tests;
 mod prepare;
 #[cfg(test)]
 mod tests;
+pub(crate) mod verify;
+#[cfg(test)]
+mod verify_tests;
 
 /// Where and why an I/O failed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -54,6 +57,8 @@ pub struct ThreadOutcome {
     pub thread: u32,
     pub stats: Stats,
     pub failure: Option<IoFailure>,
+    /// What `--verify` found in this worker's blocks (None without it).
+    pub verify: Option<crate::verify::report::VerifyReport>,
 }
 
 /// How the I/Os of a run are routed to descriptors, decided once per run so that the loop does
@@ -147,6 +152,8 @@ struct Core {
     trace: Option<crate::trace::TraceRing>,
     /// What each I/O is timed with (calibrated here, untimed: see `stats::clock`).
     clock: crate::stats::clock::Clock,
+    /// Verification hooks and state (`--verify`); None runs the loop without them.
+    verify: Option<Box<verify::Checker>>,
 }
 
 pub(crate) struct Worker {

@@ -185,6 +185,17 @@ impl Verdict {
     }
 }
 
+/// The header words of a block as they are, valid or not (for mismatch reports).
+pub(crate) fn header_words(buf: &[u8]) -> Found {
+    let word = |at: usize| if buf.len() >= at + 8 { get(buf, at) } else { 0 };
+    Found {
+        seed: word(SEED),
+        file: word(FILE),
+        offset: word(OFFSET),
+        generation: word(GEN),
+    }
+}
+
 fn header_valid(buf: &[u8]) -> bool {
     if get(buf, 0) != MAGIC || get32(buf, VER) != VERSION {
         return false;

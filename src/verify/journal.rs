@@ -97,6 +97,36 @@ impl JournalWriter {
         })
     }
 
+    /// Append to a journal the run created (each worker of a run appends through its own
+    /// descriptor, O_APPEND, whole records per write): only the very file `id` names, never
+    /// through a symbolic link.
+    pub(crate) fn append_to(path: &Path, id: (u64, u64)) -> Result<JournalWriter> {
+        use std::os::unix::fs::MetadataExt;
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .with_context(|| format!("journal {}: cannot open it", path.display()))?;
+        let m = file.metadata()?;
+        if (m.dev(), m.ino()) != id {
+            bail!(
+                "journal {}: replaced by another file during the run; not touched",
+                path.display()
+            );
+        }
+        Ok(JournalWriter {
+            file,
+            buf: Vec::with_capacity(RECORD * 256),
+        })
+    }
+
+    /// The (device, inode) of the journal, for [`JournalWriter::append_to`].
+    pub(crate) fn identity(&self) -> Result<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        let m = self.file.metadata()?;
+        Ok((m.dev(), m.ino()))
+    }
+
     /// Record `acks` and make them durable; only then do they count.
     pub(crate) fn append(&mut self, acks: &[Ack]) -> Result<()> {
         self.buf.clear();

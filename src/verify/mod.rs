@@ -9,6 +9,8 @@
 pub(crate) mod block;
 pub(crate) mod check;
 pub(crate) mod journal;
+pub(crate) mod report;
+pub(crate) mod table;
 
 use block::Verdict;
 use serde::Serialize;

@@ -1,5 +1,6 @@
 //! The timed loop (`Core::drive`) and what it calls out of line: the trace record and the
-//! words of a failed I/O. A pure move out of worker.rs; the loop is unchanged.
+//! words of a failed I/O. With `--verify` the same loop is compiled a second time with the
+//! verification hooks in (`VERIFY`); without it every hook folds away.
 
 use super::*;
 
@@ -12,6 +13,23 @@ impl Core {
         stop: &AtomicBool,
         interrupt: &AtomicBool,
     ) -> ThreadOutcome {
+        if self.verify.is_some() {
+            self.drive_loop::<E, PACED, true>(engine, stop, interrupt)
+        } else {
+            self.drive_loop::<E, PACED, false>(engine, stop, interrupt)
+        }
+    }
+
+    /// The loop itself; `VERIFY` is whether `self.verify` holds a checker (see verify.rs).
+    fn drive_loop<E: Engine + ?Sized, const PACED: bool, const VERIFY: bool>(
+        &mut self,
+        engine: &mut E,
+        stop: &AtomicBool,
+        interrupt: &AtomicBool,
+    ) -> ThreadOutcome {
+        // Taken out for the loop's life (so it borrows apart from `self`); None without
+        // --verify, and every `if VERIFY` below is then compiled out.
+        let mut checker = if VERIFY { self.verify.take() } else { None };
         let mut stats = Stats::default();
         let mut failure = None;
         let depth = self.depth;
@@ -72,6 +90,10 @@ impl Core {
                     if pacer.is_some_and(|p| !p.is_due(now)) {
                         break;
                     }
+                    // A full verify backlog pauses issuing until it has been checked.
+                    if VERIFY && checker.as_ref().is_some_and(|c| c.backlog_due()) {
+                        break;
+                    }
                     let Some((kind, offset)) = self.gen.next_op() else {
                         issuing = false;
                         break;
@@ -93,6 +115,11 @@ impl Core {
                         slot,
                     };
                     slot_op[slot as usize] = op;
+                    if VERIFY {
+                        if let Some(c) = checker.as_mut() {
+                            c.issue(&op, engine.buffers().slot_mut(slot as usize));
+                        }
+                    }
                     if let Some(p) = pacer.as_mut() {
                         intended_at[slot as usize] = p.take();
                     }
@@ -103,6 +130,11 @@ impl Core {
                 // Stopped with ops an engine handed back still waiting: they never started.
                 for op in &batch {
                     free.push(op.slot);
+                    if VERIFY {
+                        if let Some(c) = checker.as_mut() {
+                            c.abandon(op);
+                        }
+                    }
                 }
                 batch.clear();
             }
@@ -150,6 +182,11 @@ impl Core {
                 if halted {
                     for op in &batch {
                         free.push(op.slot);
+                        if VERIFY {
+                            if let Some(c) = checker.as_mut() {
+                                c.abandon(op);
+                            }
+                        }
                     }
                     batch.clear();
                 }
@@ -187,6 +224,12 @@ impl Core {
                 if let (Some(ring), Some(base)) = (trace.as_mut(), trace_base) {
                     trace_record(ring, base, &op, at, now, c.result);
                 }
+                if VERIFY {
+                    if let Some(v) = checker.as_mut() {
+                        let whole = c.result == op.len as i64;
+                        v.complete(&op, engine.buffers().slot(c.slot as usize), whole);
+                    }
+                }
                 if c.result <= 0 && (c.result < 0 || op.len > 0) {
                     stats.errors += 1;
                     if failure.is_none() {
@@ -215,6 +258,18 @@ impl Core {
                 }
             }
             done.clear();
+            if VERIFY {
+                if let Some(c) = checker.as_mut() {
+                    if let Err(f) = self.verify_step(c, engine, &mut sys, inflight, &batch) {
+                        if failure.is_none() {
+                            failure = Some(f);
+                        }
+                        stop.store(true, Ordering::Relaxed);
+                        issuing = false;
+                        halted = true;
+                    }
+                }
+            }
             if issuing
                 && (stop.load(Ordering::Relaxed)
                     || interrupt.load(Ordering::Relaxed)
@@ -225,8 +280,23 @@ impl Core {
             }
         }
         if self.fsync && failure.is_none() {
-            if let Err(e) = engine.flush(&mut sys) {
+            let flushed = engine.flush(&mut sys);
+            if let Err(e) = &flushed {
                 failure = Some(self.failure(None, format!("fsync failed: {e}")));
+            }
+            if VERIFY {
+                if let Some(c) = checker.as_mut() {
+                    if let Err(m) = c.synced(flushed.is_ok()) {
+                        failure.get_or_insert_with(|| self.failure(None, m));
+                    }
+                }
+            }
+        }
+        if VERIFY {
+            if let Some(c) = checker.as_mut() {
+                if let Err(m) = c.journal_flush() {
+                    failure.get_or_insert_with(|| self.failure(None, m));
+                }
             }
         }
         stats.elapsed_s = clock.now_ns().saturating_sub(t0) as f64 / 1e9;
@@ -235,11 +305,70 @@ impl Core {
         if let Some(ring) = trace {
             crate::trace::finish_ring(ring);
         }
+        // Untimed: the read-back after the run.
+        let verify = match checker {
+            Some(mut c) if VERIFY => {
+                self.verify_finish(&mut c, engine, interrupt, &mut failure);
+                Some(c.report)
+            }
+            _ => None,
+        };
         ThreadOutcome {
             user: self.user,
             thread: self.thread,
             stats,
             failure,
+            verify,
+        }
+    }
+
+    /// Between two turns of the verifying loop: an fsync when `--fsync-every` is due, a
+    /// journal append when its batch is full, the backlog check when it is full and nothing
+    /// of this worker is in flight.
+    #[inline(never)]
+    fn verify_step<E: Engine + ?Sized>(
+        &self,
+        c: &mut verify::Checker,
+        engine: &mut E,
+        sys: &mut SyscallCounts,
+        inflight: usize,
+        batch: &[IoOp],
+    ) -> Result<(), IoFailure> {
+        if c.fsync_due() {
+            let flushed = engine.flush(sys);
+            if let Err(e) = &flushed {
+                return Err(self.failure(None, format!("fsync failed: {e}")));
+            }
+            c.synced(true).map_err(|m| self.failure(None, m))?;
+        }
+        if c.journal_due() {
+            c.journal_flush().map_err(|m| self.failure(None, m))?;
+        }
+        if c.backlog_due() && inflight == 0 && batch.is_empty() {
+            c.check_backlog(engine, self.route, self.depth)?;
+        }
+        Ok(())
+    }
+
+    /// After the loop: read back and check (unless the run failed), and make the worker's
+    /// verdict its failure when blocks did not come back as written.
+    #[inline(never)]
+    fn verify_finish<E: Engine + ?Sized>(
+        &self,
+        c: &mut verify::Checker,
+        engine: &mut E,
+        interrupt: &AtomicBool,
+        failure: &mut Option<IoFailure>,
+    ) {
+        if failure.is_some() {
+            c.abort();
+            c.skip_read_back();
+        } else if let Err(f) = c.read_back(engine, self.route, self.depth, interrupt) {
+            c.abort();
+            *failure = Some(f);
+        }
+        if failure.is_none() {
+            *failure = c.failure();
         }
     }
 

@@ -484,6 +484,7 @@ mod with_mock {
             || go,
             |b, f| b.spawn(f),
             prepare,
+            None,
         )
     }
 
@@ -533,6 +534,7 @@ mod with_mock {
             _: Option<mark::FileId>,
             user: usize,
             thread: u32,
+            _: Option<&Arc<worker::verify::VerifyShared>>,
         ) -> Result<worker::Worker, IoFailure> {
             if (user, thread) == (1, 1) {
                 std::thread::sleep(Duration::from_millis(150));
@@ -578,6 +580,7 @@ mod with_mock {
             _: Option<mark::FileId>,
             user: usize,
             thread: u32,
+            _: Option<&Arc<worker::verify::VerifyShared>>,
         ) -> Result<worker::Worker, IoFailure> {
             let script = Script {
                 latency: Duration::from_micros(100),
@@ -621,6 +624,7 @@ mod with_mock {
             _: Option<mark::FileId>,
             user: usize,
             thread: u32,
+            _: Option<&Arc<worker::verify::VerifyShared>>,
         ) -> Result<worker::Worker, IoFailure> {
             if user == 1 {
                 return Err(IoFailure {
@@ -657,6 +661,7 @@ mod with_mock {
             thread: 0,
             stats: Stats::default(),
             failure: None,
+            verify: None,
         };
         assert_eq!(
             settle(std::slice::from_ref(&ok), false).0,

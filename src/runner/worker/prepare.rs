@@ -52,6 +52,7 @@ impl Worker {
         id: Option<FileId>,
         user: usize,
         thread: u32,
+        shared: Option<&std::sync::Arc<verify::VerifyShared>>,
     ) -> Result<Worker, IoFailure> {
         let t = &plan.targets[user];
         let fail = |msg: String| IoFailure {
@@ -85,19 +86,36 @@ impl Worker {
         }];
         let engine = engine::build(job, handles, pool).map_err(|e| fail(format!("{e:#}")))?;
         let trace = crate::trace::ring_for_worker(job, &t.path, t.size, user, thread);
+        let checker = match shared {
+            Some(s) => Some(Box::new(
+                verify::Checker::new(
+                    job,
+                    policy,
+                    job.engine == EngineKind::Mmap,
+                    s.clone(),
+                    user,
+                    thread,
+                    t.path.display().to_string(),
+                )
+                .map_err(|e| fail(format!("{e:#}")))?,
+            )),
+            None => None,
+        };
+        let mut core = Core::new(
+            job,
+            t.size,
+            user,
+            thread,
+            t.path.display().to_string(),
+            // The plan's policy, not the job's: a block device turns buffered into raw.
+            RouteRule::new(policy, bs, align),
+            deadline,
+            sys,
+            trace,
+        );
+        core.verify = checker;
         Ok(Worker {
-            core: Core::new(
-                job,
-                t.size,
-                user,
-                thread,
-                t.path.display().to_string(),
-                // The plan's policy, not the job's: a block device turns buffered into raw.
-                RouteRule::new(policy, bs, align),
-                deadline,
-                sys,
-                trace,
-            ),
+            core,
             engine,
             _fds: fds,
         })
@@ -141,6 +159,30 @@ impl Worker {
             engine: Built::Boxed(engine),
             _fds: Fds([-1; 3]),
         })
+    }
+
+    /// [`Worker::with_engine`] with verification on, sharing `shared` (tests).
+    #[cfg(test)]
+    pub(crate) fn with_engine_verified(
+        job: &Job,
+        target_size: u64,
+        user: usize,
+        thread: u32,
+        engine: Box<dyn Engine>,
+        shared: std::sync::Arc<verify::VerifyShared>,
+    ) -> anyhow::Result<Worker> {
+        let mut w = Self::with_engine(job, target_size, user, thread, engine)
+            .map_err(|f| anyhow::anyhow!("{f}"))?;
+        w.core.verify = Some(Box::new(verify::Checker::new(
+            job,
+            job.cache,
+            false,
+            shared,
+            user,
+            thread,
+            w.core.path.clone(),
+        )?));
+        Ok(w)
     }
 }
 
@@ -275,6 +317,7 @@ impl Core {
             pacer: Pacer::for_worker(job, user as u64 * job.threads as u64 + thread as u64),
             trace,
             clock: crate::stats::clock::Clock::new(),
+            verify: None,
         }
     }
 }

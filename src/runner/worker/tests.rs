@@ -84,11 +84,15 @@ fn a_target_swapped_after_prepare_is_not_opened() {
     // Swap the path for a symlink to the victim, then for a hard link to it.
     std::fs::remove_file(&t).unwrap();
     std::os::unix::fs::symlink(&victim, &t).unwrap();
-    let e = Worker::prepare(&job, &plan, Some(id), 0, 0).err().unwrap();
+    let e = Worker::prepare(&job, &plan, Some(id), 0, 0, None)
+        .err()
+        .unwrap();
     assert!(e.message.contains("symbolic link"), "{}", e.message);
     std::fs::remove_file(&t).unwrap();
     std::fs::hard_link(&victim, &t).unwrap();
-    let e = Worker::prepare(&job, &plan, Some(id), 0, 0).err().unwrap();
+    let e = Worker::prepare(&job, &plan, Some(id), 0, 0, None)
+        .err()
+        .unwrap();
     assert!(e.message.contains("replaced"), "{}", e.message);
     assert_eq!(std::fs::read(&victim).unwrap(), vec![9u8; 8192]);
     drop(cleanup);

@@ -88,6 +88,7 @@ pub(super) fn report_threads(
             thread,
             stats: Stats::default(),
             failure: None,
+            verify: None,
         })
         .collect();
     let mut kinds: Vec<Stats> = CALLS.iter().map(|_| Stats::default()).collect();

@@ -1,0 +1,573 @@
+//! The run side of `--verify`: what a worker does to every write (stamp the buffer with a
+//! self-describing block of the next generation), to every read of a block the run wrote
+//! (check it), every N writes (`--verify-backlog`: read those blocks back), at every fsync
+//! (`--fsync-every`, `--journal`: make the acknowledgements durable), and after the timed
+//! loop (read back every block the run wrote and check it). All I/O goes through the
+//! worker's Engine. None of this is compiled into the loop of a run without verification
+//! (`Core::drive` picks the loop with a const generic).
+
+use super::{IoFailure, RouteRule};
+use crate::engine::{Completion, Engine, IoOp, OpKind};
+use crate::job::{CachePolicy, Job, Route};
+use crate::runner::target::Plan;
+use crate::stats::SyscallCounts;
+use crate::verify::block::BlockId;
+use crate::verify::journal::{Ack, JournalHeader, JournalWriter};
+use crate::verify::report::VerifyReport;
+use crate::verify::table::{GenTable, State};
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Acknowledgements gathered before one journal append (one write + one fdatasync) when
+/// writes are acknowledged at completion (direct, dsync): the journal costs one fdatasync
+/// per this many writes, not one per write.
+const ACK_BATCH: usize = 256;
+
+/// What a worker process needs to join a verifying run (crosses the pipe in the spec).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct VerifySpec {
+    pub table: PathBuf,
+    /// First table block of each target, and its blocks.
+    pub bases: Vec<u64>,
+    pub blocks: Vec<u64>,
+    pub seed: u64,
+    pub journal: Option<PathBuf>,
+    /// (device, inode) of the journal the run created.
+    pub journal_id: Option<(u64, u64)>,
+}
+
+/// The run's verification state shared by its workers: the generation table and where the
+/// journal is.
+pub(crate) struct VerifyShared {
+    pub spec: VerifySpec,
+    pub table: GenTable,
+}
+
+impl VerifyShared {
+    /// Create the table (and the journal, refusing an existing file) for a run of `job`
+    /// over the prepared targets. Called by the runner before any worker starts.
+    pub(crate) fn create(job: &Job, plan: &Plan) -> Result<VerifyShared> {
+        let bs = job.block_size;
+        let mut bases = Vec::new();
+        let mut blocks = Vec::new();
+        let mut total = 0u64;
+        for t in &plan.targets {
+            // As the offset generator counts them: at least one block.
+            let b = (t.size / bs).max(1);
+            bases.push(total);
+            blocks.push(b);
+            total = total.saturating_add(b);
+        }
+        let table = GenTable::create(&std::env::temp_dir(), total, job.total_threads())?;
+        let (journal, journal_id) = match &job.journal {
+            None => (None, None),
+            Some(p) => {
+                let header = JournalHeader {
+                    seed: job.seed,
+                    block_size: bs,
+                    files: plan
+                        .targets
+                        .iter()
+                        .map(|t| t.path.display().to_string())
+                        .collect(),
+                };
+                let w = match JournalWriter::create(p, &header) {
+                    Ok(w) => w,
+                    Err(_) if p.symlink_metadata().is_ok() => crate::bail_usage!(
+                        "--journal {}: the file exists; fsbench never overwrites a journal: name a new file",
+                        p.display()
+                    ),
+                    Err(e) => return Err(e),
+                };
+                (Some(p.clone()), Some(w.identity()?))
+            }
+        };
+        Ok(VerifyShared {
+            spec: VerifySpec {
+                table: table.path().to_path_buf(),
+                bases,
+                blocks,
+                seed: job.seed,
+                journal,
+                journal_id,
+            },
+            table,
+        })
+    }
+
+    /// Join the run's table from a worker process.
+    pub(crate) fn open(spec: VerifySpec) -> Result<VerifyShared> {
+        let table = GenTable::open(&spec.table)?;
+        Ok(VerifyShared { spec, table })
+    }
+
+    /// Remove the journal of a run refused before it started (it holds nothing).
+    pub(crate) fn discard_journal(&self) {
+        if let (Some(p), Some(id)) = (&self.spec.journal, self.spec.journal_id) {
+            use std::os::unix::fs::MetadataExt;
+            if p.symlink_metadata().is_ok_and(|m| (m.dev(), m.ino()) == id) {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+}
+
+/// One worker's verification state. Allocated before the clock starts; the per-I/O hooks
+/// do not allocate (the journal's batch vectors are sized up front and flushed when full).
+pub(super) struct Checker {
+    shared: Arc<VerifyShared>,
+    user: usize,
+    thread: u32,
+    threads: u32,
+    target: String,
+    base: u64,
+    blocks: u64,
+    bs: u64,
+    seed: u64,
+    /// Per buffer slot: the generation a write in it carries (0: its block became
+    /// unknown), or the table state a read in it saw when it was issued.
+    slot_gen: Vec<u64>,
+    slot_state: Vec<State>,
+    /// Whether a completed write on each route is durable (O_DIRECT, O_DSYNC, O_SYNC).
+    durable_route: [bool; 3],
+    journal: Option<JournalWriter>,
+    /// Completed writes not yet covered by an fsync (buffered routes, journal on).
+    unsynced: Vec<Ack>,
+    /// Acknowledged writes waiting for their journal append.
+    acked: Vec<Ack>,
+    fsync_every: Option<u64>,
+    writes_since_fsync: u64,
+    backlog: Option<u64>,
+    backlog_blocks: Vec<u64>,
+    pub(super) report: VerifyReport,
+}
+
+impl Checker {
+    /// The checker of worker (`user`, `thread`) of `job`, with its journal opened.
+    pub(super) fn new(
+        job: &Job,
+        policy: CachePolicy,
+        mmap: bool,
+        shared: Arc<VerifyShared>,
+        user: usize,
+        thread: u32,
+        target: String,
+    ) -> Result<Checker> {
+        let depth = job.effective_depth() as usize;
+        let journal = match (&shared.spec.journal, shared.spec.journal_id) {
+            (Some(p), Some(id)) => Some(JournalWriter::append_to(p, id)?),
+            _ => None,
+        };
+        let synced_open = job.open.dsync || job.open.sync;
+        let mut durable_route = [false; 3];
+        if !mmap {
+            durable_route[Route::Buffered as usize] = synced_open || policy.buffered_dsync();
+            durable_route[Route::Direct as usize] = true;
+            durable_route[Route::Fallback as usize] = true;
+        }
+        let backlog = job.verify_backlog;
+        Ok(Checker {
+            base: shared
+                .spec
+                .bases
+                .get(user)
+                .copied()
+                .context("no such target")?,
+            blocks: shared
+                .spec
+                .blocks
+                .get(user)
+                .copied()
+                .context("no such target")?,
+            seed: shared.spec.seed,
+            shared,
+            user,
+            thread,
+            threads: job.threads.max(1),
+            target,
+            bs: job.block_size,
+            slot_gen: vec![0; depth],
+            slot_state: vec![State(0); depth],
+            durable_route,
+            unsynced: Vec::with_capacity(if journal.is_some() { ACK_BATCH } else { 0 }),
+            acked: Vec::with_capacity(if journal.is_some() { ACK_BATCH } else { 0 }),
+            journal,
+            fsync_every: job.fsync_every,
+            writes_since_fsync: 0,
+            backlog,
+            backlog_blocks: Vec::with_capacity(backlog.unwrap_or(0).min(1 << 20) as usize),
+            report: VerifyReport {
+                read_back_done: false,
+                ..Default::default()
+            },
+        })
+    }
+
+    fn block_of(&self, offset: u64) -> u64 {
+        (offset & !IoOp::FLAGS) / self.bs
+    }
+
+    fn id(&self, block: u64) -> BlockId {
+        BlockId {
+            seed: self.seed,
+            file: self.user as u64,
+            offset: block * self.bs,
+        }
+    }
+
+    fn table(&self) -> &GenTable {
+        &self.shared.table
+    }
+
+    /// Before an op is submitted: a write takes the block's next generation and its buffer
+    /// is filled with that block; a read notes the block's state.
+    #[inline]
+    pub(super) fn issue(&mut self, op: &IoOp, buf: &mut [u8]) {
+        let block = self.block_of(op.offset);
+        if block >= self.blocks {
+            return;
+        }
+        let t = self.base + block;
+        match op.kind {
+            OpKind::Write => {
+                let issued = self.table().start_write(t);
+                crate::verify::block::fill(
+                    &mut buf[..op.len as usize],
+                    &self.id(block),
+                    issued.generation,
+                );
+                self.slot_gen[op.slot as usize] = if issued.overlapped {
+                    0
+                } else {
+                    issued.generation
+                };
+            }
+            OpKind::Read => self.slot_state[op.slot as usize] = self.table().state(t),
+        }
+    }
+
+    /// An op the engine never started (the run stopped with it still in the batch).
+    pub(super) fn abandon(&mut self, op: &IoOp) {
+        let block = self.block_of(op.offset);
+        if op.kind == OpKind::Write && block < self.blocks {
+            self.table().fail_write(self.base + block);
+        }
+    }
+
+    /// A completed op; `buf` is its buffer. `ok` is false for an error or a short transfer.
+    #[inline]
+    pub(super) fn complete(&mut self, op: &IoOp, buf: &[u8], ok: bool) {
+        let block = self.block_of(op.offset);
+        if block >= self.blocks {
+            return;
+        }
+        let t = self.base + block;
+        match op.kind {
+            OpKind::Write if !ok => self.table().fail_write(t),
+            OpKind::Write => {
+                let before = self.table().finish_write(t);
+                let g = self.slot_gen[op.slot as usize];
+                // Only the block's sole write in flight, with the content known, says what
+                // the block holds now; the others are not acknowledged (their order is not
+                // known), which the journal's reader treats as "not promised".
+                let sole = g != 0 && before.in_flight() == 1 && !before.unknown();
+                if self.journal.is_some() && sole {
+                    let ack = Ack {
+                        file: self.user as u64,
+                        block,
+                        generation: g,
+                    };
+                    if self.durable_route[op.route as usize] {
+                        self.acked.push(ack);
+                    } else {
+                        self.unsynced.push(ack);
+                    }
+                }
+                self.writes_since_fsync += 1;
+                if self.backlog.is_some() {
+                    self.backlog_blocks.push(block);
+                }
+            }
+            OpKind::Read if ok => {
+                let seen = self.slot_state[op.slot as usize];
+                if let Some(g) = seen.settled() {
+                    if self.table().state(t) == seen {
+                        self.report.run_read_blocks += 1;
+                        let id = self.id(block);
+                        let target = std::mem::take(&mut self.target);
+                        self.report
+                            .judge(&buf[..op.len as usize], &id, g, self.user, &target);
+                        self.target = target;
+                    } else {
+                        self.report.blocks_skipped_busy += 1;
+                    }
+                }
+            }
+            OpKind::Read => {}
+        }
+    }
+
+    /// Whether an fsync is due (`--fsync-every`).
+    #[inline]
+    pub(super) fn fsync_due(&self) -> bool {
+        self.fsync_every
+            .is_some_and(|n| self.writes_since_fsync >= n)
+    }
+
+    /// An fsync of the files completed (`ok`) or failed: the writes completed before it
+    /// are acknowledged only when it succeeded.
+    pub(super) fn synced(&mut self, ok: bool) -> Result<(), String> {
+        self.writes_since_fsync = 0;
+        self.report.fsyncs += 1;
+        if !ok {
+            self.unsynced.clear();
+            return Ok(());
+        }
+        self.acked.append(&mut self.unsynced);
+        self.journal_flush()
+    }
+
+    /// Whether the journal batch is full (call [`Checker::journal_flush`]).
+    #[inline]
+    pub(super) fn journal_due(&self) -> bool {
+        self.acked.len() >= ACK_BATCH
+    }
+
+    /// Append the acknowledged writes to the journal and make them durable.
+    pub(super) fn journal_flush(&mut self) -> Result<(), String> {
+        let Some(j) = self.journal.as_mut() else {
+            self.acked.clear();
+            return Ok(());
+        };
+        if self.acked.is_empty() {
+            return Ok(());
+        }
+        j.append(&self.acked)
+            .map_err(|e| format!("verify journal: {e:#}"))?;
+        self.report.journal_acks += self.acked.len() as u64;
+        self.report.journal_appends += 1;
+        self.acked.clear();
+        Ok(())
+    }
+
+    /// Whether the backlog is full: issuing pauses until it has been checked.
+    #[inline]
+    pub(super) fn backlog_due(&self) -> bool {
+        self.backlog
+            .is_some_and(|n| self.backlog_blocks.len() as u64 >= n)
+    }
+
+    /// Read back and check the blocks of the backlog (none of the worker's I/O in flight).
+    pub(super) fn check_backlog<E: Engine + ?Sized>(
+        &mut self,
+        engine: &mut E,
+        route: RouteRule,
+        depth: usize,
+    ) -> Result<(), IoFailure> {
+        let t0 = Instant::now();
+        let mut blocks = std::mem::take(&mut self.backlog_blocks);
+        blocks.sort_unstable();
+        blocks.dedup();
+        let n = blocks.len() as u64;
+        let r = self.read_blocks(engine, route, depth, &blocks);
+        self.report.backlog_blocks += n;
+        self.report.backlog_s += t0.elapsed().as_secs_f64();
+        blocks.clear();
+        self.backlog_blocks = blocks;
+        r
+    }
+
+    /// After the timed loop: wait until every worker of the run has stopped writing, then
+    /// read back this worker's share of the blocks the run wrote and check each.
+    pub(super) fn read_back<E: Engine + ?Sized>(
+        &mut self,
+        engine: &mut E,
+        route: RouteRule,
+        depth: usize,
+        interrupt: &AtomicBool,
+    ) -> Result<(), IoFailure> {
+        self.table().worker_done();
+        // After Ctrl-C the other workers stop at once; a worker that still has not arrived
+        // a few seconds later (a worker process that died) is not waited for.
+        let mut interrupted_at: Option<Instant> = None;
+        while !self.table().all_done() {
+            if self.table().aborted() {
+                return Ok(());
+            }
+            if interrupt.load(Ordering::Relaxed) {
+                let at = *interrupted_at.get_or_insert_with(Instant::now);
+                if at.elapsed() > Duration::from_secs(5) {
+                    return Ok(());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let t0 = Instant::now();
+        let mut batch = Vec::with_capacity(4096);
+        let mut b = self.thread as u64;
+        while b < self.blocks {
+            let s = self.table().state(self.base + b);
+            if s.generation() > 0 {
+                if s.settled().is_some() {
+                    batch.push(b);
+                } else {
+                    self.report.blocks_skipped_overlap += 1;
+                }
+            }
+            if batch.len() == batch.capacity() {
+                self.report.read_back_blocks += batch.len() as u64;
+                self.read_blocks(engine, route, depth, &batch)?;
+                batch.clear();
+            }
+            b += self.threads as u64;
+        }
+        self.report.read_back_blocks += batch.len() as u64;
+        self.read_blocks(engine, route, depth, &batch)?;
+        self.report.read_back_s = t0.elapsed().as_secs_f64();
+        self.report.read_back_done = true;
+        Ok(())
+    }
+
+    /// The failure that gives the run its status when blocks did not come back as written.
+    pub(super) fn failure(&self) -> Option<IoFailure> {
+        let r = &self.report;
+        let bad = r.bad_blocks();
+        if bad == 0 {
+            return None;
+        }
+        let first = r
+            .kinds()
+            .iter()
+            .flat_map(|(_, k)| k.first.first())
+            .min_by_key(|m| m.offset_bytes)
+            .cloned();
+        let counts: Vec<String> = r
+            .kinds()
+            .iter()
+            .filter(|(_, k)| k.blocks > 0)
+            .map(|(n, k)| format!("{} {n}", k.blocks))
+            .collect();
+        Some(IoFailure {
+            user: self.user,
+            thread: self.thread,
+            path: self.target.clone(),
+            offset: first.as_ref().map(|m| m.offset_bytes),
+            message: format!(
+                "verify: {bad} block(s) did not come back as written ({}){}",
+                counts.join(", "),
+                first
+                    .map(|m| format!("; first: {}", m.detail))
+                    .unwrap_or_default()
+            ),
+        })
+    }
+
+    /// This worker will not read back (its run failed): counted as finished all the same.
+    pub(super) fn skip_read_back(&mut self) {
+        self.table().worker_done();
+    }
+
+    /// Tell the other workers this one failed and will not be checking.
+    pub(super) fn abort(&self) {
+        self.table().abort();
+    }
+
+    /// Read `blocks` through the engine, up to `depth` at a time, and judge each against
+    /// the table. I/O here is not the run's: its syscalls go to a counter of their own.
+    fn read_blocks<E: Engine + ?Sized>(
+        &mut self,
+        engine: &mut E,
+        route: RouteRule,
+        depth: usize,
+        blocks: &[u64],
+    ) -> Result<(), IoFailure> {
+        let mut sys = SyscallCounts::default();
+        let depth = depth.max(1).min(self.slot_state.len().max(1));
+        let mut free: Vec<u32> = (0..depth as u32).rev().collect();
+        let mut slot_block = vec![0u64; depth];
+        let mut pending = blocks.iter().copied().peekable();
+        let mut batch: Vec<IoOp> = Vec::with_capacity(depth);
+        let mut done: Vec<Completion> = Vec::with_capacity(depth * 2);
+        let mut inflight = 0usize;
+        let bs = self.bs;
+        loop {
+            while batch.len() + inflight < depth {
+                let Some(&b) = pending.peek() else { break };
+                let Some(slot) = free.pop() else { break };
+                pending.next();
+                let offset = b * bs;
+                slot_block[slot as usize] = b;
+                self.slot_state[slot as usize] = self.table().state(self.base + b);
+                batch.push(IoOp {
+                    kind: OpKind::Read,
+                    file: 0,
+                    route: route.route(offset, bs),
+                    offset,
+                    len: bs as u32,
+                    slot,
+                });
+            }
+            if !batch.is_empty() {
+                let n = engine
+                    .submit(&batch, &mut sys)
+                    .map_err(|e| self.io_failure(batch[0].offset, format!("submit: {e}")))?;
+                if n == 0 && inflight == 0 {
+                    return Err(
+                        self.io_failure(batch[0].offset, "submit: the engine took no read".into())
+                    );
+                }
+                batch.drain(..n);
+                inflight += n;
+            }
+            if inflight == 0 {
+                return Ok(());
+            }
+            engine
+                .reap(1, &mut done, &mut sys)
+                .map_err(|e| self.io_failure(0, format!("reap: {e}")))?;
+            for c in done.drain(..) {
+                inflight -= 1;
+                free.push(c.slot);
+                let b = slot_block[c.slot as usize];
+                let offset = b * bs;
+                if c.result != bs as i64 {
+                    let why = if c.result < 0 {
+                        std::io::Error::from_raw_os_error((-c.result) as i32).to_string()
+                    } else {
+                        format!("{} of {bs} bytes", c.result)
+                    };
+                    return Err(self.io_failure(offset, format!("read failed: {why}")));
+                }
+                let seen = self.slot_state[c.slot as usize];
+                let now = self.table().state(self.base + b);
+                match seen.settled() {
+                    Some(g) if now == seen => {
+                        let id = self.id(b);
+                        let target = std::mem::take(&mut self.target);
+                        let buf = &engine.buffers().slot(c.slot as usize)[..bs as usize];
+                        self.report.judge(buf, &id, g, self.user, &target);
+                        self.target = target;
+                    }
+                    None if seen.generation() > 0 && now == seen => {
+                        self.report.blocks_skipped_overlap += 1
+                    }
+                    _ => self.report.blocks_skipped_busy += 1,
+                }
+            }
+        }
+    }
+
+    fn io_failure(&self, offset: u64, message: String) -> IoFailure {
+        IoFailure {
+            user: self.user,
+            thread: self.thread,
+            path: self.target.clone(),
+            offset: Some(offset),
+            message: format!("verify read-back: {message}"),
+        }
+    }
+}
