@@ -47,7 +47,8 @@ pub enum Op {
 /// When a rule fires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum When {
-    /// The Nth operation of its kind (1-based), counted over the named file (or all files).
+    /// The Nth operation of its kind (1-based) that the rule's filters (file name, length)
+    /// let through, counted from when the rule was added.
     Nth(u64),
     /// The first operation of its kind whose byte range holds this file offset.
     Offset(u64),
@@ -92,6 +93,11 @@ pub struct Rule {
     pub fault: Fault,
     /// Only operations on a file of this name (None: any file).
     pub name: Option<String>,
+    /// Only operations of this many bytes (None: any), e.g. a run's blocks and not the
+    /// large writes that lay its file out.
+    pub len: Option<u64>,
+    /// Operations the filters let through so far.
+    seen: u64,
 }
 
 /// A fault that fired: where and what.
@@ -121,15 +127,31 @@ pub struct Control {
     pending: HashMap<u64, Vec<(u64, Vec<u8>)>>,
     /// Writes forgotten by crashes: (file, offset, len).
     pub forgotten: Vec<(String, u64, u64)>,
+    /// Writes made durable by an fsync in volatile mode: (file, offset, len).
+    pub synced: Vec<(String, u64, u64)>,
 }
 
 impl Control {
     pub fn add(&mut self, op: Op, when: When, fault: Fault, name: Option<&str>) {
+        self.add_sized(op, when, fault, name, None);
+    }
+
+    /// [`Control::add`] for operations of `len` bytes only.
+    pub fn add_sized(
+        &mut self,
+        op: Op,
+        when: When,
+        fault: Fault,
+        name: Option<&str>,
+        len: Option<u64>,
+    ) {
         self.rules.push(Rule {
             op,
             when,
             fault,
             name: name.map(str::to_string),
+            len,
+            seen: 0,
         });
     }
 
@@ -148,23 +170,25 @@ impl Control {
 
     /// Count the operation and take the rule it fires, if any (each rule fires once).
     fn fire(&mut self, op: Op, name: &str, offset: u64, len: u64) -> Option<Fault> {
-        let n = self.counts.entry((op, name.to_string())).or_insert(0);
-        *n += 1;
-        let nth = *n;
-        let all: u64 = self
-            .counts
-            .iter()
-            .filter(|((o, _), _)| *o == op)
-            .map(|(_, c)| *c)
-            .sum();
-        let i = self.rules.iter().position(|r| {
-            r.op == op
+        *self.counts.entry((op, name.to_string())).or_insert(0) += 1;
+        let mut hit = None;
+        for (i, r) in self.rules.iter_mut().enumerate() {
+            let applies = r.op == op
                 && r.name.as_deref().is_none_or(|want| want == name)
-                && match r.when {
-                    When::Nth(k) => k == if r.name.is_some() { nth } else { all },
-                    When::Offset(o) => offset <= o && o < offset + len.max(1),
-                }
-        })?;
+                && r.len.is_none_or(|want| want == len);
+            if !applies {
+                continue;
+            }
+            r.seen += 1;
+            let fires = match r.when {
+                When::Nth(k) => r.seen == k,
+                When::Offset(o) => offset <= o && o < offset + len.max(1),
+            };
+            if fires && hit.is_none() {
+                hit = Some(i);
+            }
+        }
+        let i = hit?;
         let r = self.rules.remove(i);
         self.injected.push(Injected {
             fault: r.fault,
@@ -397,10 +421,12 @@ impl Passthrough {
         }
         let real = self.real(ino).ok_or(libc::ENOENT)?;
         let f = open_backing(&real, libc::O_WRONLY, 0).map_err(|e| errno(&e))?;
+        let name = self.name_of(ino);
         for (o, d) in writes {
             f.write_all_at(&d, o).map_err(|e| errno(&e))?;
+            self.ctl().synced.push((name.clone(), o, d.len() as u64));
         }
-        Ok(())
+        f.sync_data().map_err(|e| errno(&e))
     }
 
     /// Store a write (after faults shaped it): in the cache in volatile mode, else on the
