@@ -143,19 +143,18 @@ impl FileCheck {
     }
 }
 
-fn word(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
-}
-
-/// The header fields a block claims, when it starts with the block magic. Offsets follow the
-/// header layout documented in [`block`] (magic, seed, file, offset, generation); the test
-/// `header_fields_read_back_what_fill_wrote` holds the two together.
+/// The header fields a block claims, when it starts with the block magic (the fields are
+/// read by [`block::header_words`], the one reader of the layout).
 fn found_fields(buf: &[u8]) -> Option<Fields> {
-    (buf.len() >= block::HEADER_BYTES && word(buf, 0) == block::MAGIC).then(|| Fields {
-        seed: word(buf, 8),
-        file: word(buf, 16),
-        offset_bytes: word(buf, 24),
-        generation: Some(word(buf, 32)),
+    let magic = buf.len() >= block::HEADER_BYTES && buf[..8] == block::MAGIC.to_le_bytes();
+    magic.then(|| {
+        let h = block::header_words(buf);
+        Fields {
+            seed: h.seed,
+            file: h.file,
+            offset_bytes: h.offset,
+            generation: Some(h.generation),
+        }
     })
 }
 
