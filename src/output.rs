@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The `kind` of every JSON document fsbench writes (results, workload results, advice,
 /// skipped sweep points, suite manifests).
 const KINDS: &[&str] = &[
-    "io", "workload", "advise", "skipped", "suite", "replay", "backup",
+    "io", "workload", "advise", "skipped", "suite", "replay", "backup", "verify",
 ];
 
 /// Value of the `user.fsbench` mark on an output file.

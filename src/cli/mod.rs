@@ -15,6 +15,7 @@ pub(crate) mod run;
 pub(crate) mod suite;
 pub(crate) mod sweep;
 pub(crate) mod trace;
+pub(crate) mod verify;
 pub(crate) mod vx;
 pub(crate) mod workload;
 
@@ -85,6 +86,8 @@ pub(crate) enum Command {
     Frag(frag::FragArgs),
     /// Run a Filebench workload: a shipped personality (`fsbench workload list`) or a .f file.
     Workload(workload::WorkloadArgs),
+    /// After a crash: check files written with --journal against what storage acknowledged.
+    Verify(verify::VerifyArgs),
     /// Internal: a worker process started by the runner (Job workers or a workload process).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -146,6 +149,7 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Replay(a) => replay::main(a),
         Command::Frag(a) => frag::main(a),
         Command::Workload(a) => workload::main(a),
+        Command::Verify(a) => verify::main(a),
         Command::Worker => {
             crate::runner::drive::worker_main(|child, stdin| match child.source.as_str() {
                 "job" => crate::runner::process::child(serde_json::from_value(child.spec)?, stdin),

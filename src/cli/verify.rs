@@ -1,0 +1,288 @@
+//! `fsbench verify FILE... --journal J`: after a crash, read every block of files written by a
+//! run with `--journal` and judge each against what storage acknowledged as durable. Only
+//! reads: every file is opened `O_RDONLY|O_NOFOLLOW` and never written.
+//!
+//! Exit status: 0 every acknowledged block is there, intact; 1 a loss or corruption (or a read
+//! error); 2 bad input (no journal, a file the journal does not name, a block size that
+//! cannot carry verify headers).
+
+use crate::report::{Format, Render};
+use crate::verify::check::{self, FileCheck, Mismatch, FINDINGS};
+use crate::verify::journal::Journal;
+use crate::verify::Finding;
+use crate::{bail_usage, outln};
+use clap::Args;
+use serde::Serialize;
+use std::fs::File;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub(crate) struct VerifyArgs {
+    /// Files written by `fsbench run ... --journal J` (each must be one the journal names)
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The journal the run wrote (--journal of run or vx)
+    #[arg(long, value_name = "J")]
+    pub journal: PathBuf,
+    /// Also write the report as JSON to this file
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Report format on standard output: text or json
+    #[arg(long, default_value = "text")]
+    pub format: String,
+    /// Let --output replace a regular file fsbench did not write
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// The whole report: the journal judged by and every file judged.
+#[derive(Debug, Serialize)]
+pub(crate) struct VerifyReport {
+    pub schema_version: u32,
+    pub kind: &'static str,
+    pub journal: String,
+    pub seed: u64,
+    pub block_size_bytes: u64,
+    pub journal_records: u64,
+    /// Bytes of a last journal record torn by the crash (ignored: it never counted).
+    pub journal_torn_tail_bytes: u64,
+    pub files: Vec<FileCheck>,
+    /// Blocks whose finding is a failure (lost, corrupt, misdirected, torn over an
+    /// acknowledged sector), over all files.
+    pub failures: u64,
+    /// `clean` or `failed`.
+    pub status: &'static str,
+}
+
+impl Render for VerifyReport {
+    const FORMATS: &'static [Format] = &[Format::Text, Format::Json];
+    fn render(&self, format: Format) -> String {
+        match Self::supported(format) {
+            Format::Json => crate::report::json(self),
+            _ => self.text(),
+        }
+    }
+}
+
+fn fields(f: &check::Fields) -> String {
+    let g = f
+        .generation
+        .map_or_else(|| "none".to_string(), |g| g.to_string());
+    format!(
+        "seed {:#x} file {} offset {} generation {g}",
+        f.seed, f.file, f.offset_bytes
+    )
+}
+
+fn mismatch_text(m: &Mismatch, s: &mut String) {
+    use std::fmt::Write as _;
+    let what = match m.verdict {
+        crate::verify::block::Verdict::Corrupt { bit_flip: true, .. } => " (bit flip)",
+        _ => "",
+    };
+    let acked = m
+        .acked_generation
+        .map_or_else(|| "never".to_string(), |g| format!("generation {g}"));
+    let _ = writeln!(
+        s,
+        "  {} at offset {}{what}: acknowledged {acked}, found {}",
+        m.finding,
+        m.offset_bytes,
+        m.verdict.name()
+    );
+    let _ = writeln!(s, "    expected: {}", fields(&m.expected));
+    let found = m
+        .found
+        .as_ref()
+        .map_or_else(|| "no fsbench header".to_string(), fields);
+    let _ = writeln!(s, "    found:    {found}");
+    if let Some(d) = &m.first_difference {
+        let _ = writeln!(
+            s,
+            "    first difference at offset {} (byte {} of the block){}: expected {} found {}",
+            d.offset_bytes,
+            d.at_byte_in_block,
+            if d.bit_flip { ", one bit" } else { "" },
+            d.expected_hex,
+            d.found_hex
+        );
+    }
+}
+
+impl VerifyReport {
+    fn text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "verify: journal {} (seed {:#x}, block size {} B, {} acknowledgements{})",
+            self.journal,
+            self.seed,
+            self.block_size_bytes,
+            self.journal_records,
+            if self.journal_torn_tail_bytes > 0 {
+                format!(
+                    ", a torn last record of {} B ignored",
+                    self.journal_torn_tail_bytes
+                )
+            } else {
+                String::new()
+            }
+        );
+        for f in &self.files {
+            let counts: Vec<String> = FINDINGS
+                .iter()
+                .map(|&k| format!("{} {}", label(k), f.tally(k).blocks))
+                .collect();
+            let _ = writeln!(
+                s,
+                "{}: {} blocks ({} B): {}",
+                f.path,
+                f.blocks,
+                f.size_bytes,
+                counts.join(", ")
+            );
+            for k in FINDINGS.into_iter().filter(|&k| k != Finding::Intact) {
+                let t = f.tally(k);
+                if t.blocks > 0 {
+                    let offs: Vec<String> =
+                        t.first_offsets_bytes.iter().map(u64::to_string).collect();
+                    let more = if t.blocks > t.first_offsets_bytes.len() as u64 {
+                        ", ..."
+                    } else {
+                        ""
+                    };
+                    let _ = writeln!(s, "  {} at offsets {}{more}", label(k), offs.join(", "));
+                }
+            }
+            for m in &f.mismatches {
+                mismatch_text(m, &mut s);
+            }
+        }
+        if self.failures == 0 {
+            let _ = writeln!(
+                s,
+                "verify: clean: every acknowledged block is there and intact"
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "verify: FAILED: {} blocks lost or corrupt: storage broke its promise",
+                self.failures
+            );
+        }
+        s
+    }
+}
+
+fn label(f: Finding) -> &'static str {
+    match f {
+        Finding::StaleAllowed => "stale-but-allowed",
+        other => check::finding_name(other),
+    }
+}
+
+/// The journal's index of `arg`: the same name, else the same file once both are resolved.
+fn file_index(arg: &Path, names: &[String]) -> Option<usize> {
+    if let Some(i) = names.iter().position(|n| Path::new(n) == arg) {
+        return Some(i);
+    }
+    let want = std::fs::canonicalize(arg).ok()?;
+    names
+        .iter()
+        .position(|n| std::fs::canonicalize(n).is_ok_and(|c| c == want))
+}
+
+/// Open a file to judge, for reading only, without following a symbolic link. `None`: it is
+/// gone (every acknowledged block of it is lost).
+fn open(path: &Path) -> anyhow::Result<Option<File>> {
+    let f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => bail_usage!(
+            "verify: {} is a symbolic link: name the file it points to",
+            path.display()
+        ),
+        Err(e) => bail_usage!("verify: cannot open {}: {e}", path.display()),
+    };
+    // Checked on the descriptor: what is read is what was checked.
+    let t = f.metadata()?.file_type();
+    if !(t.is_file() || t.is_block_device()) {
+        bail_usage!(
+            "verify: {} is not a regular file or a block device",
+            path.display()
+        );
+    }
+    Ok(Some(f))
+}
+
+pub(crate) fn main(a: VerifyArgs) -> anyhow::Result<i32> {
+    let format = Format::parse_for::<VerifyReport>(&a.format, "--format")?;
+    crate::output::check_output(a.output.as_deref(), a.force)?;
+    if std::fs::symlink_metadata(&a.journal).is_err() {
+        bail_usage!(
+            "verify: journal {} does not exist (give the --journal file of the run)",
+            a.journal.display()
+        );
+    }
+    let journal = Journal::read(&a.journal).map_err(|e| crate::usage!("verify: {e:#}"))?;
+    let bs = journal.header.block_size;
+    if usize::try_from(bs)
+        .map(|b| crate::verify::block::check_block_size(b).is_err())
+        .unwrap_or(true)
+    {
+        bail_usage!(
+            "verify: journal {} has block size {bs}, which cannot carry verify headers (at least {} bytes, a multiple of 8)",
+            a.journal.display(),
+            crate::verify::block::MIN_BLOCK
+        );
+    }
+    // Every name is matched before anything is read, so a typo costs no time.
+    let mut targets = Vec::new();
+    for p in &a.files {
+        let Some(i) = file_index(p, &journal.header.files) else {
+            bail_usage!(
+                "verify: {} is not a file of journal {} (it names: {})",
+                p.display(),
+                a.journal.display(),
+                journal.header.files.join(", ")
+            );
+        };
+        targets.push((p, i as u64));
+    }
+    let mut files = Vec::new();
+    for (p, i) in targets {
+        let shown = p.display().to_string();
+        let c = match open(p)? {
+            Some(f) => {
+                let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+                check::check_file(&mut r, &shown, i, &journal)?
+            }
+            None => check::check_file(&mut std::io::empty(), &shown, i, &journal)?,
+        };
+        files.push(c);
+    }
+    let failures = files.iter().map(|f| f.failures).sum();
+    let report = VerifyReport {
+        schema_version: 1,
+        kind: "verify",
+        journal: a.journal.display().to_string(),
+        seed: journal.header.seed,
+        block_size_bytes: bs,
+        journal_records: journal.records,
+        journal_torn_tail_bytes: journal.torn_tail_bytes,
+        files,
+        failures,
+        status: if failures == 0 { "clean" } else { "failed" },
+    };
+    if let Some(p) = &a.output {
+        crate::output::write_json_force(p, &report, a.force)?;
+    }
+    outln!("{}", report.render(format).trim_end());
+    Ok(if failures == 0 { 0 } else { 1 })
+}
