@@ -50,10 +50,6 @@ const CAPS: &[(&str, &str)] = &[
     ("mkfs_minix", "mkfs.minix on PATH"),
     ("mkfs_bfs", "mkfs.bfs on PATH"),
     ("root_blockdev", "/ is on a block device"),
-    (
-        "fuse",
-        "root and /dev/fuse: tests/faultfs can mount FUSE with mount(2)",
-    ),
     ("tmp_blockdev", "the temp dir is on a block device"),
     (
         "tmp_direct_io",
@@ -164,9 +160,6 @@ fn probe() -> Vec<bool> {
                 .iter()
                 .any(|p| watch(Some(PathBuf::from(p)).filter(|p| p.exists())).is_some()),
             "root_blockdev" => block_device_of(Path::new("/")).is_some(),
-            "fuse" => {
-                root && watch(Some(PathBuf::from("/dev/fuse")).filter(|p| p.exists())).is_some()
-            }
             "tmp_blockdev" => tmp.blockdev,
             "tmp_direct_io" => tmp.direct_io,
             "tmp_fiemap" => tmp.fiemap,
