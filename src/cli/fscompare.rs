@@ -46,7 +46,7 @@ pub(crate) struct FscompareArgs {
     pub time: Option<String>,
     /// Run this sweep on each file system: the flags of `fsbench sweep` without its TARGET,
     /// e.g. '--rw randwrite --bs 4k,64k --cache direct --size 64m'
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub sweep: Option<String>,
     /// Run this job file (TOML) on each file system; its targets become files in the mount
     #[arg(long)]
