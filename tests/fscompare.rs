@@ -491,3 +491,106 @@ fn without_root_one_line_and_exit_2() {
     assert!(err.contains("fscompare needs root"), "{err}");
     assert_eq!(err.lines().count(), 1);
 }
+
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4, has_mkfs_xfs, has_mkfs_btrfs, has_strace)),
+    ignore = "SKIPPED: needs root, loop devices, mkfs.ext4 and strace"
+)]
+fn a_sweep_remounts_and_drops_caches_before_every_point() {
+    check_machine();
+    let sb = Sandbox::new();
+    let trace = sb.file("trace");
+    let out = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=execve,openat", "-o"])
+        .arg(&trace)
+        .arg(fsbench())
+        .args(["fscompare", "--fs", "ext4", "--size", "300m", "--output"])
+        .arg(sb.file("out"))
+        .arg("--sweep")
+        .arg("--rw write,read,randread --bs 64k --size 8m --cache buffered")
+        .current_dir(sb.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let t = std::fs::read_to_string(&trace).unwrap();
+    let drops = t
+        .lines()
+        .filter(|l| l.contains("openat(") && l.contains("/proc/sys/vm/drop_caches"))
+        .count();
+    let umounts = t
+        .lines()
+        .filter(|l| {
+            l.contains("execve(\"") && l.contains("umount\", [\"umount\"") && l.ends_with("= 0")
+        })
+        .count();
+    let mounts = t
+        .lines()
+        .filter(|l| {
+            l.contains("execve(\"") && l.contains("mount\", [\"mount\"") && l.ends_with("= 0")
+        })
+        .count();
+    // Three points: three drops and remounts, plus the first mount and the last unmount.
+    assert_eq!(drops, 3, "drop_caches writes");
+    assert_eq!(umounts, 4, "umount runs");
+    assert_eq!(mounts, 4, "mount runs");
+    let (run, _) = results(&sb.file("out"));
+    assert_eq!(run.len(), 3);
+    for r in &run {
+        assert_eq!(r["probes"]["sweep"]["target"], "ext4");
+        assert_eq!(r["probes"]["fscompare"]["fs"], "ext4");
+    }
+    assert_eq!(
+        leftovers(&sb.file("out").join("scratch")),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4, has_mkfs_xfs, has_mkfs_btrfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4, mkfs.xfs, mkfs.btrfs"
+)]
+fn a_job_file_runs_on_each_file_system_in_its_mount() {
+    check_machine();
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.file("j.toml"),
+        "name = \"j\"\ntargets = [\"/somewhere/else/data.dat\"]\naccess = \"write\"\nblock_size = 65536\nfile_size = 4194304\n",
+    )
+    .unwrap();
+    let out = sb
+        .cmd(&[
+            "fscompare",
+            "--fs",
+            "xfs,btrfs",
+            "--size",
+            "300m",
+            "--job",
+            "j.toml",
+            "--output",
+            "out",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!Path::new("/somewhere/else/data.dat").exists());
+    let (run, _) = results(&sb.file("out"));
+    let targets: Vec<&str> = run
+        .iter()
+        .map(|r| r["probes"]["sweep"]["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(run.len(), 2, "{err}");
+    assert!(targets.contains(&"xfs") && targets.contains(&"btrfs"));
+    for r in &run {
+        let t = r["job"]["targets"][0].as_str().unwrap();
+        assert!(t.ends_with(".mnt/data.dat"), "{t}");
+        assert_eq!(r["total"]["bytes"].as_u64(), Some(4 << 20), "{r}");
+    }
+    assert_eq!(
+        leftovers(&sb.file("out").join("scratch")),
+        Vec::<String>::new()
+    );
+}
