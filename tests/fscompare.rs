@@ -462,6 +462,10 @@ fn bad_input_is_one_line_and_exit_2() {
             ],
             "bad --size",
         ),
+        (
+            &["fscompare", "--fs", "ext4", "--workload", "oltp", "--keep"],
+            "always tears down",
+        ),
     ] {
         let out = sb.cmd(args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -593,4 +597,83 @@ fn a_job_file_runs_on_each_file_system_in_its_mount() {
         leftovers(&sb.file("out").join("scratch")),
         Vec::<String>::new()
     );
+}
+
+fn blkid_type(dev: &Path) -> String {
+    let o = std::process::Command::new("blkid")
+        .args(["-p", "-o", "export"])
+        .arg(dev)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4, has_mkfs_xfs, has_mkfs_btrfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4, mkfs.xfs, mkfs.btrfs"
+)]
+fn a_forced_device_is_used_only_when_blank_and_left_wiped() {
+    check_machine();
+    let sb = Sandbox::new();
+    let Some(lo) = common::LoopDevice::new(sb.path(), 320) else {
+        cannot("cannot attach a loop device");
+    };
+    let dev = lo.dev.display().to_string();
+    let args = [
+        "fscompare",
+        "--fs",
+        "ext4,xfs",
+        "--device",
+        &dev,
+        "--force",
+        "--workload",
+        "filemicro_rwrite",
+        "-D",
+        "filesize=32m",
+        "--time",
+        "1s",
+        "--output",
+        "out",
+    ];
+    let out = sb.cmd(&args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let (run, _) = results(&sb.file("out"));
+    assert_eq!(run.len(), 2, "{err}");
+    for r in &run {
+        assert_eq!(r["probes"]["fscompare"]["devices"][0], dev.as_str());
+    }
+    assert_eq!(blkid_type(&lo.dev), "", "the device is left wiped");
+    // A device with a signature is refused before anything is written, and kept.
+    let mk = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-L", "userdata"])
+        .arg(&lo.dev)
+        .status()
+        .unwrap();
+    assert!(mk.success());
+    let out = sb.cmd(&args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("refusing --device") && err.contains("ext"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(blkid_type(&lo.dev).contains("LABEL=userdata"));
+    // A mounted one too.
+    let mnt = tempfile::tempdir().unwrap();
+    assert!(std::process::Command::new("mount")
+        .arg(&lo.dev)
+        .arg(mnt.path())
+        .status()
+        .unwrap()
+        .success());
+    let out = sb.cmd(&args).output().unwrap();
+    let _ = std::process::Command::new("umount")
+        .arg(mnt.path())
+        .status();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("mounted"), "{err}");
 }

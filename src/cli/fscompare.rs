@@ -172,6 +172,9 @@ fn what(a: &FscompareArgs) -> anyhow::Result<What> {
 
 pub(crate) fn main(a: FscompareArgs) -> anyhow::Result<i32> {
     a.study.check()?;
+    if a.study.keep {
+        bail_usage!("--keep: fscompare always tears down the file systems it builds (results and advise documents stay in --output)");
+    }
     let mut specs = Vec::new();
     for f in &a.fs {
         for s in spec::parse_fs_arg(f)? {
