@@ -80,19 +80,26 @@ pub(crate) fn tool(argv: &[String]) -> Result<String, String> {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
         let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim()
-            .to_string();
+        let last = why_failed(&err);
         Err(format!(
             "`{}` failed ({}): {last}",
             shell_line(argv),
             out.status
         ))
     }
+}
+
+/// The line of a tool's stderr that says why it failed: the last one before a usage text
+/// (mkfs.xfs prints the reason, then its whole usage), else the last one.
+fn why_failed(stderr: &str) -> String {
+    stderr
+        .lines()
+        .take_while(|l| !l.trim_start().starts_with("Usage:"))
+        .filter(|l| !l.trim().is_empty())
+        .last()
+        .unwrap_or("")
+        .trim()
+        .to_string()
 }
 
 /// A command line as a shell would need it typed (what the Results record).
@@ -485,6 +492,19 @@ mod tests {
         for bad in ["", "file", "file\trelative", "loop\t/dev/loop1", "nuke\t/"] {
             assert_eq!(Item::parse(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn the_reason_a_tool_failed_is_found_before_its_usage_text() {
+        assert_eq!(
+            why_failed("Filesystem must be larger than 300MB.\nUsage: mkfs.xfs\n/* blocksize */ [-b size=num]\n"),
+            "Filesystem must be larger than 300MB."
+        );
+        assert_eq!(
+            why_failed("mke2fs 1.47.0 (5-Feb-2023)\n\nBad option(s) specified: bogus\n\n"),
+            "Bad option(s) specified: bogus"
+        );
+        assert_eq!(why_failed(""), "");
     }
 
     #[test]
