@@ -262,6 +262,8 @@ fn a_failed_mkfs_is_recorded_and_leaves_nothing() {
         why.contains("mkfs.xfs") && why.contains("nosuchoption"),
         "{why}"
     );
+    // mkfs.xfs's own reason, not the tail of its usage text.
+    assert!(why.contains("unknown option"), "{why}");
 }
 
 /// Start a long fscompare, wait until its first file system is mounted.
