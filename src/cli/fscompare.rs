@@ -160,7 +160,8 @@ fn what(a: &FscompareArgs) -> anyhow::Result<What> {
         if let Some(t) = &a.time {
             words.extend(["--time".to_string(), t.clone()]);
         }
-        let (study, _) = sweep_study(words, "--workload")?;
+        let (mut study, _) = sweep_study(words, "--workload")?;
+        study.title = format!("workload {name}");
         return Ok(What::Study { study, file: None });
     }
     let path = a.job.as_ref().expect("one of the four is given");
