@@ -264,18 +264,56 @@ pub(crate) fn main(a: FscompareArgs) -> anyhow::Result<i32> {
         };
         crate::guard::ensure_free_space(&parent, size.saturating_mul(most), "--size")?;
     }
-    fscompare::run(Plan {
+    let out = fscompare::run(Plan {
         specs,
         layouts,
         storage,
         scratch,
         what,
-        out_dir,
+        out_dir: out_dir.clone(),
         baseline: a.baseline.clone(),
         repeat: a.study.repeat,
         fresh: a.study.fresh,
         keep: a.study.keep,
         force: a.study.force,
         iostat,
-    })
+    })?;
+    report(&out, &out_dir, a.study.force)
+}
+
+/// The text table on stdout; report.html, report.md (with advise's sections) and
+/// fscompare.json in the output directory.
+fn report(out: &fscompare::Outcome, out_dir: &std::path::Path, force: bool) -> anyhow::Result<i32> {
+    use crate::report::{Format, Render};
+    let results = crate::output::ResultsDir::open(out_dir, force)?;
+    let tables = crate::report::table::shape_all(&out.records, &Default::default())?;
+    let doc = crate::report::document::Document {
+        records: &out.records,
+        tables: &tables,
+        title: &out.title,
+        preface: &out.preface,
+        baseline: out.baseline.as_deref(),
+        advice: &out.advice,
+    };
+    // The advise sections are in report.html and report.md; the terminal gets the tables.
+    let short = crate::report::document::Document { advice: &[], ..doc };
+    crate::out!("{}", short.render(Format::Text));
+    let html = doc.write_into(&results)?;
+    results.write_json("fscompare.json", &out.manifest)?;
+    let t = out.tally;
+    eprintln!(
+        "{} measured, {} reused, {} skipped, {} failed, {} target(s) not built; report: {}",
+        t.ran,
+        t.reused,
+        t.skipped,
+        t.failed,
+        out.failed_builds,
+        html.display()
+    );
+    if out.interrupted {
+        eprintln!(
+            "interrupted: the scratch storage is torn down; run the same command again to resume"
+        );
+    }
+    Ok(out.exit_code())
 }

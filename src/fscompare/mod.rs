@@ -119,8 +119,8 @@ struct TargetSummary {
     advise: Option<String>,
 }
 
-/// Run the plan; returns the exit status (0, 1 when a point or a build failed, 130 on Ctrl-C).
-pub(crate) fn run(plan: Plan) -> anyhow::Result<i32> {
+/// Run the plan: build, measure and tear down every target in turn.
+pub(crate) fn run(plan: Plan) -> anyhow::Result<Outcome> {
     crate::runner::signal::install();
     // The results directory is checked (and made) before any device is.
     drop(crate::output::ResultsDir::open(&plan.out_dir, plan.force)?);
@@ -230,14 +230,11 @@ pub(crate) fn run(plan: Plan) -> anyhow::Result<i32> {
     }
     drop(scratch);
     records.sort_by_key(|r| (r.meta().index, r.meta().repeat));
-    let results = crate::output::ResultsDir::open(&plan.out_dir, plan.force)?;
     let baseline = plan
         .baseline
         .clone()
         .or_else(|| summary.iter().find(|s| s.built).map(|s| s.target.clone()));
-    let tables = crate::report::table::shape_all(&records, &Default::default())?;
     let names: Vec<&str> = plan.specs.iter().map(|s| s.text.as_str()).collect();
-    let title = format!("fsbench fscompare: {}", names.join(" vs "));
     let mut preface = vec![format!(
         "Each file system was built by fsbench on {storage_kind}, mounted, and torn down afterwards; caches were dropped and the file system remounted before every point."
     )];
@@ -251,56 +248,60 @@ pub(crate) fn run(plan: Plan) -> anyhow::Result<i32> {
             s.reason.as_deref().unwrap_or("")
         ));
     }
-    let doc = crate::report::document::Document {
-        records: &records,
-        tables: &tables,
-        title: &title,
-        preface: &preface,
-        baseline: baseline.as_deref(),
-        advice: &advice,
-    };
-    {
-        // The advise sections are in report.html and report.md; the terminal gets the table.
-        use crate::report::Render;
-        let short = crate::report::document::Document { advice: &[], ..doc };
-        crate::out!("{}", short.render(crate::report::Format::Text));
-    }
-    let html = doc.write_into(&results)?;
-    results.write_json(
-        "fscompare.json",
-        &serde_json::json!({
-            "schema_version": crate::result::SCHEMA_VERSION,
-            "kind": "fscompare",
-            "baseline": baseline,
-            "targets": summary,
-            "measured": tally.ran,
-            "reused": tally.reused,
-            "skipped": tally.skipped,
-            "failed": tally.failed,
-            "failed_builds": failed_builds,
-            "interrupted": interrupted,
-        }),
-    )?;
-    eprintln!(
-        "{} measured, {} reused, {} skipped, {} failed, {} target(s) not built; report: {}",
-        tally.ran,
-        tally.reused,
-        tally.skipped,
-        tally.failed,
+    let manifest = serde_json::json!({
+        "schema_version": crate::result::SCHEMA_VERSION,
+        "kind": "fscompare",
+        "baseline": baseline,
+        "targets": summary,
+        "measured": tally.ran,
+        "reused": tally.reused,
+        "skipped": tally.skipped,
+        "failed": tally.failed,
+        "failed_builds": failed_builds,
+        "interrupted": interrupted,
+    });
+    Ok(Outcome {
+        records,
+        advice,
+        title: format!("fsbench fscompare: {}", names.join(" vs ")),
+        preface,
+        baseline,
+        manifest,
+        tally,
         failed_builds,
-        html.display()
-    );
-    if interrupted {
-        eprintln!(
-            "interrupted: the scratch storage is torn down; run the same command again to resume"
-        );
-        return Ok(130);
-    }
-    Ok(if tally.failed > 0 || failed_builds > 0 {
-        1
-    } else {
-        0
+        interrupted,
     })
+}
+
+/// What a run produced, for the front end to report (only front ends and the report layer
+/// format).
+pub(crate) struct Outcome {
+    pub records: Vec<Record>,
+    /// advise's document of every built target.
+    pub advice: Vec<crate::advise::Advice>,
+    pub title: String,
+    /// Lines above the tables: how the targets were built, which were not and why.
+    pub preface: Vec<String>,
+    /// The target the charts are normalised to (`--baseline`, else the first built).
+    pub baseline: Option<String>,
+    /// fscompare.json: every target, its commands or why it was not built, the tallies.
+    pub manifest: serde_json::Value,
+    pub tally: sw::Tally,
+    pub failed_builds: usize,
+    pub interrupted: bool,
+}
+
+impl Outcome {
+    /// 0, 1 when a point or a build failed, 130 on Ctrl-C.
+    pub(crate) fn exit_code(&self) -> i32 {
+        if self.interrupted {
+            130
+        } else if self.tally.failed > 0 || self.failed_builds > 0 {
+            1
+        } else {
+            0
+        }
+    }
 }
 
 /// `read_pref_io=65536 read_nstream=1 ...`: what advise derived for the target.
