@@ -232,6 +232,19 @@ fn ext4_xfs_btrfs_and_btrfs_raid0_are_built_measured_and_torn_down() {
     sb.cmd(&["compare", o.to_str().unwrap(), o.to_str().unwrap()])
         .assert()
         .success();
+    // fscompare's own report.html (normalised to the first target) renders in a browser,
+    // with the normalised summary and a bar per target.
+    if cfg!(has_chromium) {
+        let dom = common::dom_in_chromium(&sb.file("out").join("report.html"));
+        assert!(
+            dom.contains("class=\"chart normalised"),
+            "no normalised chart"
+        );
+        assert!(dom.contains("Summary (ext4 = 0)"), "not normalised to ext4");
+        for t in ["xfs", "btrfs on stripe:2x64k"] {
+            assert!(dom.contains(&format!("<title>{t}: ")), "no bar of {t}");
+        }
+    }
 }
 
 #[test]
