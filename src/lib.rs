@@ -9,6 +9,7 @@ pub(crate) mod cli;
 pub(crate) mod engine;
 pub mod error;
 pub(crate) mod explain;
+pub(crate) mod fscompare;
 pub(crate) mod guard;
 pub(crate) mod job;
 pub(crate) mod observe;

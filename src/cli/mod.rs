@@ -5,6 +5,7 @@ pub(crate) mod advise;
 pub(crate) mod args;
 pub(crate) mod compare;
 pub(crate) mod frag;
+pub(crate) mod fscompare;
 pub(crate) mod iostat;
 pub(crate) mod observe;
 pub(crate) mod output;
@@ -88,6 +89,8 @@ pub(crate) enum Command {
     Workload(workload::WorkloadArgs),
     /// After a crash: check files written with --journal against what storage acknowledged.
     Verify(verify::VerifyArgs),
+    /// Build file systems and layouts on scratch devices, run the same study on each, compare.
+    Fscompare(fscompare::FscompareArgs),
     /// Internal: a worker process started by the runner (Job workers or a workload process).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -150,6 +153,7 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Frag(a) => frag::main(a),
         Command::Workload(a) => workload::main(a),
         Command::Verify(a) => verify::main(a),
+        Command::Fscompare(a) => fscompare::main(a),
         Command::Worker => {
             crate::runner::drive::worker_main(|child, stdin| match child.source.as_str() {
                 "job" => crate::runner::process::child(serde_json::from_value(child.spec)?, stdin),
@@ -195,7 +199,7 @@ pub(crate) fn usage_line(e: &clap::Error, argv: &[String]) -> String {
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
             match &sub {
                 Some(s) => format!("'{s}' needs more arguments"),
-                None => "no subcommand given (quick, run, sweep, suite, report, compare, vx, advise, iostat, trace, replay, frag, workload)".to_string(),
+                None => "no subcommand given (quick, run, sweep, suite, report, compare, vx, advise, iostat, trace, replay, frag, workload, fscompare)".to_string(),
             }
         }
         _ => {

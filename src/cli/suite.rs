@@ -142,6 +142,8 @@ pub(crate) fn main(a: SuiteArgs) -> anyhow::Result<i32> {
             only: a.studies.clone(),
             iostat,
             announce: Some(announce),
+            labels: Vec::new(),
+            index_base: 0,
         },
     )?;
     let mut preface = vec![format!(

@@ -321,6 +321,17 @@ pub(crate) struct Ctx {
     pub iostat: Option<std::time::Duration>,
     /// What the run is, printed when the first point has been stored (see `announce`).
     pub banner: Option<String>,
+    /// Set by a front end that builds the target itself (`fscompare`): what to do before
+    /// every measured point, and what to add to every stored Result.
+    pub hooks: Option<Hooks>,
+}
+
+/// What a front end that owns the target adds to every point of a study: a step before each
+/// measured point (`fscompare` syncs, drops the caches and remounts the file system it
+/// built) and probes stored in each Result (its mkfs and mount command lines, geometry).
+pub(crate) struct Hooks {
+    pub before_point: Box<dyn FnMut() -> anyhow::Result<()>>,
+    pub probes: Vec<(String, serde_json::Value)>,
 }
 
 impl Ctx {
@@ -352,7 +363,16 @@ impl Ctx {
             next_index: 0,
             iostat: None,
             banner: None,
+            hooks: None,
         })
+    }
+
+    /// Run the front end's step before a measured point (see [`Hooks`]).
+    pub(crate) fn before_point(&mut self) -> anyhow::Result<()> {
+        match &mut self.hooks {
+            Some(h) => (h.before_point)(),
+            None => Ok(()),
+        }
     }
 
     /// Print the run's banner once, when the first point has been stored: a refusal that
@@ -408,6 +428,19 @@ impl Ctx {
     /// Store a record in the results directory and count it.
     pub(crate) fn store(&mut self, path: &Path, rec: &Record) -> anyhow::Result<()> {
         self.check_replace(path, rec.meta())?;
+        let mut with_probes;
+        let rec = match (&self.hooks, rec) {
+            (Some(h), Record::Run { .. }) if !h.probes.is_empty() => {
+                with_probes = rec.clone();
+                if let Record::Run { result, .. } = &mut with_probes {
+                    for (k, v) in &h.probes {
+                        result.probes.insert(k.clone(), v.clone());
+                    }
+                }
+                &with_probes
+            }
+            _ => rec,
+        };
         let name = path
             .file_name()
             .and_then(|n| n.to_str())
@@ -522,7 +555,10 @@ pub(crate) fn run_study(
                 continue;
             }
             let rec = match &study.workload {
-                Some(name) => run_workload_point(name, base, &pj, meta),
+                Some(name) => {
+                    ctx.before_point()?;
+                    run_workload_point(name, base, &pj, meta)
+                }
                 None => run_point(&pj, meta, ctx)?,
             };
             ctx.store(&file, &rec)?;
@@ -551,6 +587,7 @@ pub(crate) fn run_workload_point(name: &str, dir: &Path, pj: &PointJob, meta: Sw
 /// Run one built point: provide a raw device when the policy needs one, start writes on a
 /// fresh file, remember what was created.
 pub(crate) fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow::Result<Record> {
+    ctx.before_point()?;
     let mut job = pj.job.clone();
     if job.cache == crate::job::CachePolicy::Raw
         && !job

@@ -89,7 +89,7 @@ fn pid_alive(pid: i32) -> bool {
 }
 
 /// Loop devices whose backing file is `image` (from /sys/block/loopN/loop/backing_file).
-fn loops_backed_by(image: &Path) -> Vec<PathBuf> {
+pub(crate) fn loops_backed_by(image: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir("/sys/block") else {
         return Vec::new();
     };

@@ -309,7 +309,15 @@ pub(crate) fn load(paths: &[PathBuf]) -> Result<Vec<Record>, crate::error::Usage
         let origin = f.display().to_string();
         let text = read_bounded(&f)?;
         // A directory may hold other JSON (a suite manifest): skip files that are not records.
-        if f.file_name().is_some_and(|n| n == "suite.json") {
+        if f.file_name()
+            .is_some_and(|n| n == "suite.json" || n == "fscompare.json")
+        {
+            continue;
+        }
+        // ... and `fsbench advise` documents stored beside the results (fscompare does).
+        if serde_json::from_str::<serde_json::Value>(&text)
+            .is_ok_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some("advise"))
+        {
             continue;
         }
         all.extend(parse_records(&text, &origin)?);

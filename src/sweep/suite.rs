@@ -484,6 +484,11 @@ pub(crate) struct RunOptions {
     pub iostat: Option<std::time::Duration>,
     /// Printed on stderr once the results directory is open (so a refusal stays one line).
     pub announce: Option<String>,
+    /// Target labels in results and reports, one per dir (default: the dir's path).
+    pub labels: Vec<String>,
+    /// Added to every point index, so several runs into one results directory (one per file
+    /// system `fscompare` builds) do not share file names.
+    pub index_base: usize,
 }
 
 /// What a suite run produced.
@@ -567,11 +572,11 @@ fn study_offsets(res: &Resolved, opts: &RunOptions) -> Vec<(String, usize)> {
 fn run_study_on(
     rs: &ResolvedStudy,
     dir: &Path,
+    label: &str,
     ctx: &mut Ctx,
     missing: &mut Vec<String>,
 ) -> anyhow::Result<Vec<Record>> {
-    let label = dir.display().to_string();
-    let target = Some(label.as_str());
+    let target = Some(label);
     let base = dir.join(format!("fsbench-{}.dat", rs.study().id));
     match rs {
         ResolvedStudy::Sweep(s) => super::run_study(s, &base, target, ctx),
@@ -595,6 +600,15 @@ fn run_study_on(
 
 /// Run every study of a resolved suite on every target directory.
 pub(crate) fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutcome> {
+    run_with_hooks(res, opts, None)
+}
+
+/// [`run`] with a front end's [`super::Hooks`] around every point (see `fscompare`).
+pub(crate) fn run_with_hooks(
+    res: &Resolved,
+    opts: &RunOptions,
+    hooks: Option<super::Hooks>,
+) -> anyhow::Result<SuiteOutcome> {
     let studies = selected_studies(res, opts)?;
     let total: usize = studies
         .iter()
@@ -611,6 +625,7 @@ pub(crate) fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutc
     )?;
     ctx.iostat = opts.iostat;
     ctx.banner = opts.announce.clone();
+    ctx.hooks = hooks;
     crate::runner::signal::install();
     let offsets = study_offsets(res, opts);
     let mut records = Vec::new();
@@ -620,13 +635,21 @@ pub(crate) fn run(res: &Resolved, opts: &RunOptions) -> anyhow::Result<SuiteOutc
             .iter()
             .filter(|(id, _)| *id == rs.study().id)
             .map(|(_, o)| *o);
-        for dir in &opts.dirs {
-            ctx.next_index = starts.next().unwrap_or(ctx.next_index);
+        for (k, dir) in opts.dirs.iter().enumerate() {
+            ctx.next_index = starts
+                .next()
+                .map(|o| o + opts.index_base)
+                .unwrap_or(ctx.next_index);
             if ctx.interrupted || crate::runner::signal::interrupted() {
                 ctx.interrupted = true;
                 break 'studies;
             }
-            let recs = run_study_on(rs, dir, &mut ctx, &mut missing);
+            let label = opts
+                .labels
+                .get(k)
+                .cloned()
+                .unwrap_or_else(|| dir.display().to_string());
+            let recs = run_study_on(rs, dir, &label, &mut ctx, &mut missing);
             match recs {
                 Ok(r) => records.extend(r),
                 Err(e) => {
@@ -749,7 +772,8 @@ fn run_personalities(
 ) -> anyhow::Result<Vec<Record>> {
     let mut out = Vec::new();
     for (name, label, vars) in list {
-        if ctx.interrupted {
+        if ctx.interrupted || crate::runner::signal::interrupted() {
+            ctx.interrupted = true;
             break;
         }
         let index = ctx.next_index;
@@ -776,6 +800,7 @@ fn run_personalities(
             continue;
         }
         ctx.check_replace(&file, &meta)?;
+        ctx.before_point()?;
         let rec = match super::workloads::run_personality(name, dir, vars, time_s) {
             Ok(r) => Record::run(meta, r),
             Err(super::workloads::PersonalityError::Missing(why)) => {

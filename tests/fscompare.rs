@@ -1,0 +1,694 @@
+//! `fsbench fscompare`: file systems and layouts built on scratch loop devices, a tiny
+//! workload on each, and nothing left behind (no loop device, no mount, no file) after
+//! success, after a failed mkfs, after Ctrl-C and after SIGKILL plus a rerun. Bad input is
+//! one line and exit 2 on any machine.
+
+mod common;
+use common::{cannot, Sandbox};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn check_machine() {
+    if !common::can_use_loop_devices() {
+        cannot("not root, or no losetup or /dev/loop-control");
+    }
+    for fs in ["ext4", "xfs", "btrfs"] {
+        let found = ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
+            .iter()
+            .any(|d| Path::new(d).join(format!("mkfs.{fs}")).exists());
+        if !found {
+            cannot(&format!("mkfs.{fs} is not installed"));
+        }
+    }
+}
+
+/// Does this kernel have md or device-mapper (then stripes of ext4/xfs can be built)?
+fn has_md_or_dm() -> bool {
+    let d = std::fs::read_to_string("/proc/devices").unwrap_or_default();
+    Path::new("/proc/mdstat").exists()
+        || d.lines()
+            .any(|l| l.ends_with(" md") || l.ends_with(" device-mapper"))
+}
+
+/// Everything of `scratch` still present: loop devices over files in it, mounts in it, and
+/// the entries of the directory itself.
+fn leftovers(scratch: &Path) -> Vec<String> {
+    let s = scratch.display().to_string();
+    let mut out = Vec::new();
+    let loops = std::process::Command::new("losetup")
+        .arg("-a")
+        .output()
+        .expect("losetup -a");
+    for l in String::from_utf8_lossy(&loops.stdout).lines() {
+        if l.contains(&s) {
+            out.push(format!("loop: {l}"));
+        }
+    }
+    for l in std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+    {
+        if l.contains(&s) {
+            out.push(format!("mount: {l}"));
+        }
+    }
+    if let Ok(rd) = std::fs::read_dir(scratch) {
+        for e in rd.flatten() {
+            out.push(format!("file: {}", e.path().display()));
+        }
+    }
+    out
+}
+
+/// Results of the output directory by kind: (measured results, skipped records).
+fn results(out: &Path) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    let mut run = Vec::new();
+    let mut skip = Vec::new();
+    for e in std::fs::read_dir(out).unwrap().flatten() {
+        let n = e.file_name().to_string_lossy().to_string();
+        if !n.ends_with(".json") || n.starts_with("advise-") || n == "fscompare.json" {
+            continue;
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap();
+        if v["kind"] == "skipped" {
+            skip.push(v);
+        } else {
+            run.push(v);
+        }
+    }
+    (run, skip)
+}
+
+fn fsbench() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("fsbench")
+}
+
+/// A tiny workload on every target (300 MiB loop files, the XFS minimum).
+fn tiny(sb: &Sandbox, fs: &[&str], extra: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = vec!["fscompare".into()];
+    for f in fs {
+        a.extend(["--fs".to_string(), f.to_string()]);
+    }
+    a.extend(
+        [
+            "--size",
+            "300m",
+            "--workload",
+            "filemicro_rwrite",
+            "-D",
+            "filesize=32m",
+            "-D",
+            "iosize=4k",
+            "--output",
+        ]
+        .map(String::from),
+    );
+    a.push(sb.file("out").display().to_string());
+    a.push("--scratch".into());
+    a.push(sb.file("scratch").display().to_string());
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4, has_mkfs_xfs, has_mkfs_btrfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4, mkfs.xfs, mkfs.btrfs"
+)]
+fn ext4_xfs_btrfs_and_btrfs_raid0_are_built_measured_and_torn_down() {
+    check_machine();
+    let sb = Sandbox::new();
+    let args = tiny(
+        &sb,
+        &["ext4,xfs", "btrfs"],
+        &["--layout", "single,stripe:2x64k", "--time", "1s"],
+    );
+    let out = sb
+        .cmd(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(leftovers(&sb.file("scratch")), Vec::<String>::new());
+    assert!(
+        !sb.file("scratch").exists(),
+        "the scratch dir fsbench made is removed"
+    );
+    let (run, skip) = results(&sb.file("out"));
+    let mut targets: Vec<String> = run
+        .iter()
+        .map(|r| r["probes"]["sweep"]["target"].as_str().unwrap().to_string())
+        .collect();
+    targets.sort();
+    let mut want = vec!["btrfs", "btrfs on stripe:2x64k", "ext4", "xfs"];
+    if has_md_or_dm() {
+        want.extend(["ext4 on stripe:2x64k", "xfs on stripe:2x64k"]);
+        want.sort();
+    }
+    assert_eq!(targets, want, "{err}");
+    for r in &run {
+        let f = &r["probes"]["fscompare"];
+        let fs = f["fs"].as_str().unwrap();
+        assert!(
+            f["mkfs"].as_str().unwrap().contains(&format!("mkfs.{fs}")),
+            "{f}"
+        );
+        assert!(f["mount"].as_str().unwrap().starts_with("mount -t "), "{f}");
+        assert_eq!(r["status"], "complete", "{r}");
+        assert!(r["total"]["iops"].as_f64().unwrap() > 0.0, "{r}");
+        // The geometry came from the file system's own tool.
+        let g = &f["geometry"];
+        match fs {
+            "xfs" => {
+                assert!(g["commands"][0].as_str().unwrap().starts_with("xfs_info"));
+                assert_eq!(g["parsed"]["fs_type"], "xfs", "{g}");
+            }
+            "ext4" => {
+                assert!(g["commands"][0]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("dumpe2fs -h"));
+                assert!(g["parsed"]["block_size_bytes"].as_u64().is_some(), "{g}");
+            }
+            _ => assert!(
+                g["output"].as_str().unwrap().contains("Total devices"),
+                "{g}"
+            ),
+        }
+        if f["layout"] == "stripe:2x64k" {
+            assert!(f["mkfs"].as_str().unwrap().contains("-d raid0"), "{f}");
+            assert_eq!(f["devices"].as_array().unwrap().len(), 2);
+            assert!(g["output"].as_str().unwrap().contains("RAID0"), "{g}");
+        }
+    }
+    if !has_md_or_dm() {
+        assert_eq!(skip.len(), 2, "{err}");
+        for s in &skip {
+            assert!(
+                s["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("no md/device-mapper in this kernel"),
+                "{s}"
+            );
+        }
+        assert!(
+            err.contains("SKIPPED: stripe:2x64k of xfs needs md or LVM"),
+            "{err}"
+        );
+    }
+    // advise ran on every built target; its document is beside the results.
+    let advise = std::fs::read_dir(sb.file("out"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("advise-"))
+        .count();
+    assert_eq!(advise, run.len());
+    // The results read like any others: report with a baseline, and compare.
+    let html = sb.file("r.html");
+    sb.cmd(&[
+        "report",
+        sb.file("out").to_str().unwrap(),
+        "--format",
+        "html",
+        "--baseline",
+        "ext4",
+        "--output",
+        html.to_str().unwrap(),
+    ])
+    .assert()
+    .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("normalised to the baseline"),
+        "no baseline summary"
+    );
+    assert!(
+        page.contains("difference from ext4"),
+        "no chart normalised to ext4"
+    );
+    let o = sb.file("out");
+    sb.cmd(&["compare", o.to_str().unwrap(), o.to_str().unwrap()])
+        .assert()
+        .success();
+    // fscompare's own report.html (normalised to the first target) renders in a browser,
+    // with the normalised summary and a bar per target.
+    if cfg!(has_chromium) {
+        let dom = common::dom_in_chromium(&sb.file("out").join("report.html"));
+        assert!(
+            dom.contains("class=\"chart normalised"),
+            "no normalised chart"
+        );
+        assert!(dom.contains("Summary (ext4 = 0)"), "not normalised to ext4");
+        for t in ["xfs", "btrfs on stripe:2x64k"] {
+            assert!(dom.contains(&format!("<title>{t}: ")), "no bar of {t}");
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4, has_mkfs_xfs, has_mkfs_btrfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4, mkfs.xfs, mkfs.btrfs"
+)]
+fn a_failed_mkfs_is_recorded_and_leaves_nothing() {
+    check_machine();
+    let sb = Sandbox::new();
+    let args = tiny(
+        &sb,
+        &["ext4", "xfs:-d nosuchoption=1", "btrfs"],
+        &["--time", "1s"],
+    );
+    let out = sb
+        .cmd(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(leftovers(&sb.file("scratch")), Vec::<String>::new());
+    let (run, skip) = results(&sb.file("out"));
+    assert_eq!(run.len(), 2, "ext4 and btrfs still measured: {err}");
+    assert_eq!(skip.len(), 1);
+    let why = skip[0]["reason"].as_str().unwrap();
+    assert!(
+        why.contains("mkfs.xfs") && why.contains("nosuchoption"),
+        "{why}"
+    );
+    // mkfs.xfs's own reason, not the tail of its usage text.
+    assert!(why.contains("unknown option"), "{why}");
+}
+
+/// Start a long fscompare, wait until its first file system is mounted.
+fn start_long(sb: &Sandbox) -> std::process::Child {
+    let args = tiny(sb, &["ext4,xfs"], &["--time", "30s"]);
+    let child = std::process::Command::new(fsbench())
+        .args(&args[..])
+        .current_dir(sb.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let scratch = sb.file("scratch").display().to_string();
+    let t = Instant::now();
+    while !std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .contains(&scratch)
+    {
+        assert!(t.elapsed() < Duration::from_secs(60), "nothing was mounted");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Into the workload.
+    std::thread::sleep(Duration::from_secs(2));
+    child
+}
+
+fn stderr_of(child: std::process::Child) -> (Option<i32>, String) {
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4, has_mkfs_xfs, has_mkfs_btrfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4, mkfs.xfs, mkfs.btrfs"
+)]
+fn ctrl_c_tears_everything_down_and_exits_130() {
+    check_machine();
+    let sb = Sandbox::new();
+    let t = Instant::now();
+    let child = start_long(&sb);
+    // SAFETY: kill(2) on the child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let (code, err) = stderr_of(child);
+    assert_eq!(code, Some(130), "{err}");
+    assert!(
+        t.elapsed() < Duration::from_secs(50),
+        "Ctrl-C did not stop the run"
+    );
+    assert_eq!(
+        leftovers(&sb.file("scratch")),
+        Vec::<String>::new(),
+        "{err}"
+    );
+    assert!(err.contains("interrupted"), "{err}");
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4, has_mkfs_xfs, has_mkfs_btrfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4, mkfs.xfs, mkfs.btrfs"
+)]
+fn after_sigkill_the_next_run_cleans_up_and_says_so() {
+    check_machine();
+    let sb = Sandbox::new();
+    let mut child = start_long(&sb);
+    child.kill().unwrap();
+    let _ = child.wait();
+    let scratch = sb.file("scratch");
+    let left = leftovers(&scratch);
+    assert!(left.iter().any(|l| l.starts_with("loop:")), "{left:?}");
+    assert!(left.iter().any(|l| l.starts_with("mount:")), "{left:?}");
+    assert!(scratch.join(".fsbench-fscompare.state").exists());
+    // The workload's processes die with their parent; give them a moment.
+    std::thread::sleep(Duration::from_millis(500));
+    let args = tiny(&sb, &["ext4"], &["--time", "1s"]);
+    let out = sb
+        .cmd(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("cleaned up after an earlier fscompare run"),
+        "{err}"
+    );
+    assert!(
+        err.contains("unmounted") && err.contains("detached"),
+        "{err}"
+    );
+    // The scratch dir is the user's (--scratch existed on the rerun): empty, not removed.
+    assert_eq!(leftovers(&scratch), Vec::<String>::new());
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let sb = Sandbox::new();
+    for (args, want) in [
+        (
+            &["fscompare", "--fs", "ext4;no atime", "--workload", "oltp"][..],
+            "expected FS[:MKFS OPTIONS][;MOUNT OPTIONS]",
+        ),
+        (
+            &["fscompare", "--fs", "EXT4", "--workload", "oltp"],
+            "expected FS[:MKFS OPTIONS][;MOUNT OPTIONS]",
+        ),
+        (
+            &[
+                "fscompare",
+                "--fs",
+                "ext4",
+                "--layout",
+                "raid5",
+                "--workload",
+                "oltp",
+            ],
+            "expected single, stripe:NxUNIT",
+        ),
+        (
+            &[
+                "fscompare",
+                "--fs",
+                "ext4",
+                "--layout",
+                "stripe:2x3k",
+                "--workload",
+                "oltp",
+            ],
+            "expected single, stripe:NxUNIT",
+        ),
+        (
+            &["fscompare", "--fs", "nosuchfs", "--workload", "oltp"],
+            "no mkfs.nosuchfs on PATH; this machine has mkfs.{",
+        ),
+        (&["fscompare", "--fs", "ext4"], "exactly one of --suite"),
+        (
+            &[
+                "fscompare",
+                "--fs",
+                "ext4",
+                "--suite",
+                "shootout",
+                "--workload",
+                "oltp",
+            ],
+            "exactly one of --suite",
+        ),
+        (
+            &[
+                "fscompare",
+                "--fs",
+                "ext4",
+                "--sweep",
+                "--rw read --bs 4k,64k",
+            ],
+            "nothing bounds each point",
+        ),
+        (
+            &["fscompare", "--fs", "ext4", "--sweep", "--nosuch 1"],
+            "bad --sweep",
+        ),
+        (
+            &[
+                "fscompare",
+                "--fs",
+                "ext4",
+                "--suite",
+                "shootout",
+                "--baseline",
+                "zfs",
+            ],
+            "--baseline 'zfs' is not one of the targets",
+        ),
+        (
+            &[
+                "fscompare",
+                "--fs",
+                "ext4",
+                "--workload",
+                "oltp",
+                "--device",
+                "/dev/null",
+            ],
+            "add --force",
+        ),
+        (
+            &[
+                "fscompare",
+                "--fs",
+                "ext4",
+                "--workload",
+                "oltp",
+                "--size",
+                "1m",
+            ],
+            "bad --size",
+        ),
+        (
+            &["fscompare", "--fs", "ext4", "--workload", "oltp", "--keep"],
+            "always tears down",
+        ),
+    ] {
+        let out = sb.cmd(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    assert!(
+        !sb.file("fsbench-fscompare").exists(),
+        "nothing is created before the input is checked"
+    );
+}
+
+#[test]
+#[cfg_attr(
+    has_root,
+    ignore = "SKIPPED: running as root, and no hook simulates another user"
+)]
+fn without_root_one_line_and_exit_2() {
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd(&["fscompare", "--fs", "ext4", "--workload", "oltp"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("fscompare needs root"), "{err}");
+    assert_eq!(err.lines().count(), 1);
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4, has_mkfs_xfs, has_mkfs_btrfs, has_strace)),
+    ignore = "SKIPPED: needs root, loop devices, mkfs.ext4 and strace"
+)]
+fn a_sweep_remounts_and_drops_caches_before_every_point() {
+    check_machine();
+    let sb = Sandbox::new();
+    let trace = sb.file("trace");
+    let out = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=execve,openat", "-o"])
+        .arg(&trace)
+        .arg(fsbench())
+        .args(["fscompare", "--fs", "ext4", "--size", "300m", "--output"])
+        .arg(sb.file("out"))
+        .arg("--sweep")
+        .arg("--rw write,read,randread --bs 64k --size 8m --cache buffered")
+        .current_dir(sb.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let t = std::fs::read_to_string(&trace).unwrap();
+    let drops = t
+        .lines()
+        .filter(|l| l.contains("openat(") && l.contains("/proc/sys/vm/drop_caches"))
+        .count();
+    let umounts = t
+        .lines()
+        .filter(|l| {
+            l.contains("execve(\"") && l.contains("umount\", [\"umount\"") && l.ends_with("= 0")
+        })
+        .count();
+    let mounts = t
+        .lines()
+        .filter(|l| {
+            l.contains("execve(\"") && l.contains("mount\", [\"mount\"") && l.ends_with("= 0")
+        })
+        .count();
+    // Three points: three drops and remounts, plus the first mount and the last unmount.
+    assert_eq!(drops, 3, "drop_caches writes");
+    assert_eq!(umounts, 4, "umount runs");
+    assert_eq!(mounts, 4, "mount runs");
+    let (run, _) = results(&sb.file("out"));
+    assert_eq!(run.len(), 3);
+    for r in &run {
+        assert_eq!(r["probes"]["sweep"]["target"], "ext4");
+        assert_eq!(r["probes"]["fscompare"]["fs"], "ext4");
+    }
+    assert_eq!(
+        leftovers(&sb.file("out").join("scratch")),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4, has_mkfs_xfs, has_mkfs_btrfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4, mkfs.xfs, mkfs.btrfs"
+)]
+fn a_job_file_runs_on_each_file_system_in_its_mount() {
+    check_machine();
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.file("j.toml"),
+        "name = \"j\"\ntargets = [\"/somewhere/else/data.dat\"]\naccess = \"write\"\nblock_size = 65536\nfile_size = 4194304\n",
+    )
+    .unwrap();
+    let out = sb
+        .cmd(&[
+            "fscompare",
+            "--fs",
+            "xfs,btrfs",
+            "--size",
+            "300m",
+            "--job",
+            "j.toml",
+            "--output",
+            "out",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!Path::new("/somewhere/else/data.dat").exists());
+    let (run, _) = results(&sb.file("out"));
+    let targets: Vec<&str> = run
+        .iter()
+        .map(|r| r["probes"]["sweep"]["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(run.len(), 2, "{err}");
+    assert!(targets.contains(&"xfs") && targets.contains(&"btrfs"));
+    for r in &run {
+        let t = r["job"]["targets"][0].as_str().unwrap();
+        assert!(t.ends_with(".mnt/data.dat"), "{t}");
+        assert_eq!(r["total"]["bytes"].as_u64(), Some(4 << 20), "{r}");
+    }
+    assert_eq!(
+        leftovers(&sb.file("out").join("scratch")),
+        Vec::<String>::new()
+    );
+}
+
+fn blkid_type(dev: &Path) -> String {
+    let o = std::process::Command::new("blkid")
+        .args(["-p", "-o", "export"])
+        .arg(dev)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4, has_mkfs_xfs, has_mkfs_btrfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4, mkfs.xfs, mkfs.btrfs"
+)]
+fn a_forced_device_is_used_only_when_blank_and_left_wiped() {
+    check_machine();
+    let sb = Sandbox::new();
+    let Some(lo) = common::LoopDevice::new(sb.path(), 320) else {
+        cannot("cannot attach a loop device");
+    };
+    let dev = lo.dev.display().to_string();
+    let args = [
+        "fscompare",
+        "--fs",
+        "ext4,xfs",
+        "--device",
+        &dev,
+        "--force",
+        "--workload",
+        "filemicro_rwrite",
+        "-D",
+        "filesize=32m",
+        "--time",
+        "1s",
+        "--output",
+        "out",
+    ];
+    let out = sb.cmd(&args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let (run, _) = results(&sb.file("out"));
+    assert_eq!(run.len(), 2, "{err}");
+    for r in &run {
+        assert_eq!(r["probes"]["fscompare"]["devices"][0], dev.as_str());
+    }
+    assert_eq!(blkid_type(&lo.dev), "", "the device is left wiped");
+    // A device with a signature is refused before anything is written, and kept.
+    let mk = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-L", "userdata"])
+        .arg(&lo.dev)
+        .status()
+        .unwrap();
+    assert!(mk.success());
+    let out = sb.cmd(&args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("refusing --device") && err.contains("ext"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(blkid_type(&lo.dev).contains("LABEL=userdata"));
+    // A mounted one too.
+    let mnt = tempfile::tempdir().unwrap();
+    assert!(std::process::Command::new("mount")
+        .arg(&lo.dev)
+        .arg(mnt.path())
+        .status()
+        .unwrap()
+        .success());
+    let out = sb.cmd(&args).output().unwrap();
+    let _ = std::process::Command::new("umount")
+        .arg(mnt.path())
+        .status();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("mounted"), "{err}");
+}
