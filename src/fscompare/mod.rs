@@ -392,6 +392,7 @@ fn run_target(
         Hooks {
             before_point: Box::new(move || build::remount(&mnt, &argv)),
             probes: vec![("fscompare".into(), built.probe(storage_kind))],
+            built: Some(built.probe(storage_kind)),
         }
     };
     let label = built.label.clone();

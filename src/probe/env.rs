@@ -23,6 +23,10 @@ pub struct Environment {
     pub cpus: u32,
     pub mem_bytes: u64,
     pub targets: Vec<TargetEnv>,
+    /// How the storage under the targets was built, when fsbench built it (`fscompare`: the
+    /// exact mkfs and mount command lines and the resulting geometry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built: Option<serde_json::Value>,
 }
 
 fn read_trim(p: impl AsRef<Path>) -> Option<String> {
@@ -81,5 +85,6 @@ pub fn collect(targets: &[impl AsRef<Path>]) -> Environment {
             .unwrap_or(1),
         mem_bytes,
         targets: targets.iter().map(|t| target_env(t.as_ref())).collect(),
+        built: None,
     }
 }

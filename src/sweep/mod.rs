@@ -332,6 +332,8 @@ pub(crate) struct Ctx {
 pub(crate) struct Hooks {
     pub before_point: Box<dyn FnMut() -> anyhow::Result<()>>,
     pub probes: Vec<(String, serde_json::Value)>,
+    /// Stored as each Result's `environment.built`: how the storage was built.
+    pub built: Option<serde_json::Value>,
 }
 
 impl Ctx {
@@ -430,11 +432,14 @@ impl Ctx {
         self.check_replace(path, rec.meta())?;
         let mut with_probes;
         let rec = match (&self.hooks, rec) {
-            (Some(h), Record::Run { .. }) if !h.probes.is_empty() => {
+            (Some(h), Record::Run { .. }) if !h.probes.is_empty() || h.built.is_some() => {
                 with_probes = rec.clone();
                 if let Record::Run { result, .. } = &mut with_probes {
                     for (k, v) in &h.probes {
                         result.probes.insert(k.clone(), v.clone());
+                    }
+                    if h.built.is_some() {
+                        result.environment.built = h.built.clone();
                     }
                 }
                 &with_probes
