@@ -14,37 +14,38 @@ pub(crate) struct RunArgs {
     /// A job file (*.toml) and/or target files or block devices (one user each).
     #[arg(value_name = "JOB.toml|TARGET")]
     pub inputs: Vec<PathBuf>,
-    /// read, write, rw, randread, randwrite, randrw, mmapread, mmapwrite
+    /// read, write, rw, randread, randwrite, randrw, mmapread, mmapwrite [default: read]
     #[arg(long)]
     pub rw: Option<String>,
-    /// Bytes per I/O (512, 4k, 1m)
+    /// Bytes per I/O (512, 4k, 1m) [default: 8k]
     #[arg(long)]
     pub bs: Option<String>,
     /// File size (random offsets are drawn from it; sequential threads each take a slice)
+    /// [default: an existing file's size; a new file: --count x --bs x threads]
     #[arg(long)]
     pub size: Option<String>,
-    /// I/Os per thread (k = 1024)
+    /// I/Os per thread (k = 1024) [default: one pass over the file, or until --time]
     #[arg(long)]
     pub count: Option<String>,
-    /// Stop after this long (10s, 2m)
+    /// Stop after this long (10s, 2m) [default: no time limit]
     #[arg(long)]
     pub time: Option<String>,
-    /// Threads per target
+    /// Threads per target [default: 1]
     #[arg(long)]
     pub threads: Option<u32>,
-    /// Read percentage for rw / randrw
+    /// Read percentage for rw / randrw [default: 50]
     #[arg(long = "rwmix-read")]
     pub rwmix_read: Option<u8>,
-    /// buffered, direct, dsync, discovered[=SIZE], concurrent, raw
+    /// buffered, direct, dsync, discovered[=SIZE], concurrent, raw [default: buffered]
     #[arg(long)]
     pub cache: Option<String>,
-    /// sync, mmap, uring
+    /// sync, mmap, uring [default: sync]
     #[arg(long)]
     pub engine: Option<String>,
-    /// I/Os in flight per thread (uring)
+    /// I/Os in flight per thread (uring) [default: 1]
     #[arg(long)]
     pub qd: Option<u32>,
-    /// Repeat the I/O loop N times
+    /// Repeat the I/O loop N times [default: 1]
     #[arg(long)]
     pub nrep: Option<u32>,
     /// Seed for random offsets
@@ -281,6 +282,32 @@ pub(crate) fn main(a: RunArgs) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The defaults `run --help` prints are the Job's own defaults.
+    #[test]
+    fn help_prints_the_jobs_defaults() {
+        use clap::CommandFactory;
+        let mut cmd = crate::cli::Cli::command();
+        let help = cmd
+            .find_subcommand_mut("run")
+            .expect("run subcommand")
+            .render_long_help()
+            .to_string();
+        let j = Job::default();
+        let flat: String = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for want in [
+            format!("mmapwrite [default: {}]", j.access.name()),
+            format!("1m) [default: {}k]", j.block_size / 1024),
+            format!("[default: {}]", j.threads),
+            format!("randrw [default: {}]", j.read_pct),
+            format!("raw [default: {}]", j.cache.name()),
+            format!("uring [default: {}]", j.engine.name()),
+            format!("(uring) [default: {}]", j.queue_depth),
+            format!("N times [default: {}]", j.repeats),
+        ] {
+            assert!(flat.contains(&want), "run --help lacks {want:?}:\n{help}");
+        }
+    }
 
     /// Every flag `run` feeds through the table names a parameter there, under the flag
     /// the table records for it.
