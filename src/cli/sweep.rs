@@ -263,16 +263,7 @@ pub(crate) fn main(a: SweepArgs) -> anyhow::Result<i32> {
         out_dir.display()
     ));
     let res = sweep::run_study(&study, &a.target, Some(&label), &mut ctx);
-    ctx.cleanup();
-    ctx.progress.clear();
-    let records = match res {
-        Ok(r) => r,
-        Err(e) => {
-            ctx.results.abandon();
-            return Err(e);
-        }
-    };
-    ctx.announce();
+    let records = ctx.finish_study(res)?;
     let tables = crate::report::table::shape_all(&records, &shape)?;
     let title = format!("{} on {}", study.title, a.target.display());
     let report = Document {

@@ -462,16 +462,7 @@ fn finish(
     adv: &crate::advise::Advice,
     advise_name: &str,
 ) -> anyhow::Result<TargetOutcome> {
-    ctx.cleanup();
-    ctx.progress.clear();
-    let records = match res {
-        Ok(r) => r,
-        Err(e) => {
-            ctx.results.abandon();
-            return Err(e);
-        }
-    };
-    ctx.announce();
+    let records = ctx.finish_study(res)?;
     ctx.results.write_json(advise_name, adv)?;
     Ok(TargetOutcome {
         records,

@@ -491,6 +491,27 @@ impl Ctx {
         }
     }
 
+    /// End a study's run: remove what it created, clear the progress line, and either give
+    /// its records back and announce where they are, or (on error) abandon the results
+    /// directory it was writing.
+    pub(crate) fn finish_study(
+        &mut self,
+        res: anyhow::Result<Vec<Record>>,
+    ) -> anyhow::Result<Vec<Record>> {
+        self.cleanup();
+        self.progress.clear();
+        match res {
+            Ok(records) => {
+                self.announce();
+                Ok(records)
+            }
+            Err(e) => {
+                self.results.abandon();
+                Err(e)
+            }
+        }
+    }
+
     /// Remove files fsbench created during this run (not when `keep`).
     pub(crate) fn cleanup(&mut self) {
         if self.keep {

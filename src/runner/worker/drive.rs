@@ -109,20 +109,7 @@ impl Core {
                     };
                     // inflight + batch.len() < depth, so a slot is free.
                     let Some(slot) = free.pop() else { break };
-                    let route = route.route(offset, bs as u64);
-                    match route {
-                        Route::Fallback => stats.buffered_fallback_ops += 1,
-                        Route::Direct => stats.direct_ops += 1,
-                        Route::Buffered => {}
-                    }
-                    let op = IoOp {
-                        kind,
-                        file: 0,
-                        route,
-                        offset,
-                        len: bs,
-                        slot,
-                    };
+                    let op = routed_op(route, &mut stats, kind, offset, bs, slot);
                     slot_op[slot as usize] = op;
                     if VERIFY {
                         if let Some(c) = checker.as_mut() {
@@ -410,6 +397,33 @@ impl Core {
             offset,
             message,
         }
+    }
+}
+
+/// The I/O at `offset`, on the route the run's rule gives it, counted as direct or as a
+/// misaligned direct I/O done buffered. Both timed loops build their ops here.
+#[inline(always)]
+pub(super) fn routed_op(
+    rule: RouteRule,
+    stats: &mut Stats,
+    kind: OpKind,
+    offset: u64,
+    bs: u32,
+    slot: u32,
+) -> IoOp {
+    let route = rule.route(offset, bs as u64);
+    match route {
+        Route::Fallback => stats.buffered_fallback_ops += 1,
+        Route::Direct => stats.direct_ops += 1,
+        Route::Buffered => {}
+    }
+    IoOp {
+        kind,
+        file: 0,
+        route,
+        offset,
+        len: bs,
+        slot,
     }
 }
 

@@ -12,7 +12,7 @@
 //! other run goes through `Core::drive`. The worker's unit tests run both loops on the same
 //! work and compare what they counted and how they fail (`worker::tests::the_inline_loop_*`).
 
-use super::drive::io_error;
+use super::drive::{io_error, routed_op};
 use super::*;
 use crate::engine::sync::SyncEngine;
 
@@ -45,20 +45,7 @@ impl Core {
             .deadline
             .map(|d| t0.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64));
         while let Some((kind, offset)) = self.gen.next_op() {
-            let route = route.route(offset, bs as u64);
-            match route {
-                Route::Fallback => stats.buffered_fallback_ops += 1,
-                Route::Direct => stats.direct_ops += 1,
-                Route::Buffered => {}
-            }
-            let op = IoOp {
-                kind,
-                file: 0,
-                route,
-                offset,
-                len: bs,
-                slot: 0,
-            };
+            let op = routed_op(route, &mut stats, kind, offset, bs, 0);
             let at = clock.now_ns();
             let result = engine.execute(&op, &mut sys);
             let now = clock.now_ns();
