@@ -2,12 +2,15 @@
 //! its evidence. No peer does this; a storage engineer does it by hand (was the file cached?
 //! was it sparse? was the host the limit?), and forgets some of it some of the time.
 //!
-//! Every check reads the Result alone (the Job, the plan, the totals and the probes the
-//! runner stored, such as `page_cache`), so a stored Result can be explained again later.
+//! Every check reads what a Result holds (the Job, the cache policy used, the totals and the
+//! probes the runner stored, such as `page_cache`), handed over as [`RunFacts`] by the
+//! Result itself, so a stored Result can be explained again later and this module needs
+//! nothing of the Result's shape.
 
 use crate::job::CachePolicy;
+use crate::job::Job;
 use crate::probe::cache::FileCache;
-use crate::result::RunResult;
+use crate::stats::StatsReport;
 use crate::stats::{inflight_bucket, INFLIGHT_BUCKETS};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -20,6 +23,17 @@ pub struct Explanation {
     pub check: String,
     pub message: String,
     pub evidence: serde_json::Value,
+}
+
+/// What the checks read of a run's Result.
+pub(crate) struct RunFacts<'a> {
+    pub total: &'a StatsReport,
+    pub job: Option<&'a Job>,
+    /// The cache policy the run used (its plan's).
+    pub cache: Option<CachePolicy>,
+    pub probes: &'a serde_json::Map<String, serde_json::Value>,
+    /// Worker threads of the run.
+    pub threads: usize,
 }
 
 fn finding(check: &str, message: String, evidence: serde_json::Value) -> Explanation {
@@ -38,7 +52,7 @@ struct CacheFacts {
     dirty_expire_s: Option<f64>,
 }
 
-fn cache_facts(r: &RunResult) -> Option<CacheFacts> {
+fn cache_facts(r: &RunFacts) -> Option<CacheFacts> {
     let p = r.probes.get("page_cache")?;
     let targets = p["targets"]
         .as_array()?
@@ -63,9 +77,9 @@ fn mib(b: u64) -> String {
 }
 
 /// Whether the run's I/O went through the page cache (all or most of it).
-fn buffered(r: &RunResult) -> bool {
-    let Some(plan) = &r.plan else { return false };
-    match plan.cache {
+fn buffered(r: &RunFacts) -> bool {
+    let Some(cache) = r.cache else { return false };
+    match cache {
         CachePolicy::Buffered | CachePolicy::Dsync => true,
         CachePolicy::Discovered { .. } => r.total.direct_ops * 2 < r.total.ops.max(1),
         _ => r.total.buffered_fallback_ops * 2 > r.total.ops,
@@ -73,7 +87,7 @@ fn buffered(r: &RunResult) -> bool {
 }
 
 /// Every check, in the order they are printed.
-pub(crate) fn explain(r: &RunResult) -> Vec<Explanation> {
+pub(crate) fn explain(r: &RunFacts) -> Vec<Explanation> {
     let mut out = Vec::new();
     if r.total.ops == 0 {
         return out;
@@ -93,7 +107,7 @@ pub(crate) fn explain(r: &RunResult) -> Vec<Explanation> {
 }
 
 /// Buffered reads of a file the page cache held, or could hold: the cache was measured.
-fn page_cache(r: &RunResult, f: &CacheFacts, out: &mut Vec<Explanation>) {
+fn page_cache(r: &RunFacts, f: &CacheFacts, out: &mut Vec<Explanation>) {
     if r.total.read_ops == 0 || !buffered(r) {
         return;
     }
@@ -123,7 +137,7 @@ fn page_cache(r: &RunResult, f: &CacheFacts, out: &mut Vec<Explanation>) {
 }
 
 /// Reads of a file with holes: the file system returns zeros without any device I/O.
-fn sparse_reads(r: &RunResult, f: &CacheFacts, out: &mut Vec<Explanation>) {
+fn sparse_reads(r: &RunFacts, f: &CacheFacts, out: &mut Vec<Explanation>) {
     if r.total.read_ops == 0 {
         return;
     }
@@ -144,9 +158,9 @@ fn sparse_reads(r: &RunResult, f: &CacheFacts, out: &mut Vec<Explanation>) {
 }
 
 /// fsbench's threads used about all the CPU they could: the host, not the storage, set the pace.
-fn host_bound(r: &RunResult, out: &mut Vec<Explanation>) {
+fn host_bound(r: &RunFacts, out: &mut Vec<Explanation>) {
     let t = &r.total;
-    let threads: usize = r.users.iter().map(|u| u.threads.len().max(1)).sum();
+    let threads = r.threads;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let can_use = threads.min(cpus).max(1) as f64;
     if t.elapsed_s < 0.1 {
@@ -165,8 +179,8 @@ fn host_bound(r: &RunResult, out: &mut Vec<Explanation>) {
 }
 
 /// The queue depth asked for was seldom reached.
-fn queue_depth(r: &RunResult, out: &mut Vec<Explanation>) {
-    let Some(job) = &r.job else { return };
+fn queue_depth(r: &RunFacts, out: &mut Vec<Explanation>) {
+    let Some(job) = r.job else { return };
     if job.queue_depth <= 1 {
         return;
     }
@@ -191,8 +205,8 @@ fn queue_depth(r: &RunResult, out: &mut Vec<Explanation>) {
 }
 
 /// Buffered writes, not synced, for less time than dirty data waits before write-back.
-fn dirty_at_stop(r: &RunResult, f: &CacheFacts, out: &mut Vec<Explanation>) {
-    let Some(job) = &r.job else { return };
+fn dirty_at_stop(r: &RunFacts, f: &CacheFacts, out: &mut Vec<Explanation>) {
+    let Some(job) = r.job else { return };
     let synced =
         job.fsync || job.open.dsync || job.open.sync || matches!(job.cache, CachePolicy::Dsync);
     if r.total.write_ops == 0 || !buffered(r) || synced {
@@ -215,7 +229,7 @@ fn dirty_at_stop(r: &RunResult, f: &CacheFacts, out: &mut Vec<Explanation>) {
 
 /// Direct I/O that was not: misaligned I/Os done buffered, or a discovered-direct threshold
 /// no I/O reached.
-fn direct(r: &RunResult, out: &mut Vec<Explanation>) {
+fn direct(r: &RunFacts, out: &mut Vec<Explanation>) {
     let t = &r.total;
     if t.buffered_fallback_ops > 0 {
         out.push(finding(
@@ -227,10 +241,9 @@ fn direct(r: &RunResult, out: &mut Vec<Explanation>) {
             json!({"buffered_fallback_ops": t.buffered_fallback_ops, "ops": t.ops}),
         ));
     }
-    let Some(plan) = &r.plan else { return };
-    if let CachePolicy::Discovered { threshold } = plan.cache {
+    if let Some(CachePolicy::Discovered { threshold }) = r.cache {
         if t.direct_ops == 0 {
-            let bs = r.job.as_ref().map_or(0, |j| j.block_size);
+            let bs = r.job.map_or(0, |j| j.block_size);
             out.push(finding(
                 "discovered_never_direct",
                 format!(
@@ -248,20 +261,26 @@ fn direct(r: &RunResult, out: &mut Vec<Explanation>) {
 mod tests {
     use super::*;
 
-    fn result(cpu_s: f64, elapsed_s: f64) -> RunResult {
-        let none: [&str; 0] = [];
-        let env = crate::probe::env::collect(&none);
-        let mut r = RunResult::new(crate::result::Kind::Io, "t", 0.0, env);
-        r.total.cpu_s = cpu_s;
-        r.total.ops = 1000;
-        r.total.elapsed_s = elapsed_s;
-        r.plan = None;
-        r
+    fn explain_run(cpu_s: f64, elapsed_s: f64, ops: u64) -> Vec<Explanation> {
+        let total = StatsReport {
+            cpu_s,
+            ops,
+            elapsed_s,
+            ..Default::default()
+        };
+        let probes = serde_json::Map::new();
+        explain(&RunFacts {
+            total: &total,
+            job: None,
+            cache: None,
+            probes: &probes,
+            threads: 1,
+        })
     }
 
     #[test]
     fn a_thread_on_cpu_the_whole_run_is_host_bound_and_a_waiting_one_is_not() {
-        let busy = explain(&result(0.97, 1.0));
+        let busy = explain_run(0.97, 1.0, 1000);
         assert_eq!(busy.len(), 1, "{busy:?}");
         assert_eq!(busy[0].check, "host_bound");
         assert!(
@@ -269,15 +288,13 @@ mod tests {
             "{}",
             busy[0].message
         );
-        assert!(explain(&result(0.30, 1.0)).is_empty());
+        assert!(explain_run(0.30, 1.0, 1000).is_empty());
         // Too short to judge.
-        assert!(explain(&result(0.05, 0.05)).is_empty());
+        assert!(explain_run(0.05, 0.05, 1000).is_empty());
     }
 
     #[test]
     fn a_run_without_ops_or_probes_explains_nothing() {
-        let mut r = result(0.97, 1.0);
-        r.total.ops = 0;
-        assert!(explain(&r).is_empty());
+        assert!(explain_run(0.97, 1.0, 0).is_empty());
     }
 }

@@ -267,7 +267,13 @@ impl RunResult {
         );
         r.fill_from_outcome(outcome);
         r.job = Some(job.clone());
-        r.explain = crate::explain::explain(&r);
+        r.explain = crate::explain::explain(&crate::explain::RunFacts {
+            total: &r.total,
+            job: r.job.as_ref(),
+            cache: r.plan.as_ref().map(|p| p.cache),
+            probes: &r.probes,
+            threads: r.users.iter().map(|u| u.threads.len().max(1)).sum(),
+        });
         r
     }
 

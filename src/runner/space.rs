@@ -12,7 +12,27 @@ use crate::job::Space;
 use anyhow::Result;
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// An error while preparing a target (layout, reservation, preallocation): names the file
+/// and, where there is one, the offset. The runner turns it into a failed Result.
+#[derive(Debug, Clone)]
+pub(crate) struct PrepError {
+    pub path: PathBuf,
+    pub offset: Option<u64>,
+    pub message: String,
+}
+
+impl std::fmt::Display for PrepError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.offset {
+            Some(o) => write!(f, "{} at offset {o}: {}", self.path.display(), self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for PrepError {}
 
 #[repr(C)]
 #[derive(Default)]
@@ -119,7 +139,7 @@ pub(crate) fn reserve(file: &File, path: &Path, bytes: u64, space: &Space) -> Re
                 path.display()
             );
         }
-        return Err(super::target::PrepError {
+        return Err(PrepError {
             path: path.to_path_buf(),
             offset: Some(0),
             message: format!("-r {bytes}: reserving {bytes} bytes failed: {e}"),
@@ -168,7 +188,7 @@ pub(crate) fn preallocate(file: &File, path: &Path, bytes: u64) -> Result<()> {
         if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
             return Ok(()); // the layout writes allocate instead
         }
-        return Err(super::target::PrepError {
+        return Err(PrepError {
             path: path.to_path_buf(),
             offset: Some(0),
             message: format!("preallocating {bytes} bytes failed: {e}"),

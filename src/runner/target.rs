@@ -87,25 +87,7 @@ pub(crate) fn block_device_size(f: &File) -> Result<u64> {
     Ok(size)
 }
 
-/// An error while preparing a target (layout, reservation, preallocation): names the file
-/// and, where there is one, the offset. The runner turns it into a failed Result.
-#[derive(Debug, Clone)]
-pub(crate) struct PrepError {
-    pub path: PathBuf,
-    pub offset: Option<u64>,
-    pub message: String,
-}
-
-impl std::fmt::Display for PrepError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.offset {
-            Some(o) => write!(f, "{} at offset {o}: {}", self.path.display(), self.message),
-            None => write!(f, "{}: {}", self.path.display(), self.message),
-        }
-    }
-}
-
-impl std::error::Error for PrepError {}
+pub(crate) use super::space::PrepError;
 
 fn prep_err(path: &Path, offset: Option<u64>, message: String) -> anyhow::Error {
     PrepError {
