@@ -208,6 +208,12 @@ fn reports_in_every_format_and_compare_with_repeats() {
     assert!(md.contains("| cache | 4k KB/s | 64k KB/s |"), "{md}");
     assert!(md.contains("| buffered |") && md.contains("| direct |"));
     assert!(md.contains('±'), "repeats show their spread: {md}");
+    // ± says what it is: the standard deviation, with the range beside it.
+    assert!(
+        md.contains("mean ± sample standard deviation (min..max)"),
+        "{md}"
+    );
+    assert!(md.contains(".."), "{md}");
     let csv = sb
         .cmd(&words("report a --format csv"))
         .assert()

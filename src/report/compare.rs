@@ -195,7 +195,7 @@ pub(crate) fn render_text(changes: &[Change]) -> String {
                 format!("{:.*}", c.decimals, c.after),
                 format!("{:.3}", c.ratio),
                 c.spread
-                    .map(|s| format!("±{:.1}%", s * 100.0))
+                    .map(|s| format!("{:.1}%", s * 100.0))
                     .unwrap_or_else(|| "n/a".into()),
                 c.verdict.to_string(),
             ]
@@ -207,7 +207,7 @@ pub(crate) fn render_text(changes: &[Change]) -> String {
         "before",
         "after",
         "after/before",
-        "spread",
+        "spread (range/mean)",
         "verdict",
     ]
     .map(String::from);

@@ -21,6 +21,24 @@ impl Cell {
         let v = self.values.get(m)?;
         (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     }
+    /// Sample standard deviation over repetitions; None with fewer than two.
+    pub(crate) fn stdev(&self, m: usize) -> Option<f64> {
+        let v = self.values.get(m)?;
+        if v.len() < 2 {
+            return None;
+        }
+        let mean = self.mean(m)?;
+        let ss: f64 = v.iter().map(|x| (x - mean) * (x - mean)).sum();
+        Some((ss / (v.len() - 1) as f64).sqrt())
+    }
+    /// Smallest and largest value over repetitions; None with fewer than two.
+    pub(crate) fn range(&self, m: usize) -> Option<(f64, f64)> {
+        let v = self.values.get(m).filter(|v| v.len() >= 2)?;
+        Some((
+            v.iter().cloned().fold(f64::MAX, f64::min),
+            v.iter().cloned().fold(f64::MIN, f64::max),
+        ))
+    }
     /// (max - min) / mean over repetitions; None with fewer than two.
     pub(crate) fn spread(&self, m: usize) -> Option<f64> {
         let v = self.values.get(m)?;
@@ -290,6 +308,13 @@ pub(crate) fn shape_study(
         let cell = &mut cells[ri][ci];
         fill_cell(cell, r, &ms, &mut notes);
     }
+    if cells
+        .iter()
+        .flatten()
+        .any(|c| c.values.iter().any(|v| v.len() >= 2))
+    {
+        notes.push(REPEAT_NOTE.to_string());
+    }
     Ok(Shaped {
         suite: first.suite.clone(),
         study: first.study.clone(),
@@ -339,12 +364,18 @@ impl Shaped {
     }
 }
 
-/// A cell as text: the mean, `±spread%` with repetitions, `!` when the run failed.
+/// What `±` and the range in a cell are (the note under a table with repetitions).
+pub(crate) const REPEAT_NOTE: &str =
+    "with --repeat: mean ± sample standard deviation (min..max) over the repetitions";
+
+/// A cell as text: the mean, with repetitions `± stdev (min..max)` as hyperfine prints them,
+/// `!` when the run failed.
 pub(crate) fn format_cell(c: &Cell, mi: usize, m: &Metric) -> String {
     if let Some(v) = c.mean(mi) {
-        let mut s = format!("{v:.*}", m.decimals);
-        if let Some(sp) = c.spread(mi) {
-            s.push_str(&format!(" ±{:.0}%", sp * 100.0));
+        let d = m.decimals;
+        let mut s = format!("{v:.d$}");
+        if let (Some(sd), Some((lo, hi))) = (c.stdev(mi), c.range(mi)) {
+            s.push_str(&format!(" ±{sd:.d$} ({lo:.d$}..{hi:.d$})"));
         }
         if c.failed {
             s.push_str(" !");
@@ -569,7 +600,9 @@ pub(crate) mod tests {
         }
         let t = &shape_all(&recs, &Shape::default()).unwrap()[0];
         assert_eq!(t.row_axes, ["target", "bs"]);
-        assert_eq!(t.body()[0][2], "105 ±10%");
+        // Mean ± sample standard deviation (min..max), and the note that says so.
+        assert_eq!(t.body()[0][2], "105 ±7 (100..110)");
+        assert!(t.notes.iter().any(|n| n == REPEAT_NOTE), "{:?}", t.notes);
         assert_eq!(t.body()[1][2], "50");
         assert_eq!(
             t.cells[0][0].spread(0).map(|s| (s * 100.0).round()),
