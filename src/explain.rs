@@ -207,8 +207,12 @@ fn queue_depth(r: &RunFacts, out: &mut Vec<Explanation>) {
 /// Buffered writes, not synced, for less time than dirty data waits before write-back.
 fn dirty_at_stop(r: &RunFacts, f: &CacheFacts, out: &mut Vec<Explanation>) {
     let Some(job) = r.job else { return };
-    let synced =
-        job.fsync || job.open.dsync || job.open.sync || matches!(job.cache, CachePolicy::Dsync);
+    // Periodic fsyncs (`--fsync-every`) leave at most the last few writes unsynced.
+    let synced = job.fsync
+        || job.fsync_every.is_some()
+        || job.open.dsync
+        || job.open.sync
+        || matches!(job.cache, CachePolicy::Dsync);
     if r.total.write_ops == 0 || !buffered(r) || synced {
         return;
     }

@@ -74,6 +74,11 @@ fn short_buffered_writes_without_fsync_are_named_and_with_fsync_are_not() {
     assert!(c.contains(&"dirty_at_stop".to_string()), "{c:?}");
     let (c, _) = checks(&sb, "run --rw write --bs 64k --size 4m --fsync f");
     assert!(!c.contains(&"dirty_at_stop".to_string()), "{c:?}");
+    let (c, _) = checks(
+        &sb,
+        "run --rw write --bs 64k --size 4m --verify --fsync-every 8 g",
+    );
+    assert!(!c.contains(&"dirty_at_stop".to_string()), "{c:?}");
 }
 
 #[test]
