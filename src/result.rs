@@ -12,8 +12,9 @@ use crate::stats::{LatencySummary, Stats, StatsReport};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Version of the document this fsbench writes.
-pub(crate) const SCHEMA_VERSION: u32 = 2;
+/// Version of the document this fsbench writes. 3: `read` and `write` objects beside every
+/// total, `p99_99` and `stdev` in every latency summary.
+pub(crate) const SCHEMA_VERSION: u32 = 3;
 /// Oldest version `report` and `compare` still read (the previous release's documents).
 pub(crate) const OLDEST_READABLE_SCHEMA: u32 = 1;
 
@@ -336,7 +337,31 @@ impl RunResult {
                 ));
             }
         }
-        serde_json::from_value(v).map_err(|e| crate::usage!("{origin}: {e}"))
+        let mut r: RunResult =
+            serde_json::from_value(v).map_err(|e| crate::usage!("{origin}: {e}"))?;
+        if version < 3 {
+            r.for_each_stats(StatsReport::fill_directions_from_counts);
+        }
+        Ok(r)
+    }
+
+    /// Every [`StatsReport`] of the document: total, users, threads, groups, workload runs.
+    pub fn for_each_stats(&mut self, mut f: impl FnMut(&mut StatsReport)) {
+        f(&mut self.total);
+        for u in &mut self.users {
+            f(&mut u.stats);
+            for t in &mut u.threads {
+                f(&mut t.stats);
+            }
+        }
+        for g in &mut self.groups {
+            f(&mut g.stats);
+        }
+        if let Some(w) = &mut self.workload {
+            for run in &mut w.runs {
+                f(&mut run.summary);
+            }
+        }
     }
 }
 
@@ -357,6 +382,16 @@ mod tests {
         assert_eq!(r.total.ops, 4000);
         assert_eq!(r.total.other_ops, 0);
         assert_eq!(r.users[0].threads.len(), 2);
+        // No `read`/`write` objects before schema 3: their counts come from the flat fields.
+        assert_eq!(r.total.read.ops + r.total.write.ops, r.total.ops);
+        assert_eq!(r.total.read.ops, r.total.read_ops);
+        assert_eq!(r.total.write.bytes, r.total.write_bytes);
+        assert_eq!(r.total.read.lat_ns.count, 0, "its latency is not known");
+        assert_eq!(
+            r.users[0].threads[0].stats.read.ops,
+            r.users[0].threads[0].stats.read_ops
+        );
+        assert_eq!(r.total.lat_ns.p99_99, 0);
         // The stored HdrHistogram buckets rebuild into the one histogram within its error.
         let h = crate::stats::LatencyHist::from_buckets(&r.total.lat_hist_ns);
         assert_eq!(h.len(), r.total.lat_ns.count);
@@ -370,9 +405,9 @@ mod tests {
     #[test]
     fn other_versions_and_kinds_are_one_line_refusals() {
         let mut v: serde_json::Value = serde_json::from_str(V1_IO).unwrap();
-        v["schema_version"] = 3.into();
+        v["schema_version"] = 4.into();
         let e = RunResult::from_value(v.clone(), "x.json").unwrap_err();
-        assert!(e.to_string().contains("schema_version 3"), "{e}");
+        assert!(e.to_string().contains("schema_version 4"), "{e}");
         v["schema_version"] = 2.into();
         v["kind"] = "advise".into();
         let e = RunResult::from_value(v, "x.json").unwrap_err();

@@ -102,6 +102,11 @@ impl OpGen {
         }
     }
 
+    /// Whether this generator issues reads and whether it issues writes.
+    pub(crate) fn directions(&self) -> (bool, bool) {
+        (self.read_pct > 0, self.read_pct < 100)
+    }
+
     /// Next operation and offset, or None when the count is reached.
     #[inline]
     pub(crate) fn next_op(&mut self) -> Option<(OpKind, u64)> {

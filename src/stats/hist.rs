@@ -79,6 +79,15 @@ impl std::fmt::Debug for LatencyHist {
 
 /// Named summary as it goes into every output (`lat_ns` in JSON; replay I/O sizes reuse it
 /// in bytes).
+///
+/// `count`, `min`, `max` and `mean` are exact. The percentiles are nearest-rank values
+/// within [`MAX_RELATIVE_ERROR`] of the exact ones. `stdev` (population standard deviation)
+/// is computed from the buckets around the exact mean, each bucket's values taken at its
+/// middle (clamped into [min, max]): an estimate, exact below 256 ns where buckets are one
+/// value wide; elsewhere each value moves by at most half a bucket ([`MAX_RELATIVE_ERROR`]
+/// of itself), so the stdev is within the root mean square of those moves of the exact one
+/// (a property test checks this bound). Schema 1 and 2 documents have no `p99_99` and
+/// `stdev`: they read as 0.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencySummary {
     pub count: u64,
@@ -88,7 +97,13 @@ pub struct LatencySummary {
     pub p90: u64,
     pub p99: u64,
     pub p99_9: u64,
+    /// The 99.99th percentile (absent before schema 3: 0).
+    #[serde(default)]
+    pub p99_99: u64,
     pub max: u64,
+    /// Population standard deviation, from the buckets (see above; absent before schema 3: 0).
+    #[serde(default)]
+    pub stdev: f64,
 }
 
 fn zeroed() -> Box<[u64; BUCKETS]> {
@@ -209,8 +224,32 @@ impl LatencyHist {
             p90: self.quantile(0.90),
             p99: self.quantile(0.99),
             p99_9: self.quantile(0.999),
+            p99_99: self.quantile(0.9999),
             max: self.max,
+            stdev: self.stdev(),
         }
+    }
+
+    /// Population standard deviation around the exact mean, each bucket counted at its
+    /// middle clamped into [min, max] (see [`LatencySummary`] for how close that is); 0 when
+    /// fewer than two values.
+    pub fn stdev(&self) -> f64 {
+        let Some(c) = self.counts.as_ref().filter(|_| self.n > 1) else {
+            return 0.0;
+        };
+        let mean = self.sum as f64 / self.n as f64;
+        let mut acc = 0.0f64;
+        for (i, n) in c.iter().enumerate().filter(|(_, n)| **n > 0) {
+            let v = if i == BUCKETS - 1 {
+                // The last bucket also holds everything beyond the range.
+                self.max
+            } else {
+                value_of(i).clamp(self.min, self.max)
+            };
+            let d = v as f64 - mean;
+            acc += d * d * *n as f64;
+        }
+        (acc / self.n as f64).sqrt()
     }
 
     /// Non-empty buckets as `[value_ns, count]` pairs (the bucket's middle), enough to rebuild
@@ -417,6 +456,26 @@ mod tests {
         }
     }
 
+    #[test]
+    fn stdev_of_exact_and_wide_buckets() {
+        // Below 256 ns every bucket holds one value: the stdev is exact.
+        let mut h = LatencyHist::new();
+        for v in [2u64, 4, 4, 4, 5, 5, 7, 9] {
+            h.record(v);
+        }
+        assert_eq!(h.stdev(), 2.0);
+        assert_eq!(LatencyHist::new().stdev(), 0.0);
+        let mut one = LatencyHist::new();
+        one.record(12_345);
+        assert_eq!(one.summary().stdev, 0.0);
+        let s = h.summary();
+        assert_eq!(s.p99_99, 9);
+        // An old document without the new keys still reads.
+        let old = r#"{"count":1,"min":1,"mean":1.0,"p50":1,"p90":1,"p99":1,"p99_9":1,"max":1}"#;
+        let back: LatencySummary = serde_json::from_str(old).unwrap();
+        assert_eq!((back.p99_99, back.stdev), (0, 0.0));
+    }
+
     proptest! {
         /// Every percentile is within 0.4 % of the exact nearest-rank percentile of the same
         /// samples, min/max/mean are exact, and merging two halves equals recording all.
@@ -441,7 +500,16 @@ mod tests {
             prop_assert_eq!(s.max, *sorted.last().unwrap());
             let mean = samples.iter().map(|&v| v as f64).sum::<f64>() / samples.len() as f64;
             prop_assert!((s.mean - mean).abs() <= mean * 1e-9 + 1e-9);
-            for q in [0.0, 0.01, 0.25, 0.5, 0.9, 0.99, 0.999, 1.0] {
+            let var = samples.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>()
+                / samples.len() as f64;
+            let exact_sd = var.sqrt();
+            // Each value moves by at most 1/256 of itself: the stdev moves by at most the
+            // root mean square of those moves.
+            let rms = (samples.iter().map(|&v| (v as f64 * MAX_RELATIVE_ERROR).powi(2)).sum::<f64>()
+                / samples.len() as f64).sqrt();
+            prop_assert!((s.stdev - exact_sd).abs() <= rms + 1e-6 * exact_sd + 1e-6,
+                "stdev {} exact {}", s.stdev, exact_sd);
+            for q in [0.0, 0.01, 0.25, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0] {
                 let want = exact(&sorted, q);
                 let got = a.quantile(q);
                 let err = (got as f64 - want as f64).abs();

@@ -190,7 +190,16 @@ pub struct Stats {
     pub buffered_fallback_ops: u64,
     /// I/Os that the discovered-direct policy sent direct (at or above the threshold).
     pub direct_ops: u64,
-    pub lat: LatencyHist,
+    /// Latency of the reads. Each operation is recorded once, in the histogram of its
+    /// direction; the total is their merge ([`Stats::lat`]), made at report time.
+    #[serde(default)]
+    pub read_lat: LatencyHist,
+    /// Latency of the writes.
+    #[serde(default)]
+    pub write_lat: LatencyHist,
+    /// Latency of other operations (workload metadata flowops, replayed syncs).
+    #[serde(default)]
+    pub other_lat: LatencyHist,
     /// Latency measured from the intended issue time. Recorded only under a rate limit:
     /// without one it equals `lat`, and reports use `lat` when this is empty.
     pub sched_lat: LatencyHist,
@@ -208,7 +217,50 @@ pub struct Stats {
     pub cpu_sampled_ops: u64,
 }
 
+/// Which of the [`Stats`] histograms an operation's latency goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    Read,
+    Write,
+    Other,
+}
+
 impl Stats {
+    /// The histogram of one direction (a field access: no allocation once created).
+    #[inline(always)]
+    pub fn lat_of(&mut self, d: Dir) -> &mut LatencyHist {
+        match d {
+            Dir::Read => &mut self.read_lat,
+            Dir::Write => &mut self.write_lat,
+            Dir::Other => &mut self.other_lat,
+        }
+    }
+
+    /// Create the histograms of the directions this worker may record, before timing, so
+    /// recording never allocates.
+    pub fn ready_lat(&mut self, read: bool, write: bool, other: bool) {
+        for (on, d) in [(read, Dir::Read), (write, Dir::Write), (other, Dir::Other)] {
+            if on {
+                self.lat_of(d).ready();
+            }
+        }
+    }
+
+    /// The latency of every operation: the direction histograms merged (exactly). Report
+    /// time only: it allocates.
+    pub fn lat(&self) -> LatencyHist {
+        let mut all = LatencyHist::default();
+        all.merge(&self.read_lat);
+        all.merge(&self.write_lat);
+        all.merge(&self.other_lat);
+        all
+    }
+
+    /// Operations with a recorded latency (all directions).
+    pub fn lat_count(&self) -> u64 {
+        self.read_lat.len() + self.write_lat.len() + self.other_lat.len()
+    }
+
     pub fn ops(&self) -> u64 {
         self.read_ops + self.write_ops + self.other_ops
     }
@@ -227,7 +279,9 @@ impl std::ops::AddAssign<&Stats> for Stats {
         self.errors += o.errors;
         self.buffered_fallback_ops += o.buffered_fallback_ops;
         self.direct_ops += o.direct_ops;
-        self.lat.merge(&o.lat);
+        self.read_lat.merge(&o.read_lat);
+        self.write_lat.merge(&o.write_lat);
+        self.other_lat.merge(&o.other_lat);
         self.sched_lat.merge(&o.sched_lat);
         self.usage += &o.usage;
         self.syscalls += &o.syscalls;
@@ -243,6 +297,41 @@ impl std::ops::AddAssign<&Stats> for Stats {
 
 fn is_zero(v: &u64) -> bool {
     *v == 0
+}
+
+/// One direction of a [`StatsReport`] (its reads, or its writes) measured on its own, as fio
+/// reports them: the same elapsed time as the total, so `read` + `write` (+ other
+/// operations) add up to the total's ops, bytes, rates and histogram.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DirReport {
+    pub ops: u64,
+    pub bytes: u64,
+    pub bytes_per_sec: f64,
+    pub iops: f64,
+    /// Latency of this direction's operations (count 0 in documents older than schema 3,
+    /// which kept one histogram).
+    pub lat_ns: LatencySummary,
+    /// Histogram buckets `[value_ns, count]`, where the total keeps them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lat_hist_ns: Vec<[u64; 2]>,
+}
+
+impl DirReport {
+    fn of(ops: u64, bytes: u64, elapsed_s: f64, lat: &LatencyHist, with_hist: bool) -> Self {
+        let per_sec = |v: f64| if elapsed_s > 0.0 { v / elapsed_s } else { 0.0 };
+        DirReport {
+            ops,
+            bytes,
+            bytes_per_sec: per_sec(bytes as f64),
+            iops: per_sec(ops as f64),
+            lat_ns: lat.summary(),
+            lat_hist_ns: if with_hist {
+                lat.to_buckets()
+            } else {
+                Vec::new()
+            },
+        }
+    }
 }
 
 /// The serialisable view of [`Stats`] that goes into every Result (units in every key).
@@ -289,6 +378,13 @@ pub struct StatsReport {
     /// Histogram buckets `[value_ns, count]`, so stored results can be merged later.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lat_hist_ns: Vec<[u64; 2]>,
+    /// The reads alone (schema 3; older documents get their counts from `read_ops` and
+    /// `read_bytes` when read, without a latency).
+    #[serde(default)]
+    pub read: DirReport,
+    /// The writes alone.
+    #[serde(default)]
+    pub write: DirReport,
 }
 
 impl StatsReport {
@@ -301,7 +397,16 @@ impl StatsReport {
         let per_sec = |v: f64| if secs.is_nan() { 0.0 } else { v / secs };
         let ops = s.ops();
         let total_inflight: u64 = s.inflight.iter().sum();
+        let lat = s.lat();
         StatsReport {
+            read: DirReport::of(s.read_ops, s.read_bytes, s.elapsed_s, &s.read_lat, with_hist),
+            write: DirReport::of(
+                s.write_ops,
+                s.write_bytes,
+                s.elapsed_s,
+                &s.write_lat,
+                with_hist,
+            ),
             ops,
             read_ops: s.read_ops,
             write_ops: s.write_ops,
@@ -326,11 +431,11 @@ impl StatsReport {
                 0.0
             },
             cpu_sampled_ops: s.cpu_sampled_ops,
-            lat_ns: s.lat.summary(),
+            lat_ns: lat.summary(),
             // Without a rate limit the schedule is the submission time, so the two latencies
             // are the same and only `lat` is recorded (one histogram per worker, not two).
             sched_lat_ns: if s.sched_lat.is_empty() {
-                s.lat.summary()
+                lat.summary()
             } else {
                 s.sched_lat.summary()
             },
@@ -351,10 +456,21 @@ impl StatsReport {
                 })
                 .collect(),
             lat_hist_ns: if with_hist {
-                s.lat.to_buckets()
+                lat.to_buckets()
             } else {
                 Vec::new()
             },
+        }
+    }
+
+    /// A document older than schema 3 has no `read` and `write` objects: give them the
+    /// counts and rates its flat fields hold (their latency stays unknown: count 0).
+    pub fn fill_directions_from_counts(&mut self) {
+        if self.read == DirReport::default() && self.write == DirReport::default() {
+            let none = LatencyHist::default();
+            self.read = DirReport::of(self.read_ops, self.read_bytes, self.elapsed_s, &none, false);
+            self.write =
+                DirReport::of(self.write_ops, self.write_bytes, self.elapsed_s, &none, false);
         }
     }
 }
@@ -371,7 +487,7 @@ mod tests {
             elapsed_s: 1.0,
             ..Default::default()
         };
-        a.lat.record(100);
+        a.read_lat.record(100);
         a.inflight[inflight_bucket(1)] += 3;
         let mut b = Stats {
             write_ops: 2,
@@ -379,15 +495,23 @@ mod tests {
             elapsed_s: 2.0,
             ..Default::default()
         };
-        b.lat.record(200);
+        b.write_lat.record(200);
         b.inflight[inflight_bucket(32)] += 2;
         a += &b;
         assert_eq!(a.ops(), 5);
         assert_eq!(a.bytes(), 500);
         assert_eq!(a.elapsed_s, 2.0);
-        assert_eq!(a.lat.len(), 2);
-        let r = StatsReport::from_stats(&a, false);
+        assert_eq!(a.lat().len(), 2);
+        assert_eq!(a.lat_count(), 2);
+        let r = StatsReport::from_stats(&a, true);
         assert_eq!(r.bytes_per_sec, 250.0);
+        assert_eq!((r.read.ops, r.read.bytes, r.read.bytes_per_sec), (3, 300, 150.0));
+        assert_eq!((r.write.ops, r.write.bytes, r.write.iops), (2, 200, 1.0));
+        assert_eq!((r.read.lat_ns.count, r.read.lat_ns.max), (1, 100));
+        assert_eq!((r.write.lat_ns.count, r.write.lat_ns.min), (1, 200));
+        assert_eq!(r.lat_ns.count, 2);
+        assert_eq!(r.read.lat_hist_ns, vec![[100, 1]]);
+        assert_eq!(r.lat_hist_ns.len(), 2);
         assert_eq!(r.inflight_pct[5].1, 40.0);
     }
 

@@ -117,7 +117,11 @@ impl Io {
         self.eng
             .submit(std::slice::from_ref(&op), &mut self.stats.syscalls)?;
         self.eng.reap(1, &mut self.done, &mut self.stats.syscalls)?;
-        self.stats.lat.record(t.elapsed().as_nanos() as u64);
+        let dir = match kind {
+            OpKind::Read => crate::stats::Dir::Read,
+            OpKind::Write => crate::stats::Dir::Write,
+        };
+        self.stats.lat_of(dir).record(t.elapsed().as_nanos() as u64);
         let res = match self.done.first() {
             Some(c) => c.result,
             None => return Err(std::io::Error::other("the engine completed nothing")),

@@ -458,7 +458,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
         fse: vec![None; 1025],
         fdrotor: 0,
         own_rotor: vec![0; sh.model.filesets.len()],
-        stats: super::stats::ready(flat.len()),
+        stats: super::stats::ready(flat.iter().map(|f| f.kind)),
         buckets: vec![Bucket::default(); flat.len()],
         proc_slots: first..first + per_instance,
         sem_instance: (id.process_instance * spec.instances + id.thread_instance) as usize,
@@ -543,7 +543,7 @@ impl Thread<'_> {
     /// file-system flowops.
     fn count(&mut self, fo: &Flowop, lat: u64, cpu: Option<u64>, bytes: u64) {
         let s = &mut self.stats[fo.stat];
-        super::stats::record(s, lat, cpu);
+        super::stats::record(s, super::stats::dir(fo.kind), lat, cpu);
         let (mut r, mut w) = (0, 0);
         if fo.kind.is_read() {
             r = 1;

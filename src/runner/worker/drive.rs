@@ -73,9 +73,11 @@ impl Core {
         let mut halted = false;
         let mut trace = self.trace.take();
 
-        // Histograms are allocated here, untimed, so recording never allocates; the
-        // schedule latency only exists under a rate limit (otherwise it equals `lat`).
-        stats.lat = LatencyHist::new();
+        // Histograms are allocated here, untimed, so recording never allocates (one per
+        // direction the worker issues); the schedule latency only exists under a rate limit
+        // (otherwise it equals the service latency).
+        let (reads, writes) = self.gen.directions();
+        stats.ready_lat(reads, writes, false);
         if pacer.is_some() {
             stats.sched_lat = LatencyHist::new();
         }
@@ -236,18 +238,20 @@ impl Core {
                     halted = true;
                     continue;
                 }
-                stats.lat.record(now.saturating_sub(at));
                 if pacer.is_some() {
                     stats
                         .sched_lat
                         .record(now.saturating_sub(intended_at[c.slot as usize]));
                 }
+                // One record per I/O, in the histogram of its direction.
                 match op.kind {
                     OpKind::Read => {
+                        stats.read_lat.record(now.saturating_sub(at));
                         stats.read_ops += 1;
                         stats.read_bytes += c.result as u64;
                     }
                     OpKind::Write => {
+                        stats.write_lat.record(now.saturating_sub(at));
                         stats.write_ops += 1;
                         stats.write_bytes += c.result as u64;
                     }

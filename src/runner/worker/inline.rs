@@ -37,7 +37,8 @@ impl Core {
         let route = self.route;
         let mut sys = self.sys;
         let mut ops = 0u64;
-        stats.lat = LatencyHist::new();
+        let (reads, writes) = self.gen.directions();
+        stats.ready_lat(reads, writes, false);
         let usage0 = cpu::thread_usage();
         let clock = self.clock;
         let t0 = clock.now_ns();
@@ -56,13 +57,15 @@ impl Core {
                 stop.store(true, Ordering::Relaxed);
                 break;
             }
-            stats.lat.record(now.saturating_sub(at));
+            // One record per I/O, in the histogram of its direction.
             match kind {
                 OpKind::Read => {
+                    stats.read_lat.record(now.saturating_sub(at));
                     stats.read_ops += 1;
                     stats.read_bytes += result as u64;
                 }
                 OpKind::Write => {
+                    stats.write_lat.record(now.saturating_sub(at));
                     stats.write_ops += 1;
                     stats.write_bytes += result as u64;
                 }

@@ -64,7 +64,7 @@ fn stops_at_the_ops_count_times_repeats() {
     assert!(out.failure.is_none());
     assert_eq!((s.read_ops, s.write_ops, s.errors), (300, 0, 0));
     assert_eq!(s.read_bytes, 300 * BS);
-    assert_eq!(s.lat.len(), 300);
+    assert_eq!(s.lat_count(), 300);
     assert_eq!(
         s.inflight[0], 300,
         "queue depth 1: every I/O alone in flight"
@@ -102,14 +102,14 @@ fn stops_at_the_deadline_and_counts_what_completed() {
     // Everything submitted was completed and counted; nothing was issued after the
     // deadline (the last batch went out before it).
     assert_eq!(s.read_ops, log.ops.len() as u64);
-    assert_eq!(s.lat.len(), s.read_ops);
+    assert_eq!(s.lat_count(), s.read_ops);
     let first = log.ops[0].1;
     let last = log.ops.last().unwrap().1;
     assert!(last.duration_since(first) < Duration::from_millis(200));
     // At most 4 in flight, each 2 ms: at most 4 x 100 I/Os fit in 0.2 s.
     assert!(s.read_ops > 0 && s.read_ops <= 4 * 101, "{}", s.read_ops);
     assert!(
-        s.lat.summary().min >= 2_000_000,
+        s.lat().summary().min >= 2_000_000,
         "latency below the scripted 2 ms"
     );
 }
@@ -349,11 +349,11 @@ fn a_rate_limited_worker_that_falls_behind_counts_the_wait() {
         s.sched_lat.summary()
     );
     assert!(
-        s.lat.summary().min >= 10_000_000,
+        s.lat().summary().min >= 10_000_000,
         "service {:?}",
-        s.lat.summary()
+        s.lat().summary()
     );
-    assert!(s.sched_lat.summary().min >= s.lat.summary().min);
+    assert!(s.sched_lat.summary().min >= s.lat().summary().min);
 }
 
 #[test]
@@ -361,7 +361,7 @@ fn without_a_rate_limit_there_is_one_latency() {
     let mut j = job(Access::RandRead);
     j.io_count = Some(10);
     let (out, _, _) = drive(&j, Script::default());
-    assert_eq!(out.stats.lat.len(), 10);
+    assert_eq!(out.stats.lat_count(), 10);
     assert_eq!(out.stats.sched_lat.len(), 0);
 }
 

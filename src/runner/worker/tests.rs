@@ -172,7 +172,7 @@ fn the_inline_loop_counts_what_the_general_loop_counts() {
         );
         assert_eq!(a.inflight, b.inflight, "{what}");
         assert_eq!(a.inflight[0], 3000, "{what}");
-        assert_eq!(a.lat.len(), b.lat.len(), "{what}");
+        assert_eq!(a.lat_count(), b.lat_count(), "{what}");
         assert!(a.elapsed_s > 0.0, "{what}: {a:?}");
     }
 }

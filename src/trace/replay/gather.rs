@@ -5,7 +5,7 @@ use super::thread::{Tally, CALLS};
 use super::REPORTED_THREADS_MAX;
 use crate::result::GroupReport;
 use crate::runner::ThreadOutcome;
-use crate::stats::{Stats, StatsReport};
+use crate::stats::{Dir, Stats, StatsReport};
 use crate::trace::TraceOp;
 use std::collections::HashMap;
 
@@ -109,10 +109,15 @@ pub(super) fn report_threads(
             // A thread's latency is that of its reads and writes, as a Job's; syncs are in
             // its syscalls and in their own groups.
             let data = CALLS[k].is_data();
+            let dir = match CALLS[k] {
+                TraceOp::Read => Dir::Read,
+                TraceOp::Write => Dir::Write,
+                _ => Dir::Other,
+            };
             for &ns in &c.lat {
-                g.lat.record(ns);
+                g.lat_of(dir).record(ns);
                 if data {
-                    o.stats.lat.record(ns);
+                    o.stats.lat_of(dir).record(ns);
                 }
             }
             // Untimed, the schedule latency is the service latency: only `lat` is kept.
