@@ -123,29 +123,93 @@ pub(crate) fn format_bytes(bytes: f64) -> String {
     }
 }
 
-/// Throughput unit chosen by the user (vxbench `-k` / `-M`).
+/// How a run's throughput is printed.
+///
+/// fsbench's one convention outside `vx`: binary magnitudes with their true names and the
+/// decimal figure beside them, as fio prints them (`95.6 MiB/s (100.2 MB/s)`): KiB/MiB/GiB are
+/// powers of 1024, kB/MB/GB powers of 1000. `vx` keeps vxbench's output, where KB/s and MB/s
+/// are 1024 and 1024^2 bytes a second (the white paper's tables).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum RateUnit {
+    /// Readable binary magnitude with the decimal MB/s beside it (`run`, `replay`).
     #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// Always MiB/s (`run --mb`).
+    #[serde(rename = "mib")]
+    MebiBytes,
+    /// vxbench's KB/s, KB = 1024 bytes (`vx`, `vx -k`).
     #[serde(rename = "kb")]
     KiloBytes,
+    /// vxbench's MB/s, MB = 1024^2 bytes (`vx -M`).
     #[serde(rename = "mb")]
     MegaBytes,
 }
 
 impl RateUnit {
-    pub(crate) fn label(self) -> &'static str {
+    /// `bytes_per_sec` in this unit, with its label.
+    pub(crate) fn format(self, bytes_per_sec: f64) -> String {
         match self {
-            RateUnit::KiloBytes => "KB/s",
-            RateUnit::MegaBytes => "MB/s",
+            RateUnit::Auto => format_rate(bytes_per_sec),
+            RateUnit::MebiBytes => format!(
+                "{:.2} MiB/s ({})",
+                bytes_per_sec / MIB,
+                format_decimal_rate(bytes_per_sec)
+            ),
+            RateUnit::KiloBytes => format!("{:.2} KB/s", bytes_per_sec / 1024.0),
+            RateUnit::MegaBytes => format!("{:.2} MB/s", bytes_per_sec / MIB),
         }
     }
-    pub(crate) fn convert(self, bytes_per_sec: f64) -> f64 {
-        match self {
-            RateUnit::KiloBytes => bytes_per_sec / 1024.0,
-            RateUnit::MegaBytes => bytes_per_sec / (1024.0 * 1024.0),
-        }
+    /// Whether this is vxbench's convention (its line shape is kept).
+    pub(crate) fn is_vx(self) -> bool {
+        matches!(self, RateUnit::KiloBytes | RateUnit::MegaBytes)
+    }
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// A rate in bytes per second as a person reads it: the binary magnitude that keeps the
+/// figure readable, three significant digits or more, and the decimal one beside it:
+/// `95.6 MiB/s (100.2 MB/s)`, `812 KiB/s (831.5 kB/s)`, `2.36 GiB/s (2.5 GB/s)`.
+pub(crate) fn format_rate(bytes_per_sec: f64) -> String {
+    format!(
+        "{} ({})",
+        format_binary_rate(bytes_per_sec),
+        format_decimal_rate(bytes_per_sec)
+    )
+}
+
+/// `95.6 MiB/s`: the binary magnitude (B, KiB, MiB, GiB, TiB) under 1024 of it.
+pub(crate) fn format_binary_rate(bytes_per_sec: f64) -> String {
+    let (v, unit) = magnitude(bytes_per_sec, 1024.0, &["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"]);
+    format!("{} {unit}", sig3(v))
+}
+
+/// `100.2 MB/s`: the decimal magnitude (B, kB, MB, GB, TB) under 1000 of it.
+pub(crate) fn format_decimal_rate(bytes_per_sec: f64) -> String {
+    let (v, unit) = magnitude(bytes_per_sec, 1000.0, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"]);
+    format!("{v:.1} {unit}")
+}
+
+fn magnitude(v: f64, step: f64, units: &[&'static str]) -> (f64, &'static str) {
+    let mut v = if v.is_finite() { v.max(0.0) } else { 0.0 };
+    let mut i = 0;
+    while v >= step && i + 1 < units.len() {
+        v /= step;
+        i += 1;
+    }
+    (v, units[i])
+}
+
+/// At least three significant digits: `2.36`, `95.6`, `812`.
+fn sig3(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.2}")
+    } else if v < 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
     }
 }
 
@@ -242,7 +306,39 @@ mod tests {
         assert_eq!(format_duration(7300.0), "2h01m");
     }
 
+    #[test]
+    fn rates_say_their_units() {
+        assert_eq!(format_rate(100_200_000.0), "95.6 MiB/s (100.2 MB/s)");
+        assert_eq!(format_rate(831_488.0), "812 KiB/s (831.5 kB/s)");
+        assert_eq!(format_rate(2.5e9), "2.33 GiB/s (2.5 GB/s)");
+        assert_eq!(format_rate(0.0), "0.00 B/s (0.0 B/s)");
+        assert_eq!(RateUnit::KiloBytes.format(2048.0), "2.00 KB/s");
+        assert_eq!(RateUnit::MegaBytes.format(3.0 * MIB), "3.00 MB/s");
+        assert_eq!(
+            RateUnit::MebiBytes.format(3.0 * MIB),
+            "3.00 MiB/s (3.1 MB/s)"
+        );
+    }
+
     proptest! {
+        /// The figures printed are the rate in the units they name, within their rounding.
+        #[test]
+        fn printed_rates_read_back(bps in 0.0f64..1e13) {
+            let s = format_rate(bps);
+            let (bin, dec) = s.split_once(" (").unwrap();
+            let factor = |u: &str| match u {
+                "B/s" => 1.0, "KiB/s" => 1024.0, "MiB/s" => MIB, "GiB/s" => 1024.0 * MIB,
+                "TiB/s" => MIB * MIB, "kB/s" => 1e3, "MB/s" => 1e6, "GB/s" => 1e9,
+                "TB/s" => 1e12, other => panic!("unit {other}"),
+            };
+            let (v, u) = bin.split_once(' ').unwrap();
+            let back = v.parse::<f64>().unwrap() * factor(u);
+            prop_assert!((back - bps).abs() <= 0.0051 * bps + 0.005, "{} vs {}", s, bps);
+            let (v, u) = dec.trim_end_matches(')').split_once(' ').unwrap();
+            let back = v.parse::<f64>().unwrap() * factor(u);
+            prop_assert!((back - bps).abs() <= 0.05 * factor(u) + 1e-9, "{} vs {}", s, bps);
+        }
+
         #[test]
         fn size_parser_never_panics(s in "\\PC{0,24}") {
             let _ = parse_size(&s);

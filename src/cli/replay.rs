@@ -40,7 +40,7 @@ pub(crate) struct ReplayArgs {
     /// Per-thread lines
     #[arg(short = 'v', long)]
     pub verbose: bool,
-    /// Throughput in MB/s instead of KB/s
+    /// Throughput always in MiB/s (default: a readable KiB/MiB/GiB/s with MB/s beside it)
     #[arg(long)]
     pub mb: bool,
     /// Stop the replay after this long (10s, 2m); what was done is the result
@@ -110,9 +110,9 @@ pub(crate) fn main(a: ReplayArgs) -> anyhow::Result<i32> {
     observer.finish(&mut result, elapsed_s)?;
     let report = ReportOptions {
         unit: if a.mb {
-            RateUnit::MegaBytes
+            RateUnit::MebiBytes
         } else {
-            RateUnit::KiloBytes
+            RateUnit::Auto
         },
         summary_only: false,
         per_thread: a.verbose,

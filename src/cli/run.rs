@@ -130,7 +130,7 @@ pub(crate) struct RunArgs {
     /// Only the total line
     #[arg(short = 's', long)]
     pub summary: bool,
-    /// Throughput in MB/s instead of KB/s
+    /// Throughput always in MiB/s (default: a readable KiB/MiB/GiB/s with MB/s beside it)
     #[arg(long)]
     pub mb: bool,
     #[command(flatten)]
@@ -253,9 +253,9 @@ pub(crate) fn build_job(a: &RunArgs) -> anyhow::Result<Job> {
 pub(crate) fn report_options(a: &RunArgs) -> ReportOptions {
     ReportOptions {
         unit: if a.mb {
-            RateUnit::MegaBytes
+            RateUnit::MebiBytes
         } else {
-            RateUnit::KiloBytes
+            RateUnit::Auto
         },
         summary_only: a.summary,
         per_thread: a.verbose,

@@ -6,7 +6,7 @@ use super::ReportOptions;
 use crate::result::RunResult;
 use crate::stats::StatsReport;
 
-pub(crate) const HEADER: &str = "name,status,scope,user,thread,target,access,block_size_bytes,cache,engine,queue_depth,threads_per_user,users,ops,bytes,elapsed_s,bytes_per_sec,iops,cpu_user_s,cpu_sys_s,cpu_s,cpu_us_per_op,lat_min_ns,lat_mean_ns,lat_p50_ns,lat_p90_ns,lat_p99_ns,lat_p99_9_ns,lat_max_ns,buffered_fallback_ops,errors";
+pub(crate) const HEADER: &str = "name,status,scope,user,thread,target,access,block_size_bytes,cache,engine,queue_depth,threads_per_user,users,ops,bytes,elapsed_s,bytes_per_sec,iops,cpu_user_s,cpu_sys_s,cpu_s,cpu_us_per_op,lat_min_ns,lat_mean_ns,lat_p50_ns,lat_p90_ns,lat_p99_ns,lat_p99_9_ns,lat_max_ns,buffered_fallback_ops,errors,lat_p99_99_ns,lat_stdev_ns,read_ops,read_bytes,read_bytes_per_sec,read_iops,read_lat_mean_ns,read_lat_p50_ns,read_lat_p99_ns,read_lat_p99_9_ns,read_lat_max_ns,write_ops,write_bytes,write_bytes_per_sec,write_iops,write_lat_mean_ns,write_lat_p50_ns,write_lat_p99_ns,write_lat_p99_9_ns,write_lat_max_ns";
 
 /// CSV text built row by row through the `csv` crate: a field is quoted only when it holds a
 /// comma, a double quote, a CR or a LF (inner quotes doubled); rows end in `\n`. The report
@@ -52,11 +52,11 @@ fn row(
     thread: &str,
     target: &str,
     s: &StatsReport,
-) -> [String; 31] {
+) -> Vec<String> {
     let j = r.job.as_ref();
     let l = &s.lat_ns;
     let job = |f: &dyn Fn(&crate::job::Job) -> String| j.map(f).unwrap_or_default();
-    [
+    let mut fields = vec![
         r.name.clone(),
         r.status.name().to_string(),
         scope.to_string(),
@@ -88,7 +88,23 @@ fn row(
         l.max.to_string(),
         s.buffered_fallback_ops.to_string(),
         s.errors.to_string(),
-    ]
+        l.p99_99.to_string(),
+        format!("{:.0}", l.stdev),
+    ];
+    for d in [&s.read, &s.write] {
+        fields.extend([
+            d.ops.to_string(),
+            d.bytes.to_string(),
+            format!("{:.1}", d.bytes_per_sec),
+            format!("{:.1}", d.iops),
+            format!("{:.0}", d.lat_ns.mean),
+            d.lat_ns.p50.to_string(),
+            d.lat_ns.p99.to_string(),
+            d.lat_ns.p99_9.to_string(),
+            d.lat_ns.max.to_string(),
+        ]);
+    }
+    fields
 }
 
 /// The results as CSV rows.
@@ -159,13 +175,13 @@ mod tests {
         assert_eq!(rows[0], format!("{HEADER}\n"));
         assert_eq!(
             rows[1],
-            "\"a,b\"\"c\",complete,total,,,,,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0\n"
+            "\"a,b\"\"c\",complete,total,,,,,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0\n"
         );
         assert_eq!(
             out[rows[0].len() + rows[1].len()..],
-            *"\"a,b\"\"c\",complete,user,1,,\"t\nx\",,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0\n\
-              \"a,b\"\"c\",complete,thread,1,1,\"t\nx\",,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0\n\
-              \"a,b\"\"c\",complete,group,,,\"g\"\"1\"\"\",,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0\n"
+            *"\"a,b\"\"c\",complete,user,1,,\"t\nx\",,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0\n\
+              \"a,b\"\"c\",complete,thread,1,1,\"t\nx\",,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0\n\
+              \"a,b\"\"c\",complete,group,,,\"g\"\"1\"\"\",,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0\n"
         );
     }
 

@@ -2,7 +2,6 @@
 //! label with units, and which direction is better (for `compare`).
 
 use crate::result::RunResult;
-use crate::units::RateUnit;
 
 #[derive(Debug)]
 pub(crate) struct Metric {
@@ -21,17 +20,17 @@ fn calls(r: &RunResult) -> f64 {
 pub(crate) const METRICS: &[Metric] = &[
     Metric {
         key: "kb_per_s",
-        label: "KB/s",
+        label: "KiB/s",
         decimals: 0,
         higher_is_better: true,
-        get: |r| Some(RateUnit::KiloBytes.convert(r.total.bytes_per_sec)),
+        get: |r| Some(r.total.bytes_per_sec / 1024.0),
     },
     Metric {
         key: "mb_per_s",
-        label: "MB/s",
+        label: "MiB/s",
         decimals: 2,
         higher_is_better: true,
-        get: |r| Some(RateUnit::MegaBytes.convert(r.total.bytes_per_sec)),
+        get: |r| Some(r.total.bytes_per_sec / (1024.0 * 1024.0)),
     },
     Metric {
         key: "cpu_s",

@@ -3,22 +3,69 @@
 
 use super::ReportOptions;
 use crate::result::RunResult;
-use crate::stats::StatsReport;
+use crate::stats::{DirReport, LatencySummary, StatsReport};
 use crate::units::{format_ns, format_size_exact};
 use std::fmt::Write;
 
+/// The bandwidth column: vxbench's `  2472918.65 KB/s` in `vx`, else the readable binary
+/// magnitude with the decimal one beside it (`95.6 MiB/s (100.2 MB/s)`).
+fn bandwidth(bytes_per_sec: f64, opts: &ReportOptions) -> String {
+    let text = opts.unit.format(bytes_per_sec);
+    if opts.unit.is_vx() {
+        format!("{text:>17}")
+    } else {
+        format!("{text:>26}")
+    }
+}
+
 fn line(label: &str, s: &StatsReport, opts: &ReportOptions) -> String {
     format!(
-        "{label:<18} {:>9.3} sec {:>12.2} {}  {:>9.0} IOPS  cpu: {:>7.2} sys {:>7.2} user = {:>7.2} CPU sec  lat p50 {} p99 {}",
+        "{label:<18} {:>9.3} sec {}  {:>9.0} IOPS  cpu: {:>7.2} sys {:>7.2} user = {:>7.2} CPU sec  lat p50 {} p99 {}",
         s.elapsed_s,
-        opts.unit.convert(s.bytes_per_sec),
-        opts.unit.label(),
+        bandwidth(s.bytes_per_sec, opts),
         s.iops,
         s.cpu_sys_s,
         s.cpu_user_s,
         s.cpu_s,
         format_ns(s.lat_ns.p50 as f64),
         format_ns(s.lat_ns.p99 as f64),
+    )
+}
+
+/// Whether a report has both reads and writes, so each direction gets lines of its own.
+pub(crate) fn is_mixed(s: &StatsReport) -> bool {
+    s.read.ops > 0 && s.write.ops > 0
+}
+
+/// One direction of a mixed run under its total line, in the same columns (fio's `read:` and
+/// `write:` sections).
+fn direction_line(label: &str, d: &DirReport, opts: &ReportOptions) -> String {
+    format!(
+        "{:<18} {:>13} {}  {:>9.0} IOPS  {} ops, lat mean {} p50 {} p99 {}",
+        format!("  {label}:"),
+        "",
+        bandwidth(d.bytes_per_sec, opts),
+        d.iops,
+        d.ops,
+        format_ns(d.lat_ns.mean),
+        format_ns(d.lat_ns.p50 as f64),
+        format_ns(d.lat_ns.p99 as f64),
+    )
+}
+
+/// Every statistic of a latency summary, named: `min .. mean .. p50 .. max .. stdev ..`.
+fn latency_line(prefix: &str, l: &LatencySummary) -> String {
+    format!(
+        "{prefix}: min {} mean {} p50 {} p90 {} p99 {} p99.9 {} p99.99 {} max {} stdev {}",
+        format_ns(l.min as f64),
+        format_ns(l.mean),
+        format_ns(l.p50 as f64),
+        format_ns(l.p90 as f64),
+        format_ns(l.p99 as f64),
+        format_ns(l.p99_9 as f64),
+        format_ns(l.p99_99 as f64),
+        format_ns(l.max as f64),
+        format_ns(l.stdev),
     )
 }
 
@@ -168,18 +215,20 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
             }
         }
         let _ = writeln!(out, "{}", line("total:", &r.total, opts));
-        let l = &r.total.lat_ns;
-        let _ = writeln!(
-            out,
-            "latency: min {} mean {} p50 {} p90 {} p99 {} p99.9 {} max {}",
-            format_ns(l.min as f64),
-            format_ns(l.mean),
-            format_ns(l.p50 as f64),
-            format_ns(l.p90 as f64),
-            format_ns(l.p99 as f64),
-            format_ns(l.p99_9 as f64),
-            format_ns(l.max as f64)
-        );
+        let mixed = is_mixed(&r.total);
+        if mixed {
+            let _ = writeln!(out, "{}", direction_line("read", &r.total.read, opts));
+            let _ = writeln!(out, "{}", direction_line("write", &r.total.write, opts));
+        }
+        let _ = writeln!(out, "{}", latency_line("latency", &r.total.lat_ns));
+        if mixed {
+            for (name, d) in [("read", &r.total.read), ("write", &r.total.write)] {
+                if d.lat_ns.count > 0 {
+                    let prefix = format!("{name} latency");
+                    let _ = writeln!(out, "{}", latency_line(&prefix, &d.lat_ns));
+                }
+            }
+        }
         if let Some(j) = r
             .job
             .as_ref()

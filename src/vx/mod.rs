@@ -282,7 +282,11 @@ pub(crate) fn parse(args: &[String]) -> Result<VxCommand, UsageError> {
                 workers: WorkerMode::ProcessPerUser,
                 ..Job::default()
             },
-            report: ReportOptions::default(),
+            // vxbench's output: KB/s (KB = 1024 bytes) unless -M.
+            report: ReportOptions {
+                unit: RateUnit::KiloBytes,
+                ..ReportOptions::default()
+            },
             format: Format::Text,
             output: None,
             help: false,
