@@ -171,7 +171,7 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 /// A rate in bytes per second as a person reads it: the binary magnitude that keeps the
 /// figure readable, three significant digits or more, and the decimal one beside it:
-/// `95.6 MiB/s (100.2 MB/s)`, `812 KiB/s (831.5 kB/s)`, `2.36 GiB/s (2.5 GB/s)`.
+/// `95.6 MiB/s (100.2 MB/s)`, `812 KiB/s (831.5 kB/s)`, `2.33 GiB/s (2.50 GB/s)`.
 pub(crate) fn format_rate(bytes_per_sec: f64) -> String {
     format!(
         "{} ({})",
@@ -186,10 +186,14 @@ pub(crate) fn format_binary_rate(bytes_per_sec: f64) -> String {
     format!("{} {unit}", sig3(v))
 }
 
-/// `100.2 MB/s`: the decimal magnitude (B, kB, MB, GB, TB) under 1000 of it.
+/// `100.2 MB/s`, `2.50 GB/s`: the decimal magnitude (B, kB, MB, GB, TB) under 1000 of it.
 pub(crate) fn format_decimal_rate(bytes_per_sec: f64) -> String {
     let (v, unit) = magnitude(bytes_per_sec, 1000.0, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"]);
-    format!("{v:.1} {unit}")
+    if v < 10.0 {
+        format!("{v:.2} {unit}")
+    } else {
+        format!("{v:.1} {unit}")
+    }
 }
 
 fn magnitude(v: f64, step: f64, units: &[&'static str]) -> (f64, &'static str) {
@@ -310,13 +314,13 @@ mod tests {
     fn rates_say_their_units() {
         assert_eq!(format_rate(100_200_000.0), "95.6 MiB/s (100.2 MB/s)");
         assert_eq!(format_rate(831_488.0), "812 KiB/s (831.5 kB/s)");
-        assert_eq!(format_rate(2.5e9), "2.33 GiB/s (2.5 GB/s)");
-        assert_eq!(format_rate(0.0), "0.00 B/s (0.0 B/s)");
+        assert_eq!(format_rate(2.5e9), "2.33 GiB/s (2.50 GB/s)");
+        assert_eq!(format_rate(0.0), "0.00 B/s (0.00 B/s)");
         assert_eq!(RateUnit::KiloBytes.format(2048.0), "2.00 KB/s");
         assert_eq!(RateUnit::MegaBytes.format(3.0 * MIB), "3.00 MB/s");
         assert_eq!(
             RateUnit::MebiBytes.format(3.0 * MIB),
-            "3.00 MiB/s (3.1 MB/s)"
+            "3.00 MiB/s (3.15 MB/s)"
         );
     }
 

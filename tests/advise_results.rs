@@ -50,7 +50,7 @@ fn measured_runs_are_results_that_report_and_compare_read() {
     );
     for (name, r) in &runs {
         assert_eq!(r["kind"], "io", "{name}");
-        assert_eq!(r["schema_version"], 2, "{name}");
+        assert_eq!(r["schema_version"], 3, "{name}");
         assert_eq!(r["status"], "complete", "{name}");
         assert!(r["job"]["block_size"].as_u64().unwrap() > 0, "{name}");
         assert!(r["total"]["bytes"].as_u64().unwrap() > 0, "{name}");

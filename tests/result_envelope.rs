@@ -89,7 +89,7 @@ fn schema_1_io_results_of_the_previous_release_are_still_read() {
     .success();
     let v2: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sb.file("v2.json")).unwrap()).unwrap();
-    assert_eq!(v2["schema_version"], 2);
+    assert_eq!(v2["schema_version"], 3);
     assert_eq!(v2["kind"], "io");
     let o = sb.cmd(&["compare", v1, "v2.json"]).output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
@@ -100,7 +100,7 @@ fn schema_1_io_results_of_the_previous_release_are_still_read() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(
-        out.contains("run=v1-sample") && out.contains("KB/s"),
+        out.contains("run=v1-sample") && out.contains("KiB/s"),
         "{out}"
     );
 }
@@ -127,7 +127,7 @@ fn workload_result_is_the_common_envelope_with_flowops_as_groups() {
     ] {
         assert!(v.get(key).is_some(), "missing {key}");
     }
-    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["schema_version"], 3);
     assert!(
         v.get("job").is_none(),
         "a workload runs no Job: none is invented"
@@ -184,7 +184,7 @@ fn replay_result_records_what_was_replayed_without_an_invented_job() {
     std::fs::write(sb.file("t.csv"), csv).unwrap();
     let v = sb.run_json(&words("replay t.csv"));
     assert_eq!(v["kind"], "replay");
-    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["schema_version"], 3);
     assert!(
         v.get("job").is_none(),
         "no Job with a median block size is invented"

@@ -49,8 +49,8 @@ fn sweep_runs_points_in_order_and_shapes_the_table() {
         &cols[..5],
         [
             "block size",
-            "buffered KB/s",
-            "direct KB/s",
+            "buffered KiB/s",
+            "direct KiB/s",
             "buffered CPU s",
             "direct CPU s"
         ]
@@ -205,7 +205,7 @@ fn reports_in_every_format_and_compare_with_repeats() {
         .stdout
         .clone();
     let md = String::from_utf8_lossy(&md);
-    assert!(md.contains("| cache | 4k KB/s | 64k KB/s |"), "{md}");
+    assert!(md.contains("| cache | 4k KiB/s | 64k KiB/s |"), "{md}");
     assert!(md.contains("| buffered |") && md.contains("| direct |"));
     assert!(md.contains('±'), "repeats show their spread: {md}");
     // ± says what it is: the standard deviation, with the range beside it.

@@ -13,7 +13,7 @@ fn total(v: &Value) -> &Value {
 fn paper_example_writes_exact_bytes_and_cleans_up() {
     let sb = Sandbox::new();
     let v = sb.run_json(&words("vx -w write -i iosize=8k,iocount=1k f1"));
-    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["schema_version"], 3);
     assert_eq!(v["status"], "complete");
     assert_eq!(total(&v)["write_ops"], 1024);
     assert_eq!(total(&v)["bytes"], 8 * 1024 * 1024);

@@ -55,7 +55,7 @@ fn check(name: &str) {
     let argv: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
     let r = sb.run_json(&argv);
     assert_eq!(r["kind"], "workload");
-    assert_eq!(r["schema_version"], 2);
+    assert_eq!(r["schema_version"], 3);
     assert_eq!(
         r["status"], "complete",
         "{name}: {}",

@@ -278,7 +278,7 @@ mod tests {
             &Shape::default(),
         )
         .unwrap();
-        let kb = c.iter().find(|x| x.metric == "KB/s").unwrap();
+        let kb = c.iter().find(|x| x.metric == "KiB/s").unwrap();
         assert!((kb.ratio - 1.0).abs() < 1e-9);
         let c = compare(
             &mk(&[100.0, 102.0]),
@@ -286,7 +286,7 @@ mod tests {
             &Shape::default(),
         )
         .unwrap();
-        let kb = c.iter().find(|x| x.metric == "KB/s").unwrap();
+        let kb = c.iter().find(|x| x.metric == "KiB/s").unwrap();
         assert_eq!(kb.verdict, "better");
         let c = compare(
             &mk(&[100.0, 120.0]),
@@ -295,7 +295,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            c.iter().find(|x| x.metric == "KB/s").unwrap().verdict,
+            c.iter().find(|x| x.metric == "KiB/s").unwrap().verdict,
             "noise"
         );
         assert!(render_text(&c).contains("within the run-to-run spread"));
@@ -331,7 +331,7 @@ mod tests {
         )
         .unwrap();
         let verdict = |label: &str| c.iter().find(|x| x.metric == label).map(|x| x.verdict);
-        assert_eq!(verdict("KB/s"), Some("worse"));
+        assert_eq!(verdict("KiB/s"), Some("worse"));
         assert_eq!(
             verdict("CPU s"),
             None,

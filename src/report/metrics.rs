@@ -33,6 +33,20 @@ pub(crate) const METRICS: &[Metric] = &[
         get: |r| Some(r.total.bytes_per_sec / (1024.0 * 1024.0)),
     },
     Metric {
+        key: "read_mib_per_s",
+        label: "read MiB/s",
+        decimals: 2,
+        higher_is_better: true,
+        get: |r| Some(r.total.read.bytes_per_sec / (1024.0 * 1024.0)),
+    },
+    Metric {
+        key: "write_mib_per_s",
+        label: "write MiB/s",
+        decimals: 2,
+        higher_is_better: true,
+        get: |r| Some(r.total.write.bytes_per_sec / (1024.0 * 1024.0)),
+    },
+    Metric {
         key: "cpu_s",
         label: "CPU s",
         decimals: 3,
@@ -94,6 +108,20 @@ pub(crate) const METRICS: &[Metric] = &[
         decimals: 3,
         higher_is_better: false,
         get: |r| Some(r.total.lat_ns.p99 as f64 / 1e6),
+    },
+    Metric {
+        key: "lat_p99_99_ms",
+        label: "p99.99 latency ms",
+        decimals: 3,
+        higher_is_better: false,
+        get: |r| Some(r.total.lat_ns.p99_99 as f64 / 1e6),
+    },
+    Metric {
+        key: "lat_stdev_ms",
+        label: "latency stdev ms",
+        decimals: 3,
+        higher_is_better: false,
+        get: |r| Some(r.total.lat_ns.stdev / 1e6),
     },
     Metric {
         key: "read_calls",

@@ -1,5 +1,5 @@
 //! Table shaping: stored sweep points become the papers' tables, rows and columns chosen by
-//! axis ("block size | buffered KB/s | discovered KB/s | direct KB/s | raw KB/s | buffered
+//! axis ("block size | buffered KiB/s | discovered KiB/s | direct KiB/s | raw KiB/s | buffered
 //! CPU s | ..."). Repetitions of a point are averaged and their spread kept for `compare`.
 
 use super::metrics::{self, Metric};
@@ -543,8 +543,8 @@ pub(crate) mod tests {
             t.header(),
             [
                 "block size",
-                "buffered KB/s",
-                "direct KB/s",
+                "buffered KiB/s",
+                "direct KiB/s",
                 "buffered CPU s",
                 "direct CPU s"
             ]
@@ -557,7 +557,7 @@ pub(crate) mod tests {
             metrics: Some(vec!["kb_per_s".into()]),
         };
         let t = &shape_all(&recs, &s).unwrap()[0];
-        assert_eq!(t.header(), ["cache", "64k KB/s", "256k KB/s"]);
+        assert_eq!(t.header(), ["cache", "64k KiB/s", "256k KiB/s"]);
         assert_eq!(t.body()[1], ["direct", "101", "201"]);
         assert!(render_markdown(t).contains("| direct | 101 | 201 |"));
         assert!(shape_all(

@@ -49,14 +49,23 @@ pub(crate) fn text(r: &RunResult) -> String {
         }
         let _ = writeln!(
             s,
-            "{:<22} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            "flowop", "ops", "ops/s", "MB/s", "mean", "min", "p50", "p99", "p99.9", "max"
+            "{:<22} {:>10} {:>10} {:>8} {:>11} {:>9} {:>9} {:>9} {:>11} {:>9}",
+            "flowop",
+            "ops",
+            "ops/s",
+            "MB/s",
+            "lat mean ms",
+            "min ms",
+            "p50 ms",
+            "p99 ms",
+            "p99.9 ms",
+            "max ms"
         );
         for g in r.groups.iter().filter(|g| g.run == Some(i as u32 + 1)) {
             let (f, l) = (&g.stats, &g.stats.lat_ns);
             let _ = writeln!(
                 s,
-                "{:<22} {:>10} {:>10.1} {:>8.1} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {:.1}us cpu/op",
+                "{:<22} {:>10} {:>10.1} {:>8.1} {:>11} {:>9} {:>9} {:>9} {:>11} {:>9}  {:.1} us cpu/op",
                 truncate(&g.name, 22),
                 f.ops,
                 f.iops,
@@ -73,12 +82,14 @@ pub(crate) fn text(r: &RunResult) -> String {
         let m = &run.summary;
         let _ = writeln!(
             s,
-            "IO Summary: {} ops {:.3} ops/s {:.0}/{:.0} rd/wr {:.1}MB/s {:.3}ms/op {:.0}us cpu/op",
+            "IO Summary: {} ops {:.3} ops/s {:.0}/{:.0} rd/wr {:.1} MB/s ({:.1}/{:.1} rd/wr MB/s) {:.3} ms/op (lat mean) {:.0} us cpu/op",
             m.ops,
             m.iops,
             per_s(m.read_ops, m),
             per_s(m.write_ops, m),
             m.bytes_per_sec / 1e6,
+            m.read.bytes_per_sec / 1e6,
+            m.write.bytes_per_sec / 1e6,
             m.lat_ns.mean / 1e6,
             m.cpu_us_per_op
         );
@@ -99,7 +110,7 @@ pub(crate) fn text(r: &RunResult) -> String {
     }
     let _ = writeln!(
         s,
-        "(latencies in ms; p50/p99/p99.9 from a histogram within {:.1}%)",
+        "(MB/s = 10^6 bytes/s; latencies in ms; p50/p99/p99.9 from a histogram within {:.1}%)",
         crate::stats::hist::MAX_RELATIVE_ERROR * 100.0
     );
     s
