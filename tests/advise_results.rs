@@ -90,7 +90,7 @@ fn measured_runs_are_results_that_report_and_compare_read() {
         "{text}"
     );
     assert!(
-        text.contains("read direct MB/s") && text.contains("write buffered MB/s"),
+        text.contains("read direct MiB/s") && text.contains("write buffered MiB/s"),
         "{text}"
     );
     assert!(

@@ -263,6 +263,55 @@ fn run_percentiles_are_within_the_histogram_error_of_the_exact_ones() {
     }
     assert!((l["min"].as_u64().unwrap() as i64 - lat[0] as i64).abs() <= 1);
     assert!((l["max"].as_u64().unwrap() as i64 - *lat.last().unwrap() as i64).abs() <= 1);
+    check_stdev_and_p99_99(&lat, l, "total");
+    // Each direction's own histogram against that direction's exact latencies.
+    for dir in ["read", "write"] {
+        let mut mine: Vec<u64> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').collect::<Vec<&str>>())
+            .filter(|f| f[2] == dir)
+            .map(|f| f[7].parse::<u64>().unwrap() - f[6].parse::<u64>().unwrap())
+            .collect();
+        mine.sort_unstable();
+        let d = &v["total"][dir]["lat_ns"];
+        assert!(!mine.is_empty(), "{dir}: a randrw run does both");
+        assert_eq!(d["count"].as_u64(), Some(mine.len() as u64), "{dir}");
+        assert_eq!(v["total"][dir]["ops"].as_u64(), Some(mine.len() as u64));
+        for (key, q) in [("p50", 0.5), ("p99", 0.99)] {
+            let (want, got) = (exact(&mine, q) as f64, d[key].as_u64().unwrap() as f64);
+            assert!(
+                (got - want).abs() <= want / 256.0 + 1.0,
+                "{dir} {key}: exact {want} ns, reported {got} ns"
+            );
+        }
+        check_stdev_and_p99_99(&mine, d, dir);
+    }
+}
+
+/// The p99.99 within the histogram's error of the exact one; the stdev (from the buckets)
+/// within the root mean square of each value's bucket error (1/256 of it, plus 1 ns for the
+/// trace's rounding) of the exact population standard deviation.
+fn check_stdev_and_p99_99(sorted: &[u64], l: &serde_json::Value, what: &str) {
+    let (want, got) = (exact(sorted, 0.9999) as f64, l["p99_99"].as_u64().unwrap() as f64);
+    assert!(
+        (got - want).abs() <= want / 256.0 + 1.0,
+        "{what} p99_99: exact {want} ns, reported {got} ns"
+    );
+    let n = sorted.len() as f64;
+    let mean = sorted.iter().map(|&v| v as f64).sum::<f64>() / n;
+    let sd = (sorted.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let rms = (sorted
+        .iter()
+        .map(|&v| (v as f64 / 256.0 + 1.0).powi(2))
+        .sum::<f64>()
+        / n)
+        .sqrt();
+    let got = l["stdev"].as_f64().unwrap();
+    assert!(
+        (got - sd).abs() <= rms + 1.0,
+        "{what} stdev: exact {sd} ns, reported {got} ns (allowed {rms})"
+    );
 }
 
 /// Exit code and peak RSS (KiB) of one child (wait4: that child only).
