@@ -27,6 +27,10 @@ pub(crate) struct Observe {
     pub iostat: Option<Duration>,
     /// Record every I/O the job issues.
     pub trace: Option<TraceSettings>,
+    /// Keep a time series of every interval this long in the Result (`--status-interval`).
+    pub status_interval: Option<Duration>,
+    /// Show the live status line (`--progress`).
+    pub live: crate::runner::live::LiveMode,
 }
 
 /// Where and how the per-I/O trace goes.
@@ -44,7 +48,7 @@ impl Observe {
     pub(crate) fn iostat(interval: Option<Duration>) -> Observe {
         Observe {
             iostat: interval,
-            trace: None,
+            ..Default::default()
         }
     }
 }
@@ -96,6 +100,7 @@ impl Observer {
     /// Check the settings against what a run touches and start what runs beside it (every
     /// source: job, workload, replay). Call right before the run.
     pub(crate) fn start_for(o: &Observe, scope: &Scope) -> anyhow::Result<Observer> {
+        crate::runner::live::enable(o.status_interval, o.live);
         let mut trace = None;
         if let Some(t) = &o.trace {
             let workers = scope.workers.max(1);

@@ -204,6 +204,9 @@ pub struct RunResult {
     /// What could make this number mislead, with the evidence (`crate::explain`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub explain: Vec<crate::explain::Explanation>,
+    /// The run's `--status-interval` time series: every interval of all workers together.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeseries: Vec<crate::runner::live::IntervalReport>,
 }
 
 /// Per-user (per-target) reports of a run's threads, and the threads merged.
@@ -254,6 +257,7 @@ impl RunResult {
             probes: serde_json::Map::new(),
             verify: None,
             explain: Vec::new(),
+            timeseries: Vec::new(),
         }
     }
 
@@ -294,6 +298,9 @@ impl RunResult {
         self.probes = outcome.probes.clone();
         self.verify = crate::verify::report::VerifyReport::merged(
             outcome.threads.iter().filter_map(|t| t.verify.as_ref()),
+        );
+        self.timeseries = crate::runner::live::merge_series(
+            outcome.threads.iter().map(|t| t.intervals.as_slice()),
         );
     }
 

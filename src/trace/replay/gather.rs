@@ -89,6 +89,7 @@ pub(super) fn report_threads(
             stats: Stats::default(),
             failure: None,
             verify: None,
+            intervals: Vec::new(),
         })
         .collect();
     let mut kinds: Vec<Stats> = CALLS.iter().map(|_| Stats::default()).collect();
