@@ -112,6 +112,9 @@ pub struct WorkloadRun {
     pub summary: StatsReport,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub psrun: Vec<PsrunLine>,
+    /// This run's `--status-interval` time series (`t_s` from this run's start).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeseries: Vec<crate::runner::live::IntervalReport>,
 }
 
 /// What only a workload has: its variables and filesets, and each run's outline.

@@ -80,11 +80,7 @@ pub(crate) struct WatchArgs {
 }
 
 /// What `--progress` and `--status-interval` ask for, checked.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct Watch {
-    pub live: crate::runner::live::LiveMode,
-    pub status_interval: Option<std::time::Duration>,
-}
+pub(crate) type Watch = crate::runner::live::Watching;
 
 impl WatchArgs {
     /// The flags checked: a bad value is one usage line.
@@ -123,6 +119,19 @@ impl WatchArgs {
             status_interval,
         })
     }
+}
+
+/// A study's `--progress` (its point counter line) and `--status-interval` (every point's
+/// Result keeps its time series); the runs of its points show no live line of their own.
+pub(crate) fn watch_study(w: &WatchArgs) -> Result<(), crate::error::UsageError> {
+    let w = w.watch()?;
+    crate::sweep::progress::set_mode(w.live);
+    crate::runner::live::Watching {
+        status_interval: w.status_interval,
+        live: crate::runner::live::LiveMode::Off,
+    }
+    .apply();
+    Ok(())
 }
 
 #[cfg(test)]

@@ -116,12 +116,10 @@ impl ObserveArgs {
             }
             None => None,
         };
-        let watch = self.watch.watch()?;
         Ok(Observe {
             iostat: iostat_flag(self.iostat.as_deref())?,
             trace,
-            status_interval: watch.status_interval,
-            live: watch.live,
+            watch: Some(self.watch.watch()?),
         })
     }
 }

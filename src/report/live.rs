@@ -61,7 +61,7 @@ pub(crate) fn render(v: &LiveView) -> String {
         ));
         return line;
     }
-    if v.phase != "running" {
+    if v.phase != "running" && v.phase != "warm-up" {
         return line;
     }
     if v.counters {

@@ -29,6 +29,7 @@ pub(crate) mod suites;
 pub(crate) mod svg;
 pub(crate) mod table;
 pub(crate) mod text;
+pub(crate) mod timeseries;
 pub(crate) mod trace;
 pub(crate) mod workload;
 

@@ -40,6 +40,20 @@ static BOARD: Mutex<Option<Arc<Board>>> = Mutex::new(None);
 pub(crate) type Render = fn(&LiveView) -> String;
 static RENDER: Mutex<Option<Render>> = Mutex::new(None);
 
+/// How the runs of a command are watched (`--status-interval`, `--progress`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Watching {
+    pub status_interval: Option<std::time::Duration>,
+    pub live: LiveMode,
+}
+
+impl Watching {
+    /// Watch the runs this process starts from now on so.
+    pub(crate) fn apply(self) {
+        enable(self.status_interval, self.live);
+    }
+}
+
 /// Watch the runs this process starts from now on: keep a time series at `interval` (None:
 /// none) and show the live line as `live` says.
 pub(crate) fn enable(interval: Option<std::time::Duration>, live: LiveMode) {
@@ -198,6 +212,20 @@ impl Roller {
             r.prev_lat = LatencyHist::new();
             // Room for the expected intervals of a short run; longer runs grow it once per
             // many intervals, at a boundary.
+            r.samples.reserve(64);
+        }
+        r
+    }
+
+    /// A roller that keeps `--status-interval` intervals only (a workload or replay thread:
+    /// their live counters are elsewhere).
+    pub(crate) fn intervals_only() -> Roller {
+        let mut r = Roller {
+            interval_ns: interval_ns().unwrap_or(0),
+            ..Default::default()
+        };
+        if r.interval_ns > 0 {
+            r.prev_lat = LatencyHist::new();
             r.samples.reserve(64);
         }
         r

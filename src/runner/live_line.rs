@@ -106,6 +106,23 @@ pub(crate) struct Bounds {
 /// The bar of the line being shown, through which other stderr lines are printed.
 static BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
+/// Make `bar` the line other stderr lines go above (None: no line shows). A study's
+/// progress line registers itself here.
+pub(crate) fn show_bar(bar: Option<ProgressBar>) {
+    *BAR.lock().unwrap_or_else(|e| e.into_inner()) = bar;
+}
+
+/// Whether the runs started from now on are warm-ups (`quick --warmup`): their line says so.
+static WARMING: AtomicBool = AtomicBool::new(false);
+
+pub(crate) fn set_warming(on: bool) {
+    WARMING.store(on, Ordering::Relaxed);
+}
+
+pub(crate) fn warming() -> bool {
+    WARMING.load(Ordering::Relaxed)
+}
+
 /// One line on stderr that does not collide with the live line: printed above the bar on a
 /// terminal, as is otherwise. A stderr that cannot be written is ignored.
 pub(crate) fn println(line: &str) {
@@ -223,7 +240,7 @@ fn show(s: &Shared, bar: Option<ProgressBar>, mode: LiveMode) {
         let done = s.done.load(Ordering::Relaxed);
         let phase = Phase::from_u8(s.phase.load(Ordering::Relaxed));
         let now = Instant::now();
-        if phase == Phase::Running && running_since.is_none() {
+        if matches!(phase, Phase::Running | Phase::WarmUp) && running_since.is_none() {
             running_since = Some(now);
             last = (now, s.board.as_ref().map_or([0; 4], |b| b.totals()));
         }
@@ -249,7 +266,7 @@ fn show(s: &Shared, bar: Option<ProgressBar>, mode: LiveMode) {
             counters: s.counters,
             ..Default::default()
         };
-        if phase == Phase::Running {
+        if matches!(phase, Phase::Running | Phase::WarmUp) {
             let bounds = Bounds {
                 time_s: s.time_s,
                 ops: Some(s.ops.load(Ordering::Relaxed)).filter(|&n| n > 0),

@@ -180,7 +180,11 @@ pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
     if let Some(d) = &display {
         d.set_total_ops(expected_ops(job, &plan));
     }
-    phase(live_line::Phase::Running);
+    phase(if live_line::warming() {
+        live_line::Phase::WarmUp
+    } else {
+        live_line::Phase::Running
+    });
     let started_unix_s = now_unix_s();
     let (threads, elapsed_s) = if job.space.reserve_only {
         (Vec::new(), 0.0)

@@ -53,7 +53,8 @@ fn say(opts: &Options, line: &str) {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());
     } else {
-        let _ = writeln!(std::io::stderr(), "{line}");
+        // Above a study's progress line, never into it.
+        crate::runner::live_line::println(line);
     }
 }
 
@@ -556,6 +557,7 @@ fn spawn(
                 layout: arena.layout.clone(),
                 engine: opts.engine,
                 rate: opts.rate,
+                status_interval_ns: crate::runner::live::interval_ns(),
             };
             slot += per;
             let started = crate::runner::drive::ChildSpec::new("workload", &spec)

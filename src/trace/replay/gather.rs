@@ -126,6 +126,7 @@ pub(super) fn report_threads(
         }
         // Counters, CPU and syscalls add up (the samples went into the histograms).
         t.stats.add_to(&mut o.stats);
+        o.intervals.extend(t.intervals);
         if o.failure.is_none() {
             o.failure = t.failure;
         }
