@@ -187,3 +187,69 @@ fn bad_watch_values_are_one_line_and_exit_2() {
         assert!(!sb.file("f").exists(), "nothing written for a refused flag");
     }
 }
+
+const WORKLOAD: &str = "set $dir=.
+define fileset name=fs,path=$dir,size=1m,entries=4,prealloc=100
+define process name=p,instances=1
+{
+  thread name=t,memsize=64k,instances=2
+  {
+    flowop openfile name=open1,filesetname=fs,fd=1
+    flowop read name=rd,fd=1,iosize=4k,random
+    flowop closefile name=close1,fd=1
+  }
+}
+run 1
+";
+
+#[test]
+fn workload_runs_keep_intervals_in_processes_and_in_process() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("r.f"), WORKLOAD).unwrap();
+    for extra in [None, Some("--in-process")] {
+        let mut args = words("workload r.f --time 1.2s --status-interval 200ms");
+        args.extend(extra);
+        let r = sb.run_json(&args);
+        check_series(&r, 5);
+        // The run's own outline carries the same intervals.
+        let run = &r["workload"]["runs"][0]["timeseries"];
+        assert_eq!(run.as_array().unwrap().len(), r["timeseries"].as_array().unwrap().len());
+    }
+}
+
+#[test]
+fn a_replay_keeps_intervals_of_its_reads_and_writes() {
+    let sb = Sandbox::new();
+    // A paced run traced, then replayed at its traced timing (~0.6 s).
+    sb.cmd(&words(
+        "run f --rw randrw --bs 4k --size 4m --time 0.6s --rate-iops 5000 --trace t.csv",
+    ))
+    .assert()
+    .success();
+    std::fs::create_dir(sb.file("scratch")).unwrap();
+    let r = sb.run_json(&words(
+        "replay t.csv --dir scratch --speed 1 --status-interval 100ms",
+    ));
+    check_series(&r, 4);
+    assert!(r["total"]["read_ops"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn the_html_report_charts_a_stored_time_series() {
+    let sb = Sandbox::new();
+    let r = sb.run_json(&words(
+        "run f --rw randread --bs 4k --size 4m --time 0.6s --status-interval 100ms",
+    ));
+    std::fs::write(sb.file("r.json"), r.to_string()).unwrap();
+    let out = sb
+        .cmd(&words("report r.json --format html"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let html = String::from_utf8_lossy(&out.stdout);
+    assert!(html.contains("id=\"time-series\""), "no time-series section");
+    for title in ["IOPS", "bandwidth", "latency"] {
+        assert!(html.contains(&format!(": {title}</")) || html.contains(title), "{title}");
+    }
+    assert!(html.matches("<svg class=\"chart line timeseries\"").count() >= 3);
+}
