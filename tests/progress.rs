@@ -213,7 +213,10 @@ fn workload_runs_keep_intervals_in_processes_and_in_process() {
         check_series(&r, 5);
         // The run's own outline carries the same intervals.
         let run = &r["workload"]["runs"][0]["timeseries"];
-        assert_eq!(run.as_array().unwrap().len(), r["timeseries"].as_array().unwrap().len());
+        assert_eq!(
+            run.as_array().unwrap().len(),
+            r["timeseries"].as_array().unwrap().len()
+        );
     }
 }
 
@@ -247,9 +250,46 @@ fn the_html_report_charts_a_stored_time_series() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr_of(&out));
     let html = String::from_utf8_lossy(&out.stdout);
-    assert!(html.contains("id=\"time-series\""), "no time-series section");
+    assert!(
+        html.contains("id=\"time-series\""),
+        "no time-series section"
+    );
     for title in ["IOPS", "bandwidth", "latency"] {
-        assert!(html.contains(&format!(": {title}</")) || html.contains(title), "{title}");
+        assert!(
+            html.contains(&format!(": {title}</")) || html.contains(title),
+            "{title}"
+        );
     }
     assert!(html.matches("<svg class=\"chart line timeseries\"").count() >= 3);
+}
+
+/// On a real terminal (a pty from util-linux `script`, part of every Debian system) the
+/// default `auto` draws the line in place, and the report still follows it.
+#[test]
+fn auto_on_a_terminal_draws_the_live_line() {
+    let sb = Sandbox::new();
+    let bin = assert_cmd::cargo::cargo_bin("fsbench");
+    let cmd = format!(
+        "{} run f --rw randread --bs 4k --size 8m --time 1.5s --summary",
+        bin.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qefc", &cmd, "/dev/null"])
+        .current_dir(sb.path())
+        .env("TERM", "xterm")
+        .output()
+        .expect("script(1) from util-linux");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        screen.contains("[running]"),
+        "no live line on the terminal:\n{screen}"
+    );
+    assert!(screen.contains("IOPS]"), "{screen}");
+    // Redrawn in place (carriage returns / cursor moves), not a line per sample.
+    assert!(
+        screen.contains('\r') || screen.contains("\u{1b}["),
+        "{screen}"
+    );
+    assert!(screen.contains("total:"), "{screen}");
 }

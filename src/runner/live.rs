@@ -111,6 +111,17 @@ impl Board {
         }
     }
 
+    /// Publish worker `i`'s running counters (read ops, write ops, read bytes, write bytes);
+    /// only worker `i` calls this for its slot.
+    pub(crate) fn publish(&self, i: usize, c: [u64; 4]) {
+        if let Some(s) = self.slots.get(i) {
+            s.read_ops.store(c[0], Ordering::Relaxed);
+            s.write_ops.store(c[1], Ordering::Relaxed);
+            s.read_bytes.store(c[2], Ordering::Relaxed);
+            s.write_bytes.store(c[3], Ordering::Relaxed);
+        }
+    }
+
     /// Sum of every worker's published counters: (read ops, write ops, read bytes, write bytes).
     pub(crate) fn totals(&self) -> [u64; 4] {
         let mut t = [0u64; 4];
@@ -273,11 +284,15 @@ impl Roller {
 
     fn publish(&self, stats: &Stats) {
         if let Some((b, i)) = &self.slot {
-            let s = &b.slots[*i];
-            s.read_ops.store(stats.read_ops, Ordering::Relaxed);
-            s.write_ops.store(stats.write_ops, Ordering::Relaxed);
-            s.read_bytes.store(stats.read_bytes, Ordering::Relaxed);
-            s.write_bytes.store(stats.write_bytes, Ordering::Relaxed);
+            b.publish(
+                *i,
+                [
+                    stats.read_ops,
+                    stats.write_ops,
+                    stats.read_bytes,
+                    stats.write_bytes,
+                ],
+            );
         }
     }
 

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 /// How often plain status lines are written when stderr is not a terminal.
 pub(crate) const LINE_EVERY: Duration = Duration::from_millis(500);
+/// The span the current rates are measured over.
+const RATE_WINDOW: Duration = Duration::from_secs(1);
 /// How often the terminal line is redrawn.
 const REDRAW_EVERY: Duration = Duration::from_millis(200);
 
@@ -232,7 +234,9 @@ fn show(s: &Shared, bar: Option<ProgressBar>, mode: LiveMode) {
     } else {
         LINE_EVERY
     };
-    let mut last = (Instant::now(), [0u64; 4]);
+    // The current rate: over the samples of the last RATE_WINDOW (workers publish every
+    // 100 ms, so a shorter window would see 1, 2 or 3 publications and flicker).
+    let mut window: std::collections::VecDeque<(Instant, [u64; 4])> = Default::default();
     let mut running_since: Option<Instant> = None;
     let mut shown_phase = u8::MAX;
     let mut next_line = Instant::now();
@@ -242,13 +246,18 @@ fn show(s: &Shared, bar: Option<ProgressBar>, mode: LiveMode) {
         let now = Instant::now();
         if matches!(phase, Phase::Running | Phase::WarmUp) && running_since.is_none() {
             running_since = Some(now);
-            last = (now, s.board.as_ref().map_or([0; 4], |b| b.totals()));
+            window.clear();
         }
         let totals = s.board.as_ref().map_or([0; 4], |b| b.totals());
-        let dt = now.duration_since(last.0).as_secs_f64();
+        window.push_back((now, totals));
+        while window.len() > 2 && now.duration_since(window[1].0) >= RATE_WINDOW {
+            window.pop_front();
+        }
+        let (t_old, old) = window[0];
+        let dt = now.duration_since(t_old).as_secs_f64();
         let rate = |i: usize| {
             if dt > 0.0 {
-                totals[i].saturating_sub(last.1[i]) as f64 / dt
+                totals[i].saturating_sub(old[i]) as f64 / dt
             } else {
                 0.0
             }
@@ -280,9 +289,6 @@ fn show(s: &Shared, bar: Option<ProgressBar>, mode: LiveMode) {
                     view.layout = Some((b.layout_done.load(Ordering::Relaxed), total));
                 }
             }
-        }
-        if dt >= period.as_secs_f64() * 0.9 {
-            last = (now, totals);
         }
         if done {
             break;

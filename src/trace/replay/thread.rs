@@ -372,6 +372,23 @@ fn run_steps(
     let every = crate::runner::live::interval_ns().map(Duration::from_nanos);
     let mut next_mark = every.map(|d| t0 + d);
     let mut marks: Vec<Mark> = Vec::with_capacity(if every.is_some() { 64 } else { 0 });
+    // The live line: this thread's counters on the board, at most 10 times a second.
+    let board = crate::runner::live::board();
+    let publish_every = Duration::from_nanos(crate::runner::live::PUBLISH_NS);
+    let mut next_publish = board.as_ref().map(|_| t0 + publish_every);
+    let publish = |io: &Io| {
+        if let Some(b) = &board {
+            b.publish(
+                index as usize,
+                [
+                    io.stats.read_ops,
+                    io.stats.write_ops,
+                    io.stats.read_bytes,
+                    io.stats.write_bytes,
+                ],
+            );
+        }
+    };
     let mark = |at: Instant, io: &Io, prep: &Prepared| Mark {
         at_ns: at.duration_since(t0).as_nanos() as u64,
         counts: [
@@ -448,6 +465,10 @@ fn run_steps(
             }
             _ => {}
         }
+        if next_publish.is_some_and(|p| end >= p) {
+            publish(&io);
+            next_publish = Some(end + publish_every);
+        }
         if let (Some(m), Some(d)) = (next_mark, every) {
             if end >= m {
                 marks.push(mark(end, &io, prep));
@@ -460,6 +481,7 @@ fn run_steps(
     if every.is_some() {
         marks.push(mark(Instant::now(), &io, prep));
     }
+    publish(&io);
     io.stats.elapsed_s = t0.elapsed().as_secs_f64();
     io.stats.usage = cpu::thread_usage().since(&usage0);
     io.stats.syscalls = io.sys;
