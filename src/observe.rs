@@ -27,6 +27,9 @@ pub(crate) struct Observe {
     pub iostat: Option<Duration>,
     /// Record every I/O the job issues.
     pub trace: Option<TraceSettings>,
+    /// `--status-interval` and `--progress` as the front end was given them; None leaves
+    /// them as they are (a sweep's points: set once for the whole study).
+    pub watch: Option<crate::runner::live::Watching>,
 }
 
 /// Where and how the per-I/O trace goes.
@@ -44,7 +47,7 @@ impl Observe {
     pub(crate) fn iostat(interval: Option<Duration>) -> Observe {
         Observe {
             iostat: interval,
-            trace: None,
+            ..Default::default()
         }
     }
 }
@@ -96,6 +99,9 @@ impl Observer {
     /// Check the settings against what a run touches and start what runs beside it (every
     /// source: job, workload, replay). Call right before the run.
     pub(crate) fn start_for(o: &Observe, scope: &Scope) -> anyhow::Result<Observer> {
+        if let Some(w) = o.watch {
+            w.apply();
+        }
         let mut trace = None;
         if let Some(t) = &o.trace {
             let workers = scope.workers.max(1);

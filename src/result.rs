@@ -113,6 +113,9 @@ pub struct WorkloadRun {
     pub summary: StatsReport,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub psrun: Vec<PsrunLine>,
+    /// This run's `--status-interval` time series (`t_s` from this run's start).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeseries: Vec<crate::runner::live::IntervalReport>,
 }
 
 /// What only a workload has: its variables and filesets, and each run's outline.
@@ -205,6 +208,9 @@ pub struct RunResult {
     /// What could make this number mislead, with the evidence (`crate::explain`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub explain: Vec<crate::explain::Explanation>,
+    /// The run's `--status-interval` time series: every interval of all workers together.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeseries: Vec<crate::runner::live::IntervalReport>,
 }
 
 /// Per-user (per-target) reports of a run's threads, and the threads merged.
@@ -255,6 +261,7 @@ impl RunResult {
             probes: serde_json::Map::new(),
             verify: None,
             explain: Vec::new(),
+            timeseries: Vec::new(),
         }
     }
 
@@ -295,6 +302,9 @@ impl RunResult {
         self.probes = outcome.probes.clone();
         self.verify = crate::verify::report::VerifyReport::merged(
             outcome.threads.iter().filter_map(|t| t.verify.as_ref()),
+        );
+        self.timeseries = crate::runner::live::merge_series(
+            outcome.threads.iter().map(|t| t.intervals.as_slice()),
         );
     }
 

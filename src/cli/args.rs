@@ -61,6 +61,79 @@ impl StudyArgs {
     }
 }
 
+/// Shortest `--status-interval`: shorter ones measure the clock more than the run.
+pub(crate) const MIN_STATUS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// `--progress auto|always|never --status-interval DUR`: watching a run while it runs. One
+/// definition, flattened into `ObserveArgs` (run, vx, workload, replay) and into quick,
+/// sweep and suite.
+#[derive(Args, Debug, Default, Clone)]
+pub(crate) struct WatchArgs {
+    /// Live status line on stderr (phase, read/write rate, ops, elapsed, ETA): auto (only
+    /// when stderr is a terminal), always, never [default: auto]
+    #[arg(long, value_name = "WHEN")]
+    pub progress: Option<String>,
+    /// Keep a time series in the Result: ops, bytes, IOPS, bandwidth and latency
+    /// percentiles of every DUR of the run (1s, 200ms; at least 10ms)
+    #[arg(long = "status-interval", value_name = "DUR")]
+    pub status_interval: Option<String>,
+}
+
+/// What `--progress` and `--status-interval` ask for, checked.
+pub(crate) type Watch = crate::runner::live::Watching;
+
+impl WatchArgs {
+    /// The flags checked: a bad value is one usage line.
+    pub(crate) fn watch(&self) -> Result<Watch, crate::error::UsageError> {
+        self.watch_on(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+    }
+
+    /// [`WatchArgs::watch`] with whether stderr is a terminal given.
+    pub(crate) fn watch_on(&self, tty: bool) -> Result<Watch, crate::error::UsageError> {
+        use crate::runner::live::LiveMode;
+        let live = match self.progress.as_deref().unwrap_or("auto") {
+            "auto" if tty => LiveMode::Terminal,
+            "auto" | "never" => LiveMode::Off,
+            "always" if tty => LiveMode::Terminal,
+            "always" => LiveMode::Lines,
+            other => crate::bail_usage!("bad --progress '{other}': expected auto, always or never"),
+        };
+        let status_interval = match self.status_interval.as_deref() {
+            None => None,
+            Some(text) => {
+                let d = crate::units::parse_duration(text).map_err(|_| {
+                    crate::usage!(
+                        "bad --status-interval '{text}': expected a duration of at least 10ms, e.g. 200ms, 1s, 1m"
+                    )
+                })?;
+                if d < MIN_STATUS_INTERVAL {
+                    crate::bail_usage!(
+                        "bad --status-interval '{text}': expected a duration of at least 10ms, e.g. 200ms, 1s, 1m"
+                    );
+                }
+                Some(d)
+            }
+        };
+        Ok(Watch {
+            live,
+            status_interval,
+        })
+    }
+}
+
+/// A study's `--progress` (its point counter line) and `--status-interval` (every point's
+/// Result keeps its time series); the runs of its points show no live line of their own.
+pub(crate) fn watch_study(w: &WatchArgs) -> Result<(), crate::error::UsageError> {
+    let w = w.watch()?;
+    crate::sweep::progress::set_mode(w.live);
+    crate::runner::live::Watching {
+        status_interval: w.status_interval,
+        live: crate::runner::live::LiveMode::Off,
+    }
+    .apply();
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +165,63 @@ mod tests {
             b.study.check().unwrap_err().0,
             "bad --repeat 0: must be at least 1"
         );
+    }
+
+    #[derive(Parser)]
+    struct W {
+        #[command(flatten)]
+        watch: WatchArgs,
+    }
+
+    fn watch(argv: &[&str], tty: bool) -> Result<Watch, crate::error::UsageError> {
+        let mut v = vec!["x"];
+        v.extend_from_slice(argv);
+        W::try_parse_from(v).unwrap().watch.watch_on(tty)
+    }
+
+    #[test]
+    fn progress_and_status_interval_are_checked() {
+        use crate::runner::live::LiveMode;
+        assert_eq!(watch(&[], true).unwrap().live, LiveMode::Terminal);
+        assert_eq!(watch(&[], false).unwrap().live, LiveMode::Off);
+        assert_eq!(
+            watch(&["--progress", "never"], true).unwrap().live,
+            LiveMode::Off
+        );
+        assert_eq!(
+            watch(&["--progress", "always"], false).unwrap().live,
+            LiveMode::Lines
+        );
+        let w = watch(&["--status-interval", "200ms"], false).unwrap();
+        assert_eq!(
+            w.status_interval,
+            Some(std::time::Duration::from_millis(200))
+        );
+        for bad in ["soon", "5ms", "0", "-1s"] {
+            let e = watch(&["--status-interval", bad], false).unwrap_err();
+            assert!(
+                e.0.contains("--status-interval") && e.0.contains("at least 10ms"),
+                "{e}"
+            );
+        }
+        let e = watch(&["--progress", "sometimes"], false).unwrap_err();
+        assert_eq!(
+            e.0,
+            "bad --progress 'sometimes': expected auto, always or never"
+        );
+    }
+
+    proptest::proptest! {
+        /// Whatever is typed, --status-interval is accepted at 10ms or more or refused in
+        /// one line naming the flag; never a panic.
+        #[test]
+        fn status_interval_never_panics(text in "\\PC{0,12}") {
+            let a = WatchArgs { progress: None, status_interval: Some(text.clone()) };
+            match a.watch_on(false) {
+                Ok(w) => proptest::prop_assert!(w.status_interval.unwrap() >= MIN_STATUS_INTERVAL),
+                Err(e) => proptest::prop_assert!(e.0.starts_with("bad --status-interval") && !e.0.contains('\n')),
+            }
+        }
     }
 }
 

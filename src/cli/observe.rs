@@ -25,6 +25,8 @@ pub(crate) struct ObserveArgs {
     /// with more than 4 threads: 4m records shared, at least 64k each)
     #[arg(long = "trace-records", value_name = "N")]
     pub trace_records: Option<String>,
+    #[command(flatten)]
+    pub watch: super::args::WatchArgs,
 }
 
 impl ObserveArgs {
@@ -46,6 +48,8 @@ impl ObserveArgs {
                 "--iostat" => &mut o.iostat,
                 "--trace-format" => &mut o.trace_format,
                 "--trace-records" => &mut o.trace_records,
+                "--progress" => &mut o.watch.progress,
+                "--status-interval" => &mut o.watch.status_interval,
                 "--trace" => {
                     let v = match inline {
                         Some(v) => v,
@@ -115,6 +119,7 @@ impl ObserveArgs {
         Ok(Observe {
             iostat: iostat_flag(self.iostat.as_deref())?,
             trace,
+            watch: Some(self.watch.watch()?),
         })
     }
 }

@@ -32,6 +32,8 @@ pub(crate) struct QuickArgs {
     #[arg(long)]
     pub no_extras: bool,
     #[command(flatten)]
+    pub watch: super::args::WatchArgs,
+    #[command(flatten)]
     pub results: super::args::ResultsArgs,
 }
 
@@ -235,6 +237,8 @@ pub(crate) fn tests(extras: bool) -> Vec<Test> {
 
 pub(crate) fn main(a: QuickArgs) -> anyhow::Result<i32> {
     let format = a.results.format()?;
+    // Every run of the battery shows the live line (and keeps intervals) as asked.
+    a.watch.watch()?.apply();
     let dir = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     if !dir.is_dir() {
         crate::bail_usage!("{} is not a directory", dir.display());
@@ -301,9 +305,11 @@ pub(crate) fn main(a: QuickArgs) -> anyhow::Result<i32> {
             .enumerate()
         {
             let job = job_of(t, &file, p.size, secs);
-            let outcome = crate::runner::run(&job)?;
-            let mut r = RunResult::from_outcome(&job, &outcome);
             let warming = warmup.is_some() && n == 0;
+            crate::runner::live_line::set_warming(warming);
+            let outcome = crate::runner::run(&job);
+            crate::runner::live_line::set_warming(false);
+            let mut r = RunResult::from_outcome(&job, &outcome?);
             let stop = crate::runner::signal::interrupted()
                 || r.status != crate::runner::RunStatus::Complete;
             if warming && !stop {

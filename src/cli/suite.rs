@@ -28,6 +28,8 @@ pub(crate) struct SuiteArgs {
     #[arg(long = "study")]
     pub studies: Vec<String>,
     #[command(flatten)]
+    pub watch: super::args::WatchArgs,
+    #[command(flatten)]
     pub study: super::args::StudyArgs,
 }
 
@@ -118,6 +120,7 @@ pub(crate) fn main(a: SuiteArgs) -> anyhow::Result<i32> {
         bail_usage!("no target: give --dir DIR (repeat it for several targets)");
     }
     a.study.check()?;
+    super::args::watch_study(&a.watch)?;
     let iostat = a.study.iostat()?;
     if let Some(b) = &a.baseline {
         if !a.dirs.iter().any(|d| d == b) {

@@ -72,6 +72,8 @@ pub(crate) struct SweepArgs {
     #[arg(long)]
     pub output: Option<PathBuf>,
     #[command(flatten)]
+    pub watch: super::args::WatchArgs,
+    #[command(flatten)]
     pub study: super::args::StudyArgs,
     /// Study name in file names and tables
     #[arg(long, default_value = "sweep")]
@@ -202,6 +204,7 @@ pub(crate) fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
 
 pub(crate) fn main(a: SweepArgs) -> anyhow::Result<i32> {
     a.study.check()?;
+    super::args::watch_study(&a.watch)?;
     let study = study_from(&a)?;
     let shape = super::report::shape_from(&a.rows, &a.cols, &a.metrics);
     // Check the table shape and format before measuring anything.

@@ -414,6 +414,7 @@ pub(crate) fn render_with_advice(
     advice: &[crate::advise::Advice],
 ) -> String {
     let observe = super::iostat_html::section(records);
+    let timeseries = super::timeseries::section(records);
     let mut s = String::new();
     let _ = write!(
         s,
@@ -442,6 +443,9 @@ pub(crate) fn render_with_advice(
     }
     if let Some(o) = observe {
         s.push_str(&o);
+    }
+    if let Some(t) = timeseries {
+        s.push_str(&t);
     }
     s.push_str("</body></html>\n");
     s

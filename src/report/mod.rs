@@ -19,6 +19,7 @@ pub(crate) mod html;
 pub(crate) mod iostat;
 pub(crate) mod iostat_html;
 pub(crate) mod json;
+pub(crate) mod live;
 pub(crate) mod long;
 pub(crate) mod markdown;
 pub(crate) mod metrics;
@@ -28,6 +29,7 @@ pub(crate) mod suites;
 pub(crate) mod svg;
 pub(crate) mod table;
 pub(crate) mod text;
+pub(crate) mod timeseries;
 pub(crate) mod trace;
 pub(crate) mod workload;
 

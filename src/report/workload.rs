@@ -204,6 +204,7 @@ mod tests {
                 thread_ends: Default::default(),
                 summary: s,
                 psrun: Vec::new(),
+                timeseries: Vec::new(),
             }],
             ..Default::default()
         });

@@ -4,6 +4,8 @@
 
 pub(crate) mod drive;
 pub(crate) mod limits;
+pub(crate) mod live;
+pub(crate) mod live_line;
 pub(crate) mod mark;
 pub(crate) mod opgen;
 pub(crate) mod pace;
@@ -106,6 +108,22 @@ pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
     limits::check(job)?;
     signal::install();
     let started_unix_s = now_unix_s();
+    // The live line (`--progress`): the workers' counters and the line beside them.
+    let workers = job.targets.len() * job.threads as usize;
+    let _board = live::BoardGuard(live::open_board(workers));
+    let display = live_line::Display::start(
+        _board.0.clone(),
+        job.workers == WorkerMode::Threads,
+        live_line::Bounds {
+            time_s: job.time_s,
+            ops: None,
+        },
+    );
+    let phase = |p: live_line::Phase| {
+        if let Some(d) = &display {
+            d.phase(p)
+        }
+    };
     let (plan, mut cleanup) = match target::prepare(job) {
         Ok(x) => x,
         Err(e) if crate::error::is_usage(&e) => return Err(e),
@@ -159,6 +177,14 @@ pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
     };
     // Page-cache residency and allocation of each target as the clock starts (`explain`).
     let cache_before = page_cache(&cleanup.held);
+    if let Some(d) = &display {
+        d.set_total_ops(expected_ops(job, &plan));
+    }
+    phase(if live_line::warming() {
+        live_line::Phase::WarmUp
+    } else {
+        live_line::Phase::Running
+    });
     let started_unix_s = now_unix_s();
     let (threads, elapsed_s) = if job.space.reserve_only {
         (Vec::new(), 0.0)
@@ -209,7 +235,11 @@ pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
         }
     }
     // Removal (created files unless kept; with --remove also marked ones), then the locks go.
+    phase(live_line::Phase::Cleanup);
     plan.notes.extend(cleanup.finish());
+    if let Some(d) = display {
+        d.finish();
+    }
     Ok(RunOutcome {
         plan,
         threads,
@@ -219,6 +249,26 @@ pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
         started_unix_s,
         probes,
     })
+}
+
+/// The ops the whole run will do when it is bounded by count or by one pass over its
+/// targets (0 when only time bounds it): the live line's ETA.
+fn expected_ops(job: &Job, plan: &Plan) -> u64 {
+    if job.time_s.is_some() && job.io_count.is_none() {
+        return 0;
+    }
+    let threads = job.threads.max(1) as u64;
+    let bs = job.block_size.max(1);
+    plan.targets
+        .iter()
+        .map(|t| {
+            let per_thread = job
+                .io_count
+                .unwrap_or_else(|| (t.size / bs / threads).max(1));
+            per_thread * threads
+        })
+        .sum::<u64>()
+        .saturating_mul(job.repeats.max(1) as u64)
 }
 
 /// Size, allocation and page-cache residency of each held target (None: not a regular file).
@@ -318,11 +368,10 @@ fn prep_failed(job: &Job, e: anyhow::Error, started_unix_s: f64) -> RunOutcome {
 /// One line on stderr. A stderr that cannot be written (a full disk, a closed pipe) must not
 /// turn a failed run into a panic that skips writing the Result and cleaning up, as
 /// `eprintln!` would.
+///
+/// While the live line is shown, the line goes above it (`live_line::println`).
 pub(crate) fn say(line: &str) {
-    use std::io::Write;
-    let mut e = std::io::stderr().lock();
-    let _ = e.write_all(line.as_bytes());
-    let _ = e.write_all(b"\n");
+    live_line::println(line);
 }
 
 /// (user, thread) pairs of the whole job.
@@ -433,6 +482,7 @@ where
                         stats: Stats::default(),
                         failure: Some(f),
                         verify: None,
+                        intervals: Vec::new(),
                     }
                 }
             })

@@ -23,6 +23,9 @@ pub(crate) struct WorkerSpec {
     /// The run's generation table and journal, when it verifies.
     #[serde(default)]
     pub verify: Option<super::worker::verify::VerifySpec>,
+    /// The parent's `--status-interval` (ns): the child's workers keep the same intervals.
+    #[serde(default)]
+    pub status_interval_ns: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -34,6 +37,9 @@ struct WireOutcome {
     failure: Option<IoFailure>,
     #[serde(default)]
     verify: Option<crate::verify::report::VerifyReport>,
+    /// The worker's `--status-interval` intervals.
+    #[serde(default)]
+    intervals: Vec<super::live::IntervalSample>,
 }
 
 impl From<&ThreadOutcome> for WireOutcome {
@@ -44,6 +50,7 @@ impl From<&ThreadOutcome> for WireOutcome {
             stats: t.stats.clone(),
             failure: t.failure.clone(),
             verify: t.verify.clone(),
+            intervals: t.intervals.clone(),
         }
     }
 }
@@ -56,6 +63,7 @@ impl From<WireOutcome> for ThreadOutcome {
             stats: w.stats,
             failure: w.failure,
             verify: w.verify,
+            intervals: w.intervals,
         }
     }
 }
@@ -84,6 +92,7 @@ pub(crate) fn run_processes(
                 workers: g,
                 ids: ids.to_vec(),
                 verify: verify.map(|v| v.spec.clone()),
+                status_interval_ns: super::live::interval_ns(),
             },
         )?;
         let mut child = super::drive::start_process(&spec)?;
@@ -146,6 +155,12 @@ pub(crate) fn run_processes(
 /// Child side of a Job spec (`fsbench __worker`, see `drive::worker_main`): prepare the
 /// workers, say `ready`, run on `go`, print the outcomes.
 pub(crate) fn child(spec: WorkerSpec, input: &mut impl BufRead) -> Result<()> {
+    // Intervals as the parent keeps them; no live line in a child (its stderr is the
+    // parent's, and its counters are in another address space).
+    super::live::enable(
+        spec.status_interval_ns.map(std::time::Duration::from_nanos),
+        super::live::LiveMode::Off,
+    );
     let verify = spec
         .verify
         .clone()

@@ -14,6 +14,7 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -607,6 +608,11 @@ fn lay_out(file: &File, path: &Path, from: u64, to: u64, seed: u64) -> Result<()
     use std::os::unix::fs::FileExt;
     let pool = crate::engine::BufferPool::new(1, 1 << 20, seed ^ 0x1a70)?;
     let buf = pool.slot(0);
+    // The live line shows the bytes laid out (when a run is watched).
+    let board = crate::runner::live::board();
+    if let Some(b) = &board {
+        b.layout_total.fetch_add(to - from, Ordering::Relaxed);
+    }
     let mut off = from;
     while off < to {
         let n = ((to - off) as usize).min(buf.len());
@@ -619,6 +625,9 @@ fn lay_out(file: &File, path: &Path, from: u64, to: u64, seed: u64) -> Result<()
             prep_err(path, Some(off), what)
         })?;
         off += n as u64;
+        if let Some(b) = &board {
+            b.layout_done.fetch_add(n as u64, Ordering::Relaxed);
+        }
     }
     file.sync_all()
         .map_err(|e| prep_err(path, None, format!("fsync after laying out: {e}")))?;

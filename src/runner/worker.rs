@@ -60,6 +60,8 @@ pub struct ThreadOutcome {
     pub failure: Option<IoFailure>,
     /// What `--verify` found in this worker's blocks (None without it).
     pub verify: Option<crate::verify::report::VerifyReport>,
+    /// This worker's `--status-interval` intervals (empty without it).
+    pub intervals: Vec<super::live::IntervalSample>,
 }
 
 /// How the I/Os of a run are routed to descriptors, decided once per run so that the loop does
@@ -155,6 +157,8 @@ struct Core {
     clock: crate::stats::clock::Clock,
     /// Verification hooks and state (`--verify`); None runs the loop without them.
     verify: Option<Box<verify::Checker>>,
+    /// Live counters and `--status-interval` intervals (idle when nobody watches).
+    roll: super::live::Roller,
 }
 
 pub(crate) struct Worker {

@@ -266,6 +266,36 @@ impl LatencyHist {
         }
     }
 
+    /// Non-empty buckets of what was recorded since `earlier` was copied from this
+    /// histogram (`[value_ns, count]`, as [`LatencyHist::to_buckets`]): one interval of a
+    /// time series (`runner::live`).
+    pub fn buckets_since(&self, earlier: &LatencyHist) -> Vec<[u64; 2]> {
+        let Some(c) = self.counts.as_ref() else {
+            return Vec::new();
+        };
+        let before = earlier.counts.as_ref().filter(|_| earlier.n > 0);
+        c.iter()
+            .enumerate()
+            .filter_map(|(i, n)| {
+                let d = n - before.map_or(0, |b| b[i].min(*n));
+                (d > 0).then(|| [value_of(i), d])
+            })
+            .collect()
+    }
+
+    /// Become a copy of `other` without allocating when this one already has its counts.
+    pub fn copy_from(&mut self, other: &LatencyHist) {
+        match (self.counts.as_mut(), other.counts.as_ref()) {
+            (Some(c), Some(o)) => c.copy_from_slice(&o[..]),
+            (Some(c), None) => c.fill(0),
+            (None, _) => self.counts = other.counts.clone(),
+        }
+        self.n = other.n;
+        self.min = other.min;
+        self.max = other.max;
+        self.sum = other.sum;
+    }
+
     /// Rebuild from `[value, count]` pairs (ours, or the HdrHistogram buckets of a schema 1
     /// Result): every pair is recorded, so min, max and mean are those of the bucket values.
     pub fn from_buckets(buckets: &[[u64; 2]]) -> Self {

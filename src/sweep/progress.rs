@@ -1,16 +1,47 @@
-//! The progress line of long runs: points done/total, the current point and an ETA, redrawn
-//! in place on a terminal (stderr) and silent when stderr is not a terminal.
+//! The progress line of long runs (sweeps, suites): points done/total, the current point and
+//! an ETA. On a terminal it is an `indicatif` line redrawn in place, and every other stderr
+//! line printed while it shows goes above it (`runner::live_line::println`, which the
+//! workload's echo and psrun lines and the runner's warnings use), so the two never run into
+//! each other. With `--progress always` and no terminal each point gets a plain line; with
+//! `--progress never` (or auto without a terminal) nothing is shown.
 
+use crate::runner::live::LiveMode;
 use crate::units::format_duration;
-use std::io::Write;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
+
+/// `--progress` of the study being run (0: not given: a terminal shows it).
+static MODE: AtomicU8 = AtomicU8::new(0);
+
+/// How the studies started from now on show their progress.
+pub(crate) fn set_mode(m: LiveMode) {
+    MODE.store(
+        match m {
+            LiveMode::Off => 1,
+            LiveMode::Terminal => 2,
+            LiveMode::Lines => 3,
+        },
+        Ordering::Relaxed,
+    );
+}
+
+fn mode() -> LiveMode {
+    match MODE.load(Ordering::Relaxed) {
+        1 => LiveMode::Off,
+        2 => LiveMode::Terminal,
+        3 => LiveMode::Lines,
+        _ if stderr_is_tty() => LiveMode::Terminal,
+        _ => LiveMode::Off,
+    }
+}
 
 pub(crate) struct Progress {
     total: usize,
     done: usize,
     started: Instant,
-    enabled: bool,
-    width: usize,
+    mode: LiveMode,
+    bar: Option<ProgressBar>,
 }
 
 /// True when stderr is a terminal.
@@ -25,8 +56,8 @@ impl Progress {
             total,
             done: 0,
             started: Instant::now(),
-            enabled: stderr_is_tty(),
-            width: 0,
+            mode: mode(),
+            bar: None,
         }
     }
 
@@ -43,7 +74,11 @@ impl Progress {
         };
         let mut l = label.to_string();
         if l.len() > 60 {
-            l.truncate(57);
+            let mut cut = 57;
+            while !l.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            l.truncate(cut);
             l.push_str("...");
         }
         format!(
@@ -54,15 +89,26 @@ impl Progress {
     }
 
     pub(crate) fn start_point(&mut self, label: &str) {
-        if !self.enabled {
-            return;
-        }
         let line = self.line(label);
-        let pad = self.width.saturating_sub(line.len());
-        self.width = line.len();
-        let mut e = std::io::stderr().lock();
-        let _ = write!(e, "\r{line}{}", " ".repeat(pad));
-        let _ = e.flush();
+        match self.mode {
+            LiveMode::Off => {}
+            LiveMode::Lines => crate::runner::live_line::println(&line),
+            LiveMode::Terminal => {
+                let bar = self.bar.get_or_insert_with(|| {
+                    let b =
+                        ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(4));
+                    b.set_style(
+                        ProgressStyle::with_template("{msg}")
+                            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                    );
+                    // Other stderr lines go above this line while it shows.
+                    crate::runner::live_line::show_bar(Some(b.clone()));
+                    b
+                });
+                bar.set_message(line);
+                bar.tick();
+            }
+        }
     }
 
     pub(crate) fn finish_point(&mut self) {
@@ -71,9 +117,9 @@ impl Progress {
 
     /// Clear the line before other output.
     pub(crate) fn clear(&mut self) {
-        if self.enabled && self.width > 0 {
-            let _ = write!(std::io::stderr(), "\r{}\r", " ".repeat(self.width));
-            self.width = 0;
+        if let Some(b) = self.bar.take() {
+            crate::runner::live_line::show_bar(None);
+            b.finish_and_clear();
         }
     }
 }
@@ -94,5 +140,7 @@ mod tests {
         assert!(p.line("bs=64k").starts_with("[1/4] bs=64k  ETA ?"));
         p.finish_point();
         assert!(p.line("x").starts_with("[2/4] x  ETA "));
+        let long = "é".repeat(40);
+        assert!(p.line(&long).contains("..."));
     }
 }

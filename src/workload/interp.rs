@@ -212,6 +212,9 @@ pub struct ThreadOutcome {
     /// The system calls the thread made through its engines.
     #[serde(default)]
     pub sys: SyscallCounts,
+    /// `--status-interval` intervals of the thread's I/O flowops (what the summary counts).
+    #[serde(default)]
+    pub intervals: Vec<crate::runner::live::IntervalSample>,
 }
 
 struct OpenFd {
@@ -484,6 +487,15 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
     }
     t.pacing.start(now_ns());
     let u0 = thread_usage();
+    // `--status-interval`: the thread closes its intervals itself, checked between flowops
+    // (one clock read per flowop, only when intervals are kept).
+    let mut roll = crate::runner::live::Roller::intervals_only();
+    let io_stats: Vec<usize> = flat
+        .iter()
+        .filter(|f| is_io(f.kind))
+        .map(|f| f.stat)
+        .collect();
+    let mut next_roll = roll.start(now_ns());
     let end = 'run: loop {
         if let Some(e) = setup_err {
             break 'run End::Failed(e.to_string());
@@ -497,7 +509,18 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
                 Ok(Some(end)) => break 'run end,
                 Err(e) => break 'run End::Failed(e.to_string()),
             }
+            if next_roll != u64::MAX {
+                let now = now_ns();
+                if now >= next_roll {
+                    next_roll = roll.tick(now, &io_total(&t.stats, &io_stats));
+                }
+            }
         }
+    };
+    let intervals = if next_roll != u64::MAX {
+        roll.finish(now_ns(), &io_total(&t.stats, &io_stats))
+    } else {
+        Vec::new()
     };
     t.drain_aio();
     t.close_all();
@@ -520,7 +543,18 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
         usage,
         end,
         sys: t.sys,
+        intervals,
     }
+}
+
+/// The I/O flowops' statistics of a thread added together (at an interval boundary).
+#[cold]
+fn io_total(stats: &[Stats], io: &[usize]) -> Stats {
+    let mut s = Stats::default();
+    for &i in io {
+        s += &stats[i];
+    }
+    s
 }
 
 /// Tell the parent's stop conditions how a thread ended (it is no longer live).

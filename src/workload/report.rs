@@ -90,6 +90,9 @@ impl RunPart {
                 thread_ends: ends,
                 summary: StatsReport::from_stats(&summary, false),
                 psrun,
+                timeseries: crate::runner::live::merge_series(
+                    outs.iter().map(|o| o.intervals.as_slice()),
+                ),
             },
             groups,
             summary,
@@ -154,6 +157,15 @@ impl WorkloadDoc {
         self.total.elapsed_s = elapsed;
         self.result.total = StatsReport::from_stats(&self.total, true);
         self.result.groups.extend(part.groups);
+        // The script's time series: each run's intervals after the runs before it.
+        let before: f64 = self.info().runs.iter().map(|r| r.duration_s).sum();
+        self.result
+            .timeseries
+            .extend(part.outline.timeseries.iter().map(|i| {
+                let mut i = i.clone();
+                i.t_s += before;
+                i
+            }));
         self.result
             .failures
             .extend(part.failures.into_iter().map(|message| IoFailure {

@@ -53,7 +53,8 @@ fn say(opts: &Options, line: &str) {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());
     } else {
-        let _ = writeln!(std::io::stderr(), "{line}");
+        // Above a study's progress line, never into it.
+        crate::runner::live_line::println(line);
     }
 }
 
@@ -556,6 +557,7 @@ fn spawn(
                 layout: arena.layout.clone(),
                 engine: opts.engine,
                 rate: opts.rate,
+                status_interval_ns: crate::runner::live::interval_ns(),
             };
             slot += per;
             let started = crate::runner::drive::ChildSpec::new("workload", &spec)
@@ -641,6 +643,7 @@ fn watch(
     secs: f64,
     psrun: Option<(f64, bool)>,
     opts: &Options,
+    board: Option<&crate::runner::live::Board>,
 ) -> (String, bool, Vec<PsrunLine>) {
     let nthreads = model.total_threads();
     let ctl = arena.ctl();
@@ -653,6 +656,10 @@ fn watch(
     loop {
         std::thread::sleep(Duration::from_millis(10));
         let el = t0.elapsed().as_secs_f64();
+        if let Some(b) = board {
+            let p = sum_progress(arena, nthreads);
+            b.publish(0, [p[1], p[2], p[3], p[4]]);
+        }
         if let Some(np) = next_print {
             if el >= np {
                 let now = sum_progress(arena, nthreads);
@@ -771,7 +778,24 @@ fn one_run(
     ctl.go.store(1, SeqCst);
     futex_wake_all(&ctl.go);
 
-    let (stop_reason, failed, lines) = watch(model, arena, t0, secs, psrun, opts);
+    // The live line (`--progress`): the arena's progress counters, published by `watch`.
+    let board = crate::runner::live::BoardGuard(crate::runner::live::open_board(1));
+    let display = crate::runner::live_line::Display::start(
+        board.0.clone(),
+        true,
+        crate::runner::live_line::Bounds {
+            time_s: Some(secs).filter(|s| s.is_finite()),
+            ops: None,
+        },
+    );
+    if let Some(d) = &display {
+        d.phase(crate::runner::live_line::Phase::Running);
+    }
+    let (stop_reason, failed, lines) =
+        watch(model, arena, t0, secs, psrun, opts, board.0.as_deref());
+    if let Some(d) = display {
+        d.finish();
+    }
     let elapsed_s = t0.elapsed().as_secs_f64();
     ctl.stop.store(STOP_NORMAL, SeqCst);
     arena.wake_everyone();

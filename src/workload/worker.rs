@@ -23,6 +23,9 @@ pub struct WorkerSpec {
     /// The run's rate limit (`--rate-iops`, `--rate-bytes`, `--rate-scope`).
     #[serde(default)]
     pub rate: crate::job::RateLimit,
+    /// The parent's `--status-interval` (ns): the threads keep the same intervals.
+    #[serde(default)]
+    pub status_interval_ns: Option<u64>,
 }
 
 /// What every thread instance is given besides the workload: its engine, the rate limit and
@@ -66,6 +69,10 @@ pub(super) fn body(
 
 /// Child side of a `Workload` spec.
 pub fn child(spec: WorkerSpec) -> Result<()> {
+    crate::runner::live::enable(
+        spec.status_interval_ns.map(std::time::Duration::from_nanos),
+        crate::runner::live::LiveMode::Off,
+    );
     let model = super::load_source(&spec.source)?;
     let layouts = model
         .filesets

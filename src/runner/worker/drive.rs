@@ -94,6 +94,8 @@ impl Core {
         if let Some(p) = pacer.as_mut() {
             p.start(t0);
         }
+        let mut roll = std::mem::take(&mut self.roll);
+        let mut next_event = roll.start(t0);
         let mut now = t0;
         loop {
             if issuing {
@@ -258,6 +260,9 @@ impl Core {
                 }
             }
             done.clear();
+            if now >= next_event {
+                next_event = roll.tick(now, &stats);
+            }
             if VERIFY {
                 if let Some(c) = checker.as_mut() {
                     if let Err(f) = self.verify_step(c, engine, &mut sys, inflight, &batch) {
@@ -279,9 +284,11 @@ impl Core {
                 halted = true;
             }
         }
-        self.finish::<E, VERIFY>(
+        let mut out = self.finish::<E, VERIFY>(
             engine, stats, failure, sys, usage0, t0, trace, checker, interrupt,
-        )
+        );
+        out.intervals = roll.finish(now.max(t0), &out.stats);
+        out
     }
 
     /// What every timed loop does when it ends: the final fsync (when asked, and only after
@@ -340,6 +347,7 @@ impl Core {
             stats,
             failure,
             verify,
+            intervals: Vec::new(),
         }
     }
 

@@ -45,6 +45,11 @@ impl Core {
         let deadline = self
             .deadline
             .map(|d| t0.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64));
+        // The deadline and the watcher's events (live counters, interval boundaries) share
+        // one compare per I/O: the next of them (u64::MAX: none).
+        let mut roll = std::mem::take(&mut self.roll);
+        let stop_at = deadline.unwrap_or(u64::MAX);
+        let mut next_event = stop_at.min(roll.start(t0));
         while let Some((kind, offset)) = self.gen.next_op() {
             let op = routed_op(route, &mut stats, kind, offset, bs, 0);
             let at = clock.now_ns();
@@ -70,17 +75,23 @@ impl Core {
                     stats.write_bytes += result as u64;
                 }
             }
-            if stop.load(Ordering::Relaxed)
-                || interrupt.load(Ordering::Relaxed)
-                || deadline.is_some_and(|d| now >= d)
-            {
+            if stop.load(Ordering::Relaxed) || interrupt.load(Ordering::Relaxed) {
                 break;
+            }
+            if now >= next_event {
+                if now >= stop_at {
+                    break;
+                }
+                next_event = stop_at.min(roll.tick(now, &stats));
             }
         }
         // Every I/O was submitted with none other in flight.
         stats.inflight[inflight_bucket(1)] += ops;
-        self.finish::<_, false>(
+        let mut out = self.finish::<_, false>(
             engine, stats, failure, sys, usage0, t0, None, None, interrupt,
-        )
+        );
+        let end = t0.saturating_add((out.stats.elapsed_s * 1e9) as u64);
+        out.intervals = roll.finish(end, &out.stats);
+        out
     }
 }

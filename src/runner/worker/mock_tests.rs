@@ -662,6 +662,7 @@ mod with_mock {
             stats: Stats::default(),
             failure: None,
             verify: None,
+            intervals: Vec::new(),
         };
         assert_eq!(
             settle(std::slice::from_ref(&ok), false).0,

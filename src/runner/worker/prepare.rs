@@ -318,6 +318,9 @@ impl Core {
             trace,
             clock: crate::stats::clock::Clock::new(),
             verify: None,
+            roll: crate::runner::live::Roller::for_worker(
+                user * job.threads as usize + thread as usize,
+            ),
         }
     }
 }

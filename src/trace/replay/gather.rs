@@ -89,6 +89,7 @@ pub(super) fn report_threads(
             stats: Stats::default(),
             failure: None,
             verify: None,
+            intervals: Vec::new(),
         })
         .collect();
     let mut kinds: Vec<Stats> = CALLS.iter().map(|_| Stats::default()).collect();
@@ -130,6 +131,7 @@ pub(super) fn report_threads(
         }
         // Counters, CPU and syscalls add up (the samples went into the histograms).
         t.stats.add_to(&mut o.stats);
+        o.intervals.extend(t.intervals);
         if o.failure.is_none() {
             o.failure = t.failure;
         }

@@ -385,6 +385,16 @@ fn run_threads(
 ) -> Result<(Vec<Tally>, f64)> {
     let nthreads = plans.len();
     let shared = Arc::new(shared);
+    // The live line (`--progress`): each thread publishes its counters on the board.
+    let board = crate::runner::live::BoardGuard(crate::runner::live::open_board(nthreads));
+    let display = crate::runner::live_line::Display::start(
+        board.0.clone(),
+        true,
+        crate::runner::live_line::Bounds {
+            time_s: shared.time.map(|t| t.as_secs_f64()),
+            ops: Some(plans.iter().map(|p| p.data_ops).sum()),
+        },
+    );
     let bodies = plans.into_iter().enumerate().map(|(idx, th)| {
         let files: Vec<FileHandles> = th
             .files
@@ -408,9 +418,15 @@ fn run_threads(
             )
         },
     )?;
+    if let Some(d) = &display {
+        d.phase(crate::runner::live_line::Phase::Running);
+    }
     let t0 = crew.open(|| true).expect("the gate opens when asked to");
-    let tallies = crew.join()?;
-    Ok((tallies, t0.elapsed().as_secs_f64()))
+    let tallies = crew.join();
+    if let Some(d) = display {
+        d.finish();
+    }
+    Ok((tallies?, t0.elapsed().as_secs_f64()))
 }
 
 /// What `--time` and the rate caps did, for the Result's notes.

@@ -53,6 +53,19 @@ pub(super) struct Tally {
     pub(super) done: u64,
     /// `--time` ended this thread before its last step.
     pub(super) timed_out: bool,
+    /// `--status-interval` intervals of its reads and writes (empty without it).
+    pub(super) intervals: Vec<crate::runner::live::IntervalSample>,
+    /// Where the intervals end, taken in the timed loop (turned into `intervals` after it).
+    marks: Vec<Mark>,
+}
+
+/// An interval boundary as the timed loop saw it: when, the counters, and how many latency
+/// samples the reads and writes had (the interval's samples are the ones after the last mark).
+#[derive(Clone, Copy)]
+struct Mark {
+    at_ns: u64,
+    counts: [u64; 4],
+    samples: [usize; 2],
 }
 
 /// A worker's counters (a [`Stats`] without its histograms, which take ~0.3 MiB each).
@@ -149,6 +162,8 @@ pub(super) fn replay_thread(
         failure,
         done: 0,
         timed_out: false,
+        intervals: Vec::new(),
+        marks: Vec::new(),
     };
     let fds: Vec<i32> = files.iter().map(|f| f.fds[0]).collect();
     let mut prep = match prepare(index, &plan, files, shared) {
@@ -164,6 +179,7 @@ pub(super) fn replay_thread(
     }
     let mut tally = run_steps(index, &plan, &fds, shared, &mut prep);
     tally.calls = std::mem::take(&mut prep.calls);
+    tally.intervals = intervals(&tally.marks, &tally.calls);
     finish(&mut prep, shared);
     tally
 }
@@ -351,6 +367,38 @@ fn run_steps(
     if let Some(p) = prep.bytes.as_mut() {
         p.start(0);
     }
+    // `--status-interval`: a mark at each boundary the loop's clock readings pass (one
+    // compare per step; the marks were reserved for the expected intervals up front).
+    let every = crate::runner::live::interval_ns().map(Duration::from_nanos);
+    let mut next_mark = every.map(|d| t0 + d);
+    let mut marks: Vec<Mark> = Vec::with_capacity(if every.is_some() { 64 } else { 0 });
+    // The live line: this thread's counters on the board, at most 10 times a second.
+    let board = crate::runner::live::board();
+    let publish_every = Duration::from_nanos(crate::runner::live::PUBLISH_NS);
+    let mut next_publish = board.as_ref().map(|_| t0 + publish_every);
+    let publish = |io: &Io| {
+        if let Some(b) = &board {
+            b.publish(
+                index as usize,
+                [
+                    io.stats.read_ops,
+                    io.stats.write_ops,
+                    io.stats.read_bytes,
+                    io.stats.write_bytes,
+                ],
+            );
+        }
+    };
+    let mark = |at: Instant, io: &Io, prep: &Prepared| Mark {
+        at_ns: at.duration_since(t0).as_nanos() as u64,
+        counts: [
+            io.stats.read_ops,
+            io.stats.write_ops,
+            io.stats.read_bytes,
+            io.stats.write_bytes,
+        ],
+        samples: [prep.calls[0].lat.len(), prep.calls[1].lat.len()],
+    };
     for s in &plan.steps {
         // Ctrl-C ends the replay with what was done (a flag read, no syscall).
         if crate::runner::signal::interrupted() {
@@ -417,7 +465,23 @@ fn run_steps(
             }
             _ => {}
         }
+        if next_publish.is_some_and(|p| end >= p) {
+            publish(&io);
+            next_publish = Some(end + publish_every);
+        }
+        if let (Some(m), Some(d)) = (next_mark, every) {
+            if end >= m {
+                marks.push(mark(end, &io, prep));
+                // The next boundary on the grid from t0.
+                let k = (end.duration_since(t0).as_nanos() / d.as_nanos().max(1)) as u32 + 1;
+                next_mark = Some(t0 + d * k);
+            }
+        }
     }
+    if every.is_some() {
+        marks.push(mark(Instant::now(), &io, prep));
+    }
+    publish(&io);
     io.stats.elapsed_s = t0.elapsed().as_secs_f64();
     io.stats.usage = cpu::thread_usage().since(&usage0);
     io.stats.syscalls = io.sys;
@@ -427,7 +491,48 @@ fn run_steps(
         failure: failed,
         done: steps_done,
         timed_out,
+        intervals: Vec::new(),
+        marks,
     }
+}
+
+/// The intervals between a thread's marks, with the latency samples of its reads and writes
+/// in each (after the run, untimed).
+fn intervals(marks: &[Mark], calls: &[CallTally]) -> Vec<crate::runner::live::IntervalSample> {
+    let Some(every) = crate::runner::live::interval_ns() else {
+        return Vec::new();
+    };
+    let mut out = Vec::with_capacity(marks.len());
+    let mut prev = Mark {
+        at_ns: 0,
+        counts: [0; 4],
+        samples: [0; 2],
+    };
+    for m in marks {
+        let mut lat = crate::stats::LatencyHist::default();
+        for (k, c) in calls.iter().take(2).enumerate() {
+            for &ns in c.lat.get(prev.samples[k]..m.samples[k]).unwrap_or(&[]) {
+                lat.record(ns);
+            }
+        }
+        let index = (m.at_ns.saturating_sub(1) / every) as u32;
+        out.push(crate::runner::live::IntervalSample {
+            index: out
+                .last()
+                .map_or(index, |l: &crate::runner::live::IntervalSample| {
+                    index.max(l.index + 1)
+                }),
+            end_ns: m.at_ns,
+            read_ops: m.counts[0] - prev.counts[0],
+            write_ops: m.counts[1] - prev.counts[1],
+            other_ops: 0,
+            read_bytes: m.counts[2] - prev.counts[2],
+            write_bytes: m.counts[3] - prev.counts[3],
+            lat_buckets: lat.to_buckets(),
+        });
+        prev = *m;
+    }
+    out
 }
 
 /// What the timed loop's calls write into: counters, completions, the statx buffer, and

@@ -1,0 +1,346 @@
+//! The live status line of a run (`--progress`): a thread beside the workers reads their
+//! published counters ([`super::live::Board`]) a few times a second and shows the phase, the
+//! current read and write rates, the ops done, the elapsed time and the ETA on stderr.
+//!
+//! On a terminal the line is an `indicatif` bar redrawn in place, and every other line the
+//! run prints on stderr while it is shown ([`println`]) goes above it through the bar, so
+//! the two never collide. With `--progress always` on something that is not a terminal, the
+//! same words are written as plain lines, one every [`LINE_EVERY`] and one per phase.
+//! How the line is worded is the report layer's (installed with [`super::live::set_render`]).
+
+use super::live::{self, Board};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How often plain status lines are written when stderr is not a terminal.
+pub(crate) const LINE_EVERY: Duration = Duration::from_millis(500);
+/// The span the current rates are measured over.
+const RATE_WINDOW: Duration = Duration::from_secs(1);
+/// How often the terminal line is redrawn.
+const REDRAW_EVERY: Duration = Duration::from_millis(200);
+
+/// Where the live line goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum LiveMode {
+    #[default]
+    Off,
+    /// Redrawn in place (stderr is a terminal).
+    Terminal,
+    /// Plain lines (`--progress always` without a terminal).
+    Lines,
+}
+
+static MODE: AtomicU8 = AtomicU8::new(0);
+
+pub(crate) fn set_mode(m: LiveMode) {
+    MODE.store(m as u8, Ordering::Relaxed);
+}
+
+pub(crate) fn mode() -> LiveMode {
+    match MODE.load(Ordering::Relaxed) {
+        1 => LiveMode::Terminal,
+        2 => LiveMode::Lines,
+        _ => LiveMode::Off,
+    }
+}
+
+/// What a run is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    LayingOut = 0,
+    WarmUp = 1,
+    Running = 2,
+    Verifying = 3,
+    Cleanup = 4,
+}
+
+impl Phase {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Phase::LayingOut => "laying out files",
+            Phase::WarmUp => "warm-up",
+            Phase::Running => "running",
+            Phase::Verifying => "verifying",
+            Phase::Cleanup => "cleanup",
+        }
+    }
+    fn from_u8(v: u8) -> Phase {
+        match v {
+            0 => Phase::LayingOut,
+            1 => Phase::WarmUp,
+            3 => Phase::Verifying,
+            4 => Phase::Cleanup,
+            _ => Phase::Running,
+        }
+    }
+}
+
+/// What the live line shows at one moment.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LiveView {
+    pub phase: &'static str,
+    /// Seconds since the phase `running` began (0 before).
+    pub elapsed_s: f64,
+    /// Seconds left, when the run is bounded by time or by count and the rate is known.
+    pub eta_s: Option<f64>,
+    pub read_ops: u64,
+    pub write_ops: u64,
+    /// Current rates, over the last redraw period.
+    pub read_iops: f64,
+    pub write_iops: f64,
+    pub read_bytes_per_sec: f64,
+    pub write_bytes_per_sec: f64,
+    /// Bytes laid out so far and in all (while laying out files).
+    pub layout: Option<(u64, u64)>,
+    /// False when the workers cannot publish live counters (worker processes).
+    pub counters: bool,
+}
+
+/// How a run ends, for the ETA: after a time, or after this many ops in all.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Bounds {
+    pub time_s: Option<f64>,
+    pub ops: Option<u64>,
+}
+
+/// The bar of the line being shown, through which other stderr lines are printed.
+static BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+/// Make `bar` the line other stderr lines go above (None: no line shows). A study's
+/// progress line registers itself here.
+pub(crate) fn show_bar(bar: Option<ProgressBar>) {
+    *BAR.lock().unwrap_or_else(|e| e.into_inner()) = bar;
+}
+
+/// Whether the runs started from now on are warm-ups (`quick --warmup`): their line says so.
+static WARMING: AtomicBool = AtomicBool::new(false);
+
+pub(crate) fn set_warming(on: bool) {
+    WARMING.store(on, Ordering::Relaxed);
+}
+
+pub(crate) fn warming() -> bool {
+    WARMING.load(Ordering::Relaxed)
+}
+
+/// One line on stderr that does not collide with the live line: printed above the bar on a
+/// terminal, as is otherwise. A stderr that cannot be written is ignored.
+pub(crate) fn println(line: &str) {
+    let bar = BAR.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    match bar {
+        Some(b) if !b.is_hidden() => b.suspend(|| write_stderr(line)),
+        _ => write_stderr(line),
+    }
+}
+
+fn write_stderr(line: &str) {
+    use std::io::Write;
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_all(line.as_bytes());
+    let _ = e.write_all(b"\n");
+}
+
+struct Shared {
+    phase: AtomicU8,
+    done: AtomicBool,
+    board: Option<Arc<Board>>,
+    /// Whether the workers publish counters on the board (threads of this process).
+    counters: bool,
+    time_s: Option<f64>,
+    /// Ops of the whole run when it is bounded by count (0: not known yet, or not bounded).
+    ops: AtomicU64,
+}
+
+/// The live line of one run, shown while it lives.
+pub(crate) struct Display {
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Display {
+    /// Start showing the line of a run (None when the live line is off). `board`: the
+    /// workers' counters (None for worker processes: phase and time only).
+    pub(crate) fn start(
+        board: Option<Arc<Board>>,
+        counters: bool,
+        bounds: Bounds,
+    ) -> Option<Display> {
+        let mode = mode();
+        if mode == LiveMode::Off {
+            return None;
+        }
+        let shared = Arc::new(Shared {
+            phase: AtomicU8::new(Phase::LayingOut as u8),
+            done: AtomicBool::new(false),
+            board,
+            counters,
+            time_s: bounds.time_s,
+            ops: AtomicU64::new(bounds.ops.unwrap_or(0)),
+        });
+        let bar = (mode == LiveMode::Terminal).then(|| {
+            let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
+            b.set_style(
+                ProgressStyle::with_template("{spinner} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            b
+        });
+        *BAR.lock().unwrap_or_else(|e| e.into_inner()) = bar.clone();
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("fsbench-live".into())
+            .spawn(move || show(&s, bar, mode))
+            .ok();
+        Some(Display { shared, thread })
+    }
+
+    /// The run's total ops, once known (count-bounded runs: for the ETA).
+    pub(crate) fn set_total_ops(&self, ops: u64) {
+        self.shared.ops.store(ops, Ordering::Relaxed);
+    }
+
+    pub(crate) fn phase(&self, p: Phase) {
+        self.shared.phase.store(p as u8, Ordering::Relaxed);
+    }
+
+    /// Stop showing the line and clear it.
+    pub(crate) fn finish(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.shared.done.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if let Some(b) = BAR.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Display {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The display thread: sample, word, draw, until the run is done.
+fn show(s: &Shared, bar: Option<ProgressBar>, mode: LiveMode) {
+    let period = if mode == LiveMode::Terminal {
+        REDRAW_EVERY
+    } else {
+        LINE_EVERY
+    };
+    // The current rate: over the samples of the last RATE_WINDOW (workers publish every
+    // 100 ms, so a shorter window would see 1, 2 or 3 publications and flicker).
+    let mut window: std::collections::VecDeque<(Instant, [u64; 4])> = Default::default();
+    let mut running_since: Option<Instant> = None;
+    let mut shown_phase = u8::MAX;
+    let mut next_line = Instant::now();
+    loop {
+        let done = s.done.load(Ordering::Relaxed);
+        let phase = Phase::from_u8(s.phase.load(Ordering::Relaxed));
+        let now = Instant::now();
+        if matches!(phase, Phase::Running | Phase::WarmUp) && running_since.is_none() {
+            running_since = Some(now);
+            window.clear();
+        }
+        let totals = s.board.as_ref().map_or([0; 4], |b| b.totals());
+        window.push_back((now, totals));
+        while window.len() > 2 && now.duration_since(window[1].0) >= RATE_WINDOW {
+            window.pop_front();
+        }
+        let (t_old, old) = window[0];
+        let dt = now.duration_since(t_old).as_secs_f64();
+        let rate = |i: usize| {
+            if dt > 0.0 {
+                totals[i].saturating_sub(old[i]) as f64 / dt
+            } else {
+                0.0
+            }
+        };
+        let elapsed_s = running_since.map_or(0.0, |t| now.duration_since(t).as_secs_f64());
+        let mut view = LiveView {
+            phase: phase.name(),
+            elapsed_s,
+            read_ops: totals[0],
+            write_ops: totals[1],
+            read_iops: rate(0),
+            write_iops: rate(1),
+            read_bytes_per_sec: rate(2),
+            write_bytes_per_sec: rate(3),
+            counters: s.counters,
+            ..Default::default()
+        };
+        if matches!(phase, Phase::Running | Phase::WarmUp) {
+            let bounds = Bounds {
+                time_s: s.time_s,
+                ops: Some(s.ops.load(Ordering::Relaxed)).filter(|&n| n > 0),
+            };
+            view.eta_s = eta(bounds, elapsed_s, totals[0] + totals[1]);
+        }
+        if phase == Phase::LayingOut {
+            if let Some(b) = &s.board {
+                let total = b.layout_total.load(Ordering::Relaxed);
+                if total > 0 {
+                    view.layout = Some((b.layout_done.load(Ordering::Relaxed), total));
+                }
+            }
+        }
+        if done {
+            break;
+        }
+        let text = live::render(&view);
+        match &bar {
+            Some(b) => {
+                b.set_message(text);
+                b.tick();
+            }
+            None => {
+                if phase as u8 != shown_phase || now >= next_line {
+                    write_stderr(&text);
+                    shown_phase = phase as u8;
+                    next_line = now + period;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50).min(period));
+    }
+}
+
+/// Seconds left of a run bounded by time or count.
+fn eta(b: Bounds, elapsed_s: f64, ops: u64) -> Option<f64> {
+    if let Some(t) = b.time_s {
+        return Some((t - elapsed_s).max(0.0));
+    }
+    let total = b.ops? as f64;
+    if ops == 0 || elapsed_s <= 0.0 {
+        return None;
+    }
+    let per_s = ops as f64 / elapsed_s;
+    Some(((total - ops as f64) / per_s).max(0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eta_from_time_or_count() {
+        let timed = Bounds {
+            time_s: Some(10.0),
+            ops: None,
+        };
+        assert_eq!(eta(timed, 4.0, 5), Some(6.0));
+        let counted = Bounds {
+            time_s: None,
+            ops: Some(1000),
+        };
+        assert_eq!(eta(counted, 2.0, 250), Some(6.0));
+        assert_eq!(eta(counted, 0.0, 0), None);
+        assert_eq!(eta(Bounds::default(), 3.0, 9), None);
+    }
+}
