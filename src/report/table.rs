@@ -323,9 +323,13 @@ pub(crate) fn shape_study(
             };
             if sp > crate::explain::SPREAD_LIMIT {
                 let key: Vec<&str> = rk.iter().chain(ck).map(|s| s.as_str()).collect();
+                let key = if key.is_empty() {
+                    "the point".to_string()
+                } else {
+                    key.join(" ")
+                };
                 notes.push(format!(
-                    "explain: the repetitions of {} disagree by {:.1}% on {} ((max - min) / mean above {:.0}%): not a steady state; run longer or add --warmup",
-                    key.join(" "),
+                    "explain: the repetitions of {key} disagree by {:.1}% on {} ((max - min) / mean above {:.0}%): not a steady state; run longer or add --warmup",
                     sp * 100.0,
                     ms.first().map_or("", |m| m.label),
                     crate::explain::SPREAD_LIMIT * 100.0
