@@ -322,7 +322,12 @@ pub(crate) fn shape_study(
                 continue;
             };
             if sp > crate::explain::SPREAD_LIMIT {
-                let key: Vec<&str> = rk.iter().chain(ck).map(|s| s.as_str()).collect();
+                let key: Vec<String> = rows
+                    .iter()
+                    .zip(rk)
+                    .chain(cols.iter().zip(ck))
+                    .map(|(a, v)| format!("{a}={v}"))
+                    .collect();
                 let key = if key.is_empty() {
                     "the point".to_string()
                 } else {
