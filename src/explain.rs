@@ -7,6 +7,8 @@
 //! Result itself, so a stored Result can be explained again later and this module needs
 //! nothing of the Result's shape.
 
+mod device;
+
 use crate::job::CachePolicy;
 use crate::job::Job;
 use crate::probe::cache::FileCache;
@@ -34,6 +36,13 @@ pub(crate) struct RunFacts<'a> {
     pub probes: &'a serde_json::Map<String, serde_json::Value>,
     /// Worker threads of the run.
     pub threads: usize,
+    /// Bytes of the data set a run without a `page_cache` probe touched (a workload's
+    /// filesets, a replay's scratch files), with what it is called.
+    pub data_set: Option<(u64, &'static str)>,
+    /// The host's memory (the Result's environment), for runs without a `page_cache` probe.
+    pub mem_total_bytes: Option<u64>,
+    /// vm.dirty_expire_centisecs as seconds, for runs without a `page_cache` probe.
+    pub dirty_expire_s: Option<f64>,
 }
 
 fn finding(check: &str, message: String, evidence: serde_json::Value) -> Explanation {
@@ -78,11 +87,56 @@ fn mib(b: u64) -> String {
 
 /// Whether the run's I/O went through the page cache (all or most of it).
 fn buffered(r: &RunFacts) -> bool {
-    let Some(cache) = r.cache else { return false };
+    let Some(cache) = r.cache else {
+        // A workload has no policy of its own: its flowops go direct only when asked to.
+        return r.job.is_none() && r.data_set.is_some() && r.total.direct_ops * 2 < r.total.ops;
+    };
     match cache {
         CachePolicy::Buffered | CachePolicy::Dsync => true,
         CachePolicy::Discovered { .. } => r.total.direct_ops * 2 < r.total.ops.max(1),
         _ => r.total.buffered_fallback_ops * 2 > r.total.ops,
+    }
+}
+
+/// Above this (max - min) / mean over repetitions of a point, the repetitions disagree.
+pub(crate) const SPREAD_LIMIT: f64 = 0.10;
+
+/// Repetitions of one point (`--repeat`) that disagree by more than [`SPREAD_LIMIT`]: one
+/// number of them, or their mean, is not to be trusted alone. `values` are the repetitions'
+/// `what` (e.g. bytes_per_sec), in run order.
+pub(crate) fn spread(values: &[f64], what: &str) -> Option<Explanation> {
+    if values.len() < 2 || values.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    let min = values.iter().cloned().fold(f64::MAX, f64::min);
+    let max = values.iter().cloned().fold(f64::MIN, f64::max);
+    if mean <= 0.0 {
+        return None;
+    }
+    let spread = (max - min) / mean;
+    (spread > SPREAD_LIMIT).then(|| {
+        finding(
+            "spread",
+            format!(
+                "the {} repetitions of this point disagree by {:.1}% ({what} from {} to {}, (max - min) / mean above {:.0}%): the system was not in a steady state (cache, write-back, background work); run longer, add --warmup, or look at each repetition",
+                values.len(),
+                spread * 100.0,
+                fmt_value(min),
+                fmt_value(max),
+                SPREAD_LIMIT * 100.0
+            ),
+            json!({"metric": what, "values": values, "mean": mean, "min": min, "max": max,
+                   "spread_pct": spread * 100.0, "limit_pct": SPREAD_LIMIT * 100.0}),
+        )
+    })
+}
+
+fn fmt_value(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
     }
 }
 
@@ -97,13 +151,35 @@ pub(crate) fn explain(r: &RunFacts) -> Vec<Explanation> {
         page_cache(r, f, &mut out);
         sparse_reads(r, f, &mut out);
     }
-    host_bound(r, &mut out);
-    queue_depth(r, &mut out);
-    if let Some(f) = &facts {
-        dirty_at_stop(r, f, &mut out);
+    if facts.is_none() {
+        data_set_cached(r, &mut out);
     }
+    host_bound(r, &mut out);
+    device::device_idle(r, &mut out);
+    queue_depth(r, &mut out);
+    dirty_at_stop(r, facts.as_ref().and_then(|f| f.dirty_expire_s), &mut out);
     direct(r, &mut out);
     out
+}
+
+/// Buffered reads of a data set (workload filesets, replay files) that fits in half the
+/// memory: most reads can be served by the page cache.
+fn data_set_cached(r: &RunFacts, out: &mut Vec<Explanation>) {
+    let (Some((bytes, what)), Some(mem)) = (r.data_set, r.mem_total_bytes) else {
+        return;
+    };
+    if r.total.read_ops == 0 || !buffered(r) || bytes == 0 || bytes > mem / 2 {
+        return;
+    }
+    out.push(finding(
+        "page_cache",
+        format!(
+            "buffered reads of {what} of {} that fit in memory ({}): the page cache can serve most of them, so the result may measure it, not the storage; use a data set larger than memory or direct I/O",
+            mib(bytes),
+            mib(mem)
+        ),
+        json!({"data_set_bytes": bytes, "data_set": what, "mem_total_bytes": mem}),
+    ));
 }
 
 /// Buffered reads of a file the page cache held, or could hold: the cache was measured.
@@ -205,18 +281,23 @@ fn queue_depth(r: &RunFacts, out: &mut Vec<Explanation>) {
 }
 
 /// Buffered writes, not synced, for less time than dirty data waits before write-back.
-fn dirty_at_stop(r: &RunFacts, f: &CacheFacts, out: &mut Vec<Explanation>) {
-    let Some(job) = r.job else { return };
-    // Periodic fsyncs (`--fsync-every`) leave at most the last few writes unsynced.
-    let synced = job.fsync
-        || job.fsync_every.is_some()
-        || job.open.dsync
-        || job.open.sync
-        || matches!(job.cache, CachePolicy::Dsync);
+fn dirty_at_stop(r: &RunFacts, probed_expire_s: Option<f64>, out: &mut Vec<Explanation>) {
+    // Periodic fsyncs (`--fsync-every`) leave at most the last few writes unsynced; runs
+    // without a Job (workloads, replays) synced when they called fsync or fdatasync.
+    let synced = match r.job {
+        Some(job) => {
+            job.fsync
+                || job.fsync_every.is_some()
+                || job.open.dsync
+                || job.open.sync
+                || matches!(job.cache, CachePolicy::Dsync)
+        }
+        None => r.total.syscalls.fsync + r.total.syscalls.fdatasync > 0,
+    };
     if r.total.write_ops == 0 || !buffered(r) || synced {
         return;
     }
-    let Some(expire) = f.dirty_expire_s else {
+    let Some(expire) = probed_expire_s.or(r.dirty_expire_s) else {
         return;
     };
     if r.total.elapsed_s < expire {
@@ -279,6 +360,9 @@ mod tests {
             cache: None,
             probes: &probes,
             threads: 1,
+            data_set: None,
+            mem_total_bytes: None,
+            dirty_expire_s: None,
         })
     }
 
@@ -295,6 +379,45 @@ mod tests {
         assert!(explain_run(0.30, 1.0, 1000).is_empty());
         // Too short to judge.
         assert!(explain_run(0.05, 0.05, 1000).is_empty());
+    }
+
+    #[test]
+    fn repetitions_that_disagree_by_more_than_a_tenth_are_named() {
+        let e = spread(&[100.0, 80.0, 120.0], "bytes_per_sec").unwrap();
+        assert_eq!(e.check, "spread");
+        assert!(e.message.contains("disagree by 40.0%"), "{}", e.message);
+        assert_eq!(e.evidence["min"], 80.0);
+        // Within 10 %, a single run, or nothing measured: silent.
+        assert!(spread(&[100.0, 95.0, 104.0], "bytes_per_sec").is_none());
+        assert!(spread(&[100.0], "bytes_per_sec").is_none());
+        assert!(spread(&[0.0, 0.0], "iops").is_none());
+    }
+
+    #[test]
+    fn a_workload_reading_a_data_set_that_fits_in_memory_is_named() {
+        let total = StatsReport {
+            ops: 100,
+            read_ops: 100,
+            elapsed_s: 1.0,
+            ..Default::default()
+        };
+        let probes = serde_json::Map::new();
+        let facts = |data: u64, mem: u64| RunFacts {
+            total: &total,
+            job: None,
+            cache: None,
+            probes: &probes,
+            threads: 1,
+            data_set: Some((data, "the filesets")),
+            mem_total_bytes: Some(mem),
+            dirty_expire_s: Some(30.0),
+        };
+        let e = explain(&facts(1 << 20, 1 << 30));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(e[0].check, "page_cache");
+        assert!(e[0].message.contains("the filesets of 1.00 MiB"), "{}", e[0].message);
+        // A data set larger than half the memory is not.
+        assert!(explain(&facts(1 << 30, 1 << 30)).is_empty());
     }
 
     #[test]

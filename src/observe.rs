@@ -189,6 +189,8 @@ impl Observer {
                 }),
             );
         }
+        // The checks again, now that the device samples are in (`device_idle`).
+        result.refresh_explain();
         Ok(())
     }
 }

@@ -213,6 +213,32 @@ pub struct RunResult {
     pub timeseries: Vec<crate::runner::live::IntervalReport>,
 }
 
+/// Give every complete repetition of one point the `spread` finding when they disagree by
+/// more than [`crate::explain::SPREAD_LIMIT`] (sweep, suite and quick repetitions); true
+/// when they did.
+pub(crate) fn mark_spread<'a>(repeats: impl IntoIterator<Item = &'a mut RunResult>) -> bool {
+    let mut runs: Vec<&mut RunResult> = repeats
+        .into_iter()
+        .filter(|r| r.status == RunStatus::Complete)
+        .collect();
+    let Some(what) = runs.first().map(|r| r.repeat_figure().1) else {
+        return false;
+    };
+    let values: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.repeat_figure().1 == what)
+        .map(|r| r.repeat_figure().0)
+        .collect();
+    let Some(e) = crate::explain::spread(&values, what) else {
+        return false;
+    };
+    for r in runs.iter_mut() {
+        r.explain.retain(|x| x.check != "spread");
+        r.explain.push(e.clone());
+    }
+    true
+}
+
 /// Per-user (per-target) reports of a run's threads, and the threads merged.
 pub(crate) fn user_reports(targets: &[String], threads: &[ThreadOutcome]) -> Vec<UserReport> {
     let mut users = Vec::new();
@@ -275,14 +301,57 @@ impl RunResult {
         );
         r.fill_from_outcome(outcome);
         r.job = Some(job.clone());
-        r.explain = crate::explain::explain(&crate::explain::RunFacts {
-            total: &r.total,
-            job: r.job.as_ref(),
-            cache: r.plan.as_ref().map(|p| p.cache),
-            probes: &r.probes,
-            threads: r.users.iter().map(|u| u.threads.len().max(1)).sum(),
-        });
+        r.refresh_explain();
         r
+    }
+
+    /// Run the `explain` checks on what this Result holds now (again after observers added
+    /// their probes); a `spread` finding, which only the repetitions together show, stays.
+    pub(crate) fn refresh_explain(&mut self) {
+        let threads = match (&self.workload, &self.replay) {
+            (Some(w), _) => w.runs.iter().map(|r| r.threads).max().unwrap_or(1) as usize,
+            (_, Some(rp)) => rp.threads as usize,
+            _ => self.users.iter().map(|u| u.threads.len().max(1)).sum(),
+        };
+        // Runs without a page_cache probe: the data set they touched, by kind.
+        let data_set = match (&self.workload, &self.replay) {
+            (Some(w), _) => Some((
+                w.filesets.iter().map(|f| f.bytes_written).sum::<u64>(),
+                "the filesets",
+            )),
+            (_, Some(rp)) => Some((
+                rp.files.iter().map(|f| f.size_bytes).sum::<u64>(),
+                "the replayed files",
+            )),
+            _ => None,
+        };
+        let live = matches!(self.kind, Kind::Workload | Kind::Replay);
+        let mut found = crate::explain::explain(&crate::explain::RunFacts {
+            total: &self.total,
+            job: self.job.as_ref(),
+            cache: self.plan.as_ref().map(|p| p.cache),
+            probes: &self.probes,
+            threads: threads.max(1),
+            data_set,
+            mem_total_bytes: (self.environment.mem_bytes > 0).then_some(self.environment.mem_bytes),
+            dirty_expire_s: if live {
+                crate::probe::cache::dirty_expire_s()
+            } else {
+                None
+            },
+        });
+        found.extend(self.explain.drain(..).filter(|e| e.check == "spread"));
+        self.explain = found;
+    }
+
+    /// The figure repetitions of a point are compared on: throughput in bytes when the run
+    /// moved data, else operations per second.
+    pub(crate) fn repeat_figure(&self) -> (f64, &'static str) {
+        if self.total.bytes > 0 {
+            (self.total.bytes_per_sec, "bytes_per_sec")
+        } else {
+            (self.total.iops, "ops_per_sec")
+        }
     }
 
     /// Status, failures, notes, plan, users and total from a runner-shaped outcome.

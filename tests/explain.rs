@@ -117,3 +117,163 @@ fn a_queue_depth_never_reached_is_named() {
     );
     assert!(!c.contains(&"queue_depth".to_string()), "{c:?}");
 }
+
+#[test]
+#[cfg_attr(
+    not(has_tmp_direct_io),
+    ignore = "SKIPPED: the temp dir's file system takes no O_DIRECT"
+)]
+fn a_device_mostly_idle_under_a_rate_limit_is_named() {
+    // 20 direct 4 KiB reads a second keep any disk busy a few percent of the time: the
+    // limit is the rate, not the storage. (Other I/O on the same disk could push it past
+    // 30 %; on a shared machine that is the one way this can fail.)
+    let sb = Sandbox::new();
+    let (c, text) = checks(
+        &sb,
+        "run --rw randread --bs 4k --size 4m --time 1s --rate-iops 20 --cache direct --iostat 100ms f",
+    );
+    if text.contains("no block device under the targets") {
+        common::skip("the temp dir has no block device under it");
+        return;
+    }
+    assert!(c.contains(&"device_idle".to_string()), "{c:?}\n{text}");
+    assert!(text.contains("the storage had capacity to spare"), "{text}");
+    // Without device samples there is nothing to say.
+    let (c, _) = checks(
+        &sb,
+        "run --rw randread --bs 4k --size 4m --time 0.3s --rate-iops 20 --cache direct f",
+    );
+    assert!(!c.contains(&"device_idle".to_string()), "{c:?}");
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_uring, has_tmp_direct_io)),
+    ignore = "SKIPPED: needs io_uring and O_DIRECT in the temp dir"
+)]
+fn a_device_kept_busy_is_not_idle() {
+    let sb = Sandbox::new();
+    let (c, text) = checks(
+        &sb,
+        "run --rw read --bs 1m --size 128m --time 1s --engine uring --qd 8 --cache direct --iostat 100ms f",
+    );
+    assert!(!c.contains(&"device_idle".to_string()), "{c:?}\n{text}");
+}
+
+#[test]
+fn a_workload_reading_a_small_fileset_is_explained_and_a_synced_writer_is_not() {
+    let sb = Sandbox::new();
+    let line = "workload filemicro_rread -D filesize=2m -D iosize=4k --time 0.5s";
+    let v = sb.run_json(&words(&format!("{line} --output-format json")));
+    let checks: Vec<&str> = v["explain"]
+        .as_array()
+        .map(|a| a.iter().map(|e| e["check"].as_str().unwrap()).collect())
+        .unwrap_or_default();
+    assert!(checks.contains(&"page_cache"), "{checks:?}");
+    let out = sb.cmd(&words(line)).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(
+        text.contains("explain:\n  - buffered reads of the filesets of 2.00 MiB"),
+        "{text}"
+    );
+    // Writes, each followed by fsync: no reads to cache, nothing dirty at the stop.
+    let v = sb.run_json(&words(
+        "workload filemicro_writefsync -D filesize=256k -D iosize=4k --time 0.5s --output-format json",
+    ));
+    let checks: Vec<&str> = v["explain"]
+        .as_array()
+        .map(|a| a.iter().map(|e| e["check"].as_str().unwrap()).collect())
+        .unwrap_or_default();
+    assert!(
+        !checks.contains(&"page_cache") && !checks.contains(&"dirty_at_stop"),
+        "{checks:?}"
+    );
+}
+
+#[test]
+fn a_replay_of_unsynced_writes_is_explained_and_a_synced_one_is_not() {
+    let sb = Sandbox::new();
+    let trace = |name: &str, fsync: bool| {
+        let mut s = String::from("id,thread,op,file,offset,len,start_ns,end_ns,result\n");
+        for i in 0..32u64 {
+            s.push_str(&format!(
+                "{i},0,write,/data/a,{},4096,{},{},4096\n",
+                i * 4096,
+                i * 1000,
+                i * 1000 + 500
+            ));
+        }
+        if fsync {
+            s.push_str("32,0,fsync,/data/a,0,0,40000,40500,0\n");
+        }
+        std::fs::write(sb.file(name), s).unwrap();
+    };
+    trace("w.csv", false);
+    trace("s.csv", true);
+    std::fs::create_dir(sb.file("scratch")).unwrap();
+    let (c, text) = checks(&sb, "replay w.csv --dir scratch --output-format json");
+    assert!(c.contains(&"dirty_at_stop".to_string()), "{c:?}\n{text}");
+    let (c, _) = checks(&sb, "replay s.csv --dir scratch --output-format json");
+    assert!(!c.contains(&"dirty_at_stop".to_string()), "{c:?}");
+}
+
+/// The stored records of a results directory, by file name.
+fn stored(sb: &Sandbox, dir: &str) -> Vec<(std::path::PathBuf, serde_json::Value)> {
+    let mut v: Vec<_> = std::fs::read_dir(sb.file(dir))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter_map(|p| {
+            let v = serde_json::from_str(&std::fs::read_to_string(&p).ok()?).ok()?;
+            Some((p, v))
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+fn has_spread(v: &serde_json::Value) -> bool {
+    v["explain"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|e| e["check"] == "spread"))
+}
+
+#[test]
+fn repetitions_that_disagree_are_named_in_the_results_and_the_table() {
+    let sb = Sandbox::new();
+    sb.cmd(&words(
+        "sweep --rw read --bs 4k --size 256k --time 0.2s --repeat 2 f --output a",
+    ))
+    .assert()
+    .success();
+    let recs = stored(&sb, "a");
+    let points: Vec<_> = recs.iter().filter(|(_, v)| v["kind"] == "io").collect();
+    assert_eq!(points.len(), 2, "{:?}", recs.iter().map(|r| &r.0).collect::<Vec<_>>());
+    // What the sweep stored follows the repetitions' own figures: both records carry the
+    // finding exactly when they differ by more than 10 % of their mean.
+    let (a, b) = (
+        points[0].1["total"]["bytes_per_sec"].as_f64().unwrap(),
+        points[1].1["total"]["bytes_per_sec"].as_f64().unwrap(),
+    );
+    let disagree = (a - b).abs() / ((a + b) / 2.0) > 0.10;
+    assert_eq!(has_spread(&points[0].1), disagree, "{a} vs {b}");
+    assert_eq!(has_spread(&points[1].1), disagree, "{a} vs {b}");
+    // Made equal, the table has nothing to say; one halved, it names the point.
+    let set = |path: &std::path::Path, v: &serde_json::Value, factor: f64| {
+        let mut v = v.clone();
+        for k in ["bytes_per_sec", "iops"] {
+            v["total"][k] = (points[0].1["total"][k].as_f64().unwrap() * factor).into();
+        }
+        std::fs::write(path, serde_json::to_string(&v).unwrap()).unwrap();
+    };
+    set(&points[1].0, &points[1].1, 1.0);
+    let out = sb.cmd(&["report", "a"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(!text.contains("disagree"), "{text}");
+    set(&points[1].0, &points[1].1, 0.5);
+    let out = sb.cmd(&["report", "a"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(text.contains("explain: the repetitions of the point disagree"), "{text}");
+    assert!(text.contains("disagree by 66.7%"), "{text}");
+}

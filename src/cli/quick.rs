@@ -334,6 +334,8 @@ pub(crate) fn main(a: QuickArgs) -> anyhow::Result<i32> {
                 break 'battery;
             }
         }
+        // Repetitions that disagree by more than 10 % say so (`explain`: spread).
+        crate::result::mark_spread(runs.iter_mut());
         if interactive {
             crate::out!("{}", quick::row(t.name, &runs));
         }

@@ -4,7 +4,7 @@
 //! statistics sections come from [`super::advise_html`] and [`super::iostat_html`]. And the
 //! page of `fsbench advise --format html` around its section.
 
-use super::svg::{self, esc, ChartData, Series};
+use super::svg::{self, esc, ChartData, ErrorBars, Series};
 use super::table::{format_cell, Shaped};
 use crate::sweep::axis;
 use crate::sweep::record::Record;
@@ -60,12 +60,19 @@ fn x_axis(t: &Shaped) -> Option<String> {
         .or_else(|| t.row_axes.first().cloned())
 }
 
-/// Chart data of metric `mi`: x = the x axis, one series per combination of the other axes.
-pub(crate) fn chart_data(t: &Shaped, mi: usize) -> Option<ChartData> {
+/// Chart data of metric `mi` (x = the x axis, one series per combination of the other
+/// axes), and the min..max of repeated points as error bars (None when
+/// no point was repeated).
+pub(crate) fn chart_data_with_errors(
+    t: &Shaped,
+    mi: usize,
+) -> Option<(ChartData, Option<ErrorBars>)> {
     let x = x_axis(t)?;
     let mut x_labels: Vec<String> = Vec::new();
     let mut series: Vec<Series> = Vec::new();
     let mut points: Vec<(String, String, f64)> = Vec::new();
+    let mut ranges: Vec<(String, String, (f64, f64))> = Vec::new();
+    let mut most_repeats = 0;
     for ri in 0..t.row_keys.len() {
         for ci in 0..t.col_keys.len() {
             let key = cell_key(t, ri, ci);
@@ -97,7 +104,12 @@ pub(crate) fn chart_data(t: &Shaped, mi: usize) -> Option<ChartData> {
                     values: Vec::new(),
                 });
             }
-            if let Some(v) = t.cells[ri][ci].mean(mi) {
+            let cell = &t.cells[ri][ci];
+            if let Some(r) = cell.range(mi) {
+                ranges.push((name.clone(), xv.clone(), r));
+                most_repeats = most_repeats.max(cell.values[mi].len());
+            }
+            if let Some(v) = cell.mean(mi) {
                 points.push((name, xv, v));
             }
         }
@@ -117,6 +129,23 @@ pub(crate) fn chart_data(t: &Shaped, mi: usize) -> Option<ChartData> {
             .collect();
     }
     series.retain(|s| s.values.iter().any(|v| v.is_some()));
+    let errors = (!ranges.is_empty()).then(|| ErrorBars {
+        ranges: series
+            .iter()
+            .map(|s| {
+                x_labels
+                    .iter()
+                    .map(|xl| {
+                        ranges
+                            .iter()
+                            .find(|(n, xv, _)| *n == s.name && xv == xl)
+                            .map(|r| r.2)
+                    })
+                    .collect()
+            })
+            .collect(),
+        note: format!("min..max over the repetitions of a point (up to {most_repeats}); the line is their mean"),
+    });
     let nums: Option<Vec<f64>> = x_labels.iter().map(|l| numeric(&x, l)).collect();
     let bars = t.chart.kind.as_deref() == Some("bars") || nums.is_none() || x_labels.len() < 2;
     let log_x = !bars
@@ -129,7 +158,7 @@ pub(crate) fn chart_data(t: &Shaped, mi: usize) -> Option<ChartData> {
                 lo > 0.0 && hi / lo >= 8.0
             }));
     let m = t.metrics[mi];
-    Some(ChartData {
+    let chart = ChartData {
         title: format!("{}: {}", t.title, m.label),
         x_label: if axis::is_size_axis(&x) {
             format!("{}, bytes", axis::label(&x))
@@ -141,7 +170,8 @@ pub(crate) fn chart_data(t: &Shaped, mi: usize) -> Option<ChartData> {
         x_values: if bars { None } else { nums },
         log_x,
         series,
-    })
+    };
+    Some((chart, errors))
 }
 
 /// Percent difference of metric 0 from the baseline target, per point, per other target.
@@ -259,7 +289,7 @@ fn html_table(t: &Shaped) -> String {
     s
 }
 
-pub(crate) const STYLE: &str = "body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222}h1{font-size:24px}h2{font-size:19px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}table{border-collapse:collapse;font-size:13px;margin:10px 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f2f2f2}td.key,th.key{text-align:left}td.skipped{color:#999;font-style:italic}td.failed{color:#b00}.meta{color:#555;font-size:13px}.charts svg{display:block;margin:12px 0;border:1px solid #eee}.notes{font-size:12px;color:#555}nav li{font-size:13px}.tablewrap{overflow-x:auto;max-width:100%}";
+pub(crate) const STYLE: &str = "body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;color:#222}h1{font-size:24px}h2{font-size:19px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:36px}table{border-collapse:collapse;font-size:13px;margin:10px 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f2f2f2}td.key,th.key{text-align:left}td.skipped{color:#999;font-style:italic}td.failed{color:#b00}.meta{color:#555;font-size:13px}.charts svg{display:block;margin:12px 0;border:1px solid #eee}.notes{font-size:12px;color:#555}nav li{font-size:13px}.tablewrap{overflow-x:auto;max-width:100%}p.fixed{font-size:13px;background:#f7f7f7;border-left:3px solid #999;padding:6px 10px}";
 
 /// Render the report.
 #[cfg(test)]
@@ -365,25 +395,28 @@ fn baseline_summary(s: &mut String, tables: &[Shaped], b: &str) {
     }
 }
 
-/// One study: its table, up to three charts, the normalised chart and its notes.
-fn study_section(s: &mut String, t: &Shaped, baseline: Option<&str>) {
+/// One study: its fixed parameters, its table, up to three charts (error bars when points
+/// were repeated), the latency charts, the normalised chart and its notes.
+fn study_section(s: &mut String, t: &Shaped, records: &[Record], baseline: Option<&str>) {
     let _ = write!(
         s,
         "<section class=\"study\" id=\"{}\"><h2>{}</h2>",
         esc(&anchor(t)),
         esc(&t.title)
     );
+    s.push_str(&super::study_charts::fixed_block(t, records));
     s.push_str(&html_table(t));
     s.push_str("<div class=\"charts\">");
     for mi in 0..t.metrics.len().min(3) {
-        if let Some(c) = chart_data(t, mi) {
+        if let Some((c, errors)) = chart_data_with_errors(t, mi) {
             if c.x_values.is_some() {
-                s.push_str(&svg::line_chart(&c));
+                s.push_str(&svg::line_chart_with(&c, errors.as_ref()));
             } else {
-                s.push_str(&svg::bar_chart(&c));
+                s.push_str(&svg::bar_chart_with(&c, errors.as_ref()));
             }
         }
     }
+    s.push_str(&super::study_charts::study_extras(t, records));
     if let Some(b) = baseline {
         if let Some((rows, series)) = normalised(t, b) {
             s.push_str(&svg::normalised_chart(
@@ -433,7 +466,7 @@ pub(crate) fn render_with_advice(
         baseline_summary(&mut s, tables, b);
     }
     for t in tables {
-        study_section(&mut s, t, o.baseline.as_deref());
+        study_section(&mut s, t, records, o.baseline.as_deref());
     }
     for (i, a) in advice.iter().enumerate() {
         s.push_str(&super::advise_html::section(
@@ -532,7 +565,7 @@ mod tests {
         // 3 personalities x 2 targets per bar chart, plus 3 normalised bars and 1 summary bar.
         assert_eq!(html.matches("class=\"bar\"").count(), 2 * 6 + 3 + 1);
         assert!(
-            html.contains(">zfs</text>") && html.contains(">vxfs</text>"),
+            html.contains(">zfs</tspan>") && html.contains(">vxfs</tspan>"),
             "short legend names"
         );
     }

@@ -27,6 +27,8 @@ pub(crate) mod observe;
 pub(crate) mod quick;
 pub(crate) mod suites;
 pub(crate) mod svg;
+pub(crate) mod svg_plot;
+pub(crate) mod study_charts;
 pub(crate) mod table;
 pub(crate) mod text;
 pub(crate) mod timeseries;

@@ -1,11 +1,14 @@
 //! Hand-written SVG charts for the HTML report: line charts (log-scale x for sizes), grouped
 //! bars for categories, and the diverging bars of a summary normalised to a baseline
 //! (baseline = 0, like the shootout's Figure 1). No scripts; every data point is an element
-//! (`circle.pt` or `rect.bar`) with a `<title>` tooltip.
+//! (`circle.pt` or `rect.bar`) with a `<title>` tooltip. Value axes choose their unit from
+//! the data ([`Quantity`]); category and legend labels wrap, never cut; repetitions draw
+//! error bars (`line.errbar`, what they span said under the chart).
 
+use super::svg_plot::{text_lines, wrap, Quantity};
 use std::fmt::Write;
 
-const PALETTE: [&str; 10] = [
+pub(crate) const PALETTE: [&str; 10] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
     "#7f7f7f", "#bcbd22",
 ];
@@ -36,6 +39,50 @@ pub(crate) struct ChartData {
     pub x_values: Option<Vec<f64>>,
     pub log_x: bool,
     pub series: Vec<Series>,
+}
+
+/// Error bars of a chart: per series, per x category, the (low, high) a bar spans, and what
+/// that is (e.g. "min..max over 3 repetitions").
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ErrorBars {
+    pub ranges: Vec<Vec<Option<(f64, f64)>>>,
+    pub note: String,
+}
+
+impl ErrorBars {
+    fn get(&self, series: usize, x: usize) -> Option<(f64, f64)> {
+        self.ranges.get(series)?.get(x).cloned().flatten()
+    }
+    fn max(&self) -> f64 {
+        self.ranges
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|r| r.1)
+            .fold(0.0, f64::max)
+    }
+}
+
+/// A vertical error bar with caps from `y_lo` to `y_hi` (pixels) at `x`.
+fn error_bar(out: &mut String, x: f64, y_lo: f64, y_hi: f64, lo: f64, hi: f64, unit: &str) {
+    let _ = write!(
+        out,
+        r##"<g class="errbar" data-lo="{lo}" data-hi="{hi}"><line x1="{x:.1}" x2="{x:.1}" y1="{y_lo:.1}" y2="{y_hi:.1}" stroke="#222" stroke-width="1.2"/><line x1="{a:.1}" x2="{b:.1}" y1="{y_lo:.1}" y2="{y_lo:.1}" stroke="#222"/><line x1="{a:.1}" x2="{b:.1}" y1="{y_hi:.1}" y2="{y_hi:.1}" stroke="#222"/><title>{} .. {} {}</title></g>"##,
+        fmt_tick(lo),
+        fmt_tick(hi),
+        esc(unit),
+        a = x - 4.0,
+        b = x + 4.0
+    );
+}
+
+/// The note under a chart with error bars.
+fn error_note(out: &mut String, note: &str, y: f64) {
+    let _ = write!(
+        out,
+        r##"<text class="errnote" x="{ML}" y="{y:.1}" font-size="10" fill="#555">error bars: {}</text>"##,
+        esc(note)
+    );
 }
 
 /// A "nice" upper bound and tick step for 0..max.
@@ -78,9 +125,14 @@ const MT: f64 = 40.0;
 const MB: f64 = 64.0;
 
 fn frame(out: &mut String, kind: &str, title: &str) {
+    frame_h(out, kind, title, H)
+}
+
+/// The frame of a chart `h` pixels high (taller than [`H`] when labels wrap).
+fn frame_h(out: &mut String, kind: &str, title: &str, h: f64) {
     let _ = write!(
         out,
-        r#"<svg class="chart {kind}" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="{t}"><rect x="0" y="0" width="{W}" height="{H}" fill="white"/><text x="{x}" y="22" text-anchor="middle" font-size="15" font-weight="bold">{t}</text>"#,
+        r#"<svg class="chart {kind}" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" role="img" aria-label="{t}"><rect x="0" y="0" width="{W}" height="{h}" fill="white"/><text x="{x}" y="22" text-anchor="middle" font-size="15" font-weight="bold">{t}</text>"#,
         t = esc(title),
         x = W / 2.0
     );
@@ -116,33 +168,33 @@ fn y_axis(out: &mut String, label: &str, top: f64, step: f64, min: f64) {
     );
 }
 
+/// The legend at the right: names wrap at 28 characters (never cut short).
 fn legend(out: &mut String, names: &[String]) {
+    let mut y = MT + 8.0;
     for (i, n) in names.iter().enumerate() {
-        let y = MT + 8.0 + i as f64 * 18.0;
         let x = W - MR + 14.0;
-        let mut label = n.clone();
-        if label.chars().count() > 30 {
-            label = label.chars().take(28).collect::<String>() + "…";
-        }
+        let lines = wrap(n, 28);
         let _ = write!(
             out,
-            r#"<g class="legend-item"><rect x="{x}" y="{ry}" width="12" height="12" fill="{c}"/><text x="{tx}" y="{ty}" font-size="11">{}</text></g>"#,
-            esc(&label),
+            r#"<g class="legend-item"><rect x="{x}" y="{ry}" width="12" height="12" fill="{c}"/>{t}</g>"#,
             ry = y - 10.0,
             c = PALETTE[i % PALETTE.len()],
-            tx = x + 17.0,
-            ty = y
+            t = text_lines(x + 17.0, y, &lines, 12.0, r#"font-size="11""#, n)
         );
+        y += 6.0 + 12.0 * lines.len() as f64;
     }
 }
 
 fn x_title(out: &mut String, label: &str) {
+    x_title_at(out, label, H - 12.0)
+}
+
+fn x_title_at(out: &mut String, label: &str, y: f64) {
     let _ = write!(
         out,
         r#"<text x="{x}" y="{y}" text-anchor="middle" font-size="12">{}</text>"#,
         esc(label),
         x = ML + (W - ML - MR) / 2.0,
-        y = H - 12.0
     );
 }
 
@@ -156,10 +208,19 @@ fn max_value(series: &[Series]) -> f64 {
 
 /// Line chart: one polyline and one `circle.pt` per measured point.
 pub(crate) fn line_chart(c: &ChartData) -> String {
+    line_chart_with(c, None)
+}
+
+/// Line chart with error bars (repetitions) when given.
+pub(crate) fn line_chart_with(c: &ChartData, errors: Option<&ErrorBars>) -> String {
     let mut out = String::new();
-    frame(&mut out, "line", &c.title);
-    let (top, step) = nice_axis(max_value(&c.series));
-    y_axis(&mut out, &c.y_label, top, step, 0.0);
+    let h = if errors.is_some() { H + 14.0 } else { H };
+    frame_h(&mut out, "line", &c.title, h);
+    let max = max_value(&c.series).max(errors.map_or(0.0, |e| e.max()));
+    let (y_label, div) = Quantity::axis_label(&c.y_label, max);
+    let unit = unit_of(&y_label);
+    let (top, step) = nice_axis(max / div);
+    y_axis(&mut out, &y_label, top, step, 0.0);
     let n = c.x_labels.len();
     let plot_w = W - ML - MR;
     let plot_h = H - MT - MB;
@@ -205,6 +266,7 @@ pub(crate) fn line_chart(c: &ChartData) -> String {
         &mut out,
         &format!("{}{}", c.x_label, if c.log_x { " (log scale)" } else { "" }),
     );
+    let py = |v: f64| MT + plot_h - (v / div / top).clamp(0.0, 1.0) * plot_h;
     for (si, s) in c.series.iter().enumerate() {
         let color = PALETTE[si % PALETTE.len()];
         let pts: Vec<(f64, f64, f64, &String)> = s
@@ -212,8 +274,15 @@ pub(crate) fn line_chart(c: &ChartData) -> String {
             .iter()
             .zip(&xs)
             .zip(&c.x_labels)
-            .filter_map(|((v, x), l)| v.map(|v| (*x, MT + plot_h - v / top * plot_h, v, l)))
+            .filter_map(|((v, x), l)| v.map(|v| (*x, py(v), v, l)))
             .collect();
+        if let Some(e) = errors {
+            for (xi, x) in xs.iter().enumerate() {
+                if let (Some((lo, hi)), Some(Some(_))) = (e.get(si, xi), s.values.get(xi)) {
+                    error_bar(&mut out, *x, py(lo), py(hi), lo / div, hi / div, &unit);
+                }
+            }
+        }
         let poly: Vec<String> = pts
             .iter()
             .map(|(x, y, _, _)| format!("{x:.1},{y:.1}"))
@@ -226,10 +295,11 @@ pub(crate) fn line_chart(c: &ChartData) -> String {
         for (x, y, v, l) in pts {
             let _ = write!(
                 out,
-                r#"<circle class="pt" cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{color}" data-v="{v}"><title>{}: {} = {}</title></circle>"#,
+                r#"<circle class="pt" cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{color}" data-v="{v}"><title>{}: {} = {} {}</title></circle>"#,
                 esc(&s.name),
                 esc(l),
-                fmt_tick(v)
+                fmt_tick(v / div),
+                esc(&unit)
             );
         }
     }
@@ -237,57 +307,95 @@ pub(crate) fn line_chart(c: &ChartData) -> String {
         &mut out,
         &c.series.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
     );
+    if let Some(e) = errors {
+        error_note(&mut out, &e.note, h - 4.0);
+    }
     out.push_str("</svg>");
     out
 }
 
+/// The unit at the end of an axis label ("read, MB/s" -> "MB/s"), for tooltips.
+fn unit_of(label: &str) -> String {
+    label
+        .rsplit_once(", ")
+        .map(|(_, u)| u.to_string())
+        .unwrap_or_default()
+}
+
 /// Grouped vertical bars: x categories, one bar per series in each group.
+#[cfg(test)]
 pub(crate) fn bar_chart(c: &ChartData) -> String {
-    let mut out = String::new();
-    frame(&mut out, "bars", &c.title);
-    let (top, step) = nice_axis(max_value(&c.series));
-    y_axis(&mut out, &c.y_label, top, step, 0.0);
+    bar_chart_with(c, None)
+}
+
+/// Grouped bars with error bars (repetitions) when given. Category labels wrap onto as many
+/// lines as they need (the chart grows), never cut to "cr...".
+pub(crate) fn bar_chart_with(c: &ChartData, errors: Option<&ErrorBars>) -> String {
     let n = c.x_labels.len().max(1);
     let plot_w = W - ML - MR;
     let plot_h = H - MT - MB;
     let group_w = plot_w / n as f64;
+    let max_chars = ((group_w / 6.0) as usize).max(3);
+    let wrapped: Vec<Vec<String>> = c.x_labels.iter().map(|l| wrap(l, max_chars)).collect();
+    let extra_lines = wrapped.iter().map(|l| l.len()).max().unwrap_or(1) - 1;
+    let h = H + 11.0 * extra_lines as f64 + if errors.is_some() { 14.0 } else { 0.0 };
+    let mut out = String::new();
+    frame_h(&mut out, "bars", &c.title, h);
+    let max = max_value(&c.series).max(errors.map_or(0.0, |e| e.max()));
+    let (y_label, div) = Quantity::axis_label(&c.y_label, max);
+    let unit = unit_of(&y_label);
+    let (top, step) = nice_axis(max / div);
+    y_axis(&mut out, &y_label, top, step, 0.0);
     let k = c.series.len().max(1);
     let bar_w = (group_w * 0.8 / k as f64).max(1.0);
+    let py = |v: f64| MT + plot_h - (v / div / top).clamp(0.0, 1.0) * plot_h;
     for (i, l) in c.x_labels.iter().enumerate() {
         let gx = ML + group_w * i as f64 + group_w * 0.1;
-        let mut label = l.clone();
-        let max_chars = ((group_w / 6.5) as usize).max(3);
-        if label.chars().count() > max_chars {
-            label = label.chars().take(max_chars - 1).collect::<String>() + "…";
-        }
-        let _ = write!(
-            out,
-            r#"<text x="{x:.1}" y="{y}" text-anchor="middle" font-size="10">{}</text>"#,
-            esc(&label),
-            x = ML + group_w * (i as f64 + 0.5),
-            y = H - MB + 16.0
-        );
+        out.push_str(&text_lines(
+            ML + group_w * (i as f64 + 0.5),
+            H - MB + 16.0,
+            &wrapped[i],
+            11.0,
+            r#"class="xcat" text-anchor="middle" font-size="10""#,
+            l,
+        ));
         for (si, s) in c.series.iter().enumerate() {
             if let Some(Some(v)) = s.values.get(i) {
-                let h = v / top * plot_h;
+                let y = py(*v);
+                let x = gx + bar_w * si as f64;
                 let _ = write!(
                     out,
-                    r#"<rect class="bar" x="{x:.1}" y="{y:.1}" width="{bar_w:.1}" height="{h:.1}" fill="{c}" data-v="{v}"><title>{}: {} = {}</title></rect>"#,
+                    r#"<rect class="bar" x="{x:.1}" y="{y:.1}" width="{bar_w:.1}" height="{bh:.1}" fill="{c}" data-v="{v}"><title>{}: {} = {} {}</title></rect>"#,
                     esc(&s.name),
                     esc(l),
-                    fmt_tick(*v),
-                    x = gx + bar_w * si as f64,
-                    y = MT + plot_h - h,
+                    fmt_tick(*v / div),
+                    esc(&unit),
+                    bh = MT + plot_h - y,
                     c = PALETTE[si % PALETTE.len()]
                 );
+                if let Some((lo, hi)) = errors.and_then(|e| e.get(si, i)) {
+                    error_bar(
+                        &mut out,
+                        x + bar_w / 2.0,
+                        py(lo),
+                        py(hi),
+                        lo / div,
+                        hi / div,
+                        &unit,
+                    );
+                }
             }
         }
     }
-    x_title(&mut out, &c.x_label);
+    let bottom = h - if errors.is_some() { 14.0 } else { 0.0 };
+    x_title_at(&mut out, &c.x_label, bottom - 12.0);
     legend(
         &mut out,
         &c.series.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
     );
+    if let Some(e) = errors {
+        error_note(&mut out, &e.note, h - 4.0);
+    }
     out.push_str("</svg>");
     out
 }
@@ -300,19 +408,40 @@ pub(crate) fn normalised_chart(
     rows: &[String],
     series: &[Series],
 ) -> String {
-    let row_h = 16.0 * series.len().max(1) as f64 + 8.0;
-    let h = MT + 30.0 + row_h * rows.len() as f64 + 40.0;
+    // Row labels wrap at 36 characters; a row is as tall as its bars or its label.
+    let wrapped: Vec<Vec<String>> = rows.iter().map(|r| wrap(r, 36)).collect();
+    let bars_h = 16.0 * series.len().max(1) as f64 + 8.0;
+    let row_hs: Vec<f64> = wrapped
+        .iter()
+        .map(|l| bars_h.max(13.0 * l.len() as f64 + 6.0))
+        .collect();
+    let h = MT + 30.0 + row_hs.iter().sum::<f64>() + 40.0;
     let label_w = 230.0;
     let plot_l = label_w + 10.0;
     let plot_w = W - plot_l - 40.0;
-    let lim = series
-        .iter()
-        .flat_map(|s| s.values.iter().flatten())
-        .map(|v| v.abs())
-        .fold(0.0, f64::max);
-    let (lim, step) = nice_axis(lim.max(1.0));
-    let zero = plot_l + plot_w / 2.0;
-    let scale = plot_w / 2.0 / lim;
+    let values = || series.iter().flat_map(|s| s.values.iter().flatten());
+    let neg = values().map(|v| -v).fold(0.0, f64::max);
+    let pos = values().cloned().fold(0.0, f64::max);
+    // One step for both sides; the negative side ends at -100 % at most (a value cannot
+    // fall below it: that would be less than nothing).
+    let (_, step) = nice_axis(neg.max(pos).max(1.0));
+    let lim_neg = if neg > 0.0 {
+        ((neg / step).ceil() * step).min(100.0)
+    } else {
+        0.0
+    };
+    let lim_pos = if pos > 0.0 {
+        (pos / step).ceil() * step
+    } else {
+        0.0
+    };
+    let (lim_neg, lim_pos) = if lim_neg + lim_pos <= 0.0 {
+        (step, step)
+    } else {
+        (lim_neg, lim_pos)
+    };
+    let scale = plot_w / (lim_neg + lim_pos);
+    let zero = plot_l + lim_neg * scale;
     let mut out = String::new();
     let _ = write!(
         out,
@@ -321,17 +450,31 @@ pub(crate) fn normalised_chart(
         x = W / 2.0
     );
     let bottom = h - 40.0;
-    let mut v = -lim;
-    while v <= lim + step * 0.01 {
+    let mut ticks: Vec<f64> = Vec::new();
+    let mut v = 0.0;
+    while v <= lim_neg + step * 0.01 {
+        ticks.push(if v == 0.0 { 0.0 } else { -v.min(lim_neg) });
+        v += step;
+    }
+    if ticks.last().is_some_and(|t| *t > -lim_neg + 1e-9) {
+        ticks.push(-lim_neg);
+    }
+    let mut v = step;
+    while v <= lim_pos + step * 0.01 {
+        ticks.push(v);
+        v += step;
+    }
+    ticks.sort_by(|a, b| a.total_cmp(b));
+    ticks.dedup();
+    for v in ticks {
         let x = zero + v * scale;
         let _ = write!(
             out,
-            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{MT}" y2="{bottom}" stroke="{c}"/><text x="{x:.1}" y="{ty}" text-anchor="middle" font-size="11">{}%</text>"##,
+            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{MT}" y2="{bottom}" stroke="{c}"/><text class="ntick" x="{x:.1}" y="{ty}" text-anchor="middle" font-size="11" data-v="{v}">{}%</text>"##,
             fmt_tick(v),
             c = if v.abs() < 1e-9 { "#333" } else { "#e0e0e0" },
             ty = bottom + 15.0
         );
-        v += step;
     }
     let _ = write!(
         out,
@@ -340,20 +483,21 @@ pub(crate) fn normalised_chart(
         x = zero,
         y = h - 8.0
     );
+    let mut y0 = MT + 10.0;
     for (ri, r) in rows.iter().enumerate() {
-        let y0 = MT + 10.0 + row_h * ri as f64;
-        let mut label = r.clone();
-        if label.chars().count() > 36 {
-            label = label.chars().take(34).collect::<String>() + "…";
-        }
-        let _ = write!(
-            out,
-            r#"<text x="{label_w}" y="{y:.1}" text-anchor="end" font-size="11">{}</text>"#,
-            esc(&label),
-            y = y0 + row_h / 2.0
-        );
+        let row_h = row_hs[ri];
+        let lines = &wrapped[ri];
+        out.push_str(&text_lines(
+            label_w,
+            y0 + row_h / 2.0 - 6.5 * (lines.len() as f64 - 1.0) + 4.0,
+            lines,
+            13.0,
+            r#"class="rowlabel" text-anchor="end" font-size="11""#,
+            r,
+        ));
         for (si, s) in series.iter().enumerate() {
             if let Some(Some(v)) = s.values.get(ri) {
+                let v = &v.max(-100.0);
                 let x = if *v < 0.0 { zero + v * scale } else { zero };
                 let _ = write!(
                     out,
@@ -366,6 +510,7 @@ pub(crate) fn normalised_chart(
                 );
             }
         }
+        y0 += row_h;
     }
     // Legend at the top right.
     for (i, s) in series.iter().enumerate() {
@@ -584,6 +729,91 @@ mod tests {
         );
         assert_eq!(n.matches("class=\"bar\"").count(), 1);
         assert_eq!(nice_axis(87.0), (100.0, 20.0));
+    }
+
+    #[test]
+    fn a_normalised_axis_never_goes_below_minus_100_percent() {
+        let n = normalised_chart(
+            "sum",
+            "/a",
+            &["x".into(), "y".into()],
+            &[Series {
+                name: "/b".into(),
+                values: vec![Some(-95.0), Some(400.0)],
+            }],
+        );
+        let ticks: Vec<f64> = n
+            .split("class=\"ntick\"")
+            .skip(1)
+            .map(|t| {
+                let v = t.split("data-v=\"").nth(1).unwrap();
+                v[..v.find('"').unwrap()].parse().unwrap()
+            })
+            .collect();
+        assert!(ticks.iter().all(|t| *t >= -100.0), "{ticks:?}");
+        assert!(ticks.contains(&-100.0) && ticks.contains(&400.0), "{ticks:?}");
+        // The zero line sits left of centre: the positive side is longer.
+        assert!(n.contains(">0%</text>"));
+    }
+
+    #[test]
+    fn bar_labels_wrap_whole_and_repetitions_draw_error_bars() {
+        let names = [
+            "createfiles",
+            "filemicro_seqread",
+            "fileserver",
+            "networkfs",
+            "oltp",
+            "varmail",
+            "videoserver",
+            "webproxy",
+            "webserver",
+            "copyfiles",
+            "makedirs",
+            "removedirs",
+        ];
+        let c = ChartData {
+            title: "personalities".into(),
+            x_label: "personality".into(),
+            y_label: "KB/s".into(),
+            x_labels: names.iter().map(|s| s.to_string()).collect(),
+            x_values: None,
+            log_x: false,
+            series: vec![Series {
+                name: "zfs".into(),
+                values: names.iter().map(|_| Some(2.5e6)).collect(),
+            }],
+        };
+        let errors = ErrorBars {
+            ranges: vec![names.iter().map(|_| Some((2.0e6, 3.0e6))).collect()],
+            note: "min..max over 3 repetitions".into(),
+        };
+        let b = bar_chart_with(&c, Some(&errors));
+        for n in names {
+            assert!(b.contains(&format!("data-label=\"{n}\"")), "{n}");
+            // The lines of a label put together give the label back.
+            let at = b.find(&format!("data-label=\"{n}\">")).unwrap();
+            let text = &b[at..at + b[at..].find("</text>").unwrap()];
+            let joined: String = text
+                .split("\">")
+                .skip(1)
+                .map(|p| p.trim_end_matches("</tspan><tspan x=").split('<').next().unwrap())
+                .collect();
+            assert_eq!(joined, n, "{text}");
+        }
+        assert!(!b.contains('…'), "no label is cut");
+        // 2.5 million KB/s is drawn in GB/s.
+        assert!(b.contains(">GB/s</text>"), "{b}");
+        assert_eq!(b.matches("class=\"errbar\"").count(), names.len());
+        assert!(b.contains("error bars: min..max over 3 repetitions"));
+        let l = line_chart_with(
+            &ChartData {
+                x_values: Some((1..=12).map(|i| i as f64).collect()),
+                ..c
+            },
+            Some(&errors),
+        );
+        assert_eq!(l.matches("class=\"errbar\"").count(), names.len());
     }
 
     #[test]

@@ -315,6 +315,33 @@ pub(crate) fn shape_study(
     {
         notes.push(REPEAT_NOTE.to_string());
     }
+    // Repetitions that disagree (`explain`: spread), named on the first metric.
+    for (ri, rk) in row_keys.iter().enumerate() {
+        for (ci, ck) in col_keys.iter().enumerate() {
+            let Some(sp) = cells[ri][ci].spread(0) else {
+                continue;
+            };
+            if sp > crate::explain::SPREAD_LIMIT {
+                let key: Vec<String> = rows
+                    .iter()
+                    .zip(rk)
+                    .chain(cols.iter().zip(ck))
+                    .map(|(a, v)| format!("{a}={v}"))
+                    .collect();
+                let key = if key.is_empty() {
+                    "the point".to_string()
+                } else {
+                    key.join(" ")
+                };
+                notes.push(format!(
+                    "explain: the repetitions of {key} disagree by {:.1}% on {} ((max - min) / mean above {:.0}%): not a steady state; run longer or add --warmup",
+                    sp * 100.0,
+                    ms.first().map_or("", |m| m.label),
+                    crate::explain::SPREAD_LIMIT * 100.0
+                ));
+            }
+        }
+    }
     Ok(Shaped {
         suite: first.suite.clone(),
         study: first.study.clone(),

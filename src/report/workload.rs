@@ -108,6 +108,12 @@ pub(crate) fn text(r: &RunResult) -> String {
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");
     }
+    if !r.explain.is_empty() {
+        let _ = writeln!(s, "explain:");
+        for e in &r.explain {
+            let _ = writeln!(s, "  - {}", e.message);
+        }
+    }
     let _ = writeln!(
         s,
         "(MB/s = 10^6 bytes/s; latencies in ms; p50/p99/p99.9 from a histogram within {:.1}%)",

@@ -427,9 +427,50 @@ impl Ctx {
         Ok(())
     }
 
+    /// Repetitions of one point that disagree by more than 10 % (`explain`: spread): each
+    /// stored record of them is written again with the finding.
+    pub(crate) fn mark_spread(
+        &mut self,
+        repeats: &mut [Record],
+        study: &str,
+        index: usize,
+        values: &[(String, String)],
+    ) -> anyhow::Result<()> {
+        let results = repeats.iter_mut().filter_map(|r| match r {
+            Record::Run { result, .. } => Some(&mut **result),
+            Record::Skipped { .. } => None,
+        });
+        if !crate::result::mark_spread(results) {
+            return Ok(());
+        }
+        for rec in repeats.iter() {
+            if let Record::Run { meta, .. } = rec {
+                let path = self
+                    .out_dir
+                    .join(record_file_name(study, index, values, meta.repeat));
+                self.write_record(&path, rec)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Store a record in the results directory and count it.
     pub(crate) fn store(&mut self, path: &Path, rec: &Record) -> anyhow::Result<()> {
         self.check_replace(path, rec.meta())?;
+        self.write_record(path, rec)?;
+        self.announce();
+        match rec {
+            Record::Run { result, .. } if result.status == RunStatus::Failed => {
+                self.tally.failed += 1
+            }
+            Record::Run { .. } => self.tally.ran += 1,
+            Record::Skipped { .. } => self.tally.skipped += 1,
+        }
+        Ok(())
+    }
+
+    /// Write a record (with the hooks' probes) to the results directory.
+    fn write_record(&mut self, path: &Path, rec: &Record) -> anyhow::Result<()> {
         let mut with_probes;
         let rec = match (&self.hooks, rec) {
             (Some(h), Record::Run { .. }) if !h.probes.is_empty() || h.built.is_some() => {
@@ -451,14 +492,6 @@ impl Ctx {
             .and_then(|n| n.to_str())
             .ok_or_else(|| usage!("bad record name {}", path.display()))?;
         self.results.write(name, rec.to_json()?.as_bytes())?;
-        self.announce();
-        match rec {
-            Record::Run { result, .. } if result.status == RunStatus::Failed => {
-                self.tally.failed += 1
-            }
-            Record::Run { .. } => self.tally.ran += 1,
-            Record::Skipped { .. } => self.tally.skipped += 1,
-        }
         Ok(())
     }
 
@@ -563,6 +596,7 @@ pub(crate) fn run_study(
     for (p, pj) in points.iter().zip(built) {
         let index = ctx.next_index;
         ctx.next_index += 1;
+        let first = out.len();
         for r in 0..ctx.repeat {
             if ctx.interrupted || crate::runner::signal::interrupted() {
                 ctx.interrupted = true;
@@ -596,6 +630,7 @@ pub(crate) fn run_study(
             }
             out.push(rec);
         }
+        ctx.mark_spread(&mut out[first..], &study.id, index, &p.values)?;
     }
     Ok(out)
 }

@@ -189,6 +189,7 @@ impl WorkloadDoc {
         } else {
             RunStatus::Complete
         };
+        self.result.refresh_explain();
     }
 
     pub fn fail(&mut self) {

@@ -498,5 +498,6 @@ fn envelope(
         crate::probe::env::collect(&paths),
     );
     result.fill_from_outcome(&outcome);
+    result.refresh_explain();
     result
 }
