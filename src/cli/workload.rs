@@ -57,6 +57,10 @@ pub(crate) struct WorkloadArgs {
     /// sync, uring: the engine every flowop's system calls go through (default sync)
     #[arg(long)]
     pub engine: Option<String>,
+    /// Write a stream of self-checking bytes in every write to a fileset file and check
+    /// every read of a file whose content is known (a mismatch fails the run: exit 1)
+    #[arg(long)]
+    pub verify: bool,
     #[command(flatten)]
     pub rate: super::args::RateArgs,
     #[command(flatten)]
@@ -219,7 +223,32 @@ fn load(
     Ok((src, model))
 }
 
+/// `--verify` needs a workload that reads what it writes: refused (one line) when no
+/// flowop of it reads a file, since nothing it writes would ever be checked.
+fn check_verify(model: &crate::workload::model::Model, name: &str) -> anyhow::Result<()> {
+    use crate::workload::model::{flatten, Kind};
+    let reads = model.processes.iter().any(|p| {
+        p.threads.iter().any(|t| {
+            flatten(&t.flowops)
+                .iter()
+                .any(|f| matches!(f.kind, Kind::Read | Kind::ReadWholeFile))
+        })
+    });
+    if !reads {
+        crate::bail_usage!(
+            "--verify: {name} has no read or readwholefile flowop, so nothing it writes is ever checked (verify works for workloads that read their files)"
+        );
+    }
+    Ok(())
+}
+
 pub(crate) fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
+    if a.verify && matches!(a.workload.as_str(), "list" | "show") {
+        crate::bail_usage!(
+            "--verify applies to running a workload, not to `workload {}`",
+            a.workload
+        );
+    }
     match a.workload.as_str() {
         "list" => {
             crate::out!("{}", list());
@@ -261,6 +290,9 @@ pub(crate) fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
     let observe = a.observe.settings()?;
     let engine = super::args::source_engine(a.engine.as_deref(), "workloads")?;
     let (src, model) = load(&a)?;
+    if a.verify {
+        check_verify(&model, &src.name)?;
+    }
     let opts = Options {
         time,
         keep: a.keep,
@@ -270,6 +302,7 @@ pub(crate) fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
         progress: Some(crate::report::workload::psrun_line),
         engine,
         rate,
+        verify: a.verify,
     };
     crate::output::check_output(a.output.as_deref(), false)?;
     let observer = crate::observe::Observer::start_for(&observe, &scope(&model, a.in_process))?;

@@ -316,6 +316,29 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
     out
 }
 
+/// A workload's `verify` section as text: reads checked (each one "block"), then the
+/// mismatches as for a run.
+pub(super) fn workload_verify_lines(v: &crate::verify::report::VerifyReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "verify: {} reads checked ({} bytes compared): {} intact, {} did not come back as written",
+        v.blocks_checked,
+        v.bytes_checked,
+        v.blocks_intact,
+        v.bad_blocks()
+    );
+    if v.blocks_skipped_overlap + v.blocks_skipped_busy > 0 {
+        let _ = writeln!(
+            out,
+            "verify: skipped {} reads (file content not known: concurrent writes, aiowrite, a reused file), {} (file written while read)",
+            v.blocks_skipped_overlap, v.blocks_skipped_busy
+        );
+    }
+    out.push_str(&mismatch_lines(v));
+    out
+}
+
 /// The `verify` section as text: what was checked, how it came back, and the first
 /// mismatches of each kind.
 fn verify_lines(v: &crate::verify::report::VerifyReport) -> String {
@@ -338,6 +361,20 @@ fn verify_lines(v: &crate::verify::report::VerifyReport) -> String {
             v.blocks_skipped_overlap, v.blocks_skipped_busy
         );
     }
+    out.push_str(&mismatch_lines(v));
+    if v.journal_appends + v.fsyncs > 0 {
+        let _ = writeln!(
+            out,
+            "verify: journal {} acknowledgements in {} durable appends; {} fsyncs for --fsync-every",
+            v.journal_acks, v.journal_appends, v.fsyncs
+        );
+    }
+    out
+}
+
+/// The first mismatches of each kind, as text.
+fn mismatch_lines(v: &crate::verify::report::VerifyReport) -> String {
+    let mut out = String::new();
     for (name, k) in v.kinds() {
         if k.blocks == 0 {
             continue;
@@ -365,13 +402,6 @@ fn verify_lines(v: &crate::verify::report::VerifyReport) -> String {
                 }
             );
         }
-    }
-    if v.journal_appends + v.fsyncs > 0 {
-        let _ = writeln!(
-            out,
-            "verify: journal {} acknowledgements in {} durable appends; {} fsyncs for --fsync-every",
-            v.journal_acks, v.journal_appends, v.fsyncs
-        );
     }
     out
 }

@@ -79,6 +79,7 @@ pub(crate) fn run_personality(
         progress: None,
         engine: crate::job::EngineKind::Sync,
         rate: Default::default(),
+        verify: false,
     };
     execute(&src, &model, &opts).map_err(PersonalityError::Failed)
 }

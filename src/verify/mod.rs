@@ -10,6 +10,7 @@ pub(crate) mod block;
 pub(crate) mod check;
 pub(crate) mod journal;
 pub(crate) mod report;
+pub(crate) mod stream;
 pub(crate) mod table;
 
 use block::Verdict;

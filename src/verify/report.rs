@@ -50,7 +50,7 @@ pub struct FindingReport {
 }
 
 impl FindingReport {
-    fn add(&mut self, m: Mismatch) {
+    pub(crate) fn add(&mut self, m: Mismatch) {
         self.blocks += 1;
         self.keep(m);
     }
@@ -85,6 +85,10 @@ pub struct VerifyReport {
     pub read_back_blocks: u64,
     pub backlog_blocks: u64,
     pub run_read_blocks: u64,
+    /// Bytes compared (workloads, where each checked read counts as one "block" and its
+    /// bytes here; 0 for io runs).
+    #[serde(default)]
+    pub bytes_checked: u64,
     /// Wall time of the read-back (after the timed phase) and of the backlog checks (inside
     /// it: the run's elapsed time includes them, its I/O counts do not).
     pub read_back_s: f64,
@@ -113,6 +117,7 @@ impl VerifyReport {
         self.read_back_blocks += o.read_back_blocks;
         self.backlog_blocks += o.backlog_blocks;
         self.run_read_blocks += o.run_read_blocks;
+        self.bytes_checked += o.bytes_checked;
         self.read_back_s = self.read_back_s.max(o.read_back_s);
         self.backlog_s = self.backlog_s.max(o.backlog_s);
         self.read_back_done &= o.read_back_done;

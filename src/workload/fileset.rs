@@ -894,15 +894,24 @@ enum PrepErr {
     Io(String),
 }
 
-/// Write `size` bytes of a fixed pattern into the open file, checking Ctrl-C between
-/// megabytes; an error names the file and the offset.
-fn fill_fd(fd: RawFd, path: &CPath, size: u64, buf: &[u8]) -> Result<(), PrepErr> {
+/// Write `size` bytes of a fixed pattern (with `--verify`, the stream of `verify_key`) into
+/// the open file, checking Ctrl-C between megabytes; an error names the file and the offset.
+fn fill_fd(
+    fd: RawFd,
+    path: &CPath,
+    size: u64,
+    buf: &mut [u8],
+    verify_key: Option<u64>,
+) -> Result<(), PrepErr> {
     let mut off = 0u64;
     while off < size {
         if signal::interrupted() {
             return Err(PrepErr::Stop);
         }
         let n = (size - off).min(buf.len() as u64) as usize;
+        if let Some(k) = verify_key {
+            crate::verify::stream::fill(&mut buf[..n], k, off);
+        }
         // SAFETY: writing from a buffer we own of at least n bytes.
         let w = unsafe { libc::pwrite(fd, buf.as_ptr() as *const libc::c_void, n, off as i64) };
         if w < 0 {
@@ -1063,6 +1072,8 @@ fn create(
     let maker = EntryMaker {
         lay,
         states,
+        arena,
+        set,
         reuse_existing,
         is_dirs: spec.is_dirs(),
         threads,
@@ -1146,6 +1157,9 @@ fn create_dirs(
 struct EntryMaker<'a> {
     lay: &'a SetLayout,
     states: &'a [AtomicU32],
+    /// For `--verify`: the preallocated files' stream and what each entry holds.
+    arena: &'a Arena,
+    set: usize,
     reuse_existing: bool,
     is_dirs: bool,
     /// Thread `t` handles entries t, t + threads, t + 2 * threads, ...
@@ -1178,7 +1192,7 @@ impl EntryMaker<'_> {
     /// record in the arena which exist, until done, stopped by another thread, an error or
     /// Ctrl-C.
     fn worker(&self, t: usize) {
-        let buf = vec![0xA5u8; 1 << 20];
+        let mut buf = vec![0xA5u8; 1 << 20];
         let mut mine: Vec<u64> = Vec::new();
         let mut i = t;
         while i < self.lay.len() {
@@ -1196,7 +1210,7 @@ impl EntryMaker<'_> {
                 i += self.threads;
                 continue;
             }
-            match self.entry(i, want, &buf, &mut mine) {
+            match self.entry(i, want, &mut buf, &mut mine) {
                 Ok(exists) => self.states[i].store(if exists { ENTRY_EXISTS } else { 0 }, Relaxed),
                 Err(e) => {
                     self.fail(e);
@@ -1226,7 +1240,7 @@ impl EntryMaker<'_> {
         &self,
         i: usize,
         want: bool,
-        buf: &[u8],
+        buf: &mut [u8],
         mine: &mut Vec<u64>,
     ) -> Result<bool, PrepErr> {
         let path = self.lay.path(i);
@@ -1278,13 +1292,18 @@ impl EntryMaker<'_> {
         size: u64,
         existing: Option<Ident>,
         want: bool,
-        buf: &[u8],
+        buf: &mut [u8],
         mine: &mut Vec<u64>,
     ) -> Result<bool, PrepErr> {
+        let verify_key = super::verify::prealloc_key(self.arena, self.set, i);
         let mut flags = libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         if let Some(st) = existing {
             // Verified ours (the manifest lists everything in the tree).
             if st.size == size || !want {
+                if verify_key.is_some() {
+                    // Not written by this run: what it holds is not known.
+                    super::verify::prepared(self.arena, self.set, i, None);
+                }
                 self.reused.fetch_add(1, Relaxed);
                 return Ok(true);
             }
@@ -1309,7 +1328,14 @@ impl EntryMaker<'_> {
         if existing.is_some() && unsafe { libc::ftruncate(fd, 0) } != 0 {
             return Err(PrepErr::Io(format!("truncating {path}: {}", errno())));
         }
-        fill_fd(f.as_raw_fd(), path, size, buf)?;
+        if verify_key.is_some() {
+            // Until it is written whole, the file's content is not known.
+            super::verify::prepared(self.arena, self.set, i, None);
+        }
+        fill_fd(f.as_raw_fd(), path, size, buf, verify_key)?;
+        if verify_key.is_some() {
+            super::verify::prepared(self.arena, self.set, i, Some(size));
+        }
         self.created.fetch_add(1, Relaxed);
         self.written.fetch_add(size, Relaxed);
         Ok(true)

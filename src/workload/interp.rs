@@ -215,6 +215,9 @@ pub struct ThreadOutcome {
     /// `--status-interval` intervals of the thread's I/O flowops (what the summary counts).
     #[serde(default)]
     pub intervals: Vec<crate::runner::live::IntervalSample>,
+    /// What `--verify` found in this thread's reads (None: the run does not verify).
+    #[serde(default)]
+    pub verify: Option<crate::verify::report::VerifyReport>,
 }
 
 struct OpenFd {
@@ -228,6 +231,15 @@ struct OpenFd {
     /// offsets a trace records for cursor and append I/O (no lseek on the I/O path).
     pos: u64,
     end: u64,
+    /// `--verify`: the incarnation of the file this descriptor was opened on.
+    incarnation: u64,
+}
+
+/// What `--verify` noted before a data I/O, for after it.
+enum Verifying {
+    Off,
+    Write(super::verify::WriteTicket),
+    Read(Result<super::verify::ReadTicket, super::verify::NoCheck>),
 }
 
 enum Step {
@@ -408,6 +420,8 @@ struct Thread<'a> {
     /// execution (charged to them).
     pacing: Pacing,
     io_calls: u64,
+    /// `--verify`: stamps writes with the file stream and checks reads.
+    verifier: Option<super::verify::Verifier>,
 }
 
 /// Run one thread instance to its end.
@@ -478,6 +492,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
         dir_base,
         pacing: Pacing::new(&sh.rate, id.slot as u64, sh.model.total_threads() as u64),
         io_calls: 0,
+        verifier: super::verify::Verifier::new(sh.arena),
     };
     let ctl = sh.arena.ctl();
     ctl.live.fetch_add(1, SeqCst);
@@ -544,6 +559,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
         end,
         sys: t.sys,
         intervals,
+        verify: t.verifier.map(|v| v.report),
     }
 }
 
@@ -797,8 +813,18 @@ impl Thread<'_> {
             unbusy(arena, set, i, None, 0);
             return Err(call(format!("open {path:?}"), e));
         }
+        let incarnation = match &self.verifier {
+            Some(v) => {
+                if create {
+                    v.created(arena, set, i);
+                }
+                v.incarnation(arena, set, i)
+            }
+            None => 0,
+        };
         unbusy(arena, set, i, create.then_some(true), 1);
         self.fds[slot] = Some(OpenFd {
+            incarnation,
             fd,
             set,
             entry: i,
@@ -1304,12 +1330,20 @@ impl Thread<'_> {
     /// aiowrite completions that arrive meanwhile are accounted, not lost.
     fn io(&mut self, kind: OpKind, slot: usize, offset: u64, len: usize) -> std::io::Result<u64> {
         self.io_calls += 1;
+        let verifying = self.verify_before(kind, slot, offset, len);
         let t = clock(&self.ring);
         let r = self.io_call(kind, slot, offset, len);
         let n = *r.as_ref().unwrap_or(&0);
         let Some(f) = self.fds[slot].as_mut() else {
             return r;
         };
+        if let Verifying::Write(w) = &verifying {
+            if offset & IoOp::APPEND != 0 && r.is_ok() {
+                // Where the append landed, as the verifier knows it (the thread's own view
+                // misses what other descriptors appended).
+                f.end = w.offset();
+            }
+        }
         // Where the call was: the offset given, else the descriptor's offset or the file's end
         // as this thread moved them.
         let at = if offset & IoOp::APPEND != 0 {
@@ -1334,7 +1368,60 @@ impl Thread<'_> {
             Err(_) => status(&r),
         };
         rec(&mut self.ring, op, file, at, len as u64, t, result);
+        self.verify_after(verifying, slot, at, len, &r);
         r
+    }
+
+    /// `--verify`, before a data I/O on descriptor slot `slot`: a write's buffer gets the
+    /// file's stream for where it lands; a read notes what the file holds.
+    fn verify_before(&mut self, kind: OpKind, slot: usize, offset: u64, len: usize) -> Verifying {
+        let (Some(v), Some(f)) = (self.verifier.as_ref(), self.fds[slot].as_ref()) else {
+            return Verifying::Off;
+        };
+        let arena = self.sh.arena;
+        if kind == OpKind::Write {
+            let at = if offset & IoOp::APPEND != 0 {
+                None
+            } else if offset & IoOp::AT_CURSOR != 0 {
+                Some(f.pos)
+            } else {
+                Some(offset & !IoOp::FLAGS)
+            };
+            let buf = &mut self.eng.as_dyn().buffers().slot_mut(SYNC_SLOT as usize)[..len];
+            Verifying::Write(v.begin_write(arena, f.set, f.entry, at, buf))
+        } else {
+            Verifying::Read(v.begin_read(arena, f.set, f.entry, f.incarnation))
+        }
+    }
+
+    /// `--verify`, after the I/O at file offset `at`: record what a write left, check what
+    /// a read returned.
+    fn verify_after(
+        &mut self,
+        verifying: Verifying,
+        slot: usize,
+        at: u64,
+        len: usize,
+        r: &std::io::Result<u64>,
+    ) {
+        let (Some(v), Some(f)) = (self.verifier.as_mut(), self.fds[slot].as_ref()) else {
+            return;
+        };
+        let arena = self.sh.arena;
+        match verifying {
+            Verifying::Off => {}
+            Verifying::Write(w) => v.end_write(arena, w, r.as_ref().ok().copied()),
+            Verifying::Read(Err(why)) => v.skipped(why),
+            Verifying::Read(Ok(t)) => {
+                let Ok(n) = r else { return };
+                let (set, entry) = (f.set, f.entry);
+                let lay = &self.sh.layouts[set];
+                let got = &self.eng.as_dyn().buffers().slot(SYNC_SLOT as usize)[..*n as usize];
+                v.end_read(arena, set, entry, t, at, len as u64, got, &|| {
+                    lay.path(entry).to_string()
+                });
+            }
+        }
     }
 
     /// The system calls of [`Thread::io`].
@@ -1514,6 +1601,9 @@ impl Thread<'_> {
         let fd = f.fd;
         let file = self.file_base[f.set].saturating_add(f.entry as u32);
         f.end = f.end.max(off + size as u64);
+        if let Some(v) = &self.verifier {
+            v.forget(self.sh.arena, f.set, f.entry);
+        }
         if self.aio_inflight >= AIO_DEPTH - 1 {
             // Queue full: reap at least one before queueing more.
             self.aio_reap(1)

@@ -15,6 +15,7 @@ pub mod run;
 pub mod shared;
 pub mod stats;
 pub mod vars;
+pub(crate) mod verify;
 pub mod worker;
 
 use std::collections::HashMap;

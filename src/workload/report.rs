@@ -25,6 +25,8 @@ pub struct RunPart {
     pub failures: Vec<String>,
     /// A flowop failed or the run stalled.
     pub failed: bool,
+    /// What `--verify` found in the threads' reads (None: not verifying).
+    pub verify: Option<crate::verify::report::VerifyReport>,
 }
 
 impl RunPart {
@@ -98,6 +100,9 @@ impl RunPart {
             summary,
             failed: !failures.is_empty(),
             failures,
+            verify: crate::verify::report::VerifyReport::merged(
+                outs.iter().filter_map(|o| o.verify.as_ref()),
+            ),
         }
     }
 }
@@ -175,9 +180,41 @@ impl WorkloadDoc {
                 offset: None,
                 message,
             }));
-        self.failed |= part.failed;
+        let mut failed = part.failed;
+        if let Some(v) = &part.verify {
+            // A read that did not come back as written fails the run (exit 1).
+            if v.bad_blocks() > 0 {
+                let first = v
+                    .kinds()
+                    .iter()
+                    .find_map(|(_, k)| k.first.first())
+                    .map(|m| {
+                        format!(
+                            ": first {} offset {}: {}",
+                            m.target, m.offset_bytes, m.detail
+                        )
+                    })
+                    .unwrap_or_default();
+                self.result.failures.push(IoFailure {
+                    user: 0,
+                    thread: 0,
+                    path: String::new(),
+                    offset: None,
+                    message: format!(
+                        "verify: {} read(s) did not come back as written{first}",
+                        v.bad_blocks()
+                    ),
+                });
+                failed = true;
+            }
+            match &mut self.result.verify {
+                Some(all) => all.merge(v),
+                None => self.result.verify = Some(v.clone()),
+            }
+        }
+        self.failed |= failed;
         self.info().runs.push(part.outline);
-        part.failed
+        failed
     }
 
     /// Set the status: failed when a run failed, partial when interrupted.

@@ -38,6 +38,8 @@ pub struct Options {
     pub engine: crate::job::EngineKind,
     /// `--rate-iops` / `--rate-bytes` / `--rate-scope`: paces every thread's data flowops.
     pub rate: crate::job::RateLimit,
+    /// `--verify`: writes carry the file stream, reads are checked (`super::verify`).
+    pub verify: bool,
 }
 
 /// Turns one progress line (and the ops/s since the start, when asked for) into text.
@@ -125,6 +127,9 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<RunResult>
     check_space(model, &layouts)?;
     let arena =
         Arena::create(arena_layout(model)).context("creating the shared memory for the run")?;
+    if opts.verify {
+        super::verify::enable(&arena);
+    }
     let mut prepared: Vec<Prepared> = Vec::new();
     let outcome = (|| -> Result<()> {
         let mut script = model.script.clone();

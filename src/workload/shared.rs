@@ -67,6 +67,9 @@ pub struct Layout {
     pub nthreads: usize,
     pub sets_off: Vec<usize>,
     pub set_len: Vec<usize>,
+    /// `--verify`: the run's stream seed (8 bytes) then one [`EntryCheck`] per entry of
+    /// every fileset, in fileset order.
+    pub verify_off: usize,
     pub total: usize,
 }
 
@@ -82,6 +85,9 @@ impl Layout {
             sets_off.push(at);
             at = up(at + SET_HEADER + n * 4);
         }
+        let verify_off = at;
+        let entries: usize = set_entries.iter().sum();
+        at = up(at + 64 + entries * std::mem::size_of::<EntryCheck>());
         Layout {
             sems_off,
             nsems,
@@ -89,9 +95,30 @@ impl Layout {
             nthreads,
             sets_off,
             set_len: set_entries.to_vec(),
+            verify_off,
             total: at.max(4096),
         }
     }
+}
+
+/// What `--verify` knows of one fileset entry, shared by every thread and process
+/// (`crate::workload::verify` reads and moves it).
+#[repr(C)]
+#[derive(Default)]
+pub struct EntryCheck {
+    /// Which life of the file this is: one more each time it is created (O_TRUNC).
+    pub incarnation: AtomicU64,
+    /// Bytes from offset 0 that hold this incarnation's stream (the file's size when all is
+    /// well).
+    pub len: AtomicU64,
+    /// One more at the start and at the end of every write or create: a read that sees it
+    /// move was concurrent with one.
+    pub seq: AtomicU64,
+    /// Writes in flight.
+    pub writers: AtomicU32,
+    /// 1: what the file holds is not known (two writes at once, an aiowrite, a failed write,
+    /// a write past the end, a reused file): its reads are skipped until it is recreated.
+    pub unknown: AtomicU32,
 }
 
 /// Bytes before a fileset's entry words: the exists count (8) and three rotors (4 each:
@@ -215,6 +242,28 @@ impl Arena {
                 self.base.add(self.layout.sets_off[set] + SET_HEADER) as *const AtomicU32,
                 self.layout.set_len[set],
             )
+        }
+    }
+}
+
+impl Arena {
+    /// The `--verify` stream seed of the run (0: the run does not verify).
+    pub fn verify_seed(&self) -> &AtomicU64 {
+        // SAFETY: Layout reserved 64 aligned bytes at verify_off.
+        unsafe { &*(self.base.add(self.layout.verify_off) as *const AtomicU64) }
+    }
+
+    /// The `--verify` state of entry `i` of fileset `set`.
+    pub fn entry_check(&self, set: usize, i: usize) -> &EntryCheck {
+        assert!(i < self.layout.set_len[set]);
+        let before: usize = self.layout.set_len[..set].iter().sum();
+        // SAFETY: Layout reserved one EntryCheck per entry of every set after the 64-byte
+        // seed block; index checked; zero is a valid EntryCheck (all atomics).
+        unsafe {
+            &*(self
+                .base
+                .add(self.layout.verify_off + 64 + (before + i) * std::mem::size_of::<EntryCheck>())
+                as *const EntryCheck)
         }
     }
 }
