@@ -135,6 +135,8 @@ pub(crate) struct RunArgs {
     pub mb: bool,
     #[command(flatten)]
     pub observe: super::observe::ObserveArgs,
+    #[command(flatten)]
+    pub dist: super::ranks::DistArgs,
 }
 
 /// Start from the job file named among the inputs (if any); the other inputs are targets.
@@ -264,6 +266,9 @@ pub(crate) fn report_options(a: &RunArgs) -> ReportOptions {
 
 pub(crate) fn main(a: RunArgs) -> anyhow::Result<i32> {
     let format = a.results.format()?;
+    if a.dist.any() || super::ranks::launched_ranks().is_some_and(|n| n > 1) {
+        return distributed(a, format);
+    }
     let job = build_job(&a)?;
     crate::output::check_output(a.results.output.as_deref(), a.force)?;
     let observer = crate::observe::Observer::start(&a.observe.settings()?, &job)?;
@@ -277,6 +282,72 @@ pub(crate) fn main(a: RunArgs) -> anyhow::Result<i32> {
         a.results.output.as_deref(),
         a.force,
     )
+}
+
+/// A build without MPI: the flags of a distributed run, or a start by mpirun, are refused.
+#[cfg(not(feature = "mpi"))]
+fn distributed(a: RunArgs, _format: crate::report::Format) -> anyhow::Result<i32> {
+    let why = match super::ranks::launched_ranks() {
+        Some(n) if n > 1 => format!("mpirun started {n} copies"),
+        _ => {
+            "--file-per-rank, --shared-file, --reorder-ranks, --stonewall and --mpi-timeout need it"
+                .into()
+        }
+    };
+    let _ = a;
+    bail_usage!(
+        "this fsbench was built without MPI ({why}): build it with `cargo build --release --features mpi` and start it with mpirun"
+    )
+}
+
+/// One rank of a distributed run: rank 0 builds and checks the Job and sends it to every
+/// rank; rank 0 prints and stores the one Result.
+#[cfg(feature = "mpi")]
+fn distributed(a: RunArgs, format: crate::report::Format) -> anyhow::Result<i32> {
+    use crate::mpi::Ending;
+    let world = crate::mpi::World::init()?;
+    let mut observer = None;
+    let mine = if world.rank == 0 {
+        let built = (|| -> anyhow::Result<crate::mpi::DistSpec> {
+            let job = build_job(&a)?;
+            crate::output::check_output(a.results.output.as_deref(), a.force)?;
+            let spec = super::ranks::spec(&a.dist, job, world.size)?;
+            observer = Some(crate::observe::Observer::start(
+                &a.observe.settings()?,
+                &spec.job,
+            )?);
+            Ok(spec)
+        })();
+        built.map_err(|e| super::one_line(&e.to_string()))
+    } else {
+        Err(String::new())
+    };
+    let spec = match crate::mpi::share_spec(&world, mine)? {
+        Ok(s) => s,
+        Err(msg) if world.rank == 0 => bail_usage!("{msg}"),
+        Err(_) => return Ok(2),
+    };
+    match crate::mpi::run(&world, &spec)? {
+        Ending::Done(code) => Ok(code),
+        Ending::Refused {
+            usage: true,
+            message,
+        } => bail_usage!("{message}"),
+        Ending::Refused { message, .. } => anyhow::bail!("{message}"),
+        Ending::Result(mut result) => {
+            if let Some(o) = observer {
+                let elapsed = result.total.elapsed_s;
+                o.finish(&mut result, elapsed)?;
+            }
+            super::output::emit(
+                &[*result],
+                format,
+                &report_options(&a),
+                a.results.output.as_deref(),
+                a.force,
+            )
+        }
+    }
 }
 
 #[cfg(test)]
