@@ -324,30 +324,59 @@ fn distributed(a: RunArgs, format: crate::report::Format) -> anyhow::Result<i32>
     };
     let spec = match crate::mpi::share_spec(&world, mine)? {
         Ok(s) => s,
-        Err(msg) if world.rank == 0 => bail_usage!("{msg}"),
-        Err(_) => return Ok(2),
-    };
-    match crate::mpi::run(&world, &spec)? {
-        Ending::Done(code) => Ok(code),
-        Ending::Refused {
-            usage: true,
-            message,
-        } => bail_usage!("{message}"),
-        Ending::Refused { message, .. } => anyhow::bail!("{message}"),
-        Ending::Result(mut result) => {
-            if let Some(o) = observer {
-                let elapsed = result.total.elapsed_s;
-                o.finish(&mut result, elapsed)?;
+        Err(msg) => {
+            if world.rank == 0 {
+                crate::runner::say(&format!("fsbench: {msg}"));
             }
-            super::output::emit(
-                &[*result],
-                format,
-                &report_options(&a),
-                a.results.output.as_deref(),
-                a.force,
-            )
+            return Ok(finish_ranks(&world, 2));
         }
-    }
+    };
+    let code = match crate::mpi::run(&world, &spec)? {
+        Ending::Done(code) => code,
+        Ending::Refused { usage, message } => {
+            let (prefix, code) = if usage { ("", 2) } else { ("error: ", 1) };
+            crate::runner::say(&format!("fsbench: {prefix}{}", super::one_line(&message)));
+            code
+        }
+        Ending::Result(mut result) => {
+            let emitted = (|| -> anyhow::Result<i32> {
+                if let Some(o) = observer {
+                    let elapsed = result.total.elapsed_s;
+                    o.finish(&mut result, elapsed)?;
+                }
+                let code = super::output::emit(
+                    &[*result],
+                    format,
+                    &report_options(&a),
+                    a.results.output.as_deref(),
+                    a.force,
+                )?;
+                use std::io::Write as _;
+                std::io::stdout().flush()?;
+                Ok(code)
+            })();
+            match emitted {
+                Ok(c) => c,
+                Err(e) => {
+                    crate::runner::say(&format!(
+                        "fsbench: error: {}",
+                        super::one_line(&format!("{e:#}"))
+                    ));
+                    1
+                }
+            }
+        }
+    };
+    Ok(finish_ranks(&world, code))
+}
+
+/// Every rank waits here until rank 0 has printed and written the Result: mpirun ends the
+/// whole job as soon as one rank exits with a non-zero status, which must not cut rank 0
+/// short. Then each rank exits with its own status.
+#[cfg(feature = "mpi")]
+fn finish_ranks(world: &crate::mpi::World, code: i32) -> i32 {
+    world.meet("the end of the run", std::time::Duration::from_secs(600));
+    code
 }
 
 #[cfg(test)]
