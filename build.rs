@@ -43,6 +43,10 @@ const CAPS: &[(&str, &str)] = &[
     ("strace", "strace can trace a child"),
     ("python3", "python3 runs"),
     ("chromium", "/usr/bin/chromium or /usr/bin/chromium-browser"),
+    (
+        "mpirun",
+        "mpirun on PATH (openmpi-bin): the MPI tests (tests/mpi.rs)",
+    ),
     ("mkfs_ext4", "mkfs.ext4 on PATH"),
     ("mkfs_xfs", "mkfs.xfs on PATH"),
     ("mkfs_btrfs", "mkfs.btrfs on PATH"),
@@ -155,6 +159,7 @@ fn probe() -> Vec<bool> {
             "strace" => {
                 tool("strace") && runs(Command::new("strace").args(["-o", "/dev/null", "true"]))
             }
+            "mpirun" => tool("mpirun"),
             "python3" => tool("python3") && runs(Command::new("python3").args(["-c", "pass"])),
             "chromium" => ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
                 .iter()

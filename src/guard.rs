@@ -18,8 +18,18 @@ use std::path::Path;
 /// a directory opened read-only). The lock lasts while `file` (or a clone of its descriptor)
 /// stays open. Another run holding it is a usage error naming that run's PID.
 pub(crate) fn lock_exclusive(file: &File, path: &Path) -> Result<()> {
+    lock(file, path, libc::LOCK_EX)
+}
+
+/// A shared lock: the ranks of one distributed run that write one shared file all hold it,
+/// and any other fsbench run (which asks for an exclusive one) is refused.
+pub(crate) fn lock_shared(file: &File, path: &Path) -> Result<()> {
+    lock(file, path, libc::LOCK_SH)
+}
+
+fn lock(file: &File, path: &Path, how: libc::c_int) -> Result<()> {
     // SAFETY: flock on a descriptor we own; no memory is passed.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    let rc = unsafe { libc::flock(file.as_raw_fd(), how | libc::LOCK_NB) };
     if rc == 0 {
         return Ok(());
     }

@@ -12,6 +12,8 @@ pub(crate) mod explain;
 pub(crate) mod fscompare;
 pub(crate) mod guard;
 pub(crate) mod job;
+#[cfg(feature = "mpi")]
+pub(crate) mod mpi;
 pub(crate) mod observe;
 pub(crate) mod output;
 pub mod probe;

@@ -169,6 +169,73 @@ pub struct BackupInfo {
     pub files: Vec<String>,
 }
 
+/// One rank of a distributed run (`mpirun ... fsbench run`): what it moved and when, on the
+/// barrier clock (seconds since every rank left the start barrier).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RankReport {
+    pub rank: u32,
+    pub host: String,
+    pub status: RunStatus,
+    /// The files this rank did its I/O on.
+    pub targets: Vec<String>,
+    pub ops: u64,
+    pub bytes: u64,
+    pub start_s: f64,
+    pub end_s: f64,
+    /// bytes / (end_s - start_s).
+    pub bytes_per_sec: f64,
+    /// Why this rank failed (its file and offset), when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+/// The stonewall of a distributed run: every rank was told to stop when the first one
+/// finished its work (`first_finish`) or at a fixed time (`time`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StonewallReport {
+    /// `first_finish` or `time`.
+    pub mode: String,
+    /// When the stop was called, on the barrier clock (seconds after the start barrier).
+    pub wall_s: f64,
+    /// The rank whose end called it (`first_finish`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub called_by_rank: Option<u32>,
+    /// Bytes all ranks moved (each stopped within `stop_lag_s` of the wall).
+    pub bytes: u64,
+    /// bytes / (wall_s - first start): the stonewall figure.
+    pub bytes_per_sec: f64,
+    /// How long after the wall the last rank stopped (the I/O in flight, message latency).
+    pub stop_lag_s: f64,
+    /// Least and most bytes one rank moved before it stopped: unequal under a stonewall, so a
+    /// read of this data by the same layout finds only the least everywhere.
+    pub min_rank_bytes: u64,
+    pub max_rank_bytes: u64,
+}
+
+/// What a distributed run adds to the Result besides `ranks` and `hosts`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DistributedReport {
+    /// `file_per_rank`, `shared_segmented` or `shared_strided`.
+    pub layout: String,
+    /// Ranks read the data of the rank this many places on (`--reorder-ranks`); absent: each
+    /// rank its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder_shift: Option<u32>,
+    pub first_start_s: f64,
+    pub first_end_s: f64,
+    pub last_end_s: f64,
+    /// All bytes / (last end - first start): the figure `total.bytes_per_sec` also holds.
+    pub full_bytes_per_sec: f64,
+    /// Slowest and fastest rank by their own bytes per second, and fastest / slowest.
+    pub slowest_rank: u32,
+    pub slowest_bytes_per_sec: f64,
+    pub fastest_rank: u32,
+    pub fastest_bytes_per_sec: f64,
+    pub spread_ratio: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stonewall: Option<StonewallReport>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     pub schema_version: u32,
@@ -211,6 +278,15 @@ pub struct RunResult {
     /// The run's `--status-interval` time series: every interval of all workers together.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeseries: Vec<crate::runner::live::IntervalReport>,
+    /// Per rank of a distributed run (`mpirun ... fsbench run`), in rank order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<RankReport>,
+    /// The distinct hosts the ranks ran on, in order of first rank.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
+    /// The aggregate figures of a distributed run (full and stonewall bandwidth, spread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distributed: Option<DistributedReport>,
 }
 
 /// Give every complete repetition of one point the `spread` finding when they disagree by
@@ -288,6 +364,9 @@ impl RunResult {
             verify: None,
             explain: Vec::new(),
             timeseries: Vec::new(),
+            ranks: Vec::new(),
+            hosts: Vec::new(),
+            distributed: None,
         }
     }
 

@@ -157,6 +157,7 @@ fn the_build_probe_agrees_with_the_machine() {
             runs("python3", &["-c", "pass"]),
         ),
         ("chromium", cfg!(has_chromium), chromium),
+        ("mpirun", cfg!(has_mpirun), on_path("mpirun")),
         ("mkfs_ext4", cfg!(has_mkfs_ext4), on_path("mkfs.ext4")),
         ("mkfs_xfs", cfg!(has_mkfs_xfs), on_path("mkfs.xfs")),
         ("mkfs_btrfs", cfg!(has_mkfs_btrfs), on_path("mkfs.btrfs")),

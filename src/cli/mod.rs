@@ -10,6 +10,7 @@ pub(crate) mod iostat;
 pub(crate) mod observe;
 pub(crate) mod output;
 pub(crate) mod quick;
+pub(crate) mod ranks;
 pub(crate) mod replay;
 pub(crate) mod report;
 pub(crate) mod run;
@@ -140,6 +141,23 @@ pub fn main_with_exit_code() -> i32 {
 }
 
 fn dispatch(cmd: Command) -> anyhow::Result<i32> {
+    // Started by mpirun: only `run` is one rank of a distributed run; the other commands
+    // that do I/O would run as N unrelated copies.
+    let io_command = match &cmd {
+        Command::Quick(_) => Some("quick"),
+        Command::Vx { .. } => Some("vx"),
+        Command::Advise(_) => Some("advise"),
+        Command::Sweep(_) => Some("sweep"),
+        Command::Suite(_) => Some("suite"),
+        Command::Trace(_) => Some("trace"),
+        Command::Replay(_) => Some("replay"),
+        Command::Workload(_) => Some("workload"),
+        Command::Fscompare(_) => Some("fscompare"),
+        _ => None,
+    };
+    if let Some(name) = io_command {
+        ranks::refuse_under_mpirun(name)?;
+    }
     match cmd {
         Command::Quick(a) => quick::main(a),
         Command::Run(a) => run::main(a),

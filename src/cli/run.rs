@@ -135,6 +135,8 @@ pub(crate) struct RunArgs {
     pub mb: bool,
     #[command(flatten)]
     pub observe: super::observe::ObserveArgs,
+    #[command(flatten)]
+    pub dist: super::ranks::DistArgs,
 }
 
 /// Start from the job file named among the inputs (if any); the other inputs are targets.
@@ -264,6 +266,9 @@ pub(crate) fn report_options(a: &RunArgs) -> ReportOptions {
 
 pub(crate) fn main(a: RunArgs) -> anyhow::Result<i32> {
     let format = a.results.format()?;
+    if a.dist.any() || super::ranks::launched_ranks().is_some_and(|n| n > 1) {
+        return distributed(a, format);
+    }
     let job = build_job(&a)?;
     crate::output::check_output(a.results.output.as_deref(), a.force)?;
     let observer = crate::observe::Observer::start(&a.observe.settings()?, &job)?;
@@ -277,6 +282,101 @@ pub(crate) fn main(a: RunArgs) -> anyhow::Result<i32> {
         a.results.output.as_deref(),
         a.force,
     )
+}
+
+/// A build without MPI: the flags of a distributed run, or a start by mpirun, are refused.
+#[cfg(not(feature = "mpi"))]
+fn distributed(a: RunArgs, _format: crate::report::Format) -> anyhow::Result<i32> {
+    let why = match super::ranks::launched_ranks() {
+        Some(n) if n > 1 => format!("mpirun started {n} copies"),
+        _ => {
+            "--file-per-rank, --shared-file, --reorder-ranks, --stonewall and --mpi-timeout need it"
+                .into()
+        }
+    };
+    let _ = a;
+    bail_usage!(
+        "this fsbench was built without MPI ({why}): build it with `cargo build --release --features mpi` and start it with mpirun"
+    )
+}
+
+/// One rank of a distributed run: rank 0 builds and checks the Job and sends it to every
+/// rank; rank 0 prints and stores the one Result.
+#[cfg(feature = "mpi")]
+fn distributed(a: RunArgs, format: crate::report::Format) -> anyhow::Result<i32> {
+    use crate::mpi::Ending;
+    let world = crate::mpi::World::init()?;
+    let mut observer = None;
+    let mine = if world.rank == 0 {
+        let built = (|| -> anyhow::Result<crate::mpi::DistSpec> {
+            let job = build_job(&a)?;
+            crate::output::check_output(a.results.output.as_deref(), a.force)?;
+            let spec = super::ranks::spec(&a.dist, job, world.size)?;
+            observer = Some(crate::observe::Observer::start(
+                &a.observe.settings()?,
+                &spec.job,
+            )?);
+            Ok(spec)
+        })();
+        built.map_err(|e| super::one_line(&e.to_string()))
+    } else {
+        Err(String::new())
+    };
+    let spec = match crate::mpi::share_spec(&world, mine)? {
+        Ok(s) => s,
+        Err(msg) => {
+            if world.rank == 0 {
+                crate::runner::say(&format!("fsbench: {msg}"));
+            }
+            return Ok(finish_ranks(&world, 2));
+        }
+    };
+    let code = match crate::mpi::run(&world, &spec)? {
+        Ending::Done(code) => code,
+        Ending::Refused { usage, message } => {
+            let (prefix, code) = if usage { ("", 2) } else { ("error: ", 1) };
+            crate::runner::say(&format!("fsbench: {prefix}{}", super::one_line(&message)));
+            code
+        }
+        Ending::Result(mut result) => {
+            let emitted = (|| -> anyhow::Result<i32> {
+                if let Some(o) = observer {
+                    let elapsed = result.total.elapsed_s;
+                    o.finish(&mut result, elapsed)?;
+                }
+                let code = super::output::emit(
+                    &[*result],
+                    format,
+                    &report_options(&a),
+                    a.results.output.as_deref(),
+                    a.force,
+                )?;
+                use std::io::Write as _;
+                std::io::stdout().flush()?;
+                Ok(code)
+            })();
+            match emitted {
+                Ok(c) => c,
+                Err(e) => {
+                    crate::runner::say(&format!(
+                        "fsbench: error: {}",
+                        super::one_line(&format!("{e:#}"))
+                    ));
+                    1
+                }
+            }
+        }
+    };
+    Ok(finish_ranks(&world, code))
+}
+
+/// Every rank waits here until rank 0 has printed and written the Result: mpirun ends the
+/// whole job as soon as one rank exits with a non-zero status, which must not cut rank 0
+/// short. Then each rank exits with its own status.
+#[cfg(feature = "mpi")]
+fn finish_ranks(world: &crate::mpi::World, code: i32) -> i32 {
+    world.meet("the end of the run", std::time::Duration::from_secs(600));
+    code
 }
 
 #[cfg(test)]

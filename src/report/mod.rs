@@ -25,6 +25,7 @@ pub(crate) mod markdown;
 pub(crate) mod metrics;
 pub(crate) mod observe;
 pub(crate) mod quick;
+pub(crate) mod ranks;
 pub(crate) mod suites;
 pub(crate) mod svg;
 pub(crate) mod svg_plot;

@@ -283,6 +283,7 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
                 String::new()
             }
         );
+        out.push_str(&super::ranks::lines(r, opts));
         out.push_str(&super::observe::syscall_lines(t));
         out.push_str(&super::observe::probe_sections(r));
         if let Some(v) = &r.verify {

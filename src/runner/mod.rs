@@ -104,6 +104,25 @@ fn uring_preflight(job: &Job, plan: &target::Plan) -> Result<Vec<String>> {
 /// while preparing (layout, reservation) or during the timed run is a `Failed` outcome that
 /// names the file and offset, so front ends still write their Result.
 pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
+    run_gated(job, None)
+}
+
+/// Hooks of a run that is one part of a larger one (a rank of a distributed run,
+/// `crate::mpi`): `start` is called once every worker is prepared, before the gate opens, and
+/// returns false to call the run off; `after_io` is called when the timed I/O has ended,
+/// before anything is probed or removed (the other ranks may still be writing a shared file).
+pub(crate) struct Gate {
+    pub start: Box<dyn FnOnce() -> bool + Send>,
+    pub after_io: Box<dyn FnOnce() + Send>,
+}
+
+/// [`run`] with the hooks of a [`Gate`] (None: a run of its own).
+pub(crate) fn run_gated(job: &Job, gate: Option<Gate>) -> Result<RunOutcome> {
+    let (start, after_io): (Box<dyn FnOnce() -> bool + Send>, Box<dyn FnOnce() + Send>) = match gate
+    {
+        Some(g) => (g.start, g.after_io),
+        None => (Box::new(|| true), Box::new(|| {})),
+    };
     job.validate()?;
     limits::check(job)?;
     signal::install();
@@ -190,7 +209,10 @@ pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
         (Vec::new(), 0.0)
     } else {
         let ran = match job.workers {
-            WorkerMode::Threads => run_threads(job, &plan, &ids, all_workers(job), verify.clone()),
+            WorkerMode::Threads => {
+                run_threads_with(job, &plan, &ids, all_workers(job), start, verify.clone())
+            }
+            _ if !start() => Err(anyhow::anyhow!("the run was called off before it started")),
             _ => process::run_processes(job, &plan, &ids, verify.as_deref()),
         };
         match ran {
@@ -204,6 +226,7 @@ pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
             }
         }
     };
+    after_io();
     // The table goes (unmapped, and removed if a worker process had to open it).
     drop(verify);
     let (status, failures) = settle(&threads, signal::interrupted());
@@ -269,6 +292,41 @@ fn expected_ops(job: &Job, plan: &Plan) -> u64 {
         })
         .sum::<u64>()
         .saturating_mul(job.repeats.max(1) as u64)
+}
+
+/// Lay out a Job's targets for reading and keep them, timing nothing: the files the ranks of
+/// a distributed run read from each other (`--reorder-ranks`). Returns the targets fsbench
+/// created now, with their identity, so the caller removes exactly those later.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn lay_out_only(job: &Job) -> Result<Vec<(std::path::PathBuf, mark::FileId)>> {
+    job.validate()?;
+    let mut kept = job.clone();
+    kept.keep = true;
+    let (_plan, mut cleanup) = target::prepare(&kept)?;
+    let made = cleanup
+        .held
+        .iter()
+        .filter(|h| h.created)
+        .map(|h| (h.path.clone(), h.id))
+        .collect();
+    cleanup.finish();
+    Ok(made)
+}
+
+/// Remove a file [`lay_out_only`] created, if its path still names that file; a note when
+/// it could not be removed.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn remove_laid_out(path: &std::path::Path, id: mark::FileId) -> Option<String> {
+    match mark::FileId::of_path(path) {
+        Ok(now) if now == id => std::fs::remove_file(path)
+            .err()
+            .map(|e| format!("could not remove {}: {e}", path.display())),
+        Ok(_) => Some(format!(
+            "left {}: it no longer names the file fsbench created",
+            path.display()
+        )),
+        Err(_) => None,
+    }
 }
 
 /// Size, allocation and page-cache residency of each held target (None: not a regular file).
@@ -510,16 +568,6 @@ where
 
 fn handles_len_plus_one(user: usize, thread: u32, threads: u32) -> u64 {
     user as u64 * threads as u64 + thread as u64 + 1
-}
-
-fn run_threads(
-    job: &Job,
-    plan: &Plan,
-    ids: &[mark::FileId],
-    which: Vec<(usize, u32)>,
-    verify: Option<Arc<worker::verify::VerifyShared>>,
-) -> Result<(Vec<ThreadOutcome>, f64)> {
-    run_threads_with(job, plan, ids, which, || true, verify)
 }
 
 #[cfg(test)]

@@ -41,8 +41,11 @@ pub(crate) struct OpGen {
     region_start: u64,
     region_len: u64,
     pos: u64,
-    /// Random: number of whole blocks in the target.
+    /// Random: number of whole blocks in the target (or in this rank's part).
     blocks: u64,
+    /// A rank's part of a shared target: (base, stride, lane); logical block k is at
+    /// base + (k * stride + lane) * bs. None: logical blocks are the target's blocks.
+    part: Option<(u64, u64, u64)>,
     rng: Rng,
     /// I/Os left to issue; None = until stopped by time.
     remaining: Option<u64>,
@@ -61,11 +64,16 @@ pub(crate) struct GenSpec {
     pub repeats: u32,
     pub timed: bool,
     pub seed: u64,
+    /// The rank's part of the target (a distributed run); None: the whole target.
+    pub part: Option<crate::job::RankPart>,
 }
 
 impl OpGen {
     pub(crate) fn new(s: &GenSpec) -> Self {
-        let blocks = (s.target_size / s.block_size).max(1);
+        let blocks = match s.part {
+            Some(p) => p.blocks.max(1),
+            None => (s.target_size / s.block_size).max(1),
+        };
         let threads = s.threads.max(1) as u64;
         let t = s.thread as u64;
         let per_thread = (blocks / threads).max(1);
@@ -97,6 +105,10 @@ impl OpGen {
             region_len,
             pos: 0,
             blocks,
+            part: s
+                .part
+                .filter(|p| (p.base, p.stride, p.lane) != (0, 1, 0))
+                .map(|p| (p.base, p.stride.max(1), p.lane)),
             rng: Rng::new(s.seed),
             remaining,
         }
@@ -137,6 +149,10 @@ impl OpGen {
             }
             o
         };
+        let offset = match self.part {
+            None => offset,
+            Some((base, stride, lane)) => base + ((offset / self.bs) * stride + lane) * self.bs,
+        };
         Some((kind, offset))
     }
 }
@@ -158,6 +174,7 @@ mod tests {
             repeats: 2,
             timed: false,
             seed: 42,
+            part: None,
         }
     }
 
@@ -206,7 +223,7 @@ mod tests {
             let size = (size_k * 1024).max(bs);
             for t in 0..threads {
                 let mut g = OpGen::new(&GenSpec { random, read_pct: pct, block_size: bs, target_size: size,
-                    threads, thread: t, io_count: count, repeats: 1, timed: false, seed });
+                    threads, thread: t, io_count: count, repeats: 1, timed: false, seed, part: None });
                 let mut n = 0;
                 while let Some((_, off)) = g.next_op() {
                     prop_assert!(off + bs <= size, "offset {} + {} > {}", off, bs, size);

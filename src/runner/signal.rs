@@ -3,10 +3,21 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Workers stop at their next I/O: set by a signal, or by a distributed run's stonewall.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// A signal arrived (the run is partial); a stonewall stop alone leaves it false.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_sig: libc::c_int) {
-    // Only an atomic store: async-signal-safe.
+    // Only atomic stores: async-signal-safe.
+    SIGNALLED.store(true, Ordering::SeqCst);
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Stop the workers of this process at their next I/O without marking the run interrupted:
+/// the stonewall of a distributed run (`crate::mpi`), which is a planned end, not Ctrl-C.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn stop_workers() {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
@@ -31,5 +42,5 @@ pub(crate) fn flag() -> &'static AtomicBool {
 
 #[inline]
 pub(crate) fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::Relaxed)
+    SIGNALLED.load(Ordering::Relaxed)
 }

@@ -358,8 +358,13 @@ fn open_one(
     }
     set_blocking(&file);
     let id = FileId::of(&file)?;
-    // Lock before anything else is done with it: a second run is refused, naming us.
-    crate::guard::lock_exclusive(&file, path)?;
+    // Lock before anything else is done with it: a second run is refused, naming us. The
+    // ranks of a distributed run that share one file all take a shared lock on it.
+    if job.rank_part.is_some_and(|p| p.shared) {
+        crate::guard::lock_shared(&file, path)?;
+    } else {
+        crate::guard::lock_exclusive(&file, path)?;
+    }
     cleanup.held.push(Held {
         path: path.to_path_buf(),
         file,
@@ -403,7 +408,8 @@ fn check_file(job: &Job, idx: usize, cleanup: &Cleanup, notes: &mut Vec<String>)
     }
     let meta = h.file.metadata()?;
     let existed = !h.created;
-    let ours = existed && fd_is_marked(&h.file);
+    let ours = existed
+        && (fd_is_marked(&h.file) || job.rank_part.and_then(|p| p.created_ino) == Some(h.id.ino));
     let needed = job.needed_file_size();
     let current = meta.len();
     let will_write = writes(job)

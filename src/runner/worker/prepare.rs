@@ -302,6 +302,7 @@ impl Core {
             repeats: job.repeats,
             timed: job.time_s.is_some(),
             seed: thread_seed(job.seed, user, thread),
+            part: job.rank_part,
         });
         Core {
             user,

@@ -1,0 +1,119 @@
+//! The flags of a distributed run (`mpirun ... fsbench run ...`) and what a command does when
+//! mpirun started it: `run` becomes one rank of the run (with `--features mpi`); any other
+//! command that does I/O, or a build without MPI, refuses in one line instead of running N
+//! independent copies side by side.
+
+use clap::Args;
+
+/// `--file-per-rank`, `--shared-file`, `--reorder-ranks`, `--stonewall`, `--mpi-timeout`.
+#[derive(Args, Debug, Default, Clone)]
+pub(crate) struct DistArgs {
+    /// MPI: each rank its own file, PATH.d/rank-NNNNN/NAME; --size is each rank's file
+    #[arg(long = "file-per-rank")]
+    pub file_per_rank: bool,
+    /// MPI: all ranks in one file of --size bytes: segmented (rank r its r-th Nth) or strided (blocks of --bs, interleaved by rank) [default: segmented]
+    #[arg(long = "shared-file", value_name = "LAYOUT", num_args = 0..=1, require_equals = false, default_missing_value = "segmented")]
+    pub shared_file: Option<String>,
+    /// MPI: each rank reads the data another rank (on another host) wrote, like IOR's -C
+    #[arg(long = "reorder-ranks")]
+    pub reorder_ranks: bool,
+    /// MPI: stop every rank when the first finishes ("first") or DUR after the start barrier
+    #[arg(long, value_name = "first|DUR")]
+    pub stonewall: Option<String>,
+    /// MPI: longest wait for the other ranks at a meeting point before the job is aborted [default: 30m]
+    #[arg(long = "mpi-timeout", value_name = "DUR")]
+    pub mpi_timeout: Option<String>,
+}
+
+impl DistArgs {
+    /// Any flag of a distributed run given.
+    pub(crate) fn any(&self) -> bool {
+        self.file_per_rank
+            || self.shared_file.is_some()
+            || self.reorder_ranks
+            || self.stonewall.is_some()
+            || self.mpi_timeout.is_some()
+    }
+}
+
+/// The number of ranks when an MPI launcher (Open MPI, MPICH/Hydra, MVAPICH, PMIx) started
+/// this process, from the environment it sets.
+pub(crate) fn launched_ranks() -> Option<u32> {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_SIZE",
+        "MPI_LOCALNRANKS_WORLD",
+        "MV2_COMM_WORLD_SIZE",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+}
+
+/// Refuse a command that cannot run as ranks when mpirun started several of us.
+pub(crate) fn refuse_under_mpirun(command: &str) -> Result<(), crate::error::UsageError> {
+    match launched_ranks() {
+        Some(n) if n > 1 => Err(crate::usage!(
+            "fsbench {command} does not run on MPI ranks ({n} were started by mpirun): only `fsbench run` does; start this command without mpirun"
+        )),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(feature = "mpi")]
+mod with_mpi {
+    use super::DistArgs;
+    use crate::mpi::{DistSpec, Layout, Stonewall};
+
+    /// The spec rank 0 sends to every rank, checked for `ranks` ranks.
+    pub(crate) fn spec(
+        d: &DistArgs,
+        job: crate::job::Job,
+        ranks: u32,
+    ) -> Result<DistSpec, crate::error::UsageError> {
+        let layout = match (d.file_per_rank, d.shared_file.as_deref()) {
+            (true, Some(_)) => {
+                crate::bail_usage!("--file-per-rank and --shared-file are two layouts: give one")
+            }
+            (true, None) | (false, None) => Layout::FilePerRank,
+            (false, Some("segmented")) => Layout::SharedSegmented,
+            (false, Some("strided")) => Layout::SharedStrided,
+            (false, Some(other)) => crate::bail_usage!(
+                "unknown --shared-file layout '{other}': expected segmented or strided"
+            ),
+        };
+        let stonewall = match d.stonewall.as_deref() {
+            None => None,
+            Some("first") => Some(Stonewall::FirstFinish),
+            Some(t) => Some(Stonewall::Time(
+                crate::units::parse_duration(t)
+                    .map_err(|e| {
+                        crate::usage!("bad --stonewall '{t}': expected first or a duration; {e}")
+                    })?
+                    .as_secs_f64(),
+            )),
+        };
+        let timeout_s = match d.mpi_timeout.as_deref() {
+            None => 1800.0,
+            Some(t) => {
+                let s = crate::units::parse_duration(t)?.as_secs_f64();
+                if s < 1.0 {
+                    crate::bail_usage!("bad --mpi-timeout {t}: must be at least 1s");
+                }
+                s
+            }
+        };
+        let spec = DistSpec {
+            job,
+            layout,
+            reorder: d.reorder_ranks,
+            stonewall,
+            timeout_s,
+        };
+        spec.check(ranks)?;
+        Ok(spec)
+    }
+}
+
+#[cfg(feature = "mpi")]
+pub(crate) use with_mpi::spec;

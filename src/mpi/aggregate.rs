@@ -1,0 +1,377 @@
+//! One Result from every rank's run: each rank sends rank 0 a [`RankRecord`] (its threads'
+//! exact `Stats`, histograms included, its failures, and its start and end on the barrier
+//! clock); rank 0 merges them into the ordinary runner outcome and builds the one
+//! [`RunResult`] from it, plus the per-rank rows, the hosts, the full and stonewall figures
+//! and the spread.
+
+use super::layout::{DistSpec, Stonewall};
+use crate::job::Job;
+use crate::result::{DistributedReport, RankReport, RunResult, StonewallReport};
+use crate::runner::{IoFailure, Plan, RunOutcome, RunStatus, ThreadOutcome};
+use crate::stats::{Stats, StatsReport};
+use serde::{Deserialize, Serialize};
+
+/// One worker thread of a rank, as sent to rank 0.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ThreadRecord {
+    pub user: usize,
+    pub thread: u32,
+    pub stats: Stats,
+    pub failure: Option<IoFailure>,
+}
+
+/// What one rank did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RankRecord {
+    pub rank: u32,
+    pub host: String,
+    pub targets: Vec<String>,
+    /// Why this rank did not run (a refusal or an error before the start), if it did not.
+    pub error: Option<String>,
+    /// The refusal was the user's input or the target's state (exit status 2).
+    pub usage: bool,
+    /// This rank ran nothing because another one could not start.
+    pub called_off: bool,
+    pub status: RunStatus,
+    pub failures: Vec<IoFailure>,
+    pub notes: Vec<String>,
+    pub plan: Option<Plan>,
+    pub threads: Vec<ThreadRecord>,
+    pub started_unix_s: f64,
+    /// Start and end of the timed I/O, seconds after this rank left the start barrier.
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Stopped by the stonewall before its work was done.
+    pub stopped: bool,
+    /// Read through the page cache data its own host wrote (see `cache_note`).
+    pub own_host_data: bool,
+}
+
+impl RankRecord {
+    pub(crate) fn new(rank: u32, host: &str, targets: Vec<String>) -> RankRecord {
+        RankRecord {
+            rank,
+            host: host.to_string(),
+            targets,
+            error: None,
+            usage: false,
+            called_off: false,
+            status: RunStatus::Complete,
+            failures: Vec::new(),
+            notes: Vec::new(),
+            plan: None,
+            threads: Vec::new(),
+            started_unix_s: 0.0,
+            start_s: 0.0,
+            end_s: 0.0,
+            stopped: false,
+            own_host_data: false,
+        }
+    }
+
+    /// Take what the runner measured.
+    pub(crate) fn fill(&mut self, o: RunOutcome, end_s: f64) {
+        self.status = o.status;
+        self.failures = o.failures;
+        self.notes = o.plan.notes.clone();
+        self.started_unix_s = o.started_unix_s;
+        self.end_s = end_s;
+        self.start_s = (end_s - o.elapsed_s).max(0.0);
+        self.threads = o
+            .threads
+            .into_iter()
+            .map(|t| ThreadRecord {
+                user: t.user,
+                thread: t.thread,
+                stats: t.stats,
+                failure: t.failure,
+            })
+            .collect();
+        self.plan = Some(o.plan);
+    }
+
+    fn stats(&self) -> Stats {
+        let mut s = Stats::default();
+        for t in &self.threads {
+            s += &t.stats;
+        }
+        s
+    }
+
+    fn ran(&self) -> bool {
+        self.error.is_none() && !self.called_off
+    }
+}
+
+/// Why the run could not start, for rank 0 to report: the first rank that refused or failed
+/// before the start (not the ranks called off because of it). Usage refusals come first.
+pub(crate) fn start_refusal(records: &[RankRecord]) -> Option<(bool, String)> {
+    let first = records
+        .iter()
+        .filter(|r| r.error.is_some() && !r.called_off)
+        .min_by_key(|r| (!r.usage, r.rank))?;
+    Some((
+        first.usage,
+        format!(
+            "rank {} on {}: {}",
+            first.rank,
+            first.host,
+            first.error.as_deref().unwrap_or("")
+        ),
+    ))
+}
+
+fn prefixed(f: &IoFailure, r: &RankRecord, user_base: usize) -> IoFailure {
+    IoFailure {
+        user: user_base + f.user,
+        thread: f.thread,
+        path: f.path.clone(),
+        offset: f.offset,
+        message: format!("rank {} on {}: {}", r.rank, r.host, f.message),
+    }
+}
+
+fn rate(bytes: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        bytes as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+/// The one Result of the distributed run (rank 0), from every rank's record in rank order.
+pub(crate) fn build(
+    spec: &DistSpec,
+    job: &Job,
+    records: &[RankRecord],
+    shift: Option<u32>,
+) -> RunResult {
+    let mut targets = Vec::new();
+    let mut threads = Vec::new();
+    let mut failures = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut status = RunStatus::Complete;
+    for r in records {
+        let base = targets.len();
+        if let Some(p) = &r.plan {
+            targets.extend(p.targets.iter().cloned());
+        }
+        for t in &r.threads {
+            threads.push(ThreadOutcome {
+                user: base + t.user,
+                thread: t.thread,
+                stats: t.stats.clone(),
+                failure: t.failure.as_ref().map(|f| prefixed(f, r, base)),
+                verify: None,
+            });
+        }
+        failures.extend(r.failures.iter().map(|f| prefixed(f, r, base)));
+        if r.error.is_some() && !r.called_off && r.failures.is_empty() {
+            failures.push(IoFailure {
+                user: base,
+                thread: 0,
+                path: r.targets.first().cloned().unwrap_or_default(),
+                offset: None,
+                message: format!(
+                    "rank {} on {}: {}",
+                    r.rank,
+                    r.host,
+                    r.error.as_deref().unwrap_or("")
+                ),
+            });
+        }
+        status = match (status, r.status) {
+            (RunStatus::Failed, _) | (_, RunStatus::Failed) => RunStatus::Failed,
+            (RunStatus::Partial, _) | (_, RunStatus::Partial) => RunStatus::Partial,
+            _ => RunStatus::Complete,
+        };
+        if r.error.is_some() {
+            status = RunStatus::Failed;
+        }
+        for n in &r.notes {
+            let n = if r.rank == 0 {
+                n.clone()
+            } else {
+                format!("rank {}: {n}", r.rank)
+            };
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+    }
+    let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
+    let first_start = ran.iter().map(|r| r.start_s).fold(f64::INFINITY, f64::min);
+    let first_start = if first_start.is_finite() {
+        first_start
+    } else {
+        0.0
+    };
+    let last_end = ran.iter().map(|r| r.end_s).fold(0.0, f64::max);
+    let first_end = ran.iter().map(|r| r.end_s).fold(f64::INFINITY, f64::min);
+    let first_end = if first_end.is_finite() {
+        first_end
+    } else {
+        0.0
+    };
+    let span = (last_end - first_start).max(0.0);
+    let rank0 = &records[0];
+    let plan = Plan {
+        targets,
+        cache: rank0.plan.as_ref().map(|p| p.cache).unwrap_or(job.cache),
+        notes: notes.clone(),
+    };
+    let outcome = RunOutcome {
+        plan,
+        threads,
+        status,
+        failures,
+        elapsed_s: span,
+        started_unix_s: rank0.started_unix_s,
+        probes: serde_json::Map::new(),
+    };
+    let mut result = RunResult::from_outcome(job, &outcome);
+    // The total over every rank, timed from the first start to the last end.
+    let mut total = Stats::default();
+    for r in records {
+        total += &r.stats();
+    }
+    total.elapsed_s = span;
+    result.total = StatsReport::from_stats(&total, true);
+    result.explain = crate::explain::explain(&crate::explain::RunFacts {
+        total: &result.total,
+        job: result.job.as_ref(),
+        cache: result.plan.as_ref().map(|p| p.cache),
+        probes: &result.probes,
+        threads: result.users.iter().map(|u| u.threads.len().max(1)).sum(),
+    });
+    result.ranks = records.iter().map(rank_row).collect();
+    for r in records {
+        if !result.hosts.contains(&r.host) {
+            result.hosts.push(r.host.clone());
+        }
+    }
+    let rows: Vec<&RankReport> = result
+        .ranks
+        .iter()
+        .filter(|row| records[row.rank as usize].ran())
+        .collect();
+    let slowest = rows
+        .iter()
+        .min_by(|a, b| a.bytes_per_sec.total_cmp(&b.bytes_per_sec))
+        .copied();
+    let fastest = rows
+        .iter()
+        .max_by(|a, b| a.bytes_per_sec.total_cmp(&b.bytes_per_sec))
+        .copied();
+    let stonewall = spec.stonewall.map(|mode| {
+        let (mode_name, wall, by) = match mode {
+            Stonewall::FirstFinish => {
+                // The wall is the end of the first rank that did all its work.
+                let caller = ran
+                    .iter()
+                    .filter(|r| !r.stopped)
+                    .min_by(|a, b| a.end_s.total_cmp(&b.end_s));
+                (
+                    "first_finish",
+                    caller.map(|r| r.end_s).unwrap_or(first_end),
+                    caller.map(|r| r.rank),
+                )
+            }
+            Stonewall::Time(t) => ("time", t, None),
+        };
+        let bytes: Vec<u64> = ran.iter().map(|r| r.stats().bytes()).collect();
+        StonewallReport {
+            mode: mode_name.into(),
+            wall_s: wall,
+            called_by_rank: by,
+            bytes: total.bytes(),
+            bytes_per_sec: rate(total.bytes(), (wall - first_start).max(0.0)),
+            stop_lag_s: (last_end - wall).max(0.0),
+            min_rank_bytes: bytes.iter().copied().min().unwrap_or(0),
+            max_rank_bytes: bytes.iter().copied().max().unwrap_or(0),
+        }
+    });
+    result.distributed = Some(DistributedReport {
+        layout: spec.layout.name().into(),
+        reorder_shift: shift,
+        first_start_s: first_start,
+        first_end_s: first_end,
+        last_end_s: last_end,
+        full_bytes_per_sec: rate(total.bytes(), span),
+        slowest_rank: slowest.map(|r| r.rank).unwrap_or(0),
+        slowest_bytes_per_sec: slowest.map(|r| r.bytes_per_sec).unwrap_or(0.0),
+        fastest_rank: fastest.map(|r| r.rank).unwrap_or(0),
+        fastest_bytes_per_sec: fastest.map(|r| r.bytes_per_sec).unwrap_or(0.0),
+        spread_ratio: match (slowest, fastest) {
+            (Some(s), Some(f)) if s.bytes_per_sec > 0.0 => f.bytes_per_sec / s.bytes_per_sec,
+            _ => 0.0,
+        },
+        stonewall,
+    });
+    if let Some(n) = cache_note(spec, job, records, result.hosts.len()) {
+        result.notes.push(n);
+    }
+    if records.iter().any(|r| r.called_off) {
+        result
+            .notes
+            .push("ranks marked 'called off' ran nothing: another rank could not start".into());
+    }
+    result
+}
+
+fn rank_row(r: &RankRecord) -> RankReport {
+    let s = r.stats();
+    RankReport {
+        rank: r.rank,
+        host: r.host.clone(),
+        status: if r.ran() { r.status } else { RunStatus::Failed },
+        targets: r.targets.clone(),
+        ops: s.ops(),
+        bytes: s.bytes(),
+        start_s: r.start_s,
+        end_s: r.end_s,
+        bytes_per_sec: rate(s.bytes(), r.end_s - r.start_s),
+        failure: if r.called_off {
+            Some("called off: another rank could not start".into())
+        } else if let Some(e) = &r.error {
+            Some(e.clone())
+        } else {
+            r.failures.first().map(|f| f.to_string())
+        },
+    }
+}
+
+/// The client-cache warning: some rank read, through the page cache, data its own host wrote
+/// (no `--reorder-ranks`, or the rank it read from runs on the same host).
+fn cache_note(spec: &DistSpec, job: &Job, records: &[RankRecord], hosts: usize) -> Option<String> {
+    let reads = job.access.read_pct(job.read_pct) > 0;
+    let buffered = match job.cache {
+        crate::job::CachePolicy::Buffered | crate::job::CachePolicy::Dsync => true,
+        crate::job::CachePolicy::Discovered { threshold } => job.block_size < threshold,
+        _ => false,
+    };
+    if !reads || !buffered {
+        return None;
+    }
+    let n = records.iter().filter(|r| r.own_host_data).count();
+    if n == 0 {
+        return None;
+    }
+    let how = if !spec.reorder {
+        "add --reorder-ranks with ranks on several hosts (IOR's -C)".to_string()
+    } else if hosts == 1 {
+        "every rank ran on one host, so --reorder-ranks cannot avoid it: run ranks on several hosts"
+            .to_string()
+    } else {
+        "place ranks so that the shifted rank is on another host".to_string()
+    };
+    Some(format!(
+        "client cache: {n} of {} ranks read data their own host wrote, through the page cache; on a network or parallel file system the client cache may have served those reads ({}): {how}, or use --cache direct",
+        records.len(),
+        if job.invalidate {
+            "fsbench evicted the targets' pages on each host before timing, which not every client honours"
+        } else {
+            "--no-invalidate: nothing was evicted"
+        }
+    ))
+}

@@ -1,0 +1,250 @@
+//! Where each rank of a distributed run does its I/O: its own file in a directory of its own
+//! (`--file-per-rank`), or a part of one shared file (`--shared-file segmented|strided`), and
+//! whose data it reads with `--reorder-ranks`. Pure functions of the spec, the rank and the
+//! number of ranks, so every rank computes the same layout without asking the others.
+
+use crate::error::UsageError;
+use crate::job::{Job, RankPart};
+use crate::usage;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// How the ranks share the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Layout {
+    /// PATH.d/rank-NNNNN/NAME for each rank; `--size` is each rank's file.
+    FilePerRank,
+    /// One file; rank r of N covers bytes [r*S/N, (r+1)*S/N) (rounded down to whole I/Os).
+    SharedSegmented,
+    /// One file; rank r covers I/O-sized blocks r, r+N, r+2N, ... (IOR's transfer interleave).
+    SharedStrided,
+}
+
+impl Layout {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Layout::FilePerRank => "file_per_rank",
+            Layout::SharedSegmented => "shared_segmented",
+            Layout::SharedStrided => "shared_strided",
+        }
+    }
+}
+
+/// When the ranks are stopped before their work is done.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Stonewall {
+    /// Every rank stops when the first one has finished its work.
+    FirstFinish,
+    /// Every rank stops this many seconds after the start barrier.
+    Time(f64),
+}
+
+/// Everything rank 0 decided and sends to every rank: the Job and how it is spread.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct DistSpec {
+    pub job: Job,
+    pub layout: Layout,
+    pub reorder: bool,
+    pub stonewall: Option<Stonewall>,
+    /// Longest wait for the other ranks at a meeting point before the MPI job is aborted.
+    pub timeout_s: f64,
+}
+
+impl DistSpec {
+    /// The checks only a distributed run needs, with the number of ranks known (rank 0).
+    pub(crate) fn check(&self, ranks: u32) -> Result<(), UsageError> {
+        let job = &self.job;
+        if job.targets.len() != 1 {
+            return Err(usage!(
+                "a distributed run takes one target path (each rank derives its file from it); {} were given",
+                job.targets.len()
+            ));
+        }
+        if self.reorder && job.access.read_pct(job.read_pct) != 100 {
+            return Err(usage!(
+                "--reorder-ranks makes each rank read another rank's data: use --rw read or randread"
+            ));
+        }
+        if job.verifying() {
+            return Err(usage!(
+                "--verify and --journal are not supported on MPI ranks yet: drop them or run on one host"
+            ));
+        }
+        if job.engine == crate::job::EngineKind::Mmap && self.layout != Layout::FilePerRank {
+            return Err(usage!(
+                "the mmap engine maps the whole file: use --file-per-rank, or --engine sync/uring with --shared-file"
+            ));
+        }
+        if self.stonewall.is_some() && job.workers != crate::job::WorkerMode::Threads {
+            return Err(usage!("--stonewall stops worker threads: drop --processes"));
+        }
+        if self.layout != Layout::FilePerRank {
+            if job.open.append || job.open.trunc {
+                return Err(usage!(
+                    "--append and --trunc change the whole shared file: use --file-per-rank"
+                ));
+            }
+            let Some(size) = job.file_size else {
+                return Err(usage!(
+                    "--shared-file needs --size (the whole file, which the ranks divide)"
+                ));
+            };
+            let per_rank = size / job.block_size / ranks as u64;
+            if per_rank == 0 {
+                return Err(usage!(
+                    "--size {size} is less than one --bs {} I/O for each of {ranks} ranks: give a larger --size",
+                    job.block_size
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The directory of one rank's file: PATH.d/rank-NNNNN.
+pub(crate) fn rank_dir(path: &Path, rank: u32) -> PathBuf {
+    parent_dir(path).join(format!("rank-{rank:05}"))
+}
+
+/// PATH.d: the directory that holds the ranks' directories.
+pub(crate) fn parent_dir(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_os_string();
+    s.push(".d");
+    PathBuf::from(s)
+}
+
+/// One rank's file: PATH.d/rank-NNNNN/NAME (NAME is PATH's last component).
+pub(crate) fn rank_file(path: &Path, rank: u32) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_else(|| "f".into());
+    rank_dir(path, rank).join(name)
+}
+
+/// How many places on a rank reads with `--reorder-ranks`: the number of ranks on rank 0's
+/// host (IOR's tasks per node), so that with ranks filled host by host every rank reads data
+/// another host wrote. When every rank is on one host that is no shift at all, so 1.
+pub(crate) fn reorder_shift(hosts: &[String]) -> u32 {
+    let n = hosts.len() as u32;
+    let on_first = hosts.iter().filter(|h| **h == hosts[0]).count() as u32;
+    if on_first >= n {
+        1
+    } else {
+        on_first.max(1)
+    }
+}
+
+/// The rank whose data rank `rank` reads (itself without reordering).
+pub(crate) fn source_rank(rank: u32, ranks: u32, shift: Option<u32>) -> u32 {
+    match shift {
+        Some(s) => (rank + s) % ranks.max(1),
+        None => rank,
+    }
+}
+
+/// The part of a shared file that the data of rank `owner` occupies.
+pub(crate) fn shared_part(layout: Layout, size: u64, bs: u64, owner: u32, ranks: u32) -> RankPart {
+    let n = ranks.max(1) as u64;
+    let blocks_per_rank = size / bs / n;
+    match layout {
+        Layout::SharedStrided => RankPart {
+            base: 0,
+            stride: n,
+            lane: owner as u64,
+            blocks: blocks_per_rank,
+            shared: true,
+            created_ino: None,
+        },
+        _ => RankPart {
+            base: owner as u64 * blocks_per_rank * bs,
+            stride: 1,
+            lane: 0,
+            blocks: blocks_per_rank,
+            shared: true,
+            created_ino: None,
+        },
+    }
+}
+
+/// The Job rank `rank` runs: its target, and its part of a shared file.
+pub(crate) fn rank_job(spec: &DistSpec, rank: u32, ranks: u32, shift: Option<u32>) -> Job {
+    let mut job = spec.job.clone();
+    let path = spec.job.targets[0].clone();
+    let source = source_rank(rank, ranks, shift);
+    match spec.layout {
+        Layout::FilePerRank => {
+            job.targets = vec![rank_file(&path, source)];
+        }
+        layout => {
+            let size = spec.job.file_size.unwrap_or(0);
+            job.rank_part = Some(shared_part(layout, size, job.block_size, source, ranks));
+        }
+    }
+    // Each rank draws its own random offsets.
+    job.seed ^= (rank as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    job
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn offsets(part: RankPart, bs: u64) -> Vec<u64> {
+        (0..part.blocks)
+            .map(|k| part.base + (k * part.stride + part.lane) * bs)
+            .collect()
+    }
+
+    proptest! {
+        /// Every layout gives each rank whole I/Os inside the file, and no two ranks the same
+        /// byte: together the ranks cover exactly blocks_per_rank x N blocks.
+        #[test]
+        fn parts_are_disjoint_and_inside(size_k in 1u64..100_000, bs_k in 1u64..64, n in 1u32..40,
+                                         strided: bool) {
+            let bs = bs_k * 1024;
+            let size = size_k * 1024;
+            prop_assume!(size / bs / n as u64 > 0);
+            let layout = if strided { Layout::SharedStrided } else { Layout::SharedSegmented };
+            let mut all = Vec::new();
+            for r in 0..n {
+                let p = shared_part(layout, size, bs, r, n);
+                for o in offsets(p, bs) {
+                    prop_assert!(o + bs <= size, "{} + {} > {}", o, bs, size);
+                    prop_assert_eq!(o % bs, 0);
+                    all.push(o);
+                }
+            }
+            let count = all.len();
+            all.sort_unstable();
+            all.dedup();
+            prop_assert_eq!(all.len(), count);
+            prop_assert_eq!(count as u64, size / bs / n as u64 * n as u64);
+        }
+    }
+
+    #[test]
+    fn strided_interleaves_like_ior() {
+        let p = shared_part(Layout::SharedStrided, 8 << 20, 1 << 20, 1, 4);
+        assert_eq!(offsets(p, 1 << 20), vec![1 << 20, 5 << 20]);
+        let p = shared_part(Layout::SharedSegmented, 8 << 20, 1 << 20, 1, 4);
+        assert_eq!(offsets(p, 1 << 20), vec![2 << 20, 3 << 20]);
+    }
+
+    #[test]
+    fn reorder_reads_another_hosts_data() {
+        let h = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(reorder_shift(&h(&["a", "a", "b", "b"])), 2);
+        assert_eq!(reorder_shift(&h(&["a", "b", "c"])), 1);
+        assert_eq!(reorder_shift(&h(&["a", "a", "a"])), 1);
+        assert_eq!(source_rank(3, 4, Some(2)), 1);
+        assert_eq!(source_rank(3, 4, None), 3);
+        assert_eq!(
+            rank_file(Path::new("/m/f"), 3),
+            PathBuf::from("/m/f.d/rank-00003/f")
+        );
+    }
+}

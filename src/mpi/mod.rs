@@ -1,0 +1,354 @@
+//! Distributed runs on MPI (issue #16; built with `--features mpi`). Started by mpirun, each
+//! fsbench process is one rank of one run: rank 0 validates the Job and broadcasts it; every
+//! rank derives its own target or part of a shared file ([`layout`]), prepares it through the
+//! ordinary runner (threads or processes, every engine, cache policy, rate limit), and all
+//! start at one MPI barrier. The barrier's exit is every rank's clock zero. A stonewall can
+//! stop every rank when the first finishes or at a fixed time. Each rank then sends rank 0 its
+//! threads' exact `Stats`; rank 0 builds the one Result ([`aggregate`]).
+//!
+//! Only the rank's main thread calls MPI (thread level FUNNELED); the runner runs on another
+//! thread and talks to it through channels at its two hooks (`runner::Gate`): "prepared, may
+//! I start?" and "my timed I/O is over, may I clean up?". Every meeting point times out
+//! (`--mpi-timeout`), so no rank waits for ever for one that hung.
+
+mod aggregate;
+mod comm;
+pub(crate) mod layout;
+
+pub(crate) use comm::World;
+pub(crate) use layout::{DistSpec, Layout, Stonewall};
+
+use crate::result::RunResult;
+use crate::runner::{self, RunOutcome};
+use aggregate::RankRecord;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::time::{Duration, Instant};
+
+/// How long ranks wait for rank 0's spec (before the user's `--mpi-timeout` is known).
+const SPEC_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// What the rank's runner thread tells the main (MPI) thread.
+enum Event {
+    Ready,
+    IoDone,
+    Finished(anyhow::Result<RunOutcome>),
+}
+
+/// How a rank's part ends.
+pub(crate) enum Ending {
+    /// Rank 0: the Result of the whole run.
+    Result(Box<RunResult>),
+    /// Rank 0: the run could not start; the refusal (usage: exit status 2) naming the rank.
+    Refused { usage: bool, message: String },
+    /// Any other rank: its exit status (its own refusal 2, its own failure 1, else 0).
+    Done(i32),
+}
+
+/// Rank 0's spec, or its refusal, on every rank.
+pub(crate) fn share_spec(
+    world: &World,
+    mine: Result<DistSpec, String>,
+) -> anyhow::Result<Result<DistSpec, String>> {
+    let bytes = if world.rank == 0 {
+        serde_json::to_vec(&mine)?
+    } else {
+        Vec::new()
+    };
+    let got = world.broadcast("receiving the job from rank 0", SPEC_TIMEOUT, bytes);
+    Ok(serde_json::from_slice(&got)?)
+}
+
+/// An error as one line (a rank's message goes into one row of the Result).
+fn one_line(e: &anyhow::Error) -> String {
+    format!("{e:#}").replace(['\n', '\r'], " ")
+}
+
+/// Create a directory of the run; true when this call made it. An existing directory (not a
+/// symbolic link) is used as it is.
+fn make_dir(p: &Path) -> anyhow::Result<bool> {
+    match std::fs::create_dir(p) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            match std::fs::symlink_metadata(p) {
+                Ok(m) if m.is_dir() => Ok(false),
+                _ => crate::bail_usage!(
+                    "{} exists and is not a directory: fsbench keeps each rank's file in a directory there; name another path",
+                    p.display()
+                ),
+            }
+        }
+        Err(e) => crate::bail_usage!("cannot create directory {}: {e}", p.display()),
+    }
+}
+
+/// The runner on a thread of its own, with its hooks wired to the channels.
+fn start_runner(
+    job: crate::job::Job,
+    tx: Sender<Event>,
+    go: Receiver<bool>,
+    clean: Receiver<()>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("fsbench-rank".into())
+        .spawn(move || {
+            let (t1, t2) = (tx.clone(), tx.clone());
+            let gate = runner::Gate {
+                start: Box::new(move || {
+                    let _ = t1.send(Event::Ready);
+                    go.recv().unwrap_or(false)
+                }),
+                after_io: Box::new(move || {
+                    let _ = t2.send(Event::IoDone);
+                    let _ = clean.recv();
+                }),
+            };
+            let r = runner::run_gated(&job, Some(gate));
+            let _ = tx.send(Event::Finished(r));
+        })
+}
+
+/// Wait until the runner is prepared (true) or has ended before the start.
+fn wait_ready(rx: &Receiver<Event>, early: &mut Option<anyhow::Result<RunOutcome>>) -> bool {
+    loop {
+        match rx.recv() {
+            Ok(Event::Ready) => return true,
+            Ok(Event::Finished(r)) => {
+                *early = Some(r);
+                return false;
+            }
+            Ok(Event::IoDone) => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// This rank's part of the run. Every rank makes the same collective calls in the same order,
+/// whatever happened to it, so a rank that failed never leaves the others waiting.
+pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
+    let timeout = Duration::from_secs_f64(spec.timeout_s);
+    let (rank, n) = (world.rank, world.size);
+    runner::signal::install();
+    let hosts = world.all_hosts(timeout);
+    let shift = spec.reorder.then(|| layout::reorder_shift(&hosts));
+    let mut job = layout::rank_job(spec, rank, n, shift);
+    let source = layout::source_rank(rank, n, shift);
+    let targets: Vec<String> = job
+        .targets
+        .iter()
+        .map(|t| t.display().to_string())
+        .collect();
+    let mut rec = RankRecord::new(rank, &world.host, targets);
+    rec.own_host_data = hosts[source as usize] == world.host;
+    let path = spec.job.targets[0].clone();
+    let mut local_err: Option<anyhow::Error> = None;
+    let mut own_dir: Option<PathBuf> = None;
+    let mut parent_made = false;
+    let mut laid_out = Vec::new();
+    if spec.layout == Layout::FilePerRank {
+        if rank == 0 {
+            match make_dir(&layout::parent_dir(&path)) {
+                Ok(m) => parent_made = m,
+                Err(e) => local_err = Some(e),
+            }
+        }
+        world.meet("creating the ranks' directories", timeout);
+        if local_err.is_none() {
+            let dir = layout::rank_dir(&path, rank);
+            match make_dir(&dir) {
+                Ok(true) => own_dir = Some(dir),
+                Ok(false) => {}
+                Err(e) => local_err = Some(e),
+            }
+        }
+        if spec.reorder && local_err.is_none() {
+            // Each rank lays out its own file, for another rank to read.
+            let mut own = spec.job.clone();
+            own.targets = vec![layout::rank_file(&path, rank)];
+            match runner::lay_out_only(&own) {
+                Ok(m) => laid_out = m,
+                Err(e) => local_err = Some(e),
+            }
+        }
+        world.meet("laying out the files to read", timeout);
+    }
+    let (tx, rx) = mpsc::channel::<Event>();
+    let (go_tx, go_rx) = mpsc::channel::<bool>();
+    let (clean_tx, clean_rx) = mpsc::channel::<()>();
+    let mut channels = Some((tx, go_rx, clean_rx));
+    let mut handle = None;
+    let mut early: Option<anyhow::Result<RunOutcome>> = None;
+    let mut ready = false;
+    let shared = spec.layout != Layout::FilePerRank;
+    let mut launch = |job: &crate::job::Job,
+                      early: &mut Option<anyhow::Result<RunOutcome>>,
+                      local_err: &mut Option<anyhow::Error>|
+     -> bool {
+        let (tx, go_rx, clean_rx) = channels.take().expect("the runner starts once");
+        match start_runner(job.clone(), tx, go_rx, clean_rx) {
+            Ok(h) => {
+                handle = Some(h);
+                wait_ready(&rx, early)
+            }
+            Err(e) => {
+                *local_err = Some(anyhow::anyhow!(
+                    "cannot start the rank's runner thread: {e}"
+                ));
+                false
+            }
+        }
+    };
+    if local_err.is_none() && (!shared || rank == 0) {
+        let existed = rank == 0 && shared && std::fs::symlink_metadata(&path).is_ok();
+        ready = launch(&job, &mut early, &mut local_err);
+        if shared {
+            // Rank 0 made (or found) the shared file: the others may open it now.
+            let ino = if ready && !existed {
+                std::fs::symlink_metadata(&path)
+                    .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+                    .ok()
+            } else {
+                None
+            };
+            let msg = serde_json::to_vec(&(ready, ino))?;
+            world.broadcast("creating the shared file", timeout, msg);
+        }
+    } else if shared {
+        let got = world.broadcast("creating the shared file", timeout, Vec::new());
+        let (ok0, ino): (bool, Option<u64>) = serde_json::from_slice(&got)?;
+        if !ok0 {
+            rec.called_off = true;
+        } else if local_err.is_none() {
+            if let Some(p) = &mut job.rank_part {
+                p.created_ino = ino;
+            }
+            ready = launch(&job, &mut early, &mut local_err);
+        }
+    }
+    let all_ok = world.all_min("the start barrier", timeout, ready as u64) == 1;
+    let t0 = Instant::now();
+    if ready {
+        let _ = go_tx.send(all_ok);
+    }
+    // The timed run: wait for the end of this rank's I/O, stopping it at the stonewall.
+    let mut end_s = None;
+    let (mut sent, mut got, mut stopped) = (false, 0u64, false);
+    if ready && all_ok {
+        loop {
+            match rx.try_recv() {
+                Ok(Event::IoDone) => {
+                    end_s = Some(t0.elapsed().as_secs_f64());
+                    break;
+                }
+                Ok(Event::Finished(r)) => {
+                    early = Some(r);
+                    break;
+                }
+                Ok(Event::Ready) | Err(TryRecvError::Empty) => {}
+                Err(TryRecvError::Disconnected) => break,
+            }
+            match spec.stonewall {
+                Some(Stonewall::FirstFinish) => {
+                    if world.poll_stone().is_some() {
+                        got += 1;
+                        if !stopped {
+                            runner::signal::stop_workers();
+                            stopped = true;
+                        }
+                    }
+                }
+                Some(Stonewall::Time(d)) if !stopped && t0.elapsed().as_secs_f64() >= d => {
+                    runner::signal::stop_workers();
+                    stopped = true;
+                }
+                _ => {}
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        if spec.stonewall == Some(Stonewall::FirstFinish) && !stopped {
+            if let Some(at) = end_s {
+                world.send_stone(at);
+                sent = true;
+            }
+        }
+    }
+    let senders = world.all_sum("the end of every rank's I/O", timeout, sent as u64);
+    world.drain_stones(senders.saturating_sub(sent as u64 + got));
+    rec.stopped = stopped;
+    // Every rank's I/O is over: the runner may probe and remove what it created.
+    let _ = clean_tx.send(());
+    if early.is_none() && handle.is_some() {
+        while let Ok(ev) = rx.recv() {
+            if let Event::Finished(r) = ev {
+                early = Some(r);
+                break;
+            }
+        }
+    }
+    if let Some(h) = handle {
+        let _ = h.join();
+    }
+    match early {
+        Some(Ok(o)) if ready => rec.fill(o, end_s.unwrap_or_else(|| t0.elapsed().as_secs_f64())),
+        Some(Ok(o)) => {
+            // Preparing the target failed (its file and offset are in the failures).
+            rec.fill(o, 0.0);
+            rec.error = Some(
+                rec.failures
+                    .first()
+                    .map(|f| f.to_string())
+                    .unwrap_or_else(|| "preparing the target failed".into()),
+            );
+        }
+        Some(Err(_)) if ready && !all_ok => rec.called_off = true,
+        Some(Err(e)) => {
+            rec.usage = crate::error::is_usage(&e);
+            rec.error = Some(one_line(&e));
+        }
+        None => {
+            if let Some(e) = local_err {
+                rec.usage = crate::error::is_usage(&e);
+                rec.error = Some(one_line(&e));
+            } else if !rec.called_off && !all_ok {
+                rec.called_off = true;
+            }
+        }
+    }
+    // The files laid out for other ranks to read, and this rank's directory, unless kept.
+    if !spec.job.keep {
+        for (p, id) in &laid_out {
+            rec.notes.extend(runner::remove_laid_out(p, *id));
+        }
+        if let Some(d) = &own_dir {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+    let own_code = if rec.usage {
+        2
+    } else if rec.error.is_some() || rec.status == runner::RunStatus::Failed {
+        1
+    } else {
+        0
+    };
+    let bytes = serde_json::to_vec(&rec)?;
+    let all = world.gather("collecting the results", timeout, &bytes);
+    let Some(all) = all else {
+        return Ok(Ending::Done(own_code));
+    };
+    if parent_made && !spec.job.keep {
+        let _ = std::fs::remove_dir(layout::parent_dir(&path));
+    }
+    let records: Vec<RankRecord> = all
+        .iter()
+        .map(|b| serde_json::from_slice(b))
+        .collect::<Result<_, _>>()?;
+    if let Some((true, message)) = aggregate::start_refusal(&records) {
+        return Ok(Ending::Refused {
+            usage: true,
+            message,
+        });
+    }
+    Ok(Ending::Result(Box::new(aggregate::build(
+        spec, &spec.job, &records, shift,
+    ))))
+}

@@ -1,0 +1,89 @@
+//! The ranks of a distributed run as text: one row per rank (host, bytes, start and end on the
+//! barrier clock, its own rate), the spread between the slowest and fastest rank, the full
+//! figure and, when there was a stonewall, the stonewall figure, each named.
+
+use super::ReportOptions;
+use crate::result::RunResult;
+use std::fmt::Write;
+
+/// The ranks section, or nothing for a run on one host.
+pub(crate) fn lines(r: &RunResult, opts: &ReportOptions) -> String {
+    let Some(d) = &r.distributed else {
+        return String::new();
+    };
+    let mut out = String::new();
+    let unit = opts.unit.label();
+    let _ = writeln!(
+        out,
+        "ranks: {} on {} host(s) ({}), layout {}{}",
+        r.ranks.len(),
+        r.hosts.len(),
+        r.hosts.join(", "),
+        d.layout,
+        d.reorder_shift
+            .map(|s| format!(", each rank reads the data of the rank {s} on"))
+            .unwrap_or_default()
+    );
+    if !opts.summary_only {
+        let _ = writeln!(
+            out,
+            "  {:>5}  {:<20} {:>14} {:>9} {:>9} {:>14}  status",
+            "rank", "host", "bytes", "start s", "end s", unit
+        );
+        for k in &r.ranks {
+            let _ = writeln!(
+                out,
+                "  {:>5}  {:<20} {:>14} {:>9.3} {:>9.3} {:>14.2}  {}{}",
+                k.rank,
+                k.host,
+                k.bytes,
+                k.start_s,
+                k.end_s,
+                opts.unit.convert(k.bytes_per_sec),
+                k.status.name(),
+                k.failure
+                    .as_deref()
+                    .map(|f| format!(": {f}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "spread: slowest rank {} {:.2} {unit}, fastest rank {} {:.2} {unit} ({:.2}x)",
+        d.slowest_rank,
+        opts.unit.convert(d.slowest_bytes_per_sec),
+        d.fastest_rank,
+        opts.unit.convert(d.fastest_bytes_per_sec),
+        d.spread_ratio
+    );
+    let _ = writeln!(
+        out,
+        "full: {} bytes / {:.3} s (first start {:.3} s to last end {:.3} s) = {:.2} {unit}; first rank done at {:.3} s",
+        r.total.bytes,
+        d.last_end_s - d.first_start_s,
+        d.first_start_s,
+        d.last_end_s,
+        opts.unit.convert(d.full_bytes_per_sec),
+        d.first_end_s
+    );
+    if let Some(s) = &d.stonewall {
+        let why = match s.called_by_rank {
+            Some(k) => format!("rank {k} finished first"),
+            None => "the set time".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "stonewall ({}): wall at {:.3} s ({why}): {} bytes / {:.3} s = {:.2} {unit}; ranks stopped within {:.3} s; bytes per rank {} to {}",
+            s.mode,
+            s.wall_s,
+            s.bytes,
+            s.wall_s - d.first_start_s,
+            opts.unit.convert(s.bytes_per_sec),
+            s.stop_lag_s,
+            s.min_rank_bytes,
+            s.max_rank_bytes
+        );
+    }
+    out
+}

@@ -1,0 +1,361 @@
+//! Distributed runs under mpirun (issue #16): the real binary, built with `--features mpi`,
+//! started as 4 ranks on this machine (`mpirun --allow-run-as-root --oversubscribe -np 4`).
+//! Every figure is checked exactly against what the ranks wrote: bytes per rank and in total,
+//! and the sizes of the files on disk. Run with
+//! `cargo test --release --features mpi --test mpi -- --test-threads=1`.
+#![cfg(feature = "mpi")]
+
+mod common;
+#[cfg(has_fuse)]
+mod faultfs;
+
+use common::Sandbox;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+const NP: u64 = 4;
+
+/// `mpirun -np 4 fsbench ARGS`, in the sandbox, killed if it runs past 120 s (a hang).
+fn mpirun(sb: &Sandbox, args: &[&str]) -> Output {
+    let mut c = Command::new("mpirun");
+    c.current_dir(sb.path())
+        .args(["--allow-run-as-root", "--oversubscribe", "-np"])
+        .arg(NP.to_string())
+        .arg(env!("CARGO_BIN_EXE_fsbench"))
+        .args(args);
+    let mut child = c
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| common::cannot(&format!("mpirun does not start: {e}")));
+    let t0 = std::time::Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if t0.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("mpirun {args:?} hung for 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Run, expect success, and read the Result written with --output.
+fn run_json(sb: &Sandbox, args: &[&str]) -> Value {
+    let out = sb.file("result.json");
+    let mut all = args.to_vec();
+    all.extend(["--output", out.to_str().unwrap()]);
+    let o = mpirun(sb, &all);
+    assert!(
+        o.status.success(),
+        "mpirun {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    v
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
+}
+
+fn rank_bytes(r: &Value) -> Vec<u64> {
+    r["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| u(&x["bytes"]))
+        .collect()
+}
+
+fn len(p: &Path) -> u64 {
+    std::fs::metadata(p).unwrap().len()
+}
+
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn file_per_rank_moves_exactly_what_each_rank_wrote() {
+    let sb = Sandbox::new();
+    let size = 2u64 << 20;
+    let r = run_json(
+        &sb,
+        &common::words("run f --rw write --bs 64k --size 2m --file-per-rank --keep"),
+    );
+    assert_eq!(r["status"], "complete");
+    assert_eq!(r["ranks"].as_array().unwrap().len(), NP as usize);
+    assert_eq!(rank_bytes(&r), vec![size; NP as usize]);
+    assert_eq!(u(&r["total"]["bytes"]), NP * size);
+    assert_eq!(u(&r["total"]["write_ops"]), NP * size / 65536);
+    assert_eq!(r["users"].as_array().unwrap().len(), NP as usize);
+    assert_eq!(r["hosts"].as_array().unwrap().len(), 1);
+    let d = &r["distributed"];
+    assert_eq!(d["layout"], "file_per_rank");
+    // The full figure: all bytes over the first start to the last end, as the total says.
+    let span = d["last_end_s"].as_f64().unwrap() - d["first_start_s"].as_f64().unwrap();
+    let full = d["full_bytes_per_sec"].as_f64().unwrap();
+    assert!(
+        (full - (NP * size) as f64 / span).abs() <= full * 1e-9,
+        "{d}"
+    );
+    assert!((r["total"]["bytes_per_sec"].as_f64().unwrap() - full).abs() <= full * 1e-9);
+    assert!(d["spread_ratio"].as_f64().unwrap() >= 1.0);
+    for rank in 0..NP {
+        let f = sb.file(&format!("f.d/rank-{rank:05}/f"));
+        assert_eq!(len(&f), size, "{}", f.display());
+        assert_eq!(
+            r["ranks"][rank as usize]["targets"][0],
+            f.to_str()
+                .unwrap()
+                .replacen(sb.path().to_str().unwrap(), "", 1)[1..]
+        );
+    }
+    // Without --keep: every file and directory the run made is gone again.
+    let sb2 = Sandbox::new();
+    run_json(
+        &sb2,
+        &common::words("run g --rw write --bs 64k --size 1m --file-per-rank"),
+    );
+    assert!(sb2.listing().is_empty(), "{:?}", sb2.listing());
+}
+
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn shared_file_segmented_and_strided_cover_the_file_once() {
+    for layout in ["segmented", "strided"] {
+        let sb = Sandbox::new();
+        let size = 4u64 << 20;
+        let r = run_json(
+            &sb,
+            &common::words(&format!(
+                "run s --rw write --bs 64k --size 4m --shared-file {layout} --keep"
+            )),
+        );
+        assert_eq!(r["status"], "complete", "{layout}");
+        assert_eq!(r["distributed"]["layout"], format!("shared_{layout}"));
+        assert_eq!(rank_bytes(&r), vec![size / NP; NP as usize], "{layout}");
+        assert_eq!(u(&r["total"]["bytes"]), size);
+        // Every rank wrote its own part: together exactly the file, no hole, nothing past it.
+        assert_eq!(len(&sb.file("s")), size);
+        let blocks = std::fs::metadata(sb.file("s")).unwrap();
+        assert_eq!(
+            std::os::unix::fs::MetadataExt::blocks(&blocks) * 512,
+            size,
+            "{layout}: holes in the shared file"
+        );
+        // Read back, each rank the part of another rank (IOR -C).
+        let r = run_json(
+            &sb,
+            &common::words(&format!(
+                "run s --rw read --bs 64k --size 4m --shared-file {layout} --reorder-ranks"
+            )),
+        );
+        assert_eq!(u(&r["total"]["read_bytes"]), size);
+        assert_eq!(r["distributed"]["reorder_shift"], 1);
+        // One host: reordering cannot avoid this host's cache, and the note says so.
+        assert!(
+            r["notes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n.as_str().unwrap().contains("client cache")),
+            "{}",
+            r["notes"]
+        );
+        // The kept file was not this run's: it stays.
+        assert_eq!(len(&sb.file("s")), size);
+    }
+}
+
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn reorder_on_new_files_lays_out_each_ranks_file_and_removes_it() {
+    let sb = Sandbox::new();
+    let r = run_json(
+        &sb,
+        &common::words("run f --rw read --bs 64k --size 1m --file-per-rank --reorder-ranks"),
+    );
+    assert_eq!(r["status"], "complete");
+    assert_eq!(rank_bytes(&r), vec![1 << 20; NP as usize]);
+    // Rank r read the file of rank r+1.
+    assert_eq!(r["ranks"][3]["targets"][0], "f.d/rank-00000/f");
+    assert_eq!(r["ranks"][0]["targets"][0], "f.d/rank-00001/f");
+    assert!(sb.listing().is_empty(), "{:?}", sb.listing());
+}
+
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn stonewall_at_a_time_stops_every_rank_and_counts_what_each_moved() {
+    let sb = Sandbox::new();
+    // 200 writes/s per rank for 1000 writes (5 s) stopped at 1 s.
+    let r = run_json(
+        &sb,
+        &common::words(
+            "run f --rw write --bs 4k --count 1000 --rate-iops 200 --file-per-rank --stonewall 1s --keep",
+        ),
+    );
+    assert_eq!(r["status"], "complete");
+    let sw = &r["distributed"]["stonewall"];
+    assert_eq!(sw["mode"], "time");
+    let bytes = rank_bytes(&r);
+    let total: u64 = bytes.iter().sum();
+    assert_eq!(u(&sw["bytes"]), total);
+    assert_eq!(u(&r["total"]["bytes"]), total);
+    assert_eq!(u(&sw["min_rank_bytes"]), *bytes.iter().min().unwrap());
+    for (rank, b) in bytes.iter().enumerate() {
+        assert!(*b < 1000 * 4096 && *b > 0, "rank {rank} moved {b}");
+        // What the Result says each rank moved is what is on disk.
+        assert_eq!(len(&sb.file(&format!("f.d/rank-{rank:05}/f"))), *b);
+        let end = r["ranks"][rank]["end_s"].as_f64().unwrap();
+        assert!((0.9..2.5).contains(&end), "rank {rank} ended at {end}");
+    }
+}
+
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn stonewall_first_finish_is_named_and_consistent() {
+    let sb = Sandbox::new();
+    let r = run_json(
+        &sb,
+        &common::words(
+            "run f --rw write --bs 4k --count 200 --rate-iops 400 --file-per-rank --stonewall first",
+        ),
+    );
+    assert_eq!(r["status"], "complete");
+    let sw = &r["distributed"]["stonewall"];
+    assert_eq!(sw["mode"], "first_finish");
+    let caller = u(&sw["called_by_rank"]) as usize;
+    // The rank that called the wall did all its work; nobody did more.
+    assert_eq!(rank_bytes(&r)[caller], 200 * 4096);
+    assert_eq!(u(&sw["max_rank_bytes"]), 200 * 4096);
+    assert_eq!(u(&sw["bytes"]), rank_bytes(&r).iter().sum::<u64>());
+    assert_eq!(
+        sw["wall_s"].as_f64().unwrap(),
+        r["ranks"][caller]["end_s"].as_f64().unwrap()
+    );
+}
+
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_rank_refused_before_the_start_fails_the_run_naming_it_without_a_hang() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("f.d")).unwrap();
+    // Rank 1's directory is taken by a file that is not fsbench's.
+    std::fs::write(sb.file("f.d/rank-00001"), b"not a directory").unwrap();
+    let o = mpirun(
+        &sb,
+        &common::words("run f --rw write --bs 64k --size 1m --file-per-rank"),
+    );
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("rank 1 on ") && err.contains("rank-00001 exists and is not a directory"),
+        "{err}"
+    );
+    // Nothing the run made is left; the foreign file is untouched.
+    assert_eq!(
+        std::fs::read(sb.file("f.d/rank-00001")).unwrap(),
+        b"not a directory"
+    );
+    let left: Vec<_> = std::fs::read_dir(sb.file("f.d"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}
+
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn bad_input_on_rank_0_is_one_line_and_exit_2_everywhere() {
+    let sb = Sandbox::new();
+    let o = mpirun(
+        &sb,
+        &common::words("run s --rw write --bs 1m --size 2m --shared-file"),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench:")).collect();
+    assert_eq!(ours.len(), 1, "{err}");
+    assert!(ours[0].contains("less than one --bs"), "{err}");
+    assert!(sb.listing().is_empty());
+}
+
+/// A rank whose file system fails a write mid-run: the whole run fails with that rank's
+/// host, file and offset, and the other ranks' work is still counted exactly.
+#[test]
+#[cfg_attr(
+    not(all(has_mpirun, has_fuse)),
+    ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
+)]
+fn a_rank_failing_mid_run_fails_the_run_with_its_host_file_and_offset() {
+    #[cfg(has_fuse)]
+    {
+        use faultfs::{Fault, FaultFs, Op, When};
+        let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
+        fs.ctl().add(
+            Op::Write,
+            When::Offset(5 * 65536),
+            Fault::Error(libc::EIO),
+            Some("f"),
+        );
+        let sb = Sandbox::new();
+        let dir = sb.file("f.d/rank-00002");
+        std::fs::create_dir_all(&dir).unwrap();
+        let bound = Command::new("mount")
+            .arg("--bind")
+            .arg(&fs.mnt)
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(bound.success(), "mount --bind");
+        struct Unmount(std::path::PathBuf);
+        impl Drop for Unmount {
+            fn drop(&mut self) {
+                let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+            }
+        }
+        let _u = Unmount(dir.clone());
+        let out = sb.file("result.json");
+        let o = mpirun(
+            &sb,
+            &[
+                "run",
+                "f",
+                "--rw",
+                "write",
+                "--bs",
+                "64k",
+                "--size",
+                "1m",
+                "--file-per-rank",
+                "--output",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{o:?}");
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        assert_eq!(r["status"], "failed");
+        let f = &r["failures"][0];
+        assert!(
+            f["message"].as_str().unwrap().starts_with("rank 2 on "),
+            "{f}"
+        );
+        assert!(
+            f["path"].as_str().unwrap().ends_with("f.d/rank-00002/f"),
+            "{f}"
+        );
+        assert_eq!(u(&f["offset"]), 5 * 65536);
+        assert_eq!(r["ranks"][2]["status"], "failed");
+        let bytes = rank_bytes(&r);
+        assert_eq!(bytes[2], 5 * 65536, "rank 2 stopped at its error");
+        for rank in [0, 1, 3] {
+            assert_eq!(bytes[rank], 1 << 20);
+        }
+        assert_eq!(u(&r["total"]["bytes"]), bytes.iter().sum::<u64>());
+    }
+}
