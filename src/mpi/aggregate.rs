@@ -163,6 +163,7 @@ pub(crate) fn build(
                 stats: t.stats.clone(),
                 failure: t.failure.as_ref().map(|f| prefixed(f, r, base)),
                 verify: None,
+                intervals: Vec::new(),
             });
         }
         failures.extend(r.failures.iter().map(|f| prefixed(f, r, base)));
@@ -237,13 +238,7 @@ pub(crate) fn build(
     }
     total.elapsed_s = span;
     result.total = StatsReport::from_stats(&total, true);
-    result.explain = crate::explain::explain(&crate::explain::RunFacts {
-        total: &result.total,
-        job: result.job.as_ref(),
-        cache: result.plan.as_ref().map(|p| p.cache),
-        probes: &result.probes,
-        threads: result.users.iter().map(|u| u.threads.len().max(1)).sum(),
-    });
+    result.refresh_explain();
     result.ranks = records.iter().map(rank_row).collect();
     for r in records {
         if !result.hosts.contains(&r.host) {

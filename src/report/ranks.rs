@@ -12,7 +12,6 @@ pub(crate) fn lines(r: &RunResult, opts: &ReportOptions) -> String {
         return String::new();
     };
     let mut out = String::new();
-    let unit = opts.unit.label();
     let _ = writeln!(
         out,
         "ranks: {} on {} host(s) ({}), layout {}{}",
@@ -27,19 +26,19 @@ pub(crate) fn lines(r: &RunResult, opts: &ReportOptions) -> String {
     if !opts.summary_only {
         let _ = writeln!(
             out,
-            "  {:>5}  {:<20} {:>14} {:>9} {:>9} {:>14}  status",
-            "rank", "host", "bytes", "start s", "end s", unit
+            "  {:>5}  {:<20} {:>14} {:>9} {:>9} {:>28}  status",
+            "rank", "host", "bytes", "start s", "end s", "rate"
         );
         for k in &r.ranks {
             let _ = writeln!(
                 out,
-                "  {:>5}  {:<20} {:>14} {:>9.3} {:>9.3} {:>14.2}  {}{}",
+                "  {:>5}  {:<20} {:>14} {:>9.3} {:>9.3} {:>28}  {}{}",
                 k.rank,
                 k.host,
                 k.bytes,
                 k.start_s,
                 k.end_s,
-                opts.unit.convert(k.bytes_per_sec),
+                opts.unit.format(k.bytes_per_sec),
                 k.status.name(),
                 k.failure
                     .as_deref()
@@ -50,21 +49,21 @@ pub(crate) fn lines(r: &RunResult, opts: &ReportOptions) -> String {
     }
     let _ = writeln!(
         out,
-        "spread: slowest rank {} {:.2} {unit}, fastest rank {} {:.2} {unit} ({:.2}x)",
+        "spread: slowest rank {} {}, fastest rank {} {} ({:.2}x)",
         d.slowest_rank,
-        opts.unit.convert(d.slowest_bytes_per_sec),
+        opts.unit.format(d.slowest_bytes_per_sec),
         d.fastest_rank,
-        opts.unit.convert(d.fastest_bytes_per_sec),
+        opts.unit.format(d.fastest_bytes_per_sec),
         d.spread_ratio
     );
     let _ = writeln!(
         out,
-        "full: {} bytes / {:.3} s (first start {:.3} s to last end {:.3} s) = {:.2} {unit}; first rank done at {:.3} s",
+        "full: {} bytes / {:.3} s (first start {:.3} s to last end {:.3} s) = {}; first rank done at {:.3} s",
         r.total.bytes,
         d.last_end_s - d.first_start_s,
         d.first_start_s,
         d.last_end_s,
-        opts.unit.convert(d.full_bytes_per_sec),
+        opts.unit.format(d.full_bytes_per_sec),
         d.first_end_s
     );
     if let Some(s) = &d.stonewall {
@@ -74,12 +73,12 @@ pub(crate) fn lines(r: &RunResult, opts: &ReportOptions) -> String {
         };
         let _ = writeln!(
             out,
-            "stonewall ({}): wall at {:.3} s ({why}): {} bytes / {:.3} s = {:.2} {unit}; ranks stopped within {:.3} s; bytes per rank {} to {}",
+            "stonewall ({}): wall at {:.3} s ({why}): {} bytes / {:.3} s = {}; ranks stopped within {:.3} s; bytes per rank {} to {}",
             s.mode,
             s.wall_s,
             s.bytes,
             s.wall_s - d.first_start_s,
-            opts.unit.convert(s.bytes_per_sec),
+            opts.unit.format(s.bytes_per_sec),
             s.stop_lag_s,
             s.min_rank_bytes,
             s.max_rank_bytes

@@ -338,7 +338,8 @@ pub(crate) fn plot(c: &Plot) -> String {
     let legend: Vec<Vec<String>> = c.series.iter().map(|s| wrap(&s.name, 26)).collect();
     let legend_h: f64 = legend.iter().map(|l| l.len() as f64 * 13.0 + 6.0).sum();
     let plot_w = W - ML - MR;
-    let h = (MT + PLOT_H + 64.0).max(MT + legend_h + 20.0) + if c.note.is_some() { 16.0 } else { 0.0 };
+    let h =
+        (MT + PLOT_H + 64.0).max(MT + legend_h + 20.0) + if c.note.is_some() { 16.0 } else { 0.0 };
     let bottom = MT + PLOT_H;
     let px = |x: f64| ML + 10.0 + xa.frac(x) * (plot_w - 20.0);
     let py = |y: f64| bottom - ya.frac(y) * PLOT_H;
@@ -381,9 +382,17 @@ pub(crate) fn plot(c: &Plot) -> String {
         r = W - MR,
         xt = ML + plot_w / 2.0,
         yt = bottom + 40.0,
-        xl = esc(&format!("{}{}", c.x_label, if c.x_log { " (log scale)" } else { "" })),
+        xl = esc(&format!(
+            "{}{}",
+            c.x_label,
+            if c.x_log { " (log scale)" } else { "" }
+        )),
         ym = MT + PLOT_H / 2.0,
-        yl = esc(&format!("{}{}", c.y_label, if ya.log { " (log scale)" } else { "" }))
+        yl = esc(&format!(
+            "{}{}",
+            c.y_label,
+            if ya.log { " (log scale)" } else { "" }
+        ))
     );
     for s in &c.series {
         let color = PALETTE[s.color % PALETTE.len()];
@@ -393,7 +402,10 @@ pub(crate) fn plot(c: &Plot) -> String {
             .filter(|p| p.0.is_finite() && p.1.is_finite())
             .map(|p| (px(p.0), py(p.1), p))
             .collect();
-        let poly: Vec<String> = pts.iter().map(|(x, y, _)| format!("{x:.1},{y:.1}")).collect();
+        let poly: Vec<String> = pts
+            .iter()
+            .map(|(x, y, _)| format!("{x:.1},{y:.1}"))
+            .collect();
         let _ = write!(
             out,
             r#"<polyline class="series" fill="none" stroke="{color}" stroke-width="2"{} points="{}"/>"#,
@@ -411,7 +423,9 @@ pub(crate) fn plot(c: &Plot) -> String {
                 p.0,
                 p.1,
                 esc(&s.name),
-                p.2.as_deref().map(|l| format!("{} ", esc(l))).unwrap_or_default(),
+                p.2.as_deref()
+                    .map(|l| format!("{} ", esc(l)))
+                    .unwrap_or_default(),
                 esc(&c.x_label),
                 fmt_scaled(p.1)
             );
@@ -458,9 +472,7 @@ pub(crate) fn plot(c: &Plot) -> String {
 
 /// The percentiles of the percentile chart and where they sit on the nines scale
 /// (-log10(1 - q): p90 = 1, p99 = 2, ...).
-pub(crate) const PERCENTILES: [f64; 9] = [
-    0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999,
-];
+pub(crate) const PERCENTILES: [f64; 9] = [0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999];
 
 pub(crate) fn nines(q: f64) -> f64 {
     -(1.0 - q).log10()
@@ -491,7 +503,10 @@ mod tests {
             Quantity::axis_label("KB/s", 2.5e6),
             ("GB/s".to_string(), 1024.0 * 1024.0)
         );
-        assert_eq!(Quantity::axis_label("KB/s", 800.0), ("KB/s".to_string(), 1.0));
+        assert_eq!(
+            Quantity::axis_label("KB/s", 800.0),
+            ("KB/s".to_string(), 1.0)
+        );
         assert_eq!(
             Quantity::axis_label("MB/s", 3000.0),
             ("GB/s".to_string(), 1024.0)
@@ -508,7 +523,10 @@ mod tests {
             Quantity::axis_label("IOPS", 250_000.0),
             ("IOPS (×1000)".to_string(), 1000.0)
         );
-        assert_eq!(Quantity::axis_label("IOPS", 250.0), ("IOPS".to_string(), 1.0));
+        assert_eq!(
+            Quantity::axis_label("IOPS", 250.0),
+            ("IOPS".to_string(), 1.0)
+        );
         assert_eq!(Quantity::axis_label("CPU us/op", 5.0).1, 1.0);
     }
 
@@ -522,7 +540,10 @@ mod tests {
             ("", 4),
         ] {
             let lines = wrap(label, w);
-            assert!(lines.iter().all(|l| l.chars().count() <= w.max(3)), "{lines:?}");
+            assert!(
+                lines.iter().all(|l| l.chars().count() <= w.max(3)),
+                "{lines:?}"
+            );
             let joined: String = lines.concat();
             assert_eq!(
                 joined.replace(' ', ""),
@@ -559,7 +580,10 @@ mod tests {
         assert!(s.contains(">p99.99</text>") && s.contains(">p50</text>"));
         assert!(s.contains("<tspan"), "the legend wraps");
         assert!(s.contains("(log scale)"));
-        assert_eq!(log_ticks(10.0, 1000.0), vec![10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]);
+        assert_eq!(
+            log_ticks(10.0, 1000.0),
+            vec![10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]
+        );
         assert!((nines(0.999) - 3.0).abs() < 1e-9);
     }
 }

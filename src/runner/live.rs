@@ -298,6 +298,8 @@ impl Roller {
 
     fn close(&mut self, now: u64, stats: &Stats) {
         let c = counters(stats);
+        // The directions merged (one allocation per interval, never per I/O).
+        let all = stats.lat();
         let index = ((now.saturating_sub(self.t0)).saturating_sub(1) / self.interval_ns) as u32;
         let index = index.max(self.index);
         self.samples.push(IntervalSample {
@@ -308,10 +310,10 @@ impl Roller {
             other_ops: c[2] - self.prev[2],
             read_bytes: c[3] - self.prev[3],
             write_bytes: c[4] - self.prev[4],
-            lat_buckets: stats.lat.buckets_since(&self.prev_lat),
+            lat_buckets: all.buckets_since(&self.prev_lat),
         });
         self.prev = c;
-        self.prev_lat.copy_from(&stats.lat);
+        self.prev_lat.copy_from(&all);
         self.index = index + 1;
     }
 
@@ -425,9 +427,9 @@ mod tests {
             write_bytes: w * 4096,
             ..Default::default()
         };
-        s.lat = LatencyHist::new();
+        s.read_lat = LatencyHist::new();
         for &l in lat {
-            s.lat.record(l);
+            s.read_lat.record(l);
         }
         s
     }
