@@ -182,13 +182,21 @@ pub(crate) fn format_rate(bytes_per_sec: f64) -> String {
 
 /// `95.6 MiB/s`: the binary magnitude (B, KiB, MiB, GiB, TiB) under 1024 of it.
 pub(crate) fn format_binary_rate(bytes_per_sec: f64) -> String {
-    let (v, unit) = magnitude(bytes_per_sec, 1024.0, &["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"]);
+    let (v, unit) = magnitude(
+        bytes_per_sec,
+        1024.0,
+        &["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"],
+    );
     format!("{} {unit}", sig3(v))
 }
 
 /// `100.2 MB/s`, `2.50 GB/s`: the decimal magnitude (B, kB, MB, GB, TB) under 1000 of it.
 pub(crate) fn format_decimal_rate(bytes_per_sec: f64) -> String {
-    let (v, unit) = magnitude(bytes_per_sec, 1000.0, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"]);
+    let (v, unit) = magnitude(
+        bytes_per_sec,
+        1000.0,
+        &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"],
+    );
     if v < 10.0 {
         format!("{v:.2} {unit}")
     } else {

@@ -111,7 +111,10 @@ fn check_stats_line(body: &str, scope: &Value, vx: bool, line: &str) -> usize {
         } else if let (Some(k), Some(key)) = (time_factor(next), lat_key(prev)) {
             agree(t[i], k, f(&scope["lat_ns"][key]), key, line);
         } else {
-            panic!("figure {} ('{prev} {} {next}') not accounted for\n  in: {line}", t[i], t[i]);
+            panic!(
+                "figure {} ('{prev} {} {next}') not accounted for\n  in: {line}",
+                t[i], t[i]
+            );
         }
         checked += 1;
         i += 2;
@@ -130,7 +133,10 @@ fn check_latency_line(body: &str, summary: &Value, line: &str) -> usize {
         }
     }
     let numbers = t.iter().filter(|x| is_number(x)).count();
-    assert_eq!(checked, numbers, "a figure without a name or unit in: {line}");
+    assert_eq!(
+        checked, numbers,
+        "a figure without a name or unit in: {line}"
+    );
     checked
 }
 
@@ -244,11 +250,20 @@ fn run_text_figures_match_the_json() {
     ] {
         let (text, r) = run(&sb, args);
         let checked = check_run_text(&text, &r, false);
-        assert!(checked >= 20, "{args}: only {checked} figures checked\n{text}");
-        assert!(!text.contains("KB/s"), "KB/s is vxbench's, for vx only: {text}");
+        assert!(
+            checked >= 20,
+            "{args}: only {checked} figures checked\n{text}"
+        );
+        assert!(
+            !text.contains("KB/s"),
+            "KB/s is vxbench's, for vx only: {text}"
+        );
         every_level_adds_up(&r);
         if args.contains("randrw") {
-            assert!(text.contains("\n  read:") && text.contains("\n  write:"), "{text}");
+            assert!(
+                text.contains("\n  read:") && text.contains("\n  write:"),
+                "{text}"
+            );
             assert!(text.contains("\nread latency:") && text.contains("\nwrite latency:"));
         }
     }
@@ -258,7 +273,10 @@ fn run_text_figures_match_the_json() {
 #[test]
 fn pure_runs_have_nothing_in_the_other_direction() {
     let sb = Sandbox::new();
-    let (text, r) = run(&sb, "run --rw randread --bs 4k --size 1m --count 300 --keep f");
+    let (text, r) = run(
+        &sb,
+        "run --rw randread --bs 4k --size 1m --count 300 --keep f",
+    );
     assert_eq!(r["total"]["write"]["ops"], 0);
     assert_eq!(r["total"]["write"]["bytes"], 0);
     assert_eq!(r["total"]["write"]["lat_ns"]["count"], 0);
@@ -266,8 +284,14 @@ fn pure_runs_have_nothing_in_the_other_direction() {
     assert_eq!(r["total"]["read"]["lat_ns"]["count"], 300);
     assert_eq!(r["schema_version"], 3);
     every_level_adds_up(&r);
-    assert!(!text.contains("\n  write:"), "no write line for a read run: {text}");
-    let (_, w) = run(&sb, "run --rw write --bs 4k --size 1m --count 100 --force f");
+    assert!(
+        !text.contains("\n  write:"),
+        "no write line for a read run: {text}"
+    );
+    let (_, w) = run(
+        &sb,
+        "run --rw write --bs 4k --size 1m --count 100 --force f",
+    );
     assert_eq!(w["total"]["read"]["ops"], 0);
     assert_eq!(w["total"]["write"]["lat_ns"]["count"], 100);
     every_level_adds_up(&w);
@@ -282,10 +306,20 @@ fn vx_keeps_vxbench_kb_per_s_and_its_figures_match() {
     ] {
         let (text, r) = run(&sb, args);
         let checked = check_run_text(&text, &r, true);
-        assert!(checked >= 15, "{args}: only {checked} figures checked\n{text}");
-        let unit = if args.contains("-M") { " MB/s" } else { " KB/s" };
+        assert!(
+            checked >= 15,
+            "{args}: only {checked} figures checked\n{text}"
+        );
+        let unit = if args.contains("-M") {
+            " MB/s"
+        } else {
+            " KB/s"
+        };
         assert!(text.contains(unit), "{args}: {text}");
-        assert!(!text.contains("MiB/s"), "{args}: vx keeps vxbench's units: {text}");
+        assert!(
+            !text.contains("MiB/s"),
+            "{args}: vx keeps vxbench's units: {text}"
+        );
         every_level_adds_up(&r);
     }
 }
@@ -324,8 +358,20 @@ fn workload_text_figures_match_the_json() {
             assert_eq!(t[7], "MB/s");
             agree(t[6], 1e6, f(&summary["bytes_per_sec"]), "MB/s", line);
             let (rd, wr) = t[8].split_once('/').unwrap();
-            agree(rd, 1e6, f(&summary["read"]["bytes_per_sec"]), "read MB/s", line);
-            agree(wr, 1e6, f(&summary["write"]["bytes_per_sec"]), "write MB/s", line);
+            agree(
+                rd,
+                1e6,
+                f(&summary["read"]["bytes_per_sec"]),
+                "read MB/s",
+                line,
+            );
+            agree(
+                wr,
+                1e6,
+                f(&summary["write"]["bytes_per_sec"]),
+                "write MB/s",
+                line,
+            );
             agree(t[11], 1e6, f(&summary["lat_ns"]["mean"]), "ms/op", line);
             agree(t[15], 1.0, f(&summary["cpu_us_per_op"]), "us cpu/op", line);
             rows += 1;
@@ -345,13 +391,19 @@ fn workload_text_figures_match_the_json() {
         agree(t[1], 1.0, f(&s["ops"]), "ops", line);
         agree(t[2], 1.0, f(&s["iops"]), "ops/s", line);
         agree(t[3], 1e6, f(&s["bytes_per_sec"]), "MB/s", line);
-        for (i, key) in ["mean", "min", "p50", "p99", "p99_9", "max"].iter().enumerate() {
+        for (i, key) in ["mean", "min", "p50", "p99", "p99_9", "max"]
+            .iter()
+            .enumerate()
+        {
             agree(t[4 + i], 1e6, f(&s["lat_ns"][*key]), key, line);
         }
         agree(t[10], 1.0, f(&s["cpu_us_per_op"]), "us cpu/op", line);
         rows += 1;
     }
-    assert!(rows >= 5, "flowop rows and IO Summary checked: {rows}\n{text}");
+    assert!(
+        rows >= 5,
+        "flowop rows and IO Summary checked: {rows}\n{text}"
+    );
 }
 
 #[test]
@@ -369,7 +421,10 @@ fn csv_has_direction_columns_with_units() {
     let total: Vec<&str> = lines.next().unwrap().split(',').collect();
     assert_eq!(header.len(), total.len());
     let col = |name: &str| {
-        let i = header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("{name}"));
+        let i = header
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("{name}"));
         total[i].parse::<f64>().unwrap()
     };
     assert_eq!(col("read_ops") + col("write_ops"), col("ops"));

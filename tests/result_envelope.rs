@@ -293,14 +293,22 @@ fn run_percentiles_are_within_the_histogram_error_of_the_exact_ones() {
 /// within the root mean square of each value's bucket error (1/256 of it, plus 1 ns for the
 /// trace's rounding) of the exact population standard deviation.
 fn check_stdev_and_p99_99(sorted: &[u64], l: &serde_json::Value, what: &str) {
-    let (want, got) = (exact(sorted, 0.9999) as f64, l["p99_99"].as_u64().unwrap() as f64);
+    let (want, got) = (
+        exact(sorted, 0.9999) as f64,
+        l["p99_99"].as_u64().unwrap() as f64,
+    );
     assert!(
         (got - want).abs() <= want / 256.0 + 1.0,
         "{what} p99_99: exact {want} ns, reported {got} ns"
     );
     let n = sorted.len() as f64;
     let mean = sorted.iter().map(|&v| v as f64).sum::<f64>() / n;
-    let sd = (sorted.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let sd = (sorted
+        .iter()
+        .map(|&v| (v as f64 - mean).powi(2))
+        .sum::<f64>()
+        / n)
+        .sqrt();
     let rms = (sorted
         .iter()
         .map(|&v| (v as f64 / 256.0 + 1.0).powi(2))

@@ -29,6 +29,7 @@ pub(crate) mod svg;
 pub(crate) mod table;
 pub(crate) mod text;
 pub(crate) mod trace;
+pub(crate) mod width;
 pub(crate) mod workload;
 
 use crate::error::UsageError;

@@ -399,7 +399,13 @@ impl StatsReport {
         let total_inflight: u64 = s.inflight.iter().sum();
         let lat = s.lat();
         StatsReport {
-            read: DirReport::of(s.read_ops, s.read_bytes, s.elapsed_s, &s.read_lat, with_hist),
+            read: DirReport::of(
+                s.read_ops,
+                s.read_bytes,
+                s.elapsed_s,
+                &s.read_lat,
+                with_hist,
+            ),
             write: DirReport::of(
                 s.write_ops,
                 s.write_bytes,
@@ -469,8 +475,13 @@ impl StatsReport {
         if self.read == DirReport::default() && self.write == DirReport::default() {
             let none = LatencyHist::default();
             self.read = DirReport::of(self.read_ops, self.read_bytes, self.elapsed_s, &none, false);
-            self.write =
-                DirReport::of(self.write_ops, self.write_bytes, self.elapsed_s, &none, false);
+            self.write = DirReport::of(
+                self.write_ops,
+                self.write_bytes,
+                self.elapsed_s,
+                &none,
+                false,
+            );
         }
     }
 }
@@ -505,7 +516,10 @@ mod tests {
         assert_eq!(a.lat_count(), 2);
         let r = StatsReport::from_stats(&a, true);
         assert_eq!(r.bytes_per_sec, 250.0);
-        assert_eq!((r.read.ops, r.read.bytes, r.read.bytes_per_sec), (3, 300, 150.0));
+        assert_eq!(
+            (r.read.ops, r.read.bytes, r.read.bytes_per_sec),
+            (3, 300, 150.0)
+        );
         assert_eq!((r.write.ops, r.write.bytes, r.write.iops), (2, 200, 1.0));
         assert_eq!((r.read.lat_ns.count, r.read.lat_ns.max), (1, 100));
         assert_eq!((r.write.lat_ns.count, r.write.lat_ns.min), (1, 200));
