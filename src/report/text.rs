@@ -59,7 +59,7 @@ fn fit(line: String, width: Option<usize>) -> String {
             } else {
                 out.push_str("\n                    ");
             }
-            out.push_str(p);
+            out.push_str(p.trim_start());
         }
     }
     out
@@ -247,6 +247,10 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
                 if r.users.len() > 1 || opts.per_thread || u.threads.len() > 1 {
                     let label = format!("user {:>3}:", u.user + 1);
                     let _ = writeln!(out, "{}", line(&label, &u.stats, opts));
+                    if is_mixed(&u.stats) {
+                        let _ = writeln!(out, "{}", direction_line("read", &u.stats.read, opts));
+                        let _ = writeln!(out, "{}", direction_line("write", &u.stats.write, opts));
+                    }
                 }
             }
             if let Some(hidden) = hidden {
