@@ -143,6 +143,8 @@ fn check_latency_line(body: &str, summary: &Value, line: &str) -> usize {
 /// Every figure of a run's text against its JSON Result. Returns how many were checked.
 fn check_run_text(text: &str, r: &Value, vx: bool) -> usize {
     let mut checked = 0;
+    // `read:` and `write:` lines belong to the user or total line above them.
+    let mut above = &r["total"];
     for line in text.lines() {
         let (label, body) = match line.split_once(':') {
             Some(x) => x,
@@ -150,10 +152,16 @@ fn check_run_text(text: &str, r: &Value, vx: bool) -> usize {
         };
         let label_words: Vec<&str> = label.split_whitespace().collect();
         let scope = match label_words.as_slice() {
-            ["total"] => &r["total"],
-            ["read"] => &r["total"]["read"],
-            ["write"] => &r["total"]["write"],
-            ["user", u] => &r["users"][u.parse::<usize>().unwrap() - 1]["stats"],
+            ["total"] => {
+                above = &r["total"];
+                above
+            }
+            ["read"] => &above["read"],
+            ["write"] => &above["write"],
+            ["user", u] => {
+                above = &r["users"][u.parse::<usize>().unwrap() - 1]["stats"];
+                above
+            }
             ["user", u, "thread", t] => {
                 &r["users"][u.parse::<usize>().unwrap() - 1]["threads"]
                     [t.parse::<usize>().unwrap() - 1]["stats"]
@@ -259,6 +267,10 @@ fn run_text_figures_match_the_json() {
             "KB/s is vxbench's, for vx only: {text}"
         );
         every_level_adds_up(&r);
+        if args.contains("f2") {
+            // Two users: each user's line has its read and write lines too.
+            assert_eq!(text.matches("\n  read:").count(), 3, "{text}");
+        }
         if args.contains("randrw") {
             assert!(
                 text.contains("\n  read:") && text.contains("\n  write:"),

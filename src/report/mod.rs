@@ -34,6 +34,7 @@ pub(crate) mod table;
 pub(crate) mod text;
 pub(crate) mod timeseries;
 pub(crate) mod trace;
+pub(crate) mod width;
 pub(crate) mod workload;
 
 use crate::error::UsageError;

@@ -417,8 +417,15 @@ pub(crate) fn format_cell(c: &Cell, mi: usize, m: &Metric) -> String {
     }
 }
 
-/// Plain-text table with aligned columns.
+/// Plain-text table with aligned columns, fitted to the terminal ([`super::width`]).
 pub(crate) fn render_text(t: &Shaped) -> String {
+    render_text_width(t, super::width::terminal_width())
+}
+
+/// Plain-text table with aligned columns, at most `width` characters a line where the
+/// columns allow: a table wider than that is printed as several tables one under the other,
+/// each with the row columns and as many value columns as fit (None: one table).
+pub(crate) fn render_text_width(t: &Shaped, width: Option<usize>) -> String {
     let header = t.header();
     let body = t.body();
     let ncol = header.len();
@@ -429,9 +436,9 @@ pub(crate) fn render_text(t: &Shaped) -> String {
         }
     }
     let nrow = t.row_axes.len();
-    let fmt = |row: &[String]| -> String {
-        row.iter()
-            .enumerate()
+    let fmt = |row: &[String], cols: &[usize]| -> String {
+        cols.iter()
+            .filter_map(|&i| row.get(i).map(|c| (i, c)))
             .map(|(i, c)| {
                 if i < nrow {
                     format!("{c:<width$}", width = w[i])
@@ -445,13 +452,22 @@ pub(crate) fn render_text(t: &Shaped) -> String {
             .to_string()
     };
     let mut out = format!("{}\n", t.title);
-    out += &fmt(&header);
-    out.push('\n');
-    out += &"-".repeat(w.iter().sum::<usize>() + 2 * ncol.saturating_sub(1));
-    out.push('\n');
-    for r in &body {
-        out += &fmt(r);
+    let blocks = super::width::column_blocks(&w, nrow, 2, width);
+    for (b, values) in blocks.iter().enumerate() {
+        if b > 0 {
+            out.push('\n');
+        }
+        let cols: Vec<usize> = (0..nrow.min(ncol)).chain(values.iter().copied()).collect();
+        out += &fmt(&header, &cols);
         out.push('\n');
+        let line: usize =
+            cols.iter().map(|&i| w[i]).sum::<usize>() + 2 * cols.len().saturating_sub(1);
+        out += &"-".repeat(line);
+        out.push('\n');
+        for r in &body {
+            out += &fmt(r, &cols);
+            out.push('\n');
+        }
     }
     for n in &t.notes {
         out += &format!("  {n}\n");
@@ -577,6 +593,14 @@ pub(crate) mod tests {
             ]
         );
         assert_eq!(t.body()[1], ["256k", "200", "201", "0.500", "0.500"]);
+        // Without a width limit one table; at 40 columns two, each with the row column.
+        let whole = render_text_width(t, None);
+        assert!(whole.contains("block size  buffered KiB/s  direct KiB/s  buffered CPU s"));
+        let narrow = render_text_width(t, Some(40));
+        assert!(narrow.lines().all(|l| l.chars().count() <= 40), "{narrow}");
+        assert!(narrow.contains("block size  buffered KiB/s  direct KiB/s\n"));
+        assert!(narrow.contains("block size  buffered CPU s  direct CPU s\n"));
+        assert_eq!(narrow.matches("256k").count(), 2, "{narrow}");
         // Swap rows and columns.
         let s = Shape {
             rows: Some(vec!["cache".into()]),

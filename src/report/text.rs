@@ -32,6 +32,39 @@ fn line(label: &str, s: &StatsReport, opts: &ReportOptions) -> String {
     )
 }
 
+/// A result line cut to `width` where it is longer: continued on indented lines before its
+/// `cpu:` and `lat` parts (vx lines keep vxbench's one-line shape: they get no width).
+fn fit(line: String, width: Option<usize>) -> String {
+    let Some(w) = width.filter(|w| line.chars().count() > *w) else {
+        return line;
+    };
+    let mut parts: Vec<String> = Vec::new();
+    let mut rest = line.as_str();
+    for cut in ["  cpu:", "  lat ", ", lat "] {
+        if let Some(i) = rest.find(cut) {
+            parts.push(rest[..i].trim_end().to_string());
+            rest = &rest[i..];
+        }
+    }
+    parts.push(rest.trim_start_matches(',').trim().to_string());
+    let mut out = String::new();
+    for (i, p) in parts.iter().enumerate() {
+        if i == 0 {
+            out.push_str(p.trim_end());
+        } else {
+            // Short parts stay on the line while it fits.
+            let last = out.rsplit('\n').next().unwrap_or("").chars().count();
+            if last + 2 + p.chars().count() <= w {
+                out.push_str("  ");
+            } else {
+                out.push_str("\n                    ");
+            }
+            out.push_str(p.trim_start());
+        }
+    }
+    out
+}
+
 /// Whether a report has both reads and writes, so each direction gets lines of its own.
 pub(crate) fn is_mixed(s: &StatsReport) -> bool {
     s.read.ops > 0 && s.write.ops > 0
@@ -192,6 +225,16 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
         for n in &r.notes {
             let _ = writeln!(out, "note: {n}");
         }
+        let width = if opts.unit.is_vx() {
+            None
+        } else {
+            super::width::terminal_width()
+        };
+        let line =
+            |label: &str, s: &StatsReport, opts: &ReportOptions| fit(line(label, s, opts), width);
+        let direction_line = |label: &str, d: &DirReport, opts: &ReportOptions| {
+            fit(direction_line(label, d, opts), width)
+        };
         if !opts.summary_only {
             let (shown, hidden) = users_shown(r, opts);
             for u in shown {
@@ -204,10 +247,14 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
                 if r.users.len() > 1 || opts.per_thread || u.threads.len() > 1 {
                     let label = format!("user {:>3}:", u.user + 1);
                     let _ = writeln!(out, "{}", line(&label, &u.stats, opts));
+                    if is_mixed(&u.stats) {
+                        let _ = writeln!(out, "{}", direction_line("read", &u.stats.read, opts));
+                        let _ = writeln!(out, "{}", direction_line("write", &u.stats.write, opts));
+                    }
                 }
             }
-            if let Some(line) = hidden {
-                let _ = writeln!(out, "{line}");
+            if let Some(hidden) = hidden {
+                let _ = writeln!(out, "{hidden}");
             }
             for g in &r.groups {
                 let label = format!("{}:", g.name);
@@ -405,4 +452,30 @@ fn mismatch_lines(v: &crate::verify::report::VerifyReport) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_are_cut_before_cpu_and_lat_to_fit() {
+        let s = StatsReport {
+            elapsed_s: 1.0,
+            bytes_per_sec: 100.2e6,
+            iops: 24_000.0,
+            ..Default::default()
+        };
+        let opts = ReportOptions::default();
+        let one = line("total:", &s, &opts);
+        assert_eq!(fit(one.clone(), None), one);
+        assert_eq!(fit(one.clone(), Some(500)), one);
+        let cut = fit(one.clone(), Some(100));
+        assert!(cut.lines().count() >= 2, "{cut}");
+        assert!(cut.lines().all(|l| l.chars().count() <= 100), "{cut}");
+        assert!(cut.contains("95.6 MiB/s (100.2 MB/s)") && cut.contains("\n"));
+        // Nothing lost: the same words in the same order.
+        let words = |t: &str| t.split_whitespace().map(String::from).collect::<Vec<_>>();
+        assert_eq!(words(&cut), words(&one));
+    }
 }
