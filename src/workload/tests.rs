@@ -24,6 +24,7 @@ fn run(dir: &Path, text: &str, keep: bool) -> RunResult {
         progress: None,
         engine: crate::job::EngineKind::Sync,
         rate: Default::default(),
+        verify: false,
     };
     execute(&src, &model, &opts).unwrap_or_else(|e| panic!("{e:#}"))
 }
@@ -344,6 +345,7 @@ fn refuses_a_directory_it_did_not_create() {
         progress: None,
         engine: crate::job::EngineKind::Sync,
         rate: Default::default(),
+        verify: false,
     };
     let e = execute(&src, &model, &opts).unwrap_err();
     assert!(crate::error::is_usage(&e), "{e}");
