@@ -5,11 +5,13 @@
 # (getrusage of the worker thread over the timed loop) and their ratio.
 #
 # With --verify a write fills its buffer with a self-describing block (generation from the
-# shared table, payload words, two CRC32Cs) before it is submitted: that is part of the
-# write's cost and of its latency. A read is checked (one CRC32C of the block) only when the
+# shared table, payload words, the header's CRC32C; block format 2) before it is submitted:
+# that is part of the write's cost. A read is checked (the header's CRC32C, then the block
+# regenerated and compared word by word in one pass) only when the
 # block was written by this run and is settled: in `randread` nothing was, so the read pays
 # one table load; in `randrw` about half the reads are checked. The read-back after the run
-# is untimed; its wall time per block is printed apart.
+# is untimed; its wall time per block is printed apart. Run it on a quiet machine: CPU per
+# I/O of a page-cache write moves by tens of percent when other work shares the cores.
 #
 #   bench/verify-cost.sh [DIR] [PAIRS] [SECONDS]
 set -euo pipefail

