@@ -11,8 +11,8 @@
 # fetches IOR. DIR: a directory on the file system to measure (a shared mount on a cluster; add
 # MPIRUN_ARGS="--hostfile hosts" to spread the ranks). PER_RANK_MIB: data per rank (default 256).
 # NPS: rank counts (default "2 4"). Transfer size 1 MiB for both tools. Neither tool fsyncs
-# (IOR without -e; fsbench without --fsync); both read buffered, after the write, reordered,
-# from a cold cache (the page cache is dropped before IOR's read; fsbench evicts its targets).
+# (IOR without -e; fsbench without --fsync); both read buffered, after the write, reordered.
+# Before every measurement of either tool the local page cache is synced and dropped (root).
 # On a cluster drop the cache on every host yourself (this only drops the local one).
 set -euo pipefail
 ior="${1:?usage: bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS]}"
@@ -46,11 +46,15 @@ for np in $nps; do
     for phase in write read; do
       if [ $phase = write ]; then iorp=(-w -k); fsp=(--rw write --keep); key=write
       else iorp=(-r -C); fsp=(--rw read --reorder-ranks); key=read; fi
-      # Cold reads for both: IOR reads whatever the page cache holds, fsbench evicts its
-      # targets before timing; drop the cache (root) so IOR's reads come from storage too.
-      if [ $phase = read ]; then sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; fi
+      # Each tool starts from the same state: no dirty data of the other still being written
+      # back, and an empty page cache (root): IOR reads whatever the cache holds (fsbench
+      # evicts its targets before timing), and the other tool's cached files must not press
+      # on memory during a write.
+      cold() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; }
+      cold
       out="$($mpirun -np "$np" "$ior" -a POSIX -t 1m "${iorl[@]}" "${iorp[@]}" -o "$work/ior.$layout" 2>&1)"
       ib="$(printf '%s\n' "$out" | ior_bytes)"; ibw="$(printf '%s\n' "$out" | ior_bw $key)"
+      cold
       $mpirun -np "$np" "$fsbench" run "$work/fsb.$layout" --bs 1m "${fsp[@]}" "${fsl[@]}" \
         --output "$work/r.json" --force >/dev/null
       fb="$(json "$work/r.json" "r['total']['bytes']")"
