@@ -359,3 +359,37 @@ fn a_rank_failing_mid_run_fails_the_run_with_its_host_file_and_offset() {
         assert_eq!(u(&r["total"]["bytes"]), bytes.iter().sum::<u64>());
     }
 }
+
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn ctrl_c_on_mpirun_gives_a_partial_result_and_removes_the_files() {
+    let sb = Sandbox::new();
+    let out = sb.file("result.json");
+    let child = Command::new("mpirun")
+        .current_dir(sb.path())
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "4"])
+        .arg(env!("CARGO_BIN_EXE_fsbench"))
+        .args(common::words(
+            "run f --rw write --bs 4k --count 10000 --rate-iops 200 --file-per-rank --output",
+        ))
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: a signal to the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert!(!o.status.success());
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(r["status"], "partial");
+    let bytes = rank_bytes(&r);
+    assert!(
+        bytes.iter().all(|&b| b > 0 && b < 10000 * 4096),
+        "{bytes:?}"
+    );
+    assert_eq!(u(&r["total"]["bytes"]), bytes.iter().sum::<u64>());
+    std::fs::remove_file(&out).unwrap();
+    assert!(sb.listing().is_empty(), "{:?}", sb.listing());
+}

@@ -64,7 +64,12 @@ impl World {
                 ));
                 self.world.abort(3);
             }
-            std::thread::sleep(Duration::from_micros(500));
+            // Back off while waiting long (ranks that finished early must not take CPU from
+            // the ones still running); the blocking collective after a meeting aligns the
+            // ranks' exits, so this granularity does not skew the start.
+            let nap =
+                (t0.elapsed() / 20).clamp(Duration::from_micros(50), Duration::from_millis(5));
+            std::thread::sleep(nap);
         }
     }
 

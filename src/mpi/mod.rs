@@ -22,7 +22,7 @@ use crate::result::RunResult;
 use crate::runner::{self, RunOutcome};
 use aggregate::RankRecord;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 /// How long ranks wait for rank 0's spec (before the user's `--mpi-timeout` is known).
@@ -235,7 +235,16 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
     let (mut sent, mut got, mut stopped) = (false, 0u64, false);
     if ready && all_ok {
         loop {
-            match rx.try_recv() {
+            // Without a stonewall nothing needs MPI until the I/O ends: block. With one, wake
+            // up to look for the stonewall message (every ms) or at the wall time.
+            let wait = match spec.stonewall {
+                None => Duration::from_secs(3600),
+                Some(Stonewall::Time(d)) if !stopped => {
+                    Duration::from_secs_f64((d - t0.elapsed().as_secs_f64()).max(0.0))
+                }
+                Some(_) => Duration::from_millis(1),
+            };
+            match rx.recv_timeout(wait) {
                 Ok(Event::IoDone) => {
                     end_s = Some(t0.elapsed().as_secs_f64());
                     break;
@@ -244,8 +253,8 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
                     early = Some(r);
                     break;
                 }
-                Ok(Event::Ready) | Err(TryRecvError::Empty) => {}
-                Err(TryRecvError::Disconnected) => break,
+                Ok(Event::Ready) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
             }
             match spec.stonewall {
                 Some(Stonewall::FirstFinish) => {
@@ -263,7 +272,6 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
                 }
                 _ => {}
             }
-            std::thread::sleep(Duration::from_micros(200));
         }
         if spec.stonewall == Some(Stonewall::FirstFinish) && !stopped {
             if let Some(at) = end_s {

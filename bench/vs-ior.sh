@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# fsbench (built with --features mpi) against IOR on the same layouts, under the same mpirun:
+# file per rank, one shared file segmented, one shared file strided; write, then read with the
+# ranks reordered (IOR -C, fsbench --reorder-ranks); -np 2 and 4 by default. For each pair it
+# prints the bytes each tool moved (checked equal first) and the ratio of reported bandwidth.
+#
+#   bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS]
+#
+# IOR_BINARY: an `ior` you built yourself from https://github.com/hpc/ior against the same MPI
+# (./bootstrap && ./configure && make; the binary is src/ior). This script never builds or
+# fetches IOR. DIR: a directory on the file system to measure (a shared mount on a cluster; add
+# MPIRUN_ARGS="--hostfile hosts" to spread the ranks). PER_RANK_MIB: data per rank (default 256).
+# NPS: rank counts (default "2 4"). Transfer size 1 MiB for both tools. Neither tool fsyncs
+# (IOR without -e; fsbench without --fsync); both read buffered, after the write, reordered.
+# Before every measurement of either tool the local page cache is synced and dropped (root).
+# On a cluster drop the cache on every host yourself (this only drops the local one).
+set -euo pipefail
+ior="${1:?usage: bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS]}"
+dir="${2:?usage: bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS]}"
+mib="${3:-256}"
+nps="${4:-2 4}"
+here="$(cd "$(dirname "$0")/.." && pwd)"
+fsbench="${FSBENCH:-$here/target/release/fsbench}"
+mpirun="mpirun ${MPIRUN_ARGS:-} --allow-run-as-root --oversubscribe"
+[ -x "$ior" ] || { echo "not an executable IOR binary: $ior" >&2; exit 2; }
+[ -x "$fsbench" ] || { echo "build fsbench first: cargo build --release --features mpi" >&2; exit 2; }
+work="$(mktemp -d "$dir/vs-ior.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+# IOR's summary row ("write"/"read" then Max(MiB)) in MiB/s -> bytes/s (one repetition, so
+# max = its one figure), and its aggregate file size in bytes.
+ior_bw() { awk -v k="$1" 'seen && $1 == k { print $2 * 1048576; exit } /^Operation +Max\(MiB\)/ { seen = 1 }'; }
+ior_bytes() { awk '/aggregate filesize/ { v = $4; u = $5 } END {
+  m = (u == "GiB") ? 1073741824 : (u == "MiB") ? 1048576 : (u == "KiB") ? 1024 : 1; printf "%.0f\n", v * m }'; }
+json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+printf '%-18s %3s %-5s %14s %14s %12s %12s %7s\n' layout np phase ior_bytes fsbench_bytes ior_MiB/s fsbench_MiB/s ratio
+for np in $nps; do
+  total=$((mib * np))
+  for layout in file_per_rank shared_segmented shared_strided; do
+    case $layout in
+      file_per_rank)    iorl=(-F -b "${mib}m" -s 1); fsl=(--file-per-rank --size "${mib}m");;
+      shared_segmented) iorl=(-b "${mib}m" -s 1);    fsl=(--shared-file segmented --size "${total}m");;
+      shared_strided)   iorl=(-b 1m -s "$mib");      fsl=(--shared-file strided --size "${total}m");;
+    esac
+    for phase in write read; do
+      if [ $phase = write ]; then iorp=(-w -k); fsp=(--rw write --keep); key=write
+      else iorp=(-r -C); fsp=(--rw read --reorder-ranks); key=read; fi
+      # Each tool starts from the same state: no dirty data of the other still being written
+      # back, and an empty page cache (root): IOR reads whatever the cache holds (fsbench
+      # evicts its targets before timing), and the other tool's cached files must not press
+      # on memory during a write.
+      cold() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; }
+      cold
+      out="$($mpirun -np "$np" "$ior" -a POSIX -t 1m "${iorl[@]}" "${iorp[@]}" -o "$work/ior.$layout" 2>&1)"
+      ib="$(printf '%s\n' "$out" | ior_bytes)"; ibw="$(printf '%s\n' "$out" | ior_bw $key)"
+      cold
+      $mpirun -np "$np" "$fsbench" run "$work/fsb.$layout" --bs 1m "${fsp[@]}" "${fsl[@]}" \
+        --output "$work/r.json" --force >/dev/null
+      fb="$(json "$work/r.json" "r['total']['bytes']")"
+      fbw="$(json "$work/r.json" "r['distributed']['full_bytes_per_sec']")"
+      rm -f "$work/r.json"
+      python3 - "$layout" "$np" "$phase" "$ib" "$fb" "$ibw" "$fbw" <<'EOF'
+import sys
+layout, np, phase, ib, fb, ibw, fbw = sys.argv[1:]
+ib, fb, ibw, fbw = int(float(ib or 0)), int(fb), float(ibw or 0), float(fbw)
+same = "" if ib == fb else "  BYTES DIFFER"
+print(f"{layout:<18} {np:>3} {phase:<5} {ib:>14} {fb:>14} {ibw/2**20:>12.1f} {fbw/2**20:>12.1f} {fbw/ibw if ibw else 0:>7.2f}{same}")
+EOF
+    done
+    rm -rf "$work"/ior.* "$work"/fsb.*
+  done
+done
