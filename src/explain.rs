@@ -415,7 +415,11 @@ mod tests {
         let e = explain(&facts(1 << 20, 1 << 30));
         assert_eq!(e.len(), 1, "{e:?}");
         assert_eq!(e[0].check, "page_cache");
-        assert!(e[0].message.contains("the filesets of 1.00 MiB"), "{}", e[0].message);
+        assert!(
+            e[0].message.contains("the filesets of 1.00 MiB"),
+            "{}",
+            e[0].message
+        );
         // A data set larger than half the memory is not.
         assert!(explain(&facts(1 << 30, 1 << 30)).is_empty());
     }

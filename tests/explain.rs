@@ -242,7 +242,12 @@ fn repetitions_that_disagree_are_named_in_the_results_and_the_table() {
     .success();
     let recs = stored(&sb, "a");
     let points: Vec<_> = recs.iter().filter(|(_, v)| v["kind"] == "io").collect();
-    assert_eq!(points.len(), 2, "{:?}", recs.iter().map(|r| &r.0).collect::<Vec<_>>());
+    assert_eq!(
+        points.len(),
+        2,
+        "{:?}",
+        recs.iter().map(|r| &r.0).collect::<Vec<_>>()
+    );
     // What the sweep stored follows the repetitions' own figures: both records carry the
     // finding exactly when they differ by more than 10 % of their mean.
     let (a, b) = (
@@ -267,6 +272,9 @@ fn repetitions_that_disagree_are_named_in_the_results_and_the_table() {
     set(&points[1].0, &points[1].1, 0.5);
     let out = sb.cmd(&["report", "a"]).assert().success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
-    assert!(text.contains("explain: the repetitions of the point disagree"), "{text}");
+    assert!(
+        text.contains("explain: the repetitions of the point disagree"),
+        "{text}"
+    );
     assert!(text.contains("disagree by 66.7%"), "{text}");
 }

@@ -136,7 +136,9 @@ mod tests {
         assert_eq!(idle.len(), 1, "{idle:?}");
         assert_eq!(idle[0].check, "device_idle");
         assert!(
-            idle[0].message.contains("busy only 10.0% of the run (vda 10.0%)"),
+            idle[0]
+                .message
+                .contains("busy only 10.0% of the run (vda 10.0%)"),
             "{}",
             idle[0].message
         );

@@ -32,10 +32,7 @@ fn job_settings(r: &RunResult) -> Vec<(String, String)> {
     }
     if let Some(j) = &r.job {
         v.push(("rw".into(), j.access.name().to_string()));
-        v.push((
-            "bs".into(),
-            crate::units::format_size_exact(j.block_size),
-        ));
+        v.push(("bs".into(), crate::units::format_size_exact(j.block_size)));
         if let Some(s) = j.file_size {
             v.push(("size".into(), crate::units::format_size_exact(s)));
         }
@@ -84,11 +81,9 @@ pub(crate) fn fixed_parameters(t: &Shaped, records: &[Record]) -> Vec<(String, S
         if axes.iter().any(|a| **a == k) || fixed.iter().any(|(n, _)| *n == k) {
             continue;
         }
-        let same = runs.iter().all(|(rec, res)| {
-            all_of(rec, res)
-                .iter()
-                .any(|(n, x)| *n == k && *x == val)
-        });
+        let same = runs
+            .iter()
+            .all(|(rec, res)| all_of(rec, res).iter().any(|(n, x)| *n == k && *x == val));
         if same {
             fixed.push((k, val));
         }
@@ -239,7 +234,12 @@ pub(crate) fn percentile_charts(t: &Shaped, records: &[Record]) -> Vec<String> {
 /// their queue depth.
 pub(crate) fn latency_throughput_chart(t: &Shaped, records: &[Record]) -> Option<String> {
     const AXIS: &str = "qd";
-    if !t.row_axes.iter().chain(t.col_axes.iter()).any(|a| a == AXIS) {
+    if !t
+        .row_axes
+        .iter()
+        .chain(t.col_axes.iter())
+        .any(|a| a == AXIS)
+    {
         return None;
     }
     // (series name, qd, throughput bytes/s, mean ns, p99 ns)

@@ -751,7 +751,10 @@ mod tests {
             })
             .collect();
         assert!(ticks.iter().all(|t| *t >= -100.0), "{ticks:?}");
-        assert!(ticks.contains(&-100.0) && ticks.contains(&400.0), "{ticks:?}");
+        assert!(
+            ticks.contains(&-100.0) && ticks.contains(&400.0),
+            "{ticks:?}"
+        );
         // The zero line sits left of centre: the positive side is longer.
         assert!(n.contains(">0%</text>"));
     }
@@ -797,7 +800,12 @@ mod tests {
             let joined: String = text
                 .split("\">")
                 .skip(1)
-                .map(|p| p.trim_end_matches("</tspan><tspan x=").split('<').next().unwrap())
+                .map(|p| {
+                    p.trim_end_matches("</tspan><tspan x=")
+                        .split('<')
+                        .next()
+                        .unwrap()
+                })
                 .collect();
             assert_eq!(joined, n, "{text}");
         }

@@ -133,11 +133,11 @@ pub(crate) fn wrap(label: &str, width: usize) -> Vec<String> {
             cur = String::new();
         }
         cur.push_str(&piece);
-        while cur.chars().count() > width {
+        while cur.trim_end().chars().count() > width {
             let head: String = cur.chars().take(width).collect();
             let tail: String = cur.chars().skip(width).collect();
-            lines.push(head);
-            cur = tail;
+            lines.push(head.trim_end().to_string());
+            cur = tail.trim_start().to_string();
         }
     }
     if !cur.trim().is_empty() || lines.is_empty() {
@@ -255,6 +255,9 @@ pub(crate) fn fmt_scaled(v: f64) -> String {
     } else {
         let d = ((-a.log10()).floor() as usize + 2).min(9);
         format!("{v:.d$}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
     }
 }
 
@@ -338,7 +341,8 @@ pub(crate) fn plot(c: &Plot) -> String {
     let legend: Vec<Vec<String>> = c.series.iter().map(|s| wrap(&s.name, 26)).collect();
     let legend_h: f64 = legend.iter().map(|l| l.len() as f64 * 13.0 + 6.0).sum();
     let plot_w = W - ML - MR;
-    let h = (MT + PLOT_H + 64.0).max(MT + legend_h + 20.0) + if c.note.is_some() { 16.0 } else { 0.0 };
+    let h =
+        (MT + PLOT_H + 64.0).max(MT + legend_h + 20.0) + if c.note.is_some() { 16.0 } else { 0.0 };
     let bottom = MT + PLOT_H;
     let px = |x: f64| ML + 10.0 + xa.frac(x) * (plot_w - 20.0);
     let py = |y: f64| bottom - ya.frac(y) * PLOT_H;
@@ -381,9 +385,17 @@ pub(crate) fn plot(c: &Plot) -> String {
         r = W - MR,
         xt = ML + plot_w / 2.0,
         yt = bottom + 40.0,
-        xl = esc(&format!("{}{}", c.x_label, if c.x_log { " (log scale)" } else { "" })),
+        xl = esc(&format!(
+            "{}{}",
+            c.x_label,
+            if c.x_log { " (log scale)" } else { "" }
+        )),
         ym = MT + PLOT_H / 2.0,
-        yl = esc(&format!("{}{}", c.y_label, if ya.log { " (log scale)" } else { "" }))
+        yl = esc(&format!(
+            "{}{}",
+            c.y_label,
+            if ya.log { " (log scale)" } else { "" }
+        ))
     );
     for s in &c.series {
         let color = PALETTE[s.color % PALETTE.len()];
@@ -393,7 +405,10 @@ pub(crate) fn plot(c: &Plot) -> String {
             .filter(|p| p.0.is_finite() && p.1.is_finite())
             .map(|p| (px(p.0), py(p.1), p))
             .collect();
-        let poly: Vec<String> = pts.iter().map(|(x, y, _)| format!("{x:.1},{y:.1}")).collect();
+        let poly: Vec<String> = pts
+            .iter()
+            .map(|(x, y, _)| format!("{x:.1},{y:.1}"))
+            .collect();
         let _ = write!(
             out,
             r#"<polyline class="series" fill="none" stroke="{color}" stroke-width="2"{} points="{}"/>"#,
@@ -411,7 +426,9 @@ pub(crate) fn plot(c: &Plot) -> String {
                 p.0,
                 p.1,
                 esc(&s.name),
-                p.2.as_deref().map(|l| format!("{} ", esc(l))).unwrap_or_default(),
+                p.2.as_deref()
+                    .map(|l| format!("{} ", esc(l)))
+                    .unwrap_or_default(),
                 esc(&c.x_label),
                 fmt_scaled(p.1)
             );
@@ -458,9 +475,7 @@ pub(crate) fn plot(c: &Plot) -> String {
 
 /// The percentiles of the percentile chart and where they sit on the nines scale
 /// (-log10(1 - q): p90 = 1, p99 = 2, ...).
-pub(crate) const PERCENTILES: [f64; 9] = [
-    0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999,
-];
+pub(crate) const PERCENTILES: [f64; 9] = [0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999];
 
 pub(crate) fn nines(q: f64) -> f64 {
     -(1.0 - q).log10()
@@ -491,7 +506,10 @@ mod tests {
             Quantity::axis_label("KB/s", 2.5e6),
             ("GB/s".to_string(), 1024.0 * 1024.0)
         );
-        assert_eq!(Quantity::axis_label("KB/s", 800.0), ("KB/s".to_string(), 1.0));
+        assert_eq!(
+            Quantity::axis_label("KB/s", 800.0),
+            ("KB/s".to_string(), 1.0)
+        );
         assert_eq!(
             Quantity::axis_label("MB/s", 3000.0),
             ("GB/s".to_string(), 1024.0)
@@ -508,7 +526,10 @@ mod tests {
             Quantity::axis_label("IOPS", 250_000.0),
             ("IOPS (×1000)".to_string(), 1000.0)
         );
-        assert_eq!(Quantity::axis_label("IOPS", 250.0), ("IOPS".to_string(), 1.0));
+        assert_eq!(
+            Quantity::axis_label("IOPS", 250.0),
+            ("IOPS".to_string(), 1.0)
+        );
         assert_eq!(Quantity::axis_label("CPU us/op", 5.0).1, 1.0);
     }
 
@@ -522,7 +543,10 @@ mod tests {
             ("", 4),
         ] {
             let lines = wrap(label, w);
-            assert!(lines.iter().all(|l| l.chars().count() <= w.max(3)), "{lines:?}");
+            assert!(
+                lines.iter().all(|l| l.chars().count() <= w.max(3)),
+                "{lines:?}"
+            );
             let joined: String = lines.concat();
             assert_eq!(
                 joined.replace(' ', ""),
@@ -531,6 +555,13 @@ mod tests {
             );
         }
         assert_eq!(wrap("createfiles", 20), vec!["createfiles"]);
+        // No line starts or ends with the space it was broken at.
+        assert_eq!(
+            wrap("block size 4k, queue depth 1", 26),
+            vec!["block size 4k, queue depth", "1"]
+        );
+        assert_eq!(fmt_scaled(0.01), "0.01");
+        assert_eq!(fmt_scaled(0.25), "0.25");
     }
 
     #[test]
@@ -559,7 +590,10 @@ mod tests {
         assert!(s.contains(">p99.99</text>") && s.contains(">p50</text>"));
         assert!(s.contains("<tspan"), "the legend wraps");
         assert!(s.contains("(log scale)"));
-        assert_eq!(log_ticks(10.0, 1000.0), vec![10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]);
+        assert_eq!(
+            log_ticks(10.0, 1000.0),
+            vec![10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]
+        );
         assert!((nines(0.999) - 3.0).abs() < 1e-9);
     }
 }
