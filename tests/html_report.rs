@@ -211,7 +211,7 @@ fn advise_page_and_advise_section_of_a_report_render() {
             .collect();
         assert_eq!(by_size.len(), 2, "reads and writes");
         for c in by_size {
-            assert!(c.contains(">buffered</text>") && c.contains(">direct</text>"));
+            assert!(c.contains(">buffered</tspan>") && c.contains(">direct</tspan>"));
             // 6 sizes (4k..4m) buffered and direct.
             assert_eq!(points(c), 12, "{file}");
         }
