@@ -480,7 +480,8 @@ pub(crate) fn normalised_chart(
         out,
         r#"<text x="{x}" y="{y}" text-anchor="middle" font-size="12">difference from {} (baseline = 0), percent</text>"#,
         esc(baseline),
-        x = zero,
+        // Centred under the plot: the zero line may sit at either edge.
+        x = plot_l + plot_w / 2.0,
         y = h - 8.0
     );
     let mut y0 = MT + 10.0;
