@@ -27,6 +27,7 @@ pub(crate) mod quick;
 pub(crate) mod study_charts;
 pub(crate) mod suites;
 pub(crate) mod svg;
+pub(crate) mod svg_normalised;
 pub(crate) mod svg_plot;
 pub(crate) mod table;
 pub(crate) mod text;
