@@ -119,48 +119,6 @@ fn a_queue_depth_never_reached_is_named() {
 }
 
 #[test]
-#[cfg_attr(
-    not(has_tmp_direct_io),
-    ignore = "SKIPPED: the temp dir's file system takes no O_DIRECT"
-)]
-fn a_device_mostly_idle_under_a_rate_limit_is_named() {
-    // 20 direct 4 KiB reads a second keep any disk busy a few percent of the time: the
-    // limit is the rate, not the storage. (Other I/O on the same disk could push it past
-    // 30 %; on a shared machine that is the one way this can fail.)
-    let sb = Sandbox::new();
-    let (c, text) = checks(
-        &sb,
-        "run --rw randread --bs 4k --size 4m --time 1s --rate-iops 20 --cache direct --iostat 100ms f",
-    );
-    if text.contains("no block device under the targets") {
-        common::skip("the temp dir has no block device under it");
-        return;
-    }
-    assert!(c.contains(&"device_idle".to_string()), "{c:?}\n{text}");
-    assert!(text.contains("the storage had capacity to spare"), "{text}");
-    // Without device samples there is nothing to say.
-    let (c, _) = checks(
-        &sb,
-        "run --rw randread --bs 4k --size 4m --time 0.3s --rate-iops 20 --cache direct f",
-    );
-    assert!(!c.contains(&"device_idle".to_string()), "{c:?}");
-}
-
-#[test]
-#[cfg_attr(
-    not(all(has_uring, has_tmp_direct_io)),
-    ignore = "SKIPPED: needs io_uring and O_DIRECT in the temp dir"
-)]
-fn a_device_kept_busy_is_not_idle() {
-    let sb = Sandbox::new();
-    let (c, text) = checks(
-        &sb,
-        "run --rw read --bs 1m --size 128m --time 1s --engine uring --qd 8 --cache direct --iostat 100ms f",
-    );
-    assert!(!c.contains(&"device_idle".to_string()), "{c:?}\n{text}");
-}
-
-#[test]
 fn a_workload_reading_a_small_fileset_is_explained_and_a_synced_writer_is_not() {
     let sb = Sandbox::new();
     let line = "workload filemicro_rread -D filesize=2m -D iosize=4k --time 0.5s";

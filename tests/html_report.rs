@@ -211,7 +211,7 @@ fn advise_page_and_advise_section_of_a_report_render() {
             .collect();
         assert_eq!(by_size.len(), 2, "reads and writes");
         for c in by_size {
-            assert!(c.contains(">buffered</text>") && c.contains(">direct</text>"));
+            assert!(c.contains(">buffered</tspan>") && c.contains(">direct</tspan>"));
             // 6 sizes (4k..4m) buffered and direct.
             assert_eq!(points(c), 12, "{file}");
         }
@@ -284,4 +284,128 @@ fn loop_device_under_the_target_gets_its_own_charts() {
         .filter(|s| s["device"] == lo.as_str())
         .count();
     assert_eq!(points(thr), 2 * n);
+}
+
+/// The text of every `<text>` that carries a whole label (`data-label`), with its lines.
+fn labels(chart: &str) -> Vec<(String, String)> {
+    chart
+        .split("data-label=\"")
+        .skip(1)
+        .map(|p| {
+            let full = p[..p.find('"').unwrap()].to_string();
+            let body = &p[p.find('>').unwrap() + 1..p.find("</text>").unwrap()];
+            let mut shown = String::new();
+            for part in body.split("<tspan") {
+                if let Some(i) = part.find('>') {
+                    shown.push_str(part[i + 1..].trim_end_matches("</tspan>"));
+                }
+            }
+            (full, shown)
+        })
+        .collect()
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_chromium, has_uring)),
+    ignore = "SKIPPED: needs chromium and io_uring"
+)]
+fn a_queue_depth_sweep_with_repeats_charts_latency_and_error_bars() {
+    let sb = Sandbox::new();
+    sb.cmd(&words(
+        "sweep --rw randread --bs 4k --engine uring --qd 1,4,16 --size 4m --time 0.3s --repeat 2 --output qd f",
+    ))
+    .assert()
+    .success();
+    let dom = dom_in_chromium(&sb.file("qd/report.html"));
+    // The fixed parameters of the study: what no point varies.
+    let fixed = &dom[dom
+        .find("<p class=\"fixed\">")
+        .expect("a fixed-parameters block")..];
+    let fixed = &fixed[..fixed.find("</p>").unwrap()];
+    for p in ["randread", "4k", "engine = uring", "cache = buffered"] {
+        assert!(fixed.contains(p), "{p} missing from {fixed}");
+    }
+    assert!(
+        !fixed.contains("queue depth"),
+        "the swept axis is not fixed: {fixed}"
+    );
+    // One percentile chart with a line per point, p50 .. p99.99 along x.
+    let pc = charts(&dom, "chart percentiles");
+    assert_eq!(pc.len(), 1);
+    check_charts(&pc);
+    assert_eq!(pc[0].matches("class=\"series\"").count(), 3);
+    assert_eq!(points(pc[0]), 3 * 9);
+    for t in ["p50", "p90", "p99", "p99.9", "p99.99"] {
+        assert!(pc[0].contains(&format!(">{t}</text>")), "no {t} tick");
+    }
+    // Latency against throughput: mean and p99 lines, each point labelled with its qd.
+    let lt = charts(&dom, "chart latency-throughput");
+    assert_eq!(lt.len(), 1);
+    check_charts(&lt);
+    assert_eq!(points(lt[0]), 6);
+    for q in ["qd 1", "qd 4", "qd 16"] {
+        assert!(lt[0].contains(&format!(">{q}</text>")), "no {q} label");
+    }
+    assert!(lt[0].contains("throughput, ") && lt[0].contains("latency, "));
+    // Every metric chart of repeated points has an error bar per point, and says what.
+    let lines = charts(&dom, "chart line");
+    assert!(!lines.is_empty());
+    for c in &lines {
+        assert_eq!(c.matches("class=\"errbar\"").count(), 3, "{c}");
+        assert!(c.contains("error bars: min..max over the repetitions"));
+    }
+    // Axis units come from the data: no "KB/s" axis reading in the millions.
+    for c in charts(&dom, "chart") {
+        for (full, shown) in labels(c) {
+            // Lines break at spaces, which are not drawn.
+            assert_eq!(
+                full.replace(' ', ""),
+                shown.replace(' ', ""),
+                "a label was cut"
+            );
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(has_chromium),
+    ignore = "SKIPPED: needs chromium to render the report"
+)]
+fn a_baseline_report_keeps_labels_whole_and_the_axis_above_minus_100() {
+    let sb = Sandbox::new();
+    for d in [
+        "first-target-with-a-long-name",
+        "second-target-with-a-long-name",
+    ] {
+        std::fs::create_dir(sb.file(d)).unwrap();
+    }
+    sb.cmd(&words(
+        "suite whitepaper --study read-by-size --scale 0.02 --dir first-target-with-a-long-name --dir second-target-with-a-long-name --baseline first-target-with-a-long-name --output s",
+    ))
+    .assert()
+    .success();
+    let dom = dom_in_chromium(&sb.file("s/report.html"));
+    let norm = charts(&dom, "chart normalised");
+    assert!(!norm.is_empty(), "no normalised chart");
+    for c in &norm {
+        for t in c.split("class=\"ntick\"").skip(1) {
+            let v = t.split("data-v=\"").nth(1).unwrap();
+            let v: f64 = v[..v.find('"').unwrap()].parse().unwrap();
+            assert!(v >= -100.0, "a tick at {v}%");
+        }
+    }
+    for c in charts(&dom, "chart") {
+        for (full, shown) in labels(c) {
+            // Lines break at spaces, which are not drawn.
+            assert_eq!(
+                full.replace(' ', ""),
+                shown.replace(' ', ""),
+                "a label was cut"
+            );
+        }
+        assert!(!c.contains('…'), "a label was cut: {c}");
+    }
+    assert!(dom.contains("<p class=\"fixed\">"), "no fixed parameters");
 }

@@ -29,6 +29,7 @@ pub(crate) mod ranks;
 pub(crate) mod study_charts;
 pub(crate) mod suites;
 pub(crate) mod svg;
+pub(crate) mod svg_normalised;
 pub(crate) mod svg_plot;
 pub(crate) mod table;
 pub(crate) mod text;

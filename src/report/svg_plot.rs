@@ -133,11 +133,11 @@ pub(crate) fn wrap(label: &str, width: usize) -> Vec<String> {
             cur = String::new();
         }
         cur.push_str(&piece);
-        while cur.chars().count() > width {
+        while cur.trim_end().chars().count() > width {
             let head: String = cur.chars().take(width).collect();
             let tail: String = cur.chars().skip(width).collect();
-            lines.push(head);
-            cur = tail;
+            lines.push(head.trim_end().to_string());
+            cur = tail.trim_start().to_string();
         }
     }
     if !cur.trim().is_empty() || lines.is_empty() {
@@ -255,6 +255,9 @@ pub(crate) fn fmt_scaled(v: f64) -> String {
     } else {
         let d = ((-a.log10()).floor() as usize + 2).min(9);
         format!("{v:.d$}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
     }
 }
 
@@ -552,6 +555,13 @@ mod tests {
             );
         }
         assert_eq!(wrap("createfiles", 20), vec!["createfiles"]);
+        // No line starts or ends with the space it was broken at.
+        assert_eq!(
+            wrap("block size 4k, queue depth 1", 26),
+            vec!["block size 4k, queue depth", "1"]
+        );
+        assert_eq!(fmt_scaled(0.01), "0.01");
+        assert_eq!(fmt_scaled(0.25), "0.25");
     }
 
     #[test]
