@@ -89,7 +89,10 @@ fn iostat_samples_are_charted_over_time_per_device() {
         // Two lines (read, write), one point per sample each.
         assert_eq!(points(thr), 2 * n, "{dev}");
         assert!(
-            thr.contains(">KB/s</text>") && thr.contains("time from the start of the timed run, s")
+            [">B/s<", ">KiB/s<", ">MiB/s<", ">GiB/s<"]
+                .iter()
+                .any(|u| thr.contains(u))
+                && thr.contains("time from the start of the timed run, s")
         );
         let util = ts
             .iter()

@@ -59,11 +59,11 @@ pub(crate) fn device_charts(s: &IostatSeries, device: &str) -> Vec<XyChart> {
     vec![
         chart(
             "throughput",
-            "KB/s",
+            "KiB/s",
             None,
             vec![
-                line("read KB/s", |x| x.read_kb_per_sec),
-                line("write KB/s", |x| x.write_kb_per_sec),
+                line("read KiB/s", |x| x.read_kb_per_sec),
+                line("write KiB/s", |x| x.write_kb_per_sec),
             ],
         ),
         chart(
@@ -119,7 +119,7 @@ fn svg_num(v: f64) -> String {
 /// Averages per device over the samples of the timed run (all samples if none ended inside it).
 fn averages_table(s: &IostatSeries, names: &[String]) -> String {
     let mut out = String::from(
-        "<div class=\"tablewrap\"><table><thead><tr><th class=\"key\">device</th><th>r/s</th><th>w/s</th><th>rKB/s</th><th>wKB/s</th><th>avque</th><th>await ms</th><th>avwait ms</th><th>avserv ms</th><th>%busy</th><th>samples</th></tr></thead><tbody>",
+        "<div class=\"tablewrap\"><table><thead><tr><th class=\"key\">device</th><th>r/s</th><th>w/s</th><th>rKiB/s</th><th>wKiB/s</th><th>avque</th><th>await ms</th><th>avwait ms</th><th>avserv ms</th><th>%busy</th><th>samples</th></tr></thead><tbody>",
     );
     for n in names {
         let all: Vec<&DeviceSample> = s.samples.iter().filter(|x| &x.device == n).collect();
@@ -374,6 +374,6 @@ mod tests {
         assert_eq!(html.matches("class=\"pt\"").count(), 2 * 9 * 2);
         assert!(html.contains("No I/O on sdz"));
         assert!(html.contains("<td class=\"key\">f1</td><td>4096</td><td>6</td>"));
-        assert!(html.contains("loop0: throughput") && html.contains("KB/s"));
+        assert!(html.contains("loop0: throughput") && html.contains("KiB/s"));
     }
 }

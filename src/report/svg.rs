@@ -315,7 +315,7 @@ pub(crate) fn line_chart_with(c: &ChartData, errors: Option<&ErrorBars>) -> Stri
     out
 }
 
-/// The unit at the end of an axis label ("read, MB/s" -> "MB/s"), for tooltips.
+/// The unit at the end of an axis label ("read, MiB/s" -> "MiB/s"), for tooltips.
 fn unit_of(label: &str) -> String {
     label
         .rsplit_once(", ")
@@ -570,7 +570,7 @@ mod tests {
         let c = ChartData {
             title: "t <1>".into(),
             x_label: "block size".into(),
-            y_label: "KB/s".into(),
+            y_label: "KiB/s".into(),
             x_labels: vec!["64k".into(), "256k".into(), "1m".into()],
             x_values: Some(vec![65536.0, 262144.0, 1048576.0]),
             log_x: true,
@@ -622,7 +622,7 @@ mod tests {
         let c = ChartData {
             title: "personalities".into(),
             x_label: "personality".into(),
-            y_label: "KB/s".into(),
+            y_label: "KiB/s".into(),
             x_labels: names.iter().map(|s| s.to_string()).collect(),
             x_values: None,
             log_x: false,
@@ -654,8 +654,8 @@ mod tests {
             assert_eq!(joined, n, "{text}");
         }
         assert!(!b.contains('…'), "no label is cut");
-        // 2.5 million KB/s is drawn in GB/s.
-        assert!(b.contains(">GB/s</text>"), "{b}");
+        // 2.5 million KiB/s is drawn in GiB/s.
+        assert!(b.contains(">GiB/s</text>"), "{b}");
         assert_eq!(b.matches("class=\"errbar\"").count(), names.len());
         assert!(b.contains("error bars: min..max over 3 repetitions"));
         let l = line_chart_with(
@@ -673,16 +673,16 @@ mod tests {
         let c = XyChart {
             title: "vda: throughput".into(),
             x_label: "seconds".into(),
-            y_label: "KB/s".into(),
+            y_label: "KiB/s".into(),
             y_max: None,
             markers: vec![(0.0, "run start".into())],
             series: vec![
                 XySeries {
-                    name: "read KB/s".into(),
+                    name: "read KiB/s".into(),
                     points: vec![(-0.5, 10.0), (0.5, 20.0), (1.5, 30.0)],
                 },
                 XySeries {
-                    name: "write KB/s".into(),
+                    name: "write KiB/s".into(),
                     points: vec![(-0.5, 0.0), (0.5, f64::NAN), (1.5, 95.0)],
                 },
             ],

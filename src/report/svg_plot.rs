@@ -1,7 +1,7 @@
 //! Numeric (x, y) plots for the HTML report with log axes and units chosen from the data:
 //! the latency percentile chart (x on a "nines" scale, p50 .. p99.99) and the
 //! latency-vs-throughput chart of queue-depth sweeps. Also the unit scaling every chart's
-//! value axis uses (KB/s -> MB/s -> GB/s, us/ms/s, k/M counts), and label wrapping, so no
+//! value axis uses (KiB/s -> MiB/s -> GiB/s, binary as the tables, us/ms/s, k/M counts), and label wrapping, so no
 //! label is ever cut short.
 
 use super::svg::{esc, PALETTE};
@@ -25,14 +25,16 @@ impl Quantity {
     /// label with its unit taken out ("mean latency").
     pub(crate) fn of_label(label: &str) -> (Quantity, String) {
         let strip = |suffix: &str| label.trim_end_matches(suffix).trim_end().to_string();
-        if label.ends_with("KB/s") {
-            (Quantity::Rate { base: 1024.0 }, strip("KB/s"))
-        } else if label.ends_with("MB/s") {
+        // KiB/s and MiB/s, and the "KB/s"/"MB/s" that older stored results used for the same
+        // 1024-based figures.
+        if let Some(u) = ["KiB/s", "KB/s"].into_iter().find(|u| label.ends_with(u)) {
+            (Quantity::Rate { base: 1024.0 }, strip(u))
+        } else if let Some(u) = ["MiB/s", "MB/s"].into_iter().find(|u| label.ends_with(u)) {
             (
                 Quantity::Rate {
                     base: 1024.0 * 1024.0,
                 },
-                strip("MB/s"),
+                strip(u),
             )
         } else if label.ends_with(" ms") {
             (Quantity::Time { base: 1e-3 }, strip("ms"))
@@ -59,10 +61,10 @@ impl Quantity {
                 let bytes = max * base;
                 let units = [
                     (1.0, "B/s"),
-                    (1024.0, "KB/s"),
-                    (1024.0 * 1024.0, "MB/s"),
-                    (1024.0 * 1024.0 * 1024.0, "GB/s"),
-                    (1024f64.powi(4), "TB/s"),
+                    (1024.0, "KiB/s"),
+                    (1024.0 * 1024.0, "MiB/s"),
+                    (1024.0 * 1024.0 * 1024.0, "GiB/s"),
+                    (1024f64.powi(4), "TiB/s"),
                 ];
                 let (f, u) = units
                     .iter()
@@ -501,18 +503,18 @@ mod tests {
 
     #[test]
     fn units_are_chosen_from_the_largest_value() {
-        // 2.5 million KB/s is about 2.4 GB/s, not "2.5M KB/s".
+        // 2.5 million KiB/s is about 2.4 GiB/s, not "2.5M KB/s".
         assert_eq!(
             Quantity::axis_label("KB/s", 2.5e6),
-            ("GB/s".to_string(), 1024.0 * 1024.0)
+            ("GiB/s".to_string(), 1024.0 * 1024.0)
         );
         assert_eq!(
             Quantity::axis_label("KB/s", 800.0),
-            ("KB/s".to_string(), 1.0)
+            ("KiB/s".to_string(), 1.0)
         );
         assert_eq!(
             Quantity::axis_label("MB/s", 3000.0),
-            ("GB/s".to_string(), 1024.0)
+            ("GiB/s".to_string(), 1024.0)
         );
         assert_eq!(
             Quantity::axis_label("mean latency ms", 0.05),
