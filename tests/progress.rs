@@ -131,11 +131,13 @@ fn status_interval_gives_intervals_that_add_up_to_the_totals() {
 #[test]
 fn the_queued_loop_and_a_count_bound_run_keep_intervals_too() {
     let sb = Sandbox::new();
-    // qd > 1 runs the general loop (uring when the kernel has it, else the sync engine).
+    // A rate limit runs the general loop (`Core::drive`) on the sync engine: ~0.4 s, ended
+    // by the count.
     let r = sb.run_json(&words(
-        "run f --rw randread --bs 4k --size 8m --count 40k --nrep 3 --status-interval 50ms",
+        "run f --rw randrw --bs 4k --size 8m --count 4k --rate-iops 10000 --status-interval 50ms",
     ));
-    check_series(&r, 1);
+    check_series(&r, 5);
+    assert_eq!(r["total"]["ops"].as_u64(), Some(4096));
 }
 
 #[test]
@@ -292,4 +294,45 @@ fn auto_on_a_terminal_draws_the_live_line() {
         "{screen}"
     );
     assert!(screen.contains("total:"), "{screen}");
+}
+
+#[test]
+fn a_sweep_shows_its_point_counter_and_every_point_keeps_its_series() {
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd(&words(
+            "sweep --rw write --bs 4k,8k --size 128k f --output res --progress always --status-interval 50ms",
+        ))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("[1/2] sweep bs=4k") && err.contains("[2/2] sweep bs=8k"),
+        "{err}"
+    );
+    // The points' own runs draw no live line of their own inside a study.
+    assert!(status_lines(&err).is_empty(), "{err}");
+    let mut points = 0;
+    for e in std::fs::read_dir(sb.file("res")).unwrap().flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "json") && p.to_string_lossy().contains("-bs-") {
+            let r: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            check_series(&r, 1);
+            points += 1;
+        }
+    }
+    assert_eq!(points, 2);
+    let quiet = sb
+        .cmd(&words(
+            "sweep --rw write --bs 4k --size 128k g --output res2 --progress never",
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        !stderr_of(&quiet).contains("[1/1]"),
+        "{}",
+        stderr_of(&quiet)
+    );
 }
