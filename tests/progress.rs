@@ -336,3 +336,41 @@ fn a_sweep_shows_its_point_counter_and_every_point_keeps_its_series() {
         stderr_of(&quiet)
     );
 }
+
+#[test]
+fn workload_and_replay_runs_show_the_live_line_too() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("r.f"), WORKLOAD).unwrap();
+    let out = sb
+        .cmd(&words("workload r.f --time 1.2s --progress always"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(
+        status_lines(&err)
+            .iter()
+            .any(|l| l.starts_with("[running]") && !l.contains("[r=0 w=0 IOPS]")),
+        "{err}"
+    );
+    sb.cmd(&words(
+        "run f --rw randrw --bs 4k --size 4m --time 1.2s --rate-iops 3000 --trace t.csv",
+    ))
+    .assert()
+    .success();
+    std::fs::create_dir(sb.file("scratch")).unwrap();
+    let out = sb
+        .cmd(&words(
+            "replay t.csv --dir scratch --speed 1 --progress always",
+        ))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(
+        status_lines(&err)
+            .iter()
+            .any(|l| l.starts_with("[running]") && !l.contains("[r=0 w=0 IOPS]")),
+        "{err}"
+    );
+}
