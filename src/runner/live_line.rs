@@ -297,8 +297,9 @@ fn show(s: &Shared, bar: Option<ProgressBar>, mode: LiveMode) {
         if phase == Phase::LayingOut {
             if let Some(b) = &s.board {
                 let total = b.layout_total.load(Ordering::Relaxed);
-                if total > 0 {
-                    view.layout = Some((b.layout_done.load(Ordering::Relaxed), total));
+                let done = b.layout_done.load(Ordering::Relaxed);
+                if total > 0 || done > 0 {
+                    view.layout = Some((done, total));
                 }
             }
         }
