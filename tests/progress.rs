@@ -54,15 +54,15 @@ fn progress_always_without_a_terminal_writes_status_lines_and_leaves_stdout_alon
         String::from_utf8_lossy(&always.stdout),
         String::from_utf8_lossy(&never.stdout),
     );
-    assert_eq!(a.lines().count(), n.lines().count(), "{a}\n---\n{n}");
+    // The report's lines (what `explain` finds may differ from run to run: left out).
+    let shape = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| !l.starts_with("  ") && *l != "explain:")
+            .map(|l| l.split(':').next().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(shape(&a), shape(&n), "{a}\n---\n{n}");
     assert!(!a.contains("[running]") && a.contains("total:"), "{a}");
-    for (x, y) in a.lines().zip(n.lines()) {
-        assert_eq!(
-            x.split(':').next(),
-            y.split(':').next(),
-            "same report shape"
-        );
-    }
 }
 
 #[test]
