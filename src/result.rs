@@ -453,6 +453,7 @@ impl RunResult {
         );
         self.timeseries = crate::runner::live::merge_series(
             outcome.threads.iter().map(|t| t.intervals.as_slice()),
+            crate::runner::live::interval_ns(),
         );
     }
 

@@ -198,7 +198,8 @@ mod tests {
             Some(std::time::Duration::from_millis(200))
         );
         for bad in ["soon", "5ms", "0", "-1s"] {
-            let e = watch(&["--status-interval", bad], false).unwrap_err();
+            let flag = format!("--status-interval={bad}");
+            let e = watch(&[&flag], false).unwrap_err();
             assert!(
                 e.0.contains("--status-interval") && e.0.contains("at least 10ms"),
                 "{e}"

@@ -20,6 +20,11 @@ fn rate(bytes_per_sec: f64) -> String {
     }
 }
 
+/// Bytes in binary units, one decimal (`1.5MiB`).
+fn size(bytes: u64) -> String {
+    rate(bytes as f64).trim_end_matches("/s").to_string()
+}
+
 /// A count with k/M/G (powers of 1000, like fio's IOPS).
 fn count(n: f64) -> String {
     let n = n.max(0.0);
@@ -48,6 +53,10 @@ fn clock(s: f64) -> String {
 /// The live line for one view.
 pub(crate) fn render(v: &LiveView) -> String {
     let mut line = format!("[{}]", v.phase);
+    if let Some((done, 0)) = v.layout {
+        line.push_str(&format!(" [{} laid out]", size(done)));
+        return line;
+    }
     if let Some((done, total)) = v.layout {
         let pct = if total > 0 {
             done as f64 * 100.0 / total as f64
@@ -56,8 +65,8 @@ pub(crate) fn render(v: &LiveView) -> String {
         };
         line.push_str(&format!(
             " [{} of {} laid out, {pct:.0}%]",
-            crate::units::format_size_exact(done),
-            crate::units::format_size_exact(total)
+            size(done),
+            size(total)
         ));
         return line;
     }
@@ -108,7 +117,15 @@ mod tests {
             layout: Some((1 << 20, 4 << 20)),
             ..Default::default()
         };
-        assert_eq!(render(&l), "[laying out files] [1m of 4m laid out, 25%]");
+        assert_eq!(
+            render(&l),
+            "[laying out files] [1.0MiB of 4.0MiB laid out, 25%]"
+        );
+        let w = LiveView {
+            layout: Some((1536 << 10, 0)),
+            ..l
+        };
+        assert_eq!(render(&w), "[laying out files] [1.5MiB laid out]");
         assert_eq!(clock(3725.0), "1h02m:05s");
     }
 }

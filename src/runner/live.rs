@@ -273,7 +273,9 @@ impl Roller {
             self.next_publish = now.saturating_add(PUBLISH_NS);
         }
         if now >= self.next_interval {
-            self.close(now, stats);
+            // Numbered by the boundary it passed (a late tick still closes that interval).
+            let index = ((self.next_interval - self.t0) / self.interval_ns).saturating_sub(1);
+            self.close(now, stats, index as u32);
             // The next boundary on the grid from t0 (a stall over several intervals leaves
             // them empty rather than shifting the grid).
             let k = (now - self.t0) / self.interval_ns + 1;
@@ -296,11 +298,10 @@ impl Roller {
         }
     }
 
-    fn close(&mut self, now: u64, stats: &Stats) {
+    fn close(&mut self, now: u64, stats: &Stats, index: u32) {
         let c = counters(stats);
         // The directions merged (one allocation per interval, never per I/O).
         let all = stats.lat();
-        let index = ((now.saturating_sub(self.t0)).saturating_sub(1) / self.interval_ns) as u32;
         let index = index.max(self.index);
         self.samples.push(IntervalSample {
             index,
@@ -322,7 +323,10 @@ impl Roller {
     pub(crate) fn finish(&mut self, end: u64, stats: &Stats) -> Vec<IntervalSample> {
         self.publish(stats);
         if self.interval_ns > 0 && (counters(stats) != self.prev || self.samples.is_empty()) {
-            self.close(end.max(self.t0), stats);
+            let end = end.max(self.t0);
+            // The interval that holds the end.
+            let index = (end - self.t0).saturating_sub(1) / self.interval_ns;
+            self.close(end, stats, index as u32);
         }
         std::mem::take(&mut self.samples)
     }
@@ -354,9 +358,12 @@ pub struct IntervalReport {
     pub lat_ns: LatencySummary,
 }
 
-/// All workers' interval *k* added together, for every *k*, in order.
+/// All workers' interval *k* added together, for every *k*, in order. With the grid
+/// (`grid_ns`, the `--status-interval`) every interval but the last ends on its boundary and
+/// the last when the last worker ended; without it, each ends when its last worker closed it.
 pub(crate) fn merge_series<'a>(
     workers: impl IntoIterator<Item = &'a [IntervalSample]>,
+    grid_ns: Option<u64>,
 ) -> Vec<IntervalReport> {
     let mut by_index: std::collections::BTreeMap<u32, (u64, [u64; 5], LatencyHist)> =
         Default::default();
@@ -380,7 +387,12 @@ pub(crate) fn merge_series<'a>(
     }
     let mut out = Vec::with_capacity(by_index.len());
     let mut prev_t = 0.0f64;
-    for (_, (end_ns, c, lat)) in by_index {
+    let last = by_index.keys().next_back().copied();
+    for (index, (end_ns, c, lat)) in by_index {
+        let end_ns = match grid_ns {
+            Some(g) if Some(index) != last => (index as u64 + 1).saturating_mul(g),
+            _ => end_ns,
+        };
         let t_s = (end_ns as f64 / 1e9).max(prev_t);
         let interval_s = t_s - prev_t;
         prev_t = t_s;
@@ -445,15 +457,24 @@ mod tests {
         let mut s = stats(3, 1, &[10, 10, 10, 10]);
         assert_eq!(r.tick(1100, &s), 1200);
         s = stats(5, 2, &[10, 10, 10, 10, 5000, 5000, 5000]);
-        // A stall past two boundaries: the grid stays, the interval is numbered by its end.
+        // A stall past two boundaries: the grid stays, the interval is numbered by the
+        // boundary it passed first.
         assert_eq!(r.tick(1350, &s), 1400);
         s = stats(6, 2, &[10, 10, 10, 10, 5000, 5000, 5000, 7]);
         let samples = r.finish(1420, &s);
         assert_eq!(samples.len(), 3);
         assert_eq!(samples[0].index, 0);
-        assert_eq!(samples[1].index, 3);
+        assert_eq!(samples[1].index, 1);
         assert_eq!(samples[2].index, 4);
-        let series = merge_series([samples.as_slice(), samples.as_slice()]);
+        let series = merge_series([samples.as_slice(), samples.as_slice()], None);
+        let gridded = merge_series([samples.as_slice()], Some(100));
+        let t: Vec<f64> = gridded.iter().map(|i| i.t_s * 1e9).collect();
+        assert_eq!(t.len(), 3);
+        assert!(
+            (t[0] - 100.0).abs() < 1e-6 && (t[1] - 200.0).abs() < 1e-6,
+            "{t:?}"
+        );
+        assert!((t[2] - 420.0).abs() < 1e-6, "{t:?}");
         let ops: u64 = series.iter().map(|i| i.ops).sum();
         let bytes: u64 = series.iter().map(|i| i.bytes).sum();
         assert_eq!(ops, 2 * 8);

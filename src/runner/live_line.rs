@@ -114,6 +114,14 @@ pub(crate) fn show_bar(bar: Option<ProgressBar>) {
     *BAR.lock().unwrap_or_else(|e| e.into_inner()) = bar;
 }
 
+/// Set by a worker that starts reading back what it wrote (`--verify`), after its timed loop:
+/// the line then says `verifying`.
+static VERIFYING: AtomicBool = AtomicBool::new(false);
+
+pub(crate) fn note_verifying() {
+    VERIFYING.store(true, Ordering::Relaxed);
+}
+
 /// Whether the runs started from now on are warm-ups (`quick --warmup`): their line says so.
 static WARMING: AtomicBool = AtomicBool::new(false);
 
@@ -171,6 +179,7 @@ impl Display {
         if mode == LiveMode::Off {
             return None;
         }
+        VERIFYING.store(false, Ordering::Relaxed);
         let shared = Arc::new(Shared {
             phase: AtomicU8::new(Phase::LayingOut as u8),
             done: AtomicBool::new(false),
@@ -242,7 +251,10 @@ fn show(s: &Shared, bar: Option<ProgressBar>, mode: LiveMode) {
     let mut next_line = Instant::now();
     loop {
         let done = s.done.load(Ordering::Relaxed);
-        let phase = Phase::from_u8(s.phase.load(Ordering::Relaxed));
+        let mut phase = Phase::from_u8(s.phase.load(Ordering::Relaxed));
+        if phase == Phase::Running && VERIFYING.load(Ordering::Relaxed) {
+            phase = Phase::Verifying;
+        }
         let now = Instant::now();
         if matches!(phase, Phase::Running | Phase::WarmUp) && running_since.is_none() {
             running_since = Some(now);
@@ -285,8 +297,9 @@ fn show(s: &Shared, bar: Option<ProgressBar>, mode: LiveMode) {
         if phase == Phase::LayingOut {
             if let Some(b) = &s.board {
                 let total = b.layout_total.load(Ordering::Relaxed);
-                if total > 0 {
-                    view.layout = Some((b.layout_done.load(Ordering::Relaxed), total));
+                let done = b.layout_done.load(Ordering::Relaxed);
+                if total > 0 || done > 0 {
+                    view.layout = Some((done, total));
                 }
             }
         }

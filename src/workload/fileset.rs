@@ -1083,6 +1083,7 @@ fn create(
         stop: AtomicBool::new(false),
         first_err: Mutex::new(None),
         inos: Mutex::new(Vec::new()),
+        board: crate::runner::live::board(),
     };
     maker.run()?;
     created_inos.extend(maker.inos.into_inner().unwrap_or_else(|p| p.into_inner()));
@@ -1170,6 +1171,8 @@ struct EntryMaker<'a> {
     stop: AtomicBool,
     first_err: Mutex<Option<PrepErr>>,
     inos: Mutex<Vec<u64>>,
+    /// The live line's counters (`--progress`): bytes laid out.
+    board: Option<std::sync::Arc<crate::runner::live::Board>>,
 }
 
 impl EntryMaker<'_> {
@@ -1338,6 +1341,9 @@ impl EntryMaker<'_> {
         }
         self.created.fetch_add(1, Relaxed);
         self.written.fetch_add(size, Relaxed);
+        if let Some(b) = &self.board {
+            b.layout_done.fetch_add(size, Relaxed);
+        }
         Ok(true)
     }
 }

@@ -94,6 +94,7 @@ impl RunPart {
                 psrun,
                 timeseries: crate::runner::live::merge_series(
                     outs.iter().map(|o| o.intervals.as_slice()),
+                    crate::runner::live::interval_ns(),
                 ),
             },
             groups,

@@ -425,6 +425,10 @@ fn ensure_prepared(
     if !prepared.is_empty() || model.filesets.is_empty() {
         return Ok(());
     }
+    // The live line (`--progress`) while the filesets are laid out: bytes written so far.
+    let board = crate::runner::live::BoardGuard(crate::runner::live::open_board(0));
+    let _display =
+        crate::runner::live_line::Display::start(board.0.clone(), true, Default::default());
     for (i, spec) in model.filesets.iter().enumerate() {
         let t = Instant::now();
         // On failure or Ctrl-C, prepare removes what it made of this fileset itself; the

@@ -392,7 +392,10 @@ impl Core {
         if failure.is_some() {
             c.abort();
             c.skip_read_back();
-        } else if let Err(f) = c.read_back(engine, self.route, self.depth, interrupt) {
+        } else if let Err(f) = {
+            crate::runner::live_line::note_verifying();
+            c.read_back(engine, self.route, self.depth, interrupt)
+        } {
             c.abort();
             *failure = Some(f);
         }

@@ -63,6 +63,8 @@ pub(super) struct Tally {
 /// samples the reads and writes had (the interval's samples are the ones after the last mark).
 #[derive(Clone, Copy)]
 struct Mark {
+    /// The interval it closes (u32::MAX: the last one, numbered by its end).
+    index: u32,
     at_ns: u64,
     counts: [u64; 4],
     samples: [usize; 2],
@@ -389,7 +391,9 @@ fn run_steps(
             );
         }
     };
-    let mark = |at: Instant, io: &Io, prep: &Prepared| Mark {
+    let mut boundary = 1u32;
+    let mark = |index: u32, at: Instant, io: &Io, prep: &Prepared| Mark {
+        index,
         at_ns: at.duration_since(t0).as_nanos() as u64,
         counts: [
             io.stats.read_ops,
@@ -471,15 +475,16 @@ fn run_steps(
         }
         if let (Some(m), Some(d)) = (next_mark, every) {
             if end >= m {
-                marks.push(mark(end, &io, prep));
+                // Numbered by the boundary it passed (a late mark still closes that one).
+                marks.push(mark(boundary - 1, end, &io, prep));
                 // The next boundary on the grid from t0.
-                let k = (end.duration_since(t0).as_nanos() / d.as_nanos().max(1)) as u32 + 1;
-                next_mark = Some(t0 + d * k);
+                boundary = (end.duration_since(t0).as_nanos() / d.as_nanos().max(1)) as u32 + 1;
+                next_mark = Some(t0 + d * boundary);
             }
         }
     }
     if every.is_some() {
-        marks.push(mark(Instant::now(), &io, prep));
+        marks.push(mark(u32::MAX, Instant::now(), &io, prep));
     }
     publish(&io);
     io.stats.elapsed_s = t0.elapsed().as_secs_f64();
@@ -504,6 +509,7 @@ fn intervals(marks: &[Mark], calls: &[CallTally]) -> Vec<crate::runner::live::In
     };
     let mut out = Vec::with_capacity(marks.len());
     let mut prev = Mark {
+        index: 0,
         at_ns: 0,
         counts: [0; 4],
         samples: [0; 2],
@@ -515,7 +521,11 @@ fn intervals(marks: &[Mark], calls: &[CallTally]) -> Vec<crate::runner::live::In
                 lat.record(ns);
             }
         }
-        let index = (m.at_ns.saturating_sub(1) / every) as u32;
+        let index = if m.index == u32::MAX {
+            (m.at_ns.saturating_sub(1) / every) as u32
+        } else {
+            m.index
+        };
         out.push(crate::runner::live::IntervalSample {
             index: out
                 .last()
