@@ -153,7 +153,10 @@ mod tests {
             .trace
             .unwrap();
         assert_eq!((t.format, t.records), (TraceFormat::Csv, Some(65536)));
-        assert_eq!(args(&["-w", "read"]).unwrap(), Observe::default());
+        // No observer and no time series; the live line follows the terminal (off here).
+        let plain = args(&["-w", "read"]).unwrap();
+        assert!(plain.iostat.is_none() && plain.trace.is_none());
+        assert!(plain.watch.is_none_or(|w| w.status_interval.is_none()));
         for bad in [
             &["-w", "read", "--trace-records", "4"][..],
             &["-w", "read", "--trace", "t", "--trace-records", "0"],
