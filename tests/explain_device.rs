@@ -33,7 +33,9 @@ fn a_device_mostly_idle_under_a_rate_limit_is_named_and_a_busy_one_is_not() {
     // direct 4 KiB reads a second keep it busy a few percent of the time: the limit is the
     // rate, not the storage.
     let sb = Sandbox::new();
-    let Some(fs) = common::MountedFs::new(sb.path(), "ext4", 192) else {
+    // Room for two 128 MiB files at once: ext4 frees a removed file's blocks a moment after
+    // the unlink, and each check runs its command twice back to back.
+    let Some(fs) = common::MountedFs::new(sb.path(), "ext4", 400) else {
         common::cannot("could not make and mount ext4 on a loop device");
     };
     let f = fs.mnt.path().join("f");

@@ -57,7 +57,7 @@ impl StudyArgs {
 
     /// The `--iostat` sampling interval, checked.
     pub(crate) fn iostat(&self) -> Result<Option<std::time::Duration>, crate::error::UsageError> {
-        super::observe::iostat_flag(self.iostat.as_deref())
+        iostat_flag(self.iostat.as_deref())
     }
 }
 
@@ -132,6 +132,13 @@ pub(crate) fn watch_study(w: &WatchArgs) -> Result<(), crate::error::UsageError>
     }
     .apply();
     Ok(())
+}
+
+/// `--iostat INTERVAL` of any subcommand, when given.
+pub(crate) fn iostat_flag(
+    value: Option<&str>,
+) -> Result<Option<std::time::Duration>, crate::error::UsageError> {
+    value.map(crate::observe::parse_iostat).transpose()
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@ use crate::units::{parse_size_as, BareUnit};
 use crate::{bail_usage, usage};
 use clap::Args;
 use std::path::PathBuf;
-use std::time::Duration;
 
 #[derive(Args, Debug, Default, Clone)]
 pub(crate) struct ObserveArgs {
@@ -117,23 +116,17 @@ impl ObserveArgs {
             None => None,
         };
         Ok(Observe {
-            iostat: iostat_flag(self.iostat.as_deref())?,
+            iostat: super::args::iostat_flag(self.iostat.as_deref())?,
             trace,
             watch: Some(self.watch.watch()?),
         })
     }
 }
 
-/// `--iostat INTERVAL` of any subcommand, when given.
-pub(crate) fn iostat_flag(
-    value: Option<&str>,
-) -> Result<Option<Duration>, crate::error::UsageError> {
-    value.map(crate::observe::parse_iostat).transpose()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn args(v: &[&str]) -> Result<Observe, crate::error::UsageError> {
         let argv: Vec<String> = v.iter().map(|s| s.to_string()).collect();

@@ -85,7 +85,7 @@ pub(crate) fn chart_data_with_errors(
                 .filter(|(a, _)| *a != x)
                 .map(|(a, v)| {
                     if a == "target" {
-                        short_target(&t.targets, v)
+                        super::study_charts::short_target(&t.targets, v)
                     } else if t.col_axes.contains(a) {
                         v.clone()
                     } else {
@@ -223,24 +223,6 @@ pub(crate) fn normalised(t: &Shaped, baseline: &str) -> Option<(Vec<String>, Vec
         .iter()
         .any(|s| s.values.iter().any(|v| v.is_some()))
         .then_some((rows, series))
-}
-
-/// A target's last path component when that tells the targets apart (legends stay short).
-pub(crate) fn short_target(all: &[String], t: &str) -> String {
-    let base = |p: &str| -> String {
-        std::path::Path::new(p.trim_end_matches('/'))
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_else(|| p.to_string())
-    };
-    let mut bases: Vec<String> = all.iter().map(|p| base(p)).collect();
-    bases.sort();
-    bases.dedup();
-    if bases.len() == all.len() {
-        base(t)
-    } else {
-        t.to_string()
-    }
 }
 
 fn same_target(a: &str, b: &str) -> bool {

@@ -35,6 +35,7 @@ pub(crate) mod table;
 pub(crate) mod text;
 pub(crate) mod timeseries;
 pub(crate) mod trace;
+pub(crate) mod verify_text;
 pub(crate) mod width;
 pub(crate) mod workload;
 

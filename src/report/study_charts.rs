@@ -132,7 +132,7 @@ fn point_name(rec: &Record, t: &Shaped) -> String {
         .collect();
     if t.targets.len() > 1 {
         if let Some(tg) = &m.target {
-            parts.push(super::html::short_target(&t.targets, tg));
+            parts.push(short_target(&t.targets, tg));
         }
     }
     if parts.is_empty() {
@@ -255,7 +255,7 @@ pub(crate) fn latency_throughput_chart(t: &Shaped, records: &[Record]) -> Option
             .collect();
         if t.targets.len() > 1 {
             if let Some(tg) = &m.target {
-                others.push(super::html::short_target(&t.targets, tg));
+                others.push(short_target(&t.targets, tg));
             }
         }
         let n = runs.len() as f64;
@@ -334,4 +334,22 @@ pub(crate) fn study_extras(t: &Shaped, records: &[Record]) -> String {
         let _ = write!(s, "{c}");
     }
     s
+}
+
+/// A target's last path component when that tells the targets apart (legends stay short).
+pub(crate) fn short_target(all: &[String], t: &str) -> String {
+    let base = |p: &str| -> String {
+        std::path::Path::new(p.trim_end_matches('/'))
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_else(|| p.to_string())
+    };
+    let mut bases: Vec<String> = all.iter().map(|p| base(p)).collect();
+    bases.sort();
+    bases.dedup();
+    if bases.len() == all.len() {
+        base(t)
+    } else {
+        t.to_string()
+    }
 }

@@ -9,17 +9,7 @@ pub(crate) use super::svg_normalised::normalised_chart;
 use super::svg_plot::{text_lines, wrap, Quantity};
 use std::fmt::Write;
 
-pub(crate) const PALETTE: [&str; 10] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-    "#7f7f7f", "#bcbd22",
-];
-
-pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+pub(crate) use super::svg_plot::{esc, PALETTE};
 
 /// One line or one bar group member.
 #[derive(Debug, Clone)]

@@ -4,8 +4,20 @@
 //! value axis uses (KiB/s -> MiB/s -> GiB/s, binary as the tables, us/ms/s, k/M counts), and label wrapping, so no
 //! label is ever cut short.
 
-use super::svg::{esc, PALETTE};
 use std::fmt::Write;
+
+/// The colours of chart series, in order (every chart of the report).
+pub(crate) const PALETTE: [&str; 10] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    "#7f7f7f", "#bcbd22",
+];
+
+pub(crate) fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
 
 /// What a chart's values measure, for choosing a readable unit.
 #[derive(Debug, Clone, Copy, PartialEq)]

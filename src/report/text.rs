@@ -334,7 +334,7 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
         out.push_str(&super::observe::syscall_lines(t));
         out.push_str(&super::observe::probe_sections(r));
         if let Some(v) = &r.verify {
-            out.push_str(&verify_lines(v));
+            out.push_str(&super::verify_text::run_lines(v));
         }
         match r.status {
             crate::runner::RunStatus::Complete => {}
@@ -359,96 +359,6 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
             for e in &r.explain {
                 let _ = writeln!(out, "  - {}", e.message);
             }
-        }
-    }
-    out
-}
-
-/// A workload's `verify` section as text: reads checked (each one "block"), then the
-/// mismatches as for a run.
-pub(super) fn workload_verify_lines(v: &crate::verify::report::VerifyReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "verify: {} reads checked ({} bytes compared): {} intact, {} did not come back as written",
-        v.blocks_checked,
-        v.bytes_checked,
-        v.blocks_intact,
-        v.bad_blocks()
-    );
-    if v.blocks_skipped_overlap + v.blocks_skipped_busy > 0 {
-        let _ = writeln!(
-            out,
-            "verify: skipped {} reads (file content not known: concurrent writes, aiowrite, a reused file), {} (file written while read)",
-            v.blocks_skipped_overlap, v.blocks_skipped_busy
-        );
-    }
-    out.push_str(&mismatch_lines(v));
-    out
-}
-
-/// The `verify` section as text: what was checked, how it came back, and the first
-/// mismatches of each kind.
-fn verify_lines(v: &crate::verify::report::VerifyReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "verify: {} blocks checked ({} read back after the run{}, {} backlog, {} by the run's reads): {} intact, {} did not come back as written",
-        v.blocks_checked,
-        v.read_back_blocks,
-        if v.read_back_done { "" } else { ", read-back not done" },
-        v.backlog_blocks,
-        v.run_read_blocks,
-        v.blocks_intact,
-        v.bad_blocks()
-    );
-    if v.blocks_skipped_overlap + v.blocks_skipped_busy > 0 {
-        let _ = writeln!(
-            out,
-            "verify: skipped {} blocks (overlapping writes in flight), {} (rewritten while read)",
-            v.blocks_skipped_overlap, v.blocks_skipped_busy
-        );
-    }
-    out.push_str(&mismatch_lines(v));
-    if v.journal_appends + v.fsyncs > 0 {
-        let _ = writeln!(
-            out,
-            "verify: journal {} acknowledgements in {} durable appends; {} fsyncs for --fsync-every",
-            v.journal_acks, v.journal_appends, v.fsyncs
-        );
-    }
-    out
-}
-
-/// The first mismatches of each kind, as text.
-fn mismatch_lines(v: &crate::verify::report::VerifyReport) -> String {
-    let mut out = String::new();
-    for (name, k) in v.kinds() {
-        if k.blocks == 0 {
-            continue;
-        }
-        let _ = writeln!(out, "verify: {} {name} block(s); first:", k.blocks);
-        for m in &k.first {
-            let _ = writeln!(
-                out,
-                "  {} offset {}: {}; expected file {} offset {} gen {}, found file {} offset {} gen {}{}",
-                m.target,
-                m.offset_bytes,
-                m.detail,
-                m.expected.file,
-                m.expected.offset_bytes,
-                m.expected.generation,
-                m.found.file,
-                m.found.offset_bytes,
-                m.found.generation,
-                match &m.first_diff {
-                    Some(d) => format!(
-                        "; first difference at byte {}: expected {} found {}",
-                        d.at_byte, d.expected_hex, d.found_hex
-                    ),
-                    None => String::new(),
-                }
-            );
         }
     }
     out

@@ -106,7 +106,7 @@ pub(crate) fn text(r: &RunResult) -> String {
         }
     }
     if let Some(v) = &r.verify {
-        s.push_str(&super::text::workload_verify_lines(v));
+        s.push_str(&super::verify_text::workload_lines(v));
     }
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");

@@ -22,10 +22,9 @@
 //! A tick costs one histogram subtraction and copy (~4600 buckets, a few microseconds) per
 //! interval, once per worker, counted inside the interval it closes.
 
-pub(crate) use super::live_line::{LiveMode, LiveView};
 use crate::stats::{LatencyHist, LatencySummary, Stats};
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// How often a worker publishes its counters for the live line.
@@ -35,6 +34,52 @@ pub(crate) const PUBLISH_NS: u64 = 100_000_000;
 static INTERVAL_NS: AtomicU64 = AtomicU64::new(0);
 /// The counters of the run in progress (None: nobody watches).
 static BOARD: Mutex<Option<Arc<Board>>> = Mutex::new(None);
+
+/// Where the live line goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum LiveMode {
+    #[default]
+    Off,
+    /// Redrawn in place (stderr is a terminal).
+    Terminal,
+    /// Plain lines (`--progress always` without a terminal).
+    Lines,
+}
+
+static MODE: AtomicU8 = AtomicU8::new(0);
+
+pub(crate) fn set_mode(m: LiveMode) {
+    MODE.store(m as u8, Ordering::Relaxed);
+}
+
+pub(crate) fn mode() -> LiveMode {
+    match MODE.load(Ordering::Relaxed) {
+        1 => LiveMode::Terminal,
+        2 => LiveMode::Lines,
+        _ => LiveMode::Off,
+    }
+}
+
+/// What the live line shows at one moment.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LiveView {
+    pub phase: &'static str,
+    /// Seconds since the phase `running` began (0 before).
+    pub elapsed_s: f64,
+    /// Seconds left, when the run is bounded by time or by count and the rate is known.
+    pub eta_s: Option<f64>,
+    pub read_ops: u64,
+    pub write_ops: u64,
+    /// Current rates, over the last redraw period.
+    pub read_iops: f64,
+    pub write_iops: f64,
+    pub read_bytes_per_sec: f64,
+    pub write_bytes_per_sec: f64,
+    /// Bytes laid out so far and in all (while laying out files).
+    pub layout: Option<(u64, u64)>,
+    /// False when the workers cannot publish live counters (worker processes).
+    pub counters: bool,
+}
 
 /// How a live view becomes a line (installed by the front end from the report layer).
 pub(crate) type Render = fn(&LiveView) -> String;
@@ -59,7 +104,7 @@ impl Watching {
 pub(crate) fn enable(interval: Option<std::time::Duration>, live: LiveMode) {
     let ns = interval.map_or(0, |d| d.as_nanos().clamp(1, u64::MAX as u128) as u64);
     INTERVAL_NS.store(ns, Ordering::Relaxed);
-    super::live_line::set_mode(live);
+    set_mode(live);
 }
 
 /// The interval of the time series, if one is kept.
@@ -68,7 +113,7 @@ pub(crate) fn interval_ns() -> Option<u64> {
 }
 
 pub(crate) fn live_enabled() -> bool {
-    super::live_line::mode() != LiveMode::Off
+    mode() != LiveMode::Off
 }
 
 /// Install how the live line is worded (the front end calls this once).

@@ -8,7 +8,8 @@
 //! same words are written as plain lines, one every [`LINE_EVERY`] and one per phase.
 //! How the line is worded is the report layer's (installed with [`super::live::set_render`]).
 
-use super::live::{self, Board};
+use super::live::mode;
+use super::live::{self, Board, LiveMode, LiveView};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,31 +21,6 @@ pub(crate) const LINE_EVERY: Duration = Duration::from_millis(500);
 const RATE_WINDOW: Duration = Duration::from_secs(1);
 /// How often the terminal line is redrawn.
 const REDRAW_EVERY: Duration = Duration::from_millis(200);
-
-/// Where the live line goes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) enum LiveMode {
-    #[default]
-    Off,
-    /// Redrawn in place (stderr is a terminal).
-    Terminal,
-    /// Plain lines (`--progress always` without a terminal).
-    Lines,
-}
-
-static MODE: AtomicU8 = AtomicU8::new(0);
-
-pub(crate) fn set_mode(m: LiveMode) {
-    MODE.store(m as u8, Ordering::Relaxed);
-}
-
-pub(crate) fn mode() -> LiveMode {
-    match MODE.load(Ordering::Relaxed) {
-        1 => LiveMode::Terminal,
-        2 => LiveMode::Lines,
-        _ => LiveMode::Off,
-    }
-}
 
 /// What a run is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,27 +51,6 @@ impl Phase {
             _ => Phase::Running,
         }
     }
-}
-
-/// What the live line shows at one moment.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct LiveView {
-    pub phase: &'static str,
-    /// Seconds since the phase `running` began (0 before).
-    pub elapsed_s: f64,
-    /// Seconds left, when the run is bounded by time or by count and the rate is known.
-    pub eta_s: Option<f64>,
-    pub read_ops: u64,
-    pub write_ops: u64,
-    /// Current rates, over the last redraw period.
-    pub read_iops: f64,
-    pub write_iops: f64,
-    pub read_bytes_per_sec: f64,
-    pub write_bytes_per_sec: f64,
-    /// Bytes laid out so far and in all (while laying out files).
-    pub layout: Option<(u64, u64)>,
-    /// False when the workers cannot publish live counters (worker processes).
-    pub counters: bool,
 }
 
 /// How a run ends, for the ETA: after a time, or after this many ops in all.
