@@ -3,25 +3,7 @@
 //! host-bound check) are unit-tested on synthesised Results in `explain::tests`.
 mod common;
 
-use common::{words, Sandbox};
-
-/// The checks a run's Result carries, and its text output.
-fn checks(sb: &Sandbox, line: &str) -> (Vec<String>, String) {
-    let v = sb.run_json(&words(line));
-    let checks = v["explain"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|e| e["check"].as_str().unwrap().to_string())
-                .collect()
-        })
-        .unwrap_or_default();
-    let out = sb.cmd(&words(line)).assert().success();
-    (
-        checks,
-        String::from_utf8_lossy(&out.get_output().stdout).to_string(),
-    )
-}
+use common::{explain_checks as checks, words, Sandbox};
 
 #[test]
 fn buffered_reads_of_a_small_file_measure_the_page_cache() {

@@ -309,6 +309,27 @@ fn labels(chart: &str) -> Vec<(String, String)> {
 }
 
 #[test]
+#[cfg_attr(not(has_chromium), ignore = "SKIPPED: needs chromium")]
+fn a_rate_limit_sweep_charts_latency_against_throughput() {
+    let sb = Sandbox::new();
+    sb.cmd(&words(
+        "sweep --rw randread --bs 4k --size 4m --time 0.5s --axis rate_iops=50,200 --output rate f",
+    ))
+    .assert()
+    .success();
+    let dom = dom_in_chromium(&sb.file("rate/report.html"));
+    // Latency against throughput, each point labelled with its rate limit.
+    let lt = charts(&dom, "chart latency-throughput");
+    assert_eq!(lt.len(), 1);
+    check_charts(&lt);
+    assert_eq!(points(lt[0]), 4);
+    for q in ["50 I/O/s", "200 I/O/s"] {
+        assert!(lt[0].contains(&format!(">{q}</text>")), "no {q} label");
+    }
+    assert!(lt[0].contains("each point is one I/O rate limit"));
+}
+
+#[test]
 #[cfg_attr(
     not(all(has_chromium, has_uring)),
     ignore = "SKIPPED: needs chromium and io_uring"

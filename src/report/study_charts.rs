@@ -1,6 +1,6 @@
 //! What the HTML report draws of a study beyond its metric charts: the fixed parameters of
 //! the study (what every point shares), the latency percentile chart of each point from its
-//! stored histogram, and the latency-vs-throughput chart of a sweep over queue depth.
+//! stored histogram, and the latency-vs-throughput chart of a sweep over queue depth or a rate limit.
 //! Repetitions of a point are merged (histograms added, figures averaged).
 
 use super::svg::esc;
@@ -229,28 +229,33 @@ pub(crate) fn percentile_charts(t: &Shaped, records: &[Record]) -> Vec<String> {
         .collect()
 }
 
-/// The latency-vs-throughput chart of a study with a queue-depth axis: per combination of
-/// the other axes, throughput (x) against mean and p99 latency (y), points labelled with
-/// their queue depth.
+/// The axes a latency-vs-throughput chart is drawn over: (axis, how a point is labelled,
+/// what a point is).
+const LOAD_AXES: [(&str, &str, &str); 3] = [
+    ("qd", "qd {}", "one queue depth"),
+    ("rate_iops", "{} I/O/s", "one I/O rate limit"),
+    ("rate_bytes", "{} B/s", "one byte rate limit"),
+];
+
+/// The latency-vs-throughput chart of a study with a queue-depth or rate-limit axis: per
+/// combination of the other axes, throughput (x) against mean and p99 latency (y), points
+/// labelled with their queue depth or rate.
 pub(crate) fn latency_throughput_chart(t: &Shaped, records: &[Record]) -> Option<String> {
-    const AXIS: &str = "qd";
-    if !t
-        .row_axes
+    let &(axis_name, point_label, point_is) = LOAD_AXES
         .iter()
-        .chain(t.col_axes.iter())
-        .any(|a| a == AXIS)
-    {
-        return None;
-    }
-    // (series name, qd, throughput bytes/s, mean ns, p99 ns)
+        .find(|(a, _, _)| t.row_axes.iter().chain(t.col_axes.iter()).any(|x| x == a))?;
+    let label_of = |v: &str| point_label.replace("{}", v);
+    // (series name, point label, throughput bytes/s, mean ns, p99 ns)
     let mut pts: Vec<(String, String, f64, f64, f64)> = Vec::new();
     for (_, rec, runs) in points(t, records) {
         let m = rec.meta();
-        let Some(qd) = m.value(AXIS) else { continue };
+        let Some(load) = m.value(axis_name) else {
+            continue;
+        };
         let mut others: Vec<String> = m
             .point
             .iter()
-            .filter(|(n, _)| n != AXIS)
+            .filter(|(n, _)| n != axis_name)
             .map(|(n, v)| format!("{} {v}", axis::label(n)))
             .collect();
         if t.targets.len() > 1 {
@@ -264,7 +269,7 @@ pub(crate) fn latency_throughput_chart(t: &Shaped, records: &[Record]) -> Option
         let p99 = merged_hist(&runs)
             .map(|h| h.quantile(0.99) as f64)
             .unwrap_or_else(|| runs.iter().map(|r| r.total.lat_ns.p99 as f64).sum::<f64>() / n);
-        pts.push((others.join(", "), qd.to_string(), bps, mean, p99));
+        pts.push((others.join(", "), label_of(load), bps, mean, p99));
     }
     if pts.len() < 2 {
         return None;
@@ -294,7 +299,7 @@ pub(crate) fn latency_throughput_chart(t: &Shaped, records: &[Record]) -> Option
             name: label("mean"),
             points: mine
                 .iter()
-                .map(|p| (p.2 / xdiv, p.3 / ydiv, Some(format!("qd {}", p.1))))
+                .map(|p| (p.2 / xdiv, p.3 / ydiv, Some(p.1.clone())))
                 .collect(),
             color: k,
             dashed: false,
@@ -303,7 +308,7 @@ pub(crate) fn latency_throughput_chart(t: &Shaped, records: &[Record]) -> Option
             name: label("p99"),
             points: mine
                 .iter()
-                .map(|p| (p.2 / xdiv, p.4 / ydiv, Some(format!("qd {}", p.1))))
+                .map(|p| (p.2 / xdiv, p.4 / ydiv, Some(p.1.clone())))
                 .collect(),
             color: k,
             dashed: true,
@@ -318,9 +323,9 @@ pub(crate) fn latency_throughput_chart(t: &Shaped, records: &[Record]) -> Option
         y_log: false,
         x_ticks: None,
         series,
-        note: Some(
-            "each point is one queue depth (labelled); solid: mean latency, dashed: p99".into(),
-        ),
+        note: Some(format!(
+            "each point is {point_is} (labelled); solid: mean latency, dashed: p99"
+        )),
     }))
 }
 

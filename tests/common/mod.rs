@@ -242,3 +242,22 @@ pub fn limit_file_size(c: &mut std::process::Command, bytes: u64) {
         });
     }
 }
+
+/// The `explain` checks a run's Result carries, and its text output: `line` is run twice,
+/// once for the JSON Result and once for the text.
+pub fn explain_checks(sb: &Sandbox, line: &str) -> (Vec<String>, String) {
+    let v = sb.run_json(&words(line));
+    let checks = v["explain"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| e["check"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let out = sb.cmd(&words(line)).assert().success();
+    (
+        checks,
+        String::from_utf8_lossy(&out.get_output().stdout).to_string(),
+    )
+}
