@@ -9,7 +9,7 @@ pub(crate) use super::svg_normalised::normalised_chart;
 use super::svg_plot::{text_lines, wrap, Quantity};
 use std::fmt::Write;
 
-pub(crate) use super::svg_plot::{esc, PALETTE};
+pub(crate) use super::svg_plot::{esc, nice_step, PALETTE};
 
 /// One line or one bar group member.
 #[derive(Debug, Clone)]
@@ -82,12 +82,7 @@ pub(super) fn nice_axis(max: f64) -> (f64, f64) {
         return (1.0, 0.25);
     }
     let raw = max / 5.0;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
+    let step = nice_step(raw);
     ((max / step).ceil() * step, step)
 }
 
@@ -418,12 +413,7 @@ fn nice_range(lo: f64, hi: f64) -> (f64, f64, f64) {
     }
     let span = if hi > lo { hi - lo } else { hi.abs().max(1.0) };
     let raw = span / 6.0;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
+    let step = nice_step(raw);
     let start = (lo / step).floor() * step;
     let mut end = (hi / step).ceil() * step;
     if end <= start {

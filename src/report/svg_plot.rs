@@ -6,6 +6,17 @@
 
 use std::fmt::Write;
 
+/// The smallest 1, 2, 2.5 or 5 times a power of ten at or above `raw`: the step of every
+/// chart's value ticks.
+pub(crate) fn nice_step(raw: f64) -> f64 {
+    let mag = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag)
+}
+
 /// The colours of chart series, in order (every chart of the report).
 pub(crate) const PALETTE: [&str; 10] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
@@ -243,12 +254,7 @@ fn lin_ticks(max: f64) -> (f64, Vec<f64>) {
         1.0
     };
     let raw = max / 5.0;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
+    let step = nice_step(raw);
     let top = (max / step).ceil() * step;
     let n = (top / step).round() as usize;
     (top, (0..=n).map(|i| i as f64 * step).collect())
