@@ -4,13 +4,15 @@
 # ranks reordered (IOR -C, fsbench --reorder-ranks); -np 2 and 4 by default. For each pair it
 # prints the bytes each tool moved (checked equal first) and the ratio of reported bandwidth.
 #
-#   bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS]
+#   bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS] [PAIRS]
 #
 # IOR_BINARY: an `ior` you built yourself from https://github.com/hpc/ior against the same MPI
 # (./bootstrap && ./configure && make; the binary is src/ior). This script never builds or
 # fetches IOR. DIR: a directory on the file system to measure (a shared mount on a cluster; add
 # MPIRUN_ARGS="--hostfile hosts" to spread the ranks). PER_RANK_MIB: data per rank (default 256).
-# NPS: rank counts (default "2 4"). Transfer size 1 MiB for both tools. Neither tool fsyncs
+# NPS: rank counts (default "2 4"). PAIRS: alternating IOR/fsbench pairs per case (default 1);
+# with more than one, every pair is printed and then a table of the median ratio per case
+# (the median of the pairs' ratios, with their min..max). Transfer size 1 MiB for both tools. Neither tool fsyncs
 # (IOR without -e; fsbench without --fsync); both read buffered, after the write, reordered.
 # Before every measurement of either tool the local page cache is synced and dropped (root).
 # On a cluster drop the cache on every host yourself (this only drops the local one).
@@ -19,13 +21,15 @@ ior="${1:?usage: bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS]}"
 dir="${2:?usage: bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS]}"
 mib="${3:-256}"
 nps="${4:-2 4}"
+pairs="${5:-1}"
 here="$(cd "$(dirname "$0")/.." && pwd)"
 fsbench="${FSBENCH:-$here/target/release/fsbench}"
 mpirun="mpirun ${MPIRUN_ARGS:-} --allow-run-as-root --oversubscribe"
 [ -x "$ior" ] || { echo "not an executable IOR binary: $ior" >&2; exit 2; }
 [ -x "$fsbench" ] || { echo "build fsbench first: cargo build --release --features mpi" >&2; exit 2; }
 work="$(mktemp -d "$dir/vs-ior.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
+rows="$(mktemp)"
+trap 'rm -rf "$work" "$rows"' EXIT
 
 # IOR's summary row ("write"/"read" then Max(MiB)) in MiB/s -> bytes/s (one repetition, so
 # max = its one figure), and its aggregate file size in bytes.
@@ -34,7 +38,7 @@ ior_bytes() { awk '/aggregate filesize/ { v = $4; u = $5 } END {
   m = (u == "GiB") ? 1073741824 : (u == "MiB") ? 1048576 : (u == "KiB") ? 1024 : 1; printf "%.0f\n", v * m }'; }
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
-printf '%-18s %3s %-5s %14s %14s %12s %12s %7s\n' layout np phase ior_bytes fsbench_bytes ior_MiB/s fsbench_MiB/s ratio
+printf '%-18s %3s %-5s %4s %14s %14s %12s %12s %7s\n' layout np phase pair ior_bytes fsbench_bytes ior_MiB/s fsbench_MiB/s ratio
 for np in $nps; do
   total=$((mib * np))
   for layout in file_per_rank shared_segmented shared_strided; do
@@ -43,6 +47,7 @@ for np in $nps; do
       shared_segmented) iorl=(-b "${mib}m" -s 1);    fsl=(--shared-file segmented --size "${total}m");;
       shared_strided)   iorl=(-b 1m -s "$mib");      fsl=(--shared-file strided --size "${total}m");;
     esac
+    for pair in $(seq "$pairs"); do
     for phase in write read; do
       if [ $phase = write ]; then iorp=(-w -k); fsp=(--rw write --keep); key=write
       else iorp=(-r -C); fsp=(--rw read --reorder-ranks); key=read; fi
@@ -60,14 +65,34 @@ for np in $nps; do
       fb="$(json "$work/r.json" "r['total']['bytes']")"
       fbw="$(json "$work/r.json" "r['distributed']['full_bytes_per_sec']")"
       rm -f "$work/r.json"
-      python3 - "$layout" "$np" "$phase" "$ib" "$fb" "$ibw" "$fbw" <<'EOF'
+      python3 - "$layout" "$np" "$phase" "$pair" "$ib" "$fb" "$ibw" "$fbw" <<'EOF' | tee -a "$rows"
 import sys
-layout, np, phase, ib, fb, ibw, fbw = sys.argv[1:]
+layout, np, phase, pair, ib, fb, ibw, fbw = sys.argv[1:]
 ib, fb, ibw, fbw = int(float(ib or 0)), int(fb), float(ibw or 0), float(fbw)
 same = "" if ib == fb else "  BYTES DIFFER"
-print(f"{layout:<18} {np:>3} {phase:<5} {ib:>14} {fb:>14} {ibw/2**20:>12.1f} {fbw/2**20:>12.1f} {fbw/ibw if ibw else 0:>7.2f}{same}")
+print(f"{layout:<18} {np:>3} {phase:<5} {pair:>4} {ib:>14} {fb:>14} {ibw/2**20:>12.1f} {fbw/2**20:>12.1f} {fbw/ibw if ibw else 0:>7.2f}{same}")
 EOF
     done
     rm -rf "$work"/ior.* "$work"/fsb.*
+    done
   done
 done
+# The median ratio per case over its pairs; a case where the bytes differed in any pair is
+# flagged and gets no ratio (same work before same speed).
+if [ "$pairs" -gt 1 ]; then
+  python3 - "$rows" <<'EOF'
+import statistics, sys
+cases = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    cases.setdefault((f[0], f[1], f[2]), []).append((float(f[8]), "DIFFER" in line))
+print()
+print(f"{'layout':<18} {'np':>3} {'phase':<5} {'pairs':>5} {'median':>7} {'min..max':>12}")
+for (layout, np, phase), v in cases.items():
+    if any(d for _, d in v):
+        print(f"{layout:<18} {np:>3} {phase:<5} {len(v):>5}  bytes differ: no ratio")
+        continue
+    r = sorted(x for x, _ in v)
+    print(f"{layout:<18} {np:>3} {phase:<5} {len(v):>5} {statistics.median(r):>7.2f} {r[0]:>5.2f}..{r[-1]:<5.2f}")
+EOF
+fi
