@@ -683,3 +683,61 @@ fn a_workload_with_two_runs_is_refused_on_ranks_in_one_line() {
     assert!(ours[0].contains("2 run commands"), "{err}");
     assert_eq!(std::fs::read_dir(sb.file("wl")).unwrap().count(), 0);
 }
+
+/// A suite under mpirun, with `run`'s layout flags: every point is one distributed run; with
+/// `--shared-file` the 4 ranks share each point's file of --size bytes, a quarter each.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn suite_points_run_on_every_rank_with_the_layout_flags() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.file("tiny.toml"),
+        r#"name = "tiny"
+title = "Two write points"
+source = "none"
+description = "a test suite"
+default_scale = 1
+
+[[study]]
+id = "w"
+title = "Writes by I/O size"
+settings = ["rw=write", "size=512k"]
+table = { rows = ["bs"], metrics = ["kb_per_s"] }
+[[study.axis]]
+name = "bs"
+values = ["64k", "128k"]
+"#,
+    )
+    .unwrap();
+    std::fs::create_dir(sb.file("d")).unwrap();
+    let o = mpirun(
+        &sb,
+        &common::words("suite tiny.toml --dir d --output res --shared-file --keep"),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let mut names: Vec<String> = std::fs::read_dir(sb.file("res"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("w-"))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["w-0000-bs-64k.json", "w-0001-bs-128k.json"]);
+    for n in &names {
+        let r: Value =
+            serde_json::from_str(&std::fs::read_to_string(sb.file(&format!("res/{n}"))).unwrap())
+                .unwrap();
+        assert_eq!(r["status"], "complete", "{n}");
+        assert_eq!(r["distributed"]["layout"], "shared_segmented", "{n}");
+        assert_eq!(rank_bytes(&r), vec![512 * 1024 / NP; NP as usize], "{n}");
+        assert_eq!(u(&r["total"]["bytes"]), 512 * 1024, "{n}");
+    }
+    assert_eq!(len(&sb.file("d/fsbench-w.dat")), 512 * 1024);
+    // Without --keep the shared file goes when the suite ends.
+    let sb2 = Sandbox::new();
+    std::fs::copy(sb.file("tiny.toml"), sb2.file("tiny.toml")).unwrap();
+    std::fs::create_dir(sb2.file("d")).unwrap();
+    let o = mpirun(&sb2, &common::words("suite tiny.toml --dir d --output res"));
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(std::fs::read_dir(sb2.file("d")).unwrap().count(), 0);
+}
