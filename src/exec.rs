@@ -36,7 +36,8 @@ pub(crate) enum Executor {
     /// On this host.
     #[default]
     Local,
-    /// On every rank of a distributed run (this process is rank 0).
+    /// On every rank of a distributed run (this process is rank 0; built only with MPI).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     Ranks(Rc<dyn Ranks>),
 }
 

@@ -741,3 +741,28 @@ values = ["64k", "128k"]
     assert!(o.status.success(), "{o:?}");
     assert_eq!(std::fs::read_dir(sb2.file("d")).unwrap().count(), 0);
 }
+
+/// vxbench's command line under mpirun: the Job runs on every rank (a file each) and rank 0
+/// prints the aggregate once.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn vx_runs_on_every_rank_and_rank_0_prints_the_aggregate() {
+    let sb = Sandbox::new();
+    let o = mpirun(
+        &sb,
+        &common::words("vx -w write -i iosize=64k,iocount=16 f"),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.matches("ranks: 4 on ").count(), 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "ops: {} (0 read, {} write), {} bytes",
+            NP * 16,
+            NP * 16,
+            NP * 16 * 65536
+        )),
+        "{out}"
+    );
+    assert!(sb.listing().is_empty(), "{:?}", sb.listing());
+}
