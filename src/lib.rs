@@ -8,6 +8,7 @@ pub mod advise;
 pub(crate) mod cli;
 pub(crate) mod engine;
 pub mod error;
+pub(crate) mod exec;
 pub(crate) mod explain;
 pub(crate) mod fscompare;
 pub(crate) mod guard;

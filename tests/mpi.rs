@@ -393,3 +393,376 @@ fn ctrl_c_on_mpirun_gives_a_partial_result_and_removes_the_files() {
     std::fs::remove_file(&out).unwrap();
     assert!(sb.listing().is_empty(), "{:?}", sb.listing());
 }
+
+/// The records of a sweep's results directory, by file name (the point files only).
+fn sweep_records(dir: &Path) -> Vec<(String, Value)> {
+    let mut v: Vec<(String, Value)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("sweep-") && n.ends_with(".json"))
+        .map(|n| {
+            let text = std::fs::read_to_string(dir.join(&n)).unwrap();
+            (n, serde_json::from_str(&text).unwrap())
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+/// A sweep under mpirun: every point is one distributed run (file per rank by default),
+/// its Result the aggregate of the 4 ranks, stored once, by rank 0.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn sweep_points_each_run_on_every_rank_and_rank_0_alone_stores_them() {
+    let sb = Sandbox::new();
+    let o = mpirun(
+        &sb,
+        &common::words("sweep f --rw write --bs 64k,128k --size 1m --output res --keep"),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    // One table, printed by rank 0 only.
+    assert_eq!(stdout.matches("fsbench sweep").count(), 1, "{stdout}");
+    let recs = sweep_records(&sb.file("res"));
+    assert_eq!(
+        recs.len(),
+        2,
+        "{:?}",
+        recs.iter().map(|r| &r.0).collect::<Vec<_>>()
+    );
+    for ((name, r), bs) in recs.iter().zip([65536u64, 131072]) {
+        assert_eq!(r["status"], "complete", "{name}");
+        assert_eq!(r["job"]["block_size"], bs, "{name}");
+        assert_eq!(rank_bytes(r), vec![1 << 20; NP as usize], "{name}");
+        assert_eq!(u(&r["total"]["bytes"]), NP << 20, "{name}");
+        assert_eq!(u(&r["total"]["write_ops"]), NP * (1 << 20) / bs, "{name}");
+        assert_eq!(r["distributed"]["layout"], "file_per_rank");
+        assert_eq!(r["hosts"].as_array().unwrap().len(), 1);
+    }
+    // What is on disk is what the ranks reported: one file of 1 MiB per rank.
+    for rank in 0..NP {
+        assert_eq!(len(&sb.file(&format!("f.d/rank-{rank:05}/f"))), 1 << 20);
+    }
+    // Without --keep every rank removes its file and directory when the sweep ends.
+    let sb2 = Sandbox::new();
+    let o = mpirun(
+        &sb2,
+        &common::words("sweep f --rw write,read --bs 64k --size 1m --output res"),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let recs = sweep_records(&sb2.file("res"));
+    assert_eq!(recs.len(), 2);
+    // The read point read the files the write point left (same bytes, no new layout).
+    assert_eq!(u(&recs[1].1["total"]["read_bytes"]), NP << 20);
+    assert_eq!(sb2.listing(), vec!["res".to_string()]);
+}
+
+/// A rank refused before a sweep point starts: the sweep stops with one line naming the
+/// rank, exit 2, and no rank waits for ever.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_rank_refusing_a_sweep_point_stops_the_sweep_naming_it_without_a_hang() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("f.d")).unwrap();
+    std::fs::write(sb.file("f.d/rank-00002"), b"not a directory").unwrap();
+    let o = mpirun(
+        &sb,
+        &common::words("sweep f --rw write --bs 64k,128k --size 1m --output res"),
+    );
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench:")).collect();
+    assert_eq!(ours.len(), 1, "{err}");
+    assert!(
+        ours[0].contains("rank 2 on ") && ours[0].contains("not a directory"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(sb.file("f.d/rank-00002")).unwrap(),
+        b"not a directory"
+    );
+    let left: Vec<_> = std::fs::read_dir(sb.file("f.d"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("rank-00002")]);
+}
+
+/// A rank whose file system fails one write in the first point of a sweep: that point is
+/// stored as failed, naming the rank, file and offset, the other ranks' bytes counted
+/// exactly; the next point runs on every rank again (the fault fires once); the sweep ends
+/// with exit 1 instead of hanging.
+#[test]
+#[cfg_attr(
+    not(all(has_mpirun, has_fuse)),
+    ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
+)]
+fn a_rank_failing_in_sweep_points_fails_those_points_naming_it() {
+    #[cfg(has_fuse)]
+    {
+        use faultfs::{Fault, FaultFs, Op, When};
+        let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
+        fs.ctl().add(
+            Op::Write,
+            When::Offset(4 * 65536),
+            Fault::Error(libc::EIO),
+            Some("f"),
+        );
+        let sb = Sandbox::new();
+        let dir = sb.file("f.d/rank-00002");
+        std::fs::create_dir_all(&dir).unwrap();
+        let bound = Command::new("mount")
+            .arg("--bind")
+            .arg(&fs.mnt)
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(bound.success(), "mount --bind");
+        struct Unmount(std::path::PathBuf);
+        impl Drop for Unmount {
+            fn drop(&mut self) {
+                let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+            }
+        }
+        let _u = Unmount(dir.clone());
+        let o = mpirun(
+            &sb,
+            &common::words("sweep f --rw write --bs 64k,128k --size 1m --output res"),
+        );
+        assert_eq!(o.status.code(), Some(1), "{o:?}");
+        let recs = sweep_records(&sb.file("res"));
+        assert_eq!(recs.len(), 2);
+        {
+            let (name, r) = &recs[0];
+            assert_eq!(r["status"], "failed", "{name}");
+            let f = &r["failures"][0];
+            assert!(
+                f["message"].as_str().unwrap().starts_with("rank 2 on "),
+                "{name}: {f}"
+            );
+            assert!(f["path"].as_str().unwrap().ends_with("f.d/rank-00002/f"));
+            assert_eq!(r["ranks"][2]["status"], "failed");
+            let bytes = rank_bytes(r);
+            assert_eq!(bytes[2], 4 * 65536, "{name}: rank 2 stopped at its error");
+            for rank in [0, 1, 3] {
+                assert_eq!(bytes[rank], 1 << 20, "{name}");
+            }
+            assert_eq!(u(&r["total"]["bytes"]), bytes.iter().sum::<u64>());
+        }
+        let (name, r) = &recs[1];
+        assert_eq!(r["status"], "complete", "{name}");
+        assert_eq!(rank_bytes(r), vec![1 << 20; NP as usize], "{name}");
+    }
+}
+
+/// A small workload with fixed counts: 2 threads per rank, each creating 8 files (8 KiB
+/// written whole) and reading a 16 KiB file 8 times.
+const WML: &str = "set mode quit alldone
+define fileset name=n,path=$dir,entries=32,size=8k,prealloc=0
+define fileset name=s,path=$dir,entries=4,size=16k,prealloc
+define process name=p,instances=1 { thread name=t,instances=2 {
+  flowop createfile name=cr,filesetname=n,fd=1
+  flowop writewholefile name=ww,srcfd=1,fd=1,iosize=4k
+  flowop closefile name=cl,fd=1
+  flowop openfile name=op,filesetname=s,fd=2
+  flowop readwholefile name=rw,fd=2,iosize=8k
+  flowop closefile name=cl2,fd=2
+  flowop finishoncount name=fin,target=cr,value=8 } }
+run 30
+";
+
+/// A workload under mpirun: every rank runs it in its own directory, and rank 0's Result
+/// sums every flowop exactly over the ranks.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn workload_runs_on_every_rank_in_its_own_directory_and_sums_every_flowop() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("e.f"), WML).unwrap();
+    std::fs::create_dir(sb.file("wl")).unwrap();
+    let r = run_json(&sb, &common::words("workload e.f --dir wl --keep"));
+    assert_eq!(r["kind"], "workload");
+    assert_eq!(r["status"], "complete", "{}", r["notes"]);
+    let threads = 2 * NP;
+    let group = |name: &str| {
+        r["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap_or_else(|| panic!("no flowop {name}: {}", r["groups"]))["stats"]
+            .clone()
+    };
+    for name in ["cr", "ww", "cl", "op", "rw", "cl2"] {
+        assert_eq!(u(&group(name)["ops"]), threads * 8, "{name}");
+    }
+    assert_eq!(u(&group("ww")["write_bytes"]), threads * 8 * 8192);
+    assert_eq!(u(&group("rw")["read_bytes"]), threads * 8 * 16384);
+    // Each rank's row, and their sum is the total.
+    let ranks = r["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), NP as usize);
+    let ops: Vec<u64> = ranks.iter().map(|k| u(&k["ops"])).collect();
+    assert_eq!(ops.iter().sum::<u64>(), u(&r["total"]["ops"]));
+    assert_eq!(rank_bytes(&r), vec![2 * 8 * (8192 + 16384); NP as usize]);
+    let w = &r["workload"];
+    assert_eq!(u(&w["runs"][0]["threads"]), threads);
+    assert_eq!(r["distributed"]["layout"], "dir_per_rank");
+    // Every rank had its own directory, kept with --keep.
+    let roots: Vec<&str> = w["filesets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["root"].as_str().unwrap())
+        .collect();
+    for rank in 0..NP {
+        let d = format!("wl/rank-{rank:05}");
+        assert!(roots.contains(&format!("{d}/n").as_str()), "{roots:?}");
+        assert_eq!(ranks[rank as usize]["targets"][0], d);
+        let created = std::fs::read_dir(sb.file(&format!("{d}/n")))
+            .unwrap()
+            .flatten()
+            .count();
+        assert!(created > 0, "{d}/n is empty");
+        assert!(sb.file(&format!("{d}/s")).is_dir());
+    }
+    // Without --keep nothing is left in the directory.
+    let sb2 = Sandbox::new();
+    std::fs::write(sb2.file("e.f"), WML).unwrap();
+    std::fs::create_dir(sb2.file("wl")).unwrap();
+    let r = run_json(&sb2, &common::words("workload e.f --dir wl"));
+    assert_eq!(r["status"], "complete");
+    assert_eq!(u(&r["total"]["ops"]), ops.iter().sum::<u64>());
+    assert_eq!(std::fs::read_dir(sb2.file("wl")).unwrap().count(), 0);
+}
+
+/// A workload sweep and a suite's personality points go the same way: each point is the
+/// aggregate of the 4 ranks.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn workload_sweep_points_run_on_every_rank() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("wl")).unwrap();
+    let o = mpirun(
+        &sb,
+        &common::words(
+            "sweep wl --workload fileserver -D nthreads=1,2 -D nfiles=20 -D filesize=8k --time 1s --output res",
+        ),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let recs = sweep_records(&sb.file("res"));
+    assert_eq!(recs.len(), 2);
+    for ((name, r), nthreads) in recs.iter().zip([1u64, 2]) {
+        assert_eq!(r["kind"], "workload", "{name}");
+        let ranks = r["ranks"].as_array().unwrap();
+        assert_eq!(ranks.len(), NP as usize, "{name}");
+        assert_eq!(
+            u(&r["workload"]["runs"][0]["threads"]),
+            NP * nthreads,
+            "{name}"
+        );
+        let ops: u64 = ranks.iter().map(|k| u(&k["ops"])).sum();
+        assert!(ops > 0, "{name}");
+        assert_eq!(ops, u(&r["total"]["ops"]), "{name}");
+    }
+    assert_eq!(std::fs::read_dir(sb.file("wl")).unwrap().count(), 0);
+}
+
+/// What cannot run on ranks yet is refused in one line before anything runs.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_workload_with_two_runs_is_refused_on_ranks_in_one_line() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("e.f"), format!("{WML}run 30\n")).unwrap();
+    std::fs::create_dir(sb.file("wl")).unwrap();
+    let o = mpirun(&sb, &common::words("workload e.f --dir wl"));
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench:")).collect();
+    assert_eq!(ours.len(), 1, "{err}");
+    assert!(ours[0].contains("2 run commands"), "{err}");
+    assert_eq!(std::fs::read_dir(sb.file("wl")).unwrap().count(), 0);
+}
+
+/// A suite under mpirun, with `run`'s layout flags: every point is one distributed run; with
+/// `--shared-file` the 4 ranks share each point's file of --size bytes, a quarter each.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn suite_points_run_on_every_rank_with_the_layout_flags() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.file("tiny.toml"),
+        r#"name = "tiny"
+title = "Two write points"
+source = "none"
+description = "a test suite"
+default_scale = 1
+
+[[study]]
+id = "w"
+title = "Writes by I/O size"
+settings = ["rw=write", "size=512k"]
+table = { rows = ["bs"], metrics = ["kb_per_s"] }
+[[study.axis]]
+name = "bs"
+values = ["64k", "128k"]
+"#,
+    )
+    .unwrap();
+    std::fs::create_dir(sb.file("d")).unwrap();
+    let o = mpirun(
+        &sb,
+        &common::words("suite tiny.toml --dir d --output res --shared-file --keep"),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let mut names: Vec<String> = std::fs::read_dir(sb.file("res"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("w-"))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["w-0000-bs-64k.json", "w-0001-bs-128k.json"]);
+    for n in &names {
+        let r: Value =
+            serde_json::from_str(&std::fs::read_to_string(sb.file(&format!("res/{n}"))).unwrap())
+                .unwrap();
+        assert_eq!(r["status"], "complete", "{n}");
+        assert_eq!(r["distributed"]["layout"], "shared_segmented", "{n}");
+        assert_eq!(rank_bytes(&r), vec![512 * 1024 / NP; NP as usize], "{n}");
+        assert_eq!(u(&r["total"]["bytes"]), 512 * 1024, "{n}");
+    }
+    assert_eq!(len(&sb.file("d/fsbench-w.dat")), 512 * 1024);
+    // Without --keep the shared file goes when the suite ends.
+    let sb2 = Sandbox::new();
+    std::fs::copy(sb.file("tiny.toml"), sb2.file("tiny.toml")).unwrap();
+    std::fs::create_dir(sb2.file("d")).unwrap();
+    let o = mpirun(&sb2, &common::words("suite tiny.toml --dir d --output res"));
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(std::fs::read_dir(sb2.file("d")).unwrap().count(), 0);
+}
+
+/// vxbench's command line under mpirun: the Job runs on every rank (a file each) and rank 0
+/// prints the aggregate once.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn vx_runs_on_every_rank_and_rank_0_prints_the_aggregate() {
+    let sb = Sandbox::new();
+    let o = mpirun(
+        &sb,
+        &common::words("vx -w write -i iosize=64k,iocount=16 f"),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.matches("ranks: 4 on ").count(), 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "ops: {} (0 read, {} write), {} bytes",
+            NP * 16,
+            NP * 16,
+            NP * 16 * 65536
+        )),
+        "{out}"
+    );
+    assert!(sb.listing().is_empty(), "{:?}", sb.listing());
+}

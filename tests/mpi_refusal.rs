@@ -1,27 +1,40 @@
-//! Started by mpirun without being able to take part: a build without MPI refuses `run` (and
-//! the flags of a distributed run) in one line, and no build runs the other I/O commands as
-//! N unrelated copies. The launcher is simulated by the variable Open MPI sets in each rank.
+//! Started by mpirun without being able to take part: a build without MPI refuses `run`,
+//! sweep, suite, workload and vx (and the flags of a distributed run) in one line, and no
+//! build runs the other I/O commands (trace, replay, advise, quick, fscompare) as N unrelated
+//! copies. The launcher is simulated by the variable Open MPI sets in each rank.
 
 mod common;
 
 use common::Sandbox;
 
+/// The commands that cannot run on ranks (trace, replay, fscompare, advise, quick) refuse
+/// in one line, exit 2, in every build, and name the commands that can.
 #[test]
-fn io_commands_other_than_run_refuse_under_mpirun() {
+fn io_commands_that_cannot_run_on_ranks_refuse_under_mpirun() {
     let sb = Sandbox::new();
-    let o = sb
-        .cmd(&["workload", "fileserver", "--dir", "wl", "--time", "1s"])
-        .env("OMPI_COMM_WORLD_SIZE", "4")
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("fsbench workload does not run on MPI ranks"),
-        "{err}"
-    );
-    assert!(sb.listing().is_empty());
+    for args in [
+        vec!["trace", "--", "true"],
+        vec!["replay", "t.csv"],
+        vec!["advise", "."],
+        vec!["quick", "."],
+        vec!["fscompare", "--device", "/dev/null", "--fs", "ext4"],
+    ] {
+        let o = sb
+            .cmd(&args)
+            .env("OMPI_COMM_WORLD_SIZE", "4")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        // A parse error comes first for a command line clap refuses: that is one line too.
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("fsbench {} does not run on MPI ranks", args[0]))
+                && err.contains("run, sweep, suite, workload and vx do"),
+            "{args:?}: {err}"
+        );
+        assert!(sb.listing().is_empty(), "{args:?}: {:?}", sb.listing());
+    }
 }
 
 #[cfg(not(feature = "mpi"))]
@@ -53,6 +66,27 @@ fn a_build_without_mpi_refuses_ranks_in_one_line() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(
             err.contains("built without MPI") && err.contains("--features mpi"),
+            "{err}"
+        );
+        assert!(sb.listing().is_empty(), "{:?}", sb.listing());
+    }
+    // The commands that run on ranks with MPI refuse in a build without it.
+    for args in [
+        vec!["workload", "fileserver", "--dir", ".", "--time", "1s"],
+        vec!["sweep", "f", "--rw", "write", "--count", "4,8"],
+        vec!["vx", "-w", "write", "f"],
+    ] {
+        let o = sb
+            .cmd(&args)
+            .env("OMPI_COMM_WORLD_SIZE", "4")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("built without MPI")
+                && err.contains(&format!("`fsbench {}` with mpirun", args[0])),
             "{err}"
         );
         assert!(sb.listing().is_empty(), "{:?}", sb.listing());

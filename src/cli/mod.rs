@@ -128,30 +128,30 @@ pub fn main_with_exit_code() -> i32 {
     });
     match done {
         Ok(code) => code,
-        Err(e) => {
-            if crate::error::is_usage(&e) {
-                eprintln!("fsbench: {}", one_line(&e.to_string()));
-                2
-            } else {
-                eprintln!("fsbench: error: {}", one_line(&format!("{e:#}")));
-                1
-            }
-        }
+        Err(e) => error_status(&e),
+    }
+}
+
+/// Print an error as its one line on stderr and give its exit status (2 usage, 1 failure).
+pub(crate) fn error_status(e: &anyhow::Error) -> i32 {
+    if crate::error::is_usage(e) {
+        eprintln!("fsbench: {}", one_line(&e.to_string()));
+        2
+    } else {
+        eprintln!("fsbench: error: {}", one_line(&format!("{e:#}")));
+        1
     }
 }
 
 fn dispatch(cmd: Command) -> anyhow::Result<i32> {
-    // Started by mpirun: only `run` is one rank of a distributed run; the other commands
-    // that do I/O would run as N unrelated copies.
+    // Started by mpirun: `run` is one rank of a distributed run, and sweep, suite, workload
+    // and vx run each point on every rank (`ranks::on_ranks`); the other commands that do
+    // I/O would run as N unrelated copies.
     let io_command = match &cmd {
         Command::Quick(_) => Some("quick"),
-        Command::Vx { .. } => Some("vx"),
         Command::Advise(_) => Some("advise"),
-        Command::Sweep(_) => Some("sweep"),
-        Command::Suite(_) => Some("suite"),
         Command::Trace(_) => Some("trace"),
         Command::Replay(_) => Some("replay"),
-        Command::Workload(_) => Some("workload"),
         Command::Fscompare(_) => Some("fscompare"),
         _ => None,
     };
@@ -161,17 +161,28 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
     match cmd {
         Command::Quick(a) => quick::main(a),
         Command::Run(a) => run::main(a),
-        Command::Vx { args } => vx::main(&args),
+        Command::Vx { args } => {
+            ranks::on_ranks("vx", &Default::default(), |exec| vx::main(&args, exec))
+        }
         Command::Advise(a) => advise::main(a),
-        Command::Sweep(a) => sweep::main(a),
-        Command::Suite(a) => suite::main(a),
+        Command::Sweep(a) => {
+            let dist = a.dist.clone();
+            ranks::on_ranks("sweep", &dist, |exec| sweep::main(a, exec))
+        }
+        Command::Suite(a) => {
+            let dist = a.dist.clone();
+            ranks::on_ranks("suite", &dist, |exec| suite::main(a, exec))
+        }
         Command::Report(a) => report::main(a),
         Command::Compare(a) => compare::main(a),
         Command::Iostat(a) => iostat::main(a),
         Command::Trace(a) => trace::main(a),
         Command::Replay(a) => replay::main(a),
         Command::Frag(a) => frag::main(a),
-        Command::Workload(a) => workload::main(a),
+        Command::Workload(a) => {
+            let dist = a.dist.clone();
+            ranks::on_ranks("workload", &dist, |exec| workload::main(a, exec))
+        }
         Command::Verify(a) => verify::main(a),
         Command::Fscompare(a) => fscompare::main(a),
         Command::Worker => {

@@ -1,7 +1,8 @@
-//! The flags of a distributed run (`mpirun ... fsbench run ...`) and what a command does when
-//! mpirun started it: `run` becomes one rank of the run (with `--features mpi`); any other
-//! command that does I/O, or a build without MPI, refuses in one line instead of running N
-//! independent copies side by side.
+//! The flags of a distributed run (`mpirun ... fsbench run|sweep|suite|workload|vx ...`) and
+//! what a command does when mpirun started it: `run` becomes one rank of the run, and sweep,
+//! suite, workload and vx run every point on every rank through [`on_ranks`] (with
+//! `--features mpi`); the other commands that do I/O, or a build without MPI, refuse in one
+//! line instead of running N independent copies side by side.
 
 use clap::Args;
 
@@ -54,23 +55,70 @@ pub(crate) fn launched_ranks() -> Option<u32> {
 pub(crate) fn refuse_under_mpirun(command: &str) -> Result<(), crate::error::UsageError> {
     match launched_ranks() {
         Some(n) if n > 1 => Err(crate::usage!(
-            "fsbench {command} does not run on MPI ranks ({n} were started by mpirun): only `fsbench run` does; start this command without mpirun"
+            "fsbench {command} does not run on MPI ranks ({n} were started by mpirun): run, sweep, suite, workload and vx do; start this command without mpirun"
         )),
         _ => Ok(()),
     }
 }
 
+/// Run a command that can run on MPI ranks: on this host when mpirun did not start several
+/// of us (and no distributed flag was given), else as the driver (rank 0) or a servant of a
+/// distributed command (`crate::mpi::drive`), every point of it one distributed run.
+pub(crate) fn on_ranks(
+    command: &str,
+    dist: &DistArgs,
+    front: impl FnOnce(crate::exec::Executor) -> anyhow::Result<i32>,
+) -> anyhow::Result<i32> {
+    let launched = launched_ranks().is_some_and(|n| n > 1);
+    if !launched && !dist.any() {
+        return front(crate::exec::Executor::Local);
+    }
+    distributed(command, dist, front)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn distributed(
+    command: &str,
+    _dist: &DistArgs,
+    _front: impl FnOnce(crate::exec::Executor) -> anyhow::Result<i32>,
+) -> anyhow::Result<i32> {
+    let why = match launched_ranks() {
+        Some(n) if n > 1 => format!("mpirun started {n} copies"),
+        _ => {
+            "--file-per-rank, --shared-file, --reorder-ranks, --stonewall and --mpi-timeout need it"
+                .into()
+        }
+    };
+    crate::bail_usage!(
+        "this fsbench was built without MPI ({why}): build it with `cargo build --release --features mpi` and start `fsbench {command}` with mpirun"
+    )
+}
+
+#[cfg(feature = "mpi")]
+fn distributed(
+    _command: &str,
+    dist: &DistArgs,
+    front: impl FnOnce(crate::exec::Executor) -> anyhow::Result<i32>,
+) -> anyhow::Result<i32> {
+    crate::mpi::drive(
+        || plan(dist).map_err(|e| super::one_line(&e.to_string())),
+        |exec| {
+            // Rank 0 prints its error here, before the ranks' last meeting.
+            match front(exec) {
+                Ok(code) => code,
+                Err(e) => super::error_status(&e),
+            }
+        },
+    )
+}
+
 #[cfg(feature = "mpi")]
 mod with_mpi {
     use super::DistArgs;
-    use crate::mpi::{DistSpec, Layout, Stonewall};
+    use crate::mpi::{DistPlan, DistSpec, Layout, Stonewall};
 
-    /// The spec rank 0 sends to every rank, checked for `ranks` ranks.
-    pub(crate) fn spec(
-        d: &DistArgs,
-        job: crate::job::Job,
-        ranks: u32,
-    ) -> Result<DistSpec, crate::error::UsageError> {
+    /// How every point of a command is spread over the ranks.
+    pub(crate) fn plan(d: &DistArgs) -> Result<DistPlan, crate::error::UsageError> {
         let layout = match (d.file_per_rank, d.shared_file.as_deref()) {
             (true, Some(_)) => {
                 crate::bail_usage!("--file-per-rank and --shared-file are two layouts: give one")
@@ -103,17 +151,23 @@ mod with_mpi {
                 s
             }
         };
-        let spec = DistSpec {
-            job,
+        Ok(DistPlan {
             layout,
             reorder: d.reorder_ranks,
             stonewall,
             timeout_s,
-        };
-        spec.check(ranks)?;
-        Ok(spec)
+        })
+    }
+
+    /// The spec rank 0 sends to every rank, checked for `ranks` ranks.
+    pub(crate) fn spec(
+        d: &DistArgs,
+        job: crate::job::Job,
+        ranks: u32,
+    ) -> Result<DistSpec, crate::error::UsageError> {
+        plan(d)?.spec(job, ranks)
     }
 }
 
 #[cfg(feature = "mpi")]
-pub(crate) use with_mpi::spec;
+pub(crate) use with_mpi::{plan, spec};

@@ -31,6 +31,10 @@ pub(crate) struct SuiteArgs {
     pub watch: super::args::WatchArgs,
     #[command(flatten)]
     pub study: super::args::StudyArgs,
+    // Under mpirun: how each point's file is spread over the ranks (as `run`: --file-per-rank,
+    // the default, or --shared-file), --reorder-ranks, --stonewall, --mpi-timeout.
+    #[command(flatten)]
+    pub dist: super::ranks::DistArgs,
 }
 
 fn list() -> anyhow::Result<i32> {
@@ -111,7 +115,7 @@ fn manifest(
     })
 }
 
-pub(crate) fn main(a: SuiteArgs) -> anyhow::Result<i32> {
+pub(crate) fn main(a: SuiteArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
     if a.name == "list" {
         return list();
     }
@@ -147,6 +151,7 @@ pub(crate) fn main(a: SuiteArgs) -> anyhow::Result<i32> {
             announce: Some(announce),
             labels: Vec::new(),
             index_base: 0,
+            exec,
         },
     )?;
     let mut preface = vec![format!(

@@ -81,6 +81,10 @@ pub(crate) struct SweepArgs {
     /// Printed table format: text, md, csv, json
     #[arg(long, default_value = "text")]
     pub format: String,
+    // Under mpirun: how each point's file is spread over the ranks (as `run`: --file-per-rank,
+    // the default, or --shared-file), --reorder-ranks, --stonewall, --mpi-timeout.
+    #[command(flatten)]
+    pub dist: super::ranks::DistArgs,
 }
 
 /// Build the study from the flags: single values are settings, lists are axes.
@@ -202,7 +206,7 @@ pub(crate) fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
     Ok(study)
 }
 
-pub(crate) fn main(a: SweepArgs) -> anyhow::Result<i32> {
+pub(crate) fn main(a: SweepArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
     a.study.check()?;
     super::args::watch_study(&a.watch)?;
     let study = study_from(&a)?;
@@ -255,6 +259,7 @@ pub(crate) fn main(a: SweepArgs) -> anyhow::Result<i32> {
         points.len() * a.study.repeat as usize,
     )?;
     ctx.iostat = iostat;
+    ctx.exec = exec;
     let label = a.target.display().to_string();
     sweep::check_stored(&study, Some(&label), &ctx)?;
     crate::runner::signal::install();

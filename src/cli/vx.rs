@@ -1,8 +1,7 @@
-//! `fsbench vx`: vxbench's argv in, one Job out, vxbench-style text back.
+//! `fsbench vx`: vxbench's argv in, one Job out, vxbench-style text back. Under mpirun the
+//! Job runs on every rank (file per rank) and rank 0 prints the aggregate.
 
-use crate::result::RunResult;
-
-pub(crate) fn main(args: &[String]) -> anyhow::Result<i32> {
+pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Result<i32> {
     let (observe, args) = super::observe::ObserveArgs::extract(args)?;
     let cmd = crate::vx::parse(&args)?;
     if cmd.help {
@@ -11,9 +10,9 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<i32> {
     }
     crate::output::check_output(cmd.output.as_deref(), cmd.job.force)?;
     let observer = crate::observe::Observer::start(&observe.settings()?, &cmd.job)?;
-    let outcome = crate::runner::run(&cmd.job)?;
-    let mut result = RunResult::from_outcome(&cmd.job, &outcome);
-    observer.finish(&mut result, outcome.elapsed_s)?;
+    let mut result = exec.run_job(&cmd.job, false)?;
+    let elapsed = result.total.elapsed_s;
+    observer.finish(&mut result, elapsed)?;
     super::output::emit(
         &[result],
         cmd.format,

@@ -13,7 +13,7 @@
 
 use crate::report::{Format, Runs};
 use crate::workload::personalities::{defaults, find, PERSONALITIES, VARIANTS};
-use crate::workload::run::{execute, Options};
+use crate::workload::run::Options;
 use crate::workload::Source;
 use anyhow::Context;
 use clap::Args;
@@ -65,6 +65,9 @@ pub(crate) struct WorkloadArgs {
     pub rate: super::args::RateArgs,
     #[command(flatten)]
     pub observe: crate::cli::observe::ObserveArgs,
+    // Under mpirun every rank runs the workload in DIR/rank-NNNNN; --mpi-timeout applies.
+    #[command(flatten)]
+    pub dist: super::ranks::DistArgs,
 }
 
 /// The Result's note of a rate limit: what it limits and what counts against it.
@@ -242,7 +245,7 @@ fn check_verify(model: &crate::workload::model::Model, name: &str) -> anyhow::Re
     Ok(())
 }
 
-pub(crate) fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
+pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
     if a.verify && matches!(a.workload.as_str(), "list" | "show") {
         crate::bail_usage!(
             "--verify applies to running a workload, not to `workload {}`",
@@ -306,7 +309,7 @@ pub(crate) fn main(a: WorkloadArgs) -> anyhow::Result<i32> {
     };
     crate::output::check_output(a.output.as_deref(), false)?;
     let observer = crate::observe::Observer::start_for(&observe, &scope(&model, a.in_process))?;
-    let mut result = execute(&src, &model, &opts)?;
+    let mut result = exec.run_workload(&src, &model, &opts)?;
     // The observers saw the script from its first run's start to now.
     let first_run = result
         .workload

@@ -411,6 +411,7 @@ fn run_target(
                     iostat: plan.iostat,
                     announce: None,
                     labels: vec![label],
+                    exec: Default::default(),
                     index_base: base,
                 },
                 Some(hooks()),

@@ -6,9 +6,12 @@
 
 use super::layout::{DistSpec, Stonewall};
 use crate::job::Job;
-use crate::result::{DistributedReport, RankReport, RunResult, StonewallReport};
+use crate::result::{
+    DistributedReport, FilesetInfo, PsrunLine, RankReport, RunResult, StonewallReport,
+};
 use crate::runner::{IoFailure, Plan, RunOutcome, RunStatus, ThreadOutcome};
 use crate::stats::{Stats, StatsReport};
+use crate::workload::interp::{is_io, End, ThreadOutcome as WlThreadOutcome};
 use serde::{Deserialize, Serialize};
 
 /// One worker thread of a rank, as sent to rank 0.
@@ -45,6 +48,53 @@ pub(crate) struct RankRecord {
     pub stopped: bool,
     /// Read through the page cache data its own host wrote (see `cache_note`).
     pub own_host_data: bool,
+    /// A workload rank's measured run (its threads' per-flowop statistics).
+    #[serde(default)]
+    pub workload: Option<WorkloadRank>,
+}
+
+/// What one rank of a distributed workload measured: its threads' exact per-flowop
+/// statistics (histograms included), its run's length and why it stopped, its filesets.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct WorkloadRank {
+    pub outcomes: Vec<WlThreadOutcome>,
+    pub duration_s: f64,
+    pub stop_reason: String,
+    pub psrun: Vec<PsrunLine>,
+    pub filesets: Vec<FilesetInfo>,
+}
+
+impl WorkloadRank {
+    pub(crate) fn new(ex: crate::workload::run::Executed) -> WorkloadRank {
+        let filesets = ex.result.workload.map(|w| w.filesets).unwrap_or_default();
+        match ex.run {
+            Some(r) => WorkloadRank {
+                outcomes: r.outcomes,
+                duration_s: r.duration_s,
+                stop_reason: r.stop_reason,
+                psrun: r.psrun,
+                filesets,
+            },
+            None => WorkloadRank {
+                outcomes: Vec::new(),
+                duration_s: 0.0,
+                stop_reason: String::new(),
+                psrun: Vec::new(),
+                filesets,
+            },
+        }
+    }
+
+    /// The I/O flowops of every thread merged (what the IO Summary counts).
+    fn io_stats(&self) -> Stats {
+        let mut s = Stats::default();
+        for o in &self.outcomes {
+            for f in o.flowops.iter().filter(|f| is_io(f.kind)) {
+                s += &f.stats;
+            }
+        }
+        s
+    }
 }
 
 impl RankRecord {
@@ -66,6 +116,7 @@ impl RankRecord {
             end_s: 0.0,
             stopped: false,
             own_host_data: false,
+            workload: None,
         }
     }
 
@@ -91,6 +142,9 @@ impl RankRecord {
     }
 
     fn stats(&self) -> Stats {
+        if let Some(w) = &self.workload {
+            return w.io_stats();
+        }
         let mut s = Stats::default();
         for t in &self.threads {
             s += &t.stats;
@@ -245,19 +299,7 @@ pub(crate) fn build(
             result.hosts.push(r.host.clone());
         }
     }
-    let rows: Vec<&RankReport> = result
-        .ranks
-        .iter()
-        .filter(|row| records[row.rank as usize].ran())
-        .collect();
-    let slowest = rows
-        .iter()
-        .min_by(|a, b| a.bytes_per_sec.total_cmp(&b.bytes_per_sec))
-        .copied();
-    let fastest = rows
-        .iter()
-        .max_by(|a, b| a.bytes_per_sec.total_cmp(&b.bytes_per_sec))
-        .copied();
+    let (slowest, fastest) = slowest_fastest(&result.ranks, records);
     let stonewall = spec.stonewall.map(|mode| {
         let (mode_name, wall, by) = match mode {
             Stonewall::FirstFinish => {
@@ -306,6 +348,148 @@ pub(crate) fn build(
     if let Some(n) = cache_note(spec, job, records, result.hosts.len()) {
         result.notes.push(n);
     }
+    if records.iter().any(|r| r.called_off) {
+        result
+            .notes
+            .push("ranks marked 'called off' ran nothing: another rank could not start".into());
+    }
+    result
+}
+
+/// The slowest and the fastest of the ranks that ran, by their own bytes per second.
+fn slowest_fastest<'a>(
+    rows: &'a [RankReport],
+    records: &[RankRecord],
+) -> (Option<&'a RankReport>, Option<&'a RankReport>) {
+    let ran = || rows.iter().filter(|row| records[row.rank as usize].ran());
+    (
+        ran().min_by(|a, b| a.bytes_per_sec.total_cmp(&b.bytes_per_sec)),
+        ran().max_by(|a, b| a.bytes_per_sec.total_cmp(&b.bytes_per_sec)),
+    )
+}
+
+/// The one Result of a distributed workload (rank 0), from every rank's record in rank
+/// order: every flowop's statistics merged exactly over every rank's threads, rates over the
+/// first start to the last end on the barrier clock, each rank's filesets, a row per rank.
+pub(crate) fn build_workload(
+    src: &crate::workload::Source,
+    model: &crate::workload::model::Model,
+    records: &[RankRecord],
+) -> RunResult {
+    use crate::workload::report::{RunPart, WorkloadDoc};
+    let rank0 = &records[0];
+    let mut doc = WorkloadDoc::new(src, model, rank0.started_unix_s);
+    let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
+    let first_start = ran.iter().map(|r| r.start_s).fold(f64::INFINITY, f64::min);
+    let first_start = if first_start.is_finite() {
+        first_start
+    } else {
+        0.0
+    };
+    let last_end = ran.iter().map(|r| r.end_s).fold(0.0, f64::max);
+    let first_end = ran.iter().map(|r| r.end_s).fold(f64::INFINITY, f64::min);
+    let first_end = if first_end.is_finite() {
+        first_end
+    } else {
+        0.0
+    };
+    let span = (last_end - first_start).max(0.0);
+    let mut outcomes = Vec::new();
+    let mut failures = Vec::new();
+    let mut interrupted = false;
+    let mut failed = false;
+    for r in records {
+        let who = format!("rank {} on {}", r.rank, r.host);
+        if let Some(w) = &r.workload {
+            for f in &w.filesets {
+                doc.add_fileset(f.clone());
+            }
+            if r.ran() {
+                outcomes.extend(w.outcomes.iter().cloned().map(|mut o| {
+                    if let End::Failed(e) = &mut o.end {
+                        *e = format!("{who}: {e}");
+                    }
+                    o
+                }));
+            }
+        }
+        for n in &r.notes {
+            if model.notes.contains(n) {
+                continue;
+            }
+            let n = if r.rank == 0 {
+                n.clone()
+            } else {
+                format!("rank {}: {n}", r.rank)
+            };
+            if !doc.result.notes.contains(&n) {
+                doc.note(n);
+            }
+        }
+        failures.extend(r.failures.iter().map(|f| IoFailure {
+            message: format!("{who}: {}", f.message),
+            ..f.clone()
+        }));
+        if r.error.is_some() && !r.called_off && r.failures.is_empty() {
+            failures.push(IoFailure {
+                user: 0,
+                thread: 0,
+                path: r.targets.first().cloned().unwrap_or_default(),
+                offset: None,
+                message: format!("{who}: {}", r.error.as_deref().unwrap_or("")),
+            });
+        }
+        interrupted |= r.status == RunStatus::Partial;
+        failed |= r.status == RunStatus::Failed || r.error.is_some();
+    }
+    if !ran.is_empty() {
+        let first = ran[0].workload.as_ref();
+        let mut part = RunPart::from_outcomes(
+            model,
+            &outcomes,
+            1,
+            span,
+            first.map(|w| w.stop_reason.clone()).unwrap_or_default(),
+            first.map(|w| w.psrun.clone()).unwrap_or_default(),
+        );
+        part.outline.started_unix_s = rank0.started_unix_s;
+        part.outline.processes *= ran.len() as u64;
+        doc.add_run(part);
+    }
+    doc.result.failures.extend(failures);
+    doc.finish(interrupted);
+    if failed {
+        doc.fail();
+    }
+    let mut result = doc.result;
+    result.ranks = records.iter().map(rank_row).collect();
+    for r in records {
+        if !result.hosts.contains(&r.host) {
+            result.hosts.push(r.host.clone());
+        }
+    }
+    let mut total = Stats::default();
+    for r in &ran {
+        total += &r.stats();
+    }
+    let (slowest, fastest) = slowest_fastest(&result.ranks, records);
+    result.distributed = Some(DistributedReport {
+        layout: "dir_per_rank".into(),
+        reorder_shift: None,
+        first_start_s: first_start,
+        first_end_s: first_end,
+        last_end_s: last_end,
+        full_bytes_per_sec: rate(total.bytes(), span),
+        slowest_rank: slowest.map(|r| r.rank).unwrap_or(0),
+        slowest_bytes_per_sec: slowest.map(|r| r.bytes_per_sec).unwrap_or(0.0),
+        fastest_rank: fastest.map(|r| r.rank).unwrap_or(0),
+        fastest_bytes_per_sec: fastest.map(|r| r.bytes_per_sec).unwrap_or(0.0),
+        spread_ratio: match (slowest, fastest) {
+            (Some(s), Some(f)) if s.bytes_per_sec > 0.0 => f.bytes_per_sec / s.bytes_per_sec,
+            _ => 0.0,
+        },
+        stonewall: None,
+    });
     if records.iter().any(|r| r.called_off) {
         result
             .notes

@@ -14,9 +14,12 @@
 mod aggregate;
 mod comm;
 pub(crate) mod layout;
+mod serve;
+mod workload;
 
 pub(crate) use comm::World;
 pub(crate) use layout::{DistSpec, Layout, Stonewall};
+pub(crate) use serve::{drive, DistPlan};
 
 use crate::result::RunResult;
 use crate::runner::{self, RunOutcome};

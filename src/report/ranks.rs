@@ -23,18 +23,32 @@ pub(crate) fn lines(r: &RunResult, opts: &ReportOptions) -> String {
             .map(|s| format!(", each rank reads the data of the rank {s} on"))
             .unwrap_or_default()
     );
+    // A workload's ranks are counted in operations too (its metadata flowops move no bytes).
+    let workload = r.workload.is_some();
+    let ops = |n: Option<u64>| match n {
+        Some(n) if workload => format!(" {n:>12}"),
+        None if workload => format!(" {:>12}", "ops"),
+        _ => String::new(),
+    };
     if !opts.summary_only {
         let _ = writeln!(
             out,
-            "  {:>5}  {:<20} {:>14} {:>9} {:>9} {:>28}  status",
-            "rank", "host", "bytes", "start s", "end s", "rate"
+            "  {:>5}  {:<20}{} {:>14} {:>9} {:>9} {:>28}  status",
+            "rank",
+            "host",
+            ops(None),
+            "bytes",
+            "start s",
+            "end s",
+            "rate"
         );
         for k in &r.ranks {
             let _ = writeln!(
                 out,
-                "  {:>5}  {:<20} {:>14} {:>9.3} {:>9.3} {:>28}  {}{}",
+                "  {:>5}  {:<20}{} {:>14} {:>9.3} {:>9.3} {:>28}  {}{}",
                 k.rank,
                 k.host,
+                ops(Some(k.ops)),
                 k.bytes,
                 k.start_s,
                 k.end_s,
@@ -66,6 +80,20 @@ pub(crate) fn lines(r: &RunResult, opts: &ReportOptions) -> String {
         opts.unit.format(d.full_bytes_per_sec),
         d.first_end_s
     );
+    if workload {
+        let span = d.last_end_s - d.first_start_s;
+        let _ = writeln!(
+            out,
+            "full: {} I/O ops / {:.3} s = {:.1} ops/s over every rank",
+            r.total.ops,
+            span,
+            if span > 0.0 {
+                r.total.ops as f64 / span
+            } else {
+                0.0
+            }
+        );
+    }
     if let Some(s) = &d.stonewall {
         let why = match s.called_by_rank {
             Some(k) => format!("rank {k} finished first"),

@@ -108,6 +108,8 @@ pub(crate) fn text(r: &RunResult) -> String {
     if let Some(v) = &r.verify {
         s.push_str(&super::verify_text::workload_lines(v));
     }
+    // A distributed workload: a row per rank (its ops and bytes) and the spread.
+    s.push_str(&super::ranks::lines(r, &Default::default()));
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");
     }

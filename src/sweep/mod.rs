@@ -324,6 +324,8 @@ pub(crate) struct Ctx {
     /// Set by a front end that builds the target itself (`fscompare`): what to do before
     /// every measured point, and what to add to every stored Result.
     pub hooks: Option<Hooks>,
+    /// Where each point runs: here, or on every MPI rank (`crate::exec`).
+    pub exec: crate::exec::Executor,
 }
 
 /// What a front end that owns the target adds to every point of a study: a step before each
@@ -366,6 +368,7 @@ impl Ctx {
             iostat: None,
             banner: None,
             hooks: None,
+            exec: crate::exec::Executor::Local,
         })
     }
 
@@ -545,8 +548,10 @@ impl Ctx {
         }
     }
 
-    /// Remove files fsbench created during this run (not when `keep`).
+    /// Remove files fsbench created during this run (not when `keep`), on every rank of a
+    /// distributed run too.
     pub(crate) fn cleanup(&mut self) {
+        self.exec.cleanup(self.keep);
         if self.keep {
             return;
         }
@@ -617,7 +622,7 @@ pub(crate) fn run_study(
             let rec = match &study.workload {
                 Some(name) => {
                     ctx.before_point()?;
-                    run_workload_point(name, base, &pj, meta)
+                    run_workload_point(name, base, &pj, meta, &ctx.exec)
                 }
                 None => run_point(&pj, meta, ctx)?,
             };
@@ -636,9 +641,15 @@ pub(crate) fn run_study(
 }
 
 /// Run one point of a workload sweep through the one entry point for personalities.
-pub(crate) fn run_workload_point(name: &str, dir: &Path, pj: &PointJob, meta: SweepMeta) -> Record {
+pub(crate) fn run_workload_point(
+    name: &str,
+    dir: &Path,
+    pj: &PointJob,
+    meta: SweepMeta,
+    exec: &crate::exec::Executor,
+) -> Record {
     let time_s = pj.job.time_s.unwrap_or(10.0);
-    match workloads::run_personality(name, dir, &pj.vars, time_s) {
+    match workloads::run_personality(name, dir, &pj.vars, time_s, exec) {
         Ok(r) => Record::run(meta, r),
         Err(workloads::PersonalityError::Missing(why)) => Record::skip(meta, why),
         Err(workloads::PersonalityError::Failed(e)) => Record::skip(meta, format!("error: {e:#}")),
@@ -646,10 +657,33 @@ pub(crate) fn run_workload_point(name: &str, dir: &Path, pj: &PointJob, meta: Sw
 }
 
 /// Run one built point: provide a raw device when the policy needs one, start writes on a
-/// fresh file, remember what was created.
+/// fresh file, remember what was created. On MPI ranks each rank keeps and removes its own
+/// files (`crate::exec::Ranks`).
 pub(crate) fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow::Result<Record> {
     ctx.before_point()?;
     let mut job = pj.job.clone();
+    // The white paper writes new files: a sequential write starts from an empty file.
+    let fresh =
+        job.access == crate::job::Access::Write && job.cache != crate::job::CachePolicy::Concurrent;
+    if ctx.exec.ranks().is_some() {
+        if job.cache == crate::job::CachePolicy::Raw {
+            return Ok(Record::skip(
+                meta,
+                "raw I/O needs a block device per rank: not run on MPI ranks",
+            ));
+        }
+        job.keep = true;
+        let observer =
+            crate::observe::Observer::start(&crate::observe::Observe::iostat(ctx.iostat), &job)?;
+        let mut result = match ctx.exec.run_job(&job, fresh) {
+            Ok(r) => r,
+            Err(e) if crate::error::is_usage(&e) => return Err(e),
+            Err(e) => return Ok(Record::skip(meta, format!("error: {e:#}"))),
+        };
+        let elapsed = result.total.elapsed_s;
+        observer.finish(&mut result, elapsed)?;
+        return Ok(Record::run(meta, result));
+    }
     if job.cache == crate::job::CachePolicy::Raw
         && !job
             .targets
@@ -674,8 +708,7 @@ pub(crate) fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow
             Err(why) => return Ok(Record::skip(meta, why.to_string())),
         }
     }
-    // The white paper writes new files: a sequential write starts from an empty file.
-    if job.access == crate::job::Access::Write && job.cache != crate::job::CachePolicy::Concurrent {
+    if fresh {
         for t in &job.targets {
             ctx.remove_created_path(t);
         }

@@ -489,6 +489,8 @@ pub(crate) struct RunOptions {
     /// Added to every point index, so several runs into one results directory (one per file
     /// system `fscompare` builds) do not share file names.
     pub index_base: usize,
+    /// Where each point runs (on every MPI rank under mpirun).
+    pub exec: crate::exec::Executor,
 }
 
 /// What a suite run produced.
@@ -610,6 +612,20 @@ pub(crate) fn run_with_hooks(
     hooks: Option<super::Hooks>,
 ) -> anyhow::Result<SuiteOutcome> {
     let studies = selected_studies(res, opts)?;
+    if opts.exec.ranks().is_some() {
+        // Aging and backup studies prepare their files on one host: not on MPI ranks yet.
+        if let Some(rs) = studies.iter().find(|rs| {
+            matches!(
+                rs,
+                ResolvedStudy::Aged { .. } | ResolvedStudy::Backup { .. }
+            )
+        }) {
+            crate::bail_usage!(
+                "suite study '{}' (aging or backup) does not run on MPI ranks: choose the others with --study",
+                rs.study().id
+            );
+        }
+    }
     let total: usize = studies
         .iter()
         .map(|s| s.point_count(opts.repeat))
@@ -626,6 +642,7 @@ pub(crate) fn run_with_hooks(
     ctx.iostat = opts.iostat;
     ctx.banner = opts.announce.clone();
     ctx.hooks = hooks;
+    ctx.exec = opts.exec.clone();
     crate::runner::signal::install();
     let offsets = study_offsets(res, opts);
     let mut records = Vec::new();
@@ -801,7 +818,7 @@ fn run_personalities(
         }
         ctx.check_replace(&file, &meta)?;
         ctx.before_point()?;
-        let rec = match super::workloads::run_personality(name, dir, vars, time_s) {
+        let rec = match super::workloads::run_personality(name, dir, vars, time_s, &ctx.exec) {
             Ok(r) => Record::run(meta, r),
             Err(super::workloads::PersonalityError::Missing(why)) => {
                 missing.push(format!("{name} ({label})"));

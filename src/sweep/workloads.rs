@@ -56,14 +56,16 @@ pub(crate) fn check_personality(
 /// variables `vars` (Filebench `-D NAME=VALUE`: nfiles, filesize, nthreads, iosize, ...) for
 /// `time_s` seconds, and return its measured Result: the IO Summary as `total` (ops/s in
 /// `total.iops`, CPU us/op in `total.cpu_us_per_op`, latency in `total.lat_ns`), each flowop
-/// in `groups`, its variables in `workload.variables`.
+/// in `groups`, its variables in `workload.variables`. On MPI ranks (`exec`) every rank runs
+/// it in `dir`/rank-NNNNN and the Result is their aggregate.
 pub(crate) fn run_personality(
     name: &str,
     dir: &Path,
     vars: &BTreeMap<String, String>,
     time_s: f64,
+    exec: &crate::exec::Executor,
 ) -> Result<RunResult, PersonalityError> {
-    use crate::workload::run::{execute, Options};
+    use crate::workload::run::Options;
     let Some(src) = personality_source(name, dir, vars) else {
         return Err(PersonalityError::Missing(format!(
             "personality '{name}' is not shipped (see `fsbench workload list`)"
@@ -81,5 +83,6 @@ pub(crate) fn run_personality(
         rate: Default::default(),
         verify: false,
     };
-    execute(&src, &model, &opts).map_err(PersonalityError::Failed)
+    exec.run_workload(&src, &model, &opts)
+        .map_err(PersonalityError::Failed)
 }

@@ -103,6 +103,35 @@ fn run_system(opts: &Options, cmd: &str) -> Result<()> {
 
 /// Run a workload's script and return its result (filesets removed unless `keep`).
 pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<RunResult> {
+    execute_gated(src, model, opts, None).map(|e| e.result)
+}
+
+/// The measured run of a workload as its threads reported it, for a caller that merges the
+/// runs of several hosts (`crate::mpi`): every thread's outcome, exact histograms included.
+pub struct RunRecord {
+    pub outcomes: Vec<ThreadOutcome>,
+    pub duration_s: f64,
+    pub stop_reason: String,
+    pub psrun: Vec<PsrunLine>,
+}
+
+/// What [`execute_gated`] gives back: the Result, and the first run's record (None when no
+/// run was measured).
+pub struct Executed {
+    pub result: RunResult,
+    pub run: Option<RunRecord>,
+}
+
+/// [`execute`] as one part of a larger run (a rank of a distributed run): the first `run`
+/// of the script passes the hooks of `gate` (`runner::Gate`: every thread ready, may it
+/// start? its I/O is over, wait before the filesets are removed).
+pub(crate) fn execute_gated(
+    src: &Source,
+    model: &Model,
+    opts: &Options,
+    mut gate: Option<crate::runner::Gate>,
+) -> Result<Executed> {
+    let mut record = None;
     signal::install();
     let started_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -119,7 +148,10 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<RunResult>
             Err(e) if fileset::is_interrupted(&e) => {
                 result.note(format!("{e}"));
                 result.finish(true);
-                return Ok(result.result);
+                return Ok(Executed {
+                    result: result.result,
+                    run: record,
+                });
             }
             Err(e) => return Err(e),
         }
@@ -167,7 +199,7 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<RunResult>
                         .or(*secs)
                         .unwrap_or(DEFAULT_RUN_S);
                     let number = result.result.workload.as_ref().map_or(0, |w| w.runs.len()) + 1;
-                    let run = one_run(
+                    let (run, outcomes) = one_run(
                         src,
                         model,
                         &layouts,
@@ -176,7 +208,16 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<RunResult>
                         *psrun,
                         number as u32,
                         opts,
+                        gate.take(),
                     )?;
+                    if record.is_none() {
+                        record = Some(RunRecord {
+                            outcomes,
+                            duration_s: run.outline.duration_s,
+                            stop_reason: run.outline.stop_reason.clone(),
+                            psrun: run.outline.psrun.clone(),
+                        });
+                    }
                     if result.add_run(run) {
                         break;
                     }
@@ -202,7 +243,10 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<RunResult>
             result.fail();
         }
     }
-    Ok(result.result)
+    Ok(Executed {
+        result: result.result,
+        run: record,
+    })
 }
 
 /// After the script: keep the prepared filesets (`--keep`) or remove what fsbench created of
@@ -754,7 +798,13 @@ fn one_run(
     psrun: Option<(f64, bool)>,
     number: u32,
     opts: &Options,
-) -> Result<RunPart> {
+    gate: Option<crate::runner::Gate>,
+) -> Result<(RunPart, Vec<ThreadOutcome>)> {
+    let (may_start, after_io): (Box<dyn FnOnce() -> bool + Send>, Box<dyn FnOnce() + Send>) =
+        match gate {
+            Some(g) => (g.start, g.after_io),
+            None => (Box::new(|| true), Box::new(|| {})),
+        };
     reset(arena, model);
     let nthreads = model.total_threads();
     let mut workers = spawn(src, model, layouts, arena, opts)?;
@@ -775,6 +825,13 @@ fn one_run(
             );
         }
         std::thread::sleep(Duration::from_millis(2));
+    }
+    // Every thread is ready: the other parts of a larger run may call this one off.
+    if !may_start() {
+        ctl.stop.store(STOP_NORMAL, SeqCst);
+        arena.wake_everyone();
+        let _ = collect(workers);
+        bail!("called off: another rank could not start");
     }
     if ctl.event_rate_milli.load(SeqCst) > 0 {
         arena.set_event_rate(ctl.event_rate_milli.load(SeqCst) as f64 / 1000.0);
@@ -808,10 +865,13 @@ fn one_run(
     let elapsed_s = t0.elapsed().as_secs_f64();
     ctl.stop.store(STOP_NORMAL, SeqCst);
     arena.wake_everyone();
-    let outcomes = collect(workers)?;
+    let outcomes = collect(workers);
+    // The timed I/O is over: wait for the other parts before anything is removed.
+    after_io();
+    let outcomes = outcomes?;
     debug_assert!(ctl.stop.load(SeqCst) != STOP_NONE);
     let mut part = RunPart::from_outcomes(model, &outcomes, number, elapsed_s, stop_reason, lines);
     part.outline.started_unix_s = started_unix_s;
     part.failed |= failed;
-    Ok(part)
+    Ok((part, outcomes))
 }

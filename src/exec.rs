@@ -1,0 +1,84 @@
+//! The one place a front end's point (a Job, or a loaded workload) becomes a Result: on this
+//! host through the runner (or the workload engine), or, when mpirun started fsbench with
+//! several ranks, as one distributed run on every rank whose aggregate comes back to rank 0
+//! (`crate::mpi`, which implements [`Ranks`]). Sweeps, suites, `run`-like commands and
+//! `workload` call the [`Executor`] they were given and know nothing else about MPI.
+
+use crate::job::Job;
+use crate::result::RunResult;
+use crate::workload::model::Model;
+use crate::workload::run::Options;
+use crate::workload::Source;
+use std::rc::Rc;
+
+/// Runs each point on every rank of a distributed run (implemented by the MPI driver).
+pub(crate) trait Ranks {
+    /// The Job as one distributed run; `fresh`: each rank first removes the file an earlier
+    /// point of this command created at its target (a sweep's writes start from new files).
+    fn run_job(&self, job: &Job, fresh: bool) -> anyhow::Result<RunResult>;
+    /// The workload as one distributed run, each rank in a directory of its own.
+    fn run_workload(
+        &self,
+        src: &Source,
+        model: &Model,
+        opts: &Options,
+    ) -> anyhow::Result<RunResult>;
+    /// Every rank removes what the points left behind for later points (files kept between
+    /// the points of a sweep), unless `keep`.
+    fn cleanup(&self, keep: bool);
+    /// The number of ranks.
+    fn size(&self) -> u32;
+}
+
+/// Where a point runs.
+#[derive(Clone, Default)]
+pub(crate) enum Executor {
+    /// On this host.
+    #[default]
+    Local,
+    /// On every rank of a distributed run (this process is rank 0; built only with MPI).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    Ranks(Rc<dyn Ranks>),
+}
+
+impl Executor {
+    /// The Result of one Job.
+    pub(crate) fn run_job(&self, job: &Job, fresh: bool) -> anyhow::Result<RunResult> {
+        match self {
+            Executor::Local => {
+                let outcome = crate::runner::run(job)?;
+                Ok(RunResult::from_outcome(job, &outcome))
+            }
+            Executor::Ranks(r) => r.run_job(job, fresh),
+        }
+    }
+
+    /// The Result of one loaded workload.
+    pub(crate) fn run_workload(
+        &self,
+        src: &Source,
+        model: &Model,
+        opts: &Options,
+    ) -> anyhow::Result<RunResult> {
+        match self {
+            Executor::Local => crate::workload::run::execute(src, model, opts),
+            Executor::Ranks(r) => r.run_workload(src, model, opts),
+        }
+    }
+
+    /// Remove what the points left on the ranks for later points (nothing to do locally:
+    /// the front end tracks its own files).
+    pub(crate) fn cleanup(&self, keep: bool) {
+        if let Executor::Ranks(r) = self {
+            r.cleanup(keep);
+        }
+    }
+
+    /// The number of ranks of a distributed run (None: on this host).
+    pub(crate) fn ranks(&self) -> Option<u32> {
+        match self {
+            Executor::Local => None,
+            Executor::Ranks(r) => Some(r.size()),
+        }
+    }
+}

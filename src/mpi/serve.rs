@@ -1,0 +1,354 @@
+//! Every command's points on every rank (issue #16): rank 0 is the *driver*, it runs the
+//! command's ordinary front end (sweep, suite, workload, vx) with an
+//! [`Executor::Ranks`](crate::exec::Executor) that sends each point to the other ranks as an
+//! [`Order`] and runs its own part; every other rank is a *servant*, a loop that receives the
+//! next order, runs its part through the same per-point functions ([`super::run`] for a Job,
+//! [`super::workload::run`] for a workload) and sends its record, until [`Order::End`].
+//! Both sides make the same collective calls in the same order, and every wait for rank 0's
+//! next order has the `--mpi-timeout`.
+//!
+//! The files a point keeps for later points (a sweep writes a file, then reads it) are
+//! remembered by each rank for its own paths, by identity, and removed at
+//! [`Order::Cleanup`] unless `--keep`.
+
+use super::layout::{self, DistSpec, Layout, Stonewall};
+use super::workload::WorkloadSpec;
+use super::{Ending, World};
+use crate::exec::Executor;
+use crate::result::RunResult;
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// How every point of a command is spread over the ranks (the `run` flags `--file-per-rank`,
+/// `--shared-file`, `--reorder-ranks`, `--stonewall`, `--mpi-timeout`, parsed once).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct DistPlan {
+    pub layout: Layout,
+    pub reorder: bool,
+    pub stonewall: Option<Stonewall>,
+    pub timeout_s: f64,
+}
+
+impl DistPlan {
+    /// The spec of one Job under this plan, checked for `ranks` ranks.
+    pub(crate) fn spec(
+        &self,
+        job: crate::job::Job,
+        ranks: u32,
+    ) -> Result<DistSpec, crate::error::UsageError> {
+        let spec = DistSpec {
+            job,
+            layout: self.layout,
+            reorder: self.reorder,
+            stonewall: self.stonewall,
+            timeout_s: self.timeout_s,
+        };
+        spec.check(ranks)?;
+        Ok(spec)
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.timeout_s)
+    }
+}
+
+/// What rank 0 tells every rank to do next.
+#[derive(Debug, Serialize, Deserialize)]
+enum Order {
+    /// One Job as a distributed run (`fresh`: first remove this rank's file of earlier points).
+    Run { spec: Box<DistSpec>, fresh: bool },
+    /// One workload as a distributed run.
+    Workload(Box<WorkloadSpec>),
+    /// Remove what the points kept for later points (unless `keep`).
+    Cleanup { keep: bool },
+    /// The command is over.
+    End,
+}
+
+/// What this rank's points created and kept for later points.
+#[derive(Default)]
+struct Leftovers {
+    /// Regular files, with the identity (device, inode) they had when the point ended.
+    files: Vec<(PathBuf, u64, u64)>,
+    /// This rank's directories (removed when empty), innermost last.
+    dirs: Vec<PathBuf>,
+    /// Directories holding every rank's directory (rank 0), removed after the others.
+    shared_dirs: Vec<PathBuf>,
+}
+
+impl Leftovers {
+    /// Remember `path` when the point just run created it.
+    fn note(&mut self, path: &Path, existed: bool, shared_dir: bool) {
+        if existed {
+            return;
+        }
+        let Ok(m) = std::fs::symlink_metadata(path) else {
+            return;
+        };
+        if m.is_file() {
+            if !self.files.iter().any(|f| f.0 == path) {
+                self.files.push((path.to_path_buf(), m.dev(), m.ino()));
+            }
+        } else if m.is_dir() {
+            let list = if shared_dir {
+                &mut self.shared_dirs
+            } else {
+                &mut self.dirs
+            };
+            if !list.iter().any(|d| d == path) {
+                list.push(path.to_path_buf());
+            }
+        }
+    }
+
+    /// Remove the file a point created at `path`, if the name still holds that file.
+    fn remove_file(&mut self, path: &Path) {
+        if let Some(i) = self.files.iter().position(|f| f.0 == path) {
+            let (p, dev, ino) = self.files.swap_remove(i);
+            remove_if_same(&p, dev, ino);
+        }
+    }
+
+    /// Remove this rank's files and directories (not the shared directories).
+    fn remove_own(&mut self) {
+        for (p, dev, ino) in self.files.drain(..) {
+            remove_if_same(&p, dev, ino);
+        }
+        for d in self.dirs.drain(..).rev() {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+
+    fn remove_shared(&mut self) {
+        for d in self.shared_dirs.drain(..).rev() {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+
+    fn forget(&mut self) {
+        *self = Leftovers::default();
+    }
+}
+
+fn remove_if_same(p: &Path, dev: u64, ino: u64) {
+    if let Ok(m) = std::fs::symlink_metadata(p) {
+        if m.is_file() && m.dev() == dev && m.ino() == ino {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// The paths of this rank's part of a Job (shared directory?, path), outermost first.
+fn own_paths(spec: &DistSpec, rank: u32) -> Vec<(PathBuf, bool)> {
+    let path = &spec.job.targets[0];
+    match spec.layout {
+        Layout::FilePerRank => {
+            let mut v = Vec::new();
+            if rank == 0 {
+                v.push((layout::parent_dir(path), true));
+            }
+            v.push((layout::rank_dir(path, rank), false));
+            v.push((layout::rank_file(path, rank), false));
+            v
+        }
+        _ if rank == 0 => vec![(path.clone(), false)],
+        _ => Vec::new(),
+    }
+}
+
+/// [`super::run`] for one point, remembering what it created for [`Order::Cleanup`].
+fn run_point(
+    world: &World,
+    spec: &DistSpec,
+    fresh: bool,
+    left: &mut Leftovers,
+) -> anyhow::Result<Ending> {
+    let own = own_paths(spec, world.rank);
+    if fresh {
+        if let Some((file, _)) = own.last() {
+            left.remove_file(file);
+        }
+    }
+    let existed: Vec<bool> = own
+        .iter()
+        .map(|(p, _)| std::fs::symlink_metadata(p).is_ok())
+        .collect();
+    let ending = super::run(world, spec)?;
+    for ((p, shared), was) in own.iter().zip(existed) {
+        left.note(p, was, *shared);
+    }
+    Ok(ending)
+}
+
+/// Every rank removes what the points kept (files first, then each rank its directory, then
+/// rank 0 the directory that held them).
+fn cleanup(world: &World, plan: &DistPlan, keep: bool, left: &mut Leftovers) {
+    if keep {
+        left.forget();
+    } else {
+        left.remove_own();
+    }
+    world.meet("removing the ranks' files", plan.timeout());
+    left.remove_shared();
+}
+
+/// Rank 0's order on every rank.
+fn share_order(world: &World, plan: &DistPlan, order: Option<&Order>) -> anyhow::Result<Order> {
+    let bytes = match order {
+        Some(o) => serde_json::to_vec(o)?,
+        None => Vec::new(),
+    };
+    let got = world.broadcast("waiting for rank 0's next point", plan.timeout(), bytes);
+    Ok(serde_json::from_slice(&got)?)
+}
+
+/// A servant: run rank 0's orders until the end. Its exit status is 0 (rank 0 reports the
+/// points and carries the command's status) unless the loop itself broke.
+fn serve(world: &World, plan: &DistPlan) -> anyhow::Result<i32> {
+    let mut left = Leftovers::default();
+    loop {
+        match share_order(world, plan, None)? {
+            Order::Run { spec, fresh } => {
+                run_point(world, &spec, fresh, &mut left)?;
+            }
+            Order::Workload(ws) => {
+                super::workload::run(world, &ws, None)?;
+            }
+            Order::Cleanup { keep } => cleanup(world, plan, keep, &mut left),
+            Order::End => return Ok(0),
+        }
+    }
+}
+
+/// Rank 0: the front end's executor.
+struct Driver {
+    world: World,
+    plan: DistPlan,
+    left: RefCell<Leftovers>,
+}
+
+impl Driver {
+    fn order(&self, o: &Order) -> anyhow::Result<()> {
+        share_order(&self.world, &self.plan, Some(o)).map(|_| ())
+    }
+}
+
+/// The point's Result on rank 0, or its refusal as an error naming the rank.
+fn result_of(ending: Ending) -> anyhow::Result<RunResult> {
+    match ending {
+        Ending::Result(r) => Ok(*r),
+        Ending::Refused {
+            usage: true,
+            message,
+        } => Err(crate::usage!("{message}").into()),
+        Ending::Refused { message, .. } => Err(anyhow::anyhow!("{message}")),
+        Ending::Done(code) => Err(anyhow::anyhow!(
+            "rank 0 ended a point without its result (status {code})"
+        )),
+    }
+}
+
+impl crate::exec::Ranks for Driver {
+    fn run_job(&self, job: &crate::job::Job, fresh: bool) -> anyhow::Result<RunResult> {
+        // A Job the ranks cannot run is refused here, before any rank is asked to.
+        let spec = self.plan.spec(job.clone(), self.world.size)?;
+        self.order(&Order::Run {
+            spec: Box::new(spec.clone()),
+            fresh,
+        })?;
+        let ending = run_point(&self.world, &spec, fresh, &mut self.left.borrow_mut())?;
+        result_of(ending)
+    }
+
+    fn run_workload(
+        &self,
+        src: &crate::workload::Source,
+        model: &crate::workload::model::Model,
+        opts: &crate::workload::run::Options,
+    ) -> anyhow::Result<RunResult> {
+        let ws = WorkloadSpec::new(src, model, opts, &self.plan)?;
+        self.order(&Order::Workload(Box::new(ws.clone())))?;
+        result_of(super::workload::run(&self.world, &ws, Some(opts))?)
+    }
+
+    fn cleanup(&self, keep: bool) {
+        if self.order(&Order::Cleanup { keep }).is_ok() {
+            cleanup(&self.world, &self.plan, keep, &mut self.left.borrow_mut());
+        }
+    }
+
+    fn size(&self) -> u32 {
+        self.world.size
+    }
+}
+
+/// Run a command on every rank: rank 0 checks the plan and runs `front` with the ranks'
+/// executor (its status, errors already printed by `front`'s caller, is returned); the other
+/// ranks serve its points. Every rank returns after rank 0 has printed and written its output.
+pub(crate) fn drive(
+    plan: impl FnOnce() -> Result<DistPlan, String>,
+    front: impl FnOnce(Executor) -> i32,
+) -> anyhow::Result<i32> {
+    let world = World::init()?;
+    let mine = if world.rank == 0 {
+        plan()
+    } else {
+        Err(String::new())
+    };
+    let bytes = if world.rank == 0 {
+        serde_json::to_vec(&mine)?
+    } else {
+        Vec::new()
+    };
+    let got = world.broadcast(
+        "receiving the command from rank 0",
+        super::SPEC_TIMEOUT,
+        bytes,
+    );
+    let plan: Result<DistPlan, String> = serde_json::from_slice(&got)?;
+    let end = |world: &World, code: i32| {
+        world.meet("the end of the run", Duration::from_secs(600));
+        code
+    };
+    let plan = match plan {
+        Ok(p) => p,
+        Err(msg) => {
+            if world.rank == 0 {
+                crate::runner::say(&format!("fsbench: {msg}"));
+            }
+            return Ok(end(&world, 2));
+        }
+    };
+    if world.rank != 0 {
+        let code = match serve(&world, &plan) {
+            Ok(c) => c,
+            Err(e) => {
+                crate::runner::say(&format!(
+                    "fsbench: error: rank {}: {}",
+                    world.rank,
+                    super::one_line(&e)
+                ));
+                1
+            }
+        };
+        return Ok(end(&world, code));
+    }
+    let driver = Rc::new(Driver {
+        world,
+        plan,
+        left: RefCell::new(Leftovers::default()),
+    });
+    let code = front(Executor::Ranks(driver.clone()));
+    {
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+    }
+    // What the front end did not clean up stays (it keeps files only with --keep).
+    driver.left.borrow_mut().forget();
+    let _ = driver.order(&Order::End);
+    Ok(end(&driver.world, code))
+}

@@ -1,0 +1,314 @@
+//! A Filebench workload as one distributed run (the mdtest-like metadata load of issue #16):
+//! every rank runs the same workload in a directory of its own, DIR/rank-NNNNN (created and
+//! removed by fsbench unless `--keep`), through the ordinary workload engine with the two
+//! hooks of a rank (`runner::Gate`): every rank's threads are ready before any starts (one MPI
+//! barrier), and no rank removes its filesets before every rank's I/O is over. Each rank sends
+//! rank 0 its threads' exact per-flowop statistics; rank 0 merges them ([`super::aggregate`]).
+
+use super::aggregate::{self, RankRecord, WorkloadRank};
+use super::serve::DistPlan;
+use super::{make_dir, one_line, Ending, World};
+use crate::workload::model::{Cmd, Model};
+use crate::workload::run::{execute_gated, Executed, Options};
+use crate::workload::Source;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+/// What rank 0 sends every rank: the workload and how it runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct WorkloadSpec {
+    /// The workload as loaded on rank 0; each rank sets `dir` to its own directory.
+    pub src: Source,
+    /// The directory holding every rank's directory (the workload's `$dir` on rank 0).
+    pub base: PathBuf,
+    pub time_s: Option<f64>,
+    pub keep: bool,
+    pub in_process: bool,
+    pub stall_after_s: f64,
+    pub engine: crate::job::EngineKind,
+    pub rate: crate::job::RateLimit,
+    pub timeout_s: f64,
+}
+
+impl WorkloadSpec {
+    /// Rank 0's checks of a workload that runs on ranks, and the spec of it.
+    pub(crate) fn new(
+        src: &Source,
+        model: &Model,
+        opts: &Options,
+        plan: &DistPlan,
+    ) -> anyhow::Result<WorkloadSpec> {
+        if plan.layout != super::Layout::FilePerRank || plan.reorder || plan.stonewall.is_some() {
+            crate::bail_usage!(
+                "a workload on MPI ranks runs each rank in its own directory: drop --shared-file, --reorder-ranks and --stonewall"
+            );
+        }
+        if opts.verify {
+            crate::bail_usage!(
+                "--verify is not supported for workloads on MPI ranks yet: drop it or run on one host"
+            );
+        }
+        let runs = model
+            .script
+            .iter()
+            .filter(|c| matches!(c, Cmd::Run { .. }))
+            .count();
+        if runs > 1 {
+            crate::bail_usage!(
+                "{} has {runs} run commands: on MPI ranks a workload may have one (each rank's start is one barrier)",
+                src.name
+            );
+        }
+        let Some((_, dir)) = src.defines.iter().rev().find(|(k, _)| k == "dir") else {
+            crate::bail_usage!(
+                "on MPI ranks a workload needs --dir DIR: each rank works in DIR/rank-NNNNN"
+            );
+        };
+        Ok(WorkloadSpec {
+            src: src.clone(),
+            base: PathBuf::from(dir),
+            time_s: opts.time.map(|d| d.as_secs_f64()),
+            keep: opts.keep,
+            in_process: opts.in_process,
+            stall_after_s: opts.stall_after.as_secs_f64(),
+            engine: opts.engine,
+            rate: opts.rate,
+            timeout_s: plan.timeout_s,
+        })
+    }
+
+    /// The workload in `dir` (this rank's directory).
+    fn source_in(&self, dir: &Path) -> Source {
+        let mut src = self.src.clone();
+        src.defines.retain(|(k, _)| k != "dir");
+        src.defines.push(("dir".into(), dir.display().to_string()));
+        src
+    }
+
+    /// The options of this rank: rank 0's own (it prints the progress lines), the others'
+    /// from the spec, quiet.
+    fn options(&self, front: Option<&Options>) -> Options {
+        match front {
+            Some(o) => o.clone(),
+            None => Options {
+                time: self.time_s.map(Duration::from_secs_f64),
+                keep: self.keep,
+                in_process: self.in_process,
+                lines_to_stdout: false,
+                stall_after: Duration::from_secs_f64(self.stall_after_s),
+                progress: None,
+                engine: self.engine,
+                rate: self.rate,
+                verify: false,
+            },
+        }
+    }
+}
+
+/// What the rank's workload thread tells the main (MPI) thread.
+enum Event {
+    Ready,
+    IoDone,
+    Finished(anyhow::Result<Executed>),
+}
+
+/// The workload on a thread of its own, its gate wired to the channels.
+fn start(
+    src: Source,
+    model: Model,
+    opts: Options,
+    tx: mpsc::Sender<Event>,
+    go: Receiver<bool>,
+    clean: Receiver<()>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("fsbench-rank".into())
+        .spawn(move || {
+            let (t1, t2) = (tx.clone(), tx.clone());
+            let gate = crate::runner::Gate {
+                start: Box::new(move || {
+                    let _ = t1.send(Event::Ready);
+                    go.recv().unwrap_or(false)
+                }),
+                after_io: Box::new(move || {
+                    let _ = t2.send(Event::IoDone);
+                    let _ = clean.recv();
+                }),
+            };
+            let r = execute_gated(&src, &model, &opts, Some(gate));
+            let _ = tx.send(Event::Finished(r));
+        })
+}
+
+/// This rank's part of a distributed workload; rank 0 gets the one Result. Every rank makes
+/// the same collective calls in the same order, whatever happened to it.
+pub(crate) fn run(
+    world: &World,
+    ws: &WorkloadSpec,
+    front: Option<&Options>,
+) -> anyhow::Result<Ending> {
+    let timeout = Duration::from_secs_f64(ws.timeout_s);
+    let rank = world.rank;
+    crate::runner::signal::install();
+    let mut local_err: Option<anyhow::Error> = None;
+    let mut base_made = false;
+    if rank == 0 {
+        match make_dir(&ws.base) {
+            Ok(m) => base_made = m,
+            Err(e) => local_err = Some(e),
+        }
+    }
+    world.meet("creating the ranks' directories", timeout);
+    let dir = ws.base.join(format!("rank-{rank:05}"));
+    let mut own_dir = None;
+    if local_err.is_none() {
+        match make_dir(&dir) {
+            Ok(true) => own_dir = Some(dir.clone()),
+            Ok(false) => {}
+            Err(e) => local_err = Some(e),
+        }
+    }
+    let mut rec = RankRecord::new(rank, &world.host, vec![dir.display().to_string()]);
+    let src = ws.source_in(&dir);
+    let model = match &local_err {
+        None => match crate::workload::load_source(&src) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                local_err = Some(e);
+                None
+            }
+        },
+        Some(_) => None,
+    };
+    let (tx, rx) = mpsc::channel::<Event>();
+    let (go_tx, go_rx) = mpsc::channel::<bool>();
+    let (clean_tx, clean_rx) = mpsc::channel::<()>();
+    let mut handle = None;
+    let mut early: Option<anyhow::Result<Executed>> = None;
+    let mut ready = false;
+    if let Some(model) = model {
+        match start(src, model, ws.options(front), tx, go_rx, clean_rx) {
+            Ok(h) => {
+                handle = Some(h);
+                ready = loop {
+                    match rx.recv() {
+                        Ok(Event::Ready) => break true,
+                        Ok(Event::Finished(r)) => {
+                            early = Some(r);
+                            break false;
+                        }
+                        Ok(Event::IoDone) => {}
+                        Err(_) => break false,
+                    }
+                };
+            }
+            Err(e) => local_err = Some(anyhow::anyhow!("cannot start the rank's thread: {e}")),
+        }
+    }
+    let all_ok = world.all_min("the start barrier", timeout, ready as u64) == 1;
+    let t0 = Instant::now();
+    if ready {
+        let _ = go_tx.send(all_ok);
+    }
+    let mut end_s = None;
+    if ready && all_ok {
+        loop {
+            match rx.recv() {
+                Ok(Event::IoDone) => {
+                    end_s = Some(t0.elapsed().as_secs_f64());
+                    break;
+                }
+                Ok(Event::Finished(r)) => {
+                    early = Some(r);
+                    break;
+                }
+                Ok(Event::Ready) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    world.meet("the end of every rank's I/O", timeout);
+    // Every rank's I/O is over: the workload may remove its filesets.
+    let _ = clean_tx.send(());
+    if early.is_none() && handle.is_some() {
+        while let Ok(ev) = rx.recv() {
+            if let Event::Finished(r) = ev {
+                early = Some(r);
+                break;
+            }
+        }
+    }
+    if let Some(h) = handle {
+        let _ = h.join();
+    }
+    match early {
+        Some(Ok(ex)) => {
+            let ran = ready && all_ok && ex.run.is_some();
+            rec.status = ex.result.status;
+            rec.failures = ex.result.failures.clone();
+            rec.notes = ex.result.notes.clone();
+            rec.started_unix_s = ex.result.started_unix_s;
+            if let Some(r) = &ex.run {
+                rec.end_s = end_s.unwrap_or_else(|| t0.elapsed().as_secs_f64());
+                rec.start_s = (rec.end_s - r.duration_s).max(0.0);
+            }
+            if !ran {
+                rec.error = Some(
+                    ex.result
+                        .notes
+                        .last()
+                        .cloned()
+                        .unwrap_or_else(|| "the workload ended before its start".into()),
+                );
+            }
+            rec.workload = Some(WorkloadRank::new(ex));
+        }
+        Some(Err(_)) if ready && !all_ok => rec.called_off = true,
+        Some(Err(e)) => {
+            rec.usage = crate::error::is_usage(&e);
+            rec.error = Some(one_line(&e));
+        }
+        None => match local_err {
+            Some(e) => {
+                rec.usage = crate::error::is_usage(&e);
+                rec.error = Some(one_line(&e));
+            }
+            None => rec.called_off = !all_ok,
+        },
+    }
+    if !ws.keep {
+        if let Some(d) = &own_dir {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+    let own_code = if rec.usage {
+        2
+    } else if rec.error.is_some() || rec.status == crate::runner::RunStatus::Failed {
+        1
+    } else {
+        0
+    };
+    let bytes = serde_json::to_vec(&rec)?;
+    let Some(all) = world.gather("collecting the results", timeout, &bytes) else {
+        return Ok(Ending::Done(own_code));
+    };
+    if base_made && !ws.keep {
+        let _ = std::fs::remove_dir(&ws.base);
+    }
+    let records: Vec<RankRecord> = all
+        .iter()
+        .map(|b| serde_json::from_slice(b))
+        .collect::<Result<_, _>>()?;
+    if let Some((true, message)) = aggregate::start_refusal(&records) {
+        return Ok(Ending::Refused {
+            usage: true,
+            message,
+        });
+    }
+    let model0 = crate::workload::load_source(&ws.src)?;
+    Ok(Ending::Result(Box::new(aggregate::build_workload(
+        &ws.src, &model0, &records,
+    ))))
+}
