@@ -109,6 +109,8 @@ mod with_mpi {
             reorder: d.reorder_ranks,
             stonewall,
             timeout_s,
+            verify_seed: None,
+            observe: Default::default(),
         };
         spec.check(ranks)?;
         Ok(spec)

@@ -18,6 +18,9 @@ pub(crate) struct ThreadRecord {
     pub thread: u32,
     pub stats: Stats,
     pub failure: Option<IoFailure>,
+    /// What `--verify` found in the blocks this thread wrote.
+    #[serde(default)]
+    pub verify: Option<crate::verify::report::VerifyReport>,
 }
 
 /// What one rank did.
@@ -45,6 +48,9 @@ pub(crate) struct RankRecord {
     pub stopped: bool,
     /// Read through the page cache data its own host wrote (see `cache_note`).
     pub own_host_data: bool,
+    /// What this rank's observers saw (`super::observe`): its trace, its host's devices.
+    #[serde(default)]
+    pub observed: super::observe::RankObserved,
 }
 
 impl RankRecord {
@@ -66,6 +72,7 @@ impl RankRecord {
             end_s: 0.0,
             stopped: false,
             own_host_data: false,
+            observed: Default::default(),
         }
     }
 
@@ -75,8 +82,14 @@ impl RankRecord {
         self.failures = o.failures;
         self.notes = o.plan.notes.clone();
         self.started_unix_s = o.started_unix_s;
-        self.end_s = end_s;
         self.start_s = (end_s - o.elapsed_s).max(0.0);
+        // --verify: the read-back after the timed loop is not part of the rank's I/O time.
+        let read_back_s = o
+            .threads
+            .iter()
+            .filter_map(|t| t.verify.as_ref().map(|v| v.read_back_s))
+            .fold(0.0, f64::max);
+        self.end_s = (end_s - read_back_s).max(self.start_s);
         self.threads = o
             .threads
             .into_iter()
@@ -85,6 +98,7 @@ impl RankRecord {
                 thread: t.thread,
                 stats: t.stats,
                 failure: t.failure,
+                verify: t.verify,
             })
             .collect();
         self.plan = Some(o.plan);
@@ -162,7 +176,10 @@ pub(crate) fn build(
                 thread: t.thread,
                 stats: t.stats.clone(),
                 failure: t.failure.as_ref().map(|f| prefixed(f, r, base)),
-                verify: None,
+                verify: t
+                    .verify
+                    .as_ref()
+                    .map(|v| super::verify::for_rank(v, r.rank, base)),
                 intervals: Vec::new(),
             });
         }
@@ -302,7 +319,9 @@ pub(crate) fn build(
             _ => 0.0,
         },
         stonewall,
+        host_devices: Vec::new(),
     });
+    super::observe::merge(records, &mut result);
     if let Some(n) = cache_note(spec, job, records, result.hosts.len()) {
         result.notes.push(n);
     }

@@ -50,6 +50,13 @@ pub(crate) struct DistSpec {
     pub stonewall: Option<Stonewall>,
     /// Longest wait for the other ranks at a meeting point before the MPI job is aborted.
     pub timeout_s: f64,
+    /// `--verify` on a shared file: the block seed rank 0 drew, stamped by every rank
+    /// (filled in by `share_spec` on rank 0).
+    #[serde(default)]
+    pub verify_seed: Option<u64>,
+    /// What every rank observes beside its run (`--iostat`, `--trace`).
+    #[serde(default)]
+    pub observe: super::observe::RankObserve,
 }
 
 impl DistSpec {
@@ -67,18 +74,15 @@ impl DistSpec {
                 "--reorder-ranks makes each rank read another rank's data: use --rw read or randread"
             ));
         }
-        if job.verifying() {
+        if job.verifying() && self.reorder {
             return Err(usage!(
-                "--verify and --journal are not supported on MPI ranks yet: drop them or run on one host"
+                "--verify and --journal check the blocks each rank wrote itself, and --reorder-ranks only reads another rank's: drop --reorder-ranks (verify in the run that writes)"
             ));
         }
         if job.engine == crate::job::EngineKind::Mmap && self.layout != Layout::FilePerRank {
             return Err(usage!(
                 "the mmap engine maps the whole file: use --file-per-rank, or --engine sync/uring with --shared-file"
             ));
-        }
-        if self.stonewall.is_some() && job.workers != crate::job::WorkerMode::Threads {
-            return Err(usage!("--stonewall stops worker threads: drop --processes"));
         }
         if self.layout != Layout::FilePerRank {
             if job.open.append || job.open.trunc {
@@ -157,6 +161,7 @@ pub(crate) fn shared_part(layout: Layout, size: u64, bs: u64, owner: u32, ranks:
             blocks: blocks_per_rank,
             shared: true,
             created_ino: None,
+            verify_seed: None,
         },
         _ => RankPart {
             base: owner as u64 * blocks_per_rank * bs,
@@ -165,6 +170,7 @@ pub(crate) fn shared_part(layout: Layout, size: u64, bs: u64, owner: u32, ranks:
             blocks: blocks_per_rank,
             shared: true,
             created_ino: None,
+            verify_seed: None,
         },
     }
 }
@@ -185,6 +191,13 @@ pub(crate) fn rank_job(spec: &DistSpec, rank: u32, ranks: u32, shift: Option<u32
     }
     // Each rank draws its own random offsets.
     job.seed ^= (rank as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    // --journal J: each rank its own journal, J.rank-NNNNN; on a shared file one block seed.
+    if let Some(j) = &spec.job.journal {
+        job.journal = Some(super::verify::rank_journal(j, rank));
+    }
+    if let Some(p) = &mut job.rank_part {
+        p.verify_seed = spec.verify_seed;
+    }
     job
 }
 
