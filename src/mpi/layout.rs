@@ -239,6 +239,54 @@ mod tests {
         }
     }
 
+    fn spec(layout: Layout) -> DistSpec {
+        let job = Job {
+            targets: vec![PathBuf::from("s")],
+            file_size: Some(4 << 20),
+            block_size: 65536,
+            access: crate::job::Access::Write,
+            ..Default::default()
+        };
+        DistSpec {
+            job,
+            layout,
+            reorder: false,
+            stonewall: None,
+            timeout_s: 60.0,
+            verify_seed: None,
+            observe: Default::default(),
+        }
+    }
+
+    #[test]
+    fn verify_and_stonewalled_processes_are_accepted_but_verify_with_reorder_is_not() {
+        let mut s = spec(Layout::SharedStrided);
+        s.job.verify = true;
+        s.job.journal = Some(PathBuf::from("J"));
+        s.job.workers = crate::job::WorkerMode::ProcessPerThread;
+        s.stonewall = Some(Stonewall::FirstFinish);
+        assert!(s.check(4).is_ok());
+        s.reorder = true;
+        s.job.access = crate::job::Access::Read;
+        let e = s.check(4).unwrap_err();
+        assert!(e.0.contains("drop --reorder-ranks"), "{e}");
+    }
+
+    #[test]
+    fn each_rank_gets_its_journal_and_a_shared_file_one_seed() {
+        let mut s = spec(Layout::SharedSegmented);
+        s.job.journal = Some(PathBuf::from("/j/J"));
+        s.verify_seed = Some(42);
+        let a = rank_job(&s, 1, 4, None);
+        let b = rank_job(&s, 3, 4, None);
+        assert_eq!(a.journal, Some(PathBuf::from("/j/J.rank-00001")));
+        assert_eq!(b.journal, Some(PathBuf::from("/j/J.rank-00003")));
+        assert_eq!(a.rank_part.unwrap().verify_seed, Some(42));
+        assert_eq!(b.rank_part.unwrap().verify_seed, Some(42));
+        let f = rank_job(&spec(Layout::FilePerRank), 2, 4, None);
+        assert_eq!((f.journal, f.rank_part), (None, None));
+    }
+
     #[test]
     fn strided_interleaves_like_ior() {
         let p = shared_part(Layout::SharedStrided, 8 << 20, 1 << 20, 1, 4);
