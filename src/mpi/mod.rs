@@ -338,8 +338,9 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
             }
         }
     }
-    let run_elapsed_s = rec.end_s - rec.start_s;
-    observe::finish(observer, &mut rec, run_elapsed_s);
+    // The device samples' clock: the rank's timed I/O began at start_s on the barrier clock.
+    let since_start_s = (t0.elapsed().as_secs_f64() - rec.start_s).max(0.0);
+    observe::finish(observer, &mut rec, since_start_s);
     // The files laid out for other ranks to read, and this rank's directory, unless kept.
     if !spec.job.keep {
         for (p, id) in &laid_out {

@@ -124,11 +124,20 @@ pub(crate) fn start(
 }
 
 /// Stop this rank's observers after its run; what they saw goes to rank 0 in its record.
-/// A trace that cannot be written is a note of that rank, not a lost run.
-pub(crate) fn finish(observer: Option<Observer>, rec: &mut RankRecord, run_elapsed_s: f64) {
+/// `since_start_s`: seconds from the start of the rank's timed I/O to now (the device
+/// samples' `t_s` count from it). A trace that cannot be written fails the rank's run, as it
+/// fails a run on one host, with what was measured still reported.
+pub(crate) fn finish(observer: Option<Observer>, rec: &mut RankRecord, since_start_s: f64) {
     if let Some(o) = observer {
-        if let Err(e) = o.finish_into(&mut rec.observed.probes, run_elapsed_s) {
-            rec.notes.push(format!("observing the run: {e:#}"));
+        if let Err(e) = o.finish_into(&mut rec.observed.probes, since_start_s) {
+            rec.failures.push(crate::runner::IoFailure {
+                user: 0,
+                thread: 0,
+                path: rec.targets.first().cloned().unwrap_or_default(),
+                offset: None,
+                message: format!("observing the run (--trace, --iostat): {e:#}"),
+            });
+            rec.status = crate::runner::RunStatus::Failed;
         }
     }
 }
