@@ -157,9 +157,19 @@ impl Observer {
     }
 
     /// Stop the observers and store what they saw in the Result (and the trace file).
-    pub(crate) fn finish(
+    pub(crate) fn finish(self, result: &mut RunResult, run_elapsed_s: f64) -> anyhow::Result<()> {
+        self.finish_into(&mut result.probes, run_elapsed_s)?;
+        // The checks again, now that the device samples are in (`device_idle`).
+        result.refresh_explain();
+        Ok(())
+    }
+
+    /// Stop the observers and store what they saw as probes (`iostat`, `trace`), writing the
+    /// trace file: [`Observer::finish`], or one rank of a distributed run (`crate::mpi`),
+    /// whose probes go to rank 0.
+    pub(crate) fn finish_into(
         mut self,
-        result: &mut RunResult,
+        probes: &mut serde_json::Map<String, serde_json::Value>,
         run_elapsed_s: f64,
     ) -> anyhow::Result<()> {
         if let Some(s) = self.sampler.take() {
@@ -171,7 +181,7 @@ impl Observer {
             if let (Some(n), Some(m)) = (self.iostat_note.take(), v.as_object_mut()) {
                 m.insert("note".into(), n.into());
             }
-            result.probes.insert("iostat".into(), v);
+            probes.insert("iostat".into(), v);
         }
         if let Some((path, fmt)) = self.trace.take() {
             let (trace, dropped) = crate::trace::take().unwrap_or_default();
@@ -179,7 +189,7 @@ impl Observer {
                 TraceFormat::Csv => format::to_csv(&trace, w),
                 TraceFormat::Bin => format::to_bin(&trace, w),
             })?;
-            result.probes.insert(
+            probes.insert(
                 "trace".into(),
                 serde_json::json!({
                     "file": path.display().to_string(),
@@ -189,8 +199,6 @@ impl Observer {
                 }),
             );
         }
-        // The checks again, now that the device samples are in (`device_idle`).
-        result.refresh_explain();
         Ok(())
     }
 }

@@ -234,6 +234,20 @@ pub struct DistributedReport {
     pub spread_ratio: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stonewall: Option<StonewallReport>,
+    /// `--iostat`: each host's device samples, taken by the lowest rank on that host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_devices: Vec<HostDevices>,
+}
+
+/// One host's device samples in a distributed run (`--iostat`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HostDevices {
+    pub host: String,
+    /// The rank that sampled them: the lowest rank on the host.
+    pub rank: u32,
+    /// The devices under that rank's targets, every interval (the shape of the `iostat`
+    /// probe of a run on one host).
+    pub iostat: serde_json::Value,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

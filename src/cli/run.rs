@@ -306,16 +306,17 @@ fn distributed(a: RunArgs, _format: crate::report::Format) -> anyhow::Result<i32
 fn distributed(a: RunArgs, format: crate::report::Format) -> anyhow::Result<i32> {
     use crate::mpi::Ending;
     let world = crate::mpi::World::init()?;
-    let mut observer = None;
     let mine = if world.rank == 0 {
         let built = (|| -> anyhow::Result<crate::mpi::DistSpec> {
             let job = build_job(&a)?;
             crate::output::check_output(a.results.output.as_deref(), a.force)?;
-            let spec = super::ranks::spec(&a.dist, job, world.size)?;
-            observer = Some(crate::observe::Observer::start(
-                &a.observe.settings()?,
-                &spec.job,
-            )?);
+            let observe = a.observe.settings()?;
+            let mut spec = super::ranks::spec(&a.dist, job, world.size)?;
+            // --iostat and --trace go to every rank; the live display stays on rank 0.
+            spec.observe = crate::mpi::RankObserve::from_settings(&observe);
+            if let Some(w) = observe.watch {
+                w.apply();
+            }
             Ok(spec)
         })();
         built.map_err(|e| super::one_line(&e.to_string()))
@@ -338,12 +339,8 @@ fn distributed(a: RunArgs, format: crate::report::Format) -> anyhow::Result<i32>
             crate::runner::say(&format!("fsbench: {prefix}{}", super::one_line(&message)));
             code
         }
-        Ending::Result(mut result) => {
+        Ending::Result(result) => {
             let emitted = (|| -> anyhow::Result<i32> {
-                if let Some(o) = observer {
-                    let elapsed = result.total.elapsed_s;
-                    o.finish(&mut result, elapsed)?;
-                }
                 let code = super::output::emit(
                     &[*result],
                     format,

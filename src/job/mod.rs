@@ -345,6 +345,10 @@ pub struct RankPart {
     /// that file as fsbench's even where the file system keeps no mark (no user xattrs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_ino: Option<u64>,
+    /// `--verify` on a shared file: the block seed rank 0 drew for the whole run, stamped by
+    /// every rank, so that any rank's journal judges the other ranks' blocks as this run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_seed: Option<u64>,
 }
 
 impl Default for Job {

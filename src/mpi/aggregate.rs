@@ -21,6 +21,9 @@ pub(crate) struct ThreadRecord {
     pub thread: u32,
     pub stats: Stats,
     pub failure: Option<IoFailure>,
+    /// What `--verify` found in the blocks this thread wrote.
+    #[serde(default)]
+    pub verify: Option<crate::verify::report::VerifyReport>,
 }
 
 /// What one rank did.
@@ -51,6 +54,9 @@ pub(crate) struct RankRecord {
     /// A workload rank's measured run (its threads' per-flowop statistics).
     #[serde(default)]
     pub workload: Option<WorkloadRank>,
+    /// What this rank's observers saw (`super::observe`): its trace, its host's devices.
+    #[serde(default)]
+    pub observed: super::observe::RankObserved,
 }
 
 /// What one rank of a distributed workload measured: its threads' exact per-flowop
@@ -117,6 +123,7 @@ impl RankRecord {
             stopped: false,
             own_host_data: false,
             workload: None,
+            observed: Default::default(),
         }
     }
 
@@ -126,8 +133,14 @@ impl RankRecord {
         self.failures = o.failures;
         self.notes = o.plan.notes.clone();
         self.started_unix_s = o.started_unix_s;
-        self.end_s = end_s;
         self.start_s = (end_s - o.elapsed_s).max(0.0);
+        // --verify: the read-back after the timed loop is not part of the rank's I/O time.
+        let read_back_s = o
+            .threads
+            .iter()
+            .filter_map(|t| t.verify.as_ref().map(|v| v.read_back_s))
+            .fold(0.0, f64::max);
+        self.end_s = (end_s - read_back_s).max(self.start_s);
         self.threads = o
             .threads
             .into_iter()
@@ -136,6 +149,7 @@ impl RankRecord {
                 thread: t.thread,
                 stats: t.stats,
                 failure: t.failure,
+                verify: t.verify,
             })
             .collect();
         self.plan = Some(o.plan);
@@ -216,7 +230,10 @@ pub(crate) fn build(
                 thread: t.thread,
                 stats: t.stats.clone(),
                 failure: t.failure.as_ref().map(|f| prefixed(f, r, base)),
-                verify: None,
+                verify: t
+                    .verify
+                    .as_ref()
+                    .map(|v| super::verify::for_rank(v, r.rank, base)),
                 intervals: Vec::new(),
             });
         }
@@ -344,7 +361,9 @@ pub(crate) fn build(
             _ => 0.0,
         },
         stonewall,
+        host_devices: Vec::new(),
     });
+    super::observe::merge(records, &mut result);
     if let Some(n) = cache_note(spec, job, records, result.hosts.len()) {
         result.notes.push(n);
     }

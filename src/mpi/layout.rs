@@ -50,6 +50,13 @@ pub(crate) struct DistSpec {
     pub stonewall: Option<Stonewall>,
     /// Longest wait for the other ranks at a meeting point before the MPI job is aborted.
     pub timeout_s: f64,
+    /// `--verify` on a shared file: the block seed rank 0 drew, stamped by every rank
+    /// (filled in by `share_spec` on rank 0).
+    #[serde(default)]
+    pub verify_seed: Option<u64>,
+    /// What every rank observes beside its run (`--iostat`, `--trace`).
+    #[serde(default)]
+    pub observe: super::observe::RankObserve,
 }
 
 impl DistSpec {
@@ -67,18 +74,15 @@ impl DistSpec {
                 "--reorder-ranks makes each rank read another rank's data: use --rw read or randread"
             ));
         }
-        if job.verifying() {
+        if job.verifying() && self.reorder {
             return Err(usage!(
-                "--verify and --journal are not supported on MPI ranks yet: drop them or run on one host"
+                "--verify and --journal check the blocks each rank wrote itself, and --reorder-ranks only reads another rank's: drop --reorder-ranks (verify in the run that writes)"
             ));
         }
         if job.engine == crate::job::EngineKind::Mmap && self.layout != Layout::FilePerRank {
             return Err(usage!(
                 "the mmap engine maps the whole file: use --file-per-rank, or --engine sync/uring with --shared-file"
             ));
-        }
-        if self.stonewall.is_some() && job.workers != crate::job::WorkerMode::Threads {
-            return Err(usage!("--stonewall stops worker threads: drop --processes"));
         }
         if self.layout != Layout::FilePerRank {
             if job.open.append || job.open.trunc {
@@ -157,6 +161,7 @@ pub(crate) fn shared_part(layout: Layout, size: u64, bs: u64, owner: u32, ranks:
             blocks: blocks_per_rank,
             shared: true,
             created_ino: None,
+            verify_seed: None,
         },
         _ => RankPart {
             base: owner as u64 * blocks_per_rank * bs,
@@ -165,6 +170,7 @@ pub(crate) fn shared_part(layout: Layout, size: u64, bs: u64, owner: u32, ranks:
             blocks: blocks_per_rank,
             shared: true,
             created_ino: None,
+            verify_seed: None,
         },
     }
 }
@@ -185,6 +191,13 @@ pub(crate) fn rank_job(spec: &DistSpec, rank: u32, ranks: u32, shift: Option<u32
     }
     // Each rank draws its own random offsets.
     job.seed ^= (rank as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    // --journal J: each rank its own journal, J.rank-NNNNN; on a shared file one block seed.
+    if let Some(j) = &spec.job.journal {
+        job.journal = Some(super::verify::rank_journal(j, rank));
+    }
+    if let Some(p) = &mut job.rank_part {
+        p.verify_seed = spec.verify_seed;
+    }
     job
 }
 
@@ -224,6 +237,54 @@ mod tests {
             prop_assert_eq!(all.len(), count);
             prop_assert_eq!(count as u64, size / bs / n as u64 * n as u64);
         }
+    }
+
+    fn spec(layout: Layout) -> DistSpec {
+        let job = Job {
+            targets: vec![PathBuf::from("s")],
+            file_size: Some(4 << 20),
+            block_size: 65536,
+            access: crate::job::Access::Write,
+            ..Default::default()
+        };
+        DistSpec {
+            job,
+            layout,
+            reorder: false,
+            stonewall: None,
+            timeout_s: 60.0,
+            verify_seed: None,
+            observe: Default::default(),
+        }
+    }
+
+    #[test]
+    fn verify_and_stonewalled_processes_are_accepted_but_verify_with_reorder_is_not() {
+        let mut s = spec(Layout::SharedStrided);
+        s.job.verify = true;
+        s.job.journal = Some(PathBuf::from("J"));
+        s.job.workers = crate::job::WorkerMode::ProcessPerThread;
+        s.stonewall = Some(Stonewall::FirstFinish);
+        assert!(s.check(4).is_ok());
+        s.reorder = true;
+        s.job.access = crate::job::Access::Read;
+        let e = s.check(4).unwrap_err();
+        assert!(e.0.contains("drop --reorder-ranks"), "{e}");
+    }
+
+    #[test]
+    fn each_rank_gets_its_journal_and_a_shared_file_one_seed() {
+        let mut s = spec(Layout::SharedSegmented);
+        s.job.journal = Some(PathBuf::from("/j/J"));
+        s.verify_seed = Some(42);
+        let a = rank_job(&s, 1, 4, None);
+        let b = rank_job(&s, 3, 4, None);
+        assert_eq!(a.journal, Some(PathBuf::from("/j/J.rank-00001")));
+        assert_eq!(b.journal, Some(PathBuf::from("/j/J.rank-00003")));
+        assert_eq!(a.rank_part.unwrap().verify_seed, Some(42));
+        assert_eq!(b.rank_part.unwrap().verify_seed, Some(42));
+        let f = rank_job(&spec(Layout::FilePerRank), 2, 4, None);
+        assert_eq!((f.journal, f.rank_part), (None, None));
     }
 
     #[test]

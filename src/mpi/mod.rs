@@ -14,11 +14,14 @@
 mod aggregate;
 mod comm;
 pub(crate) mod layout;
+mod observe;
 mod serve;
+mod verify;
 mod workload;
 
 pub(crate) use comm::World;
 pub(crate) use layout::{DistSpec, Layout, Stonewall};
+pub(crate) use observe::RankObserve;
 pub(crate) use serve::{drive, DistPlan};
 
 use crate::result::RunResult;
@@ -53,6 +56,11 @@ pub(crate) fn share_spec(
     world: &World,
     mine: Result<DistSpec, String>,
 ) -> anyhow::Result<Result<DistSpec, String>> {
+    // A verifying run on a shared file: rank 0 draws the one block seed every rank stamps.
+    let mine = mine.map(|mut s| {
+        s.verify_seed = verify::shared_seed(&s);
+        s
+    });
     let bytes = if world.rank == 0 {
         serde_json::to_vec(&mine)?
     } else {
@@ -174,6 +182,14 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
             }
         }
         world.meet("laying out the files to read", timeout);
+    }
+    // --iostat, --trace: this rank's observers, started right before its run.
+    let mut observer = None;
+    if local_err.is_none() {
+        match observe::start(&spec.observe, rank, &hosts, &job) {
+            Ok(o) => observer = o,
+            Err(e) => local_err = Some(e),
+        }
     }
     let (tx, rx) = mpsc::channel::<Event>();
     let (go_tx, go_rx) = mpsc::channel::<bool>();
@@ -325,6 +341,9 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
             }
         }
     }
+    // The device samples' clock: the rank's timed I/O began at start_s on the barrier clock.
+    let since_start_s = (t0.elapsed().as_secs_f64() - rec.start_s).max(0.0);
+    observe::finish(observer, &mut rec, since_start_s);
     // The files laid out for other ranks to read, and this rank's directory, unless kept.
     if !spec.job.keep {
         for (p, id) in &laid_out {

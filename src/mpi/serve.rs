@@ -46,8 +46,13 @@ impl DistPlan {
             reorder: self.reorder,
             stonewall: self.stonewall,
             timeout_s: self.timeout_s,
+            verify_seed: None,
+            observe: Default::default(),
         };
         spec.check(ranks)?;
+        // A verifying point on a shared file: one block seed, drawn here, stamped by every rank.
+        let mut spec = spec;
+        spec.verify_seed = super::verify::shared_seed(&spec);
         Ok(spec)
     }
 

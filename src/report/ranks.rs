@@ -1,6 +1,7 @@
 //! The ranks of a distributed run as text: one row per rank (host, bytes, start and end on the
 //! barrier clock, its own rate), the spread between the slowest and fastest rank, the full
-//! figure and, when there was a stonewall, the stonewall figure, each named.
+//! figure and, when there was a stonewall, the stonewall figure, each named; with `--iostat`
+//! one line per host for the devices sampled there.
 
 use super::ReportOptions;
 use crate::result::RunResult;
@@ -61,6 +62,9 @@ pub(crate) fn lines(r: &RunResult, opts: &ReportOptions) -> String {
             );
         }
     }
+    for h in &d.host_devices {
+        let _ = writeln!(out, "{}", host_devices_line(h));
+    }
     let _ = writeln!(
         out,
         "spread: slowest rank {} {}, fastest rank {} {} ({:.2}x)",
@@ -113,4 +117,68 @@ pub(crate) fn lines(r: &RunResult, opts: &ReportOptions) -> String {
         );
     }
     out
+}
+
+/// One host's devices over the run (`--iostat` on ranks): per device the KiB read and
+/// written over the samples and the busiest interval.
+fn host_devices_line(h: &crate::result::HostDevices) -> String {
+    use crate::probe::diskstats::IostatSeries;
+    let Ok(series) = serde_json::from_value::<IostatSeries>(h.iostat.clone()) else {
+        return format!("devices on {} (rank {}): no samples", h.host, h.rank);
+    };
+    let mut devices: Vec<(String, f64, f64, f64)> = Vec::new();
+    for s in &series.samples {
+        let i = match devices.iter().position(|d| d.0 == s.device) {
+            Some(i) => i,
+            None => {
+                devices.push((s.device.clone(), 0.0, 0.0, 0.0));
+                devices.len() - 1
+            }
+        };
+        let d = &mut devices[i];
+        d.1 += s.read_kb_per_sec * s.interval_s;
+        d.2 += s.write_kb_per_sec * s.interval_s;
+        d.3 = d.3.max(s.util_pct);
+    }
+    let each: Vec<String> = devices
+        .iter()
+        .map(|(n, r, w, u)| format!("{n} {r:.0} KiB read, {w:.0} KiB written, busiest {u:.0}%"))
+        .collect();
+    format!(
+        "devices on {} (sampled by rank {}, {} samples every {:.3} s): {}",
+        h.host,
+        h.rank,
+        series.samples.len(),
+        series.interval_s,
+        if each.is_empty() {
+            "no I/O".to_string()
+        } else {
+            each.join("; ")
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hosts_devices_are_summed_over_the_samples() {
+        let sample = |dev: &str, w: f64, util: f64| {
+            serde_json::json!({"device": dev, "t_s": 0.1, "interval_s": 0.5,
+                "reads_per_sec": 0.0, "writes_per_sec": 1.0, "read_kb_per_sec": 0.0,
+                "write_kb_per_sec": w, "blocks_per_sec": 0.0, "avg_queue": 0.0, "await_ms": 0.0,
+                "avwait_ms": 0.0, "avserv_ms": 0.0, "util_pct": util})
+        };
+        let h = crate::result::HostDevices {
+            host: "n1".into(),
+            rank: 4,
+            iostat: serde_json::json!({"devices": ["sda"], "interval_s": 0.5, "run_start_s": 0.0,
+                "samples": [sample("sda", 100.0, 20.0), sample("sda", 300.0, 70.0)]}),
+        };
+        assert_eq!(
+            host_devices_line(&h),
+            "devices on n1 (sampled by rank 4, 2 samples every 0.500 s): sda 0 KiB read, 200 KiB written, busiest 70%"
+        );
+    }
 }

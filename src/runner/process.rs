@@ -117,14 +117,17 @@ pub(crate) fn run_processes(
         stdin.write_all(b"go\n")?;
         stdin.flush()?;
     }
-    // A Ctrl-C aimed at the parent alone is forwarded, so children stop too.
+    // A stop of the parent's workers reaches the children: a Ctrl-C aimed at the parent
+    // alone, or a distributed run's stonewall (`signal::stop_workers`), is forwarded as
+    // SIGINT, which stops each child's workers at their next I/O; their partial Stats come
+    // back over the pipe as usual.
     let pids: Vec<i32> = children.iter().map(|(c, _, _)| c.id() as i32).collect();
     let finished = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watcher = {
         let finished = finished.clone();
         std::thread::spawn(move || {
             while !finished.load(std::sync::atomic::Ordering::Relaxed) {
-                if super::signal::interrupted() {
+                if super::signal::stop_requested() {
                     for &pid in &pids {
                         // SAFETY: signalling our own child processes.
                         unsafe { libc::kill(pid, libc::SIGINT) };

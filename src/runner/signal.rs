@@ -40,6 +40,12 @@ pub(crate) fn flag() -> &'static AtomicBool {
     &INTERRUPTED
 }
 
+/// The workers of this process were told to stop: by a signal, or by a stonewall
+/// ([`stop_workers`]). The process runner forwards it to worker processes.
+pub(crate) fn stop_requested() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
 #[inline]
 pub(crate) fn interrupted() -> bool {
     SIGNALLED.load(Ordering::Relaxed)

@@ -40,6 +40,9 @@ pub struct Mismatch {
     /// The header words as found, valid or not.
     pub found: HeaderFields,
     pub first_diff: Option<ByteDiff>,
+    /// The rank that wrote and checked the block (a distributed run; absent on one host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
 }
 
 /// One kind of mismatch: how many blocks, and the first ones.
@@ -257,6 +260,7 @@ fn mismatch(
             generation: f.generation,
         },
         first_diff,
+        rank: None,
     }
 }
 

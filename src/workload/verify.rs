@@ -268,6 +268,7 @@ impl Verifier {
                     expected_hex: hex(&want),
                     found_hex: hex(&checked[j..end]),
                 }),
+                rank: None,
             };
             kind_of(&mut self.report, kind).add(m);
             return false;
@@ -287,6 +288,7 @@ impl Verifier {
                 expected: fields(end, t.incarnation),
                 found: fields(end, t.incarnation),
                 first_diff: None,
+                rank: None,
             };
             self.report.stale.add(m);
             return false;

@@ -44,7 +44,7 @@ pub(crate) struct VerifySpec {
 /// and stays reproducible) mixed with a value of this run alone, so a block an earlier run
 /// left at the same offset, with the same generation, is never taken for this run's write
 /// (it is judged misdirected: another run's block).
-fn block_seed(job_seed: u64) -> u64 {
+pub(crate) fn block_seed(job_seed: u64) -> u64 {
     let mut nonce = [0u8; 8];
     // getrandom(2); should it fail, the clock and the process id still differ between runs.
     // SAFETY: getrandom writes at most 8 bytes into our 8-byte buffer.
@@ -83,7 +83,11 @@ impl VerifyShared {
             total = total.saturating_add(b);
         }
         let table = GenTable::create(&std::env::temp_dir(), total, job.total_threads())?;
-        let seed = block_seed(job.seed);
+        // A rank of a distributed run on a shared file stamps the seed rank 0 drew for all.
+        let seed = job
+            .rank_part
+            .and_then(|p| p.verify_seed)
+            .unwrap_or_else(|| block_seed(job.seed));
         let (journal, journal_id) = match &job.journal {
             None => (None, None),
             Some(p) => {

@@ -1,0 +1,272 @@
+//! `--iostat` and `--trace` on every rank of a distributed run. Rank 0 parses the flags once
+//! and sends them in the spec ([`RankObserve`]); each rank then observes its own part:
+//! - `--trace FILE`: every rank traces its own workers (threads or processes) into a file of
+//!   its own, FILE with `.rank-NNNNN` before the extension (`t.csv` -> `t.rank-00003.csv`);
+//!   rank 0's Result sums the records and lists each rank's file and count;
+//! - `--iostat INTERVAL`: the lowest rank on each host samples the devices under its targets,
+//!   once per host; rank 0's Result keeps every host's samples in
+//!   `distributed.host_devices`, and rank 0's host's also as the ordinary `iostat` probe (so
+//!   reports and explain's device checks read it as on one host), with a note naming which
+//!   hosts and devices were sampled.
+
+use super::aggregate::RankRecord;
+use crate::observe::{Observe, Observer, TraceSettings};
+use crate::result::{HostDevices, RunResult};
+use crate::trace::format::TraceFormat;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The observe settings every rank receives.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RankObserve {
+    /// Device sampling interval, seconds.
+    pub iostat_s: Option<f64>,
+    pub trace: Option<RankTrace>,
+}
+
+/// `--trace` as given on rank 0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RankTrace {
+    pub path: PathBuf,
+    pub bin: bool,
+    pub records: Option<usize>,
+}
+
+/// What one rank's observers stored (the `iostat` and `trace` probes of its own run).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct RankObserved {
+    pub probes: Map<String, Value>,
+}
+
+impl RankObserve {
+    /// The settings rank 0 parsed from its flags (what stays on rank 0, such as
+    /// `--status-interval`, is not sent).
+    pub(crate) fn from_settings(o: &Observe) -> RankObserve {
+        RankObserve {
+            iostat_s: o.iostat.map(|d| d.as_secs_f64()),
+            trace: o.trace.as_ref().map(|t| RankTrace {
+                path: t.path.clone(),
+                bin: t.format == TraceFormat::Bin,
+                records: t.records,
+            }),
+        }
+    }
+
+    /// What rank `rank` observes, given every rank's host: its own trace file, and the
+    /// devices when it is the lowest rank on its host.
+    pub(crate) fn for_rank(&self, rank: u32, hosts: &[String]) -> Observe {
+        Observe {
+            iostat: self
+                .iostat_s
+                .filter(|_| samples_its_host(rank, hosts))
+                .map(Duration::from_secs_f64),
+            trace: self.trace.as_ref().map(|t| TraceSettings {
+                path: rank_trace(&t.path, rank),
+                format: if t.bin {
+                    TraceFormat::Bin
+                } else {
+                    TraceFormat::Csv
+                },
+                records: t.records,
+            }),
+            watch: None,
+        }
+    }
+
+    fn any(&self) -> bool {
+        self.iostat_s.is_some() || self.trace.is_some()
+    }
+}
+
+/// Rank `rank`'s trace file: `.rank-NNNNN` before FILE's extension, or after FILE without one.
+pub(crate) fn rank_trace(path: &Path, rank: u32) -> PathBuf {
+    let tag = format!("rank-{rank:05}");
+    match (path.file_stem(), path.extension()) {
+        (Some(stem), Some(ext)) => {
+            let mut name = stem.to_os_string();
+            name.push(format!(".{tag}."));
+            name.push(ext);
+            path.with_file_name(name)
+        }
+        _ => {
+            let mut s = path.as_os_str().to_os_string();
+            s.push(format!(".{tag}"));
+            PathBuf::from(s)
+        }
+    }
+}
+
+/// Whether `rank` is the lowest rank on its host (the one that samples the host's devices).
+pub(crate) fn samples_its_host(rank: u32, hosts: &[String]) -> bool {
+    match hosts.get(rank as usize) {
+        Some(h) => hosts.iter().position(|x| x == h) == Some(rank as usize),
+        None => false,
+    }
+}
+
+/// Start this rank's observers right before its run (None when it observes nothing).
+pub(crate) fn start(
+    settings: &RankObserve,
+    rank: u32,
+    hosts: &[String],
+    job: &crate::job::Job,
+) -> anyhow::Result<Option<Observer>> {
+    if !settings.any() {
+        return Ok(None);
+    }
+    let o = settings.for_rank(rank, hosts);
+    if o.iostat.is_none() && o.trace.is_none() {
+        return Ok(None);
+    }
+    Observer::start(&o, job).map(Some)
+}
+
+/// Stop this rank's observers after its run; what they saw goes to rank 0 in its record.
+/// `since_start_s`: seconds from the start of the rank's timed I/O to now (the device
+/// samples' `t_s` count from it). A trace that cannot be written fails the rank's run, as it
+/// fails a run on one host, with what was measured still reported.
+pub(crate) fn finish(observer: Option<Observer>, rec: &mut RankRecord, since_start_s: f64) {
+    if let Some(o) = observer {
+        if let Err(e) = o.finish_into(&mut rec.observed.probes, since_start_s) {
+            rec.failures.push(crate::runner::IoFailure {
+                user: 0,
+                thread: 0,
+                path: rec.targets.first().cloned().unwrap_or_default(),
+                offset: None,
+                message: format!("observing the run (--trace, --iostat): {e:#}"),
+            });
+            rec.status = crate::runner::RunStatus::Failed;
+        }
+    }
+}
+
+fn count(v: &Value, key: &str) -> u64 {
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Rank 0: every rank's trace summed, and every host's device samples, into the Result.
+pub(crate) fn merge(records: &[RankRecord], result: &mut RunResult) {
+    let traces: Vec<(u32, &Value)> = records
+        .iter()
+        .filter_map(|r| r.observed.probes.get("trace").map(|v| (r.rank, v)))
+        .collect();
+    if !traces.is_empty() {
+        let per_rank: Vec<Value> = traces
+            .iter()
+            .map(|(rank, v)| {
+                serde_json::json!({
+                    "rank": rank,
+                    "file": v.get("file").cloned().unwrap_or(Value::Null),
+                    "records": count(v, "records"),
+                    "dropped_records": count(v, "dropped_records"),
+                })
+            })
+            .collect();
+        let first = traces[0].1;
+        let pattern = first
+            .get("file")
+            .and_then(Value::as_str)
+            .map(|f| f.replace(&format!("rank-{:05}", traces[0].0), "rank-*"))
+            .unwrap_or_default();
+        result.probes.insert(
+            "trace".into(),
+            serde_json::json!({
+                "file": pattern,
+                "format": first.get("format").cloned().unwrap_or(Value::Null),
+                "records": traces.iter().map(|(_, v)| count(v, "records")).sum::<u64>(),
+                "dropped_records": traces.iter().map(|(_, v)| count(v, "dropped_records")).sum::<u64>(),
+                "ranks": per_rank,
+            }),
+        );
+    }
+    let hosts: Vec<HostDevices> = records
+        .iter()
+        .filter_map(|r| {
+            r.observed.probes.get("iostat").map(|v| HostDevices {
+                host: r.host.clone(),
+                rank: r.rank,
+                iostat: v.clone(),
+            })
+        })
+        .collect();
+    if hosts.is_empty() {
+        return;
+    }
+    let devices = |h: &HostDevices| {
+        let d: Vec<&str> = h
+            .iostat
+            .get("devices")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if d.is_empty() {
+            "every device with I/O".to_string()
+        } else {
+            d.join(", ")
+        }
+    };
+    let named: Vec<String> = hosts
+        .iter()
+        .map(|h| format!("{} ({}) by rank {}", h.host, devices(h), h.rank))
+        .collect();
+    let first = &hosts[0];
+    result.notes.push(format!(
+        "iostat: devices sampled once per host on {} host(s): {}; the iostat section is {}'s, distributed.host_devices holds every host's",
+        hosts.len(),
+        named.join("; "),
+        first.host
+    ));
+    result.probes.insert("iostat".into(), first.iostat.clone());
+    if let Some(d) = &mut result.distributed {
+        d.host_devices = hosts;
+    }
+    result.refresh_explain();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_rank_traces_to_its_own_file_keeping_the_extension() {
+        assert_eq!(
+            rank_trace(Path::new("/t/run.csv"), 3),
+            PathBuf::from("/t/run.rank-00003.csv")
+        );
+        assert_eq!(
+            rank_trace(Path::new("run.bin"), 12),
+            PathBuf::from("run.rank-00012.bin")
+        );
+        assert_eq!(
+            rank_trace(Path::new("trace"), 0),
+            PathBuf::from("trace.rank-00000")
+        );
+        // The format follows the file name as on one host.
+        assert_eq!(
+            TraceFormat::from_path(&rank_trace(Path::new("x.bin"), 1)),
+            TraceFormat::Bin
+        );
+    }
+
+    #[test]
+    fn the_lowest_rank_on_each_host_samples_it() {
+        let hosts: Vec<String> = ["a", "a", "b", "b", "a"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let who: Vec<u32> = (0..5).filter(|&r| samples_its_host(r, &hosts)).collect();
+        assert_eq!(who, vec![0, 2]);
+        let s = RankObserve {
+            iostat_s: Some(0.1),
+            trace: None,
+        };
+        assert_eq!(s.for_rank(1, &hosts).iostat, None);
+        assert_eq!(
+            s.for_rank(2, &hosts).iostat,
+            Some(Duration::from_millis(100))
+        );
+        assert!(!samples_its_host(9, &hosts));
+    }
+}
