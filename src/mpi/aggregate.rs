@@ -508,6 +508,7 @@ pub(crate) fn build_workload(
             _ => 0.0,
         },
         stonewall: None,
+        host_devices: Vec::new(),
     });
     if records.iter().any(|r| r.called_off) {
         result
