@@ -5,6 +5,7 @@
 //! `workload` call the [`Executor`] they were given and know nothing else about MPI.
 
 use crate::job::Job;
+use crate::observe::{Observe, Observer};
 use crate::result::RunResult;
 use crate::workload::model::Model;
 use crate::workload::run::Options;
@@ -14,8 +15,10 @@ use std::rc::Rc;
 /// Runs each point on every rank of a distributed run (implemented by the MPI driver).
 pub(crate) trait Ranks {
     /// The Job as one distributed run; `fresh`: each rank first removes the file an earlier
-    /// point of this command created at its target (a sweep's writes start from new files).
-    fn run_job(&self, job: &Job, fresh: bool) -> anyhow::Result<RunResult>;
+    /// point of this command created at its target (a sweep's writes start from new files);
+    /// `observe`: what every rank observes beside its part (`--iostat` once per host, `--trace`
+    /// per rank), merged into the one Result.
+    fn run_job(&self, job: &Job, fresh: bool, observe: &Observe) -> anyhow::Result<RunResult>;
     /// The workload as one distributed run, each rank in a directory of its own.
     fn run_workload(
         &self,
@@ -42,14 +45,22 @@ pub(crate) enum Executor {
 }
 
 impl Executor {
-    /// The Result of one Job.
-    pub(crate) fn run_job(&self, job: &Job, fresh: bool) -> anyhow::Result<RunResult> {
+    /// The Result of one Job, with what `observe` asked for seen beside it.
+    pub(crate) fn run_job(
+        &self,
+        job: &Job,
+        fresh: bool,
+        observe: &Observe,
+    ) -> anyhow::Result<RunResult> {
         match self {
             Executor::Local => {
+                let observer = Observer::start(observe, job)?;
                 let outcome = crate::runner::run(job)?;
-                Ok(RunResult::from_outcome(job, &outcome))
+                let mut result = RunResult::from_outcome(job, &outcome);
+                observer.finish(&mut result, outcome.elapsed_s)?;
+                Ok(result)
             }
-            Executor::Ranks(r) => r.run_job(job, fresh),
+            Executor::Ranks(r) => r.run_job(job, fresh, observe),
         }
     }
 

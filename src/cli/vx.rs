@@ -9,10 +9,7 @@ pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Resu
         return Ok(0);
     }
     crate::output::check_output(cmd.output.as_deref(), cmd.job.force)?;
-    let observer = crate::observe::Observer::start(&observe.settings()?, &cmd.job)?;
-    let mut result = exec.run_job(&cmd.job, false)?;
-    let elapsed = result.total.elapsed_s;
-    observer.finish(&mut result, elapsed)?;
+    let result = exec.run_job(&cmd.job, false, &observe.settings()?)?;
     super::output::emit(
         &[result],
         cmd.format,

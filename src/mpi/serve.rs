@@ -258,9 +258,19 @@ fn result_of(ending: Ending) -> anyhow::Result<RunResult> {
 }
 
 impl crate::exec::Ranks for Driver {
-    fn run_job(&self, job: &crate::job::Job, fresh: bool) -> anyhow::Result<RunResult> {
+    fn run_job(
+        &self,
+        job: &crate::job::Job,
+        fresh: bool,
+        observe: &crate::observe::Observe,
+    ) -> anyhow::Result<RunResult> {
         // A Job the ranks cannot run is refused here, before any rank is asked to.
-        let spec = self.plan.spec(job.clone(), self.world.size)?;
+        let mut spec = self.plan.spec(job.clone(), self.world.size)?;
+        // --iostat and --trace go to every rank; the live display stays on rank 0.
+        spec.observe = super::RankObserve::from_settings(observe);
+        if let Some(w) = observe.watch.clone() {
+            w.apply();
+        }
         self.order(&Order::Run {
             spec: Box::new(spec.clone()),
             fresh,

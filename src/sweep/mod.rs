@@ -673,15 +673,13 @@ pub(crate) fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow
             ));
         }
         job.keep = true;
-        let observer =
-            crate::observe::Observer::start(&crate::observe::Observe::iostat(ctx.iostat), &job)?;
-        let mut result = match ctx.exec.run_job(&job, fresh) {
+        // Every host's devices are sampled by one of its ranks.
+        let observe = crate::observe::Observe::iostat(ctx.iostat);
+        let result = match ctx.exec.run_job(&job, fresh, &observe) {
             Ok(r) => r,
             Err(e) if crate::error::is_usage(&e) => return Err(e),
             Err(e) => return Ok(Record::skip(meta, format!("error: {e:#}"))),
         };
-        let elapsed = result.total.elapsed_s;
-        observer.finish(&mut result, elapsed)?;
         return Ok(Record::run(meta, result));
     }
     if job.cache == crate::job::CachePolicy::Raw
