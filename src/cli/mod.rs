@@ -144,9 +144,8 @@ pub(crate) fn error_status(e: &anyhow::Error) -> i32 {
 }
 
 fn dispatch(cmd: Command) -> anyhow::Result<i32> {
-    // Started by mpirun: `run` is one rank of a distributed run, and sweep, suite, workload
-    // and vx run each point on every rank (`ranks::on_ranks`); the other commands that do
-    // I/O would run as N unrelated copies.
+    // Started by mpirun: run, sweep, suite, workload and vx run each point on every rank
+    // (`ranks::on_ranks`); the other commands that do I/O would run as N unrelated copies.
     let io_command = match &cmd {
         Command::Quick(_) => Some("quick"),
         Command::Advise(_) => Some("advise"),
@@ -160,7 +159,10 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
     }
     match cmd {
         Command::Quick(a) => quick::main(a),
-        Command::Run(a) => run::main(a),
+        Command::Run(a) => {
+            let dist = a.dist.clone();
+            ranks::on_ranks("run", &dist, |exec| run::main(a, exec))
+        }
         Command::Vx { args } => {
             ranks::on_ranks("vx", &Default::default(), |exec| vx::main(&args, exec))
         }

@@ -115,7 +115,7 @@ fn distributed(
 #[cfg(feature = "mpi")]
 mod with_mpi {
     use super::DistArgs;
-    use crate::mpi::{DistPlan, DistSpec, Layout, Stonewall};
+    use crate::mpi::{DistPlan, Layout, Stonewall};
 
     /// How every point of a command is spread over the ranks.
     pub(crate) fn plan(d: &DistArgs) -> Result<DistPlan, crate::error::UsageError> {
@@ -158,16 +158,7 @@ mod with_mpi {
             timeout_s,
         })
     }
-
-    /// The spec rank 0 sends to every rank, checked for `ranks` ranks.
-    pub(crate) fn spec(
-        d: &DistArgs,
-        job: crate::job::Job,
-        ranks: u32,
-    ) -> Result<DistSpec, crate::error::UsageError> {
-        plan(d)?.spec(job, ranks)
-    }
 }
 
 #[cfg(feature = "mpi")]
-pub(crate) use with_mpi::{plan, spec};
+pub(crate) use with_mpi::plan;

@@ -3,7 +3,6 @@
 use crate::job::params::{self, Front};
 use crate::job::{EngineKind, Job};
 use crate::report::ReportOptions;
-use crate::result::RunResult;
 use crate::units::RateUnit;
 use crate::{bail_usage, usage};
 use clap::Args;
@@ -264,17 +263,13 @@ pub(crate) fn report_options(a: &RunArgs) -> ReportOptions {
     }
 }
 
-pub(crate) fn main(a: RunArgs) -> anyhow::Result<i32> {
+/// `fsbench run`: one Job, on this host or, under mpirun, as one distributed run on every
+/// rank (the executor decides; rank 0 alone prints and stores the Result).
+pub(crate) fn main(a: RunArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
     let format = a.results.format()?;
-    if a.dist.any() || super::ranks::launched_ranks().is_some_and(|n| n > 1) {
-        return distributed(a, format);
-    }
     let job = build_job(&a)?;
     crate::output::check_output(a.results.output.as_deref(), a.force)?;
-    let observer = crate::observe::Observer::start(&a.observe.settings()?, &job)?;
-    let outcome = crate::runner::run(&job)?;
-    let mut result = RunResult::from_outcome(&job, &outcome);
-    observer.finish(&mut result, outcome.elapsed_s)?;
+    let result = exec.run_job(&job, false, &a.observe.settings()?)?;
     super::output::emit(
         &[result],
         format,
@@ -282,98 +277,6 @@ pub(crate) fn main(a: RunArgs) -> anyhow::Result<i32> {
         a.results.output.as_deref(),
         a.force,
     )
-}
-
-/// A build without MPI: the flags of a distributed run, or a start by mpirun, are refused.
-#[cfg(not(feature = "mpi"))]
-fn distributed(a: RunArgs, _format: crate::report::Format) -> anyhow::Result<i32> {
-    let why = match super::ranks::launched_ranks() {
-        Some(n) if n > 1 => format!("mpirun started {n} copies"),
-        _ => {
-            "--file-per-rank, --shared-file, --reorder-ranks, --stonewall and --mpi-timeout need it"
-                .into()
-        }
-    };
-    let _ = a;
-    bail_usage!(
-        "this fsbench was built without MPI ({why}): build it with `cargo build --release --features mpi` and start it with mpirun"
-    )
-}
-
-/// One rank of a distributed run: rank 0 builds and checks the Job and sends it to every
-/// rank; rank 0 prints and stores the one Result.
-#[cfg(feature = "mpi")]
-fn distributed(a: RunArgs, format: crate::report::Format) -> anyhow::Result<i32> {
-    use crate::mpi::Ending;
-    let world = crate::mpi::World::init()?;
-    let mine = if world.rank == 0 {
-        let built = (|| -> anyhow::Result<crate::mpi::DistSpec> {
-            let job = build_job(&a)?;
-            crate::output::check_output(a.results.output.as_deref(), a.force)?;
-            let observe = a.observe.settings()?;
-            let mut spec = super::ranks::spec(&a.dist, job, world.size)?;
-            // --iostat and --trace go to every rank; the live display stays on rank 0.
-            spec.observe = crate::mpi::RankObserve::from_settings(&observe);
-            if let Some(w) = observe.watch {
-                w.apply();
-            }
-            Ok(spec)
-        })();
-        built.map_err(|e| super::one_line(&e.to_string()))
-    } else {
-        Err(String::new())
-    };
-    let spec = match crate::mpi::share_spec(&world, mine)? {
-        Ok(s) => s,
-        Err(msg) => {
-            if world.rank == 0 {
-                crate::runner::say(&format!("fsbench: {msg}"));
-            }
-            return Ok(finish_ranks(&world, 2));
-        }
-    };
-    let code = match crate::mpi::run(&world, &spec)? {
-        Ending::Done(code) => code,
-        Ending::Refused { usage, message } => {
-            let (prefix, code) = if usage { ("", 2) } else { ("error: ", 1) };
-            crate::runner::say(&format!("fsbench: {prefix}{}", super::one_line(&message)));
-            code
-        }
-        Ending::Result(result) => {
-            let emitted = (|| -> anyhow::Result<i32> {
-                let code = super::output::emit(
-                    &[*result],
-                    format,
-                    &report_options(&a),
-                    a.results.output.as_deref(),
-                    a.force,
-                )?;
-                use std::io::Write as _;
-                std::io::stdout().flush()?;
-                Ok(code)
-            })();
-            match emitted {
-                Ok(c) => c,
-                Err(e) => {
-                    crate::runner::say(&format!(
-                        "fsbench: error: {}",
-                        super::one_line(&format!("{e:#}"))
-                    ));
-                    1
-                }
-            }
-        }
-    };
-    Ok(finish_ranks(&world, code))
-}
-
-/// Every rank waits here until rank 0 has printed and written the Result: mpirun ends the
-/// whole job as soon as one rank exits with a non-zero status, which must not cut rank 0
-/// short. Then each rank exits with its own status.
-#[cfg(feature = "mpi")]
-fn finish_ranks(world: &crate::mpi::World, code: i32) -> i32 {
-    world.meet("the end of the run", std::time::Duration::from_secs(600));
-    code
 }
 
 #[cfg(test)]

@@ -51,7 +51,7 @@ pub(crate) struct DistSpec {
     /// Longest wait for the other ranks at a meeting point before the MPI job is aborted.
     pub timeout_s: f64,
     /// `--verify` on a shared file: the block seed rank 0 drew, stamped by every rank
-    /// (filled in by `share_spec` on rank 0).
+    /// (drawn by rank 0 in `DistPlan::spec`).
     #[serde(default)]
     pub verify_seed: Option<u64>,
     /// What every rank observes beside its run (`--iostat`, `--trace`).

@@ -51,25 +51,6 @@ pub(crate) enum Ending {
     Done(i32),
 }
 
-/// Rank 0's spec, or its refusal, on every rank.
-pub(crate) fn share_spec(
-    world: &World,
-    mine: Result<DistSpec, String>,
-) -> anyhow::Result<Result<DistSpec, String>> {
-    // A verifying run on a shared file: rank 0 draws the one block seed every rank stamps.
-    let mine = mine.map(|mut s| {
-        s.verify_seed = verify::shared_seed(&s);
-        s
-    });
-    let bytes = if world.rank == 0 {
-        serde_json::to_vec(&mine)?
-    } else {
-        Vec::new()
-    };
-    let got = world.broadcast("receiving the job from rank 0", SPEC_TIMEOUT, bytes);
-    Ok(serde_json::from_slice(&got)?)
-}
-
 /// An error as one line (a rank's message goes into one row of the Result).
 fn one_line(e: &anyhow::Error) -> String {
     format!("{e:#}").replace(['\n', '\r'], " ")
