@@ -272,6 +272,10 @@ impl TextTable {
                 t.set_content_arrangement(ContentArrangement::Disabled);
             }
         }
+        let wrap_least = match wrap {
+            Some(limit) => self.wrap_least(cols, rows, limit),
+            None => Vec::new(),
+        };
         for (k, &i) in cols.iter().enumerate() {
             let last = k + 1 == cols.len();
             // Wrapping: one space between columns leaves the cells the most room.
@@ -292,18 +296,7 @@ impl TextTable {
                 // stay whole where the width allows (the heads may wrap).
                 let least = match wrap {
                     None => w[i],
-                    Some(_) => rows
-                        .iter()
-                        .filter_map(|r| r.get(i))
-                        .map(|c| {
-                            if self.right[i] {
-                                chars(c)
-                            } else {
-                                c.split(' ').map(chars).max().unwrap_or(0)
-                            }
-                        })
-                        .max()
-                        .unwrap_or(0),
+                    Some(_) => wrap_least[k],
                 };
                 let least = (least + gap).min(u16::MAX as usize) as u16;
                 c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(least)));
@@ -314,6 +307,47 @@ impl TextTable {
             s.push('\n');
         }
         s
+    }
+
+    /// The least width of each of the columns `cols` when wrapping to `limit`: a figure
+    /// column its widest cell, a label column its widest word; figure columns keep their
+    /// heads whole too when that still leaves the labels room, so the labels get the rest.
+    fn wrap_least(&self, cols: &[usize], rows: &[Vec<String>], limit: usize) -> Vec<usize> {
+        let widest = |i: usize, f: &dyn Fn(&str) -> usize| -> usize {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| f(c))
+                .max()
+                .unwrap_or(0)
+        };
+        let word = |c: &str| c.split(' ').map(chars).max().unwrap_or(0);
+        let cells: Vec<usize> = cols
+            .iter()
+            .map(|&i| {
+                if self.right[i] {
+                    widest(i, &chars)
+                } else {
+                    widest(i, &word).max(word(&self.header[i]))
+                }
+            })
+            .collect();
+        let with_heads: Vec<usize> = cols
+            .iter()
+            .zip(&cells)
+            .map(|(&i, &c)| {
+                if self.right[i] {
+                    c.max(chars(&self.header[i]))
+                } else {
+                    c
+                }
+            })
+            .collect();
+        let line = with_heads.iter().sum::<usize>() + cols.len().saturating_sub(1);
+        if line <= limit {
+            with_heads
+        } else {
+            cells
+        }
     }
 
     /// One row of the columns `cols`, without a head.
@@ -381,7 +415,7 @@ mod tests {
         // The figures stay on the first line of the row, beside the start of its point.
         let first = out.lines().nth(1).unwrap();
         assert!(
-            first.starts_with("bs=4k") && first.ends_with("1000   2000"),
+            first.starts_with("bs=4k cache=direct") && first.ends_with("  1000  2000"),
             "{out}"
         );
         for word in [
