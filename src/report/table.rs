@@ -1,6 +1,7 @@
 //! Table shaping: stored sweep points become the papers' tables, rows and columns chosen by
 //! axis ("block size | buffered KiB/s | discovered KiB/s | direct KiB/s | raw KiB/s | buffered
 //! CPU s | ..."). Repetitions of a point are averaged and their spread kept for `compare`.
+//! As text they are drawn by [`super::text_table::TextTable`], pivoted on a narrow terminal.
 
 use super::metrics::{self, Metric};
 use super::text_table::{Fit, TextTable};

@@ -1,6 +1,8 @@
 //! The one place fsbench lays out its human text tables: [`TextTable`], drawn by comfy-table
 //! (issue #14). Sweep, suite, report and fscompare tables ([`super::table::render_text`]),
-//! `compare`, `quick`, `iostat` and the per-flowop table of a workload all build one.
+//! `compare`, `quick`, `iostat`, `suite list` and the per-flowop table of a workload all
+//! build one. (It is a module of its own beside `table`, which shapes stored results into
+//! tables, to keep both files readable.)
 //!
 //! The look is today's plain columns: no borders, columns apart by a gap (two spaces unless a
 //! table says otherwise), row labels on the left, figures right-aligned, headers with their
@@ -18,8 +20,9 @@
 //!   long): comfy-table wraps the cells inside narrower columns, so each comparison stays one
 //!   row, figures beside their point.
 //! - [`Fit::Stack`] for tables printed a row at a time as the rows are measured (`quick`,
-//!   `iostat`): column widths are fixed ahead, and a row (and the head) that is too wide
-//!   continues on indented lines, block by block in the same columns as the head.
+//!   `iostat`) or with other lines under each row (`suite list`): the column widths are
+//!   fixed ahead, and a row (and the head) that is too wide continues on indented lines,
+//!   block by block in the same columns as the head.
 
 use comfy_table::{
     CellAlignment, ColumnConstraint, ContentArrangement, LineStyle, Table, TableStyle, Width,
