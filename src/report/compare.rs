@@ -2,6 +2,7 @@
 //! A change smaller than the run-to-run spread (from `--repeat N`) is marked as noise.
 
 use super::table::{shape_all, Shape, Shaped};
+use super::text_table::{Fit, TextTable};
 use crate::sweep::record::Record;
 
 #[derive(Debug, Clone)]
@@ -184,6 +185,7 @@ fn compare_study(tb: &Shaped, ta: &Shaped, out: &mut Vec<Change>) {
     }
 }
 
+/// The comparisons as a table, then what its words mean and the counts.
 pub(crate) fn render_text(changes: &[Change]) -> String {
     let rows: Vec<[String; 7]> = changes
         .iter()
@@ -211,45 +213,33 @@ pub(crate) fn render_text(changes: &[Change]) -> String {
         "verdict",
     ]
     .map(String::from);
-    let mut w = [0usize; 7];
-    for r in std::iter::once(&header).chain(rows.iter()) {
-        for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
-        }
+    // Wrapped, not pivoted, where the terminal is narrow: the point names are the wide
+    // cells, and a comparison reads best as one row with its figures beside its point.
+    let mut table = TextTable::new(header, 2, Fit::Wrap);
+    for r in rows {
+        table.push(r.to_vec());
     }
-    let line = |r: &[String; 7]| -> String {
-        r.iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if i < 2 {
-                    format!("{c:<width$}", width = w[i])
-                } else {
-                    format!("{c:>width$}", width = w[i])
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("  ")
-            + "\n"
+    let width = super::width::terminal_width();
+    let mut s = table.render(width);
+    let mut say = |line: &str| {
+        s += &super::width::wrap_words(line, width);
+        s.push('\n');
     };
-    let mut s = line(&header);
-    for r in &rows {
-        s += &line(r);
-    }
     if changes.iter().any(|c| c.spread.is_none()) {
-        s += "spread n/a: no repetitions, so noise cannot be told from change; run with --repeat N\n";
+        say("spread n/a: no repetitions, so noise cannot be told from change; run with --repeat N");
     }
     if changes.iter().any(|c| c.verdict == "suspect") {
-        s += "suspect: a cost that fell at a point whose throughput fell too (less work done, not better)\n";
+        say("suspect: a cost that fell at a point whose throughput fell too (less work done, not better)");
     }
     let count = |v: &str| changes.iter().filter(|c| c.verdict == v).count();
-    s += &format!(
-        "{} comparisons: {} better, {} worse, {} suspect, {} within the run-to-run spread; CPU is judged per operation\n",
+    say(&format!(
+        "{} comparisons: {} better, {} worse, {} suspect, {} within the run-to-run spread; CPU is judged per operation",
         changes.len(),
         count("better"),
         count("worse"),
         count("suspect"),
         count("noise")
-    );
+    ));
     s
 }
 

@@ -33,6 +33,7 @@ pub(crate) mod svg_normalised;
 pub(crate) mod svg_plot;
 pub(crate) mod table;
 pub(crate) mod text;
+pub(crate) mod text_table;
 pub(crate) mod timeseries;
 pub(crate) mod trace;
 pub(crate) mod verify_text;

@@ -4,6 +4,7 @@
 //!
 //! MB/s here is 10^6 bytes a second, as CrystalDiskMark and the drive makers print it.
 
+use super::text_table::{Fit, TextTable};
 use crate::result::RunResult;
 use crate::runner::RunStatus;
 use crate::units::{format_bytes, format_ns};
@@ -37,10 +38,30 @@ pub(crate) fn extras_header() -> String {
 }
 
 fn heads(first: &str) -> String {
-    format!(
-        "{first:<22} {:>9} {:>17} {:>9} {:>10} {:>10} {:>10}  {}\n",
-        "MB/s", "range MB/s", "IOPS", "lat p50", "lat p99", "CPU us/op", "status"
+    layout(first).render_head(super::width::terminal_width())
+}
+
+/// The table's columns, `first` heading the test names: printed a row at a time as the
+/// tests finish, so the widths are fixed ahead and a narrow terminal gets each row (and the
+/// head) continued on an indented line ([`Fit::Stack`]).
+fn layout(first: &str) -> TextTable {
+    TextTable::new(
+        [
+            first,
+            "MB/s",
+            "range MB/s",
+            "IOPS",
+            "lat p50",
+            "lat p99",
+            "CPU us/op",
+            "status",
+        ],
+        1,
+        Fit::Stack,
     )
+    .min_widths(&[22, 9, 17, 9, 10, 10, 10, 0])
+    .gaps(&[1, 1, 1, 1, 1, 1, 2, 0])
+    .align_right(7, false)
 }
 
 /// What a row shows for a test's timed runs.
@@ -88,19 +109,26 @@ pub(crate) fn summarise(runs: &[RunResult]) -> Summary {
     }
 }
 
-/// One test's row, then a line for each error its runs met.
+/// One test's row, then a line for each error its runs met, fitted to the terminal.
 pub(crate) fn row(name: &str, runs: &[RunResult]) -> String {
+    row_width(name, runs, super::width::terminal_width())
+}
+
+/// One test's row at most `width` wide where the columns allow (None: one line).
+fn row_width(name: &str, runs: &[RunResult], width: Option<usize>) -> String {
     let s = summarise(runs);
     let range = format!("{:.1}..{:.1}", s.mb_per_sec_min, s.mb_per_sec_max);
-    let mut out = format!(
-        "{name:<22} {:>9.1} {range:>17} {:>9.0} {:>10} {:>10} {:>10.2}  {}\n",
-        s.mb_per_sec,
-        s.iops,
+    let cells = vec![
+        name.to_string(),
+        format!("{:.1}", s.mb_per_sec),
+        range,
+        format!("{:.0}", s.iops),
         format_ns(s.lat_p50_ns),
         format_ns(s.lat_p99_ns),
-        s.cpu_us_per_op,
-        s.status.name()
-    );
+        format!("{:.2}", s.cpu_us_per_op),
+        s.status.name().to_string(),
+    ];
+    let mut out = layout("").render_row(&cells, width);
     for f in runs.iter().flat_map(|r| &r.failures) {
         let _ = writeln!(out, "  error: {f}");
     }
@@ -135,14 +163,16 @@ mod tests {
         assert_eq!((s.mb_per_sec_min, s.mb_per_sec_max), (100.0, 300.0));
         assert_eq!((s.iops, s.lat_p50_ns, s.lat_p99_ns), (20.0, 850.0, 8500.0));
         assert!((s.cpu_us_per_op - 10.0).abs() < 1e-9, "{s:?}");
-        let line = row("RND4K Q1T1 read", &runs);
+        let line = row_width("RND4K Q1T1 read", &runs, None);
         assert!(
             line.starts_with("RND4K Q1T1 read            200.0      100.0..300.0        20 "),
             "{line}"
         );
         assert!(line.contains("  850 ns     8.5 us      10.00  "), "{line}");
         let h = header("quick", 11, Path::new("/d"), (1 << 28, 1.0, 0.5, 3));
-        let heads = h.lines().nth(2).unwrap();
+        let head = layout("direct I/O").render_head(None);
+        assert_eq!(h.lines().nth(2), head.lines().next());
+        let heads = head.trim_end();
         assert_eq!(
             line.lines().next().unwrap().len(),
             heads.len() - "status".len() + s.status.name().len(),
@@ -151,6 +181,40 @@ mod tests {
         assert!(h.starts_with(
             "fsbench quick (quick): 11 tests in /d, 256.00 MiB file, each timed 1 s after a 0.5 s warm-up, median of 3\n"
         ));
+    }
+
+    /// On a 60-column terminal the head and each row go on over indented lines, in the same
+    /// columns, every figure kept.
+    #[test]
+    fn rows_and_head_fit_a_narrow_terminal_in_the_same_columns() {
+        let runs = [run(123.4, 31_000.0, 900, 100, 0.001)];
+        let head = layout("direct I/O").render_head(Some(60));
+        let line = row_width("RND4K Q32T1 read", &runs, Some(60));
+        assert!(head.lines().count() >= 2, "{head}");
+        assert_eq!(head.lines().count(), line.lines().count(), "{head}{line}");
+        assert!(head
+            .lines()
+            .chain(line.lines())
+            .all(|l| l.chars().count() <= 60));
+        for v in [
+            "123.4",
+            "31000",
+            "900 ns",
+            "9.0 us",
+            "complete",
+            "CPU us/op",
+            "status",
+        ] {
+            assert!(head.contains(v) || line.contains(v), "{v}: {head}{line}");
+        }
+        // Each line of the row ends where the head's line above ends (the status words are
+        // left-aligned, the figures right-aligned).
+        for (h, r) in head.lines().zip(line.lines()) {
+            match h.strip_suffix("status") {
+                Some(h) => assert_eq!(Some(h.len()), r.rfind("complete"), "{head}{line}"),
+                None => assert_eq!(h.len(), r.len(), "{head}{line}"),
+            }
+        }
     }
 
     #[test]

@@ -1,25 +1,39 @@
 //! The shipped suites as `fsbench suite list` shows them: each with its studies, then how to
 //! run one.
 
+use super::text_table::{Fit, TextTable};
 use crate::sweep::suite::SuiteFile;
 use std::fmt::Write;
 
+/// The listing, fitted to the terminal.
 pub(crate) fn list(suites: &[SuiteFile]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<20} {:>7} {:>6}  {:<28} title",
-        "suite", "studies", "scale", "source"
-    );
+    list_width(suites, super::width::terminal_width())
+}
+
+/// The listing at most `width` wide where the columns allow (None: one line a suite). Each
+/// suite row has its studies under it, so the rows are laid out one at a time in fixed
+/// columns ([`Fit::Stack`]): a narrow terminal gets the source and title on the next line.
+fn list_width(suites: &[SuiteFile], width: Option<usize>) -> String {
+    let table = TextTable::new(
+        ["suite", "studies", "scale", "source", "title"],
+        1,
+        Fit::Stack,
+    )
+    .min_widths(&[20, 7, 6, 28, 0])
+    .gaps(&[1, 1, 2, 1])
+    .align_right(3, false)
+    .align_right(4, false);
+    let mut out = table.render_head(width);
     for s in suites {
-        let _ = writeln!(
-            out,
-            "{:<20} {:>7} {:>6}  {:<28} {}",
-            s.name,
-            s.studies.len(),
-            s.default_scale,
-            s.source,
-            s.title
+        out += &table.render_row(
+            &[
+                s.name.clone(),
+                s.studies.len().to_string(),
+                s.default_scale.to_string(),
+                s.source.clone(),
+                s.title.clone(),
+            ],
+            width,
         );
         for st in &s.studies {
             let _ = writeln!(out, "    {:<24} {}", st.id, st.title);
@@ -42,7 +56,7 @@ mod tests {
             .iter()
             .map(|(n, _)| suite::find(n).unwrap())
             .collect();
-        let text = list(&all);
+        let text = list_width(&all, None);
         for s in &all {
             assert!(text.contains(&format!("\n{:<20} ", s.name)), "{}", s.name);
             for st in &s.studies {
@@ -50,5 +64,12 @@ mod tests {
             }
         }
         assert!(text.ends_with("[--output OUT]\n"));
+        // On 60 columns each suite row goes on under itself; every title is still there.
+        let narrow = list_width(&all, Some(60));
+        for s in &all {
+            assert!(narrow.contains(&s.title), "{}: {narrow}", s.title);
+        }
+        let head = narrow.lines().take_while(|l| !l.starts_with(&all[0].name));
+        assert!(head.count() >= 2, "{narrow}");
     }
 }

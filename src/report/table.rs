@@ -1,8 +1,10 @@
 //! Table shaping: stored sweep points become the papers' tables, rows and columns chosen by
 //! axis ("block size | buffered KiB/s | discovered KiB/s | direct KiB/s | raw KiB/s | buffered
 //! CPU s | ..."). Repetitions of a point are averaged and their spread kept for `compare`.
+//! As text they are drawn by [`super::text_table::TextTable`], pivoted on a narrow terminal.
 
 use super::metrics::{self, Metric};
+use super::text_table::{Fit, TextTable};
 use crate::runner::RunStatus;
 use crate::sweep::axis;
 use crate::sweep::record::{ChartSpec, Record, SweepMeta};
@@ -424,51 +426,15 @@ pub(crate) fn render_text(t: &Shaped) -> String {
 
 /// Plain-text table with aligned columns, at most `width` characters a line where the
 /// columns allow: a table wider than that is printed as several tables one under the other,
-/// each with the row columns and as many value columns as fit (None: one table).
+/// each with the row columns and as many value columns as fit (None: one table). Pivoting
+/// reads best here: the cells are figures, which wrapping would break apart.
 pub(crate) fn render_text_width(t: &Shaped, width: Option<usize>) -> String {
-    let header = t.header();
-    let body = t.body();
-    let ncol = header.len();
-    let mut w = vec![0usize; ncol];
-    for row in std::iter::once(&header).chain(body.iter()) {
-        for (i, c) in row.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
-        }
+    let mut table = TextTable::new(t.header(), t.row_axes.len(), Fit::Pivot).rule();
+    for row in t.body() {
+        table.push(row);
     }
-    let nrow = t.row_axes.len();
-    let fmt = |row: &[String], cols: &[usize]| -> String {
-        cols.iter()
-            .filter_map(|&i| row.get(i).map(|c| (i, c)))
-            .map(|(i, c)| {
-                if i < nrow {
-                    format!("{c:<width$}", width = w[i])
-                } else {
-                    format!("{c:>width$}", width = w[i])
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("  ")
-            .trim_end()
-            .to_string()
-    };
     let mut out = format!("{}\n", t.title);
-    let blocks = super::width::column_blocks(&w, nrow, 2, width);
-    for (b, values) in blocks.iter().enumerate() {
-        if b > 0 {
-            out.push('\n');
-        }
-        let cols: Vec<usize> = (0..nrow.min(ncol)).chain(values.iter().copied()).collect();
-        out += &fmt(&header, &cols);
-        out.push('\n');
-        let line: usize =
-            cols.iter().map(|&i| w[i]).sum::<usize>() + 2 * cols.len().saturating_sub(1);
-        out += &"-".repeat(line);
-        out.push('\n');
-        for r in &body {
-            out += &fmt(r, &cols);
-            out.push('\n');
-        }
-    }
+    out += &table.render(width);
     for n in &t.notes {
         out += &format!("  {n}\n");
     }

@@ -86,20 +86,24 @@ fn direction_line(label: &str, d: &DirReport, opts: &ReportOptions) -> String {
     )
 }
 
-/// Every statistic of a latency summary, named: `min .. mean .. p50 .. max .. stdev ..`.
-fn latency_line(prefix: &str, l: &LatencySummary) -> String {
-    format!(
-        "{prefix}: min {} mean {} p50 {} p90 {} p99 {} p99.9 {} p99.99 {} max {} stdev {}",
-        format_ns(l.min as f64),
-        format_ns(l.mean),
-        format_ns(l.p50 as f64),
-        format_ns(l.p90 as f64),
-        format_ns(l.p99 as f64),
-        format_ns(l.p99_9 as f64),
-        format_ns(l.p99_99 as f64),
-        format_ns(l.max as f64),
-        format_ns(l.stdev),
-    )
+/// Every statistic of a latency summary, named: `min .. mean .. p50 .. max .. stdev ..`,
+/// fitted to `width` (continued under its first figure on a narrow terminal).
+fn latency_line(prefix: &str, l: &LatencySummary, width: Option<usize>) -> String {
+    let items: Vec<String> = [
+        ("min", format_ns(l.min as f64)),
+        ("mean", format_ns(l.mean)),
+        ("p50", format_ns(l.p50 as f64)),
+        ("p90", format_ns(l.p90 as f64)),
+        ("p99", format_ns(l.p99 as f64)),
+        ("p99.9", format_ns(l.p99_9 as f64)),
+        ("p99.99", format_ns(l.p99_99 as f64)),
+        ("max", format_ns(l.max as f64)),
+        ("stdev", format_ns(l.stdev)),
+    ]
+    .into_iter()
+    .map(|(name, v)| format!("{name} {v}"))
+    .collect();
+    super::width::wrap_items(&format!("{prefix}:"), &items, width)
 }
 
 /// The first line of a Result without a Job (a replay, a backup phase, a workload).
@@ -267,12 +271,18 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
             let _ = writeln!(out, "{}", direction_line("read", &r.total.read, opts));
             let _ = writeln!(out, "{}", direction_line("write", &r.total.write, opts));
         }
-        let _ = writeln!(out, "{}", latency_line("latency", &r.total.lat_ns));
+        // The latency lines are fsbench's own (not vxbench's shape): fitted in `vx` too.
+        let lat_width = super::width::terminal_width();
+        let _ = writeln!(
+            out,
+            "{}",
+            latency_line("latency", &r.total.lat_ns, lat_width)
+        );
         if mixed {
             for (name, d) in [("read", &r.total.read), ("write", &r.total.write)] {
                 if d.lat_ns.count > 0 {
                     let prefix = format!("{name} latency");
-                    let _ = writeln!(out, "{}", latency_line(&prefix, &d.lat_ns));
+                    let _ = writeln!(out, "{}", latency_line(&prefix, &d.lat_ns, lat_width));
                 }
             }
         }

@@ -3,6 +3,7 @@
 //! row per flowop and one per summary. The figures are the Result's named groups and each
 //! run's summary (both the one `StatsReport`).
 
+use super::text_table::{Fit, TextTable};
 use crate::result::{PsrunLine, RunResult};
 use crate::stats::StatsReport;
 use std::fmt::Write;
@@ -35,8 +36,38 @@ fn truncate(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
-/// The Filebench-style text of a workload Result.
+/// The per-flowop table of one run: Filebench's columns at their widths, CPU per op last.
+/// Its cells are figures, so a narrow terminal gets it pivoted into blocks that each repeat
+/// the flowop names ([`Fit::Pivot`]).
+fn flowop_table() -> TextTable {
+    TextTable::new(
+        [
+            "flowop",
+            "ops",
+            "ops/s",
+            "MB/s",
+            "lat mean ms",
+            "min ms",
+            "p50 ms",
+            "p99 ms",
+            "p99.9 ms",
+            "max ms",
+        ],
+        1,
+        Fit::Pivot,
+    )
+    .min_widths(&[22, 10, 10, 8, 11, 9, 9, 9, 11, 9])
+    .gaps(&[1, 1, 1, 1, 1, 1, 1, 1, 1, 2])
+    .align_right(10, false)
+}
+
+/// The Filebench-style text of a workload Result, fitted to the terminal.
 pub(crate) fn text(r: &RunResult) -> String {
+    text_width(r, super::width::terminal_width())
+}
+
+/// The text at most `width` wide where the table allows (None: one line a row).
+fn text_width(r: &RunResult, width: Option<usize>) -> String {
     let mut s = String::new();
     let runs = r
         .workload
@@ -47,51 +78,47 @@ pub(crate) fn text(r: &RunResult) -> String {
         if runs.len() > 1 {
             let _ = writeln!(s, "run {}:", i + 1);
         }
-        let _ = writeln!(
-            s,
-            "{:<22} {:>10} {:>10} {:>8} {:>11} {:>9} {:>9} {:>9} {:>11} {:>9}",
-            "flowop",
-            "ops",
-            "ops/s",
-            "MB/s",
-            "lat mean ms",
-            "min ms",
-            "p50 ms",
-            "p99 ms",
-            "p99.9 ms",
-            "max ms"
-        );
+        let mut table = flowop_table();
         for g in r.groups.iter().filter(|g| g.run == Some(i as u32 + 1)) {
             let (f, l) = (&g.stats, &g.stats.lat_ns);
-            let _ = writeln!(
-                s,
-                "{:<22} {:>10} {:>10.1} {:>8.1} {:>11} {:>9} {:>9} {:>9} {:>11} {:>9}  {:.1} us cpu/op",
+            table.push(vec![
                 truncate(&g.name, 22),
-                f.ops,
-                f.iops,
-                f.bytes_per_sec / 1e6,
+                f.ops.to_string(),
+                format!("{:.1}", f.iops),
+                format!("{:.1}", f.bytes_per_sec / 1e6),
                 ms(l.mean),
                 ms(l.min as f64),
                 ms(l.p50 as f64),
                 ms(l.p99 as f64),
                 ms(l.p99_9 as f64),
                 ms(l.max as f64),
-                f.cpu_us_per_op
-            );
+                format!("{:.1} us cpu/op", f.cpu_us_per_op),
+            ]);
         }
+        s.push_str(&table.render(width));
         let m = &run.summary;
+        // Filebench's summary line; on a narrow terminal continued under its first figure.
+        let summary = [
+            format!("{} ops", m.ops),
+            format!("{:.3} ops/s", m.iops),
+            format!(
+                "{:.0}/{:.0} rd/wr",
+                per_s(m.read_ops, m),
+                per_s(m.write_ops, m)
+            ),
+            format!("{:.1} MB/s", m.bytes_per_sec / 1e6),
+            format!(
+                "({:.1}/{:.1} rd/wr MB/s)",
+                m.read.bytes_per_sec / 1e6,
+                m.write.bytes_per_sec / 1e6
+            ),
+            format!("{:.3} ms/op (lat mean)", m.lat_ns.mean / 1e6),
+            format!("{:.0} us cpu/op", m.cpu_us_per_op),
+        ];
         let _ = writeln!(
             s,
-            "IO Summary: {} ops {:.3} ops/s {:.0}/{:.0} rd/wr {:.1} MB/s ({:.1}/{:.1} rd/wr MB/s) {:.3} ms/op (lat mean) {:.0} us cpu/op",
-            m.ops,
-            m.iops,
-            per_s(m.read_ops, m),
-            per_s(m.write_ops, m),
-            m.bytes_per_sec / 1e6,
-            m.read.bytes_per_sec / 1e6,
-            m.write.bytes_per_sec / 1e6,
-            m.lat_ns.mean / 1e6,
-            m.cpu_us_per_op
+            "{}",
+            super::width::wrap_items("IO Summary:", &summary, width)
         );
         let _ = writeln!(
             s,
@@ -119,11 +146,11 @@ pub(crate) fn text(r: &RunResult) -> String {
             let _ = writeln!(s, "  - {}", e.message);
         }
     }
-    let _ = writeln!(
-        s,
+    let key = format!(
         "(MB/s = 10^6 bytes/s; latencies in ms; p50/p99/p99.9 from a histogram within {:.1}%)",
         crate::stats::hist::MAX_RELATIVE_ERROR * 100.0
     );
+    let _ = writeln!(s, "{}", super::width::wrap_words(&key, width));
     s
 }
 
@@ -220,6 +247,32 @@ mod tests {
             ..Default::default()
         });
         r
+    }
+
+    #[test]
+    fn the_flowop_table_fits_a_narrow_terminal_and_keeps_every_figure() {
+        let mut r = with_flowop("read-a-file");
+        r.groups[0].stats.lat_ns.p99_9 = 12_345_000;
+        r.groups[0].stats.cpu_us_per_op = 7.5;
+        let whole = text_width(&r, None);
+        let row = whole.lines().nth(1).unwrap();
+        assert!(
+            row.starts_with("read-a-file                     3        1.5"),
+            "{whole}"
+        );
+        assert!(row.ends_with("  7.5 us cpu/op"), "{whole}");
+        assert!(
+            whole.contains("\nIO Summary: 3 ops 1.500 ops/s "),
+            "{whole}"
+        );
+        let narrow = text_width(&r, Some(60));
+        assert!(narrow.lines().all(|l| l.chars().count() <= 60), "{narrow}");
+        // Pivoted: the flowop name heads each block; every figure is still there.
+        assert!(narrow.matches("read-a-file").count() >= 2, "{narrow}");
+        for v in ["12.345", "7.5 us cpu/op", "p99.9 ms", "us cpu/op"] {
+            assert!(narrow.contains(v), "{v}: {narrow}");
+        }
+        assert!(narrow.contains("IO Summary: 3 ops"), "{narrow}");
     }
 
     #[test]
