@@ -662,32 +662,20 @@ pub(crate) fn run_workload_point(
 pub(crate) fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow::Result<Record> {
     ctx.before_point()?;
     let mut job = pj.job.clone();
-    // The white paper writes new files: a sequential write starts from an empty file.
-    let fresh =
-        job.access == crate::job::Access::Write && job.cache != crate::job::CachePolicy::Concurrent;
-    if ctx.exec.ranks().is_some() {
-        if job.cache == crate::job::CachePolicy::Raw {
-            return Ok(Record::skip(
-                meta,
-                "raw I/O needs a block device per rank: not run on MPI ranks",
-            ));
-        }
-        job.keep = true;
-        // Every host's devices are sampled by one of its ranks.
-        let observe = crate::observe::Observe::iostat(ctx.iostat);
-        let result = match ctx.exec.run_job(&job, fresh, &observe) {
-            Ok(r) => r,
-            Err(e) if crate::error::is_usage(&e) => return Err(e),
-            Err(e) => return Ok(Record::skip(meta, format!("error: {e:#}"))),
-        };
-        return Ok(Record::run(meta, result));
-    }
+    // On MPI ranks each rank's file is its own: the ranks keep and remove them.
+    let ranks = ctx.exec.ranks().is_some();
     if job.cache == crate::job::CachePolicy::Raw
         && !job
             .targets
             .iter()
             .all(|t| crate::safety::is_block_device(t))
     {
+        if ranks {
+            return Ok(Record::skip(
+                meta,
+                "raw I/O needs a block device on every rank: fsbench provides loop devices on one host only",
+            ));
+        }
         if job.targets.len() > 1 {
             return Ok(Record::skip(
                 meta,
@@ -706,7 +694,10 @@ pub(crate) fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow
             Err(why) => return Ok(Record::skip(meta, why.to_string())),
         }
     }
-    if fresh {
+    // The white paper writes new files: a sequential write starts from an empty file.
+    let fresh =
+        job.access == crate::job::Access::Write && job.cache != crate::job::CachePolicy::Concurrent;
+    if fresh && !ranks {
         for t in &job.targets {
             ctx.remove_created_path(t);
         }
@@ -718,20 +709,20 @@ pub(crate) fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow
         .map(|t| std::fs::symlink_metadata(t).is_ok())
         .collect();
     job.keep = true;
-    let observer =
-        crate::observe::Observer::start(&crate::observe::Observe::iostat(ctx.iostat), &job)?;
-    let outcome = match crate::runner::run(&job) {
-        Ok(o) => o,
+    // On ranks, every host's devices are sampled by one of its ranks.
+    let observe = crate::observe::Observe::iostat(ctx.iostat);
+    let result = match ctx.exec.run_job(&job, fresh, &observe) {
+        Ok(r) => r,
         Err(e) if crate::error::is_usage(&e) => return Err(e),
         Err(e) => return Ok(Record::skip(meta, format!("error: {e:#}"))),
     };
-    for (t, was) in job.targets.iter().zip(existed) {
-        if !was {
-            ctx.note_created(t);
+    if !ranks {
+        for (t, was) in job.targets.iter().zip(existed) {
+            if !was {
+                ctx.note_created(t);
+            }
         }
     }
-    let mut result = crate::result::RunResult::from_outcome(&job, &outcome);
-    observer.finish(&mut result, outcome.elapsed_s)?;
     Ok(Record::run(meta, result))
 }
 
