@@ -2,12 +2,14 @@
 # Cost of `--verify` on the I/O path: 4 KiB random writes, reads and a 50/50 mix on a
 # hot-cache file (sync engine, one thread), with and without --verify, alternating so drift
 # hits both sides alike; prints each pair and the medians of CPU microseconds per I/O
-# (getrusage of the worker thread over the timed loop) and their ratio.
+# (getrusage of the worker thread over the timed loop) and their ratio, with the
+# user/system split of the difference (the fill and check are user time; a change in
+# system time is the kernel's side of the same I/O, e.g. caches the checker displaced).
 #
 # With --verify a write fills its buffer with a self-describing block (generation from the
 # shared table, payload words, the header's CRC32C; block format 2) before it is submitted:
 # that is part of the write's cost. A read is checked (the header's CRC32C, then the block
-# regenerated and compared word by word in one pass) only when the
+# regenerated and compared in one pass, AVX2 where the CPU has it) only when the
 # block was written by this run and is settled: in `randread` nothing was, so the read pays
 # one table load; in `randrw` about half the reads are checked. The read-back after the run
 # is untimed; its wall time per block is printed apart. Run it on a quiet machine: CPU per
@@ -31,25 +33,31 @@ cost() {
   python3 -c 'import json,sys
 d=json.load(sys.stdin); t=d["total"]; v=d.get("verify") or {}
 n=v.get("read_back_blocks",0)
-print(round(t["cpu_us_per_op"],4), round(v.get("read_back_s",0)/n*1e6,3) if n else 0)'
+ops=t["ops"]
+print(round(t["cpu_us_per_op"],4), round(v.get("read_back_s",0)/n*1e6,3) if n else 0,
+      round(t["cpu_user_s"]/ops*1e6,4), round(t["cpu_sys_s"]/ops*1e6,4),
+      round(v.get("run_read_blocks",0)/max(t.get("read_ops",0),1),3))'
 }
 run() { $B run "$F" --bs 4k --size 64m --time "${SECS}s" --no-invalidate --keep --output-format json "$@" | cost; }
 for rw in randwrite randread randrw; do
   run --rw "$rw" >/dev/null  # warm up
   for i in $(seq "$PAIRS"); do
-    read -r pc _ < <(run --rw "$rw")
-    read -r vc rb < <(run --rw "$rw" --verify)
-    echo "$rw $pc $vc $rb" >>"$OUT"
-    echo "$rw pair $i: without --verify $pc us CPU/IO, with $vc us CPU/IO (read-back $rb us/block)"
+    read -r pc _ pu ps _ < <(run --rw "$rw")
+    read -r vc rb vu vs checked < <(run --rw "$rw" --verify)
+    echo "$rw $pc $vc $rb $pu $ps $vu $vs $checked" >>"$OUT"
+    echo "$rw pair $i: without --verify $pc us CPU/IO ($pu user + $ps sys), with $vc ($vu + $vs; reads checked $checked) (read-back $rb us/block)  load $(cut -d' ' -f1 /proc/loadavg)"
   done
 done
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 python3 - "$OUT" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 for rw in dict.fromkeys(r[0] for r in rows):
-    pc, vc, rb = (statistics.median(float(r[i]) for r in rows if r[0] == rw) for i in (1, 2, 3))
+    pc, vc, rb, pu, ps, vu, vs, ck = (statistics.median(float(r[i]) for r in rows if r[0] == rw)
+                                      for i in range(1, 9))
     print(f"{rw}: median CPU per I/O without --verify {pc:.4f} us, with {vc:.4f} us: "
-          f"ratio {vc / pc:.3f} ({(vc - pc) / pc * 100:+.1f} %); read-back {rb:.3f} us/block")
+          f"ratio {vc / pc:.3f} ({(vc - pc) / pc * 100:+.1f} %; user {vu - pu:+.3f} us, "
+          f"sys {vs - ps:+.3f} us); reads checked {ck:.2f}; read-back {rb:.3f} us/block")
 PY
 # Filling and checking alone, in a tight loop (no I/O).
 cargo test --release -q --lib verify::block::tests::measure_cost_per_block -- --ignored --nocapture 2>/dev/null \

@@ -70,6 +70,25 @@ fn error_mid_run(errno: i32, words: &str, extra: &[&str]) {
     }
 }
 
+/// The injector itself: a file renamed on the mount (as a workload renames its manifest
+/// into place) opens under its new name, and a renamed directory keeps its tree.
+#[cfg_attr(not(has_fuse), ignore = "SKIPPED: needs root and /dev/fuse")]
+#[test]
+fn a_file_renamed_on_the_mount_opens_under_its_new_name() {
+    let fs = mount();
+    std::fs::write(fs.path("m.tmp"), b"manifest").unwrap();
+    std::fs::create_dir(fs.path("d")).unwrap();
+    std::fs::write(fs.path("d/x"), b"x").unwrap();
+    std::fs::rename(fs.path("m.tmp"), fs.path("m")).unwrap();
+    std::fs::rename(fs.path("d"), fs.path("e")).unwrap();
+    assert_eq!(std::fs::read(fs.path("m")).unwrap(), b"manifest");
+    assert_eq!(std::fs::read(fs.path("e/x")).unwrap(), b"x");
+    std::fs::remove_file(fs.path("m")).unwrap();
+    std::fs::remove_file(fs.path("e/x")).unwrap();
+    std::fs::remove_dir(fs.path("e")).unwrap();
+    assert_eq!(fs.listing(), Vec::<String>::new());
+}
+
 #[cfg_attr(not(has_fuse), ignore = "SKIPPED: needs root and /dev/fuse")]
 #[test]
 fn eio_at_the_nth_write_fails_the_run_with_file_and_offset_and_leaves_nothing() {

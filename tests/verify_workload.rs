@@ -190,14 +190,12 @@ fn fault_found(
         "{}",
         v["failures"]
     );
-    // The fileset is removed. (Its manifest stays on this FUSE mount, with or without
-    // --verify: a workload's cleanup on faultfs, not part of verification.)
-    let left: Vec<String> = fs
-        .listing()
-        .into_iter()
-        .filter(|n| !n.ends_with(".fsbench-manifest"))
-        .collect();
-    assert_eq!(left, Vec::<String>::new(), "leftovers on the mount: {text}");
+    // The fileset is removed, its manifest with it.
+    assert_eq!(
+        fs.listing(),
+        Vec::<String>::new(),
+        "leftovers on the mount: {text}"
+    );
 }
 
 #[cfg_attr(not(has_fuse), ignore = "SKIPPED: needs root and /dev/fuse")]

@@ -12,6 +12,7 @@ pub(crate) mod journal;
 pub(crate) mod report;
 pub(crate) mod stream;
 pub(crate) mod table;
+pub(crate) mod words;
 
 use block::Verdict;
 use serde::Serialize;

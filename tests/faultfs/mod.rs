@@ -618,7 +618,15 @@ impl Filesystem for Passthrough {
             .map(|(p, i)| (p.clone(), *i))
             .collect();
         for (p, i) in moved {
-            let np = to.join(p.strip_prefix(&from).expect("under from"));
+            // The renamed entry itself takes `to` as it is: `to.join("")` would end it with
+            // a slash, which names a directory, so a renamed file could no longer be looked
+            // up (ENOTDIR), and a workload's renamed manifest was never removed.
+            let rest = p.strip_prefix(&from).expect("under from");
+            let np = if rest.as_os_str().is_empty() {
+                to.clone()
+            } else {
+                to.join(rest)
+            };
             self.inodes.remove(&p);
             self.inodes.insert(np.clone(), i);
             self.paths.insert(i, np);
