@@ -29,6 +29,8 @@ pub(crate) const MIN_INTERVALS: usize = 3;
 /// The run's throughput per interval (bytes per second) and where it came from.
 struct Throughput {
     source: &'static str,
+    /// The device whose samples these are (iostat only).
+    device: Option<String>,
     rates: Vec<f64>,
 }
 
@@ -63,6 +65,7 @@ fn from_timeseries(r: &RunFacts) -> Throughput {
     let min = full_length(&lengths);
     Throughput {
         source: "status_interval",
+        device: None,
         rates: r
             .timeseries
             .iter()
@@ -72,27 +75,61 @@ fn from_timeseries(r: &RunFacts) -> Throughput {
     }
 }
 
-/// The devices' bytes per second per `--iostat` sample that lies inside the timed run (the
-/// devices' samples of one moment added up).
-fn from_iostat(s: &IostatSeries, elapsed_s: f64) -> Throughput {
+/// One device's bytes per second per `--iostat` sample that lies wholly inside the timed run: the
+/// device that carried the run's I/O. Devices under a target are a stack (loop -> the disk
+/// of its backing file, partition -> disk, dm -> slaves) whose lower members also carry other
+/// programs' I/O, so the samples are not added up: the device whose mean throughput is
+/// nearest the run's own (`run_bytes_per_sec`, by ratio) is judged, or, when the run moved
+/// no bytes it knows of, the first one (the top of the stack).
+fn from_iostat(s: &IostatSeries, elapsed_s: f64, run_bytes_per_sec: f64) -> Throughput {
     let run_end = s.run_start_s + elapsed_s;
-    let mut at: std::collections::BTreeMap<u64, f64> = Default::default();
-    for x in &s.samples {
-        let mid = x.t_s - x.interval_s / 2.0;
-        if !s.devices.contains(&x.device)
-            || mid < s.run_start_s
-            || mid > run_end
-            || x.interval_s < s.interval_s / 2.0
-        {
-            continue;
+    let per_device: Vec<(&String, Vec<f64>)> = s
+        .devices
+        .iter()
+        .map(|d| {
+            let rates = s
+                .samples
+                .iter()
+                // Only samples wholly inside the run (to a tenth of an interval): one that
+                // straddles its start holds the layout's write-back, one past its end idle
+                // time, and either would look like a swing.
+                .filter(|x| {
+                    let slack = x.interval_s / 10.0;
+                    &x.device == d
+                        && x.t_s - x.interval_s >= s.run_start_s - slack
+                        && x.t_s <= run_end + slack
+                        && x.interval_s >= s.interval_s / 2.0
+                })
+                .map(|x| (x.read_kb_per_sec + x.write_kb_per_sec) * 1024.0)
+                .collect();
+            (d, rates)
+        })
+        .collect();
+    let distance = |rates: &[f64]| {
+        let mean = rates.iter().sum::<f64>() / rates.len().max(1) as f64;
+        if mean > 0.0 && run_bytes_per_sec > 0.0 {
+            (mean / run_bytes_per_sec).ln().abs()
+        } else {
+            f64::INFINITY
         }
-        // Samples of one moment share their end time (to the microsecond).
-        *at.entry((x.t_s * 1e6).round() as u64).or_default() +=
-            (x.read_kb_per_sec + x.write_kb_per_sec) * 1024.0;
-    }
-    Throughput {
-        source: "iostat",
-        rates: at.into_values().collect(),
+    };
+    let chosen = per_device
+        .iter()
+        .filter(|(_, r)| !r.is_empty())
+        .min_by(|a, b| distance(&a.1).total_cmp(&distance(&b.1)))
+        .filter(|(_, r)| distance(r).is_finite())
+        .or_else(|| per_device.iter().find(|(_, r)| !r.is_empty()));
+    match chosen {
+        Some((d, rates)) => Throughput {
+            source: "iostat",
+            device: Some((*d).clone()),
+            rates: rates.clone(),
+        },
+        None => Throughput {
+            source: "iostat",
+            device: None,
+            rates: Vec::new(),
+        },
     }
 }
 
@@ -142,7 +179,7 @@ pub(crate) fn device_idle(r: &RunFacts, out: &mut Vec<Explanation>) {
     // Flat throughput: the run's own time series first, else the devices' samples.
     let mut tp = from_timeseries(r);
     if tp.rates.len() < MIN_INTERVALS {
-        tp = from_iostat(&series, r.total.elapsed_s);
+        tp = from_iostat(&series, r.total.elapsed_s, r.total.bytes_per_sec);
     }
     let judged = tp.rates.len() >= MIN_INTERVALS;
     let cv = tp.cv();
@@ -154,12 +191,11 @@ pub(crate) fn device_idle(r: &RunFacts, out: &mut Vec<Explanation>) {
         let lo = tp.rates.iter().cloned().fold(f64::INFINITY, f64::min);
         let hi = tp.rates.iter().cloned().fold(0.0, f64::max);
         format!(
-            ", and the throughput was flat ({} intervals of the {}: mean {}/s, from {}/s to {}/s, coefficient of variation {:.1}%, at most {:.0}%)",
+            ", and the throughput was flat ({} intervals of {}: mean {}/s, from {}/s to {}/s, coefficient of variation {:.1}%, at most {:.0}%)",
             tp.rates.len(),
-            if tp.source == "iostat" {
-                "device samples"
-            } else {
-                "--status-interval time series"
+            match &tp.device {
+                Some(d) => format!("{d}'s samples"),
+                None => "the --status-interval time series".to_string(),
             },
             crate::units::format_bytes(tp.mean()),
             crate::units::format_bytes(lo),
@@ -191,6 +227,7 @@ pub(crate) fn device_idle(r: &RunFacts, out: &mut Vec<Explanation>) {
             "throughput_flat": if judged { json!(true) } else { serde_json::Value::Null },
             "throughput_series": if judged { tp.source } else { "none" },
             "throughput_intervals": tp.rates.len(),
+            "throughput_device": tp.device,
             "throughput_bytes_per_sec": tp.rates,
             "throughput_cv": if judged { json!(cv) } else { serde_json::Value::Null },
             "flat_below_cv": FLAT_CV,
@@ -318,7 +355,7 @@ mod tests {
         assert_eq!(e.len(), 1, "{e:?}");
         let m = &e[0].message;
         assert!(
-            m.contains("the throughput was flat (4 intervals of the device samples"),
+            m.contains("the throughput was flat (4 intervals of vda's samples"),
             "{m}"
         );
         // Population stdev 35.36 over mean 1000: 3.5 %.
@@ -373,6 +410,54 @@ mod tests {
         ];
         let e = explain_full(idle_samples([1000.0, 1000.0, 1000.0, 1000.0]), &swinging);
         assert!(e.is_empty(), "{e:?}");
+    }
+
+    #[test]
+    fn the_device_that_carried_the_run_is_judged_not_the_disk_under_it() {
+        // loop0 carries the run's 1000 KiB/s, flat; vda under it also serves other
+        // programs in bursts. The run's own rate picks loop0.
+        let mut samples = Vec::new();
+        for i in 0..4 {
+            let t = 1.0 + 0.5 * i as f64;
+            samples.push(sample("loop0", t, 5.0, 1000.0));
+            samples.push(sample("vda", t, 8.0, [1000.0, 60000.0, 1000.0, 9000.0][i]));
+        }
+        let v = serde_json::to_value(IostatSeries {
+            devices: vec!["loop0".into(), "vda".into()],
+            interval_s: 0.5,
+            run_start_s: 0.5,
+            samples,
+        })
+        .unwrap();
+        let total = StatsReport {
+            ops: 1000,
+            read_ops: 1000,
+            bytes: 2_048_000,
+            elapsed_s: 2.0,
+            bytes_per_sec: 1_024_000.0,
+            cpu_s: 0.2,
+            ..Default::default()
+        };
+        let mut probes = serde_json::Map::new();
+        probes.insert("iostat".into(), v);
+        let mut out = Vec::new();
+        device_idle(
+            &RunFacts {
+                total: &total,
+                job: None,
+                cache: None,
+                probes: &probes,
+                threads: 1,
+                data_set: None,
+                mem_total_bytes: None,
+                dirty_expire_s: None,
+                timeseries: &[],
+            },
+            &mut out,
+        );
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].evidence["throughput_device"], "loop0");
+        assert_eq!(out[0].evidence["throughput_cv"], 0.0);
     }
 
     #[test]
