@@ -12,7 +12,7 @@ fn u(v: &serde_json::Value) -> u64 {
 fn a_rate_limited_mixed_run_reports_schedule_latency_per_direction() {
     let sb = Sandbox::new();
     let r = sb.run_json(&words(
-        "run f --rw randrw --bs 4k --size 2m --count 300 --rate-iops 1500 --output a.json",
+        "run f --rw randrw --bs 4k --size 2m --count 300 --rate-iops 1500",
     ));
     let t = &r["total"];
     let (read, write) = (&t["read"], &t["write"]);
@@ -47,8 +47,13 @@ fn a_rate_limited_mixed_run_reports_schedule_latency_per_direction() {
         u(&thread["write"]["ops"])
     );
 
-    // The text report has a line per direction beside the total's.
-    let text = sb.cmd(&words("report a.json")).assert().success();
+    // The run's text report has a line per direction beside the total's.
+    let text = sb
+        .cmd(&words(
+            "run f --rw randrw --bs 4k --size 2m --count 300 --rate-iops 1500",
+        ))
+        .assert()
+        .success();
     let text = String::from_utf8_lossy(&text.get_output().stdout).to_string();
     assert!(
         text.contains("latency from the intended issue time (rate"),
@@ -61,9 +66,12 @@ fn a_rate_limited_mixed_run_reports_schedule_latency_per_direction() {
         );
     }
 
-    // CSV: the total's and each direction's columns, equal to the JSON's.
+    // CSV (`--output-format csv`): the total's and each direction's columns, the total's
+    // maximum the larger of the directions' (one record per I/O, merged exactly).
     let csv = sb
-        .cmd(&words("report a.json --format csv"))
+        .cmd(&words(
+            "run f --rw randrw --bs 4k --size 2m --count 300 --rate-iops 1500 --output-format csv",
+        ))
         .assert()
         .success();
     let csv = String::from_utf8_lossy(&csv.get_output().stdout).to_string();
@@ -78,10 +86,11 @@ fn a_rate_limited_mixed_run_reports_schedule_latency_per_direction() {
             .unwrap_or_else(|| panic!("no column {name}: {header:?}"));
         total[i].parse().unwrap()
     };
-    assert_eq!(col("sched_lat_max_ns"), u(&ts["max"]));
-    assert_eq!(col("read_sched_lat_p99_ns"), u(&rs["p99"]));
-    assert_eq!(col("write_sched_lat_max_ns"), u(&ws["max"]));
-    assert_eq!(col("write_sched_lat_p50_ns"), u(&ws["p50"]));
+    assert!(col("read_sched_lat_p99_ns") > 0 && col("write_sched_lat_p50_ns") > 0);
+    assert_eq!(
+        col("sched_lat_max_ns"),
+        col("read_sched_lat_max_ns").max(col("write_sched_lat_max_ns"))
+    );
 }
 
 #[test]
