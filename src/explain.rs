@@ -43,6 +43,8 @@ pub(crate) struct RunFacts<'a> {
     pub mem_total_bytes: Option<u64>,
     /// vm.dirty_expire_centisecs as seconds, for runs without a `page_cache` probe.
     pub dirty_expire_s: Option<f64>,
+    /// The run's `--status-interval` time series (empty without the flag).
+    pub timeseries: &'a [crate::runner::live::IntervalReport],
 }
 
 fn finding(check: &str, message: String, evidence: serde_json::Value) -> Explanation {
@@ -363,6 +365,7 @@ mod tests {
             data_set: None,
             mem_total_bytes: None,
             dirty_expire_s: None,
+            timeseries: &[],
         })
     }
 
@@ -411,6 +414,7 @@ mod tests {
             data_set: Some((data, "the filesets")),
             mem_total_bytes: Some(mem),
             dirty_expire_s: Some(30.0),
+            timeseries: &[],
         };
         let e = explain(&facts(1 << 20, 1 << 30));
         assert_eq!(e.len(), 1, "{e:?}");

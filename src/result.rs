@@ -432,6 +432,7 @@ impl RunResult {
             } else {
                 None
             },
+            timeseries: &self.timeseries,
         });
         found.extend(self.explain.drain(..).filter(|e| e.check == "spread"));
         self.explain = found;

@@ -296,6 +296,78 @@ fn auto_on_a_terminal_draws_the_live_line() {
     assert!(screen.contains("total:"), "{screen}");
 }
 
+/// The `[running]` states of a live line (each from its phase to the end of its IOPS
+/// field) that show a non-zero rate and a non-zero IOPS.
+fn running_with_rates(text: &str) -> Vec<String> {
+    text.split("[running]")
+        .skip(1)
+        .filter_map(|rest| rest.find("IOPS]").map(|end| rest[..end + 5].to_string()))
+        .filter(|l| !l.contains("[r=0B/s w=0B/s]") && !l.contains("[r=0 w=0 IOPS]"))
+        .collect()
+}
+
+/// Worker processes (`--processes`) publish their counters on a board the parent shares
+/// with them (a memfd mapping): the parent's line shows their rates, not only the time.
+#[test]
+fn worker_processes_show_their_rates_on_the_live_line() {
+    let sb = Sandbox::new();
+    for mode in ["per-user", "per-thread"] {
+        let out = sb
+            .cmd(&words(&format!(
+                "run f g --rw read --bs 64k --size 8m --threads 2 --time 1.2s --summary --processes {mode} --progress always"
+            )))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr_of(&out));
+        let err = stderr_of(&out);
+        let lines: Vec<&str> = status_lines(&err)
+            .into_iter()
+            .filter(|l| l.starts_with("[running]"))
+            .collect();
+        let rated = running_with_rates(&lines.join("\n"));
+        assert!(
+            rated
+                .iter()
+                .any(|l| l.contains("MiB/s") || l.contains("GiB/s")),
+            "{mode}: no running line with a MiB/s rate and IOPS:\n{err}"
+        );
+        assert!(
+            lines
+                .iter()
+                .all(|l| !l.contains("not live with worker processes")),
+            "{err}"
+        );
+    }
+}
+
+/// The same on a real terminal (a pty from `script`): the redrawn line of a run in worker
+/// processes shows a non-zero MiB/s and IOPS.
+#[test]
+fn worker_processes_show_rates_on_a_terminal() {
+    let sb = Sandbox::new();
+    let bin = assert_cmd::cargo::cargo_bin("fsbench");
+    let cmd = format!(
+        "{} run f g --rw read --bs 64k --size 8m --time 1.5s --summary --processes per-user",
+        bin.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qefc", &cmd, "/dev/null"])
+        .current_dir(sb.path())
+        .env("TERM", "xterm")
+        .output()
+        .expect("script(1) from util-linux");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let screen = String::from_utf8_lossy(&out.stdout);
+    let rated = running_with_rates(&screen);
+    assert!(
+        rated
+            .iter()
+            .any(|l| (l.contains("MiB/s") || l.contains("GiB/s")) && l.contains("IOPS]")),
+        "no live line with a MiB/s rate from the worker processes:\n{screen}"
+    );
+    assert!(screen.contains("total:"), "{screen}");
+}
+
 #[test]
 fn a_sweep_shows_its_point_counter_and_every_point_keeps_its_series() {
     let sb = Sandbox::new();

@@ -302,6 +302,22 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
                 format_ns(l.p99_9 as f64),
                 format_ns(l.max as f64)
             );
+            if mixed {
+                for (name, d) in [("read", &r.total.read), ("write", &r.total.write)] {
+                    let l = &d.sched_lat_ns;
+                    if l.count > 0 {
+                        let _ = writeln!(
+                            out,
+                            "{name} latency from the intended issue time: p50 {} p90 {} p99 {} p99.9 {} max {}",
+                            format_ns(l.p50 as f64),
+                            format_ns(l.p90 as f64),
+                            format_ns(l.p99 as f64),
+                            format_ns(l.p99_9 as f64),
+                            format_ns(l.max as f64)
+                        );
+                    }
+                }
+            }
         }
         if r.job.as_ref().is_some_and(|j| j.queue_depth > 1) {
             let depths: Vec<String> = r

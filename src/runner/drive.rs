@@ -170,8 +170,34 @@ pub(crate) const PARENT_ENV: &str = "FSBENCH_PARENT_PID";
 /// Start `fsbench __worker` and send it its spec (one JSON line). Its stdout is piped for
 /// the outcomes; stdin stays open for the start protocol of the source.
 pub(crate) fn start_process(spec: &ChildSpec) -> Result<Child> {
+    start_process_with(spec, &[])
+}
+
+/// [`start_process`], the child inheriting the close-on-exec descriptors `inherit` (under
+/// the same numbers) and no other: the live board's memfd.
+pub(crate) fn start_process_with(
+    spec: &ChildSpec,
+    inherit: &[std::os::fd::RawFd],
+) -> Result<Child> {
+    use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe().context("finding the fsbench executable")?;
-    let mut child = Command::new(&exe)
+    let mut cmd = Command::new(&exe);
+    if !inherit.is_empty() {
+        let fds = inherit.to_vec();
+        // SAFETY: runs in the forked child before exec: it only calls fcntl (async-signal
+        // safe) on descriptors of its own copy of the table, and allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                for &fd in &fds {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = cmd
         .arg("__worker")
         .env(PARENT_ENV, std::process::id().to_string())
         .stdin(Stdio::piped())

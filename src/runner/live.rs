@@ -6,7 +6,11 @@
 //! - **Live counters** for the status line. Each worker thread owns one cache-line-padded
 //!   [`Slot`] on the run's [`Board`] and publishes its running read/write ops and bytes there
 //!   with `Relaxed` stores, at most every [`PUBLISH_NS`] (10 times a second), never per I/O.
-//!   A display thread in the runner reads the slots and draws the line.
+//!   A display thread in the runner reads the slots and draws the line. When the workers are
+//!   processes (`--processes`, vxbench -P), the slots live in a `MAP_SHARED` mapping of a
+//!   memfd the parent creates before starting them ([`open_shared_board`]); each child
+//!   (fork + exec of `fsbench __worker`) inherits that descriptor alone, maps it
+//!   ([`attach_board`]) and publishes into the same slots with the same stores.
 //! - **Intervals** for the time series in the Result. At each `--status-interval` boundary the
 //!   worker itself closes an interval: the ops and bytes since the last boundary and the
 //!   latency histogram of just that interval (its cumulative histogram minus a copy taken at
@@ -24,6 +28,7 @@
 
 use crate::stats::{LatencyHist, LatencySummary, Stats};
 use serde::{Deserialize, Serialize};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -139,9 +144,118 @@ pub(crate) struct Slot {
     write_bytes: AtomicU64,
 }
 
+/// The slots of a board shared with worker processes: a `MAP_SHARED` mapping of a memfd.
+struct SharedSlots {
+    ptr: *mut Slot,
+    len: usize,
+    fd: OwnedFd,
+}
+
+// SAFETY: the mapping is only touched through the slots' atomics and lives as long as this.
+unsafe impl Send for SharedSlots {}
+// SAFETY: as above: every shared word is an atomic.
+unsafe impl Sync for SharedSlots {}
+
+impl SharedSlots {
+    fn bytes(len: usize) -> usize {
+        len * std::mem::size_of::<Slot>()
+    }
+
+    /// A fresh zeroed mapping of `len` slots (len > 0). The memfd is close-on-exec: a worker
+    /// process gets it only through [`crate::runner::drive::start_process_with`].
+    fn create(len: usize) -> std::io::Result<SharedSlots> {
+        // SAFETY: a valid NUL-terminated name; MFD_CLOEXEC keeps it out of other programs.
+        let raw = unsafe { libc::memfd_create(c"fsbench-live".as_ptr(), libc::MFD_CLOEXEC) };
+        if raw < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: raw is a new descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: a valid descriptor; the length fits off_t (slots of a run).
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), Self::bytes(len) as libc::off_t) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Self::map(fd, len)
+    }
+
+    /// Map the parent's board (worker process side): `fd` must be a memfd of at least `len`
+    /// slots.
+    fn attach(fd: RawFd, len: usize) -> std::io::Result<SharedSlots> {
+        // SAFETY: fstat writes one stat we own; an invalid descriptor is an error, not UB.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        if len == 0 || unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return Err(std::io::Error::other("no live board descriptor"));
+        }
+        if (st.st_mode & libc::S_IFMT) != libc::S_IFREG
+            || (st.st_size as u64) < Self::bytes(len) as u64
+        {
+            return Err(std::io::Error::other(
+                "the live board descriptor is not the parent's board",
+            ));
+        }
+        // SAFETY: the parent handed this descriptor number to this process for the board
+        // and nothing else here owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Self::map(fd, len)
+    }
+
+    fn map(fd: OwnedFd, len: usize) -> std::io::Result<SharedSlots> {
+        // SAFETY: mapping a descriptor of at least `bytes(len)` bytes, shared, read-write.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                Self::bytes(len),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(SharedSlots {
+            ptr: p as *mut Slot,
+            len,
+            fd,
+        })
+    }
+
+    fn slots(&self) -> &[Slot] {
+        // SAFETY: the mapping holds `len` slots, page-aligned (Slot needs 128), zero-filled
+        // or written only through atomics, and lives as long as self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for SharedSlots {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping made in `map`; no slot reference outlives
+        // self (they borrow it).
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, Self::bytes(self.len)) };
+    }
+}
+
+/// Where a board's slots live.
+enum SlotStore {
+    /// This process's memory: worker threads.
+    Own(Box<[Slot]>),
+    /// A mapping worker processes share.
+    Shared(SharedSlots),
+}
+
+/// What a worker process needs to publish on its parent's board: the inherited descriptor
+/// and the number of slots.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct BoardShare {
+    pub fd: RawFd,
+    pub slots: usize,
+}
+
 /// The slots of one run, one per worker thread.
 pub(crate) struct Board {
-    slots: Box<[Slot]>,
+    slots: SlotStore,
     /// Bytes laid out so far and in all (file preallocation before the run).
     pub layout_done: AtomicU64,
     pub layout_total: AtomicU64,
@@ -149,17 +263,41 @@ pub(crate) struct Board {
 
 impl Board {
     fn new(workers: usize) -> Board {
+        Self::with(SlotStore::Own(
+            (0..workers).map(|_| Slot::default()).collect(),
+        ))
+    }
+
+    fn with(slots: SlotStore) -> Board {
         Board {
-            slots: (0..workers).map(|_| Slot::default()).collect(),
+            slots,
             layout_done: AtomicU64::new(0),
             layout_total: AtomicU64::new(0),
+        }
+    }
+
+    fn slots(&self) -> &[Slot] {
+        match &self.slots {
+            SlotStore::Own(s) => s,
+            SlotStore::Shared(s) => s.slots(),
+        }
+    }
+
+    /// How a worker process reaches this board (None: its slots are this process's own).
+    pub(crate) fn share(&self) -> Option<BoardShare> {
+        match &self.slots {
+            SlotStore::Own(_) => None,
+            SlotStore::Shared(s) => Some(BoardShare {
+                fd: s.fd.as_raw_fd(),
+                slots: s.len,
+            }),
         }
     }
 
     /// Publish worker `i`'s running counters (read ops, write ops, read bytes, write bytes);
     /// only worker `i` calls this for its slot.
     pub(crate) fn publish(&self, i: usize, c: [u64; 4]) {
-        if let Some(s) = self.slots.get(i) {
+        if let Some(s) = self.slots().get(i) {
             s.read_ops.store(c[0], Ordering::Relaxed);
             s.write_ops.store(c[1], Ordering::Relaxed);
             s.read_bytes.store(c[2], Ordering::Relaxed);
@@ -170,7 +308,7 @@ impl Board {
     /// Sum of every worker's published counters: (read ops, write ops, read bytes, write bytes).
     pub(crate) fn totals(&self) -> [u64; 4] {
         let mut t = [0u64; 4];
-        for s in self.slots.iter() {
+        for s in self.slots().iter() {
             t[0] += s.read_ops.load(Ordering::Relaxed);
             t[1] += s.write_ops.load(Ordering::Relaxed);
             t[2] += s.read_bytes.load(Ordering::Relaxed);
@@ -188,6 +326,31 @@ pub(crate) fn open_board(workers: usize) -> Option<Arc<Board>> {
     let b = Arc::new(Board::new(workers));
     *BOARD.lock().unwrap_or_else(|e| e.into_inner()) = Some(b.clone());
     Some(b)
+}
+
+/// Open the board for a run of `workers` worker *processes* (when the live line is on): its
+/// slots in a shared mapping the workers map through [`BoardShare`]. If the mapping cannot
+/// be made, the board is this process's own and the line shows no rates (as before).
+pub(crate) fn open_shared_board(workers: usize) -> Option<Arc<Board>> {
+    if !live_enabled() {
+        return None;
+    }
+    let b = match SharedSlots::create(workers) {
+        Ok(s) if workers > 0 => Board::with(SlotStore::Shared(s)),
+        _ => Board::new(workers),
+    };
+    let b = Arc::new(b);
+    *BOARD.lock().unwrap_or_else(|e| e.into_inner()) = Some(b.clone());
+    Some(b)
+}
+
+/// Worker process side: map the parent's board and make it this process's board, so its
+/// workers publish there ([`Roller::for_worker`]).
+pub(crate) fn attach_board(share: BoardShare) -> std::io::Result<()> {
+    let s = SharedSlots::attach(share.fd, share.slots)?;
+    *BOARD.lock().unwrap_or_else(|e| e.into_inner()) =
+        Some(Arc::new(Board::with(SlotStore::Shared(s))));
+    Ok(())
 }
 
 /// Close the board of the run that ended.
@@ -256,7 +419,7 @@ impl Roller {
     /// The roller of worker number `worker` of the run, as the run is watched (untimed).
     pub(crate) fn for_worker(worker: usize) -> Roller {
         let slot = board()
-            .filter(|b| worker < b.slots.len())
+            .filter(|b| worker < b.slots().len())
             .map(|b| (b, worker));
         let interval_ns = interval_ns().unwrap_or(0);
         let mut r = Roller {
@@ -529,6 +692,29 @@ mod tests {
         assert!(series[1].lat_ns.p50 > 4000, "{:?}", series[1].lat_ns);
         assert_eq!(series[2].lat_ns.count, 2);
         assert!((series[2].t_s - 420e-9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_shared_board_shows_a_second_mapping_s_stores() {
+        // What a worker process does: map the same memfd and publish into its slot; the
+        // parent's board sums it.
+        let parent = Board::with(SlotStore::Shared(SharedSlots::create(3).unwrap()));
+        let share = parent.share().unwrap();
+        assert_eq!(share.slots, 3);
+        // SAFETY: dup of a descriptor we own, for the second mapping to own.
+        let dup = unsafe { libc::dup(share.fd) };
+        assert!(dup >= 0);
+        let child = Board::with(SlotStore::Shared(SharedSlots::attach(dup, 3).unwrap()));
+        child.publish(2, [5, 6, 5 * 4096, 6 * 4096]);
+        child.publish(0, [1, 0, 4096, 0]);
+        assert_eq!(parent.totals(), [6, 6, 6 * 4096, 6 * 4096]);
+        // A descriptor too small for the slots asked for is refused.
+        // SAFETY: as above.
+        let dup = unsafe { libc::dup(share.fd) };
+        assert!(SharedSlots::attach(dup, 64).is_err());
+        // SAFETY: the refused descriptor was not taken over: close it here.
+        unsafe { libc::close(dup) };
+        assert!(Board::new(2).share().is_none());
     }
 
     #[test]

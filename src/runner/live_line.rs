@@ -109,7 +109,8 @@ struct Shared {
     phase: AtomicU8,
     done: AtomicBool,
     board: Option<Arc<Board>>,
-    /// Whether the workers publish counters on the board (threads of this process).
+    /// Whether the workers publish counters on the board (threads of this process, or
+    /// worker processes through its shared mapping).
     counters: bool,
     time_s: Option<f64>,
     /// Ops of the whole run when it is bounded by count (0: not known yet, or not bounded).
@@ -124,7 +125,8 @@ pub(crate) struct Display {
 
 impl Display {
     /// Start showing the line of a run (None when the live line is off). `board`: the
-    /// workers' counters (None for worker processes: phase and time only).
+    /// workers' counters; `counters` false when they cannot publish there (phase and time
+    /// only).
     pub(crate) fn start(
         board: Option<Arc<Board>>,
         counters: bool,

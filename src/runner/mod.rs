@@ -129,10 +129,16 @@ pub(crate) fn run_gated(job: &Job, gate: Option<Gate>) -> Result<RunOutcome> {
     let started_unix_s = now_unix_s();
     // The live line (`--progress`): the workers' counters and the line beside them.
     let workers = job.targets.len() * job.threads as usize;
-    let _board = live::BoardGuard(live::open_board(workers));
+    // Worker processes publish into a shared mapping of the board.
+    let _board = live::BoardGuard(if job.workers == WorkerMode::Threads {
+        live::open_board(workers)
+    } else {
+        live::open_shared_board(workers)
+    });
     let display = live_line::Display::start(
         _board.0.clone(),
-        job.workers == WorkerMode::Threads,
+        job.workers == WorkerMode::Threads
+            || _board.0.as_ref().is_some_and(|b| b.share().is_some()),
         live_line::Bounds {
             time_s: job.time_s,
             ops: None,

@@ -26,6 +26,10 @@ pub(crate) struct WorkerSpec {
     /// The parent's `--status-interval` (ns): the child's workers keep the same intervals.
     #[serde(default)]
     pub status_interval_ns: Option<u64>,
+    /// The parent's live board (`--progress`), inherited: the child's workers publish their
+    /// counters there, so the parent's line shows rates.
+    #[serde(default)]
+    pub live_board: Option<super::live::BoardShare>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -83,6 +87,7 @@ pub(crate) fn run_processes(
             .collect(),
     };
     let mut children = Vec::new();
+    let board = super::live::board().and_then(|b| b.share());
     for g in groups {
         let spec = super::drive::ChildSpec::new(
             "job",
@@ -93,9 +98,11 @@ pub(crate) fn run_processes(
                 ids: ids.to_vec(),
                 verify: verify.map(|v| v.spec.clone()),
                 status_interval_ns: super::live::interval_ns(),
+                live_board: board,
             },
         )?;
-        let mut child = super::drive::start_process(&spec)?;
+        let inherit: Vec<i32> = board.iter().map(|b| b.fd).collect();
+        let mut child = super::drive::start_process_with(&spec, &inherit)?;
         let stdin = child.stdin.take().expect("piped");
         let stdout = BufReader::new(child.stdout.take().expect("piped"));
         children.push((child, stdin, stdout));
@@ -159,11 +166,17 @@ pub(crate) fn run_processes(
 /// workers, say `ready`, run on `go`, print the outcomes.
 pub(crate) fn child(spec: WorkerSpec, input: &mut impl BufRead) -> Result<()> {
     // Intervals as the parent keeps them; no live line in a child (its stderr is the
-    // parent's, and its counters are in another address space).
+    // parent's): its workers publish on the parent's board, mapped here.
     super::live::enable(
         spec.status_interval_ns.map(std::time::Duration::from_nanos),
         super::live::LiveMode::Off,
     );
+    if let Some(share) = spec.live_board {
+        // Without it the parent's line lacks this child's counters; the run is unaffected.
+        if let Err(e) = super::live::attach_board(share) {
+            eprintln!("fsbench: worker process: no live counters ({e})");
+        }
+    }
     let verify = spec
         .verify
         .clone()

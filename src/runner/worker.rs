@@ -15,7 +15,7 @@ use super::pace::Pacer;
 use super::target::Plan;
 use crate::engine::{self, BufferPool, Built, Completion, Engine, FileHandles, IoOp, OpKind};
 use crate::job::{Advice, CachePolicy, EngineKind, Job, Route};
-use crate::stats::{cpu, inflight_bucket, LatencyHist, Stats, SyscallCounts};
+use crate::stats::{cpu, inflight_bucket, Stats, SyscallCounts};
 use serde::{Deserialize, Serialize};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -200,9 +200,17 @@ pub struct Stats {
     /// Latency of other operations (workload metadata flowops, replayed syncs).
     #[serde(default)]
     pub other_lat: LatencyHist,
-    /// Latency measured from the intended issue time. Recorded only under a rate limit:
-    /// without one it equals `lat`, and reports use `lat` when this is empty.
-    pub sched_lat: LatencyHist,
+    /// Latency of the reads measured from their intended issue time. Recorded only under a
+    /// rate limit (or a timed replay): without one it equals `read_lat`, and reports use the
+    /// service latency when no schedule latency was recorded at all.
+    #[serde(default)]
+    pub sched_read_lat: LatencyHist,
+    /// Latency of the writes from their intended issue time.
+    #[serde(default)]
+    pub sched_write_lat: LatencyHist,
+    /// Latency of other operations from their intended issue time (a timed replay's syncs).
+    #[serde(default)]
+    pub sched_other_lat: LatencyHist,
     pub usage: Usage,
     pub syscalls: SyscallCounts,
     pub inflight: [u64; 8],
@@ -256,6 +264,41 @@ impl Stats {
         all
     }
 
+    /// The schedule-latency histogram of one direction (a field access, as [`Stats::lat_of`]).
+    #[inline(always)]
+    pub fn sched_lat_of(&mut self, d: Dir) -> &mut LatencyHist {
+        match d {
+            Dir::Read => &mut self.sched_read_lat,
+            Dir::Write => &mut self.sched_write_lat,
+            Dir::Other => &mut self.sched_other_lat,
+        }
+    }
+
+    /// Create the schedule-latency histograms of the directions this worker may record,
+    /// before timing (only under a rate limit: otherwise they stay empty and hold nothing).
+    pub fn ready_sched_lat(&mut self, read: bool, write: bool, other: bool) {
+        for (on, d) in [(read, Dir::Read), (write, Dir::Write), (other, Dir::Other)] {
+            if on {
+                self.sched_lat_of(d).ready();
+            }
+        }
+    }
+
+    /// The schedule latency of every operation: the direction histograms merged exactly
+    /// (empty when no rate limit applied). Report time only: it allocates.
+    pub fn sched_lat(&self) -> LatencyHist {
+        let mut all = LatencyHist::default();
+        all.merge(&self.sched_read_lat);
+        all.merge(&self.sched_write_lat);
+        all.merge(&self.sched_other_lat);
+        all
+    }
+
+    /// Operations with a recorded schedule latency (all directions).
+    pub fn sched_lat_count(&self) -> u64 {
+        self.sched_read_lat.len() + self.sched_write_lat.len() + self.sched_other_lat.len()
+    }
+
     /// Operations with a recorded latency (all directions).
     pub fn lat_count(&self) -> u64 {
         self.read_lat.len() + self.write_lat.len() + self.other_lat.len()
@@ -282,7 +325,9 @@ impl std::ops::AddAssign<&Stats> for Stats {
         self.read_lat.merge(&o.read_lat);
         self.write_lat.merge(&o.write_lat);
         self.other_lat.merge(&o.other_lat);
-        self.sched_lat.merge(&o.sched_lat);
+        self.sched_read_lat.merge(&o.sched_read_lat);
+        self.sched_write_lat.merge(&o.sched_write_lat);
+        self.sched_other_lat.merge(&o.sched_other_lat);
         self.usage += &o.usage;
         self.syscalls += &o.syscalls;
         for (a, b) in self.inflight.iter_mut().zip(o.inflight.iter()) {
@@ -314,10 +359,22 @@ pub struct DirReport {
     /// Histogram buckets `[value_ns, count]`, where the total keeps them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lat_hist_ns: Vec<[u64; 2]>,
+    /// Latency of this direction's operations from their intended issue time: differs from
+    /// `lat_ns` only under a rate limit or a timed replay (count 0 in documents written
+    /// before fsbench kept it per direction).
+    #[serde(default)]
+    pub sched_lat_ns: LatencySummary,
 }
 
 impl DirReport {
-    fn of(ops: u64, bytes: u64, elapsed_s: f64, lat: &LatencyHist, with_hist: bool) -> Self {
+    fn of(
+        ops: u64,
+        bytes: u64,
+        elapsed_s: f64,
+        lat: &LatencyHist,
+        sched: &LatencyHist,
+        with_hist: bool,
+    ) -> Self {
         let per_sec = |v: f64| if elapsed_s > 0.0 { v / elapsed_s } else { 0.0 };
         DirReport {
             ops,
@@ -330,6 +387,7 @@ impl DirReport {
             } else {
                 Vec::new()
             },
+            sched_lat_ns: sched.summary(),
         }
     }
 }
@@ -398,21 +456,34 @@ impl StatsReport {
         let ops = s.ops();
         let total_inflight: u64 = s.inflight.iter().sum();
         let lat = s.lat();
+        // Without a rate limit the schedule is the submission time, so the two latencies are
+        // the same and only the service latency is recorded (one histogram per direction,
+        // not two): the schedule figures are then the service ones.
+        let paced = s.sched_lat_count() > 0;
+        let (read_sched, write_sched) = if paced {
+            (&s.sched_read_lat, &s.sched_write_lat)
+        } else {
+            (&s.read_lat, &s.write_lat)
+        };
+        let read = DirReport::of(
+            s.read_ops,
+            s.read_bytes,
+            s.elapsed_s,
+            &s.read_lat,
+            read_sched,
+            with_hist,
+        );
+        let write = DirReport::of(
+            s.write_ops,
+            s.write_bytes,
+            s.elapsed_s,
+            &s.write_lat,
+            write_sched,
+            with_hist,
+        );
         StatsReport {
-            read: DirReport::of(
-                s.read_ops,
-                s.read_bytes,
-                s.elapsed_s,
-                &s.read_lat,
-                with_hist,
-            ),
-            write: DirReport::of(
-                s.write_ops,
-                s.write_bytes,
-                s.elapsed_s,
-                &s.write_lat,
-                with_hist,
-            ),
+            read,
+            write,
             ops,
             read_ops: s.read_ops,
             write_ops: s.write_ops,
@@ -438,12 +509,10 @@ impl StatsReport {
             },
             cpu_sampled_ops: s.cpu_sampled_ops,
             lat_ns: lat.summary(),
-            // Without a rate limit the schedule is the submission time, so the two latencies
-            // are the same and only `lat` is recorded (one histogram per worker, not two).
-            sched_lat_ns: if s.sched_lat.is_empty() {
-                lat.summary()
+            sched_lat_ns: if paced {
+                s.sched_lat().summary()
             } else {
-                s.sched_lat.summary()
+                lat.summary()
             },
             usage: s.usage,
             syscalls: s.syscalls,
@@ -474,11 +543,19 @@ impl StatsReport {
     pub fn fill_directions_from_counts(&mut self) {
         if self.read == DirReport::default() && self.write == DirReport::default() {
             let none = LatencyHist::default();
-            self.read = DirReport::of(self.read_ops, self.read_bytes, self.elapsed_s, &none, false);
+            self.read = DirReport::of(
+                self.read_ops,
+                self.read_bytes,
+                self.elapsed_s,
+                &none,
+                &none,
+                false,
+            );
             self.write = DirReport::of(
                 self.write_ops,
                 self.write_bytes,
                 self.elapsed_s,
+                &none,
                 &none,
                 false,
             );
@@ -527,6 +604,69 @@ mod tests {
         assert_eq!(r.read.lat_hist_ns, vec![[100, 1]]);
         assert_eq!(r.lat_hist_ns.len(), 2);
         assert_eq!(r.inflight_pct[5].1, 40.0);
+    }
+
+    #[test]
+    fn schedule_latency_is_kept_per_direction_and_merged_exactly() {
+        let mut a = Stats {
+            read_ops: 2,
+            write_ops: 1,
+            elapsed_s: 1.0,
+            ..Default::default()
+        };
+        a.read_lat.record(100);
+        a.read_lat.record(100);
+        a.write_lat.record(200);
+        a.sched_read_lat.record(1_000);
+        a.sched_read_lat.record(3_000);
+        a.sched_write_lat.record(50_000);
+        let mut b = Stats {
+            write_ops: 1,
+            elapsed_s: 1.0,
+            ..Default::default()
+        };
+        b.write_lat.record(200);
+        b.sched_write_lat.record(70_000);
+        a += &b;
+        assert_eq!(a.sched_lat_count(), 4);
+        let r = StatsReport::from_stats(&a, false);
+        assert_eq!(
+            (r.read.sched_lat_ns.count, r.read.sched_lat_ns.max),
+            (2, 3_000)
+        );
+        assert_eq!(
+            (r.write.sched_lat_ns.count, r.write.sched_lat_ns.min),
+            (2, 50_000)
+        );
+        assert_eq!(r.write.sched_lat_ns.max, 70_000);
+        // The total is the exact merge of the directions.
+        assert_eq!(r.sched_lat_ns.count, 4);
+        assert_eq!((r.sched_lat_ns.min, r.sched_lat_ns.max), (1_000, 70_000));
+        assert_eq!(
+            r.sched_lat_ns.mean,
+            (1_000 + 3_000 + 50_000 + 70_000) as f64 / 4.0
+        );
+        // Unpaced: no schedule histogram, the schedule figures are the service ones.
+        let mut c = Stats {
+            read_ops: 1,
+            elapsed_s: 1.0,
+            ..Default::default()
+        };
+        c.read_lat.record(700);
+        let r = StatsReport::from_stats(&c, false);
+        assert_eq!(r.read.sched_lat_ns, r.read.lat_ns);
+        assert_eq!(r.sched_lat_ns, r.lat_ns);
+        assert_eq!(r.write.sched_lat_ns.count, 0);
+    }
+
+    #[test]
+    fn a_document_without_direction_schedule_latency_reads_as_unknown() {
+        let v = serde_json::json!({"ops": 1, "bytes": 0, "bytes_per_sec": 0.0, "iops": 0.0,
+            "lat_ns": {"count": 1, "min": 5, "mean": 5.0, "p50": 5, "p90": 5, "p99": 5,
+                       "p99_9": 5, "max": 5}});
+        let d: DirReport = serde_json::from_value(v).unwrap();
+        assert_eq!(d.sched_lat_ns.count, 0);
+        assert_eq!(d.lat_ns.count, 1);
     }
 
     #[test]

@@ -79,7 +79,7 @@ impl Core {
         let (reads, writes) = self.gen.directions();
         stats.ready_lat(reads, writes, false);
         if pacer.is_some() {
-            stats.sched_lat = LatencyHist::new();
+            stats.ready_sched_lat(reads, writes, false);
         }
         let usage0 = cpu::thread_usage();
         let clock = self.clock;
@@ -240,19 +240,25 @@ impl Core {
                     halted = true;
                     continue;
                 }
-                if pacer.is_some() {
-                    stats
-                        .sched_lat
-                        .record(now.saturating_sub(intended_at[c.slot as usize]));
-                }
-                // One record per I/O, in the histogram of its direction.
+                // One record per I/O, in the histogram of its direction (and under a rate
+                // limit one in that direction's schedule histogram).
                 match op.kind {
                     OpKind::Read => {
+                        if pacer.is_some() {
+                            stats
+                                .sched_read_lat
+                                .record(now.saturating_sub(intended_at[c.slot as usize]));
+                        }
                         stats.read_lat.record(now.saturating_sub(at));
                         stats.read_ops += 1;
                         stats.read_bytes += c.result as u64;
                     }
                     OpKind::Write => {
+                        if pacer.is_some() {
+                            stats
+                                .sched_write_lat
+                                .record(now.saturating_sub(intended_at[c.slot as usize]));
+                        }
                         stats.write_lat.record(now.saturating_sub(at));
                         stats.write_ops += 1;
                         stats.write_bytes += c.result as u64;

@@ -309,10 +309,13 @@ fn a_rate_limit_issues_on_an_absolute_schedule() {
     let s = &out.stats;
     assert_eq!(s.read_ops, 20);
     assert_eq!(
-        s.sched_lat.len(),
+        s.sched_read_lat.len(),
         20,
         "schedule latency measured under a rate limit"
     );
+    // Recorded once per I/O, in its direction only.
+    assert_eq!(s.sched_write_lat.len(), 0);
+    assert_eq!(s.sched_lat_count(), 20);
     let t0 = log.ops[0].1;
     for (k, (_, at)) in log.ops.iter().enumerate() {
         assert!(
@@ -344,16 +347,51 @@ fn a_rate_limited_worker_that_falls_behind_counts_the_wait() {
     assert_eq!(s.read_ops, 10);
     // I/O 9 was due at 9 ms, issued after nine 10 ms I/Os and took 10 ms itself.
     assert!(
-        s.sched_lat.summary().max >= 90_000_000,
+        s.sched_lat().summary().max >= 90_000_000,
         "sched {:?}",
-        s.sched_lat.summary()
+        s.sched_lat().summary()
     );
     assert!(
         s.lat().summary().min >= 10_000_000,
         "service {:?}",
         s.lat().summary()
     );
-    assert!(s.sched_lat.summary().min >= s.lat().summary().min);
+    assert!(s.sched_lat().summary().min >= s.lat().summary().min);
+}
+
+#[test]
+fn a_rate_limited_mixed_worker_keeps_the_schedule_latency_per_direction() {
+    // Reads and writes under one rate limit: each I/O's schedule latency goes once into the
+    // histogram of its direction, and their merge is the total.
+    let mut j = job(Access::RandRw);
+    j.read_pct = 50;
+    j.io_count = Some(40);
+    j.rate = RateLimit {
+        iops: Some(2000),
+        bytes_per_sec: None,
+        scope: RateScope::Thread,
+    };
+    let (out, _, _) = drive(&j, Script::default());
+    let s = &out.stats;
+    assert_eq!(s.read_ops + s.write_ops, 40);
+    assert!(
+        s.read_ops > 0 && s.write_ops > 0,
+        "{} {}",
+        s.read_ops,
+        s.write_ops
+    );
+    assert_eq!(s.sched_read_lat.len(), s.read_ops);
+    assert_eq!(s.sched_write_lat.len(), s.write_ops);
+    assert_eq!(s.sched_other_lat.len(), 0);
+    assert_eq!(s.sched_lat().len(), 40);
+    let r = crate::stats::StatsReport::from_stats(s, false);
+    assert_eq!(r.read.sched_lat_ns.count, s.read_ops);
+    assert_eq!(r.write.sched_lat_ns.count, s.write_ops);
+    assert_eq!(r.sched_lat_ns.count, 40);
+    assert_eq!(
+        r.sched_lat_ns.max,
+        r.read.sched_lat_ns.max.max(r.write.sched_lat_ns.max)
+    );
 }
 
 #[test]
@@ -362,7 +400,7 @@ fn without_a_rate_limit_there_is_one_latency() {
     j.io_count = Some(10);
     let (out, _, _) = drive(&j, Script::default());
     assert_eq!(out.stats.lat_count(), 10);
-    assert_eq!(out.stats.sched_lat.len(), 0);
+    assert_eq!(out.stats.sched_lat_count(), 0);
 }
 
 #[test]
@@ -419,7 +457,7 @@ fn null_engine_overhead() {
             }
             std::hint::black_box(x);
         });
-        let mut h = LatencyHist::new();
+        let mut h = crate::stats::LatencyHist::new();
         let mut v = 0x2545_f491_4f6c_dd1du64;
         let record = cpu_ns(&mut || {
             for _ in 0..N {

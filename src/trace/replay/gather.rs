@@ -123,9 +123,9 @@ pub(super) fn report_threads(
             }
             // Untimed, the schedule latency is the service latency: only `lat` is kept.
             for &ns in &c.sched {
-                g.sched_lat.record(ns);
+                g.sched_lat_of(dir).record(ns);
                 if data {
-                    o.stats.sched_lat.record(ns);
+                    o.stats.sched_lat_of(dir).record(ns);
                 }
             }
         }
