@@ -26,40 +26,43 @@ pub(crate) fn lines(r: &RunResult, opts: &ReportOptions) -> String {
     );
     // A workload's ranks are counted in operations too (its metadata flowops move no bytes).
     let workload = r.workload.is_some();
-    let ops = |n: Option<u64>| match n {
-        Some(n) if workload => format!(" {n:>12}"),
-        None if workload => format!(" {:>12}", "ops"),
-        _ => String::new(),
-    };
     if !opts.summary_only {
-        let _ = writeln!(
-            out,
-            "  {:>5}  {:<20}{} {:>14} {:>9} {:>9} {:>28}  status",
-            "rank",
-            "host",
-            ops(None),
-            "bytes",
-            "start s",
-            "end s",
-            "rate"
-        );
+        use super::text_table::{Fit, TextTable};
+        let mut head = vec!["rank", "host"];
+        if workload {
+            head.push("ops");
+        }
+        head.extend(["bytes", "start s", "end s", "rate", "status"]);
+        let status = head.len() - 1;
+        // A failure's text is long: the table wraps it inside its column on a terminal.
+        let mut t = TextTable::new(head, 2, Fit::Wrap)
+            .align_right(0, true)
+            .align_right(status, false);
         for k in &r.ranks {
-            let _ = writeln!(
-                out,
-                "  {:>5}  {:<20}{} {:>14} {:>9.3} {:>9.3} {:>28}  {}{}",
-                k.rank,
-                k.host,
-                ops(Some(k.ops)),
-                k.bytes,
-                k.start_s,
-                k.end_s,
+            let mut row = vec![k.rank.to_string(), k.host.clone()];
+            if workload {
+                row.push(k.ops.to_string());
+            }
+            row.extend([
+                k.bytes.to_string(),
+                format!("{:.3}", k.start_s),
+                format!("{:.3}", k.end_s),
                 opts.unit.format(k.bytes_per_sec),
-                k.status.name(),
-                k.failure
-                    .as_deref()
-                    .map(|f| format!(": {f}"))
-                    .unwrap_or_default()
-            );
+                format!(
+                    "{}{}",
+                    k.status.name(),
+                    k.failure
+                        .as_deref()
+                        .map(|f| format!(": {f}"))
+                        .unwrap_or_default()
+                ),
+            ]);
+            t.push(row);
+        }
+        // Indented under the `ranks:` line, within the terminal's width.
+        let width = super::width::terminal_width().map(|w| w.saturating_sub(2).max(20));
+        for line in t.render(width).lines() {
+            let _ = writeln!(out, "  {line}");
         }
     }
     for h in &d.host_devices {
