@@ -272,20 +272,12 @@ pub(crate) fn build(
         }
     }
     let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
-    let first_start = ran.iter().map(|r| r.start_s).fold(f64::INFINITY, f64::min);
-    let first_start = if first_start.is_finite() {
-        first_start
-    } else {
-        0.0
-    };
-    let last_end = ran.iter().map(|r| r.end_s).fold(0.0, f64::max);
-    let first_end = ran.iter().map(|r| r.end_s).fold(f64::INFINITY, f64::min);
-    let first_end = if first_end.is_finite() {
-        first_end
-    } else {
-        0.0
-    };
-    let span = (last_end - first_start).max(0.0);
+    let Clock {
+        first_start,
+        first_end,
+        last_end,
+        span,
+    } = Clock::of(&ran);
     let rank0 = &records[0];
     let plan = Plan {
         targets,
@@ -399,20 +391,12 @@ pub(crate) fn build_workload(
     let rank0 = &records[0];
     let mut doc = WorkloadDoc::new(src, model, rank0.started_unix_s);
     let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
-    let first_start = ran.iter().map(|r| r.start_s).fold(f64::INFINITY, f64::min);
-    let first_start = if first_start.is_finite() {
-        first_start
-    } else {
-        0.0
-    };
-    let last_end = ran.iter().map(|r| r.end_s).fold(0.0, f64::max);
-    let first_end = ran.iter().map(|r| r.end_s).fold(f64::INFINITY, f64::min);
-    let first_end = if first_end.is_finite() {
-        first_end
-    } else {
-        0.0
-    };
-    let span = (last_end - first_start).max(0.0);
+    let Clock {
+        first_start,
+        first_end,
+        last_end,
+        span,
+    } = Clock::of(&ran);
     let mut outcomes = Vec::new();
     let mut failures = Vec::new();
     let mut interrupted = false;
@@ -516,6 +500,30 @@ pub(crate) fn build_workload(
             .push("ranks marked 'called off' ran nothing: another rank could not start".into());
     }
     result
+}
+
+/// The ranks' times on the barrier clock: the first start, the first and the last end, and
+/// the span every aggregate rate is over (last end - first start). Zeros when none ran.
+struct Clock {
+    first_start: f64,
+    first_end: f64,
+    last_end: f64,
+    span: f64,
+}
+
+impl Clock {
+    fn of(ran: &[&RankRecord]) -> Clock {
+        let finite = |x: f64| if x.is_finite() { x } else { 0.0 };
+        let first_start = finite(ran.iter().map(|r| r.start_s).fold(f64::INFINITY, f64::min));
+        let first_end = finite(ran.iter().map(|r| r.end_s).fold(f64::INFINITY, f64::min));
+        let last_end = ran.iter().map(|r| r.end_s).fold(0.0, f64::max);
+        Clock {
+            first_start,
+            first_end,
+            last_end,
+            span: (last_end - first_start).max(0.0),
+        }
+    }
 }
 
 fn rank_row(r: &RankRecord) -> RankReport {
