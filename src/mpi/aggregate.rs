@@ -355,7 +355,15 @@ pub(crate) fn build(
         stonewall,
         host_devices: Vec::new(),
     });
-    super::observe::merge(records, &mut result);
+    let seen: Vec<super::observe::Seen> = records
+        .iter()
+        .map(|r| super::observe::Seen {
+            rank: r.rank,
+            host: &r.host,
+            observed: &r.observed,
+        })
+        .collect();
+    super::observe::merge(&seen, &mut result);
     if let Some(n) = cache_note(spec, job, records, result.hosts.len()) {
         result.notes.push(n);
     }

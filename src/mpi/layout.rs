@@ -107,6 +107,58 @@ impl DistSpec {
     }
 }
 
+/// How every point of a command is spread over the ranks (the `run` flags `--file-per-rank`,
+/// `--shared-file`, `--reorder-ranks`, `--stonewall`, `--mpi-timeout`, parsed once).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct DistPlan {
+    pub layout: Layout,
+    pub reorder: bool,
+    pub stonewall: Option<Stonewall>,
+    pub timeout_s: f64,
+}
+
+impl DistPlan {
+    /// The spec of one Job under this plan, checked for `ranks` ranks.
+    pub(crate) fn spec(
+        &self,
+        job: crate::job::Job,
+        ranks: u32,
+    ) -> Result<DistSpec, crate::error::UsageError> {
+        let spec = DistSpec {
+            job,
+            layout: self.layout,
+            reorder: self.reorder,
+            stonewall: self.stonewall,
+            timeout_s: self.timeout_s,
+            verify_seed: None,
+            observe: Default::default(),
+        };
+        spec.check(ranks)?;
+        // A verifying point on a shared file: one block seed, drawn here, stamped by every rank.
+        let mut spec = spec;
+        spec.verify_seed = shared_seed(&spec);
+        Ok(spec)
+    }
+
+    pub(crate) fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.timeout_s)
+    }
+}
+
+/// Rank `rank`'s journal for `--journal J`: J.rank-NNNNN.
+pub(crate) fn rank_journal(journal: &Path, rank: u32) -> PathBuf {
+    let mut s = journal.as_os_str().to_os_string();
+    s.push(format!(".rank-{rank:05}"));
+    PathBuf::from(s)
+}
+
+/// The block seed of a verifying run on a shared file, drawn once on rank 0 (None for
+/// file-per-rank, where each rank's file has a seed of its own, and without verification).
+pub(crate) fn shared_seed(spec: &DistSpec) -> Option<u64> {
+    (spec.job.verifying() && spec.layout != Layout::FilePerRank)
+        .then(|| crate::runner::worker::verify::block_seed(spec.job.seed))
+}
+
 /// The directory of one rank's file: PATH.d/rank-NNNNN.
 pub(crate) fn rank_dir(path: &Path, rank: u32) -> PathBuf {
     parent_dir(path).join(format!("rank-{rank:05}"))
@@ -193,7 +245,7 @@ pub(crate) fn rank_job(spec: &DistSpec, rank: u32, ranks: u32, shift: Option<u32
     job.seed ^= (rank as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     // --journal J: each rank its own journal, J.rank-NNNNN; on a shared file one block seed.
     if let Some(j) = &spec.job.journal {
-        job.journal = Some(super::verify::rank_journal(j, rank));
+        job.journal = Some(rank_journal(j, rank));
     }
     if let Some(p) = &mut job.rank_part {
         p.verify_seed = spec.verify_seed;
@@ -205,6 +257,18 @@ pub(crate) fn rank_job(spec: &DistSpec, rank: u32, ranks: u32, shift: Option<u32
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn each_rank_journals_to_its_own_file() {
+        assert_eq!(
+            rank_journal(Path::new("/j/run.journal"), 3),
+            PathBuf::from("/j/run.journal.rank-00003")
+        );
+        assert_ne!(
+            rank_journal(Path::new("j"), 1),
+            rank_journal(Path::new("j"), 10)
+        );
+    }
 
     fn offsets(part: RankPart, bs: u64) -> Vec<u64> {
         (0..part.blocks)

@@ -9,7 +9,6 @@
 //!   reports and explain's device checks read it as on one host), with a note naming which
 //!   hosts and devices were sampled.
 
-use super::aggregate::RankRecord;
 use crate::observe::{Observe, Observer, TraceSettings};
 use crate::result::{HostDevices, RunResult};
 use crate::trace::format::TraceFormat;
@@ -126,20 +125,24 @@ pub(crate) fn start(
 /// Stop this rank's observers after its run; what they saw goes to rank 0 in its record.
 /// `since_start_s`: seconds from the start of the rank's timed I/O to now (the device
 /// samples' `t_s` count from it). A trace that cannot be written fails the rank's run, as it
-/// fails a run on one host, with what was measured still reported.
-pub(crate) fn finish(observer: Option<Observer>, rec: &mut RankRecord, since_start_s: f64) {
-    if let Some(o) = observer {
-        if let Err(e) = o.finish_into(&mut rec.observed.probes, since_start_s) {
-            rec.failures.push(crate::runner::IoFailure {
-                user: 0,
-                thread: 0,
-                path: rec.targets.first().cloned().unwrap_or_default(),
-                offset: None,
-                message: format!("observing the run (--trace, --iostat): {e:#}"),
-            });
-            rec.status = crate::runner::RunStatus::Failed;
-        }
-    }
+/// fails a run on one host, with what was measured still reported: the returned message says
+/// why, for the caller to record as the rank's failure.
+pub(crate) fn finish(
+    observer: Option<Observer>,
+    observed: &mut RankObserved,
+    since_start_s: f64,
+) -> Option<String> {
+    let o = observer?;
+    o.finish_into(&mut observed.probes, since_start_s)
+        .err()
+        .map(|e| format!("observing the run (--trace, --iostat): {e:#}"))
+}
+
+/// One rank's observations as rank 0 merges them: its rank, its host and what it saw.
+pub(crate) struct Seen<'a> {
+    pub rank: u32,
+    pub host: &'a str,
+    pub observed: &'a RankObserved,
 }
 
 fn count(v: &Value, key: &str) -> u64 {
@@ -147,7 +150,7 @@ fn count(v: &Value, key: &str) -> u64 {
 }
 
 /// Rank 0: every rank's trace summed, and every host's device samples, into the Result.
-pub(crate) fn merge(records: &[RankRecord], result: &mut RunResult) {
+pub(crate) fn merge(records: &[Seen], result: &mut RunResult) {
     let traces: Vec<(u32, &Value)> = records
         .iter()
         .filter_map(|r| r.observed.probes.get("trace").map(|v| (r.rank, v)))
@@ -185,7 +188,7 @@ pub(crate) fn merge(records: &[RankRecord], result: &mut RunResult) {
         .iter()
         .filter_map(|r| {
             r.observed.probes.get("iostat").map(|v| HostDevices {
-                host: r.host.clone(),
+                host: r.host.to_string(),
                 rank: r.rank,
                 iostat: v.clone(),
             })

@@ -11,7 +11,7 @@
 //! remembered by each rank for its own paths, by identity, and removed at
 //! [`Order::Cleanup`] unless `--keep`.
 
-use super::layout::{self, DistSpec, Layout, Stonewall};
+use super::layout::{self, DistPlan, DistSpec, Layout};
 use super::workload::WorkloadSpec;
 use super::{Ending, World};
 use crate::exec::Executor;
@@ -22,44 +22,6 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Duration;
-
-/// How every point of a command is spread over the ranks (the `run` flags `--file-per-rank`,
-/// `--shared-file`, `--reorder-ranks`, `--stonewall`, `--mpi-timeout`, parsed once).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct DistPlan {
-    pub layout: Layout,
-    pub reorder: bool,
-    pub stonewall: Option<Stonewall>,
-    pub timeout_s: f64,
-}
-
-impl DistPlan {
-    /// The spec of one Job under this plan, checked for `ranks` ranks.
-    pub(crate) fn spec(
-        &self,
-        job: crate::job::Job,
-        ranks: u32,
-    ) -> Result<DistSpec, crate::error::UsageError> {
-        let spec = DistSpec {
-            job,
-            layout: self.layout,
-            reorder: self.reorder,
-            stonewall: self.stonewall,
-            timeout_s: self.timeout_s,
-            verify_seed: None,
-            observe: Default::default(),
-        };
-        spec.check(ranks)?;
-        // A verifying point on a shared file: one block seed, drawn here, stamped by every rank.
-        let mut spec = spec;
-        spec.verify_seed = super::verify::shared_seed(&spec);
-        Ok(spec)
-    }
-
-    fn timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.timeout_s)
-    }
-}
 
 /// What rank 0 tells every rank to do next.
 #[derive(Debug, Serialize, Deserialize)]

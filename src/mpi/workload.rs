@@ -6,7 +6,7 @@
 //! rank 0 its threads' exact per-flowop statistics; rank 0 merges them ([`super::aggregate`]).
 
 use super::aggregate::{self, RankRecord, WorkloadRank};
-use super::serve::DistPlan;
+use super::layout::DistPlan;
 use super::{make_dir, one_line, Ending, World};
 use crate::workload::model::{Cmd, Model};
 use crate::workload::run::{execute_gated, Executed, Options};
