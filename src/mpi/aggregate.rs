@@ -272,12 +272,13 @@ pub(crate) fn build(
         }
     }
     let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
+    let clock = Clock::of(&ran);
     let Clock {
         first_start,
         first_end,
         last_end,
         span,
-    } = Clock::of(&ran);
+    } = clock;
     let rank0 = &records[0];
     let plan = Plan {
         targets,
@@ -338,22 +339,8 @@ pub(crate) fn build(
         }
     });
     result.distributed = Some(DistributedReport {
-        layout: spec.layout.name().into(),
-        reorder_shift: shift,
-        first_start_s: first_start,
-        first_end_s: first_end,
-        last_end_s: last_end,
-        full_bytes_per_sec: rate(total.bytes(), span),
-        slowest_rank: slowest.map(|r| r.rank).unwrap_or(0),
-        slowest_bytes_per_sec: slowest.map(|r| r.bytes_per_sec).unwrap_or(0.0),
-        fastest_rank: fastest.map(|r| r.rank).unwrap_or(0),
-        fastest_bytes_per_sec: fastest.map(|r| r.bytes_per_sec).unwrap_or(0.0),
-        spread_ratio: match (slowest, fastest) {
-            (Some(s), Some(f)) if s.bytes_per_sec > 0.0 => f.bytes_per_sec / s.bytes_per_sec,
-            _ => 0.0,
-        },
         stonewall,
-        host_devices: Vec::new(),
+        ..clock.report(spec.layout.name(), shift, total.bytes(), slowest, fastest)
     });
     let seen: Vec<super::observe::Seen> = records
         .iter()
@@ -399,12 +386,8 @@ pub(crate) fn build_workload(
     let rank0 = &records[0];
     let mut doc = WorkloadDoc::new(src, model, rank0.started_unix_s);
     let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
-    let Clock {
-        first_start,
-        first_end,
-        last_end,
-        span,
-    } = Clock::of(&ran);
+    let clock = Clock::of(&ran);
+    let span = clock.span;
     let mut outcomes = Vec::new();
     let mut failures = Vec::new();
     let mut interrupted = false;
@@ -484,24 +467,7 @@ pub(crate) fn build_workload(
         total += &r.stats();
     }
     let (slowest, fastest) = slowest_fastest(&result.ranks, records);
-    result.distributed = Some(DistributedReport {
-        layout: "dir_per_rank".into(),
-        reorder_shift: None,
-        first_start_s: first_start,
-        first_end_s: first_end,
-        last_end_s: last_end,
-        full_bytes_per_sec: rate(total.bytes(), span),
-        slowest_rank: slowest.map(|r| r.rank).unwrap_or(0),
-        slowest_bytes_per_sec: slowest.map(|r| r.bytes_per_sec).unwrap_or(0.0),
-        fastest_rank: fastest.map(|r| r.rank).unwrap_or(0),
-        fastest_bytes_per_sec: fastest.map(|r| r.bytes_per_sec).unwrap_or(0.0),
-        spread_ratio: match (slowest, fastest) {
-            (Some(s), Some(f)) if s.bytes_per_sec > 0.0 => f.bytes_per_sec / s.bytes_per_sec,
-            _ => 0.0,
-        },
-        stonewall: None,
-        host_devices: Vec::new(),
-    });
+    result.distributed = Some(clock.report("dir_per_rank", None, total.bytes(), slowest, fastest));
     if records.iter().any(|r| r.called_off) {
         result
             .notes
@@ -512,6 +478,7 @@ pub(crate) fn build_workload(
 
 /// The ranks' times on the barrier clock: the first start, the first and the last end, and
 /// the span every aggregate rate is over (last end - first start). Zeros when none ran.
+#[derive(Clone, Copy)]
 struct Clock {
     first_start: f64,
     first_end: f64,
@@ -530,6 +497,36 @@ impl Clock {
             first_end,
             last_end,
             span: (last_end - first_start).max(0.0),
+        }
+    }
+
+    /// The `distributed` section of a run over these times: the full figure (all `bytes`
+    /// over the span), the slowest and fastest rank and their spread; no stonewall.
+    fn report(
+        &self,
+        layout: &str,
+        reorder_shift: Option<u32>,
+        bytes: u64,
+        slowest: Option<&RankReport>,
+        fastest: Option<&RankReport>,
+    ) -> DistributedReport {
+        DistributedReport {
+            layout: layout.into(),
+            reorder_shift,
+            first_start_s: self.first_start,
+            first_end_s: self.first_end,
+            last_end_s: self.last_end,
+            full_bytes_per_sec: rate(bytes, self.span),
+            slowest_rank: slowest.map(|r| r.rank).unwrap_or(0),
+            slowest_bytes_per_sec: slowest.map(|r| r.bytes_per_sec).unwrap_or(0.0),
+            fastest_rank: fastest.map(|r| r.rank).unwrap_or(0),
+            fastest_bytes_per_sec: fastest.map(|r| r.bytes_per_sec).unwrap_or(0.0),
+            spread_ratio: match (slowest, fastest) {
+                (Some(s), Some(f)) if s.bytes_per_sec > 0.0 => f.bytes_per_sec / s.bytes_per_sec,
+                _ => 0.0,
+            },
+            stonewall: None,
+            host_devices: Vec::new(),
         }
     }
 }
