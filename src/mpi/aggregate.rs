@@ -128,19 +128,36 @@ impl RankRecord {
     }
 
     /// Take what the runner measured.
-    pub(crate) fn fill(&mut self, o: RunOutcome, end_s: f64) {
+    /// This rank's outcome. `t0_ns` is the rank's clock zero (CLOCK_MONOTONIC as it left the
+    /// start barrier); its I/O span is its workers' loop clocks on that scale. `heard_end_s`
+    /// (when the main thread heard the I/O was over) is used only when no worker clocked a
+    /// loop.
+    pub(crate) fn fill(&mut self, o: RunOutcome, t0_ns: u64, heard_end_s: f64) {
         self.status = o.status;
         self.failures = o.failures;
         self.notes = o.plan.notes.clone();
         self.started_unix_s = o.started_unix_s;
-        self.start_s = (end_s - o.elapsed_s).max(0.0);
-        // --verify: the read-back after the timed loop is not part of the rank's I/O time.
-        let read_back_s = o
+        let (first, last) = o
             .threads
             .iter()
-            .filter_map(|t| t.verify.as_ref().map(|v| v.read_back_s))
-            .fold(0.0, f64::max);
-        self.end_s = (end_s - read_back_s).max(self.start_s);
+            .filter(|t| t.stats.loop_end_ns != 0)
+            .fold((u64::MAX, 0u64), |(a, b), t| {
+                (a.min(t.stats.loop_start_ns), b.max(t.stats.loop_end_ns))
+            });
+        let on_clock = |ns: u64| ns.saturating_sub(t0_ns) as f64 / 1e9;
+        if last != 0 {
+            self.start_s = on_clock(first);
+            self.end_s = on_clock(last).max(self.start_s);
+        } else {
+            self.start_s = (heard_end_s - o.elapsed_s).max(0.0);
+            // --verify: the read-back after the timed loop is not part of the rank's I/O time.
+            let read_back_s = o
+                .threads
+                .iter()
+                .filter_map(|t| t.verify.as_ref().map(|v| v.read_back_s))
+                .fold(0.0, f64::max);
+            self.end_s = (heard_end_s - read_back_s).max(self.start_s);
+        }
         self.threads = o
             .threads
             .into_iter()
@@ -586,4 +603,65 @@ fn cache_note(spec: &DistSpec, job: &Job, records: &[RankRecord], hosts: usize) 
             "--no-invalidate: nothing was evicted"
         }
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn worker(start_ns: u64, end_ns: u64) -> ThreadOutcome {
+        ThreadOutcome {
+            user: 0,
+            thread: 0,
+            stats: Stats {
+                write_ops: 1,
+                write_bytes: 4096,
+                elapsed_s: (end_ns - start_ns) as f64 / 1e9,
+                loop_start_ns: start_ns,
+                loop_end_ns: end_ns,
+                ..Default::default()
+            },
+            failure: None,
+            verify: None,
+            intervals: Vec::new(),
+        }
+    }
+
+    fn outcome(threads: Vec<ThreadOutcome>) -> RunOutcome {
+        RunOutcome {
+            plan: Plan {
+                targets: Vec::new(),
+                cache: Default::default(),
+                notes: Vec::new(),
+            },
+            threads,
+            status: RunStatus::Complete,
+            failures: Vec::new(),
+            elapsed_s: 0.5,
+            started_unix_s: 0.0,
+            probes: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_ranks_span_is_its_workers_loop_clocks_on_the_barrier_clock() {
+        // Barrier left at 1 s; workers ran 1.002..1.030 and 1.001..1.040; the main thread
+        // heard of the end much later (9 s): that wake-up is not the rank's I/O.
+        let mut rec = RankRecord::new(0, "h", Vec::new());
+        let o = outcome(vec![
+            worker(1_002_000_000, 1_030_000_000),
+            worker(1_001_000_000, 1_040_000_000),
+        ]);
+        rec.fill(o, 1_000_000_000, 9.0);
+        assert!((rec.start_s - 0.001).abs() < 1e-9, "{}", rec.start_s);
+        assert!((rec.end_s - 0.040).abs() < 1e-9, "{}", rec.end_s);
+    }
+
+    #[test]
+    fn without_worker_clocks_the_heard_end_is_used() {
+        let mut rec = RankRecord::new(0, "h", Vec::new());
+        rec.fill(outcome(Vec::new()), 1_000_000_000, 2.0);
+        assert!((rec.end_s - 2.0).abs() < 1e-9);
+        assert!((rec.start_s - 1.5).abs() < 1e-9);
+    }
 }

@@ -10,6 +10,13 @@
 //! thread and talks to it through channels at its two hooks (`runner::Gate`): "prepared, may
 //! I start?" and "my timed I/O is over, may I clean up?". Every meeting point times out
 //! (`--mpi-timeout`), so no rank waits for ever for one that hung.
+//!
+//! The clock: the main thread reads CLOCK_MONOTONIC as it leaves the start barrier and at
+//! once releases the prepared workers itself (the runner hands it the gate's opener), so the
+//! workers wake one thread hop after the barrier. The rank's I/O span is taken from its
+//! workers' own loop clocks (CLOCK_MONOTONIC, shared by every process of the host), not from
+//! when the main thread hears that they ended: with more ranks than cores, those wake-ups
+//! could cost more than a short run's I/O.
 
 mod aggregate;
 mod comm;
@@ -36,7 +43,8 @@ const SPEC_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// What the rank's runner thread tells the main (MPI) thread.
 enum Event {
-    Ready,
+    /// Every worker is prepared: the opener of their gate.
+    Ready(runner::drive::Opener),
     IoDone,
     Finished(anyhow::Result<RunOutcome>),
 }
@@ -86,8 +94,8 @@ fn start_runner(
         .spawn(move || {
             let (t1, t2) = (tx.clone(), tx.clone());
             let gate = runner::Gate {
-                start: Box::new(move || {
-                    let _ = t1.send(Event::Ready);
+                start: Box::new(move |opener| {
+                    let _ = t1.send(Event::Ready(opener));
                     go.recv().unwrap_or(false)
                 }),
                 after_io: Box::new(move || {
@@ -100,17 +108,20 @@ fn start_runner(
         })
 }
 
-/// Wait until the runner is prepared (true) or has ended before the start.
-fn wait_ready(rx: &Receiver<Event>, early: &mut Option<anyhow::Result<RunOutcome>>) -> bool {
+/// Wait until the runner is prepared (its workers' opener) or has ended before the start.
+fn wait_ready(
+    rx: &Receiver<Event>,
+    early: &mut Option<anyhow::Result<RunOutcome>>,
+) -> Option<runner::drive::Opener> {
     loop {
         match rx.recv() {
-            Ok(Event::Ready) => return true,
+            Ok(Event::Ready(opener)) => return Some(opener),
             Ok(Event::Finished(r)) => {
                 *early = Some(r);
-                return false;
+                return None;
             }
             Ok(Event::IoDone) => {}
-            Err(_) => return false,
+            Err(_) => return None,
         }
     }
 }
@@ -178,12 +189,12 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
     let mut channels = Some((tx, go_rx, clean_rx));
     let mut handle = None;
     let mut early: Option<anyhow::Result<RunOutcome>> = None;
-    let mut ready = false;
+    let mut opener = None;
     let shared = spec.layout != Layout::FilePerRank;
     let mut launch = |job: &crate::job::Job,
                       early: &mut Option<anyhow::Result<RunOutcome>>,
                       local_err: &mut Option<anyhow::Error>|
-     -> bool {
+     -> Option<runner::drive::Opener> {
         let (tx, go_rx, clean_rx) = channels.take().expect("the runner starts once");
         match start_runner(job.clone(), tx, go_rx, clean_rx) {
             Ok(h) => {
@@ -194,13 +205,14 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
                 *local_err = Some(anyhow::anyhow!(
                     "cannot start the rank's runner thread: {e}"
                 ));
-                false
+                None
             }
         }
     };
     if local_err.is_none() && (!shared || rank == 0) {
         let existed = rank == 0 && shared && std::fs::symlink_metadata(&path).is_ok();
-        ready = launch(&job, &mut early, &mut local_err);
+        opener = launch(&job, &mut early, &mut local_err);
+        let ready = opener.is_some();
         if shared {
             // Rank 0 made (or found) the shared file: the others may open it now.
             let ino = if ready && !existed {
@@ -222,12 +234,18 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
             if let Some(p) = &mut job.rank_part {
                 p.created_ino = ino;
             }
-            ready = launch(&job, &mut early, &mut local_err);
+            opener = launch(&job, &mut early, &mut local_err);
         }
     }
+    let ready = opener.is_some();
     let all_ok = world.all_min("the start barrier", timeout, ready as u64) == 1;
+    // Clock zero, then the workers are released from this thread (see the module notes).
+    let t0_ns = crate::stats::mono_ns();
     let t0 = Instant::now();
-    if ready {
+    if let Some(o) = &opener {
+        if all_ok {
+            o.open();
+        }
         let _ = go_tx.send(all_ok);
     }
     // The timed run: wait for the end of this rank's I/O, stopping it at the stonewall.
@@ -253,7 +271,7 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
                     early = Some(r);
                     break;
                 }
-                Ok(Event::Ready) | Err(RecvTimeoutError::Timeout) => {}
+                Ok(Event::Ready(_)) | Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             match spec.stonewall {
@@ -297,10 +315,14 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
         let _ = h.join();
     }
     match early {
-        Some(Ok(o)) if ready => rec.fill(o, end_s.unwrap_or_else(|| t0.elapsed().as_secs_f64())),
+        Some(Ok(o)) if ready => rec.fill(
+            o,
+            t0_ns,
+            end_s.unwrap_or_else(|| t0.elapsed().as_secs_f64()),
+        ),
         Some(Ok(o)) => {
             // Preparing the target failed (its file and offset are in the failures).
-            rec.fill(o, 0.0);
+            rec.fill(o, t0_ns, 0.0);
             rec.error = Some(
                 rec.failures
                     .first()

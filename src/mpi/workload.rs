@@ -128,7 +128,8 @@ fn start(
         .spawn(move || {
             let (t1, t2) = (tx.clone(), tx.clone());
             let gate = crate::runner::Gate {
-                start: Box::new(move || {
+                // The workload's arena starts when this hook returns: no opener to use.
+                start: Box::new(move |_| {
                     let _ = t1.send(Event::Ready);
                     go.recv().unwrap_or(false)
                 }),

@@ -41,10 +41,34 @@ impl Gate {
             g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
         }
     }
+    /// The first decision holds: an opened gate is not closed again.
     fn decide(&self, go: bool) {
         let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        g.1 = Some(go);
+        g.1.get_or_insert(go);
         self.cv.notify_all();
+    }
+}
+
+/// The right to open a crew's gate, handed to whoever decides the start. A rank of a
+/// distributed run opens it from its MPI thread the moment the start barrier returns, so
+/// the workers wake one thread hop after the barrier, not two (MPI thread → runner thread →
+/// workers). A source without a crew gate (worker processes, a workload's arena) hands
+/// [`Opener::none`]: it starts when its `go` returns true.
+#[derive(Clone)]
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // only ranks open from outside
+pub(crate) struct Opener(Option<Arc<Gate>>);
+
+impl Opener {
+    /// An opener that opens nothing.
+    pub(crate) fn none() -> Opener {
+        Opener(None)
+    }
+    /// Release the workers now (the caller's `go` must then return true).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn open(&self) {
+        if let Some(g) = &self.0 {
+            g.decide(true);
+        }
     }
 }
 
@@ -109,10 +133,12 @@ pub(crate) fn spawn_thread<T: Send + 'static>(
 
 impl<T> Crew<T> {
     /// Wait for every body to be prepared, then ask `go` (process mode waits for its parent
-    /// here): true opens the gate and returns the start instant; false calls the run off.
-    pub(crate) fn open(&self, go: impl FnOnce() -> bool) -> Option<Instant> {
+    /// here; a rank waits for its start barrier and may open the gate itself through the
+    /// [`Opener`]): true opens the gate and returns the start instant; false calls the run
+    /// off (and `go` must not have opened it).
+    pub(crate) fn open(&self, go: impl FnOnce(Opener) -> bool) -> Option<Instant> {
         self.gate.wait_prepared(self.handles.len());
-        if !go() {
+        if !go(Opener(Some(self.gate.clone()))) {
             self.gate.decide(false);
             return None;
         }
@@ -297,7 +323,7 @@ mod tests {
     fn bodies_run_only_after_the_gate_opens_and_all_are_joined() {
         let ran = Arc::new(AtomicUsize::new(0));
         let crew = start_threads(bodies(5, &ran), 64 << 10, &spawn_thread).unwrap();
-        let seen = crew.open(|| {
+        let seen = crew.open(|_| {
             // Every body is waiting at the gate here: none has run.
             std::thread::sleep(std::time::Duration::from_millis(20));
             ran.load(Ordering::SeqCst)
@@ -308,10 +334,29 @@ mod tests {
     }
 
     #[test]
+    fn the_opener_releases_the_bodies_before_go_returns() {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let crew = start_threads(bodies(4, &ran), 64 << 10, &spawn_thread).unwrap();
+        let opened = crew.open(|opener| {
+            let other = std::thread::spawn(move || opener.open());
+            other.join().unwrap();
+            // `go` has not returned, yet every body runs.
+            let t = std::time::Instant::now();
+            while ran.load(Ordering::SeqCst) < 4 {
+                assert!(t.elapsed().as_secs() < 20, "the opener released nothing");
+                std::thread::yield_now();
+            }
+            true
+        });
+        assert!(opened.is_some());
+        assert_eq!(crew.join().unwrap(), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
     fn a_closed_gate_runs_nothing() {
         let ran = Arc::new(AtomicUsize::new(0));
         let crew = start_threads(bodies(3, &ran), 64 << 10, &spawn_thread).unwrap();
-        assert!(crew.open(|| false).is_none());
+        assert!(crew.open(|_| false).is_none());
         assert!(crew.join().unwrap().is_empty());
         assert_eq!(ran.load(Ordering::SeqCst), 0);
     }

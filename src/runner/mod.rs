@@ -109,19 +109,23 @@ pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
 
 /// Hooks of a run that is one part of a larger one (a rank of a distributed run,
 /// `crate::mpi`): `start` is called once every worker is prepared, before the gate opens, and
-/// returns false to call the run off; `after_io` is called when the timed I/O has ended,
+/// returns false to call the run off; it gets the [`drive::Opener`] of the workers' gate, so
+/// whoever decides the start can release the workers the moment it knows (a rank: from the
+/// thread that left the start barrier). `after_io` is called when the timed I/O has ended,
 /// before anything is probed or removed (the other ranks may still be writing a shared file).
 pub(crate) struct Gate {
-    pub start: Box<dyn FnOnce() -> bool + Send>,
+    pub start: Box<dyn FnOnce(drive::Opener) -> bool + Send>,
     pub after_io: Box<dyn FnOnce() + Send>,
 }
 
 /// [`run`] with the hooks of a [`Gate`] (None: a run of its own).
 pub(crate) fn run_gated(job: &Job, gate: Option<Gate>) -> Result<RunOutcome> {
-    let (start, after_io): (Box<dyn FnOnce() -> bool + Send>, Box<dyn FnOnce() + Send>) = match gate
-    {
+    let (start, after_io): (
+        Box<dyn FnOnce(drive::Opener) -> bool + Send>,
+        Box<dyn FnOnce() + Send>,
+    ) = match gate {
         Some(g) => (g.start, g.after_io),
-        None => (Box::new(|| true), Box::new(|| {})),
+        None => (Box::new(|_| true), Box::new(|| {})),
     };
     job.validate()?;
     limits::check(job)?;
@@ -218,7 +222,9 @@ pub(crate) fn run_gated(job: &Job, gate: Option<Gate>) -> Result<RunOutcome> {
             WorkerMode::Threads => {
                 run_threads_with(job, &plan, &ids, all_workers(job), start, verify.clone())
             }
-            _ if !start() => Err(anyhow::anyhow!("the run was called off before it started")),
+            _ if !start(drive::Opener::none()) => {
+                Err(anyhow::anyhow!("the run was called off before it started"))
+            }
             _ => process::run_processes(job, &plan, &ids, verify.as_deref()),
         };
         match ran {
@@ -458,7 +464,7 @@ pub(crate) fn run_threads_with(
     plan: &Plan,
     ids: &[mark::FileId],
     which: Vec<(usize, u32)>,
-    go: impl FnOnce() -> bool,
+    go: impl FnOnce(drive::Opener) -> bool,
     verify: Option<Arc<worker::verify::VerifyShared>>,
 ) -> Result<(Vec<ThreadOutcome>, f64)> {
     run_threads_spawning(
@@ -488,7 +494,7 @@ fn run_threads_spawning<F>(
     plan: &Plan,
     ids: &[mark::FileId],
     which: Vec<(usize, u32)>,
-    go: impl FnOnce() -> bool,
+    go: impl FnOnce(drive::Opener) -> bool,
     spawn: F,
     prepare: Prepare,
     verify: Option<Arc<worker::verify::VerifyShared>>,
@@ -602,7 +608,7 @@ mod tests {
                     &plan,
                     &ids,
                     all_workers(&job),
-                    || true,
+                    |_| true,
                     |b, f| {
                         if count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 5 {
                             Err(std::io::Error::from_raw_os_error(libc::EAGAIN))

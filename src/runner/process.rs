@@ -188,7 +188,7 @@ pub(crate) fn child(spec: WorkerSpec, input: &mut impl BufRead) -> Result<()> {
         &spec.plan,
         &spec.ids,
         spec.workers,
-        || {
+        |_| {
             let mut out = std::io::stdout();
             let _ = out.write_all(b"ready\n");
             let _ = out.flush();

@@ -216,6 +216,14 @@ pub struct Stats {
     pub inflight: [u64; 8],
     /// Wall time this worker spent in its timed loop.
     pub elapsed_s: f64,
+    /// When the timed loop began and ended (its final fsync included, a verify read-back
+    /// not), in ns on CLOCK_MONOTONIC, the one scale of every thread and process of a host;
+    /// merged, the earliest start and the latest end. A rank of a distributed run places its
+    /// I/O on the barrier clock with them (0: not recorded).
+    #[serde(default)]
+    pub loop_start_ns: u64,
+    #[serde(default)]
+    pub loop_end_ns: u64,
     /// Thread CPU time read around some operations only (a workload reads the thread CPU
     /// clock on every 16th execution of a flowop): the nanoseconds and how many operations
     /// they cover. Used for CPU per operation where `usage` is not per group.
@@ -335,6 +343,11 @@ impl std::ops::AddAssign<&Stats> for Stats {
         }
         // Workers run side by side: the merged wall time is the longest one.
         self.elapsed_s = self.elapsed_s.max(o.elapsed_s);
+        if o.loop_start_ns != 0 && (self.loop_start_ns == 0 || o.loop_start_ns < self.loop_start_ns)
+        {
+            self.loop_start_ns = o.loop_start_ns;
+        }
+        self.loop_end_ns = self.loop_end_ns.max(o.loop_end_ns);
         self.cpu_sampled_ns += o.cpu_sampled_ns;
         self.cpu_sampled_ops += o.cpu_sampled_ops;
     }
@@ -566,6 +579,20 @@ impl StatsReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merged_loop_clocks_are_the_earliest_start_and_latest_end() {
+        let w = |a, b| Stats {
+            loop_start_ns: a,
+            loop_end_ns: b,
+            ..Default::default()
+        };
+        let mut m = Stats::default();
+        m += &w(50, 90);
+        m += &w(0, 0); // a worker that never ran its loop
+        m += &w(20, 60);
+        assert_eq!((m.loop_start_ns, m.loop_end_ns), (20, 90));
+    }
 
     #[test]
     fn merge_is_exact() {

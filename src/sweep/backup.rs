@@ -757,7 +757,7 @@ fn phase<T: Send + 'static>(
     let crew = drive::start_threads([(name.to_string(), body)], 1 << 20, &drive::spawn_thread)
         .map_err(|f| anyhow!("cannot start the backup thread: {}", f.error))?;
     let t0 = crew
-        .open(|| true)
+        .open(|_| true)
         .ok_or_else(|| anyhow!("the backup phase was called off"))?;
     let (mut stats, end, r) = crew
         .join()?

@@ -588,7 +588,7 @@ fn spawn(
         };
         // Past the driver's gate each thread prepares and waits at the arena's barrier, the
         // one process mode uses too.
-        crew.open(|| true);
+        crew.open(|_| true);
         return Ok(Workers::Threads(crew));
     }
     let mut children = Vec::new();
@@ -800,11 +800,11 @@ fn one_run(
     opts: &Options,
     gate: Option<crate::runner::Gate>,
 ) -> Result<(RunPart, Vec<ThreadOutcome>)> {
-    let (may_start, after_io): (Box<dyn FnOnce() -> bool + Send>, Box<dyn FnOnce() + Send>) =
-        match gate {
-            Some(g) => (g.start, g.after_io),
-            None => (Box::new(|| true), Box::new(|| {})),
-        };
+    type Start = Box<dyn FnOnce(crate::runner::drive::Opener) -> bool + Send>;
+    let (may_start, after_io): (Start, Box<dyn FnOnce() + Send>) = match gate {
+        Some(g) => (g.start, g.after_io),
+        None => (Box::new(|_| true), Box::new(|| {})),
+    };
     reset(arena, model);
     let nthreads = model.total_threads();
     let mut workers = spawn(src, model, layouts, arena, opts)?;
@@ -827,7 +827,8 @@ fn one_run(
         std::thread::sleep(Duration::from_millis(2));
     }
     // Every thread is ready: the other parts of a larger run may call this one off.
-    if !may_start() {
+    // The arena's threads start when this thread says go (no crew gate to open).
+    if !may_start(crate::runner::drive::Opener::none()) {
         ctl.stop.store(STOP_NORMAL, SeqCst);
         arena.wake_everyone();
         let _ = collect(workers);

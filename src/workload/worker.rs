@@ -146,7 +146,7 @@ pub fn child(spec: WorkerSpec) -> Result<()> {
     };
     // The cross-process start is the arena's barrier (every thread of every process ready,
     // then the parent's go), which each thread passes inside the interpreter.
-    crew.open(|| true);
+    crew.open(|_| true);
     let outcomes = crew.join()?;
     crate::runner::drive::send_outcomes(&outcomes)
 }

@@ -333,7 +333,10 @@ impl Core {
                 }
             }
         }
-        stats.elapsed_s = self.clock.now_ns().saturating_sub(t0) as f64 / 1e9;
+        let end = self.clock.now_ns();
+        stats.elapsed_s = end.saturating_sub(t0) as f64 / 1e9;
+        stats.loop_start_ns = t0;
+        stats.loop_end_ns = end;
         stats.usage = cpu::thread_usage().since(&usage0);
         stats.syscalls = sys;
         if let Some(ring) = trace {

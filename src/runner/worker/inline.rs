@@ -90,8 +90,7 @@ impl Core {
         let mut out = self.finish::<_, false>(
             engine, stats, failure, sys, usage0, t0, None, None, interrupt,
         );
-        let end = t0.saturating_add((out.stats.elapsed_s * 1e9) as u64);
-        out.intervals = roll.finish(end, &out.stats);
+        out.intervals = roll.finish(out.stats.loop_end_ns, &out.stats);
         out
     }
 }

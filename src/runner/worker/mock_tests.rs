@@ -519,7 +519,7 @@ mod with_mock {
             &plan(job),
             &[],
             all_workers(job),
-            || go,
+            |_| go,
             |b, f| b.spawn(f),
             prepare,
             None,

@@ -421,7 +421,7 @@ fn run_threads(
     if let Some(d) = &display {
         d.phase(crate::runner::live_line::Phase::Running);
     }
-    let t0 = crew.open(|| true).expect("the gate opens when asked to");
+    let t0 = crew.open(|_| true).expect("the gate opens when asked to");
     let tallies = crew.join();
     if let Some(d) = display {
         d.finish();
