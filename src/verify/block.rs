@@ -91,6 +91,7 @@ fn sector_key(block_key: u64, sector_offset: u64) -> u64 {
     mix(block_key ^ sector_offset)
 }
 
+use super::words::fill_sectors;
 use super::words::word;
 pub(crate) use super::words::{fill_words, skip_words, words_match, WEYL};
 
@@ -121,13 +122,11 @@ pub(crate) fn fill(buf: &mut [u8], id: &BlockId, generation: u64) {
     debug_assert!(buf.len() >= MIN_BLOCK && buf.len() % 8 == 0);
     let bk = block_key(id, generation);
     let stamp = generation ^ STAMP_KEY;
-    for (s, sector) in buf.chunks_mut(SECTOR).enumerate() {
-        let at = id.offset + (s * SECTOR) as u64;
-        if s > 0 {
-            put(sector, 0, stamp);
-        }
-        let start = payload_start(s);
-        fill_words(&mut sector[start..], sector_key(bk, at));
+    fill_sectors(buf, SECTOR, payload_start, |s| {
+        sector_key(bk, id.offset + (s * SECTOR) as u64)
+    });
+    for sector in buf.chunks_mut(SECTOR).skip(1) {
+        put(sector, 0, stamp);
     }
     put(buf, 0, MAGIC);
     put(buf, SEED, id.seed);

@@ -68,6 +68,28 @@ pub(crate) fn fill_words(dst: &mut [u8], key: u64) {
     fill_lanes(dst, key)
 }
 
+/// Fill a whole block, sector by sector: sector `s` (`sector` bytes, the last may be
+/// shorter) gets the words of `key_of(s)` from byte `skip(s)` on (the bytes before are the
+/// caller's: a header, a stamp). One dispatch per block, and with AVX2 the sector loop and
+/// the word loops are one function, so nothing is called per sector.
+#[inline]
+pub(crate) fn fill_sectors(
+    buf: &mut [u8],
+    sector: usize,
+    skip: impl Fn(usize) -> usize,
+    key_of: impl Fn(usize) -> u64,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if wide() {
+        // SAFETY: AVX2 is present (checked just above).
+        unsafe { avx2::fill_sectors(buf, sector, skip, key_of) };
+        return;
+    }
+    for (s, chunk) in buf.chunks_mut(sector).enumerate() {
+        fill_lanes(&mut chunk[skip(s)..], key_of(s));
+    }
+}
+
 /// Whether `src` holds exactly the words of `key` (every byte compared, no early exit).
 #[inline]
 pub(crate) fn words_match(src: &[u8], key: u64) -> bool {
@@ -169,9 +191,27 @@ mod avx2 {
         (a, b, step)
     }
 
+    /// [`super::fill_sectors`] with the word loop inlined into the sector loop.
+    ///
     /// # Safety
     /// The CPU must have AVX2.
     #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn fill_sectors(
+        buf: &mut [u8],
+        sector: usize,
+        skip: impl Fn(usize) -> usize,
+        key_of: impl Fn(usize) -> u64,
+    ) {
+        for (s, chunk) in buf.chunks_mut(sector).enumerate() {
+            // SAFETY: AVX2 is present (this function's own requirement).
+            unsafe { fill(&mut chunk[skip(s)..], key_of(s)) };
+        }
+    }
+
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
     pub(super) unsafe fn fill(dst: &mut [u8], key: u64) {
         let (mut a, mut b, step) = start(key);
         let mut groups = dst.chunks_exact_mut(64);
@@ -244,6 +284,23 @@ mod tests {
         (0..len / 8)
             .flat_map(|i| word(key, i).to_le_bytes())
             .collect()
+    }
+
+    #[test]
+    fn a_sectored_fill_is_each_sectors_words_after_its_skip() {
+        for len in [128usize, 520, 1000, 4096, 8192] {
+            let skip = |s: usize| if s == 0 { 64 } else { 8 };
+            let key_of = |s: usize| 0x1234_5678 ^ (s as u64).wrapping_mul(77);
+            let mut want = vec![0xAAu8; len];
+            for (s, c) in want.chunks_mut(512).enumerate() {
+                let at = skip(s).min(c.len());
+                let r = reference(c.len() - at, key_of(s));
+                c[at..at + r.len()].copy_from_slice(&r);
+            }
+            let mut got = vec![0xAAu8; len];
+            fill_sectors(&mut got, 512, skip, key_of);
+            assert_eq!(got, want, "{len}");
+        }
     }
 
     #[test]

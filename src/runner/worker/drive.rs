@@ -72,6 +72,9 @@ impl Core {
         // where running out of ops (`issuing` false alone) still submits them.
         let mut halted = false;
         let mut trace = self.trace.take();
+        // --verify: the next op, drawn one early (same sequence) so that its block's table
+        // word can be prefetched; dropped unissued when the loop stops.
+        let mut ahead: Option<(OpKind, u64)> = None;
 
         // Histograms are allocated here, untimed, so recording never allocates (one per
         // direction the worker issues); the schedule latency only exists under a rate limit
@@ -107,7 +110,12 @@ impl Core {
                     if VERIFY && checker.as_ref().is_some_and(|c| c.backlog_due()) {
                         break;
                     }
-                    let Some((kind, offset)) = self.gen.next_op() else {
+                    let next = if VERIFY {
+                        ahead.take().or_else(|| self.gen.next_op())
+                    } else {
+                        self.gen.next_op()
+                    };
+                    let Some((kind, offset)) = next else {
                         issuing = false;
                         break;
                     };
@@ -118,6 +126,11 @@ impl Core {
                     if VERIFY {
                         if let Some(c) = checker.as_mut() {
                             c.issue(&op, engine.buffers().slot_mut(slot as usize));
+                            // One op ahead, so its table word arrives while this one runs.
+                            ahead = self.gen.next_op();
+                            if let Some((_, o)) = ahead {
+                                c.prefetch(o);
+                            }
                         }
                     }
                     if let Some(p) = pacer.as_mut() {

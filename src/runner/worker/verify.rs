@@ -152,6 +152,9 @@ pub(super) struct Checker {
     base: u64,
     blocks: u64,
     bs: u64,
+    /// log2 of `bs` when it is a power of two (the usual case): the block of an offset is
+    /// then a shift, not a division on every op.
+    bs_shift: Option<u32>,
     seed: u64,
     /// Per buffer slot: the generation a write in it carries (0: its block became
     /// unknown), or the table state a read in it saw when it was issued.
@@ -217,6 +220,10 @@ impl Checker {
             threads: job.threads.max(1),
             target,
             bs: job.block_size,
+            bs_shift: job
+                .block_size
+                .is_power_of_two()
+                .then(|| job.block_size.trailing_zeros()),
             slot_gen: vec![0; depth],
             slot_state: vec![State(0); depth],
             durable_route,
@@ -236,7 +243,20 @@ impl Checker {
     }
 
     fn block_of(&self, offset: u64) -> u64 {
-        (offset & !IoOp::FLAGS) / self.bs
+        let o = offset & !IoOp::FLAGS;
+        match self.bs_shift {
+            Some(s) => o >> s,
+            None => o / self.bs,
+        }
+    }
+
+    /// The next op's offset is known: fetch its block's table word while this op runs.
+    #[inline]
+    pub(super) fn prefetch(&self, offset: u64) {
+        let block = self.block_of(offset);
+        if block < self.blocks {
+            self.table().prefetch(self.base + block);
+        }
     }
 
     fn id(&self, block: u64) -> BlockId {
