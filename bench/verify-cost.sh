@@ -15,12 +15,17 @@
 # is untimed; its wall time per block is printed apart. Run it on a quiet machine: CPU per
 # I/O of a page-cache write moves by tens of percent when other work shares the cores.
 #
-#   bench/verify-cost.sh [DIR] [PAIRS] [SECONDS]
+# Both sides of a pair do the same work: the same number of I/Os (COUNT per run, default
+# 1000000), not the same time (a slower side would do fewer I/Os, over which fixed costs
+# spread differently). Besides the ratio of the medians it prints the median of the pairs'
+# own ratios, which a drift of the machine between pairs moves less.
+#
+#   bench/verify-cost.sh [DIR] [PAIRS] [COUNT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${1:-/tmp}
 PAIRS=${2:-5}
-SECS=${3:-3}
+COUNT=${3:-1000000}
 cargo build --release -q
 B=${CARGO_TARGET_DIR:-target}/release/fsbench
 F="$DIR/fsbench-verify-cost.dat"
@@ -38,7 +43,7 @@ print(round(t["cpu_us_per_op"],4), round(v.get("read_back_s",0)/n*1e6,3) if n el
       round(t["cpu_user_s"]/ops*1e6,4), round(t["cpu_sys_s"]/ops*1e6,4),
       round(v.get("run_read_blocks",0)/max(t.get("read_ops",0),1),3))'
 }
-run() { $B run "$F" --bs 4k --size 64m --time "${SECS}s" --no-invalidate --keep --output-format json "$@" | cost; }
+run() { $B run "$F" --bs 4k --size 64m --count "$COUNT" --no-invalidate --keep --output-format json "$@" | cost; }
 for rw in randwrite randread randrw; do
   run --rw "$rw" >/dev/null  # warm up
   for i in $(seq "$PAIRS"); do
@@ -55,9 +60,11 @@ rows = [l.split() for l in open(sys.argv[1])]
 for rw in dict.fromkeys(r[0] for r in rows):
     pc, vc, rb, pu, ps, vu, vs, ck = (statistics.median(float(r[i]) for r in rows if r[0] == rw)
                                       for i in range(1, 9))
+    pair = statistics.median(float(r[2]) / float(r[1]) for r in rows if r[0] == rw)
     print(f"{rw}: median CPU per I/O without --verify {pc:.4f} us, with {vc:.4f} us: "
           f"ratio {vc / pc:.3f} ({(vc - pc) / pc * 100:+.1f} %; user {vu - pu:+.3f} us, "
-          f"sys {vs - ps:+.3f} us); reads checked {ck:.2f}; read-back {rb:.3f} us/block")
+          f"sys {vs - ps:+.3f} us); median of the pairs' ratios {pair:.3f}; "
+          f"reads checked {ck:.2f}; read-back {rb:.3f} us/block")
 PY
 # Filling and checking alone, in a tight loop (no I/O).
 cargo test --release -q --lib verify::block::tests::measure_cost_per_block -- --ignored --nocapture 2>/dev/null \
