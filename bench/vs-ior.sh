@@ -15,6 +15,7 @@
 # (the median of the pairs' ratios, with their min..max). Transfer size 1 MiB for both tools. Neither tool fsyncs
 # (IOR without -e; fsbench without --fsync); both read buffered, after the write, reordered.
 # Before every measurement of either tool the local page cache is synced and dropped (root).
+# LAYOUTS="shared_strided ..." measures only the layouts named.
 # On a cluster drop the cache on every host yourself (this only drops the local one).
 set -euo pipefail
 ior="${1:?usage: bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS]}"
@@ -41,7 +42,7 @@ json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)"
 printf '%-18s %3s %-5s %4s %14s %14s %12s %12s %7s\n' layout np phase pair ior_bytes fsbench_bytes ior_MiB/s fsbench_MiB/s ratio
 for np in $nps; do
   total=$((mib * np))
-  for layout in file_per_rank shared_segmented shared_strided; do
+  for layout in ${LAYOUTS:-file_per_rank shared_segmented shared_strided}; do
     case $layout in
       file_per_rank)    iorl=(-F -b "${mib}m" -s 1); fsl=(--file-per-rank --size "${mib}m");;
       shared_segmented) iorl=(-b "${mib}m" -s 1);    fsl=(--shared-file segmented --size "${total}m");;

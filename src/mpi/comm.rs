@@ -65,10 +65,12 @@ impl World {
                 self.world.abort(3);
             }
             // Back off while waiting long (ranks that finished early must not take CPU from
-            // the ones still running); the blocking collective after a meeting aligns the
-            // ranks' exits, so this granularity does not skew the start.
+            // the ones still running: with more ranks than cores every wake-up here is time
+            // a writer does not get); the blocking collective after a meeting aligns the
+            // ranks' exits, so this granularity does not skew the start, and a rank's end is
+            // its workers' clock, not this loop's.
             let nap =
-                (t0.elapsed() / 20).clamp(Duration::from_micros(50), Duration::from_millis(5));
+                (t0.elapsed() / 5).clamp(Duration::from_micros(250), Duration::from_millis(5));
             std::thread::sleep(nap);
         }
     }
