@@ -10,7 +10,8 @@
 # (./bootstrap && ./configure && make; the binary is src/ior). This script never builds or
 # fetches IOR. DIR: a directory on the file system to measure (a shared mount on a cluster; add
 # MPIRUN_ARGS="--hostfile hosts" to spread the ranks). PER_RANK_MIB: data per rank (default 256).
-# NPS: rank counts (default "2 4"). PAIRS: alternating IOR/fsbench pairs per case (default 1);
+# NPS: rank counts (default "2 4"). PAIRS: IOR/fsbench pairs per case (default 1; IOR goes
+# first in odd pairs, fsbench in even ones);
 # with more than one, every pair is printed and then a table of the median ratio per case
 # (the median of the pairs' ratios, with their min..max). Transfer size 1 MiB for both tools. Neither tool fsyncs
 # (IOR without -e; fsbench without --fsync); both read buffered, after the write, reordered.
@@ -57,15 +58,22 @@ for np in $nps; do
       # evicts its targets before timing), and the other tool's cached files must not press
       # on memory during a write.
       cold() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; }
-      cold
-      out="$($mpirun -np "$np" "$ior" -a POSIX -t 1m "${iorl[@]}" "${iorp[@]}" -o "$work/ior.$layout" 2>&1)"
-      ib="$(printf '%s\n' "$out" | ior_bytes)"; ibw="$(printf '%s\n' "$out" | ior_bw $key)"
-      cold
-      $mpirun -np "$np" "$fsbench" run "$work/fsb.$layout" --bs 1m "${fsp[@]}" "${fsl[@]}" \
-        --output "$work/r.json" --force >/dev/null
-      fb="$(json "$work/r.json" "r['total']['bytes']")"
-      fbw="$(json "$work/r.json" "r['distributed']['full_bytes_per_sec']")"
-      rm -f "$work/r.json"
+      run_ior() {
+        cold
+        out="$($mpirun -np "$np" "$ior" -a POSIX -t 1m "${iorl[@]}" "${iorp[@]}" -o "$work/ior.$layout" 2>&1)"
+        ib="$(printf '%s\n' "$out" | ior_bytes)"; ibw="$(printf '%s\n' "$out" | ior_bw $key)"
+      }
+      run_fsbench() {
+        cold
+        $mpirun -np "$np" "$fsbench" run "$work/fsb.$layout" --bs 1m "${fsp[@]}" "${fsl[@]}" \
+          --output "$work/r.json" --force >/dev/null
+        fb="$(json "$work/r.json" "r['total']['bytes']")"
+        fbw="$(json "$work/r.json" "r['distributed']['full_bytes_per_sec']")"
+        rm -f "$work/r.json"
+      }
+      # Which tool goes first alternates from pair to pair: the first run after the last
+      # pair's files were removed can meet the file system still freeing them (discards).
+      if [ $((pair % 2)) -eq 1 ]; then run_ior; run_fsbench; else run_fsbench; run_ior; fi
       python3 - "$layout" "$np" "$phase" "$pair" "$ib" "$fb" "$ibw" "$fbw" <<'EOF' | tee -a "$rows"
 import sys
 layout, np, phase, pair, ib, fb, ibw, fbw = sys.argv[1:]
