@@ -83,6 +83,9 @@ print(f"{layout:<18} {np:>3} {phase:<5} {pair:>4} {ib:>14} {fb:>14} {ibw/2**20:>
 EOF
     done
     rm -rf "$work"/ior.* "$work"/fsb.*
+    # Removing GiBs on a file system mounted with online discard keeps the device busy for
+    # a while after: let it settle (SETTLE seconds, default 5) before the next pair.
+    sync; sleep "${SETTLE:-5}"
     done
   done
 done

@@ -91,8 +91,8 @@ fn sector_key(block_key: u64, sector_offset: u64) -> u64 {
     mix(block_key ^ sector_offset)
 }
 
-use super::words::fill_sectors;
 use super::words::word;
+use super::words::{fill_sectors, sectors_match};
 pub(crate) use super::words::{fill_words, skip_words, words_match, WEYL};
 
 /// The first byte (index into `src`) where `src` differs from the words of `key`.
@@ -173,14 +173,12 @@ fn body_matches(buf: &[u8], id: &BlockId, generation: u64) -> bool {
     let bk = block_key(id, generation);
     let stamp = generation ^ STAMP_KEY;
     let mut ok = true;
-    for (s, sector) in buf.chunks(SECTOR).enumerate() {
-        let at = id.offset + (s * SECTOR) as u64;
-        if s > 0 {
-            ok &= get(sector, 0) == stamp;
-        }
-        ok &= words_match(&sector[payload_start(s)..], sector_key(bk, at));
+    for sector in buf.chunks(SECTOR).skip(1) {
+        ok &= get(sector, 0) == stamp;
     }
-    ok
+    ok & sectors_match(buf, SECTOR, payload_start, |s| {
+        sector_key(bk, id.offset + (s * SECTOR) as u64)
+    })
 }
 
 /// The header fields as found in a block read back.

@@ -90,6 +90,28 @@ pub(crate) fn fill_sectors(
     }
 }
 
+/// Whether every sector of `buf` holds, from byte `skip(s)` on, exactly the words of
+/// `key_of(s)`: [`words_match`] over a whole block with one dispatch, the sector loop and
+/// the comparisons one function under AVX2 (as [`fill_sectors`]). Every sector is compared.
+#[inline]
+pub(crate) fn sectors_match(
+    buf: &[u8],
+    sector: usize,
+    skip: impl Fn(usize) -> usize,
+    key_of: impl Fn(usize) -> u64,
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if wide() {
+        // SAFETY: AVX2 is present (checked just above).
+        return unsafe { avx2::sectors_match(buf, sector, skip, key_of) };
+    }
+    let mut ok = true;
+    for (s, chunk) in buf.chunks(sector).enumerate() {
+        ok &= match_lanes(&chunk[skip(s)..], key_of(s));
+    }
+    ok
+}
+
 /// Whether `src` holds exactly the words of `key` (every byte compared, no early exit).
 #[inline]
 pub(crate) fn words_match(src: &[u8], key: u64) -> bool {
@@ -239,9 +261,29 @@ mod avx2 {
         }
     }
 
+    /// [`super::sectors_match`] with the comparison loop inlined into the sector loop.
+    ///
     /// # Safety
     /// The CPU must have AVX2.
     #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn sectors_match(
+        buf: &[u8],
+        sector: usize,
+        skip: impl Fn(usize) -> usize,
+        key_of: impl Fn(usize) -> u64,
+    ) -> bool {
+        let mut ok = true;
+        for (s, chunk) in buf.chunks(sector).enumerate() {
+            // SAFETY: AVX2 is present (this function's own requirement).
+            ok &= unsafe { matches(&chunk[skip(s)..], key_of(s)) };
+        }
+        ok
+    }
+
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
     pub(super) unsafe fn matches(src: &[u8], key: u64) -> bool {
         let (mut a, mut b, step) = start(key);
         let mut da = _mm256_setzero_si256();
@@ -284,6 +326,27 @@ mod tests {
         (0..len / 8)
             .flat_map(|i| word(key, i).to_le_bytes())
             .collect()
+    }
+
+    #[test]
+    fn a_sectored_match_accepts_a_sectored_fill_and_refuses_any_changed_byte() {
+        let skip = |s: usize| if s == 0 { 64 } else { 8 };
+        let key_of = |s: usize| 0xfeed ^ (s as u64).wrapping_mul(31);
+        for len in [128usize, 520, 4096] {
+            let mut b = vec![0u8; len];
+            fill_sectors(&mut b, 512, skip, key_of);
+            assert!(sectors_match(&b, 512, skip, key_of), "{len}");
+            for at in (0..len).step_by(13) {
+                let in_payload = at % 512 >= skip(at / 512);
+                b[at] ^= 4;
+                assert_eq!(
+                    sectors_match(&b, 512, skip, key_of),
+                    !in_payload,
+                    "{len} {at}"
+                );
+                b[at] ^= 4;
+            }
+        }
     }
 
     #[test]
