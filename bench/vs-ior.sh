@@ -57,7 +57,12 @@ for np in $nps; do
       # back, and an empty page cache (root): IOR reads whatever the cache holds (fsbench
       # evicts its targets before timing), and the other tool's cached files must not press
       # on memory during a write.
-      cold() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; }
+      # On a VM whose balloon reports free pages to the host (virtio free page reporting),
+      # memory that stayed free for ~2 s goes back to the host and the next touch of it is
+      # slow: a tool started right after the other one's pages were dropped would get fast
+      # memory, the first of a pair slow memory. Waiting COLD_WAIT seconds (default 4) after
+      # the drop puts both tools in the same state.
+      cold() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; sleep "${COLD_WAIT:-4}"; }
       run_ior() {
         cold
         out="$($mpirun -np "$np" "$ior" -a POSIX -t 1m "${iorl[@]}" "${iorp[@]}" -o "$work/ior.$layout" 2>&1)"
@@ -83,9 +88,9 @@ print(f"{layout:<18} {np:>3} {phase:<5} {pair:>4} {ib:>14} {fb:>14} {ibw/2**20:>
 EOF
     done
     rm -rf "$work"/ior.* "$work"/fsb.*
-    # Removing GiBs on a file system mounted with online discard keeps the device busy for
-    # a while after: let it settle (SETTLE seconds, default 5) before the next pair.
-    sync; sleep "${SETTLE:-5}"
+    # SETTLE seconds (default 0) between pairs, for file systems that need time after a
+    # removal (online discard).
+    sync; sleep "${SETTLE:-0}"
     done
   done
 done
@@ -93,18 +98,21 @@ done
 # flagged and gets no ratio (same work before same speed).
 if [ "$pairs" -gt 1 ]; then
   python3 - "$rows" <<'EOF'
-import statistics, sys
+import math, statistics, sys
 cases = {}
 for line in open(sys.argv[1]):
     f = line.split()
     cases.setdefault((f[0], f[1], f[2]), []).append((float(f[8]), "DIFFER" in line))
 print()
-print(f"{'layout':<18} {'np':>3} {'phase':<5} {'pairs':>5} {'median':>7} {'min..max':>12}")
+print(f"{'layout':<18} {'np':>3} {'phase':<5} {'pairs':>5} {'median':>7} {'geomean':>7} {'min..max':>12}")
 for (layout, np, phase), v in cases.items():
     if any(d for _, d in v):
         print(f"{layout:<18} {np:>3} {phase:<5} {len(v):>5}  bytes differ: no ratio")
         continue
     r = sorted(x for x, _ in v)
-    print(f"{layout:<18} {np:>3} {phase:<5} {len(v):>5} {statistics.median(r):>7.2f} {r[0]:>5.2f}..{r[-1]:<5.2f}")
+    # With the order alternating, a penalty that always falls on whichever tool runs first
+    # multiplies half the ratios by k and half by 1/k: the geometric mean cancels it.
+    g = math.exp(sum(math.log(x) for x in r) / len(r)) if all(x > 0 for x in r) else 0.0
+    print(f"{layout:<18} {np:>3} {phase:<5} {len(v):>5} {statistics.median(r):>7.2f} {g:>7.2f} {r[0]:>5.2f}..{r[-1]:<5.2f}")
 EOF
 fi
