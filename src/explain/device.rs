@@ -261,12 +261,21 @@ mod tests {
             cpu_s: 0.2,
             ..Default::default()
         };
+        judge(&total, series, timeseries)
+    }
+
+    /// `device_idle` on a run with this total, these device samples and this series.
+    fn judge(
+        total: &StatsReport,
+        series: serde_json::Value,
+        timeseries: &[IntervalReport],
+    ) -> Vec<Explanation> {
         let mut probes = serde_json::Map::new();
         probes.insert("iostat".into(), series);
         let mut out = Vec::new();
         device_idle(
             &RunFacts {
-                total: &total,
+                total,
                 job: None,
                 cache: None,
                 probes: &probes,
@@ -438,23 +447,7 @@ mod tests {
             cpu_s: 0.2,
             ..Default::default()
         };
-        let mut probes = serde_json::Map::new();
-        probes.insert("iostat".into(), v);
-        let mut out = Vec::new();
-        device_idle(
-            &RunFacts {
-                total: &total,
-                job: None,
-                cache: None,
-                probes: &probes,
-                threads: 1,
-                data_set: None,
-                mem_total_bytes: None,
-                dirty_expire_s: None,
-                timeseries: &[],
-            },
-            &mut out,
-        );
+        let out = judge(&total, v, &[]);
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].evidence["throughput_device"], "loop0");
         assert_eq!(out[0].evidence["throughput_cv"], 0.0);
