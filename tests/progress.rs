@@ -8,6 +8,19 @@ fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// `fsbench ARGS` on a real terminal (a pty from util-linux `script`, part of every Debian
+/// system) in the sandbox: its output, the screen as drawn.
+fn on_a_terminal(sb: &Sandbox, args: &str) -> std::process::Output {
+    let bin = assert_cmd::cargo::cargo_bin("fsbench");
+    let cmd = format!("{} {args}", bin.display());
+    std::process::Command::new("script")
+        .args(["-qefc", &cmd, "/dev/null"])
+        .current_dir(sb.path())
+        .env("TERM", "xterm")
+        .output()
+        .expect("script(1) from util-linux")
+}
+
 /// Status lines: the ones the live line wrote (they start with a phase in brackets).
 fn status_lines(stderr: &str) -> Vec<&str> {
     stderr
@@ -270,17 +283,10 @@ fn the_html_report_charts_a_stored_time_series() {
 #[test]
 fn auto_on_a_terminal_draws_the_live_line() {
     let sb = Sandbox::new();
-    let bin = assert_cmd::cargo::cargo_bin("fsbench");
-    let cmd = format!(
-        "{} run f --rw randread --bs 4k --size 8m --time 1.5s --summary",
-        bin.display()
+    let out = on_a_terminal(
+        &sb,
+        "run f --rw randread --bs 4k --size 8m --time 1.5s --summary",
     );
-    let out = std::process::Command::new("script")
-        .args(["-qefc", &cmd, "/dev/null"])
-        .current_dir(sb.path())
-        .env("TERM", "xterm")
-        .output()
-        .expect("script(1) from util-linux");
     assert!(out.status.success(), "{}", stderr_of(&out));
     let screen = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -345,17 +351,10 @@ fn worker_processes_show_their_rates_on_the_live_line() {
 #[test]
 fn worker_processes_show_rates_on_a_terminal() {
     let sb = Sandbox::new();
-    let bin = assert_cmd::cargo::cargo_bin("fsbench");
-    let cmd = format!(
-        "{} run f g --rw read --bs 64k --size 8m --time 1.5s --summary --processes per-user",
-        bin.display()
+    let out = on_a_terminal(
+        &sb,
+        "run f g --rw read --bs 64k --size 8m --time 1.5s --summary --processes per-user",
     );
-    let out = std::process::Command::new("script")
-        .args(["-qefc", &cmd, "/dev/null"])
-        .current_dir(sb.path())
-        .env("TERM", "xterm")
-        .output()
-        .expect("script(1) from util-linux");
     assert!(out.status.success(), "{}", stderr_of(&out));
     let screen = String::from_utf8_lossy(&out.stdout);
     let rated = running_with_rates(&screen);
