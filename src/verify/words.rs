@@ -69,9 +69,12 @@ pub(crate) fn fill_words(dst: &mut [u8], key: u64) {
 }
 
 /// Fill a whole block, sector by sector: sector `s` (`sector` bytes, the last may be
-/// shorter) gets the words of `key_of(s)` from byte `skip(s)` on (the bytes before are the
-/// caller's: a header, a stamp). One dispatch per block, and with AVX2 the sector loop and
-/// the word loops are one function, so nothing is called per sector.
+/// shorter) gets the words of `key_of(s)` from byte `skip(s)` on (a multiple of 8). The
+/// bytes before `skip(s)` are the caller's to write afterwards (a header, a stamp): the AVX2
+/// loop fills them too, with the words' sequence run backwards, so that its stores start at
+/// the sector's start (a stamp of 8 bytes would otherwise put every other 32-byte store
+/// across a cache line). One dispatch per block, and with AVX2 the sector loop and the word
+/// loops are one function, so nothing is called per sector.
 #[inline]
 pub(crate) fn fill_sectors(
     buf: &mut [u8],
@@ -86,7 +89,8 @@ pub(crate) fn fill_sectors(
         return;
     }
     for (s, chunk) in buf.chunks_mut(sector).enumerate() {
-        fill_lanes(&mut chunk[skip(s)..], key_of(s));
+        let at = skip(s).min(chunk.len());
+        fill_lanes(&mut chunk[at..], key_of(s));
     }
 }
 
@@ -107,7 +111,7 @@ pub(crate) fn sectors_match(
     }
     let mut ok = true;
     for (s, chunk) in buf.chunks(sector).enumerate() {
-        ok &= match_lanes(&chunk[skip(s)..], key_of(s));
+        ok &= match_lanes(&chunk[skip(s).min(chunk.len())..], key_of(s));
     }
     ok
 }
@@ -204,11 +208,15 @@ mod avx2 {
 
     /// The first eight words of `key` in two registers, and the step that advances each
     /// register by eight words.
+    /// The key broadcast and added to constant offsets: a word per lane made from the key
+    /// costs eight scalar sums and the inserts that pack them, on every sector.
     #[target_feature(enable = "avx2")]
+    #[inline]
     fn start(key: u64) -> (__m256i, __m256i, __m256i) {
-        let w = |i| word(key, i) as i64;
-        let a = _mm256_set_epi64x(w(3), w(2), w(1), w(0));
-        let b = _mm256_set_epi64x(w(7), w(6), w(5), w(4));
+        let w = |i| word(0, i) as i64;
+        let k = _mm256_set1_epi64x(key as i64);
+        let a = _mm256_add_epi64(k, _mm256_set_epi64x(w(3), w(2), w(1), w(0)));
+        let b = _mm256_add_epi64(k, _mm256_set_epi64x(w(7), w(6), w(5), w(4)));
         let step = _mm256_set1_epi64x(WEYL.wrapping_mul(8) as i64);
         (a, b, step)
     }
@@ -225,8 +233,11 @@ mod avx2 {
         key_of: impl Fn(usize) -> u64,
     ) {
         for (s, chunk) in buf.chunks_mut(sector).enumerate() {
+            // From the sector's start: the words before `skip(s)` are those of indices
+            // -k..0, which the caller overwrites.
+            let k = (skip(s) / 8) as u64;
             // SAFETY: AVX2 is present (this function's own requirement).
-            unsafe { fill(&mut chunk[skip(s)..], key_of(s)) };
+            unsafe { fill(chunk, super::skip_words(key_of(s), k.wrapping_neg())) };
         }
     }
 
@@ -275,7 +286,7 @@ mod avx2 {
         let mut ok = true;
         for (s, chunk) in buf.chunks(sector).enumerate() {
             // SAFETY: AVX2 is present (this function's own requirement).
-            ok &= unsafe { matches(&chunk[skip(s)..], key_of(s)) };
+            ok &= unsafe { matches(&chunk[skip(s).min(chunk.len())..], key_of(s)) };
         }
         ok
     }
@@ -328,41 +339,60 @@ mod tests {
             .collect()
     }
 
+    /// The header/stamp widths the sector loops are tested with: the block's own (64, 8)
+    /// and others that start the payload in each lane of a register.
+    const SKIPS: [(usize, usize); 4] = [(64, 8), (72, 16), (8, 56), (120, 24)];
+
+    /// A buffer aligned as the engines' are (a page), so the AVX2 loops' aligned path runs.
+    fn aligned(len: usize, byte: u8) -> Vec<u8> {
+        let mut v = vec![byte; len + 4096];
+        let at = v.as_ptr().align_offset(4096);
+        v.drain(..at);
+        v.truncate(len);
+        v
+    }
+
     #[test]
     fn a_sectored_match_accepts_a_sectored_fill_and_refuses_any_changed_byte() {
-        let skip = |s: usize| if s == 0 { 64 } else { 8 };
-        let key_of = |s: usize| 0xfeed ^ (s as u64).wrapping_mul(31);
-        for len in [128usize, 520, 4096] {
-            let mut b = vec![0u8; len];
-            fill_sectors(&mut b, 512, skip, key_of);
-            assert!(sectors_match(&b, 512, skip, key_of), "{len}");
-            for at in (0..len).step_by(13) {
-                let in_payload = at % 512 >= skip(at / 512);
-                b[at] ^= 4;
-                assert_eq!(
-                    sectors_match(&b, 512, skip, key_of),
-                    !in_payload,
-                    "{len} {at}"
-                );
-                b[at] ^= 4;
+        for (first, rest) in SKIPS {
+            let skip = |s: usize| if s == 0 { first } else { rest };
+            let key_of = |s: usize| 0xfeed ^ (s as u64).wrapping_mul(31);
+            for len in [128usize, 520, 584, 4096] {
+                let mut b = aligned(len, 0);
+                fill_sectors(&mut b, 512, skip, key_of);
+                assert!(sectors_match(&b, 512, skip, key_of), "{len}");
+                for at in (0..len).step_by(13) {
+                    let in_payload = at % 512 >= skip(at / 512);
+                    b[at] ^= 4;
+                    assert_eq!(
+                        sectors_match(&b, 512, skip, key_of),
+                        !in_payload,
+                        "{first}/{rest} {len} {at}"
+                    );
+                    b[at] ^= 4;
+                }
             }
         }
     }
 
     #[test]
     fn a_sectored_fill_is_each_sectors_words_after_its_skip() {
-        for len in [128usize, 520, 1000, 4096, 8192] {
-            let skip = |s: usize| if s == 0 { 64 } else { 8 };
-            let key_of = |s: usize| 0x1234_5678 ^ (s as u64).wrapping_mul(77);
-            let mut want = vec![0xAAu8; len];
-            for (s, c) in want.chunks_mut(512).enumerate() {
-                let at = skip(s).min(c.len());
-                let r = reference(c.len() - at, key_of(s));
-                c[at..at + r.len()].copy_from_slice(&r);
+        for (first, rest) in SKIPS {
+            for len in [128usize, 520, 1000, 4096, 8192] {
+                let skip = |s: usize| if s == 0 { first } else { rest };
+                let key_of = |s: usize| 0x1234_5678 ^ (s as u64).wrapping_mul(77);
+                let mut got = aligned(len, 0xAA);
+                fill_sectors(&mut got, 512, skip, key_of);
+                for (s, c) in got.chunks(512).enumerate() {
+                    let at = skip(s).min(c.len());
+                    // The bytes before the skip are the caller's: only the payload is judged.
+                    assert_eq!(
+                        c[at..],
+                        reference(c.len() - at, key_of(s))[..],
+                        "{first}/{rest} {len} sector {s}"
+                    );
+                }
             }
-            let mut got = vec![0xAAu8; len];
-            fill_sectors(&mut got, 512, skip, key_of);
-            assert_eq!(got, want, "{len}");
         }
     }
 
