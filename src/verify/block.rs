@@ -128,16 +128,37 @@ pub(crate) fn fill(buf: &mut [u8], id: &BlockId, generation: u64) {
     for sector in buf.chunks_mut(SECTOR).skip(1) {
         put(sector, 0, stamp);
     }
-    put(buf, 0, MAGIC);
-    put(buf, SEED, id.seed);
-    put(buf, FILE, id.file);
-    put(buf, OFFSET, id.offset);
-    put(buf, GEN, generation);
-    put32(buf, LEN, buf.len() as u32);
-    put32(buf, VER, VERSION);
-    put(buf, HEADER_CRC, 0);
-    put(buf, 56, 0);
-    put32(buf, HEADER_CRC, header_crc(&buf[..HEADER_BYTES]));
+    // The header made in registers, its CRC taken from them (with the CRC field zero),
+    // then stored at once: no store is read back.
+    let mut h = [
+        MAGIC,
+        id.seed,
+        id.file,
+        id.offset,
+        generation,
+        buf.len() as u64 | (VERSION as u64) << 32,
+        0,
+        0,
+    ];
+    h[HEADER_CRC / 8] = header_words_crc(&h) as u64;
+    for (i, w) in h.iter().enumerate() {
+        put(buf, i * 8, *w);
+    }
+}
+
+/// [`header_crc`] of a header given as its eight little-endian words.
+#[inline]
+fn header_words_crc(h: &[u64; 8]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("sse4.2") {
+        // SAFETY: SSE4.2 is present (checked just above).
+        return unsafe { crc_sse42(h.iter().copied()) };
+    }
+    let mut b = [0u8; HEADER_BYTES];
+    for (c, w) in b.chunks_exact_mut(8).zip(h) {
+        c.copy_from_slice(&w.to_le_bytes());
+    }
+    crc32c::crc32c(&b)
 }
 
 /// CRC32C of a header: eight `crc32` instructions where the CPU has SSE4.2 (for 64 bytes
@@ -148,21 +169,29 @@ fn header_crc(h: &[u8]) -> u32 {
     #[cfg(target_arch = "x86_64")]
     if h.len() % 8 == 0 && std::arch::is_x86_feature_detected!("sse4.2") {
         // SAFETY: SSE4.2 is present (checked just above).
-        return unsafe { crc_words_sse42(h) };
+        return unsafe {
+            crc_sse42(
+                h.chunks_exact(8)
+                    .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes"))),
+            )
+        };
     }
     crc32c::crc32c(h)
 }
 
+/// CRC32C of little-endian words, one `crc32` instruction each.
+///
 /// # Safety
-/// The CPU must have SSE4.2; `h.len()` a multiple of 8.
+/// The CPU must have SSE4.2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse4.2")]
-unsafe fn crc_words_sse42(h: &[u8]) -> u32 {
+#[inline]
+unsafe fn crc_sse42(words: impl Iterator<Item = u64>) -> u32 {
     use std::arch::x86_64::_mm_crc32_u64;
     // CRC32C as the crate computes it: initial value and final value inverted.
     let mut c = u32::MAX as u64;
-    for w in h.chunks_exact(8) {
-        c = _mm_crc32_u64(c, u64::from_le_bytes(w.try_into().expect("8 bytes")));
+    for w in words {
+        c = _mm_crc32_u64(c, w);
     }
     !(c as u32)
 }
@@ -467,6 +496,23 @@ mod tests {
             assert_eq!(header_crc(&h), crc32c::crc32c(&h), "{seed}");
         }
         assert_eq!(header_crc(&[0u8; 64]), crc32c::crc32c(&[0u8; 64]));
+    }
+
+    #[test]
+    fn a_filled_header_has_every_field_in_place_and_the_crates_crc_of_it() {
+        for (len, generation) in [(128usize, 1u64), (4096, 7), (65536, u64::MAX >> 1)] {
+            let b = block(len, &ID, generation);
+            assert_eq!(get(&b, 0), MAGIC);
+            assert_eq!(
+                [get(&b, SEED), get(&b, FILE), get(&b, OFFSET), get(&b, GEN)],
+                [ID.seed, ID.file, ID.offset, generation]
+            );
+            assert_eq!((get32(&b, LEN) as usize, get32(&b, VER)), (len, VERSION));
+            assert_eq!((get32(&b, HEADER_CRC + 4), get(&b, 56)), (0, 0));
+            let mut h = b[..HEADER_BYTES].to_vec();
+            put32(&mut h, HEADER_CRC, 0);
+            assert_eq!(get32(&b, HEADER_CRC), crc32c::crc32c(&h), "{len}");
+        }
     }
 
     #[test]

@@ -283,7 +283,7 @@ impl Core {
                 next_event = roll.tick(now, &stats);
             }
             if VERIFY {
-                if let Some(c) = checker.as_mut() {
+                if let Some(c) = checker.as_mut().filter(|c| c.step_due()) {
                     if let Err(f) = self.verify_step(c, engine, &mut sys, inflight, &batch) {
                         if failure.is_none() {
                             failure = Some(f);

@@ -359,6 +359,13 @@ impl Checker {
         }
     }
 
+    /// Whether [`Core::verify_step`](super::Core) has anything to do (checked inline on
+    /// every turn of the loop; the step itself is out of line).
+    #[inline]
+    pub(super) fn step_due(&self) -> bool {
+        self.fsync_due() || self.journal_due() || self.backlog_due()
+    }
+
     /// Whether an fsync is due (`--fsync-every`).
     #[inline]
     pub(super) fn fsync_due(&self) -> bool {
