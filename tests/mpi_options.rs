@@ -1,6 +1,7 @@
 //! The options every rank of a distributed run now takes (issue #16, h-mpiopt): `--verify`
 //! and `--journal` (each rank checks what it wrote; one journal per rank), `--stonewall` with
-//! `--processes`, and `--iostat` / `--trace` observed on every rank. The real binary under
+//! `--processes`, `--iostat` / `--trace` observed on every rank, and `workload --verify`
+//! (each rank checks the reads of what it wrote; rank 0 sums them). The real binary under
 //! `mpirun --allow-run-as-root --oversubscribe` on this machine; every figure is checked
 //! exactly against what the ranks did. Run with
 //! `cargo test --release --features mpi --test mpi_options -- --test-threads=1`.
@@ -244,6 +245,161 @@ fn a_bit_flipped_on_one_rank_fails_the_run_naming_the_rank() {
         for rank in [0, 1, 3] {
             assert_eq!(r["ranks"][rank]["status"], "complete");
         }
+    }
+}
+
+/// One thread per rank: 3 files created and written whole (ten 3000-byte writes each),
+/// appended to (1000 bytes), then opened and read whole in 4096-byte reads: 31000 bytes are
+/// 8 reads with data and one at the end that returns nothing, so 9 checked reads a file,
+/// 27 a rank. The thread ends when no file is left to create.
+const FLOW: &str = "set mode quit alldone
+define fileset name=fs,path=$dir,entries=3,size=30000,prealloc=0
+define process name=p,instances=1 { thread name=t,instances=1 {
+  flowop createfile name=cr,filesetname=fs,fd=1
+  flowop writewholefile name=ww,srcfd=1,fd=1,iosize=3000
+  flowop appendfile name=ap,fd=1,iosize=1000
+  flowop closefile name=cl,fd=1
+  flowop openfile name=op,filesetname=fs,fd=1
+  flowop readwholefile name=rw,fd=1,iosize=4096
+  flowop closefile name=cl2,fd=1 } }
+run 30
+";
+const FLOW_READS_PER_RANK: u64 = 3 * 9;
+
+fn bad_reads(v: &Value) -> u64 {
+    ["stale", "misdirected", "torn", "corrupt"]
+        .iter()
+        .map(|k| u(&v[k]["blocks"]))
+        .sum()
+}
+
+/// `workload --verify` on ranks: every rank checks the reads of what it wrote, and rank 0's
+/// one `verify` section sums them exactly (the flow's 27 reads a rank, every byte read
+/// compared); a shipped personality at a small scale verifies clean too. Nothing is left.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn workload_verify_on_ranks_sums_every_ranks_checked_reads() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("flow.f"), FLOW).unwrap();
+    std::fs::create_dir(sb.file("wl")).unwrap();
+    let r = run_json(&sb, NP, &common::words("workload flow.f --dir wl --verify"));
+    assert_eq!(r["status"], "complete", "{}", r["failures"]);
+    let v = &r["verify"];
+    assert_eq!(u(&v["blocks_checked"]), NP * FLOW_READS_PER_RANK, "{v}");
+    assert_eq!(u(&v["blocks_intact"]), NP * FLOW_READS_PER_RANK, "{v}");
+    assert_eq!(u(&v["bytes_checked"]), NP * 3 * 31000, "{v}");
+    assert_eq!(bad_reads(v), 0, "{v}");
+    let rw = r["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "rw")
+        .expect("the readwholefile flowop");
+    assert_eq!(u(&rw["stats"]["read_bytes"]), NP * 3 * 31000);
+    assert_eq!(std::fs::read_dir(sb.file("wl")).unwrap().count(), 0);
+
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("wl")).unwrap();
+    let r = run_json(
+        &sb,
+        NP,
+        &common::words(
+            "workload fileserver --dir wl -D nfiles=40 -D nthreads=2 -D meanfilesize=16k --time 2s --verify",
+        ),
+    );
+    assert_eq!(r["status"], "complete", "{}", r["failures"]);
+    let v = &r["verify"];
+    let checked = u(&v["blocks_checked"]);
+    assert!(checked > 0, "nothing checked: {v}");
+    assert!(u(&v["bytes_checked"]) > 0, "{v}");
+    assert_eq!(u(&v["blocks_intact"]), checked, "{v}");
+    assert_eq!(bad_reads(v), 0, "{v}");
+    assert_eq!(r["ranks"].as_array().unwrap().len(), NP as usize);
+    assert_eq!(std::fs::read_dir(sb.file("wl")).unwrap().count(), 0);
+}
+
+/// A rank whose storage flips a bit of one fileset write (faultfs mounted on its directory):
+/// its read finds it, the run fails (exit 1) naming that rank, and the summed `verify`
+/// section keeps the mismatch with its rank at the byte the fault hit; every other read of
+/// every rank is intact.
+#[test]
+#[cfg_attr(
+    not(all(has_mpirun, has_fuse)),
+    ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
+)]
+fn a_bit_flipped_in_one_ranks_workload_fails_the_run_naming_the_rank() {
+    #[cfg(has_fuse)]
+    {
+        use faultfs::{Fault, FaultFs, Op, When};
+        let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
+        // Rank 2's 15th writewholefile write (mid-way through its second file).
+        fs.ctl().add_sized(
+            Op::Write,
+            When::Nth(15),
+            Fault::FlipBit { byte: 100, bit: 2 },
+            None,
+            Some(3000),
+        );
+        let sb = Sandbox::new();
+        std::fs::write(sb.file("flow.f"), FLOW).unwrap();
+        let dir = sb.file("wl/rank-00002");
+        std::fs::create_dir_all(&dir).unwrap();
+        let bound = Command::new("mount")
+            .arg("--bind")
+            .arg(&fs.mnt)
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(bound.success(), "mount --bind");
+        struct Unmount(std::path::PathBuf);
+        impl Drop for Unmount {
+            fn drop(&mut self) {
+                let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+            }
+        }
+        let _u = Unmount(dir.clone());
+        let (code, r, err) =
+            run_result(&sb, NP, &common::words("workload flow.f --dir wl --verify"));
+        let hit = fs.ctl().injected.pop().expect("the fault fired");
+        assert_eq!(code, Some(1), "{err}");
+        assert_eq!(r["status"], "failed");
+        let v = &r["verify"];
+        assert_eq!(u(&v["blocks_checked"]), NP * FLOW_READS_PER_RANK, "{v}");
+        assert_eq!(u(&v["blocks_intact"]), NP * FLOW_READS_PER_RANK - 1, "{v}");
+        assert_eq!(u(&v["corrupt"]["blocks"]), 1, "{v}");
+        assert_eq!(bad_reads(v), 1, "{v}");
+        let m = &v["corrupt"]["first"][0];
+        assert_eq!(u(&m["rank"]), 2, "{m}");
+        assert_eq!(u(&m["offset_bytes"]), hit.offset + 100, "{m}");
+        let target = m["target"].as_str().unwrap();
+        assert!(target.contains("wl/rank-00002/"), "{m}");
+        assert!(target.ends_with(&hit.file), "{m} {hit:?}");
+        assert!(
+            m["detail"].as_str().unwrap().contains("one bit flipped"),
+            "{m}"
+        );
+        // One failure, the rank's, named with it.
+        let failures = r["failures"].as_array().unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        let msg = failures[0]["message"].as_str().unwrap();
+        assert!(msg.starts_with("rank 2 on "), "{msg}");
+        assert!(msg.contains("verify: 1 read(s) did not come back"), "{msg}");
+        assert_eq!(r["ranks"][2]["status"], "failed");
+        for rank in [0, 1, 3] {
+            assert_eq!(r["ranks"][rank]["status"], "complete");
+        }
+        // Rank 2's fileset is removed from the mount; the other ranks' directories too.
+        assert_eq!(fs.listing(), Vec::<String>::new());
+        let left: Vec<String> = std::fs::read_dir(sb.file("wl"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            left,
+            vec!["rank-00002".to_string()],
+            "the bound directory only"
+        );
     }
 }
 

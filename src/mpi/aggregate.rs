@@ -11,6 +11,7 @@ use crate::result::{
 };
 use crate::runner::{IoFailure, Plan, RunOutcome, RunStatus, ThreadOutcome};
 use crate::stats::{Stats, StatsReport};
+use crate::verify::report::VerifyReport;
 use crate::workload::interp::{is_io, End, ThreadOutcome as WlThreadOutcome};
 use serde::{Deserialize, Serialize};
 
@@ -89,6 +90,11 @@ impl WorkloadRank {
                 filesets,
             },
         }
+    }
+
+    /// What `--verify` found in this rank's threads' reads (None: not verifying).
+    fn verify_report(&self) -> Option<VerifyReport> {
+        VerifyReport::merged(self.outcomes.iter().filter_map(|o| o.verify.as_ref()))
     }
 
     /// The I/O flowops of every thread merged (what the IO Summary counts).
@@ -407,14 +413,13 @@ pub(crate) fn build_workload(
     let span = clock.span;
     let mut outcomes = Vec::new();
     let mut failures = Vec::new();
+    let mut verify: Option<VerifyReport> = None;
+    let mut sets_before = 0;
     let mut interrupted = false;
     let mut failed = false;
     for r in records {
         let who = format!("rank {} on {}", r.rank, r.host);
         if let Some(w) = &r.workload {
-            for f in &w.filesets {
-                doc.add_fileset(f.clone());
-            }
             if r.ran() {
                 outcomes.extend(w.outcomes.iter().cloned().map(|mut o| {
                     if let End::Failed(e) = &mut o.end {
@@ -422,7 +427,19 @@ pub(crate) fn build_workload(
                     }
                     o
                 }));
+                // Its mismatches name the rank and the fileset's index among every rank's.
+                if let Some(v) = w.verify_report() {
+                    let v = super::verify::for_rank(&v, r.rank, sets_before);
+                    match &mut verify {
+                        Some(all) => all.merge(&v),
+                        None => verify = Some(v),
+                    }
+                }
             }
+            for f in &w.filesets {
+                doc.add_fileset(f.clone());
+            }
+            sets_before += w.filesets.len();
         }
         for n in &r.notes {
             if model.notes.contains(n) {
@@ -465,7 +482,12 @@ pub(crate) fn build_workload(
         );
         part.outline.started_unix_s = rank0.started_unix_s;
         part.outline.processes *= ran.len() as u64;
+        // The sum of every rank's reads checked, each mismatch with its rank. A rank whose
+        // reads did not come back failed its own run: that failure, named with the rank, is
+        // among its `failures` above, and the sum adds no second one without a rank.
+        part.verify = None;
         doc.add_run(part);
+        doc.result.verify = verify;
     }
     doc.result.failures.extend(failures);
     doc.finish(interrupted);

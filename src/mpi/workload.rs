@@ -3,7 +3,8 @@
 //! removed by fsbench unless `--keep`), through the ordinary workload engine with the two
 //! hooks of a rank (`runner::Gate`): every rank's threads are ready before any starts (one MPI
 //! barrier), and no rank removes its filesets before every rank's I/O is over. Each rank sends
-//! rank 0 its threads' exact per-flowop statistics; rank 0 merges them ([`super::aggregate`]).
+//! rank 0 its threads' exact per-flowop statistics and, with `--verify`, what its threads'
+//! checked reads found; rank 0 merges them ([`super::aggregate`]).
 
 use super::aggregate::{self, RankRecord, WorkloadRank};
 use super::layout::DistPlan;
@@ -30,6 +31,9 @@ pub(crate) struct WorkloadSpec {
     pub engine: crate::job::EngineKind,
     pub rate: crate::job::RateLimit,
     pub timeout_s: f64,
+    /// `--verify`: each rank checks the reads of what it wrote (its own filesets).
+    #[serde(default)]
+    pub verify: bool,
 }
 
 impl WorkloadSpec {
@@ -43,11 +47,6 @@ impl WorkloadSpec {
         if plan.layout != super::Layout::FilePerRank || plan.reorder || plan.stonewall.is_some() {
             crate::bail_usage!(
                 "a workload on MPI ranks runs each rank in its own directory: drop --shared-file, --reorder-ranks and --stonewall"
-            );
-        }
-        if opts.verify {
-            crate::bail_usage!(
-                "--verify is not supported for workloads on MPI ranks yet: drop it or run on one host"
             );
         }
         let runs = model
@@ -76,6 +75,7 @@ impl WorkloadSpec {
             engine: opts.engine,
             rate: opts.rate,
             timeout_s: plan.timeout_s,
+            verify: opts.verify,
         })
     }
 
@@ -101,7 +101,7 @@ impl WorkloadSpec {
                 progress: None,
                 engine: self.engine,
                 rate: self.rate,
-                verify: false,
+                verify: self.verify,
             },
         }
     }
