@@ -374,6 +374,14 @@ fn a_bit_flipped_in_one_ranks_workload_fails_the_run_naming_the_rank() {
         let target = m["target"].as_str().unwrap();
         assert!(target.contains("wl/rank-00002/"), "{m}");
         assert!(target.ends_with(&hit.file), "{m} {hit:?}");
+        // `user` is the fileset's index among every rank's (one fileset a rank).
+        assert_eq!(u(&m["user"]), 2, "{m}");
+        let sets = r["workload"]["filesets"].as_array().unwrap();
+        assert_eq!(sets.len(), NP as usize);
+        assert!(
+            sets[2]["root"].as_str().unwrap().contains("rank-00002"),
+            "{sets:?}"
+        );
         assert!(
             m["detail"].as_str().unwrap().contains("one bit flipped"),
             "{m}"
