@@ -318,6 +318,42 @@ fn workload_verify_on_ranks_sums_every_ranks_checked_reads() {
     assert_eq!(std::fs::read_dir(sb.file("wl")).unwrap().count(), 0);
 }
 
+/// Unmounts a bind mount when dropped.
+#[cfg(has_fuse)]
+struct Unmount(std::path::PathBuf);
+
+#[cfg(has_fuse)]
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// faultfs bound on rank 2's workload directory `wl/rank-00002`, set to flip a bit of its
+/// 15th 3000-byte write (the flow's writewholefile, mid-way through its second file).
+#[cfg(has_fuse)]
+fn flipping_faultfs_on_rank_2(sb: &Sandbox) -> (faultfs::FaultFs, Unmount) {
+    use faultfs::{Fault, FaultFs, Op, When};
+    let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
+    fs.ctl().add_sized(
+        Op::Write,
+        When::Nth(15),
+        Fault::FlipBit { byte: 100, bit: 2 },
+        None,
+        Some(3000),
+    );
+    let dir = sb.file("wl/rank-00002");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bound = Command::new("mount")
+        .arg("--bind")
+        .arg(&fs.mnt)
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(bound.success(), "mount --bind");
+    (fs, Unmount(dir))
+}
+
 /// A rank whose storage flips a bit of one fileset write (faultfs mounted on its directory):
 /// its read finds it, the run fails (exit 1) naming that rank, and the summed `verify`
 /// section keeps the mismatch with its rank at the byte the fault hit; every other read of
@@ -330,34 +366,9 @@ fn workload_verify_on_ranks_sums_every_ranks_checked_reads() {
 fn a_bit_flipped_in_one_ranks_workload_fails_the_run_naming_the_rank() {
     #[cfg(has_fuse)]
     {
-        use faultfs::{Fault, FaultFs, Op, When};
-        let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
-        // Rank 2's 15th writewholefile write (mid-way through its second file).
-        fs.ctl().add_sized(
-            Op::Write,
-            When::Nth(15),
-            Fault::FlipBit { byte: 100, bit: 2 },
-            None,
-            Some(3000),
-        );
         let sb = Sandbox::new();
         std::fs::write(sb.file("flow.f"), FLOW).unwrap();
-        let dir = sb.file("wl/rank-00002");
-        std::fs::create_dir_all(&dir).unwrap();
-        let bound = Command::new("mount")
-            .arg("--bind")
-            .arg(&fs.mnt)
-            .arg(&dir)
-            .status()
-            .unwrap();
-        assert!(bound.success(), "mount --bind");
-        struct Unmount(std::path::PathBuf);
-        impl Drop for Unmount {
-            fn drop(&mut self) {
-                let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-            }
-        }
-        let _u = Unmount(dir.clone());
+        let (fs, _u) = flipping_faultfs_on_rank_2(&sb);
         let (code, r, err) =
             run_result(&sb, NP, &common::words("workload flow.f --dir wl --verify"));
         let hit = fs.ctl().injected.pop().expect("the fault fired");
@@ -408,6 +419,55 @@ fn a_bit_flipped_in_one_ranks_workload_fails_the_run_naming_the_rank() {
             vec!["rank-00002".to_string()],
             "the bound directory only"
         );
+    }
+}
+
+/// Two runs, and rank 2's first fails (a bit flipped, found by --verify): its script ends
+/// there, as on one host, so the second run is called off on every rank. The Result has the
+/// first run only, fails with rank 2's failure alone, and the other ranks are complete with
+/// a note that their second run was called off. Nothing hangs and nothing is left.
+#[test]
+#[cfg_attr(
+    not(all(has_mpirun, has_fuse)),
+    ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
+)]
+fn a_run_failed_on_one_rank_calls_the_next_run_off_on_every_rank() {
+    #[cfg(has_fuse)]
+    {
+        let sb = Sandbox::new();
+        std::fs::write(sb.file("flow.f"), format!("{FLOW}run 30\n")).unwrap();
+        let (fs, _u) = flipping_faultfs_on_rank_2(&sb);
+        let (code, r, err) =
+            run_result(&sb, NP, &common::words("workload flow.f --dir wl --verify"));
+        assert_eq!(code, Some(1), "{err}");
+        assert_eq!(r["status"], "failed");
+        assert_eq!(r["workload"]["runs"].as_array().unwrap().len(), 1);
+        assert_eq!(u(&r["verify"]["corrupt"]["blocks"]), 1, "{}", r["verify"]);
+        assert_eq!(u(&r["verify"]["corrupt"]["first"][0]["rank"]), 2);
+        let failures = r["failures"].as_array().unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        let msg = failures[0]["message"].as_str().unwrap();
+        assert!(msg.starts_with("rank 2 on "), "{msg}");
+        let notes: Vec<&str> = r["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .collect();
+        let want = "run 2 called off: another rank's script ended before it";
+        for rank in [0, 1, 3] {
+            assert_eq!(r["ranks"][rank]["status"], "complete", "{notes:?}");
+            let note = if rank == 0 {
+                want.to_string()
+            } else {
+                format!("rank {rank}: {want}")
+            };
+            assert!(notes.contains(&note.as_str()), "{notes:?}");
+        }
+        assert_eq!(r["ranks"][2]["status"], "failed");
+        assert_eq!(fs.listing(), Vec::<String>::new());
+        let left = std::fs::read_dir(sb.file("wl")).unwrap().count();
+        assert_eq!(left, 1, "the bound directory only");
     }
 }
 
