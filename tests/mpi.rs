@@ -668,19 +668,55 @@ fn workload_sweep_points_run_on_every_rank() {
     assert_eq!(std::fs::read_dir(sb.file("wl")).unwrap().count(), 0);
 }
 
-/// What cannot run on ranks yet is refused in one line before anything runs.
+/// A workload with two `run` commands: each run starts at a barrier of its own on every
+/// rank and is its own entry of `workload.runs`, its flowops (groups of that run) summed
+/// exactly over every rank's threads; each rank's row and the total count both runs.
 #[test]
 #[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
-fn a_workload_with_two_runs_is_refused_on_ranks_in_one_line() {
+fn a_workload_with_two_runs_runs_each_on_every_rank() {
     let sb = Sandbox::new();
     std::fs::write(sb.file("e.f"), format!("{WML}run 30\n")).unwrap();
     std::fs::create_dir(sb.file("wl")).unwrap();
-    let o = mpirun(&sb, &common::words("workload e.f --dir wl"));
-    assert_eq!(o.status.code(), Some(2), "{o:?}");
-    let err = String::from_utf8_lossy(&o.stderr);
-    let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench:")).collect();
-    assert_eq!(ours.len(), 1, "{err}");
-    assert!(ours[0].contains("2 run commands"), "{err}");
+    let r = run_json(&sb, &common::words("workload e.f --dir wl"));
+    assert_eq!(r["status"], "complete", "{}", r["notes"]);
+    let threads = 2 * NP;
+    let runs = r["workload"]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    // Per thread and run: 8 files of 8 KiB written, 8 reads of a 16 KiB file.
+    let per_thread = 8 * (8192 + 16384);
+    for (k, run) in runs.iter().enumerate() {
+        let number = k as u64 + 1;
+        assert_eq!(u(&run["threads"]), threads, "run {number}");
+        assert_eq!(u(&run["processes"]), NP, "run {number}");
+        assert_eq!(
+            u(&run["summary"]["bytes"]),
+            threads * per_thread,
+            "run {number}"
+        );
+        let group = |name: &str| {
+            r["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|g| g["name"] == name && u(&g["run"]) == number)
+                .unwrap_or_else(|| panic!("no flowop {name} in run {number}"))["stats"]
+                .clone()
+        };
+        for name in ["cr", "ww", "cl", "op", "rw", "cl2"] {
+            assert_eq!(
+                u(&group(name)["ops"]),
+                threads * 8,
+                "{name} in run {number}"
+            );
+        }
+        assert_eq!(u(&group("ww")["write_bytes"]), threads * 8 * 8192);
+        assert_eq!(u(&group("rw")["read_bytes"]), threads * 8 * 16384);
+    }
+    assert_eq!(u(&r["total"]["bytes"]), 2 * threads * per_thread);
+    assert_eq!(rank_bytes(&r), vec![2 * 2 * per_thread; NP as usize]);
+    for k in r["ranks"].as_array().unwrap() {
+        assert!(k["end_s"].as_f64().unwrap() >= k["start_s"].as_f64().unwrap());
+    }
     assert_eq!(std::fs::read_dir(sb.file("wl")).unwrap().count(), 0);
 }
 

@@ -1,6 +1,7 @@
 //! The options every rank of a distributed run now takes (issue #16, h-mpiopt): `--verify`
 //! and `--journal` (each rank checks what it wrote; one journal per rank), `--stonewall` with
-//! `--processes`, and `--iostat` / `--trace` observed on every rank. The real binary under
+//! `--processes`, `--iostat` / `--trace` observed on every rank, and `workload --verify`
+//! (each rank checks the reads of what it wrote; rank 0 sums them). The real binary under
 //! `mpirun --allow-run-as-root --oversubscribe` on this machine; every figure is checked
 //! exactly against what the ranks did. Run with
 //! `cargo test --release --features mpi --test mpi_options -- --test-threads=1`.
@@ -244,6 +245,229 @@ fn a_bit_flipped_on_one_rank_fails_the_run_naming_the_rank() {
         for rank in [0, 1, 3] {
             assert_eq!(r["ranks"][rank]["status"], "complete");
         }
+    }
+}
+
+/// One thread per rank: 3 files created and written whole (ten 3000-byte writes each),
+/// appended to (1000 bytes), then opened and read whole in 4096-byte reads: 31000 bytes are
+/// 8 reads with data and one at the end that returns nothing, so 9 checked reads a file,
+/// 27 a rank. The thread ends when no file is left to create.
+const FLOW: &str = "set mode quit alldone
+define fileset name=fs,path=$dir,entries=3,size=30000,prealloc=0
+define process name=p,instances=1 { thread name=t,instances=1 {
+  flowop createfile name=cr,filesetname=fs,fd=1
+  flowop writewholefile name=ww,srcfd=1,fd=1,iosize=3000
+  flowop appendfile name=ap,fd=1,iosize=1000
+  flowop closefile name=cl,fd=1
+  flowop openfile name=op,filesetname=fs,fd=1
+  flowop readwholefile name=rw,fd=1,iosize=4096
+  flowop closefile name=cl2,fd=1 } }
+run 30
+";
+const FLOW_READS_PER_RANK: u64 = 3 * 9;
+
+fn bad_reads(v: &Value) -> u64 {
+    ["stale", "misdirected", "torn", "corrupt"]
+        .iter()
+        .map(|k| u(&v[k]["blocks"]))
+        .sum()
+}
+
+/// `workload --verify` on ranks: every rank checks the reads of what it wrote, and rank 0's
+/// one `verify` section sums them exactly (the flow's 27 reads a rank, every byte read
+/// compared); a shipped personality at a small scale verifies clean too. Nothing is left.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn workload_verify_on_ranks_sums_every_ranks_checked_reads() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("flow.f"), FLOW).unwrap();
+    std::fs::create_dir(sb.file("wl")).unwrap();
+    let r = run_json(&sb, NP, &common::words("workload flow.f --dir wl --verify"));
+    assert_eq!(r["status"], "complete", "{}", r["failures"]);
+    let v = &r["verify"];
+    assert_eq!(u(&v["blocks_checked"]), NP * FLOW_READS_PER_RANK, "{v}");
+    assert_eq!(u(&v["blocks_intact"]), NP * FLOW_READS_PER_RANK, "{v}");
+    assert_eq!(u(&v["bytes_checked"]), NP * 3 * 31000, "{v}");
+    assert_eq!(bad_reads(v), 0, "{v}");
+    let rw = r["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "rw")
+        .expect("the readwholefile flowop");
+    assert_eq!(u(&rw["stats"]["read_bytes"]), NP * 3 * 31000);
+    assert_eq!(std::fs::read_dir(sb.file("wl")).unwrap().count(), 0);
+
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("wl")).unwrap();
+    let r = run_json(
+        &sb,
+        NP,
+        &common::words(
+            "workload fileserver --dir wl -D nfiles=40 -D nthreads=2 -D meanfilesize=16k --time 2s --verify",
+        ),
+    );
+    assert_eq!(r["status"], "complete", "{}", r["failures"]);
+    let v = &r["verify"];
+    let checked = u(&v["blocks_checked"]);
+    assert!(checked > 0, "nothing checked: {v}");
+    assert!(u(&v["bytes_checked"]) > 0, "{v}");
+    assert_eq!(u(&v["blocks_intact"]), checked, "{v}");
+    assert_eq!(bad_reads(v), 0, "{v}");
+    assert_eq!(r["ranks"].as_array().unwrap().len(), NP as usize);
+    assert_eq!(std::fs::read_dir(sb.file("wl")).unwrap().count(), 0);
+}
+
+/// Unmounts a bind mount when dropped.
+#[cfg(has_fuse)]
+struct Unmount(std::path::PathBuf);
+
+#[cfg(has_fuse)]
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// faultfs bound on rank 2's workload directory `wl/rank-00002`, set to flip a bit of its
+/// 15th 3000-byte write (the flow's writewholefile, mid-way through its second file).
+#[cfg(has_fuse)]
+fn flipping_faultfs_on_rank_2(sb: &Sandbox) -> (faultfs::FaultFs, Unmount) {
+    use faultfs::{Fault, FaultFs, Op, When};
+    let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
+    fs.ctl().add_sized(
+        Op::Write,
+        When::Nth(15),
+        Fault::FlipBit { byte: 100, bit: 2 },
+        None,
+        Some(3000),
+    );
+    let dir = sb.file("wl/rank-00002");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bound = Command::new("mount")
+        .arg("--bind")
+        .arg(&fs.mnt)
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(bound.success(), "mount --bind");
+    (fs, Unmount(dir))
+}
+
+/// A rank whose storage flips a bit of one fileset write (faultfs mounted on its directory):
+/// its read finds it, the run fails (exit 1) naming that rank, and the summed `verify`
+/// section keeps the mismatch with its rank at the byte the fault hit; every other read of
+/// every rank is intact.
+#[test]
+#[cfg_attr(
+    not(all(has_mpirun, has_fuse)),
+    ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
+)]
+fn a_bit_flipped_in_one_ranks_workload_fails_the_run_naming_the_rank() {
+    #[cfg(has_fuse)]
+    {
+        let sb = Sandbox::new();
+        std::fs::write(sb.file("flow.f"), FLOW).unwrap();
+        let (fs, _u) = flipping_faultfs_on_rank_2(&sb);
+        let (code, r, err) =
+            run_result(&sb, NP, &common::words("workload flow.f --dir wl --verify"));
+        let hit = fs.ctl().injected.pop().expect("the fault fired");
+        assert_eq!(code, Some(1), "{err}");
+        assert_eq!(r["status"], "failed");
+        let v = &r["verify"];
+        assert_eq!(u(&v["blocks_checked"]), NP * FLOW_READS_PER_RANK, "{v}");
+        assert_eq!(u(&v["blocks_intact"]), NP * FLOW_READS_PER_RANK - 1, "{v}");
+        assert_eq!(u(&v["corrupt"]["blocks"]), 1, "{v}");
+        assert_eq!(bad_reads(v), 1, "{v}");
+        let m = &v["corrupt"]["first"][0];
+        assert_eq!(u(&m["rank"]), 2, "{m}");
+        assert_eq!(u(&m["offset_bytes"]), hit.offset + 100, "{m}");
+        let target = m["target"].as_str().unwrap();
+        assert!(target.contains("wl/rank-00002/"), "{m}");
+        assert!(target.ends_with(&hit.file), "{m} {hit:?}");
+        // `user` is the fileset's index among every rank's (one fileset a rank).
+        assert_eq!(u(&m["user"]), 2, "{m}");
+        let sets = r["workload"]["filesets"].as_array().unwrap();
+        assert_eq!(sets.len(), NP as usize);
+        assert!(
+            sets[2]["root"].as_str().unwrap().contains("rank-00002"),
+            "{sets:?}"
+        );
+        assert!(
+            m["detail"].as_str().unwrap().contains("one bit flipped"),
+            "{m}"
+        );
+        // One failure, the rank's, named with it.
+        let failures = r["failures"].as_array().unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        let msg = failures[0]["message"].as_str().unwrap();
+        assert!(msg.starts_with("rank 2 on "), "{msg}");
+        assert!(msg.contains("verify: 1 read(s) did not come back"), "{msg}");
+        assert_eq!(r["ranks"][2]["status"], "failed");
+        for rank in [0, 1, 3] {
+            assert_eq!(r["ranks"][rank]["status"], "complete");
+        }
+        // Rank 2's fileset is removed from the mount; the other ranks' directories too.
+        assert_eq!(fs.listing(), Vec::<String>::new());
+        let left: Vec<String> = std::fs::read_dir(sb.file("wl"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            left,
+            vec!["rank-00002".to_string()],
+            "the bound directory only"
+        );
+    }
+}
+
+/// Two runs, and rank 2's first fails (a bit flipped, found by --verify): its script ends
+/// there, as on one host, so the second run is called off on every rank. The Result has the
+/// first run only, fails with rank 2's failure alone, and the other ranks are complete with
+/// a note that their second run was called off. Nothing hangs and nothing is left.
+#[test]
+#[cfg_attr(
+    not(all(has_mpirun, has_fuse)),
+    ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
+)]
+fn a_run_failed_on_one_rank_calls_the_next_run_off_on_every_rank() {
+    #[cfg(has_fuse)]
+    {
+        let sb = Sandbox::new();
+        std::fs::write(sb.file("flow.f"), format!("{FLOW}run 30\n")).unwrap();
+        let (fs, _u) = flipping_faultfs_on_rank_2(&sb);
+        let (code, r, err) =
+            run_result(&sb, NP, &common::words("workload flow.f --dir wl --verify"));
+        assert_eq!(code, Some(1), "{err}");
+        assert_eq!(r["status"], "failed");
+        assert_eq!(r["workload"]["runs"].as_array().unwrap().len(), 1);
+        assert_eq!(u(&r["verify"]["corrupt"]["blocks"]), 1, "{}", r["verify"]);
+        assert_eq!(u(&r["verify"]["corrupt"]["first"][0]["rank"]), 2);
+        let failures = r["failures"].as_array().unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        let msg = failures[0]["message"].as_str().unwrap();
+        assert!(msg.starts_with("rank 2 on "), "{msg}");
+        let notes: Vec<&str> = r["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .collect();
+        let want = "run 2 called off: another rank's script ended before it";
+        for rank in [0, 1, 3] {
+            assert_eq!(r["ranks"][rank]["status"], "complete", "{notes:?}");
+            let note = if rank == 0 {
+                want.to_string()
+            } else {
+                format!("rank {rank}: {want}")
+            };
+            assert!(notes.contains(&note.as_str()), "{notes:?}");
+        }
+        assert_eq!(r["ranks"][2]["status"], "failed");
+        assert_eq!(fs.listing(), Vec::<String>::new());
+        let left = std::fs::read_dir(sb.file("wl")).unwrap().count();
+        assert_eq!(left, 1, "the bound directory only");
     }
 }
 

@@ -11,6 +11,7 @@ use crate::result::{
 };
 use crate::runner::{IoFailure, Plan, RunOutcome, RunStatus, ThreadOutcome};
 use crate::stats::{Stats, StatsReport};
+use crate::verify::report::VerifyReport;
 use crate::workload::interp::{is_io, End, ThreadOutcome as WlThreadOutcome};
 use serde::{Deserialize, Serialize};
 
@@ -59,42 +60,71 @@ pub(crate) struct RankRecord {
     pub observed: super::observe::RankObserved,
 }
 
-/// What one rank of a distributed workload measured: its threads' exact per-flowop
-/// statistics (histograms included), its run's length and why it stopped, its filesets.
+/// What one rank of a distributed workload measured: each `run` of its script, its
+/// filesets.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct WorkloadRank {
+    pub runs: Vec<RankRun>,
+    pub filesets: Vec<FilesetInfo>,
+}
+
+/// One `run` of a rank's script: its threads' exact per-flowop statistics (histograms
+/// included), its length, why it stopped, and its start and end on the rank's clock (seconds
+/// after the rank left the first run's start barrier).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RankRun {
     pub outcomes: Vec<WlThreadOutcome>,
     pub duration_s: f64,
     pub stop_reason: String,
     pub psrun: Vec<PsrunLine>,
-    pub filesets: Vec<FilesetInfo>,
+    pub started_unix_s: f64,
+    pub start_s: f64,
+    pub end_s: f64,
 }
 
 impl WorkloadRank {
-    pub(crate) fn new(ex: crate::workload::run::Executed) -> WorkloadRank {
+    /// The rank's runs, each with its (start, end) on the rank's clock from `spans` (in run
+    /// order; a run without one is timed by its own duration, ending at the last end).
+    pub(crate) fn new(ex: crate::workload::run::Executed, spans: &[(f64, f64)]) -> WorkloadRank {
         let filesets = ex.result.workload.map(|w| w.filesets).unwrap_or_default();
-        match ex.run {
-            Some(r) => WorkloadRank {
-                outcomes: r.outcomes,
-                duration_s: r.duration_s,
-                stop_reason: r.stop_reason,
-                psrun: r.psrun,
-                filesets,
-            },
-            None => WorkloadRank {
-                outcomes: Vec::new(),
-                duration_s: 0.0,
-                stop_reason: String::new(),
-                psrun: Vec::new(),
-                filesets,
-            },
-        }
+        let last = spans.last().map_or(0.0, |s| s.1);
+        let runs = ex
+            .runs
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let (start_s, end_s) = spans
+                    .get(i)
+                    .copied()
+                    .unwrap_or(((last - r.duration_s).max(0.0), last));
+                RankRun {
+                    outcomes: r.outcomes,
+                    duration_s: r.duration_s,
+                    stop_reason: r.stop_reason,
+                    psrun: r.psrun,
+                    started_unix_s: r.started_unix_s,
+                    start_s,
+                    end_s,
+                }
+            })
+            .collect();
+        WorkloadRank { runs, filesets }
     }
 
-    /// The I/O flowops of every thread merged (what the IO Summary counts).
+    /// What `--verify` found in this rank's threads' reads (None: not verifying).
+    fn verify_report(&self) -> Option<VerifyReport> {
+        VerifyReport::merged(
+            self.runs
+                .iter()
+                .flat_map(|r| r.outcomes.iter())
+                .filter_map(|o| o.verify.as_ref()),
+        )
+    }
+
+    /// The I/O flowops of every thread of every run merged (what the IO Summaries count).
     fn io_stats(&self) -> Stats {
         let mut s = Stats::default();
-        for o in &self.outcomes {
+        for o in self.runs.iter().flat_map(|r| r.outcomes.iter()) {
             for f in o.flowops.iter().filter(|f| is_io(f.kind)) {
                 s += &f.stats;
             }
@@ -392,8 +422,9 @@ fn slowest_fastest<'a>(
 }
 
 /// The one Result of a distributed workload (rank 0), from every rank's record in rank
-/// order: every flowop's statistics merged exactly over every rank's threads, rates over the
-/// first start to the last end on the barrier clock, each rank's filesets, a row per rank.
+/// order: each `run` of the script one entry of `workload.runs`, its flowops' statistics
+/// merged exactly over every rank's threads, its rates over its first start to its last end
+/// on the barrier clock; each rank's filesets, a row per rank.
 pub(crate) fn build_workload(
     src: &crate::workload::Source,
     model: &crate::workload::model::Model,
@@ -404,25 +435,44 @@ pub(crate) fn build_workload(
     let mut doc = WorkloadDoc::new(src, model, rank0.started_unix_s);
     let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
     let clock = Clock::of(&ran);
-    let span = clock.span;
-    let mut outcomes = Vec::new();
+    let nruns = ran
+        .iter()
+        .filter_map(|r| r.workload.as_ref())
+        .map(|w| w.runs.len())
+        .max()
+        .unwrap_or(0);
+    // Run k's threads of every rank that ran it.
+    let mut outcomes: Vec<Vec<WlThreadOutcome>> = vec![Vec::new(); nruns];
     let mut failures = Vec::new();
+    let mut verify: Option<VerifyReport> = None;
+    let mut sets_before = 0;
     let mut interrupted = false;
     let mut failed = false;
     for r in records {
         let who = format!("rank {} on {}", r.rank, r.host);
         if let Some(w) = &r.workload {
+            if r.ran() {
+                for (k, run) in w.runs.iter().enumerate() {
+                    outcomes[k].extend(run.outcomes.iter().cloned().map(|mut o| {
+                        if let End::Failed(e) = &mut o.end {
+                            *e = format!("{who}: {e}");
+                        }
+                        o
+                    }));
+                }
+                // Its mismatches name the rank and the fileset's index among every rank's.
+                if let Some(v) = w.verify_report() {
+                    let v = super::verify::for_rank(&v, r.rank, sets_before);
+                    match &mut verify {
+                        Some(all) => all.merge(&v),
+                        None => verify = Some(v),
+                    }
+                }
+            }
             for f in &w.filesets {
                 doc.add_fileset(f.clone());
             }
-            if r.ran() {
-                outcomes.extend(w.outcomes.iter().cloned().map(|mut o| {
-                    if let End::Failed(e) = &mut o.end {
-                        *e = format!("{who}: {e}");
-                    }
-                    o
-                }));
-            }
+            sets_before += w.filesets.len();
         }
         for n in &r.notes {
             if model.notes.contains(n) {
@@ -453,19 +503,33 @@ pub(crate) fn build_workload(
         interrupted |= r.status == RunStatus::Partial;
         failed |= r.status == RunStatus::Failed || r.error.is_some();
     }
-    if !ran.is_empty() {
-        let first = ran[0].workload.as_ref();
+    for (k, outs) in outcomes.iter().enumerate() {
+        let runs: Vec<&RankRun> = ran
+            .iter()
+            .filter_map(|r| r.workload.as_ref()?.runs.get(k))
+            .collect();
+        let start = runs.iter().map(|r| r.start_s).fold(f64::INFINITY, f64::min);
+        let end = runs.iter().map(|r| r.end_s).fold(0.0, f64::max);
+        // The lowest rank that ran it (rank 0 when it did) gives the run's outline.
+        let first = runs[0];
         let mut part = RunPart::from_outcomes(
             model,
-            &outcomes,
-            1,
-            span,
-            first.map(|w| w.stop_reason.clone()).unwrap_or_default(),
-            first.map(|w| w.psrun.clone()).unwrap_or_default(),
+            outs,
+            k as u32 + 1,
+            (end - start).max(0.0),
+            first.stop_reason.clone(),
+            first.psrun.clone(),
         );
-        part.outline.started_unix_s = rank0.started_unix_s;
-        part.outline.processes *= ran.len() as u64;
+        part.outline.started_unix_s = first.started_unix_s;
+        part.outline.processes *= runs.len() as u64;
+        // The sum of every rank's reads checked, each mismatch with its rank (below). A rank
+        // whose reads did not come back failed its own run: that failure, named with the
+        // rank, is among its `failures` above, and the sum adds no second one without a rank.
+        part.verify = None;
         doc.add_run(part);
+    }
+    if nruns > 0 {
+        doc.result.verify = verify;
     }
     doc.result.failures.extend(failures);
     doc.finish(interrupted);

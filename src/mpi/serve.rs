@@ -244,10 +244,11 @@ impl crate::exec::Ranks for Driver {
     fn run_workload(
         &self,
         src: &crate::workload::Source,
-        model: &crate::workload::model::Model,
+        // Each rank loads the workload itself (`super::workload::run`).
+        _model: &crate::workload::model::Model,
         opts: &crate::workload::run::Options,
     ) -> anyhow::Result<RunResult> {
-        let ws = WorkloadSpec::new(src, model, opts, &self.plan)?;
+        let ws = WorkloadSpec::new(src, opts, &self.plan)?;
         self.order(&Order::Workload(Box::new(ws.clone())))?;
         result_of(super::workload::run(&self.world, &ws, Some(opts))?)
     }

@@ -1,19 +1,23 @@
 //! A Filebench workload as one distributed run (the mdtest-like metadata load of issue #16):
 //! every rank runs the same workload in a directory of its own, DIR/rank-NNNNN (created and
 //! removed by fsbench unless `--keep`), through the ordinary workload engine with the two
-//! hooks of a rank (`runner::Gate`): every rank's threads are ready before any starts (one MPI
-//! barrier), and no rank removes its filesets before every rank's I/O is over. Each rank sends
-//! rank 0 its threads' exact per-flowop statistics; rank 0 merges them ([`super::aggregate`]).
+//! hooks of a rank (`runner::Gate`) on every `run` of the script: every rank's threads are
+//! ready before any starts (one MPI barrier a run), and no rank goes on (to its next command,
+//! or to remove its filesets) before every rank's I/O of the run is over. Each rank sends
+//! rank 0 each run's exact per-flowop statistics and, with `--verify`, what its threads'
+//! checked reads found; rank 0 merges them, one entry of `workload.runs` a run
+//! ([`super::aggregate`]).
 
 use super::aggregate::{self, RankRecord, WorkloadRank};
 use super::layout::DistPlan;
 use super::{make_dir, one_line, Ending, World};
-use crate::workload::model::{Cmd, Model};
+use crate::workload::model::Model;
 use crate::workload::run::{execute_gated, Executed, Options};
 use crate::workload::Source;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// What rank 0 sends every rank: the workload and how it runs.
@@ -30,35 +34,21 @@ pub(crate) struct WorkloadSpec {
     pub engine: crate::job::EngineKind,
     pub rate: crate::job::RateLimit,
     pub timeout_s: f64,
+    /// `--verify`: each rank checks the reads of what it wrote (its own filesets).
+    #[serde(default)]
+    pub verify: bool,
 }
 
 impl WorkloadSpec {
     /// Rank 0's checks of a workload that runs on ranks, and the spec of it.
     pub(crate) fn new(
         src: &Source,
-        model: &Model,
         opts: &Options,
         plan: &DistPlan,
     ) -> anyhow::Result<WorkloadSpec> {
         if plan.layout != super::Layout::FilePerRank || plan.reorder || plan.stonewall.is_some() {
             crate::bail_usage!(
                 "a workload on MPI ranks runs each rank in its own directory: drop --shared-file, --reorder-ranks and --stonewall"
-            );
-        }
-        if opts.verify {
-            crate::bail_usage!(
-                "--verify is not supported for workloads on MPI ranks yet: drop it or run on one host"
-            );
-        }
-        let runs = model
-            .script
-            .iter()
-            .filter(|c| matches!(c, Cmd::Run { .. }))
-            .count();
-        if runs > 1 {
-            crate::bail_usage!(
-                "{} has {runs} run commands: on MPI ranks a workload may have one (each rank's start is one barrier)",
-                src.name
             );
         }
         let Some((_, dir)) = src.defines.iter().rev().find(|(k, _)| k == "dir") else {
@@ -76,6 +66,7 @@ impl WorkloadSpec {
             engine: opts.engine,
             rate: opts.rate,
             timeout_s: plan.timeout_s,
+            verify: opts.verify,
         })
     }
 
@@ -101,7 +92,7 @@ impl WorkloadSpec {
                 progress: None,
                 engine: self.engine,
                 rate: self.rate,
-                verify: false,
+                verify: self.verify,
             },
         }
     }
@@ -114,7 +105,7 @@ enum Event {
     Finished(anyhow::Result<Executed>),
 }
 
-/// The workload on a thread of its own, its gate wired to the channels.
+/// The workload on a thread of its own, the gate of each of its runs wired to the channels.
 fn start(
     src: Source,
     model: Model,
@@ -126,19 +117,27 @@ fn start(
     std::thread::Builder::new()
         .name("fsbench-rank".into())
         .spawn(move || {
-            let (t1, t2) = (tx.clone(), tx.clone());
-            let gate = crate::runner::Gate {
-                // The workload's arena starts when this hook returns: no opener to use.
-                start: Box::new(move |_| {
-                    let _ = t1.send(Event::Ready);
-                    go.recv().unwrap_or(false)
-                }),
-                after_io: Box::new(move || {
-                    let _ = t2.send(Event::IoDone);
-                    let _ = clean.recv();
-                }),
+            // Every run's gate waits on the same two channels, one run after the other.
+            let go = Arc::new(Mutex::new(go));
+            let clean = Arc::new(Mutex::new(clean));
+            let hooks = tx.clone();
+            let mut gate = move || {
+                let (t1, t2) = (hooks.clone(), hooks.clone());
+                let (go, clean) = (go.clone(), clean.clone());
+                crate::runner::Gate {
+                    // The workload's arena starts when this hook returns: no opener to use.
+                    start: Box::new(move |_| {
+                        let _ = t1.send(Event::Ready);
+                        let go = go.lock().unwrap_or_else(|p| p.into_inner());
+                        go.recv().unwrap_or(false)
+                    }),
+                    after_io: Box::new(move || {
+                        let _ = t2.send(Event::IoDone);
+                        let _ = clean.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    }),
+                }
             };
-            let r = execute_gated(&src, &model, &opts, Some(gate));
+            let r = execute_gated(&src, &model, &opts, Some(&mut gate));
             let _ = tx.send(Event::Finished(r));
         })
 }
@@ -188,33 +187,52 @@ pub(crate) fn run(
     let (clean_tx, clean_rx) = mpsc::channel::<()>();
     let mut handle = None;
     let mut early: Option<anyhow::Result<Executed>> = None;
-    let mut ready = false;
     if let Some(model) = model {
         match start(src, model, ws.options(front), tx, go_rx, clean_rx) {
-            Ok(h) => {
-                handle = Some(h);
-                ready = loop {
-                    match rx.recv() {
-                        Ok(Event::Ready) => break true,
-                        Ok(Event::Finished(r)) => {
-                            early = Some(r);
-                            break false;
-                        }
-                        Ok(Event::IoDone) => {}
-                        Err(_) => break false,
-                    }
-                };
-            }
+            Ok(h) => handle = Some(h),
             Err(e) => local_err = Some(anyhow::anyhow!("cannot start the rank's thread: {e}")),
         }
     }
-    let all_ok = world.all_min("the start barrier", timeout, ready as u64) == 1;
-    let t0 = Instant::now();
-    if ready {
-        let _ = go_tx.send(all_ok);
-    }
-    let mut end_s = None;
-    if ready && all_ok {
+    // Each `run` of the script: every rank's threads ready, then one barrier; every rank's
+    // I/O over before any goes on. A rank whose script is over (or failed before a run)
+    // calls the next run off on every rank, so all ranks make the same collective calls and
+    // leave the loop together. Times are on the clock of the first run's barrier.
+    let (mut first_ready, mut first_all_ok) = (false, false);
+    let mut clock0: Option<Instant> = None;
+    // Per run that started: (its barrier, the end of this rank's I/O), on that clock.
+    let mut marks: Vec<(f64, f64)> = Vec::new();
+    loop {
+        let ready = handle.is_some()
+            && early.is_none()
+            && loop {
+                match rx.recv() {
+                    Ok(Event::Ready) => break true,
+                    Ok(Event::Finished(r)) => {
+                        early = Some(r);
+                        break false;
+                    }
+                    Ok(Event::IoDone) => {}
+                    Err(_) => break false,
+                }
+            };
+        let step = if clock0.is_none() {
+            "the start barrier"
+        } else {
+            "the start barrier of the next run"
+        };
+        let all_ok = world.all_min(step, timeout, ready as u64) == 1;
+        let t0 = *clock0.get_or_insert_with(Instant::now);
+        let barrier_s = t0.elapsed().as_secs_f64();
+        if marks.is_empty() {
+            (first_ready, first_all_ok) = (ready, all_ok);
+        }
+        if ready {
+            let _ = go_tx.send(all_ok);
+        }
+        if !all_ok {
+            break;
+        }
+        let mut end_s = None;
         loop {
             match rx.recv() {
                 Ok(Event::IoDone) => {
@@ -229,10 +247,15 @@ pub(crate) fn run(
                 Err(_) => break,
             }
         }
+        marks.push((
+            barrier_s,
+            end_s.unwrap_or_else(|| t0.elapsed().as_secs_f64()),
+        ));
+        world.meet("the end of every rank's I/O", timeout);
+        // Every rank's I/O is over: the workload may go on (and remove its filesets).
+        let _ = clean_tx.send(());
     }
-    world.meet("the end of every rank's I/O", timeout);
-    // Every rank's I/O is over: the workload may remove its filesets.
-    let _ = clean_tx.send(());
+    let (ready, all_ok) = (first_ready, first_all_ok);
     if early.is_none() && handle.is_some() {
         while let Ok(ev) = rx.recv() {
             if let Event::Finished(r) = ev {
@@ -246,14 +269,20 @@ pub(crate) fn run(
     }
     match early {
         Some(Ok(ex)) => {
-            let ran = ready && all_ok && ex.run.is_some();
+            let ran = ready && all_ok && !ex.runs.is_empty();
             rec.status = ex.result.status;
             rec.failures = ex.result.failures.clone();
             rec.notes = ex.result.notes.clone();
             rec.started_unix_s = ex.result.started_unix_s;
-            if let Some(r) = &ex.run {
-                rec.end_s = end_s.unwrap_or_else(|| t0.elapsed().as_secs_f64());
-                rec.start_s = (rec.end_s - r.duration_s).max(0.0);
+            // Each run from its threads' duration back from its end, not before its barrier.
+            let spans: Vec<(f64, f64)> = marks
+                .iter()
+                .zip(&ex.runs)
+                .map(|(&(barrier, end), r)| ((end - r.duration_s).max(barrier), end))
+                .collect();
+            if let (Some(first), Some(last)) = (spans.first(), spans.last()) {
+                rec.start_s = first.0;
+                rec.end_s = last.1;
             }
             if !ran {
                 rec.error = Some(
@@ -264,7 +293,7 @@ pub(crate) fn run(
                         .unwrap_or_else(|| "the workload ended before its start".into()),
                 );
             }
-            rec.workload = Some(WorkloadRank::new(ex));
+            rec.workload = Some(WorkloadRank::new(ex, &spans));
         }
         Some(Err(_)) if ready && !all_ok => rec.called_off = true,
         Some(Err(e)) => {

@@ -106,32 +106,36 @@ pub fn execute(src: &Source, model: &Model, opts: &Options) -> Result<RunResult>
     execute_gated(src, model, opts, None).map(|e| e.result)
 }
 
-/// The measured run of a workload as its threads reported it, for a caller that merges the
+/// A measured run of a workload as its threads reported it, for a caller that merges the
 /// runs of several hosts (`crate::mpi`): every thread's outcome, exact histograms included.
 pub struct RunRecord {
     pub outcomes: Vec<ThreadOutcome>,
     pub duration_s: f64,
     pub stop_reason: String,
     pub psrun: Vec<PsrunLine>,
+    pub started_unix_s: f64,
 }
 
-/// What [`execute_gated`] gives back: the Result, and the first run's record (None when no
-/// run was measured).
+/// What [`execute_gated`] gives back: the Result, and (with gates) the record of every run
+/// measured, in the script's order.
 pub struct Executed {
     pub result: RunResult,
-    pub run: Option<RunRecord>,
+    pub runs: Vec<RunRecord>,
 }
 
-/// [`execute`] as one part of a larger run (a rank of a distributed run): the first `run`
-/// of the script passes the hooks of `gate` (`runner::Gate`: every thread ready, may it
-/// start? its I/O is over, wait before the filesets are removed).
+/// The hooks of one `run` of a larger run (`runner::Gate`: every thread ready, may it
+/// start? its I/O is over, wait before going on), made afresh for every `run`.
+pub(crate) type GateMaker<'a> = &'a mut dyn FnMut() -> crate::runner::Gate;
+
+/// [`execute`] as one part of a larger run (a rank of a distributed run): every `run` of
+/// the script passes the hooks of a gate from `gates`.
 pub(crate) fn execute_gated(
     src: &Source,
     model: &Model,
     opts: &Options,
-    mut gate: Option<crate::runner::Gate>,
+    mut gates: Option<GateMaker<'_>>,
 ) -> Result<Executed> {
-    let mut record = None;
+    let mut records = Vec::new();
     signal::install();
     let started_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -150,7 +154,7 @@ pub(crate) fn execute_gated(
                 result.finish(true);
                 return Ok(Executed {
                     result: result.result,
-                    run: record,
+                    runs: records,
                 });
             }
             Err(e) => return Err(e),
@@ -199,7 +203,7 @@ pub(crate) fn execute_gated(
                         .or(*secs)
                         .unwrap_or(DEFAULT_RUN_S);
                     let number = result.result.workload.as_ref().map_or(0, |w| w.runs.len()) + 1;
-                    let (run, outcomes) = one_run(
+                    let ran = one_run(
                         src,
                         model,
                         &layouts,
@@ -208,14 +212,28 @@ pub(crate) fn execute_gated(
                         *psrun,
                         number as u32,
                         opts,
-                        gate.take(),
+                        gates.as_mut().map(|make| make()),
                     )?;
-                    if record.is_none() {
-                        record = Some(RunRecord {
+                    // Called off by the other parts of a larger run: before the first run
+                    // because one could not start, later because one's script ended.
+                    let Some((run, outcomes)) = ran else {
+                        if number == 1 {
+                            bail!("called off: another rank could not start");
+                        }
+                        result.note(format!(
+                            "run {number} called off: another rank's script ended before it"
+                        ));
+                        break;
+                    };
+                    // Only a larger run merges the threads' outcomes; on its own the
+                    // Result holds all it needs.
+                    if gates.is_some() {
+                        records.push(RunRecord {
                             outcomes,
                             duration_s: run.outline.duration_s,
                             stop_reason: run.outline.stop_reason.clone(),
                             psrun: run.outline.psrun.clone(),
+                            started_unix_s: run.outline.started_unix_s,
                         });
                     }
                     if result.add_run(run) {
@@ -245,7 +263,7 @@ pub(crate) fn execute_gated(
     }
     Ok(Executed {
         result: result.result,
-        run: record,
+        runs: records,
     })
 }
 
@@ -788,6 +806,8 @@ fn watch(
     (stop_reason, failed, lines)
 }
 
+/// One `run` of the script: its threads spawned, started together, stopped, and their
+/// outcomes merged; None when `gate` called it off before the start.
 #[allow(clippy::too_many_arguments)]
 fn one_run(
     src: &Source,
@@ -799,7 +819,7 @@ fn one_run(
     number: u32,
     opts: &Options,
     gate: Option<crate::runner::Gate>,
-) -> Result<(RunPart, Vec<ThreadOutcome>)> {
+) -> Result<Option<(RunPart, Vec<ThreadOutcome>)>> {
     type Start = Box<dyn FnOnce(crate::runner::drive::Opener) -> bool + Send>;
     let (may_start, after_io): (Start, Box<dyn FnOnce() + Send>) = match gate {
         Some(g) => (g.start, g.after_io),
@@ -832,7 +852,7 @@ fn one_run(
         ctl.stop.store(STOP_NORMAL, SeqCst);
         arena.wake_everyone();
         let _ = collect(workers);
-        bail!("called off: another rank could not start");
+        return Ok(None);
     }
     if ctl.event_rate_milli.load(SeqCst) > 0 {
         arena.set_event_rate(ctl.event_rate_milli.load(SeqCst) as f64 / 1000.0);
@@ -874,5 +894,5 @@ fn one_run(
     let mut part = RunPart::from_outcomes(model, &outcomes, number, elapsed_s, stop_reason, lines);
     part.outline.started_unix_s = started_unix_s;
     part.failed |= failed;
-    Ok((part, outcomes))
+    Ok(Some((part, outcomes)))
 }
