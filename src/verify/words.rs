@@ -236,8 +236,24 @@ mod avx2 {
             // From the sector's start: the words before `skip(s)` are those of indices
             // -k..0, which the caller overwrites.
             let k = (skip(s) / 8) as u64;
-            // SAFETY: AVX2 is present (this function's own requirement).
-            unsafe { fill(chunk, super::skip_words(key_of(s), k.wrapping_neg())) };
+            let key = super::skip_words(key_of(s), k.wrapping_neg());
+            if let Ok(whole) = <&mut [u8; 512]>::try_from(&mut *chunk) {
+                let (mut a, mut b, step) = start(key);
+                let p = whole.as_mut_ptr() as *mut __m256i;
+                for g in 0..8 {
+                    // SAFETY: group g < 8 of a 512-byte sector: 64 writable bytes; unaligned
+                    // stores.
+                    unsafe {
+                        _mm256_storeu_si256(p.add(2 * g), a);
+                        _mm256_storeu_si256(p.add(2 * g + 1), b);
+                    }
+                    a = _mm256_add_epi64(a, step);
+                    b = _mm256_add_epi64(b, step);
+                }
+            } else {
+                // SAFETY: AVX2 is present (this function's own requirement).
+                unsafe { fill(chunk, key) };
+            }
         }
     }
 
@@ -283,12 +299,67 @@ mod avx2 {
         skip: impl Fn(usize) -> usize,
         key_of: impl Fn(usize) -> u64,
     ) -> bool {
+        // Differences of every whole 512-byte sector, OR-ed, tested once at the end.
+        let mut d = _mm256_setzero_si256();
         let mut ok = true;
         for (s, chunk) in buf.chunks(sector).enumerate() {
-            // SAFETY: AVX2 is present (this function's own requirement).
-            ok &= unsafe { matches(&chunk[skip(s).min(chunk.len())..], key_of(s)) };
+            let at = skip(s);
+            if let (Ok(whole), true) = (<&[u8; 512]>::try_from(chunk), at < 512) {
+                // SAFETY: AVX2 is present (this function's own requirement).
+                d = _mm256_or_si256(d, unsafe { sector_diff(whole, key_of(s), at / 8) });
+            } else {
+                // SAFETY: AVX2 is present (this function's own requirement).
+                ok &= unsafe { matches(&chunk[at.min(chunk.len())..], key_of(s)) };
+            }
         }
-        ok
+        ok & (_mm256_testz_si256(d, d) == 1)
+    }
+
+    /// The differences between a whole 512-byte sector and the words of `key` after its
+    /// first `k` words (not compared: a header, a stamp), one register OR-ed over all: the
+    /// sector's eight 64-byte groups unrolled, the loads where they fall in the sector
+    /// (aligned in a page-aligned buffer), the first `k % 8` words masked out of the first
+    /// compared group.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2; `k < 64`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn sector_diff(sector: &[u8; 512], key: u64, k: usize) -> __m256i {
+        let first = k / 8;
+        let r = (k % 8) as i64;
+        // The expected words of group `first`: word(key, 8 * first - k + i) for lane i.
+        let (mut a, mut b, step) = start(super::skip_words(key, (r as u64).wrapping_neg()));
+        let rv = _mm256_set1_epi64x(r);
+        let keep_a = _mm256_cmpgt_epi64(
+            _mm256_set_epi64x(3, 2, 1, 0),
+            _mm256_sub_epi64(rv, _mm256_set1_epi64x(1)),
+        );
+        let keep_b = _mm256_cmpgt_epi64(
+            _mm256_set_epi64x(7, 6, 5, 4),
+            _mm256_sub_epi64(rv, _mm256_set1_epi64x(1)),
+        );
+        let (mut da, mut db) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+        let p = sector.as_ptr() as *const __m256i;
+        for g in first..8 {
+            // SAFETY: group g < 8 of a 512-byte sector: 64 readable bytes; unaligned loads.
+            let (x, y) = unsafe {
+                (
+                    _mm256_loadu_si256(p.add(2 * g)),
+                    _mm256_loadu_si256(p.add(2 * g + 1)),
+                )
+            };
+            let (mut ea, mut eb) = (_mm256_xor_si256(x, a), _mm256_xor_si256(y, b));
+            if g == first {
+                ea = _mm256_and_si256(ea, keep_a);
+                eb = _mm256_and_si256(eb, keep_b);
+            }
+            da = _mm256_or_si256(da, ea);
+            db = _mm256_or_si256(db, eb);
+            a = _mm256_add_epi64(a, step);
+            b = _mm256_add_epi64(b, step);
+        }
+        _mm256_or_si256(da, db)
     }
 
     /// # Safety
