@@ -333,15 +333,17 @@ impl Drop for Unmount {
 /// 15th 3000-byte write (the flow's writewholefile, mid-way through its second file).
 #[cfg(has_fuse)]
 fn flipping_faultfs_on_rank_2(sb: &Sandbox) -> (faultfs::FaultFs, Unmount) {
-    use faultfs::{Fault, FaultFs, Op, When};
+    faultfs_on_rank_2(sb, faultfs::Fault::FlipBit { byte: 100, bit: 2 })
+}
+
+/// faultfs bound on rank 2's workload directory `wl/rank-00002`, set to do `fault` to its
+/// 15th 3000-byte write.
+#[cfg(has_fuse)]
+fn faultfs_on_rank_2(sb: &Sandbox, fault: faultfs::Fault) -> (faultfs::FaultFs, Unmount) {
+    use faultfs::{FaultFs, Op, When};
     let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
-    fs.ctl().add_sized(
-        Op::Write,
-        When::Nth(15),
-        Fault::FlipBit { byte: 100, bit: 2 },
-        None,
-        Some(3000),
-    );
+    fs.ctl()
+        .add_sized(Op::Write, When::Nth(15), fault, None, Some(3000));
     let dir = sb.file("wl/rank-00002");
     std::fs::create_dir_all(&dir).unwrap();
     let bound = Command::new("mount")
@@ -419,6 +421,39 @@ fn a_bit_flipped_in_one_ranks_workload_fails_the_run_naming_the_rank() {
             vec!["rank-00002".to_string()],
             "the bound directory only"
         );
+    }
+}
+
+/// A thread of rank 2 fails (its storage answers a write with EIO): the run fails (exit 1)
+/// and `failures[]` holds that failure once, naming the rank, not once from the merged
+/// threads and again from the rank's own Result.
+#[test]
+#[cfg_attr(
+    not(all(has_mpirun, has_fuse)),
+    ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
+)]
+fn a_thread_failed_on_one_rank_is_one_failure_naming_the_rank() {
+    #[cfg(has_fuse)]
+    {
+        let sb = Sandbox::new();
+        std::fs::write(sb.file("flow.f"), FLOW).unwrap();
+        let (fs, _u) = faultfs_on_rank_2(&sb, faultfs::Fault::Error(libc::EIO));
+        let (code, r, err) = run_result(&sb, NP, &common::words("workload flow.f --dir wl"));
+        assert!(fs.ctl().injected.pop().is_some(), "the fault fired");
+        assert_eq!(code, Some(1), "{err}");
+        assert_eq!(r["status"], "failed");
+        let failures = r["failures"].as_array().unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        let msg = failures[0]["message"].as_str().unwrap();
+        assert!(msg.starts_with("rank 2 on "), "{msg}");
+        assert!(msg.contains("Input/output error"), "{msg}");
+        assert_eq!(r["ranks"][2]["status"], "failed");
+        for rank in [0, 1, 3] {
+            assert_eq!(r["ranks"][rank]["status"], "complete");
+        }
+        let ends = &r["workload"]["runs"][0]["thread_ends"];
+        assert_eq!(u(&ends["failed"]), 1, "{ends}");
+        assert_eq!(fs.listing(), Vec::<String>::new());
     }
 }
 
