@@ -76,6 +76,12 @@ impl DistSpec {
                 ));
             }
             // Each rank keeps its files side by side in its directory, by their names.
+            let dir = job.targets[0].parent();
+            if job.targets.iter().any(|t| t.parent() != dir) {
+                return Err(usage!(
+                    "a distributed run on several files takes them in one directory (each rank keeps them side by side in a directory of its own there)"
+                ));
+            }
             let mut names: Vec<_> = job.targets.iter().map(|t| t.file_name()).collect();
             names.sort();
             if names.iter().any(|n| n.is_none()) || names.windows(2).any(|w| w[0] == w[1]) {
@@ -380,9 +386,12 @@ mod tests {
                 PathBuf::from("/d/a.dat.d/rank-00002/a.dat.1")
             ]
         );
-        s.job.targets.push(PathBuf::from("/e/a.dat.1"));
+        s.job.targets.push(PathBuf::from("/d/a.dat.1"));
         let e = s.check(4).unwrap_err();
         assert!(e.0.contains("distinct file name"), "{e}");
+        s.job.targets[2] = PathBuf::from("/e/a.dat.2");
+        let e = s.check(4).unwrap_err();
+        assert!(e.0.contains("in one directory"), "{e}");
         let mut s = spec(Layout::SharedSegmented);
         s.job.targets.push(PathBuf::from("t"));
         let e = s.check(4).unwrap_err();
