@@ -31,6 +31,8 @@ pub(crate) trait Ranks {
     fn cleanup(&self, keep: bool);
     /// The number of ranks.
     fn size(&self) -> u32;
+    /// Whether the ranks share one file (`--shared-file`) rather than each having its own.
+    fn shared_file(&self) -> bool;
 }
 
 /// Where a point runs.
@@ -82,6 +84,14 @@ impl Executor {
     pub(crate) fn cleanup(&self, keep: bool) {
         if let Executor::Ranks(r) = self {
             r.cleanup(keep);
+        }
+    }
+
+    /// Whether the points run on ranks that share one file (`--shared-file`).
+    pub(crate) fn shared_file(&self) -> bool {
+        match self {
+            Executor::Local => false,
+            Executor::Ranks(r) => r.shared_file(),
         }
     }
 

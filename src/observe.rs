@@ -1,5 +1,6 @@
-//! Observing a run from beside it: device samples (`--iostat INTERVAL`, stored in the Result)
-//! and the per-I/O trace (`--trace FILE`). [`Observe`] says what to observe, already parsed;
+//! Observing a run from beside it: device samples (`--iostat INTERVAL`, stored in the Result),
+//! the per-I/O trace (`--trace FILE`) and, for the aged study, each target's extent count
+//! after the run (FIEMAP). [`Observe`] says what to observe, already parsed;
 //! the front ends fill it from their flags and the sweeps from their context, so neither
 //! reaches into the other. [`Observer`] starts what runs beside a job and stores what it saw;
 //! the runner itself only sees the per-worker trace rings.
@@ -30,6 +31,9 @@ pub(crate) struct Observe {
     /// `--status-interval` and `--progress` as the front end was given them; None leaves
     /// them as they are (a sweep's points: set once for the whole study).
     pub watch: Option<crate::runner::live::Watching>,
+    /// Count each target's extents (FIEMAP) after the run, while its files are still there
+    /// (the aged study; the Job must keep its files).
+    pub extents: bool,
 }
 
 /// Where and how the per-I/O trace goes.
@@ -87,6 +91,8 @@ pub(crate) struct Observer {
     sampler: Option<Sampler>,
     iostat_note: Option<String>,
     trace: Option<(PathBuf, TraceFormat)>,
+    /// The files whose extents are counted when the run ends.
+    extents_of: Option<Vec<PathBuf>>,
 }
 
 impl Observer {
@@ -153,6 +159,7 @@ impl Observer {
             sampler,
             iostat_note,
             trace,
+            extents_of: o.extents.then(|| scope.targets.clone()),
         })
     }
 
@@ -183,6 +190,10 @@ impl Observer {
             }
             probes.insert("iostat".into(), v);
         }
+        if let Some(files) = self.extents_of.take() {
+            let counts: Vec<Option<usize>> = files.iter().map(|f| extent_count(f)).collect();
+            insert_extents(probes, &counts);
+        }
         if let Some((path, fmt)) = self.trace.take() {
             let (trace, dropped) = crate::trace::take().unwrap_or_default();
             crate::output::write_with(&path, false, |w| match fmt {
@@ -201,6 +212,35 @@ impl Observer {
         }
         Ok(())
     }
+}
+
+/// The number of extents of the regular file at `p` (None: not a regular file here, or the
+/// file system does not answer FIEMAP). Opened read-only without following a link.
+pub(crate) fn extent_count(p: &std::path::Path) -> Option<usize> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(p)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    crate::probe::fiemap::extents(&f).ok().map(|e| e.len())
+}
+
+/// Store extent counts as the `extents` probe (one per file, null where unknown) and their
+/// average over the files that answered as `extents_per_file` (absent when none did).
+pub(crate) fn insert_extents(
+    probes: &mut serde_json::Map<String, serde_json::Value>,
+    counts: &[Option<usize>],
+) {
+    let known: Vec<usize> = counts.iter().flatten().copied().collect();
+    if !known.is_empty() {
+        let avg = known.iter().sum::<usize>() as f64 / known.len() as f64;
+        probes.insert("extents_per_file".into(), serde_json::json!(avg));
+    }
+    probes.insert("extents".into(), serde_json::json!(counts));
 }
 
 impl Drop for Observer {

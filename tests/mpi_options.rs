@@ -333,15 +333,17 @@ impl Drop for Unmount {
 /// 15th 3000-byte write (the flow's writewholefile, mid-way through its second file).
 #[cfg(has_fuse)]
 fn flipping_faultfs_on_rank_2(sb: &Sandbox) -> (faultfs::FaultFs, Unmount) {
-    use faultfs::{Fault, FaultFs, Op, When};
+    faultfs_on_rank_2(sb, faultfs::Fault::FlipBit { byte: 100, bit: 2 })
+}
+
+/// faultfs bound on rank 2's workload directory `wl/rank-00002`, set to do `fault` to its
+/// 15th 3000-byte write.
+#[cfg(has_fuse)]
+fn faultfs_on_rank_2(sb: &Sandbox, fault: faultfs::Fault) -> (faultfs::FaultFs, Unmount) {
+    use faultfs::{FaultFs, Op, When};
     let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
-    fs.ctl().add_sized(
-        Op::Write,
-        When::Nth(15),
-        Fault::FlipBit { byte: 100, bit: 2 },
-        None,
-        Some(3000),
-    );
+    fs.ctl()
+        .add_sized(Op::Write, When::Nth(15), fault, None, Some(3000));
     let dir = sb.file("wl/rank-00002");
     std::fs::create_dir_all(&dir).unwrap();
     let bound = Command::new("mount")
@@ -419,6 +421,39 @@ fn a_bit_flipped_in_one_ranks_workload_fails_the_run_naming_the_rank() {
             vec!["rank-00002".to_string()],
             "the bound directory only"
         );
+    }
+}
+
+/// A thread of rank 2 fails (its storage answers a write with EIO): the run fails (exit 1)
+/// and `failures[]` holds that failure once, naming the rank, not once from the merged
+/// threads and again from the rank's own Result.
+#[test]
+#[cfg_attr(
+    not(all(has_mpirun, has_fuse)),
+    ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
+)]
+fn a_thread_failed_on_one_rank_is_one_failure_naming_the_rank() {
+    #[cfg(has_fuse)]
+    {
+        let sb = Sandbox::new();
+        std::fs::write(sb.file("flow.f"), FLOW).unwrap();
+        let (fs, _u) = faultfs_on_rank_2(&sb, faultfs::Fault::Error(libc::EIO));
+        let (code, r, err) = run_result(&sb, NP, &common::words("workload flow.f --dir wl"));
+        assert!(fs.ctl().injected.pop().is_some(), "the fault fired");
+        assert_eq!(code, Some(1), "{err}");
+        assert_eq!(r["status"], "failed");
+        let failures = r["failures"].as_array().unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        let msg = failures[0]["message"].as_str().unwrap();
+        assert!(msg.starts_with("rank 2 on "), "{msg}");
+        assert!(msg.contains("Input/output error"), "{msg}");
+        assert_eq!(r["ranks"][2]["status"], "failed");
+        for rank in [0, 1, 3] {
+            assert_eq!(r["ranks"][rank]["status"], "complete");
+        }
+        let ends = &r["workload"]["runs"][0]["thread_ends"];
+        assert_eq!(u(&ends["failed"]), 1, "{ends}");
+        assert_eq!(fs.listing(), Vec::<String>::new());
     }
 }
 
@@ -627,4 +662,108 @@ fn trace_on_each_rank_records_exactly_its_own_ios() {
         assert_eq!(u(&t["dropped_records"]), 0);
         assert_eq!(t["file"], "t.rank-*.csv");
     }
+}
+
+/// A suite with an aged study, max_files 2 and 256 KiB files.
+const AGED_SUITE: &str = r#"name = "agedtiny"
+title = "An aged study"
+source = "none"
+description = "a test suite"
+default_scale = 1
+
+[[study]]
+id = "aged"
+title = "Aged reads"
+kind = "aged"
+table = { rows = ["written", "read", "bs"], metrics = ["kb_per_s", "extents_per_file"] }
+[study.aged]
+max_files = 2
+size = "256k"
+write_bs = "64k"
+read_bs = ["64k"]
+write_title = "Aged writes"
+write_table = { rows = ["written"], metrics = ["kb_per_s", "extents_per_file"] }
+"#;
+
+/// The suite's aged study on 4 ranks, a file per rank: each rank writes its own w files at
+/// once and reads 1..w of them back, so every point moves exactly 4 x files x size bytes,
+/// a quarter per rank; each rank counts its own files' extents, and rank 0's Result lists
+/// one count per file of every rank (each at least 1) and their average. Each group's files
+/// are written fresh (the write creates them), and nothing is left in the directory.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn the_aged_study_runs_on_every_rank_with_extents_from_each() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("aged.toml"), AGED_SUITE).unwrap();
+    std::fs::create_dir(sb.file("d")).unwrap();
+    let o = mpirun(
+        &sb,
+        NP,
+        &common::words("suite aged.toml --dir d --output res --file-per-rank"),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let size = 256 * 1024u64;
+    // (record, files moved by each rank, a write?)
+    let points = [
+        ("aged-write-0000-written-1.json", 1, true),
+        ("aged-0001-written-1_read-1_bs-64k.json", 1, false),
+        ("aged-write-0002-written-2.json", 2, true),
+        ("aged-0003-written-2_read-1_bs-64k.json", 1, false),
+        ("aged-0004-written-2_read-2_bs-64k.json", 2, false),
+    ];
+    for (name, files, write) in points {
+        let text = std::fs::read_to_string(sb.file(&format!("res/{name}")))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let r: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(r["status"], "complete", "{name}");
+        assert_eq!(r["distributed"]["layout"], "file_per_rank", "{name}");
+        assert_eq!(rank_bytes(&r), vec![files * size; NP as usize], "{name}");
+        assert_eq!(u(&r["total"]["bytes"]), NP * files * size, "{name}");
+        let rw = if write { "write_bytes" } else { "read_bytes" };
+        assert_eq!(u(&r["total"][rw]), NP * files * size, "{name}");
+        let targets = r["plan"]["targets"].as_array().unwrap();
+        assert_eq!(targets.len() as u64, NP * files, "{name}");
+        for (k, t) in targets.iter().enumerate() {
+            let rank = k as u64 / files;
+            let path = t["path"].as_str().unwrap();
+            assert!(
+                path.contains(&format!("fsbench-aged.dat.d/rank-{rank:05}/")),
+                "{name}: {path}"
+            );
+            // Every group writes a fresh set: the write created each of its files.
+            assert_eq!(t["created"], write, "{name}: {path}");
+        }
+        let extents = r["probes"]["extents"].as_array().unwrap();
+        assert_eq!(extents.len() as u64, NP * files, "{name}: {extents:?}");
+        assert!(extents.iter().all(|e| u(e) >= 1), "{name}: {extents:?}");
+        let avg = r["probes"]["extents_per_file"].as_f64().unwrap();
+        let want = extents.iter().map(u).sum::<u64>() as f64 / extents.len() as f64;
+        assert!(avg >= 1.0 && (avg - want).abs() < 1e-9, "{name}: {avg}");
+    }
+    assert_eq!(std::fs::read_dir(sb.file("d")).unwrap().count(), 0);
+}
+
+/// `--shared-file` gives each rank a part of one file, not files of its own to age: the
+/// suite refuses its aged study in one line naming it, before any I/O.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn the_aged_study_with_a_shared_file_is_refused_in_one_line() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("aged.toml"), AGED_SUITE).unwrap();
+    std::fs::create_dir(sb.file("d")).unwrap();
+    let o = mpirun(
+        &sb,
+        NP,
+        &common::words("suite aged.toml --dir d --output res --shared-file"),
+    );
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("suite study 'aged'") && lines[0].contains("--file-per-rank"),
+        "{err}"
+    );
+    assert!(!sb.file("res").exists());
+    assert_eq!(std::fs::read_dir(sb.file("d")).unwrap().count(), 0);
 }

@@ -119,6 +119,7 @@ impl ObserveArgs {
             iostat: super::args::iostat_flag(self.iostat.as_deref())?,
             trace,
             watch: Some(self.watch.watch()?),
+            extents: false,
         })
     }
 }

@@ -526,6 +526,10 @@ pub(crate) fn build_workload(
         // whose reads did not come back failed its own run: that failure, named with the
         // rank, is among its `failures` above, and the sum adds no second one without a rank.
         part.verify = None;
+        // Likewise a thread that failed: the rank's own Result already lists its failure
+        // (named with the rank above); the merged threads keep it in `thread_ends` and fail
+        // the run, but add it to `failures` no second time.
+        part.failures.clear();
         doc.add_run(part);
     }
     if nruns > 0 {

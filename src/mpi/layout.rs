@@ -63,11 +63,32 @@ impl DistSpec {
     /// The checks only a distributed run needs, with the number of ranks known (rank 0).
     pub(crate) fn check(&self, ranks: u32) -> Result<(), UsageError> {
         let job = &self.job;
-        if job.targets.len() != 1 {
+        if job.targets.is_empty() {
             return Err(usage!(
-                "a distributed run takes one target path (each rank derives its file from it); {} were given",
-                job.targets.len()
+                "a distributed run takes a target path (each rank derives its file from it)"
             ));
+        }
+        if job.targets.len() > 1 {
+            if self.layout != Layout::FilePerRank {
+                return Err(usage!(
+                    "a distributed run on a shared file takes one target path; {} were given: use --file-per-rank for several files",
+                    job.targets.len()
+                ));
+            }
+            // Each rank keeps its files side by side in its directory, by their names.
+            let dir = job.targets[0].parent();
+            if job.targets.iter().any(|t| t.parent() != dir) {
+                return Err(usage!(
+                    "a distributed run on several files takes them in one directory (each rank keeps them side by side in a directory of its own there)"
+                ));
+            }
+            let mut names: Vec<_> = job.targets.iter().map(|t| t.file_name()).collect();
+            names.sort();
+            if names.iter().any(|n| n.is_none()) || names.windows(2).any(|w| w[0] == w[1]) {
+                return Err(usage!(
+                    "a distributed run on several files needs a distinct file name for each (each rank keeps them side by side in its directory)"
+                ));
+            }
         }
         if self.reorder && job.access.read_pct(job.read_pct) != 100 {
             return Err(usage!(
@@ -180,6 +201,22 @@ pub(crate) fn rank_file(path: &Path, rank: u32) -> PathBuf {
     rank_dir(path, rank).join(name)
 }
 
+/// Rank `rank`'s files of a Job on several targets (file per rank): every target's name in
+/// the rank's directory of the first target, PATH.d/rank-NNNNN/NAME_k.
+pub(crate) fn rank_files(targets: &[PathBuf], rank: u32) -> Vec<PathBuf> {
+    let Some(first) = targets.first() else {
+        return Vec::new();
+    };
+    let dir = rank_dir(first, rank);
+    targets
+        .iter()
+        .map(|t| match t.file_name() {
+            Some(name) => dir.join(name),
+            None => rank_file(first, rank),
+        })
+        .collect()
+}
+
 /// How many places on a rank reads with `--reorder-ranks`: the number of ranks on rank 0's
 /// host (IOR's tasks per node), so that with ranks filled host by host every rank reads data
 /// another host wrote. When every rank is on one host that is no shift at all, so 1.
@@ -230,11 +267,10 @@ pub(crate) fn shared_part(layout: Layout, size: u64, bs: u64, owner: u32, ranks:
 /// The Job rank `rank` runs: its target, and its part of a shared file.
 pub(crate) fn rank_job(spec: &DistSpec, rank: u32, ranks: u32, shift: Option<u32>) -> Job {
     let mut job = spec.job.clone();
-    let path = spec.job.targets[0].clone();
     let source = source_rank(rank, ranks, shift);
     match spec.layout {
         Layout::FilePerRank => {
-            job.targets = vec![rank_file(&path, source)];
+            job.targets = rank_files(&spec.job.targets, source);
         }
         layout => {
             let size = spec.job.file_size.unwrap_or(0);
@@ -334,6 +370,32 @@ mod tests {
         s.job.access = crate::job::Access::Read;
         let e = s.check(4).unwrap_err();
         assert!(e.0.contains("drop --reorder-ranks"), "{e}");
+    }
+
+    /// Several targets: with a file per rank each rank keeps every one, by its name, in its
+    /// own directory of the first target; on a shared file only one target is accepted.
+    #[test]
+    fn several_targets_lie_side_by_side_in_each_ranks_directory() {
+        let mut s = spec(Layout::FilePerRank);
+        s.job.targets = vec![PathBuf::from("/d/a.dat"), PathBuf::from("/d/a.dat.1")];
+        assert!(s.check(4).is_ok());
+        assert_eq!(
+            rank_job(&s, 2, 4, None).targets,
+            vec![
+                PathBuf::from("/d/a.dat.d/rank-00002/a.dat"),
+                PathBuf::from("/d/a.dat.d/rank-00002/a.dat.1")
+            ]
+        );
+        s.job.targets.push(PathBuf::from("/d/a.dat.1"));
+        let e = s.check(4).unwrap_err();
+        assert!(e.0.contains("distinct file name"), "{e}");
+        s.job.targets[2] = PathBuf::from("/e/a.dat.2");
+        let e = s.check(4).unwrap_err();
+        assert!(e.0.contains("in one directory"), "{e}");
+        let mut s = spec(Layout::SharedSegmented);
+        s.job.targets.push(PathBuf::from("t"));
+        let e = s.check(4).unwrap_err();
+        assert!(e.0.contains("use --file-per-rank"), "{e}");
     }
 
     #[test]

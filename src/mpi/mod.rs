@@ -167,7 +167,7 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
         if spec.reorder && local_err.is_none() {
             // Each rank lays out its own file, for another rank to read.
             let mut own = spec.job.clone();
-            own.targets = vec![layout::rank_file(&path, rank)];
+            own.targets = layout::rank_files(&spec.job.targets, rank);
             match runner::lay_out_only(&own) {
                 Ok(m) => laid_out = m,
                 Err(e) => local_err = Some(e),

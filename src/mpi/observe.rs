@@ -7,7 +7,10 @@
 //!   once per host; rank 0's Result keeps every host's samples in
 //!   `distributed.host_devices`, and rank 0's host's also as the ordinary `iostat` probe (so
 //!   reports and explain's device checks read it as on one host), with a note naming which
-//!   hosts and devices were sampled.
+//!   hosts and devices were sampled;
+//! - extent counts (the suite's aged study): every rank counts its own files' extents after
+//!   its run; rank 0's `extents` probe lists every rank's files in rank order and
+//!   `extents_per_file` averages them all.
 
 use crate::observe::{Observe, Observer, TraceSettings};
 use crate::result::{HostDevices, RunResult};
@@ -23,6 +26,9 @@ pub(crate) struct RankObserve {
     /// Device sampling interval, seconds.
     pub iostat_s: Option<f64>,
     pub trace: Option<RankTrace>,
+    /// Count the extents of this rank's files after its run (the aged study).
+    #[serde(default)]
+    pub extents: bool,
 }
 
 /// `--trace` as given on rank 0.
@@ -50,6 +56,7 @@ impl RankObserve {
                 bin: t.format == TraceFormat::Bin,
                 records: t.records,
             }),
+            extents: o.extents,
         }
     }
 
@@ -71,11 +78,12 @@ impl RankObserve {
                 records: t.records,
             }),
             watch: None,
+            extents: self.extents,
         }
     }
 
     fn any(&self) -> bool {
-        self.iostat_s.is_some() || self.trace.is_some()
+        self.iostat_s.is_some() || self.trace.is_some() || self.extents
     }
 }
 
@@ -116,7 +124,7 @@ pub(crate) fn start(
         return Ok(None);
     }
     let o = settings.for_rank(rank, hosts);
-    if o.iostat.is_none() && o.trace.is_none() {
+    if o.iostat.is_none() && o.trace.is_none() && !o.extents {
         return Ok(None);
     }
     Observer::start(&o, job).map(Some)
@@ -149,8 +157,28 @@ fn count(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
-/// Rank 0: every rank's trace summed, and every host's device samples, into the Result.
+/// Rank 0: every rank's extent counts, in rank order (the order of the Result's targets), and
+/// their average over every rank's files that answered FIEMAP.
+fn merge_extents(records: &[Seen], result: &mut RunResult) {
+    let per_rank: Vec<&Value> = records
+        .iter()
+        .filter_map(|r| r.observed.probes.get("extents"))
+        .collect();
+    if per_rank.is_empty() {
+        return;
+    }
+    let counts: Vec<Option<usize>> = per_rank
+        .iter()
+        .flat_map(|v| v.as_array().cloned().unwrap_or_default())
+        .map(|c| c.as_u64().map(|n| n as usize))
+        .collect();
+    crate::observe::insert_extents(&mut result.probes, &counts);
+}
+
+/// Rank 0: every rank's trace summed, every host's device samples, and every rank's extent
+/// counts, into the Result.
 pub(crate) fn merge(records: &[Seen], result: &mut RunResult) {
+    merge_extents(records, result);
     let traces: Vec<(u32, &Value)> = records
         .iter()
         .filter_map(|r| r.observed.probes.get("trace").map(|v| (r.rank, v)))
@@ -264,6 +292,7 @@ mod tests {
         let s = RankObserve {
             iostat_s: Some(0.1),
             trace: None,
+            extents: false,
         };
         assert_eq!(s.for_rank(1, &hosts).iostat, None);
         assert_eq!(

@@ -109,7 +109,8 @@ fn remove_if_same(p: &Path, dev: u64, ino: u64) {
     }
 }
 
-/// The paths of this rank's part of a Job (shared directory?, path), outermost first.
+/// The paths of this rank's part of a Job (path, shared directory?), outermost first: its
+/// directories, then its file of every target.
 fn own_paths(spec: &DistSpec, rank: u32) -> Vec<(PathBuf, bool)> {
     let path = &spec.job.targets[0];
     match spec.layout {
@@ -119,7 +120,11 @@ fn own_paths(spec: &DistSpec, rank: u32) -> Vec<(PathBuf, bool)> {
                 v.push((layout::parent_dir(path), true));
             }
             v.push((layout::rank_dir(path, rank), false));
-            v.push((layout::rank_file(path, rank), false));
+            v.extend(
+                layout::rank_files(&spec.job.targets, rank)
+                    .into_iter()
+                    .map(|f| (f, false)),
+            );
             v
         }
         _ if rank == 0 => vec![(path.clone(), false)],
@@ -136,8 +141,9 @@ fn run_point(
 ) -> anyhow::Result<Ending> {
     let own = own_paths(spec, world.rank);
     if fresh {
-        if let Some((file, _)) = own.last() {
-            left.remove_file(file);
+        // Only files are remembered as files: the directories among `own` are not touched.
+        for (p, _) in &own {
+            left.remove_file(p);
         }
     }
     let existed: Vec<bool> = own
@@ -261,6 +267,10 @@ impl crate::exec::Ranks for Driver {
 
     fn size(&self) -> u32 {
         self.world.size
+    }
+
+    fn shared_file(&self) -> bool {
+        self.plan.layout != Layout::FilePerRank
     }
 }
 

@@ -1,10 +1,15 @@
 //! The aged file system study (white paper, "Buffered Aged File System Reads"): write N files
 //! at once so their allocations interleave, count each file's extents with FIEMAP, then read
 //! back 1..N of them at several I/O sizes. Written and read points are stored like any sweep
-//! point; each carries `probes.extents_per_file` (the average over the files it touched).
+//! point; each carries `probes.extents_per_file` (the average over the files it touched),
+//! counted by the point's observer after its run (`crate::observe`).
+//!
+//! On MPI ranks (file per rank only: the suite refuses `--shared-file`) every point is one
+//! distributed run: each rank writes its own w files at once in its directory and counts their
+//! extents itself, and rank 0's Result holds every rank's counts; after each group every rank
+//! removes its own files.
 
 use super::{record_file_name, Ctx, Point, Record, Study};
-use crate::result::RunResult;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
@@ -13,22 +18,6 @@ pub(crate) struct AgedPlan {
     pub size: String,
     pub write_bs: String,
     pub read_bs: Vec<String>,
-}
-
-fn extents_of(p: &Path) -> Option<usize> {
-    let f = std::fs::File::open(p).ok()?;
-    crate::probe::fiemap::extents(&f).ok().map(|e| e.len())
-}
-
-fn attach_extents(r: &mut RunResult, files: &[PathBuf]) {
-    let counts: Vec<Option<usize>> = files.iter().map(|f| extents_of(f)).collect();
-    let known: Vec<usize> = counts.iter().flatten().copied().collect();
-    if !known.is_empty() {
-        let avg = known.iter().sum::<usize>() as f64 / known.len() as f64;
-        r.probes
-            .insert("extents_per_file".into(), serde_json::json!(avg));
-    }
-    r.probes.insert("extents".into(), serde_json::json!(counts));
 }
 
 /// Run the study on `base` (files `base`, `base.1`, ...). `read_study` and `write_study`
@@ -149,7 +138,7 @@ fn reuse_group(named: &[Named], ctx: &mut Ctx, out: &mut Vec<Record>) -> bool {
 
 /// Run the group's points in order (the write first; a failed write ends the group), each
 /// with the extents of the files it touched, storing each record; then remove the files the
-/// write created so the next group writes a fresh set.
+/// write created (here, or each rank its own) so the next group writes a fresh set.
 fn run_group(
     named: Vec<Named>,
     base: &Path,
@@ -164,12 +153,11 @@ fn run_group(
         ctx.progress
             .start_point(&format!("{} {}", s.id, meta.point_label()));
         let pj = s.build(&p, base)?;
-        let mut rec = super::run_point(&pj, meta, ctx)?;
+        let mut rec = super::run_point_observing(&pj, meta, ctx, true)?;
         if k == 0 {
             written = pj.job.targets.clone();
         }
         if let Record::Run { result, meta } = &mut rec {
-            attach_extents(result, &pj.job.targets);
             result.probes.insert(
                 "sweep".into(),
                 serde_json::to_value(&*meta).unwrap_or_default(),
@@ -192,6 +180,11 @@ fn run_group(
     // (Only files this run created: a target that existed before is never in `created`.)
     for f in written {
         ctx.remove_created_path(&f);
+    }
+    // On ranks each rank removes the files it created (with or without --keep, as on one
+    // host: the next group writes a fresh set under the same names).
+    if ctx.exec.ranks().is_some() {
+        ctx.exec.cleanup(false);
     }
     Ok(())
 }

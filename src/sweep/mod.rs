@@ -660,6 +660,17 @@ pub(crate) fn run_workload_point(
 /// fresh file, remember what was created. On MPI ranks each rank keeps and removes its own
 /// files (`crate::exec::Ranks`).
 pub(crate) fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow::Result<Record> {
+    run_point_observing(pj, meta, ctx, false)
+}
+
+/// [`run_point`], also counting the extents of the point's files after its run when
+/// `extents` (on ranks, each rank its own files; see `crate::observe`).
+pub(crate) fn run_point_observing(
+    pj: &PointJob,
+    meta: SweepMeta,
+    ctx: &mut Ctx,
+    extents: bool,
+) -> anyhow::Result<Record> {
     ctx.before_point()?;
     let mut job = pj.job.clone();
     // On MPI ranks each rank's file is its own: the ranks keep and remove them.
@@ -710,7 +721,10 @@ pub(crate) fn run_point(pj: &PointJob, meta: SweepMeta, ctx: &mut Ctx) -> anyhow
         .collect();
     job.keep = true;
     // On ranks, every host's devices are sampled by one of its ranks.
-    let observe = crate::observe::Observe::iostat(ctx.iostat);
+    let observe = crate::observe::Observe {
+        extents,
+        ..crate::observe::Observe::iostat(ctx.iostat)
+    };
     let result = match ctx.exec.run_job(&job, fresh, &observe) {
         Ok(r) => r,
         Err(e) if crate::error::is_usage(&e) => return Err(e),

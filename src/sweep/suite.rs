@@ -613,17 +613,27 @@ pub(crate) fn run_with_hooks(
 ) -> anyhow::Result<SuiteOutcome> {
     let studies = selected_studies(res, opts)?;
     if opts.exec.ranks().is_some() {
-        // Aging and backup studies prepare their files on one host: not on MPI ranks yet.
-        if let Some(rs) = studies.iter().find(|rs| {
-            matches!(
-                rs,
-                ResolvedStudy::Aged { .. } | ResolvedStudy::Backup { .. }
-            )
-        }) {
+        // Backup studies prepare their files on one host: not on MPI ranks yet.
+        if let Some(rs) = studies
+            .iter()
+            .find(|rs| matches!(rs, ResolvedStudy::Backup { .. }))
+        {
             crate::bail_usage!(
-                "suite study '{}' (aging or backup) does not run on MPI ranks: choose the others with --study",
+                "suite study '{}' (backup) does not run on MPI ranks: choose the others with --study",
                 rs.study().id
             );
+        }
+        // The aged study writes several files at once on each client: a file of its own each.
+        if opts.exec.shared_file() {
+            if let Some(rs) = studies
+                .iter()
+                .find(|rs| matches!(rs, ResolvedStudy::Aged { .. }))
+            {
+                crate::bail_usage!(
+                    "suite study '{}' ages the file system by writing several files at once on each rank: run it with --file-per-rank (the default), not --shared-file, or choose the others with --study",
+                    rs.study().id
+                );
+            }
         }
     }
     let total: usize = studies
