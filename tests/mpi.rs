@@ -305,21 +305,7 @@ fn a_rank_failing_mid_run_fails_the_run_with_its_host_file_and_offset() {
         );
         let sb = Sandbox::new();
         let dir = sb.file("f.d/rank-00002");
-        std::fs::create_dir_all(&dir).unwrap();
-        let bound = Command::new("mount")
-            .arg("--bind")
-            .arg(&fs.mnt)
-            .arg(&dir)
-            .status()
-            .unwrap();
-        assert!(bound.success(), "mount --bind");
-        struct Unmount(std::path::PathBuf);
-        impl Drop for Unmount {
-            fn drop(&mut self) {
-                let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-            }
-        }
-        let _u = Unmount(dir.clone());
+        let _u = fs.bind_on(&dir);
         let out = sb.file("result.json");
         let o = mpirun(
             &sb,
@@ -512,21 +498,7 @@ fn a_rank_failing_in_sweep_points_fails_those_points_naming_it() {
         );
         let sb = Sandbox::new();
         let dir = sb.file("f.d/rank-00002");
-        std::fs::create_dir_all(&dir).unwrap();
-        let bound = Command::new("mount")
-            .arg("--bind")
-            .arg(&fs.mnt)
-            .arg(&dir)
-            .status()
-            .unwrap();
-        assert!(bound.success(), "mount --bind");
-        struct Unmount(std::path::PathBuf);
-        impl Drop for Unmount {
-            fn drop(&mut self) {
-                let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-            }
-        }
-        let _u = Unmount(dir.clone());
+        let _u = fs.bind_on(&dir);
         let o = mpirun(
             &sb,
             &common::words("sweep f --rw write --bs 64k,128k --size 1m --output res"),

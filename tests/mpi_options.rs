@@ -200,21 +200,7 @@ fn a_bit_flipped_on_one_rank_fails_the_run_naming_the_rank() {
         );
         let sb = Sandbox::new();
         let dir = sb.file("f.d/rank-00002");
-        std::fs::create_dir_all(&dir).unwrap();
-        let bound = Command::new("mount")
-            .arg("--bind")
-            .arg(&fs.mnt)
-            .arg(&dir)
-            .status()
-            .unwrap();
-        assert!(bound.success(), "mount --bind");
-        struct Unmount(std::path::PathBuf);
-        impl Drop for Unmount {
-            fn drop(&mut self) {
-                let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-            }
-        }
-        let _u = Unmount(dir.clone());
+        let _u = fs.bind_on(&dir);
         let (code, r, err) = run_result(
             &sb,
             NP,
@@ -318,42 +304,26 @@ fn workload_verify_on_ranks_sums_every_ranks_checked_reads() {
     assert_eq!(std::fs::read_dir(sb.file("wl")).unwrap().count(), 0);
 }
 
-/// Unmounts a bind mount when dropped.
-#[cfg(has_fuse)]
-struct Unmount(std::path::PathBuf);
-
-#[cfg(has_fuse)]
-impl Drop for Unmount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
 /// faultfs bound on rank 2's workload directory `wl/rank-00002`, set to flip a bit of its
 /// 15th 3000-byte write (the flow's writewholefile, mid-way through its second file).
 #[cfg(has_fuse)]
-fn flipping_faultfs_on_rank_2(sb: &Sandbox) -> (faultfs::FaultFs, Unmount) {
+fn flipping_faultfs_on_rank_2(sb: &Sandbox) -> (faultfs::FaultFs, faultfs::BindMount) {
     faultfs_on_rank_2(sb, faultfs::Fault::FlipBit { byte: 100, bit: 2 })
 }
 
 /// faultfs bound on rank 2's workload directory `wl/rank-00002`, set to do `fault` to its
 /// 15th 3000-byte write.
 #[cfg(has_fuse)]
-fn faultfs_on_rank_2(sb: &Sandbox, fault: faultfs::Fault) -> (faultfs::FaultFs, Unmount) {
+fn faultfs_on_rank_2(
+    sb: &Sandbox,
+    fault: faultfs::Fault,
+) -> (faultfs::FaultFs, faultfs::BindMount) {
     use faultfs::{FaultFs, Op, When};
     let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
     fs.ctl()
         .add_sized(Op::Write, When::Nth(15), fault, None, Some(3000));
-    let dir = sb.file("wl/rank-00002");
-    std::fs::create_dir_all(&dir).unwrap();
-    let bound = Command::new("mount")
-        .arg("--bind")
-        .arg(&fs.mnt)
-        .arg(&dir)
-        .status()
-        .unwrap();
-    assert!(bound.success(), "mount --bind");
-    (fs, Unmount(dir))
+    let bound = fs.bind_on(&sb.file("wl/rank-00002"));
+    (fs, bound)
 }
 
 /// A rank whose storage flips a bit of one fileset write (faultfs mounted on its directory):

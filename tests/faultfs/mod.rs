@@ -202,6 +202,18 @@ impl Control {
 }
 
 /// The mounted file system; unmounted and its backing directory removed when dropped.
+/// A bind mount of a [`FaultFs`] ([`FaultFs::bind_on`]), unmounted lazily when dropped.
+pub struct BindMount(PathBuf);
+
+impl Drop for BindMount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
 pub struct FaultFs {
     pub mnt: PathBuf,
     pub backing: PathBuf,
@@ -243,6 +255,21 @@ impl FaultFs {
         };
         std::fs::metadata(&fs.mnt).map_err(|e| format!("the mount does not answer: {e}"))?;
         Ok(fs)
+    }
+
+    /// Mount this file system also at `dir` (created if missing), a bind mount, so that one
+    /// directory of a run (an MPI rank's) sits on it; the guard unmounts it (lazily) when
+    /// dropped. Keep the guard declared after the [`FaultFs`], so it goes first.
+    pub fn bind_on(&self, dir: &Path) -> BindMount {
+        std::fs::create_dir_all(dir).unwrap();
+        let bound = std::process::Command::new("mount")
+            .arg("--bind")
+            .arg(&self.mnt)
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(bound.success(), "mount --bind {}", dir.display());
+        BindMount(dir.to_path_buf())
     }
 
     pub fn ctl(&self) -> MutexGuard<'_, Control> {
