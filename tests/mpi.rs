@@ -774,3 +774,44 @@ fn vx_runs_on_every_rank_and_rank_0_prints_the_aggregate() {
     );
     assert!(sb.listing().is_empty(), "{:?}", sb.listing());
 }
+
+/// `quick` under mpirun: every test of the battery runs on every rank (a scratch file each),
+/// rank 0 prints the table and stores one aggregated Result per test, and every rank removes
+/// its scratch file.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn quick_runs_every_test_on_every_rank() {
+    let sb = Sandbox::new();
+    let o = mpirun(
+        &sb,
+        &common::words(
+            "quick --size 4m --time 200ms --warmup 0 --repeat 1 --no-extras --output q.json",
+        ),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    // One table, from rank 0 alone.
+    assert_eq!(out.matches("fsbench quick").count(), 1, "{out}");
+    assert!(
+        out.contains("on 4 MPI ranks, a 4.00 MiB file each"),
+        "{out}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("q.json")).unwrap()).unwrap();
+    let runs = v.as_array().expect("an array of Results");
+    assert_eq!(runs.len(), 8, "the standard battery: {v}");
+    for r in runs {
+        assert_eq!(r["status"], "complete", "{r}");
+        let per_rank = rank_bytes(r);
+        assert_eq!(per_rank.len() as u64, NP, "{r}");
+        assert_eq!(per_rank.iter().sum::<u64>(), u(&r["total"]["bytes"]), "{r}");
+        assert!(per_rank.iter().all(|b| *b > 0), "{r}");
+    }
+    // Only the result is left: every rank removed its scratch file and directory.
+    assert_eq!(
+        sb.listing(),
+        vec!["q.json".to_string()],
+        "{:?}",
+        sb.listing()
+    );
+}

@@ -1,13 +1,13 @@
 //! Started by mpirun without being able to take part: a build without MPI refuses `run`,
-//! sweep, suite, workload and vx (and the flags of a distributed run) in one line, and no
-//! build runs the other I/O commands (trace, replay, advise, quick, fscompare) as N unrelated
+//! sweep, suite, workload, vx and quick (and the flags of a distributed run) in one line, and
+//! no build runs the other I/O commands (trace, replay, advise, fscompare) as N unrelated
 //! copies. The launcher is simulated by the variable Open MPI sets in each rank.
 
 mod common;
 
 use common::Sandbox;
 
-/// The commands that cannot run on ranks (trace, replay, fscompare, advise, quick) refuse
+/// The commands that cannot run on ranks (trace, replay, fscompare, advise) refuse
 /// in one line, exit 2, in every build, and name the commands that can.
 #[test]
 fn io_commands_that_cannot_run_on_ranks_refuse_under_mpirun() {
@@ -16,7 +16,6 @@ fn io_commands_that_cannot_run_on_ranks_refuse_under_mpirun() {
         vec!["trace", "--", "true"],
         vec!["replay", "t.csv"],
         vec!["advise", "."],
-        vec!["quick", "."],
         vec!["fscompare", "--device", "/dev/null", "--fs", "ext4"],
     ] {
         let o = sb
@@ -30,7 +29,7 @@ fn io_commands_that_cannot_run_on_ranks_refuse_under_mpirun() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(
             err.contains(&format!("fsbench {} does not run on MPI ranks", args[0]))
-                && err.contains("run, sweep, suite, workload and vx do"),
+                && err.contains("run, sweep, suite, workload, vx and quick do"),
             "{args:?}: {err}"
         );
         assert!(sb.listing().is_empty(), "{args:?}: {:?}", sb.listing());
@@ -43,6 +42,7 @@ fn a_build_without_mpi_refuses_ranks_in_one_line() {
     let sb = Sandbox::new();
     for (env, args) in [
         (Some("4"), vec!["run", "f", "--rw", "write", "--count", "4"]),
+        (Some("4"), vec!["quick", "."]),
         (
             None,
             vec![

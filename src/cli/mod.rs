@@ -144,10 +144,9 @@ pub(crate) fn error_status(e: &anyhow::Error) -> i32 {
 }
 
 fn dispatch(cmd: Command) -> anyhow::Result<i32> {
-    // Started by mpirun: run, sweep, suite, workload and vx run each point on every rank
+    // Started by mpirun: run, sweep, suite, workload, vx and quick run each point on every rank
     // (`ranks::on_ranks`); the other commands that do I/O would run as N unrelated copies.
     let io_command = match &cmd {
-        Command::Quick(_) => Some("quick"),
         Command::Advise(_) => Some("advise"),
         Command::Trace(_) => Some("trace"),
         Command::Replay(_) => Some("replay"),
@@ -158,7 +157,9 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         ranks::refuse_under_mpirun(name)?;
     }
     match cmd {
-        Command::Quick(a) => quick::main(a),
+        Command::Quick(a) => {
+            ranks::on_ranks("quick", &Default::default(), |exec| quick::main(a, exec))
+        }
         Command::Run(a) => {
             let dist = a.dist.clone();
             ranks::on_ranks("run", &dist, |exec| run::main(a, exec))

@@ -4,7 +4,6 @@
 
 use crate::job::{Access, CachePolicy, EngineKind, Job};
 use crate::report::{quick, Format, Render, ReportOptions, Runs};
-use crate::result::RunResult;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -235,7 +234,10 @@ pub(crate) fn tests(extras: bool) -> Vec<Test> {
         .collect()
 }
 
-pub(crate) fn main(a: QuickArgs) -> anyhow::Result<i32> {
+/// The battery, each run through `exec`: on this host, or under mpirun every run on every
+/// rank (each rank its own scratch file, `.fsbench-quick.tmp.d/rank-NNNNN/`), the aggregate
+/// printed by rank 0.
+pub(crate) fn main(a: QuickArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
     let format = a.results.format()?;
     // Every run of the battery shows the live line (and keeps intervals) as asked.
     a.watch.watch()?.apply();
@@ -290,6 +292,7 @@ pub(crate) fn main(a: QuickArgs) -> anyhow::Result<i32> {
                 tests.len(),
                 &dir,
                 (p.size, p.time_s, p.warmup_s, p.repeat),
+                exec.ranks(),
             )
         );
     }
@@ -307,9 +310,9 @@ pub(crate) fn main(a: QuickArgs) -> anyhow::Result<i32> {
             let job = job_of(t, &file, p.size, secs);
             let warming = warmup.is_some() && n == 0;
             crate::runner::live_line::set_warming(warming);
-            let outcome = crate::runner::run(&job);
+            let outcome = exec.run_job(&job, false, &crate::observe::Observe::default());
             crate::runner::live_line::set_warming(false);
-            let mut r = RunResult::from_outcome(&job, &outcome?);
+            let mut r = outcome?;
             let stop = crate::runner::signal::interrupted()
                 || r.status != crate::runner::RunStatus::Complete;
             if warming && !stop {
@@ -348,6 +351,8 @@ pub(crate) fn main(a: QuickArgs) -> anyhow::Result<i32> {
         };
         crate::out!("{}", runs.render(format));
     }
+    // On ranks each rank removes its own scratch file (here, the guard finds none).
+    exec.cleanup(false);
     if let Some(p) = &a.results.output {
         crate::output::write_json(p, &results)?;
     }

@@ -17,17 +17,29 @@ pub(crate) fn header(
     tests: usize,
     dir: &Path,
     (file_size, time_s, warmup_s, repeat): (u64, f64, f64, u32),
+    ranks: Option<u32>,
 ) -> String {
+    // Under mpirun every test runs on every rank, a scratch file each; the figures are the
+    // aggregate over the ranks.
+    let (file, over) = match ranks {
+        Some(n) => (
+            format!(
+                "on {n} MPI ranks, a {} file each",
+                format_bytes(file_size as f64)
+            ),
+            " (over all ranks)",
+        ),
+        None => (format!("{} file", format_bytes(file_size as f64)), ""),
+    };
     let warm = if warmup_s > 0.0 {
         format!(" after a {warmup_s} s warm-up")
     } else {
         String::new()
     };
     format!(
-        "fsbench quick ({profile}): {tests} tests in {}, {} file, each timed {time_s} s{warm}, median of {repeat}\n\
-         MB/s = 10^6 bytes/s; range = slowest..fastest run; CPU us/op = CPU time per I/O\n{}",
+        "fsbench quick ({profile}): {tests} tests in {}, {file}, each timed {time_s} s{warm}, median of {repeat}\n\
+         MB/s = 10^6 bytes/s{over}; range = slowest..fastest run; CPU us/op = CPU time per I/O\n{}",
         dir.display(),
-        format_bytes(file_size as f64),
         heads("direct I/O")
     )
 }
@@ -169,7 +181,7 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("  850 ns     8.5 us      10.00  "), "{line}");
-        let h = header("quick", 11, Path::new("/d"), (1 << 28, 1.0, 0.5, 3));
+        let h = header("quick", 11, Path::new("/d"), (1 << 28, 1.0, 0.5, 3), None);
         let head = layout("direct I/O").render_head(None);
         assert_eq!(h.lines().nth(2), head.lines().next());
         let heads = head.trim_end();
@@ -181,6 +193,13 @@ mod tests {
         assert!(h.starts_with(
             "fsbench quick (quick): 11 tests in /d, 256.00 MiB file, each timed 1 s after a 0.5 s warm-up, median of 3\n"
         ));
+        let on_ranks = header("quick", 8, Path::new("/d"), (1 << 22, 1.0, 0.0, 1), Some(4));
+        assert!(
+            on_ranks.starts_with(
+                "fsbench quick (quick): 8 tests in /d, on 4 MPI ranks, a 4.00 MiB file each, each timed 1 s, median of 1\nMB/s = 10^6 bytes/s (over all ranks); "
+            ),
+            "{on_ranks}"
+        );
     }
 
     /// On a 60-column terminal the head and each row go on over indented lines, in the same
