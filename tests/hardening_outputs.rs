@@ -323,6 +323,12 @@ fn a_killed_raw_sweep_leaves_nothing_after_the_next_run() {
         "{:?}",
         raw_images(&sb.file("t"))
     );
+    // `losetup -d` of a device another process still has open (udev probing a new loop
+    // device) succeeds but only marks it to detach at its last close: wait for that.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !loops_into(&sb.file("t")).is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     assert!(
         loops_into(&sb.file("t")).is_empty(),
         "{:?}",
