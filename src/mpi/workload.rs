@@ -194,10 +194,16 @@ pub(crate) fn run(
             }
         }
     }
-    world.meet("creating the ranks' directories", timeout);
+    // A rank whose directory (or, with --shared-file, rank 0's trees) could not be made
+    // calls the run off: no rank lays anything out in what is not there.
+    let made = world.all_min(
+        "creating the ranks' directories",
+        timeout,
+        local_err.is_none() as u64,
+    ) == 1;
     let dir = ws.dir_of(rank);
     let mut own_dir = None;
-    if local_err.is_none() && !ws.shared {
+    if made && !ws.shared {
         match make_dir(&dir) {
             Ok(true) => own_dir = Some(dir.clone()),
             Ok(false) => {}
@@ -207,6 +213,7 @@ pub(crate) fn run(
     let mut rec = RankRecord::new(rank, &world.host, vec![dir.display().to_string()]);
     let src = ws.source_in(&dir, rank);
     let model = match &local_err {
+        None if !made => None,
         None => match crate::workload::load_source(&src) {
             Ok(m) => Some(m),
             Err(e) => {
