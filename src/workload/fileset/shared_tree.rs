@@ -314,3 +314,132 @@ pub(super) fn keep_entries(
         &known_now(p, lay, arena, set),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::lexer::Pos;
+    use crate::workload::model::Param;
+    use crate::workload::shared::Layout;
+
+    fn spec(dir: &Path, rank: u32) -> FilesetSpec {
+        FilesetSpec {
+            name: "fs".into(),
+            root: dir.join("fs"),
+            is_file: false,
+            entries: 30,
+            size: Param::Const(100.0),
+            dirwidth: 5.0,
+            dirgamma: 0.0,
+            dirdepth: None,
+            leafdirs: 0,
+            prealloc_pct: 100.0,
+            paralloc: false,
+            reuse: false,
+            readonly: false,
+            writeonly: false,
+            cached: true,
+            shared_rank: Some(rank),
+            pos: Pos::default(),
+        }
+    }
+
+    /// Two ranks in one tree: each creates and removes only its own (tagged) entries; the
+    /// directories go last, only when empty, and a user's file anywhere is never touched.
+    #[test]
+    fn ranks_share_the_directories_and_remove_only_their_own_entries() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("precious"), b"keep me").unwrap();
+        let l0 = layout(&spec(d.path(), 0)).unwrap();
+        let tree = make_tree(&spec(d.path(), 0), &l0).unwrap();
+        let mut ranks = Vec::new();
+        for r in 0..2 {
+            let s = spec(d.path(), r);
+            let l = layout(&s).unwrap();
+            let arena = Arena::create(Layout::new(0, 0, &[30])).unwrap();
+            let p = prepare(&s, &l, &arena, 0, false).unwrap();
+            assert_eq!(p.files_created, 30);
+            ranks.push((l, arena, p));
+        }
+        let (a, b) = (&ranks[0].0, &ranks[1].0);
+        for i in 0..30 {
+            let (pa, pb) = (a.path(i), b.path(i));
+            assert_eq!(pa.as_path().parent(), pb.as_path().parent());
+            assert!(pa.as_path().to_str().unwrap().ends_with(".r00000"), "{pa}");
+            assert!(pb.as_path().to_str().unwrap().ends_with(".r00001"), "{pb}");
+            assert!(pa.as_path().is_file() && pb.as_path().is_file());
+        }
+        let mine = a.dir_path(a.dir_count() - 1).as_path().join("mine");
+        std::fs::write(&mine, b"user").unwrap();
+        // Rank 0 is done first: its entries go, rank 1's and the directories stay.
+        let (l, arena, p) = &ranks[0];
+        assert_eq!(remove(p, l, arena, 0).unwrap(), None);
+        assert!((0..30).all(|i| !a.path(i).as_path().exists()));
+        assert!((0..30).all(|i| b.path(i).as_path().exists()));
+        let (l, arena, p) = &ranks[1];
+        remove(p, l, arena, 0).unwrap();
+        assert!(!d.path().join(".fs.r00001.fsbench-manifest").exists());
+        let note = remove_tree(&tree).unwrap().unwrap();
+        assert!(
+            note.contains("left 1 entries") && note.contains("mine"),
+            "{note}"
+        );
+        assert_eq!(std::fs::read(&mine).unwrap(), b"user");
+        std::fs::remove_file(&mine).unwrap();
+        assert_eq!(remove_tree(&tree).unwrap(), None);
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert_eq!(
+            std::fs::read(d.path().join("precious")).unwrap(),
+            b"keep me"
+        );
+        // A directory of that name fsbench did not make is refused, untouched.
+        std::fs::create_dir(d.path().join("fs")).unwrap();
+        std::fs::write(d.path().join("fs/x"), b"x").unwrap();
+        let e = make_tree(&spec(d.path(), 0), &l0).unwrap_err();
+        assert!(crate::error::is_usage(&e), "{e}");
+        assert_eq!(std::fs::read(d.path().join("fs/x")).unwrap(), b"x");
+    }
+
+    /// A kept shared tree (every rank's manifest) is removed whole by the next run, shared
+    /// or on one host.
+    #[test]
+    fn a_kept_shared_tree_is_removed_by_the_next_run() {
+        let d = tempfile::tempdir().unwrap();
+        let l0 = layout(&spec(d.path(), 0)).unwrap();
+        let _tree = make_tree(&spec(d.path(), 0), &l0).unwrap();
+        for r in 0..3 {
+            let s = spec(d.path(), r);
+            let l = layout(&s).unwrap();
+            let arena = Arena::create(Layout::new(0, 0, &[30])).unwrap();
+            let p = prepare(&s, &l, &arena, 0, true).unwrap();
+            keep(&p, &l, &arena, 0).unwrap();
+        }
+        // The next shared run sweeps it and makes it afresh.
+        let tree = make_tree(&spec(d.path(), 0), &l0).unwrap();
+        assert!(!d.path().join(".fs.r00002.fsbench-manifest").exists());
+        let empty = (0..l0.dir_count()).all(|k| {
+            std::fs::read_dir(l0.dir_path(k).as_path())
+                .unwrap()
+                .flatten()
+                .all(|e| e.file_type().unwrap().is_dir())
+        });
+        assert!(empty, "the old ranks' files are gone");
+        // Kept again, with a rank's files: a run on one host removes it all too.
+        let s = spec(d.path(), 1);
+        let l = layout(&s).unwrap();
+        let arena = Arena::create(Layout::new(0, 0, &[30])).unwrap();
+        let p = prepare(&s, &l, &arena, 0, true).unwrap();
+        keep(&p, &l, &arena, 0).unwrap();
+        drop(tree);
+        let mut one = spec(d.path(), 0);
+        one.shared_rank = None;
+        let lone = layout(&one).unwrap();
+        let arena = Arena::create(Layout::new(0, 0, &[30])).unwrap();
+        let p = prepare(&one, &lone, &arena, 0, false).unwrap();
+        assert!(!l.path(0).as_path().exists());
+        assert!(!d.path().join(".fs.r00001.fsbench-manifest").exists());
+        assert_eq!(remove(&p, &lone, &arena, 0).unwrap(), None);
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+    }
+}
