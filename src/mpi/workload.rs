@@ -3,13 +3,13 @@
 //! removed by fsbench unless `--keep`), or with `--shared-file` every rank in the same
 //! fileset directories under DIR (mdtest's shared-directory mode: rank 0 makes and at the
 //! end removes the directories, each rank creates and removes only its own entries, their
-//! names tagged with its rank; `workload::fileset::shared_tree`), through the ordinary workload engine with the two
-//! hooks of a rank (`runner::Gate`) on every `run` of the script: every rank's threads are
-//! ready before any starts (one MPI barrier a run), and no rank goes on (to its next command,
-//! or to remove its filesets) before every rank's I/O of the run is over. Each rank sends
-//! rank 0 each run's exact per-flowop statistics and, with `--verify`, what its threads'
-//! checked reads found; rank 0 merges them, one entry of `workload.runs` a run
-//! ([`super::aggregate`]).
+//! names tagged with its rank; `workload::fileset::shared_tree`), through the ordinary
+//! workload engine with the two hooks of a rank (`runner::Gate`) on every `run` of the
+//! script: every rank's threads are ready before any starts (one MPI barrier a run), and no
+//! rank goes on (to its next command, or to remove its filesets) before every rank's I/O of
+//! the run is over. Each rank sends rank 0 each run's exact per-flowop statistics and, with
+//! `--verify`, what its threads' checked reads found; rank 0 merges them, one entry of
+//! `workload.runs` a run ([`super::aggregate`]).
 
 use super::aggregate::{self, RankRecord, WorkloadRank};
 use super::layout::DistPlan;
