@@ -429,6 +429,7 @@ pub(crate) fn build_workload(
     src: &crate::workload::Source,
     model: &crate::workload::model::Model,
     records: &[RankRecord],
+    layout: &str,
 ) -> RunResult {
     use crate::workload::report::{RunPart, WorkloadDoc};
     let rank0 = &records[0];
@@ -552,7 +553,7 @@ pub(crate) fn build_workload(
         total += &r.stats();
     }
     let (slowest, fastest) = slowest_fastest(&result.ranks, records);
-    result.distributed = Some(clock.report("dir_per_rank", None, total.bytes(), slowest, fastest));
+    result.distributed = Some(clock.report(layout, None, total.bytes(), slowest, fastest));
     if records.iter().any(|r| r.called_off) {
         result
             .notes
