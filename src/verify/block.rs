@@ -147,22 +147,29 @@ pub(crate) fn block_crc(len: usize) -> BlockCrc {
 /// The whole-block CRC32C of generation `generation` of block `id`, `len` bytes long, made
 /// from its values; `crc` holds the constants for `len` (else the block is made and the
 /// crate's CRC run over it).
+#[inline]
 fn whole_crc(len: usize, id: &BlockId, generation: u64, bk: u64, crc: &BlockCrc) -> u32 {
     if crc.len() != len || !crc.fast() {
-        let mut b = vec![0u8; len];
-        fill_body(&mut b, bk, generation);
-        let mut h = header(len, id, generation);
-        h[HEADER_CRC / 8] = 0;
-        for (i, w) in h.iter().enumerate() {
-            put(&mut b, i * 8, *w);
-        }
-        return crc32c::crc32c(&b);
+        return whole_crc_over_bytes(len, id, generation, bk);
     }
     crc.crc(&Parts {
         header: [id.seed, id.file, id.offset, generation],
         stamp: generation ^ STAMP_KEY,
         block_key: bk,
     })
+}
+
+/// [`whole_crc`] the slow way: the block made and the crate's CRC run over it.
+#[cold]
+fn whole_crc_over_bytes(len: usize, id: &BlockId, generation: u64, bk: u64) -> u32 {
+    let mut b = vec![0u8; len];
+    fill_body(&mut b, bk, generation);
+    let mut h = header(len, id, generation);
+    h[HEADER_CRC / 8] = 0;
+    for (i, w) in h.iter().enumerate() {
+        put(&mut b, i * 8, *w);
+    }
+    crc32c::crc32c(&b)
 }
 
 /// The header words of a block, both CRC fields zero.
@@ -180,6 +187,7 @@ fn header(len: usize, id: &BlockId, generation: u64) -> [u64; 8] {
 }
 
 /// The sectors' stamps and payload words of generation `generation` of block `id`.
+#[inline]
 fn fill_body(buf: &mut [u8], bk: u64, generation: u64) {
     fill_sectors(buf, SECTOR, payload_start, |s| sector_key(bk, s));
     let stamp = generation ^ STAMP_KEY;

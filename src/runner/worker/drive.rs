@@ -13,19 +13,33 @@ impl Core {
         stop: &AtomicBool,
         interrupt: &AtomicBool,
     ) -> ThreadOutcome {
+        self.with_verify(|core, verify| {
+            if verify {
+                core.drive_loop::<E, PACED, true>(engine, stop, interrupt)
+            } else {
+                core.drive_loop::<E, PACED, false>(engine, stop, interrupt)
+            }
+        })
+    }
+
+    /// Run a timed loop (`run(core, VERIFY)`) with the verification hooks in when the run
+    /// verifies and writes. A verifying run that writes nothing has no block of its own to
+    /// check: it runs the plain loop and says so (0 blocks checked).
+    pub(super) fn with_verify(
+        &mut self,
+        run: impl FnOnce(&mut Self, bool) -> ThreadOutcome,
+    ) -> ThreadOutcome {
         match self.verify.as_ref().map(|c| c.writes()) {
-            Some(true) => self.drive_loop::<E, PACED, true>(engine, stop, interrupt),
+            Some(true) => run(self, true),
             Some(false) => {
-                // A run that writes nothing has no block of its own to check: it runs the
-                // plain loop and says so (0 blocks checked).
-                let mut out = self.drive_loop::<E, PACED, false>(engine, stop, interrupt);
+                let mut out = run(self, false);
                 if let Some(mut c) = self.verify.take() {
                     c.nothing_written();
                     out.verify = Some(c.report);
                 }
                 out
             }
-            None => self.drive_loop::<E, PACED, false>(engine, stop, interrupt),
+            None => run(self, false),
         }
     }
 
@@ -377,7 +391,7 @@ impl Core {
     /// journal append when its batch is full, the backlog check when it is full and nothing
     /// of this worker is in flight.
     #[inline(never)]
-    fn verify_step<E: Engine + ?Sized>(
+    pub(super) fn verify_step<E: Engine + ?Sized>(
         &self,
         c: &mut verify::Checker,
         engine: &mut E,

@@ -8,9 +8,12 @@
 //! This loop keeps what is measured identical (the same op generator, routing, engine call,
 //! two clock readings around each I/O, the same histogram and counters, the same stop
 //! conditions and failure words) and drops the bookkeeping that only a deeper queue needs.
-//! It is taken only when nothing else is on (no rate limit, no trace, no `--verify`); every
-//! other run goes through `Core::drive`. The worker's unit tests run both loops on the same
-//! work and compare what they counted and how they fail (`worker::tests::the_inline_loop_*`).
+//! It is taken only when nothing else is on (no rate limit, no trace); every other run goes
+//! through `Core::drive`. With `--verify` it is compiled a second time with the same hooks
+//! as the general loop (`VERIFY`: fill before a write, check after a read, the verify step
+//! when due), so that verification is measured against the loop a run without it takes.
+//! The worker's unit tests run both loops on the same work and compare what they counted,
+//! what they verified and how they fail (`worker::tests::the_inline_loop_*`).
 
 use super::drive::{io_error, routed_op};
 use super::*;
@@ -18,9 +21,9 @@ use crate::engine::sync::SyncEngine;
 
 impl Core {
     /// Whether [`Core::drive_inline`] may run this worker: one I/O at a time, no schedule,
-    /// no trace ring, no `--verify`.
+    /// no trace ring.
     pub(super) fn inline_ok(&self) -> bool {
-        self.depth == 1 && self.pacer.is_none() && self.trace.is_none() && self.verify.is_none()
+        self.depth == 1 && self.pacer.is_none() && self.trace.is_none()
     }
 
     /// The timed loop at queue depth 1 on the synchronous engine (see the module docs).
@@ -31,6 +34,25 @@ impl Core {
         interrupt: &AtomicBool,
     ) -> ThreadOutcome {
         debug_assert!(self.inline_ok());
+        self.with_verify(|core, verify| {
+            if verify {
+                core.inline_loop::<true>(engine, stop, interrupt)
+            } else {
+                core.inline_loop::<false>(engine, stop, interrupt)
+            }
+        })
+    }
+
+    /// The loop itself; `VERIFY` is whether `self.verify` holds a checker (as in `drive`).
+    fn inline_loop<const VERIFY: bool>(
+        &mut self,
+        engine: &mut SyncEngine,
+        stop: &AtomicBool,
+        interrupt: &AtomicBool,
+    ) -> ThreadOutcome {
+        let mut checker = if VERIFY { self.verify.take() } else { None };
+        // --verify: the next op drawn one early, as in `drive` (its table word prefetched).
+        let mut ahead: Option<(OpKind, u64)> = None;
         let mut stats = Stats::default();
         let mut failure = None;
         let bs = self.bs;
@@ -50,12 +72,32 @@ impl Core {
         let mut roll = std::mem::take(&mut self.roll);
         let stop_at = deadline.unwrap_or(u64::MAX);
         let mut next_event = stop_at.min(roll.start(t0));
-        while let Some((kind, offset)) = self.gen.next_op() {
+        loop {
+            let next = if VERIFY {
+                ahead.take().or_else(|| self.gen.next_op())
+            } else {
+                self.gen.next_op()
+            };
+            let Some((kind, offset)) = next else { break };
             let op = routed_op(route, &mut stats, kind, offset, bs, 0);
+            if VERIFY {
+                if let Some(c) = checker.as_mut() {
+                    c.issue(&op, engine.buffers().slot_mut(0));
+                    ahead = self.gen.next_op();
+                    if let Some((_, o)) = ahead {
+                        c.prefetch(o);
+                    }
+                }
+            }
             let at = clock.now_ns();
             let result = engine.execute(&op, &mut sys);
             let now = clock.now_ns();
             ops += 1;
+            if VERIFY {
+                if let Some(c) = checker.as_mut() {
+                    c.complete(&op, engine.buffers().slot(0), result == op.len as i64);
+                }
+            }
             if result <= 0 && (result < 0 || op.len > 0) {
                 stats.errors += 1;
                 failure = Some(self.failure(Some(op.offset), io_error(op.kind, result)));
@@ -75,6 +117,16 @@ impl Core {
                     stats.write_bytes += result as u64;
                 }
             }
+            if VERIFY {
+                if let Some(c) = checker.as_mut().filter(|c| c.step_due()) {
+                    // Nothing in flight: the step (fsync, journal, backlog) runs between I/Os.
+                    if let Err(f) = self.verify_step(c, engine, &mut sys, 0, &[]) {
+                        failure = Some(f);
+                        stop.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                }
+            }
             if stop.load(Ordering::Relaxed) || interrupt.load(Ordering::Relaxed) {
                 break;
             }
@@ -87,8 +139,8 @@ impl Core {
         }
         // Every I/O was submitted with none other in flight.
         stats.inflight[inflight_bucket(1)] += ops;
-        let mut out = self.finish::<_, false>(
-            engine, stats, failure, sys, usage0, t0, None, None, interrupt,
+        let mut out = self.finish::<_, VERIFY>(
+            engine, stats, failure, sys, usage0, t0, None, checker, interrupt,
         );
         out.intervals = roll.finish(out.stats.loop_end_ns, &out.stats);
         out

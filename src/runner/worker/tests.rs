@@ -227,3 +227,74 @@ fn the_inline_loop_fails_like_the_general_loop() {
     assert_eq!((a.stats.errors, a.stats.ops()), (1, 0));
     assert_eq!(a.stats.errors, b.stats.errors);
 }
+
+/// With `--verify` the queue-depth-1 loop stamps, checks, fsyncs and reads back what the
+/// general loop does: the same counts of I/O and of verified blocks, every block intact,
+/// for writes and a mix, with a backlog and an fsync cadence (the verify step between I/Os).
+#[test]
+fn the_inline_loop_verifies_what_the_general_loop_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    for (access, backlog, fsync_every) in [
+        (crate::job::Access::RandWrite, None, None),
+        (crate::job::Access::RandRw, Some(16), Some(100)),
+    ] {
+        let job = Job {
+            targets: vec![dir.path().join(format!("v-{}", access.name()))],
+            access,
+            io_count: Some(2000),
+            block_size: 4096,
+            file_size: Some(256 << 10),
+            verify: true,
+            verify_backlog: backlog,
+            fsync_every,
+            ..Default::default()
+        };
+        let mut outs = Vec::new();
+        for inline in [true, false] {
+            let (plan, cleanup) = super::super::target::prepare(&job).unwrap();
+            let id = cleanup.ids()[0];
+            let shared = std::sync::Arc::new(verify::VerifyShared::create(&job, &plan).unwrap());
+            let mut w = Worker::prepare(&job, &plan, Some(id), 0, 0, Some(&shared)).unwrap();
+            let (stop, interrupt) = (AtomicBool::new(false), AtomicBool::new(false));
+            assert!(w.core.inline_ok(), "--verify at QD1 takes the inline loop");
+            let Built::Sync(e) = &mut w.engine else {
+                panic!("the sync engine was not built")
+            };
+            let out = if inline {
+                w.core.drive_inline(e, &stop, &interrupt)
+            } else {
+                w.core.drive::<_, false>(e, &stop, &interrupt)
+            };
+            drop(w);
+            shared.table.unlink();
+            drop(cleanup);
+            outs.push(out);
+        }
+        let what = access.name();
+        let (a, b) = (&outs[0], &outs[1]);
+        assert!(a.failure.is_none() && b.failure.is_none(), "{what}");
+        let (va, vb) = (a.verify.as_ref().unwrap(), b.verify.as_ref().unwrap());
+        assert_eq!(
+            (a.stats.read_ops, a.stats.write_ops, a.stats.syscalls.fsync),
+            (b.stats.read_ops, b.stats.write_ops, b.stats.syscalls.fsync),
+            "{what}"
+        );
+        let counts = |v: &crate::verify::report::VerifyReport| {
+            (
+                v.blocks_checked,
+                v.blocks_intact,
+                v.run_read_blocks,
+                v.read_back_blocks,
+                v.backlog_blocks,
+                v.fsyncs,
+                v.bad_blocks(),
+            )
+        };
+        assert_eq!(counts(va), counts(vb), "{what}");
+        assert!(va.read_back_done && va.blocks_checked > 0, "{what}: {va:?}");
+        assert_eq!(va.blocks_checked, va.blocks_intact, "{what}");
+        if backlog.is_some() {
+            assert!(va.backlog_blocks > 0 && va.fsyncs > 0, "{what}: {va:?}");
+        }
+    }
+}
