@@ -266,6 +266,12 @@ fn each_kind_of_damage_is_found_at_its_offset_and_named() {
     assert_eq!(flip["verdict"]["bit_flip"], true, "{flip}");
     assert_eq!(flip["first_difference"]["offset_bytes"], 3 * BS + 1000);
     assert_eq!(flip["first_difference"]["bit_flip"], true);
+    // The whole-block CRC each block carries: a flipped bit breaks it; a whole block of
+    // another run or place still matches its own bytes; zeros have no header to ask.
+    assert_eq!(flip["found_block_crc_ok"], false, "{flip}");
+    assert_eq!(m(7 * BS)["found_block_crc_ok"], true);
+    assert_eq!(m(9 * BS)["found_block_crc_ok"], true);
+    assert_eq!(m(5 * BS)["found_block_crc_ok"], serde_json::Value::Null);
     let other_run = m(7 * BS);
     assert_eq!(other_run["expected"]["generation"], 2);
     assert_eq!(other_run["found"]["generation"], 1);
@@ -287,4 +293,8 @@ fn each_kind_of_damage_is_found_at_its_offset_and_named() {
         "{text}"
     );
     assert!(text.contains("verify: FAILED: 5 blocks"), "{text}");
+    assert!(
+        text.contains("found block's own CRC: does not match its bytes"),
+        "{text}"
+    );
 }

@@ -97,6 +97,13 @@ fn mismatch_text(m: &Mismatch, s: &mut String) {
         .as_ref()
         .map_or_else(|| "no fsbench header".to_string(), fields);
     let _ = writeln!(s, "    found:    {found}");
+    if let Some(ok) = m.found_block_crc_ok {
+        let _ = writeln!(
+            s,
+            "    found block's own CRC: {}",
+            crate::report::verify_text::own_crc_words(ok)
+        );
+    }
     if let Some(d) = &m.first_difference {
         let _ = writeln!(
             s,

@@ -47,6 +47,7 @@ mod tests {
             expected: h,
             found: h,
             first_diff: None,
+            found_block_crc_ok: None,
             rank: None,
         };
         let mut a = VerifyReport {

@@ -37,6 +37,15 @@ pub(super) fn run_lines(v: &crate::verify::report::VerifyReport) -> String {
 }
 
 /// The first mismatches of each kind, as text.
+/// What a found block's own whole-block CRC says, in words.
+pub(crate) fn own_crc_words(ok: bool) -> &'static str {
+    if ok {
+        "matches its bytes (a whole block as some write made it)"
+    } else {
+        "does not match its bytes (damaged after it was written)"
+    }
+}
+
 fn mismatch_lines(v: &crate::verify::report::VerifyReport) -> String {
     let mut out = String::new();
     for (name, k) in v.kinds() {
@@ -65,6 +74,9 @@ fn mismatch_lines(v: &crate::verify::report::VerifyReport) -> String {
                     None => String::new(),
                 }
             );
+            if let Some(ok) = m.found_block_crc_ok {
+                let _ = writeln!(out, "    found block's own CRC: {}", own_crc_words(ok));
+            }
         }
     }
     out

@@ -345,6 +345,24 @@ fn header_valid(buf: &[u8]) -> bool {
     header_words_crc(&h) == stored
 }
 
+/// Whether a block read back is whole by its own account: its header is valid (this
+/// format, its CRC right, this block's length) and the whole-block CRC it carries matches
+/// its bytes as found (the crate's CRC32C, both CRC fields zero). None: no valid header to
+/// take the CRC from. A stale or misdirected block that matches is a whole write of another
+/// time or place; a corrupt one that does not was damaged after it was made.
+pub(crate) fn own_crc_matches(buf: &[u8]) -> Option<bool> {
+    if buf.len() < MIN_BLOCK || !header_valid(buf) || get32(buf, LEN) as usize != buf.len() {
+        return None;
+    }
+    let stored = get32(buf, BLOCK_CRC);
+    let mut h = [0u8; HEADER_BYTES];
+    h.copy_from_slice(&buf[..HEADER_BYTES]);
+    put32(&mut h, HEADER_CRC, 0);
+    put32(&mut h, BLOCK_CRC, 0);
+    let c = crc32c::crc32c(&h);
+    Some(crc32c::crc32c_append(c, &buf[HEADER_BYTES..]) == stored)
+}
+
 /// Judge one block read back at `id` (seed, file and offset of what should be there);
 /// `crc` holds the CRC constants for blocks of its length. The fast path (a whole block of
 /// this id) is one CRC32C of the header, one pass that makes and compares the block's
@@ -652,6 +670,19 @@ mod tests {
             "{:?}",
             check(&b, &ID)
         );
+    }
+
+    #[test]
+    fn a_block_tells_whether_its_own_crc_matches_its_bytes() {
+        let b = block(4096, &ID, 4);
+        assert_eq!(own_crc_matches(&b), Some(true));
+        let mut flipped = b.clone();
+        flipped[3000] ^= 1;
+        assert_eq!(own_crc_matches(&flipped), Some(false));
+        let mut header = b.clone();
+        header[20] ^= 1;
+        assert_eq!(own_crc_matches(&header), None, "no valid header");
+        assert_eq!(own_crc_matches(&vec![0u8; 4096]), None);
     }
 
     #[test]

@@ -85,6 +85,9 @@ pub(crate) struct Mismatch {
     /// The header as found (None: no fsbench header there, e.g. zeros).
     pub found: Option<Fields>,
     pub first_difference: Option<Difference>,
+    /// Whether the block as found carries a valid header whose whole-block CRC matches its
+    /// bytes (None: no valid header).
+    pub found_block_crc_ok: Option<bool>,
 }
 
 /// Counts of one finding and where the first ones are.
@@ -225,6 +228,7 @@ fn mismatch(
         },
         found,
         first_difference,
+        found_block_crc_ok: block::own_crc_matches(buf),
     }
 }
 

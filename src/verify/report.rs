@@ -40,6 +40,11 @@ pub struct Mismatch {
     /// The header words as found, valid or not.
     pub found: HeaderFields,
     pub first_diff: Option<ByteDiff>,
+    /// Whether the block as found carries a valid header whose whole-block CRC matches its
+    /// bytes (a whole block of some write) or not (damaged); absent without a valid header
+    /// (and for workload files, which carry no headers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_block_crc_ok: Option<bool>,
     /// The rank that wrote and checked the block (a distributed run; absent on one host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank: Option<u32>,
@@ -261,6 +266,7 @@ fn mismatch(
             generation: f.generation,
         },
         first_diff,
+        found_block_crc_ok: block::own_crc_matches(buf),
         rank: None,
     }
 }

@@ -268,6 +268,7 @@ impl Verifier {
                     expected_hex: hex(&want),
                     found_hex: hex(&checked[j..end]),
                 }),
+                found_block_crc_ok: None,
                 rank: None,
             };
             kind_of(&mut self.report, kind).add(m);
@@ -288,6 +289,7 @@ impl Verifier {
                 expected: fields(end, t.incarnation),
                 found: fields(end, t.incarnation),
                 first_diff: None,
+                found_block_crc_ok: None,
                 rank: None,
             };
             self.report.stale.add(m);
