@@ -737,3 +737,160 @@ fn the_aged_study_with_a_shared_file_is_refused_in_one_line() {
     assert!(!sb.file("res").exists());
     assert_eq!(std::fs::read_dir(sb.file("d")).unwrap().count(), 0);
 }
+
+/// The per-rank rows of a distributed Result: (ops, bytes) of each rank.
+fn rank_ops_bytes(r: &Value) -> Vec<(u64, u64)> {
+    r["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (u(&x["ops"]), u(&x["bytes"])))
+        .collect()
+}
+
+/// The stonewall section agrees with the ranks' rows exactly: its bytes and ops are their
+/// sums (and the total's), its least and most bytes of a rank are theirs.
+fn assert_stonewall_sums(r: &Value) {
+    let sw = &r["distributed"]["stonewall"];
+    let rows = rank_ops_bytes(r);
+    let bytes: Vec<u64> = rows.iter().map(|x| x.1).collect();
+    assert_eq!(u(&sw["bytes"]), bytes.iter().sum::<u64>(), "{sw}");
+    assert_eq!(u(&sw["ops"]), rows.iter().map(|x| x.0).sum::<u64>(), "{sw}");
+    assert_eq!(u(&r["total"]["bytes"]), u(&sw["bytes"]));
+    assert_eq!(u(&r["total"]["ops"]), u(&sw["ops"]));
+    assert_eq!(u(&sw["min_rank_bytes"]), *bytes.iter().min().unwrap());
+    assert_eq!(u(&sw["max_rank_bytes"]), *bytes.iter().max().unwrap());
+    let timed = sw["timed_s"].as_f64().unwrap();
+    assert!(timed > 0.0, "{sw}");
+    let want = u(&sw["bytes"]) as f64 / timed;
+    assert!((sw["bytes_per_sec"].as_f64().unwrap() - want).abs() <= want * 1e-9);
+}
+
+/// A workload that only stops on its time: two threads open, read, write and close four
+/// preallocated files at random (nothing is created or deleted, so it never runs out).
+const TIMED_FLOW: &str = "define fileset name=fs,path=$dir,entries=4,size=64k,prealloc
+define process name=p,instances=1 { thread name=t,instances=2 {
+  flowop openfile name=op,filesetname=fs,fd=1
+  flowop read name=rd,fd=1,iosize=4k,random
+  flowop write name=wr,fd=1,iosize=4k,random
+  flowop closefile name=cl,fd=1 } }
+run 30
+";
+
+/// `workload --stonewall 1s --time 10s` on 4 ranks: every rank's run is stopped about 1 s
+/// after its start (not at 10 s), the run says so, and the Result's stonewall section (mode
+/// time, wall at 1 s) sums exactly what each rank's row says it did up to the stop. The
+/// whole mpirun ends well before the 10 s of --time; nothing is left in the directory.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_workload_stonewall_at_a_time_stops_every_rank_there() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("timed.f"), TIMED_FLOW).unwrap();
+    std::fs::create_dir(sb.file("wl")).unwrap();
+    let t0 = std::time::Instant::now();
+    let r = run_json(
+        &sb,
+        NP,
+        &common::words("workload timed.f --dir wl --time 10s --stonewall 1s"),
+    );
+    let took = t0.elapsed().as_secs_f64();
+    assert!(
+        took < 8.0,
+        "mpirun took {took} s: the stonewall did not stop the 10 s run"
+    );
+    assert_eq!(r["status"], "complete", "{}", r["failures"]);
+    let run = &r["workload"]["runs"][0];
+    assert_eq!(run["stop_reason"], "stopped at the stonewall", "{run}");
+    let sw = &r["distributed"]["stonewall"];
+    assert_eq!(sw["mode"], "time", "{sw}");
+    assert!(sw.get("called_by_rank").is_none(), "{sw}");
+    assert!((sw["wall_s"].as_f64().unwrap() - 1.0).abs() < 0.05, "{sw}");
+    for (rank, (ops, bytes)) in rank_ops_bytes(&r).into_iter().enumerate() {
+        assert!(ops > 0 && bytes > 0, "rank {rank} did nothing");
+        let end = r["ranks"][rank]["end_s"].as_f64().unwrap();
+        assert!((0.95..2.5).contains(&end), "rank {rank} ended at {end}");
+    }
+    assert!(run["duration_s"].as_f64().unwrap() < 2.5, "{run}");
+    assert_stonewall_sums(&r);
+    assert_eq!(std::fs::read_dir(sb.file("wl")).unwrap().count(), 0);
+}
+
+/// A thread reads one file whole `$count` times (each a data flowop, paced by --rate-bytes),
+/// the fileset reused from an earlier `--keep` run (prealloc=0 on ranks: the file is used at
+/// whatever size it has).
+const REREAD_FLOW: &str = "set $size=64k
+set $pre=0
+set $count=8
+set mode quit alldone
+define fileset name=fs,path=$dir,entries=1,size=$size,prealloc=$pre,reuse
+define process name=p,instances=1 { thread name=t,instances=1 {
+  flowop openfile name=op,filesetname=fs,fd=1
+  flowop readwholefile name=rw,fd=1,iosize=64k
+  flowop closefile name=cl,fd=1
+  flowop finishoncount name=fin,value=$count,target=rw } }
+run 60
+";
+
+/// `workload --stonewall first` where one rank's work ends long before the others': each
+/// rank rereads one file of its own 8 times at 4 MiB/s (--rate-bytes, per thread), rank 0's
+/// file 64 KiB, the others' 4 MiB (each laid out by an earlier one-process run of the same
+/// workload with --keep, in the rank's directory). Rank 0 reads its 512 KiB in about 0.13 s
+/// and calls the wall; each other rank read its file once (4 MiB at once, then the rate makes
+/// it wait 1 s) and is stopped there, long before its 8 reads. The stonewall section names
+/// rank 0, its wall is rank 0's end, and it sums exactly what the rows say each rank did;
+/// the reused files are removed afterwards.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_workload_stonewall_at_the_first_finish_stops_the_slower_ranks() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("reread.f"), REREAD_FLOW).unwrap();
+    for rank in 0..NP {
+        let dir = format!("wl/rank-{rank:05}");
+        std::fs::create_dir_all(sb.file(&dir)).unwrap();
+        let size = if rank == 0 { "64k" } else { "4m" };
+        let o = Command::new(env!("CARGO_BIN_EXE_fsbench"))
+            .current_dir(sb.path())
+            .args(common::words(&format!(
+                "workload reread.f --dir {dir} -D size={size} -D pre=100 -D count=1 --keep"
+            )))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "laying out {dir}: {o:?}");
+    }
+    let r = run_json(
+        &sb,
+        NP,
+        &common::words("workload reread.f --dir wl --rate-bytes 4m --stonewall first"),
+    );
+    assert_eq!(r["status"], "complete", "{}", r["failures"]);
+    let sw = &r["distributed"]["stonewall"];
+    assert_eq!(sw["mode"], "first_finish", "{sw}");
+    assert_eq!(u(&sw["called_by_rank"]), 0, "{sw}");
+    assert_eq!(
+        sw["wall_s"].as_f64().unwrap(),
+        r["ranks"][0]["end_s"].as_f64().unwrap()
+    );
+    let rows = rank_ops_bytes(&r);
+    // Rank 0: 8 x (open, read whole, close) of 64 KiB. The others: one whole read of their
+    // 4 MiB, stopped while the rate held back the second.
+    assert_eq!(rows[0], (24, 8 * 65536), "{rows:?}");
+    for (rank, row) in rows.iter().enumerate().skip(1) {
+        assert_eq!(row.1, 4 << 20, "rank {rank}: {rows:?}");
+        assert!(row.0 < 8, "rank {rank}: {rows:?}");
+        let end = r["ranks"][rank]["end_s"].as_f64().unwrap();
+        assert!(end < 0.9, "rank {rank} stopped at {end}: {sw}");
+    }
+    let rw = r["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "rw")
+        .expect("the readwholefile flowop");
+    assert_eq!(u(&rw["stats"]["read_bytes"]), 8 * 65536 + 3 * (4 << 20));
+    assert_stonewall_sums(&r);
+    // Left: the ranks' directories the test made, each empty (the reused files removed).
+    for rank in 0..NP {
+        let dir = sb.file(&format!("wl/rank-{rank:05}"));
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "{dir:?}");
+    }
+}
