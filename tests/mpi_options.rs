@@ -894,3 +894,130 @@ fn a_workload_stonewall_at_the_first_finish_stops_the_slower_ranks() {
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "{dir:?}");
     }
 }
+
+/// The backup suite's records in `dir`, by file name (phases in order).
+fn backup_records(dir: &Path) -> Vec<(String, Value)> {
+    let mut v: Vec<(String, Value)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("backup-") && n.ends_with(".json"))
+        .map(|n| {
+            let text = std::fs::read_to_string(dir.join(&n)).unwrap();
+            (n, serde_json::from_str(&text).unwrap())
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+/// The suite's backup study on 4 ranks (scale 0.002: a 4460421-byte file and two small ones
+/// of 14205 and 78 bytes per tree): every rank builds its own tree, archives and restores
+/// it, each phase started at one barrier. Each of the 4 phases (archive and restore,
+/// buffered and direct) is one Result with a row per rank: every rank moved the same bytes,
+/// the rows sum to the total, and the total is exactly 4 times what the same study moves on
+/// one host (tree bytes read and archive bytes written, then the reverse). Every rank's
+/// restored tree was compared byte for byte with its original, and nothing is left.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn the_backup_study_runs_on_every_rank_with_a_tree_each() {
+    const TREE: u64 = 4460421 + 14205 + 78;
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("one")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_fsbench"))
+        .current_dir(sb.path())
+        .args(common::words(
+            "suite backup --dir one --scale 0.002 --output bk1",
+        ))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let single = backup_records(&sb.file("bk1"));
+    assert_eq!(single.len(), 4);
+
+    std::fs::create_dir(sb.file("d")).unwrap();
+    let o = mpirun(
+        &sb,
+        NP,
+        &common::words("suite backup --dir d --scale 0.002 --output bk"),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let recs = backup_records(&sb.file("bk"));
+    assert_eq!(recs.len(), 4, "{recs:?}");
+    for ((name, r), (name1, one)) in recs.iter().zip(&single) {
+        assert_eq!(name, name1);
+        assert_eq!(r["kind"], "backup", "{name}");
+        assert_eq!(r["status"], "complete", "{name}: {}", r["failures"]);
+        assert_eq!(r["distributed"]["layout"], "dir_per_rank", "{name}");
+        let restore = name.contains("restore");
+        let (tree_dir, archive_dir) = if restore {
+            ("write_bytes", "read_bytes")
+        } else {
+            ("read_bytes", "write_bytes")
+        };
+        let t = &r["total"];
+        assert_eq!(u(&t[tree_dir]), NP * TREE, "{name}");
+        assert_eq!(u(&one["total"][tree_dir]), TREE, "{name}");
+        // The archive (headers, padding to whole records) as on one host, once per rank.
+        let archive = u(&one["total"][archive_dir]);
+        assert!(archive > TREE && archive % 32256 == 0, "{name}: {archive}");
+        assert_eq!(u(&t[archive_dir]), NP * archive, "{name}");
+        for k in ["read_ops", "write_ops"] {
+            assert_eq!(u(&t[k]), NP * u(&one["total"][k]), "{name}: {k}");
+        }
+        let rows = rank_ops_bytes(r);
+        assert_eq!(rows.len(), NP as usize, "{name}");
+        assert!(
+            rows.iter().all(|x| x.1 == TREE + archive),
+            "{name}: {rows:?}"
+        );
+        assert_eq!(
+            rows.iter().map(|x| x.0).sum::<u64>(),
+            u(&t["read_ops"]) + u(&t["write_ops"]),
+            "{name}"
+        );
+        let targets = r["plan"]["targets"].as_array().unwrap();
+        for (rank, tg) in targets.iter().enumerate() {
+            let p = tg["path"].as_str().unwrap();
+            assert!(
+                p.contains(&format!("/rank-{rank:05}/backup.tar")),
+                "{name}: {p}"
+            );
+        }
+        if restore {
+            assert_eq!(r["probes"]["verified"], true, "{name}");
+            let notes = r["notes"].to_string();
+            assert!(
+                notes.contains("restored tree verified byte-identical"),
+                "{notes}"
+            );
+            assert!(!notes.contains("NOT verified"), "{notes}");
+        }
+    }
+    assert_eq!(std::fs::read_dir(sb.file("d")).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(sb.file("one")).unwrap().count(), 0);
+}
+
+/// With `--shared-file` the ranks would share one file, not a tree each: the suite refuses
+/// its backup study in one line naming it, before any I/O.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn the_backup_study_with_a_shared_file_is_refused_in_one_line() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("d")).unwrap();
+    let o = mpirun(
+        &sb,
+        NP,
+        &common::words("suite backup --dir d --scale 0.002 --output res --shared-file"),
+    );
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("suite study 'backup' (backup)") && lines[0].contains("--file-per-rank"),
+        "{err}"
+    );
+    assert!(!sb.file("res").exists());
+    assert_eq!(std::fs::read_dir(sb.file("d")).unwrap().count(), 0);
+}

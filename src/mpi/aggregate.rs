@@ -669,6 +669,71 @@ pub(crate) fn build_workload(
     result
 }
 
+/// A suite's backup phase on ranks (`super::backup`): `result` is the phase's Result as rank 0
+/// made it (its target, notes and settings); this puts in every rank's counts summed exactly
+/// (`total` and the phase's group, CPU time included) over the first start to the last end
+/// on the barrier clock, each rank's failure naming it, a row per rank and the spread.
+pub(crate) fn distribute_phase(result: &mut RunResult, records: &[RankRecord]) {
+    let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
+    let clock = Clock::of(&ran);
+    let mut total = Stats::default();
+    for r in records {
+        total += &r.stats();
+    }
+    total.elapsed_s = clock.span;
+    result.total = StatsReport::from_stats(&total, true);
+    if let Some(g) = result.groups.first_mut() {
+        g.stats = StatsReport::from_stats(&total, false);
+    }
+    result.failures.clear();
+    for r in records {
+        let who = format!("rank {} on {}", r.rank, r.host);
+        result.failures.extend(r.failures.iter().map(|f| IoFailure {
+            message: format!("{who}: {}", f.message),
+            ..f.clone()
+        }));
+        if let Some(e) = &r.error {
+            result.failures.push(IoFailure {
+                user: 0,
+                thread: 0,
+                path: r.targets.first().cloned().unwrap_or_default(),
+                offset: None,
+                message: format!("{who}: {e}"),
+            });
+        }
+        if r.rank != 0 {
+            for n in &r.notes {
+                if !result.notes.contains(n) {
+                    result.notes.push(format!("rank {}: {n}", r.rank));
+                }
+            }
+        }
+    }
+    if !result.failures.is_empty() {
+        result.status = RunStatus::Failed;
+    }
+    if let Some(p) = &mut result.plan {
+        let first = p.targets.first().cloned();
+        p.targets = records
+            .iter()
+            .filter_map(|r| {
+                let mut t = first.clone()?;
+                t.path = r.targets.first()?.into();
+                t.size = std::fs::metadata(&t.path).map_or(t.size, |m| m.len());
+                Some(t)
+            })
+            .collect();
+    }
+    result.ranks = records.iter().map(rank_row).collect();
+    for r in records {
+        if !result.hosts.contains(&r.host) {
+            result.hosts.push(r.host.clone());
+        }
+    }
+    let (slowest, fastest) = slowest_fastest(&result.ranks, records);
+    result.distributed = Some(clock.report("dir_per_rank", None, total.bytes(), slowest, fastest));
+}
+
 /// The ranks' times on the barrier clock: the first start, the first and the last end, and
 /// the span every aggregate rate is over (last end - first start). Zeros when none ran.
 #[derive(Clone, Copy)]
