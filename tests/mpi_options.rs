@@ -1,7 +1,8 @@
 //! The options every rank of a distributed run now takes (issue #16, h-mpiopt): `--verify`
 //! and `--journal` (each rank checks what it wrote; one journal per rank), `--stonewall` with
 //! `--processes`, `--iostat` / `--trace` observed on every rank, and `workload --verify`
-//! (each rank checks the reads of what it wrote; rank 0 sums them). The real binary under
+//! (each rank checks the reads of what it wrote; rank 0 sums them); `workload --stonewall`
+//! (h-wlstone) and the suite's backup study on ranks. The real binary under
 //! `mpirun --allow-run-as-root --oversubscribe` on this machine; every figure is checked
 //! exactly against what the ranks did. Run with
 //! `cargo test --release --features mpi --test mpi_options -- --test-threads=1`.
@@ -1020,4 +1021,89 @@ fn the_backup_study_with_a_shared_file_is_refused_in_one_line() {
     );
     assert!(!sb.file("res").exists());
     assert_eq!(std::fs::read_dir(sb.file("d")).unwrap().count(), 0);
+}
+
+/// The backup study with buffered then direct caches, at a small size.
+const BACKUP_SUITE: &str = r#"name = "bktiny"
+title = "A backup study"
+source = "none"
+description = "a test suite"
+default_scale = 1
+
+[[study]]
+id = "backup"
+title = "Backup"
+kind = "backup"
+table = { rows = ["phase", "cache"], metrics = ["elapsed_s", "read_calls", "write_calls"] }
+[study.backup]
+large = "300k"
+small = ["7000", "39"]
+record = 32256
+caches = ["buffered", "direct"]
+"#;
+
+/// One rank's archive fails (faultfs under the suite's directory answers the third record
+/// written to any rank's backup.tar with EIO): the buffered archive phase fails on every
+/// rank's behalf, naming the rank that failed, its row failed and the others complete, and
+/// that cache's restore is skipped everywhere (as on one host); the direct phases then run on
+/// every rank. The suite exits 1 and nothing is left.
+#[test]
+#[cfg_attr(
+    not(all(has_mpirun, has_fuse)),
+    ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
+)]
+fn a_backup_archive_failing_on_one_rank_fails_the_phase_naming_it() {
+    #[cfg(has_fuse)]
+    {
+        use faultfs::{Fault, FaultFs, Op, When};
+        let sb = Sandbox::new();
+        std::fs::write(sb.file("bk.toml"), BACKUP_SUITE).unwrap();
+        let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
+        fs.ctl().add_sized(
+            Op::Write,
+            When::Nth(3),
+            Fault::Error(libc::EIO),
+            Some("backup.tar"),
+            Some(32256),
+        );
+        let _bound = fs.bind_on(&sb.file("d"));
+        let o = mpirun(
+            &sb,
+            NP,
+            &common::words("suite bk.toml --dir d --output res"),
+        );
+        assert_eq!(o.status.code(), Some(1), "{o:?}");
+        assert_eq!(fs.ctl().injected.len(), 1, "the fault fired once");
+        let recs = backup_records(&sb.file("res"));
+        let names: Vec<&str> = recs.iter().map(|r| r.0.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "backup-0000-cache-buffered_phase-archive.json",
+                "backup-0002-cache-direct_phase-archive.json",
+                "backup-0003-cache-direct_phase-restore.json"
+            ]
+        );
+        let failed = &recs[0].1;
+        assert_eq!(failed["status"], "failed");
+        let failures = failed["failures"].as_array().unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        let msg = failures[0]["message"].as_str().unwrap();
+        let rank: usize = msg
+            .strip_prefix("rank ")
+            .and_then(|m| m.split(' ').next())
+            .and_then(|r| r.parse().ok())
+            .unwrap_or_else(|| panic!("no rank named: {msg}"));
+        assert!(msg.contains("Input/output error"), "{msg}");
+        for (k, row) in failed["ranks"].as_array().unwrap().iter().enumerate() {
+            let want = if k == rank { "failed" } else { "complete" };
+            assert_eq!(row["status"], want, "rank {k}: {row}");
+        }
+        for (name, r) in &recs[1..] {
+            assert_eq!(r["status"], "complete", "{name}: {}", r["failures"]);
+            assert_eq!(rank_ops_bytes(r).len(), NP as usize);
+        }
+        assert_eq!(recs[2].1["probes"]["verified"], true);
+        assert_eq!(fs.listing(), Vec::<String>::new());
+    }
 }

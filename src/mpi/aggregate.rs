@@ -732,6 +732,11 @@ pub(crate) fn distribute_phase(result: &mut RunResult, records: &[RankRecord]) {
     }
     let (slowest, fastest) = slowest_fastest(&result.ranks, records);
     result.distributed = Some(clock.report("dir_per_rank", None, total.bytes(), slowest, fastest));
+    if records.iter().any(|r| r.called_off) {
+        result
+            .notes
+            .push("ranks marked 'called off' ran nothing: another rank could not start".into());
+    }
 }
 
 /// The ranks' times on the barrier clock: the first start, the first and the last end, and

@@ -182,30 +182,44 @@ fn phases(
     Ok(())
 }
 
+/// One phase on this rank as it ended: what it measured, the start barrier's exit (None:
+/// the phase never reached it), and whether this rank was ready but another was not (the
+/// phase called off here).
+struct OnRank {
+    ran: anyhow::Result<PhaseRun>,
+    barrier: Option<Instant>,
+    called_off: bool,
+}
+
 /// One phase on this rank, its start at the barrier every rank meets when its phase thread
-/// is ready (or could not be made so): what it measured, and the barrier's exit (None: the
-/// phase never reached it).
+/// is ready (or could not be made so).
 fn on_ranks(
     world: &World,
     spec: &BackupSpec,
     name: &str,
     run: impl FnOnce(backup::StartHook<'_>) -> anyhow::Result<PhaseRun>,
-) -> (anyhow::Result<PhaseRun>, Option<Instant>) {
+) -> OnRank {
     let timeout = Duration::from_secs_f64(spec.timeout_s);
     let step = format!("the start barrier of the backup {name}");
     let mut barrier = None;
     let mut asked = false;
-    let r = run(&mut |ready| {
+    let mut called_off = false;
+    let ran = run(&mut |ready| {
         asked = true;
         let go = world.all_min(&step, timeout, ready as u64) == 1;
         barrier = Some(Instant::now());
+        called_off = ready && !go;
         go
     });
     if !asked {
         // The phase failed before its thread existed: the others still meet here.
         world.all_min(&step, timeout, 0);
     }
-    (r, barrier)
+    OnRank {
+        ran,
+        barrier,
+        called_off,
+    }
 }
 
 /// After a phase: every rank agrees whether it was done everywhere, failed on some rank or
@@ -217,7 +231,7 @@ fn finish_phase(
     study: &Study<'_>,
     cache: CachePolicy,
     name: &str,
-    (ran, barrier): (anyhow::Result<PhaseRun>, Option<Instant>),
+    phase: OnRank,
     sink: &mut Option<PhaseSink<'_>>,
 ) -> anyhow::Result<u64> {
     let timeout = Duration::from_secs_f64(spec.timeout_s);
@@ -226,6 +240,11 @@ fn finish_phase(
     let mut verified = None;
     let mut own_notes = Vec::new();
     let mut started_unix_s = 0.0;
+    let OnRank {
+        ran,
+        barrier,
+        called_off,
+    } = phase;
     match ran {
         Ok(run) => {
             let t0 = barrier.unwrap_or(run.opened);
@@ -255,11 +274,13 @@ fn finish_phase(
                 verify: None,
             });
         }
+        // Ready, but another rank was not: that rank's failure is the phase's.
+        Err(_) if called_off => rec.called_off = true,
         Err(e) => rec.error = Some(one_line(&e)),
     }
     let state = if crate::runner::signal::interrupted() {
         INTERRUPTED
-    } else if rec.error.is_some() || rec.status == RunStatus::Failed {
+    } else if rec.called_off || rec.error.is_some() || rec.status == RunStatus::Failed {
         FAILED
     } else {
         DONE

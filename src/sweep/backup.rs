@@ -799,7 +799,9 @@ fn phase<T: Send + 'static>(
 /// and the gate's opening and the end (for a rank's place on the barrier clock).
 pub(crate) struct PhaseRun {
     pub stats: Stats,
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub opened: Instant,
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub end: Instant,
     pub started_unix_s: f64,
     pub failure: Option<String>,

@@ -778,7 +778,11 @@ fn run_backup(
     }
     for (_, rec) in pending {
         ctx.progress.finish_point();
-        ctx.tally.ran += 1;
+        // Counted as `Ctx::store` counts: a failed phase is a failed point.
+        match rec.result() {
+            Some(r) if r.status == crate::runner::RunStatus::Failed => ctx.tally.failed += 1,
+            _ => ctx.tally.ran += 1,
+        }
         out.push(rec);
     }
     Ok(out)
