@@ -833,11 +833,11 @@ run 60
 ";
 
 /// `workload --stonewall first` where one rank's work ends long before the others': each
-/// rank rereads one file of its own 8 times at 4 MiB/s (--rate-bytes, per thread), rank 0's
+/// rank rereads one file of its own 8 times at 2 MiB/s (--rate-bytes, per thread), rank 0's
 /// file 64 KiB, the others' 4 MiB (each laid out by an earlier one-process run of the same
-/// workload with --keep, in the rank's directory). Rank 0 reads its 512 KiB in about 0.13 s
+/// workload with --keep, in the rank's directory). Rank 0 reads its 512 KiB in about 0.25 s
 /// and calls the wall; each other rank read its file once (4 MiB at once, then the rate makes
-/// it wait 1 s) and is stopped there, long before its 8 reads. The stonewall section names
+/// it wait 2 s) and is stopped there, long before its 8 reads. The stonewall section names
 /// rank 0, its wall is rank 0's end, and it sums exactly what the rows say each rank did;
 /// the reused files are removed afterwards.
 #[test]
@@ -861,7 +861,7 @@ fn a_workload_stonewall_at_the_first_finish_stops_the_slower_ranks() {
     let r = run_json(
         &sb,
         NP,
-        &common::words("workload reread.f --dir wl --rate-bytes 4m --stonewall first"),
+        &common::words("workload reread.f --dir wl --rate-bytes 2m --stonewall first"),
     );
     assert_eq!(r["status"], "complete", "{}", r["failures"]);
     let sw = &r["distributed"]["stonewall"];
@@ -879,7 +879,7 @@ fn a_workload_stonewall_at_the_first_finish_stops_the_slower_ranks() {
         assert_eq!(row.1, 4 << 20, "rank {rank}: {rows:?}");
         assert!(row.0 < 8, "rank {rank}: {rows:?}");
         let end = r["ranks"][rank]["end_s"].as_f64().unwrap();
-        assert!(end < 0.9, "rank {rank} stopped at {end}: {sw}");
+        assert!(end < 1.8, "rank {rank} stopped at {end}: {sw}");
     }
     let rw = r["groups"]
         .as_array()
