@@ -645,6 +645,7 @@ mod parse_fuzz {
             name: "fuzz.f".into(),
             text,
             defines,
+            shared_rank: None,
         };
         if let Err(e) = fsbench::workload::load_source(&src) {
             assert!(fsbench::error::is_usage(&e), "not a usage error: {e:#}");

@@ -739,6 +739,153 @@ fn the_aged_study_with_a_shared_file_is_refused_in_one_line() {
     assert_eq!(std::fs::read_dir(sb.file("d")).unwrap().count(), 0);
 }
 
+/// The names of the files below `dir`, by the directory holding them.
+fn files_by_dir(dir: &Path) -> Vec<(std::path::PathBuf, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let mut names = Vec::new();
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                todo.push(e.path());
+            } else {
+                names.push(e.file_name().into_string().unwrap());
+            }
+        }
+        out.push((d, names));
+    }
+    out
+}
+
+/// `workload --shared-file` on 4 ranks (mdtest's shared-directory mode): one fileset tree
+/// under the directory for every rank, each rank's files in it named with its tag, ops per
+/// rank summing to the total exactly; a later run removes the kept tree and leaves nothing
+/// but the user's own file, untouched; a file the user put in a kept tree is never removed
+/// and the next run is refused in one line naming it.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_shared_dir_workload_puts_every_ranks_files_in_the_same_directories() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("D")).unwrap();
+    std::fs::write(sb.file("D/precious.txt"), b"the user's data").unwrap();
+    let line = "workload fileserver --dir D --shared-file -D nfiles=60 -D filesize=4k -D nthreads=2 --time 2s";
+    let r = run_json(&sb, NP, &common::words(&format!("{line} --keep")));
+    assert_eq!(r["status"], "complete", "{}", r["notes"]);
+    assert_eq!(r["distributed"]["layout"], "shared_dir");
+    let ranks = r["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), NP as usize);
+    let ops: Vec<u64> = ranks.iter().map(|k| u(&k["ops"])).collect();
+    assert!(ops.iter().all(|&n| n > 0), "{ops:?}");
+    assert_eq!(ops.iter().sum::<u64>(), u(&r["total"]["ops"]));
+    let group_ops: u64 = r["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| u(&g["stats"]["ops"]))
+        .sum();
+    assert_eq!(group_ops, u(&r["total"]["ops"]));
+    for k in ranks {
+        assert_eq!(k["targets"][0], "D");
+    }
+    for f in r["workload"]["filesets"].as_array().unwrap() {
+        assert_eq!(f["root"], "D/fileserverset");
+    }
+    // One tree, no directory of a rank; every file in it is a rank's, tagged .rNNNNN.
+    let mut top: Vec<String> = std::fs::read_dir(sb.file("D"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    top.sort();
+    assert_eq!(top, vec!["fileserverset"]);
+    let tree = files_by_dir(&sb.file("D/fileserverset"));
+    let mut all_ranks_in_one_dir = false;
+    let mut seen = [0u64; NP as usize];
+    for (dir, names) in &tree {
+        let mut here = std::collections::BTreeSet::new();
+        for n in names {
+            let (num, tag) = n
+                .split_once('.')
+                .unwrap_or_else(|| panic!("{}/{n} has no rank tag", dir.display()));
+            assert!(
+                num.len() == 8 && num.bytes().all(|b| b.is_ascii_digit()),
+                "{n}"
+            );
+            let rank: usize = tag.strip_prefix('r').unwrap().parse().unwrap();
+            assert!(rank < NP as usize, "{n}");
+            seen[rank] += 1;
+            here.insert(rank);
+        }
+        all_ranks_in_one_dir |= here.len() == NP as usize;
+    }
+    assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+    assert!(
+        all_ranks_in_one_dir,
+        "no directory holds files of every rank: {tree:?}"
+    );
+    // A file the user put in the kept tree: the next run refuses in one line, keeps it.
+    let (leaf, _) = tree.iter().find(|(_, n)| !n.is_empty()).unwrap();
+    let mine = leaf.join("mine.txt");
+    std::fs::write(&mine, b"mine").unwrap();
+    let o = mpirun(&sb, NP, &common::words(line));
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("rank 0") && lines[0].contains("mine.txt"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&mine).unwrap(), b"mine");
+    std::fs::remove_file(&mine).unwrap();
+    // Now the next run removes the kept tree, runs, and leaves only the user's file.
+    let r = run_json(&sb, NP, &common::words(line));
+    assert_eq!(r["status"], "complete", "{}", r["notes"]);
+    let ops: u64 = r["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| u(&k["ops"]))
+        .sum();
+    assert_eq!(ops, u(&r["total"]["ops"]));
+    let left: Vec<String> = std::fs::read_dir(sb.file("D"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, vec!["precious.txt"]);
+    assert_eq!(
+        std::fs::read(sb.file("D/precious.txt")).unwrap(),
+        b"the user's data"
+    );
+}
+
+/// A workload on ranks does not take --reorder-ranks: one line, exit 2, nothing created.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_workload_on_ranks_refuses_reorder_ranks() {
+    for flag in ["--reorder-ranks"] {
+        let sb = Sandbox::new();
+        std::fs::create_dir(sb.file("D")).unwrap();
+        let line = format!("workload fileserver --dir D --shared-file --time 1s {flag}");
+        let o = mpirun(&sb, NP, &common::words(&line));
+        assert_eq!(o.status.code(), Some(2), "{flag}: {o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
+        assert_eq!(lines.len(), 1, "{flag}: {err}");
+        assert!(
+            lines[0].contains("does not take --reorder-ranks"),
+            "{flag}: {err}"
+        );
+        assert_eq!(
+            std::fs::read_dir(sb.file("D")).unwrap().count(),
+            0,
+            "{flag}"
+        );
+    }
+}
+
 /// The per-rank rows of a distributed Result: (ops, bytes) of each rank.
 fn rank_ops_bytes(r: &Value) -> Vec<(u64, u64)> {
     r["ranks"]

@@ -212,6 +212,7 @@ fn load(
         name,
         text,
         defines,
+        shared_rank: None,
     };
     let model = crate::workload::load_source(&src)?;
     if a.no_system {

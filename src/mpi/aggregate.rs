@@ -533,6 +533,7 @@ pub(crate) fn build_workload(
     src: &crate::workload::Source,
     model: &crate::workload::model::Model,
     records: &[RankRecord],
+    layout: &str,
     stonewall: Option<Stonewall>,
 ) -> RunResult {
     use crate::workload::report::{RunPart, WorkloadDoc};
@@ -659,7 +660,7 @@ pub(crate) fn build_workload(
     let (slowest, fastest) = slowest_fastest(&result.ranks, records);
     result.distributed = Some(DistributedReport {
         stonewall: stonewall.map(|mode| workload_stonewall(mode, records, nruns)),
-        ..clock.report("dir_per_rank", None, total.bytes(), slowest, fastest)
+        ..clock.report(layout, None, total.bytes(), slowest, fastest)
     });
     if records.iter().any(|r| r.called_off) {
         result

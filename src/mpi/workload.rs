@@ -1,18 +1,23 @@
 //! A Filebench workload as one distributed run (the mdtest-like metadata load of issue #16):
 //! every rank runs the same workload in a directory of its own, DIR/rank-NNNNN (created and
-//! removed by fsbench unless `--keep`), through the ordinary workload engine with the two
-//! hooks of a rank (`runner::Gate`) on every `run` of the script: every rank's threads are
-//! ready before any starts (one MPI barrier a run), and no rank goes on (to its next command,
-//! or to remove its filesets) before every rank's I/O of the run is over. Each rank sends
-//! rank 0 each run's exact per-flowop statistics and, with `--verify`, what its threads'
-//! checked reads found; rank 0 merges them, one entry of `workload.runs` a run
-//! ([`super::aggregate`]). With `--stonewall` every run of every rank is stopped when the
-//! first rank's run ends on its own, or DUR after the run's start barrier, through the
-//! workload's own stop check (`runner::signal::stop_workers`, read by its watch loop).
+//! removed by fsbench unless `--keep`), or with `--shared-file` every rank in the same
+//! fileset directories under DIR (mdtest's shared-directory mode: rank 0 makes and at the
+//! end removes the directories, each rank creates and removes only its own entries, their
+//! names tagged with its rank; `workload::fileset::shared_tree`), through the ordinary
+//! workload engine with the two hooks of a rank (`runner::Gate`) on every `run` of the
+//! script: every rank's threads are ready before any starts (one MPI barrier a run), and no
+//! rank goes on (to its next command, or to remove its filesets) before every rank's I/O of
+//! the run is over. Each rank sends rank 0 each run's exact per-flowop statistics and, with
+//! `--verify`, what its threads' checked reads found; rank 0 merges them, one entry of
+//! `workload.runs` a run ([`super::aggregate`]). With `--stonewall` every run of every rank
+//! is stopped when the first rank's run ends on its own, or DUR after the run's start
+//! barrier, through the workload's own stop check (`runner::signal::stop_workers`, read by
+//! its watch loop).
 
 use super::aggregate::{self, RankRecord, RunMark, WorkloadRank};
 use super::layout::DistPlan;
 use super::{make_dir, one_line, Ending, Stonewall, World};
+use crate::workload::fileset::shared_tree;
 use crate::workload::model::Model;
 use crate::workload::run::{execute_gated, Executed, Options};
 use crate::workload::Source;
@@ -43,6 +48,9 @@ pub(crate) struct WorkloadSpec {
     /// ends, or this long after the run's start barrier.
     #[serde(default)]
     pub stonewall: Option<Stonewall>,
+    /// `--shared-file`: every rank's filesets in the same directories under `base`.
+    #[serde(default)]
+    pub shared: bool,
 }
 
 impl WorkloadSpec {
@@ -52,9 +60,9 @@ impl WorkloadSpec {
         opts: &Options,
         plan: &DistPlan,
     ) -> anyhow::Result<WorkloadSpec> {
-        if plan.layout != super::Layout::FilePerRank || plan.reorder {
+        if plan.reorder {
             crate::bail_usage!(
-                "a workload on MPI ranks runs each rank in its own directory: drop --shared-file and --reorder-ranks"
+                "a workload on MPI ranks does not take --reorder-ranks: drop it (--shared-file shares its directories)"
             );
         }
         let Some((_, dir)) = src.defines.iter().rev().find(|(k, _)| k == "dir") else {
@@ -74,15 +82,35 @@ impl WorkloadSpec {
             timeout_s: plan.timeout_s,
             verify: opts.verify,
             stonewall: plan.stonewall,
+            shared: plan.layout != super::Layout::FilePerRank,
         })
     }
 
-    /// The workload in `dir` (this rank's directory).
-    fn source_in(&self, dir: &Path) -> Source {
+    /// Rank `rank`'s directory: its own, or with `--shared-file` the one of every rank.
+    fn dir_of(&self, rank: u32) -> PathBuf {
+        if self.shared {
+            self.base.clone()
+        } else {
+            self.base.join(format!("rank-{rank:05}"))
+        }
+    }
+
+    /// The workload of rank `rank` in `dir` (with `--shared-file`, its entries tagged).
+    fn source_in(&self, dir: &Path, rank: u32) -> Source {
         let mut src = self.src.clone();
         src.defines.retain(|(k, _)| k != "dir");
         src.defines.push(("dir".into(), dir.display().to_string()));
+        src.shared_rank = self.shared.then_some(rank);
         src
+    }
+
+    /// What `distributed.layout` says of the run.
+    fn layout_name(&self) -> &'static str {
+        if self.shared {
+            "shared_dir"
+        } else {
+            "dir_per_rank"
+        }
     }
 
     /// The options of this rank: rank 0's own (it prints the progress lines), the others'
@@ -242,16 +270,29 @@ pub(crate) fn run(
     crate::runner::signal::install();
     let mut local_err: Option<anyhow::Error> = None;
     let mut base_made = false;
+    // With --shared-file: rank 0's locks of the fileset directories and the trees it made.
+    let mut shared = SharedTrees::default();
     if rank == 0 {
         match make_dir(&ws.base) {
             Ok(m) => base_made = m,
             Err(e) => local_err = Some(e),
         }
+        if ws.shared && local_err.is_none() {
+            if let Err(e) = shared.make(&ws.source_in(&ws.base, 0)) {
+                local_err = Some(e);
+            }
+        }
     }
-    world.meet("creating the ranks' directories", timeout);
-    let dir = ws.base.join(format!("rank-{rank:05}"));
+    // A rank whose directory (or, with --shared-file, rank 0's trees) could not be made
+    // calls the run off: no rank lays anything out in what is not there.
+    let made = world.all_min(
+        "creating the ranks' directories",
+        timeout,
+        local_err.is_none() as u64,
+    ) == 1;
+    let dir = ws.dir_of(rank);
     let mut own_dir = None;
-    if local_err.is_none() {
+    if made && !ws.shared {
         match make_dir(&dir) {
             Ok(true) => own_dir = Some(dir.clone()),
             Ok(false) => {}
@@ -259,8 +300,9 @@ pub(crate) fn run(
         }
     }
     let mut rec = RankRecord::new(rank, &world.host, vec![dir.display().to_string()]);
-    let src = ws.source_in(&dir);
+    let src = ws.source_in(&dir, rank);
     let model = match &local_err {
+        None if !made => None,
         None => match crate::workload::load_source(&src) {
             Ok(m) => Some(m),
             Err(e) => {
@@ -399,7 +441,10 @@ pub(crate) fn run(
         0
     };
     let bytes = serde_json::to_vec(&rec)?;
-    let Some(all) = world.gather("collecting the results", timeout, &bytes) else {
+    let gathered = world.gather("collecting the results", timeout, &bytes);
+    // Every rank's workload is over (its entries removed): the shared directories go.
+    let left = shared.finish(ws.keep);
+    let Some(all) = gathered else {
         return Ok(Ending::Done(own_code));
     };
     if base_made && !ws.keep {
@@ -416,10 +461,68 @@ pub(crate) fn run(
         });
     }
     let model0 = crate::workload::load_source(&ws.src)?;
-    Ok(Ending::Result(Box::new(aggregate::build_workload(
-        &ws.src,
-        &model0,
-        &records,
-        ws.stonewall,
-    ))))
+    let mut result =
+        aggregate::build_workload(&ws.src, &model0, &records, ws.layout_name(), ws.stonewall);
+    result.notes.extend(left);
+    Ok(Ending::Result(Box::new(result)))
+}
+
+/// The fileset directories every rank shares (`--shared-file`), as rank 0 made them, and
+/// its locks of the directories holding them (one run at a time there, as on one host).
+#[derive(Default)]
+struct SharedTrees {
+    locks: Vec<crate::guard::DirLock>,
+    trees: Vec<shared_tree::SharedTree>,
+}
+
+impl SharedTrees {
+    /// Lock the directories the filesets of `src` are laid out in and make every fileset's
+    /// tree there (rank 0, before the start barrier). On an error the trees made are removed.
+    fn make(&mut self, src: &Source) -> anyhow::Result<()> {
+        let model = crate::workload::load_source(src)?;
+        let mut parents: Vec<PathBuf> = model
+            .filesets
+            .iter()
+            .filter_map(|f| f.root.parent().map(|p| p.to_path_buf()))
+            .filter(|p| p.is_dir())
+            .collect();
+        parents.sort();
+        parents.dedup();
+        for p in &parents {
+            self.locks.push(crate::guard::lock_dir(p)?);
+        }
+        for spec in &model.filesets {
+            let made = crate::workload::fileset::layout(spec)
+                .and_then(|lay| shared_tree::make_tree(spec, &lay));
+            match made {
+                Ok(t) => self.trees.push(t),
+                Err(e) => {
+                    let _ = self.finish(false);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Remove the trees (unless `keep`) once every rank is done, and release the locks; the
+    /// notes of what was left in them.
+    fn finish(&mut self, keep: bool) -> Vec<String> {
+        let mut notes = Vec::new();
+        for t in self.trees.drain(..) {
+            if keep {
+                continue;
+            }
+            match shared_tree::remove_tree(&t) {
+                Ok(Some(n)) => notes.push(format!("{}: {n}", t.root.display())),
+                Ok(None) => {}
+                Err(e) => notes.push(format!("cleanup: {e:#}")),
+            }
+        }
+        for n in &notes {
+            eprintln!("fsbench workload: {n}");
+        }
+        self.locks.clear();
+        notes
+    }
 }

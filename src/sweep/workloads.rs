@@ -35,6 +35,7 @@ fn personality_source(
         name: name.to_string(),
         text: p.text.to_string(),
         defines,
+        shared_rank: None,
     })
 }
 

@@ -11,12 +11,13 @@
 //! zeros) side by side are a torn write; and bytes that match no generation are corruption,
 //! named a bit flip when exactly one bit differs.
 //!
-//! Every byte is checked by comparison, not by a checksum: once the header is valid, the
-//! block it names is regenerated word by word and compared in the same pass (format 2; format
-//! 1 also carried a CRC32C of the whole block, which cost more than making and comparing the
-//! words and told nothing the comparison does not). The payload word `i` of a sector is
-//! `key + (i + 1) * WEYL`, independent of its neighbours, so making and comparing them
-//! vectorises.
+//! Every byte is checked by comparison: once the header is valid, the block it names is
+//! regenerated word by word and compared in the same pass. The header also carries a CRC32C
+//! of the whole block (format 3; format 2 had none, format 1 ran the CRC over the bytes),
+//! so a block can be judged self-consistent without knowing what was meant to be there. It
+//! costs no pass over the bytes: the payload word `i` of a sector is `key ^ (i + 1) * WEYL`,
+//! independent of its neighbours (so making and comparing vectorise) and XOR-ed with the
+//! sector's key, so the block's CRC is made from the keys ([`super::blockcrc`]).
 
 /// "FSBVRFY1", little-endian.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"FSBVRFY1");
@@ -27,8 +28,8 @@ pub(crate) const SECTOR: usize = 512;
 /// Smallest block `--verify` accepts (the header and a little payload).
 pub(crate) const MIN_BLOCK: usize = 128;
 
-/// Format 2: no whole-block CRC (the field is zero), one mix per sector key.
-const VERSION: u32 = 2;
+/// Format 3: payload words XOR-ed with the sector key, a CRC32C of the whole block.
+const VERSION: u32 = 3;
 /// Byte ranges of the header fields.
 const SEED: usize = 8;
 const FILE: usize = 16;
@@ -37,6 +38,8 @@ const GEN: usize = 32;
 const LEN: usize = 40;
 const VER: usize = 44;
 const HEADER_CRC: usize = 48;
+/// CRC32C of the whole block with both CRC fields zero.
+const BLOCK_CRC: usize = 52;
 /// Sector stamps are the generation xor this, so that a sector of zeros never looks stamped.
 const STAMP_KEY: u64 = 0x5bd1_e995_9e37_79b9;
 
@@ -81,17 +84,28 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The part of every sector key that is the same for the whole block (one generation).
+/// The key of one write of one block: (seed, file, offset, generation) mixed, the offset's
+/// mix beside the chain so that it adds no latency to it.
 fn block_key(id: &BlockId, generation: u64) -> u64 {
-    mix(id.seed ^ mix(id.file ^ mix(generation)))
+    mix(id.seed ^ mix(id.file ^ mix(generation)) ^ mix(id.offset ^ OFFSET_KEY))
 }
 
-/// The payload key of the sector at `sector_offset` of a block with key `block_key`.
-fn sector_key(block_key: u64, sector_offset: u64) -> u64 {
-    mix(block_key ^ sector_offset)
+/// Sector keys are the block key XOR this times (sector index + 1): no two sectors of a
+/// block share a key, and the part that is not the block key is the same in every block
+/// of a length, so the whole-block CRC takes the block key once (see `blockcrc`).
+const SECTOR_WEYL: u64 = 0xd6e8_feb8_6659_fd93;
+/// Mixed into the offset so that offset 0 does not mix to 0.
+const OFFSET_KEY: u64 = 0xa076_1d64_78bd_642f;
+
+/// The payload key of sector `s` of a block with key `block_key`.
+#[inline(always)]
+fn sector_key(block_key: u64, s: usize) -> u64 {
+    block_key ^ SECTOR_WEYL.wrapping_mul(s as u64 + 1)
 }
 
-use super::words::word;
+pub(crate) use super::blockcrc::BlockCrc;
+use super::blockcrc::Parts;
+use super::words::sector_word;
 use super::words::{fill_sectors, sectors_match};
 pub(crate) use super::words::{fill_words, skip_words, words_match, WEYL};
 
@@ -99,7 +113,7 @@ pub(crate) use super::words::{fill_words, skip_words, words_match, WEYL};
 fn first_word_mismatch(src: &[u8], key: u64) -> Option<usize> {
     for (i, c) in src.chunks_exact(8).enumerate() {
         let found = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-        let w = word(key, i);
+        let w = sector_word(key, i);
         if found != w {
             let byte = ((found ^ w).trailing_zeros() / 8) as usize;
             return Some(i * 8 + byte);
@@ -117,30 +131,75 @@ fn payload_start(sector_index: usize) -> usize {
     }
 }
 
-/// Write generation `generation` of block `id` into `buf` (the whole block).
-pub(crate) fn fill(buf: &mut [u8], id: &BlockId, generation: u64) {
-    debug_assert!(buf.len() >= MIN_BLOCK && buf.len() % 8 == 0);
-    let bk = block_key(id, generation);
-    let stamp = generation ^ STAMP_KEY;
-    fill_sectors(buf, SECTOR, payload_start, |s| {
-        sector_key(bk, id.offset + (s * SECTOR) as u64)
-    });
-    for sector in buf.chunks_mut(SECTOR).skip(1) {
-        put(sector, 0, stamp);
+/// The CRC constants for blocks of `len` bytes (made once per run and block size).
+pub(crate) fn block_crc(len: usize) -> BlockCrc {
+    let mut fixed = vec![0u8; len];
+    fill_sectors(&mut fixed, SECTOR, payload_start, |s| sector_key(0, s));
+    for sector in fixed.chunks_mut(SECTOR).skip(1) {
+        put(sector, 0, 0);
     }
-    // The header made in registers, its CRC taken from them (with the CRC field zero),
-    // then stored at once: no store is read back.
-    let mut h = [
+    fixed[..HEADER_BYTES].fill(0);
+    put(&mut fixed, 0, MAGIC);
+    put(&mut fixed, LEN, len as u64 | (VERSION as u64) << 32);
+    BlockCrc::new(len, &fixed, payload_start)
+}
+
+/// The whole-block CRC32C of generation `generation` of block `id`, `len` bytes long, made
+/// from its values; `crc` holds the constants for `len` (else the block is made and the
+/// crate's CRC run over it).
+fn whole_crc(len: usize, id: &BlockId, generation: u64, bk: u64, crc: &BlockCrc) -> u32 {
+    if crc.len() != len || !crc.fast() {
+        let mut b = vec![0u8; len];
+        fill_body(&mut b, bk, generation);
+        let mut h = header(len, id, generation);
+        h[HEADER_CRC / 8] = 0;
+        for (i, w) in h.iter().enumerate() {
+            put(&mut b, i * 8, *w);
+        }
+        return crc32c::crc32c(&b);
+    }
+    crc.crc(&Parts {
+        header: [id.seed, id.file, id.offset, generation],
+        stamp: generation ^ STAMP_KEY,
+        block_key: bk,
+    })
+}
+
+/// The header words of a block, both CRC fields zero.
+fn header(len: usize, id: &BlockId, generation: u64) -> [u64; 8] {
+    [
         MAGIC,
         id.seed,
         id.file,
         id.offset,
         generation,
-        buf.len() as u64 | (VERSION as u64) << 32,
+        len as u64 | (VERSION as u64) << 32,
         0,
         0,
-    ];
-    h[HEADER_CRC / 8] = header_words_crc(&h) as u64;
+    ]
+}
+
+/// The sectors' stamps and payload words of generation `generation` of block `id`.
+fn fill_body(buf: &mut [u8], bk: u64, generation: u64) {
+    fill_sectors(buf, SECTOR, payload_start, |s| sector_key(bk, s));
+    let stamp = generation ^ STAMP_KEY;
+    for sector in buf.chunks_mut(SECTOR).skip(1) {
+        put(sector, 0, stamp);
+    }
+}
+
+/// Write generation `generation` of block `id` into `buf` (the whole block); `crc` holds
+/// the CRC constants for blocks of its length ([`block_crc`]).
+pub(crate) fn fill(buf: &mut [u8], id: &BlockId, generation: u64, crc: &BlockCrc) {
+    debug_assert!(buf.len() >= MIN_BLOCK && buf.len() % 8 == 0);
+    let bk = block_key(id, generation);
+    fill_body(buf, bk, generation);
+    // The header made in registers, its CRCs taken from them (the block's with both CRC
+    // fields zero, the header's with its own zero), then stored at once: no store is read
+    // back.
+    let mut h = header(buf.len(), id, generation);
+    h[HEADER_CRC / 8] = (whole_crc(buf.len(), id, generation, bk, crc) as u64) << 32;
+    h[HEADER_CRC / 8] |= header_words_crc(&h) as u64;
     for (i, w) in h.iter().enumerate() {
         put(buf, i * 8, *w);
     }
@@ -198,16 +257,13 @@ unsafe fn crc_sse42(words: impl Iterator<Item = u64>) -> u32 {
 
 /// Whether every sector stamp and payload word of `buf` is generation `generation`'s of
 /// block `id` (the header is checked apart).
-fn body_matches(buf: &[u8], id: &BlockId, generation: u64) -> bool {
-    let bk = block_key(id, generation);
+fn body_matches(buf: &[u8], bk: u64, generation: u64) -> bool {
     let stamp = generation ^ STAMP_KEY;
     let mut ok = true;
     for sector in buf.chunks(SECTOR).skip(1) {
         ok &= get(sector, 0) == stamp;
     }
-    ok & sectors_match(buf, SECTOR, payload_start, |s| {
-        sector_key(bk, id.offset + (s * SECTOR) as u64)
-    })
+    ok & sectors_match(buf, SECTOR, payload_start, |s| sector_key(bk, s))
 }
 
 /// The header fields as found in a block read back.
@@ -274,16 +330,18 @@ fn header_valid(buf: &[u8]) -> bool {
     if get(buf, 0) != MAGIC || get32(buf, VER) != VERSION {
         return false;
     }
-    let mut h = [0u8; HEADER_BYTES];
-    h.copy_from_slice(&buf[..HEADER_BYTES]);
-    put32(&mut h, HEADER_CRC, 0);
-    header_crc(&h) == get32(buf, HEADER_CRC) && get32(buf, HEADER_CRC + 4) == 0
+    // The header as words, its own CRC field zero: CRC'd in registers, nothing stored.
+    let mut h: [u64; 8] = std::array::from_fn(|i| get(buf, i * 8));
+    let stored = h[HEADER_CRC / 8] as u32;
+    h[HEADER_CRC / 8] &= !(u32::MAX as u64);
+    header_words_crc(&h) == stored
 }
 
-/// Judge one block read back at `id` (seed, file and offset of what should be there).
-/// The fast path (a whole block of this id) is one CRC32C of the header and one pass that
-/// makes and compares the block's words.
-pub(crate) fn check(buf: &[u8], id: &BlockId) -> Verdict {
+/// Judge one block read back at `id` (seed, file and offset of what should be there);
+/// `crc` holds the CRC constants for blocks of its length. The fast path (a whole block of
+/// this id) is one CRC32C of the header, one pass that makes and compares the block's
+/// words, and the whole-block CRC made from the keys compared with the one stored.
+pub(crate) fn check(buf: &[u8], id: &BlockId, crc: &BlockCrc) -> Verdict {
     if header_valid(buf) && get32(buf, LEN) as usize == buf.len() {
         let found = Found {
             seed: get(buf, SEED),
@@ -295,7 +353,11 @@ pub(crate) fn check(buf: &[u8], id: &BlockId) -> Verdict {
         if !ours {
             return Verdict::Misdirected { found };
         }
-        if body_matches(buf, id, found.generation) {
+        // Both made from the one block key, and both always (`&`, not `&&`): the scalar
+        // CRC runs beside the vector comparison.
+        let bk = block_key(id, found.generation);
+        let crc_ok = get32(buf, BLOCK_CRC) == whole_crc(buf.len(), id, found.generation, bk, crc);
+        if body_matches(buf, bk, found.generation) & crc_ok {
             return Verdict::Intact {
                 generation: found.generation,
             };
@@ -303,12 +365,12 @@ pub(crate) fn check(buf: &[u8], id: &BlockId) -> Verdict {
     } else if buf.iter().all(|&b| b == 0) {
         return Verdict::Unwritten;
     }
-    judge_sectors(buf, id)
+    judge_sectors(buf, id, crc)
 }
 
 /// Sector by sector: which generation each sector is whole in (None: all zero), or the
 /// first byte that no generation explains. Slow path: only blocks that failed the CRC.
-fn judge_sectors(buf: &[u8], id: &BlockId) -> Verdict {
+fn judge_sectors(buf: &[u8], id: &BlockId, crc: &BlockCrc) -> Verdict {
     let candidate = candidate_generation(buf, id);
     let mut written: Vec<(u64, Vec<u8>)> = Vec::new();
     let mut gens: Vec<Option<u64>> = Vec::new();
@@ -325,7 +387,7 @@ fn judge_sectors(buf: &[u8], id: &BlockId) -> Verdict {
         } else {
             candidate
         };
-        let want = expected_block(&mut written, buf.len(), id, g);
+        let want = expected_block(&mut written, buf.len(), id, g, crc);
         let range = s * SECTOR..s * SECTOR + sector.len();
         if want[range.clone()] != *sector {
             return corrupt(buf, want, range.start);
@@ -338,7 +400,7 @@ fn judge_sectors(buf: &[u8], id: &BlockId) -> Verdict {
     if old_sectors == 0 {
         // Every sector equals what generation `newest` wrote, so the block is that write:
         // only reachable when the fast comparison and this one disagree, which they cannot.
-        let want = expected_block(&mut written, buf.len(), id, newest);
+        let want = expected_block(&mut written, buf.len(), id, newest, crc);
         return corrupt(buf, want, 0);
     }
     let oldest = if gens.contains(&None) {
@@ -365,9 +427,8 @@ fn stamped_generation(sector: &[u8], s: usize) -> u64 {
 
 /// Whether sector `s`'s payload words are generation `g`'s.
 fn explains(sector: &[u8], s: usize, id: &BlockId, g: u64) -> bool {
-    let at = id.offset + (s * SECTOR) as u64;
     let start = payload_start(s).min(sector.len());
-    first_word_mismatch(&sector[start..], sector_key(block_key(id, g), at)).is_none()
+    first_word_mismatch(&sector[start..], sector_key(block_key(id, g), s)).is_none()
 }
 
 /// The generation the block as a whole claims: the header's when it explains the first
@@ -396,12 +457,13 @@ fn expected_block<'a>(
     len: usize,
     id: &BlockId,
     g: u64,
+    crc: &BlockCrc,
 ) -> &'a [u8] {
     let i = match cache.iter().position(|c| c.0 == g) {
         Some(i) => i,
         None => {
             let mut b = vec![0u8; len];
-            fill(&mut b, id, g);
+            fill(&mut b, id, g, crc);
             cache.push((g, b));
             cache.len() - 1
         }
@@ -438,6 +500,16 @@ mod tests {
         offset: 8192,
     };
 
+    /// [`super::check`] with the CRC constants of the block's length.
+    fn check(buf: &[u8], id: &BlockId) -> Verdict {
+        super::check(buf, id, &block_crc(buf.len()))
+    }
+
+    /// [`super::fill`] with the CRC constants of the block's length.
+    fn fill(buf: &mut [u8], id: &BlockId, g: u64) {
+        super::fill(buf, id, g, &block_crc(buf.len()))
+    }
+
     fn block(bs: usize, id: &BlockId, g: u64) -> Vec<u8> {
         let mut b = vec![0u8; bs];
         fill(&mut b, id, g);
@@ -459,7 +531,10 @@ mod tests {
         for len in [448usize, 504, 8, 24, 32, 40, 4088] {
             let mut w = vec![0u8; len];
             fill_words(&mut w, 0xdead_beef);
-            assert_eq!(first_word_mismatch(&w, 0xdead_beef), None, "{len}");
+            let sector: Vec<u8> = (0..len / 8)
+                .flat_map(|i| sector_word(0xdead_beef, i).to_le_bytes())
+                .collect();
+            assert_eq!(first_word_mismatch(&sector, 0xdead_beef), None, "{len}");
             assert!(words_match(&w, 0xdead_beef), "{len}");
             // Unaligned: the byte path.
             let mut u = vec![0u8; len + 1];
@@ -471,6 +546,8 @@ mod tests {
                 let mut d = w.clone();
                 d[at] ^= 0x80;
                 assert!(!words_match(&d, 0xdead_beef), "{len} {at}");
+                let mut d = sector.clone();
+                d[at] ^= 0x80;
                 assert_eq!(first_word_mismatch(&d, 0xdead_beef), Some(at), "{len} {at}");
             }
         }
@@ -508,11 +585,65 @@ mod tests {
                 [ID.seed, ID.file, ID.offset, generation]
             );
             assert_eq!((get32(&b, LEN) as usize, get32(&b, VER)), (len, VERSION));
-            assert_eq!((get32(&b, HEADER_CRC + 4), get(&b, 56)), (0, 0));
+            assert_eq!(get(&b, 56), 0);
             let mut h = b[..HEADER_BYTES].to_vec();
             put32(&mut h, HEADER_CRC, 0);
             assert_eq!(get32(&b, HEADER_CRC), crc32c::crc32c(&h), "{len}");
         }
+    }
+
+    /// The whole-block CRC a block carries is the crate's CRC32C over its bytes with both
+    /// CRC fields zero, made from the keys (fast) and bit by bit (portable) alike.
+    #[test]
+    fn the_block_crc_is_the_crates_crc32c_of_the_whole_block() {
+        for len in [128usize, 512, 520, 1000, 4096, 4104, 65536] {
+            let fast = block_crc(len);
+            for (i, g) in [1u64, 2, 77, u64::MAX >> 3].into_iter().enumerate() {
+                let id = BlockId {
+                    seed: mix(i as u64 + 1),
+                    file: i as u64,
+                    offset: (i * len) as u64,
+                };
+                let mut b = vec![0u8; len];
+                super::fill(&mut b, &id, g, &fast);
+                let stored = get32(&b, BLOCK_CRC);
+                put32(&mut b, HEADER_CRC, 0);
+                put32(&mut b, BLOCK_CRC, 0);
+                let want = crc32c::crc32c(&b);
+                assert_eq!(stored, want, "len {len} generation {g}");
+                // The same value from every path: the constants, the crate over a made
+                // block (constants for another length), and the portable bit-by-bit sum.
+                assert_eq!(
+                    whole_crc(len, &id, g, block_key(&id, g), &block_crc(len + 8)),
+                    want,
+                    "{len}"
+                );
+                let parts = Parts {
+                    header: [id.seed, id.file, id.offset, g],
+                    stamp: g ^ STAMP_KEY,
+                    block_key: block_key(&id, g),
+                };
+                assert_eq!(fast.crc_portable(&parts), want, "{len}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_wrong_block_crc_under_a_valid_header_is_corruption() {
+        let mut b = block(4096, &ID, 5);
+        // A block CRC changed and the header CRC made again over it: the header is valid,
+        // every payload byte is right, the block CRC is not (nor, then, the header CRC:
+        // the first byte that differs from what was written).
+        let bad = get32(&b, BLOCK_CRC) ^ 0x100;
+        put32(&mut b, BLOCK_CRC, bad);
+        put32(&mut b, HEADER_CRC, 0);
+        let h = crc32c::crc32c(&b[..HEADER_BYTES]);
+        put32(&mut b, HEADER_CRC, h);
+        assert!(
+            matches!(check(&b, &ID), Verdict::Corrupt { at: 48, .. }),
+            "{:?}",
+            check(&b, &ID)
+        );
     }
 
     #[test]
@@ -657,18 +788,19 @@ mod tests {
         let at = b.as_ptr().align_offset(4096);
         let b = &mut b[at..][..4096];
         let mut best = [[f64::MAX; 2]; 2];
+        let crc = block_crc(4096);
         for trial in 0..80 {
             let portable = trial % 2 == 1;
             super::super::words::PORTABLE.store(portable, Ordering::Relaxed);
             let t = std::time::Instant::now();
             for g in 0..N {
-                fill(b, &ID, g);
+                super::fill(b, &ID, g, &crc);
                 std::hint::black_box(&b);
             }
             let f = t.elapsed().as_nanos() as f64 / N as f64;
             let t = std::time::Instant::now();
             for _ in 0..N {
-                std::hint::black_box(check(std::hint::black_box(&*b), &ID));
+                std::hint::black_box(super::check(std::hint::black_box(&*b), &ID, &crc));
             }
             let c = t.elapsed().as_nanos() as f64 / N as f64;
             let p = portable as usize;

@@ -199,7 +199,7 @@ fn mismatch(
     });
     let first_difference = generation.and_then(|g| {
         let mut want = vec![0u8; buf.len()];
-        block::fill(&mut want, id, g);
+        block::fill(&mut want, id, g, &block::block_crc(buf.len()));
         let at = want.iter().zip(buf).position(|(w, f)| w != f)?;
         let end = (at + SHOWN_BYTES).min(buf.len());
         let differing = want.iter().zip(buf).filter(|(w, f)| w != f).count();
@@ -326,6 +326,12 @@ pub(crate) fn check_file(
         mismatches: Vec::new(),
     };
     let mut buf = vec![0u8; bs];
+    let crc = block::block_crc(bs);
+    let block_id = |index: u64| BlockId {
+        seed,
+        file,
+        offset: index * bs as u64,
+    };
     let mut index = 0u64;
     loop {
         let n = read_block(r, &mut buf)
@@ -335,7 +341,7 @@ pub(crate) fn check_file(
         }
         buf[n..].fill(0);
         out.size_bytes += n as u64;
-        judge_block(&mut out, &buf, seed, file, index, bs, journal);
+        judge_block(&mut out, &buf, block_id(index), index, journal, &crc);
         index += 1;
         if n < bs {
             break;
@@ -351,26 +357,22 @@ pub(crate) fn check_file(
     beyond.sort_unstable();
     buf.fill(0);
     for b in beyond {
-        judge_block(&mut out, &buf, seed, file, b, bs, journal);
+        judge_block(&mut out, &buf, block_id(b), b, journal, &crc);
     }
     Ok(out)
 }
 
+/// Judge block `index` of a file (`id`), read into `buf`, against the journal.
 fn judge_block(
     out: &mut FileCheck,
     buf: &[u8],
-    seed: u64,
-    file: u64,
+    id: BlockId,
     index: u64,
-    bs: usize,
     journal: &Journal,
+    crc: &block::BlockCrc,
 ) {
-    let id = BlockId {
-        seed,
-        file,
-        offset: index * bs as u64,
-    };
-    let verdict = block::check(buf, &id);
+    let file = id.file;
+    let verdict = block::check(buf, &id, crc);
     let acked = journal.acked.get(&(file, index)).copied();
     let finding = match verdict {
         // A block no acknowledged write reached, holding bytes no write of this run made
@@ -408,7 +410,7 @@ mod tests {
 
     fn gen_block(block: u64, g: u64) -> Vec<u8> {
         let mut b = vec![0u8; BS];
-        block::fill(&mut b, &id(block), g);
+        block::fill(&mut b, &id(block), g, &block::block_crc(BS));
         b
     }
 

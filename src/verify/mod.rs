@@ -7,6 +7,7 @@
 //! blocks is the runner's, through an Engine, like every other I/O.
 
 pub(crate) mod block;
+pub(crate) mod blockcrc;
 pub(crate) mod check;
 pub(crate) mod journal;
 pub(crate) mod report;

@@ -166,12 +166,13 @@ impl VerifyReport {
         &mut self,
         buf: &[u8],
         id: &BlockId,
+        crc: &block::BlockCrc,
         expected: u64,
         user: usize,
         target: &str,
     ) -> bool {
         self.blocks_checked += 1;
-        let verdict = block::check(buf, id);
+        let verdict = block::check(buf, id, crc);
         let kind = match verdict {
             Verdict::Intact { generation } if generation == expected => {
                 self.blocks_intact += 1;
@@ -201,7 +202,7 @@ fn mismatch(
     target: &str,
 ) -> Mismatch {
     let mut want = vec![0u8; buf.len()];
-    block::fill(&mut want, id, expected);
+    block::fill(&mut want, id, expected, &block::block_crc(buf.len()));
     let first_diff = buf.iter().zip(&want).position(|(a, b)| a != b).map(|at| {
         let end = (at + 16).min(buf.len());
         ByteDiff {
@@ -276,25 +277,53 @@ mod tests {
 
     fn block(g: u64) -> Vec<u8> {
         let mut b = vec![0u8; 4096];
-        block::fill(&mut b, &ID, g);
+        block::fill(&mut b, &ID, g, &block::block_crc(4096));
         b
     }
 
     #[test]
     fn each_kind_is_counted_with_fields_and_bytes() {
         let mut r = VerifyReport::default();
-        assert!(r.judge(&block(2), &ID, 2, 0, "f"));
-        assert!(!r.judge(&block(1), &ID, 2, 0, "f"));
+        assert!(r.judge(
+            &block(2),
+            &ID,
+            &crate::verify::block::block_crc(4096),
+            2,
+            0,
+            "f"
+        ));
+        assert!(!r.judge(
+            &block(1),
+            &ID,
+            &crate::verify::block::block_crc(4096),
+            2,
+            0,
+            "f"
+        ));
         let mut flipped = block(2);
         flipped[1000] ^= 4;
-        assert!(!r.judge(&flipped, &ID, 2, 0, "f"));
+        assert!(!r.judge(
+            &flipped,
+            &ID,
+            &crate::verify::block::block_crc(4096),
+            2,
+            0,
+            "f"
+        ));
         let other = BlockId { offset: 0, ..ID };
         let mut m = vec![0u8; 4096];
-        block::fill(&mut m, &other, 2);
-        assert!(!r.judge(&m, &ID, 2, 0, "f"));
+        block::fill(&mut m, &other, 2, &block::block_crc(4096));
+        assert!(!r.judge(&m, &ID, &crate::verify::block::block_crc(4096), 2, 0, "f"));
         let mut torn = block(2);
         torn[2048..].copy_from_slice(&block(1)[2048..]);
-        assert!(!r.judge(&torn, &ID, 2, 0, "f"));
+        assert!(!r.judge(
+            &torn,
+            &ID,
+            &crate::verify::block::block_crc(4096),
+            2,
+            0,
+            "f"
+        ));
         assert_eq!(
             (r.blocks_checked, r.blocks_intact, r.bad_blocks()),
             (5, 1, 4)
@@ -332,9 +361,9 @@ mod tests {
                 ..ID
             };
             let mut z = vec![0u8; 4096];
-            block::fill(&mut z, &id, 1);
+            block::fill(&mut z, &id, 1, &block::block_crc(4096));
             let r = if off % 2 == 0 { &mut a } else { &mut b };
-            r.judge(&z, &id, 2, 0, "f");
+            r.judge(&z, &id, &crate::verify::block::block_crc(4096), 2, 0, "f");
         }
         let m = VerifyReport::merged([a, b].iter()).unwrap();
         assert_eq!(m.stale.blocks, 30);

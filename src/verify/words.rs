@@ -1,8 +1,10 @@
 //! The payload words of a verified block: making them (a write's fill) and comparing them
 //! (a read's check), the two loops `--verify` adds to every I/O.
 //!
-//! Word `i` of a run with key `key` is `key + (i + 1) * WEYL`: counter-based, no word
-//! depends on the one before, so both loops work on many words at once. On x86-64 with AVX2
+//! Word `i` of a stream with key `key` is `key + (i + 1) * WEYL` ([`word`]); word `i` of a
+//! block's sector is `key ^ (i + 1) * WEYL` ([`sector_word`]: XOR, so that the block's CRC32C,
+//! linear over XOR, can be made from the key, see `blockcrc`). Both are counter-based, no
+//! word depends on the one before, so both loops work on many words at once. On x86-64 with AVX2
 //! (detected at run time, once per process) they take four words per 256-bit register and
 //! run two registers a step; elsewhere they take eight independent 64-bit lanes, which the
 //! compiler turns into SSE2. Both check every byte with no early exit: the differences are
@@ -15,6 +17,12 @@ pub(crate) const WEYL: u64 = 0x9e37_79b9_7f4a_7c15;
 #[inline(always)]
 pub(crate) fn word(key: u64, i: usize) -> u64 {
     key.wrapping_add(WEYL.wrapping_mul(i as u64 + 1))
+}
+
+/// Payload word `i` of a block's sector with key `key`.
+#[inline(always)]
+pub(crate) fn sector_word(key: u64, i: usize) -> u64 {
+    key ^ WEYL.wrapping_mul(i as u64 + 1)
 }
 
 /// The key whose words start at word `k` of the words of `key` (so a stream can start at
@@ -69,7 +77,7 @@ pub(crate) fn fill_words(dst: &mut [u8], key: u64) {
 }
 
 /// Fill a whole block, sector by sector: sector `s` (`sector` bytes, the last may be
-/// shorter) gets the words of `key_of(s)` from byte `skip(s)` on (a multiple of 8). The
+/// shorter) gets the [`sector_word`]s of `key_of(s)` from byte `skip(s)` on (a multiple of 8). The
 /// bytes before `skip(s)` are the caller's to write afterwards (a header, a stamp): the AVX2
 /// loop fills them too, with the words' sequence run backwards, so that its stores start at
 /// the sector's start (a stamp of 8 bytes would otherwise put every other 32-byte store
@@ -90,12 +98,28 @@ pub(crate) fn fill_sectors(
     }
     for (s, chunk) in buf.chunks_mut(sector).enumerate() {
         let at = skip(s).min(chunk.len());
-        fill_lanes(&mut chunk[at..], key_of(s));
+        fill_sector_portable(&mut chunk[at..], key_of(s));
     }
 }
 
-/// Whether every sector of `buf` holds, from byte `skip(s)` on, exactly the words of
-/// `key_of(s)`: [`words_match`] over a whole block with one dispatch, the sector loop and
+/// The portable fill of one sector's payload: [`sector_word`]s.
+fn fill_sector_portable(dst: &mut [u8], key: u64) {
+    for (i, c) in dst.chunks_exact_mut(8).enumerate() {
+        c.copy_from_slice(&sector_word(key, i).to_le_bytes());
+    }
+}
+
+/// The portable comparison of one sector's payload with its [`sector_word`]s (every byte).
+fn match_sector_portable(src: &[u8], key: u64) -> bool {
+    let mut d = 0;
+    for (i, c) in src.chunks_exact(8).enumerate() {
+        d |= u64::from_le_bytes(c.try_into().expect("8 bytes")) ^ sector_word(key, i);
+    }
+    d == 0
+}
+
+/// Whether every sector of `buf` holds, from byte `skip(s)` on, exactly the
+/// [`sector_word`]s of `key_of(s)`: [`words_match`] over a whole block with one dispatch, the sector loop and
 /// the comparisons one function under AVX2 (as [`fill_sectors`]). Every sector is compared.
 #[inline]
 pub(crate) fn sectors_match(
@@ -111,7 +135,7 @@ pub(crate) fn sectors_match(
     }
     let mut ok = true;
     for (s, chunk) in buf.chunks(sector).enumerate() {
-        ok &= match_lanes(&chunk[skip(s).min(chunk.len())..], key_of(s));
+        ok &= match_sector_portable(&chunk[skip(s).min(chunk.len())..], key_of(s));
     }
     ok
 }
@@ -221,6 +245,18 @@ mod avx2 {
         (a, b, step)
     }
 
+    /// The counters of [`super::sector_word`] for words `first..first + 8` in two registers
+    /// (the key is XOR-ed in at each store), and the step that advances them by eight words.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn counters(first: u64) -> (__m256i, __m256i, __m256i) {
+        let w = |i: u64| WEYL.wrapping_mul(first.wrapping_add(i + 1)) as i64;
+        let a = _mm256_set_epi64x(w(3), w(2), w(1), w(0));
+        let b = _mm256_set_epi64x(w(7), w(6), w(5), w(4));
+        let step = _mm256_set1_epi64x(WEYL.wrapping_mul(8) as i64);
+        (a, b, step)
+    }
+
     /// [`super::fill_sectors`] with the word loop inlined into the sector loop.
     ///
     /// # Safety
@@ -236,23 +272,42 @@ mod avx2 {
             // From the sector's start: the words before `skip(s)` are those of indices
             // -k..0, which the caller overwrites.
             let k = (skip(s) / 8) as u64;
-            let key = super::skip_words(key_of(s), k.wrapping_neg());
+            let key = _mm256_set1_epi64x(key_of(s) as i64);
+            let (mut a, mut b, step) = counters(k.wrapping_neg());
             if let Ok(whole) = <&mut [u8; 512]>::try_from(&mut *chunk) {
-                let (mut a, mut b, step) = start(key);
                 let p = whole.as_mut_ptr() as *mut __m256i;
                 for g in 0..8 {
                     // SAFETY: group g < 8 of a 512-byte sector: 64 writable bytes; unaligned
                     // stores.
                     unsafe {
-                        _mm256_storeu_si256(p.add(2 * g), a);
-                        _mm256_storeu_si256(p.add(2 * g + 1), b);
+                        _mm256_storeu_si256(p.add(2 * g), _mm256_xor_si256(a, key));
+                        _mm256_storeu_si256(p.add(2 * g + 1), _mm256_xor_si256(b, key));
                     }
                     a = _mm256_add_epi64(a, step);
                     b = _mm256_add_epi64(b, step);
                 }
             } else {
-                // SAFETY: AVX2 is present (this function's own requirement).
-                unsafe { fill(chunk, key) };
+                let len = chunk.len();
+                let mut groups = chunk.chunks_exact_mut(64);
+                for g in &mut groups {
+                    let p = g.as_mut_ptr() as *mut __m256i;
+                    // SAFETY: `g` is 64 writable bytes; unaligned stores.
+                    unsafe {
+                        _mm256_storeu_si256(p, _mm256_xor_si256(a, key));
+                        _mm256_storeu_si256(p.add(1), _mm256_xor_si256(b, key));
+                    }
+                    a = _mm256_add_epi64(a, step);
+                    b = _mm256_add_epi64(b, step);
+                }
+                let rest = groups.into_remainder();
+                let done = (len - rest.len()) / 8;
+                let key = key_of(s);
+                for (i, c) in rest.chunks_exact_mut(8).enumerate() {
+                    let at = (done + i) as u64;
+                    c.copy_from_slice(
+                        &super::sector_word(key, at.wrapping_sub(k) as usize).to_le_bytes(),
+                    );
+                }
             }
         }
     }
@@ -308,15 +363,14 @@ mod avx2 {
                 // SAFETY: AVX2 is present (this function's own requirement).
                 d = _mm256_or_si256(d, unsafe { sector_diff(whole, key_of(s), at / 8) });
             } else {
-                // SAFETY: AVX2 is present (this function's own requirement).
-                ok &= unsafe { matches(&chunk[at.min(chunk.len())..], key_of(s)) };
+                ok &= super::match_sector_portable(&chunk[at.min(chunk.len())..], key_of(s));
             }
         }
         ok & (_mm256_testz_si256(d, d) == 1)
     }
 
-    /// The differences between a whole 512-byte sector and the words of `key` after its
-    /// first `k` words (not compared: a header, a stamp), one register OR-ed over all: the
+    /// The differences between a whole 512-byte sector and the [`super::sector_word`]s of
+    /// `key` after its first `k` words (not compared: a header, a stamp), one register OR-ed over all: the
     /// sector's eight 64-byte groups unrolled, the loads where they fall in the sector
     /// (aligned in a page-aligned buffer), the first `k % 8` words masked out of the first
     /// compared group.
@@ -328,8 +382,10 @@ mod avx2 {
     unsafe fn sector_diff(sector: &[u8; 512], key: u64, k: usize) -> __m256i {
         let first = k / 8;
         let r = (k % 8) as i64;
-        // The expected words of group `first`: word(key, 8 * first - k + i) for lane i.
-        let (mut a, mut b, step) = start(super::skip_words(key, (r as u64).wrapping_neg()));
+        // The expected words of group `first`: sector_word(key, 8 * first - k + i) for lane
+        // i, that is the counters from -r on, the key XOR-ed in.
+        let (mut a, mut b, step) = counters((r as u64).wrapping_neg());
+        let kv = _mm256_set1_epi64x(key as i64);
         let rv = _mm256_set1_epi64x(r);
         let keep_a = _mm256_cmpgt_epi64(
             _mm256_set_epi64x(3, 2, 1, 0),
@@ -349,6 +405,7 @@ mod avx2 {
                     _mm256_loadu_si256(p.add(2 * g + 1)),
                 )
             };
+            let (x, y) = (_mm256_xor_si256(x, kv), _mm256_xor_si256(y, kv));
             let (mut ea, mut eb) = (_mm256_xor_si256(x, a), _mm256_xor_si256(y, b));
             if g == first {
                 ea = _mm256_and_si256(ea, keep_a);
@@ -410,6 +467,13 @@ mod tests {
             .collect()
     }
 
+    /// The reference of a sector's payload: one [`sector_word`] at a time.
+    fn sector_reference(len: usize, key: u64) -> Vec<u8> {
+        (0..len / 8)
+            .flat_map(|i| sector_word(key, i).to_le_bytes())
+            .collect()
+    }
+
     /// The header/stamp widths the sector loops are tested with: the block's own (64, 8)
     /// and others that start the payload in each lane of a register.
     const SKIPS: [(usize, usize); 4] = [(64, 8), (72, 16), (8, 56), (120, 24)];
@@ -425,6 +489,14 @@ mod tests {
 
     #[test]
     fn a_sectored_match_accepts_a_sectored_fill_and_refuses_any_changed_byte() {
+        for portable in [false, true] {
+            PORTABLE.store(portable, std::sync::atomic::Ordering::Relaxed);
+            sectored_match_refuses_any_changed_byte();
+        }
+        PORTABLE.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn sectored_match_refuses_any_changed_byte() {
         for (first, rest) in SKIPS {
             let skip = |s: usize| if s == 0 { first } else { rest };
             let key_of = |s: usize| 0xfeed ^ (s as u64).wrapping_mul(31);
@@ -448,6 +520,14 @@ mod tests {
 
     #[test]
     fn a_sectored_fill_is_each_sectors_words_after_its_skip() {
+        for portable in [false, true] {
+            PORTABLE.store(portable, std::sync::atomic::Ordering::Relaxed);
+            sectored_fill_against_the_reference();
+        }
+        PORTABLE.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn sectored_fill_against_the_reference() {
         for (first, rest) in SKIPS {
             for len in [128usize, 520, 1000, 4096, 8192] {
                 let skip = |s: usize| if s == 0 { first } else { rest };
@@ -459,7 +539,7 @@ mod tests {
                     // The bytes before the skip are the caller's: only the payload is judged.
                     assert_eq!(
                         c[at..],
-                        reference(c.len() - at, key_of(s))[..],
+                        sector_reference(c.len() - at, key_of(s))[..],
                         "{first}/{rest} {len} sector {s}"
                     );
                 }

@@ -34,6 +34,8 @@ use std::sync::atomic::Ordering::*;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::sync::Mutex;
 
+pub mod shared_tree;
+
 /// Longest path the kernel accepts, with its NUL.
 const PATH_MAX: usize = libc::PATH_MAX as usize;
 const NO_PARENT: u32 = u32::MAX;
@@ -132,6 +134,10 @@ pub struct SetLayout {
     root: Vec<u8>,
     /// A `define file`: the single entry is `root/NAME`.
     file_name: Option<Vec<u8>>,
+    /// Appended to every entry's name: a rank's tag (`.r00003`) when the directories are
+    /// shared by the ranks of a run ([`FilesetSpec::shared_rank`]), else empty.
+    tag: Vec<u8>,
+    shared_rank: Option<u32>,
     /// Tree directories, parents first; index 0 is the root.
     dirs: Vec<DirNode>,
     /// First entry index of each leaf range (ascending) and the directory holding the range.
@@ -246,13 +252,19 @@ impl SetLayout {
             p.push(&self.root);
             p.push(b"/");
             p.push(name);
+            p.push(&self.tag);
             return p;
         }
         let r = self.leaf_start.partition_point(|&s| s <= i as u64) - 1;
         self.write_dir(self.leaf_dir[r], &mut p);
         p.push(b"/");
         p.push_num(i as u64 + 1);
+        p.push(&self.tag);
         p
+    }
+    /// Whether the directories are shared by the ranks of a run (entries tagged per rank).
+    pub fn shared(&self) -> bool {
+        self.shared_rank.is_some()
     }
     /// Heap bytes this layout holds.
     pub fn heap_bytes(&self) -> usize {
@@ -283,6 +295,11 @@ pub fn layout(spec: &FilesetSpec) -> Result<SetLayout> {
     let mut lay = SetLayout {
         root,
         file_name: None,
+        tag: spec
+            .shared_rank
+            .map(|r| format!(".r{r:05}").into_bytes())
+            .unwrap_or_default(),
+        shared_rank: spec.shared_rank,
         dirs: vec![DirNode {
             parent: NO_PARENT,
             num: 0,
@@ -295,17 +312,17 @@ pub fn layout(spec: &FilesetSpec) -> Result<SetLayout> {
     };
     // Each path component is '/' plus at least 8 digits.
     let comp = 1 + 8usize.max(n.to_string().len());
-    let room = (PATH_MAX - 1).saturating_sub(lay.root.len() + comp);
+    let room = (PATH_MAX - 1).saturating_sub(lay.root.len() + comp + lay.tag.len());
     let max_levels = room / comp;
     if spec.is_file {
-        if lay.root.len() + 1 + spec.name.len() >= PATH_MAX {
+        if lay.root.len() + 1 + spec.name.len() + lay.tag.len() >= PATH_MAX {
             crate::bail_usage!("file '{}': its path is too long", spec.name);
         }
         lay.file_name = Some(spec.name.as_bytes().to_vec());
         lay.leaf_start.push(0);
         lay.leaf_dir.push(0);
     } else if n > 0 {
-        if lay.root.len() + comp >= PATH_MAX {
+        if lay.root.len() + comp + lay.tag.len() >= PATH_MAX {
             crate::bail_usage!(
                 "fileset '{}': the path {} is too long",
                 spec.name,
@@ -949,6 +966,9 @@ pub fn prepare(
     }
     let pfd = open_dir(libc::AT_FDCWD, &ccstr(parent.as_os_str().as_bytes()), true)
         .map_err(|e| crate::usage!("cannot open directory {}: {e}", parent.display()))?;
+    if spec.shared_rank.is_some() {
+        return shared_tree::prepare_entries(spec, lay, arena, set, keep, &pfd);
+    }
     let cname = ccstr(spec.name.as_bytes());
     let mut known = Known::default();
     let mut reuse_existing = false;
@@ -966,7 +986,8 @@ pub fn prepare(
                 );
             }
             drop(rfd);
-            known = read_manifest(pfd.as_raw_fd(), &spec.name).unwrap_or_default();
+            // A run whose ranks shared the tree left a manifest for each rank too.
+            known = shared_tree::read_all_manifests(parent, pfd.as_raw_fd(), &spec.name);
             if spec.reuse {
                 let s = sweep_tree(parent, &spec.name, &known, true)?;
                 if let Some(n) = s.note() {
@@ -989,6 +1010,7 @@ pub fn prepare(
                 if let Some(e) = s.error {
                     anyhow::bail!("removing the old fileset {}: {e}", spec.root.display());
                 }
+                shared_tree::remove_rank_manifests(parent, pfd.as_raw_fd(), &spec.name);
                 known = Known::default();
             }
         }
@@ -1059,7 +1081,10 @@ fn create(
         // Failure (no xattrs) is tolerated: the run then removes only what it recorded.
         crate::safety::fd_set_mark(&rfd, b"created");
     }
-    create_dirs(&rfd, lay, reuse_existing, p)?;
+    if !lay.shared() {
+        // Shared by the ranks of a run: rank 0 made the directories (shared_tree).
+        create_dirs(&rfd, lay, reuse_existing, p)?;
+    }
     let states = arena.entries(set);
     let threads = if spec.paralloc {
         std::thread::available_parallelism()
@@ -1393,6 +1418,11 @@ fn known_now(p: &Prepared, lay: &SetLayout, arena: &Arena, set: usize) -> Known 
 /// Remove a fileset tree, but only what fsbench created in it. Returns the note about
 /// entries left behind because fsbench did not create them.
 pub fn remove(p: &Prepared, lay: &SetLayout, arena: &Arena, set: usize) -> Result<Option<String>> {
+    if let Some(rank) = lay.shared_rank {
+        // This rank's entries only; rank 0 removes the shared directories at the end.
+        shared_tree::remove_entries(p, lay, arena, set, rank)?;
+        return Ok(None);
+    }
     let parent = p.root.parent().unwrap_or(Path::new("."));
     let Ok(pfd) = open_dir(libc::AT_FDCWD, &ccstr(parent.as_os_str().as_bytes()), true) else {
         return Ok(None);
@@ -1423,6 +1453,9 @@ pub fn remove(p: &Prepared, lay: &SetLayout, arena: &Arena, set: usize) -> Resul
 
 /// Keep a fileset (`--keep`): record what fsbench created in it, for the next run.
 pub fn keep(p: &Prepared, lay: &SetLayout, arena: &Arena, set: usize) -> Result<()> {
+    if let Some(rank) = lay.shared_rank {
+        return shared_tree::keep_entries(p, lay, arena, set, rank);
+    }
     let parent = p.root.parent().unwrap_or(Path::new("."));
     write_manifest(parent, &p.name, &known_now(p, lay, arena, set))
 }
@@ -1593,6 +1626,7 @@ mod tests {
             readonly: false,
             writeonly: false,
             cached: true,
+            shared_rank: None,
             pos: Pos::default(),
         }
     }

@@ -28,6 +28,11 @@ pub struct Source {
     pub text: String,
     /// `-D var=value` pairs in the order given (including `dir` from `--dir`).
     pub defines: Vec<(String, String)>,
+    /// On MPI ranks with `--shared-file`: this rank's number. Every rank lays out the same
+    /// fileset directories (made once, by rank 0) and tags its own entries' names with it
+    /// (`00000001.r00003`), so ranks share the directories but never each other's files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_rank: Option<u32>,
 }
 
 /// Parse and load a workload; errors read `FILE:LINE:COL: what was wrong` (a usage error),
@@ -43,7 +48,11 @@ pub fn load_source(src: &Source) -> anyhow::Result<model::Model> {
         .iter()
         .map(|(k, v)| (k.clone(), model::define_value(v)))
         .collect();
-    model::load(&stmts, &overrides).map_err(|e| at(e.pos, &e.msg).into())
+    let mut m = model::load(&stmts, &overrides).map_err(|e| at(e.pos, &e.msg))?;
+    for f in &mut m.filesets {
+        f.shared_rank = src.shared_rank;
+    }
+    Ok(m)
 }
 #[cfg(test)]
 mod tests;

@@ -69,6 +69,10 @@ pub struct FilesetSpec {
     /// Keep the created files in the page cache (the default, as Filebench 1.5 does); with
     /// `cached=0` their pages are dropped after creation (Filebench 1.4's `cached` semantics).
     pub cached: bool,
+    /// Set for one rank of a run on MPI ranks with `--shared-file` (`Source::shared_rank`):
+    /// the directories are shared by every rank (rank 0 makes and removes them), this rank
+    /// creates and removes only its own entries, named with its tag.
+    pub shared_rank: Option<u32>,
     pub pos: Pos,
 }
 
@@ -885,6 +889,7 @@ impl Loader {
             readonly: false,
             writeonly: false,
             cached: true,
+            shared_rank: None,
             pos,
         };
         let mut path = None;

@@ -324,11 +324,14 @@ fn finish_filesets(
     }
 }
 
-/// Lock every directory a fileset is laid out in, for the whole run.
+/// Lock every directory a fileset is laid out in, for the whole run (but those the ranks of
+/// a run share: rank 0 locks them for all).
 fn lock_dirs(model: &Model) -> Result<Vec<crate::guard::DirLock>> {
     let mut dirs: Vec<std::path::PathBuf> = model
         .filesets
         .iter()
+        // Directories shared by the ranks of a run: rank 0 holds their locks (crate::mpi).
+        .filter(|f| f.shared_rank.is_none())
         .filter_map(|f| f.root.parent().map(|p| p.to_path_buf()))
         .filter(|p| p.is_dir())
         .collect();

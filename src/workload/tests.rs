@@ -13,6 +13,7 @@ fn run(dir: &Path, text: &str, keep: bool) -> RunResult {
         name: "test.f".into(),
         text: text.into(),
         defines: vec![("dir".into(), dir.display().to_string())],
+        shared_rank: None,
     };
     let model = super::load_source(&src).unwrap_or_else(|e| panic!("{e:#}"));
     let opts = Options {
@@ -334,6 +335,7 @@ fn refuses_a_directory_it_did_not_create() {
         name: "t.f".into(),
         text: "define fileset name=mine,path=$dir,entries=2,size=1k,prealloc\ndefine process name=p { thread name=t { flowop deletefile name=d,filesetname=mine } }\nrun 1".into(),
         defines: vec![("dir".into(), d.path().display().to_string())],
+        shared_rank: None,
     };
     let model = super::load_source(&src).unwrap();
     let opts = Options {
@@ -807,6 +809,7 @@ fn user_text_with_control_characters_stays_one_line() {
             name: name.into(),
             text: text.into(),
             defines,
+            shared_rank: None,
         };
         let e = super::load_source(&src).expect_err(text);
         assert!(crate::error::is_usage(&e), "{e:#}");

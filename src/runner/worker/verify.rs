@@ -156,6 +156,8 @@ pub(super) struct Checker {
     /// then a shift, not a division on every op.
     bs_shift: Option<u32>,
     seed: u64,
+    /// The whole-block CRC's constants for blocks of `bs` bytes.
+    crc: crate::verify::block::BlockCrc,
     /// Per buffer slot: the generation a write in it carries (0: its block became
     /// unknown), or the table state a read in it saw when it was issued.
     slot_gen: Vec<u64>,
@@ -214,6 +216,7 @@ impl Checker {
                 .copied()
                 .context("no such target")?,
             seed: shared.spec.seed,
+            crc: crate::verify::block::block_crc(job.block_size as usize),
             shared,
             user,
             thread,
@@ -287,6 +290,7 @@ impl Checker {
                     &mut buf[..op.len as usize],
                     &self.id(block),
                     issued.generation,
+                    &self.crc,
                 );
                 self.slot_gen[op.slot as usize] = if issued.overlapped {
                     0
@@ -347,8 +351,14 @@ impl Checker {
                         self.report.run_read_blocks += 1;
                         let id = self.id(block);
                         let target = std::mem::take(&mut self.target);
-                        self.report
-                            .judge(&buf[..op.len as usize], &id, g, self.user, &target);
+                        self.report.judge(
+                            &buf[..op.len as usize],
+                            &id,
+                            &self.crc,
+                            g,
+                            self.user,
+                            &target,
+                        );
                         self.target = target;
                     } else {
                         self.report.blocks_skipped_busy += 1;
@@ -615,7 +625,8 @@ impl Checker {
                         let id = self.id(b);
                         let target = std::mem::take(&mut self.target);
                         let buf = &engine.buffers().slot(c.slot as usize)[..bs as usize];
-                        self.report.judge(buf, &id, g, self.user, &target);
+                        self.report
+                            .judge(buf, &id, &self.crc, g, self.user, &target);
                         self.target = target;
                     }
                     None if seen.generation() > 0 && now == seen => {

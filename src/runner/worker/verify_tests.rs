@@ -258,8 +258,20 @@ fn each_run_stamps_a_seed_of_its_own_and_the_journal_names_it() {
         file: 0,
         offset: 0,
     };
-    crate::verify::block::fill(&mut old, &id(a.spec.seed), 1);
+    crate::verify::block::fill(
+        &mut old,
+        &id(a.spec.seed),
+        1,
+        &crate::verify::block::block_crc(4096),
+    );
     let mut r = VerifyReport::default();
-    assert!(!r.judge(&old, &id(b.spec.seed), 1, 0, "f"));
+    assert!(!r.judge(
+        &old,
+        &id(b.spec.seed),
+        &crate::verify::block::block_crc(4096),
+        1,
+        0,
+        "f"
+    ));
     assert_eq!(r.misdirected.blocks, 1);
 }
