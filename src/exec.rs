@@ -2,14 +2,18 @@
 //! host through the runner (or the workload engine), or, when mpirun started fsbench with
 //! several ranks, as one distributed run on every rank whose aggregate comes back to rank 0
 //! (`crate::mpi`, which implements [`Ranks`]). Sweeps, suites, `run`-like commands and
-//! `workload` call the [`Executor`] they were given and know nothing else about MPI.
+//! `workload` call the [`Executor`] they were given and know nothing else about MPI; so does
+//! a suite's backup study, whose phases the executor runs (a tree per rank on ranks).
 
+use crate::job::CachePolicy;
 use crate::job::Job;
 use crate::observe::{Observe, Observer};
 use crate::result::RunResult;
+use crate::sweep::backup::{BackupPlan, PhaseSink};
 use crate::workload::model::Model;
 use crate::workload::run::Options;
 use crate::workload::Source;
+use std::path::Path;
 use std::rc::Rc;
 
 /// Runs each point on every rank of a distributed run (implemented by the MPI driver).
@@ -26,6 +30,16 @@ pub(crate) trait Ranks {
         model: &Model,
         opts: &Options,
     ) -> anyhow::Result<RunResult>;
+    /// A suite's backup study in `dir` on every rank, each rank with a tree of its own, every
+    /// phase started at one barrier; each phase's one Result (every rank's summed, a row per
+    /// rank) goes to `sink`.
+    fn run_backup(
+        &self,
+        dir: &Path,
+        plan: &BackupPlan,
+        caches: &[CachePolicy],
+        sink: PhaseSink<'_>,
+    ) -> anyhow::Result<()>;
     /// Every rank removes what the points left behind for later points (files kept between
     /// the points of a sweep), unless `keep`.
     fn cleanup(&self, keep: bool);
@@ -76,6 +90,27 @@ impl Executor {
         match self {
             Executor::Local => crate::workload::run::execute(src, model, opts),
             Executor::Ranks(r) => r.run_workload(src, model, opts),
+        }
+    }
+
+    /// A suite's backup study in `dir`: on this host its one tree, on ranks a tree per rank;
+    /// each phase's Result goes to `sink`.
+    pub(crate) fn run_backup(
+        &self,
+        dir: &Path,
+        plan: &BackupPlan,
+        caches: &[CachePolicy],
+        sink: PhaseSink<'_>,
+    ) -> anyhow::Result<()> {
+        match self {
+            Executor::Local => crate::sweep::backup::run_phases(
+                dir,
+                plan,
+                caches,
+                &crate::sweep::backup::sync_engine(),
+                sink,
+            ),
+            Executor::Ranks(r) => r.run_backup(dir, plan, caches, sink),
         }
     }
 

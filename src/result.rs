@@ -210,6 +210,16 @@ pub struct StonewallReport {
     /// read of this data by the same layout finds only the least everywhere.
     pub min_rank_bytes: u64,
     pub max_rank_bytes: u64,
+    /// Operations all ranks did (each stopped within `stop_lag_s` of the wall), and
+    /// ops / `timed_s`: the stonewall figure in operations (a metadata workload's).
+    #[serde(default)]
+    pub ops: u64,
+    #[serde(default)]
+    pub ops_per_sec: f64,
+    /// The seconds the stonewall figures are over: wall_s - first start; for a workload with
+    /// several `run` commands, the sum over its runs of each run's wall - its first start.
+    #[serde(default)]
+    pub timed_s: f64,
 }
 
 /// What a distributed run adds to the Result besides `ranks` and `hosts`.

@@ -1,7 +1,8 @@
 //! The options every rank of a distributed run now takes (issue #16, h-mpiopt): `--verify`
 //! and `--journal` (each rank checks what it wrote; one journal per rank), `--stonewall` with
 //! `--processes`, `--iostat` / `--trace` observed on every rank, and `workload --verify`
-//! (each rank checks the reads of what it wrote; rank 0 sums them). The real binary under
+//! (each rank checks the reads of what it wrote; rank 0 sums them); `workload --stonewall`
+//! (h-wlstone) and the suite's backup study on ranks. The real binary under
 //! `mpirun --allow-run-as-root --oversubscribe` on this machine; every figure is checked
 //! exactly against what the ranks did. Run with
 //! `cargo test --release --features mpi --test mpi_options -- --test-threads=1`.
@@ -860,12 +861,11 @@ fn a_shared_dir_workload_puts_every_ranks_files_in_the_same_directories() {
     );
 }
 
-/// A workload on ranks takes neither --reorder-ranks nor --stonewall: one line, exit 2,
-/// nothing created.
+/// A workload on ranks does not take --reorder-ranks: one line, exit 2, nothing created.
 #[test]
 #[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
-fn a_workload_on_ranks_refuses_reorder_ranks_and_stonewall() {
-    for flag in ["--reorder-ranks", "--stonewall first"] {
+fn a_workload_on_ranks_refuses_reorder_ranks() {
+    for flag in ["--reorder-ranks"] {
         let sb = Sandbox::new();
         std::fs::create_dir(sb.file("D")).unwrap();
         let line = format!("workload fileserver --dir D --shared-file --time 1s {flag}");
@@ -875,7 +875,7 @@ fn a_workload_on_ranks_refuses_reorder_ranks_and_stonewall() {
         let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
         assert_eq!(lines.len(), 1, "{flag}: {err}");
         assert!(
-            lines[0].contains("takes neither --reorder-ranks nor --stonewall"),
+            lines[0].contains("does not take --reorder-ranks"),
             "{flag}: {err}"
         );
         assert_eq!(
@@ -883,5 +883,374 @@ fn a_workload_on_ranks_refuses_reorder_ranks_and_stonewall() {
             0,
             "{flag}"
         );
+    }
+}
+
+/// The per-rank rows of a distributed Result: (ops, bytes) of each rank.
+fn rank_ops_bytes(r: &Value) -> Vec<(u64, u64)> {
+    r["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (u(&x["ops"]), u(&x["bytes"])))
+        .collect()
+}
+
+/// The stonewall section agrees with the ranks' rows exactly: its bytes and ops are their
+/// sums (and the total's), its least and most bytes of a rank are theirs.
+fn assert_stonewall_sums(r: &Value) {
+    let sw = &r["distributed"]["stonewall"];
+    let rows = rank_ops_bytes(r);
+    let bytes: Vec<u64> = rows.iter().map(|x| x.1).collect();
+    assert_eq!(u(&sw["bytes"]), bytes.iter().sum::<u64>(), "{sw}");
+    assert_eq!(u(&sw["ops"]), rows.iter().map(|x| x.0).sum::<u64>(), "{sw}");
+    assert_eq!(u(&r["total"]["bytes"]), u(&sw["bytes"]));
+    assert_eq!(u(&r["total"]["ops"]), u(&sw["ops"]));
+    assert_eq!(u(&sw["min_rank_bytes"]), *bytes.iter().min().unwrap());
+    assert_eq!(u(&sw["max_rank_bytes"]), *bytes.iter().max().unwrap());
+    let timed = sw["timed_s"].as_f64().unwrap();
+    assert!(timed > 0.0, "{sw}");
+    let want = u(&sw["bytes"]) as f64 / timed;
+    assert!((sw["bytes_per_sec"].as_f64().unwrap() - want).abs() <= want * 1e-9);
+}
+
+/// A workload that only stops on its time: two threads open, read, write and close four
+/// preallocated files at random (nothing is created or deleted, so it never runs out).
+const TIMED_FLOW: &str = "define fileset name=fs,path=$dir,entries=4,size=64k,prealloc
+define process name=p,instances=1 { thread name=t,instances=2 {
+  flowop openfile name=op,filesetname=fs,fd=1
+  flowop read name=rd,fd=1,iosize=4k,random
+  flowop write name=wr,fd=1,iosize=4k,random
+  flowop closefile name=cl,fd=1 } }
+run 30
+";
+
+/// `workload --stonewall 1s --time 10s` on 4 ranks: every rank's run is stopped about 1 s
+/// after its start (not at 10 s), the run says so, and the Result's stonewall section (mode
+/// time, wall at 1 s) sums exactly what each rank's row says it did up to the stop. The
+/// whole mpirun ends well before the 10 s of --time; nothing is left in the directory.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_workload_stonewall_at_a_time_stops_every_rank_there() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("timed.f"), TIMED_FLOW).unwrap();
+    std::fs::create_dir(sb.file("wl")).unwrap();
+    let t0 = std::time::Instant::now();
+    let r = run_json(
+        &sb,
+        NP,
+        &common::words("workload timed.f --dir wl --time 10s --stonewall 1s"),
+    );
+    let took = t0.elapsed().as_secs_f64();
+    assert!(
+        took < 8.0,
+        "mpirun took {took} s: the stonewall did not stop the 10 s run"
+    );
+    assert_eq!(r["status"], "complete", "{}", r["failures"]);
+    let run = &r["workload"]["runs"][0];
+    assert_eq!(run["stop_reason"], "stopped at the stonewall", "{run}");
+    let sw = &r["distributed"]["stonewall"];
+    assert_eq!(sw["mode"], "time", "{sw}");
+    assert!(sw.get("called_by_rank").is_none(), "{sw}");
+    assert!((sw["wall_s"].as_f64().unwrap() - 1.0).abs() < 0.05, "{sw}");
+    for (rank, (ops, bytes)) in rank_ops_bytes(&r).into_iter().enumerate() {
+        assert!(ops > 0 && bytes > 0, "rank {rank} did nothing");
+        let end = r["ranks"][rank]["end_s"].as_f64().unwrap();
+        assert!((0.95..2.5).contains(&end), "rank {rank} ended at {end}");
+    }
+    assert!(run["duration_s"].as_f64().unwrap() < 2.5, "{run}");
+    assert_stonewall_sums(&r);
+    assert_eq!(std::fs::read_dir(sb.file("wl")).unwrap().count(), 0);
+}
+
+/// A thread reads one file whole `$count` times (each a data flowop, paced by --rate-bytes),
+/// the fileset reused from an earlier `--keep` run (prealloc=0 on ranks: the file is used at
+/// whatever size it has).
+const REREAD_FLOW: &str = "set $size=64k
+set $pre=0
+set $count=8
+set mode quit alldone
+define fileset name=fs,path=$dir,entries=1,size=$size,prealloc=$pre,reuse
+define process name=p,instances=1 { thread name=t,instances=1 {
+  flowop openfile name=op,filesetname=fs,fd=1
+  flowop readwholefile name=rw,fd=1,iosize=64k
+  flowop closefile name=cl,fd=1
+  flowop finishoncount name=fin,value=$count,target=rw } }
+run 60
+";
+
+/// `workload --stonewall first` where one rank's work ends long before the others': each
+/// rank rereads one file of its own 8 times at 2 MiB/s (--rate-bytes, per thread), rank 0's
+/// file 64 KiB, the others' 4 MiB (each laid out by an earlier one-process run of the same
+/// workload with --keep, in the rank's directory). Rank 0 reads its 512 KiB in about 0.25 s
+/// and calls the wall; each other rank read its file once (4 MiB at once, then the rate makes
+/// it wait 2 s) and is stopped there, long before its 8 reads. The stonewall section names
+/// rank 0, its wall is rank 0's end, and it sums exactly what the rows say each rank did;
+/// the reused files are removed afterwards.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_workload_stonewall_at_the_first_finish_stops_the_slower_ranks() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("reread.f"), REREAD_FLOW).unwrap();
+    for rank in 0..NP {
+        let dir = format!("wl/rank-{rank:05}");
+        std::fs::create_dir_all(sb.file(&dir)).unwrap();
+        let size = if rank == 0 { "64k" } else { "4m" };
+        let o = Command::new(env!("CARGO_BIN_EXE_fsbench"))
+            .current_dir(sb.path())
+            .args(common::words(&format!(
+                "workload reread.f --dir {dir} -D size={size} -D pre=100 -D count=1 --keep"
+            )))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "laying out {dir}: {o:?}");
+    }
+    let r = run_json(
+        &sb,
+        NP,
+        &common::words("workload reread.f --dir wl --rate-bytes 2m --stonewall first"),
+    );
+    assert_eq!(r["status"], "complete", "{}", r["failures"]);
+    let sw = &r["distributed"]["stonewall"];
+    assert_eq!(sw["mode"], "first_finish", "{sw}");
+    assert_eq!(u(&sw["called_by_rank"]), 0, "{sw}");
+    assert_eq!(
+        sw["wall_s"].as_f64().unwrap(),
+        r["ranks"][0]["end_s"].as_f64().unwrap()
+    );
+    let rows = rank_ops_bytes(&r);
+    // Rank 0: 8 x (open, read whole, close) of 64 KiB. The others: one whole read of their
+    // 4 MiB, stopped while the rate held back the second.
+    assert_eq!(rows[0], (24, 8 * 65536), "{rows:?}");
+    for (rank, row) in rows.iter().enumerate().skip(1) {
+        assert_eq!(row.1, 4 << 20, "rank {rank}: {rows:?}");
+        assert!(row.0 < 8, "rank {rank}: {rows:?}");
+        let end = r["ranks"][rank]["end_s"].as_f64().unwrap();
+        assert!(end < 1.8, "rank {rank} stopped at {end}: {sw}");
+    }
+    let rw = r["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "rw")
+        .expect("the readwholefile flowop");
+    assert_eq!(u(&rw["stats"]["read_bytes"]), 8 * 65536 + 3 * (4 << 20));
+    assert_stonewall_sums(&r);
+    // Left: the ranks' directories the test made, each empty (the reused files removed).
+    for rank in 0..NP {
+        let dir = sb.file(&format!("wl/rank-{rank:05}"));
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "{dir:?}");
+    }
+}
+
+/// The backup suite's records in `dir`, by file name (phases in order).
+fn backup_records(dir: &Path) -> Vec<(String, Value)> {
+    let mut v: Vec<(String, Value)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("backup-") && n.ends_with(".json"))
+        .map(|n| {
+            let text = std::fs::read_to_string(dir.join(&n)).unwrap();
+            (n, serde_json::from_str(&text).unwrap())
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+/// The suite's backup study on 4 ranks (scale 0.002: a 4460421-byte file and two small ones
+/// of 14205 and 78 bytes per tree): every rank builds its own tree, archives and restores
+/// it, each phase started at one barrier. Each of the 4 phases (archive and restore,
+/// buffered and direct) is one Result with a row per rank: every rank moved the same bytes,
+/// the rows sum to the total, and the total is exactly 4 times what the same study moves on
+/// one host (tree bytes read and archive bytes written, then the reverse). Every rank's
+/// restored tree was compared byte for byte with its original, and nothing is left.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn the_backup_study_runs_on_every_rank_with_a_tree_each() {
+    const TREE: u64 = 4460421 + 14205 + 78;
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("one")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_fsbench"))
+        .current_dir(sb.path())
+        .args(common::words(
+            "suite backup --dir one --scale 0.002 --output bk1",
+        ))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let single = backup_records(&sb.file("bk1"));
+    assert_eq!(single.len(), 4);
+
+    std::fs::create_dir(sb.file("d")).unwrap();
+    let o = mpirun(
+        &sb,
+        NP,
+        &common::words("suite backup --dir d --scale 0.002 --output bk"),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let recs = backup_records(&sb.file("bk"));
+    assert_eq!(recs.len(), 4, "{recs:?}");
+    for ((name, r), (name1, one)) in recs.iter().zip(&single) {
+        assert_eq!(name, name1);
+        assert_eq!(r["kind"], "backup", "{name}");
+        assert_eq!(r["status"], "complete", "{name}: {}", r["failures"]);
+        assert_eq!(r["distributed"]["layout"], "dir_per_rank", "{name}");
+        let restore = name.contains("restore");
+        let (tree_dir, archive_dir) = if restore {
+            ("write_bytes", "read_bytes")
+        } else {
+            ("read_bytes", "write_bytes")
+        };
+        let t = &r["total"];
+        assert_eq!(u(&t[tree_dir]), NP * TREE, "{name}");
+        assert_eq!(u(&one["total"][tree_dir]), TREE, "{name}");
+        // The archive (headers, padding to whole records) as on one host, once per rank.
+        let archive = u(&one["total"][archive_dir]);
+        assert!(archive > TREE && archive % 32256 == 0, "{name}: {archive}");
+        assert_eq!(u(&t[archive_dir]), NP * archive, "{name}");
+        for k in ["read_ops", "write_ops"] {
+            assert_eq!(u(&t[k]), NP * u(&one["total"][k]), "{name}: {k}");
+        }
+        let rows = rank_ops_bytes(r);
+        assert_eq!(rows.len(), NP as usize, "{name}");
+        assert!(
+            rows.iter().all(|x| x.1 == TREE + archive),
+            "{name}: {rows:?}"
+        );
+        assert_eq!(
+            rows.iter().map(|x| x.0).sum::<u64>(),
+            u(&t["read_ops"]) + u(&t["write_ops"]),
+            "{name}"
+        );
+        let targets = r["plan"]["targets"].as_array().unwrap();
+        for (rank, tg) in targets.iter().enumerate() {
+            let p = tg["path"].as_str().unwrap();
+            assert!(
+                p.contains(&format!("/rank-{rank:05}/backup.tar")),
+                "{name}: {p}"
+            );
+        }
+        if restore {
+            assert_eq!(r["probes"]["verified"], true, "{name}");
+            let notes = r["notes"].to_string();
+            assert!(
+                notes.contains("restored tree verified byte-identical"),
+                "{notes}"
+            );
+            assert!(!notes.contains("NOT verified"), "{notes}");
+        }
+    }
+    assert_eq!(std::fs::read_dir(sb.file("d")).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(sb.file("one")).unwrap().count(), 0);
+}
+
+/// With `--shared-file` the ranks would share one file, not a tree each: the suite refuses
+/// its backup study in one line naming it, before any I/O.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn the_backup_study_with_a_shared_file_is_refused_in_one_line() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("d")).unwrap();
+    let o = mpirun(
+        &sb,
+        NP,
+        &common::words("suite backup --dir d --scale 0.002 --output res --shared-file"),
+    );
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("suite study 'backup' (backup)") && lines[0].contains("--file-per-rank"),
+        "{err}"
+    );
+    assert!(!sb.file("res").exists());
+    assert_eq!(std::fs::read_dir(sb.file("d")).unwrap().count(), 0);
+}
+
+/// The backup study with buffered then direct caches, at a small size.
+const BACKUP_SUITE: &str = r#"name = "bktiny"
+title = "A backup study"
+source = "none"
+description = "a test suite"
+default_scale = 1
+
+[[study]]
+id = "backup"
+title = "Backup"
+kind = "backup"
+table = { rows = ["phase", "cache"], metrics = ["elapsed_s", "read_calls", "write_calls"] }
+[study.backup]
+large = "300k"
+small = ["7000", "39"]
+record = 32256
+caches = ["buffered", "direct"]
+"#;
+
+/// One rank's archive fails (faultfs under the suite's directory answers the third record
+/// written to any rank's backup.tar with EIO): the buffered archive phase fails on every
+/// rank's behalf, naming the rank that failed, its row failed and the others complete, and
+/// that cache's restore is skipped everywhere (as on one host); the direct phases then run on
+/// every rank. The suite exits 1 and nothing is left.
+#[test]
+#[cfg_attr(
+    not(all(has_mpirun, has_fuse)),
+    ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
+)]
+fn a_backup_archive_failing_on_one_rank_fails_the_phase_naming_it() {
+    #[cfg(has_fuse)]
+    {
+        use faultfs::{Fault, FaultFs, Op, When};
+        let sb = Sandbox::new();
+        std::fs::write(sb.file("bk.toml"), BACKUP_SUITE).unwrap();
+        let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
+        fs.ctl().add_sized(
+            Op::Write,
+            When::Nth(3),
+            Fault::Error(libc::EIO),
+            Some("backup.tar"),
+            Some(32256),
+        );
+        let _bound = fs.bind_on(&sb.file("d"));
+        let o = mpirun(
+            &sb,
+            NP,
+            &common::words("suite bk.toml --dir d --output res"),
+        );
+        assert_eq!(o.status.code(), Some(1), "{o:?}");
+        assert_eq!(fs.ctl().injected.len(), 1, "the fault fired once");
+        let recs = backup_records(&sb.file("res"));
+        let names: Vec<&str> = recs.iter().map(|r| r.0.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "backup-0000-cache-buffered_phase-archive.json",
+                "backup-0002-cache-direct_phase-archive.json",
+                "backup-0003-cache-direct_phase-restore.json"
+            ]
+        );
+        let failed = &recs[0].1;
+        assert_eq!(failed["status"], "failed");
+        let failures = failed["failures"].as_array().unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        let msg = failures[0]["message"].as_str().unwrap();
+        let rank: usize = msg
+            .strip_prefix("rank ")
+            .and_then(|m| m.split(' ').next())
+            .and_then(|r| r.parse().ok())
+            .unwrap_or_else(|| panic!("no rank named: {msg}"));
+        assert!(msg.contains("Input/output error"), "{msg}");
+        for (k, row) in failed["ranks"].as_array().unwrap().iter().enumerate() {
+            let want = if k == rank { "failed" } else { "complete" };
+            assert_eq!(row["status"], want, "rank {k}: {row}");
+        }
+        for (name, r) in &recs[1..] {
+            assert_eq!(r["status"], "complete", "{name}: {}", r["failures"]);
+            assert_eq!(rank_ops_bytes(r).len(), NP as usize);
+        }
+        assert_eq!(recs[2].1["probes"]["verified"], true);
+        assert_eq!(fs.listing(), Vec::<String>::new());
     }
 }

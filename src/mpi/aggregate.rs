@@ -80,23 +80,43 @@ pub(crate) struct RankRun {
     pub started_unix_s: f64,
     pub start_s: f64,
     pub end_s: f64,
+    /// The run's start barrier on the rank's clock (a `--stonewall DUR` is DUR after it).
+    #[serde(default)]
+    pub barrier_s: f64,
+    /// The stonewall stopped this rank's run before it ended on its own.
+    #[serde(default)]
+    pub stopped: bool,
+}
+
+/// What the rank's main thread saw of one `run` of its workload: the run's start barrier and
+/// the end of the rank's I/O (seconds on the rank's clock), and whether the stonewall
+/// stopped it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunMark {
+    pub barrier_s: f64,
+    pub end_s: f64,
+    pub stopped: bool,
 }
 
 impl WorkloadRank {
-    /// The rank's runs, each with its (start, end) on the rank's clock from `spans` (in run
-    /// order; a run without one is timed by its own duration, ending at the last end).
-    pub(crate) fn new(ex: crate::workload::run::Executed, spans: &[(f64, f64)]) -> WorkloadRank {
+    /// The rank's runs, each timed by its mark (in run order): from its threads' duration
+    /// back from its end, not before its barrier; a run without a mark is timed by its own
+    /// duration, ending at the last end.
+    pub(crate) fn new(ex: crate::workload::run::Executed, marks: &[RunMark]) -> WorkloadRank {
         let filesets = ex.result.workload.map(|w| w.filesets).unwrap_or_default();
-        let last = spans.last().map_or(0.0, |s| s.1);
+        let last = marks.last().map_or(0.0, |m| m.end_s);
         let runs = ex
             .runs
             .into_iter()
             .enumerate()
             .map(|(i, r)| {
-                let (start_s, end_s) = spans
-                    .get(i)
-                    .copied()
-                    .unwrap_or(((last - r.duration_s).max(0.0), last));
+                let mark = marks.get(i).copied().unwrap_or(RunMark {
+                    barrier_s: 0.0,
+                    end_s: last,
+                    stopped: false,
+                });
+                let start_s = (mark.end_s - r.duration_s).max(mark.barrier_s);
+                let end_s = mark.end_s;
                 RankRun {
                     outcomes: r.outcomes,
                     duration_s: r.duration_s,
@@ -105,6 +125,8 @@ impl WorkloadRank {
                     started_unix_s: r.started_unix_s,
                     start_s,
                     end_s,
+                    barrier_s: mark.barrier_s,
+                    stopped: mark.stopped,
                 }
             })
             .collect();
@@ -373,17 +395,9 @@ pub(crate) fn build(
             }
             Stonewall::Time(t) => ("time", t, None),
         };
-        let bytes: Vec<u64> = ran.iter().map(|r| r.stats().bytes()).collect();
-        StonewallReport {
-            mode: mode_name.into(),
-            wall_s: wall,
-            called_by_rank: by,
-            bytes: total.bytes(),
-            bytes_per_sec: rate(total.bytes(), (wall - first_start).max(0.0)),
-            stop_lag_s: (last_end - wall).max(0.0),
-            min_rank_bytes: bytes.iter().copied().min().unwrap_or(0),
-            max_rank_bytes: bytes.iter().copied().max().unwrap_or(0),
-        }
+        let timed = (wall - first_start).max(0.0);
+        let lag = (last_end - wall).max(0.0);
+        stonewall_report(mode_name, wall, by, (timed, lag), records)
     });
     result.distributed = Some(DistributedReport {
         stonewall,
@@ -409,6 +423,96 @@ pub(crate) fn build(
     result
 }
 
+/// The stonewall section: the wall (and the rank whose end called it), the seconds the
+/// figures are over, how long after the wall the last rank stopped, and what the ranks that
+/// ran did: every rank's bytes and ops summed (as its row counts them), and the least and
+/// most bytes of one rank that ran.
+fn stonewall_report(
+    mode: &str,
+    wall_s: f64,
+    called_by_rank: Option<u32>,
+    (timed_s, stop_lag_s): (f64, f64),
+    records: &[RankRecord],
+) -> StonewallReport {
+    let all: Vec<Stats> = records.iter().map(|r| r.stats()).collect();
+    let bytes: u64 = all.iter().map(|s| s.bytes()).sum();
+    let ops: u64 = all.iter().map(|s| s.ops()).sum();
+    let per_rank: Vec<&Stats> = records
+        .iter()
+        .zip(&all)
+        .filter(|(r, _)| r.ran())
+        .map(|(_, s)| s)
+        .collect();
+    StonewallReport {
+        mode: mode.into(),
+        wall_s,
+        called_by_rank,
+        bytes,
+        bytes_per_sec: rate(bytes, timed_s),
+        stop_lag_s,
+        min_rank_bytes: per_rank.iter().map(|s| s.bytes()).min().unwrap_or(0),
+        max_rank_bytes: per_rank.iter().map(|s| s.bytes()).max().unwrap_or(0),
+        ops,
+        ops_per_sec: if timed_s > 0.0 {
+            ops as f64 / timed_s
+        } else {
+            0.0
+        },
+        timed_s,
+    }
+}
+
+/// The stonewall section of a distributed workload: each `run` of the script has its own
+/// wall (the end of the first rank whose run was not stopped, or DUR after the run's start
+/// barrier); the figures are over the sum of the runs' (wall - first start), the stop lag is
+/// the longest of the runs', and `wall_s` / `called_by_rank` are the last run's.
+fn workload_stonewall(mode: Stonewall, records: &[RankRecord], nruns: usize) -> StonewallReport {
+    let (mut timed, mut lag, mut wall, mut by) = (0.0f64, 0.0f64, 0.0f64, None);
+    for k in 0..nruns {
+        let runs: Vec<(u32, &RankRun)> = records
+            .iter()
+            .filter(|r| r.ran())
+            .filter_map(|r| Some((r.rank, r.workload.as_ref()?.runs.get(k)?)))
+            .collect();
+        if runs.is_empty() {
+            continue;
+        }
+        let first_start = runs
+            .iter()
+            .map(|r| r.1.start_s)
+            .fold(f64::INFINITY, f64::min);
+        let last_end = runs.iter().map(|r| r.1.end_s).fold(0.0, f64::max);
+        (wall, by) = match mode {
+            Stonewall::FirstFinish => {
+                let earliest = |only_unstopped: bool| {
+                    runs.iter()
+                        .filter(|r| !only_unstopped || !r.1.stopped)
+                        .min_by(|a, b| a.1.end_s.total_cmp(&b.1.end_s))
+                        .copied()
+                };
+                match earliest(true) {
+                    Some((rank, run)) => (run.end_s, Some(rank)),
+                    None => (earliest(false).map_or(last_end, |r| r.1.end_s), None),
+                }
+            }
+            Stonewall::Time(d) => {
+                let barrier = runs
+                    .iter()
+                    .map(|r| r.1.barrier_s)
+                    .fold(f64::INFINITY, f64::min);
+                (barrier + d, None)
+            }
+        };
+        timed += (wall - first_start).max(0.0);
+        lag = lag.max(last_end - wall);
+    }
+    let mode_name = match mode {
+        Stonewall::FirstFinish => "first_finish",
+        Stonewall::Time(_) => "time",
+    };
+    stonewall_report(mode_name, wall, by, (timed, lag), records)
+}
+
 /// The slowest and the fastest of the ranks that ran, by their own bytes per second.
 fn slowest_fastest<'a>(
     rows: &'a [RankReport],
@@ -430,6 +534,7 @@ pub(crate) fn build_workload(
     model: &crate::workload::model::Model,
     records: &[RankRecord],
     layout: &str,
+    stonewall: Option<Stonewall>,
 ) -> RunResult {
     use crate::workload::report::{RunPart, WorkloadDoc};
     let rank0 = &records[0];
@@ -553,13 +658,86 @@ pub(crate) fn build_workload(
         total += &r.stats();
     }
     let (slowest, fastest) = slowest_fastest(&result.ranks, records);
-    result.distributed = Some(clock.report(layout, None, total.bytes(), slowest, fastest));
+    result.distributed = Some(DistributedReport {
+        stonewall: stonewall.map(|mode| workload_stonewall(mode, records, nruns)),
+        ..clock.report(layout, None, total.bytes(), slowest, fastest)
+    });
     if records.iter().any(|r| r.called_off) {
         result
             .notes
             .push("ranks marked 'called off' ran nothing: another rank could not start".into());
     }
     result
+}
+
+/// A suite's backup phase on ranks (`super::backup`): `result` is the phase's Result as rank 0
+/// made it (its target, notes and settings); this puts in every rank's counts summed exactly
+/// (`total` and the phase's group, CPU time included) over the first start to the last end
+/// on the barrier clock, each rank's failure naming it, a row per rank and the spread.
+pub(crate) fn distribute_phase(result: &mut RunResult, records: &[RankRecord]) {
+    let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
+    let clock = Clock::of(&ran);
+    let mut total = Stats::default();
+    for r in records {
+        total += &r.stats();
+    }
+    total.elapsed_s = clock.span;
+    result.total = StatsReport::from_stats(&total, true);
+    if let Some(g) = result.groups.first_mut() {
+        g.stats = StatsReport::from_stats(&total, false);
+    }
+    result.failures.clear();
+    for r in records {
+        let who = format!("rank {} on {}", r.rank, r.host);
+        result.failures.extend(r.failures.iter().map(|f| IoFailure {
+            message: format!("{who}: {}", f.message),
+            ..f.clone()
+        }));
+        if let Some(e) = &r.error {
+            result.failures.push(IoFailure {
+                user: 0,
+                thread: 0,
+                path: r.targets.first().cloned().unwrap_or_default(),
+                offset: None,
+                message: format!("{who}: {e}"),
+            });
+        }
+        if r.rank != 0 {
+            for n in &r.notes {
+                if !result.notes.contains(n) {
+                    result.notes.push(format!("rank {}: {n}", r.rank));
+                }
+            }
+        }
+    }
+    if !result.failures.is_empty() {
+        result.status = RunStatus::Failed;
+    }
+    if let Some(p) = &mut result.plan {
+        let first = p.targets.first().cloned();
+        p.targets = records
+            .iter()
+            .filter_map(|r| {
+                let mut t = first.clone()?;
+                t.path = r.targets.first()?.into();
+                t.size = std::fs::metadata(&t.path).map_or(t.size, |m| m.len());
+                Some(t)
+            })
+            .collect();
+    }
+    result.ranks = records.iter().map(rank_row).collect();
+    for r in records {
+        if !result.hosts.contains(&r.host) {
+            result.hosts.push(r.host.clone());
+        }
+    }
+    let (slowest, fastest) = slowest_fastest(&result.ranks, records);
+    result.distributed = Some(clock.report("dir_per_rank", None, total.bytes(), slowest, fastest));
+    if records.iter().any(|r| r.called_off) {
+        result
+            .notes
+            .push("ranks marked 'called off' ran nothing: another rank could not start".into());
+    }
 }
 
 /// The ranks' times on the barrier clock: the first start, the first and the last end, and
@@ -724,6 +902,64 @@ mod tests {
         rec.fill(o, 1_000_000_000, 9.0);
         assert!((rec.start_s - 0.001).abs() < 1e-9, "{}", rec.start_s);
         assert!((rec.end_s - 0.040).abs() < 1e-9, "{}", rec.end_s);
+    }
+
+    /// A workload rank whose runs went (barrier, start, end, stopped) on its clock.
+    fn workload_rank(rank: u32, runs: &[(f64, f64, f64, bool)]) -> RankRecord {
+        let mut rec = RankRecord::new(rank, "h", Vec::new());
+        rec.workload = Some(WorkloadRank {
+            runs: runs
+                .iter()
+                .map(|&(barrier_s, start_s, end_s, stopped)| RankRun {
+                    outcomes: Vec::new(),
+                    duration_s: end_s - start_s,
+                    stop_reason: String::new(),
+                    psrun: Vec::new(),
+                    started_unix_s: 0.0,
+                    start_s,
+                    end_s,
+                    barrier_s,
+                    stopped,
+                })
+                .collect(),
+            filesets: Vec::new(),
+        });
+        rec
+    }
+
+    #[test]
+    fn a_workloads_stonewall_has_a_wall_per_run() {
+        // Run 1: rank 1 ends first (0.5), the others are stopped; run 2 (barrier 1.0): rank 2
+        // ends first (1.7). A rank that did not run (called off) counts for nothing.
+        let mut off = workload_rank(3, &[(0.0, 0.001, 0.2, false)]);
+        off.called_off = true;
+        let records = vec![
+            workload_rank(0, &[(0.0, 0.01, 0.52, true), (1.0, 1.01, 1.71, true)]),
+            workload_rank(1, &[(0.0, 0.02, 0.5, false), (1.0, 1.02, 1.72, true)]),
+            workload_rank(2, &[(0.0, 0.03, 0.53, true), (1.0, 1.03, 1.7, false)]),
+            off,
+        ];
+        let sw = workload_stonewall(Stonewall::FirstFinish, &records, 2);
+        assert_eq!(sw.mode, "first_finish");
+        assert_eq!((sw.wall_s, sw.called_by_rank), (1.7, Some(2)));
+        let timed = (0.5 - 0.01) + (1.7 - 1.01);
+        assert!((sw.timed_s - timed).abs() < 1e-12, "{sw:?}");
+        assert!((sw.stop_lag_s - 0.03).abs() < 1e-12, "{sw:?}");
+        // A wall at a time: DUR after each run's barrier.
+        let sw = workload_stonewall(Stonewall::Time(0.4), &records, 2);
+        assert_eq!(
+            (sw.mode.as_str(), sw.wall_s, sw.called_by_rank),
+            ("time", 1.4, None)
+        );
+        assert!((sw.timed_s - (0.39 + 0.39)).abs() < 1e-12, "{sw:?}");
+        assert!((sw.stop_lag_s - (1.72 - 1.4)).abs() < 1e-12, "{sw:?}");
+        // Every rank stopped (none ended on its own): the earliest end is the wall.
+        let all_stopped = vec![
+            workload_rank(0, &[(0.0, 0.0, 0.6, true)]),
+            workload_rank(1, &[(0.0, 0.0, 0.55, true)]),
+        ];
+        let sw = workload_stonewall(Stonewall::FirstFinish, &all_stopped, 1);
+        assert_eq!((sw.wall_s, sw.called_by_rank), (0.55, None));
     }
 
     #[test]

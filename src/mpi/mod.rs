@@ -19,6 +19,7 @@
 //! could cost more than a short run's I/O.
 
 mod aggregate;
+mod backup;
 mod comm;
 pub(crate) mod layout;
 mod observe;

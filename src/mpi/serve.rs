@@ -11,6 +11,7 @@
 //! remembered by each rank for its own paths, by identity, and removed at
 //! [`Order::Cleanup`] unless `--keep`.
 
+use super::backup::BackupSpec;
 use super::layout::{self, DistPlan, DistSpec, Layout};
 use super::workload::WorkloadSpec;
 use super::{Ending, World};
@@ -30,6 +31,8 @@ enum Order {
     Run { spec: Box<DistSpec>, fresh: bool },
     /// One workload as a distributed run.
     Workload(Box<WorkloadSpec>),
+    /// A suite's backup study, a tree per rank.
+    Backup(Box<BackupSpec>),
     /// Remove what the points kept for later points (unless `keep`).
     Cleanup { keep: bool },
     /// The command is over.
@@ -191,6 +194,10 @@ fn serve(world: &World, plan: &DistPlan) -> anyhow::Result<i32> {
             Order::Workload(ws) => {
                 super::workload::run(world, &ws, None)?;
             }
+            Order::Backup(spec) => {
+                // Rank 0 reports the study's failures; this rank's are in its rows.
+                let _ = super::backup::run(world, &spec, None);
+            }
             Order::Cleanup { keep } => cleanup(world, plan, keep, &mut left),
             Order::End => return Ok(0),
         }
@@ -257,6 +264,29 @@ impl crate::exec::Ranks for Driver {
         let ws = WorkloadSpec::new(src, opts, &self.plan)?;
         self.order(&Order::Workload(Box::new(ws.clone())))?;
         result_of(super::workload::run(&self.world, &ws, Some(opts))?)
+    }
+
+    fn run_backup(
+        &self,
+        dir: &Path,
+        plan: &crate::sweep::backup::BackupPlan,
+        caches: &[crate::job::CachePolicy],
+        sink: crate::sweep::backup::PhaseSink<'_>,
+    ) -> anyhow::Result<()> {
+        if self.plan.layout != Layout::FilePerRank {
+            crate::bail_usage!(
+                "the backup study builds a tree of its own on each rank: run it with --file-per-rank (the default), not --shared-file"
+            );
+        }
+        let spec = BackupSpec {
+            dir: dir.to_path_buf(),
+            plan: plan.clone(),
+            caches: caches.to_vec(),
+            tag: std::process::id(),
+            timeout_s: self.plan.timeout_s,
+        };
+        self.order(&Order::Backup(Box::new(spec.clone())))?;
+        super::backup::run(&self.world, &spec, Some(sink))
     }
 
     fn cleanup(&self, keep: bool) {

@@ -9,18 +9,21 @@
 //! rank goes on (to its next command, or to remove its filesets) before every rank's I/O of
 //! the run is over. Each rank sends rank 0 each run's exact per-flowop statistics and, with
 //! `--verify`, what its threads' checked reads found; rank 0 merges them, one entry of
-//! `workload.runs` a run ([`super::aggregate`]).
+//! `workload.runs` a run ([`super::aggregate`]). With `--stonewall` every run of every rank
+//! is stopped when the first rank's run ends on its own, or DUR after the run's start
+//! barrier, through the workload's own stop check (`runner::signal::stop_workers`, read by
+//! its watch loop).
 
-use super::aggregate::{self, RankRecord, WorkloadRank};
+use super::aggregate::{self, RankRecord, RunMark, WorkloadRank};
 use super::layout::DistPlan;
-use super::{make_dir, one_line, Ending, World};
+use super::{make_dir, one_line, Ending, Stonewall, World};
 use crate::workload::fileset::shared_tree;
 use crate::workload::model::Model;
 use crate::workload::run::{execute_gated, Executed, Options};
 use crate::workload::Source;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -41,6 +44,10 @@ pub(crate) struct WorkloadSpec {
     /// `--verify`: each rank checks the reads of what it wrote (its own filesets).
     #[serde(default)]
     pub verify: bool,
+    /// `--stonewall`: every `run` of the script stops on every rank when the first rank's run
+    /// ends, or this long after the run's start barrier.
+    #[serde(default)]
+    pub stonewall: Option<Stonewall>,
     /// `--shared-file`: every rank's filesets in the same directories under `base`.
     #[serde(default)]
     pub shared: bool,
@@ -53,9 +60,9 @@ impl WorkloadSpec {
         opts: &Options,
         plan: &DistPlan,
     ) -> anyhow::Result<WorkloadSpec> {
-        if plan.reorder || plan.stonewall.is_some() {
+        if plan.reorder {
             crate::bail_usage!(
-                "a workload on MPI ranks takes neither --reorder-ranks nor --stonewall: drop them (--shared-file shares its directories)"
+                "a workload on MPI ranks does not take --reorder-ranks: drop it (--shared-file shares its directories)"
             );
         }
         let Some((_, dir)) = src.defines.iter().rev().find(|(k, _)| k == "dir") else {
@@ -74,6 +81,7 @@ impl WorkloadSpec {
             rate: opts.rate,
             timeout_s: plan.timeout_s,
             verify: opts.verify,
+            stonewall: plan.stonewall,
             shared: plan.layout != super::Layout::FilePerRank,
         })
     }
@@ -169,6 +177,87 @@ fn start(
         })
 }
 
+/// How this rank's I/O of one `run` ended.
+struct IoEnd {
+    /// When the rank's workload said its I/O was over (rank clock); None: it ended otherwise.
+    end_s: Option<f64>,
+    /// The stonewall stopped it.
+    stopped: bool,
+    /// It sent the stonewall message (it finished first as far as it knew).
+    sent: bool,
+    /// Stonewall messages it received.
+    got: u64,
+}
+
+/// Wait for the end of this rank's I/O of one `run`, stopping it at the stonewall: at the
+/// first other rank's message (`first`) or `d` seconds after the run's start barrier
+/// (`barrier_s` on the rank's clock `t0`), through the workload's own stop check
+/// (`signal::stop_workers`, read by its watch loop). A rank whose run ended first tells
+/// the others.
+fn wait_io(
+    world: &World,
+    stonewall: Option<Stonewall>,
+    rx: &Receiver<Event>,
+    t0: Instant,
+    barrier_s: f64,
+    early: &mut Option<anyhow::Result<Executed>>,
+) -> IoEnd {
+    let mut io = IoEnd {
+        end_s: None,
+        stopped: false,
+        sent: false,
+        got: 0,
+    };
+    loop {
+        // Without a stonewall nothing needs MPI until the I/O ends: block. With one, wake up
+        // to look for the stonewall message (every ms) or at the wall time.
+        let wait = match stonewall {
+            Some(Stonewall::FirstFinish) => Duration::from_millis(1),
+            Some(Stonewall::Time(d)) if !io.stopped => {
+                Duration::from_secs_f64((barrier_s + d - t0.elapsed().as_secs_f64()).max(0.0))
+            }
+            _ => Duration::from_secs(3600),
+        };
+        match rx.recv_timeout(wait) {
+            Ok(Event::IoDone) => {
+                io.end_s = Some(t0.elapsed().as_secs_f64());
+                break;
+            }
+            Ok(Event::Finished(r)) => {
+                *early = Some(r);
+                break;
+            }
+            Ok(Event::Ready) | Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        match stonewall {
+            Some(Stonewall::FirstFinish) => {
+                if world.poll_stone().is_some() {
+                    io.got += 1;
+                    if !io.stopped {
+                        crate::runner::signal::stop_workers();
+                        io.stopped = true;
+                    }
+                }
+            }
+            Some(Stonewall::Time(d))
+                if !io.stopped && t0.elapsed().as_secs_f64() >= barrier_s + d =>
+            {
+                crate::runner::signal::stop_workers();
+                io.stopped = true;
+            }
+            _ => {}
+        }
+    }
+    if stonewall == Some(Stonewall::FirstFinish) && !io.stopped {
+        if let Some(at) = io.end_s {
+            world.send_stone(at);
+            io.sent = true;
+        }
+    }
+    io
+}
+
 /// This rank's part of a distributed workload; rank 0 gets the one Result. Every rank makes
 /// the same collective calls in the same order, whatever happened to it.
 pub(crate) fn run(
@@ -240,8 +329,9 @@ pub(crate) fn run(
     // leave the loop together. Times are on the clock of the first run's barrier.
     let (mut first_ready, mut first_all_ok) = (false, false);
     let mut clock0: Option<Instant> = None;
-    // Per run that started: (its barrier, the end of this rank's I/O), on that clock.
-    let mut marks: Vec<(f64, f64)> = Vec::new();
+    // Per run that started: its barrier, the end of this rank's I/O (on that clock), and
+    // whether the stonewall stopped it.
+    let mut marks: Vec<RunMark> = Vec::new();
     loop {
         let ready = handle.is_some()
             && early.is_none()
@@ -273,27 +363,20 @@ pub(crate) fn run(
         if !all_ok {
             break;
         }
-        let mut end_s = None;
-        loop {
-            match rx.recv() {
-                Ok(Event::IoDone) => {
-                    end_s = Some(t0.elapsed().as_secs_f64());
-                    break;
-                }
-                Ok(Event::Finished(r)) => {
-                    early = Some(r);
-                    break;
-                }
-                Ok(Event::Ready) => {}
-                Err(_) => break,
-            }
-        }
-        marks.push((
+        let io = wait_io(world, ws.stonewall, &rx, t0, barrier_s, &mut early);
+        marks.push(RunMark {
             barrier_s,
-            end_s.unwrap_or_else(|| t0.elapsed().as_secs_f64()),
-        ));
-        world.meet("the end of every rank's I/O", timeout);
-        // Every rank's I/O is over: the workload may go on (and remove its filesets).
+            end_s: io.end_s.unwrap_or_else(|| t0.elapsed().as_secs_f64()),
+            stopped: io.stopped,
+        });
+        // Every rank's I/O of the run is over; the stonewall messages of the run that are
+        // still on their way are taken, so none is seen by the next run.
+        let senders = world.all_sum("the end of every rank's I/O", timeout, io.sent as u64);
+        world.drain_stones(senders.saturating_sub(io.sent as u64 + io.got));
+        if io.stopped {
+            crate::runner::signal::clear_stonewall_stop();
+        }
+        // The workload may go on (and remove its filesets).
         let _ = clean_tx.send(());
     }
     let (ready, all_ok) = (first_ready, first_all_ok);
@@ -315,16 +398,7 @@ pub(crate) fn run(
             rec.failures = ex.result.failures.clone();
             rec.notes = ex.result.notes.clone();
             rec.started_unix_s = ex.result.started_unix_s;
-            // Each run from its threads' duration back from its end, not before its barrier.
-            let spans: Vec<(f64, f64)> = marks
-                .iter()
-                .zip(&ex.runs)
-                .map(|(&(barrier, end), r)| ((end - r.duration_s).max(barrier), end))
-                .collect();
-            if let (Some(first), Some(last)) = (spans.first(), spans.last()) {
-                rec.start_s = first.0;
-                rec.end_s = last.1;
-            }
+            rec.stopped = marks.iter().any(|m| m.stopped);
             if !ran {
                 rec.error = Some(
                     ex.result
@@ -334,7 +408,12 @@ pub(crate) fn run(
                         .unwrap_or_else(|| "the workload ended before its start".into()),
                 );
             }
-            rec.workload = Some(WorkloadRank::new(ex, &spans));
+            let w = WorkloadRank::new(ex, &marks);
+            if let (Some(first), Some(last)) = (w.runs.first(), w.runs.last()) {
+                rec.start_s = first.start_s;
+                rec.end_s = last.end_s;
+            }
+            rec.workload = Some(w);
         }
         Some(Err(_)) if ready && !all_ok => rec.called_off = true,
         Some(Err(e)) => {
@@ -382,7 +461,8 @@ pub(crate) fn run(
         });
     }
     let model0 = crate::workload::load_source(&ws.src)?;
-    let mut result = aggregate::build_workload(&ws.src, &model0, &records, ws.layout_name());
+    let mut result =
+        aggregate::build_workload(&ws.src, &model0, &records, ws.layout_name(), ws.stonewall);
     result.notes.extend(left);
     Ok(Ending::Result(Box::new(result)))
 }

@@ -102,18 +102,26 @@ pub(crate) fn lines(r: &RunResult, opts: &ReportOptions) -> String {
         );
     }
     if let Some(s) = &d.stonewall {
+        // Results written before `timed_s` existed: the wall from the first start.
+        let timed_s = if s.timed_s > 0.0 {
+            s.timed_s
+        } else {
+            s.wall_s - d.first_start_s
+        };
         let why = match s.called_by_rank {
             Some(k) => format!("rank {k} finished first"),
             None => "the set time".to_string(),
         };
         let _ = writeln!(
             out,
-            "stonewall ({}): wall at {:.3} s ({why}): {} bytes / {:.3} s = {}; ranks stopped within {:.3} s; bytes per rank {} to {}",
+            "stonewall ({}): wall at {:.3} s ({why}): {} bytes / {:.3} s = {}, {} ops = {:.1} ops/s; ranks stopped within {:.3} s; bytes per rank {} to {}",
             s.mode,
             s.wall_s,
             s.bytes,
-            s.wall_s - d.first_start_s,
+            timed_s,
             opts.unit.format(s.bytes_per_sec),
+            s.ops,
+            s.ops_per_sec,
             s.stop_lag_s,
             s.min_rank_bytes,
             s.max_rank_bytes

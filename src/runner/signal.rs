@@ -21,6 +21,17 @@ pub(crate) fn stop_workers() {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
+/// Take back a stonewall stop ([`stop_workers`]) once the stopped workers are over, so that
+/// the next timed part of the same process (a workload's next `run` on a rank) starts
+/// unstopped. A signal's stop stays: it is set again when a signal arrived meanwhile.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn clear_stonewall_stop() {
+    INTERRUPTED.store(false, Ordering::SeqCst);
+    if SIGNALLED.load(Ordering::SeqCst) {
+        INTERRUPTED.store(true, Ordering::SeqCst);
+    }
+}
+
 /// Install the handlers once; later calls are harmless.
 pub(crate) fn install() {
     // SAFETY: installing a handler that only performs an atomic store.

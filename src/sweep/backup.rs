@@ -16,6 +16,7 @@
 //! written buffered and fsync'd inside the timed archive phase, standing in for the article's
 //! raw backup disk.
 
+#[cfg(test)]
 use super::record::{Record, SweepMeta};
 use super::ustar::{self, Entry, Kind, BLOCK};
 use crate::engine::{self, sync::SyncEngine, BufferPool, Completion, Engine, IoOp, OpKind};
@@ -34,7 +35,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Sizes of the tree and the record size, after scaling.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct BackupPlan {
     pub large: u64,
     pub small: Vec<u64>,
@@ -228,7 +229,7 @@ fn check_interrupt() -> Result<()> {
 }
 
 /// Prefix of the per-run directory (`fsbench-backup-PID`).
-const ROOT_PREFIX: &str = "fsbench-backup-";
+pub(crate) const ROOT_PREFIX: &str = "fsbench-backup-";
 
 /// Remove `fsbench-backup-PID` directories in `dir` that a killed run left: only those whose
 /// name carries a PID that is not running, that are real directories (not links) and that
@@ -728,16 +729,32 @@ fn now_unix() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Asked once per phase, on the calling thread, when the phase's thread is ready (true) or
+/// could not be made ready (false): may it start? On one host it always may; on MPI ranks
+/// this is the phase's start barrier (`crate::mpi`), every rank's answer the same.
+pub(crate) type StartHook<'a> = &'a mut dyn FnMut(bool) -> bool;
+
+/// A phase as its thread measured it: its counts, the gate's opening and its end, and what
+/// `work` returned.
+struct Timed<T> {
+    stats: Stats,
+    opened: Instant,
+    end: Instant,
+    result: Result<T>,
+}
+
 /// Run one timed phase on its own thread through the runner's driver: the thread builds its
-/// engine (untimed), waits at the start gate, then runs `work` on it. Elapsed time runs from
-/// the gate's opening to the end of `work`; user and sys time are the thread's own.
+/// engine (untimed), waits at the start gate, then runs `work` on it once `start` says so.
+/// Elapsed time runs from the gate's opening to the end of `work`; user and sys time are the
+/// thread's own. `start` is asked exactly once, whatever happens.
 fn phase<T: Send + 'static>(
     name: &str,
     make: &MakeEngine,
     files: usize,
     record: usize,
+    start: StartHook<'_>,
     work: impl FnOnce(&mut Io) -> Result<T> + Send + 'static,
-) -> Result<(Stats, Result<T>)> {
+) -> Result<Timed<T>> {
     let make = make.clone();
     let body: Body<(Stats, Instant, Result<T>)> = Box::new(move |gate: &Gate| {
         let io = Io::new(&make, files, record);
@@ -754,36 +771,63 @@ fn phase<T: Send + 'static>(
         io.stats.usage = cpu::thread_usage().since(&u0);
         Some((std::mem::take(&mut io.stats), end, r))
     });
-    let crew = drive::start_threads([(name.to_string(), body)], 1 << 20, &drive::spawn_thread)
-        .map_err(|f| anyhow!("cannot start the backup thread: {}", f.error))?;
-    let t0 = crew
-        .open(|_| true)
-        .ok_or_else(|| anyhow!("the backup phase was called off"))?;
-    let (mut stats, end, r) = crew
-        .join()?
-        .pop()
+    let crew = match drive::start_threads([(name.to_string(), body)], 1 << 20, &drive::spawn_thread)
+    {
+        Ok(c) => c,
+        Err(f) => {
+            start(false);
+            bail!("cannot start the backup thread: {}", f.error);
+        }
+    };
+    let opened = crew.open(|_| start(true));
+    let joined = crew.join()?;
+    let opened = opened.ok_or_else(|| anyhow!("the backup phase was called off"))?;
+    let (mut stats, end, result) = joined
+        .into_iter()
+        .next()
         .ok_or_else(|| anyhow!("the backup thread returned nothing"))?;
-    stats.elapsed_s = end.saturating_duration_since(t0).as_secs_f64();
-    Ok((stats, r))
+    stats.elapsed_s = end.saturating_duration_since(opened).as_secs_f64();
+    Ok(Timed {
+        stats,
+        opened,
+        end,
+        result,
+    })
 }
 
-/// What every phase of one study shares.
-struct Study<'a> {
-    root: &'a Path,
-    tree: &'a Path,
-    files: &'a [(String, u64)],
-    tree_paths: &'a [PathBuf],
-    record: usize,
-    make: &'a MakeEngine,
+/// One measured phase of one tree, before it becomes a Result: what [`phase_result`] needs,
+/// and the gate's opening and the end (for a rank's place on the barrier clock).
+pub(crate) struct PhaseRun {
+    pub stats: Stats,
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub opened: Instant,
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub end: Instant,
+    pub started_unix_s: f64,
+    pub failure: Option<String>,
+    pub notes: Vec<String>,
+    /// Restore: the restored tree is byte-identical to the original.
+    pub verified: Option<bool>,
+}
+
+/// What every phase of one study shares: its directory (`root`, holding the tree, the
+/// archive and the restored copy), the tree's files, the record size and the engine maker.
+pub(crate) struct Study<'a> {
+    pub root: &'a Path,
+    pub tree: &'a Path,
+    pub files: &'a [(String, u64)],
+    pub tree_paths: &'a [PathBuf],
+    pub record: usize,
+    pub make: &'a MakeEngine,
 }
 
 impl Study<'_> {
-    fn archive_path(&self) -> PathBuf {
+    pub(crate) fn archive_path(&self) -> PathBuf {
         self.root.join("backup.tar")
     }
 
-    /// Time the archive phase under `cache`: its Result, or None when interrupted.
-    fn archive_point(&self, cache: CachePolicy) -> Result<Option<RunResult>> {
+    /// Time the archive phase under `cache`, started when `start` says so.
+    pub(crate) fn archive_run(&self, cache: CachePolicy, start: StartHook<'_>) -> Result<PhaseRun> {
         let direct = cache.uses_direct();
         let archive_path = self.archive_path();
         for p in self.tree_paths {
@@ -796,7 +840,7 @@ impl Study<'_> {
             archive_path.clone(),
             self.record,
         );
-        let (stats, res) = phase("backup-archive", self.make, 2, record, move |io| {
+        let t = phase("backup-archive", self.make, 2, record, start, move |io| {
             archive(io, &tree, "tree", &files, &ap, direct, record)
         })?;
         let notes = vec![format!(
@@ -809,49 +853,56 @@ impl Study<'_> {
                 "through the page cache"
             }
         )];
+        Ok(PhaseRun {
+            stats: t.stats,
+            opened: t.opened,
+            end: t.end,
+            started_unix_s: started,
+            failure: t.result.as_ref().err().map(|e| format!("{e:#}")),
+            notes,
+            verified: None,
+        })
+    }
+
+    /// Time the archive phase under `cache`: its Result, or None when interrupted.
+    fn archive_point(&self, cache: CachePolicy) -> Result<Option<RunResult>> {
+        let run = self.archive_run(cache, &mut |_| true)?;
         if crate::runner::signal::interrupted() {
             return Ok(None);
         }
-        let failure = res.as_ref().err().map(|e| format!("{e:#}"));
-        Ok(Some(phase_result(
-            &format!("backup archive {}", cache.name()),
-            "archive",
-            cache,
-            self.record,
-            &archive_path,
-            self.tree_paths,
-            stats,
-            failure,
-            started,
-            notes,
-        )))
+        Ok(Some(self.result_of(cache, "archive", run)))
     }
 
-    /// Time the restore phase under `cache` and verify the restored tree (untimed): its
-    /// Result, or None when interrupted.
-    fn restore_point(&self, cache: CachePolicy, restore_dir: &Path) -> Result<Option<RunResult>> {
+    /// Time the restore phase under `cache` into `restore_dir` (created here), started when
+    /// `start` says so, and verify the restored tree (untimed).
+    pub(crate) fn restore_run(
+        &self,
+        cache: CachePolicy,
+        restore_dir: &Path,
+        start: StartHook<'_>,
+    ) -> Result<PhaseRun> {
         let direct = cache.uses_direct();
         let archive_path = self.archive_path();
         let _ = crate::runner::target::evict(&archive_path);
-        std::fs::create_dir(restore_dir)?;
+        if let Err(e) = std::fs::create_dir(restore_dir) {
+            start(false);
+            bail!("cannot create {}: {e}", restore_dir.display());
+        }
         let started = now_unix();
         let (ap, rd, record) = (archive_path.clone(), restore_dir.to_path_buf(), self.record);
-        let (stats, res) = phase("backup-restore", self.make, 3, record, move |io| {
+        let t = phase("backup-restore", self.make, 3, record, start, move |io| {
             restore(io, &ap, &rd, direct, record)
         })?;
-        if crate::runner::signal::interrupted() {
-            return Ok(None);
-        }
-        let mut failure = res.as_ref().err().map(|e| format!("{e:#}"));
+        let mut failure = t.result.as_ref().err().map(|e| format!("{e:#}"));
         let mut notes = vec!["restored files are not fsync'd, like pax".to_string()];
-        if let Ok(n) = res {
+        if let Ok(n) = t.result {
             if n > 0 {
                 notes.push(format!(
                     "{n} misaligned direct writes done as O_DSYNC buffered writes"
                 ));
             }
         }
-        if failure.is_none() {
+        if failure.is_none() && !crate::runner::signal::interrupted() {
             failure = self.verify(restore_dir);
         }
         let verified = failure.is_none();
@@ -860,25 +911,50 @@ impl Study<'_> {
         } else {
             "restored tree NOT verified".into()
         });
+        Ok(PhaseRun {
+            stats: t.stats,
+            opened: t.opened,
+            end: t.end,
+            started_unix_s: started,
+            failure,
+            notes,
+            verified: Some(verified),
+        })
+    }
+
+    /// Time the restore phase under `cache` and verify the restored tree (untimed): its
+    /// Result, or None when interrupted.
+    fn restore_point(&self, cache: CachePolicy, restore_dir: &Path) -> Result<Option<RunResult>> {
+        let run = self.restore_run(cache, restore_dir, &mut |_| true)?;
+        if crate::runner::signal::interrupted() {
+            return Ok(None);
+        }
+        Ok(Some(self.result_of(cache, "restore", run)))
+    }
+
+    /// A measured phase (`archive` or `restore`) of this tree as its Result.
+    pub(crate) fn result_of(&self, cache: CachePolicy, phase: &str, run: PhaseRun) -> RunResult {
         let mut r = phase_result(
-            &format!("backup restore {}", cache.name()),
-            "restore",
+            &format!("backup {phase} {}", cache.name()),
+            phase,
             cache,
             self.record,
-            &archive_path,
+            &self.archive_path(),
             self.tree_paths,
-            stats,
-            failure,
-            started,
-            notes,
+            run.stats,
+            run.failure,
+            run.started_unix_s,
+            run.notes,
         );
-        r.probes
-            .insert("verified".into(), serde_json::Value::Bool(verified));
-        Ok(Some(r))
+        if let Some(v) = run.verified {
+            r.probes
+                .insert("verified".into(), serde_json::Value::Bool(v));
+        }
+        r
     }
 
     /// Compare the restored tree with the original byte for byte: the last difference found.
-    fn verify(&self, restore_dir: &Path) -> Option<String> {
+    pub(crate) fn verify(&self, restore_dir: &Path) -> Option<String> {
         let mut failure = None;
         for (name, _) in self.files {
             let (a, b) = (self.tree.join(name), restore_dir.join("tree").join(name));
@@ -897,8 +973,12 @@ impl Study<'_> {
     }
 }
 
+/// Where each measured phase's Result goes: (cache policy, `archive` or `restore`, Result).
+pub(crate) type PhaseSink<'a> = &'a mut dyn FnMut(CachePolicy, &str, RunResult) -> Result<()>;
+
 /// Run the study in `dir`: for each cache policy an archive point and a restore point.
 /// `meta(cache, phase)` gives each record its sweep metadata.
+#[cfg(test)]
 pub(crate) fn run(
     dir: &Path,
     plan: &BackupPlan,
@@ -910,6 +990,7 @@ pub(crate) fn run(
 }
 
 /// [`run`] with the engine each phase is built on.
+#[cfg(test)]
 pub(crate) fn run_with(
     dir: &Path,
     plan: &BackupPlan,
@@ -917,6 +998,20 @@ pub(crate) fn run_with(
     make: &MakeEngine,
     mut meta: impl FnMut(CachePolicy, &str) -> SweepMeta,
     mut store: impl FnMut(Record) -> Result<()>,
+) -> Result<()> {
+    run_phases(dir, plan, caches, make, &mut |c, ph, r| {
+        store(Record::run(meta(c, ph), r))
+    })
+}
+
+/// The study on this host, each phase's Result to `sink` (the sweep's point metadata is the
+/// caller's).
+pub(crate) fn run_phases(
+    dir: &Path,
+    plan: &BackupPlan,
+    caches: &[CachePolicy],
+    make: &MakeEngine,
+    sink: PhaseSink<'_>,
 ) -> Result<()> {
     let tag = std::process::id();
     for p in remove_stale(dir) {
@@ -958,7 +1053,7 @@ pub(crate) fn run_with(
             return Ok(());
         };
         let failed = !r.failures.is_empty();
-        store(Record::run(meta(*cache, "archive"), r))?;
+        sink(*cache, "archive", r)?;
         if failed {
             let _ = std::fs::remove_file(study.archive_path());
             continue;
@@ -966,7 +1061,7 @@ pub(crate) fn run_with(
         let Some(r) = study.restore_point(*cache, &restore_dir)? else {
             return Ok(());
         };
-        store(Record::run(meta(*cache, "restore"), r))?;
+        sink(*cache, "restore", r)?;
         let _ = std::fs::remove_dir_all(&restore_dir);
         let _ = std::fs::remove_file(study.archive_path());
     }

@@ -544,11 +544,13 @@ fn selected_studies<'a>(
             }
         }
     }
-    // A backup study writes its tree, archive and restored copy: refuse before the banner.
+    // A backup study writes its tree, archive and restored copy (one each per rank on
+    // ranks, which may share the file system): refuse before the banner.
+    let trees = u64::from(opts.exec.ranks().unwrap_or(1));
     for rs in &studies {
         if let ResolvedStudy::Backup { plan, .. } = rs {
             for d in &opts.dirs {
-                let need = super::backup::space_needed(plan);
+                let need = super::backup::space_needed(plan).saturating_mul(trees);
                 crate::guard::ensure_free_space(d, need, "the backup study")?;
             }
         }
@@ -613,18 +615,18 @@ pub(crate) fn run_with_hooks(
 ) -> anyhow::Result<SuiteOutcome> {
     let studies = selected_studies(res, opts)?;
     if opts.exec.ranks().is_some() {
-        // Backup studies prepare their files on one host: not on MPI ranks yet.
-        if let Some(rs) = studies
-            .iter()
-            .find(|rs| matches!(rs, ResolvedStudy::Backup { .. }))
-        {
-            crate::bail_usage!(
-                "suite study '{}' (backup) does not run on MPI ranks: choose the others with --study",
-                rs.study().id
-            );
-        }
-        // The aged study writes several files at once on each client: a file of its own each.
+        // The aged study writes several files at once on each client, the backup study a tree
+        // on each: files of their own each.
         if opts.exec.shared_file() {
+            if let Some(rs) = studies
+                .iter()
+                .find(|rs| matches!(rs, ResolvedStudy::Backup { .. }))
+            {
+                crate::bail_usage!(
+                    "suite study '{}' (backup) builds, archives and restores a tree of its own on each rank: run it with --file-per-rank (the default), not --shared-file, or choose the others with --study",
+                    rs.study().id
+                );
+            }
             if let Some(rs) = studies
                 .iter()
                 .find(|rs| matches!(rs, ResolvedStudy::Aged { .. }))
@@ -760,29 +762,27 @@ fn run_backup(
     ctx.progress
         .start_point(&format!("{} (building the tree)", study.id));
     let mut pending: Vec<(PathBuf, Record)> = Vec::new();
-    super::backup::run(
-        dir,
-        plan,
-        caches,
-        |c, ph| {
+    ctx.exec
+        .run_backup(dir, plan, caches, &mut |c, ph, result| {
             let p = point(&c, ph);
-            size_settings.meta(&p, p.index, 0, target)
-        },
-        |rec| {
+            let rec = Record::run(size_settings.meta(&p, p.index, 0, target), result);
             let m = rec.meta();
             let name = super::record_file_name(&study.id, m.index, &m.point, 0);
             results.write(&name, rec.to_json()?.as_bytes())?;
             let f = results.join(&name);
             pending.push((f, rec));
             Ok(())
-        },
-    )?;
+        })?;
     if crate::runner::signal::interrupted() {
         ctx.interrupted = true;
     }
     for (_, rec) in pending {
         ctx.progress.finish_point();
-        ctx.tally.ran += 1;
+        // Counted as `Ctx::store` counts: a failed phase is a failed point.
+        match rec.result() {
+            Some(r) if r.status == crate::runner::RunStatus::Failed => ctx.tally.failed += 1,
+            _ => ctx.tally.ran += 1,
+        }
         out.push(rec);
     }
     Ok(out)

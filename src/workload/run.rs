@@ -45,6 +45,9 @@ pub struct Options {
 /// Turns one progress line (and the ops/s since the start, when asked for) into text.
 pub type ProgressLine = fn(&PsrunLine, Option<f64>) -> String;
 
+/// Why a run stopped when a distributed run's stonewall stopped it (`crate::mpi`).
+pub(crate) const STONEWALL_STOP: &str = "stopped at the stonewall";
+
 /// How long a run may wait when none is given (Filebench's default for `run`).
 const DEFAULT_RUN_S: f64 = 60.0;
 
@@ -757,6 +760,11 @@ fn watch(
         }
         if signal::interrupted() {
             stop_reason = "interrupted (Ctrl-C)".into();
+            break;
+        }
+        // A distributed run's stonewall (`signal::stop_workers`): a planned end, not Ctrl-C.
+        if signal::stop_requested() {
+            stop_reason = STONEWALL_STOP.into();
             break;
         }
         if el >= secs {
