@@ -175,7 +175,14 @@ fn fault_found(
     assert_eq!(k["blocks"], 1, "{}", v["verify"]);
     assert_eq!(bad(&v), total, "{}", v["verify"]);
     let m = &k["first"][0];
-    assert_eq!(m["offset_bytes"], at(hit.offset), "{m}");
+    // The first byte that differs: where the fault hit, unless the bytes expected there
+    // happen to equal what was found (a dropped write leaves zeros, and a stream byte is 0
+    // one time in 256), then a few bytes on.
+    let found = m["offset_bytes"].as_u64().unwrap();
+    assert!(
+        (at(hit.offset)..at(hit.offset) + 16).contains(&found),
+        "{m} {hit:?}"
+    );
     assert!(
         m["target"].as_str().unwrap().ends_with(&hit.file),
         "{m} {hit:?}"
