@@ -948,15 +948,8 @@ fn fill_fd(
     Ok(())
 }
 
-/// Create (or reuse) a fileset on disk and record which entries exist in the arena. On an
-/// error or Ctrl-C what was created is removed again (unless `keep`) before returning.
-pub fn prepare(
-    spec: &FilesetSpec,
-    lay: &SetLayout,
-    arena: &Arena,
-    set: usize,
-    keep: bool,
-) -> Result<Prepared> {
+/// The directory a fileset's root goes in, checked and opened.
+fn open_parent(spec: &FilesetSpec) -> Result<(&Path, OwnedFd)> {
     let parent = spec.root.parent().unwrap_or(Path::new("."));
     if !parent.is_dir() {
         crate::bail_usage!(
@@ -966,53 +959,81 @@ pub fn prepare(
     }
     let pfd = open_dir(libc::AT_FDCWD, &ccstr(parent.as_os_str().as_bytes()), true)
         .map_err(|e| crate::usage!("cannot open directory {}: {e}", parent.display()))?;
+    Ok((parent, pfd))
+}
+
+/// Whether the fileset's root (`cname` under `pfd`) already exists; one that fsbench did
+/// not make (no mark on it, or not a directory) is refused.
+fn root_is_ours(pfd: &OwnedFd, cname: &CStr, spec: &FilesetSpec) -> Result<bool> {
+    let refuse = || {
+        crate::usage!(
+            "{} exists and was not created by fsbench: refusing to write there (choose another --dir or remove it)",
+            spec.root.display()
+        )
+    };
+    match open_dir(pfd.as_raw_fd(), cname, false) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+        Err(_) => Err(refuse().into()),
+        Ok(rfd) if !crate::safety::fd_is_marked(&rfd) => Err(refuse().into()),
+        Ok(_) => Ok(true),
+    }
+}
+
+/// Remove the old fileset fsbench left at the root (a kept or killed run: what its
+/// manifests list, `known`), and the ranks' manifests; refuse when anything else is in it.
+fn clear_old_fileset(
+    parent: &Path,
+    pfd: &OwnedFd,
+    spec: &FilesetSpec,
+    known: &Known,
+) -> Result<()> {
+    let s = sweep_tree(parent, &spec.name, known, false)?;
+    if let Some(n) = s.note() {
+        crate::bail_usage!(
+            "fileset '{}': removing the old fileset {} {n}; refusing to lay out a new one over them (move them away)",
+            spec.name,
+            spec.root.display()
+        );
+    }
+    if let Some(e) = s.error {
+        anyhow::bail!("removing the old fileset {}: {e}", spec.root.display());
+    }
+    shared_tree::remove_rank_manifests(parent, pfd.as_raw_fd(), &spec.name);
+    Ok(())
+}
+
+/// Create (or reuse) a fileset on disk and record which entries exist in the arena. On an
+/// error or Ctrl-C what was created is removed again (unless `keep`) before returning.
+pub fn prepare(
+    spec: &FilesetSpec,
+    lay: &SetLayout,
+    arena: &Arena,
+    set: usize,
+    keep: bool,
+) -> Result<Prepared> {
+    let (parent, pfd) = open_parent(spec)?;
     if spec.shared_rank.is_some() {
         return shared_tree::prepare_entries(spec, lay, arena, set, keep, &pfd);
     }
     let cname = ccstr(spec.name.as_bytes());
     let mut known = Known::default();
     let mut reuse_existing = false;
-    match open_dir(pfd.as_raw_fd(), &cname, false) {
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-        Err(_) => crate::bail_usage!(
-            "{} exists and was not created by fsbench: refusing to write there (choose another --dir or remove it)",
-            spec.root.display()
-        ),
-        Ok(rfd) => {
-            if !crate::safety::fd_is_marked(&rfd) {
+    if root_is_ours(&pfd, &cname, spec)? {
+        // A run whose ranks shared the tree left a manifest for each rank too.
+        known = shared_tree::read_all_manifests(parent, pfd.as_raw_fd(), &spec.name);
+        if spec.reuse {
+            let s = sweep_tree(parent, &spec.name, &known, true)?;
+            if let Some(n) = s.note() {
                 crate::bail_usage!(
-                    "{} exists and was not created by fsbench: refusing to write there (choose another --dir or remove it)",
+                    "fileset '{}': {n}; refusing to reuse {} (move them away or remove it)",
+                    spec.name,
                     spec.root.display()
                 );
             }
-            drop(rfd);
-            // A run whose ranks shared the tree left a manifest for each rank too.
-            known = shared_tree::read_all_manifests(parent, pfd.as_raw_fd(), &spec.name);
-            if spec.reuse {
-                let s = sweep_tree(parent, &spec.name, &known, true)?;
-                if let Some(n) = s.note() {
-                    crate::bail_usage!(
-                        "fileset '{}': {n}; refusing to reuse {} (move them away or remove it)",
-                        spec.name,
-                        spec.root.display()
-                    );
-                }
-                reuse_existing = true;
-            } else {
-                let s = sweep_tree(parent, &spec.name, &known, false)?;
-                if let Some(n) = s.note() {
-                    crate::bail_usage!(
-                        "fileset '{}': removing the old fileset {} {n}; refusing to lay out a new one over them (move them away)",
-                        spec.name,
-                        spec.root.display()
-                    );
-                }
-                if let Some(e) = s.error {
-                    anyhow::bail!("removing the old fileset {}: {e}", spec.root.display());
-                }
-                shared_tree::remove_rank_manifests(parent, pfd.as_raw_fd(), &spec.name);
-                known = Known::default();
-            }
+            reuse_existing = true;
+        } else {
+            clear_old_fileset(parent, &pfd, spec, &known)?;
+            known = Known::default();
         }
     }
     let mut created_root = false;

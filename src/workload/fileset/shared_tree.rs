@@ -75,44 +75,11 @@ pub fn make_tree(spec: &FilesetSpec, lay: &SetLayout) -> Result<SharedTree> {
             spec.name
         );
     }
-    let parent = spec.root.parent().unwrap_or(Path::new("."));
-    if !parent.is_dir() {
-        crate::bail_usage!(
-            "directory {} does not exist: create it or pass another --dir",
-            parent.display()
-        );
-    }
-    let pfd = open_dir(libc::AT_FDCWD, &ccstr(parent.as_os_str().as_bytes()), true)
-        .map_err(|e| crate::usage!("cannot open directory {}: {e}", parent.display()))?;
+    let (parent, pfd) = super::open_parent(spec)?;
     let cname = ccstr(spec.name.as_bytes());
-    match open_dir(pfd.as_raw_fd(), &cname, false) {
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-        Err(_) => crate::bail_usage!(
-            "{} exists and was not created by fsbench: refusing to write there (choose another --dir or remove it)",
-            spec.root.display()
-        ),
-        Ok(rfd) => {
-            if !crate::safety::fd_is_marked(&rfd) {
-                crate::bail_usage!(
-                    "{} exists and was not created by fsbench: refusing to write there (choose another --dir or remove it)",
-                    spec.root.display()
-                );
-            }
-            drop(rfd);
-            let known = read_all_manifests(parent, pfd.as_raw_fd(), &spec.name);
-            let s = sweep_tree(parent, &spec.name, &known, false)?;
-            if let Some(n) = s.note() {
-                crate::bail_usage!(
-                    "fileset '{}': removing the old fileset {} {n}; refusing to lay out a new one over them (move them away)",
-                    spec.name,
-                    spec.root.display()
-                );
-            }
-            if let Some(e) = s.error {
-                anyhow::bail!("removing the old fileset {}: {e}", spec.root.display());
-            }
-            remove_rank_manifests(parent, pfd.as_raw_fd(), &spec.name);
-        }
+    if super::root_is_ours(&pfd, &cname, spec)? {
+        let known = read_all_manifests(parent, pfd.as_raw_fd(), &spec.name);
+        super::clear_old_fileset(parent, &pfd, spec, &known)?;
     }
     // SAFETY: NUL-terminated name relative to a directory descriptor we own.
     if unsafe { libc::mkdirat(pfd.as_raw_fd(), cname.as_ptr(), 0o755) } != 0 {
