@@ -547,6 +547,21 @@ pub struct Prepared {
     pub reused: u64,
 }
 
+impl Prepared {
+    /// A fileset about to be laid out at `spec`'s root, nothing created in it yet.
+    fn starting(spec: &FilesetSpec, created_root: bool, known: Known) -> Prepared {
+        Prepared {
+            root: spec.root.clone(),
+            name: spec.name.clone(),
+            created_root,
+            known,
+            files_created: 0,
+            bytes_written: 0,
+            reused: 0,
+        }
+    }
+}
+
 fn errno() -> std::io::Error {
     std::io::Error::last_os_error()
 }
@@ -1044,15 +1059,7 @@ pub fn prepare(
         }
         created_root = true;
     }
-    let mut p = Prepared {
-        root: spec.root.clone(),
-        name: spec.name.clone(),
-        created_root,
-        known,
-        files_created: 0,
-        bytes_written: 0,
-        reused: 0,
-    };
+    let mut p = Prepared::starting(spec, created_root, known);
     let mut created_inos: Vec<u64> = Vec::new();
     let res = create(
         spec,

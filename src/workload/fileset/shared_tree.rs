@@ -175,15 +175,7 @@ pub(super) fn prepare_entries(
             spec.root.display()
         ),
     }
-    let mut p = Prepared {
-        root: spec.root.clone(),
-        name: spec.name.clone(),
-        created_root: false,
-        known: Known::default(),
-        files_created: 0,
-        bytes_written: 0,
-        reused: 0,
-    };
+    let mut p = Prepared::starting(spec, false, Known::default());
     let mut created_inos: Vec<u64> = Vec::new();
     let res = create(
         spec,
