@@ -141,7 +141,7 @@ pub(crate) fn block_crc(len: usize) -> BlockCrc {
     fixed[..HEADER_BYTES].fill(0);
     put(&mut fixed, 0, MAGIC);
     put(&mut fixed, LEN, len as u64 | (VERSION as u64) << 32);
-    BlockCrc::new(len, &fixed, payload_start)
+    BlockCrc::new(len, SECTOR, &fixed, payload_start)
 }
 
 /// The whole-block CRC32C of generation `generation` of block `id`, `len` bytes long, made

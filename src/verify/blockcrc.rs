@@ -19,8 +19,6 @@
 //! `crc32` reduces them all at once. Where the CPU lacks SSE4.2 or PCLMULQDQ the crate's CRC
 //! runs over the block's bytes instead; the two agree (tested).
 
-use super::block::SECTOR;
-
 /// CRC32C's polynomial, reflected.
 const POLY: u32 = 0x82F6_3B78;
 /// The polynomial 1 as a reflected register.
@@ -110,26 +108,30 @@ pub(crate) struct BlockCrc {
     key: u64,
     /// Byte ranges of the payload, for the portable sum.
     payload: Vec<(usize, usize)>,
+    /// The sector size (a stamp starts every sector after the first).
+    sector: usize,
     fast: bool,
 }
 
 impl BlockCrc {
-    /// The constants for blocks of `len` bytes: `fixed_block` is such a block with every
-    /// variable value zero, `payload_start(s)` where sector `s`'s payload starts in it.
+    /// The constants for blocks of `len` bytes in sectors of `sector` bytes: `fixed_block`
+    /// is such a block with every variable value zero, `payload_start(s)` where sector `s`'s
+    /// payload starts in it.
     pub(crate) fn new(
         len: usize,
+        sector: usize,
         fixed_block: &[u8],
         payload_start: impl Fn(usize) -> usize,
     ) -> Self {
         debug_assert_eq!(fixed_block.len(), len);
         // The share of a word at byte p: its raw CRC times x^(8 (len - p - 8)).
         let after = |p: usize| x_pow(8 * (len - p - 8) as u64);
-        let stamp = (SECTOR..len)
-            .step_by(SECTOR)
+        let stamp = (sector..len)
+            .step_by(sector)
             .fold(0, |acc, p| acc ^ after(p));
-        let payload: Vec<(usize, usize)> = (0..len.div_ceil(SECTOR))
+        let payload: Vec<(usize, usize)> = (0..len.div_ceil(sector))
             .map(|s| {
-                let (start, end) = (s * SECTOR, ((s + 1) * SECTOR).min(len));
+                let (start, end) = (s * sector, ((s + 1) * sector).min(len));
                 ((start + payload_start(s)).min(end), end)
             })
             .collect();
@@ -149,6 +151,7 @@ impl BlockCrc {
             stamp: for_clmul(stamp),
             key: for_clmul(key),
             payload,
+            sector,
             fast: cfg!(target_arch = "x86_64") && Self::cpu_has_clmul(),
         }
     }
@@ -196,7 +199,7 @@ impl BlockCrc {
         for (i, w) in parts.header.iter().enumerate() {
             r ^= mul(raw_word(*w), after(8 + 8 * i));
         }
-        for p in (SECTOR..len).step_by(SECTOR) {
+        for p in (self.sector..len).step_by(self.sector) {
             r ^= mul(raw_word(parts.stamp), after(p));
         }
         let k = raw_word(parts.block_key);
