@@ -727,12 +727,9 @@ fn the_aged_study_with_a_shared_file_is_refused_in_one_line() {
         NP,
         &common::words("suite aged.toml --dir d --output res --shared-file"),
     );
-    assert_eq!(o.status.code(), Some(2), "{o:?}");
-    let err = String::from_utf8_lossy(&o.stderr);
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
-    assert_eq!(lines.len(), 1, "{err}");
+    let (refusal, err) = refused_in_one_line(&o);
     assert!(
-        lines[0].contains("suite study 'aged'") && lines[0].contains("--file-per-rank"),
+        refusal.contains("suite study 'aged'") && refusal.contains("--file-per-rank"),
         "{err}"
     );
     assert!(!sb.file("res").exists());
@@ -829,12 +826,9 @@ fn a_shared_dir_workload_puts_every_ranks_files_in_the_same_directories() {
     let mine = leaf.join("mine.txt");
     std::fs::write(&mine, b"mine").unwrap();
     let o = mpirun(&sb, NP, &common::words(line));
-    assert_eq!(o.status.code(), Some(2), "{o:?}");
-    let err = String::from_utf8_lossy(&o.stderr);
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
-    assert_eq!(lines.len(), 1, "{err}");
+    let (refusal, err) = refused_in_one_line(&o);
     assert!(
-        lines[0].contains("rank 0") && lines[0].contains("mine.txt"),
+        refusal.contains("rank 0") && refusal.contains("mine.txt"),
         "{err}"
     );
     assert_eq!(std::fs::read(&mine).unwrap(), b"mine");
@@ -870,12 +864,9 @@ fn a_workload_on_ranks_refuses_reorder_ranks() {
         std::fs::create_dir(sb.file("D")).unwrap();
         let line = format!("workload fileserver --dir D --shared-file --time 1s {flag}");
         let o = mpirun(&sb, NP, &common::words(&line));
-        assert_eq!(o.status.code(), Some(2), "{flag}: {o:?}");
-        let err = String::from_utf8_lossy(&o.stderr);
-        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
-        assert_eq!(lines.len(), 1, "{flag}: {err}");
+        let (refusal, err) = refused_in_one_line(&o);
         assert!(
-            lines[0].contains("does not take --reorder-ranks"),
+            refusal.contains("does not take --reorder-ranks"),
             "{flag}: {err}"
         );
         assert_eq!(
@@ -1158,12 +1149,9 @@ fn the_backup_study_with_a_shared_file_is_refused_in_one_line() {
         NP,
         &common::words("suite backup --dir d --scale 0.002 --output res --shared-file"),
     );
-    assert_eq!(o.status.code(), Some(2), "{o:?}");
-    let err = String::from_utf8_lossy(&o.stderr);
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
-    assert_eq!(lines.len(), 1, "{err}");
+    let (refusal, err) = refused_in_one_line(&o);
     assert!(
-        lines[0].contains("suite study 'backup' (backup)") && lines[0].contains("--file-per-rank"),
+        refusal.contains("suite study 'backup' (backup)") && refusal.contains("--file-per-rank"),
         "{err}"
     );
     assert!(!sb.file("res").exists());
@@ -1253,4 +1241,14 @@ fn a_backup_archive_failing_on_one_rank_fails_the_phase_naming_it() {
         assert_eq!(recs[2].1["probes"]["verified"], true);
         assert_eq!(fs.listing(), Vec::<String>::new());
     }
+}
+
+/// A refusal: exit status 2 and exactly one `fsbench` line on stderr (whatever else mpirun
+/// printed). Returns that line and the whole stderr (for messages).
+fn refused_in_one_line(o: &std::process::Output) -> (String, String) {
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    (lines[0].to_string(), err)
 }
