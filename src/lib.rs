@@ -5,6 +5,7 @@
 #![warn(unreachable_pub)]
 
 pub mod advise;
+pub(crate) mod backup;
 pub(crate) mod cli;
 pub(crate) mod engine;
 pub mod error;
