@@ -1479,6 +1479,42 @@ pub fn remove(p: &Prepared, lay: &SetLayout, arena: &Arena, set: usize) -> Resul
     Ok(s.note())
 }
 
+/// Remove a fileset this process laid out and then left, with its manifest, to another
+/// part of a larger run (`crate::mpi` with `--reorder-ranks`: another rank ran over it and
+/// recorded in the manifest what its flowops created there). Only what the manifest lists
+/// is removed, by identity, as in [`remove`]; the note says what was left. `created_root`:
+/// this process made the root (its removal is allowed where xattrs do not work).
+pub fn remove_left(spec: &FilesetSpec, created_root: bool) -> Result<Option<String>> {
+    let (parent, pfd) = open_parent(spec)?;
+    let cname = ccstr(spec.name.as_bytes());
+    match open_dir(pfd.as_raw_fd(), &cname, false) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
+        Err(e) => anyhow::bail!("not removing {}: {e}", spec.root.display()),
+        Ok(fd) => {
+            if !(crate::safety::fd_is_marked(&fd) || created_root) {
+                anyhow::bail!(
+                    "not removing {}: it is not marked as created by fsbench",
+                    spec.root.display()
+                );
+            }
+        }
+    }
+    let Some(known) = read_manifest(pfd.as_raw_fd(), &spec.name) else {
+        anyhow::bail!(
+            "not removing {}: its manifest {} is gone or not fsbench's",
+            spec.root.display(),
+            parent
+                .join(format!(".{}.fsbench-manifest", spec.name))
+                .display()
+        );
+    };
+    let s = sweep_tree(parent, &spec.name, &known, false)?;
+    if let Some(e) = &s.error {
+        anyhow::bail!("removing {}: {e}", spec.root.display());
+    }
+    Ok(s.note())
+}
+
 /// Keep a fileset (`--keep`): record what fsbench created in it, for the next run.
 pub fn keep(p: &Prepared, lay: &SetLayout, arena: &Arena, set: usize) -> Result<()> {
     if let Some(rank) = lay.shared_rank {
