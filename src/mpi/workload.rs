@@ -12,7 +12,11 @@
 //! `workload.runs` a run ([`super::aggregate`]). With `--stonewall` every run of every rank
 //! is stopped when the first rank's run ends on its own, or DUR after the run's start
 //! barrier, through the workload's own stop check (`runner::signal::stop_workers`, read by
-//! its watch loop).
+//! its watch loop). With `--reorder-ranks` (IOR's -C) every rank lays out its filesets in
+//! its own directory, untimed, then runs over those of rank (r + shift) mod n in that rank's
+//! directory (reused, each entry checked against that rank's manifest), so what it reads
+//! another client wrote; after every rank is done, the rank that laid a directory out
+//! removes what its manifest lists (its own files and what the visiting rank created).
 
 use super::aggregate::{self, RankRecord, RunMark, WorkloadRank};
 use super::layout::{self, DistPlan};
