@@ -997,6 +997,106 @@ fn a_workload_with_reorder_ranks_runs_over_the_next_ranks_filesets() {
     );
 }
 
+/// A fileset with `reuse`, on a tree every rank shares.
+const REUSE_FLOW: &str = "set mode quit alldone
+define fileset name=fs,path=$dir,entries=12,dirwidth=4,size=8k,prealloc,reuse
+define process name=p,instances=1 { thread name=t,instances=1 {
+  flowop openfile name=op,filesetname=fs,fd=1
+  flowop readwholefile name=rw,fd=1,iosize=4k
+  flowop closefile name=cl,fd=1
+  flowop finishoncount name=fin,target=rw,value=6 } }
+run 30
+";
+
+/// Every file under `dir` (recursively, dot files included), as paths relative to it.
+fn all_files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push(e.path().strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `reuse` with `workload --shared-file` on 4 ranks: a `--keep` run lays the shared tree
+/// out (12 files a rank, tagged with its rank, a manifest per rank); the next run reuses it:
+/// every rank's 12 files reused, none created, the same files (by inode) as before; that run
+/// (without --keep) then removes it all, leaving only the user's file. A file of a rank the
+/// run does not have (a tree kept by more ranks) is refused in one line.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_shared_dir_workload_reuses_a_kept_tree_rank_by_rank() {
+    use std::os::unix::fs::MetadataExt;
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("flow.f"), REUSE_FLOW).unwrap();
+    std::fs::create_dir(sb.file("D")).unwrap();
+    std::fs::write(sb.file("D/precious.txt"), b"the user's data").unwrap();
+    let line = "workload flow.f --dir D --shared-file";
+    let sets = |r: &Value| -> Vec<(u64, u64)> {
+        r["workload"]["filesets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| (u(&f["files_created"]), u(&f["reused"])))
+            .collect()
+    };
+    let r = run_json(&sb, NP, &common::words(&format!("{line} --keep")));
+    assert_eq!(r["status"], "complete", "{}", r["notes"]);
+    assert_eq!(sets(&r), vec![(12, 0); NP as usize]);
+    let kept = all_files(&sb.file("D"));
+    let inodes: Vec<(String, u64)> = kept
+        .iter()
+        .filter(|f| !f.starts_with('.') && *f != "precious.txt")
+        .map(|f| {
+            (
+                f.clone(),
+                std::fs::metadata(sb.file(&format!("D/{f}"))).unwrap().ino(),
+            )
+        })
+        .collect();
+    assert_eq!(inodes.len(), 12 * NP as usize, "{kept:?}");
+    for rank in 0..NP {
+        assert!(
+            kept.contains(&format!(".fs.r{rank:05}.fsbench-manifest")),
+            "{kept:?}"
+        );
+    }
+    // The reuse run lays out nothing: the same files, each rank's own.
+    let r = run_json(&sb, NP, &common::words(&format!("{line} --keep")));
+    assert_eq!(r["status"], "complete", "{}", r["notes"]);
+    assert_eq!(sets(&r), vec![(0, 12); NP as usize]);
+    assert_eq!(u(&r["total"]["ops"]), NP * 6 * 3, "{}", r["total"]);
+    assert_eq!(all_files(&sb.file("D")), kept);
+    for (f, ino) in &inodes {
+        assert_eq!(
+            std::fs::metadata(sb.file(&format!("D/{f}"))).unwrap().ino(),
+            *ino,
+            "{f}"
+        );
+    }
+    // Fewer ranks than the tree was kept by: refused in one line, nothing touched.
+    let o = mpirun(&sb, 2, &common::words(line));
+    let (refusal, err) = refused_in_one_line(&o);
+    assert!(refusal.contains("holds the entries of rank 2"), "{err}");
+    assert_eq!(all_files(&sb.file("D")), kept);
+    // Reused again, without --keep: everything fsbench made goes, the user's file stays.
+    let r = run_json(&sb, NP, &common::words(line));
+    assert_eq!(r["status"], "complete", "{}", r["notes"]);
+    assert_eq!(sets(&r), vec![(0, 12); NP as usize]);
+    assert_eq!(file_names(&sb.file("D")), vec!["precious.txt"]);
+    assert_eq!(
+        std::fs::read(sb.file("D/precious.txt")).unwrap(),
+        b"the user's data"
+    );
+}
+
 /// The per-rank rows of a distributed Result: (ops, bytes) of each rank.
 fn rank_ops_bytes(r: &Value) -> Vec<(u64, u64)> {
     r["ranks"]

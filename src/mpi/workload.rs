@@ -307,7 +307,7 @@ pub(crate) fn run(
             Err(e) => local_err = Some(e),
         }
         if ws.shared && local_err.is_none() {
-            if let Err(e) = shared.make(&ws.source_in(&ws.base, 0)) {
+            if let Err(e) = shared.make(&ws.source_in(&ws.base, 0), world.size) {
                 local_err = Some(e);
             }
         }
@@ -569,7 +569,7 @@ struct SharedTrees {
 impl SharedTrees {
     /// Lock the directories the filesets of `src` are laid out in and make every fileset's
     /// tree there (rank 0, before the start barrier). On an error the trees made are removed.
-    fn make(&mut self, src: &Source) -> anyhow::Result<()> {
+    fn make(&mut self, src: &Source, ranks: u32) -> anyhow::Result<()> {
         let model = crate::workload::load_source(src)?;
         let mut parents: Vec<PathBuf> = model
             .filesets
@@ -584,7 +584,7 @@ impl SharedTrees {
         }
         for spec in &model.filesets {
             let made = crate::workload::fileset::layout(spec)
-                .and_then(|lay| shared_tree::make_tree(spec, &lay));
+                .and_then(|lay| shared_tree::make_tree(spec, &lay, ranks));
             match made {
                 Ok(t) => self.trees.push(t),
                 Err(e) => {

@@ -1123,6 +1123,7 @@ fn create(
         1
     };
     let maker = EntryMaker {
+        known: &p.known,
         lay,
         states,
         arena,
@@ -1209,6 +1210,9 @@ fn create_dirs(
 /// they may do, the counters they add to, the first error one of them met (which stops the
 /// others) and the identities of what they created.
 struct EntryMaker<'a> {
+    /// With reuse: the identities the manifests recorded; an entry found that is not one of
+    /// them is not reused.
+    known: &'a Known,
     lay: &'a SetLayout,
     states: &'a [AtomicU32],
     /// For `--verify`: the preallocated files' stream and what each entry holds.
@@ -1306,6 +1310,16 @@ impl EntryMaker<'_> {
         } else {
             None
         };
+        if let Some(st) = existing {
+            // Reused only when fsbench recorded making it (on one host the whole tree was
+            // checked against the manifests already; a rank of a shared tree checks its own
+            // tagged entries against its own manifest here).
+            if !self.known.contains(st.key) {
+                return Err(PrepErr::Io(format!(
+                    "{path} is not an entry fsbench recorded making (in its manifest): refusing to reuse it (move it away or drop reuse)"
+                )));
+            }
+        }
         if self.is_dirs {
             return self.dir_entry(&path, existing, want, mine);
         }
