@@ -2,7 +2,8 @@
 //! and `--journal` (each rank checks what it wrote; one journal per rank), `--stonewall` with
 //! `--processes`, `--iostat` / `--trace` observed on every rank, and `workload --verify`
 //! (each rank checks the reads of what it wrote; rank 0 sums them); `workload --stonewall`
-//! (h-wlstone) and the suite's backup study on ranks. The real binary under
+//! (h-wlstone) and the suite's backup study on ranks; `workload --reorder-ranks` and `reuse`
+//! with `workload --shared-file` (h-wlreorder). The real binary under
 //! `mpirun --allow-run-as-root --oversubscribe` on this machine; every figure is checked
 //! exactly against what the ranks did. Run with
 //! `cargo test --release --features mpi --test mpi_options -- --test-threads=1`.

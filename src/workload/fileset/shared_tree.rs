@@ -13,6 +13,9 @@
 //! them; anything else (a user's file, an entry a failed rank left) stays and is reported.
 //! Each rank's entries are recorded in a manifest of its own next to the root
 //! (`.NAME.r00003.fsbench-manifest`), so a later run removes what a kept or killed run left.
+//! With `reuse`, a tree a kept run left is used again: rank 0 checks it against every
+//! manifest and makes only the missing directories, and each rank reuses its own tagged
+//! entries, each checked by identity against its own manifest, creating only what is missing.
 
 use super::*;
 
