@@ -1003,6 +1003,63 @@ mod tests {
         assert_eq!((sw.wall_s, sw.called_by_rank), (0.55, None));
     }
 
+    fn model(flowops: &str) -> crate::workload::model::Model {
+        let text = format!(
+            "define fileset name=fs,path=/nonexistent,entries=2,size=4k,prealloc
+define process name=p {{ thread name=t {{ {flowops} }} }}"
+        );
+        let src = crate::workload::Source {
+            name: "t.f".into(),
+            text,
+            defines: Vec::new(),
+            shared_rank: None,
+        };
+        crate::workload::load_source(&src).unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
+    #[test]
+    fn a_workloads_client_cache_note_is_there_only_for_buffered_reads_of_its_own_hosts_files() {
+        let reads = model(
+            "flowop openfile name=o,filesetname=fs,fd=1
+             flowop readwholefile name=r,fd=1
+             flowop closefile name=c,fd=1",
+        );
+        let rank = |r: u32, own: bool| {
+            let mut rec = RankRecord::new(r, "h", Vec::new());
+            rec.own_host_data = own;
+            rec
+        };
+        // Every rank ran over another host's files: no note.
+        let away = vec![rank(0, false), rank(1, false)];
+        assert_eq!(workload_cache_note(&reads, &away, 2, Some(1)), None);
+        // Reordered, all on one host: the note says --reorder-ranks cannot avoid it.
+        let home = vec![rank(0, true), rank(1, true)];
+        let n = workload_cache_note(&reads, &home, 1, Some(1)).unwrap();
+        assert!(
+            n.starts_with("client cache: 2 of 2 ranks") && n.contains("every rank ran on one host"),
+            "{n}"
+        );
+        // Not reordered: the note says to add --reorder-ranks.
+        let n = workload_cache_note(&reads, &home[..1], 2, None).unwrap();
+        assert!(
+            n.contains("1 of 1 ranks") && n.contains("add --reorder-ranks"),
+            "{n}"
+        );
+        // No read flowop, or only direct reads: no note.
+        let writes = model(
+            "flowop openfile name=o,filesetname=fs,fd=1
+             flowop write name=w,fd=1,iosize=4k
+             flowop closefile name=c,fd=1",
+        );
+        assert_eq!(workload_cache_note(&writes, &home, 1, None), None);
+        let direct = model(
+            "flowop openfile name=o,filesetname=fs,fd=1
+             flowop read name=r,fd=1,iosize=4k,directio
+             flowop closefile name=c,fd=1",
+        );
+        assert_eq!(workload_cache_note(&direct, &home, 1, None), None);
+    }
+
     #[test]
     fn without_worker_clocks_the_heard_end_is_used() {
         let mut rec = RankRecord::new(0, "h", Vec::new());
