@@ -43,7 +43,7 @@ pub struct Options {
     /// The filesets are another part's of a larger run (a rank with `--reorder-ranks` runs
     /// over the filesets another rank laid out, `reuse` on): at the end, or on an error, they
     /// are left in place with what this run created in them recorded in their manifest, for
-    /// the part that laid them out to remove ([`remove_laid_out`]); no "kept" note.
+    /// the part that laid them out to remove (`remove_laid_out`); no "kept" note.
     pub leave_for_owner: bool,
 }
 
