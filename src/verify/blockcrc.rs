@@ -94,12 +94,17 @@ pub(crate) struct Parts {
     pub block_key: u64,
 }
 
-/// The constants of the CRC32C of verified blocks of one length.
+/// The constants of verified blocks of one length: the CRC32C's fixed part and multipliers,
+/// and the fixed part's words, from which fills and checks make and compare a block.
 #[derive(Debug, Clone)]
 pub(crate) struct BlockCrc {
     len: usize,
     /// CRC32C of the block with every variable value zero.
     fixed: u32,
+    /// The fixed part's words (the block of key 0 with zero header and stamps): a block's
+    /// payload word is its fixed word XOR the block key, so a fill and a check each take
+    /// one XOR a word from here instead of making the word.
+    fixed_words: Box<[u64]>,
     /// The header words' multiplier (their raw CRC as one 32-byte run ending at byte 40).
     header: u64,
     /// The stamp's multiplier: the sum over every stamped sector.
@@ -147,6 +152,10 @@ impl BlockCrc {
         BlockCrc {
             len,
             fixed: crc32c::crc32c(fixed_block),
+            fixed_words: fixed_block
+                .chunks_exact(8)
+                .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+                .collect(),
             header: for_clmul(x_pow(8 * (len - 40) as u64)),
             stamp: for_clmul(stamp),
             key: for_clmul(key),
@@ -175,6 +184,11 @@ impl BlockCrc {
 
     /// Whether the CPU makes the CRC from the constants (else the caller runs the crate over
     /// the block's bytes, which is faster than [`Self::crc_portable`]).
+    /// The fixed part's words (see the field).
+    pub(crate) fn fixed_words(&self) -> &[u64] {
+        &self.fixed_words
+    }
+
     pub(crate) fn fast(&self) -> bool {
         self.fast
     }

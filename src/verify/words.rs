@@ -9,6 +9,11 @@
 //! run two registers a step; elsewhere they take eight independent 64-bit lanes, which the
 //! compiler turns into SSE2. Both check every byte with no early exit: the differences are
 //! OR-ed together and only the caller, on a nonzero result, walks again to say where.
+//!
+//! A block of a length the run has constants for is made and compared from those constants
+//! instead ([`xor_fill`], [`xor_match_stamped`]: the length's fixed words XOR the key, one
+//! load and one XOR a word, no per-sector set-up); the counting loops serve other lengths and
+//! the slow path that judges a damaged block sector by sector.
 
 /// The Weyl increment of the payload words.
 pub(crate) const WEYL: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -149,6 +154,57 @@ pub(crate) fn words_match(src: &[u8], key: u64) -> bool {
         return unsafe { avx2::matches(src, key) };
     }
     match_lanes(src, key)
+}
+
+/// Fill `dst` with `fixed[w] ^ key` in every word `w` (`dst` is `fixed.len()` words): a
+/// block made from its length's fixed words and its key, one XOR a word.
+#[inline]
+pub(crate) fn xor_fill(dst: &mut [u8], fixed: &[u64], key: u64) {
+    debug_assert_eq!(dst.len(), fixed.len() * 8);
+    #[cfg(target_arch = "x86_64")]
+    if wide() {
+        // SAFETY: AVX2 is present (checked just above).
+        unsafe { avx2::xor_fill(dst, fixed, key) };
+        return;
+    }
+    for (c, f) in dst.chunks_exact_mut(8).zip(fixed) {
+        c.copy_from_slice(&(f ^ key).to_le_bytes());
+    }
+}
+
+/// Whether `src` (`fixed.len()` words) holds `fixed[w] ^ key` in every word after its first
+/// `skip` bytes, except that the first word of every `sector` after the first holds
+/// `stamp` (and `fixed` is zero there): a block compared with its length's fixed words, its
+/// key and its stamp in one pass, every byte, no early exit.
+#[inline]
+pub(crate) fn xor_match_stamped(
+    src: &[u8],
+    fixed: &[u64],
+    key: u64,
+    sector: usize,
+    skip: usize,
+    stamp: u64,
+) -> bool {
+    debug_assert_eq!(src.len(), fixed.len() * 8);
+    #[cfg(target_arch = "x86_64")]
+    if wide() && sector == 512 && skip % 32 == 0 && skip < 512 && src.len() % 512 == 0 {
+        // SAFETY: AVX2 is present (checked just above); the shape is the one it handles.
+        return unsafe { avx2::xor_match_stamped(src, fixed, key, skip, stamp) };
+    }
+    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
+    let mut d = 0;
+    for (s, (cs, fs)) in src.chunks(sector).zip(fixed.chunks(sector / 8)).enumerate() {
+        let from = if s == 0 {
+            skip.min(cs.len())
+        } else {
+            d |= word(&cs[..8]) ^ stamp;
+            8
+        };
+        for (c, f) in cs[from..].chunks_exact(8).zip(&fs[from / 8..]) {
+            d |= word(c) ^ f ^ key;
+        }
+    }
+    d == 0
 }
 
 /// Words made or compared side by side: eight independent adds a step, not one chain.
@@ -417,6 +473,77 @@ mod avx2 {
             b = _mm256_add_epi64(b, step);
         }
         _mm256_or_si256(da, db)
+    }
+
+    /// [`super::xor_fill`]: a 32-byte load of fixed words, one XOR, one store.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2; `dst` is `fixed.len()` words.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) unsafe fn xor_fill(dst: &mut [u8], fixed: &[u64], key: u64) {
+        let kv = _mm256_set1_epi64x(key as i64);
+        let groups = dst.len() / 32;
+        let (p, f) = (
+            dst.as_mut_ptr() as *mut __m256i,
+            fixed.as_ptr() as *const __m256i,
+        );
+        for g in 0..groups {
+            // SAFETY: group g < len / 32 of both (`fixed` has as many bytes as `dst`);
+            // unaligned loads and stores.
+            unsafe {
+                _mm256_storeu_si256(p.add(g), _mm256_xor_si256(_mm256_loadu_si256(f.add(g)), kv))
+            };
+        }
+        for w in groups * 4..fixed.len() {
+            dst[w * 8..w * 8 + 8].copy_from_slice(&(fixed[w] ^ key).to_le_bytes());
+        }
+    }
+
+    /// [`super::xor_match_stamped`] for whole 512-byte sectors and a `skip` of whole 32-byte
+    /// groups: sixteen groups a sector, the first of each later sector compared with the
+    /// stamp in its first lane.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2; `src` is `fixed.len()` words, a multiple of 512 bytes;
+    /// `skip` is a multiple of 32 below 512.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) unsafe fn xor_match_stamped(
+        src: &[u8],
+        fixed: &[u64],
+        key: u64,
+        skip: usize,
+        stamp: u64,
+    ) -> bool {
+        let kv = _mm256_set1_epi64x(key as i64);
+        let k0 = _mm256_set_epi64x(key as i64, key as i64, key as i64, stamp as i64);
+        let (p, f) = (
+            src.as_ptr() as *const __m256i,
+            fixed.as_ptr() as *const __m256i,
+        );
+        // SAFETY (every load below): group i < src.len() / 32 of both; unaligned loads.
+        let diff = |i: usize, k: __m256i| unsafe {
+            _mm256_xor_si256(
+                _mm256_xor_si256(_mm256_loadu_si256(p.add(i)), _mm256_loadu_si256(f.add(i))),
+                k,
+            )
+        };
+        let (mut da, mut db) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+        for g in skip / 32..16 {
+            da = _mm256_or_si256(da, diff(g, kv));
+        }
+        for s in 1..src.len() / 512 {
+            let b = s * 16;
+            da = _mm256_or_si256(da, diff(b, k0));
+            for g in (1..15).step_by(2) {
+                da = _mm256_or_si256(da, diff(b + g, kv));
+                db = _mm256_or_si256(db, diff(b + g + 1, kv));
+            }
+            db = _mm256_or_si256(db, diff(b + 15, kv));
+        }
+        let d = _mm256_or_si256(da, db);
+        _mm256_testz_si256(d, d) == 1
     }
 
     /// # Safety

@@ -332,6 +332,7 @@ fn finish_filesets(
 
 /// What [`lay_out_only`] laid out: each fileset as the Result lists it, and whether this
 /// process made its root (so it may remove it where xattrs do not work).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by MPI ranks (--reorder-ranks)
 pub(crate) struct LaidOut {
     pub filesets: Vec<FilesetInfo>,
     created_roots: Vec<bool>,
@@ -342,6 +343,7 @@ pub(crate) struct LaidOut {
 /// lays out its own directory, rank r - shift runs in it with `reuse` on). On an error what
 /// was laid out is removed again (unless `opts.keep`). [`remove_laid_out`] removes them
 /// once every part is done with them.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by MPI ranks (--reorder-ranks)
 pub(crate) fn lay_out_only(src: &Source, model: &Model, opts: &Options) -> Result<LaidOut> {
     let _locks = lock_dirs(model)?;
     let mut layouts: Vec<SetLayout> = Vec::new();
@@ -381,6 +383,7 @@ pub(crate) fn lay_out_only(src: &Source, model: &Model, opts: &Options) -> Resul
 /// Remove the filesets [`lay_out_only`] laid out (`model` is the one it was given), now that
 /// every part of the run is done with them: only what their manifests list (what was laid
 /// out, and what the run over them created), by identity. The notes of what was left.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by MPI ranks (--reorder-ranks)
 pub(crate) fn remove_laid_out(model: &Model, laid: &LaidOut) -> Vec<String> {
     let mut notes = Vec::new();
     let _locks = match lock_dirs(model) {
