@@ -40,6 +40,13 @@ pub(crate) trait Ranks {
         caches: &[CachePolicy],
         sink: PhaseSink<'_>,
     ) -> anyhow::Result<()>;
+    /// A trace replay as one distributed run, each rank on scratch files of its own in
+    /// `opts.dir`/rank-NNNNN; `trace` may hold `{rank}` (each rank's own trace).
+    fn run_replay(
+        &self,
+        trace: &Path,
+        opts: &crate::trace::replay::ReplayOptions,
+    ) -> anyhow::Result<RunResult>;
     /// Every rank removes what the points left behind for later points (files kept between
     /// the points of a sweep), unless `keep`.
     fn cleanup(&self, keep: bool);
@@ -111,6 +118,21 @@ impl Executor {
                 sink,
             ),
             Executor::Ranks(r) => r.run_backup(dir, plan, caches, sink),
+        }
+    }
+
+    /// The Result of replaying the trace at `trace` with `opts`.
+    pub(crate) fn run_replay(
+        &self,
+        trace: &Path,
+        opts: &crate::trace::replay::ReplayOptions,
+    ) -> anyhow::Result<RunResult> {
+        match self {
+            Executor::Local => {
+                let parsed = crate::trace::format::read_file(trace)?;
+                crate::trace::replay::run(&parsed, &trace.display().to_string(), opts)
+            }
+            Executor::Ranks(r) => r.run_replay(trace, opts),
         }
     }
 

@@ -144,12 +144,11 @@ pub(crate) fn error_status(e: &anyhow::Error) -> i32 {
 }
 
 fn dispatch(cmd: Command) -> anyhow::Result<i32> {
-    // Started by mpirun: run, sweep, suite, workload, vx and quick run each point on every rank
+    // Started by mpirun: run, sweep, suite, workload, vx, quick and replay run on every rank
     // (`ranks::on_ranks`); the other commands that do I/O would run as N unrelated copies.
     let io_command = match &cmd {
         Command::Advise(_) => Some("advise"),
         Command::Trace(_) => Some("trace"),
-        Command::Replay(_) => Some("replay"),
         Command::Fscompare(_) => Some("fscompare"),
         _ => None,
     };
@@ -180,7 +179,10 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Compare(a) => compare::main(a),
         Command::Iostat(a) => iostat::main(a),
         Command::Trace(a) => trace::main(a),
-        Command::Replay(a) => replay::main(a),
+        Command::Replay(a) => {
+            let dist = a.dist.clone();
+            ranks::on_ranks("replay", &dist, |exec| replay::main(a, exec))
+        }
         Command::Frag(a) => frag::main(a),
         Command::Workload(a) => {
             let dist = a.dist.clone();

@@ -23,6 +23,7 @@ mod backup;
 mod comm;
 pub(crate) mod layout;
 mod observe;
+mod replay;
 mod serve;
 mod verify;
 mod workload;

@@ -41,7 +41,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use thread::{replay_thread, Shared, Tally, CALLS};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ReplayOptions {
     /// Where the scratch files go.
     pub dir: PathBuf,
