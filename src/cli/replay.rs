@@ -151,7 +151,7 @@ fn refuse_on_ranks(a: &ReplayArgs) -> Result<(), crate::error::UsageError> {
     };
     if let Some(flag) = flag {
         crate::bail_usage!(
-            "fsbench replay on MPI ranks does not take {flag} yet: drop it, or replay without mpirun to observe the replay"
+            "replay on MPI ranks does not take {flag} yet: drop it, or replay without mpirun to observe the replay"
         );
     }
     Ok(())

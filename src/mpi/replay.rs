@@ -158,14 +158,7 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
             dir: dir.clone(),
             ..spec.opts.clone()
         };
-        match start(
-            trace,
-            path.display().to_string(),
-            opts,
-            tx,
-            go_rx,
-            clean_rx,
-        ) {
+        match start(trace, path.display().to_string(), opts, tx, go_rx, clean_rx) {
             Ok(h) => {
                 handle = Some(h);
                 // Prepared (its files made, its threads at the gate), or ended before that.
@@ -311,8 +304,7 @@ fn build(spec: &ReplaySpec, ranks: Vec<RankReplay>) -> RunResult {
         }
     }
     let (slowest, fastest) = aggregate::slowest_fastest(&result.ranks, &records);
-    result.distributed =
-        Some(clock.report("dir_per_rank", None, total.bytes(), slowest, fastest));
+    result.distributed = Some(clock.report("dir_per_rank", None, total.bytes(), slowest, fastest));
     if records.iter().any(|r| r.called_off) {
         result
             .notes
@@ -374,8 +366,14 @@ mod tests {
             rank_path(Path::new("{rank}/{rank}.bin"), 12345),
             PathBuf::from("12345/12345.bin")
         );
-        assert_eq!(rank_path(Path::new("same.csv"), 7), PathBuf::from("same.csv"));
-        assert_eq!(rank_path(Path::new("{ran}k{rank"), 1), PathBuf::from("{ran}k{rank"));
+        assert_eq!(
+            rank_path(Path::new("same.csv"), 7),
+            PathBuf::from("same.csv")
+        );
+        assert_eq!(
+            rank_path(Path::new("{ran}k{rank"), 1),
+            PathBuf::from("{ran}k{rank")
+        );
     }
 
     proptest! {

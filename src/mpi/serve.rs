@@ -12,8 +12,8 @@
 //! [`Order::Cleanup`] unless `--keep`.
 
 use super::backup::BackupSpec;
-use super::replay::ReplaySpec;
 use super::layout::{self, DistPlan, DistSpec, Layout};
+use super::replay::ReplaySpec;
 use super::workload::WorkloadSpec;
 use super::{Ending, World};
 use crate::exec::Executor;
@@ -302,7 +302,7 @@ impl crate::exec::Ranks for Driver {
     ) -> anyhow::Result<RunResult> {
         // What a replay on ranks cannot take is refused here, before any rank is asked to.
         let refuse = |flag: &str, why: &str| -> anyhow::Result<RunResult> {
-            crate::bail_usage!("fsbench replay on MPI ranks does not take {flag}: {why}")
+            crate::bail_usage!("replay on MPI ranks does not take {flag}: {why}")
         };
         if self.plan.layout != Layout::FilePerRank {
             return refuse(

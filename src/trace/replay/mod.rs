@@ -171,8 +171,7 @@ pub(crate) fn run_gated(
         Some(g) => (g.start, g.after_io),
         None => (Box::new(|_| true), Box::new(|| {})),
     };
-    let (tallies, elapsed_s) =
-        run_threads(std::mem::take(&mut plan.threads), &fds, shared, start)?;
+    let (tallies, elapsed_s) = run_threads(std::mem::take(&mut plan.threads), &fds, shared, start)?;
     after_io();
     drop(fds);
     drop(dir_fd);
