@@ -300,3 +300,60 @@ fn a_write_failing_on_one_rank_fails_the_replay_naming_the_rank() {
         assert_eq!(names(&sb.file("D")), vec!["rank-00002".to_string()]);
     }
 }
+
+/// `fsbench trace` under mpirun: each rank captures its own command (which inherits the
+/// environment: here its rank from mpirun) into its own file, `{rank}` in -o replaced by its
+/// 5-digit rank, or without it `.rNNNNN` inserted before the extension (and the line says so);
+/// rank 0 prints one line per rank with its file and record count; every file parses with
+/// `fsbench trace --analyze` and holds that rank's writes. `--analyze` under mpirun is refused
+/// in one line.
+#[test]
+#[cfg_attr(
+    not(all(has_mpirun, has_strace)),
+    ignore = "SKIPPED: needs mpirun and strace"
+)]
+fn each_rank_captures_its_own_command_into_its_own_trace() {
+    let sb = Sandbox::new();
+    // Rank r writes (r + 1) x 4 KiB into w.r (its rank from the environment mpirun set).
+    let script = "n=$((OMPI_COMM_WORLD_RANK + 1)); dd if=/dev/zero of=w.$OMPI_COMM_WORLD_RANK bs=4096 count=$n 2>/dev/null";
+    for (out, inserted) in [("app.{rank}.csv", false), ("cap.csv", true)] {
+        let o = mpirun(&sb, &["trace", "-o", out, "--", "sh", "-c", script]);
+        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{stdout}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("rank ")).collect();
+        assert_eq!(lines.len(), NP as usize, "{stdout}");
+        for rank in 0..NP {
+            let file = if inserted {
+                format!("cap.r{rank:05}.csv")
+            } else {
+                format!("app.{rank:05}.csv")
+            };
+            let line = lines[rank as usize];
+            assert!(line.starts_with(&format!("rank {rank} on ")), "{line}");
+            assert!(line.contains(&file), "{line}");
+            assert_eq!(line.contains("inserted before the extension"), inserted);
+            let text = std::fs::read_to_string(sb.file(&file)).unwrap();
+            let records = text.lines().count() as u64 - 1;
+            assert!(line.contains(&format!("({records} records)")), "{line}");
+            let written: u64 = text
+                .lines()
+                .skip(1)
+                .map(|r| r.split(',').collect::<Vec<_>>())
+                .filter(|f| f[2] == "write" && f[3].ends_with(&format!("w.{rank}")))
+                .map(|f| f[8].parse::<u64>().unwrap())
+                .sum();
+            assert_eq!(written, 4096 * (rank + 1), "{file}: {text}");
+            sb.cmd(&["trace", "--analyze", &file]).assert().success();
+        }
+    }
+    let line = refused_in_one_line(&mpirun(&sb, &["trace", "--analyze", "app.00000.csv"]));
+    assert!(
+        line.contains("trace --analyze does not run on MPI ranks"),
+        "{line}"
+    );
+}

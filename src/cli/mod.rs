@@ -148,7 +148,8 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
     // (`ranks::on_ranks`); the other commands that do I/O would run as N unrelated copies.
     let io_command = match &cmd {
         Command::Advise(_) => Some("advise"),
-        Command::Trace(_) => Some("trace"),
+        // Built with MPI, each rank captures its own command (`trace::main_on_ranks`).
+        Command::Trace(_) if !cfg!(feature = "mpi") => Some("trace"),
         Command::Fscompare(_) => Some("fscompare"),
         _ => None,
     };
@@ -178,6 +179,10 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Report(a) => report::main(a),
         Command::Compare(a) => compare::main(a),
         Command::Iostat(a) => iostat::main(a),
+        #[cfg(feature = "mpi")]
+        Command::Trace(a) if ranks::launched_ranks().is_some_and(|n| n > 1) => {
+            trace::main_on_ranks(a)
+        }
         Command::Trace(a) => trace::main(a),
         Command::Replay(a) => {
             let dist = a.dist.clone();

@@ -51,6 +51,19 @@ pub(crate) fn launched_ranks() -> Option<u32> {
     .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
 }
 
+/// This process's rank when an MPI launcher started it, from the environment it sets.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn launched_rank() -> Option<u32> {
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+        "PMIX_RANK",
+        "MV2_COMM_WORLD_RANK",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+}
+
 /// Refuse a command that cannot run as ranks when mpirun started several of us.
 pub(crate) fn refuse_under_mpirun(command: &str) -> Result<(), crate::error::UsageError> {
     match launched_ranks() {

@@ -18,14 +18,10 @@ use crate::runner::{self, drive::Opener};
 use crate::stats::{hist::LatencyHist, Stats, StatsReport};
 use crate::trace::replay::{self, ReplayOptions, ReplayParts, Replayed};
 use serde::{Deserialize, Serialize};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
-
-/// The text in a trace's path that each rank replaces by its number (5 digits).
-pub(crate) const RANK_FIELD: &str = "{rank}";
 
 /// What rank 0 sends every rank: the trace (its path may hold `{rank}`) and how to replay it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -34,24 +30,6 @@ pub(crate) struct ReplaySpec {
     /// The options of the replay; `dir` holds every rank's directory.
     pub opts: ReplayOptions,
     pub timeout_s: f64,
-}
-
-/// `path` with every `{rank}` replaced by `rank` as 5 digits (byte for byte otherwise).
-pub(crate) fn rank_path(path: &Path, rank: u32) -> PathBuf {
-    let (bytes, field) = (path.as_os_str().as_bytes(), RANK_FIELD.as_bytes());
-    let digits = format!("{rank:05}");
-    let mut out = Vec::with_capacity(bytes.len() + 8);
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i..].starts_with(field) {
-            out.extend_from_slice(digits.as_bytes());
-            i += field.len();
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    PathBuf::from(std::ffi::OsString::from_vec(out))
 }
 
 /// What the rank's replay thread tells the main (MPI) thread.
@@ -118,7 +96,7 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
     let timeout = Duration::from_secs_f64(spec.timeout_s);
     let rank = world.rank;
     runner::signal::install();
-    let path = rank_path(&spec.trace, rank);
+    let path = crate::trace::rank_path(&spec.trace, rank);
     let dir = spec.opts.dir.join(format!("rank-{rank:05}"));
     let mut rec = RankRecord::new(rank, &world.host, vec![dir.display().to_string()]);
     let checked = check(spec, &path);
@@ -349,43 +327,4 @@ fn merge_parts(
         s.elapsed_s = span_s;
     }
     ReplayParts { kinds, sizes, info }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    #[test]
-    fn rank_field_becomes_five_digits() {
-        assert_eq!(
-            rank_path(Path::new("t/app.{rank}.csv"), 3),
-            PathBuf::from("t/app.00003.csv")
-        );
-        assert_eq!(
-            rank_path(Path::new("{rank}/{rank}.bin"), 12345),
-            PathBuf::from("12345/12345.bin")
-        );
-        assert_eq!(
-            rank_path(Path::new("same.csv"), 7),
-            PathBuf::from("same.csv")
-        );
-        assert_eq!(
-            rank_path(Path::new("{ran}k{rank"), 1),
-            PathBuf::from("{ran}k{rank")
-        );
-    }
-
-    proptest! {
-        #[test]
-        fn a_path_without_the_field_is_unchanged_and_every_field_is_replaced(
-            parts in proptest::collection::vec("[a-z./{}]{0,6}", 0..5),
-            rank in 0u32..100_000,
-        ) {
-            let plain: Vec<String> = parts.iter().map(|p| p.replace(RANK_FIELD, "")).collect();
-            let joined = plain.join(RANK_FIELD);
-            let got = rank_path(Path::new(&joined), rank);
-            prop_assert_eq!(got, PathBuf::from(joined.replace(RANK_FIELD, &format!("{rank:05}"))));
-        }
-    }
 }
