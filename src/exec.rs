@@ -1,7 +1,7 @@
 //! The one place a front end's point (a Job, or a loaded workload) becomes a Result: on this
 //! host through the runner (or the workload engine), or, when mpirun started fsbench with
 //! several ranks, as one distributed run on every rank whose aggregate comes back to rank 0
-//! (`crate::mpi`, which implements [`Ranks`]). Sweeps, suites, `run`-like commands and
+//! (`crate::mpi`, which implements [`Ranks`]). Sweeps, suites, `run`-like commands, `replay` and
 //! `workload` call the [`Executor`] they were given and know nothing else about MPI; so does
 //! a suite's backup study, whose phases the executor runs (a tree per rank on ranks).
 
