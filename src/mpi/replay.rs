@@ -37,7 +37,7 @@ enum Event {
     /// Every replay thread is prepared: the opener of their gate.
     Ready(Opener),
     IoDone,
-    Finished(anyhow::Result<Replayed>),
+    Finished(anyhow::Result<Box<Replayed>>),
 }
 
 /// What one rank sends rank 0: its row and threads, and its call kinds (None: it did not
@@ -71,7 +71,7 @@ fn start(
                     let _ = clean.recv();
                 }),
             };
-            let r = replay::run_gated(&trace, &origin, &opts, Some(gate));
+            let r = replay::run_gated(&trace, &origin, &opts, Some(gate)).map(Box::new);
             let _ = tx.send(Event::Finished(r));
         })
 }
@@ -129,7 +129,7 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
     let (go_tx, go_rx) = mpsc::channel::<bool>();
     let (clean_tx, clean_rx) = mpsc::channel::<()>();
     let mut handle = None;
-    let mut early: Option<anyhow::Result<Replayed>> = None;
+    let mut early: Option<anyhow::Result<Box<Replayed>>> = None;
     let mut opener = None;
     if let (Some(trace), None) = (trace, &local_err) {
         let opts = ReplayOptions {

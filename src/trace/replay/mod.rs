@@ -164,15 +164,13 @@ pub(crate) fn run_gated(
     let total_steps: u64 = plan.threads.iter().map(|t| t.steps.len() as u64).sum();
     let thread_info: Vec<(usize, u64)> =
         plan.threads.iter().map(|t| (t.user, t.data_ops)).collect();
-    let (start, after_io): (
-        Box<dyn FnOnce(drive::Opener) -> bool + Send>,
-        Box<dyn FnOnce() + Send>,
-    ) = match gate {
-        Some(g) => (g.start, g.after_io),
-        None => (Box::new(|_| true), Box::new(|| {})),
-    };
-    let (tallies, elapsed_s) = run_threads(std::mem::take(&mut plan.threads), &fds, shared, start)?;
-    after_io();
+    let gate = gate.unwrap_or_else(|| crate::runner::Gate {
+        start: Box::new(|_| true),
+        after_io: Box::new(|| {}),
+    });
+    let (tallies, elapsed_s) =
+        run_threads(std::mem::take(&mut plan.threads), &fds, shared, gate.start)?;
+    (gate.after_io)();
     drop(fds);
     drop(dir_fd);
     let done: u64 = tallies.iter().map(|t| t.done).sum();
