@@ -5,11 +5,11 @@
 //! `workload` call the [`Executor`] they were given and know nothing else about MPI; so does
 //! a suite's backup study, whose phases the executor runs (a tree per rank on ranks).
 
+use crate::backup::{BackupPlan, PhaseSink};
 use crate::job::CachePolicy;
 use crate::job::Job;
 use crate::observe::{Observe, Observer};
 use crate::result::RunResult;
-use crate::sweep::backup::{BackupPlan, PhaseSink};
 use crate::workload::model::Model;
 use crate::workload::run::Options;
 use crate::workload::Source;
@@ -110,13 +110,9 @@ impl Executor {
         sink: PhaseSink<'_>,
     ) -> anyhow::Result<()> {
         match self {
-            Executor::Local => crate::sweep::backup::run_phases(
-                dir,
-                plan,
-                caches,
-                &crate::sweep::backup::sync_engine(),
-                sink,
-            ),
+            Executor::Local => {
+                crate::backup::run_phases(dir, plan, caches, &crate::backup::sync_engine(), sink)
+            }
             Executor::Ranks(r) => r.run_backup(dir, plan, caches, sink),
         }
     }

@@ -5,6 +5,7 @@
 #![warn(unreachable_pub)]
 
 pub mod advise;
+pub(crate) mod backup;
 pub(crate) mod cli;
 pub(crate) mod engine;
 pub mod error;
@@ -26,9 +27,6 @@ pub(crate) mod stats;
 pub(crate) mod sweep;
 pub mod trace;
 pub(crate) mod units;
-// The verification formats are not wired into runs yet (issue 15): only their own tests use
-// them, so their dead-code warnings are expected until then.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod verify;
 pub(crate) mod vx;
 pub mod workload;

@@ -178,6 +178,10 @@ pub struct RankReport {
     pub status: RunStatus,
     /// The files this rank did its I/O on.
     pub targets: Vec<String>,
+    /// With `--reorder-ranks`: the rank whose data this rank read (for a workload, whose
+    /// filesets it ran over, in that rank's directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_of_rank: Option<u32>,
     pub ops: u64,
     pub bytes: u64,
     pub start_s: f64,

@@ -185,6 +185,8 @@ fn reorder_on_new_files_lays_out_each_ranks_file_and_removes_it() {
     // Rank r read the file of rank r+1.
     assert_eq!(r["ranks"][3]["targets"][0], "f.d/rank-00000/f");
     assert_eq!(r["ranks"][0]["targets"][0], "f.d/rank-00001/f");
+    assert_eq!(r["ranks"][3]["data_of_rank"], 0);
+    assert_eq!(r["ranks"][0]["data_of_rank"], 1);
     assert!(sb.listing().is_empty(), "{:?}", sb.listing());
 }
 

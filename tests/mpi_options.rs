@@ -2,7 +2,8 @@
 //! and `--journal` (each rank checks what it wrote; one journal per rank), `--stonewall` with
 //! `--processes`, `--iostat` / `--trace` observed on every rank, and `workload --verify`
 //! (each rank checks the reads of what it wrote; rank 0 sums them); `workload --stonewall`
-//! (h-wlstone) and the suite's backup study on ranks. The real binary under
+//! (h-wlstone) and the suite's backup study on ranks; `workload --reorder-ranks` and `reuse`
+//! with `workload --shared-file` (h-wlreorder). The real binary under
 //! `mpirun --allow-run-as-root --oversubscribe` on this machine; every figure is checked
 //! exactly against what the ranks did. Run with
 //! `cargo test --release --features mpi --test mpi_options -- --test-threads=1`.
@@ -855,26 +856,246 @@ fn a_shared_dir_workload_puts_every_ranks_files_in_the_same_directories() {
     );
 }
 
-/// A workload on ranks does not take --reorder-ranks: one line, exit 2, nothing created.
+/// `workload --reorder-ranks` is refused with `--shared-file` (every rank already runs in the
+/// same directories) and with `--verify` (a rank would check reads of files another rank
+/// laid out): one line each, exit 2, nothing created.
 #[test]
 #[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
-fn a_workload_on_ranks_refuses_reorder_ranks() {
-    for flag in ["--reorder-ranks"] {
+fn a_workload_with_reorder_ranks_refuses_shared_file_and_verify() {
+    for (flag, why) in [
+        ("--shared-file", "--reorder-ranks with --shared-file"),
+        ("--verify", "drop --reorder-ranks"),
+    ] {
         let sb = Sandbox::new();
         std::fs::create_dir(sb.file("D")).unwrap();
-        let line = format!("workload fileserver --dir D --shared-file --time 1s {flag}");
+        let line = format!("workload fileserver --dir D --time 1s --reorder-ranks {flag}");
         let o = mpirun(&sb, NP, &common::words(&line));
         let (refusal, err) = refused_in_one_line(&o);
-        assert!(
-            refusal.contains("does not take --reorder-ranks"),
-            "{flag}: {err}"
-        );
+        assert!(refusal.contains(why), "{flag}: {err}");
         assert_eq!(
             std::fs::read_dir(sb.file("D")).unwrap().count(),
             0,
             "{flag}"
         );
     }
+}
+
+/// Each rank's thread creates the 3 files of `new` (8 KiB written whole, each) and reads a
+/// preallocated 16 KiB file of `pre` whole after each, then runs out of files to create.
+const REORDER_FLOW: &str = "set mode quit alldone
+define fileset name=pre,path=$dir,entries=4,size=16k,prealloc
+define fileset name=new,path=$dir,entries=3,size=8k,prealloc=0
+define process name=p,instances=1 { thread name=t,instances=1 {
+  flowop createfile name=cr,filesetname=new,fd=1
+  flowop writewholefile name=ww,srcfd=1,fd=1,iosize=4k
+  flowop closefile name=cl,fd=1
+  flowop openfile name=op,filesetname=pre,fd=1
+  flowop readwholefile name=rw,fd=1,iosize=4k
+  flowop closefile name=cl2,fd=1 } }
+run 30
+";
+
+/// The (names of the) files under `dir`, sorted.
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+/// `workload --reorder-ranks` on 4 ranks, all on this one host (so the shift is 1): each
+/// rank lays out its filesets in its own directory, then runs over those of rank (r+1) mod 4
+/// in that rank's directory. Each rank's row names that directory and rank; the filesets
+/// listed are what each rank laid out (4 files of 16 KiB); the ops are exact (a rank: 3
+/// creates, 3 whole writes of 8 KiB, 3 whole reads of 16 KiB); the client-cache note says
+/// every rank ran on one host; nothing is left in D (the files a rank created in another's
+/// directory included) but the user's file, untouched. With --keep each rank's directory
+/// holds its 4 laid-out files and the 3 files the previous rank created there; the next run
+/// removes them all, by identity (the rank directories, which that run did not make, stay
+/// empty, as without --reorder-ranks).
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_workload_with_reorder_ranks_runs_over_the_next_ranks_filesets() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("flow.f"), REORDER_FLOW).unwrap();
+    std::fs::create_dir(sb.file("D")).unwrap();
+    std::fs::write(sb.file("D/precious.txt"), b"the user's data").unwrap();
+    let line = "workload flow.f --dir D --reorder-ranks";
+    let check = |r: &Value| {
+        assert_eq!(r["status"], "complete", "{}", r["notes"]);
+        assert_eq!(r["distributed"]["layout"], "dir_per_rank");
+        assert_eq!(r["distributed"]["reorder_shift"], 1);
+        let ranks = r["ranks"].as_array().unwrap();
+        assert_eq!(ranks.len(), NP as usize);
+        for (i, k) in ranks.iter().enumerate() {
+            let from = (i as u64 + 1) % NP;
+            assert_eq!(k["data_of_rank"], from, "{k}");
+            assert_eq!(k["targets"][0], format!("D/rank-{from:05}"), "{k}");
+            // 3 x (cr, ww, cl, op, rw, cl2); 3 x 8 KiB written, 3 x 16 KiB read.
+            assert_eq!(u(&k["ops"]), 18, "{k}");
+            assert_eq!(u(&k["bytes"]), 3 * 8192 + 3 * 16384, "{k}");
+        }
+        assert_eq!(u(&r["total"]["ops"]), NP * 18);
+        let group = |name: &str| {
+            r["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|g| g["name"] == name)
+                .unwrap_or_else(|| panic!("no group {name}"))["stats"]
+                .clone()
+        };
+        assert_eq!(u(&group("cr")["ops"]), NP * 3);
+        assert_eq!(u(&group("rw")["ops"]), NP * 3);
+        assert_eq!(u(&group("rw")["read_bytes"]), NP * 3 * 16384);
+        assert_eq!(u(&group("ww")["write_bytes"]), NP * 3 * 8192);
+        // Every rank's filesets, as it laid them out in its own directory.
+        let sets = r["workload"]["filesets"].as_array().unwrap();
+        assert_eq!(sets.len(), 2 * NP as usize);
+        for (i, f) in sets.iter().enumerate() {
+            let rank = i / 2;
+            let name = if i % 2 == 0 { "pre" } else { "new" };
+            assert_eq!(f["root"], format!("D/rank-{rank:05}/{name}"), "{f}");
+            assert_eq!(u(&f["files_created"]), if name == "pre" { 4 } else { 0 });
+        }
+        let notes = r["notes"].to_string();
+        assert!(
+            notes.contains("client cache: 4 of 4 ranks")
+                && notes.contains("every rank ran on one host"),
+            "{notes}"
+        );
+    };
+    let r = run_json(&sb, NP, &common::words(line));
+    check(&r);
+    assert_eq!(file_names(&sb.file("D")), vec!["precious.txt"]);
+    let r = run_json(&sb, NP, &common::words(&format!("{line} --keep")));
+    check(&r);
+    // Kept: each rank's directory has its own 4 files and the previous rank's 3 new ones.
+    for rank in 0..NP {
+        let d = sb.file(&format!("D/rank-{rank:05}"));
+        assert_eq!(file_names(&d.join("pre")).len(), 4, "{}", d.display());
+        assert_eq!(
+            file_names(&d.join("new")),
+            vec!["00000001", "00000002", "00000003"],
+            "{}",
+            d.display()
+        );
+    }
+    let r = run_json(&sb, NP, &common::words(line));
+    check(&r);
+    for rank in 0..NP {
+        let d = sb.file(&format!("D/rank-{rank:05}"));
+        assert!(file_names(&d).is_empty(), "{}", d.display());
+        std::fs::remove_dir(d).unwrap();
+    }
+    assert_eq!(file_names(&sb.file("D")), vec!["precious.txt"]);
+    assert_eq!(
+        std::fs::read(sb.file("D/precious.txt")).unwrap(),
+        b"the user's data"
+    );
+}
+
+/// A fileset with `reuse`, on a tree every rank shares.
+const REUSE_FLOW: &str = "set mode quit alldone
+define fileset name=fs,path=$dir,entries=12,dirwidth=4,size=8k,prealloc,reuse
+define process name=p,instances=1 { thread name=t,instances=1 {
+  flowop openfile name=op,filesetname=fs,fd=1
+  flowop readwholefile name=rw,fd=1,iosize=4k
+  flowop closefile name=cl,fd=1
+  flowop finishoncount name=fin,target=rw,value=6 } }
+run 30
+";
+
+/// Every file under `dir` (recursively, dot files included), as paths relative to it.
+fn all_files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push(e.path().strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `reuse` with `workload --shared-file` on 4 ranks: a `--keep` run lays the shared tree
+/// out (12 files a rank, tagged with its rank, a manifest per rank); the next run reuses it:
+/// every rank's 12 files reused, none created, the same files (by inode) as before; that run
+/// (without --keep) then removes it all, leaving only the user's file. A file of a rank the
+/// run does not have (a tree kept by more ranks) is refused in one line.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_shared_dir_workload_reuses_a_kept_tree_rank_by_rank() {
+    use std::os::unix::fs::MetadataExt;
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("flow.f"), REUSE_FLOW).unwrap();
+    std::fs::create_dir(sb.file("D")).unwrap();
+    std::fs::write(sb.file("D/precious.txt"), b"the user's data").unwrap();
+    let line = "workload flow.f --dir D --shared-file";
+    let sets = |r: &Value| -> Vec<(u64, u64)> {
+        r["workload"]["filesets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| (u(&f["files_created"]), u(&f["reused"])))
+            .collect()
+    };
+    let r = run_json(&sb, NP, &common::words(&format!("{line} --keep")));
+    assert_eq!(r["status"], "complete", "{}", r["notes"]);
+    assert_eq!(sets(&r), vec![(12, 0); NP as usize]);
+    let kept = all_files(&sb.file("D"));
+    let inodes: Vec<(String, u64)> = kept
+        .iter()
+        .filter(|f| !f.starts_with('.') && *f != "precious.txt")
+        .map(|f| {
+            (
+                f.clone(),
+                std::fs::metadata(sb.file(&format!("D/{f}"))).unwrap().ino(),
+            )
+        })
+        .collect();
+    assert_eq!(inodes.len(), 12 * NP as usize, "{kept:?}");
+    for rank in 0..NP {
+        assert!(
+            kept.contains(&format!(".fs.r{rank:05}.fsbench-manifest")),
+            "{kept:?}"
+        );
+    }
+    // The reuse run lays out nothing: the same files, each rank's own.
+    let r = run_json(&sb, NP, &common::words(&format!("{line} --keep")));
+    assert_eq!(r["status"], "complete", "{}", r["notes"]);
+    assert_eq!(sets(&r), vec![(0, 12); NP as usize]);
+    assert_eq!(u(&r["total"]["ops"]), NP * 6 * 3, "{}", r["total"]);
+    assert_eq!(all_files(&sb.file("D")), kept);
+    for (f, ino) in &inodes {
+        assert_eq!(
+            std::fs::metadata(sb.file(&format!("D/{f}"))).unwrap().ino(),
+            *ino,
+            "{f}"
+        );
+    }
+    // Fewer ranks than the tree was kept by: refused in one line, nothing touched.
+    let o = mpirun(&sb, 2, &common::words(line));
+    let (refusal, err) = refused_in_one_line(&o);
+    assert!(refusal.contains("holds the entries of rank 2"), "{err}");
+    assert_eq!(all_files(&sb.file("D")), kept);
+    // Reused again, without --keep: everything fsbench made goes, the user's file stays.
+    let r = run_json(&sb, NP, &common::words(line));
+    assert_eq!(r["status"], "complete", "{}", r["notes"]);
+    assert_eq!(sets(&r), vec![(0, 12); NP as usize]);
+    assert_eq!(file_names(&sb.file("D")), vec!["precious.txt"]);
+    assert_eq!(
+        std::fs::read(sb.file("D/precious.txt")).unwrap(),
+        b"the user's data"
+    );
 }
 
 /// The per-rank rows of a distributed Result: (ops, bytes) of each rank.

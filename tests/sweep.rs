@@ -342,3 +342,64 @@ fn workload_variables_are_axes() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A rate-limited run's latency from its schedule (what each I/O waited behind the ones
+/// before it counts) is a metric of the md and html reports, as the text report prints it:
+/// never below the service latency, and equal to it for a run without a rate.
+#[test]
+fn latency_from_the_schedule_is_a_report_metric() {
+    let sb = Sandbox::new();
+    sb.cmd(&words(
+        "run f --rw randread --bs 4k --size 1m --count 300 --rate-iops 3000 --output paced.json -s",
+    ))
+    .assert()
+    .success();
+    let md = sb
+        .cmd(&words(
+            "report paced.json --format md --metrics lat_p99_ms,sched_lat_p99_ms,sched_lat_ms",
+        ))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let md = String::from_utf8_lossy(&md);
+    let header =
+        "| p99 latency ms | p99 latency from schedule ms | mean latency from schedule ms |";
+    assert!(md.contains(header), "{md}");
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| run randread"))
+        .unwrap_or_else(|| panic!("no row: {md}"));
+    let cells: Vec<f64> = row
+        .split('|')
+        .filter_map(|c| c.trim().parse().ok())
+        .collect();
+    assert_eq!(cells.len(), 3, "{row}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("paced.json")).unwrap()).unwrap();
+    let sched = &json["total"]["sched_lat_ns"];
+    assert_eq!(sched["count"], 300);
+    assert!(
+        (cells[1] - sched["p99"].as_f64().unwrap() / 1e6).abs() < 0.0015,
+        "{row}"
+    );
+    assert!(
+        (cells[2] - sched["mean"].as_f64().unwrap() / 1e6).abs() < 0.0015,
+        "{row}"
+    );
+    assert!(
+        cells[1] + 0.0015 >= cells[0],
+        "from the schedule >= service: {row}"
+    );
+    let html = sb
+        .cmd(&words(
+            "report paced.json --format html --metrics sched_lat_p99_ms",
+        ))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert!(String::from_utf8_lossy(&html).contains("p99 latency from schedule ms"));
+}

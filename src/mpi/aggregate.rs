@@ -52,6 +52,10 @@ pub(crate) struct RankRecord {
     pub stopped: bool,
     /// Read through the page cache data its own host wrote (see `cache_note`).
     pub own_host_data: bool,
+    /// With `--reorder-ranks`: the rank whose data this rank read (a workload: whose
+    /// filesets it ran over, in that rank's directory).
+    #[serde(default)]
+    pub data_of_rank: Option<u32>,
     /// A workload rank's measured run (its threads' per-flowop statistics).
     #[serde(default)]
     pub workload: Option<WorkloadRank>,
@@ -174,6 +178,7 @@ impl RankRecord {
             end_s: 0.0,
             stopped: false,
             own_host_data: false,
+            data_of_rank: None,
             workload: None,
             observed: Default::default(),
         }
@@ -544,6 +549,7 @@ pub(crate) fn build_workload(
     records: &[RankRecord],
     layout: &str,
     stonewall: Option<Stonewall>,
+    reorder_shift: Option<u32>,
 ) -> RunResult {
     use crate::workload::report::{RunPart, WorkloadDoc};
     let rank0 = &records[0];
@@ -669,8 +675,11 @@ pub(crate) fn build_workload(
     let (slowest, fastest) = slowest_fastest(&result.ranks, records);
     result.distributed = Some(DistributedReport {
         stonewall: stonewall.map(|mode| workload_stonewall(mode, records, nruns)),
-        ..clock.report(layout, None, total.bytes(), slowest, fastest)
+        ..clock.report(layout, reorder_shift, total.bytes(), slowest, fastest)
     });
+    if let Some(n) = workload_cache_note(model, records, result.hosts.len(), reorder_shift) {
+        result.notes.push(n);
+    }
     if records.iter().any(|r| r.called_off) {
         result
             .notes
@@ -811,6 +820,7 @@ pub(super) fn rank_row(r: &RankRecord) -> RankReport {
         host: r.host.clone(),
         status: if r.ran() { r.status } else { RunStatus::Failed },
         targets: r.targets.clone(),
+        data_of_rank: r.data_of_rank,
         ops: s.ops(),
         bytes: s.bytes(),
         start_s: r.start_s,
@@ -842,22 +852,53 @@ fn cache_note(spec: &DistSpec, job: &Job, records: &[RankRecord], hosts: usize) 
     if n == 0 {
         return None;
     }
-    let how = if !spec.reorder {
-        "add --reorder-ranks with ranks on several hosts (IOR's -C)".to_string()
-    } else if hosts == 1 {
-        "every rank ran on one host, so --reorder-ranks cannot avoid it: run ranks on several hosts"
-            .to_string()
-    } else {
-        "place ranks so that the shifted rank is on another host".to_string()
-    };
     Some(format!(
-        "client cache: {n} of {} ranks read data their own host wrote, through the page cache; on a network or parallel file system the client cache may have served those reads ({}): {how}, or use --cache direct",
+        "client cache: {n} of {} ranks read data their own host wrote, through the page cache; on a network or parallel file system the client cache may have served those reads ({}): {}, or use --cache direct",
         records.len(),
         if job.invalidate {
             "fsbench evicted the targets' pages on each host before timing, which not every client honours"
         } else {
             "--no-invalidate: nothing was evicted"
-        }
+        },
+        avoid_client_cache(spec.reorder, hosts)
+    ))
+}
+
+/// How a distributed run avoids reads from the client cache, after a `client cache:` note.
+fn avoid_client_cache(reorder: bool, hosts: usize) -> &'static str {
+    if !reorder {
+        "add --reorder-ranks with ranks on several hosts (IOR's -C)"
+    } else if hosts == 1 {
+        "every rank ran on one host, so --reorder-ranks cannot avoid it: run ranks on several hosts"
+    } else {
+        "place ranks so that the shifted rank is on another host"
+    }
+}
+
+/// The client-cache warning of a workload on ranks: some rank ran reads (a `read` or
+/// `readwholefile` flowop without `directio`) over filesets its own host laid out (no
+/// `--reorder-ranks`, or the rank whose directory it ran in is on the same host).
+fn workload_cache_note(
+    model: &crate::workload::model::Model,
+    records: &[RankRecord],
+    hosts: usize,
+    reorder_shift: Option<u32>,
+) -> Option<String> {
+    use crate::workload::model::{flatten, Kind};
+    let buffered_reads = model
+        .processes
+        .iter()
+        .flat_map(|p| p.threads.iter())
+        .flat_map(|t| flatten(&t.flowops))
+        .any(|f| matches!(f.kind, Kind::Read | Kind::ReadWholeFile) && !f.directio);
+    let n = records.iter().filter(|r| r.own_host_data).count();
+    if !buffered_reads || n == 0 {
+        return None;
+    }
+    Some(format!(
+        "client cache: {n} of {} ranks read files their own host laid out, through the page cache; on a network or parallel file system the client cache may have served those reads (fsbench evicted the laid-out files' pages on the host that laid them out, unless the fileset is `cached`, which not every client honours): {}, or use directio",
+        records.len(),
+        avoid_client_cache(reorder_shift.is_some(), hosts)
     ))
 }
 
@@ -969,6 +1010,63 @@ mod tests {
         ];
         let sw = workload_stonewall(Stonewall::FirstFinish, &all_stopped, 1);
         assert_eq!((sw.wall_s, sw.called_by_rank), (0.55, None));
+    }
+
+    fn model(flowops: &str) -> crate::workload::model::Model {
+        let text = format!(
+            "define fileset name=fs,path=/nonexistent,entries=2,size=4k,prealloc
+define process name=p {{ thread name=t {{ {flowops} }} }}"
+        );
+        let src = crate::workload::Source {
+            name: "t.f".into(),
+            text,
+            defines: Vec::new(),
+            shared_rank: None,
+        };
+        crate::workload::load_source(&src).unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
+    #[test]
+    fn a_workloads_client_cache_note_is_there_only_for_buffered_reads_of_its_own_hosts_files() {
+        let reads = model(
+            "flowop openfile name=o,filesetname=fs,fd=1
+             flowop readwholefile name=r,fd=1
+             flowop closefile name=c,fd=1",
+        );
+        let rank = |r: u32, own: bool| {
+            let mut rec = RankRecord::new(r, "h", Vec::new());
+            rec.own_host_data = own;
+            rec
+        };
+        // Every rank ran over another host's files: no note.
+        let away = vec![rank(0, false), rank(1, false)];
+        assert_eq!(workload_cache_note(&reads, &away, 2, Some(1)), None);
+        // Reordered, all on one host: the note says --reorder-ranks cannot avoid it.
+        let home = vec![rank(0, true), rank(1, true)];
+        let n = workload_cache_note(&reads, &home, 1, Some(1)).unwrap();
+        assert!(
+            n.starts_with("client cache: 2 of 2 ranks") && n.contains("every rank ran on one host"),
+            "{n}"
+        );
+        // Not reordered: the note says to add --reorder-ranks.
+        let n = workload_cache_note(&reads, &home[..1], 2, None).unwrap();
+        assert!(
+            n.contains("1 of 1 ranks") && n.contains("add --reorder-ranks"),
+            "{n}"
+        );
+        // No read flowop, or only direct reads: no note.
+        let writes = model(
+            "flowop openfile name=o,filesetname=fs,fd=1
+             flowop write name=w,fd=1,iosize=4k
+             flowop closefile name=c,fd=1",
+        );
+        assert_eq!(workload_cache_note(&writes, &home, 1, None), None);
+        let direct = model(
+            "flowop openfile name=o,filesetname=fs,fd=1
+             flowop read name=r,fd=1,iosize=4k,directio
+             flowop closefile name=c,fd=1",
+        );
+        assert_eq!(workload_cache_note(&direct, &home, 1, None), None);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! A suite's backup study on MPI ranks (issue #16): every rank builds its own tree in a
 //! directory of its own, `DIR/fsbench-backup-PID/rank-NNNNN` (PID: rank 0's), and runs each
 //! phase of the study (archive, then restore and its byte-for-byte check, for each cache
-//! policy) through the same phase code as on one host (`crate::sweep::backup`); every phase
+//! policy) through the same phase code as on one host (`crate::backup`); every phase
 //! starts on every rank at one barrier (the phase thread's start gate asks it). Each rank
 //! sends rank 0 the phase's exact counts (`Stats`, histograms and CPU time included), its
 //! start and end on the barrier clock and its failure; rank 0 makes the phase's one Result:
@@ -11,10 +11,10 @@
 
 use super::aggregate::{self, RankRecord, ThreadRecord};
 use super::{one_line, World};
+use crate::backup::{self, BackupPlan, PhaseRun, PhaseSink, Study};
 use crate::job::CachePolicy;
 use crate::runner::{IoFailure, RunStatus};
 use crate::stats::Stats;
-use crate::sweep::backup::{self, BackupPlan, PhaseRun, PhaseSink, Study};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -145,6 +145,7 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
         .collect();
     let mut rec = RankRecord::new(rank, &world.host, targets);
     rec.own_host_data = hosts[source as usize] == world.host;
+    rec.data_of_rank = shift.map(|_| source);
     let path = spec.job.targets[0].clone();
     let mut local_err: Option<anyhow::Error> = None;
     let mut own_dir: Option<PathBuf> = None;

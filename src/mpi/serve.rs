@@ -275,9 +275,9 @@ impl crate::exec::Ranks for Driver {
     fn run_backup(
         &self,
         dir: &Path,
-        plan: &crate::sweep::backup::BackupPlan,
+        plan: &crate::backup::BackupPlan,
         caches: &[crate::job::CachePolicy],
-        sink: crate::sweep::backup::PhaseSink<'_>,
+        sink: crate::backup::PhaseSink<'_>,
     ) -> anyhow::Result<()> {
         if self.plan.layout != Layout::FilePerRank {
             crate::bail_usage!(

@@ -12,14 +12,20 @@
 //! `workload.runs` a run ([`super::aggregate`]). With `--stonewall` every run of every rank
 //! is stopped when the first rank's run ends on its own, or DUR after the run's start
 //! barrier, through the workload's own stop check (`runner::signal::stop_workers`, read by
-//! its watch loop).
+//! its watch loop). With `--reorder-ranks` (IOR's -C) every rank lays out its filesets in
+//! its own directory, untimed, then runs over those of rank (r + shift) mod n in that rank's
+//! directory (reused, each entry checked against that rank's manifest), so what it reads
+//! another client wrote; after every rank is done, the rank that laid a directory out
+//! removes what its manifest lists (its own files and what the visiting rank created).
 
 use super::aggregate::{self, RankRecord, RunMark, WorkloadRank};
-use super::layout::DistPlan;
+use super::layout::{self, DistPlan};
 use super::{make_dir, one_line, Ending, Stonewall, World};
 use crate::workload::fileset::shared_tree;
 use crate::workload::model::Model;
-use crate::workload::run::{execute_gated, Executed, Options};
+use crate::workload::run::{
+    execute_gated, lay_out_only, remove_laid_out, Executed, LaidOut, Options,
+};
 use crate::workload::Source;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -51,6 +57,10 @@ pub(crate) struct WorkloadSpec {
     /// `--shared-file`: every rank's filesets in the same directories under `base`.
     #[serde(default)]
     pub shared: bool,
+    /// `--reorder-ranks`: every rank lays out its filesets in its own directory, then runs
+    /// over those of the rank `reorder_shift` places on, in that rank's directory.
+    #[serde(default)]
+    pub reorder: bool,
 }
 
 impl WorkloadSpec {
@@ -60,9 +70,14 @@ impl WorkloadSpec {
         opts: &Options,
         plan: &DistPlan,
     ) -> anyhow::Result<WorkloadSpec> {
-        if plan.reorder {
+        if plan.reorder && plan.layout != super::Layout::FilePerRank {
             crate::bail_usage!(
-                "a workload on MPI ranks does not take --reorder-ranks: drop it (--shared-file shares its directories)"
+                "--reorder-ranks with --shared-file: every rank already runs in the same fileset directories, so there is no other rank's directory to run in: drop one of them"
+            );
+        }
+        if plan.reorder && opts.verify {
+            crate::bail_usage!(
+                "--verify checks the reads of what each rank wrote itself, and with --reorder-ranks a workload runs over the filesets another rank laid out (their content unknown to it): drop --reorder-ranks (verify in a run without it)"
             );
         }
         let Some((_, dir)) = src.defines.iter().rev().find(|(k, _)| k == "dir") else {
@@ -83,6 +98,7 @@ impl WorkloadSpec {
             verify: opts.verify,
             stonewall: plan.stonewall,
             shared: plan.layout != super::Layout::FilePerRank,
+            reorder: plan.reorder,
         })
     }
 
@@ -116,7 +132,7 @@ impl WorkloadSpec {
     /// The options of this rank: rank 0's own (it prints the progress lines), the others'
     /// from the spec, quiet.
     fn options(&self, front: Option<&Options>) -> Options {
-        match front {
+        let opts = match front {
             Some(o) => o.clone(),
             None => Options {
                 time: self.time_s.map(Duration::from_secs_f64),
@@ -128,7 +144,12 @@ impl WorkloadSpec {
                 engine: self.engine,
                 rate: self.rate,
                 verify: self.verify,
+                leave_for_owner: false,
             },
+        };
+        Options {
+            leave_for_owner: self.reorder,
+            ..opts
         }
     }
 }
@@ -268,6 +289,14 @@ pub(crate) fn run(
     let timeout = Duration::from_secs_f64(ws.timeout_s);
     let rank = world.rank;
     crate::runner::signal::install();
+    // --reorder-ranks: the rank whose directory (and filesets) this rank runs in.
+    let hosts = if ws.reorder {
+        world.all_hosts(timeout)
+    } else {
+        Vec::new()
+    };
+    let shift = ws.reorder.then(|| layout::reorder_shift(&hosts));
+    let source = layout::source_rank(rank, world.size, shift);
     let mut local_err: Option<anyhow::Error> = None;
     let mut base_made = false;
     // With --shared-file: rank 0's locks of the fileset directories and the trees it made.
@@ -278,7 +307,7 @@ pub(crate) fn run(
             Err(e) => local_err = Some(e),
         }
         if ws.shared && local_err.is_none() {
-            if let Err(e) = shared.make(&ws.source_in(&ws.base, 0)) {
+            if let Err(e) = shared.make(&ws.source_in(&ws.base, 0), world.size) {
                 local_err = Some(e);
             }
         }
@@ -299,12 +328,56 @@ pub(crate) fn run(
             Err(e) => local_err = Some(e),
         }
     }
-    let mut rec = RankRecord::new(rank, &world.host, vec![dir.display().to_string()]);
-    let src = ws.source_in(&dir, rank);
+    // --reorder-ranks: every rank lays out its filesets in its own directory, untimed, and
+    // leaves them (with their manifests) for the rank that runs over them.
+    let mut laid: Option<(Model, LaidOut)> = None;
+    let mut made = made;
+    if ws.reorder {
+        if made && local_err.is_none() {
+            let own = ws.source_in(&dir, rank);
+            let out = crate::workload::load_source(&own).and_then(|m| {
+                let l = lay_out_only(&own, &m, &ws.options(front))?;
+                Ok((m, l))
+            });
+            match out {
+                Ok(x) => laid = Some(x),
+                Err(e) => local_err = Some(e),
+            }
+        }
+        // No rank runs over another's filesets before every rank's are laid out.
+        let ok = made && local_err.is_none();
+        made = world.all_min("laying out the filesets", timeout, ok as u64) == 1;
+    }
+    let run_dir = ws.dir_of(source);
+    if made && local_err.is_none() && !run_dir.is_dir() {
+        local_err = Some(crate::usage!(
+            "with --reorder-ranks rank {rank} runs in {}, which rank {source} laid out, but it is not there on host {}: --dir must be on a file system every host shares",
+            run_dir.display(),
+            world.host
+        ).into());
+    }
+    let mut rec = RankRecord::new(rank, &world.host, vec![run_dir.display().to_string()]);
+    // Each rank runs over filesets its own host laid out unless reordered to another host's.
+    rec.own_host_data = !ws.reorder || hosts[source as usize] == world.host;
+    rec.data_of_rank = shift.map(|_| source);
+    let src = ws.source_in(&run_dir, rank);
     let model = match &local_err {
         None if !made => None,
         None => match crate::workload::load_source(&src) {
-            Ok(m) => Some(m),
+            Ok(mut m) => {
+                if ws.reorder {
+                    // Another rank's filesets, as it laid them out: reused, each entry
+                    // checked against that rank's manifest, nothing laid out afresh.
+                    // Only this rank runs in that directory (the shift is a permutation of
+                    // the ranks), so the names its flowops create cannot collide with
+                    // another running rank's, and the rank that laid it out waits for every
+                    // rank's end before it removes anything there.
+                    for f in &mut m.filesets {
+                        f.reuse = true;
+                    }
+                }
+                Some(m)
+            }
             Err(e) => {
                 local_err = Some(e);
                 None
@@ -408,7 +481,11 @@ pub(crate) fn run(
                         .unwrap_or_else(|| "the workload ended before its start".into()),
                 );
             }
-            let w = WorkloadRank::new(ex, &marks);
+            let mut w = WorkloadRank::new(ex, &marks);
+            if let Some((_, l)) = &laid {
+                // The filesets this rank laid out (the run reused another rank's).
+                w.filesets = l.filesets.clone();
+            }
             if let (Some(first), Some(last)) = (w.runs.first(), w.runs.last()) {
                 rec.start_s = first.start_s;
                 rec.end_s = last.end_s;
@@ -427,6 +504,14 @@ pub(crate) fn run(
             }
             None => rec.called_off = !all_ok,
         },
+    }
+    if ws.reorder {
+        // Every rank's workload is over (its thread joined): no rank is still in the
+        // directory this rank laid out, and what each created there is in its manifest.
+        world.meet("the end of every rank's workload", timeout);
+        if let (Some((m, l)), false) = (&laid, ws.keep) {
+            rec.notes.extend(remove_laid_out(m, l));
+        }
     }
     if !ws.keep {
         if let Some(d) = &own_dir {
@@ -461,8 +546,14 @@ pub(crate) fn run(
         });
     }
     let model0 = crate::workload::load_source(&ws.src)?;
-    let mut result =
-        aggregate::build_workload(&ws.src, &model0, &records, ws.layout_name(), ws.stonewall);
+    let mut result = aggregate::build_workload(
+        &ws.src,
+        &model0,
+        &records,
+        ws.layout_name(),
+        ws.stonewall,
+        shift,
+    );
     result.notes.extend(left);
     Ok(Ending::Result(Box::new(result)))
 }
@@ -478,7 +569,7 @@ struct SharedTrees {
 impl SharedTrees {
     /// Lock the directories the filesets of `src` are laid out in and make every fileset's
     /// tree there (rank 0, before the start barrier). On an error the trees made are removed.
-    fn make(&mut self, src: &Source) -> anyhow::Result<()> {
+    fn make(&mut self, src: &Source, ranks: u32) -> anyhow::Result<()> {
         let model = crate::workload::load_source(src)?;
         let mut parents: Vec<PathBuf> = model
             .filesets
@@ -493,7 +584,7 @@ impl SharedTrees {
         }
         for spec in &model.filesets {
             let made = crate::workload::fileset::layout(spec)
-                .and_then(|lay| shared_tree::make_tree(spec, &lay));
+                .and_then(|lay| shared_tree::make_tree(spec, &lay, ranks));
             match made {
                 Ok(t) => self.trees.push(t),
                 Err(e) => {

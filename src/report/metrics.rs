@@ -123,6 +123,23 @@ pub(crate) const METRICS: &[Metric] = &[
         higher_is_better: false,
         get: |r| Some(r.total.lat_ns.stdev / 1e6),
     },
+    // Latency from each I/O's intended issue time (a rate-limited run's schedule), which counts
+    // the wait an I/O spent behind a slow one (coordinated omission); without a rate every I/O
+    // is issued when intended, and these are the service latencies.
+    Metric {
+        key: "sched_lat_ms",
+        label: "mean latency from schedule ms",
+        decimals: 3,
+        higher_is_better: false,
+        get: |r| Some(r.total.sched_lat_ns.mean / 1e6),
+    },
+    Metric {
+        key: "sched_lat_p99_ms",
+        label: "p99 latency from schedule ms",
+        decimals: 3,
+        higher_is_better: false,
+        get: |r| Some(r.total.sched_lat_ns.p99 as f64 / 1e6),
+    },
     Metric {
         key: "read_calls",
         label: "read calls",

@@ -56,7 +56,8 @@ fn mismatch_lines(v: &crate::verify::report::VerifyReport) -> String {
         for m in &k.first {
             let _ = writeln!(
                 out,
-                "  {} offset {}: {}; expected file {} offset {} gen {}, found file {} offset {} gen {}{}",
+                "  {}{} offset {}: {}; expected file {} offset {} gen {}, found file {} offset {} gen {}{}",
+                m.rank.map(|r| format!("rank {r}: ")).unwrap_or_default(),
                 m.target,
                 m.offset_bytes,
                 m.detail,
@@ -103,4 +104,52 @@ pub(super) fn workload_lines(v: &crate::verify::report::VerifyReport) -> String 
     }
     out.push_str(&mismatch_lines(v));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::verify::report::{FindingReport, HeaderFields, Mismatch, VerifyReport};
+
+    fn corrupt_at(rank: Option<u32>) -> VerifyReport {
+        let fields = |generation| HeaderFields {
+            seed: 1,
+            file: 0,
+            offset_bytes: 327_680,
+            generation,
+        };
+        VerifyReport {
+            corrupt: FindingReport {
+                blocks: 1,
+                first: vec![Mismatch {
+                    user: 0,
+                    target: "f.d/rank-00002/f".into(),
+                    offset_bytes: 327_680,
+                    detail: "bit 3 of byte 1000 flipped".into(),
+                    expected: fields(1),
+                    found: fields(1),
+                    first_diff: None,
+                    found_block_crc_ok: Some(false),
+                    rank,
+                }],
+            },
+            ..Default::default()
+        }
+    }
+
+    /// On ranks each first mismatch names the rank that wrote and checked it; on one host
+    /// the line is as before.
+    #[test]
+    fn a_mismatch_line_names_its_rank_on_ranks_only() {
+        let on_ranks = super::mismatch_lines(&corrupt_at(Some(2)));
+        assert!(
+            on_ranks.contains("  rank 2: f.d/rank-00002/f offset 327680: bit 3"),
+            "{on_ranks}"
+        );
+        let one_host = super::mismatch_lines(&corrupt_at(None));
+        assert!(
+            one_host.contains("  f.d/rank-00002/f offset 327680: bit 3"),
+            "{one_host}"
+        );
+        assert!(!one_host.contains("rank 2:"), "{one_host}");
+    }
 }

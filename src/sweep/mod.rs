@@ -6,12 +6,10 @@
 
 pub(crate) mod aged;
 pub(crate) mod axis;
-pub(crate) mod backup;
 pub(crate) mod progress;
 pub(crate) mod rawdev;
 pub(crate) mod record;
 pub(crate) mod suite;
-pub(crate) mod ustar;
 pub(crate) mod workloads;
 
 use crate::runner::RunStatus;

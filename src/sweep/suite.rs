@@ -4,8 +4,8 @@
 //! so the suite finishes in minutes here.
 
 use super::aged::AgedPlan;
-use super::backup::BackupPlan;
 use super::{axis, Axis, ChartSpec, Ctx, Point, Record, Study, TableSpec};
+use crate::backup::BackupPlan;
 use crate::error::UsageError;
 use crate::units::{format_size_exact, parse_duration, parse_size_as, BareUnit};
 use crate::usage;
@@ -94,7 +94,7 @@ pub(crate) struct BackupFile {
 pub(crate) const MAX_RECORD: usize = 64 << 20;
 
 fn pax_record() -> usize {
-    super::ustar::PAX_RECORD
+    crate::backup::ustar::PAX_RECORD
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -414,7 +414,10 @@ fn resolve_backup(
         let n = parse_size_as(v, BareUnit::Bytes, "backup file size")?;
         Ok(((n as f64 * scale) as u64).max(1))
     };
-    if b.record == 0 || !b.record.is_multiple_of(super::ustar::BLOCK) || b.record > MAX_RECORD {
+    if b.record == 0
+        || !b.record.is_multiple_of(crate::backup::ustar::BLOCK)
+        || b.record > MAX_RECORD
+    {
         return Err(usage!(
             "{origin}: record {} must be a multiple of 512 from 512 to {MAX_RECORD}",
             b.record
@@ -550,7 +553,7 @@ fn selected_studies<'a>(
     for rs in &studies {
         if let ResolvedStudy::Backup { plan, .. } = rs {
             for d in &opts.dirs {
-                let need = super::backup::space_needed(plan).saturating_mul(trees);
+                let need = crate::backup::space_needed(plan).saturating_mul(trees);
                 crate::guard::ensure_free_space(d, need, "the backup study")?;
             }
         }

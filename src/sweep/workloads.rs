@@ -83,6 +83,7 @@ pub(crate) fn run_personality(
         engine: crate::job::EngineKind::Sync,
         rate: Default::default(),
         verify: false,
+        leave_for_owner: false,
     };
     exec.run_workload(&src, &model, &opts)
         .map_err(PersonalityError::Failed)

@@ -213,7 +213,9 @@ pub(crate) fn fill(buf: &mut [u8], id: &BlockId, generation: u64, crc: &BlockCrc
     }
 }
 
-/// [`header_crc`] of a header given as its eight little-endian words.
+/// CRC32C of a header given as its eight little-endian words: eight `crc32` instructions
+/// where the CPU has SSE4.2 (for 64 bytes the crate's general loop and dispatch cost several
+/// times that, on every write), the crate elsewhere; the same value either way (tested).
 #[inline]
 fn header_words_crc(h: &[u64; 8]) -> u32 {
     #[cfg(target_arch = "x86_64")]
@@ -226,24 +228,6 @@ fn header_words_crc(h: &[u64; 8]) -> u32 {
         c.copy_from_slice(&w.to_le_bytes());
     }
     crc32c::crc32c(&b)
-}
-
-/// CRC32C of a header: eight `crc32` instructions where the CPU has SSE4.2 (for 64 bytes
-/// the crate's general loop and dispatch cost several times that, on every write), the
-/// crate elsewhere. The same value either way (tested).
-#[inline]
-fn header_crc(h: &[u8]) -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    if h.len() % 8 == 0 && std::arch::is_x86_feature_detected!("sse4.2") {
-        // SAFETY: SSE4.2 is present (checked just above).
-        return unsafe {
-            crc_sse42(
-                h.chunks_exact(8)
-                    .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes"))),
-            )
-        };
-    }
-    crc32c::crc32c(h)
 }
 
 /// CRC32C of little-endian words, one `crc32` instruction each.
@@ -596,9 +580,10 @@ mod tests {
             for (i, b) in h.iter_mut().enumerate() {
                 *b = mix(seed * 64 + i as u64) as u8;
             }
-            assert_eq!(header_crc(&h), crc32c::crc32c(&h), "{seed}");
+            let words: [u64; 8] = std::array::from_fn(|i| get(&h, i * 8));
+            assert_eq!(header_words_crc(&words), crc32c::crc32c(&h), "{seed}");
         }
-        assert_eq!(header_crc(&[0u8; 64]), crc32c::crc32c(&[0u8; 64]));
+        assert_eq!(header_words_crc(&[0u64; 8]), crc32c::crc32c(&[0u8; 64]));
     }
 
     #[test]

@@ -1123,6 +1123,7 @@ fn create(
         1
     };
     let maker = EntryMaker {
+        known: &p.known,
         lay,
         states,
         arena,
@@ -1209,6 +1210,9 @@ fn create_dirs(
 /// they may do, the counters they add to, the first error one of them met (which stops the
 /// others) and the identities of what they created.
 struct EntryMaker<'a> {
+    /// With reuse: the identities the manifests recorded; an entry found that is not one of
+    /// them is not reused.
+    known: &'a Known,
     lay: &'a SetLayout,
     states: &'a [AtomicU32],
     /// For `--verify`: the preallocated files' stream and what each entry holds.
@@ -1306,6 +1310,16 @@ impl EntryMaker<'_> {
         } else {
             None
         };
+        if let Some(st) = existing {
+            // Reused only when fsbench recorded making it (on one host the whole tree was
+            // checked against the manifests already; a rank of a shared tree checks its own
+            // tagged entries against its own manifest here).
+            if !self.known.contains(st.key) {
+                return Err(PrepErr::Io(format!(
+                    "{path} is not an entry fsbench recorded making (in its manifest): refusing to reuse it (move it away or drop reuse)"
+                )));
+            }
+        }
         if self.is_dirs {
             return self.dir_entry(&path, existing, want, mine);
         }
@@ -1475,6 +1489,42 @@ pub fn remove(p: &Prepared, lay: &SetLayout, arena: &Arena, set: usize) -> Resul
     }
     if let Some(e) = &s.error {
         anyhow::bail!("removing {}: {e}", p.root.display());
+    }
+    Ok(s.note())
+}
+
+/// Remove a fileset this process laid out and then left, with its manifest, to another
+/// part of a larger run (`crate::mpi` with `--reorder-ranks`: another rank ran over it and
+/// recorded in the manifest what its flowops created there). Only what the manifest lists
+/// is removed, by identity, as in [`remove`]; the note says what was left. `created_root`:
+/// this process made the root (its removal is allowed where xattrs do not work).
+pub fn remove_left(spec: &FilesetSpec, created_root: bool) -> Result<Option<String>> {
+    let (parent, pfd) = open_parent(spec)?;
+    let cname = ccstr(spec.name.as_bytes());
+    match open_dir(pfd.as_raw_fd(), &cname, false) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
+        Err(e) => anyhow::bail!("not removing {}: {e}", spec.root.display()),
+        Ok(fd) => {
+            if !(crate::safety::fd_is_marked(&fd) || created_root) {
+                anyhow::bail!(
+                    "not removing {}: it is not marked as created by fsbench",
+                    spec.root.display()
+                );
+            }
+        }
+    }
+    let Some(known) = read_manifest(pfd.as_raw_fd(), &spec.name) else {
+        anyhow::bail!(
+            "not removing {}: its manifest {} is gone or not fsbench's",
+            spec.root.display(),
+            parent
+                .join(format!(".{}.fsbench-manifest", spec.name))
+                .display()
+        );
+    };
+    let s = sweep_tree(parent, &spec.name, &known, false)?;
+    if let Some(e) = &s.error {
+        anyhow::bail!("removing {}: {e}", spec.root.display());
     }
     Ok(s.note())
 }

@@ -40,6 +40,11 @@ pub struct Options {
     pub rate: crate::job::RateLimit,
     /// `--verify`: writes carry the file stream, reads are checked (`super::verify`).
     pub verify: bool,
+    /// The filesets are another part's of a larger run (a rank with `--reorder-ranks` runs
+    /// over the filesets another rank laid out, `reuse` on): at the end, or on an error, they
+    /// are left in place with what this run created in them recorded in their manifest, for
+    /// the part that laid them out to remove (`remove_laid_out`); no "kept" note.
+    pub leave_for_owner: bool,
 }
 
 /// Turns one progress line (and the ops/s since the start, when asked for) into text.
@@ -247,7 +252,7 @@ pub(crate) fn execute_gated(
         }
         Ok(())
     })();
-    finish_filesets(&prepared, &layouts, &arena, opts.keep, &mut result);
+    finish_filesets(&prepared, &layouts, &arena, opts, &mut result);
     match outcome {
         Ok(()) => result.finish(signal::interrupted()),
         Err(e) if fileset::is_interrupted(&e) => {
@@ -270,22 +275,23 @@ pub(crate) fn execute_gated(
     })
 }
 
-/// After the script: keep the prepared filesets (`--keep`) or remove what fsbench created of
-/// them, noting in the Result what was kept or left behind.
+/// After the script: keep the prepared filesets (`--keep`, or left for the part of a larger
+/// run that laid them out) or remove what fsbench created of them, noting in the Result what
+/// was kept or left behind.
 fn finish_filesets(
     prepared: &[Prepared],
     layouts: &[SetLayout],
     arena: &Arena,
-    keep: bool,
+    opts: &Options,
     result: &mut WorkloadDoc,
 ) {
-    if keep {
+    if opts.keep || opts.leave_for_owner {
         for (i, p) in prepared.iter().enumerate() {
             if let Err(e) = fileset::keep(p, &layouts[i], &arena, i) {
                 result.note(format!("keeping {}: {e:#}", p.root.display()));
             }
         }
-        if !prepared.is_empty() {
+        if opts.keep && !prepared.is_empty() {
             result.note(format!(
                 "kept the filesets (--keep): {}",
                 prepared
@@ -322,6 +328,76 @@ fn finish_filesets(
             result.note(note);
         }
     }
+}
+
+/// What [`lay_out_only`] laid out: each fileset as the Result lists it, and whether this
+/// process made its root (so it may remove it where xattrs do not work).
+pub(crate) struct LaidOut {
+    pub filesets: Vec<FilesetInfo>,
+    created_roots: Vec<bool>,
+}
+
+/// Lay out a workload's filesets, untimed, and leave them on disk with their manifests for
+/// another part of a larger run to run over (`crate::mpi` with `--reorder-ranks`: rank r
+/// lays out its own directory, rank r - shift runs in it with `reuse` on). On an error what
+/// was laid out is removed again (unless `opts.keep`). [`remove_laid_out`] removes them
+/// once every part is done with them.
+pub(crate) fn lay_out_only(src: &Source, model: &Model, opts: &Options) -> Result<LaidOut> {
+    let _locks = lock_dirs(model)?;
+    let mut layouts: Vec<SetLayout> = Vec::new();
+    for spec in &model.filesets {
+        layouts.push(fileset::layout(spec)?);
+    }
+    check_space(model, &layouts)?;
+    let arena =
+        Arena::create(arena_layout(model)).context("creating the shared memory for the layout")?;
+    let mut doc = WorkloadDoc::new(src, model, 0.0);
+    let mut prepared: Vec<Prepared> = Vec::new();
+    // These filesets are this process's own: on an error they go (unless --keep).
+    let own = Options {
+        leave_for_owner: false,
+        ..opts.clone()
+    };
+    let laid = ensure_prepared(model, &layouts, &arena, &mut prepared, &mut doc, &own);
+    // Left with their manifests (what was laid out is recorded there): the run over them,
+    // and the removal after it, go by those.
+    let leave = Options {
+        leave_for_owner: true,
+        ..own.clone()
+    };
+    match laid {
+        Ok(()) => finish_filesets(&prepared, &layouts, &arena, &leave, &mut doc),
+        Err(e) => {
+            finish_filesets(&prepared, &layouts, &arena, &own, &mut doc);
+            return Err(e);
+        }
+    }
+    Ok(LaidOut {
+        filesets: doc.result.workload.map(|w| w.filesets).unwrap_or_default(),
+        created_roots: prepared.iter().map(|p| p.created_root).collect(),
+    })
+}
+
+/// Remove the filesets [`lay_out_only`] laid out (`model` is the one it was given), now that
+/// every part of the run is done with them: only what their manifests list (what was laid
+/// out, and what the run over them created), by identity. The notes of what was left.
+pub(crate) fn remove_laid_out(model: &Model, laid: &LaidOut) -> Vec<String> {
+    let mut notes = Vec::new();
+    let _locks = match lock_dirs(model) {
+        Ok(l) => l,
+        Err(e) => return vec![format!("cleanup: {e:#}")],
+    };
+    for (spec, &created_root) in model.filesets.iter().zip(&laid.created_roots) {
+        match fileset::remove_left(spec, created_root) {
+            Ok(Some(n)) => notes.push(n),
+            Ok(None) => {}
+            Err(e) => notes.push(format!("cleanup: {e:#}")),
+        }
+    }
+    for n in &notes {
+        eprintln!("fsbench workload: {n}");
+    }
+    notes
 }
 
 /// Lock every directory a fileset is laid out in, for the whole run (but those the ranks of
@@ -501,7 +577,10 @@ fn ensure_prepared(
         let t = Instant::now();
         // On failure or Ctrl-C, prepare removes what it made of this fileset itself; the
         // filesets prepared before it are removed (or kept) by the caller.
-        let p = fileset::prepare(spec, &layouts[i], arena, i, opts.keep)?;
+        // Another part's filesets (`leave_for_owner`) are never removed by this one, also
+        // not on an error: prepare then records what it made in their manifest instead.
+        let keep = opts.keep || opts.leave_for_owner;
+        let p = fileset::prepare(spec, &layouts[i], arena, i, keep)?;
         let secs = t.elapsed().as_secs_f64();
         say(
             opts,

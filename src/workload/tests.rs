@@ -26,6 +26,7 @@ fn run(dir: &Path, text: &str, keep: bool) -> RunResult {
         engine: crate::job::EngineKind::Sync,
         rate: Default::default(),
         verify: false,
+        leave_for_owner: false,
     };
     execute(&src, &model, &opts).unwrap_or_else(|e| panic!("{e:#}"))
 }
@@ -348,6 +349,7 @@ fn refuses_a_directory_it_did_not_create() {
         engine: crate::job::EngineKind::Sync,
         rate: Default::default(),
         verify: false,
+        leave_for_owner: false,
     };
     let e = execute(&src, &model, &opts).unwrap_err();
     assert!(crate::error::is_usage(&e), "{e}");

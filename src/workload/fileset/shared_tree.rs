@@ -13,6 +13,9 @@
 //! them; anything else (a user's file, an entry a failed rank left) stays and is reported.
 //! Each rank's entries are recorded in a manifest of its own next to the root
 //! (`.NAME.r00003.fsbench-manifest`), so a later run removes what a kept or killed run left.
+//! With `reuse`, a tree a kept run left is used again: rank 0 checks it against every
+//! manifest and makes only the missing directories, and each rank reuses its own tagged
+//! entries, each checked by identity against its own manifest, creating only what is missing.
 
 use super::*;
 
@@ -65,31 +68,64 @@ pub struct SharedTree {
     known: Known,
 }
 
-/// Make fileset `spec`'s root and directories for every rank of the run (rank 0 only, before
-/// the start barrier). A root that fsbench did not make is refused; one it left (a kept or
-/// killed run) is swept of what its manifests list first, refused if anything else is in it.
-pub fn make_tree(spec: &FilesetSpec, lay: &SetLayout) -> Result<SharedTree> {
-    if spec.reuse {
-        crate::bail_usage!(
-            "fileset '{}' has reuse: with --shared-file on MPI ranks every rank lays out its entries afresh; drop reuse or --shared-file",
-            spec.name
-        );
-    }
+/// The rank numbers of the rank manifests next to fileset `name`'s root.
+fn manifest_ranks(parent: &Path, name: &str) -> Vec<u64> {
+    rank_manifests(parent, name)
+        .iter()
+        .filter_map(|set| set.rsplit_once(".r")?.1.parse().ok())
+        .collect()
+}
+
+/// Make fileset `spec`'s root and directories for the `ranks` ranks of the run (rank 0
+/// only, before the start barrier). A root that fsbench did not make is refused; one it left
+/// (a kept or killed run) is swept of what its manifests list first, refused if anything
+/// else is in it. With `reuse` a tree a kept run left is used as it is instead (checked:
+/// everything in it is listed in its manifests, and none is of a rank this run does not
+/// have), its missing directories made; each rank then reuses its own entries.
+pub fn make_tree(spec: &FilesetSpec, lay: &SetLayout, ranks: u32) -> Result<SharedTree> {
     let (parent, pfd) = super::open_parent(spec)?;
     let cname = ccstr(spec.name.as_bytes());
+    let mut reuse_existing = false;
+    let mut known = Known::default();
     if super::root_is_ours(&pfd, &cname, spec)? {
-        let known = read_all_manifests(parent, pfd.as_raw_fd(), &spec.name);
-        super::clear_old_fileset(parent, &pfd, spec, &known)?;
+        known = read_all_manifests(parent, pfd.as_raw_fd(), &spec.name);
+        if spec.reuse {
+            let s = sweep_tree(parent, &spec.name, &known, true)?;
+            if let Some(n) = s.note() {
+                crate::bail_usage!(
+                    "fileset '{}': {n}; refusing to reuse {} (move them away or remove it)",
+                    spec.name,
+                    spec.root.display()
+                );
+            }
+            if let Some(r) = manifest_ranks(parent, &spec.name)
+                .into_iter()
+                .find(|&r| r >= ranks as u64)
+            {
+                crate::bail_usage!(
+                    "fileset '{}': {} holds the entries of rank {r}, and this run has {ranks} ranks: reuse it with as many ranks as the run that kept it, or drop reuse",
+                    spec.name,
+                    spec.root.display()
+                );
+            }
+            // The tree's own manifest: its root and directories (the ranks' entries are in
+            // theirs, which each rank reads).
+            known = read_manifest(pfd.as_raw_fd(), &spec.name).unwrap_or_default();
+            reuse_existing = true;
+        } else {
+            super::clear_old_fileset(parent, &pfd, spec, &known)?;
+            known = Known::default();
+        }
     }
     // SAFETY: NUL-terminated name relative to a directory descriptor we own.
-    if unsafe { libc::mkdirat(pfd.as_raw_fd(), cname.as_ptr(), 0o755) } != 0 {
+    if !reuse_existing && unsafe { libc::mkdirat(pfd.as_raw_fd(), cname.as_ptr(), 0o755) } != 0 {
         anyhow::bail!("creating {}: {}", spec.root.display(), errno());
     }
     let mut p = Prepared {
         root: spec.root.clone(),
         name: spec.name.clone(),
-        created_root: true,
-        known: Known::default(),
+        created_root: !reuse_existing,
+        known,
         files_created: 0,
         bytes_written: 0,
         reused: 0,
@@ -97,9 +133,11 @@ pub fn make_tree(spec: &FilesetSpec, lay: &SetLayout) -> Result<SharedTree> {
     let made = open_dir(pfd.as_raw_fd(), &cname, false)
         .map_err(|e| anyhow::anyhow!("opening {}: {e}", spec.root.display()))
         .and_then(|rfd| {
-            // Failure (no xattrs) is tolerated: removal goes by the recorded identities.
-            crate::safety::fd_set_mark(&rfd, b"created");
-            create_dirs(&rfd, lay, false, &mut p)
+            if !reuse_existing {
+                // Failure (no xattrs) is tolerated: removal goes by the recorded identities.
+                crate::safety::fd_set_mark(&rfd, b"created");
+            }
+            create_dirs(&rfd, lay, reuse_existing, &mut p)
         })
         .and_then(|()| write_manifest(parent, &spec.name, &p.known));
     let tree = SharedTree {
@@ -175,7 +213,15 @@ pub(super) fn prepare_entries(
             spec.root.display()
         ),
     }
-    let mut p = Prepared::starting(spec, false, Known::default());
+    // With reuse: this rank's entries a kept run left, as its manifest records them (rank 0
+    // checked that everything in the tree is in a manifest); each one found is reused only
+    // when its identity is there, the missing ones are laid out afresh.
+    let known = if spec.reuse {
+        read_manifest(pfd.as_raw_fd(), &rank_set(&spec.name, rank)).unwrap_or_default()
+    } else {
+        Known::default()
+    };
+    let mut p = Prepared::starting(spec, false, known);
     let mut created_inos: Vec<u64> = Vec::new();
     let res = create(
         spec,
@@ -184,7 +230,7 @@ pub(super) fn prepare_entries(
         set,
         pfd,
         &cname,
-        false,
+        spec.reuse,
         &mut p,
         &mut created_inos,
     );
@@ -310,7 +356,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("precious"), b"keep me").unwrap();
         let l0 = layout(&spec(d.path(), 0)).unwrap();
-        let tree = make_tree(&spec(d.path(), 0), &l0).unwrap();
+        let tree = make_tree(&spec(d.path(), 0), &l0, 2).unwrap();
         let mut ranks = Vec::new();
         for r in 0..2 {
             let s = spec(d.path(), r);
@@ -355,7 +401,7 @@ mod tests {
         // A directory of that name fsbench did not make is refused, untouched.
         std::fs::create_dir(d.path().join("fs")).unwrap();
         std::fs::write(d.path().join("fs/x"), b"x").unwrap();
-        let e = make_tree(&spec(d.path(), 0), &l0).unwrap_err();
+        let e = make_tree(&spec(d.path(), 0), &l0, 3).unwrap_err();
         assert!(crate::error::is_usage(&e), "{e}");
         assert_eq!(std::fs::read(d.path().join("fs/x")).unwrap(), b"x");
     }
@@ -366,7 +412,7 @@ mod tests {
     fn a_kept_shared_tree_is_removed_by_the_next_run() {
         let d = tempfile::tempdir().unwrap();
         let l0 = layout(&spec(d.path(), 0)).unwrap();
-        let _tree = make_tree(&spec(d.path(), 0), &l0).unwrap();
+        let _tree = make_tree(&spec(d.path(), 0), &l0, 3).unwrap();
         for r in 0..3 {
             let s = spec(d.path(), r);
             let l = layout(&s).unwrap();
@@ -375,7 +421,7 @@ mod tests {
             keep(&p, &l, &arena, 0).unwrap();
         }
         // The next shared run sweeps it and makes it afresh.
-        let tree = make_tree(&spec(d.path(), 0), &l0).unwrap();
+        let tree = make_tree(&spec(d.path(), 0), &l0, 3).unwrap();
         assert!(!d.path().join(".fs.r00002.fsbench-manifest").exists());
         let empty = (0..l0.dir_count()).all(|k| {
             std::fs::read_dir(l0.dir_path(k).as_path())
