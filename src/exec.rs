@@ -1,7 +1,7 @@
 //! The one place a front end's point (a Job, or a loaded workload) becomes a Result: on this
 //! host through the runner (or the workload engine), or, when mpirun started fsbench with
 //! several ranks, as one distributed run on every rank whose aggregate comes back to rank 0
-//! (`crate::mpi`, which implements [`Ranks`]). Sweeps, suites, `run`-like commands and
+//! (`crate::mpi`, which implements [`Ranks`]). Sweeps, suites, `run`-like commands, `replay` and
 //! `workload` call the [`Executor`] they were given and know nothing else about MPI; so does
 //! a suite's backup study, whose phases the executor runs (a tree per rank on ranks).
 
@@ -40,6 +40,13 @@ pub(crate) trait Ranks {
         caches: &[CachePolicy],
         sink: PhaseSink<'_>,
     ) -> anyhow::Result<()>;
+    /// A trace replay as one distributed run, each rank on scratch files of its own in
+    /// `opts.dir`/rank-NNNNN; `trace` may hold `{rank}` (each rank's own trace).
+    fn run_replay(
+        &self,
+        trace: &Path,
+        opts: &crate::trace::replay::ReplayOptions,
+    ) -> anyhow::Result<RunResult>;
     /// Every rank removes what the points left behind for later points (files kept between
     /// the points of a sweep), unless `keep`.
     fn cleanup(&self, keep: bool);
@@ -107,6 +114,21 @@ impl Executor {
                 crate::backup::run_phases(dir, plan, caches, &crate::backup::sync_engine(), sink)
             }
             Executor::Ranks(r) => r.run_backup(dir, plan, caches, sink),
+        }
+    }
+
+    /// The Result of replaying the trace at `trace` with `opts`.
+    pub(crate) fn run_replay(
+        &self,
+        trace: &Path,
+        opts: &crate::trace::replay::ReplayOptions,
+    ) -> anyhow::Result<RunResult> {
+        match self {
+            Executor::Local => {
+                let parsed = crate::trace::format::read_file(trace)?;
+                crate::trace::replay::run(&parsed, &trace.display().to_string(), opts)
+            }
+            Executor::Ranks(r) => r.run_replay(trace, opts),
         }
     }
 

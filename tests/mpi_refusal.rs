@@ -1,23 +1,26 @@
 //! Started by mpirun without being able to take part: a build without MPI refuses `run`,
-//! sweep, suite, workload, vx and quick (and the flags of a distributed run) in one line, and
-//! no build runs the other I/O commands (trace, replay, advise, fscompare) as N unrelated
-//! copies. The launcher is simulated by the variable Open MPI sets in each rank.
+//! sweep, suite, workload, vx, quick and replay (and the flags of a distributed run) in one
+//! line, and no build runs the other I/O commands (advise, fscompare; trace without MPI) as N
+//! unrelated copies. The launcher is simulated by the variable Open MPI sets in each rank.
 
 mod common;
 
 use common::Sandbox;
 
-/// The commands that cannot run on ranks (trace, replay, fscompare, advise) refuse
+/// The commands that cannot run on ranks (fscompare, advise; trace without MPI) refuse
 /// in one line, exit 2, in every build, and name the commands that can.
 #[test]
 fn io_commands_that_cannot_run_on_ranks_refuse_under_mpirun() {
     let sb = Sandbox::new();
-    for args in [
-        vec!["trace", "--", "true"],
-        vec!["replay", "t.csv"],
+    let mut commands = vec![
         vec!["advise", "."],
         vec!["fscompare", "--device", "/dev/null", "--fs", "ext4"],
-    ] {
+    ];
+    // Built with MPI, each rank captures its own command (tests/mpi_replay.rs).
+    if !cfg!(feature = "mpi") {
+        commands.push(vec!["trace", "--", "true"]);
+    }
+    for args in commands {
         let o = sb
             .cmd(&args)
             .env("OMPI_COMM_WORLD_SIZE", "4")
@@ -29,7 +32,7 @@ fn io_commands_that_cannot_run_on_ranks_refuse_under_mpirun() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(
             err.contains(&format!("fsbench {} does not run on MPI ranks", args[0]))
-                && err.contains("run, sweep, suite, workload, vx and quick do"),
+                && err.contains("run, sweep, suite, workload, vx, quick and replay do"),
             "{args:?}: {err}"
         );
         assert!(sb.listing().is_empty(), "{args:?}: {:?}", sb.listing());
@@ -75,6 +78,7 @@ fn a_build_without_mpi_refuses_ranks_in_one_line() {
         vec!["workload", "fileserver", "--dir", ".", "--time", "1s"],
         vec!["sweep", "f", "--rw", "write", "--count", "4,8"],
         vec!["vx", "-w", "write", "f"],
+        vec!["replay", "t.csv", "--dir", "."],
     ] {
         let o = sb
             .cmd(&args)

@@ -144,12 +144,12 @@ pub(crate) fn error_status(e: &anyhow::Error) -> i32 {
 }
 
 fn dispatch(cmd: Command) -> anyhow::Result<i32> {
-    // Started by mpirun: run, sweep, suite, workload, vx and quick run each point on every rank
+    // Started by mpirun: run, sweep, suite, workload, vx, quick and replay run on every rank
     // (`ranks::on_ranks`); the other commands that do I/O would run as N unrelated copies.
     let io_command = match &cmd {
         Command::Advise(_) => Some("advise"),
-        Command::Trace(_) => Some("trace"),
-        Command::Replay(_) => Some("replay"),
+        // Built with MPI, each rank captures its own command (`trace::main_on_ranks`).
+        Command::Trace(_) if !cfg!(feature = "mpi") => Some("trace"),
         Command::Fscompare(_) => Some("fscompare"),
         _ => None,
     };
@@ -179,8 +179,15 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Report(a) => report::main(a),
         Command::Compare(a) => compare::main(a),
         Command::Iostat(a) => iostat::main(a),
+        #[cfg(feature = "mpi")]
+        Command::Trace(a) if ranks::launched_ranks().is_some_and(|n| n > 1) => {
+            trace::main_on_ranks(a)
+        }
         Command::Trace(a) => trace::main(a),
-        Command::Replay(a) => replay::main(a),
+        Command::Replay(a) => {
+            let dist = a.dist.clone();
+            ranks::on_ranks("replay", &dist, |exec| replay::main(a, exec))
+        }
         Command::Frag(a) => frag::main(a),
         Command::Workload(a) => {
             let dist = a.dist.clone();

@@ -159,10 +159,57 @@ fn strace_command(strace_bin: &Path, a: &TraceArgs, log: &Path) -> std::process:
 }
 
 fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
+    capture(a, &a.output, false).map(|(code, _)| code)
+}
+
+/// `fsbench trace` started by mpirun (several ranks): each rank captures its own command
+/// into its own file (`{rank}` in -o replaced by its 5-digit rank, else `.rNNNNN` inserted
+/// before the extension); rank 0 prints one line per rank with its file and record count.
+/// `--analyze` does no I/O to measure: refused (on rank 0, in one line).
+#[cfg(feature = "mpi")]
+pub(crate) fn main_on_ranks(a: TraceArgs) -> anyhow::Result<i32> {
+    if a.analyze.is_some() {
+        if super::ranks::launched_rank().unwrap_or(0) != 0 {
+            return Ok(2);
+        }
+        bail_usage!(
+            "fsbench trace --analyze does not run on MPI ranks: it does no I/O to measure; run it without mpirun"
+        );
+    }
+    // The ranks' commands may run for long: rank 0 waits for the last one up to a day.
+    let wait = std::time::Duration::from_secs(24 * 3600);
+    let (status, lines) = crate::mpi::each_rank(wait, |rank| {
+        let (out, inserted) = crate::trace::rank_output(&a.output, rank);
+        match capture(&a, &out, true) {
+            Ok((code, records)) => (
+                code,
+                format!(
+                    "{} ({records} records){}",
+                    out.display(),
+                    if inserted {
+                        " (-o has no {rank}: the rank was inserted before the extension)"
+                    } else {
+                        ""
+                    }
+                ),
+            ),
+            Err(e) if crate::error::is_usage(&e) => (2, super::one_line(&e.to_string())),
+            Err(e) => (1, format!("error: {}", super::one_line(&format!("{e:#}")))),
+        }
+    })?;
+    for l in lines {
+        crate::outln!("{l}");
+    }
+    Ok(status)
+}
+
+/// Capture into `output`; `quiet`: no summary on stderr (a rank under mpirun). The exit
+/// status and the number of records written.
+fn capture(a: &TraceArgs, output: &Path, quiet: bool) -> anyhow::Result<(i32, u64)> {
     check_capture_args(a)?;
     let fmt = match &a.format {
         Some(f) => format::TraceFormat::parse(f)?,
-        None => format::TraceFormat::from_path(&a.output),
+        None => format::TraceFormat::from_path(output),
     };
     if let Some(prog) = a.command.first() {
         let found = if prog.contains('/') {
@@ -191,7 +238,7 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
             seeded.seed_position(fd, &path, pos);
         }
     }
-    format::check_writable(&a.output)?;
+    format::check_writable(output)?;
     if let Some(keep) = &a.strace_log {
         // Never over an existing file (it is not ours to replace).
         if std::fs::symlink_metadata(keep).is_ok() {
@@ -224,30 +271,31 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
     }
     let conv = strace::parse_log_from(std::io::BufReader::new(log_file), seeded)
         .with_context(|| format!("reading strace's log {}", log.0.display()))?;
-    crate::output::write_with(&a.output, false, |w| match fmt {
+    crate::output::write_with(output, false, |w| match fmt {
         format::TraceFormat::Csv => format::to_csv(&conv.trace, w),
         format::TraceFormat::Bin => format::to_bin(&conv.trace, w),
     })?;
-    eprint!(
-        "{}",
-        crate::report::trace::capture_summary(&conv, &a.output)
-    );
-    match stopped {
+    if !quiet {
+        eprint!("{}", crate::report::trace::capture_summary(&conv, output));
+    }
+    let records = conv.trace.records.len() as u64;
+    let code = match stopped {
         // Detaching from a process on request is a success: the trace covers the time asked
         // for (the README's way to stop `trace --pid` is Ctrl-C).
-        Stop::Detached => Ok(0),
+        Stop::Detached => 0,
         Stop::Interrupted => {
             eprintln!("fsbench: interrupted: the traced command was stopped; the trace of what it did so far was written");
-            Ok(130)
+            130
         }
         Stop::Ended if !status.success() => {
             eprintln!(
                 "fsbench: the traced command exited with {status}; its trace was still written"
             );
-            Ok(1)
+            1
         }
-        Stop::Ended => Ok(0),
-    }
+        Stop::Ended => 0,
+    };
+    Ok((code, records))
 }
 
 /// How a capture ended.

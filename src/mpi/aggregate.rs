@@ -229,7 +229,7 @@ impl RankRecord {
         self.plan = Some(o.plan);
     }
 
-    fn stats(&self) -> Stats {
+    pub(super) fn stats(&self) -> Stats {
         if let Some(w) = &self.workload {
             return w.io_stats();
         }
@@ -240,7 +240,7 @@ impl RankRecord {
         s
     }
 
-    fn ran(&self) -> bool {
+    pub(super) fn ran(&self) -> bool {
         self.error.is_none() && !self.called_off
     }
 }
@@ -281,13 +281,12 @@ fn rate(bytes: u64, secs: f64) -> f64 {
     }
 }
 
-/// The one Result of the distributed run (rank 0), from every rank's record in rank order.
-pub(crate) fn build(
-    spec: &DistSpec,
-    job: &Job,
-    records: &[RankRecord],
-    shift: Option<u32>,
-) -> RunResult {
+/// Every rank's part as one runner outcome (rank order): the targets and threads of every
+/// rank (each rank's users numbered after the previous ranks'), the failures naming their
+/// rank (a rank that did not start fails with its reason), every note once (another rank's
+/// prefixed with it), the worst status; `cache` when rank 0 has no plan; timed over the
+/// ranks' span on the barrier clock.
+pub(super) fn merge_outcome(records: &[RankRecord], cache: crate::job::CachePolicy) -> RunOutcome {
     let mut targets = Vec::new();
     let mut threads = Vec::new();
     let mut failures = Vec::new();
@@ -346,6 +345,30 @@ pub(crate) fn build(
         }
     }
     let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
+    let rank0 = &records[0];
+    RunOutcome {
+        plan: Plan {
+            targets,
+            cache: rank0.plan.as_ref().map(|p| p.cache).unwrap_or(cache),
+            notes,
+        },
+        threads,
+        status,
+        failures,
+        elapsed_s: Clock::of(&ran).span,
+        started_unix_s: rank0.started_unix_s,
+        probes: serde_json::Map::new(),
+    }
+}
+
+/// The one Result of the distributed run (rank 0), from every rank's record in rank order.
+pub(crate) fn build(
+    spec: &DistSpec,
+    job: &Job,
+    records: &[RankRecord],
+    shift: Option<u32>,
+) -> RunResult {
+    let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
     let clock = Clock::of(&ran);
     let Clock {
         first_start,
@@ -353,21 +376,7 @@ pub(crate) fn build(
         last_end,
         span,
     } = clock;
-    let rank0 = &records[0];
-    let plan = Plan {
-        targets,
-        cache: rank0.plan.as_ref().map(|p| p.cache).unwrap_or(job.cache),
-        notes: notes.clone(),
-    };
-    let outcome = RunOutcome {
-        plan,
-        threads,
-        status,
-        failures,
-        elapsed_s: span,
-        started_unix_s: rank0.started_unix_s,
-        probes: serde_json::Map::new(),
-    };
+    let outcome = merge_outcome(records, job.cache);
     let mut result = RunResult::from_outcome(job, &outcome);
     // The total over every rank, timed from the first start to the last end.
     let mut total = Stats::default();
@@ -519,7 +528,7 @@ fn workload_stonewall(mode: Stonewall, records: &[RankRecord], nruns: usize) -> 
 }
 
 /// The slowest and the fastest of the ranks that ran, by their own bytes per second.
-fn slowest_fastest<'a>(
+pub(super) fn slowest_fastest<'a>(
     rows: &'a [RankReport],
     records: &[RankRecord],
 ) -> (Option<&'a RankReport>, Option<&'a RankReport>) {
@@ -752,15 +761,15 @@ pub(crate) fn distribute_phase(result: &mut RunResult, records: &[RankRecord]) {
 /// The ranks' times on the barrier clock: the first start, the first and the last end, and
 /// the span every aggregate rate is over (last end - first start). Zeros when none ran.
 #[derive(Clone, Copy)]
-struct Clock {
-    first_start: f64,
-    first_end: f64,
-    last_end: f64,
-    span: f64,
+pub(super) struct Clock {
+    pub(super) first_start: f64,
+    pub(super) first_end: f64,
+    pub(super) last_end: f64,
+    pub(super) span: f64,
 }
 
 impl Clock {
-    fn of(ran: &[&RankRecord]) -> Clock {
+    pub(super) fn of(ran: &[&RankRecord]) -> Clock {
         let finite = |x: f64| if x.is_finite() { x } else { 0.0 };
         let first_start = finite(ran.iter().map(|r| r.start_s).fold(f64::INFINITY, f64::min));
         let first_end = finite(ran.iter().map(|r| r.end_s).fold(f64::INFINITY, f64::min));
@@ -775,7 +784,7 @@ impl Clock {
 
     /// The `distributed` section of a run over these times: the full figure (all `bytes`
     /// over the span), the slowest and fastest rank and their spread; no stonewall.
-    fn report(
+    pub(super) fn report(
         &self,
         layout: &str,
         reorder_shift: Option<u32>,
@@ -804,7 +813,7 @@ impl Clock {
     }
 }
 
-fn rank_row(r: &RankRecord) -> RankReport {
+pub(super) fn rank_row(r: &RankRecord) -> RankReport {
     let s = r.stats();
     RankReport {
         rank: r.rank,

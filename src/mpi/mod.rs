@@ -23,6 +23,7 @@ mod backup;
 mod comm;
 pub(crate) mod layout;
 mod observe;
+mod replay;
 mod serve;
 mod verify;
 mod workload;
@@ -395,4 +396,31 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
     Ok(Ending::Result(Box::new(aggregate::build(
         spec, &spec.job, &records, shift,
     ))))
+}
+
+/// A command every rank runs on its own, with nothing to merge (`fsbench trace -- CMD` under
+/// mpirun: each rank captures its own command): `f(rank)` gives this rank's exit status and
+/// one line. Rank 0 gets every rank's line in rank order (naming the rank and its host) once
+/// all are done, waiting for them at most `wait`, and the worst status of the ranks; the
+/// other ranks their own status and no lines.
+pub(crate) fn each_rank(
+    wait: Duration,
+    f: impl FnOnce(u32) -> (i32, String),
+) -> anyhow::Result<(i32, Vec<String>)> {
+    let world = World::init()?;
+    let (code, line) = f(world.rank);
+    let bytes = serde_json::to_vec(&(code, &world.host, line))?;
+    let mut status = code;
+    let mut lines = Vec::new();
+    if let Some(all) = world.gather("collecting every rank's line", wait, &bytes) {
+        for (rank, b) in all.iter().enumerate() {
+            let (c, host, line): (i32, String, String) = serde_json::from_slice(b)?;
+            lines.push(format!("rank {rank} on {host}: {line}"));
+            if c != 0 && (status == 0 || c > status) {
+                status = c;
+            }
+        }
+    }
+    world.meet("the end of the run", Duration::from_secs(600));
+    Ok((status, lines))
 }

@@ -13,6 +13,7 @@
 
 use super::backup::BackupSpec;
 use super::layout::{self, DistPlan, DistSpec, Layout};
+use super::replay::ReplaySpec;
 use super::workload::WorkloadSpec;
 use super::{Ending, World};
 use crate::exec::Executor;
@@ -33,6 +34,8 @@ enum Order {
     Workload(Box<WorkloadSpec>),
     /// A suite's backup study, a tree per rank.
     Backup(Box<BackupSpec>),
+    /// A trace replay, each rank in a directory of its own.
+    Replay(Box<ReplaySpec>),
     /// Remove what the points kept for later points (unless `keep`).
     Cleanup { keep: bool },
     /// The command is over.
@@ -198,6 +201,9 @@ fn serve(world: &World, plan: &DistPlan) -> anyhow::Result<i32> {
                 // Rank 0 reports the study's failures; this rank's are in its rows.
                 let _ = super::backup::run(world, &spec, None);
             }
+            Order::Replay(spec) => {
+                super::replay::run(world, &spec)?;
+            }
             Order::Cleanup { keep } => cleanup(world, plan, keep, &mut left),
             Order::End => return Ok(0),
         }
@@ -287,6 +293,42 @@ impl crate::exec::Ranks for Driver {
         };
         self.order(&Order::Backup(Box::new(spec.clone())))?;
         super::backup::run(&self.world, &spec, Some(sink))
+    }
+
+    fn run_replay(
+        &self,
+        trace: &Path,
+        opts: &crate::trace::replay::ReplayOptions,
+    ) -> anyhow::Result<RunResult> {
+        // What a replay on ranks cannot take is refused here, before any rank is asked to.
+        let refuse = |flag: &str, why: &str| -> anyhow::Result<RunResult> {
+            crate::bail_usage!("replay on MPI ranks does not take {flag}: {why}")
+        };
+        if self.plan.layout != Layout::FilePerRank {
+            return refuse(
+                "--shared-file",
+                "each rank replays on scratch files of its own in DIR/rank-NNNNN; drop it",
+            );
+        }
+        if self.plan.reorder {
+            return refuse(
+                "--reorder-ranks",
+                "each rank replays the calls of its trace on its own files; drop it",
+            );
+        }
+        if self.plan.stonewall.is_some() {
+            return refuse(
+                "--stonewall",
+                "a replay ends when its trace does; use --time to stop every rank after a while",
+            );
+        }
+        let spec = ReplaySpec {
+            trace: trace.to_path_buf(),
+            opts: opts.clone(),
+            timeout_s: self.plan.timeout_s,
+        };
+        self.order(&Order::Replay(Box::new(spec.clone())))?;
+        result_of(super::replay::run(&self.world, &spec)?)
     }
 
     fn cleanup(&self, keep: bool) {

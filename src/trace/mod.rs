@@ -150,3 +150,113 @@ impl Trace {
         }
     }
 }
+
+/// The text in a path that each rank of a distributed command replaces by its number.
+pub const RANK_FIELD: &str = "{rank}";
+
+/// `path` with every `{rank}` replaced by `rank` as 5 digits (byte for byte otherwise).
+pub fn rank_path(path: &std::path::Path, rank: u32) -> std::path::PathBuf {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let (bytes, field) = (path.as_os_str().as_bytes(), RANK_FIELD.as_bytes());
+    let digits = format!("{rank:05}");
+    let mut out = Vec::with_capacity(bytes.len() + 8);
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i..].starts_with(field) {
+            out.extend_from_slice(digits.as_bytes());
+            i += field.len();
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    std::path::PathBuf::from(std::ffi::OsString::from_vec(out))
+}
+
+/// A rank's own output file: `{rank}` replaced ([`rank_path`]), or without it the rank
+/// inserted before the extension (`trace.csv` -> `trace.r00002.csv`); true when inserted.
+pub fn rank_output(path: &std::path::Path, rank: u32) -> (std::path::PathBuf, bool) {
+    use std::os::unix::ffi::OsStrExt;
+    if path
+        .as_os_str()
+        .as_bytes()
+        .windows(RANK_FIELD.len())
+        .any(|w| w == RANK_FIELD.as_bytes())
+    {
+        return (rank_path(path, rank), false);
+    }
+    let tag = format!("r{rank:05}");
+    let name = match (path.file_stem(), path.extension()) {
+        (Some(stem), Some(ext)) => {
+            let mut n = stem.to_os_string();
+            n.push(format!(".{tag}."));
+            n.push(ext);
+            n
+        }
+        _ => {
+            let mut n = path
+                .file_name()
+                .map(|f| f.to_os_string())
+                .unwrap_or_default();
+            n.push(format!(".{tag}"));
+            n
+        }
+    };
+    (path.with_file_name(name), true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn rank_field_becomes_five_digits() {
+        assert_eq!(
+            rank_path(Path::new("t/app.{rank}.csv"), 3),
+            PathBuf::from("t/app.00003.csv")
+        );
+        assert_eq!(
+            rank_path(Path::new("{rank}/{rank}.bin"), 12345),
+            PathBuf::from("12345/12345.bin")
+        );
+        assert_eq!(
+            rank_path(Path::new("same.csv"), 7),
+            PathBuf::from("same.csv")
+        );
+        assert_eq!(
+            rank_path(Path::new("{ran}k{rank"), 1),
+            PathBuf::from("{ran}k{rank")
+        );
+    }
+
+    #[test]
+    fn a_ranks_output_without_the_field_gets_the_rank_before_the_extension() {
+        assert_eq!(
+            rank_output(Path::new("out/trace.csv"), 2),
+            (PathBuf::from("out/trace.r00002.csv"), true)
+        );
+        assert_eq!(
+            rank_output(Path::new("trace"), 10),
+            (PathBuf::from("trace.r00010"), true)
+        );
+        assert_eq!(
+            rank_output(Path::new("app.{rank}.bin"), 3),
+            (PathBuf::from("app.00003.bin"), false)
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn a_path_without_the_field_is_unchanged_and_every_field_is_replaced(
+            parts in proptest::collection::vec("[a-z./{}]{0,6}", 0..5),
+            rank in 0u32..100_000,
+        ) {
+            let plain: Vec<String> = parts.iter().map(|p| p.replace(RANK_FIELD, "")).collect();
+            let joined = plain.join(RANK_FIELD);
+            let got = rank_path(Path::new(&joined), rank);
+            prop_assert_eq!(got, PathBuf::from(joined.replace(RANK_FIELD, &format!("{rank:05}"))));
+        }
+    }
+}

@@ -66,14 +66,14 @@ pub(super) fn grouping(info: &[(usize, u64)]) -> (Vec<usize>, Vec<(usize, u32)>)
 }
 
 /// Build the reported thread outcomes (histograms from the samples of reads and writes),
-/// grouping many workers, and one named group per call kind that was replayed (its ops,
-/// bytes and latency over the replay's timed span: the longest worker's, as the total's, or
-/// `wall_s` when no worker timed anything).
+/// grouping many workers, and the exact statistics of each call kind that was replayed (its
+/// ops, bytes and latency over the replay's timed span: the longest worker's, as the
+/// total's, or `wall_s` when no worker timed anything).
 pub(super) fn report_threads(
     tallies: Vec<Tally>,
     info: &[(usize, u64)],
     wall_s: f64,
-) -> (Vec<ThreadOutcome>, bool, Vec<GroupReport>) {
+) -> (Vec<ThreadOutcome>, bool, Vec<(String, Stats)>) {
     let longest = tallies
         .iter()
         .map(|t| t.stats.elapsed_s)
@@ -136,19 +136,27 @@ pub(super) fn report_threads(
             o.failure = t.failure;
         }
     }
-    let groups = kinds
-        .iter_mut()
+    let kinds = kinds
+        .into_iter()
         .zip(CALLS)
         .filter(|(g, _)| g.ops() > 0)
-        .map(|(g, op)| {
+        .map(|(mut g, op)| {
             g.elapsed_s = elapsed_s;
-            GroupReport {
-                name: op.name().to_string(),
-                op: op.name().to_string(),
-                run: None,
-                stats: StatsReport::from_stats(g, false),
-            }
+            (op.name().to_string(), g)
         })
         .collect();
-    (out, grouped, groups)
+    (out, grouped, kinds)
+}
+
+/// One named group of the Result per replayed call kind.
+pub(super) fn groups_of(kinds: &[(String, Stats)]) -> Vec<GroupReport> {
+    kinds
+        .iter()
+        .map(|(name, stats)| GroupReport {
+            name: name.clone(),
+            op: name.clone(),
+            run: None,
+            stats: StatsReport::from_stats(stats, false),
+        })
+        .collect()
 }

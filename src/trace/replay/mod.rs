@@ -41,7 +41,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use thread::{replay_thread, Shared, Tally, CALLS};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ReplayOptions {
     /// Where the scratch files go.
     pub dir: PathBuf,
@@ -74,8 +74,41 @@ pub(super) const WORKER_STACK_BYTES: usize = 256 << 10;
 /// Memory one reported histogram pair takes (service and schedule latency).
 pub(super) const HIST_PAIR_BYTES: u64 = 2 * crate::stats::hist::HIST_BYTES as u64;
 
+/// What a replay measured, before it becomes a Result: the runner outcome (every thread's
+/// exact `Stats`) and [`ReplayParts`]. A distributed replay (`crate::mpi`) merges those of
+/// every rank exactly and makes the one Result with [`result_of`], as [`run`] does for one.
+pub(crate) struct Replayed {
+    pub outcome: RunOutcome,
+    pub parts: ReplayParts,
+}
+
+/// What a replay measured besides its threads: the exact statistics of each replayed call
+/// kind (a named group of the Result), the planned I/O sizes and the trace's description.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct ReplayParts {
+    /// (call kind, its statistics), for each kind that was replayed.
+    pub kinds: Vec<(String, crate::stats::Stats)>,
+    /// The planned sizes of the replayed reads and writes.
+    pub sizes: crate::stats::hist::LatencyHist,
+    /// `replay` of the Result (its size summary and buckets are made from `sizes`).
+    pub info: ReplayInfo,
+}
+
 /// Run the replay: create the files, replay every thread, remove the files.
 pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResult> {
+    let r = run_gated(trace, origin, opts, None)?;
+    Ok(result_of(&opts.name, r.outcome, r.parts))
+}
+
+/// [`run`] with the hooks of a [`crate::runner::Gate`] (a rank of a distributed replay: its
+/// threads prepared, the start is the gate's; its I/O over, the files stay until the gate's
+/// `after_io` returns), and what it measured before it is a Result.
+pub(crate) fn run_gated(
+    trace: &Trace,
+    origin: &str,
+    opts: &ReplayOptions,
+    gate: Option<crate::runner::Gate>,
+) -> Result<Replayed> {
     let mut plan = ReplayPlan::from_trace(trace)?;
     crate::runner::signal::install();
     check_options(opts)?;
@@ -131,12 +164,18 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResul
     let total_steps: u64 = plan.threads.iter().map(|t| t.steps.len() as u64).sum();
     let thread_info: Vec<(usize, u64)> =
         plan.threads.iter().map(|t| (t.user, t.data_ops)).collect();
-    let (tallies, elapsed_s) = run_threads(std::mem::take(&mut plan.threads), &fds, shared)?;
+    let gate = gate.unwrap_or_else(|| crate::runner::Gate {
+        start: Box::new(|_| true),
+        after_io: Box::new(|| {}),
+    });
+    let (tallies, elapsed_s) =
+        run_threads(std::mem::take(&mut plan.threads), &fds, shared, gate.start)?;
+    (gate.after_io)();
     drop(fds);
     drop(dir_fd);
     let done: u64 = tallies.iter().map(|t| t.done).sum();
     let timed_out = tallies.iter().any(|t| t.timed_out);
-    let (threads, grouped, groups) = report_threads(tallies, &thread_info, elapsed_s);
+    let (threads, grouped, kinds) = report_threads(tallies, &thread_info, elapsed_s);
     if grouped {
         notes.push(format!(
             "{nthreads} replay threads are reported in {} groups (per-thread figures of more than {REPORTED_THREADS_MAX} threads are merged)",
@@ -153,21 +192,23 @@ pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResul
     if let Some(note) = limit_note(opts, done, total_steps, timed_out) {
         notes.push(note);
     }
-    let mut result = envelope(opts, targets, threads, notes, elapsed_s, started_unix_s);
-    result.groups = groups;
+    let outcome = outcome_of(opts, targets, threads, notes, elapsed_s, started_unix_s);
     let sizes = plan.size_hist();
-    result.replay = Some(ReplayInfo {
+    let info = ReplayInfo {
         trace: origin.to_string(),
         calls: total_steps,
         threads: nthreads as u64,
         speed: opts.speed,
         skipped_calls: plan.skipped_calls,
-        io_size_bytes: sizes.summary(),
-        io_size_hist_bytes: sizes.to_buckets(),
+        io_size_bytes: Default::default(),
+        io_size_hist_bytes: Vec::new(),
         files,
-    });
+    };
     drop(scratch);
-    Ok(result)
+    Ok(Replayed {
+        outcome,
+        parts: ReplayParts { kinds, sizes, info },
+    })
 }
 
 /// What the notes say of the scratch files: each mapping while there are few, else one line
@@ -382,6 +423,7 @@ fn run_threads(
     plans: Vec<plan::ThreadPlan>,
     fds: &SharedFds,
     shared: Shared,
+    start: Box<dyn FnOnce(drive::Opener) -> bool + Send>,
 ) -> Result<(Vec<Tally>, f64)> {
     let nthreads = plans.len();
     let shared = Arc::new(shared);
@@ -421,7 +463,14 @@ fn run_threads(
     if let Some(d) = &display {
         d.phase(crate::runner::live_line::Phase::Running);
     }
-    let t0 = crew.open(|_| true).expect("the gate opens when asked to");
+    let Some(t0) = crew.open(start) else {
+        // Called off at the start (another rank of a distributed replay could not start).
+        let _ = crew.join();
+        if let Some(d) = display {
+            d.finish();
+        }
+        anyhow::bail!("the replay was called off before it started");
+    };
     let tallies = crew.join();
     if let Some(d) = display {
         d.finish();
@@ -456,15 +505,15 @@ fn limit_note(opts: &ReplayOptions, done: u64, total: u64, timed_out: bool) -> O
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
-/// The one Result envelope (kind `replay`) around the threads' outcomes.
-fn envelope(
+/// The runner outcome of the threads.
+fn outcome_of(
     opts: &ReplayOptions,
     targets: Vec<TargetPlan>,
     threads: Vec<ThreadOutcome>,
     notes: Vec<String>,
     elapsed_s: f64,
     started_unix_s: f64,
-) -> RunResult {
+) -> RunOutcome {
     let failures: Vec<IoFailure> = threads.iter().filter_map(|t| t.failure.clone()).collect();
     let status = if !failures.is_empty() {
         RunStatus::Failed
@@ -473,7 +522,7 @@ fn envelope(
     } else {
         RunStatus::Complete
     };
-    let outcome = RunOutcome {
+    RunOutcome {
         plan: Plan {
             targets,
             cache: if opts.direct {
@@ -489,15 +538,27 @@ fn envelope(
         elapsed_s,
         started_unix_s,
         probes: Default::default(),
-    };
+    }
+}
+
+/// The one Result envelope (kind `replay`) named `name` around a replay's outcome: its
+/// threads, one named group per replayed call kind, and what was replayed.
+pub(crate) fn result_of(name: &str, outcome: RunOutcome, parts: ReplayParts) -> RunResult {
     let paths: Vec<&PathBuf> = outcome.plan.targets.iter().map(|t| &t.path).collect();
     let mut result = RunResult::new(
         Kind::Replay,
-        &opts.name,
-        started_unix_s,
+        name,
+        outcome.started_unix_s,
         crate::probe::env::collect(&paths),
     );
     result.fill_from_outcome(&outcome);
     result.refresh_explain();
+    result.groups = gather::groups_of(&parts.kinds);
+    let ReplayParts {
+        sizes, mut info, ..
+    } = parts;
+    info.io_size_bytes = sizes.summary();
+    info.io_size_hist_bytes = sizes.to_buckets();
+    result.replay = Some(info);
     result
 }

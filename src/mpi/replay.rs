@@ -1,0 +1,330 @@
+//! A trace replay as one distributed run (issue #16): every rank replays a trace through the
+//! ordinary replay engine (`crate::trace::replay::run_gated`, the runner's driver and start
+//! gate) on scratch files of its own in `DIR/rank-NNNNN` (made and, unless `--keep`, removed
+//! by fsbench when it is still the directory it made). The trace is the same for every rank,
+//! or one per rank when its path holds `{rank}` (replaced by the rank as 5 digits). Every rank
+//! reads and checks its trace before anything is created anywhere: a rank whose trace is
+//! missing or bad refuses the whole command, naming the rank and the path. All ranks start
+//! the timed replay at one barrier and none removes its files before every rank's I/O is
+//! over. Each rank sends rank 0 its threads' exact `Stats` and the exact statistics of each
+//! replayed call kind; rank 0 merges them into the one Result (kind `replay`), timed from the
+//! first rank's start to the last rank's end on the barrier clock, a row per rank.
+
+use super::aggregate::{self, Clock, RankRecord};
+use super::{make_dir, one_line, Ending, World};
+use crate::job::CachePolicy;
+use crate::result::{ReplayInfo, RunResult};
+use crate::runner::{self, drive::Opener};
+use crate::stats::{hist::LatencyHist, Stats, StatsReport};
+use crate::trace::replay::{self, ReplayOptions, ReplayParts, Replayed};
+use serde::{Deserialize, Serialize};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::{Duration, Instant};
+
+/// What rank 0 sends every rank: the trace (its path may hold `{rank}`) and how to replay it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ReplaySpec {
+    pub trace: PathBuf,
+    /// The options of the replay; `dir` holds every rank's directory.
+    pub opts: ReplayOptions,
+    pub timeout_s: f64,
+}
+
+/// What the rank's replay thread tells the main (MPI) thread.
+enum Event {
+    /// Every replay thread is prepared: the opener of their gate.
+    Ready(Opener),
+    IoDone,
+    Finished(anyhow::Result<Box<Replayed>>),
+}
+
+/// What one rank sends rank 0: its row and threads, and its call kinds (None: it did not
+/// replay).
+#[derive(Serialize, Deserialize)]
+struct RankReplay {
+    rec: RankRecord,
+    parts: Option<ReplayParts>,
+}
+
+/// The replay on a thread of its own, its gate wired to the channels.
+fn start(
+    trace: crate::trace::Trace,
+    origin: String,
+    opts: ReplayOptions,
+    tx: Sender<Event>,
+    go: Receiver<bool>,
+    clean: Receiver<()>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("fsbench-rank".into())
+        .spawn(move || {
+            let (t1, t2) = (tx.clone(), tx.clone());
+            let gate = runner::Gate {
+                start: Box::new(move |opener| {
+                    let _ = t1.send(Event::Ready(opener));
+                    go.recv().unwrap_or(false)
+                }),
+                after_io: Box::new(move || {
+                    let _ = t2.send(Event::IoDone);
+                    let _ = clean.recv();
+                }),
+            };
+            let r = replay::run_gated(&trace, &origin, &opts, Some(gate)).map(Box::new);
+            let _ = tx.send(Event::Finished(r));
+        })
+}
+
+/// This rank's trace, read and checked (the replay's own checks of the options and of the
+/// trace's plan), before anything is created.
+fn check(spec: &ReplaySpec, path: &Path) -> anyhow::Result<crate::trace::Trace> {
+    if !spec.opts.dir.is_dir() {
+        crate::bail_usage!(
+            "--dir {}: not a directory (each rank replays in DIR/rank-NNNNN)",
+            spec.opts.dir.display()
+        );
+    }
+    let trace = crate::trace::format::read_file(path)?;
+    replay::ReplayPlan::from_trace(&trace)?;
+    Ok(trace)
+}
+
+/// This rank's part of a distributed replay; rank 0 gets the one Result. Every rank makes
+/// the same collective calls in the same order, whatever happened to it.
+pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
+    let timeout = Duration::from_secs_f64(spec.timeout_s);
+    let rank = world.rank;
+    runner::signal::install();
+    let path = crate::trace::rank_path(&spec.trace, rank);
+    let dir = spec.opts.dir.join(format!("rank-{rank:05}"));
+    let mut rec = RankRecord::new(rank, &world.host, vec![dir.display().to_string()]);
+    let checked = check(spec, &path);
+    let all_checked = world.all_min(
+        "reading every rank's trace",
+        timeout,
+        checked.is_ok() as u64,
+    ) == 1;
+    let mut local_err: Option<anyhow::Error> = None;
+    let mut trace = None;
+    match checked {
+        Ok(t) if all_checked => trace = Some(t),
+        Ok(_) => rec.called_off = true,
+        Err(e) => local_err = Some(e),
+    }
+    // This rank's directory (dev, inode) when this run made it.
+    let mut own_dir: Option<(u64, u64)> = None;
+    if trace.is_some() {
+        match make_dir(&dir) {
+            Ok(true) => {
+                own_dir = std::fs::symlink_metadata(&dir)
+                    .ok()
+                    .map(|m| (m.dev(), m.ino()))
+            }
+            Ok(false) => {}
+            Err(e) => local_err = Some(e),
+        }
+    }
+    let (tx, rx) = mpsc::channel::<Event>();
+    let (go_tx, go_rx) = mpsc::channel::<bool>();
+    let (clean_tx, clean_rx) = mpsc::channel::<()>();
+    let mut handle = None;
+    let mut early: Option<anyhow::Result<Box<Replayed>>> = None;
+    let mut opener = None;
+    if let (Some(trace), None) = (trace, &local_err) {
+        let opts = ReplayOptions {
+            dir: dir.clone(),
+            ..spec.opts.clone()
+        };
+        match start(trace, path.display().to_string(), opts, tx, go_rx, clean_rx) {
+            Ok(h) => {
+                handle = Some(h);
+                // Prepared (its files made, its threads at the gate), or ended before that.
+                opener = loop {
+                    match rx.recv() {
+                        Ok(Event::Ready(o)) => break Some(o),
+                        Ok(Event::Finished(r)) => {
+                            early = Some(r);
+                            break None;
+                        }
+                        Ok(Event::IoDone) => {}
+                        Err(_) => break None,
+                    }
+                };
+            }
+            Err(e) => local_err = Some(anyhow::anyhow!("cannot start the rank's thread: {e}")),
+        }
+    }
+    let ready = opener.is_some();
+    let all_ok = world.all_min("the start barrier", timeout, ready as u64) == 1;
+    // Clock zero, then the replay threads are released from this thread.
+    let t0_ns = crate::stats::mono_ns();
+    let t0 = Instant::now();
+    if let Some(o) = &opener {
+        if all_ok {
+            o.open();
+        }
+        let _ = go_tx.send(all_ok);
+    }
+    let mut end_s = None;
+    if ready && all_ok {
+        loop {
+            match rx.recv() {
+                Ok(Event::IoDone) => {
+                    end_s = Some(t0.elapsed().as_secs_f64());
+                    break;
+                }
+                Ok(Event::Finished(r)) => {
+                    early = Some(r);
+                    break;
+                }
+                Ok(Event::Ready(_)) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    world.meet("the end of every rank's I/O", timeout);
+    // Every rank's I/O is over: the replay may remove its scratch files.
+    let _ = clean_tx.send(());
+    if early.is_none() && handle.is_some() {
+        while let Ok(ev) = rx.recv() {
+            if let Event::Finished(r) = ev {
+                early = Some(r);
+                break;
+            }
+        }
+    }
+    if let Some(h) = handle {
+        let _ = h.join();
+    }
+    let mut parts = None;
+    match early {
+        Some(Ok(r)) => {
+            rec.fill(
+                r.outcome,
+                t0_ns,
+                end_s.unwrap_or_else(|| t0.elapsed().as_secs_f64()),
+            );
+            parts = Some(r.parts);
+        }
+        Some(Err(_)) if ready && !all_ok => rec.called_off = true,
+        Some(Err(e)) => {
+            rec.usage = crate::error::is_usage(&e);
+            rec.error = Some(one_line(&e));
+        }
+        None => match local_err {
+            Some(e) => {
+                rec.usage = crate::error::is_usage(&e);
+                rec.error = Some(one_line(&e));
+            }
+            None => rec.called_off |= !all_ok,
+        },
+    }
+    // The rank's directory, unless kept, when it is still the one this run made.
+    if let (Some((dev, ino)), false) = (own_dir, spec.opts.keep) {
+        if let Ok(m) = std::fs::symlink_metadata(&dir) {
+            if m.is_dir() && m.dev() == dev && m.ino() == ino {
+                let _ = std::fs::remove_dir(&dir);
+            }
+        }
+    }
+    let own_code = if rec.usage {
+        2
+    } else if rec.error.is_some() || rec.status == runner::RunStatus::Failed {
+        1
+    } else {
+        0
+    };
+    let bytes = serde_json::to_vec(&RankReplay { rec, parts })?;
+    let Some(all) = world.gather("collecting the results", timeout, &bytes) else {
+        return Ok(Ending::Done(own_code));
+    };
+    let ranks: Vec<RankReplay> = all
+        .iter()
+        .map(|b| serde_json::from_slice(b))
+        .collect::<Result<_, _>>()?;
+    let records: Vec<RankRecord> = ranks.iter().map(|r| r.rec.clone()).collect();
+    match aggregate::start_refusal(&records) {
+        Some((usage, message)) if usage || ranks.iter().all(|r| r.parts.is_none()) => {
+            return Ok(Ending::Refused { usage, message })
+        }
+        _ => {}
+    }
+    Ok(Ending::Result(Box::new(build(spec, ranks))))
+}
+
+/// The one Result of the distributed replay (rank 0), from every rank's part in rank order:
+/// every rank's threads and call kinds summed exactly, timed from the first rank's start to
+/// the last rank's end on the barrier clock; a row per rank, the hosts, the spread.
+fn build(spec: &ReplaySpec, ranks: Vec<RankReplay>) -> RunResult {
+    let records: Vec<RankRecord> = ranks.iter().map(|r| r.rec.clone()).collect();
+    let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
+    let clock = Clock::of(&ran);
+    let cache = if spec.opts.direct {
+        CachePolicy::Direct
+    } else {
+        CachePolicy::Buffered
+    };
+    let outcome = aggregate::merge_outcome(&records, cache);
+    let parts = merge_parts(spec, ranks.into_iter().filter_map(|r| r.parts), clock.span);
+    let mut result = replay::result_of(&spec.opts.name, outcome, parts);
+    let mut total = Stats::default();
+    for r in &records {
+        total += &r.stats();
+    }
+    total.elapsed_s = clock.span;
+    result.total = StatsReport::from_stats(&total, true);
+    result.refresh_explain();
+    result.ranks = records.iter().map(aggregate::rank_row).collect();
+    for r in &records {
+        if !result.hosts.contains(&r.host) {
+            result.hosts.push(r.host.clone());
+        }
+    }
+    let (slowest, fastest) = aggregate::slowest_fastest(&result.ranks, &records);
+    result.distributed = Some(clock.report("dir_per_rank", None, total.bytes(), slowest, fastest));
+    if records.iter().any(|r| r.called_off) {
+        result
+            .notes
+            .push("ranks marked 'called off' ran nothing: another rank could not start".into());
+    }
+    result
+}
+
+/// Every rank's call kinds summed by kind (timed over `span_s`), planned sizes merged, and
+/// the description of what was replayed: every rank's calls, threads and scratch files.
+fn merge_parts(
+    spec: &ReplaySpec,
+    parts: impl Iterator<Item = ReplayParts>,
+    span_s: f64,
+) -> ReplayParts {
+    let mut kinds: Vec<(String, Stats)> = Vec::new();
+    let mut sizes = LatencyHist::default();
+    let mut info = ReplayInfo {
+        trace: spec.trace.display().to_string(),
+        calls: 0,
+        threads: 0,
+        speed: spec.opts.speed,
+        skipped_calls: 0,
+        io_size_bytes: Default::default(),
+        io_size_hist_bytes: Vec::new(),
+        files: Vec::new(),
+    };
+    for p in parts {
+        for (name, s) in &p.kinds {
+            match kinds.iter_mut().find(|(n, _)| n == name) {
+                Some((_, all)) => *all += s,
+                None => kinds.push((name.clone(), s.clone())),
+            }
+        }
+        sizes.merge(&p.sizes);
+        info.calls += p.info.calls;
+        info.threads += p.info.threads;
+        info.skipped_calls += p.info.skipped_calls;
+        info.files.extend(p.info.files);
+    }
+    for (_, s) in &mut kinds {
+        s.elapsed_s = span_s;
+    }
+    ReplayParts { kinds, sizes, info }
+}

@@ -1,0 +1,359 @@
+//! `fsbench replay` on MPI ranks (issue #16, h-rkreplay): every rank replays the trace (or its
+//! own, `{rank}` in TRACE) on scratch files in DIR/rank-NNNNN, and rank 0 reports one Result
+//! whose counts are every rank's summed exactly. The real binary under
+//! `mpirun --allow-run-as-root --oversubscribe -np 4` on this machine; traces made by
+//! `fsbench run --trace`; every figure is checked exactly against a one-host replay or the
+//! trace itself. Run with
+//! `cargo test --release --features mpi --test mpi_replay -- --test-threads=1`.
+#![cfg(feature = "mpi")]
+
+mod common;
+#[cfg(has_fuse)]
+mod faultfs;
+
+use common::Sandbox;
+use serde_json::Value;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+const NP: u64 = 4;
+
+/// `mpirun -np NP fsbench ARGS` in the sandbox, killed if it runs past 120 s (a hang).
+fn mpirun(sb: &Sandbox, args: &[&str]) -> Output {
+    let mut child = Command::new("mpirun")
+        .current_dir(sb.path())
+        .args(["--allow-run-as-root", "--oversubscribe", "-np"])
+        .arg(NP.to_string())
+        .arg(env!("CARGO_BIN_EXE_fsbench"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| common::cannot(&format!("mpirun does not start: {e}")));
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("mpirun {args:?} hung for 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Run on the ranks with --output: the exit status, the Result and stderr.
+fn run_result(sb: &Sandbox, args: &[&str]) -> (Option<i32>, Value, String) {
+    let out = sb.file("result.json");
+    let mut all = args.to_vec();
+    all.extend(["--output", out.to_str().unwrap()]);
+    let o = mpirun(sb, &all);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    let text = std::fs::read_to_string(&out)
+        .unwrap_or_else(|e| panic!("no result from {args:?} ({e}): {err}"));
+    std::fs::remove_file(&out).unwrap();
+    (o.status.code(), serde_json::from_str(&text).unwrap(), err)
+}
+
+/// The one line rank 0 printed for a refusal (exit status 2); mpirun adds its own lines.
+fn refused_in_one_line(o: &Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    lines[0].to_string()
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
+}
+
+/// A trace of a real run (`fsbench run NAME.dat ... --trace NAME`; the run removes its file).
+fn make_trace(sb: &Sandbox, trace: &str, rw: &str, count: u64, threads: u32) {
+    let data = format!("{trace}.dat");
+    let line = format!(
+        "run {data} --rw {rw} --size 1m --bs 4k --count {count} --threads {threads} --trace {trace}"
+    );
+    sb.cmd(&common::words(&line)).assert().success();
+    assert!(!sb.file(&data).exists());
+}
+
+/// The bytes the reads and writes of a CSV trace moved (its `result` column).
+fn trace_bytes(sb: &Sandbox, trace: &str) -> (u64, u64) {
+    let text = std::fs::read_to_string(sb.file(trace)).unwrap();
+    let (mut ops, mut bytes) = (0, 0);
+    for row in text.lines().skip(1) {
+        let f: Vec<&str> = row.split(',').collect();
+        if f[2] == "read" || f[2] == "write" {
+            ops += 1;
+            bytes += f[8].parse::<u64>().unwrap();
+        }
+    }
+    (ops, bytes)
+}
+
+/// The names in a directory, sorted.
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The same trace on 4 ranks: every count of the Result (bytes, ops of each type, the call
+/// kinds' groups, the calls replayed) is exactly 4 times a one-host replay's; a row per rank
+/// with the one-host bytes; DIR is left as it was, the user's file in it untouched.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_trace_on_4_ranks_counts_4_times_a_one_host_replay() {
+    let sb = Sandbox::new();
+    make_trace(&sb, "t.csv", "randrw", 96, 2);
+    std::fs::create_dir(sb.file("D")).unwrap();
+    std::fs::write(sb.file("D/mine.txt"), "the user's").unwrap();
+    let one = sb.run_json(&common::words("replay t.csv --dir D"));
+    let (code, r, err) = run_result(&sb, &common::words("replay t.csv --dir D"));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(r["kind"], "replay");
+    assert_eq!(r["status"], "complete");
+    for k in [
+        "ops",
+        "read_ops",
+        "write_ops",
+        "bytes",
+        "read_bytes",
+        "write_bytes",
+    ] {
+        assert_eq!(u(&r["total"][k]), NP * u(&one["total"][k]), "{k}");
+    }
+    assert!(u(&one["total"]["read_ops"]) > 0 && u(&one["total"]["write_ops"]) > 0);
+    let groups = |v: &Value| -> Vec<(String, u64, u64)> {
+        v["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                (
+                    g["name"].as_str().unwrap().to_string(),
+                    u(&g["stats"]["ops"]),
+                    u(&g["stats"]["bytes"]),
+                )
+            })
+            .collect()
+    };
+    let scaled: Vec<(String, u64, u64)> = groups(&one)
+        .into_iter()
+        .map(|(n, o, b)| (n, NP * o, NP * b))
+        .collect();
+    assert_eq!(groups(&r), scaled);
+    // The merged latency histogram holds every rank's reads.
+    let hist_count = |v: &Value| -> u64 {
+        v["total"]["read"]["lat_hist_ns"]
+            .as_array()
+            .map(|b| b.iter().map(|x| u(&x[1])).sum())
+            .unwrap_or(0)
+    };
+    assert_eq!(hist_count(&r), NP * hist_count(&one));
+    assert_eq!(u(&r["replay"]["calls"]), NP * u(&one["replay"]["calls"]));
+    assert_eq!(u(&r["replay"]["threads"]), NP * 2);
+    let ranks = r["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), NP as usize);
+    for (i, row) in ranks.iter().enumerate() {
+        assert_eq!(u(&row["rank"]), i as u64);
+        assert_eq!(row["status"], "complete");
+        assert_eq!(u(&row["bytes"]), u(&one["total"]["bytes"]), "{row}");
+        let target = row["targets"][0].as_str().unwrap();
+        assert!(target.ends_with(&format!("D/rank-{i:05}")), "{row}");
+    }
+    assert_eq!(r["distributed"]["layout"], "dir_per_rank");
+    assert!(!r["hosts"].as_array().unwrap().is_empty());
+    let d = &r["distributed"];
+    assert!(d["last_end_s"].as_f64().unwrap() >= d["first_start_s"].as_f64().unwrap());
+    assert_eq!(names(&sb.file("D")), vec!["mine.txt".to_string()]);
+    assert_eq!(
+        std::fs::read_to_string(sb.file("D/mine.txt")).unwrap(),
+        "the user's"
+    );
+}
+
+/// `{rank}` in TRACE: each rank replays its own trace (4 of different sizes); each rank's
+/// row holds exactly its trace's ops and bytes, the total their sum. A rank whose trace is
+/// missing refuses the whole command in one line naming the rank and the path (exit 2), and
+/// no rank created anything.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn each_rank_replays_its_own_trace_and_a_missing_one_refuses_the_command() {
+    let sb = Sandbox::new();
+    for rank in 0..NP {
+        make_trace(
+            &sb,
+            &format!("app.{rank:05}.csv"),
+            "write",
+            8 * (rank + 1),
+            1,
+        );
+    }
+    std::fs::create_dir(sb.file("D")).unwrap();
+    std::fs::write(sb.file("D/mine.txt"), "the user's").unwrap();
+    let (code, r, err) = run_result(&sb, &["replay", "app.{rank}.csv", "--dir", "D"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (mut all_ops, mut all_bytes) = (0, 0);
+    for rank in 0..NP {
+        let (ops, bytes) = trace_bytes(&sb, &format!("app.{rank:05}.csv"));
+        assert_eq!(ops, 8 * (rank + 1));
+        let row = &r["ranks"][rank as usize];
+        assert_eq!((u(&row["ops"]), u(&row["bytes"])), (ops, bytes), "{row}");
+        all_ops += ops;
+        all_bytes += bytes;
+    }
+    assert_eq!(u(&r["total"]["write_ops"]), all_ops);
+    assert_eq!(u(&r["total"]["bytes"]), all_bytes);
+    assert_eq!(r["replay"]["trace"], "app.{rank}.csv");
+    assert_eq!(names(&sb.file("D")), vec!["mine.txt".to_string()]);
+
+    std::fs::remove_file(sb.file("app.00003.csv")).unwrap();
+    let before = sb.listing();
+    let line = refused_in_one_line(&mpirun(&sb, &["replay", "app.{rank}.csv", "--dir", "D"]));
+    assert!(
+        line.contains("rank 3 ") && line.contains("app.00003.csv"),
+        "{line}"
+    );
+    assert_eq!(sb.listing(), before);
+    assert_eq!(names(&sb.file("D")), vec!["mine.txt".to_string()]);
+}
+
+/// What a replay on ranks does not take is refused in one line (exit 2) before any rank
+/// creates anything.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn options_a_replay_on_ranks_does_not_take_are_refused_in_one_line() {
+    let sb = Sandbox::new();
+    make_trace(&sb, "t.csv", "write", 8, 1);
+    std::fs::create_dir(sb.file("D")).unwrap();
+    let before = sb.listing();
+    for (extra, flag) in [
+        ("--shared-file", "--shared-file"),
+        ("--reorder-ranks", "--reorder-ranks"),
+        ("--stonewall first", "--stonewall"),
+        ("--iostat 1s", "--iostat"),
+        ("--trace out.csv", "--trace"),
+    ] {
+        let mut args = vec!["replay", "t.csv", "--dir", "D"];
+        args.extend(common::words(extra));
+        let line = refused_in_one_line(&mpirun(&sb, &args));
+        assert!(
+            line.contains("replay on MPI ranks does not take") && line.contains(flag),
+            "{extra}: {line}"
+        );
+        assert_eq!(sb.listing(), before, "{extra}");
+        assert!(names(&sb.file("D")).is_empty(), "{extra}");
+    }
+    // A --dir that is not a directory: one line, naming it.
+    let line = refused_in_one_line(&mpirun(&sb, &["replay", "t.csv", "--dir", "nosuch"]));
+    assert!(line.contains("--dir nosuch"), "{line}");
+    assert_eq!(sb.listing(), before);
+}
+
+/// Rank 2's storage answers one of its replayed writes with EIO (faultfs bound on its
+/// directory): the run fails (exit 1), `failures[]` names rank 2 and its host, the other
+/// ranks' rows are complete, and no rank hangs.
+#[test]
+#[cfg_attr(
+    not(all(has_mpirun, has_fuse)),
+    ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
+)]
+fn a_write_failing_on_one_rank_fails_the_replay_naming_the_rank() {
+    #[cfg(has_fuse)]
+    {
+        use faultfs::{Fault, FaultFs, Op, When};
+        let sb = Sandbox::new();
+        make_trace(&sb, "t.csv", "write", 16, 1);
+        std::fs::create_dir(sb.file("D")).unwrap();
+        let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
+        // The 5th 4 KiB write (the scratch file is filled in larger writes before the start).
+        fs.ctl().add_sized(
+            Op::Write,
+            When::Nth(5),
+            Fault::Error(libc::EIO),
+            None,
+            Some(4096),
+        );
+        let bound = fs.bind_on(&sb.file("D/rank-00002"));
+        let (code, r, err) = run_result(&sb, &common::words("replay t.csv --dir D"));
+        assert!(fs.ctl().injected.pop().is_some(), "the fault fired: {err}");
+        assert_eq!(code, Some(1), "{err}");
+        assert_eq!(r["status"], "failed");
+        let failures = r["failures"].as_array().unwrap();
+        assert!(!failures.is_empty(), "{r}");
+        let msg = failures[0]["message"].as_str().unwrap();
+        let host = r["ranks"][2]["host"].as_str().unwrap();
+        assert!(msg.starts_with(&format!("rank 2 on {host}:")), "{msg}");
+        assert!(msg.contains("Input/output error"), "{msg}");
+        assert_eq!(r["ranks"][2]["status"], "failed");
+        for rank in [0, 1, 3] {
+            assert_eq!(r["ranks"][rank]["status"], "complete", "{}", r["ranks"]);
+        }
+        // The scratch file on the mount is removed; the bound directory is the user's.
+        assert_eq!(fs.listing(), Vec::<String>::new());
+        drop(bound);
+        assert_eq!(names(&sb.file("D")), vec!["rank-00002".to_string()]);
+    }
+}
+
+/// `fsbench trace` under mpirun: each rank captures its own command (which inherits the
+/// environment: here its rank from mpirun) into its own file, `{rank}` in -o replaced by its
+/// 5-digit rank, or without it `.rNNNNN` inserted before the extension (and the line says so);
+/// rank 0 prints one line per rank with its file and record count; every file parses with
+/// `fsbench trace --analyze` and holds that rank's writes. `--analyze` under mpirun is refused
+/// in one line.
+#[test]
+#[cfg_attr(
+    not(all(has_mpirun, has_strace)),
+    ignore = "SKIPPED: needs mpirun and strace"
+)]
+fn each_rank_captures_its_own_command_into_its_own_trace() {
+    let sb = Sandbox::new();
+    // Rank r writes (r + 1) x 4 KiB into w.r (its rank from the environment mpirun set).
+    let script = "n=$((OMPI_COMM_WORLD_RANK + 1)); dd if=/dev/zero of=w.$OMPI_COMM_WORLD_RANK bs=4096 count=$n 2>/dev/null";
+    for (out, inserted) in [("app.{rank}.csv", false), ("cap.csv", true)] {
+        let o = mpirun(&sb, &["trace", "-o", out, "--", "sh", "-c", script]);
+        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{stdout}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("rank ")).collect();
+        assert_eq!(lines.len(), NP as usize, "{stdout}");
+        for rank in 0..NP {
+            let file = if inserted {
+                format!("cap.r{rank:05}.csv")
+            } else {
+                format!("app.{rank:05}.csv")
+            };
+            let line = lines[rank as usize];
+            assert!(line.starts_with(&format!("rank {rank} on ")), "{line}");
+            assert!(line.contains(&file), "{line}");
+            assert_eq!(line.contains("inserted before the extension"), inserted);
+            let text = std::fs::read_to_string(sb.file(&file)).unwrap();
+            let records = text.lines().count() as u64 - 1;
+            assert!(line.contains(&format!("({records} records)")), "{line}");
+            let written: u64 = text
+                .lines()
+                .skip(1)
+                .map(|r| r.split(',').collect::<Vec<_>>())
+                .filter(|f| f[2] == "write" && f[3].ends_with(&format!("w.{rank}")))
+                .map(|f| f[8].parse::<u64>().unwrap())
+                .sum();
+            assert_eq!(written, 4096 * (rank + 1), "{file}: {text}");
+            sb.cmd(&["trace", "--analyze", &file]).assert().success();
+        }
+    }
+    let line = refused_in_one_line(&mpirun(&sb, &["trace", "--analyze", "app.00000.csv"]));
+    assert!(
+        line.contains("trace --analyze does not run on MPI ranks"),
+        "{line}"
+    );
+}
