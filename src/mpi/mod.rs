@@ -43,12 +43,13 @@ use std::time::{Duration, Instant};
 /// How long ranks wait for rank 0's spec (before the user's `--mpi-timeout` is known).
 const SPEC_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// What the rank's runner thread tells the main (MPI) thread.
-enum Event {
+/// What a rank's run thread (the runner's, or a replay's: `T` is its outcome) tells the main
+/// (MPI) thread.
+pub(super) enum Event<T> {
     /// Every worker is prepared: the opener of their gate.
     Ready(runner::drive::Opener),
     IoDone,
-    Finished(anyhow::Result<RunOutcome>),
+    Finished(anyhow::Result<T>),
 }
 
 /// How a rank's part ends.
@@ -87,9 +88,24 @@ fn make_dir(p: &Path) -> anyhow::Result<bool> {
 /// The runner on a thread of its own, with its hooks wired to the channels.
 fn start_runner(
     job: crate::job::Job,
-    tx: Sender<Event>,
+    tx: Sender<Event<RunOutcome>>,
     go: Receiver<bool>,
     clean: Receiver<()>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    start_gated(tx, go, clean, move |gate| {
+        runner::run_gated(&job, Some(gate))
+    })
+}
+
+/// `run` (the runner, or a replay) on a thread of its own, given the gate of a rank: its
+/// workers' readiness and the end of their I/O go to `tx`, they start when `go` says so
+/// (false: called off), and the run goes on past its I/O (to remove what it made) only when
+/// `clean` says every rank's I/O is over. Its outcome goes to `tx` last.
+pub(super) fn start_gated<T: Send + 'static>(
+    tx: Sender<Event<T>>,
+    go: Receiver<bool>,
+    clean: Receiver<()>,
+    run: impl FnOnce(runner::Gate) -> anyhow::Result<T> + Send + 'static,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("fsbench-rank".into())
@@ -105,15 +121,35 @@ fn start_runner(
                     let _ = clean.recv();
                 }),
             };
-            let r = runner::run_gated(&job, Some(gate));
-            let _ = tx.send(Event::Finished(r));
+            let _ = tx.send(Event::Finished(run(gate)));
         })
 }
 
-/// Wait until the runner is prepared (its workers' opener) or has ended before the start.
-fn wait_ready(
-    rx: &Receiver<Event>,
-    early: &mut Option<anyhow::Result<RunOutcome>>,
+/// The run thread's outcome once every rank's I/O is over (`early`: it came already), the
+/// thread joined.
+pub(super) fn finish_gated<T>(
+    rx: &Receiver<Event<T>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+    mut early: Option<anyhow::Result<T>>,
+) -> Option<anyhow::Result<T>> {
+    if early.is_none() && handle.is_some() {
+        while let Ok(ev) = rx.recv() {
+            if let Event::Finished(r) = ev {
+                early = Some(r);
+                break;
+            }
+        }
+    }
+    if let Some(h) = handle {
+        let _ = h.join();
+    }
+    early
+}
+
+/// Wait until the run is prepared (its workers' opener) or has ended before the start.
+pub(super) fn wait_ready<T>(
+    rx: &Receiver<Event<T>>,
+    early: &mut Option<anyhow::Result<T>>,
 ) -> Option<runner::drive::Opener> {
     loop {
         match rx.recv() {
@@ -186,7 +222,7 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
             Err(e) => local_err = Some(e),
         }
     }
-    let (tx, rx) = mpsc::channel::<Event>();
+    let (tx, rx) = mpsc::channel::<Event<RunOutcome>>();
     let (go_tx, go_rx) = mpsc::channel::<bool>();
     let (clean_tx, clean_rx) = mpsc::channel::<()>();
     let mut channels = Some((tx, go_rx, clean_rx));
@@ -306,18 +342,7 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
     rec.stopped = stopped;
     // Every rank's I/O is over: the runner may probe and remove what it created.
     let _ = clean_tx.send(());
-    if early.is_none() && handle.is_some() {
-        while let Ok(ev) = rx.recv() {
-            if let Event::Finished(r) = ev {
-                early = Some(r);
-                break;
-            }
-        }
-    }
-    if let Some(h) = handle {
-        let _ = h.join();
-    }
-    match early {
+    match finish_gated(&rx, handle, early) {
         Some(Ok(o)) if ready => rec.fill(
             o,
             t0_ns,

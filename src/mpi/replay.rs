@@ -11,10 +11,10 @@
 //! first rank's start to the last rank's end on the barrier clock, a row per rank.
 
 use super::aggregate::{self, Clock, RankRecord};
-use super::{make_dir, one_line, Ending, World};
+use super::{make_dir, one_line, Ending, Event, World};
 use crate::job::CachePolicy;
 use crate::result::{ReplayInfo, RunResult};
-use crate::runner::{self, drive::Opener};
+use crate::runner;
 use crate::stats::{hist::LatencyHist, Stats, StatsReport};
 use crate::trace::replay::{self, ReplayOptions, ReplayParts, Replayed};
 use serde::{Deserialize, Serialize};
@@ -32,14 +32,6 @@ pub(crate) struct ReplaySpec {
     pub timeout_s: f64,
 }
 
-/// What the rank's replay thread tells the main (MPI) thread.
-enum Event {
-    /// Every replay thread is prepared: the opener of their gate.
-    Ready(Opener),
-    IoDone,
-    Finished(anyhow::Result<Box<Replayed>>),
-}
-
 /// What one rank sends rank 0: its row and threads, and its call kinds (None: it did not
 /// replay).
 #[derive(Serialize, Deserialize)]
@@ -53,27 +45,13 @@ fn start(
     trace: crate::trace::Trace,
     origin: String,
     opts: ReplayOptions,
-    tx: Sender<Event>,
+    tx: Sender<Event<Box<Replayed>>>,
     go: Receiver<bool>,
     clean: Receiver<()>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("fsbench-rank".into())
-        .spawn(move || {
-            let (t1, t2) = (tx.clone(), tx.clone());
-            let gate = runner::Gate {
-                start: Box::new(move |opener| {
-                    let _ = t1.send(Event::Ready(opener));
-                    go.recv().unwrap_or(false)
-                }),
-                after_io: Box::new(move || {
-                    let _ = t2.send(Event::IoDone);
-                    let _ = clean.recv();
-                }),
-            };
-            let r = replay::run_gated(&trace, &origin, &opts, Some(gate)).map(Box::new);
-            let _ = tx.send(Event::Finished(r));
-        })
+    super::start_gated(tx, go, clean, move |gate| {
+        replay::run_gated(&trace, &origin, &opts, Some(gate)).map(Box::new)
+    })
 }
 
 /// This rank's trace, read and checked (the replay's own checks of the options and of the
@@ -125,7 +103,7 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
             Err(e) => local_err = Some(e),
         }
     }
-    let (tx, rx) = mpsc::channel::<Event>();
+    let (tx, rx) = mpsc::channel::<Event<Box<Replayed>>>();
     let (go_tx, go_rx) = mpsc::channel::<bool>();
     let (clean_tx, clean_rx) = mpsc::channel::<()>();
     let mut handle = None;
@@ -140,17 +118,7 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
             Ok(h) => {
                 handle = Some(h);
                 // Prepared (its files made, its threads at the gate), or ended before that.
-                opener = loop {
-                    match rx.recv() {
-                        Ok(Event::Ready(o)) => break Some(o),
-                        Ok(Event::Finished(r)) => {
-                            early = Some(r);
-                            break None;
-                        }
-                        Ok(Event::IoDone) => {}
-                        Err(_) => break None,
-                    }
-                };
+                opener = super::wait_ready(&rx, &mut early);
             }
             Err(e) => local_err = Some(anyhow::anyhow!("cannot start the rank's thread: {e}")),
         }
@@ -186,17 +154,7 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
     world.meet("the end of every rank's I/O", timeout);
     // Every rank's I/O is over: the replay may remove its scratch files.
     let _ = clean_tx.send(());
-    if early.is_none() && handle.is_some() {
-        while let Ok(ev) = rx.recv() {
-            if let Event::Finished(r) = ev {
-                early = Some(r);
-                break;
-            }
-        }
-    }
-    if let Some(h) = handle {
-        let _ = h.join();
-    }
+    let early = super::finish_gated(&rx, handle, early);
     let mut parts = None;
     match early {
         Some(Ok(r)) => {
