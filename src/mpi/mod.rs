@@ -146,6 +146,28 @@ pub(super) fn finish_gated<T>(
     early
 }
 
+/// The start barrier: every rank says whether its run is ready; if all are, clock zero is
+/// taken and this rank's workers are released from this thread (one thread hop; see the
+/// module notes), else its run is called off. Whether all were ready, and clock zero (barrier
+/// clock in ns, and as an Instant).
+pub(super) fn start_together(
+    world: &World,
+    timeout: Duration,
+    opener: Option<&runner::drive::Opener>,
+    go: &Sender<bool>,
+) -> (bool, u64, Instant) {
+    let all_ok = world.all_min("the start barrier", timeout, opener.is_some() as u64) == 1;
+    let t0_ns = crate::stats::mono_ns();
+    let t0 = Instant::now();
+    if let Some(o) = opener {
+        if all_ok {
+            o.open();
+        }
+        let _ = go.send(all_ok);
+    }
+    (all_ok, t0_ns, t0)
+}
+
 /// Wait until the run is prepared (its workers' opener) or has ended before the start.
 pub(super) fn wait_ready<T>(
     rx: &Receiver<Event<T>>,
@@ -277,16 +299,7 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
         }
     }
     let ready = opener.is_some();
-    let all_ok = world.all_min("the start barrier", timeout, ready as u64) == 1;
-    // Clock zero, then the workers are released from this thread (see the module notes).
-    let t0_ns = crate::stats::mono_ns();
-    let t0 = Instant::now();
-    if let Some(o) = &opener {
-        if all_ok {
-            o.open();
-        }
-        let _ = go_tx.send(all_ok);
-    }
+    let (all_ok, t0_ns, t0) = start_together(world, timeout, opener.as_ref(), &go_tx);
     // The timed run: wait for the end of this rank's I/O, stopping it at the stonewall.
     let mut end_s = None;
     let (mut sent, mut got, mut stopped) = (false, 0u64, false);

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What rank 0 sends every rank: the trace (its path may hold `{rank}`) and how to replay it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -124,16 +124,7 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
         }
     }
     let ready = opener.is_some();
-    let all_ok = world.all_min("the start barrier", timeout, ready as u64) == 1;
-    // Clock zero, then the replay threads are released from this thread.
-    let t0_ns = crate::stats::mono_ns();
-    let t0 = Instant::now();
-    if let Some(o) = &opener {
-        if all_ok {
-            o.open();
-        }
-        let _ = go_tx.send(all_ok);
-    }
+    let (all_ok, t0_ns, t0) = super::start_together(world, timeout, opener.as_ref(), &go_tx);
     let mut end_s = None;
     if ready && all_ok {
         loop {
