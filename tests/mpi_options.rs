@@ -13,36 +13,12 @@ mod common;
 #[cfg(has_fuse)]
 mod faultfs;
 
-use common::Sandbox;
+use common::{mpirun, Sandbox};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
-use std::time::Duration;
+use std::process::Command;
 
 const NP: u64 = 4;
-
-/// `mpirun -np NP fsbench ARGS`, in the sandbox, killed if it runs past 120 s (a hang).
-fn mpirun(sb: &Sandbox, np: u64, args: &[&str]) -> Output {
-    let mut child = Command::new("mpirun")
-        .current_dir(sb.path())
-        .args(["--allow-run-as-root", "--oversubscribe", "-np"])
-        .arg(np.to_string())
-        .arg(env!("CARGO_BIN_EXE_fsbench"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| common::cannot(&format!("mpirun does not start: {e}")));
-    let t0 = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if t0.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            panic!("mpirun {args:?} hung for 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}
 
 /// Run on `np` ranks with --output; the exit status and the Result.
 fn run_result(sb: &Sandbox, np: u64, args: &[&str]) -> (Option<i32>, Value, String) {

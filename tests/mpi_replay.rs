@@ -13,32 +13,13 @@ mod faultfs;
 
 use common::Sandbox;
 use serde_json::Value;
-use std::process::{Command, Output};
-use std::time::Duration;
+use std::process::Output;
 
 const NP: u64 = 4;
 
-/// `mpirun -np NP fsbench ARGS` in the sandbox, killed if it runs past 120 s (a hang).
+/// `mpirun -np 4 fsbench ARGS` in the sandbox (`common::mpirun`).
 fn mpirun(sb: &Sandbox, args: &[&str]) -> Output {
-    let mut child = Command::new("mpirun")
-        .current_dir(sb.path())
-        .args(["--allow-run-as-root", "--oversubscribe", "-np"])
-        .arg(NP.to_string())
-        .arg(env!("CARGO_BIN_EXE_fsbench"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| common::cannot(&format!("mpirun does not start: {e}")));
-    let t0 = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if t0.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            panic!("mpirun {args:?} hung for 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
+    common::mpirun(sb, NP, args)
 }
 
 /// Run on the ranks with --output: the exit status, the Result and stderr.

@@ -261,3 +261,28 @@ pub fn explain_checks(sb: &Sandbox, line: &str) -> (Vec<String>, String) {
         String::from_utf8_lossy(&out.get_output().stdout).to_string(),
     )
 }
+
+/// `mpirun -np NP fsbench ARGS` in the sandbox (as root, oversubscribed: every rank on this
+/// machine), killed if it runs past 120 s (a hang); its output.
+pub fn mpirun(sb: &Sandbox, np: u64, args: &[&str]) -> std::process::Output {
+    use std::time::Duration;
+    let mut child = std::process::Command::new("mpirun")
+        .current_dir(sb.path())
+        .args(["--allow-run-as-root", "--oversubscribe", "-np"])
+        .arg(np.to_string())
+        .arg(env!("CARGO_BIN_EXE_fsbench"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| cannot(&format!("mpirun does not start: {e}")));
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("mpirun {args:?} hung for 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
