@@ -407,6 +407,20 @@ pub(crate) fn dash_safe(p: &std::path::Path) -> PathBuf {
 
 /// Largest single I/O accepted (bigger buffers only waste memory; vxbench tests stop at 2 MB).
 pub(crate) const MAX_BLOCK_SIZE: u64 = 256 << 20;
+
+/// Smallest block `--verify` accepts: the verification header (64 bytes, see
+/// `crate::verify::block`, which takes this value from here) and a little payload.
+pub(crate) const VERIFY_MIN_BLOCK: usize = 128;
+
+/// Whether a block size can carry verification headers.
+pub(crate) fn check_verify_block_size(bs: usize) -> Result<(), crate::error::UsageError> {
+    if bs < VERIFY_MIN_BLOCK || bs % 8 != 0 {
+        crate::bail_usage!(
+            "--verify needs a block size of at least {VERIFY_MIN_BLOCK} bytes and a multiple of 8 (got {bs})"
+        );
+    }
+    Ok(())
+}
 pub(crate) const MAX_THREADS: u32 = 4096;
 
 impl Job {
@@ -502,7 +516,7 @@ impl Job {
             return Ok(());
         }
         let bs = usize::try_from(self.block_size).unwrap_or(usize::MAX);
-        crate::verify::block::check_block_size(bs)?;
+        check_verify_block_size(bs)?;
         if self.open.append {
             return Err(usage!(
                 "--verify checks each block at the offset fsbench wrote it; --append lets the file system choose offsets: drop one of them"

@@ -28,8 +28,12 @@ pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"FSBVRFY1");
 pub(crate) const HEADER_BYTES: usize = 64;
 /// The unit a torn write is judged in: what a device writes atomically at the least.
 pub(crate) const SECTOR: usize = 512;
-/// Smallest block `--verify` accepts (the header and a little payload).
-pub(crate) const MIN_BLOCK: usize = 128;
+/// Smallest block `--verify` accepts (the header and a little payload) and its check: Job
+/// validation needs them, and the Job sits below this format, so they live with the Job.
+pub(crate) use crate::job::{
+    check_verify_block_size as check_block_size, VERIFY_MIN_BLOCK as MIN_BLOCK,
+};
+const _: () = assert!(MIN_BLOCK >= 2 * HEADER_BYTES && MIN_BLOCK % 8 == 0);
 
 /// Format 3: payload words XOR-ed with the sector key, a CRC32C of the whole block.
 const VERSION: u32 = 3;
@@ -52,16 +56,6 @@ pub(crate) struct BlockId {
     pub seed: u64,
     pub file: u64,
     pub offset: u64,
-}
-
-/// Whether a block size can carry verification headers.
-pub(crate) fn check_block_size(bs: usize) -> Result<(), crate::error::UsageError> {
-    if bs < MIN_BLOCK || bs % 8 != 0 {
-        crate::bail_usage!(
-            "--verify needs a block size of at least {MIN_BLOCK} bytes and a multiple of 8 (got {bs})"
-        );
-    }
-    Ok(())
 }
 
 fn get(b: &[u8], at: usize) -> u64 {
