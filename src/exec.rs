@@ -45,7 +45,7 @@ pub(crate) trait Ranks {
     fn run_replay(
         &self,
         trace: &Path,
-        opts: &crate::trace::replay::ReplayOptions,
+        opts: &crate::replay::ReplayOptions,
     ) -> anyhow::Result<RunResult>;
     /// Every rank removes what the points left behind for later points (files kept between
     /// the points of a sweep), unless `keep`.
@@ -121,12 +121,12 @@ impl Executor {
     pub(crate) fn run_replay(
         &self,
         trace: &Path,
-        opts: &crate::trace::replay::ReplayOptions,
+        opts: &crate::replay::ReplayOptions,
     ) -> anyhow::Result<RunResult> {
         match self {
             Executor::Local => {
                 let parsed = crate::trace::format::read_file(trace)?;
-                crate::trace::replay::run(&parsed, &trace.display().to_string(), opts)
+                crate::replay::run(&parsed, &trace.display().to_string(), opts)
             }
             Executor::Ranks(r) => r.run_replay(trace, opts),
         }

@@ -6,8 +6,8 @@
 
 use super::observe::ObserveArgs;
 use crate::job::RateLimit;
+use crate::replay::{self, ReplayOptions};
 use crate::report::{Format, ReportOptions, Runs};
-use crate::trace::replay::{self, ReplayOptions};
 use crate::units::RateUnit;
 use clap::Args;
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
 //! A trace replay as one distributed run (issue #16): every rank replays a trace through the
-//! ordinary replay engine (`crate::trace::replay::run_gated`, the runner's driver and start
+//! ordinary replay engine (`crate::replay::run_gated`, the runner's driver and start
 //! gate) on scratch files of its own in `DIR/rank-NNNNN` (made and, unless `--keep`, removed
 //! by fsbench when it is still the directory it made). The trace is the same for every rank,
 //! or one per rank when its path holds `{rank}` (replaced by the rank as 5 digits). Every rank
@@ -13,10 +13,10 @@
 use super::aggregate::{self, Clock, RankRecord};
 use super::{make_dir, one_line, Ending, Event, World};
 use crate::job::CachePolicy;
+use crate::replay::{self, ReplayOptions, ReplayParts, Replayed};
 use crate::result::{ReplayInfo, RunResult};
 use crate::runner;
 use crate::stats::{hist::LatencyHist, Stats, StatsReport};
-use crate::trace::replay::{self, ReplayOptions, ReplayParts, Replayed};
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

@@ -298,7 +298,7 @@ impl crate::exec::Ranks for Driver {
     fn run_replay(
         &self,
         trace: &Path,
-        opts: &crate::trace::replay::ReplayOptions,
+        opts: &crate::replay::ReplayOptions,
     ) -> anyhow::Result<RunResult> {
         // What a replay on ranks cannot take is refused here, before any rank is asked to.
         let refuse = |flag: &str, why: &str| -> anyhow::Result<RunResult> {

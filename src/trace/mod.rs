@@ -10,7 +10,6 @@
 pub mod analyze;
 pub mod budget;
 pub mod format;
-pub mod replay;
 pub mod ring;
 pub mod session;
 pub mod strace;

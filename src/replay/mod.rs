@@ -26,13 +26,13 @@ mod thread;
 
 pub use plan::ReplayPlan;
 
-use super::Trace;
 use crate::engine::FileHandles;
 use crate::job::{CachePolicy, RateLimit, RateScope, Route};
 use crate::result::{Kind, ReplayFile, ReplayInfo, RunResult};
 use crate::runner::drive;
 use crate::runner::target::{Plan, TargetKind, TargetPlan};
 use crate::runner::{IoFailure, RunOutcome, RunStatus, ThreadOutcome};
+use crate::trace::Trace;
 use anyhow::{Context, Result};
 use gather::report_threads;
 use scratch::*;
