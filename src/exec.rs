@@ -41,11 +41,13 @@ pub(crate) trait Ranks {
         sink: PhaseSink<'_>,
     ) -> anyhow::Result<()>;
     /// A trace replay as one distributed run, each rank on scratch files of its own in
-    /// `opts.dir`/rank-NNNNN; `trace` may hold `{rank}` (each rank's own trace).
+    /// `opts.dir`/rank-NNNNN; `trace` may hold `{rank}` (each rank's own trace); `observe`
+    /// as for [`Ranks::run_job`].
     fn run_replay(
         &self,
         trace: &Path,
         opts: &crate::replay::ReplayOptions,
+        observe: &Observe,
     ) -> anyhow::Result<RunResult>;
     /// Every rank removes what the points left behind for later points (files kept between
     /// the points of a sweep), unless `keep`.
@@ -117,18 +119,31 @@ impl Executor {
         }
     }
 
-    /// The Result of replaying the trace at `trace` with `opts`.
+    /// The Result of replaying the trace at `trace` with `opts`, with what `observe` asked
+    /// for seen beside it (on this host: the devices under `opts.dir`, one trace ring per
+    /// replay thread).
     pub(crate) fn run_replay(
         &self,
         trace: &Path,
         opts: &crate::replay::ReplayOptions,
+        observe: &Observe,
     ) -> anyhow::Result<RunResult> {
         match self {
             Executor::Local => {
                 let parsed = crate::trace::format::read_file(trace)?;
-                crate::replay::run(&parsed, &trace.display().to_string(), opts)
+                let scope = crate::observe::Scope {
+                    targets: vec![opts.dir.clone()],
+                    workers: crate::replay::ReplayPlan::from_trace(&parsed)?.thread_count(),
+                    processes: false,
+                };
+                let observer = Observer::start_for(observe, &scope)?;
+                let mut result =
+                    crate::replay::run(&parsed, &trace.display().to_string(), opts)?;
+                let elapsed_s = result.total.elapsed_s;
+                observer.finish(&mut result, elapsed_s)?;
+                Ok(result)
             }
-            Executor::Ranks(r) => r.run_replay(trace, opts),
+            Executor::Ranks(r) => r.run_replay(trace, opts, observe),
         }
     }
 

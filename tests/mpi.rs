@@ -795,3 +795,33 @@ fn quick_runs_every_test_on_every_rank() {
         sb.listing()
     );
 }
+
+/// A sweep under mpirun with `--stonewall 1s`: every point is stopped at its own wall, the
+/// second as much as the first. The stop of the first point's wall is taken back once its
+/// workers are over (before, it stayed set and every later point stopped at its first I/O:
+/// 1 op per rank, ending at 0 s).
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_sweep_stonewall_stops_each_point_at_its_own_wall() {
+    let sb = Sandbox::new();
+    let o = mpirun(
+        &sb,
+        &common::words(
+            "sweep f --rw write --bs 4k,8k --size 64m --time 5s --stonewall 1s --output res --progress never",
+        ),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let recs = sweep_records(&sb.file("res"));
+    assert_eq!(recs.len(), 2);
+    for (name, r) in &recs {
+        let wall = &r["distributed"]["stonewall"];
+        assert_eq!(wall["mode"], "time", "{name}");
+        assert_eq!(u(&wall["bytes"]), u(&r["total"]["bytes"]), "{name}");
+        for row in r["ranks"].as_array().unwrap() {
+            let end = row["end_s"].as_f64().unwrap();
+            // Stopped at the wall: after half of it (not at its first I/O), long before --time.
+            assert!(end > 0.5 && end < 4.0, "{name}: {row}");
+            assert!(u(&row["ops"]) > 1, "{name}: {row}");
+        }
+    }
+}

@@ -204,8 +204,8 @@ fn each_rank_replays_its_own_trace_and_a_missing_one_refuses_the_command() {
     assert_eq!(names(&sb.file("D")), vec!["mine.txt".to_string()]);
 }
 
-/// What a replay on ranks does not take is refused in one line (exit 2) before any rank
-/// creates anything.
+/// What a replay on ranks does not take (each rank replays its own calls on its own files)
+/// is refused in one line (exit 2), with the reason, before any rank creates anything.
 #[test]
 #[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
 fn options_a_replay_on_ranks_does_not_take_are_refused_in_one_line() {
@@ -213,18 +213,17 @@ fn options_a_replay_on_ranks_does_not_take_are_refused_in_one_line() {
     make_trace(&sb, "t.csv", "write", 8, 1);
     std::fs::create_dir(sb.file("D")).unwrap();
     let before = sb.listing();
-    for (extra, flag) in [
-        ("--shared-file", "--shared-file"),
-        ("--reorder-ranks", "--reorder-ranks"),
-        ("--stonewall first", "--stonewall"),
-        ("--iostat 1s", "--iostat"),
-        ("--trace out.csv", "--trace"),
+    for (extra, why) in [
+        ("--shared-file", "scratch files of its own"),
+        ("--reorder-ranks", "on its own files"),
     ] {
         let mut args = vec!["replay", "t.csv", "--dir", "D"];
         args.extend(common::words(extra));
         let line = refused_in_one_line(&mpirun(&sb, &args));
         assert!(
-            line.contains("replay on MPI ranks does not take") && line.contains(flag),
+            line.contains("replay on MPI ranks does not take")
+                && line.contains(extra)
+                && line.contains(why),
             "{extra}: {line}"
         );
         assert_eq!(sb.listing(), before, "{extra}");
@@ -234,6 +233,178 @@ fn options_a_replay_on_ranks_does_not_take_are_refused_in_one_line() {
     let line = refused_in_one_line(&mpirun(&sb, &["replay", "t.csv", "--dir", "nosuch"]));
     assert!(line.contains("--dir nosuch"), "{line}");
     assert_eq!(sb.listing(), before);
+}
+
+/// The records of a CSV trace file (its lines after the header).
+fn records(sb: &Sandbox, file: &str) -> u64 {
+    let text = std::fs::read_to_string(sb.file(file))
+        .unwrap_or_else(|e| panic!("no trace file {file}: {e}"));
+    text.lines().count() as u64 - 1
+}
+
+/// `--trace t.csv` on 4 ranks: each rank traces its own replay threads into
+/// `t.rank-0000r.csv`, which holds exactly one record per call the rank replayed (its row's
+/// ops, the input trace's reads and writes); the Result's `trace` probe sums them and lists
+/// each rank's file and count; D is left empty.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn each_rank_traces_its_replay_into_its_own_file() {
+    let sb = Sandbox::new();
+    make_trace(&sb, "in.csv", "randrw", 48, 2);
+    let (calls, _) = trace_bytes(&sb, "in.csv");
+    assert_eq!(calls, 96);
+    std::fs::create_dir(sb.file("D")).unwrap();
+    let (code, r, err) = run_result(&sb, &common::words("replay in.csv --dir D --trace t.csv"));
+    assert_eq!(code, Some(0), "{err}");
+    let probe = &r["probes"]["trace"];
+    assert_eq!(probe["file"], "t.rank-*.csv", "{probe}");
+    assert_eq!(probe["format"], "csv");
+    let per_rank = probe["ranks"].as_array().unwrap();
+    assert_eq!(per_rank.len(), NP as usize, "{probe}");
+    let mut sum = 0;
+    for rank in 0..NP {
+        let file = format!("t.rank-{rank:05}.csv");
+        let n = records(&sb, &file);
+        assert_eq!(n, calls, "{file}");
+        assert_eq!(n, u(&r["ranks"][rank as usize]["ops"]), "{file}");
+        let entry = &per_rank[rank as usize];
+        assert_eq!(u(&entry["rank"]), rank);
+        assert_eq!(entry["file"], file.as_str());
+        assert_eq!(u(&entry["records"]), n);
+        assert_eq!(u(&entry["dropped_records"]), 0);
+        sum += n;
+    }
+    assert_eq!(u(&probe["records"]), sum);
+    assert_eq!(sum, u(&r["total"]["ops"]));
+    assert!(!sb.file("t.csv").exists());
+    assert!(
+        names(&sb.file("D")).is_empty(),
+        "{:?}",
+        names(&sb.file("D"))
+    );
+}
+
+/// `--iostat` on 4 ranks of one host: the lowest rank (0) samples the devices under its
+/// directory once for the host; `distributed.host_devices` has that one entry, the `iostat`
+/// probe is its samples, and the note names the host. `--progress always` and
+/// `--status-interval` are taken and stay on rank 0 (its status lines on stderr), as a
+/// run's. A rate-limited replay stopped by `--time 2s`, so there are samples.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn iostat_on_ranks_samples_the_host_once_and_progress_stays_on_rank_0() {
+    let sb = Sandbox::new();
+    make_trace(&sb, "t.csv", "write", 256, 1);
+    std::fs::create_dir(sb.file("D")).unwrap();
+    let (code, r, err) = run_result(
+        &sb,
+        &common::words(
+            "replay t.csv --dir D --rate-iops 50 --time 2s --iostat 500ms --progress always --status-interval 500ms",
+        ),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let hosts = r["distributed"]["host_devices"].as_array().unwrap();
+    assert_eq!(hosts.len(), 1, "{hosts:?}");
+    assert_eq!(u(&hosts[0]["rank"]), 0);
+    assert_eq!(hosts[0]["host"], r["hosts"][0]);
+    let samples = hosts[0]["iostat"]["samples"].as_array().unwrap();
+    // Samples of the device under D (a file system without one, tmpfs: of busy devices).
+    let devices = hosts[0]["iostat"]["devices"].as_array().unwrap();
+    assert!(devices.is_empty() || !samples.is_empty(), "{}", hosts[0]);
+    assert_eq!(r["probes"]["iostat"], hosts[0]["iostat"]);
+    let notes: Vec<&str> = r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("iostat: devices sampled once per host on 1 host(s)")),
+        "{notes:?}"
+    );
+    // --time stopped every rank; what each did is counted.
+    for row in r["ranks"].as_array().unwrap() {
+        assert!(u(&row["ops"]) > 0 && u(&row["ops"]) < 256, "{row}");
+    }
+    assert!(err.contains("[running]"), "{err}");
+    assert!(names(&sb.file("D")).is_empty());
+}
+
+/// The stonewall section of a Result: every rank's row bytes and ops sum exactly to its
+/// figures and to the total.
+fn check_stonewall_sums(r: &Value) -> &Value {
+    let wall = &r["distributed"]["stonewall"];
+    let rows = r["ranks"].as_array().unwrap();
+    let bytes: u64 = rows.iter().map(|row| u(&row["bytes"])).sum();
+    let ops: u64 = rows.iter().map(|row| u(&row["ops"])).sum();
+    assert_eq!(u(&wall["bytes"]), bytes, "{wall}");
+    assert_eq!(u(&wall["ops"]), ops, "{wall}");
+    assert_eq!(u(&r["total"]["bytes"]), bytes);
+    let least = rows.iter().map(|row| u(&row["bytes"])).min().unwrap();
+    let most = rows.iter().map(|row| u(&row["bytes"])).max().unwrap();
+    assert_eq!(
+        (u(&wall["min_rank_bytes"]), u(&wall["max_rank_bytes"])),
+        (least, most)
+    );
+    wall
+}
+
+/// `--stonewall first` with a trace per rank, rank 0's 20 calls and the others' 2000 at 200
+/// calls/s (10 s of replay): rank 0 ends first and calls the wall, the others are stopped
+/// early (fewer calls than their traces), the stonewall section's per-rank bytes sum to its
+/// total. `--stonewall 1s` with `--time 10s`: every rank is stopped at about 1 s.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn the_stonewall_stops_every_rank_replay() {
+    let sb = Sandbox::new();
+    for rank in 0..NP {
+        let count = if rank == 0 { 20 } else { 2000 };
+        make_trace(&sb, &format!("app.{rank:05}.csv"), "write", count, 1);
+    }
+    std::fs::create_dir(sb.file("D")).unwrap();
+    let t0 = std::time::Instant::now();
+    let (code, r, err) = run_result(
+        &sb,
+        &common::words("replay app.{rank}.csv --dir D --rate-iops 200 --stonewall first"),
+    );
+    assert!(t0.elapsed().as_secs_f64() < 8.0, "{err}");
+    assert_eq!(code, Some(0), "{err}");
+    let wall = check_stonewall_sums(&r);
+    assert_eq!(wall["mode"], "first_finish", "{wall}");
+    assert_eq!(u(&wall["called_by_rank"]), 0, "{wall}");
+    let rows = r["ranks"].as_array().unwrap();
+    assert_eq!(u(&rows[0]["ops"]), 20, "{}", rows[0]);
+    let wall_s = wall["wall_s"].as_f64().unwrap();
+    assert!(
+        (wall_s - rows[0]["end_s"].as_f64().unwrap()).abs() < 1e-9,
+        "{wall}"
+    );
+    for row in &rows[1..] {
+        assert!(u(&row["ops"]) < 2000, "not stopped early: {row}");
+        assert_eq!(row["status"], "complete", "{row}");
+        assert!(row["end_s"].as_f64().unwrap() < 8.0, "{row}");
+    }
+    assert!(names(&sb.file("D")).is_empty());
+
+    let t0 = std::time::Instant::now();
+    let (code, r, err) = run_result(
+        &sb,
+        &common::words("replay app.00001.csv --dir D --rate-iops 200 --time 10s --stonewall 1s"),
+    );
+    assert!(t0.elapsed().as_secs_f64() < 8.0, "{err}");
+    assert_eq!(code, Some(0), "{err}");
+    let wall = check_stonewall_sums(&r);
+    assert_eq!(wall["mode"], "time", "{wall}");
+    assert_eq!(wall["wall_s"].as_f64(), Some(1.0));
+    assert!(wall["called_by_rank"].is_null(), "{wall}");
+    for row in r["ranks"].as_array().unwrap() {
+        let end = row["end_s"].as_f64().unwrap();
+        // Stopped at the wall: after half of it (not at the start), long before --time.
+        assert!(end > 0.5 && end < 8.0, "{row}");
+        assert!(u(&row["ops"]) > 0 && u(&row["ops"]) < 2000, "{row}");
+    }
+    assert!(names(&sb.file("D")).is_empty());
 }
 
 /// Rank 2's storage answers one of its replayed writes with EIO (faultfs bound on its

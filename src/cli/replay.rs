@@ -2,12 +2,13 @@
 //! benchmark on scratch files, reported like any run, with `run`'s observation flags
 //! (`--iostat`, `--trace`), stop condition (`--time`) and rate caps (`--rate-*`). Started by
 //! mpirun (built with MPI), every rank replays the trace (or its own, `{rank}` in TRACE) in
-//! DIR/rank-NNNNN as one distributed run through the executor; rank 0 reports the one Result.
+//! DIR/rank-NNNNN as one distributed run through the executor, observed (`--iostat`,
+//! `--trace`) and stopped (`--stonewall`) as `run` on ranks is; rank 0 reports the one Result.
 
 use super::observe::ObserveArgs;
 use crate::job::RateLimit;
-use crate::replay::{self, ReplayOptions};
 use crate::report::{Format, ReportOptions, Runs};
+use crate::replay::ReplayOptions;
 use crate::units::RateUnit;
 use clap::Args;
 use std::path::PathBuf;
@@ -79,10 +80,6 @@ fn limits(
 
 pub(crate) fn main(a: ReplayArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
     let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
-    let on_ranks = exec.ranks().is_some();
-    if on_ranks {
-        refuse_on_ranks(&a)?;
-    }
     let origin = a.input.display().to_string();
     let observe = a.observe.settings()?;
     let (time, rate) = limits(&a)?;
@@ -97,31 +94,16 @@ pub(crate) fn main(a: ReplayArgs, exec: crate::exec::Executor) -> anyhow::Result
             a.input
                 .file_name()
                 .map(|f| f.to_string_lossy().to_string())
-                .unwrap_or(origin.clone())
+                .unwrap_or(origin)
         ),
         time,
         rate,
         engine,
     };
     crate::output::check_output(a.output.as_deref(), false)?;
-    let result = if on_ranks {
-        // Each rank reads its own trace (TRACE may hold {rank}).
-        exec.run_replay(&a.input, &opts)?
-    } else {
-        let trace = crate::trace::format::read_file(&a.input)?;
-        // The devices to sample are the ones under --dir; one trace ring per replay thread.
-        let workers = replay::ReplayPlan::from_trace(&trace)?.thread_count();
-        let scope = crate::observe::Scope {
-            targets: vec![a.dir.clone()],
-            workers,
-            processes: false,
-        };
-        let observer = crate::observe::Observer::start_for(&observe, &scope)?;
-        let mut result = replay::run(&trace, &origin, &opts)?;
-        let elapsed_s = result.total.elapsed_s;
-        observer.finish(&mut result, elapsed_s)?;
-        result
-    };
+    // On this host: the devices under --dir, one trace ring per replay thread. On ranks: each
+    // rank reads its own trace (TRACE may hold {rank}) and observes its own replay.
+    let result = exec.run_replay(&a.input, &opts, &observe)?;
     let report = ReportOptions {
         unit: if a.mb {
             RateUnit::MebiBytes
@@ -132,27 +114,4 @@ pub(crate) fn main(a: ReplayArgs, exec: crate::exec::Executor) -> anyhow::Result
         per_thread: a.verbose,
     };
     super::output::emit(&[result], format, &report, a.output.as_deref(), false)
-}
-
-/// The flags a replay on MPI ranks does not take yet, refused in one line before any rank
-/// does anything.
-fn refuse_on_ranks(a: &ReplayArgs) -> Result<(), crate::error::UsageError> {
-    let o = &a.observe;
-    let flag = if o.iostat.is_some() {
-        Some("--iostat")
-    } else if o.trace.is_some() || o.trace_format.is_some() || o.trace_records.is_some() {
-        Some("--trace")
-    } else if o.watch.progress.is_some() {
-        Some("--progress")
-    } else if o.watch.status_interval.is_some() {
-        Some("--status-interval")
-    } else {
-        None
-    };
-    if let Some(flag) = flag {
-        crate::bail_usage!(
-            "replay on MPI ranks does not take {flag} yet: drop it, or replay without mpirun to observe the replay"
-        );
-    }
-    Ok(())
 }

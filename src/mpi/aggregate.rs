@@ -370,12 +370,7 @@ pub(crate) fn build(
 ) -> RunResult {
     let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
     let clock = Clock::of(&ran);
-    let Clock {
-        first_start,
-        first_end,
-        last_end,
-        span,
-    } = clock;
+    let span = clock.span;
     let outcome = merge_outcome(records, job.cache);
     let mut result = RunResult::from_outcome(job, &outcome);
     // The total over every rank, timed from the first start to the last end.
@@ -393,28 +388,8 @@ pub(crate) fn build(
         }
     }
     let (slowest, fastest) = slowest_fastest(&result.ranks, records);
-    let stonewall = spec.stonewall.map(|mode| {
-        let (mode_name, wall, by) = match mode {
-            Stonewall::FirstFinish => {
-                // The wall is the end of the first rank that did all its work.
-                let caller = ran
-                    .iter()
-                    .filter(|r| !r.stopped)
-                    .min_by(|a, b| a.end_s.total_cmp(&b.end_s));
-                (
-                    "first_finish",
-                    caller.map(|r| r.end_s).unwrap_or(first_end),
-                    caller.map(|r| r.rank),
-                )
-            }
-            Stonewall::Time(t) => ("time", t, None),
-        };
-        let timed = (wall - first_start).max(0.0);
-        let lag = (last_end - wall).max(0.0);
-        stonewall_report(mode_name, wall, by, (timed, lag), records)
-    });
     result.distributed = Some(DistributedReport {
-        stonewall,
+        stonewall: spec.stonewall.map(|mode| run_stonewall(mode, records)),
         ..clock.report(spec.layout.name(), shift, total.bytes(), slowest, fastest)
     });
     let seen: Vec<super::observe::Seen> = records
@@ -435,6 +410,37 @@ pub(crate) fn build(
             .push("ranks marked 'called off' ran nothing: another rank could not start".into());
     }
     result
+}
+
+/// The stonewall section of one timed part on every rank (a Job's run, or a replay): the wall
+/// is the end of the first rank that did all its work (`first`, that rank calling it) or DUR
+/// after the start barrier; the figures are over (wall - first start) of the ranks that ran.
+pub(super) fn run_stonewall(mode: Stonewall, records: &[RankRecord]) -> StonewallReport {
+    let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
+    let Clock {
+        first_start,
+        first_end,
+        last_end,
+        ..
+    } = Clock::of(&ran);
+    let (mode_name, wall, by) = match mode {
+        Stonewall::FirstFinish => {
+            // The wall is the end of the first rank that did all its work.
+            let caller = ran
+                .iter()
+                .filter(|r| !r.stopped)
+                .min_by(|a, b| a.end_s.total_cmp(&b.end_s));
+            (
+                "first_finish",
+                caller.map(|r| r.end_s).unwrap_or(first_end),
+                caller.map(|r| r.rank),
+            )
+        }
+        Stonewall::Time(t) => ("time", t, None),
+    };
+    let timed = (wall - first_start).max(0.0);
+    let lag = (last_end - wall).max(0.0);
+    stonewall_report(mode_name, wall, by, (timed, lag), records)
 }
 
 /// The stonewall section: the wall (and the rank whose end called it), the seconds the

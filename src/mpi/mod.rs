@@ -186,6 +186,93 @@ pub(super) fn wait_ready<T>(
     }
 }
 
+/// How this rank's timed I/O ended, as its main (MPI) thread saw it.
+#[derive(Debug, Default)]
+pub(super) struct IoEnd {
+    /// When the rank's run said its I/O was over (seconds after clock zero); None: it ended
+    /// otherwise (its outcome came first).
+    pub end_s: Option<f64>,
+    /// The stonewall stopped it.
+    pub stopped: bool,
+    /// It sent the stonewall message (it finished first as far as it knew).
+    pub sent: bool,
+    /// Stonewall messages it received.
+    pub got: u64,
+}
+
+/// Wait for the end of this rank's timed I/O (a Job's run or a replay: `T` is its outcome,
+/// which goes to `early` when it comes before the end of the I/O), stopping it at the
+/// stonewall: at the first other rank's message (`first`) or `d` seconds after clock zero
+/// `t0`, through the runner's stop flag (`signal::stop_workers`, read by every worker loop
+/// between I/Os). A rank whose I/O ended first tells the others.
+pub(super) fn wait_io<T>(
+    world: &World,
+    stonewall: Option<Stonewall>,
+    rx: &Receiver<Event<T>>,
+    t0: Instant,
+    early: &mut Option<anyhow::Result<T>>,
+) -> IoEnd {
+    let mut io = IoEnd::default();
+    loop {
+        // Without a stonewall nothing needs MPI until the I/O ends: block. With one, wake up
+        // to look for the stonewall message (every ms) or at the wall time.
+        let wait = match stonewall {
+            None => Duration::from_secs(3600),
+            Some(Stonewall::Time(d)) if !io.stopped => {
+                Duration::from_secs_f64((d - t0.elapsed().as_secs_f64()).max(0.0))
+            }
+            Some(_) => Duration::from_millis(1),
+        };
+        match rx.recv_timeout(wait) {
+            Ok(Event::IoDone) => {
+                io.end_s = Some(t0.elapsed().as_secs_f64());
+                break;
+            }
+            Ok(Event::Finished(r)) => {
+                *early = Some(r);
+                break;
+            }
+            Ok(Event::Ready(_)) | Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        match stonewall {
+            Some(Stonewall::FirstFinish) => {
+                if world.poll_stone().is_some() {
+                    io.got += 1;
+                    if !io.stopped {
+                        runner::signal::stop_workers();
+                        io.stopped = true;
+                    }
+                }
+            }
+            Some(Stonewall::Time(d)) if !io.stopped && t0.elapsed().as_secs_f64() >= d => {
+                runner::signal::stop_workers();
+                io.stopped = true;
+            }
+            _ => {}
+        }
+    }
+    if stonewall == Some(Stonewall::FirstFinish) && !io.stopped {
+        if let Some(at) = io.end_s {
+            world.send_stone(at);
+            io.sent = true;
+        }
+    }
+    io
+}
+
+/// The meeting at the end of every rank's I/O (`io`: this rank's, default when it did not
+/// run); the stonewall messages still on their way are taken, so none is left in flight, and
+/// a stonewall stop is taken back once the stopped workers are over, so the next timed part
+/// of this process (a sweep's next point) starts unstopped.
+pub(super) fn end_io(world: &World, timeout: Duration, io: &IoEnd) {
+    let senders = world.all_sum("the end of every rank's I/O", timeout, io.sent as u64);
+    world.drain_stones(senders.saturating_sub(io.sent as u64 + io.got));
+    if io.stopped {
+        runner::signal::clear_stonewall_stop();
+    }
+}
+
 /// This rank's part of the run. Every rank makes the same collective calls in the same order,
 /// whatever happened to it, so a rank that failed never leaves the others waiting.
 pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
@@ -301,58 +388,13 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
     let ready = opener.is_some();
     let (all_ok, t0_ns, t0) = start_together(world, timeout, opener.as_ref(), &go_tx);
     // The timed run: wait for the end of this rank's I/O, stopping it at the stonewall.
-    let mut end_s = None;
-    let (mut sent, mut got, mut stopped) = (false, 0u64, false);
+    let mut io = IoEnd::default();
     if ready && all_ok {
-        loop {
-            // Without a stonewall nothing needs MPI until the I/O ends: block. With one, wake
-            // up to look for the stonewall message (every ms) or at the wall time.
-            let wait = match spec.stonewall {
-                None => Duration::from_secs(3600),
-                Some(Stonewall::Time(d)) if !stopped => {
-                    Duration::from_secs_f64((d - t0.elapsed().as_secs_f64()).max(0.0))
-                }
-                Some(_) => Duration::from_millis(1),
-            };
-            match rx.recv_timeout(wait) {
-                Ok(Event::IoDone) => {
-                    end_s = Some(t0.elapsed().as_secs_f64());
-                    break;
-                }
-                Ok(Event::Finished(r)) => {
-                    early = Some(r);
-                    break;
-                }
-                Ok(Event::Ready(_)) | Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-            match spec.stonewall {
-                Some(Stonewall::FirstFinish) => {
-                    if world.poll_stone().is_some() {
-                        got += 1;
-                        if !stopped {
-                            runner::signal::stop_workers();
-                            stopped = true;
-                        }
-                    }
-                }
-                Some(Stonewall::Time(d)) if !stopped && t0.elapsed().as_secs_f64() >= d => {
-                    runner::signal::stop_workers();
-                    stopped = true;
-                }
-                _ => {}
-            }
-        }
-        if spec.stonewall == Some(Stonewall::FirstFinish) && !stopped {
-            if let Some(at) = end_s {
-                world.send_stone(at);
-                sent = true;
-            }
-        }
+        io = wait_io(world, spec.stonewall, &rx, t0, &mut early);
     }
-    let senders = world.all_sum("the end of every rank's I/O", timeout, sent as u64);
-    world.drain_stones(senders.saturating_sub(sent as u64 + got));
-    rec.stopped = stopped;
+    end_io(world, timeout, &io);
+    let end_s = io.end_s;
+    rec.stopped = io.stopped;
     // Every rank's I/O is over: the runner may probe and remove what it created.
     let _ = clean_tx.send(());
     match finish_gated(&rx, handle, early) {

@@ -12,7 +12,7 @@
 //!   its run; rank 0's `extents` probe lists every rank's files in rank order and
 //!   `extents_per_file` averages them all.
 
-use crate::observe::{Observe, Observer, TraceSettings};
+use crate::observe::{Observe, Observer, Scope, TraceSettings};
 use crate::result::{HostDevices, RunResult};
 use crate::trace::format::TraceFormat;
 use serde::{Deserialize, Serialize};
@@ -120,6 +120,17 @@ pub(crate) fn start(
     hosts: &[String],
     job: &crate::job::Job,
 ) -> anyhow::Result<Option<Observer>> {
+    start_for(settings, rank, hosts, &Scope::of_job(job))
+}
+
+/// [`start`] for what a rank's run touches whatever its source (a replay: its directory and
+/// its thread count).
+pub(crate) fn start_for(
+    settings: &RankObserve,
+    rank: u32,
+    hosts: &[String],
+    scope: &Scope,
+) -> anyhow::Result<Option<Observer>> {
     if !settings.any() {
         return Ok(None);
     }
@@ -127,7 +138,7 @@ pub(crate) fn start(
     if o.iostat.is_none() && o.trace.is_none() && !o.extents {
         return Ok(None);
     }
-    Observer::start(&o, job).map(Some)
+    Observer::start_for(&o, scope).map(Some)
 }
 
 /// Stop this rank's observers after its run; what they saw goes to rank 0 in its record.

@@ -8,15 +8,22 @@
 //! the timed replay at one barrier and none removes its files before every rank's I/O is
 //! over. Each rank sends rank 0 its threads' exact `Stats` and the exact statistics of each
 //! replayed call kind; rank 0 merges them into the one Result (kind `replay`), timed from the
-//! first rank's start to the last rank's end on the barrier clock, a row per rank.
+//! first rank's start to the last rank's end on the barrier clock, a row per rank. `--iostat`
+//! and `--trace` are observed on every rank exactly as a run's ([`super::observe`]: the lowest
+//! rank of each host samples the devices under its directory, each rank traces its replay
+//! threads into a file of its own). With `--stonewall` every rank's replay is stopped when the
+//! first rank's replay ends, or DUR after the start barrier ([`super::wait_io`], through the
+//! runner's stop flag that the replay threads read between calls); the Result carries the
+//! `stonewall` section as a run's does.
 
 use super::aggregate::{self, Clock, RankRecord};
-use super::{make_dir, one_line, Ending, Event, World};
+use super::observe::{self, RankObserve};
+use super::{make_dir, one_line, Ending, Event, IoEnd, Stonewall, World};
 use crate::job::CachePolicy;
-use crate::replay::{self, ReplayOptions, ReplayParts, Replayed};
-use crate::result::{ReplayInfo, RunResult};
+use crate::result::{DistributedReport, ReplayInfo, RunResult};
 use crate::runner;
 use crate::stats::{hist::LatencyHist, Stats, StatsReport};
+use crate::replay::{self, ReplayOptions, ReplayParts, Replayed};
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -30,6 +37,13 @@ pub(crate) struct ReplaySpec {
     /// The options of the replay; `dir` holds every rank's directory.
     pub opts: ReplayOptions,
     pub timeout_s: f64,
+    /// `--iostat` and `--trace`, observed on every rank as a run's ([`super::observe`]).
+    #[serde(default)]
+    pub observe: RankObserve,
+    /// `--stonewall`: every rank's replay stops when the first rank's ends, or this long
+    /// after the start barrier.
+    #[serde(default)]
+    pub stonewall: Option<Stonewall>,
 }
 
 /// What one rank sends rank 0: its row and threads, and its call kinds (None: it did not
@@ -56,7 +70,8 @@ fn start(
 
 /// This rank's trace, read and checked (the replay's own checks of the options and of the
 /// trace's plan), before anything is created.
-fn check(spec: &ReplaySpec, path: &Path) -> anyhow::Result<crate::trace::Trace> {
+/// Its thread count (one trace ring each with `--trace`) comes with it.
+fn check(spec: &ReplaySpec, path: &Path) -> anyhow::Result<(crate::trace::Trace, usize)> {
     if !spec.opts.dir.is_dir() {
         crate::bail_usage!(
             "--dir {}: not a directory (each rank replays in DIR/rank-NNNNN)",
@@ -64,8 +79,8 @@ fn check(spec: &ReplaySpec, path: &Path) -> anyhow::Result<crate::trace::Trace> 
         );
     }
     let trace = crate::trace::format::read_file(path)?;
-    replay::ReplayPlan::from_trace(&trace)?;
-    Ok(trace)
+    let threads = replay::ReplayPlan::from_trace(&trace)?.thread_count();
+    Ok((trace, threads))
 }
 
 /// This rank's part of a distributed replay; rank 0 gets the one Result. Every rank makes
@@ -74,6 +89,8 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
     let timeout = Duration::from_secs_f64(spec.timeout_s);
     let rank = world.rank;
     runner::signal::install();
+    // Every rank's host: the lowest rank on each samples its devices (--iostat).
+    let hosts = world.all_hosts(timeout);
     let path = crate::trace::rank_path(&spec.trace, rank);
     let dir = spec.opts.dir.join(format!("rank-{rank:05}"));
     let mut rec = RankRecord::new(rank, &world.host, vec![dir.display().to_string()]);
@@ -103,13 +120,28 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
             Err(e) => local_err = Some(e),
         }
     }
+    // --iostat, --trace: this rank's observers, started right before its replay (its threads
+    // make their trace rings as they prepare): the devices under its directory, one ring per
+    // replay thread.
+    let mut observer = None;
+    if let (Some((_, threads)), None) = (&trace, &local_err) {
+        let scope = crate::observe::Scope {
+            targets: vec![dir.clone()],
+            workers: *threads,
+            processes: false,
+        };
+        match observe::start_for(&spec.observe, rank, &hosts, &scope) {
+            Ok(o) => observer = o,
+            Err(e) => local_err = Some(e),
+        }
+    }
     let (tx, rx) = mpsc::channel::<Event<Box<Replayed>>>();
     let (go_tx, go_rx) = mpsc::channel::<bool>();
     let (clean_tx, clean_rx) = mpsc::channel::<()>();
     let mut handle = None;
     let mut early: Option<anyhow::Result<Box<Replayed>>> = None;
     let mut opener = None;
-    if let (Some(trace), None) = (trace, &local_err) {
+    if let (Some((trace, _)), None) = (trace, &local_err) {
         let opts = ReplayOptions {
             dir: dir.clone(),
             ..spec.opts.clone()
@@ -125,24 +157,15 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
     }
     let ready = opener.is_some();
     let (all_ok, t0_ns, t0) = super::start_together(world, timeout, opener.as_ref(), &go_tx);
-    let mut end_s = None;
+    // The timed replay: wait for the end of this rank's I/O, stopping it at the stonewall
+    // (the replay threads read the runner's stop flag between calls).
+    let mut io = IoEnd::default();
     if ready && all_ok {
-        loop {
-            match rx.recv() {
-                Ok(Event::IoDone) => {
-                    end_s = Some(t0.elapsed().as_secs_f64());
-                    break;
-                }
-                Ok(Event::Finished(r)) => {
-                    early = Some(r);
-                    break;
-                }
-                Ok(Event::Ready(_)) => {}
-                Err(_) => break,
-            }
-        }
+        io = super::wait_io(world, spec.stonewall, &rx, t0, &mut early);
     }
-    world.meet("the end of every rank's I/O", timeout);
+    super::end_io(world, timeout, &io);
+    let end_s = io.end_s;
+    rec.stopped = io.stopped;
     // Every rank's I/O is over: the replay may remove its scratch files.
     let _ = clean_tx.send(());
     let early = super::finish_gated(&rx, handle, early);
@@ -168,6 +191,18 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
             }
             None => rec.called_off |= !all_ok,
         },
+    }
+    // The device samples' clock: the rank's timed I/O began at start_s on the barrier clock.
+    let since_start_s = (t0.elapsed().as_secs_f64() - rec.start_s).max(0.0);
+    if let Some(message) = observe::finish(observer, &mut rec.observed, since_start_s) {
+        rec.failures.push(runner::IoFailure {
+            user: 0,
+            thread: 0,
+            path: rec.targets.first().cloned().unwrap_or_default(),
+            offset: None,
+            message,
+        });
+        rec.status = runner::RunStatus::Failed;
     }
     // The rank's directory, unless kept, when it is still the one this run made.
     if let (Some((dev, ino)), false) = (own_dir, spec.opts.keep) {
@@ -231,7 +266,21 @@ fn build(spec: &ReplaySpec, ranks: Vec<RankReplay>) -> RunResult {
         }
     }
     let (slowest, fastest) = aggregate::slowest_fastest(&result.ranks, &records);
-    result.distributed = Some(clock.report("dir_per_rank", None, total.bytes(), slowest, fastest));
+    result.distributed = Some(DistributedReport {
+        stonewall: spec
+            .stonewall
+            .map(|mode| aggregate::run_stonewall(mode, &records)),
+        ..clock.report("dir_per_rank", None, total.bytes(), slowest, fastest)
+    });
+    let seen: Vec<observe::Seen> = records
+        .iter()
+        .map(|r| observe::Seen {
+            rank: r.rank,
+            host: &r.host,
+            observed: &r.observed,
+        })
+        .collect();
+    observe::merge(&seen, &mut result);
     if records.iter().any(|r| r.called_off) {
         result
             .notes

@@ -299,6 +299,7 @@ impl crate::exec::Ranks for Driver {
         &self,
         trace: &Path,
         opts: &crate::replay::ReplayOptions,
+        observe: &crate::observe::Observe,
     ) -> anyhow::Result<RunResult> {
         // What a replay on ranks cannot take is refused here, before any rank is asked to.
         let refuse = |flag: &str, why: &str| -> anyhow::Result<RunResult> {
@@ -316,17 +317,17 @@ impl crate::exec::Ranks for Driver {
                 "each rank replays the calls of its trace on its own files; drop it",
             );
         }
-        if self.plan.stonewall.is_some() {
-            return refuse(
-                "--stonewall",
-                "a replay ends when its trace does; use --time to stop every rank after a while",
-            );
-        }
+        // --iostat and --trace go to every rank; the live display stays on rank 0 (as a run's).
         let spec = ReplaySpec {
             trace: trace.to_path_buf(),
             opts: opts.clone(),
             timeout_s: self.plan.timeout_s,
+            observe: super::RankObserve::from_settings(observe),
+            stonewall: self.plan.stonewall,
         };
+        if let Some(w) = observe.watch.clone() {
+            w.apply();
+        }
         self.order(&Order::Replay(Box::new(spec.clone())))?;
         result_of(super::replay::run(&self.world, &spec)?)
     }

@@ -2,7 +2,7 @@
 //! descriptor of the replay's directory) before the start gate, then issues its steps in
 //! order through the Engine (data I/O and metadata calls alike, so the system calls are
 //! counted where a run's are), at the traced times and under the rate caps when asked,
-//! until done, Ctrl-C or `--time`.
+//! until done, Ctrl-C, a distributed run's stonewall or `--time`.
 
 use super::plan::{Step, ThreadPlan, DIR_FILE};
 use crate::engine::sync::SyncEngine;
@@ -326,12 +326,12 @@ fn due(s: &Step, t0: Instant, shared: &Shared, prep: &mut Prepared) -> Option<In
     at
 }
 
-/// Sleep until `at` in slices, so a long traced pause still answers Ctrl-C and `--time`.
-/// False when the replay must stop instead.
+/// Sleep until `at` in slices, so a long traced pause still answers Ctrl-C, a distributed
+/// run's stonewall and `--time`. False when the replay must stop instead.
 fn wait_until(at: Instant, deadline: Option<Instant>) -> bool {
     loop {
         let now = Instant::now();
-        if crate::runner::signal::interrupted() || deadline.is_some_and(|d| d <= now.max(at)) {
+        if crate::runner::signal::stop_requested() || deadline.is_some_and(|d| d <= now.max(at)) {
             return false;
         }
         if at <= now {
@@ -404,14 +404,15 @@ fn run_steps(
         samples: [prep.calls[0].lat.len(), prep.calls[1].lat.len()],
     };
     for s in &plan.steps {
-        // Ctrl-C ends the replay with what was done (a flag read, no syscall).
-        if crate::runner::signal::interrupted() {
+        // Ctrl-C, or a distributed run's stonewall (`signal::stop_workers`), ends the replay
+        // with what was done (a flag read, no syscall).
+        if crate::runner::signal::stop_requested() {
             break;
         }
         let intended = match due(s, t0, shared, prep) {
             Some(at) => {
                 if !wait_until(at, deadline) {
-                    timed_out = !crate::runner::signal::interrupted();
+                    timed_out = !crate::runner::signal::stop_requested();
                     break;
                 }
                 at
