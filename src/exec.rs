@@ -137,8 +137,7 @@ impl Executor {
                     processes: false,
                 };
                 let observer = Observer::start_for(observe, &scope)?;
-                let mut result =
-                    crate::replay::run(&parsed, &trace.display().to_string(), opts)?;
+                let mut result = crate::replay::run(&parsed, &trace.display().to_string(), opts)?;
                 let elapsed_s = result.total.elapsed_s;
                 observer.finish(&mut result, elapsed_s)?;
                 Ok(result)

@@ -7,8 +7,8 @@
 
 use super::observe::ObserveArgs;
 use crate::job::RateLimit;
-use crate::report::{Format, ReportOptions, Runs};
 use crate::replay::ReplayOptions;
+use crate::report::{Format, ReportOptions, Runs};
 use crate::units::RateUnit;
 use clap::Args;
 use std::path::PathBuf;
