@@ -20,7 +20,9 @@
 
 use super::aggregate::{self, RankRecord, RunMark, WorkloadRank};
 use super::layout::{self, DistPlan};
-use super::{make_dir, one_line, Ending, Stonewall, World};
+use super::{
+    end_io, finish_gated, make_dir, one_line, wait_io, wait_ready, Ending, Event, Stonewall, World,
+};
 use crate::workload::fileset::shared_tree;
 use crate::workload::model::Model;
 use crate::workload::run::{
@@ -29,7 +31,7 @@ use crate::workload::run::{
 use crate::workload::Source;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -154,19 +156,12 @@ impl WorkloadSpec {
     }
 }
 
-/// What the rank's workload thread tells the main (MPI) thread.
-enum Event {
-    Ready,
-    IoDone,
-    Finished(anyhow::Result<Executed>),
-}
-
 /// The workload on a thread of its own, the gate of each of its runs wired to the channels.
 fn start(
     src: Source,
     model: Model,
     opts: Options,
-    tx: mpsc::Sender<Event>,
+    tx: mpsc::Sender<Event<Executed>>,
     go: Receiver<bool>,
     clean: Receiver<()>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
@@ -181,9 +176,10 @@ fn start(
                 let (t1, t2) = (hooks.clone(), hooks.clone());
                 let (go, clean) = (go.clone(), clean.clone());
                 crate::runner::Gate {
-                    // The workload's arena starts when this hook returns: no opener to use.
-                    start: Box::new(move |_| {
-                        let _ = t1.send(Event::Ready);
+                    // The workload's arena starts when this hook returns: the main thread
+                    // never uses the opener, it answers on `go`.
+                    start: Box::new(move |opener| {
+                        let _ = t1.send(Event::Ready(opener));
                         let go = go.lock().unwrap_or_else(|p| p.into_inner());
                         go.recv().unwrap_or(false)
                     }),
@@ -196,87 +192,6 @@ fn start(
             let r = execute_gated(&src, &model, &opts, Some(&mut gate));
             let _ = tx.send(Event::Finished(r));
         })
-}
-
-/// How this rank's I/O of one `run` ended.
-struct IoEnd {
-    /// When the rank's workload said its I/O was over (rank clock); None: it ended otherwise.
-    end_s: Option<f64>,
-    /// The stonewall stopped it.
-    stopped: bool,
-    /// It sent the stonewall message (it finished first as far as it knew).
-    sent: bool,
-    /// Stonewall messages it received.
-    got: u64,
-}
-
-/// Wait for the end of this rank's I/O of one `run`, stopping it at the stonewall: at the
-/// first other rank's message (`first`) or `d` seconds after the run's start barrier
-/// (`barrier_s` on the rank's clock `t0`), through the workload's own stop check
-/// (`signal::stop_workers`, read by its watch loop). A rank whose run ended first tells
-/// the others.
-fn wait_io(
-    world: &World,
-    stonewall: Option<Stonewall>,
-    rx: &Receiver<Event>,
-    t0: Instant,
-    barrier_s: f64,
-    early: &mut Option<anyhow::Result<Executed>>,
-) -> IoEnd {
-    let mut io = IoEnd {
-        end_s: None,
-        stopped: false,
-        sent: false,
-        got: 0,
-    };
-    loop {
-        // Without a stonewall nothing needs MPI until the I/O ends: block. With one, wake up
-        // to look for the stonewall message (every ms) or at the wall time.
-        let wait = match stonewall {
-            Some(Stonewall::FirstFinish) => Duration::from_millis(1),
-            Some(Stonewall::Time(d)) if !io.stopped => {
-                Duration::from_secs_f64((barrier_s + d - t0.elapsed().as_secs_f64()).max(0.0))
-            }
-            _ => Duration::from_secs(3600),
-        };
-        match rx.recv_timeout(wait) {
-            Ok(Event::IoDone) => {
-                io.end_s = Some(t0.elapsed().as_secs_f64());
-                break;
-            }
-            Ok(Event::Finished(r)) => {
-                *early = Some(r);
-                break;
-            }
-            Ok(Event::Ready) | Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break,
-        }
-        match stonewall {
-            Some(Stonewall::FirstFinish) => {
-                if world.poll_stone().is_some() {
-                    io.got += 1;
-                    if !io.stopped {
-                        crate::runner::signal::stop_workers();
-                        io.stopped = true;
-                    }
-                }
-            }
-            Some(Stonewall::Time(d))
-                if !io.stopped && t0.elapsed().as_secs_f64() >= barrier_s + d =>
-            {
-                crate::runner::signal::stop_workers();
-                io.stopped = true;
-            }
-            _ => {}
-        }
-    }
-    if stonewall == Some(Stonewall::FirstFinish) && !io.stopped {
-        if let Some(at) = io.end_s {
-            world.send_stone(at);
-            io.sent = true;
-        }
-    }
-    io
 }
 
 /// This rank's part of a distributed workload; rank 0 gets the one Result. Every rank makes
@@ -385,7 +300,7 @@ pub(crate) fn run(
         },
         Some(_) => None,
     };
-    let (tx, rx) = mpsc::channel::<Event>();
+    let (tx, rx) = mpsc::channel::<Event<Executed>>();
     let (go_tx, go_rx) = mpsc::channel::<bool>();
     let (clean_tx, clean_rx) = mpsc::channel::<()>();
     let mut handle = None;
@@ -406,27 +321,16 @@ pub(crate) fn run(
     // whether the stonewall stopped it.
     let mut marks: Vec<RunMark> = Vec::new();
     loop {
-        let ready = handle.is_some()
-            && early.is_none()
-            && loop {
-                match rx.recv() {
-                    Ok(Event::Ready) => break true,
-                    Ok(Event::Finished(r)) => {
-                        early = Some(r);
-                        break false;
-                    }
-                    Ok(Event::IoDone) => {}
-                    Err(_) => break false,
-                }
-            };
+        let ready = handle.is_some() && early.is_none() && wait_ready(&rx, &mut early).is_some();
         let step = if clock0.is_none() {
             "the start barrier"
         } else {
             "the start barrier of the next run"
         };
         let all_ok = world.all_min(step, timeout, ready as u64) == 1;
-        let t0 = *clock0.get_or_insert_with(Instant::now);
-        let barrier_s = t0.elapsed().as_secs_f64();
+        let run_start = Instant::now();
+        let t0 = *clock0.get_or_insert(run_start);
+        let barrier_s = run_start.duration_since(t0).as_secs_f64();
         if marks.is_empty() {
             (first_ready, first_all_ok) = (ready, all_ok);
         }
@@ -436,35 +340,24 @@ pub(crate) fn run(
         if !all_ok {
             break;
         }
-        let io = wait_io(world, ws.stonewall, &rx, t0, barrier_s, &mut early);
+        // The stonewall's clock zero is this run's barrier; the marks are on the first run's.
+        let io = wait_io(world, ws.stonewall, &rx, run_start, &mut early);
         marks.push(RunMark {
             barrier_s,
-            end_s: io.end_s.unwrap_or_else(|| t0.elapsed().as_secs_f64()),
+            end_s: io
+                .end_s
+                .map(|e| barrier_s + e)
+                .unwrap_or_else(|| t0.elapsed().as_secs_f64()),
             stopped: io.stopped,
         });
         // Every rank's I/O of the run is over; the stonewall messages of the run that are
         // still on their way are taken, so none is seen by the next run.
-        let senders = world.all_sum("the end of every rank's I/O", timeout, io.sent as u64);
-        world.drain_stones(senders.saturating_sub(io.sent as u64 + io.got));
-        if io.stopped {
-            crate::runner::signal::clear_stonewall_stop();
-        }
+        end_io(world, timeout, &io);
         // The workload may go on (and remove its filesets).
         let _ = clean_tx.send(());
     }
     let (ready, all_ok) = (first_ready, first_all_ok);
-    if early.is_none() && handle.is_some() {
-        while let Ok(ev) = rx.recv() {
-            if let Event::Finished(r) = ev {
-                early = Some(r);
-                break;
-            }
-        }
-    }
-    if let Some(h) = handle {
-        let _ = h.join();
-    }
-    match early {
+    match finish_gated(&rx, handle, early) {
         Some(Ok(ex)) => {
             let ran = ready && all_ok && !ex.runs.is_empty();
             rec.status = ex.result.status;
