@@ -2,10 +2,27 @@
 //! output directory, fills it with data, attaches a loop device to it (direct I/O on the
 //! backing file when the kernel allows it), and detaches and removes both afterwards. Without
 //! root the raw points are skipped with that reason: nothing pretends to be raw I/O.
+//! On MPI ranks (`--file-per-rank`) every rank does the same in its own directory
+//! PATH.d/rank-NNNNN (`crate::mpi`'s servant loop keeps a [`RawProvider`] per rank), so N
+//! ranks measure raw I/O on N loop devices at once; when one rank cannot, the point is
+//! skipped on every rank with that rank's reason ([`NoRawDevice`]).
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Why a raw point got no block device (on one host, or on some rank of a distributed run):
+/// the point is recorded as skipped with this reason, not as an error.
+#[derive(Debug)]
+pub(crate) struct NoRawDevice(pub String);
+
+impl std::fmt::Display for NoRawDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NoRawDevice {}
 
 /// A loop device over a scratch file fsbench created.
 pub(crate) struct RawDevice {
