@@ -414,6 +414,25 @@ mod tests {
         assert!(e.0.contains("use --file-per-rank"), "{e}");
     }
 
+    /// A rank's own loop device (a raw point on ranks) is its target instead of its file.
+    #[test]
+    fn a_ranks_own_device_replaces_its_file() {
+        let mut s = spec(Layout::FilePerRank);
+        s.job.targets = vec![PathBuf::from("/d/f")];
+        assert_eq!(
+            rank_job(&s, 1, 4, None).targets,
+            vec![PathBuf::from("/d/f.d/rank-00001/f")]
+        );
+        s.loop_device = Some(1 << 20);
+        s.rank_device = Some(PathBuf::from("/dev/loop7"));
+        let j = rank_job(&s, 1, 4, None);
+        assert_eq!(j.targets, vec![PathBuf::from("/dev/loop7")]);
+        assert_eq!(j.rank_part, None);
+        // Sent to the other ranks: the size of the devices to make, never this rank's device.
+        let sent: DistSpec = serde_json::from_slice(&serde_json::to_vec(&s).unwrap()).unwrap();
+        assert_eq!((sent.loop_device, sent.rank_device), (Some(1 << 20), None));
+    }
+
     #[test]
     fn each_rank_gets_its_journal_and_a_shared_file_one_seed() {
         let mut s = spec(Layout::SharedSegmented);

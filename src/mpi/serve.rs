@@ -210,7 +210,16 @@ fn rank_loop_device(
     let said = serde_json::to_vec(&(&world.host, mine.as_ref().err())).unwrap_or_default();
     let verdict = world
         .gather("making every rank's loop device", timeout, &said)
-        .map(|all| skip_reason(&all))
+        .map(|all| {
+            let answers: Vec<(String, Option<String>)> = all
+                .iter()
+                .map(|b| {
+                    serde_json::from_slice(b)
+                        .unwrap_or_else(|_| ("?".into(), Some("an unreadable answer".into())))
+                })
+                .collect();
+            crate::sweep::rawdev::ranks_skip_reason(&answers)
+        })
         .unwrap_or_default();
     let bytes = serde_json::to_vec(&verdict).unwrap_or_default();
     let got = world.broadcast("making every rank's loop device", timeout, bytes);
@@ -225,33 +234,6 @@ fn rank_loop_device(
             })))
         }
     }
-}
-
-/// Rank 0: why a raw point is skipped, from every rank's (host, why it has no loop device),
-/// in rank order; None when every rank has one.
-fn skip_reason(all: &[Vec<u8>]) -> Option<String> {
-    let answers: Vec<(String, Option<String>)> = all
-        .iter()
-        .map(|b| {
-            serde_json::from_slice(b)
-                .unwrap_or_else(|_| (String::from("?"), Some("an unreadable answer".into())))
-        })
-        .collect();
-    let failed: Vec<(usize, &String, &String)> = answers
-        .iter()
-        .enumerate()
-        .filter_map(|(r, (host, why))| why.as_ref().map(|w| (r, host, w)))
-        .collect();
-    let (rank, host, why) = *failed.first()?;
-    if failed.len() == answers.len() && failed.iter().all(|f| f.2 == why) {
-        return Some(format!("{why} (on every rank)"));
-    }
-    let more = match failed.len() - 1 {
-        0 => String::new(),
-        1 => " (and 1 other rank)".into(),
-        n => format!(" (and {n} other ranks)"),
-    };
-    Some(format!("rank {rank} on {host}: {why}{more}"))
 }
 
 /// Every rank removes what the points kept (files first, then each rank its directory, then
