@@ -172,7 +172,11 @@ fn four_ranks_share_a_raw_device_each_on_its_part() {
     );
     let r = run_json(&sb, &common::words(&line));
     assert_eq!(r["distributed"]["layout"], "shared_strided");
-    assert!(rank_rows(&r).iter().all(|x| x.1 == 8 * 65536), "{:?}", rank_rows(&r));
+    assert!(
+        rank_rows(&r).iter().all(|x| x.1 == 8 * 65536),
+        "{:?}",
+        rank_rows(&r)
+    );
     assert_eq!(u(&r["verify"]["blocks_intact"]), 32);
     for block in 0..32u64 {
         let b = read_at(&lo.dev, block * 65536, 65536);
@@ -200,7 +204,11 @@ fn four_ranks_share_a_raw_device_each_on_its_part() {
     let line = format!("run {dev} --shared-file --rw randread --bs 64k --count 16");
     let r = run_json(&sb, &common::words(&line));
     assert_eq!(u(&r["job"]["file_size"]), 32 << 20, "{}", r["job"]);
-    assert!(rank_rows(&r).iter().all(|x| x.1 == 16 * 65536), "{:?}", rank_rows(&r));
+    assert!(
+        rank_rows(&r).iter().all(|x| x.1 == 16 * 65536),
+        "{:?}",
+        rank_rows(&r)
+    );
     // A --size larger than the device: refused as on one host.
     let o = mpirun(
         &sb,
@@ -396,6 +404,30 @@ fn a_raw_sweep_on_4_ranks_gives_each_rank_a_loop_device() {
         .filter(|p| !p.starts_with(sb.file("res")))
         .collect();
     assert_eq!(left, vec![sb.file("t")], "left behind");
+    // On a shared file each rank would need the one device the others see: skipped, saying so.
+    let o = mpirun(
+        &sb,
+        &common::words(
+            "sweep --rw write --cache direct,raw --size 4m --bs 64k t/s --shared-file --output res2",
+        ),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let recs = sweep_records(&sb.file("res2"));
+    assert_eq!(recs.len(), 2);
+    assert_eq!(u(&recs[0].1["total"]["bytes"]), 4 << 20);
+    let why = recs[1].1["reason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", recs[1].1));
+    assert!(
+        why.contains("shared file") && why.contains("--file-per-rank"),
+        "{why}"
+    );
+    assert!(loops_under(sb.path()).is_empty());
 }
 
 /// Not root: no rank can make a loop device, so the raw point is skipped with that reason
