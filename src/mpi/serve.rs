@@ -9,7 +9,8 @@
 //!
 //! The files a point keeps for later points (a sweep writes a file, then reads it) are
 //! remembered by each rank for its own paths, by identity, and removed at
-//! [`Order::Cleanup`] unless `--keep`.
+//! [`Order::Cleanup`] unless `--keep`. So is the loop device a raw point on a file target
+//! gives each rank (`DistSpec::loop_device`), kept for later points and detached at the end.
 
 use super::backup::BackupSpec;
 use super::layout::{self, DistPlan, DistSpec, Layout};
