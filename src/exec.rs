@@ -23,6 +23,17 @@ pub(crate) trait Ranks {
     /// `observe`: what every rank observes beside its part (`--iostat` once per host, `--trace`
     /// per rank), merged into the one Result.
     fn run_job(&self, job: &Job, fresh: bool, observe: &Observe) -> anyhow::Result<RunResult>;
+    /// A raw point on a file target: every rank makes a loop device of `need` bytes over a
+    /// backing file in its own directory (`crate::sweep::rawdev`), runs the Job on it, and
+    /// keeps it for later points until [`Ranks::cleanup`]. When some rank has none (not root,
+    /// say), the error is a `rawdev::NoRawDevice` with the reason: the point is skipped.
+    fn run_job_on_loop_devices(
+        &self,
+        job: &Job,
+        fresh: bool,
+        observe: &Observe,
+        need: u64,
+    ) -> anyhow::Result<RunResult>;
     /// The workload as one distributed run, each rank in a directory of its own.
     fn run_workload(
         &self,

@@ -57,6 +57,15 @@ pub(crate) struct DistSpec {
     /// What every rank observes beside its run (`--iostat`, `--trace`).
     #[serde(default)]
     pub observe: super::observe::RankObserve,
+    /// A sweep's raw point with a file target (`--file-per-rank`): every rank makes a loop
+    /// device of this many bytes over a backing file in its own directory and runs on it
+    /// (`crate::sweep::rawdev`, the one-host mechanism on each rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_device: Option<u64>,
+    /// This rank's own loop device (set on the rank, never sent): its target instead of the
+    /// file the layout would give it.
+    #[serde(skip)]
+    pub rank_device: Option<PathBuf>,
 }
 
 impl DistSpec {
@@ -153,6 +162,8 @@ impl DistPlan {
             timeout_s: self.timeout_s,
             verify_seed: None,
             observe: Default::default(),
+            loop_device: None,
+            rank_device: None,
         };
         spec.check(ranks)?;
         // A verifying point on a shared file: one block seed, drawn here, stamped by every rank.
@@ -270,7 +281,10 @@ pub(crate) fn rank_job(spec: &DistSpec, rank: u32, ranks: u32, shift: Option<u32
     let source = source_rank(rank, ranks, shift);
     match spec.layout {
         Layout::FilePerRank => {
-            job.targets = rank_files(&spec.job.targets, source);
+            job.targets = match &spec.rank_device {
+                Some(dev) => vec![dev.clone()],
+                None => rank_files(&spec.job.targets, source),
+            };
         }
         layout => {
             let size = spec.job.file_size.unwrap_or(0);
@@ -355,6 +369,8 @@ mod tests {
             timeout_s: 60.0,
             verify_seed: None,
             observe: Default::default(),
+            loop_device: None,
+            rank_device: None,
         }
     }
 
@@ -396,6 +412,25 @@ mod tests {
         s.job.targets.push(PathBuf::from("t"));
         let e = s.check(4).unwrap_err();
         assert!(e.0.contains("use --file-per-rank"), "{e}");
+    }
+
+    /// A rank's own loop device (a raw point on ranks) is its target instead of its file.
+    #[test]
+    fn a_ranks_own_device_replaces_its_file() {
+        let mut s = spec(Layout::FilePerRank);
+        s.job.targets = vec![PathBuf::from("/d/f")];
+        assert_eq!(
+            rank_job(&s, 1, 4, None).targets,
+            vec![PathBuf::from("/d/f.d/rank-00001/f")]
+        );
+        s.loop_device = Some(1 << 20);
+        s.rank_device = Some(PathBuf::from("/dev/loop7"));
+        let j = rank_job(&s, 1, 4, None);
+        assert_eq!(j.targets, vec![PathBuf::from("/dev/loop7")]);
+        assert_eq!(j.rank_part, None);
+        // Sent to the other ranks: the size of the devices to make, never this rank's device.
+        let sent: DistSpec = serde_json::from_slice(&serde_json::to_vec(&s).unwrap()).unwrap();
+        assert_eq!((sent.loop_device, sent.rank_device), (Some(1 << 20), None));
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //!
 //! The files a point keeps for later points (a sweep writes a file, then reads it) are
 //! remembered by each rank for its own paths, by identity, and removed at
-//! [`Order::Cleanup`] unless `--keep`.
+//! [`Order::Cleanup`] unless `--keep`. So is the loop device a raw point on a file target
+//! gives each rank (`DistSpec::loop_device`), kept for later points and detached at the end.
 
 use super::backup::BackupSpec;
 use super::layout::{self, DistPlan, DistSpec, Layout};
@@ -18,9 +19,10 @@ use super::workload::WorkloadSpec;
 use super::{Ending, World};
 use crate::exec::Executor;
 use crate::result::RunResult;
+use crate::sweep::rawdev::{NoRawDevice, RawProvider};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Duration;
@@ -51,6 +53,9 @@ struct Leftovers {
     dirs: Vec<PathBuf>,
     /// Directories holding every rank's directory (rank 0), removed after the others.
     shared_dirs: Vec<PathBuf>,
+    /// This rank's loop device for raw points on file targets, kept for later points like
+    /// a sweep's on one host; dropping it detaches it and removes its backing file.
+    raw: RawProvider,
 }
 
 impl Leftovers {
@@ -88,6 +93,8 @@ impl Leftovers {
 
     /// Remove this rank's files and directories (not the shared directories).
     fn remove_own(&mut self) {
+        // The loop device's backing file lies in this rank's directory.
+        self.raw.release();
         for (p, dev, ino) in self.files.drain(..) {
             remove_if_same(&p, dev, ino);
         }
@@ -156,11 +163,78 @@ fn run_point(
         .iter()
         .map(|(p, _)| std::fs::symlink_metadata(p).is_ok())
         .collect();
-    let ending = super::run(world, spec)?;
+    let ending = match spec.loop_device {
+        None => super::run(world, spec),
+        Some(need) => match rank_loop_device(world, spec, need, &mut left.raw) {
+            Ok(dev) => {
+                let mut own_spec = spec.clone();
+                own_spec.rank_device = Some(dev);
+                super::run(world, &own_spec)
+            }
+            // Rank 0 records the skip; the other ranks have nothing to report.
+            Err(no) if world.rank == 0 => Err(no.into()),
+            Err(_) => Ok(Ending::Done(0)),
+        },
+    };
     for ((p, shared), was) in own.iter().zip(existed) {
         left.note(p, was, *shared);
     }
-    Ok(ending)
+    ending
+}
+
+/// A raw point on a file target (`DistSpec::loop_device`), on every rank at once: each rank
+/// makes (or keeps from an earlier point) a loop device of `need` bytes over a backing file in
+/// its own directory PATH.d/rank-NNNNN, the one-host mechanism of `crate::sweep::rawdev`.
+/// Rank 0 hears from every rank whether it has one; unless all do, every rank releases its
+/// device and the point is skipped with the reason of the first rank that has none.
+fn rank_loop_device(
+    world: &World,
+    spec: &DistSpec,
+    need: u64,
+    raw: &mut RawProvider,
+) -> Result<PathBuf, NoRawDevice> {
+    let timeout = Duration::from_secs_f64(spec.timeout_s);
+    let path = &spec.job.targets[0];
+    let parent = if world.rank == 0 {
+        super::make_dir(&layout::parent_dir(path)).map(|_| ())
+    } else {
+        Ok(())
+    };
+    world.meet("creating the ranks' directories", timeout);
+    let mine = parent
+        .and_then(|()| {
+            let dir = layout::rank_dir(path, world.rank);
+            super::make_dir(&dir)?;
+            raw.device(&dir, need)
+        })
+        .map_err(|e| super::one_line(&e));
+    let said = serde_json::to_vec(&(&world.host, mine.as_ref().err())).unwrap_or_default();
+    let verdict = world
+        .gather("making every rank's loop device", timeout, &said)
+        .map(|all| {
+            let answers: Vec<(String, Option<String>)> = all
+                .iter()
+                .map(|b| {
+                    serde_json::from_slice(b)
+                        .unwrap_or_else(|_| ("?".into(), Some("an unreadable answer".into())))
+                })
+                .collect();
+            crate::sweep::rawdev::ranks_skip_reason(&answers)
+        })
+        .unwrap_or_default();
+    let bytes = serde_json::to_vec(&verdict).unwrap_or_default();
+    let got = world.broadcast("making every rank's loop device", timeout, bytes);
+    let verdict: Option<String> = serde_json::from_slice(&got)
+        .unwrap_or_else(|_| Some("rank 0 sent an unreadable answer about the loop devices".into()));
+    match (verdict, mine) {
+        (None, Ok(dev)) => Ok(dev),
+        (why, _) => {
+            raw.release();
+            Err(NoRawDevice(why.unwrap_or_else(|| {
+                "this rank has no loop device although rank 0 found every rank had one".into()
+            })))
+        }
+    }
 }
 
 /// Every rank removes what the points kept (files first, then each rank its directory, then
@@ -221,6 +295,72 @@ impl Driver {
     fn order(&self, o: &Order) -> anyhow::Result<()> {
         share_order(&self.world, &self.plan, Some(o)).map(|_| ())
     }
+
+    /// The Job as one distributed run (`loop_device`: every rank on a loop device of its own
+    /// of that many bytes).
+    fn run_spec(
+        &self,
+        job: &crate::job::Job,
+        fresh: bool,
+        observe: &crate::observe::Observe,
+        loop_device: Option<u64>,
+    ) -> anyhow::Result<RunResult> {
+        // A Job the ranks cannot run is refused here, before any rank is asked to.
+        let mut spec = self.plan.spec(job.clone(), self.world.size)?;
+        spec.loop_device = loop_device;
+        // --iostat and --trace go to every rank; the live display stays on rank 0.
+        spec.observe = super::RankObserve::from_settings(observe);
+        if let Some(w) = observe.watch.clone() {
+            w.apply();
+        }
+        self.order(&Order::Run {
+            spec: Box::new(spec.clone()),
+            fresh,
+        })?;
+        let ending = run_point(&self.world, &spec, fresh, &mut self.left.borrow_mut())?;
+        result_of(ending)
+    }
+}
+
+/// A Job on a block device, as rank 0 sees it: with `--file-per-rank` refused (each rank
+/// would make a file of its own in DEVICE.d/rank-NNNNN, on the file system holding /dev); on
+/// a shared device without `--size`, the whole device, as on one host.
+fn on_block_device(
+    job: &crate::job::Job,
+    layout: Layout,
+) -> anyhow::Result<std::borrow::Cow<'_, crate::job::Job>> {
+    let Some(dev) = job
+        .targets
+        .iter()
+        .find(|t| crate::safety::is_block_device(t))
+    else {
+        return Ok(std::borrow::Cow::Borrowed(job));
+    };
+    if layout == Layout::FilePerRank {
+        crate::bail_usage!(
+            "{} is a block device: --file-per-rank would give each rank a file of its own in {}/rank-NNNNN; add --shared-file (segmented or strided) to have every rank do its part of the device (one device per rank is not supported)",
+            dev.display(),
+            layout::parent_dir(dev).display()
+        );
+    }
+    if job.file_size.is_some() {
+        return Ok(std::borrow::Cow::Borrowed(job));
+    }
+    // Opened as the runner opens targets (a link is followed only with --force); a device
+    // that cannot be opened here is left to the runner, which names the reason.
+    let mut flags = libc::O_CLOEXEC | libc::O_NONBLOCK;
+    if !job.force {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let size = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(dev)
+        .ok()
+        .and_then(|f| crate::runner::target::block_device_size(&f).ok());
+    let mut whole = job.clone();
+    whole.file_size = size;
+    Ok(std::borrow::Cow::Owned(whole))
 }
 
 /// The point's Result on rank 0, or its refusal as an error naming the rank.
@@ -245,19 +385,34 @@ impl crate::exec::Ranks for Driver {
         fresh: bool,
         observe: &crate::observe::Observe,
     ) -> anyhow::Result<RunResult> {
-        // A Job the ranks cannot run is refused here, before any rank is asked to.
-        let mut spec = self.plan.spec(job.clone(), self.world.size)?;
-        // --iostat and --trace go to every rank; the live display stays on rank 0.
-        spec.observe = super::RankObserve::from_settings(observe);
-        if let Some(w) = observe.watch.clone() {
-            w.apply();
+        let job = on_block_device(job, self.plan.layout)?;
+        self.run_spec(&job, fresh, observe, None)
+    }
+
+    fn run_job_on_loop_devices(
+        &self,
+        job: &crate::job::Job,
+        fresh: bool,
+        observe: &crate::observe::Observe,
+        need: u64,
+    ) -> anyhow::Result<RunResult> {
+        let no = |why: &str| Err(NoRawDevice(why.into()).into());
+        if self.plan.layout != Layout::FilePerRank {
+            return no(
+                "raw I/O on a shared file needs one block device that every rank opens: name it as the target (a LUN every host sees), or use --file-per-rank for a loop device on each rank",
+            );
         }
-        self.order(&Order::Run {
-            spec: Box::new(spec.clone()),
-            fresh,
-        })?;
-        let ending = run_point(&self.world, &spec, fresh, &mut self.left.borrow_mut())?;
-        result_of(ending)
+        if self.plan.reorder {
+            return no(
+                "raw I/O with --reorder-ranks: each rank's loop device is its own, so no rank can read another's data; drop --reorder-ranks",
+            );
+        }
+        if job.targets.len() != 1 {
+            return no(
+                "raw I/O on several files needs several block devices: fsbench makes one loop device per rank",
+            );
+        }
+        self.run_spec(job, fresh, observe, Some(need))
     }
 
     fn run_workload(

@@ -673,18 +673,15 @@ pub(crate) fn run_point_observing(
     let mut job = pj.job.clone();
     // On MPI ranks each rank's file is its own: the ranks keep and remove them.
     let ranks = ctx.exec.ranks().is_some();
+    // On ranks, a raw point on a file target runs on a loop device each rank makes (of this
+    // many bytes) in its own directory.
+    let mut rank_loops = None;
     if job.cache == crate::job::CachePolicy::Raw
         && !job
             .targets
             .iter()
             .all(|t| crate::safety::is_block_device(t))
     {
-        if ranks {
-            return Ok(Record::skip(
-                meta,
-                "raw I/O needs a block device on every rank: fsbench provides loop devices on one host only",
-            ));
-        }
         if job.targets.len() > 1 {
             return Ok(Record::skip(
                 meta,
@@ -698,9 +695,13 @@ pub(crate) fn run_point_observing(
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."))
             .to_path_buf();
-        match ctx.raw.device(&dir, need) {
-            Ok(dev) => job.targets = vec![dev],
-            Err(why) => return Ok(Record::skip(meta, why.to_string())),
+        if ranks {
+            rank_loops = Some(need);
+        } else {
+            match ctx.raw.device(&dir, need) {
+                Ok(dev) => job.targets = vec![dev],
+                Err(why) => return Ok(Record::skip(meta, why.to_string())),
+            }
         }
     }
     // The white paper writes new files: a sequential write starts from an empty file.
@@ -723,8 +724,15 @@ pub(crate) fn run_point_observing(
         extents,
         ..crate::observe::Observe::iostat(ctx.iostat)
     };
-    let result = match ctx.exec.run_job(&job, fresh, &observe) {
+    let run = match (&ctx.exec, rank_loops) {
+        (crate::exec::Executor::Ranks(r), Some(need)) => {
+            r.run_job_on_loop_devices(&job, fresh, &observe, need)
+        }
+        _ => ctx.exec.run_job(&job, fresh, &observe),
+    };
+    let result = match run {
         Ok(r) => r,
+        Err(e) if e.is::<rawdev::NoRawDevice>() => return Ok(Record::skip(meta, e.to_string())),
         Err(e) if crate::error::is_usage(&e) => return Err(e),
         Err(e) => return Ok(Record::skip(meta, format!("error: {e:#}"))),
     };

@@ -2,10 +2,50 @@
 //! output directory, fills it with data, attaches a loop device to it (direct I/O on the
 //! backing file when the kernel allows it), and detaches and removes both afterwards. Without
 //! root the raw points are skipped with that reason: nothing pretends to be raw I/O.
+//! On MPI ranks (`--file-per-rank`) every rank does the same in its own directory
+//! PATH.d/rank-NNNNN (`crate::mpi`'s servant loop keeps a [`RawProvider`] per rank), so N
+//! ranks measure raw I/O on N loop devices at once; when one rank cannot, the point is
+//! skipped on every rank with that rank's reason ([`NoRawDevice`]).
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Why a raw point got no block device (on one host, or on some rank of a distributed run):
+/// the point is recorded as skipped with this reason, not as an error.
+#[derive(Debug)]
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) struct NoRawDevice(pub String);
+
+impl std::fmt::Display for NoRawDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NoRawDevice {}
+
+/// Why a raw point on MPI ranks is skipped, from every rank's (host, why it has no loop
+/// device) in rank order: the first such rank's reason, naming it (or, when every rank gave
+/// the same one, that reason for every rank); None when every rank has a device.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn ranks_skip_reason(answers: &[(String, Option<String>)]) -> Option<String> {
+    let failed: Vec<(usize, &String, &String)> = answers
+        .iter()
+        .enumerate()
+        .filter_map(|(r, (host, why))| why.as_ref().map(|w| (r, host, w)))
+        .collect();
+    let (rank, host, why) = *failed.first()?;
+    if failed.len() == answers.len() && failed.iter().all(|f| f.2 == why) {
+        return Some(format!("{why} (on every rank)"));
+    }
+    let more = match failed.len() - 1 {
+        0 => String::new(),
+        1 => " (and 1 other rank)".into(),
+        n => format!(" (and {n} other ranks)"),
+    };
+    Some(format!("rank {rank} on {host}: {why}{more}"))
+}
 
 /// A loop device over a scratch file fsbench created.
 pub(crate) struct RawDevice {
@@ -241,6 +281,38 @@ mod tests {
             assert_eq!(e.to_string(), "raw I/O needs a block device: nope");
         }
         assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
+    }
+
+    /// The skip of a raw point on ranks names the first rank without a device, or says that
+    /// every rank gave the same reason.
+    #[test]
+    fn a_ranks_skip_names_the_first_rank_without_a_device() {
+        let a = |host: &str, why: Option<&str>| (host.to_string(), why.map(String::from));
+        assert_eq!(ranks_skip_reason(&[a("h0", None), a("h1", None)]), None);
+        assert_eq!(ranks_skip_reason(&[]), None);
+        assert_eq!(
+            ranks_skip_reason(&[a("h0", Some("not root")), a("h1", Some("not root"))]).unwrap(),
+            "not root (on every rank)"
+        );
+        assert_eq!(
+            ranks_skip_reason(&[a("h0", None), a("h1", Some("no losetup")), a("h2", None)])
+                .unwrap(),
+            "rank 1 on h1: no losetup"
+        );
+        assert_eq!(
+            ranks_skip_reason(&[
+                a("h0", Some("x")),
+                a("h1", Some("y")),
+                a("h2", Some("x")),
+                a("h3", None)
+            ])
+            .unwrap(),
+            "rank 0 on h0: x (and 2 other ranks)"
+        );
+        assert_eq!(
+            ranks_skip_reason(&[a("h0", Some("x")), a("h1", Some("y"))]).unwrap(),
+            "rank 0 on h0: x (and 1 other rank)"
+        );
     }
 
     #[test]
