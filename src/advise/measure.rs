@@ -339,18 +339,25 @@ pub(crate) fn run(
     // The scratch name is fixed: a second measurement in the same directory would write the
     // first one's file and remove it under it. Lock the directory for the whole measurement.
     let _lock = crate::guard::lock_dir(&opts.dir)?;
-    // lstat: a link planted at the scratch name is refused, never followed or removed.
-    match std::fs::symlink_metadata(&file) {
-        Ok(m) if !m.file_type().is_file() => crate::bail_usage!(
-            "{} exists and is not a regular file fsbench created: remove it or measure another directory",
-            file.display()
-        ),
-        Ok(_) if !crate::safety::is_marked(&file) => crate::bail_usage!(
-            "{} exists and was not created by fsbench: remove it or measure another directory",
-            file.display()
-        ),
-        // Marked and not locked by a live measurement: left by a killed one; reused, removed.
-        _ => {}
+    check_scratch(&file)?;
+    if let Some(n) = exec.ranks() {
+        // Each rank's file, where this host sees it (every rank's on one host or shared
+        // storage): refused like the one-host file before any rank starts; a killed
+        // measurement's file (marked) is removed with its directories. A rank on another
+        // host with a file of its own there refuses at its first point (the runner neither
+        // writes nor removes a file fsbench did not create).
+        for rank in 0..n {
+            let theirs = rank_scratch(&file, &format!("{rank:05}"));
+            if check_scratch(&theirs)? {
+                let _ = std::fs::remove_file(&theirs);
+                if let Some(d) = theirs.parent() {
+                    let _ = std::fs::remove_dir(d);
+                    if let Some(up) = d.parent() {
+                        let _ = std::fs::remove_dir(up);
+                    }
+                }
+            }
+        }
     }
     let _guard = Scratch {
         file: file.clone(),
@@ -379,12 +386,41 @@ pub(crate) fn run(
     let done = measure_points(opts, exec, &file, secs, &mut m, &mut progress, &mut keep);
     if let Some(n) = exec.ranks() {
         // PATH.d/rank-NNNNN/NAME: each rank's file (`crate::mpi::layout`, file per rank).
-        m.scratch_file = format!("{}.d/rank-NNNNN/{SCRATCH_NAME}", file.display());
+        m.scratch_file = rank_scratch(&file, "NNNNN").display().to_string();
         m.notes
             .insert(0, ranks_note(n, hosts.as_ref(), opts.file_size));
     }
     done?;
     Ok(m)
+}
+
+/// Whether the scratch file at `file` may be used: absent (false) or left by a killed
+/// measurement (marked as fsbench's: true, to be removed). lstat: a link planted at the name
+/// is refused, never followed or removed; so is a file fsbench did not create.
+fn check_scratch(file: &Path) -> Result<bool> {
+    match std::fs::symlink_metadata(file) {
+        Ok(m) if !m.file_type().is_file() => crate::bail_usage!(
+            "{} exists and is not a regular file fsbench created: remove it or measure another directory",
+            file.display()
+        ),
+        Ok(_) if !crate::safety::is_marked(file) => crate::bail_usage!(
+            "{} exists and was not created by fsbench: remove it or measure another directory",
+            file.display()
+        ),
+        // Marked and not locked by a live measurement: left by a killed one.
+        Ok(_) => Ok(true),
+        Err(_) => Ok(false),
+    }
+}
+
+/// One rank's scratch file on MPI ranks: PATH.d/rank-RANK/NAME, the file-per-rank layout of
+/// `crate::mpi::layout::rank_file` (RANK: five digits, or `NNNNN` for the pattern).
+fn rank_scratch(file: &Path, rank: &str) -> PathBuf {
+    let mut d = file.as_os_str().to_os_string();
+    d.push(".d");
+    PathBuf::from(d)
+        .join(format!("rank-{rank}"))
+        .join(SCRATCH_NAME)
 }
 
 /// The note of a measurement on MPI ranks: how many ranks on how many hosts, and that the
@@ -629,6 +665,18 @@ mod tests {
         m.notes.clear();
         note_spread(&mut m);
         assert!(m.notes.is_empty());
+    }
+
+    #[cfg(feature = "mpi")]
+    #[test]
+    fn a_ranks_scratch_file_is_where_the_file_per_rank_layout_puts_it() {
+        let file = Path::new("/d/x").join(SCRATCH_NAME);
+        for rank in [0, 3, 12345] {
+            assert_eq!(
+                rank_scratch(&file, &format!("{rank:05}")),
+                crate::mpi::layout::rank_file(&file, rank)
+            );
+        }
     }
 
     proptest! {
