@@ -40,6 +40,18 @@ fn measured_runs_are_results_that_report_and_compare_read() {
     let advice: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let points = advice["measurement"]["points"].as_array().unwrap();
     let runs = results(&sb.file("res"));
+    // Every point of the advise plan was measured, or skipped with a note (the file is too
+    // small for that many streams).
+    let skipped = advice["measurement"]["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n.as_str().unwrap().contains("skipped"))
+        .count();
+    assert_eq!(
+        points.len() + skipped,
+        fsbench::advise::measure::SIZES.len() * 4 + fsbench::advise::measure::STREAMS.len() * 2
+    );
     // Two runs of every point, each a whole Result.
     assert!(!points.is_empty());
     assert_eq!(

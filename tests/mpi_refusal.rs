@@ -1,21 +1,34 @@
 //! Started by mpirun without being able to take part: a build without MPI refuses `run`,
-//! sweep, suite, workload, vx, quick and replay (and the flags of a distributed run) in one
-//! line, and no build runs the other I/O commands (advise, fscompare; trace without MPI) as N
-//! unrelated copies. The launcher is simulated by the variable Open MPI sets in each rank.
+//! sweep, suite, workload, vx, quick, replay and advise --measure (and the flags of a
+//! distributed run) in one line, and no build runs the other I/O commands (fscompare; trace
+//! without MPI) as N unrelated copies, nor advise without --measure (no I/O to spread). The
+//! launcher is simulated by the variable Open MPI sets in each rank.
 
 mod common;
 
 use common::Sandbox;
 
-/// The commands that cannot run on ranks (fscompare, advise; trace without MPI) refuse
-/// in one line, exit 2, in every build, and name the commands that can.
+/// The commands that cannot run on ranks (fscompare; trace without MPI) refuse in one
+/// line, exit 2, in every build, and name the commands that can; so does advise without
+/// --measure, which does no I/O.
 #[test]
 fn io_commands_that_cannot_run_on_ranks_refuse_under_mpirun() {
     let sb = Sandbox::new();
-    let mut commands = vec![
-        vec!["advise", "."],
-        vec!["fscompare", "--device", "/dev/null", "--fs", "ext4"],
-    ];
+    let o = sb
+        .cmd(&["advise", "."])
+        .env("OMPI_COMM_WORLD_SIZE", "4")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("advise without --measure does no I/O: run it without mpirun"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    assert!(sb.listing().is_empty(), "{:?}", sb.listing());
+    let mut commands = vec![vec!["fscompare", "--device", "/dev/null", "--fs", "ext4"]];
     // Built with MPI, each rank captures its own command (tests/mpi_replay.rs).
     if !cfg!(feature = "mpi") {
         commands.push(vec!["trace", "--", "true"]);
@@ -32,7 +45,9 @@ fn io_commands_that_cannot_run_on_ranks_refuse_under_mpirun() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(
             err.contains(&format!("fsbench {} does not run on MPI ranks", args[0]))
-                && err.contains("run, sweep, suite, workload, vx, quick and replay do"),
+                && err.contains(
+                    "run, sweep, suite, workload, vx, quick, replay and advise --measure do"
+                ),
             "{args:?}: {err}"
         );
         assert!(sb.listing().is_empty(), "{args:?}: {:?}", sb.listing());
@@ -79,6 +94,7 @@ fn a_build_without_mpi_refuses_ranks_in_one_line() {
         vec!["sweep", "f", "--rw", "write", "--count", "4,8"],
         vec!["vx", "-w", "write", "f"],
         vec!["replay", "t.csv", "--dir", "."],
+        vec!["advise", ".", "--measure"],
     ] {
         let o = sb
             .cmd(&args)

@@ -1,5 +1,8 @@
 //! `advise --measure`: short sweeps on a scratch file that confirm or correct the derived
-//! tunables. Every point is a [`Job`] run by [`crate::runner::run`]:
+//! tunables. Every point is a [`Job`] run by the [`Executor`] the front end hands in: on this
+//! host through the runner, or, under mpirun, on every rank at once (each rank its own scratch
+//! file in PATH/.fsbench-advise.tmp.d/rank-NNNNN, `crate::mpi`), the point's figures then
+//! being the one Result's aggregate over the ranks:
 //!
 //! - I/O-size knee: sequential direct reads and writes at 4k..4m; the knee is the smallest size
 //!   reaching 90 % of the peak (-> read_pref_io / write_pref_io);
@@ -16,6 +19,7 @@
 //! caller's `store` as a sweep [`Record`], so `advise --measure --results DIR` leaves one
 //! Result per run that `report` and `compare` read like any sweep's.
 
+use crate::exec::Executor;
 use crate::job::{Access, CachePolicy, Job};
 use crate::result::RunResult;
 use crate::sweep::record::{ChartSpec, Record, SweepMeta, TableSpec};
@@ -172,20 +176,27 @@ pub fn point_job(
     }
 }
 
-/// Run one point.
+/// Run one point on this host.
 pub fn run_point(job: &Job, phase: Phase) -> Result<Point> {
-    run_point_result(job, phase).map(|(p, _)| p)
+    run_point_result(&Executor::Local, job, phase).map(|(p, _)| p)
 }
 
-/// Run one point: its summary and the whole Result of the run.
-pub fn run_point_result(job: &Job, phase: Phase) -> Result<(Point, RunResult)> {
-    let out = crate::runner::run(job)?;
-    if let Some(f) = out.failures.first() {
+/// Run one point through `exec`: its summary and the whole Result of the run. The summary
+/// reads the Result's total (on ranks: every rank's bytes over the span from the first
+/// rank's start to the last one's end), so the figures and a stored Result agree.
+pub(crate) fn run_point_result(
+    exec: &Executor,
+    job: &Job,
+    phase: Phase,
+) -> Result<(Point, RunResult)> {
+    // Not fresh: a write point rewrites the scratch file the earlier points used, on every
+    // rank as on one host; nothing else is observed beside the run.
+    let result = exec.run_job(job, false, &crate::observe::Observe::default())?;
+    if let Some(f) = result.failures.first() {
         anyhow::bail!("{}: {f}", job.name);
     }
-    let total = out.total();
-    let bytes = total.bytes();
-    let elapsed = out.elapsed_s.max(1e-9);
+    let total = &result.total;
+    let elapsed = total.elapsed_s.max(1e-9);
     let point = Point {
         phase,
         dir: if job.access == Access::Read {
@@ -196,13 +207,13 @@ pub fn run_point_result(job: &Job, phase: Phase) -> Result<(Point, RunResult)> {
         direct: job.cache == CachePolicy::Direct,
         block_size_bytes: job.block_size,
         threads: job.threads,
-        bytes,
+        bytes: total.bytes,
         elapsed_s: elapsed,
-        bytes_per_sec: bytes as f64 / elapsed,
-        cpu_s: total.usage.cpu_s(),
+        bytes_per_sec: total.bytes as f64 / elapsed,
+        cpu_s: total.cpu_s,
         runs_bytes_per_sec: Vec::new(),
     };
-    Ok((point, RunResult::from_outcome(job, &out)))
+    Ok((point, result))
 }
 
 /// Where a run of a point sits among the advise measurements (the `sweep` probe of its
@@ -268,9 +279,21 @@ pub fn run_point_median_stored(
     index: usize,
     store: &mut dyn FnMut(Record) -> Result<()>,
 ) -> Result<Point> {
+    run_point_median_on(&Executor::Local, job, phase, repeat, index, store)
+}
+
+/// [`run_point_median_stored`] through `exec` (on this host, or on every MPI rank).
+pub(crate) fn run_point_median_on(
+    exec: &Executor,
+    job: &Job,
+    phase: Phase,
+    repeat: u32,
+    index: usize,
+    store: &mut dyn FnMut(Record) -> Result<()>,
+) -> Result<Point> {
     let mut runs = Vec::with_capacity(repeat as usize);
     for r in 0..repeat.max(1) {
-        let (p, result) = run_point_result(job, phase)?;
+        let (p, result) = run_point_result(exec, job, phase)?;
         store(Record::run(point_meta(job, phase, index, r), result))?;
         runs.push(p);
         if crate::runner::signal::interrupted() {
@@ -286,21 +309,28 @@ pub fn run_point_median_stored(
     Ok(mid)
 }
 
-/// Removes the scratch file however the measurement ends.
-struct Scratch(PathBuf);
-impl Drop for Scratch {
+/// Removes the scratch file however the measurement ends: this host's, and on MPI ranks
+/// every rank's (each rank removes the files and directories its points created).
+struct Scratch<'a> {
+    file: PathBuf,
+    exec: &'a Executor,
+}
+impl Drop for Scratch<'_> {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_file(&self.file);
+        self.exec.cleanup(false);
     }
 }
 
-/// Run the whole sweep. `knee_for_streams` picks the stream test's I/O size from the size
-/// sweep (the measured knee).
+/// Run the whole sweep through `exec` (on this host, or every point on every MPI rank at
+/// once). `knee_for_streams` picks the stream test's I/O size from the size sweep (the
+/// measured knee).
 /// `announce` is called once the directory is locked and the scratch name checked, so a
 /// refusal stays the only line printed.
 /// `store` gets every run's whole Result as it finishes.
-pub fn run(
+pub(crate) fn run(
     opts: &MeasureOpts,
+    exec: &Executor,
     announce: impl FnOnce(),
     mut progress: impl FnMut(&Point),
     mut store: impl FnMut(Record) -> Result<()>,
@@ -309,20 +339,30 @@ pub fn run(
     // The scratch name is fixed: a second measurement in the same directory would write the
     // first one's file and remove it under it. Lock the directory for the whole measurement.
     let _lock = crate::guard::lock_dir(&opts.dir)?;
-    // lstat: a link planted at the scratch name is refused, never followed or removed.
-    match std::fs::symlink_metadata(&file) {
-        Ok(m) if !m.file_type().is_file() => crate::bail_usage!(
-            "{} exists and is not a regular file fsbench created: remove it or measure another directory",
-            file.display()
-        ),
-        Ok(_) if !crate::safety::is_marked(&file) => crate::bail_usage!(
-            "{} exists and was not created by fsbench: remove it or measure another directory",
-            file.display()
-        ),
-        // Marked and not locked by a live measurement: left by a killed one; reused, removed.
-        _ => {}
+    check_scratch(&file)?;
+    if let Some(n) = exec.ranks() {
+        // Each rank's file, where this host sees it (every rank's on one host or shared
+        // storage): refused like the one-host file before any rank starts; a killed
+        // measurement's file (marked) is removed with its directories. A rank on another
+        // host with a file of its own there refuses at its first point (the runner neither
+        // writes nor removes a file fsbench did not create).
+        for rank in 0..n {
+            let theirs = rank_scratch(&file, &format!("{rank:05}"));
+            if check_scratch(&theirs)? {
+                let _ = std::fs::remove_file(&theirs);
+                if let Some(d) = theirs.parent() {
+                    let _ = std::fs::remove_dir(d);
+                    if let Some(up) = d.parent() {
+                        let _ = std::fs::remove_dir(up);
+                    }
+                }
+            }
+        }
     }
-    let _guard = Scratch(file.clone());
+    let _guard = Scratch {
+        file: file.clone(),
+        exec,
+    };
     announce();
     let n_points = (opts.sizes.len() * 4 + opts.streams.len() * 2) * opts.repeat.max(1) as usize;
     let secs = (opts.budget_s / n_points.max(1) as f64).max(0.2);
@@ -333,6 +373,82 @@ pub fn run(
         repeat: opts.repeat.max(1),
         ..Default::default()
     };
+    // On ranks: the hosts the ranks ran on and rank 0's, from the first Result.
+    let mut hosts: Option<(usize, String)> = None;
+    let mut keep = |rec: Record| {
+        if let Some(r) = rec.result().filter(|_| hosts.is_none()) {
+            if let Some(first) = r.ranks.first() {
+                hosts = Some((r.hosts.len(), first.host.clone()));
+            }
+        }
+        store(rec)
+    };
+    let done = measure_points(opts, exec, &file, secs, &mut m, &mut progress, &mut keep);
+    if let Some(n) = exec.ranks() {
+        // PATH.d/rank-NNNNN/NAME: each rank's file (`crate::mpi::layout`, file per rank).
+        m.scratch_file = rank_scratch(&file, "NNNNN").display().to_string();
+        m.notes
+            .insert(0, ranks_note(n, hosts.as_ref(), opts.file_size));
+    }
+    done?;
+    Ok(m)
+}
+
+/// Whether the scratch file at `file` may be used: absent (false) or left by a killed
+/// measurement (marked as fsbench's: true, to be removed). lstat: a link planted at the name
+/// is refused, never followed or removed; so is a file fsbench did not create.
+fn check_scratch(file: &Path) -> Result<bool> {
+    match std::fs::symlink_metadata(file) {
+        Ok(m) if !m.file_type().is_file() => crate::bail_usage!(
+            "{} exists and is not a regular file fsbench created: remove it or measure another directory",
+            file.display()
+        ),
+        Ok(_) if !crate::safety::is_marked(file) => crate::bail_usage!(
+            "{} exists and was not created by fsbench: remove it or measure another directory",
+            file.display()
+        ),
+        // Marked and not locked by a live measurement: left by a killed one.
+        Ok(_) => Ok(true),
+        Err(_) => Ok(false),
+    }
+}
+
+/// One rank's scratch file on MPI ranks: PATH.d/rank-RANK/NAME, the file-per-rank layout of
+/// `crate::mpi::layout::rank_file` (RANK: five digits, or `NNNNN` for the pattern).
+fn rank_scratch(file: &Path, rank: &str) -> PathBuf {
+    let mut d = file.as_os_str().to_os_string();
+    d.push(".d");
+    PathBuf::from(d)
+        .join(format!("rank-{rank}"))
+        .join(SCRATCH_NAME)
+}
+
+/// The note of a measurement on MPI ranks: how many ranks on how many hosts, and that the
+/// topology above is rank 0's host's.
+fn ranks_note(n: u32, hosts: Option<&(usize, String)>, size: u64) -> String {
+    let on = match hosts {
+        Some((h, host)) => format!(
+            "measured on {n} ranks on {h} host{}; topology of {host}",
+            if *h == 1 { "" } else { "s" }
+        ),
+        None => format!("measured on {n} ranks; topology of rank 0's host"),
+    };
+    format!(
+        "{on} (rank 0); every rank ran each point at the same time on a scratch file of its own ({}), each figure is all ranks' bytes over the span from the first rank's start to the last one's end, and threads are per rank",
+        sz(size)
+    )
+}
+
+/// The points of a measurement, in order, into `m` (stopping at an interrupt with a note).
+fn measure_points(
+    opts: &MeasureOpts,
+    exec: &Executor,
+    file: &Path,
+    secs: f64,
+    m: &mut Measurement,
+    progress: &mut dyn FnMut(&Point),
+    store: &mut dyn FnMut(Record) -> Result<()>,
+) -> Result<()> {
     let mut push = |m: &mut Measurement, p: Point| {
         progress(&p);
         m.points.push(p);
@@ -340,15 +456,14 @@ pub fn run(
     for dir in [Dir::Read, Dir::Write] {
         for &bs in &opts.sizes {
             for direct in [false, true] {
-                let job = point_job(&file, opts.file_size, dir, direct, bs, 1, secs);
+                let job = point_job(file, opts.file_size, dir, direct, bs, 1, secs);
                 let index = m.points.len();
-                let p =
-                    run_point_median_stored(&job, Phase::Sizes, opts.repeat, index, &mut store)?;
-                push(&mut m, p);
+                let p = run_point_median_on(exec, &job, Phase::Sizes, opts.repeat, index, store)?;
+                push(m, p);
                 if crate::runner::signal::interrupted() {
                     m.notes
                         .push("interrupted: the measurement is incomplete".into());
-                    return Ok(m);
+                    return Ok(());
                 }
             }
         }
@@ -365,19 +480,19 @@ pub fn run(
                 ));
                 continue;
             }
-            let job = point_job(&file, opts.file_size, dir, true, bs, t, secs);
+            let job = point_job(file, opts.file_size, dir, true, bs, t, secs);
             let index = m.points.len();
-            let p = run_point_median_stored(&job, Phase::Streams, opts.repeat, index, &mut store)?;
-            push(&mut m, p);
+            let p = run_point_median_on(exec, &job, Phase::Streams, opts.repeat, index, store)?;
+            push(m, p);
             if crate::runner::signal::interrupted() {
                 m.notes
                     .push("interrupted: the measurement is incomplete".into());
-                return Ok(m);
+                return Ok(());
             }
         }
     }
-    note_spread(&mut m);
-    Ok(m)
+    note_spread(m);
+    Ok(())
 }
 
 /// Say when repeated runs of the same point disagree: the storage is shared or cached, and the
@@ -550,6 +665,18 @@ mod tests {
         m.notes.clear();
         note_spread(&mut m);
         assert!(m.notes.is_empty());
+    }
+
+    #[cfg(feature = "mpi")]
+    #[test]
+    fn a_ranks_scratch_file_is_where_the_file_per_rank_layout_puts_it() {
+        let file = Path::new("/d/x").join(SCRATCH_NAME);
+        for rank in [0, 3, 12345] {
+            assert_eq!(
+                rank_scratch(&file, &format!("{rank:05}")),
+                crate::mpi::layout::rank_file(&file, rank)
+            );
+        }
     }
 
     proptest! {

@@ -1,7 +1,10 @@
 //! `fsbench advise PATH [--measure] [--format text|json]`: tuning recommendations for the
-//! storage under PATH. Argument handling only; the work is in [`crate::advise`].
+//! storage under PATH. Argument handling only; the work is in [`crate::advise`]. The measured
+//! points run through the [`Executor`] the dispatcher hands in: under mpirun (`--measure`
+//! only) every point runs on every rank at once, and rank 0 prints the advice once.
 
 use crate::advise::{self, measure};
+use crate::exec::Executor;
 use crate::probe::topology::{SysfsProbe, Topology};
 use crate::report::{Format, Render};
 use clap::Args;
@@ -42,7 +45,21 @@ pub(crate) struct AdviseArgs {
     pub force: bool,
 }
 
-pub(crate) fn main(a: AdviseArgs) -> anyhow::Result<i32> {
+/// Under mpirun with several ranks, advise without --measure does no I/O to spread over
+/// them: refused in one line, printed by rank 0 only (every rank exits 2).
+pub(crate) fn refuse_without_measure_on_ranks(a: &AdviseArgs) -> anyhow::Result<Option<i32>> {
+    if a.measure || !super::ranks::launched_ranks().is_some_and(|n| n > 1) {
+        return Ok(None);
+    }
+    if super::ranks::launched_rank().unwrap_or(0) != 0 {
+        return Ok(Some(2));
+    }
+    crate::bail_usage!(
+        "advise without --measure does no I/O: run it without mpirun (with --measure, every rank measures each point at once)"
+    )
+}
+
+pub(crate) fn main(a: AdviseArgs, exec: Executor) -> anyhow::Result<i32> {
     let format = Format::parse_for::<advise::Advice>(&a.format, "--format")?;
     let json = format == Format::Json;
     if !a.path.exists() {
@@ -80,7 +97,9 @@ pub(crate) fn main(a: AdviseArgs) -> anyhow::Result<i32> {
         } else {
             path.parent().map(|p| p.to_path_buf()).unwrap_or_default()
         };
-        check_space(&dir, size)?;
+        // On ranks every rank has a file of --measure-size; they may all be on this file
+        // system (one host, or shared storage).
+        check_space(&dir, size, exec.ranks())?;
         let results = match &a.results {
             Some(p) => Some(crate::output::ResultsDir::open(p, a.force)?),
             None => None,
@@ -95,8 +114,12 @@ pub(crate) fn main(a: AdviseArgs) -> anyhow::Result<i32> {
         };
         let announce = || {
             if !json {
+                let on = match exec.ranks() {
+                    Some(n) => format!(" on each of {n} ranks"),
+                    None => String::new(),
+                };
                 eprintln!(
-                    "fsbench advise: measuring in {} ({} scratch file, about {} s)...",
+                    "fsbench advise: measuring in {} ({} scratch file{on}, about {} s)...",
                     opts.dir.display(),
                     crate::units::format_size_exact(size),
                     budget.round()
@@ -109,6 +132,7 @@ pub(crate) fn main(a: AdviseArgs) -> anyhow::Result<i32> {
         };
         let m = measure::run(
             &opts,
+            &exec,
             announce,
             |p| {
                 if !json {
@@ -158,7 +182,15 @@ fn result_name(m: &crate::sweep::record::SweepMeta) -> String {
 }
 
 /// Refuse to start a measurement that would fill the file system (the scratch file plus a
-/// tenth for metadata and the file system's own reserve).
-fn check_space(dir: &std::path::Path, size: u64) -> anyhow::Result<()> {
-    crate::guard::ensure_free_space(dir, size.saturating_add(size / 10), "--measure-size")
+/// tenth for metadata and the file system's own reserve). On `ranks` ranks, each rank's file
+/// is counted: they may all be on this file system (one host, or shared storage).
+fn check_space(dir: &std::path::Path, size: u64, ranks: Option<u32>) -> anyhow::Result<()> {
+    let (all, what) = match ranks {
+        Some(n) => (
+            size.saturating_mul(n as u64),
+            format!("--measure-size on each of {n} ranks"),
+        ),
+        None => (size, "--measure-size".to_string()),
+    };
+    crate::guard::ensure_free_space(dir, all.saturating_add(all / 10), &what)
 }

@@ -144,10 +144,10 @@ pub(crate) fn error_status(e: &anyhow::Error) -> i32 {
 }
 
 fn dispatch(cmd: Command) -> anyhow::Result<i32> {
-    // Started by mpirun: run, sweep, suite, workload, vx, quick and replay run on every rank
-    // (`ranks::on_ranks`); the other commands that do I/O would run as N unrelated copies.
+    // Started by mpirun: run, sweep, suite, workload, vx, quick, replay and advise --measure
+    // run on every rank (`ranks::on_ranks`); the other commands that do I/O would run as N
+    // unrelated copies.
     let io_command = match &cmd {
-        Command::Advise(_) => Some("advise"),
         // Built with MPI, each rank captures its own command (`trace::main_on_ranks`).
         Command::Trace(_) if !cfg!(feature = "mpi") => Some("trace"),
         Command::Fscompare(_) => Some("fscompare"),
@@ -167,7 +167,12 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Vx { args } => {
             ranks::on_ranks("vx", &Default::default(), |exec| vx::main(&args, exec))
         }
-        Command::Advise(a) => advise::main(a),
+        Command::Advise(a) => {
+            if let Some(code) = advise::refuse_without_measure_on_ranks(&a)? {
+                return Ok(code);
+            }
+            ranks::on_ranks("advise", &Default::default(), |exec| advise::main(a, exec))
+        }
         Command::Sweep(a) => {
             let dist = a.dist.clone();
             ranks::on_ranks("sweep", &dist, |exec| sweep::main(a, exec))
