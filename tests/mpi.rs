@@ -9,7 +9,7 @@ mod common;
 #[cfg(has_fuse)]
 mod faultfs;
 
-use common::Sandbox;
+use common::{u, Sandbox};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -37,10 +37,6 @@ fn run_json(sb: &Sandbox, args: &[&str]) -> Value {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     std::fs::remove_file(&out).unwrap();
     v
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
 }
 
 fn rank_bytes(r: &Value) -> Vec<u64> {

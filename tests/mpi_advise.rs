@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::Sandbox;
+use common::{mpi_refused_in_one_line, u, Sandbox};
 use fsbench::advise::measure;
 use serde_json::Value;
 use std::process::Output;
@@ -21,19 +21,6 @@ const SMALL: &str = "--measure --measure-size 8m --measure-time 2s --measure-rep
 /// `mpirun -np 4 fsbench ARGS` in the sandbox (`common::mpirun`).
 fn mpirun(sb: &Sandbox, args: &[&str]) -> Output {
     common::mpirun(sb, NP, args)
-}
-
-/// The one line rank 0 printed for a refusal (exit status 2); mpirun adds its own lines.
-fn refused_in_one_line(o: &Output) -> String {
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
-    assert_eq!(lines.len(), 1, "{err}");
-    lines[0].to_string()
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
 }
 
 /// The names in a directory (hidden ones too), sorted.
@@ -197,7 +184,7 @@ fn advise_without_measure_under_mpirun_is_refused_in_one_line() {
     dir_with_users_file(&sb);
     let before = sb.listing();
     let o = mpirun(&sb, &["advise", "D"]);
-    let line = refused_in_one_line(&o);
+    let line = mpi_refused_in_one_line(&o);
     assert!(
         line.contains("advise without --measure does no I/O: run it without mpirun"),
         "{line}"
@@ -226,7 +213,7 @@ fn a_users_file_at_a_ranks_scratch_path_is_left_alone() {
     let mut args = vec!["advise", "D"];
     args.extend(common::words(SMALL));
     args.extend(["--results", "res"]);
-    let line = refused_in_one_line(&mpirun(&sb, &args));
+    let line = mpi_refused_in_one_line(&mpirun(&sb, &args));
     assert!(
         line.contains("rank-00002/.fsbench-advise.tmp exists and was not created by fsbench"),
         "{line}"

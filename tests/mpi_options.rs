@@ -13,7 +13,7 @@ mod common;
 #[cfg(has_fuse)]
 mod faultfs;
 
-use common::{mpirun, Sandbox};
+use common::{mpirun, u, Sandbox};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -49,10 +49,6 @@ fn verify(sb: &Sandbox, file: &str, journal: &str) -> (Option<i32>, String) {
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
     (o.status.code(), text)
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
 }
 
 fn rank_bytes(r: &Value) -> Vec<u64> {

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{LoopDevice, Sandbox};
+use common::{mpi_refused_in_one_line, u, LoopDevice, Sandbox};
 use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -34,19 +34,6 @@ fn run_json(sb: &Sandbox, args: &[&str]) -> Value {
         .unwrap_or_else(|e| panic!("no result from {args:?} ({e}): {err}"));
     std::fs::remove_file(&out).unwrap();
     serde_json::from_str(&text).unwrap()
-}
-
-/// The one line rank 0 printed for a refusal (exit status 2); mpirun adds its own lines.
-fn refused_in_one_line(o: &Output) -> String {
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
-    assert_eq!(lines.len(), 1, "{err}");
-    lines[0].to_string()
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
 }
 
 /// A zero-filled loop device of `mb` MiB over a file in the sandbox (detached on drop).
@@ -216,7 +203,7 @@ fn four_ranks_share_a_raw_device_each_on_its_part() {
             "run {dev} --shared-file --rw read --bs 64k --size 64m"
         )),
     );
-    let line = refused_in_one_line(&o);
+    let line = mpi_refused_in_one_line(&o);
     assert!(line.contains("has 33554432 bytes"), "{line}");
 }
 
@@ -246,7 +233,7 @@ fn a_device_with_a_file_system_is_refused_on_rank_0() {
                 "run {dev} {layout} --cache raw --rw write --bs 64k --size 16m"
             )),
         );
-        let line = refused_in_one_line(&o);
+        let line = mpi_refused_in_one_line(&o);
         assert!(
             line.contains("rank 0")
                 && line.contains("refusing to write")
@@ -286,7 +273,7 @@ fn a_device_per_rank_layout_is_refused() {
                 "run {dev} {flag} --cache raw --rw write --bs 64k --size 1m"
             )),
         );
-        let line = refused_in_one_line(&o);
+        let line = mpi_refused_in_one_line(&o);
         assert!(
             line.contains("is a block device") && line.contains("--shared-file"),
             "{line}"

@@ -11,7 +11,7 @@ mod common;
 #[cfg(has_fuse)]
 mod faultfs;
 
-use common::Sandbox;
+use common::{mpi_refused_in_one_line, u, Sandbox};
 use serde_json::Value;
 use std::process::Output;
 
@@ -33,19 +33,6 @@ fn run_result(sb: &Sandbox, args: &[&str]) -> (Option<i32>, Value, String) {
         .unwrap_or_else(|e| panic!("no result from {args:?} ({e}): {err}"));
     std::fs::remove_file(&out).unwrap();
     (o.status.code(), serde_json::from_str(&text).unwrap(), err)
-}
-
-/// The one line rank 0 printed for a refusal (exit status 2); mpirun adds its own lines.
-fn refused_in_one_line(o: &Output) -> String {
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
-    assert_eq!(lines.len(), 1, "{err}");
-    lines[0].to_string()
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
 }
 
 /// A trace of a real run (`fsbench run NAME.dat ... --trace NAME`; the run removes its file).
@@ -195,7 +182,7 @@ fn each_rank_replays_its_own_trace_and_a_missing_one_refuses_the_command() {
 
     std::fs::remove_file(sb.file("app.00003.csv")).unwrap();
     let before = sb.listing();
-    let line = refused_in_one_line(&mpirun(&sb, &["replay", "app.{rank}.csv", "--dir", "D"]));
+    let line = mpi_refused_in_one_line(&mpirun(&sb, &["replay", "app.{rank}.csv", "--dir", "D"]));
     assert!(
         line.contains("rank 3 ") && line.contains("app.00003.csv"),
         "{line}"
@@ -219,7 +206,7 @@ fn options_a_replay_on_ranks_does_not_take_are_refused_in_one_line() {
     ] {
         let mut args = vec!["replay", "t.csv", "--dir", "D"];
         args.extend(common::words(extra));
-        let line = refused_in_one_line(&mpirun(&sb, &args));
+        let line = mpi_refused_in_one_line(&mpirun(&sb, &args));
         assert!(
             line.contains("replay on MPI ranks does not take")
                 && line.contains(extra)
@@ -230,7 +217,7 @@ fn options_a_replay_on_ranks_does_not_take_are_refused_in_one_line() {
         assert!(names(&sb.file("D")).is_empty(), "{extra}");
     }
     // A --dir that is not a directory: one line, naming it.
-    let line = refused_in_one_line(&mpirun(&sb, &["replay", "t.csv", "--dir", "nosuch"]));
+    let line = mpi_refused_in_one_line(&mpirun(&sb, &["replay", "t.csv", "--dir", "nosuch"]));
     assert!(line.contains("--dir nosuch"), "{line}");
     assert_eq!(sb.listing(), before);
 }
@@ -503,7 +490,7 @@ fn each_rank_captures_its_own_command_into_its_own_trace() {
             sb.cmd(&["trace", "--analyze", &file]).assert().success();
         }
     }
-    let line = refused_in_one_line(&mpirun(&sb, &["trace", "--analyze", "app.00000.csv"]));
+    let line = mpi_refused_in_one_line(&mpirun(&sb, &["trace", "--analyze", "app.00000.csv"]));
     assert!(
         line.contains("trace --analyze does not run on MPI ranks"),
         "{line}"

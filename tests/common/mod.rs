@@ -286,3 +286,18 @@ pub fn mpirun(sb: &Sandbox, np: u64, args: &[&str]) -> std::process::Output {
     }
     child.wait_with_output().unwrap()
 }
+
+/// The one line rank 0 printed for a refusal under mpirun (exit status 2): the only stderr
+/// line that starts with "fsbench" (mpirun adds its own lines).
+pub fn mpi_refused_in_one_line(o: &std::process::Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("fsbench")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    lines[0].to_string()
+}
+
+/// A JSON number that must be a u64.
+pub fn u(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
+}
