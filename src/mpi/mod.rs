@@ -427,18 +427,7 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
             }
         }
     }
-    // The device samples' clock: the rank's timed I/O began at start_s on the barrier clock.
-    let since_start_s = (t0.elapsed().as_secs_f64() - rec.start_s).max(0.0);
-    if let Some(message) = observe::finish(observer, &mut rec.observed, since_start_s) {
-        rec.failures.push(runner::IoFailure {
-            user: 0,
-            thread: 0,
-            path: rec.targets.first().cloned().unwrap_or_default(),
-            offset: None,
-            message,
-        });
-        rec.status = runner::RunStatus::Failed;
-    }
+    observe::finish(observer, &mut rec, t0);
     // The files laid out for other ranks to read, and this rank's directory, unless kept.
     if !spec.job.keep {
         for (p, id) in &laid_out {

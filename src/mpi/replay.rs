@@ -192,18 +192,7 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
             None => rec.called_off |= !all_ok,
         },
     }
-    // The device samples' clock: the rank's timed I/O began at start_s on the barrier clock.
-    let since_start_s = (t0.elapsed().as_secs_f64() - rec.start_s).max(0.0);
-    if let Some(message) = observe::finish(observer, &mut rec.observed, since_start_s) {
-        rec.failures.push(runner::IoFailure {
-            user: 0,
-            thread: 0,
-            path: rec.targets.first().cloned().unwrap_or_default(),
-            offset: None,
-            message,
-        });
-        rec.status = runner::RunStatus::Failed;
-    }
+    observe::finish(observer, &mut rec, t0);
     // The rank's directory, unless kept, when it is still the one this run made.
     if let (Some((dev, ino)), false) = (own_dir, spec.opts.keep) {
         if let Ok(m) = std::fs::symlink_metadata(&dir) {
