@@ -186,6 +186,28 @@ pub(super) fn wait_ready<T>(
     }
 }
 
+/// Stop this rank's observers after its timed I/O (`t0`: the rank's clock zero; its I/O
+/// began `rec.start_s` after it, where the device samples' `t_s` count from). What they saw
+/// goes into the rank's record; a failure to finish them (a trace that cannot be written)
+/// fails the rank's run, as it fails a run on one host.
+pub(super) fn finish_observing(
+    observer: Option<crate::observe::Observer>,
+    rec: &mut RankRecord,
+    t0: Instant,
+) {
+    let since_start_s = (t0.elapsed().as_secs_f64() - rec.start_s).max(0.0);
+    if let Some(message) = observe::finish(observer, &mut rec.observed, since_start_s) {
+        rec.failures.push(runner::IoFailure {
+            user: 0,
+            thread: 0,
+            path: rec.targets.first().cloned().unwrap_or_default(),
+            offset: None,
+            message,
+        });
+        rec.status = runner::RunStatus::Failed;
+    }
+}
+
 /// How this rank's timed I/O ended, as its main (MPI) thread saw it.
 #[derive(Debug, Default)]
 pub(super) struct IoEnd {
@@ -427,7 +449,7 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
             }
         }
     }
-    observe::finish(observer, &mut rec, t0);
+    finish_observing(observer, &mut rec, t0);
     // The files laid out for other ranks to read, and this rank's directory, unless kept.
     if !spec.job.keep {
         for (p, id) in &laid_out {

@@ -142,27 +142,19 @@ pub(crate) fn start_for(
 }
 
 /// Stop this rank's observers after its run; what they saw goes to rank 0 in its record.
-/// `t0`: the rank's clock zero (its timed I/O began `rec.start_s` after it; the device
-/// samples' `t_s` count from there). A trace that cannot be written fails the rank's run, as
-/// it fails a run on one host, with what was measured still reported: the rank's record gets
-/// the failure and the status.
+/// `since_start_s`: seconds from the start of the rank's timed I/O to now (the device
+/// samples' `t_s` count from it). A trace that cannot be written fails the rank's run, as it
+/// fails a run on one host, with what was measured still reported: the returned message says
+/// why, for the caller to record as the rank's failure.
 pub(crate) fn finish(
     observer: Option<Observer>,
-    rec: &mut super::aggregate::RankRecord,
-    t0: std::time::Instant,
-) {
-    let Some(o) = observer else { return };
-    let since_start_s = (t0.elapsed().as_secs_f64() - rec.start_s).max(0.0);
-    if let Err(e) = o.finish_into(&mut rec.observed.probes, since_start_s) {
-        rec.failures.push(crate::runner::IoFailure {
-            user: 0,
-            thread: 0,
-            path: rec.targets.first().cloned().unwrap_or_default(),
-            offset: None,
-            message: format!("observing the run (--trace, --iostat): {e:#}"),
-        });
-        rec.status = crate::runner::RunStatus::Failed;
-    }
+    observed: &mut RankObserved,
+    since_start_s: f64,
+) -> Option<String> {
+    let o = observer?;
+    o.finish_into(&mut observed.probes, since_start_s)
+        .err()
+        .map(|e| format!("observing the run (--trace, --iostat): {e:#}"))
 }
 
 /// One rank's observations as rank 0 merges them: its rank, its host and what it saw.

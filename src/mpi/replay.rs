@@ -192,7 +192,7 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
             None => rec.called_off |= !all_ok,
         },
     }
-    observe::finish(observer, &mut rec, t0);
+    super::finish_observing(observer, &mut rec, t0);
     // The rank's directory, unless kept, when it is still the one this run made.
     if let (Some((dev, ino)), false) = (own_dir, spec.opts.keep) {
         if let Ok(m) = std::fs::symlink_metadata(&dir) {
