@@ -9,7 +9,7 @@ mod common;
 #[cfg(has_fuse)]
 mod faultfs;
 
-use common::{u, Sandbox};
+use common::{sweep_records, u, Sandbox};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -354,22 +354,6 @@ fn ctrl_c_on_mpirun_gives_a_partial_result_and_removes_the_files() {
     assert_eq!(u(&r["total"]["bytes"]), bytes.iter().sum::<u64>());
     std::fs::remove_file(&out).unwrap();
     assert!(sb.listing().is_empty(), "{:?}", sb.listing());
-}
-
-/// The records of a sweep's results directory, by file name (the point files only).
-fn sweep_records(dir: &Path) -> Vec<(String, Value)> {
-    let mut v: Vec<(String, Value)> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("sweep-") && n.ends_with(".json"))
-        .map(|n| {
-            let text = std::fs::read_to_string(dir.join(&n)).unwrap();
-            (n, serde_json::from_str(&text).unwrap())
-        })
-        .collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    v
 }
 
 /// A sweep under mpirun: every point is one distributed run (file per rank by default),

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{mpi_refused_in_one_line, u, LoopDevice, Sandbox};
+use common::{mpi_refused_in_one_line, sweep_records, u, LoopDevice, Sandbox};
 use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -309,22 +309,6 @@ fn tree(dir: &Path) -> Vec<PathBuf> {
         }
     }
     v.sort();
-    v
-}
-
-/// The records of a sweep's results directory, by file name (the point files only).
-fn sweep_records(dir: &Path) -> Vec<(String, Value)> {
-    let mut v: Vec<(String, Value)> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("sweep-") && n.ends_with(".json"))
-        .map(|n| {
-            let text = std::fs::read_to_string(dir.join(&n)).unwrap();
-            (n, serde_json::from_str(&text).unwrap())
-        })
-        .collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
     v
 }
 

@@ -37,6 +37,19 @@ pub enum TraceOp {
 }
 
 impl TraceOp {
+    /// Every op, in the order of its binary code (`code()`).
+    pub const ALL: [TraceOp; 10] = [
+        TraceOp::Read,
+        TraceOp::Write,
+        TraceOp::Open,
+        TraceOp::Close,
+        TraceOp::Fsync,
+        TraceOp::Fdatasync,
+        TraceOp::Unlink,
+        TraceOp::Stat,
+        TraceOp::Mkdir,
+        TraceOp::Readdir,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             TraceOp::Read => "read",
@@ -52,38 +65,13 @@ impl TraceOp {
         }
     }
     pub fn parse(s: &str) -> Option<TraceOp> {
-        Some(match s {
-            "read" => TraceOp::Read,
-            "write" => TraceOp::Write,
-            "open" => TraceOp::Open,
-            "close" => TraceOp::Close,
-            "fsync" => TraceOp::Fsync,
-            "fdatasync" => TraceOp::Fdatasync,
-            "unlink" => TraceOp::Unlink,
-            "stat" => TraceOp::Stat,
-            "mkdir" => TraceOp::Mkdir,
-            "readdir" => TraceOp::Readdir,
-            _ => return None,
-        })
+        TraceOp::ALL.into_iter().find(|op| op.name() == s)
     }
     pub fn code(self) -> u8 {
         self as u8
     }
     pub fn from_code(c: u8) -> Option<TraceOp> {
-        [
-            TraceOp::Read,
-            TraceOp::Write,
-            TraceOp::Open,
-            TraceOp::Close,
-            TraceOp::Fsync,
-            TraceOp::Fdatasync,
-            TraceOp::Unlink,
-            TraceOp::Stat,
-            TraceOp::Mkdir,
-            TraceOp::Readdir,
-        ]
-        .get(c as usize)
-        .copied()
+        TraceOp::ALL.get(c as usize).copied()
     }
     /// Moves data (and so has an offset and a length).
     pub fn is_data(self) -> bool {
@@ -209,6 +197,19 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::path::{Path, PathBuf};
+
+    /// `ALL` is in code order, and every op's name and code read back as that op (the
+    /// binary and text formats both depend on it).
+    #[test]
+    fn every_op_round_trips_through_its_code_and_name() {
+        for (i, op) in TraceOp::ALL.into_iter().enumerate() {
+            assert_eq!(op.code() as usize, i);
+            assert_eq!(TraceOp::from_code(op.code()), Some(op));
+            assert_eq!(TraceOp::parse(op.name()), Some(op));
+        }
+        assert_eq!(TraceOp::from_code(TraceOp::ALL.len() as u8), None);
+        assert_eq!(TraceOp::parse("rename"), None);
+    }
 
     #[test]
     fn rank_field_becomes_five_digits() {

@@ -301,3 +301,19 @@ pub fn mpi_refused_in_one_line(o: &std::process::Output) -> String {
 pub fn u(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
 }
+
+/// The Results a sweep stored in `dir` (`sweep-*.json`), with their file names, in name order.
+pub fn sweep_records(dir: &Path) -> Vec<(String, serde_json::Value)> {
+    let mut v: Vec<(String, serde_json::Value)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("sweep-") && n.ends_with(".json"))
+        .map(|n| {
+            let text = std::fs::read_to_string(dir.join(&n)).unwrap();
+            (n, serde_json::from_str(&text).unwrap())
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
