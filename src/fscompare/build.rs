@@ -3,7 +3,7 @@
 //! the file system's own tool; and the remount between points. Every command line is kept
 //! exactly as run, for the Results.
 
-use super::scratch::{shell_line, tool, Item, Scratch};
+use super::scratch::{shell_line, tool, unmount, Item, Scratch};
 use super::spec::{FsSpec, Layout};
 use std::path::{Path, PathBuf};
 
@@ -333,7 +333,7 @@ impl Built {
 pub(crate) fn remount(mnt: &Path, mount_argv: &[String]) -> anyhow::Result<()> {
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
-    tool(&["umount".to_string(), s(mnt)]).map_err(anyhow::Error::msg)?;
+    unmount(mnt).map_err(anyhow::Error::msg)?;
     let dropped = std::fs::write("/proc/sys/vm/drop_caches", b"3");
     // Mount again whatever happened to the drop: the target must come back.
     tool(mount_argv).map_err(anyhow::Error::msg)?;

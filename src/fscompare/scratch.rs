@@ -89,6 +89,26 @@ pub(crate) fn tool(argv: &[String]) -> Result<String, String> {
     }
 }
 
+/// How long [`unmount`] keeps trying a file system that is busy.
+const UNMOUNT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `umount MNT`, tried again for a while when the file system is busy: an io_uring run
+/// that just ended releases its files from a kernel worker a moment after the process (or
+/// the engine) let go of the ring, and a `umount` in that moment fails with "target is busy".
+pub(crate) fn unmount(mnt: &Path) -> Result<(), String> {
+    let argv = args(&["umount"], &[mnt]);
+    let t0 = std::time::Instant::now();
+    loop {
+        match tool(&argv) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.contains("busy") && t0.elapsed() < UNMOUNT_PATIENCE => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// The line of a tool's stderr that says why it failed: the last one before a usage text
 /// (mkfs.xfs prints the reason, then its whole usage), else the last one.
 fn why_failed(stderr: &str) -> String {
@@ -146,7 +166,7 @@ fn undo(item: &Item, stale: bool) -> Result<Option<String>, String> {
             }
             // SAFETY: sync has no preconditions.
             unsafe { libc::sync() };
-            if tool(&args(&["umount"], &[m])).is_err() {
+            if unmount(m).is_err() {
                 // A process still in the directory: detach it now, the kernel finishes later.
                 tool(&args(&["umount", "-l"], &[m]))?;
             }

@@ -3,6 +3,7 @@
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// A temporary working directory that is removed at the end of the test.
 pub struct Sandbox {
@@ -152,9 +153,29 @@ impl MountedFs {
 
 impl Drop for MountedFs {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg(self.mnt.path())
-            .status();
+        // An io_uring run that just ended releases its files from a kernel worker a moment
+        // later: until then umount says "target is busy" (and the mount, its loop device
+        // and its backing file would outlive the test). Try again for a while.
+        let t0 = std::time::Instant::now();
+        loop {
+            let o = std::process::Command::new("umount")
+                .arg(self.mnt.path())
+                .output();
+            let busy = o.as_ref().is_ok_and(|o| {
+                !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("busy")
+            });
+            if !busy {
+                break;
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                // A leak is a failure, not a leftover (unless the test already failed).
+                if !std::thread::panicking() {
+                    panic!("cannot unmount {}: still busy after 10 s", self.mnt.path().display());
+                }
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 
@@ -265,7 +286,6 @@ pub fn explain_checks(sb: &Sandbox, line: &str) -> (Vec<String>, String) {
 /// `mpirun -np NP fsbench ARGS` in the sandbox (as root, oversubscribed: every rank on this
 /// machine), killed if it runs past 120 s (a hang); its output.
 pub fn mpirun(sb: &Sandbox, np: u64, args: &[&str]) -> std::process::Output {
-    use std::time::Duration;
     let mut child = std::process::Command::new("mpirun")
         .current_dir(sb.path())
         .args(["--allow-run-as-root", "--oversubscribe", "-np"])
