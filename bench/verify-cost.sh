@@ -26,7 +26,7 @@
 # time per write instead of 2.4 us. LAYOUT_BS (default 4k, small folios, the fast kernel path
 # and so the strictest case for the ratio) sets the block size the new file is written with.
 #
-#   [LAYOUT_BS=4k|1m] bench/verify-cost.sh [DIR] [PAIRS] [COUNT]
+#   [LAYOUT_BS=4k|1m] [MIXES="randrw ..."] bench/verify-cost.sh [DIR] [PAIRS] [COUNT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${1:-/tmp}
@@ -53,7 +53,7 @@ print(round(t["cpu_us_per_op"],4), round(v.get("read_back_s",0)/n*1e6,3) if n el
       round(v.get("run_read_blocks",0)/max(t.get("read_ops",0),1),3))'
 }
 run() { $B run "$F" --bs 4k --size 64m --count "$COUNT" --no-invalidate --keep --output-format json "$@" | cost; }
-for rw in randwrite randread randrw; do
+for rw in ${MIXES:-randwrite randread randrw}; do
   run --rw "$rw" >/dev/null  # warm up
   for i in $(seq "$PAIRS"); do
     # Odd pairs run without --verify first, even pairs with it first (ABBA): a steady drift

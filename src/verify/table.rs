@@ -11,6 +11,10 @@
 //! A write takes the next generation and counts itself in flight in one compare-and-swap;
 //! if another write of the block is already in flight, the block becomes unknown until a
 //! later write starts with none in flight (that write, once complete, is the content again).
+//!
+//! When every block has one writer (one worker per target), a write's updates are a plain
+//! load and store of its word: a locked read-modify-write waits for the store buffer to
+//! drain, and on every op it is full of the 4 KiB the kernel or the fill just copied.
 
 use anyhow::{bail, Context, Result};
 use std::fs::File;
@@ -21,7 +25,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 const INFLIGHT_MASK: u64 = 0xffff;
 const UNKNOWN: u64 = 1 << 16;
 const GEN_SHIFT: u32 = 17;
-/// Header words: magic, blocks, workers, workers finished, abort flag, spare.
+/// Header words: magic, blocks, workers, workers finished, abort flag, one writer per block,
+/// spare.
 const HEADER_WORDS: usize = 8;
 const MAGIC: u64 = u64::from_le_bytes(*b"FSBGTAB1");
 const W_MAGIC: usize = 0;
@@ -29,6 +34,7 @@ const W_BLOCKS: usize = 1;
 const W_WORKERS: usize = 2;
 const W_DONE: usize = 3;
 const W_ABORT: usize = 4;
+const W_ONE_WRITER: usize = 5;
 /// Largest table accepted (8 bytes a block): beyond it the block size is too small for the
 /// target, and the user is told so.
 pub(crate) const MAX_TABLE_BYTES: u64 = 2 << 30;
@@ -67,6 +73,8 @@ pub(crate) struct Issued {
 pub(crate) struct GenTable {
     ptr: *mut AtomicU64,
     words: usize,
+    /// Every block is written by one worker only (see the module's doc).
+    one_writer: bool,
     path: PathBuf,
     /// Created here and not yet removed.
     owner: AtomicBool,
@@ -79,8 +87,14 @@ unsafe impl Send for GenTable {}
 unsafe impl Sync for GenTable {}
 
 impl GenTable {
-    /// Create a table of `blocks` words for `workers` workers in `dir`.
-    pub(crate) fn create(dir: &Path, blocks: u64, workers: u64) -> Result<GenTable> {
+    /// Create a table of `blocks` words for `workers` workers in `dir`; `one_writer`: no
+    /// block is written by more than one of them (one worker per target).
+    pub(crate) fn create(
+        dir: &Path,
+        blocks: u64,
+        workers: u64,
+        one_writer: bool,
+    ) -> Result<GenTable> {
         let bytes = (HEADER_WORDS as u64 + blocks) * 8;
         if bytes > MAX_TABLE_BYTES {
             crate::bail_usage!(
@@ -105,9 +119,12 @@ impl GenTable {
             .mode(0o600)
             .open(&path)
             .with_context(|| format!("verify table {}: cannot create it", path.display()))?;
-        let t = GenTable::map(file, path, bytes as usize, true)?;
+        let mut t = GenTable::map(file, path, bytes as usize, true)?;
         t.header(W_BLOCKS).store(blocks, Ordering::Relaxed);
         t.header(W_WORKERS).store(workers, Ordering::Relaxed);
+        t.header(W_ONE_WRITER)
+            .store(one_writer as u64, Ordering::Relaxed);
+        t.one_writer = one_writer;
         t.header(W_MAGIC).store(MAGIC, Ordering::Release);
         t.owner.store(true, Ordering::Relaxed);
         Ok(t)
@@ -125,12 +142,13 @@ impl GenTable {
         if len < (HEADER_WORDS * 8) as u64 || len % 8 != 0 {
             bail!("verify table {}: not a table ({len} bytes)", path.display());
         }
-        let t = GenTable::map(file, path.to_path_buf(), len as usize, false)?;
+        let mut t = GenTable::map(file, path.to_path_buf(), len as usize, false)?;
         if t.header(W_MAGIC).load(Ordering::Acquire) != MAGIC
             || t.header(W_BLOCKS).load(Ordering::Relaxed) + HEADER_WORDS as u64 != t.words as u64
         {
             bail!("verify table {}: not a table of this run", path.display());
         }
+        t.one_writer = t.header(W_ONE_WRITER).load(Ordering::Relaxed) != 0;
         Ok(t)
     }
 
@@ -162,6 +180,7 @@ impl GenTable {
         Ok(GenTable {
             ptr: p as *mut AtomicU64,
             words: bytes / 8,
+            one_writer: false,
             path,
             owner: AtomicBool::new(false),
             _file: file,
@@ -226,24 +245,16 @@ impl GenTable {
     pub(crate) fn start_write(&self, block: u64) -> Issued {
         let w = self.word(block);
         let mut cur = w.load(Ordering::Relaxed);
+        if self.one_writer {
+            // Nobody else writes this word: no locked instruction (see the module's doc).
+            let (new, issued) = next_write(cur);
+            w.store(new, Ordering::Release);
+            return issued;
+        }
         loop {
-            let s = State(cur);
-            let overlapped = s.in_flight() > 0;
-            let generation = s.generation() + 1;
-            let inflight = (s.in_flight() + 1).min(INFLIGHT_MASK);
-            let unknown = if overlapped || inflight == INFLIGHT_MASK {
-                UNKNOWN
-            } else {
-                0
-            };
-            let new = (generation << GEN_SHIFT) | unknown | inflight;
+            let (new, issued) = next_write(cur);
             match w.compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => {
-                    return Issued {
-                        generation,
-                        overlapped,
-                    }
-                }
+                Ok(_) => return issued,
                 Err(c) => cur = c,
             }
         }
@@ -253,12 +264,23 @@ impl GenTable {
     /// tell whether it was the block's only write in flight (and so its content now).
     #[inline]
     pub(crate) fn finish_write(&self, block: u64) -> State {
-        State(self.word(block).fetch_sub(1, Ordering::AcqRel))
+        let w = self.word(block);
+        if self.one_writer {
+            let cur = w.load(Ordering::Relaxed);
+            w.store(cur - 1, Ordering::Release);
+            return State(cur);
+        }
+        State(w.fetch_sub(1, Ordering::AcqRel))
     }
 
     /// A write of `block` failed or never started: what the block holds is unknown.
     pub(crate) fn fail_write(&self, block: u64) {
         let w = self.word(block);
+        if self.one_writer {
+            let cur = w.load(Ordering::Relaxed);
+            w.store((cur | UNKNOWN) - 1, Ordering::Release);
+            return;
+        }
         w.fetch_or(UNKNOWN, Ordering::AcqRel);
         w.fetch_sub(1, Ordering::AcqRel);
     }
@@ -284,6 +306,27 @@ impl GenTable {
     }
 }
 
+/// The word after a write of a block whose word is `cur` starts, and what the write gets.
+#[inline(always)]
+fn next_write(cur: u64) -> (u64, Issued) {
+    let s = State(cur);
+    let overlapped = s.in_flight() > 0;
+    let generation = s.generation() + 1;
+    let inflight = (s.in_flight() + 1).min(INFLIGHT_MASK);
+    let unknown = if overlapped || inflight == INFLIGHT_MASK {
+        UNKNOWN
+    } else {
+        0
+    };
+    (
+        (generation << GEN_SHIFT) | unknown | inflight,
+        Issued {
+            generation,
+            overlapped,
+        },
+    )
+}
+
 impl Drop for GenTable {
     fn drop(&mut self) {
         // SAFETY: unmapping the mapping made in `map`, once.
@@ -296,10 +339,19 @@ impl Drop for GenTable {
 mod tests {
     use super::*;
 
+    /// The same rules whether the word is updated with locked instructions or, with one
+    /// writer per block, plain loads and stores (queue depth > 1 still overlaps writes).
     #[test]
     fn the_last_completed_generation_wins_and_overlaps_are_unknown() {
+        for one_writer in [false, true] {
+            last_completed_wins(one_writer);
+        }
+    }
+
+    fn last_completed_wins(one_writer: bool) {
         let d = tempfile::tempdir().unwrap();
-        let t = GenTable::create(d.path(), 4, 1).unwrap();
+        let t = GenTable::create(d.path(), 4, 1, one_writer).unwrap();
+        assert_eq!(t.one_writer, one_writer);
         assert_eq!(t.state(0).settled(), None, "never written");
         let a = t.start_write(0);
         assert_eq!(
@@ -335,8 +387,12 @@ mod tests {
     #[test]
     fn processes_share_it_through_the_file_and_it_is_removed() {
         let d = tempfile::tempdir().unwrap();
-        let t = GenTable::create(d.path(), 8, 2).unwrap();
+        let t = GenTable::create(d.path(), 8, 2, false).unwrap();
         let other = GenTable::open(t.path()).unwrap();
+        assert!(!other.one_writer);
+        let single = GenTable::create(d.path(), 8, 2, true).unwrap();
+        assert!(GenTable::open(single.path()).unwrap().one_writer, "read from the header");
+        drop(single);
         t.start_write(5);
         t.finish_write(5);
         assert_eq!(other.state(5).settled(), Some(1));
@@ -355,7 +411,7 @@ mod tests {
     #[test]
     fn threads_race_without_losing_a_generation() {
         let d = tempfile::tempdir().unwrap();
-        let t = std::sync::Arc::new(GenTable::create(d.path(), 1, 4).unwrap());
+        let t = std::sync::Arc::new(GenTable::create(d.path(), 1, 4, false).unwrap());
         let hs: Vec<_> = (0..4)
             .map(|_| {
                 let t = t.clone();
@@ -377,7 +433,7 @@ mod tests {
     #[test]
     fn a_huge_table_is_refused_with_a_reason() {
         let d = tempfile::tempdir().unwrap();
-        let e = GenTable::create(d.path(), 1 << 40, 1).err().unwrap();
+        let e = GenTable::create(d.path(), 1 << 40, 1, true).err().unwrap();
         assert!(crate::error::is_usage(&e));
         assert!(e.to_string().contains("larger --bs"), "{e}");
     }

@@ -82,7 +82,13 @@ impl VerifyShared {
             blocks.push(b);
             total = total.saturating_add(b);
         }
-        let table = GenTable::create(&std::env::temp_dir(), total, job.total_threads())?;
+        // With one thread (or process) per target no block has two writers.
+        let table = GenTable::create(
+            &std::env::temp_dir(),
+            total,
+            job.total_threads(),
+            job.threads <= 1,
+        )?;
         // A rank of a distributed run on a shared file stamps the seed rank 0 drew for all.
         let seed = job
             .rank_part
