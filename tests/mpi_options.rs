@@ -1229,18 +1229,7 @@ fn a_workload_stonewall_at_the_first_finish_stops_the_slower_ranks() {
 
 /// The backup suite's records in `dir`, by file name (phases in order).
 fn backup_records(dir: &Path) -> Vec<(String, Value)> {
-    let mut v: Vec<(String, Value)> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("backup-") && n.ends_with(".json"))
-        .map(|n| {
-            let text = std::fs::read_to_string(dir.join(&n)).unwrap();
-            (n, serde_json::from_str(&text).unwrap())
-        })
-        .collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    v
+    common::records(dir, "backup-")
 }
 
 /// The suite's backup study on 4 ranks (scale 0.002: a 4460421-byte file and two small ones

@@ -322,13 +322,14 @@ pub fn u(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
 }
 
-/// The Results a sweep stored in `dir` (`sweep-*.json`), with their file names, in name order.
-pub fn sweep_records(dir: &Path) -> Vec<(String, serde_json::Value)> {
+/// The Results stored in `dir` as `PREFIX*.json` (a sweep's `sweep-`, a backup suite's
+/// `backup-`), with their file names, in name order.
+pub fn records(dir: &Path, prefix: &str) -> Vec<(String, serde_json::Value)> {
     let mut v: Vec<(String, serde_json::Value)> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("sweep-") && n.ends_with(".json"))
+        .filter(|n| n.starts_with(prefix) && n.ends_with(".json"))
         .map(|n| {
             let text = std::fs::read_to_string(dir.join(&n)).unwrap();
             (n, serde_json::from_str(&text).unwrap())
@@ -336,4 +337,9 @@ pub fn sweep_records(dir: &Path) -> Vec<(String, serde_json::Value)> {
         .collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
     v
+}
+
+/// The Results a sweep stored in `dir` (`sweep-*.json`).
+pub fn sweep_records(dir: &Path) -> Vec<(String, serde_json::Value)> {
+    records(dir, "sweep-")
 }
