@@ -13,7 +13,9 @@
 # NPS: rank counts (default "2 4"). PAIRS: IOR/fsbench pairs per case (default 1; IOR goes
 # first in odd pairs, fsbench in even ones);
 # with more than one, every pair is printed and then a table of the median ratio per case
-# (the median of the pairs' ratios, with their min..max). Transfer size 1 MiB for both tools. Neither tool fsyncs
+# (the median of the pairs' ratios, with their min..max). Transfer size TRANSFER for both tools
+# (default 1m; KiB or MiB: 4k, 64k, 1m, ...): at 1 MiB the storage sets the pace, at 4 KiB each
+# tool's own cost per transfer shows as well. Neither tool fsyncs
 # (IOR without -e; fsbench without --fsync); both read buffered, after the write, reordered.
 # Before every measurement of either tool the local page cache is synced and dropped (root).
 # LAYOUTS="shared_strided ..." measures only the layouts named.
@@ -24,6 +26,14 @@ dir="${2:?usage: bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS]}"
 mib="${3:-256}"
 nps="${4:-2 4}"
 pairs="${5:-1}"
+xfer="${TRANSFER:-1m}"
+case "$xfer" in
+  *k) xfer_kib=${xfer%k};;
+  *m) xfer_kib=$(( ${xfer%m} * 1024 ));;
+  *) echo "TRANSFER must be KiB or MiB with its unit (4k, 1m): $xfer" >&2; exit 2;;
+esac
+[ "$xfer_kib" -gt 0 ] && [ $(( mib * 1024 % xfer_kib )) -eq 0 ] \
+  || { echo "TRANSFER ($xfer) must divide the data per rank (${mib} MiB)" >&2; exit 2; }
 here="$(cd "$(dirname "$0")/.." && pwd)"
 fsbench="${FSBENCH:-$here/target/release/fsbench}"
 mpirun="mpirun ${MPIRUN_ARGS:-} --allow-run-as-root --oversubscribe"
@@ -47,7 +57,7 @@ for np in $nps; do
     case $layout in
       file_per_rank)    iorl=(-F -b "${mib}m" -s 1); fsl=(--file-per-rank --size "${mib}m");;
       shared_segmented) iorl=(-b "${mib}m" -s 1);    fsl=(--shared-file segmented --size "${total}m");;
-      shared_strided)   iorl=(-b 1m -s "$mib");      fsl=(--shared-file strided --size "${total}m");;
+      shared_strided)   iorl=(-b "$xfer" -s $(( mib * 1024 / xfer_kib ))); fsl=(--shared-file strided --size "${total}m");;
     esac
     for pair in $(seq "$pairs"); do
     for phase in write read; do
@@ -65,12 +75,12 @@ for np in $nps; do
       cold() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; sleep "${COLD_WAIT:-4}"; }
       run_ior() {
         cold
-        out="$($mpirun -np "$np" "$ior" -a POSIX -t 1m "${iorl[@]}" "${iorp[@]}" -o "$work/ior.$layout" 2>&1)"
+        out="$($mpirun -np "$np" "$ior" -a POSIX -t "$xfer" "${iorl[@]}" "${iorp[@]}" -o "$work/ior.$layout" 2>&1)"
         ib="$(printf '%s\n' "$out" | ior_bytes)"; ibw="$(printf '%s\n' "$out" | ior_bw $key)"
       }
       run_fsbench() {
         cold
-        $mpirun -np "$np" "$fsbench" run "$work/fsb.$layout" --bs 1m "${fsp[@]}" "${fsl[@]}" \
+        $mpirun -np "$np" "$fsbench" run "$work/fsb.$layout" --bs "$xfer" "${fsp[@]}" "${fsl[@]}" \
           --output "$work/r.json" --force >/dev/null
         fb="$(json "$work/r.json" "r['total']['bytes']")"
         fbw="$(json "$work/r.json" "r['distributed']['full_bytes_per_sec']")"
