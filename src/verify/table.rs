@@ -391,7 +391,10 @@ mod tests {
         let other = GenTable::open(t.path()).unwrap();
         assert!(!other.one_writer);
         let single = GenTable::create(d.path(), 8, 2, true).unwrap();
-        assert!(GenTable::open(single.path()).unwrap().one_writer, "read from the header");
+        assert!(
+            GenTable::open(single.path()).unwrap().one_writer,
+            "read from the header"
+        );
         drop(single);
         t.start_write(5);
         t.finish_write(5);

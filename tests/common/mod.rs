@@ -170,7 +170,10 @@ impl Drop for MountedFs {
             if t0.elapsed() > Duration::from_secs(10) {
                 // A leak is a failure, not a leftover (unless the test already failed).
                 if !std::thread::panicking() {
-                    panic!("cannot unmount {}: still busy after 10 s", self.mnt.path().display());
+                    panic!(
+                        "cannot unmount {}: still busy after 10 s",
+                        self.mnt.path().display()
+                    );
                 }
                 break;
             }
