@@ -24,19 +24,7 @@ fn mpirun(sb: &Sandbox, args: &[&str]) -> Output {
 
 /// Run, expect success, and read the Result written with --output.
 fn run_json(sb: &Sandbox, args: &[&str]) -> Value {
-    let out = sb.file("result.json");
-    let mut all = args.to_vec();
-    all.extend(["--output", out.to_str().unwrap()]);
-    let o = mpirun(sb, &all);
-    assert!(
-        o.status.success(),
-        "mpirun {args:?} failed: {}\n{}",
-        String::from_utf8_lossy(&o.stderr),
-        String::from_utf8_lossy(&o.stdout)
-    );
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    std::fs::remove_file(&out).unwrap();
-    v
+    common::mpirun_json(sb, NP, args)
 }
 
 fn rank_bytes(r: &Value) -> Vec<u64> {

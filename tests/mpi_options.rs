@@ -13,32 +13,12 @@ mod common;
 #[cfg(has_fuse)]
 mod faultfs;
 
-use common::{mpirun, u, Sandbox};
+use common::{mpirun, mpirun_json as run_json, mpirun_result as run_result, u, Sandbox};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 
 const NP: u64 = 4;
-
-/// Run on `np` ranks with --output; the exit status and the Result.
-fn run_result(sb: &Sandbox, np: u64, args: &[&str]) -> (Option<i32>, Value, String) {
-    let out = sb.file("result.json");
-    let mut all = args.to_vec();
-    all.extend(["--output", out.to_str().unwrap()]);
-    let o = mpirun(sb, np, &all);
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    let text = std::fs::read_to_string(&out)
-        .unwrap_or_else(|e| panic!("no result from {args:?} ({e}): {err}"));
-    std::fs::remove_file(&out).unwrap();
-    (o.status.code(), serde_json::from_str(&text).unwrap(), err)
-}
-
-/// Run, expect success, and read the Result.
-fn run_json(sb: &Sandbox, np: u64, args: &[&str]) -> Value {
-    let (code, v, err) = run_result(sb, np, args);
-    assert_eq!(code, Some(0), "mpirun {args:?} failed: {err}");
-    v
-}
 
 /// `fsbench verify FILE --journal J` (one process, no mpirun): its exit status and output.
 fn verify(sb: &Sandbox, file: &str, journal: &str) -> (Option<i32>, String) {

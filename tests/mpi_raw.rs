@@ -24,16 +24,7 @@ fn mpirun(sb: &Sandbox, args: &[&str]) -> Output {
 
 /// Run on the ranks with --output: the Result (the run must succeed).
 fn run_json(sb: &Sandbox, args: &[&str]) -> Value {
-    let out = sb.file("result.json");
-    let mut all = args.to_vec();
-    all.extend(["--output", out.to_str().unwrap()]);
-    let o = mpirun(sb, &all);
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
-    let text = std::fs::read_to_string(&out)
-        .unwrap_or_else(|e| panic!("no result from {args:?} ({e}): {err}"));
-    std::fs::remove_file(&out).unwrap();
-    serde_json::from_str(&text).unwrap()
+    common::mpirun_json(sb, NP, args)
 }
 
 /// A zero-filled loop device of `mb` MiB over a file in the sandbox (detached on drop).

@@ -310,6 +310,31 @@ pub fn mpirun(sb: &Sandbox, np: u64, args: &[&str]) -> std::process::Output {
     child.wait_with_output().unwrap()
 }
 
+/// `mpirun -np NP fsbench ARGS --output result.json` in the sandbox: its exit status, the
+/// Result it wrote (read, then removed) and its stderr. No Result written fails the test.
+pub fn mpirun_result(
+    sb: &Sandbox,
+    np: u64,
+    args: &[&str],
+) -> (Option<i32>, serde_json::Value, String) {
+    let out = sb.file("result.json");
+    let mut all = args.to_vec();
+    all.extend(["--output", out.to_str().unwrap()]);
+    let o = mpirun(sb, np, &all);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    let text = std::fs::read_to_string(&out)
+        .unwrap_or_else(|e| panic!("no result from {args:?} ({e}): {err}"));
+    std::fs::remove_file(&out).unwrap();
+    (o.status.code(), serde_json::from_str(&text).unwrap(), err)
+}
+
+/// [`mpirun_result`] of a run that must succeed (exit 0): its Result.
+pub fn mpirun_json(sb: &Sandbox, np: u64, args: &[&str]) -> serde_json::Value {
+    let (code, v, err) = mpirun_result(sb, np, args);
+    assert_eq!(code, Some(0), "mpirun {args:?} failed: {err}");
+    v
+}
+
 /// The one line rank 0 printed for a refusal under mpirun (exit status 2): the only stderr
 /// line that starts with "fsbench" (mpirun adds its own lines).
 pub fn mpi_refused_in_one_line(o: &std::process::Output) -> String {
