@@ -1,0 +1,375 @@
+//! What fsbench made on disk, and its removal: the identity of every directory and file it
+//! creates (device, and a key from inode number and birth time), the manifest that lists them
+//! next to the tree (`path/.NAME.fsbench-manifest`), and the walk that removes (or, checking,
+//! only finds) what the manifest lists, through directory descriptors opened with O_NOFOLLOW,
+//! leaving and reporting anything else.
+
+use super::Known;
+use anyhow::Result;
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+pub(super) fn errno() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+pub(super) fn ccstr(b: &[u8]) -> CString {
+    CString::new(b).unwrap_or_else(|_| CString::new("invalid").expect("no NUL"))
+}
+
+/// Open a directory. `follow` only for the user's own --dir; below it, never.
+pub(super) fn open_dir(at: RawFd, name: &CStr, follow: bool) -> std::io::Result<OwnedFd> {
+    let mut fl = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    if !follow {
+        fl |= libc::O_NOFOLLOW;
+    }
+    // SAFETY: NUL-terminated name; the descriptor is owned by the OwnedFd returned.
+    let fd = unsafe { libc::openat(at, name.as_ptr(), fl) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    // SAFETY: fd was just opened and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// What identifies a file for removal: its device, and a key from its inode number and
+/// birth time (an inode number alone is reused at once when a file is deleted and another
+/// created, which is exactly what "the user replaced the file" looks like).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ident {
+    pub(super) dev: u64,
+    pub(super) key: u64,
+    pub(super) mode: u32,
+    pub(super) size: u64,
+}
+
+pub(super) fn statx_at(dir: RawFd, name: &CStr, flags: i32) -> std::io::Result<Ident> {
+    // SAFETY: statx fills a struct we own; the name is NUL-terminated; AT_SYMLINK_NOFOLLOW
+    // never follows a symlink.
+    let mut sx: libc::statx = unsafe { std::mem::zeroed() };
+    let rc = unsafe {
+        libc::statx(
+            dir,
+            name.as_ptr(),
+            flags | libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_BASIC_STATS | libc::STATX_BTIME,
+            &mut sx,
+        )
+    };
+    if rc != 0 {
+        return Err(errno());
+    }
+    let btime = if sx.stx_mask & libc::STATX_BTIME != 0 {
+        (sx.stx_btime.tv_sec as u64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(sx.stx_btime.tv_nsec as u64)
+    } else {
+        0
+    };
+    let key = (sx.stx_ino ^ btime.rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    Ok(Ident {
+        dev: libc::makedev(sx.stx_dev_major, sx.stx_dev_minor),
+        key,
+        mode: sx.stx_mode as u32,
+        size: sx.stx_size,
+    })
+}
+
+pub(super) fn fstat(fd: RawFd) -> std::io::Result<Ident> {
+    statx_at(fd, c"", libc::AT_EMPTY_PATH)
+}
+
+pub(super) fn stat_at(dir: RawFd, name: &CStr) -> std::io::Result<Ident> {
+    statx_at(dir, name, 0)
+}
+
+pub(super) fn lstat(p: &CStr) -> std::io::Result<Ident> {
+    stat_at(libc::AT_FDCWD, p)
+}
+
+pub(super) fn is_dir(st: &Ident) -> bool {
+    st.mode & libc::S_IFMT == libc::S_IFDIR
+}
+
+pub(super) fn is_reg(st: &Ident) -> bool {
+    st.mode & libc::S_IFMT == libc::S_IFREG
+}
+
+pub(super) const MANIFEST_MAGIC: &[u8; 16] = b"fsbench-idents1\n";
+
+pub(super) fn manifest_name(set: &str) -> CString {
+    ccstr(format!(".{set}.fsbench-manifest").as_bytes())
+}
+
+/// Read the identity record a previous run left next to the root (None if absent or not ours).
+pub(super) fn read_manifest(parent: RawFd, set: &str) -> Option<Known> {
+    use std::io::Read;
+    let name = manifest_name(set);
+    // SAFETY: NUL-terminated name; the descriptor is owned by the File below.
+    let fd = unsafe {
+        libc::openat(
+            parent,
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: fd was just opened and is owned by nobody else.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    let st = fstat(fd).ok()?;
+    let len = st.size;
+    if !is_reg(&st) || len < 16 || (len - 16) % 8 != 0 {
+        return None;
+    }
+    let mut magic = [0u8; 16];
+    f.read_exact(&mut magic).ok()?;
+    if &magic != MANIFEST_MAGIC {
+        return None;
+    }
+    let count = (len - 16) / 8;
+    let mut inos: Vec<u64> = Vec::new();
+    inos.try_reserve_exact(count as usize).ok()?;
+    let mut r = std::io::BufReader::with_capacity(1 << 16, f);
+    let mut b = [0u8; 8];
+    for _ in 0..count {
+        r.read_exact(&mut b).ok()?;
+        inos.push(u64::from_le_bytes(b));
+    }
+    Some(Known::from(inos))
+}
+
+/// Write the identity record next to the root: a new temporary file (O_EXCL|O_NOFOLLOW),
+/// renamed over the old record only if that is ours too.
+pub(super) fn write_manifest(parent: &Path, set: &str, known: &Known) -> Result<()> {
+    use std::io::Write;
+    let pfd = open_dir(libc::AT_FDCWD, &ccstr(parent.as_os_str().as_bytes()), true)?;
+    let name = manifest_name(set);
+    if stat_at(pfd.as_raw_fd(), &name).is_ok() && read_manifest(pfd.as_raw_fd(), set).is_none() {
+        crate::bail_usage!(
+            "{} exists and is not an fsbench manifest: refusing to overwrite it",
+            parent.join(name.to_string_lossy().as_ref()).display()
+        );
+    }
+    let tmp = ccstr(format!(".{set}.fsbench-manifest.{}", std::process::id()).as_bytes());
+    // SAFETY: NUL-terminated name; the descriptor is owned by the File below.
+    let fd = unsafe {
+        libc::openat(
+            pfd.as_raw_fd(),
+            tmp.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        anyhow::bail!(
+            "writing the fileset manifest in {}: {}",
+            parent.display(),
+            errno()
+        );
+    }
+    // SAFETY: fd was just opened and is owned by nobody else.
+    let f = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
+    let res = (|| -> std::io::Result<()> {
+        w.write_all(MANIFEST_MAGIC)?;
+        for ino in &known.inos {
+            w.write_all(&ino.to_le_bytes())?;
+        }
+        w.flush()
+    })();
+    drop(w);
+    // SAFETY: NUL-terminated names, relative to a directory descriptor we own.
+    let rc = res.is_ok()
+        && unsafe {
+            libc::renameat(
+                pfd.as_raw_fd(),
+                tmp.as_ptr(),
+                pfd.as_raw_fd(),
+                name.as_ptr(),
+            )
+        } == 0;
+    if !rc {
+        let e = res.err().unwrap_or_else(errno);
+        // SAFETY: removing the temporary file we created above.
+        unsafe { libc::unlinkat(pfd.as_raw_fd(), tmp.as_ptr(), 0) };
+        anyhow::bail!("writing the fileset manifest in {}: {e}", parent.display());
+    }
+    Ok(())
+}
+
+pub(super) fn remove_manifest(parent: RawFd, set: &str) {
+    if read_manifest(parent, set).is_some() {
+        // SAFETY: NUL-terminated name relative to a directory descriptor we own.
+        unsafe { libc::unlinkat(parent, manifest_name(set).as_ptr(), 0) };
+    }
+}
+
+/// What a removal (or a check) of a tree found.
+#[derive(Debug, Default)]
+pub struct Sweep {
+    pub removed: u64,
+    /// Entries left because fsbench did not create them.
+    pub left: u64,
+    pub first_left: Option<PathBuf>,
+    pub error: Option<String>,
+}
+
+impl Sweep {
+    /// The one-line note for what was left, if anything.
+    pub fn note(&self) -> Option<String> {
+        (self.left > 0).then(|| {
+            format!(
+                "left {} entries fsbench did not create: first {}",
+                self.left,
+                self.first_left
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            )
+        })
+    }
+    fn foreign(&mut self, p: PathBuf) {
+        self.left += 1;
+        if self.first_left.is_none() {
+            self.first_left = Some(p);
+        }
+    }
+}
+
+pub(super) struct Walker<'a> {
+    known: &'a Known,
+    dev: u64,
+    check_only: bool,
+    out: Sweep,
+}
+
+impl Walker<'_> {
+    /// Visit the directory open at `dir`: remove (unless checking) every entry whose inode
+    /// fsbench recorded, descending only into such directories, through descriptors opened
+    /// with O_NOFOLLOW; count everything else.
+    fn walk(&mut self, dir: &OwnedFd, path: &Path, depth: usize) {
+        // Names first (one buffer, NUL-separated), so removal does not disturb the reading.
+        let mut names: Vec<u8> = Vec::new();
+        // SAFETY: dup of a descriptor we own; fdopendir takes the duplicate, closedir frees it.
+        unsafe {
+            let dfd = libc::dup(dir.as_raw_fd());
+            if dfd < 0 {
+                self.out
+                    .error
+                    .get_or_insert(format!("{}: {}", path.display(), errno()));
+                return;
+            }
+            let d = libc::fdopendir(dfd);
+            if d.is_null() {
+                libc::close(dfd);
+                self.out
+                    .error
+                    .get_or_insert(format!("{}: {}", path.display(), errno()));
+                return;
+            }
+            loop {
+                let e = libc::readdir(d);
+                if e.is_null() {
+                    break;
+                }
+                let name = CStr::from_ptr((*e).d_name.as_ptr()).to_bytes();
+                if name == b"." || name == b".." {
+                    continue;
+                }
+                if names.try_reserve(name.len() + 1).is_err() {
+                    break;
+                }
+                names.extend_from_slice(name);
+                names.push(0);
+            }
+            libc::closedir(d);
+        }
+        for raw in names.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+            let name = ccstr(raw);
+            let child = path.join(std::ffi::OsStr::from_bytes(raw));
+            let Ok(st) = stat_at(dir.as_raw_fd(), &name) else {
+                continue; // vanished meanwhile
+            };
+            let ours = st.dev == self.dev && self.known.contains(st.key);
+            if !ours || !(is_dir(&st) || is_reg(&st)) {
+                self.out.foreign(child);
+                continue;
+            }
+            if is_dir(&st) {
+                let Ok(sub) = open_dir(dir.as_raw_fd(), &name, false) else {
+                    self.out.foreign(child);
+                    continue;
+                };
+                // Swapped between the stat and the open: not the directory we recorded.
+                match fstat(sub.as_raw_fd()) {
+                    Ok(s2) if s2.key == st.key && s2.dev == st.dev && depth < 4096 => {}
+                    _ => {
+                        self.out.foreign(child);
+                        continue;
+                    }
+                }
+                self.walk(&sub, &child, depth + 1);
+                drop(sub);
+                if !self.check_only {
+                    // SAFETY: NUL-terminated name relative to a directory descriptor we own.
+                    if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), libc::AT_REMOVEDIR) }
+                        == 0
+                    {
+                        self.out.removed += 1;
+                    }
+                    // ENOTEMPTY: it holds entries fsbench did not create (counted above).
+                }
+            } else if !self.check_only {
+                // SAFETY: NUL-terminated name relative to a directory descriptor we own.
+                if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } == 0 {
+                    self.out.removed += 1;
+                } else {
+                    let e = errno();
+                    self.out
+                        .error
+                        .get_or_insert(format!("removing {}: {e}", child.display()));
+                }
+            }
+        }
+    }
+}
+
+/// Walk `parent/name` (a root fsbench marked or made) and remove — or with `check_only`
+/// just find — what `known` lists; the root goes too when nothing foreign is left in it.
+pub(super) fn sweep_tree(
+    parent: &Path,
+    name: &str,
+    known: &Known,
+    check_only: bool,
+) -> Result<Sweep> {
+    let pfd = open_dir(libc::AT_FDCWD, &ccstr(parent.as_os_str().as_bytes()), true)
+        .map_err(|e| anyhow::anyhow!("opening {}: {e}", parent.display()))?;
+    let cname = ccstr(name.as_bytes());
+    let root = match open_dir(pfd.as_raw_fd(), &cname, false) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(Sweep::default()),
+        Err(e) => anyhow::bail!("opening {}: {e}", parent.join(name).display()),
+    };
+    let st = fstat(root.as_raw_fd())?;
+    let mut w = Walker {
+        known,
+        dev: st.dev,
+        check_only,
+        out: Sweep::default(),
+    };
+    w.walk(&root, &parent.join(name), 0);
+    drop(root);
+    if !check_only && w.out.left == 0 {
+        // SAFETY: NUL-terminated name relative to a directory descriptor we own.
+        if unsafe { libc::unlinkat(pfd.as_raw_fd(), cname.as_ptr(), libc::AT_REMOVEDIR) } == 0 {
+            w.out.removed += 1;
+            remove_manifest(pfd.as_raw_fd(), name);
+        }
+    }
+    Ok(w.out)
+}
