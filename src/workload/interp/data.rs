@@ -1,0 +1,481 @@
+//! A thread's data flowops: read, write, the whole-file reads and writes (readwholefile,
+//! writewholefile, appendfile) and aiowrite/aiowait, each a call (or an async submit and reap)
+//! on the thread's engine, with `--verify`'s fill before a write and check after a read.
+
+use super::*;
+
+impl Thread<'_> {
+    /// One synchronous data I/O through the thread's engine on descriptor slot `slot`
+    /// (`offset` may carry IoOp's cursor/append/dsync flags): bytes moved, or the errno.
+    /// aiowrite completions that arrive meanwhile are accounted, not lost.
+    fn io(
+        &mut self,
+        kind: OpKind,
+        slot: usize,
+        offset: u64,
+        len: usize,
+    ) -> std::io::Result<u64> {
+        self.io_calls += 1;
+        let verifying = self.verify_before(kind, slot, offset, len);
+        let t = clock(&self.ring);
+        let r = self.io_call(kind, slot, offset, len);
+        let n = *r.as_ref().unwrap_or(&0);
+        let Some(f) = self.fds[slot].as_mut() else {
+            return r;
+        };
+        if let Verifying::Write(w) = &verifying {
+            if offset & IoOp::APPEND != 0 && r.is_ok() {
+                // Where the append landed, as the verifier knows it (the thread's own view
+                // misses what other descriptors appended).
+                f.end = w.offset();
+            }
+        }
+        // Where the call was: the offset given, else the descriptor's offset or the file's end
+        // as this thread moved them.
+        let at = if offset & IoOp::APPEND != 0 {
+            f.end
+        } else if offset & IoOp::AT_CURSOR != 0 {
+            f.pos
+        } else {
+            offset & !IoOp::FLAGS
+        };
+        if offset & (IoOp::APPEND | IoOp::AT_CURSOR) != 0 {
+            f.pos = at + n;
+        }
+        f.end = f.end.max(at + n);
+        let file = self.file_base[f.set].saturating_add(f.entry as u32);
+        let op = if kind == OpKind::Write {
+            TraceOp::Write
+        } else {
+            TraceOp::Read
+        };
+        let result = match &r {
+            Ok(n) => *n as i64,
+            Err(_) => status(&r),
+        };
+        rec(&mut self.ring, op, file, at, len as u64, t, result);
+        self.verify_after(verifying, slot, at, len, &r);
+        r
+    }
+
+    /// `--verify`, before a data I/O on descriptor slot `slot`: a write's buffer gets the
+    /// file's stream for where it lands; a read notes what the file holds.
+    fn verify_before(
+        &mut self,
+        kind: OpKind,
+        slot: usize,
+        offset: u64,
+        len: usize,
+    ) -> Verifying {
+        let (Some(v), Some(f)) = (self.verifier.as_ref(), self.fds[slot].as_ref()) else {
+            return Verifying::Off;
+        };
+        let arena = self.sh.arena;
+        if kind == OpKind::Write {
+            let at = if offset & IoOp::APPEND != 0 {
+                None
+            } else if offset & IoOp::AT_CURSOR != 0 {
+                Some(f.pos)
+            } else {
+                Some(offset & !IoOp::FLAGS)
+            };
+            let buf = &mut self.eng.as_dyn().buffers().slot_mut(SYNC_SLOT as usize)[..len];
+            Verifying::Write(v.begin_write(arena, f.set, f.entry, at, buf))
+        } else {
+            Verifying::Read(v.begin_read(arena, f.set, f.entry, f.incarnation))
+        }
+    }
+
+    /// `--verify`, after the I/O at file offset `at`: record what a write left, check what
+    /// a read returned.
+    fn verify_after(
+        &mut self,
+        verifying: Verifying,
+        slot: usize,
+        at: u64,
+        len: usize,
+        r: &std::io::Result<u64>,
+    ) {
+        let (Some(v), Some(f)) = (self.verifier.as_mut(), self.fds[slot].as_ref()) else {
+            return;
+        };
+        let arena = self.sh.arena;
+        match verifying {
+            Verifying::Off => {}
+            Verifying::Write(w) => v.end_write(arena, w, r.as_ref().ok().copied()),
+            Verifying::Read(Err(why)) => v.skipped(why),
+            Verifying::Read(Ok(t)) => {
+                let Ok(n) = r else { return };
+                let (set, entry) = (f.set, f.entry);
+                let lay = &self.sh.layouts[set];
+                let got = &self.eng.as_dyn().buffers().slot(SYNC_SLOT as usize)[..*n as usize];
+                v.end_read(arena, set, entry, t, at, len as u64, got, &|| {
+                    lay.path(entry).to_string()
+                });
+            }
+        }
+    }
+
+    /// The system calls of [`Thread::io`].
+    fn io_call(
+        &mut self,
+        kind: OpKind,
+        slot: usize,
+        offset: u64,
+        len: usize,
+    ) -> std::io::Result<u64> {
+        let op = IoOp {
+            kind,
+            file: slot as u32,
+            route: Route::Buffered,
+            offset,
+            len: len as u32,
+            slot: SYNC_SLOT,
+        };
+        let eng = self.eng.as_dyn();
+        eng.submit(&[op], &mut self.sys)?;
+        loop {
+            self.done.clear();
+            eng.reap(1, &mut self.done, &mut self.sys)?;
+            let mut res = None;
+            for c in &self.done {
+                if c.slot == SYNC_SLOT {
+                    res = Some(c.result);
+                } else {
+                    self.aio_inflight = self.aio_inflight.saturating_sub(1);
+                    if c.result < 0 && self.aio_err.is_none() {
+                        self.aio_err = Some(-c.result as i32);
+                    }
+                }
+            }
+            if let Some(r) = res {
+                return if r < 0 {
+                    Err(std::io::Error::from_raw_os_error(-r as i32))
+                } else {
+                    Ok(r as u64)
+                };
+            }
+        }
+    }
+
+    /// The engine and buffer slot of aiowrite: the thread's own when it is an io_uring
+    /// engine, else a second, io_uring engine built on first use (None when io_uring is
+    /// unavailable: aiowrite then writes synchronously, as Filebench does without AIO).
+    fn aio_engine(&mut self) -> Option<(&mut dyn Engine, u32)> {
+        if matches!(self.eng, Built::Uring(_)) {
+            return Some((self.eng.as_dyn(), 1));
+        }
+        if self.aio_eng.is_none() && !self.aio_failed {
+            match build_engine(EngineKind::Uring, 1, self.buf_len, self.id.slot as u64 + 7) {
+                Ok(e) => self.aio_eng = Some(e),
+                Err(_) => self.aio_failed = true,
+            }
+        }
+        self.aio_eng.as_mut().map(|e| (e.as_dyn(), 0))
+    }
+
+    /// Reap at least `n` aiowrites; report the first failed one.
+    fn aio_reap(&mut self, n: u32) -> std::io::Result<()> {
+        let mut got = 0;
+        while got < n && self.aio_inflight > 0 {
+            let eng = match self.aio_eng.as_mut() {
+                Some(e) => e.as_dyn(),
+                None => self.eng.as_dyn(),
+            };
+            self.done.clear();
+            eng.reap(1, &mut self.done, &mut self.sys)?;
+            for c in &self.done {
+                got += 1;
+                self.aio_inflight = self.aio_inflight.saturating_sub(1);
+                if c.result < 0 && self.aio_err.is_none() {
+                    self.aio_err = Some(-c.result as i32);
+                }
+            }
+        }
+        match self.aio_err.take() {
+            Some(e) => Err(std::io::Error::from_raw_os_error(e)),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn rw(&mut self, fo: &Flowop, t0: u64) -> StepResult {
+        let mut size = self.iosize(fo);
+        if fo.kind == Kind::AppendFileRand {
+            // Filebench: fb_random64(&n, iosize, 1): 0 to iosize - 1 bytes; 0 is an op
+            // that touches no file.
+            size = fb_random(&mut self.rng, size as u64, 1) as usize;
+            if size == 0 {
+                return Ok(Step::Ok);
+            }
+        }
+        let aio = fo.kind == Kind::AioWrite && self.aio_engine().is_some();
+        let Some((slot, wss)) = self.filesetup(fo, t0)? else {
+            return Ok(Step::NoRsc("no file to read or write".into()));
+        };
+        let random = fo.random;
+        let offset = if random {
+            if (size as u64) > wss {
+                return Err(FlowopError::State(format!(
+                    "the file ({wss} bytes) is smaller than iosize ({size} bytes): random I/O needs workingset= or larger files"
+                )));
+            }
+            fb_random(&mut self.rng, wss, size as u64)
+        } else {
+            0
+        };
+        let f = self.fds[slot].as_mut().expect("set up");
+        if fo.directio && !f.direct {
+            // The descriptor came from an openfile without directio: switch it on now.
+            f.direct = true;
+            let fd = f.fd;
+            self.eng
+                .as_dyn()
+                .set_status_flags(fd, libc::O_DIRECT, 0, &mut self.sys)
+                .map_err(|e| call("switching on O_DIRECT", e))?;
+        }
+        match fo.kind {
+            Kind::Read => self.read_io(fo, slot, size, random, offset)?,
+            Kind::AioWrite if aio => self.aio_write(slot, size, random, offset)?,
+            _ => self.write_io(fo, slot, size, random, offset)?,
+        }
+        Ok(Step::Ok)
+    }
+
+    /// One read of `size` bytes: at `offset` when random, else at the descriptor's offset.
+    fn read_io(
+        &mut self,
+        fo: &Flowop,
+        slot: usize,
+        size: usize,
+        random: bool,
+        offset: u64,
+    ) -> Result<(), FlowopError> {
+        let at = if random { offset } else { IoOp::AT_CURSOR };
+        let n = match self.io(OpKind::Read, slot, at, size) {
+            Ok(n) => n,
+            Err(e) => {
+                self.stats[fo.stat].errors += 1;
+                let (path, at) = self.failed_at(slot, random.then_some(offset), false);
+                return Err(call(
+                    format!("read of {size} bytes from {path:?} at offset {at}"),
+                    e,
+                ));
+            }
+        };
+        if n == 0 {
+            // End of file: Filebench counts the empty read and starts over at 0.
+            let f = self.fds[slot].as_mut().expect("set up");
+            f.pos = 0;
+            let fd = f.fd;
+            let _ = self
+                .eng
+                .as_dyn()
+                .seek_fd(fd, 0, libc::SEEK_SET, &mut self.sys);
+        }
+        self.bytes = n;
+        Ok(())
+    }
+
+    /// One aiowrite of `size` bytes queued on the aio engine (reaping one first when the
+    /// queue is full).
+    fn aio_write(
+        &mut self,
+        slot: usize,
+        size: usize,
+        random: bool,
+        offset: u64,
+    ) -> Result<(), FlowopError> {
+        let f = self.fds[slot].as_mut().expect("set up");
+        let off = if random { offset } else { f.aio_off };
+        if !random {
+            f.aio_off += size as u64;
+        }
+        let fd = f.fd;
+        let file = self.file_base[f.set].saturating_add(f.entry as u32);
+        f.end = f.end.max(off + size as u64);
+        if let Some(v) = &self.verifier {
+            v.forget(self.sh.arena, f.set, f.entry);
+        }
+        if self.aio_inflight >= AIO_DEPTH - 1 {
+            // Queue full: reap at least one before queueing more.
+            self.aio_reap(1)
+                .map_err(|e| call("aiowrite completion", e))?;
+        }
+        let t = clock(&self.ring);
+        let Some((eng, buf)) = self.aio_engine() else {
+            unreachable!("checked above")
+        };
+        // The aio engine of a sync thread has its own file slots: point this one at
+        // the descriptor (the thread's own engine has it already).
+        eng.set_file(slot as u32, fd)
+            .map_err(|e| call("aiowrite", e))?;
+        let op = IoOp {
+            kind: OpKind::Write,
+            file: slot as u32,
+            route: Route::Buffered,
+            offset: off,
+            len: size as u32,
+            slot: buf,
+        };
+        let mut sys = SyscallCounts::default();
+        let r = eng.submit(&[op], &mut sys);
+        self.sys += &sys;
+        self.io_calls += 1;
+        // An aiowrite is recorded when it is queued (its result: the bytes queued, or
+        // the submit's errno); a failed completion fails the flowop at aiowait.
+        let result = match &r {
+            Ok(1) => size as i64,
+            Ok(_) => -(libc::EAGAIN as i64),
+            Err(_) => status(&r),
+        };
+        rec(
+            &mut self.ring,
+            TraceOp::Write,
+            file,
+            off,
+            size as u64,
+            t,
+            result,
+        );
+        match r {
+            Ok(1) => {}
+            Ok(_) => return Err(FlowopError::State("aio queue full".into())),
+            Err(e) => return Err(call("io_uring submit", e)),
+        }
+        self.aio_inflight += 1;
+        self.bytes = size as u64;
+        Ok(())
+    }
+
+    /// One write, append or dsync write of `size` bytes.
+    fn write_io(
+        &mut self,
+        fo: &Flowop,
+        slot: usize,
+        size: usize,
+        random: bool,
+        offset: u64,
+    ) -> Result<(), FlowopError> {
+        let append = matches!(fo.kind, Kind::AppendFile | Kind::AppendFileRand);
+        // At (and advancing) the descriptor's offset; an append at the end of the
+        // file, leaving the offset there (Filebench: lseek END, write).
+        let mut at = if append {
+            IoOp::APPEND
+        } else if random {
+            offset
+        } else {
+            IoOp::AT_CURSOR
+        };
+        if fo.dsync {
+            at |= IoOp::DSYNC;
+        }
+        let n = match self.io(OpKind::Write, slot, at, size) {
+            Ok(n) => n,
+            Err(e) => {
+                self.stats[fo.stat].errors += 1;
+                let known = (random && !append).then_some(offset);
+                let (path, at) = self.failed_at(slot, known, append);
+                return Err(call(
+                    format!("write of {size} bytes to {path:?} at offset {at}"),
+                    e,
+                ));
+            }
+        };
+        self.bytes = n;
+        Ok(())
+    }
+
+    pub(super) fn read_whole(&mut self, fo: &Flowop, t0: u64) -> StepResult {
+        let Some((slot, wss)) = self.filesetup(fo, t0)? else {
+            return Ok(Step::NoRsc("no file to read".into()));
+        };
+        let size = match fo.iosize.sample(&mut self.rng) as usize {
+            0 => wss as usize,
+            n => n,
+        }
+        .clamp(1, self.buf_len);
+        let f = self.fds[slot].as_mut().expect("set up");
+        f.pos = 0;
+        let fd = f.fd;
+        self.eng
+            .as_dyn()
+            .seek_fd(fd, 0, libc::SEEK_SET, &mut self.sys)
+            .map_err(|e| call("lseek", e))?;
+        let mut total = 0u64;
+        loop {
+            let n = match self.io(OpKind::Read, slot, IoOp::AT_CURSOR, size) {
+                Ok(n) => n,
+                Err(e) => {
+                    let (path, at) = self.failed_at(slot, Some(total), false);
+                    return Err(call(format!("read {path:?} at offset {at}"), e));
+                }
+            };
+            if n == 0 {
+                break;
+            }
+            total += n;
+        }
+        self.bytes = total;
+        Ok(Step::Ok)
+    }
+
+    /// Filebench's flowoplib_writewholefile: write the planned size of the file on `srcfd`
+    /// (default descriptor 0, when a file was opened there), else the working set of the
+    /// target file (`workingset`, else its planned size), from the descriptor's offset.
+    /// Filebench's loop writes a last full `iosize` chunk past that size when the file is
+    /// larger than iosize; fsbench writes exactly the size (docs/workload.md).
+    pub(super) fn write_whole(&mut self, fo: &Flowop, t0: u64) -> StepResult {
+        let Some((slot, mut wss)) = self.filesetup(fo, t0)? else {
+            return Ok(Step::NoRsc("no file to write".into()));
+        };
+        let src = fo.srcfd.unwrap_or(0);
+        match self.fse[src] {
+            Some((set, i)) => wss = self.sh.layouts[set].size(i),
+            None if src != 0 => {
+                return Err(FlowopError::State(format!(
+                    "srcfd {src} has no file opened on it"
+                )))
+            }
+            None => {}
+        }
+        let size = match fo.iosize.sample(&mut self.rng) as u64 {
+            0 => wss,
+            n => n,
+        }
+        .clamp(1, self.buf_len as u64);
+        let at = if fo.dsync {
+            IoOp::AT_CURSOR | IoOp::DSYNC
+        } else {
+            IoOp::AT_CURSOR
+        };
+        let mut done = 0u64;
+        while done < wss {
+            let n = (wss - done).min(size) as usize;
+            let w = match self.io(OpKind::Write, slot, at, n) {
+                Ok(0) => Err(std::io::Error::from_raw_os_error(libc::ENOSPC)),
+                r => r,
+            };
+            match w {
+                Ok(w) => done += w,
+                Err(e) => {
+                    let (path, at) = self.failed_at(slot, None, false);
+                    return Err(call(format!("write {path:?} at offset {at}"), e));
+                }
+            }
+        }
+        self.bytes = done;
+        Ok(Step::Ok)
+    }
+
+    pub(super) fn aio_wait(&mut self) -> StepResult {
+        let n = self.aio_inflight;
+        self.aio_reap(n)
+            .map_err(|e| call("aiowrite completion", e))?;
+        Ok(Step::Ok)
+    }
+
+    pub(super) fn drain_aio(&mut self) {
+        let n = self.aio_inflight;
+        let _ = self.aio_reap(n);
+    }
+}
