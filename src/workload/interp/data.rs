@@ -8,13 +8,7 @@ impl Thread<'_> {
     /// One synchronous data I/O through the thread's engine on descriptor slot `slot`
     /// (`offset` may carry IoOp's cursor/append/dsync flags): bytes moved, or the errno.
     /// aiowrite completions that arrive meanwhile are accounted, not lost.
-    fn io(
-        &mut self,
-        kind: OpKind,
-        slot: usize,
-        offset: u64,
-        len: usize,
-    ) -> std::io::Result<u64> {
+    fn io(&mut self, kind: OpKind, slot: usize, offset: u64, len: usize) -> std::io::Result<u64> {
         self.io_calls += 1;
         let verifying = self.verify_before(kind, slot, offset, len);
         let t = clock(&self.ring);
@@ -60,13 +54,7 @@ impl Thread<'_> {
 
     /// `--verify`, before a data I/O on descriptor slot `slot`: a write's buffer gets the
     /// file's stream for where it lands; a read notes what the file holds.
-    fn verify_before(
-        &mut self,
-        kind: OpKind,
-        slot: usize,
-        offset: u64,
-        len: usize,
-    ) -> Verifying {
+    fn verify_before(&mut self, kind: OpKind, slot: usize, offset: u64, len: usize) -> Verifying {
         let (Some(v), Some(f)) = (self.verifier.as_ref(), self.fds[slot].as_ref()) else {
             return Verifying::Off;
         };
