@@ -18,7 +18,8 @@
 # Both sides of a pair do the same work: the same number of I/Os (COUNT per run, default
 # 1000000), not the same time (a slower side would do fewer I/Os, over which fixed costs
 # spread differently). Besides the ratio of the medians it prints the median of the pairs'
-# own ratios, which a drift of the machine between pairs moves less.
+# own ratios, which a drift of the machine between pairs moves less, and the mean of the
+# pairs' ratios with its 95 % confidence interval.
 #
 # How the file is laid down decides the kernel's side of every later 4 KiB write: written
 # with 1 MiB writes, ext4 (Linux 6.18 here) caches it in large folios, and a 4 KiB overwrite
@@ -81,6 +82,18 @@ for rw in dict.fromkeys(r[0] for r in rows):
           f"ratio {vc / pc:.3f} ({(vc - pc) / pc * 100:+.1f} %; user {vu - pu:+.3f} us, "
           f"sys {vs - ps:+.3f} us); median of the pairs' ratios {pair:.3f}; "
           f"reads checked {ck:.2f}; read-back {rb:.3f} us/block")
+    # The pairs' ratios' mean with its 95 % confidence interval (Student's t): whether the
+    # overhead is under a target by more than the machine's noise, which a median cannot say.
+    ratios = [float(r[2]) / float(r[1]) for r in rows if r[0] == rw]
+    if len(ratios) > 2:
+        n = len(ratios)
+        t = {2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23,
+             12: 2.18, 15: 2.13, 20: 2.09, 25: 2.06, 30: 2.04}
+        tq = next((t[k] for k in sorted(t) if k >= n - 1), 1.96)
+        m = statistics.mean(ratios)
+        h = tq * statistics.stdev(ratios) / n ** 0.5
+        print(f"{rw}: mean of the {n} pairs' ratios {m:.3f}, 95 % confidence interval "
+              f"{m - h:.3f}..{m + h:.3f} ({(m - 1) * 100:+.1f} %, {(m - h - 1) * 100:+.1f}..{(m + h - 1) * 100:+.1f} %)")
 PY
 # Filling and checking alone, in a tight loop (no I/O).
 cargo test --release -q --lib verify::block::tests::measure_cost_per_block -- --ignored --nocapture 2>/dev/null \

@@ -103,7 +103,7 @@ fn sector_key(block_key: u64, s: usize) -> u64 {
 pub(crate) use super::blockcrc::BlockCrc;
 use super::blockcrc::Parts;
 use super::words::sector_word;
-use super::words::{fill_sectors, sectors_match, xor_fill, xor_match_stamped};
+use super::words::{fill_sectors, sectors_match, xor_fill_stamped, xor_match_stamped};
 pub(crate) use super::words::{fill_words, skip_words, words_match, WEYL};
 
 /// The first byte (index into `src`) where `src` differs from the words of `key`.
@@ -205,10 +205,10 @@ pub(crate) fn fill(buf: &mut [u8], id: &BlockId, generation: u64, crc: &BlockCrc
     debug_assert!(buf.len() >= MIN_BLOCK && buf.len() % 8 == 0);
     let bk = block_key(id, generation);
     if crc.len() == buf.len() {
-        // The payload from the length's fixed words (its stamps and header are written
-        // over below).
-        xor_fill(buf, crc.fixed_words(), bk);
-        put_stamps(buf, generation);
+        // The payload and the stamps from the length's fixed words in one pass; the
+        // header is written below.
+        let stamp = generation ^ STAMP_KEY;
+        xor_fill_stamped(buf, crc.fixed_words(), bk, SECTOR, HEADER_BYTES, stamp);
     } else {
         fill_body(buf, bk, generation);
     }

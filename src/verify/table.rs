@@ -73,8 +73,8 @@ pub(crate) struct Issued {
 pub(crate) struct GenTable {
     ptr: *mut AtomicU64,
     words: usize,
-    /// Every block is written by one worker only (see the module's doc).
-    one_writer: bool,
+    /// The per-block words (set once the header is known).
+    blocks: BlockWords,
     path: PathBuf,
     /// Created here and not yet removed.
     owner: AtomicBool,
@@ -85,6 +85,23 @@ pub(crate) struct GenTable {
 unsafe impl Send for GenTable {}
 // SAFETY: as above: every access to the shared words is atomic.
 unsafe impl Sync for GenTable {}
+
+/// The blocks' words of a table, as a small copyable handle: what a worker's per-I/O hooks
+/// use, kept beside the worker's other hot fields so that an I/O does not follow the shared
+/// state's pointers to reach it (the kernel's copy between two I/Os evicts those lines).
+/// Valid while its table lives: [`GenTable::block_words`] says who keeps it alive.
+#[derive(Clone, Copy)]
+pub(crate) struct BlockWords {
+    /// The first block's word.
+    first: *const AtomicU64,
+    blocks: u64,
+    /// Every block is written by one worker only (see the module's doc).
+    one_writer: bool,
+}
+
+// SAFETY: the words are only accessed through atomics (AtomicU64 is Sync); the holder keeps
+// the mapping alive (see `GenTable::block_words`).
+unsafe impl Send for BlockWords {}
 
 impl GenTable {
     /// Create a table of `blocks` words for `workers` workers in `dir`; `one_writer`: no
@@ -124,7 +141,7 @@ impl GenTable {
         t.header(W_WORKERS).store(workers, Ordering::Relaxed);
         t.header(W_ONE_WRITER)
             .store(one_writer as u64, Ordering::Relaxed);
-        t.one_writer = one_writer;
+        t.blocks = t.words_of(one_writer);
         t.header(W_MAGIC).store(MAGIC, Ordering::Release);
         t.owner.store(true, Ordering::Relaxed);
         Ok(t)
@@ -148,7 +165,7 @@ impl GenTable {
         {
             bail!("verify table {}: not a table of this run", path.display());
         }
-        t.one_writer = t.header(W_ONE_WRITER).load(Ordering::Relaxed) != 0;
+        t.blocks = t.words_of(t.header(W_ONE_WRITER).load(Ordering::Relaxed) != 0);
         Ok(t)
     }
 
@@ -180,7 +197,11 @@ impl GenTable {
         Ok(GenTable {
             ptr: p as *mut AtomicU64,
             words: bytes / 8,
-            one_writer: false,
+            blocks: BlockWords {
+                first: std::ptr::null(),
+                blocks: 0,
+                one_writer: false,
+            },
             path,
             owner: AtomicBool::new(false),
             _file: file,
@@ -205,16 +226,61 @@ impl GenTable {
         unsafe { &*self.ptr.add(i) }
     }
 
-    /// Blocks in the table.
-    pub(crate) fn blocks(&self) -> u64 {
-        (self.words - HEADER_WORDS) as u64
+    /// The block words' handle once the header is written or checked.
+    fn words_of(&self, one_writer: bool) -> BlockWords {
+        BlockWords {
+            // SAFETY: HEADER_WORDS <= words (checked at creation and open).
+            first: unsafe { self.ptr.add(HEADER_WORDS) },
+            blocks: (self.words - HEADER_WORDS) as u64,
+            one_writer,
+        }
     }
 
+    /// A copy of the blocks' handle.
+    ///
+    /// # Safety
+    /// The caller must not use the copy after this table is dropped (a worker keeps the
+    /// `Arc` that owns the table beside its copy).
+    pub(crate) unsafe fn block_words(&self) -> BlockWords {
+        self.blocks
+    }
+
+    /// A worker has finished its timed loop (or never got to run).
+    pub(crate) fn worker_done(&self) {
+        self.header(W_DONE).fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Some worker failed: nobody waits for the others to check.
+    pub(crate) fn abort(&self) {
+        self.header(W_ABORT).store(1, Ordering::Release);
+    }
+
+    pub(crate) fn aborted(&self) -> bool {
+        self.header(W_ABORT).load(Ordering::Acquire) != 0
+    }
+
+    /// Whether every worker of the run has finished writing.
+    pub(crate) fn all_done(&self) -> bool {
+        self.header(W_DONE).load(Ordering::Acquire)
+            >= self.header(W_WORKERS).load(Ordering::Relaxed)
+    }
+}
+
+/// A table's block operations, borrowed from it (the safe way; a worker's hooks keep the
+/// copy [`GenTable::block_words`] gives).
+impl std::ops::Deref for GenTable {
+    type Target = BlockWords;
+    fn deref(&self) -> &BlockWords {
+        &self.blocks
+    }
+}
+
+impl BlockWords {
     #[inline]
     fn word(&self, block: u64) -> &AtomicU64 {
-        assert!(block < self.blocks(), "block {block} outside the table");
-        // SAFETY: in bounds (checked above); the mapping lives as long as self.
-        unsafe { &*self.ptr.add(HEADER_WORDS + block as usize) }
+        assert!(block < self.blocks, "block {block} outside the table");
+        // SAFETY: in bounds (checked above); the holder keeps the mapping alive.
+        unsafe { &*self.first.add(block as usize) }
     }
 
     /// Ask the CPU to bring the block's word into the cache: the worker does this for its
@@ -222,7 +288,7 @@ impl GenTable {
     /// table between two ops (a miss on every op otherwise). A hint only: nothing is read.
     #[inline(always)]
     pub(crate) fn prefetch(&self, block: u64) {
-        if block >= self.blocks() {
+        if block >= self.blocks {
             return;
         }
         #[cfg(target_arch = "x86_64")]
@@ -230,7 +296,7 @@ impl GenTable {
         // never faults, and the address is inside the mapping (checked above).
         unsafe {
             use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(self.ptr.add(HEADER_WORDS + block as usize) as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(self.first.add(block as usize) as *const i8);
         }
     }
 
@@ -283,26 +349,6 @@ impl GenTable {
         }
         w.fetch_or(UNKNOWN, Ordering::AcqRel);
         w.fetch_sub(1, Ordering::AcqRel);
-    }
-
-    /// A worker has finished its timed loop (or never got to run).
-    pub(crate) fn worker_done(&self) {
-        self.header(W_DONE).fetch_add(1, Ordering::AcqRel);
-    }
-
-    /// Some worker failed: nobody waits for the others to check.
-    pub(crate) fn abort(&self) {
-        self.header(W_ABORT).store(1, Ordering::Release);
-    }
-
-    pub(crate) fn aborted(&self) -> bool {
-        self.header(W_ABORT).load(Ordering::Acquire) != 0
-    }
-
-    /// Whether every worker of the run has finished writing.
-    pub(crate) fn all_done(&self) -> bool {
-        self.header(W_DONE).load(Ordering::Acquire)
-            >= self.header(W_WORKERS).load(Ordering::Relaxed)
     }
 }
 

@@ -11,7 +11,7 @@
 //! OR-ed together and only the caller, on a nonzero result, walks again to say where.
 //!
 //! A block of a length the run has constants for is made and compared from those constants
-//! instead ([`xor_fill`], [`xor_match_stamped`]: the length's fixed words XOR the key, one
+//! instead ([`xor_fill_stamped`], [`xor_match_stamped`]: the length's fixed words XOR the key, one
 //! load and one XOR a word, no per-sector set-up); the counting loops serve other lengths and
 //! the slow path that judges a damaged block sector by sector.
 
@@ -156,19 +156,35 @@ pub(crate) fn words_match(src: &[u8], key: u64) -> bool {
     match_lanes(src, key)
 }
 
-/// Fill `dst` with `fixed[w] ^ key` in every word `w` (`dst` is `fixed.len()` words): a
-/// block made from its length's fixed words and its key, one XOR a word.
+/// Fill `dst` (`fixed.len()` words) with `fixed[w] ^ key` in every word after its first `skip`
+/// bytes, except that the first word of every `sector` after the first gets `stamp` (`fixed`
+/// is zero there): a block made from its length's fixed words, its key and its stamp in one
+/// pass of stores, each byte stored once. The first `skip` bytes (the header) are the
+/// caller's.
 #[inline]
-pub(crate) fn xor_fill(dst: &mut [u8], fixed: &[u64], key: u64) {
+pub(crate) fn xor_fill_stamped(
+    dst: &mut [u8],
+    fixed: &[u64],
+    key: u64,
+    sector: usize,
+    skip: usize,
+    stamp: u64,
+) {
     debug_assert_eq!(dst.len(), fixed.len() * 8);
     #[cfg(target_arch = "x86_64")]
-    if wide() {
-        // SAFETY: AVX2 is present (checked just above).
-        unsafe { avx2::xor_fill(dst, fixed, key) };
+    if wide() && sector == 512 && skip % 32 == 0 && skip < 512 && dst.len() % 512 == 0 {
+        // SAFETY: AVX2 is present (checked just above); the shape is the one it handles.
+        unsafe { avx2::xor_fill_stamped(dst, fixed, key, skip, stamp) };
         return;
     }
-    for (c, f) in dst.chunks_exact_mut(8).zip(fixed) {
+    // Portable: one plain loop over every word (which the compiler vectorises), then the
+    // stamps over it; faster than a loop per sector.
+    let from = skip.min(dst.len()) / 8;
+    for (c, f) in dst[from * 8..].chunks_exact_mut(8).zip(&fixed[from..]) {
         c.copy_from_slice(&(f ^ key).to_le_bytes());
+    }
+    for c in dst.chunks_mut(sector).skip(1) {
+        c[..8].copy_from_slice(&stamp.to_le_bytes());
     }
 }
 
@@ -475,28 +491,41 @@ mod avx2 {
         _mm256_or_si256(da, db)
     }
 
-    /// [`super::xor_fill`]: a 32-byte load of fixed words, one XOR, one store.
+    /// [`super::xor_fill_stamped`] for whole 512-byte sectors and a `skip` of whole 32-byte
+    /// groups: a 32-byte load of fixed words, one XOR, one store; the first group of each
+    /// later sector takes the stamp in its first lane.
     ///
     /// # Safety
-    /// The CPU must have AVX2; `dst` is `fixed.len()` words.
+    /// The CPU must have AVX2; `dst` is `fixed.len()` words, a multiple of 512 bytes;
+    /// `skip` is a multiple of 32 below 512.
     #[target_feature(enable = "avx2")]
     #[inline]
-    pub(super) unsafe fn xor_fill(dst: &mut [u8], fixed: &[u64], key: u64) {
+    pub(super) unsafe fn xor_fill_stamped(
+        dst: &mut [u8],
+        fixed: &[u64],
+        key: u64,
+        skip: usize,
+        stamp: u64,
+    ) {
         let kv = _mm256_set1_epi64x(key as i64);
-        let groups = dst.len() / 32;
+        let k0 = _mm256_set_epi64x(key as i64, key as i64, key as i64, stamp as i64);
         let (p, f) = (
             dst.as_mut_ptr() as *mut __m256i,
             fixed.as_ptr() as *const __m256i,
         );
-        for g in 0..groups {
-            // SAFETY: group g < len / 32 of both (`fixed` has as many bytes as `dst`);
-            // unaligned loads and stores.
-            unsafe {
-                _mm256_storeu_si256(p.add(g), _mm256_xor_si256(_mm256_loadu_si256(f.add(g)), kv))
-            };
+        // SAFETY (every load and store below): group i < dst.len() / 32 of both; unaligned.
+        let put = |i: usize, k: __m256i| unsafe {
+            _mm256_storeu_si256(p.add(i), _mm256_xor_si256(_mm256_loadu_si256(f.add(i)), k))
+        };
+        for g in skip / 32..16 {
+            put(g, kv);
         }
-        for w in groups * 4..fixed.len() {
-            dst[w * 8..w * 8 + 8].copy_from_slice(&(fixed[w] ^ key).to_le_bytes());
+        for s in 1..dst.len() / 512 {
+            let b = s * 16;
+            put(b, k0);
+            for g in 1..16 {
+                put(b + g, kv);
+            }
         }
     }
 
@@ -672,6 +701,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_stamped_fill_from_fixed_words_is_the_reference_and_its_match_refuses_any_changed_byte() {
+        for portable in [false, true] {
+            PORTABLE.store(portable, std::sync::atomic::Ordering::Relaxed);
+            for len in [512usize, 520, 1000, 4096, 8192] {
+                let fixed: Vec<u64> = (0..len as u64 / 8)
+                    .map(|w| if w % 64 == 0 { 0 } else { w.wrapping_mul(WEYL) })
+                    .collect();
+                let (key, stamp, skip) = (0xabcd_0123_4567_89efu64, 0x5eed, 64);
+                let mut got = aligned(len, 0xAA);
+                xor_fill_stamped(&mut got, &fixed, key, 512, skip, stamp);
+                for (w, c) in got.chunks_exact(8).enumerate() {
+                    let found = u64::from_le_bytes(c.try_into().unwrap());
+                    let want = match w {
+                        _ if w * 8 < skip => u64::from_le_bytes([0xAA; 8]),
+                        _ if w % 64 == 0 => stamp,
+                        _ => fixed[w] ^ key,
+                    };
+                    assert_eq!(found, want, "portable {portable} len {len} word {w}");
+                }
+                assert!(xor_match_stamped(&got, &fixed, key, 512, skip, stamp));
+                for at in (skip..len).step_by(11) {
+                    got[at] ^= 2;
+                    assert!(
+                        !xor_match_stamped(&got, &fixed, key, 512, skip, stamp),
+                        "portable {portable} len {len} byte {at}"
+                    );
+                    got[at] ^= 2;
+                }
+            }
+        }
+        PORTABLE.store(false, std::sync::atomic::Ordering::Relaxed);
     }
 
     #[test]

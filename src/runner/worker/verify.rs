@@ -14,7 +14,7 @@ use crate::stats::SyscallCounts;
 use crate::verify::block::BlockId;
 use crate::verify::journal::{Ack, JournalHeader, JournalWriter};
 use crate::verify::report::VerifyReport;
-use crate::verify::table::{GenTable, State};
+use crate::verify::table::{BlockWords, GenTable, State};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -150,6 +150,9 @@ impl VerifyShared {
 /// One worker's verification state. Allocated before the clock starts; the per-I/O hooks
 /// do not allocate (the journal's batch vectors are sized up front and flushed when full).
 pub(super) struct Checker {
+    /// The table's block words, copied here so an I/O reaches them without following
+    /// `shared` (valid while `shared` lives: this struct holds both).
+    words: BlockWords,
     shared: Arc<VerifyShared>,
     user: usize,
     thread: u32,
@@ -223,6 +226,8 @@ impl Checker {
                 .context("no such target")?,
             seed: shared.spec.seed,
             crc: crate::verify::block::block_crc(job.block_size as usize),
+            // SAFETY: the copy lives in this Checker beside `shared`, which owns the table.
+            words: unsafe { shared.table.block_words() },
             shared,
             user,
             thread,
@@ -264,7 +269,7 @@ impl Checker {
     pub(super) fn prefetch(&self, offset: u64) {
         let block = self.block_of(offset);
         if block < self.blocks {
-            self.table().prefetch(self.base + block);
+            self.words.prefetch(self.base + block);
         }
     }
 
@@ -291,7 +296,7 @@ impl Checker {
         let t = self.base + block;
         match op.kind {
             OpKind::Write => {
-                let issued = self.table().start_write(t);
+                let issued = self.words.start_write(t);
                 crate::verify::block::fill(
                     &mut buf[..op.len as usize],
                     &self.id(block),
@@ -304,7 +309,7 @@ impl Checker {
                     issued.generation
                 };
             }
-            OpKind::Read => self.slot_state[op.slot as usize] = self.table().state(t),
+            OpKind::Read => self.slot_state[op.slot as usize] = self.words.state(t),
         }
     }
 
@@ -312,7 +317,7 @@ impl Checker {
     pub(super) fn abandon(&mut self, op: &IoOp) {
         let block = self.block_of(op.offset);
         if op.kind == OpKind::Write && block < self.blocks {
-            self.table().fail_write(self.base + block);
+            self.words.fail_write(self.base + block);
         }
     }
 
@@ -325,9 +330,9 @@ impl Checker {
         }
         let t = self.base + block;
         match op.kind {
-            OpKind::Write if !ok => self.table().fail_write(t),
+            OpKind::Write if !ok => self.words.fail_write(t),
             OpKind::Write => {
-                let before = self.table().finish_write(t);
+                let before = self.words.finish_write(t);
                 let g = self.slot_gen[op.slot as usize];
                 // Only the block's sole write in flight, with the content known, says what
                 // the block holds now; the others are not acknowledged (their order is not
@@ -353,7 +358,7 @@ impl Checker {
             OpKind::Read if ok => {
                 let seen = self.slot_state[op.slot as usize];
                 if let Some(g) = seen.settled() {
-                    if self.table().state(t) == seen {
+                    if self.words.state(t) == seen {
                         self.report.run_read_blocks += 1;
                         let id = self.id(block);
                         let target = std::mem::take(&mut self.target);
@@ -481,7 +486,7 @@ impl Checker {
         let mut batch = Vec::with_capacity(4096);
         let mut b = self.thread as u64;
         while b < self.blocks {
-            let s = self.table().state(self.base + b);
+            let s = self.words.state(self.base + b);
             if s.generation() > 0 {
                 if s.settled().is_some() {
                     batch.push(b);
@@ -583,7 +588,7 @@ impl Checker {
                 pending.next();
                 let offset = b * bs;
                 slot_block[slot as usize] = b;
-                self.slot_state[slot as usize] = self.table().state(self.base + b);
+                self.slot_state[slot as usize] = self.words.state(self.base + b);
                 batch.push(IoOp {
                     kind: OpKind::Read,
                     file: 0,
@@ -625,7 +630,7 @@ impl Checker {
                     return Err(self.io_failure(offset, format!("read failed: {why}")));
                 }
                 let seen = self.slot_state[c.slot as usize];
-                let now = self.table().state(self.base + b);
+                let now = self.words.state(self.base + b);
                 match seen.settled() {
                     Some(g) if now == seen => {
                         let id = self.id(b);
