@@ -94,6 +94,12 @@ for rw in dict.fromkeys(r[0] for r in rows):
         h = tq * statistics.stdev(ratios) / n ** 0.5
         print(f"{rw}: mean of the {n} pairs' ratios {m:.3f}, 95 % confidence interval "
               f"{m - h:.3f}..{m + h:.3f} ({(m - 1) * 100:+.1f} %, {(m - h - 1) * 100:+.1f}..{(m + h - 1) * 100:+.1f} %)")
+        # The order inside a pair alternates (odd pairs without --verify first); how much
+        # the order moved the ratios shows here, and the mean above cancels it.
+        first = [x for i, x in enumerate(ratios) if i % 2 == 1]
+        second = [x for i, x in enumerate(ratios) if i % 2 == 0]
+        print(f"{rw}: median ratio of the pairs with --verify run first {statistics.median(first):.3f}, "
+              f"run second {statistics.median(second):.3f}")
 PY
 # Filling and checking alone, in a tight loop (no I/O).
 cargo test --release -q --lib verify::block::tests::measure_cost_per_block -- --ignored --nocapture 2>/dev/null \
