@@ -229,6 +229,31 @@ impl Thread<'_> {
         Ok(Step::Ok)
     }
 
+    /// One read or write of a flowop through the engine; a failure counts as the flowop's
+    /// error and names the file and the offset (`known`, else where the descriptor was;
+    /// `append`: at the end of the file).
+    #[allow(clippy::too_many_arguments)]
+    fn counted_io(
+        &mut self,
+        fo: &Flowop,
+        kind: OpKind,
+        slot: usize,
+        at: u64,
+        size: usize,
+        known: Option<u64>,
+        append: bool,
+    ) -> Result<u64, FlowopError> {
+        self.io(kind, slot, at, size).map_err(|e| {
+            self.stats[fo.stat].errors += 1;
+            let (path, at) = self.failed_at(slot, known, append);
+            let what = match kind {
+                OpKind::Read => format!("read of {size} bytes from {path:?} at offset {at}"),
+                OpKind::Write => format!("write of {size} bytes to {path:?} at offset {at}"),
+            };
+            call(what, e)
+        })
+    }
+
     /// One read of `size` bytes: at `offset` when random, else at the descriptor's offset.
     fn read_io(
         &mut self,
@@ -239,17 +264,15 @@ impl Thread<'_> {
         offset: u64,
     ) -> Result<(), FlowopError> {
         let at = if random { offset } else { IoOp::AT_CURSOR };
-        let n = match self.io(OpKind::Read, slot, at, size) {
-            Ok(n) => n,
-            Err(e) => {
-                self.stats[fo.stat].errors += 1;
-                let (path, at) = self.failed_at(slot, random.then_some(offset), false);
-                return Err(call(
-                    format!("read of {size} bytes from {path:?} at offset {at}"),
-                    e,
-                ));
-            }
-        };
+        let n = self.counted_io(
+            fo,
+            OpKind::Read,
+            slot,
+            at,
+            size,
+            random.then_some(offset),
+            false,
+        )?;
         if n == 0 {
             // End of file: Filebench counts the empty read and starts over at 0.
             let f = self.fds[slot].as_mut().expect("set up");
@@ -357,18 +380,8 @@ impl Thread<'_> {
         if fo.dsync {
             at |= IoOp::DSYNC;
         }
-        let n = match self.io(OpKind::Write, slot, at, size) {
-            Ok(n) => n,
-            Err(e) => {
-                self.stats[fo.stat].errors += 1;
-                let known = (random && !append).then_some(offset);
-                let (path, at) = self.failed_at(slot, known, append);
-                return Err(call(
-                    format!("write of {size} bytes to {path:?} at offset {at}"),
-                    e,
-                ));
-            }
-        };
+        let known = (random && !append).then_some(offset);
+        let n = self.counted_io(fo, OpKind::Write, slot, at, size, known, append)?;
         self.bytes = n;
         Ok(())
     }
