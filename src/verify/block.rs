@@ -36,19 +36,19 @@ pub(crate) use crate::job::{
 const _: () = assert!(MIN_BLOCK >= 2 * HEADER_BYTES && MIN_BLOCK % 8 == 0);
 
 /// Format 3: payload words XOR-ed with the sector key, a CRC32C of the whole block.
-const VERSION: u32 = 3;
+pub(super) const VERSION: u32 = 3;
 /// Byte ranges of the header fields.
 const SEED: usize = 8;
 const FILE: usize = 16;
 const OFFSET: usize = 24;
-const GEN: usize = 32;
+pub(super) const GEN: usize = 32;
 const LEN: usize = 40;
 const VER: usize = 44;
-const HEADER_CRC: usize = 48;
+pub(super) const HEADER_CRC: usize = 48;
 /// CRC32C of the whole block with both CRC fields zero.
 const BLOCK_CRC: usize = 52;
 /// Sector stamps are the generation xor this, so that a sector of zeros never looks stamped.
-const STAMP_KEY: u64 = 0x5bd1_e995_9e37_79b9;
+pub(super) const STAMP_KEY: u64 = 0x5bd1_e995_9e37_79b9;
 
 /// Who and what a block is: the identity a write stamps and a read expects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +75,7 @@ fn put32(b: &mut [u8], at: usize, v: u32) {
 }
 
 /// SplitMix64's finaliser: spreads (seed, file, offset, generation) over a payload key.
+#[inline(always)]
 fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -83,14 +84,15 @@ fn mix(mut z: u64) -> u64 {
 
 /// The key of one write of one block: (seed, file, offset, generation) mixed, the offset's
 /// mix beside the chain so that it adds no latency to it.
-fn block_key(id: &BlockId, generation: u64) -> u64 {
+#[inline(always)]
+pub(super) fn block_key(id: &BlockId, generation: u64) -> u64 {
     mix(id.seed ^ mix(id.file ^ mix(generation)) ^ mix(id.offset ^ OFFSET_KEY))
 }
 
 /// Sector keys are the block key XOR this times (sector index + 1): no two sectors of a
 /// block share a key, and the part that is not the block key is the same in every block
 /// of a length, so the whole-block CRC takes the block key once (see `blockcrc`).
-const SECTOR_WEYL: u64 = 0xd6e8_feb8_6659_fd93;
+pub(super) const SECTOR_WEYL: u64 = 0xd6e8_feb8_6659_fd93;
 /// Mixed into the offset so that offset 0 does not mix to 0.
 const OFFSET_KEY: u64 = 0xa076_1d64_78bd_642f;
 
@@ -170,7 +172,8 @@ fn whole_crc_over_bytes(len: usize, id: &BlockId, generation: u64, bk: u64) -> u
 }
 
 /// The header words of a block, both CRC fields zero.
-fn header(len: usize, id: &BlockId, generation: u64) -> [u64; 8] {
+#[inline(always)]
+pub(super) fn header(len: usize, id: &BlockId, generation: u64) -> [u64; 8] {
     [
         MAGIC,
         id.seed,
@@ -203,23 +206,41 @@ fn put_stamps(buf: &mut [u8], generation: u64) {
 /// the CRC constants for blocks of its length ([`block_crc`]).
 pub(crate) fn fill(buf: &mut [u8], id: &BlockId, generation: u64, crc: &BlockCrc) {
     debug_assert!(buf.len() >= MIN_BLOCK && buf.len() % 8 == 0);
-    let bk = block_key(id, generation);
-    if crc.len() == buf.len() {
-        // The payload and the stamps from the length's fixed words in one pass; the
-        // header is written below.
-        let stamp = generation ^ STAMP_KEY;
-        xor_fill_stamped(buf, crc.fixed_words(), bk, SECTOR, HEADER_BYTES, stamp);
-    } else {
-        fill_body(buf, bk, generation);
+    #[cfg(target_arch = "x86_64")]
+    if super::fast::usable(crc, buf.len()) {
+        // SAFETY: `usable` checked the CPU's features and the block's shape.
+        unsafe { super::fast::fill(buf, id, generation, crc) };
+        return;
     }
+    fill_general(buf, id, generation, crc);
+}
+
+/// [`fill`] for any length and CPU.
+#[inline(never)]
+pub(super) fn fill_general(buf: &mut [u8], id: &BlockId, generation: u64, crc: &BlockCrc) {
+    let bk = block_key(id, generation);
     // The header made in registers, its CRCs taken from them (the block's with both CRC
-    // fields zero, the header's with its own zero), then stored at once: no store is read
-    // back.
+    // fields zero, the header's with its own zero): no store is read back.
     let mut h = header(buf.len(), id, generation);
     h[HEADER_CRC / 8] = (whole_crc(buf.len(), id, generation, bk, crc) as u64) << 32;
     h[HEADER_CRC / 8] |= header_words_crc(&h) as u64;
-    for (i, w) in h.iter().enumerate() {
-        put(buf, i * 8, *w);
+    let put_header = |buf: &mut [u8]| {
+        for (i, w) in h.iter().enumerate() {
+            put(buf, i * 8, *w);
+        }
+    };
+    if crc.len() == buf.len() {
+        // The header stored before the payload, so that its chain of dependent
+        // instructions (key, carry-less multiplies, eight `crc32`) runs beside the
+        // payload's stores instead of after them; the payload and the stamps then come
+        // from the length's fixed words in one pass that leaves the header alone.
+        put_header(buf);
+        let stamp = generation ^ STAMP_KEY;
+        xor_fill_stamped(buf, crc.fixed_words(), bk, SECTOR, HEADER_BYTES, stamp);
+    } else {
+        // This fill writes whole sectors, the header's place too.
+        fill_body(buf, bk, generation);
+        put_header(buf);
     }
 }
 
@@ -247,7 +268,7 @@ fn header_words_crc(h: &[u64; 8]) -> u32 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse4.2")]
 #[inline]
-unsafe fn crc_sse42(words: impl Iterator<Item = u64>) -> u32 {
+pub(super) unsafe fn crc_sse42(words: impl Iterator<Item = u64>) -> u32 {
     use std::arch::x86_64::_mm_crc32_u64;
     // CRC32C as the crate computes it: initial value and final value inverted.
     let mut c = u32::MAX as u64;
@@ -365,6 +386,20 @@ pub(crate) fn own_crc_matches(buf: &[u8]) -> Option<bool> {
 /// this id) is one CRC32C of the header, one pass that makes and compares the block's
 /// words, and the whole-block CRC made from the keys compared with the one stored.
 pub(crate) fn check(buf: &[u8], id: &BlockId, crc: &BlockCrc) -> Verdict {
+    #[cfg(target_arch = "x86_64")]
+    if super::fast::usable(crc, buf.len()) {
+        // SAFETY: `usable` checked the CPU's features and the block's shape.
+        if let Some(generation) = unsafe { super::fast::intact(buf, id, crc) } {
+            return Verdict::Intact { generation };
+        }
+    }
+    check_general(buf, id, crc)
+}
+
+/// [`check`] for any length and CPU, and for every block that is not an intact one of `id`
+/// (which it names).
+#[inline(never)]
+fn check_general(buf: &[u8], id: &BlockId, crc: &BlockCrc) -> Verdict {
     if header_valid(buf) && get32(buf, LEN) as usize == buf.len() {
         let found = Found {
             seed: get(buf, SEED),

@@ -222,6 +222,12 @@ impl BlockCrc {
         self.fast
     }
 
+    /// CRC32C of the block with every variable value zero (what [`Self::raw_clmul`]'s
+    /// share is XOR-ed into).
+    pub(super) fn fixed_crc(&self) -> u32 {
+        self.fixed
+    }
+
     /// CRC32C of the block made of `parts` (with its CRC fields zero).
     #[inline]
     pub(crate) fn crc(&self, parts: &Parts) -> u32 {
@@ -259,7 +265,7 @@ impl BlockCrc {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "sse4.2,pclmulqdq")]
     #[inline]
-    unsafe fn raw_clmul(&self, parts: &Parts) -> u32 {
+    pub(super) unsafe fn raw_clmul(&self, parts: &Parts) -> u32 {
         use std::arch::x86_64::*;
         let clmul = |a: u64, b: u64| {
             _mm_clmulepi64_si128::<0>(_mm_cvtsi64_si128(a as i64), _mm_cvtsi64_si128(b as i64))

@@ -9,6 +9,7 @@
 pub(crate) mod block;
 pub(crate) mod blockcrc;
 pub(crate) mod check;
+mod fast;
 pub(crate) mod journal;
 pub(crate) mod report;
 pub(crate) mod stream;
