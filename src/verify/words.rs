@@ -298,7 +298,7 @@ fn bytes_match(src: &[u8], key: u64) -> bool {
 /// The AVX2 loops: eight words (two registers) a step, unaligned loads and stores (any
 /// slice works; engine buffers are page-aligned anyway), then the last words one by one.
 #[cfg(target_arch = "x86_64")]
-pub(super) mod avx2 {
+mod avx2 {
     use super::{word, WEYL};
     use std::arch::x86_64::*;
 
@@ -507,24 +507,6 @@ pub(super) mod avx2 {
         skip: usize,
         stamp: u64,
     ) {
-        // SAFETY: this function is compiled with AVX2; the rest is the caller's contract.
-        unsafe { xor_fill_stamped_body(dst, fixed, key, skip, stamp) }
-    }
-
-    /// The body of [`xor_fill_stamped`], to be inlined into a function compiled with AVX2 (such as
-    /// [`crate::verify::fast`]'s, which also has the CRC instructions): a caller
-    /// compiled without it would call each intrinsic out of line.
-    ///
-    /// # Safety
-    /// As [`xor_fill_stamped`], and the caller is compiled with AVX2.
-    #[inline(always)]
-    pub(in crate::verify) unsafe fn xor_fill_stamped_body(
-        dst: &mut [u8],
-        fixed: &[u64],
-        key: u64,
-        skip: usize,
-        stamp: u64,
-    ) {
         let kv = _mm256_set1_epi64x(key as i64);
         let k0 = _mm256_set_epi64x(key as i64, key as i64, key as i64, stamp as i64);
         let (p, f) = (
@@ -563,37 +545,12 @@ pub(super) mod avx2 {
         skip: usize,
         stamp: u64,
     ) -> bool {
-        // SAFETY: this function is compiled with AVX2; the rest is the caller's contract.
-        unsafe { xor_match_stamped_body(src, fixed, key, skip, stamp) }
-    }
-
-    /// The body of [`xor_match_stamped`], to be inlined into a function compiled with AVX2 (such as
-    /// [`crate::verify::fast`]'s, which also has the CRC instructions): a caller
-    /// compiled without it would call each intrinsic out of line.
-    ///
-    /// # Safety
-    /// As [`xor_match_stamped`], and the caller is compiled with AVX2.
-    #[inline(always)]
-    pub(in crate::verify) unsafe fn xor_match_stamped_body(
-        src: &[u8],
-        fixed: &[u64],
-        key: u64,
-        skip: usize,
-        stamp: u64,
-    ) -> bool {
+        let kv = _mm256_set1_epi64x(key as i64);
+        let k0 = _mm256_set_epi64x(key as i64, key as i64, key as i64, stamp as i64);
         let (p, f) = (
             src.as_ptr() as *const __m256i,
             fixed.as_ptr() as *const __m256i,
         );
-        // Every payload word XOR its fixed word must be `key`. The pass compares them with
-        // the first one's instead, and that one with `key` at the end: the key is a chain of
-        // dependent multiplies the caller has just begun, and the pass need not wait for it.
-        // SAFETY: word skip / 8 < src.len() / 8 of both (skip < 512 <= src.len()).
-        let first = unsafe {
-            (p as *const u64).add(skip / 8).read_unaligned() ^ *fixed.get_unchecked(skip / 8)
-        };
-        let kv = _mm256_set1_epi64x(first as i64);
-        let k0 = _mm256_set_epi64x(first as i64, first as i64, first as i64, stamp as i64);
         // SAFETY (every load below): group i < src.len() / 32 of both; unaligned loads.
         let diff = |i: usize, k: __m256i| unsafe {
             _mm256_xor_si256(
@@ -615,7 +572,7 @@ pub(super) mod avx2 {
             db = _mm256_or_si256(db, diff(b + 15, kv));
         }
         let d = _mm256_or_si256(da, db);
-        (_mm256_testz_si256(d, d) == 1) & (first == key)
+        _mm256_testz_si256(d, d) == 1
     }
 
     /// # Safety
