@@ -22,41 +22,13 @@
 //! independent of its neighbours (so making and comparing vectorise) and XOR-ed with the
 //! sector's key, so the block's CRC is made from the keys ([`super::blockcrc`]).
 
-/// "FSBVRFY1", little-endian.
-pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"FSBVRFY1");
-/// Bytes of the header at the start of each block.
-pub(crate) const HEADER_BYTES: usize = 64;
-/// The unit a torn write is judged in: what a device writes atomically at the least.
-pub(crate) const SECTOR: usize = 512;
-/// Smallest block `--verify` accepts (the header and a little payload) and its check: Job
-/// validation needs them, and the Job sits below this format, so they live with the Job.
-pub(crate) use crate::job::{
-    check_verify_block_size as check_block_size, VERIFY_MIN_BLOCK as MIN_BLOCK,
+#[cfg(test)]
+use super::format::mix;
+use super::format::{
+    block_key, header, header_words_crc, sector_key, BLOCK_CRC, FILE, GEN, HEADER_CRC, LEN, OFFSET,
+    SEED, STAMP_KEY, VER, VERSION,
 };
-const _: () = assert!(MIN_BLOCK >= 2 * HEADER_BYTES && MIN_BLOCK % 8 == 0);
-
-/// Format 3: payload words XOR-ed with the sector key, a CRC32C of the whole block.
-pub(super) const VERSION: u32 = 3;
-/// Byte ranges of the header fields.
-const SEED: usize = 8;
-const FILE: usize = 16;
-const OFFSET: usize = 24;
-pub(super) const GEN: usize = 32;
-const LEN: usize = 40;
-const VER: usize = 44;
-pub(super) const HEADER_CRC: usize = 48;
-/// CRC32C of the whole block with both CRC fields zero.
-const BLOCK_CRC: usize = 52;
-/// Sector stamps are the generation xor this, so that a sector of zeros never looks stamped.
-pub(super) const STAMP_KEY: u64 = 0x5bd1_e995_9e37_79b9;
-
-/// Who and what a block is: the identity a write stamps and a read expects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BlockId {
-    pub seed: u64,
-    pub file: u64,
-    pub offset: u64,
-}
+pub(crate) use super::format::{check_block_size, BlockId, HEADER_BYTES, MAGIC, MIN_BLOCK, SECTOR};
 
 fn get(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
@@ -72,34 +44,6 @@ fn put(b: &mut [u8], at: usize, v: u64) {
 
 fn put32(b: &mut [u8], at: usize, v: u32) {
     b[at..at + 4].copy_from_slice(&v.to_le_bytes());
-}
-
-/// SplitMix64's finaliser: spreads (seed, file, offset, generation) over a payload key.
-#[inline(always)]
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// The key of one write of one block: (seed, file, offset, generation) mixed, the offset's
-/// mix beside the chain so that it adds no latency to it.
-#[inline(always)]
-pub(super) fn block_key(id: &BlockId, generation: u64) -> u64 {
-    mix(id.seed ^ mix(id.file ^ mix(generation)) ^ mix(id.offset ^ OFFSET_KEY))
-}
-
-/// Sector keys are the block key XOR this times (sector index + 1): no two sectors of a
-/// block share a key, and the part that is not the block key is the same in every block
-/// of a length, so the whole-block CRC takes the block key once (see `blockcrc`).
-pub(super) const SECTOR_WEYL: u64 = 0xd6e8_feb8_6659_fd93;
-/// Mixed into the offset so that offset 0 does not mix to 0.
-const OFFSET_KEY: u64 = 0xa076_1d64_78bd_642f;
-
-/// The payload key of sector `s` of a block with key `block_key`.
-#[inline(always)]
-fn sector_key(block_key: u64, s: usize) -> u64 {
-    block_key ^ SECTOR_WEYL.wrapping_mul(s as u64 + 1)
 }
 
 pub(crate) use super::blockcrc::BlockCrc;
@@ -171,21 +115,6 @@ fn whole_crc_over_bytes(len: usize, id: &BlockId, generation: u64, bk: u64) -> u
     crc32c::crc32c(&b)
 }
 
-/// The header words of a block, both CRC fields zero.
-#[inline(always)]
-pub(super) fn header(len: usize, id: &BlockId, generation: u64) -> [u64; 8] {
-    [
-        MAGIC,
-        id.seed,
-        id.file,
-        id.offset,
-        generation,
-        len as u64 | (VERSION as u64) << 32,
-        0,
-        0,
-    ]
-}
-
 /// The sectors' stamps and payload words of generation `generation` of block `id`.
 #[inline]
 fn fill_body(buf: &mut [u8], bk: u64, generation: u64) {
@@ -217,7 +146,7 @@ pub(crate) fn fill(buf: &mut [u8], id: &BlockId, generation: u64, crc: &BlockCrc
 
 /// [`fill`] for any length and CPU.
 #[inline(never)]
-pub(super) fn fill_general(buf: &mut [u8], id: &BlockId, generation: u64, crc: &BlockCrc) {
+fn fill_general(buf: &mut [u8], id: &BlockId, generation: u64, crc: &BlockCrc) {
     let bk = block_key(id, generation);
     // The header made in registers, its CRCs taken from them (the block's with both CRC
     // fields zero, the header's with its own zero): no store is read back.
@@ -242,40 +171,6 @@ pub(super) fn fill_general(buf: &mut [u8], id: &BlockId, generation: u64, crc: &
         fill_body(buf, bk, generation);
         put_header(buf);
     }
-}
-
-/// CRC32C of a header given as its eight little-endian words: eight `crc32` instructions
-/// where the CPU has SSE4.2 (for 64 bytes the crate's general loop and dispatch cost several
-/// times that, on every write), the crate elsewhere; the same value either way (tested).
-#[inline]
-fn header_words_crc(h: &[u64; 8]) -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("sse4.2") {
-        // SAFETY: SSE4.2 is present (checked just above).
-        return unsafe { crc_sse42(h.iter().copied()) };
-    }
-    let mut b = [0u8; HEADER_BYTES];
-    for (c, w) in b.chunks_exact_mut(8).zip(h) {
-        c.copy_from_slice(&w.to_le_bytes());
-    }
-    crc32c::crc32c(&b)
-}
-
-/// CRC32C of little-endian words, one `crc32` instruction each.
-///
-/// # Safety
-/// The CPU must have SSE4.2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "sse4.2")]
-#[inline]
-pub(super) unsafe fn crc_sse42(words: impl Iterator<Item = u64>) -> u32 {
-    use std::arch::x86_64::_mm_crc32_u64;
-    // CRC32C as the crate computes it: initial value and final value inverted.
-    let mut c = u32::MAX as u64;
-    for w in words {
-        c = _mm_crc32_u64(c, w);
-    }
-    !(c as u32)
 }
 
 /// Whether every sector stamp and payload word of `buf` is generation `generation`'s of
@@ -929,5 +824,115 @@ mod tests {
             best[1][0],
             best[1][1]
         );
+    }
+}
+
+/// The fast path against the general one (`super::fast`), from here: this module knows both.
+#[cfg(all(test, target_arch = "x86_64"))]
+mod fast_path_tests {
+    use super::super::fast;
+    use super::{self as block, block_crc, fill_general, BlockId};
+
+    const IDS: [BlockId; 3] = [
+        BlockId {
+            seed: 0,
+            file: 0,
+            offset: 0,
+        },
+        BlockId {
+            seed: 0x1234_5678_9abc_def0,
+            file: 3,
+            offset: 4096 * 77,
+        },
+        BlockId {
+            seed: u64::MAX,
+            file: u64::MAX,
+            offset: 1 << 40,
+        },
+    ];
+
+    fn have_cpu() -> bool {
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("sse4.2")
+            && std::arch::is_x86_feature_detected!("pclmulqdq")
+    }
+
+    /// Zeroed bytes (at any alignment: the loops load and store unaligned).
+    fn buffer(len: usize) -> Vec<u8> {
+        vec![0u8; len]
+    }
+
+    #[test]
+    fn the_fast_fill_makes_the_general_fills_bytes_and_the_fast_check_takes_them() {
+        if !have_cpu() {
+            println!("SKIPPED: this CPU lacks AVX2, SSE4.2 or PCLMULQDQ");
+            return;
+        }
+        for len in [512usize, 4096, 8192, 65536] {
+            let crc = block_crc(len);
+            // (`usable` but for the CPU, which `have_cpu` checked: a test running beside this one
+            // may be switching the loops to the portable ones.)
+            assert!(crc.fast() && crc.len() == len);
+            for id in IDS {
+                for g in [1u64, 2, 1 << 33, u64::MAX] {
+                    let mut fast = buffer(len);
+                    let mut general = buffer(len);
+                    // SAFETY: `usable` holds (asserted above).
+                    unsafe { fast::fill(&mut fast, &id, g, &crc) };
+                    fill_general(&mut general, &id, g, &crc);
+                    assert!(fast == general, "len {len}, {id:?}, generation {g}");
+                    // SAFETY: as above.
+                    assert_eq!(unsafe { fast::intact(&general, &id, &crc) }, Some(g));
+                    assert_eq!(
+                        block::check(&general, &id, &crc),
+                        block::Verdict::Intact { generation: g }
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_fast_check_refuses_any_changed_byte_and_any_other_block() {
+        if !have_cpu() {
+            println!("SKIPPED: this CPU lacks AVX2, SSE4.2 or PCLMULQDQ");
+            return;
+        }
+        let len = 4096;
+        let crc = block_crc(len);
+        let id = IDS[1];
+        let mut b = buffer(len);
+        fill_general(&mut b, &id, 9, &crc);
+        for at in 0..len {
+            for flip in [0x01u8, 0x80, 0xff] {
+                b[at] ^= flip;
+                // SAFETY: `usable` holds for blocks of `crc`'s length on this CPU.
+                assert_eq!(unsafe { fast::intact(&b, &id, &crc) }, None, "byte {at}");
+                b[at] ^= flip;
+            }
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { fast::intact(&b, &id, &crc) }, Some(9));
+        // The same block expected at another offset, file or run, and zeros.
+        for other in [
+            BlockId {
+                offset: id.offset + 4096,
+                ..id
+            },
+            BlockId { file: 4, ..id },
+            BlockId { seed: 1, ..id },
+        ] {
+            // SAFETY: as above.
+            assert_eq!(unsafe { fast::intact(&b, &other, &crc) }, None);
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { fast::intact(&buffer(len), &id, &crc) }, None);
+    }
+
+    #[test]
+    fn blocks_of_another_length_or_shape_go_the_general_way() {
+        let crc = block_crc(4096);
+        assert!(!fast::usable(&crc, 8192));
+        assert!(!fast::usable(&block_crc(1000), 1000));
     }
 }

@@ -9,11 +9,11 @@
 
 #![cfg(target_arch = "x86_64")]
 
-use super::block::{
+use super::blockcrc::{BlockCrc, Parts};
+use super::format::{
     block_key, crc_sse42, header, BlockId, GEN, HEADER_BYTES, HEADER_CRC, SECTOR, SECTOR_WEYL,
     STAMP_KEY,
 };
-use super::blockcrc::{BlockCrc, Parts};
 use super::words::{self, WEYL};
 use std::arch::x86_64::*;
 
@@ -227,112 +227,4 @@ pub(super) unsafe fn intact(buf: &[u8], id: &BlockId, crc: &BlockCrc) -> Option<
     // SAFETY: as in `fill`.
     let body = unsafe { payload_matches(buf, bk, stamp) };
     (fields & crcs & body).then_some(generation)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::block::{self, block_crc, fill_general, BlockId};
-
-    const IDS: [BlockId; 3] = [
-        BlockId {
-            seed: 0,
-            file: 0,
-            offset: 0,
-        },
-        BlockId {
-            seed: 0x1234_5678_9abc_def0,
-            file: 3,
-            offset: 4096 * 77,
-        },
-        BlockId {
-            seed: u64::MAX,
-            file: u64::MAX,
-            offset: 1 << 40,
-        },
-    ];
-
-    fn have_cpu() -> bool {
-        std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("sse4.2")
-            && std::arch::is_x86_feature_detected!("pclmulqdq")
-    }
-
-    /// Zeroed bytes (at any alignment: the loops load and store unaligned).
-    fn buffer(len: usize) -> Vec<u8> {
-        vec![0u8; len]
-    }
-
-    #[test]
-    fn the_fast_fill_makes_the_general_fills_bytes_and_the_fast_check_takes_them() {
-        if !have_cpu() {
-            println!("SKIPPED: this CPU lacks AVX2, SSE4.2 or PCLMULQDQ");
-            return;
-        }
-        for len in [512usize, 4096, 8192, 65536] {
-            let crc = block_crc(len);
-            // (`usable` but for the CPU, which `have_cpu` checked: a test running beside this one
-            // may be switching the loops to the portable ones.)
-            assert!(crc.fast() && crc.len() == len);
-            for id in IDS {
-                for g in [1u64, 2, 1 << 33, u64::MAX] {
-                    let mut fast = buffer(len);
-                    let mut general = buffer(len);
-                    // SAFETY: `usable` holds (asserted above).
-                    unsafe { super::fill(&mut fast, &id, g, &crc) };
-                    fill_general(&mut general, &id, g, &crc);
-                    assert!(fast == general, "len {len}, {id:?}, generation {g}");
-                    // SAFETY: as above.
-                    assert_eq!(unsafe { super::intact(&general, &id, &crc) }, Some(g));
-                    assert_eq!(
-                        block::check(&general, &id, &crc),
-                        block::Verdict::Intact { generation: g }
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn the_fast_check_refuses_any_changed_byte_and_any_other_block() {
-        if !have_cpu() {
-            println!("SKIPPED: this CPU lacks AVX2, SSE4.2 or PCLMULQDQ");
-            return;
-        }
-        let len = 4096;
-        let crc = block_crc(len);
-        let id = IDS[1];
-        let mut b = buffer(len);
-        fill_general(&mut b, &id, 9, &crc);
-        for at in 0..len {
-            for flip in [0x01u8, 0x80, 0xff] {
-                b[at] ^= flip;
-                // SAFETY: `usable` holds for blocks of `crc`'s length on this CPU.
-                assert_eq!(unsafe { super::intact(&b, &id, &crc) }, None, "byte {at}");
-                b[at] ^= flip;
-            }
-        }
-        // SAFETY: as above.
-        assert_eq!(unsafe { super::intact(&b, &id, &crc) }, Some(9));
-        // The same block expected at another offset, file or run, and zeros.
-        for other in [
-            BlockId {
-                offset: id.offset + 4096,
-                ..id
-            },
-            BlockId { file: 4, ..id },
-            BlockId { seed: 1, ..id },
-        ] {
-            // SAFETY: as above.
-            assert_eq!(unsafe { super::intact(&b, &other, &crc) }, None);
-        }
-        // SAFETY: as above.
-        assert_eq!(unsafe { super::intact(&buffer(len), &id, &crc) }, None);
-    }
-
-    #[test]
-    fn blocks_of_another_length_or_shape_go_the_general_way() {
-        let crc = block_crc(4096);
-        assert!(!super::usable(&crc, 8192));
-        assert!(!super::usable(&block_crc(1000), 1000));
-    }
 }

@@ -10,6 +10,7 @@ pub(crate) mod block;
 pub(crate) mod blockcrc;
 pub(crate) mod check;
 mod fast;
+mod format;
 pub(crate) mod journal;
 pub(crate) mod report;
 pub(crate) mod stream;
