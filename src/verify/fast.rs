@@ -21,7 +21,7 @@ use std::arch::x86_64::*;
 /// position word XOR its sector's key (the block key XOR `SECTOR_WEYL` times the sector's
 /// number + 1; see `block`). Every sector after the first has `WEYL` times the word's
 /// index (word 0, the stamp's place, is 0); the first, whose payload starts after the
-/// eight header words, `WEYL` times (index - 7). One kilobyte read by every fill and
+/// eight header words, `WEYL` times (index - 7): payload word j is `WEYL` times j + 1. One kilobyte read by every fill and
 /// check instead of a block's worth of fixed words: between two I/Os the kernel's copy
 /// and the page cache push the worker's lines out of the first-level cache, and what
 /// comes back costs by the line.
@@ -35,7 +35,8 @@ const fn positions(first: bool) -> Positions {
         w[i] = if !first {
             WEYL.wrapping_mul(i as u64)
         } else if i >= HEADER_BYTES / 8 {
-            WEYL.wrapping_mul(i as u64 - 7)
+            // Payload word j (from 0) is WEYL times j + 1, and it sits at word j + 8.
+            WEYL.wrapping_mul((i - HEADER_BYTES / 8 + 1) as u64)
         } else {
             0
         };

@@ -59,7 +59,7 @@ pub(super) fn block_key(id: &BlockId, generation: u64) -> u64 {
 /// of a length, so the whole-block CRC takes the block key once (see `blockcrc`).
 pub(super) const SECTOR_WEYL: u64 = 0xd6e8_feb8_6659_fd93;
 /// Mixed into the offset so that offset 0 does not mix to 0.
-pub(super) const OFFSET_KEY: u64 = 0xa076_1d64_78bd_642f;
+const OFFSET_KEY: u64 = 0xa076_1d64_78bd_642f;
 
 /// The payload key of sector `s` of a block with key `block_key`.
 #[inline(always)]
