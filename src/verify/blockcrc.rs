@@ -83,38 +83,6 @@ fn raw_word(w: u64) -> u32 {
     c
 }
 
-/// One cache line of fixed words.
-#[derive(Debug, Clone, Copy)]
-#[repr(C, align(64))]
-struct Line([u64; 8]);
-
-/// A block's fixed words on whole cache lines: the fill and the check read them 32 bytes at
-/// a time, and from an allocator's 16-byte alignment every other such read would straddle
-/// two lines (split loads: two accesses each, on every I/O).
-#[derive(Debug, Clone)]
-struct FixedWords {
-    lines: Box<[Line]>,
-    words: usize,
-}
-
-impl FixedWords {
-    fn new(block: &[u8]) -> FixedWords {
-        let words = block.len() / 8;
-        let mut lines = vec![Line([0; 8]); words.div_ceil(8)].into_boxed_slice();
-        for (i, w) in block.chunks_exact(8).enumerate() {
-            lines[i / 8].0[i % 8] = u64::from_le_bytes(w.try_into().expect("8 bytes"));
-        }
-        FixedWords { lines, words }
-    }
-
-    fn words(&self) -> &[u64] {
-        // SAFETY: `Line` is `repr(C)` eight u64s with no padding (64 bytes, align 64), so the
-        // lines are `8 * lines.len()` contiguous u64s, of which the first `words` are asked for
-        // (words <= 8 * lines.len()).
-        unsafe { std::slice::from_raw_parts(self.lines.as_ptr() as *const u64, self.words) }
-    }
-}
-
 /// What [`BlockCrc::crc`] needs to know of one block.
 pub(crate) struct Parts {
     /// Seed, file, offset and generation: the header words at bytes 8..40.
@@ -126,17 +94,12 @@ pub(crate) struct Parts {
     pub block_key: u64,
 }
 
-/// The constants of verified blocks of one length: the CRC32C's fixed part and multipliers,
-/// and the fixed part's words, from which fills and checks make and compare a block.
+/// The constants of verified blocks of one length: the CRC32C's fixed part and multipliers.
 #[derive(Debug, Clone)]
 pub(crate) struct BlockCrc {
     len: usize,
     /// CRC32C of the block with every variable value zero.
     fixed: u32,
-    /// The fixed part's words (the block of key 0 with zero header and stamps): a block's
-    /// payload word is its fixed word XOR the block key, so a fill and a check each take
-    /// one XOR a word from here instead of making the word.
-    fixed_words: FixedWords,
     /// The header words' multiplier (their raw CRC as one 32-byte run ending at byte 40).
     header: u64,
     /// The stamp's multiplier: the sum over every stamped sector.
@@ -184,7 +147,6 @@ impl BlockCrc {
         BlockCrc {
             len,
             fixed: crc32c::crc32c(fixed_block),
-            fixed_words: FixedWords::new(fixed_block),
             header: for_clmul(x_pow(8 * (len - 40) as u64)),
             stamp: for_clmul(stamp),
             key: for_clmul(key),
@@ -213,11 +175,6 @@ impl BlockCrc {
 
     /// Whether the CPU makes the CRC from the constants (else the caller runs the crate over
     /// the block's bytes, which is faster than [`Self::crc_portable`]).
-    /// The fixed part's words (see the field).
-    pub(crate) fn fixed_words(&self) -> &[u64] {
-        self.fixed_words.words()
-    }
-
     pub(crate) fn fast(&self) -> bool {
         self.fast
     }

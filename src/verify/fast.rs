@@ -11,43 +11,11 @@
 
 use super::blockcrc::{BlockCrc, Parts};
 use super::format::{
-    block_key, crc_sse42, header, BlockId, GEN, HEADER_BYTES, HEADER_CRC, SECTOR, SECTOR_WEYL,
-    STAMP_KEY,
+    block_key, crc_sse42, header, BlockId, FIRST_SECTOR, GEN, HEADER_BYTES, HEADER_CRC,
+    LATER_SECTOR, SECTOR, SECTOR_WEYL, STAMP_KEY,
 };
-use super::words::{self, WEYL};
+use super::words;
 use std::arch::x86_64::*;
-
-/// The position words of one 512-byte sector, on whole cache lines: a payload word is its
-/// position word XOR its sector's key (the block key XOR `SECTOR_WEYL` times the sector's
-/// number + 1; see `block`). Every sector after the first has `WEYL` times the word's
-/// index (word 0, the stamp's place, is 0); the first, whose payload starts after the
-/// eight header words, `WEYL` times (index - 7): payload word j is `WEYL` times j + 1. One kilobyte read by every fill and
-/// check instead of a block's worth of fixed words: between two I/Os the kernel's copy
-/// and the page cache push the worker's lines out of the first-level cache, and what
-/// comes back costs by the line.
-#[repr(C, align(64))]
-struct Positions([u64; SECTOR / 8]);
-
-const fn positions(first: bool) -> Positions {
-    let mut w = [0u64; SECTOR / 8];
-    let mut i = 0;
-    while i < SECTOR / 8 {
-        w[i] = if !first {
-            WEYL.wrapping_mul(i as u64)
-        } else if i >= HEADER_BYTES / 8 {
-            // Payload word j (from 0) is WEYL times j + 1, and it sits at word j + 8.
-            WEYL.wrapping_mul((i - HEADER_BYTES / 8 + 1) as u64)
-        } else {
-            0
-        };
-        i += 1;
-    }
-    Positions(w)
-}
-
-static FIRST_SECTOR: Positions = positions(true);
-static LATER_SECTOR: Positions = positions(false);
-const _: () = assert!(SECTOR == 512 && HEADER_BYTES == 64);
 
 /// Whether a block of `len` bytes takes this path: `crc` is for its length, makes its CRC
 /// with the CPU's help, the block is whole sectors, and the CPU has AVX2.
@@ -102,7 +70,7 @@ pub(super) unsafe fn fill(buf: &mut [u8], id: &BlockId, generation: u64, crc: &B
 /// store; the first group of each later sector carries the stamp in its first lane.
 ///
 /// # Safety
-/// The caller is compiled with AVX2; `buf.len()` is a multiple of 512.
+/// The caller is compiled with AVX2; `buf.len()` is a nonzero multiple of 512.
 #[inline(always)]
 unsafe fn fill_payload(buf: &mut [u8], bk: u64, stamp: u64) {
     let p = buf.as_mut_ptr() as *mut __m256i;
@@ -136,6 +104,26 @@ unsafe fn fill_payload(buf: &mut [u8], bk: u64, stamp: u64) {
             put(unsafe { at.add(g) }, unsafe { later.add(g) }, kv);
         }
     }
+}
+
+/// [`fill_payload`] alone, for the general path on a CPU with AVX2 (`super::payload`).
+///
+/// # Safety
+/// The CPU must have AVX2; `buf.len()` is a nonzero multiple of 512.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn fill_payload_avx2(buf: &mut [u8], bk: u64, stamp: u64) {
+    // SAFETY: this function's own contract.
+    unsafe { fill_payload(buf, bk, stamp) }
+}
+
+/// [`payload_matches`] alone, for the general path on a CPU with AVX2 (`super::payload`).
+///
+/// # Safety
+/// As [`fill_payload_avx2`].
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn payload_matches_avx2(buf: &[u8], bk: u64, stamp: u64) -> bool {
+    // SAFETY: this function's own contract.
+    unsafe { payload_matches(buf, bk, stamp) }
 }
 
 /// Whether every payload word and stamp of `buf` is that of a block of key `bk` and stamp

@@ -1,7 +1,9 @@
-//! What a verified block is: its header's layout, its constants and the key its payload is
-//! made from. Both ways of making and checking a block ([`super::block`], every case, and
-//! [`super::fast`], the common one in one function per direction) build on these, so the
-//! format is written down once.
+//! What a verified block is: its header's layout, its constants, the key its payload is
+//! made from and the position words its payload is made of. Both ways of making and checking
+//! a block ([`super::block`], every case, and [`super::fast`], the common one in one function
+//! per direction) build on these, so the format is written down once.
+
+use super::words::WEYL;
 
 /// "FSBVRFY1", little-endian.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"FSBVRFY1");
@@ -66,6 +68,40 @@ const OFFSET_KEY: u64 = 0xa076_1d64_78bd_642f;
 pub(super) fn sector_key(block_key: u64, s: usize) -> u64 {
     block_key ^ SECTOR_WEYL.wrapping_mul(s as u64 + 1)
 }
+
+/// The position words of one 512-byte sector, on whole cache lines: a payload word is its
+/// position word XOR its sector's key ([`sector_key`]). Every sector after the first has
+/// `WEYL` times the word's index (word 0, the stamp's place, is 0); the first, whose payload
+/// starts after the eight header words, `WEYL` times (index - 7) (0 under the header):
+/// payload word j of every sector is `WEYL` times j + 1, as `words::sector_word` counts it.
+/// One kilobyte read by every fill and check, whatever the block's length: between two
+/// I/Os the kernel's copy and the page cache push the worker's lines out of the first-level
+/// cache, and what comes back costs by the line.
+#[repr(C, align(64))]
+pub(super) struct Positions(pub [u64; SECTOR / 8]);
+
+const fn positions(first: bool) -> Positions {
+    let mut w = [0u64; SECTOR / 8];
+    let mut i = 0;
+    while i < SECTOR / 8 {
+        w[i] = if !first {
+            WEYL.wrapping_mul(i as u64)
+        } else if i >= HEADER_BYTES / 8 {
+            // Payload word j (from 0) is WEYL times j + 1, and it sits at word j + 8.
+            WEYL.wrapping_mul((i - HEADER_BYTES / 8 + 1) as u64)
+        } else {
+            0
+        };
+        i += 1;
+    }
+    Positions(w)
+}
+
+/// The first sector's position words.
+pub(super) static FIRST_SECTOR: Positions = positions(true);
+/// The position words of every sector after the first.
+pub(super) static LATER_SECTOR: Positions = positions(false);
+const _: () = assert!(SECTOR == 512 && HEADER_BYTES == 64);
 
 /// The header words of a block, both CRC fields zero.
 #[inline(always)]

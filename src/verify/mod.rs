@@ -12,6 +12,7 @@ pub(crate) mod check;
 mod fast;
 mod format;
 pub(crate) mod journal;
+mod payload;
 pub(crate) mod report;
 pub(crate) mod stream;
 pub(crate) mod table;
