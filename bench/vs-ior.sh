@@ -50,6 +50,8 @@ ior_bytes() { awk '/aggregate filesize/ { v = $4; u = $5 } END {
   m = (u == "GiB") ? 1073741824 : (u == "MiB") ? 1048576 : (u == "KiB") ? 1024 : 1; printf "%.0f\n", v * m }'; }
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
+# The conditions, for bench/vs_ior_summary.py (which pools only runs of one transfer size).
+echo "# vs-ior: transfer $xfer, ${mib} MiB per rank, np $nps, $pairs pair(s), dir $dir, $(date -u '+%Y-%m-%d %H:%M UTC')"
 printf '%-18s %3s %-5s %4s %14s %14s %12s %12s %7s\n' layout np phase pair ior_bytes fsbench_bytes ior_MiB/s fsbench_MiB/s ratio
 for np in $nps; do
   total=$((mib * np))
@@ -104,25 +106,10 @@ EOF
     done
   done
 done
-# The median ratio per case over its pairs; a case where the bytes differed in any pair is
-# flagged and gets no ratio (same work before same speed).
+# The median ratio per case over its pairs, the geometric mean with its 95 % interval; a case
+# where the bytes differed in any pair is flagged and gets no ratio (same work before same
+# speed). bench/vs_ior_summary.py also pools several runs' printouts.
 if [ "$pairs" -gt 1 ]; then
-  python3 - "$rows" <<'EOF'
-import math, statistics, sys
-cases = {}
-for line in open(sys.argv[1]):
-    f = line.split()
-    cases.setdefault((f[0], f[1], f[2]), []).append((float(f[8]), "DIFFER" in line))
-print()
-print(f"{'layout':<18} {'np':>3} {'phase':<5} {'pairs':>5} {'median':>7} {'geomean':>7} {'min..max':>12}")
-for (layout, np, phase), v in cases.items():
-    if any(d for _, d in v):
-        print(f"{layout:<18} {np:>3} {phase:<5} {len(v):>5}  bytes differ: no ratio")
-        continue
-    r = sorted(x for x, _ in v)
-    # With the order alternating, a penalty that always falls on whichever tool runs first
-    # multiplies half the ratios by k and half by 1/k: the geometric mean cancels it.
-    g = math.exp(sum(math.log(x) for x in r) / len(r)) if all(x > 0 for x in r) else 0.0
-    print(f"{layout:<18} {np:>3} {phase:<5} {len(v):>5} {statistics.median(r):>7.2f} {g:>7.2f} {r[0]:>5.2f}..{r[-1]:<5.2f}")
-EOF
+  echo
+  python3 "$here/bench/vs_ior_summary.py" "$rows"
 fi

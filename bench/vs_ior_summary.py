@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""The per-case summary of bench/vs-ior.sh: median, geometric mean, range and the 95 % interval
+of the geometric mean of the fsbench / IOR ratios, over every pair in the files given.
+
+    python3 bench/vs_ior_summary.py OUTPUT [OUTPUT ...]
+
+Each OUTPUT is vs-ior.sh's printout (or its rows alone); the pair lines of several runs are
+pooled by case (transfer, layout, np, phase), so runs made at different times can be read
+together. A case where the bytes differed in any pair gets no ratio (same work before same
+speed).
+"""
+import math
+import statistics
+import sys
+
+# Student's t, two-sided 95 %, by degrees of freedom 1..30 (1.96 past 30).
+T95 = [12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 2.16, 2.14,
+       2.13, 2.12, 2.11, 2.10, 2.09, 2.09, 2.08, 2.07, 2.07, 2.06, 2.06, 2.06, 2.05, 2.05,
+       2.05, 2.04]
+
+
+def pair_lines(path):
+    """(case, ratio, bytes differ) of every pair line: layout np phase pair ior_bytes
+    fsbench_bytes ior_MiB/s fsbench_MiB/s ratio [BYTES DIFFER]. The case carries the transfer
+    size from the printout's `# vs-ior: transfer X, ...` line ("?" in printouts made before
+    the script wrote that line)."""
+    transfer = "?"
+    for line in open(path):
+        if line.startswith("# vs-ior: transfer "):
+            transfer = line.split()[3].rstrip(",")
+            continue
+        f = line.split()
+        if len(f) < 9 or not (f[1].isdigit() and f[3].isdigit()):
+            continue
+        try:
+            ratio = float(f[8])
+        except ValueError:
+            continue
+        yield (transfer, f[0], int(f[1]), f[2]), ratio, "DIFFER" in line
+
+
+def interval(ratios):
+    """The 95 % interval of the geometric mean: a t interval on the logs of the ratios (the
+    pairs are independent; with the order alternating, a penalty that always falls on the
+    tool that runs first is symmetric in log and cancels in the mean)."""
+    if len(ratios) < 2:
+        return ""
+    logs = [math.log(x) for x in ratios]
+    df = len(logs) - 1
+    t = T95[df - 1] if df <= len(T95) else 1.96
+    half = t * statistics.stdev(logs) / math.sqrt(len(logs))
+    m = statistics.fmean(logs)
+    return f"{math.exp(m - half):.2f}..{math.exp(m + half):.2f}"
+
+
+def main(paths):
+    cases = {}
+    for path in paths:
+        for case, ratio, differ in pair_lines(path):
+            cases.setdefault(case, []).append((ratio, differ))
+    if not cases:
+        sys.exit("no pair lines in " + " ".join(paths))
+    print(f"{'xfer':>4} {'layout':<18} {'np':>3} {'phase':<5} {'pairs':>5} {'median':>7} {'geomean':>7}"
+          f" {'min..max':>12} {'95% CI':>11}")
+    for (xfer, layout, np, phase), v in cases.items():
+        head = f"{xfer:>4} {layout:<18} {np:>3} {phase:<5} {len(v):>5}"
+        if any(d for _, d in v):
+            print(f"{head}  bytes differ: no ratio")
+            continue
+        r = sorted(x for x, _ in v)
+        if r[0] <= 0:
+            print(f"{head}  a tool reported no bandwidth")
+            continue
+        g = math.exp(statistics.fmean(math.log(x) for x in r))
+        print(f"{head} {statistics.median(r):>7.2f}"
+              f" {g:>7.2f} {r[0]:>5.2f}..{r[-1]:<5.2f} {interval(r):>11}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    main(sys.argv[1:])
