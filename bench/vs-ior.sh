@@ -51,7 +51,8 @@ ior_bytes() { awk '/aggregate filesize/ { v = $4; u = $5 } END {
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # The conditions, for bench/vs_ior_summary.py (which pools only runs of one transfer size).
-echo "# vs-ior: transfer $xfer, ${mib} MiB per rank, np $nps, $pairs pair(s), dir $dir, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "# vs-ior: transfer $xfer, ${mib} MiB per rank, np $nps, $pairs pair(s), dir $dir, $(date -u '+%Y-%m-%d %H:%M UTC')" \
+  | tee "$rows"
 printf '%-18s %3s %-5s %4s %14s %14s %12s %12s %7s\n' layout np phase pair ior_bytes fsbench_bytes ior_MiB/s fsbench_MiB/s ratio
 for np in $nps; do
   total=$((mib * np))
