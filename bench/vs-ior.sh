@@ -19,6 +19,13 @@
 # (IOR without -e; fsbench without --fsync); both read buffered, after the write, reordered.
 # Before every measurement of either tool the local page cache is synced and dropped (root).
 # LAYOUTS="shared_strided ..." measures only the layouts named.
+# IOR_READ_FILL=r: before each IOR read, rewrite IOR's file (untimed) with `ior -l r`, random
+# data like fsbench's. IOR's default data compresses about 2.6:1 (zram's lzo-rle) and
+# fsbench's not at all, so on storage that compresses (zram, ZFS or btrfs with compression,
+# many arrays) the two reads would otherwise fetch different amounts from the device; IOR's
+# timed writes keep its default data (with -l r it regenerates the buffer for every transfer,
+# CPU fsbench does not spend). Buffered writes without fsync only reach the page cache, so
+# their content does not matter to the timed part.
 # On a cluster drop the cache on every host yourself (this only drops the local one).
 set -euo pipefail
 ior="${1:?usage: bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS]}"
@@ -48,10 +55,15 @@ trap 'rm -rf "$work" "$rows"' EXIT
 ior_bw() { awk -v k="$1" 'seen && $1 == k { print $2 * 1048576; exit } /^Operation +Max\(MiB\)/ { seen = 1 }'; }
 ior_bytes() { awk '/aggregate filesize/ { v = $4; u = $5 } END {
   m = (u == "GiB") ? 1073741824 : (u == "MiB") ? 1048576 : (u == "KiB") ? 1024 : 1; printf "%.0f\n", v * m }'; }
+# The storage under DIR (device and file system type), part of the conditions.
+storage="$(findmnt -n -o SOURCE,FSTYPE -T "$dir" 2>/dev/null | awk '{ print $1, $2; exit }')"
+case "$storage" in
+  /dev/zram*) [ -n "${IOR_READ_FILL:-}" ] || echo "note: $dir is on zram, which compresses: IOR's default data compresses, fsbench's does not, so the reads differ in work; set IOR_READ_FILL=r" >&2;;
+esac
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # The conditions, for bench/vs_ior_summary.py (which pools only runs of one transfer size).
-echo "# vs-ior: transfer $xfer, ${mib} MiB per rank, np $nps, $pairs pair(s), dir $dir, $(date -u '+%Y-%m-%d %H:%M UTC')" \
+echo "# vs-ior: transfer $xfer, ${mib} MiB per rank, np $nps, $pairs pair(s), dir $dir, storage ${storage:-unknown}, ior read fill ${IOR_READ_FILL:-default}, $(date -u '+%Y-%m-%d %H:%M UTC')" \
   | tee "$rows"
 printf '%-18s %3s %-5s %4s %14s %14s %12s %12s %7s\n' layout np phase pair ior_bytes fsbench_bytes ior_MiB/s fsbench_MiB/s ratio
 for np in $nps; do
@@ -77,6 +89,11 @@ for np in $nps; do
       # the drop puts both tools in the same state.
       cold() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; sleep "${COLD_WAIT:-4}"; }
       run_ior() {
+        if [ $phase = read ] && [ -n "${IOR_READ_FILL:-}" ]; then
+          $mpirun -np "$np" "$ior" -a POSIX -t "$xfer" "${iorl[@]}" -w -k -l "$IOR_READ_FILL" \
+            -o "$work/ior.$layout" >/dev/null 2>&1 \
+            || { echo "IOR could not rewrite its file with -l $IOR_READ_FILL" >&2; exit 1; }
+        fi
         cold
         out="$($mpirun -np "$np" "$ior" -a POSIX -t "$xfer" "${iorl[@]}" "${iorp[@]}" -o "$work/ior.$layout" 2>&1)"
         ib="$(printf '%s\n' "$out" | ior_bytes)"; ibw="$(printf '%s\n' "$out" | ior_bw $key)"

@@ -5,11 +5,12 @@ of the geometric mean of the fsbench / IOR ratios, over every pair in the files 
     python3 bench/vs_ior_summary.py OUTPUT [OUTPUT ...]
 
 Each OUTPUT is vs-ior.sh's printout (or its rows alone); the pair lines of several runs are
-pooled by case (transfer, layout, np, phase), so runs made at different times can be read
-together. A case where the bytes differed in any pair gets no ratio (same work before same
+pooled by case (storage, transfer, layout, np, phase), so runs made at different times can
+be read together but runs on different storage or transfer sizes never mix. A case where the bytes differed in any pair gets no ratio (same work before same
 speed).
 """
 import math
+import re
 import statistics
 import sys
 
@@ -21,13 +22,16 @@ T95 = [12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 
 
 def pair_lines(path):
     """(case, ratio, bytes differ) of every pair line: layout np phase pair ior_bytes
-    fsbench_bytes ior_MiB/s fsbench_MiB/s ratio [BYTES DIFFER]. The case carries the transfer
-    size from the printout's `# vs-ior: transfer X, ...` line ("?" in printouts made before
-    the script wrote that line)."""
-    transfer = "?"
+    fsbench_bytes ior_MiB/s fsbench_MiB/s ratio [BYTES DIFFER]. The case carries the storage
+    and the transfer size from the printout's `# vs-ior: transfer X, ..., storage DEV FS, ...`
+    line ("?" in printouts made before the script wrote them: the transfer before 2026-11-26
+    23:27, the storage before 2026-11-27 02:00)."""
+    transfer, storage = "?", "?"
     for line in open(path):
         if line.startswith("# vs-ior: transfer "):
             transfer = line.split()[3].rstrip(",")
+            m = re.search(r"storage ([^,]+),", line)
+            storage = m.group(1) if m else "?"
             continue
         f = line.split()
         if len(f) < 9 or not (f[1].isdigit() and f[3].isdigit()):
@@ -36,7 +40,7 @@ def pair_lines(path):
             ratio = float(f[8])
         except ValueError:
             continue
-        yield (transfer, f[0], int(f[1]), f[2]), ratio, "DIFFER" in line
+        yield (storage, transfer, f[0], int(f[1]), f[2]), ratio, "DIFFER" in line
 
 
 def interval(ratios):
@@ -60,10 +64,11 @@ def main(paths):
             cases.setdefault(case, []).append((ratio, differ))
     if not cases:
         sys.exit("no pair lines in " + " ".join(paths))
-    print(f"{'xfer':>4} {'layout':<18} {'np':>3} {'phase':<5} {'pairs':>5} {'median':>7} {'geomean':>7}"
+    width = max([len("storage")] + [len(c[0]) for c in cases])
+    print(f"{'storage':<{width}} {'xfer':>4} {'layout':<18} {'np':>3} {'phase':<5} {'pairs':>5} {'median':>7} {'geomean':>7}"
           f" {'min..max':>12} {'95% CI':>11}")
-    for (xfer, layout, np, phase), v in cases.items():
-        head = f"{xfer:>4} {layout:<18} {np:>3} {phase:<5} {len(v):>5}"
+    for (storage, xfer, layout, np, phase), v in cases.items():
+        head = f"{storage:<{width}} {xfer:>4} {layout:<18} {np:>3} {phase:<5} {len(v):>5}"
         if any(d for _, d in v):
             print(f"{head}  bytes differ: no ratio")
             continue
