@@ -41,6 +41,12 @@ case "$xfer" in
 esac
 [ "$xfer_kib" -gt 0 ] && [ $(( mib * 1024 % xfer_kib )) -eq 0 ] \
   || { echo "TRANSFER ($xfer) must divide the data per rank (${mib} MiB)" >&2; exit 2; }
+# Only random data makes IOR's file as incompressible as fsbench's (IOR's other -l kinds
+# compress, and it takes an unknown one for "offset").
+case "${IOR_READ_FILL:-}" in
+  ""|r) ;;
+  *) echo "IOR_READ_FILL must be r (IOR's random data) or unset: $IOR_READ_FILL" >&2; exit 2;;
+esac
 here="$(cd "$(dirname "$0")/.." && pwd)"
 fsbench="${FSBENCH:-$here/target/release/fsbench}"
 mpirun="mpirun ${MPIRUN_ARGS:-} --allow-run-as-root --oversubscribe"
@@ -62,7 +68,8 @@ case "$storage" in
 esac
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
-# The conditions, for bench/vs_ior_summary.py (which pools only runs of one transfer size).
+# The conditions, for bench/vs_ior_summary.py (which pools only runs on one storage with one
+# transfer size).
 echo "# vs-ior: transfer $xfer, ${mib} MiB per rank, np $nps, $pairs pair(s), dir $dir, storage ${storage:-unknown}, ior read fill ${IOR_READ_FILL:-default}, $(date -u '+%Y-%m-%d %H:%M UTC')" \
   | tee "$rows"
 printf '%-18s %3s %-5s %4s %14s %14s %12s %12s %7s\n' layout np phase pair ior_bytes fsbench_bytes ior_MiB/s fsbench_MiB/s ratio
