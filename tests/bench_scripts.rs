@@ -1,0 +1,187 @@
+//! The helpers of `bench/` that turn peer comparisons into quoted figures: the pooling of
+//! `bench/vs-ior.sh` printouts (`bench/vs_ior_summary.py`) and the script's refusals. A ratio
+//! in README comes from these, so a pooling that mixed storage or transfer sizes, or quoted a
+//! case whose bytes differed, would put a wrong number there.
+
+mod common;
+
+use common::Sandbox;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bench(script: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("bench")
+        .join(script)
+}
+
+/// One printout: the conditions line (None: a printout from before the script wrote one),
+/// then pair lines `layout np phase pair ior_bytes fsbench_bytes ior fsbench ratio`.
+fn printout(
+    sb: &Sandbox,
+    name: &str,
+    header: Option<&str>,
+    pairs: &[(&str, &str, f64, bool)],
+) -> PathBuf {
+    let mut text = String::new();
+    if let Some(h) = header {
+        text.push_str(h);
+        text.push('\n');
+    }
+    text.push_str("layout np phase pair ior_bytes fsbench_bytes ior_MiB/s fsbench_MiB/s ratio\n");
+    for (i, (layout, phase, ratio, differ)) in pairs.iter().enumerate() {
+        let fb = if *differ { 1000 } else { 2048 };
+        text.push_str(&format!(
+            "{layout} 2 {phase} {} 2048 {fb} 100.0 {:.1} {ratio:.2}{}\n",
+            i + 1,
+            100.0 * ratio,
+            if *differ { "  BYTES DIFFER" } else { "" }
+        ));
+    }
+    let p = sb.file(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn summary(files: &[&Path]) -> std::process::Output {
+    Command::new("python3")
+        .arg(bench("vs_ior_summary.py"))
+        .args(files)
+        .output()
+        .expect("python3 runs")
+}
+
+/// The summary row of a case: the line that starts with `storage` and names `layout`.
+fn row<'a>(out: &'a str, storage: &str, layout: &str) -> Vec<&'a str> {
+    out.lines()
+        .find(|l| l.starts_with(storage) && l.contains(layout))
+        .unwrap_or_else(|| panic!("no row for {storage} {layout} in:\n{out}"))[storage.len()..]
+        .split_whitespace()
+        .collect()
+}
+
+#[test]
+#[cfg_attr(not(has_python3), ignore = "SKIPPED: needs python3")]
+fn pooling_keeps_storage_and_transfer_apart_and_gives_no_ratio_where_bytes_differed() {
+    let sb = Sandbox::new();
+    let zram = "# vs-ior: transfer 4k, 128 MiB per rank, np 2, 2 pair(s), dir /mnt/zx, storage /dev/zram0 xfs, ior read fill r, 2026-11-27 01:41 UTC";
+    let disk = "# vs-ior: transfer 4k, 128 MiB per rank, np 2, 1 pair(s), dir /var/tmp, storage /dev/vda ext4, ior read fill default, 2026-11-27 02:00 UTC";
+    let big = "# vs-ior: transfer 1m, 128 MiB per rank, np 2, 1 pair(s), dir /mnt/zx, storage /dev/zram0 xfs, ior read fill r, 2026-11-27 03:00 UTC";
+    let a = printout(
+        &sb,
+        "a.txt",
+        Some(zram),
+        &[
+            ("shared_segmented", "read", 1.10, false),
+            ("shared_segmented", "read", 1.20, false),
+            ("file_per_rank", "write", 1.00, true),
+        ],
+    );
+    // A later run on the same storage and transfer: pooled with the first.
+    let b = printout(
+        &sb,
+        "b.txt",
+        Some(zram),
+        &[("shared_segmented", "read", 1.30, false)],
+    );
+    // The same case on other storage, or with another transfer size: rows of their own.
+    let c = printout(
+        &sb,
+        "c.txt",
+        Some(disk),
+        &[("shared_segmented", "read", 0.50, false)],
+    );
+    let d = printout(
+        &sb,
+        "d.txt",
+        Some(big),
+        &[("shared_segmented", "read", 0.25, false)],
+    );
+    // A printout from before the conditions line: storage and transfer unknown.
+    let e = printout(
+        &sb,
+        "e.txt",
+        None,
+        &[("shared_segmented", "read", 2.00, false)],
+    );
+
+    let out = summary(&[&a, &b, &c, &d, &e]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+
+    // storage xfer layout np phase pairs median geomean min..max CI
+    let pooled = row(&text, "/dev/zram0 xfs", "4k shared_segmented");
+    assert_eq!(
+        &pooled[..5],
+        &["4k", "shared_segmented", "2", "read", "3"],
+        "{text}"
+    );
+    assert_eq!(pooled[5], "1.20", "median of 1.10, 1.20, 1.30: {text}");
+    // exp(mean(ln 1.1, ln 1.2, ln 1.3)) = 1.197
+    assert_eq!(pooled[6], "1.20", "{text}");
+    assert_eq!(pooled[7], "1.10..1.30", "{text}");
+
+    let other = row(&text, "/dev/vda ext4", "shared_segmented");
+    assert_eq!(
+        &other[..6],
+        &["4k", "shared_segmented", "2", "read", "1", "0.50"],
+        "{text}"
+    );
+    let one_mib = row(&text, "/dev/zram0 xfs", "1m shared_segmented");
+    assert_eq!(&one_mib[4..6], &["1", "0.25"], "{text}");
+    let old = row(&text, "?", "shared_segmented");
+    assert_eq!(
+        &old[..6],
+        &["?", "shared_segmented", "2", "read", "1", "2.00"],
+        "{text}"
+    );
+
+    let differed = text
+        .lines()
+        .find(|l| l.contains("file_per_rank"))
+        .expect("a row for the case whose bytes differed");
+    assert!(differed.contains("bytes differ: no ratio"), "{differed}");
+    assert!(
+        !differed.contains("1.00"),
+        "a ratio was quoted for unequal work: {differed}"
+    );
+}
+
+#[test]
+#[cfg_attr(not(has_python3), ignore = "SKIPPED: needs python3")]
+fn pooling_nothing_says_so_in_one_line_and_fails() {
+    let sb = Sandbox::new();
+    let empty = sb.file("empty.txt");
+    std::fs::write(&empty, "# vs-ior: transfer 4k, 1 MiB per rank\n").unwrap();
+    let out = summary(&[&empty]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("no pair lines"), "{err}");
+}
+
+#[test]
+fn vs_ior_refuses_an_ior_fill_that_would_compress_before_creating_anything() {
+    let sb = Sandbox::new();
+    for fill in ["t", "i", "random", "x"] {
+        let out = Command::new("bash")
+            .arg(bench("vs-ior.sh"))
+            .args(["/nonexistent/ior", sb.path().to_str().unwrap(), "16", "2"])
+            .env("IOR_READ_FILL", fill)
+            .env("TRANSFER", "4k")
+            .output()
+            .expect("bash runs");
+        assert_eq!(out.status.code(), Some(2), "IOR_READ_FILL={fill}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains("IOR_READ_FILL must be r") && err.contains(fill),
+            "{err}"
+        );
+    }
+    assert!(sb.listing().is_empty(), "created {:?}", sb.listing());
+}
