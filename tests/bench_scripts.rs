@@ -77,33 +77,22 @@ fn pooling_keeps_storage_and_transfer_apart_and_gives_no_ratio_where_bytes_diffe
             ("file_per_rank", "write", 1.00, true),
         ],
     );
+    // One pair of shared segmented reads per printout.
+    let one = |name: &str, header: Option<&str>, ratio: f64| {
+        printout(
+            &sb,
+            name,
+            header,
+            &[("shared_segmented", "read", ratio, false)],
+        )
+    };
     // A later run on the same storage and transfer: pooled with the first.
-    let b = printout(
-        &sb,
-        "b.txt",
-        Some(zram),
-        &[("shared_segmented", "read", 1.30, false)],
-    );
+    let b = one("b.txt", Some(zram), 1.30);
     // The same case on other storage, or with another transfer size: rows of their own.
-    let c = printout(
-        &sb,
-        "c.txt",
-        Some(disk),
-        &[("shared_segmented", "read", 0.50, false)],
-    );
-    let d = printout(
-        &sb,
-        "d.txt",
-        Some(big),
-        &[("shared_segmented", "read", 0.25, false)],
-    );
+    let c = one("c.txt", Some(disk), 0.50);
+    let d = one("d.txt", Some(big), 0.25);
     // A printout from before the conditions line: storage and transfer unknown.
-    let e = printout(
-        &sb,
-        "e.txt",
-        None,
-        &[("shared_segmented", "read", 2.00, false)],
-    );
+    let e = one("e.txt", None, 2.00);
 
     let out = summary(&[&a, &b, &c, &d, &e]);
     assert!(
