@@ -117,20 +117,27 @@ fn pooling_keeps_storage_and_transfer_apart_and_gives_no_ratio_where_bytes_diffe
     // Only pair 2 of a.txt had fsbench first (IOR goes first in odd pairs): one pair, 1.20.
     assert_eq!(&pooled[9..], &["1.20", "1"], "{text}");
 
-    let other = row(&text, "/dev/vda ext4", "shared_segmented");
-    assert_eq!(
-        &other[..6],
-        &["4k", "shared_segmented", "2", "read", "1", "0.50"],
-        "{text}"
-    );
-    let one_mib = row(&text, "/dev/zram0 xfs", "1m shared_segmented");
-    assert_eq!(&one_mib[4..6], &["1", "0.25"], "{text}");
-    let old = row(&text, "?", "shared_segmented");
-    assert_eq!(
-        &old[..6],
-        &["?", "shared_segmented", "2", "read", "1", "2.00"],
-        "{text}"
-    );
+    // Single-pair cases, each in a row of its own: (storage, what the row names, its first
+    // fields from the transfer size to the geometric mean).
+    for (storage, case, want) in [
+        (
+            "/dev/vda ext4",
+            "shared_segmented",
+            ["4k", "shared_segmented", "2", "read", "1", "0.50"],
+        ),
+        (
+            "/dev/zram0 xfs",
+            "1m shared_segmented",
+            ["1m", "shared_segmented", "2", "read", "1", "0.25"],
+        ),
+        (
+            "?",
+            "shared_segmented",
+            ["?", "shared_segmented", "2", "read", "1", "2.00"],
+        ),
+    ] {
+        assert_eq!(&row(&text, storage, case)[..6], &want, "{storage}: {text}");
+    }
 
     let differed = text
         .lines()
