@@ -2,7 +2,8 @@
 # fsbench (built with --features mpi) against IOR on the same layouts, under the same mpirun:
 # file per rank, one shared file segmented, one shared file strided; write, then read with the
 # ranks reordered (IOR -C, fsbench --reorder-ranks); -np 2 and 4 by default. For each pair it
-# prints the bytes each tool moved (checked equal first) and the ratio of reported bandwidth.
+# prints the bytes each tool moved (checked equal first) and the ratio of reported bandwidth,
+# and after each write the extents of IOR's and fsbench's files (IOR/fsbench).
 #
 #   bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS] [PAIRS]
 #
@@ -16,16 +17,27 @@
 # (the median of the pairs' ratios, with their min..max). Transfer size TRANSFER for both tools
 # (default 1m; KiB or MiB: 4k, 64k, 1m, ...): at 1 MiB the storage sets the pace, at 4 KiB each
 # tool's own cost per transfer shows as well. Neither tool fsyncs
-# (IOR without -e; fsbench without --fsync); both read buffered, after the write, reordered.
+# (IOR without -e; fsbench without --fsync); both read after the write, reordered.
+# CACHE=direct: both tools bypass the page cache (IOR --posix.odirect, fsbench --cache direct)
+# for writes and reads; default buffered. On XFS direct writes to one file run in parallel
+# (a shared lock on the inode), buffered ones one at a time, so this is the shared-file case
+# where each tool's own cost can show on one host.
+# OVERWRITE=1: the timed write overwrites the tool's own file, written once just before
+# (untimed) with the same command: IOR with -E (without it IOR deletes its file before
+# writing), fsbench on the file it kept. A write that allocates is mostly the file system's
+# work (at 4 KiB direct on XFS, ~35 us per write for allocation and unwritten-extent
+# conversion); an overwrite is what a database or a checkpoint rewrite does and leaves the
+# transfers themselves. Default: every timed write creates its file.
 # Before every measurement of either tool the local page cache is synced and dropped (root).
 # LAYOUTS="shared_strided ..." measures only the layouts named.
-# IOR_READ_FILL=r: before each IOR read, rewrite IOR's file (untimed) with `ior -l r`, random
-# data like fsbench's. IOR's default data compresses about 2.6:1 (zram's lzo-rle) and
-# fsbench's not at all, so on storage that compresses (zram, ZFS or btrfs with compression,
-# many arrays) the two reads would otherwise fetch different amounts from the device; IOR's
-# timed writes keep its default data (with -l r it regenerates the buffer for every transfer,
-# CPU fsbench does not spend). Buffered writes without fsync only reach the page cache, so
-# their content does not matter to the timed part.
+# IOR_DATA=r: IOR's data on the device is random, like fsbench's (`ior -l r`). IOR's default
+# data compresses about 2.6:1 (zram's lzo-rle) and fsbench's not at all, so on storage that
+# compresses (zram, ZFS or btrfs with compression, many arrays) the two tools would otherwise
+# give the device different work. Buffered: before each IOR read its file is rewritten
+# (untimed) with -l r, and the timed writes keep IOR's default data, which only reaches the
+# page cache (with -l r IOR regenerates its buffer for every transfer, CPU fsbench does not
+# spend). CACHE=direct: the timed writes reach the device, so IOR's timed writes use -l r
+# themselves, regeneration included, and its reads read that.
 # On a cluster drop the cache on every host yourself (this only drops the local one).
 set -euo pipefail
 ior="${1:?usage: bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS]}"
@@ -42,10 +54,21 @@ esac
 [ "$xfer_kib" -gt 0 ] && [ $(( mib * 1024 % xfer_kib )) -eq 0 ] \
   || { echo "TRANSFER ($xfer) must divide the data per rank (${mib} MiB)" >&2; exit 2; }
 # Only random data makes IOR's file as incompressible as fsbench's (IOR's other -l kinds
-# compress, and it takes an unknown one for "offset").
-case "${IOR_READ_FILL:-}" in
+# compress, "incompressible" too, and it takes an unknown one for "offset").
+case "${IOR_DATA:-}" in
   ""|r) ;;
-  *) echo "IOR_READ_FILL must be r (IOR's random data) or unset: $IOR_READ_FILL" >&2; exit 2;;
+  *) echo "IOR_DATA must be r (IOR's random data) or unset: $IOR_DATA" >&2; exit 2;;
+esac
+cache="${CACHE:-buffered}"
+case "$cache" in
+  buffered) ior_cache=(); fsb_cache=(--cache buffered);;
+  direct) ior_cache=(--posix.odirect); fsb_cache=(--cache direct);;
+  *) echo "CACHE must be buffered or direct: $cache" >&2; exit 2;;
+esac
+case "${OVERWRITE:-0}" in
+  0) writes=new;;
+  1) writes=overwrite;;
+  *) echo "OVERWRITE must be 1 (the timed write overwrites the tool's own file) or 0: $OVERWRITE" >&2; exit 2;;
 esac
 here="$(cd "$(dirname "$0")/.." && pwd)"
 fsbench="${FSBENCH:-$here/target/release/fsbench}"
@@ -64,13 +87,19 @@ ior_bytes() { awk '/aggregate filesize/ { v = $4; u = $5 } END {
 # The storage under DIR (device and file system type), part of the conditions.
 storage="$(findmnt -n -o SOURCE,FSTYPE -T "$dir" 2>/dev/null | awk '{ print $1, $2; exit }')"
 case "$storage" in
-  /dev/zram*) [ -n "${IOR_READ_FILL:-}" ] || echo "note: $dir is on zram, which compresses: IOR's default data compresses, fsbench's does not, so the reads differ in work; set IOR_READ_FILL=r" >&2;;
+  /dev/zram*) [ -n "${IOR_DATA:-}" ] || echo "note: $dir is on zram, which compresses: IOR's default data compresses, fsbench's does not, so the tools give the device different work; set IOR_DATA=r" >&2;;
 esac
+# Extents of the files a tool wrote (FIEMAP through filefrag, after a sync), summed: how the
+# file system laid them out. Concurrent writers to one file can leave it in one extent or in
+# tens of thousands, whichever tool wrote it, and an overwrite or a read of a fragmented
+# file can cost more; the count is printed beside every write so a reader can see it.
+extents() { find "$work" -type f -path "$work/$1*" -exec filefrag -s {} + 2>/dev/null \
+  | awk '{ n += $(NF-2) } END { print n + 0 }'; }
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # The conditions, for bench/vs_ior_summary.py (which pools only runs on one storage with one
 # transfer size).
-echo "# vs-ior: transfer $xfer, ${mib} MiB per rank, np $nps, $pairs pair(s), dir $dir, storage ${storage:-unknown}, ior read fill ${IOR_READ_FILL:-default}, $(date -u '+%Y-%m-%d %H:%M UTC')" \
+echo "# vs-ior: transfer $xfer, ${mib} MiB per rank, np $nps, $pairs pair(s), dir $dir, storage ${storage:-unknown}, cache $cache, writes $writes, ior data ${IOR_DATA:-default}, $(date -u '+%Y-%m-%d %H:%M UTC')" \
   | tee "$rows"
 printf '%-18s %3s %-5s %4s %14s %14s %12s %12s %7s\n' layout np phase pair ior_bytes fsbench_bytes ior_MiB/s fsbench_MiB/s ratio
 for np in $nps; do
@@ -84,6 +113,8 @@ for np in $nps; do
     for pair in $(seq "$pairs"); do
     for phase in write read; do
       if [ $phase = write ]; then iorp=(-w -k); fsp=(--rw write --keep); key=write
+        # Direct writes reach the device inside the timed part: their data is the device's work.
+        [ "$cache" = direct ] && [ -n "${IOR_DATA:-}" ] && iorp+=(-l "$IOR_DATA")
       else iorp=(-r -C); fsp=(--rw read --reorder-ranks); key=read; fi
       # Each tool starts from the same state: no dirty data of the other still being written
       # back, and an empty page cache (root): IOR reads whatever the cache holds (fsbench
@@ -96,18 +127,30 @@ for np in $nps; do
       # the drop puts both tools in the same state.
       cold() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; sleep "${COLD_WAIT:-4}"; }
       run_ior() {
-        if [ $phase = read ] && [ -n "${IOR_READ_FILL:-}" ]; then
-          $mpirun -np "$np" "$ior" -a POSIX -t "$xfer" "${iorl[@]}" -w -k -l "$IOR_READ_FILL" \
+        if [ $phase = write ] && [ $writes = overwrite ]; then
+          $mpirun -np "$np" "$ior" -a POSIX "${ior_cache[@]}" -t "$xfer" "${iorl[@]}" "${iorp[@]}" \
             -o "$work/ior.$layout" >/dev/null 2>&1 \
-            || { echo "IOR could not rewrite its file with -l $IOR_READ_FILL" >&2; exit 1; }
+            || { echo "IOR could not write its file before overwriting it" >&2; exit 1; }
+        fi
+        if [ $phase = read ] && [ "$cache" = buffered ] && [ -n "${IOR_DATA:-}" ]; then
+          $mpirun -np "$np" "$ior" -a POSIX -t "$xfer" "${iorl[@]}" -w -k -l "$IOR_DATA" \
+            -o "$work/ior.$layout" >/dev/null 2>&1 \
+            || { echo "IOR could not rewrite its file with -l $IOR_DATA" >&2; exit 1; }
         fi
         cold
-        out="$($mpirun -np "$np" "$ior" -a POSIX -t "$xfer" "${iorl[@]}" "${iorp[@]}" -o "$work/ior.$layout" 2>&1)"
+        local over=()
+        [ $phase = write ] && [ $writes = overwrite ] && over=(-E)
+        out="$($mpirun -np "$np" "$ior" -a POSIX "${ior_cache[@]}" -t "$xfer" "${iorl[@]}" "${iorp[@]}" "${over[@]}" -o "$work/ior.$layout" 2>&1)"
         ib="$(printf '%s\n' "$out" | ior_bytes)"; ibw="$(printf '%s\n' "$out" | ior_bw $key)"
       }
       run_fsbench() {
+        if [ $phase = write ] && [ $writes = overwrite ]; then
+          $mpirun -np "$np" "$fsbench" run "$work/fsb.$layout" --bs "$xfer" "${fsp[@]}" "${fsl[@]}" \
+            "${fsb_cache[@]}" --force >/dev/null \
+            || { echo "fsbench could not write its file before overwriting it" >&2; exit 1; }
+        fi
         cold
-        $mpirun -np "$np" "$fsbench" run "$work/fsb.$layout" --bs "$xfer" "${fsp[@]}" "${fsl[@]}" \
+        $mpirun -np "$np" "$fsbench" run "$work/fsb.$layout" --bs "$xfer" "${fsp[@]}" "${fsl[@]}" "${fsb_cache[@]}" \
           --output "$work/r.json" --force >/dev/null
         fb="$(json "$work/r.json" "r['total']['bytes']")"
         fbw="$(json "$work/r.json" "r['distributed']['full_bytes_per_sec']")"
@@ -116,12 +159,15 @@ for np in $nps; do
       # Which tool goes first alternates from pair to pair: the first run after the last
       # pair's files were removed can meet the file system still freeing them (discards).
       if [ $((pair % 2)) -eq 1 ]; then run_ior; run_fsbench; else run_fsbench; run_ior; fi
-      python3 - "$layout" "$np" "$phase" "$pair" "$ib" "$fb" "$ibw" "$fbw" <<'EOF' | tee -a "$rows"
+      ext=""
+      [ $phase = write ] && ext="$(extents "ior.$layout")/$(extents "fsb.$layout")"
+      python3 - "$layout" "$np" "$phase" "$pair" "$ib" "$fb" "$ibw" "$fbw" "$ext" <<'EOF' | tee -a "$rows"
 import sys
-layout, np, phase, pair, ib, fb, ibw, fbw = sys.argv[1:]
+layout, np, phase, pair, ib, fb, ibw, fbw, ext = sys.argv[1:]
 ib, fb, ibw, fbw = int(float(ib or 0)), int(fb), float(ibw or 0), float(fbw)
+ext = f"  extents {ext}" if ext else ""
 same = "" if ib == fb else "  BYTES DIFFER"
-print(f"{layout:<18} {np:>3} {phase:<5} {pair:>4} {ib:>14} {fb:>14} {ibw/2**20:>12.1f} {fbw/2**20:>12.1f} {fbw/ibw if ibw else 0:>7.2f}{same}")
+print(f"{layout:<18} {np:>3} {phase:<5} {pair:>4} {ib:>14} {fb:>14} {ibw/2**20:>12.1f} {fbw/2**20:>12.1f} {fbw/ibw if ibw else 0:>7.2f}{ext}{same}")
 EOF
     done
     rm -rf "$work"/ior.* "$work"/fsb.*

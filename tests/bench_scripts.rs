@@ -1,7 +1,7 @@
 //! The helpers of `bench/` that turn peer comparisons into quoted figures: the pooling of
 //! `bench/vs-ior.sh` printouts (`bench/vs_ior_summary.py`) and the script's refusals. A ratio
-//! in README comes from these, so a pooling that mixed storage or transfer sizes, or quoted a
-//! case whose bytes differed, would put a wrong number there.
+//! in README comes from these, so a pooling that mixed storage, transfer sizes or cache modes,
+//! or quoted a case whose bytes differed, would put a wrong number there.
 
 mod common;
 
@@ -16,7 +16,8 @@ fn bench(script: &str) -> PathBuf {
 }
 
 /// One printout: the conditions line (None: a printout from before the script wrote one),
-/// then pair lines `layout np phase pair ior_bytes fsbench_bytes ior fsbench ratio`.
+/// then pair lines `layout np phase pair ior_bytes fsbench_bytes ior fsbench ratio`, write
+/// lines followed by the two files' extents as the script prints them.
 fn printout(
     sb: &Sandbox,
     name: &str,
@@ -32,9 +33,14 @@ fn printout(
     for (i, (layout, phase, ratio, differ)) in pairs.iter().enumerate() {
         let fb = if *differ { 1000 } else { 2048 };
         text.push_str(&format!(
-            "{layout} 2 {phase} {} 2048 {fb} 100.0 {:.1} {ratio:.2}{}\n",
+            "{layout} 2 {phase} {} 2048 {fb} 100.0 {:.1} {ratio:.2}{}{}\n",
             i + 1,
             100.0 * ratio,
+            if *phase == "write" {
+                "  extents 1/35329"
+            } else {
+                ""
+            },
             if *differ { "  BYTES DIFFER" } else { "" }
         ));
     }
@@ -62,9 +68,14 @@ fn row<'a>(out: &'a str, storage: &str, layout: &str) -> Vec<&'a str> {
 
 #[test]
 #[cfg_attr(not(has_python3), ignore = "SKIPPED: needs python3")]
-fn pooling_keeps_storage_and_transfer_apart_and_gives_no_ratio_where_bytes_differed() {
+fn pooling_keeps_storage_transfer_and_cache_apart_and_gives_no_ratio_where_bytes_differed() {
     let sb = Sandbox::new();
+    // The first from before the script wrote the cache mode and whether the timed writes made
+    // new files (every such run was buffered and did).
     let zram = "# vs-ior: transfer 4k, 128 MiB per rank, np 2, 2 pair(s), dir /mnt/zx, storage /dev/zram0 xfs, ior read fill r, 2026-11-27 01:41 UTC";
+    let zram_buffered = "# vs-ior: transfer 4k, 128 MiB per rank, np 2, 1 pair(s), dir /mnt/zx, storage /dev/zram0 xfs, cache buffered, writes new, ior data r, 2026-11-27 04:00 UTC";
+    let zram_direct = "# vs-ior: transfer 4k, 128 MiB per rank, np 2, 1 pair(s), dir /mnt/zx, storage /dev/zram0 xfs, cache direct, writes new, ior data r, 2026-11-27 04:10 UTC";
+    let zram_direct_over = "# vs-ior: transfer 4k, 128 MiB per rank, np 2, 1 pair(s), dir /mnt/zx, storage /dev/zram0 xfs, cache direct, writes overwrite, ior data r, 2026-11-27 04:37 UTC";
     let disk = "# vs-ior: transfer 4k, 128 MiB per rank, np 2, 1 pair(s), dir /var/tmp, storage /dev/vda ext4, ior read fill default, 2026-11-27 02:00 UTC";
     let big = "# vs-ior: transfer 1m, 128 MiB per rank, np 2, 1 pair(s), dir /mnt/zx, storage /dev/zram0 xfs, ior read fill r, 2026-11-27 03:00 UTC";
     let a = printout(
@@ -86,15 +97,18 @@ fn pooling_keeps_storage_and_transfer_apart_and_gives_no_ratio_where_bytes_diffe
             &[("shared_segmented", "read", ratio, false)],
         )
     };
-    // A later run on the same storage and transfer: pooled with the first.
-    let b = one("b.txt", Some(zram), 1.30);
-    // The same case on other storage, or with another transfer size: rows of their own.
+    // A later run on the same storage, transfer and cache mode: pooled with the first.
+    let b = one("b.txt", Some(zram_buffered), 1.30);
+    // The same case on other storage, with another transfer size, bypassing the cache or
+    // overwriting: rows of their own.
     let c = one("c.txt", Some(disk), 0.50);
     let d = one("d.txt", Some(big), 0.25);
+    let f = one("f.txt", Some(zram_direct), 4.00);
+    let g = one("g.txt", Some(zram_direct_over), 3.00);
     // A printout from before the conditions line: storage and transfer unknown.
     let e = one("e.txt", None, 2.00);
 
-    let out = summary(&[&a, &b, &c, &d, &e]);
+    let out = summary(&[&a, &b, &c, &d, &e, &f, &g]);
     assert!(
         out.status.success(),
         "{}",
@@ -102,20 +116,32 @@ fn pooling_keeps_storage_and_transfer_apart_and_gives_no_ratio_where_bytes_diffe
     );
     let text = String::from_utf8(out.stdout).unwrap();
 
-    // storage xfer layout np phase pairs median geomean min..max CI, then over the pairs
-    // where fsbench went first: geomean, CI (none for one pair), pairs
-    let pooled = row(&text, "/dev/zram0 xfs", "4k shared_segmented");
+    // storage xfer cache writes layout np phase pairs median geomean min..max CI, then over
+    // the pairs where fsbench went first: geomean, CI (none for one pair), pairs
+    let pooled = row(
+        &text,
+        "/dev/zram0 xfs",
+        "4k buffered new       shared_segmented",
+    );
     assert_eq!(
-        &pooled[..5],
-        &["4k", "shared_segmented", "2", "read", "3"],
+        &pooled[..7],
+        &[
+            "4k",
+            "buffered",
+            "new",
+            "shared_segmented",
+            "2",
+            "read",
+            "3"
+        ],
         "{text}"
     );
-    assert_eq!(pooled[5], "1.20", "median of 1.10, 1.20, 1.30: {text}");
+    assert_eq!(pooled[7], "1.20", "median of 1.10, 1.20, 1.30: {text}");
     // exp(mean(ln 1.1, ln 1.2, ln 1.3)) = 1.197
-    assert_eq!(pooled[6], "1.20", "{text}");
-    assert_eq!(pooled[7], "1.10..1.30", "{text}");
+    assert_eq!(pooled[8], "1.20", "{text}");
+    assert_eq!(pooled[9], "1.10..1.30", "{text}");
     // Only pair 2 of a.txt had fsbench first (IOR goes first in odd pairs): one pair, 1.20.
-    assert_eq!(&pooled[9..], &["1.20", "1"], "{text}");
+    assert_eq!(&pooled[11..], &["1.20", "1"], "{text}");
 
     // Single-pair cases, each in a row of its own: (storage, what the row names, its first
     // fields from the transfer size to the geometric mean).
@@ -123,20 +149,75 @@ fn pooling_keeps_storage_and_transfer_apart_and_gives_no_ratio_where_bytes_diffe
         (
             "/dev/vda ext4",
             "shared_segmented",
-            ["4k", "shared_segmented", "2", "read", "1", "0.50"],
+            [
+                "4k",
+                "buffered",
+                "new",
+                "shared_segmented",
+                "2",
+                "read",
+                "1",
+                "0.50",
+            ],
         ),
         (
             "/dev/zram0 xfs",
-            "1m shared_segmented",
-            ["1m", "shared_segmented", "2", "read", "1", "0.25"],
+            "1m buffered new",
+            [
+                "1m",
+                "buffered",
+                "new",
+                "shared_segmented",
+                "2",
+                "read",
+                "1",
+                "0.25",
+            ],
+        ),
+        (
+            "/dev/zram0 xfs",
+            "4k direct   new",
+            [
+                "4k",
+                "direct",
+                "new",
+                "shared_segmented",
+                "2",
+                "read",
+                "1",
+                "4.00",
+            ],
+        ),
+        (
+            "/dev/zram0 xfs",
+            "4k direct   overwrite",
+            [
+                "4k",
+                "direct",
+                "overwrite",
+                "shared_segmented",
+                "2",
+                "read",
+                "1",
+                "3.00",
+            ],
         ),
         (
             "?",
             "shared_segmented",
-            ["?", "shared_segmented", "2", "read", "1", "2.00"],
+            [
+                "?",
+                "buffered",
+                "new",
+                "shared_segmented",
+                "2",
+                "read",
+                "1",
+                "2.00",
+            ],
         ),
     ] {
-        assert_eq!(&row(&text, storage, case)[..6], &want, "{storage}: {text}");
+        assert_eq!(&row(&text, storage, case)[..8], &want, "{storage}: {text}");
     }
 
     let differed = text
@@ -163,24 +244,44 @@ fn pooling_nothing_says_so_in_one_line_and_fails() {
     assert!(err.contains("no pair lines"), "{err}");
 }
 
-#[test]
-fn vs_ior_refuses_an_ior_fill_that_would_compress_before_creating_anything() {
+/// `bench/vs-ior.sh` with `env` set: exit status 2 and one line naming `want` and the value,
+/// before anything is created in the directory to measure.
+fn vs_ior_refuses(env: (&str, &str), want: &str) {
     let sb = Sandbox::new();
-    for fill in ["t", "i", "random", "x"] {
-        let out = Command::new("bash")
-            .arg(bench("vs-ior.sh"))
-            .args(["/nonexistent/ior", sb.path().to_str().unwrap(), "16", "2"])
-            .env("IOR_READ_FILL", fill)
-            .env("TRANSFER", "4k")
-            .output()
-            .expect("bash runs");
-        assert_eq!(out.status.code(), Some(2), "IOR_READ_FILL={fill}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
-        assert!(
-            err.contains("IOR_READ_FILL must be r") && err.contains(fill),
-            "{err}"
+    let out = Command::new("bash")
+        .arg(bench("vs-ior.sh"))
+        .args(["/nonexistent/ior", sb.path().to_str().unwrap(), "16", "2"])
+        .env(env.0, env.1)
+        .env("TRANSFER", "4k")
+        .output()
+        .expect("bash runs");
+    assert_eq!(out.status.code(), Some(2), "{}={}", env.0, env.1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(want) && err.contains(env.1), "{err}");
+    assert!(sb.listing().is_empty(), "created {:?}", sb.listing());
+}
+
+#[test]
+fn vs_ior_refuses_ior_data_that_would_compress_before_creating_anything() {
+    for data in ["t", "i", "random", "x"] {
+        vs_ior_refuses(("IOR_DATA", data), "IOR_DATA must be r");
+    }
+}
+
+#[test]
+fn vs_ior_refuses_a_cache_mode_it_cannot_give_both_tools() {
+    for cache in ["dsync", "Direct", "raw", "o_direct"] {
+        vs_ior_refuses(("CACHE", cache), "CACHE must be buffered or direct");
+    }
+}
+
+#[test]
+fn vs_ior_refuses_an_overwrite_switch_it_does_not_know() {
+    for over in ["yes", "2", "true", "-1"] {
+        vs_ior_refuses(
+            ("OVERWRITE", over),
+            "OVERWRITE must be 1 (the timed write overwrites",
         );
     }
-    assert!(sb.listing().is_empty(), "created {:?}", sb.listing());
 }
