@@ -19,9 +19,10 @@
 # tool's own cost per transfer shows as well. Neither tool fsyncs
 # (IOR without -e; fsbench without --fsync); both read after the write, reordered.
 # CACHE=direct: both tools bypass the page cache (IOR --posix.odirect, fsbench --cache direct)
-# for writes and reads; default buffered. On XFS direct writes to one file run in parallel
-# (a shared lock on the inode), buffered ones one at a time, so this is the shared-file case
-# where each tool's own cost can show on one host.
+# for writes and reads; default buffered. Aligned direct writes to one file run in parallel
+# on XFS, and direct overwrites of written blocks on ext4 (the inode lock taken shared), while
+# buffered writes go one at a time, so this is the shared-file write case where each tool's
+# own cost can show on one host (with OVERWRITE=1).
 # OVERWRITE=1: the timed write overwrites the tool's own file, written once just before
 # (untimed) with the same command: IOR with -E (without it IOR deletes its file before
 # writing), fsbench on the file it kept. A write that allocates is mostly the file system's
