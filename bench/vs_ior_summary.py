@@ -5,9 +5,9 @@ of the geometric mean of the fsbench / IOR ratios, over every pair in the files 
     python3 bench/vs_ior_summary.py OUTPUT [OUTPUT ...]
 
 Each OUTPUT is vs-ior.sh's printout (or its rows alone); the pair lines of several runs are
-pooled by case (storage, transfer, cache mode, new file or overwrite, layout, np, phase), so
-runs made at different times can be read together but runs under different conditions never
-mix. A case where the
+pooled by case (storage, transfer, data per rank, cache mode, new file or overwrite, layout,
+np, phase), so runs made at different times can be read together but runs under different
+conditions never mix. A case where the
 bytes differed in any pair gets no ratio (same work before same speed).
 
 The last three columns take only the pairs where fsbench ran first (the even pairs: vs-ior.sh
@@ -29,16 +29,18 @@ T95 = [12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 
 
 def pair_lines(path):
     """(case, ratio, bytes differ) of every pair line: layout np phase pair ior_bytes
-    fsbench_bytes ior_MiB/s fsbench_MiB/s ratio [BYTES DIFFER]. The case carries the storage,
-    the transfer size, the cache mode and whether the timed writes made new files from the
-    printout's `# vs-ior: transfer X, ..., storage DEV FS, cache MODE, writes new|overwrite,
-    ...` line ("?" in printouts made before the script wrote them: the transfer before
+    fsbench_bytes ior_MiB/s fsbench_MiB/s ratio [extents I/F] [BYTES DIFFER]. The case
+    carries the storage, the transfer size, the data per rank, the cache mode and whether the
+    timed writes made new files from the printout's `# vs-ior: transfer X, N MiB per rank, ...,
+    storage DEV FS, cache MODE, writes new|overwrite, ...` line ("?" in printouts made before the script wrote them: the transfer before
     2026-11-26 23:27, the storage before 2026-11-27 02:00; the last two came on 2026-11-27
     04:40, and every run before was buffered and wrote new files)."""
-    transfer, storage, cache, writes = "?", "?", "buffered", "new"
+    transfer, per_rank, storage, cache, writes = "?", "?", "?", "buffered", "new"
     for line in open(path):
         if line.startswith("# vs-ior: transfer "):
             transfer = line.split()[3].rstrip(",")
+            m = re.search(r" (\d+) MiB per rank,", line)
+            per_rank = f"{m.group(1)}m" if m else "?"
             m = re.search(r"storage ([^,]+),", line)
             storage = m.group(1) if m else "?"
             m = re.search(r"cache (\w+),", line)
@@ -54,7 +56,7 @@ def pair_lines(path):
         except ValueError:
             continue
         fsbench_first = int(f[3]) % 2 == 0
-        yield (storage, transfer, cache, writes, f[0], int(f[1]), f[2]), ratio, "DIFFER" in line, fsbench_first
+        yield (storage, transfer, per_rank, cache, writes, f[0], int(f[1]), f[2]), ratio, "DIFFER" in line, fsbench_first
 
 
 def interval(ratios):
@@ -83,10 +85,10 @@ def main(paths):
     if not cases:
         sys.exit("no pair lines in " + " ".join(paths))
     width = max([len("storage")] + [len(c[0]) for c in cases])
-    print(f"{'storage':<{width}} {'xfer':>4} {'cache':<8} {'writes':<9} {'layout':<18} {'np':>3} {'phase':<5} {'pairs':>5} {'median':>7} {'geomean':>7}"
+    print(f"{'storage':<{width}} {'xfer':>4} {'/rank':>6} {'cache':<8} {'writes':<9} {'layout':<18} {'np':>3} {'phase':<5} {'pairs':>5} {'median':>7} {'geomean':>7}"
           f" {'min..max':>12} {'95% CI':>11} {'fsb 1st':>7} {'its CI':>11} {'n':>3}")
-    for (storage, xfer, cache, writes, layout, np, phase), v in cases.items():
-        head = f"{storage:<{width}} {xfer:>4} {cache:<8} {writes:<9} {layout:<18} {np:>3} {phase:<5} {len(v):>5}"
+    for (storage, xfer, per_rank, cache, writes, layout, np, phase), v in cases.items():
+        head = f"{storage:<{width}} {xfer:>4} {per_rank:>6} {cache:<8} {writes:<9} {layout:<18} {np:>3} {phase:<5} {len(v):>5}"
         if any(d for _, d, _ in v):
             print(f"{head}  bytes differ: no ratio")
             continue

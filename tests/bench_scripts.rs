@@ -75,6 +75,7 @@ fn pooling_keeps_storage_transfer_and_cache_apart_and_gives_no_ratio_where_bytes
     let zram = "# vs-ior: transfer 4k, 128 MiB per rank, np 2, 2 pair(s), dir /mnt/zx, storage /dev/zram0 xfs, ior read fill r, 2026-11-27 01:41 UTC";
     let zram_buffered = "# vs-ior: transfer 4k, 128 MiB per rank, np 2, 1 pair(s), dir /mnt/zx, storage /dev/zram0 xfs, cache buffered, writes new, ior data r, 2026-11-27 04:00 UTC";
     let zram_direct = "# vs-ior: transfer 4k, 128 MiB per rank, np 2, 1 pair(s), dir /mnt/zx, storage /dev/zram0 xfs, cache direct, writes new, ior data r, 2026-11-27 04:10 UTC";
+    let zram_bigger = "# vs-ior: transfer 4k, 512 MiB per rank, np 2, 1 pair(s), dir /mnt/zx, storage /dev/zram0 xfs, cache buffered, writes new, ior data r, 2026-11-27 04:05 UTC";
     let zram_direct_over = "# vs-ior: transfer 4k, 128 MiB per rank, np 2, 1 pair(s), dir /mnt/zx, storage /dev/zram0 xfs, cache direct, writes overwrite, ior data r, 2026-11-27 04:37 UTC";
     let disk = "# vs-ior: transfer 4k, 128 MiB per rank, np 2, 1 pair(s), dir /var/tmp, storage /dev/vda ext4, ior read fill default, 2026-11-27 02:00 UTC";
     let big = "# vs-ior: transfer 1m, 128 MiB per rank, np 2, 1 pair(s), dir /mnt/zx, storage /dev/zram0 xfs, ior read fill r, 2026-11-27 03:00 UTC";
@@ -99,16 +100,17 @@ fn pooling_keeps_storage_transfer_and_cache_apart_and_gives_no_ratio_where_bytes
     };
     // A later run on the same storage, transfer and cache mode: pooled with the first.
     let b = one("b.txt", Some(zram_buffered), 1.30);
-    // The same case on other storage, with another transfer size, bypassing the cache or
-    // overwriting: rows of their own.
+    // The same case on other storage, with another transfer size or data per rank, bypassing
+    // the cache or overwriting: rows of their own.
     let c = one("c.txt", Some(disk), 0.50);
     let d = one("d.txt", Some(big), 0.25);
     let f = one("f.txt", Some(zram_direct), 4.00);
     let g = one("g.txt", Some(zram_direct_over), 3.00);
+    let h = one("h.txt", Some(zram_bigger), 0.75);
     // A printout from before the conditions line: storage and transfer unknown.
     let e = one("e.txt", None, 2.00);
 
-    let out = summary(&[&a, &b, &c, &d, &e, &f, &g]);
+    let out = summary(&[&a, &b, &c, &d, &e, &f, &g, &h]);
     assert!(
         out.status.success(),
         "{}",
@@ -116,108 +118,71 @@ fn pooling_keeps_storage_transfer_and_cache_apart_and_gives_no_ratio_where_bytes
     );
     let text = String::from_utf8(out.stdout).unwrap();
 
-    // storage xfer cache writes layout np phase pairs median geomean min..max CI, then over
-    // the pairs where fsbench went first: geomean, CI (none for one pair), pairs
+    // storage xfer /rank cache writes layout np phase pairs median geomean min..max CI, then
+    // over the pairs where fsbench went first: geomean, CI (none for one pair), pairs
     let pooled = row(
         &text,
         "/dev/zram0 xfs",
-        "4k buffered new       shared_segmented",
+        "4k   128m buffered new       shared_segmented",
     );
-    assert_eq!(
-        &pooled[..7],
-        &[
-            "4k",
-            "buffered",
-            "new",
-            "shared_segmented",
-            "2",
-            "read",
-            "3"
-        ],
-        "{text}"
-    );
-    assert_eq!(pooled[7], "1.20", "median of 1.10, 1.20, 1.30: {text}");
+    let head = [
+        "4k",
+        "128m",
+        "buffered",
+        "new",
+        "shared_segmented",
+        "2",
+        "read",
+        "3",
+    ];
+    assert_eq!(&pooled[..8], &head, "{text}");
+    assert_eq!(pooled[8], "1.20", "median of 1.10, 1.20, 1.30: {text}");
     // exp(mean(ln 1.1, ln 1.2, ln 1.3)) = 1.197
-    assert_eq!(pooled[8], "1.20", "{text}");
-    assert_eq!(pooled[9], "1.10..1.30", "{text}");
+    assert_eq!(pooled[9], "1.20", "{text}");
+    assert_eq!(pooled[10], "1.10..1.30", "{text}");
     // Only pair 2 of a.txt had fsbench first (IOR goes first in odd pairs): one pair, 1.20.
-    assert_eq!(&pooled[11..], &["1.20", "1"], "{text}");
+    assert_eq!(&pooled[12..], &["1.20", "1"], "{text}");
 
-    // Single-pair cases, each in a row of its own: (storage, what the row names, its first
-    // fields from the transfer size to the geometric mean).
+    // Single-pair cases, each in a row of its own: (storage, what the row names, its fields
+    // from the transfer size to the geometric mean).
     for (storage, case, want) in [
         (
             "/dev/vda ext4",
             "shared_segmented",
-            [
-                "4k",
-                "buffered",
-                "new",
-                "shared_segmented",
-                "2",
-                "read",
-                "1",
-                "0.50",
-            ],
+            "4k 128m buffered new shared_segmented 2 read 1 0.50",
         ),
         (
             "/dev/zram0 xfs",
-            "1m buffered new",
-            [
-                "1m",
-                "buffered",
-                "new",
-                "shared_segmented",
-                "2",
-                "read",
-                "1",
-                "0.25",
-            ],
+            "1m   128m buffered new",
+            "1m 128m buffered new shared_segmented 2 read 1 0.25",
         ),
         (
             "/dev/zram0 xfs",
-            "4k direct   new",
-            [
-                "4k",
-                "direct",
-                "new",
-                "shared_segmented",
-                "2",
-                "read",
-                "1",
-                "4.00",
-            ],
+            "4k   512m buffered new",
+            "4k 512m buffered new shared_segmented 2 read 1 0.75",
         ),
         (
             "/dev/zram0 xfs",
-            "4k direct   overwrite",
-            [
-                "4k",
-                "direct",
-                "overwrite",
-                "shared_segmented",
-                "2",
-                "read",
-                "1",
-                "3.00",
-            ],
+            "4k   128m direct   new",
+            "4k 128m direct new shared_segmented 2 read 1 4.00",
+        ),
+        (
+            "/dev/zram0 xfs",
+            "4k   128m direct   overwrite",
+            "4k 128m direct overwrite shared_segmented 2 read 1 3.00",
         ),
         (
             "?",
             "shared_segmented",
-            [
-                "?",
-                "buffered",
-                "new",
-                "shared_segmented",
-                "2",
-                "read",
-                "1",
-                "2.00",
-            ],
+            "? ? buffered new shared_segmented 2 read 1 2.00",
         ),
     ] {
-        assert_eq!(&row(&text, storage, case)[..8], &want, "{storage}: {text}");
+        let want: Vec<&str> = want.split(' ').collect();
+        assert_eq!(
+            &row(&text, storage, case)[..9],
+            &want[..],
+            "{storage}: {text}"
+        );
     }
 
     let differed = text
