@@ -98,8 +98,7 @@ extents() { find "$work" -type f -path "$work/$1*" -exec filefrag -s {} + 2>/dev
   | awk '{ n += $(NF-2) } END { print n + 0 }'; }
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
-# The conditions, for bench/vs_ior_summary.py (which pools only runs on one storage with one
-# transfer size).
+# The conditions, for bench/vs_ior_summary.py (which pools only runs made under the same ones).
 echo "# vs-ior: transfer $xfer, ${mib} MiB per rank, np $nps, $pairs pair(s), dir $dir, storage ${storage:-unknown}, cache $cache, writes $writes, ior data ${IOR_DATA:-default}, $(date -u '+%Y-%m-%d %H:%M UTC')" \
   | tee "$rows"
 printf '%-18s %3s %-5s %4s %14s %14s %12s %12s %7s\n' layout np phase pair ior_bytes fsbench_bytes ior_MiB/s fsbench_MiB/s ratio

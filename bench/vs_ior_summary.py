@@ -7,8 +7,8 @@ of the geometric mean of the fsbench / IOR ratios, over every pair in the files 
 Each OUTPUT is vs-ior.sh's printout (or its rows alone); the pair lines of several runs are
 pooled by case (storage, transfer, data per rank, cache mode, new file or overwrite, layout,
 np, phase), so runs made at different times can be read together but runs under different
-conditions never mix. A case where the
-bytes differed in any pair gets no ratio (same work before same speed).
+conditions never mix. A case where the bytes differed in any pair gets no ratio (same work
+before same speed).
 
 The last three columns take only the pairs where fsbench ran first (the even pairs: vs-ior.sh
 runs IOR first in odd ones): geometric mean, its interval and their number. On a VM where the
@@ -32,9 +32,10 @@ def pair_lines(path):
     fsbench_bytes ior_MiB/s fsbench_MiB/s ratio [extents I/F] [BYTES DIFFER]. The case
     carries the storage, the transfer size, the data per rank, the cache mode and whether the
     timed writes made new files from the printout's `# vs-ior: transfer X, N MiB per rank, ...,
-    storage DEV FS, cache MODE, writes new|overwrite, ...` line ("?" in printouts made before the script wrote them: the transfer before
-    2026-11-26 23:27, the storage before 2026-11-27 02:00; the last two came on 2026-11-27
-    04:40, and every run before was buffered and wrote new files)."""
+    storage DEV FS, cache MODE, writes new|overwrite, ...` line. Printouts from before the
+    script wrote one get "?": no line at all before 2026-11-26 23:27, no storage before
+    2026-11-27 02:00. The cache mode and new/overwrite came at 04:08 that day; every run
+    before them was buffered and wrote new files, which is what their absence means."""
     transfer, per_rank, storage, cache, writes = "?", "?", "?", "buffered", "new"
     for line in open(path):
         if line.startswith("# vs-ior: transfer "):
