@@ -228,17 +228,36 @@ pub(crate) fn rank_files(targets: &[PathBuf], rank: u32) -> Vec<PathBuf> {
         .collect()
 }
 
-/// How many places on a rank reads with `--reorder-ranks`: the number of ranks on rank 0's
-/// host (IOR's tasks per node), so that with ranks filled host by host every rank reads data
-/// another host wrote. When every rank is on one host that is no shift at all, so 1.
+/// The most shifts `reorder_shift` tries: a host with more ranks than this is not a placement
+/// anyone runs, and the search stays O(ranks) per shift.
+const MAX_SHIFT_TRIED: usize = 1024;
+
+/// How many places on a rank reads with `--reorder-ranks`: the smallest shift for which the
+/// fewest ranks read data their own host wrote. Ranks filled host by host (mpirun's by-slot
+/// placement) give the ranks per host; ranks dealt round-robin (`--map-by node`) give 1; IOR's
+/// `-C` picks between those two by where rank 1 runs, so with other placements some of its
+/// ranks read their own host's data. When every rank is on one host no shift can avoid that, so 1:
+/// each rank still reads another rank's data (the client-cache note says so).
 pub(crate) fn reorder_shift(hosts: &[String]) -> u32 {
-    let n = hosts.len() as u32;
-    let on_first = hosts.iter().filter(|h| **h == hosts[0]).count() as u32;
-    if on_first >= n {
-        1
-    } else {
-        on_first.max(1)
+    let mut ids: Vec<usize> = Vec::with_capacity(hosts.len());
+    let mut names: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for h in hosts {
+        let next = names.len();
+        ids.push(*names.entry(h.as_str()).or_insert(next));
     }
+    let n = ids.len();
+    let own_host = |s: usize| (0..n).filter(|&r| ids[r] == ids[(r + s) % n]).count();
+    let mut best = (usize::MAX, 1);
+    for s in 1..n.min(MAX_SHIFT_TRIED + 1) {
+        let k = own_host(s);
+        if k < best.0 {
+            best = (k, s);
+            if k == 0 {
+                break;
+            }
+        }
+    }
+    best.1 as u32
 }
 
 /// The rank whose data rank `rank` reads (itself without reordering).
@@ -462,6 +481,16 @@ mod tests {
         assert_eq!(reorder_shift(&h(&["a", "a", "b", "b"])), 2);
         assert_eq!(reorder_shift(&h(&["a", "b", "c"])), 1);
         assert_eq!(reorder_shift(&h(&["a", "a", "a"])), 1);
+        assert_eq!(reorder_shift(&h(&["a"])), 1);
+        // Filled host by host: the ranks per host; dealt round-robin: 1 (the old rule, ranks
+        // on rank 0's host, gave 2 here and every rank read its own host's data).
+        assert_eq!(reorder_shift(&h(&["a", "a", "a", "b", "b", "b"])), 3);
+        assert_eq!(reorder_shift(&h(&["a", "b", "a", "b"])), 1);
+        assert_eq!(reorder_shift(&h(&["a", "b", "c", "a", "b", "c"])), 1);
+        // Uneven hosts: the shift that avoids every own-host read where there is one (3 here,
+        // not the 2 ranks on rank 0's host), else the smallest of those with the fewest.
+        assert_eq!(reorder_shift(&h(&["a", "a", "b", "b", "b", "c"])), 3);
+        assert_eq!(reorder_shift(&h(&["a", "a", "a", "b"])), 1);
         assert_eq!(source_rank(3, 4, Some(2)), 1);
         assert_eq!(source_rank(3, 4, None), 3);
         assert_eq!(
