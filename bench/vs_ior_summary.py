@@ -5,8 +5,8 @@ of the geometric mean of the fsbench / IOR ratios, over every pair in the files 
     python3 bench/vs_ior_summary.py OUTPUT [OUTPUT ...]
 
 Each OUTPUT is vs-ior.sh's printout (or its rows alone); the pair lines of several runs are
-pooled by case (storage, transfer, data per rank, cache mode, new file or overwrite, layout,
-np, phase), so runs made at different times can be read together but runs under different
+pooled by case (storage, transfer, data per rank, cache mode, new file or overwrite, whose data
+a read reads, layout, np, phase), so runs made at different times can be read together but runs under different
 conditions never mix. A case where the bytes differed in any pair gets no ratio (same work
 before same speed).
 
@@ -35,8 +35,12 @@ def pair_lines(path):
     storage DEV FS, cache MODE, writes new|overwrite, ...` line. Printouts from before the
     script wrote one get "?": no line at all before 2026-11-26 23:27, no storage before
     2026-11-27 02:00. The cache mode and new/overwrite came at 04:08 that day; every run
-    before them was buffered and wrote new files, which is what their absence means."""
-    transfer, per_rank, storage, cache, writes = "?", "?", "?", "buffered", "new"
+    before them was buffered and wrote new files, which is what their absence means.
+    A read's case also carries whose data the ranks read, from the `# reads: own|other` line
+    (2026-11-27 07:40): before it, on one host, IOR's -C moved no rank and fsbench's
+    --reorder-ranks read the next rank's data, "mixed"; a write's case has "-" there, since
+    the writes were the same before and after."""
+    transfer, per_rank, storage, cache, writes, reads = "?", "?", "?", "buffered", "new", "mixed"
     for line in open(path):
         if line.startswith("# vs-ior: transfer "):
             transfer = line.split()[3].rstrip(",")
@@ -49,6 +53,9 @@ def pair_lines(path):
             m = re.search(r"writes (\w+),", line)
             writes = m.group(1) if m else "new"
             continue
+        if line.startswith("# reads: "):
+            reads = line.split()[2]
+            continue
         f = line.split()
         if len(f) < 9 or not (f[1].isdigit() and f[3].isdigit()):
             continue
@@ -57,7 +64,8 @@ def pair_lines(path):
         except ValueError:
             continue
         fsbench_first = int(f[3]) % 2 == 0
-        yield (storage, transfer, per_rank, cache, writes, f[0], int(f[1]), f[2]), ratio, "DIFFER" in line, fsbench_first
+        whose = reads if f[2] == "read" else "-"
+        yield (storage, transfer, per_rank, cache, writes, whose, f[0], int(f[1]), f[2]), ratio, "DIFFER" in line, fsbench_first
 
 
 def interval(ratios):
@@ -86,10 +94,10 @@ def main(paths):
     if not cases:
         sys.exit("no pair lines in " + " ".join(paths))
     width = max([len("storage")] + [len(c[0]) for c in cases])
-    print(f"{'storage':<{width}} {'xfer':>4} {'/rank':>6} {'cache':<8} {'writes':<9} {'layout':<18} {'np':>3} {'phase':<5} {'pairs':>5} {'median':>7} {'geomean':>7}"
+    print(f"{'storage':<{width}} {'xfer':>4} {'/rank':>6} {'cache':<8} {'writes':<9} {'reads':<5} {'layout':<18} {'np':>3} {'phase':<5} {'pairs':>5} {'median':>7} {'geomean':>7}"
           f" {'min..max':>12} {'95% CI':>11} {'fsb 1st':>7} {'its CI':>11} {'n':>3}")
-    for (storage, xfer, per_rank, cache, writes, layout, np, phase), v in cases.items():
-        head = f"{storage:<{width}} {xfer:>4} {per_rank:>6} {cache:<8} {writes:<9} {layout:<18} {np:>3} {phase:<5} {len(v):>5}"
+    for (storage, xfer, per_rank, cache, writes, reads, layout, np, phase), v in cases.items():
+        head = f"{storage:<{width}} {xfer:>4} {per_rank:>6} {cache:<8} {writes:<9} {reads:<5} {layout:<18} {np:>3} {phase:<5} {len(v):>5}"
         if any(d for _, d, _ in v):
             print(f"{head}  bytes differ: no ratio")
             continue

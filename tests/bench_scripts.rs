@@ -111,8 +111,28 @@ fn pooling_keeps_every_condition_apart_and_gives_no_ratio_where_bytes_differed()
     let h = one("h.txt", Some(zram_bigger), 0.75);
     // A printout from before the conditions line: storage and transfer unknown.
     let e = one("e.txt", None, 2.00);
+    // Since the `# reads:` line both tools read each rank's own data on one host; before it
+    // fsbench read the next rank's and IOR its own ("mixed"). Reads under the two never pool;
+    // writes, the same before and after, do (as "-").
+    let i = printout(
+        &sb,
+        "i.txt",
+        Some(&format!(
+            "{zram_direct_over}\n# reads: own (np 2 on 1 host(s))"
+        )),
+        &[
+            ("shared_segmented", "read", 5.00, false),
+            ("shared_segmented", "write", 1.50, false),
+        ],
+    );
+    let j = printout(
+        &sb,
+        "j.txt",
+        Some(zram_direct_over),
+        &[("shared_segmented", "write", 1.10, false)],
+    );
 
-    let out = summary(&[&a, &b, &c, &d, &e, &f, &g, &h]);
+    let out = summary(&[&a, &b, &c, &d, &e, &f, &g, &h, &i, &j]);
     assert!(
         out.status.success(),
         "{}",
@@ -120,30 +140,31 @@ fn pooling_keeps_every_condition_apart_and_gives_no_ratio_where_bytes_differed()
     );
     let text = String::from_utf8(out.stdout).unwrap();
 
-    // storage xfer /rank cache writes layout np phase pairs median geomean min..max CI, then
-    // over the pairs where fsbench went first: geomean, CI (none for one pair), pairs
+    // storage xfer /rank cache writes reads layout np phase pairs median geomean min..max CI,
+    // then over the pairs where fsbench went first: geomean, CI (none for one pair), pairs
     let pooled = row(
         &text,
         "/dev/zram0 xfs",
-        "4k 128m buffered new shared_segmented",
+        "4k 128m buffered new mixed shared_segmented",
     );
     let head = [
         "4k",
         "128m",
         "buffered",
         "new",
+        "mixed",
         "shared_segmented",
         "2",
         "read",
         "3",
     ];
-    assert_eq!(&pooled[..8], &head, "{text}");
-    assert_eq!(pooled[8], "1.20", "median of 1.10, 1.20, 1.30: {text}");
+    assert_eq!(&pooled[..9], &head, "{text}");
+    assert_eq!(pooled[9], "1.20", "median of 1.10, 1.20, 1.30: {text}");
     // exp(mean(ln 1.1, ln 1.2, ln 1.3)) = 1.197
-    assert_eq!(pooled[9], "1.20", "{text}");
-    assert_eq!(pooled[10], "1.10..1.30", "{text}");
+    assert_eq!(pooled[10], "1.20", "{text}");
+    assert_eq!(pooled[11], "1.10..1.30", "{text}");
     // Only pair 2 of a.txt had fsbench first (IOR goes first in odd pairs): one pair, 1.20.
-    assert_eq!(&pooled[12..], &["1.20", "1"], "{text}");
+    assert_eq!(&pooled[13..], &["1.20", "1"], "{text}");
 
     // Single-pair cases, each in a row of its own: (storage, what the row names, its fields
     // from the transfer size to the geometric mean).
@@ -151,37 +172,47 @@ fn pooling_keeps_every_condition_apart_and_gives_no_ratio_where_bytes_differed()
         (
             "/dev/vda ext4",
             "shared_segmented",
-            "4k 128m buffered new shared_segmented 2 read 1 0.50",
+            "4k 128m buffered new mixed shared_segmented 2 read 1 0.50",
         ),
         (
             "/dev/zram0 xfs",
             "1m 128m buffered new",
-            "1m 128m buffered new shared_segmented 2 read 1 0.25",
+            "1m 128m buffered new mixed shared_segmented 2 read 1 0.25",
         ),
         (
             "/dev/zram0 xfs",
             "4k 512m buffered new",
-            "4k 512m buffered new shared_segmented 2 read 1 0.75",
+            "4k 512m buffered new mixed shared_segmented 2 read 1 0.75",
         ),
         (
             "/dev/zram0 xfs",
             "4k 128m direct new",
-            "4k 128m direct new shared_segmented 2 read 1 4.00",
+            "4k 128m direct new mixed shared_segmented 2 read 1 4.00",
         ),
         (
             "/dev/zram0 xfs",
-            "4k 128m direct overwrite",
-            "4k 128m direct overwrite shared_segmented 2 read 1 3.00",
+            "4k 128m direct overwrite mixed",
+            "4k 128m direct overwrite mixed shared_segmented 2 read 1 3.00",
+        ),
+        (
+            "/dev/zram0 xfs",
+            "4k 128m direct overwrite own",
+            "4k 128m direct overwrite own shared_segmented 2 read 1 5.00",
+        ),
+        (
+            "/dev/zram0 xfs",
+            "direct overwrite - shared_segmented 2 write",
+            "4k 128m direct overwrite - shared_segmented 2 write 2 1.30",
         ),
         (
             "?",
             "shared_segmented",
-            "? ? buffered new shared_segmented 2 read 1 2.00",
+            "? ? buffered new mixed shared_segmented 2 read 1 2.00",
         ),
     ] {
         let want: Vec<&str> = want.split(' ').collect();
         assert_eq!(
-            &row(&text, storage, case)[..9],
+            &row(&text, storage, case)[..10],
             &want[..],
             "{storage}: {text}"
         );
