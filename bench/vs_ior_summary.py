@@ -37,7 +37,7 @@ def pair_lines(path):
     2026-11-27 02:00. The cache mode and new/overwrite came at 04:08 that day; every run
     before them was buffered and wrote new files, which is what their absence means.
     A read's case also carries whose data the ranks read, from the `# reads: own|other` line
-    (2026-11-27 07:40): before it, on one host, IOR's -C moved no rank and fsbench's
+    (2026-11-27 07:36): before it, on one host, IOR's -C moved no rank and fsbench's
     --reorder-ranks read the next rank's data, "mixed"; a write's case has "-" there, since
     the writes were the same before and after."""
     transfer, per_rank, storage, cache, writes, reads = "?", "?", "?", "buffered", "new", "mixed"
