@@ -70,3 +70,66 @@ run 0.2
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("system: touch"), "{text}");
 }
+
+#[test]
+fn statfile_and_deletefile_without_an_open_fd_take_existing_files_of_their_fileset() {
+    // flowoplib_statfile / flowoplib_deletefile: with no file open on fd, the next existing
+    // file of the fileset in rotation. 4 files: three passes stat and delete one each.
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.file("del.f"),
+        "set mode quit alldone
+define fileset name=fs,path=$dir,entries=4,size=4k,prealloc=100
+define process name=p { thread name=t {
+  flowop statfile name=s,filesetname=fs,fd=1
+  flowop deletefile name=del,filesetname=fs,fd=2
+  flowop finishoncount name=f,target=del,value=3 } }
+run 5
+",
+    )
+    .unwrap();
+    let v = sb.run_json(&["workload", "del.f", "--dir", sb.path().to_str().unwrap()]);
+    let ops = |name: &str| {
+        v["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap()["stats"]["ops"]
+            .clone()
+    };
+    assert_eq!(ops("s"), 3);
+    assert_eq!(ops("del"), 3);
+
+    // Without a fileset there is nothing to take: the run fails naming the flowop and fd.
+    for (flowop, want) in [
+        (
+            "statfile name=s,fd=1",
+            "fd 1 is not open and no filesetname is given",
+        ),
+        (
+            "deletefile name=d,fd=2",
+            "fd 2 has no file and no filesetname is given",
+        ),
+    ] {
+        std::fs::write(
+            sb.file("bad.f"),
+            format!(
+                "define fileset name=fs,path=$dir,entries=4,size=4k,prealloc=100
+define process name=p {{ thread name=t {{ flowop {flowop} }} }}
+run 1
+"
+            ),
+        )
+        .unwrap();
+        let out = sb
+            .cmd(&["workload", "bad.f", "--dir", sb.path().to_str().unwrap()])
+            .assert()
+            .code(1)
+            .get_output()
+            .clone();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(text.contains(want), "{flowop}: {text}");
+    }
+}

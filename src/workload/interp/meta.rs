@@ -6,6 +6,30 @@
 use super::*;
 
 impl Thread<'_> {
+    /// An existing entry of the flowop's fileset for a flowop whose descriptor `slot` gave
+    /// none (`no_file` says how), marked busy: `indexed=` or the fileset's shared rotor.
+    /// None when no entry exists (Filebench's "out of resources").
+    fn pick_existing(
+        &mut self,
+        fo: &Flowop,
+        slot: usize,
+        no_file: &str,
+    ) -> Result<Option<(usize, usize)>, FlowopError> {
+        let Some(set) = fo.fileset else {
+            return Err(FlowopError::State(format!(
+                "fd {slot} {no_file} and no filesetname is given"
+            )));
+        };
+        let from = match self.pick_index(fo, set) {
+            Some(i) => From::Index(i),
+            None => From::Shared(Rotor::Exists),
+        };
+        Ok(match pick(self.sh.arena, set, Want::Exists, from) {
+            Picked::Got(i) => Some((set, i)),
+            Picked::NoRsc => None,
+        })
+    }
+
     /// Filebench's openfile and createfile: open a file of the fileset on the flowop's descriptor.
     pub(super) fn open_file(&mut self, fo: &Flowop) -> StepResult {
         use Kind::*;
@@ -51,18 +75,8 @@ impl Thread<'_> {
                 return Ok(Step::Ok);
             }
         }
-        let Some(set) = fo.fileset else {
-            return Err(FlowopError::State(format!(
-                "fd {slot} is not open and no filesetname is given"
-            )));
-        };
-        let from = match self.pick_index(fo, set) {
-            Some(i) => From::Index(i),
-            None => From::Shared(Rotor::Exists),
-        };
-        let i = match pick(arena, set, Want::Exists, from) {
-            Picked::Got(i) => i,
-            Picked::NoRsc => return Ok(Step::NoRsc("no file to stat".into())),
+        let Some((set, i)) = self.pick_existing(fo, slot, "is not open")? else {
+            return Ok(Step::NoRsc("no file to stat".into()));
         };
         let path = self.sh.layouts[set].path(i);
         let file = self.entry_file(set, i);
@@ -396,21 +410,10 @@ impl Thread<'_> {
                 busy_wait(arena, set, i);
                 (set, i, true)
             }
-            None => {
-                let Some(set) = fo.fileset else {
-                    return Err(FlowopError::State(format!(
-                        "fd {slot} has no file and no filesetname is given"
-                    )));
-                };
-                let from = match self.pick_index(fo, set) {
-                    Some(i) => From::Index(i),
-                    None => From::Shared(Rotor::Exists),
-                };
-                match pick(arena, set, Want::Exists, from) {
-                    Picked::Got(i) => (set, i, false),
-                    Picked::NoRsc => return Ok(Step::NoRsc("no file left to delete".into())),
-                }
-            }
+            None => match self.pick_existing(fo, slot, "has no file")? {
+                Some((set, i)) => (set, i, false),
+                None => return Ok(Step::NoRsc("no file left to delete".into())),
+            },
         };
         let state = arena.entries(set)[i].load(Acquire);
         let opens = super::super::fileset::open_count(state);
