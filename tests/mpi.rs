@@ -152,6 +152,82 @@ fn reorder_on_new_files_lays_out_each_ranks_file_and_removes_it() {
     assert!(sb.listing().is_empty(), "{:?}", sb.listing());
 }
 
+/// Every rank given a host name of its own choosing (a UTS namespace per rank, named by the
+/// shell expression `host` over OpenMPI's `OMPI_COMM_WORLD_RANK`), so that one machine shows
+/// fsbench the placements of several hosts.
+fn run_json_on_named_hosts(sb: &Sandbox, host: &str, args: &str) -> Value {
+    let out = sb.file("result.json");
+    let script = format!(
+        "hostname {host} && exec {} {args} --output {}",
+        env!("CARGO_BIN_EXE_fsbench"),
+        out.display()
+    );
+    let o = Command::new("timeout")
+        .current_dir(sb.path())
+        .args([
+            "120",
+            "mpirun",
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+        ])
+        .arg(NP.to_string())
+        .args(["unshare", "-u", "sh", "-c", &script])
+        .output()
+        .expect("mpirun runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+#[cfg_attr(
+    any(not(has_mpirun), not(has_root)),
+    ignore = "SKIPPED: needs mpirun and root (a UTS namespace per rank)"
+)]
+fn reorder_reads_another_hosts_data_with_ranks_by_slot_and_round_robin() {
+    // Two "hosts": ranks dealt round-robin (h0 h1 h0 h1, mpirun --map-by node) must shift by
+    // 1, ranks filled host by host (h0 h0 h1 h1, mpirun's default) by 2; either way every
+    // rank reads data another host wrote and no client-cache note is given. (The rule before
+    // 2026-11-27, the ranks on rank 0's host, shifted round-robin ranks by 2 onto their own
+    // host's data.)
+    let sb = Sandbox::new();
+    for (host, shift, hosts, sources) in [
+        (
+            "h$((OMPI_COMM_WORLD_RANK % 2))",
+            1,
+            ["h0", "h1", "h0", "h1"],
+            [1, 2, 3, 0],
+        ),
+        (
+            "h$((OMPI_COMM_WORLD_RANK / 2))",
+            2,
+            ["h0", "h0", "h1", "h1"],
+            [2, 3, 0, 1],
+        ),
+    ] {
+        let r = run_json_on_named_hosts(
+            &sb,
+            host,
+            "run f --rw read --bs 64k --size 1m --file-per-rank --reorder-ranks",
+        );
+        assert_eq!(r["status"], "complete", "{host}");
+        assert_eq!(r["hosts"].as_array().unwrap().len(), 2, "{host}");
+        assert_eq!(r["distributed"]["reorder_shift"], shift, "{host}");
+        for rank in 0..NP as usize {
+            let row = &r["ranks"][rank];
+            assert_eq!(row["host"], hosts[rank], "{host} rank {rank}");
+            assert_eq!(row["data_of_rank"], sources[rank], "{host} rank {rank}");
+            assert_ne!(hosts[sources[rank]], hosts[rank], "{host} rank {rank}");
+        }
+        let notes = r["notes"].to_string();
+        assert!(!notes.contains("client cache"), "{host}: {notes}");
+        assert_eq!(rank_bytes(&r), vec![1 << 20; NP as usize]);
+    }
+    assert!(sb.listing().is_empty(), "{:?}", sb.listing());
+}
+
 #[test]
 #[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
 fn stonewall_at_a_time_stops_every_rank_and_counts_what_each_moved() {
