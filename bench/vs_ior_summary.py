@@ -6,8 +6,8 @@ of the geometric mean of the fsbench / IOR ratios, over every pair in the files 
 
 Each OUTPUT is vs-ior.sh's printout (or its rows alone); the pair lines of several runs are
 pooled by case (storage, transfer, data per rank, cache mode, new file or overwrite, whose data
-a read reads, layout, np, phase), so runs made at different times can be read together but runs under different
-conditions never mix. A case where the bytes differed in any pair gets no ratio (same work
+a read reads, layout, np, phase), so runs made at different times can be read together but
+runs under different conditions never mix. A case where the bytes differed in any pair gets no ratio (same work
 before same speed).
 
 The last three columns take only the pairs where fsbench ran first (the even pairs: vs-ior.sh
@@ -52,6 +52,8 @@ def pair_lines(path):
             cache = m.group(1) if m else "buffered"
             m = re.search(r"writes (\w+),", line)
             writes = m.group(1) if m else "new"
+            # A printout's own `# reads:` line follows its conditions line; none: "mixed".
+            reads = "mixed"
             continue
         if line.startswith("# reads: "):
             reads = line.split()[2]

@@ -283,3 +283,56 @@ fn vs_ior_refuses_an_overwrite_switch_it_does_not_know() {
         );
     }
 }
+
+#[test]
+#[cfg_attr(not(has_python3), ignore = "SKIPPED: needs python3")]
+fn pooling_two_printouts_in_one_file_reads_each_ones_own_conditions() {
+    // A new printout (with its `# reads: own` line) followed in the same file by one from
+    // before that line: the second's reads are "mixed", not the first's "own".
+    let sb = Sandbox::new();
+    let over = "# vs-ior: transfer 4k, 128 MiB per rank, np 2, 1 pair(s), dir /mnt/zx, storage /dev/zram0 xfs, cache direct, writes overwrite, ior data r, 2026-11-27 04:37 UTC";
+    let new = printout(
+        &sb,
+        "new.txt",
+        Some(&format!("{over}\n# reads: own (np 2 on 1 host(s))")),
+        &[("shared_segmented", "read", 5.00, false)],
+    );
+    let old = printout(
+        &sb,
+        "old.txt",
+        Some(over),
+        &[("shared_segmented", "read", 3.00, false)],
+    );
+    let both = sb.file("both.txt");
+    std::fs::write(
+        &both,
+        std::fs::read_to_string(&new).unwrap() + &std::fs::read_to_string(&old).unwrap(),
+    )
+    .unwrap();
+    let out = summary(&[&both]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for (reads, ratio) in [("own", "5.00"), ("mixed", "3.00")] {
+        let r = row(
+            &text,
+            "/dev/zram0 xfs",
+            &format!("overwrite {reads} shared_segmented 2 read"),
+        );
+        assert_eq!(
+            &r[..10],
+            &[
+                "4k",
+                "128m",
+                "direct",
+                "overwrite",
+                reads,
+                "shared_segmented",
+                "2",
+                "read",
+                "1",
+                ratio
+            ],
+            "{text}"
+        );
+    }
+}
