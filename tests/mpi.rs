@@ -152,35 +152,6 @@ fn reorder_on_new_files_lays_out_each_ranks_file_and_removes_it() {
     assert!(sb.listing().is_empty(), "{:?}", sb.listing());
 }
 
-/// Every rank given a host name of its own choosing (a UTS namespace per rank, named by the
-/// shell expression `host` over OpenMPI's `OMPI_COMM_WORLD_RANK`), so that one machine shows
-/// fsbench the placements of several hosts.
-fn run_json_on_named_hosts(sb: &Sandbox, host: &str, args: &str) -> Value {
-    let out = sb.file("result.json");
-    let script = format!(
-        "hostname {host} && exec {} {args} --output {}",
-        env!("CARGO_BIN_EXE_fsbench"),
-        out.display()
-    );
-    let o = Command::new("timeout")
-        .current_dir(sb.path())
-        .args([
-            "120",
-            "mpirun",
-            "--allow-run-as-root",
-            "--oversubscribe",
-            "-np",
-        ])
-        .arg(NP.to_string())
-        .args(["unshare", "-u", "sh", "-c", &script])
-        .output()
-        .expect("mpirun runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = std::fs::read_to_string(&out).unwrap();
-    std::fs::remove_file(&out).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
 #[test]
 #[cfg_attr(
     any(not(has_mpirun), not(has_root)),
@@ -207,10 +178,14 @@ fn reorder_reads_another_hosts_data_with_ranks_by_slot_and_round_robin() {
             [2, 3, 0, 1],
         ),
     ] {
-        let r = run_json_on_named_hosts(
+        // Each rank in a UTS namespace of its own, named by the shell expression `host` over
+        // OpenMPI's OMPI_COMM_WORLD_RANK, then fsbench (handed to sh as $0 and its args).
+        let name_it = format!("hostname {host} && exec \"$0\" \"$@\"");
+        let r = common::mpirun_json_via(
             &sb,
-            host,
-            "run f --rw read --bs 64k --size 1m --file-per-rank --reorder-ranks",
+            NP,
+            &["unshare", "-u", "sh", "-c", &name_it],
+            &common::words("run f --rw read --bs 64k --size 1m --file-per-rank --reorder-ranks"),
         );
         assert_eq!(r["status"], "complete", "{host}");
         assert_eq!(r["hosts"].as_array().unwrap().len(), 2, "{host}");

@@ -289,10 +289,17 @@ pub fn explain_checks(sb: &Sandbox, line: &str) -> (Vec<String>, String) {
 /// `mpirun -np NP fsbench ARGS` in the sandbox (as root, oversubscribed: every rank on this
 /// machine), killed if it runs past 120 s (a hang); its output.
 pub fn mpirun(sb: &Sandbox, np: u64, args: &[&str]) -> std::process::Output {
+    mpirun_via(sb, np, &[], args)
+}
+
+/// [`mpirun`] with each rank started through `launcher` (a command that ends by running the
+/// fsbench binary and ARGS it is handed, e.g. `unshare -u sh -c '... exec "$0" "$@"'`).
+pub fn mpirun_via(sb: &Sandbox, np: u64, launcher: &[&str], args: &[&str]) -> std::process::Output {
     let mut child = std::process::Command::new("mpirun")
         .current_dir(sb.path())
         .args(["--allow-run-as-root", "--oversubscribe", "-np"])
         .arg(np.to_string())
+        .args(launcher)
         .arg(env!("CARGO_BIN_EXE_fsbench"))
         .args(args)
         .stdout(std::process::Stdio::piped())
@@ -317,10 +324,20 @@ pub fn mpirun_result(
     np: u64,
     args: &[&str],
 ) -> (Option<i32>, serde_json::Value, String) {
+    mpirun_result_via(sb, np, &[], args)
+}
+
+/// [`mpirun_result`] with each rank started through `launcher` ([`mpirun_via`]).
+pub fn mpirun_result_via(
+    sb: &Sandbox,
+    np: u64,
+    launcher: &[&str],
+    args: &[&str],
+) -> (Option<i32>, serde_json::Value, String) {
     let out = sb.file("result.json");
     let mut all = args.to_vec();
     all.extend(["--output", out.to_str().unwrap()]);
-    let o = mpirun(sb, np, &all);
+    let o = mpirun_via(sb, np, launcher, &all);
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     let text = std::fs::read_to_string(&out)
         .unwrap_or_else(|e| panic!("no result from {args:?} ({e}): {err}"));
@@ -330,7 +347,17 @@ pub fn mpirun_result(
 
 /// [`mpirun_result`] of a run that must succeed (exit 0): its Result.
 pub fn mpirun_json(sb: &Sandbox, np: u64, args: &[&str]) -> serde_json::Value {
-    let (code, v, err) = mpirun_result(sb, np, args);
+    mpirun_json_via(sb, np, &[], args)
+}
+
+/// [`mpirun_json`] with each rank started through `launcher` ([`mpirun_via`]).
+pub fn mpirun_json_via(
+    sb: &Sandbox,
+    np: u64,
+    launcher: &[&str],
+    args: &[&str],
+) -> serde_json::Value {
+    let (code, v, err) = mpirun_result_via(sb, np, launcher, args);
     assert_eq!(code, Some(0), "mpirun {args:?} failed: {err}");
     v
 }
