@@ -9,9 +9,8 @@ mod common;
 #[cfg(has_fuse)]
 mod faultfs;
 
-use common::{sweep_records, u, Sandbox};
+use common::{file_len as len, rank_bytes, sweep_records, u, Sandbox};
 use serde_json::Value;
-use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -25,19 +24,6 @@ fn mpirun(sb: &Sandbox, args: &[&str]) -> Output {
 /// Run, expect success, and read the Result written with --output.
 fn run_json(sb: &Sandbox, args: &[&str]) -> Value {
     common::mpirun_json(sb, NP, args)
-}
-
-fn rank_bytes(r: &Value) -> Vec<u64> {
-    r["ranks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| u(&x["bytes"]))
-        .collect()
-}
-
-fn len(p: &Path) -> u64 {
-    std::fs::metadata(p).unwrap().len()
 }
 
 #[test]

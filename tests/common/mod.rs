@@ -377,6 +377,31 @@ pub fn u(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
 }
 
+/// The bytes each rank moved, in rank order (a distributed Result's `ranks` rows).
+pub fn rank_bytes(r: &serde_json::Value) -> Vec<u64> {
+    r["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| u(&x["bytes"]))
+        .collect()
+}
+
+/// The per-rank rows of a distributed Result: (ops, bytes) of each rank.
+pub fn rank_ops_bytes(r: &serde_json::Value) -> Vec<(u64, u64)> {
+    r["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (u(&x["ops"]), u(&x["bytes"])))
+        .collect()
+}
+
+/// The length of a file that must exist.
+pub fn file_len(p: &Path) -> u64 {
+    std::fs::metadata(p).unwrap().len()
+}
+
 /// The Results stored in `dir` as `PREFIX*.json` (a sweep's `sweep-`, a backup suite's
 /// `backup-`), with their file names, in name order.
 pub fn records(dir: &Path, prefix: &str) -> Vec<(String, serde_json::Value)> {
