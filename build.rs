@@ -311,7 +311,7 @@ impl TempProbe {
             let mut st: libc::statfs = unsafe { std::mem::zeroed() };
             // SAFETY: `st` is a valid statfs to write.
             if unsafe { libc::fstatfs(d.as_raw_fd(), &mut st) } == 0 {
-                self.xfs = st.f_type as i64 == libc::XFS_SUPER_MAGIC as i64;
+                self.xfs = st.f_type as i64 == libc::XFS_SUPER_MAGIC;
             }
         }
         let file = dir.join("f");

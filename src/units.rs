@@ -100,7 +100,7 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, UsageError> {
 /// `4096` -> `4k`, `1048576` -> `1m`, `1536` -> `1536` (exact, the way a user would type it).
 pub(crate) fn format_size_exact(bytes: u64) -> String {
     for (shift, suffix) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
-        if bytes != 0 && bytes % (1u64 << shift) == 0 {
+        if bytes != 0 && bytes.is_multiple_of(1u64 << shift) {
             return format!("{}{}", bytes >> shift, suffix);
         }
     }

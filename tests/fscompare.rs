@@ -546,7 +546,14 @@ fn a_sweep_remounts_and_drops_caches_before_every_point() {
         .args(["fscompare", "--fs", "ext4", "--size", "300m", "--output"])
         .arg(sb.file("out"))
         .arg("--sweep")
-        .arg("--rw write,read,randread --bs 64k --size 8m --cache buffered")
+        // --sweep takes the point's options as one string, as a user quotes them.
+        .arg(
+            [
+                "--rw write,read,randread",
+                "--bs 64k --size 8m --cache buffered",
+            ]
+            .join(" "),
+        )
         .current_dir(sb.path())
         .output()
         .unwrap();

@@ -492,16 +492,14 @@ fn make_case(rng: &mut Rng, sub: &str, flags: &Flags) -> Case {
     } else {
         let pos = positionals(rng, sub);
         let mut opts: Vec<Vec<String>> = Vec::new();
-        if sub == "trace" {
-            if rng.chance(50) {
-                opts.push(vec![
-                    "--analyze".into(),
-                    rng.pick(&[
-                        "t.csv", "t.bin", "r1.json", "missing", "sub", "fifo", "big.csv",
-                    ])
-                    .into(),
-                ]);
-            }
+        if sub == "trace" && rng.chance(50) {
+            opts.push(vec![
+                "--analyze".into(),
+                rng.pick(&[
+                    "t.csv", "t.bin", "r1.json", "missing", "sub", "fifo", "big.csv",
+                ])
+                .into(),
+            ]);
         }
         for _ in 0..rng.below(5) {
             if flags.is_empty() {
@@ -559,7 +557,7 @@ fn make_case(rng: &mut Rng, sub: &str, flags: &Flags) -> Case {
     for (f, v) in caps(sub) {
         let has = args.iter().any(|a| a == *f) || given.iter().any(|g| g == f);
         // --duration goes with --pid only; an accepted trace --pid is refused anyway.
-        if !has && !(sub == "trace" && *f == "--duration") {
+        if !(has || sub == "trace" && *f == "--duration") {
             args.push(f.into());
             args.push(v.into());
         }

@@ -249,6 +249,8 @@ fn buffers_beyond_available_memory_are_refused_even_with_force() {
 
 // ---- 4. memory of tiny jobs --------------------------------------------------------------
 
+// The child is reaped by wait4 below (for its rusage), which clippy cannot see.
+#[allow(clippy::zombie_processes)]
 fn child_maxrss_kb(mut cmd: std::process::Command) -> (i32, i64) {
     let child = cmd
         .stdout(Stdio::null())

@@ -312,7 +312,7 @@ fn shootout_runs_every_personality_on_each_target() {
             "{}",
             r["name"]
         );
-        assert!(r["groups"].as_array().unwrap().len() > 0);
+        assert!(!r["groups"].as_array().unwrap().is_empty());
     }
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sb.file("so/suite.json")).unwrap()).unwrap();

@@ -629,7 +629,7 @@ mod tests {
                     OpKind::Write => self.seen.writes += 1,
                 }
                 let p = self.inner.buffers().slot_ptr(op.slot as usize) as usize;
-                if p % 4096 != 0 {
+                if !p.is_multiple_of(4096) {
                     self.seen.misaligned += 1;
                 }
             }

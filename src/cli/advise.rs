@@ -48,7 +48,7 @@ pub(crate) struct AdviseArgs {
 /// Under mpirun with several ranks, advise without --measure does no I/O to spread over
 /// them: refused in one line, printed by rank 0 only (every rank exits 2).
 pub(crate) fn refuse_without_measure_on_ranks(a: &AdviseArgs) -> anyhow::Result<Option<i32>> {
-    if a.measure || !super::ranks::launched_ranks().is_some_and(|n| n > 1) {
+    if a.measure || super::ranks::launched_ranks().is_none_or(|n| n <= 1) {
         return Ok(None);
     }
     if super::ranks::launched_rank().unwrap_or(0) != 0 {

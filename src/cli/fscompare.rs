@@ -143,7 +143,7 @@ fn what(a: &FscompareArgs) -> anyhow::Result<What> {
             "--sweep",
         )?;
         return Ok(What::Study {
-            study,
+            study: Box::new(study),
             file: (!workload).then(|| SWEEP_FILE.to_string()),
         });
     }
@@ -162,7 +162,10 @@ fn what(a: &FscompareArgs) -> anyhow::Result<What> {
         }
         let (mut study, _) = sweep_study(words, "--workload")?;
         study.title = format!("workload {name}");
-        return Ok(What::Study { study, file: None });
+        return Ok(What::Study {
+            study: Box::new(study),
+            file: None,
+        });
     }
     let path = a.job.as_ref().expect("one of the four is given");
     let text = std::fs::read_to_string(path)

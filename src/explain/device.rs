@@ -184,6 +184,8 @@ pub(crate) fn device_idle(r: &RunFacts, out: &mut Vec<Explanation>) {
     let judged = tp.rates.len() >= MIN_INTERVALS;
     let cv = tp.cv();
     // Throughput that swung: the low mean %util may be idle stretches between bursts.
+    // (Written negated on purpose: a NaN spread, from no usable interval, counts as swung.)
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     if judged && !(cv <= FLAT_CV) {
         return;
     }

@@ -28,7 +28,7 @@ pub(crate) enum What {
     /// A sweep, or one workload (a sweep of one point); `file`: the target file name inside
     /// the mount for Job sweeps, None when the mount itself is the target (workloads).
     Study {
-        study: Study,
+        study: Box<Study>,
         file: Option<String>,
     },
     Job(Box<Job>),
@@ -480,8 +480,10 @@ fn run_job(
     index: usize,
     ctx: &mut Ctx,
 ) -> anyhow::Result<Vec<Record>> {
-    let mut pj = sw::PointJob::default();
-    pj.job = job.clone();
+    let mut pj = sw::PointJob {
+        job: job.clone(),
+        ..Default::default()
+    };
     pj.job.targets = job
         .targets
         .iter()

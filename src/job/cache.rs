@@ -106,7 +106,7 @@ impl CachePolicy {
     /// Route one I/O. `align` is the direct-I/O alignment of the target (logical block size).
     #[inline]
     pub fn route(&self, offset: u64, len: u64, align: u64) -> Route {
-        let aligned = offset % align == 0 && len % align == 0;
+        let aligned = offset.is_multiple_of(align) && len.is_multiple_of(align);
         match self {
             CachePolicy::Buffered | CachePolicy::Dsync => Route::Buffered,
             CachePolicy::Direct | CachePolicy::Concurrent | CachePolicy::Raw => {

@@ -414,7 +414,7 @@ pub(crate) const VERIFY_MIN_BLOCK: usize = 128;
 
 /// Whether a block size can carry verification headers.
 pub(crate) fn check_verify_block_size(bs: usize) -> Result<(), crate::error::UsageError> {
-    if bs < VERIFY_MIN_BLOCK || bs % 8 != 0 {
+    if bs < VERIFY_MIN_BLOCK || !bs.is_multiple_of(8) {
         crate::bail_usage!(
             "--verify needs a block size of at least {VERIFY_MIN_BLOCK} bytes and a multiple of 8 (got {bs})"
         );

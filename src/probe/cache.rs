@@ -146,7 +146,7 @@ mod tests {
         // SAFETY: fadvise on a descriptor we own.
         unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
         let after = of_file(&f).unwrap();
-        let tmpfs = rustix::fs::fstatfs(&f).unwrap().f_type as i64 == libc::TMPFS_MAGIC as i64;
+        let tmpfs = rustix::fs::fstatfs(&f).unwrap().f_type as i64 == libc::TMPFS_MAGIC;
         if !tmpfs {
             assert!(after.cached_bytes.unwrap() < 1 << 19, "{after:?}");
             // Both ways agree on the same file.

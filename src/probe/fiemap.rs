@@ -118,6 +118,7 @@ mod tests {
         let p = dir.path().join("frag");
         let f = std::fs::OpenOptions::new()
             .create(true)
+            .truncate(true)
             .read(true)
             .write(true)
             .open(&p)

@@ -81,12 +81,12 @@ pub fn mount_of(path: &Path) -> Option<MountInfo> {
             *slot = Some(mi);
         }
     }
-    let best = match (by_dev, by_prefix) {
+
+    match (by_dev, by_prefix) {
         (Some(d), Some(p)) if p.mount_point.len() > d.mount_point.len() => Some(p),
         (Some(d), _) => Some(d),
         (None, p) => p,
-    };
-    best
+    }
 }
 
 /// File-system type under a path (`ext4`, `xfs`, `btrfs`, `tmpfs`, ...).

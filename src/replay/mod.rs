@@ -164,10 +164,7 @@ pub(crate) fn run_gated(
     let total_steps: u64 = plan.threads.iter().map(|t| t.steps.len() as u64).sum();
     let thread_info: Vec<(usize, u64)> =
         plan.threads.iter().map(|t| (t.user, t.data_ops)).collect();
-    let gate = gate.unwrap_or_else(|| crate::runner::Gate {
-        start: Box::new(|_| true),
-        after_io: Box::new(|| {}),
-    });
+    let gate = gate.unwrap_or_else(crate::runner::Gate::none);
     let (tallies, elapsed_s) =
         run_threads(std::mem::take(&mut plan.threads), &fds, shared, gate.start)?;
     (gate.after_io)();
@@ -423,7 +420,7 @@ fn run_threads(
     plans: Vec<plan::ThreadPlan>,
     fds: &SharedFds,
     shared: Shared,
-    start: Box<dyn FnOnce(drive::Opener) -> bool + Send>,
+    start: crate::runner::StartHook,
 ) -> Result<(Vec<Tally>, f64)> {
     let nthreads = plans.len();
     let shared = Arc::new(shared);

@@ -114,7 +114,7 @@ pub(super) fn check_thread_limits(
     // SAFETY: getrlimit fills the struct we own.
     if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut rl) } == 0
         && rl.rlim_cur != libc::RLIM_INFINITY
-        && threads as u64 + 16 > rl.rlim_cur as u64
+        && threads as u64 + 16 > rl.rlim_cur
     {
         return Err(crate::usage!(
             "replay needs {threads} threads but RLIMIT_NPROC (ulimit -u) allows {} processes and threads: raise it or replay a trace with fewer threads",
@@ -146,10 +146,10 @@ pub(super) fn ensure_descriptors(needed: u64) -> Result<(), crate::error::UsageE
         return Ok(());
     }
     let want = needed + 64;
-    if rl.rlim_cur == libc::RLIM_INFINITY || want <= rl.rlim_cur as u64 {
+    if rl.rlim_cur == libc::RLIM_INFINITY || want <= rl.rlim_cur {
         return Ok(());
     }
-    if rl.rlim_max != libc::RLIM_INFINITY && want > rl.rlim_max as u64 {
+    if rl.rlim_max != libc::RLIM_INFINITY && want > rl.rlim_max {
         return Err(crate::usage!(
             "replay needs {needed} open files but RLIMIT_NOFILE (ulimit -n) allows {}: raise it or replay a trace with fewer files",
             rl.rlim_max

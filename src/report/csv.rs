@@ -152,10 +152,12 @@ mod tests {
     /// A Result whose names hold every character CSV must quote.
     fn awkward(target: &str) -> RunResult {
         let mut r = RunResult::new(Kind::Io, "a,b\"c", 0.0, Default::default());
-        let mut s = StatsReport::default();
-        s.ops = 7;
-        s.bytes = 4096;
-        s.elapsed_s = 0.5;
+        let s = StatsReport {
+            ops: 7,
+            bytes: 4096,
+            elapsed_s: 0.5,
+            ..Default::default()
+        };
         r.total = s.clone();
         r.users = vec![UserReport {
             user: 0,

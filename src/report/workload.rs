@@ -223,9 +223,11 @@ mod tests {
 
     fn with_flowop(name: &str) -> RunResult {
         let mut r = RunResult::new(Kind::Workload, "w", 0.0, Default::default());
-        let mut s = StatsReport::default();
-        s.ops = 3;
-        s.iops = 1.5;
+        let s = StatsReport {
+            ops: 3,
+            iops: 1.5,
+            ..Default::default()
+        };
         r.groups = vec![GroupReport {
             name: name.into(),
             op: "read".into(),

@@ -114,19 +114,29 @@ pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
 /// thread that left the start barrier). `after_io` is called when the timed I/O has ended,
 /// before anything is probed or removed (the other ranks may still be writing a shared file).
 pub(crate) struct Gate {
-    pub start: Box<dyn FnOnce(drive::Opener) -> bool + Send>,
-    pub after_io: Box<dyn FnOnce() + Send>,
+    pub start: StartHook,
+    pub after_io: AfterIoHook,
+}
+
+/// A [`Gate`]'s `start`: called with the workers' gate once they are prepared; false calls
+/// the run off.
+pub(crate) type StartHook = Box<dyn FnOnce(drive::Opener) -> bool + Send>;
+/// A [`Gate`]'s `after_io`: called when the timed I/O has ended.
+pub(crate) type AfterIoHook = Box<dyn FnOnce() + Send>;
+
+impl Gate {
+    /// The hooks of a run of its own: start at once, nothing to wait for after the I/O.
+    pub(crate) fn none() -> Gate {
+        Gate {
+            start: Box::new(|_| true),
+            after_io: Box::new(|| {}),
+        }
+    }
 }
 
 /// [`run`] with the hooks of a [`Gate`] (None: a run of its own).
 pub(crate) fn run_gated(job: &Job, gate: Option<Gate>) -> Result<RunOutcome> {
-    let (start, after_io): (
-        Box<dyn FnOnce(drive::Opener) -> bool + Send>,
-        Box<dyn FnOnce() + Send>,
-    ) = match gate {
-        Some(g) => (g.start, g.after_io),
-        None => (Box::new(|_| true), Box::new(|| {})),
-    };
+    let Gate { start, after_io } = gate.unwrap_or_else(Gate::none);
     job.validate()?;
     limits::check(job)?;
     signal::install();

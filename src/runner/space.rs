@@ -57,7 +57,7 @@ const XFS_SUPER_MAGIC: i64 = 0x5846_5342;
 pub(crate) fn check_extsize(file: &File, path: &Path, extsize: u64) -> Result<()> {
     let fs = crate::probe::fs_type(path).unwrap_or_else(|| "unknown".into());
     let st = rustix::fs::fstatfs(file).ok();
-    let Some(st) = st.filter(|st| st.f_type as i64 == XFS_SUPER_MAGIC) else {
+    let Some(st) = st.filter(|st| st.f_type == XFS_SUPER_MAGIC) else {
         bail_usage!(
             "-e {extsize}: {} is on {fs}, which has no extent size hints; XFS has them",
             path.display()
@@ -67,7 +67,7 @@ pub(crate) fn check_extsize(file: &File, path: &Path, extsize: u64) -> Result<()
         bail_usage!("-e {extsize}: extent size hints are limited to 4 GiB (4294967295 bytes)");
     }
     let bsize = st.f_bsize.max(1) as u64;
-    if extsize % bsize != 0 {
+    if !extsize.is_multiple_of(bsize) {
         bail_usage!(
             "-e {extsize}: the extent size hint must be a multiple of the block size of {} ({bsize} bytes)",
             path.display()

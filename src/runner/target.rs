@@ -891,8 +891,7 @@ mod tests {
         let mut notes = Vec::new();
         let mut cache = CachePolicy::Buffered;
         let e = prepare_device(&j, &blank.0, &fd, &mut notes, &mut cache)
-            .err()
-            .expect("the device behind the descriptor holds a signature");
+            .expect_err("the device behind the descriptor holds a signature");
         assert!(crate::error::is_usage(&e));
         assert!(e.to_string().contains("ext2/3/4"), "{e}");
         // And blkid, given the descriptor, finds it too (when it is installed).

@@ -31,7 +31,7 @@ pub fn available() -> Option<u64> {
             })
             .map(|kb| kb * 1024)
             .unwrap_or(0);
-        Some((rl.rlim_cur as u64).saturating_sub(used))
+        Some(rl.rlim_cur.saturating_sub(used))
     } else {
         None
     };

@@ -143,9 +143,8 @@ pub fn write_file(t: &Trace, path: &Path, fmt: TraceFormat) -> anyhow::Result<()
             TraceFormat::Bin => to_bin(t, &mut w),
         }
         .and_then(|_| w.flush())
-        .map_err(|e| {
+        .inspect_err(|_e| {
             let _ = std::fs::remove_file(&tmp);
-            e
         })
         .with_context(|| format!("writing {}", tmp.display()))?;
     }

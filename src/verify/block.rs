@@ -115,7 +115,7 @@ fn whole_crc_over_bytes(len: usize, id: &BlockId, generation: u64, bk: u64) -> u
 /// Write generation `generation` of block `id` into `buf` (the whole block); `crc` holds
 /// the CRC constants for blocks of its length ([`block_crc`]).
 pub(crate) fn fill(buf: &mut [u8], id: &BlockId, generation: u64, crc: &BlockCrc) {
-    debug_assert!(buf.len() >= MIN_BLOCK && buf.len() % 8 == 0);
+    debug_assert!(buf.len() >= MIN_BLOCK && buf.len().is_multiple_of(8));
     #[cfg(target_arch = "x86_64")]
     if super::fast::usable(crc, buf.len()) {
         // SAFETY: `usable` checked the CPU's features and the block's shape.

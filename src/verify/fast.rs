@@ -21,7 +21,7 @@ use std::arch::x86_64::*;
 /// with the CPU's help, the block is whole sectors, and the CPU has AVX2.
 #[inline]
 pub(super) fn usable(crc: &BlockCrc, len: usize) -> bool {
-    crc.len() == len && len % SECTOR == 0 && crc.fast() && words::wide()
+    crc.len() == len && len.is_multiple_of(SECTOR) && crc.fast() && words::wide()
 }
 
 /// The whole-block CRC32C of the block made of these values (both CRC fields zero).

@@ -16,7 +16,7 @@ pub(crate) const SECTOR: usize = 512;
 pub(crate) use crate::job::{
     check_verify_block_size as check_block_size, VERIFY_MIN_BLOCK as MIN_BLOCK,
 };
-const _: () = assert!(MIN_BLOCK >= 2 * HEADER_BYTES && MIN_BLOCK % 8 == 0);
+const _: () = assert!(MIN_BLOCK >= 2 * HEADER_BYTES && MIN_BLOCK.is_multiple_of(8));
 
 /// Format 3: payload words XOR-ed with the sector key, a CRC32C of the whole block.
 pub(super) const VERSION: u32 = 3;

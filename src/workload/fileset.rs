@@ -683,8 +683,8 @@ impl EntryMaker<'_> {
 fn drop_cache(root: RawFd, lay: &SetLayout, states: &[std::sync::atomic::AtomicU32]) {
     // SAFETY: open descriptor.
     unsafe { libc::syncfs(root) };
-    for i in 0..lay.len() {
-        if states[i].load(Relaxed) & ENTRY_EXISTS == 0 {
+    for (i, state) in states.iter().enumerate().take(lay.len()) {
+        if state.load(Relaxed) & ENTRY_EXISTS == 0 {
             continue;
         }
         let path = lay.path(i);

@@ -375,10 +375,9 @@ struct Bucket {
 fn fb_random(rng: &mut Rng, max: u64, round: u64) -> u64 {
     let span = max.saturating_sub(round) as f64;
     let r = (rng.unit() * span) as u64;
-    if round > 0 {
-        r / round * round
-    } else {
-        r
+    match r.checked_div(round) {
+        Some(q) => q * round,
+        None => r,
     }
 }
 

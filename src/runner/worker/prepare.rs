@@ -31,8 +31,8 @@ fn open_fd(
         Err(e) => return Err(e.into()),
     };
     if let Some(want) = id {
-        let same = rustix::fs::fstat(&fd)
-            .is_ok_and(|st| st.st_dev as u64 == want.dev && st.st_ino as u64 == want.ino);
+        let same =
+            rustix::fs::fstat(&fd).is_ok_and(|st| st.st_dev == want.dev && st.st_ino == want.ino);
         if !same {
             // Dropping `fd` closes it.
             return Err(std::io::Error::other(
@@ -220,7 +220,7 @@ fn open_fds(
 ) -> Result<Fds, IoFailure> {
     let base = base_flags(job);
     let mmap = job.engine == EngineKind::Mmap;
-    let misaligned_possible = job.block_size % t.dio_align.max(1) != 0;
+    let misaligned_possible = !job.block_size.is_multiple_of(t.dio_align.max(1));
     // Owned from the first open: every early return below closes what was opened.
     let mut fds = Fds([-1i32; 3]);
     let want_buffered = !policy.uses_direct() || matches!(policy, CachePolicy::Discovered { .. });

@@ -298,7 +298,7 @@ impl TreeShape {
         let mut steps = 0u64;
         while let Some(f) = stack.pop() {
             steps += 1;
-            if steps % 4096 == 0 && signal::interrupted() {
+            if steps.is_multiple_of(4096) && signal::interrupted() {
                 return Err(Interrupted.into());
             }
             let count = f.hi - f.lo;
