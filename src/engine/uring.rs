@@ -16,12 +16,12 @@
 //! probed at run time and refused with a message naming the reason when unavailable.
 
 use super::{BufferPool, Completion, Engine, FileHandles, IoOp, OpKind};
-use crate::job::{CachePolicy, Job};
+use crate::job::Job;
 use crate::stats::SyscallCounts;
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::RawFd;
 use std::time::Duration;
 
 /// io_uring_enter flag: process and post completions (include/uapi/linux/io_uring.h).

@@ -4,20 +4,16 @@
 //! (time, `set mode quit alldone|firstdone`, out of files, errors, Ctrl-C, no progress), print
 //! psrun lines, collect and merge the statistics, and remove the filesets unless `--keep`.
 
-use super::ast::QuitMode;
 use super::fileset::{self, Prepared, SetLayout};
 use super::interp::{ThreadId, ThreadOutcome};
 use super::model::{Cmd, Model};
-use super::report::{RunPart, WorkloadDoc};
-use super::shared::{futex_wake_all, now_ns, Arena, Layout, STOP_NONE, STOP_NORMAL};
-use super::worker::{WorkerSpec, THREAD_STACK as WORKER_STACK};
+use super::report::WorkloadDoc;
+use super::shared::{Arena, Layout};
 use super::Source;
 use crate::result::{FilesetInfo, PsrunLine, RunResult};
 use crate::runner::signal;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
-use std::process::Child;
-use std::sync::atomic::Ordering::*;
 use std::time::{Duration, Instant};
 
 mod checks;

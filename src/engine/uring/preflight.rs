@@ -1,7 +1,13 @@
 //! Before any worker starts: can io_uring run this job here, and with what (fixed buffers and
 //! files, polling, SQ polling)? Errors name the missing feature and what to do instead.
 
-use super::*;
+use super::{build_ring, register_buffers, setup_error, UringEngine};
+use crate::engine::{BufferPool, Engine, FileHandles, IoOp, OpKind};
+use crate::job::{CachePolicy, Job};
+use crate::stats::SyscallCounts;
+use io_uring::{opcode, Probe};
+use std::os::fd::BorrowedFd;
+use std::time::Duration;
 
 /// What [`preflight`] checks: the ring every worker will build and the targets it will
 /// serve, described at the engine's level (the runner fills it from its plan).

@@ -1,7 +1,11 @@
 //! Refusals before anything is created or started: more tasks than the limits allow, more
 //! memory than is available, filesets whose preallocation would not fit.
 
-use super::*;
+use super::Options;
+use crate::workload::fileset::{self, SetLayout};
+use crate::workload::model::Model;
+use crate::workload::worker::THREAD_STACK as WORKER_STACK;
+use anyhow::Result;
 
 /// Memory every workload thread needs besides its stack: the I/O buffer interp allocates.
 fn thread_buffer(t: &crate::workload::model::ThreadSpec) -> u64 {

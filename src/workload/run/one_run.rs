@@ -2,7 +2,21 @@
 //! started together, watched until a stop condition (time, mode quit, out of files, a failed
 //! flowop, Ctrl-C, the stonewall, no progress), stopped, and their outcomes collected.
 
-use super::*;
+use super::{say, thread_ids, Options, STONEWALL_STOP};
+use crate::result::PsrunLine;
+use crate::runner::signal;
+use crate::workload::ast::QuitMode;
+use crate::workload::fileset::SetLayout;
+use crate::workload::interp::ThreadOutcome;
+use crate::workload::model::Model;
+use crate::workload::report::RunPart;
+use crate::workload::shared::{futex_wake_all, now_ns, Arena, STOP_NONE, STOP_NORMAL};
+use crate::workload::worker::{WorkerSpec, THREAD_STACK as WORKER_STACK};
+use crate::workload::Source;
+use anyhow::{bail, Result};
+use std::process::Child;
+use std::sync::atomic::Ordering::*;
+use std::time::{Duration, Instant};
 
 enum Workers {
     Threads(crate::runner::drive::Crew<ThreadOutcome>),
