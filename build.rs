@@ -35,6 +35,7 @@ const CAPS: &[(&str, &str)] = &[
         "fuse",
         "root and /dev/fuse opens read-write (a FUSE file system can be mounted)",
     ),
+    ("cpus2", "at least 2 CPUs online"),
     ("uring", "io_uring_setup succeeds"),
     (
         "uring_sqpoll",
@@ -154,6 +155,8 @@ fn probe() -> Vec<bool> {
                     .open("/dev/fuse")
                     .is_ok()
             }
+            // SAFETY: sysconf reads a system value and has no memory effects.
+            "cpus2" => (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }) >= 2,
             "uring" => uring_works(0),
             "uring_sqpoll" => uring_works(IORING_SETUP_SQPOLL),
             "strace" => {

@@ -20,7 +20,7 @@ use serde_json::json;
 /// One reason to doubt a number, with what shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Explanation {
-    /// Which check: page_cache, sparse_reads, host_bound, queue_depth, dirty_at_stop,
+    /// Which check: page_cache, sparse_reads, host_bound, cpu_binding, queue_depth, dirty_at_stop,
     /// direct_fallback, discovered_never_direct.
     pub check: String,
     pub message: String,
@@ -45,6 +45,33 @@ pub(crate) struct RunFacts<'a> {
     pub dirty_expire_s: Option<f64>,
     /// The run's `--status-interval` time series (empty without the flag).
     pub timeseries: &'a [crate::runner::live::IntervalReport],
+    /// The CPUs the run's threads could use (the Result's environment).
+    pub cpus: Cpus,
+}
+
+/// The CPUs a run could use, as its Result recorded them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cpus {
+    /// CPUs each process (each rank) may run on: its affinity and quota.
+    pub allowed: usize,
+    /// CPUs online on the host, when recorded.
+    pub online: Option<usize>,
+    /// Processes that each had `allowed` CPUs: the ranks of a distributed run, else 1.
+    pub sets: usize,
+    /// Hosts the run ran on.
+    pub hosts: usize,
+}
+
+impl Default for Cpus {
+    /// One process on one CPU: what a Result that recorded nothing is judged against.
+    fn default() -> Self {
+        Cpus {
+            allowed: 1,
+            online: None,
+            sets: 1,
+            hosts: 1,
+        }
+    }
 }
 
 fn finding(check: &str, message: String, evidence: serde_json::Value) -> Explanation {
@@ -157,6 +184,7 @@ pub(crate) fn explain(r: &RunFacts) -> Vec<Explanation> {
         data_set_cached(r, &mut out);
     }
     host_bound(r, &mut out);
+    cpu_binding(r, &mut out);
     device::device_idle(r, &mut out);
     queue_depth(r, &mut out);
     dirty_at_stop(r, facts.as_ref().and_then(|f| f.dirty_expire_s), &mut out);
@@ -239,7 +267,13 @@ fn sparse_reads(r: &RunFacts, f: &CacheFacts, out: &mut Vec<Explanation>) {
 fn host_bound(r: &RunFacts, out: &mut Vec<Explanation>) {
     let t = &r.total;
     let threads = r.threads;
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // The CPUs recorded in the Result (not this machine's: a stored Result is explained
+    // again elsewhere): each rank's allowed CPUs, at most the hosts' online ones.
+    let c = r.cpus;
+    let mut cpus = c.allowed.max(1) * c.sets.max(1);
+    if let Some(online) = c.online {
+        cpus = cpus.min(online.max(1) * c.hosts.max(1));
+    }
     let can_use = threads.min(cpus).max(1) as f64;
     if t.elapsed_s < 0.1 {
         return;
@@ -254,6 +288,28 @@ fn host_bound(r: &RunFacts, out: &mut Vec<Explanation>) {
             json!({"cpu_s": t.cpu_s, "elapsed_s": t.elapsed_s, "threads": threads, "cpus": cpus}),
         ));
     }
+}
+
+/// More worker threads per process than the CPUs that process may run on, while the host has
+/// more: the threads took turns on a CPU the user may not know they were held to. Under
+/// mpirun that is its default binding (each rank to one core when there are at most two
+/// ranks, to one socket beyond), which a single-threaded peer such as IOR does not feel.
+fn cpu_binding(r: &RunFacts, out: &mut Vec<Explanation>) {
+    let c = r.cpus;
+    let Some(online) = c.online else { return };
+    let per_set = r.threads.div_ceil(c.sets.max(1));
+    if c.allowed >= online || per_set <= c.allowed {
+        return;
+    }
+    let who = if c.sets > 1 { "each rank" } else { "fsbench" };
+    out.push(finding(
+        "cpu_binding",
+        format!(
+            "{who} could run on only {} of the host's {online} CPUs (its CPU affinity: mpirun binds ranks to cores by default, or taskset, or a cgroup) but ran {per_set} worker threads, which took turns on them: under mpirun add --bind-to none, or --map-by slot:PE={per_set}",
+            c.allowed
+        ),
+        json!({"cpus_allowed": c.allowed, "cpus_online": online, "threads_per_process": per_set, "processes": c.sets}),
+    ));
 }
 
 /// The queue depth asked for was seldom reached.
@@ -366,6 +422,7 @@ mod tests {
             mem_total_bytes: None,
             dirty_expire_s: None,
             timeseries: &[],
+            cpus: Cpus::default(),
         })
     }
 
@@ -382,6 +439,58 @@ mod tests {
         assert!(explain_run(0.30, 1.0, 1000).is_empty());
         // Too short to judge.
         assert!(explain_run(0.05, 0.05, 1000).is_empty());
+    }
+
+    fn threads_on(threads: usize, cpus: Cpus) -> Vec<Explanation> {
+        let total = StatsReport {
+            cpu_s: 0.1,
+            ops: 1000,
+            elapsed_s: 1.0,
+            ..Default::default()
+        };
+        let probes = serde_json::Map::new();
+        explain(&RunFacts {
+            total: &total,
+            job: None,
+            cache: None,
+            probes: &probes,
+            threads,
+            data_set: None,
+            mem_total_bytes: None,
+            dirty_expire_s: None,
+            timeseries: &[],
+            cpus,
+        })
+    }
+
+    #[test]
+    fn more_threads_than_the_cpus_a_process_may_use_on_a_bigger_host_are_named() {
+        let bound = |allowed, online, sets| Cpus {
+            allowed,
+            online: Some(online),
+            sets,
+            hosts: 1,
+        };
+        // 4 threads held to 1 of 2 CPUs: named, with the numbers and what to do.
+        let e = threads_on(4, bound(1, 2, 1));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(e[0].check, "cpu_binding");
+        assert!(
+            e[0].message.contains("only 1 of the host's 2 CPUs"),
+            "{}",
+            e[0].message
+        );
+        assert!(e[0].message.contains("--bind-to none"), "{}", e[0].message);
+        assert_eq!(e[0].evidence["threads_per_process"], 4);
+        // Two ranks each bound to a core with two threads each: per rank.
+        let e = threads_on(4, bound(1, 2, 2));
+        assert_eq!(e[0].check, "cpu_binding");
+        assert!(e[0].message.starts_with("each rank"), "{}", e[0].message);
+        assert_eq!(e[0].evidence["threads_per_process"], 2);
+        // Silent: a thread per allowed CPU, every CPU allowed, or nothing recorded.
+        assert!(threads_on(2, bound(1, 2, 2)).is_empty());
+        assert!(threads_on(4, bound(2, 2, 1)).is_empty());
+        assert!(threads_on(4, Cpus::default()).is_empty());
     }
 
     #[test]
@@ -415,6 +524,7 @@ mod tests {
             mem_total_bytes: Some(mem),
             dirty_expire_s: Some(30.0),
             timeseries: &[],
+            cpus: Cpus::default(),
         };
         let e = explain(&facts(1 << 20, 1 << 30));
         assert_eq!(e.len(), 1, "{e:?}");

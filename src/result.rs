@@ -447,6 +447,12 @@ impl RunResult {
                 None
             },
             timeseries: &self.timeseries,
+            cpus: crate::explain::Cpus {
+                allowed: self.environment.cpus.max(1) as usize,
+                online: self.environment.cpus_online.map(|n| n as usize),
+                sets: self.ranks.len().max(1),
+                hosts: self.hosts.len().max(1),
+            },
         });
         found.extend(self.explain.drain(..).filter(|e| e.check == "spread"));
         self.explain = found;

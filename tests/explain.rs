@@ -225,3 +225,63 @@ fn repetitions_that_disagree_are_named_in_the_results_and_the_table() {
     );
     assert!(text.contains("disagree by 66.7%"), "{text}");
 }
+
+/// `fsbench run --threads 2` held to one CPU (its affinity set in the child before exec, as
+/// taskset or mpirun's default binding does) on a host with more: named as `cpu_binding`
+/// with both CPU counts, and the Result records them; the same run free to use every CPU is
+/// silent. Needs a host with at least 2 CPUs online.
+#[test]
+#[cfg_attr(not(has_cpus2), ignore = "SKIPPED: needs at least 2 CPUs online")]
+fn threads_held_to_fewer_cpus_than_the_host_has_are_named() {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: sysconf has no memory effects.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if online < 2 {
+        common::cannot("needs at least 2 CPUs online to hold a run to fewer");
+    }
+    let sb = Sandbox::new();
+    let line = "run --rw write --bs 4k --size 4m --threads 2 --fsync --output r.json f";
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_fsbench"));
+    c.current_dir(sb.path()).args(words(line));
+    // SAFETY: in the child before exec, sched_setaffinity on itself with a set we own;
+    // no allocation.
+    unsafe {
+        c.pre_exec(|| {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(0, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = c.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("r.json")).unwrap()).unwrap();
+    assert_eq!(v["environment"]["cpus"], 1, "{}", v["environment"]);
+    assert_eq!(
+        v["environment"]["cpus_online"], online,
+        "{}",
+        v["environment"]
+    );
+    let e: Vec<&serde_json::Value> = v["explain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["check"] == "cpu_binding")
+        .collect();
+    assert_eq!(e.len(), 1, "{}", v["explain"]);
+    assert_eq!(e[0]["evidence"]["threads_per_process"], 2, "{}", e[0]);
+    assert!(
+        text.contains(&format!("could run on only 1 of the host's {online} CPUs")),
+        "{text}"
+    );
+    // Free to use every CPU: silent.
+    let (c, _) = checks(
+        &sb,
+        "run --rw write --bs 4k --size 4m --threads 2 --fsync f",
+    );
+    assert!(!c.contains(&"cpu_binding".to_string()), "{c:?}");
+}

@@ -830,3 +830,48 @@ fn a_sweep_stonewall_stops_each_point_at_its_own_wall() {
         }
     }
 }
+
+/// Ranks held to one CPU each (as mpirun's default binding does, here made certain with
+/// `taskset -c 0` as the launcher) that run 2 worker threads each: the Result names it once
+/// (`cpu_binding`, per rank: 2 threads on 1 of the host's CPUs) and records both CPU counts;
+/// one thread per rank is silent.
+#[test]
+#[cfg_attr(
+    not(all(has_mpirun, has_cpus2)),
+    ignore = "SKIPPED: needs mpirun (openmpi-bin) and at least 2 CPUs online"
+)]
+fn ranks_held_to_fewer_cpus_than_their_threads_are_named() {
+    let sb = Sandbox::new();
+    let line = "run f --rw write --bs 4k --size 4m --threads 2 --fsync --file-per-rank";
+    let r = common::mpirun_json_via(&sb, 2, &["taskset", "-c", "0"], &common::words(line));
+    assert_eq!(r["environment"]["cpus"], 1, "{}", r["environment"]);
+    let online = r["environment"]["cpus_online"].as_u64().unwrap();
+    assert!(online >= 2, "{}", r["environment"]);
+    let found: Vec<&Value> = r["explain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["check"] == "cpu_binding")
+        .collect();
+    assert_eq!(found.len(), 1, "{}", r["explain"]);
+    let e = found[0];
+    assert_eq!(e["evidence"]["threads_per_process"], 2, "{e}");
+    assert_eq!(e["evidence"]["processes"], 2, "{e}");
+    let msg = e["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("each rank could run on only 1 of the host's")
+            && msg.contains("--bind-to none"),
+        "{msg}"
+    );
+    let r = common::mpirun_json_via(
+        &sb,
+        2,
+        &["taskset", "-c", "0"],
+        &common::words("run f --rw write --bs 4k --size 4m --fsync --file-per-rank"),
+    );
+    let checks: Vec<&str> = r["explain"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|e| e["check"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(!checks.contains(&"cpu_binding"), "{checks:?}");
+}

@@ -144,6 +144,13 @@ fn the_build_probe_agrees_with_the_machine() {
                 .open("/dev/fuse")
                 .is_ok(),
         ),
+        (
+            "cpus2",
+            cfg!(has_cpus2),
+            std::fs::read_to_string("/sys/devices/system/cpu/online")
+                .map(|s| s.trim() != "0")
+                .unwrap_or(false),
+        ),
         ("uring", cfg!(has_uring), io_uring::IoUring::new(2).is_ok()),
         ("uring_sqpoll", cfg!(has_uring_sqpoll), sqpoll),
         (

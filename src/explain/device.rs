@@ -286,6 +286,7 @@ mod tests {
                 mem_total_bytes: None,
                 dirty_expire_s: None,
                 timeseries,
+                cpus: Default::default(),
             },
             &mut out,
         );

@@ -361,6 +361,18 @@ pub(super) fn merge_outcome(records: &[RankRecord], cache: crate::job::CachePoli
     }
 }
 
+/// A rank row per record and the hosts they ran on, then the `explain` checks again: they
+/// judge the CPUs each rank could use against the threads per rank.
+pub(crate) fn add_ranks(result: &mut RunResult, records: &[RankRecord]) {
+    result.ranks = records.iter().map(rank_row).collect();
+    for r in records {
+        if !result.hosts.contains(&r.host) {
+            result.hosts.push(r.host.clone());
+        }
+    }
+    result.refresh_explain();
+}
+
 /// The one Result of the distributed run (rank 0), from every rank's record in rank order.
 pub(crate) fn build(
     spec: &DistSpec,
@@ -380,13 +392,7 @@ pub(crate) fn build(
     }
     total.elapsed_s = span;
     result.total = StatsReport::from_stats(&total, true);
-    result.refresh_explain();
-    result.ranks = records.iter().map(rank_row).collect();
-    for r in records {
-        if !result.hosts.contains(&r.host) {
-            result.hosts.push(r.host.clone());
-        }
-    }
+    add_ranks(&mut result, records);
     let (slowest, fastest) = slowest_fastest(&result.ranks, records);
     result.distributed = Some(DistributedReport {
         stonewall: spec.stonewall.map(|mode| run_stonewall(mode, records)),
@@ -668,12 +674,7 @@ pub(crate) fn build_workload(
         doc.fail();
     }
     let mut result = doc.result;
-    result.ranks = records.iter().map(rank_row).collect();
-    for r in records {
-        if !result.hosts.contains(&r.host) {
-            result.hosts.push(r.host.clone());
-        }
-    }
+    add_ranks(&mut result, records);
     let mut total = Stats::default();
     for r in &ran {
         total += &r.stats();
@@ -749,12 +750,7 @@ pub(crate) fn distribute_phase(result: &mut RunResult, records: &[RankRecord]) {
             })
             .collect();
     }
-    result.ranks = records.iter().map(rank_row).collect();
-    for r in records {
-        if !result.hosts.contains(&r.host) {
-            result.hosts.push(r.host.clone());
-        }
-    }
+    add_ranks(result, records);
     let (slowest, fastest) = slowest_fastest(&result.ranks, records);
     result.distributed = Some(clock.report("dir_per_rank", None, total.bytes(), slowest, fastest));
     if records.iter().any(|r| r.called_off) {

@@ -247,13 +247,7 @@ fn build(spec: &ReplaySpec, ranks: Vec<RankReplay>) -> RunResult {
     }
     total.elapsed_s = clock.span;
     result.total = StatsReport::from_stats(&total, true);
-    result.refresh_explain();
-    result.ranks = records.iter().map(aggregate::rank_row).collect();
-    for r in &records {
-        if !result.hosts.contains(&r.host) {
-            result.hosts.push(r.host.clone());
-        }
-    }
+    aggregate::add_ranks(&mut result, &records);
     let (slowest, fastest) = aggregate::slowest_fastest(&result.ranks, &records);
     result.distributed = Some(DistributedReport {
         stonewall: spec

@@ -20,7 +20,12 @@ pub struct Environment {
     pub hostname: String,
     pub kernel: String,
     pub cpu_model: String,
+    /// CPUs this process may run on (its affinity and CPU quota): what its threads can use.
     pub cpus: u32,
+    /// CPUs the host has online; more than `cpus` when the process was bound to some of
+    /// them (mpirun's default binding, taskset, a cgroup). Absent in older Results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus_online: Option<u32>,
     pub mem_bytes: u64,
     pub targets: Vec<TargetEnv>,
     /// How the storage under the targets was built, when fsbench built it (`fscompare`: the
@@ -58,6 +63,13 @@ pub fn target_env(path: &Path) -> TargetEnv {
     }
 }
 
+/// CPUs online on this host, whatever this process may use.
+fn cpus_online() -> Option<u32> {
+    // SAFETY: sysconf reads a system value and has no memory effects.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    (n > 0).then_some(n as u32)
+}
+
 pub fn collect(targets: &[impl AsRef<Path>]) -> Environment {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu_model = cpuinfo
@@ -83,6 +95,7 @@ pub fn collect(targets: &[impl AsRef<Path>]) -> Environment {
         cpus: std::thread::available_parallelism()
             .map(|n| n.get() as u32)
             .unwrap_or(1),
+        cpus_online: cpus_online(),
         mem_bytes,
         targets: targets.iter().map(|t| target_env(t.as_ref())).collect(),
         built: None,
