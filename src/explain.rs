@@ -404,7 +404,14 @@ fn direct(r: &RunFacts, out: &mut Vec<Explanation>) {
 mod tests {
     use super::*;
 
-    fn explain_run(cpu_s: f64, elapsed_s: f64, ops: u64) -> Vec<Explanation> {
+    /// A run of `threads` threads on `cpus` that moved no data through the page cache.
+    fn explain_cpu(
+        cpu_s: f64,
+        elapsed_s: f64,
+        ops: u64,
+        threads: usize,
+        cpus: Cpus,
+    ) -> Vec<Explanation> {
         let total = StatsReport {
             cpu_s,
             ops,
@@ -417,13 +424,17 @@ mod tests {
             job: None,
             cache: None,
             probes: &probes,
-            threads: 1,
+            threads,
             data_set: None,
             mem_total_bytes: None,
             dirty_expire_s: None,
             timeseries: &[],
-            cpus: Cpus::default(),
+            cpus,
         })
+    }
+
+    fn explain_run(cpu_s: f64, elapsed_s: f64, ops: u64) -> Vec<Explanation> {
+        explain_cpu(cpu_s, elapsed_s, ops, 1, Cpus::default())
     }
 
     #[test]
@@ -442,25 +453,7 @@ mod tests {
     }
 
     fn threads_on(threads: usize, cpus: Cpus) -> Vec<Explanation> {
-        let total = StatsReport {
-            cpu_s: 0.1,
-            ops: 1000,
-            elapsed_s: 1.0,
-            ..Default::default()
-        };
-        let probes = serde_json::Map::new();
-        explain(&RunFacts {
-            total: &total,
-            job: None,
-            cache: None,
-            probes: &probes,
-            threads,
-            data_set: None,
-            mem_total_bytes: None,
-            dirty_expire_s: None,
-            timeseries: &[],
-            cpus,
-        })
+        explain_cpu(0.1, 1.0, 1000, threads, cpus)
     }
 
     #[test]
