@@ -102,15 +102,17 @@ fn the_aged_study_runs_on_every_rank_with_extents_from_each() {
 fn the_aged_study_with_a_shared_file_is_refused_in_one_line() {
     let sb = Sandbox::new();
     std::fs::write(sb.file("aged.toml"), AGED_SUITE).unwrap();
+    refused_with_a_shared_file(&sb, "suite aged.toml", "suite study 'aged'");
+}
+
+/// `LINE --dir d --output res --shared-file` on the ranks: refused in one line naming
+/// `study` and `--file-per-rank`, before any I/O (no results, nothing in d).
+fn refused_with_a_shared_file(sb: &Sandbox, line: &str, study: &str) {
     std::fs::create_dir(sb.file("d")).unwrap();
-    let o = mpirun(
-        &sb,
-        NP,
-        &common::words("suite aged.toml --dir d --output res --shared-file"),
-    );
-    let refusal = mpi_refused_in_one_line(&o);
+    let line = format!("{line} --dir d --output res --shared-file");
+    let refusal = mpi_refused_in_one_line(&mpirun(sb, NP, &common::words(&line)));
     assert!(
-        refusal.contains("suite study 'aged'") && refusal.contains("--file-per-rank"),
+        refusal.contains(study) && refusal.contains("--file-per-rank"),
         "{refusal}"
     );
     assert!(!sb.file("res").exists());
@@ -215,19 +217,11 @@ fn the_backup_study_runs_on_every_rank_with_a_tree_each() {
 #[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
 fn the_backup_study_with_a_shared_file_is_refused_in_one_line() {
     let sb = Sandbox::new();
-    std::fs::create_dir(sb.file("d")).unwrap();
-    let o = mpirun(
+    refused_with_a_shared_file(
         &sb,
-        NP,
-        &common::words("suite backup --dir d --scale 0.002 --output res --shared-file"),
+        "suite backup --scale 0.002",
+        "suite study 'backup' (backup)",
     );
-    let refusal = mpi_refused_in_one_line(&o);
-    assert!(
-        refusal.contains("suite study 'backup' (backup)") && refusal.contains("--file-per-rank"),
-        "{refusal}"
-    );
-    assert!(!sb.file("res").exists());
-    assert_eq!(std::fs::read_dir(sb.file("d")).unwrap().count(), 0);
 }
 
 /// The backup study with buffered then direct caches, at a small size.
