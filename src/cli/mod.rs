@@ -7,6 +7,7 @@ pub(crate) mod compare;
 pub(crate) mod frag;
 pub(crate) mod fscompare;
 pub(crate) mod iostat;
+pub(crate) mod manuals;
 pub(crate) mod observe;
 pub(crate) mod output;
 pub(crate) mod quick;
@@ -92,6 +93,10 @@ pub(crate) enum Command {
     Verify(verify::VerifyArgs),
     /// Build file systems and layouts on scratch devices, run the same study on each, compare.
     Fscompare(fscompare::FscompareArgs),
+    /// Print a shell completion script: fsbench completions bash|zsh|fish
+    Completions(manuals::CompletionsArgs),
+    /// Print a roff man page for fsbench or one subcommand: fsbench man [SUBCOMMAND]
+    Man(manuals::ManArgs),
     /// Internal: a worker process started by the runner (Job workers or a workload process).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -200,6 +205,8 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         }
         Command::Verify(a) => verify::main(a),
         Command::Fscompare(a) => fscompare::main(a),
+        Command::Completions(a) => manuals::completions(a),
+        Command::Man(a) => manuals::man(a),
         Command::Worker => {
             crate::runner::drive::worker_main(|child, stdin| match child.source.as_str() {
                 "job" => crate::runner::process::child(serde_json::from_value(child.spec)?, stdin),
