@@ -1,4 +1,4 @@
-//! The layers of DESIGN.md, checked on the source tree: front ends (`cli`, `vx`) sit on top,
+//! The layers of docs/design.md, checked on the source tree: front ends (`cli`, `vx`) sit on top,
 //! the report layer under them, and the core below never calls up. What each rule forbids is
 //! an import path naming the higher module (`crate::cli`, or `cli` inside `use crate::{...}`),
 //! anywhere in the file, tests included: a test that reaches up is an arrow up as well.
