@@ -1,6 +1,6 @@
 //! The helpers of `bench/` that turn peer comparisons into quoted figures: the pooling of
 //! `bench/vs-ior.sh` printouts (`bench/vs_ior_summary.py`) and the script's refusals. A ratio
-//! in README comes from these, so a pooling that mixed storage, transfer sizes or cache modes,
+//! in docs/performance.md comes from these, so a pooling that mixed storage, transfer sizes or cache modes,
 //! or quoted a case whose bytes differed, would put a wrong number there.
 
 mod common;
