@@ -252,7 +252,7 @@ pub(crate) fn usage_line(e: &clap::Error, argv: &[String]) -> String {
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
             match &sub {
                 Some(s) => format!("'{s}' needs more arguments"),
-                None => "no subcommand given (quick, run, sweep, suite, report, compare, vx, advise, iostat, trace, replay, frag, workload, fscompare)".to_string(),
+                None => "no subcommand given (quick, run, sweep, suite, report, compare, vx, advise, iostat, trace, replay, frag, workload, verify, fscompare, completions, man)".to_string(),
             }
         }
         _ => {
