@@ -256,7 +256,12 @@ fn backup_suite_archives_restores_and_verifies() {
         assert_eq!(r["backup"]["record_bytes"], 32256);
         assert!(r["total"]["syscalls"]["read"].as_u64().unwrap() > 0);
         assert!(r["total"]["syscalls"]["write"].as_u64().unwrap() > 0);
-        assert!(r["total"]["cpu_sys_s"].as_f64().unwrap() >= 0.0);
+        // Each phase's CPU time is measured: its calls cost more than zero, and user +
+        // system is the total.
+        let t = &r["total"];
+        let parts = t["cpu_user_s"].as_f64().unwrap() + t["cpu_sys_s"].as_f64().unwrap();
+        assert!(parts > 0.0, "{t}");
+        assert!((parts - t["cpu_s"].as_f64().unwrap()).abs() < 1e-6, "{t}");
     }
     let restores: Vec<_> = recs
         .iter()
