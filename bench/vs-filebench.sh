@@ -308,26 +308,29 @@ for w in names:
     different = bool(summary["differences"])
     # CPU per op of the timed phase, counted by the cgroup of each tool (every process it
     # started, however reaped), medians over the repetitions.
-    def cpu_per_op(tool):
-        vals = []
-        for r in range(1, reps + 1):
-            c = run_cpu(tool, f"{out}/{w}.{tool}.{r}")
-            try:
-                if tool == "fs":
-                    ops = json.load(open(f"{out}/{w}.fs.{r}.json"))["workload"]["runs"][0]["summary"]["ops"]
-                else:
-                    m = sum_re.search(open(f"{out}/{w}.fb.{r}.log").read())
-                    ops = int(m[1]) if m else 0
-            except (OSError, KeyError, IndexError, ValueError):
-                ops = 0
-            if c is not None and ops:
-                vals.append([x * 1e6 / ops for x in c])
-        if not vals:
-            return None
-        return [med([v[i] for v in vals]) for i in range(3)]
-    ca, cb = cpu_per_op("fs"), cpu_per_op("fb")
-    if ca and cb:
+    def cpu_per_op(tool, r):
+        """(total, user, sys) CPU microseconds per op of one run's timed phase, or None."""
+        c = run_cpu(tool, f"{out}/{w}.{tool}.{r}")
+        try:
+            if tool == "fs":
+                ops = json.load(open(f"{out}/{w}.fs.{r}.json"))["workload"]["runs"][0]["summary"]["ops"]
+            else:
+                m = sum_re.search(open(f"{out}/{w}.fb.{r}.log").read())
+                ops = int(m[1]) if m else 0
+        except (OSError, KeyError, IndexError, ValueError):
+            ops = 0
+        return [x * 1e6 / ops for x in c] if c is not None and ops else None
+    cpu = {r: (cpu_per_op("fs", r), cpu_per_op("fb", r)) for r in both}
+    cpu = {r: v for r, v in cpu.items() if v[0] and v[1]}
+    if cpu:
         for i, what in enumerate(["CPU us/op (run, cgroup)", "  of it user", "  of it system"]):
-            ratio = "" if different or not cb[i] else f" {ca[i]/cb[i]:6.2f}"
-            print(f"{'  ' + what:34} {ca[i]:13.2f} {cb[i]:15.2f}{ratio}")
+            ca = statistics.median(v[0][i] for v in cpu.values())
+            cb = statistics.median(v[1][i] for v in cpu.values())
+            print(f"{'  ' + what:34} {ca:13.2f} {cb:15.2f}")
+        # CPU per op per pair, the same method (and the same work check) as ops/s.
+        by_pair = [{**p, "a": {**p["a"], "value": cpu[p["pair"]][0][0]},
+                    "b": {**p["b"], "value": cpu[p["pair"]][1][0]}}
+                   for p in measured if p["pair"] in cpu]
+        print("  => " + pairs.line(f"{w} CPU", pairs.summarize(by_pair, 0.05, ("fsbench", "filebench")),
+                                   ("fsbench", "filebench"), "CPU us/op"))
 EOF

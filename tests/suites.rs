@@ -239,6 +239,11 @@ fn backup_suite_archives_restores_and_verifies() {
         .get_output()
         .clone();
     let stdout = String::from_utf8_lossy(&out.stdout);
+    // The suite file's description is in the report's preface.
+    assert!(
+        stdout.contains("One large and two small files archived in ustar format"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("phase    cache     elapsed s  user s  sys s  read calls  write calls  read+write calls/s"),
         "{stdout}"
