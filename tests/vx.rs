@@ -122,8 +122,8 @@ fn cache_calls(strace: &str) -> (bool, bool, Vec<&'static str>, bool) {
 /// of the file (O_DIRECT, O_DSYNC), the advice given for it, its preallocation.
 #[test]
 #[cfg_attr(
-    not(has_strace),
-    ignore = "SKIPPED: strace is not installed or cannot trace"
+    not(all(has_strace, has_tmp_direct_io)),
+    ignore = "SKIPPED: needs strace and a temp dir that takes O_DIRECT writes"
 )]
 fn every_cache_option_changes_what_reaches_the_kernel() {
     let cases: [(Option<&str>, (bool, bool, Vec<&str>, bool)); 9] = [
