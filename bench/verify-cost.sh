@@ -19,7 +19,10 @@
 # 1000000), not the same time (a slower side would do fewer I/Os, over which fixed costs
 # spread differently). Besides the ratio of the medians it prints the median of the pairs'
 # own ratios, which a drift of the machine between pairs moves less, and the mean of the
-# pairs' ratios with its 95 % confidence interval.
+# pairs' ratios with its 95 % confidence interval. Last, the figure every comparison script
+# gives (bench/pairs.py): the work of both sides checked equal in every pair (reads, writes
+# and their bytes), then the median of the pairs' ratios with its 95 % interval and the count
+# of pairs, "parity" when the interval straddles 1.0.
 #
 # How the file is laid down decides the kernel's side of every later 4 KiB write: written
 # with 1 MiB writes, ext4 (Linux 6.18 here) caches it in large folios, and a 4 KiB overwrite
@@ -31,13 +34,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${1:-/tmp}
-PAIRS=${2:-5}
+PAIRS=${2:-6}
 COUNT=${3:-1000000}
 cargo build --release -q
 B=${CARGO_TARGET_DIR:-target}/release/fsbench
 F="$DIR/fsbench-verify-cost.dat"
 OUT=$(mktemp)
-trap 'rm -f "$F" "$OUT"' EXIT
+PAIRS_OUT=$(mktemp)
+trap 'rm -f "$F" "$OUT" "$PAIRS_OUT"' EXIT
 rm -f "$F"
 LAYOUT_BS=${LAYOUT_BS:-4k}
 # Create the file once and keep it (64 MiB: it stays in the page cache), its pages cached in
@@ -51,7 +55,8 @@ n=v.get("read_back_blocks",0)
 ops=t["ops"]
 print(round(t["cpu_us_per_op"],4), round(v.get("read_back_s",0)/n*1e6,3) if n else 0,
       round(t["cpu_user_s"]/ops*1e6,4), round(t["cpu_sys_s"]/ops*1e6,4),
-      round(v.get("run_read_blocks",0)/max(t.get("read_ops",0),1),3))'
+      round(v.get("run_read_blocks",0)/max(t.get("read_ops",0),1),3),
+      t["read_ops"], t["write_ops"], t["read_bytes"], t["write_bytes"])'
 }
 run() { $B run "$F" --bs 4k --size 64m --count "$COUNT" --no-invalidate --keep --output-format json "$@" | cost; }
 for rw in ${MIXES:-randwrite randread randrw}; do
@@ -59,18 +64,25 @@ for rw in ${MIXES:-randwrite randread randrw}; do
   for i in $(seq "$PAIRS"); do
     # Odd pairs run without --verify first, even pairs with it first (ABBA): a steady drift
     # of the machine then favours neither side.
-    if ((i % 2)); then
-      read -r pc _ pu ps _ < <(run --rw "$rw")
-      read -r vc rb vu vs checked < <(run --rw "$rw" --verify)
-    else
-      read -r vc rb vu vs checked < <(run --rw "$rw" --verify)
-      read -r pc _ pu ps _ < <(run --rw "$rw")
-    fi
+    for side in $(python3 bench/pairs.py first "$i" plain verify); do
+      if [ "$side" = plain ]; then read -r pc _ pu ps _ pw < <(run --rw "$rw")
+      else read -r vc rb vu vs checked vw < <(run --rw "$rw" --verify); fi
+    done
     echo "$rw $pc $vc $rb $pu $ps $vu $vs $checked" >>"$OUT"
+    # The pair for bench/pairs.py: CPU per I/O with and without --verify, and the work each
+    # run measured (reads and writes, their bytes: the same count-bound job on both sides).
+    python3 -c 'import json, sys
+rw, i, pc, vc, pw, vw = sys.argv[1:7]
+work = lambda w: dict(zip(["read ops", "write ops", "read bytes", "write bytes"], map(int, w.split())))
+print(json.dumps({"case": rw + ": CPU per I/O with / without --verify", "pair": int(i),
+                  "first": "b" if int(i) % 2 == 1 else "a",
+                  "a": {"value": float(vc), "work": work(vw)}, "b": {"value": float(pc), "work": work(pw)}}))' \
+      "$rw" "$i" "$pc" "$vc" "$pw" "$vw" >>"$PAIRS_OUT"
     echo "$rw pair $i: without --verify $pc us CPU/IO ($pu user + $ps sys), with $vc ($vu + $vs; reads checked $checked) (read-back $rb us/block)  load $(cut -d' ' -f1 /proc/loadavg)"
   done
 done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
+python3 bench/pairs.py report "$PAIRS_OUT" --a verify --b plain --metric "CPU us per I/O"
 python3 - "$OUT" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # fsbench workload vs Filebench on Filebench's OWN stock workload files: the same .f file runs
-# through both tools (alternating, REPS times each), and the script prints per workload and per
-# flowop ops/s and bytes/op of each tool with the ratio of each. A workload whose bytes/op
-# differ by more than 5 % at the top level (IO Summary) or at any flowop is flagged
-# DIFFERENT WORK and its ops/s ratio is not reported as a result: the two tools did not do the
+# through both tools in REPS pairs whose order alternates (ABBA: fsbench first in odd pairs,
+# Filebench first in even ones), and the script prints per workload and per flowop the ops/s
+# and bytes/op of each tool, then the median of the pairs' ops/s ratios with its 95 % interval
+# and the count of pairs (bench/pairs.py; "parity" when the interval straddles 1.0). Both
+# tools are timed over their timed phase only (Filebench's run time from its IO Summary,
+# fsbench's run duration), layout and cleanup outside.
+# The work each tool measured is checked first, in every pair: bytes/op at the top level (IO
+# Summary) and at every flowop, and every flowop present on both sides. Filebench prints
+# mb/s with one decimal, so its bytes/op is known only within that rounding (a range, however
+# slow the flowop); a value outside it by more than 5 %, or a flowop one tool did not report,
+# is DIFFERENT WORK, and no ratio is printed for that workload: the two tools did not do the
 # same work, so their speeds cannot be compared.
 #
 #   FILEBENCH=/path/to/filebench FILEBENCH_WORKLOADS=/path/to/filebench/workloads \
@@ -31,7 +38,7 @@ set -euo pipefail
 
 DIR=${1:?usage: FILEBENCH=... FILEBENCH_WORKLOADS=... $0 DIR [SECONDS] [REPS]}
 SECS=${2:-10}
-REPS=${3:-3}
+REPS=${3:-6}
 NFILES=${NFILES:-1000}
 NTHREADS=${NTHREADS:-8}
 FIXED_SIZES=${FIXED_SIZES:-1}
@@ -110,24 +117,33 @@ filesets() { # the fileset names of a .f file, `name=$var` resolved through its 
 }
 
 echo "fsbench vs Filebench (Filebench's own files from $FILEBENCH_WORKLOADS) in $DIR:"
-echo "nfiles=$NFILES nthreads=$NTHREADS, ${SECS}s x $REPS alternating; logs in $OUT; $(date -u +%F) $(uname -r)"
+echo "nfiles=$NFILES nthreads=$NTHREADS, ${SECS}s x $REPS pairs, order alternating (ABBA); logs in $OUT; $(date -u +%F) $(uname -r)"
+PAIRS_PY=$(cd "$(dirname "$0")" && pwd)/pairs.py
 for w in $WORKLOADS; do
     f=$(shrink "$w") || continue
     for r in $(seq 1 "$REPS"); do
-        "$CGRUN" "$OUT/$w.fs.$r" -- "$FSBENCH" workload "$f" --output "$OUT/$w.fs.$r.json" || true
-        for s in $(filesets "$f"); do rm -rf "${DIR:?}/$s"; done
-        # Filebench sometimes hangs in "Shutting down processes" after its summary: 30 s, then
-        # everything in its cgroup is ended.
-        "$CGRUN" --stop-after "IO Summary" 30 "$OUT/$w.fb.$r" -- \
-            setarch "$(uname -m)" -R "$FILEBENCH" -f "$f" || true
-        # Filebench leaves its tree behind; remove it so the next run starts clean.
+        for tool in $(python3 "$PAIRS_PY" first "$r" fs fb); do
+            # Each run starts from a clean directory: the trees either tool left are removed.
+            for s in $(filesets "$f"); do rm -rf "${DIR:?}/$s"; done
+            if [ "$tool" = fs ]; then
+                "$CGRUN" "$OUT/$w.fs.$r" -- "$FSBENCH" workload "$f" --output "$OUT/$w.fs.$r.json" || true
+            else
+                # Filebench sometimes hangs in "Shutting down processes" after its summary:
+                # 30 s, then everything in its cgroup is ended.
+                "$CGRUN" --stop-after "IO Summary" 30 "$OUT/$w.fb.$r" -- \
+                    setarch "$(uname -m)" -R "$FILEBENCH" -f "$f" || true
+            fi
+        done
         for s in $(filesets "$f"); do rm -rf "${DIR:?}/$s"; done
     done
 done
 
-python3 - "$OUT" "$REPS" $WORKLOADS <<'EOF'
-# Tabulate: medians over the repetitions of ops/s; bytes/op from the totals; the work check.
-import json, re, statistics, sys
+BENCH_DIR=$(dirname "$PAIRS_PY") python3 - "$OUT" "$REPS" $WORKLOADS <<'EOF'
+# Tabulate: per pair the work check and the ops/s ratio (bench/pairs.py); medians of each
+# tool's ops/s and bytes/op per flowop beside.
+import json, os, re, statistics, sys
+sys.path.insert(0, os.environ["BENCH_DIR"])
+import pairs
 out, reps, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 MB = 1048576.0
 flow_re = re.compile(r"^\S.*?\s(\S+)\s+(\d+)ops\s+([\d.]+)ops/s\s+([\d.]+)mb/s\s+([\d.]+)ms/op")
@@ -144,7 +160,10 @@ def fb(path):
         if m:
             ops, ops_s, mb_s = int(m[1]), float(m[2]), float(m[3])
             summ_ops = ops
-            summ = (ops_s, mb_s * MB / ops_s if ops_s else 0.0, mb_s >= 1.0)
+            # bytes/op within the rounding of the printout (ops/s and mb/s to 0.1).
+            lo = max(mb_s - 0.05, 0.0) * MB / (ops_s + 0.05) if ops_s else 0.0
+            hi = (mb_s + 0.05) * MB / max(ops_s - 0.05, 1e-9) if ops_s else 0.0
+            summ = (ops_s, mb_s * MB / ops_s if ops_s else 0.0, (lo, hi))
             continue
         parts = line.split()
         # "name  123ops  45ops/s  1.2mb/s  0.5ms/op [...]" (after Filebench's log prefix)
@@ -164,7 +183,8 @@ def fb(path):
     out = {}
     for n, (count, mb_s) in flows.items():
         ops_s = count / secs if secs else 0.0
-        out[n] = (ops_s, mb_s * MB * secs / count if count else 0.0, mb_s >= 1.0)
+        per_op = MB * secs / count if count else 0.0
+        out[n] = (ops_s, mb_s * per_op, (max(mb_s - 0.05, 0.0) * per_op, (mb_s + 0.05) * per_op))
     return summ, out
 
 def fs(path):
@@ -177,13 +197,14 @@ def fs(path):
     secs, s = run["duration_s"], run["summary"]
     if not secs or not s["ops"]:
         return None, None
-    summ = (s["ops"] / secs, s["bytes"] / s["ops"], True)
+    summ = (s["ops"] / secs, s["bytes"] / s["ops"], s["bytes"] / s["ops"])
     flows = {}
     for g in d.get("groups", []):
         if g.get("run", 1) != 1:
             continue
         st = g["stats"]
-        flows[g["name"]] = (st["ops"] / secs, st["bytes"] / st["ops"] if st["ops"] else 0.0, True)
+        bpo = st["bytes"] / st["ops"] if st["ops"] else 0.0
+        flows[g["name"]] = (st["ops"] / secs, bpo, bpo)
     return summ, flows
 
 def med(xs):
@@ -242,68 +263,74 @@ def run_cpu(tool, prefix):
         return None
     return [(y - x) / 1e9 for x, y in zip(a, b)]
 
+def work(run):
+    """The work a tool measured in one run: bytes/op of the IO Summary and of every flowop
+    (Filebench's as the range its rounded printout allows), each flowop by name."""
+    summ, flows = run
+    w = {"bytes/op (IO Summary)": summ[2]}
+    for n, f in flows.items():
+        w[f"flowop {n}: bytes/op"] = f[2]
+    return w
+
 print()
-print(f"{'workload / flowop':34} {'fsbench ops/s':>13} {'filebench ops/s':>15} {'ratio':>6}  {'fs B/op':>10} {'fb B/op':>10} {'ratio':>6}  work")
+print(f"{'workload / flowop':34} {'fsbench ops/s':>13} {'filebench ops/s':>15}  {'fs B/op':>10} {'fb B/op':>10}")
 for w in names:
-    runs_fs = [fs(f"{out}/{w}.fs.{r}.json") for r in range(1, reps + 1)]
-    runs_fb = [fb(f"{out}/{w}.fb.{r}.log") for r in range(1, reps + 1)]
-    runs_fs = [x for x in runs_fs if x[0]]
-    runs_fb = [x for x in runs_fb if x[0]]
-    if not runs_fs or not runs_fb:
-        print(f"{w:34} {'(fsbench failed)' if not runs_fs else '':>13} {'(filebench failed)' if not runs_fb else '':>15}   -- see logs")
+    runs_fs = {r: fs(f"{out}/{w}.fs.{r}.json") for r in range(1, reps + 1)}
+    runs_fb = {r: fb(f"{out}/{w}.fb.{r}.log") for r in range(1, reps + 1)}
+    both = [r for r in range(1, reps + 1) if runs_fs[r][0] and runs_fb[r][0]]
+    if not both:
+        failed = [t for t, runs in (("fsbench", runs_fs), ("filebench", runs_fb))
+                  if not any(x[0] for x in runs.values())]
+        print(f"{w:34} no pair where both ran ({', '.join(failed) or 'never both in one pair'} failed): see the logs")
         continue
-    rows, different = [], False
-    def row(label, a, b):
-        global different
-        ops_a, ops_b = med([x[0] for x in a]), med([x[0] for x in b])
-        bpo_a, bpo_b = med([x[1] for x in a]), med([x[1] for x in b])
-        precise = all(x[2] for x in b)
-        if bpo_a is None or bpo_b is None:
-            check = "?"
-        elif bpo_a == 0 and bpo_b == 0:
-            check = "same (0 B)"
-        elif not precise and max(bpo_a, bpo_b) < 64:
-            check = "same (~0 B)"
-        elif not precise:
-            check = "~ (fb mb/s < 1.0: imprecise)"
-        else:
-            d = abs(bpo_a - bpo_b) / max(bpo_a, bpo_b)
-            check = "same" if d <= 0.05 else f"DIFFERENT ({d*100:.0f} %)"
-            if d > 0.05:
-                different = True
-        r_ops = ops_a / ops_b if ops_a and ops_b else float("nan")
-        r_b = bpo_a / bpo_b if bpo_a and bpo_b else float("nan")
-        rows.append((label, ops_a, ops_b, r_ops, bpo_a, bpo_b, r_b, check))
-    row(f"{w} (IO Summary)", [x[0] for x in runs_fs], [x[0] for x in runs_fb])
-    names_fl = sorted(set().union(*[set(x[1]) for x in runs_fs]) & set().union(*[set(x[1]) for x in runs_fb]))
-    for n in names_fl:
-        row(f"  {n}", [x[1][n] for x in runs_fs if n in x[1]], [x[1][n] for x in runs_fb if n in x[1]])
-    for i, (label, oa, ob, ro, ba, bb, rb, check) in enumerate(rows):
-        ratio = f"{ro:6.2f}" if not (different and i == 0) else "  n/a "
-        print(f"{label:34} {oa or 0:13.0f} {ob or 0:15.0f} {ratio}  {ba or 0:10.0f} {bb or 0:10.0f} {rb:6.2f}  {check}")
+    # Per pair: the ops/s of each (the figure) and the work each measured.
+    measured = [{"pair": r, "first": "a" if r % 2 == 1 else "b",
+                 "a": {"value": runs_fs[r][0][0], "work": work(runs_fs[r])},
+                 "b": {"value": runs_fb[r][0][0], "work": work(runs_fb[r])}} for r in both]
+    summary = pairs.summarize(measured, tolerance=0.05, names=("fsbench", "filebench"))
+    # Medians of each tool's figures, for reading (no ratio per flowop: the figure is the
+    # workload's, below).
+    def medians(runs, key):
+        vals = [x for x in (key(runs[r]) for r in both) if x is not None]
+        return statistics.median(vals) if vals else None
+    rows = [(f"{w} (IO Summary)", lambda run: run[0])]
+    flow_names = sorted(set().union(*[set(runs_fs[r][1]) | set(runs_fb[r][1]) for r in both]))
+    for n in flow_names:
+        rows.append((f"  {n}", lambda run, n=n: run[1].get(n)))
+    for label, get in rows:
+        cells = []
+        for runs in (runs_fs, runs_fb):
+            ops = medians(runs, lambda run: get(run)[0] if get(run) else None)
+            bpo = medians(runs, lambda run: get(run)[1] if get(run) else None)
+            cells.append(("-" if ops is None else f"{ops:.0f}", "-" if bpo is None else f"{bpo:.0f}"))
+        print(f"{label:34} {cells[0][0]:>13} {cells[1][0]:>15}  {cells[0][1]:>10} {cells[1][1]:>10}")
+    print("  => " + pairs.line(w, summary, ("fsbench", "filebench"), "ops/s"))
+    different = bool(summary["differences"])
     # CPU per op of the timed phase, counted by the cgroup of each tool (every process it
     # started, however reaped), medians over the repetitions.
-    def cpu_per_op(tool):
-        vals = []
-        for r in range(1, reps + 1):
-            c = run_cpu(tool, f"{out}/{w}.{tool}.{r}")
-            try:
-                if tool == "fs":
-                    ops = json.load(open(f"{out}/{w}.fs.{r}.json"))["workload"]["runs"][0]["summary"]["ops"]
-                else:
-                    m = sum_re.search(open(f"{out}/{w}.fb.{r}.log").read())
-                    ops = int(m[1]) if m else 0
-            except (OSError, KeyError, IndexError, ValueError):
-                ops = 0
-            if c is not None and ops:
-                vals.append([x * 1e6 / ops for x in c])
-        if not vals:
-            return None
-        return [med([v[i] for v in vals]) for i in range(3)]
-    ca, cb = cpu_per_op("fs"), cpu_per_op("fb")
-    if ca and cb:
+    def cpu_per_op(tool, r):
+        """(total, user, sys) CPU microseconds per op of one run's timed phase, or None."""
+        c = run_cpu(tool, f"{out}/{w}.{tool}.{r}")
+        try:
+            if tool == "fs":
+                ops = json.load(open(f"{out}/{w}.fs.{r}.json"))["workload"]["runs"][0]["summary"]["ops"]
+            else:
+                m = sum_re.search(open(f"{out}/{w}.fb.{r}.log").read())
+                ops = int(m[1]) if m else 0
+        except (OSError, KeyError, IndexError, ValueError):
+            ops = 0
+        return [x * 1e6 / ops for x in c] if c is not None and ops else None
+    cpu = {r: (cpu_per_op("fs", r), cpu_per_op("fb", r)) for r in both}
+    cpu = {r: v for r, v in cpu.items() if v[0] and v[1]}
+    if cpu:
         for i, what in enumerate(["CPU us/op (run, cgroup)", "  of it user", "  of it system"]):
-            print(f"{'  ' + what:34} {ca[i]:13.2f} {cb[i]:15.2f} {ca[i]/cb[i] if cb[i] else float('nan'):6.2f}")
-    if different:
-        print(f"  => {w}: DIFFERENT WORK (bytes/op differ by more than 5 %): its ops/s ratio is not a result")
+            ca = statistics.median(v[0][i] for v in cpu.values())
+            cb = statistics.median(v[1][i] for v in cpu.values())
+            print(f"{'  ' + what:34} {ca:13.2f} {cb:15.2f}")
+        # CPU per op per pair, the same method (and the same work check) as ops/s.
+        by_pair = [{**p, "a": {**p["a"], "value": cpu[p["pair"]][0][0]},
+                    "b": {**p["b"], "value": cpu[p["pair"]][1][0]}}
+                   for p in measured if p["pair"] in cpu]
+        print("  => " + pairs.line(f"{w} CPU", pairs.summarize(by_pair, 0.05, ("fsbench", "filebench")),
+                                   ("fsbench", "filebench"), "CPU us/op"))
 EOF

@@ -3,7 +3,7 @@
 # medians of IOPS and CPU per I/O for both tools and the ratio fsbench/fio. The cases (core and
 # io_uring) and the method are in bench/vs_fio.py.
 #
-#   bench/vs-fio.sh [DIR] [PAIRS] [SECONDS]        (defaults: /var/tmp, 5, 10)
+#   bench/vs-fio.sh [DIR] [PAIRS] [SECONDS]        (defaults: /var/tmp, 6, 10)
 #   CASES="uring_direct_rr_qd1 uring_direct_rr_qd32" PIN=1 bench/vs-fio.sh /var/tmp 11 5
 #   FORMAT=md bench/vs-fio.sh                      # a Markdown table
 #

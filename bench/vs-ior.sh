@@ -3,17 +3,27 @@
 # file per rank, one shared file segmented, one shared file strided; write, then read with the
 # ranks reordered across hosts (IOR -C, fsbench --reorder-ranks; on one host neither reorders,
 # see `reads` below); -np 2 and 4 by default. For each pair it
-# prints the bytes each tool moved (checked equal first) and the ratio of reported bandwidth,
-# and after each write the extents of IOR's and fsbench's files (IOR/fsbench).
+# prints the bytes each tool moved (checked equal first) and the ratio of their bandwidths over
+# the same window, and after each write the extents of IOR's and fsbench's files (IOR/fsbench).
+# The method is bench/pairs.py's: the order alternates (IOR first in odd pairs, fsbench in
+# even ones), the work is what each tool measured, and per case the median of the pairs'
+# ratios with its 95 % interval and the count of pairs, "parity" when it straddles 1.0, no
+# ratio when the work differed.
+# The bytes: fsbench's from its Result; IOR's from its results line, the bandwidth times the
+# total time it divided by (what IOR counted as moved, not the size it was told to move), as
+# the range its rounded printout allows. The window: fsbench times each rank's transfers
+# (first rank's first I/O to the last rank's last; opening and closing outside), so IOR's
+# bandwidth here is its bytes over its wr/rd(s) time, the same window; IOR's open and close
+# time, which its own bandwidth figure includes, is printed beside each pair ("ior open+close").
 #
-#   bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS] [PAIRS]
+#   bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS] [PAIRS]     (PAIRS default 6)
 #
 # IOR_BINARY: an `ior` you built yourself from https://github.com/hpc/ior against the same MPI
 # (./bootstrap && ./configure && make; the binary is src/ior). This script never builds or
 # fetches IOR. DIR: a directory on the file system to measure (a shared mount on a cluster; add
 # MPIRUN_ARGS="--hostfile hosts" to spread the ranks). PER_RANK_MIB: data per rank (default 256).
-# NPS: rank counts (default "2 4"). PAIRS: IOR/fsbench pairs per case (default 1; IOR goes
-# first in odd pairs, fsbench in even ones);
+# NPS: rank counts (default "2 4"). PAIRS: IOR/fsbench pairs per case (default 6, the fewest
+# with a 95 % interval of the median; IOR goes first in odd pairs, fsbench in even ones);
 # with more than one, every pair is printed and then a table of the median ratio per case
 # (the median of the pairs' ratios, with their min..max). Transfer size TRANSFER for both tools
 # (default 1m; KiB or MiB: 4k, 64k, 1m, ...): at 1 MiB the storage sets the pace, at 4 KiB each
@@ -49,7 +59,7 @@ ior="${1:?usage: bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS]}"
 dir="${2:?usage: bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS]}"
 mib="${3:-256}"
 nps="${4:-2 4}"
-pairs="${5:-1}"
+pairs="${5:-6}"
 xfer="${TRANSFER:-1m}"
 case "$xfer" in
   *k) xfer_kib=${xfer%k};;
@@ -82,13 +92,31 @@ mpirun="mpirun ${MPIRUN_ARGS:-} --allow-run-as-root --oversubscribe"
 [ -x "$fsbench" ] || { echo "build fsbench first: cargo build --release --features mpi" >&2; exit 2; }
 work="$(mktemp -d "$dir/vs-ior.XXXXXX")"
 rows="$(mktemp)"
-trap 'rm -rf "$work" "$rows"' EXIT
+measured="$(mktemp)"
+trap 'rm -rf "$work" "$rows" "$measured"' EXIT
 
-# IOR's summary row ("write"/"read" then Max(MiB)) in MiB/s -> bytes/s (one repetition, so
-# max = its one figure), and its aggregate file size in bytes.
-ior_bw() { awk -v k="$1" 'seen && $1 == k { print $2 * 1048576; exit } /^Operation +Max\(MiB\)/ { seen = 1 }'; }
-ior_bytes() { awk '/aggregate filesize/ { v = $4; u = $5 } END {
-  m = (u == "GiB") ? 1073741824 : (u == "MiB") ? 1048576 : (u == "KiB") ? 1024 : 1; printf "%.0f\n", v * m }'; }
+# IOR's results line of one access ("write"/"read", under the header "access bw(MiB/s) ...
+# open(s) wr/rd(s) close(s) total(s) iter"), columns found by name: prints the bytes it moved
+# as the range its rounding allows (bandwidth to 0.01 MiB/s times total time to 0.0001 s),
+# its bandwidth over the transfers alone (wr/rd(s)) in bytes/s, and its open + close seconds.
+ior_measured() { python3 -c '
+import sys
+key, head = sys.argv[1], None
+for line in sys.stdin:
+    f = line.split()
+    if f[:2] == ["access", "bw(MiB/s)"]:
+        head = f
+    elif head and f and f[0] == key and len(f) == len(head):
+        c = dict(zip(head, f))
+        bw, total, xfer = float(c["bw(MiB/s)"]), float(c["total(s)"]), float(c["wr/rd(s)"])
+        lo = max(bw - 0.005, 0) * max(total - 0.00005, 0) * 2**20
+        hi = (bw + 0.005) * (total + 0.00005) * 2**20
+        oc = float(c["open(s)"]) + float(c["close(s)"])
+        print(f"{lo:.0f} {hi:.0f} {(lo + hi) / 2 / xfer if xfer else 0:.0f} {oc:.4f}")
+        break
+else:
+    print("0 0 0 0")
+' "$1"; }
 # The storage under DIR (device and file system type), part of the conditions.
 storage="$(findmnt -n -o SOURCE,FSTYPE -T "$dir" 2>/dev/null | awk '{ print $1, $2; exit }')"
 case "$storage" in
@@ -156,7 +184,7 @@ for np in $nps; do
         local over=()
         [ $phase = write ] && [ $writes = overwrite ] && over=(-E)
         out="$($mpirun -np "$np" "$ior" -a POSIX "${ior_cache[@]}" -t "$xfer" "${iorl[@]}" "${iorp[@]}" "${over[@]}" -o "$work/ior.$layout" 2>&1)"
-        ib="$(printf '%s\n' "$out" | ior_bytes)"; ibw="$(printf '%s\n' "$out" | ior_bw $key)"
+        read -r ib_lo ib_hi ibw ioc < <(printf '%s\n' "$out" | ior_measured $key)
       }
       run_fsbench() {
         if [ $phase = write ] && [ $writes = overwrite ]; then
@@ -168,21 +196,35 @@ for np in $nps; do
         $mpirun -np "$np" "$fsbench" run "$work/fsb.$layout" --bs "$xfer" "${fsp[@]}" "${fsl[@]}" "${fsb_cache[@]}" \
           --output "$work/r.json" --force >/dev/null
         fb="$(json "$work/r.json" "r['total']['bytes']")"
+        fops="$(json "$work/r.json" "r['total']['ops']")"
         fbw="$(json "$work/r.json" "r['distributed']['full_bytes_per_sec']")"
         rm -f "$work/r.json"
       }
       # Which tool goes first alternates from pair to pair: the first run after the last
       # pair's files were removed can meet the file system still freeing them (discards).
-      if [ $((pair % 2)) -eq 1 ]; then run_ior; run_fsbench; else run_fsbench; run_ior; fi
+      for tool in $(python3 "$here/bench/pairs.py" first "$pair" ior fsbench); do "run_$tool"; done
       ext=""
       [ $phase = write ] && ext="$(extents "ior.$layout")/$(extents "fsb.$layout")"
-      python3 - "$layout" "$np" "$phase" "$pair" "$ib" "$fb" "$ibw" "$fbw" "$ext" <<'EOF' | tee -a "$rows"
-import sys
-layout, np, phase, pair, ib, fb, ibw, fbw, ext = sys.argv[1:]
-ib, fb, ibw, fbw = int(float(ib or 0)), int(fb), float(ibw or 0), float(fbw)
+      python3 - "$layout" "$np" "$phase" "$pair" "$ib_lo" "$ib_hi" "$fb" "$fops" "$ibw" "$fbw" "$ext" "$ioc" "$xfer_kib" "$measured" <<'EOF' | tee -a "$rows"
+import json, sys
+layout, np, phase, pair, ib_lo, ib_hi, fb, fops, ibw, fbw, ext, ioc, xfer_kib, measured = sys.argv[1:]
+ib_lo, ib_hi, fb, fops = int(ib_lo or 0), int(ib_hi or 0), int(fb), int(fops)
+ibw, fbw, xfer = float(ibw or 0), float(fbw), int(xfer_kib) * 1024
 ext = f"  extents {ext}" if ext else ""
-same = "" if ib == fb else "  BYTES DIFFER"
-print(f"{layout:<18} {np:>3} {phase:<5} {pair:>4} {ib:>14} {fb:>14} {ibw/2**20:>12.1f} {fbw/2**20:>12.1f} {fbw/ibw if ibw else 0:>7.2f}{ext}{same}")
+# The work each measured: bytes and transfers of this direction (IOR's transfers are its
+# bytes over the transfer size: it counts no transfers of its own).
+work_f = {f"{phase} bytes": fb, f"{phase} transfers": fops}
+work_i = {f"{phase} bytes": [ib_lo, ib_hi], f"{phase} transfers": [ib_lo / xfer, ib_hi / xfer]}
+with open(measured, "a") as f:
+    f.write(json.dumps({"case": f"{layout} np {np} {phase}", "pair": int(pair),
+                        "first": "b" if int(pair) % 2 == 1 else "a",
+                        "a": {"value": fbw, "work": work_f}, "b": {"value": ibw, "work": work_i}}) + "\n")
+same = ib_lo <= fb <= ib_hi
+ib = (ib_lo + ib_hi) // 2
+# No ratio for different work, not even a pair's.
+ratio = f"{fbw/ibw if ibw else 0:>7.2f}" if same else f"{'-':>7}"
+print(f"{layout:<18} {np:>3} {phase:<5} {pair:>4} {ib:>14} {fb:>14} {ibw/2**20:>12.1f} {fbw/2**20:>12.1f} {ratio}{ext}"
+      f"  ior open+close {ioc} s{'' if same else '  BYTES DIFFER'}")
 EOF
     done
     rm -rf "$work"/ior.* "$work"/fsb.*
@@ -192,9 +234,11 @@ EOF
     done
   done
 done
-# The median ratio per case over its pairs, the geometric mean with its 95 % interval; a case
-# where the bytes differed in any pair is flagged and gets no ratio (same work before same
-# speed). bench/vs_ior_summary.py also pools several runs' printouts.
+# Per case the median of the pairs' ratios with its 95 % interval (bench/pairs.py); a case
+# where the work differed in any pair gets no ratio (same work before same speed).
+# bench/vs_ior_summary.py also pools several runs' printouts under the same conditions.
+echo
+python3 "$here/bench/pairs.py" report "$measured" --a fsbench --b ior --metric "bandwidth over the transfers"
 if [ "$pairs" -gt 1 ]; then
   echo
   python3 "$here/bench/vs_ior_summary.py" "$rows"

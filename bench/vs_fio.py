@@ -5,8 +5,12 @@ Called by bench/vs-fio.sh (which builds the release binary first). For every cas
 PAIRS pairs of (fsbench, fio) on the same file, alternating which tool goes first (so drift of
 the shared disk hits both alike), and prints, per case:
 
-- the median IOPS of each tool and the median of the per-pair ratios fsbench/fio, with how
-  many pairs fsbench won;
+- the median IOPS of each tool and the median of the per-pair ratios fsbench/fio with its
+  95 % interval and the count of pairs (bench/pairs.py, the one method of the comparison
+  scripts: ABBA order, each direction's bytes per op and share of ops checked on both sides
+  first, no ratio for different work, "parity" when the interval straddles 1.0), with how
+  many pairs fsbench won; both tools time their I/O loop (fio's job runtime, fsbench's
+  elapsed time of the timed phase);
 - CPU per I/O two ways: as each tool reports it for its I/O threads (fsbench: getrusage of the
   worker threads; fio: usr_cpu + sys_cpu of the job), and for the whole process tree as the
   kernel accounts it to the parent (wait4 rusage: setup, fio's helper process and fsbench's
@@ -34,8 +38,11 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pairs  # noqa: E402  (bench/pairs.py)
+
 DIR = sys.argv[1] if len(sys.argv) > 1 else "/var/tmp"
-PAIRS = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+PAIRS = int(sys.argv[2]) if len(sys.argv) > 2 else 6
 SECS = int(sys.argv[3]) if len(sys.argv) > 3 else 10
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FSB = os.environ.get("FSBENCH", os.path.join(ROOT, "target/release/fsbench"))
@@ -110,6 +117,7 @@ def measure(tool, c):
             sys.exit("fsbench reported errors")
         iops, ops, cpu = t["iops"], t["ops"], t["cpu_s"]
         nbytes, reads = t["bytes"], t["read_ops"]
+        per_dir = [("read", t["read_ops"], t["read_bytes"]), ("write", t["write_ops"], t["write_bytes"])]
     else:
         out = run(["fio", "--name=cmp", f"--filename={FILE}", "--output-format=json"]
                   + c["fio"].split())
@@ -121,23 +129,30 @@ def measure(tool, c):
         ops = r["total_ios"] + w["total_ios"]
         nbytes, reads = r["io_bytes"] + w["io_bytes"], r["total_ios"]
         cpu = (j["usr_cpu"] + j["sys_cpu"]) / 100.0 * j["job_runtime"] / 1000.0
+        per_dir = [("read", r["total_ios"], r["io_bytes"]), ("write", w["total_ios"], w["io_bytes"])]
+    # The work it measured, per direction: bytes per op, and the share of ops in that
+    # direction within half a point (a timed run's op counts differ between tools; what
+    # each op did and the mix must not).
+    work = {}
+    for d, n, b in per_dir:
+        if n:
+            work[f"{d} bytes per op"] = b / n
+            share = n / max(ops, 1)
+            work[f"{d} share of ops"] = [share - 0.005, share + 0.005]
     proc = children_cpu() - before
     return {"iops": iops, "cpu_us": cpu * 1e6 / max(ops, 1), "proc_us": proc * 1e6 / max(ops, 1),
-            "bytes_per_op": nbytes / max(ops, 1), "read_share": reads / max(ops, 1)}
+            "bytes_per_op": nbytes / max(ops, 1), "read_share": reads / max(ops, 1),
+            "work": work}
 
 
-def same_work(rows):
-    """The work check that comes before any speed figure: in every pair both tools moved the
-    same bytes per op (within 1 %) with the same share of reads (within 1 point). Returns the
-    column text and whether the ratios may be quoted."""
-    for r in rows:
-        a, b = r["fsb"], r["fio"]
-        if (abs(a["bytes_per_op"] - b["bytes_per_op"]) > 0.01 * max(b["bytes_per_op"], 1)
-                or abs(a["read_share"] - b["read_share"]) > 0.01):
-            return (f"DIFFERENT WORK ({a['bytes_per_op']:.0f} vs {b['bytes_per_op']:.0f} B/op, "
-                    f"{a['read_share']:.0%} vs {b['read_share']:.0%} reads)"), False
-    a = rows[0]["fsb"]
-    return f"same: {a['bytes_per_op']:.0f} B/op, {a['read_share']:.0%} reads", True
+def figure(rows, key):
+    """bench/pairs.py's summary of one figure over the pairs: the work check (bytes per op
+    and share of ops per direction, each direction on both sides), then the median ratio
+    fsbench/fio with its 95 % interval."""
+    return pairs.summarize([{"pair": i + 1, "first": r["first"],
+                             "a": {"value": r["fsb"][key], "work": r["fsb"]["work"]},
+                             "b": {"value": r["fio"][key], "work": r["fio"]["work"]}}
+                            for i, r in enumerate(rows)], names=("fsbench", "fio"))
 
 
 def machine():
@@ -192,30 +207,36 @@ def main():
         for c in chosen:
             rows = []
             for i in range(PAIRS):
-                order = ("fsb", "fio") if i % 2 == 0 else ("fio", "fsb")
+                order = pairs.first(i + 1, "fsb", "fio")
                 m = {tool: measure(tool, c) for tool in order}
-                rows.append(m)
+                rows.append({**m, "first": "a" if order[0] == "fsb" else "b"})
                 if RAW:
                     with open(RAW, "a") as f:
                         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                         f.write(json.dumps({"case": c["name"], "time": stamp, "pin": PIN,
                                             "ticker_ms": TICKER, "secs": SECS, **m}) + "\n")
-            work, same = same_work(rows)
+            iops_fig, cpu_fig = figure(rows, "iops"), figure(rows, "proc_us")
+            same = not iops_fig["differences"]
+            a = rows[0]["fsb"]
+            work = (f"same: {a['bytes_per_op']:.0f} B/op, {a['read_share']:.0%} reads" if same
+                    else "DIFFERENT WORK: " + "; ".join(iops_fig["differences"][:2]))
             med = lambda tool, k: statistics.median(r[tool][k] for r in rows)
-            ratio = statistics.median(r["fsb"]["iops"] / r["fio"]["iops"] for r in rows)
             wins = sum(r["fsb"]["iops"] > r["fio"]["iops"] for r in rows)
-            cpu_ratio = statistics.median(r["fsb"]["proc_us"] / r["fio"]["proc_us"] for r in rows)
             thr = f"{med('fsb', 'cpu_us'):.2f} / {med('fio', 'cpu_us'):.2f}"
             proc = f"{med('fsb', 'proc_us'):.2f} / {med('fio', 'proc_us'):.2f}"
             # A speed ratio of unequal work means nothing: it is not printed.
-            rtxt = f"{ratio:.3f}" if same else "-"
-            ctxt = f"{cpu_ratio:.3f}" if same else "-"
+            rtxt = f"{iops_fig['median']:.3f}" if same else "-"
+            ctxt = f"{cpu_fig['median']:.3f}" if same else "-"
             if md:
                 print(f"| {c['name']} | {work} | {med('fsb', 'iops'):.0f} | {med('fio', 'iops'):.0f} | {rtxt} "
                       f"| {wins}/{PAIRS} | {thr} | {proc} | {ctxt} |")
             else:
                 print(f"{c['name']:<20} {med('fsb', 'iops'):9.0f} {med('fio', 'iops'):9.0f} {rtxt:>6} "
                       f"{wins:>2}/{PAIRS:<2} {thr:>15} {proc:>15} {ctxt:>6}  {work}", flush=True)
+            # The figures with their intervals and verdicts (bench/pairs.py).
+            for fig, what in ((iops_fig, "IOPS"), (cpu_fig, "process CPU us/IO")):
+                print(("<!-- " if md else "  ") + pairs.line(c["name"], fig, ("fsbench", "fio"), what)
+                      + (" -->" if md else ""), flush=True)
     finally:
         if ticker:
             ticker.kill()

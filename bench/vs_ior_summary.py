@@ -64,7 +64,10 @@ def pair_lines(path):
         try:
             ratio = float(f[8])
         except ValueError:
-            continue
+            # vs-ior.sh prints no ratio ("-") for a pair whose bytes differed.
+            if "DIFFER" not in line:
+                continue
+            ratio = float("nan")
         fsbench_first = int(f[3]) % 2 == 0
         whose = reads if f[2] == "read" else "-"
         yield (storage, transfer, per_rank, cache, writes, whose, f[0], int(f[1]), f[2]), ratio, "DIFFER" in line, fsbench_first

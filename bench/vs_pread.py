@@ -22,8 +22,10 @@ Same work on both sides:
 - Same CPU. Both run under `taskset -c PIN` (default CPU 1), in alternating order, so drift
   of the machine hits both alike.
 
-Prints each pair, then the median ops/s of each, the median of the per-pair ratios
-fsbench/loop with its spread (min, max) and how many pairs reached 0.97. Beside the wall-clock
+Prints each pair, then the median ops/s of each, and the median of the per-pair ratios
+fsbench/loop with its 95 % interval and the count of pairs (bench/pairs.py: the order
+alternates, ABBA; a pair whose read counts differ is DIFFERENT WORK and no ratio is printed;
+"parity" when the interval straddles 1.0). Beside the wall-clock
 ratio it prints the same ratio in I/Os per CPU second of the I/O thread (both sides measure it
 with getrusage RUSAGE_THREAD around their loop): on a machine where other work takes the CPU
 away now and then, that one moves less, and on a quiet machine the two agree (the loop never
@@ -38,6 +40,9 @@ import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pairs  # noqa: E402  (bench/pairs.py: the one method of every comparison)
 
 DIR = sys.argv[1] if len(sys.argv) > 1 else "/var/tmp"
 PAIRS = int(sys.argv[2]) if len(sys.argv) > 2 else 15
@@ -143,15 +148,18 @@ def main():
               f"{PAIRS} alternating pairs; ratio = fsbench / bare pread loop")
         print(f"{'pair':>4} {'first':>6} {'fsbench':>10} {'loop':>10} {'ratio':>7}   "
               f"{'fsb/cpu-s':>10} {'loop/cpu-s':>10} {'ratio':>7}")
-        rows = []
+        rows, measured = [], {"wall": [], "cpu": []}
         for i in range(PAIRS):
-            order = ("fsb", "loop") if i % 2 == 0 else ("loop", "fsb")
+            order = pairs.first(i + 1, "fsb", "loop")
             m = {tool: measure(tool) for tool in order}
-            if m["fsb"]["ops"] != m["loop"]["ops"]:
-                sys.exit(f"ops differ: fsbench {m['fsb']['ops']}, loop {m['loop']['ops']}")
             r = m["fsb"]["iops"] / m["loop"]["iops"]
             rc = m["fsb"]["cpu_iops"] / m["loop"]["cpu_iops"]
             rows.append((m["fsb"]["iops"], m["loop"]["iops"], r, rc))
+            for name, key in (("wall", "iops"), ("cpu", "cpu_iops")):
+                measured[name].append({
+                    "pair": i + 1, "first": "a" if order[0] == "fsb" else "b",
+                    "a": {"value": m["fsb"][key], "work": {"reads": m["fsb"]["ops"]}},
+                    "b": {"value": m["loop"][key], "work": {"reads": m["loop"]["ops"]}}})
             print(f"{i + 1:>4} {order[0]:>6} {m['fsb']['iops']:10.0f} {m['loop']['iops']:10.0f} {r:7.3f}   "
                   f"{m['fsb']['cpu_iops']:10.0f} {m['loop']['cpu_iops']:10.0f} {rc:7.3f}", flush=True)
         again = os.path.join(DIR, f"fsbench-vs-pread-{os.getpid()}-check.csv")
@@ -163,12 +171,9 @@ def main():
             sys.exit("a second traced fsbench run issued other offsets: the comparison is void")
         print(f"median ops/s: fsbench {statistics.median(r[0] for r in rows):.0f}, "
               f"loop {statistics.median(r[1] for r in rows):.0f}")
-        for name, k in (("wall", 2), ("cpu", 3)):
-            ratios = sorted(r[k] for r in rows)
-            q1, q3 = ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4]
-            print(f"ratio fsbench/loop ({name}): median {statistics.median(ratios):.3f}, "
-                  f"quartiles {q1:.3f}..{q3:.3f}, min {ratios[0]:.3f}, max {ratios[-1]:.3f}, "
-                  f"pairs >= 0.97: {sum(r >= 0.97 for r in ratios)}/{PAIRS}")
+        for name, what in (("wall", "ops/s"), ("cpu", "ops per CPU second")):
+            s = pairs.summarize(measured[name], names=("fsbench", "loop"))
+            print(pairs.line(f"ratio fsbench/loop ({name})", s, ("fsbench", "loop"), what))
         print(f"# offsets of a second traced run checked identical ({COUNT} I/Os)")
     finally:
         holder.stdin.close()

@@ -336,3 +336,239 @@ fn pooling_two_printouts_in_one_file_reads_each_ones_own_conditions() {
         );
     }
 }
+
+// ---- bench/pairs.py: the one method of every comparison script ---------------------------
+
+/// One pair for `bench/pairs.py report`: case, pair number, A's and B's value and work.
+fn pair(case: &str, n: u32, a: (f64, &str), b: (f64, &str)) -> String {
+    format!(
+        r#"{{"case": "{case}", "pair": {n}, "first": "{}", "a": {{"value": {}, "work": {}}}, "b": {{"value": {}, "work": {}}}}}"#,
+        if n % 2 == 1 { "a" } else { "b" },
+        a.0,
+        a.1,
+        b.0,
+        b.1
+    )
+}
+
+/// `python3 bench/pairs.py ARGS`: (exit status, stdout).
+fn pairs_py(args: &[&str]) -> (i32, String) {
+    let out = Command::new("python3")
+        .arg(bench("pairs.py"))
+        .args(args)
+        .output()
+        .expect("python3 runs");
+    (
+        out.status.code().expect("exit status"),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
+}
+
+/// `bench/pairs.py report` on `lines` (one JSON pair a line), A = fsbench, B = filebench.
+fn pairs_report(lines: &[String]) -> String {
+    let sb = Sandbox::new();
+    let file = sb.file("pairs.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let (code, out) = pairs_py(&[
+        "report",
+        file.to_str().unwrap(),
+        "--a",
+        "fsbench",
+        "--b",
+        "filebench",
+        "--metric",
+        "ops/s",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    out
+}
+
+/// The line `report` printed for `case`.
+fn case_line<'a>(out: &'a str, case: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.starts_with(&format!("{case}: ")))
+        .unwrap_or_else(|| panic!("no line for {case} in:\n{out}"))
+}
+
+#[test]
+#[cfg_attr(not(has_python3), ignore = "SKIPPED: needs python3")]
+fn pairs_a_flowop_one_side_did_not_report_is_different_work_and_no_ratio() {
+    let both = r#"{"flowop read1: bytes/op": 8192, "flowop write1: bytes/op": 4096}"#;
+    let no_write = r#"{"flowop read1: bytes/op": 8192}"#;
+    // Six pairs, fsbench twice as fast in all of them; in pair 4 fsbench reported no write1.
+    let lines: Vec<String> = (1..=6)
+        .map(|n| {
+            let a = if n == 4 { no_write } else { both };
+            pair("fileserver", n, (200.0, a), (100.0, both))
+        })
+        .collect();
+    let out = pairs_report(&lines);
+    let l = case_line(&out, "fileserver");
+    assert!(l.contains("DIFFERENT WORK, no ratio"), "{l}");
+    assert!(
+        l.contains("pair 4: flowop write1: bytes/op: only filebench did it"),
+        "{l}"
+    );
+    // No figure at all for it: neither the ratio (2.000) nor a median or verdict.
+    for figure in ["2.0", "median", "parity", "above"] {
+        assert!(
+            !l.contains(figure),
+            "{figure} printed for different work: {l}"
+        );
+    }
+    // A value outside the range the other side's rounding allows (by more than the
+    // tolerance) is different work too; inside it, the same.
+    let rounded = |lo: u32, hi: u32| format!(r#"{{"bytes/op": [{lo}, {hi}]}}"#);
+    let exact = r#"{"bytes/op": 4096}"#;
+    let lines: Vec<String> = (1..=6)
+        .map(|n| pair("inside", n, (100.0, exact), (100.0, &rounded(4000, 4100))))
+        .chain((1..=6).map(|n| pair("outside", n, (100.0, exact), (100.0, &rounded(3000, 3100)))))
+        .collect();
+    let out = pairs_report(&lines);
+    assert!(!case_line(&out, "inside").contains("DIFFERENT"), "{out}");
+    assert!(
+        case_line(&out, "outside").contains("DIFFERENT WORK"),
+        "{out}"
+    );
+}
+
+#[test]
+#[cfg_attr(not(has_python3), ignore = "SKIPPED: needs python3")]
+fn pairs_an_interval_straddling_one_is_parity_and_one_above_it_is_not() {
+    let work = r#"{"read bytes": 4096}"#;
+    let ratios = |case: &str, rs: &[f64]| -> Vec<String> {
+        rs.iter()
+            .enumerate()
+            .map(|(i, r)| pair(case, i as u32 + 1, (100.0 * r, work), (100.0, work)))
+            .collect()
+    };
+    let mut lines = ratios("even", &[0.98, 1.01, 0.99, 1.02, 1.00, 1.03]);
+    lines.extend(ratios(
+        "faster",
+        &[1.10, 1.20, 1.15, 1.12, 1.18, 1.11, 1.16],
+    ));
+    lines.extend(ratios("few", &[1.10, 1.20, 1.15, 1.12, 1.18]));
+    let out = pairs_report(&lines);
+    // Six pairs: the 95 % interval of the median is [min, max]; it straddles 1.0.
+    assert_eq!(
+        case_line(&out, "even"),
+        "even: ops/s fsbench/filebench median 1.005, 95 % interval 0.980..1.030, 6 pairs \
+         (3 with fsbench first): parity (the interval straddles 1.0)"
+    );
+    let faster = case_line(&out, "faster");
+    assert!(
+        faster.contains("median 1.150, 95 % interval 1.100..1.200, 7 pairs"),
+        "{faster}"
+    );
+    assert!(faster.ends_with(": above 1.0"), "{faster}");
+    assert!(!faster.contains("parity"), "{faster}");
+    // Five pairs have no 95 % interval of their median: a median, but no verdict.
+    let few = case_line(&out, "few");
+    assert!(
+        few.contains("median 1.150, 95 % interval n/a, 5 pairs"),
+        "{few}"
+    );
+    assert!(few.contains("no verdict"), "{few}");
+    assert!(!few.contains("parity") && !few.contains("above"), "{few}");
+}
+
+#[test]
+#[cfg_attr(not(has_python3), ignore = "SKIPPED: needs python3")]
+fn pairs_alternate_which_side_goes_first() {
+    let order: Vec<String> = (1..=4)
+        .map(|n| pairs_py(&["first", &n.to_string(), "fsbench", "ior"]).1)
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "fsbench ior\n",
+            "ior fsbench\n",
+            "fsbench ior\n",
+            "ior fsbench\n"
+        ]
+    );
+}
+
+/// vs-filebench.sh's tabulation (the Python part of the script, run on fixed logs): a
+/// flowop Filebench reported and fsbench did not makes the workload DIFFERENT WORK with no
+/// ratio; Filebench's rounded mb/s of a slow flowop is a range, not a skip.
+#[test]
+#[cfg_attr(not(has_python3), ignore = "SKIPPED: needs python3")]
+fn vs_filebench_gives_no_ratio_when_a_flowop_is_missing_on_one_side() {
+    let script = std::fs::read_to_string(bench("vs-filebench.sh")).unwrap();
+    let start = script
+        .lines()
+        .position(|l| l.starts_with("BENCH_DIR=") && l.ends_with("<<'EOF'"))
+        .expect("the tabulation heredoc");
+    let body: Vec<&str> = script
+        .lines()
+        .skip(start + 1)
+        .take_while(|l| *l != "EOF")
+        .collect();
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("tab.py"), body.join("\n")).unwrap();
+    let run = |fs_flowops: &[&str]| -> String {
+        for r in 1..=6 {
+            let groups: Vec<String> = fs_flowops
+                .iter()
+                .map(|n| {
+                    let bytes = if *n == "read1" { 8192 * 5000 } else { 0 };
+                    format!(
+                        r#"{{"name": "{n}", "run": 1, "stats": {{"ops": 5000, "bytes": {bytes}}}}}"#
+                    )
+                })
+                .collect();
+            std::fs::write(
+                sb.file(&format!("w.fs.{r}.json")),
+                format!(
+                    r#"{{"workload": {{"runs": [{{"duration_s": 10.0, "started_unix_s": 0,
+                        "summary": {{"ops": 10000, "bytes": 40960000}}}}]}}, "groups": [{}]}}"#,
+                    groups.join(",")
+                ),
+            )
+            .unwrap();
+            std::fs::write(
+                sb.file(&format!("w.fb.{r}.log")),
+                format!(
+                    "  read1   5000ops  500ops/s  3.9mb/s  1.0ms/op\n\
+                     \x20 write1   5000ops  500ops/s  0.0mb/s  1.0ms/op\n\
+                     12.3: IO Summary: 10000 ops {}.0 ops/s 500/500 rd/wr   3.9mb/s 1.0ms/op\n",
+                    990 + r * 4
+                ),
+            )
+            .unwrap();
+        }
+        let out = Command::new("python3")
+            .arg(sb.file("tab.py"))
+            .args([sb.path().to_str().unwrap(), "6", "w"])
+            .env("BENCH_DIR", bench(""))
+            .output()
+            .expect("python3 runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let same = run(&["read1", "write1"]);
+    let verdict = same
+        .lines()
+        .find(|l| l.starts_with("  => w: "))
+        .unwrap_or_else(|| panic!("{same}"));
+    assert!(
+        verdict.contains("ops/s fsbench/filebench median") && verdict.contains("6 pairs"),
+        "{same}"
+    );
+    let missing = run(&["read1"]);
+    let verdict = missing
+        .lines()
+        .find(|l| l.starts_with("  => w: "))
+        .unwrap_or_else(|| panic!("{missing}"));
+    assert!(verdict.contains("DIFFERENT WORK, no ratio"), "{missing}");
+    assert!(
+        verdict.contains("flowop write1: bytes/op: only filebench did it"),
+        "{missing}"
+    );
+    assert!(!verdict.contains("median"), "{missing}");
+}

@@ -143,10 +143,10 @@ fn backup_study_removes_only_stale_marked_dirs_of_dead_runs() {
 }
 
 #[test]
+#[cfg_attr(not(has_root), ignore = "SKIPPED: needs root to mount a small tmpfs")]
 fn backup_study_checks_free_space_before_writing() {
     if !is_root() {
-        println!("SKIPPED: needs root to mount a small tmpfs");
-        return;
+        common::cannot("not root: cannot mount a small tmpfs");
     }
     let sb = Sandbox::new();
     let mnt = sb.file("small");
@@ -157,8 +157,7 @@ fn backup_study_checks_free_space_before_writing() {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        println!("SKIPPED: cannot mount tmpfs");
-        return;
+        common::cannot("mount -t tmpfs failed");
     }
     struct Umount(PathBuf);
     impl Drop for Umount {

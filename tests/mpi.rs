@@ -6,7 +6,6 @@
 #![cfg(feature = "mpi")]
 
 mod common;
-#[cfg(has_fuse)]
 mod faultfs;
 
 use common::{file_len as len, rank_bytes, sweep_records, u, Sandbox};
@@ -294,57 +293,54 @@ fn bad_input_on_rank_0_is_one_line_and_exit_2_everywhere() {
     ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
 )]
 fn a_rank_failing_mid_run_fails_the_run_with_its_host_file_and_offset() {
-    #[cfg(has_fuse)]
-    {
-        use faultfs::{Fault, FaultFs, Op, When};
-        let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
-        fs.ctl().add(
-            Op::Write,
-            When::Offset(5 * 65536),
-            Fault::Error(libc::EIO),
-            Some("f"),
-        );
-        let sb = Sandbox::new();
-        let dir = sb.file("f.d/rank-00002");
-        let _u = fs.bind_on(&dir);
-        let out = sb.file("result.json");
-        let o = mpirun(
-            &sb,
-            &[
-                "run",
-                "f",
-                "--rw",
-                "write",
-                "--bs",
-                "64k",
-                "--size",
-                "1m",
-                "--file-per-rank",
-                "--output",
-                out.to_str().unwrap(),
-            ],
-        );
-        assert_eq!(o.status.code(), Some(1), "{o:?}");
-        let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-        assert_eq!(r["status"], "failed");
-        let f = &r["failures"][0];
-        assert!(
-            f["message"].as_str().unwrap().starts_with("rank 2 on "),
-            "{f}"
-        );
-        assert!(
-            f["path"].as_str().unwrap().ends_with("f.d/rank-00002/f"),
-            "{f}"
-        );
-        assert_eq!(u(&f["offset"]), 5 * 65536);
-        assert_eq!(r["ranks"][2]["status"], "failed");
-        let bytes = rank_bytes(&r);
-        assert_eq!(bytes[2], 5 * 65536, "rank 2 stopped at its error");
-        for rank in [0, 1, 3] {
-            assert_eq!(bytes[rank], 1 << 20);
-        }
-        assert_eq!(u(&r["total"]["bytes"]), bytes.iter().sum::<u64>());
+    use faultfs::{Fault, FaultFs, Op, When};
+    let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
+    fs.ctl().add(
+        Op::Write,
+        When::Offset(5 * 65536),
+        Fault::Error(libc::EIO),
+        Some("f"),
+    );
+    let sb = Sandbox::new();
+    let dir = sb.file("f.d/rank-00002");
+    let _u = fs.bind_on(&dir);
+    let out = sb.file("result.json");
+    let o = mpirun(
+        &sb,
+        &[
+            "run",
+            "f",
+            "--rw",
+            "write",
+            "--bs",
+            "64k",
+            "--size",
+            "1m",
+            "--file-per-rank",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(r["status"], "failed");
+    let f = &r["failures"][0];
+    assert!(
+        f["message"].as_str().unwrap().starts_with("rank 2 on "),
+        "{f}"
+    );
+    assert!(
+        f["path"].as_str().unwrap().ends_with("f.d/rank-00002/f"),
+        "{f}"
+    );
+    assert_eq!(u(&f["offset"]), 5 * 65536);
+    assert_eq!(r["ranks"][2]["status"], "failed");
+    let bytes = rank_bytes(&r);
+    assert_eq!(bytes[2], 5 * 65536, "rank 2 stopped at its error");
+    for rank in [0, 1, 3] {
+        assert_eq!(bytes[rank], 1 << 20);
     }
+    assert_eq!(u(&r["total"]["bytes"]), bytes.iter().sum::<u64>());
 }
 
 #[test]
@@ -471,47 +467,44 @@ fn a_rank_refusing_a_sweep_point_stops_the_sweep_naming_it_without_a_hang() {
     ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
 )]
 fn a_rank_failing_in_sweep_points_fails_those_points_naming_it() {
-    #[cfg(has_fuse)]
+    use faultfs::{Fault, FaultFs, Op, When};
+    let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
+    fs.ctl().add(
+        Op::Write,
+        When::Offset(4 * 65536),
+        Fault::Error(libc::EIO),
+        Some("f"),
+    );
+    let sb = Sandbox::new();
+    let dir = sb.file("f.d/rank-00002");
+    let _u = fs.bind_on(&dir);
+    let o = mpirun(
+        &sb,
+        &common::words("sweep f --rw write --bs 64k,128k --size 1m --output res"),
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let recs = sweep_records(&sb.file("res"));
+    assert_eq!(recs.len(), 2);
     {
-        use faultfs::{Fault, FaultFs, Op, When};
-        let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
-        fs.ctl().add(
-            Op::Write,
-            When::Offset(4 * 65536),
-            Fault::Error(libc::EIO),
-            Some("f"),
+        let (name, r) = &recs[0];
+        assert_eq!(r["status"], "failed", "{name}");
+        let f = &r["failures"][0];
+        assert!(
+            f["message"].as_str().unwrap().starts_with("rank 2 on "),
+            "{name}: {f}"
         );
-        let sb = Sandbox::new();
-        let dir = sb.file("f.d/rank-00002");
-        let _u = fs.bind_on(&dir);
-        let o = mpirun(
-            &sb,
-            &common::words("sweep f --rw write --bs 64k,128k --size 1m --output res"),
-        );
-        assert_eq!(o.status.code(), Some(1), "{o:?}");
-        let recs = sweep_records(&sb.file("res"));
-        assert_eq!(recs.len(), 2);
-        {
-            let (name, r) = &recs[0];
-            assert_eq!(r["status"], "failed", "{name}");
-            let f = &r["failures"][0];
-            assert!(
-                f["message"].as_str().unwrap().starts_with("rank 2 on "),
-                "{name}: {f}"
-            );
-            assert!(f["path"].as_str().unwrap().ends_with("f.d/rank-00002/f"));
-            assert_eq!(r["ranks"][2]["status"], "failed");
-            let bytes = rank_bytes(r);
-            assert_eq!(bytes[2], 4 * 65536, "{name}: rank 2 stopped at its error");
-            for rank in [0, 1, 3] {
-                assert_eq!(bytes[rank], 1 << 20, "{name}");
-            }
-            assert_eq!(u(&r["total"]["bytes"]), bytes.iter().sum::<u64>());
+        assert!(f["path"].as_str().unwrap().ends_with("f.d/rank-00002/f"));
+        assert_eq!(r["ranks"][2]["status"], "failed");
+        let bytes = rank_bytes(r);
+        assert_eq!(bytes[2], 4 * 65536, "{name}: rank 2 stopped at its error");
+        for rank in [0, 1, 3] {
+            assert_eq!(bytes[rank], 1 << 20, "{name}");
         }
-        let (name, r) = &recs[1];
-        assert_eq!(r["status"], "complete", "{name}");
-        assert_eq!(rank_bytes(r), vec![1 << 20; NP as usize], "{name}");
+        assert_eq!(u(&r["total"]["bytes"]), bytes.iter().sum::<u64>());
     }
+    let (name, r) = &recs[1];
+    assert_eq!(r["status"], "complete", "{name}");
+    assert_eq!(rank_bytes(r), vec![1 << 20; NP as usize], "{name}");
 }
 
 /// A small workload with fixed counts: 2 threads per rank, each creating 8 files (8 KiB

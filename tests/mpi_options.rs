@@ -8,7 +8,6 @@
 #![cfg(feature = "mpi")]
 
 mod common;
-#[cfg(has_fuse)]
 mod faultfs;
 
 use common::{
@@ -127,50 +126,47 @@ fn a_block_corrupted_after_a_shared_file_run_is_found_with_any_ranks_journal() {
     ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
 )]
 fn a_bit_flipped_on_one_rank_fails_the_run_naming_the_rank() {
-    #[cfg(has_fuse)]
-    {
-        use faultfs::{Fault, FaultFs, Op, When};
-        let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
-        let at = 5 * 65536u64;
-        fs.ctl().add(
-            Op::Write,
-            When::Offset(at),
-            Fault::FlipBit { byte: 1000, bit: 3 },
-            Some("f"),
-        );
-        let sb = Sandbox::new();
-        let dir = sb.file("f.d/rank-00002");
-        let _u = fs.bind_on(&dir);
-        let (code, r, err) = run_result(
-            &sb,
-            NP,
-            &common::words(
-                "run f --rw write --bs 64k --size 1m --file-per-rank --verify --cache direct",
-            ),
-        );
-        assert_eq!(code, Some(1), "{err}");
-        assert_eq!(r["status"], "failed");
-        let v = &r["verify"];
-        assert_eq!(u(&v["blocks_checked"]), NP * 16, "{v}");
-        assert_eq!(u(&v["blocks_intact"]), NP * 16 - 1, "{v}");
-        assert_eq!(u(&v["corrupt"]["blocks"]), 1, "{v}");
-        let m = &v["corrupt"]["first"][0];
-        assert_eq!(u(&m["rank"]), 2, "{m}");
-        assert_eq!(u(&m["offset_bytes"]), at, "{m}");
-        assert!(
-            m["target"].as_str().unwrap().ends_with("f.d/rank-00002/f"),
-            "{m}"
-        );
-        let f = &r["failures"][0];
-        assert!(
-            f["message"].as_str().unwrap().starts_with("rank 2 on "),
-            "{f}"
-        );
-        assert_eq!(u(&f["offset"]), at, "{f}");
-        assert_eq!(r["ranks"][2]["status"], "failed");
-        for rank in [0, 1, 3] {
-            assert_eq!(r["ranks"][rank]["status"], "complete");
-        }
+    use faultfs::{Fault, FaultFs, Op, When};
+    let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
+    let at = 5 * 65536u64;
+    fs.ctl().add(
+        Op::Write,
+        When::Offset(at),
+        Fault::FlipBit { byte: 1000, bit: 3 },
+        Some("f"),
+    );
+    let sb = Sandbox::new();
+    let dir = sb.file("f.d/rank-00002");
+    let _u = fs.bind_on(&dir);
+    let (code, r, err) = run_result(
+        &sb,
+        NP,
+        &common::words(
+            "run f --rw write --bs 64k --size 1m --file-per-rank --verify --cache direct",
+        ),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(r["status"], "failed");
+    let v = &r["verify"];
+    assert_eq!(u(&v["blocks_checked"]), NP * 16, "{v}");
+    assert_eq!(u(&v["blocks_intact"]), NP * 16 - 1, "{v}");
+    assert_eq!(u(&v["corrupt"]["blocks"]), 1, "{v}");
+    let m = &v["corrupt"]["first"][0];
+    assert_eq!(u(&m["rank"]), 2, "{m}");
+    assert_eq!(u(&m["offset_bytes"]), at, "{m}");
+    assert!(
+        m["target"].as_str().unwrap().ends_with("f.d/rank-00002/f"),
+        "{m}"
+    );
+    let f = &r["failures"][0];
+    assert!(
+        f["message"].as_str().unwrap().starts_with("rank 2 on "),
+        "{f}"
+    );
+    assert_eq!(u(&f["offset"]), at, "{f}");
+    assert_eq!(r["ranks"][2]["status"], "failed");
+    for rank in [0, 1, 3] {
+        assert_eq!(r["ranks"][rank]["status"], "complete");
     }
 }
 

@@ -8,7 +8,6 @@
 #![cfg(feature = "mpi")]
 
 mod common;
-#[cfg(has_fuse)]
 mod faultfs;
 
 use common::{mpi_refused_in_one_line, u, Sandbox};
@@ -403,41 +402,38 @@ fn the_stonewall_stops_every_rank_replay() {
     ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
 )]
 fn a_write_failing_on_one_rank_fails_the_replay_naming_the_rank() {
-    #[cfg(has_fuse)]
-    {
-        use faultfs::{Fault, FaultFs, Op, When};
-        let sb = Sandbox::new();
-        make_trace(&sb, "t.csv", "write", 16, 1);
-        std::fs::create_dir(sb.file("D")).unwrap();
-        let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
-        // The 5th 4 KiB write (the scratch file is filled in larger writes before the start).
-        fs.ctl().add_sized(
-            Op::Write,
-            When::Nth(5),
-            Fault::Error(libc::EIO),
-            None,
-            Some(4096),
-        );
-        let bound = fs.bind_on(&sb.file("D/rank-00002"));
-        let (code, r, err) = run_result(&sb, &common::words("replay t.csv --dir D"));
-        assert!(fs.ctl().injected.pop().is_some(), "the fault fired: {err}");
-        assert_eq!(code, Some(1), "{err}");
-        assert_eq!(r["status"], "failed");
-        let failures = r["failures"].as_array().unwrap();
-        assert!(!failures.is_empty(), "{r}");
-        let msg = failures[0]["message"].as_str().unwrap();
-        let host = r["ranks"][2]["host"].as_str().unwrap();
-        assert!(msg.starts_with(&format!("rank 2 on {host}:")), "{msg}");
-        assert!(msg.contains("Input/output error"), "{msg}");
-        assert_eq!(r["ranks"][2]["status"], "failed");
-        for rank in [0, 1, 3] {
-            assert_eq!(r["ranks"][rank]["status"], "complete", "{}", r["ranks"]);
-        }
-        // The scratch file on the mount is removed; the bound directory is the user's.
-        assert_eq!(fs.listing(), Vec::<String>::new());
-        drop(bound);
-        assert_eq!(names(&sb.file("D")), vec!["rank-00002".to_string()]);
+    use faultfs::{Fault, FaultFs, Op, When};
+    let sb = Sandbox::new();
+    make_trace(&sb, "t.csv", "write", 16, 1);
+    std::fs::create_dir(sb.file("D")).unwrap();
+    let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
+    // The 5th 4 KiB write (the scratch file is filled in larger writes before the start).
+    fs.ctl().add_sized(
+        Op::Write,
+        When::Nth(5),
+        Fault::Error(libc::EIO),
+        None,
+        Some(4096),
+    );
+    let bound = fs.bind_on(&sb.file("D/rank-00002"));
+    let (code, r, err) = run_result(&sb, &common::words("replay t.csv --dir D"));
+    assert!(fs.ctl().injected.pop().is_some(), "the fault fired: {err}");
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(r["status"], "failed");
+    let failures = r["failures"].as_array().unwrap();
+    assert!(!failures.is_empty(), "{r}");
+    let msg = failures[0]["message"].as_str().unwrap();
+    let host = r["ranks"][2]["host"].as_str().unwrap();
+    assert!(msg.starts_with(&format!("rank 2 on {host}:")), "{msg}");
+    assert!(msg.contains("Input/output error"), "{msg}");
+    assert_eq!(r["ranks"][2]["status"], "failed");
+    for rank in [0, 1, 3] {
+        assert_eq!(r["ranks"][rank]["status"], "complete", "{}", r["ranks"]);
     }
+    // The scratch file on the mount is removed; the bound directory is the user's.
+    assert_eq!(fs.listing(), Vec::<String>::new());
+    drop(bound);
+    assert_eq!(names(&sb.file("D")), vec!["rank-00002".to_string()]);
 }
 
 /// `fsbench trace` under mpirun: each rank captures its own command (which inherits the

@@ -6,7 +6,6 @@
 #![cfg(feature = "mpi")]
 
 mod common;
-#[cfg(has_fuse)]
 mod faultfs;
 
 use common::{mpi_refused_in_one_line, mpirun, rank_bytes, rank_ops_bytes, u, Sandbox};
@@ -254,57 +253,54 @@ caches = ["buffered", "direct"]
     ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
 )]
 fn a_backup_archive_failing_on_one_rank_fails_the_phase_naming_it() {
-    #[cfg(has_fuse)]
-    {
-        use faultfs::{Fault, FaultFs, Op, When};
-        let sb = Sandbox::new();
-        std::fs::write(sb.file("bk.toml"), BACKUP_SUITE).unwrap();
-        let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
-        fs.ctl().add_sized(
-            Op::Write,
-            When::Nth(3),
-            Fault::Error(libc::EIO),
-            Some("backup.tar"),
-            Some(32256),
-        );
-        let _bound = fs.bind_on(&sb.file("d"));
-        let o = mpirun(
-            &sb,
-            NP,
-            &common::words("suite bk.toml --dir d --output res"),
-        );
-        assert_eq!(o.status.code(), Some(1), "{o:?}");
-        assert_eq!(fs.ctl().injected.len(), 1, "the fault fired once");
-        let recs = backup_records(&sb.file("res"));
-        let names: Vec<&str> = recs.iter().map(|r| r.0.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "backup-0000-cache-buffered_phase-archive.json",
-                "backup-0002-cache-direct_phase-archive.json",
-                "backup-0003-cache-direct_phase-restore.json"
-            ]
-        );
-        let failed = &recs[0].1;
-        assert_eq!(failed["status"], "failed");
-        let failures = failed["failures"].as_array().unwrap();
-        assert_eq!(failures.len(), 1, "{failures:?}");
-        let msg = failures[0]["message"].as_str().unwrap();
-        let rank: usize = msg
-            .strip_prefix("rank ")
-            .and_then(|m| m.split(' ').next())
-            .and_then(|r| r.parse().ok())
-            .unwrap_or_else(|| panic!("no rank named: {msg}"));
-        assert!(msg.contains("Input/output error"), "{msg}");
-        for (k, row) in failed["ranks"].as_array().unwrap().iter().enumerate() {
-            let want = if k == rank { "failed" } else { "complete" };
-            assert_eq!(row["status"], want, "rank {k}: {row}");
-        }
-        for (name, r) in &recs[1..] {
-            assert_eq!(r["status"], "complete", "{name}: {}", r["failures"]);
-            assert_eq!(rank_ops_bytes(r).len(), NP as usize);
-        }
-        assert_eq!(recs[2].1["probes"]["verified"], true);
-        assert_eq!(fs.listing(), Vec::<String>::new());
+    use faultfs::{Fault, FaultFs, Op, When};
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("bk.toml"), BACKUP_SUITE).unwrap();
+    let fs = FaultFs::mount().unwrap_or_else(|why| common::cannot(&format!("faultfs: {why}")));
+    fs.ctl().add_sized(
+        Op::Write,
+        When::Nth(3),
+        Fault::Error(libc::EIO),
+        Some("backup.tar"),
+        Some(32256),
+    );
+    let _bound = fs.bind_on(&sb.file("d"));
+    let o = mpirun(
+        &sb,
+        NP,
+        &common::words("suite bk.toml --dir d --output res"),
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert_eq!(fs.ctl().injected.len(), 1, "the fault fired once");
+    let recs = backup_records(&sb.file("res"));
+    let names: Vec<&str> = recs.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "backup-0000-cache-buffered_phase-archive.json",
+            "backup-0002-cache-direct_phase-archive.json",
+            "backup-0003-cache-direct_phase-restore.json"
+        ]
+    );
+    let failed = &recs[0].1;
+    assert_eq!(failed["status"], "failed");
+    let failures = failed["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    let msg = failures[0]["message"].as_str().unwrap();
+    let rank: usize = msg
+        .strip_prefix("rank ")
+        .and_then(|m| m.split(' ').next())
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no rank named: {msg}"));
+    assert!(msg.contains("Input/output error"), "{msg}");
+    for (k, row) in failed["ranks"].as_array().unwrap().iter().enumerate() {
+        let want = if k == rank { "failed" } else { "complete" };
+        assert_eq!(row["status"], want, "rank {k}: {row}");
     }
+    for (name, r) in &recs[1..] {
+        assert_eq!(r["status"], "complete", "{name}: {}", r["failures"]);
+        assert_eq!(rank_ops_bytes(r).len(), NP as usize);
+    }
+    assert_eq!(recs[2].1["probes"]["verified"], true);
+    assert_eq!(fs.listing(), Vec::<String>::new());
 }

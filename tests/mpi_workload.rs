@@ -8,7 +8,6 @@
 #![cfg(feature = "mpi")]
 
 mod common;
-#[cfg(has_fuse)]
 mod faultfs;
 
 use common::{
@@ -93,14 +92,12 @@ fn workload_verify_on_ranks_sums_every_ranks_checked_reads() {
 
 /// faultfs bound on rank 2's workload directory `wl/rank-00002`, set to flip a bit of its
 /// 15th 3000-byte write (the flow's writewholefile, mid-way through its second file).
-#[cfg(has_fuse)]
 fn flipping_faultfs_on_rank_2(sb: &Sandbox) -> (faultfs::FaultFs, faultfs::BindMount) {
     faultfs_on_rank_2(sb, faultfs::Fault::FlipBit { byte: 100, bit: 2 })
 }
 
 /// faultfs bound on rank 2's workload directory `wl/rank-00002`, set to do `fault` to its
 /// 15th 3000-byte write.
-#[cfg(has_fuse)]
 fn faultfs_on_rank_2(
     sb: &Sandbox,
     fault: faultfs::Fault,
@@ -123,62 +120,58 @@ fn faultfs_on_rank_2(
     ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
 )]
 fn a_bit_flipped_in_one_ranks_workload_fails_the_run_naming_the_rank() {
-    #[cfg(has_fuse)]
-    {
-        let sb = Sandbox::new();
-        std::fs::write(sb.file("flow.f"), FLOW).unwrap();
-        let (fs, _u) = flipping_faultfs_on_rank_2(&sb);
-        let (code, r, err) =
-            run_result(&sb, NP, &common::words("workload flow.f --dir wl --verify"));
-        let hit = fs.ctl().injected.pop().expect("the fault fired");
-        assert_eq!(code, Some(1), "{err}");
-        assert_eq!(r["status"], "failed");
-        let v = &r["verify"];
-        assert_eq!(u(&v["blocks_checked"]), NP * FLOW_READS_PER_RANK, "{v}");
-        assert_eq!(u(&v["blocks_intact"]), NP * FLOW_READS_PER_RANK - 1, "{v}");
-        assert_eq!(u(&v["corrupt"]["blocks"]), 1, "{v}");
-        assert_eq!(bad_reads(v), 1, "{v}");
-        let m = &v["corrupt"]["first"][0];
-        assert_eq!(u(&m["rank"]), 2, "{m}");
-        assert_eq!(u(&m["offset_bytes"]), hit.offset + 100, "{m}");
-        let target = m["target"].as_str().unwrap();
-        assert!(target.contains("wl/rank-00002/"), "{m}");
-        assert!(target.ends_with(&hit.file), "{m} {hit:?}");
-        // `user` is the fileset's index among every rank's (one fileset a rank).
-        assert_eq!(u(&m["user"]), 2, "{m}");
-        let sets = r["workload"]["filesets"].as_array().unwrap();
-        assert_eq!(sets.len(), NP as usize);
-        assert!(
-            sets[2]["root"].as_str().unwrap().contains("rank-00002"),
-            "{sets:?}"
-        );
-        assert!(
-            m["detail"].as_str().unwrap().contains("one bit flipped"),
-            "{m}"
-        );
-        // One failure, the rank's, named with it.
-        let failures = r["failures"].as_array().unwrap();
-        assert_eq!(failures.len(), 1, "{failures:?}");
-        let msg = failures[0]["message"].as_str().unwrap();
-        assert!(msg.starts_with("rank 2 on "), "{msg}");
-        assert!(msg.contains("verify: 1 read(s) did not come back"), "{msg}");
-        assert_eq!(r["ranks"][2]["status"], "failed");
-        for rank in [0, 1, 3] {
-            assert_eq!(r["ranks"][rank]["status"], "complete");
-        }
-        // Rank 2's fileset is removed from the mount; the other ranks' directories too.
-        assert_eq!(fs.listing(), Vec::<String>::new());
-        let left: Vec<String> = std::fs::read_dir(sb.file("wl"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(
-            left,
-            vec!["rank-00002".to_string()],
-            "the bound directory only"
-        );
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("flow.f"), FLOW).unwrap();
+    let (fs, _u) = flipping_faultfs_on_rank_2(&sb);
+    let (code, r, err) = run_result(&sb, NP, &common::words("workload flow.f --dir wl --verify"));
+    let hit = fs.ctl().injected.pop().expect("the fault fired");
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(r["status"], "failed");
+    let v = &r["verify"];
+    assert_eq!(u(&v["blocks_checked"]), NP * FLOW_READS_PER_RANK, "{v}");
+    assert_eq!(u(&v["blocks_intact"]), NP * FLOW_READS_PER_RANK - 1, "{v}");
+    assert_eq!(u(&v["corrupt"]["blocks"]), 1, "{v}");
+    assert_eq!(bad_reads(v), 1, "{v}");
+    let m = &v["corrupt"]["first"][0];
+    assert_eq!(u(&m["rank"]), 2, "{m}");
+    assert_eq!(u(&m["offset_bytes"]), hit.offset + 100, "{m}");
+    let target = m["target"].as_str().unwrap();
+    assert!(target.contains("wl/rank-00002/"), "{m}");
+    assert!(target.ends_with(&hit.file), "{m} {hit:?}");
+    // `user` is the fileset's index among every rank's (one fileset a rank).
+    assert_eq!(u(&m["user"]), 2, "{m}");
+    let sets = r["workload"]["filesets"].as_array().unwrap();
+    assert_eq!(sets.len(), NP as usize);
+    assert!(
+        sets[2]["root"].as_str().unwrap().contains("rank-00002"),
+        "{sets:?}"
+    );
+    assert!(
+        m["detail"].as_str().unwrap().contains("one bit flipped"),
+        "{m}"
+    );
+    // One failure, the rank's, named with it.
+    let failures = r["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    let msg = failures[0]["message"].as_str().unwrap();
+    assert!(msg.starts_with("rank 2 on "), "{msg}");
+    assert!(msg.contains("verify: 1 read(s) did not come back"), "{msg}");
+    assert_eq!(r["ranks"][2]["status"], "failed");
+    for rank in [0, 1, 3] {
+        assert_eq!(r["ranks"][rank]["status"], "complete");
     }
+    // Rank 2's fileset is removed from the mount; the other ranks' directories too.
+    assert_eq!(fs.listing(), Vec::<String>::new());
+    let left: Vec<String> = std::fs::read_dir(sb.file("wl"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        left,
+        vec!["rank-00002".to_string()],
+        "the bound directory only"
+    );
 }
 
 /// A thread of rank 2 fails (its storage answers a write with EIO): the run fails (exit 1)
@@ -190,28 +183,25 @@ fn a_bit_flipped_in_one_ranks_workload_fails_the_run_naming_the_rank() {
     ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
 )]
 fn a_thread_failed_on_one_rank_is_one_failure_naming_the_rank() {
-    #[cfg(has_fuse)]
-    {
-        let sb = Sandbox::new();
-        std::fs::write(sb.file("flow.f"), FLOW).unwrap();
-        let (fs, _u) = faultfs_on_rank_2(&sb, faultfs::Fault::Error(libc::EIO));
-        let (code, r, err) = run_result(&sb, NP, &common::words("workload flow.f --dir wl"));
-        assert!(fs.ctl().injected.pop().is_some(), "the fault fired");
-        assert_eq!(code, Some(1), "{err}");
-        assert_eq!(r["status"], "failed");
-        let failures = r["failures"].as_array().unwrap();
-        assert_eq!(failures.len(), 1, "{failures:?}");
-        let msg = failures[0]["message"].as_str().unwrap();
-        assert!(msg.starts_with("rank 2 on "), "{msg}");
-        assert!(msg.contains("Input/output error"), "{msg}");
-        assert_eq!(r["ranks"][2]["status"], "failed");
-        for rank in [0, 1, 3] {
-            assert_eq!(r["ranks"][rank]["status"], "complete");
-        }
-        let ends = &r["workload"]["runs"][0]["thread_ends"];
-        assert_eq!(u(&ends["failed"]), 1, "{ends}");
-        assert_eq!(fs.listing(), Vec::<String>::new());
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("flow.f"), FLOW).unwrap();
+    let (fs, _u) = faultfs_on_rank_2(&sb, faultfs::Fault::Error(libc::EIO));
+    let (code, r, err) = run_result(&sb, NP, &common::words("workload flow.f --dir wl"));
+    assert!(fs.ctl().injected.pop().is_some(), "the fault fired");
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(r["status"], "failed");
+    let failures = r["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    let msg = failures[0]["message"].as_str().unwrap();
+    assert!(msg.starts_with("rank 2 on "), "{msg}");
+    assert!(msg.contains("Input/output error"), "{msg}");
+    assert_eq!(r["ranks"][2]["status"], "failed");
+    for rank in [0, 1, 3] {
+        assert_eq!(r["ranks"][rank]["status"], "complete");
     }
+    let ends = &r["workload"]["runs"][0]["thread_ends"];
+    assert_eq!(u(&ends["failed"]), 1, "{ends}");
+    assert_eq!(fs.listing(), Vec::<String>::new());
 }
 
 /// Two runs, and rank 2's first fails (a bit flipped, found by --verify): its script ends
@@ -224,43 +214,39 @@ fn a_thread_failed_on_one_rank_is_one_failure_naming_the_rank() {
     ignore = "SKIPPED: needs mpirun, root and /dev/fuse"
 )]
 fn a_run_failed_on_one_rank_calls_the_next_run_off_on_every_rank() {
-    #[cfg(has_fuse)]
-    {
-        let sb = Sandbox::new();
-        std::fs::write(sb.file("flow.f"), format!("{FLOW}run 30\n")).unwrap();
-        let (fs, _u) = flipping_faultfs_on_rank_2(&sb);
-        let (code, r, err) =
-            run_result(&sb, NP, &common::words("workload flow.f --dir wl --verify"));
-        assert_eq!(code, Some(1), "{err}");
-        assert_eq!(r["status"], "failed");
-        assert_eq!(r["workload"]["runs"].as_array().unwrap().len(), 1);
-        assert_eq!(u(&r["verify"]["corrupt"]["blocks"]), 1, "{}", r["verify"]);
-        assert_eq!(u(&r["verify"]["corrupt"]["first"][0]["rank"]), 2);
-        let failures = r["failures"].as_array().unwrap();
-        assert_eq!(failures.len(), 1, "{failures:?}");
-        let msg = failures[0]["message"].as_str().unwrap();
-        assert!(msg.starts_with("rank 2 on "), "{msg}");
-        let notes: Vec<&str> = r["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| n.as_str().unwrap())
-            .collect();
-        let want = "run 2 called off: another rank's script ended before it";
-        for rank in [0, 1, 3] {
-            assert_eq!(r["ranks"][rank]["status"], "complete", "{notes:?}");
-            let note = if rank == 0 {
-                want.to_string()
-            } else {
-                format!("rank {rank}: {want}")
-            };
-            assert!(notes.contains(&note.as_str()), "{notes:?}");
-        }
-        assert_eq!(r["ranks"][2]["status"], "failed");
-        assert_eq!(fs.listing(), Vec::<String>::new());
-        let left = std::fs::read_dir(sb.file("wl")).unwrap().count();
-        assert_eq!(left, 1, "the bound directory only");
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("flow.f"), format!("{FLOW}run 30\n")).unwrap();
+    let (fs, _u) = flipping_faultfs_on_rank_2(&sb);
+    let (code, r, err) = run_result(&sb, NP, &common::words("workload flow.f --dir wl --verify"));
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(r["status"], "failed");
+    assert_eq!(r["workload"]["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(u(&r["verify"]["corrupt"]["blocks"]), 1, "{}", r["verify"]);
+    assert_eq!(u(&r["verify"]["corrupt"]["first"][0]["rank"]), 2);
+    let failures = r["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    let msg = failures[0]["message"].as_str().unwrap();
+    assert!(msg.starts_with("rank 2 on "), "{msg}");
+    let notes: Vec<&str> = r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let want = "run 2 called off: another rank's script ended before it";
+    for rank in [0, 1, 3] {
+        assert_eq!(r["ranks"][rank]["status"], "complete", "{notes:?}");
+        let note = if rank == 0 {
+            want.to_string()
+        } else {
+            format!("rank {rank}: {want}")
+        };
+        assert!(notes.contains(&note.as_str()), "{notes:?}");
     }
+    assert_eq!(r["ranks"][2]["status"], "failed");
+    assert_eq!(fs.listing(), Vec::<String>::new());
+    let left = std::fs::read_dir(sb.file("wl")).unwrap().count();
+    assert_eq!(left, 1, "the bound directory only");
 }
 
 /// The names of the files below `dir`, by the directory holding them.

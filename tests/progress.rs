@@ -162,25 +162,39 @@ fn worker_processes_ship_their_intervals() {
     check_series(&r, 3);
 }
 
+/// vx takes --status-interval (a time series of 100 ms intervals that add up to the totals)
+/// and --progress (status lines with `always`, none with `never`).
 #[test]
 fn vx_takes_the_watch_flags() {
     let sb = Sandbox::new();
-    let out = sb
-        .cmd(&[
-            "vx",
-            "--status-interval",
-            "100ms",
-            "--progress",
-            "never",
-            "-w",
-            "write",
-            "-i",
-            "iosize=4,iocount=2000",
-            "v.dat",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr_of(&out));
+    let run = |progress: &str| {
+        let out = sb
+            .cmd(&words(&format!(
+                "vx --status-interval 100ms --progress {progress} -w rand_read \
+                 -i iosize=4,iocount=100000000,maxfilesize=1m --time 0.6s v.dat --output r.json"
+            )))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr_of(&out));
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(sb.file("r.json")).unwrap()).unwrap();
+        (stderr_of(&out), r)
+    };
+    let (err, r) = run("never");
+    assert!(status_lines(&err).is_empty(), "{err}");
+    check_series(&r, 4);
+    let ts = r["timeseries"].as_array().unwrap();
+    for i in &ts[..ts.len() - 1] {
+        let d = i["interval_s"].as_f64().unwrap();
+        assert!((0.09..0.2).contains(&d), "a 100 ms interval: {i}");
+    }
+    let (err, _) = run("always");
+    assert!(
+        status_lines(&err)
+            .iter()
+            .any(|l| l.starts_with("[running]")),
+        "{err}"
+    );
 }
 
 #[test]

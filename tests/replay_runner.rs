@@ -122,8 +122,15 @@ fn a_trace_of_a_replay_has_the_inputs_calls_and_analyzes() {
     assert_eq!(op_counts(&sb.file("out2.bin")), expected_mixed_counts());
     let v = json(&sb.file("r.json"));
     assert_eq!(v["probes"]["trace"]["records"].as_u64(), Some(46), "{v}");
+    // The analysis of the replay's trace counts the input's calls.
     let out = run_ok(&sb, &["trace", "--analyze", "out.csv"]);
-    assert!(!out.stdout.is_empty());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("46 records over "), "{text}");
+    assert!(
+        text.contains("10 reads (80.00 KiB), 20 writes (80.00 KiB)"),
+        "{text}"
+    );
+    assert!(text.contains(", 2 fsync/fdatasync;"), "{text}");
     // Nothing the replay made is left behind (files, directories, unlink placeholders).
     let left: Vec<_> = std::fs::read_dir(sb.file("scratch")).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
@@ -191,11 +198,19 @@ fn replay_threads_carry_syscalls_and_cpu_like_a_run() {
         .collect();
     assert!(by_reads.contains(&(0, 20, 2)), "{by_reads:?}");
     assert!(by_reads.contains(&(10, 0, 0)), "{by_reads:?}");
+    // Each thread's CPU time is measured (a thread that ran is charged more than zero) and
+    // user + system is its total; the threads' totals add up to the run's.
+    let mut sum = 0.0;
     for t in &threads {
         let s = &t["stats"];
-        let cpu = s["cpu_user_s"].as_f64().unwrap() + s["cpu_sys_s"].as_f64().unwrap();
-        assert!(cpu >= 0.0 && s["cpu_s"].as_f64().unwrap() >= 0.0);
+        let cpu = s["cpu_s"].as_f64().unwrap();
+        let parts = s["cpu_user_s"].as_f64().unwrap() + s["cpu_sys_s"].as_f64().unwrap();
+        assert!(cpu > 0.0, "{s}");
+        assert!((parts - cpu).abs() < 1e-6, "{s}");
+        sum += cpu;
     }
+    let total_cpu = v["total"]["cpu_s"].as_f64().unwrap();
+    assert!((sum - total_cpu).abs() < 1e-6, "{sum} vs {}", v["total"]);
     // A replay that does enough work to be charged CPU time shows it in the total.
     let rows: Vec<String> = (0..20000u64)
         .map(|i| {
@@ -224,7 +239,30 @@ fn replay_threads_carry_syscalls_and_cpu_like_a_run() {
     // report and compare read a replay's Result and show its CPU.
     let out = run_ok(&sb, &["report", "big.json"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.to_lowercase().contains("cpu"), "{text}");
+    let header: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with("run "))
+        .unwrap_or_else(|| panic!("{text}"))
+        .split("  ")
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .collect();
+    let col = header
+        .iter()
+        .position(|h| *h == "CPU s")
+        .unwrap_or_else(|| panic!("{text}"));
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with("replay big.csv "))
+        .unwrap_or_else(|| panic!("{text}"))
+        .trim_start_matches("replay big.csv")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row[col - 1],
+        format!("{:.3}", b["total"]["cpu_s"].as_f64().unwrap()),
+        "{text}"
+    );
     let out = run_ok(&sb, &["replay", "big.csv", "--dir", "scratch", "-v"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("syscalls"), "{text}");
@@ -538,11 +576,10 @@ fn a_replay_of_many_files_prints_one_compact_result() {
     let out = run_ok(&sb, &["replay", "many.csv", "--dir", "r", "-v"]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(!text.contains("more users"), "{text}");
-    assert!(
-        sb.listing()
-            .iter()
-            .all(|f| !f.starts_with("r/fsbench-replay")),
-        "{:?}",
-        sb.listing()
-    );
+    // Every scratch file lived in r/ and is gone.
+    assert!(files
+        .iter()
+        .all(|f| f["scratch"].as_str().unwrap().starts_with("r/")));
+    let left: Vec<_> = std::fs::read_dir(sb.file("r")).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
 }

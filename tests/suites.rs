@@ -239,6 +239,11 @@ fn backup_suite_archives_restores_and_verifies() {
         .get_output()
         .clone();
     let stdout = String::from_utf8_lossy(&out.stdout);
+    // The suite file's description is in the report's preface.
+    assert!(
+        stdout.contains("One large and two small files archived in ustar format"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("phase    cache     elapsed s  user s  sys s  read calls  write calls  read+write calls/s"),
         "{stdout}"
@@ -256,7 +261,12 @@ fn backup_suite_archives_restores_and_verifies() {
         assert_eq!(r["backup"]["record_bytes"], 32256);
         assert!(r["total"]["syscalls"]["read"].as_u64().unwrap() > 0);
         assert!(r["total"]["syscalls"]["write"].as_u64().unwrap() > 0);
-        assert!(r["total"]["cpu_sys_s"].as_f64().unwrap() >= 0.0);
+        // Each phase's CPU time is measured: its calls cost more than zero, and user +
+        // system is the total.
+        let t = &r["total"];
+        let parts = t["cpu_user_s"].as_f64().unwrap() + t["cpu_sys_s"].as_f64().unwrap();
+        assert!(parts > 0.0, "{t}");
+        assert!((parts - t["cpu_s"].as_f64().unwrap()).abs() < 1e-6, "{t}");
     }
     let restores: Vec<_> = recs
         .iter()

@@ -18,7 +18,13 @@ fn paper_example_writes_exact_bytes_and_cleans_up() {
     assert_eq!(total(&v)["write_ops"], 1024);
     assert_eq!(total(&v)["bytes"], 8 * 1024 * 1024);
     assert!(total(&v)["bytes_per_sec"].as_f64().unwrap() > 0.0);
-    assert!(total(&v)["cpu_s"].as_f64().unwrap() >= 0.0);
+    // The thread's CPU time is measured (getrusage counts a thread's run time exactly, so
+    // 1024 writes take more than zero) and user + system is the total.
+    let t = total(&v);
+    let cpu = t["cpu_s"].as_f64().unwrap();
+    assert!(cpu > 0.0, "{t}");
+    let parts = t["cpu_user_s"].as_f64().unwrap() + t["cpu_sys_s"].as_f64().unwrap();
+    assert!((parts - cpu).abs() < 1e-6, "{t}");
     assert!(
         sb.listing().is_empty(),
         "created file removed: {:?}",
@@ -62,35 +68,107 @@ fn every_workload_runs() {
     }
 }
 
+/// What the kernel saw of `fsbench ARGS` (strace -f): opens, fadvise and fallocate calls.
+fn kernel_view(sb: &Sandbox, args: &[&str]) -> String {
+    let log = sb.file("strace.log");
+    let bin = assert_cmd::cargo::cargo_bin("fsbench");
+    let st = std::process::Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=%file,fadvise64,fallocate,execve",
+            "-o",
+        ])
+        .arg(&log)
+        .arg(bin)
+        .args(args)
+        .current_dir(sb.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap_or_else(|e| common::cannot(&format!("strace does not start: {e}")));
+    assert!(st.success(), "fsbench {args:?} under strace");
+    let text = std::fs::read_to_string(&log).unwrap();
+    std::fs::remove_file(&log).unwrap();
+    text
+}
+
+/// What a cache option changes in the calls of a run of file `f`: (some open of f has
+/// O_DIRECT, some has O_DSYNC, the advice given besides the eviction before timing, f was
+/// preallocated).
+fn cache_calls(strace: &str) -> (bool, bool, Vec<&'static str>, bool) {
+    let opens: Vec<&str> = strace.lines().filter(|l| l.contains("\"f\", O_")).collect();
+    let advice = [
+        "POSIX_FADV_NOREUSE",
+        "POSIX_FADV_RANDOM",
+        "POSIX_FADV_SEQUENTIAL",
+    ]
+    .into_iter()
+    .filter(|a| {
+        strace
+            .lines()
+            .any(|l| l.contains("fadvise64(") && l.contains(a))
+    })
+    .collect();
+    (
+        opens.iter().any(|l| l.contains("O_DIRECT")),
+        opens.iter().any(|l| l.contains("O_DSYNC")),
+        advice,
+        strace.lines().any(|l| l.contains("fallocate(")),
+    )
+}
+
+/// Every cache option changes what reaches the kernel, each in its own way: the open flags
+/// of the file (O_DIRECT, O_DSYNC), the advice given for it, its preallocation.
 #[test]
-fn every_cache_option_runs() {
-    for c in [
-        "direct",
-        "dsync",
-        "noreuse",
-        "random",
-        "seq",
-        "discovered",
-        "concurrent",
-        "direct,seq",
-    ] {
+#[cfg_attr(
+    not(all(has_strace, has_tmp_direct_io)),
+    ignore = "SKIPPED: needs strace and a temp dir that takes O_DIRECT writes"
+)]
+fn every_cache_option_changes_what_reaches_the_kernel() {
+    let cases: [(Option<&str>, (bool, bool, Vec<&str>, bool)); 9] = [
+        (None, (false, false, vec![], false)),
+        (Some("direct"), (true, false, vec![], false)),
+        (Some("dsync"), (false, true, vec![], false)),
+        (
+            Some("noreuse"),
+            (false, false, vec!["POSIX_FADV_NOREUSE"], false),
+        ),
+        (
+            Some("random"),
+            (false, false, vec!["POSIX_FADV_RANDOM"], false),
+        ),
+        (
+            Some("seq"),
+            (false, false, vec!["POSIX_FADV_SEQUENTIAL"], false),
+        ),
+        // 8 KiB I/Os are at the threshold: direct.
+        (Some("discovered=8k"), (true, false, vec![], false)),
+        // Preallocated, then written direct.
+        (Some("concurrent"), (true, false, vec![], true)),
+        (
+            Some("direct,seq"),
+            (true, false, vec!["POSIX_FADV_SEQUENTIAL"], false),
+        ),
+    ];
+    for (c, want) in cases {
         let sb = Sandbox::new();
-        let v = sb.run_json(&[
-            "vx",
-            "-t",
-            "-w",
-            "rand_write",
-            "-i",
-            "iosize=8k,iocount=64",
-            "-c",
-            c,
-            "f",
-        ]);
-        assert_eq!(v["status"], "complete", "{c}");
-        assert_eq!(total(&v)["write_ops"], 64, "{c}");
-        if c.starts_with("direct") || c == "concurrent" {
-            assert_eq!(total(&v)["direct_ops"], 64, "{c}");
+        let mut args = vec!["vx", "-t", "-w", "rand_write", "-i", "iosize=8k,iocount=64"];
+        if let Some(c) = c {
+            args.extend(["-c", c]);
         }
+        args.extend(["--output", "r.json", "f"]);
+        let seen = kernel_view(&sb, &args);
+        assert_eq!(cache_calls(&seen), want, "-c {c:?}:\n{seen}");
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(sb.file("r.json")).unwrap()).unwrap();
+        assert_eq!(v["status"], "complete", "{c:?}");
+        assert_eq!(total(&v)["write_ops"], 64, "{c:?}");
+        assert_eq!(
+            total(&v)["direct_ops"],
+            if want.0 { 64 } else { 0 },
+            "{c:?}"
+        );
     }
 }
 
@@ -126,26 +204,46 @@ fn misaligned_direct_falls_back_to_dsync_buffered_and_is_counted() {
     assert!(text.contains("50 misaligned direct I/Os"), "{text}");
 }
 
+/// The three worker modes do the same work, and differ in how: -t runs every user and thread
+/// in one process, -P one worker process per user (its threads inside), -p one process per
+/// thread (the workers are this binary started again as `__worker`).
 #[test]
-fn worker_modes_agree() {
-    for mode in ["-P", "-p", "-t"] {
+#[cfg_attr(
+    not(has_strace),
+    ignore = "SKIPPED: strace is not installed or cannot trace"
+)]
+fn worker_modes_agree_on_the_work_and_differ_in_processes() {
+    for (mode, processes) in [("-t", 0), ("-P", 2), ("-p", 6)] {
         let sb = Sandbox::new();
-        let v = sb.run_json(&[
-            "vx",
-            mode,
-            "-w",
-            "rand_read",
-            "-i",
-            "iosize=4k,iocount=100,nthreads=3",
-            "a",
-            "b",
-        ]);
+        let seen = kernel_view(
+            &sb,
+            &[
+                "vx",
+                mode,
+                "-w",
+                "rand_read",
+                "-i",
+                "iosize=4k,iocount=100,nthreads=3",
+                "--output",
+                "r.json",
+                "a",
+                "b",
+            ],
+        );
+        let workers = seen
+            .lines()
+            .filter(|l| l.contains("execve(") && l.contains("\"__worker\""))
+            .count();
+        assert_eq!(workers, processes, "{mode}: worker processes\n{seen}");
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(sb.file("r.json")).unwrap()).unwrap();
         assert_eq!(total(&v)["read_ops"], 600, "{mode}");
         assert!(
             total(&v)["cpu_s"].as_f64().unwrap() > 0.0,
             "{mode}: CPU measured"
         );
         assert_eq!(v["job"]["threads"], 3);
+        assert_eq!(v["users"].as_array().unwrap().len(), 2, "{mode}");
     }
 }
 
@@ -175,11 +273,33 @@ fn open_types_and_subopts() {
         .assert()
         .success();
     assert!(!sb.file("k").exists());
-    // rand_read with truncup and maxfilesize, randseed reproducible.
-    let a = sb.run_json(&words(
-        "vx -t -w rand_write -i iosize=4,iocount=50,truncup=256,randseed=7 f",
-    ));
-    assert_eq!(total(&a)["write_ops"], 50);
+    // rand_write with truncup and randseed: the same seed gives the same offsets, another
+    // seed others (seen in the trace of each run).
+    let offsets = |seed: u64, trace: &str| -> Vec<u64> {
+        let a = sb.run_json(&words(&format!(
+            "vx -t -w rand_write -i iosize=4,iocount=50,truncup=256,randseed={seed} --trace {trace} f"
+        )));
+        assert_eq!(total(&a)["write_ops"], 50);
+        let t = fsbench::trace::format::read_file(&sb.file(trace)).unwrap();
+        t.records.iter().map(|r| r.offset).collect()
+    };
+    let (first, again, other) = (
+        offsets(7, "a.csv"),
+        offsets(7, "b.csv"),
+        offsets(8, "c.csv"),
+    );
+    assert_eq!(first.len(), 50);
+    assert_eq!(first, again, "randseed=7 twice");
+    assert_ne!(first, other, "randseed=7 and randseed=8");
+    // Random offsets over the truncup size (256 KiB), not one offset repeated.
+    assert!(first.iter().all(|&o| o < 256 * 1024), "{first:?}");
+    assert!(
+        first
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            > 10
+    );
     let r = sb.run_json(&words(
         "vx -t -w rand_read -i iosize=4,iocount=50,maxfilesize=512 f",
     ));
@@ -255,12 +375,6 @@ fn reservation_flags() {
         "trimmed: {} blocks",
         std::os::unix::fs::MetadataExt::blocks(&m)
     );
-    // contig: a small reservation on a fresh file is one extent.
-    sb.cmd(&words(
-        "vx -t -w write -r 256k -f contig -i iosize=4k,iocount=16 c",
-    ))
-    .assert()
-    .success();
     // noextend: writing past the reservation is refused before any I/O.
     let out = sb
         .cmd(&words(
@@ -276,6 +390,35 @@ fn reservation_flags() {
     ))
     .assert()
     .success();
+}
+
+/// contig: a small reservation on a fresh file is one extent, reserved in full (FIEMAP
+/// through filefrag on the kept file).
+#[test]
+#[cfg_attr(
+    not(has_tmp_fiemap),
+    ignore = "SKIPPED: the temp dir's file system does not answer FIEMAP"
+)]
+fn a_contig_reservation_is_one_extent() {
+    let sb = Sandbox::new();
+    sb.cmd(&words(
+        "vx -t -w write -r 256k -f contig -i iosize=4k,iocount=16 --keep c",
+    ))
+    .assert()
+    .success();
+    let m = std::fs::metadata(sb.file("c")).unwrap();
+    assert_eq!(m.len(), 65536);
+    assert!(
+        std::os::unix::fs::MetadataExt::blocks(&m) * 512 >= 256 * 1024,
+        "reserved: {} blocks",
+        std::os::unix::fs::MetadataExt::blocks(&m)
+    );
+    let out = std::process::Command::new("filefrag")
+        .arg(sb.file("c"))
+        .output()
+        .unwrap_or_else(|e| common::cannot(&format!("filefrag (e2fsprogs): {e}")));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.trim_end().ends_with(": 1 extent found"), "{text}");
 }
 
 #[test]

@@ -132,10 +132,10 @@ personality_tests!(
 
 #[test]
 fn variants_run_with_their_presets() {
-    for v in [
-        "randwrite2ksync4thread",
-        "large_db_oltp_8k_uncached",
-        "seqwrite32kdsync",
+    for (v, want) in [
+        ("randwrite2ksync4thread", "2048"),
+        ("large_db_oltp_8k_uncached", "8192"),
+        ("seqwrite32kdsync", "32768"),
     ] {
         let sb = Sandbox::new();
         let mut args = tiny(v);
@@ -150,10 +150,7 @@ fn variants_run_with_their_presets() {
             .as_str()
             .unwrap()
             .to_string();
-        assert!(
-            iosize == "2048" || iosize == "8192" || iosize == "32768",
-            "{v}: iosize {iosize}"
-        );
+        assert_eq!(iosize, want, "{v}: iosize");
         assert!(sb.listing().is_empty());
     }
 }

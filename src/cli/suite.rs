@@ -158,6 +158,9 @@ pub(crate) fn main(a: SuiteArgs, exec: crate::exec::Executor) -> anyhow::Result<
         "Suite {} ({}), reproducing seeds/{}, scale {}.",
         res.file.name, res.file.title, res.file.source, res.scale
     )];
+    if !res.file.description.is_empty() {
+        preface.push(res.file.description.clone());
+    }
     if !outcome.missing_personalities.is_empty() {
         preface.push(format!(
             "MISSING: these personalities could not be run (not shipped or not loadable): {}.",

@@ -30,9 +30,8 @@ pub(crate) struct SuiteFile {
     pub title: String,
     /// The seed document the suite reproduces.
     pub source: String,
-    /// Accepted in suite files (they are checked for unknown keys); nothing prints it yet.
+    /// What the suite measures, in a sentence: the preface of its report says it.
     #[serde(default)]
-    #[allow(dead_code)]
     pub description: String,
     #[serde(default = "one")]
     pub default_scale: f64,
