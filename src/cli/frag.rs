@@ -10,9 +10,10 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub(crate) struct FragArgs {
-    /// A file or a directory (walked without following symlinks or crossing mounts)
-    #[arg(required_unless_present = "reorg", conflicts_with = "reorg")]
-    pub path: Option<PathBuf>,
+    /// A file or a directory (walked without following symlinks or crossing mounts); with
+    /// --reorg, the files to reorganise
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
     /// How many of the most fragmented files (and directories) to list
     #[arg(long, default_value_t = 10)]
     pub top: usize,
@@ -25,10 +26,11 @@ pub(crate) struct FragArgs {
     /// Also report the free space of PATH's file system by extent size class
     #[arg(long)]
     pub free: bool,
-    /// Reorganise these files into fewer extents (ext4, XFS, btrfs) and report extents
-    /// before and after; only files fsbench created unless --force
-    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["dirs", "free"])]
-    pub reorg: Vec<PathBuf>,
+    /// Reorganise the files named into fewer extents with the file system's online
+    /// mechanism (ext4, XFS, btrfs) and report extents before and after; only files fsbench
+    /// created unless --force
+    #[arg(long, conflicts_with_all = ["dirs", "free"])]
+    pub reorg: bool,
     /// With --reorg: also reorganise files fsbench did not create
     #[arg(long, requires = "reorg")]
     pub force: bool,
@@ -36,12 +38,13 @@ pub(crate) struct FragArgs {
 
 pub(crate) fn main(a: FragArgs) -> anyhow::Result<i32> {
     let format = if a.json { Format::Json } else { Format::Text };
-    if !a.reorg.is_empty() {
-        return reorg(&a.reorg, a.force, format);
+    if a.reorg {
+        return reorg(&a.paths, a.force, format);
     }
-    let Some(path) = a.path else {
-        bail_usage!("frag: name a PATH to report on, or --reorg FILE... to reorganise");
+    let [path] = a.paths.as_slice() else {
+        bail_usage!("frag: name one PATH to report on (several files are for --reorg FILE...)");
     };
+    let path = path.clone();
     if std::fs::symlink_metadata(&path).is_err() {
         bail_usage!("frag: {} does not exist", path.display());
     }
