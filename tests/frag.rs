@@ -392,10 +392,10 @@ fn reorganises_on(fstype: &str, size_mb: u64) {
     let r = frag_json(&sb, &args);
     let out = r["files"].as_array().unwrap();
     assert_eq!(out.len(), 2);
-    let method = if fstype == "ext4" {
-        "EXT4_IOC_MOVE_EXT"
-    } else {
-        "XFS_IOC_SWAPEXT"
+    let method = match fstype {
+        "ext4" => "EXT4_IOC_MOVE_EXT",
+        "xfs" => "XFS_IOC_SWAPEXT",
+        _ => "BTRFS_IOC_DEFRAG_RANGE",
     };
     let mut improved = 0;
     for (o, f) in out.iter().zip(&files) {
@@ -468,6 +468,15 @@ fn reorg_on_ext4_moves_a_fragmented_file_into_fewer_extents() {
 )]
 fn reorg_on_xfs_swaps_a_fragmented_file_into_fewer_extents() {
     reorganises_on("xfs", 320);
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_btrfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.btrfs"
+)]
+fn reorg_on_btrfs_defragments_a_fragmented_file_into_fewer_extents() {
+    reorganises_on("btrfs", 300);
 }
 
 #[test]

@@ -206,16 +206,26 @@ fn unsupported_reason(fs: &str, e: &std::io::Error) -> String {
 pub fn report(path: &std::path::Path) -> anyhow::Result<FreeSpaceReport> {
     use anyhow::Context;
     use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .or_else(|_| {
-            // A directory or a file we may not read: O_PATH is not enough for an ioctl, so
-            // open the directory that holds it.
-            std::fs::File::open(path)
-        })
-        .with_context(|| format!("opening {}", path.display()))?;
+    // The path itself (not followed if a link), or, for a link, a FIFO, a device or a file
+    // that cannot be opened, the directory that holds it: any descriptor on the file
+    // system answers for all of it.
+    let open = |p: &std::path::Path| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(p)
+    };
+    let usable = |f: &File| f.metadata().is_ok_and(|m| m.is_dir() || m.is_file());
+    let f = match open(path) {
+        Ok(f) if usable(&f) => f,
+        _ => {
+            let parent = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."));
+            open(parent).with_context(|| format!("opening {}", parent.display()))?
+        }
+    };
     let st = rustix::fs::fstatfs(&f).context("fstatfs")?;
     let fs = fs_name(st.f_type as u64);
     let mut r = match free_extents(&f) {
