@@ -149,29 +149,48 @@ pub(crate) struct Target {
 /// truncating; it must be a regular file and, unless `force`, carry fsbench's mark. Every
 /// refusal is one line for the user.
 pub(crate) fn open_checked(path: &Path, force: bool) -> Result<Target, UsageError> {
+    // First a descriptor that opens nothing (O_PATH): a device or FIFO named here is never
+    // opened (a tape rewinds on close). Only a regular file is then opened read-write,
+    // through that descriptor, so it is the very file that was checked.
+    let at = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOENT) => usage!("frag --reorg: {} does not exist", path.display()),
+            _ => usage!("frag --reorg: cannot open {}: {e}", path.display()),
+        })?;
+    let m = at
+        .metadata()
+        .map_err(|e| usage!("frag --reorg: cannot examine {}: {e}", path.display()))?;
+    let what =
+        |kind: &str, advice: &str| usage!("frag --reorg: {} is {kind}: {advice}", path.display());
+    if m.file_type().is_symlink() {
+        return Err(what("a symbolic link", "name the file itself"));
+    }
+    if m.is_dir() {
+        return Err(what("a directory", "name regular files"));
+    }
+    if !m.is_file() {
+        return Err(what("not a regular file", "name regular files"));
+    }
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => usage!(
-                "frag --reorg: {} is a symbolic link: name the file itself",
+        .custom_flags(libc::O_CLOEXEC)
+        .open(format!("/proc/self/fd/{}", at.as_raw_fd()))
+        .map_err(|e| {
+            usage!(
+                "frag --reorg: cannot open {} for writing: {e}",
                 path.display()
-            ),
-            Some(libc::ENOENT) => usage!("frag --reorg: {} does not exist", path.display()),
-            Some(libc::EISDIR) => usage!(
-                "frag --reorg: {} is a directory: name regular files",
-                path.display()
-            ),
-            _ => usage!("frag --reorg: cannot open {}: {e}", path.display()),
+            )
         })?;
-    let m = file
+    let n = file
         .metadata()
         .map_err(|e| usage!("frag --reorg: cannot examine {}: {e}", path.display()))?;
-    if !m.is_file() {
+    if (n.dev(), n.ino()) != (m.dev(), m.ino()) || !n.is_file() {
         return Err(usage!(
-            "frag --reorg: {} is not a regular file: name regular files",
+            "frag --reorg: {} changed while it was being opened",
             path.display()
         ));
     }
@@ -181,7 +200,6 @@ pub(crate) fn open_checked(path: &Path, force: bool) -> Result<Target, UsageErro
             path.display()
         ));
     }
-    crate::runner::mark::set_blocking(&file);
     Ok(Target {
         path: path.to_path_buf(),
         file,
@@ -459,6 +477,12 @@ mod tests {
             .0
             .contains("symbolic link"));
         assert!(open_checked(dir.path(), true).is_err());
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = open_checked(&fifo, true).err().unwrap();
+        assert!(e.0.contains("not a regular file"), "{}", e.0);
         assert_eq!(std::fs::read(&p).unwrap(), b"data");
     }
 }
