@@ -19,6 +19,7 @@ pub(crate) mod mpi;
 pub(crate) mod observe;
 pub(crate) mod output;
 pub mod probe;
+pub(crate) mod reorg;
 pub mod replay;
 pub(crate) mod report;
 pub(crate) mod result;

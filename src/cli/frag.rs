@@ -1,4 +1,7 @@
-//! `fsbench frag PATH`: extents per file under PATH (FIEMAP), like fsadm's extent report.
+//! `fsbench frag PATH`: extents per file under PATH (FIEMAP), like fsadm's extent report;
+//! with `--dirs` the extents of the directories, with `--free` the free-space fragmentation
+//! of the file system. `fsbench frag --reorg FILE...` reorganises files into fewer extents
+//! with the file system's own online mechanism.
 
 use crate::bail_usage;
 use crate::report::{Format, Render};
@@ -7,27 +10,76 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub(crate) struct FragArgs {
-    /// A file or a directory (walked without following symlinks or crossing mounts)
-    pub path: PathBuf,
-    /// How many of the most fragmented files to list
+    /// A file or a directory (walked without following symlinks or crossing mounts); with
+    /// --reorg, the files to reorganise
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// How many of the most fragmented files (and directories) to list
     #[arg(long, default_value_t = 10)]
     pub top: usize,
     /// JSON instead of text
     #[arg(long)]
     pub json: bool,
+    /// Also report the extents of the directories under PATH (directory fragmentation)
+    #[arg(long)]
+    pub dirs: bool,
+    /// Also report the free space of PATH's file system by extent size class
+    #[arg(long)]
+    pub free: bool,
+    /// Reorganise the files named into fewer extents with the file system's online
+    /// mechanism (ext4, XFS, btrfs) and report extents before and after; only files fsbench
+    /// created unless --force
+    #[arg(long, conflicts_with_all = ["dirs", "free"])]
+    pub reorg: bool,
+    /// With --reorg: also reorganise files fsbench did not create
+    #[arg(long, requires = "reorg")]
+    pub force: bool,
 }
 
 pub(crate) fn main(a: FragArgs) -> anyhow::Result<i32> {
-    if std::fs::symlink_metadata(&a.path).is_err() {
-        bail_usage!("frag: {} does not exist", a.path.display());
-    }
-    let r = crate::probe::frag::report(&a.path, a.top)?;
     let format = if a.json { Format::Json } else { Format::Text };
+    if a.reorg {
+        return reorg(&a.paths, a.force, format);
+    }
+    let [path] = a.paths.as_slice() else {
+        bail_usage!("frag: name one PATH to report on (several files are for --reorg FILE...)");
+    };
+    let path = path.clone();
+    if std::fs::symlink_metadata(&path).is_err() {
+        bail_usage!("frag: {} does not exist", path.display());
+    }
+    let mut r = crate::probe::frag::report(&path, a.top)?;
+    if a.dirs {
+        r.directories = Some(crate::probe::frag::dir_report(&path, a.top)?);
+    }
+    if a.free {
+        r.free_space = Some(crate::probe::freefrag::report(&path)?);
+    }
     crate::out!("{}", r.render(format));
     if r.files == 0 && r.errors > 0 {
         anyhow::bail!(
             "no file could be mapped: {}",
             r.first_error.unwrap_or_default()
+        );
+    }
+    Ok(0)
+}
+
+/// Check every file first (a refusal changes nothing), then reorganise each in turn.
+fn reorg(files: &[PathBuf], force: bool, format: Format) -> anyhow::Result<i32> {
+    let targets = files
+        .iter()
+        .map(|p| crate::reorg::open_checked(p, force))
+        .collect::<Result<Vec<_>, _>>()?;
+    let report = crate::reorg::ReorgReport {
+        files: targets.iter().map(crate::reorg::reorganise).collect(),
+    };
+    crate::out!("{}", report.render(format));
+    let failed = report.files.iter().filter(|f| f.error.is_some()).count();
+    if failed > 0 {
+        anyhow::bail!(
+            "{failed} of {} file(s) could not be reorganised",
+            files.len()
         );
     }
     Ok(0)

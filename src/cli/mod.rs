@@ -85,7 +85,8 @@ pub(crate) enum Command {
     Trace(trace::TraceArgs),
     /// Replay a trace as a benchmark on scratch files
     Replay(replay::ReplayArgs),
-    /// Extents per file under a path (fragmentation report)
+    /// Fragmentation: extents per file under a path, of directories (--dirs), of free space
+    /// (--free); reorganise files into fewer extents (--reorg)
     Frag(frag::FragArgs),
     /// Run a Filebench workload: a shipped personality (`fsbench workload list`) or a .f file.
     Workload(workload::WorkloadArgs),

@@ -32,6 +32,40 @@ pub struct FragReport {
     /// Files FIEMAP could not map (unsupported file system, permission).
     pub errors: u64,
     pub first_error: Option<String>,
+    /// Extents of the directories under the root (`--dirs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directories: Option<DirReport>,
+    /// Free-space fragmentation of the file system holding the root (`--free`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_space: Option<super::freefrag::FreeSpaceReport>,
+}
+
+/// Extents of one directory inode (its entry blocks).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DirExtents {
+    pub path: String,
+    pub size_bytes: u64,
+    pub extents: u64,
+    /// Entries in it (not counting `.` and `..`).
+    pub entries: u64,
+}
+
+/// Directory fragmentation under a root, like `fsadm -D`: how many extents each directory's
+/// entry blocks take. A large directory in many extents costs a seek per extent on lookup
+/// and listing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirReport {
+    pub dirs: u64,
+    pub total_extents: u64,
+    pub avg_extents_per_dir: f64,
+    /// Directories in more than one extent.
+    pub fragmented: u64,
+    /// The directories in most extents, worst first.
+    pub worst: Vec<DirExtents>,
+    /// Why there are no directory extents, when the file system does not map directories.
+    pub unsupported: Option<String>,
+    pub errors: u64,
+    pub first_error: Option<String>,
 }
 
 /// Extents of one file.
@@ -130,6 +164,99 @@ pub fn report(root: &Path, top: usize) -> std::io::Result<FragReport> {
         r.histogram.push((name.to_string(), n));
         prev = Some(max);
     }
+    all.sort_by(|a, b| b.extents.cmp(&a.extents).then(a.path.cmp(&b.path)));
+    all.truncate(top);
+    r.worst = all;
+    Ok(r)
+}
+
+/// Why FIEMAP gives nothing on directories of this file system.
+fn dir_unsupported(fs: &str, e: &std::io::Error) -> String {
+    match fs {
+        "xfs" => "XFS does not answer FIEMAP on directories (its directory blocks are mapped by XFS_IOC_GETBMAPX, as `xfs_bmap -v DIR` shows)".into(),
+        "btrfs" => "btrfs keeps directory entries as items in its metadata trees: a directory has no extents of its own".into(),
+        _ => format!("the file system ({fs}) does not answer FIEMAP on directories ({e})"),
+    }
+}
+
+/// Extents of one directory, opened without following a link; `Err` with the raw error.
+fn dir_extents(path: &Path, dev: u64) -> std::io::Result<Option<DirExtents>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    let m = f.metadata()?;
+    if m.dev() != dev {
+        return Ok(None);
+    }
+    let ex = fiemap::extents(&f).map_err(|e| match e.downcast::<std::io::Error>() {
+        Ok(io) => io,
+        Err(other) => std::io::Error::other(format!("{other:#}")),
+    })?;
+    let entries = std::fs::read_dir(path)
+        .map(|rd| rd.count() as u64)
+        .unwrap_or(0);
+    Ok(Some(DirExtents {
+        path: path.display().to_string(),
+        size_bytes: m.len(),
+        extents: ex.len() as u64,
+        entries,
+    }))
+}
+
+/// Walk the directories under `root` (itself included; symlinks are not followed, other
+/// file systems not entered) and report their extents; `top` worst are listed.
+pub fn dir_report(root: &Path, top: usize) -> std::io::Result<DirReport> {
+    let meta = std::fs::symlink_metadata(root)?;
+    let dev = meta.dev();
+    let mut all = Vec::new();
+    let mut r = DirReport::default();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() && m.dev() == dev => {}
+            _ => continue,
+        }
+        match dir_extents(&p, dev) {
+            Ok(Some(d)) => all.push(d),
+            Ok(None) => continue,
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EOPNOTSUPP) | Some(libc::ENOTTY)
+                ) =>
+            {
+                let fs = std::fs::File::open(&p)
+                    .ok()
+                    .and_then(|f| rustix::fs::fstatfs(&f).ok())
+                    .map(|s| super::freefrag::fs_name(s.f_type as u64))
+                    .unwrap_or("other");
+                r.unsupported = Some(dir_unsupported(fs, &e));
+                return Ok(r);
+            }
+            Err(e) => {
+                r.errors += 1;
+                r.first_error
+                    .get_or_insert_with(|| format!("{}: {e}", p.display()));
+            }
+        }
+        if let Ok(rd) = std::fs::read_dir(&p) {
+            for e in rd.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(e.path());
+                }
+            }
+        }
+    }
+    r.dirs = all.len() as u64;
+    r.total_extents = all.iter().map(|d| d.extents).sum();
+    r.fragmented = all.iter().filter(|d| d.extents > 1).count() as u64;
+    r.avg_extents_per_dir = if r.dirs > 0 {
+        r.total_extents as f64 / r.dirs as f64
+    } else {
+        0.0
+    };
     all.sort_by(|a, b| b.extents.cmp(&a.extents).then(a.path.cmp(&b.path)));
     all.truncate(top);
     r.worst = all;

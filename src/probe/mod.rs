@@ -6,6 +6,7 @@ pub mod diskstats;
 pub mod env;
 pub mod fiemap;
 pub mod frag;
+pub mod freefrag;
 pub mod fsgeom;
 pub mod topology;
 

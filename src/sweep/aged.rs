@@ -8,6 +8,12 @@
 //! distributed run: each rank writes its own w files at once in its directory and counts their
 //! extents itself, and rank 0's Result holds every rank's counts; after each group every rank
 //! removes its own files.
+//!
+//! With a reorganised study (the suite's `reorganise = true`), each group then reorganises
+//! the files it wrote with the file system's own online mechanism (`crate::reorg`, like
+//! `fsadm -e`) and reads them again: the same reads, stored under that study, each carrying
+//! the extents after reorganisation and a `reorganisation` probe (extents before and after,
+//! the mechanism). On MPI ranks those points are skipped: reorganisation runs on one host.
 
 use super::{record_file_name, Ctx, Point, Record, Study};
 use std::path::{Path, PathBuf};
@@ -18,6 +24,17 @@ pub(crate) struct AgedPlan {
     pub size: String,
     pub write_bs: String,
     pub read_bs: Vec<String>,
+    /// Reorganise the files after the reads and read them again under this study.
+    pub reorganised: Option<Study>,
+}
+
+impl AgedPlan {
+    /// Points of the group that writes `w` files: the write, the reads, the reads again
+    /// after reorganisation.
+    pub(crate) fn group_len(&self, w: usize) -> usize {
+        let reads = w * self.read_bs.len();
+        1 + reads + if self.reorganised.is_some() { reads } else { 0 }
+    }
 }
 
 /// Run the study on `base` (files `base`, `base.1`, ...). `read_study` and `write_study`
@@ -39,7 +56,8 @@ pub(crate) fn run(
         let named = name_group(group, target, ctx);
         // Resume: the files are gone after a run, so a group is reused only as a whole.
         if !reuse_group(&named, ctx, &mut out) {
-            run_group(named, base, ctx, &mut out)?;
+            let reorganised = plan.reorganised.as_ref().map(|s| s.id.as_str());
+            run_group(named, base, reorganised, ctx, &mut out)?;
         }
     }
     Ok(out)
@@ -73,29 +91,33 @@ fn group_points(
             values: vec![("written".into(), w.to_string())],
         },
     ));
-    for r in 1..=w {
-        for bs in &plan.read_bs {
-            let mut rs = read_study.clone();
-            rs.settings = vec![
-                ("rw".into(), "read".into()),
-                ("cache".into(), "buffered".into()),
-                ("size".into(), plan.size.clone()),
-                ("files".into(), r.to_string()),
-            ];
-            group.push((
-                rs,
-                Point {
-                    index: 0,
-                    values: vec![
-                        ("written".into(), w.to_string()),
-                        ("read".into(), r.to_string()),
-                        ("bs".into(), bs.clone()),
-                    ],
-                },
-            ));
+    let mut read_studies = vec![read_study];
+    read_studies.extend(plan.reorganised.as_ref());
+    for read_study in read_studies {
+        for r in 1..=w {
+            for bs in &plan.read_bs {
+                group.push(read_point(plan, read_study, w, r, bs));
+            }
         }
     }
     group
+}
+
+/// Read `r` of the `w` files written at once, with `bs` I/Os.
+fn read_point(plan: &AgedPlan, read_study: &Study, w: u32, r: u32, bs: &str) -> (Study, Point) {
+    let mut rs = read_study.clone();
+    rs.settings = vec![
+        ("rw".into(), "read".into()),
+        ("cache".into(), "buffered".into()),
+        ("size".into(), plan.size.clone()),
+        ("files".into(), r.to_string()),
+    ];
+    let values = vec![
+        ("written".into(), w.to_string()),
+        ("read".into(), r.to_string()),
+        ("bs".into(), bs.to_string()),
+    ];
+    (rs, Point { index: 0, values })
 }
 
 /// Give the group's points the next indexes of the sweep, their meta data and record files.
@@ -142,10 +164,13 @@ fn reuse_group(named: &[Named], ctx: &mut Ctx, out: &mut Vec<Record>) -> bool {
 fn run_group(
     named: Vec<Named>,
     base: &Path,
+    reorganised: Option<&str>,
     ctx: &mut Ctx,
     out: &mut Vec<Record>,
 ) -> anyhow::Result<()> {
     let mut written: Vec<PathBuf> = Vec::new();
+    // Set once the group's files are reorganised: the probe, or why the points are skipped.
+    let mut reorg: Option<Result<serde_json::Value, String>> = None;
     for (k, (s, p, file, meta)) in named.into_iter().enumerate() {
         if ctx.interrupted {
             break;
@@ -153,7 +178,18 @@ fn run_group(
         ctx.progress
             .start_point(&format!("{} {}", s.id, meta.point_label()));
         let pj = s.build(&p, base)?;
-        let mut rec = super::run_point_observing(&pj, meta, ctx, true)?;
+        let after_reorg = reorganised == Some(s.id.as_str());
+        if after_reorg && reorg.is_none() {
+            reorg = Some(reorganise(&written, ctx));
+        }
+        let mut rec = match (&reorg, after_reorg) {
+            (Some(Err(why)), true) => Record::skip(meta, why.clone()),
+            _ => super::run_point_observing(&pj, meta, ctx, true)?,
+        };
+        if let (Some(Ok(probe)), true, Record::Run { result, .. }) = (&reorg, after_reorg, &mut rec)
+        {
+            result.probes.insert("reorganisation".into(), probe.clone());
+        }
         if k == 0 {
             written = pj.job.targets.clone();
         }
@@ -189,6 +225,31 @@ fn run_group(
     Ok(())
 }
 
+/// Reorganise the files the group wrote (only files this run created and marked: the same
+/// check as `fsbench frag --reorg`): the outcomes as a probe, or why the reads after it are
+/// skipped.
+fn reorganise(written: &[PathBuf], ctx: &Ctx) -> Result<serde_json::Value, String> {
+    if ctx.exec.ranks().is_some() {
+        return Err("reorganisation runs on one host: not measured on MPI ranks".into());
+    }
+    if written.is_empty() {
+        return Err("the write of this group did not complete".into());
+    }
+    let mut files = Vec::new();
+    for p in written {
+        if !ctx.is_created(p) {
+            return Err(format!("{} was not created by this run", p.display()));
+        }
+        let t = crate::reorg::open_checked(p, false).map_err(|e| e.0)?;
+        let o = crate::reorg::reorganise(&t);
+        if let Some(e) = &o.error {
+            return Err(format!("cannot reorganise {}: {e}", p.display()));
+        }
+        files.push(o);
+    }
+    serde_json::to_value(crate::reorg::ReorgReport { files }).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +263,7 @@ mod tests {
             size: "1m".into(),
             write_bs: "64k".into(),
             read_bs: vec!["4k".into(), "1m".into()],
+            reorganised: None,
         };
         let reads = Study {
             id: "r".into(),

@@ -47,6 +47,8 @@ const PSEUDO: &[&str] = &[
     "written",
     "read",
     "workload",
+    // A tuning applied to some points of a study (`super::tuned`).
+    "tuning",
 ];
 
 /// The Job parameters a sweep can vary, in the order they are listed.

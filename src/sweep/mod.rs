@@ -10,6 +10,7 @@ pub(crate) mod progress;
 pub(crate) mod rawdev;
 pub(crate) mod record;
 pub(crate) mod suite;
+pub(crate) mod tuned;
 pub(crate) mod workloads;
 
 use crate::runner::RunStatus;
@@ -120,8 +121,12 @@ impl Study {
         base: &Path,
     ) -> Result<PointJob, crate::error::UsageError> {
         let mut pj = PointJob::default();
+        let mut tuning = None;
         for (n, v) in self.settings_of(p) {
             axis::apply(&mut pj, &n, &v).map_err(|e| usage!("study {}: {}: {e}", self.id, n))?;
+            if n == tuned::SETTING {
+                tuning = Some(v);
+            }
         }
         let label: Vec<String> = p.values.iter().map(|(n, v)| format!("{n}={v}")).collect();
         pj.job.name = if label.is_empty() {
@@ -153,7 +158,11 @@ impl Study {
                 j.file_size = Some(need);
             }
         }
-        j.validate()
+        if let Some(t) = tuning {
+            tuned::apply(&mut pj, &t).map_err(|e| usage!("study {}: {e}", self.id))?;
+        }
+        pj.job
+            .validate()
             .map_err(|e| usage!("study {} point {}: {e}", self.id, label.join(" ")))?;
         Ok(pj)
     }

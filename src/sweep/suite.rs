@@ -77,6 +77,11 @@ pub(crate) struct AgedFile {
     pub write_table: TableSpec,
     #[serde(default)]
     pub write_title: Option<String>,
+    /// Also reorganise the files after the reads and read them again (their own table).
+    #[serde(default)]
+    pub reorganise: bool,
+    #[serde(default)]
+    pub reorganised_title: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -236,7 +241,7 @@ impl ResolvedStudy {
         match self {
             ResolvedStudy::Sweep(s) => s.points().len() * repeat as usize,
             ResolvedStudy::Aged { plan, .. } => (1..=plan.max_files as usize)
-                .map(|w| 1 + w * plan.read_bs.len())
+                .map(|w| plan.group_len(w))
                 .sum(),
             ResolvedStudy::Backup { caches, .. } => 2 * caches.len(),
             ResolvedStudy::Personalities { list, .. } => list.len(),
@@ -371,7 +376,8 @@ fn resolve_aged(
     // Group w writes w files then reads 1..w of them at every read size.
     let per = a.read_bs.len().max(1) as u64;
     let n = u64::from(a.max_files);
-    let points = n.saturating_mul(n.saturating_add(1)) / 2 * per + n;
+    let reads = if a.reorganise { 2 } else { 1 };
+    let points = n.saturating_mul(n.saturating_add(1)) / 2 * per * reads + n;
     if a.max_files == 0 || points > super::MAX_POINTS as u64 {
         return Err(usage!(
             "{origin}: max_files {} makes {points} points: must be 1 or more, with at most {} points",
@@ -386,6 +392,15 @@ fn resolve_aged(
         .clone()
         .unwrap_or_else(|| format!("{}: files written at once", sf.title));
     writes.table = a.write_table.clone();
+    let reorganised = a.reorganise.then(|| {
+        let mut r = study.clone();
+        r.id = format!("{}-reorganised", sf.id);
+        r.title = a
+            .reorganised_title
+            .clone()
+            .unwrap_or_else(|| format!("{}: after online reorganisation", sf.title));
+        r
+    });
     Ok(ResolvedStudy::Aged {
         reads: study,
         writes,
@@ -394,6 +409,7 @@ fn resolve_aged(
             size: scale_value("size", &a.size, scale)?,
             write_bs: a.write_bs.clone(),
             read_bs: a.read_bs.clone(),
+            reorganised,
         },
     })
 }
