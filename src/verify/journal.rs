@@ -4,8 +4,12 @@
 //! Layout: a header (magic, version, run seed, block size, and the files as JSON with their
 //! identities), then fixed 32-byte records `(file, block, generation, crc32c)`, appended and
 //! made durable (`fdatasync`) before the acknowledgements they hold count. A crash can tear
-//! the last record; reading stops at the first record whose CRC fails and says so, and
-//! everything before it stands.
+//! the tail (the records after the last good one), and that is forgiven: those appends never
+//! returned. A damaged record with good ones after it is not a tail: the journal itself was
+//! corrupted, and reading counts it and names where it is (records of zeros there are space
+//! another worker's append claimed and never wrote, counted apart). The reader trusts no
+//! size in the file: the file must be regular, at most [`MAX_JOURNAL_BYTES`], and every
+//! length is bounded by the file's own before anything is allocated.
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -139,55 +143,230 @@ impl JournalWriter {
     }
 }
 
+/// The largest journal `fsbench verify` reads: 4 GiB, 128 Mi acknowledgements (its table of
+/// newest generations stays within a few GiB of memory even if every record is distinct).
+pub(crate) const MAX_JOURNAL_BYTES: u64 = 4 << 30;
+/// The largest header (the JSON naming the run's files) a journal may carry.
+const MAX_HEADER_BYTES: u64 = 16 << 20;
+/// How many damaged records a read keeps by position (all are counted).
+const DAMAGED_SHOWN: usize = 10;
+
+/// A record in the middle of the journal whose bytes no append wrote: it fails its CRC, or
+/// names a file or block the journal cannot hold, and good records follow it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) struct DamagedRecord {
+    /// Its index, counting records from 0.
+    pub record: u64,
+    /// Its byte offset in the journal.
+    pub offset_bytes: u64,
+}
+
 /// A journal read back.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Journal {
     pub header: JournalHeader,
     /// The newest acknowledged generation of each (file, block).
     pub acked: HashMap<(u64, u64), u64>,
+    /// Good records read.
     pub records: u64,
-    /// Bytes after the last whole record that did not make a record (a torn tail).
+    /// Bytes after the last good record (a tail torn by the crash: never acknowledged).
     pub torn_tail_bytes: u64,
+    /// Records of zeros with good records after them: space another worker's append had
+    /// claimed but not yet written when the crash came (its acknowledgement never returned).
+    pub unwritten_records: u64,
+    /// Damaged records with good records after them: the journal itself is corrupt.
+    pub damaged_records: u64,
+    /// The first damaged records, in order.
+    pub first_damaged: Vec<DamagedRecord>,
+}
+
+/// What one 32-byte slot of the journal holds.
+enum Slot {
+    Good(Ack),
+    Zeros,
+    Damaged,
+}
+
+/// Records read since the last good one: forgiven if nothing good follows (a torn tail).
+#[derive(Default)]
+struct Pending {
+    zeros: u64,
+    damaged: u64,
+    first_damaged: Vec<DamagedRecord>,
 }
 
 impl Journal {
+    /// Read the journal at `path`: a regular file (no FIFO, device or symbolic link; opened
+    /// without blocking), of at most [`MAX_JOURNAL_BYTES`], read no further than its length.
     pub(crate) fn read(path: &Path) -> Result<Journal> {
-        let mut bytes = Vec::new();
-        File::open(path)
-            .and_then(|mut f| f.read_to_end(&mut bytes))
-            .with_context(|| format!("journal {}: cannot read it", path.display()))?;
-        Self::parse(&bytes).with_context(|| format!("journal {}", path.display()))
+        let shown = path.display();
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+        {
+            Ok(f) => f,
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                bail!("journal {shown} is a symbolic link: name the file it points to")
+            }
+            Err(e) => bail!("journal {shown}: cannot open it: {e}"),
+        };
+        let meta = file
+            .metadata()
+            .with_context(|| format!("journal {shown}: fstat"))?;
+        if !meta.file_type().is_file() {
+            bail!(
+                "journal {shown} is {}, not a regular file (give the --journal file of the run)",
+                kind_of(&meta.file_type())
+            );
+        }
+        let len = meta.len();
+        if len > MAX_JOURNAL_BYTES {
+            bail!(
+                "journal {shown} is {len} bytes, more than the {MAX_JOURNAL_BYTES} bytes (4 GiB) a journal may hold"
+            );
+        }
+        let reader = std::io::BufReader::with_capacity(1 << 20, file.take(len));
+        Self::parse_from(reader, len).with_context(|| format!("journal {shown}"))
     }
 
+    /// Parse a whole journal held in memory.
+    #[cfg(test)]
     pub(crate) fn parse(bytes: &[u8]) -> Result<Journal> {
-        if bytes.len() < 16 || &bytes[..8] != MAGIC {
+        Self::parse_from(bytes, bytes.len() as u64)
+    }
+
+    /// Parse a journal of `len` bytes from `r`; every size in it is bounded by `len`.
+    fn parse_from(mut r: impl Read, len: u64) -> Result<Journal> {
+        let mut head = [0u8; 16];
+        if len < 16 || r.read_exact(&mut head).is_err() || &head[..8] != MAGIC {
             bail!("not an fsbench journal (no FSBJRNL1 header)");
         }
-        let len = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize;
-        let crc = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes"));
-        let json = bytes
-            .get(16..16 + len)
-            .filter(|j| crc32c::crc32c(j) == crc)
-            .ok_or_else(|| anyhow::anyhow!("the journal header is damaged"))?;
-        let header: JournalHeader = serde_json::from_slice(json)?;
-        let mut at = (16 + len).div_ceil(RECORD) * RECORD;
-        let mut acked = HashMap::new();
-        let mut records = 0;
-        while at + RECORD <= bytes.len() {
-            let Some(a) = Ack::decode(&bytes[at..at + RECORD]) else {
-                break;
-            };
-            let g = acked.entry((a.file, a.block)).or_insert(0);
-            *g = (*g).max(a.generation);
-            records += 1;
-            at += RECORD;
+        let json_len = u64::from(u32::from_le_bytes(head[8..12].try_into().expect("4")));
+        let crc = u32::from_le_bytes(head[12..16].try_into().expect("4 bytes"));
+        if json_len > MAX_HEADER_BYTES || 16 + json_len > len {
+            bail!(
+                "the journal header is damaged (it claims {json_len} bytes; the file has {len}, a header at most {MAX_HEADER_BYTES})"
+            );
         }
-        Ok(Journal {
+        let mut json = vec![0u8; json_len as usize];
+        r.read_exact(&mut json)?;
+        if crc32c::crc32c(&json) != crc {
+            bail!("the journal header is damaged (its CRC does not match)");
+        }
+        let header: JournalHeader = serde_json::from_slice(&json)
+            .map_err(|e| anyhow::anyhow!("the journal header is damaged: {e}"))?;
+        check_header(&header)?;
+        let first = (16 + json_len).div_ceil(RECORD as u64) * RECORD as u64;
+        let pad = first.min(len) - (16 + json_len);
+        std::io::copy(&mut (&mut r).take(pad), &mut std::io::sink())?;
+        let mut j = Journal {
             header,
-            acked,
-            records,
-            torn_tail_bytes: bytes.len().saturating_sub(at) as u64,
-        })
+            acked: HashMap::new(),
+            records: 0,
+            torn_tail_bytes: 0,
+            unwritten_records: 0,
+            damaged_records: 0,
+            first_damaged: Vec::new(),
+        };
+        let mut pending = Pending::default();
+        let mut at = first;
+        let mut good_end = first;
+        let mut rec = [0u8; RECORD];
+        while at + RECORD as u64 <= len {
+            r.read_exact(&mut rec)
+                .context("the journal ended before its length (changed while read?)")?;
+            let index = (at - first) / RECORD as u64;
+            match j.slot(&rec) {
+                Slot::Good(a) => {
+                    j.settle(std::mem::take(&mut pending));
+                    let g = j.acked.entry((a.file, a.block)).or_insert(0);
+                    *g = (*g).max(a.generation);
+                    j.records += 1;
+                    good_end = at + RECORD as u64;
+                }
+                Slot::Zeros => pending.zeros += 1,
+                Slot::Damaged => {
+                    pending.damaged += 1;
+                    if pending.first_damaged.len() < DAMAGED_SHOWN {
+                        pending.first_damaged.push(DamagedRecord {
+                            record: index,
+                            offset_bytes: at,
+                        });
+                    }
+                }
+            }
+            at += RECORD as u64;
+        }
+        j.torn_tail_bytes = len.saturating_sub(good_end);
+        Ok(j)
+    }
+
+    /// Classify one record: good only if its CRC holds and it names a file of the journal
+    /// and a block whose end is a possible file offset.
+    fn slot(&self, rec: &[u8; RECORD]) -> Slot {
+        match Ack::decode(rec) {
+            Some(a)
+                if a.file < self.header.files.len() as u64
+                    && a.block
+                        .checked_add(1)
+                        .and_then(|b| b.checked_mul(self.header.block_size))
+                        .is_some_and(|end| end <= i64::MAX as u64) =>
+            {
+                Slot::Good(a)
+            }
+            _ if rec.iter().all(|&b| b == 0) => Slot::Zeros,
+            _ => Slot::Damaged,
+        }
+    }
+
+    /// Records before a good one are not a tail: zeros were never written, anything else is
+    /// damage.
+    fn settle(&mut self, p: Pending) {
+        self.unwritten_records += p.zeros;
+        self.damaged_records += p.damaged;
+        let room = DAMAGED_SHOWN - self.first_damaged.len();
+        self.first_damaged
+            .extend(p.first_damaged.into_iter().take(room));
+    }
+}
+
+/// Refuse a header whose block size a verify block cannot have (at least the verify
+/// minimum, a multiple of 8, at most the largest block a run accepts) or that names no file.
+fn check_header(h: &JournalHeader) -> Result<()> {
+    let max = crate::job::MAX_BLOCK_SIZE;
+    let ok = usize::try_from(h.block_size).is_ok_and(|b| super::block::check_block_size(b).is_ok())
+        && h.block_size <= max;
+    if !ok {
+        bail!(
+            "the journal header gives block size {}, which no verify run writes (at least {} bytes, a multiple of 8, at most {max})",
+            h.block_size,
+            super::block::MIN_BLOCK
+        );
+    }
+    if h.files.is_empty() {
+        bail!("the journal header names no file");
+    }
+    Ok(())
+}
+
+/// What kind of file a non-regular file is, for a refusal.
+pub(crate) fn kind_of(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else {
+        "an unusual file"
     }
 }
 
@@ -255,11 +434,93 @@ mod tests {
         let j = Journal::parse(&bytes).unwrap();
         assert_eq!((j.records, j.acked[&(0, 0)]), (2, 2));
         assert_eq!(j.torn_tail_bytes, 22);
-        // A record whose bytes were damaged ends the journal there too.
+        // A damaged last record is a torn tail too: forgiven.
         let mut bad = std::fs::read(&p).unwrap();
+        bad[n - 8] ^= 1;
+        let j = Journal::parse(&bad).unwrap();
+        assert_eq!(
+            (j.records, j.torn_tail_bytes, j.damaged_records),
+            (2, 32, 0)
+        );
+    }
+
+    #[test]
+    fn a_damaged_record_with_good_ones_after_it_is_corruption_not_a_tail() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("j.fsj");
+        let mut w = JournalWriter::create(&p, &header()).unwrap();
+        for g in 1..=3 {
+            w.append(&[Ack {
+                file: 0,
+                block: g,
+                generation: g,
+            }])
+            .unwrap();
+        }
+        drop(w);
+        let good = std::fs::read(&p).unwrap();
+        let n = good.len();
+        let mut bad = good.clone();
         bad[n - 40] ^= 1;
         let j = Journal::parse(&bad).unwrap();
-        assert_eq!(j.records, 1);
+        assert_eq!((j.records, j.damaged_records, j.torn_tail_bytes), (2, 1, 0));
+        assert_eq!(
+            j.first_damaged,
+            vec![DamagedRecord {
+                record: 1,
+                offset_bytes: n as u64 - 64
+            }]
+        );
+        // The records after the damage still count.
+        assert_eq!(j.acked.get(&(0, 3)), Some(&3));
+        assert_eq!(j.acked.get(&(0, 2)), None);
+        // Zeros there are an append never written: counted apart, not damage.
+        let mut hole = good.clone();
+        hole[n - 64..n - 32].fill(0);
+        let j = Journal::parse(&hole).unwrap();
+        assert_eq!(
+            (j.records, j.unwritten_records, j.damaged_records),
+            (2, 1, 0)
+        );
+        // A record with a good CRC naming a file the journal lacks is damage too.
+        let mut forged = good;
+        let a = Ack {
+            file: 9,
+            block: 0,
+            generation: 1,
+        };
+        forged[n - 64..n - 32].copy_from_slice(&a.encode());
+        assert_eq!(Journal::parse(&forged).unwrap().damaged_records, 1);
+    }
+
+    #[test]
+    fn sizes_in_the_header_are_bounded_before_anything_is_allocated() {
+        let h = |bs: u64| {
+            let json = serde_json::to_vec(&JournalHeader {
+                seed: 1,
+                block_size: bs,
+                files: vec!["f".into()],
+            })
+            .unwrap();
+            let mut b = MAGIC.to_vec();
+            b.extend_from_slice(&(json.len() as u32).to_le_bytes());
+            b.extend_from_slice(&crc32c::crc32c(&json).to_le_bytes());
+            b.extend_from_slice(&json);
+            b
+        };
+        for bs in [1u64 << 33, 1 << 50, u64::MAX - 7, 100] {
+            let e = Journal::parse(&h(bs)).unwrap_err().to_string();
+            assert!(e.contains(&format!("block size {bs}")), "{e}");
+        }
+        assert!(Journal::parse(&h(4096)).is_ok());
+        // A header length past the end of the file.
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(&u32::MAX.to_le_bytes());
+        b.extend_from_slice(&[0; 4]);
+        assert!(Journal::parse(&b)
+            .unwrap_err()
+            .to_string()
+            .contains("damaged"));
     }
 
     #[test]
