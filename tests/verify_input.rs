@@ -239,3 +239,55 @@ fn one_flipped_bit_in_a_middle_record_is_corruption_and_a_zeroed_block_is_still_
     assert_eq!(v["journal_damaged_records"], 0, "{v}");
     assert_eq!(v["journal_torn_tail_bytes"], 32, "{v}");
 }
+
+/// Ctrl-C (SIGINT) or SIGTERM to a verify of a large file: exit 130 with one line saying
+/// what was checked so far.
+fn interrupted_by(sig: libc::c_int) {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("j"), journal_bytes(1, 4096, &["big"], &[(0, 0, 1)])).unwrap();
+    // 64 GiB of holes: far more than a verify reads in the time before the signal.
+    std::fs::File::create(sb.file("big"))
+        .unwrap()
+        .set_len(64 << 30)
+        .unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("fsbench"))
+        .current_dir(sb.path())
+        .args(["verify", "big", "--journal", "j"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(child.try_wait().unwrap().is_none(), "verify ended too soon");
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if child.try_wait().unwrap().is_none() {
+        child.kill().ok();
+        panic!("verify did not stop within 20 s of the signal");
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("verify: interrupted in big (file 1 of 1) after checking")
+            && err.contains("no verdict"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "no report of a partial check");
+}
+
+#[test]
+fn sigint_ends_a_verify_with_130_and_what_was_checked() {
+    interrupted_by(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_ends_a_verify_with_130_and_what_was_checked() {
+    interrupted_by(libc::SIGTERM);
+}

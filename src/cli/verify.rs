@@ -222,6 +222,18 @@ fn label(f: Finding) -> &'static str {
     }
 }
 
+/// What a check stopped by a signal had done: one line, no verdict.
+fn interrupted_line(files: &[FileCheck], of: usize) -> String {
+    let last = files.last().map_or("", |f| f.path.as_str());
+    let blocks: u64 = files.iter().map(|f| f.blocks).sum();
+    let bytes: u64 = files.iter().map(|f| f.size_bytes).sum();
+    let failures: u64 = files.iter().map(|f| f.failures).sum();
+    format!(
+        "verify: interrupted in {last} (file {} of {of}) after checking {blocks} blocks ({bytes} B): {failures} failures so far; no verdict",
+        files.len()
+    )
+}
+
 /// The journal's index of `arg`: the same name, else the same file once both are resolved.
 fn file_index(arg: &Path, names: &[String]) -> Option<usize> {
     if let Some(i) = names.iter().position(|n| Path::new(n) == arg) {
@@ -286,6 +298,9 @@ pub(crate) fn main(a: VerifyArgs) -> anyhow::Result<i32> {
         };
         targets.push((p, i as u64));
     }
+    // Ctrl-C or SIGTERM ends the check at the next block, with what was checked so far.
+    crate::runner::signal::install();
+    let stop = crate::runner::signal::flag();
     let mut files = Vec::new();
     for (p, i) in targets {
         let shown = p.display().to_string();
@@ -294,11 +309,16 @@ pub(crate) fn main(a: VerifyArgs) -> anyhow::Result<i32> {
                 // Through the engine, 1 MiB at a time, handed out a block at a time.
                 let engine = check::EngineReader::new(&f, 1 << 20)?;
                 let mut r = std::io::BufReader::with_capacity(1 << 20, engine);
-                check::check_file(&mut r, &shown, i, &journal)?
+                check::check_file(&mut r, &shown, i, &journal, stop)?
             }
-            None => check::check_file(&mut std::io::empty(), &shown, i, &journal)?,
+            None => check::check_file(&mut std::io::empty(), &shown, i, &journal, stop)?,
         };
+        let interrupted = c.interrupted;
         files.push(c);
+        if interrupted || crate::runner::signal::interrupted() {
+            eprintln!("{}", interrupted_line(&files, a.files.len()));
+            return Ok(130);
+        }
     }
     let failures = files.iter().map(|f| f.failures).sum();
     let report = VerifyReport {

@@ -19,6 +19,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::Read;
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How many offsets of each kind, and how many mismatches, a report keeps.
 pub(crate) const FIRST_N: usize = 10;
@@ -115,6 +116,9 @@ pub(crate) struct FileCheck {
     pub failures: u64,
     /// The first mismatches (every finding but intact and stale-but-allowed), in offset order.
     pub mismatches: Vec<Mismatch>,
+    /// The check stopped early (a signal): `blocks` is what was checked so far.
+    #[serde(skip)]
+    pub interrupted: bool,
 }
 
 impl FileCheck {
@@ -298,11 +302,13 @@ fn read_block(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 
 /// Judge every block of the file read from `r` (the `file`-th file of `journal`, shown as
 /// `path`). A short last block is judged as if the missing bytes were zeros (never written).
+/// When `stop` is set (Ctrl-C, SIGTERM) the check ends at the next block, marked interrupted.
 pub(crate) fn check_file(
     r: &mut impl Read,
     path: &str,
     file: u64,
     journal: &Journal,
+    stop: &AtomicBool,
 ) -> Result<FileCheck> {
     let bs = usize::try_from(journal.header.block_size)
         .ok()
@@ -328,6 +334,7 @@ pub(crate) fn check_file(
         torn: Tally::default(),
         failures: 0,
         mismatches: Vec::new(),
+        interrupted: false,
     };
     let mut buf = vec![0u8; bs];
     let crc = block::block_crc(bs);
@@ -338,6 +345,10 @@ pub(crate) fn check_file(
     };
     let mut index = 0u64;
     loop {
+        if stop.load(Ordering::Relaxed) {
+            out.interrupted = true;
+            return Ok(out);
+        }
         let n = read_block(r, &mut buf)
             .with_context(|| format!("{path}: read error at offset {}", index * bs as u64))?;
         if n == 0 {
@@ -497,7 +508,7 @@ mod tests {
         torn_lost[1024..].fill(0);
         file.extend(&torn_lost);
         // Block 10 is acknowledged but the file ends after block 8.
-        let c = check_file(&mut file.as_slice(), "f", 0, &j).unwrap();
+        let c = check_file(&mut file.as_slice(), "f", 0, &j, &AtomicBool::new(false)).unwrap();
         let off = |b: u64| b * BS as u64;
         assert_eq!(c.blocks, 10);
         assert_eq!(c.size_bytes, 9 * BS as u64);
@@ -551,10 +562,20 @@ mod tests {
         let mut flipped = gen_block(2, 1);
         flipped[700] ^= 0x80;
         file.extend(&flipped);
-        let c = check_file(&mut file.as_slice(), "f", 0, &j).unwrap();
+        let c = check_file(&mut file.as_slice(), "f", 0, &j, &AtomicBool::new(false)).unwrap();
         assert_eq!(c.corrupt.first_offsets_bytes, vec![0, 2 * BS as u64]);
         assert_eq!(c.stale_allowed.first_offsets_bytes, vec![BS as u64]);
         assert_eq!(c.failures, 2);
+    }
+
+    #[test]
+    fn a_stop_ends_the_check_at_the_next_block() {
+        let d = tempfile::tempdir().unwrap();
+        let j = journal(d.path(), &[(0, 1)]);
+        let file = vec![0u8; 4 * BS];
+        let c = check_file(&mut file.as_slice(), "f", 0, &j, &AtomicBool::new(true)).unwrap();
+        assert!(c.interrupted);
+        assert_eq!(c.blocks, 0);
     }
 
     #[test]
@@ -564,7 +585,7 @@ mod tests {
         let mut file = gen_block(0, 1);
         file.extend(gen_block(1, 4));
         file.extend(gen_block(2, 1));
-        let c = check_file(&mut file.as_slice(), "f", 0, &j).unwrap();
+        let c = check_file(&mut file.as_slice(), "f", 0, &j, &AtomicBool::new(false)).unwrap();
         assert_eq!((c.blocks, c.intact.blocks, c.failures), (3, 3, 0));
         assert!(c.mismatches.is_empty());
     }
@@ -580,7 +601,7 @@ mod tests {
             let _ = b;
         }
         file.extend(&gen_block(19, 1)[..BS / 2]);
-        let c = check_file(&mut file.as_slice(), "f", 0, &j).unwrap();
+        let c = check_file(&mut file.as_slice(), "f", 0, &j, &AtomicBool::new(false)).unwrap();
         assert_eq!(c.lost.blocks, 19);
         assert_eq!(c.lost.first_offsets_bytes.len(), FIRST_N);
         assert_eq!(c.torn.first_offsets_bytes, vec![19 * BS as u64]);
