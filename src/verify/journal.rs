@@ -132,14 +132,42 @@ impl JournalWriter {
     }
 
     /// Record `acks` and make them durable; only then do they count.
-    pub(crate) fn append(&mut self, acks: &[Ack]) -> Result<()> {
+    pub(crate) fn append(&mut self, acks: &[Ack]) -> Result<(), AppendError> {
         self.buf.clear();
         for a in acks {
             self.buf.extend_from_slice(&a.encode());
         }
-        self.file.write_all(&self.buf)?;
-        self.file.sync_data().context("journal fdatasync")?;
+        let failed = |call, error: std::io::Error, file: &File| AppendError {
+            call,
+            // Where the append went (the journal's length now: O_APPEND); read only on error.
+            offset: file.metadata().ok().map(|m| m.len()),
+            error,
+        };
+        if let Err(e) = self.file.write_all(&self.buf) {
+            return Err(failed("write", e, &self.file));
+        }
+        if let Err(e) = self.file.sync_data() {
+            return Err(failed("fdatasync", e, &self.file));
+        }
         Ok(())
+    }
+}
+
+/// An append to the journal that failed: which call, where in the journal, and why.
+#[derive(Debug)]
+pub(crate) struct AppendError {
+    pub call: &'static str,
+    pub offset: Option<u64>,
+    pub error: std::io::Error,
+}
+
+impl std::fmt::Display for AppendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.error.raw_os_error() == Some(libc::ENOSPC) {
+            write!(f, "verify journal full (ENOSPC) on {}", self.call)
+        } else {
+            write!(f, "verify journal {} failed: {}", self.call, self.error)
+        }
     }
 }
 

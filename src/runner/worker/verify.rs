@@ -396,7 +396,7 @@ impl Checker {
 
     /// An fsync of the files completed (`ok`) or failed: the writes completed before it
     /// are acknowledged only when it succeeded.
-    pub(super) fn synced(&mut self, ok: bool) -> Result<(), String> {
+    pub(super) fn synced(&mut self, ok: bool) -> Result<(), IoFailure> {
         self.writes_since_fsync = 0;
         self.report.fsyncs += 1;
         if !ok {
@@ -413,8 +413,9 @@ impl Checker {
         self.acked.len() >= ACK_BATCH
     }
 
-    /// Append the acknowledged writes to the journal and make them durable.
-    pub(super) fn journal_flush(&mut self) -> Result<(), String> {
+    /// Append the acknowledged writes to the journal and make them durable. A failure names
+    /// the journal and where in it the append went, not the data file.
+    pub(super) fn journal_flush(&mut self) -> Result<(), IoFailure> {
         let Some(j) = self.journal.as_mut() else {
             self.acked.clear();
             return Ok(());
@@ -422,8 +423,16 @@ impl Checker {
         if self.acked.is_empty() {
             return Ok(());
         }
-        j.append(&self.acked)
-            .map_err(|e| format!("verify journal: {e:#}"))?;
+        if let Err(e) = j.append(&self.acked) {
+            let journal = self.shared.spec.journal.as_deref();
+            return Err(IoFailure {
+                user: self.user,
+                thread: self.thread,
+                path: journal.map(|p| p.display().to_string()).unwrap_or_default(),
+                offset: e.offset,
+                message: e.to_string(),
+            });
+        }
         self.report.journal_acks += self.acked.len() as u64;
         self.report.journal_appends += 1;
         self.acked.clear();
