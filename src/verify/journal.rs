@@ -33,13 +33,19 @@ pub(crate) struct JournalHeader {
 }
 
 /// One acknowledgement: block `block` (offset / block size) of file `file` holds generation
-/// `generation` durably.
+/// `generation` durably. Or, with `overlapped`, the opposite: the run's own writes of the
+/// block overlapped (two in flight at once), so up to `generation` what it holds is not
+/// known and nothing is promised: a mix of those writes is not corruption.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ack {
     pub file: u64,
     pub block: u64,
     pub generation: u64,
+    pub overlapped: bool,
 }
+
+/// The record kind in bytes 28..32: 0 an acknowledgement, 1 an overlap (covered by the CRC).
+const KIND_OVERLAP: u32 = 1;
 
 impl Ack {
     fn encode(&self) -> [u8; RECORD] {
@@ -47,19 +53,35 @@ impl Ack {
         r[0..8].copy_from_slice(&self.file.to_le_bytes());
         r[8..16].copy_from_slice(&self.block.to_le_bytes());
         r[16..24].copy_from_slice(&self.generation.to_le_bytes());
-        let crc = crc32c::crc32c(&r[..24]);
+        if self.overlapped {
+            r[28..32].copy_from_slice(&KIND_OVERLAP.to_le_bytes());
+        }
+        let crc = record_crc(&r);
         r[24..28].copy_from_slice(&crc.to_le_bytes());
         r
     }
 
-    fn decode(r: &[u8]) -> Option<Ack> {
+    fn decode(r: &[u8; RECORD]) -> Option<Ack> {
         let word = |at: usize| u64::from_le_bytes(r[at..at + 8].try_into().expect("8 bytes"));
         let crc = u32::from_le_bytes(r[24..28].try_into().expect("4 bytes"));
-        (crc == crc32c::crc32c(&r[..24]) && r[28..32] == [0; 4]).then(|| Ack {
+        let kind = u32::from_le_bytes(r[28..32].try_into().expect("4 bytes"));
+        (crc == record_crc(r) && kind <= KIND_OVERLAP).then(|| Ack {
             file: word(0),
             block: word(8),
             generation: word(16),
+            overlapped: kind == KIND_OVERLAP,
         })
+    }
+}
+
+/// A record's CRC32C: of its first 24 bytes, and of its kind when it is not 0 (so an
+/// acknowledgement's record is the same as before kinds existed).
+fn record_crc(r: &[u8; RECORD]) -> u32 {
+    let crc = crc32c::crc32c(&r[..24]);
+    if r[28..32] == [0; 4] {
+        crc
+    } else {
+        crc32c::crc32c_append(crc, &r[28..32])
     }
 }
 
@@ -195,6 +217,9 @@ pub(crate) struct Journal {
     pub header: JournalHeader,
     /// The newest acknowledged generation of each (file, block).
     pub acked: HashMap<(u64, u64), u64>,
+    /// The newest generation up to which the run's own writes of a block overlapped (its
+    /// content unknown, nothing promised), for each (file, block) where they did.
+    pub overlapped: HashMap<(u64, u64), u64>,
     /// Good records read.
     pub records: u64,
     /// Bytes after the last good record (a tail torn by the crash: never acknowledged).
@@ -291,6 +316,7 @@ impl Journal {
         let mut j = Journal {
             header,
             acked: HashMap::new(),
+            overlapped: HashMap::new(),
             records: 0,
             torn_tail_bytes: 0,
             unwritten_records: 0,
@@ -308,7 +334,12 @@ impl Journal {
             match j.slot(&rec) {
                 Slot::Good(a) => {
                     j.settle(std::mem::take(&mut pending));
-                    let g = j.acked.entry((a.file, a.block)).or_insert(0);
+                    let table = if a.overlapped {
+                        &mut j.overlapped
+                    } else {
+                        &mut j.acked
+                    };
+                    let g = table.entry((a.file, a.block)).or_insert(0);
                     *g = (*g).max(a.generation);
                     j.records += 1;
                     good_end = at + RECORD as u64;
@@ -420,11 +451,13 @@ mod tests {
                 file: 0,
                 block: 3,
                 generation: 1,
+                overlapped: false,
             },
             Ack {
                 file: 0,
                 block: 4,
                 generation: 1,
+                overlapped: false,
             },
         ])
         .unwrap();
@@ -432,6 +465,7 @@ mod tests {
             file: 0,
             block: 3,
             generation: 2,
+            overlapped: false,
         }])
         .unwrap();
         let j = Journal::read(&p).unwrap();
@@ -452,6 +486,7 @@ mod tests {
                 file: 0,
                 block: 0,
                 generation: g,
+                overlapped: false,
             }])
             .unwrap();
         }
@@ -482,6 +517,7 @@ mod tests {
                 file: 0,
                 block: g,
                 generation: g,
+                overlapped: false,
             }])
             .unwrap();
         }
@@ -516,6 +552,7 @@ mod tests {
             file: 9,
             block: 0,
             generation: 1,
+            overlapped: false,
         };
         forged[n - 64..n - 32].copy_from_slice(&a.encode());
         assert_eq!(Journal::parse(&forged).unwrap().damaged_records, 1);

@@ -338,13 +338,15 @@ impl Checker {
                 // the block holds now; the others are not acknowledged (their order is not
                 // known), which the journal's reader treats as "not promised".
                 let sole = g != 0 && before.in_flight() == 1 && !before.unknown();
-                if self.journal.is_some() && sole {
+                if self.journal.is_some() {
                     let ack = Ack {
                         file: self.user as u64,
                         block,
-                        generation: g,
+                        generation: if sole { g } else { before.generation() },
+                        overlapped: !sole,
                     };
-                    if self.durable_route[op.route as usize] {
+                    // An overlap promises nothing: journaled at once, not held for an fsync.
+                    if self.durable_route[op.route as usize] || !sole {
                         self.acked.push(ack);
                     } else {
                         self.unsynced.push(ack);
