@@ -45,6 +45,8 @@ pub(crate) struct VerifyReport {
     pub seed: u64,
     pub block_size_bytes: u64,
     pub journal_records: u64,
+    /// Records of the run's own overlapping writes (blocks whose content it never knew).
+    pub journal_overlap_records: u64,
     /// Bytes after the journal's last good record, torn by the crash (ignored: those appends
     /// never returned, so nothing in them was acknowledged).
     pub journal_torn_tail_bytes: u64,
@@ -131,11 +133,19 @@ impl VerifyReport {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "verify: journal {} (seed {:#x}, block size {} B, {} acknowledgements{})",
+            "verify: journal {} (seed {:#x}, block size {} B, {} acknowledgements{}{})",
             self.journal,
             self.seed,
             self.block_size_bytes,
             self.journal_records,
+            if self.journal_overlap_records > 0 {
+                format!(
+                    ", {} overlapping writes of the run",
+                    self.journal_overlap_records
+                )
+            } else {
+                String::new()
+            },
             journal_notes(self.journal_torn_tail_bytes, self.journal_unwritten_records)
         );
         for f in &self.files {
@@ -328,6 +338,7 @@ pub(crate) fn main(a: VerifyArgs) -> anyhow::Result<i32> {
         seed: journal.header.seed,
         block_size_bytes: bs,
         journal_records: journal.records,
+        journal_overlap_records: journal.overlap_records,
         journal_torn_tail_bytes: journal.torn_tail_bytes,
         journal_unwritten_records: journal.unwritten_records,
         journal_damaged_records: journal.damaged_records,

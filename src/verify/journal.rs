@@ -220,8 +220,10 @@ pub(crate) struct Journal {
     /// The newest generation up to which the run's own writes of a block overlapped (its
     /// content unknown, nothing promised), for each (file, block) where they did.
     pub overlapped: HashMap<(u64, u64), u64>,
-    /// Good records read.
+    /// Acknowledgements read (good records that are not overlaps).
     pub records: u64,
+    /// Overlap records read.
+    pub overlap_records: u64,
     /// Bytes after the last good record (a tail torn by the crash: never acknowledged).
     pub torn_tail_bytes: u64,
     /// Records of zeros with good records after them: space another worker's append had
@@ -318,6 +320,7 @@ impl Journal {
             acked: HashMap::new(),
             overlapped: HashMap::new(),
             records: 0,
+            overlap_records: 0,
             torn_tail_bytes: 0,
             unwritten_records: 0,
             damaged_records: 0,
@@ -341,7 +344,11 @@ impl Journal {
                     };
                     let g = table.entry((a.file, a.block)).or_insert(0);
                     *g = (*g).max(a.generation);
-                    j.records += 1;
+                    if a.overlapped {
+                        j.overlap_records += 1;
+                    } else {
+                        j.records += 1;
+                    }
                     good_end = at + RECORD as u64;
                 }
                 Slot::Zeros => pending.zeros += 1,

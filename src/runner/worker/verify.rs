@@ -435,7 +435,7 @@ impl Checker {
                 message: e.to_string(),
             });
         }
-        self.report.journal_acks += self.acked.len() as u64;
+        self.report.journal_acks += self.acked.iter().filter(|a| !a.overlapped).count() as u64;
         self.report.journal_appends += 1;
         self.acked.clear();
         Ok(())

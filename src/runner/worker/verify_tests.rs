@@ -129,6 +129,9 @@ fn the_journal_records_the_overlaps_the_run_skipped_and_acknowledges_none_of_the
         })
         .count() as u64;
     assert_eq!(unknown_at_end, r.blocks_skipped_overlap, "{jr:?}");
+    // Overlaps are counted apart from acknowledgements, in the journal and the report.
+    assert!(jr.overlap_records > 0);
+    assert_eq!(jr.records, r.journal_acks);
 }
 
 #[test]
