@@ -3,8 +3,10 @@
 //! reads: every file is opened `O_RDONLY|O_NOFOLLOW` and never written.
 //!
 //! Exit status: 0 every acknowledged block is there, intact; 1 a loss or corruption (or a read
-//! error); 2 bad input (no journal, a file the journal does not name, a block size that
-//! cannot carry verify headers).
+//! error), or a journal damaged before its tail; 2 bad input (no journal, a journal or file
+//! that is not a regular file (or, for a file, a block device), a file the journal does not
+//! name, a journal whose header is damaged or impossible); 130 stopped by SIGINT or SIGTERM
+//! (one line: what was checked so far, no verdict).
 
 use crate::report::{Format, Render};
 use crate::verify::check::{self, FileCheck, Mismatch, FINDINGS};

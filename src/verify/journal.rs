@@ -2,8 +2,10 @@
 //! durable, written so that it survives the crash it is meant to judge.
 //!
 //! Layout: a header (magic, version, run seed, block size, and the files as JSON with their
-//! identities), then fixed 32-byte records `(file, block, generation, crc32c)`, appended and
-//! made durable (`fdatasync`) before the acknowledgements they hold count. A crash can tear
+//! identities), then fixed 32-byte records `(file, block, generation, crc32c, kind)`,
+//! appended and made durable (`fdatasync`) before the acknowledgements they hold count. Kind 0
+//! is an acknowledgement; kind 1 says the run's own writes of the block overlapped up to that
+//! generation, so its content was never known (a mix of them is not damage). A crash can tear
 //! the tail (the records after the last good one), and that is forgiven: those appends never
 //! returned. A damaged record with good ones after it is not a tail: the journal itself was
 //! corrupted, and reading counts it and names where it is (records of zeros there are space
