@@ -106,6 +106,8 @@ const SIGNATURES: &[(u64, &[u8], &str)] = &[
     (0, b"XFSB", "XFS file system"),
     (0x10040, b"_BHRfS_M", "btrfs file system"),
     (512, b"EFI PART", "GPT partition table"),
+    // On a disk of 4 KiB sectors the primary GPT header is at LBA 1 = 4 KiB.
+    (4096, b"EFI PART", "GPT partition table"),
     (4086, b"SWAPSPACE2", "swap area"),
     (4086, b"SWAP-SPACE", "swap area"),
     (0, b"LUKS\xba\xbe", "LUKS encrypted volume"),
@@ -178,6 +180,28 @@ fn tail_signature(f: &std::fs::File, size: u64) -> std::io::Result<Option<String
         f.read_exact_at(&mut m, off)?;
         if m == MD {
             return Ok(Some(format!("Linux md RAID member ({version} superblock)")));
+        }
+    }
+    backup_gpt(f, size)
+}
+
+/// The backup GPT header, kept in the last LBA of the disk: it survives when the primary
+/// (LBA 1) was wiped, and `gdisk`/`sgdisk` rebuild the whole table from it, so a device
+/// holding only it still holds a partition table. Looked for in the last sector of 512
+/// bytes and of 4 KiB.
+fn backup_gpt(f: &std::fs::File, size: u64) -> std::io::Result<Option<String>> {
+    use std::os::unix::fs::FileExt;
+    for sector in [512u64, 4096] {
+        if size < 2 * sector {
+            continue;
+        }
+        let mut magic = [0u8; 8];
+        f.read_exact_at(&mut magic, size - sector)?;
+        if &magic == b"EFI PART" {
+            return Ok(Some(
+                "GPT partition table (backup header in the last sector; the primary is gone)"
+                    .into(),
+            ));
         }
     }
     Ok(None)
@@ -453,6 +477,25 @@ mod tests {
         // The big-endian byte order is not md's.
         let be = image(d.path(), "be", size, &[(0x1000, &[0xa9, 0x2b, 0x4e, 0xfc])]);
         assert_eq!(find_signature(&be).unwrap(), None);
+    }
+
+    #[test]
+    fn a_gpt_is_found_by_its_backup_header_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let size: u64 = 1 << 20;
+        let found = |p: &Path| find_signature(p).unwrap().unwrap_or_default();
+        for sector in [512u64, 4096] {
+            let p = image(d.path(), "b", size, &[(size - sector, b"EFI PART")]);
+            assert!(
+                found(&p).contains("GPT partition table (backup"),
+                "{sector}"
+            );
+        }
+        let p = image(d.path(), "p4k", size, &[(4096, b"EFI PART")]);
+        assert_eq!(found(&p), "GPT partition table");
+        // The magic elsewhere near the end is not a backup header.
+        let p = image(d.path(), "n", size, &[(size - 1024, b"EFI PART")]);
+        assert_eq!(find_signature(&p).unwrap(), None);
     }
 
     #[test]

@@ -106,6 +106,22 @@ fn analyze_with_a_huge_stripe_is_refused_with_an_estimate() {
         line.contains("would need about") && line.contains("GiB"),
         "{line}"
     );
+    // 10^8 columns on a one-line trace: used to take 6.6 GB and print 200 MB. Refused at
+    // once with what it would take and print.
+    let out = sb
+        .cmd(&["trace", "--analyze", "t.csv", "--stripe", "1:100000000"])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let line = one_line(&out.stderr);
+    assert!(
+        line.contains("7.45 GiB of memory")
+            && line.contains("190.73 MiB of per-column counts")
+            && line.contains("at most 65536 columns"),
+        "{line}"
+    );
     // A 1 GiB read over a 1-byte stripe unit: used to run for minutes and take ~10 GB.
     let t0 = Instant::now();
     let out = sb

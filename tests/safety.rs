@@ -370,3 +370,90 @@ fn extsize_hint_on_xfs() {
     .success();
     assert!(!std::path::Path::new(f).exists());
 }
+
+/// CRC-32 (IEEE), as GPT headers carry it.
+fn crc32_ieee(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// A backup GPT header for a disk of `lbas` 512-byte sectors, as it sits in the last one.
+fn backup_gpt_header(lbas: u64) -> Vec<u8> {
+    let mut h = vec![0u8; 512];
+    h[0..8].copy_from_slice(b"EFI PART");
+    h[8..12].copy_from_slice(&0x0001_0000u32.to_le_bytes());
+    h[12..16].copy_from_slice(&92u32.to_le_bytes());
+    h[24..32].copy_from_slice(&(lbas - 1).to_le_bytes()); // this header
+    h[32..40].copy_from_slice(&1u64.to_le_bytes()); // the primary
+    h[40..48].copy_from_slice(&34u64.to_le_bytes()); // first usable
+    h[48..56].copy_from_slice(&(lbas - 34).to_le_bytes()); // last usable
+    h[56..72].copy_from_slice(&[0x5a; 16]); // disk GUID
+    h[72..80].copy_from_slice(&(lbas - 33).to_le_bytes()); // entries
+    h[80..84].copy_from_slice(&128u32.to_le_bytes());
+    h[84..88].copy_from_slice(&128u32.to_le_bytes());
+    h[88..92].copy_from_slice(&crc32_ieee(&[0u8; 128 * 128]).to_le_bytes());
+    let crc = crc32_ieee(&h[..92]);
+    h[16..20].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// A device whose primary GPT header was wiped but whose backup (last LBA) survives still
+/// holds a partition table (gdisk rebuilds it from the backup): a write is refused and the
+/// device is left as it was.
+#[test]
+#[cfg_attr(not(has_loop), ignore = "SKIPPED: needs root and loop devices")]
+fn a_gpt_with_only_its_backup_header_is_not_written_over() {
+    if !common::can_use_loop_devices() {
+        common::cannot("needs root and losetup");
+    }
+    let sb = Sandbox::new();
+    let Some(lo) = LoopDevice::new(sb.path(), 16) else {
+        common::cannot("losetup could not attach a loop device");
+    };
+    let size: u64 = 16 << 20;
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&lo.dev)
+            .unwrap();
+        f.write_all_at(&backup_gpt_header(size / 512), size - 512)
+            .unwrap();
+        f.sync_all().unwrap();
+    }
+    let before = std::fs::read(&lo.backing).unwrap();
+    let dev = lo.dev.to_str().unwrap().to_string();
+    let out = sb
+        .cmd(&[
+            "vx",
+            "-t",
+            "-w",
+            "write",
+            "-i",
+            "iosize=4k,iocount=10",
+            &dev,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("GPT partition table") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        std::fs::read(&lo.backing).unwrap() == before,
+        "device untouched"
+    );
+}

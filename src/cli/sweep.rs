@@ -121,6 +121,7 @@ pub(crate) fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
             if values.is_empty() {
                 bail_usage!("--{name} has no values");
             }
+            axis::check_values(name, &values)?;
             add(
                 Axis {
                     name: name.into(),

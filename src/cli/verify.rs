@@ -3,12 +3,14 @@
 //! reads: every file is opened `O_RDONLY|O_NOFOLLOW` and never written.
 //!
 //! Exit status: 0 every acknowledged block is there, intact; 1 a loss or corruption (or a read
-//! error); 2 bad input (no journal, a file the journal does not name, a block size that
-//! cannot carry verify headers).
+//! error), or a journal damaged before its tail; 2 bad input (no journal, a journal or file
+//! that is not a regular file (or, for a file, a block device), a file the journal does not
+//! name, a journal whose header is damaged or impossible); 130 stopped by SIGINT or SIGTERM
+//! (one line: what was checked so far, no verdict).
 
 use crate::report::{Format, Render};
 use crate::verify::check::{self, FileCheck, Mismatch, FINDINGS};
-use crate::verify::journal::Journal;
+use crate::verify::journal::{DamagedRecord, Journal};
 use crate::verify::Finding;
 use crate::{bail_usage, outln};
 use clap::Args;
@@ -45,13 +47,23 @@ pub(crate) struct VerifyReport {
     pub seed: u64,
     pub block_size_bytes: u64,
     pub journal_records: u64,
-    /// Bytes of a last journal record torn by the crash (ignored: it never counted).
+    /// Records of the run's own overlapping writes (blocks whose content it never knew).
+    pub journal_overlap_records: u64,
+    /// Bytes after the journal's last good record, torn by the crash (ignored: those appends
+    /// never returned, so nothing in them was acknowledged).
     pub journal_torn_tail_bytes: u64,
+    /// Records of zeros with good records after them (appends claimed but never written).
+    pub journal_unwritten_records: u64,
+    /// Damaged records with good records after them: the journal itself is corrupt, and the
+    /// check fails whatever the files hold.
+    pub journal_damaged_records: u64,
+    /// The first damaged records (index from 0, byte offset in the journal).
+    pub journal_first_damaged: Vec<DamagedRecord>,
     pub files: Vec<FileCheck>,
     /// Blocks whose finding is a failure (lost, corrupt, misdirected, torn over an
     /// acknowledged sector), over all files.
     pub failures: u64,
-    /// `clean` or `failed`.
+    /// `clean` or `failed` (failed also when the journal is corrupt).
     pub status: &'static str,
 }
 
@@ -123,19 +135,20 @@ impl VerifyReport {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "verify: journal {} (seed {:#x}, block size {} B, {} acknowledgements{})",
+            "verify: journal {} (seed {:#x}, block size {} B, {} acknowledgements{}{})",
             self.journal,
             self.seed,
             self.block_size_bytes,
             self.journal_records,
-            if self.journal_torn_tail_bytes > 0 {
+            if self.journal_overlap_records > 0 {
                 format!(
-                    ", a torn last record of {} B ignored",
-                    self.journal_torn_tail_bytes
+                    ", {} overlapping writes of the run",
+                    self.journal_overlap_records
                 )
             } else {
                 String::new()
-            }
+            },
+            journal_notes(self.journal_torn_tail_bytes, self.journal_unwritten_records)
         );
         for f in &self.files {
             let counts: Vec<String> = FINDINGS
@@ -167,10 +180,29 @@ impl VerifyReport {
                 mismatch_text(m, &mut s);
             }
         }
-        if self.failures == 0 {
+        if self.journal_damaged_records > 0 {
+            let first: Vec<String> = self
+                .journal_first_damaged
+                .iter()
+                .map(|d| format!("record {} at offset {}", d.record, d.offset_bytes))
+                .collect();
+            let _ = writeln!(
+                s,
+                "verify: FAILED: journal {} is corrupt: {} damaged records with good records after them ({}); only a torn tail is forgiven, and the acknowledgements they held are unknown",
+                self.journal,
+                self.journal_damaged_records,
+                first.join(", ")
+            );
+        }
+        if self.failures == 0 && self.journal_damaged_records == 0 {
             let _ = writeln!(
                 s,
                 "verify: clean: every acknowledged block is there and intact"
+            );
+        } else if self.failures == 0 {
+            let _ = writeln!(
+                s,
+                "verify: no block of the files contradicts the good records, but the journal is corrupt"
             );
         } else {
             let _ = writeln!(
@@ -183,11 +215,35 @@ impl VerifyReport {
     }
 }
 
+/// The tail and holes of a journal, for its line in the report.
+fn journal_notes(torn_tail_bytes: u64, unwritten_records: u64) -> String {
+    let mut s = String::new();
+    if torn_tail_bytes > 0 {
+        s += &format!(", a torn tail of {torn_tail_bytes} B ignored");
+    }
+    if unwritten_records > 0 {
+        s += &format!(", {unwritten_records} records never written (zeros) ignored");
+    }
+    s
+}
+
 fn label(f: Finding) -> &'static str {
     match f {
         Finding::StaleAllowed => "stale-but-allowed",
         other => check::finding_name(other),
     }
+}
+
+/// What a check stopped by a signal had done: one line, no verdict.
+fn interrupted_line(files: &[FileCheck], of: usize) -> String {
+    let last = files.last().map_or("", |f| f.path.as_str());
+    let blocks: u64 = files.iter().map(|f| f.blocks).sum();
+    let bytes: u64 = files.iter().map(|f| f.size_bytes).sum();
+    let failures: u64 = files.iter().map(|f| f.failures).sum();
+    format!(
+        "verify: interrupted in {last} (file {} of {of}) after checking {blocks} blocks ({bytes} B): {failures} failures so far; no verdict",
+        files.len()
+    )
 }
 
 /// The journal's index of `arg`: the same name, else the same file once both are resolved.
@@ -206,7 +262,8 @@ fn file_index(arg: &Path, names: &[String]) -> Option<usize> {
 fn open(path: &Path) -> anyhow::Result<Option<File>> {
     let f = match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
     {
         Ok(f) => f,
@@ -221,8 +278,9 @@ fn open(path: &Path) -> anyhow::Result<Option<File>> {
     let t = f.metadata()?.file_type();
     if !(t.is_file() || t.is_block_device()) {
         bail_usage!(
-            "verify: {} is not a regular file or a block device",
-            path.display()
+            "verify: {} is {}, not a regular file or a block device",
+            path.display(),
+            crate::verify::journal::kind_of(&t)
         );
     }
     Ok(Some(f))
@@ -239,16 +297,6 @@ pub(crate) fn main(a: VerifyArgs) -> anyhow::Result<i32> {
     }
     let journal = Journal::read(&a.journal).map_err(|e| crate::usage!("verify: {e:#}"))?;
     let bs = journal.header.block_size;
-    if usize::try_from(bs)
-        .map(|b| crate::verify::block::check_block_size(b).is_err())
-        .unwrap_or(true)
-    {
-        bail_usage!(
-            "verify: journal {} has block size {bs}, which cannot carry verify headers (at least {} bytes, a multiple of 8)",
-            a.journal.display(),
-            crate::verify::block::MIN_BLOCK
-        );
-    }
     // Every name is matched before anything is read, so a typo costs no time.
     let mut targets = Vec::new();
     for p in &a.files {
@@ -262,6 +310,9 @@ pub(crate) fn main(a: VerifyArgs) -> anyhow::Result<i32> {
         };
         targets.push((p, i as u64));
     }
+    // Ctrl-C or SIGTERM ends the check at the next block, with what was checked so far.
+    crate::runner::signal::install();
+    let stop = crate::runner::signal::flag();
     let mut files = Vec::new();
     for (p, i) in targets {
         let shown = p.display().to_string();
@@ -270,11 +321,16 @@ pub(crate) fn main(a: VerifyArgs) -> anyhow::Result<i32> {
                 // Through the engine, 1 MiB at a time, handed out a block at a time.
                 let engine = check::EngineReader::new(&f, 1 << 20)?;
                 let mut r = std::io::BufReader::with_capacity(1 << 20, engine);
-                check::check_file(&mut r, &shown, i, &journal)?
+                check::check_file(&mut r, &shown, i, &journal, stop)?
             }
-            None => check::check_file(&mut std::io::empty(), &shown, i, &journal)?,
+            None => check::check_file(&mut std::io::empty(), &shown, i, &journal, stop)?,
         };
+        let interrupted = c.interrupted;
         files.push(c);
+        if interrupted || crate::runner::signal::interrupted() {
+            eprintln!("{}", interrupted_line(&files, a.files.len()));
+            return Ok(130);
+        }
     }
     let failures = files.iter().map(|f| f.failures).sum();
     let report = VerifyReport {
@@ -284,14 +340,22 @@ pub(crate) fn main(a: VerifyArgs) -> anyhow::Result<i32> {
         seed: journal.header.seed,
         block_size_bytes: bs,
         journal_records: journal.records,
+        journal_overlap_records: journal.overlap_records,
         journal_torn_tail_bytes: journal.torn_tail_bytes,
+        journal_unwritten_records: journal.unwritten_records,
+        journal_damaged_records: journal.damaged_records,
+        journal_first_damaged: journal.first_damaged.clone(),
         files,
         failures,
-        status: if failures == 0 { "clean" } else { "failed" },
+        status: if failures == 0 && journal.damaged_records == 0 {
+            "clean"
+        } else {
+            "failed"
+        },
     };
     if let Some(p) = &a.output {
         crate::output::write_json_force(p, &report, a.force)?;
     }
     outln!("{}", report.render(format).trim_end());
-    Ok(if failures == 0 { 0 } else { 1 })
+    Ok(if report.status == "clean" { 0 } else { 1 })
 }

@@ -152,6 +152,10 @@ pub(crate) fn parse_ranged(v: &str, what: &str, min: u64, max: u64) -> Result<u6
     Ok(n)
 }
 
+/// Most access advice values one job takes (advice adds up over --advise and each vx -c;
+/// each is a posix_fadvise per file).
+const MAX_ADVICE: usize = 16;
+
 fn size(v: &str, c: &Ctx) -> Result<u64, UsageError> {
     parse_size_as(v, c.bare, c.what)
 }
@@ -553,6 +557,11 @@ pub(crate) static PARAMS: &[Param] = &[
         // Advice adds up: each list (run's --advise, each vx -c) appends.
         set: |j, v, _| {
             for x in v.split(',').filter(|x| !x.is_empty()) {
+                if j.advice.len() >= MAX_ADVICE {
+                    return Err(usage!(
+                        "too much advice: at most {MAX_ADVICE} values in all (noreuse, random, seq)"
+                    ));
+                }
                 j.advice.push(Advice::parse(x)?);
             }
             Ok(())

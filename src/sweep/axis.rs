@@ -145,7 +145,30 @@ pub(crate) fn parse_axis_arg(arg: &str) -> Result<Axis, UsageError> {
             "axis '{name}' has no values: give NAME=VALUE[,VALUE...]"
         ));
     }
+    check_values(&name, &values)?;
     Ok(Axis { name, values })
+}
+
+/// Most values one axis may have: each is at least one measured run per value of every
+/// other axis, and the list is held and printed whole.
+pub(crate) const MAX_AXIS_VALUES: usize = 1000;
+
+/// Refuse an axis with more than [`MAX_AXIS_VALUES`] values or with a value given twice (a
+/// point measured twice under one name; `--repeat` repeats points).
+pub(crate) fn check_values(name: &str, values: &[String]) -> Result<(), UsageError> {
+    if values.len() > MAX_AXIS_VALUES {
+        return Err(usage!(
+            "axis {name}: {} values is more than the {MAX_AXIS_VALUES} an axis may have",
+            values.len()
+        ));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(values.len());
+    if let Some(dup) = values.iter().find(|v| !seen.insert(v.as_str())) {
+        return Err(usage!(
+            "axis {name}: value '{dup}' is given twice (each value once; --repeat N measures every point N times)"
+        ));
+    }
+    Ok(())
 }
 
 /// Split a comma-separated list, dropping empty items.
@@ -183,6 +206,21 @@ mod tests {
         assert_eq!(p.files, 3);
         assert_eq!(p.job.file_size, Some(1 << 20));
         assert_eq!(p.vars["nfiles"], "1000");
+    }
+
+    #[test]
+    fn long_or_repeating_value_lists_are_refused() {
+        let many = vec!["4k"; 20_001].join(",");
+        let e = parse_axis_arg(&format!("bs={many}")).unwrap_err().0;
+        assert!(e.contains("20001 values") && e.contains("1000"), "{e}");
+        let distinct: Vec<String> = (1..=1001).map(|i| i.to_string()).collect();
+        let e = parse_axis_arg(&format!("threads={}", distinct.join(",")))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("1001 values"), "{e}");
+        assert!(parse_axis_arg(&format!("threads={}", distinct[..1000].join(","))).is_ok());
+        let e = parse_axis_arg("bs=4k,8k,4k").unwrap_err().0;
+        assert!(e.contains("'4k' is given twice"), "{e}");
     }
 
     #[test]

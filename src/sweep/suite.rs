@@ -327,6 +327,15 @@ fn resolve_axes(sf: &StudyFile, scale: f64, origin: &str) -> Result<Vec<Axis>, U
     let mut axes = Vec::new();
     for a in &sf.axes {
         let name = axis::canonical(&a.name)?;
+        // The cap of a command-line axis; duplicates are not refused here, since scaling a
+        // suite down can make two values equal.
+        if a.values.len() > axis::MAX_AXIS_VALUES {
+            return Err(usage!(
+                "{origin}: axis {name}: {} values is more than the {} an axis may have",
+                a.values.len(),
+                axis::MAX_AXIS_VALUES
+            ));
+        }
         let values = match a.scale.as_deref() {
             None | Some("none") => a.values.clone(),
             Some("multiply") => a
@@ -923,6 +932,13 @@ mod tests {
             (
                 "settings=['rw=read','size=1m']\n[[study.axis]]\nname='count'\nvalues=['1','2','3','4','5','6','7','8','9','10']\n[[study.axis]]\nname='nrep'\nvalues=['1','2','3','4','5','6','7','8','9','10']\n[[study.axis]]\nname='seed'\nvalues=['1','2','3','4','5','6','7','8','9','10']\n[[study.axis]]\nname='threads'\nvalues=['1','2','3','4','5','6','7','8','9','10']\n[[study.axis]]\nname='bs'\nvalues=['4k','8k','12k','16k','20k','24k','28k','32k','36k','40k']\n[[study.axis]]\nname='time'\nvalues=['1s','2s','3s','4s','5s','6s','7s','8s','9s','10s']\n",
                 "points",
+            ),
+            (
+                &format!(
+                    "settings=['rw=read','size=1m']\n[[study.axis]]\nname='count'\nvalues=[{}]\n",
+                    (1..=1001).map(|i| format!("'{i}'")).collect::<Vec<_>>().join(",")
+                ),
+                "1001 values is more than the 1000",
             ),
         ];
         for (study, want) in cases {

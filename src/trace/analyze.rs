@@ -43,6 +43,10 @@ pub fn layout_of(t: &Trace) -> Layout {
         .collect()
 }
 
+/// The most columns `--stripe` analyses: each gets a count in the report, so the report (and
+/// the memory that renders it) grows with them; real striped volumes have far fewer.
+pub const MAX_STRIPE_COLUMNS: u32 = 65536;
+
 /// A striped layout: stripe unit in bytes and number of columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Stripe {
@@ -60,10 +64,19 @@ impl Stripe {
         if unit_bytes == 0 || columns == 0 {
             return Err(bad());
         }
-        Ok(Stripe {
+        let st = Stripe {
             unit_bytes,
             columns,
-        })
+        };
+        if columns > MAX_STRIPE_COLUMNS {
+            let fmt = |b: u64| crate::units::format_bytes(b as f64);
+            return Err(usage!(
+                "--stripe {s}: {columns} columns would need about {} of memory and print at least {} of per-column counts; at most {MAX_STRIPE_COLUMNS} columns are analysed",
+                fmt(st.counter_bytes()),
+                fmt(st.report_bytes())
+            ));
+        }
+        Ok(st)
     }
 
     /// The device I/Os one I/O of `len` bytes at `offset` becomes: (column, offset on that
@@ -94,10 +107,16 @@ impl Stripe {
         last / self.unit_bytes - offset / self.unit_bytes + 1
     }
 
-    /// Memory the per-column counters of a stripe report take (checked before allocating).
+    /// Memory the per-column part of a stripe report takes (checked before allocating): the
+    /// counters and the difference array that fills them, and rendering them (a string of
+    /// each number, the line they are joined into, the JSON array).
     pub fn counter_bytes(&self) -> u64 {
-        // The counters and the difference array that fills them.
-        (self.columns as u64 + 1) * 16
+        (self.columns as u64 + 1) * (16 + 64)
+    }
+
+    /// The least the per-column counts print: a digit and a separator per column.
+    pub fn report_bytes(&self) -> u64 {
+        self.columns as u64 * 2
     }
 }
 
@@ -608,8 +627,15 @@ pub(crate) mod tests {
         t.file_index("/f");
         t.records = vec![rec(0, TraceOp::Read, 0, 1 << 30, 0, 10)];
         // 2^32 - 1 columns would take 64 GiB of counters: refused, not an allocator abort.
-        let e = analyze(&t, 1 << 20, Some(Stripe::parse("1:4294967295").unwrap())).unwrap_err();
+        let e = Stripe::parse("1:4294967295").unwrap_err();
         assert!(e.0.contains("would need about"), "{e}");
+        // 10^8 columns: refused with what it would take and print, and the cap.
+        let e = Stripe::parse("1:100000000").unwrap_err().0;
+        assert!(
+            e.contains("7.45 GiB") && e.contains("190.73 MiB") && e.contains("at most 65536"),
+            "{e}"
+        );
+        assert!(Stripe::parse("1:65536").is_ok());
         // A 1 GiB read over a 1-byte stripe unit: 2^30 pieces counted in constant time.
         let st = Stripe::parse("1:3").unwrap();
         let a = analyze(&t, 1 << 20, Some(st)).unwrap();

@@ -19,6 +19,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::Read;
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How many offsets of each kind, and how many mismatches, a report keeps.
 pub(crate) const FIRST_N: usize = 10;
@@ -26,13 +27,14 @@ pub(crate) const FIRST_N: usize = 10;
 const SHOWN_BYTES: usize = 16;
 
 /// Every finding, in the order reports list them.
-pub(crate) const FINDINGS: [Finding; 6] = [
+pub(crate) const FINDINGS: [Finding; 7] = [
     Finding::Intact,
     Finding::Lost,
     Finding::StaleAllowed,
     Finding::Corrupt,
     Finding::Misdirected,
     Finding::Torn,
+    Finding::Overlapped,
 ];
 
 /// The name a finding has in reports and JSON keys.
@@ -44,6 +46,7 @@ pub(crate) fn finding_name(f: Finding) -> &'static str {
         Finding::Corrupt => "corrupt",
         Finding::Misdirected => "misdirected",
         Finding::Torn => "torn",
+        Finding::Overlapped => "overlapped",
     }
 }
 
@@ -111,10 +114,15 @@ pub(crate) struct FileCheck {
     pub corrupt: Tally,
     pub misdirected: Tally,
     pub torn: Tally,
+    /// Blocks holding a mix of the run's own overlapping writes (not judged).
+    pub overlapped: Tally,
     /// Blocks whose finding fails the check.
     pub failures: u64,
     /// The first mismatches (every finding but intact and stale-but-allowed), in offset order.
     pub mismatches: Vec<Mismatch>,
+    /// The check stopped early (a signal): `blocks` is what was checked so far.
+    #[serde(skip)]
+    pub interrupted: bool,
 }
 
 impl FileCheck {
@@ -126,6 +134,7 @@ impl FileCheck {
             Finding::Corrupt => &self.corrupt,
             Finding::Misdirected => &self.misdirected,
             Finding::Torn => &self.torn,
+            Finding::Overlapped => &self.overlapped,
         }
     }
 
@@ -137,6 +146,7 @@ impl FileCheck {
             Finding::Corrupt => &mut self.corrupt,
             Finding::Misdirected => &mut self.misdirected,
             Finding::Torn => &mut self.torn,
+            Finding::Overlapped => &mut self.overlapped,
         }
     }
 
@@ -298,11 +308,13 @@ fn read_block(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 
 /// Judge every block of the file read from `r` (the `file`-th file of `journal`, shown as
 /// `path`). A short last block is judged as if the missing bytes were zeros (never written).
+/// When `stop` is set (Ctrl-C, SIGTERM) the check ends at the next block, marked interrupted.
 pub(crate) fn check_file(
     r: &mut impl Read,
     path: &str,
     file: u64,
     journal: &Journal,
+    stop: &AtomicBool,
 ) -> Result<FileCheck> {
     let bs = usize::try_from(journal.header.block_size)
         .ok()
@@ -326,8 +338,10 @@ pub(crate) fn check_file(
         corrupt: Tally::default(),
         misdirected: Tally::default(),
         torn: Tally::default(),
+        overlapped: Tally::default(),
         failures: 0,
         mismatches: Vec::new(),
+        interrupted: false,
     };
     let mut buf = vec![0u8; bs];
     let crc = block::block_crc(bs);
@@ -338,6 +352,10 @@ pub(crate) fn check_file(
     };
     let mut index = 0u64;
     loop {
+        if stop.load(Ordering::Relaxed) {
+            out.interrupted = true;
+            return Ok(out);
+        }
         let n = read_block(r, &mut buf)
             .with_context(|| format!("{path}: read error at offset {}", index * bs as u64))?;
         if n == 0 {
@@ -378,7 +396,18 @@ fn judge_block(
     let file = id.file;
     let verdict = block::check(buf, &id, crc);
     let acked = journal.acked.get(&(file, index)).copied();
+    // The run's own writes of the block overlapped after its last acknowledgement: bytes
+    // mixed from them are what the run wrote, not damage (the run skipped the block too).
+    let overlapped = journal
+        .overlapped
+        .get(&(file, index))
+        .is_some_and(|&o| o >= acked.unwrap_or(0));
     let finding = match verdict {
+        Verdict::Corrupt { .. } | Verdict::Torn { .. }
+            if overlapped && written_by_run(buf, &id) =>
+        {
+            Finding::Overlapped
+        }
         // A block no acknowledged write reached, holding bytes no write of this run made
         // (what was there before the run: a file laid out before the timed phase, or an
         // older file): nothing was promised for it.
@@ -389,7 +418,10 @@ fn judge_block(
     };
     let failure = finding.is_failure(&verdict, acked);
     out.record(id.offset, finding, failure);
-    let shown = !matches!(finding, Finding::Intact | Finding::StaleAllowed);
+    let shown = !matches!(
+        finding,
+        Finding::Intact | Finding::StaleAllowed | Finding::Overlapped
+    );
     if shown && out.mismatches.len() < FIRST_N {
         out.mismatches
             .push(mismatch(buf, &id, verdict, finding, failure, acked));
@@ -436,6 +468,7 @@ mod tests {
                 file: 0,
                 block,
                 generation,
+                overlapped: false,
             })
             .collect();
         w.append(&acks).unwrap();
@@ -497,7 +530,7 @@ mod tests {
         torn_lost[1024..].fill(0);
         file.extend(&torn_lost);
         // Block 10 is acknowledged but the file ends after block 8.
-        let c = check_file(&mut file.as_slice(), "f", 0, &j).unwrap();
+        let c = check_file(&mut file.as_slice(), "f", 0, &j, &AtomicBool::new(false)).unwrap();
         let off = |b: u64| b * BS as u64;
         assert_eq!(c.blocks, 10);
         assert_eq!(c.size_bytes, 9 * BS as u64);
@@ -551,10 +584,72 @@ mod tests {
         let mut flipped = gen_block(2, 1);
         flipped[700] ^= 0x80;
         file.extend(&flipped);
-        let c = check_file(&mut file.as_slice(), "f", 0, &j).unwrap();
+        let c = check_file(&mut file.as_slice(), "f", 0, &j, &AtomicBool::new(false)).unwrap();
         assert_eq!(c.corrupt.first_offsets_bytes, vec![0, 2 * BS as u64]);
         assert_eq!(c.stale_allowed.first_offsets_bytes, vec![BS as u64]);
         assert_eq!(c.failures, 2);
+    }
+
+    /// Bytes mixed from two overlapping writes of the run (as concurrent mmap stores mix
+    /// them, word by word) are not damage when the journal records the overlap after the
+    /// block's last acknowledgement; without that record, or with an acknowledgement after
+    /// it, they are corruption.
+    #[test]
+    fn a_mix_of_the_runs_own_overlapping_writes_is_not_corruption() {
+        let d = tempfile::tempdir().unwrap();
+        let mut mixed = gen_block(0, 6);
+        let g7 = gen_block(0, 7);
+        for w in (64..BS).step_by(16) {
+            mixed[w..w + 8].copy_from_slice(&g7[w..w + 8]);
+        }
+        let judged = |block: &[u8], overlap: Option<u64>, ack: Option<u64>| {
+            let p = d.path().join(format!("j{overlap:?}{ack:?}"));
+            let mut w = JournalWriter::create(
+                &p,
+                &JournalHeader {
+                    seed: SEED,
+                    block_size: BS as u64,
+                    files: vec!["f".into()],
+                },
+            )
+            .unwrap();
+            let rec = |generation, overlapped| Ack {
+                file: 0,
+                block: 0,
+                generation,
+                overlapped,
+            };
+            let mut recs = Vec::new();
+            recs.extend(overlap.map(|g| rec(g, true)));
+            recs.extend(ack.map(|g| rec(g, false)));
+            w.append(&recs).unwrap();
+            let j = Journal::read(&p).unwrap();
+            check_file(&mut &block[..], "f", 0, &j, &AtomicBool::new(false)).unwrap()
+        };
+        let c = judged(&mixed, Some(7), None);
+        assert_eq!((c.overlapped.blocks, c.failures), (1, 0));
+        assert!(c.mismatches.is_empty());
+        let c = judged(&mixed, Some(7), Some(5));
+        assert_eq!((c.overlapped.blocks, c.failures), (1, 0));
+        let c = judged(&mixed, None, None);
+        assert_eq!((c.corrupt.blocks, c.failures), (1, 1));
+        let c = judged(&mixed, Some(4), Some(5));
+        assert_eq!((c.overlapped.blocks, c.failures), (0, 1));
+        // A flipped bit in a block the run wrote alone stays corruption, overlap or not.
+        let mut flipped = gen_block(0, 9);
+        flipped[900] ^= 1;
+        let c = judged(&flipped, Some(7), Some(9));
+        assert_eq!((c.corrupt.blocks, c.failures), (1, 1));
+    }
+
+    #[test]
+    fn a_stop_ends_the_check_at_the_next_block() {
+        let d = tempfile::tempdir().unwrap();
+        let j = journal(d.path(), &[(0, 1)]);
+        let file = vec![0u8; 4 * BS];
+        let c = check_file(&mut file.as_slice(), "f", 0, &j, &AtomicBool::new(true)).unwrap();
+        assert!(c.interrupted);
+        assert_eq!(c.blocks, 0);
     }
 
     #[test]
@@ -564,7 +659,7 @@ mod tests {
         let mut file = gen_block(0, 1);
         file.extend(gen_block(1, 4));
         file.extend(gen_block(2, 1));
-        let c = check_file(&mut file.as_slice(), "f", 0, &j).unwrap();
+        let c = check_file(&mut file.as_slice(), "f", 0, &j, &AtomicBool::new(false)).unwrap();
         assert_eq!((c.blocks, c.intact.blocks, c.failures), (3, 3, 0));
         assert!(c.mismatches.is_empty());
     }
@@ -580,7 +675,7 @@ mod tests {
             let _ = b;
         }
         file.extend(&gen_block(19, 1)[..BS / 2]);
-        let c = check_file(&mut file.as_slice(), "f", 0, &j).unwrap();
+        let c = check_file(&mut file.as_slice(), "f", 0, &j, &AtomicBool::new(false)).unwrap();
         assert_eq!(c.lost.blocks, 19);
         assert_eq!(c.lost.first_offsets_bytes.len(), FIRST_N);
         assert_eq!(c.torn.first_offsets_bytes, vec![19 * BS as u64]);

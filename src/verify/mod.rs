@@ -39,6 +39,9 @@ pub(crate) enum Finding {
     Misdirected,
     /// Sectors of different writes; counted as loss when an acknowledged sector is gone.
     Torn,
+    /// Bytes of the run's own writes of the block that overlapped (two in flight at once,
+    /// as the journal records): what it holds was never known, nothing was promised.
+    Overlapped,
 }
 
 impl Finding {
@@ -50,7 +53,7 @@ impl Finding {
                 (verdict, acked),
                 (Verdict::Torn { oldest, .. }, Some(a)) if oldest.is_none_or(|o| o < a)
             ),
-            Finding::Intact | Finding::StaleAllowed => false,
+            Finding::Intact | Finding::StaleAllowed | Finding::Overlapped => false,
         }
     }
 }

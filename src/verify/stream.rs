@@ -49,7 +49,9 @@ pub(crate) fn byte_at(key: u64, at: u64) -> u8 {
 /// offset, so not a word of this key).
 pub(crate) fn offset_of_word(key: u64, w: u64) -> Option<u64> {
     let k = w.wrapping_sub(key).wrapping_mul(WEYL_INV).wrapping_sub(1);
-    (k < (1u64 << 58)).then_some(k * 8)
+    // `then`, not `then_some`: the product is only computed for a plausible k (it
+    // overflows for most words that are not of this key).
+    (k < (1u64 << 58)).then(|| k * 8)
 }
 
 /// Split `len` bytes at file offset `offset` into a head up to the next 8-byte boundary,
@@ -105,6 +107,17 @@ pub(crate) fn first_mismatch(buf: &[u8], key: u64, offset: u64) -> Option<usize>
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_word_of_no_key_is_no_offset_and_no_overflow() {
+        let key = 0x1234_5678_9abc_def0;
+        assert_eq!(offset_of_word(key, word(key, 1000)), Some(8000));
+        // Words whose index would be far past any file: None, not an overflow.
+        for w in [0u64, u64::MAX, key ^ 1, 1 << 63] {
+            let _ = offset_of_word(key, w);
+        }
+        assert_eq!(offset_of_word(key, key.wrapping_add(1)), None);
+    }
+
     use super::*;
     use proptest::prelude::*;
 

@@ -347,16 +347,16 @@ impl Core {
             }
             if VERIFY {
                 if let Some(c) = checker.as_mut() {
-                    if let Err(m) = c.synced(flushed.is_ok()) {
-                        failure.get_or_insert_with(|| self.failure(None, m));
+                    if let Err(f) = c.synced(flushed.is_ok()) {
+                        failure.get_or_insert(f);
                     }
                 }
             }
         }
         if VERIFY {
             if let Some(c) = checker.as_mut() {
-                if let Err(m) = c.journal_flush() {
-                    failure.get_or_insert_with(|| self.failure(None, m));
+                if let Err(f) = c.journal_flush() {
+                    failure.get_or_insert(f);
                 }
             }
         }
@@ -404,10 +404,10 @@ impl Core {
             if let Err(e) = &flushed {
                 return Err(self.failure(None, format!("fsync failed: {e}")));
             }
-            c.synced(true).map_err(|m| self.failure(None, m))?;
+            c.synced(true)?;
         }
         if c.journal_due() {
-            c.journal_flush().map_err(|m| self.failure(None, m))?;
+            c.journal_flush()?;
         }
         if c.backlog_due() && inflight == 0 && batch.is_empty() {
             c.check_backlog(engine, self.route, self.depth)?;

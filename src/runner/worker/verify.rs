@@ -338,13 +338,15 @@ impl Checker {
                 // the block holds now; the others are not acknowledged (their order is not
                 // known), which the journal's reader treats as "not promised".
                 let sole = g != 0 && before.in_flight() == 1 && !before.unknown();
-                if self.journal.is_some() && sole {
+                if self.journal.is_some() {
                     let ack = Ack {
                         file: self.user as u64,
                         block,
-                        generation: g,
+                        generation: if sole { g } else { before.generation() },
+                        overlapped: !sole,
                     };
-                    if self.durable_route[op.route as usize] {
+                    // An overlap promises nothing: journaled at once, not held for an fsync.
+                    if self.durable_route[op.route as usize] || !sole {
                         self.acked.push(ack);
                     } else {
                         self.unsynced.push(ack);
@@ -396,7 +398,7 @@ impl Checker {
 
     /// An fsync of the files completed (`ok`) or failed: the writes completed before it
     /// are acknowledged only when it succeeded.
-    pub(super) fn synced(&mut self, ok: bool) -> Result<(), String> {
+    pub(super) fn synced(&mut self, ok: bool) -> Result<(), IoFailure> {
         self.writes_since_fsync = 0;
         self.report.fsyncs += 1;
         if !ok {
@@ -413,8 +415,9 @@ impl Checker {
         self.acked.len() >= ACK_BATCH
     }
 
-    /// Append the acknowledged writes to the journal and make them durable.
-    pub(super) fn journal_flush(&mut self) -> Result<(), String> {
+    /// Append the acknowledged writes to the journal and make them durable. A failure names
+    /// the journal and where in it the append went, not the data file.
+    pub(super) fn journal_flush(&mut self) -> Result<(), IoFailure> {
         let Some(j) = self.journal.as_mut() else {
             self.acked.clear();
             return Ok(());
@@ -422,9 +425,17 @@ impl Checker {
         if self.acked.is_empty() {
             return Ok(());
         }
-        j.append(&self.acked)
-            .map_err(|e| format!("verify journal: {e:#}"))?;
-        self.report.journal_acks += self.acked.len() as u64;
+        if let Err(e) = j.append(&self.acked) {
+            let journal = self.shared.spec.journal.as_deref();
+            return Err(IoFailure {
+                user: self.user,
+                thread: self.thread,
+                path: journal.map(|p| p.display().to_string()).unwrap_or_default(),
+                offset: e.offset,
+                message: e.to_string(),
+            });
+        }
+        self.report.journal_acks += self.acked.iter().filter(|a| !a.overlapped).count() as u64;
         self.report.journal_appends += 1;
         self.acked.clear();
         Ok(())

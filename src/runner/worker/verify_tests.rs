@@ -102,6 +102,38 @@ fn overlapping_writes_in_flight_are_skipped_not_reported() {
     assert_eq!(r.blocks_skipped_overlap + r.read_back_blocks, 4);
 }
 
+/// What the run skipped as overlapping writes, the journal records as overlapped (so that
+/// `fsbench verify` does not judge a mix of them as damage) and never as acknowledged: a
+/// block is skipped exactly when the journal's overlap of it is at least its newest
+/// acknowledgement.
+#[test]
+fn the_journal_records_the_overlaps_the_run_skipped_and_acknowledges_none_of_them() {
+    let d = tempfile::tempdir().unwrap();
+    let mut j = job(Access::RandWrite, 4 * BS, 400);
+    j.threads = 2;
+    j.queue_depth = 8;
+    j.cache = crate::job::CachePolicy::Direct;
+    j.journal = Some(d.path().join("o.fsj"));
+    let (out, _) = run(&j, 4 * BS, |_| Script {
+        latency: Duration::from_micros(50),
+        ..Default::default()
+    });
+    let r = report(&out);
+    assert!(r.blocks_skipped_overlap > 0, "{r:?}");
+    let jr = Journal::read(&d.path().join("o.fsj")).unwrap();
+    let unknown_at_end = (0..4)
+        .filter(|&b| {
+            jr.overlapped
+                .get(&(0, b))
+                .is_some_and(|&o| o >= jr.acked.get(&(0, b)).copied().unwrap_or(0))
+        })
+        .count() as u64;
+    assert_eq!(unknown_at_end, r.blocks_skipped_overlap, "{jr:?}");
+    // Overlaps are counted apart from acknowledgements, in the journal and the report.
+    assert!(jr.overlap_records > 0);
+    assert_eq!(jr.records, r.journal_acks);
+}
+
 #[test]
 fn each_fault_is_found_and_named() {
     // Sequential: op k writes block k once.
