@@ -7,6 +7,7 @@
 //! `compare` read the output directory like any other; `--baseline` normalises the charts.
 
 pub(crate) mod build;
+pub(crate) mod options;
 pub(crate) mod scratch;
 pub(crate) mod spec;
 
