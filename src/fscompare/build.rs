@@ -257,7 +257,7 @@ pub(crate) fn build(
     let m = mount_argv.clone();
     let mut mlog = Vec::new();
     scratch
-        .make(Item::Mount(mnt.clone()), || run_logged(m, &mut mlog))
+        .mount(&fs_device, &mnt, || run_logged(m, &mut mlog))
         .map_err(|e| anyhow::anyhow!("mounting {label}: {e}"))?;
     log.extend(mlog);
     let geometry = geometry(&spec.fs, &fs_device, &mnt);

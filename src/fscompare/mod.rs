@@ -333,7 +333,9 @@ fn acquire(scratch: &mut Scratch, storage: &Storage, n: usize) -> anyhow::Result
             let devs = all[..n].to_vec();
             for d in &devs {
                 check_device(d)?;
-                scratch.make(Item::Wipe(d.clone()), || Ok(()))?;
+                let rdev =
+                    std::fs::metadata(d).map(|m| std::os::unix::fs::MetadataExt::rdev(&m))?;
+                scratch.make(Item::Wipe(d.clone(), rdev), || Ok(()))?;
             }
             Ok(devs)
         }
