@@ -748,3 +748,187 @@ fn a_forced_device_is_used_only_when_blank_and_left_wiped() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("mounted"), "{err}");
 }
+
+/// A loop device over a file the test made in the scratch directory under fsbench's name;
+/// a tmpfs mounted there; an empty directory there: none of them made by fsbench.
+struct Foreign {
+    mnt: PathBuf,
+    dir: PathBuf,
+    img: PathBuf,
+    dev: PathBuf,
+}
+
+impl Foreign {
+    fn new(scratch: &Path) -> Foreign {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(scratch)
+            .unwrap();
+        let mnt = scratch.join("fsbench-fscompare-1-2.mnt");
+        let dir = scratch.join("fsbench-fscompare-1-3.mnt");
+        let img = scratch.join("fsbench-fscompare-1-1.img");
+        std::fs::create_dir(&mnt).unwrap();
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::File::create(&img)
+            .unwrap()
+            .set_len(16 << 20)
+            .unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+            .arg(&mnt)
+            .status()
+            .unwrap()
+            .success();
+        if !ok {
+            cannot("cannot mount a tmpfs");
+        }
+        std::fs::write(mnt.join("users-data"), b"precious").unwrap();
+        let out = std::process::Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&img)
+            .output()
+            .unwrap();
+        let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if !out.status.success() {
+            let _ = std::process::Command::new("umount").arg(&mnt).status();
+            cannot("cannot attach a loop device");
+        }
+        Foreign { mnt, dir, img, dev }
+    }
+
+    /// A state file naming all of them; `skew` is added to every inode and mount ID (0: the
+    /// true identities, as someone who can read /proc would write them).
+    fn state(&self, skew: u64) -> String {
+        use std::os::unix::fs::MetadataExt;
+        let id = |p: &Path| {
+            let m = std::fs::symlink_metadata(p).unwrap();
+            format!("{}:{}", m.dev(), m.ino() + skew)
+        };
+        let rdev = std::fs::metadata(&self.dev).unwrap().rdev();
+        let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let line = info
+            .lines()
+            .find(|l| l.split(' ').nth(4) == Some(self.mnt.to_str().unwrap()))
+            .expect("the tmpfs is mounted");
+        let f: Vec<&str> = line.split(' ').collect();
+        let mount_id: u64 = f[0].parse().unwrap();
+        let img = self.img.display();
+        format!(
+            "fsbench-fscompare state 2 pid 1\nfile\t{img}\t{}\nloop\t{}\t{rdev}\t{img}\t{}\nmntdir\t{}\t{}\nmntdir\t{}\t{}\nmount\t{}\t{rdev}\t{}\t{}\n",
+            id(&self.img),
+            self.dev.display(),
+            id(&self.img),
+            self.mnt.display(),
+            id(&self.mnt),
+            self.dir.display(),
+            id(&self.dir),
+            self.mnt.display(),
+            mount_id + skew,
+            f[2],
+        )
+    }
+
+    /// All three are as the test made them.
+    fn untouched(&self) {
+        assert_eq!(
+            std::fs::read(self.mnt.join("users-data")).unwrap(),
+            b"precious",
+            "the tmpfs is still mounted with its data"
+        );
+        assert!(self.dir.is_dir(), "the directory is still there");
+        let b = std::fs::read_to_string(format!(
+            "/sys/block/{}/loop/backing_file",
+            self.dev.file_name().unwrap().to_string_lossy()
+        ))
+        .unwrap_or_default();
+        assert_eq!(b.trim(), self.img.to_str().unwrap(), "the loop is attached");
+        assert!(self.img.exists());
+    }
+}
+
+impl Drop for Foreign {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.mnt).status();
+        let _ = std::process::Command::new("losetup")
+            .arg("-d")
+            .arg(&self.dev)
+            .status();
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4, has_mkfs_xfs, has_mkfs_btrfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4, mkfs.xfs, mkfs.btrfs"
+)]
+fn a_planted_state_file_and_foreign_identities_are_left_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    check_machine();
+    let sb = Sandbox::new();
+    let scratch = sb.file("scratch");
+    let foreign = Foreign::new(&scratch);
+    let state = scratch.join(".fsbench-fscompare.state");
+    // Planted by another user: owned by nobody, mode 666, naming their true identities.
+    std::fs::write(&state, foreign.state(0)).unwrap();
+    std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let args = tiny(&sb, &["ext4"], &["--time", "1s"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = sb.cmd(&args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for what in [
+        format!("mount on {}", foreign.mnt.display()),
+        format!("directory {}", foreign.dir.display()),
+        format!("loop device {} (over", foreign.dev.display()),
+    ] {
+        let lines = err
+            .lines()
+            .filter(|l| l.contains(&format!("left alone: {what}")))
+            .count();
+        assert_eq!(lines, 1, "{what}: {err}");
+    }
+    let last = err.lines().last().unwrap();
+    assert!(
+        last.contains("refusing") && last.contains("owned by uid 65534"),
+        "{err}"
+    );
+    assert!(last.contains("nothing it lists is undone"), "{err}");
+    foreign.untouched();
+    assert!(state.exists(), "the planted file is left for its owner");
+    // Our own state file (root, 0600) whose identities are not those of what is there now:
+    // each entry is left alone with one line saying why, and the run goes on.
+    std::fs::remove_file(&state).unwrap();
+    std::fs::write(&state, foreign.state(1)).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = sb.cmd(&args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    for (what, why) in [
+        (
+            format!("mount on {}", foreign.mnt.display()),
+            "not the one fsbench made",
+        ),
+        (
+            format!("directory {}", foreign.dir.display()),
+            "not the directory fsbench made",
+        ),
+        (
+            format!("loop device {}", foreign.dev.display()),
+            "not by the file fsbench attached",
+        ),
+        (
+            format!("file {}", foreign.img.display()),
+            "not the file fsbench created",
+        ),
+    ] {
+        let lines = err
+            .lines()
+            .filter(|l| l.contains(&format!("left alone: {what}")) && l.contains(why))
+            .count();
+        assert_eq!(lines, 1, "{what}: {err}");
+    }
+    foreign.untouched();
+    assert!(!state.exists(), "the run's own state is gone at its end");
+}

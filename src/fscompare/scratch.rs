@@ -1032,17 +1032,31 @@ impl Scratch {
             id: None,
         };
         self.make(pending, mount)?;
-        let (id, majmin, _) = mount_on(mnt).ok_or_else(|| {
-            anyhow::anyhow!(
-                "{} is not in /proc/self/mountinfo after mount",
-                mnt.display()
-            )
-        })?;
-        self.identify(Item::Mount {
-            mnt: mnt.to_path_buf(),
-            source_rdev,
-            id: Some(MountId { id, majmin }),
-        })
+        self.record_mount_id(mnt, true)
+    }
+
+    /// Record the ID of the mount on `mnt` as it is now (`known`), or forget it while the
+    /// mount is being made again (then the device it mounts identifies it).
+    pub(crate) fn record_mount_id(&mut self, mnt: &Path, known: bool) -> anyhow::Result<()> {
+        let now = if known {
+            let (id, majmin, _) = mount_on(mnt).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{} is not in /proc/self/mountinfo after mount",
+                    mnt.display()
+                )
+            })?;
+            Some(MountId { id, majmin })
+        } else {
+            None
+        };
+        for it in &mut self.items {
+            if let Item::Mount { mnt: m, id, .. } = it {
+                if m == mnt {
+                    *id = now.clone();
+                }
+            }
+        }
+        self.save()
     }
 
     /// Tear down everything made so far, newest first. Returns what could not be undone;
