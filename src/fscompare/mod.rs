@@ -91,8 +91,9 @@ impl Plan {
     }
 }
 
-/// Refuse a device the safety rules do not allow writing to (signature, mounted, held).
-pub(crate) fn check_device(dev: &Path) -> anyhow::Result<()> {
+/// Refuse a device the safety rules do not allow writing to (signature, mounted, held);
+/// Ok: its device number, from the descriptor that was checked.
+pub(crate) fn check_device(dev: &Path) -> anyhow::Result<u64> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -105,7 +106,7 @@ pub(crate) fn check_device(dev: &Path) -> anyhow::Result<()> {
             dev.display()
         );
     }
-    Ok(())
+    Ok(std::os::unix::fs::MetadataExt::rdev(&f.metadata()?))
 }
 
 /// The summary of a finished target, for the manifest.
@@ -345,9 +346,7 @@ fn acquire(scratch: &mut Scratch, storage: &Storage, n: usize) -> anyhow::Result
         Storage::Devices(all) => {
             let devs = all[..n].to_vec();
             for d in &devs {
-                check_device(d)?;
-                let rdev =
-                    std::fs::metadata(d).map(|m| std::os::unix::fs::MetadataExt::rdev(&m))?;
+                let rdev = check_device(d)?;
                 scratch.make(Item::Wipe(d.clone(), rdev), || Ok(()))?;
             }
             Ok(devs)

@@ -1,9 +1,20 @@
 //! Scratch storage for `fscompare`: loop devices over sparse files fsbench creates in a
 //! directory, or whole devices the user names with `--force`. Everything made is written to
-//! a state file in the scratch directory *before* it is made, and torn down in reverse order
-//! (unmount, stop md arrays and volume groups, detach loops, wipe forced devices, remove the
-//! files) on success, failure and Ctrl-C; a run killed with SIGKILL leaves the state file,
-//! and the next run in that directory tears down what it lists first, and says so.
+//! a state file in the scratch directory *before* it is made, with the identity it got once
+//! made, and torn down in reverse order (unmount, stop md arrays and volume groups, detach
+//! loops, wipe forced devices, remove the files) on success, failure and Ctrl-C; a run
+//! killed with SIGKILL leaves the state file, and the next run in that directory tears down
+//! what it lists first, and says so.
+//!
+//! The state file is input another user may have planted, so it is trusted only when this
+//! fsbench could have written it: the scratch directory is ours and writable by no one else
+//! (nor any directory above it, sticky ones such as /tmp excepted), and the state file is a
+//! regular file with one link, owned by the running user, not writable by group or others,
+//! in this version's format. Otherwise it is refused and nothing in it is acted on. Each
+//! entry of a trusted one is undone only while it still has the identity recorded when
+//! fsbench made it (device and inode of files and directories; device number and backing
+//! inode of loop devices; mount ID and device of mounts; device number of forced devices;
+//! members of arrays); an entry that does not match is left alone, and said so.
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt;
@@ -283,20 +294,18 @@ fn mountinfo_escape(path: &Path) -> String {
 fn mount_on(dir: &Path) -> Option<(u64, String, String)> {
     let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     let want = mountinfo_escape(dir);
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            if f.get(4) != Some(&want.as_str()) {
-                return None;
-            }
-            let sep = f.iter().position(|x| *x == "-")?;
-            Some((
-                f[0].parse().ok()?,
-                f.get(2)?.to_string(),
-                f.get(sep + 2)?.to_string(),
-            ))
-        })
-        .last()
+    text.lines().rev().find_map(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        if f.get(4) != Some(&want.as_str()) {
+            return None;
+        }
+        let sep = f.iter().position(|x| *x == "-")?;
+        Some((
+            f[0].parse().ok()?,
+            f.get(2)?.to_string(),
+            f.get(sep + 2)?.to_string(),
+        ))
+    })
 }
 
 /// The device number of the block device `path` names (a symbolic link such as /dev/md/x
@@ -1113,7 +1122,8 @@ mod tests {
 
     #[test]
     fn state_lines_round_trip_and_garbage_is_ignored() {
-        let id = Some(Id { dev: 2049, ino: 77 });
+        let backing_id = Id { dev: 2049, ino: 77 };
+        let id = Some(backing_id);
         let items = [
             Item::File("/s/a.img".into(), id),
             Item::File("/s/a.img".into(), None),
@@ -1121,7 +1131,7 @@ mod tests {
                 dev: "/dev/loop3".into(),
                 rdev: libc::makedev(7, 3),
                 backing: "/s/a.img".into(),
-                backing_id: id.unwrap(),
+                backing_id,
             },
             Item::Wipe("/dev/sdz".into(), libc::makedev(8, 16)),
             Item::Md("/dev/md/x".into()),
