@@ -30,6 +30,9 @@ const HEADER: &str = "fsbench-fscompare state 2 pid ";
 /// Largest state file read (a run lists a few dozen lines).
 const STATE_MAX: u64 = 1 << 20;
 
+/// Most entries of a refused state file named one by one.
+const SHOWN_MAX: usize = 32;
+
 /// The name every file, directory, array and volume group a run makes starts with.
 const OUR_PREFIX: &str = "fsbench-fscompare-";
 
@@ -147,7 +150,12 @@ impl Item {
 
     fn parse(line: &str) -> Option<Item> {
         let f: Vec<&str> = line.split('\t').collect();
-        let pb = |i: usize| f.get(i).filter(|s| s.starts_with('/')).map(PathBuf::from);
+        // Paths are absolute and free of control characters (they are shown on stderr).
+        let pb = |i: usize| {
+            f.get(i)
+                .filter(|s| s.starts_with('/') && !s.chars().any(char::is_control))
+                .map(PathBuf::from)
+        };
         let num = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok());
         let n = f.len();
         Some(match *f.first()? {
@@ -160,7 +168,7 @@ impl Item {
             },
             "wipe" if n == 3 => Item::Wipe(pb(1)?, num(2)?),
             "md" if n == 2 => Item::Md(pb(1)?),
-            "vg" if n >= 2 => Item::Vg(
+            "vg" if n >= 2 && !f[1].chars().any(char::is_control) => Item::Vg(
                 f[1].to_string(),
                 (2..n).map(pb).collect::<Option<Vec<_>>>()?,
             ),
@@ -779,16 +787,26 @@ fn clean_stale(dir: &Path) -> anyhow::Result<Vec<String>> {
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
     }
     let items: Vec<Item> = text.lines().skip(1).filter_map(Item::parse).collect();
-    let pid = text.lines().next().and_then(|l| l.strip_prefix(HEADER));
+    let pid = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix(HEADER))
+        .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
     let refusal = foreign_state(&meta).or_else(|| {
         pid.is_none()
             .then(|| "it is not a state file this version of fsbench writes".to_string())
     });
     if let Some(why) = refusal {
-        for it in &items {
+        for it in items.iter().take(SHOWN_MAX) {
             eprintln!(
                 "fsbench: left alone: {} (listed in a state file fsbench did not write)",
                 it.what()
+            );
+        }
+        if items.len() > SHOWN_MAX {
+            eprintln!(
+                "fsbench: left alone: {} more entries",
+                items.len() - SHOWN_MAX
             );
         }
         crate::bail_usage!(
@@ -1165,6 +1183,7 @@ mod tests {
             "file\t/s/a",
             "loop\t/dev/loop1",
             "loop\t/dev/loop1\t1793\t/s/a.img\t-",
+            "wipe\t/dev/\x1b[2Jsda\t2048",
             "mount\t/s/m",
             "mount\t/s/m\t1795\t12\t-",
             "mntdir\t/s/m\t1:x",
