@@ -300,8 +300,25 @@ fn start_long(sb: &Sandbox) -> std::process::Child {
         assert!(t.elapsed() < Duration::from_secs(60), "nothing was mounted");
         std::thread::sleep(Duration::from_millis(100));
     }
-    // Into the workload.
-    std::thread::sleep(Duration::from_secs(2));
+    // Into the workload: past the remount before the point (the file system is mounted
+    // again and the workload's files are being made in it), however loaded the machine is.
+    let workload_started = || {
+        std::fs::read_dir(sb.file("scratch"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".mnt"))
+            .flat_map(|m| std::fs::read_dir(m.path()).into_iter().flatten().flatten())
+            .any(|e| e.file_name() != "lost+found")
+    };
+    while !workload_started() {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the workload did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
     child
 }
 
