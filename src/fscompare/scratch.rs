@@ -722,7 +722,7 @@ fn check_scratch_dir(dir: &Path) -> anyhow::Result<()> {
         let sticky = m.mode() & 0o1000 != 0;
         if (m.uid() != 0 && m.uid() != euid) || (writable_by_others(&m) && !sticky) {
             crate::bail_usage!(
-                "refusing --scratch {}: {} above it may be changed by another user (owner uid {}, mode {:o})",
+                "refusing --scratch {}: {} above it may be changed by another user (owner uid {}, mode {:o}); give a --scratch under directories only root or you can change, e.g. /var/tmp/fscompare",
                 dir.display(),
                 a.display(),
                 m.uid(),
@@ -916,7 +916,12 @@ impl Scratch {
             );
         }
         let dir = std::fs::canonicalize(dir)?;
-        check_scratch_dir(&dir)?;
+        if let Err(e) = check_scratch_dir(&dir) {
+            if made_dir {
+                let _ = std::fs::remove_dir(&dir);
+            }
+            return Err(e);
+        }
         let lock = crate::guard::lock_dir(&dir)?;
         let cleaned = clean_stale(&dir)?;
         let s = Scratch {
@@ -1328,6 +1333,17 @@ mod tests {
         let e = Scratch::open(&dir).err().expect("refused").to_string();
         assert!(e.contains("other users may write to it (mode 777)"), "{e}");
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        // Below a directory anyone may change: refused, and the scratch directory fsbench
+        // made for it is removed again.
+        let open_to_all = d.path().join("open");
+        std::fs::create_dir(&open_to_all).unwrap();
+        std::fs::set_permissions(&open_to_all, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = Scratch::open(&open_to_all.join("scratch"))
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("above it may be changed by another user"), "{e}");
+        assert!(!open_to_all.join("scratch").exists());
         // Ours again: the directory (ours by name, no identity recorded, empty) is removed.
         plant(&dir, &[Item::MountDir(victim.clone(), None)]);
         let (_s, cleaned) = Scratch::open(&dir).unwrap();
