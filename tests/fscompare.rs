@@ -949,3 +949,106 @@ fn a_planted_state_file_and_foreign_identities_are_left_alone() {
     foreign.untouched();
     assert!(!state.exists(), "the run's own state is gone at its end");
 }
+
+/// A state file of ours, as a run killed between a remount's unmount and mount leaves it
+/// (the mount's ID not yet recorded): the mount is identified by the device it mounted, and
+/// everything is cleaned.
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4, has_mkfs_xfs, has_mkfs_btrfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4, mkfs.xfs, mkfs.btrfs"
+)]
+fn our_state_with_a_mount_not_yet_identified_is_cleaned() {
+    use std::os::unix::fs::MetadataExt;
+    check_machine();
+    let sb = Sandbox::new();
+    let scratch = sb.file("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let img = scratch.join("fsbench-fscompare-1-1.img");
+    let mnt = scratch.join("fsbench-fscompare-1-2.mnt");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    std::fs::create_dir(&mnt).unwrap();
+    let out = std::process::Command::new("losetup")
+        .args(["--find", "--show"])
+        .arg(&img)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        cannot("cannot attach a loop device");
+    }
+    let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let ok = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&dev)
+        .status()
+        .unwrap()
+        .success()
+        && std::process::Command::new("mount")
+            .arg(&dev)
+            .arg(&mnt)
+            .status()
+            .unwrap()
+            .success();
+    let id = |p: &Path| {
+        let m = std::fs::symlink_metadata(p).unwrap();
+        format!("{}:{}", m.dev(), m.ino())
+    };
+    let rdev = std::fs::metadata(&dev).unwrap().rdev();
+    let dir_id = {
+        // The directory's own identity is hidden under the mount: take it from the parent's
+        // listing (readdir's inode number).
+        use std::os::unix::fs::DirEntryExt;
+        let e = std::fs::read_dir(&scratch)
+            .unwrap()
+            .flatten()
+            .find(|e| e.path() == mnt)
+            .unwrap();
+        format!("{}:{}", std::fs::metadata(&scratch).unwrap().dev(), e.ino())
+    };
+    let state = format!(
+        "fsbench-fscompare state 2 pid 1\nfile\t{}\t{}\nloop\t{}\t{rdev}\t{}\t{}\nmntdir\t{}\t{dir_id}\nmount\t{}\t{rdev}\t-\t-\n",
+        img.display(),
+        id(&img),
+        dev.display(),
+        img.display(),
+        id(&img),
+        mnt.display(),
+        mnt.display(),
+    );
+    std::fs::write(scratch.join(".fsbench-fscompare.state"), state).unwrap();
+    if !ok {
+        let _ = std::process::Command::new("losetup")
+            .arg("-d")
+            .arg(&dev)
+            .status();
+        cannot("cannot make and mount ext4 on a loop device");
+    }
+    let args = tiny(&sb, &["ext4"], &["--time", "1s"]);
+    let out = sb
+        .cmd(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let left = leftovers(&scratch);
+    if !left.is_empty() {
+        let _ = std::process::Command::new("umount").arg(&mnt).status();
+        let _ = std::process::Command::new("losetup")
+            .arg("-d")
+            .arg(&dev)
+            .status();
+    }
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    for done in [
+        format!("unmounted {}", mnt.display()),
+        format!("removed {}", mnt.display()),
+        format!("detached {}", dev.display()),
+        format!("removed {}", img.display()),
+    ] {
+        assert!(err.contains(&done), "{done}: {err}");
+    }
+    assert!(!err.contains("left alone"), "{err}");
+    assert_eq!(left, Vec::<String>::new(), "{err}");
+}
