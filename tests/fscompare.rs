@@ -259,7 +259,7 @@ fn a_failed_mkfs_is_recorded_and_leaves_nothing() {
     let sb = Sandbox::new();
     let args = tiny(
         &sb,
-        &["ext4", "xfs:-d nosuchoption=1", "btrfs"],
+        &["ext4", "xfs:-d agcount=0", "btrfs"],
         &["--time", "1s"],
     );
     let out = sb
@@ -274,11 +274,11 @@ fn a_failed_mkfs_is_recorded_and_leaves_nothing() {
     assert_eq!(skip.len(), 1);
     let why = skip[0]["reason"].as_str().unwrap();
     assert!(
-        why.contains("mkfs.xfs") && why.contains("nosuchoption"),
+        why.contains("mkfs.xfs") && why.contains("agcount=0"),
         "{why}"
     );
     // mkfs.xfs's own reason, not the tail of its usage text.
-    assert!(why.contains("unknown option"), "{why}");
+    assert!(why.contains("Value is too small"), "{why}");
 }
 
 /// Start a long fscompare, wait until its first file system is mounted.
@@ -300,8 +300,25 @@ fn start_long(sb: &Sandbox) -> std::process::Child {
         assert!(t.elapsed() < Duration::from_secs(60), "nothing was mounted");
         std::thread::sleep(Duration::from_millis(100));
     }
-    // Into the workload.
-    std::thread::sleep(Duration::from_secs(2));
+    // Into the workload: past the remount before the point (the file system is mounted
+    // again and the workload's files are being made in it), however loaded the machine is.
+    let workload_started = || {
+        std::fs::read_dir(sb.file("scratch"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".mnt"))
+            .flat_map(|m| std::fs::read_dir(m.path()).into_iter().flatten().flatten())
+            .any(|e| e.file_name() != "lost+found")
+    };
+    while !workload_started() {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the workload did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
     child
 }
 
@@ -383,6 +400,36 @@ fn bad_input_is_one_line_and_exit_2() {
         (
             &["fscompare", "--fs", "ext4;no atime", "--workload", "oltp"][..],
             "expected FS[:MKFS OPTIONS][;MOUNT OPTIONS]",
+        ),
+        (
+            &[
+                "fscompare",
+                "--fs",
+                "xfs:-f -l logdev=/dev/loop1,size=64m",
+                "--workload",
+                "oltp",
+            ],
+            "mkfs.xfs option '-l logdev=/dev/loop1,size=64m': 'logdev' names a device or file",
+        ),
+        (
+            &[
+                "fscompare",
+                "--fs",
+                "btrfs:-f rel.img",
+                "--workload",
+                "oltp",
+            ],
+            "mkfs.btrfs argument 'rel.img' is not an option",
+        ),
+        (
+            &[
+                "fscompare",
+                "--fs",
+                "btrfs;device=/dev/loop1",
+                "--workload",
+                "oltp",
+            ],
+            "mount option 'device=/dev/loop1' names a device or file",
         ),
         (
             &["fscompare", "--fs", "EXT4", "--workload", "oltp"],
@@ -717,4 +764,291 @@ fn a_forced_device_is_used_only_when_blank_and_left_wiped() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("mounted"), "{err}");
+}
+
+/// A loop device over a file the test made in the scratch directory under fsbench's name;
+/// a tmpfs mounted there; an empty directory there: none of them made by fsbench.
+struct Foreign {
+    mnt: PathBuf,
+    dir: PathBuf,
+    img: PathBuf,
+    dev: PathBuf,
+}
+
+impl Foreign {
+    fn new(scratch: &Path) -> Foreign {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(scratch)
+            .unwrap();
+        let mnt = scratch.join("fsbench-fscompare-1-2.mnt");
+        let dir = scratch.join("fsbench-fscompare-1-3.mnt");
+        let img = scratch.join("fsbench-fscompare-1-1.img");
+        std::fs::create_dir(&mnt).unwrap();
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::File::create(&img)
+            .unwrap()
+            .set_len(16 << 20)
+            .unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+            .arg(&mnt)
+            .status()
+            .unwrap()
+            .success();
+        if !ok {
+            cannot("cannot mount a tmpfs");
+        }
+        std::fs::write(mnt.join("users-data"), b"precious").unwrap();
+        let out = std::process::Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&img)
+            .output()
+            .unwrap();
+        let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if !out.status.success() {
+            let _ = std::process::Command::new("umount").arg(&mnt).status();
+            cannot("cannot attach a loop device");
+        }
+        Foreign { mnt, dir, img, dev }
+    }
+
+    /// A state file naming all of them; `skew` is added to every inode and mount ID (0: the
+    /// true identities, as someone who can read /proc would write them).
+    fn state(&self, skew: u64) -> String {
+        use std::os::unix::fs::MetadataExt;
+        let id = |p: &Path| {
+            let m = std::fs::symlink_metadata(p).unwrap();
+            format!("{}:{}", m.dev(), m.ino() + skew)
+        };
+        let rdev = std::fs::metadata(&self.dev).unwrap().rdev();
+        let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let line = info
+            .lines()
+            .find(|l| l.split(' ').nth(4) == Some(self.mnt.to_str().unwrap()))
+            .expect("the tmpfs is mounted");
+        let f: Vec<&str> = line.split(' ').collect();
+        let mount_id: u64 = f[0].parse().unwrap();
+        let img = self.img.display();
+        format!(
+            "fsbench-fscompare state 2 pid 1\nfile\t{img}\t{}\nloop\t{}\t{rdev}\t{img}\t{}\nmntdir\t{}\t{}\nmntdir\t{}\t{}\nmount\t{}\t{rdev}\t{}\t{}\n",
+            id(&self.img),
+            self.dev.display(),
+            id(&self.img),
+            self.mnt.display(),
+            id(&self.mnt),
+            self.dir.display(),
+            id(&self.dir),
+            self.mnt.display(),
+            mount_id + skew,
+            f[2],
+        )
+    }
+
+    /// All three are as the test made them.
+    fn untouched(&self) {
+        assert_eq!(
+            std::fs::read(self.mnt.join("users-data")).unwrap(),
+            b"precious",
+            "the tmpfs is still mounted with its data"
+        );
+        assert!(self.dir.is_dir(), "the directory is still there");
+        let b = std::fs::read_to_string(format!(
+            "/sys/block/{}/loop/backing_file",
+            self.dev.file_name().unwrap().to_string_lossy()
+        ))
+        .unwrap_or_default();
+        assert_eq!(b.trim(), self.img.to_str().unwrap(), "the loop is attached");
+        assert!(self.img.exists());
+    }
+}
+
+impl Drop for Foreign {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.mnt).status();
+        let _ = std::process::Command::new("losetup")
+            .arg("-d")
+            .arg(&self.dev)
+            .status();
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4, has_mkfs_xfs, has_mkfs_btrfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4, mkfs.xfs, mkfs.btrfs"
+)]
+fn a_planted_state_file_and_foreign_identities_are_left_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    check_machine();
+    let sb = Sandbox::new();
+    let scratch = sb.file("scratch");
+    let foreign = Foreign::new(&scratch);
+    let state = scratch.join(".fsbench-fscompare.state");
+    // Planted by another user: owned by nobody, mode 666, naming their true identities.
+    std::fs::write(&state, foreign.state(0)).unwrap();
+    std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let args = tiny(&sb, &["ext4"], &["--time", "1s"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = sb.cmd(&args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for what in [
+        format!("mount on {}", foreign.mnt.display()),
+        format!("directory {}", foreign.dir.display()),
+        format!("loop device {} (over", foreign.dev.display()),
+    ] {
+        let lines = err
+            .lines()
+            .filter(|l| l.contains(&format!("left alone: {what}")))
+            .count();
+        assert_eq!(lines, 1, "{what}: {err}");
+    }
+    let last = err.lines().last().unwrap();
+    assert!(
+        last.contains("refusing") && last.contains("owned by uid 65534"),
+        "{err}"
+    );
+    assert!(last.contains("nothing it lists is undone"), "{err}");
+    foreign.untouched();
+    assert!(state.exists(), "the planted file is left for its owner");
+    // Our own state file (root, 0600) whose identities are not those of what is there now:
+    // each entry is left alone with one line saying why, and the run goes on.
+    std::fs::remove_file(&state).unwrap();
+    std::fs::write(&state, foreign.state(1)).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = sb.cmd(&args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    for (what, why) in [
+        (
+            format!("mount on {}", foreign.mnt.display()),
+            "not the one fsbench made",
+        ),
+        (
+            format!("directory {}", foreign.dir.display()),
+            "not the directory fsbench made",
+        ),
+        (
+            format!("loop device {}", foreign.dev.display()),
+            "not by the file fsbench attached",
+        ),
+        (
+            format!("file {}", foreign.img.display()),
+            "not the file fsbench created",
+        ),
+    ] {
+        let lines = err
+            .lines()
+            .filter(|l| l.contains(&format!("left alone: {what}")) && l.contains(why))
+            .count();
+        assert_eq!(lines, 1, "{what}: {err}");
+    }
+    foreign.untouched();
+    assert!(!state.exists(), "the run's own state is gone at its end");
+}
+
+/// A state file of ours, as a run killed between a remount's unmount and mount leaves it
+/// (the mount's ID not yet recorded): the mount is identified by the device it mounted, and
+/// everything is cleaned.
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4, has_mkfs_xfs, has_mkfs_btrfs)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4, mkfs.xfs, mkfs.btrfs"
+)]
+fn our_state_with_a_mount_not_yet_identified_is_cleaned() {
+    use std::os::unix::fs::MetadataExt;
+    check_machine();
+    let sb = Sandbox::new();
+    let scratch = sb.file("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let img = scratch.join("fsbench-fscompare-1-1.img");
+    let mnt = scratch.join("fsbench-fscompare-1-2.mnt");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    std::fs::create_dir(&mnt).unwrap();
+    let out = std::process::Command::new("losetup")
+        .args(["--find", "--show"])
+        .arg(&img)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        cannot("cannot attach a loop device");
+    }
+    let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let ok = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&dev)
+        .status()
+        .unwrap()
+        .success()
+        && std::process::Command::new("mount")
+            .arg(&dev)
+            .arg(&mnt)
+            .status()
+            .unwrap()
+            .success();
+    let id = |p: &Path| {
+        let m = std::fs::symlink_metadata(p).unwrap();
+        format!("{}:{}", m.dev(), m.ino())
+    };
+    let rdev = std::fs::metadata(&dev).unwrap().rdev();
+    let dir_id = {
+        // The directory's own identity is hidden under the mount: take it from the parent's
+        // listing (readdir's inode number).
+        use std::os::unix::fs::DirEntryExt;
+        let e = std::fs::read_dir(&scratch)
+            .unwrap()
+            .flatten()
+            .find(|e| e.path() == mnt)
+            .unwrap();
+        format!("{}:{}", std::fs::metadata(&scratch).unwrap().dev(), e.ino())
+    };
+    let state = format!(
+        "fsbench-fscompare state 2 pid 1\nfile\t{}\t{}\nloop\t{}\t{rdev}\t{}\t{}\nmntdir\t{}\t{dir_id}\nmount\t{}\t{rdev}\t-\t-\n",
+        img.display(),
+        id(&img),
+        dev.display(),
+        img.display(),
+        id(&img),
+        mnt.display(),
+        mnt.display(),
+    );
+    std::fs::write(scratch.join(".fsbench-fscompare.state"), state).unwrap();
+    if !ok {
+        let _ = std::process::Command::new("losetup")
+            .arg("-d")
+            .arg(&dev)
+            .status();
+        cannot("cannot make and mount ext4 on a loop device");
+    }
+    let args = tiny(&sb, &["ext4"], &["--time", "1s"]);
+    let out = sb
+        .cmd(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let left = leftovers(&scratch);
+    if !left.is_empty() {
+        let _ = std::process::Command::new("umount").arg(&mnt).status();
+        let _ = std::process::Command::new("losetup")
+            .arg("-d")
+            .arg(&dev)
+            .status();
+    }
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    for done in [
+        format!("unmounted {}", mnt.display()),
+        format!("removed {}", mnt.display()),
+        format!("detached {}", dev.display()),
+        format!("removed {}", img.display()),
+    ] {
+        assert!(err.contains(&done), "{done}: {err}");
+    }
+    assert!(!err.contains("left alone"), "{err}");
+    assert_eq!(left, Vec::<String>::new(), "{err}");
 }

@@ -257,7 +257,7 @@ pub(crate) fn build(
     let m = mount_argv.clone();
     let mut mlog = Vec::new();
     scratch
-        .make(Item::Mount(mnt.clone()), || run_logged(m, &mut mlog))
+        .mount(&fs_device, &mnt, || run_logged(m, &mut mlog))
         .map_err(|e| anyhow::anyhow!("mounting {label}: {e}"))?;
     log.extend(mlog);
     let geometry = geometry(&spec.fs, &fs_device, &mnt);
@@ -329,14 +329,22 @@ impl Built {
 }
 
 /// Between points: sync, unmount, drop the page, dentry and inode caches, mount again with
-/// the same command that built the target.
-pub(crate) fn remount(mnt: &Path, mount_argv: &[String]) -> anyhow::Result<()> {
+/// the same command that built the target. The state file follows: the mount's ID is
+/// forgotten before the mount is made again (the device it mounts still identifies it) and
+/// the new ID recorded once it is.
+pub(crate) fn remount(
+    scratch: &std::cell::RefCell<Scratch>,
+    mnt: &Path,
+    mount_argv: &[String],
+) -> anyhow::Result<()> {
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
     unmount(mnt).map_err(anyhow::Error::msg)?;
     let dropped = std::fs::write("/proc/sys/vm/drop_caches", b"3");
     // Mount again whatever happened to the drop: the target must come back.
+    scratch.borrow_mut().record_mount_id(mnt, false)?;
     tool(mount_argv).map_err(anyhow::Error::msg)?;
+    scratch.borrow_mut().record_mount_id(mnt, true)?;
     dropped.map_err(|e| anyhow::anyhow!("cannot drop caches: {e}"))?;
     Ok(())
 }

@@ -7,6 +7,7 @@
 //! `compare` read the output directory like any other; `--baseline` normalises the charts.
 
 pub(crate) mod build;
+pub(crate) mod options;
 pub(crate) mod scratch;
 pub(crate) mod spec;
 
@@ -90,8 +91,9 @@ impl Plan {
     }
 }
 
-/// Refuse a device the safety rules do not allow writing to (signature, mounted, held).
-pub(crate) fn check_device(dev: &Path) -> anyhow::Result<()> {
+/// Refuse a device the safety rules do not allow writing to (signature, mounted, held);
+/// Ok: its device number, from the descriptor that was checked.
+pub(crate) fn check_device(dev: &Path) -> anyhow::Result<u64> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -104,7 +106,7 @@ pub(crate) fn check_device(dev: &Path) -> anyhow::Result<()> {
             dev.display()
         );
     }
-    Ok(())
+    Ok(std::os::unix::fs::MetadataExt::rdev(&f.metadata()?))
 }
 
 /// The summary of a finished target, for the manifest.
@@ -124,7 +126,9 @@ pub(crate) fn run(plan: Plan) -> anyhow::Result<Outcome> {
     crate::runner::signal::install();
     // The results directory is checked (and made) before any device is.
     drop(crate::output::ResultsDir::open(&plan.out_dir, plan.force)?);
-    let (mut scratch, cleaned) = Scratch::open(&plan.scratch)?;
+    let (scratch, cleaned) = Scratch::open(&plan.scratch)?;
+    // Shared with the remount between points, which records each new mount's ID.
+    let scratch = std::rc::Rc::new(std::cell::RefCell::new(scratch));
     for l in cleaned {
         eprintln!("{l}");
     }
@@ -136,7 +140,7 @@ pub(crate) fn run(plan: Plan) -> anyhow::Result<Outcome> {
     eprintln!(
         "fsbench fscompare: {} target(s) on {storage_kind} in {}; results in {}",
         plan.specs.len() * plan.layouts.len(),
-        scratch.dir.display(),
+        scratch.borrow().dir.display(),
         plan.out_dir.display()
     );
     let per = plan.per_target();
@@ -180,14 +184,17 @@ pub(crate) fn run(plan: Plan) -> anyhow::Result<Outcome> {
             continue;
         }
         eprintln!("fscompare: building {label}");
-        let built = acquire(&mut scratch, &plan.storage, devices_needed)
-            .and_then(|devs| build::build(&mut scratch, &spec, layout, &label, devs, &volumes));
+        let built = {
+            let mut sc = scratch.borrow_mut();
+            acquire(&mut sc, &plan.storage, devices_needed)
+                .and_then(|devs| build::build(&mut sc, &spec, layout, &label, devs, &volumes))
+        };
         let built = match built {
             Ok(b) => b,
             Err(e) => {
                 let why = format!("error: {e:#}");
                 eprintln!("fscompare: {label}: {why}");
-                scratch.teardown_loudly();
+                scratch.borrow_mut().teardown_loudly();
                 records.push(skip_target(&plan, &spec, layout, &label, base, &why)?);
                 failed_builds += 1;
                 sum.reason = Some(why);
@@ -207,13 +214,21 @@ pub(crate) fn run(plan: Plan) -> anyhow::Result<Outcome> {
         eprintln!("  advise: {}", tunables_line(&adv));
         let advise_name = format!("advise-{k:02}-{}.json", slug(&label));
         sum.advise = Some(advise_name.clone());
-        let outcome = run_target(&plan, &built, base, &adv, &advise_name, storage_kind);
-        let torn = scratch.teardown_loudly();
+        let outcome = run_target(
+            &plan,
+            &built,
+            &scratch,
+            base,
+            &adv,
+            &advise_name,
+            storage_kind,
+        );
+        let torn = scratch.borrow_mut().teardown_loudly();
         let outcome = outcome?;
         if !torn {
             anyhow::bail!(
                 "the scratch storage of {label} could not all be torn down (see above); the next run in {} tries again",
-                scratch.dir.display()
+                scratch.borrow().dir.display()
             );
         }
         records.extend(outcome.records);
@@ -331,8 +346,8 @@ fn acquire(scratch: &mut Scratch, storage: &Storage, n: usize) -> anyhow::Result
         Storage::Devices(all) => {
             let devs = all[..n].to_vec();
             for d in &devs {
-                check_device(d)?;
-                scratch.make(Item::Wipe(d.clone()), || Ok(()))?;
+                let rdev = check_device(d)?;
+                scratch.make(Item::Wipe(d.clone(), rdev), || Ok(()))?;
             }
             Ok(devs)
         }
@@ -382,6 +397,7 @@ struct TargetOutcome {
 fn run_target(
     plan: &Plan,
     built: &Built,
+    scratch: &std::rc::Rc<std::cell::RefCell<Scratch>>,
     base: usize,
     adv: &crate::advise::Advice,
     advise_name: &str,
@@ -389,8 +405,9 @@ fn run_target(
 ) -> anyhow::Result<TargetOutcome> {
     let hooks = || {
         let (mnt, argv) = (built.mnt.clone(), built.mount_argv.clone());
+        let scratch = scratch.clone();
         Hooks {
-            before_point: Box::new(move || build::remount(&mnt, &argv)),
+            before_point: Box::new(move || build::remount(&scratch, &mnt, &argv)),
             probes: vec![("fscompare".into(), built.probe(storage_kind))],
             built: Some(built.probe(storage_kind)),
         }

@@ -67,11 +67,11 @@ fn parse_one(s: &str) -> Result<FsSpec, String> {
         Some(m) => Some(m.to_string()),
     };
     let mkfs_opts: Vec<String> = mkfs.split_whitespace().map(str::to_string).collect();
-    // The devices are fsbench's to name: an option list must not end with a path of its own.
-    if let Some(o) = mkfs_opts.iter().find(|o| o.starts_with('/')) {
-        return Err(format!(
-            "mkfs option '{o}' looks like a device: fsbench names the devices itself"
-        ));
+    // The devices are fsbench's to name, and always last: options that name another device
+    // or file, and positional arguments, are refused before anything is created.
+    super::options::check_mkfs(fs, &mkfs_opts)?;
+    if let Some(m) = &mount_opts {
+        super::options::check_mount(fs, m)?;
     }
     Ok(FsSpec {
         fs: fs.to_string(),
@@ -200,6 +200,37 @@ mod tests {
             let e = parse_fs_arg(bad).unwrap_err();
             assert!(e.0.contains("expected FS[:MKFS OPTIONS]"), "{bad}: {}", e.0);
             assert!(!e.0.contains('\n'), "{bad}");
+        }
+    }
+
+    #[test]
+    fn specs_naming_other_devices_or_files_are_refused() {
+        for (bad, why) in [
+            (
+                "xfs:-f -l logdev=/dev/loop1,size=64m",
+                "'logdev' names a device or file",
+            ),
+            ("btrfs:-f rel.img", "'rel.img' is not an option"),
+            (
+                "btrfs:-f;device=/dev/loop1",
+                "mount option 'device=/dev/loop1' names",
+            ),
+            ("ext4:-J device=/dev/sdb", "'device' names a device or file"),
+            (
+                "xfs;logdev=/dev/loop1",
+                "mount option 'logdev=/dev/loop1' names",
+            ),
+        ] {
+            let e = parse_fs_arg(bad).unwrap_err();
+            assert!(e.0.contains(why), "{bad}: {}", e.0);
+            assert!(e.0.contains("expected FS[:MKFS OPTIONS]"), "{bad}: {}", e.0);
+        }
+        for good in [
+            "xfs:-f -m crc=1",
+            "ext4:-E lazy_itable_init=0",
+            "btrfs:-f -m single",
+        ] {
+            assert!(parse_fs_arg(good).is_ok(), "{good}");
         }
     }
 
