@@ -12,11 +12,9 @@ use crate::stats::{LatencySummary, Stats, StatsReport};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Version of the document this fsbench writes. 3: `read` and `write` objects beside every
-/// total, `p99_99` and `stdev` in every latency summary.
+/// Version of the document this fsbench writes, and the only one it reads. 3: `read` and
+/// `write` objects beside every total, `p99_99` and `stdev` in every latency summary.
 pub(crate) const SCHEMA_VERSION: u32 = 3;
-/// Oldest version `report` and `compare` still read (the previous release's documents).
-pub(crate) const OLDEST_READABLE_SCHEMA: u32 = 1;
 
 /// What produced a Result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -497,8 +495,7 @@ impl RunResult {
         self.plan.as_ref().map(|p| p.cache.name())
     }
 
-    /// Read a stored Result, checking its schema version: this version's documents, and
-    /// the previous release's (schema 1) io-job, replay, backup and sweep documents.
+    /// Read a stored Result, checking its schema version: documents of this version only.
     pub fn from_json(text: &str, origin: &str) -> Result<Self, crate::error::UsageError> {
         let v: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| crate::usage!("{origin}: not a JSON result: {e}"))?;
@@ -509,20 +506,14 @@ impl RunResult {
         v: serde_json::Value,
         origin: &str,
     ) -> Result<Self, crate::error::UsageError> {
-        let version = match v.get("schema_version").and_then(|s| s.as_u64()) {
-            Some(n) if (OLDEST_READABLE_SCHEMA as u64..=SCHEMA_VERSION as u64).contains(&n) => n,
+        match v.get("schema_version").and_then(|s| s.as_u64()) {
+            Some(n) if n == SCHEMA_VERSION as u64 => {}
             Some(n) => {
                 return Err(crate::usage!(
-                    "{origin}: schema_version {n} is not supported (this fsbench reads {OLDEST_READABLE_SCHEMA} to {SCHEMA_VERSION})"
+                    "{origin}: schema_version {n} is not supported (this fsbench reads {SCHEMA_VERSION}): run it again with this fsbench"
                 ))
             }
             None => return Err(crate::usage!("{origin}: no schema_version: not an fsbench result")),
-        };
-        if version == 1 && v.get("runs").is_some() && v.get("total").is_none() {
-            // The previous release wrote `fsbench workload --output` in a shape of its own.
-            return Err(crate::usage!(
-                "{origin}: a schema 1 workload document (its own shape, without totals): run the workload again with this fsbench to report or compare it"
-            ));
         }
         if let Some(k) = v.get("kind").and_then(|k| k.as_str()) {
             if serde_json::from_value::<Kind>(serde_json::Value::from(k)).is_err() {
@@ -531,12 +522,7 @@ impl RunResult {
                 ));
             }
         }
-        let mut r: RunResult =
-            serde_json::from_value(v).map_err(|e| crate::usage!("{origin}: {e}"))?;
-        if version < 3 {
-            r.for_each_stats(StatsReport::fill_directions_from_counts);
-        }
-        Ok(r)
+        serde_json::from_value(v).map_err(|e| crate::usage!("{origin}: {e}"))
     }
 
     /// Every [`StatsReport`] of the document: total, users, threads, groups, workload runs.
@@ -563,51 +549,32 @@ impl RunResult {
 mod tests {
     use super::*;
 
-    const V1_IO: &str = include_str!("../tests/fixtures/result-v1-io.json");
+    fn document() -> serde_json::Value {
+        let r = RunResult::new(Kind::Io, "x", 0.0, Default::default());
+        serde_json::to_value(&r).unwrap()
+    }
 
     #[test]
-    fn schema_1_io_documents_are_read() {
-        let r = RunResult::from_json(V1_IO, "v1.json").unwrap();
-        assert_eq!(r.schema_version, 1);
-        assert_eq!(r.kind, Kind::Io);
-        assert_eq!(r.name, "v1-sample");
-        let j = r.job.as_ref().expect("a v1 io document has its job");
-        assert_eq!(j.block_size, 4096);
-        assert_eq!(r.total.ops, 4000);
-        assert_eq!(r.total.other_ops, 0);
-        assert_eq!(r.users[0].threads.len(), 2);
-        // No `read`/`write` objects before schema 3: their counts come from the flat fields.
-        assert_eq!(r.total.read.ops + r.total.write.ops, r.total.ops);
-        assert_eq!(r.total.read.ops, r.total.read_ops);
-        assert_eq!(r.total.write.bytes, r.total.write_bytes);
-        assert_eq!(r.total.read.lat_ns.count, 0, "its latency is not known");
-        assert_eq!(
-            r.users[0].threads[0].stats.read.ops,
-            r.users[0].threads[0].stats.read_ops
-        );
-        assert_eq!(r.total.lat_ns.p99_99, 0);
-        // The stored HdrHistogram buckets rebuild into the one histogram within its error.
-        let h = crate::stats::LatencyHist::from_buckets(&r.total.lat_hist_ns);
-        assert_eq!(h.len(), r.total.lat_ns.count);
-        let (stored, rebuilt) = (r.total.lat_ns.p99 as f64, h.quantile(0.99) as f64);
-        assert!(
-            (stored - rebuilt).abs() <= stored * 0.005 + 1.0,
-            "{stored} vs {rebuilt}"
-        );
+    fn this_version_is_read_back() {
+        let r = RunResult::from_value(document(), "x.json").unwrap();
+        assert_eq!(r.schema_version, SCHEMA_VERSION);
+        assert_eq!(r.name, "x");
     }
 
     #[test]
     fn other_versions_and_kinds_are_one_line_refusals() {
-        let mut v: serde_json::Value = serde_json::from_str(V1_IO).unwrap();
-        v["schema_version"] = 4.into();
-        let e = RunResult::from_value(v.clone(), "x.json").unwrap_err();
-        assert!(e.to_string().contains("schema_version 4"), "{e}");
-        v["schema_version"] = 2.into();
+        let mut v = document();
+        for old in [1, 2, 4] {
+            v["schema_version"] = old.into();
+            let e = RunResult::from_value(v.clone(), "x.json").unwrap_err();
+            assert!(
+                e.to_string().contains(&format!("schema_version {old}")),
+                "{e}"
+            );
+        }
+        v["schema_version"] = SCHEMA_VERSION.into();
         v["kind"] = "advise".into();
         let e = RunResult::from_value(v, "x.json").unwrap_err();
         assert!(e.to_string().contains("kind 'advise'"), "{e}");
-        let old_workload = r#"{"schema_version": 1, "kind": "workload", "runs": []}"#;
-        let e = RunResult::from_json(old_workload, "w.json").unwrap_err();
-        assert!(e.to_string().contains("run the workload again"), "{e}");
     }
 }
