@@ -5,12 +5,12 @@
 //! JSON with a `schema_version`; reports, sweeps and `compare` read only this contract.
 //! See docs/result-schema.md.
 
-use crate::job::Job;
+use crate::job::{CachePolicy, Job};
 use crate::probe::env::Environment;
-use crate::runner::{IoFailure, Plan, RunOutcome, RunStatus, ThreadOutcome};
-use crate::stats::{LatencySummary, Stats, StatsReport};
+use crate::stats::{LatencySummary, StatsReport};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 /// Version of the document this fsbench writes, and the only one it reads. 3: `read` and
 /// `write` objects beside every total, `p99_99` and `stdev` in every latency summary.
@@ -113,7 +113,7 @@ pub struct WorkloadRun {
     pub psrun: Vec<PsrunLine>,
     /// This run's `--status-interval` time series (`t_s` from this run's start).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub timeseries: Vec<crate::runner::live::IntervalReport>,
+    pub timeseries: Vec<IntervalReport>,
 }
 
 /// What only a workload has: its variables and filesets, and each run's outline.
@@ -262,6 +262,102 @@ pub struct HostDevices {
     pub iostat: serde_json::Value,
 }
 
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Complete,
+    /// Stopped early by Ctrl-C / SIGTERM: what was done is reported.
+    Partial,
+    /// An I/O error (or a full file system) ended the run.
+    Failed,
+}
+
+impl RunStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Complete => "complete",
+            RunStatus::Partial => "partial",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// Where and why an I/O failed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IoFailure {
+    pub user: usize,
+    pub thread: u32,
+    pub path: String,
+    pub offset: Option<u64>,
+    pub message: String,
+}
+
+impl std::fmt::Display for IoFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.offset {
+            Some(o) => write!(f, "{} at offset {}: {}", self.path, o, self.message),
+            None => write!(f, "{}: {}", self.path, self.message),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    File,
+    BlockDevice,
+}
+
+/// One prepared target, as every worker sees it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TargetPlan {
+    pub path: PathBuf,
+    pub kind: TargetKind,
+    /// Bytes of the target the job's offsets fall in.
+    pub size: u64,
+    /// Created by this run (and so removed at the end unless kept).
+    pub created: bool,
+    /// Direct-I/O alignment (offset and length), from statx or the device's logical block size.
+    pub dio_align: u64,
+    /// Size of the reservation, when the job made one (noextend limits writes to it).
+    pub reserved: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    pub targets: Vec<TargetPlan>,
+    /// The cache policy actually used (block devices turn buffered into raw).
+    pub cache: CachePolicy,
+    pub notes: Vec<String>,
+}
+
+/// One interval of the run's time series (all workers together), as stored in the Result.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct IntervalReport {
+    /// End of the interval, seconds from the start of the run.
+    pub t_s: f64,
+    /// Length of the interval in seconds (the last one may be shorter).
+    pub interval_s: f64,
+    pub ops: u64,
+    pub read_ops: u64,
+    pub write_ops: u64,
+    #[serde(default)]
+    pub other_ops: u64,
+    pub bytes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub iops: f64,
+    pub read_iops: f64,
+    pub write_iops: f64,
+    pub bytes_per_sec: f64,
+    pub read_bytes_per_sec: f64,
+    pub write_bytes_per_sec: f64,
+    /// Latency of the I/Os completed in this interval (bucket values: within the
+    /// histogram's relative error).
+    pub lat_ns: LatencySummary,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     pub schema_version: u32,
@@ -303,7 +399,7 @@ pub struct RunResult {
     pub explain: Vec<crate::explain::Explanation>,
     /// The run's `--status-interval` time series: every interval of all workers together.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub timeseries: Vec<crate::runner::live::IntervalReport>,
+    pub timeseries: Vec<IntervalReport>,
     /// Per rank of a distributed run (`mpirun ... fsbench run`), in rank order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<RankReport>,
@@ -341,30 +437,6 @@ pub(crate) fn mark_spread<'a>(repeats: impl IntoIterator<Item = &'a mut RunResul
     true
 }
 
-/// Per-user (per-target) reports of a run's threads, and the threads merged.
-pub(crate) fn user_reports(targets: &[String], threads: &[ThreadOutcome]) -> Vec<UserReport> {
-    let mut users = Vec::new();
-    for (u, target) in targets.iter().enumerate() {
-        let mut us = Stats::default();
-        let mut reports = Vec::new();
-        for th in threads.iter().filter(|th| th.user == u) {
-            us += &th.stats;
-            reports.push(ThreadReport {
-                thread: th.thread,
-                stats: StatsReport::from_stats(&th.stats, false),
-            });
-        }
-        reports.sort_by_key(|t| t.thread);
-        users.push(UserReport {
-            user: u,
-            target: target.clone(),
-            stats: StatsReport::from_stats(&us, false),
-            threads: reports,
-        });
-    }
-    users
-}
-
 impl RunResult {
     /// An empty envelope of a kind: complete, no figures yet.
     pub fn new(kind: Kind, name: &str, started_unix_s: f64, environment: Environment) -> Self {
@@ -394,20 +466,6 @@ impl RunResult {
             hosts: Vec::new(),
             distributed: None,
         }
-    }
-
-    /// The Result of a Job run by the runner (kind `io`).
-    pub fn from_outcome(job: &Job, outcome: &RunOutcome) -> Self {
-        let mut r = RunResult::new(
-            Kind::Io,
-            &job.name,
-            outcome.started_unix_s,
-            crate::probe::env::collect(&job.targets),
-        );
-        r.fill_from_outcome(outcome);
-        r.job = Some(job.clone());
-        r.refresh_explain();
-        r
     }
 
     /// Run the `explain` checks on what this Result holds now (again after observers added
@@ -464,30 +522,6 @@ impl RunResult {
         } else {
             (self.total.iops, "ops_per_sec")
         }
-    }
-
-    /// Status, failures, notes, plan, users and total from a runner-shaped outcome.
-    pub fn fill_from_outcome(&mut self, outcome: &RunOutcome) {
-        let targets: Vec<String> = outcome
-            .plan
-            .targets
-            .iter()
-            .map(|t| t.path.display().to_string())
-            .collect();
-        self.users = user_reports(&targets, &outcome.threads);
-        self.total = StatsReport::from_stats(&outcome.total(), true);
-        self.status = outcome.status;
-        self.failures = outcome.failures.clone();
-        self.notes = outcome.plan.notes.clone();
-        self.plan = Some(outcome.plan.clone());
-        self.probes = outcome.probes.clone();
-        self.verify = crate::verify::report::VerifyReport::merged(
-            outcome.threads.iter().filter_map(|t| t.verify.as_ref()),
-        );
-        self.timeseries = crate::runner::live::merge_series(
-            outcome.threads.iter().map(|t| t.intervals.as_slice()),
-            crate::runner::live::interval_ns(),
-        );
     }
 
     /// The cache policy the run used, when it used targets of its own.

@@ -123,3 +123,19 @@ fn import_paths_are_read_from_plain_and_grouped_uses() {
     let m = crate_modules("use crate::cli::output;\nuse crate::{report, runner::Plan};\n");
     assert_eq!(m, ["cli", "report", "runner"]);
 }
+
+/// The Result is a leaf: the runner produces it (`runner/outcome.rs` fills it from an
+/// outcome), and the document's own types (status, failures, plan, time series) live in it,
+/// so reading or reporting a Result never reaches into the runner.
+#[test]
+fn the_result_never_imports_the_runner() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/result.rs");
+    let text = std::fs::read_to_string(&f).unwrap();
+    let up: Vec<String> = crate_modules(&text)
+        .into_iter()
+        .filter(|m| {
+            ["runner", "engine", "workload", "replay", "backup", "mpi"].contains(&m.as_str())
+        })
+        .collect();
+    assert!(up.is_empty(), "src/result.rs imports {up:?}");
+}

@@ -26,7 +26,8 @@
 //! A tick costs one histogram subtraction and copy (~4600 buckets, a few microseconds) per
 //! interval, once per worker, counted inside the interval it closes.
 
-use crate::stats::{LatencyHist, LatencySummary, Stats};
+pub(crate) use crate::result::IntervalReport;
+use crate::stats::{LatencyHist, Stats};
 use serde::{Deserialize, Serialize};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -538,32 +539,6 @@ impl Roller {
         }
         std::mem::take(&mut self.samples)
     }
-}
-
-/// One interval of the run's time series (all workers together), as stored in the Result.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct IntervalReport {
-    /// End of the interval, seconds from the start of the run.
-    pub t_s: f64,
-    /// Length of the interval in seconds (the last one may be shorter).
-    pub interval_s: f64,
-    pub ops: u64,
-    pub read_ops: u64,
-    pub write_ops: u64,
-    #[serde(default)]
-    pub other_ops: u64,
-    pub bytes: u64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    pub iops: f64,
-    pub read_iops: f64,
-    pub write_iops: f64,
-    pub bytes_per_sec: f64,
-    pub read_bytes_per_sec: f64,
-    pub write_bytes_per_sec: f64,
-    /// Latency of the I/Os completed in this interval (bucket values: within the
-    /// histogram's relative error).
-    pub lat_ns: LatencySummary,
 }
 
 /// All workers' interval *k* added together, for every *k*, in order. With the grid

@@ -8,6 +8,7 @@ pub(crate) mod live;
 pub(crate) mod live_line;
 pub(crate) mod mark;
 pub(crate) mod opgen;
+mod outcome;
 pub(crate) mod pace;
 pub(crate) mod process;
 pub(crate) mod signal;
@@ -16,33 +17,13 @@ pub(crate) mod target;
 pub(crate) mod worker;
 
 use crate::job::{Job, WorkerMode};
+pub(crate) use crate::result::RunStatus;
 use crate::stats::Stats;
 use anyhow::Result;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 pub(crate) use target::Plan;
 pub(crate) use worker::{IoFailure, ThreadOutcome};
-
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    Complete,
-    /// Stopped early by Ctrl-C / SIGTERM: what was done is reported.
-    Partial,
-    /// An I/O error (or a full file system) ended the run.
-    Failed,
-}
-
-impl RunStatus {
-    pub fn name(self) -> &'static str {
-        match self {
-            RunStatus::Complete => "complete",
-            RunStatus::Partial => "partial",
-            RunStatus::Failed => "failed",
-        }
-    }
-}
 
 /// Everything a run measured, before formatting.
 pub struct RunOutcome {

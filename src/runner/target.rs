@@ -9,42 +9,13 @@ use crate::job::{Access, CachePolicy, Job};
 use crate::safety;
 use crate::{bail_usage, usage};
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TargetKind {
-    File,
-    BlockDevice,
-}
-
-/// One prepared target, as every worker sees it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TargetPlan {
-    pub path: PathBuf,
-    pub kind: TargetKind,
-    /// Bytes of the target the job's offsets fall in.
-    pub size: u64,
-    /// Created by this run (and so removed at the end unless kept).
-    pub created: bool,
-    /// Direct-I/O alignment (offset and length), from statx or the device's logical block size.
-    pub dio_align: u64,
-    /// Size of the reservation, when the job made one (noextend limits writes to it).
-    pub reserved: Option<u64>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Plan {
-    pub targets: Vec<TargetPlan>,
-    /// The cache policy actually used (block devices turn buffered into raw).
-    pub cache: CachePolicy,
-    pub notes: Vec<String>,
-}
+pub(crate) use crate::result::{Plan, TargetKind, TargetPlan};
 
 fn needs_data(job: &Job) -> bool {
     // Everything but a plain sequential write reads or overwrites existing data.

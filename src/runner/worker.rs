@@ -16,10 +16,11 @@ use super::target::Plan;
 use crate::engine::{self, BufferPool, Built, Completion, Engine, FileHandles, IoOp, OpKind};
 use crate::job::{Advice, CachePolicy, EngineKind, Job, Route};
 use crate::stats::{cpu, inflight_bucket, Stats, SyscallCounts};
-use serde::{Deserialize, Serialize};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+pub(crate) use crate::result::IoFailure;
 
 mod drive;
 mod inline;
@@ -31,25 +32,6 @@ mod tests;
 pub(crate) mod verify;
 #[cfg(test)]
 mod verify_tests;
-
-/// Where and why an I/O failed.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct IoFailure {
-    pub user: usize,
-    pub thread: u32,
-    pub path: String,
-    pub offset: Option<u64>,
-    pub message: String,
-}
-
-impl std::fmt::Display for IoFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.offset {
-            Some(o) => write!(f, "{} at offset {}: {}", self.path, o, self.message),
-            None => write!(f, "{}: {}", self.path, self.message),
-        }
-    }
-}
 
 /// What one worker measured, and how it ended.
 #[derive(Debug, Clone)]
