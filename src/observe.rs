@@ -28,9 +28,9 @@ pub(crate) struct Observe {
     pub iostat: Option<Duration>,
     /// Record every I/O the job issues.
     pub trace: Option<TraceSettings>,
-    /// `--status-interval` and `--progress` as the front end was given them; None leaves
-    /// them as they are (a sweep's points: set once for the whole study).
-    pub watch: Option<crate::runner::live::Watching>,
+    /// `--status-interval` and `--progress` as the front end was given them (a study's
+    /// points: the study's, without a live line of their own).
+    pub watch: crate::runner::live::Watching,
     /// Count each target's extents (FIEMAP) after the run, while its files are still there
     /// (the aged study; the Job must keep its files).
     pub extents: bool,
@@ -105,9 +105,6 @@ impl Observer {
     /// Check the settings against what a run touches and start what runs beside it (every
     /// source: job, workload, replay). Call right before the run.
     pub(crate) fn start_for(o: &Observe, scope: &Scope) -> anyhow::Result<Observer> {
-        if let Some(w) = o.watch {
-            w.apply();
-        }
         let mut trace = None;
         if let Some(t) = &o.trace {
             let workers = scope.workers.max(1);

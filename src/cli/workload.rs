@@ -308,6 +308,7 @@ pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Resu
         rate,
         verify: a.verify,
         leave_for_owner: false,
+        watch: observe.watch,
     };
     crate::output::check_output(a.output.as_deref(), false)?;
     let observer = crate::observe::Observer::start_for(&observe, &scope(&model, a.in_process))?;

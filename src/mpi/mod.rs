@@ -88,12 +88,13 @@ fn make_dir(p: &Path) -> anyhow::Result<bool> {
 /// The runner on a thread of its own, with its hooks wired to the channels.
 fn start_runner(
     job: crate::job::Job,
+    watch: crate::runner::live::Watching,
     tx: Sender<Event<RunOutcome>>,
     go: Receiver<bool>,
     clean: Receiver<()>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     start_gated(tx, go, clean, move |gate| {
-        runner::run_gated(&job, Some(gate))
+        runner::run_gated(&job, Some(gate), &watch)
     })
 }
 
@@ -366,7 +367,7 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
                       local_err: &mut Option<anyhow::Error>|
      -> Option<runner::drive::Opener> {
         let (tx, go_rx, clean_rx) = channels.take().expect("the runner starts once");
-        match start_runner(job.clone(), tx, go_rx, clean_rx) {
+        match start_runner(job.clone(), spec.watch, tx, go_rx, clean_rx) {
             Ok(h) => {
                 handle = Some(h);
                 wait_ready(&rx, early)

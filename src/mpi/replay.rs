@@ -44,6 +44,9 @@ pub(crate) struct ReplaySpec {
     /// after the start barrier.
     #[serde(default)]
     pub stonewall: Option<Stonewall>,
+    /// How rank 0 watches its own part (never sent, as a Job's [`super::DistSpec`]).
+    #[serde(skip)]
+    pub watch: crate::runner::live::Watching,
 }
 
 /// What one rank sends rank 0: its row and threads, and its call kinds (None: it did not
@@ -59,12 +62,13 @@ fn start(
     trace: crate::trace::Trace,
     origin: String,
     opts: ReplayOptions,
+    watch: crate::runner::live::Watching,
     tx: Sender<Event<Box<Replayed>>>,
     go: Receiver<bool>,
     clean: Receiver<()>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     super::start_gated(tx, go, clean, move |gate| {
-        replay::run_gated(&trace, &origin, &opts, Some(gate)).map(Box::new)
+        replay::run_gated(&trace, &origin, &opts, Some(gate), &watch).map(Box::new)
     })
 }
 
@@ -146,7 +150,15 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
             dir: dir.clone(),
             ..spec.opts.clone()
         };
-        match start(trace, path.display().to_string(), opts, tx, go_rx, clean_rx) {
+        match start(
+            trace,
+            path.display().to_string(),
+            opts,
+            spec.watch,
+            tx,
+            go_rx,
+            clean_rx,
+        ) {
             Ok(h) => {
                 handle = Some(h);
                 // Prepared (its files made, its threads at the gate), or ended before that.

@@ -41,7 +41,7 @@ impl RunResult {
         );
         self.timeseries = super::live::merge_series(
             outcome.threads.iter().map(|t| t.intervals.as_slice()),
-            super::live::interval_ns(),
+            outcome.status_interval_ns,
         );
     }
 }

@@ -141,6 +141,8 @@ struct Core {
     verify: Option<Box<verify::Checker>>,
     /// Live counters and `--status-interval` intervals (idle when nobody watches).
     roll: super::live::Roller,
+    /// The run's live board, told when this worker starts reading back (`--verify`).
+    board: Option<std::sync::Arc<super::live::Board>>,
 }
 
 pub(crate) struct Worker {
@@ -152,6 +154,13 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
+    /// Publish as worker number `index` of the run to what `watch` holds (untimed, before
+    /// the start gate).
+    pub(crate) fn watch(&mut self, index: usize, watch: &super::live::WorkerWatch) {
+        self.core.roll = super::live::Roller::for_worker(index, watch);
+        self.core.board = watch.board.clone();
+    }
+
     /// The timed loop, stopped by `stop`, Ctrl-C / SIGTERM, the deadline, the count or an error.
     pub(crate) fn run(self, stop: &AtomicBool) -> ThreadOutcome {
         self.run_until(stop, super::signal::flag())

@@ -56,6 +56,8 @@ pub struct Shared<'a> {
     pub rate: RateLimit,
     /// The trace's file table when the run is traced ([`trace_files`]).
     pub trace_files: Option<TraceFiles>,
+    /// The `--status-interval` grid (ns): each thread keeps its intervals on it.
+    pub interval_ns: Option<u64>,
 }
 
 /// The file table of a traced workload: every fileset's entries in order, then every
@@ -511,7 +513,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
     let u0 = thread_usage();
     // `--status-interval`: the thread closes its intervals itself, checked between flowops
     // (one clock read per flowop, only when intervals are kept).
-    let mut roll = crate::runner::live::Roller::intervals_only();
+    let mut roll = crate::runner::live::Roller::intervals_only(sh.interval_ns);
     let io_stats: Vec<usize> = flat
         .iter()
         .filter(|f| is_io(f.kind))

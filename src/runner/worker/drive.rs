@@ -429,7 +429,9 @@ impl Core {
             c.abort();
             c.skip_read_back();
         } else if let Err(f) = {
-            crate::runner::live_line::note_verifying();
+            if let Some(b) = &self.board {
+                b.verifying.store(true, Ordering::Relaxed);
+            }
             c.read_back(engine, self.route, self.depth, interrupt)
         } {
             c.abort();

@@ -319,9 +319,8 @@ impl Core {
             trace,
             clock: crate::stats::clock::Clock::new(),
             verify: None,
-            roll: crate::runner::live::Roller::for_worker(
-                user * job.threads as usize + thread as usize,
-            ),
+            roll: Default::default(),
+            board: None,
         }
     }
 }
