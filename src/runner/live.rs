@@ -8,7 +8,7 @@
 //!   with `Relaxed` stores, at most every [`PUBLISH_NS`] (10 times a second), never per I/O.
 //!   A display thread in the runner reads the slots and draws the line. When the workers are
 //!   processes (`--processes`, vxbench -P), the slots live in a `MAP_SHARED` mapping of a
-//!   memfd the parent creates before starting them ([`open_shared_board`]); each child
+//!   memfd the parent creates before starting them ([`Watching::open_shared_board`]); each child
 //!   (fork + exec of `fsbench __worker`) inherits that descriptor alone, maps it
 //!   ([`attach_board`]) and publishes into the same slots with the same stores.
 //! - **Intervals** for the time series in the Result. At each `--status-interval` boundary the
@@ -25,6 +25,10 @@
 //! deadline compare (the deadline is one of the events), so an unwatched run pays nothing.
 //! A tick costs one histogram subtraction and copy (~4600 buckets, a few microseconds) per
 //! interval, once per worker, counted inside the interval it closes.
+//!
+//! Nothing here is process-wide: the front end builds one [`Watching`] from its flags (with
+//! the report layer's renderer) and passes it with every run; the run opens its own board and
+//! hands its workers a [`WorkerWatch`] as they are prepared.
 
 pub(crate) use crate::result::IntervalReport;
 use crate::stats::{LatencyHist, Stats};
