@@ -91,7 +91,7 @@ impl Executor {
         match self {
             Executor::Local => {
                 let observer = Observer::start(observe, job)?;
-                let outcome = crate::runner::run(job, &observe.watch)?;
+                let outcome = crate::runner::run(job, &observer.watching(&observe.watch))?;
                 let mut result = RunResult::from_outcome(job, &outcome);
                 observer.finish(&mut result, outcome.elapsed_s)?;
                 Ok(result)
@@ -152,7 +152,7 @@ impl Executor {
                     &parsed,
                     &trace.display().to_string(),
                     opts,
-                    &observe.watch,
+                    &observer.watching(&observe.watch),
                 )?;
                 let elapsed_s = result.total.elapsed_s;
                 observer.finish(&mut result, elapsed_s)?;

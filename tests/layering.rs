@@ -179,10 +179,10 @@ fn mutable_statics(text: &str) -> Vec<(usize, String)> {
     found
 }
 
-/// What steers a run is passed in with it (the front end's `Watching`, the run's board), not
-/// installed in a process-wide static. The statics left are the signal handlers' flags, the
-/// clock calibration, the trace session (worker processes find it in their environment),
-/// the one stderr bar other lines print above, and the counter of unique temporary names.
+/// What steers a run is passed in with it (the front end's `Watching` with the observers'
+/// trace session, the run's board), not installed in a process-wide static. The statics left
+/// are the signal handlers' flags, the clock calibration, the one stderr bar other lines
+/// print above, and the counter of unique temporary names.
 #[test]
 fn no_process_wide_state_steers_a_run() {
     let allowed = [
@@ -197,9 +197,6 @@ fn no_process_wide_state_steers_a_run() {
         // The bar on stderr that every other stderr line prints above (stderr is one per
         // process); it decides where a line goes, not how a run behaves.
         "runner/live_line.rs",
-        // The per-I/O trace session: its rings are handed back from every source's threads
-        // and, in worker processes, it is opened from the environment.
-        "trace/session.rs",
     ];
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();

@@ -120,6 +120,8 @@ impl WatchArgs {
             // How the live line is worded: the report layer's words.
             render: crate::report::live::render,
             warm_up: false,
+            // Made by the run's observer when it traces.
+            trace: None,
         })
     }
 }

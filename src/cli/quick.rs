@@ -312,7 +312,7 @@ pub(crate) fn main(a: QuickArgs, exec: crate::exec::Executor) -> anyhow::Result<
             let observe = crate::observe::Observe {
                 watch: crate::runner::live::Watching {
                     warm_up: warming,
-                    ..watch
+                    ..watch.clone()
                 },
                 ..Default::default()
             };

@@ -354,6 +354,11 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
             Err(e) => local_err = Some(e),
         }
     }
+    // Rank 0's own watching, with this rank's trace session when it traces.
+    let watch = match &observer {
+        Some(o) => o.watching(&spec.watch),
+        None => spec.watch.clone(),
+    };
     let (tx, rx) = mpsc::channel::<Event<RunOutcome>>();
     let (go_tx, go_rx) = mpsc::channel::<bool>();
     let (clean_tx, clean_rx) = mpsc::channel::<()>();
@@ -367,7 +372,7 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
                       local_err: &mut Option<anyhow::Error>|
      -> Option<runner::drive::Opener> {
         let (tx, go_rx, clean_rx) = channels.take().expect("the runner starts once");
-        match start_runner(job.clone(), spec.watch, tx, go_rx, clean_rx) {
+        match start_runner(job.clone(), watch.clone(), tx, go_rx, clean_rx) {
             Ok(h) => {
                 handle = Some(h);
                 wait_ready(&rx, early)

@@ -139,6 +139,11 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
             Err(e) => local_err = Some(e),
         }
     }
+    // Rank 0's own watching, with this rank's trace session when it traces.
+    let watch = match &observer {
+        Some(o) => o.watching(&spec.watch),
+        None => spec.watch.clone(),
+    };
     let (tx, rx) = mpsc::channel::<Event<Box<Replayed>>>();
     let (go_tx, go_rx) = mpsc::channel::<bool>();
     let (clean_tx, clean_rx) = mpsc::channel::<()>();
@@ -154,7 +159,7 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
             trace,
             path.display().to_string(),
             opts,
-            spec.watch,
+            watch,
             tx,
             go_rx,
             clean_rx,

@@ -425,6 +425,7 @@ fn shared_settings(
         names: Arc::new(names),
         interval_ns: None,
         board: None,
+        trace: None,
     }
 }
 
@@ -441,6 +442,7 @@ fn run_threads(
     // The live line (`--progress`): each thread publishes its counters on the board.
     shared.board = watch.open_board(nthreads);
     shared.interval_ns = watch.interval_ns();
+    shared.trace = watch.trace.clone();
     let shared = Arc::new(shared);
     let display = crate::runner::live_line::Display::start(
         watch,

@@ -132,6 +132,8 @@ pub(super) struct Shared {
     pub(super) interval_ns: Option<u64>,
     /// The live line's board (`--progress`): each thread publishes its counters there.
     pub(super) board: Option<std::sync::Arc<crate::runner::live::Board>>,
+    /// `--trace`: the session each thread's ring goes back to.
+    pub(super) trace: Option<std::sync::Arc<crate::trace::TraceSession>>,
 }
 
 impl Shared {
@@ -288,7 +290,10 @@ fn prepare(
             .map_err(|e| (DIR_FILE, format!("opening the directory to list: {e}")))?;
         list_buf = vec![0u8; LIST_BUF_BYTES];
     }
-    let ring = crate::trace::ring_for(index, shared.names.clone(), Some(plan.steps.len() as u64));
+    let ring = shared
+        .trace
+        .as_ref()
+        .and_then(|s| s.ring_for(index, shared.names.clone(), Some(plan.steps.len() as u64)));
     let pacer = |rate: Option<f64>| rate.map(|r| Pacer::at_rate(r, index as u64, shared.workers));
     Ok(Prepared {
         engine,
@@ -305,9 +310,9 @@ fn prepare(
 
 /// After the timed loop: the trace ring goes to the session, the listing descriptor is
 /// closed (neither counted).
-fn finish(prep: &mut Prepared, _shared: &Shared) {
-    if let Some(ring) = prep.ring.take() {
-        crate::trace::finish_ring(ring);
+fn finish(prep: &mut Prepared, shared: &Shared) {
+    if let (Some(ring), Some(s)) = (prep.ring.take(), &shared.trace) {
+        s.finish_ring(ring);
     }
     if prep.list_fd >= 0 {
         let mut uncounted = SyscallCounts::default();

@@ -82,7 +82,7 @@ fn plain_render(view: &LiveView) -> String {
 
 /// How a run is watched (`--status-interval`, `--progress`): built once by the front end from
 /// its flags and passed with every run it starts, so nothing process-wide decides it.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(crate) struct Watching {
     pub status_interval: Option<std::time::Duration>,
     pub live: LiveMode,
@@ -90,6 +90,8 @@ pub(crate) struct Watching {
     pub render: Render,
     /// The run is a warm-up (`quick --warmup`): its line says so.
     pub warm_up: bool,
+    /// `--trace`: the session the run's workers record into (made by its observer).
+    pub trace: Option<Arc<crate::trace::TraceSession>>,
 }
 
 impl Default for Watching {
@@ -99,6 +101,7 @@ impl Default for Watching {
             live: LiveMode::Off,
             render: plain_render,
             warm_up: false,
+            trace: None,
         }
     }
 }
@@ -109,11 +112,13 @@ impl std::fmt::Debug for Watching {
             .field("status_interval", &self.status_interval)
             .field("live", &self.live)
             .field("warm_up", &self.warm_up)
+            .field("traced", &self.trace.is_some())
             .finish_non_exhaustive()
     }
 }
 
-/// The settings compared; the renderer is how they are shown, not one of them.
+/// The settings compared; the renderer (how they are shown) and the trace session (what the
+/// run records into) are not among them.
 impl PartialEq for Watching {
     fn eq(&self, o: &Watching) -> bool {
         self.status_interval == o.status_interval
@@ -171,16 +176,18 @@ impl Watching {
         WorkerWatch {
             board,
             interval_ns: self.interval_ns(),
+            trace: self.trace.clone(),
         }
     }
 }
 
 /// What the workers of one run publish to, handed to each as it is prepared: the run's board
-/// (live counters) and the `--status-interval` grid.
+/// (live counters), the `--status-interval` grid and the trace session (`--trace`).
 #[derive(Clone, Default)]
 pub(crate) struct WorkerWatch {
     pub board: Option<Arc<Board>>,
     pub interval_ns: Option<u64>,
+    pub trace: Option<Arc<crate::trace::TraceSession>>,
 }
 
 /// One worker's published counters, alone on its cache lines (only it writes them).

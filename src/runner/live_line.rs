@@ -120,7 +120,7 @@ impl Display {
             return None;
         }
         let shared = Arc::new(Shared {
-            watch: *watch,
+            watch: watch.clone(),
             phase: AtomicU8::new(Phase::LayingOut as u8),
             done: AtomicBool::new(false),
             board,

@@ -545,7 +545,7 @@ where
             worker::private_fd_table();
             let prepared = prepare(job, plan, id, user, thread, verify.as_ref()).map(|mut w| {
                 // What it publishes to, set before the gate (untimed).
-                w.watch(user * job.threads as usize + thread as usize, &watch);
+                w.watch(job, plan, user, thread, &watch);
                 w
             });
             if !gate.arrive_and_wait() {

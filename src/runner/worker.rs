@@ -143,6 +143,8 @@ struct Core {
     roll: super::live::Roller,
     /// The run's live board, told when this worker starts reading back (`--verify`).
     board: Option<std::sync::Arc<super::live::Board>>,
+    /// The trace session the ring goes back to after the timed loop (`--trace`).
+    tracing: Option<std::sync::Arc<crate::trace::TraceSession>>,
 }
 
 pub(crate) struct Worker {
@@ -154,11 +156,24 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
-    /// Publish as worker number `index` of the run to what `watch` holds (untimed, before
-    /// the start gate).
-    pub(crate) fn watch(&mut self, index: usize, watch: &super::live::WorkerWatch) {
+    /// Publish as worker `thread` of user `user` of `job` (on `plan`) to what `watch` holds:
+    /// live counters, intervals, and a trace ring sized to the I/Os it will issue (untimed,
+    /// before the start gate: the ring's allocation and page faults happen here).
+    pub(crate) fn watch(
+        &mut self,
+        job: &Job,
+        plan: &Plan,
+        user: usize,
+        thread: u32,
+        watch: &super::live::WorkerWatch,
+    ) {
+        let index = user * job.threads as usize + thread as usize;
         self.core.roll = super::live::Roller::for_worker(index, watch);
         self.core.board = watch.board.clone();
+        if let (Some(s), Some(t)) = (&watch.trace, plan.targets.get(user)) {
+            self.core.trace = s.ring_for_worker(job, &t.path, t.size, user, thread);
+            self.core.tracing = Some(s.clone());
+        }
     }
 
     /// The timed loop, stopped by `stop`, Ctrl-C / SIGTERM, the deadline, the count or an error.

@@ -733,7 +733,7 @@ pub(crate) fn run_point_observing(
     // On ranks, every host's devices are sampled by one of its ranks.
     let observe = crate::observe::Observe {
         extents,
-        watch: ctx.watch,
+        watch: ctx.watch.clone(),
         ..crate::observe::Observe::iostat(ctx.iostat)
     };
     let run = match (&ctx.exec, rank_loops) {

@@ -657,7 +657,7 @@ pub(crate) fn run_with_hooks(
         total,
     )?;
     ctx.iostat = opts.iostat;
-    ctx.watched(opts.watch);
+    ctx.watched(opts.watch.clone());
     ctx.banner = opts.announce.clone();
     ctx.hooks = hooks;
     ctx.exec = opts.exec.clone();

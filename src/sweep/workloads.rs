@@ -85,7 +85,7 @@ pub(crate) fn run_personality(
         rate: Default::default(),
         verify: false,
         leave_for_owner: false,
-        watch: *watch,
+        watch: watch.clone(),
     };
     exec.run_workload(&src, &model, &opts)
         .map_err(PersonalityError::Failed)

@@ -37,6 +37,8 @@ pub(super) struct Setup {
     pub trace_files: Option<crate::trace::TraceFiles>,
     /// The `--status-interval` grid (ns) the threads keep their intervals on.
     pub interval_ns: Option<u64>,
+    /// `--trace`: the session the threads' rings go back to.
+    pub trace: Option<std::sync::Arc<crate::trace::TraceSession>>,
 }
 
 /// Stack of each workload thread: flowops recurse only through composites (at most 8 deep),
@@ -64,6 +66,7 @@ pub(super) fn body(
             rate: setup.rate,
             trace_files: setup.trace_files,
             interval_ns: setup.interval_ns,
+            trace: setup.trace,
         };
         let spec = &model.processes[id.process].threads[id.thread];
         Some(super::interp::run_thread(&sh, spec, id))
@@ -105,11 +108,13 @@ pub fn child(spec: WorkerSpec) -> Result<()> {
     );
     let n = ids.len();
     // A traced run's worker process finds that out from its environment.
+    let trace = crate::trace::TraceSession::from_env();
     let setup = Setup {
         engine: spec.engine,
         rate: spec.rate,
-        trace_files: super::interp::trace_files(&layouts),
+        trace_files: super::interp::trace_files(&layouts, trace.is_some()),
         interval_ns: spec.status_interval_ns,
+        trace,
     };
     let bodies = ids.into_iter().map(|id| {
         (

@@ -367,7 +367,9 @@ impl Core {
         stats.usage = cpu::thread_usage().since(&usage0);
         stats.syscalls = sys;
         if let Some(ring) = trace {
-            crate::trace::finish_ring(ring);
+            if let Some(s) = &self.tracing {
+                s.finish_ring(ring);
+            }
         }
         // Untimed: the read-back after the run.
         let verify = match checker {

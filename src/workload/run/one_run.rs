@@ -70,8 +70,9 @@ fn spawn(
         let setup = crate::workload::worker::Setup {
             engine: opts.engine,
             rate: opts.rate,
-            trace_files: crate::workload::interp::trace_files(layouts),
+            trace_files: crate::workload::interp::trace_files(layouts, opts.watch.trace.is_some()),
             interval_ns: opts.watch.interval_ns(),
+            trace: opts.watch.trace.clone(),
         };
         let layouts = std::sync::Arc::new(layouts.to_vec());
         let bodies = ids.into_iter().map(|id| {
