@@ -1,12 +1,12 @@
 //! The tracing session of a run: ring size, a common clock, and the rings workers hand back.
 //!
 //! The observer that asked for the trace makes the session and the run carries it to its
-//! workers (nothing process-wide). Worker threads hand their rings back to it. Worker processes
-//! (`--processes`, vx's `-P`/`-p`) inherit `FSBENCH_TRACE_DIR` and `FSBENCH_TRACE_RECORDS` from
-//! the parent: each child opens its own session from them ([`TraceSession::from_env`]) and, once its last worker
-//! is done, writes its records to `DIR/part-PID-dropped-N.bin`, which the parent merges. Times
-//! are kept against CLOCK_MONOTONIC, which all processes share, so records of different
-//! processes line up.
+//! workers (nothing process-wide). Worker threads hand their rings back to it. Worker
+//! processes (`--processes`, vx's `-P`/`-p`) inherit `FSBENCH_TRACE_DIR` and
+//! `FSBENCH_TRACE_RECORDS` from the parent: each child opens its own session from them
+//! ([`TraceSession::from_env`]) and, once its last worker is done, writes its records to
+//! `DIR/part-PID-dropped-N.bin`, which the parent merges. Times are kept against
+//! CLOCK_MONOTONIC, which all processes share, so records of different processes line up.
 
 use super::format;
 use super::ring::TraceFiles;
