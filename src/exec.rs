@@ -91,7 +91,7 @@ impl Executor {
         match self {
             Executor::Local => {
                 let observer = Observer::start(observe, job)?;
-                let outcome = crate::runner::run(job)?;
+                let outcome = crate::runner::run(job, &observer.watching(&observe.watch))?;
                 let mut result = RunResult::from_outcome(job, &outcome);
                 observer.finish(&mut result, outcome.elapsed_s)?;
                 Ok(result)
@@ -148,7 +148,12 @@ impl Executor {
                     processes: false,
                 };
                 let observer = Observer::start_for(observe, &scope)?;
-                let mut result = crate::replay::run(&parsed, &trace.display().to_string(), opts)?;
+                let mut result = crate::replay::run(
+                    &parsed,
+                    &trace.display().to_string(),
+                    opts,
+                    &observer.watching(&observe.watch),
+                )?;
                 let elapsed_s = result.total.elapsed_s;
                 observer.finish(&mut result, elapsed_s)?;
                 Ok(result)

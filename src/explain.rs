@@ -44,7 +44,7 @@ pub(crate) struct RunFacts<'a> {
     /// vm.dirty_expire_centisecs as seconds, for runs without a `page_cache` probe.
     pub dirty_expire_s: Option<f64>,
     /// The run's `--status-interval` time series (empty without the flag).
-    pub timeseries: &'a [crate::runner::live::IntervalReport],
+    pub timeseries: &'a [crate::result::IntervalReport],
     /// The CPUs the run's threads could use (the Result's environment).
     pub cpus: Cpus,
 }

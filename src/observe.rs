@@ -28,9 +28,9 @@ pub(crate) struct Observe {
     pub iostat: Option<Duration>,
     /// Record every I/O the job issues.
     pub trace: Option<TraceSettings>,
-    /// `--status-interval` and `--progress` as the front end was given them; None leaves
-    /// them as they are (a sweep's points: set once for the whole study).
-    pub watch: Option<crate::runner::live::Watching>,
+    /// `--status-interval` and `--progress` as the front end was given them (a study's
+    /// points: the study's, without a live line of their own).
+    pub watch: crate::runner::live::Watching,
     /// Count each target's extents (FIEMAP) after the run, while its files are still there
     /// (the aged study; the Job must keep its files).
     pub extents: bool,
@@ -91,6 +91,8 @@ pub(crate) struct Observer {
     sampler: Option<Sampler>,
     iostat_note: Option<String>,
     trace: Option<(PathBuf, TraceFormat)>,
+    /// The session the run's workers record into (`--trace`).
+    session: Option<std::sync::Arc<crate::trace::TraceSession>>,
     /// The files whose extents are counted when the run ends.
     extents_of: Option<Vec<PathBuf>>,
 }
@@ -105,10 +107,8 @@ impl Observer {
     /// Check the settings against what a run touches and start what runs beside it (every
     /// source: job, workload, replay). Call right before the run.
     pub(crate) fn start_for(o: &Observe, scope: &Scope) -> anyhow::Result<Observer> {
-        if let Some(w) = o.watch {
-            w.apply();
-        }
         let mut trace = None;
+        let mut session = None;
         if let Some(t) = &o.trace {
             let workers = scope.workers.max(1);
             let records = t.records.unwrap_or_else(|| {
@@ -123,14 +123,18 @@ impl Observer {
             }
             format::check_writable(&t.path)?;
             if !scope.processes {
-                crate::trace::enable(records);
+                session = Some(crate::trace::TraceSession::new(records));
             } else {
                 // Worker processes leave their records here; `finish` merges and removes them.
                 let dir =
                     std::env::temp_dir().join(format!("fsbench-trace-{}", std::process::id()));
-                crate::trace::enable_for_children(records, dir).map_err(|e| {
-                    usage!("--trace: cannot create a directory for worker processes' traces: {e}")
-                })?;
+                session = Some(
+                    crate::trace::TraceSession::for_children(records, dir).map_err(|e| {
+                        usage!(
+                            "--trace: cannot create a directory for worker processes' traces: {e}"
+                        )
+                    })?,
+                );
             }
             trace = Some((t.path.clone(), t.format));
         }
@@ -159,8 +163,21 @@ impl Observer {
             sampler,
             iostat_note,
             trace,
+            session,
             extents_of: o.extents.then(|| scope.targets.clone()),
         })
+    }
+
+    /// `watch` with what these observers record carried along (the trace session): how the
+    /// run they observe is watched.
+    pub(crate) fn watching(
+        &self,
+        watch: &crate::runner::live::Watching,
+    ) -> crate::runner::live::Watching {
+        crate::runner::live::Watching {
+            trace: self.session.clone(),
+            ..watch.clone()
+        }
     }
 
     /// Stop the observers and store what they saw in the Result (and the trace file).
@@ -195,7 +212,7 @@ impl Observer {
             insert_extents(probes, &counts);
         }
         if let Some((path, fmt)) = self.trace.take() {
-            let (trace, dropped) = crate::trace::take().unwrap_or_default();
+            let (trace, dropped) = self.session.take().map(|s| s.take()).unwrap_or_default();
             crate::output::write_with(&path, false, |w| match fmt {
                 TraceFormat::Csv => format::to_csv(&trace, w),
                 TraceFormat::Bin => format::to_bin(&trace, w),
@@ -247,8 +264,8 @@ impl Drop for Observer {
     /// A run that ended in an error never reaches `finish`: switch tracing off and remove
     /// what worker processes left behind (the sampler stops on its own drop).
     fn drop(&mut self) {
-        if self.trace.take().is_some() {
-            let _ = crate::trace::take();
+        if let Some(s) = self.session.take() {
+            let _ = s.take();
         }
     }
 }

@@ -5,18 +5,16 @@
 //! JSON with a `schema_version`; reports, sweeps and `compare` read only this contract.
 //! See docs/result-schema.md.
 
-use crate::job::Job;
+use crate::job::{CachePolicy, Job};
 use crate::probe::env::Environment;
-use crate::runner::{IoFailure, Plan, RunOutcome, RunStatus, ThreadOutcome};
-use crate::stats::{LatencySummary, Stats, StatsReport};
+use crate::stats::{LatencySummary, StatsReport};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-/// Version of the document this fsbench writes. 3: `read` and `write` objects beside every
-/// total, `p99_99` and `stdev` in every latency summary.
+/// Version of the document this fsbench writes, and the only one it reads. 3: `read` and
+/// `write` objects beside every total, `p99_99` and `stdev` in every latency summary.
 pub(crate) const SCHEMA_VERSION: u32 = 3;
-/// Oldest version `report` and `compare` still read (the previous release's documents).
-pub(crate) const OLDEST_READABLE_SCHEMA: u32 = 1;
 
 /// What produced a Result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,7 +113,7 @@ pub struct WorkloadRun {
     pub psrun: Vec<PsrunLine>,
     /// This run's `--status-interval` time series (`t_s` from this run's start).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub timeseries: Vec<crate::runner::live::IntervalReport>,
+    pub timeseries: Vec<IntervalReport>,
 }
 
 /// What only a workload has: its variables and filesets, and each run's outline.
@@ -264,6 +262,102 @@ pub struct HostDevices {
     pub iostat: serde_json::Value,
 }
 
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Complete,
+    /// Stopped early by Ctrl-C / SIGTERM: what was done is reported.
+    Partial,
+    /// An I/O error (or a full file system) ended the run.
+    Failed,
+}
+
+impl RunStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Complete => "complete",
+            RunStatus::Partial => "partial",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// Where and why an I/O failed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IoFailure {
+    pub user: usize,
+    pub thread: u32,
+    pub path: String,
+    pub offset: Option<u64>,
+    pub message: String,
+}
+
+impl std::fmt::Display for IoFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.offset {
+            Some(o) => write!(f, "{} at offset {}: {}", self.path, o, self.message),
+            None => write!(f, "{}: {}", self.path, self.message),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    File,
+    BlockDevice,
+}
+
+/// One prepared target, as every worker sees it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TargetPlan {
+    pub path: PathBuf,
+    pub kind: TargetKind,
+    /// Bytes of the target the job's offsets fall in.
+    pub size: u64,
+    /// Created by this run (and so removed at the end unless kept).
+    pub created: bool,
+    /// Direct-I/O alignment (offset and length), from statx or the device's logical block size.
+    pub dio_align: u64,
+    /// Size of the reservation, when the job made one (noextend limits writes to it).
+    pub reserved: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    pub targets: Vec<TargetPlan>,
+    /// The cache policy actually used (block devices turn buffered into raw).
+    pub cache: CachePolicy,
+    pub notes: Vec<String>,
+}
+
+/// One interval of the run's time series (all workers together), as stored in the Result.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct IntervalReport {
+    /// End of the interval, seconds from the start of the run.
+    pub t_s: f64,
+    /// Length of the interval in seconds (the last one may be shorter).
+    pub interval_s: f64,
+    pub ops: u64,
+    pub read_ops: u64,
+    pub write_ops: u64,
+    #[serde(default)]
+    pub other_ops: u64,
+    pub bytes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub iops: f64,
+    pub read_iops: f64,
+    pub write_iops: f64,
+    pub bytes_per_sec: f64,
+    pub read_bytes_per_sec: f64,
+    pub write_bytes_per_sec: f64,
+    /// Latency of the I/Os completed in this interval (bucket values: within the
+    /// histogram's relative error).
+    pub lat_ns: LatencySummary,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     pub schema_version: u32,
@@ -305,7 +399,7 @@ pub struct RunResult {
     pub explain: Vec<crate::explain::Explanation>,
     /// The run's `--status-interval` time series: every interval of all workers together.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub timeseries: Vec<crate::runner::live::IntervalReport>,
+    pub timeseries: Vec<IntervalReport>,
     /// Per rank of a distributed run (`mpirun ... fsbench run`), in rank order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<RankReport>,
@@ -343,30 +437,6 @@ pub(crate) fn mark_spread<'a>(repeats: impl IntoIterator<Item = &'a mut RunResul
     true
 }
 
-/// Per-user (per-target) reports of a run's threads, and the threads merged.
-pub(crate) fn user_reports(targets: &[String], threads: &[ThreadOutcome]) -> Vec<UserReport> {
-    let mut users = Vec::new();
-    for (u, target) in targets.iter().enumerate() {
-        let mut us = Stats::default();
-        let mut reports = Vec::new();
-        for th in threads.iter().filter(|th| th.user == u) {
-            us += &th.stats;
-            reports.push(ThreadReport {
-                thread: th.thread,
-                stats: StatsReport::from_stats(&th.stats, false),
-            });
-        }
-        reports.sort_by_key(|t| t.thread);
-        users.push(UserReport {
-            user: u,
-            target: target.clone(),
-            stats: StatsReport::from_stats(&us, false),
-            threads: reports,
-        });
-    }
-    users
-}
-
 impl RunResult {
     /// An empty envelope of a kind: complete, no figures yet.
     pub fn new(kind: Kind, name: &str, started_unix_s: f64, environment: Environment) -> Self {
@@ -396,20 +466,6 @@ impl RunResult {
             hosts: Vec::new(),
             distributed: None,
         }
-    }
-
-    /// The Result of a Job run by the runner (kind `io`).
-    pub fn from_outcome(job: &Job, outcome: &RunOutcome) -> Self {
-        let mut r = RunResult::new(
-            Kind::Io,
-            &job.name,
-            outcome.started_unix_s,
-            crate::probe::env::collect(&job.targets),
-        );
-        r.fill_from_outcome(outcome);
-        r.job = Some(job.clone());
-        r.refresh_explain();
-        r
     }
 
     /// Run the `explain` checks on what this Result holds now (again after observers added
@@ -468,37 +524,12 @@ impl RunResult {
         }
     }
 
-    /// Status, failures, notes, plan, users and total from a runner-shaped outcome.
-    pub fn fill_from_outcome(&mut self, outcome: &RunOutcome) {
-        let targets: Vec<String> = outcome
-            .plan
-            .targets
-            .iter()
-            .map(|t| t.path.display().to_string())
-            .collect();
-        self.users = user_reports(&targets, &outcome.threads);
-        self.total = StatsReport::from_stats(&outcome.total(), true);
-        self.status = outcome.status;
-        self.failures = outcome.failures.clone();
-        self.notes = outcome.plan.notes.clone();
-        self.plan = Some(outcome.plan.clone());
-        self.probes = outcome.probes.clone();
-        self.verify = crate::verify::report::VerifyReport::merged(
-            outcome.threads.iter().filter_map(|t| t.verify.as_ref()),
-        );
-        self.timeseries = crate::runner::live::merge_series(
-            outcome.threads.iter().map(|t| t.intervals.as_slice()),
-            crate::runner::live::interval_ns(),
-        );
-    }
-
     /// The cache policy the run used, when it used targets of its own.
     pub fn cache_name(&self) -> Option<String> {
         self.plan.as_ref().map(|p| p.cache.name())
     }
 
-    /// Read a stored Result, checking its schema version: this version's documents, and
-    /// the previous release's (schema 1) io-job, replay, backup and sweep documents.
+    /// Read a stored Result, checking its schema version: documents of this version only.
     pub fn from_json(text: &str, origin: &str) -> Result<Self, crate::error::UsageError> {
         let v: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| crate::usage!("{origin}: not a JSON result: {e}"))?;
@@ -509,20 +540,14 @@ impl RunResult {
         v: serde_json::Value,
         origin: &str,
     ) -> Result<Self, crate::error::UsageError> {
-        let version = match v.get("schema_version").and_then(|s| s.as_u64()) {
-            Some(n) if (OLDEST_READABLE_SCHEMA as u64..=SCHEMA_VERSION as u64).contains(&n) => n,
+        match v.get("schema_version").and_then(|s| s.as_u64()) {
+            Some(n) if n == SCHEMA_VERSION as u64 => {}
             Some(n) => {
                 return Err(crate::usage!(
-                    "{origin}: schema_version {n} is not supported (this fsbench reads {OLDEST_READABLE_SCHEMA} to {SCHEMA_VERSION})"
+                    "{origin}: schema_version {n} is not supported (this fsbench reads {SCHEMA_VERSION}): run it again with this fsbench"
                 ))
             }
             None => return Err(crate::usage!("{origin}: no schema_version: not an fsbench result")),
-        };
-        if version == 1 && v.get("runs").is_some() && v.get("total").is_none() {
-            // The previous release wrote `fsbench workload --output` in a shape of its own.
-            return Err(crate::usage!(
-                "{origin}: a schema 1 workload document (its own shape, without totals): run the workload again with this fsbench to report or compare it"
-            ));
         }
         if let Some(k) = v.get("kind").and_then(|k| k.as_str()) {
             if serde_json::from_value::<Kind>(serde_json::Value::from(k)).is_err() {
@@ -531,12 +556,7 @@ impl RunResult {
                 ));
             }
         }
-        let mut r: RunResult =
-            serde_json::from_value(v).map_err(|e| crate::usage!("{origin}: {e}"))?;
-        if version < 3 {
-            r.for_each_stats(StatsReport::fill_directions_from_counts);
-        }
-        Ok(r)
+        serde_json::from_value(v).map_err(|e| crate::usage!("{origin}: {e}"))
     }
 
     /// Every [`StatsReport`] of the document: total, users, threads, groups, workload runs.
@@ -563,51 +583,32 @@ impl RunResult {
 mod tests {
     use super::*;
 
-    const V1_IO: &str = include_str!("../tests/fixtures/result-v1-io.json");
+    fn document() -> serde_json::Value {
+        let r = RunResult::new(Kind::Io, "x", 0.0, Default::default());
+        serde_json::to_value(&r).unwrap()
+    }
 
     #[test]
-    fn schema_1_io_documents_are_read() {
-        let r = RunResult::from_json(V1_IO, "v1.json").unwrap();
-        assert_eq!(r.schema_version, 1);
-        assert_eq!(r.kind, Kind::Io);
-        assert_eq!(r.name, "v1-sample");
-        let j = r.job.as_ref().expect("a v1 io document has its job");
-        assert_eq!(j.block_size, 4096);
-        assert_eq!(r.total.ops, 4000);
-        assert_eq!(r.total.other_ops, 0);
-        assert_eq!(r.users[0].threads.len(), 2);
-        // No `read`/`write` objects before schema 3: their counts come from the flat fields.
-        assert_eq!(r.total.read.ops + r.total.write.ops, r.total.ops);
-        assert_eq!(r.total.read.ops, r.total.read_ops);
-        assert_eq!(r.total.write.bytes, r.total.write_bytes);
-        assert_eq!(r.total.read.lat_ns.count, 0, "its latency is not known");
-        assert_eq!(
-            r.users[0].threads[0].stats.read.ops,
-            r.users[0].threads[0].stats.read_ops
-        );
-        assert_eq!(r.total.lat_ns.p99_99, 0);
-        // The stored HdrHistogram buckets rebuild into the one histogram within its error.
-        let h = crate::stats::LatencyHist::from_buckets(&r.total.lat_hist_ns);
-        assert_eq!(h.len(), r.total.lat_ns.count);
-        let (stored, rebuilt) = (r.total.lat_ns.p99 as f64, h.quantile(0.99) as f64);
-        assert!(
-            (stored - rebuilt).abs() <= stored * 0.005 + 1.0,
-            "{stored} vs {rebuilt}"
-        );
+    fn this_version_is_read_back() {
+        let r = RunResult::from_value(document(), "x.json").unwrap();
+        assert_eq!(r.schema_version, SCHEMA_VERSION);
+        assert_eq!(r.name, "x");
     }
 
     #[test]
     fn other_versions_and_kinds_are_one_line_refusals() {
-        let mut v: serde_json::Value = serde_json::from_str(V1_IO).unwrap();
-        v["schema_version"] = 4.into();
-        let e = RunResult::from_value(v.clone(), "x.json").unwrap_err();
-        assert!(e.to_string().contains("schema_version 4"), "{e}");
-        v["schema_version"] = 2.into();
+        let mut v = document();
+        for old in [1, 2, 4] {
+            v["schema_version"] = old.into();
+            let e = RunResult::from_value(v.clone(), "x.json").unwrap_err();
+            assert!(
+                e.to_string().contains(&format!("schema_version {old}")),
+                "{e}"
+            );
+        }
+        v["schema_version"] = SCHEMA_VERSION.into();
         v["kind"] = "advise".into();
         let e = RunResult::from_value(v, "x.json").unwrap_err();
         assert!(e.to_string().contains("kind 'advise'"), "{e}");
-        let old_workload = r#"{"schema_version": 1, "kind": "workload", "runs": []}"#;
-        let e = RunResult::from_json(old_workload, "w.json").unwrap_err();
-        assert!(e.to_string().contains("run the workload again"), "{e}");
     }
 }

@@ -123,3 +123,113 @@ fn import_paths_are_read_from_plain_and_grouped_uses() {
     let m = crate_modules("use crate::cli::output;\nuse crate::{report, runner::Plan};\n");
     assert_eq!(m, ["cli", "report", "runner"]);
 }
+
+/// The Result is a leaf: the runner produces it (`runner/outcome.rs` fills it from an
+/// outcome), and the document's own types (status, failures, plan, time series) live in it,
+/// so reading or reporting a Result never reaches into the runner.
+#[test]
+fn the_result_never_imports_the_runner() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/result.rs");
+    let text = std::fs::read_to_string(&f).unwrap();
+    let up: Vec<String> = crate_modules(&text)
+        .into_iter()
+        .filter(|m| {
+            ["runner", "engine", "workload", "replay", "backup", "mpi"].contains(&m.as_str())
+        })
+        .collect();
+    assert!(up.is_empty(), "src/result.rs imports {up:?}");
+}
+
+/// `static` items with interior mutability in `text`, outside test code: (line number, line).
+/// Test code is a file of tests, an item right after `#[cfg(test)]`, or the `mod tests` at
+/// a file's end.
+fn mutable_statics(text: &str) -> Vec<(usize, String)> {
+    const INTERIOR: [&str; 9] = [
+        "Mutex",
+        "Atomic",
+        "OnceLock",
+        "OnceCell",
+        "RwLock",
+        "Once",
+        "Cell<",
+        "LazyLock",
+        "thread_local!",
+    ];
+    let mut found = Vec::new();
+    let mut previous = "";
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("mod tests") && previous == "#[cfg(test)]" {
+            break;
+        }
+        let is_static = t.starts_with("static ")
+            || t.starts_with("pub static ")
+            || t.starts_with("pub(crate) static ")
+            || t.starts_with("pub(super) static ")
+            || t.starts_with("thread_local!");
+        // The type may continue on the next line.
+        let rest: String = text.lines().skip(i).take(2).collect::<Vec<_>>().join(" ");
+        if is_static && previous != "#[cfg(test)]" && INTERIOR.iter().any(|m| rest.contains(m)) {
+            found.push((i + 1, t.to_string()));
+        }
+        if !t.starts_with("///") && !t.starts_with("//") && !t.is_empty() {
+            previous = t;
+        }
+    }
+    found
+}
+
+/// What steers a run is passed in with it (the front end's `Watching` with the observers'
+/// trace session, the run's board), not installed in a process-wide static. The statics left
+/// are the signal handlers' flags, the clock calibration, the one stderr bar other lines
+/// print above, and the counter of unique temporary names.
+#[test]
+fn no_process_wide_state_steers_a_run() {
+    let allowed = [
+        // Ctrl-C / SIGTERM: a signal handler can only reach a static.
+        "runner/signal.rs",
+        // SIGBUS of a failed mapping: the handler's regions and removals.
+        "engine/sigbus.rs",
+        // The TSC calibration, measured once per process.
+        "stats/clock.rs",
+        // A counter that makes temporary file names unique within the process.
+        "output.rs",
+        // The bar on stderr that every other stderr line prints above (stderr is one per
+        // process); it decides where a line goes, not how a run behaves.
+        "runner/live_line.rs",
+    ];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut bad = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        let name = f.file_name().unwrap().to_string_lossy();
+        if allowed.contains(&rel.as_str()) || name == "tests.rs" || name.ends_with("_tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in mutable_statics(&text) {
+            bad.push(format!("{rel}:{n}: {line}"));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "process-wide mutable statics (pass the value with the run instead): {bad:#?}"
+    );
+}
+
+#[test]
+fn mutable_statics_are_found_outside_tests_only() {
+    let text = "static A: AtomicU64 = AtomicU64::new(0);\n\
+                static B: Mutex<Option<u8>> =\n    Mutex::new(None);\n\
+                static TABLE: &[u8] = &[1];\n\
+                #[cfg(test)]\nstatic C: AtomicBool = AtomicBool::new(false);\n\
+                fn f() {\n    static D: OnceLock<u8> = OnceLock::new();\n}\n\
+                #[cfg(test)]\nmod tests {\n    static E: AtomicUsize = AtomicUsize::new(0);\n}\n";
+    let names: Vec<String> = mutable_statics(text)
+        .into_iter()
+        .map(|(_, l)| l[..l.find(':').unwrap()].to_string())
+        .collect();
+    assert_eq!(names, ["static A", "static B", "static D"]);
+}

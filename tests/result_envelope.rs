@@ -1,7 +1,7 @@
 //! One Result envelope for every kind of run (issue #13): a workload's `--output` document is
-//! read by `report` and `compare` like a Job's, schema 1 io-job documents written by the
-//! previous release are still read, and every kind carries the same header, status and
-//! failures with its per-flowop or per-kind figures as named groups of the one Stats.
+//! read by `report` and `compare` like a Job's, documents of another schema version are
+//! refused in one line, and every kind carries the same header, status and failures with its
+//! per-flowop or per-kind figures as named groups of the one Stats.
 mod common;
 
 use common::{words, Sandbox};
@@ -67,42 +67,43 @@ fn workload_output_is_read_by_report_and_compare() {
 }
 
 #[test]
-fn schema_1_io_results_of_the_previous_release_are_still_read() {
+fn results_of_another_schema_version_are_refused_in_one_line() {
     let sb = Sandbox::new();
-    let v1 = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/result-v1-io.json"
-    );
-    let o = sb.cmd(&["report", v1]).output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(String::from_utf8_lossy(&o.stdout).contains("v1-sample"));
-    // The same job run now (schema 2) compares point by point with the stored one.
     sb.cmd(&words(
-        "run --rw randrw --bs 4k --size 1m --count 2000 --threads 2 f.dat --name v1-sample --output v2.json",
+        "run --rw randrw --bs 4k --size 1m --count 200 f.dat --name now --output now.json",
     ))
     .assert()
     .success();
-    let v2: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(sb.file("v2.json")).unwrap()).unwrap();
-    assert_eq!(v2["schema_version"], 3);
-    assert_eq!(v2["kind"], "io");
-    let o = sb.cmd(&["compare", v1, "v2.json"]).output().unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
+    let now: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("now.json")).unwrap()).unwrap();
+    assert_eq!(now["schema_version"], 3);
+    assert_eq!(now["kind"], "io");
+    let o = sb.cmd(&["report", "now.json"]).output().unwrap();
     assert_eq!(
         o.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(
-        out.contains("run=v1-sample") && out.contains("KiB/s"),
-        "{out}"
-    );
+    for old in [1, 2, 4] {
+        let mut v = now.clone();
+        v["schema_version"] = old.into();
+        let name = format!("v{old}.json");
+        std::fs::write(sb.file(&name), serde_json::to_string(&v).unwrap()).unwrap();
+        for cmd in [
+            vec!["report", name.as_str()],
+            vec!["compare", name.as_str(), "now.json"],
+        ] {
+            let o = sb.cmd(&cmd).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{cmd:?}: {err}");
+            assert!(
+                err.contains(&format!("schema_version {old} is not supported")),
+                "{cmd:?}: {err}"
+            );
+            assert_eq!(err.trim_end().lines().count(), 1, "{cmd:?}: {err}");
+        }
+    }
 }
 
 #[test]

@@ -117,21 +117,19 @@ impl WatchArgs {
         Ok(Watch {
             live,
             status_interval,
+            // How the live line is worded: the report layer's words.
+            render: crate::report::live::render,
+            warm_up: false,
+            // Made by the run's observer when it traces.
+            trace: None,
         })
     }
 }
 
 /// A study's `--progress` (its point counter line) and `--status-interval` (every point's
 /// Result keeps its time series); the runs of its points show no live line of their own.
-pub(crate) fn watch_study(w: &WatchArgs) -> Result<(), crate::error::UsageError> {
-    let w = w.watch()?;
-    crate::sweep::progress::set_mode(w.live);
-    crate::runner::live::Watching {
-        status_interval: w.status_interval,
-        live: crate::runner::live::LiveMode::Off,
-    }
-    .apply();
-    Ok(())
+pub(crate) fn watch_study(w: &WatchArgs) -> Result<Watch, crate::error::UsageError> {
+    w.watch()
 }
 
 /// `--iostat INTERVAL` of any subcommand, when given.

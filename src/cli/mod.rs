@@ -105,8 +105,6 @@ pub(crate) enum Command {
 
 /// Run the CLI and map the outcome to an exit status.
 pub fn main_with_exit_code() -> i32 {
-    // How the live status line (`--progress`) is worded: the report layer's words.
-    crate::runner::live::set_render(crate::report::live::render);
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

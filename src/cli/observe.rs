@@ -118,7 +118,7 @@ impl ObserveArgs {
         Ok(Observe {
             iostat: super::args::iostat_flag(self.iostat.as_deref())?,
             trace,
-            watch: Some(self.watch.watch()?),
+            watch: self.watch.watch()?,
             extents: false,
         })
     }
@@ -150,7 +150,7 @@ mod tests {
         // No observer and no time series; the live line follows the terminal (off here).
         let plain = args(&["-w", "read"]).unwrap();
         assert!(plain.iostat.is_none() && plain.trace.is_none());
-        assert!(plain.watch.is_none_or(|w| w.status_interval.is_none()));
+        assert!(plain.watch.status_interval.is_none());
         for bad in [
             &["-w", "read", "--trace-records", "4"][..],
             &["-w", "read", "--trace", "t", "--trace-records", "0"],

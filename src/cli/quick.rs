@@ -240,7 +240,7 @@ pub(crate) fn tests(extras: bool) -> Vec<Test> {
 pub(crate) fn main(a: QuickArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
     let format = a.results.format()?;
     // Every run of the battery shows the live line (and keeps intervals) as asked.
-    a.watch.watch()?.apply();
+    let watch = a.watch.watch()?;
     let dir = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     if !dir.is_dir() {
         crate::bail_usage!("{} is not a directory", dir.display());
@@ -309,10 +309,14 @@ pub(crate) fn main(a: QuickArgs, exec: crate::exec::Executor) -> anyhow::Result<
         {
             let job = job_of(t, &file, p.size, secs);
             let warming = warmup.is_some() && n == 0;
-            crate::runner::live_line::set_warming(warming);
-            let outcome = exec.run_job(&job, false, &crate::observe::Observe::default());
-            crate::runner::live_line::set_warming(false);
-            let mut r = outcome?;
+            let observe = crate::observe::Observe {
+                watch: crate::runner::live::Watching {
+                    warm_up: warming,
+                    ..watch.clone()
+                },
+                ..Default::default()
+            };
+            let mut r = exec.run_job(&job, false, &observe)?;
             let stop = crate::runner::signal::interrupted()
                 || r.status != crate::runner::RunStatus::Complete;
             if warming && !stop {

@@ -124,7 +124,7 @@ pub(crate) fn main(a: SuiteArgs, exec: crate::exec::Executor) -> anyhow::Result<
         bail_usage!("no target: give --dir DIR (repeat it for several targets)");
     }
     a.study.check()?;
-    super::args::watch_study(&a.watch)?;
+    let watch = super::args::watch_study(&a.watch)?;
     let iostat = a.study.iostat()?;
     if let Some(b) = &a.baseline {
         if !a.dirs.iter().any(|d| d == b) {
@@ -152,6 +152,7 @@ pub(crate) fn main(a: SuiteArgs, exec: crate::exec::Executor) -> anyhow::Result<
             labels: Vec::new(),
             index_base: 0,
             exec,
+            watch,
         },
     )?;
     let mut preface = vec![format!(

@@ -209,7 +209,7 @@ pub(crate) fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
 
 pub(crate) fn main(a: SweepArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
     a.study.check()?;
-    super::args::watch_study(&a.watch)?;
+    let watch = super::args::watch_study(&a.watch)?;
     let study = study_from(&a)?;
     let shape = super::report::shape_from(&a.rows, &a.cols, &a.metrics);
     // Check the table shape and format before measuring anything.
@@ -260,6 +260,7 @@ pub(crate) fn main(a: SweepArgs, exec: crate::exec::Executor) -> anyhow::Result<
         points.len() * a.study.repeat as usize,
     )?;
     ctx.iostat = iostat;
+    ctx.watched(watch);
     ctx.exec = exec;
     let label = a.target.display().to_string();
     sweep::check_stored(&study, Some(&label), &ctx)?;

@@ -308,9 +308,14 @@ pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Resu
         rate,
         verify: a.verify,
         leave_for_owner: false,
+        watch: Default::default(),
     };
     crate::output::check_output(a.output.as_deref(), false)?;
     let observer = crate::observe::Observer::start_for(&observe, &scope(&model, a.in_process))?;
+    let opts = Options {
+        watch: observer.watching(&observe.watch),
+        ..opts
+    };
     let mut result = exec.run_workload(&src, &model, &opts)?;
     // The observers saw the script from its first run's start to now.
     let first_run = result

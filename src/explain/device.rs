@@ -240,7 +240,7 @@ pub(crate) fn device_idle(r: &RunFacts, out: &mut Vec<Explanation>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::live::IntervalReport;
+    use crate::result::IntervalReport;
     use crate::stats::StatsReport;
 
     fn sample(device: &str, t_s: f64, util_pct: f64, read_kb_per_sec: f64) -> DeviceSample {

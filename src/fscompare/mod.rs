@@ -430,6 +430,7 @@ fn run_target(
                     labels: vec![label],
                     exec: Default::default(),
                     index_base: base,
+                    watch: Default::default(),
                 },
                 Some(hooks()),
             )?;

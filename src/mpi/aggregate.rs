@@ -358,6 +358,8 @@ pub(super) fn merge_outcome(records: &[RankRecord], cache: crate::job::CachePoli
         elapsed_s: Clock::of(&ran).span,
         started_unix_s: rank0.started_unix_s,
         probes: serde_json::Map::new(),
+        // The ranks' threads bring no intervals of their own to merge.
+        status_interval_ns: None,
     }
 }
 
@@ -652,6 +654,7 @@ pub(crate) fn build_workload(
             (end - start).max(0.0),
             first.stop_reason.clone(),
             first.psrun.clone(),
+            None,
         );
         part.outline.started_unix_s = first.started_unix_s;
         part.outline.processes *= runs.len() as u64;

@@ -66,6 +66,10 @@ pub(crate) struct DistSpec {
     /// file the layout would give it.
     #[serde(skip)]
     pub rank_device: Option<PathBuf>,
+    /// How rank 0 watches its own part (`--progress`, `--status-interval`; never sent: the
+    /// other ranks show no line and keep no time series).
+    #[serde(skip)]
+    pub watch: crate::runner::live::Watching,
 }
 
 impl DistSpec {
@@ -164,6 +168,7 @@ impl DistPlan {
             observe: Default::default(),
             loop_device: None,
             rank_device: None,
+            watch: Default::default(),
         };
         spec.check(ranks)?;
         // A verifying point on a shared file: one block seed, drawn here, stamped by every rank.
@@ -390,6 +395,7 @@ mod tests {
             observe: Default::default(),
             loop_device: None,
             rank_device: None,
+            watch: Default::default(),
         }
     }
 

@@ -88,12 +88,13 @@ fn make_dir(p: &Path) -> anyhow::Result<bool> {
 /// The runner on a thread of its own, with its hooks wired to the channels.
 fn start_runner(
     job: crate::job::Job,
+    watch: crate::runner::live::Watching,
     tx: Sender<Event<RunOutcome>>,
     go: Receiver<bool>,
     clean: Receiver<()>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     start_gated(tx, go, clean, move |gate| {
-        runner::run_gated(&job, Some(gate))
+        runner::run_gated(&job, Some(gate), &watch)
     })
 }
 
@@ -353,6 +354,11 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
             Err(e) => local_err = Some(e),
         }
     }
+    // Rank 0's own watching, with this rank's trace session when it traces.
+    let watch = match &observer {
+        Some(o) => o.watching(&spec.watch),
+        None => spec.watch.clone(),
+    };
     let (tx, rx) = mpsc::channel::<Event<RunOutcome>>();
     let (go_tx, go_rx) = mpsc::channel::<bool>();
     let (clean_tx, clean_rx) = mpsc::channel::<()>();
@@ -366,7 +372,7 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
                       local_err: &mut Option<anyhow::Error>|
      -> Option<runner::drive::Opener> {
         let (tx, go_rx, clean_rx) = channels.take().expect("the runner starts once");
-        match start_runner(job.clone(), tx, go_rx, clean_rx) {
+        match start_runner(job.clone(), watch.clone(), tx, go_rx, clean_rx) {
             Ok(h) => {
                 handle = Some(h);
                 wait_ready(&rx, early)

@@ -77,7 +77,7 @@ impl RankObserve {
                 },
                 records: t.records,
             }),
-            watch: None,
+            watch: Default::default(),
             extents: self.extents,
         }
     }

@@ -44,6 +44,9 @@ pub(crate) struct ReplaySpec {
     /// after the start barrier.
     #[serde(default)]
     pub stonewall: Option<Stonewall>,
+    /// How rank 0 watches its own part (never sent, as a Job's [`super::DistSpec`]).
+    #[serde(skip)]
+    pub watch: crate::runner::live::Watching,
 }
 
 /// What one rank sends rank 0: its row and threads, and its call kinds (None: it did not
@@ -59,12 +62,13 @@ fn start(
     trace: crate::trace::Trace,
     origin: String,
     opts: ReplayOptions,
+    watch: crate::runner::live::Watching,
     tx: Sender<Event<Box<Replayed>>>,
     go: Receiver<bool>,
     clean: Receiver<()>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     super::start_gated(tx, go, clean, move |gate| {
-        replay::run_gated(&trace, &origin, &opts, Some(gate)).map(Box::new)
+        replay::run_gated(&trace, &origin, &opts, Some(gate), &watch).map(Box::new)
     })
 }
 
@@ -135,6 +139,11 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
             Err(e) => local_err = Some(e),
         }
     }
+    // Rank 0's own watching, with this rank's trace session when it traces.
+    let watch = match &observer {
+        Some(o) => o.watching(&spec.watch),
+        None => spec.watch.clone(),
+    };
     let (tx, rx) = mpsc::channel::<Event<Box<Replayed>>>();
     let (go_tx, go_rx) = mpsc::channel::<bool>();
     let (clean_tx, clean_rx) = mpsc::channel::<()>();
@@ -146,7 +155,15 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
             dir: dir.clone(),
             ..spec.opts.clone()
         };
-        match start(trace, path.display().to_string(), opts, tx, go_rx, clean_rx) {
+        match start(
+            trace,
+            path.display().to_string(),
+            opts,
+            watch,
+            tx,
+            go_rx,
+            clean_rx,
+        ) {
             Ok(h) => {
                 handle = Some(h);
                 // Prepared (its files made, its threads at the gate), or ended before that.

@@ -310,9 +310,7 @@ impl Driver {
         spec.loop_device = loop_device;
         // --iostat and --trace go to every rank; the live display stays on rank 0.
         spec.observe = super::RankObserve::from_settings(observe);
-        if let Some(w) = observe.watch.clone() {
-            w.apply();
-        }
+        spec.watch = observe.watch.clone();
         self.order(&Order::Run {
             spec: Box::new(spec.clone()),
             fresh,
@@ -479,10 +477,8 @@ impl crate::exec::Ranks for Driver {
             timeout_s: self.plan.timeout_s,
             observe: super::RankObserve::from_settings(observe),
             stonewall: self.plan.stonewall,
+            watch: observe.watch.clone(),
         };
-        if let Some(w) = observe.watch.clone() {
-            w.apply();
-        }
         self.order(&Order::Replay(Box::new(spec.clone())))?;
         result_of(super::replay::run(&self.world, &spec)?)
     }

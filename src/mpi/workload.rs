@@ -147,6 +147,7 @@ impl WorkloadSpec {
                 rate: self.rate,
                 verify: self.verify,
                 leave_for_owner: false,
+                watch: Default::default(),
             },
         };
         Options {

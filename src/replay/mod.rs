@@ -95,8 +95,13 @@ pub(crate) struct ReplayParts {
 }
 
 /// Run the replay: create the files, replay every thread, remove the files.
-pub fn run(trace: &Trace, origin: &str, opts: &ReplayOptions) -> Result<RunResult> {
-    let r = run_gated(trace, origin, opts, None)?;
+pub(crate) fn run(
+    trace: &Trace,
+    origin: &str,
+    opts: &ReplayOptions,
+    watch: &crate::runner::live::Watching,
+) -> Result<RunResult> {
+    let r = run_gated(trace, origin, opts, None, watch)?;
     Ok(result_of(&opts.name, r.outcome, r.parts))
 }
 
@@ -108,6 +113,7 @@ pub(crate) fn run_gated(
     origin: &str,
     opts: &ReplayOptions,
     gate: Option<crate::runner::Gate>,
+    watch: &crate::runner::live::Watching,
 ) -> Result<Replayed> {
     let mut plan = ReplayPlan::from_trace(trace)?;
     crate::runner::signal::install();
@@ -165,8 +171,13 @@ pub(crate) fn run_gated(
     let thread_info: Vec<(usize, u64)> =
         plan.threads.iter().map(|t| (t.user, t.data_ops)).collect();
     let gate = gate.unwrap_or_else(crate::runner::Gate::none);
-    let (tallies, elapsed_s) =
-        run_threads(std::mem::take(&mut plan.threads), &fds, shared, gate.start)?;
+    let (tallies, elapsed_s) = run_threads(
+        std::mem::take(&mut plan.threads),
+        &fds,
+        shared,
+        gate.start,
+        watch,
+    )?;
     (gate.after_io)();
     drop(fds);
     drop(dir_fd);
@@ -189,7 +200,8 @@ pub(crate) fn run_gated(
     if let Some(note) = limit_note(opts, done, total_steps, timed_out) {
         notes.push(note);
     }
-    let outcome = outcome_of(opts, targets, threads, notes, elapsed_s, started_unix_s);
+    let mut outcome = outcome_of(opts, targets, threads, notes, elapsed_s, started_unix_s);
+    outcome.status_interval_ns = watch.interval_ns();
     let sizes = plan.size_hist();
     let info = ReplayInfo {
         trace: origin.to_string(),
@@ -411,6 +423,9 @@ fn shared_settings(
         time: opts.time,
         dir_fd: dir_fd.map_or(-1, |d| d.0),
         names: Arc::new(names),
+        interval_ns: None,
+        board: None,
+        trace: None,
     }
 }
 
@@ -419,15 +434,19 @@ fn shared_settings(
 fn run_threads(
     plans: Vec<plan::ThreadPlan>,
     fds: &SharedFds,
-    shared: Shared,
+    mut shared: Shared,
     start: crate::runner::StartHook,
+    watch: &crate::runner::live::Watching,
 ) -> Result<(Vec<Tally>, f64)> {
     let nthreads = plans.len();
-    let shared = Arc::new(shared);
     // The live line (`--progress`): each thread publishes its counters on the board.
-    let board = crate::runner::live::BoardGuard(crate::runner::live::open_board(nthreads));
+    shared.board = watch.open_board(nthreads);
+    shared.interval_ns = watch.interval_ns();
+    shared.trace = watch.trace.clone();
+    let shared = Arc::new(shared);
     let display = crate::runner::live_line::Display::start(
-        board.0.clone(),
+        watch,
+        shared.board.clone(),
         true,
         crate::runner::live_line::Bounds {
             time_s: shared.time.map(|t| t.as_secs_f64()),
@@ -535,6 +554,7 @@ fn outcome_of(
         elapsed_s,
         started_unix_s,
         probes: Default::default(),
+        status_interval_ns: None,
     }
 }
 

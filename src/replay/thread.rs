@@ -128,6 +128,12 @@ pub(super) struct Shared {
     /// Paths of the scratch files, then the replay's directory: what the failures and the
     /// trace rings name (a step's file via [`ThreadPlan::files`]).
     pub(super) names: TraceFiles,
+    /// The `--status-interval` grid (ns): each thread marks its boundaries.
+    pub(super) interval_ns: Option<u64>,
+    /// The live line's board (`--progress`): each thread publishes its counters there.
+    pub(super) board: Option<std::sync::Arc<crate::runner::live::Board>>,
+    /// `--trace`: the session each thread's ring goes back to.
+    pub(super) trace: Option<std::sync::Arc<crate::trace::TraceSession>>,
 }
 
 impl Shared {
@@ -185,7 +191,7 @@ pub(super) fn replay_thread(
     }
     let mut tally = run_steps(index, &plan, &fds, shared, &mut prep);
     tally.calls = std::mem::take(&mut prep.calls);
-    tally.intervals = intervals(&tally.marks, &tally.calls);
+    tally.intervals = intervals(&tally.marks, &tally.calls, shared.interval_ns);
     finish(&mut prep, shared);
     tally
 }
@@ -284,7 +290,10 @@ fn prepare(
             .map_err(|e| (DIR_FILE, format!("opening the directory to list: {e}")))?;
         list_buf = vec![0u8; LIST_BUF_BYTES];
     }
-    let ring = crate::trace::ring_for(index, shared.names.clone(), Some(plan.steps.len() as u64));
+    let ring = shared
+        .trace
+        .as_ref()
+        .and_then(|s| s.ring_for(index, shared.names.clone(), Some(plan.steps.len() as u64)));
     let pacer = |rate: Option<f64>| rate.map(|r| Pacer::at_rate(r, index as u64, shared.workers));
     Ok(Prepared {
         engine,
@@ -301,9 +310,9 @@ fn prepare(
 
 /// After the timed loop: the trace ring goes to the session, the listing descriptor is
 /// closed (neither counted).
-fn finish(prep: &mut Prepared, _shared: &Shared) {
-    if let Some(ring) = prep.ring.take() {
-        crate::trace::finish_ring(ring);
+fn finish(prep: &mut Prepared, shared: &Shared) {
+    if let (Some(ring), Some(s)) = (prep.ring.take(), &shared.trace) {
+        s.finish_ring(ring);
     }
     if prep.list_fd >= 0 {
         let mut uncounted = SyscallCounts::default();
@@ -375,11 +384,11 @@ fn run_steps(
     }
     // `--status-interval`: a mark at each boundary the loop's clock readings pass (one
     // compare per step; the marks were reserved for the expected intervals up front).
-    let every = crate::runner::live::interval_ns().map(Duration::from_nanos);
+    let every = shared.interval_ns.map(Duration::from_nanos);
     let mut next_mark = every.map(|d| t0 + d);
     let mut marks: Vec<Mark> = Vec::with_capacity(if every.is_some() { 64 } else { 0 });
     // The live line: this thread's counters on the board, at most 10 times a second.
-    let board = crate::runner::live::board();
+    let board = shared.board.clone();
     let publish_every = Duration::from_nanos(crate::runner::live::PUBLISH_NS);
     let mut next_publish = board.as_ref().map(|_| t0 + publish_every);
     let publish = |io: &Io| {
@@ -508,8 +517,12 @@ fn run_steps(
 
 /// The intervals between a thread's marks, with the latency samples of its reads and writes
 /// in each (after the run, untimed).
-fn intervals(marks: &[Mark], calls: &[CallTally]) -> Vec<crate::runner::live::IntervalSample> {
-    let Some(every) = crate::runner::live::interval_ns() else {
+fn intervals(
+    marks: &[Mark],
+    calls: &[CallTally],
+    interval_ns: Option<u64>,
+) -> Vec<crate::runner::live::IntervalSample> {
+    let Some(every) = interval_ns else {
         return Vec::new();
     };
     let mut out = Vec::with_capacity(marks.len());

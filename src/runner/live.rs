@@ -8,7 +8,7 @@
 //!   with `Relaxed` stores, at most every [`PUBLISH_NS`] (10 times a second), never per I/O.
 //!   A display thread in the runner reads the slots and draws the line. When the workers are
 //!   processes (`--processes`, vxbench -P), the slots live in a `MAP_SHARED` mapping of a
-//!   memfd the parent creates before starting them ([`open_shared_board`]); each child
+//!   memfd the parent creates before starting them ([`Watching::open_shared_board`]); each child
 //!   (fork + exec of `fsbench __worker`) inherits that descriptor alone, maps it
 //!   ([`attach_board`]) and publishes into the same slots with the same stores.
 //! - **Intervals** for the time series in the Result. At each `--status-interval` boundary the
@@ -25,20 +25,20 @@
 //! deadline compare (the deadline is one of the events), so an unwatched run pays nothing.
 //! A tick costs one histogram subtraction and copy (~4600 buckets, a few microseconds) per
 //! interval, once per worker, counted inside the interval it closes.
+//!
+//! Nothing here is process-wide: the front end builds one [`Watching`] from its flags (with
+//! the report layer's renderer) and passes it with every run; the run opens its own board and
+//! hands its workers a [`WorkerWatch`] as they are prepared.
 
-use crate::stats::{LatencyHist, LatencySummary, Stats};
+pub(crate) use crate::result::IntervalReport;
+use crate::stats::{LatencyHist, Stats};
 use serde::{Deserialize, Serialize};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// How often a worker publishes its counters for the live line.
 pub(crate) const PUBLISH_NS: u64 = 100_000_000;
-
-/// The `--status-interval` of runs started from now on (ns; 0: no time series).
-static INTERVAL_NS: AtomicU64 = AtomicU64::new(0);
-/// The counters of the run in progress (None: nobody watches).
-static BOARD: Mutex<Option<Arc<Board>>> = Mutex::new(None);
 
 /// Where the live line goes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -49,20 +49,6 @@ pub(crate) enum LiveMode {
     Terminal,
     /// Plain lines (`--progress always` without a terminal).
     Lines,
-}
-
-static MODE: AtomicU8 = AtomicU8::new(0);
-
-pub(crate) fn set_mode(m: LiveMode) {
-    MODE.store(m as u8, Ordering::Relaxed);
-}
-
-pub(crate) fn mode() -> LiveMode {
-    match MODE.load(Ordering::Relaxed) {
-        1 => LiveMode::Terminal,
-        2 => LiveMode::Lines,
-        _ => LiveMode::Off,
-    }
 }
 
 /// What the live line shows at one moment.
@@ -86,52 +72,122 @@ pub(crate) struct LiveView {
     pub counters: bool,
 }
 
-/// How a live view becomes a line (installed by the front end from the report layer).
+/// How a live view becomes a line (the report layer's words, passed in by the front end).
 pub(crate) type Render = fn(&LiveView) -> String;
-static RENDER: Mutex<Option<Render>> = Mutex::new(None);
 
-/// How the runs of a command are watched (`--status-interval`, `--progress`).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// The line without the report layer's words (a run whose front end passed none).
+fn plain_render(view: &LiveView) -> String {
+    format!("[{}] {:.0}s", view.phase, view.elapsed_s)
+}
+
+/// How a run is watched (`--status-interval`, `--progress`): built once by the front end from
+/// its flags and passed with every run it starts, so nothing process-wide decides it.
+#[derive(Clone)]
 pub(crate) struct Watching {
     pub status_interval: Option<std::time::Duration>,
     pub live: LiveMode,
+    /// How the live line is worded.
+    pub render: Render,
+    /// The run is a warm-up (`quick --warmup`): its line says so.
+    pub warm_up: bool,
+    /// `--trace`: the session the run's workers record into (made by its observer).
+    pub trace: Option<Arc<crate::trace::TraceSession>>,
+}
+
+impl Default for Watching {
+    fn default() -> Watching {
+        Watching {
+            status_interval: None,
+            live: LiveMode::Off,
+            render: plain_render,
+            warm_up: false,
+            trace: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Watching {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watching")
+            .field("status_interval", &self.status_interval)
+            .field("live", &self.live)
+            .field("warm_up", &self.warm_up)
+            .field("traced", &self.trace.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The settings compared; the renderer (how they are shown) and the trace session (what the
+/// run records into) are not among them.
+impl PartialEq for Watching {
+    fn eq(&self, o: &Watching) -> bool {
+        self.status_interval == o.status_interval
+            && self.live == o.live
+            && self.warm_up == o.warm_up
+    }
 }
 
 impl Watching {
-    /// Watch the runs this process starts from now on so.
-    pub(crate) fn apply(self) {
-        enable(self.status_interval, self.live);
+    /// The interval of the time series in ns, if one is kept.
+    pub(crate) fn interval_ns(&self) -> Option<u64> {
+        self.status_interval
+            .map(|d| d.as_nanos().clamp(1, u64::MAX as u128) as u64)
+    }
+
+    pub(crate) fn live_enabled(&self) -> bool {
+        self.live != LiveMode::Off
+    }
+
+    /// The same watching for runs that show no live line of their own (a study's points, a
+    /// worker process).
+    pub(crate) fn without_line(self) -> Watching {
+        Watching {
+            live: LiveMode::Off,
+            ..self
+        }
+    }
+
+    /// The live line's words for `view`.
+    pub(crate) fn render(&self, view: &LiveView) -> String {
+        (self.render)(view)
+    }
+
+    /// The board for a run of `workers` worker threads (when the live line is on).
+    pub(crate) fn open_board(&self, workers: usize) -> Option<Arc<Board>> {
+        self.live_enabled().then(|| Arc::new(Board::new(workers)))
+    }
+
+    /// The board for a run of `workers` worker *processes* (when the live line is on): its
+    /// slots in a shared mapping the workers map through [`BoardShare`]. If the mapping
+    /// cannot be made, the board is this process's own and the line shows no rates.
+    pub(crate) fn open_shared_board(&self, workers: usize) -> Option<Arc<Board>> {
+        if !self.live_enabled() {
+            return None;
+        }
+        let b = match SharedSlots::create(workers) {
+            Ok(s) if workers > 0 => Board::with(SlotStore::Shared(s)),
+            _ => Board::new(workers),
+        };
+        Some(Arc::new(b))
+    }
+
+    /// What the workers of a run publish to: `board` (None: no live line) and the intervals.
+    pub(crate) fn for_workers(&self, board: Option<Arc<Board>>) -> WorkerWatch {
+        WorkerWatch {
+            board,
+            interval_ns: self.interval_ns(),
+            trace: self.trace.clone(),
+        }
     }
 }
 
-/// Watch the runs this process starts from now on: keep a time series at `interval` (None:
-/// none) and show the live line as `live` says.
-pub(crate) fn enable(interval: Option<std::time::Duration>, live: LiveMode) {
-    let ns = interval.map_or(0, |d| d.as_nanos().clamp(1, u64::MAX as u128) as u64);
-    INTERVAL_NS.store(ns, Ordering::Relaxed);
-    set_mode(live);
-}
-
-/// The interval of the time series, if one is kept.
-pub(crate) fn interval_ns() -> Option<u64> {
-    Some(INTERVAL_NS.load(Ordering::Relaxed)).filter(|&n| n > 0)
-}
-
-pub(crate) fn live_enabled() -> bool {
-    mode() != LiveMode::Off
-}
-
-/// Install how the live line is worded (the front end calls this once).
-pub(crate) fn set_render(r: Render) {
-    *RENDER.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-}
-
-/// The live line's words for `view`, as the installed renderer puts them.
-pub(crate) fn render(view: &LiveView) -> String {
-    match *RENDER.lock().unwrap_or_else(|e| e.into_inner()) {
-        Some(r) => r(view),
-        None => format!("[{}] {:.0}s", view.phase, view.elapsed_s),
-    }
+/// What the workers of one run publish to, handed to each as it is prepared: the run's board
+/// (live counters), the `--status-interval` grid and the trace session (`--trace`).
+#[derive(Clone, Default)]
+pub(crate) struct WorkerWatch {
+    pub board: Option<Arc<Board>>,
+    pub interval_ns: Option<u64>,
+    pub trace: Option<Arc<crate::trace::TraceSession>>,
 }
 
 /// One worker's published counters, alone on its cache lines (only it writes them).
@@ -259,6 +315,9 @@ pub(crate) struct Board {
     /// Bytes laid out so far and in all (file preallocation before the run).
     pub layout_done: AtomicU64,
     pub layout_total: AtomicU64,
+    /// Set by a worker that starts reading back what it wrote (`--verify`), after its timed
+    /// loop: the line then says `verifying`.
+    pub verifying: AtomicBool,
 }
 
 impl Board {
@@ -273,6 +332,7 @@ impl Board {
             slots,
             layout_done: AtomicU64::new(0),
             layout_total: AtomicU64::new(0),
+            verifying: AtomicBool::new(false),
         }
     }
 
@@ -318,60 +378,11 @@ impl Board {
     }
 }
 
-/// Open the board for a run of `workers` worker threads (when the live line is on).
-pub(crate) fn open_board(workers: usize) -> Option<Arc<Board>> {
-    if !live_enabled() {
-        return None;
-    }
-    let b = Arc::new(Board::new(workers));
-    *BOARD.lock().unwrap_or_else(|e| e.into_inner()) = Some(b.clone());
-    Some(b)
-}
-
-/// Open the board for a run of `workers` worker *processes* (when the live line is on): its
-/// slots in a shared mapping the workers map through [`BoardShare`]. If the mapping cannot
-/// be made, the board is this process's own and the line shows no rates (as before).
-pub(crate) fn open_shared_board(workers: usize) -> Option<Arc<Board>> {
-    if !live_enabled() {
-        return None;
-    }
-    let b = match SharedSlots::create(workers) {
-        Ok(s) if workers > 0 => Board::with(SlotStore::Shared(s)),
-        _ => Board::new(workers),
-    };
-    let b = Arc::new(b);
-    *BOARD.lock().unwrap_or_else(|e| e.into_inner()) = Some(b.clone());
-    Some(b)
-}
-
-/// Worker process side: map the parent's board and make it this process's board, so its
-/// workers publish there ([`Roller::for_worker`]).
-pub(crate) fn attach_board(share: BoardShare) -> std::io::Result<()> {
+/// Worker process side: map the parent's board, for this process's workers to publish on
+/// ([`Roller::for_worker`]).
+pub(crate) fn attach_board(share: BoardShare) -> std::io::Result<Arc<Board>> {
     let s = SharedSlots::attach(share.fd, share.slots)?;
-    *BOARD.lock().unwrap_or_else(|e| e.into_inner()) =
-        Some(Arc::new(Board::with(SlotStore::Shared(s))));
-    Ok(())
-}
-
-/// Close the board of the run that ended.
-pub(crate) fn close_board() {
-    *BOARD.lock().unwrap_or_else(|e| e.into_inner()) = None;
-}
-
-/// Closes the board when the run ends, however it ends.
-pub(crate) struct BoardGuard(pub Option<Arc<Board>>);
-
-impl Drop for BoardGuard {
-    fn drop(&mut self) {
-        if self.0.is_some() {
-            close_board();
-        }
-    }
-}
-
-/// The board of the run in progress, if any (taken by workers as they prepare, untimed).
-pub(crate) fn board() -> Option<Arc<Board>> {
-    BOARD.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    Ok(Arc::new(Board::with(SlotStore::Shared(s))))
 }
 
 /// One closed interval of one worker.
@@ -417,11 +428,13 @@ fn counters(s: &Stats) -> [u64; 5] {
 
 impl Roller {
     /// The roller of worker number `worker` of the run, as the run is watched (untimed).
-    pub(crate) fn for_worker(worker: usize) -> Roller {
-        let slot = board()
+    pub(crate) fn for_worker(worker: usize, watch: &WorkerWatch) -> Roller {
+        let slot = watch
+            .board
+            .clone()
             .filter(|b| worker < b.slots().len())
             .map(|b| (b, worker));
-        let interval_ns = interval_ns().unwrap_or(0);
+        let interval_ns = watch.interval_ns.unwrap_or(0);
         let mut r = Roller {
             interval_ns,
             slot,
@@ -438,9 +451,9 @@ impl Roller {
 
     /// A roller that keeps `--status-interval` intervals only (a workload or replay thread:
     /// their live counters are elsewhere).
-    pub(crate) fn intervals_only() -> Roller {
+    pub(crate) fn intervals_only(interval_ns: Option<u64>) -> Roller {
         let mut r = Roller {
-            interval_ns: interval_ns().unwrap_or(0),
+            interval_ns: interval_ns.unwrap_or(0),
             ..Default::default()
         };
         if r.interval_ns > 0 {
@@ -538,32 +551,6 @@ impl Roller {
         }
         std::mem::take(&mut self.samples)
     }
-}
-
-/// One interval of the run's time series (all workers together), as stored in the Result.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct IntervalReport {
-    /// End of the interval, seconds from the start of the run.
-    pub t_s: f64,
-    /// Length of the interval in seconds (the last one may be shorter).
-    pub interval_s: f64,
-    pub ops: u64,
-    pub read_ops: u64,
-    pub write_ops: u64,
-    #[serde(default)]
-    pub other_ops: u64,
-    pub bytes: u64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    pub iops: f64,
-    pub read_iops: f64,
-    pub write_iops: f64,
-    pub bytes_per_sec: f64,
-    pub read_bytes_per_sec: f64,
-    pub write_bytes_per_sec: f64,
-    /// Latency of the I/Os completed in this interval (bucket values: within the
-    /// histogram's relative error).
-    pub lat_ns: LatencySummary,
 }
 
 /// All workers' interval *k* added together, for every *k*, in order. With the grid

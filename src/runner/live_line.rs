@@ -6,10 +6,10 @@
 //! run prints on stderr while it is shown ([`println`]) goes above it through the bar, so
 //! the two never collide. With `--progress always` on something that is not a terminal, the
 //! same words are written as plain lines, one every [`LINE_EVERY`] and one per phase.
-//! How the line is worded is the report layer's (installed with [`super::live::set_render`]).
+//! How the line is worded is the report layer's, passed in with the run's
+//! [`super::live::Watching`].
 
-use super::live::mode;
-use super::live::{self, Board, LiveMode, LiveView};
+use super::live::{Board, LiveMode, LiveView, Watching};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -69,25 +69,6 @@ pub(crate) fn show_bar(bar: Option<ProgressBar>) {
     *BAR.lock().unwrap_or_else(|e| e.into_inner()) = bar;
 }
 
-/// Set by a worker that starts reading back what it wrote (`--verify`), after its timed loop:
-/// the line then says `verifying`.
-static VERIFYING: AtomicBool = AtomicBool::new(false);
-
-pub(crate) fn note_verifying() {
-    VERIFYING.store(true, Ordering::Relaxed);
-}
-
-/// Whether the runs started from now on are warm-ups (`quick --warmup`): their line says so.
-static WARMING: AtomicBool = AtomicBool::new(false);
-
-pub(crate) fn set_warming(on: bool) {
-    WARMING.store(on, Ordering::Relaxed);
-}
-
-pub(crate) fn warming() -> bool {
-    WARMING.load(Ordering::Relaxed)
-}
-
 /// One line on stderr that does not collide with the live line: printed above the bar on a
 /// terminal, as is otherwise. A stderr that cannot be written is ignored.
 pub(crate) fn println(line: &str) {
@@ -106,6 +87,7 @@ fn write_stderr(line: &str) {
 }
 
 struct Shared {
+    watch: Watching,
     phase: AtomicU8,
     done: AtomicBool,
     board: Option<Arc<Board>>,
@@ -124,20 +106,21 @@ pub(crate) struct Display {
 }
 
 impl Display {
-    /// Start showing the line of a run (None when the live line is off). `board`: the
-    /// workers' counters; `counters` false when they cannot publish there (phase and time
-    /// only).
+    /// Start showing the line of a run watched as `watch` says (None when the live line is
+    /// off). `board`: the workers' counters; `counters` false when they cannot publish there
+    /// (phase and time only).
     pub(crate) fn start(
+        watch: &Watching,
         board: Option<Arc<Board>>,
         counters: bool,
         bounds: Bounds,
     ) -> Option<Display> {
-        let mode = mode();
+        let mode = watch.live;
         if mode == LiveMode::Off {
             return None;
         }
-        VERIFYING.store(false, Ordering::Relaxed);
         let shared = Arc::new(Shared {
+            watch: watch.clone(),
             phase: AtomicU8::new(Phase::LayingOut as u8),
             done: AtomicBool::new(false),
             board,
@@ -209,7 +192,11 @@ fn show(s: &Shared, bar: Option<ProgressBar>, mode: LiveMode) {
     loop {
         let done = s.done.load(Ordering::Relaxed);
         let mut phase = Phase::from_u8(s.phase.load(Ordering::Relaxed));
-        if phase == Phase::Running && VERIFYING.load(Ordering::Relaxed) {
+        if phase == Phase::Running
+            && s.board
+                .as_ref()
+                .is_some_and(|b| b.verifying.load(Ordering::Relaxed))
+        {
             phase = Phase::Verifying;
         }
         let now = Instant::now();
@@ -263,7 +250,7 @@ fn show(s: &Shared, bar: Option<ProgressBar>, mode: LiveMode) {
         if done {
             break;
         }
-        let text = live::render(&view);
+        let text = s.watch.render(&view);
         match &bar {
             Some(b) => {
                 b.set_message(text);

@@ -8,6 +8,7 @@ pub(crate) mod live;
 pub(crate) mod live_line;
 pub(crate) mod mark;
 pub(crate) mod opgen;
+mod outcome;
 pub(crate) mod pace;
 pub(crate) mod process;
 pub(crate) mod signal;
@@ -16,33 +17,13 @@ pub(crate) mod target;
 pub(crate) mod worker;
 
 use crate::job::{Job, WorkerMode};
+pub(crate) use crate::result::RunStatus;
 use crate::stats::Stats;
 use anyhow::Result;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 pub(crate) use target::Plan;
 pub(crate) use worker::{IoFailure, ThreadOutcome};
-
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    Complete,
-    /// Stopped early by Ctrl-C / SIGTERM: what was done is reported.
-    Partial,
-    /// An I/O error (or a full file system) ended the run.
-    Failed,
-}
-
-impl RunStatus {
-    pub fn name(self) -> &'static str {
-        match self {
-            RunStatus::Complete => "complete",
-            RunStatus::Partial => "partial",
-            RunStatus::Failed => "failed",
-        }
-    }
-}
 
 /// Everything a run measured, before formatting.
 pub struct RunOutcome {
@@ -54,6 +35,8 @@ pub struct RunOutcome {
     pub started_unix_s: f64,
     /// Probe data measured by the runner (e.g. `extents` of the files a run wrote).
     pub probes: serde_json::Map<String, serde_json::Value>,
+    /// The `--status-interval` grid the workers' intervals are on (None: none kept).
+    pub status_interval_ns: Option<u64>,
 }
 
 impl RunOutcome {
@@ -103,8 +86,8 @@ fn uring_preflight(job: &Job, plan: &target::Plan) -> Result<Vec<String>> {
 /// A refusal before any I/O (what the user named, or its state) is a usage error. An error
 /// while preparing (layout, reservation) or during the timed run is a `Failed` outcome that
 /// names the file and offset, so front ends still write their Result.
-pub(crate) fn run(job: &Job) -> Result<RunOutcome> {
-    run_gated(job, None)
+pub(crate) fn run(job: &Job, watch: &live::Watching) -> Result<RunOutcome> {
+    run_gated(job, None, watch)
 }
 
 /// Hooks of a run that is one part of a larger one (a rank of a distributed run,
@@ -134,8 +117,12 @@ impl Gate {
     }
 }
 
-/// [`run`] with the hooks of a [`Gate`] (None: a run of its own).
-pub(crate) fn run_gated(job: &Job, gate: Option<Gate>) -> Result<RunOutcome> {
+/// [`run`] with the hooks of a [`Gate`] (None: a run of its own), watched as `watch` says.
+pub(crate) fn run_gated(
+    job: &Job,
+    gate: Option<Gate>,
+    watch: &live::Watching,
+) -> Result<RunOutcome> {
     let Gate { start, after_io } = gate.unwrap_or_else(Gate::none);
     job.validate()?;
     limits::check(job)?;
@@ -144,15 +131,15 @@ pub(crate) fn run_gated(job: &Job, gate: Option<Gate>) -> Result<RunOutcome> {
     // The live line (`--progress`): the workers' counters and the line beside them.
     let workers = job.targets.len() * job.threads as usize;
     // Worker processes publish into a shared mapping of the board.
-    let _board = live::BoardGuard(if job.workers == WorkerMode::Threads {
-        live::open_board(workers)
+    let board = if job.workers == WorkerMode::Threads {
+        watch.open_board(workers)
     } else {
-        live::open_shared_board(workers)
-    });
+        watch.open_shared_board(workers)
+    };
     let display = live_line::Display::start(
-        _board.0.clone(),
-        job.workers == WorkerMode::Threads
-            || _board.0.as_ref().is_some_and(|b| b.share().is_some()),
+        watch,
+        board.clone(),
+        job.workers == WorkerMode::Threads || board.as_ref().is_some_and(|b| b.share().is_some()),
         live_line::Bounds {
             time_s: job.time_s,
             ops: None,
@@ -163,7 +150,7 @@ pub(crate) fn run_gated(job: &Job, gate: Option<Gate>) -> Result<RunOutcome> {
             d.phase(p)
         }
     };
-    let (plan, mut cleanup) = match target::prepare(job) {
+    let (plan, mut cleanup) = match target::prepare_watched(job, board.as_deref()) {
         Ok(x) => x,
         Err(e) if crate::error::is_usage(&e) => return Err(e),
         Err(e) => return Ok(prep_failed(job, e, started_unix_s)),
@@ -219,7 +206,7 @@ pub(crate) fn run_gated(job: &Job, gate: Option<Gate>) -> Result<RunOutcome> {
     if let Some(d) = &display {
         d.set_total_ops(expected_ops(job, &plan));
     }
-    phase(if live_line::warming() {
+    phase(if watch.warm_up {
         live_line::Phase::WarmUp
     } else {
         live_line::Phase::Running
@@ -228,14 +215,21 @@ pub(crate) fn run_gated(job: &Job, gate: Option<Gate>) -> Result<RunOutcome> {
     let (threads, elapsed_s) = if job.space.reserve_only {
         (Vec::new(), 0.0)
     } else {
+        let workers_watch = watch.for_workers(board.clone());
         let ran = match job.workers {
-            WorkerMode::Threads => {
-                run_threads_with(job, &plan, &ids, all_workers(job), start, verify.clone())
-            }
+            WorkerMode::Threads => run_threads_with(
+                job,
+                &plan,
+                &ids,
+                all_workers(job),
+                start,
+                verify.clone(),
+                &workers_watch,
+            ),
             _ if !start(drive::Opener::none()) => {
                 Err(anyhow::anyhow!("the run was called off before it started"))
             }
-            _ => process::run_processes(job, &plan, &ids, verify.as_deref()),
+            _ => process::run_processes(job, &plan, &ids, verify.as_deref(), &workers_watch),
         };
         match ran {
             Ok(r) => r,
@@ -293,6 +287,7 @@ pub(crate) fn run_gated(job: &Job, gate: Option<Gate>) -> Result<RunOutcome> {
         elapsed_s,
         started_unix_s,
         probes,
+        status_interval_ns: watch.interval_ns(),
     })
 }
 
@@ -442,6 +437,7 @@ fn prep_failed(job: &Job, e: anyhow::Error, started_unix_s: f64) -> RunOutcome {
         elapsed_s: 0.0,
         started_unix_s,
         probes: serde_json::Map::new(),
+        status_interval_ns: None,
     }
 }
 
@@ -476,6 +472,7 @@ pub(crate) fn run_threads_with(
     which: Vec<(usize, u32)>,
     go: impl FnOnce(drive::Opener) -> bool,
     verify: Option<Arc<worker::verify::VerifyShared>>,
+    watch: &live::WorkerWatch,
 ) -> Result<(Vec<ThreadOutcome>, f64)> {
     run_threads_spawning(
         job,
@@ -486,6 +483,7 @@ pub(crate) fn run_threads_with(
         drive::spawn_thread,
         worker::Worker::prepare,
         verify,
+        watch,
     )
 }
 
@@ -508,6 +506,7 @@ fn run_threads_spawning<F>(
     spawn: F,
     prepare: Prepare,
     verify: Option<Arc<worker::verify::VerifyShared>>,
+    watch: &live::WorkerWatch,
 ) -> Result<(Vec<ThreadOutcome>, f64)>
 where
     F: Fn(
@@ -540,10 +539,15 @@ where
         let id = ids.get(user).copied();
         let stop = stop.clone();
         let verify = verify.clone();
+        let watch = watch.clone();
         let body: drive::Body<ThreadOutcome> = Box::new(move |gate| {
             let (job, plan) = &*shared;
             worker::private_fd_table();
-            let prepared = prepare(job, plan, id, user, thread, verify.as_ref());
+            let prepared = prepare(job, plan, id, user, thread, verify.as_ref()).map(|mut w| {
+                // What it publishes to, set before the gate (untimed).
+                w.watch(job, plan, user, thread, &watch);
+                w
+            });
             if !gate.arrive_and_wait() {
                 return None;
             }
@@ -628,6 +632,7 @@ mod tests {
                     },
                     worker::Worker::prepare,
                     None,
+                    &Default::default(),
                 );
                 let _ = tx.send(r.map(|_| ()));
             });

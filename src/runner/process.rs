@@ -78,6 +78,7 @@ pub(crate) fn run_processes(
     plan: &Plan,
     ids: &[super::mark::FileId],
     verify: Option<&super::worker::verify::VerifyShared>,
+    watch: &super::live::WorkerWatch,
 ) -> Result<(Vec<ThreadOutcome>, f64)> {
     let all = super::all_workers(job);
     let groups: Vec<Vec<(usize, u32)>> = match job.workers {
@@ -87,7 +88,7 @@ pub(crate) fn run_processes(
             .collect(),
     };
     let mut children = Vec::new();
-    let board = super::live::board().and_then(|b| b.share());
+    let board = watch.board.as_ref().and_then(|b| b.share());
     for g in groups {
         let spec = super::drive::ChildSpec::new(
             "job",
@@ -97,7 +98,7 @@ pub(crate) fn run_processes(
                 workers: g,
                 ids: ids.to_vec(),
                 verify: verify.map(|v| v.spec.clone()),
-                status_interval_ns: super::live::interval_ns(),
+                status_interval_ns: watch.interval_ns,
                 live_board: board,
             },
         )?;
@@ -167,14 +168,17 @@ pub(crate) fn run_processes(
 pub(crate) fn child(spec: WorkerSpec, input: &mut impl BufRead) -> Result<()> {
     // Intervals as the parent keeps them; no live line in a child (its stderr is the
     // parent's): its workers publish on the parent's board, mapped here.
-    super::live::enable(
-        spec.status_interval_ns.map(std::time::Duration::from_nanos),
-        super::live::LiveMode::Off,
-    );
+    let mut watch = super::live::WorkerWatch {
+        board: None,
+        interval_ns: spec.status_interval_ns,
+        // A traced run's worker process finds that out from its environment.
+        trace: crate::trace::TraceSession::from_env(),
+    };
     if let Some(share) = spec.live_board {
         // Without it the parent's line lacks this child's counters; the run is unaffected.
-        if let Err(e) = super::live::attach_board(share) {
-            eprintln!("fsbench: worker process: no live counters ({e})");
+        match super::live::attach_board(share) {
+            Ok(b) => watch.board = Some(b),
+            Err(e) => eprintln!("fsbench: worker process: no live counters ({e})"),
         }
     }
     let verify = spec
@@ -197,6 +201,7 @@ pub(crate) fn child(spec: WorkerSpec, input: &mut impl BufRead) -> Result<()> {
             matches!(input.read_line(&mut go), Ok(n) if n > 0) && go.trim() == "go"
         },
         verify,
+        &watch,
     )?;
     let wire: Vec<WireOutcome> = outcomes.iter().map(WireOutcome::from).collect();
     super::drive::send_outcomes(&wire)

@@ -9,42 +9,13 @@ use crate::job::{Access, CachePolicy, Job};
 use crate::safety;
 use crate::{bail_usage, usage};
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TargetKind {
-    File,
-    BlockDevice,
-}
-
-/// One prepared target, as every worker sees it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TargetPlan {
-    pub path: PathBuf,
-    pub kind: TargetKind,
-    /// Bytes of the target the job's offsets fall in.
-    pub size: u64,
-    /// Created by this run (and so removed at the end unless kept).
-    pub created: bool,
-    /// Direct-I/O alignment (offset and length), from statx or the device's logical block size.
-    pub dio_align: u64,
-    /// Size of the reservation, when the job made one (noextend limits writes to it).
-    pub reserved: Option<u64>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Plan {
-    pub targets: Vec<TargetPlan>,
-    /// The cache policy actually used (block devices turn buffered into raw).
-    pub cache: CachePolicy,
-    pub notes: Vec<String>,
-}
+pub(crate) use crate::result::{Plan, TargetKind, TargetPlan};
 
 fn needs_data(job: &Job) -> bool {
     // Everything but a plain sequential write reads or overwrites existing data.
@@ -191,8 +162,16 @@ impl Drop for Cleanup {
 /// files when finished or dropped. On an error nothing this run created is left behind, even
 /// with --keep: a refused or failed preparation keeps no half-made target.
 pub(crate) fn prepare(job: &Job) -> Result<(Plan, Cleanup)> {
+    prepare_watched(job, None)
+}
+
+/// [`prepare`], showing the bytes laid out on `board` (the run's live line) when given.
+pub(crate) fn prepare_watched(
+    job: &Job,
+    board: Option<&super::live::Board>,
+) -> Result<(Plan, Cleanup)> {
     let mut cleanup = Cleanup::new(job);
-    match prepare_into(job, &mut cleanup) {
+    match prepare_into(job, &mut cleanup, board) {
         Ok(plan) => Ok((plan, cleanup)),
         Err(e) => {
             cleanup.keep = false;
@@ -216,7 +195,11 @@ struct Opened {
     lay_out_to: Option<u64>,
 }
 
-fn prepare_into(job: &Job, cleanup: &mut Cleanup) -> Result<Plan> {
+fn prepare_into(
+    job: &Job,
+    cleanup: &mut Cleanup,
+    board: Option<&super::live::Board>,
+) -> Result<Plan> {
     let mut notes = Vec::new();
     let mut cache = job.cache;
     let mut slots: Vec<Option<TargetPlan>> = Vec::with_capacity(job.targets.len());
@@ -274,7 +257,7 @@ fn prepare_into(job: &Job, cleanup: &mut Cleanup) -> Result<Plan> {
             Some(t) => targets.push(t),
             None => {
                 let o = fi.next().expect("one Opened per file target");
-                targets.push(lay_out_one(job, &cleanup.held[o.idx], &o)?);
+                targets.push(lay_out_one(job, &cleanup.held[o.idx], &o, board)?);
             }
         }
     }
@@ -540,7 +523,12 @@ fn new_bytes(job: &Job, o: &Opened) -> u64 {
 }
 
 /// Pass two for a file: truncate, set hints, reserve and lay out, all through the descriptor.
-fn lay_out_one(job: &Job, h: &Held, o: &Opened) -> Result<TargetPlan> {
+fn lay_out_one(
+    job: &Job,
+    h: &Held,
+    o: &Opened,
+    board: Option<&super::live::Board>,
+) -> Result<TargetPlan> {
     let path = h.path.as_path();
     let file = &h.file;
     if job.open.trunc && o.existed {
@@ -573,14 +561,14 @@ fn lay_out_one(job: &Job, h: &Held, o: &Opened) -> Result<TargetPlan> {
                 if matches!(job.cache, CachePolicy::Concurrent) {
                     crate::runner::space::preallocate(file, path, to)?;
                 }
-                lay_out(file, path, len_now, to, job.seed)?;
+                lay_out(file, path, len_now, to, job.seed, board)?;
             }
         }
     }
     if !job.space.reserve_only && matches!(job.cache, CachePolicy::Concurrent) {
         let len_now = file.metadata()?.len();
         if len_now < size {
-            lay_out(file, path, len_now, size, job.seed)?;
+            lay_out(file, path, len_now, size, job.seed, board)?;
         }
     }
     let dio_align = dio_alignment_fd(file).unwrap_or_else(|| dio_alignment(path));
@@ -610,13 +598,19 @@ fn dio_offset_align(sx: &rustix::fs::Statx) -> Option<u64> {
 }
 
 /// Write data over [from, to) in 1 MiB writes, then fsync: reads then find real blocks.
-fn lay_out(file: &File, path: &Path, from: u64, to: u64, seed: u64) -> Result<()> {
+fn lay_out(
+    file: &File,
+    path: &Path,
+    from: u64,
+    to: u64,
+    seed: u64,
+    board: Option<&super::live::Board>,
+) -> Result<()> {
     use std::os::unix::fs::FileExt;
     let pool = crate::engine::BufferPool::new(1, 1 << 20, seed ^ 0x1a70)?;
     let buf = pool.slot(0);
     // The live line shows the bytes laid out (when a run is watched).
-    let board = crate::runner::live::board();
-    if let Some(b) = &board {
+    if let Some(b) = board {
         b.layout_total.fetch_add(to - from, Ordering::Relaxed);
     }
     let mut off = from;
@@ -631,7 +625,7 @@ fn lay_out(file: &File, path: &Path, from: u64, to: u64, seed: u64) -> Result<()
             prep_err(path, Some(off), what)
         })?;
         off += n as u64;
-        if let Some(b) = &board {
+        if let Some(b) = board {
             b.layout_done.fetch_add(n as u64, Ordering::Relaxed);
         }
     }

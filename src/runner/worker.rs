@@ -16,10 +16,11 @@ use super::target::Plan;
 use crate::engine::{self, BufferPool, Built, Completion, Engine, FileHandles, IoOp, OpKind};
 use crate::job::{Advice, CachePolicy, EngineKind, Job, Route};
 use crate::stats::{cpu, inflight_bucket, Stats, SyscallCounts};
-use serde::{Deserialize, Serialize};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+pub(crate) use crate::result::IoFailure;
 
 mod drive;
 mod inline;
@@ -31,25 +32,6 @@ mod tests;
 pub(crate) mod verify;
 #[cfg(test)]
 mod verify_tests;
-
-/// Where and why an I/O failed.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct IoFailure {
-    pub user: usize,
-    pub thread: u32,
-    pub path: String,
-    pub offset: Option<u64>,
-    pub message: String,
-}
-
-impl std::fmt::Display for IoFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.offset {
-            Some(o) => write!(f, "{} at offset {}: {}", self.path, o, self.message),
-            None => write!(f, "{}: {}", self.path, self.message),
-        }
-    }
-}
 
 /// What one worker measured, and how it ended.
 #[derive(Debug, Clone)]
@@ -159,6 +141,10 @@ struct Core {
     verify: Option<Box<verify::Checker>>,
     /// Live counters and `--status-interval` intervals (idle when nobody watches).
     roll: super::live::Roller,
+    /// The run's live board, told when this worker starts reading back (`--verify`).
+    board: Option<std::sync::Arc<super::live::Board>>,
+    /// The trace session the ring goes back to after the timed loop (`--trace`).
+    tracing: Option<std::sync::Arc<crate::trace::TraceSession>>,
 }
 
 pub(crate) struct Worker {
@@ -170,6 +156,26 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
+    /// Publish as worker `thread` of user `user` of `job` (on `plan`) to what `watch` holds:
+    /// live counters, intervals, and a trace ring sized to the I/Os it will issue (untimed,
+    /// before the start gate: the ring's allocation and page faults happen here).
+    pub(crate) fn watch(
+        &mut self,
+        job: &Job,
+        plan: &Plan,
+        user: usize,
+        thread: u32,
+        watch: &super::live::WorkerWatch,
+    ) {
+        let index = user * job.threads as usize + thread as usize;
+        self.core.roll = super::live::Roller::for_worker(index, watch);
+        self.core.board = watch.board.clone();
+        if let (Some(s), Some(t)) = (&watch.trace, plan.targets.get(user)) {
+            self.core.trace = s.ring_for_worker(job, &t.path, t.size, user, thread);
+            self.core.tracing = Some(s.clone());
+        }
+    }
+
     /// The timed loop, stopped by `stop`, Ctrl-C / SIGTERM, the deadline, the count or an error.
     pub(crate) fn run(self, stop: &AtomicBool) -> ThreadOutcome {
         self.run_until(stop, super::signal::flag())

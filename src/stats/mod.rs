@@ -550,30 +550,6 @@ impl StatsReport {
             },
         }
     }
-
-    /// A document older than schema 3 has no `read` and `write` objects: give them the
-    /// counts and rates its flat fields hold (their latency stays unknown: count 0).
-    pub fn fill_directions_from_counts(&mut self) {
-        if self.read == DirReport::default() && self.write == DirReport::default() {
-            let none = LatencyHist::default();
-            self.read = DirReport::of(
-                self.read_ops,
-                self.read_bytes,
-                self.elapsed_s,
-                &none,
-                &none,
-                false,
-            );
-            self.write = DirReport::of(
-                self.write_ops,
-                self.write_bytes,
-                self.elapsed_s,
-                &none,
-                &none,
-                false,
-            );
-        }
-    }
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock `Instant` reads on Linux, without its wrapper

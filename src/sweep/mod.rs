@@ -333,6 +333,8 @@ pub(crate) struct Ctx {
     pub hooks: Option<Hooks>,
     /// Where each point runs: here, or on every MPI rank (`crate::exec`).
     pub exec: crate::exec::Executor,
+    /// `--status-interval` of every point (the points show no live line of their own).
+    pub watch: crate::runner::live::Watching,
 }
 
 /// What a front end that owns the target adds to every point of a study: a step before each
@@ -346,6 +348,13 @@ pub(crate) struct Hooks {
 }
 
 impl Ctx {
+    /// Watch the study as its front end's flags say: `watch.live` is the point counter
+    /// line's, and every point keeps the time series without a live line of its own.
+    pub(crate) fn watched(&mut self, watch: crate::runner::live::Watching) {
+        self.progress.set_mode(watch.live);
+        self.watch = watch.without_line();
+    }
+
     pub(crate) fn new(
         out_dir: PathBuf,
         repeat: u32,
@@ -376,6 +385,7 @@ impl Ctx {
             banner: None,
             hooks: None,
             exec: crate::exec::Executor::Local,
+            watch: Default::default(),
         })
     }
 
@@ -629,7 +639,7 @@ pub(crate) fn run_study(
             let rec = match &study.workload {
                 Some(name) => {
                     ctx.before_point()?;
-                    run_workload_point(name, base, &pj, meta, &ctx.exec)
+                    run_workload_point(name, base, &pj, meta, &ctx.exec, &ctx.watch)
                 }
                 None => run_point(&pj, meta, ctx)?,
             };
@@ -654,9 +664,10 @@ pub(crate) fn run_workload_point(
     pj: &PointJob,
     meta: SweepMeta,
     exec: &crate::exec::Executor,
+    watch: &crate::runner::live::Watching,
 ) -> Record {
     let time_s = pj.job.time_s.unwrap_or(10.0);
-    match workloads::run_personality(name, dir, &pj.vars, time_s, exec) {
+    match workloads::run_personality(name, dir, &pj.vars, time_s, exec, watch) {
         Ok(r) => Record::run(meta, r),
         Err(workloads::PersonalityError::Missing(why)) => Record::skip(meta, why),
         Err(workloads::PersonalityError::Failed(e)) => Record::skip(meta, format!("error: {e:#}")),
@@ -731,6 +742,7 @@ pub(crate) fn run_point_observing(
     // On ranks, every host's devices are sampled by one of its ranks.
     let observe = crate::observe::Observe {
         extents,
+        watch: ctx.watch.clone(),
         ..crate::observe::Observe::iostat(ctx.iostat)
     };
     let run = match (&ctx.exec, rank_loops) {

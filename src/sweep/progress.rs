@@ -8,31 +8,14 @@
 use crate::runner::live::LiveMode;
 use crate::units::format_duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
 
-/// `--progress` of the study being run (0: not given: a terminal shows it).
-static MODE: AtomicU8 = AtomicU8::new(0);
-
-/// How the studies started from now on show their progress.
-pub(crate) fn set_mode(m: LiveMode) {
-    MODE.store(
-        match m {
-            LiveMode::Off => 1,
-            LiveMode::Terminal => 2,
-            LiveMode::Lines => 3,
-        },
-        Ordering::Relaxed,
-    );
-}
-
-fn mode() -> LiveMode {
-    match MODE.load(Ordering::Relaxed) {
-        1 => LiveMode::Off,
-        2 => LiveMode::Terminal,
-        3 => LiveMode::Lines,
-        _ if stderr_is_tty() => LiveMode::Terminal,
-        _ => LiveMode::Off,
+/// How a study shows its progress when its front end says nothing: on a terminal only.
+fn default_mode() -> LiveMode {
+    if stderr_is_tty() {
+        LiveMode::Terminal
+    } else {
+        LiveMode::Off
     }
 }
 
@@ -56,9 +39,14 @@ impl Progress {
             total,
             done: 0,
             started: Instant::now(),
-            mode: mode(),
+            mode: default_mode(),
             bar: None,
         }
+    }
+
+    /// Show it as `--progress` said (the study's front end, before the first point).
+    pub(crate) fn set_mode(&mut self, mode: LiveMode) {
+        self.mode = mode;
     }
 
     /// The line shown while `label` runs.

@@ -518,6 +518,8 @@ pub(crate) struct RunOptions {
     pub index_base: usize,
     /// Where each point runs (on every MPI rank under mpirun).
     pub exec: crate::exec::Executor,
+    /// `--progress` (the point counter line) and `--status-interval` (every point's).
+    pub watch: crate::runner::live::Watching,
 }
 
 /// What a suite run produced.
@@ -679,6 +681,7 @@ pub(crate) fn run_with_hooks(
         total,
     )?;
     ctx.iostat = opts.iostat;
+    ctx.watched(opts.watch.clone());
     ctx.banner = opts.announce.clone();
     ctx.hooks = hooks;
     ctx.exec = opts.exec.clone();
@@ -855,16 +858,18 @@ fn run_personalities(
         }
         ctx.check_replace(&file, &meta)?;
         ctx.before_point()?;
-        let rec = match super::workloads::run_personality(name, dir, vars, time_s, &ctx.exec) {
-            Ok(r) => Record::run(meta, r),
-            Err(super::workloads::PersonalityError::Missing(why)) => {
-                missing.push(format!("{name} ({label})"));
-                Record::skip(meta, why)
-            }
-            Err(super::workloads::PersonalityError::Failed(e)) => {
-                Record::skip(meta, format!("error: {e:#}"))
-            }
-        };
+        let rec =
+            match super::workloads::run_personality(name, dir, vars, time_s, &ctx.exec, &ctx.watch)
+            {
+                Ok(r) => Record::run(meta, r),
+                Err(super::workloads::PersonalityError::Missing(why)) => {
+                    missing.push(format!("{name} ({label})"));
+                    Record::skip(meta, why)
+                }
+                Err(super::workloads::PersonalityError::Failed(e)) => {
+                    Record::skip(meta, format!("error: {e:#}"))
+                }
+            };
         ctx.store(&file, &rec)?;
         ctx.progress.finish_point();
         out.push(rec);

@@ -65,6 +65,7 @@ pub(crate) fn run_personality(
     vars: &BTreeMap<String, String>,
     time_s: f64,
     exec: &crate::exec::Executor,
+    watch: &crate::runner::live::Watching,
 ) -> Result<RunResult, PersonalityError> {
     use crate::workload::run::Options;
     let Some(src) = personality_source(name, dir, vars) else {
@@ -84,6 +85,7 @@ pub(crate) fn run_personality(
         rate: Default::default(),
         verify: false,
         leave_for_owner: false,
+        watch: watch.clone(),
     };
     exec.run_workload(&src, &model, &opts)
         .map_err(PersonalityError::Failed)

@@ -16,7 +16,7 @@ pub mod strace;
 
 pub use ring::{TraceFiles, TraceRing};
 use serde::{Deserialize, Serialize};
-pub use session::{enable, enable_for_children, finish_ring, ring_for, ring_for_worker, take};
+pub use session::TraceSession;
 
 /// What a traced call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -1,11 +1,12 @@
 //! The tracing session of a run: ring size, a common clock, and the rings workers hand back.
 //!
-//! Worker threads hand their rings to this process's session. Worker processes
-//! (`--processes`, vx's `-P`/`-p`) inherit `FSBENCH_TRACE_DIR` and `FSBENCH_TRACE_RECORDS` from
-//! the parent: each child opens its own session on its first ring and, once its last worker
-//! is done, writes its records to `DIR/part-PID-dropped-N.bin`, which the parent merges. Times
-//! are kept against CLOCK_MONOTONIC, which all processes share, so records of different
-//! processes line up.
+//! The observer that asked for the trace makes the session and the run carries it to its
+//! workers (nothing process-wide). Worker threads hand their rings back to it. Worker
+//! processes (`--processes`, vx's `-P`/`-p`) inherit `FSBENCH_TRACE_DIR` and
+//! `FSBENCH_TRACE_RECORDS` from the parent: each child opens its own session from them
+//! ([`TraceSession::from_env`]) and, once its last worker is done, writes its records to
+//! `DIR/part-PID-dropped-N.bin`, which the parent merges. Times are kept against
+//! CLOCK_MONOTONIC, which all processes share, so records of different processes line up.
 
 use super::format;
 use super::ring::TraceFiles;
@@ -13,7 +14,7 @@ use super::{Trace, TraceRing};
 use crate::error::UsageError;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 const ENV_DIR: &str = "FSBENCH_TRACE_DIR";
@@ -33,7 +34,9 @@ struct Session {
     children_dir: Option<PathBuf>,
 }
 
-static SESSION: Mutex<Option<Session>> = Mutex::new(None);
+/// One run's tracing session, shared by the threads that record (each hands its ring back
+/// once, after its timed loop; the lock is never taken on the I/O path).
+pub struct TraceSession(Mutex<Session>);
 
 fn new_session(capacity: usize) -> Session {
     // Rust's Instant is CLOCK_MONOTONIC on Linux: read both together to tie them.
@@ -49,86 +52,96 @@ fn new_session(capacity: usize) -> Session {
     }
 }
 
-/// Switch tracing on for the next run in this process: every worker gets a ring of at most
-/// `records_per_thread` entries (the newest are kept when a worker issues more).
-pub fn enable(records_per_thread: usize) {
-    *SESSION.lock().unwrap_or_else(|e| e.into_inner()) = Some(new_session(records_per_thread));
-}
+impl TraceSession {
+    /// Tracing for a run of worker threads: every worker gets a ring of at most
+    /// `records_per_thread` entries (the newest are kept when a worker issues more).
+    pub fn new(records_per_thread: usize) -> Arc<TraceSession> {
+        Arc::new(TraceSession(Mutex::new(new_session(records_per_thread))))
+    }
 
-/// Switch tracing on for worker processes: they find `dir` and the ring size in their
-/// environment and leave their records there for [`take`].
-pub fn enable_for_children(records_per_thread: usize, dir: PathBuf) -> std::io::Result<()> {
-    std::fs::create_dir_all(&dir)?;
-    // SAFETY (of the environment change): done by the CLI before the runner starts any
-    // thread or child, so nothing reads the environment concurrently.
-    std::env::set_var(ENV_DIR, &dir);
-    std::env::set_var(ENV_RECORDS, records_per_thread.to_string());
-    let mut s = new_session(records_per_thread);
-    s.children_dir = Some(dir);
-    *SESSION.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
-    Ok(())
-}
+    /// Tracing for a run of worker processes: they find `dir` and the ring size in their
+    /// environment and leave their records there for [`TraceSession::take`].
+    pub fn for_children(
+        records_per_thread: usize,
+        dir: PathBuf,
+    ) -> std::io::Result<Arc<TraceSession>> {
+        std::fs::create_dir_all(&dir)?;
+        // SAFETY (of the environment change): done by the front end before the runner starts
+        // any thread or child, so nothing reads the environment concurrently.
+        std::env::set_var(ENV_DIR, &dir);
+        std::env::set_var(ENV_RECORDS, records_per_thread.to_string());
+        let mut s = new_session(records_per_thread);
+        s.children_dir = Some(dir);
+        Ok(Arc::new(TraceSession(Mutex::new(s))))
+    }
 
-/// A ring for one Job worker when tracing is on (called in the worker's untimed preparation,
-/// so the allocation and the page faults of touching it happen before the clock starts). The
-/// ring is sized to the I/Os the worker will issue when the job says how many.
-pub fn ring_for_worker(
-    job: &crate::job::Job,
-    path: &std::path::Path,
-    target_size: u64,
-    user: usize,
-    thread: u32,
-) -> Option<TraceRing> {
-    let reps = job.repeats.max(1) as u64;
-    let expected = match (job.io_count, job.time_s) {
-        (Some(n), _) => Some(n.saturating_mul(reps)),
-        (None, Some(_)) => None,
-        // Covering the file once: at most size / block size I/Os per thread.
-        (None, None) => Some((target_size / job.block_size.max(1) + 1).saturating_mul(reps)),
-    };
-    let index = user as u32 * job.threads + thread;
-    ring_for(
-        index,
-        std::sync::Arc::new(vec![path.display().to_string()]),
-        expected,
-    )
-}
-
-/// A ring for thread `index` of any source (a workload's thread instance, a replay thread)
-/// when tracing is on, recording into the shared file table `files`; `expected` is how many
-/// calls it will record when known (the ring is no larger). Call it in the untimed
-/// preparation.
-pub fn ring_for(index: u32, files: TraceFiles, expected: Option<u64>) -> Option<TraceRing> {
-    let mut guard = SESSION.lock().unwrap_or_else(|e| e.into_inner());
-    if guard.is_none() {
-        // A worker process of a traced run: the parent said so in the environment.
+    /// A worker process of a traced run: the session its parent described in the environment
+    /// (None: the run is not traced).
+    pub fn from_env() -> Option<Arc<TraceSession>> {
         let dir = std::env::var_os(ENV_DIR)?;
         let records = std::env::var(ENV_RECORDS).ok()?.parse().ok()?;
         let mut s = new_session(records);
         s.part_dir = Some(PathBuf::from(dir));
-        *guard = Some(s);
+        Some(Arc::new(TraceSession(Mutex::new(s))))
     }
-    let s = guard.as_mut()?;
-    let cap = match expected {
-        Some(n) => n.clamp(1, s.capacity as u64) as usize,
-        None => s.capacity,
-    };
-    let ring = TraceRing::try_new(index, files, s.base, cap);
-    match ring {
-        Some(_) => s.active += 1,
-        // Checked up front by [`check_budget`]; if memory ran out since, this worker goes
-        // untraced rather than the run aborting.
-        None => eprintln!(
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Session> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A ring for one Job worker when tracing is on (called in the worker's untimed preparation,
+    /// so the allocation and the page faults of touching it happen before the clock starts). The
+    /// ring is sized to the I/Os the worker will issue when the job says how many.
+    pub fn ring_for_worker(
+        &self,
+        job: &crate::job::Job,
+        path: &std::path::Path,
+        target_size: u64,
+        user: usize,
+        thread: u32,
+    ) -> Option<TraceRing> {
+        let reps = job.repeats.max(1) as u64;
+        let expected = match (job.io_count, job.time_s) {
+            (Some(n), _) => Some(n.saturating_mul(reps)),
+            (None, Some(_)) => None,
+            // Covering the file once: at most size / block size I/Os per thread.
+            (None, None) => Some((target_size / job.block_size.max(1) + 1).saturating_mul(reps)),
+        };
+        let index = user as u32 * job.threads + thread;
+        self.ring_for(
+            index,
+            std::sync::Arc::new(vec![path.display().to_string()]),
+            expected,
+        )
+    }
+
+    /// A ring for thread `index` of any source (a workload's thread instance, a replay thread)
+    /// when tracing is on, recording into the shared file table `files`; `expected` is how many
+    /// calls it will record when known (the ring is no larger). Call it in the untimed
+    /// preparation.
+    pub fn ring_for(
+        &self,
+        index: u32,
+        files: TraceFiles,
+        expected: Option<u64>,
+    ) -> Option<TraceRing> {
+        let mut guard = self.lock();
+        let s = &mut *guard;
+        let cap = match expected {
+            Some(n) => n.clamp(1, s.capacity as u64) as usize,
+            None => s.capacity,
+        };
+        let ring = TraceRing::try_new(index, files, s.base, cap);
+        match ring {
+            Some(_) => s.active += 1,
+            // Checked up front by [`check_budget`]; if memory ran out since, this worker goes
+            // untraced rather than the run aborting.
+            None => eprintln!(
             "fsbench: no memory for a trace ring of {cap} records: worker {index} is not traced"
         ),
+        }
+        ring
     }
-    ring
-}
-
-/// Whether this process records a trace (a traced run, or a worker process of one).
-pub fn is_on() -> bool {
-    SESSION.lock().unwrap_or_else(|e| e.into_inner()).is_some()
-        || std::env::var_os(ENV_DIR).is_some()
 }
 
 /// Refuse rings of `records_per_thread` entries for `workers` workers when they (and the
@@ -145,19 +158,21 @@ pub fn check_budget(records_per_thread: usize, workers: usize) -> Result<(), Usa
     )
 }
 
-/// Hand a worker's ring back after its timed loop.
-pub fn finish_ring(ring: TraceRing) {
-    let mut guard = SESSION.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(s) = guard.as_mut() else { return };
-    s.finished.push(ring);
-    s.active = s.active.saturating_sub(1);
-    if s.active == 0 {
-        if let Some(dir) = s.part_dir.clone() {
-            // The last worker of a child process: leave the records for the parent.
-            let (trace, dropped) = gather(std::mem::take(&mut s.finished), s.base_mono_ns);
-            let part = dir.join(format!("part-{}-dropped-{dropped}.bin", std::process::id()));
-            if let Err(e) = format::write_file(&trace, &part, format::TraceFormat::Bin) {
-                eprintln!("fsbench: worker process could not write its trace part: {e:#}");
+impl TraceSession {
+    /// Hand a worker's ring back after its timed loop.
+    pub fn finish_ring(&self, ring: TraceRing) {
+        let mut guard = self.lock();
+        let s = &mut *guard;
+        s.finished.push(ring);
+        s.active = s.active.saturating_sub(1);
+        if s.active == 0 {
+            if let Some(dir) = s.part_dir.clone() {
+                // The last worker of a child process: leave the records for the parent.
+                let (trace, dropped) = gather(std::mem::take(&mut s.finished), s.base_mono_ns);
+                let part = dir.join(format!("part-{}-dropped-{dropped}.bin", std::process::id()));
+                if let Err(e) = format::write_file(&trace, &part, format::TraceFormat::Bin) {
+                    eprintln!("fsbench: worker process could not write its trace part: {e:#}");
+                }
             }
         }
     }
@@ -209,51 +224,53 @@ fn gather(rings: Vec<TraceRing>, base_mono_ns: u64) -> (Trace, u64) {
     (trace, dropped)
 }
 
-/// Switch tracing off and gather every worker's records (threads of this process and parts
-/// left by worker processes) into one trace, with how many records were overwritten because
-/// a ring was full.
-pub fn take() -> Option<(Trace, u64)> {
-    let session = SESSION.lock().unwrap_or_else(|e| e.into_inner()).take()?;
-    let (mut trace, mut dropped) = gather(session.finished, session.base_mono_ns);
-    let mut names = FileNames::default();
-    for (i, f) in trace.files.iter().enumerate() {
-        names.0.insert(f.clone(), i as u32);
-    }
-    if let Some(dir) = session.children_dir {
-        std::env::remove_var(ENV_DIR);
-        std::env::remove_var(ENV_RECORDS);
-        let mut parts: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .map(|rd| rd.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default();
-        parts.sort();
-        for p in parts {
-            let name = p
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .to_string();
-            if let Some(n) = name
-                .strip_suffix(".bin")
-                .and_then(|n| n.rsplit("-dropped-").next())
-                .and_then(|n| n.parse::<u64>().ok())
-            {
-                dropped += n;
-            }
-            if let Ok(part) = format::read_file(&p) {
-                let map: Vec<u32> = part
-                    .files
-                    .iter()
-                    .map(|f| names.index(&mut trace, f))
-                    .collect();
-                for mut r in part.records {
-                    r.file = map.get(r.file as usize).copied().unwrap_or(0);
-                    trace.records.push(r);
-                }
-            }
-            let _ = std::fs::remove_file(&p);
+impl TraceSession {
+    /// Gather every worker's records (threads of this process and parts left by worker
+    /// processes) into one trace, with how many records were overwritten because a ring was
+    /// full; the session is over.
+    pub fn take(&self) -> (Trace, u64) {
+        let session = std::mem::replace(&mut *self.lock(), new_session(1));
+        let (mut trace, mut dropped) = gather(session.finished, session.base_mono_ns);
+        let mut names = FileNames::default();
+        for (i, f) in trace.files.iter().enumerate() {
+            names.0.insert(f.clone(), i as u32);
         }
-        let _ = std::fs::remove_dir(&dir);
+        if let Some(dir) = session.children_dir {
+            std::env::remove_var(ENV_DIR);
+            std::env::remove_var(ENV_RECORDS);
+            let mut parts: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .map(|rd| rd.flatten().map(|e| e.path()).collect())
+                .unwrap_or_default();
+            parts.sort();
+            for p in parts {
+                let name = p
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .to_string();
+                if let Some(n) = name
+                    .strip_suffix(".bin")
+                    .and_then(|n| n.rsplit("-dropped-").next())
+                    .and_then(|n| n.parse::<u64>().ok())
+                {
+                    dropped += n;
+                }
+                if let Ok(part) = format::read_file(&p) {
+                    let map: Vec<u32> = part
+                        .files
+                        .iter()
+                        .map(|f| names.index(&mut trace, f))
+                        .collect();
+                    for mut r in part.records {
+                        r.file = map.get(r.file as usize).copied().unwrap_or(0);
+                        trace.records.push(r);
+                    }
+                }
+                let _ = std::fs::remove_file(&p);
+            }
+            let _ = std::fs::remove_dir(&dir);
+        }
+        trace.renumber();
+        (trace, dropped)
     }
-    trace.renumber();
-    Some((trace, dropped))
 }

@@ -282,16 +282,17 @@ fn clear_old_fileset(
 
 /// Create (or reuse) a fileset on disk and record which entries exist in the arena. On an
 /// error or Ctrl-C what was created is removed again (unless `keep`) before returning.
-pub fn prepare(
+pub(crate) fn prepare(
     spec: &FilesetSpec,
     lay: &SetLayout,
     arena: &Arena,
     set: usize,
     keep: bool,
+    board: Option<std::sync::Arc<crate::runner::live::Board>>,
 ) -> Result<Prepared> {
     let (parent, pfd) = open_parent(spec)?;
     if spec.shared_rank.is_some() {
-        return shared_tree::prepare_entries(spec, lay, arena, set, keep, &pfd);
+        return shared_tree::prepare_entries(spec, lay, arena, set, keep, &pfd, board);
     }
     let cname = ccstr(spec.name.as_bytes());
     let mut known = Known::default();
@@ -334,6 +335,7 @@ pub fn prepare(
         reuse_existing,
         &mut p,
         &mut created_inos,
+        board,
     );
     if let Err(e) = res {
         p.known = p.known.merged(created_inos);
@@ -365,6 +367,7 @@ fn create(
     reuse_existing: bool,
     p: &mut Prepared,
     created_inos: &mut Vec<u64>,
+    board: Option<std::sync::Arc<crate::runner::live::Board>>,
 ) -> Result<()> {
     let rfd = open_dir(pfd.as_raw_fd(), cname, false)
         .map_err(|e| anyhow::anyhow!("opening {}: {e}", spec.root.display()))?;
@@ -400,7 +403,7 @@ fn create(
         stop: AtomicBool::new(false),
         first_err: Mutex::new(None),
         inos: Mutex::new(Vec::new()),
-        board: crate::runner::live::board(),
+        board,
     };
     maker.run()?;
     created_inos.extend(maker.inos.into_inner().unwrap_or_else(|p| p.into_inner()));

@@ -56,13 +56,18 @@ pub struct Shared<'a> {
     pub rate: RateLimit,
     /// The trace's file table when the run is traced ([`trace_files`]).
     pub trace_files: Option<TraceFiles>,
+    /// The `--status-interval` grid (ns): each thread keeps its intervals on it.
+    pub interval_ns: Option<u64>,
+    /// `--trace`: the session each thread's ring goes back to.
+    pub trace: Option<std::sync::Arc<crate::trace::TraceSession>>,
 }
 
 /// The file table of a traced workload: every fileset's entries in order, then every
 /// fileset's directories; a thread's trace ring names files by their index in it. None when
-/// this process records no trace (built before the threads start, never on the I/O path).
-pub fn trace_files(layouts: &[SetLayout]) -> Option<TraceFiles> {
-    if !crate::trace::session::is_on() {
+/// the run records no trace (`traced` false; built before the threads start, never on the
+/// I/O path).
+pub(crate) fn trace_files(layouts: &[SetLayout], traced: bool) -> Option<TraceFiles> {
+    if !traced {
         return None;
     }
     let mut v = Vec::new();
@@ -491,10 +496,10 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
         aio_err: None,
         aio_failed: false,
         // Taken here, in the untimed preparation: the ring is allocated and touched now.
-        ring: sh
-            .trace_files
-            .as_ref()
-            .and_then(|f| crate::trace::ring_for(id.slot as u32, f.clone(), None)),
+        ring: match (&sh.trace, &sh.trace_files) {
+            (Some(s), Some(f)) => s.ring_for(id.slot as u32, f.clone(), None),
+            _ => None,
+        },
         file_base,
         dir_base,
         pacing: Pacing::new(&sh.rate, id.slot as u64, sh.model.total_threads() as u64),
@@ -511,7 +516,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
     let u0 = thread_usage();
     // `--status-interval`: the thread closes its intervals itself, checked between flowops
     // (one clock read per flowop, only when intervals are kept).
-    let mut roll = crate::runner::live::Roller::intervals_only();
+    let mut roll = crate::runner::live::Roller::intervals_only(sh.interval_ns);
     let io_stats: Vec<usize> = flat
         .iter()
         .filter(|f| is_io(f.kind))
@@ -546,8 +551,8 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
     };
     t.drain_aio();
     t.close_all();
-    if let Some(r) = t.ring.take() {
-        crate::trace::finish_ring(r);
+    if let (Some(r), Some(s)) = (t.ring.take(), &sh.trace) {
+        s.finish_ring(r);
     }
     tell_end(ctl, &end);
     let usage = thread_usage().since(&u0);

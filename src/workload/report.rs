@@ -38,6 +38,7 @@ impl RunPart {
         duration_s: f64,
         stop_reason: String,
         psrun: Vec<PsrunLine>,
+        interval_ns: Option<u64>,
     ) -> Self {
         let mut usage = Usage::default();
         let mut sys = SyscallCounts::default();
@@ -94,7 +95,7 @@ impl RunPart {
                 psrun,
                 timeseries: crate::runner::live::merge_series(
                     outs.iter().map(|o| o.intervals.as_slice()),
-                    crate::runner::live::interval_ns(),
+                    interval_ns,
                 ),
             },
             groups,

@@ -46,6 +46,8 @@ pub struct Options {
     /// are left in place with what this run created in them recorded in their manifest, for
     /// the part that laid them out to remove (`remove_laid_out`); no "kept" note.
     pub leave_for_owner: bool,
+    /// `--progress` and `--status-interval`: the live line and the time series of every run.
+    pub(crate) watch: crate::runner::live::Watching,
 }
 
 /// Turns one progress line (and the ops/s since the start, when asked for) into text.
@@ -432,9 +434,13 @@ fn ensure_prepared(
         return Ok(());
     }
     // The live line (`--progress`) while the filesets are laid out: bytes written so far.
-    let board = crate::runner::live::BoardGuard(crate::runner::live::open_board(0));
-    let _display =
-        crate::runner::live_line::Display::start(board.0.clone(), true, Default::default());
+    let board = opts.watch.open_board(0);
+    let _display = crate::runner::live_line::Display::start(
+        &opts.watch,
+        board.clone(),
+        true,
+        Default::default(),
+    );
     for (i, spec) in model.filesets.iter().enumerate() {
         let t = Instant::now();
         // On failure or Ctrl-C, prepare removes what it made of this fileset itself; the
@@ -442,7 +448,7 @@ fn ensure_prepared(
         // Another part's filesets (`leave_for_owner`) are never removed by this one, also
         // not on an error: prepare then records what it made in their manifest instead.
         let keep = opts.keep || opts.leave_for_owner;
-        let p = fileset::prepare(spec, &layouts[i], arena, i, keep)?;
+        let p = fileset::prepare(spec, &layouts[i], arena, i, keep, board.clone())?;
         let secs = t.elapsed().as_secs_f64();
         say(
             opts,

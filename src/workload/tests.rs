@@ -27,6 +27,7 @@ fn run(dir: &Path, text: &str, keep: bool) -> RunResult {
         rate: Default::default(),
         verify: false,
         leave_for_owner: false,
+        watch: Default::default(),
     };
     execute(&src, &model, &opts).unwrap_or_else(|e| panic!("{e:#}"))
 }
@@ -350,6 +351,7 @@ fn refuses_a_directory_it_did_not_create() {
         rate: Default::default(),
         verify: false,
         leave_for_owner: false,
+        watch: Default::default(),
     };
     let e = execute(&src, &model, &opts).unwrap_err();
     assert!(crate::error::is_usage(&e), "{e}");

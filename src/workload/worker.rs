@@ -35,6 +35,10 @@ pub(super) struct Setup {
     pub engine: crate::job::EngineKind,
     pub rate: crate::job::RateLimit,
     pub trace_files: Option<crate::trace::TraceFiles>,
+    /// The `--status-interval` grid (ns) the threads keep their intervals on.
+    pub interval_ns: Option<u64>,
+    /// `--trace`: the session the threads' rings go back to.
+    pub trace: Option<std::sync::Arc<crate::trace::TraceSession>>,
 }
 
 /// Stack of each workload thread: flowops recurse only through composites (at most 8 deep),
@@ -61,6 +65,8 @@ pub(super) fn body(
             engine: setup.engine,
             rate: setup.rate,
             trace_files: setup.trace_files,
+            interval_ns: setup.interval_ns,
+            trace: setup.trace,
         };
         let spec = &model.processes[id.process].threads[id.thread];
         Some(super::interp::run_thread(&sh, spec, id))
@@ -69,10 +75,6 @@ pub(super) fn body(
 
 /// Child side of a `Workload` spec.
 pub fn child(spec: WorkerSpec) -> Result<()> {
-    crate::runner::live::enable(
-        spec.status_interval_ns.map(std::time::Duration::from_nanos),
-        crate::runner::live::LiveMode::Off,
-    );
     let model = super::load_source(&spec.source)?;
     let layouts = model
         .filesets
@@ -106,10 +108,13 @@ pub fn child(spec: WorkerSpec) -> Result<()> {
     );
     let n = ids.len();
     // A traced run's worker process finds that out from its environment.
+    let trace = crate::trace::TraceSession::from_env();
     let setup = Setup {
         engine: spec.engine,
         rate: spec.rate,
-        trace_files: super::interp::trace_files(&layouts),
+        trace_files: super::interp::trace_files(&layouts, trace.is_some()),
+        interval_ns: spec.status_interval_ns,
+        trace,
     };
     let bodies = ids.into_iter().map(|id| {
         (

@@ -31,6 +31,7 @@ fn outcome(threads: Vec<ThreadOutcome>) -> RunOutcome {
         elapsed_s: 0.5,
         started_unix_s: 0.0,
         probes: Default::default(),
+        status_interval_ns: None,
     }
 }
 

@@ -367,7 +367,9 @@ impl Core {
         stats.usage = cpu::thread_usage().since(&usage0);
         stats.syscalls = sys;
         if let Some(ring) = trace {
-            crate::trace::finish_ring(ring);
+            if let Some(s) = &self.tracing {
+                s.finish_ring(ring);
+            }
         }
         // Untimed: the read-back after the run.
         let verify = match checker {
@@ -429,7 +431,9 @@ impl Core {
             c.abort();
             c.skip_read_back();
         } else if let Err(f) = {
-            crate::runner::live_line::note_verifying();
+            if let Some(b) = &self.board {
+                b.verifying.store(true, Ordering::Relaxed);
+            }
             c.read_back(engine, self.route, self.depth, interrupt)
         } {
             c.abort();

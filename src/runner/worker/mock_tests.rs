@@ -523,6 +523,7 @@ mod with_mock {
             |b, f| b.spawn(f),
             prepare,
             None,
+            &Default::default(),
         )
     }
 

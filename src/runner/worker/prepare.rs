@@ -85,7 +85,6 @@ impl Worker {
             size: t.size,
         }];
         let engine = engine::build(job, handles, pool).map_err(|e| fail(format!("{e:#}")))?;
-        let trace = crate::trace::ring_for_worker(job, &t.path, t.size, user, thread);
         let checker = match shared {
             Some(s) => Some(Box::new(
                 verify::Checker::new(
@@ -111,7 +110,7 @@ impl Worker {
             RouteRule::new(policy, bs, align),
             deadline,
             sys,
-            trace,
+            None,
         );
         core.verify = checker;
         Ok(Worker {
@@ -319,9 +318,9 @@ impl Core {
             trace,
             clock: crate::stats::clock::Clock::new(),
             verify: None,
-            roll: crate::runner::live::Roller::for_worker(
-                user * job.threads as usize + thread as usize,
-            ),
+            roll: Default::default(),
+            board: None,
+            tracing: None,
         }
     }
 }

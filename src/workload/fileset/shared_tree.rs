@@ -202,6 +202,7 @@ pub(super) fn prepare_entries(
     set: usize,
     keep: bool,
     pfd: &OwnedFd,
+    board: Option<std::sync::Arc<crate::runner::live::Board>>,
 ) -> Result<Prepared> {
     let parent = spec.root.parent().unwrap_or(Path::new("."));
     let rank = spec.shared_rank.unwrap_or(0);
@@ -233,6 +234,7 @@ pub(super) fn prepare_entries(
         spec.reuse,
         &mut p,
         &mut created_inos,
+        board,
     );
     p.known = p.known.merged(created_inos);
     if let Err(e) = res {
@@ -362,7 +364,7 @@ mod tests {
             let s = spec(d.path(), r);
             let l = layout(&s).unwrap();
             let arena = Arena::create(Layout::new(0, 0, &[30])).unwrap();
-            let p = prepare(&s, &l, &arena, 0, false).unwrap();
+            let p = prepare(&s, &l, &arena, 0, false, None).unwrap();
             assert_eq!(p.files_created, 30);
             ranks.push((l, arena, p));
         }
@@ -417,7 +419,7 @@ mod tests {
             let s = spec(d.path(), r);
             let l = layout(&s).unwrap();
             let arena = Arena::create(Layout::new(0, 0, &[30])).unwrap();
-            let p = prepare(&s, &l, &arena, 0, true).unwrap();
+            let p = prepare(&s, &l, &arena, 0, true, None).unwrap();
             keep(&p, &l, &arena, 0).unwrap();
         }
         // The next shared run sweeps it and makes it afresh.
@@ -434,14 +436,14 @@ mod tests {
         let s = spec(d.path(), 1);
         let l = layout(&s).unwrap();
         let arena = Arena::create(Layout::new(0, 0, &[30])).unwrap();
-        let p = prepare(&s, &l, &arena, 0, true).unwrap();
+        let p = prepare(&s, &l, &arena, 0, true, None).unwrap();
         keep(&p, &l, &arena, 0).unwrap();
         drop(tree);
         let mut one = spec(d.path(), 0);
         one.shared_rank = None;
         let lone = layout(&one).unwrap();
         let arena = Arena::create(Layout::new(0, 0, &[30])).unwrap();
-        let p = prepare(&one, &lone, &arena, 0, false).unwrap();
+        let p = prepare(&one, &lone, &arena, 0, false, None).unwrap();
         assert!(!l.path(0).as_path().exists());
         assert!(!d.path().join(".fs.r00001.fsbench-manifest").exists());
         assert_eq!(remove(&p, &lone, &arena, 0).unwrap(), None);

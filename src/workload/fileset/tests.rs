@@ -120,7 +120,7 @@ fn prepare_pick_release_remove() {
     let s = spec(d.path(), 50, 5.0, 0.0);
     let l = layout(&s).unwrap();
     let arena = Arena::create(Layout::new(0, 0, &[50])).unwrap();
-    let p = prepare(&s, &l, &arena, 0, false).unwrap();
+    let p = prepare(&s, &l, &arena, 0, false, None).unwrap();
     let have = arena.set_exists_count(0).load(SeqCst);
     assert_eq!(have, p.files_created);
     let Picked::Got(i) = pick(&arena, 0, Want::Exists, From::Shared(Rotor::Exists)) else {
@@ -134,7 +134,7 @@ fn prepare_pick_release_remove() {
     let mut s2 = spec(d.path(), 1, 5.0, 0.0);
     s2.name = "other".into();
     s2.root = d.path().join("other");
-    let e = prepare(&s2, &layout(&s2).unwrap(), &arena, 0, false).unwrap_err();
+    let e = prepare(&s2, &layout(&s2).unwrap(), &arena, 0, false, None).unwrap_err();
     assert!(crate::error::is_usage(&e), "{e}");
     assert_eq!(remove(&p, &l, &arena, 0).unwrap(), None);
     assert!(!s.root.exists());
@@ -153,7 +153,7 @@ fn kept_tree_removal_spares_foreign_entries() {
     s.prealloc_pct = 100.0;
     let l = layout(&s).unwrap();
     let arena = Arena::create(Layout::new(0, 0, &[40])).unwrap();
-    let p = prepare(&s, &l, &arena, 0, false).unwrap();
+    let p = prepare(&s, &l, &arena, 0, false, None).unwrap();
     keep(&p, &l, &arena, 0).unwrap();
     // The user adds a file, replaces an entry, and plants symlinks pointing outside.
     let added = l.dir_path(1).as_path().join("mine.txt");
@@ -169,7 +169,7 @@ fn kept_tree_removal_spares_foreign_entries() {
     // The next run (no reuse) removes only fsbench's entries and refuses to lay out over
     // the rest.
     let arena2 = Arena::create(Layout::new(0, 0, &[40])).unwrap();
-    let e = prepare(&s, &l, &arena2, 0, false).unwrap_err();
+    let e = prepare(&s, &l, &arena2, 0, false, None).unwrap_err();
     assert!(crate::error::is_usage(&e), "{e}");
     assert!(
         e.to_string()
@@ -190,7 +190,7 @@ fn kept_tree_removal_spares_foreign_entries() {
     // Reuse is refused too while foreign entries are there.
     let mut r = s.clone();
     r.reuse = true;
-    let e = prepare(&r, &l, &arena2, 0, false).unwrap_err();
+    let e = prepare(&r, &l, &arena2, 0, false, None).unwrap_err();
     assert!(crate::error::is_usage(&e), "{e}");
 }
 

@@ -70,7 +70,9 @@ fn spawn(
         let setup = crate::workload::worker::Setup {
             engine: opts.engine,
             rate: opts.rate,
-            trace_files: crate::workload::interp::trace_files(layouts),
+            trace_files: crate::workload::interp::trace_files(layouts, opts.watch.trace.is_some()),
+            interval_ns: opts.watch.interval_ns(),
+            trace: opts.watch.trace.clone(),
         };
         let layouts = std::sync::Arc::new(layouts.to_vec());
         let bodies = ids.into_iter().map(|id| {
@@ -120,7 +122,7 @@ fn spawn(
                 layout: arena.layout.clone(),
                 engine: opts.engine,
                 rate: opts.rate,
-                status_interval_ns: crate::runner::live::interval_ns(),
+                status_interval_ns: opts.watch.interval_ns(),
             };
             slot += per;
             let started = crate::runner::drive::ChildSpec::new("workload", &spec)
@@ -362,9 +364,10 @@ pub(super) fn one_run(
     futex_wake_all(&ctl.go);
 
     // The live line (`--progress`): the arena's progress counters, published by `watch`.
-    let board = crate::runner::live::BoardGuard(crate::runner::live::open_board(1));
+    let board = opts.watch.open_board(1);
     let display = crate::runner::live_line::Display::start(
-        board.0.clone(),
+        &opts.watch,
+        board.clone(),
         true,
         crate::runner::live_line::Bounds {
             time_s: Some(secs).filter(|s| s.is_finite()),
@@ -374,8 +377,7 @@ pub(super) fn one_run(
     if let Some(d) = &display {
         d.phase(crate::runner::live_line::Phase::Running);
     }
-    let (stop_reason, failed, lines) =
-        watch(model, arena, t0, secs, psrun, opts, board.0.as_deref());
+    let (stop_reason, failed, lines) = watch(model, arena, t0, secs, psrun, opts, board.as_deref());
     if let Some(d) = display {
         d.finish();
     }
@@ -387,7 +389,15 @@ pub(super) fn one_run(
     after_io();
     let outcomes = outcomes?;
     debug_assert!(ctl.stop.load(SeqCst) != STOP_NONE);
-    let mut part = RunPart::from_outcomes(model, &outcomes, number, elapsed_s, stop_reason, lines);
+    let mut part = RunPart::from_outcomes(
+        model,
+        &outcomes,
+        number,
+        elapsed_s,
+        stop_reason,
+        lines,
+        opts.watch.interval_ns(),
+    );
     part.outline.started_unix_s = started_unix_s;
     part.failed |= failed;
     Ok(Some((part, outcomes)))
