@@ -344,7 +344,7 @@ with nthreads each user runs that many threads: users x nthreads in total.
                   rdpct=n       read percentage for rand_mixed
   -o opentypes  append sync dsync trunc
   -c cacheopts  direct dsync noreuse random seq discovered[=SIZE] concurrent
-                (discovered: I/Os >= SIZE (default 256k) direct, smaller buffered;
+                (discovered: I/Os larger than SIZE (default 256k) direct, the rest buffered;
                  concurrent: preallocated, fully written, O_DIRECT, never extended)
   -e extsize    fixed extent size hint (XFS; bare = KB)
   -r size       reserve space with fallocate (bare = KB)
