@@ -198,6 +198,7 @@ pub(crate) fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
             } else {
                 Vec::new()
             },
+            note: None,
         },
         chart: Default::default(),
         clamp_bs_to_size: false,

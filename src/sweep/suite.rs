@@ -1,5 +1,5 @@
-//! Suites: TOML files in `suites/` (embedded in the binary) that each reproduce one seed
-//! study as a list of studies. The format is described in docs/suites.md. `--scale` shrinks
+//! Suites: TOML files in `suites/` (embedded in the binary) that each regenerate the tables
+//! of one published document as a list of studies. The format is described in docs/suites.md. `--scale` shrinks
 //! sizes, times and counts so a suite fits the machine; the suite's `default_scale` is chosen
 //! so the suite finishes in minutes here.
 
@@ -28,7 +28,7 @@ pub(crate) const EMBEDDED: &[(&str, &str)] = &[
 pub(crate) struct SuiteFile {
     pub name: String,
     pub title: String,
-    /// The seed document the suite reproduces.
+    /// The title of the published document whose tables the suite regenerates.
     pub source: String,
     /// Accepted in suite files (they are checked for unknown keys); nothing prints it yet.
     #[serde(default)]

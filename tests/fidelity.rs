@@ -1,0 +1,77 @@
+//! The suites checked against the documents they regenerate: what each table compares, the
+//! methods the documents use (`sar -d`, `tusc -c`), the sort orders they print, and what a
+//! suite says about itself.
+
+mod common;
+use common::{words, Sandbox};
+
+fn stdout_of(sb: &Sandbox, line: &str) -> String {
+    let out = sb.cmd(&words(line)).assert().success().get_output().clone();
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// The random studies are time-bounded, so their policies do different amounts of work: the
+/// table shows CPU µs per I/O beside CPU seconds and says why in its note. The preface names
+/// the document by its title, not by a file name.
+#[test]
+fn random_thread_tables_compare_cpu_per_io_and_name_the_document() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("data")).unwrap();
+    let out = stdout_of(
+        &sb,
+        "suite whitepaper --study rand-read-threads --scale 0.004 --dir data --output wp",
+    );
+    assert!(
+        out.contains("regenerating the tables of \"VERITAS File System Performance"),
+        "{out}"
+    );
+    assert!(!out.contains("seeds/") && !out.contains(".txt"), "{out}");
+    let head = out
+        .lines()
+        .find(|l| l.starts_with("threads "))
+        .expect("table head");
+    assert!(
+        head.contains("buffered CPU s") && head.contains("buffered CPU us/op"),
+        "{head}"
+    );
+    assert!(out.contains("Time-bounded"), "{out}");
+    assert!(out.contains("compare CPU us/op"), "{out}");
+}
+
+/// Each shipped suite names its document by title.
+#[test]
+fn every_suite_names_its_document_by_title() {
+    let sb = Sandbox::new();
+    let out = stdout_of(&sb, "suite list");
+    for title in [
+        "VERITAS File System Performance",
+        "Tuning Storage Foundation",
+        "Filebench: A ZFS v VxFS Shootout",
+        "JFS DirectIO and Backup Performance",
+    ] {
+        assert!(out.contains(title), "{title}: {out}");
+    }
+    assert!(!out.contains(".txt"), "{out}");
+}
+
+/// A sweep gives each sequential thread at least one I/O, so a small file grows to threads x
+/// block size (the mt-writes study at small scales); the table says so.
+#[test]
+fn a_grown_file_is_named_under_the_table() {
+    let sb = Sandbox::new();
+    let out = stdout_of(
+        &sb,
+        "sweep --rw write --size 1m --threads 1,32 --bs 64k,2m --output sw f",
+    );
+    assert!(
+        out.contains("3 of 4 points ran on a file larger than the size setting 1m"),
+        "{out}"
+    );
+    assert!(out.contains("largest 64m at threads=32 bs=2m"), "{out}");
+    // A run outside a sweep that has more threads than I/Os in its file says so too.
+    let v = sb.run_json(&words("run --rw write --bs 2m --size 2560k --threads 4 g"));
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("threads share blocks"), "{notes}");
+    assert!(notes.contains("so the run moves 8m"), "{notes}");
+    assert_eq!(v["total"]["write_bytes"], 8 << 20);
+}
