@@ -75,3 +75,63 @@ fn a_grown_file_is_named_under_the_table() {
     assert!(notes.contains("so the run moves 8m"), "{notes}");
     assert_eq!(v["total"]["write_bytes"], 8 << 20);
 }
+
+/// The backup article's two methods: `tusc -c` (calls and time per call) always, and with
+/// `--iostat` the `sar -d` columns of the device under the tree for every phase.
+#[test]
+fn backup_study_takes_iostat_and_times_each_call() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("data")).unwrap();
+    let out = stdout_of(
+        &sb,
+        "suite backup --dir data --scale 0.002 --iostat 20ms --output bk",
+    );
+    let head = out
+        .lines()
+        .find(|l| l.starts_with("phase "))
+        .expect("table head");
+    for col in [
+        "us/read call",
+        "us/write call",
+        "dev %busy",
+        "dev avque",
+        "dev r+w/s",
+        "dev blks/s",
+        "dev avwait ms",
+        "dev avserv ms",
+    ] {
+        assert!(head.contains(col), "{col}: {head}");
+    }
+    let mut phases = 0;
+    for e in std::fs::read_dir(sb.file("bk")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !name.starts_with("backup-") {
+            continue;
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap();
+        assert!(v["probes"]["iostat"]["samples"].is_array(), "{name}");
+        assert!(v["total"]["read"]["lat_ns"]["count"].as_u64().unwrap() > 0);
+        phases += 1;
+    }
+    assert_eq!(phases, 4);
+    // Without --iostat the device columns are not shown; the per-call times are.
+    let out = stdout_of(&sb, "suite backup --dir data --scale 0.002 --output bk2");
+    let head = out.lines().find(|l| l.starts_with("phase ")).unwrap();
+    assert!(
+        head.contains("us/read call") && !head.contains("dev %busy"),
+        "{head}"
+    );
+}
+
+/// `fsbench iostat` prints sar's r+w/s and blks/s beside iostat's columns.
+#[test]
+fn iostat_prints_sar_columns() {
+    let sb = Sandbox::new();
+    let out = stdout_of(&sb, "iostat . 20ms 1");
+    let head = out.lines().find(|l| l.contains("t_s")).expect("head");
+    assert!(
+        head.contains("r+w/s") && head.contains("blks/s") && head.contains("avque"),
+        "{head}"
+    );
+}

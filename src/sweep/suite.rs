@@ -618,6 +618,17 @@ pub(crate) fn run_with_hooks(
 ) -> anyhow::Result<SuiteOutcome> {
     let studies = selected_studies(res, opts)?;
     if opts.exec.ranks().is_some() {
+        if opts.iostat.is_some() {
+            if let Some(rs) = studies
+                .iter()
+                .find(|rs| matches!(rs, ResolvedStudy::Backup { .. }))
+            {
+                crate::bail_usage!(
+                    "suite study '{}' (backup) samples devices with --iostat on one host only: run it without mpirun, or without --iostat, or choose the others with --study",
+                    rs.study().id
+                );
+            }
+        }
         // The aged study writes several files at once on each client, the backup study a tree
         // on each: files of their own each.
         if opts.exec.shared_file() {
@@ -726,6 +737,14 @@ fn run_backup(
         }
     };
     let mut size_settings = study.clone();
+    if ctx.iostat.is_some() {
+        // `--iostat`: the article's other half, `sar -d` of the device under the tree.
+        size_settings.table.metrics.extend(
+            crate::report::metrics::DEVICE_METRICS
+                .iter()
+                .map(|m| m.to_string()),
+        );
+    }
     size_settings.settings = vec![
         ("size".into(), plan.large.to_string()),
         ("bs".into(), plan.record.to_string()),
@@ -765,8 +784,9 @@ fn run_backup(
     ctx.progress
         .start_point(&format!("{} (building the tree)", study.id));
     let mut pending: Vec<(PathBuf, Record)> = Vec::new();
+    let observe = crate::observe::Observe::iostat(ctx.iostat);
     ctx.exec
-        .run_backup(dir, plan, caches, &mut |c, ph, result| {
+        .run_backup(dir, plan, caches, &observe, &mut |c, ph, result| {
             let p = point(&c, ph);
             let rec = Record::run(size_settings.meta(&p, p.index, 0, target), result);
             let m = rec.meta();
