@@ -135,3 +135,50 @@ fn iostat_prints_sar_columns() {
         "{head}"
     );
 }
+
+/// The Storage Foundation chapter prints its table twice: by layout, I/O size, access, and by
+/// layout, access, I/O size. `report --rows` regroups the rows in the order it names.
+#[test]
+fn report_rows_sets_the_sort_order() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("data")).unwrap();
+    stdout_of(
+        &sb,
+        "suite storage-foundation --dir data --scale 0.004 --output sf",
+    );
+    let first_column = |out: &str| -> Vec<String> {
+        out.lines()
+            .skip_while(|l| !l.starts_with("---"))
+            .skip(1)
+            .take(16)
+            .map(|l| {
+                let w = words(l);
+                format!("{} {}", w[0], w[1])
+            })
+            .collect()
+    };
+    let by_size = first_column(&stdout_of(&sb, "report sf --rows bs,rw --metrics mb_per_s"));
+    assert_eq!(
+        by_size[..5],
+        [
+            "8k write",
+            "8k rand_write",
+            "8k read",
+            "8k rand_read",
+            "64k write"
+        ],
+        "{by_size:?}"
+    );
+    let by_access = first_column(&stdout_of(&sb, "report sf --rows rw,bs --metrics mb_per_s"));
+    assert_eq!(
+        by_access[..5],
+        [
+            "write 8k",
+            "write 64k",
+            "write 512k",
+            "write 1024k",
+            "rand_write 8k"
+        ],
+        "{by_access:?}"
+    );
+}

@@ -310,6 +310,31 @@ fn compact_notes(notes: Vec<String>) -> Vec<String> {
     compact
 }
 
+/// Order keys by their axes in the order given (`--rows target,bs,rw`: by target, then I/O
+/// size, then access), each axis's values in the order they were run: a regrouping of the
+/// same points, as the Storage Foundation chapter prints its table in two sort orders.
+fn sort_keys(keys: &mut [Vec<String>], axes: &[String], recs: &[&Record]) {
+    let firsts: Vec<Vec<String>> = axes
+        .iter()
+        .map(|a| {
+            let mut seen: Vec<String> = Vec::new();
+            for r in recs {
+                push_unique(
+                    &mut seen,
+                    &axis_value(r.meta(), a).unwrap_or_else(|| "-".into()),
+                );
+            }
+            seen
+        })
+        .collect();
+    keys.sort_by_key(|k| {
+        k.iter()
+            .zip(&firsts)
+            .map(|(v, seen)| seen.iter().position(|s| s == v).unwrap_or(usize::MAX))
+            .collect::<Vec<usize>>()
+    });
+}
+
 /// Shape the records of one study into a table: axes, metrics, one cell per point.
 pub(crate) fn shape_study(
     recs: &[&Record],
@@ -335,6 +360,8 @@ pub(crate) fn shape_study(
             col_keys.push(ck);
         }
     }
+    sort_keys(&mut row_keys, &rows, recs);
+    sort_keys(&mut col_keys, &cols, recs);
     let mut cells = vec![vec![Cell::default(); col_keys.len()]; row_keys.len()];
     let mut notes = Vec::new();
     for r in recs {
