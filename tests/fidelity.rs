@@ -182,3 +182,22 @@ fn report_rows_sets_the_sort_order() {
         "{by_access:?}"
     );
 }
+
+/// `vx --no-invalidate` keeps the file's cached pages for a hot-cache run, as `run` does.
+#[test]
+fn vx_accepts_no_invalidate_for_hot_cache_runs() {
+    let sb = Sandbox::new();
+    let cached_before = |v: &serde_json::Value| {
+        v["probes"]["page_cache"]["targets"][0]["before"]["cached_bytes"]
+            .as_u64()
+            .unwrap()
+    };
+    let line = "vx -w read -i iosize=64k,iocount=16 --keep f";
+    sb.run_json(&words(line));
+    let hot = sb.run_json(&words(&format!("{line} --no-invalidate")));
+    assert_eq!(hot["job"]["invalidate"], false);
+    assert_eq!(cached_before(&hot), 1 << 20, "the pages stayed cached");
+    let cold = sb.run_json(&words(line));
+    assert_eq!(cached_before(&cold), 0, "without it they are dropped first");
+    std::fs::remove_file(sb.file("f")).unwrap();
+}
