@@ -201,3 +201,20 @@ fn vx_accepts_no_invalidate_for_hot_cache_runs() {
     assert_eq!(cached_before(&cold), 0, "without it they are dropped first");
     std::fs::remove_file(sb.file("f")).unwrap();
 }
+
+/// A buffered run on a block device is raw I/O: the Result's job and plan say the same.
+#[test]
+#[cfg_attr(not(has_loop), ignore = "SKIPPED: needs root and loop devices")]
+fn raw_device_run_says_raw_in_job_and_plan() {
+    if !common::can_use_loop_devices() {
+        common::cannot("not root or no loop devices");
+    }
+    let sb = Sandbox::new();
+    let Some(lo) = common::LoopDevice::new(sb.path(), 8) else {
+        common::cannot("losetup could not attach a loop device");
+    };
+    let dev = lo.dev.display().to_string();
+    let v = sb.run_json(&["run", "--rw", "read", "--bs", "64k", "--count", "16", &dev]);
+    assert_eq!(v["plan"]["cache"]["policy"], "raw");
+    assert_eq!(v["job"]["cache"], v["plan"]["cache"], "{}", v["job"]);
+}
