@@ -218,3 +218,36 @@ fn raw_device_run_says_raw_in_job_and_plan() {
     assert_eq!(v["plan"]["cache"]["policy"], "raw");
     assert_eq!(v["job"]["cache"], v["plan"]["cache"], "{}", v["job"]);
 }
+
+/// A `-D` for a variable the workload never names (the shootout article's `meaniosize`)
+/// changes nothing: one warning line, or with `--strict` a refusal before anything is made.
+#[test]
+fn unknown_workload_variable_warns_or_is_refused() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("wl")).unwrap();
+    let out = sb
+        .cmd(&words(
+            "workload fileserver --dir wl -D meaniosize=16k -D nfiles=8 -D nthreads=1 --time 0.2s",
+        ))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let warn: Vec<&str> = err.lines().filter(|l| l.contains("meaniosize")).collect();
+    assert_eq!(warn.len(), 1, "{err}");
+    assert!(warn[0].contains("never uses $meaniosize") && warn[0].contains("meanappendsize"));
+    assert!(!err.contains("-D nfiles"), "{err}");
+    let out = sb
+        .cmd(&words(
+            "workload fileserver --dir wl -D meaniosize=16k --strict --time 0.2s",
+        ))
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("refused by --strict"), "{err}");
+    assert!(std::fs::read_dir(sb.file("wl")).unwrap().next().is_none());
+}

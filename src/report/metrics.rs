@@ -17,16 +17,6 @@ fn calls(r: &RunResult) -> f64 {
     (r.total.syscalls.read + r.total.syscalls.write) as f64
 }
 
-/// The device columns of `sar -d` (the backup study shows them with `--iostat`).
-pub(crate) const DEVICE_METRICS: &[&str] = &[
-    "dev_busy_pct",
-    "dev_avque",
-    "dev_rw_per_s",
-    "dev_blks_per_s",
-    "dev_avwait_ms",
-    "dev_avserv_ms",
-];
-
 /// The `--iostat` average, over the timed run, of the device the run's files sit on (the
 /// first device sampled: the one holding the file system; the devices under it are in the
 /// Result's `probes.iostat`).
@@ -283,6 +273,9 @@ mod tests {
             for s in &r.studies {
                 for m in &s.study().table.metrics {
                     assert!(find(m).is_some(), "{name}: unknown metric {m}");
+                }
+                for m in suite::BACKUP_DEVICE_METRICS {
+                    assert!(find(m).is_some(), "unknown backup device metric {m}");
                 }
             }
         }

@@ -90,6 +90,16 @@ pub(crate) struct BackupFile {
     pub caches: Vec<String>,
 }
 
+/// The `sar -d` columns the backup study adds with `--iostat` (metric keys).
+pub(crate) const BACKUP_DEVICE_METRICS: &[&str] = &[
+    "dev_busy_pct",
+    "dev_avque",
+    "dev_rw_per_s",
+    "dev_blks_per_s",
+    "dev_avwait_ms",
+    "dev_avserv_ms",
+];
+
 /// Largest backup record: a record is one buffer in memory and one write call.
 pub(crate) const MAX_RECORD: usize = 64 << 20;
 
@@ -457,6 +467,16 @@ fn resolve_personalities(
             } else {
                 val.to_string()
             };
+            // A variable the personality never names would change nothing, silently.
+            if let Some((shipped, _)) = crate::workload::personalities::find(&p.name) {
+                if !crate::workload::personalities::names_variable(shipped.text, n) {
+                    return Err(usage!(
+                        "{origin}: personality {} never uses ${n}, so '{v}' would change nothing: name one of the variables it sets (fsbench workload show {})",
+                        p.name,
+                        p.name
+                    ));
+                }
+            }
             vars.insert(n.to_string(), val);
         }
         list.push((
@@ -739,11 +759,10 @@ fn run_backup(
     let mut size_settings = study.clone();
     if ctx.iostat.is_some() {
         // `--iostat`: the article's other half, `sar -d` of the device under the tree.
-        size_settings.table.metrics.extend(
-            crate::report::metrics::DEVICE_METRICS
-                .iter()
-                .map(|m| m.to_string()),
-        );
+        size_settings
+            .table
+            .metrics
+            .extend(BACKUP_DEVICE_METRICS.iter().map(|m| m.to_string()));
     }
     size_settings.settings = vec![
         ("size".into(), plan.large.to_string()),
@@ -936,6 +955,21 @@ mod tests {
             assert!(e.0.contains(want), "{}", e.0);
             assert!(!e.0.contains('\n'), "{}", e.0);
         }
+    }
+
+    /// A variable a personality never names would change nothing: refused in one line.
+    #[test]
+    fn a_variable_the_personality_never_uses_is_refused() {
+        let f = parse(
+            &suite_with(
+                "kind='personalities'\npersonality=[{name='fileserver', vars=['meaniosize=16k']}]\n",
+            ),
+            "x.toml",
+        )
+        .unwrap();
+        let e = resolve(f, Some(1.0)).err().expect("refused");
+        assert!(e.0.contains("never uses $meaniosize"), "{}", e.0);
+        assert!(!e.0.contains('\n'), "{}", e.0);
     }
 
     #[test]
