@@ -251,3 +251,54 @@ fn unknown_workload_variable_warns_or_is_refused() {
     assert!(err.contains("refused by --strict"), "{err}");
     assert!(std::fs::read_dir(sb.file("wl")).unwrap().next().is_none());
 }
+
+/// `advise` accounts for all 26 vxtunefs parameters of the Storage Foundation chapter: the
+/// derived ones (pref_strength among them: 10 without a stripe) and the rest as not
+/// applicable on Linux, each with its reason.
+#[test]
+fn advise_derives_pref_strength_and_names_the_rest() {
+    let sb = Sandbox::new();
+    let out = stdout_of(&sb, "advise .");
+    let value = |name: &str| -> Option<String> {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{name} = ")))
+            .map(|l| words(l)[2].to_string())
+    };
+    assert_eq!(value("pref_strength").as_deref(), Some("10"), "{out}");
+    let derived = [
+        "read_pref_io",
+        "read_nstream",
+        "read_unit_io",
+        "write_pref_io",
+        "write_nstream",
+        "write_unit_io",
+        "pref_strength",
+        "discovered_direct_iosz",
+        "max_direct_iosz",
+        "max_diskq",
+    ];
+    let not_applicable: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Not applicable on Linux"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| words(l)[0])
+        .collect();
+    assert_eq!(not_applicable.len(), 16, "{out}");
+    assert!(not_applicable.contains(&"write_throttle") && not_applicable.contains(&"oltp_load"));
+    assert!(derived.iter().all(|d| value(d).is_some()), "{out}");
+    assert_eq!(derived.len() + not_applicable.len(), 26);
+    let json = sb
+        .cmd(&words("advise . --format json"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(v["not_applicable"].as_array().unwrap().len(), 16);
+    assert!(v["not_applicable"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("Linux"));
+}

@@ -27,6 +27,16 @@ pub struct Advice {
     /// Checks whose outcome changes when run against the measured values.
     #[serde(default)]
     pub measured_checks: Vec<checks::Check>,
+    /// The chapter's other vxtunefs parameters, with why none applies on Linux.
+    #[serde(default)]
+    pub not_applicable: Vec<NotApplicable>,
+}
+
+/// A VxFS tunable with nothing on Linux to derive it for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotApplicable {
+    pub name: String,
+    pub reason: String,
 }
 
 impl Advice {
@@ -65,6 +75,13 @@ pub fn from_topology(topology: Topology) -> Advice {
         measurement: None,
         measured: None,
         measured_checks: Vec::new(),
+        not_applicable: derive::NOT_APPLICABLE
+            .iter()
+            .map(|(name, reason)| NotApplicable {
+                name: name.to_string(),
+                reason: reason.to_string(),
+            })
+            .collect(),
     }
 }
 
@@ -338,13 +355,13 @@ mod tests {
         let cases = [
             (
                 measurement(Some(2), Some(3), &[1, 2, 4, 8]),
-                14424644535245149005,
+                13568457348114282995,
             ),
             (
                 measurement(Some(1), None, &[1, 2, 4, 8]),
-                14888079205526819178,
+                16001118882657525848,
             ),
-            (measurement(None, None, &[1]), 10497918275185725885),
+            (measurement(None, None, &[1]), 3010506577086832297),
         ];
         for (i, (m, pin)) in cases.iter().enumerate() {
             let t = apply_measurement(&derived, m);
