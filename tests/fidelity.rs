@@ -302,3 +302,33 @@ fn advise_derives_pref_strength_and_names_the_rest() {
         .unwrap()
         .contains("Linux"));
 }
+
+/// The shootout's oltp `filesize` is the whole database, shared by its data files (5g at the
+/// article's scale), not the size of each of the 10 files; a fileset takes `totalsize` for it.
+#[test]
+fn oltp_filesize_is_the_whole_database() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("wl")).unwrap();
+    let v = sb.run_json(&words(
+        "workload oltp --dir wl -D filesize=10m -D logfilesize=1m -D nshadows=2 -D ndbwriters=1 --time 0.3s --in-process",
+    ));
+    let sets = v["workload"]["filesets"].as_array().unwrap();
+    let data = sets.iter().find(|f| f["name"] == "datafiles").unwrap();
+    assert_eq!(data["entries"], 10);
+    assert_eq!(data["bytes_written"], 10 << 20, "10 files of 1 MiB: {data}");
+    // Each entry's size and totalsize together are refused in one line.
+    std::fs::write(
+        sb.file("both.f"),
+        "define fileset name=f,path=wl,entries=2,size=1m,totalsize=2m\ndefine process name=p\n{\n thread name=t\n {\n  flowop openfile name=o,filesetname=f,fd=1\n  flowop closefile name=c,fd=1\n }\n}\nrun 1\n",
+    )
+    .unwrap();
+    let out = sb
+        .cmd(&words("workload both.f --time 0.1s"))
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not both"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
