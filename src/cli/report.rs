@@ -19,7 +19,7 @@ pub(crate) struct ReportArgs {
     /// text, md, csv, json, html
     #[arg(long, default_value = "text")]
     pub format: String,
-    /// Row axes, comma-separated (e.g. bs)
+    /// Row axes, comma-separated (e.g. bs,rw): rows are grouped in this order
     #[arg(long)]
     pub rows: Option<String>,
     /// Column axes, comma-separated (e.g. cache)
