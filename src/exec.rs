@@ -114,18 +114,25 @@ impl Executor {
     }
 
     /// A suite's backup study in `dir`: on this host its one tree, on ranks a tree per rank;
-    /// each phase's Result goes to `sink`.
+    /// each phase's Result goes to `sink`. `observe` (device samples around each phase) is
+    /// taken on this host only; the suite refuses it on ranks.
     pub(crate) fn run_backup(
         &self,
         dir: &Path,
         plan: &BackupPlan,
         caches: &[CachePolicy],
+        observe: &Observe,
         sink: PhaseSink<'_>,
     ) -> anyhow::Result<()> {
         match self {
-            Executor::Local => {
-                crate::backup::run_phases(dir, plan, caches, &crate::backup::sync_engine(), sink)
-            }
+            Executor::Local => crate::backup::run_phases(
+                dir,
+                plan,
+                caches,
+                &crate::backup::sync_engine(),
+                observe,
+                sink,
+            ),
             Executor::Ranks(r) => r.run_backup(dir, plan, caches, sink),
         }
     }

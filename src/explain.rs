@@ -390,7 +390,7 @@ fn direct(r: &RunFacts, out: &mut Vec<Explanation>) {
             out.push(finding(
                 "discovered_never_direct",
                 format!(
-                    "discovered direct I/O never went direct: every I/O ({}) was below the threshold ({}), so all of them were buffered",
+                    "discovered direct I/O never went direct: every I/O ({}) was no larger than the threshold ({}), and only larger I/Os go direct, so all of them were buffered",
                     mib(bs),
                     mib(threshold)
                 ),

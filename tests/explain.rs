@@ -75,7 +75,10 @@ fn direct_io_that_was_not_direct_is_named() {
     assert!(text.contains("were not aligned for direct I/O"), "{text}");
     let (c, text) = checks(&sb, "run --rw read --bs 4k --size 1m --cache discovered f");
     assert!(c.contains(&"discovered_never_direct".to_string()), "{c:?}");
-    assert!(text.contains("below the threshold (256.00 KiB)"), "{text}");
+    assert!(
+        text.contains("no larger than the threshold (256.00 KiB)"),
+        "{text}"
+    );
     let (c, _) = checks(&sb, "run --rw read --bs 4k --size 1m --cache direct f");
     assert!(!c.iter().any(|x| x.starts_with("d")), "{c:?}");
 }

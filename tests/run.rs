@@ -47,6 +47,32 @@ fn job_file_with_flag_override() {
     assert_eq!(v["total"]["direct_ops"], 0);
 }
 
+/// The white paper's read tables: at the default 256 KiB threshold the 256k row is buffered
+/// (VxFS goes direct only for I/Os larger than discovered_direct_iosz), one 4 KiB block more
+/// is direct.
+#[test]
+fn discovered_direct_goes_direct_only_above_the_threshold() {
+    let sb = Sandbox::new();
+    let at = sb.run_json(&words(
+        "run --rw read --bs 256k --size 1m --cache discovered f",
+    ));
+    assert_eq!(at["status"], "complete");
+    assert_eq!(at["total"]["read_ops"], 4);
+    assert_eq!(
+        at["total"]["direct_ops"], 0,
+        "256k at a 256k threshold is buffered"
+    );
+    let above = sb.run_json(&words(
+        "run --rw read --bs 260k --size 1040k --cache discovered f",
+    ));
+    assert_eq!(above["total"]["read_ops"], 4);
+    assert_eq!(
+        above["total"]["direct_ops"], 4,
+        "260k is larger than 256k: direct"
+    );
+    assert_eq!(above["plan"]["cache"]["policy"], "discovered");
+}
+
 #[test]
 fn result_json_schema() {
     let sb = Sandbox::new();

@@ -130,7 +130,7 @@ fn reads_every_byte_under_every_cache_policy() {
         "buffered",
         "direct",
         "dsync",
-        "discovered=64k",
+        "discovered=32k",
         "discovered=1m",
     ] {
         let v = sb.run_json(&[
@@ -140,7 +140,7 @@ fn reads_every_byte_under_every_cache_policy() {
         assert_eq!(u(total(&v), "read_bytes"), 1 << 20, "{cache}");
         assert_eq!(u(total(&v), "read_ops"), 16, "{cache}");
         assert_eq!(u(total(&v), "errors"), 0, "{cache}");
-        if cache == "discovered=64k" {
+        if cache == "discovered=32k" {
             assert_eq!(u(total(&v), "direct_ops"), 16);
         }
     }

@@ -179,8 +179,13 @@ fn discovered_direct_splits_by_size() {
         "vx -t -w read -i iosize=64k,iocount=16 -c discovered=256k f",
     ));
     assert_eq!(total(&small)["direct_ops"], 0);
-    let big = sb.run_json(&words(
+    // VxFS sends direct only I/Os larger than discovered_direct_iosz.
+    let at = sb.run_json(&words(
         "vx -t -w read -i iosize=256k,iocount=16 -c discovered=256k f",
+    ));
+    assert_eq!(total(&at)["direct_ops"], 0);
+    let big = sb.run_json(&words(
+        "vx -t -w read -i iosize=512k,iocount=16 -c discovered=256k f",
     ));
     assert_eq!(total(&big)["direct_ops"], 16);
     assert_eq!(big["plan"]["cache"]["policy"], "discovered");

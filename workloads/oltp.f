@@ -13,7 +13,7 @@
 
 set $dir=.
 set $ndatafiles=10
-set $filesize=512m
+set $filesize=5g
 set $logfilesize=64m
 set $nshadows=200
 set $ndbwriters=10
@@ -27,7 +27,7 @@ set $logiosize=256k
 set $writebatch=10
 set $maxbacklog=1000
 
-define fileset name=datafiles,path=$dir,size=$filesize,entries=$ndatafiles,dirwidth=1024,prealloc=100,reuse,paralloc,cached=$cached
+define fileset name=datafiles,path=$dir,totalsize=$filesize,entries=$ndatafiles,dirwidth=1024,prealloc=100,reuse,paralloc,cached=$cached
 define file name=logfile,path=$dir,size=$logfilesize,prealloc,reuse
 
 define process name=lgwr,instances=1

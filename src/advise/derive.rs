@@ -19,6 +19,31 @@ pub const DEFAULT_DISCOVERED_DIRECT: u64 = crate::job::cache::DEFAULT_DISCOVERED
 pub const DEFAULT_MAX_DIRECT: u64 = 1024 * 1024;
 /// I/Os of the preferred size granted to each write stream before writes are throttled.
 pub const DISKQ_IOS_PER_STREAM: u64 = 16;
+/// pref_strength as vxtunefs reports it in the chapter: 10 on a volume with no stripe
+/// (concat, mirror), 20 on a striped one (stripe, stripe-mirror).
+pub const PREF_STRENGTH_UNSTRIPED: u64 = 10;
+pub const PREF_STRENGTH_STRIPED: u64 = 20;
+
+/// The chapter's other `vxtunefs` parameters, which nothing on Linux corresponds to, each
+/// with the reason (so the output accounts for all 26).
+pub const NOT_APPLICABLE: &[(&str, &str)] = &[
+    ("buf_breakup_size", "VxFS splits buffered I/O above this size; the Linux page cache has no such knob"),
+    ("default_indir_size", "VxFS indirect extent size; Linux file systems choose their own mapping (extents, B-trees)"),
+    ("qio_cache_enable", "Quick I/O caching; Quick I/O is VxFS's (fsbench's concurrent policy imitates it, with no cache to enable)"),
+    ("write_throttle", "VxFS per-file dirty-page limit; Linux throttles dirty pages system-wide (vm.dirty_ratio, vm.dirty_bytes)"),
+    ("initial_extent_size", "VxFS's first extent of a file; ext4 and XFS allocate delayed, XFS takes an extent size hint per file (fsbench -e)"),
+    ("max_seqio_extent_size", "VxFS's largest extent for sequential writes; Linux file systems have no mount tunable for it"),
+    ("max_buf_data_size", "VxFS buffered I/O block (8k or 64k); the Linux page cache works in pages"),
+    ("hsm_write_prealloc", "VxFS hierarchical storage management; no Linux equivalent"),
+    ("read_ahead", "VxFS read-ahead on or off; Linux read-ahead is per device (read_ahead_kb, derived above)"),
+    ("inode_aging_size", "VxFS inode aging (undelete support); no Linux equivalent"),
+    ("inode_aging_count", "VxFS inode aging; no Linux equivalent"),
+    ("fcl_maxalloc", "VxFS File Change Log; Linux has no file change log (fanotify is not a log on disk)"),
+    ("fcl_keeptime", "VxFS File Change Log; no Linux equivalent"),
+    ("fcl_winterval", "VxFS File Change Log; no Linux equivalent"),
+    ("fcl_ointerval", "VxFS File Change Log; no Linux equivalent"),
+    ("oltp_load", "VxFS tuning for OLTP loads (Storage Foundation for databases); no Linux equivalent"),
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -284,6 +309,31 @@ impl Tunables {
 }
 
 /// Derive the tunables from a layout, VxFS style.
+/// How strongly VxFS prefers I/Os of pref_io size: 20 on a striped volume, 10 without a
+/// stripe, as the chapter's vxtunefs output shows (concat 10, 5-column stripe 20, 3-way mirror
+/// 10, stripe-mirror 20).
+fn pref_strength(layout: &Layout) -> Tunable {
+    let striped = matches!(
+        layout.kind,
+        LayoutKind::Stripe | LayoutKind::StripeMirror | LayoutKind::Parity
+    ) && layout.columns > 1;
+    let (value, source) = if striped {
+        (
+            PREF_STRENGTH_STRIPED,
+            format!("striped volume ({})", layout.describe()),
+        )
+    } else {
+        (PREF_STRENGTH_UNSTRIPED, "volume with no stripe".to_string())
+    };
+    Tunable {
+        name: "pref_strength".into(),
+        value,
+        unit: "count".into(),
+        source: format!("{source}: as vxtunefs reports it"),
+        evidence: Vec::new(),
+    }
+}
+
 pub fn derive(layout: &Layout) -> Tunables {
     let (pref, pref_src) = match (layout.stripe_unit_bytes, layout.optimal_io_hint_bytes) {
         (Some(su), _) => (su, format!("stripe unit of the {}", layout.describe())),
@@ -349,6 +399,7 @@ pub fn derive(layout: &Layout) -> Tunables {
             t("write_pref_io", pref, pref_src),
             t("write_nstream", wn as u64, wn_src),
             t("write_unit_io", pref, "= write_pref_io".into()),
+            pref_strength(layout),
             t(
                 "discovered_direct_iosz",
                 DEFAULT_DISCOVERED_DIRECT,
@@ -377,6 +428,7 @@ mod tests {
         assert_eq!(t.get("discovered_direct_iosz"), Some(262144));
         assert_eq!(t.get("max_direct_iosz"), Some(1048576));
         assert_eq!(t.get("max_diskq"), Some(1048576));
+        assert_eq!(t.get("pref_strength"), Some(10));
     }
 
     #[test]
@@ -387,6 +439,7 @@ mod tests {
         assert_eq!(t.get("write_pref_io"), Some(1048576));
         assert_eq!(t.get("write_nstream"), Some(5));
         assert_eq!(t.get("max_diskq"), Some(83886080), "80 MB");
+        assert_eq!(t.get("pref_strength"), Some(20));
     }
 
     #[test]
@@ -396,6 +449,7 @@ mod tests {
         assert_eq!(t.get("write_nstream"), Some(1));
         assert_eq!(t.get("read_pref_io"), Some(65536));
         assert_eq!(t.get("max_diskq"), Some(1048576));
+        assert_eq!(t.get("pref_strength"), Some(10));
     }
 
     #[test]
@@ -404,6 +458,7 @@ mod tests {
         assert_eq!(t.get("read_nstream"), Some(3));
         assert_eq!(t.get("write_nstream"), Some(3));
         assert_eq!(t.get("max_diskq"), Some(3145728));
+        assert_eq!(t.get("pref_strength"), Some(20));
     }
 
     #[test]

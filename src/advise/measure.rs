@@ -256,6 +256,7 @@ pub fn point_meta(job: &Job, phase: Phase, index: usize, repeat: u32) -> SweepMe
             rows: vec![rows.into()],
             cols,
             metrics: vec!["mb_per_s".into(), "cpu_s".into()],
+            note: None,
         },
         chart: ChartSpec {
             x: Some(rows.into()),

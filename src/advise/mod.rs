@@ -27,6 +27,16 @@ pub struct Advice {
     /// Checks whose outcome changes when run against the measured values.
     #[serde(default)]
     pub measured_checks: Vec<checks::Check>,
+    /// The chapter's other vxtunefs parameters, with why none applies on Linux.
+    #[serde(default)]
+    pub not_applicable: Vec<NotApplicable>,
+}
+
+/// A VxFS tunable with nothing on Linux to derive it for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotApplicable {
+    pub name: String,
+    pub reason: String,
 }
 
 impl Advice {
@@ -65,6 +75,13 @@ pub fn from_topology(topology: Topology) -> Advice {
         measurement: None,
         measured: None,
         measured_checks: Vec::new(),
+        not_applicable: derive::NOT_APPLICABLE
+            .iter()
+            .map(|(name, reason)| NotApplicable {
+                name: name.to_string(),
+                reason: reason.to_string(),
+            })
+            .collect(),
     }
 }
 
@@ -175,12 +192,27 @@ fn set_discovered_direct(t: &mut Tunables, m: &Measurement) {
         say(r),
         say(w)
     );
+    // VxFS sends direct only I/Os larger than discovered_direct_iosz, so the threshold is
+    // the measured size just below the one where direct wins.
+    let below = |a: u64| threshold_below(m, a);
+    let larger = |v: u64| format!("I/Os larger than {} go direct", sz(v));
     match (r, w) {
-        (Some(a), Some(b)) => t.set_measured("discovered_direct_iosz", a.max(b), src, ev),
+        (Some(a), Some(b)) => {
+            let v = below(a.max(b));
+            t.set_measured(
+                "discovered_direct_iosz",
+                v,
+                format!("{src}; {}", larger(v)),
+                ev,
+            )
+        }
         (Some(a), None) | (None, Some(a)) => t.set_measured(
             "discovered_direct_iosz",
-            a,
-            format!("{src}; the threshold follows the direction where direct wins"),
+            below(a),
+            format!(
+                "{src}; the threshold follows the direction where direct wins; {}",
+                larger(below(a))
+            ),
             ev,
         ),
         (None, None) => {
@@ -194,6 +226,17 @@ fn set_discovered_direct(t: &mut Tunables, m: &Measurement) {
             }
         }
     }
+}
+
+/// The discovered-direct threshold that sends `wins` (and larger I/Os) direct and smaller
+/// ones buffered: the largest size measured below `wins`, else one byte less than `wins`.
+fn threshold_below(m: &Measurement, wins: u64) -> u64 {
+    m.points
+        .iter()
+        .filter(|p| p.phase == measure::Phase::Sizes && p.block_size_bytes < wins)
+        .map(|p| p.block_size_bytes)
+        .max()
+        .unwrap_or(wins.saturating_sub(1).max(1))
 }
 
 /// One line per size measured both direct and buffered (reads, then writes): the evidence
@@ -312,13 +355,13 @@ mod tests {
         let cases = [
             (
                 measurement(Some(2), Some(3), &[1, 2, 4, 8]),
-                6283258291491513761,
+                13568457348114282995,
             ),
             (
                 measurement(Some(1), None, &[1, 2, 4, 8]),
-                10865338319196646095,
+                16001118882657525848,
             ),
-            (measurement(None, None, &[1]), 10497918275185725885),
+            (measurement(None, None, &[1]), 3010506577086832297),
         ];
         for (i, (m, pin)) in cases.iter().enumerate() {
             let t = apply_measurement(&derived, m);
@@ -330,7 +373,8 @@ mod tests {
         }
         let t = apply_measurement(&derived, &cases[1].0);
         assert_eq!(t.get("read_pref_io"), Some(1 << 20));
-        assert_eq!(t.get("discovered_direct_iosz"), Some(64 << 10));
+        // Direct wins from 64k: I/Os larger than the 4k measured below it go direct.
+        assert_eq!(t.get("discovered_direct_iosz"), Some(4 << 10));
         assert!(json_has(
             &t,
             "the threshold follows the direction where direct wins"

@@ -26,6 +26,7 @@ pub(crate) mod ustar;
 
 use crate::engine::{self, sync::SyncEngine, BufferPool, Engine};
 use crate::job::CachePolicy;
+use crate::observe::{Observe, Observer, Scope};
 use crate::result::{self, BackupInfo, GroupReport, RunResult};
 use crate::runner::drive::{self, Body, Gate};
 use crate::runner::target::{Plan, TargetKind, TargetPlan};
@@ -356,13 +357,28 @@ impl Study<'_> {
         })
     }
 
-    /// Time the archive phase under `cache`: its Result, or None when interrupted.
-    fn archive_point(&self, cache: CachePolicy) -> Result<Option<RunResult>> {
+    /// What the observers watch around a phase: the study's directory (the tree, the
+    /// archive and the restored copy are all under it), one thread.
+    fn scope(&self) -> Scope {
+        Scope {
+            targets: vec![self.root.to_path_buf()],
+            workers: 1,
+            processes: false,
+        }
+    }
+
+    /// Time the archive phase under `cache`, with `observe` around it: its Result, or None
+    /// when interrupted.
+    fn archive_point(&self, cache: CachePolicy, observe: &Observe) -> Result<Option<RunResult>> {
+        let observer = Observer::start_for(observe, &self.scope())?;
         let run = self.archive_run(cache, &mut |_| true)?;
         if crate::runner::signal::interrupted() {
             return Ok(None);
         }
-        Ok(Some(self.result_of(cache, "archive", run)))
+        let elapsed_s = run.stats.elapsed_s;
+        let mut r = self.result_of(cache, "archive", run);
+        observer.finish(&mut r, elapsed_s)?;
+        Ok(Some(r))
     }
 
     /// Time the restore phase under `cache` into `restore_dir` (created here), started when
@@ -416,12 +432,21 @@ impl Study<'_> {
 
     /// Time the restore phase under `cache` and verify the restored tree (untimed): its
     /// Result, or None when interrupted.
-    fn restore_point(&self, cache: CachePolicy, restore_dir: &Path) -> Result<Option<RunResult>> {
+    fn restore_point(
+        &self,
+        cache: CachePolicy,
+        restore_dir: &Path,
+        observe: &Observe,
+    ) -> Result<Option<RunResult>> {
+        let observer = Observer::start_for(observe, &self.scope())?;
         let run = self.restore_run(cache, restore_dir, &mut |_| true)?;
         if crate::runner::signal::interrupted() {
             return Ok(None);
         }
-        Ok(Some(self.result_of(cache, "restore", run)))
+        let elapsed_s = run.stats.elapsed_s;
+        let mut r = self.result_of(cache, "restore", run);
+        observer.finish(&mut r, elapsed_s)?;
+        Ok(Some(r))
     }
 
     /// A measured phase (`archive` or `restore`) of this tree as its Result.
@@ -477,20 +502,28 @@ fn run_collect(
     make: &MakeEngine,
 ) -> Result<Vec<RunResult>> {
     let mut out = Vec::new();
-    run_phases(dir, plan, caches, make, &mut |_, _, r| {
-        out.push(r);
-        Ok(())
-    })?;
+    run_phases(
+        dir,
+        plan,
+        caches,
+        make,
+        &Observe::default(),
+        &mut |_, _, r| {
+            out.push(r);
+            Ok(())
+        },
+    )?;
     Ok(out)
 }
 
 /// The study on this host, each phase's Result to `sink` (the sweep's point metadata is the
-/// caller's).
+/// caller's), with `observe` (e.g. device samples, `sar -d`) around each phase.
 pub(crate) fn run_phases(
     dir: &Path,
     plan: &BackupPlan,
     caches: &[CachePolicy],
     make: &MakeEngine,
+    observe: &Observe,
     sink: PhaseSink<'_>,
 ) -> Result<()> {
     let tag = std::process::id();
@@ -529,7 +562,7 @@ pub(crate) fn run_phases(
     };
     let restore_dir = root.join("restore");
     for cache in caches {
-        let Some(r) = study.archive_point(*cache)? else {
+        let Some(r) = study.archive_point(*cache, observe)? else {
             return Ok(());
         };
         let failed = !r.failures.is_empty();
@@ -538,7 +571,7 @@ pub(crate) fn run_phases(
             let _ = std::fs::remove_file(study.archive_path());
             continue;
         }
-        let Some(r) = study.restore_point(*cache, &restore_dir)? else {
+        let Some(r) = study.restore_point(*cache, &restore_dir, observe)? else {
             return Ok(());
         };
         sink(*cache, "restore", r)?;

@@ -65,7 +65,7 @@ pub(crate) enum Command {
     Run(run::RunArgs),
     /// Sweep job parameters (comma lists become axes) and tabulate the results.
     Sweep(sweep::SweepArgs),
-    /// Run a shipped suite that regenerates a seed paper's tables (`fsbench suite list`).
+    /// Run a shipped suite that regenerates a published document's tables (`fsbench suite list`).
     Suite(suite::SuiteArgs),
     /// Tables and charts from stored results: text, md, csv, json or html.
     Report(report::ReportArgs),

@@ -19,13 +19,13 @@ pub(crate) struct ReportArgs {
     /// text, md, csv, json, html
     #[arg(long, default_value = "text")]
     pub format: String,
-    /// Row axes, comma-separated (e.g. bs)
+    /// Row axes, comma-separated (e.g. bs,rw): rows are grouped in this order
     #[arg(long)]
     pub rows: Option<String>,
     /// Column axes, comma-separated (e.g. cache)
     #[arg(long)]
     pub cols: Option<String>,
-    /// Metrics, comma-separated (kb_per_s, mb_per_s, read_mib_per_s, write_mib_per_s, cpu_s, user_s, sys_s, elapsed_s, ops_per_s, iops, cpu_us_per_op, lat_ms, lat_p99_ms, lat_p99_99_ms, lat_stdev_ms, sched_lat_ms, sched_lat_p99_ms, read_calls, write_calls, calls_per_s, extents_per_file)
+    /// Metrics, comma-separated (kb_per_s, mb_per_s, read_mib_per_s, write_mib_per_s, cpu_s, user_s, sys_s, elapsed_s, ops_per_s, iops, cpu_us_per_op, lat_ms, lat_p99_ms, lat_p99_99_ms, lat_stdev_ms, sched_lat_ms, sched_lat_p99_ms, read_calls, write_calls, calls_per_s, read_us_per_call, write_us_per_call, dev_busy_pct, dev_avque, dev_rw_per_s, dev_blks_per_s, dev_avwait_ms, dev_avserv_ms, extents_per_file)
     #[arg(long)]
     pub metrics: Option<String>,
     /// Normalise to this target (a --dir of the suite) in charts

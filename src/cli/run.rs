@@ -35,7 +35,7 @@ pub(crate) struct RunArgs {
     /// Read percentage for rw / randrw [default: 50]
     #[arg(long = "rwmix-read")]
     pub rwmix_read: Option<u8>,
-    /// buffered, direct, dsync, discovered[=SIZE], concurrent, raw [default: buffered]
+    /// buffered, direct, dsync, discovered[=SIZE] (I/Os larger than SIZE, default 256k, go direct), concurrent, raw [default: buffered]
     #[arg(long)]
     pub cache: Option<String>,
     /// sync, mmap, uring [default: sync]

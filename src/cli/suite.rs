@@ -1,5 +1,5 @@
 //! `fsbench suite list` and `fsbench suite NAME --dir D...`: run a shipped suite that
-//! regenerates a seed paper's tables, write every point's Result, report.md and report.html.
+//! regenerates a published document's tables, write every point's Result, report.md and report.html.
 
 use crate::bail_usage;
 use crate::report::document::Document;
@@ -156,7 +156,7 @@ pub(crate) fn main(a: SuiteArgs, exec: crate::exec::Executor) -> anyhow::Result<
         },
     )?;
     let mut preface = vec![format!(
-        "Suite {} ({}), reproducing seeds/{}, scale {}.",
+        "Suite {} ({}), regenerating the tables of \"{}\", scale {}.",
         res.file.name, res.file.title, res.file.source, res.scale
     )];
     if !res.file.description.is_empty() {

@@ -26,7 +26,7 @@ pub(crate) struct SweepArgs {
     /// File size list
     #[arg(long)]
     pub size: Option<String>,
-    /// Cache policy list: buffered, direct, dsync, discovered[=SIZE], concurrent, raw
+    /// Cache policy list: buffered, direct, dsync, discovered[=SIZE] (I/Os larger than SIZE, default 256k, go direct), concurrent, raw
     #[arg(long)]
     pub cache: Option<String>,
     /// Engine list: sync, mmap, uring
@@ -199,6 +199,7 @@ pub(crate) fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
             } else {
                 Vec::new()
             },
+            note: None,
         },
         chart: Default::default(),
         clamp_bs_to_size: false,

@@ -30,9 +30,14 @@ pub(crate) struct WorkloadArgs {
     /// shipped personalities, the file's own $dir for a .f file)
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Override a variable: -D nfiles=1000 (repeatable; wins over the file's `set`)
+    /// Override a variable: -D nfiles=1000 (repeatable; wins over the file's `set`). A
+    /// variable the workload never names (`$VAR`) changes nothing: a warning, or with
+    /// --strict a refusal
     #[arg(short = 'D', value_name = "VAR=VALUE")]
     pub define: Vec<String>,
+    /// Refuse a -D for a variable the workload never names, instead of warning
+    #[arg(long)]
+    pub strict: bool,
     /// Duration of every run (overrides `run N`), e.g. 30s
     #[arg(long)]
     pub time: Option<String>,
@@ -204,6 +209,20 @@ fn load(
         let k = k.trim().trim_start_matches('$');
         if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             crate::bail_usage!("bad -D '{d}': the variable name must be letters, digits or '_'");
+        }
+        if !crate::workload::personalities::names_variable(&text, k) {
+            let known = crate::workload::personalities::defaults(&text)
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect::<Vec<_>>()
+                .join(", ");
+            let why = format!(
+                "-D {k}: {name} never uses ${k}, so it would change nothing (the variables it sets: {known})"
+            );
+            if a.strict {
+                crate::bail_usage!("{why}; refused by --strict");
+            }
+            eprintln!("fsbench: warning: {why}");
         }
         defines.retain(|(x, _)| x != k);
         defines.push((k.to_string(), v.trim().to_string()));

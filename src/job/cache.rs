@@ -16,8 +16,9 @@ pub enum CachePolicy {
     Direct,
     /// Through the page cache, opened O_DSYNC: each write is on stable storage when it returns.
     Dsync,
-    /// VxFS "discovered direct I/O": I/Os at or above `threshold` bytes go direct, smaller ones
-    /// through the page cache.
+    /// VxFS "discovered direct I/O": I/Os larger than `threshold` bytes (VxFS's
+    /// `discovered_direct_iosz`) go direct; I/Os of the threshold or smaller go through the
+    /// page cache.
     Discovered { threshold: u64 },
     /// The Quick I/O idea: the file is fully preallocated and written before timing, opened
     /// O_DIRECT and never extended, so concurrent writers do not serialise on allocation.
@@ -117,7 +118,7 @@ impl CachePolicy {
                 }
             }
             CachePolicy::Discovered { threshold } => {
-                if len >= *threshold && aligned {
+                if len > *threshold && aligned {
                     Route::Direct
                 } else {
                     Route::Buffered
@@ -166,8 +167,9 @@ mod tests {
             threshold: 256 * 1024,
         };
         assert_eq!(d.route(0, 64 * 1024, 512), Route::Buffered);
-        assert_eq!(d.route(0, 256 * 1024, 512), Route::Direct);
-        assert_eq!(d.route(100, 256 * 1024, 512), Route::Buffered);
+        assert_eq!(d.route(0, 256 * 1024, 512), Route::Buffered);
+        assert_eq!(d.route(0, 256 * 1024 + 512, 512), Route::Direct);
+        assert_eq!(d.route(100, 512 * 1024, 512), Route::Buffered);
         assert_eq!(CachePolicy::Direct.route(0, 2048, 512), Route::Direct);
         assert_eq!(CachePolicy::Direct.route(0, 1000, 512), Route::Fallback);
         assert_eq!(CachePolicy::Buffered.route(1, 1, 512), Route::Buffered);

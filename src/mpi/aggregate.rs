@@ -847,7 +847,7 @@ fn cache_note(spec: &DistSpec, job: &Job, records: &[RankRecord], hosts: usize) 
     let reads = job.access.read_pct(job.read_pct) > 0;
     let buffered = match job.cache {
         crate::job::CachePolicy::Buffered | crate::job::CachePolicy::Dsync => true,
-        crate::job::CachePolicy::Discovered { threshold } => job.block_size < threshold,
+        crate::job::CachePolicy::Discovered { threshold } => job.block_size <= threshold,
         _ => false,
     };
     if !reads || !buffered {

@@ -151,6 +151,15 @@ pub(crate) fn text(a: &Advice) -> String {
         &a.derived,
         false,
     );
+    if !a.not_applicable.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nNot applicable on Linux (nothing to derive them for)"
+        );
+        for n in &a.not_applicable {
+            let _ = writeln!(out, "  {:<22} {}", n.name, n.reason);
+        }
+    }
     let _ = writeln!(out, "\nChecks");
     if a.checks.is_empty() {
         let _ = writeln!(out, "  (none: no block device to check)");

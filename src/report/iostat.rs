@@ -19,13 +19,13 @@ pub(crate) fn devices_line(path: Option<&std::path::Path>, devices: &[String]) -
 fn layout() -> TextTable {
     TextTable::new(
         [
-            "t_s", "device", "r/s", "w/s", "rKiB/s", "wKiB/s", "avque", "await", "avwait",
-            "avserv", "%busy",
+            "t_s", "device", "r/s", "w/s", "r+w/s", "rKiB/s", "wKiB/s", "blks/s", "avque", "await",
+            "avwait", "avserv", "%busy",
         ],
         2,
         Fit::Stack,
     )
-    .min_widths(&[8, 10, 8, 8, 10, 10, 7, 8, 8, 8, 6])
+    .min_widths(&[8, 10, 8, 8, 8, 10, 10, 10, 7, 8, 8, 8, 6])
     .gaps(&[1])
     .align_right(0, true)
 }
@@ -45,8 +45,10 @@ fn row(s: &mut String, label: &str, x: &DeviceSample, width: Option<usize>) {
         x.device.clone(),
         format!("{:.1}", x.reads_per_sec),
         format!("{:.1}", x.writes_per_sec),
+        format!("{:.1}", x.reads_per_sec + x.writes_per_sec),
         format!("{:.1}", x.read_kb_per_sec),
         format!("{:.1}", x.write_kb_per_sec),
+        format!("{:.0}", x.blocks_per_sec),
         format!("{:.2}", x.avg_queue),
         format!("{:.2}", x.await_ms),
         format!("{:.2}", x.avwait_ms),

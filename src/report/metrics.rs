@@ -17,6 +17,30 @@ fn calls(r: &RunResult) -> f64 {
     (r.total.syscalls.read + r.total.syscalls.write) as f64
 }
 
+/// The `--iostat` average, over the timed run, of the device the run's files sit on (the
+/// first device sampled: the one holding the file system; the devices under it are in the
+/// Result's `probes.iostat`).
+fn run_device(r: &RunResult) -> Option<crate::probe::diskstats::DeviceSample> {
+    let v = r.probes.get("iostat")?;
+    let series: crate::probe::diskstats::IostatSeries = serde_json::from_value(v.clone()).ok()?;
+    let device = series
+        .devices
+        .first()
+        .cloned()
+        .or_else(|| series.samples.first().map(|s| s.device.clone()))?;
+    let during: Vec<&crate::probe::diskstats::DeviceSample> = series
+        .samples
+        .iter()
+        .filter(|s| s.device == device && s.t_s > series.run_start_s)
+        .collect();
+    crate::probe::diskstats::average(&during)
+}
+
+/// Mean time of one call of a direction, microseconds (`tusc -c`'s seconds / calls).
+fn us_per_call(d: &crate::stats::DirReport) -> Option<f64> {
+    (d.lat_ns.count > 0).then(|| d.lat_ns.mean / 1e3)
+}
+
 pub(crate) const METRICS: &[Metric] = &[
     Metric {
         key: "kb_per_s",
@@ -162,6 +186,62 @@ pub(crate) const METRICS: &[Metric] = &[
         get: |r| (r.total.elapsed_s > 0.0).then(|| calls(r) / r.total.elapsed_s),
     },
     Metric {
+        key: "read_us_per_call",
+        label: "us/read call",
+        decimals: 1,
+        higher_is_better: false,
+        get: |r| us_per_call(&r.total.read),
+    },
+    Metric {
+        key: "write_us_per_call",
+        label: "us/write call",
+        decimals: 1,
+        higher_is_better: false,
+        get: |r| us_per_call(&r.total.write),
+    },
+    Metric {
+        key: "dev_busy_pct",
+        label: "dev %busy",
+        decimals: 1,
+        higher_is_better: false,
+        get: |r| run_device(r).map(|d| d.util_pct),
+    },
+    Metric {
+        key: "dev_avque",
+        label: "dev avque",
+        decimals: 2,
+        higher_is_better: false,
+        get: |r| run_device(r).map(|d| d.avg_queue),
+    },
+    Metric {
+        key: "dev_rw_per_s",
+        label: "dev r+w/s",
+        decimals: 1,
+        higher_is_better: true,
+        get: |r| run_device(r).map(|d| d.reads_per_sec + d.writes_per_sec),
+    },
+    Metric {
+        key: "dev_blks_per_s",
+        label: "dev blks/s",
+        decimals: 0,
+        higher_is_better: true,
+        get: |r| run_device(r).map(|d| d.blocks_per_sec),
+    },
+    Metric {
+        key: "dev_avwait_ms",
+        label: "dev avwait ms",
+        decimals: 2,
+        higher_is_better: false,
+        get: |r| run_device(r).map(|d| d.avwait_ms),
+    },
+    Metric {
+        key: "dev_avserv_ms",
+        label: "dev avserv ms",
+        decimals: 2,
+        higher_is_better: false,
+        get: |r| run_device(r).map(|d| d.avserv_ms),
+    },
+    Metric {
         key: "extents_per_file",
         label: "extents/file",
         decimals: 1,
@@ -193,6 +273,9 @@ mod tests {
             for s in &r.studies {
                 for m in &s.study().table.metrics {
                     assert!(find(m).is_some(), "{name}: unknown metric {m}");
+                }
+                for m in suite::BACKUP_DEVICE_METRICS {
+                    assert!(find(m).is_some(), "unknown backup device metric {m}");
                 }
             }
         }

@@ -245,12 +245,51 @@ fn fill_cell(cell: &mut Cell, r: &Record, ms: &[&'static Metric], notes: &mut Ve
                 RunStatus::Complete => {}
             }
             for n in &result.notes {
-                if n.contains("misaligned") || n.contains("raw I/O") || n.contains("only") {
+                if n.contains("misaligned")
+                    || n.contains("raw I/O")
+                    || n.contains("only")
+                    || n.contains("threads share blocks")
+                {
                     push_unique(notes, &format!("note ({}): {n}", r.meta().point_label()));
                 }
             }
         }
     }
+}
+
+/// The points whose file was made larger than the study's `size` setting (a sweep gives each
+/// sequential thread at least one I/O, so a scaled-down size grows to threads x block size),
+/// in one line naming how many and the largest: those points moved more than `size`.
+fn grown_files_note(recs: &[&Record]) -> Option<String> {
+    let mut grown: Vec<(String, u64, u64)> = Vec::new();
+    for r in recs {
+        let Record::Run { result, .. } = r else {
+            continue;
+        };
+        let meta = r.meta();
+        let set = meta
+            .settings
+            .iter()
+            .find(|(n, _)| n == "size")
+            .and_then(|(_, v)| {
+                crate::units::parse_size_as(v, crate::units::BareUnit::Bytes, "size").ok()
+            });
+        let used = result.job.as_ref().and_then(|j| j.file_size);
+        if let (Some(set), Some(used)) = (set, used) {
+            if used > set {
+                grown.push((meta.point_label(), set, used));
+            }
+        }
+    }
+    let (label, set, used) = grown.iter().max_by_key(|(_, _, used)| *used)?;
+    let size = crate::units::format_size_exact;
+    Some(format!(
+        "{} of {} points ran on a file larger than the size setting {}: each sequential thread gets at least one I/O, so the file grows to threads x block size (largest {} at {label}); those points moved more data than the others",
+        grown.len(),
+        recs.len(),
+        size(*set),
+        size(*used),
+    ))
 }
 
 /// Notes that repeat for every point say the same thing once.
@@ -269,6 +308,31 @@ fn compact_notes(notes: Vec<String>) -> Vec<String> {
         compact.push(n);
     }
     compact
+}
+
+/// Order keys by their axes in the order given (`--rows target,bs,rw`: by target, then I/O
+/// size, then access), each axis's values in the order they were run: a regrouping of the
+/// same points, as the Storage Foundation chapter prints its table in two sort orders.
+fn sort_keys(keys: &mut [Vec<String>], axes: &[String], recs: &[&Record]) {
+    let firsts: Vec<Vec<String>> = axes
+        .iter()
+        .map(|a| {
+            let mut seen: Vec<String> = Vec::new();
+            for r in recs {
+                push_unique(
+                    &mut seen,
+                    &axis_value(r.meta(), a).unwrap_or_else(|| "-".into()),
+                );
+            }
+            seen
+        })
+        .collect();
+    keys.sort_by_key(|k| {
+        k.iter()
+            .zip(&firsts)
+            .map(|(v, seen)| seen.iter().position(|s| s == v).unwrap_or(usize::MAX))
+            .collect::<Vec<usize>>()
+    });
 }
 
 /// Shape the records of one study into a table: axes, metrics, one cell per point.
@@ -296,6 +360,8 @@ pub(crate) fn shape_study(
             col_keys.push(ck);
         }
     }
+    sort_keys(&mut row_keys, &rows, recs);
+    sort_keys(&mut col_keys, &cols, recs);
     let mut cells = vec![vec![Cell::default(); col_keys.len()]; row_keys.len()];
     let mut notes = Vec::new();
     for r in recs {
@@ -310,6 +376,7 @@ pub(crate) fn shape_study(
         let cell = &mut cells[ri][ci];
         fill_cell(cell, r, &ms, &mut notes);
     }
+    notes.extend(grown_files_note(recs));
     if cells
         .iter()
         .flatten()
@@ -354,7 +421,13 @@ pub(crate) fn shape_study(
         row_keys,
         col_keys,
         cells,
-        notes: compact_notes(notes),
+        notes: first
+            .table
+            .note
+            .iter()
+            .cloned()
+            .chain(compact_notes(notes))
+            .collect(),
         chart: first.chart.clone(),
         targets,
     })
@@ -527,6 +600,7 @@ pub(crate) mod tests {
                 rows: vec!["bs".into()],
                 cols: vec!["cache".into()],
                 metrics: vec!["kb_per_s".into(), "cpu_s".into()],
+                note: None,
             },
             target: target.map(str::to_string),
             ..Default::default()

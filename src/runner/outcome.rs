@@ -16,7 +16,11 @@ impl RunResult {
             crate::probe::env::collect(&job.targets),
         );
         r.fill_from_outcome(outcome);
-        r.job = Some(job.clone());
+        // The job as it ran: a block device turns buffered into raw I/O (the notes say so),
+        // and `job.cache` must not say otherwise than `plan.cache`.
+        let mut ran = job.clone();
+        ran.cache = outcome.plan.cache;
+        r.job = Some(ran);
         r.refresh_explain();
         r
     }

@@ -261,11 +261,38 @@ fn prepare_into(
             }
         }
     }
+    notes.extend(targets.iter().filter_map(|t| shared_blocks_note(job, t)));
     Ok(Plan {
         targets,
         cache,
         notes,
     })
+}
+
+/// A one-pass job whose threads outnumber the I/Os the target holds: each thread still does
+/// one I/O, so threads share blocks and the run moves more than the target's size. Said in the
+/// Result, because a suite's scaled-down file size makes this happen without anyone asking.
+fn shared_blocks_note(job: &Job, t: &TargetPlan) -> Option<String> {
+    let threads = u64::from(job.threads);
+    if job.io_count.is_some() || job.time_s.is_some() || job.rank_part.is_some() || threads <= 1 {
+        return None;
+    }
+    let blocks = t.size / job.block_size.max(1);
+    if blocks >= threads {
+        return None;
+    }
+    let moved = threads
+        .saturating_mul(job.block_size)
+        .saturating_mul(u64::from(job.repeats.max(1)));
+    Some(format!(
+        "{}: threads share blocks: the {} target holds {} I/O(s) of {} but each of the {} threads does one, so the run moves {} instead of the target's size",
+        t.path.display(),
+        crate::units::format_size_exact(t.size),
+        blocks,
+        crate::units::format_size_exact(job.block_size),
+        threads,
+        crate::units::format_size_exact(moved)
+    ))
 }
 
 /// Open a target without following a symbolic link (unless --force), creating it with

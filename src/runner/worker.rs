@@ -72,7 +72,8 @@ impl RouteRule {
             CachePolicy::Direct | CachePolicy::Concurrent | CachePolicy::Raw => {
                 (Route::Direct, Route::Fallback)
             }
-            CachePolicy::Discovered { threshold } if bs < threshold => {
+            // VxFS sends an I/O direct only when it is larger than the threshold.
+            CachePolicy::Discovered { threshold } if bs <= threshold => {
                 return RouteRule::Fixed(Route::Buffered)
             }
             CachePolicy::Discovered { .. } => (Route::Direct, Route::Buffered),

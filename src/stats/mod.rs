@@ -188,7 +188,7 @@ pub struct Stats {
     /// Direct-I/O requests that were misaligned and so were done as data-synchronous buffered
     /// I/O (the white paper's rule).
     pub buffered_fallback_ops: u64,
-    /// I/Os that the discovered-direct policy sent direct (at or above the threshold).
+    /// I/Os that the discovered-direct policy sent direct (those larger than the threshold).
     pub direct_ops: u64,
     /// Latency of the reads. Each operation is recorded once, in the histogram of its
     /// direction; the total is their merge ([`Stats::lat`]), made at report time.

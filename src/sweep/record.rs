@@ -14,6 +14,10 @@ pub struct TableSpec {
     pub rows: Vec<String>,
     pub cols: Vec<String>,
     pub metrics: Vec<String>,
+    /// What the reader must know to compare the table's cells (e.g. that its points move
+    /// different amounts of data), printed under the table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Chart shape: which axis is on x (default: the first row axis) and the chart kind
@@ -197,6 +201,7 @@ fn plain_meta(r: &RunResult, index: usize) -> SweepMeta {
             rows: vec!["run".into()],
             cols: Vec::new(),
             metrics,
+            note: None,
         },
         chart: ChartSpec {
             x: None,

@@ -1,5 +1,5 @@
-//! Suites: TOML files in `suites/` (embedded in the binary) that each reproduce one seed
-//! study as a list of studies. The format is described in docs/suites.md. `--scale` shrinks
+//! Suites: TOML files in `suites/` (embedded in the binary) that each regenerate the tables
+//! of one published document as a list of studies. The format is described in docs/suites.md. `--scale` shrinks
 //! sizes, times and counts so a suite fits the machine; the suite's `default_scale` is chosen
 //! so the suite finishes in minutes here.
 
@@ -28,7 +28,7 @@ pub(crate) const EMBEDDED: &[(&str, &str)] = &[
 pub(crate) struct SuiteFile {
     pub name: String,
     pub title: String,
-    /// The seed document the suite reproduces.
+    /// The title of the published document whose tables the suite regenerates.
     pub source: String,
     /// What the suite measures, in a sentence: the preface of its report says it.
     #[serde(default)]
@@ -93,6 +93,16 @@ pub(crate) struct BackupFile {
     pub record: usize,
     pub caches: Vec<String>,
 }
+
+/// The `sar -d` columns the backup study adds with `--iostat` (metric keys).
+pub(crate) const BACKUP_DEVICE_METRICS: &[&str] = &[
+    "dev_busy_pct",
+    "dev_avque",
+    "dev_rw_per_s",
+    "dev_blks_per_s",
+    "dev_avwait_ms",
+    "dev_avserv_ms",
+];
 
 /// Largest backup record: a record is one buffer in memory and one write call.
 pub(crate) const MAX_RECORD: usize = 64 << 20;
@@ -481,6 +491,16 @@ fn resolve_personalities(
             } else {
                 val.to_string()
             };
+            // A variable the personality never names would change nothing, silently.
+            if let Some((shipped, _)) = crate::workload::personalities::find(&p.name) {
+                if !crate::workload::personalities::names_variable(shipped.text, n) {
+                    return Err(usage!(
+                        "{origin}: personality {} never uses ${n}, so '{v}' would change nothing: name one of the variables it sets (fsbench workload show {})",
+                        p.name,
+                        p.name
+                    ));
+                }
+            }
             vars.insert(n.to_string(), val);
         }
         list.push((
@@ -644,6 +664,17 @@ pub(crate) fn run_with_hooks(
 ) -> anyhow::Result<SuiteOutcome> {
     let studies = selected_studies(res, opts)?;
     if opts.exec.ranks().is_some() {
+        if opts.iostat.is_some() {
+            if let Some(rs) = studies
+                .iter()
+                .find(|rs| matches!(rs, ResolvedStudy::Backup { .. }))
+            {
+                crate::bail_usage!(
+                    "suite study '{}' (backup) samples devices with --iostat on one host only: run it without mpirun, or without --iostat, or choose the others with --study",
+                    rs.study().id
+                );
+            }
+        }
         // The aged study writes several files at once on each client, the backup study a tree
         // on each: files of their own each.
         if opts.exec.shared_file() {
@@ -753,6 +784,13 @@ fn run_backup(
         }
     };
     let mut size_settings = study.clone();
+    if ctx.iostat.is_some() {
+        // `--iostat`: the article's other half, `sar -d` of the device under the tree.
+        size_settings
+            .table
+            .metrics
+            .extend(BACKUP_DEVICE_METRICS.iter().map(|m| m.to_string()));
+    }
     size_settings.settings = vec![
         ("size".into(), plan.large.to_string()),
         ("bs".into(), plan.record.to_string()),
@@ -792,8 +830,9 @@ fn run_backup(
     ctx.progress
         .start_point(&format!("{} (building the tree)", study.id));
     let mut pending: Vec<(PathBuf, Record)> = Vec::new();
+    let observe = crate::observe::Observe::iostat(ctx.iostat);
     ctx.exec
-        .run_backup(dir, plan, caches, &mut |c, ph, result| {
+        .run_backup(dir, plan, caches, &observe, &mut |c, ph, result| {
             let p = point(&c, ph);
             let rec = Record::run(size_settings.meta(&p, p.index, 0, target), result);
             let m = rec.meta();
@@ -952,6 +991,21 @@ mod tests {
             assert!(e.0.contains(want), "{}", e.0);
             assert!(!e.0.contains('\n'), "{}", e.0);
         }
+    }
+
+    /// A variable a personality never names would change nothing: refused in one line.
+    #[test]
+    fn a_variable_the_personality_never_uses_is_refused() {
+        let f = parse(
+            &suite_with(
+                "kind='personalities'\npersonality=[{name='fileserver', vars=['meaniosize=16k']}]\n",
+            ),
+            "x.toml",
+        )
+        .unwrap();
+        let e = resolve(f, Some(1.0)).err().expect("refused");
+        assert!(e.0.contains("never uses $meaniosize"), "{}", e.0);
+        assert!(!e.0.contains('\n'), "{}", e.0);
     }
 
     #[test]

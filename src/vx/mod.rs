@@ -177,12 +177,16 @@ fn parse_long(
             st.cmd.format = Format::parse_for::<Runs>(&val(i)?, "--output-format")?
         }
         "help" => st.cmd.help = true,
+        // As in `fsbench run`: keep the targets' cached pages (hot-cache runs).
+        "no-invalidate" => {
+            params::get("invalidate").set(job, "false", Front::Vx("--no-invalidate"))?
+        }
         _ => match vx_param(&spelling) {
             Some(p) if p.kind == Kind::Bool => set_vx(job, p, &spelling, None)?,
             Some(p) => set_vx(job, p, &spelling, Some(&val(i)?))?,
             None => {
                 return Err(usage!(
-                    "unknown option --{name}: vx accepts vxbench's options plus --engine, --qd, --time, --rate-iops, --rate-bytes, --rate-scope, --sqpoll, --hipri, --seed, --output, --output-format, --keep, --force, --drop-cache, --verify, --verify-backlog, --journal, --fsync-every"
+                    "unknown option --{name}: vx accepts vxbench's options plus --engine, --qd, --time, --rate-iops, --rate-bytes, --rate-scope, --sqpoll, --hipri, --seed, --output, --output-format, --keep, --force, --drop-cache, --no-invalidate, --verify, --verify-backlog, --journal, --fsync-every"
                 ))
             }
         },
@@ -344,7 +348,7 @@ with nthreads each user runs that many threads: users x nthreads in total.
                   rdpct=n       read percentage for rand_mixed
   -o opentypes  append sync dsync trunc
   -c cacheopts  direct dsync noreuse random seq discovered[=SIZE] concurrent
-                (discovered: I/Os >= SIZE (default 256k) direct, smaller buffered;
+                (discovered: I/Os larger than SIZE (default 256k) direct, the rest buffered;
                  concurrent: preallocated, fully written, O_DIRECT, never extended)
   -e extsize    fixed extent size hint (XFS; bare = KB)
   -r size       reserve space with fallocate (bare = KB)
@@ -352,7 +356,8 @@ with nthreads each user runs that many threads: users x nthreads in total.
 
 fsbench additions: --engine sync|mmap|uring --qd N --time DUR --rate-iops N --rate-bytes N
   --rate-scope thread|total --sqpoll --hipri --seed N --output FILE.json --output-format text|json|csv
-  --keep --force --drop-cache --verify --verify-backlog N --journal FILE --fsync-every N
+  --keep --force --drop-cache --no-invalidate (keep the files' cached pages: hot-cache runs)
+  --verify --verify-backlog N --journal FILE --fsync-every N
 
 Missing files are created at the size the workload needs and removed afterwards;
 existing files fsbench did not create, and block devices holding data, are never

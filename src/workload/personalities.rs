@@ -190,6 +190,15 @@ pub fn find(
     Some((p, v.defines))
 }
 
+/// Whether WML `text` names the variable `var` (`$var` or `${var}`, set or used).
+pub fn names_variable(text: &str, var: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.contains(&format!("${{{var}}}"))
+        || text
+            .match_indices(&format!("${var}"))
+            .any(|(i, m)| !text[i + m.len()..].starts_with(ident))
+}
+
 /// `set $name=value` lines of a personality (its defaults), for the listing.
 pub fn defaults(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();

@@ -105,13 +105,23 @@ impl Loader {
             pos,
         };
         let mut path = None;
+        // fsbench's `totalsize`: the whole fileset's size, shared out evenly over its entries
+        // (a database of N data files given as one size).
+        let mut total: Option<(f64, Pos)> = None;
+        let mut sized = false;
         for a in attrs {
             let v = &a.value;
             match a.name.as_str() {
                 "name" => fs.name = self.text(v, a.pos)?,
+                "totalsize" if !is_file => {
+                    total = Some((self.amount(v, a.pos, "totalsize")?, a.pos))
+                }
                 "path" => path = Some(self.text(v, a.pos)?),
                 "entries" if !is_file => fs.entries = self.amount(v, a.pos, "entries")? as u64,
-                "size" | "filesize" => fs.size = self.amount_param(v, a.pos, "size")?,
+                "size" | "filesize" => {
+                    fs.size = self.amount_param(v, a.pos, "size")?;
+                    sized = true;
+                }
                 "dirwidth" if !is_file => fs.dirwidth = self.amount(v, a.pos, "dirwidth")?,
                 "dirgamma" if !is_file => fs.dirgamma = self.amount(v, a.pos, "dirgamma")?,
                 "dirdepthrv" if !is_file => fs.dirdepth = Some(self.param(v, a.pos)?),
@@ -136,7 +146,7 @@ impl Loader {
                     let allowed = if is_file {
                         "name, path, size, prealloc, paralloc, reuse, readonly, writeonly"
                     } else {
-                        "name, path, entries, size, dirwidth, dirgamma, dirdepthrv, leafdirs, prealloc, paralloc, reuse, readonly, writeonly"
+                        "name, path, entries, size, totalsize, dirwidth, dirgamma, dirdepthrv, leafdirs, prealloc, paralloc, reuse, readonly, writeonly"
                     };
                     return fail(
                         a.pos,
@@ -147,6 +157,15 @@ impl Loader {
                     );
                 }
             }
+        }
+        if let Some((t, at)) = total {
+            if sized {
+                return fail(
+                    at,
+                    "give a fileset size (each entry) or totalsize (all entries), not both",
+                );
+            }
+            fs.size = Param::Const((t / fs.entries.max(1) as f64).floor());
         }
         if fs.name.is_empty() || fs.name.contains('/') || fs.name == "." || fs.name == ".." {
             return fail(pos, "a fileset needs name=NAME (a plain name without '/')");
