@@ -318,7 +318,18 @@ pub fn prepare(
     if !reuse_existing {
         // SAFETY: NUL-terminated name relative to a directory descriptor we own.
         if unsafe { libc::mkdirat(pfd.as_raw_fd(), cname.as_ptr(), 0o755) } != 0 {
-            anyhow::bail!("creating {}: {}", spec.root.display(), errno());
+            let e = errno();
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM)
+            ) {
+                // Where fsbench may not write, as for every other command: bad input.
+                crate::bail_usage!(
+                    "cannot create the fileset {}: {e} (choose a writable --dir)",
+                    spec.root.display()
+                );
+            }
+            anyhow::bail!("creating {}: {e}", spec.root.display());
         }
         created_root = true;
     }

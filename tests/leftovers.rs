@@ -1,0 +1,135 @@
+//! What a killed run leaves behind, and what the next run does with it: a run of fsbench that
+//! was killed (SIGKILL, nothing of it could clean up) leaves files it made; the rerun must
+//! recognise them as fsbench's (by identity, never by name alone), remove them and say so.
+//! Also the exit status of a command refused by the file system (a read-only mount).
+
+mod common;
+use common::{words, Sandbox};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("fsbench")
+}
+
+fn fsbench(sb: &Sandbox, args: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    c.current_dir(sb.path()).args(args);
+    c
+}
+
+/// Run to its end within `limit` (killed and failed otherwise): exit code and stderr.
+fn run_bounded(mut cmd: Command, limit: Duration) -> (i32, String) {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            use std::io::Read;
+            child.stderr.take().unwrap().read_to_string(&mut err).ok();
+            return (st.code().unwrap_or(-1), err);
+        }
+        if start.elapsed() > limit {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("fsbench did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Start fsbench, wait until `ready` says the run is under way, then SIGKILL it (nothing of
+/// it runs after that: no handler, no cleanup).
+fn kill_when(mut cmd: Command, limit: Duration, ready: impl Fn() -> bool) {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !ready() {
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("fsbench ended ({st}) before the moment to kill it");
+        }
+        assert!(start.elapsed() < limit, "the run never got under way");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// Names in `dir` (sorted).
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A small tmpfs mounted read-only for the test, unmounted on drop.
+struct ReadOnlyTmpfs(tempfile::TempDir);
+
+impl ReadOnlyTmpfs {
+    fn new() -> Option<ReadOnlyTmpfs> {
+        if !is_root() {
+            return None;
+        }
+        let mnt = tempfile::tempdir().ok()?;
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=4m,ro", "fsbench-ro"])
+            .arg(mnt.path())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        ok.then_some(ReadOnlyTmpfs(mnt))
+    }
+}
+
+impl Drop for ReadOnlyTmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+#[cfg_attr(not(has_root), ignore = "SKIPPED: needs root to mount a small tmpfs")]
+fn workload_on_a_read_only_mount_exits_2_in_one_line() {
+    let Some(fs) = ReadOnlyTmpfs::new() else {
+        common::cannot("could not mount a small read-only tmpfs");
+    };
+    let sb = Sandbox::new();
+    let dir = fs.0.path().to_str().unwrap().to_string();
+    let (code, err) = run_bounded(
+        fsbench(
+            &sb,
+            &[
+                "workload",
+                "fileserver",
+                "-D",
+                "nfiles=10",
+                "--time",
+                "1s",
+                "--dir",
+                &dir,
+            ],
+        ),
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 2, "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.contains("Read-only file system"), "{err}");
+    assert!(names(fs.0.path()).is_empty());
+}
