@@ -133,3 +133,59 @@ fn workload_on_a_read_only_mount_exits_2_in_one_line() {
     assert!(last.contains("Read-only file system"), "{err}");
     assert!(names(fs.0.path()).is_empty());
 }
+
+/// Processes whose command line holds `needle` (and that are not zombies).
+fn live_processes_with(needle: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(") ").map(|(_, r)| r.starts_with('Z')))
+            .unwrap_or(true);
+        if cmd.contains(needle) && !zombie {
+            v.push(pid);
+        }
+    }
+    v
+}
+
+#[test]
+#[cfg_attr(
+    not(has_strace),
+    ignore = "SKIPPED: needs strace able to trace a child"
+)]
+fn a_killed_trace_takes_its_command_along_and_leaves_no_log() {
+    let sb = Sandbox::new();
+    let tmp = sb.file("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    // A count no other process on the machine has on its command line.
+    let count = format!("count={}", 900_000_000 + std::process::id());
+    let mut cmd = fsbench(&sb, &["trace", "-o", "t.csv", "--", "dd", "if=/dev/zero"]);
+    cmd.args(["of=/dev/null", "bs=1k", &count])
+        .env("TMPDIR", &tmp);
+    kill_when(cmd, Duration::from_secs(30), || {
+        live_processes_with(&format!("dd if=/dev/zero of=/dev/null bs=1k {count}"))
+            .iter()
+            .any(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "dd")
+            })
+    });
+    // strace dies with fsbench, and the command with strace.
+    let start = Instant::now();
+    while !live_processes_with(&format!("bs=1k {count}")).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the traced command still runs after fsbench was killed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(names(&tmp).is_empty(), "left in TMPDIR: {:?}", names(&tmp));
+    assert!(!sb.file("t.csv").exists());
+}
