@@ -189,3 +189,67 @@ fn a_killed_trace_takes_its_command_along_and_leaves_no_log() {
     assert!(names(&tmp).is_empty(), "left in TMPDIR: {:?}", names(&tmp));
     assert!(!sb.file("t.csv").exists());
 }
+
+/// Regular files below `dir` (0 when it does not exist).
+fn files_below(dir: &Path) -> usize {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut n = 0;
+    for e in rd.flatten() {
+        match e.file_type() {
+            Ok(t) if t.is_dir() => n += files_below(&e.path()),
+            Ok(t) if t.is_file() => n += 1,
+            _ => {}
+        }
+    }
+    n
+}
+
+/// `workload fileserver` with 20000 small files in `dir`, SIGKILLed while laying them out:
+/// the tree is there, partly made, without its manifest.
+fn kill_a_workload_during_setup(sb: &Sandbox, dir: &Path) {
+    let d = dir.to_str().unwrap();
+    let line = format!("workload fileserver -D nfiles=20000 -D filesize=4k --time 1s --dir {d}");
+    kill_when(fsbench(sb, &words(&line)), Duration::from_secs(60), || {
+        files_below(&dir.join("fileserverset")) > 200
+    });
+    assert!(
+        !dir.join(".fileserverset.fsbench-manifest").exists(),
+        "killed too late: the layout was done"
+    );
+}
+
+#[test]
+fn a_fileset_left_by_a_run_killed_during_setup_is_removed_by_the_rerun() {
+    let sb = Sandbox::new();
+    let dir = sb.file("wl");
+    std::fs::create_dir(&dir).unwrap();
+    kill_a_workload_during_setup(&sb, &dir);
+    let d = dir.to_str().unwrap();
+    let line = format!("workload fileserver -D nfiles=50 -D filesize=4k --time 1s --dir {d}");
+    let (code, err) = run_bounded(fsbench(&sb, &words(&line)), Duration::from_secs(120));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("that an earlier run left unfinished"),
+        "the rerun says what it removed: {err}"
+    );
+    assert!(names(&dir).is_empty(), "left: {:?}", names(&dir));
+}
+
+#[test]
+fn a_users_file_in_a_killed_runs_fileset_is_never_removed() {
+    let sb = Sandbox::new();
+    let dir = sb.file("wl");
+    std::fs::create_dir(&dir).unwrap();
+    kill_a_workload_during_setup(&sb, &dir);
+    // Someone puts a file of their own into the unfinished tree.
+    let theirs = dir.join("fileserverset").join("mine.txt");
+    std::fs::write(&theirs, b"precious").unwrap();
+    let d = dir.to_str().unwrap();
+    let line = format!("workload fileserver -D nfiles=50 -D filesize=4k --time 1s --dir {d}");
+    let (code, err) = run_bounded(fsbench(&sb, &words(&line)), Duration::from_secs(120));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("mine.txt"), "{err}");
+    assert_eq!(std::fs::read(&theirs).unwrap(), b"precious");
+}
