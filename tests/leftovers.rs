@@ -253,3 +253,84 @@ fn a_users_file_in_a_killed_runs_fileset_is_never_removed() {
     assert!(err.contains("mine.txt"), "{err}");
     assert_eq!(std::fs::read(&theirs).unwrap(), b"precious");
 }
+
+/// A trace of `n` reads of 4 KiB, one a second, of one file (`replay --speed 1` takes `n` s).
+fn slow_read_trace(path: &Path, n: u64) {
+    let mut s = String::from("id,thread,op,file,offset,len,start_ns,end_ns,result\n");
+    for i in 0..n {
+        let t = i * 1_000_000_000;
+        s.push_str(&format!(
+            "{i},0,read,/r0,{},4096,{t},{},4096\n",
+            i % 16 * 4096,
+            t + 100
+        ));
+    }
+    std::fs::write(path, s).unwrap();
+}
+
+/// The target of a run that was SIGKILLed is removed by the next run on it (which says so),
+/// not kept as if the user had asked for it; a target kept with --keep stays kept.
+fn killed_target_is_removed_by_the_rerun(first: &str, rerun: &str) {
+    let sb = Sandbox::new();
+    let t = sb.file("t.dat");
+    kill_when(fsbench(&sb, &words(first)), Duration::from_secs(60), || {
+        std::fs::metadata(&t).is_ok_and(|m| m.len() > 0)
+    });
+    assert!(t.exists(), "the killed run's target is there");
+    let (code, err) = run_bounded(fsbench(&sb, &words(rerun)), Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("was killed"), "the rerun says so: {err}");
+    assert!(!t.exists(), "the rerun removed the killed run's target");
+}
+
+#[test]
+fn a_run_target_left_by_a_killed_run_is_removed_by_the_rerun() {
+    killed_target_is_removed_by_the_rerun(
+        "run --rw write --bs 4k --size 64m --time 60s t.dat",
+        "run --rw write --bs 4k --count 16 t.dat",
+    );
+}
+
+#[test]
+fn a_vx_target_left_by_a_killed_run_is_removed_by_the_rerun() {
+    killed_target_is_removed_by_the_rerun(
+        "vx -w rand_write -i iosize=4k,iocount=1k,nrep=10000000 t.dat",
+        "vx -w write -i iosize=4k,iocount=16 t.dat",
+    );
+}
+
+#[test]
+fn a_kept_target_is_never_taken_for_a_killed_runs() {
+    let sb = Sandbox::new();
+    sb.cmd(&words("run --rw write --bs 4k --count 4 --keep k.dat"))
+        .assert()
+        .success();
+    sb.cmd(&words("run --rw read --bs 4k --count 4 k.dat"))
+        .assert()
+        .success();
+    assert!(sb.file("k.dat").exists(), "a kept file stays kept");
+}
+
+#[test]
+fn replay_scratch_left_by_a_killed_replay_is_removed_by_the_next() {
+    let sb = Sandbox::new();
+    slow_read_trace(&sb.file("slow.csv"), 60);
+    std::fs::create_dir(sb.file("scratch")).unwrap();
+    // A file of someone else's with a scratch file's name is never touched.
+    let theirs = sb.file("scratch").join("fsbench-replay-1-0.dat");
+    std::fs::write(&theirs, b"theirs").unwrap();
+    let line = "replay slow.csv --speed 1 --dir scratch";
+    let scratch = sb.file("scratch");
+    kill_when(fsbench(&sb, &words(line)), Duration::from_secs(60), || {
+        names(&scratch).len() > 1
+    });
+    assert_eq!(names(&scratch).len(), 2, "{:?}", names(&scratch));
+    let (code, err) = run_bounded(
+        fsbench(&sb, &words("replay slow.csv --dir scratch --time 1s")),
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("was killed"), "the rerun says so: {err}");
+    assert_eq!(names(&scratch), ["fsbench-replay-1-0.dat"]);
+    assert_eq!(std::fs::read(&theirs).unwrap(), b"theirs");
+}

@@ -153,6 +153,10 @@ impl Cleanup {
                     && (fd_is_marked(&h.file) || self.force)
             };
             if !wanted {
+                if h.created {
+                    // Kept on request: no later run is to remove it as a killed run's.
+                    crate::leftover::clear_run(&h.file);
+                }
                 continue;
             }
             match FileId::of_path(&h.path) {
@@ -386,6 +390,23 @@ fn open_one(
                 "{}: the file system has no user extended attributes, so a kept file cannot be recognised as fsbench's later",
                 path.display()
             ));
+        }
+        // Until this run removes it (or keeps it on request), a run killed meanwhile leaves
+        // a file the next run can tell it may remove.
+        crate::leftover::set_run(&h.file);
+    } else if meta.is_file() {
+        // A file a killed run created and never meant to keep: this run takes it over and
+        // removes it when done (unless kept), as if it had created it.
+        let h = cleanup.held.last_mut().expect("just pushed");
+        if let Some(pid) = crate::leftover::left_by_dead_run_fd(&h.file) {
+            h.created = true;
+            crate::leftover::set_run(&h.file);
+            let note = format!(
+                "{}: left by a run of fsbench (pid {pid}) that was killed; this run removes it when done",
+                path.display()
+            );
+            super::say(&format!("fsbench: note: {note}"));
+            notes.push(note);
         }
     }
     if ft.is_block_device() {

@@ -498,10 +498,15 @@ impl Ctx {
 
     /// Remember that a point created `path` (with the identity it has now).
     pub(crate) fn note_created(&mut self, path: &Path) {
-        if self.is_created(path) {
+        if let Some(c) = self.created.iter().find(|c| c.path == path) {
+            // The point's own run took its record off when it kept the file for the next.
+            crate::leftover::mark_run_at(path, c.dev, c.ino, !self.keep);
             return;
         }
         if let Some((dev, ino, marked)) = regular_identity(path) {
+            // This run removes it at its end unless kept: say so on the file, for the run
+            // after a kill (`crate::leftover`).
+            crate::leftover::mark_run_at(path, dev, ino, !self.keep);
             self.created.push(Created {
                 path: path.to_path_buf(),
                 dev,
@@ -712,11 +717,14 @@ pub(crate) fn run_point_observing(
             ctx.remove_created_path(t);
         }
     }
-    // lstat: a dangling link planted at a target's name is something that existed.
+    // lstat: a dangling link planted at a target's name is something that existed. A file
+    // a killed run of fsbench left there is taken over as this run's (`crate::leftover`).
     let existed: Vec<bool> = job
         .targets
         .iter()
-        .map(|t| std::fs::symlink_metadata(t).is_ok())
+        .map(|t| {
+            std::fs::symlink_metadata(t).is_ok() && crate::leftover::left_by_dead_run(t).is_none()
+        })
         .collect();
     job.keep = true;
     // On ranks, every host's devices are sampled by one of its ranks.
@@ -738,7 +746,7 @@ pub(crate) fn run_point_observing(
     };
     if !ranks {
         for (t, was) in job.targets.iter().zip(existed) {
-            if !was {
+            if !was || ctx.is_created(t) {
                 ctx.note_created(t);
             }
         }
