@@ -362,12 +362,12 @@ fn open_one(
     }
     set_blocking(&file);
     let id = FileId::of(&file)?;
-    // Lock before anything else is done with it: a second run is refused, naming us. The
-    // ranks of a distributed run that share one file all take a shared lock on it.
-    if job.rank_part.is_some_and(|p| p.shared) {
-        crate::guard::lock_shared(&file, path)?;
-    } else {
-        crate::guard::lock_exclusive(&file, path)?;
+    // Lock before anything else is done with it: a second run is refused, naming us. Of the
+    // ranks of a distributed run that share one file, rank 0 holds the exclusive lock for the
+    // whole run; the others open the file only once rank 0 has it, and lock nothing.
+    match job.rank_part {
+        Some(p) if p.shared && !p.run_lock => {}
+        _ => crate::guard::lock_exclusive(&file, path)?,
     }
     cleanup.held.push(Held {
         path: path.to_path_buf(),
