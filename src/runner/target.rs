@@ -394,9 +394,10 @@ fn open_one(
         // Until this run removes it (or keeps it on request), a run killed meanwhile leaves
         // a file the next run can tell it may remove.
         crate::leftover::set_run(&h.file);
-    } else if meta.is_file() {
+    } else if meta.is_file() && !job.rank_part.is_some_and(|p| p.shared && !p.run_lock) {
         // A file a killed run created and never meant to keep: this run takes it over and
-        // removes it when done (unless kept), as if it had created it.
+        // removes it when done (unless kept), as if it had created it. (A shared file is
+        // taken over by rank 0 alone, which removes it after every rank's I/O.)
         let h = cleanup.held.last_mut().expect("just pushed");
         if let Some(pid) = crate::leftover::left_by_dead_run_fd(&h.file) {
             h.created = true;
