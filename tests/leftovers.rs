@@ -321,8 +321,12 @@ fn replay_scratch_left_by_a_killed_replay_is_removed_by_the_next() {
     std::fs::write(&theirs, b"theirs").unwrap();
     let line = "replay slow.csv --speed 1 --dir scratch";
     let scratch = sb.file("scratch");
+    // Killed while it replays (its scratch file laid out).
     kill_when(fsbench(&sb, &words(line)), Duration::from_secs(60), || {
-        names(&scratch).len() > 1
+        names(&scratch).iter().any(|n| {
+            n != "fsbench-replay-1-0.dat"
+                && std::fs::metadata(scratch.join(n)).is_ok_and(|m| m.len() >= 65536)
+        })
     });
     assert_eq!(names(&scratch).len(), 2, "{:?}", names(&scratch));
     let (code, err) = run_bounded(
@@ -333,4 +337,24 @@ fn replay_scratch_left_by_a_killed_replay_is_removed_by_the_next() {
     assert!(err.contains("was killed"), "the rerun says so: {err}");
     assert_eq!(names(&scratch), ["fsbench-replay-1-0.dat"]);
     assert_eq!(std::fs::read(&theirs).unwrap(), b"theirs");
+}
+
+#[test]
+fn study_files_left_by_a_killed_suite_are_removed_by_the_rerun() {
+    let sb = Sandbox::new();
+    let data = sb.file("data");
+    std::fs::create_dir(&data).unwrap();
+    let line = "suite whitepaper --dir data --scale 0.004 --output wp --study multi-app-reads";
+    // Killed while its points run (a study file holds data).
+    kill_when(fsbench(&sb, &words(line)), Duration::from_secs(120), || {
+        names(&data).iter().any(|n| {
+            n.starts_with("fsbench-multi-app-reads.dat")
+                && std::fs::metadata(data.join(n)).is_ok_and(|m| m.len() > 0)
+        })
+    });
+    assert!(!names(&data).is_empty());
+    let (code, err) = run_bounded(fsbench(&sb, &words(line)), Duration::from_secs(300));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("was killed"), "the rerun says so: {err}");
+    assert!(names(&data).is_empty(), "left: {:?}", names(&data));
 }

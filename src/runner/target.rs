@@ -301,6 +301,7 @@ fn open_one(
 ) -> Result<Option<TargetPlan>> {
     let follow = job.force;
     let mut created = false;
+    let mut marked = false;
     let mut attempt = 0;
     let file = loop {
         attempt += 1;
@@ -332,6 +333,10 @@ fn open_one(
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match create_new(path) {
                 Ok(f) => {
                     created = true;
+                    // Marked and recorded as this run's at once, before anything else: a
+                    // run killed from here on leaves a file the next run can take over.
+                    marked = fd_mark(&f);
+                    crate::leftover::set_run(&f);
                     break f;
                 }
                 // Someone created it between the two calls (or a dangling link is there): look again.
@@ -384,16 +389,12 @@ fn open_one(
         );
     }
     if created {
-        let h = cleanup.held.last().expect("just pushed");
-        if !fd_mark(&h.file) {
+        if !marked {
             notes.push(format!(
                 "{}: the file system has no user extended attributes, so a kept file cannot be recognised as fsbench's later",
                 path.display()
             ));
         }
-        // Until this run removes it (or keeps it on request), a run killed meanwhile leaves
-        // a file the next run can tell it may remove.
-        crate::leftover::set_run(&h.file);
     } else if meta.is_file() && !job.rank_part.is_some_and(|p| p.shared && !p.run_lock) {
         // A file a killed run created and never meant to keep: this run takes it over and
         // removes it when done (unless kept), as if it had created it. (A shared file is

@@ -590,6 +590,7 @@ pub(crate) fn run_study(
     target: Option<&str>,
     ctx: &mut Ctx,
 ) -> anyhow::Result<Vec<Record>> {
+    remove_dead_study_files(base);
     let points = study.points();
     // Build every point first: a bad setting is reported before any I/O happens.
     let mut built = Vec::with_capacity(points.len());
@@ -657,6 +658,21 @@ pub(crate) fn run_workload_point(
         Err(workloads::PersonalityError::Missing(why)) => Record::skip(meta, why),
         Err(workloads::PersonalityError::Failed(e)) => Record::skip(meta, format!("error: {e:#}")),
     }
+}
+
+/// Remove the files at `base` (and `base.N`) that a killed run of the study left (see
+/// `crate::leftover`: by their record, never by name alone), so that a rerun which measures
+/// nothing new (every point stored) still leaves none behind.
+pub(crate) fn remove_dead_study_files(base: &Path) {
+    let dir = base
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Some(name) = base.file_name().and_then(|n| n.to_str()) else {
+        return;
+    };
+    let dotted = format!("{name}.");
+    crate::leftover::remove_dead_runs_files(dir, |n| n == name || n.starts_with(&dotted));
 }
 
 /// Run one built point: provide a raw device when the policy needs one, start writes on a
