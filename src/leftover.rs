@@ -48,12 +48,17 @@ fn boot_id() -> Option<String> {
     (!b.is_empty() && !b.contains(' ')).then_some(b)
 }
 
-/// Start time of process `pid` (clock ticks after boot), None when there is no such process.
+/// Start time of process `pid` (clock ticks after boot), None when there is no such process
+/// or it has ended (a zombie not yet reaped: it will never remove anything again).
 fn start_time(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: count after the last ')'.
     let (_, rest) = s.rsplit_once(')')?;
-    rest.split_whitespace().nth(19)?.parse().ok()
+    let mut f = rest.split_whitespace();
+    if matches!(f.next(), Some("Z") | Some("X") | Some("x")) {
+        return None;
+    }
+    f.nth(18)?.parse().ok()
 }
 
 /// Record on the open file that this run created it and will remove it unless the user
@@ -95,6 +100,38 @@ pub(crate) fn mark_run_at(path: &Path, dev: u64, ino: u64, set: bool) {
     } else {
         clear_run(&f);
     }
+}
+
+#[cfg(feature = "mpi")]
+/// Open a directory without following a link.
+fn open_dir(p: &Path) -> Option<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(p)
+        .ok()
+}
+
+#[cfg(feature = "mpi")]
+/// A directory this run just made for its files (a distributed run's rank directories):
+/// marked as fsbench's, with this run's record, so a rerun after a kill can take it over.
+pub(crate) fn mark_new_dir(p: &Path) {
+    if let Some(d) = open_dir(p) {
+        crate::safety::fd_set_mark(&d, b"created");
+        set_run(&d);
+    }
+}
+
+#[cfg(feature = "mpi")]
+/// Whether the existing directory `p` was made by a run of fsbench that was killed; if so
+/// this run takes it over (records itself on it) and may remove it when done and empty.
+pub(crate) fn take_over_dir(p: &Path) -> bool {
+    let Some(d) = open_dir(p) else { return false };
+    if !crate::safety::fd_is_marked(&d) || dead_run_of(&d).is_none() {
+        return false;
+    }
+    set_run(&d);
+    true
 }
 
 /// The run recorded on the open file, when it names one of this host that no longer exists:
