@@ -102,38 +102,6 @@ pub(crate) fn mark_run_at(path: &Path, dev: u64, ino: u64, set: bool) {
     }
 }
 
-#[cfg(feature = "mpi")]
-/// Open a directory without following a link.
-fn open_dir(p: &Path) -> Option<File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(p)
-        .ok()
-}
-
-#[cfg(feature = "mpi")]
-/// A directory this run just made for its files (a distributed run's rank directories):
-/// marked as fsbench's, with this run's record, so a rerun after a kill can take it over.
-pub(crate) fn mark_new_dir(p: &Path) {
-    if let Some(d) = open_dir(p) {
-        crate::safety::fd_set_mark(&d, b"created");
-        set_run(&d);
-    }
-}
-
-#[cfg(feature = "mpi")]
-/// Whether the existing directory `p` was made by a run of fsbench that was killed; if so
-/// this run takes it over (records itself on it) and may remove it when done and empty.
-pub(crate) fn take_over_dir(p: &Path) -> bool {
-    let Some(d) = open_dir(p) else { return false };
-    if !crate::safety::fd_is_marked(&d) || dead_run_of(&d).is_none() {
-        return false;
-    }
-    set_run(&d);
-    true
-}
-
 /// The run recorded on the open file, when it names one of this host that no longer exists:
 /// its process id.
 pub(crate) fn dead_run_of(f: impl AsFd) -> Option<u32> {

@@ -67,19 +67,14 @@ fn one_line(e: &anyhow::Error) -> String {
     format!("{e:#}").replace(['\n', '\r'], " ")
 }
 
-/// Create a directory of the run; true when this call made it, or when it is one a killed
-/// run of fsbench made (`crate::leftover`): this run then removes it when done, if empty. An
-/// existing directory (not a symbolic link) is used as it is.
+/// Create a directory of the run; true when this call made it. An existing directory (not a
+/// symbolic link) is used as it is.
 fn make_dir(p: &Path) -> anyhow::Result<bool> {
     match std::fs::create_dir(p) {
-        Ok(()) => {
-            crate::leftover::mark_new_dir(p);
-            Ok(true)
-        }
+        Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             match std::fs::symlink_metadata(p) {
-                // One a killed run made is this run's to remove when done (if empty).
-                Ok(m) if m.is_dir() => Ok(crate::leftover::take_over_dir(p)),
+                Ok(m) if m.is_dir() => Ok(false),
                 _ => crate::bail_usage!(
                     "{} exists and is not a directory: fsbench keeps each rank's file in a directory there; name another path",
                     p.display()
