@@ -21,12 +21,6 @@ pub(crate) fn lock_exclusive(file: &File, path: &Path) -> Result<()> {
     lock(file, path, libc::LOCK_EX)
 }
 
-/// A shared lock: the ranks of one distributed run that write one shared file all hold it,
-/// and any other fsbench run (which asks for an exclusive one) is refused.
-pub(crate) fn lock_shared(file: &File, path: &Path) -> Result<()> {
-    lock(file, path, libc::LOCK_SH)
-}
-
 fn lock(file: &File, path: &Path, how: libc::c_int) -> Result<()> {
     // SAFETY: flock on a descriptor we own; no memory is passed.
     let rc = unsafe { libc::flock(file.as_raw_fd(), how | libc::LOCK_NB) };

@@ -14,6 +14,7 @@ pub(crate) mod explain;
 pub(crate) mod fscompare;
 pub(crate) mod guard;
 pub(crate) mod job;
+pub(crate) mod leftover;
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
 pub(crate) mod observe;

@@ -7,5 +7,7 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // Started by `fsbench trace` in front of the command it traces: become that command.
+    fsbench::trace::strace::exec_tracee_if_asked();
     std::process::exit(fsbench::main_with_exit_code());
 }

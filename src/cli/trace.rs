@@ -130,7 +130,8 @@ fn check_capture_args(a: &TraceArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The strace command line: every traced call with times and file names, into `log`.
+/// The strace command line: every traced call with times and file names, into `log`. A
+/// started command dies with strace (see `strace::tracee_argv`).
 fn strace_command(strace_bin: &Path, a: &TraceArgs, log: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(strace_bin);
     cmd.args(["-f", "-ttt", "-T", "-y", "-qq", "-s", "0", "-e"])
@@ -139,7 +140,14 @@ fn strace_command(strace_bin: &Path, a: &TraceArgs, log: &Path) -> std::process:
         .arg(log);
     match a.pid {
         Some(pid) => cmd.arg("-p").arg(pid.to_string()),
-        None => cmd.arg("--").args(&a.command),
+        None => {
+            let kill_on_exit = strace::supports_kill_on_exit(strace_bin);
+            if kill_on_exit {
+                cmd.arg("--kill-on-exit");
+            }
+            cmd.arg("--")
+                .args(strace::tracee_argv(&a.command, kill_on_exit))
+        }
     };
     // strace and the command it starts get a process group of their own, so fsbench alone
     // decides how they stop (a terminal's Ctrl-C reaches only fsbench, which forwards it),
@@ -255,22 +263,22 @@ fn capture(a: &TraceArgs, output: &Path, quiet: bool) -> anyhow::Result<(i32, u6
     // and still writes what was captured.
     crate::runner::signal::install();
     let log = TempLog::create()?;
-    let mut cmd = strace_command(&strace_bin, a, &log.0);
+    let mut cmd = strace_command(&strace_bin, a, &log.strace_path());
     let mut child = cmd
         .spawn()
         .map_err(|e| usage!("trace: cannot start strace: {e}"))?;
     let (status, stopped) = wait_strace(&mut child, a.pid.is_some(), duration)?;
-    let log_file = std::fs::File::open(&log.0).map_err(|e| {
-        anyhow::anyhow!(
-            "strace wrote no log ({e}); is ptrace allowed here (containers may forbid it)?"
-        )
-    })?;
+    if log.file.metadata().map(|m| m.len()).unwrap_or(0) == 0 && !status.success() {
+        anyhow::bail!(
+            "strace wrote no log (it exited with {status}); is ptrace allowed here (containers may forbid it)?"
+        );
+    }
     if let Some(keep) = &a.strace_log {
-        copy_new(&log.0, keep)
+        copy_new(&log.file, keep)
             .with_context(|| format!("copying strace's log to {}", keep.display()))?;
     }
-    let conv = strace::parse_log_from(std::io::BufReader::new(log_file), seeded)
-        .with_context(|| format!("reading strace's log {}", log.0.display()))?;
+    let conv = strace::parse_log_from(std::io::BufReader::new(log.reader()?), seeded)
+        .context("reading strace's log")?;
     crate::output::write_with(output, false, |w| match fmt {
         format::TraceFormat::Csv => format::to_csv(&conv.trace, w),
         format::TraceFormat::Bin => format::to_bin(&conv.trace, w),
@@ -381,18 +389,25 @@ fn kill_group(pgid: libc::pid_t, sig: libc::c_int) {
     unsafe { libc::kill(-pgid, sig) };
 }
 
-/// Copy `from` to a new file `to` (O_EXCL|O_NOFOLLOW: never over an existing file).
-fn copy_new(from: &Path, to: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut src = std::fs::File::open(from)?;
+/// Copy the log to a new file `to` (O_EXCL|O_NOFOLLOW: never over an existing file).
+fn copy_new(from: &std::fs::File, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
     let mut dst = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .custom_flags(libc::O_NOFOLLOW)
         .mode(0o644)
         .open(to)?;
-    std::io::copy(&mut src, &mut dst)?;
-    Ok(())
+    let mut buf = vec![0u8; 1 << 20];
+    let mut off = 0u64;
+    loop {
+        let n = from.read_at(&mut buf, off)?;
+        if n == 0 {
+            return Ok(());
+        }
+        std::io::Write::write_all(&mut dst, &buf[..n])?;
+        off += n as u64;
+    }
 }
 
 /// `fmt::Write` onto an `io::Write` (a closed pipe ends the listing).
@@ -404,10 +419,14 @@ impl<W: std::io::Write> std::fmt::Write for FmtToIo<W> {
     }
 }
 
-/// strace's log file: created new (O_EXCL|O_NOFOLLOW, mode 0600) in the temporary directory,
-/// so no link or earlier file is ever followed or reused; removed when done, interrupted or
-/// not.
-struct TempLog(PathBuf);
+/// strace's log file: created new (O_EXCL|O_NOFOLLOW, mode 0600) in the temporary directory
+/// and unlinked at once, so no link or earlier file is ever followed or reused and nothing is
+/// left behind whatever ends fsbench (SIGKILL included): strace writes it through
+/// `/proc/FSBENCH/fd/N`, the descriptor fsbench holds, and fsbench reads it back through that
+/// descriptor. The space goes when the last descriptor (fsbench's or strace's) is closed.
+struct TempLog {
+    file: std::fs::File,
+}
 
 impl TempLog {
     fn create() -> anyhow::Result<TempLog> {
@@ -424,13 +443,20 @@ impl TempLog {
                 nanos ^ n.wrapping_mul(0x9e37_79b9)
             ));
             match std::fs::OpenOptions::new()
+                .read(true)
                 .write(true)
                 .create_new(true)
                 .custom_flags(libc::O_NOFOLLOW)
                 .mode(0o600)
                 .open(&p)
             {
-                Ok(_) => return Ok(TempLog(p)),
+                Ok(file) => {
+                    // The name was only needed to create it: gone before strace starts.
+                    std::fs::remove_file(&p).map_err(|e| {
+                        anyhow::anyhow!("cannot remove the name of {}: {e}", p.display())
+                    })?;
+                    return Ok(TempLog { file });
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => {
                     return Err(anyhow::anyhow!(
@@ -445,10 +471,22 @@ impl TempLog {
             dir.display()
         ))
     }
-}
 
-impl Drop for TempLog {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+    /// The name strace opens the log by: this process's descriptor of it.
+    fn strace_path(&self) -> PathBuf {
+        use std::os::fd::AsRawFd;
+        PathBuf::from(format!(
+            "/proc/{}/fd/{}",
+            std::process::id(),
+            self.file.as_raw_fd()
+        ))
+    }
+
+    /// A reader of the whole log from its start (its own offset, so the log can be read twice).
+    fn reader(&self) -> std::io::Result<std::fs::File> {
+        use std::io::{Seek, SeekFrom};
+        let mut f = self.file.try_clone()?;
+        f.seek(SeekFrom::Start(0))?;
+        Ok(f)
     }
 }

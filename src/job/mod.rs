@@ -349,6 +349,11 @@ pub struct RankPart {
     /// every rank, so that any rank's journal judges the other ranks' blocks as this run's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_seed: Option<u64>,
+    /// This rank (rank 0) holds the run's lock on the shared file: an exclusive one, taken
+    /// before the start barrier and kept to the end, so a second run on the file is refused
+    /// naming this process. The other ranks take none (they start only once rank 0 has it).
+    #[serde(default)]
+    pub run_lock: bool,
 }
 
 impl Default for Job {

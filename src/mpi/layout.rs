@@ -286,6 +286,7 @@ pub(crate) fn shared_part(layout: Layout, size: u64, bs: u64, owner: u32, ranks:
             shared: true,
             created_ino: None,
             verify_seed: None,
+            run_lock: false,
         },
         _ => RankPart {
             base: owner as u64 * blocks_per_rank * bs,
@@ -295,6 +296,7 @@ pub(crate) fn shared_part(layout: Layout, size: u64, bs: u64, owner: u32, ranks:
             shared: true,
             created_ino: None,
             verify_seed: None,
+            run_lock: false,
         },
     }
 }
@@ -322,6 +324,7 @@ pub(crate) fn rank_job(spec: &DistSpec, rank: u32, ranks: u32, shift: Option<u32
         job.journal = Some(rank_journal(j, rank));
     }
     if let Some(p) = &mut job.rank_part {
+        p.run_lock = rank == 0;
         p.verify_seed = spec.verify_seed;
     }
     job

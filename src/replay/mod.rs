@@ -323,6 +323,10 @@ fn create_files(
     files: &mut Vec<ReplayFile>,
 ) -> Result<Vec<TargetPlan>> {
     let pid = std::process::id();
+    // What a killed replay left here (its scratch files, by their record, never by name).
+    crate::leftover::remove_dead_runs_files(&opts.dir, |n| {
+        n.starts_with("fsbench-replay-") && n.ends_with(".dat")
+    });
     let mut targets = Vec::new();
     for &i in used_files {
         let size = plan.sizes[i];

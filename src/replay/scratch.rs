@@ -52,6 +52,9 @@ pub(super) fn create_scratch(path: &Path, size: u64, seed: u64) -> Result<()> {
         .open(path)
         .with_context(|| format!("creating scratch file {}", path.display()))?;
     crate::safety::mark_created(path);
+    // Removed by this replay when done: a replay killed meanwhile leaves a file the next
+    // one removes (`crate::leftover`).
+    crate::leftover::set_run(&f);
     let filled = fill_scratch(&mut f, path, size, seed);
     if filled.is_err() {
         // Ours (just created): nothing half-written stays behind.

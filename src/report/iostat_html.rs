@@ -294,7 +294,12 @@ pub(crate) fn section(records: &[Record]) -> Option<String> {
                 .as_ref()
                 .map(|t| format!(" on {t}"))
                 .unwrap_or_default();
-            format!("{}: {}{rep}{on}", m.title, m.point_label())
+            let point = m.point_label();
+            if point.is_empty() {
+                format!("{}{rep}{on}", m.title)
+            } else {
+                format!("{}: {point}{rep}{on}", m.title)
+            }
         };
         if let Some(b) = result_block(r, &label, open, plain(rec)) {
             out.push_str(&b);

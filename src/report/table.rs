@@ -210,7 +210,7 @@ fn fill_cell(cell: &mut Cell, r: &Record, ms: &[&'static Metric], notes: &mut Ve
             cell.skipped = Some(reason.clone());
             push_unique(
                 notes,
-                &format!("skipped ({}): {reason}", r.meta().point_label()),
+                &point_note("skipped", &r.meta().point_label(), reason),
             );
         }
         Record::Run { result, .. } => {
@@ -230,16 +230,13 @@ fn fill_cell(cell: &mut Cell, r: &Record, ms: &[&'static Metric], notes: &mut Ve
                         .first()
                         .map(|f| f.to_string())
                         .unwrap_or_default();
-                    push_unique(
-                        notes,
-                        &format!("FAILED ({}): {why}", r.meta().point_label()),
-                    );
+                    push_unique(notes, &point_note("FAILED", &r.meta().point_label(), &why));
                 }
                 RunStatus::Partial => {
                     cell.partial = true;
                     push_unique(
                         notes,
-                        &format!("partial, interrupted ({})", r.meta().point_label()),
+                        &point_note("partial, interrupted", &r.meta().point_label(), ""),
                     );
                 }
                 RunStatus::Complete => {}
@@ -250,7 +247,7 @@ fn fill_cell(cell: &mut Cell, r: &Record, ms: &[&'static Metric], notes: &mut Ve
                     || n.contains("only")
                     || n.contains("threads share blocks")
                 {
-                    push_unique(notes, &format!("note ({}): {n}", r.meta().point_label()));
+                    push_unique(notes, &point_note("note", &r.meta().point_label(), n));
                 }
             }
         }
@@ -290,6 +287,19 @@ fn grown_files_note(recs: &[&Record]) -> Option<String> {
         size(*set),
         size(*used),
     ))
+}
+
+/// A note about one point: `what (label): detail`, without the parentheses when the point has
+/// no label (a study of one point) and without the colon when there is no detail.
+fn point_note(what: &str, label: &str, detail: &str) -> String {
+    let mut s = what.to_string();
+    if !label.is_empty() {
+        s.push_str(&format!(" ({label})"));
+    }
+    if !detail.is_empty() {
+        s.push_str(&format!(": {detail}"));
+    }
+    s
 }
 
 /// Notes that repeat for every point say the same thing once.
@@ -606,6 +616,38 @@ pub(crate) mod tests {
             ..Default::default()
         };
         Record::run(meta, r)
+    }
+
+    /// A study of one point has no point label: its notes carry no empty parentheses.
+    #[test]
+    fn notes_of_a_point_without_label_have_no_empty_parentheses() {
+        let mut partial = fake("t", &[], 1.0, 0.1, None);
+        let mut failed = fake("u", &[], 1.0, 0.1, None);
+        if let Record::Run { result, .. } = &mut partial {
+            result.status = RunStatus::Partial;
+        }
+        if let Record::Run { result, .. } = &mut failed {
+            result.status = RunStatus::Failed;
+        }
+        let skipped = Record::skip(fake("v", &[], 1.0, 0.1, None).meta().clone(), "no device");
+        let mut notes = Vec::new();
+        for r in [&partial, &failed, &skipped] {
+            let ms = table_metrics(r.meta(), &Shape::default()).unwrap();
+            fill_cell(&mut Cell::default(), r, &ms, &mut notes);
+        }
+        assert_eq!(
+            notes,
+            ["partial, interrupted", "FAILED", "skipped: no device"]
+        );
+        let labelled = fake("w", &[("bs", "4k")], 1.0, 0.1, None);
+        let mut labelled = labelled;
+        if let Record::Run { result, .. } = &mut labelled {
+            result.status = RunStatus::Partial;
+        }
+        let mut notes = Vec::new();
+        let ms = table_metrics(labelled.meta(), &Shape::default()).unwrap();
+        fill_cell(&mut Cell::default(), &labelled, &ms, &mut notes);
+        assert_eq!(notes, ["partial, interrupted (bs=4k)"]);
     }
 
     #[test]

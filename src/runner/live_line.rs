@@ -81,9 +81,12 @@ pub(crate) fn println(line: &str) {
 
 fn write_stderr(line: &str) {
     use std::io::Write;
-    let mut e = std::io::stderr().lock();
-    let _ = e.write_all(line.as_bytes());
-    let _ = e.write_all(b"\n");
+    // One write: the lines of processes sharing the stream (the ranks under mpirun) are
+    // not run together.
+    let mut buf = Vec::with_capacity(line.len() + 1);
+    buf.extend_from_slice(line.as_bytes());
+    buf.push(b'\n');
+    let _ = std::io::stderr().lock().write_all(&buf);
 }
 
 struct Shared {

@@ -124,6 +124,10 @@ impl Cleanup {
                     && (fd_is_marked(&h.file) || self.force)
             };
             if !wanted {
+                if h.created {
+                    // Kept on request: no later run is to remove it as a killed run's.
+                    crate::leftover::clear_run(&h.file);
+                }
                 continue;
             }
             match FileId::of_path(&h.path) {
@@ -307,6 +311,7 @@ fn open_one(
 ) -> Result<Option<TargetPlan>> {
     let follow = job.force;
     let mut created = false;
+    let mut marked = false;
     let mut attempt = 0;
     let file = loop {
         attempt += 1;
@@ -338,6 +343,10 @@ fn open_one(
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match create_new(path) {
                 Ok(f) => {
                     created = true;
+                    // Marked and recorded as this run's at once, before anything else: a
+                    // run killed from here on leaves a file the next run can take over.
+                    marked = fd_mark(&f);
+                    crate::leftover::set_run(&f);
                     break f;
                 }
                 // Someone created it between the two calls (or a dangling link is there): look again.
@@ -368,12 +377,12 @@ fn open_one(
     }
     set_blocking(&file);
     let id = FileId::of(&file)?;
-    // Lock before anything else is done with it: a second run is refused, naming us. The
-    // ranks of a distributed run that share one file all take a shared lock on it.
-    if job.rank_part.is_some_and(|p| p.shared) {
-        crate::guard::lock_shared(&file, path)?;
-    } else {
-        crate::guard::lock_exclusive(&file, path)?;
+    // Lock before anything else is done with it: a second run is refused, naming us. Of the
+    // ranks of a distributed run that share one file, rank 0 holds the exclusive lock for the
+    // whole run; the others open the file only once rank 0 has it, and lock nothing.
+    match job.rank_part {
+        Some(p) if p.shared && !p.run_lock => {}
+        _ => crate::guard::lock_exclusive(&file, path)?,
     }
     cleanup.held.push(Held {
         path: path.to_path_buf(),
@@ -390,12 +399,26 @@ fn open_one(
         );
     }
     if created {
-        let h = cleanup.held.last().expect("just pushed");
-        if !fd_mark(&h.file) {
+        if !marked {
             notes.push(format!(
                 "{}: the file system has no user extended attributes, so a kept file cannot be recognised as fsbench's later",
                 path.display()
             ));
+        }
+    } else if meta.is_file() && !job.rank_part.is_some_and(|p| p.shared && !p.run_lock) {
+        // A file a killed run created and never meant to keep: this run takes it over and
+        // removes it when done (unless kept), as if it had created it. (A shared file is
+        // taken over by rank 0 alone, which removes it after every rank's I/O.)
+        let h = cleanup.held.last_mut().expect("just pushed");
+        if let Some(pid) = crate::leftover::left_by_dead_run_fd(&h.file) {
+            h.created = true;
+            crate::leftover::set_run(&h.file);
+            let note = format!(
+                "{}: left by a run of fsbench (pid {pid}) that was killed; this run removes it when done",
+                path.display()
+            );
+            super::say(&format!("fsbench: note: {note}"));
+            notes.push(note);
         }
     }
     if ft.is_block_device() {

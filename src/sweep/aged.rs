@@ -47,6 +47,7 @@ pub(crate) fn run(
     target: Option<&str>,
     ctx: &mut Ctx,
 ) -> anyhow::Result<Vec<Record>> {
+    super::remove_dead_study_files(base);
     let mut out = Vec::new();
     for w in 1..=plan.max_files {
         if ctx.interrupted {

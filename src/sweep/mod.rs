@@ -517,10 +517,15 @@ impl Ctx {
 
     /// Remember that a point created `path` (with the identity it has now).
     pub(crate) fn note_created(&mut self, path: &Path) {
-        if self.is_created(path) {
+        if let Some(c) = self.created.iter().find(|c| c.path == path) {
+            // The point's own run took its record off when it kept the file for the next.
+            crate::leftover::mark_run_at(path, c.dev, c.ino, !self.keep);
             return;
         }
         if let Some((dev, ino, marked)) = regular_identity(path) {
+            // This run removes it at its end unless kept: say so on the file, for the run
+            // after a kill (`crate::leftover`).
+            crate::leftover::mark_run_at(path, dev, ino, !self.keep);
             self.created.push(Created {
                 path: path.to_path_buf(),
                 dev,
@@ -604,6 +609,7 @@ pub(crate) fn run_study(
     target: Option<&str>,
     ctx: &mut Ctx,
 ) -> anyhow::Result<Vec<Record>> {
+    remove_dead_study_files(base);
     let points = study.points();
     // Build every point first: a bad setting is reported before any I/O happens.
     let mut built = Vec::with_capacity(points.len());
@@ -674,6 +680,21 @@ pub(crate) fn run_workload_point(
     }
 }
 
+/// Remove the files at `base` (and `base.N`) that a killed run of the study left (see
+/// `crate::leftover`: by their record, never by name alone), so that a rerun which measures
+/// nothing new (every point stored) still leaves none behind.
+pub(crate) fn remove_dead_study_files(base: &Path) {
+    let dir = base
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Some(name) = base.file_name().and_then(|n| n.to_str()) else {
+        return;
+    };
+    let dotted = format!("{name}.");
+    crate::leftover::remove_dead_runs_files(dir, |n| n == name || n.starts_with(&dotted));
+}
+
 /// Run one built point: provide a raw device when the policy needs one, start writes on a
 /// fresh file, remember what was created. On MPI ranks each rank keeps and removes its own
 /// files (`crate::exec::Ranks`).
@@ -732,11 +753,14 @@ pub(crate) fn run_point_observing(
             ctx.remove_created_path(t);
         }
     }
-    // lstat: a dangling link planted at a target's name is something that existed.
+    // lstat: a dangling link planted at a target's name is something that existed. A file
+    // a killed run of fsbench left there is taken over as this run's (`crate::leftover`).
     let existed: Vec<bool> = job
         .targets
         .iter()
-        .map(|t| std::fs::symlink_metadata(t).is_ok())
+        .map(|t| {
+            std::fs::symlink_metadata(t).is_ok() && crate::leftover::left_by_dead_run(t).is_none()
+        })
         .collect();
     job.keep = true;
     // On ranks, every host's devices are sampled by one of its ranks.
@@ -759,7 +783,7 @@ pub(crate) fn run_point_observing(
     };
     if !ranks {
         for (t, was) in job.targets.iter().zip(existed) {
-            if !was {
+            if !was || ctx.is_created(t) {
                 ctx.note_created(t);
             }
         }

@@ -18,6 +18,68 @@ use std::collections::HashMap;
 /// A `?` marks a call some architectures lack (strace then ignores it instead of refusing).
 pub const TRACED_SYSCALLS: &str = "read,write,pread64,pwrite64,readv,writev,preadv,pwritev,preadv2,pwritev2,lseek,open,openat,openat2,creat,close,fsync,fdatasync,dup,dup2,dup3,?unlink,unlinkat,?stat,?lstat,fstat,?newfstatat,?fstatat64,statx,?mkdir,mkdirat,getdents64";
 
+/// The hidden first argument with which fsbench starts itself under strace in front of the
+/// traced command ([`exec_tracee_if_asked`]).
+pub const TRACEE_EXEC_ARG: &str = "__fsbench-exec-tracee";
+
+/// Whether this strace can make its tracees die with it (`--kill-on-exit`, strace 6.4 and
+/// later): asked once by running it on `true` with that option.
+pub fn supports_kill_on_exit(strace_bin: &std::path::Path) -> bool {
+    std::process::Command::new(strace_bin)
+        .args([
+            "--kill-on-exit",
+            "-qq",
+            "-e",
+            "trace=none",
+            "-o",
+            "/dev/null",
+            "true",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The command line strace starts for `command`: the command itself where strace kills its
+/// tracees when it dies (`kill_on_exit`); otherwise fsbench's own binary with
+/// [`TRACEE_EXEC_ARG`] in front, which makes the command die with strace
+/// (PR_SET_PDEATHSIG survives the exec) and then becomes the command. Without one or the
+/// other a tracee is let go, still running, when strace is killed (strace itself dies with
+/// fsbench).
+pub fn tracee_argv(command: &[String], kill_on_exit: bool) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = Vec::with_capacity(command.len() + 2);
+    if !kill_on_exit {
+        if let Ok(me) = std::env::current_exe() {
+            v.push(me.into_os_string());
+            v.push(TRACEE_EXEC_ARG.into());
+        }
+    }
+    v.extend(command.iter().map(std::ffi::OsString::from));
+    v
+}
+
+/// When this process was started as `fsbench __fsbench-exec-tracee CMD ARGS...` (by strace,
+/// see [`tracee_argv`]): die with the parent (strace) from now on, through the exec, and
+/// become CMD; never returns then. Otherwise returns at once. Called first thing in `main`,
+/// so the traced command's trace holds almost nothing of fsbench's own start.
+pub fn exec_tracee_if_asked() {
+    use std::os::unix::process::CommandExt;
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() != Some(std::ffi::OsStr::new(TRACEE_EXEC_ARG)) {
+        return;
+    }
+    crate::guard::die_with_parent(None);
+    let Some(prog) = args.next() else {
+        eprintln!("fsbench: {TRACEE_EXEC_ARG}: no command given");
+        std::process::exit(2);
+    };
+    let e = std::process::Command::new(&prog).args(args).exec();
+    eprintln!("fsbench: cannot run {}: {e}", prog.to_string_lossy());
+    std::process::exit(127);
+}
+
 /// Paths that are not the program's data: loader, locale, devices, procfs.
 pub const SYSTEM_PREFIXES: &[&str] = &[
     "/proc/",

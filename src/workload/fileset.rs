@@ -257,6 +257,23 @@ fn root_is_ours(pfd: &OwnedFd, cname: &CStr, spec: &FilesetSpec) -> Result<bool>
     }
 }
 
+/// Why the fileset's root could not be made (from errno): a directory fsbench may not write
+/// in (read-only, no permission) is bad input, as for every other command (exit 2).
+fn root_creation_error(spec: &FilesetSpec) -> anyhow::Error {
+    let e = errno();
+    if matches!(
+        e.raw_os_error(),
+        Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM)
+    ) {
+        return crate::usage!(
+            "cannot create the fileset {}: {e} (choose a writable --dir)",
+            spec.root.display()
+        )
+        .into();
+    }
+    anyhow::anyhow!("creating {}: {e}", spec.root.display())
+}
+
 /// Remove the old fileset fsbench left at the root (a kept or killed run: what its
 /// manifests list, `known`), and the ranks' manifests; refuse when anything else is in it.
 fn clear_old_fileset(
@@ -264,8 +281,9 @@ fn clear_old_fileset(
     pfd: &OwnedFd,
     spec: &FilesetSpec,
     known: &Known,
+    unfinished: bool,
 ) -> Result<()> {
-    let s = sweep_tree(parent, &spec.name, known, false)?;
+    let s = sweep_tree_as(parent, &spec.name, known, false, unfinished)?;
     if let Some(n) = s.note() {
         crate::bail_usage!(
             "fileset '{}': removing the old fileset {} {n}; refusing to lay out a new one over them (move them away)",
@@ -277,6 +295,14 @@ fn clear_old_fileset(
         anyhow::bail!("removing the old fileset {}: {e}", spec.root.display());
     }
     shared_tree::remove_rank_manifests(parent, pfd.as_raw_fd(), &spec.name);
+    if unfinished {
+        crate::runner::say(&format!(
+            "fsbench: note: fileset '{}': removed {} entries of {} that an earlier run left unfinished (it was stopped while laying the fileset out)",
+            spec.name,
+            s.removed,
+            spec.root.display()
+        ));
+    }
     Ok(())
 }
 
@@ -300,8 +326,11 @@ pub(crate) fn prepare(
     if root_is_ours(&pfd, &cname, spec)? {
         // A run whose ranks shared the tree left a manifest for each rank too.
         known = shared_tree::read_all_manifests(parent, pfd.as_raw_fd(), &spec.name);
+        // Every manifest lists at least the root: none at all means the run that made the
+        // root was stopped (killed) before it wrote one, while laying the tree out.
+        let unfinished = known.inos.is_empty();
         if spec.reuse {
-            let s = sweep_tree(parent, &spec.name, &known, true)?;
+            let s = sweep_tree_as(parent, &spec.name, &known, true, unfinished)?;
             if let Some(n) = s.note() {
                 crate::bail_usage!(
                     "fileset '{}': {n}; refusing to reuse {} (move them away or remove it)",
@@ -309,9 +338,23 @@ pub(crate) fn prepare(
                     spec.root.display()
                 );
             }
+            if unfinished {
+                crate::runner::say(&format!(
+                    "fsbench: note: fileset '{}': reusing the {} entries of {} that an earlier run left unfinished (it was stopped while laying the fileset out)",
+                    spec.name,
+                    s.adopted.len(),
+                    spec.root.display()
+                ));
+            }
+            // The root itself is in no manifest when the tree is unfinished.
+            let root_key = open_dir(pfd.as_raw_fd(), &cname, false)
+                .and_then(|fd| fstat(fd.as_raw_fd()))
+                .map(|st| vec![st.key])
+                .unwrap_or_default();
+            known = known.merged(s.adopted).merged(root_key);
             reuse_existing = true;
         } else {
-            clear_old_fileset(parent, &pfd, spec, &known)?;
+            clear_old_fileset(parent, &pfd, spec, &known, unfinished)?;
             known = Known::default();
         }
     }
@@ -319,7 +362,7 @@ pub(crate) fn prepare(
     if !reuse_existing {
         // SAFETY: NUL-terminated name relative to a directory descriptor we own.
         if unsafe { libc::mkdirat(pfd.as_raw_fd(), cname.as_ptr(), 0o755) } != 0 {
-            anyhow::bail!("creating {}: {}", spec.root.display(), errno());
+            return Err(root_creation_error(spec));
         }
         created_root = true;
     }
@@ -459,6 +502,8 @@ fn create_dirs(
                 p.known = p.known.merged(dir_inos);
                 anyhow::bail!("creating {path}: {e}");
             }
+        } else {
+            mark_new_dir(&path);
         }
         match lstat(&path) {
             Ok(st) => dir_inos.push(st.key),
@@ -470,6 +515,15 @@ fn create_dirs(
     }
     p.known = p.known.merged(dir_inos);
     Ok(())
+}
+
+/// Mark a directory preparation just made as fsbench's (through a descriptor opened without
+/// following a link), so a run killed before it writes its manifest leaves a tree the next
+/// run can tell as its own. Where the file system has no user xattrs nothing is marked.
+fn mark_new_dir(path: &CPath) {
+    if let Ok(fd) = open_dir(libc::AT_FDCWD, path, false) {
+        crate::safety::fd_set_mark(&fd, b"created");
+    }
 }
 
 /// What the threads creating a fileset's entries share: the layout and entry states, what
@@ -610,6 +664,7 @@ impl EntryMaker<'_> {
             if unsafe { libc::mkdir(path.as_ptr(), 0o755) } != 0 {
                 return Err(PrepErr::Io(format!("creating {path}: {}", errno())));
             }
+            mark_new_dir(path);
             if let Ok(st) = lstat(path) {
                 mine.push(st.key);
             }
@@ -655,6 +710,11 @@ impl EntryMaker<'_> {
         }
         // SAFETY: fd was just opened and is owned by nobody else.
         let f = unsafe { OwnedFd::from_raw_fd(fd) };
+        if existing.is_none() {
+            // Marked before it holds data, so a run killed before it writes its manifest
+            // leaves a tree the next run can tell as fsbench's (manifest.rs).
+            crate::safety::fd_set_mark(&f, b"created");
+        }
         if let Ok(st) = fstat(f.as_raw_fd()) {
             mine.push(st.key);
         }

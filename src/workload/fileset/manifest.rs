@@ -209,10 +209,37 @@ pub(super) fn remove_manifest(parent: RawFd, set: &str) {
     }
 }
 
+/// Whether an entry the manifests do not list was still made by fsbench: it carries the
+/// `user.fsbench` mark that preparation sets on every entry it creates (checked through a
+/// descriptor opened without following a link, which must be the entry `st` describes). In
+/// an `unfinished` tree (its root is fsbench's but no manifest was ever written: the run was
+/// killed while laying it out), an empty file or a directory is accepted too: an entry the
+/// run had just created and not marked yet holds no data, and a directory is only ever
+/// removed when empty.
+fn made_by_fsbench(dir: RawFd, name: &CStr, st: &Ident, unfinished: bool) -> bool {
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+    // SAFETY: NUL-terminated name relative to a directory descriptor the caller owns; the
+    // descriptor is owned by the OwnedFd below.
+    let fd = unsafe { libc::openat(dir, name.as_ptr(), flags) };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: fd was just opened and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    match fstat(fd.as_raw_fd()) {
+        Ok(now) if now.dev == st.dev && now.key == st.key => {}
+        _ => return false,
+    }
+    crate::safety::fd_is_marked(&fd) || (unfinished && (is_dir(st) || (is_reg(st) && st.size == 0)))
+}
+
 /// What a removal (or a check) of a tree found.
 #[derive(Debug, Default)]
 pub struct Sweep {
     pub removed: u64,
+    /// Identities of entries no manifest listed that fsbench made all the same (marked by
+    /// the preparation of a run that was killed before it wrote its manifest).
+    pub adopted: Vec<u64>,
     /// Entries left because fsbench did not create them.
     pub left: u64,
     pub first_left: Option<PathBuf>,
@@ -245,6 +272,8 @@ pub(super) struct Walker<'a> {
     known: &'a Known,
     dev: u64,
     check_only: bool,
+    /// The tree has no manifest at all (see [`made_by_fsbench`]).
+    unfinished: bool,
     out: Sweep,
 }
 
@@ -295,8 +324,16 @@ impl Walker<'_> {
             let Ok(st) = stat_at(dir.as_raw_fd(), &name) else {
                 continue; // vanished meanwhile
             };
-            let ours = st.dev == self.dev && self.known.contains(st.key);
-            if !ours || !(is_dir(&st) || is_reg(&st)) {
+            let kind_ok = is_dir(&st) || is_reg(&st);
+            let listed = st.dev == self.dev && self.known.contains(st.key);
+            let ours = listed
+                || (st.dev == self.dev
+                    && kind_ok
+                    && made_by_fsbench(dir.as_raw_fd(), &name, &st, self.unfinished));
+            if ours && !listed && self.out.adopted.try_reserve(1).is_ok() {
+                self.out.adopted.push(st.key);
+            }
+            if !ours || !kind_ok {
                 self.out.foreign(child);
                 continue;
             }
@@ -340,12 +377,25 @@ impl Walker<'_> {
 }
 
 /// Walk `parent/name` (a root fsbench marked or made) and remove — or with `check_only`
-/// just find — what `known` lists; the root goes too when nothing foreign is left in it.
+/// just find — what `known` lists or fsbench marked; the root goes too when nothing foreign
+/// is left in it.
 pub(super) fn sweep_tree(
     parent: &Path,
     name: &str,
     known: &Known,
     check_only: bool,
+) -> Result<Sweep> {
+    sweep_tree_as(parent, name, known, check_only, false)
+}
+
+/// [`sweep_tree`], for a tree whose root is fsbench's and that has no manifest (`unfinished`:
+/// a run was killed while laying it out).
+pub(super) fn sweep_tree_as(
+    parent: &Path,
+    name: &str,
+    known: &Known,
+    check_only: bool,
+    unfinished: bool,
 ) -> Result<Sweep> {
     let pfd = open_dir(libc::AT_FDCWD, &ccstr(parent.as_os_str().as_bytes()), true)
         .map_err(|e| anyhow::anyhow!("opening {}: {e}", parent.display()))?;
@@ -360,6 +410,7 @@ pub(super) fn sweep_tree(
         known,
         dev: st.dev,
         check_only,
+        unfinished,
         out: Sweep::default(),
     };
     w.walk(&root, &parent.join(name), 0);

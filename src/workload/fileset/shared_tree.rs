@@ -113,13 +113,14 @@ pub fn make_tree(spec: &FilesetSpec, lay: &SetLayout, ranks: u32) -> Result<Shar
             known = read_manifest(pfd.as_raw_fd(), &spec.name).unwrap_or_default();
             reuse_existing = true;
         } else {
-            super::clear_old_fileset(parent, &pfd, spec, &known)?;
+            let unfinished = known.inos.is_empty();
+            super::clear_old_fileset(parent, &pfd, spec, &known, unfinished)?;
             known = Known::default();
         }
     }
     // SAFETY: NUL-terminated name relative to a directory descriptor we own.
     if !reuse_existing && unsafe { libc::mkdirat(pfd.as_raw_fd(), cname.as_ptr(), 0o755) } != 0 {
-        anyhow::bail!("creating {}: {}", spec.root.display(), errno());
+        return Err(super::root_creation_error(spec));
     }
     let mut p = Prepared {
         root: spec.root.clone(),

@@ -1,0 +1,266 @@
+//! Files a killed run of fsbench left behind, told apart from everything else.
+//!
+//! A file fsbench creates carries the `user.fsbench` mark (`crate::safety`). While the run
+//! that created it may still remove it, the file also carries `user.fsbench.run`: the host,
+//! boot, process id and process start time of that run. A run that ends removes the file or,
+//! when the user asked to keep it, takes the record off ([`clear_run`]). So a file that still
+//! names a run that no longer exists (same host, and another boot, or no such process, or a
+//! process started at another time: the PID was reused) was left by a run that was killed:
+//! nobody asked to keep it, and the next run may remove it ([`left_by_dead_run`],
+//! [`remove_dead_runs_files`]).
+//!
+//! Everything is checked through a descriptor opened without following a link; a file that
+//! is not a regular file, not marked, names a live run, names another host, or whose name
+//! no longer holds the file that was checked is never touched. Where the file system has no
+//! user xattrs nothing can be recorded, and nothing is removed.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+/// The extended attribute naming the run that may still remove the file.
+const RUN_XATTR: &str = "user.fsbench.run";
+
+/// This process as a run: `host boot pid start`, where `start` is the process start time in
+/// clock ticks since boot (field 22 of /proc/PID/stat).
+fn this_run() -> Option<String> {
+    let pid = std::process::id();
+    Some(format!(
+        "{} {} {pid} {}",
+        host()?,
+        boot_id()?,
+        start_time(pid)?
+    ))
+}
+
+fn host() -> Option<String> {
+    let h = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let h = h.trim().to_string();
+    (!h.is_empty() && !h.contains(' ')).then_some(h)
+}
+
+fn boot_id() -> Option<String> {
+    let b = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let b = b.trim().to_string();
+    (!b.is_empty() && !b.contains(' ')).then_some(b)
+}
+
+/// Start time of process `pid` (clock ticks after boot), None when there is no such process
+/// or it has ended (a zombie not yet reaped: it will never remove anything again).
+fn start_time(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count after the last ')'.
+    let (_, rest) = s.rsplit_once(')')?;
+    let mut f = rest.split_whitespace();
+    if matches!(f.next(), Some("Z") | Some("X") | Some("x")) {
+        return None;
+    }
+    f.nth(18)?.parse().ok()
+}
+
+/// Record on the open file that this run created it and will remove it unless the user
+/// asks to keep it. False where the file system has no user xattrs.
+pub(crate) fn set_run(f: impl AsFd) -> bool {
+    let Some(v) = this_run() else { return false };
+    let name = CString::new(RUN_XATTR).expect("constant has no NUL");
+    // SAFETY: NUL-terminated name, value buffer of the given length, open descriptor.
+    unsafe {
+        libc::fsetxattr(
+            f.as_fd().as_raw_fd(),
+            name.as_ptr(),
+            v.as_ptr() as *const libc::c_void,
+            v.len(),
+            0,
+        ) == 0
+    }
+}
+
+/// The file is kept (the user asked for it): no run removes it any more.
+pub(crate) fn clear_run(f: impl AsFd) {
+    let name = CString::new(RUN_XATTR).expect("constant has no NUL");
+    // SAFETY: NUL-terminated name, open descriptor; ENODATA (nothing recorded) is fine.
+    unsafe { libc::fremovexattr(f.as_fd().as_raw_fd(), name.as_ptr()) };
+}
+
+/// Record this run on the regular file at `path` (`set`, or take the record off when not
+/// `set`) if it still is the file (`dev`, `ino`).
+pub(crate) fn mark_run_at(path: &Path, dev: u64, ino: u64, set: bool) {
+    let Some(f) = open_to_look(path) else { return };
+    if !f
+        .metadata()
+        .is_ok_and(|m| m.is_file() && m.dev() == dev && m.ino() == ino)
+    {
+        return;
+    }
+    if set {
+        set_run(&f);
+    } else {
+        clear_run(&f);
+    }
+}
+
+/// The run recorded on the open file, when it names one of this host that no longer exists:
+/// its process id.
+pub(crate) fn dead_run_of(f: impl AsFd) -> Option<u32> {
+    let name = CString::new(RUN_XATTR).expect("constant has no NUL");
+    let mut buf = [0u8; 256];
+    // SAFETY: buffer and its length match; the name is NUL-terminated; the fd is open.
+    let n = unsafe {
+        libc::fgetxattr(
+            f.as_fd().as_raw_fd(),
+            name.as_ptr(),
+            buf.as_mut_ptr() as *mut libc::c_void,
+            buf.len(),
+        )
+    };
+    if n <= 0 {
+        return None;
+    }
+    let text = std::str::from_utf8(&buf[..n as usize]).ok()?;
+    let f: Vec<&str> = text.split(' ').collect();
+    let [h, boot, pid, start] = f[..] else {
+        return None;
+    };
+    let pid: u32 = pid.parse().ok()?;
+    let start: u64 = start.parse().ok()?;
+    if Some(h.to_string()) != host() {
+        // Another host's run (a shared file system): its processes cannot be seen from here.
+        return None;
+    }
+    let dead = Some(boot.to_string()) != boot_id() || start_time(pid) != Some(start);
+    dead.then_some(pid)
+}
+
+/// The open file is a regular file fsbench created (marked) for a run that was killed: its
+/// process id.
+pub(crate) fn left_by_dead_run_fd(f: &File) -> Option<u32> {
+    if !f.metadata().is_ok_and(|m| m.is_file()) || !crate::safety::fd_is_marked(f) {
+        return None;
+    }
+    dead_run_of(f)
+}
+
+/// Open `path` for a look (no link followed, no FIFO blocked on).
+fn open_to_look(path: &Path) -> Option<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .ok()
+}
+
+/// `path` is a regular file fsbench created for a run that was killed (see the module
+/// documentation): the process id of that run.
+pub(crate) fn left_by_dead_run(path: &Path) -> Option<u32> {
+    left_by_dead_run_fd(&open_to_look(path)?)
+}
+
+/// Remove `path` if it is a file a killed run left (checked through a descriptor, and the
+/// name must still hold that file when it is unlinked). The note saying so, if removed.
+pub(crate) fn remove_if_left_by_dead_run(path: &Path) -> Option<String> {
+    let f = open_to_look(path)?;
+    let pid = left_by_dead_run_fd(&f)?;
+    let m = f.metadata().ok()?;
+    let now = std::fs::symlink_metadata(path).ok()?;
+    if now.dev() != m.dev() || now.ino() != m.ino() {
+        return None;
+    }
+    std::fs::remove_file(path).ok()?;
+    Some(format!(
+        "removed {}: a run of fsbench (pid {pid}) that was killed left it",
+        path.display()
+    ))
+}
+
+/// Remove, in `dir`, the files whose names `ours` accepts and that a killed run left; say
+/// each on stderr. Names that do not pass `ours` are not even opened.
+pub(crate) fn remove_dead_runs_files(dir: &Path, ours: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut notes = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return notes;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(n) = name.to_str() else { continue };
+        if !ours(n) || name.as_bytes().contains(&b'/') {
+            continue;
+        }
+        if let Some(note) = remove_if_left_by_dead_run(&dir.join(n)) {
+            crate::runner::say(&format!("fsbench: note: {note}"));
+            notes.push(note);
+        }
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_runs_file_is_kept_a_dead_ones_is_removed_a_strangers_never() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("ours");
+        let f = crate::runner::mark::create_new(&ours).unwrap();
+        if !crate::safety::fd_set_mark(&f, b"created") || !set_run(&f) {
+            return; // no user xattrs here: nothing is recorded, nothing removed
+        }
+        assert_eq!(left_by_dead_run(&ours), None, "this run is alive");
+        // The same record with a start time this process never had: a killed run whose
+        // PID was reused.
+        let v = this_run().unwrap();
+        let (head, start) = v.rsplit_once(' ').unwrap();
+        let other = format!("{head} {}", start.parse::<u64>().unwrap() + 1);
+        let name = CString::new(RUN_XATTR).unwrap();
+        // SAFETY: as in set_run.
+        unsafe {
+            libc::fsetxattr(
+                f.as_raw_fd(),
+                name.as_ptr(),
+                other.as_ptr() as *const libc::c_void,
+                other.len(),
+                0,
+            )
+        };
+        assert_eq!(left_by_dead_run(&ours), Some(std::process::id()));
+        // Another host's record is never judged from here.
+        let mut parts: Vec<&str> = other.split(' ').collect();
+        parts[0] = "some-other-host";
+        let remote_rec = parts.join(" ");
+        let strange = dir.path().join("remote");
+        let g = crate::runner::mark::create_new(&strange).unwrap();
+        crate::safety::fd_set_mark(&g, b"created");
+        // SAFETY: as in set_run.
+        unsafe {
+            libc::fsetxattr(
+                g.as_raw_fd(),
+                name.as_ptr(),
+                remote_rec.as_ptr() as *const libc::c_void,
+                remote_rec.len(),
+                0,
+            )
+        };
+        // Not marked: a stranger's file with a copied record is never removed.
+        let theirs = dir.path().join("theirs");
+        let t = crate::runner::mark::create_new(&theirs).unwrap();
+        // SAFETY: as in set_run.
+        unsafe {
+            libc::fsetxattr(
+                t.as_raw_fd(),
+                name.as_ptr(),
+                other.as_ptr() as *const libc::c_void,
+                other.len(),
+                0,
+            )
+        };
+        let notes = remove_dead_runs_files(dir.path(), |_| true);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(!ours.exists());
+        assert!(strange.exists() && theirs.exists());
+        clear_run(&g);
+        assert_eq!(dead_run_of(&g), None);
+    }
+}

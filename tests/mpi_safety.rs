@@ -1,0 +1,152 @@
+//! Two distributed runs on one shared file: rank 0 of the first holds the file's lock for the
+//! whole run, so the second is refused in one line naming that process, and loses nothing.
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use common::Sandbox;
+use std::time::{Duration, Instant};
+
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_second_shared_file_run_on_the_same_file_is_refused_naming_the_holder() {
+    let sb = Sandbox::new();
+    let mut first = std::process::Command::new("mpirun")
+        .current_dir(sb.path())
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .arg(env!("CARGO_BIN_EXE_fsbench"))
+        .args(common::words(
+            "run s --rw randwrite --bs 4k --size 8m --time 15s --shared-file",
+        ))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| common::cannot(&format!("mpirun does not start: {e}")));
+    // Wait until the first run laid its file out and is writing.
+    let t0 = Instant::now();
+    while !std::fs::metadata(sb.file("s")).is_ok_and(|m| m.len() >= 8 << 20) {
+        assert!(
+            first.try_wait().unwrap().is_none(),
+            "the first run ended early"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the first run never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let o = common::mpirun(
+        &sb,
+        2,
+        &common::words("run s --rw randwrite --bs 4k --size 8m --count 16 --shared-file"),
+    );
+    let still_running = first.try_wait().unwrap().is_none();
+    // SIGTERM: mpirun passes it on to its ranks, which stop and clean up.
+    // SAFETY: signalling the mpirun this test started.
+    unsafe { libc::kill(first.id() as i32, libc::SIGTERM) };
+    let _ = first.wait();
+    assert!(
+        still_running,
+        "the first run ended before the second was tried"
+    );
+    let line = common::mpi_refused_in_one_line(&o);
+    assert!(
+        line.contains("in use by another fsbench run (process "),
+        "{line}"
+    );
+}
+
+/// fsbench processes of this sandbox's run, by rank (from OMPI_COMM_WORLD_RANK).
+fn ranks_of(mpirun_pid: u32) -> Vec<(u32, u32)> {
+    let mut v = Vec::new();
+    let Ok(children) =
+        std::fs::read_to_string(format!("/proc/{mpirun_pid}/task/{mpirun_pid}/children"))
+    else {
+        return v;
+    };
+    for pid in children
+        .split_whitespace()
+        .filter_map(|p| p.parse::<u32>().ok())
+    {
+        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        for var in env.split(|&b| b == 0) {
+            if let Some(r) = var.strip_prefix(b"OMPI_COMM_WORLD_RANK=") {
+                if let Ok(r) = String::from_utf8_lossy(r).parse() {
+                    v.push((r, pid));
+                }
+            }
+        }
+    }
+    v
+}
+
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn the_files_of_a_run_that_lost_a_rank_go_with_the_next_run() {
+    let sb = Sandbox::new();
+    let mut first = std::process::Command::new("mpirun")
+        .current_dir(sb.path())
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .arg(env!("CARGO_BIN_EXE_fsbench"))
+        .args(common::words(
+            "run f --rw randwrite --bs 4k --size 4m --time 30s",
+        ))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| common::cannot(&format!("mpirun does not start: {e}")));
+    let rank_file = |r: u32| sb.file(&format!("f.d/rank-{r:05}/f"));
+    let t0 = Instant::now();
+    while !(0..2).all(|r| std::fs::metadata(rank_file(r)).is_ok_and(|m| m.len() >= 4 << 20)) {
+        assert!(
+            first.try_wait().unwrap().is_none(),
+            "the first run ended early"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the first run never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Rank 1 is lost (SIGKILL); mpirun then ends the others.
+    let ranks = ranks_of(first.id());
+    let (_, pid1) = ranks
+        .iter()
+        .find(|(r, _)| *r == 1)
+        .copied()
+        .expect("rank 1 found");
+    // SAFETY: killing a rank this test's mpirun started.
+    unsafe { libc::kill(pid1 as i32, libc::SIGKILL) };
+    let st = first.wait().unwrap();
+    assert!(!st.success());
+    // mpirun may end before its other ranks are gone: the next run is started after them.
+    let t1 = Instant::now();
+    for (_, pid) in &ranks {
+        while std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| !s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
+        {
+            assert!(
+                t1.elapsed() < Duration::from_secs(30),
+                "rank {pid} lives on"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    assert!(rank_file(0).exists() && rank_file(1).exists());
+    let o = common::mpirun(
+        &sb,
+        2,
+        &common::words("run f --rw randwrite --bs 4k --size 4m --count 16"),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("was killed"), "the rerun says so: {err}");
+    // The ranks' files are gone; their (empty) directories stay, as after a kept run.
+    for r in 0..2 {
+        assert!(
+            !rank_file(r).exists(),
+            "rank {r}'s file left after the rerun"
+        );
+    }
+}
