@@ -29,8 +29,15 @@ pub(super) fn run_lines(v: &crate::verify::report::VerifyReport) -> String {
     if v.journal_appends + v.fsyncs > 0 {
         let _ = writeln!(
             out,
-            "verify: journal {} acknowledgements in {} durable appends; {} fsyncs for --fsync-every",
-            v.journal_acks, v.journal_appends, v.fsyncs
+            "verify: journal {} acknowledgements{} in {} durable appends; {} fsyncs for --fsync-every",
+            v.journal_acks,
+            if v.journal_overlaps > 0 {
+                format!(" and {} overlaps (nothing promised)", v.journal_overlaps)
+            } else {
+                String::new()
+            },
+            v.journal_appends,
+            v.fsyncs
         );
     }
     out

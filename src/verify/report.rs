@@ -107,6 +107,10 @@ pub struct VerifyReport {
     /// write and one fdatasync) that carried them.
     pub journal_acks: u64,
     pub journal_appends: u64,
+    /// Overlap records in the journal: blocks whose writes overlapped, so nothing about them
+    /// is promised (every journal record is an acknowledgement or one of these).
+    #[serde(default)]
+    pub journal_overlaps: u64,
     /// fsyncs issued for `--fsync-every`.
     pub fsyncs: u64,
     /// An older generation (or nothing) where a completed write should be: a lost write.
@@ -131,6 +135,7 @@ impl VerifyReport {
         self.read_back_done &= o.read_back_done;
         self.journal_acks += o.journal_acks;
         self.journal_appends += o.journal_appends;
+        self.journal_overlaps += o.journal_overlaps;
         self.fsyncs += o.fsyncs;
         self.stale.merge(&o.stale);
         self.misdirected.merge(&o.misdirected);

@@ -435,7 +435,9 @@ impl Checker {
                 message: e.to_string(),
             });
         }
-        self.report.journal_acks += self.acked.iter().filter(|a| !a.overlapped).count() as u64;
+        let overlaps = self.acked.iter().filter(|a| a.overlapped).count() as u64;
+        self.report.journal_acks += self.acked.len() as u64 - overlaps;
+        self.report.journal_overlaps += overlaps;
         self.report.journal_appends += 1;
         self.acked.clear();
         Ok(())

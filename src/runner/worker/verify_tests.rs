@@ -132,6 +132,7 @@ fn the_journal_records_the_overlaps_the_run_skipped_and_acknowledges_none_of_the
     // Overlaps are counted apart from acknowledgements, in the journal and the report.
     assert!(jr.overlap_records > 0);
     assert_eq!(jr.records, r.journal_acks);
+    assert_eq!(jr.overlap_records, r.journal_overlaps);
 }
 
 #[test]
