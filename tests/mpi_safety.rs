@@ -150,3 +150,92 @@ fn the_files_of_a_run_that_lost_a_rank_go_with_the_next_run() {
         );
     }
 }
+
+/// The flags of a distributed run, fuzzed under mpirun: hostile values are refused in one
+/// line with exit 2 by every rank together (no hang, no panic, no file left), and random ones
+/// either run or are refused the same way.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn distributed_flags_with_bad_values_are_refused_in_one_line_on_every_rank() {
+    let hostile: &[&[&str]] = &[
+        &["--shared-file", "bogus"],
+        &["--shared-file", ""],
+        &["--shared-file", "segmented", "--file-per-rank"],
+        &["--shared-file", "strided,segmented"],
+        &["--stonewall", "-1"],
+        &["--stonewall", "soon"],
+        &["--stonewall", "1e99s"],
+        &["--mpi-timeout", "abc"],
+        &["--mpi-timeout", "99999999999999999999d"],
+        &["--mpi-timeout", "-5s"],
+    ];
+    let sb = Sandbox::new();
+    let base = common::words("run f --rw write --bs 4k --size 64k --count 4");
+    let run = |extra: &[&str]| {
+        let mut args: Vec<&str> = base.clone();
+        args.extend_from_slice(extra);
+        let o = common::mpirun(&sb, 2, &args);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(!err.contains("panicked"), "{extra:?}: {err}");
+        (o, err)
+    };
+    for extra in hostile {
+        let (o, _) = run(extra);
+        let line = common::mpi_refused_in_one_line(&o);
+        assert!(
+            line.contains("--"),
+            "{extra:?}: the line names no option: {line}"
+        );
+    }
+    // Random values from a fixed seed: whatever is accepted runs, whatever is refused is one line.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let flags = ["--shared-file", "--stonewall", "--mpi-timeout"];
+    let pool = [
+        "0",
+        "1",
+        "first",
+        "last",
+        "1s",
+        "0s",
+        "100ms",
+        "5m",
+        "segmented",
+        "strided",
+        "∞",
+        "%n%n",
+        "../../x",
+        "1k",
+        " ",
+        "1,2",
+        "18446744073709551616",
+    ];
+    for _ in 0..8 {
+        let flag = flags[(next() % flags.len() as u64) as usize];
+        let value = pool[(next() % pool.len() as u64) as usize];
+        let (o, err) = run(&[flag, value]);
+        match o.status.code() {
+            Some(0) => {}
+            Some(2) => {
+                common::mpi_refused_in_one_line(&o);
+            }
+            c => panic!("{flag} {value:?}: exit {c:?}: {err}"),
+        }
+    }
+    // Nothing of the refused runs is left beside the accepted runs' removed files.
+    let left: Vec<_> = std::fs::read_dir(sb.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().starts_with('f'))
+        .filter(|n| {
+            std::fs::symlink_metadata(sb.file(&n.to_string_lossy())).is_ok_and(|m| m.is_file())
+        })
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
