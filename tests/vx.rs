@@ -142,8 +142,9 @@ fn every_cache_option_changes_what_reaches_the_kernel() {
             Some("seq"),
             (false, false, vec!["POSIX_FADV_SEQUENTIAL"], false),
         ),
-        // 8 KiB I/Os are at the threshold: direct.
-        (Some("discovered=8k"), (true, false, vec![], false)),
+        // 8 KiB I/Os are larger than the threshold: direct (one of exactly the threshold
+        // stays buffered, as VxFS's discovered_direct_iosz).
+        (Some("discovered=4k"), (true, false, vec![], false)),
         // Preallocated, then written direct.
         (Some("concurrent"), (true, false, vec![], true)),
         (
