@@ -113,11 +113,15 @@ pub fn main_with_exit_code() -> i32 {
                 let _ = e.print();
                 return 0;
             }
-            let argv: Vec<String> = std::env::args_os()
-                .skip(1)
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect();
-            eprintln!("{}", usage_line(&e, &argv));
+            // Under mpirun every rank parses the same words: rank 0 alone says what is wrong,
+            // so a bad flag is one line, not one per rank.
+            if ranks::launched_rank().unwrap_or(0) == 0 {
+                let argv: Vec<String> = std::env::args_os()
+                    .skip(1)
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect();
+                eprintln!("{}", usage_line(&e, &argv));
+            }
             return 2;
         }
     };
