@@ -157,7 +157,9 @@ mod with_mpi {
         let timeout_s = match d.mpi_timeout.as_deref() {
             None => 1800.0,
             Some(t) => {
-                let s = crate::units::parse_duration(t)?.as_secs_f64();
+                let s = crate::units::parse_duration(t)
+                    .map_err(|e| crate::usage!("bad --mpi-timeout '{t}': {e}"))?
+                    .as_secs_f64();
                 if s < 1.0 {
                     crate::bail_usage!("bad --mpi-timeout {t}: must be at least 1s");
                 }
