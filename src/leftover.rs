@@ -175,8 +175,9 @@ pub(crate) fn remove_if_left_by_dead_run(path: &Path) -> Option<String> {
     ))
 }
 
-/// Remove, in `dir`, the files whose names `ours` accepts and that a killed run left; say
-/// each on stderr. Names that do not pass `ours` are not even opened.
+/// Remove, in `dir`, the files whose names `ours` accepts and that a killed run left: a note
+/// for each, for the caller to say (this module sits under the runner and prints nothing).
+/// Names that do not pass `ours` are not even opened.
 pub(crate) fn remove_dead_runs_files(dir: &Path, ours: impl Fn(&str) -> bool) -> Vec<String> {
     let mut notes = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
@@ -189,7 +190,6 @@ pub(crate) fn remove_dead_runs_files(dir: &Path, ours: impl Fn(&str) -> bool) ->
             continue;
         }
         if let Some(note) = remove_if_left_by_dead_run(&dir.join(n)) {
-            crate::runner::say(&format!("fsbench: note: {note}"));
             notes.push(note);
         }
     }

@@ -324,9 +324,11 @@ fn create_files(
 ) -> Result<Vec<TargetPlan>> {
     let pid = std::process::id();
     // What a killed replay left here (its scratch files, by their record, never by name).
-    crate::leftover::remove_dead_runs_files(&opts.dir, |n| {
+    for note in crate::leftover::remove_dead_runs_files(&opts.dir, |n| {
         n.starts_with("fsbench-replay-") && n.ends_with(".dat")
-    });
+    }) {
+        crate::runner::say(&format!("fsbench: note: {note}"));
+    }
     let mut targets = Vec::new();
     for &i in used_files {
         let size = plan.sizes[i];

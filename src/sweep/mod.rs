@@ -692,7 +692,11 @@ pub(crate) fn remove_dead_study_files(base: &Path) {
         return;
     };
     let dotted = format!("{name}.");
-    crate::leftover::remove_dead_runs_files(dir, |n| n == name || n.starts_with(&dotted));
+    for note in
+        crate::leftover::remove_dead_runs_files(dir, |n| n == name || n.starts_with(&dotted))
+    {
+        crate::runner::say(&format!("fsbench: note: {note}"));
+    }
 }
 
 /// Run one built point: provide a raw device when the policy needs one, start writes on a
