@@ -418,6 +418,15 @@ fn swap_ext(t: &Target, size: u64, before: u64) -> anyhow::Result<Option<String>
                 "XFS_IOC_SWAPEXT: the file changed while it was reorganised: left as it was"
             );
         }
+        if e.raw_os_error() == Some(libc::EINVAL) {
+            // The kernel's format check (its log names the inode): without the reverse-map
+            // btree, XFS exchanges two extent maps only when each fits the other inode's
+            // form, so a file whose few extents sit in a btree (its extended attributes
+            // leave less room inline) cannot take a donor's inline map.
+            anyhow::bail!(
+                "XFS_IOC_SWAPEXT: XFS refused to exchange the extent maps (their formats are incompatible: a file with a few more extents than fit inline beside its attributes); left as it was"
+            );
+        }
         anyhow::bail!("XFS_IOC_SWAPEXT: {e}");
     }
     Ok(None)
