@@ -151,21 +151,7 @@ fn backup_study_checks_free_space_before_writing() {
     let sb = Sandbox::new();
     let mnt = sb.file("small");
     std::fs::create_dir(&mnt).unwrap();
-    let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=32m", "tmpfs"])
-        .arg(&mnt)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        common::cannot("mount -t tmpfs failed");
-    }
-    struct Umount(PathBuf);
-    impl Drop for Umount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _u = Umount(mnt.clone());
+    let _u = common::Tmpfs::mount(&mnt, "size=32m");
     // Scale 0.01: a 22 MB tree; with the archive and the restored copy, 67 MB at the peak.
     let out = sb
         .cmd(&[

@@ -108,27 +108,8 @@ fn directory_and_missing_parent_are_usage_errors() {
 #[test]
 #[cfg_attr(not(has_root), ignore = "SKIPPED: needs root to mount a small tmpfs")]
 fn full_file_system_ends_the_run_with_partial_results_and_cleanup() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        common::cannot("needs root to mount a small tmpfs");
-    }
     let mnt = tempfile::tempdir().unwrap();
-    let ok = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=4m", "fsbench-test"])
-        .arg(mnt.path())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
-        common::cannot("could not mount a tmpfs");
-    }
-    struct Umount(std::path::PathBuf);
-    impl Drop for Umount {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _u = Umount(mnt.path().to_path_buf());
+    let _u = common::Tmpfs::mount(mnt.path(), "size=4m");
     let sb = Sandbox::new();
     let target = mnt.path().join("big");
     let json = sb.file("r.json");

@@ -7,28 +7,9 @@ use common::Sandbox;
 #[test]
 #[cfg_attr(not(has_root), ignore = "SKIPPED: needs root to mount a small tmpfs")]
 fn a_full_journal_is_named_with_its_offset() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        common::cannot("needs root to mount a small tmpfs");
-    }
     let mnt = tempfile::tempdir().unwrap();
     // One page: the header fits, the first batch of 256 acknowledgements (8 KiB) does not.
-    let ok = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=4k", "fsbench-journal-test"])
-        .arg(mnt.path())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
-        common::cannot("could not mount a tmpfs");
-    }
-    struct Umount(std::path::PathBuf);
-    impl Drop for Umount {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _u = Umount(mnt.path().to_path_buf());
+    let _u = common::Tmpfs::mount(mnt.path(), "size=4k");
     let sb = Sandbox::new();
     let journal = mnt.path().join("j");
     let j = journal.to_str().unwrap();

@@ -104,6 +104,34 @@ impl Drop for LoopDevice {
     }
 }
 
+/// A small tmpfs mounted at `dir` (as root; `cannot` otherwise), unmounted on drop: for
+/// tests that need a full or read-only file system.
+pub struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    pub fn mount(dir: &Path, options: &str) -> Tmpfs {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            cannot("needs root to mount a small tmpfs");
+        }
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "fsbench-test"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            cannot(&format!("could not mount a tmpfs ({options})"));
+        }
+        Tmpfs(dir.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
 /// A file system of `fstype` on a loop device, mounted in a temp dir; unmounted on drop.
 pub struct MountedFs {
     pub mnt: tempfile::TempDir,
