@@ -11,17 +11,10 @@ use std::time::{Duration, Instant};
 #[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
 fn a_second_shared_file_run_on_the_same_file_is_refused_naming_the_holder() {
     let sb = Sandbox::new();
-    let mut first = std::process::Command::new("mpirun")
-        .current_dir(sb.path())
-        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
-        .arg(env!("CARGO_BIN_EXE_fsbench"))
-        .args(common::words(
-            "run s --rw randwrite --bs 4k --size 8m --time 15s --shared-file",
-        ))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| common::cannot(&format!("mpirun does not start: {e}")));
+    let mut first = start_in_background(
+        &sb,
+        "run s --rw randwrite --bs 4k --size 8m --time 15s --shared-file",
+    );
     // Wait until the first run laid its file out and is writing.
     let t0 = Instant::now();
     while !std::fs::metadata(sb.file("s")).is_ok_and(|m| m.len() >= 8 << 20) {
@@ -57,6 +50,19 @@ fn a_second_shared_file_run_on_the_same_file_is_refused_naming_the_holder() {
     );
 }
 
+/// `mpirun -np 2 fsbench LINE` started in the sandbox and left running (output discarded).
+fn start_in_background(sb: &Sandbox, line: &str) -> std::process::Child {
+    std::process::Command::new("mpirun")
+        .current_dir(sb.path())
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .arg(env!("CARGO_BIN_EXE_fsbench"))
+        .args(common::words(line))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| common::cannot(&format!("mpirun does not start: {e}")))
+}
+
 /// fsbench processes of this sandbox's run, by rank (from OMPI_COMM_WORLD_RANK).
 fn ranks_of(mpirun_pid: u32) -> Vec<(u32, u32)> {
     let mut v = Vec::new();
@@ -85,17 +91,7 @@ fn ranks_of(mpirun_pid: u32) -> Vec<(u32, u32)> {
 #[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
 fn the_files_of_a_run_that_lost_a_rank_go_with_the_next_run() {
     let sb = Sandbox::new();
-    let mut first = std::process::Command::new("mpirun")
-        .current_dir(sb.path())
-        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
-        .arg(env!("CARGO_BIN_EXE_fsbench"))
-        .args(common::words(
-            "run f --rw randwrite --bs 4k --size 4m --time 30s",
-        ))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| common::cannot(&format!("mpirun does not start: {e}")));
+    let mut first = start_in_background(&sb, "run f --rw randwrite --bs 4k --size 4m --time 30s");
     let rank_file = |r: u32| sb.file(&format!("f.d/rank-{r:05}/f"));
     let t0 = Instant::now();
     while !(0..2).all(|r| std::fs::metadata(rank_file(r)).is_ok_and(|m| m.len() >= 4 << 20)) {
