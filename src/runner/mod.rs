@@ -3,6 +3,7 @@
 //! Only the runner does I/O.
 
 pub(crate) mod drive;
+pub(crate) mod issue;
 pub(crate) mod limits;
 pub(crate) mod live;
 pub(crate) mod live_line;
@@ -12,6 +13,7 @@ mod outcome;
 pub(crate) mod pace;
 pub(crate) mod process;
 pub(crate) mod signal;
+pub(crate) mod source;
 pub(crate) mod space;
 pub(crate) mod target;
 pub(crate) mod worker;

@@ -105,6 +105,73 @@ impl Pacer {
     }
 }
 
+/// The schedules of a source that issues a step at a time (a flowop, a replayed call): one of
+/// its data calls and one of its bytes. A step starts when both have caught up and is
+/// charged afterwards with what it issued.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct StepPacing {
+    calls: Option<Pacer>,
+    bytes: Option<Pacer>,
+}
+
+impl StepPacing {
+    /// Thread `index` of `threads` at `calls_per_s` calls and `bytes_per_s` bytes a second
+    /// (each already this thread's share).
+    pub(crate) fn new(
+        calls_per_s: Option<f64>,
+        bytes_per_s: Option<f64>,
+        index: u64,
+        threads: u64,
+    ) -> StepPacing {
+        let at = |r: f64| Pacer::at_rate(r, index, threads);
+        StepPacing {
+            calls: calls_per_s.map(at),
+            bytes: bytes_per_s.map(at),
+        }
+    }
+
+    /// Thread `index` of `threads` under a run's `--rate-iops` / `--rate-bytes` and
+    /// `--rate-scope` (each thread the rate, or its share of it).
+    pub(crate) fn for_thread(rate: &crate::job::RateLimit, index: u64, threads: u64) -> StepPacing {
+        let share = match rate.scope {
+            RateScope::Thread => 1.0,
+            RateScope::Total => threads.max(1) as f64,
+        };
+        StepPacing::new(
+            rate.iops.map(|r| r as f64 / share),
+            rate.bytes_per_sec.map(|r| r as f64 / share),
+            index,
+            threads,
+        )
+    }
+
+    pub(crate) fn is_on(&self) -> bool {
+        self.calls.is_some() || self.bytes.is_some()
+    }
+
+    pub(crate) fn start(&mut self, t0_ns: u64) {
+        for p in [&mut self.calls, &mut self.bytes].into_iter().flatten() {
+            p.start(t0_ns);
+        }
+    }
+
+    /// When the next step may start: both schedules caught up.
+    pub(crate) fn next_due(&self) -> u64 {
+        let due = |p: &Option<Pacer>| p.as_ref().map_or(0, |p| p.next_due());
+        due(&self.calls).max(due(&self.bytes))
+    }
+
+    /// Charge what a step issued: its data calls and its bytes.
+    pub(crate) fn charge(&mut self, calls: u64, bytes: u64) {
+        if let Some(p) = self.calls.as_mut() {
+            p.take_n(calls);
+        }
+        if let Some(p) = self.bytes.as_mut() {
+            p.take_n(bytes);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
