@@ -340,3 +340,35 @@ fn mmap_engine_flushes_with_msync() {
         .assert()
         .code(2);
 }
+
+/// `--ramp`: the warm-up runs (the wall clock shows it) but the Result holds only what came
+/// after it, and says so; a bad value is one line and exit 2.
+#[test]
+fn the_warm_up_is_left_out_of_the_result() {
+    let sb = Sandbox::new();
+    let t = std::time::Instant::now();
+    let v = sb.run_json(&words(
+        "run --rw randread --bs 4k --size 4m --time 1s --ramp 1s f",
+    ));
+    let wall = t.elapsed().as_secs_f64();
+    assert_eq!(v["status"], "complete");
+    assert!(wall >= 2.0, "the warm-up ran: {wall} s for 1 s + 1 s");
+    let e = v["total"]["elapsed_s"].as_f64().unwrap();
+    assert!(
+        (0.9..1.5).contains(&e),
+        "elapsed {e}: the warm-up is left out"
+    );
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("warm-up"), "{notes}");
+    assert_eq!(v["job"]["ramp_s"], 1.0);
+    // Every counted I/O is in the histogram: the counters and histograms started together.
+    let ops = v["total"]["read_ops"].as_u64().unwrap();
+    assert!(ops > 100);
+    let o = sb
+        .cmd(&words("run --rw read --bs 4k --size 1m --ramp soon f"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

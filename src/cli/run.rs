@@ -29,6 +29,10 @@ pub(crate) struct RunArgs {
     /// Stop after this long (10s, 2m) [default: no time limit]
     #[arg(long)]
     pub time: Option<String>,
+    /// Warm up this long first (2s): the I/O runs but is left out of the Result; --time
+    /// counts after it [default: none]
+    #[arg(long)]
+    pub ramp: Option<String>,
     /// Threads per target [default: 1]
     #[arg(long)]
     pub threads: Option<u32>,
@@ -168,6 +172,7 @@ fn valued_flags(a: &RunArgs) -> Vec<(&'static str, Option<String>)> {
         ("size", s(&a.size)),
         ("count", s(&a.count)),
         ("time", s(&a.time)),
+        ("ramp", s(&a.ramp)),
         ("threads", n(a.threads.map(u64::from))),
         ("rwmix", n(a.rwmix_read.map(u64::from))),
         ("cache", s(&a.cache)),

@@ -279,6 +279,10 @@ pub struct Job {
     pub io_count: Option<u64>,
     /// Stop after this many seconds.
     pub time_s: Option<f64>,
+    /// Run this many seconds first and leave them out of the Result (`--ramp`, fio's
+    /// ramp_time); `time_s` counts after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp_s: Option<f64>,
     /// Repeat the I/O loop this many times (vxbench nrep).
     pub repeats: u32,
     pub open: OpenFlags,
@@ -368,6 +372,7 @@ impl Default for Job {
             file_size: None,
             io_count: None,
             time_s: None,
+            ramp_s: None,
             repeats: 1,
             open: OpenFlags::default(),
             cache: CachePolicy::Buffered,
@@ -586,6 +591,13 @@ impl Job {
             if !(t > 0.0 && t <= MAX_TIME_S) {
                 return Err(usage!(
                     "bad run time {t}: must be more than 0 seconds and at most one year ({MAX_TIME_S} s)"
+                ));
+            }
+        }
+        if let Some(r) = self.ramp_s {
+            if !(r >= 0.0 && r <= MAX_TIME_S) {
+                return Err(usage!(
+                    "bad warm-up time {r}: must be 0 seconds or more and at most one year ({MAX_TIME_S} s)"
                 ));
             }
         }

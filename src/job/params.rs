@@ -351,6 +351,22 @@ pub(crate) static PARAMS: &[Param] = &[
         show: |j| opt(j.time_s),
     },
     Param {
+        name: "ramp",
+        aliases: &["ramp_time"],
+        label: "warm-up",
+        noun: "warm-up time",
+        flag: Some("--ramp"),
+        axis: true,
+        toml: "ramp_s",
+        vx: &[],
+        kind: Kind::Duration,
+        set: |j, v, _| {
+            j.ramp_s = Some(secs(v)?);
+            Ok(())
+        },
+        show: |j| opt(j.ramp_s),
+    },
+    Param {
         name: "nrep",
         aliases: &["repeats"],
         label: "repetitions",

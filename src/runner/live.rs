@@ -463,6 +463,19 @@ impl Roller {
         r
     }
 
+    /// Start over at clock reading `t0`, forgetting what was counted before (the warm-up
+    /// ended: the counts went back to zero). Returns the next event time.
+    #[cold]
+    pub(crate) fn restart(&mut self, t0: u64) -> u64 {
+        self.prev = [0; 5];
+        if self.interval_ns > 0 {
+            self.prev_lat = LatencyHist::new();
+        }
+        self.index = 0;
+        self.samples.clear();
+        self.start(t0)
+    }
+
     /// Start at clock reading `t0`; returns the first event time (u64::MAX: none).
     pub(crate) fn start(&mut self, t0: u64) -> u64 {
         self.t0 = t0;

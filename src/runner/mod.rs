@@ -143,7 +143,7 @@ pub(crate) fn run_gated(
         board.clone(),
         job.workers == WorkerMode::Threads || board.as_ref().is_some_and(|b| b.share().is_some()),
         live_line::Bounds {
-            time_s: job.time_s,
+            time_s: job.time_s.map(|t| t + job.ramp_s.unwrap_or(0.0)),
             ops: None,
         },
     );

@@ -266,11 +266,26 @@ fn prepare_into(
         }
     }
     notes.extend(targets.iter().filter_map(|t| shared_blocks_note(job, t)));
+    notes.extend(ramp_note(job));
     Ok(Plan {
         targets,
         cache,
         notes,
     })
+}
+
+/// What `--ramp` left out, said in the Result so that its figures are read for what they are.
+fn ramp_note(job: &Job) -> Option<String> {
+    let r = job.ramp_s.filter(|r| *r > 0.0)?;
+    let counted = if job.io_count.is_some() || job.time_s.is_none() {
+        "; the warm-up's I/Os count toward the I/O count"
+    } else {
+        ""
+    };
+    Some(format!(
+        "warm-up: the first {} of each thread's I/O ran but is left out of these figures{counted}",
+        crate::units::format_duration(r)
+    ))
 }
 
 /// A one-pass job whose threads outnumber the I/Os the target holds: each thread still does

@@ -131,6 +131,8 @@ struct Core {
     depth: usize,
     fsync: bool,
     deadline: Option<Duration>,
+    /// `--ramp`: how long the loop runs before it counts.
+    ramp: Option<Duration>,
     sys: SyscallCounts,
     /// Issue schedule under a rate limit.
     pacer: Option<Pacer>,

@@ -13,6 +13,7 @@ fn sample(p: &Param) -> &'static str {
         "count" | "rate_iops" | "verify_backlog" | "fsync_every" => "77",
         "journal" => "j.fsj",
         "time" => "2.5",
+        "ramp" => "1.5",
         "nrep" => "4",
         "rwmix" => "70",
         "seed" => "12345",

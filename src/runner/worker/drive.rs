@@ -98,21 +98,20 @@ impl Core {
         if pacer.is_some() {
             stats.ready_sched_lat(reads, writes, false);
         }
-        let usage0 = cpu::thread_usage();
+        let mut usage0 = cpu::thread_usage();
         let clock = self.clock;
-        let t0 = clock.now_ns();
+        let mut t0 = clock.now_ns();
         // Trace records take `Instant`s: the loop's clock readings are placed on that scale
         // through one pair of readings taken here (both on the CLOCK_MONOTONIC scale; the
         // pair is ~20 ns apart, so every record of this worker is shifted by at most that).
         let trace_base = trace.as_ref().map(|_| (Instant::now(), clock.now_ns()));
-        let deadline = self
-            .deadline
-            .map(|d| t0.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64));
+        let (mut ramp_end, deadline) = self.window(t0);
         if let Some(p) = pacer.as_mut() {
             p.start(t0);
         }
         let mut roll = std::mem::take(&mut self.roll);
-        let mut next_event = roll.start(t0);
+        // The end of the warm-up is one of the loop's events.
+        let mut next_event = roll.start(t0).min(ramp_end.unwrap_or(u64::MAX));
         let mut now = t0;
         loop {
             if issuing {
@@ -294,7 +293,14 @@ impl Core {
             }
             done.clear();
             if now >= next_event {
-                next_event = roll.tick(now, &stats);
+                if ramp_end.is_some_and(|r| now >= r) {
+                    ramp_end = None;
+                    self.end_warm_up(&mut stats, &mut sys, pacer.is_some());
+                    (t0, usage0) = (now, cpu::thread_usage());
+                    next_event = roll.restart(now);
+                } else {
+                    next_event = roll.tick(now, &stats).min(ramp_end.unwrap_or(u64::MAX));
+                }
             }
             if VERIFY {
                 if let Some(c) = checker.as_mut().filter(|c| c.step_due()) {
@@ -322,6 +328,31 @@ impl Core {
         );
         out.intervals = roll.finish(now.max(t0), &out.stats);
         out
+    }
+
+    /// The timed window of a loop that starts at clock reading `t0`: when its warm-up
+    /// (`--ramp`) ends, and its deadline (`--time` counts after the warm-up).
+    pub(super) fn window(&self, t0: u64) -> (Option<u64>, Option<u64>) {
+        let ns = |d: Duration| d.as_nanos().min(u64::MAX as u128) as u64;
+        let ramp_end = self.ramp.map(|d| t0.saturating_add(ns(d)));
+        let deadline = self
+            .deadline
+            .map(|d| ramp_end.unwrap_or(t0).saturating_add(ns(d)));
+        (ramp_end, deadline)
+    }
+
+    /// The warm-up is over: what the loop counted so far is left out (fresh counters and
+    /// histograms, the system calls back to the preparation's). Once per run, untimed.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn end_warm_up(&self, stats: &mut Stats, sys: &mut SyscallCounts, paced: bool) {
+        let (reads, writes) = self.gen.directions();
+        *stats = Stats::default();
+        stats.ready_lat(reads, writes, false);
+        if paced {
+            stats.ready_sched_lat(reads, writes, false);
+        }
+        *sys = self.sys;
     }
 
     /// What every timed loop does when it ends: the final fsync (when asked, and only after

@@ -61,17 +61,17 @@ impl Core {
         let mut ops = 0u64;
         let (reads, writes) = self.gen.directions();
         stats.ready_lat(reads, writes, false);
-        let usage0 = cpu::thread_usage();
+        let mut usage0 = cpu::thread_usage();
         let clock = self.clock;
-        let t0 = clock.now_ns();
-        let deadline = self
-            .deadline
-            .map(|d| t0.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64));
-        // The deadline and the watcher's events (live counters, interval boundaries) share
-        // one compare per I/O: the next of them (u64::MAX: none).
+        let mut t0 = clock.now_ns();
+        let (mut ramp_end, deadline) = self.window(t0);
+        // The deadline, the end of the warm-up and the watcher's events (live counters,
+        // interval boundaries) share one compare per I/O: the next of them (u64::MAX: none).
         let mut roll = std::mem::take(&mut self.roll);
         let stop_at = deadline.unwrap_or(u64::MAX);
-        let mut next_event = stop_at.min(roll.start(t0));
+        let mut next_event = stop_at
+            .min(roll.start(t0))
+            .min(ramp_end.unwrap_or(u64::MAX));
         loop {
             let next = if VERIFY {
                 ahead.take().or_else(|| self.gen.next_op())
@@ -134,7 +134,16 @@ impl Core {
                 if now >= stop_at {
                     break;
                 }
-                next_event = stop_at.min(roll.tick(now, &stats));
+                if ramp_end.is_some_and(|r| now >= r) {
+                    ramp_end = None;
+                    self.end_warm_up(&mut stats, &mut sys, false);
+                    (t0, usage0, ops) = (now, cpu::thread_usage(), 0);
+                    next_event = stop_at.min(roll.restart(now));
+                } else {
+                    next_event = stop_at
+                        .min(roll.tick(now, &stats))
+                        .min(ramp_end.unwrap_or(u64::MAX));
+                }
             }
         }
         // Every I/O was submitted with none other in flight.

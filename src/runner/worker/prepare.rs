@@ -313,6 +313,10 @@ impl Core {
             depth: job.effective_depth() as usize,
             fsync: job.fsync && read_pct < 100,
             deadline,
+            ramp: job
+                .ramp_s
+                .filter(|r| *r > 0.0)
+                .and_then(|r| Duration::try_from_secs_f64(r).ok()),
             sys,
             pacer: Pacer::for_worker(job, user as u64 * job.threads as u64 + thread as u64),
             trace,
