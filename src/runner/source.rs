@@ -87,7 +87,9 @@ pub(crate) fn drive<S: Source>(src: &mut S, io: &mut Issuer, how: Drive<'_>) -> 
     let t_go = mono_ns();
     pacing.start(t_go);
     let to_ns = |d: Duration| t_go.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64);
-    let deadline = how.deadline.map(to_ns);
+    let ramp = how.ramp.unwrap_or_default();
+    // `--time` counts after the warm-up, as for a job.
+    let deadline = how.deadline.map(|d| to_ns(d.saturating_add(ramp)));
     let mut ramp_end = how.ramp.filter(|d| !d.is_zero()).map(to_ns);
     let ramped = ramp_end.is_some();
     let mut roll = Roller::intervals_only(if ramped { None } else { how.interval_ns });
