@@ -330,6 +330,40 @@ pub struct Plan {
     /// The cache policy actually used (block devices turn buffered into raw).
     pub cache: CachePolicy,
     pub notes: Vec<String>,
+    /// The part of a shared target this run covered (one rank of a distributed run); None:
+    /// the whole of every target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<RankPart>,
+}
+
+/// Which blocks of a shared target a run covers when it is one part of a larger run (an
+/// executor such as `crate::mpi` decides it; the Job knows nothing of it): logical block `k` of
+/// the rank (0 <= k < `blocks`) is the target's block `k * stride + lane`, counted from byte
+/// `base`. Segmented layouts use stride 1 and lane 0 from the rank's segment; IOR's strided
+/// layout uses stride N and lane r from byte 0. Threads of the rank share these blocks the
+/// way threads of a run share a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankPart {
+    pub base: u64,
+    pub stride: u64,
+    pub lane: u64,
+    pub blocks: u64,
+    /// Several ranks open the target: they take a shared lock on it, not an exclusive one.
+    pub shared: bool,
+    /// Inode number of the shared file rank 0 created in this run: the other ranks treat
+    /// that file as fsbench's even where the file system keeps no mark (no user xattrs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_ino: Option<u64>,
+    /// `--verify` on a shared file: the block seed rank 0 drew for the whole run, stamped by
+    /// every rank, so that any rank's journal judges the other ranks' blocks as this run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_seed: Option<u64>,
+    /// This rank (rank 0) holds the run's lock on the shared file: an exclusive one, taken
+    /// before the start barrier and kept to the end, so a second run on the file is refused
+    /// naming this process. The other ranks take none (they start only once rank 0 has it).
+    #[serde(default)]
+    pub run_lock: bool,
 }
 
 /// One interval of the run's time series (all workers together), as stored in the Result.

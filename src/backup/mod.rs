@@ -175,6 +175,7 @@ fn phase_result(
         crate::probe::env::collect(tree_files),
     );
     r.plan = Some(Plan {
+        part: None,
         targets: vec![TargetPlan {
             path: archive.to_path_buf(),
             kind: TargetKind::File,

@@ -325,39 +325,6 @@ pub struct Job {
     /// fsync each thread's files every N completed writes (acknowledges buffered writes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fsync_every: Option<u64>,
-    /// The part of a shared target one rank of a distributed run covers (`crate::mpi`); set
-    /// only on the Job a rank runs, never by a front end.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rank_part: Option<RankPart>,
-}
-
-/// Which blocks of the target one rank of a distributed run touches: logical block `k` of
-/// the rank (0 <= k < `blocks`) is the target's block `k * stride + lane`, counted from byte
-/// `base`. Segmented layouts use stride 1 and lane 0 from the rank's segment; IOR's strided
-/// layout uses stride N and lane r from byte 0. Threads of the rank share these blocks the
-/// way threads of a run share a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RankPart {
-    pub base: u64,
-    pub stride: u64,
-    pub lane: u64,
-    pub blocks: u64,
-    /// Several ranks open the target: they take a shared lock on it, not an exclusive one.
-    pub shared: bool,
-    /// Inode number of the shared file rank 0 created in this run: the other ranks treat
-    /// that file as fsbench's even where the file system keeps no mark (no user xattrs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub created_ino: Option<u64>,
-    /// `--verify` on a shared file: the block seed rank 0 drew for the whole run, stamped by
-    /// every rank, so that any rank's journal judges the other ranks' blocks as this run's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verify_seed: Option<u64>,
-    /// This rank (rank 0) holds the run's lock on the shared file: an exclusive one, taken
-    /// before the start barrier and kept to the end, so a second run on the file is refused
-    /// naming this process. The other ranks take none (they start only once rank 0 has it).
-    #[serde(default)]
-    pub run_lock: bool,
 }
 
 impl Default for Job {
@@ -396,7 +363,6 @@ impl Default for Job {
             verify_backlog: None,
             journal: None,
             fsync_every: None,
-            rank_part: None,
         }
     }
 }

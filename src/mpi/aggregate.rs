@@ -351,6 +351,8 @@ pub(super) fn merge_outcome(records: &[RankRecord], cache: crate::job::CachePoli
             targets,
             cache: rank0.plan.as_ref().map(|p| p.cache).unwrap_or(cache),
             notes,
+            // The whole run covered all of every target.
+            part: None,
         },
         threads,
         status,

@@ -4,7 +4,8 @@
 //! number of ranks, so every rank computes the same layout without asking the others.
 
 use crate::error::UsageError;
-use crate::job::{Job, RankPart};
+use crate::job::Job;
+use crate::runner::RankPart;
 use crate::usage;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -301,9 +302,15 @@ pub(crate) fn shared_part(layout: Layout, size: u64, bs: u64, owner: u32, ranks:
     }
 }
 
-/// The Job rank `rank` runs: its target, and its part of a shared file.
-pub(crate) fn rank_job(spec: &DistSpec, rank: u32, ranks: u32, shift: Option<u32>) -> Job {
+/// The Job rank `rank` runs (its target) and, on a shared file, its part of it.
+pub(crate) fn rank_job(
+    spec: &DistSpec,
+    rank: u32,
+    ranks: u32,
+    shift: Option<u32>,
+) -> (Job, Option<RankPart>) {
     let mut job = spec.job.clone();
+    let mut part = None;
     let source = source_rank(rank, ranks, shift);
     match spec.layout {
         Layout::FilePerRank => {
@@ -314,7 +321,7 @@ pub(crate) fn rank_job(spec: &DistSpec, rank: u32, ranks: u32, shift: Option<u32
         }
         layout => {
             let size = spec.job.file_size.unwrap_or(0);
-            job.rank_part = Some(shared_part(layout, size, job.block_size, source, ranks));
+            part = Some(shared_part(layout, size, job.block_size, source, ranks));
         }
     }
     // Each rank draws its own random offsets.
@@ -323,11 +330,11 @@ pub(crate) fn rank_job(spec: &DistSpec, rank: u32, ranks: u32, shift: Option<u32
     if let Some(j) = &spec.job.journal {
         job.journal = Some(rank_journal(j, rank));
     }
-    if let Some(p) = &mut job.rank_part {
+    if let Some(p) = &mut part {
         p.run_lock = rank == 0;
         p.verify_seed = spec.verify_seed;
     }
-    job
+    (job, part)
 }
 
 #[cfg(test)]
@@ -424,7 +431,7 @@ mod tests {
         s.job.targets = vec![PathBuf::from("/d/a.dat"), PathBuf::from("/d/a.dat.1")];
         assert!(s.check(4).is_ok());
         assert_eq!(
-            rank_job(&s, 2, 4, None).targets,
+            rank_job(&s, 2, 4, None).0.targets,
             vec![
                 PathBuf::from("/d/a.dat.d/rank-00002/a.dat"),
                 PathBuf::from("/d/a.dat.d/rank-00002/a.dat.1")
@@ -448,14 +455,14 @@ mod tests {
         let mut s = spec(Layout::FilePerRank);
         s.job.targets = vec![PathBuf::from("/d/f")];
         assert_eq!(
-            rank_job(&s, 1, 4, None).targets,
+            rank_job(&s, 1, 4, None).0.targets,
             vec![PathBuf::from("/d/f.d/rank-00001/f")]
         );
         s.loop_device = Some(1 << 20);
         s.rank_device = Some(PathBuf::from("/dev/loop7"));
-        let j = rank_job(&s, 1, 4, None);
+        let (j, part) = rank_job(&s, 1, 4, None);
         assert_eq!(j.targets, vec![PathBuf::from("/dev/loop7")]);
-        assert_eq!(j.rank_part, None);
+        assert_eq!(part, None);
         // Sent to the other ranks: the size of the devices to make, never this rank's device.
         let sent: DistSpec = serde_json::from_slice(&serde_json::to_vec(&s).unwrap()).unwrap();
         assert_eq!((sent.loop_device, sent.rank_device), (Some(1 << 20), None));
@@ -466,14 +473,14 @@ mod tests {
         let mut s = spec(Layout::SharedSegmented);
         s.job.journal = Some(PathBuf::from("/j/J"));
         s.verify_seed = Some(42);
-        let a = rank_job(&s, 1, 4, None);
-        let b = rank_job(&s, 3, 4, None);
+        let (a, pa) = rank_job(&s, 1, 4, None);
+        let (b, pb) = rank_job(&s, 3, 4, None);
         assert_eq!(a.journal, Some(PathBuf::from("/j/J.rank-00001")));
         assert_eq!(b.journal, Some(PathBuf::from("/j/J.rank-00003")));
-        assert_eq!(a.rank_part.unwrap().verify_seed, Some(42));
-        assert_eq!(b.rank_part.unwrap().verify_seed, Some(42));
-        let f = rank_job(&spec(Layout::FilePerRank), 2, 4, None);
-        assert_eq!((f.journal, f.rank_part), (None, None));
+        assert_eq!(pa.unwrap().verify_seed, Some(42));
+        assert_eq!(pb.unwrap().verify_seed, Some(42));
+        let (f, pf) = rank_job(&spec(Layout::FilePerRank), 2, 4, None);
+        assert_eq!((f.journal, pf), (None, None));
     }
 
     #[test]

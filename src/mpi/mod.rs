@@ -88,13 +88,14 @@ fn make_dir(p: &Path) -> anyhow::Result<bool> {
 /// The runner on a thread of its own, with its hooks wired to the channels.
 fn start_runner(
     job: crate::job::Job,
+    part: Option<runner::RankPart>,
     watch: crate::runner::live::Watching,
     tx: Sender<Event<RunOutcome>>,
     go: Receiver<bool>,
     clean: Receiver<()>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     start_gated(tx, go, clean, move |gate| {
-        runner::run_gated(&job, Some(gate), &watch)
+        runner::run_gated(&job, part, Some(gate), &watch)
     })
 }
 
@@ -304,7 +305,7 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
     runner::signal::install();
     let hosts = world.all_hosts(timeout);
     let shift = spec.reorder.then(|| layout::reorder_shift(&hosts));
-    let mut job = layout::rank_job(spec, rank, n, shift);
+    let (job, mut part) = layout::rank_job(spec, rank, n, shift);
     let source = layout::source_rank(rank, n, shift);
     let targets: Vec<String> = job
         .targets
@@ -368,11 +369,12 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
     let mut opener = None;
     let shared = spec.layout != Layout::FilePerRank;
     let mut launch = |job: &crate::job::Job,
+                      part: Option<runner::RankPart>,
                       early: &mut Option<anyhow::Result<RunOutcome>>,
                       local_err: &mut Option<anyhow::Error>|
      -> Option<runner::drive::Opener> {
         let (tx, go_rx, clean_rx) = channels.take().expect("the runner starts once");
-        match start_runner(job.clone(), watch.clone(), tx, go_rx, clean_rx) {
+        match start_runner(job.clone(), part, watch.clone(), tx, go_rx, clean_rx) {
             Ok(h) => {
                 handle = Some(h);
                 wait_ready(&rx, early)
@@ -387,7 +389,7 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
     };
     if local_err.is_none() && (!shared || rank == 0) {
         let existed = rank == 0 && shared && std::fs::symlink_metadata(&path).is_ok();
-        opener = launch(&job, &mut early, &mut local_err);
+        opener = launch(&job, part, &mut early, &mut local_err);
         let ready = opener.is_some();
         if shared {
             // Rank 0 made (or found) the shared file: the others may open it now.
@@ -407,10 +409,10 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
         if !ok0 {
             rec.called_off = true;
         } else if local_err.is_none() {
-            if let Some(p) = &mut job.rank_part {
+            if let Some(p) = &mut part {
                 p.created_ino = ino;
             }
-            opener = launch(&job, &mut early, &mut local_err);
+            opener = launch(&job, part, &mut early, &mut local_err);
         }
     }
     let ready = opener.is_some();

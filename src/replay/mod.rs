@@ -546,6 +546,7 @@ fn outcome_of(
     };
     RunOutcome {
         plan: Plan {
+            part: None,
             targets,
             cache: if opts.direct {
                 CachePolicy::Direct

@@ -582,6 +582,7 @@ pub(crate) mod tests {
         };
         let outcome = crate::runner::RunOutcome {
             plan: crate::runner::Plan {
+                part: None,
                 targets: vec![],
                 cache: Default::default(),
                 notes: vec![],

@@ -24,7 +24,7 @@ use crate::stats::Stats;
 use anyhow::Result;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-pub(crate) use target::Plan;
+pub(crate) use target::{Plan, RankPart};
 pub(crate) use worker::{IoFailure, ThreadOutcome};
 
 /// Everything a run measured, before formatting.
@@ -89,7 +89,7 @@ fn uring_preflight(job: &Job, plan: &target::Plan) -> Result<Vec<String>> {
 /// while preparing (layout, reservation) or during the timed run is a `Failed` outcome that
 /// names the file and offset, so front ends still write their Result.
 pub(crate) fn run(job: &Job, watch: &live::Watching) -> Result<RunOutcome> {
-    run_gated(job, None, watch)
+    run_gated(job, None, None, watch)
 }
 
 /// Hooks of a run that is one part of a larger one (a rank of a distributed run,
@@ -119,9 +119,11 @@ impl Gate {
     }
 }
 
-/// [`run`] with the hooks of a [`Gate`] (None: a run of its own), watched as `watch` says.
+/// [`run`] with the hooks of a [`Gate`] (None: a run of its own), watched as `watch` says,
+/// covering `part` of a shared target (None: all of every target).
 pub(crate) fn run_gated(
     job: &Job,
+    part: Option<RankPart>,
     gate: Option<Gate>,
     watch: &live::Watching,
 ) -> Result<RunOutcome> {
@@ -152,7 +154,7 @@ pub(crate) fn run_gated(
             d.phase(p)
         }
     };
-    let (plan, mut cleanup) = match target::prepare_watched(job, board.as_deref()) {
+    let (plan, mut cleanup) = match target::prepare_watched(job, part, board.as_deref()) {
         Ok(x) => x,
         Err(e) if crate::error::is_usage(&e) => return Err(e),
         Err(e) => return Ok(prep_failed(job, e, started_unix_s)),
@@ -429,6 +431,7 @@ fn prep_failed(job: &Job, e: anyhow::Error, started_unix_s: f64) -> RunOutcome {
     say(&format!("fsbench: error: {failure}"));
     RunOutcome {
         plan: Plan {
+            part: None,
             targets: Vec::new(),
             cache: job.cache,
             notes: Vec::new(),

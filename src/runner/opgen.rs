@@ -65,7 +65,7 @@ pub(crate) struct GenSpec {
     pub timed: bool,
     pub seed: u64,
     /// The rank's part of the target (a distributed run); None: the whole target.
-    pub part: Option<crate::job::RankPart>,
+    pub part: Option<crate::result::RankPart>,
 }
 
 impl OpGen {

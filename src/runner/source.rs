@@ -371,11 +371,12 @@ mod tests {
         h.deadline = Some(Duration::from_millis(55));
         h.interval_ns = Some(10_000_000);
         let out = drive(&mut src, &mut io, h);
-        assert!(
-            out.intervals.len() >= 5,
-            "{} intervals",
-            out.intervals.len()
-        );
+        // A loaded machine may stall a step over a boundary (that interval then closes
+        // late and its empty neighbours are skipped): the series is in order, on the grid,
+        // and adds up to what the source counted.
+        assert!(!out.intervals.is_empty());
+        assert!(out.intervals.windows(2).all(|w| w[0].index < w[1].index));
+        assert!(out.intervals.iter().all(|i| i.index <= 6));
         let ops: u64 = out.intervals.iter().map(|i| i.read_ops).sum();
         assert_eq!(ops, src.stats.read_ops);
     }

@@ -15,7 +15,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-pub(crate) use crate::result::{Plan, TargetKind, TargetPlan};
+pub(crate) use crate::result::{Plan, RankPart, TargetKind, TargetPlan};
 
 fn needs_data(job: &Job) -> bool {
     // Everything but a plain sequential write reads or overwrites existing data.
@@ -166,16 +166,18 @@ impl Drop for Cleanup {
 /// files when finished or dropped. On an error nothing this run created is left behind, even
 /// with --keep: a refused or failed preparation keeps no half-made target.
 pub(crate) fn prepare(job: &Job) -> Result<(Plan, Cleanup)> {
-    prepare_watched(job, None)
+    prepare_watched(job, None, None)
 }
 
-/// [`prepare`], showing the bytes laid out on `board` (the run's live line) when given.
+/// [`prepare`] for a run that covers `part` of a shared target (None: all of every target),
+/// showing the bytes laid out on `board` (the run's live line) when given.
 pub(crate) fn prepare_watched(
     job: &Job,
+    part: Option<RankPart>,
     board: Option<&super::live::Board>,
 ) -> Result<(Plan, Cleanup)> {
     let mut cleanup = Cleanup::new(job);
-    match prepare_into(job, &mut cleanup, board) {
+    match prepare_into(job, part, &mut cleanup, board) {
         Ok(plan) => Ok((plan, cleanup)),
         Err(e) => {
             cleanup.keep = false;
@@ -201,6 +203,7 @@ struct Opened {
 
 fn prepare_into(
     job: &Job,
+    part: Option<RankPart>,
     cleanup: &mut Cleanup,
     board: Option<&super::live::Board>,
 ) -> Result<Plan> {
@@ -217,11 +220,12 @@ fn prepare_into(
                 path.display()
             );
         }
-        match open_one(job, path, cleanup, &mut notes, &mut cache)? {
+        match open_one(job, part, path, cleanup, &mut notes, &mut cache)? {
             Some(device) => slots.push(Some(device)),
             None => {
                 files.push(check_file(
                     job,
+                    part,
                     cleanup.held.len() - 1,
                     cleanup,
                     &mut notes,
@@ -265,12 +269,15 @@ fn prepare_into(
             }
         }
     }
-    notes.extend(targets.iter().filter_map(|t| shared_blocks_note(job, t)));
+    if part.is_none() {
+        notes.extend(targets.iter().filter_map(|t| shared_blocks_note(job, t)));
+    }
     notes.extend(ramp_note(job));
     Ok(Plan {
         targets,
         cache,
         notes,
+        part,
     })
 }
 
@@ -293,7 +300,7 @@ fn ramp_note(job: &Job) -> Option<String> {
 /// Result, because a suite's scaled-down file size makes this happen without anyone asking.
 fn shared_blocks_note(job: &Job, t: &TargetPlan) -> Option<String> {
     let threads = u64::from(job.threads);
-    if job.io_count.is_some() || job.time_s.is_some() || job.rank_part.is_some() || threads <= 1 {
+    if job.io_count.is_some() || job.time_s.is_some() || threads <= 1 {
         return None;
     }
     let blocks = t.size / job.block_size.max(1);
@@ -319,6 +326,7 @@ fn shared_blocks_note(job: &Job, t: &TargetPlan) -> Option<String> {
 /// the plan of a block device, or None for a file (held as the last entry of `cleanup`).
 fn open_one(
     job: &Job,
+    part: Option<RankPart>,
     path: &Path,
     cleanup: &mut Cleanup,
     notes: &mut Vec<String>,
@@ -395,7 +403,7 @@ fn open_one(
     // Lock before anything else is done with it: a second run is refused, naming us. Of the
     // ranks of a distributed run that share one file, rank 0 holds the exclusive lock for the
     // whole run; the others open the file only once rank 0 has it, and lock nothing.
-    match job.rank_part {
+    match part {
         Some(p) if p.shared && !p.run_lock => {}
         _ => crate::guard::lock_exclusive(&file, path)?,
     }
@@ -420,7 +428,7 @@ fn open_one(
                 path.display()
             ));
         }
-    } else if meta.is_file() && !job.rank_part.is_some_and(|p| p.shared && !p.run_lock) {
+    } else if meta.is_file() && !part.is_some_and(|p| p.shared && !p.run_lock) {
         // A file a killed run created and never meant to keep: this run takes it over and
         // removes it when done (unless kept), as if it had created it. (A shared file is
         // taken over by rank 0 alone, which removes it after every rank's I/O.)
@@ -445,7 +453,13 @@ fn open_one(
 
 /// Pass one for a file: decide what will be done, refusing what must not be, from the
 /// descriptor alone.
-fn check_file(job: &Job, idx: usize, cleanup: &Cleanup, notes: &mut Vec<String>) -> Result<Opened> {
+fn check_file(
+    job: &Job,
+    part: Option<RankPart>,
+    idx: usize,
+    cleanup: &Cleanup,
+    notes: &mut Vec<String>,
+) -> Result<Opened> {
     let h = &cleanup.held[idx];
     let path = h.path.as_path();
     if job.cache == CachePolicy::Raw {
@@ -456,8 +470,8 @@ fn check_file(job: &Job, idx: usize, cleanup: &Cleanup, notes: &mut Vec<String>)
     }
     let meta = h.file.metadata()?;
     let existed = !h.created;
-    let ours = existed
-        && (fd_is_marked(&h.file) || job.rank_part.and_then(|p| p.created_ino) == Some(h.id.ino));
+    let ours =
+        existed && (fd_is_marked(&h.file) || part.and_then(|p| p.created_ino) == Some(h.id.ino));
     let needed = job.needed_file_size();
     let current = meta.len();
     let will_write = writes(job)

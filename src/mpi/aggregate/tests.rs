@@ -21,6 +21,7 @@ fn worker(start_ns: u64, end_ns: u64) -> ThreadOutcome {
 fn outcome(threads: Vec<ThreadOutcome>) -> RunOutcome {
     RunOutcome {
         plan: Plan {
+            part: None,
             targets: Vec::new(),
             cache: Default::default(),
             notes: Vec::new(),

@@ -46,6 +46,7 @@ fn planned_offsets(job: &Job) -> Vec<u64> {
         None,
         SyscallCounts::default(),
         None,
+        None,
     );
     std::iter::from_fn(|| c.gen.next_op().map(|(_, o)| o)).collect()
 }
@@ -507,6 +508,7 @@ mod with_mock {
 
     fn plan(job: &Job) -> Plan {
         Plan {
+            part: None,
             targets: Vec::new(),
             cache: job.cache,
             notes: Vec::new(),

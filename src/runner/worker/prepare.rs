@@ -111,6 +111,7 @@ impl Worker {
             deadline,
             sys,
             None,
+            plan.part,
         );
         core.verify = checker;
         Ok(Worker {
@@ -153,6 +154,7 @@ impl Worker {
                 RouteRule::new(job.cache, job.block_size, 1),
                 deadline,
                 SyscallCounts::default(),
+                None,
                 None,
             ),
             engine: Built::Boxed(engine),
@@ -288,6 +290,7 @@ impl Core {
         deadline: Option<Duration>,
         sys: SyscallCounts,
         trace: Option<crate::trace::TraceRing>,
+        part: Option<crate::result::RankPart>,
     ) -> Core {
         let read_pct = job.access.read_pct(job.read_pct);
         let gen = OpGen::new(&GenSpec {
@@ -301,7 +304,7 @@ impl Core {
             repeats: job.repeats,
             timed: job.time_s.is_some(),
             seed: thread_seed(job.seed, user, thread),
-            part: job.rank_part,
+            part,
         });
         Core {
             user,

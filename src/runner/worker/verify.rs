@@ -90,8 +90,8 @@ impl VerifyShared {
             job.threads <= 1,
         )?;
         // A rank of a distributed run on a shared file stamps the seed rank 0 drew for all.
-        let seed = job
-            .rank_part
+        let seed = plan
+            .part
             .and_then(|p| p.verify_seed)
             .unwrap_or_else(|| block_seed(job.seed));
         let (journal, journal_id) = match &job.journal {

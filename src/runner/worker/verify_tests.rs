@@ -26,6 +26,7 @@ fn job(access: Access, size: u64, count: u64) -> Job {
 
 fn shared(job: &Job, size: u64) -> Arc<VerifyShared> {
     let plan = Plan {
+        part: None,
         targets: vec![TargetPlan {
             path: "mock".into(),
             kind: TargetKind::File,
@@ -252,6 +253,7 @@ fn an_existing_journal_is_refused_and_kept() {
     let mut j = job(Access::Write, 4 * BS, 4);
     j.journal = Some(p.clone());
     let plan = Plan {
+        part: None,
         targets: Vec::new(),
         cache: j.cache,
         notes: Vec::new(),
