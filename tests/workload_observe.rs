@@ -259,6 +259,47 @@ fn rate_bytes_per_thread_paces_the_data_io() {
 }
 
 #[test]
+fn ramp_runs_a_warm_up_left_out_of_the_result() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("r.f"), READS).unwrap();
+    let t = Instant::now();
+    // 200 I/Os per second over both threads: 1 s of warm-up, then 1 s measured, so about
+    // 200 reads counted where a 2 s run counts about 400.
+    let v = sb.run_json(&[
+        "workload",
+        "r.f",
+        "--time",
+        "1s",
+        "--ramp",
+        "1s",
+        "--rate-iops",
+        "200",
+        "--rate-scope",
+        "total",
+    ]);
+    assert!(t.elapsed() >= Duration::from_secs(2), "{:?}", t.elapsed());
+    let n = read_ops(&v);
+    assert!((120..=280).contains(&n), "{n} ops");
+    let run = &v["workload"]["runs"][0];
+    let secs = run["duration_s"].as_f64().unwrap();
+    assert!((0.9..1.6).contains(&secs), "measured {secs} s");
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("warm-up: the first 1 s"), "{notes}");
+    for bad in ["soon", "1x"] {
+        let out = sb
+            .cmd(&["workload", "r.f", "--ramp", bad])
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("--ramp"), "{err}");
+    }
+    assert_eq!(sb.listing(), ["r.f"]);
+}
+
+#[test]
 fn result_carries_syscall_counts_and_cpu_like_run() {
     let sb = Sandbox::new();
     let (v, recs) = traced_run(&sb, &["--in-process"]);

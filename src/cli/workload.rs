@@ -41,6 +41,10 @@ pub(crate) struct WorkloadArgs {
     /// Duration of every run (overrides `run N`), e.g. 30s
     #[arg(long)]
     pub time: Option<String>,
+    /// Warm-up: every run first runs this long unmeasured (left out of the Result), then
+    /// its measured time, e.g. 10s
+    #[arg(long, value_name = "DUR")]
+    pub ramp: Option<String>,
     /// Write the JSON result here
     #[arg(long)]
     pub output: Option<PathBuf>,
@@ -308,6 +312,12 @@ pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Resu
     if time == Some(Duration::ZERO) {
         crate::bail_usage!("--time must be more than 0");
     }
+    let ramp = a
+        .ramp
+        .as_deref()
+        .map(|s| crate::units::parse_duration(s).map_err(|e| crate::usage!("--ramp: {e}")))
+        .transpose()?
+        .filter(|d| !d.is_zero());
     let stall_after = crate::units::parse_duration(&a.stall_after)?;
     let rate = a.rate.limit()?;
     let observe = a.observe.settings()?;
@@ -318,6 +328,7 @@ pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Resu
     }
     let opts = Options {
         time,
+        ramp,
         keep: a.keep,
         in_process: a.in_process,
         lines_to_stdout: format == Format::Text,
@@ -354,6 +365,12 @@ pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Resu
         engine.name()
     ));
     result.notes.extend(rate_note(&rate));
+    if let Some(r) = ramp {
+        result.notes.push(format!(
+            "warm-up: the first {} s of every run ran but is left out of the Result (--ramp)",
+            r.as_secs_f64()
+        ));
+    }
     match format {
         Format::Json => crate::outln!("{}", serde_json::to_string_pretty(&result)?),
         Format::Csv => crate::out!("{}", crate::report::workload::csv(&result)),

@@ -273,4 +273,9 @@ impl Engine for MockEngine {
             None => Ok(()),
         }
     }
+    /// A source's descriptor for file slot `index` (a flowop's open file): taken, and never
+    /// used, since the mock moves no data through files.
+    fn set_file(&mut self, _index: u32, _fd: std::os::fd::RawFd) -> std::io::Result<()> {
+        Ok(())
+    }
 }

@@ -43,6 +43,9 @@ pub(crate) struct WorkloadSpec {
     /// The directory holding every rank's directory (the workload's `$dir` on rank 0).
     pub base: PathBuf,
     pub time_s: Option<f64>,
+    /// `--ramp`: the warm-up of every run, left out of the counts.
+    #[serde(default)]
+    pub ramp_s: Option<f64>,
     pub keep: bool,
     pub in_process: bool,
     pub stall_after_s: f64,
@@ -91,6 +94,7 @@ impl WorkloadSpec {
             src: src.clone(),
             base: PathBuf::from(dir),
             time_s: opts.time.map(|d| d.as_secs_f64()),
+            ramp_s: opts.ramp.map(|d| d.as_secs_f64()),
             keep: opts.keep,
             in_process: opts.in_process,
             stall_after_s: opts.stall_after.as_secs_f64(),
@@ -138,6 +142,7 @@ impl WorkloadSpec {
             Some(o) => o.clone(),
             None => Options {
                 time: self.time_s.map(Duration::from_secs_f64),
+                ramp: self.ramp_s.map(Duration::from_secs_f64),
                 keep: self.keep,
                 in_process: self.in_process,
                 lines_to_stdout: false,

@@ -76,6 +76,7 @@ pub(crate) fn run_personality(
     let model = crate::workload::load_source(&src).map_err(PersonalityError::Failed)?;
     let opts = Options {
         time: Some(std::time::Duration::from_secs_f64(time_s.max(0.001))),
+        ramp: None,
         keep: false,
         in_process: false,
         lines_to_stdout: false,

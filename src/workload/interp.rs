@@ -1,29 +1,32 @@
-//! The flowop interpreter: one call of [`run_thread`] is one WML thread instance. It waits for
-//! the shared start signal, then runs its flowops in order, again and again, until the run
-//! stops or a flowop finishes the thread (finishoncount/finishonbytes, out of files).
+//! The flowop interpreter: one WML thread instance is a [`Source`] of flowop executions that
+//! the runner drives ([`runner::source::drive`]): each step runs one flowop once, in order,
+//! again and again, until the run stops or a flowop finishes the thread (finishoncount/
+//! finishonbytes, out of files). The runner owns the start gate (the arena's ready/go
+//! barrier, passed in as the gate), the stop check between steps (the arena's stop flag), the
+//! rate limit (`--rate-iops`, `--rate-bytes`: data flowops are paced, metadata flowops not, as
+//! in fio), the warm-up (`--ramp`), the `--status-interval` series and the CPU accounting.
 //!
-//! Every system call a flowop makes goes through the thread's [`Engine`] (`--engine sync` or
-//! `uring`): data I/O as ops on the engine's buffer slots and file slots (file slot = the
-//! flowop's descriptor number), metadata (open/create, close, unlink, stat, mkdir/rmdir,
-//! listdir, fsync, fadvise, the O_DIRECT switch) as the engine's metadata operations, and
-//! aiowrite/aiowait as asynchronous submits and reaps on an io_uring engine (the thread's own,
-//! or under `--engine sync` a second, io_uring engine built for its aio flowops). Paths are
-//! pre-built C strings and the buffers come from the engine's pool, so nothing allocates or
-//! locks beside the I/O itself; latency and CPU are clock reads (CLOCK_MONOTONIC,
-//! CLOCK_THREAD_CPUTIME_ID).
+//! Every system call a flowop makes goes through the [`Issuer`] the runner lends it (built on
+//! the `--engine sync` or `uring` engine): data I/O as calls on its buffer slot and file slots
+//! (file slot = the flowop's descriptor number), metadata (open/create, close, unlink, stat,
+//! mkdir/rmdir, listdir, fsync, fadvise, the O_DIRECT switch) as its metadata calls, and
+//! aiowrite/aiowait as queued writes (on the thread's io_uring engine, or beside a sync
+//! engine on the queue ring the Issuer builds on first use). Paths are pre-built C strings
+//! and the buffers come from the engine's pool, so nothing allocates or locks beside the I/O
+//! itself; latency and CPU are clock reads (CLOCK_MONOTONIC, CLOCK_THREAD_CPUTIME_ID).
 //!
-//! As for a Job's workers, a traced run (`--trace`) gives each thread a preallocated ring in
-//! its untimed preparation; every call (open, close, read, write, fsync, unlink, stat, mkdir,
-//! readdir) is recorded with its file's index in the run's shared table of fileset paths
-//! (two clock reads and a few stores, only when traced). A rate limit (`--rate-iops`,
-//! `--rate-bytes`) paces the data flowops with the runner's [`Pacer`] before their clock
-//! starts; metadata flowops do not count against it. The system calls every thread made are
-//! counted per call kind and merged into the Result.
+//! A traced run (`--trace`) gives the Issuer a preallocated ring in the thread's untimed
+//! preparation; every call (open, close, read, write, fsync, unlink, stat, mkdir, readdir)
+//! is recorded with its file's index in the run's shared table of fileset paths (two clock
+//! reads and a few stores, only when traced). The system calls every thread made are counted
+//! per call kind and merged into the Result.
 //!
 //! The data flowops (read, write, the whole-file ones, aiowrite/aiowait) are in
 //! `interp/data.rs`; the metadata and control flowops (open, close, delete, stat, directories,
-//! fsync, semaphores, limits, composites) in `interp/meta.rs`; the thread's loop, its dispatch
+//! fsync, semaphores, limits, composites) in `interp/meta.rs`; the source's step, its dispatch
 //! and its accounting are here.
+//!
+//! [`runner::source::drive`]: crate::runner::source::drive
 
 use super::fileset::{busy_wait, pick, release, unbusy, From, Picked, SetLayout, Want};
 use super::model::{flatten, Flowop, Kind, Model, ThreadSpec};
@@ -31,12 +34,12 @@ use super::shared::{futex_wait, now_ns, Arena, Rotor, Waited};
 use super::stats::FlowopStats;
 use super::vars::Rng;
 use crate::engine::meta::AT_FDCWD;
-use crate::engine::sync::SyncEngine;
-use crate::engine::uring::UringEngine;
-use crate::engine::{empty_files, BufferPool, Built, Completion, Engine, IoOp, OpKind};
-use crate::job::{EngineKind, RateLimit, RateScope, Route};
-use crate::runner::pace::Pacer;
-use crate::stats::{cpu::thread_usage, Stats, SyscallCounts, Usage};
+use crate::engine::{IoOp, OpKind};
+use crate::job::{EngineKind, RateLimit, Route};
+use crate::runner::issue::{Issuer, CALL_SLOT};
+use crate::runner::pace::StepPacing;
+use crate::runner::source::{drive, Drive, Source};
+use crate::stats::{Stats, SyscallCounts, Usage};
 use crate::trace::{TraceFiles, TraceOp, TraceRing};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering::*;
@@ -44,6 +47,8 @@ use std::time::{Duration, Instant};
 
 mod data;
 mod meta;
+#[cfg(test)]
+mod source_tests;
 
 /// What every thread of a run shares (read-only apart from the arena's atomics).
 pub struct Shared<'a> {
@@ -60,6 +65,8 @@ pub struct Shared<'a> {
     pub interval_ns: Option<u64>,
     /// `--trace`: the session each thread's ring goes back to.
     pub trace: Option<std::sync::Arc<crate::trace::TraceSession>>,
+    /// `--ramp`: how long each thread runs before its counts start.
+    pub ramp: Option<Duration>,
 }
 
 /// The file table of a traced workload: every fileset's entries in order, then every
@@ -98,14 +105,14 @@ fn trace_bases(layouts: &[SetLayout]) -> (Vec<u32>, Vec<u32>) {
 
 /// The clock read that starts a traced call (none when the thread records no trace).
 #[inline]
-fn clock(ring: &Option<TraceRing>) -> Option<Instant> {
-    ring.as_ref().map(|_| Instant::now())
+fn clock(io: &Issuer) -> Option<Instant> {
+    io.traced().then(Instant::now)
 }
 
 /// Record a call that began at `start` (see [`clock`]) and ends now.
 #[inline]
 fn rec(
-    ring: &mut Option<TraceRing>,
+    io: &mut Issuer,
     op: TraceOp,
     file: u32,
     offset: u64,
@@ -113,7 +120,7 @@ fn rec(
     start: Option<Instant>,
     result: i64,
 ) {
-    if let (Some(r), Some(t)) = (ring.as_mut(), start) {
+    if let (Some(r), Some(t)) = (io.trace(), start) {
         let len = len.min(u32::MAX as u64) as u32;
         r.record_call(op, file, offset, len, t, Instant::now(), result);
     }
@@ -145,54 +152,6 @@ fn is_data(k: Kind) -> bool {
         k,
         Read | Write | AppendFile | AppendFileRand | AioWrite | ReadWholeFile | WriteWholeFile
     )
-}
-
-/// A thread's schedules under a rate limit: one of its data I/O calls, one of its bytes.
-#[derive(Default)]
-struct Pacing {
-    calls: Option<Pacer>,
-    bytes: Option<Pacer>,
-}
-
-impl Pacing {
-    /// Thread `index` of `threads`: each gets the rate (scope thread) or its share (total).
-    fn new(rate: &RateLimit, index: u64, threads: u64) -> Pacing {
-        let share = match rate.scope {
-            RateScope::Thread => 1.0,
-            RateScope::Total => threads.max(1) as f64,
-        };
-        let at = |r: u64| Pacer::at_rate(r as f64 / share, index, threads);
-        Pacing {
-            calls: rate.iops.map(at),
-            bytes: rate.bytes_per_sec.map(at),
-        }
-    }
-
-    fn is_on(&self) -> bool {
-        self.calls.is_some() || self.bytes.is_some()
-    }
-
-    fn start(&mut self, t0_ns: u64) {
-        for p in [&mut self.calls, &mut self.bytes].into_iter().flatten() {
-            p.start(t0_ns);
-        }
-    }
-
-    /// When the next data flowop may start: both schedules caught up.
-    fn next_due(&self) -> u64 {
-        let due = |p: &Option<Pacer>| p.as_ref().map_or(0, |p| p.next_due());
-        due(&self.calls).max(due(&self.bytes))
-    }
-
-    /// Charge what a data flowop did: its I/O calls and its bytes.
-    fn charge(&mut self, calls: u64, bytes: u64) {
-        if let Some(p) = self.calls.as_mut() {
-            p.take_n(calls);
-        }
-        if let Some(p) = self.bytes.as_mut() {
-            p.take_n(bytes);
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -274,7 +233,7 @@ pub enum FlowopError {
     /// A system call failed: what was being done (naming the file) and the error.
     Call { what: String, err: std::io::Error },
     /// The thread's engine could not be built (io_uring setup refused).
-    Engine(anyhow::Error),
+    Setup(anyhow::Error),
     /// The workload asks for what its state does not allow: a descriptor that is not open,
     /// a file smaller than the I/O size, a full aio queue.
     State(String),
@@ -291,7 +250,7 @@ impl std::fmt::Display for FlowopError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             FlowopError::Call { what, err } => write!(f, "{what}: {err}"),
-            FlowopError::Engine(e) => write!(f, "{e}"),
+            FlowopError::Setup(e) => write!(f, "{e}"),
             FlowopError::State(s) => f.write_str(s),
             FlowopError::At {
                 name,
@@ -336,36 +295,38 @@ fn thread_cpu_ns() -> u64 {
 /// Descriptor slots of a thread (Filebench's `tf_fd`), and so the engine's file slots.
 const FDS: usize = 1025;
 
-/// Queue depth of the io_uring engine: aiowrite keeps at most this many writes in flight.
-const AIO_DEPTH: u32 = 256;
-
-/// Buffer slot of the thread's synchronous I/O; aiowrite on the thread's own io_uring engine
-/// uses slot 1, so a synchronous op's completion is told apart from queued writes.
-const SYNC_SLOT: u32 = 0;
-
 /// Bytes of getdents64 records read per call by listdir.
 const DENTS_BUF: usize = 32 << 10;
 
-/// The thread's engine: `kind` over `FDS` empty file slots and `slots` buffers of `len` bytes.
-fn build_engine(
+/// The thread's issuing handle: its engine (`kind` over [`FDS`] empty file slots, `slots`
+/// buffers of `len` bytes) and its trace ring. When the engine cannot be built the handle
+/// has a stand-in and the reason comes back too: the thread still takes part in the start
+/// gate, then fails at once with it.
+fn thread_issuer(
     kind: EngineKind,
     slots: usize,
     len: usize,
     seed: u64,
-) -> Result<Built, FlowopError> {
-    let pool = BufferPool::new(slots, len, seed).map_err(|e| call("I/O buffers", e))?;
-    Ok(match kind {
-        EngineKind::Sync => Built::Sync(SyncEngine::new(empty_files(FDS), pool)),
-        EngineKind::Uring => Built::Uring(
-            UringEngine::for_source(AIO_DEPTH, empty_files(FDS), pool)
-                .map_err(FlowopError::Engine)?,
-        ),
-        EngineKind::Mmap => {
-            return Err(FlowopError::State(
-                "workloads run on the sync or uring engine".into(),
-            ))
+    ring: Option<TraceRing>,
+) -> (Issuer, Option<FlowopError>) {
+    let built = match kind {
+        EngineKind::Sync => {
+            Issuer::sync_engine(FDS, slots, len, seed).map_err(|e| call("I/O buffers", e))
         }
-    })
+        EngineKind::Uring => {
+            Issuer::uring_engine(FDS, slots, len, seed).map_err(FlowopError::Setup)
+        }
+        EngineKind::Mmap => Err(FlowopError::State(
+            "workloads run on the sync or uring engine".into(),
+        )),
+    };
+    match built {
+        Ok(e) => (Issuer::new(e, FDS, ring), None),
+        Err(why) => {
+            let e = Issuer::sync_engine(FDS, 1, 4096, seed).expect("4 KiB");
+            (Issuer::new(e, FDS, ring), Some(why))
+        }
+    }
 }
 
 /// Filebench's per-flowop state of iopslimit/opslimit/bwlimit (`fo_tputlast`, `fo_tputbucket`).
@@ -386,17 +347,27 @@ fn fb_random(rng: &mut Rng, max: u64, round: u64) -> u64 {
     }
 }
 
+/// One WML thread instance as a [`Source`]: its flowops, where it is in them, and what its
+/// flowops keep between executions (descriptors, rotors, buckets, statistics).
 struct Thread<'a> {
     sh: &'a Shared<'a>,
     id: ThreadId,
-    eng: Built,
-    /// Under `--engine sync`, the io_uring engine of aiowrite (built on first use).
-    aio_eng: Option<Built>,
+    /// The thread's flowops, run in order again and again; `at` is the next one and `done`
+    /// how many of its `iters` executions have run.
+    flowops: &'a [Flowop],
+    at: usize,
+    done: u64,
+    /// Per flowop of `flowops`: whether a rate limit paces it (a data flowop, or a
+    /// composite with one inside).
+    paced: Vec<bool>,
+    /// Every flowop in statistics order (composites' inner ones too), and the statistics
+    /// slots of those that count in the IO Summary (what the intervals add up).
+    flat: Vec<&'a Flowop>,
+    io_stats: Vec<usize>,
+    /// Why the thread cannot run (its engine could not be built): it ends at its first step.
+    setup_err: Option<FlowopError>,
     /// Usable buffer bytes per I/O.
     buf_len: usize,
-    sys: SyscallCounts,
-    /// Completions of the last reap (capacity for a full aio queue plus one).
-    done: Vec<Completion>,
     /// getdents64 buffer of listdir, allocated once.
     dents: Vec<u8>,
     rng: Rng,
@@ -409,7 +380,11 @@ struct Thread<'a> {
     fdrotor: usize,
     /// `opennext` openfile picks with a rotor of the thread's own, per fileset.
     own_rotor: Vec<u32>,
+    /// What the Result gets of each flowop (forgotten at the end of a warm-up).
     stats: Vec<Stats>,
+    /// Ops and bytes of each flowop since the start, warm-up included: what
+    /// finishoncount/finishonbytes and the limits read of a flowop they name.
+    tally: Vec<[u64; 2]>,
     buckets: Vec<Bucket>,
     /// Progress slots of the threads of this process instance (Filebench's process-wide
     /// counters that finishoncount and the limits read when they name no target).
@@ -419,144 +394,197 @@ struct Thread<'a> {
     sem_instance: usize,
     /// Bytes the current execution moved (read or written, or dirent bytes for listdir).
     bytes: u64,
-    /// aiowrites submitted and not yet reaped, and the first error among reaped ones.
+    /// aiowrites queued and not yet reaped, and the first error among reaped ones.
     aio_inflight: u32,
     aio_err: Option<i32>,
-    aio_failed: bool,
-    /// The trace ring when the run is traced, and where each fileset's entries and
-    /// directories start in its file table.
-    ring: Option<TraceRing>,
+    /// Where each fileset's entries and directories start in the trace's file table.
     file_base: Vec<u32>,
     dir_base: Vec<u32>,
-    /// `--rate-iops` / `--rate-bytes` schedules, and the data I/O calls of the current
-    /// execution (charged to them).
-    pacing: Pacing,
-    io_calls: u64,
     /// `--verify`: stamps writes with the file stream and checks reads.
     verifier: Option<super::verify::Verifier>,
 }
 
-/// Run one thread instance to its end.
+/// Whether a rate limit paces an execution of `fo`: a data flowop, or a composite with one
+/// inside (its whole body is one step, charged with every call of it).
+fn paced(fo: &Flowop) -> bool {
+    is_data(fo.kind) || fo.inner.iter().any(paced)
+}
+
+impl<'a> Thread<'a> {
+    /// Thread instance `id` of `spec`, ready to run (its first step is its first flowop),
+    /// and the seed of its buffers.
+    fn new(sh: &'a Shared<'a>, spec: &'a ThreadSpec, id: ThreadId) -> (Thread<'a>, u64) {
+        let flat = flatten(&spec.flowops);
+        let max_io = flat
+            .iter()
+            .map(|f| f.iosize.upper_hint())
+            .fold(0.0, f64::max) as usize;
+        let buf_len = (spec.memsize as usize).max(max_io).min(256 << 20);
+        let proc = &sh.model.processes[id.process];
+        let per_instance: usize = proc.threads.iter().map(|t| t.instances as usize).sum();
+        let before: usize = proc.threads[..id.thread]
+            .iter()
+            .map(|t| t.instances as usize)
+            .sum::<usize>()
+            + id.thread_instance as usize;
+        let first = id.slot - before;
+        let seed = (id.slot as u64 + 1).wrapping_mul(0x9E37_79B9) ^ now_ns();
+        let (file_base, dir_base) = trace_bases(sh.layouts);
+        let io_stats = flat
+            .iter()
+            .filter(|f| is_io(f.kind))
+            .map(|f| f.stat)
+            .collect();
+        let mut t = Thread {
+            sh,
+            id,
+            flowops: &spec.flowops,
+            at: 0,
+            done: 0,
+            paced: spec.flowops.iter().map(paced).collect(),
+            io_stats,
+            setup_err: None,
+            buf_len,
+            dents: vec![0; DENTS_BUF],
+            rng: Rng::new(seed),
+            fds: (0..FDS).map(|_| None).collect(),
+            fse: vec![None; FDS],
+            fdrotor: 0,
+            own_rotor: vec![0; sh.model.filesets.len()],
+            stats: super::stats::ready(flat.iter().map(|f| f.kind)),
+            tally: vec![[0; 2]; flat.len()],
+            buckets: vec![Bucket::default(); flat.len()],
+            proc_slots: first..first + per_instance,
+            sem_instance: (id.process_instance * spec.instances + id.thread_instance) as usize,
+            bytes: 0,
+            aio_inflight: 0,
+            aio_err: None,
+            file_base,
+            dir_base,
+            verifier: super::verify::Verifier::new(sh.arena),
+            flat,
+        };
+        t.skip_idle();
+        (t, seed)
+    }
+
+    /// Move `at` past flowops of no iterations (`iters=0`), at most once round the list.
+    fn skip_idle(&mut self) {
+        for _ in 0..self.flowops.len() {
+            if self.flowops[self.at].iters > 0 {
+                return;
+            }
+            self.at = (self.at + 1) % self.flowops.len();
+        }
+    }
+
+    /// One execution of the next flowop is done: on to the next execution.
+    fn advance(&mut self) {
+        self.done += 1;
+        if self.done >= self.flowops[self.at].iters {
+            self.done = 0;
+            self.at = (self.at + 1) % self.flowops.len();
+            self.skip_idle();
+        }
+    }
+}
+
+impl Source for Thread<'_> {
+    type End = End;
+
+    /// One execution of the next flowop.
+    fn step(&mut self, io: &mut Issuer) -> Option<End> {
+        if let Some(e) = self.setup_err.take() {
+            return Some(End::Failed(e.to_string()));
+        }
+        let flowops = self.flowops;
+        let Some(fo) = flowops.get(self.at).filter(|f| f.iters > 0) else {
+            // A thread without flowops to run idles until the run stops.
+            std::thread::sleep(Duration::from_millis(10));
+            return None;
+        };
+        self.advance();
+        match self.run_once(io, fo) {
+            Ok(end) => end,
+            Err(e) => Some(End::Failed(e.to_string())),
+        }
+    }
+
+    fn stopped(&mut self) -> End {
+        End::Stopped
+    }
+
+    fn next_paced(&self) -> bool {
+        self.paced.get(self.at).copied().unwrap_or(false)
+    }
+
+    /// The I/O flowops' statistics added together (at an interval boundary).
+    #[cold]
+    fn totals(&self) -> Stats {
+        let mut s = Stats::default();
+        for &i in &self.io_stats {
+            s += &self.stats[i];
+        }
+        s
+    }
+
+    fn forget(&mut self) {
+        self.stats = super::stats::ready(self.flat.iter().map(|f| f.kind));
+    }
+}
+
+/// Run one thread instance to its end: its source driven by the runner on its engine, after
+/// the arena's start barrier, until the arena's stop flag or its own end.
 pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome {
-    let flat = flatten(&spec.flowops);
-    let max_io = flat
-        .iter()
-        .map(|f| f.iosize.upper_hint())
-        .fold(0.0, f64::max) as usize;
-    let buf_len = (spec.memsize as usize).max(max_io).min(256 << 20);
-    let proc = &sh.model.processes[id.process];
-    let per_instance: usize = proc.threads.iter().map(|t| t.instances as usize).sum();
-    let before: usize = proc.threads[..id.thread]
-        .iter()
-        .map(|t| t.instances as usize)
-        .sum::<usize>()
-        + id.thread_instance as usize;
-    let first = id.slot - before;
-    let seed = (id.slot as u64 + 1).wrapping_mul(0x9E37_79B9) ^ now_ns();
+    let (mut t, seed) = Thread::new(sh, spec, id);
     // aiowrite on the thread's own io_uring engine needs a second buffer slot.
-    let has_aio = flat.iter().any(|f| f.kind == Kind::AioWrite);
+    let has_aio = t.flat.iter().any(|f| f.kind == Kind::AioWrite);
     let slots = if has_aio && sh.engine == EngineKind::Uring {
         2
     } else {
         1
     };
-    // A thread whose engine cannot be built still takes part in the start barrier, then
-    // fails at once with the reason.
-    let (eng, setup_err) = match build_engine(sh.engine, slots, buf_len, seed) {
-        Ok(e) => (e, None),
-        Err(e) => (
-            Built::Sync(SyncEngine::new(
-                Vec::new(),
-                BufferPool::new(1, 4096, seed).expect("4 KiB"),
-            )),
-            Some(e),
-        ),
+    // Taken here, in the untimed preparation: the ring is allocated and touched now.
+    let ring = match (&sh.trace, &sh.trace_files) {
+        (Some(s), Some(f)) => s.ring_for(id.slot as u32, f.clone(), None),
+        _ => None,
     };
-    let (file_base, dir_base) = trace_bases(sh.layouts);
-    let mut t = Thread {
-        sh,
-        id,
-        eng,
-        aio_eng: None,
-        buf_len,
-        sys: SyscallCounts::default(),
-        done: Vec::with_capacity(AIO_DEPTH as usize * 2 + 1),
-        dents: vec![0; DENTS_BUF],
-        rng: Rng::new(seed),
-        fds: (0..=1024).map(|_| None).collect(),
-        fse: vec![None; 1025],
-        fdrotor: 0,
-        own_rotor: vec![0; sh.model.filesets.len()],
-        stats: super::stats::ready(flat.iter().map(|f| f.kind)),
-        buckets: vec![Bucket::default(); flat.len()],
-        proc_slots: first..first + per_instance,
-        sem_instance: (id.process_instance * spec.instances + id.thread_instance) as usize,
-        bytes: 0,
-        aio_inflight: 0,
-        aio_err: None,
-        aio_failed: false,
-        // Taken here, in the untimed preparation: the ring is allocated and touched now.
-        ring: match (&sh.trace, &sh.trace_files) {
-            (Some(s), Some(f)) => s.ring_for(id.slot as u32, f.clone(), None),
-            _ => None,
-        },
-        file_base,
-        dir_base,
-        pacing: Pacing::new(&sh.rate, id.slot as u64, sh.model.total_threads() as u64),
-        io_calls: 0,
-        verifier: super::verify::Verifier::new(sh.arena),
-    };
+    let (mut io, setup_err) = thread_issuer(sh.engine, slots, t.buf_len, seed, ring);
+    t.setup_err = setup_err;
     let ctl = sh.arena.ctl();
     ctl.live.fetch_add(1, SeqCst);
-    ctl.ready.fetch_add(1, SeqCst);
-    while ctl.go.load(Acquire) == 0 {
-        futex_wait(&ctl.go, 0, Duration::from_millis(50));
-    }
-    t.pacing.start(now_ns());
-    let u0 = thread_usage();
-    // `--status-interval`: the thread closes its intervals itself, checked between flowops
-    // (one clock read per flowop, only when intervals are kept).
-    let mut roll = crate::runner::live::Roller::intervals_only(sh.interval_ns);
-    let io_stats: Vec<usize> = flat
-        .iter()
-        .filter(|f| is_io(f.kind))
-        .map(|f| f.stat)
-        .collect();
-    let mut next_roll = roll.start(now_ns());
-    let end = 'run: loop {
-        if let Some(e) = setup_err {
-            break 'run End::Failed(e.to_string());
-        }
-        for fo in &spec.flowops {
-            if sh.arena.stopping() {
-                break 'run End::Stopped;
-            }
-            match t.run_flowop(fo) {
-                Ok(None) => {}
-                Ok(Some(end)) => break 'run end,
-                Err(e) => break 'run End::Failed(e.to_string()),
-            }
-            if next_roll != u64::MAX {
-                let now = now_ns();
-                if now >= next_roll {
-                    next_roll = roll.tick(now, &io_total(&t.stats, &io_stats));
-                }
-            }
+    // The start gate of every thread of every process: ready, then the parent's go.
+    let gate = || {
+        ctl.ready.fetch_add(1, SeqCst);
+        while ctl.go.load(Acquire) == 0 {
+            futex_wait(&ctl.go, 0, Duration::from_millis(50));
         }
     };
-    let intervals = if next_roll != u64::MAX {
-        roll.finish(now_ns(), &io_total(&t.stats, &io_stats))
-    } else {
-        Vec::new()
-    };
-    t.drain_aio();
-    t.close_all();
-    if let (Some(r), Some(s)) = (t.ring.take(), &sh.trace) {
+    let stop = || sh.arena.stopping();
+    let driven = drive(
+        &mut t,
+        &mut io,
+        Drive {
+            gate: &gate,
+            stop: &stop,
+            deadline: None,
+            ramp: sh.ramp,
+            pacing: StepPacing::for_thread(
+                &sh.rate,
+                id.slot as u64,
+                sh.model.total_threads() as u64,
+            ),
+            interval_ns: sh.interval_ns,
+        },
+    );
+    t.drain_aio(&mut io);
+    t.close_all(&mut io);
+    if let (Some(r), Some(s)) = (io.take_trace(), &sh.trace) {
         s.finish_ring(r);
     }
-    tell_end(ctl, &end);
-    let usage = thread_usage().since(&u0);
-    let flowops = flat
+    tell_end(ctl, &driven.end);
+    let flowops = t
+        .flat
         .iter()
         .map(|f| FlowopStats {
             name: f.name.clone(),
@@ -567,22 +595,12 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
     ThreadOutcome {
         id,
         flowops,
-        usage,
-        end,
-        sys: t.sys,
-        intervals,
+        usage: driven.usage,
+        end: driven.end,
+        sys: *io.sys(),
+        intervals: driven.intervals,
         verify: t.verifier.map(|v| v.report),
     }
-}
-
-/// The I/O flowops' statistics of a thread added together (at an interval boundary).
-#[cold]
-fn io_total(stats: &[Stats], io: &[usize]) -> Stats {
-    let mut s = Stats::default();
-    for &i in io {
-        s += &stats[i];
-    }
-    s
 }
 
 /// Tell the parent's stop conditions how a thread ended (it is no longer live).
@@ -604,6 +622,9 @@ impl Thread<'_> {
     /// op for flowops with that attribute, `bytes`, and the process-wide progress for
     /// file-system flowops.
     fn count(&mut self, fo: &Flowop, lat: u64, cpu: Option<u64>, bytes: u64) {
+        let tally = &mut self.tally[fo.stat];
+        tally[0] += 1;
+        tally[1] += bytes;
         let s = &mut self.stats[fo.stat];
         super::stats::record(s, super::stats::dir(fo.kind), lat, cpu);
         let (mut r, mut w) = (0, 0);
@@ -640,65 +661,36 @@ impl Thread<'_> {
         }
     }
 
-    /// Run a flowop `iters` times. Ok(Some) ends the thread.
-    fn run_flowop(&mut self, fo: &Flowop) -> Result<Option<End>, FlowopError> {
-        for _ in 0..fo.iters {
-            if self.sh.arena.stopping() {
-                return Ok(Some(End::Stopped));
+    /// One execution of `fo`: its clock, its CPU sample, its count. Ok(Some) ends the thread.
+    fn run_once(&mut self, io: &mut Issuer, fo: &Flowop) -> Result<Option<End>, FlowopError> {
+        let t0 = now_ns();
+        // The thread CPU clock is a system call: read it on every CPU_SAMPLE-th execution
+        // of each flowop only (the summary's CPU per op is exact, from getrusage).
+        let sample = self.stats[fo.stat].ops().is_multiple_of(CPU_SAMPLE);
+        let c0 = if sample { thread_cpu_ns() } else { 0 };
+        self.bytes = 0;
+        let step = self.exec(io, fo, t0).map_err(|e| FlowopError::At {
+            name: fo.name.clone(),
+            kind: kind_name(fo.kind),
+            line: fo.pos.line,
+            source: Box::new(e),
+        })?;
+        let lat = now_ns().saturating_sub(t0);
+        let cpu = sample.then(|| thread_cpu_ns().saturating_sub(c0));
+        match step {
+            Step::Ok => self.count(fo, lat, cpu, self.bytes),
+            Step::Quiet => {}
+            Step::Done(why) => {
+                // finishoncount/finishonbytes end their op before stopping the thread.
+                self.count(fo, lat, cpu, 0);
+                return Ok(Some(End::Finished(why)));
             }
-            let paced = self.pacing.is_on() && is_data(fo.kind);
-            if paced && !self.wait_for_slot() {
-                return Ok(Some(End::Stopped));
+            Step::NoRsc(why) => {
+                return Ok(Some(End::OutOfFiles(format!("flowop {}: {why}", fo.name))))
             }
-            self.io_calls = 0;
-            let t0 = now_ns();
-            // The thread CPU clock is a system call: read it on every CPU_SAMPLE-th execution
-            // of each flowop only (the summary's CPU per op is exact, from getrusage).
-            let sample = self.stats[fo.stat].ops().is_multiple_of(CPU_SAMPLE);
-            let c0 = if sample { thread_cpu_ns() } else { 0 };
-            self.bytes = 0;
-            let step = self.exec(fo, t0).map_err(|e| FlowopError::At {
-                name: fo.name.clone(),
-                kind: kind_name(fo.kind),
-                line: fo.pos.line,
-                source: Box::new(e),
-            })?;
-            let lat = now_ns().saturating_sub(t0);
-            let cpu = sample.then(|| thread_cpu_ns().saturating_sub(c0));
-            if paced {
-                self.pacing.charge(self.io_calls, self.bytes);
-            }
-            match step {
-                Step::Ok => self.count(fo, lat, cpu, self.bytes),
-                Step::Quiet => {}
-                Step::Done(why) => {
-                    // finishoncount/finishonbytes end their op before stopping the thread.
-                    self.count(fo, lat, cpu, 0);
-                    return Ok(Some(End::Finished(why)));
-                }
-                Step::NoRsc(why) => {
-                    return Ok(Some(End::OutOfFiles(format!("flowop {}: {why}", fo.name))))
-                }
-                Step::Stopped => return Ok(Some(End::Stopped)),
-            }
+            Step::Stopped => return Ok(Some(End::Stopped)),
         }
         Ok(None)
-    }
-
-    /// Wait until the rate limit's schedules allow the next data flowop; false when the run
-    /// stops meanwhile. The wait is before the flowop's clock starts, so it is not latency.
-    fn wait_for_slot(&self) -> bool {
-        loop {
-            let now = now_ns();
-            let due = self.pacing.next_due();
-            if due <= now {
-                return true;
-            }
-            if self.sh.arena.stopping() {
-                return false;
-            }
-            std::thread::sleep(Duration::from_nanos((due - now).min(50_000_000)));
-        }
     }
 
     /// The trace file index of entry `i` of fileset `set`.
@@ -743,7 +735,13 @@ impl Thread<'_> {
     /// Filebench's flowoplib_openfile_common (and createfile): pick a file (existing, or
     /// absent for create) in rotation, open it on descriptor `slot`, and leave it not busy
     /// with its open count raised. Ok(false): no file in the wanted state.
-    fn open_on(&mut self, fo: &Flowop, slot: usize, create: bool) -> Result<bool, FlowopError> {
+    fn open_on(
+        &mut self,
+        io: &mut Issuer,
+        fo: &Flowop,
+        slot: usize,
+        create: bool,
+    ) -> Result<bool, FlowopError> {
         let Some(set) = fo.fileset else {
             return Err(FlowopError::State(format!(
                 "fd {slot} is not open (an openfile or createfile with fd={slot} must come first, or give filesetname=)"
@@ -803,10 +801,9 @@ impl Thread<'_> {
         }
         let path = self.sh.layouts[set].path(i);
         let file = self.entry_file(set, i);
-        let eng = self.eng.as_dyn();
-        let t = clock(&self.ring);
-        let r = eng.open_at(AT_FDCWD, &path, flags, 0o644, &mut self.sys);
-        rec(&mut self.ring, TraceOp::Open, file, 0, 0, t, outcome(&r));
+        let t = clock(io);
+        let r = io.open_at(AT_FDCWD, &path, flags, 0o644);
+        rec(io, TraceOp::Open, file, 0, 0, t, outcome(&r));
         let fd = match r {
             Ok(fd) => fd,
             Err(e) => {
@@ -816,12 +813,12 @@ impl Thread<'_> {
         };
         if fo.noreadahead {
             // A hint: a file system without it still runs the flowop.
-            let _ = eng.advise(fd, libc::POSIX_FADV_RANDOM, &mut self.sys);
+            let _ = io.advise(fd, libc::POSIX_FADV_RANDOM);
         }
-        if let Err(e) = eng.set_file(slot as u32, fd) {
-            let t = clock(&self.ring);
-            let c = eng.close_fd(fd, &mut self.sys);
-            rec(&mut self.ring, TraceOp::Close, file, 0, 0, t, status(&c));
+        if let Err(e) = io.set_file(slot as u32, fd) {
+            let t = clock(io);
+            let c = io.close_fd(fd);
+            rec(io, TraceOp::Close, file, 0, 0, t, status(&c));
             unbusy(arena, set, i, None, 0);
             return Err(call(format!("open {path:?}"), e));
         }
@@ -857,10 +854,15 @@ impl Thread<'_> {
     /// its fileset there first when it is not open (that open is counted as one more op of
     /// the flowop, with no bytes, as Filebench does). Returns the slot and the working-set
     /// size: `workingset`, else the file's planned size.
-    fn filesetup(&mut self, fo: &Flowop, t0: u64) -> Result<Option<(usize, u64)>, FlowopError> {
+    fn filesetup(
+        &mut self,
+        io: &mut Issuer,
+        fo: &Flowop,
+        t0: u64,
+    ) -> Result<Option<(usize, u64)>, FlowopError> {
         let slot = self.fdnum(fo);
         if self.fds[slot].is_none() {
-            if !self.open_on(fo, slot, false)? {
+            if !self.open_on(io, fo, slot, false)? {
                 return Ok(None);
             }
             let lat = now_ns().saturating_sub(t0);
@@ -875,24 +877,24 @@ impl Thread<'_> {
         Ok(Some((slot, wss)))
     }
 
-    fn exec(&mut self, fo: &Flowop, t0: u64) -> StepResult {
+    fn exec(&mut self, io: &mut Issuer, fo: &Flowop, t0: u64) -> StepResult {
         use Kind::*;
         match fo.kind {
-            Read | Write | AppendFile | AppendFileRand | AioWrite => self.rw(fo, t0),
-            ReadWholeFile => self.read_whole(fo, t0),
-            WriteWholeFile => self.write_whole(fo, t0),
-            OpenFile | CreateFile => self.open_file(fo),
-            CloseFile => self.close_file(fo),
-            DeleteFile => self.delete(fo),
-            StatFile => self.stat_file(fo),
-            MakeDir | RemoveDir => self.make_remove_dir(fo),
-            ListDir => self.listdir(fo),
-            Fsync => self.fsync(fo),
-            FsyncSet => self.fsync_set(fo),
-            AioWait => self.aio_wait(),
+            Read | Write | AppendFile | AppendFileRand | AioWrite => self.rw(io, fo, t0),
+            ReadWholeFile => self.read_whole(io, fo, t0),
+            WriteWholeFile => self.write_whole(io, fo, t0),
+            OpenFile | CreateFile => self.open_file(io, fo),
+            CloseFile => self.close_file(io, fo),
+            DeleteFile => self.delete(io, fo),
+            StatFile => self.stat_file(io, fo),
+            MakeDir | RemoveDir => self.make_remove_dir(io, fo),
+            ListDir => self.listdir(io, fo),
+            Fsync => self.fsync(io, fo),
+            FsyncSet => self.fsync_set(io, fo),
+            AioWait => self.aio_wait(io),
             SemBlock | Block => self.sem_wait(fo),
             Wakeup | SemPost => self.sem_post(fo),
-            Hog => self.hog(fo),
+            Hog => self.hog(io, fo),
             Delay => self.delay(fo),
             EventLimit => {
                 if !self.eventgen_on() {
@@ -902,7 +904,7 @@ impl Thread<'_> {
             }
             BwLimit | IopsLimit | OpsLimit => self.limit(fo),
             FinishOnCount | FinishOnBytes => self.finish_on(fo),
-            Composite => self.composite(fo),
+            Composite => self.composite(io, fo),
         }
     }
 }

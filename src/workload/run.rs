@@ -25,6 +25,9 @@ use one_run::one_run;
 pub struct Options {
     /// Overrides the duration of every `run`/`psrun`.
     pub time: Option<Duration>,
+    /// `--ramp`: every `run` first runs this long unmeasured (its threads' counts start
+    /// after it; the run lasts this much longer).
+    pub ramp: Option<Duration>,
     pub keep: bool,
     /// Run process instances as threads of this process (debugging; not Filebench's model).
     pub in_process: bool,

@@ -18,6 +18,7 @@ fn run(dir: &Path, text: &str, keep: bool) -> RunResult {
     let model = super::load_source(&src).unwrap_or_else(|e| panic!("{e:#}"));
     let opts = Options {
         time: None,
+        ramp: None,
         keep,
         in_process: true,
         lines_to_stdout: false,
@@ -342,6 +343,7 @@ fn refuses_a_directory_it_did_not_create() {
     let model = super::load_source(&src).unwrap();
     let opts = Options {
         time: None,
+        ramp: None,
         keep: false,
         in_process: true,
         lines_to_stdout: false,

@@ -26,6 +26,9 @@ pub struct WorkerSpec {
     /// The parent's `--status-interval` (ns): the threads keep the same intervals.
     #[serde(default)]
     pub status_interval_ns: Option<u64>,
+    /// The parent's `--ramp` (ns): how long the threads run before their counts start.
+    #[serde(default)]
+    pub ramp_ns: Option<u64>,
 }
 
 /// What every thread instance is given besides the workload: its engine, the rate limit and
@@ -39,6 +42,8 @@ pub(super) struct Setup {
     pub interval_ns: Option<u64>,
     /// `--trace`: the session the threads' rings go back to.
     pub trace: Option<std::sync::Arc<crate::trace::TraceSession>>,
+    /// `--ramp`: the warm-up each thread runs before its counts start.
+    pub ramp: Option<std::time::Duration>,
 }
 
 /// Stack of each workload thread: flowops recurse only through composites (at most 8 deep),
@@ -46,7 +51,8 @@ pub(super) struct Setup {
 pub const THREAD_STACK: usize = 512 << 10;
 
 /// The one place a workload thread instance is run (threads of a workload process and
-/// `--in-process` threads alike): waits at the driver's gate, then runs the interpreter.
+/// `--in-process` threads alike): waits at the driver's gate, then runs the interpreter
+/// (whose thread passes the arena's start barrier in the runner's loop).
 pub(super) fn body(
     model: std::sync::Arc<super::model::Model>,
     layouts: std::sync::Arc<Vec<super::fileset::SetLayout>>,
@@ -67,6 +73,7 @@ pub(super) fn body(
             trace_files: setup.trace_files,
             interval_ns: setup.interval_ns,
             trace: setup.trace,
+            ramp: setup.ramp,
         };
         let spec = &model.processes[id.process].threads[id.thread];
         Some(super::interp::run_thread(&sh, spec, id))
@@ -115,6 +122,7 @@ pub fn child(spec: WorkerSpec) -> Result<()> {
         trace_files: super::interp::trace_files(&layouts, trace.is_some()),
         interval_ns: spec.status_interval_ns,
         trace,
+        ramp: spec.ramp_ns.map(std::time::Duration::from_nanos),
     };
     let bodies = ids.into_iter().map(|id| {
         (
@@ -150,7 +158,7 @@ pub fn child(spec: WorkerSpec) -> Result<()> {
         }
     };
     // The cross-process start is the arena's barrier (every thread of every process ready,
-    // then the parent's go), which each thread passes inside the interpreter.
+    // then the parent's go), which each thread passes as the start gate of its runner loop.
     crew.open(|_| true);
     let outcomes = crew.join()?;
     crate::runner::drive::send_outcomes(&outcomes)

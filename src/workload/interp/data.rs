@@ -1,18 +1,32 @@
 //! A thread's data flowops: read, write, the whole-file reads and writes (readwholefile,
-//! writewholefile, appendfile) and aiowrite/aiowait, each a call (or an async submit and reap)
-//! on the thread's engine, with `--verify`'s fill before a write and check after a read.
+//! writewholefile, appendfile) and aiowrite/aiowait, each a call (or a queued write and its
+//! reap) through the thread's [`Issuer`], with `--verify`'s fill before a write and check
+//! after a read.
 
 use super::*;
 
 impl Thread<'_> {
-    /// One synchronous data I/O through the thread's engine on descriptor slot `slot`
-    /// (`offset` may carry IoOp's cursor/append/dsync flags): bytes moved, or the errno.
-    /// aiowrite completions that arrive meanwhile are accounted, not lost.
-    fn io(&mut self, kind: OpKind, slot: usize, offset: u64, len: usize) -> std::io::Result<u64> {
-        self.io_calls += 1;
-        let verifying = self.verify_before(kind, slot, offset, len);
-        let t = clock(&self.ring);
-        let r = self.io_call(kind, slot, offset, len);
+    /// One synchronous data I/O through the Issuer on descriptor slot `slot` (`offset` may
+    /// carry IoOp's cursor/append/dsync flags): bytes moved, or the errno. aiowrite
+    /// completions that arrive meanwhile are kept by the Issuer for [`Thread::aio_reap`].
+    fn io(
+        &mut self,
+        io: &mut Issuer,
+        kind: OpKind,
+        slot: usize,
+        offset: u64,
+        len: usize,
+    ) -> std::io::Result<u64> {
+        let verifying = self.verify_before(io, kind, slot, offset, len);
+        let t = clock(io);
+        let r = io.call(IoOp {
+            kind,
+            file: slot as u32,
+            route: Route::Buffered,
+            offset,
+            len: len as u32,
+            slot: CALL_SLOT,
+        });
         let n = *r.as_ref().unwrap_or(&0);
         let Some(f) = self.fds[slot].as_mut() else {
             return r;
@@ -47,14 +61,21 @@ impl Thread<'_> {
             Ok(n) => *n as i64,
             Err(_) => status(&r),
         };
-        rec(&mut self.ring, op, file, at, len as u64, t, result);
-        self.verify_after(verifying, slot, at, len, &r);
+        rec(io, op, file, at, len as u64, t, result);
+        self.verify_after(io, verifying, slot, at, len, &r);
         r
     }
 
     /// `--verify`, before a data I/O on descriptor slot `slot`: a write's buffer gets the
     /// file's stream for where it lands; a read notes what the file holds.
-    fn verify_before(&mut self, kind: OpKind, slot: usize, offset: u64, len: usize) -> Verifying {
+    fn verify_before(
+        &mut self,
+        io: &mut Issuer,
+        kind: OpKind,
+        slot: usize,
+        offset: u64,
+        len: usize,
+    ) -> Verifying {
         let (Some(v), Some(f)) = (self.verifier.as_ref(), self.fds[slot].as_ref()) else {
             return Verifying::Off;
         };
@@ -67,7 +88,7 @@ impl Thread<'_> {
             } else {
                 Some(offset & !IoOp::FLAGS)
             };
-            let buf = &mut self.eng.as_dyn().buffers().slot_mut(SYNC_SLOT as usize)[..len];
+            let buf = &mut io.buffers().slot_mut(CALL_SLOT as usize)[..len];
             Verifying::Write(v.begin_write(arena, f.set, f.entry, at, buf))
         } else {
             Verifying::Read(v.begin_read(arena, f.set, f.entry, f.incarnation))
@@ -78,6 +99,7 @@ impl Thread<'_> {
     /// a read returned.
     fn verify_after(
         &mut self,
+        io: &mut Issuer,
         verifying: Verifying,
         slot: usize,
         at: u64,
@@ -96,7 +118,7 @@ impl Thread<'_> {
                 let Ok(n) = r else { return };
                 let (set, entry) = (f.set, f.entry);
                 let lay = &self.sh.layouts[set];
-                let got = &self.eng.as_dyn().buffers().slot(SYNC_SLOT as usize)[..*n as usize];
+                let got = &io.buffers().slot(CALL_SLOT as usize)[..*n as usize];
                 v.end_read(arena, set, entry, t, at, len as u64, got, &|| {
                     lay.path(entry).to_string()
                 });
@@ -104,81 +126,27 @@ impl Thread<'_> {
         }
     }
 
-    /// The system calls of [`Thread::io`].
-    fn io_call(
-        &mut self,
-        kind: OpKind,
-        slot: usize,
-        offset: u64,
-        len: usize,
-    ) -> std::io::Result<u64> {
-        let op = IoOp {
-            kind,
-            file: slot as u32,
-            route: Route::Buffered,
-            offset,
-            len: len as u32,
-            slot: SYNC_SLOT,
-        };
-        let eng = self.eng.as_dyn();
-        eng.submit(&[op], &mut self.sys)?;
-        loop {
-            self.done.clear();
-            eng.reap(1, &mut self.done, &mut self.sys)?;
-            let mut res = None;
-            for c in &self.done {
-                if c.slot == SYNC_SLOT {
-                    res = Some(c.result);
-                } else {
-                    self.aio_inflight = self.aio_inflight.saturating_sub(1);
-                    if c.result < 0 && self.aio_err.is_none() {
-                        self.aio_err = Some(-c.result as i32);
-                    }
-                }
+    /// Account the aiowrite completions the Issuer collected: fewer in flight, the first
+    /// failure kept for aiowait. How many there were.
+    fn settle_aio(&mut self, io: &mut Issuer) -> u32 {
+        let (inflight, err) = (&mut self.aio_inflight, &mut self.aio_err);
+        let mut got = 0;
+        io.take_queued(|c| {
+            got += 1;
+            *inflight = inflight.saturating_sub(1);
+            if c.result < 0 && err.is_none() {
+                *err = Some(-c.result as i32);
             }
-            if let Some(r) = res {
-                return if r < 0 {
-                    Err(std::io::Error::from_raw_os_error(-r as i32))
-                } else {
-                    Ok(r as u64)
-                };
-            }
-        }
-    }
-
-    /// The engine and buffer slot of aiowrite: the thread's own when it is an io_uring
-    /// engine, else a second, io_uring engine built on first use (None when io_uring is
-    /// unavailable: aiowrite then writes synchronously, as Filebench does without AIO).
-    fn aio_engine(&mut self) -> Option<(&mut dyn Engine, u32)> {
-        if matches!(self.eng, Built::Uring(_)) {
-            return Some((self.eng.as_dyn(), 1));
-        }
-        if self.aio_eng.is_none() && !self.aio_failed {
-            match build_engine(EngineKind::Uring, 1, self.buf_len, self.id.slot as u64 + 7) {
-                Ok(e) => self.aio_eng = Some(e),
-                Err(_) => self.aio_failed = true,
-            }
-        }
-        self.aio_eng.as_mut().map(|e| (e.as_dyn(), 0))
+        });
+        got
     }
 
     /// Reap at least `n` aiowrites; report the first failed one.
-    fn aio_reap(&mut self, n: u32) -> std::io::Result<()> {
-        let mut got = 0;
+    fn aio_reap(&mut self, io: &mut Issuer, n: u32) -> std::io::Result<()> {
+        let mut got = self.settle_aio(io);
         while got < n && self.aio_inflight > 0 {
-            let eng = match self.aio_eng.as_mut() {
-                Some(e) => e.as_dyn(),
-                None => self.eng.as_dyn(),
-            };
-            self.done.clear();
-            eng.reap(1, &mut self.done, &mut self.sys)?;
-            for c in &self.done {
-                got += 1;
-                self.aio_inflight = self.aio_inflight.saturating_sub(1);
-                if c.result < 0 && self.aio_err.is_none() {
-                    self.aio_err = Some(-c.result as i32);
-                }
-            }
+            io.reap_queued()?;
+            got += self.settle_aio(io);
         }
         match self.aio_err.take() {
             Some(e) => Err(std::io::Error::from_raw_os_error(e)),
@@ -186,7 +154,7 @@ impl Thread<'_> {
         }
     }
 
-    pub(super) fn rw(&mut self, fo: &Flowop, t0: u64) -> StepResult {
+    pub(super) fn rw(&mut self, io: &mut Issuer, fo: &Flowop, t0: u64) -> StepResult {
         let mut size = self.iosize(fo);
         if fo.kind == Kind::AppendFileRand {
             // Filebench: fb_random64(&n, iosize, 1): 0 to iosize - 1 bytes; 0 is an op
@@ -196,8 +164,14 @@ impl Thread<'_> {
                 return Ok(Step::Ok);
             }
         }
-        let aio = fo.kind == Kind::AioWrite && self.aio_engine().is_some();
-        let Some((slot, wss)) = self.filesetup(fo, t0)? else {
+        // aiowrite queues on the thread's io_uring engine, or on the queue ring the Issuer
+        // builds beside a sync engine (none when io_uring is unavailable: aiowrite then
+        // writes synchronously, as Filebench does without AIO).
+        let aio = fo.kind == Kind::AioWrite
+            && io
+                .queue_slot(self.buf_len, self.id.slot as u64 + 7)
+                .is_some();
+        let Some((slot, wss)) = self.filesetup(io, fo, t0)? else {
             return Ok(Step::NoRsc("no file to read or write".into()));
         };
         let random = fo.random;
@@ -216,15 +190,13 @@ impl Thread<'_> {
             // The descriptor came from an openfile without directio: switch it on now.
             f.direct = true;
             let fd = f.fd;
-            self.eng
-                .as_dyn()
-                .set_status_flags(fd, libc::O_DIRECT, 0, &mut self.sys)
+            io.set_status_flags(fd, libc::O_DIRECT, 0)
                 .map_err(|e| call("switching on O_DIRECT", e))?;
         }
         match fo.kind {
-            Kind::Read => self.read_io(fo, slot, size, random, offset)?,
-            Kind::AioWrite if aio => self.aio_write(slot, size, random, offset)?,
-            _ => self.write_io(fo, slot, size, random, offset)?,
+            Kind::Read => self.read_io(io, fo, slot, size, random, offset)?,
+            Kind::AioWrite if aio => self.aio_write(io, slot, size, random, offset)?,
+            _ => self.write_io(io, fo, slot, size, random, offset)?,
         }
         Ok(Step::Ok)
     }
@@ -235,6 +207,7 @@ impl Thread<'_> {
     #[allow(clippy::too_many_arguments)]
     fn counted_io(
         &mut self,
+        io: &mut Issuer,
         fo: &Flowop,
         kind: OpKind,
         slot: usize,
@@ -243,9 +216,9 @@ impl Thread<'_> {
         known: Option<u64>,
         append: bool,
     ) -> Result<u64, FlowopError> {
-        self.io(kind, slot, at, size).map_err(|e| {
+        self.io(io, kind, slot, at, size).map_err(|e| {
             self.stats[fo.stat].errors += 1;
-            let (path, at) = self.failed_at(slot, known, append);
+            let (path, at) = self.failed_at(io, slot, known, append);
             let what = match kind {
                 OpKind::Read => format!("read of {size} bytes from {path:?} at offset {at}"),
                 OpKind::Write => format!("write of {size} bytes to {path:?} at offset {at}"),
@@ -257,6 +230,7 @@ impl Thread<'_> {
     /// One read of `size` bytes: at `offset` when random, else at the descriptor's offset.
     fn read_io(
         &mut self,
+        io: &mut Issuer,
         fo: &Flowop,
         slot: usize,
         size: usize,
@@ -265,6 +239,7 @@ impl Thread<'_> {
     ) -> Result<(), FlowopError> {
         let at = if random { offset } else { IoOp::AT_CURSOR };
         let n = self.counted_io(
+            io,
             fo,
             OpKind::Read,
             slot,
@@ -278,19 +253,16 @@ impl Thread<'_> {
             let f = self.fds[slot].as_mut().expect("set up");
             f.pos = 0;
             let fd = f.fd;
-            let _ = self
-                .eng
-                .as_dyn()
-                .seek_fd(fd, 0, libc::SEEK_SET, &mut self.sys);
+            let _ = io.seek_fd(fd, 0, libc::SEEK_SET);
         }
         self.bytes = n;
         Ok(())
     }
 
-    /// One aiowrite of `size` bytes queued on the aio engine (reaping one first when the
-    /// queue is full).
+    /// One aiowrite of `size` bytes queued (reaping one first when the queue is full).
     fn aio_write(
         &mut self,
+        io: &mut Issuer,
         slot: usize,
         size: usize,
         random: bool,
@@ -307,19 +279,16 @@ impl Thread<'_> {
         if let Some(v) = &self.verifier {
             v.forget(self.sh.arena, f.set, f.entry);
         }
-        if self.aio_inflight >= AIO_DEPTH - 1 {
+        self.settle_aio(io);
+        if self.aio_inflight >= Issuer::QUEUE_DEPTH - 1 {
             // Queue full: reap at least one before queueing more.
-            self.aio_reap(1)
+            self.aio_reap(io, 1)
                 .map_err(|e| call("aiowrite completion", e))?;
         }
-        let t = clock(&self.ring);
-        let Some((eng, buf)) = self.aio_engine() else {
-            unreachable!("checked above")
+        let t = clock(io);
+        let Some(buf) = io.queue_slot(self.buf_len, self.id.slot as u64 + 7) else {
+            unreachable!("checked by rw")
         };
-        // The aio engine of a sync thread has its own file slots: point this one at
-        // the descriptor (the thread's own engine has it already).
-        eng.set_file(slot as u32, fd)
-            .map_err(|e| call("aiowrite", e))?;
         let op = IoOp {
             kind: OpKind::Write,
             file: slot as u32,
@@ -328,29 +297,18 @@ impl Thread<'_> {
             len: size as u32,
             slot: buf,
         };
-        let mut sys = SyscallCounts::default();
-        let r = eng.submit(&[op], &mut sys);
-        self.sys += &sys;
-        self.io_calls += 1;
+        let r = io.queue_write(op, fd);
         // An aiowrite is recorded when it is queued (its result: the bytes queued, or
         // the submit's errno); a failed completion fails the flowop at aiowait.
         let result = match &r {
-            Ok(1) => size as i64,
-            Ok(_) => -(libc::EAGAIN as i64),
+            Ok(true) => size as i64,
+            Ok(false) => -(libc::EAGAIN as i64),
             Err(_) => status(&r),
         };
-        rec(
-            &mut self.ring,
-            TraceOp::Write,
-            file,
-            off,
-            size as u64,
-            t,
-            result,
-        );
+        rec(io, TraceOp::Write, file, off, size as u64, t, result);
         match r {
-            Ok(1) => {}
-            Ok(_) => return Err(FlowopError::State("aio queue full".into())),
+            Ok(true) => {}
+            Ok(false) => return Err(FlowopError::State("aio queue full".into())),
             Err(e) => return Err(call("io_uring submit", e)),
         }
         self.aio_inflight += 1;
@@ -361,6 +319,7 @@ impl Thread<'_> {
     /// One write, append or dsync write of `size` bytes.
     fn write_io(
         &mut self,
+        io: &mut Issuer,
         fo: &Flowop,
         slot: usize,
         size: usize,
@@ -381,13 +340,13 @@ impl Thread<'_> {
             at |= IoOp::DSYNC;
         }
         let known = (random && !append).then_some(offset);
-        let n = self.counted_io(fo, OpKind::Write, slot, at, size, known, append)?;
+        let n = self.counted_io(io, fo, OpKind::Write, slot, at, size, known, append)?;
         self.bytes = n;
         Ok(())
     }
 
-    pub(super) fn read_whole(&mut self, fo: &Flowop, t0: u64) -> StepResult {
-        let Some((slot, wss)) = self.filesetup(fo, t0)? else {
+    pub(super) fn read_whole(&mut self, io: &mut Issuer, fo: &Flowop, t0: u64) -> StepResult {
+        let Some((slot, wss)) = self.filesetup(io, fo, t0)? else {
             return Ok(Step::NoRsc("no file to read".into()));
         };
         let size = match fo.iosize.sample(&mut self.rng) as usize {
@@ -398,16 +357,14 @@ impl Thread<'_> {
         let f = self.fds[slot].as_mut().expect("set up");
         f.pos = 0;
         let fd = f.fd;
-        self.eng
-            .as_dyn()
-            .seek_fd(fd, 0, libc::SEEK_SET, &mut self.sys)
+        io.seek_fd(fd, 0, libc::SEEK_SET)
             .map_err(|e| call("lseek", e))?;
         let mut total = 0u64;
         loop {
-            let n = match self.io(OpKind::Read, slot, IoOp::AT_CURSOR, size) {
+            let n = match self.io(io, OpKind::Read, slot, IoOp::AT_CURSOR, size) {
                 Ok(n) => n,
                 Err(e) => {
-                    let (path, at) = self.failed_at(slot, Some(total), false);
+                    let (path, at) = self.failed_at(io, slot, Some(total), false);
                     return Err(call(format!("read {path:?} at offset {at}"), e));
                 }
             };
@@ -425,8 +382,8 @@ impl Thread<'_> {
     /// target file (`workingset`, else its planned size), from the descriptor's offset.
     /// Filebench's loop writes a last full `iosize` chunk past that size when the file is
     /// larger than iosize; fsbench writes exactly the size (docs/workload.md).
-    pub(super) fn write_whole(&mut self, fo: &Flowop, t0: u64) -> StepResult {
-        let Some((slot, mut wss)) = self.filesetup(fo, t0)? else {
+    pub(super) fn write_whole(&mut self, io: &mut Issuer, fo: &Flowop, t0: u64) -> StepResult {
+        let Some((slot, mut wss)) = self.filesetup(io, fo, t0)? else {
             return Ok(Step::NoRsc("no file to write".into()));
         };
         let src = fo.srcfd.unwrap_or(0);
@@ -452,14 +409,14 @@ impl Thread<'_> {
         let mut done = 0u64;
         while done < wss {
             let n = (wss - done).min(size) as usize;
-            let w = match self.io(OpKind::Write, slot, at, n) {
+            let w = match self.io(io, OpKind::Write, slot, at, n) {
                 Ok(0) => Err(std::io::Error::from_raw_os_error(libc::ENOSPC)),
                 r => r,
             };
             match w {
                 Ok(w) => done += w,
                 Err(e) => {
-                    let (path, at) = self.failed_at(slot, None, false);
+                    let (path, at) = self.failed_at(io, slot, None, false);
                     return Err(call(format!("write {path:?} at offset {at}"), e));
                 }
             }
@@ -468,15 +425,16 @@ impl Thread<'_> {
         Ok(Step::Ok)
     }
 
-    pub(super) fn aio_wait(&mut self) -> StepResult {
+    pub(super) fn aio_wait(&mut self, io: &mut Issuer) -> StepResult {
         let n = self.aio_inflight;
-        self.aio_reap(n)
+        self.aio_reap(io, n)
             .map_err(|e| call("aiowrite completion", e))?;
         Ok(Step::Ok)
     }
 
-    pub(super) fn drain_aio(&mut self) {
+    /// Wait for every aiowrite still in flight (the thread is ending).
+    pub(super) fn drain_aio(&mut self, io: &mut Issuer) {
         let n = self.aio_inflight;
-        let _ = self.aio_reap(n);
+        let _ = self.aio_reap(io, n);
     }
 }

@@ -1,7 +1,8 @@
 //! A thread's metadata and control flowops: openfile/createfile, closefile, deletefile,
 //! statfile, makedir/removedir, listdir, fsync/fsyncset, semaphores and block events, hog,
 //! delay, the event and rate limits, finishoncount/finishonbytes and composites, each a call
-//! on the thread's engine (or no call at all), with the descriptor table they work on.
+//! through the thread's [`Issuer`] (or no call at all), with the descriptor table they work
+//! on.
 
 use super::*;
 
@@ -31,10 +32,10 @@ impl Thread<'_> {
     }
 
     /// Filebench's openfile and createfile: open a file of the fileset on the flowop's descriptor.
-    pub(super) fn open_file(&mut self, fo: &Flowop) -> StepResult {
+    pub(super) fn open_file(&mut self, io: &mut Issuer, fo: &Flowop) -> StepResult {
         use Kind::*;
         let slot = self.fdnum(fo);
-        if self.open_on(fo, slot, fo.kind == CreateFile)? {
+        if self.open_on(io, fo, slot, fo.kind == CreateFile)? {
             Ok(Step::Ok)
         } else if fo.kind == CreateFile {
             Ok(Step::NoRsc("every file of the fileset exists".into()))
@@ -44,13 +45,13 @@ impl Thread<'_> {
     }
 
     /// closefile: close the flowop's descriptor (once no other thread holds the file busy).
-    pub(super) fn close_file(&mut self, fo: &Flowop) -> StepResult {
+    pub(super) fn close_file(&mut self, io: &mut Issuer, fo: &Flowop) -> StepResult {
         let arena = self.sh.arena;
         let slot = self.fdnum(fo);
         match self.fds[slot].take() {
             Some(f) => {
                 busy_wait(arena, f.set, f.entry);
-                self.close(slot, f);
+                self.close(io, slot, f);
                 Ok(Step::Ok)
             }
             None => Err(FlowopError::State(format!("fd {slot} is not open"))),
@@ -58,16 +59,16 @@ impl Thread<'_> {
     }
 
     /// statfile: fstat the file open on `fd=N` (N > 0), else stat the next existing file of the fileset.
-    pub(super) fn stat_file(&mut self, fo: &Flowop) -> StepResult {
+    pub(super) fn stat_file(&mut self, io: &mut Issuer, fo: &Flowop) -> StepResult {
         let arena = self.sh.arena;
         let slot = self.fdnum(fo);
         if slot > 0 {
             if let Some(f) = &self.fds[slot] {
                 let mut st = crate::engine::meta::statx_buf();
                 let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
-                let t = clock(&self.ring);
-                let r = self.eng.as_dyn().stat_fd(fd, &mut st, &mut self.sys);
-                rec(&mut self.ring, TraceOp::Stat, file, 0, 0, t, status(&r));
+                let t = clock(io);
+                let r = io.stat_fd(fd, &mut st);
+                rec(io, TraceOp::Stat, file, 0, 0, t, status(&r));
                 if let Err(e) = r {
                     let f = self.fds[slot].as_ref().expect("open");
                     return Err(call(format!("fstat {:?}", self.entry_path(f)), e));
@@ -81,12 +82,9 @@ impl Thread<'_> {
         let path = self.sh.layouts[set].path(i);
         let file = self.entry_file(set, i);
         let mut st = crate::engine::meta::statx_buf();
-        let t = clock(&self.ring);
-        let r = self
-            .eng
-            .as_dyn()
-            .stat_at(AT_FDCWD, &path, 0, &mut st, &mut self.sys);
-        rec(&mut self.ring, TraceOp::Stat, file, 0, 0, t, status(&r));
+        let t = clock(io);
+        let r = io.stat_at(AT_FDCWD, &path, 0, &mut st);
+        rec(io, TraceOp::Stat, file, 0, 0, t, status(&r));
         unbusy(arena, set, i, None, 0);
         if let Err(e) = r {
             return Err(call(format!("stat {path:?}"), e));
@@ -95,7 +93,7 @@ impl Thread<'_> {
     }
 
     /// makedir / removedir: the next absent (existing) directory of the fileset.
-    pub(super) fn make_remove_dir(&mut self, fo: &Flowop) -> StepResult {
+    pub(super) fn make_remove_dir(&mut self, io: &mut Issuer, fo: &Flowop) -> StepResult {
         use Kind::*;
         let arena = self.sh.arena;
         let set = fo.fileset.unwrap_or(0);
@@ -119,16 +117,13 @@ impl Thread<'_> {
         };
         let path = self.sh.layouts[set].path(i);
         let file = self.entry_file(set, i);
-        let eng = self.eng.as_dyn();
-        let t = clock(&self.ring);
+        let t = clock(io);
         let (r, op) = if fo.kind == MakeDir {
-            let r = eng.mkdir_at(AT_FDCWD, &path, 0o755, &mut self.sys);
-            (r, TraceOp::Mkdir)
+            (io.mkdir_at(AT_FDCWD, &path, 0o755), TraceOp::Mkdir)
         } else {
-            let r = eng.unlink_at(AT_FDCWD, &path, true, &mut self.sys);
-            (r, TraceOp::Unlink)
+            (io.unlink_at(AT_FDCWD, &path, true), TraceOp::Unlink)
         };
-        rec(&mut self.ring, op, file, 0, 0, t, status(&r));
+        rec(io, op, file, 0, 0, t, status(&r));
         if let Err(e) = r {
             release(arena, set, i, fo.kind == RemoveDir);
             let what = if fo.kind == MakeDir { "mkdir" } else { "rmdir" };
@@ -139,33 +134,33 @@ impl Thread<'_> {
     }
 
     /// fsync: the file open on the flowop's descriptor.
-    pub(super) fn fsync(&mut self, fo: &Flowop) -> StepResult {
+    pub(super) fn fsync(&mut self, io: &mut Issuer, fo: &Flowop) -> StepResult {
         let slot = self.fdnum(fo);
         if self.fds[slot].is_none() {
             return Err(FlowopError::State(format!("fd {slot} is not open")));
         }
-        self.fsync_slot(slot)?;
+        self.fsync_slot(io, slot)?;
         Ok(Step::Ok)
     }
 
     /// fsyncset: every file of the fileset this thread has open.
-    pub(super) fn fsync_set(&mut self, fo: &Flowop) -> StepResult {
+    pub(super) fn fsync_set(&mut self, io: &mut Issuer, fo: &Flowop) -> StepResult {
         let set = fo.fileset.unwrap_or(0);
         for k in 0..self.fds.len() {
             if self.fds[k].as_ref().is_some_and(|f| f.set == set) {
-                self.fsync_slot(k)?;
+                self.fsync_slot(io, k)?;
             }
         }
         Ok(Step::Ok)
     }
 
     /// fsync the file open on descriptor slot `slot` (open: the callers checked), traced.
-    fn fsync_slot(&mut self, slot: usize) -> Result<(), FlowopError> {
+    fn fsync_slot(&mut self, io: &mut Issuer, slot: usize) -> Result<(), FlowopError> {
         let f = self.fds[slot].as_ref().expect("open");
         let (fd, file) = (f.fd, self.entry_file(f.set, f.entry));
-        let t = clock(&self.ring);
-        let r = self.eng.as_dyn().sync_fd(fd, false, &mut self.sys);
-        rec(&mut self.ring, TraceOp::Fsync, file, 0, 0, t, status(&r));
+        let t = clock(io);
+        let r = io.sync_fd(fd, false);
+        rec(io, TraceOp::Fsync, file, 0, 0, t, status(&r));
         if let Err(e) = r {
             let f = self.fds[slot].as_ref().expect("open");
             return Err(call(format!("fsync {:?}", self.entry_path(f)), e));
@@ -215,12 +210,12 @@ impl Thread<'_> {
         Ok(Step::Ok)
     }
 
-    pub(super) fn hog(&mut self, fo: &Flowop) -> StepResult {
+    pub(super) fn hog(&mut self, io: &mut Issuer, fo: &Flowop) -> StepResult {
         // Filebench's flowoplib_hog: `value` stores of 1 to the first byte of the
         // thread's memory (no index arithmetic: that made each iteration about twice
         // as costly as Filebench's and the stock oltp shadows CPU-bound on it).
         let n = fo.value.sample(&mut self.rng).max(0.0) as u64;
-        let p = self.eng.as_dyn().buffers().slot_ptr(SYNC_SLOT as usize);
+        let p = io.buffers().slot_ptr(CALL_SLOT as usize);
         for _ in 0..n {
             // SAFETY: p is the start of our buffer; volatile keeps the busy loop.
             unsafe { std::ptr::write_volatile(p, 1) };
@@ -247,9 +242,9 @@ impl Thread<'_> {
         use Kind::*;
         let limit = fo.value.sample(&mut self.rng).max(0.0) as u64;
         let have = match (fo.kind, fo.target) {
-            (FinishOnCount, Some(j)) => self.stats[j].ops(),
+            (FinishOnCount, Some(j)) => self.tally[j][0],
             (FinishOnCount, None) => self.proc_total(|p| p.ops.load(Relaxed)),
-            (_, Some(j)) => self.stats[j].bytes(),
+            (_, Some(j)) => self.tally[j][1],
             (_, None) => {
                 self.proc_total(|p| p.read_bytes.load(Relaxed) + p.write_bytes.load(Relaxed))
             }
@@ -271,16 +266,22 @@ impl Thread<'_> {
         Ok(Step::Ok)
     }
 
-    /// A composite flowop: its inner flowops in order.
-    pub(super) fn composite(&mut self, fo: &Flowop) -> StepResult {
+    /// A composite flowop: its inner flowops in order, each its `iters` times, as one
+    /// execution of the composite (one step of the source), ending early when the run stops.
+    pub(super) fn composite(&mut self, io: &mut Issuer, fo: &Flowop) -> StepResult {
         for inner in &fo.inner {
-            if let Some(end) = self.run_flowop(inner)? {
-                return Ok(match end {
-                    End::Stopped => Step::Stopped,
-                    End::Finished(w) => Step::Done(w),
-                    End::OutOfFiles(w) => Step::NoRsc(w),
-                    End::Failed(w) => return Err(FlowopError::State(w)),
-                });
+            for _ in 0..inner.iters {
+                if self.sh.arena.stopping() {
+                    return Ok(Step::Stopped);
+                }
+                if let Some(end) = self.run_once(io, inner)? {
+                    return Ok(match end {
+                        End::Stopped => Step::Stopped,
+                        End::Finished(w) => Step::Done(w),
+                        End::OutOfFiles(w) => Step::NoRsc(w),
+                        End::Failed(w) => return Err(FlowopError::State(w)),
+                    });
+                }
             }
         }
         Ok(Step::Ok)
@@ -306,13 +307,10 @@ impl Thread<'_> {
             return Ok(Step::Quiet);
         }
         let now = match fo.target {
-            Some(j) => {
-                let s = &self.stats[j];
-                match fo.kind {
-                    BwLimit => s.bytes(),
-                    _ => s.ops(),
-                }
-            }
+            Some(j) => match fo.kind {
+                BwLimit => self.tally[j][1],
+                _ => self.tally[j][0],
+            },
             None => match fo.kind {
                 BwLimit => {
                     self.proc_total(|p| p.read_bytes.load(Relaxed) + p.write_bytes.load(Relaxed))
@@ -358,43 +356,40 @@ impl Thread<'_> {
     /// file's end for an append). The lseek/statx happen only on this error path.
     pub(super) fn failed_at(
         &mut self,
+        io: &mut Issuer,
         slot: usize,
         known: Option<u64>,
         append: bool,
     ) -> (super::super::fileset::CPath, i64) {
         let fd = self.fds[slot].as_ref().expect("open").fd;
-        let eng = self.eng.as_dyn();
         let off = match known {
             Some(o) => o as i64,
             None if append => {
                 let mut st = crate::engine::meta::statx_buf();
-                match eng.stat_fd(fd, &mut st, &mut self.sys) {
+                match io.stat_fd(fd, &mut st) {
                     Ok(()) => st.stx_size as i64,
                     Err(_) => -1,
                 }
             }
-            None => eng
-                .seek_fd(fd, 0, libc::SEEK_CUR, &mut self.sys)
-                .map_or(-1, |o| o as i64),
+            None => io.seek_fd(fd, 0, libc::SEEK_CUR).map_or(-1, |o| o as i64),
         };
         (self.entry_path(self.fds[slot].as_ref().expect("open")), off)
     }
 
-    fn close(&mut self, slot: usize, f: OpenFd) {
+    fn close(&mut self, io: &mut Issuer, slot: usize, f: OpenFd) {
         let file = self.entry_file(f.set, f.entry);
-        let eng = self.eng.as_dyn();
-        eng.clear_file(slot as u32);
+        io.clear_file(slot as u32);
         // close(2) releases the descriptor even when it reports an error.
-        let t = clock(&self.ring);
-        let r = eng.close_fd(f.fd, &mut self.sys);
-        rec(&mut self.ring, TraceOp::Close, file, 0, 0, t, status(&r));
+        let t = clock(io);
+        let r = io.close_fd(f.fd);
+        rec(io, TraceOp::Close, file, 0, 0, t, status(&r));
         unbusy(self.sh.arena, f.set, f.entry, None, -1);
     }
 
-    pub(super) fn close_all(&mut self) {
+    pub(super) fn close_all(&mut self, io: &mut Issuer) {
         for slot in 0..self.fds.len() {
             if let Some(f) = self.fds[slot].take() {
-                self.close(slot, f);
+                self.close(io, slot, f);
             }
         }
     }
@@ -402,7 +397,7 @@ impl Thread<'_> {
     /// Filebench's flowoplib_deletefile: with `fd=N` (N > 0) the file last opened there,
     /// else the next existing file in rotation. A file open elsewhere is not deleted and the
     /// pass is not counted.
-    pub(super) fn delete(&mut self, fo: &Flowop) -> StepResult {
+    pub(super) fn delete(&mut self, io: &mut Issuer, fo: &Flowop) -> StepResult {
         let arena = self.sh.arena;
         let slot = self.fdnum(fo);
         let (set, i, by_fd) = match (slot > 0).then(|| self.fse[slot].take()).flatten() {
@@ -424,12 +419,9 @@ impl Thread<'_> {
         }
         let path = self.sh.layouts[set].path(i);
         let file = self.entry_file(set, i);
-        let t = clock(&self.ring);
-        let r = self
-            .eng
-            .as_dyn()
-            .unlink_at(AT_FDCWD, &path, false, &mut self.sys);
-        rec(&mut self.ring, TraceOp::Unlink, file, 0, 0, t, status(&r));
+        let t = clock(io);
+        let r = io.unlink_at(AT_FDCWD, &path, false);
+        rec(io, TraceOp::Unlink, file, 0, 0, t, status(&r));
         if let Err(e) = r {
             if e.raw_os_error() != Some(libc::ENOENT) {
                 unbusy(arena, set, i, None, 0);
@@ -442,7 +434,7 @@ impl Thread<'_> {
 
     /// Filebench's flowoplib_listdir: the fileset's directories in rotation, counting
     /// `strlen(name) + sizeof(struct dirent) - 1` bytes per entry read.
-    pub(super) fn listdir(&mut self, fo: &Flowop) -> StepResult {
+    pub(super) fn listdir(&mut self, io: &mut Issuer, fo: &Flowop) -> StepResult {
         let set = fo.fileset.unwrap_or(0);
         let lay = &self.sh.layouts[set];
         if lay.dir_count() == 0 {
@@ -452,22 +444,21 @@ impl Thread<'_> {
         let k = rot.fetch_add(1, Relaxed) as usize % lay.dir_count();
         let path = lay.dir_path(k);
         let file = self.dir_base[set].saturating_add(k as u32);
-        let eng = self.eng.as_dyn();
         let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
-        let t = clock(&self.ring);
-        let r = eng.open_at(AT_FDCWD, &path, flags, 0, &mut self.sys);
-        rec(&mut self.ring, TraceOp::Open, file, 0, 0, t, outcome(&r));
+        let t = clock(io);
+        let r = io.open_at(AT_FDCWD, &path, flags, 0);
+        rec(io, TraceOp::Open, file, 0, 0, t, outcome(&r));
         let fd = r.map_err(|e| call(format!("opendir {path:?}"), e))?;
         let mut bytes = 0u64;
         let r = loop {
-            let t = clock(&self.ring);
-            let r = eng.read_dir(fd, &mut self.dents, &mut self.sys);
+            let t = clock(io);
+            let r = io.read_dir(fd, &mut self.dents);
             let result = match &r {
                 Ok(n) => *n as i64,
                 Err(_) => status(&r),
             };
             let len = self.dents.len() as u64;
-            rec(&mut self.ring, TraceOp::Readdir, file, 0, len, t, result);
+            rec(io, TraceOp::Readdir, file, 0, len, t, result);
             match r {
                 Ok(0) => break Ok(()),
                 Ok(n) => {
@@ -478,9 +469,9 @@ impl Thread<'_> {
                 Err(e) => break Err(e),
             }
         };
-        let t = clock(&self.ring);
-        let c = eng.close_fd(fd, &mut self.sys);
-        rec(&mut self.ring, TraceOp::Close, file, 0, 0, t, status(&c));
+        let t = clock(io);
+        let c = io.close_fd(fd);
+        rec(io, TraceOp::Close, file, 0, 0, t, status(&c));
         r.map_err(|e| call(format!("readdir {path:?}"), e))?;
         self.bytes = bytes;
         Ok(Step::Ok)

@@ -73,6 +73,7 @@ fn spawn(
             trace_files: crate::workload::interp::trace_files(layouts, opts.watch.trace.is_some()),
             interval_ns: opts.watch.interval_ns(),
             trace: opts.watch.trace.clone(),
+            ramp: opts.ramp,
         };
         let layouts = std::sync::Arc::new(layouts.to_vec());
         let bodies = ids.into_iter().map(|id| {
@@ -123,6 +124,7 @@ fn spawn(
                 engine: opts.engine,
                 rate: opts.rate,
                 status_interval_ns: opts.watch.interval_ns(),
+                ramp_ns: opts.ramp.map(|d| d.as_nanos().min(u64::MAX as u128) as u64),
             };
             slot += per;
             let started = crate::runner::drive::ChildSpec::new("workload", &spec)
@@ -206,6 +208,7 @@ fn watch(
     arena: &Arena,
     t0: Instant,
     secs: f64,
+    ramp_s: f64,
     psrun: Option<(f64, bool)>,
     opts: &Options,
     board: Option<&crate::runner::live::Board>,
@@ -255,7 +258,7 @@ fn watch(
             stop_reason = STONEWALL_STOP.into();
             break;
         }
-        if el >= secs {
+        if el >= secs + ramp_s {
             break;
         }
         if ctl.failed.load(SeqCst) > 0 {
@@ -355,6 +358,7 @@ pub(super) fn one_run(
     if ctl.event_rate_milli.load(SeqCst) > 0 {
         arena.set_event_rate(ctl.event_rate_milli.load(SeqCst) as f64 / 1000.0);
     }
+    let ramp_s = opts.ramp.map_or(0.0, |d| d.as_secs_f64());
     let t0 = Instant::now();
     let started_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -370,18 +374,28 @@ pub(super) fn one_run(
         board.clone(),
         true,
         crate::runner::live_line::Bounds {
-            time_s: Some(secs).filter(|s| s.is_finite()),
+            time_s: Some(secs + ramp_s).filter(|s| s.is_finite()),
             ops: None,
         },
     );
     if let Some(d) = &display {
         d.phase(crate::runner::live_line::Phase::Running);
     }
-    let (stop_reason, failed, lines) = watch(model, arena, t0, secs, psrun, opts, board.as_deref());
+    let (stop_reason, failed, lines) = watch(
+        model,
+        arena,
+        t0,
+        secs,
+        ramp_s,
+        psrun,
+        opts,
+        board.as_deref(),
+    );
     if let Some(d) = display {
         d.finish();
     }
-    let elapsed_s = t0.elapsed().as_secs_f64();
+    // The measured time: the warm-up is left out, as the threads left out its counts.
+    let elapsed_s = (t0.elapsed().as_secs_f64() - ramp_s).max(0.0);
     ctl.stop.store(STOP_NORMAL, SeqCst);
     arena.wake_everyone();
     let outcomes = collect(workers);
