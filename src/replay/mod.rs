@@ -60,6 +60,10 @@ pub struct ReplayOptions {
     pub rate: RateLimit,
     /// `--engine`: the engine every replayed call goes through (sync or uring).
     pub engine: crate::job::EngineKind,
+    /// `--ramp`: replay this long first as a warm-up, left out of the Result (`--time`
+    /// counts after it).
+    #[serde(default)]
+    pub ramp: Option<Duration>,
 }
 
 /// At most this many per-thread entries go into the Result: beyond it, threads are reported
@@ -182,7 +186,16 @@ pub(crate) fn run_gated(
     drop(fds);
     drop(dir_fd);
     let done: u64 = tallies.iter().map(|t| t.done).sum();
+    let warm: u64 = tallies.iter().map(|t| t.warm_calls).sum();
     let timed_out = tallies.iter().any(|t| t.timed_out);
+    // After a warm-up the replay lasted as long as its longest measured thread.
+    let elapsed_s = match opts.ramp.filter(|r| !r.is_zero()) {
+        Some(_) => tallies
+            .iter()
+            .map(|t| t.stats.elapsed_s)
+            .fold(0.0, f64::max),
+        None => elapsed_s,
+    };
     let (threads, grouped, kinds) = report_threads(tallies, &thread_info, elapsed_s);
     if grouped {
         notes.push(format!(
@@ -197,6 +210,9 @@ pub(crate) fn run_gated(
             None => "back to back (no timing)".into(),
         }
     ));
+    if let Some(note) = ramp_note(opts, warm, done) {
+        notes.push(note);
+    }
     if let Some(note) = limit_note(opts, done, total_steps, timed_out) {
         notes.push(note);
     }
@@ -427,6 +443,7 @@ fn shared_settings(
         bytes_per_sec: opts.rate.bytes_per_sec.map(|r| r as f64 / share),
         workers: nthreads as u64,
         time: opts.time,
+        ramp: opts.ramp,
         dir_fd: dir_fd.map_or(-1, |d| d.0),
         names: Arc::new(names),
         interval_ns: None,
@@ -498,6 +515,20 @@ fn run_threads(
         d.finish();
     }
     Ok((tallies?, t0.elapsed().as_secs_f64()))
+}
+
+/// What `--ramp` left out, for the Result's notes: the warm-up and its calls (`warm` of the
+/// `done` calls issued).
+fn ramp_note(opts: &ReplayOptions, warm: u64, done: u64) -> Option<String> {
+    let ramp = opts.ramp.filter(|r| !r.is_zero())?;
+    let span = crate::units::format_duration(ramp.as_secs_f64());
+    Some(if warm >= done {
+        format!("the replay ended within its warm-up of {span} (--ramp): nothing was measured")
+    } else {
+        format!(
+            "a warm-up of {span} (--ramp) was left out of the figures: its {warm} of the {done} calls issued"
+        )
+    })
 }
 
 /// What `--time` and the rate caps did, for the Result's notes.
