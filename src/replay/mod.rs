@@ -521,7 +521,8 @@ fn run_threads(
 /// `done` calls issued).
 fn ramp_note(opts: &ReplayOptions, warm: u64, done: u64) -> Option<String> {
     let ramp = opts.ramp.filter(|r| !r.is_zero())?;
-    let span = crate::units::format_duration(ramp.as_secs_f64());
+    // Seconds as given (0.25 s, 1 s): a warm-up is often under a second.
+    let span = format!("{} s", ramp.as_secs_f64());
     Some(if warm >= done {
         format!("the replay ended within its warm-up of {span} (--ramp): nothing was measured")
     } else {
