@@ -4,7 +4,8 @@
 //! syncs and stats at the same offsets, sizes and order, optionally at the traced times,
 //! under optional rate caps and a `--time` limit. Mkdir, unlink and readdir work in one
 //! directory the replay creates (unlink removes placeholders it created there), never on the
-//! traced paths. Every call goes through the Engine, so system calls are counted as a run's.
+//! traced paths. Every call goes through the engine the runner lends each thread (its
+//! `Issuer`), so system calls are counted as a run's.
 //! It is measured like any run (Stats, latency histogram, CPU by getrusage), traced like one
 //! (`--trace`), and reported in the one Result envelope (kind `replay`): per file (user) and
 //! thread, and per replayed call kind (`read`, `write`, `fsync`, `fdatasync`, `unlink`,
@@ -17,7 +18,8 @@
 //! one per reported thread, and above [`REPORTED_THREADS_MAX`] threads the per-thread figures
 //! are reported in groups. The thread count is checked against RLIMIT_NPROC, threads-max and
 //! MemAvailable before anything starts. Threads are started, held at the start gate and
-//! joined by the runner's driver (`runner::drive`); what a thread does is `replay_thread`.
+//! joined by the runner's driver (`runner::drive`); each is a source of calls that the
+//! runner's stepped loop (`runner::source::drive`) drives: `replay_thread`.
 
 mod gather;
 mod plan;
@@ -53,7 +55,8 @@ pub struct ReplayOptions {
     pub direct: bool,
     pub keep: bool,
     pub name: String,
-    /// `--time`: stop the replay after this long (what was done is the result).
+    /// `--time`: stop the replay after this long past the warm-up (what was done is the
+    /// result).
     pub time: Option<Duration>,
     /// `--rate-iops`, `--rate-bytes`, `--rate-scope`, as a run's: an extra cap on the traced
     /// timing (every replayed call takes an I/O slot; reads and writes take their bytes).
@@ -472,7 +475,7 @@ fn run_threads(
         shared.board.clone(),
         true,
         crate::runner::live_line::Bounds {
-            time_s: shared.time.map(|t| t.as_secs_f64()),
+            time_s: shared.deadline().map(|t| t.as_secs_f64()),
             ops: Some(plans.iter().map(|p| p.data_ops).sum()),
         },
     );

@@ -163,7 +163,7 @@ impl Shared {
     }
 
     /// When the run stops after its start: `--time` counts after the warm-up.
-    fn deadline(&self) -> Option<Duration> {
+    pub(super) fn deadline(&self) -> Option<Duration> {
         self.time.map(|t| t + self.ramp.unwrap_or_default())
     }
 
@@ -199,11 +199,12 @@ struct ThreadReplay<'a> {
     /// The start (`mono_ns`) and the same moment as an `Instant` (what trace records take).
     t0_ns: u64,
     t0: Instant,
-    // The replay's own rate caps, not the runner's `StepPacing`: every replayed call takes a
-    // slot of `--rate-iops` (a trace's syncs and stats are its load as much as its reads),
-    // only reads and writes wait for and take `--rate-bytes` slots (their planned bytes), and
-    // the caps hold on top of the traced times. The runner's step pacing charges data calls
-    // only, by the bytes they moved, and yields to a source's own due times.
+    /// The replay's own rate caps (`--rate-iops`, `--rate-bytes`), not the runner's
+    /// `StepPacing`, whose semantics differ: every replayed call takes a call slot (a trace's
+    /// syncs and stats are its load as much as its reads), only reads and writes wait for and
+    /// take byte slots (their planned bytes), and the caps hold on top of the traced times.
+    /// The runner's step pacing charges data calls only, by the bytes they moved, and yields
+    /// to a source's own due times.
     iops: Option<Pacer>,
     bytes: Option<Pacer>,
     calls: [CallTally; CALLS.len()],
