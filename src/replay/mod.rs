@@ -191,13 +191,15 @@ pub(crate) fn run_gated(
     let done: u64 = tallies.iter().map(|t| t.done).sum();
     let warm: u64 = tallies.iter().map(|t| t.warm_calls).sum();
     let timed_out = tallies.iter().any(|t| t.timed_out);
+    let ramped = tallies.iter().any(|t| t.ramped);
     // After a warm-up the replay lasted as long as its longest measured thread.
-    let elapsed_s = match opts.ramp.filter(|r| !r.is_zero()) {
-        Some(_) => tallies
+    let elapsed_s = if ramped {
+        tallies
             .iter()
             .map(|t| t.stats.elapsed_s)
-            .fold(0.0, f64::max),
-        None => elapsed_s,
+            .fold(0.0, f64::max)
+    } else {
+        elapsed_s
     };
     let (threads, grouped, kinds) = report_threads(tallies, &thread_info, elapsed_s);
     if grouped {
@@ -213,8 +215,8 @@ pub(crate) fn run_gated(
             None => "back to back (no timing)".into(),
         }
     ));
-    if let Some(note) = ramp_note(opts, warm, done) {
-        notes.push(note);
+    if let (Some(ramp), true) = (opts.ramp, ramped) {
+        notes.push(ramp_note(ramp, warm, done));
     }
     if let Some(note) = limit_note(opts, done, total_steps, timed_out) {
         notes.push(note);
@@ -522,17 +524,16 @@ fn run_threads(
 
 /// What `--ramp` left out, for the Result's notes: the warm-up and its calls (`warm` of the
 /// `done` calls issued).
-fn ramp_note(opts: &ReplayOptions, warm: u64, done: u64) -> Option<String> {
-    let ramp = opts.ramp.filter(|r| !r.is_zero())?;
+fn ramp_note(ramp: Duration, warm: u64, done: u64) -> String {
     // Seconds as given (0.25 s, 1 s): a warm-up is often under a second.
     let span = format!("{} s", ramp.as_secs_f64());
-    Some(if warm >= done {
+    if warm >= done {
         format!("the replay ended within its warm-up of {span} (--ramp): nothing was measured")
     } else {
         format!(
             "a warm-up of {span} (--ramp) was left out of the figures: its {warm} of the {done} calls issued"
         )
-    })
+    }
 }
 
 /// What `--time` and the rate caps did, for the Result's notes.

@@ -59,7 +59,8 @@ pub(super) struct Tally {
     /// Steps issued (fewer than planned after Ctrl-C, `--time` or a failure), the warm-up's
     /// included.
     pub(super) done: u64,
-    /// Steps issued in the `--ramp` warm-up (left out of `stats` and `calls`).
+    /// A `--ramp` warm-up ran, and the steps issued in it (left out of `stats` and `calls`).
+    pub(super) ramped: bool,
     pub(super) warm_calls: u64,
     /// `--time` ended this thread before its last step.
     pub(super) timed_out: bool,
@@ -75,6 +76,7 @@ impl Tally {
             calls: Default::default(),
             failure,
             done: 0,
+            ramped: false,
             warm_calls: 0,
             timed_out: false,
             intervals: Vec::new(),
@@ -457,6 +459,7 @@ impl<'a> ThreadReplay<'a> {
             calls: std::mem::take(&mut self.calls),
             failure,
             done: self.done,
+            ramped: driven.ramped,
             warm_calls: self.warm_calls,
             timed_out,
             intervals: driven.intervals,
@@ -961,6 +964,7 @@ mod tests {
             false
         });
         assert_eq!(t.done, 40);
+        assert!(t.ramped);
         assert!((5..=15).contains(&t.warm_calls), "{}", t.warm_calls);
         assert_eq!(samples(&t), t.done - t.warm_calls);
         assert_eq!(t.stats.read_ops + t.stats.write_ops, t.done - t.warm_calls);
