@@ -583,3 +583,74 @@ fn a_replay_of_many_files_prints_one_compact_result() {
     let left: Vec<_> = std::fs::read_dir(sb.file("r")).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn a_warm_up_is_replayed_but_left_out_of_the_result() {
+    let sb = Sandbox::new();
+    // 40 reads 50 ms apart: 2 s as traced; the first second is the warm-up.
+    reads(&sb, "r.csv", 1, 40, 50_000_000);
+    run_ok(
+        &sb,
+        &["replay", "r.csv", "--speed", "1", "--output", "all.json"],
+    );
+    run_ok(
+        &sb,
+        &[
+            "replay",
+            "r.csv",
+            "--speed",
+            "1",
+            "--ramp",
+            "1s",
+            "--output",
+            "ramped.json",
+        ],
+    );
+    let all = json(&sb.file("all.json"));
+    let ramped = json(&sb.file("ramped.json"));
+    assert_eq!(all["total"]["read_ops"], 40);
+    let ops = ramped["total"]["read_ops"].as_u64().unwrap();
+    assert!((15..=25).contains(&ops), "{ops} reads after the warm-up");
+    // The warm-up's system calls and time are left out too.
+    assert_eq!(ramped["total"]["syscalls"]["read"].as_u64(), Some(ops));
+    let el = |v: &serde_json::Value| v["total"]["elapsed_s"].as_f64().unwrap();
+    assert!(el(&all) > 1.8, "{}", el(&all));
+    assert!(el(&ramped) > 0.8 && el(&ramped) < 1.3, "{}", el(&ramped));
+    let notes = ramped["notes"].to_string();
+    assert!(
+        notes.contains("a warm-up of 1 s (--ramp) was left out"),
+        "{notes}"
+    );
+    assert!(!all["notes"].to_string().contains("warm-up"));
+    // `--time` counts after the warm-up: 0.5 s measured of a 1.5 s replay.
+    run_ok(
+        &sb,
+        &[
+            "replay",
+            "r.csv",
+            "--speed",
+            "1",
+            "--ramp",
+            "1s",
+            "--time",
+            "0.5s",
+            "--output",
+            "timed.json",
+        ],
+    );
+    let timed = json(&sb.file("timed.json"));
+    let ops = timed["total"]["read_ops"].as_u64().unwrap();
+    assert!(
+        (7..=13).contains(&ops),
+        "{ops} reads in 0.5 s after the warm-up"
+    );
+    // A bad duration is one usage line.
+    let out = sb
+        .cmd(&["replay", "r.csv", "--ramp", "soon"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("--ramp"), "{err}");
+}

@@ -49,6 +49,10 @@ pub(crate) struct ReplayArgs {
     /// Stop the replay after this long (10s, 2m); what was done is the result
     #[arg(long)]
     pub time: Option<String>,
+    /// Replay this long first as a warm-up (10s, 2m), left out of the result; --time counts
+    /// after it
+    #[arg(long)]
+    pub ramp: Option<String>,
     /// I/O engine every replayed call goes through: sync (default) or uring
     #[arg(long)]
     pub engine: Option<String>,
@@ -60,10 +64,14 @@ pub(crate) struct ReplayArgs {
     pub dist: super::ranks::DistArgs,
 }
 
-/// `--time` and the `--rate-*` flags, checked as `run` checks them.
-fn limits(
-    a: &ReplayArgs,
-) -> Result<(Option<std::time::Duration>, RateLimit), crate::error::UsageError> {
+/// `--time`, `--ramp` and the `--rate-*` flags, checked as `run` checks them.
+struct Limits {
+    time: Option<std::time::Duration>,
+    ramp: Option<std::time::Duration>,
+    rate: RateLimit,
+}
+
+fn limits(a: &ReplayArgs) -> Result<Limits, crate::error::UsageError> {
     let time = match &a.time {
         Some(t) => {
             let d = crate::units::parse_duration(t)?;
@@ -74,15 +82,23 @@ fn limits(
         }
         None => None,
     };
+    // A warm-up of 0 is none.
+    let ramp = match &a.ramp {
+        Some(r) => Some(
+            crate::units::parse_duration(r)
+                .map_err(|e| crate::error::UsageError(format!("--ramp: {e}")))?,
+        ),
+        None => None,
+    };
     let rate = a.rate.limit()?;
-    Ok((time, rate))
+    Ok(Limits { time, ramp, rate })
 }
 
 pub(crate) fn main(a: ReplayArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
     let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
     let origin = a.input.display().to_string();
     let observe = a.observe.settings()?;
-    let (time, rate) = limits(&a)?;
+    let Limits { time, ramp, rate } = limits(&a)?;
     let engine = super::args::source_engine(a.engine.as_deref(), "replays")?;
     let opts = ReplayOptions {
         dir: a.dir.clone(),
@@ -99,6 +115,7 @@ pub(crate) fn main(a: ReplayArgs, exec: crate::exec::Executor) -> anyhow::Result
         time,
         rate,
         engine,
+        ramp,
     };
     crate::output::check_output(a.output.as_deref(), false)?;
     // On this host: the devices under --dir, one trace ring per replay thread. On ranks: each

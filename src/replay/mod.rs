@@ -4,7 +4,8 @@
 //! syncs and stats at the same offsets, sizes and order, optionally at the traced times,
 //! under optional rate caps and a `--time` limit. Mkdir, unlink and readdir work in one
 //! directory the replay creates (unlink removes placeholders it created there), never on the
-//! traced paths. Every call goes through the Engine, so system calls are counted as a run's.
+//! traced paths. Every call goes through the engine the runner lends each thread (its
+//! `Issuer`), so system calls are counted as a run's.
 //! It is measured like any run (Stats, latency histogram, CPU by getrusage), traced like one
 //! (`--trace`), and reported in the one Result envelope (kind `replay`): per file (user) and
 //! thread, and per replayed call kind (`read`, `write`, `fsync`, `fdatasync`, `unlink`,
@@ -17,7 +18,8 @@
 //! one per reported thread, and above [`REPORTED_THREADS_MAX`] threads the per-thread figures
 //! are reported in groups. The thread count is checked against RLIMIT_NPROC, threads-max and
 //! MemAvailable before anything starts. Threads are started, held at the start gate and
-//! joined by the runner's driver (`runner::drive`); what a thread does is `replay_thread`.
+//! joined by the runner's driver (`runner::drive`); each is a source of calls that the
+//! runner's stepped loop (`runner::source::drive`) drives: `replay_thread`.
 
 mod gather;
 mod plan;
@@ -53,13 +55,18 @@ pub struct ReplayOptions {
     pub direct: bool,
     pub keep: bool,
     pub name: String,
-    /// `--time`: stop the replay after this long (what was done is the result).
+    /// `--time`: stop the replay after this long past the warm-up (what was done is the
+    /// result).
     pub time: Option<Duration>,
     /// `--rate-iops`, `--rate-bytes`, `--rate-scope`, as a run's: an extra cap on the traced
     /// timing (every replayed call takes an I/O slot; reads and writes take their bytes).
     pub rate: RateLimit,
     /// `--engine`: the engine every replayed call goes through (sync or uring).
     pub engine: crate::job::EngineKind,
+    /// `--ramp`: replay this long first as a warm-up, left out of the Result (`--time`
+    /// counts after it).
+    #[serde(default)]
+    pub ramp: Option<Duration>,
 }
 
 /// At most this many per-thread entries go into the Result: beyond it, threads are reported
@@ -182,7 +189,18 @@ pub(crate) fn run_gated(
     drop(fds);
     drop(dir_fd);
     let done: u64 = tallies.iter().map(|t| t.done).sum();
+    let warm: u64 = tallies.iter().map(|t| t.warm_calls).sum();
     let timed_out = tallies.iter().any(|t| t.timed_out);
+    let ramped = tallies.iter().any(|t| t.ramped);
+    // After a warm-up the replay lasted as long as its longest measured thread.
+    let elapsed_s = if ramped {
+        tallies
+            .iter()
+            .map(|t| t.stats.elapsed_s)
+            .fold(0.0, f64::max)
+    } else {
+        elapsed_s
+    };
     let (threads, grouped, kinds) = report_threads(tallies, &thread_info, elapsed_s);
     if grouped {
         notes.push(format!(
@@ -197,6 +215,9 @@ pub(crate) fn run_gated(
             None => "back to back (no timing)".into(),
         }
     ));
+    if let (Some(ramp), true) = (opts.ramp, ramped) {
+        notes.push(ramp_note(ramp, warm, done));
+    }
     if let Some(note) = limit_note(opts, done, total_steps, timed_out) {
         notes.push(note);
     }
@@ -427,6 +448,7 @@ fn shared_settings(
         bytes_per_sec: opts.rate.bytes_per_sec.map(|r| r as f64 / share),
         workers: nthreads as u64,
         time: opts.time,
+        ramp: opts.ramp,
         dir_fd: dir_fd.map_or(-1, |d| d.0),
         names: Arc::new(names),
         interval_ns: None,
@@ -455,7 +477,7 @@ fn run_threads(
         shared.board.clone(),
         true,
         crate::runner::live_line::Bounds {
-            time_s: shared.time.map(|t| t.as_secs_f64()),
+            time_s: shared.deadline().map(|t| t.as_secs_f64()),
             ops: Some(plans.iter().map(|p| p.data_ops).sum()),
         },
     );
@@ -498,6 +520,20 @@ fn run_threads(
         d.finish();
     }
     Ok((tallies?, t0.elapsed().as_secs_f64()))
+}
+
+/// What `--ramp` left out, for the Result's notes: the warm-up and its calls (`warm` of the
+/// `done` calls issued).
+fn ramp_note(ramp: Duration, warm: u64, done: u64) -> String {
+    // Seconds as given (0.25 s, 1 s): a warm-up is often under a second.
+    let span = format!("{} s", ramp.as_secs_f64());
+    if warm >= done {
+        format!("the replay ended within its warm-up of {span} (--ramp): nothing was measured")
+    } else {
+        format!(
+            "a warm-up of {span} (--ramp) was left out of the figures: its {warm} of the {done} calls issued"
+        )
+    }
 }
 
 /// What `--time` and the rate caps did, for the Result's notes.

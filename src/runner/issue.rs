@@ -8,7 +8,7 @@
 //! lists and the trace ring; it counts the data calls and bytes of the current step, which is
 //! what a rate limit charges. Nothing here allocates after it is built.
 
-use crate::engine::{self, BufferPool, Built, Completion, Engine, IoOp};
+use crate::engine::{self, BufferPool, Built, Completion, Engine, FileHandles, IoOp};
 use crate::stats::SyscallCounts;
 use crate::trace::TraceRing;
 use std::ffi::CStr;
@@ -92,6 +92,26 @@ impl Issuer {
             engine::empty_files(files),
             pool,
         )?))
+    }
+
+    /// An engine of `kind` (io_uring for `Uring`, else synchronous) over `files` as the
+    /// source opened them (a descriptor per route: a replay's O_DIRECT and O_DSYNC ones
+    /// beside the buffered one, which [`Issuer::set_file`] cannot carry), issuing one call at
+    /// a time with one buffer of `len` bytes.
+    pub(crate) fn engine_over(
+        kind: crate::job::EngineKind,
+        files: Vec<FileHandles>,
+        len: usize,
+        seed: u64,
+    ) -> anyhow::Result<Built> {
+        let pool = BufferPool::new(1, len, seed)
+            .map_err(|e| anyhow::anyhow!("allocating buffers: {e}"))?;
+        Ok(match kind {
+            crate::job::EngineKind::Uring => {
+                Built::Uring(engine::uring::UringEngine::for_source(1, files, pool)?)
+            }
+            _ => Built::Sync(engine::sync::SyncEngine::new(files, pool)),
+        })
     }
 
     #[inline]

@@ -36,6 +36,12 @@ pub(crate) trait Source {
         true
     }
 
+    /// The run's clock started at `t0_ns` (`mono_ns`, after the gate): a source that keeps
+    /// its own schedule (a replay's traced times) anchors it here.
+    fn started(&mut self, t0_ns: u64) {
+        let _ = t0_ns;
+    }
+
     /// When the next step is due on the `mono_ns` clock (a replay keeps its trace's times);
     /// None: as soon as the rate limit allows.
     fn next_due_ns(&self) -> Option<u64> {
@@ -86,6 +92,7 @@ pub(crate) fn drive<S: Source>(src: &mut S, io: &mut Issuer, how: Drive<'_>) -> 
     let mut pacing = how.pacing;
     let t_go = mono_ns();
     pacing.start(t_go);
+    src.started(t_go);
     let to_ns = |d: Duration| t_go.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64);
     let ramp = how.ramp.unwrap_or_default();
     // `--time` counts after the warm-up, as for a job.
