@@ -11,10 +11,9 @@
 use super::block::{self, BlockId, Verdict};
 use super::journal::Journal;
 use super::{judge, Finding};
-use crate::engine::sync::SyncEngine;
-use crate::engine::{BufferPool, FileHandles, IoOp, OpKind};
+use crate::engine::{IoOp, OpKind};
 use crate::job::Route;
-use crate::stats::SyscallCounts;
+use crate::runner::issue::Issuer;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::Read;
@@ -242,35 +241,31 @@ fn mismatch(
     }
 }
 
-/// A file read front to back through the sync engine (pread into an aligned buffer of the
-/// engine's own), so `fsbench verify` reads storage the way every run does. Borrows the
-/// file's descriptor; the file outlives it.
-pub(crate) struct EngineReader<'a> {
-    engine: SyncEngine,
+/// A file read front to back through the runner's issuing handle on a synchronous engine
+/// (pread into an aligned buffer of the engine's own), so `fsbench verify` reads storage the
+/// way every run does. Borrows the file's descriptor; the file outlives it.
+pub(crate) struct IssuedReader<'a> {
+    io: Issuer,
     offset: u64,
     chunk: usize,
-    sys: SyscallCounts,
     _file: std::marker::PhantomData<&'a std::fs::File>,
 }
 
-impl<'a> EngineReader<'a> {
+impl<'a> IssuedReader<'a> {
     /// Reads of up to `chunk` bytes each.
     pub(crate) fn new(file: &'a std::fs::File, chunk: usize) -> std::io::Result<Self> {
-        let files = vec![FileHandles {
-            fds: [file.as_raw_fd(), -1, -1],
-            size: file.metadata()?.len(),
-        }];
-        Ok(EngineReader {
-            engine: SyncEngine::new(files, BufferPool::new(1, chunk, 0)?),
+        let mut io = Issuer::new(Issuer::sync_engine(1, 1, chunk, 0)?, 1, None);
+        io.set_file(0, file.as_raw_fd())?;
+        Ok(IssuedReader {
+            io,
             offset: 0,
             chunk,
-            sys: SyscallCounts::default(),
             _file: std::marker::PhantomData,
         })
     }
 }
 
-impl Read for EngineReader<'_> {
+impl Read for IssuedReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let op = IoOp {
             kind: OpKind::Read,
@@ -280,13 +275,8 @@ impl Read for EngineReader<'_> {
             len: buf.len().min(self.chunk) as u32,
             slot: 0,
         };
-        let r = self.engine.execute(&op, &mut self.sys);
-        if r < 0 {
-            return Err(std::io::Error::from_raw_os_error(-r as i32));
-        }
-        let n = r as usize;
-        use crate::engine::Engine;
-        buf[..n].copy_from_slice(&self.engine.buffers().slot(0)[..n]);
+        let n = self.io.call(op)? as usize;
+        buf[..n].copy_from_slice(&self.io.buffers().slot(0)[..n]);
         self.offset += n as u64;
         Ok(n)
     }
@@ -683,16 +673,16 @@ mod tests {
         assert_eq!(c.failures, 20);
     }
 
-    /// The engine reader gives back the file's bytes exactly, across its chunk size, then
+    /// The issued reader gives back the file's bytes exactly, across its chunk size, then
     /// end of file.
     #[test]
-    fn the_engine_reader_reads_the_file_as_it_is() {
+    fn the_issued_reader_reads_the_file_as_it_is() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
         std::fs::write(&path, &data).unwrap();
         let f = std::fs::File::open(&path).unwrap();
-        let mut r = EngineReader::new(&f, 4096).unwrap();
+        let mut r = IssuedReader::new(&f, 4096).unwrap();
         let mut back = Vec::new();
         let mut buf = [0u8; 8192];
         loop {
@@ -704,6 +694,6 @@ mod tests {
             back.extend_from_slice(&buf[..n]);
         }
         assert_eq!(back, data);
-        assert_eq!(r.sys.read, 4, "three chunks and the read at the end");
+        assert_eq!(r.io.sys().read, 4, "three chunks and the read at the end");
     }
 }
