@@ -765,6 +765,145 @@ pub(super) fn same_contents(a: &Path, b: &Path) -> Result<bool> {
 mod tests {
     use super::*;
     use crate::backup::sync_issuer;
+    use crate::engine::mock::{MockEngine, Script};
+    use crate::engine::{BufferPool, Built, Completion, Engine};
+    use crate::runner::pace::StepPacing;
+    use crate::runner::source::{drive, Drive};
+    use crate::stats::SyscallCounts;
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    /// The mock engine with file slots: it takes any descriptor and does no I/O on it (the
+    /// phase's opens, closes and fsync are real; its reads and writes are the mock's).
+    struct MockFiles(MockEngine);
+
+    impl Engine for MockFiles {
+        fn submit(&mut self, ops: &[IoOp], sys: &mut SyscallCounts) -> std::io::Result<usize> {
+            self.0.submit(ops, sys)
+        }
+        fn reap(
+            &mut self,
+            min: usize,
+            done: &mut Vec<Completion>,
+            sys: &mut SyscallCounts,
+        ) -> std::io::Result<usize> {
+            self.0.reap(min, done, sys)
+        }
+        fn buffers(&mut self) -> &mut BufferPool {
+            self.0.buffers()
+        }
+        fn flush(&mut self, sys: &mut SyscallCounts) -> std::io::Result<()> {
+            self.0.flush(sys)
+        }
+        fn set_file(&mut self, _index: u32, _fd: RawFd) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    const RECORD: usize = ustar::PAX_RECORD;
+
+    /// An archive phase of one (empty, real) tree file the mock reads as `records` records,
+    /// and its issuer on the mock with `latency` per I/O.
+    fn mock_archive(dir: &Path, records: u64, latency: Duration) -> (Archive, Issuer) {
+        std::fs::write(dir.join("f"), b"").unwrap();
+        let files = [("f".to_string(), records * RECORD as u64)];
+        let src = Archive::new(dir, "tree", &files, &dir.join("a.tar"), false, RECORD);
+        let script = Script {
+            depth: SLOTS as u32,
+            latency,
+            ..Script::default()
+        };
+        let (engine, _log) = MockEngine::new(script, RECORD);
+        let io = Issuer::new(
+            Built::Boxed(Box::new(MockFiles(engine))),
+            ARCHIVE_FILES,
+            None,
+        );
+        (src, io)
+    }
+
+    fn how<'a>(stop: &'a dyn Fn() -> bool) -> Drive<'a> {
+        Drive {
+            gate: &|| {},
+            stop,
+            deadline: None,
+            ramp: None,
+            pacing: StepPacing::default(),
+            interval_ns: None,
+        }
+    }
+
+    #[test]
+    fn an_archive_on_the_mock_writes_one_call_per_record() {
+        let d = tempfile::tempdir().unwrap();
+        let (mut src, mut io) = mock_archive(d.path(), 10, Duration::ZERO);
+        let out = drive(&mut src, &mut io, how(&|| false));
+        out.end.unwrap();
+        // Two headers, ten records of data, two zero blocks: ten records and 2048 bytes,
+        // padded to eleven records, one write call each.
+        assert_eq!((src.led.stats.read_ops, src.led.stats.write_ops), (10, 11));
+        assert_eq!(src.led.stats.write_bytes, 11 * RECORD as u64);
+        let sys = io.sys();
+        assert_eq!((sys.open, sys.close, sys.fsync), (2, 2, 1));
+        assert!(src.led.open.is_empty());
+    }
+
+    #[test]
+    fn a_stop_ends_the_archive_between_steps() {
+        let d = tempfile::tempdir().unwrap();
+        let (mut src, mut io) = mock_archive(d.path(), 100, Duration::ZERO);
+        let asked = Cell::new(0u32);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            asked.get() > 5
+        };
+        let out = drive(&mut src, &mut io, how(&stop));
+        let e = out.end.unwrap_err();
+        assert_eq!(e.to_string(), "interrupted");
+        // Five steps ran: the archive created, the file opened, three records read.
+        assert_eq!(src.led.stats.read_ops, 3);
+        // The archive and the tree file are left open for the study to close.
+        assert_eq!(src.led.open.len(), 2);
+        src.led.close_left(&mut io);
+        assert_eq!(io.sys().close, 2);
+    }
+
+    #[test]
+    fn a_rate_limit_spaces_the_archive_calls() {
+        let d = tempfile::tempdir().unwrap();
+        let (mut src, mut io) = mock_archive(d.path(), 20, Duration::ZERO);
+        let mut h = how(&|| false);
+        // 200 calls a second: 20 reads and 21 writes take at least 0.2 s less the first.
+        h.pacing = StepPacing::new(Some(200.0), None, 0, 1);
+        let t = std::time::Instant::now();
+        let out = drive(&mut src, &mut io, h);
+        out.end.unwrap();
+        assert_eq!((src.led.stats.read_ops, src.led.stats.write_ops), (20, 21));
+        assert!(
+            t.elapsed() >= Duration::from_millis(180),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+
+    #[test]
+    fn the_archive_closes_intervals_on_the_grid() {
+        let d = tempfile::tempdir().unwrap();
+        let (mut src, mut io) = mock_archive(d.path(), 40, Duration::from_millis(1));
+        let mut h = how(&|| false);
+        h.interval_ns = Some(10_000_000);
+        let out = drive(&mut src, &mut io, h);
+        out.end.unwrap();
+        // 40 reads and 41 writes of 1 ms each: at least 8 intervals of 10 ms.
+        assert!(
+            out.intervals.len() >= 8,
+            "{} intervals",
+            out.intervals.len()
+        );
+        let reads: u64 = out.intervals.iter().map(|i| i.read_ops).sum();
+        let writes: u64 = out.intervals.iter().map(|i| i.write_ops).sum();
+        assert_eq!((reads, writes), (40, 41));
+    }
 
     #[test]
     fn tape_writes_whole_records() {
