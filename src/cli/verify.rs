@@ -319,8 +319,8 @@ pub(crate) fn main(a: VerifyArgs) -> anyhow::Result<i32> {
         let c = match open(p)? {
             Some(f) => {
                 // Through the runner's issuer, 1 MiB at a time, handed out a block at a time.
-                let issued = check::IssuedReader::new(&f, 1 << 20)?;
-                let mut r = std::io::BufReader::with_capacity(1 << 20, issued);
+                let reader = crate::runner::read::FileReader::new(&f, 1 << 20)?;
+                let mut r = std::io::BufReader::with_capacity(1 << 20, reader);
                 check::check_file(&mut r, &shown, i, &journal, stop)?
             }
             None => check::check_file(&mut std::io::empty(), &shown, i, &journal, stop)?,
