@@ -23,8 +23,8 @@
 //! written buffered and fsync'd inside the timed archive phase, standing in for the article's
 //! raw backup disk.
 //!
-//! This module holds the study's plan, its phases and what they report; [`tape`] the phases'
-//! I/O (archive, restore, compare) and [`ustar`] the archive format. It sits below the
+//! This module holds the study's plan, its phases and what they report; [`tape`] the phases
+//! as sources (archive, restore) and the comparison, and [`ustar`] the archive format. It sits below the
 //! executor (`crate::exec`), which runs the phases on this host or on every MPI rank, and
 //! below the sweeps and suites that store its Results.
 
@@ -242,8 +242,8 @@ fn now_unix() -> f64 {
 /// this is the phase's start barrier (`crate::mpi`), every rank's answer the same.
 pub(crate) type StartHook<'a> = &'a mut dyn FnMut(bool) -> bool;
 
-/// A phase as its thread measured it: its counts, the gate's opening and its end, and what
-/// `work` returned.
+/// A phase as its thread measured it: its counts, the gate's opening and its end, and how
+/// the phase ended.
 struct Timed<T> {
     stats: Stats,
     opened: Instant,
