@@ -278,6 +278,7 @@ fn phase<P: Phase>(
         };
         // A called-off gate stops the phase before its first step.
         let stop = || !go.get() || crate::runner::signal::interrupted();
+        // A phase is a fixed amount of work: no deadline, rate limit or warm-up.
         let how = Drive {
             gate: &wait,
             stop: &stop,
