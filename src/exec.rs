@@ -129,7 +129,7 @@ impl Executor {
                 dir,
                 plan,
                 caches,
-                &crate::backup::sync_engine(),
+                &crate::backup::sync_issuer(),
                 observe,
                 sink,
             ),

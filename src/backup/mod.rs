@@ -4,41 +4,52 @@
 //! calls and calls per second (the article's `timex` and `tusc -c` figures); the restored tree
 //! is compared byte for byte with the original.
 //!
-//! Every measured phase goes through the one execution path: its thread is started and held
-//! at the start gate by the runner's driver (`runner::drive`), and every read, write, open,
-//! close, mkdir and fsync it times is an operation of an [`Engine`] (data I/O by submit/reap
-//! into the engine's page-aligned buffers, so direct I/O works on 4k-sector devices; metadata
-//! through the engine's metadata operations). The counts in the phase's Result are the ones the
-//! engine kept, in the one `Stats` type, as the phase's named group.
+//! Every measured phase is a source the runner drives (`runner::source::drive`): its thread
+//! is started and held at the start gate by the runner's driver (`runner::drive`), it is
+//! stepped one archive record (or one tree file opened) at a time, stopped between steps by
+//! Ctrl-C, and its CPU time is the runner's account of the measured window. Every read,
+//! write, open, close, mkdir and fsync it times goes through the runner's issuing handle
+//! (`runner::issue::Issuer`), which holds the phase's engine: data I/O into the engine's
+//! page-aligned buffers, so direct I/O works on 4k-sector devices. The system calls in the
+//! phase's Result are the ones the issuer counted, its reads and writes the phase's own, in
+//! the one `Stats` type, as the phase's named group.
+//!
+//! A phase is a fixed amount of work (archive this tree, restore this archive): it has no
+//! time limit, no rate limit and no warm-up, since leaving its first seconds out would leave
+//! out part of the work its figures describe.
 //!
 //! Like pax, the restore does not fsync the files it writes: buffered restores finish when the
 //! data is in the page cache, direct ones when it is on the device. The archive itself is
 //! written buffered and fsync'd inside the timed archive phase, standing in for the article's
 //! raw backup disk.
 //!
-//! This module holds the study's plan, its phases and what they report; [`tape`] the phases'
-//! I/O (archive, restore, compare) and [`ustar`] the archive format. It sits below the
+//! This module holds the study's plan, its phases and what they report; [`tape`] the phases
+//! as sources (archive, restore) and the comparison, and [`ustar`] the archive format. It sits below the
 //! executor (`crate::exec`), which runs the phases on this host or on every MPI rank, and
 //! below the sweeps and suites that store its Results.
 
 pub(crate) mod tape;
 pub(crate) mod ustar;
 
-use crate::engine::{self, sync::SyncEngine, BufferPool, Engine};
+use crate::engine::BufferPool;
 use crate::job::CachePolicy;
 use crate::observe::{Observe, Observer, Scope};
 use crate::result::{self, BackupInfo, GroupReport, RunResult};
 use crate::runner::drive::{self, Body, Gate};
+use crate::runner::issue::Issuer;
+use crate::runner::pace::StepPacing;
+use crate::runner::source::{self, Drive};
 use crate::runner::target::{Plan, TargetKind, TargetPlan};
 use crate::runner::{IoFailure, RunStatus};
-use crate::stats::{cpu, Stats, StatsReport};
+use crate::stats::{Stats, StatsReport};
 use anyhow::{anyhow, bail, Context, Result};
+use std::cell::Cell;
 use std::fs::OpenOptions;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
-use tape::{archive, check_interrupt, restore, same_contents, Io};
+use tape::{check_interrupt, same_contents, Archive, Phase, Restore};
 use ustar::BLOCK;
 
 /// Sizes of the tree and the record size, after scaling.
@@ -49,13 +60,17 @@ pub(crate) struct BackupPlan {
     pub record: usize,
 }
 
-/// Builds the engine of one phase from its number of file slots and its buffers. The study
+/// Builds the issuer of one phase on the phase's thread, before the gate, from its number of
+/// file slots and its buffers' length (a record or more; [`tape::SLOTS`] buffers). The study
 /// uses the synchronous engine (pax issues one blocking call per record); tests wrap it.
-pub(crate) type MakeEngine = Arc<dyn Fn(usize, BufferPool) -> Box<dyn Engine> + Send + Sync>;
+pub(crate) type MakeIssuer = Arc<dyn Fn(usize, usize) -> Result<Issuer> + Send + Sync>;
 
 /// The synchronous engine, with empty file slots the phase fills as it opens files.
-pub(crate) fn sync_engine() -> MakeEngine {
-    Arc::new(|files, pool| Box::new(SyncEngine::new(engine::empty_files(files), pool)))
+pub(crate) fn sync_issuer() -> MakeIssuer {
+    Arc::new(|files, len| {
+        let engine = Issuer::sync_engine(files, tape::SLOTS, len, 0xbac)?;
+        Ok(Issuer::new(engine, files, None))
+    })
 }
 
 /// Prefix of the per-run directory (`fsbench-backup-PID`).
@@ -228,8 +243,8 @@ fn now_unix() -> f64 {
 /// this is the phase's start barrier (`crate::mpi`), every rank's answer the same.
 pub(crate) type StartHook<'a> = &'a mut dyn FnMut(bool) -> bool;
 
-/// A phase as its thread measured it: its counts, the gate's opening and its end, and what
-/// `work` returned.
+/// A phase as its thread measured it: its counts, the gate's opening and its end, and how
+/// the phase ended.
 struct Timed<T> {
     stats: Stats,
     opened: Instant,
@@ -237,33 +252,54 @@ struct Timed<T> {
     result: Result<T>,
 }
 
-/// Run one timed phase on its own thread through the runner's driver: the thread builds its
-/// engine (untimed), waits at the start gate, then runs `work` on it once `start` says so.
-/// Elapsed time runs from the gate's opening to the end of `work`; user and sys time are the
-/// thread's own. `start` is asked exactly once, whatever happens.
-fn phase<T: Send + 'static>(
+/// Run one timed phase on its own thread: the runner's driver starts the thread, which
+/// builds its issuer (untimed) and is held at the start gate until `start` says go; then the
+/// runner's stepped loop drives `src` to its end or to Ctrl-C. Elapsed, user and sys time
+/// are the loop's measured window and the thread's CPU time in it. `start` is asked exactly
+/// once, whatever happens.
+fn phase<P: Phase>(
     name: &str,
-    make: &MakeEngine,
+    make: &MakeIssuer,
     files: usize,
     record: usize,
     start: StartHook<'_>,
-    work: impl FnOnce(&mut Io) -> Result<T> + Send + 'static,
-) -> Result<Timed<T>> {
+    mut src: P,
+) -> Result<Timed<P::Done>> {
     let make = make.clone();
-    let body: Body<(Stats, Instant, Result<T>)> = Box::new(move |gate: &Gate| {
-        let io = Io::new(&make, files, record);
-        if !gate.arrive_and_wait() {
-            return None;
-        }
+    let body: Body<(Stats, Instant, Result<P::Done>)> = Box::new(move |gate: &Gate| {
+        let io = make(files, record);
+        let go = Cell::new(false);
+        let wait = || go.set(gate.arrive_and_wait());
         let mut io = match io {
             Ok(io) => io,
-            Err(e) => return Some((Stats::default(), Instant::now(), Err(e))),
+            Err(e) => {
+                wait();
+                return go.get().then(|| (Stats::default(), Instant::now(), Err(e)));
+            }
         };
-        let u0 = cpu::thread_usage();
-        let r = work(&mut io);
+        // A called-off gate stops the phase before its first step.
+        let stop = || !go.get() || crate::runner::signal::interrupted();
+        // A phase is a fixed amount of work: no deadline, rate limit or warm-up.
+        let how = Drive {
+            gate: &wait,
+            stop: &stop,
+            deadline: None,
+            ramp: None,
+            pacing: StepPacing::default(),
+            interval_ns: None,
+        };
+        let ran = source::drive(&mut src, &mut io, how);
         let end = Instant::now();
-        io.stats.usage = cpu::thread_usage().since(&u0);
-        Some((std::mem::take(&mut io.stats), end, r))
+        if !go.get() {
+            return None;
+        }
+        let ledger = src.ledger();
+        let mut stats = ledger.take_stats();
+        stats.syscalls = *io.sys();
+        stats.usage = ran.usage;
+        stats.elapsed_s = ran.end_ns.saturating_sub(ran.start_ns) as f64 / 1e9;
+        ledger.close_left(&mut io);
+        Some((stats, end, ran.end))
     });
     let crew = match drive::start_threads([(name.to_string(), body)], 1 << 20, &drive::spawn_thread)
     {
@@ -276,11 +312,10 @@ fn phase<T: Send + 'static>(
     let opened = crew.open(|_| start(true));
     let joined = crew.join()?;
     let opened = opened.ok_or_else(|| anyhow!("the backup phase was called off"))?;
-    let (mut stats, end, result) = joined
+    let (stats, end, result) = joined
         .into_iter()
         .next()
         .ok_or_else(|| anyhow!("the backup thread returned nothing"))?;
-    stats.elapsed_s = end.saturating_duration_since(opened).as_secs_f64();
     Ok(Timed {
         stats,
         opened,
@@ -305,14 +340,14 @@ pub(crate) struct PhaseRun {
 }
 
 /// What every phase of one study shares: its directory (`root`, holding the tree, the
-/// archive and the restored copy), the tree's files, the record size and the engine maker.
+/// archive and the restored copy), the tree's files, the record size and the issuer maker.
 pub(crate) struct Study<'a> {
     pub root: &'a Path,
     pub tree: &'a Path,
     pub files: &'a [(String, u64)],
     pub tree_paths: &'a [PathBuf],
     pub record: usize,
-    pub make: &'a MakeEngine,
+    pub make: &'a MakeIssuer,
 }
 
 impl Study<'_> {
@@ -328,15 +363,22 @@ impl Study<'_> {
             let _ = crate::runner::target::evict(p);
         }
         let started = now_unix();
-        let (tree, files, ap, record) = (
-            self.tree.to_path_buf(),
-            self.files.to_vec(),
-            archive_path.clone(),
+        let src = Archive::new(
+            self.tree,
+            "tree",
+            self.files,
+            &archive_path,
+            direct,
             self.record,
         );
-        let t = phase("backup-archive", self.make, 2, record, start, move |io| {
-            archive(io, &tree, "tree", &files, &ap, direct, record)
-        })?;
+        let t = phase(
+            "backup-archive",
+            self.make,
+            tape::ARCHIVE_FILES,
+            self.record,
+            start,
+            src,
+        )?;
         let notes = vec![format!(
             "ustar archive of {} files in {}-byte records; tree files read {}",
             self.files.len(),
@@ -398,10 +440,15 @@ impl Study<'_> {
             bail!("cannot create {}: {e}", restore_dir.display());
         }
         let started = now_unix();
-        let (ap, rd, record) = (archive_path.clone(), restore_dir.to_path_buf(), self.record);
-        let t = phase("backup-restore", self.make, 3, record, start, move |io| {
-            restore(io, &ap, &rd, direct, record)
-        })?;
+        let src = Restore::new(&archive_path, restore_dir, direct, self.record);
+        let t = phase(
+            "backup-restore",
+            self.make,
+            tape::RESTORE_FILES,
+            self.record,
+            start,
+            src,
+        )?;
         let mut failure = t.result.as_ref().err().map(|e| format!("{e:#}"));
         let mut notes = vec!["restored files are not fsync'd, like pax".to_string()];
         if let Ok(n) = t.result {
@@ -500,7 +547,7 @@ fn run_collect(
     dir: &Path,
     plan: &BackupPlan,
     caches: &[CachePolicy],
-    make: &MakeEngine,
+    make: &MakeIssuer,
 ) -> Result<Vec<RunResult>> {
     let mut out = Vec::new();
     run_phases(
@@ -523,7 +570,7 @@ pub(crate) fn run_phases(
     dir: &Path,
     plan: &BackupPlan,
     caches: &[CachePolicy],
-    make: &MakeEngine,
+    make: &MakeIssuer,
     observe: &Observe,
     sink: PhaseSink<'_>,
 ) -> Result<()> {
@@ -585,7 +632,7 @@ pub(crate) fn run_phases(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Completion, IoOp, OpKind};
+    use crate::engine::{self, sync::SyncEngine, Built, Completion, Engine, IoOp, OpKind};
     use std::os::fd::RawFd;
 
     #[test]
@@ -600,7 +647,7 @@ mod tests {
             d.path(),
             &plan,
             &[CachePolicy::Buffered, CachePolicy::Direct],
-            &sync_engine(),
+            &sync_issuer(),
         )
         .unwrap();
         assert_eq!(recs.len(), 4);
@@ -729,12 +776,14 @@ mod tests {
         };
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
         let s2 = seen.clone();
-        let make: MakeEngine = Arc::new(move |files, pool| {
-            Box::new(Counting {
+        let make: MakeIssuer = Arc::new(move |files, len| {
+            let pool = BufferPool::new(tape::SLOTS, len, 0xbac)?;
+            let counting = Counting {
                 inner: SyncEngine::new(engine::empty_files(files), pool),
                 seen: Seen::default(),
                 out: s2.clone(),
-            })
+            };
+            Ok(Issuer::new(Built::Boxed(Box::new(counting)), files, None))
         });
         let recs = run_collect(
             d.path(),

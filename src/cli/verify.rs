@@ -318,9 +318,9 @@ pub(crate) fn main(a: VerifyArgs) -> anyhow::Result<i32> {
         let shown = p.display().to_string();
         let c = match open(p)? {
             Some(f) => {
-                // Through the engine, 1 MiB at a time, handed out a block at a time.
-                let engine = check::EngineReader::new(&f, 1 << 20)?;
-                let mut r = std::io::BufReader::with_capacity(1 << 20, engine);
+                // Through the runner's issuer, 1 MiB at a time, handed out a block at a time.
+                let reader = crate::runner::read::FileReader::new(&f, 1 << 20)?;
+                let mut r = std::io::BufReader::with_capacity(1 << 20, reader);
                 check::check_file(&mut r, &shown, i, &journal, stop)?
             }
             None => check::check_file(&mut std::io::empty(), &shown, i, &journal, stop)?,

@@ -114,7 +114,7 @@ pub(crate) fn run(
             files: &files,
             tree_paths: &tree_paths,
             record: spec.plan.record,
-            make: &backup::sync_engine(),
+            make: &backup::sync_issuer(),
         };
         phases(world, spec, &study, &mut sink)
     } else {

@@ -12,6 +12,7 @@ pub(crate) mod opgen;
 mod outcome;
 pub(crate) mod pace;
 pub(crate) mod process;
+pub(crate) mod read;
 pub(crate) mod signal;
 pub(crate) mod source;
 pub(crate) mod space;

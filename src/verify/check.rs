@@ -11,14 +11,9 @@
 use super::block::{self, BlockId, Verdict};
 use super::journal::Journal;
 use super::{judge, Finding};
-use crate::engine::sync::SyncEngine;
-use crate::engine::{BufferPool, FileHandles, IoOp, OpKind};
-use crate::job::Route;
-use crate::stats::SyscallCounts;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::Read;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How many offsets of each kind, and how many mismatches, a report keeps.
@@ -239,56 +234,6 @@ fn mismatch(
         found,
         first_difference,
         found_block_crc_ok: block::own_crc_matches(buf),
-    }
-}
-
-/// A file read front to back through the sync engine (pread into an aligned buffer of the
-/// engine's own), so `fsbench verify` reads storage the way every run does. Borrows the
-/// file's descriptor; the file outlives it.
-pub(crate) struct EngineReader<'a> {
-    engine: SyncEngine,
-    offset: u64,
-    chunk: usize,
-    sys: SyscallCounts,
-    _file: std::marker::PhantomData<&'a std::fs::File>,
-}
-
-impl<'a> EngineReader<'a> {
-    /// Reads of up to `chunk` bytes each.
-    pub(crate) fn new(file: &'a std::fs::File, chunk: usize) -> std::io::Result<Self> {
-        let files = vec![FileHandles {
-            fds: [file.as_raw_fd(), -1, -1],
-            size: file.metadata()?.len(),
-        }];
-        Ok(EngineReader {
-            engine: SyncEngine::new(files, BufferPool::new(1, chunk, 0)?),
-            offset: 0,
-            chunk,
-            sys: SyscallCounts::default(),
-            _file: std::marker::PhantomData,
-        })
-    }
-}
-
-impl Read for EngineReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let op = IoOp {
-            kind: OpKind::Read,
-            file: 0,
-            route: Route::Buffered,
-            offset: self.offset,
-            len: buf.len().min(self.chunk) as u32,
-            slot: 0,
-        };
-        let r = self.engine.execute(&op, &mut self.sys);
-        if r < 0 {
-            return Err(std::io::Error::from_raw_os_error(-r as i32));
-        }
-        let n = r as usize;
-        use crate::engine::Engine;
-        buf[..n].copy_from_slice(&self.engine.buffers().slot(0)[..n]);
-        self.offset += n as u64;
-        Ok(n)
     }
 }
 
@@ -681,29 +626,5 @@ mod tests {
         assert_eq!(c.torn.first_offsets_bytes, vec![19 * BS as u64]);
         assert_eq!(c.mismatches.len(), FIRST_N);
         assert_eq!(c.failures, 20);
-    }
-
-    /// The engine reader gives back the file's bytes exactly, across its chunk size, then
-    /// end of file.
-    #[test]
-    fn the_engine_reader_reads_the_file_as_it_is() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
-        std::fs::write(&path, &data).unwrap();
-        let f = std::fs::File::open(&path).unwrap();
-        let mut r = EngineReader::new(&f, 4096).unwrap();
-        let mut back = Vec::new();
-        let mut buf = [0u8; 8192];
-        loop {
-            let n = r.read(&mut buf).unwrap();
-            assert!(n <= 4096, "{n}");
-            if n == 0 {
-                break;
-            }
-            back.extend_from_slice(&buf[..n]);
-        }
-        assert_eq!(back, data);
-        assert_eq!(r.sys.read, 4, "three chunks and the read at the end");
     }
 }

@@ -4,7 +4,8 @@
 //! `fsbench verify` can tell a broken promise from a write that was never promised.
 //!
 //! This module holds the data formats and the judgement only; writing and reading the
-//! blocks is the runner's, through an Engine, like every other I/O.
+//! blocks is the runner's, through an engine, like every other I/O (`fsbench verify` reads
+//! a file with `runner::read`).
 
 pub(crate) mod block;
 pub(crate) mod blockcrc;
