@@ -337,7 +337,7 @@ pub struct Plan {
 }
 
 /// Which blocks of a shared target a run covers when it is one part of a larger run (an
-/// executor such as `crate::mpi` decides it; the Job knows nothing of it): logical block `k` of
+/// executor such as the MPI one decides it; the Job knows nothing of it): logical block `k` of
 /// the rank (0 <= k < `blocks`) is the target's block `k * stride + lane`, counted from byte
 /// `base`. Segmented layouts use stride 1 and lane 0 from the rank's segment; IOR's strided
 /// layout uses stride N and lane r from byte 0. Threads of the rank share these blocks the

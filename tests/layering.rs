@@ -233,3 +233,50 @@ fn mutable_statics_are_found_outside_tests_only() {
         .collect();
     assert_eq!(names, ["static A", "static B", "static D"]);
 }
+
+/// The code of `text` before its first `#[cfg(test)]` (a file's unit tests may build a mock
+/// engine to drive a source the way the runner does).
+fn non_test_code(text: &str) -> &str {
+    text.find("#[cfg(test)]").map_or(text, |i| &text[..i])
+}
+
+/// Only the runner and the engines issue operations through an engine: every other kind of
+/// run is a source the runner drives, reaching its engine through the runner's `Issuer`.
+#[test]
+fn only_the_runner_and_the_engines_call_an_engine() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let calls = [
+        ".submit(",
+        ".reap(",
+        ".reap_timeout(",
+        ".execute(",
+        ".as_dyn()",
+        "engine::Built",
+        "engine::Engine",
+        "dyn Engine",
+        "impl Engine for",
+        "Built::Sync",
+        "Built::Uring",
+        "Built::Mmap",
+        "engine::build(",
+    ];
+    let mut bad = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        if rel.starts_with("engine/") || rel.starts_with("runner/") || rel.ends_with("tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        for c in calls {
+            if non_test_code(&text).contains(c) {
+                bad.push(format!("{rel}: {c}"));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "outside runner/ and engine/, these call an engine: {bad:?}"
+    );
+}

@@ -193,11 +193,6 @@ impl Issuer {
         Ok(taken)
     }
 
-    /// The queue's buffers (to fill before a queued write).
-    pub(crate) fn queue_buffers(&mut self) -> &mut BufferPool {
-        self.queue_engine().buffers()
-    }
-
     /// Wait for at least one queued write to complete; its completions (and any kept by
     /// [`Issuer::call`]) are then in [`Issuer::take_queued`].
     pub(crate) fn reap_queued(&mut self) -> io::Result<()> {
@@ -327,12 +322,6 @@ impl Issuer {
     pub(crate) fn seek_fd(&mut self, fd: RawFd, offset: i64, whence: i32) -> io::Result<u64> {
         let Issuer { engine, sys, .. } = self;
         engine.as_dyn().seek_fd(fd, offset, whence, sys)
-    }
-
-    /// Make written data durable (fsync / msync of the engine's files), counted.
-    pub(crate) fn flush(&mut self) -> io::Result<()> {
-        let Issuer { engine, sys, .. } = self;
-        engine.as_dyn().flush(sys)
     }
 
     /// Let ops naming file slot `index` use `fd`.
