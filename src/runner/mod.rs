@@ -2,6 +2,7 @@
 //! start barrier, stops them on count, time, Ctrl-C or error, and gathers their `Stats`.
 //! Only the runner does I/O.
 
+mod datacheck;
 pub(crate) mod drive;
 pub(crate) mod limits;
 pub(crate) mod live;
@@ -258,6 +259,10 @@ pub(crate) fn run_gated(
         if !files.is_empty() {
             probes.insert("extents".into(), crate::probe::frag::extents_probe(&files));
         }
+    }
+    // What the shaped writes left in the files (untimed; before anything is removed).
+    if job.shapes_data() && threads.iter().any(|t| t.stats.write_ops > 0) {
+        probes.insert("data".into(), datacheck::probe(job, &plan, &cleanup.held));
     }
     if !job.space.reserve_only {
         probes.insert(

@@ -175,6 +175,9 @@ pub(crate) fn prepare_watched(
     board: Option<&super::live::Board>,
 ) -> Result<(Plan, Cleanup)> {
     let mut cleanup = Cleanup::new(job);
+    if job.engine == crate::job::EngineKind::Null {
+        return Ok((null_plan(job)?, cleanup));
+    }
     match prepare_into(job, &mut cleanup, board) {
         Ok(plan) => Ok((plan, cleanup)),
         Err(e) => {
@@ -184,6 +187,33 @@ pub(crate) fn prepare_watched(
             Err(e)
         }
     }
+}
+
+/// The plan of a null-engine run: the targets as named, never opened, created or written,
+/// each as large as the job says (the validated Job always says: `Job::check_null`).
+fn null_plan(job: &Job) -> Result<Plan> {
+    let size = job
+        .needed_file_size()
+        .ok_or_else(|| usage!("--engine null needs --size or --count"))?;
+    let targets = job
+        .targets
+        .iter()
+        .map(|path| TargetPlan {
+            path: path.clone(),
+            kind: TargetKind::File,
+            size,
+            created: false,
+            dio_align: 1,
+            reserved: None,
+        })
+        .collect();
+    Ok(Plan {
+        targets,
+        cache: job.cache,
+        notes: vec![
+            "engine null: every I/O completed at once without a system call; the targets were not opened".into(),
+        ],
+    })
 }
 
 /// What pass one found out about a file target, before anything is modified.

@@ -360,7 +360,7 @@ fn build_engine(
             UringEngine::for_source(AIO_DEPTH, empty_files(FDS), pool)
                 .map_err(FlowopError::Engine)?,
         ),
-        EngineKind::Mmap => {
+        EngineKind::Mmap | EngineKind::Null => {
             return Err(FlowopError::State(
                 "workloads run on the sync or uring engine".into(),
             ))
