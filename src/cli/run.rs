@@ -328,8 +328,8 @@ mod tests {
             format!("[default: {}]", j.threads),
             format!("randrw [default: {}]", j.read_pct),
             format!("raw [default: {}]", j.cache.name()),
-            format!("uring [default: {}]", j.engine.name()),
-            format!("(uring) [default: {}]", j.queue_depth),
+            format!("per I/O) [default: {}]", j.engine.name()),
+            format!("(uring, null) [default: {}]", j.queue_depth),
             format!("N times [default: {}]", j.repeats),
         ] {
             assert!(flat.contains(&want), "run --help lacks {want:?}:\n{help}");

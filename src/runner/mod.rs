@@ -11,6 +11,7 @@ pub(crate) mod mark;
 pub(crate) mod opgen;
 mod outcome;
 pub(crate) mod pace;
+mod pick;
 pub(crate) mod process;
 pub(crate) mod signal;
 pub(crate) mod space;

@@ -312,6 +312,8 @@ impl Core {
             timed: job.time_s.is_some(),
             seed: thread_seed(job.seed, user, thread),
             part: job.rank_part,
+            distribution: job.distribution.clone(),
+            random_map: job.random_map,
         });
         Core {
             user,
