@@ -6,8 +6,8 @@
 //! Without these options the buffers keep the random bytes they were made with, once per
 //! slot (cheapest: nothing is written into them per I/O, but a write repeats the bytes of
 //! the last write from its slot). With them every write gets bytes made for it, and the time
-//! to make them is inside that write's latency (about 0.1 ns per byte of random data on a
-//! current core; zeros and patterns cost a memset or copy).
+//! to make them is inside that write's latency (a xorshift pass over the random part; zeros
+//! and patterns cost a fill).
 //!
 //! A block is made from one 64-bit content seed: its random bytes are a xorshift stream from
 //! that seed, so two blocks with the same seed are byte-identical. `--dedupe PCT` gives PCT %
