@@ -33,8 +33,8 @@ pub(crate) struct DataFill {
     pattern: Option<BufferPattern>,
     compress_pct: Option<u8>,
     dedupe_pct: u8,
-    /// This worker's draws: dedupe or not, and fresh seeds.
-    rng: crate::runner::opgen::Rng,
+    /// This worker's draws (SplitMix64 state): dedupe or not, and fresh seeds.
+    rng: u64,
     /// The run's duplicate seeds start here (from the job seed: the same in every worker).
     dup_base: u64,
 }
@@ -49,18 +49,20 @@ impl DataFill {
             pattern: job.buffer_pattern.clone(),
             compress_pct: job.buffer_compress,
             dedupe_pct: job.dedupe.unwrap_or(0),
-            rng: crate::runner::opgen::Rng::new(seed ^ 0xd1b5_4a32_d192_ed03),
-            dup_base: crate::runner::opgen::Rng::new(job.seed ^ 0x6a09_e667_f3bc_c909).next_u64(),
+            rng: seed ^ 0xd1b5_4a32_d192_ed03,
+            dup_base: splitmix(&mut (job.seed ^ 0x6a09_e667_f3bc_c909)),
         })
     }
 
     /// Make the bytes of one write in `buf`.
     #[inline]
     pub(crate) fn fill(&mut self, buf: &mut [u8]) {
-        let seed = if self.dedupe_pct > 0 && self.rng.below(100) < self.dedupe_pct as u64 {
-            self.dup_base.wrapping_add(self.rng.below(DUP_CLASSES))
+        let draw = splitmix(&mut self.rng);
+        // Whether this block repeats, and which shared block: two parts of one draw.
+        let seed = if self.dedupe_pct > 0 && draw % 100 < self.dedupe_pct as u64 {
+            self.dup_base.wrapping_add((draw >> 32) % DUP_CLASSES)
         } else {
-            self.rng.next_u64()
+            splitmix(&mut self.rng)
         };
         match (self.compress_pct, &self.pattern) {
             (Some(pct), p) => {
@@ -80,6 +82,16 @@ impl DataFill {
             (None, Some(BufferPattern::Random) | None) => random_bytes(buf, seed),
         }
     }
+}
+
+/// SplitMix64: the next value of the stream whose state is `state`.
+#[inline]
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// Bytes of a `len`-byte chunk left random so that compressing it saves `pct` %.
