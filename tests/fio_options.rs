@@ -38,10 +38,13 @@ fn null_engine_counts_ops_and_bytes_without_syscalls_or_a_file() {
     assert_eq!(v["job"]["engine"], "null");
     // Never opened, so never created, even with --keep.
     assert!(sb.listing().is_empty(), "{:?}", sb.listing());
-    sb.run_json(&words(
+    let v = sb.run_json(&words(
         "run --engine null --rw write --bs 64k --count 100 --qd 8 --keep nofile",
     ));
+    assert_eq!(v["total"]["write_bytes"], 100 * 65536);
     assert!(sb.listing().is_empty(), "{:?}", sb.listing());
+    // No file, so no probe of one (the extents of what a write run wrote).
+    assert!(v["probes"].get("extents").is_none(), "{}", v["probes"]);
     // An existing file is neither read nor written.
     std::fs::write(sb.file("there"), b"keep me").unwrap();
     let v = sb.run_json(&words(

@@ -250,7 +250,9 @@ pub(crate) fn run_gated(
     let (status, failures) = settle(&threads, signal::interrupted());
     // Extent count of every file the run wrote, before anything is removed.
     let mut probes = serde_json::Map::new();
-    if job.access.read_pct(job.read_pct) < 100 || job.space.reservation.is_some() {
+    let touched_files = job.engine != crate::job::EngineKind::Null;
+    if touched_files && (job.access.read_pct(job.read_pct) < 100 || job.space.reservation.is_some())
+    {
         let files: Vec<&std::path::Path> = plan
             .targets
             .iter()
