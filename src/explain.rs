@@ -222,7 +222,7 @@ fn data_shape(r: &RunFacts, out: &mut Vec<Explanation>) {
         out.push(finding(
             "data_shape",
             format!(
-                "asked for {asked:.0} % {what} data, the written file holds {got:.1} % (a sample of {} blocks read back): storage that compresses or dedupes saw other data than asked; blocks the run never wrote (random writes, a laid-out file) or overwrote count as they are",
+                "asked for {asked:.0} % {what} data, the written file holds {got:.1} % (a sample of {} blocks read back): storage that compresses or dedupes saw other data than asked; the blocks of an existing file that the run did not write count as they are",
                 p["measured"]["sampled_blocks"].as_u64().unwrap_or(0)
             ),
             json!({ "key": key, "asked": asked, "measured": got, "tolerance_points": DATA_SHAPE_TOLERANCE_PCT }),

@@ -98,11 +98,19 @@ fn compress_and_dedupe_are_delivered_and_measured() {
     // Without the options the probe is absent: nothing was asked.
     let v = sb.run_json(&words("run --rw write --bs 4k --size 1m f"));
     assert!(v["probes"].get("data").is_none());
-    // Text beside the asked share; a shortfall is explained (random writes into a
-    // laid-out file leave most blocks as the layout wrote them).
+    // A new file for random writes is laid out with the same shaped blocks.
+    let v = sb.run_json(&words(
+        "run --rw randwrite --bs 4k --size 8m --count 200 --buffer-compress 70 --dedupe 30 f",
+    ));
+    let (saved, dup) = data_probe(&v);
+    assert!((65.0..=75.0).contains(&saved), "compress saved {saved}");
+    assert!((25.0..=35.0).contains(&dup), "dedupe {dup}");
+    // Text beside the asked share; a shortfall is explained: random writes into a file of
+    // other data (here a kept file of plain writes) leave most blocks as they were.
+    sb.run_json(&words("run --rw write --bs 4k --size 8m --keep g"));
     let out = sb
         .cmd(&words(
-            "run --rw randwrite --bs 4k --size 8m --count 200 --buffer-compress 80 f",
+            "run --rw randwrite --bs 4k --size 8m --count 200 --buffer-compress 80 g",
         ))
         .output()
         .unwrap();
