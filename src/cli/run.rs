@@ -60,7 +60,9 @@ pub(crate) struct RunArgs {
     /// with replacement [default: off]
     #[arg(long = "random-map")]
     pub random_map: bool,
-    /// Bytes of every write, made anew for each write: zero, random, or 0xHEX repeated
+    /// Bytes of every write, made anew for each write: zero, random, or 0xHEX repeated.
+    /// These data options take writes, and not --verify: its blocks are self-describing from
+    /// end to end (64-byte header, 8-byte stamp per 512-byte sector, derived payload)
     /// [default: random bytes made once per buffer]
     #[arg(long = "buffer-pattern", value_name = "zero|random|0xHEX")]
     pub buffer_pattern: Option<String>,
