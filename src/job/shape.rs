@@ -119,7 +119,8 @@ fn parse_zones(arg: &str, whole: &str, what: &str) -> Result<Vec<Zone>, UsageErr
         };
         let io_pct = number(p, whole, what)?;
         let size_pct = number(r, whole, what)?;
-        if !(0.0..=100.0).contains(&io_pct) || !(size_pct > 0.0 && size_pct <= 100.0) {
+        let in_range = (0.0..=100.0).contains(&io_pct) && size_pct > 0.0 && size_pct <= 100.0;
+        if !in_range {
             return Err(bad(format!(
                 "zone '{part}': P must be 0 to 100 and R more than 0 up to 100"
             )));
