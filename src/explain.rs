@@ -21,7 +21,7 @@ use serde_json::json;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Explanation {
     /// Which check: page_cache, sparse_reads, host_bound, cpu_binding, queue_depth, dirty_at_stop,
-    /// direct_fallback, discovered_never_direct.
+    /// direct_fallback, discovered_never_direct, data_shape.
     pub check: String,
     pub message: String,
     pub evidence: serde_json::Value,
@@ -175,6 +175,13 @@ pub(crate) fn explain(r: &RunFacts) -> Vec<Explanation> {
     if r.total.ops == 0 {
         return out;
     }
+    // A null-engine run touched no file and no device: nothing about storage to doubt.
+    if r.job
+        .is_some_and(|j| j.engine == crate::job::EngineKind::Null)
+    {
+        return out;
+    }
+    data_shape(r, &mut out);
     let facts = cache_facts(r);
     if let Some(f) = &facts {
         page_cache(r, f, &mut out);
@@ -190,6 +197,37 @@ pub(crate) fn explain(r: &RunFacts) -> Vec<Explanation> {
     dirty_at_stop(r, facts.as_ref().and_then(|f| f.dirty_expire_s), &mut out);
     direct(r, &mut out);
     out
+}
+
+/// Points between the compressibility or duplication asked for and the one measured in the
+/// written file (probe `data`) beyond which the run did not deliver what it was asked.
+const DATA_SHAPE_TOLERANCE_PCT: f64 = 5.0;
+
+/// `--buffer-compress` / `--dedupe` asked one share and the file holds another.
+fn data_shape(r: &RunFacts, out: &mut Vec<Explanation>) {
+    let Some(p) = r.probes.get("data") else {
+        return;
+    };
+    for (key, what) in [
+        ("compress_saved_pct", "compressible"),
+        ("dedupe_pct", "duplicate"),
+    ] {
+        let (Some(asked), Some(got)) = (p["asked"][key].as_f64(), p["measured"][key].as_f64())
+        else {
+            continue;
+        };
+        if (asked - got).abs() <= DATA_SHAPE_TOLERANCE_PCT {
+            continue;
+        }
+        out.push(finding(
+            "data_shape",
+            format!(
+                "asked for {asked:.0} % {what} data, the written file holds {got:.1} % (a sample of {} blocks read back): storage that compresses or dedupes saw other data than asked; the blocks of an existing file that the run did not write count as they are",
+                p["measured"]["sampled_blocks"].as_u64().unwrap_or(0)
+            ),
+            json!({ "key": key, "asked": asked, "measured": got, "tolerance_points": DATA_SHAPE_TOLERANCE_PCT }),
+        ));
+    }
 }
 
 /// Buffered reads of a data set (workload filesets, replay files) that fits in half the

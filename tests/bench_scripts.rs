@@ -572,3 +572,68 @@ fn vs_filebench_gives_no_ratio_when_a_flowop_is_missing_on_one_side() {
     );
     assert!(!verdict.contains("median"), "{missing}");
 }
+
+/// `bench/vs-fio-null.sh` with a stand-in `fio` on PATH that reports `fio_ops` read I/Os of
+/// 4 KiB in 100 ms: (exit status, stdout). fsbench is the real binary (a short null run).
+fn vs_fio_null(fio_ops: u64) -> (i32, String) {
+    let sb = Sandbox::new();
+    let fake = sb.file("fio");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho 'fio-3.33 stand-in'\necho '{{\"jobs\": [{{\"usr_cpu\": 50.0, \"sys_cpu\": 0.0, \"read\": {{\"total_ios\": {fio_ops}, \"io_bytes\": {}, \"runtime\": 100}}}}]}}'\n",
+            fio_ops * 4096
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", sb.path().display(), std::env::var("PATH").unwrap());
+    let out = Command::new("bash")
+        .arg(bench("vs-fio-null.sh"))
+        .args(["6", "100000", "4k"])
+        .env("PATH", path)
+        .env("FSBENCH", env!("CARGO_BIN_EXE_fsbench"))
+        .env_remove("PIN")
+        .output()
+        .expect("bash runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+/// vs-fio-null.sh compares the work before the speed: the same op count gives the two
+/// medians (pairs alternating which tool goes first); a fio that did one op fewer gives
+/// DIFFERENT WORK and no ratio.
+#[test]
+#[cfg_attr(not(has_python3), ignore = "SKIPPED: needs python3")]
+fn vs_fio_null_compares_the_work_before_the_speed() {
+    let (code, out) = vs_fio_null(100_000);
+    assert_eq!(code, 0, "{out}");
+    let firsts: Vec<&str> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() == 6 && w[0].parse::<u32>().is_ok())
+        .map(|w| w[1])
+        .collect();
+    assert_eq!(
+        firsts,
+        ["fsbench", "fio", "fsbench", "fio", "fsbench", "fio"],
+        "{out}"
+    );
+    assert!(
+        out.contains("null randread: ns/op fio/fsbench median"),
+        "{out}"
+    );
+    assert!(
+        out.contains("null randread: ops per CPU second fsbench/fio median"),
+        "{out}"
+    );
+    assert!(!out.contains("DIFFERENT WORK"), "{out}");
+    let (code, out) = vs_fio_null(99_999);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("DIFFERENT WORK, no ratio"), "{out}");
+    assert!(out.contains("read ops: fio 99999, fsbench 100000"), "{out}");
+    assert!(!out.contains("median"), "{out}");
+}

@@ -244,9 +244,12 @@ pub(crate) fn source_engine(
     });
     let engine = match parsed.transpose()? {
         None => crate::job::EngineKind::Sync,
-        Some(crate::job::EngineKind::Mmap) => crate::bail_usage!(
-            "--engine mmap: {who} open, create and delete files as they run; expected sync or uring"
-        ),
+        Some(e @ (crate::job::EngineKind::Mmap | crate::job::EngineKind::Null)) => {
+            crate::bail_usage!(
+                "--engine {}: {who} open, create and delete files as they run; expected sync or uring",
+                e.name()
+            )
+        }
         Some(e) => e,
     };
     if engine == crate::job::EngineKind::Uring {

@@ -42,10 +42,11 @@ pub(crate) struct RunArgs {
     /// buffered, direct, dsync, discovered[=SIZE] (I/Os larger than SIZE, default 256k, go direct), concurrent, raw [default: buffered]
     #[arg(long)]
     pub cache: Option<String>,
-    /// sync, mmap, uring [default: sync]
+    /// sync, mmap, uring, or null (every I/O completes at once with no system call and the
+    /// target is never opened: what fsbench itself costs per I/O) [default: sync]
     #[arg(long)]
     pub engine: Option<String>,
-    /// I/Os in flight per thread (uring) [default: 1]
+    /// I/Os in flight per thread (uring, null) [default: 1]
     #[arg(long)]
     pub qd: Option<u32>,
     /// Repeat the I/O loop N times [default: 1]
@@ -54,6 +55,29 @@ pub(crate) struct RunArgs {
     /// Seed for random offsets
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Which blocks random I/O favours: uniform, zipf:THETA, pareto:H (H of the I/Os on the
+    /// hottest 1-H of the blocks), normal:SIGMA% (around the middle of the file),
+    /// zoned:P/R:P/R... (P % of the I/Os in the next R % of the file) [default: uniform]
+    #[arg(long, value_name = "SPEC")]
+    pub distribution: Option<String>,
+    /// Random I/O touches every block exactly once per pass (per thread) instead of drawing
+    /// with replacement [default: off]
+    #[arg(long = "random-map")]
+    pub random_map: bool,
+    /// Bytes of every write, made anew for each write: zero, random, or 0xHEX repeated.
+    /// These data options take writes, and not --verify: its blocks are self-describing from
+    /// end to end (64-byte header, 8-byte stamp per 512-byte sector, derived payload)
+    /// [default: random bytes made once per buffer]
+    #[arg(long = "buffer-pattern", value_name = "zero|random|0xHEX")]
+    pub buffer_pattern: Option<String>,
+    /// Each written block compresses by about PCT %: random bytes, then a run of zeros (or of
+    /// --buffer-pattern's bytes), per 4 KiB; the ratio delivered is measured after the run
+    #[arg(long = "buffer-compress", value_name = "PCT")]
+    pub buffer_compress: Option<String>,
+    /// PCT % of written blocks repeat an earlier block's bytes; the share delivered is
+    /// measured after the run
+    #[arg(long, value_name = "PCT")]
+    pub dedupe: Option<String>,
     /// fsync each file after writing it (timed)
     #[arg(long)]
     pub fsync: bool,
@@ -194,12 +218,16 @@ fn valued_flags(a: &RunArgs) -> Vec<(&'static str, Option<String>)> {
             a.journal.as_ref().map(|p| p.display().to_string()),
         ),
         ("fsync_every", s(&a.fsync_every)),
+        ("distribution", s(&a.distribution)),
+        ("buffer_pattern", s(&a.buffer_pattern)),
+        ("buffer_compress", s(&a.buffer_compress)),
+        ("dedupe", s(&a.dedupe)),
     ]
 }
 
 /// The switches: each one given turns its parameter on (off for `--no-invalidate`); one not
 /// given leaves the job file's value.
-fn switches(a: &RunArgs) -> [(&'static str, bool, &'static str); 14] {
+fn switches(a: &RunArgs) -> [(&'static str, bool, &'static str); 15] {
     [
         ("fsync", a.fsync, "true"),
         ("sync", a.sync, "true"),
@@ -215,6 +243,7 @@ fn switches(a: &RunArgs) -> [(&'static str, bool, &'static str); 14] {
         ("remove", a.remove, "true"),
         ("invalidate", a.no_invalidate, "false"),
         ("verify", a.verify, "true"),
+        ("random_map", a.random_map, "true"),
     ]
 }
 
@@ -306,8 +335,8 @@ mod tests {
             format!("[default: {}]", j.threads),
             format!("randrw [default: {}]", j.read_pct),
             format!("raw [default: {}]", j.cache.name()),
-            format!("uring [default: {}]", j.engine.name()),
-            format!("(uring) [default: {}]", j.queue_depth),
+            format!("per I/O) [default: {}]", j.engine.name()),
+            format!("(uring, null) [default: {}]", j.queue_depth),
             format!("N times [default: {}]", j.repeats),
         ] {
             assert!(flat.contains(&want), "run --help lacks {want:?}:\n{help}");

@@ -9,6 +9,8 @@ pub(crate) mod meta;
 pub(crate) mod mmap;
 #[cfg(test)]
 pub(crate) mod mock;
+pub(crate) mod null;
+pub(crate) mod shaped;
 pub(crate) mod sigbus;
 pub(crate) mod sync;
 pub(crate) mod uring;
@@ -307,9 +309,30 @@ impl Built {
             Built::Sync(e) => e,
             Built::Mmap(e) => e,
             Built::Uring(e) => e,
+            Built::Null(e) => e,
+            Built::Shaped(e) => e.as_mut(),
             #[cfg(test)]
             Built::Boxed(e) => e.as_mut(),
         }
+    }
+
+    /// The engine as a boxed trait object.
+    fn into_dyn(self) -> Box<dyn Engine> {
+        match self {
+            Built::Sync(e) => Box::new(e),
+            Built::Mmap(e) => Box::new(e),
+            Built::Uring(e) => Box::new(e),
+            Built::Null(e) => Box::new(e),
+            Built::Shaped(e) => e,
+            #[cfg(test)]
+            Built::Boxed(e) => e,
+        }
+    }
+
+    /// This engine with every write's bytes made by `fill` first (`--buffer-pattern`,
+    /// `--buffer-compress`, `--dedupe`).
+    pub(crate) fn shaped(self, fill: shaped::DataFill) -> Built {
+        Built::Shaped(Box::new(shaped::ShapedEngine::new(self.into_dyn(), fill)))
     }
 }
 
@@ -323,6 +346,10 @@ pub(crate) enum Built {
     Sync(sync::SyncEngine),
     Mmap(mmap::MmapEngine),
     Uring(uring::UringEngine),
+    Null(null::NullEngine),
+    /// Any engine whose writes get shaped bytes ([`shaped`]): the cost of making the bytes
+    /// dwarfs the indirect call.
+    Shaped(Box<shaped::ShapedEngine>),
     #[cfg(test)]
     Boxed(Box<dyn Engine>),
 }
@@ -333,6 +360,10 @@ pub(crate) fn build(job: &Job, files: Vec<FileHandles>, pool: BufferPool) -> any
         EngineKind::Sync => Built::Sync(sync::SyncEngine::new(files, pool)),
         EngineKind::Mmap => Built::Mmap(mmap::MmapEngine::new(files, pool)?),
         EngineKind::Uring => Built::Uring(uring::UringEngine::new(job, files, pool)?),
+        EngineKind::Null => {
+            drop(files);
+            Built::Null(null::NullEngine::new(pool))
+        }
     })
 }
 

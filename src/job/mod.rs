@@ -3,11 +3,13 @@
 
 pub(crate) mod cache;
 pub(crate) mod params;
+pub(crate) mod shape;
 
 use crate::error::UsageError;
 use crate::usage;
 pub(crate) use cache::{CachePolicy, Route};
 use serde::{Deserialize, Serialize};
+pub(crate) use shape::{BufferPattern, Distribution};
 use std::path::PathBuf;
 
 /// Access pattern and operation mix.
@@ -63,6 +65,9 @@ pub enum EngineKind {
     Mmap,
     /// io_uring with a queue depth.
     Uring,
+    /// Every I/O completes at once without a system call and without touching the target:
+    /// what fsbench itself costs per I/O.
+    Null,
 }
 
 impl EngineKind {
@@ -71,7 +76,12 @@ impl EngineKind {
             "sync" | "psync" => EngineKind::Sync,
             "mmap" => EngineKind::Mmap,
             "uring" | "io_uring" => EngineKind::Uring,
-            _ => return Err(usage!("unknown engine '{s}': expected sync, mmap or uring")),
+            "null" => EngineKind::Null,
+            _ => {
+                return Err(usage!(
+                    "unknown engine '{s}': expected sync, mmap, uring or null"
+                ))
+            }
         })
     }
     pub fn name(self) -> &'static str {
@@ -79,6 +89,7 @@ impl EngineKind {
             EngineKind::Sync => "sync",
             EngineKind::Mmap => "mmap",
             EngineKind::Uring => "uring",
+            EngineKind::Null => "null",
         }
     }
 }
@@ -325,6 +336,24 @@ pub struct Job {
     /// fsync each thread's files every N completed writes (acknowledges buffered writes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fsync_every: Option<u64>,
+    /// How random offsets favour blocks (fio's random_distribution).
+    #[serde(skip_serializing_if = "Distribution::is_uniform")]
+    pub distribution: Distribution,
+    /// Random I/O touches every block once per pass (a permutation per pass), not with
+    /// replacement.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub random_map: bool,
+    /// Bytes of every write: zeros, fresh random bytes, or a repeated pattern; None keeps
+    /// the buffers as allocated (random bytes made once per buffer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffer_pattern: Option<BufferPattern>,
+    /// Each written block compresses by about this many percent (fio's
+    /// buffer_compress_percentage).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffer_compress: Option<u8>,
+    /// This percentage of written blocks repeat an earlier block (fio's dedupe_percentage).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dedupe: Option<u8>,
 }
 
 impl Default for Job {
@@ -363,6 +392,11 @@ impl Default for Job {
             verify_backlog: None,
             journal: None,
             fsync_every: None,
+            distribution: Distribution::Uniform,
+            random_map: false,
+            buffer_pattern: None,
+            buffer_compress: None,
+            dedupe: None,
         }
     }
 }
@@ -460,7 +494,109 @@ impl Job {
         self.check_engine()?;
         self.check_space()?;
         self.check_verify()?;
+        self.check_offsets_and_data()?;
+        self.check_null()?;
         self.check_bounds()
+    }
+
+    /// Whether the run shapes the bytes it writes (`--buffer-pattern`, `--buffer-compress`,
+    /// `--dedupe`).
+    pub fn shapes_data(&self) -> bool {
+        self.buffer_pattern.is_some() || self.buffer_compress.is_some() || self.dedupe.is_some()
+    }
+
+    /// Distribution and data options that fit the access and each other.
+    fn check_offsets_and_data(&self) -> Result<(), UsageError> {
+        let random = self.access.is_random();
+        if !self.distribution.is_uniform() && !random {
+            return Err(usage!(
+                "--distribution {} draws random offsets, and --rw {} is sequential: use randread, randwrite or randrw",
+                self.distribution.spec(),
+                self.access.name()
+            ));
+        }
+        if self.random_map && !random {
+            return Err(usage!(
+                "--random-map orders random offsets, and --rw {} is sequential: use randread, randwrite or randrw",
+                self.access.name()
+            ));
+        }
+        if self.random_map && !self.distribution.is_uniform() {
+            return Err(usage!(
+                "--random-map touches every block once per pass, which makes any distribution uniform: drop --random-map or --distribution {}",
+                self.distribution.spec()
+            ));
+        }
+        for (what, v) in [
+            ("--buffer-compress", self.buffer_compress),
+            ("--dedupe", self.dedupe),
+        ] {
+            if v.is_some_and(|p| p > 100) {
+                return Err(usage!("bad {what} {}: must be 0 to 100", v.unwrap_or(0)));
+            }
+        }
+        if !self.shapes_data() {
+            return Ok(());
+        }
+        if self.access.read_pct(self.read_pct) == 100 {
+            return Err(usage!(
+                "--buffer-pattern, --buffer-compress and --dedupe shape the bytes written, and a {} run writes nothing: use a write or mixed --rw",
+                self.access.name()
+            ));
+        }
+        if self.verifying() {
+            return Err(usage!(
+                "--verify writes self-describing blocks (a 64-byte header, an 8-byte stamp per 512-byte sector, every other byte derived from them): no byte is left for --buffer-pattern, --buffer-compress or --dedupe; drop one of them"
+            ));
+        }
+        if self.engine == EngineKind::Null {
+            return Err(usage!(
+                "--engine null writes nothing, so --buffer-pattern, --buffer-compress and --dedupe have no data to shape"
+            ));
+        }
+        if self.dedupe.is_some_and(|p| p > 0)
+            && self.buffer_compress.is_none()
+            && matches!(
+                self.buffer_pattern,
+                Some(BufferPattern::Zero | BufferPattern::Bytes(_))
+            )
+        {
+            return Err(usage!(
+                "--dedupe needs blocks that differ, and --buffer-pattern {} makes every block the same: use --buffer-pattern random or add --buffer-compress",
+                self.buffer_pattern.as_ref().map(|p| p.spec()).unwrap_or_default()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The null engine opens nothing: options that act on the target are refused, and the
+    /// size the offsets are drawn over must be given.
+    fn check_null(&self) -> Result<(), UsageError> {
+        if self.engine != EngineKind::Null {
+            return Ok(());
+        }
+        if self.verifying() {
+            return Err(usage!(
+                "--engine null stores nothing, so --verify has nothing to read back: use a real engine"
+            ));
+        }
+        let s = &self.space;
+        if s.extsize.is_some()
+            || s.reservation.is_some()
+            || s.truncup.is_some()
+            || s.reserve_only
+            || self.open.trunc
+        {
+            return Err(usage!(
+                "--engine null never opens the target: --extsize, --reserve, truncup, reserveonly and --trunc have no file to act on"
+            ));
+        }
+        if self.needed_file_size().is_none() {
+            return Err(usage!(
+                "--engine null never opens the target, so it cannot take the size from the file: give --size or --count"
+            ));
+        }
+        Ok(())
     }
 
     /// Whether the run writes verification blocks and checks them.
@@ -615,9 +751,9 @@ impl Job {
 
     /// Engine options that need a particular engine or cache policy.
     fn check_engine(&self) -> Result<(), UsageError> {
-        if self.queue_depth > 1 && self.engine != EngineKind::Uring {
+        if self.queue_depth > 1 && !matches!(self.engine, EngineKind::Uring | EngineKind::Null) {
             return Err(usage!(
-                "queue depth {} needs --engine uring: the {} engine issues one I/O at a time per thread",
+                "queue depth {} needs --engine uring (or null): the {} engine issues one I/O at a time per thread",
                 self.queue_depth,
                 self.engine.name()
             ));

@@ -7,7 +7,10 @@
 //! whichever way it was given. TOML job files are read by serde into the same fields; the
 //! `toml` column names the key, and a test checks that both ways agree.
 
-use super::{Access, Advice, CachePolicy, EngineKind, Job, RateScope, WorkerMode, MAX_THREADS};
+use super::{
+    Access, Advice, BufferPattern, CachePolicy, Distribution, EngineKind, Job, RateScope,
+    WorkerMode, MAX_THREADS,
+};
 use crate::error::UsageError;
 use crate::units::{parse_duration, parse_size_as, BareUnit};
 use crate::usage;
@@ -460,6 +463,54 @@ pub(crate) static PARAMS: &[Param] = &[
         },
         show: |j| j.workers.name().into(),
     },
+    Param {
+        name: "distribution",
+        aliases: &["random_distribution"],
+        label: "distribution",
+        noun: "distribution",
+        flag: Some("--distribution"),
+        axis: true,
+        toml: "distribution",
+        vx: &[],
+        kind: Kind::Choice,
+        set: |j, v, c| {
+            j.distribution = Distribution::parse(v, c.what)?;
+            Ok(())
+        },
+        show: |j| j.distribution.spec(),
+    },
+    Param {
+        name: "buffer_compress",
+        aliases: &["buffer_compress_percentage"],
+        label: "compress %",
+        noun: "buffer compress percentage",
+        flag: Some("--buffer-compress"),
+        axis: true,
+        toml: "buffer_compress",
+        vx: &[],
+        kind: Kind::Ranged { min: 0, max: 100 },
+        set: |j, v, c| {
+            j.buffer_compress = Some(parse_ranged(v, c.what, 0, 100)? as u8);
+            Ok(())
+        },
+        show: |j| opt(j.buffer_compress),
+    },
+    Param {
+        name: "dedupe",
+        aliases: &["dedupe_percentage"],
+        label: "dedupe %",
+        noun: "dedupe percentage",
+        flag: Some("--dedupe"),
+        axis: true,
+        toml: "dedupe",
+        vx: &[],
+        kind: Kind::Ranged { min: 0, max: 100 },
+        set: |j, v, c| {
+            j.dedupe = Some(parse_ranged(v, c.what, 0, 100)? as u8);
+            Ok(())
+        },
+        show: |j| opt(j.dedupe),
+    },
     // Not axes: run's flags, vx's options and TOML keys only.
     flag_bool!(
         "append",
@@ -760,6 +811,36 @@ pub(crate) static PARAMS: &[Param] = &[
             Ok(())
         },
         show: |j| opt(j.fsync_every),
+    },
+    flag_bool!(
+        "random_map",
+        Some("--random-map"),
+        false,
+        "random_map",
+        &[],
+        "random map",
+        random_map
+    ),
+    Param {
+        name: "buffer_pattern",
+        aliases: &[],
+        label: "buffer pattern",
+        noun: "buffer pattern",
+        flag: Some("--buffer-pattern"),
+        axis: false,
+        toml: "buffer_pattern",
+        vx: &[],
+        kind: Kind::Choice,
+        set: |j, v, c| {
+            j.buffer_pattern = Some(BufferPattern::parse(v, c.what)?);
+            Ok(())
+        },
+        show: |j| {
+            j.buffer_pattern
+                .as_ref()
+                .map(|p| p.spec())
+                .unwrap_or_default()
+        },
     },
     Param {
         name: "name",

@@ -50,6 +50,28 @@ pub(crate) fn syscall_lines(t: &StatsReport) -> String {
     )
 }
 
+/// The `data` probe: the compressibility and duplication asked beside those measured.
+fn data_line(v: &serde_json::Value) -> String {
+    let pct = |x: &serde_json::Value| x.as_f64().map(|p| format!("{p:.1} %"));
+    let m = &v["measured"];
+    let Some(blocks) = m["sampled_blocks"].as_u64() else {
+        let why = v["error"].as_str().unwrap_or("no sample");
+        return format!("data: not measured ({why})\n");
+    };
+    let part = |key: &str, what: &str| {
+        let got = pct(&m[key]).unwrap_or_else(|| "?".into());
+        match v["asked"][key].as_f64() {
+            Some(a) => format!("{what} {got} (asked {a:.0} %)"),
+            None => format!("{what} {got}"),
+        }
+    };
+    format!(
+        "data: {}, {} in {blocks} blocks of the written files read back\n",
+        part("compress_saved_pct", "compression saves"),
+        part("dedupe_pct", "duplicate blocks")
+    )
+}
+
 /// Everything from the Result's probes that has a text form.
 pub(crate) fn probe_sections(r: &RunResult) -> String {
     let mut out = String::new();
@@ -83,6 +105,9 @@ pub(crate) fn probe_sections(r: &RunResult) -> String {
                 _ => String::new(),
             }
         );
+    }
+    if let Some(v) = r.probes.get("data") {
+        out.push_str(&data_line(v));
     }
     if let Some(files) = r
         .probes

@@ -2,6 +2,7 @@
 //! start barrier, stops them on count, time, Ctrl-C or error, and gathers their `Stats`.
 //! Only the runner does I/O.
 
+mod datacheck;
 pub(crate) mod drive;
 pub(crate) mod issue;
 pub(crate) mod limits;
@@ -11,6 +12,7 @@ pub(crate) mod mark;
 pub(crate) mod opgen;
 mod outcome;
 pub(crate) mod pace;
+mod pick;
 pub(crate) mod process;
 pub(crate) mod read;
 pub(crate) mod signal;
@@ -253,7 +255,9 @@ pub(crate) fn run_gated(
     let (status, failures) = settle(&threads, signal::interrupted());
     // Extent count of every file the run wrote, before anything is removed.
     let mut probes = serde_json::Map::new();
-    if job.access.read_pct(job.read_pct) < 100 || job.space.reservation.is_some() {
+    let touched_files = job.engine != crate::job::EngineKind::Null;
+    if touched_files && (job.access.read_pct(job.read_pct) < 100 || job.space.reservation.is_some())
+    {
         let files: Vec<&std::path::Path> = plan
             .targets
             .iter()
@@ -263,6 +267,10 @@ pub(crate) fn run_gated(
         if !files.is_empty() {
             probes.insert("extents".into(), crate::probe::frag::extents_probe(&files));
         }
+    }
+    // What the shaped writes left in the files (untimed; before anything is removed).
+    if job.shapes_data() && threads.iter().any(|t| t.stats.write_ops > 0) {
+        probes.insert("data".into(), datacheck::probe(job, &plan, &cleanup.held));
     }
     if !job.space.reserve_only {
         probes.insert(

@@ -1,5 +1,6 @@
-//! Offset and operation generation: sequential slices per thread, uniform random blocks, and
-//! the read/write mix. Seeded and reproducible; offsets never pass the end of the target.
+//! Offset and operation generation: sequential slices per thread, random blocks (uniform or
+//! as `--distribution` and `--random-map` say, see `super::pick`), and the read/write mix.
+//! Seeded and reproducible; offsets never pass the end of the target.
 
 use crate::engine::OpKind;
 
@@ -47,6 +48,8 @@ pub(crate) struct OpGen {
     /// base + (k * stride + lane) * bs. None: logical blocks are the target's blocks.
     part: Option<(u64, u64, u64)>,
     rng: Rng,
+    /// Random: which block each I/O goes to.
+    picker: super::pick::Picker,
     /// I/Os left to issue; None = until stopped by time.
     remaining: Option<u64>,
 }
@@ -66,6 +69,10 @@ pub(crate) struct GenSpec {
     pub seed: u64,
     /// The rank's part of the target (a distributed run); None: the whole target.
     pub part: Option<crate::result::RankPart>,
+    /// How random blocks are drawn.
+    pub distribution: crate::job::Distribution,
+    /// Random: every block once per pass.
+    pub random_map: bool,
 }
 
 impl OpGen {
@@ -97,6 +104,7 @@ impl OpGen {
         } else {
             per_rep.map(|n| n.saturating_mul(s.repeats as u64))
         };
+        let mut rng = Rng::new(s.seed);
         OpGen {
             random: s.random,
             read_pct: s.read_pct,
@@ -109,7 +117,8 @@ impl OpGen {
                 .part
                 .filter(|p| (p.base, p.stride, p.lane) != (0, 1, 0))
                 .map(|p| (p.base, p.stride.max(1), p.lane)),
-            rng: Rng::new(s.seed),
+            picker: super::pick::Picker::new(&s.distribution, s.random_map, blocks, &mut rng),
+            rng,
             remaining,
         }
     }
@@ -140,7 +149,7 @@ impl OpGen {
             }
         };
         let offset = if self.random {
-            self.rng.below(self.blocks) * self.bs
+            self.picker.next(&mut self.rng, self.blocks) * self.bs
         } else {
             let o = self.region_start + self.pos;
             self.pos += self.bs;
@@ -175,6 +184,8 @@ mod tests {
             timed: false,
             seed: 42,
             part: None,
+            distribution: Default::default(),
+            random_map: false,
         }
     }
 
@@ -223,7 +234,8 @@ mod tests {
             let size = (size_k * 1024).max(bs);
             for t in 0..threads {
                 let mut g = OpGen::new(&GenSpec { random, read_pct: pct, block_size: bs, target_size: size,
-                    threads, thread: t, io_count: count, repeats: 1, timed: false, seed, part: None });
+                    threads, thread: t, io_count: count, repeats: 1, timed: false, seed, part: None,
+                    distribution: Default::default(), random_map: false });
                 let mut n = 0;
                 while let Some((_, off)) = g.next_op() {
                     prop_assert!(off + bs <= size, "offset {} + {} > {}", off, bs, size);

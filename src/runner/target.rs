@@ -177,6 +177,9 @@ pub(crate) fn prepare_watched(
     board: Option<&super::live::Board>,
 ) -> Result<(Plan, Cleanup)> {
     let mut cleanup = Cleanup::new(job);
+    if job.engine == crate::job::EngineKind::Null {
+        return Ok((null_plan(job)?, cleanup));
+    }
     match prepare_into(job, part, &mut cleanup, board) {
         Ok(plan) => Ok((plan, cleanup)),
         Err(e) => {
@@ -186,6 +189,34 @@ pub(crate) fn prepare_watched(
             Err(e)
         }
     }
+}
+
+/// The plan of a null-engine run: the targets as named, never opened, created or written,
+/// each as large as the job says (the validated Job always says: `Job::check_null`).
+fn null_plan(job: &Job) -> Result<Plan> {
+    let size = job
+        .needed_file_size()
+        .ok_or_else(|| usage!("--engine null needs --size or --count"))?;
+    let targets = job
+        .targets
+        .iter()
+        .map(|path| TargetPlan {
+            path: path.clone(),
+            kind: TargetKind::File,
+            size,
+            created: false,
+            dio_align: 1,
+            reserved: None,
+        })
+        .collect();
+    Ok(Plan {
+        targets,
+        cache: job.cache,
+        notes: vec![
+            "engine null: every I/O completed at once without a system call; the targets were not opened".into(),
+        ],
+        part: None,
+    })
 }
 
 /// What pass one found out about a file target, before anything is modified.
@@ -640,14 +671,14 @@ fn lay_out_one(
                 if matches!(job.cache, CachePolicy::Concurrent) {
                     crate::runner::space::preallocate(file, path, to)?;
                 }
-                lay_out(file, path, len_now, to, job.seed, board)?;
+                lay_out(file, path, len_now, to, job, board)?;
             }
         }
     }
     if !job.space.reserve_only && matches!(job.cache, CachePolicy::Concurrent) {
         let len_now = file.metadata()?.len();
         if len_now < size {
-            lay_out(file, path, len_now, size, job.seed, board)?;
+            lay_out(file, path, len_now, size, job, board)?;
         }
     }
     let dio_align = dio_alignment_fd(file).unwrap_or_else(|| dio_alignment(path));
@@ -682,12 +713,23 @@ fn lay_out(
     path: &Path,
     from: u64,
     to: u64,
-    seed: u64,
+    job: &Job,
     board: Option<&super::live::Board>,
 ) -> Result<()> {
     use std::os::unix::fs::FileExt;
-    let pool = crate::engine::BufferPool::new(1, 1 << 20, seed ^ 0x1a70)?;
-    let buf = pool.slot(0);
+    let seed = job.seed ^ 0x1a70;
+    // With shaped data (`--buffer-compress`, `--dedupe`, `--buffer-pattern`) the layout is
+    // made of the same blocks as the writes, so the blocks a random run never writes hold
+    // what was asked too; whole blocks, so a buffer of at least one.
+    let mut fill = crate::engine::shaped::DataFill::for_job(job, seed);
+    let bs = job.block_size.max(1) as usize;
+    let len = if fill.is_some() {
+        bs.max(1 << 20)
+    } else {
+        1 << 20
+    };
+    let mut pool = crate::engine::BufferPool::new(1, len, seed)?;
+    let buf = pool.slot_mut(0);
     // The live line shows the bytes laid out (when a run is watched).
     if let Some(b) = board {
         b.layout_total.fetch_add(to - from, Ordering::Relaxed);
@@ -695,6 +737,11 @@ fn lay_out(
     let mut off = from;
     while off < to {
         let n = ((to - off) as usize).min(buf.len());
+        if let Some(f) = fill.as_mut() {
+            for block in buf[..n].chunks_mut(bs) {
+                f.fill(block);
+            }
+        }
         file.write_all_at(&buf[..n], off).map_err(|e| {
             let what = if e.raw_os_error() == Some(libc::ENOSPC) {
                 format!("laying out the file: file system full (ENOSPC): {e}")

@@ -197,6 +197,10 @@ impl Worker {
             (Built::Mmap(e), true) => core.drive::<_, true>(e, stop, interrupt),
             (Built::Uring(e), false) => core.drive::<_, false>(e, stop, interrupt),
             (Built::Uring(e), true) => core.drive::<_, true>(e, stop, interrupt),
+            (Built::Null(e), false) => core.drive::<_, false>(e, stop, interrupt),
+            (Built::Null(e), true) => core.drive::<_, true>(e, stop, interrupt),
+            (Built::Shaped(e), false) => core.drive::<_, false>(e.as_mut(), stop, interrupt),
+            (Built::Shaped(e), true) => core.drive::<_, true>(e.as_mut(), stop, interrupt),
             #[cfg(test)]
             (Built::Boxed(e), false) => core.drive::<_, false>(e.as_mut(), stop, interrupt),
             #[cfg(test)]

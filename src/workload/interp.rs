@@ -316,7 +316,7 @@ fn thread_issuer(
         EngineKind::Uring => {
             Issuer::uring_engine(FDS, slots, len, seed).map_err(FlowopError::Setup)
         }
-        EngineKind::Mmap => Err(FlowopError::State(
+        EngineKind::Mmap | EngineKind::Null => Err(FlowopError::State(
             "workloads run on the sync or uring engine".into(),
         )),
     };

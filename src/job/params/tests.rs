@@ -23,6 +23,10 @@ fn sample(p: &Param) -> &'static str {
         "rate_scope" => "total",
         "name" => "some name",
         "invalidate" => "false",
+        "distribution" => "zipf:1.2",
+        "buffer_compress" => "50",
+        "dedupe" => "30",
+        "buffer_pattern" => "0xdeadbeef",
         _ if p.kind == Kind::Bool => "true",
         other => panic!("no sample value for {other}"),
     }

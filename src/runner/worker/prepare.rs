@@ -66,7 +66,12 @@ impl Worker {
         let policy = plan.cache;
         let bs = job.block_size;
         let align = t.dio_align.max(1);
-        let fds = open_fds(job, policy, t, id, &mut sys, &fail)?;
+        // The null engine does no I/O on the target: it opens nothing.
+        let fds = if job.engine == EngineKind::Null {
+            Fds([-1; 3])
+        } else {
+            open_fds(job, policy, t, id, &mut sys, &fail)?
+        };
         advise_fds(job, &fds, &mut sys);
         // Buffers for the I/Os that can be in flight, not for the whole queue depth.
         let depth = job.effective_depth() as usize;
@@ -84,7 +89,12 @@ impl Worker {
             fds: fds.0,
             size: t.size,
         }];
-        let engine = engine::build(job, handles, pool).map_err(|e| fail(format!("{e:#}")))?;
+        let mut engine = engine::build(job, handles, pool).map_err(|e| fail(format!("{e:#}")))?;
+        if let Some(fill) =
+            engine::shaped::DataFill::for_job(job, thread_seed(job.seed, user, thread))
+        {
+            engine = engine.shaped(fill);
+        }
         let checker = match shared {
             Some(s) => Some(Box::new(
                 verify::Checker::new(
@@ -305,6 +315,8 @@ impl Core {
             timed: job.time_s.is_some(),
             seed: thread_seed(job.seed, user, thread),
             part,
+            distribution: job.distribution.clone(),
+            random_map: job.random_map,
         });
         Core {
             user,
