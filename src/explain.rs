@@ -148,7 +148,7 @@ pub(crate) fn spread(values: &[f64], what: &str) -> Option<Explanation> {
         finding(
             "spread",
             format!(
-                "the {} repetitions of this point disagree by {:.1}% ({what} from {} to {}, (max - min) / mean above {:.0}%): the system was not in a steady state (cache, write-back, background work); run longer, add --warmup, or look at each repetition",
+                "the {} repetitions of this point disagree by {:.1}% ({what} from {} to {}, (max - min) / mean above {:.0}%): the system was not in a steady state (cache, write-back, background work); run each point longer, warm the storage up before measuring, or look at each repetition",
                 values.len(),
                 spread * 100.0,
                 fmt_value(min),
