@@ -32,6 +32,9 @@ pub(crate) struct VxCommand {
     pub format: Format,
     pub output: Option<PathBuf>,
     pub help: bool,
+    /// The format was given as `--output-format`, the spelling of earlier releases (the
+    /// front end says it is deprecated).
+    pub old_format_flag: bool,
 }
 
 /// vxbench's `-i` sub-options, each the vx spelling of a Job parameter in the table.
@@ -177,7 +180,7 @@ fn parse_long(
         // The spelling of earlier releases, still read for one release.
         "output-format" => {
             st.cmd.format = Format::parse_for::<Runs>(&val(i)?, "--output-format")?;
-            crate::cli::args::deprecated("--output-format", "--format");
+            st.cmd.old_format_flag = true;
         }
         "help" => st.cmd.help = true,
         // As in `fsbench run`: keep the targets' cached pages (hot-cache runs).
@@ -297,6 +300,7 @@ pub(crate) fn parse(args: &[String]) -> Result<VxCommand, UsageError> {
             format: Format::Text,
             output: None,
             help: false,
+            old_format_flag: false,
         },
         workload: None,
         iocount_set: false,
