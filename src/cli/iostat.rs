@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
 #[command(
-    mut_arg("format", |a| super::args::formats_help(a, PRINTED)
-        .long_help("What is printed: text (a table as the samples come) or json (all samples at the end) [default: text]")),
+    mut_arg("format", |a| super::args::formats_help(a, PRINTED).long_help(
+        "What is printed: text (rows as the samples come) or json (at the end) [default: text]"
+    )),
     after_help = EXAMPLES
 )]
 pub(crate) struct IostatArgs {
