@@ -453,3 +453,55 @@ fn bare_fsbench_lists_every_subcommand() {
         );
     }
 }
+
+/// A suite applies run's Job flags to every point of its Job studies, and a point stored
+/// without them is not reused for a run with them.
+#[test]
+fn a_suite_applies_run_s_job_flags_to_its_points() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.file("tiny.toml"),
+        r#"name = "tiny"
+title = "Tiny"
+source = "a test"
+[[study]]
+id = "w"
+title = "Writes by I/O size"
+settings = ["rw=write", "size=64k"]
+table = { rows = ["bs"], metrics = ["kb_per_s"] }
+[[study.axis]]
+name = "bs"
+values = ["4k", "8k"]
+"#,
+    )
+    .unwrap();
+    std::fs::create_dir(sb.file("d")).unwrap();
+    let points = |line: &str| {
+        let o = run(&sb, line);
+        assert!(o.status.success(), "{line}: {}", stderr_of(&o));
+        let recs = common::records(&sb.file("out"), "w-");
+        assert_eq!(recs.len(), 2, "{line}: {recs:?}");
+        (recs, stderr_of(&o))
+    };
+    let (recs, _) = points("suite tiny.toml --dir d --output out");
+    for (name, r) in &recs {
+        assert_eq!(r["job"]["invalidate"], true, "{name}");
+        assert_eq!(r["job"]["fsync"], false, "{name}");
+    }
+    // The stored points had other settings: not reused, and not replaced without --force.
+    let flags = "--no-invalidate --fsync --format md";
+    let o = run(
+        &sb,
+        &format!("suite tiny.toml --dir d --output out {flags}"),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr_of(&o));
+    assert!(stderr_of(&o).contains("measured with other settings (fsync="));
+    let (recs, err) = points(&format!(
+        "suite tiny.toml --dir d --output out {flags} --force"
+    ));
+    for (name, r) in &recs {
+        assert_eq!(r["job"]["invalidate"], false, "{name}");
+        assert_eq!(r["job"]["fsync"], true, "{name}");
+    }
+    assert!(err.contains("2 measured, 0 reused"), "{err}");
+}
