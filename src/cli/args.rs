@@ -121,7 +121,7 @@ impl ResultsArgs {
 #[derive(Args, Debug, Clone)]
 pub(crate) struct StudyArgs {
     /// Run every point N times (the spread shows in tables and in compare)
-    #[arg(long, default_value_t = 1, help_heading = MEASURE)]
+    #[arg(long, default_value_t = 1, value_name = "N", help_heading = MEASURE)]
     pub repeat: u32,
     /// Measure every point again, ignoring stored results
     #[arg(long, help_heading = MEASURE)]

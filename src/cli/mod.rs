@@ -60,7 +60,10 @@ pub(crate) struct Cli {
 
 #[derive(Subcommand)]
 pub(crate) enum Command {
-    /// A ~1 minute CrystalDiskMark-style battery (SEQ1M Q8T1/Q1T1, RND4K Q32T1/Q1T1, read and write, direct I/O; buffered and O_DSYNC extras) on a scratch file in DIR.
+    /// A ~1 minute CrystalDiskMark-style battery on a scratch file in DIR
+    ///
+    /// SEQ1M Q8T1/Q1T1 and RND4K Q32T1/Q1T1, read and write, direct I/O; buffered and O_DSYNC
+    /// extras.
     Quick(quick::QuickArgs),
     /// Run one job from flags or a TOML job file.
     Run(run::RunArgs),
@@ -86,8 +89,9 @@ pub(crate) enum Command {
     Trace(trace::TraceArgs),
     /// Replay a trace as a benchmark on scratch files
     Replay(replay::ReplayArgs),
-    /// Fragmentation: extents per file under a path, of directories (--dirs), of free space
-    /// (--free); reorganise files into fewer extents (--reorg)
+    /// Fragmentation: extents per file, of directories (--dirs), of free space (--free)
+    ///
+    /// With --reorg, reorganise files into fewer extents.
     Frag(frag::FragArgs),
     /// Run a Filebench workload: a shipped personality (`fsbench workload list`) or a .f file.
     Workload(workload::WorkloadArgs),
@@ -366,6 +370,10 @@ mod tests {
                 .filter(|l| l.starts_with("  fsbench "))
                 .count();
             assert!(examples >= 2, "{name}: {examples} examples");
+            let about = sub.get_about().map(|h| h.to_string()).unwrap_or_default();
+            if about.len() > 100 || about.contains('\n') {
+                long.push(format!("{name}: {} chars: {about}", about.len()));
+            }
             for arg in sub.get_arguments().filter(|a| !a.is_hide_set()) {
                 let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
                 if help.len() > 100 || help.contains('\n') {
