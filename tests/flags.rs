@@ -505,3 +505,95 @@ values = ["4k", "8k"]
     }
     assert!(err.contains("2 measured, 0 reused"), "{err}");
 }
+
+/// The options a Result's explanations and notes name.
+fn hinted_options(r: &serde_json::Value) -> Vec<String> {
+    let mut texts: Vec<String> = r["explain"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| e["message"].as_str().unwrap_or_default().to_string())
+        .collect();
+    texts.extend(
+        r["notes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| n.as_str().unwrap_or_default().to_string()),
+    );
+    let mut flags = Vec::new();
+    for t in texts {
+        // vx's own spellings are said in a "(vx: ...)" aside.
+        let t = t
+            .split("(vx: ")
+            .map(|p| p.split_once(')').map_or(p, |x| x.1));
+        for part in t {
+            for w in part.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
+                if w.len() > 2 && w.starts_with("--") {
+                    flags.push(w.trim_end_matches('-').to_string());
+                }
+            }
+        }
+    }
+    flags
+}
+
+/// Every option an explanation or a note of a Result tells the user to add is one the
+/// command that made the Result takes (a replay's unsynced writes are not told to add
+/// run's --fsync; a sweep's are, and a sweep takes it).
+#[test]
+fn hints_name_options_the_command_takes() {
+    let sb = Sandbox::new();
+    let mut trace = String::from("id,thread,op,file,offset,len,start_ns,end_ns,result\n");
+    for i in 0..32u64 {
+        trace.push_str(&format!(
+            "{i},0,write,/data/a,{},4096,{},{},4096\n",
+            i * 4096,
+            i * 1000,
+            i * 1000 + 500
+        ));
+    }
+    std::fs::write(sb.file("w.csv"), trace).unwrap();
+    std::fs::create_dir(sb.file("scratch")).unwrap();
+    let mut seen = Vec::new();
+    for (sub, line) in [
+        (
+            "run",
+            "run --rw write --bs 4k --count 64 --keep --format json f",
+        ),
+        ("run", "run --rw read --bs 4k --count 64 --format json f"),
+        ("replay", "replay w.csv --dir scratch --format json"),
+    ] {
+        let r = json_of(&sb, line);
+        let checks: Vec<&str> = r["explain"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e["check"].as_str())
+            .collect();
+        seen.extend(checks.iter().map(|c| c.to_string()));
+        let help = stdout_of(&run(&sb, &format!("{sub} --help")));
+        for f in hinted_options(&r) {
+            assert!(
+                help.contains(&format!("{f} ")) || help.contains(&format!("{f}\n")),
+                "{line}: a hint names {f}, which {sub} does not take ({checks:?})"
+            );
+        }
+    }
+    let o = run(
+        &sb,
+        "sweep s --rw write --bs 4k,8k --count 16 --repeat 2 --output sw",
+    );
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    let help = stdout_of(&run(&sb, "sweep --help"));
+    for (name, r) in common::sweep_records(&sb.file("sw")) {
+        for f in hinted_options(&r) {
+            assert!(
+                help.contains(&format!("{f} ")) || help.contains(&format!("{f}\n")),
+                "{name}: a hint names {f}, which sweep does not take"
+            );
+        }
+    }
+    // The checks whose hints name options did fire above.
+    assert!(seen.iter().any(|c| c == "dirty_at_stop"), "{seen:?}");
+}
