@@ -148,7 +148,7 @@ pub(crate) fn spread(values: &[f64], what: &str) -> Option<Explanation> {
         finding(
             "spread",
             format!(
-                "the {} repetitions of this point disagree by {:.1}% ({what} from {} to {}, (max - min) / mean above {:.0}%): the system was not in a steady state (cache, write-back, background work); run longer, add --warmup, or look at each repetition",
+                "the {} repetitions of this point disagree by {:.1}% ({what} from {} to {}, (max - min) / mean above {:.0}%): the system was not in a steady state (cache, write-back, background work); run each point longer, warm the storage up before measuring, or look at each repetition",
                 values.len(),
                 spread * 100.0,
                 fmt_value(min),
@@ -266,7 +266,7 @@ fn page_cache(r: &RunFacts, f: &CacheFacts, out: &mut Vec<Explanation>) {
     out.push(finding(
         "page_cache",
         format!(
-            "buffered reads of {} ({} cached when the run began, {} at its end) {}: the result measures the page cache, not the storage; use --cache direct, --drop-cache, or a file larger than memory",
+            "buffered reads of {} ({} cached when the run began, {} at its end) {}: the result measures the page cache, not the storage; use --cache direct (vx: -c direct), --drop-cache, or a file larger than memory",
             mib(size),
             mib(before),
             mib(after),
@@ -396,11 +396,18 @@ fn dirty_at_stop(r: &RunFacts, probed_expire_s: Option<f64>, out: &mut Vec<Expla
     let Some(expire) = probed_expire_s.or(r.dirty_expire_s) else {
         return;
     };
+    // The remedy as the front end spells it: a Job's flag (vx's sub-option), else in words
+    // (a workload or a replay syncs when its own calls do).
+    let remedy = if r.job.is_some() {
+        "add --fsync (vx: -i fsync) or run longer"
+    } else {
+        "fsync the files before the end or run longer"
+    };
     if r.total.elapsed_s < expire {
         out.push(finding(
             "dirty_at_stop",
             format!(
-                "buffered writes ran {:.1} s without fsync, less than the kernel's write-back delay ({expire} s, vm.dirty_expire_centisecs): much of the data may still have been in memory when the clock stopped; add --fsync or run longer",
+                "buffered writes ran {:.1} s without fsync, less than the kernel's write-back delay ({expire} s, vm.dirty_expire_centisecs): much of the data may still have been in memory when the clock stopped; {remedy}",
                 r.total.elapsed_s
             ),
             json!({"elapsed_s": r.total.elapsed_s, "dirty_expire_s": expire, "write_bytes": r.total.write_bytes}),

@@ -107,7 +107,7 @@ fn a_queue_depth_never_reached_is_named() {
 fn a_workload_reading_a_small_fileset_is_explained_and_a_synced_writer_is_not() {
     let sb = Sandbox::new();
     let line = "workload filemicro_rread -D filesize=2m -D iosize=4k --time 0.5s";
-    let v = sb.run_json(&words(&format!("{line} --output-format json")));
+    let v = sb.run_json(&words(&format!("{line} --format json")));
     let checks: Vec<&str> = v["explain"]
         .as_array()
         .map(|a| a.iter().map(|e| e["check"].as_str().unwrap()).collect())
@@ -121,7 +121,7 @@ fn a_workload_reading_a_small_fileset_is_explained_and_a_synced_writer_is_not() 
     );
     // Writes, each followed by fsync: no reads to cache, nothing dirty at the stop.
     let v = sb.run_json(&words(
-        "workload filemicro_writefsync -D filesize=256k -D iosize=4k --time 0.5s --output-format json",
+        "workload filemicro_writefsync -D filesize=256k -D iosize=4k --time 0.5s --format json",
     ));
     let checks: Vec<&str> = v["explain"]
         .as_array()
@@ -154,9 +154,9 @@ fn a_replay_of_unsynced_writes_is_explained_and_a_synced_one_is_not() {
     trace("w.csv", false);
     trace("s.csv", true);
     std::fs::create_dir(sb.file("scratch")).unwrap();
-    let (c, text) = checks(&sb, "replay w.csv --dir scratch --output-format json");
+    let (c, text) = checks(&sb, "replay w.csv --dir scratch --format json");
     assert!(c.contains(&"dirty_at_stop".to_string()), "{c:?}\n{text}");
-    let (c, _) = checks(&sb, "replay s.csv --dir scratch --output-format json");
+    let (c, _) = checks(&sb, "replay s.csv --dir scratch --format json");
     assert!(!c.contains(&"dirty_at_stop".to_string()), "{c:?}");
 }
 

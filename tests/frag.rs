@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-/// `fsbench ARGS --json` (stdout parsed), asserting success.
+/// `fsbench ARGS --format json` (stdout parsed), asserting success.
 fn frag_json(sb: &Sandbox, args: &[&str]) -> serde_json::Value {
     let mut all = args.to_vec();
-    all.push("--json");
+    all.extend(["--format", "json"]);
     let o = sb.cmd(&all).output().unwrap();
     assert!(
         o.status.success(),

@@ -214,7 +214,7 @@ fn flags_of(sub: &str) -> Flags {
             ("--rate-iops", Some("COUNT")),
             ("--seed", Some("COUNT")),
             ("--output", Some("OUTPUT")),
-            ("--output-format", Some("FMT")),
+            ("--format", Some("FMT")),
             ("--keep", None),
         ]
         .iter()
@@ -233,7 +233,7 @@ fn flags_of(sub: &str) -> Flags {
         if !l.starts_with('-') {
             continue;
         }
-        // "-o, --output <OUTPUT>  text" or "--json  text"
+        // "-o, --output <OUTPUT>  text" or "--keep  text"
         let spec = l.split("  ").next().unwrap_or("");
         let mut flag = None;
         let mut value = None;

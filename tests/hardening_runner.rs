@@ -274,7 +274,7 @@ fn child_maxrss_kb(mut cmd: std::process::Command) -> (i32, i64) {
 #[test]
 fn many_small_targets_use_little_memory() {
     let sb = Sandbox::new();
-    let mut args = words("run --rw write --bs 4k --count 4 --output-format json");
+    let mut args = words("run --rw write --bs 4k --count 4 --format json");
     let names: Vec<String> = (0..1000).map(|i| format!("f{i}")).collect();
     args.extend(names.iter().map(|s| s.as_str()));
     let (code, kb) = child_maxrss_kb(fsbench(&sb, &args));

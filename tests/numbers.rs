@@ -423,7 +423,7 @@ fn csv_has_direction_columns_with_units() {
     let sb = Sandbox::new();
     let out = sb
         .cmd(&words(
-            "run --rw randrw --bs 4k --size 1m --count 400 --output-format csv f",
+            "run --rw randrw --bs 4k --size 1m --count 400 --format csv f",
         ))
         .assert()
         .success();

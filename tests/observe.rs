@@ -73,7 +73,7 @@ fn live_loop_device_counts_the_direct_writes() {
     }
     let dev = lo.dev.to_str().unwrap().to_string();
     let iostat = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsbench"))
-        .args(["iostat", &dev, "500ms", "5", "--json"])
+        .args(["iostat", &dev, "500ms", "5", "--format", "json"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -514,7 +514,9 @@ fn analyze_stripe_split_on_the_seed_example() {
     );
     std::fs::write(sb.file("one.csv"), csv).unwrap();
     let out = sb
-        .cmd(&words("trace --analyze one.csv --stripe 32k:5 --json"))
+        .cmd(&words(
+            "trace --analyze one.csv --stripe 32k:5 --format json",
+        ))
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -544,7 +546,7 @@ fn frag_reports_the_file_made_fragmented_on_purpose() {
         f.write_all_at(&[9u8; 4096], i * 256 * 1024).unwrap();
     }
     f.sync_all().unwrap();
-    let out = sb.cmd(&["frag", "d", "--json"]).output().unwrap();
+    let out = sb.cmd(&["frag", "d", "--format", "json"]).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -827,7 +829,7 @@ fn stripe_split_on_device_offsets_with_physical() {
         .sum();
     let o = sb
         .cmd(&words(
-            "trace --analyze t.csv --stripe 64k:4 --physical --json",
+            "trace --analyze t.csv --stripe 64k:4 --physical --format json",
         ))
         .output()
         .unwrap();
@@ -841,7 +843,7 @@ fn stripe_split_on_device_offsets_with_physical() {
     );
     // Without --physical the same read is cut on file offsets: 352 KiB from 0 = 6 units.
     let o = sb
-        .cmd(&words("trace --analyze t.csv --stripe 64k:4 --json"))
+        .cmd(&words("trace --analyze t.csv --stripe 64k:4 --format json"))
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

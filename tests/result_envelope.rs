@@ -353,9 +353,7 @@ fn a_thousand_targets_hold_small_histograms() {
     let names: Vec<String> = (0..1000).map(|i| format!("f{i}")).collect();
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_fsbench"));
     c.current_dir(sb.path())
-        .args(words(
-            "run --rw write --bs 4k --count 4 --output-format json",
-        ))
+        .args(words("run --rw write --bs 4k --count 4 --format json"))
         .args(&names);
     let (code, kb) = child_maxrss_kb(c);
     assert_eq!(code, 0);

@@ -160,7 +160,7 @@ fn bad_input_is_one_line_and_exit_2() {
         vec!["run", "--qd", "8", "--count", "1", "f"],
         vec!["run", "bad.toml"],
         vec!["run", "missing.toml"],
-        vec!["run", "--output-format", "xml", "--count", "1", "f"],
+        vec!["run", "--format", "xml", "--count", "1", "f"],
         vec!["vx", "-w", "bogus", "f"],
         vec!["vx", "-w", "read", "-i", "iosize=abc", "f"],
         vec!["vx", "-w", "read", "-c", "direct", "-f", "contig", "f"],

@@ -66,11 +66,11 @@ fn a_rate_limited_mixed_run_reports_schedule_latency_per_direction() {
         );
     }
 
-    // CSV (`--output-format csv`): the total's and each direction's columns, the total's
+    // CSV (`--format csv`): the total's and each direction's columns, the total's
     // maximum the larger of the directions' (one record per I/O, merged exactly).
     let csv = sb
         .cmd(&words(
-            "run f --rw randrw --bs 4k --size 2m --count 300 --rate-iops 1500 --output-format csv",
+            "run f --rw randrw --bs 4k --size 2m --count 300 --rate-iops 1500 --format csv",
         ))
         .assert()
         .success();

@@ -393,25 +393,8 @@ fn feature_run(flag: &str, works: bool) {
     let sb = Sandbox::new();
     let out = sb
         .cmd(&[
-            "run",
-            "--rw",
-            "randread",
-            "--bs",
-            "4k",
-            "--size",
-            "8m",
-            "--count",
-            "2000",
-            "--cache",
-            "direct",
-            "--engine",
-            "uring",
-            "--qd",
-            "8",
-            flag,
-            "--output-format",
-            "json",
-            "f.dat",
+            "run", "--rw", "randread", "--bs", "4k", "--size", "8m", "--count", "2000", "--cache",
+            "direct", "--engine", "uring", "--qd", "8", flag, "--format", "json", "f.dat",
         ])
         .output()
         .unwrap();

@@ -334,7 +334,7 @@ fn output_switches() {
     assert!(text.contains("total:"));
     let out = sb
         .cmd(&words(
-            "vx -t -w read -i iosize=4k,iocount=10 --output-format csv a",
+            "vx -t -w read -i iosize=4k,iocount=10 --format csv a",
         ))
         .assert()
         .success();

@@ -32,7 +32,7 @@ fn tiny(name: &str) -> Vec<String> {
     v.extend([
         "--time".into(),
         "1s".into(),
-        "--output-format".into(),
+        "--format".into(),
         "json".into(),
     ]);
     v
@@ -237,7 +237,7 @@ fn psrun_prints_periodic_lines_in_process_mode_too() {
     )
     .unwrap();
     for extra in [None, Some("--in-process")] {
-        let mut args = vec!["workload", "p.f", "--output-format", "json"];
+        let mut args = vec!["workload", "p.f", "--format", "json"];
         args.extend(extra);
         let r = sb.run_json(&args);
         let lines = r["workload"]["runs"][0]["psrun"].as_array().unwrap();
@@ -258,7 +258,7 @@ fn keep_then_reuse_then_remove() {
         "filesize=1m",
         "--time",
         "0.3s",
-        "--output-format",
+        "--format",
         "json",
     ];
     let mut keep = base.to_vec();

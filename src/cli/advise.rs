@@ -11,39 +11,48 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("format", |a| super::args::format_help::<advise::Advice>(a)),
+    after_help = EXAMPLES
+)]
 pub(crate) struct AdviseArgs {
-    /// A directory or file on the storage to advise on (the scratch file for --measure goes in
-    /// this directory, or in the file's directory)
+    /// A directory or file on the storage to advise on
+    ///
+    /// The scratch file for --measure goes in this directory, or in the file's directory.
     pub path: PathBuf,
-    /// Also measure: I/O-size knee, direct-vs-buffered crossover and stream count, on a
-    /// scratch file fsbench creates and removes
-    #[arg(long)]
+    /// Also measure: I/O-size knee, direct-vs-buffered crossover and stream count
+    ///
+    /// On a scratch file fsbench creates and removes.
+    #[arg(long, help_heading = super::args::MEASURE)]
     pub measure: bool,
     /// Size of the scratch file for --measure
-    #[arg(long = "measure-size", default_value = "1g")]
+    #[arg(long = "measure-size", default_value = "1g", value_name = "SIZE", help_heading = super::args::MEASURE)]
     pub measure_size: String,
     /// Time budget for all measured points together (each point gets an equal share)
-    #[arg(long = "measure-time", default_value = "80s")]
+    #[arg(long = "measure-time", default_value = "80s", value_name = "DUR", help_heading = super::args::MEASURE)]
     pub measure_time: String,
-    /// Runs of each measured point; the median is kept (the time budget is shared by all runs)
-    #[arg(long = "measure-repeat", default_value_t = 3)]
+    /// Runs of each measured point; the median is kept (they share the time budget)
+    #[arg(long = "measure-repeat", default_value_t = 3, value_name = "N", help_heading = super::args::MEASURE)]
     pub measure_repeat: u32,
-    /// text, json or html (a self-contained page with charts of the measurements)
-    #[arg(long, default_value = "text")]
-    pub format: String,
-    /// Also write the JSON to this file (with --format html: write the page here instead of
-    /// standard output)
-    #[arg(long)]
+    #[command(flatten)]
+    pub printed: super::args::FormatArgs,
+    /// Also store the JSON in FILE (with --format html: the page, not on standard output)
+    #[arg(long, value_name = "FILE", help_heading = super::args::WHERE)]
     pub output: Option<PathBuf>,
-    /// With --measure: also store every measured run as a full Result (one JSON file per run,
-    /// read by `fsbench report` and `fsbench compare`) in this directory
-    #[arg(long)]
+    /// With --measure: also store every measured run as a full Result in DIR (a directory)
+    ///
+    /// One JSON file per run, read by `fsbench report` and `fsbench compare`.
+    #[arg(long, value_name = "DIR", help_heading = super::args::WHERE)]
     pub results: Option<PathBuf>,
-    /// Let --output replace a regular file fsbench did not write (and --results write into a
-    /// directory of other files)
-    #[arg(long)]
+    /// Let --output replace a file, and --results write into a directory, fsbench did not make
+    #[arg(long, help_heading = super::args::SAFETY)]
     pub force: bool,
 }
+
+const EXAMPLES: &str = "\
+Examples:
+  fsbench advise /mnt/data
+  fsbench advise /mnt/data --measure --measure-time 40s --format html --output advice.html";
 
 /// Under mpirun with several ranks, advise without --measure does no I/O to spread over
 /// them: refused in one line, printed by rank 0 only (every rank exits 2).
@@ -60,7 +69,7 @@ pub(crate) fn refuse_without_measure_on_ranks(a: &AdviseArgs) -> anyhow::Result<
 }
 
 pub(crate) fn main(a: AdviseArgs, exec: Executor) -> anyhow::Result<i32> {
-    let format = Format::parse_for::<advise::Advice>(&a.format, "--format")?;
+    let format = a.printed.get::<advise::Advice>()?;
     let json = format == Format::Json;
     if !a.path.exists() {
         crate::bail_usage!(

@@ -1,26 +1,119 @@
 //! Argument groups shared by several subcommands (`#[command(flatten)]`), so a flag is
-//! declared, documented and read once: where the Results go (`run`, `quick`), and how the
-//! points of a study are measured and stored (`sweep`, `suite`).
+//! declared, documented and read once: what is printed (`--format`, every subcommand) and
+//! where the Results go (`run`, `quick`), how the points of a study are measured and stored
+//! (`sweep`, `suite`), and the help headings every subcommand groups its options under.
 
-use crate::report::{Format, Runs};
+use crate::report::{Format, Render, Runs};
 use clap::Args;
 use std::path::PathBuf;
 
-/// `--output FILE --output-format text|json|csv`: the Results of a run.
+/// Help heading: what is measured (the access pattern, sizes, the workload, the targets).
+pub(crate) const WHAT: &str = "What to run";
+/// Help heading: how the I/O is done (cache policy, engine, open flags, rate limits).
+pub(crate) const HOW: &str = "How";
+/// Help heading: what is observed and how the run is watched or repeated.
+pub(crate) const MEASURE: &str = "Measurement";
+/// Help heading: what is printed and where results are stored.
+pub(crate) const WHERE: &str = "Where to";
+/// Help heading: what fsbench may create, replace, keep or remove.
+pub(crate) const SAFETY: &str = "Safety";
+/// Help heading: distributed runs under mpirun.
+pub(crate) const MPI: &str = "MPI";
+
+/// `--format FORMAT`: what a subcommand prints on standard output. `--output-format` is the
+/// spelling of earlier releases (`run`, `quick`, `workload`, `replay`): hidden, still read
+/// for one release, with one deprecation line.
+#[derive(Args, Debug, Default, Clone)]
+pub(crate) struct FormatArgs {
+    /// What is printed on standard output
+    #[arg(long, value_name = "FORMAT", help_heading = WHERE)]
+    pub format: Option<String>,
+    /// The old spelling of --format
+    #[arg(
+        long = "output-format",
+        value_name = "FORMAT",
+        hide = true,
+        conflicts_with = "format"
+    )]
+    pub output_format: Option<String>,
+}
+
+/// `--json`: the old spelling of `--format json` (`iostat`, `frag`, `trace --analyze`),
+/// hidden, still read for one release.
+#[derive(Args, Debug, Default, Clone)]
+pub(crate) struct JsonAlias {
+    /// The old spelling of --format json
+    #[arg(long, hide = true, conflicts_with_all = ["format", "output_format"])]
+    pub json: bool,
+}
+
+impl FormatArgs {
+    /// The printed format among those `R` renders (its first when none is given), or one
+    /// usage line naming the flag as the user spelled it.
+    pub(crate) fn get<R: Render + ?Sized>(&self) -> Result<Format, crate::error::UsageError> {
+        self.among(R::FORMATS, false)
+    }
+
+    /// [`FormatArgs::get`] with the accepted formats given, and whether `--json` was given.
+    pub(crate) fn among(
+        &self,
+        accepted: &[Format],
+        json: bool,
+    ) -> Result<Format, crate::error::UsageError> {
+        let (flag, value) = match (&self.format, &self.output_format, json) {
+            (Some(v), _, _) => ("--format", v.as_str()),
+            (None, Some(v), _) => ("--output-format", v.as_str()),
+            (None, None, true) => ("--json", "json"),
+            (None, None, false) => return Ok(accepted[0]),
+        };
+        let format = Format::parse_among(value, accepted, flag)?;
+        match flag {
+            "--output-format" => deprecated("--output-format", "--format"),
+            "--json" => deprecated("--json", "--format json"),
+            _ => {}
+        }
+        Ok(format)
+    }
+}
+
+/// One line on stderr for an old spelling that still works (said by rank 0 alone when
+/// mpirun started several copies).
+pub(crate) fn deprecated(old: &str, new: &str) {
+    if super::ranks::launched_rank().unwrap_or(0) == 0 {
+        eprintln!("fsbench: {old} is deprecated; use {new}");
+    }
+}
+
+/// The help of `--format` on a subcommand that prints what `R` renders (its first format is
+/// the default).
+pub(crate) fn format_help<R: Render + ?Sized>(arg: clap::Arg) -> clap::Arg {
+    formats_help(arg, R::FORMATS)
+}
+
+/// [`format_help`] with the formats given.
+pub(crate) fn formats_help(arg: clap::Arg, formats: &[Format]) -> clap::Arg {
+    let names: Vec<&str> = formats.iter().map(|f| f.name()).collect();
+    arg.help(format!(
+        "What is printed on standard output: {} [default: {}]",
+        names.join(", "),
+        names[0]
+    ))
+}
+
+/// `--output FILE --format text|json|csv`: the Results of a run.
 #[derive(Args, Debug, Default, Clone)]
 pub(crate) struct ResultsArgs {
-    /// Write the JSON Result(s) here (several tests: a JSON array)
-    #[arg(long)]
+    /// Store the JSON Result in FILE (several runs: a JSON array)
+    #[arg(long, value_name = "FILE", help_heading = WHERE)]
     pub output: Option<PathBuf>,
-    /// text, json, csv
-    #[arg(long = "output-format", default_value = "text")]
-    pub output_format: String,
+    #[command(flatten)]
+    pub printed: FormatArgs,
 }
 
 impl ResultsArgs {
-    /// The printed format, or a usage error naming `--output-format`.
+    /// The printed format, or a usage error naming the flag given.
     pub(crate) fn format(&self) -> Result<Format, crate::error::UsageError> {
-        Format::parse_for::<Runs>(&self.output_format, "--output-format")
+        self.printed.get::<Runs>()
     }
 }
 
@@ -28,21 +121,24 @@ impl ResultsArgs {
 #[derive(Args, Debug, Clone)]
 pub(crate) struct StudyArgs {
     /// Run every point N times (the spread shows in tables and in compare)
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_name = "N", help_heading = MEASURE)]
     pub repeat: u32,
     /// Measure every point again, ignoring stored results
-    #[arg(long)]
+    #[arg(long, help_heading = MEASURE)]
     pub fresh: bool,
     /// Keep the files fsbench created
-    #[arg(long)]
+    #[arg(long, help_heading = SAFETY)]
     pub keep: bool,
-    /// Write into an output directory fsbench did not make, replacing files it did not
-    /// write and points stored there with other settings
-    #[arg(long)]
+    /// Write into an output directory fsbench did not make, replacing what it holds
+    ///
+    /// Files fsbench did not write and points stored there with other settings are replaced.
+    #[arg(long, help_heading = SAFETY)]
     pub force: bool,
-    /// Sample /proc/diskstats of the devices under the target every INTERVAL during each
-    /// measured point (stored in its Result, charted over time in report.html)
-    #[arg(long, value_name = "INTERVAL")]
+    /// Sample the devices under the target every INTERVAL of each point (1s, 500ms)
+    ///
+    /// Read from /proc/diskstats, stored in each point's Result and charted over time in
+    /// report.html.
+    #[arg(long, value_name = "INTERVAL", help_heading = MEASURE)]
     pub iostat: Option<String>,
 }
 
@@ -69,13 +165,16 @@ pub(crate) const MIN_STATUS_INTERVAL: std::time::Duration = std::time::Duration:
 /// sweep and suite.
 #[derive(Args, Debug, Default, Clone)]
 pub(crate) struct WatchArgs {
-    /// Live status line on stderr (phase, read/write rate, ops, elapsed, ETA): auto (only
-    /// when stderr is a terminal), always, never [default: auto]
-    #[arg(long, value_name = "WHEN")]
+    /// Live status line on stderr: auto, always, never [default: auto]
+    ///
+    /// The line shows the phase, read/write rate, ops, elapsed time and ETA; auto shows it
+    /// only when stderr is a terminal.
+    #[arg(long, value_name = "WHEN", help_heading = MEASURE)]
     pub progress: Option<String>,
-    /// Keep a time series in the Result: ops, bytes, IOPS, bandwidth and latency
-    /// percentiles of every DUR of the run (1s, 200ms; at least 10ms)
-    #[arg(long = "status-interval", value_name = "DUR")]
+    /// Keep a time series of every DUR of the run in the Result (1s, 200ms; at least 10ms)
+    ///
+    /// Each interval holds ops, bytes, IOPS, bandwidth and latency percentiles.
+    #[arg(long = "status-interval", value_name = "DUR", help_heading = MEASURE)]
     pub status_interval: Option<String>,
 }
 
@@ -154,22 +253,22 @@ mod tests {
 
     #[test]
     fn groups_parse_and_check() {
-        let b = Both::try_parse_from(["x", "--output-format", "csv", "--repeat", "3", "--keep"])
-            .unwrap();
+        let b = Both::try_parse_from(["x", "--format", "csv", "--repeat", "3", "--keep"]).unwrap();
         assert_eq!(b.results.format().unwrap(), Format::Csv);
         assert!(b.study.keep && !b.study.fresh && b.study.repeat == 3);
         b.study.check().unwrap();
         let b = Both::try_parse_from(["x", "--output-format", "xml", "--repeat", "0"]).unwrap();
-        assert!(b
-            .results
-            .format()
-            .unwrap_err()
-            .0
-            .contains("--output-format"));
+        assert_eq!(
+            b.results.format().unwrap_err().0,
+            "unknown --output-format 'xml': expected text, json or csv"
+        );
         assert_eq!(
             b.study.check().unwrap_err().0,
             "bad --repeat 0: must be at least 1"
         );
+        let b = Both::try_parse_from(["x", "--output-format", "json"]).unwrap();
+        assert_eq!(b.results.format().unwrap(), Format::Json);
+        assert!(Both::try_parse_from(["x", "--output-format", "json", "--format", "csv"]).is_err());
     }
 
     #[derive(Parser)]
@@ -264,15 +363,16 @@ pub(crate) fn source_engine(
 /// `replay`, flattened into each.
 #[derive(Args, Debug, Default, Clone)]
 pub(crate) struct RateArgs {
-    /// Rate limit in I/Os per second (per thread, or see --rate-scope); a workload counts its
-    /// data I/O calls, a replay every call it issues
-    #[arg(long = "rate-iops")]
+    /// Rate limit in I/Os per second (per thread, or see --rate-scope)
+    ///
+    /// A workload counts its data I/O calls, a replay every call it issues.
+    #[arg(long = "rate-iops", value_name = "N", help_heading = HOW)]
     pub rate_iops: Option<u64>,
     /// Rate limit in bytes per second of reads and writes (per thread, or see --rate-scope)
-    #[arg(long = "rate-bytes")]
+    #[arg(long = "rate-bytes", value_name = "SIZE", help_heading = HOW)]
     pub rate_bytes: Option<String>,
-    /// Whom the rate limit applies to: thread (each thread) or total (divided among all threads)
-    #[arg(long = "rate-scope")]
+    /// Whom the rate limit applies to: thread (each) or total (divided among all threads)
+    #[arg(long = "rate-scope", value_name = "SCOPE", help_heading = HOW)]
     pub rate_scope: Option<String>,
 }
 

@@ -9,35 +9,50 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("format", |a| super::args::formats_help(a, PRINTED)),
+    after_help = EXAMPLES
+)]
 pub(crate) struct FragArgs {
-    /// A file or a directory (walked without following symlinks or crossing mounts); with
-    /// --reorg, the files to reorganise
+    /// A file or a directory; with --reorg, the files to reorganise
+    ///
+    /// A directory is walked without following symlinks or crossing mounts.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// How many of the most fragmented files (and directories) to list
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_name = "N", help_heading = super::args::WHAT)]
     pub top: usize,
-    /// JSON instead of text
-    #[arg(long)]
-    pub json: bool,
     /// Also report the extents of the directories under PATH (directory fragmentation)
-    #[arg(long)]
+    #[arg(long, help_heading = super::args::WHAT)]
     pub dirs: bool,
     /// Also report the free space of PATH's file system by extent size class
-    #[arg(long)]
+    #[arg(long, help_heading = super::args::WHAT)]
     pub free: bool,
-    /// Reorganise the files named into fewer extents with the file system's online
-    /// mechanism (ext4, XFS, btrfs) and report extents before and after; only files fsbench
-    /// created unless --force
-    #[arg(long, conflicts_with_all = ["dirs", "free"])]
+    /// Reorganise the files named into fewer extents (ext4, XFS, btrfs)
+    ///
+    /// With the file system's own online mechanism; extents are reported before and after.
+    /// Only files fsbench created, unless --force.
+    #[arg(long, conflicts_with_all = ["dirs", "free"], help_heading = super::args::WHAT)]
     pub reorg: bool,
+    #[command(flatten)]
+    pub printed: super::args::FormatArgs,
+    #[command(flatten)]
+    pub old: super::args::JsonAlias,
     /// With --reorg: also reorganise files fsbench did not create
-    #[arg(long, requires = "reorg")]
+    #[arg(long, requires = "reorg", help_heading = super::args::SAFETY)]
     pub force: bool,
 }
 
+/// What `frag` prints.
+const PRINTED: &[Format] = &[Format::Text, Format::Json];
+
+const EXAMPLES: &str = "\
+Examples:
+  fsbench frag /mnt/data --dirs --free
+  fsbench frag --reorg /mnt/data/big.f --format json";
+
 pub(crate) fn main(a: FragArgs) -> anyhow::Result<i32> {
-    let format = if a.json { Format::Json } else { Format::Text };
+    let format = a.printed.among(PRINTED, a.old.json)?;
     if a.reorg {
         return reorg(&a.paths, a.force, format);
     }

@@ -7,9 +7,14 @@ use clap::{Args, Parser};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("format", |a| super::args::format_help::<crate::report::document::Document>(a)),
+    after_help = EXAMPLES
+)]
 pub(crate) struct FscompareArgs {
-    /// File systems to build: FS[:MKFS OPTIONS][;MOUNT OPTIONS] (repeatable; plain names may
-    /// be comma-separated: ext4,xfs,btrfs)
+    /// File systems to build: FS[:MKFS OPTIONS][;MOUNT OPTIONS] (repeatable)
+    ///
+    /// Plain names may be comma-separated: ext4,xfs,btrfs.
     #[arg(long = "fs", required = true, value_name = "SPEC")]
     pub fs: Vec<String>,
     /// Volume layouts: single, stripe:NxUNIT, concat:N (comma-separated, repeatable;
@@ -22,8 +27,9 @@ pub(crate) struct FscompareArgs {
     /// Directory for the scratch files, mount points and state file (default: OUTPUT/scratch)
     #[arg(long)]
     pub scratch: Option<PathBuf>,
-    /// Build on this device instead of loop devices (repeatable; needs --force; only a device
-    /// without a signature, not mounted and not held; wiped afterwards)
+    /// Build on this device instead of loop devices (repeatable; needs --force)
+    ///
+    /// Only a device without a signature, not mounted and not held; it is wiped afterwards.
     #[arg(long = "device")]
     pub devices: Vec<PathBuf>,
     /// Run this suite on each file system (`fsbench suite list`)
@@ -44,22 +50,32 @@ pub(crate) struct FscompareArgs {
     /// Workload run time
     #[arg(long)]
     pub time: Option<String>,
-    /// Run this sweep on each file system: the flags of `fsbench sweep` without its TARGET,
-    /// e.g. '--rw randwrite --bs 4k,64k --cache direct --size 64m'
+    /// Run this sweep on each file system: `fsbench sweep`'s flags without its TARGET
+    ///
+    /// For example '--rw randwrite --bs 4k,64k --cache direct --size 64m'.
     #[arg(long, allow_hyphen_values = true)]
     pub sweep: Option<String>,
     /// Run this job file (TOML) on each file system; its targets become files in the mount
     #[arg(long)]
     pub job: Option<PathBuf>,
-    /// Directory for results, advise documents and report.html (default: fsbench-fscompare)
-    #[arg(long)]
+    /// Directory (not a file) for Results, advise documents and report.html
+    ///
+    /// The default: fsbench-fscompare.
+    #[arg(long, value_name = "DIR", help_heading = super::args::WHERE)]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub printed: super::args::FormatArgs,
     /// Normalise the report's charts to this target (default: the first one built)
     #[arg(long)]
     pub baseline: Option<String>,
     #[command(flatten)]
     pub study: super::args::StudyArgs,
 }
+
+const EXAMPLES: &str = "\
+Examples:
+  fsbench fscompare --fs ext4,xfs,btrfs --sweep '--rw randwrite --bs 4k,64k --size 64m'
+  fsbench fscompare --fs ext4,xfs --layout single,stripe:4x64k --suite SUITE --scale 0.1";
 
 /// `--sweep '...'` parsed with `fsbench sweep`'s own flags (the target is fscompare's).
 #[derive(Parser)]
@@ -84,6 +100,9 @@ fn sweep_study(words: Vec<String>, what: &str) -> anyhow::Result<(crate::sweep::
     let a = line.args;
     if a.output.is_some() {
         bail_usage!("bad {what}: give --output to fscompare, not inside the sweep");
+    }
+    if a.printed.format.is_some() || a.printed.output_format.is_some() {
+        bail_usage!("bad {what}: give --format to fscompare, not inside the sweep");
     }
     let study = super::sweep::study_from(&a)?;
     let n = study.check_point_count()?;
@@ -175,6 +194,7 @@ fn what(a: &FscompareArgs) -> anyhow::Result<What> {
 }
 
 pub(crate) fn main(a: FscompareArgs) -> anyhow::Result<i32> {
+    let format = a.printed.get::<crate::report::document::Document>()?;
     a.study.check()?;
     if a.study.keep {
         bail_usage!("--keep: fscompare always tears down the file systems it builds (results and advise documents stay in --output)");
@@ -281,13 +301,18 @@ pub(crate) fn main(a: FscompareArgs) -> anyhow::Result<i32> {
         force: a.study.force,
         iostat,
     })?;
-    report(&out, &out_dir, a.study.force)
+    report(&out, &out_dir, a.study.force, format)
 }
 
 /// The text table on stdout; report.html, report.md (with advise's sections) and
 /// fscompare.json in the output directory.
-fn report(out: &fscompare::Outcome, out_dir: &std::path::Path, force: bool) -> anyhow::Result<i32> {
-    use crate::report::{Format, Render};
+fn report(
+    out: &fscompare::Outcome,
+    out_dir: &std::path::Path,
+    force: bool,
+    format: crate::report::Format,
+) -> anyhow::Result<i32> {
+    use crate::report::Render;
     let results = crate::output::ResultsDir::open(out_dir, force)?;
     let tables = crate::report::table::shape_all(&out.records, &Default::default())?;
     let doc = crate::report::document::Document {
@@ -300,7 +325,7 @@ fn report(out: &fscompare::Outcome, out_dir: &std::path::Path, force: bool) -> a
     };
     // The advise sections are in report.html and report.md; the terminal gets the tables.
     let short = crate::report::document::Document { advice: &[], ..doc };
-    crate::out!("{}", short.render(Format::Text));
+    crate::out!("{}", short.render(format));
     let html = doc.write_into(&results)?;
     results.write_json("fscompare.json", &out.manifest)?;
     let t = out.tally;

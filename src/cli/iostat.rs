@@ -3,26 +3,42 @@
 //! that did I/O.
 
 use crate::probe::diskstats::{self, DeviceSample, IostatSeries};
-use crate::report::iostat;
+use crate::report::{iostat, Format};
 use crate::{bail_usage, usage};
 use clap::Args;
 use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("format", |a| super::args::formats_help(a, PRINTED).long_help(
+        "What is printed: text (rows as the samples come) or json (at the end) [default: text]"
+    )),
+    after_help = EXAMPLES
+)]
 pub(crate) struct IostatArgs {
     /// [PATH] INTERVAL [COUNT]: e.g. `2 5`, or `/data 1s 10`
     #[arg(value_name = "[PATH] INTERVAL [COUNT]", num_args = 1..=3, required = true)]
     pub args: Vec<String>,
-    /// Print the samples as JSON at the end instead of a table as they come
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub printed: super::args::FormatArgs,
+    #[command(flatten)]
+    pub old: super::args::JsonAlias,
 }
+
+/// What `iostat` prints: a table as the samples come, or JSON at the end.
+const PRINTED: &[Format] = &[Format::Text, Format::Json];
+
+const EXAMPLES: &str = "\
+Examples:
+  fsbench iostat 2 5
+  fsbench iostat /mnt/data 1s 10 --format json";
 
 fn is_interval(s: &str) -> bool {
     crate::units::parse_duration(s).is_ok()
 }
 
 pub(crate) fn main(a: IostatArgs) -> anyhow::Result<i32> {
+    let json = a.printed.among(PRINTED, a.old.json)? == Format::Json;
     let mut args = a.args.as_slice();
     let path = if !args.is_empty() && !is_interval(&args[0]) {
         let p = std::path::PathBuf::from(&args[0]);
@@ -76,7 +92,7 @@ pub(crate) fn main(a: IostatArgs) -> anyhow::Result<i32> {
         run_start_s: 0.0,
         samples: Vec::new(),
     };
-    if !a.json {
+    if !json {
         crate::out!("{}", iostat::devices_line(path.as_deref(), &devices));
         crate::out!("{}", iostat::header());
     }
@@ -109,7 +125,7 @@ pub(crate) fn main(a: IostatArgs) -> anyhow::Result<i32> {
             now.duration_since(prev_t).as_secs_f64(),
             t,
         );
-        if !a.json {
+        if !json {
             // Rows only (the header was printed once).
             let one = IostatSeries {
                 samples: batch.clone(),
@@ -125,7 +141,7 @@ pub(crate) fn main(a: IostatArgs) -> anyhow::Result<i32> {
         prev_t = now;
         n += 1;
     }
-    if a.json {
+    if json {
         crate::out!("{}", crate::report::json(&series));
     } else {
         crate::out!("{}", iostat::averages(&series));

@@ -7,6 +7,7 @@ pub(crate) mod compare;
 pub(crate) mod frag;
 pub(crate) mod fscompare;
 pub(crate) mod iostat;
+pub(crate) mod jobflags;
 pub(crate) mod manuals;
 pub(crate) mod observe;
 pub(crate) mod output;
@@ -59,7 +60,10 @@ pub(crate) struct Cli {
 
 #[derive(Subcommand)]
 pub(crate) enum Command {
-    /// A ~1 minute CrystalDiskMark-style battery (SEQ1M Q8T1/Q1T1, RND4K Q32T1/Q1T1, read and write, direct I/O; buffered and O_DSYNC extras) on a scratch file in DIR.
+    /// A ~1 minute CrystalDiskMark-style battery on a scratch file in DIR
+    ///
+    /// SEQ1M Q8T1/Q1T1 and RND4K Q32T1/Q1T1, read and write, direct I/O; buffered and O_DSYNC
+    /// extras.
     Quick(quick::QuickArgs),
     /// Run one job from flags or a TOML job file.
     Run(run::RunArgs),
@@ -72,7 +76,7 @@ pub(crate) enum Command {
     /// Compare two sets of results point by point (ratios; noise from --repeat spread).
     Compare(compare::CompareArgs),
     /// vxbench's command line: fsbench vx -w workload [options] filename ...
-    #[command(disable_help_flag = true)]
+    #[command(disable_help_flag = true, after_help = VX_EXAMPLES)]
     Vx {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
@@ -85,8 +89,9 @@ pub(crate) enum Command {
     Trace(trace::TraceArgs),
     /// Replay a trace as a benchmark on scratch files
     Replay(replay::ReplayArgs),
-    /// Fragmentation: extents per file under a path, of directories (--dirs), of free space
-    /// (--free); reorganise files into fewer extents (--reorg)
+    /// Fragmentation: extents per file, of directories (--dirs), of free space (--free)
+    ///
+    /// With --reorg, reorganise files into fewer extents.
     Frag(frag::FragArgs),
     /// Run a Filebench workload: a shipped personality (`fsbench workload list`) or a .f file.
     Workload(workload::WorkloadArgs),
@@ -95,12 +100,38 @@ pub(crate) enum Command {
     /// Build file systems and layouts on scratch devices, run the same study on each, compare.
     Fscompare(fscompare::FscompareArgs),
     /// Print a shell completion script: fsbench completions bash|zsh|fish
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
     Completions(manuals::CompletionsArgs),
     /// Print a roff man page for fsbench or one subcommand: fsbench man [SUBCOMMAND]
+    #[command(after_help = MAN_EXAMPLES)]
     Man(manuals::ManArgs),
     /// Internal: a worker process started by the runner (Job workers or a workload process).
     #[command(name = "__worker", hide = true)]
     Worker,
+}
+
+const VX_EXAMPLES: &str = "\
+Examples:
+  fsbench vx -w rand_read -i iosize=4k,iocount=10000,nthreads=4 -c direct data.f
+  fsbench vx --help";
+
+const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  fsbench completions bash > /etc/bash_completion.d/fsbench
+  fsbench completions zsh > ~/.zfunc/_fsbench";
+
+const MAN_EXAMPLES: &str = "\
+Examples:
+  fsbench man > fsbench.1 && man ./fsbench.1
+  fsbench man run > fsbench-run.1";
+
+/// The subcommands a user can give, as `fsbench --help` lists them.
+fn subcommand_names() -> Vec<String> {
+    Cli::command()
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .map(|s| s.get_name().to_string())
+        .collect()
 }
 
 /// Run the CLI and map the outcome to an exit status.
@@ -255,7 +286,7 @@ pub(crate) fn usage_line(e: &clap::Error, argv: &[String]) -> String {
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
             match &sub {
                 Some(s) => format!("'{s}' needs more arguments"),
-                None => "no subcommand given (quick, run, sweep, suite, report, compare, vx, advise, iostat, trace, replay, frag, workload, verify, fscompare, completions, man)".to_string(),
+                None => format!("no subcommand given ({})", subcommand_names().join(", ")),
             }
         }
         _ => {
@@ -266,7 +297,10 @@ pub(crate) fn usage_line(e: &clap::Error, argv: &[String]) -> String {
                 .map(str::trim)
                 .collect();
             let joined = first.join(" ");
-            let m = joined.strip_prefix("error: ").unwrap_or(&joined).to_string();
+            let m = joined
+                .strip_prefix("error: ")
+                .unwrap_or(&joined)
+                .to_string();
             if m.is_empty() {
                 format!("{:?}", e.kind())
             } else {
@@ -316,5 +350,41 @@ mod tests {
         assert!(line(&["run", "--x"]).ends_with("; try 'fsbench run --help'"));
         assert!(line(&["nosuch"]).ends_with("; try 'fsbench --help'"));
         assert_eq!(one_line("a\nb\tc\u{1b}d é"), "a\\nb\\tc\\u{1b}d é");
+    }
+
+    /// Help stays readable: every option's one-line help fits in 100 columns (the rest is
+    /// its long help), and every subcommand ends its help with examples.
+    #[test]
+    fn help_lines_are_short_and_every_subcommand_has_examples() {
+        let cmd = Cli::command();
+        let mut long = Vec::new();
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let name = sub.get_name();
+            let after = sub
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(after.starts_with("Examples:\n"), "{name} has no examples");
+            let examples = after
+                .lines()
+                .filter(|l| l.starts_with("  fsbench "))
+                .count();
+            assert!(examples >= 2, "{name}: {examples} examples");
+            let about = sub.get_about().map(|h| h.to_string()).unwrap_or_default();
+            if about.len() > 100 || about.contains('\n') {
+                long.push(format!("{name}: {} chars: {about}", about.len()));
+            }
+            for arg in sub.get_arguments().filter(|a| !a.is_hide_set()) {
+                let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                if help.len() > 100 || help.contains('\n') {
+                    long.push(format!(
+                        "{name} {}: {} chars: {help}",
+                        arg.get_id(),
+                        help.len()
+                    ));
+                }
+            }
+        }
+        assert!(long.is_empty(), "help lines too long:\n{}", long.join("\n"));
     }
 }

@@ -12,17 +12,21 @@ use std::path::PathBuf;
 #[derive(Args, Debug, Default, Clone)]
 pub(crate) struct ObserveArgs {
     /// Sample /proc/diskstats of the devices under the targets every INTERVAL (1s, 500ms)
-    #[arg(long, value_name = "INTERVAL")]
+    #[arg(long, value_name = "INTERVAL", help_heading = super::args::MEASURE)]
     pub iostat: Option<String>,
-    /// Record every I/O (id, thread, op, file, offset, len, start, end) into FILE (.csv or .bin)
-    #[arg(long, value_name = "FILE")]
+    /// Record every I/O into FILE (.csv or .bin)
+    ///
+    /// Each record: id, thread, op, file, offset, length, start and end time.
+    #[arg(long, value_name = "FILE", help_heading = super::args::MEASURE)]
     pub trace: Option<PathBuf>,
     /// Trace file format: csv or bin (default: from the extension, .bin is binary)
-    #[arg(long = "trace-format", value_name = "FORMAT")]
+    #[arg(long = "trace-format", value_name = "FORMAT", help_heading = super::args::MEASURE)]
     pub trace_format: Option<String>,
-    /// Trace ring size per thread; the newest records are kept (default 1m = 1048576, less
-    /// with more than 4 threads: 4m records shared, at least 64k each)
-    #[arg(long = "trace-records", value_name = "N")]
+    /// Trace ring size per thread; the newest records are kept [default: 1m]
+    ///
+    /// 1m is 1048576 records; with more than 4 threads, 4m records are shared, at least 64k
+    /// each.
+    #[arg(long = "trace-records", value_name = "N", help_heading = super::args::MEASURE)]
     pub trace_records: Option<String>,
     #[command(flatten)]
     pub watch: super::args::WatchArgs,

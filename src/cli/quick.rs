@@ -2,39 +2,51 @@
 //! sequential 1 MiB write and read, buffered and direct; 4 KiB random read and write, direct,
 //! two threads; fsync'd (O_DSYNC) 8 KiB writes. One table; the scratch file is removed.
 
+use super::args::{MEASURE, WHAT};
 use crate::job::{Access, CachePolicy, EngineKind, Job};
 use crate::report::{quick, Format, Render, ReportOptions, Runs};
 use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("format", |a| super::args::format_help::<Runs>(a)),
+    after_help = EXAMPLES
+)]
 pub(crate) struct QuickArgs {
     /// Directory for the scratch file (default: current directory)
     pub dir: Option<PathBuf>,
-    /// Sizes and times: quick (256 MiB file, 1 s tests after a 0.5 s warm-up, 3 runs each:
-    /// about a minute), nvme (1 GiB, 5 s after 1 s), hdd (4 GiB, 10 s after 2 s)
-    #[arg(long, default_value = "quick", value_parser = ["quick", "nvme", "hdd"])]
+    /// Sizes and times: quick (about a minute), nvme, hdd
+    ///
+    /// quick: 256 MiB file, 1 s tests after a 0.5 s warm-up, 3 runs each; nvme: 1 GiB, 5 s
+    /// after 1 s; hdd: 4 GiB, 10 s after 2 s.
+    #[arg(long, default_value = "quick", value_parser = ["quick", "nvme", "hdd"], help_heading = WHAT)]
     pub profile: String,
     /// Scratch file size (the span of every test) [default: the profile's]
-    #[arg(long)]
+    #[arg(long, value_name = "SIZE", help_heading = WHAT)]
     pub size: Option<String>,
     /// How long each test is timed [default: the profile's]
-    #[arg(long)]
+    #[arg(long, value_name = "DUR", help_heading = WHAT)]
     pub time: Option<String>,
+    /// Only the standard battery (leave out the buffered and O_DSYNC extras)
+    #[arg(long, help_heading = WHAT)]
+    pub no_extras: bool,
     /// Untimed run of each test before its timed runs, `0` for none [default: the profile's]
-    #[arg(long)]
+    #[arg(long, value_name = "DUR", help_heading = MEASURE)]
     pub warmup: Option<String>,
     /// Timed runs of each test; the table shows their median and range [default: 3]
-    #[arg(long)]
+    #[arg(long, value_name = "N", help_heading = MEASURE)]
     pub repeat: Option<u32>,
-    /// Only the standard battery (leave out the buffered and O_DSYNC extras)
-    #[arg(long)]
-    pub no_extras: bool,
     #[command(flatten)]
     pub watch: super::args::WatchArgs,
     #[command(flatten)]
     pub results: super::args::ResultsArgs,
 }
+
+const EXAMPLES: &str = "\
+Examples:
+  fsbench quick /mnt/data
+  fsbench quick /mnt/data --profile nvme --format json --output quick.json";
 
 /// The sizes and times a profile picks (each can be overridden by its flag).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -6,23 +6,38 @@
 
 use clap::Args;
 
+/// Without MPI the distributed-run flags are left out of the help (still parsed, so that
+/// using one says in one line that this build lacks MPI).
+const NO_MPI: bool = !cfg!(feature = "mpi");
+
 /// `--file-per-rank`, `--shared-file`, `--reorder-ranks`, `--stonewall`, `--mpi-timeout`.
 #[derive(Args, Debug, Default, Clone)]
 pub(crate) struct DistArgs {
-    /// MPI: each rank its own file, PATH.d/rank-NNNNN/NAME; --size is each rank's file
-    #[arg(long = "file-per-rank")]
+    /// Each rank its own file, PATH.d/rank-NNNNN/NAME; --size is each rank's file
+    #[arg(long = "file-per-rank", help_heading = super::args::MPI, hide = NO_MPI)]
     pub file_per_rank: bool,
-    /// MPI: all ranks in one file of --size bytes: segmented (rank r its r-th Nth) or strided (blocks of --bs, interleaved by rank) [default: segmented]
-    #[arg(long = "shared-file", value_name = "LAYOUT", num_args = 0..=1, require_equals = false, default_missing_value = "segmented")]
+    /// All ranks in one file of --size bytes: segmented or strided [default: segmented]
+    ///
+    /// segmented: rank r does the r-th Nth of the file; strided: blocks of --bs, interleaved
+    /// by rank.
+    #[arg(
+        long = "shared-file",
+        value_name = "LAYOUT",
+        num_args = 0..=1,
+        require_equals = false,
+        default_missing_value = "segmented",
+        help_heading = super::args::MPI,
+        hide = NO_MPI
+    )]
     pub shared_file: Option<String>,
-    /// MPI: each rank reads the data another rank (on another host) wrote, like IOR's -C
-    #[arg(long = "reorder-ranks")]
+    /// Each rank reads the data another rank (on another host) wrote, like IOR's -C
+    #[arg(long = "reorder-ranks", help_heading = super::args::MPI, hide = NO_MPI)]
     pub reorder_ranks: bool,
-    /// MPI: stop every rank when the first finishes ("first") or DUR after the start barrier
-    #[arg(long, value_name = "first|DUR")]
+    /// Stop every rank when the first finishes ("first") or DUR after the start barrier
+    #[arg(long, value_name = "first|DUR", help_heading = super::args::MPI, hide = NO_MPI)]
     pub stonewall: Option<String>,
-    /// MPI: longest wait for the other ranks at a meeting point before the job is aborted [default: 30m]
-    #[arg(long = "mpi-timeout", value_name = "DUR")]
+    /// Longest wait for the other ranks at a meeting point before aborting [default: 30m]
+    #[arg(long = "mpi-timeout", value_name = "DUR", help_heading = super::args::MPI, hide = NO_MPI)]
     pub mpi_timeout: Option<String>,
 }
 

@@ -5,64 +5,74 @@
 //! DIR/rank-NNNNN as one distributed run through the executor, observed (`--iostat`,
 //! `--trace`) and stopped (`--stonewall`) as `run` on ranks is; rank 0 reports the one Result.
 
+use super::args::{HOW, SAFETY, WHAT, WHERE};
 use super::observe::ObserveArgs;
 use crate::job::RateLimit;
 use crate::replay::ReplayOptions;
-use crate::report::{Format, ReportOptions, Runs};
+use crate::report::{ReportOptions, Runs};
 use crate::units::RateUnit;
 use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("format", |a| super::args::format_help::<Runs>(a)),
+    after_help = EXAMPLES
+)]
 pub(crate) struct ReplayArgs {
     /// The trace (.csv or .bin) from `fsbench run --trace` or `fsbench trace -- CMD`
     #[arg(value_name = "TRACE")]
     pub input: PathBuf,
-    /// Keep the traced timing, scaled (1.0 = as traced, 2.0 = twice as fast)
-    #[arg(long)]
-    pub speed: Option<f64>,
-    /// Issue each thread's calls back to back (the default)
-    #[arg(long = "no-timing", conflicts_with = "speed")]
-    pub no_timing: bool,
-    /// Bypass the page cache (O_DIRECT) for the I/Os aligned to the device; the others are
-    /// done as O_DSYNC buffered I/O and counted
-    #[arg(long)]
-    pub direct: bool,
     /// Directory for the scratch files (default: current directory)
-    #[arg(long, default_value = ".")]
+    #[arg(long, default_value = ".", value_name = "DIR", help_heading = WHAT)]
     pub dir: PathBuf,
-    /// Keep the scratch files
-    #[arg(long)]
-    pub keep: bool,
-    /// Write the JSON Result here
-    #[arg(long)]
-    pub output: Option<PathBuf>,
-    /// text, json, csv
-    #[arg(long = "output-format", default_value = "text")]
-    pub output_format: String,
-    /// Per-thread lines
-    #[arg(short = 'v', long)]
-    pub verbose: bool,
-    /// Throughput always in MiB/s (default: a readable KiB/MiB/GiB/s with MB/s beside it)
-    #[arg(long)]
-    pub mb: bool,
     /// Stop the replay after this long (10s, 2m); what was done is the result
-    #[arg(long)]
+    #[arg(long, value_name = "DUR", help_heading = WHAT)]
     pub time: Option<String>,
     /// Replay this long first as a warm-up (10s, 2m), left out of the result; --time counts
     /// after it
-    #[arg(long)]
+    #[arg(long, value_name = "DUR", help_heading = WHAT)]
     pub ramp: Option<String>,
+    /// Keep the traced timing, scaled (1.0 = as traced, 2.0 = twice as fast)
+    #[arg(long, value_name = "FACTOR", help_heading = HOW)]
+    pub speed: Option<f64>,
+    /// Issue each thread's calls back to back (the default)
+    #[arg(long = "no-timing", conflicts_with = "speed", help_heading = HOW)]
+    pub no_timing: bool,
+    /// Bypass the page cache (O_DIRECT) for the I/Os aligned to the device
+    ///
+    /// The others are done as O_DSYNC buffered I/O and counted.
+    #[arg(long, help_heading = HOW)]
+    pub direct: bool,
     /// I/O engine every replayed call goes through: sync (default) or uring
-    #[arg(long)]
+    #[arg(long, value_name = "ENGINE", help_heading = HOW)]
     pub engine: Option<String>,
     #[command(flatten)]
     pub rate: super::args::RateArgs,
+    /// Keep the scratch files
+    #[arg(long, help_heading = SAFETY)]
+    pub keep: bool,
+    /// Store the JSON Result in FILE
+    #[arg(long, value_name = "FILE", help_heading = WHERE)]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub printed: super::args::FormatArgs,
+    /// Per-thread lines
+    #[arg(short = 'v', long, help_heading = WHERE)]
+    pub verbose: bool,
+    /// Throughput always in MiB/s (default: KiB/MiB/GiB/s as fits, with MB/s beside it)
+    #[arg(long, help_heading = WHERE)]
+    pub mb: bool,
     #[command(flatten)]
     pub observe: ObserveArgs,
     #[command(flatten)]
     pub dist: super::ranks::DistArgs,
 }
+
+const EXAMPLES: &str = "\
+Examples:
+  fsbench replay app.csv --dir /mnt/scratch
+  fsbench replay app.bin --dir /mnt/scratch --speed 1.0 --format json --output replay.json";
 
 /// `--time`, `--ramp` and the `--rate-*` flags, checked as `run` checks them.
 struct Limits {
@@ -95,7 +105,7 @@ fn limits(a: &ReplayArgs) -> Result<Limits, crate::error::UsageError> {
 }
 
 pub(crate) fn main(a: ReplayArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
-    let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
+    let format = a.printed.get::<Runs>()?;
     let origin = a.input.display().to_string();
     let observe = a.observe.settings()?;
     let Limits { time, ramp, rate } = limits(&a)?;

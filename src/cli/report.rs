@@ -2,45 +2,62 @@
 //! as text, Markdown, CSV, JSON or one self-contained HTML file; advise documents among the
 //! inputs become sections of their own.
 
+use super::args::{SAFETY, WHAT, WHERE};
 use crate::report::advise_html;
 use crate::report::document::Document;
 use crate::report::table::{self, Shape};
-use crate::report::{Format, Render};
+use crate::report::Render;
 use crate::sweep::record;
 use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("format", |a| super::args::format_help::<Document>(a)),
+    after_help = EXAMPLES
+)]
 pub(crate) struct ReportArgs {
-    /// Result files (JSON) or directories of them; `fsbench advise --format json` documents
-    /// become sections of text, md and html reports
+    /// Result files (JSON) or directories of them
+    ///
+    /// `fsbench advise --format json` documents become sections of text, md and html
+    /// reports.
     #[arg(required = true, value_name = "FILE|DIR")]
     pub inputs: Vec<PathBuf>,
-    /// text, md, csv, json, html
-    #[arg(long, default_value = "text")]
-    pub format: String,
     /// Row axes, comma-separated (e.g. bs,rw): rows are grouped in this order
-    #[arg(long)]
+    #[arg(long, value_name = "AXES", help_heading = WHAT)]
     pub rows: Option<String>,
     /// Column axes, comma-separated (e.g. cache)
-    #[arg(long)]
+    #[arg(long, value_name = "AXES", help_heading = WHAT)]
     pub cols: Option<String>,
-    /// Metrics, comma-separated (kb_per_s, mb_per_s, read_mib_per_s, write_mib_per_s, cpu_s, user_s, sys_s, elapsed_s, ops_per_s, iops, cpu_us_per_op, lat_ms, lat_p99_ms, lat_p99_99_ms, lat_stdev_ms, sched_lat_ms, sched_lat_p99_ms, read_calls, write_calls, calls_per_s, read_us_per_call, write_us_per_call, dev_busy_pct, dev_avque, dev_rw_per_s, dev_blks_per_s, dev_avwait_ms, dev_avserv_ms, extents_per_file)
-    #[arg(long)]
+    /// Metrics, comma-separated (kb_per_s, iops, lat_ms, ...: `--help` lists them all)
+    ///
+    /// kb_per_s, mb_per_s, read_mib_per_s, write_mib_per_s, cpu_s, user_s, sys_s, elapsed_s,
+    /// ops_per_s, iops, cpu_us_per_op, lat_ms, lat_p99_ms, lat_p99_99_ms, lat_stdev_ms,
+    /// sched_lat_ms, sched_lat_p99_ms, read_calls, write_calls, calls_per_s,
+    /// read_us_per_call, write_us_per_call, dev_busy_pct, dev_avque, dev_rw_per_s,
+    /// dev_blks_per_s, dev_avwait_ms, dev_avserv_ms, extents_per_file
+    #[arg(long, value_name = "LIST", help_heading = WHAT)]
     pub metrics: Option<String>,
     /// Normalise to this target (a --dir of the suite) in charts
-    #[arg(long)]
+    #[arg(long, value_name = "TARGET", help_heading = WHAT)]
     pub baseline: Option<String>,
     /// Report title
-    #[arg(long)]
+    #[arg(long, value_name = "TITLE", help_heading = WHAT)]
     pub title: Option<String>,
-    /// Write here instead of standard output
-    #[arg(long)]
+    #[command(flatten)]
+    pub printed: super::args::FormatArgs,
+    /// Write the report to FILE instead of standard output
+    #[arg(long, value_name = "FILE", help_heading = WHERE)]
     pub output: Option<PathBuf>,
     /// Let --output replace a regular file fsbench did not write
-    #[arg(long)]
+    #[arg(long, help_heading = SAFETY)]
     pub force: bool,
 }
+
+const EXAMPLES: &str = "\
+Examples:
+  fsbench report fsbench-sweep --rows bs --cols cache --metrics mb_per_s
+  fsbench report fsbench-sweep --format html --output report.html";
 
 /// `--rows/--cols/--metrics` as a table shape.
 pub(crate) fn shape_from(
@@ -76,7 +93,7 @@ fn split_advice(
 }
 
 pub(crate) fn main(a: ReportArgs) -> anyhow::Result<i32> {
-    let format = Format::parse_for::<Document>(&a.format, "--format")?;
+    let format = a.printed.get::<Document>()?;
     crate::output::check_output(a.output.as_deref(), a.force)?;
     let (advice, result_files) = split_advice(&a.inputs)?;
     if !advice.is_empty() && !Document::holds_advice(format) {

@@ -1,170 +1,103 @@
 //! `fsbench run`: one Job from flags, or from a TOML job file with flags overriding it.
 
+use super::args::{HOW, SAFETY, WHAT, WHERE};
 use crate::job::params::{self, Front};
 use crate::job::{EngineKind, Job};
-use crate::report::ReportOptions;
+use crate::report::{ReportOptions, Runs};
 use crate::units::RateUnit;
 use crate::{bail_usage, usage};
 use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug, Default)]
+#[command(
+    mut_arg("format", |a| super::args::format_help::<Runs>(a)),
+    after_help = EXAMPLES
+)]
 pub(crate) struct RunArgs {
-    /// A job file (*.toml) and/or target files or block devices (one user each).
+    /// A job file (*.toml) and/or target files or block devices (one user each)
     #[arg(value_name = "JOB.toml|TARGET")]
     pub inputs: Vec<PathBuf>,
     /// read, write, rw, randread, randwrite, randrw, mmapread, mmapwrite [default: read]
-    #[arg(long)]
+    #[arg(long, value_name = "ACCESS", help_heading = WHAT)]
     pub rw: Option<String>,
     /// Bytes per I/O (512, 4k, 1m) [default: 8k]
-    #[arg(long)]
+    #[arg(long, value_name = "SIZE", help_heading = WHAT)]
     pub bs: Option<String>,
-    /// File size (random offsets are drawn from it; sequential threads each take a slice)
-    /// [default: an existing file's size; a new file: --count x --bs x threads]
-    #[arg(long)]
+    /// File size [default: an existing file's size; a new file: --count x --bs x threads]
+    ///
+    /// Random offsets are drawn from it; sequential threads each take a slice.
+    #[arg(long, value_name = "SIZE", help_heading = WHAT)]
     pub size: Option<String>,
     /// I/Os per thread (k = 1024) [default: one pass over the file, or until --time]
-    #[arg(long)]
+    #[arg(long, value_name = "N", help_heading = WHAT)]
     pub count: Option<String>,
     /// Stop after this long (10s, 2m) [default: no time limit]
-    #[arg(long)]
+    #[arg(long, value_name = "DUR", help_heading = WHAT)]
     pub time: Option<String>,
-    /// Warm up this long first (2s): the I/O runs but is left out of the Result; --time
-    /// counts after it [default: none]
-    #[arg(long)]
+    /// Warm up this long first (2s), left out of the Result; --time counts after it
+    ///
+    /// The warm-up's I/O runs like the rest (fio's ramp_time); the counters, histograms,
+    /// system calls, CPU time and intervals start when it ends, and the Result says so.
+    #[arg(long, value_name = "DUR", help_heading = WHAT)]
     pub ramp: Option<String>,
     /// Threads per target [default: 1]
-    #[arg(long)]
+    #[arg(long, value_name = "N", help_heading = WHAT)]
     pub threads: Option<u32>,
     /// Read percentage for rw / randrw [default: 50]
-    #[arg(long = "rwmix-read")]
+    #[arg(long = "rwmix-read", value_name = "PCT", help_heading = WHAT)]
     pub rwmix_read: Option<u8>,
-    /// buffered, direct, dsync, discovered[=SIZE] (I/Os larger than SIZE, default 256k, go direct), concurrent, raw [default: buffered]
-    #[arg(long)]
+    /// buffered, direct, dsync, discovered[=SIZE], concurrent, raw [default: buffered]
+    ///
+    /// discovered: I/Os larger than SIZE (default 256k) go direct, the others buffered.
+    #[arg(long, value_name = "POLICY", help_heading = HOW)]
     pub cache: Option<String>,
-    /// sync, mmap, uring, or null (every I/O completes at once with no system call and the
-    /// target is never opened: what fsbench itself costs per I/O) [default: sync]
-    #[arg(long)]
+    /// sync, mmap, uring, null [default: sync]
+    ///
+    /// null: every I/O completes at once with no system call and the target is never
+    /// opened, so the run shows what fsbench itself costs per I/O.
+    #[arg(long, value_name = "ENGINE", help_heading = HOW)]
     pub engine: Option<String>,
     /// I/Os in flight per thread (uring, null) [default: 1]
-    #[arg(long)]
+    #[arg(long, value_name = "N", help_heading = HOW)]
     pub qd: Option<u32>,
-    /// Repeat the I/O loop N times [default: 1]
-    #[arg(long)]
-    pub nrep: Option<u32>,
-    /// Seed for random offsets
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Which blocks random I/O favours: uniform, zipf:THETA, pareto:H (H of the I/Os on the
-    /// hottest 1-H of the blocks), normal:SIGMA% (around the middle of the file),
-    /// zoned:P/R:P/R... (P % of the I/Os in the next R % of the file) [default: uniform]
-    #[arg(long, value_name = "SPEC")]
-    pub distribution: Option<String>,
-    /// Random I/O touches every block exactly once per pass (per thread) instead of drawing
-    /// with replacement [default: off]
-    #[arg(long = "random-map")]
-    pub random_map: bool,
-    /// Bytes of every write, made anew for each write: zero, random, or 0xHEX repeated.
-    /// These data options take writes, and not --verify: its blocks are self-describing from
-    /// end to end (64-byte header, 8-byte stamp per 512-byte sector, derived payload)
-    /// [default: random bytes made once per buffer]
-    #[arg(long = "buffer-pattern", value_name = "zero|random|0xHEX")]
-    pub buffer_pattern: Option<String>,
-    /// Each written block compresses by about PCT %: random bytes, then a run of zeros (or of
-    /// --buffer-pattern's bytes), per 4 KiB; the ratio delivered is measured after the run
-    #[arg(long = "buffer-compress", value_name = "PCT")]
-    pub buffer_compress: Option<String>,
-    /// PCT % of written blocks repeat an earlier block's bytes; the share delivered is
-    /// measured after the run
-    #[arg(long, value_name = "PCT")]
-    pub dedupe: Option<String>,
-    /// fsync each file after writing it (timed)
-    #[arg(long)]
-    pub fsync: bool,
-    /// Open with O_SYNC
-    #[arg(long)]
-    pub sync: bool,
-    /// Open with O_DSYNC
-    #[arg(long)]
-    pub dsync: bool,
-    /// Open with O_APPEND
-    #[arg(long)]
-    pub append: bool,
-    /// Truncate the file before the run
-    #[arg(long)]
-    pub trunc: bool,
-    /// posix_fadvise advice: noreuse, random, seq (comma-separated)
-    #[arg(long)]
-    pub advise: Option<String>,
-    /// Extent size hint (XFS)
-    #[arg(long)]
-    pub extsize: Option<String>,
-    /// Reserve space with fallocate
-    #[arg(long)]
-    pub reserve: Option<String>,
-    /// Reservation flags: align, chgsiz, contig, noextend, noreserve, trim
-    #[arg(long = "space-flags")]
-    pub space_flags: Option<String>,
-    /// Run users as processes: per-user or per-thread
-    #[arg(long)]
-    pub processes: Option<String>,
-    /// mlock the I/O buffers
-    #[arg(long)]
-    pub mlock: bool,
     #[command(flatten)]
-    pub rate: super::args::RateArgs,
-    /// io_uring SQ polling
-    #[arg(long)]
-    pub sqpoll: bool,
-    /// io_uring polled completions
-    #[arg(long)]
-    pub hipri: bool,
+    pub job: super::jobflags::JobFlags,
     /// Keep the files fsbench created
-    #[arg(long)]
+    #[arg(long, help_heading = SAFETY)]
     pub keep: bool,
     /// Allow writing to files and devices fsbench did not create
-    #[arg(long)]
+    #[arg(long, help_heading = SAFETY)]
     pub force: bool,
-    /// Drop caches before the run (targets always; globally when root)
-    #[arg(long = "drop-cache")]
-    pub drop_cache: bool,
-    /// Do not evict the targets' cached pages before timing (hot-cache runs)
-    #[arg(long = "no-invalidate")]
-    pub no_invalidate: bool,
-    /// Remove each file after the run, even one kept earlier
-    #[arg(long)]
-    pub remove: bool,
     /// Job name in reports
-    #[arg(long)]
+    #[arg(long, value_name = "NAME", help_heading = WHERE)]
     pub name: Option<String>,
-    /// Write self-describing blocks, check reads of them, and read back every written block after the run
-    #[arg(long)]
-    pub verify: bool,
-    /// With --verify: every N completed writes of a thread, read those blocks back and check them
-    #[arg(long = "verify-backlog", value_name = "N")]
-    pub verify_backlog: Option<String>,
-    /// Record the generations storage acknowledged as durable in this new file (implies --verify)
-    #[arg(long, value_name = "PATH")]
+    /// Record the generations storage acknowledged in this new file (implies --verify)
+    ///
+    /// `fsbench verify FILE... --journal PATH` checks the files against it after a crash.
+    #[arg(long, value_name = "PATH", help_heading = super::jobflags::CHECKING)]
     pub journal: Option<PathBuf>,
-    /// With --verify/--journal: fsync every N completed writes of a thread (acknowledges buffered writes)
-    #[arg(long = "fsync-every", value_name = "N")]
-    pub fsync_every: Option<String>,
     #[command(flatten)]
     pub results: super::args::ResultsArgs,
     /// Per-thread lines
-    #[arg(short = 'v', long)]
+    #[arg(short = 'v', long, help_heading = WHERE)]
     pub verbose: bool,
     /// Only the total line
-    #[arg(short = 's', long)]
+    #[arg(short = 's', long, help_heading = WHERE)]
     pub summary: bool,
-    /// Throughput always in MiB/s (default: a readable KiB/MiB/GiB/s with MB/s beside it)
-    #[arg(long)]
+    /// Throughput always in MiB/s (default: KiB/MiB/GiB/s as fits, with MB/s beside it)
+    #[arg(long, help_heading = WHERE)]
     pub mb: bool,
     #[command(flatten)]
     pub observe: super::observe::ObserveArgs,
     #[command(flatten)]
     pub dist: super::ranks::DistArgs,
 }
+
+const EXAMPLES: &str = "\
+Examples:
+  fsbench run --rw randread --bs 4k --cache direct --time 10s data.f
+  fsbench run job.toml --threads 4 --output result.json --format json";
 
 /// Start from the job file named among the inputs (if any); the other inputs are targets.
 fn job_from_inputs(inputs: &[PathBuf]) -> anyhow::Result<Job> {
@@ -191,7 +124,7 @@ fn job_from_inputs(inputs: &[PathBuf]) -> anyhow::Result<Job> {
 fn valued_flags(a: &RunArgs) -> Vec<(&'static str, Option<String>)> {
     let s = |v: &Option<String>| v.clone();
     let n = |v: Option<u64>| v.map(|x| x.to_string());
-    vec![
+    let mut flags = vec![
         ("bs", s(&a.bs)),
         ("size", s(&a.size)),
         ("count", s(&a.count)),
@@ -201,50 +134,22 @@ fn valued_flags(a: &RunArgs) -> Vec<(&'static str, Option<String>)> {
         ("rwmix", n(a.rwmix_read.map(u64::from))),
         ("cache", s(&a.cache)),
         ("qd", n(a.qd.map(u64::from))),
-        ("nrep", n(a.nrep.map(u64::from))),
-        ("seed", n(a.seed)),
-        ("advise", s(&a.advise)),
-        ("extsize", s(&a.extsize)),
-        ("reserve", s(&a.reserve)),
-        ("space_flags", s(&a.space_flags)),
-        ("processes", s(&a.processes)),
-        ("rate_iops", n(a.rate.rate_iops)),
-        ("rate_bytes", s(&a.rate.rate_bytes)),
-        ("rate_scope", s(&a.rate.rate_scope)),
+    ];
+    flags.extend(a.job.settings().into_iter().map(|(k, v)| (k, Some(v))));
+    flags.extend([
         ("name", s(&a.name)),
-        ("verify_backlog", s(&a.verify_backlog)),
         (
             "journal",
             a.journal.as_ref().map(|p| p.display().to_string()),
         ),
-        ("fsync_every", s(&a.fsync_every)),
-        ("distribution", s(&a.distribution)),
-        ("buffer_pattern", s(&a.buffer_pattern)),
-        ("buffer_compress", s(&a.buffer_compress)),
-        ("dedupe", s(&a.dedupe)),
-    ]
+    ]);
+    flags
 }
 
-/// The switches: each one given turns its parameter on (off for `--no-invalidate`); one not
-/// given leaves the job file's value.
-fn switches(a: &RunArgs) -> [(&'static str, bool, &'static str); 15] {
-    [
-        ("fsync", a.fsync, "true"),
-        ("sync", a.sync, "true"),
-        ("dsync", a.dsync, "true"),
-        ("append", a.append, "true"),
-        ("trunc", a.trunc, "true"),
-        ("mlock", a.mlock, "true"),
-        ("sqpoll", a.sqpoll, "true"),
-        ("hipri", a.hipri, "true"),
-        ("keep", a.keep, "true"),
-        ("force", a.force, "true"),
-        ("drop_cache", a.drop_cache, "true"),
-        ("remove", a.remove, "true"),
-        ("invalidate", a.no_invalidate, "false"),
-        ("verify", a.verify, "true"),
-        ("random_map", a.random_map, "true"),
-    ]
+/// run's own switches (the Job flags' are among [`valued_flags`]): each one given turns its
+/// parameter on; one not given leaves the job file's value.
+fn switches(a: &RunArgs) -> [(&'static str, bool, &'static str); 2] {
+    [("keep", a.keep, "true"), ("force", a.force, "true")]
 }
 
 /// `--rw` and `--engine`: an mmap access pattern chooses the mmap engine, so another
@@ -366,7 +271,10 @@ mod tests {
             rw: Some("mmap_write".into()),
             count: Some("2k".into()),
             threads: Some(3),
-            no_invalidate: true,
+            job: super::super::jobflags::JobFlags {
+                no_invalidate: true,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let j = build_job(&a).unwrap();

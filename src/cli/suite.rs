@@ -1,32 +1,42 @@
 //! `fsbench suite list` and `fsbench suite NAME --dir D...`: run a shipped suite that
 //! regenerates a published document's tables, write every point's Result, report.md and report.html.
 
+use super::args::{WHAT, WHERE};
 use crate::bail_usage;
 use crate::report::document::Document;
-use crate::report::{Format, Render};
+use crate::report::Render;
 use crate::sweep::suite::{self, RunOptions};
 use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("format", |a| super::args::format_help::<Document>(a)),
+    after_help = EXAMPLES
+)]
 pub(crate) struct SuiteArgs {
     /// Suite name (`list` shows them) or a path to a suite .toml file
     pub name: String,
     /// Target directory (repeat for several targets, e.g. one per file system or layout)
-    #[arg(long = "dir")]
+    #[arg(long = "dir", value_name = "DIR", help_heading = WHAT)]
     pub dirs: Vec<PathBuf>,
     /// Shrink sizes, times and counts (default: the suite's own, chosen to finish in minutes)
-    #[arg(long)]
+    #[arg(long, value_name = "FACTOR", help_heading = WHAT)]
     pub scale: Option<f64>,
-    /// Directory for results and reports (default: fsbench-NAME)
-    #[arg(long)]
-    pub output: Option<PathBuf>,
-    /// Normalise charts to this target directory (baseline = 0)
-    #[arg(long)]
-    pub baseline: Option<PathBuf>,
     /// Only these studies (repeatable; ids from `fsbench suite list`)
-    #[arg(long = "study")]
+    #[arg(long = "study", value_name = "ID", help_heading = WHAT)]
     pub studies: Vec<String>,
+    // run's Job flags, applied to every point of the studies that run Jobs.
+    #[command(flatten)]
+    pub job: super::jobflags::JobFlags,
+    /// Directory (not a file) for the Results and reports [default: fsbench-NAME]
+    #[arg(long, value_name = "DIR", help_heading = WHERE)]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub printed: super::args::FormatArgs,
+    /// Normalise charts to this target directory (baseline = 0)
+    #[arg(long, value_name = "DIR", help_heading = WHERE)]
+    pub baseline: Option<PathBuf>,
     #[command(flatten)]
     pub watch: super::args::WatchArgs,
     #[command(flatten)]
@@ -35,6 +45,42 @@ pub(crate) struct SuiteArgs {
     // the default, or --shared-file), --reorder-ranks, --stonewall, --mpi-timeout.
     #[command(flatten)]
     pub dist: super::ranks::DistArgs,
+}
+
+const EXAMPLES: &str = "\
+Examples:
+  fsbench suite list
+  fsbench suite SUITE --dir /mnt/ext4 --dir /mnt/xfs --scale 0.1 --output study";
+
+/// run's Job flags given to `suite`, added to the settings of every study that runs Jobs
+/// (after the suite's own settings, so a flag wins over them; an axis of the study still
+/// varies its parameter). Studies that run programs or workloads of their own take none: a
+/// note says which.
+fn add_job_flags(res: &mut suite::Resolved, flags: &super::jobflags::JobFlags, only: &[String]) {
+    use suite::ResolvedStudy;
+    let settings = flags.settings();
+    if settings.is_empty() {
+        return;
+    }
+    let extend = |s: &mut crate::sweep::Study| {
+        s.settings
+            .extend(settings.iter().map(|(n, v)| (n.to_string(), v.clone())));
+    };
+    let chosen = |id: &String| only.is_empty() || only.contains(id);
+    for r in res.studies.iter_mut() {
+        match r {
+            ResolvedStudy::Sweep(s) if s.workload.is_none() => extend(s),
+            ResolvedStudy::Aged { reads, writes, .. } => {
+                extend(reads);
+                extend(writes);
+            }
+            other if chosen(&other.study().id) => eprintln!(
+                "fsbench: note: study '{}' does not run Jobs: the Job flags do not apply to it",
+                other.study().id
+            ),
+            _ => {}
+        }
+    }
 }
 
 fn list() -> anyhow::Result<i32> {
@@ -131,7 +177,9 @@ pub(crate) fn main(a: SuiteArgs, exec: crate::exec::Executor) -> anyhow::Result<
             bail_usage!("--baseline {} is not one of the --dir targets", b.display());
         }
     }
-    let res = suite::resolve(file, a.scale)?;
+    let format = a.printed.get::<Document>()?;
+    let mut res = suite::resolve(file, a.scale)?;
+    add_job_flags(&mut res, &a.job, &a.studies);
     let out_dir = a
         .output
         .clone()
@@ -180,7 +228,7 @@ pub(crate) fn main(a: SuiteArgs, exec: crate::exec::Executor) -> anyhow::Result<
         baseline: baseline.as_deref(),
         advice: &[],
     };
-    crate::out!("{}", report.render(Format::Text));
+    crate::out!("{}", report.render(format));
     let html = report.write_into(&outcome.results)?;
     let t = outcome.tally;
     let manifest = manifest(&res, &a, baseline.as_deref(), &outcome);

@@ -2,90 +2,108 @@
 //! product runs in a stated order, each point's Result is written to the output directory as
 //! it finishes, and a re-run resumes by skipping points already measured.
 
+use super::args::{HOW, WHAT, WHERE};
 use crate::bail_usage;
 use crate::report::document::Document;
-use crate::report::{Format, Render};
+use crate::report::Render;
 use crate::sweep::{self, axis, Axis, Ctx, Study};
 use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("format", |a| super::args::format_help::<Document>(a)),
+    after_help = EXAMPLES
+)]
 pub(crate) struct SweepArgs {
-    /// Target file (created by fsbench; more files are TARGET.1, TARGET.2, ...) or block
-    /// device; with --workload, the directory the workload runs in
+    /// Target file (more files are TARGET.1, TARGET.2, ...) or block device
+    ///
+    /// fsbench creates the files. With --workload, the directory the workload runs in.
     pub target: PathBuf,
     /// Sweep a Filebench personality (e.g. fileserver) over -D variables and --time
-    #[arg(long)]
+    #[arg(long, value_name = "NAME", help_heading = WHAT)]
     pub workload: Option<String>,
     /// Access list: read, write, randread, randwrite, rw, randrw (rand_read, rand_write too)
-    #[arg(long)]
+    #[arg(long, value_name = "LIST", help_heading = WHAT)]
     pub rw: Option<String>,
     /// I/O size list (64k,256k,1m)
-    #[arg(long)]
+    #[arg(long, value_name = "LIST", help_heading = WHAT)]
     pub bs: Option<String>,
     /// File size list
-    #[arg(long)]
+    #[arg(long, value_name = "LIST", help_heading = WHAT)]
     pub size: Option<String>,
-    /// Cache policy list: buffered, direct, dsync, discovered[=SIZE] (I/Os larger than SIZE, default 256k, go direct), concurrent, raw
-    #[arg(long)]
-    pub cache: Option<String>,
-    /// Engine list: sync, mmap, uring
-    #[arg(long)]
-    pub engine: Option<String>,
-    /// Queue depth list (uring)
-    #[arg(long)]
-    pub qd: Option<String>,
     /// Threads-per-file list
-    #[arg(long)]
+    #[arg(long, value_name = "LIST", help_heading = WHAT)]
     pub threads: Option<String>,
     /// Number-of-files (users) list
-    #[arg(long)]
+    #[arg(long, value_name = "LIST", help_heading = WHAT)]
     pub files: Option<String>,
     /// I/Os per thread list
-    #[arg(long)]
+    #[arg(long, value_name = "LIST", help_heading = WHAT)]
     pub count: Option<String>,
     /// Run time list (5s)
-    #[arg(long)]
+    #[arg(long, value_name = "LIST", help_heading = WHAT)]
     pub time: Option<String>,
     /// Read percentage list for rw/randrw
-    #[arg(long = "rwmix-read")]
+    #[arg(long = "rwmix-read", value_name = "LIST", help_heading = WHAT)]
     pub rwmix: Option<String>,
     /// Any parameter as NAME=V1,V2 (repeatable), e.g. --axis nrep=1,4
-    #[arg(long = "axis", value_name = "NAME=V1,V2")]
+    #[arg(long = "axis", value_name = "NAME=V1,V2", help_heading = WHAT)]
     pub axes: Vec<String>,
     /// Workload variable NAME=V1,V2 (repeatable; for Filebench workloads)
-    #[arg(short = 'D', value_name = "NAME=V1,V2")]
+    #[arg(short = 'D', value_name = "NAME=V1,V2", help_heading = WHAT)]
     pub vars: Vec<String>,
-    /// Axis order, outermost first (default: rw, files, threads, size, bs, cache, engine, qd, count, time, rwmix, then --axis and -D in order)
-    #[arg(long)]
+    /// Axis order, outermost first
+    ///
+    /// The default: rw, files, threads, size, bs, cache, engine, qd, count, time, rwmix, then
+    /// --axis and -D in the order given.
+    #[arg(long, value_name = "LIST", help_heading = WHAT)]
     pub order: Option<String>,
+    /// Cache policy list: buffered, direct, dsync, discovered[=SIZE], concurrent, raw
+    ///
+    /// discovered: I/Os larger than SIZE (default 256k) go direct, the others buffered.
+    #[arg(long, value_name = "LIST", help_heading = HOW)]
+    pub cache: Option<String>,
+    /// Engine list: sync, mmap, uring
+    #[arg(long, value_name = "LIST", help_heading = HOW)]
+    pub engine: Option<String>,
+    /// Queue depth list (uring)
+    #[arg(long, value_name = "LIST", help_heading = HOW)]
+    pub qd: Option<String>,
+    // run's other Job flags, one value for every point.
+    #[command(flatten)]
+    pub job: super::jobflags::JobFlags,
     /// Row axes of the table
-    #[arg(long)]
+    #[arg(long, value_name = "AXES", help_heading = WHERE)]
     pub rows: Option<String>,
     /// Column axes of the table
-    #[arg(long)]
+    #[arg(long, value_name = "AXES", help_heading = WHERE)]
     pub cols: Option<String>,
     /// Metrics of the table (see `fsbench report --help`)
-    #[arg(long)]
+    #[arg(long, value_name = "LIST", help_heading = WHERE)]
     pub metrics: Option<String>,
-    /// Directory for the per-point results and report.html (default: fsbench-sweep)
-    #[arg(long)]
+    /// Directory (not a file) for the per-point Results and report.html [default: fsbench-sweep]
+    #[arg(long, value_name = "DIR", help_heading = WHERE)]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub printed: super::args::FormatArgs,
     #[command(flatten)]
     pub watch: super::args::WatchArgs,
     #[command(flatten)]
     pub study: super::args::StudyArgs,
     /// Study name in file names and tables
-    #[arg(long, default_value = "sweep")]
+    #[arg(long, default_value = "sweep", help_heading = WHERE)]
     pub name: String,
-    /// Printed table format: text, md, csv, json
-    #[arg(long, default_value = "text")]
-    pub format: String,
     // Under mpirun: how each point's file is spread over the ranks (as `run`: --file-per-rank,
     // the default, or --shared-file), --reorder-ranks, --stonewall, --mpi-timeout.
     #[command(flatten)]
     pub dist: super::ranks::DistArgs,
 }
+
+const EXAMPLES: &str = "\
+Examples:
+  fsbench sweep data.f --rw read,randread --bs 4k,64k,1m --cache buffered,direct --size 256m
+  fsbench sweep data.f --rw randwrite --bs 4k --threads 1,2,4 --time 5s --repeat 3 --output study";
 
 /// Build the study from the flags: single values are settings, lists are axes.
 pub(crate) fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
@@ -130,6 +148,16 @@ pub(crate) fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
                 &mut settings,
             )?;
         }
+    }
+    // run's other Job flags: one value each, for every point.
+    for (name, value) in a.job.settings() {
+        add(
+            Axis {
+                name: name.into(),
+                values: vec![value],
+            },
+            &mut settings,
+        )?;
     }
     for s in &a.axes {
         add(axis::parse_axis_arg(s)?, &mut settings)?;
@@ -214,7 +242,7 @@ pub(crate) fn main(a: SweepArgs, exec: crate::exec::Executor) -> anyhow::Result<
     let study = study_from(&a)?;
     let shape = super::report::shape_from(&a.rows, &a.cols, &a.metrics);
     // Check the table shape and format before measuring anything.
-    let format = Format::parse_for::<Document>(&a.format, "--format")?;
+    let format = a.printed.get::<Document>()?;
     for n in shape.rows.iter().chain(shape.cols.iter()).flatten() {
         axis::canonical(n)?;
     }

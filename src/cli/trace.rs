@@ -10,49 +10,92 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("format", |a| a.help(
+        "What is printed: text, json (the analysis of --analyze; a capture prints text)"
+    )),
+    after_help = EXAMPLES
+)]
 pub(crate) struct TraceArgs {
     /// Analyse this trace (.csv or .bin) instead of capturing
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = super::args::WHAT)]
     pub analyze: Option<PathBuf>,
     /// With --analyze: what a stripe of UNIT x COLUMNS does to each I/O, e.g. 64k:5
-    #[arg(long, value_name = "UNIT:COLUMNS")]
+    #[arg(long, value_name = "UNIT:COLUMNS", help_heading = super::args::WHAT)]
     pub stripe: Option<String>,
-    /// With --analyze --stripe: use device offsets of the traced files that still exist
-    /// (FIEMAP), as a volume under the file system would see them
-    #[arg(long)]
+    /// With --analyze --stripe: use the device offsets of the traced files that still exist
+    ///
+    /// Read with FIEMAP, as a volume under the file system would see them.
+    #[arg(long, help_heading = super::args::WHAT)]
     pub physical: bool,
     /// With --analyze: size of the hot-region slices (default 1m)
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, value_name = "SIZE", help_heading = super::args::WHAT)]
     pub region: Option<String>,
-    /// With --analyze: also list the first N reads/writes vxtrace-style (with --stripe, the
-    /// device I/Os each becomes)
-    #[arg(long, value_name = "N")]
+    /// With --analyze: also list the first N reads/writes vxtrace-style
+    ///
+    /// With --stripe, each is followed by the device I/Os it becomes.
+    #[arg(long, value_name = "N", help_heading = super::args::WHAT)]
     pub list: Option<usize>,
-    /// With --analyze: JSON instead of text
-    #[arg(long)]
-    pub json: bool,
-    /// Where the captured trace goes (.csv or .bin)
-    #[arg(short = 'o', long, default_value = "trace.csv")]
-    pub output: PathBuf,
-    /// Trace format: csv or bin (default: from the extension)
-    #[arg(long)]
-    pub format: Option<String>,
-    /// Keep I/O to system files too (/usr/lib, /proc, /dev, the loader cache, locales)
-    #[arg(long = "all-files")]
-    pub all_files: bool,
-    /// Keep strace's own log here as well
-    #[arg(long = "strace-log", value_name = "FILE")]
-    pub strace_log: Option<PathBuf>,
-    /// Attach to a running process instead of starting one (like `tusc -p PID`); its children
-    /// started after attaching are followed
-    #[arg(short = 'p', long, value_name = "PID")]
+    /// Attach to a running process instead of starting one (like `tusc -p PID`)
+    ///
+    /// Its children started after attaching are followed.
+    #[arg(short = 'p', long, value_name = "PID", help_heading = super::args::WHAT)]
     pub pid: Option<u32>,
     /// With --pid: stop after this long (10s, 2m); default: until Ctrl-C or the process ends
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", help_heading = super::args::WHAT)]
     pub duration: Option<String>,
+    /// Keep I/O to system files too (/usr/lib, /proc, /dev, the loader cache, locales)
+    #[arg(long = "all-files", help_heading = super::args::HOW)]
+    pub all_files: bool,
+    #[command(flatten)]
+    pub printed: super::args::FormatArgs,
+    #[command(flatten)]
+    pub old: super::args::JsonAlias,
+    /// Where the captured trace is stored (.csv or .bin)
+    #[arg(short = 'o', long, default_value = "trace.csv", value_name = "FILE", help_heading = super::args::WHERE)]
+    pub output: PathBuf,
+    /// Captured trace file format: csv or bin (default: from the extension)
+    #[arg(long = "trace-format", value_name = "FORMAT", help_heading = super::args::WHERE)]
+    pub trace_format: Option<String>,
+    /// Keep strace's own log here as well
+    #[arg(long = "strace-log", value_name = "FILE", help_heading = super::args::WHERE)]
+    pub strace_log: Option<PathBuf>,
     /// The program to trace and its arguments, after `--`
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+const EXAMPLES: &str = "\
+Examples:
+  fsbench trace -o app.csv -- tar cf /tmp/a.tar /etc
+  fsbench trace --analyze app.csv --stripe 64k:4 --format json";
+
+/// What `trace --analyze` prints.
+const ANALYSIS: &[Format] = &[Format::Text, Format::Json];
+
+/// The captured trace's file format: `--trace-format`, or `--format csv|bin` (its spelling
+/// of earlier releases, still read for one release), or the output file's extension.
+fn capture_format(a: &TraceArgs, output: &Path) -> anyhow::Result<format::TraceFormat> {
+    let old = a
+        .printed
+        .format
+        .as_deref()
+        .filter(|f| matches!(*f, "csv" | "bin"));
+    match (&a.trace_format, old) {
+        (Some(_), Some(_)) => {
+            bail_usage!("trace: give the captured trace's format once, with --trace-format csv|bin")
+        }
+        (Some(f), None) => Ok(format::TraceFormat::parse(f)?),
+        (None, Some(f)) => {
+            super::args::deprecated(&format!("--format {f}"), &format!("--trace-format {f}"));
+            Ok(format::TraceFormat::parse(f)?)
+        }
+        (None, None) => {
+            // What a capture prints is its text summary: any other --format is refused.
+            a.printed.among(&[Format::Text], false)?;
+            Ok(format::TraceFormat::from_path(output))
+        }
+    }
 }
 
 fn find_in_path(prog: &str) -> Option<PathBuf> {
@@ -75,6 +118,7 @@ pub(crate) fn main(a: TraceArgs) -> anyhow::Result<i32> {
 }
 
 fn analyze_main(a: &TraceArgs, file: &Path) -> anyhow::Result<i32> {
+    let format = a.printed.among(ANALYSIS, a.old.json)?;
     let stripe = a
         .stripe
         .as_deref()
@@ -93,7 +137,6 @@ fn analyze_main(a: &TraceArgs, file: &Path) -> anyhow::Result<i32> {
     let t = format::read_file(file)?;
     let layout = a.physical.then(|| analyze::layout_of(&t));
     let an = analyze::analyze_on(&t, region, stripe, layout.as_ref())?;
-    let format = if a.json { Format::Json } else { Format::Text };
     let shown = TraceAnalysis {
         file,
         analysis: &an,
@@ -122,7 +165,7 @@ fn check_capture_args(a: &TraceArgs) -> anyhow::Result<()> {
     if a.duration.is_some() && a.pid.is_none() {
         bail_usage!("trace: --duration goes with --pid (a started command is traced to its end)");
     }
-    if a.stripe.is_some() || a.region.is_some() || a.json || a.list.is_some() || a.physical {
+    if a.stripe.is_some() || a.region.is_some() || a.old.json || a.list.is_some() || a.physical {
         bail_usage!(
             "trace: --stripe, --physical, --region, --list and --json go with --analyze FILE"
         );
@@ -215,10 +258,7 @@ pub(crate) fn main_on_ranks(a: TraceArgs) -> anyhow::Result<i32> {
 /// status and the number of records written.
 fn capture(a: &TraceArgs, output: &Path, quiet: bool) -> anyhow::Result<(i32, u64)> {
     check_capture_args(a)?;
-    let fmt = match &a.format {
-        Some(f) => format::TraceFormat::parse(f)?,
-        None => format::TraceFormat::from_path(output),
-    };
+    let fmt = capture_format(a, output)?;
     if let Some(prog) = a.command.first() {
         let found = if prog.contains('/') {
             Path::new(prog).is_file()

@@ -20,23 +20,31 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("format", |a| super::args::format_help::<VerifyReport>(a)),
+    after_help = EXAMPLES
+)]
 pub(crate) struct VerifyArgs {
     /// Files written by `fsbench run ... --journal J` (each must be one the journal names)
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// The journal the run wrote (--journal of run or vx)
-    #[arg(long, value_name = "J")]
+    #[arg(long, value_name = "J", help_heading = super::args::WHAT)]
     pub journal: PathBuf,
-    /// Also write the report as JSON to this file
-    #[arg(long, value_name = "FILE")]
+    /// Also store the report as JSON in FILE
+    #[arg(long, value_name = "FILE", help_heading = super::args::WHERE)]
     pub output: Option<PathBuf>,
-    /// Report format on standard output: text or json
-    #[arg(long, default_value = "text")]
-    pub format: String,
+    #[command(flatten)]
+    pub printed: super::args::FormatArgs,
     /// Let --output replace a regular file fsbench did not write
-    #[arg(long)]
+    #[arg(long, help_heading = super::args::SAFETY)]
     pub force: bool,
 }
+
+const EXAMPLES: &str = "\
+Examples:
+  fsbench verify data.f --journal data.journal
+  fsbench verify a.f b.f --journal run.journal --format json --output verdict.json";
 
 /// The whole report: the journal judged by and every file judged.
 #[derive(Debug, Serialize)]
@@ -287,7 +295,7 @@ fn open(path: &Path) -> anyhow::Result<Option<File>> {
 }
 
 pub(crate) fn main(a: VerifyArgs) -> anyhow::Result<i32> {
-    let format = Format::parse_for::<VerifyReport>(&a.format, "--format")?;
+    let format = a.printed.get::<VerifyReport>()?;
     crate::output::check_output(a.output.as_deref(), a.force)?;
     if std::fs::symlink_metadata(&a.journal).is_err() {
         bail_usage!(

@@ -4,6 +4,9 @@
 pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Result<i32> {
     let (observe, args) = super::observe::ObserveArgs::extract(args)?;
     let cmd = crate::vx::parse(&args)?;
+    if cmd.old_format_flag {
+        super::args::deprecated("--output-format", "--format");
+    }
     if cmd.help {
         crate::out!("{}", crate::vx::HELP);
         return Ok(0);

@@ -11,6 +11,7 @@
 //! The observation flags (`--iostat`, `--trace`) and the rate limit flags are `run`'s, with
 //! the same parsing and meaning; `crate::observe::Observer` runs beside the workload.
 
+use super::args::{HOW, SAFETY, WHAT, WHERE};
 use crate::report::{Format, Runs};
 use crate::workload::personalities::{defaults, find, PERSONALITIES, VARIANTS};
 use crate::workload::run::Options;
@@ -21,63 +22,74 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("format", |a| super::args::format_help::<Runs>(a)),
+    after_help = EXAMPLES
+)]
 pub(crate) struct WorkloadArgs {
     /// `list`, `show NAME`, a personality or variant name (see `list`), or a WML .f file
     pub workload: String,
     /// With `show`: the personality to print
     pub extra: Option<String>,
-    /// Directory the filesets are created in (sets $dir; default: current directory for
-    /// shipped personalities, the file's own $dir for a .f file)
-    #[arg(long)]
+    /// Directory the filesets are created in (sets $dir)
+    ///
+    /// The default: the current directory for shipped personalities, the file's own $dir for
+    /// a .f file.
+    #[arg(long, value_name = "DIR", help_heading = WHAT)]
     pub dir: Option<PathBuf>,
-    /// Override a variable: -D nfiles=1000 (repeatable; wins over the file's `set`). A
-    /// variable the workload never names (`$VAR`) changes nothing: a warning, or with
-    /// --strict a refusal
-    #[arg(short = 'D', value_name = "VAR=VALUE")]
+    /// Override a variable: -D nfiles=1000 (repeatable; wins over the file's `set`)
+    ///
+    /// A variable the workload never names (`$VAR`) changes nothing: a warning, or with
+    /// --strict a refusal.
+    #[arg(short = 'D', value_name = "VAR=VALUE", help_heading = WHAT)]
     pub define: Vec<String>,
     /// Refuse a -D for a variable the workload never names, instead of warning
-    #[arg(long)]
+    #[arg(long, help_heading = WHAT)]
     pub strict: bool,
     /// Duration of every run (overrides `run N`), e.g. 30s
-    #[arg(long)]
+    #[arg(long, value_name = "DUR", help_heading = WHAT)]
     pub time: Option<String>,
-    /// Warm-up: every run first runs this long unmeasured (left out of the Result), then
-    /// its measured time, e.g. 10s
-    #[arg(long, value_name = "DUR")]
+    /// Warm-up: every run first runs this long unmeasured, left out of the Result (10s)
+    #[arg(long, value_name = "DUR", help_heading = WHAT)]
     pub ramp: Option<String>,
-    /// Write the JSON result here
-    #[arg(long)]
-    pub output: Option<PathBuf>,
-    /// text, json, csv
-    #[arg(long = "output-format", default_value = "text")]
-    pub output_format: String,
-    /// Keep the files the workload created (a later run with `reuse` can use them)
-    #[arg(long)]
-    pub keep: bool,
     /// Run process instances as threads of one process instead of real processes
-    #[arg(long)]
+    #[arg(long, help_heading = HOW)]
     pub in_process: bool,
     /// Declare the run stuck when every thread has waited in semblock/block this long
-    #[arg(long, default_value = "3s")]
+    #[arg(long, default_value = "3s", value_name = "DUR", help_heading = HOW)]
     pub stall_after: String,
-    /// Refuse a workload file that contains `system "command"` (instead of running it)
-    #[arg(long)]
-    pub no_system: bool,
-    /// sync, uring: the engine every flowop's system calls go through (default sync)
-    #[arg(long)]
+    /// sync, uring: the engine every flowop's system calls go through [default: sync]
+    #[arg(long, value_name = "ENGINE", help_heading = HOW)]
     pub engine: Option<String>,
-    /// Write a stream of self-checking bytes in every write to a fileset file and check
-    /// every read of a file whose content is known (a mismatch fails the run: exit 1)
-    #[arg(long)]
-    pub verify: bool,
     #[command(flatten)]
     pub rate: super::args::RateArgs,
+    /// Write self-checking bytes to fileset files and check every read of known content
+    ///
+    /// A mismatch fails the run (exit 1).
+    #[arg(long, help_heading = super::jobflags::CHECKING)]
+    pub verify: bool,
+    /// Keep the files the workload created (a later run with `reuse` can use them)
+    #[arg(long, help_heading = SAFETY)]
+    pub keep: bool,
+    /// Refuse a workload file that contains `system "command"` (instead of running it)
+    #[arg(long, help_heading = SAFETY)]
+    pub no_system: bool,
+    /// Store the JSON Result in FILE
+    #[arg(long, value_name = "FILE", help_heading = WHERE)]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub printed: super::args::FormatArgs,
     #[command(flatten)]
     pub observe: crate::cli::observe::ObserveArgs,
     // Under mpirun every rank runs the workload in DIR/rank-NNNNN; --mpi-timeout applies.
     #[command(flatten)]
     pub dist: super::ranks::DistArgs,
 }
+
+const EXAMPLES: &str = "\
+Examples:
+  fsbench workload fileserver --dir /mnt/data -D nfiles=1000 -D nthreads=8 --time 30s
+  fsbench workload my-app.f --format json --output result.json";
 
 /// The Result's note of a rate limit: what it limits and what counts against it.
 fn rate_note(rate: &crate::job::RateLimit) -> Option<String> {
@@ -303,7 +315,7 @@ pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Resu
             "unexpected argument '{x}': options come after the workload name, e.g. -D nfiles=100"
         );
     }
-    let format = Format::parse_for::<Runs>(&a.output_format, "--output-format")?;
+    let format = a.printed.get::<Runs>()?;
     let time = a
         .time
         .as_deref()

@@ -413,7 +413,7 @@ pub(crate) fn shape_study(
                     key.join(" ")
                 };
                 notes.push(format!(
-                    "explain: the repetitions of {key} disagree by {:.1}% on {} ((max - min) / mean above {:.0}%): not a steady state; run longer or add --warmup",
+                    "explain: the repetitions of {key} disagree by {:.1}% on {} ((max - min) / mean above {:.0}%): not a steady state; run longer or warm the storage up before measuring",
                     sp * 100.0,
                     ms.first().map_or("", |m| m.label),
                     crate::explain::SPREAD_LIMIT * 100.0

@@ -115,10 +115,13 @@ pub(crate) fn is_size_axis(name: &str) -> bool {
     matches!(name, "bs" | "size")
 }
 
-/// Apply one setting to a point. `name` must be canonical (see [`canonical`]).
+/// Apply one setting to a point. `name` must be canonical (see [`canonical`]), or the name
+/// of a Job parameter `run` has a flag for: `sweep` gives those (`--fsync`, `--no-invalidate`)
+/// one value for every point.
 pub(crate) fn apply(p: &mut PointJob, name: &str, value: &str) -> Result<(), UsageError> {
     let v = value.trim();
-    if let Some(param) = job_axes().find(|x| x.name == name) {
+    let settable = |x: &&Param| x.name == name && (x.axis || x.flag.is_some());
+    if let Some(param) = PARAMS.iter().find(settable) {
         return param.set(&mut p.job, v, Front::Axis);
     }
     match name {

@@ -32,6 +32,9 @@ pub(crate) struct VxCommand {
     pub format: Format,
     pub output: Option<PathBuf>,
     pub help: bool,
+    /// The format was given as `--output-format`, the spelling of earlier releases (the
+    /// front end says it is deprecated).
+    pub old_format_flag: bool,
 }
 
 /// vxbench's `-i` sub-options, each the vx spelling of a Job parameter in the table.
@@ -173,8 +176,11 @@ fn parse_long(
             return Ok(true);
         }
         "output" => st.cmd.output = Some(PathBuf::from(val(i)?)),
+        "format" => st.cmd.format = Format::parse_for::<Runs>(&val(i)?, "--format")?,
+        // The spelling of earlier releases, still read for one release.
         "output-format" => {
-            st.cmd.format = Format::parse_for::<Runs>(&val(i)?, "--output-format")?
+            st.cmd.format = Format::parse_for::<Runs>(&val(i)?, "--output-format")?;
+            st.cmd.old_format_flag = true;
         }
         "help" => st.cmd.help = true,
         // As in `fsbench run`: keep the targets' cached pages (hot-cache runs).
@@ -186,7 +192,7 @@ fn parse_long(
             Some(p) => set_vx(job, p, &spelling, Some(&val(i)?))?,
             None => {
                 return Err(usage!(
-                    "unknown option --{name}: vx accepts vxbench's options plus --engine, --qd, --time, --rate-iops, --rate-bytes, --rate-scope, --sqpoll, --hipri, --seed, --output, --output-format, --keep, --force, --drop-cache, --no-invalidate, --verify, --verify-backlog, --journal, --fsync-every"
+                    "unknown option --{name}: vx accepts vxbench's options plus --engine, --qd, --time, --rate-iops, --rate-bytes, --rate-scope, --sqpoll, --hipri, --seed, --output, --format, --keep, --force, --drop-cache, --no-invalidate, --verify, --verify-backlog, --journal, --fsync-every"
                 ))
             }
         },
@@ -294,6 +300,7 @@ pub(crate) fn parse(args: &[String]) -> Result<VxCommand, UsageError> {
             format: Format::Text,
             output: None,
             help: false,
+            old_format_flag: false,
         },
         workload: None,
         iocount_set: false,
@@ -355,13 +362,17 @@ with nthreads each user runs that many threads: users x nthreads in total.
   -f flags      align chgsiz contig noextend noreserve trim
 
 fsbench additions: --engine sync|mmap|uring --qd N --time DUR --rate-iops N --rate-bytes N
-  --rate-scope thread|total --sqpoll --hipri --seed N --output FILE.json --output-format text|json|csv
+  --rate-scope thread|total --sqpoll --hipri --seed N --output FILE.json --format text|json|csv
   --keep --force --drop-cache --no-invalidate (keep the files' cached pages: hot-cache runs)
   --verify --verify-backlog N --journal FILE --fsync-every N
 
 Missing files are created at the size the workload needs and removed afterwards;
 existing files fsbench did not create, and block devices holding data, are never
 written without --force.
+
+Examples:
+  fsbench vx -w rand_read -i iosize=4k,iocount=10000,nthreads=4 -c direct data.f
+  fsbench vx -w seq_write -i iosize=1m,iocount=256 --format json --output vx.json data.f
 ";
 
 #[cfg(test)]

@@ -1,0 +1,223 @@
+//! The Job flags `run`, `sweep` and `suite` share (`#[command(flatten)]`): how the I/O is
+//! done (open flags, advice, reservations, rate limits, io_uring options), what happens to
+//! the cache and the files around it, and data checking. Declared once, so each is spelled,
+//! documented and read the same way in every command, and a hint that names one of them
+//! (`add --fsync`, `--drop-cache`) names a flag every Job-running command takes.
+//!
+//! The access pattern, sizes, counts and times are not here: `run` takes one value of each,
+//! `sweep` a list (an axis), `suite` the suite's own.
+
+use super::args::{HOW, MEASURE, SAFETY, WHAT};
+use clap::Args;
+
+/// Help heading: writing self-checking data and reading it back.
+pub(crate) const CHECKING: &str = "Data checking";
+
+#[derive(Args, Debug, Default, Clone)]
+pub(crate) struct JobFlags {
+    /// Repeat the I/O loop N times [default: 1]
+    #[arg(long, value_name = "N", help_heading = WHAT)]
+    pub nrep: Option<u32>,
+    /// Seed for random offsets
+    #[arg(long, value_name = "N", help_heading = WHAT)]
+    pub seed: Option<u64>,
+    /// Which blocks random I/O favours: uniform, zipf:THETA, pareto:H, normal:SIGMA%, zoned
+    /// [default: uniform]
+    ///
+    /// pareto:H puts H of the I/Os on the hottest 1-H of the blocks; normal:SIGMA% centres
+    /// them on the middle of the file; zoned:P/R:P/R... puts P % of the I/Os in the next
+    /// R % of the file.
+    #[arg(long, value_name = "SPEC", help_heading = WHAT)]
+    pub distribution: Option<String>,
+    /// Random I/O touches every block exactly once per pass (per thread) [default: off]
+    ///
+    /// Instead of drawing with replacement; off by default because a map costs memory and
+    /// time per I/O.
+    #[arg(long = "random-map", help_heading = WHAT)]
+    pub random_map: bool,
+    /// Bytes of every write, made anew for it: zero, random, or 0xHEX repeated
+    ///
+    /// The data options take writes, and not --verify: its blocks are self-describing from
+    /// end to end (64-byte header, 8-byte stamp per 512-byte sector, derived payload).
+    /// [default: random bytes made once per buffer]
+    #[arg(long = "buffer-pattern", value_name = "zero|random|0xHEX", help_heading = HOW)]
+    pub buffer_pattern: Option<String>,
+    /// Each written block compresses by about PCT % (measured after the run)
+    ///
+    /// Random bytes, then a run of zeros (or of --buffer-pattern's bytes), per 4 KiB.
+    #[arg(long = "buffer-compress", value_name = "PCT", help_heading = HOW)]
+    pub buffer_compress: Option<String>,
+    /// PCT % of written blocks repeat an earlier block (measured after the run)
+    #[arg(long, value_name = "PCT", help_heading = HOW)]
+    pub dedupe: Option<String>,
+    /// Run users as processes: per-user or per-thread
+    #[arg(long, value_name = "HOW", help_heading = HOW)]
+    pub processes: Option<String>,
+    /// fsync each file after writing it (timed)
+    #[arg(long, help_heading = HOW)]
+    pub fsync: bool,
+    /// Open with O_SYNC
+    #[arg(long, help_heading = HOW)]
+    pub sync: bool,
+    /// Open with O_DSYNC
+    #[arg(long, help_heading = HOW)]
+    pub dsync: bool,
+    /// Open with O_APPEND
+    #[arg(long, help_heading = HOW)]
+    pub append: bool,
+    /// Truncate the file before the run
+    #[arg(long, help_heading = HOW)]
+    pub trunc: bool,
+    /// posix_fadvise advice: noreuse, random, seq (comma-separated)
+    #[arg(long, value_name = "ADVICE", help_heading = HOW)]
+    pub advise: Option<String>,
+    /// Extent size hint (XFS)
+    #[arg(long, value_name = "SIZE", help_heading = HOW)]
+    pub extsize: Option<String>,
+    /// Reserve space with fallocate
+    #[arg(long, value_name = "SIZE", help_heading = HOW)]
+    pub reserve: Option<String>,
+    /// Reservation flags: align, chgsiz, contig, noextend, noreserve, trim
+    #[arg(long = "space-flags", value_name = "FLAGS", help_heading = HOW)]
+    pub space_flags: Option<String>,
+    /// mlock the I/O buffers
+    #[arg(long, help_heading = HOW)]
+    pub mlock: bool,
+    #[command(flatten)]
+    pub rate: super::args::RateArgs,
+    /// io_uring SQ polling
+    #[arg(long, help_heading = HOW)]
+    pub sqpoll: bool,
+    /// io_uring polled completions
+    #[arg(long, help_heading = HOW)]
+    pub hipri: bool,
+    /// Drop caches before the run (targets always; globally when root)
+    #[arg(long = "drop-cache", help_heading = MEASURE)]
+    pub drop_cache: bool,
+    /// Do not evict the targets' cached pages before timing (hot-cache runs)
+    #[arg(long = "no-invalidate", help_heading = MEASURE)]
+    pub no_invalidate: bool,
+    /// Remove each file after the run, even one kept earlier
+    #[arg(long, help_heading = SAFETY)]
+    pub remove: bool,
+    /// Write self-describing blocks, check reads of them, and read back every written block
+    #[arg(long, help_heading = CHECKING)]
+    pub verify: bool,
+    /// With --verify: every N completed writes of a thread, read those blocks back and check them
+    #[arg(long = "verify-backlog", value_name = "N", help_heading = CHECKING)]
+    pub verify_backlog: Option<String>,
+    /// With --verify: fsync every N completed writes of a thread (acknowledges them)
+    #[arg(long = "fsync-every", value_name = "N", help_heading = CHECKING)]
+    pub fsync_every: Option<String>,
+}
+
+impl JobFlags {
+    /// The flags given, as (Job parameter, value) in the order they apply: the names of
+    /// `crate::job::params`, whose table does the one conversion to the Job.
+    pub(crate) fn settings(&self) -> Vec<(&'static str, String)> {
+        let n = |v: Option<u64>| v.map(|x| x.to_string());
+        let valued = [
+            ("nrep", n(self.nrep.map(u64::from))),
+            ("seed", n(self.seed)),
+            ("distribution", self.distribution.clone()),
+            ("buffer_pattern", self.buffer_pattern.clone()),
+            ("buffer_compress", self.buffer_compress.clone()),
+            ("dedupe", self.dedupe.clone()),
+            ("processes", self.processes.clone()),
+            ("advise", self.advise.clone()),
+            ("extsize", self.extsize.clone()),
+            ("reserve", self.reserve.clone()),
+            ("space_flags", self.space_flags.clone()),
+            ("rate_iops", n(self.rate.rate_iops)),
+            ("rate_bytes", self.rate.rate_bytes.clone()),
+            ("rate_scope", self.rate.rate_scope.clone()),
+            ("verify_backlog", self.verify_backlog.clone()),
+            ("fsync_every", self.fsync_every.clone()),
+        ];
+        // Each switch given turns its parameter on (off for --no-invalidate); one not given
+        // leaves the job file's or the suite's value.
+        let switches = [
+            ("fsync", self.fsync, "true"),
+            ("sync", self.sync, "true"),
+            ("dsync", self.dsync, "true"),
+            ("append", self.append, "true"),
+            ("trunc", self.trunc, "true"),
+            ("mlock", self.mlock, "true"),
+            ("sqpoll", self.sqpoll, "true"),
+            ("hipri", self.hipri, "true"),
+            ("drop_cache", self.drop_cache, "true"),
+            ("remove", self.remove, "true"),
+            ("invalidate", self.no_invalidate, "false"),
+            ("verify", self.verify, "true"),
+            ("random_map", self.random_map, "true"),
+        ];
+        let mut out: Vec<(&'static str, String)> = valued
+            .into_iter()
+            .filter_map(|(name, v)| v.map(|v| (name, v)))
+            .collect();
+        out.extend(
+            switches
+                .into_iter()
+                .filter(|(_, given, _)| *given)
+                .map(|(name, _, v)| (name, v.to_string())),
+        );
+        out
+    }
+
+    /// Every parameter this group can set (given or not), for the table check.
+    #[cfg(test)]
+    pub(crate) fn names() -> Vec<&'static str> {
+        let all = JobFlags {
+            nrep: Some(1),
+            seed: Some(1),
+            processes: Some(String::new()),
+            advise: Some(String::new()),
+            extsize: Some(String::new()),
+            reserve: Some(String::new()),
+            space_flags: Some(String::new()),
+            rate: super::args::RateArgs {
+                rate_iops: Some(1),
+                rate_bytes: Some(String::new()),
+                rate_scope: Some(String::new()),
+            },
+            verify_backlog: Some(String::new()),
+            fsync_every: Some(String::new()),
+            fsync: true,
+            sync: true,
+            dsync: true,
+            append: true,
+            trunc: true,
+            mlock: true,
+            sqpoll: true,
+            hipri: true,
+            drop_cache: true,
+            remove: true,
+            no_invalidate: true,
+            verify: true,
+            distribution: Some(String::new()),
+            random_map: true,
+            buffer_pattern: Some(String::new()),
+            buffer_compress: Some(String::new()),
+            dedupe: Some(String::new()),
+        };
+        all.settings().into_iter().map(|(n, _)| n).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::params;
+
+    /// Every flag of the group names a parameter of the table, under the flag the table
+    /// records for it: what `run --help` documents is what the table sets.
+    #[test]
+    fn every_flag_names_a_table_parameter() {
+        let names = JobFlags::names();
+        assert_eq!(names.len(), 29);
+        for n in names {
+            let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
+            assert!(p.flag.is_some(), "{n} has no run flag in the table");
+        }
+    }
+}
