@@ -276,6 +276,16 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
+    fn axis_units_are_exact_powers() {
+        assert_eq!(rate_unit(3.0 * 1024.0 * 1024.0), (1024.0 * 1024.0, "MiB/s"));
+        assert_eq!(rate_unit(100.0), (1.0, "B/s"));
+        assert_eq!(rate_unit(0.0), (1.0, "B/s"));
+        assert_eq!(time_unit(2.5e6), (1e6, "ms"));
+        assert_eq!(time_unit(999.0), (1.0, "ns"));
+        assert_eq!(time_unit(7e10), (1e9, "s"));
+    }
+
+    #[test]
     fn sizes() {
         assert_eq!(parse_size("512").unwrap(), 512);
         assert_eq!(parse_size("4k").unwrap(), 4096);

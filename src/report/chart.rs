@@ -417,34 +417,14 @@ impl Quantity {
         } else {
             1.0
         };
-        let pick = |v: f64, units: &[(f64, &'static str)]| {
-            *units
-                .iter()
-                .rev()
-                .find(|(f, _)| v >= *f)
-                .unwrap_or(&units[0])
-        };
         match self {
             Quantity::Rate { base } => {
-                let k = 1024.0;
-                let (f, u) = pick(
-                    max * base,
-                    &[
-                        (1.0, "B/s"),
-                        (k, "KiB/s"),
-                        (k * k, "MiB/s"),
-                        (k * k * k, "GiB/s"),
-                        (k * k * k * k, "TiB/s"),
-                    ],
-                );
-                (f / base, u)
+                let (per, name) = units::rate_unit(max * base);
+                (per / base, name)
             }
             Quantity::Time { base } => {
-                let (f, u) = pick(
-                    max * base,
-                    &[(1e-9, "ns"), (1e-6, "µs"), (1e-3, "ms"), (1.0, "s")],
-                );
-                (f / base, u)
+                let (per_ns, name) = units::time_unit(max * base * 1e9);
+                (per_ns * 1e-9 / base, name)
             }
             Quantity::Count if max >= 1e6 => (1e6, "M"),
             Quantity::Count if max >= 1e3 => (1e3, "k"),
