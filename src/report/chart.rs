@@ -495,6 +495,7 @@ fn max_value(series: &[Series]) -> f64 {
     series
         .iter()
         .flat_map(|s| s.values.iter().flatten())
+        .filter(|v| v.is_finite())
         .cloned()
         .fold(0.0, f64::max)
 }
@@ -614,7 +615,7 @@ pub(crate) fn line_chart(c: &ChartData, errors: Option<&ErrorBars>) -> String {
                 .values
                 .iter()
                 .enumerate()
-                .filter_map(|(i, v)| v.map(|v| (i, ts[i], v / div)))
+                .filter_map(|(i, v)| v.filter(|v| v.is_finite()).map(|v| (i, ts[i], v / div)))
                 .collect();
             chart.draw_series(LineSeries::new(
                 pts.iter().map(|p| (p.1, p.2)),
@@ -787,7 +788,8 @@ impl HBars<'_> {
             for (ri, row) in self.rows.iter().enumerate() {
                 let top_of_band = centres[ri] + unit * k as f64 / 2.0;
                 for (si, s) in self.series.iter().enumerate() {
-                    let Some(Some(v)) = s.values.get(ri) else {
+                    let Some(Some(v)) = s.values.get(ri).filter(|v| v.is_some_and(f64::is_finite))
+                    else {
                         continue;
                     };
                     let shown = v / self.div;
@@ -856,13 +858,15 @@ pub(crate) fn normalised_chart(
         .iter()
         .flat_map(|s| s.values.iter().flatten())
         .cloned()
+        .filter(|v| v.is_finite())
         .collect();
     let neg = values.iter().map(|v| -v).fold(0.0, f64::max).min(100.0);
     let pos = values.iter().cloned().fold(0.0, f64::max);
     let limit = positive_limit(&values);
     let hi = if pos > limit { limit } else { pos * 1.08 };
+    // A round end (a multiple of 10 %), never below -100 %.
     let lo = if neg > 0.0 {
-        -(neg * 1.08).min(100.0)
+        -((neg * 1.08 / 10.0).ceil() * 10.0).min(100.0)
     } else {
         0.0
     };
@@ -1532,6 +1536,7 @@ pub(crate) fn heatmap(
         .flatten()
         .flatten()
         .cloned()
+        .filter(|v| v.is_finite())
         .fold(0.0, f64::max);
     let (value_label, div) = Quantity::axis_label(label, max);
     let (nc, nr) = (cols.len().max(1) as f64, rows.len().max(1) as f64);
@@ -1572,7 +1577,9 @@ pub(crate) fn heatmap(
             .draw()?;
         for (ri, row) in values.iter().enumerate() {
             for (ci, v) in row.iter().enumerate() {
-                let Some(v) = v else { continue };
+                let Some(v) = v.filter(|v| v.is_finite()) else {
+                    continue;
+                };
                 let shown = v / div;
                 let f = if max > 0.0 { v / max } else { 0.0 };
                 // From pale to dark blue as the value grows.
@@ -1606,7 +1613,7 @@ pub(crate) fn heatmap(
                         fmt_num(shown),
                         unit_of(&value_label)
                     ),
-                    *v,
+                    v,
                 ));
             }
         }
