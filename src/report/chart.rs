@@ -23,7 +23,7 @@ type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 type Drawn = Result<(), Box<dyn Error>>;
 
 /// Drawn width of every chart, in pixels; the page scales it to its own width.
-pub(crate) const W: u32 = 1080;
+const W: u32 = 1080;
 /// Height of a chart's plot area (axes included), without title, legend and notes.
 const PLOT_H: u32 = 380;
 const FONT: &str = "sans-serif";
@@ -333,7 +333,7 @@ fn in_area(area: &Area, p: (i32, i32)) -> (i32, i32) {
 }
 
 /// A tick number with the decimals it needs (`0.25`, `2.5`, `40`, `1200`).
-pub(crate) fn fmt_num(v: f64) -> String {
+fn fmt_num(v: f64) -> String {
     let v = v + 0.0;
     let a = v.abs();
     if a == 0.0 || a >= 100.0 || (v - v.round()).abs() < 1e-9 {
@@ -354,12 +354,12 @@ pub(crate) fn fmt_num(v: f64) -> String {
 }
 
 /// A latency tick in nanoseconds: `500 ns`, `20 µs`, `1.5 ms`.
-pub(crate) fn ns_tick(ns: f64) -> String {
+fn ns_tick(ns: f64) -> String {
     trim_units(&units::format_ns(ns)).replace(" us", " µs")
 }
 
 /// A rate tick in bytes per second: `512 KiB/s`, `1 MiB/s`.
-pub(crate) fn rate_tick(bps: f64) -> String {
+fn rate_tick(bps: f64) -> String {
     trim_units(&units::format_binary_rate(bps))
 }
 
@@ -375,7 +375,7 @@ fn trim_units(s: &str) -> String {
 
 /// What a chart's values measure, for choosing a readable unit on a linear axis.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Quantity {
+enum Quantity {
     /// Bytes per second; values given in units of `base` bytes (1024 for KiB/s).
     Rate { base: f64 },
     /// Time; values given in units of `base` seconds (1e-3 for ms, 1e-9 for ns).
@@ -389,7 +389,7 @@ pub(crate) enum Quantity {
 impl Quantity {
     /// What a metric label ("KiB/s", "mean latency ms", "CPU s", "IOPS") measures, and the
     /// label with its unit taken out ("mean latency").
-    pub(crate) fn of_label(label: &str) -> (Quantity, String) {
+    fn of_label(label: &str) -> (Quantity, String) {
         let strip = |suffix: &str| label.trim_end_matches(suffix).trim_end().to_string();
         // KiB/s and MiB/s, and the "KB/s"/"MB/s" that older stored results used for the same
         // 1024-based figures.
@@ -411,7 +411,7 @@ impl Quantity {
     }
 
     /// The divisor that brings values up to `max` into a readable range, and its unit name.
-    pub(crate) fn scale(self, max: f64) -> (f64, &'static str) {
+    fn scale(self, max: f64) -> (f64, &'static str) {
         let max = if max.is_finite() && max > 0.0 {
             max
         } else {
@@ -433,7 +433,7 @@ impl Quantity {
     }
 
     /// An axis label with the unit chosen for values up to `max`, and the divisor.
-    pub(crate) fn axis_label(label: &str, max: f64) -> (String, f64) {
+    fn axis_label(label: &str, max: f64) -> (String, f64) {
         let (q, name) = Quantity::of_label(label);
         let (div, unit) = q.scale(max);
         let text = match q {
@@ -664,7 +664,7 @@ fn unit_of(label: &str) -> String {
 
 /// Horizontal bars with the category labels whole on the left: one row per category, one
 /// bar per series in it, error bars where points were repeated.
-pub(crate) fn bar_chart(c: &ChartData, errors: Option<&ErrorBars>) -> String {
+fn bar_chart(c: &ChartData, errors: Option<&ErrorBars>) -> String {
     let max = max_value(&c.series).max(errors.map_or(0.0, |e| e.max()));
     let (x_label, div) = Quantity::axis_label(&c.y_label, max);
     let top = if max > 0.0 { max / div * 1.08 } else { 1.0 };
@@ -1622,18 +1622,18 @@ pub(crate) fn heatmap(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
     /// A drawn `<text>`: where it is, how big, how anchored, what it says.
     #[derive(Debug)]
-    pub(crate) struct Label {
-        pub x: f64,
-        pub y: f64,
-        pub size: f64,
-        pub anchor: String,
-        pub rotated: bool,
-        pub text: String,
+    struct Label {
+        x: f64,
+        y: f64,
+        size: f64,
+        anchor: String,
+        rotated: bool,
+        text: String,
     }
 
     fn attr(tag: &str, name: &str) -> Option<String> {
@@ -1642,7 +1642,7 @@ pub(crate) mod tests {
     }
 
     /// Every `<text>` of an SVG.
-    pub(crate) fn labels(svg: &str) -> Vec<Label> {
+    fn labels(svg: &str) -> Vec<Label> {
         svg.split("<text")
             .skip(1)
             .map(|t| {
@@ -1673,7 +1673,7 @@ pub(crate) mod tests {
     }
 
     /// No two labels on one line overlap.
-    pub(crate) fn assert_no_overlap(svg: &str) {
+    fn assert_no_overlap(svg: &str) {
         let ls: Vec<Label> = labels(svg).into_iter().filter(|l| !l.rotated).collect();
         for (i, a) in ls.iter().enumerate() {
             for b in &ls[i + 1..] {
