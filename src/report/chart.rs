@@ -68,8 +68,9 @@ fn register_font() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         // The bytes are a font known to parse: a failure here would draw no text at all.
+        // Bold titles are measured with the regular face (plotters falls back to it): their
+        // width only centres them, and the bold face would add 700 KB to the binary.
         let _ = plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular());
-        let _ = plotters::style::register_font(FONT, FontStyle::Bold, dejavu::sans::bold());
     });
 }
 
