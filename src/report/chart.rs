@@ -1400,7 +1400,7 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
 /// About six round ticks between `lo` and `hi`.
 fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let raw = (hi - lo) / 6.0;
-    if !(raw > 0.0) || !raw.is_finite() {
+    if !raw.is_finite() || raw <= 0.0 {
         return vec![lo];
     }
     let mag = 10f64.powf(raw.log10().floor());

@@ -233,7 +233,8 @@ pub(crate) fn qd_threads_heatmaps(t: &Shaped, records: &[Record]) -> Vec<String>
         return Vec::new();
     };
     // (rest of the point, qd, threads, mean of the metric over the repetitions)
-    let mut cells: Vec<(String, String, String, f64)> = Vec::new();
+    type Cell = (String, String, String, f64);
+    let mut cells: Vec<Cell> = Vec::new();
     for (_, rec, runs) in points(t, records) {
         let m = rec.meta();
         let (Some(qd), Some(threads)) = (m.value("qd"), m.value("threads")) else {
@@ -257,7 +258,7 @@ pub(crate) fn qd_threads_heatmaps(t: &Shaped, records: &[Record]) -> Vec<String>
         let mean = vals.iter().sum::<f64>() / vals.len() as f64;
         cells.push((rest.join(", "), qd.to_string(), threads.to_string(), mean));
     }
-    let distinct = |f: &dyn Fn(&(String, String, String, f64)) -> &String| {
+    let distinct = |f: &dyn Fn(&Cell) -> &String| {
         let mut v: Vec<String> = Vec::new();
         for c in &cells {
             if !v.contains(f(c)) {
