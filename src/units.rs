@@ -204,6 +204,26 @@ pub(crate) fn format_decimal_rate(bytes_per_sec: f64) -> String {
     }
 }
 
+/// The binary unit rates up to `max` bytes per second read best in: (bytes per second in one
+/// unit, its name `B/s` .. `TiB/s`). A chart's axis shows all its ticks in it.
+pub(crate) fn rate_unit(max: f64) -> (f64, &'static str) {
+    unit_of(max, 1024.0, &["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"])
+}
+
+/// The unit times up to `max_ns` nanoseconds read best in: (nanoseconds in one unit, its name
+/// `ns`, `µs`, `ms` or `s`).
+pub(crate) fn time_unit(max_ns: f64) -> (f64, &'static str) {
+    unit_of(max_ns, 1000.0, &["ns", "µs", "ms", "s"])
+}
+
+fn unit_of(max: f64, step: f64, units: &[&'static str]) -> (f64, &'static str) {
+    let (scaled, name) = magnitude(max, step, units);
+    let per_unit = if scaled > 0.0 { max / scaled } else { 1.0 };
+    // Exact powers of the step (the division above may leave rounding noise).
+    let exp = per_unit.log(step).round() as i32;
+    (step.powi(exp), name)
+}
+
 fn magnitude(v: f64, step: f64, units: &[&'static str]) -> (f64, &'static str) {
     let mut v = if v.is_finite() { v.max(0.0) } else { 0.0 };
     let mut i = 0;
@@ -254,6 +274,16 @@ pub(crate) fn format_ns(ns: f64) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn axis_units_are_exact_powers() {
+        assert_eq!(rate_unit(3.0 * 1024.0 * 1024.0), (1024.0 * 1024.0, "MiB/s"));
+        assert_eq!(rate_unit(100.0), (1.0, "B/s"));
+        assert_eq!(rate_unit(0.0), (1.0, "B/s"));
+        assert_eq!(time_unit(2.5e6), (1e6, "ms"));
+        assert_eq!(time_unit(999.0), (1.0, "ns"));
+        assert_eq!(time_unit(7e10), (1e9, "s"));
+    }
 
     #[test]
     fn sizes() {

@@ -17,7 +17,18 @@ fn points(chart: &str) -> usize {
     chart.matches("class=\"pt\"").count()
 }
 
-/// Every chart has points and a legend, and its title names what it shows.
+/// The series names of a chart's data points (`data-series` of each tooltip element).
+fn series_names(chart: &str) -> Vec<String> {
+    let mut names: Vec<String> = chart
+        .split("data-series=\"")
+        .skip(1)
+        .map(|p| p[..p.find('"').unwrap()].to_string())
+        .collect();
+    names.dedup();
+    names
+}
+
+/// Every chart has points and a legend naming each of its series.
 fn check_charts(all: &[&str]) {
     for c in all {
         assert!(
@@ -25,7 +36,12 @@ fn check_charts(all: &[&str]) {
             "a chart without data points: {}",
             &c[..c.len().min(300)]
         );
-        assert!(c.contains("legend-item"), "chart without legend");
+        for name in series_names(c) {
+            assert!(
+                c.contains(&format!(">{name}</text>")) || c.contains(&format!(">{name} (")),
+                "{name} is not in the legend"
+            );
+        }
     }
 }
 
@@ -214,7 +230,7 @@ fn advise_page_and_advise_section_of_a_report_render() {
             .collect();
         assert_eq!(by_size.len(), 2, "reads and writes");
         for c in by_size {
-            assert!(c.contains(">buffered</tspan>") && c.contains(">direct</tspan>"));
+            assert!(c.contains(">buffered</text>") && c.contains(">direct</text>"));
             // 6 sizes (4k..4m) buffered and direct.
             assert_eq!(points(c), 12, "{file}");
         }
@@ -289,23 +305,32 @@ fn loop_device_under_the_target_gets_its_own_charts() {
     assert_eq!(points(thr), 2 * n);
 }
 
-/// The text of every `<text>` that carries a whole label (`data-label`), with its lines.
-fn labels(chart: &str) -> Vec<(String, String)> {
+/// The text of every `<text>` of a chart.
+fn texts(chart: &str) -> Vec<String> {
     chart
-        .split("data-label=\"")
+        .split("<text")
         .skip(1)
-        .map(|p| {
-            let full = p[..p.find('"').unwrap()].to_string();
-            let body = &p[p.find('>').unwrap() + 1..p.find("</text>").unwrap()];
-            let mut shown = String::new();
-            for part in body.split("<tspan") {
-                if let Some(i) = part.find('>') {
-                    shown.push_str(part[i + 1..].trim_end_matches("</tspan>"));
-                }
-            }
-            (full, shown)
-        })
+        .map(|p| p[p.find('>').unwrap() + 1..p.find("</text>").unwrap()].to_string())
         .collect()
+}
+
+/// Every category of a bar chart (the part of a bar's tooltip before " = ", after the series
+/// name) is drawn whole in one `<text>` of the chart, never split over lines.
+fn assert_labels_whole(chart: &str) {
+    let shown = texts(chart);
+    for tip in chart.split("<title>").skip(1) {
+        let tip = &tip[..tip.find("</title>").unwrap()];
+        let Some((head, _)) = tip.split_once(" = ") else {
+            continue;
+        };
+        let Some((_, label)) = head.split_once(": ") else {
+            continue;
+        };
+        assert!(
+            shown.iter().any(|t| t == label),
+            "{label} is not drawn whole: {shown:?}"
+        );
+    }
 }
 
 #[test]
@@ -326,6 +351,14 @@ fn a_rate_limit_sweep_charts_latency_against_throughput() {
     for q in ["50 I/O/s", "200 I/O/s"] {
         assert!(lt[0].contains(&format!(">{q}</text>")), "no {q} label");
     }
+    // Throughput along x in one binary unit, latency up y in one time unit.
+    let ticks = texts(lt[0]);
+    assert!(ticks
+        .iter()
+        .any(|t| t.ends_with("iB/s") || t.ends_with(" B/s")));
+    assert!(ticks
+        .iter()
+        .any(|t| t.ends_with(" µs") || t.ends_with(" ms") || t.ends_with(" ns")));
     assert!(lt[0].contains("each point is one I/O rate limit"));
 }
 
@@ -358,7 +391,7 @@ fn a_queue_depth_sweep_with_repeats_charts_latency_and_error_bars() {
     let pc = charts(&dom, "chart percentiles");
     assert_eq!(pc.len(), 1);
     check_charts(&pc);
-    assert_eq!(pc[0].matches("class=\"series\"").count(), 3);
+    assert_eq!(series_names(pc[0]).len(), 3);
     assert_eq!(points(pc[0]), 3 * 9);
     for t in ["p50", "p90", "p99", "p99.9", "p99.99"] {
         assert!(pc[0].contains(&format!(">{t}</text>")), "no {t} tick");
@@ -371,25 +404,19 @@ fn a_queue_depth_sweep_with_repeats_charts_latency_and_error_bars() {
     for q in ["qd 1", "qd 4", "qd 16"] {
         assert!(lt[0].contains(&format!(">{q}</text>")), "no {q} label");
     }
-    assert!(lt[0].contains("throughput, ") && lt[0].contains("latency, "));
+    assert!(lt[0].contains(">throughput</text>") && lt[0].contains(">latency</text>"));
     // Every metric chart of repeated points has an error bar per point, and says what.
     let lines = charts(&dom, "chart line");
     assert!(!lines.is_empty());
     for c in &lines {
-        assert_eq!(c.matches("class=\"errbar\"").count(), 3, "{c}");
+        assert_eq!(c.matches("data-lo=").count(), 3, "{c}");
         assert!(c.contains("error bars: min..max over the repetitions"));
     }
-    // Axis units come from the data: no "KB/s" axis reading in the millions.
-    for c in charts(&dom, "chart") {
-        for (full, shown) in labels(c) {
-            // Lines break at spaces, which are not drawn.
-            assert_eq!(
-                full.replace(' ', ""),
-                shown.replace(' ', ""),
-                "a label was cut"
-            );
-        }
-    }
+    // The latency histogram of the three points, one line each.
+    let h = charts(&dom, "chart histogram");
+    assert_eq!(h.len(), 1);
+    check_charts(&h);
+    assert_eq!(series_names(h[0]).len(), 3);
 }
 
 #[test]
@@ -414,22 +441,76 @@ fn a_baseline_report_keeps_labels_whole_and_the_axis_above_minus_100() {
     let norm = charts(&dom, "chart normalised");
     assert!(!norm.is_empty(), "no normalised chart");
     for c in &norm {
-        for t in c.split("class=\"ntick\"").skip(1) {
-            let v = t.split("data-v=\"").nth(1).unwrap();
-            let v: f64 = v[..v.find('"').unwrap()].parse().unwrap();
-            assert!(v >= -100.0, "a tick at {v}%");
+        for t in texts(c) {
+            if let Some(v) = t.strip_suffix(" %").and_then(|v| v.parse::<f64>().ok()) {
+                assert!(v >= -100.0, "a tick at {v}%");
+            }
         }
     }
+    // Category labels (bars and normalised rows) are drawn whole.
+    let categorical = [charts(&dom, "chart bars"), norm.clone()].concat();
+    for c in categorical {
+        assert_labels_whole(c);
+    }
     for c in charts(&dom, "chart") {
-        for (full, shown) in labels(c) {
-            // Lines break at spaces, which are not drawn.
-            assert_eq!(
-                full.replace(' ', ""),
-                shown.replace(' ', ""),
-                "a label was cut"
-            );
-        }
         assert!(!c.contains('…'), "a label was cut: {c}");
     }
     assert!(dom.contains("<p class=\"fixed\">"), "no fixed parameters");
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_chromium, has_uring)),
+    ignore = "SKIPPED: needs chromium and io_uring"
+)]
+fn one_run_gets_its_time_series_and_histogram_and_a_qd_threads_sweep_its_heatmap() {
+    let sb = Sandbox::new();
+    sb.cmd(&words(
+        "run --rw randread --bs 4k --size 4m --time 0.6s --status-interval 100ms --output run.json f",
+    ))
+    .assert()
+    .success();
+    sb.cmd(&words("report run.json --format html --output r.html"))
+        .assert()
+        .success();
+    let dom = dom_in_chromium(&sb.file("r.html"));
+    // One point: no chart of a metric against an axis (the table says it).
+    assert!(
+        charts(&dom, "chart line\"").is_empty(),
+        "a one-point line chart"
+    );
+    assert!(
+        charts(&dom, "chart bars").is_empty(),
+        "a one-point bar chart"
+    );
+    // IOPS and latency over time on two y axes, every interval a point.
+    let dual = charts(&dom, "chart line timeseries dual");
+    assert_eq!(dual.len(), 1);
+    check_charts(&dual);
+    assert!(dual[0].contains(">p99 latency (right axis)</text>"));
+    assert!(dual[0].contains(">operations per second</text>"));
+    assert!(dual[0].contains(">latency, µs</text>"));
+    // The latency histogram of the one point: bars whose shares add up to all I/Os.
+    let h = charts(&dom, "chart histogram");
+    assert_eq!(h.len(), 1);
+    let shares: f64 = h[0]
+        .split("<rect class=\"bar\"")
+        .skip(1)
+        .map(|b| {
+            let v = &b[b.find("data-v=\"").unwrap() + 8..];
+            v[..v.find('"').unwrap()].parse::<f64>().unwrap()
+        })
+        .sum();
+    assert!((shares - 100.0).abs() < 0.01, "shares add up to {shares} %");
+
+    sb.cmd(&words(
+        "sweep --rw randread --bs 4k --engine uring --qd 1,8 --threads 1,2 --size 4m --time 0.2s --output g f",
+    ))
+    .assert()
+    .success();
+    let dom = dom_in_chromium(&sb.file("g/report.html"));
+    let hm = charts(&dom, "chart heatmap");
+    assert_eq!(hm.len(), 1, "one queue depth x threads heatmap");
+    assert_eq!(hm[0].matches("class=\"cell\"").count(), 4);
+    assert!(hm[0].contains(">queue depth</text>") && hm[0].contains(">threads</text>"));
 }

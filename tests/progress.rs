@@ -289,7 +289,16 @@ fn the_html_report_charts_a_stored_time_series() {
             "{title}"
         );
     }
-    assert!(html.matches("<svg class=\"chart line timeseries\"").count() >= 3);
+    // IOPS and latency on two y axes, and bandwidth.
+    assert_eq!(
+        html.matches("<svg class=\"chart line timeseries dual\"")
+            .count(),
+        1
+    );
+    assert_eq!(
+        html.matches("<svg class=\"chart line timeseries\"").count(),
+        1
+    );
 }
 
 /// On a real terminal (a pty from util-linux `script`, part of every Debian system) the

@@ -43,16 +43,25 @@ fn check_in_chromium(html: &Path, min_charts: usize) {
     );
     for c in &charts {
         let body = &c[..c.find("</svg>").expect("closed svg")];
-        let points = body.matches("class=\"pt\"").count() + body.matches("class=\"bar\"").count();
+        let points = ["pt", "bar", "cell"]
+            .iter()
+            .map(|c| body.matches(&format!("class=\"{c}\"")).count())
+            .sum::<usize>();
         assert!(
             points > 0,
             "a chart without data points: {}",
             &body[..body.len().min(300)]
         );
-        assert!(
-            body.contains("legend-item") || body.contains("normalised"),
-            "chart without legend"
-        );
+        // The legend names each series of the chart's data points.
+        for name in body.split("data-series=\"").skip(1) {
+            let name = &name[..name.find('"').unwrap()];
+            assert!(
+                body.contains(&format!(">{name}</text>"))
+                    || body.contains(&format!(">{name} ("))
+                    || body.contains("class=\"cell\""),
+                "{name} is not in the legend"
+            );
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! change them, and with `--measure` the charts of the measurements each recommendation rests
 //! on: throughput by I/O size buffered vs direct, for reads and for writes, and by streams.
 
-use super::svg::{self, esc, ChartData, Series};
+use super::chart::{self, esc, ChartData, Series};
 use crate::advise::checks::{Check, Status};
 use crate::advise::derive::{Tunable, Tunables};
 use crate::advise::measure::{self, Dir, Measurement};
@@ -406,7 +406,7 @@ fn measurement(out: &mut String, a: &Advice) {
     let mut findings = Vec::new();
     for dir in [Dir::Read, Dir::Write] {
         if let Some(c) = size_chart(m, dir) {
-            out.push_str(&svg::line_chart(&c));
+            out.push_str(&chart::line_chart(&c, None));
         }
         let direct = measure::size_curve(&m.points, dir, true);
         let buffered = measure::size_curve(&m.points, dir, false);
@@ -429,7 +429,7 @@ fn measurement(out: &mut String, a: &Advice) {
         }
     }
     if let Some(c) = streams_chart(m) {
-        out.push_str(&svg::line_chart(&c));
+        out.push_str(&chart::line_chart(&c, None));
         for dir in [Dir::Read, Dir::Write] {
             let curve = measure::stream_curve(&m.points, dir);
             if curve.len() > 1 {

@@ -4,7 +4,7 @@
 //! statistics sections come from [`super::advise_html`] and [`super::iostat_html`]. And the
 //! page of `fsbench advise --format html` around its section.
 
-use super::svg::{self, esc, ChartData, ErrorBars, Series};
+use super::chart::{self, esc, ChartData, ErrorBars, Series};
 use super::table::{format_cell, Shaped};
 use crate::sweep::axis;
 use crate::sweep::record::Record;
@@ -86,7 +86,8 @@ pub(crate) fn chart_data_with_errors(
                 .map(|(a, v)| {
                     if a == "target" {
                         super::study_charts::short_target(&t.targets, v)
-                    } else if t.col_axes.contains(a) {
+                    } else if t.col_axes.contains(a) && numeric(a, v).is_none() {
+                        // A word ("direct") names itself; a bare number needs its axis.
                         v.clone()
                     } else {
                         format!("{} {v}", axis::label(a))
@@ -367,7 +368,7 @@ fn baseline_summary(s: &mut String, tables: &[Shaped], b: &str) {
         s.push_str(
             "<h2 id=\"summary\">Summary normalised to the baseline</h2><div class=\"charts\">",
         );
-        s.push_str(&svg::normalised_chart(
+        s.push_str(&chart::normalised_chart(
             &format!("Summary ({} = 0)", b),
             b,
             &rows,
@@ -391,17 +392,13 @@ fn study_section(s: &mut String, t: &Shaped, records: &[Record], baseline: Optio
     s.push_str("<div class=\"charts\">");
     for mi in 0..t.metrics.len().min(3) {
         if let Some((c, errors)) = chart_data_with_errors(t, mi) {
-            if c.x_values.is_some() {
-                s.push_str(&svg::line_chart_with(&c, errors.as_ref()));
-            } else {
-                s.push_str(&svg::bar_chart_with(&c, errors.as_ref()));
-            }
+            s.push_str(&chart::metric_chart(&c, errors.as_ref()));
         }
     }
     s.push_str(&super::study_charts::study_extras(t, records));
     if let Some(b) = baseline {
         if let Some((rows, series)) = normalised(t, b) {
-            s.push_str(&svg::normalised_chart(
+            s.push_str(&chart::normalised_chart(
                 &format!("{}: {} normalised ({b} = 0)", t.title, t.metrics[0].label),
                 b,
                 &rows,
@@ -547,7 +544,7 @@ mod tests {
         // 3 personalities x 2 targets per bar chart, plus 3 normalised bars and 1 summary bar.
         assert_eq!(html.matches("class=\"bar\"").count(), 2 * 6 + 3 + 1);
         assert!(
-            html.contains(">zfs</tspan>") && html.contains(">vxfs</tspan>"),
+            html.contains(">zfs</text>") && html.contains(">vxfs</text>"),
             "short legend names"
         );
     }

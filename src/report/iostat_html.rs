@@ -3,7 +3,7 @@
 //! queue length, as `sar -d` reports them), with the averages over the timed run, and the
 //! extents of the files a run wrote.
 
-use super::svg::{self, esc, XyChart, XySeries};
+use super::chart::{self, esc, XyChart, XySeries};
 use crate::probe::diskstats::{self, DeviceSample, IostatSeries};
 use crate::result::RunResult;
 use crate::sweep::record::Record;
@@ -243,7 +243,7 @@ pub(crate) fn result_block(
                 continue;
             }
             for c in device_charts(s, n) {
-                out.push_str(&svg::xy_chart(&c));
+                out.push_str(&chart::xy_chart(&c));
             }
         }
         out.push_str("</div>");

@@ -11,6 +11,7 @@
 
 pub(crate) mod advise_html;
 pub(crate) mod advise_text;
+pub(crate) mod chart;
 pub(crate) mod compare;
 pub(crate) mod csv;
 pub(crate) mod document;
@@ -28,9 +29,6 @@ pub(crate) mod quick;
 pub(crate) mod ranks;
 pub(crate) mod study_charts;
 pub(crate) mod suites;
-pub(crate) mod svg;
-pub(crate) mod svg_normalised;
-pub(crate) mod svg_plot;
 pub(crate) mod table;
 pub(crate) mod text;
 pub(crate) mod text_table;

@@ -1,19 +1,15 @@
 //! What the HTML report draws of a study beyond its metric charts: the fixed parameters of
-//! the study (what every point shares), the latency percentile chart of each point from its
-//! stored histogram, and the latency-vs-throughput chart of a sweep over queue depth or a rate limit.
+//! the study (what every point shares), the latency percentiles and latency histogram of its
+//! points from their stored histograms, the latency-vs-throughput chart of a sweep over queue
+//! depth or a rate limit, and the queue depth x threads heatmap of a sweep over both.
 //! Repetitions of a point are merged (histograms added, figures averaged).
 
-use super::svg::esc;
-use super::svg_plot::{self, nines, Plot, PlotSeries, Quantity, PERCENTILES};
+use super::chart::{self, esc, nines, Plot, PlotSeries, Scale, PERCENTILES};
 use super::table::Shaped;
 use crate::result::RunResult;
 use crate::stats::LatencyHist;
 use crate::sweep::axis;
 use crate::sweep::record::Record;
-use std::fmt::Write;
-
-/// Lines per percentile chart; more points make more charts.
-const LINES_PER_CHART: usize = 8;
 
 /// The measured records of a study.
 fn study_runs<'a>(t: &Shaped, records: &'a [Record]) -> Vec<(&'a Record, &'a RunResult)> {
@@ -166,8 +162,9 @@ fn merged_hist(runs: &[&RunResult]) -> Option<LatencyHist> {
     (!h.is_empty()).then_some(h)
 }
 
-/// Percentile charts of a study: one line per point, latency (log) against the nines.
-pub(crate) fn percentile_charts(t: &Shaped, records: &[Record]) -> Vec<String> {
+/// The percentile chart of a study: one line per point on one latency scale (log), against
+/// the nines p50 .. p99.99, every point its own colour.
+pub(crate) fn percentile_chart(t: &Shaped, records: &[Record]) -> Option<String> {
     let lines: Vec<(String, Vec<(f64, f64)>)> = points(t, records)
         .into_iter()
         .filter_map(|(name, _, runs)| {
@@ -182,49 +179,136 @@ pub(crate) fn percentile_charts(t: &Shaped, records: &[Record]) -> Vec<String> {
         })
         .collect();
     if lines.is_empty() {
+        return None;
+    }
+    let series = lines
+        .into_iter()
+        .enumerate()
+        .map(|(k, (name, pts))| PlotSeries {
+            name,
+            points: pts.into_iter().map(|(x, y)| (x, y, None)).collect(),
+            color: k,
+            dashed: false,
+        })
+        .collect();
+    Some(chart::plot(
+        &Plot {
+            kind: "percentiles",
+            title: format!("{}: latency percentiles", t.title),
+            x_label: "percentile".into(),
+            y_label: "latency".into(),
+            series,
+            note: Some(
+                "from each point's latency histogram (repetitions merged); x: p50 .. p99.99 on a log scale of nines".into(),
+            ),
+        },
+        Scale::Nines,
+        Scale::LogLatency,
+    ))
+}
+
+/// Most points a latency histogram overlays; a study of more has its percentile chart.
+const HISTOGRAM_POINTS: usize = 8;
+
+/// The latency histogram of a study: the share of I/Os per latency bin, per point (studies of
+/// up to [`HISTOGRAM_POINTS`] points: more overlaid distributions hide each other).
+pub(crate) fn histogram_chart(t: &Shaped, records: &[Record]) -> Option<String> {
+    let series: Vec<(String, Vec<[u64; 2]>)> = points(t, records)
+        .into_iter()
+        .filter_map(|(name, _, runs)| Some((name, merged_hist(&runs)?.to_buckets())))
+        .collect();
+    if series.is_empty() || series.len() > HISTOGRAM_POINTS {
+        return None;
+    }
+    Some(chart::latency_histogram(
+        &format!("{}: latency histogram", t.title),
+        &series,
+    ))
+}
+
+/// The queue depth x threads heatmaps of a study that sweeps both: the first metric of its
+/// table over the grid, one heatmap per combination of its other axes (and target).
+pub(crate) fn qd_threads_heatmaps(t: &Shaped, records: &[Record]) -> Vec<String> {
+    let Some(metric) = t.metrics.first() else {
+        return Vec::new();
+    };
+    // (rest of the point, qd, threads, mean of the metric over the repetitions)
+    type Cell = (String, String, String, f64);
+    let mut cells: Vec<Cell> = Vec::new();
+    for (_, rec, runs) in points(t, records) {
+        let m = rec.meta();
+        let (Some(qd), Some(threads)) = (m.value("qd"), m.value("threads")) else {
+            continue;
+        };
+        let vals: Vec<f64> = runs.iter().filter_map(|r| (metric.get)(r)).collect();
+        if vals.is_empty() {
+            continue;
+        }
+        let mut rest: Vec<String> = m
+            .point
+            .iter()
+            .filter(|(n, _)| n != "qd" && n != "threads")
+            .map(|(n, v)| format!("{} {v}", axis::label(n)))
+            .collect();
+        if t.targets.len() > 1 {
+            if let Some(tg) = &m.target {
+                rest.push(short_target(&t.targets, tg));
+            }
+        }
+        let mean = vals.iter().sum::<f64>() / vals.len() as f64;
+        cells.push((rest.join(", "), qd.to_string(), threads.to_string(), mean));
+    }
+    let distinct = |f: &dyn Fn(&Cell) -> &String| {
+        let mut v: Vec<String> = Vec::new();
+        for c in &cells {
+            if !v.contains(f(c)) {
+                v.push(f(c).clone());
+            }
+        }
+        v
+    };
+    let by_number = |mut v: Vec<String>| {
+        v.sort_by_key(|x| x.parse::<u64>().unwrap_or(u64::MAX));
+        v
+    };
+    let qds = by_number(distinct(&|c| &c.1));
+    let threads = by_number(distinct(&|c| &c.2));
+    if qds.len() < 2 || threads.len() < 2 {
         return Vec::new();
     }
-    let max = lines
+    distinct(&|c| &c.0)
         .iter()
-        .flat_map(|l| l.1.iter().map(|p| p.1))
-        .fold(0.0, f64::max);
-    let (div, unit) = Quantity::Time { base: 1e-9 }.scale(max);
-    let chunks: Vec<&[(String, Vec<(f64, f64)>)]> = lines.chunks(LINES_PER_CHART).collect();
-    let n = chunks.len();
-    chunks
-        .iter()
-        .enumerate()
-        .map(|(i, chunk)| {
-            svg_plot::plot(&Plot {
-                kind: "percentiles",
-                title: format!(
-                    "{}: latency percentiles{}",
-                    t.title,
-                    if n > 1 {
-                        format!(" ({} of {n})", i + 1)
-                    } else {
-                        String::new()
-                    }
-                ),
-                x_label: "percentile".into(),
-                y_label: format!("latency, {unit}"),
-                x_log: false,
-                y_log: true,
-                x_ticks: Some(svg_plot::nines_ticks()),
-                series: chunk
-                    .iter()
-                    .enumerate()
-                    .map(|(k, (name, pts))| PlotSeries {
-                        name: name.clone(),
-                        points: pts.iter().map(|(x, y)| (*x, y / div, None)).collect(),
-                        color: k,
-                        dashed: false,
-                    })
-                    .collect(),
-                note: Some(
-                    "from each point's latency histogram (repetitions merged); x: p50 .. p99.99 on a log scale of nines".into(),
-                ),
-            })
+        .map(|rest| {
+            let values: Vec<Vec<Option<f64>>> = threads
+                .iter()
+                .map(|th| {
+                    qds.iter()
+                        .map(|q| {
+                            cells
+                                .iter()
+                                .find(|c| c.0 == *rest && c.1 == *q && c.2 == *th)
+                                .map(|c| c.3)
+                        })
+                        .collect()
+                })
+                .collect();
+            let title = if rest.is_empty() {
+                format!("{}: {} by queue depth and threads", t.title, metric.label)
+            } else {
+                format!(
+                    "{}: {} by queue depth and threads ({rest})",
+                    t.title, metric.label
+                )
+            };
+            chart::heatmap(
+                &title,
+                &axis::label("qd"),
+                &axis::label("threads"),
+                &qds,
+                &threads,
+                &values,
+                metric.label,
+            )
         })
         .collect()
 }
@@ -239,7 +323,7 @@ const LOAD_AXES: [(&str, &str, &str); 3] = [
 
 /// The latency-vs-throughput chart of a study with a queue-depth or rate-limit axis: per
 /// combination of the other axes, throughput (x) against mean and p99 latency (y), points
-/// labelled with their queue depth or rate.
+/// labelled with their queue depth or rate where the label has room.
 pub(crate) fn latency_throughput_chart(t: &Shaped, records: &[Record]) -> Option<String> {
     let &(axis_name, point_label, point_is) = LOAD_AXES
         .iter()
@@ -274,10 +358,6 @@ pub(crate) fn latency_throughput_chart(t: &Shaped, records: &[Record]) -> Option
     if pts.len() < 2 {
         return None;
     }
-    let max_x = pts.iter().map(|p| p.2).fold(0.0, f64::max);
-    let max_y = pts.iter().map(|p| p.4.max(p.3)).fold(0.0, f64::max);
-    let (xdiv, xunit) = Quantity::Rate { base: 1.0 }.scale(max_x);
-    let (ydiv, yunit) = Quantity::Time { base: 1e-9 }.scale(max_y);
     let mut names: Vec<String> = Vec::new();
     for p in &pts {
         if !names.contains(&p.0) {
@@ -297,36 +377,31 @@ pub(crate) fn latency_throughput_chart(t: &Shaped, records: &[Record]) -> Option
         };
         series.push(PlotSeries {
             name: label("mean"),
-            points: mine
-                .iter()
-                .map(|p| (p.2 / xdiv, p.3 / ydiv, Some(p.1.clone())))
-                .collect(),
+            points: mine.iter().map(|p| (p.2, p.3, Some(p.1.clone()))).collect(),
             color: k,
             dashed: false,
         });
         series.push(PlotSeries {
             name: label("p99"),
-            points: mine
-                .iter()
-                .map(|p| (p.2 / xdiv, p.4 / ydiv, Some(p.1.clone())))
-                .collect(),
+            points: mine.iter().map(|p| (p.2, p.4, Some(p.1.clone()))).collect(),
             color: k,
             dashed: true,
         });
     }
-    Some(svg_plot::plot(&Plot {
-        kind: "latency-throughput",
-        title: format!("{}: latency against throughput", t.title),
-        x_label: format!("throughput, {xunit}"),
-        y_label: format!("latency, {yunit}"),
-        x_log: false,
-        y_log: false,
-        x_ticks: None,
-        series,
-        note: Some(format!(
-            "each point is {point_is} (labelled); solid: mean latency, dashed: p99"
-        )),
-    }))
+    Some(chart::plot(
+        &Plot {
+            kind: "latency-throughput",
+            title: format!("{}: latency against throughput", t.title),
+            x_label: "throughput".into(),
+            y_label: "latency".into(),
+            series,
+            note: Some(format!(
+                "each point is {point_is} (labelled); solid: mean latency, dashed: p99"
+            )),
+        },
+        Scale::Rate,
+        Scale::Latency,
+    ))
 }
 
 /// Everything of this module for one study's section.
@@ -335,8 +410,14 @@ pub(crate) fn study_extras(t: &Shaped, records: &[Record]) -> String {
     if let Some(c) = latency_throughput_chart(t, records) {
         s.push_str(&c);
     }
-    for c in percentile_charts(t, records) {
-        let _ = write!(s, "{c}");
+    for c in qd_threads_heatmaps(t, records) {
+        s.push_str(&c);
+    }
+    if let Some(c) = percentile_chart(t, records) {
+        s.push_str(&c);
+    }
+    if let Some(c) = histogram_chart(t, records) {
+        s.push_str(&c);
     }
     s
 }

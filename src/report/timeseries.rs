@@ -1,7 +1,8 @@
-//! The `--status-interval` time series of Results in the HTML report: IOPS, bandwidth and
-//! latency (p50, p99) over the run, one point per interval, per Result that has them.
+//! The `--status-interval` time series of Results in the HTML report: IOPS and latency (p50,
+//! p99) on two y axes over the run, and bandwidth, one point per interval, per Result that has
+//! them.
 
-use super::svg::{self, esc, XyChart, XySeries};
+use super::chart::{self, esc, XyChart, XySeries};
 use crate::result::RunResult;
 use crate::runner::live::IntervalReport;
 use crate::sweep::record::Record;
@@ -9,8 +10,9 @@ use crate::sweep::record::Record;
 /// Anchor of the section in the report.
 pub(crate) const ANCHOR: &str = "time-series";
 
-/// The three charts of one Result's time series (x: seconds from the run's start).
-pub(crate) fn charts(r: &RunResult, label: &str) -> Vec<XyChart> {
+/// The charts of one Result's time series (x: seconds from the run's start): IOPS with
+/// latency on a second axis, then bandwidth.
+pub(crate) fn charts(r: &RunResult, label: &str) -> Vec<String> {
     let ts = &r.timeseries;
     let line = |name: &str, f: fn(&IntervalReport) -> f64| XySeries {
         name: name.to_string(),
@@ -27,32 +29,34 @@ pub(crate) fn charts(r: &RunResult, label: &str) -> Vec<XyChart> {
         markers: Vec::new(),
         series,
     };
+    let iops = chart(
+        "IOPS and latency",
+        "operations per second",
+        vec![
+            line("total IOPS", |i| i.iops),
+            line("read IOPS", |i| i.read_iops),
+            line("write IOPS", |i| i.write_iops),
+        ],
+    );
+    let latency = chart(
+        "latency",
+        "latency, µs",
+        vec![
+            line("p50 latency", |i| i.lat_ns.p50 as f64 / 1e3),
+            line("p99 latency", |i| i.lat_ns.p99 as f64 / 1e3),
+        ],
+    );
+    let bandwidth = chart(
+        "bandwidth",
+        "MiB/s",
+        vec![
+            line("read MiB/s", |i| i.read_bytes_per_sec / 1048576.0),
+            line("write MiB/s", |i| i.write_bytes_per_sec / 1048576.0),
+        ],
+    );
     vec![
-        chart(
-            "IOPS",
-            "operations per second",
-            vec![
-                line("total", |i| i.iops),
-                line("read", |i| i.read_iops),
-                line("write", |i| i.write_iops),
-            ],
-        ),
-        chart(
-            "bandwidth",
-            "MiB/s",
-            vec![
-                line("read MiB/s", |i| i.read_bytes_per_sec / 1048576.0),
-                line("write MiB/s", |i| i.write_bytes_per_sec / 1048576.0),
-            ],
-        ),
-        chart(
-            "latency",
-            "microseconds",
-            vec![
-                line("p50", |i| i.lat_ns.p50 as f64 / 1e3),
-                line("p99", |i| i.lat_ns.p99 as f64 / 1e3),
-            ],
-        ),
+        chart::dual_axis_chart(&iops, Some(&latency)),
+        chart::xy_chart(&bandwidth),
     ]
 }
 
@@ -78,7 +82,7 @@ pub(crate) fn section(records: &[Record]) -> Option<String> {
             r.timeseries.len()
         ));
         for c in charts(r, &r.name) {
-            out.push_str(&svg::xy_chart(&c));
+            out.push_str(&c);
         }
         out.push_str("</details>");
     }
@@ -91,7 +95,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_result_with_a_series_gets_three_charts_of_every_interval() {
+    fn a_result_with_a_series_gets_iops_and_latency_on_two_axes_and_bandwidth() {
         let rec = crate::report::table::tests::fake("s", &[("bs", "4k")], 1.0, 1.0, None);
         let mut r = rec.result().unwrap().clone();
         r.timeseries = (1..=4)
@@ -105,14 +109,14 @@ mod tests {
             })
             .collect();
         let charts = charts(&r, "run");
-        assert_eq!(charts.len(), 3);
-        assert_eq!(charts[0].series[0].points[3], (1.0, 4000.0));
-        let svg: String = charts.iter().map(svg::xy_chart).collect();
-        assert_eq!(
-            svg.matches("<svg class=\"chart line timeseries\"").count(),
-            3
-        );
-        // IOPS 3 lines, bandwidth 2, latency 2: 7 lines of 4 points.
+        assert_eq!(charts.len(), 2);
+        assert!(charts[0].starts_with("<svg class=\"chart line timeseries dual\""));
+        assert!(charts[0].contains(r#"data-series="total IOPS" data-v="4000""#));
+        assert!(charts[0].contains(">p99 latency (right axis)</text>"));
+        assert!(charts[0].contains(">latency, µs</text>"), "the right axis");
+        assert!(charts[1].starts_with("<svg class=\"chart line timeseries\""));
+        let svg: String = charts.concat();
+        // IOPS 3 lines and latency 2, bandwidth 2: 7 lines of 4 points.
         assert_eq!(svg.matches("class=\"pt\"").count(), 7 * 4);
     }
 }
