@@ -21,12 +21,19 @@ pub(crate) struct JobFlags {
     /// Seed for random offsets
     #[arg(long, value_name = "N", help_heading = WHAT)]
     pub seed: Option<u64>,
-    /// Which blocks random I/O favours: uniform, zipf:THETA, pareto:H, normal:SIGMA%, zoned
+    /// Warm up this long first (2s), left out of the Result; --time counts after it
+    ///
+    /// The warm-up's I/O runs like the rest (fio's ramp_time); the counters, histograms,
+    /// system calls, CPU time and intervals start when it ends, and the Result says so.
+    #[arg(long, value_name = "DUR", help_heading = WHAT)]
+    pub ramp: Option<String>,
+    /// Which blocks random I/O favours: uniform, zipf:T, pareto:H, normal:S%, zoned
     /// [default: uniform]
     ///
-    /// pareto:H puts H of the I/Os on the hottest 1-H of the blocks; normal:SIGMA% centres
-    /// them on the middle of the file; zoned:P/R:P/R... puts P % of the I/Os in the next
-    /// R % of the file.
+    /// zipf:T draws the block of popularity rank k with weight 1/k^T; pareto:H puts H of the
+    /// I/Os on the hottest 1-H of the blocks; normal:S% centres them on the middle of the
+    /// file with a standard deviation of S % of it; zoned:P/R:P/R... puts P % of the I/Os in
+    /// the next R % of the file.
     #[arg(long, value_name = "SPEC", help_heading = WHAT)]
     pub distribution: Option<String>,
     /// Random I/O touches every block exactly once per pass (per thread) [default: off]
@@ -119,6 +126,7 @@ impl JobFlags {
         let valued = [
             ("nrep", n(self.nrep.map(u64::from))),
             ("seed", n(self.seed)),
+            ("ramp", self.ramp.clone()),
             ("distribution", self.distribution.clone()),
             ("buffer_pattern", self.buffer_pattern.clone()),
             ("buffer_compress", self.buffer_compress.clone()),
@@ -194,6 +202,7 @@ impl JobFlags {
             remove: true,
             no_invalidate: true,
             verify: true,
+            ramp: Some(String::new()),
             distribution: Some(String::new()),
             random_map: true,
             buffer_pattern: Some(String::new()),
@@ -214,7 +223,7 @@ mod tests {
     #[test]
     fn every_flag_names_a_table_parameter() {
         let names = JobFlags::names();
-        assert_eq!(names.len(), 29);
+        assert_eq!(names.len(), 30);
         for n in names {
             let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
             assert!(p.flag.is_some(), "{n} has no run flag in the table");

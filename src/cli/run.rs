@@ -35,12 +35,6 @@ pub(crate) struct RunArgs {
     /// Stop after this long (10s, 2m) [default: no time limit]
     #[arg(long, value_name = "DUR", help_heading = WHAT)]
     pub time: Option<String>,
-    /// Warm up this long first (2s), left out of the Result; --time counts after it
-    ///
-    /// The warm-up's I/O runs like the rest (fio's ramp_time); the counters, histograms,
-    /// system calls, CPU time and intervals start when it ends, and the Result says so.
-    #[arg(long, value_name = "DUR", help_heading = WHAT)]
-    pub ramp: Option<String>,
     /// Threads per target [default: 1]
     #[arg(long, value_name = "N", help_heading = WHAT)]
     pub threads: Option<u32>,
@@ -129,7 +123,6 @@ fn valued_flags(a: &RunArgs) -> Vec<(&'static str, Option<String>)> {
         ("size", s(&a.size)),
         ("count", s(&a.count)),
         ("time", s(&a.time)),
-        ("ramp", s(&a.ramp)),
         ("threads", n(a.threads.map(u64::from))),
         ("rwmix", n(a.rwmix_read.map(u64::from))),
         ("cache", s(&a.cache)),
@@ -240,7 +233,7 @@ mod tests {
             format!("[default: {}]", j.threads),
             format!("randrw [default: {}]", j.read_pct),
             format!("raw [default: {}]", j.cache.name()),
-            format!("per I/O) [default: {}]", j.engine.name()),
+            format!("uring, null [default: {}]", j.engine.name()),
             format!("(uring, null) [default: {}]", j.queue_depth),
             format!("N times [default: {}]", j.repeats),
         ] {

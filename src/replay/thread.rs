@@ -261,7 +261,7 @@ pub(super) fn replay_thread(
     let how = Drive {
         gate: &wait,
         stop: &stop,
-        deadline: shared.deadline(),
+        deadline: shared.time, // the runner adds the warm-up
         ramp: shared.ramp,
         pacing: StepPacing::default(),
         interval_ns: shared.interval_ns,
@@ -828,7 +828,7 @@ mod tests {
         let how = Drive {
             gate: &|| {},
             stop,
-            deadline: shared.deadline(),
+            deadline: shared.time,
             ramp: shared.ramp,
             pacing: StepPacing::default(),
             interval_ns: shared.interval_ns,
