@@ -169,6 +169,59 @@ fn fmt_value(v: f64) -> String {
     }
 }
 
+/// What a check says in a few words, and what to do about it naming options `run` (and
+/// `sweep`, `suite`) accept: the legend under a table of many points, where each point's own
+/// message would repeat.
+pub(crate) fn legend(check: &str) -> (&'static str, &'static str) {
+    match check {
+        "too_short" => (
+            "too short to trust (under 1 s or under 100 I/Os)",
+            "run longer with --time or a larger --size",
+        ),
+        "page_cache" => (
+            "buffered reads served by the page cache (the figure is the cache's, not the storage's)",
+            "use --cache direct, --drop-cache, or a --size larger than memory",
+        ),
+        "sparse_reads" => (
+            "reads of a sparse file: its holes read as zeros without device I/O",
+            "lay the file out first with a --rw write run and --keep",
+        ),
+        "host_bound" => (
+            "fsbench's CPU was the limit, not the storage",
+            "use a larger --bs or an --engine with less CPU per I/O",
+        ),
+        "cpu_binding" => (
+            "more worker threads than the CPUs the process could run on",
+            "use fewer --threads, or free the CPU affinity (mpirun --bind-to none)",
+        ),
+        "device_idle" => (
+            "the devices were mostly idle (the limit was on the host's side)",
+            "raise --qd or --threads, or remove --rate-iops / --rate-bytes",
+        ),
+        "queue_depth" => (
+            "the queue depth asked for was seldom reached",
+            "check --engine and --rate-iops, or run longer with --time",
+        ),
+        "dirty_at_stop" => (
+            "buffered writes may have been in memory when the clock stopped",
+            "add --fsync or run longer with --time",
+        ),
+        "direct_fallback" => (
+            "misaligned direct I/Os went through the page cache",
+            "use a --bs that is a multiple of the device's logical block size",
+        ),
+        "discovered_never_direct" => (
+            "discovered direct I/O never went direct (every I/O at or below the threshold)",
+            "use --cache direct or a larger --bs",
+        ),
+        "spread" => (
+            "repetitions disagree by more than 10 % ((max - min) / mean), not a steady state",
+            "run longer with --time, or look at each repetition",
+        ),
+        _ => ("", ""),
+    }
+}
+
 /// Every check, in the order they are printed.
 pub(crate) fn explain(r: &RunFacts) -> Vec<Explanation> {
     let mut out = Vec::new();
