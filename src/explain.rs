@@ -228,7 +228,6 @@ pub(crate) fn explain(r: &RunFacts) -> Vec<Explanation> {
     if r.total.ops == 0 {
         return out;
     }
-    too_short(r, &mut out);
     let facts = cache_facts(r);
     if let Some(f) = &facts {
         page_cache(r, f, &mut out);
@@ -243,6 +242,8 @@ pub(crate) fn explain(r: &RunFacts) -> Vec<Explanation> {
     queue_depth(r, &mut out);
     dirty_at_stop(r, facts.as_ref().and_then(|f| f.dirty_expire_s), &mut out);
     direct(r, &mut out);
+    // Last: it qualifies every figure, the others name a cause.
+    too_short(r, &mut out);
     out
 }
 
