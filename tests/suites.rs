@@ -104,7 +104,9 @@ fn whitepaper_suite_at_tiny_scale_and_report_in_chromium() {
         assert!(stdout.contains(title), "missing table {title}");
     }
     assert!(
-        stdout.contains("block size  buffered KiB/s  discovered KiB/s  direct KiB/s  raw KiB/s"),
+        stdout.contains(
+            "buffered throughput  discovered throughput  direct throughput  raw throughput"
+        ),
         "{stdout}"
     );
     let recs = records(&sb.file("wp"));

@@ -789,8 +789,14 @@ pub(crate) fn render_text_width(t: &Shaped, width: Option<usize>) -> String {
     }
     let mut out = format!("{}\n", t.title);
     out += &table.render(width);
+    // The notes are prose: cut at spaces to the width, continued under their first word's
+    // end (a legend line's text stands clear of its marker).
     for n in &t.notes {
-        out += &format!("  {n}\n");
+        let mut words = n.split(' ');
+        let first = format!("  {}", words.next().unwrap_or(""));
+        let rest: Vec<String> = words.map(str::to_string).collect();
+        out += &super::width::wrap_items(&first, &rest, width);
+        out.push('\n');
     }
     out
 }
