@@ -246,8 +246,10 @@ fn backup_suite_archives_restores_and_verifies() {
         stdout.contains("One large and two small files archived in ustar format"),
         "{stdout}"
     );
+    // The phases are too short to trust at this scale: the markers column is there.
+    assert!(stdout.contains("phase    cache     notes  "), "{stdout}");
     assert!(
-        stdout.contains("phase    cache     elapsed s  user s  sys s  read calls  write calls  read+write calls/s"),
+        stdout.contains("elapsed s  user s  sys s  read calls  write calls  read+write calls/s"),
         "{stdout}"
     );
     assert!(
