@@ -405,7 +405,7 @@ fn sparse_reads(r: &RunFacts, f: &CacheFacts, out: &mut Vec<Explanation>) {
             out.push(finding(
                 "sparse_reads",
                 format!(
-                    "{path} is sparse ({} of {} allocated): reads of its holes return zeros without device I/O",
+                    "{path} is sparse ({} of {} allocated): reads of its holes return zeros without device I/O; lay it out first with a --rw write run and --keep, or read a written file",
                     mib(alloc),
                     mib(size)
                 ),
@@ -435,7 +435,7 @@ fn host_bound(r: &RunFacts, out: &mut Vec<Explanation>) {
         out.push(finding(
             "host_bound",
             format!(
-                "fsbench's {threads} thread(s) were on CPU {busy:.2} s per second (of {can_use:.0} they could use): the limit was the host's CPU, not the storage"
+                "fsbench's {threads} thread(s) were on CPU {busy:.2} s per second (of {can_use:.0} they could use): the limit was the host's CPU, not the storage; a larger --bs or an --engine with less CPU per I/O moves more per CPU second"
             ),
             json!({"cpu_s": t.cpu_s, "elapsed_s": t.elapsed_s, "threads": threads, "cpus": cpus}),
         ));
@@ -457,7 +457,7 @@ fn cpu_binding(r: &RunFacts, out: &mut Vec<Explanation>) {
     out.push(finding(
         "cpu_binding",
         format!(
-            "{who} could run on only {} of the host's {online} CPUs (its CPU affinity: mpirun binds ranks to cores by default, or taskset, or a cgroup) but ran {per_set} worker threads, which took turns on them: under mpirun add --bind-to none, or --map-by slot:PE={per_set}",
+            "{who} could run on only {} of the host's {online} CPUs (its CPU affinity: mpirun binds ranks to cores by default, or taskset, or a cgroup) but ran {per_set} worker threads, which took turns on them: use fewer --threads, or under mpirun add --bind-to none, or --map-by slot:PE={per_set}",
             c.allowed
         ),
         json!({"cpus_allowed": c.allowed, "cpus_online": online, "threads_per_process": per_set, "processes": c.sets}),
@@ -482,7 +482,7 @@ fn queue_depth(r: &RunFacts, out: &mut Vec<Explanation>) {
         out.push(finding(
             "queue_depth",
             format!(
-                "queue depth {} was asked for, but only {reached:.1}% of I/Os were submitted with that many in flight (rate limit, short run or an engine that completes inline)",
+                "queue depth {} was asked for, but only {reached:.1}% of I/Os were submitted with that many in flight (rate limit, short run or an engine that completes inline); check --rate-iops, --rate-bytes and --engine, or run longer with --time",
                 job.queue_depth
             ),
             json!({"queue_depth": job.queue_depth, "reached_pct": reached, "inflight_pct": r.total.inflight_pct}),
@@ -514,7 +514,7 @@ fn dirty_at_stop(r: &RunFacts, probed_expire_s: Option<f64>, out: &mut Vec<Expla
         out.push(finding(
             "dirty_at_stop",
             format!(
-                "buffered writes ran {:.1} s without fsync, less than the kernel's write-back delay ({expire} s, vm.dirty_expire_centisecs): much of the data may still have been in memory when the clock stopped; add --fsync or run longer",
+                "buffered writes ran {:.1} s without fsync, less than the kernel's write-back delay ({expire} s, vm.dirty_expire_centisecs): much of the data may still have been in memory when the clock stopped; add --fsync or run longer with --time",
                 r.total.elapsed_s
             ),
             json!({"elapsed_s": r.total.elapsed_s, "dirty_expire_s": expire, "write_bytes": r.total.write_bytes}),
@@ -530,7 +530,7 @@ fn direct(r: &RunFacts, out: &mut Vec<Explanation>) {
         out.push(finding(
             "direct_fallback",
             format!(
-                "{} of {} I/Os were not aligned for direct I/O and went through the page cache (dsync buffered): those were not direct",
+                "{} of {} I/Os were not aligned for direct I/O and went through the page cache (dsync buffered): those were not direct; use a --bs that is a multiple of the device's logical block size",
                 t.buffered_fallback_ops, t.ops
             ),
             json!({"buffered_fallback_ops": t.buffered_fallback_ops, "ops": t.ops}),
@@ -542,7 +542,7 @@ fn direct(r: &RunFacts, out: &mut Vec<Explanation>) {
             out.push(finding(
                 "discovered_never_direct",
                 format!(
-                    "discovered direct I/O never went direct: every I/O ({}) was no larger than the threshold ({}), and only larger I/Os go direct, so all of them were buffered",
+                    "discovered direct I/O never went direct: every I/O ({}) was no larger than the threshold ({}), and only larger I/Os go direct, so all of them were buffered; use --cache direct or a larger --bs",
                     mib(bs),
                     mib(threshold)
                 ),
@@ -760,6 +760,47 @@ mod tests {
             warm[0].message
         );
         assert_eq!(warm[0].evidence["cache_served_pct"], 90.0);
+    }
+
+    /// Every option a legend's hint names is one `fsbench run` accepts (mpirun's own options
+    /// aside), so the advice can be followed as written.
+    #[test]
+    fn every_hint_names_options_run_accepts() {
+        use clap::CommandFactory;
+        let cli = crate::cli::Cli::command();
+        let run = cli.find_subcommand("run").expect("run");
+        let accepts = |flag: &str| {
+            run.get_arguments()
+                .any(|a| a.get_long() == Some(flag.trim_start_matches("--")))
+        };
+        let checks = [
+            "too_short",
+            "page_cache",
+            "sparse_reads",
+            "host_bound",
+            "cpu_binding",
+            "device_idle",
+            "queue_depth",
+            "dirty_at_stop",
+            "direct_fallback",
+            "discovered_never_direct",
+            "spread",
+        ];
+        for check in checks {
+            let (what, hint) = legend(check);
+            assert!(!what.is_empty() && !hint.is_empty(), "{check}");
+            let words: Vec<&str> = hint.split([' ', ',', '(', ')', '/']).collect();
+            let flags: Vec<&str> = words
+                .iter()
+                .enumerate()
+                .filter(|(i, w)| w.starts_with("--") && (*i == 0 || words[i - 1] != "mpirun"))
+                .map(|(_, w)| *w)
+                .collect();
+            assert!(!flags.is_empty(), "{check}: {hint}");
+            for f in flags {
+                assert!(accepts(f), "{check}: run has no {f}");
+            }
+        }
     }
 
     #[test]

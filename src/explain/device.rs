@@ -233,7 +233,7 @@ pub(crate) fn device_idle(r: &RunFacts, out: &mut Vec<Explanation>) {
     out.push(finding(
         "device_idle",
         format!(
-            "the devices under the targets were busy only {busiest:.1}% of the run ({}) while serving {}/s{flat}: the storage had capacity to spare, so the limit was on the host's side (fsbench's CPU at {cpu_per_s:.2} s per second, the queue depth, a rate limit or think time), not the storage",
+            "the devices under the targets were busy only {busiest:.1}% of the run ({}) while serving {}/s{flat}: the storage had capacity to spare, so the limit was on the host's side (fsbench's CPU at {cpu_per_s:.2} s per second, the queue depth, a rate limit or think time), not the storage; raise --qd or --threads",
             per_device.join(", "),
             crate::units::format_bytes(kb_per_s * 1024.0)
         ),
