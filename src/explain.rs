@@ -762,17 +762,10 @@ mod tests {
         assert_eq!(warm[0].evidence["cache_served_pct"], 90.0);
     }
 
-    /// Every option a legend's hint names is one `fsbench run` accepts (mpirun's own options
-    /// aside), so the advice can be followed as written.
+    /// Every check has a legend: what it is in a few words and what to do, naming an option
+    /// (tests/explain.rs holds the options named to those `fsbench run` accepts).
     #[test]
-    fn every_hint_names_options_run_accepts() {
-        use clap::CommandFactory;
-        let cli = crate::cli::Cli::command();
-        let run = cli.find_subcommand("run").expect("run");
-        let accepts = |flag: &str| {
-            run.get_arguments()
-                .any(|a| a.get_long() == Some(flag.trim_start_matches("--")))
-        };
+    fn every_check_has_a_legend_with_an_option_to_use() {
         let checks = [
             "too_short",
             "page_cache",
@@ -788,18 +781,8 @@ mod tests {
         ];
         for check in checks {
             let (what, hint) = legend(check);
-            assert!(!what.is_empty() && !hint.is_empty(), "{check}");
-            let words: Vec<&str> = hint.split([' ', ',', '(', ')', '/']).collect();
-            let flags: Vec<&str> = words
-                .iter()
-                .enumerate()
-                .filter(|(i, w)| w.starts_with("--") && (*i == 0 || words[i - 1] != "mpirun"))
-                .map(|(_, w)| *w)
-                .collect();
-            assert!(!flags.is_empty(), "{check}: {hint}");
-            for f in flags {
-                assert!(accepts(f), "{check}: run has no {f}");
-            }
+            assert!(!what.is_empty(), "{check}");
+            assert!(hint.contains("--"), "{check}: {hint}");
         }
     }
 

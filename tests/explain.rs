@@ -470,3 +470,77 @@ fn a_cold_read_is_not_named_the_page_cache() {
         "{text}"
     );
 }
+
+/// The options `fsbench run --help` lists.
+fn run_options(sb: &Sandbox) -> Vec<String> {
+    let out = sb.cmd(&["run", "--help"]).assert().success();
+    String::from_utf8_lossy(&out.get_output().stdout)
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| w.starts_with("--"))
+        .map(|w| w.split(['=', '<']).next().unwrap().to_string())
+        .collect()
+}
+
+/// What to do, as each finding and each table legend says it, names options `fsbench run`
+/// accepts (mpirun's own options aside): the advice can be followed as written.
+#[test]
+#[cfg_attr(
+    not(has_tmp_direct_io),
+    ignore = "SKIPPED: the temp dir's file system takes no O_DIRECT"
+)]
+fn every_option_a_finding_names_is_one_run_accepts() {
+    let sb = Sandbox::new();
+    std::fs::File::create(sb.file("sparse"))
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
+    let mut said = String::new();
+    let mut lines = vec![
+        "run --rw randread --bs 4k --size 1m --time 10ms f",
+        "run --rw read --bs 64k --size 1m sparse",
+        "run --rw write --bs 64k --size 1m f",
+        "run --rw read --bs 1000 --size 1m --cache direct f",
+        "run --rw read --bs 4k --size 1m --cache discovered f",
+    ];
+    if cfg!(has_uring) {
+        lines.push("run --rw randread --bs 4k --size 4m --time 0.3s --engine uring --qd 32 --rate-iops 200 --cache direct f");
+    }
+    for line in lines {
+        let out = sb.cmd(&words(line)).assert().success();
+        said += &String::from_utf8_lossy(&out.get_output().stdout);
+    }
+    let out = sb
+        .cmd(&words(
+            "sweep --rw randread --bs 4k,8k --size 1m --time 0.1s f --output res",
+        ))
+        .assert()
+        .success();
+    said += &String::from_utf8_lossy(&out.get_output().stdout);
+    for check in [
+        "too short",
+        "page cache",
+        "sparse",
+        "clock stopped",
+        "not aligned",
+        "never went direct",
+    ] {
+        assert!(said.contains(check), "nothing said of {check}:\n{said}");
+    }
+    if cfg!(has_uring) {
+        assert!(said.contains("queue depth 32 was asked for"), "{said}");
+    }
+    let accepted = run_options(&sb);
+    let words: Vec<&str> = said
+        .split(|c: char| c.is_whitespace() || ",;()/".contains(c))
+        .collect();
+    for (i, w) in words.iter().enumerate() {
+        let w = w.trim_end_matches(['.', ':']);
+        let flag = w.len() > 2 && w.starts_with("--") && w.as_bytes()[2].is_ascii_lowercase();
+        if flag && (i == 0 || words[i - 1] != "mpirun") {
+            assert!(
+                accepted.iter().any(|a| a == w),
+                "{w} is not an option of run:\n{said}"
+            );
+        }
+    }
+}
