@@ -145,7 +145,12 @@ fn row_width(name: &str, runs: &[RunResult], width: Option<usize>) -> String {
         let _ = writeln!(out, "  error: {f}");
     }
     for e in findings(runs) {
-        let _ = writeln!(out, "  explain: {}", e.message);
+        let words: Vec<String> = e.message.split(' ').map(str::to_string).collect();
+        let _ = writeln!(
+            out,
+            "{}",
+            super::width::wrap_items("  explain:", &words, width)
+        );
     }
     out
 }
@@ -271,6 +276,12 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("--time"), "{line}");
+        // On a narrow terminal the explanation goes on under itself, every word kept.
+        let narrow = row_width("SEQ1M Q8T1 read", &runs, Some(60));
+        assert!(narrow.lines().all(|l| l.chars().count() <= 60), "{narrow}");
+        let words = |t: &str| t.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let said = |t: &str| t[t.find("  explain:").unwrap()..].to_string();
+        assert_eq!(words(&said(&narrow)), words(&said(&line)));
         // Runs that agree: the row alone.
         let same = [
             run(100.0, 10.0, 900, 100, 0.001),
