@@ -444,6 +444,19 @@ fn a_run_of_ten_milliseconds_is_too_short() {
     );
     assert!(text.contains("under 1 s"), "{text}");
     assert!(text.contains("--time"), "{text}");
+    // CSV: the checks are its last column.
+    let out = sb
+        .cmd(&words(
+            "run --rw read --bs 4k --size 1m --time 10ms --output-format csv f",
+        ))
+        .assert()
+        .success();
+    let csv = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    let mut lines = csv.lines();
+    assert!(lines.next().unwrap().ends_with(",explain"), "{csv}");
+    let total = lines.next().unwrap();
+    let last = total.rsplit(',').next().unwrap();
+    assert!(last.split(';').any(|c| c == "too_short"), "{csv}");
 }
 
 /// A cold read (the caches dropped, the file read once from the storage) is not the page
