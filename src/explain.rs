@@ -20,8 +20,8 @@ use serde_json::json;
 /// One reason to doubt a number, with what shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Explanation {
-    /// Which check: page_cache, sparse_reads, host_bound, cpu_binding, queue_depth, dirty_at_stop,
-    /// direct_fallback, discovered_never_direct, data_shape.
+    /// Which check: too_short, page_cache, sparse_reads, host_bound, cpu_binding, device_idle,
+    /// queue_depth, dirty_at_stop, direct_fallback, discovered_never_direct, data_shape, spread.
     pub check: String,
     pub message: String,
     pub evidence: serde_json::Value,
@@ -148,7 +148,7 @@ pub(crate) fn spread(values: &[f64], what: &str) -> Option<Explanation> {
         finding(
             "spread",
             format!(
-                "the {} repetitions of this point disagree by {:.1}% ({what} from {} to {}, (max - min) / mean above {:.0}%): the system was not in a steady state (cache, write-back, background work); run each point longer, warm the storage up before measuring, or look at each repetition",
+                "the {} repetitions of this point disagree by {:.1}% ({what} from {} to {}, (max - min) / mean above {:.0}%): the system was not in a steady state (cache, write-back, background work); run longer with --time, or look at each repetition",
                 values.len(),
                 spread * 100.0,
                 fmt_value(min),
@@ -166,6 +166,59 @@ fn fmt_value(v: f64) -> String {
         format!("{v:.0}")
     } else {
         format!("{v:.3}")
+    }
+}
+
+/// What a check says in a few words, and what to do about it naming options `run` (and
+/// `sweep`, `suite`) accept: the legend under a table of many points, where each point's own
+/// message would repeat.
+pub(crate) fn legend(check: &str) -> (&'static str, &'static str) {
+    match check {
+        "too_short" => (
+            "too short to trust (under 1 s or under 100 I/Os)",
+            "run longer with --time or a larger --size",
+        ),
+        "page_cache" => (
+            "buffered reads served by the page cache (the figure is the cache's, not the storage's)",
+            "use --cache direct, --drop-cache, or a --size larger than memory",
+        ),
+        "sparse_reads" => (
+            "reads of a sparse file: its holes read as zeros without device I/O",
+            "lay the file out first with a --rw write run and --keep",
+        ),
+        "host_bound" => (
+            "fsbench's CPU was the limit, not the storage",
+            "use a larger --bs or an --engine with less CPU per I/O",
+        ),
+        "cpu_binding" => (
+            "more worker threads than the CPUs the process could run on",
+            "use fewer --threads, or free the CPU affinity (mpirun --bind-to none)",
+        ),
+        "device_idle" => (
+            "the devices were mostly idle (the limit was on the host's side)",
+            "raise --qd or --threads, or remove --rate-iops / --rate-bytes",
+        ),
+        "queue_depth" => (
+            "the queue depth asked for was seldom reached",
+            "check --engine and --rate-iops, or run longer with --time",
+        ),
+        "dirty_at_stop" => (
+            "buffered writes may have been in memory when the clock stopped",
+            "add --fsync or run longer with --time",
+        ),
+        "direct_fallback" => (
+            "misaligned direct I/Os went through the page cache",
+            "use a --bs that is a multiple of the device's logical block size",
+        ),
+        "discovered_never_direct" => (
+            "discovered direct I/O never went direct (every I/O at or below the threshold)",
+            "use --cache direct or a larger --bs",
+        ),
+        "spread" => (
+            "repetitions disagree by more than 10 % ((max - min) / mean), not a steady state",
+            "run longer with --time, or look at each repetition",
+        ),
+        _ => ("", ""),
     }
 }
 
@@ -196,6 +249,8 @@ pub(crate) fn explain(r: &RunFacts) -> Vec<Explanation> {
     queue_depth(r, &mut out);
     dirty_at_stop(r, facts.as_ref().and_then(|f| f.dirty_expire_s), &mut out);
     direct(r, &mut out);
+    // Last: it qualifies every figure, the others name a cause.
+    too_short(r, &mut out);
     out
 }
 
@@ -250,7 +305,12 @@ fn data_set_cached(r: &RunFacts, out: &mut Vec<Explanation>) {
     ));
 }
 
-/// Buffered reads of a file the page cache held, or could hold: the cache was measured.
+/// Buffered reads the page cache served: of a file it mostly held when the run began, or of
+/// one that fits in memory when the run's own evidence says the cache served most reads.
+/// A cold run (little cached at the start) that read from the storage is not named: its
+/// reads of a page came from the device once, so the cache can have served at most the reads
+/// beyond what the run brought into it, and with `--iostat` the devices' own read rate says
+/// what the storage delivered.
 fn page_cache(r: &RunFacts, f: &CacheFacts, out: &mut Vec<Explanation>) {
     if r.total.read_ops == 0 || !buffered(r) {
         return;
@@ -260,23 +320,115 @@ fn page_cache(r: &RunFacts, f: &CacheFacts, out: &mut Vec<Explanation>) {
     let after: u64 = f.targets.iter().filter_map(|t| t.2.cached_bytes).sum();
     let fits = f.mem_total_bytes.is_some_and(|m| size <= m / 2);
     let was_cached = size > 0 && before * 2 >= size;
-    if !(fits || was_cached) {
+    let served = (!was_cached)
+        .then(|| cache_served(r, before, after))
+        .flatten();
+    if !(was_cached || fits && served.as_ref().is_some_and(|s| s.share > 0.5)) {
         return;
     }
+    let how = match &served {
+        Some(s) => format!(
+            "; {:.0}% of the reads came from the cache ({})",
+            s.share * 100.0,
+            s.shown_by
+        ),
+        None => String::new(),
+    };
     out.push(finding(
         "page_cache",
         format!(
-            "buffered reads of {} ({} cached when the run began, {} at its end) {}: the result measures the page cache, not the storage; use --cache direct (vx: -c direct), --drop-cache, or a file larger than memory",
+            "buffered reads of {} ({} cached when the run began, {} at its end) {}{how}: the result measures the page cache, not the storage; use --cache direct (vx: -c direct), --drop-cache, or a --size larger than memory",
             mib(size),
             mib(before),
             mib(after),
             match f.mem_total_bytes {
-                Some(m) if fits => format!("that fits in memory ({})", mib(m)),
+                Some(m) if !was_cached => format!("that fits in memory ({})", mib(m)),
                 _ => "that was mostly cached".to_string(),
             }
         ),
         json!({"file_bytes": size, "cached_before_bytes": before, "cached_after_bytes": after,
-               "mem_total_bytes": f.mem_total_bytes}),
+               "mem_total_bytes": f.mem_total_bytes,
+               "read_bytes": r.total.read_bytes,
+               "cache_served_pct": served.as_ref().map(|s| s.share * 100.0),
+               "device_read_bytes_per_sec": served.as_ref().and_then(|s| s.device_read_bytes_per_sec)}),
+    ));
+}
+
+/// How much of a cold run's reads the page cache served, and what shows it.
+struct CacheServed {
+    /// Share of the bytes read that did not come from the storage (0..1).
+    share: f64,
+    shown_by: String,
+    device_read_bytes_per_sec: Option<f64>,
+}
+
+/// The share of the run's reads the page cache served, when the Result holds evidence: the
+/// devices' read rate under the run (`--iostat`) against the run's own, else the bytes read
+/// against what the run brought into the cache (each page read from the device once stays
+/// cached while the file fits in memory; readahead and writes only add to it, so this
+/// errs towards the storage).
+fn cache_served(r: &RunFacts, before: u64, after: u64) -> Option<CacheServed> {
+    let read = r.total.read_bytes;
+    if read == 0 {
+        return None;
+    }
+    let run_rate = r.total.read_bytes as f64 / r.total.elapsed_s.max(1e-9);
+    if let Some(dev) = device::device_read_bytes_per_sec(r) {
+        return Some(CacheServed {
+            share: (1.0 - dev / run_rate.max(1.0)).clamp(0.0, 1.0),
+            shown_by: format!(
+                "the devices read {}/s under a run that read {}/s",
+                mib(dev as u64),
+                mib(run_rate as u64)
+            ),
+            device_read_bytes_per_sec: Some(dev),
+        });
+    }
+    let brought_in = after.saturating_sub(before);
+    Some(CacheServed {
+        share: 1.0 - (brought_in as f64 / read as f64).min(1.0),
+        shown_by: format!(
+            "the run read {} but brought only {} into the cache",
+            mib(read),
+            mib(brought_in)
+        ),
+        device_read_bytes_per_sec: None,
+    })
+}
+
+/// Fewest seconds a run is timed for its figures to be more than its start-up: the first
+/// I/Os (files opened, caches and queues filling, threads starting one after another) and
+/// the clock's resolution weigh in a shorter run.
+pub(crate) const MIN_RUN_S: f64 = 1.0;
+
+/// Fewest I/Os a run does for the highest percentile it prints (p99) to be other than its
+/// slowest I/O.
+pub(crate) const MIN_RUN_OPS: u64 = 100;
+
+/// A run shorter than [`MIN_RUN_S`] or of fewer than [`MIN_RUN_OPS`] I/Os.
+fn too_short(r: &RunFacts, out: &mut Vec<Explanation>) {
+    let t = r.total;
+    let short = t.elapsed_s < MIN_RUN_S;
+    let few = t.ops < MIN_RUN_OPS;
+    if !short && !few {
+        return;
+    }
+    let why = match (short, few) {
+        (true, true) => format!(
+            "under {MIN_RUN_S:.0} s and under {MIN_RUN_OPS} I/Os (start-up weighs in, and p99 is the slowest I/O)"
+        ),
+        (true, false) => format!("under {MIN_RUN_S:.0} s (start-up weighs in)"),
+        _ => format!("under {MIN_RUN_OPS} I/Os (p99 is the slowest I/O)"),
+    };
+    out.push(finding(
+        "too_short",
+        format!(
+            "the run was too short to trust: {} and {} I/Os, {why}; run longer with --time or a larger --size",
+            crate::units::format_ns(t.elapsed_s * 1e9),
+            t.ops
+        ),
+        json!({"elapsed_s": t.elapsed_s, "ops": t.ops, "min_elapsed_s": MIN_RUN_S,
+               "min_ops": MIN_RUN_OPS}),
     ));
 }
 
@@ -291,7 +443,7 @@ fn sparse_reads(r: &RunFacts, f: &CacheFacts, out: &mut Vec<Explanation>) {
             out.push(finding(
                 "sparse_reads",
                 format!(
-                    "{path} is sparse ({} of {} allocated): reads of its holes return zeros without device I/O",
+                    "{path} is sparse ({} of {} allocated): reads of its holes return zeros without device I/O; lay it out first with a --rw write run and --keep, or read a written file",
                     mib(alloc),
                     mib(size)
                 ),
@@ -321,7 +473,7 @@ fn host_bound(r: &RunFacts, out: &mut Vec<Explanation>) {
         out.push(finding(
             "host_bound",
             format!(
-                "fsbench's {threads} thread(s) were on CPU {busy:.2} s per second (of {can_use:.0} they could use): the limit was the host's CPU, not the storage"
+                "fsbench's {threads} thread(s) were on CPU {busy:.2} s per second (of {can_use:.0} they could use): the limit was the host's CPU, not the storage; a larger --bs or an --engine with less CPU per I/O moves more per CPU second"
             ),
             json!({"cpu_s": t.cpu_s, "elapsed_s": t.elapsed_s, "threads": threads, "cpus": cpus}),
         ));
@@ -343,7 +495,7 @@ fn cpu_binding(r: &RunFacts, out: &mut Vec<Explanation>) {
     out.push(finding(
         "cpu_binding",
         format!(
-            "{who} could run on only {} of the host's {online} CPUs (its CPU affinity: mpirun binds ranks to cores by default, or taskset, or a cgroup) but ran {per_set} worker threads, which took turns on them: under mpirun add --bind-to none, or --map-by slot:PE={per_set}",
+            "{who} could run on only {} of the host's {online} CPUs (its CPU affinity: mpirun binds ranks to cores by default, or taskset, or a cgroup) but ran {per_set} worker threads, which took turns on them: use fewer --threads, or under mpirun add --bind-to none, or --map-by slot:PE={per_set}",
             c.allowed
         ),
         json!({"cpus_allowed": c.allowed, "cpus_online": online, "threads_per_process": per_set, "processes": c.sets}),
@@ -368,7 +520,7 @@ fn queue_depth(r: &RunFacts, out: &mut Vec<Explanation>) {
         out.push(finding(
             "queue_depth",
             format!(
-                "queue depth {} was asked for, but only {reached:.1}% of I/Os were submitted with that many in flight (rate limit, short run or an engine that completes inline)",
+                "queue depth {} was asked for, but only {reached:.1}% of I/Os were submitted with that many in flight (rate limit, short run or an engine that completes inline); check --rate-iops, --rate-bytes and --engine, or run longer with --time",
                 job.queue_depth
             ),
             json!({"queue_depth": job.queue_depth, "reached_pct": reached, "inflight_pct": r.total.inflight_pct}),
@@ -423,7 +575,7 @@ fn direct(r: &RunFacts, out: &mut Vec<Explanation>) {
         out.push(finding(
             "direct_fallback",
             format!(
-                "{} of {} I/Os were not aligned for direct I/O and went through the page cache (dsync buffered): those were not direct",
+                "{} of {} I/Os were not aligned for direct I/O and went through the page cache (dsync buffered): those were not direct; use a --bs that is a multiple of the device's logical block size",
                 t.buffered_fallback_ops, t.ops
             ),
             json!({"buffered_fallback_ops": t.buffered_fallback_ops, "ops": t.ops}),
@@ -435,7 +587,7 @@ fn direct(r: &RunFacts, out: &mut Vec<Explanation>) {
             out.push(finding(
                 "discovered_never_direct",
                 format!(
-                    "discovered direct I/O never went direct: every I/O ({}) was no larger than the threshold ({}), and only larger I/Os go direct, so all of them were buffered",
+                    "discovered direct I/O never went direct: every I/O ({}) was no larger than the threshold ({}), and only larger I/Os go direct, so all of them were buffered; use --cache direct or a larger --bs",
                     mib(bs),
                     mib(threshold)
                 ),
@@ -493,8 +645,10 @@ mod tests {
             busy[0].message
         );
         assert!(explain_run(0.30, 1.0, 1000).is_empty());
-        // Too short to judge.
-        assert!(explain_run(0.05, 0.05, 1000).is_empty());
+        // Too short to judge the CPU, and said to be too short.
+        let short = explain_run(0.05, 0.05, 1000);
+        assert_eq!(short.len(), 1, "{short:?}");
+        assert_eq!(short[0].check, "too_short");
     }
 
     fn threads_on(threads: usize, cpus: Cpus) -> Vec<Explanation> {
@@ -574,6 +728,107 @@ mod tests {
         );
         // A data set larger than half the memory is not.
         assert!(explain(&facts(1 << 30, 1 << 30)).is_empty());
+    }
+
+    #[test]
+    fn a_run_under_a_second_or_of_few_ios_is_too_short() {
+        let e = explain_run(0.0, 0.01, 5000);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(e[0].check, "too_short");
+        assert!(
+            e[0].message.contains("10.00 ms and 5000 I/Os, under 1 s"),
+            "{}",
+            e[0].message
+        );
+        assert!(e[0].message.contains("--time"), "{}", e[0].message);
+        let e = explain_run(0.0, 2.0, 50);
+        assert_eq!(e[0].check, "too_short");
+        assert!(e[0].message.contains("under 100 I/Os"), "{}", e[0].message);
+        assert!(explain_run(0.0, 1.0, 100).is_empty());
+    }
+
+    /// A buffered read run of a 4 MiB file on a host of 1 GiB with the cache as given.
+    fn cached_read(before: u64, after: u64, read: u64) -> Vec<Explanation> {
+        let total = StatsReport {
+            ops: 1000,
+            read_ops: 1000,
+            read_bytes: read,
+            elapsed_s: 1.0,
+            ..Default::default()
+        };
+        let fc = |cached: u64| json!({"size_bytes": 4u64 << 20, "allocated_bytes": 4u64 << 20, "cached_bytes": cached});
+        let mut probes = serde_json::Map::new();
+        probes.insert(
+            "page_cache".into(),
+            json!({"mem_total_bytes": 1u64 << 30,
+                   "targets": [{"path": "f", "before": fc(before), "after": fc(after)}]}),
+        );
+        let job = Job::default();
+        explain(&RunFacts {
+            total: &total,
+            job: Some(&job),
+            cache: Some(CachePolicy::Buffered),
+            probes: &probes,
+            threads: 1,
+            data_set: None,
+            mem_total_bytes: None,
+            dirty_expire_s: None,
+            timeseries: &[],
+            cpus: Cpus::default(),
+        })
+        .into_iter()
+        .filter(|e| e.check == "page_cache")
+        .collect()
+    }
+
+    #[test]
+    fn the_page_cache_is_named_on_the_evidence_not_on_the_file_size_alone() {
+        let mb = 1u64 << 20;
+        // Hot: mostly cached at the start.
+        let hot = cached_read(4 * mb, 4 * mb, 4 * mb);
+        assert_eq!(hot.len(), 1, "{hot:?}");
+        assert!(
+            hot[0].message.contains("that was mostly cached"),
+            "{}",
+            hot[0].message
+        );
+        // Cold, read once: every page came from the storage.
+        assert!(cached_read(0, 4 * mb, 4 * mb).is_empty());
+        // Cold, but read ten times over: nine reads in ten found the page cached.
+        let warm = cached_read(0, 4 * mb, 40 * mb);
+        assert_eq!(warm.len(), 1, "{warm:?}");
+        assert!(
+            warm[0]
+                .message
+                .contains("90% of the reads came from the cache"),
+            "{}",
+            warm[0].message
+        );
+        assert_eq!(warm[0].evidence["cache_served_pct"], 90.0);
+    }
+
+    /// Every check has a legend: what it is in a few words and what to do, naming an option
+    /// (tests/explain.rs holds the options named to those `fsbench run` accepts).
+    #[test]
+    fn every_check_has_a_legend_with_an_option_to_use() {
+        let checks = [
+            "too_short",
+            "page_cache",
+            "sparse_reads",
+            "host_bound",
+            "cpu_binding",
+            "device_idle",
+            "queue_depth",
+            "dirty_at_stop",
+            "direct_fallback",
+            "discovered_never_direct",
+            "spread",
+        ];
+        for check in checks {
+            let (what, hint) = legend(check);
+            assert!(!what.is_empty(), "{check}");
+            assert!(hint.contains("--"), "{check}: {hint}");
+        }
     }
 
     #[test]

@@ -102,7 +102,7 @@ fn measured_runs_are_results_that_report_and_compare_read() {
         "{text}"
     );
     assert!(
-        text.contains("read direct MiB/s") && text.contains("write buffered MiB/s"),
+        text.contains("read direct throughput") && text.contains("write buffered throughput"),
         "{text}"
     );
     assert!(

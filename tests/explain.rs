@@ -24,7 +24,11 @@ fn buffered_reads_of_a_small_file_measure_the_page_cache() {
 )]
 fn a_clean_direct_run_explains_nothing() {
     let sb = Sandbox::new();
-    let (c, text) = checks(&sb, "run --rw read --bs 64k --size 4m --cache direct f");
+    // Timed for a second: a shorter run is named too short.
+    let (c, text) = checks(
+        &sb,
+        "run --rw read --bs 64k --size 4m --cache direct --time 1s f",
+    );
     assert!(c.is_empty(), "{c:?}");
     assert!(!text.contains("explain:"), "{text}");
     // Aligned direct I/O: no fallback; 1 MiB I/Os with discovered direct go direct.
@@ -222,11 +226,12 @@ fn repetitions_that_disagree_are_named_in_the_results_and_the_table() {
     set(&points[1].0, &points[1].1, 0.5);
     let out = sb.cmd(&["report", "a"]).assert().success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    // The legend under the table names the finding, the point and its spread.
     assert!(
-        text.contains("explain: the repetitions of the point disagree"),
+        text.contains("1 of 1 points: repetitions disagree on throughput by more than 10 %"),
         "{text}"
     );
-    assert!(text.contains("disagree by 66.7%"), "{text}");
+    assert!(text.contains(": the point 66.7 %;"), "{text}");
 }
 
 /// `fsbench run --threads 2` held to one CPU (its affinity set in the child before exec, as
@@ -287,4 +292,268 @@ fn threads_held_to_fewer_cpus_than_the_host_has_are_named() {
         "run --rw write --bs 4k --size 4m --threads 2 --fsync f",
     );
     assert!(!c.contains(&"cpu_binding".to_string()), "{c:?}");
+}
+
+/// A sweep whose repetitions disagree at two points: the legend under the table names both,
+/// each with its spread, in the text table and in Markdown (before, only the first was said).
+#[test]
+fn the_spread_of_every_point_that_disagrees_is_named() {
+    let sb = Sandbox::new();
+    sb.cmd(&words(
+        "sweep --rw read --bs 4k,8k --size 256k --time 0.2s --repeat 2 f --output a",
+    ))
+    .assert()
+    .success();
+    let recs = common::sweep_records(&sb.file("a"));
+    assert_eq!(
+        recs.len(),
+        4,
+        "{:?}",
+        recs.iter().map(|r| &r.0).collect::<Vec<_>>()
+    );
+    // Per block size, the second repetition made a third of the first: 100 % apart.
+    for bs in ["4k", "8k"] {
+        let point: Vec<&(String, serde_json::Value)> = recs
+            .iter()
+            .filter(|(n, _)| n.contains(&format!("bs-{bs}")))
+            .collect();
+        assert_eq!(point.len(), 2, "{bs}");
+        let mut v = point[1].1.clone();
+        for k in ["bytes_per_sec", "iops"] {
+            v["total"][k] = (point[0].1["total"][k].as_f64().unwrap() / 3.0).into();
+        }
+        std::fs::write(sb.file("a").join(&point[1].0), v.to_string()).unwrap();
+    }
+    let text = String::from_utf8(
+        sb.cmd(&["report", "a"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    )
+    .unwrap();
+    let legend = text
+        .lines()
+        .find(|l| l.contains("repetitions disagree on throughput"))
+        .unwrap_or_else(|| panic!("no spread legend:\n{text}"));
+    assert!(legend.contains("2 of 2 points"), "{text}");
+    assert!(legend.contains("bs=4k 100.0 %, bs=8k 100.0 %"), "{text}");
+    assert!(legend.contains("--time"), "{text}");
+    // Its marker on both rows.
+    let marker = legend.trim_start().split(':').next().unwrap();
+    for bs in ["4k ", "8k "] {
+        let row = text.lines().find(|l| l.starts_with(bs)).unwrap();
+        let marks = row.split_whitespace().nth(1).unwrap();
+        assert!(marks.split(',').any(|m| m == marker), "{row}\n{text}");
+    }
+    let md = String::from_utf8(
+        sb.cmd(&words("report a --format md"))
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    )
+    .unwrap();
+    assert!(md.contains(&format!("- {}\n", legend.trim())), "{md}");
+}
+
+/// The legend line under a table that says `what`, and its marker.
+fn legend<'a>(text: &'a str, what: &str) -> (&'a str, &'a str) {
+    let line = text
+        .lines()
+        .find(|l| l.contains(what))
+        .unwrap_or_else(|| panic!("no legend line with {what}:\n{text}"));
+    let line = line.trim_start().trim_start_matches("- ");
+    (line, line.split(':').next().unwrap())
+}
+
+/// A buffered sweep over a file the page cache holds: every point's page_cache finding is
+/// in the text table (a marker on each row, a legend naming the points), in report.md and
+/// in report.html; its runs of 0.3 s are said to be too short in each too. The throughput
+/// is in human units.
+#[test]
+fn a_hot_cache_sweep_shows_the_page_cache_in_every_output() {
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd(&words(
+            "sweep --rw randread --bs 4k,8k --size 1m --time 0.3s f --output res",
+        ))
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let recs = common::sweep_records(&sb.file("res"));
+    for (name, v) in &recs {
+        let checks: Vec<&str> = v["explain"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|e| e["check"].as_str()).collect())
+            .unwrap_or_default();
+        assert!(checks.contains(&"page_cache"), "{name}: {checks:?}");
+    }
+    let head = text.lines().nth(1).unwrap();
+    assert!(head.contains("block size  notes "), "{text}");
+    assert!(head.contains("throughput"), "{text}");
+    let md = std::fs::read_to_string(sb.file("res/report.md")).unwrap();
+    let html = std::fs::read_to_string(sb.file("res/report.html")).unwrap();
+    for what in [
+        "buffered reads served by the page cache",
+        "too short to trust",
+    ] {
+        let (line, marker) = legend(&text, what);
+        assert!(line.contains("2 of 2 points"), "{text}");
+        assert!(line.contains("bs=4k") && line.contains("bs=8k"), "{text}");
+        for bs in ["4k ", "8k "] {
+            let row = text.lines().find(|l| l.starts_with(bs)).unwrap();
+            let marks = row.split_whitespace().nth(1).unwrap();
+            assert!(marks.split(',').any(|m| m == marker), "{row}\n{text}");
+            // Human units, not a raw KiB/s integer.
+            assert!(row.contains("iB/s"), "{row}");
+        }
+        let (md_line, md_marker) = legend(&md, what);
+        assert_eq!(md_marker, marker, "{md}");
+        assert!(md.contains(&format!("- {md_line}\n")), "{md}");
+        assert!(
+            md.contains(&format!("| 4k | {}", row_marks(&text, "4k "))),
+            "{md}"
+        );
+        assert!(html.contains(what), "{what} not in report.html");
+    }
+    assert!(
+        html.contains("<th class=\"key\">notes</th>"),
+        "report.html has no notes column"
+    );
+    assert!(!text.contains("KiB/s  "), "{text}");
+}
+
+/// The markers of the text table's row that starts with `label`.
+fn row_marks<'a>(text: &'a str, label: &str) -> &'a str {
+    let row = text.lines().find(|l| l.starts_with(label)).unwrap();
+    row.split_whitespace().nth(1).unwrap()
+}
+
+/// A run of 10 ms is said to be too short, in its text and its JSON.
+#[test]
+fn a_run_of_ten_milliseconds_is_too_short() {
+    let sb = Sandbox::new();
+    let (c, text) = checks(&sb, "run --rw read --bs 4k --size 1m --time 10ms f");
+    assert!(c.contains(&"too_short".to_string()), "{c:?}");
+    assert!(
+        text.contains("  - the run was too short to trust: "),
+        "{text}"
+    );
+    assert!(text.contains("under 1 s"), "{text}");
+    assert!(text.contains("--time"), "{text}");
+    // CSV: the checks are its last column.
+    let out = sb
+        .cmd(&words(
+            "run --rw read --bs 4k --size 1m --time 10ms --output-format csv f",
+        ))
+        .assert()
+        .success();
+    let csv = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    let mut lines = csv.lines();
+    assert!(lines.next().unwrap().ends_with(",explain"), "{csv}");
+    let total = lines.next().unwrap();
+    let last = total.rsplit(',').next().unwrap();
+    assert!(last.split(';').any(|c| c == "too_short"), "{csv}");
+}
+
+/// A cold read (the caches dropped, the file read once from the storage) is not the page
+/// cache: nothing was cached at the start and the run read no page twice. The same read
+/// done again and again over the file, ten times its size, is.
+#[test]
+fn a_cold_read_is_not_named_the_page_cache() {
+    let sb = Sandbox::new();
+    let v = sb.run_json(&words("run --rw read --bs 64k --size 8m --drop-cache f"));
+    let before = &v["probes"]["page_cache"]["targets"][0]["before"]["cached_bytes"];
+    assert_eq!(before, 0, "{}", v["probes"]["page_cache"]);
+    let found: Vec<&str> = v["explain"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|e| e["check"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(!found.contains(&"page_cache"), "{}", v["explain"]);
+    let (c, text) = checks(
+        &sb,
+        "run --rw read --bs 64k --size 1m --count 160 --drop-cache f",
+    );
+    assert!(c.contains(&"page_cache".to_string()), "{c:?}");
+    assert!(
+        text.contains("% of the reads came from the cache"),
+        "{text}"
+    );
+}
+
+/// The options `fsbench run --help` lists.
+fn run_options(sb: &Sandbox) -> Vec<String> {
+    let out = sb.cmd(&["run", "--help"]).assert().success();
+    String::from_utf8_lossy(&out.get_output().stdout)
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| w.starts_with("--"))
+        .map(|w| w.split(['=', '<']).next().unwrap().to_string())
+        .collect()
+}
+
+/// What to do, as each finding and each table legend says it, names options `fsbench run`
+/// accepts (mpirun's own options aside): the advice can be followed as written.
+#[test]
+#[cfg_attr(
+    not(has_tmp_direct_io),
+    ignore = "SKIPPED: the temp dir's file system takes no O_DIRECT"
+)]
+fn every_option_a_finding_names_is_one_run_accepts() {
+    let sb = Sandbox::new();
+    std::fs::File::create(sb.file("sparse"))
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
+    let mut said = String::new();
+    let mut lines = vec![
+        "run --rw randread --bs 4k --size 1m --time 10ms f",
+        "run --rw read --bs 64k --size 1m sparse",
+        "run --rw write --bs 64k --size 1m f",
+        "run --rw read --bs 1000 --size 1m --cache direct f",
+        "run --rw read --bs 4k --size 1m --cache discovered f",
+    ];
+    if cfg!(has_uring) {
+        lines.push("run --rw randread --bs 4k --size 4m --time 0.3s --engine uring --qd 32 --rate-iops 200 --cache direct f");
+    }
+    for line in lines {
+        let out = sb.cmd(&words(line)).assert().success();
+        said += &String::from_utf8_lossy(&out.get_output().stdout);
+    }
+    let out = sb
+        .cmd(&words(
+            "sweep --rw randread --bs 4k,8k --size 1m --time 0.1s f --output res",
+        ))
+        .assert()
+        .success();
+    said += &String::from_utf8_lossy(&out.get_output().stdout);
+    for check in [
+        "too short",
+        "page cache",
+        "sparse",
+        "clock stopped",
+        "not aligned",
+        "never went direct",
+    ] {
+        assert!(said.contains(check), "nothing said of {check}:\n{said}");
+    }
+    if cfg!(has_uring) {
+        assert!(said.contains("queue depth 32 was asked for"), "{said}");
+    }
+    let accepted = run_options(&sb);
+    let words: Vec<&str> = said
+        .split(|c: char| c.is_whitespace() || ",;()/".contains(c))
+        .collect();
+    for (i, w) in words.iter().enumerate() {
+        let w = w.trim_end_matches(['.', ':']);
+        let flag = w.len() > 2 && w.starts_with("--") && w.as_bytes()[2].is_ascii_lowercase();
+        if flag && (i == 0 || words[i - 1] != "mpirun") {
+            assert!(
+                accepted.iter().any(|a| a == w),
+                "{w} is not an option of run:\n{said}"
+            );
+        }
+    }
 }

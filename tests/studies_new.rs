@@ -33,7 +33,7 @@ fn tuned_reads_and_the_gb_barrier_run_print_their_tables() {
         "{text}"
     );
     assert!(
-        text.contains("buffered KiB/s") && text.contains("discovered KiB/s"),
+        text.contains("buffered throughput") && text.contains("discovered throughput"),
         "{text}"
     );
     assert!(text.contains("Passing the GB/sec Barrier"), "{text}");

@@ -113,7 +113,9 @@ fn whitepaper_suite_at_tiny_scale_and_report_in_chromium() {
         assert!(stdout.contains(title), "missing table {title}");
     }
     assert!(
-        stdout.contains("block size  buffered KiB/s  discovered KiB/s  direct KiB/s  raw KiB/s"),
+        stdout.contains(
+            "buffered throughput  discovered throughput  direct throughput  raw throughput"
+        ),
         "{stdout}"
     );
     let recs = records(&sb.file("wp"));
@@ -253,8 +255,10 @@ fn backup_suite_archives_restores_and_verifies() {
         stdout.contains("One large and two small files archived in ustar format"),
         "{stdout}"
     );
+    // The phases are too short to trust at this scale: the markers column is there.
+    assert!(stdout.contains("phase    cache     notes  "), "{stdout}");
     assert!(
-        stdout.contains("phase    cache     elapsed s  user s  sys s  read calls  write calls  read+write calls/s"),
+        stdout.contains("elapsed s  user s  sys s  read calls  write calls  read+write calls/s"),
         "{stdout}"
     );
     assert!(

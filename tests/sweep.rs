@@ -38,7 +38,8 @@ fn sweep_runs_points_in_order_and_shapes_the_table() {
         stderr.contains("order bs (outer) > cache (inner)"),
         "{stderr}"
     );
-    // The paper's shape: block size down, one column per policy and metric.
+    // The paper's shape: block size down, the markers of what `explain` found (these runs
+    // are too short), one column per policy and metric.
     let header = stdout.lines().nth(1).unwrap();
     let cols: Vec<&str> = header
         .split("  ")
@@ -46,11 +47,12 @@ fn sweep_runs_points_in_order_and_shapes_the_table() {
         .filter(|s| !s.is_empty())
         .collect();
     assert_eq!(
-        &cols[..5],
+        &cols[..6],
         [
             "block size",
-            "buffered KiB/s",
-            "direct KiB/s",
+            "notes",
+            "buffered throughput",
+            "direct throughput",
             "buffered CPU s",
             "direct CPU s"
         ]
@@ -205,7 +207,10 @@ fn reports_in_every_format_and_compare_with_repeats() {
         .stdout
         .clone();
     let md = String::from_utf8_lossy(&md);
-    assert!(md.contains("| cache | 4k KiB/s | 64k KiB/s |"), "{md}");
+    assert!(
+        md.contains("| cache | notes | bs=4k throughput | bs=64k throughput |"),
+        "{md}"
+    );
     assert!(md.contains("| buffered |") && md.contains("| direct |"));
     assert!(md.contains('±'), "repeats show their spread: {md}");
     // ± says what it is: the standard deviation, with the range beside it.

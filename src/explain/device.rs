@@ -150,6 +150,23 @@ fn run_averages(s: &IostatSeries) -> Vec<DeviceSample> {
     out
 }
 
+/// What the busiest reader among the devices under the targets read per second over the
+/// timed run (`--iostat` samples), when the Result has device samples: the evidence whether
+/// a run's reads came from the storage or from the page cache above it.
+pub(crate) fn device_read_bytes_per_sec(r: &RunFacts) -> Option<f64> {
+    let v = r.probes.get("iostat")?;
+    if v.get("note").is_some() {
+        return None;
+    }
+    let series = serde_json::from_value::<IostatSeries>(v.clone()).ok()?;
+    let avg = run_averages(&series);
+    (!avg.is_empty()).then(|| {
+        avg.iter()
+            .map(|a| a.read_kb_per_sec * 1024.0)
+            .fold(0.0, f64::max)
+    })
+}
+
 /// The devices under the targets were mostly idle while they served the run's I/O.
 pub(crate) fn device_idle(r: &RunFacts, out: &mut Vec<Explanation>) {
     let Some(v) = r.probes.get("iostat") else {
@@ -216,7 +233,7 @@ pub(crate) fn device_idle(r: &RunFacts, out: &mut Vec<Explanation>) {
     out.push(finding(
         "device_idle",
         format!(
-            "the devices under the targets were busy only {busiest:.1}% of the run ({}) while serving {}/s{flat}: the storage had capacity to spare, so the limit was on the host's side (fsbench's CPU at {cpu_per_s:.2} s per second, the queue depth, a rate limit or think time), not the storage",
+            "the devices under the targets were busy only {busiest:.1}% of the run ({}) while serving {}/s{flat}: the storage had capacity to spare, so the limit was on the host's side (fsbench's CPU at {cpu_per_s:.2} s per second, the queue depth, a rate limit or think time), not the storage; raise --qd or --threads",
             per_device.join(", "),
             crate::units::format_bytes(kb_per_s * 1024.0)
         ),

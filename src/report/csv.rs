@@ -6,7 +6,7 @@ use super::ReportOptions;
 use crate::result::RunResult;
 use crate::stats::StatsReport;
 
-pub(crate) const HEADER: &str = "name,status,scope,user,thread,target,access,block_size_bytes,cache,engine,queue_depth,threads_per_user,users,ops,bytes,elapsed_s,bytes_per_sec,iops,cpu_user_s,cpu_sys_s,cpu_s,cpu_us_per_op,lat_min_ns,lat_mean_ns,lat_p50_ns,lat_p90_ns,lat_p99_ns,lat_p99_9_ns,lat_max_ns,buffered_fallback_ops,errors,lat_p99_99_ns,lat_stdev_ns,read_ops,read_bytes,read_bytes_per_sec,read_iops,read_lat_mean_ns,read_lat_p50_ns,read_lat_p99_ns,read_lat_p99_9_ns,read_lat_max_ns,write_ops,write_bytes,write_bytes_per_sec,write_iops,write_lat_mean_ns,write_lat_p50_ns,write_lat_p99_ns,write_lat_p99_9_ns,write_lat_max_ns,sched_lat_mean_ns,sched_lat_p50_ns,sched_lat_p99_ns,sched_lat_p99_9_ns,sched_lat_max_ns,read_sched_lat_mean_ns,read_sched_lat_p50_ns,read_sched_lat_p99_ns,read_sched_lat_p99_9_ns,read_sched_lat_max_ns,write_sched_lat_mean_ns,write_sched_lat_p50_ns,write_sched_lat_p99_ns,write_sched_lat_p99_9_ns,write_sched_lat_max_ns";
+pub(crate) const HEADER: &str = "name,status,scope,user,thread,target,access,block_size_bytes,cache,engine,queue_depth,threads_per_user,users,ops,bytes,elapsed_s,bytes_per_sec,iops,cpu_user_s,cpu_sys_s,cpu_s,cpu_us_per_op,lat_min_ns,lat_mean_ns,lat_p50_ns,lat_p90_ns,lat_p99_ns,lat_p99_9_ns,lat_max_ns,buffered_fallback_ops,errors,lat_p99_99_ns,lat_stdev_ns,read_ops,read_bytes,read_bytes_per_sec,read_iops,read_lat_mean_ns,read_lat_p50_ns,read_lat_p99_ns,read_lat_p99_9_ns,read_lat_max_ns,write_ops,write_bytes,write_bytes_per_sec,write_iops,write_lat_mean_ns,write_lat_p50_ns,write_lat_p99_ns,write_lat_p99_9_ns,write_lat_max_ns,sched_lat_mean_ns,sched_lat_p50_ns,sched_lat_p99_ns,sched_lat_p99_9_ns,sched_lat_max_ns,read_sched_lat_mean_ns,read_sched_lat_p50_ns,read_sched_lat_p99_ns,read_sched_lat_p99_9_ns,read_sched_lat_max_ns,write_sched_lat_mean_ns,write_sched_lat_p50_ns,write_sched_lat_p99_ns,write_sched_lat_p99_9_ns,write_sched_lat_max_ns,explain";
 
 /// CSV text built row by row through the `csv` crate: a field is quoted only when it holds a
 /// comma, a double quote, a CR or a LF (inner quotes doubled); rows end in `\n`. The report
@@ -115,7 +115,18 @@ fn row(
             l.max.to_string(),
         ]);
     }
+    // What `explain` found on the Result (`page_cache;too_short`), on every row of it.
+    fields.push(explain_checks(r));
     fields
+}
+
+/// The checks of a Result's `explain` findings, `;` apart (the messages are in the JSON).
+pub(crate) fn explain_checks(r: &RunResult) -> String {
+    r.explain
+        .iter()
+        .map(|e| e.check.as_str())
+        .collect::<Vec<_>>()
+        .join(";")
 }
 
 /// The results as CSV rows.
@@ -188,13 +199,34 @@ mod tests {
         assert_eq!(rows[0], format!("{HEADER}\n"));
         assert_eq!(
             rows[1],
-            "\"a,b\"\"c\",complete,total,,,,,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n"
+            "\"a,b\"\"c\",complete,total,,,,,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n"
         );
         assert_eq!(
             out[rows[0].len() + rows[1].len()..],
-            *"\"a,b\"\"c\",complete,user,1,,\"t\nx\",,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n\
-              \"a,b\"\"c\",complete,thread,1,1,\"t\nx\",,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n\
-              \"a,b\"\"c\",complete,group,,,\"g\"\"1\"\"\",,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n"
+            *"\"a,b\"\"c\",complete,user,1,,\"t\nx\",,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n\
+              \"a,b\"\"c\",complete,thread,1,1,\"t\nx\",,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n\
+              \"a,b\"\"c\",complete,group,,,\"g\"\"1\"\"\",,,,,,,,7,4096,0.500000,0.0,0.0,0.000000,0.000000,0.000000,0.000,0,0,0,0,0,0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0.0,0.0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n"
+        );
+    }
+
+    #[test]
+    fn the_explain_checks_are_the_last_column() {
+        let mut r = awkward("t");
+        for check in ["page_cache", "too_short"] {
+            r.explain.push(crate::explain::Explanation {
+                check: check.into(),
+                message: String::new(),
+                evidence: serde_json::Value::Null,
+            });
+        }
+        let out = render(&[r], &ReportOptions::default());
+        assert!(HEADER.ends_with(",explain"));
+        assert!(
+            out.lines()
+                .nth(1)
+                .unwrap()
+                .ends_with(",page_cache;too_short"),
+            "{out}"
         );
     }
 

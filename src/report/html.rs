@@ -5,7 +5,7 @@
 //! page of `fsbench advise --format html` around its section.
 
 use super::chart::{self, esc, ChartData, ErrorBars, Series};
-use super::table::{format_cell, Shaped};
+use super::table::Shaped;
 use crate::sweep::axis;
 use crate::sweep::record::Record;
 use std::fmt::Write;
@@ -233,27 +233,27 @@ fn same_target(a: &str, b: &str) -> bool {
             .is_some_and(|x| std::fs::canonicalize(b).ok() == Some(x))
 }
 
+/// The study's table: the head and rows as the text table has them (row axes, the marker
+/// column of the findings when some point has one, the figures), the cells of skipped and
+/// failed points marked by class.
 fn html_table(t: &Shaped) -> String {
+    let labels = t.label_columns();
     let mut s = String::from("<div class=\"tablewrap\"><table><thead><tr>");
-    for (i, h) in t.header().iter().enumerate() {
+    for (i, h) in t.marked_header().iter().enumerate() {
         let _ = write!(
             s,
             "<th{}>{}</th>",
-            if i < t.row_axes.len() {
-                " class=\"key\""
-            } else {
-                ""
-            },
+            if i < labels { " class=\"key\"" } else { "" },
             esc(h)
         );
     }
     s.push_str("</tr></thead><tbody>");
-    for (ri, rk) in t.row_keys.iter().enumerate() {
+    for (ri, row) in t.marked_body().iter().enumerate() {
         s.push_str("<tr>");
-        for k in rk {
+        for k in &row[..labels] {
             let _ = write!(s, "<td class=\"key\">{}</td>", esc(k));
         }
-        for (mi, m) in t.metrics.iter().enumerate() {
+        for (mi, _) in t.metrics.iter().enumerate() {
             for ci in 0..t.col_keys.len() {
                 let c = &t.cells[ri][ci];
                 let class = if c.skipped.is_some() && c.mean(mi).is_none() {
@@ -263,7 +263,8 @@ fn html_table(t: &Shaped) -> String {
                 } else {
                     ""
                 };
-                let _ = write!(s, "<td{class}>{}</td>", esc(&format_cell(c, mi, m)));
+                let text = &row[labels + mi * t.col_keys.len() + ci];
+                let _ = write!(s, "<td{class}>{}</td>", esc(text));
             }
         }
         s.push_str("</tr>");

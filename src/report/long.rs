@@ -23,7 +23,7 @@ pub(crate) fn csv(records: &[Record]) -> String {
             .map(|s| s.to_string())
             .chain(axes.iter().cloned())
             .chain(METRICS.iter().map(|m| m.key.to_string()))
-            .chain(["skip_reason".to_string()]),
+            .chain(["skip_reason".to_string(), "explain".to_string()]),
     );
     for r in records {
         let m = r.meta();
@@ -50,6 +50,11 @@ pub(crate) fn csv(records: &[Record]) -> String {
             Record::Skipped { reason, .. } => reason.clone(),
             _ => String::new(),
         });
+        row.push(
+            r.result()
+                .map(super::csv::explain_checks)
+                .unwrap_or_default(),
+        );
         out.row(row);
     }
     out.finish()
@@ -112,11 +117,11 @@ mod tests {
         let out = csv(&[skipped("4k,8k", "no \"O_DIRECT\"\nhere")]);
         let (head, body) = out.split_once('\n').unwrap();
         assert!(head.starts_with("suite,study,index,repeat,target,status,\"b\"\"s\","));
-        assert!(head.ends_with(",skip_reason"));
+        assert!(head.ends_with(",skip_reason,explain"));
         let empties = ",".repeat(METRICS.len());
         assert_eq!(
             body,
-            format!("\"s,1\",st,0,0,,skipped,\"4k,8k\"{empties},\"no \"\"O_DIRECT\"\"\nhere\"\n")
+            format!("\"s,1\",st,0,0,,skipped,\"4k,8k\"{empties},\"no \"\"O_DIRECT\"\"\nhere\",\n")
         );
     }
 

@@ -144,7 +144,27 @@ fn row_width(name: &str, runs: &[RunResult], width: Option<usize>) -> String {
     for f in runs.iter().flat_map(|r| &r.failures) {
         let _ = writeln!(out, "  error: {f}");
     }
+    for e in findings(runs) {
+        let words: Vec<String> = e.message.split(' ').map(str::to_string).collect();
+        let _ = writeln!(
+            out,
+            "{}",
+            super::width::wrap_items("  explain:", &words, width)
+        );
+    }
     out
+}
+
+/// What `explain` found on a test's timed runs, each check once (the first run's words): a
+/// range of runs that disagree (`spread`) says why its median is not to be trusted alone.
+fn findings(runs: &[RunResult]) -> Vec<&crate::explain::Explanation> {
+    let mut seen: Vec<&crate::explain::Explanation> = Vec::new();
+    for e in runs.iter().flat_map(|r| &r.explain) {
+        if !seen.iter().any(|s| s.check == e.check) {
+            seen.push(e);
+        }
+    }
+    seen
 }
 
 #[cfg(test)]
@@ -234,6 +254,40 @@ mod tests {
                 None => assert_eq!(h.len(), r.len(), "{head}{line}"),
             }
         }
+    }
+
+    /// Runs of 97 and 450 MB/s: the row says they disagree, once.
+    #[test]
+    fn a_wide_range_is_explained_under_the_row() {
+        let mut runs = [
+            run(97.0, 10.0, 900, 100, 0.001),
+            run(450.0, 30.0, 800, 300, 0.002),
+            run(200.0, 20.0, 850, 200, 0.003),
+        ];
+        for r in runs.iter_mut() {
+            r.total.bytes = 1 << 20;
+        }
+        assert!(crate::result::mark_spread(runs.iter_mut()));
+        let line = row_width("SEQ1M Q8T1 read", &runs, None);
+        assert!(line.contains("97.0..450.0"), "{line}");
+        assert_eq!(line.matches("  explain: ").count(), 1, "{line}");
+        assert!(
+            line.contains("  explain: the 3 repetitions of this point disagree by 141.8%"),
+            "{line}"
+        );
+        assert!(line.contains("--time"), "{line}");
+        // On a narrow terminal the explanation goes on under itself, every word kept.
+        let narrow = row_width("SEQ1M Q8T1 read", &runs, Some(60));
+        assert!(narrow.lines().all(|l| l.chars().count() <= 60), "{narrow}");
+        let words = |t: &str| t.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let said = |t: &str| t[t.find("  explain:").unwrap()..].to_string();
+        assert_eq!(words(&said(&narrow)), words(&said(&line)));
+        // Runs that agree: the row alone.
+        let same = [
+            run(100.0, 10.0, 900, 100, 0.001),
+            run(101.0, 10.0, 900, 100, 0.001),
+        ];
+        assert!(!row_width("x", &same, None).contains("explain"));
     }
 
     #[test]
