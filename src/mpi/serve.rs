@@ -524,6 +524,9 @@ pub(crate) fn drive(
     let plan: Result<DistPlan, String> = serde_json::from_slice(&got)?;
     let end = |world: &World, code: i32| {
         world.meet("the end of the run", Duration::from_secs(600));
+        if crate::runner::signal::interrupted() {
+            exit_signalled(world.rank, code);
+        }
         code
     };
     let plan = match plan {
@@ -538,6 +541,9 @@ pub(crate) fn drive(
     if world.rank != 0 {
         let code = match serve(&world, &plan) {
             Ok(c) => c,
+            // Once the job is ending without a lost rank, rank 0 names it; what this rank
+            // could not read from rank 0 meanwhile is no error of its own.
+            Err(_) if world.ending() => 1,
             Err(e) => {
                 crate::runner::say(&format!(
                     "fsbench: error: rank {}: {}",
@@ -564,3 +570,22 @@ pub(crate) fn drive(
     let _ = driver.order(&Order::End);
     Ok(end(&driver.world, code))
 }
+
+/// End a signalled rank, with its status, once its output is written: mpirun SIGKILLs every
+/// rank one second after its SIGTERM, and MPI_Finalize would wait for a runtime that is being
+/// torn down until then (the rank would die by SIGKILL instead of ending with its status).
+/// Rank 0 ends at once, so its status is the first mpirun hears; the other ranks wait for
+/// the SIGKILL (at most [`SERVANT_LINGER`]): mpirun SIGKILLs every rank as soon as one
+/// ends, which could cut rank 0 short while it still writes the Result.
+fn exit_signalled(rank: u32, code: i32) -> ! {
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    if rank != 0 {
+        std::thread::sleep(SERVANT_LINGER);
+    }
+    std::process::exit(code)
+}
+
+/// Longest a signalled rank other than rank 0 waits for mpirun to end it.
+const SERVANT_LINGER: Duration = Duration::from_secs(3);
