@@ -221,13 +221,19 @@ fn the_files_of_a_run_that_lost_a_rank_go_with_the_next_run() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(err.contains("was killed"), "the rerun says so: {err}");
-    // The ranks' files are gone; their (empty) directories stay, as after a kept run.
+    // The ranks' files are gone, and so are the directories the killed run made for them.
     for r in 0..2 {
         assert!(
             !rank_file(r).exists(),
             "rank {r}'s file left after the rerun"
         );
     }
+    assert!(
+        !sb.file("f.d").exists(),
+        "left after the rerun: {:?}",
+        std::fs::read_dir(sb.file("f.d"))
+            .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+    );
 }
 
 /// The flags of a distributed run, fuzzed under mpirun: hostile values are refused in one

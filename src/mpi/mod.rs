@@ -67,14 +67,21 @@ fn one_line(e: &anyhow::Error) -> String {
     format!("{e:#}").replace(['\n', '\r'], " ")
 }
 
-/// Create a directory of the run; true when this call made it. An existing directory (not a
-/// symbolic link) is used as it is.
+/// Create a directory of the run, marked as this run's (`crate::leftover`); true when this
+/// call made it, or took it over from a run that was killed (this run removes it when done,
+/// once empty). Any other existing directory (not a symbolic link) is used as it is.
 fn make_dir(p: &Path) -> anyhow::Result<bool> {
-    match std::fs::create_dir(p) {
+    match crate::leftover::make_marked_dir(p) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             match std::fs::symlink_metadata(p) {
-                Ok(m) if m.is_dir() => Ok(false),
+                Ok(m) if m.is_dir() => match crate::leftover::take_over_dir(p) {
+                    Some(note) => {
+                        runner::say(&format!("fsbench: note: {note}"));
+                        Ok(true)
+                    }
+                    None => Ok(false),
+                },
                 _ => crate::bail_usage!(
                     "{} exists and is not a directory: fsbench keeps each rank's file in a directory there; name another path",
                     p.display()
@@ -464,6 +471,8 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
         if let Some(d) = &own_dir {
             let _ = std::fs::remove_dir(d);
         }
+    } else if let Some(d) = &own_dir {
+        crate::leftover::clear_run_of(d);
     }
     let own_code = if rec.usage {
         2
@@ -479,6 +488,8 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
     };
     if parent_made && !spec.job.keep {
         let _ = std::fs::remove_dir(layout::parent_dir(&path));
+    } else if parent_made {
+        crate::leftover::clear_run_of(&layout::parent_dir(&path));
     }
     let records = reported_records(&all, &hosts, &job_targets(spec, n, shift))?;
     if let Some((true, message)) = aggregate::start_refusal(&records) {
