@@ -506,7 +506,7 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
 /// Every rank's record at rank 0 from what each sent (`all`: one slot per rank); a rank that
 /// did not report (lost: killed, or ended with the MPI job before it could) gets a record of
 /// its own that fails the run and names it, with its host and its targets (`targets`).
-fn reported_records(
+pub(super) fn reported_records(
     all: &[Option<Vec<u8>>],
     hosts: &[String],
     targets: &dyn Fn(u32) -> Vec<String>,

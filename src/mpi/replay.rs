@@ -226,13 +226,25 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
         0
     };
     let bytes = serde_json::to_vec(&RankReplay { rec, parts })?;
-    let Some(all) = world.gather("collecting the results", timeout, &bytes) else {
+    let Some(all) = world.gather_reported("collecting the results", timeout, &bytes) else {
         return Ok(Ending::Done(own_code));
     };
-    let ranks: Vec<RankReplay> = all
-        .iter()
-        .map(|b| serde_json::from_slice(b))
-        .collect::<Result<_, _>>()?;
+    // A rank that did not report (lost with the MPI job) fails the replay, named.
+    let mut ranks: Vec<RankReplay> = Vec::with_capacity(all.len());
+    for (r, b) in all.iter().enumerate() {
+        ranks.push(match b {
+            Some(b) => serde_json::from_slice(b)?,
+            None => {
+                let r = r as u32;
+                let host = hosts.get(r as usize).map_or("unknown-host", |h| h);
+                let dir = spec.opts.dir.join(format!("rank-{r:05}"));
+                RankReplay {
+                    rec: RankRecord::lost(r, host, vec![dir.display().to_string()]),
+                    parts: None,
+                }
+            }
+        });
+    }
     let records: Vec<RankRecord> = ranks.iter().map(|r| r.rec.clone()).collect();
     match aggregate::start_refusal(&records) {
         Some((usage, message)) if usage || ranks.iter().all(|r| r.parts.is_none()) => {
