@@ -156,6 +156,63 @@ fn a_run_that_loses_a_rank_writes_a_failed_result_naming_it() {
     }
 }
 
+/// A distributed workload that loses a rank: rank 0's Result fails naming it, and the next
+/// workload in the same directory removes what the lost rank left (its fileset and its
+/// directory).
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_workload_that_loses_a_rank_fails_naming_it_and_the_next_one_cleans_up() {
+    let sb = Sandbox::new();
+    let flow = |secs: u32| {
+        format!(
+            "define fileset name=fs,path=$dir,entries=4,size=1m,prealloc=100\n\
+             define process name=p,instances=1 {{ thread name=t,instances=1 {{\n\
+             flowop read name=rd,filesetname=fs,iosize=4k,random }} }}\n\
+             run {secs}\n"
+        )
+    };
+    std::fs::write(sb.file("wl.f"), flow(30)).unwrap();
+    std::fs::write(sb.file("short.f"), flow(1)).unwrap();
+    std::fs::create_dir(sb.file("wd")).unwrap();
+    let mut run = start_in_background(&sb, 3, "workload wl.f --dir wd --output result.json");
+    let files: Vec<_> = (1..=4)
+        .map(|i| sb.file(&format!("wd/rank-00002/fs/{i:08}")))
+        .collect();
+    wait_laid_out(&mut run, &files, 1 << 20);
+    std::thread::sleep(Duration::from_millis(500));
+    kill_rank(run.id(), 2);
+    assert!(!wait_exit(&mut run).success());
+    let text = std::fs::read_to_string(sb.file("result.json"))
+        .expect("rank 0 wrote no Result after rank 2 was lost");
+    let r: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(r["status"], "failed", "{text}");
+    let failures = r["failures"].as_array().unwrap();
+    assert!(
+        failures.iter().any(|f| {
+            let m = f["message"].as_str().unwrap_or("");
+            m.starts_with("rank 2 ") && m.contains("lost")
+        }),
+        "no failure names the lost rank: {failures:?}"
+    );
+    assert!(
+        files[0].exists(),
+        "the lost rank's fileset stays for the next run"
+    );
+    let o = common::mpirun(&sb, 3, &common::words("workload short.f --dir wd"));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let left: Vec<_> = std::fs::read_dir(sb.file("wd"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left after the next workload: {left:?}");
+}
+
 /// fsbench processes of this sandbox's run, by rank (from OMPI_COMM_WORLD_RANK).
 fn ranks_of(mpirun_pid: u32) -> Vec<(u32, u32)> {
     let mut v = Vec::new();
