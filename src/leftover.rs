@@ -320,6 +320,7 @@ fn dead_runs_dir(path: &Path) -> Option<(File, u32)> {
 
 /// Take over the directory `path` if a killed run made it: it now carries this run's record,
 /// and the caller removes it when done, as if it had made it. The note saying so.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn take_over_dir(path: &Path) -> Option<String> {
     let (d, pid) = dead_runs_dir(path)?;
     set_run(&d);

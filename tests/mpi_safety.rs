@@ -156,6 +156,42 @@ fn a_run_that_loses_a_rank_writes_a_failed_result_naming_it() {
     }
 }
 
+/// SIGTERM to one rank alone (not through mpirun): that rank stops and waits for the others,
+/// which finish their time; the Result counts every rank, `partial`, and mpirun (not
+/// interrupted itself) passes on the status 130.
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn a_rank_signalled_alone_stops_and_the_run_ends_partial_with_every_rank() {
+    let sb = Sandbox::new();
+    let mut run = start_in_background(
+        &sb,
+        3,
+        "run f --rw randwrite --bs 4k --size 4m --time 6s --output result.json",
+    );
+    let files: Vec<_> = (0..3)
+        .map(|r| sb.file(&format!("f.d/rank-{r:05}/f")))
+        .collect();
+    wait_laid_out(&mut run, &files, 4 << 20);
+    let (_, pid1) = ranks_of(run.id())
+        .into_iter()
+        .find(|(r, _)| *r == 1)
+        .expect("rank 1 found");
+    // SAFETY: signalling a rank this test's mpirun started.
+    unsafe { libc::kill(pid1 as i32, libc::SIGTERM) };
+    let st = wait_exit(&mut run);
+    let text = std::fs::read_to_string(sb.file("result.json")).expect("no Result written");
+    let r: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(r["status"], "partial", "{text}");
+    let ranks = r["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 3);
+    for (k, row) in ranks.iter().enumerate() {
+        assert!(row["ops"].as_u64().unwrap() > 0, "rank {k}: {row:?}");
+        assert_ne!(row["status"], "failed", "rank {k}: {row:?}");
+    }
+    assert_eq!(st.code(), Some(130));
+    assert!(!sb.file("f.d").exists(), "the run left its files");
+}
+
 /// A distributed workload that loses a rank: rank 0's Result fails naming it, and the next
 /// workload in the same directory removes what the lost rank left (its fileset and its
 /// directory).

@@ -7,12 +7,15 @@
 //! which meeting point they waited at and abort the MPI job instead of waiting for ever.
 //!
 //! When a rank dies, Open MPI's mpirun ends every other rank: SIGTERM, then SIGKILL one second
-//! later (`odls_base_sigkill_timeout`). A meeting then never completes. So a rank that was
-//! signalled (Ctrl-C, SIGTERM) waits at a meeting point only [`SIGNAL_GRACE`] for the others;
-//! past it the job is *ending*: no collective is entered any more (each returns what this rank
-//! alone knows), and [`World::gather_reported`] sends rank 0 each rank's bytes point to point,
-//! rank 0 taking what arrives within [`REPORT_WAIT`], so it can still write the Result of the
-//! ranks that reported and name the ones that did not.
+//! later (`odls_base_sigkill_timeout`). A meeting then never completes. So rank 0, once
+//! signalled (Ctrl-C, SIGTERM), waits at a meeting point only [`SIGNAL_GRACE`] for the others;
+//! past it the job is *ending*: rank 0 tells every rank so (a message, as the barrier it left
+//! cannot be taken back), each rank waiting at a meeting point hears it there, and from then on
+//! no collective is entered (each returns what this rank alone knows): [`World::gather_reported`]
+//! sends rank 0 each rank's bytes point to point, rank 0 taking what arrives within
+//! [`REPORT_WAIT`], so it can still write the Result of the ranks that reported and name the
+//! ones that did not. Only rank 0 decides: a rank signalled alone (not through mpirun) waits
+//! for the others as before, so no rank is left in a collective the others have given up.
 
 use mpi::point_to_point::MatchedReceiveVec;
 use mpi::topology::SimpleCommunicator;
@@ -24,6 +27,10 @@ use std::time::{Duration, Instant};
 const STONE_TAG: i32 = 0x5701;
 /// Tag of a rank's bytes sent to rank 0 while the job is ending (no collective any more).
 const REPORT_TAG: i32 = 0x5702;
+/// Tag of rank 0's word to every rank that the job is ending.
+const ENDING_TAG: i32 = 0x5703;
+/// The (empty) content of that word: sent without waiting, so it must outlive the call.
+static ENDING_WORD: [u8; 0] = [];
 /// How long a signalled rank still waits at a meeting point: every live rank got the same
 /// signal from mpirun at the same time, stops its workers at their next I/O and arrives within
 /// milliseconds; one that does not arrive by then is dead, and mpirun's SIGKILL comes one
@@ -91,18 +98,28 @@ impl World {
                 Ok(_) => return true,
                 Err(r) => req = r,
             }
-            if signalled.is_none() && crate::runner::signal::interrupted() {
+            if self.rank == 0 && signalled.is_none() && crate::runner::signal::interrupted() {
                 signalled = Some(Instant::now());
             }
-            if signalled.is_some_and(|s| s.elapsed() > SIGNAL_GRACE) {
+            let give_up = if self.rank == 0 {
+                signalled.is_some_and(|s| s.elapsed() > SIGNAL_GRACE)
+            } else {
+                self.world
+                    .process_at_rank(0)
+                    .immediate_probe_with_tag(ENDING_TAG)
+                    .is_some()
+            };
+            if give_up {
                 // The barrier cannot complete without the lost rank; its request stays with
                 // MPI (dropping an incomplete request is an error in the bindings).
                 std::mem::forget(req);
                 self.ending.set(true);
                 if self.rank == 0 {
+                    self.announce_ending();
                     crate::runner::say(&format!(
-                        "fsbench: rank 0 on {}: interrupted, and not every rank reached '{step}' (a rank was lost): the ranks that are left report without it",
-                        self.host
+                        "fsbench: rank 0 on {}: interrupted, and not every rank reached '{step}' within {} ms (a rank was lost): the ranks that are left report without it",
+                        self.host,
+                        SIGNAL_GRACE.as_millis()
                     ));
                 }
                 return false;
@@ -128,6 +145,19 @@ impl World {
             };
             let nap = (t0.elapsed() / 5).clamp(Duration::from_micros(250), longest);
             std::thread::sleep(nap);
+        }
+    }
+
+    /// Rank 0: tell every other rank that the job is ending. Sent without waiting (a dead
+    /// rank never takes it); the requests stay with MPI.
+    fn announce_ending(&self) {
+        for r in 1..self.size as i32 {
+            let req = self.world.process_at_rank(r).immediate_send_with_tag(
+                mpi::request::StaticScope,
+                &ENDING_WORD[..],
+                ENDING_TAG,
+            );
+            std::mem::forget(req);
         }
     }
 

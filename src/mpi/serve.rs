@@ -524,7 +524,8 @@ pub(crate) fn drive(
     let plan: Result<DistPlan, String> = serde_json::from_slice(&got)?;
     let end = |world: &World, code: i32| {
         world.meet("the end of the run", Duration::from_secs(600));
-        if crate::runner::signal::interrupted() {
+        let rank0 = world.rank == 0 && crate::runner::signal::interrupted();
+        if rank0 || world.ending() {
             exit_signalled(world.rank, code);
         }
         code
@@ -571,12 +572,13 @@ pub(crate) fn drive(
     Ok(end(&driver.world, code))
 }
 
-/// End a signalled rank, with its status, once its output is written: mpirun SIGKILLs every
-/// rank one second after its SIGTERM, and MPI_Finalize would wait for a runtime that is being
-/// torn down until then (the rank would die by SIGKILL instead of ending with its status).
-/// Rank 0 ends at once, so its status is the first mpirun hears; the other ranks wait for
-/// the SIGKILL (at most [`SERVANT_LINGER`]): mpirun SIGKILLs every rank as soon as one
-/// ends, which could cut rank 0 short while it still writes the Result.
+/// End rank 0 once signalled, or any rank once the job is ending without a lost rank, with
+/// its status, after its output is written: mpirun SIGKILLs every rank one second after its
+/// SIGTERM, and MPI_Finalize would wait for a runtime that is being torn down until then (the
+/// rank would die by SIGKILL instead of ending with its status). Rank 0 ends at once, so its
+/// status is the first mpirun hears; the other ranks wait for the SIGKILL (at most
+/// [`SERVANT_LINGER`]): mpirun SIGKILLs every rank as soon as one ends, which could cut rank 0
+/// short while it still writes the Result.
 fn exit_signalled(rank: u32, code: i32) -> ! {
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
