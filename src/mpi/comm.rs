@@ -87,28 +87,30 @@ impl World {
     /// job is ending: this process was signalled and the others did not all arrive within
     /// [`SIGNAL_GRACE`] (or it was already ending).
     pub(crate) fn meet(&self, step: &str, timeout: Duration) -> bool {
-        if self.ending.get() {
+        if self.ending.get() || self.heard_ending() {
+            self.ending.set(true);
             return false;
         }
         let t0 = Instant::now();
         let mut signalled: Option<Instant> = None;
         let mut req = self.world.immediate_barrier();
         loop {
-            match req.test() {
-                Ok(_) => return true,
-                Err(r) => req = r,
+            // Rank 0's word first: once it gave up, this barrier may still complete (rank 0
+            // entered it), but rank 0 is in no collective after it.
+            let give_up = if self.rank == 0 {
+                signalled.is_some_and(|s| s.elapsed() > SIGNAL_GRACE)
+            } else {
+                self.heard_ending()
+            };
+            if !give_up {
+                match req.test() {
+                    Ok(_) => return true,
+                    Err(r) => req = r,
+                }
             }
             if self.rank == 0 && signalled.is_none() && crate::runner::signal::interrupted() {
                 signalled = Some(Instant::now());
             }
-            let give_up = if self.rank == 0 {
-                signalled.is_some_and(|s| s.elapsed() > SIGNAL_GRACE)
-            } else {
-                self.world
-                    .process_at_rank(0)
-                    .immediate_probe_with_tag(ENDING_TAG)
-                    .is_some()
-            };
             if give_up {
                 // The barrier cannot complete without the lost rank; its request stays with
                 // MPI (dropping an incomplete request is an error in the bindings).
@@ -146,6 +148,16 @@ impl World {
             let nap = (t0.elapsed() / 5).clamp(Duration::from_micros(250), longest);
             std::thread::sleep(nap);
         }
+    }
+
+    /// Rank 0 said the job is ending (never true on rank 0).
+    fn heard_ending(&self) -> bool {
+        self.rank != 0
+            && self
+                .world
+                .process_at_rank(0)
+                .immediate_probe_with_tag(ENDING_TAG)
+                .is_some()
     }
 
     /// Rank 0: tell every other rank that the job is ending. Sent without waiting (a dead

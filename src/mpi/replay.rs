@@ -211,10 +211,15 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
     }
     super::finish_observing(observer, &mut rec, t0);
     // The rank's directory, unless kept, when it is still the one this run made.
-    if let (Some((dev, ino)), false) = (own_dir, spec.opts.keep) {
+    if let Some((dev, ino)) = own_dir {
         if let Ok(m) = std::fs::symlink_metadata(&dir) {
             if m.is_dir() && m.dev() == dev && m.ino() == ino {
-                let _ = std::fs::remove_dir(&dir);
+                if spec.opts.keep {
+                    // Kept: no later run takes it for a killed run's.
+                    crate::leftover::clear_run_of(&dir);
+                } else {
+                    let _ = std::fs::remove_dir(&dir);
+                }
             }
         }
     }

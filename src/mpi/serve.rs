@@ -109,6 +109,15 @@ impl Leftovers {
         }
     }
 
+    /// Keep everything (`--keep`): the directories no longer name this run as the one to
+    /// remove them (no later run takes them for a killed run's).
+    fn keep(&mut self) {
+        for d in self.dirs.iter().chain(&self.shared_dirs) {
+            crate::leftover::clear_run_of(d);
+        }
+        self.forget();
+    }
+
     fn forget(&mut self) {
         *self = Leftovers::default();
     }
@@ -241,7 +250,7 @@ fn rank_loop_device(
 /// rank 0 the directory that held them).
 fn cleanup(world: &World, plan: &DistPlan, keep: bool, left: &mut Leftovers) {
     if keep {
-        left.forget();
+        left.keep();
     } else {
         left.remove_own();
     }

@@ -407,8 +407,11 @@ pub(crate) fn run(
             rec.notes.extend(remove_laid_out(m, l));
         }
     }
-    if !ws.keep {
-        if let Some(d) = &own_dir {
+    if let Some(d) = &own_dir {
+        if ws.keep {
+            // Kept: no later run takes it for a killed run's.
+            crate::leftover::clear_run_of(d);
+        } else {
             let _ = std::fs::remove_dir(d);
         }
     }
@@ -428,6 +431,8 @@ pub(crate) fn run(
     };
     if base_made && !ws.keep {
         let _ = std::fs::remove_dir(&ws.base);
+    } else if base_made {
+        crate::leftover::clear_run_of(&ws.base);
     }
     let dir_of = |r: u32| {
         vec![ws
