@@ -13,6 +13,18 @@
 //! is not a regular file, not marked, names a live run, names another host, or whose name
 //! no longer holds the file that was checked is never touched. Where the file system has no
 //! user xattrs nothing can be recorded, and nothing is removed.
+//!
+//! A file is made with its mark and record already on it ([`create_marked`]): created
+//! without a name (O_TMPFILE), marked through its descriptor, then linked to its name, which
+//! fails if the name exists. A run killed at any moment leaves either nothing or a file the
+//! next run recognises. (Where O_TMPFILE is not supported the file is created, then marked:
+//! a kill between the two leaves an empty file nobody can tell from a stranger's.)
+//!
+//! The directories a run makes for its files (an MPI run's `PATH.d/rank-NNNNN`, a replay's
+//! scratch directory) carry the mark and the record as well ([`make_marked_dir`]); the next
+//! run takes over a directory a killed run left ([`take_over_dir`]) and removes it when done.
+//! (`mkdir` has no nameless form: a kill between a directory's creation and its mark, a few
+//! microseconds, leaves an empty directory that is never removed.)
 
 use std::ffi::CString;
 use std::fs::File;
@@ -196,6 +208,152 @@ pub(crate) fn remove_dead_runs_files(dir: &Path, ours: impl Fn(&str) -> bool) ->
     notes
 }
 
+/// Create the new regular file `path` (never through a link, never over an existing name)
+/// with the `user.fsbench` mark and this run's record already on it, so a kill at any moment
+/// leaves nothing or a file the next run recognises (see the module notes). Whether it is
+/// marked (false where the file system has no user xattrs).
+pub(crate) fn create_marked(path: &Path) -> std::io::Result<(File, bool)> {
+    match create_nameless(path) {
+        Ok(f) => {
+            let marked = mark_new(&f);
+            // linkat of /proc/self/fd/N with AT_SYMLINK_FOLLOW links the open file itself;
+            // like O_EXCL it fails when the name exists (a link there included).
+            let from = CString::new(format!("/proc/self/fd/{}", f.as_raw_fd()))
+                .expect("digits have no NUL");
+            let to = CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, "path has a NUL byte")
+            })?;
+            // SAFETY: two NUL-terminated paths; no memory is kept by the call.
+            let r = unsafe {
+                libc::linkat(
+                    libc::AT_FDCWD,
+                    from.as_ptr(),
+                    libc::AT_FDCWD,
+                    to.as_ptr(),
+                    libc::AT_SYMLINK_FOLLOW,
+                )
+            };
+            if r == 0 {
+                return Ok((f, marked));
+            }
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                // No /proc to link through: create the named file instead.
+                Some(libc::ENOENT) if !Path::new("/proc/self/fd").exists() => {
+                    create_then_mark(path)
+                }
+                _ => Err(e),
+            }
+        }
+        // The file system (or kernel) has no nameless files.
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP) | Some(libc::EISDIR) | Some(libc::EINVAL)
+            ) =>
+        {
+            create_then_mark(path)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A regular file without a name, in the directory that will hold `path`.
+fn create_nameless(path: &Path) -> std::io::Result<File> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o644)
+        .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
+        .open(dir)
+}
+
+/// O_CREAT|O_EXCL|O_NOFOLLOW, then the mark and the record (the fallback of
+/// [`create_marked`]).
+fn create_then_mark(path: &Path) -> std::io::Result<(File, bool)> {
+    let f = crate::runner::mark::create_new(path)?;
+    let marked = mark_new(&f);
+    Ok((f, marked))
+}
+
+/// The `user.fsbench` mark and this run's record on a file or directory this run created:
+/// whether it is marked.
+fn mark_new(f: &File) -> bool {
+    let marked = crate::runner::mark::fd_mark(f);
+    set_run(f);
+    marked
+}
+
+/// Open the directory `path` for a look (no link followed).
+fn open_dir(path: &Path) -> Option<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .ok()
+}
+
+/// Create the directory `path` and put the `user.fsbench` mark and this run's record on it
+/// (checked to be the directory just made, through a descriptor).
+pub(crate) fn make_marked_dir(path: &Path) -> std::io::Result<()> {
+    std::fs::create_dir(path)?;
+    if let Some(d) = open_dir(path) {
+        mark_new(&d);
+    }
+    Ok(())
+}
+
+/// The directory `path` was made (marked) by a run of fsbench that was killed: the open
+/// directory and that run's process id.
+fn dead_runs_dir(path: &Path) -> Option<(File, u32)> {
+    let d = open_dir(path)?;
+    if !d.metadata().is_ok_and(|m| m.is_dir()) || !crate::safety::fd_is_marked(&d) {
+        return None;
+    }
+    let pid = dead_run_of(&d)?;
+    Some((d, pid))
+}
+
+/// Take over the directory `path` if a killed run made it: it now carries this run's record,
+/// and the caller removes it when done, as if it had made it. The note saying so.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn take_over_dir(path: &Path) -> Option<String> {
+    let (d, pid) = dead_runs_dir(path)?;
+    set_run(&d);
+    Some(format!(
+        "{}: a directory left by a run of fsbench (pid {pid}) that was killed; this run removes it when done",
+        path.display()
+    ))
+}
+
+/// The file or directory `path` is kept (the user asked for it): no run removes it any more.
+pub(crate) fn clear_run_of(path: &Path) {
+    if let Some(f) = open_to_look(path) {
+        clear_run(&f);
+    }
+}
+
+/// Remove the directory `path` and everything in it if a killed run made it (a scratch
+/// directory only that run wrote in; the name must still hold the directory checked; links
+/// inside are removed, never followed). The note saying so, if removed.
+pub(crate) fn remove_dir_of_dead_run(path: &Path) -> Option<String> {
+    let (d, pid) = dead_runs_dir(path)?;
+    let m = d.metadata().ok()?;
+    let now = std::fs::symlink_metadata(path).ok()?;
+    if !now.is_dir() || now.dev() != m.dev() || now.ino() != m.ino() {
+        return None;
+    }
+    std::fs::remove_dir_all(path).ok()?;
+    Some(format!(
+        "removed {}: a run of fsbench (pid {pid}) that was killed left it",
+        path.display()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,5 +420,61 @@ mod tests {
         assert!(strange.exists() && theirs.exists());
         clear_run(&g);
         assert_eq!(dead_run_of(&g), None);
+    }
+
+    #[test]
+    fn a_file_is_made_marked_and_never_over_an_existing_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("new");
+        let (f, marked) = create_marked(&p).unwrap();
+        if !marked {
+            return; // no user xattrs here
+        }
+        assert!(crate::safety::fd_is_marked(&f) && p.is_file());
+        assert_eq!(dead_run_of(&f), None, "recorded as this live run's");
+        assert_eq!(
+            create_marked(&p).unwrap_err().kind(),
+            std::io::ErrorKind::AlreadyExists
+        );
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
+        assert!(create_marked(&link).is_err(), "never through a link");
+        assert!(!dir.path().join("nowhere").exists());
+    }
+
+    #[test]
+    fn only_a_dead_runs_marked_directory_is_taken_over_or_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("ours.d");
+        make_marked_dir(&ours).unwrap();
+        let theirs = dir.path().join("theirs.d");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::write(theirs.join("x"), b"x").unwrap();
+        assert_eq!(take_over_dir(&ours), None, "this run is alive");
+        assert_eq!(take_over_dir(&theirs), None, "not marked");
+        assert_eq!(remove_dir_of_dead_run(&theirs), None);
+        assert!(theirs.join("x").exists());
+        // Ours, recorded as a run whose process start time is not this one's: killed.
+        let v = this_run().unwrap();
+        let (head, start) = v.rsplit_once(' ').unwrap();
+        let other = format!("{head} {}", start.parse::<u64>().unwrap() + 1);
+        let d = open_dir(&ours).unwrap();
+        let name = CString::new(RUN_XATTR).unwrap();
+        // SAFETY: as in set_run.
+        let set = unsafe {
+            libc::fsetxattr(
+                d.as_raw_fd(),
+                name.as_ptr(),
+                other.as_ptr() as *const libc::c_void,
+                other.len(),
+                0,
+            )
+        };
+        if set != 0 || !crate::safety::fd_is_marked(&d) {
+            return; // no user xattrs here
+        }
+        std::fs::create_dir(ours.join("inner")).unwrap();
+        assert!(remove_dir_of_dead_run(&ours).is_some());
+        assert!(!ours.exists() && theirs.exists());
     }
 }

@@ -358,3 +358,97 @@ fn study_files_left_by_a_killed_suite_are_removed_by_the_rerun() {
     assert!(err.contains("was killed"), "the rerun says so: {err}");
     assert!(names(&data).is_empty(), "left: {:?}", names(&data));
 }
+
+/// A trace that makes a directory, then reads 4 KiB once a second `n` times (`replay --speed
+/// 1` takes `n` s, in a scratch directory of its own).
+fn slow_trace_with_a_directory(path: &Path, n: u64) {
+    let mut s = String::from("id,thread,op,file,offset,len,start_ns,end_ns,result\n");
+    s.push_str("0,0,mkdir,/d0,0,0,0,100,0\n");
+    for i in 1..=n {
+        let t = i * 1_000_000_000;
+        s.push_str(&format!(
+            "{i},0,read,/r0,{},4096,{t},{},4096\n",
+            i % 16 * 4096,
+            t + 100
+        ));
+    }
+    std::fs::write(path, s).unwrap();
+}
+
+#[test]
+fn a_killed_replays_scratch_directory_is_removed_by_the_next_and_a_strangers_never() {
+    let sb = Sandbox::new();
+    slow_trace_with_a_directory(&sb.file("slow.csv"), 60);
+    let scratch = sb.file("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    // Someone else's directory with a replay directory's name, holding a file.
+    let theirs = scratch.join("fsbench-replay-1.d");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::write(theirs.join("keep.txt"), b"theirs").unwrap();
+    let line = "replay slow.csv --speed 1 --dir scratch";
+    // Killed while it replays: the traced mkdir was replayed in its directory.
+    kill_when(fsbench(&sb, &words(line)), Duration::from_secs(60), || {
+        names(&scratch).iter().any(|n| {
+            n.ends_with(".d")
+                && n != "fsbench-replay-1.d"
+                && std::fs::read_dir(scratch.join(n)).is_ok_and(|mut d| d.next().is_some())
+        })
+    });
+    assert_eq!(names(&scratch).len(), 3, "{:?}", names(&scratch));
+    let (code, err) = run_bounded(
+        fsbench(&sb, &words("replay slow.csv --dir scratch --time 1s")),
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("was killed"), "the rerun says so: {err}");
+    assert_eq!(names(&scratch), ["fsbench-replay-1.d"]);
+    assert_eq!(std::fs::read(theirs.join("keep.txt")).unwrap(), b"theirs");
+}
+
+/// The target made by a run killed right as it marks the file (strace delivers SIGKILL when
+/// the first extended attribute is set): the file appears only marked, so nothing is left,
+/// or the rerun removes it. (A file made first and marked after would stay, empty and
+/// unmarked, and the rerun would refuse it as a stranger's.)
+#[test]
+#[cfg_attr(not(has_strace), ignore = "SKIPPED: needs strace")]
+fn a_run_killed_as_it_marks_its_target_leaves_nothing_the_rerun_cannot_recognise() {
+    let sb = Sandbox::new();
+    let t = sb.file("t.dat");
+    let st = Command::new("strace")
+        .current_dir(sb.path())
+        .args(["-o", "/dev/null", "-f", "-e", "trace=fsetxattr"])
+        .args(["-e", "inject=fsetxattr:signal=KILL"])
+        .arg(bin())
+        .args(words("run --rw write --bs 4k --count 16 t.dat"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(
+        !st.success(),
+        "the run was not killed as it marked its target"
+    );
+    // Nothing, or a file the rerun takes for the killed run's.
+    let (code, err) = run_bounded(
+        fsbench(&sb, &words("run --rw write --bs 4k --count 16 t.dat")),
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!t.exists(), "the rerun left the target");
+    assert_eq!(names(sb.path()), Vec::<String>::new());
+}
+
+/// A file of someone else's at a target's name, empty like a file a killed run made: never
+/// removed by a run, which refuses to write to it.
+#[test]
+fn an_empty_strangers_file_at_a_targets_name_is_never_removed() {
+    let sb = Sandbox::new();
+    let t = sb.file("t.dat");
+    std::fs::write(&t, b"").unwrap();
+    let (code, err) = run_bounded(
+        fsbench(&sb, &words("run --rw write --bs 4k --count 16 t.dat")),
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(t.exists(), "a stranger's file was removed");
+}

@@ -62,6 +62,9 @@ pub(crate) struct RankRecord {
     /// What this rank's observers saw (`super::observe`): its trace, its host's devices.
     #[serde(default)]
     pub observed: super::observe::RankObserved,
+    /// Made by rank 0 for a rank that never reported (lost with the MPI job).
+    #[serde(default)]
+    pub lost: bool,
 }
 
 /// What one rank of a distributed workload measured: each `run` of its script, its
@@ -181,7 +184,22 @@ impl RankRecord {
             data_of_rank: None,
             workload: None,
             observed: Default::default(),
+            lost: false,
         }
+    }
+
+    /// The record rank 0 makes for a rank that never sent its own: the MPI job ended without
+    /// it (it was killed, or mpirun ended it before it could report). It fails the run;
+    /// what it did is not counted.
+    pub(crate) fn lost(rank: u32, host: &str, targets: Vec<String>) -> RankRecord {
+        let mut r = RankRecord::new(rank, host, targets);
+        r.lost = true;
+        r.status = RunStatus::Failed;
+        r.error = Some(
+            "lost: this rank never reported its result (it died, or mpirun ended it with the job); its I/O is not counted"
+                .into(),
+        );
+        r
     }
 
     /// Take what the runner measured.
@@ -250,7 +268,7 @@ impl RankRecord {
 pub(crate) fn start_refusal(records: &[RankRecord]) -> Option<(bool, String)> {
     let first = records
         .iter()
-        .filter(|r| r.error.is_some() && !r.called_off)
+        .filter(|r| r.error.is_some() && !r.called_off && !r.lost)
         .min_by_key(|r| (!r.usage, r.rank))?;
     Some((
         first.usage,

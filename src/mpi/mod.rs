@@ -67,14 +67,21 @@ fn one_line(e: &anyhow::Error) -> String {
     format!("{e:#}").replace(['\n', '\r'], " ")
 }
 
-/// Create a directory of the run; true when this call made it. An existing directory (not a
-/// symbolic link) is used as it is.
+/// Create a directory of the run, marked as this run's (`crate::leftover`); true when this
+/// call made it, or took it over from a run that was killed (this run removes it when done,
+/// once empty). Any other existing directory (not a symbolic link) is used as it is.
 fn make_dir(p: &Path) -> anyhow::Result<bool> {
-    match std::fs::create_dir(p) {
+    match crate::leftover::make_marked_dir(p) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             match std::fs::symlink_metadata(p) {
-                Ok(m) if m.is_dir() => Ok(false),
+                Ok(m) if m.is_dir() => match crate::leftover::take_over_dir(p) {
+                    Some(note) => {
+                        runner::say(&format!("fsbench: note: {note}"));
+                        Ok(true)
+                    }
+                    None => Ok(false),
+                },
                 _ => crate::bail_usage!(
                     "{} exists and is not a directory: fsbench keeps each rank's file in a directory there; name another path",
                     p.display()
@@ -466,6 +473,8 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
         if let Some(d) = &own_dir {
             let _ = std::fs::remove_dir(d);
         }
+    } else if let Some(d) = &own_dir {
+        crate::leftover::clear_run_of(d);
     }
     let own_code = if rec.usage {
         2
@@ -475,17 +484,16 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
         0
     };
     let bytes = serde_json::to_vec(&rec)?;
-    let all = world.gather("collecting the results", timeout, &bytes);
+    let all = world.gather_reported("collecting the results", timeout, &bytes);
     let Some(all) = all else {
         return Ok(Ending::Done(own_code));
     };
     if parent_made && !spec.job.keep {
         let _ = std::fs::remove_dir(layout::parent_dir(&path));
+    } else if parent_made {
+        crate::leftover::clear_run_of(&layout::parent_dir(&path));
     }
-    let records: Vec<RankRecord> = all
-        .iter()
-        .map(|b| serde_json::from_slice(b))
-        .collect::<Result<_, _>>()?;
+    let records = reported_records(&all, &hosts, &job_targets(spec, n, shift))?;
     if let Some((true, message)) = aggregate::start_refusal(&records) {
         return Ok(Ending::Refused {
             usage: true,
@@ -495,6 +503,39 @@ pub(crate) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
     Ok(Ending::Result(Box::new(aggregate::build(
         spec, &spec.job, &records, shift,
     ))))
+}
+
+/// Every rank's record at rank 0 from what each sent (`all`: one slot per rank); a rank that
+/// did not report (lost: killed, or ended with the MPI job before it could) gets a record of
+/// its own that fails the run and names it, with its host and its targets (`targets`).
+pub(super) fn reported_records(
+    all: &[Option<Vec<u8>>],
+    hosts: &[String],
+    targets: &dyn Fn(u32) -> Vec<String>,
+) -> anyhow::Result<Vec<RankRecord>> {
+    let mut records = Vec::with_capacity(all.len());
+    for (rank, bytes) in all.iter().enumerate() {
+        let rank = rank as u32;
+        records.push(match bytes {
+            Some(b) => serde_json::from_slice(b)?,
+            None => {
+                let host = hosts.get(rank as usize).map_or("unknown-host", |h| h);
+                RankRecord::lost(rank, host, targets(rank))
+            }
+        });
+    }
+    Ok(records)
+}
+
+/// The targets of each rank of `spec` (for the record of a rank that did not report).
+fn job_targets(spec: &DistSpec, n: u32, shift: Option<u32>) -> impl Fn(u32) -> Vec<String> + '_ {
+    move |rank| {
+        layout::rank_job(spec, rank, n, shift)
+            .targets
+            .iter()
+            .map(|t| t.display().to_string())
+            .collect()
+    }
 }
 
 /// A command every rank runs on its own, with nothing to merge (`fsbench trace -- CMD` under

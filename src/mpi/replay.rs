@@ -211,10 +211,15 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
     }
     super::finish_observing(observer, &mut rec, t0);
     // The rank's directory, unless kept, when it is still the one this run made.
-    if let (Some((dev, ino)), false) = (own_dir, spec.opts.keep) {
+    if let Some((dev, ino)) = own_dir {
         if let Ok(m) = std::fs::symlink_metadata(&dir) {
             if m.is_dir() && m.dev() == dev && m.ino() == ino {
-                let _ = std::fs::remove_dir(&dir);
+                if spec.opts.keep {
+                    // Kept: no later run takes it for a killed run's.
+                    crate::leftover::clear_run_of(&dir);
+                } else {
+                    let _ = std::fs::remove_dir(&dir);
+                }
             }
         }
     }
@@ -226,13 +231,25 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
         0
     };
     let bytes = serde_json::to_vec(&RankReplay { rec, parts })?;
-    let Some(all) = world.gather("collecting the results", timeout, &bytes) else {
+    let Some(all) = world.gather_reported("collecting the results", timeout, &bytes) else {
         return Ok(Ending::Done(own_code));
     };
-    let ranks: Vec<RankReplay> = all
-        .iter()
-        .map(|b| serde_json::from_slice(b))
-        .collect::<Result<_, _>>()?;
+    // A rank that did not report (lost with the MPI job) fails the replay, named.
+    let mut ranks: Vec<RankReplay> = Vec::with_capacity(all.len());
+    for (r, b) in all.iter().enumerate() {
+        ranks.push(match b {
+            Some(b) => serde_json::from_slice(b)?,
+            None => {
+                let r = r as u32;
+                let host = hosts.get(r as usize).map_or("unknown-host", |h| h);
+                let dir = spec.opts.dir.join(format!("rank-{r:05}"));
+                RankReplay {
+                    rec: RankRecord::lost(r, host, vec![dir.display().to_string()]),
+                    parts: None,
+                }
+            }
+        });
+    }
     let records: Vec<RankRecord> = ranks.iter().map(|r| r.rec.clone()).collect();
     match aggregate::start_refusal(&records) {
         Some((usage, message)) if usage || ranks.iter().all(|r| r.parts.is_none()) => {

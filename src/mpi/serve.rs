@@ -109,6 +109,15 @@ impl Leftovers {
         }
     }
 
+    /// Keep everything (`--keep`): the directories no longer name this run as the one to
+    /// remove them (no later run takes them for a killed run's).
+    fn keep(&mut self) {
+        for d in self.dirs.iter().chain(&self.shared_dirs) {
+            crate::leftover::clear_run_of(d);
+        }
+        self.forget();
+    }
+
     fn forget(&mut self) {
         *self = Leftovers::default();
     }
@@ -241,7 +250,7 @@ fn rank_loop_device(
 /// rank 0 the directory that held them).
 fn cleanup(world: &World, plan: &DistPlan, keep: bool, left: &mut Leftovers) {
     if keep {
-        left.forget();
+        left.keep();
     } else {
         left.remove_own();
     }
@@ -524,6 +533,10 @@ pub(crate) fn drive(
     let plan: Result<DistPlan, String> = serde_json::from_slice(&got)?;
     let end = |world: &World, code: i32| {
         world.meet("the end of the run", Duration::from_secs(600));
+        let rank0 = world.rank == 0 && crate::runner::signal::interrupted();
+        if rank0 || world.ending() {
+            exit_signalled(world.rank, code);
+        }
         code
     };
     let plan = match plan {
@@ -538,6 +551,9 @@ pub(crate) fn drive(
     if world.rank != 0 {
         let code = match serve(&world, &plan) {
             Ok(c) => c,
+            // Once the job is ending without a lost rank, rank 0 names it; what this rank
+            // could not read from rank 0 meanwhile is no error of its own.
+            Err(_) if world.ending() => 1,
             Err(e) => {
                 crate::runner::say(&format!(
                     "fsbench: error: rank {}: {}",
@@ -564,3 +580,23 @@ pub(crate) fn drive(
     let _ = driver.order(&Order::End);
     Ok(end(&driver.world, code))
 }
+
+/// End rank 0 once signalled, or any rank once the job is ending without a lost rank, with
+/// its status, after its output is written: mpirun SIGKILLs every rank one second after its
+/// SIGTERM, and MPI_Finalize would wait for a runtime that is being torn down until then (the
+/// rank would die by SIGKILL instead of ending with its status). Rank 0 ends at once, so its
+/// status is the first mpirun hears; the other ranks wait for the SIGKILL (at most
+/// [`SERVANT_LINGER`]): mpirun SIGKILLs every rank as soon as one ends, which could cut rank 0
+/// short while it still writes the Result.
+fn exit_signalled(rank: u32, code: i32) -> ! {
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    if rank != 0 {
+        std::thread::sleep(SERVANT_LINGER);
+    }
+    std::process::exit(code)
+}
+
+/// Longest a signalled rank other than rank 0 waits for mpirun to end it.
+const SERVANT_LINGER: Duration = Duration::from_secs(3);

@@ -412,8 +412,11 @@ pub(crate) fn run(
             rec.notes.extend(remove_laid_out(m, l));
         }
     }
-    if !ws.keep {
-        if let Some(d) = &own_dir {
+    if let Some(d) = &own_dir {
+        if ws.keep {
+            // Kept: no later run takes it for a killed run's.
+            crate::leftover::clear_run_of(d);
+        } else {
             let _ = std::fs::remove_dir(d);
         }
     }
@@ -425,7 +428,7 @@ pub(crate) fn run(
         0
     };
     let bytes = serde_json::to_vec(&rec)?;
-    let gathered = world.gather("collecting the results", timeout, &bytes);
+    let gathered = world.gather_reported("collecting the results", timeout, &bytes);
     // Every rank's workload is over (its entries removed): the shared directories go.
     let left = shared.finish(ws.keep);
     let Some(all) = gathered else {
@@ -433,11 +436,16 @@ pub(crate) fn run(
     };
     if base_made && !ws.keep {
         let _ = std::fs::remove_dir(&ws.base);
+    } else if base_made {
+        crate::leftover::clear_run_of(&ws.base);
     }
-    let records: Vec<RankRecord> = all
-        .iter()
-        .map(|b| serde_json::from_slice(b))
-        .collect::<Result<_, _>>()?;
+    let dir_of = |r: u32| {
+        vec![ws
+            .dir_of(layout::source_rank(r, world.size, shift))
+            .display()
+            .to_string()]
+    };
+    let records = super::reported_records(&all, &hosts, &dir_of)?;
     if let Some((true, message)) = aggregate::start_refusal(&records) {
         return Ok(Ending::Refused {
             usage: true,

@@ -345,9 +345,7 @@ fn create_files(
 ) -> Result<Vec<TargetPlan>> {
     let pid = std::process::id();
     // What a killed replay left here (its scratch files, by their record, never by name).
-    for note in crate::leftover::remove_dead_runs_files(&opts.dir, |n| {
-        n.starts_with("fsbench-replay-") && n.ends_with(".dat")
-    }) {
+    for note in scratch::remove_dead_replays(&opts.dir) {
         crate::runner::say(&format!("fsbench: note: {note}"));
     }
     let mut targets = Vec::new();
@@ -373,9 +371,7 @@ fn create_files(
     }
     if plan.has_dir_ops {
         let dir = opts.dir.join(format!("fsbench-replay-{pid}.d"));
-        std::fs::create_dir(&dir)
-            .with_context(|| format!("creating the replay's directory {}", dir.display()))?;
-        crate::safety::mark_created(&dir);
+        scratch::create_scratch_dir(&dir)?;
         scratch.dir = Some(dir);
     }
     // One flush for all the files (not an fsync each), then their pages are dropped so the

@@ -15,7 +15,12 @@ pub(super) struct Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        if !self.keep {
+        if self.keep {
+            // Kept: no later replay takes them for a killed one's.
+            for p in self.paths.iter().chain(&self.dir) {
+                crate::leftover::clear_run_of(p);
+            }
+        } else {
             for p in &self.paths {
                 let _ = std::fs::remove_file(p);
             }
@@ -45,16 +50,38 @@ impl Drop for SharedFds {
     }
 }
 
+/// Remove what replays that were killed left in `dir`: their scratch files and their own
+/// directories, each recognised by its mark and the record of a run that no longer exists,
+/// never by its name alone (`crate::leftover`). A note for each, for the caller to say.
+pub(super) fn remove_dead_replays(dir: &Path) -> Vec<String> {
+    let mut notes = crate::leftover::remove_dead_runs_files(dir, |n| {
+        n.starts_with("fsbench-replay-") && n.ends_with(".dat")
+    });
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return notes;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(n) = name.to_str() else { continue };
+        if n.starts_with("fsbench-replay-") && n.ends_with(".d") {
+            notes.extend(crate::leftover::remove_dir_of_dead_run(&dir.join(n)));
+        }
+    }
+    notes
+}
+
+/// Create the replay's own directory (for its mkdir, unlink and readdir steps), marked as
+/// this replay's, so a replay killed meanwhile leaves one the next replay removes.
+pub(super) fn create_scratch_dir(dir: &Path) -> Result<()> {
+    crate::leftover::make_marked_dir(dir)
+        .with_context(|| format!("creating the replay's directory {}", dir.display()))
+}
+
 pub(super) fn create_scratch(path: &Path, size: u64, seed: u64) -> Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
+    // Marked, and recorded as this replay's, before it has a name: a replay killed at any
+    // moment leaves nothing or a file the next one removes (`crate::leftover`).
+    let (mut f, _) = crate::leftover::create_marked(path)
         .with_context(|| format!("creating scratch file {}", path.display()))?;
-    crate::safety::mark_created(path);
-    // Removed by this replay when done: a replay killed meanwhile leaves a file the next
-    // one removes (`crate::leftover`).
-    crate::leftover::set_run(&f);
     let filled = fill_scratch(&mut f, path, size, seed);
     if filled.is_err() {
         // Ours (just created): nothing half-written stays behind.

@@ -2,9 +2,7 @@
 //! needs (fixing vxbench's pitfalls), apply extent size hints and reservations, lay out data to
 //! read, refuse what would destroy data, and remember what fsbench created so it is removed.
 
-use super::mark::{
-    create_new, fd_is_marked, fd_mark, open_existing, set_blocking, target_flags, FileId,
-};
+use super::mark::{fd_is_marked, open_existing, set_blocking, target_flags, FileId};
 use crate::job::{Access, CachePolicy, Job};
 use crate::safety;
 use crate::{bail_usage, usage};
@@ -394,13 +392,12 @@ fn open_one(
                 "{} is a directory: name a file inside it (fsbench creates it)",
                 path.display()
             ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match create_new(path) {
-                Ok(f) => {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match crate::leftover::create_marked(path) {
+                Ok((f, m)) => {
                     created = true;
-                    // Marked and recorded as this run's at once, before anything else: a
-                    // run killed from here on leaves a file the next run can take over.
-                    marked = fd_mark(&f);
-                    crate::leftover::set_run(&f);
+                    // Marked and recorded as this run's before it had a name: a run killed
+                    // at any moment leaves nothing or a file the next run can take over.
+                    marked = m;
                     break f;
                 }
                 // Someone created it between the two calls (or a dangling link is there): look again.
