@@ -531,6 +531,7 @@ pub(super) fn reported_records(
 fn job_targets(spec: &DistSpec, n: u32, shift: Option<u32>) -> impl Fn(u32) -> Vec<String> + '_ {
     move |rank| {
         layout::rank_job(spec, rank, n, shift)
+            .0
             .targets
             .iter()
             .map(|t| t.display().to_string())
