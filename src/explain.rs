@@ -14,18 +14,10 @@ use crate::job::Job;
 use crate::probe::cache::FileCache;
 use crate::stats::StatsReport;
 use crate::stats::{inflight_bucket, INFLIGHT_BUCKETS};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-/// One reason to doubt a number, with what shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Explanation {
-    /// Which check: too_short, page_cache, sparse_reads, host_bound, cpu_binding, device_idle,
-    /// queue_depth, dirty_at_stop, direct_fallback, discovered_never_direct, data_shape, spread.
-    pub check: String,
-    pub message: String,
-    pub evidence: serde_json::Value,
-}
+pub(crate) use crate::result::Explanation;
+use crate::result::{Kind, RunResult, RunStatus};
 
 /// What the checks read of a run's Result.
 pub(crate) struct RunFacts<'a> {
@@ -595,6 +587,78 @@ fn direct(r: &RunFacts, out: &mut Vec<Explanation>) {
             ));
         }
     }
+}
+
+/// Run the `explain` checks on what this Result holds now (again after observers added
+/// their probes); a `spread` finding, which only the repetitions together show, stays.
+pub(crate) fn refresh(r: &mut RunResult) {
+    let threads = match (&r.workload, &r.replay) {
+        (Some(w), _) => w.runs.iter().map(|r| r.threads).max().unwrap_or(1) as usize,
+        (_, Some(rp)) => rp.threads as usize,
+        _ => r.users.iter().map(|u| u.threads.len().max(1)).sum(),
+    };
+    // Runs without a page_cache probe: the data set they touched, by kind.
+    let data_set = match (&r.workload, &r.replay) {
+        (Some(w), _) => Some((
+            w.filesets.iter().map(|f| f.bytes_written).sum::<u64>(),
+            "the filesets",
+        )),
+        (_, Some(rp)) => Some((
+            rp.files.iter().map(|f| f.size_bytes).sum::<u64>(),
+            "the replayed files",
+        )),
+        _ => None,
+    };
+    let live = matches!(r.kind, Kind::Workload | Kind::Replay);
+    let mut found = explain(&RunFacts {
+        total: &r.total,
+        job: r.job.as_ref(),
+        cache: r.plan.as_ref().map(|p| p.cache),
+        probes: &r.probes,
+        threads: threads.max(1),
+        data_set,
+        mem_total_bytes: (r.environment.mem_bytes > 0).then_some(r.environment.mem_bytes),
+        dirty_expire_s: if live {
+            crate::probe::cache::dirty_expire_s()
+        } else {
+            None
+        },
+        timeseries: &r.timeseries,
+        cpus: Cpus {
+            allowed: r.environment.cpus.max(1) as usize,
+            online: r.environment.cpus_online.map(|n| n as usize),
+            sets: r.ranks.len().max(1),
+            hosts: r.hosts.len().max(1),
+        },
+    });
+    found.extend(r.explain.drain(..).filter(|e| e.check == "spread"));
+    r.explain = found;
+}
+
+/// Give every complete repetition of one point the `spread` finding when they disagree by
+/// more than [`SPREAD_LIMIT`] (sweep, suite and quick repetitions); true
+/// when they did.
+pub(crate) fn mark_spread<'a>(repeats: impl IntoIterator<Item = &'a mut RunResult>) -> bool {
+    let mut runs: Vec<&mut RunResult> = repeats
+        .into_iter()
+        .filter(|r| r.status == RunStatus::Complete)
+        .collect();
+    let Some(what) = runs.first().map(|r| r.repeat_figure().1) else {
+        return false;
+    };
+    let values: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.repeat_figure().1 == what)
+        .map(|r| r.repeat_figure().0)
+        .collect();
+    let Some(e) = spread(&values, what) else {
+        return false;
+    };
+    for r in runs.iter_mut() {
+        r.explain.retain(|x| x.check != "spread");
+        r.explain.push(e.clone());
+    }
+    true
 }
 
 #[cfg(test)]

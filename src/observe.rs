@@ -184,7 +184,7 @@ impl Observer {
     pub(crate) fn finish(self, result: &mut RunResult, run_elapsed_s: f64) -> anyhow::Result<()> {
         self.finish_into(&mut result.probes, run_elapsed_s)?;
         // The checks again, now that the device samples are in (`device_idle`).
-        result.refresh_explain();
+        crate::explain::refresh(result);
         Ok(())
     }
 

@@ -428,9 +428,9 @@ pub struct RunResult {
     /// What `--verify` found (io runs that verified).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::verify::report::VerifyReport>,
-    /// What could make this number mislead, with the evidence (`crate::explain`).
+    /// What could make this number mislead, with the evidence (the `explain` checks).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub explain: Vec<crate::explain::Explanation>,
+    pub explain: Vec<Explanation>,
     /// The run's `--status-interval` time series: every interval of all workers together.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeseries: Vec<IntervalReport>,
@@ -443,32 +443,6 @@ pub struct RunResult {
     /// The aggregate figures of a distributed run (full and stonewall bandwidth, spread).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distributed: Option<DistributedReport>,
-}
-
-/// Give every complete repetition of one point the `spread` finding when they disagree by
-/// more than [`crate::explain::SPREAD_LIMIT`] (sweep, suite and quick repetitions); true
-/// when they did.
-pub(crate) fn mark_spread<'a>(repeats: impl IntoIterator<Item = &'a mut RunResult>) -> bool {
-    let mut runs: Vec<&mut RunResult> = repeats
-        .into_iter()
-        .filter(|r| r.status == RunStatus::Complete)
-        .collect();
-    let Some(what) = runs.first().map(|r| r.repeat_figure().1) else {
-        return false;
-    };
-    let values: Vec<f64> = runs
-        .iter()
-        .filter(|r| r.repeat_figure().1 == what)
-        .map(|r| r.repeat_figure().0)
-        .collect();
-    let Some(e) = crate::explain::spread(&values, what) else {
-        return false;
-    };
-    for r in runs.iter_mut() {
-        r.explain.retain(|x| x.check != "spread");
-        r.explain.push(e.clone());
-    }
-    true
 }
 
 impl RunResult {
@@ -500,52 +474,6 @@ impl RunResult {
             hosts: Vec::new(),
             distributed: None,
         }
-    }
-
-    /// Run the `explain` checks on what this Result holds now (again after observers added
-    /// their probes); a `spread` finding, which only the repetitions together show, stays.
-    pub(crate) fn refresh_explain(&mut self) {
-        let threads = match (&self.workload, &self.replay) {
-            (Some(w), _) => w.runs.iter().map(|r| r.threads).max().unwrap_or(1) as usize,
-            (_, Some(rp)) => rp.threads as usize,
-            _ => self.users.iter().map(|u| u.threads.len().max(1)).sum(),
-        };
-        // Runs without a page_cache probe: the data set they touched, by kind.
-        let data_set = match (&self.workload, &self.replay) {
-            (Some(w), _) => Some((
-                w.filesets.iter().map(|f| f.bytes_written).sum::<u64>(),
-                "the filesets",
-            )),
-            (_, Some(rp)) => Some((
-                rp.files.iter().map(|f| f.size_bytes).sum::<u64>(),
-                "the replayed files",
-            )),
-            _ => None,
-        };
-        let live = matches!(self.kind, Kind::Workload | Kind::Replay);
-        let mut found = crate::explain::explain(&crate::explain::RunFacts {
-            total: &self.total,
-            job: self.job.as_ref(),
-            cache: self.plan.as_ref().map(|p| p.cache),
-            probes: &self.probes,
-            threads: threads.max(1),
-            data_set,
-            mem_total_bytes: (self.environment.mem_bytes > 0).then_some(self.environment.mem_bytes),
-            dirty_expire_s: if live {
-                crate::probe::cache::dirty_expire_s()
-            } else {
-                None
-            },
-            timeseries: &self.timeseries,
-            cpus: crate::explain::Cpus {
-                allowed: self.environment.cpus.max(1) as usize,
-                online: self.environment.cpus_online.map(|n| n as usize),
-                sets: self.ranks.len().max(1),
-                hosts: self.hosts.len().max(1),
-            },
-        });
-        found.extend(self.explain.drain(..).filter(|e| e.check == "spread"));
-        self.explain = found;
     }
 
     /// The figure repetitions of a point are compared on: throughput in bytes when the run
@@ -611,6 +539,16 @@ impl RunResult {
             }
         }
     }
+}
+
+/// One reason to doubt a number, with what shows it (found by the `explain` checks).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explanation {
+    /// Which check: too_short, page_cache, sparse_reads, host_bound, cpu_binding, device_idle,
+    /// queue_depth, dirty_at_stop, direct_fallback, discovered_never_direct, data_shape, spread.
+    pub check: String,
+    pub message: String,
+    pub evidence: serde_json::Value,
 }
 
 #[cfg(test)]

@@ -354,7 +354,7 @@ pub(crate) fn main(a: QuickArgs, exec: crate::exec::Executor) -> anyhow::Result<
             }
         }
         // Repetitions that disagree by more than 10 % say so (`explain`: spread).
-        crate::result::mark_spread(runs.iter_mut());
+        crate::explain::mark_spread(runs.iter_mut());
         if interactive {
             crate::out!("{}", quick::row(t.name, &runs));
         }

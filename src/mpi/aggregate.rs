@@ -392,7 +392,7 @@ pub(crate) fn add_ranks(result: &mut RunResult, records: &[RankRecord]) {
             result.hosts.push(r.host.clone());
         }
     }
-    result.refresh_explain();
+    crate::explain::refresh(result);
 }
 
 /// The one Result of the distributed run (rank 0), from every rank's record in rank order.

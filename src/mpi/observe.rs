@@ -264,7 +264,7 @@ pub(crate) fn merge(records: &[Seen], result: &mut RunResult) {
     if let Some(d) = &mut result.distributed {
         d.host_devices = hosts;
     }
-    result.refresh_explain();
+    crate::explain::refresh(result);
 }
 
 #[cfg(test)]

@@ -608,7 +608,7 @@ pub(crate) fn result_of(name: &str, outcome: RunOutcome, parts: ReplayParts) -> 
         crate::probe::env::collect(&paths),
     );
     result.fill_from_outcome(&outcome);
-    result.refresh_explain();
+    crate::explain::refresh(&mut result);
     result.groups = gather::groups_of(&parts.kinds);
     let ReplayParts {
         sizes, mut info, ..

@@ -267,7 +267,7 @@ mod tests {
         for r in runs.iter_mut() {
             r.total.bytes = 1 << 20;
         }
-        assert!(crate::result::mark_spread(runs.iter_mut()));
+        assert!(crate::explain::mark_spread(runs.iter_mut()));
         let line = row_width("SEQ1M Q8T1 read", &runs, None);
         assert!(line.contains("97.0..450.0"), "{line}");
         assert_eq!(line.matches("  explain: ").count(), 1, "{line}");

@@ -21,7 +21,7 @@ impl RunResult {
         let mut ran = job.clone();
         ran.cache = outcome.plan.cache;
         r.job = Some(ran);
-        r.refresh_explain();
+        crate::explain::refresh(&mut r);
         r
     }
 

@@ -460,7 +460,7 @@ impl Ctx {
             Record::Run { result, .. } => Some(&mut **result),
             Record::Skipped { .. } => None,
         });
-        if !crate::result::mark_spread(results) {
+        if !crate::explain::mark_spread(results) {
             return Ok(());
         }
         for rec in repeats.iter() {

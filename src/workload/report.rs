@@ -228,7 +228,7 @@ impl WorkloadDoc {
         } else {
             RunStatus::Complete
         };
-        self.result.refresh_explain();
+        crate::explain::refresh(&mut self.result);
     }
 
     pub fn fail(&mut self) {
