@@ -399,6 +399,13 @@ pub(crate) const MIN_RUN_OPS: u64 = 100;
 
 /// A run shorter than [`MIN_RUN_S`] or of fewer than [`MIN_RUN_OPS`] I/Os.
 fn too_short(r: &RunFacts, out: &mut Vec<Explanation>) {
+    // The remedy as the command spells it: a Job takes a larger --size; a workload or a
+    // replay only runs longer.
+    let remedy = if r.job.is_some() {
+        "run longer with --time or a larger --size"
+    } else {
+        "run longer with --time"
+    };
     let t = r.total;
     let short = t.elapsed_s < MIN_RUN_S;
     let few = t.ops < MIN_RUN_OPS;
@@ -415,7 +422,7 @@ fn too_short(r: &RunFacts, out: &mut Vec<Explanation>) {
     out.push(finding(
         "too_short",
         format!(
-            "the run was too short to trust: {} and {} I/Os, {why}; run longer with --time or a larger --size",
+            "the run was too short to trust: {} and {} I/Os, {why}; {remedy}",
             crate::units::format_ns(t.elapsed_s * 1e9),
             t.ops
         ),

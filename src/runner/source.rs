@@ -96,7 +96,7 @@ pub(crate) fn drive<S: Source>(src: &mut S, io: &mut Issuer, how: Drive<'_>) -> 
     let to_ns = |d: Duration| t_go.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64);
     let ramp = how.ramp.unwrap_or_default();
     // `--time` counts after the warm-up, as for a job.
-    let deadline = how.deadline.map(|d| to_ns(d.saturating_add(ramp)));
+    let mut deadline = how.deadline.map(|d| to_ns(d.saturating_add(ramp)));
     let mut ramp_end = how.ramp.filter(|d| !d.is_zero()).map(to_ns);
     let ramped = ramp_end.is_some();
     let mut roll = Roller::intervals_only(if ramped { None } else { how.interval_ns });
@@ -133,6 +133,9 @@ pub(crate) fn drive<S: Source>(src: &mut S, io: &mut Issuer, how: Drive<'_>) -> 
             io.forget_counts();
             usage0 = cpu::thread_usage();
             start_ns = now;
+            // Seen a little after it was due: --time counts from now.
+            let ns = |d: Duration| d.as_nanos().min(u64::MAX as u128) as u64;
+            deadline = how.deadline.map(|d| now.saturating_add(ns(d)));
             roll = Roller::intervals_only(how.interval_ns);
             next_roll = roll.start(now);
         } else if now >= next_roll {

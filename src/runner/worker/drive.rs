@@ -105,7 +105,7 @@ impl Core {
         // through one pair of readings taken here (both on the CLOCK_MONOTONIC scale; the
         // pair is ~20 ns apart, so every record of this worker is shifted by at most that).
         let trace_base = trace.as_ref().map(|_| (Instant::now(), clock.now_ns()));
-        let (mut ramp_end, deadline) = self.window(t0);
+        let (mut ramp_end, mut deadline) = self.window(t0);
         if let Some(p) = pacer.as_mut() {
             p.start(t0);
         }
@@ -297,6 +297,8 @@ impl Core {
                     ramp_end = None;
                     self.end_warm_up(&mut stats, &mut sys, pacer.is_some());
                     (t0, usage0) = (now, cpu::thread_usage());
+                    // Seen a little after it was due: --time counts from now.
+                    deadline = self.deadline_from(now);
                     next_event = roll.restart(now);
                 } else {
                     next_event = roll.tick(now, &stats).min(ramp_end.unwrap_or(u64::MAX));
@@ -333,12 +335,13 @@ impl Core {
     /// The timed window of a loop that starts at clock reading `t0`: when its warm-up
     /// (`--ramp`) ends, and its deadline (`--time` counts after the warm-up).
     pub(super) fn window(&self, t0: u64) -> (Option<u64>, Option<u64>) {
-        let ns = |d: Duration| d.as_nanos().min(u64::MAX as u128) as u64;
-        let ramp_end = self.ramp.map(|d| t0.saturating_add(ns(d)));
-        let deadline = self
-            .deadline
-            .map(|d| ramp_end.unwrap_or(t0).saturating_add(ns(d)));
-        (ramp_end, deadline)
+        let ramp_end = self.ramp.map(|d| t0.saturating_add(nanos(d)));
+        (ramp_end, self.deadline_from(ramp_end.unwrap_or(t0)))
+    }
+
+    /// The deadline of a measured window that starts at clock reading `start`.
+    pub(super) fn deadline_from(&self, start: u64) -> Option<u64> {
+        self.deadline.map(|d| start.saturating_add(nanos(d)))
     }
 
     /// The warm-up is over: what the loop counted so far is left out (fresh counters and
@@ -484,6 +487,11 @@ impl Core {
             message,
         }
     }
+}
+
+/// A duration in clock nanoseconds (saturating: a year fits many times over).
+fn nanos(d: Duration) -> u64 {
+    d.as_nanos().min(u64::MAX as u128) as u64
 }
 
 /// The I/O at `offset`, on the route the run's rule gives it, counted as direct or as a

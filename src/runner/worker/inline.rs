@@ -68,7 +68,7 @@ impl Core {
         // The deadline, the end of the warm-up and the watcher's events (live counters,
         // interval boundaries) share one compare per I/O: the next of them (u64::MAX: none).
         let mut roll = std::mem::take(&mut self.roll);
-        let stop_at = deadline.unwrap_or(u64::MAX);
+        let mut stop_at = deadline.unwrap_or(u64::MAX);
         let mut next_event = stop_at
             .min(roll.start(t0))
             .min(ramp_end.unwrap_or(u64::MAX));
@@ -138,6 +138,8 @@ impl Core {
                     ramp_end = None;
                     self.end_warm_up(&mut stats, &mut sys, false);
                     (t0, usage0, ops) = (now, cpu::thread_usage(), 0);
+                    // Seen a little after it was due: --time counts from now.
+                    stop_at = self.deadline_from(now).unwrap_or(u64::MAX);
                     next_event = stop_at.min(roll.restart(now));
                 } else {
                     next_event = stop_at
