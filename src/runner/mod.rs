@@ -135,6 +135,12 @@ pub(crate) fn run_gated(
 ) -> Result<RunOutcome> {
     let Gate { start, after_io } = gate.unwrap_or_else(Gate::none);
     job.validate()?;
+    if job.steady_state.is_some() && part.is_some() {
+        // Each rank would settle on its own and stop the others' shared run unevenly.
+        crate::bail_usage!(
+            "--steady-state judges the workers of one process: it is not taken under mpirun"
+        );
+    }
     // A steady-state run is timed by its longest time (`--steady-state-max`).
     let steady_timed;
     let job = match &job.steady_state {

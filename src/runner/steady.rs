@@ -48,10 +48,8 @@ impl Observer {
         let thread = std::thread::Builder::new()
             .name("fsbench-steady".into())
             .spawn(move || {
-                let over = |d: Duration| match rx.recv_timeout(d) {
-                    Err(RecvTimeoutError::Timeout) => false,
-                    _ => true,
-                };
+                let over =
+                    |d: Duration| !matches!(rx.recv_timeout(d), Err(RecvTimeoutError::Timeout));
                 watch(&spec, (ramp, limit), &board, &stop, over)
             })?;
         Ok(Observer { over, thread })
