@@ -366,6 +366,34 @@ pub struct RankPart {
     pub run_lock: bool,
 }
 
+/// What `--steady-state` watched: the run's 1-second samples of one figure, judged over the
+/// last `window_s` of them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SteadyReport {
+    /// `iops` (ops/s), `bw` (bytes/s) or `lat` (mean ns).
+    pub metric: String,
+    /// How far the window's samples may spread, in % of their mean.
+    pub limit_pct: f64,
+    /// The slope was judged, not the range.
+    pub slope: bool,
+    pub window_s: u32,
+    /// The run settled and was stopped there; false: it ran to its longest time.
+    pub reached: bool,
+    /// Seconds of counted run time (after any warm-up) when it settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_s: Option<f64>,
+    /// The last window judged (the settled one when reached), oldest first; fewer than
+    /// `window_s` when the run ended before a full window.
+    pub samples: Vec<f64>,
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    /// (max - min) / mean, in %.
+    pub range_pct: f64,
+    /// The least-squares slope per second / mean, in % (signed).
+    pub slope_pct: f64,
+}
+
 /// One interval of the run's time series (all workers together), as stored in the Result.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct IntervalReport {
@@ -434,6 +462,9 @@ pub struct RunResult {
     /// The run's `--status-interval` time series: every interval of all workers together.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeseries: Vec<IntervalReport>,
+    /// What `--steady-state` watched and whether the run settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<SteadyReport>,
     /// Per rank of a distributed run (`mpirun ... fsbench run`), in rank order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<RankReport>,
@@ -470,6 +501,7 @@ impl RunResult {
             verify: None,
             explain: Vec::new(),
             timeseries: Vec::new(),
+            steady: None,
             ranks: Vec::new(),
             hosts: Vec::new(),
             distributed: None,

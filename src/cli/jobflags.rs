@@ -18,6 +18,17 @@ pub(crate) struct JobFlags {
     /// Repeat the I/O loop N times [default: 1]
     #[arg(long, value_name = "N", help_heading = WHAT)]
     pub nrep: Option<u32>,
+    /// End the run once its rate settles: iops|bw|lat:LIMIT%[:slope]:WINDOW
+    ///
+    /// Every second the run takes one sample of all workers' IOPS, bandwidth or mean
+    /// latency; once the last WINDOW of samples spread (max - min) by at most LIMIT % of
+    /// their mean, or with :slope their least-squares slope per second is at most LIMIT %
+    /// of the mean, the run stops. The Result says whether and when it settled.
+    #[arg(long = "steady-state", value_name = "SPEC", help_heading = WHAT)]
+    pub steady_state: Option<String>,
+    /// With --steady-state: the longest the run goes on unsettled [default: --time]
+    #[arg(long = "steady-state-max", value_name = "DUR", help_heading = WHAT)]
+    pub steady_state_max: Option<String>,
     /// Seed for random offsets
     #[arg(long, value_name = "N", help_heading = WHAT)]
     pub seed: Option<u64>,
@@ -127,6 +138,8 @@ impl JobFlags {
             ("nrep", n(self.nrep.map(u64::from))),
             ("seed", n(self.seed)),
             ("ramp", self.ramp.clone()),
+            ("steady_state", self.steady_state.clone()),
+            ("steady_state_max", self.steady_state_max.clone()),
             ("distribution", self.distribution.clone()),
             ("buffer_pattern", self.buffer_pattern.clone()),
             ("buffer_compress", self.buffer_compress.clone()),
@@ -178,6 +191,8 @@ impl JobFlags {
         let all = JobFlags {
             nrep: Some(1),
             seed: Some(1),
+            steady_state: Some(String::new()),
+            steady_state_max: Some(String::new()),
             processes: Some(String::new()),
             advise: Some(String::new()),
             extsize: Some(String::new()),
@@ -223,7 +238,7 @@ mod tests {
     #[test]
     fn every_flag_names_a_table_parameter() {
         let names = JobFlags::names();
-        assert_eq!(names.len(), 30);
+        assert_eq!(names.len(), 32);
         for n in names {
             let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
             assert!(p.flag.is_some(), "{n} has no run flag in the table");

@@ -4,6 +4,7 @@
 pub(crate) mod cache;
 pub(crate) mod params;
 pub(crate) mod shape;
+pub(crate) mod steady;
 
 use crate::error::UsageError;
 use crate::usage;
@@ -294,6 +295,13 @@ pub struct Job {
     /// ramp_time); `time_s` counts after it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ramp_s: Option<f64>,
+    /// End the run once its rate has settled (`--steady-state`, fio's steadystate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<steady::SteadyState>,
+    /// With `steady_state`: the longest the run goes on (`--steady-state-max`; `time_s`
+    /// when not given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steady_state_max_s: Option<f64>,
     /// Repeat the I/O loop this many times (vxbench nrep).
     pub repeats: u32,
     pub open: OpenFlags,
@@ -369,6 +377,8 @@ impl Default for Job {
             io_count: None,
             time_s: None,
             ramp_s: None,
+            steady_state: None,
+            steady_state_max_s: None,
             repeats: 1,
             open: OpenFlags::default(),
             cache: CachePolicy::Buffered,
@@ -706,7 +716,53 @@ impl Job {
         if self.io_count == Some(0) {
             return Err(usage!("bad I/O count 0: must be at least 1"));
         }
+        self.check_steady()
+    }
+
+    /// `--steady-state` needs a longest time, and the observer's stop reaches worker
+    /// threads only.
+    fn check_steady(&self) -> Result<(), UsageError> {
+        if let Some(m) = self.steady_state_max_s {
+            if self.steady_state.is_none() {
+                return Err(usage!(
+                    "--steady-state-max {m}s without --steady-state: give both, or neither"
+                ));
+            }
+            if !(m > 0.0 && m <= MAX_TIME_S) {
+                return Err(usage!(
+                    "bad --steady-state-max {m}: must be more than 0 seconds and at most one year ({MAX_TIME_S} s)"
+                ));
+            }
+        }
+        let Some(s) = &self.steady_state else {
+            return Ok(());
+        };
+        if self.steady_state_max_s.is_none() && self.time_s.is_none() {
+            return Err(usage!(
+                "--steady-state {} needs a longest run time: add --steady-state-max DUR or --time DUR",
+                s.spec()
+            ));
+        }
+        if self.workers != WorkerMode::Threads {
+            return Err(usage!(
+                "--steady-state watches worker threads: drop --processes to use it"
+            ));
+        }
+        if self.repeats > 1 {
+            return Err(usage!(
+                "--steady-state ends one timed loop: drop --nrep {} to use it",
+                self.repeats
+            ));
+        }
         Ok(())
+    }
+
+    /// The run's time limit: `--steady-state-max` for a steady-state run, else `--time`.
+    pub fn time_limit_s(&self) -> Option<f64> {
+        match self.steady_state {
+            Some(_) => self.steady_state_max_s.or(self.time_s),
+            None => self.time_s,
+        }
     }
 
     /// Sizes that fit a file: every offset within pread/pwrite's reach.

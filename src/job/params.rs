@@ -370,6 +370,38 @@ pub(crate) static PARAMS: &[Param] = &[
         show: |j| opt(j.ramp_s),
     },
     Param {
+        name: "steady_state",
+        aliases: &["steadystate", "ss"],
+        label: "steady state",
+        noun: "steady-state spec",
+        flag: Some("--steady-state"),
+        axis: true,
+        toml: "steady_state",
+        vx: &[],
+        kind: Kind::Choice,
+        set: |j, v, c| {
+            j.steady_state = Some(super::steady::SteadyState::parse(v, c.what)?);
+            Ok(())
+        },
+        show: |j| opt(j.steady_state.as_ref().map(|s| s.spec())),
+    },
+    Param {
+        name: "steady_state_max",
+        aliases: &["ss_dur"],
+        label: "steady-state max",
+        noun: "longest steady-state run",
+        flag: Some("--steady-state-max"),
+        axis: true,
+        toml: "steady_state_max_s",
+        vx: &[],
+        kind: Kind::Duration,
+        set: |j, v, c| {
+            j.steady_state_max_s = Some(secs(v).map_err(|e| usage!("{}: {}", c.what, e.0))?);
+            Ok(())
+        },
+        show: |j| opt(j.steady_state_max_s),
+    },
+    Param {
         name: "nrep",
         aliases: &["repeats"],
         label: "repetitions",

@@ -594,6 +594,7 @@ fn outcome_of(
         started_unix_s,
         probes: Default::default(),
         status_interval_ns: None,
+        steady: None,
     }
 }
 

@@ -362,6 +362,9 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
         if let Some(v) = &r.verify {
             out.push_str(&super::verify_text::run_lines(v));
         }
+        if let Some(s) = &r.steady {
+            out.push_str(&super::steady_text::line(s));
+        }
         match r.status {
             crate::runner::RunStatus::Complete => {}
             crate::runner::RunStatus::Partial => {

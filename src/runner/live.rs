@@ -177,6 +177,8 @@ impl Watching {
             board,
             interval_ns: self.interval_ns(),
             trace: self.trace.clone(),
+            publish_ns: None,
+            stop: None,
         }
     }
 }
@@ -188,6 +190,12 @@ pub(crate) struct WorkerWatch {
     pub board: Option<Arc<Board>>,
     pub interval_ns: Option<u64>,
     pub trace: Option<Arc<crate::trace::TraceSession>>,
+    /// How often the workers publish on the board (None: [`PUBLISH_NS`]); the steady-state
+    /// observer asks for more often, so that its 1-second samples are exact to ~1 %.
+    pub publish_ns: Option<u64>,
+    /// The run's stop flag, when someone besides the workers may raise it (the steady-state
+    /// observer); None: the run makes its own.
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 /// One worker's published counters, alone on its cache lines (only it writes them).
@@ -198,6 +206,8 @@ pub(crate) struct Slot {
     write_ops: AtomicU64,
     read_bytes: AtomicU64,
     write_bytes: AtomicU64,
+    /// Sum of the read and write latencies, ns (mean latency for the steady-state observer).
+    lat_sum_ns: AtomicU64,
 }
 
 /// The slots of a board shared with worker processes: a `MAP_SHARED` mapping of a memfd.
@@ -321,7 +331,8 @@ pub(crate) struct Board {
 }
 
 impl Board {
-    fn new(workers: usize) -> Board {
+    /// A board of this process's own, for `workers` worker threads.
+    pub(crate) fn new(workers: usize) -> Board {
         Self::with(SlotStore::Own(
             (0..workers).map(|_| Slot::default()).collect(),
         ))
@@ -363,6 +374,21 @@ impl Board {
             s.read_bytes.store(c[2], Ordering::Relaxed);
             s.write_bytes.store(c[3], Ordering::Relaxed);
         }
+    }
+
+    /// Publish worker `i`'s running sum of read and write latencies (ns).
+    pub(crate) fn publish_latency(&self, i: usize, sum_ns: u64) {
+        if let Some(s) = self.slots().get(i) {
+            s.lat_sum_ns.store(sum_ns, Ordering::Relaxed);
+        }
+    }
+
+    /// Sum of every worker's published latency sums (ns).
+    pub(crate) fn latency_sum(&self) -> u64 {
+        self.slots()
+            .iter()
+            .map(|s| s.lat_sum_ns.load(Ordering::Relaxed))
+            .fold(0, u64::saturating_add)
     }
 
     /// Sum of every worker's published counters: (read ops, write ops, read bytes, write bytes).
@@ -408,6 +434,7 @@ pub(crate) struct Roller {
     interval_ns: u64,
     next_interval: u64,
     next_publish: u64,
+    publish_ns: u64,
     slot: Option<(Arc<Board>, usize)>,
     /// Counters and latency at the last interval boundary.
     prev: [u64; 5],
@@ -437,6 +464,7 @@ impl Roller {
         let interval_ns = watch.interval_ns.unwrap_or(0);
         let mut r = Roller {
             interval_ns,
+            publish_ns: watch.publish_ns.unwrap_or(PUBLISH_NS),
             slot,
             ..Default::default()
         };
@@ -485,7 +513,7 @@ impl Roller {
             u64::MAX
         };
         self.next_publish = if self.slot.is_some() {
-            t0.saturating_add(PUBLISH_NS)
+            t0.saturating_add(self.publish_ns)
         } else {
             u64::MAX
         };
@@ -504,7 +532,7 @@ impl Roller {
     pub(crate) fn tick(&mut self, now: u64, stats: &Stats) -> u64 {
         if now >= self.next_publish {
             self.publish(stats);
-            self.next_publish = now.saturating_add(PUBLISH_NS);
+            self.next_publish = now.saturating_add(self.publish_ns);
         }
         if now >= self.next_interval {
             // Numbered by the boundary it passed (a late tick still closes that interval).
@@ -528,6 +556,10 @@ impl Roller {
                     stats.read_bytes,
                     stats.write_bytes,
                 ],
+            );
+            b.publish_latency(
+                *i,
+                stats.read_lat.sum().saturating_add(stats.write_lat.sum()),
             );
         }
     }

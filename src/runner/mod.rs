@@ -18,6 +18,7 @@ pub(crate) mod read;
 pub(crate) mod signal;
 pub(crate) mod source;
 pub(crate) mod space;
+pub(crate) mod steady;
 pub(crate) mod target;
 pub(crate) mod worker;
 
@@ -42,6 +43,8 @@ pub struct RunOutcome {
     pub probes: serde_json::Map<String, serde_json::Value>,
     /// The `--status-interval` grid the workers' intervals are on (None: none kept).
     pub status_interval_ns: Option<u64>,
+    /// What `--steady-state` saw (None: not asked for).
+    pub steady: Option<crate::result::SteadyReport>,
 }
 
 impl RunOutcome {
@@ -132,13 +135,34 @@ pub(crate) fn run_gated(
 ) -> Result<RunOutcome> {
     let Gate { start, after_io } = gate.unwrap_or_else(Gate::none);
     job.validate()?;
+    if job.steady_state.is_some() && part.is_some() {
+        // Each rank would settle on its own and stop the others' shared run unevenly.
+        crate::bail_usage!(
+            "--steady-state judges the workers of one process: it is not taken under mpirun"
+        );
+    }
+    // A steady-state run is timed by its longest time (`--steady-state-max`).
+    let steady_timed;
+    let job = match &job.steady_state {
+        Some(_) => {
+            steady_timed = Job {
+                time_s: job.time_limit_s(),
+                ..job.clone()
+            };
+            &steady_timed
+        }
+        None => job,
+    };
     limits::check(job)?;
     signal::install();
     let started_unix_s = now_unix_s();
     // The live line (`--progress`): the workers' counters and the line beside them.
     let workers = job.targets.len() * job.threads as usize;
     // Worker processes publish into a shared mapping of the board.
-    let board = if job.workers == WorkerMode::Threads {
+    let board = if job.steady_state.is_some() {
+        // The steady-state observer reads the workers' counters there (threads only).
+        Some(Arc::new(live::Board::new(workers)))
+    } else if job.workers == WorkerMode::Threads {
         watch.open_board(workers)
     } else {
         watch.open_shared_board(workers)
@@ -219,10 +243,28 @@ pub(crate) fn run_gated(
         live_line::Phase::Running
     });
     let started_unix_s = now_unix_s();
+    let mut steady = None;
     let (threads, elapsed_s) = if job.space.reserve_only {
         (Vec::new(), 0.0)
     } else {
-        let workers_watch = watch.for_workers(board.clone());
+        let mut workers_watch = watch.for_workers(board.clone());
+        let observer = match (&job.steady_state, &board) {
+            (Some(spec), Some(b)) => {
+                let stop = Arc::new(AtomicBool::new(false));
+                workers_watch.stop = Some(stop.clone());
+                workers_watch.publish_ns = Some(steady::PUBLISH_NS);
+                let ramp = std::time::Duration::from_secs_f64(job.ramp_s.unwrap_or(0.0));
+                let limit = job.time_s.map(std::time::Duration::from_secs_f64);
+                match steady::Observer::start(spec.clone(), ramp, limit, b.clone(), stop) {
+                    Ok(o) => Some(o),
+                    Err(e) => {
+                        abandon(&mut cleanup);
+                        anyhow::bail!("cannot start the steady-state observer: {e}");
+                    }
+                }
+            }
+            _ => None,
+        };
         let ran = match job.workers {
             WorkerMode::Threads => run_threads_with(
                 job,
@@ -238,6 +280,7 @@ pub(crate) fn run_gated(
             }
             _ => process::run_processes(job, &plan, &ids, verify.as_deref(), &workers_watch),
         };
+        steady = observer.and_then(steady::Observer::finish);
         match ran {
             Ok(r) => r,
             Err(e) => {
@@ -301,6 +344,7 @@ pub(crate) fn run_gated(
         started_unix_s,
         probes,
         status_interval_ns: watch.interval_ns(),
+        steady,
     })
 }
 
@@ -452,6 +496,7 @@ fn prep_failed(job: &Job, e: anyhow::Error, started_unix_s: f64) -> RunOutcome {
         started_unix_s,
         probes: serde_json::Map::new(),
         status_interval_ns: None,
+        steady: None,
     }
 }
 
@@ -543,7 +588,10 @@ where
         };
         crate::engine::sigbus::set_removals(&created);
     }
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = watch
+        .stop
+        .clone()
+        .unwrap_or_else(|| Arc::new(AtomicBool::new(false)));
     let n = which.len();
     let threads_per_user = job.threads;
     // One shared copy: a copy of the plan per worker is quadratic in the number of targets.

@@ -47,6 +47,7 @@ impl RunResult {
             outcome.threads.iter().map(|t| t.intervals.as_slice()),
             outcome.status_interval_ns,
         );
+        self.steady = outcome.steady.clone();
     }
 }
 

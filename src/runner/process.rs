@@ -173,6 +173,7 @@ pub(crate) fn child(spec: WorkerSpec, input: &mut impl BufRead) -> Result<()> {
         interval_ns: spec.status_interval_ns,
         // A traced run's worker process finds that out from its environment.
         trace: crate::trace::TraceSession::from_env(),
+        ..Default::default()
     };
     if let Some(share) = spec.live_board {
         // Without it the parent's line lacks this child's counters; the run is unaffected.

@@ -162,6 +162,11 @@ impl LatencyHist {
         self.n == 0
     }
 
+    /// Exact sum of the recorded values (saturating).
+    pub fn sum(&self) -> u64 {
+        self.sum
+    }
+
     /// Bytes of counts this histogram holds (0 while empty).
     pub fn footprint(&self) -> usize {
         self.counts.as_ref().map_or(0, |c| c.len() * 8)

@@ -14,6 +14,8 @@ fn sample(p: &Param) -> &'static str {
         "journal" => "j.fsj",
         "time" => "2.5",
         "ramp" => "1.5",
+        "steady_state" => "bw:2.5%:slope:40s",
+        "steady_state_max" => "90",
         "nrep" => "4",
         "rwmix" => "70",
         "seed" => "12345",
