@@ -8,6 +8,7 @@
 //! nothing of the Result's shape.
 
 mod device;
+mod host;
 
 use crate::job::CachePolicy;
 use crate::job::Job;
@@ -21,7 +22,9 @@ use serde_json::json;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Explanation {
     /// Which check: page_cache, sparse_reads, host_bound, cpu_binding, queue_depth, dirty_at_stop,
-    /// direct_fallback, discovered_never_direct, data_shape.
+    /// direct_fallback, discovered_never_direct, data_shape; host_steal, host_other_cpu,
+    /// host_cpu_pressure, host_memory_pressure, host_cpu_frequency, host_dirty_at_start, or
+    /// host_quiet when the host had none of these.
     pub check: String,
     pub message: String,
     pub evidence: serde_json::Value,
@@ -47,6 +50,8 @@ pub(crate) struct RunFacts<'a> {
     pub timeseries: &'a [crate::result::IntervalReport],
     /// The CPUs the run's threads could use (the Result's environment).
     pub cpus: Cpus,
+    /// What else the host did over the run's window (the Result's `host` section).
+    pub host: Option<&'a crate::probe::host::HostReport>,
 }
 
 /// The CPUs a run could use, as its Result recorded them.
@@ -196,6 +201,7 @@ pub(crate) fn explain(r: &RunFacts) -> Vec<Explanation> {
     queue_depth(r, &mut out);
     dirty_at_stop(r, facts.as_ref().and_then(|f| f.dirty_expire_s), &mut out);
     direct(r, &mut out);
+    host::host(r, &mut out);
     out
 }
 
@@ -475,6 +481,7 @@ mod tests {
             dirty_expire_s: None,
             timeseries: &[],
             cpus,
+            host: None,
         })
     }
 
@@ -563,6 +570,7 @@ mod tests {
             dirty_expire_s: Some(30.0),
             timeseries: &[],
             cpus: Cpus::default(),
+            host: None,
         };
         let e = explain(&facts(1 << 20, 1 << 30));
         assert_eq!(e.len(), 1, "{e:?}");

@@ -425,6 +425,10 @@ pub struct RunResult {
     /// Probe data stored beside the stats (device samples, extents, traces), keyed by probe.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub probes: serde_json::Map<String, serde_json::Value>,
+    /// What else the host did over the run's window: CPU steal, pressure stalls, other
+    /// processes on the run's CPUs (`crate::probe::host`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::probe::host::HostReport>,
     /// What `--verify` found (io runs that verified).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::verify::report::VerifyReport>,
@@ -493,6 +497,7 @@ impl RunResult {
             replay: None,
             backup: None,
             probes: serde_json::Map::new(),
+            host: None,
             verify: None,
             explain: Vec::new(),
             timeseries: Vec::new(),
@@ -543,6 +548,7 @@ impl RunResult {
                 sets: self.ranks.len().max(1),
                 hosts: self.hosts.len().max(1),
             },
+            host: self.host.as_ref(),
         });
         found.extend(self.explain.drain(..).filter(|e| e.check == "spread"));
         self.explain = found;

@@ -294,6 +294,10 @@ pub struct Job {
     /// ramp_time); `time_s` counts after it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ramp_s: Option<f64>,
+    /// The CPUs the workers are pinned to (`--cpus 0-1,3`, fio's cpus_allowed); empty: not
+    /// pinned.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<usize>,
     /// Repeat the I/O loop this many times (vxbench nrep).
     pub repeats: u32,
     pub open: OpenFlags,
@@ -369,6 +373,7 @@ impl Default for Job {
             io_count: None,
             time_s: None,
             ramp_s: None,
+            cpus: Vec::new(),
             repeats: 1,
             open: OpenFlags::default(),
             cache: CachePolicy::Buffered,

@@ -362,6 +362,7 @@ pub(super) fn merge_outcome(records: &[RankRecord], cache: crate::job::CachePoli
         probes: serde_json::Map::new(),
         // The ranks' threads bring no intervals of their own to merge.
         status_interval_ns: None,
+        host: None,
     }
 }
 

@@ -594,6 +594,7 @@ pub(crate) mod tests {
             started_unix_s: 0.0,
             probes: Default::default(),
             status_interval_ns: None,
+            host: None,
         };
         let mut r = crate::result::RunResult::from_outcome(&job, &outcome);
         r.total.bytes_per_sec = kbps * 1024.0;

@@ -33,6 +33,7 @@ fn outcome(threads: Vec<ThreadOutcome>) -> RunOutcome {
         started_unix_s: 0.0,
         probes: Default::default(),
         status_interval_ns: None,
+        host: None,
     }
 }
 
