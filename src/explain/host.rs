@@ -22,7 +22,7 @@ const FREQ_RATIO_LIMIT: f64 = 1.2;
 const DIRTY_AT_START_LIMIT: u64 = 256 << 20;
 
 /// What to do about a busy host, said once per finding.
-const REMEDY: &str = "repeat the run (sweep and suite take --repeat) and compare, pin the workers with --cpus to CPUs nothing else uses, or give the run a longer --ramp";
+const REMEDY: &str = "repeat the run (sweep and suite take --repeat) and compare, pin the workers with --cpus (run, sweep, suite) to CPUs nothing else uses, or give the run a longer --ramp";
 
 /// The host findings of a run, or `host_quiet` when it had none.
 pub(crate) fn host(r: &RunFacts, out: &mut Vec<Explanation>) {
