@@ -8,6 +8,7 @@
 //! nothing of the Result's shape.
 
 mod device;
+mod host;
 
 use crate::job::CachePolicy;
 use crate::job::Job;
@@ -39,6 +40,8 @@ pub(crate) struct RunFacts<'a> {
     pub timeseries: &'a [crate::result::IntervalReport],
     /// The CPUs the run's threads could use (the Result's environment).
     pub cpus: Cpus,
+    /// What else the host did over the run's window (the Result's `host` section).
+    pub host: Option<&'a crate::probe::host::HostReport>,
 }
 
 /// The CPUs a run could use, as its Result recorded them.
@@ -241,6 +244,7 @@ pub(crate) fn explain(r: &RunFacts) -> Vec<Explanation> {
     queue_depth(r, &mut out);
     dirty_at_stop(r, facts.as_ref().and_then(|f| f.dirty_expire_s), &mut out);
     direct(r, &mut out);
+    host::host(r, &mut out);
     // Last: it qualifies every figure, the others name a cause.
     too_short(r, &mut out);
     out
@@ -637,6 +641,7 @@ pub(crate) fn refresh(r: &mut RunResult) {
             sets: r.ranks.len().max(1),
             hosts: r.hosts.len().max(1),
         },
+        host: r.host.as_ref(),
     });
     found.extend(r.explain.drain(..).filter(|e| e.check == "spread"));
     r.explain = found;
@@ -698,6 +703,7 @@ mod tests {
             dirty_expire_s: None,
             timeseries: &[],
             cpus,
+            host: None,
         })
     }
 
@@ -788,6 +794,7 @@ mod tests {
             dirty_expire_s: Some(30.0),
             timeseries: &[],
             cpus: Cpus::default(),
+            host: None,
         };
         let e = explain(&facts(1 << 20, 1 << 30));
         assert_eq!(e.len(), 1, "{e:?}");

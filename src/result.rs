@@ -453,6 +453,10 @@ pub struct RunResult {
     /// Probe data stored beside the stats (device samples, extents, traces), keyed by probe.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub probes: serde_json::Map<String, serde_json::Value>,
+    /// What else the host did over the run's window: CPU steal, pressure stalls, other
+    /// processes on the run's CPUs (`crate::probe::host`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::probe::host::HostReport>,
     /// What `--verify` found (io runs that verified).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::verify::report::VerifyReport>,
@@ -498,6 +502,7 @@ impl RunResult {
             replay: None,
             backup: None,
             probes: serde_json::Map::new(),
+            host: None,
             verify: None,
             explain: Vec::new(),
             timeseries: Vec::new(),
@@ -577,7 +582,9 @@ impl RunResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Explanation {
     /// Which check: too_short, page_cache, sparse_reads, host_bound, cpu_binding, device_idle,
-    /// queue_depth, dirty_at_stop, direct_fallback, discovered_never_direct, data_shape, spread.
+    /// queue_depth, dirty_at_stop, direct_fallback, discovered_never_direct, data_shape, spread;
+    /// host_steal, host_other_cpu, host_cpu_pressure, host_memory_pressure, host_cpu_frequency,
+    /// host_dirty_at_start, or host_quiet when the host had none of these.
     pub check: String,
     pub message: String,
     pub evidence: serde_json::Value,

@@ -98,6 +98,12 @@ pub(crate) struct JobFlags {
     /// Reservation flags: align, chgsiz, contig, noextend, noreserve, trim
     #[arg(long = "space-flags", value_name = "FLAGS", help_heading = HOW)]
     pub space_flags: Option<String>,
+    /// Pin the workers to these CPUs (0-1,3; online CPUs only) [default: not pinned]
+    ///
+    /// Each worker thread is bound before the start; the Result's host section then judges
+    /// what else ran on these CPUs.
+    #[arg(long, value_name = "LIST", help_heading = HOW)]
+    pub cpus: Option<String>,
     /// mlock the I/O buffers
     #[arg(long, help_heading = HOW)]
     pub mlock: bool,
@@ -149,6 +155,7 @@ impl JobFlags {
             ("extsize", self.extsize.clone()),
             ("reserve", self.reserve.clone()),
             ("space_flags", self.space_flags.clone()),
+            ("cpus", self.cpus.clone()),
             ("rate_iops", n(self.rate.rate_iops)),
             ("rate_bytes", self.rate.rate_bytes.clone()),
             ("rate_scope", self.rate.rate_scope.clone()),
@@ -198,6 +205,7 @@ impl JobFlags {
             extsize: Some(String::new()),
             reserve: Some(String::new()),
             space_flags: Some(String::new()),
+            cpus: Some(String::new()),
             rate: super::args::RateArgs {
                 rate_iops: Some(1),
                 rate_bytes: Some(String::new()),
@@ -238,7 +246,7 @@ mod tests {
     #[test]
     fn every_flag_names_a_table_parameter() {
         let names = JobFlags::names();
-        assert_eq!(names.len(), 32);
+        assert_eq!(names.len(), 33);
         for n in names {
             let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
             assert!(p.flag.is_some(), "{n} has no run flag in the table");

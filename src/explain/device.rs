@@ -304,6 +304,7 @@ mod tests {
                 dirty_expire_s: None,
                 timeseries,
                 cpus: Default::default(),
+                host: None,
             },
             &mut out,
         );

@@ -302,6 +302,10 @@ pub struct Job {
     /// when not given).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steady_state_max_s: Option<f64>,
+    /// The CPUs the workers are pinned to (`--cpus 0-1,3`, fio's cpus_allowed); empty: not
+    /// pinned.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<usize>,
     /// Repeat the I/O loop this many times (vxbench nrep).
     pub repeats: u32,
     pub open: OpenFlags,
@@ -379,6 +383,7 @@ impl Default for Job {
             ramp_s: None,
             steady_state: None,
             steady_state_max_s: None,
+            cpus: Vec::new(),
             repeats: 1,
             open: OpenFlags::default(),
             cache: CachePolicy::Buffered,

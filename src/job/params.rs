@@ -163,6 +163,21 @@ fn size(v: &str, c: &Ctx) -> Result<u64, UsageError> {
     parse_size_as(v, c.bare, c.what)
 }
 
+/// A CPU list as fio's cpus_allowed and the kernel write it (`0-1,3`), of online CPUs only.
+fn cpu_list(v: &str, what: &str) -> Result<Vec<usize>, UsageError> {
+    let cpus = crate::probe::host::parse_cpu_list(v)
+        .ok_or_else(|| usage!("{what} {v:?}: expected CPU numbers and ranges such as 0-1,3"))?;
+    if let Some(online) = crate::probe::host::online_cpus() {
+        if let Some(off) = cpus.iter().find(|c| !online.contains(c)) {
+            return Err(usage!(
+                "{what} {v:?}: CPU {off} is not online (online: {})",
+                crate::probe::host::cpu_list(&online)
+            ));
+        }
+    }
+    Ok(cpus)
+}
+
 fn secs(v: &str) -> Result<f64, UsageError> {
     Ok(parse_duration(v)?.as_secs_f64())
 }
@@ -400,6 +415,22 @@ pub(crate) static PARAMS: &[Param] = &[
             Ok(())
         },
         show: |j| opt(j.steady_state_max_s),
+    },
+    Param {
+        name: "cpus",
+        aliases: &["cpus_allowed"],
+        label: "cpus",
+        noun: "CPU list",
+        flag: Some("--cpus"),
+        axis: false,
+        toml: "cpus",
+        vx: &[],
+        kind: Kind::List,
+        set: |j, v, c| {
+            j.cpus = cpu_list(v, c.what)?;
+            Ok(())
+        },
+        show: |j| crate::probe::host::cpu_list(&j.cpus),
     },
     Param {
         name: "nrep",

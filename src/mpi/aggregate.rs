@@ -381,6 +381,7 @@ pub(super) fn merge_outcome(records: &[RankRecord], cache: crate::job::CachePoli
         // The ranks' threads bring no intervals of their own to merge.
         status_interval_ns: None,
         steady: None,
+        host: None,
     }
 }
 

@@ -8,6 +8,7 @@ pub mod fiemap;
 pub mod frag;
 pub mod freefrag;
 pub mod fsgeom;
+pub mod host;
 pub mod topology;
 
 use std::os::unix::fs::MetadataExt;

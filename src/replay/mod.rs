@@ -178,6 +178,8 @@ pub(crate) fn run_gated(
     let thread_info: Vec<(usize, u64)> =
         plan.threads.iter().map(|t| (t.user, t.data_ops)).collect();
     let gate = gate.unwrap_or_else(crate::runner::Gate::none);
+    // The host at the edges of the replay's window (`host` in the Result).
+    let host = crate::probe::host::HostSampler::start(&[]);
     let (tallies, elapsed_s) = run_threads(
         std::mem::take(&mut plan.threads),
         &fds,
@@ -185,6 +187,7 @@ pub(crate) fn run_gated(
         gate.start,
         watch,
     )?;
+    let host = host.finish();
     (gate.after_io)();
     drop(fds);
     drop(dir_fd);
@@ -223,6 +226,7 @@ pub(crate) fn run_gated(
     }
     let mut outcome = outcome_of(opts, targets, threads, notes, elapsed_s, started_unix_s);
     outcome.status_interval_ns = watch.interval_ns();
+    outcome.host = Some(host);
     let sizes = plan.size_hist();
     let info = ReplayInfo {
         trace: origin.to_string(),
@@ -595,6 +599,7 @@ fn outcome_of(
         probes: Default::default(),
         status_interval_ns: None,
         steady: None,
+        host: None,
     }
 }
 

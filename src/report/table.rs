@@ -872,6 +872,7 @@ pub(crate) mod tests {
             probes: Default::default(),
             status_interval_ns: None,
             steady: None,
+            host: None,
         };
         let mut r = crate::result::RunResult::from_outcome(&job, &outcome);
         r.total.bytes_per_sec = kbps * 1024.0;

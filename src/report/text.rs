@@ -383,6 +383,9 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
         for f in &r.failures {
             let _ = writeln!(out, "error: {f}");
         }
+        if let Some(h) = &r.host {
+            let _ = writeln!(out, "{}", h.line());
+        }
         if !r.explain.is_empty() {
             let _ = writeln!(out, "explain:");
             for e in &r.explain {

@@ -140,6 +140,9 @@ fn text_width(r: &RunResult, width: Option<usize>) -> String {
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");
     }
+    if let Some(h) = &r.host {
+        let _ = writeln!(s, "{}", h.line());
+    }
     if !r.explain.is_empty() {
         let _ = writeln!(s, "explain:");
         for e in &r.explain {

@@ -45,6 +45,8 @@ pub struct RunOutcome {
     pub status_interval_ns: Option<u64>,
     /// What `--steady-state` saw (None: not asked for).
     pub steady: Option<crate::result::SteadyReport>,
+    /// What else the host did over the timed window (None: nothing was timed).
+    pub host: Option<crate::probe::host::HostReport>,
 }
 
 impl RunOutcome {
@@ -244,6 +246,8 @@ pub(crate) fn run_gated(
     });
     let started_unix_s = now_unix_s();
     let mut steady = None;
+    // The host is sampled at the edges of the timed window, never inside it.
+    let host = (!job.space.reserve_only).then(|| crate::probe::host::HostSampler::start(&job.cpus));
     let (threads, elapsed_s) = if job.space.reserve_only {
         (Vec::new(), 0.0)
     } else {
@@ -292,6 +296,7 @@ pub(crate) fn run_gated(
             }
         }
     };
+    let host = host.map(|h| h.finish());
     after_io();
     // The table goes (unmapped, and removed if a worker process had to open it).
     drop(verify);
@@ -345,6 +350,7 @@ pub(crate) fn run_gated(
         probes,
         status_interval_ns: watch.interval_ns(),
         steady,
+        host,
     })
 }
 
@@ -497,6 +503,7 @@ fn prep_failed(job: &Job, e: anyhow::Error, started_unix_s: f64) -> RunOutcome {
         probes: serde_json::Map::new(),
         status_interval_ns: None,
         steady: None,
+        host: None,
     }
 }
 
@@ -605,11 +612,27 @@ where
         let body: drive::Body<ThreadOutcome> = Box::new(move |gate| {
             let (job, plan) = &*shared;
             worker::private_fd_table();
-            let prepared = prepare(job, plan, id, user, thread, verify.as_ref()).map(|mut w| {
-                // What it publishes to, set before the gate (untimed).
-                w.watch(job, plan, user, thread, &watch);
-                w
-            });
+            let prepared = pin_worker(&job.cpus)
+                .map_err(|e| IoFailure {
+                    user,
+                    thread,
+                    path: plan
+                        .targets
+                        .get(user)
+                        .map(|t| t.path.display().to_string())
+                        .unwrap_or_default(),
+                    offset: None,
+                    message: format!(
+                        "cannot pin the worker to CPUs {}: {e}",
+                        crate::probe::host::cpu_list(&job.cpus)
+                    ),
+                })
+                .and_then(|()| prepare(job, plan, id, user, thread, verify.as_ref()))
+                .map(|mut w| {
+                    // What it publishes to, set before the gate (untimed).
+                    w.watch(job, plan, user, thread, &watch);
+                    w
+                });
             if !gate.arrive_and_wait() {
                 return None;
             }
@@ -652,6 +675,30 @@ where
     };
     let out = crew.join()?;
     Ok((out, t0.elapsed().as_secs_f64()))
+}
+
+/// Bind the calling worker thread to `cpus` (`--cpus`; empty: leave it where it may run).
+fn pin_worker(cpus: &[usize]) -> std::io::Result<()> {
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: cpu_set_t is a plain bit array; all zeros is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    for &c in cpus {
+        if c >= capacity {
+            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // SAFETY: `c` is below the set's capacity, checked above.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: pid 0 is the calling thread; `set` is a valid cpu_set_t of the size passed.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 fn handles_len_plus_one(user: usize, thread: u32, threads: u32) -> u64 {

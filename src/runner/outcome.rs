@@ -40,6 +40,7 @@ impl RunResult {
         self.notes = outcome.plan.notes.clone();
         self.plan = Some(outcome.plan.clone());
         self.probes = outcome.probes.clone();
+        self.host = outcome.host.clone();
         self.verify = crate::verify::report::VerifyReport::merged(
             outcome.threads.iter().filter_map(|t| t.verify.as_ref()),
         );

@@ -181,6 +181,8 @@ pub(crate) fn execute_gated(
         super::verify::enable(&arena);
     }
     let mut prepared: Vec<Prepared> = Vec::new();
+    // The host from the start of the first run command to the end of the last one.
+    let mut host: Option<crate::probe::host::HostSampler> = None;
     let outcome = (|| -> Result<()> {
         let mut script = model.script.clone();
         if !model.processes.is_empty() && !script.iter().any(|c| matches!(c, Cmd::Run { .. })) {
@@ -217,6 +219,8 @@ pub(crate) fn execute_gated(
                         .or(*secs)
                         .unwrap_or(DEFAULT_RUN_S);
                     let number = result.result.workload.as_ref().map_or(0, |w| w.runs.len()) + 1;
+                    let sampler =
+                        host.get_or_insert_with(|| crate::probe::host::HostSampler::start(&[]));
                     let ran = one_run(
                         src,
                         model,
@@ -228,6 +232,7 @@ pub(crate) fn execute_gated(
                         opts,
                         gates.as_mut().map(|make| make()),
                     )?;
+                    result.result.host = Some(sampler.finish());
                     // Called off by the other parts of a larger run: before the first run
                     // because one could not start, later because one's script ended.
                     let Some((run, outcomes)) = ran else {

@@ -16,6 +16,7 @@ fn sample(p: &Param) -> &'static str {
         "ramp" => "1.5",
         "steady_state" => "bw:2.5%:slope:40s",
         "steady_state_max" => "90",
+        "cpus" => "0",
         "nrep" => "4",
         "rwmix" => "70",
         "seed" => "12345",

@@ -34,6 +34,7 @@ fn outcome(threads: Vec<ThreadOutcome>) -> RunOutcome {
         probes: Default::default(),
         status_interval_ns: None,
         steady: None,
+        host: None,
     }
 }
 

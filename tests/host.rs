@@ -1,0 +1,244 @@
+//! The Result's `host` section and the `host_*` findings of `explain`, through the real
+//! binary: a CPU hog pinned to the run's CPU is named as another process's use of it, a
+//! run's findings agree with the figures it stored, `--cpus` pins every worker thread, and a
+//! bad CPU list is refused in one line.
+mod common;
+
+use common::{words, Sandbox};
+use serde_json::Value;
+use std::os::unix::process::CommandExt;
+use std::time::{Duration, Instant};
+
+/// A busy loop (`sh -c 'while :; do :; done'`) bound to one CPU, killed when dropped.
+struct Hog(std::process::Child);
+
+impl Hog {
+    fn on_cpu(cpu: usize) -> Hog {
+        let mut c = std::process::Command::new("sh");
+        c.args(["-c", "while :; do :; done"]);
+        // SAFETY: in the child before exec, sched_setaffinity on itself with a set on the
+        // stack; no allocation.
+        unsafe {
+            c.pre_exec(move || {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Hog(c.spawn().expect("sh runs"))
+    }
+
+    /// CPU seconds the hog has used so far (utime + stime of /proc/PID/stat).
+    fn cpu_s(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.0.id())).unwrap();
+        let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
+        let f: Vec<&str> = after_comm.split_whitespace().collect();
+        // Fields 14 and 15 of the line; the state (field 3) is f[0].
+        let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+        // SAFETY: sysconf has no memory effects.
+        ticks as f64 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn checks(v: &Value) -> Vec<String> {
+    v["explain"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| e["check"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn finding<'a>(v: &'a Value, check: &str) -> Option<&'a Value> {
+    v["explain"]
+        .as_array()?
+        .iter()
+        .find(|e| e["check"] == check)
+}
+
+/// The host findings of a Result are exactly the ones its own figures call for, and a run
+/// with none of them says it was quiet.
+fn host_findings_agree_with_figures(v: &Value) {
+    let h = &v["host"];
+    let c = checks(v);
+    let has = |name: &str| c.iter().any(|x| x == name);
+    let steal = h["steal_pct"].as_f64().unwrap();
+    let others = h["others_cpu_pct"].as_f64().unwrap();
+    let psi_cpu = h["pressure"]["cpu"]["some_pct"].as_f64().unwrap_or(0.0);
+    assert_eq!(has("host_steal"), steal >= 2.0, "{c:?} {h}");
+    assert_eq!(has("host_other_cpu"), others >= 10.0, "{c:?} {h}");
+    assert_eq!(has("host_cpu_pressure"), psi_cpu >= 10.0, "{c:?} {h}");
+    let any_host = c
+        .iter()
+        .any(|x| x.starts_with("host_") && x != "host_quiet");
+    assert_eq!(has("host_quiet"), !any_host, "{c:?} {h}");
+}
+
+/// A busy loop on CPU 0 while a run pinned there (`--cpus 0`) writes: the Result counts the
+/// hog's CPU time as other processes' use of the run's CPU, and `explain` names it with the
+/// figure. Without the hog the findings follow the figures (on a quiet machine: `host_quiet`).
+#[test]
+fn a_hog_on_the_runs_cpu_is_named_and_a_run_without_it_is_judged_by_its_figures() {
+    let sb = Sandbox::new();
+    let line = "run --rw write --bs 4k --size 4m --time 2s --cpus 0 f";
+    let hog = Hog::on_cpu(0);
+    let hog_before = hog.cpu_s();
+    let v = sb.run_json(&words(line));
+    let hog_used = hog.cpu_s() - hog_before;
+    drop(hog);
+    let h = &v["host"];
+    assert_eq!(h["cpus"], serde_json::json!([0]), "{h}");
+    let window = h["window_s"].as_f64().unwrap();
+    assert!(window >= 1.9, "{h}");
+    // The hog ran all along, the run's window is most of fsbench's life: at least half of
+    // what the hog used falls in the window, on CPU 0, as another process's time.
+    let others_s = h["others_cpu_s"].as_f64().unwrap();
+    assert!(
+        others_s >= hog_used * 0.5,
+        "others {others_s} s, hog {hog_used} s: {h}"
+    );
+    let f = finding(&v, "host_other_cpu").unwrap_or_else(|| panic!("{}", v["explain"]));
+    let pct = h["others_cpu_pct"].as_f64().unwrap();
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("another process used {pct:.0} % of CPU 0")),
+        "{f}"
+    );
+    assert!(f["message"].as_str().unwrap().contains("--cpus"), "{f}");
+    host_findings_agree_with_figures(&v);
+    // The text output: one host line, and the finding under explain.
+    let out = sb.cmd(&words(line)).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    let host_lines: Vec<&str> = text.lines().filter(|l| l.starts_with("host: ")).collect();
+    assert_eq!(host_lines.len(), 1, "{text}");
+    assert!(host_lines[0].starts_with("host: steal "), "{text}");
+    assert!(host_lines[0].contains("of the run's CPUs (0)"), "{text}");
+
+    // Without the hog: whatever else the machine does, the findings are the figures'.
+    let quiet = sb.run_json(&words(line));
+    host_findings_agree_with_figures(&quiet);
+}
+
+/// Every kind of run carries the section: a workload's and a replay's Results too.
+#[test]
+fn workload_and_replay_results_carry_the_host_section() {
+    let sb = Sandbox::new();
+    let v = sb.run_json(&words(
+        "workload filemicro_rread -D filesize=256k -D iosize=4k --time 0.3s --format json",
+    ));
+    assert!(
+        v["host"]["window_s"].as_f64().unwrap() > 0.2,
+        "{}",
+        v["host"]
+    );
+    assert!(!v["host"]["cpus"].as_array().unwrap().is_empty());
+    host_findings_agree_with_figures(&v);
+    let mut trace = String::from("id,thread,op,file,offset,len,start_ns,end_ns,result\n");
+    for i in 0..16u64 {
+        trace.push_str(&format!(
+            "{i},0,write,/data/a,{},4096,{},{},4096\n",
+            i * 4096,
+            i * 1000,
+            i * 1000 + 500
+        ));
+    }
+    std::fs::write(sb.file("t.csv"), trace).unwrap();
+    std::fs::create_dir(sb.file("scratch")).unwrap();
+    let v = sb.run_json(&words("replay t.csv --dir scratch --format json"));
+    assert!(
+        v["host"]["window_s"].as_f64().unwrap() > 0.0,
+        "{}",
+        v["host"]
+    );
+    host_findings_agree_with_figures(&v);
+}
+
+/// `--cpus 0`: every worker thread (named fsbench-u0tN) may run on CPU 0 only, while the
+/// process's main thread keeps its own set; the Result records the run's CPUs.
+#[test]
+fn cpus_pins_every_worker_thread() {
+    let sb = Sandbox::new();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fsbench"))
+        .current_dir(sb.path())
+        .args(words(
+            "run --rw write --bs 4k --size 4m --time 3s --threads 2 --cpus 0 --output r.json f",
+        ))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let allowed = |task: &std::path::Path| -> Option<String> {
+        let s = std::fs::read_to_string(task.join("status")).ok()?;
+        s.lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .map(|x| x.trim().to_string())
+    };
+    let mut seen = std::collections::BTreeMap::new();
+    let until = Instant::now() + Duration::from_secs(30);
+    while seen.len() < 2 && Instant::now() < until {
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+            for t in tasks.flatten() {
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                if comm.trim().starts_with("fsbench-u0t") {
+                    // Pinned before the start gate: once running, its set is final.
+                    if let Some(a) = allowed(&t.path()) {
+                        if a == "0" || !seen.contains_key(comm.trim()) {
+                            seen.insert(comm.trim().to_string(), a);
+                        }
+                    }
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let main_allowed = allowed(std::path::Path::new(&format!("/proc/{pid}/task/{pid}")));
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen.values().all(|a| a == "0"), "{seen:?}");
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    if online.trim() != "0" {
+        // The main thread was not pinned: only the workers were.
+        assert_ne!(main_allowed.as_deref(), Some("0"), "{main_allowed:?}");
+    }
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("r.json")).unwrap()).unwrap();
+    assert_eq!(v["host"]["cpus"], serde_json::json!([0]), "{}", v["host"]);
+    assert_eq!(v["job"]["cpus"], serde_json::json!([0]), "{}", v["job"]);
+}
+
+/// A list that is not one, or that names a CPU not online: one line, exit 2, nothing made.
+#[test]
+fn bad_cpu_lists_are_refused_in_one_line() {
+    let sb = Sandbox::new();
+    for (bad, says) in [
+        ("x", "expected CPU numbers and ranges such as 0-1,3"),
+        ("1-0", "expected CPU numbers and ranges such as 0-1,3"),
+        ("0,,1", "expected CPU numbers and ranges such as 0-1,3"),
+        ("4000", "CPU 4000 is not online"),
+    ] {
+        let out = sb
+            .cmd(&["run", "--rw", "write", "--count", "4", "--cpus", bad, "f"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{bad}: {err}");
+        assert!(err.contains("--cpus") && err.contains(says), "{bad}: {err}");
+        assert!(sb.listing().is_empty(), "{bad}: {:?}", sb.listing());
+    }
+}
