@@ -853,6 +853,7 @@ mod tests {
             dirty_expire_s: None,
             timeseries: &[],
             cpus: Cpus::default(),
+            host: None,
         })
         .into_iter()
         .filter(|e| e.check == "page_cache")

@@ -234,7 +234,7 @@ pub(crate) fn create_marked(path: &Path) -> std::io::Result<(File, bool)> {
                 )
             };
             if r == 0 {
-                return Ok((f, marked));
+                return Ok((named(f, path), marked));
             }
             let e = std::io::Error::last_os_error();
             match e.raw_os_error() {
@@ -255,6 +255,28 @@ pub(crate) fn create_marked(path: &Path) -> std::io::Result<(File, bool)> {
             create_then_mark(path)
         }
         Err(e) => Err(e),
+    }
+}
+
+/// The file `f` just linked at `path`, opened again by that name: a descriptor of a nameless
+/// file keeps its "#inode (deleted)" name in /proc after the link, and whatever later names
+/// the file through its descriptor (a SIGBUS message, a reopen) must see `path`. Only when
+/// `path` still names the same inode; otherwise (replaced meanwhile) `f` itself.
+fn named(f: File, path: &Path) -> File {
+    let again = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path);
+    let same = |g: &File| {
+        let (Ok(a), Ok(b)) = (f.metadata(), g.metadata()) else {
+            return false;
+        };
+        a.dev() == b.dev() && a.ino() == b.ino()
+    };
+    match again {
+        Ok(g) if same(&g) => g,
+        _ => f,
     }
 }
 

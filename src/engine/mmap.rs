@@ -43,8 +43,9 @@ impl MmapEngine {
                 .map_raw(fd)
                 .map_err(|e| anyhow::anyhow!("mmap of {len} bytes failed: {e}"))?;
             let ptr = map.as_mut_ptr();
-            // The file's name for the SIGBUS line, through the descriptor (before the run).
-            let name = std::fs::read_link(format!("/proc/self/fd/{fd}"))
+            // The file's name for the SIGBUS line, through the descriptor (before the run);
+            // thread-self: a worker thread has a descriptor table of its own.
+            let name = std::fs::read_link(format!("/proc/thread-self/fd/{fd}"))
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| format!("descriptor {fd}"));
             let guard = super::sigbus::register(ptr, len, &name);

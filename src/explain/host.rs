@@ -22,7 +22,15 @@ const FREQ_RATIO_LIMIT: f64 = 1.2;
 const DIRTY_AT_START_LIMIT: u64 = 256 << 20;
 
 /// What to do about a busy host, said once per finding.
-const REMEDY: &str = "repeat the run (sweep and suite take --repeat) and compare, pin the workers with --cpus (run, sweep, suite) to CPUs nothing else uses, or give the run a longer --ramp";
+/// What to do about a busy host, naming only options the command takes: a Job's `--cpus`;
+/// a workload or a replay has no pinning of its own.
+fn remedy_for(r: &RunFacts) -> &'static str {
+    if r.job.is_some() {
+        "run it again and compare (a sweep or suite repeats each point on request), pin the workers with --cpus to CPUs nothing else uses, or give the run a longer --ramp"
+    } else {
+        "run it again and compare, start it pinned to CPUs nothing else uses (taskset), or give the run a longer --ramp"
+    }
+}
 
 /// The host findings of a run, or `host_quiet` when it had none.
 pub(crate) fn host(r: &RunFacts, out: &mut Vec<Explanation>) {
@@ -31,9 +39,10 @@ pub(crate) fn host(r: &RunFacts, out: &mut Vec<Explanation>) {
         return;
     }
     let before = out.len();
-    steal(h, out);
-    others(h, out);
-    pressure(h, out);
+    let remedy = remedy_for(r);
+    steal(h, remedy, out);
+    others(h, remedy, out);
+    pressure(h, remedy, out);
     frequency(h, out);
     dirty(h, out);
     if out.len() == before {
@@ -57,14 +66,14 @@ pub(crate) fn host(r: &RunFacts, out: &mut Vec<Explanation>) {
     }
 }
 
-fn steal(h: &HostReport, out: &mut Vec<Explanation>) {
+fn steal(h: &HostReport, remedy: &str, out: &mut Vec<Explanation>) {
     if h.steal_pct < STEAL_LIMIT_PCT {
         return;
     }
     out.push(finding(
         "host_steal",
         format!(
-            "CPU steal {:.1} % of the run ({:.2} s on CPUs {}): the host was busy, the hypervisor ran other guests on this machine's CPUs; {REMEDY}",
+            "CPU steal {:.1} % of the run ({:.2} s on CPUs {}): the host was busy, the hypervisor ran other guests on this machine's CPUs; {remedy}",
             h.steal_pct,
             h.steal_s,
             cpu_list(&h.cpus)
@@ -74,7 +83,7 @@ fn steal(h: &HostReport, out: &mut Vec<Explanation>) {
     ));
 }
 
-fn others(h: &HostReport, out: &mut Vec<Explanation>) {
+fn others(h: &HostReport, remedy: &str, out: &mut Vec<Explanation>) {
     if h.others_cpu_pct < OTHERS_LIMIT_PCT {
         return;
     }
@@ -84,12 +93,12 @@ fn others(h: &HostReport, out: &mut Vec<Explanation>) {
         .max_by(|a, b| a.busy_pct.total_cmp(&b.busy_pct));
     let message = if let [only] = h.cpus.as_slice() {
         format!(
-            "another process used {:.0} % of CPU {only} ({:.2} s of the run's {:.1} s) while this run's workers ran on it; {REMEDY}",
+            "another process used {:.0} % of CPU {only} ({:.2} s of the run's {:.1} s) while this run's workers ran on it; {remedy}",
             h.others_cpu_pct, h.others_cpu_s, h.window_s
         )
     } else {
         format!(
-            "other processes used {:.0} % of the run's CPUs {} ({:.2} CPU-seconds in {:.1} s{}); {REMEDY}",
+            "other processes used {:.0} % of the run's CPUs {} ({:.2} CPU-seconds in {:.1} s{}); {remedy}",
             h.others_cpu_pct,
             cpu_list(&h.cpus),
             h.others_cpu_s,
@@ -109,7 +118,7 @@ fn others(h: &HostReport, out: &mut Vec<Explanation>) {
     ));
 }
 
-fn pressure(h: &HostReport, out: &mut Vec<Explanation>) {
+fn pressure(h: &HostReport, remedy: &str, out: &mut Vec<Explanation>) {
     if let Some(c) = h
         .pressure
         .cpu
@@ -119,7 +128,7 @@ fn pressure(h: &HostReport, out: &mut Vec<Explanation>) {
         out.push(finding(
             "host_cpu_pressure",
             format!(
-                "tasks on this host waited for a CPU {:.1} % of the run (pressure stall cpu some; {} involuntary switches of this run's threads): more work was runnable than there were CPUs; {REMEDY}",
+                "tasks on this host waited for a CPU {:.1} % of the run (pressure stall cpu some; {} involuntary switches of this run's threads): more work was runnable than there were CPUs; {remedy}",
                 c.some_pct, h.involuntary_switches
             ),
             json!({"cpu_some_pct": c.some_pct, "cpu_some_avg10_pct": c.some_avg10_pct,
@@ -217,9 +226,11 @@ mod tests {
         let mut out = Vec::new();
         let total = crate::stats::StatsReport::default();
         let probes = serde_json::Map::new();
+        // A Job's run: its remedies name --cpus.
+        let job = crate::job::Job::default();
         let facts = RunFacts {
             total: &total,
-            job: None,
+            job: Some(&job),
             cache: None,
             probes: &probes,
             threads: 1,
