@@ -4,6 +4,7 @@
 pub(crate) mod cache;
 pub(crate) mod params;
 pub(crate) mod shape;
+pub(crate) mod think;
 
 use crate::error::UsageError;
 use crate::usage;
@@ -11,6 +12,7 @@ pub(crate) use cache::{CachePolicy, Route};
 use serde::{Deserialize, Serialize};
 pub(crate) use shape::{BufferPattern, Distribution};
 use std::path::PathBuf;
+pub(crate) use think::Think;
 
 /// Access pattern and operation mix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -294,6 +296,9 @@ pub struct Job {
     /// ramp_time); `time_s` counts after it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ramp_s: Option<f64>,
+    /// Pause each thread after every so many of its I/Os (`--think`, fio's thinktime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub think: Option<Think>,
     /// Repeat the I/O loop this many times (vxbench nrep).
     pub repeats: u32,
     pub open: OpenFlags,
@@ -369,6 +374,7 @@ impl Default for Job {
             io_count: None,
             time_s: None,
             ramp_s: None,
+            think: None,
             repeats: 1,
             open: OpenFlags::default(),
             cache: CachePolicy::Buffered,

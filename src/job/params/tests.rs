@@ -14,6 +14,7 @@ fn sample(p: &Param) -> &'static str {
         "journal" => "j.fsj",
         "time" => "2.5",
         "ramp" => "1.5",
+        "think" => "2ms:4",
         "nrep" => "4",
         "rwmix" => "70",
         "seed" => "12345",
