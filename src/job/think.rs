@@ -53,8 +53,16 @@ impl Think {
 
     /// The spec as [`Think::parse`] reads it.
     pub fn spec(&self) -> String {
-        let us = self.pause.as_nanos() as f64 / 1e3;
-        format!("{us}us:{}", self.every)
+        let ns = self.pause.as_nanos();
+        let pause = if ns % 1_000_000 == 0 {
+            format!("{}ms", ns / 1_000_000)
+        } else {
+            format!("{}us", ns as f64 / 1e3)
+        };
+        match self.every {
+            1 => pause,
+            n => format!("{pause}:{n}"),
+        }
     }
 }
 
@@ -81,6 +89,8 @@ mod tests {
         assert_eq!((t.pause, t.every), (Duration::from_millis(10), 1));
         let t = Think::parse("250us:8", "--think").unwrap();
         assert_eq!((t.pause, t.every), (Duration::from_micros(250), 8));
+        assert_eq!(t.spec(), "250us:8");
+        assert_eq!(Think::parse("10ms:1", "x").unwrap().spec(), "10ms");
         assert_eq!(Think::parse(&t.spec(), "x").unwrap(), t);
         for bad in [
             "", "0", "0ms", "2m", "10ms:0", "10ms:", "10ms:x", "x", "10ms:-1",
