@@ -54,7 +54,7 @@ impl Think {
     /// The spec as [`Think::parse`] reads it.
     pub fn spec(&self) -> String {
         let ns = self.pause.as_nanos();
-        let pause = if ns % 1_000_000 == 0 {
+        let pause = if ns.is_multiple_of(1_000_000) {
             format!("{}ms", ns / 1_000_000)
         } else {
             format!("{}us", ns as f64 / 1e3)
