@@ -41,6 +41,16 @@ fn think_time_pauses_between_ios_outside_their_latency() {
     // The depth-1 loop, and the queue-depth loop (a rate limit takes that one).
     check_think(&sb, "");
     check_think(&sb, "--rate-iops 100000");
+    // Queue depth 4 (the null engine): the queue drains, then the thread pauses; 10 pauses
+    // of 10 ms for 40 I/Os, none of them in a latency.
+    let v = sb.run_json(&words(
+        "run --engine null --qd 4 --rw randread --bs 4k --size 1m --count 40 --think 10ms:4 f",
+    ));
+    assert_eq!(v["total"]["read_ops"], 40);
+    let e = v["total"]["elapsed_s"].as_f64().unwrap();
+    assert!(e >= 0.099, "10 pauses of 10 ms at queue depth 4 took {e} s");
+    let max = v["total"]["lat_ns"]["max"].as_u64().unwrap();
+    assert!(max < 5_000_000, "max latency {max} ns holds a pause");
     // :BLOCKS divides the pauses: 2 of them for 50 I/Os.
     let v = sb.run_json(&words(
         "run --rw read --bs 4k --size 1m --count 50 --think 10ms:25 f",
