@@ -211,7 +211,12 @@ pub(crate) fn main(a: RunArgs, exec: crate::exec::Executor) -> anyhow::Result<i3
     crate::output::check_output(a.results.output.as_deref(), a.force)?;
     let observe = a.observe.settings()?;
     let logs = a.results.open_log(&observe.watch, a.force)?;
-    let mut results = [exec.run_job(&job, false, &observe)?];
+    let ran = exec.run_job(&job, false, &observe);
+    if let (Err(_), Some(dir)) = (&ran, &logs) {
+        // Refused before it ran: a log directory this run made goes again.
+        dir.abandon();
+    }
+    let mut results = [ran?];
     super::args::ResultsArgs::add_percentiles(percentiles.as_deref(), &mut results);
     if let Some(dir) = &logs {
         super::args::ResultsArgs::write_logs(dir, &results[0])?;
