@@ -45,6 +45,9 @@ impl Kind {
 pub struct ThreadReport {
     pub thread: u32,
     pub stats: StatsReport,
+    /// This thread's `--status-interval` time series (`t_s` from the run's start).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeseries: Vec<IntervalReport>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -297,6 +297,8 @@ fn sweep_and_suite_take_run_s_job_flags() {
         "--name",
         "--output",
         "--format",
+        "--percentiles",
+        "--log",
         "--verbose",
         "--summary",
         "--mb",

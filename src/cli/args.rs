@@ -108,9 +108,87 @@ pub(crate) struct ResultsArgs {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub printed: FormatArgs,
+    /// Latency percentiles to report, e.g. 50,90,99,99.9,99.99,99.999 (up to 16)
+    ///
+    /// Shown in the text report's latency lines and stored in the Result as
+    /// lat_percentiles_ns (keys p50, p99_9, ...; nanoseconds), for the whole run and each
+    /// direction. [default: 50,90,99,99.9,99.99, in lat_ns]
+    #[arg(long, value_name = "LIST", help_heading = WHERE)]
+    pub percentiles: Option<String>,
+    /// Write the --status-interval series as CSV logs in DIR: bw.csv, iops.csv, lat.csv
+    ///
+    /// One row per interval per thread and one for the whole run (thread = total); the
+    /// column names carry the units. Files already there are refused unless --force.
+    #[arg(long = "log", value_name = "DIR", help_heading = WHERE)]
+    pub log: Option<PathBuf>,
 }
 
 impl ResultsArgs {
+    /// The `--percentiles` list, checked (None: the default list of `lat_ns`).
+    pub(crate) fn percentiles(&self) -> Result<Option<Vec<f64>>, crate::error::UsageError> {
+        self.percentiles
+            .as_deref()
+            .map(crate::stats::percentiles::parse_list)
+            .transpose()
+    }
+
+    /// The `--log` directory, opened (made when absent) and its three files checked before
+    /// the run: logs are of a `--status-interval` series, so one must be kept.
+    pub(crate) fn open_log(
+        &self,
+        watch: &Watch,
+        force: bool,
+    ) -> anyhow::Result<Option<crate::output::ResultsDir>> {
+        let Some(path) = &self.log else {
+            return Ok(None);
+        };
+        if watch.status_interval.is_none() {
+            crate::bail_usage!(
+                "--log {} writes the --status-interval series: add --status-interval DUR (e.g. 1s)",
+                path.display()
+            );
+        }
+        let dir = crate::output::ResultsDir::open(path, force)?;
+        for name in crate::report::interval_logs::LOG_NAMES {
+            // Logs of an earlier run are kept unless --force: they are not replaced quietly.
+            let there = std::fs::symlink_metadata(dir.join(name)).is_ok();
+            let refused = if there && !force {
+                Err(crate::usage!(
+                    "--log {}: {name} is already there: name a new directory, or add --force to replace the logs",
+                    path.display()
+                ))
+            } else {
+                dir.check(name)
+            };
+            if let Err(e) = refused {
+                dir.abandon();
+                return Err(e.into());
+            }
+        }
+        Ok(Some(dir))
+    }
+
+    /// Write the logs of `result` into the `--log` directory.
+    pub(crate) fn write_logs(
+        dir: &crate::output::ResultsDir,
+        result: &crate::result::RunResult,
+    ) -> anyhow::Result<()> {
+        let logs = crate::report::interval_logs::logs(result);
+        for (name, text) in crate::report::interval_logs::LOG_NAMES.iter().zip(logs) {
+            dir.write(name, text.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Put the asked percentiles into each Result (after the run, from its histograms).
+    pub(crate) fn add_percentiles(list: Option<&[f64]>, results: &mut [crate::result::RunResult]) {
+        if let Some(list) = list {
+            for r in results {
+                r.total.set_percentiles(list);
+            }
+        }
+    }
+
     /// The printed format, or a usage error naming the flag given.
     pub(crate) fn format(&self) -> Result<Format, crate::error::UsageError> {
         self.printed.get::<Runs>()
@@ -176,6 +254,12 @@ pub(crate) struct WatchArgs {
     /// Each interval holds ops, bytes, IOPS, bandwidth and latency percentiles.
     #[arg(long = "status-interval", value_name = "DUR", help_heading = MEASURE)]
     pub status_interval: Option<String>,
+    /// Print a line on stderr for every --status-interval while the run goes
+    ///
+    /// Each line has the time and the interval's read and write IOPS and bandwidth, from
+    /// the workers' live counters (published 10 times a second).
+    #[arg(long = "interval-print", help_heading = MEASURE)]
+    pub interval_print: bool,
 }
 
 /// What `--progress` and `--status-interval` ask for, checked.
@@ -213,9 +297,15 @@ impl WatchArgs {
                 Some(d)
             }
         };
+        if self.interval_print && status_interval.is_none() {
+            crate::bail_usage!(
+                "--interval-print prints every --status-interval: add --status-interval DUR (e.g. 1s)"
+            );
+        }
         Ok(Watch {
             live,
             status_interval,
+            print_intervals: self.interval_print,
             // How the live line is worded: the report layer's words.
             render: crate::report::live::render,
             warm_up: false,
@@ -321,7 +411,7 @@ mod tests {
         /// one line naming the flag; never a panic.
         #[test]
         fn status_interval_never_panics(text in "\\PC{0,12}") {
-            let a = WatchArgs { progress: None, status_interval: Some(text.clone()) };
+            let a = WatchArgs { progress: None, status_interval: Some(text.clone()), interval_print: false };
             match a.watch_on(false) {
                 Ok(w) => proptest::prop_assert!(w.status_interval.unwrap() >= MIN_STATUS_INTERVAL),
                 Err(e) => proptest::prop_assert!(e.0.starts_with("bad --status-interval") && !e.0.contains('\n')),

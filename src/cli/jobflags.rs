@@ -68,6 +68,13 @@ pub(crate) struct JobFlags {
     /// PCT % of written blocks repeat an earlier block (measured after the run)
     #[arg(long, value_name = "PCT", help_heading = HOW)]
     pub dedupe: Option<String>,
+    /// Pause each thread for DUR after every BLOCKS of its I/Os [default BLOCKS: 1]
+    ///
+    /// Like an application that computes between requests: the pause is not part of any
+    /// I/O's latency, and counts in the run's time (so in its throughput). With a queue
+    /// depth, the thread lets its I/Os in flight complete before it pauses.
+    #[arg(long, value_name = "DUR[:BLOCKS]", help_heading = HOW)]
+    pub think: Option<String>,
     /// Run users as processes: per-user or per-thread
     #[arg(long, value_name = "HOW", help_heading = HOW)]
     pub processes: Option<String>,
@@ -150,6 +157,7 @@ impl JobFlags {
             ("buffer_pattern", self.buffer_pattern.clone()),
             ("buffer_compress", self.buffer_compress.clone()),
             ("dedupe", self.dedupe.clone()),
+            ("think", self.think.clone()),
             ("processes", self.processes.clone()),
             ("advise", self.advise.clone()),
             ("extsize", self.extsize.clone()),
@@ -200,6 +208,7 @@ impl JobFlags {
             seed: Some(1),
             steady_state: Some(String::new()),
             steady_state_max: Some(String::new()),
+            think: Some(String::new()),
             processes: Some(String::new()),
             advise: Some(String::new()),
             extsize: Some(String::new()),
@@ -246,7 +255,7 @@ mod tests {
     #[test]
     fn every_flag_names_a_table_parameter() {
         let names = JobFlags::names();
-        assert_eq!(names.len(), 33);
+        assert_eq!(names.len(), 34);
         for n in names {
             let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
             assert!(p.flag.is_some(), "{n} has no run flag in the table");

@@ -251,6 +251,13 @@ pub(crate) fn tests(extras: bool) -> Vec<Test> {
 /// printed by rank 0.
 pub(crate) fn main(a: QuickArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
     let format = a.results.format()?;
+    let percentiles = a.results.percentiles()?;
+    if let Some(d) = &a.results.log {
+        crate::bail_usage!(
+            "--log {} keeps the interval logs of one run: use fsbench run (quick runs a battery)",
+            d.display()
+        );
+    }
     // Every run of the battery shows the live line (and keeps intervals) as asked.
     let watch = a.watch.watch()?;
     let dir = a.dir.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -360,6 +367,7 @@ pub(crate) fn main(a: QuickArgs, exec: crate::exec::Executor) -> anyhow::Result<
         }
         results.extend(runs);
     }
+    super::args::ResultsArgs::add_percentiles(percentiles.as_deref(), &mut results);
     if !interactive {
         let runs = Runs {
             results: &results,

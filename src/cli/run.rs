@@ -199,11 +199,23 @@ pub(crate) fn report_options(a: &RunArgs) -> ReportOptions {
 /// rank (the executor decides; rank 0 alone prints and stores the Result).
 pub(crate) fn main(a: RunArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
     let format = a.results.format()?;
+    let percentiles = a.results.percentiles()?;
     let job = build_job(&a)?;
     crate::output::check_output(a.results.output.as_deref(), a.force)?;
-    let result = exec.run_job(&job, false, &a.observe.settings()?)?;
+    let observe = a.observe.settings()?;
+    let logs = a.results.open_log(&observe.watch, a.force)?;
+    let ran = exec.run_job(&job, false, &observe);
+    if let (Err(_), Some(dir)) = (&ran, &logs) {
+        // Refused before it ran: a log directory this run made goes again.
+        dir.abandon();
+    }
+    let mut results = [ran?];
+    super::args::ResultsArgs::add_percentiles(percentiles.as_deref(), &mut results);
+    if let Some(dir) = &logs {
+        super::args::ResultsArgs::write_logs(dir, &results[0])?;
+    }
     super::output::emit(
-        &[result],
+        &results,
         format,
         &report_options(&a),
         a.results.output.as_deref(),

@@ -5,6 +5,7 @@ pub(crate) mod cache;
 pub(crate) mod params;
 pub(crate) mod shape;
 pub(crate) mod steady;
+pub(crate) mod think;
 
 use crate::error::UsageError;
 use crate::usage;
@@ -12,6 +13,7 @@ pub(crate) use cache::{CachePolicy, Route};
 use serde::{Deserialize, Serialize};
 pub(crate) use shape::{BufferPattern, Distribution};
 use std::path::PathBuf;
+pub(crate) use think::Think;
 
 /// Access pattern and operation mix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -306,6 +308,9 @@ pub struct Job {
     /// pinned.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<usize>,
+    /// Pause each thread after every so many of its I/Os (`--think`, fio's thinktime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub think: Option<Think>,
     /// Repeat the I/O loop this many times (vxbench nrep).
     pub repeats: u32,
     pub open: OpenFlags,
@@ -384,6 +389,7 @@ impl Default for Job {
             steady_state: None,
             steady_state_max_s: None,
             cpus: Vec::new(),
+            think: None,
             repeats: 1,
             open: OpenFlags::default(),
             cache: CachePolicy::Buffered,

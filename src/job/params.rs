@@ -8,7 +8,7 @@
 //! `toml` column names the key, and a test checks that both ways agree.
 
 use super::{
-    Access, Advice, BufferPattern, CachePolicy, Distribution, EngineKind, Job, RateScope,
+    Access, Advice, BufferPattern, CachePolicy, Distribution, EngineKind, Job, RateScope, Think,
     WorkerMode, MAX_THREADS,
 };
 use crate::error::UsageError;
@@ -431,6 +431,22 @@ pub(crate) static PARAMS: &[Param] = &[
             Ok(())
         },
         show: |j| crate::probe::host::cpu_list(&j.cpus),
+    },
+    Param {
+        name: "think",
+        aliases: &["thinktime"],
+        label: "think time",
+        noun: "think time",
+        flag: Some("--think"),
+        axis: true,
+        toml: "think",
+        vx: &[],
+        kind: Kind::Duration,
+        set: |j, v, c| {
+            j.think = Some(Think::parse(v, c.what)?);
+            Ok(())
+        },
+        show: |j| j.think.map(|t| t.spec()).unwrap_or_default(),
     },
     Param {
         name: "nrep",

@@ -177,6 +177,7 @@ mod tests {
             threads: vec![ThreadReport {
                 thread: 0,
                 stats: s.clone(),
+                timeseries: Vec::new(),
             }],
         }];
         r.groups = vec![GroupReport {

@@ -17,6 +17,7 @@ pub(crate) mod csv;
 pub(crate) mod document;
 pub(crate) mod frag;
 pub(crate) mod html;
+pub(crate) mod interval_logs;
 pub(crate) mod iostat;
 pub(crate) mod iostat_html;
 pub(crate) mod json;

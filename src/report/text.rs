@@ -3,7 +3,7 @@
 
 use super::ReportOptions;
 use crate::result::RunResult;
-use crate::stats::{DirReport, LatencySummary, StatsReport};
+use crate::stats::{DirReport, LatencySummary, PercentileValues, StatsReport};
 use crate::units::{format_ns, format_size_exact};
 use std::fmt::Write;
 
@@ -88,21 +88,32 @@ fn direction_line(label: &str, d: &DirReport, opts: &ReportOptions) -> String {
 
 /// Every statistic of a latency summary, named: `min .. mean .. p50 .. max .. stdev ..`,
 /// fitted to `width` (continued under its first figure on a narrow terminal).
-fn latency_line(prefix: &str, l: &LatencySummary, width: Option<usize>) -> String {
-    let items: Vec<String> = [
-        ("min", format_ns(l.min as f64)),
-        ("mean", format_ns(l.mean)),
-        ("p50", format_ns(l.p50 as f64)),
-        ("p90", format_ns(l.p90 as f64)),
-        ("p99", format_ns(l.p99 as f64)),
-        ("p99.9", format_ns(l.p99_9 as f64)),
-        ("p99.99", format_ns(l.p99_99 as f64)),
-        ("max", format_ns(l.max as f64)),
-        ("stdev", format_ns(l.stdev)),
-    ]
-    .into_iter()
-    .map(|(name, v)| format!("{name} {v}"))
-    .collect();
+/// The percentiles are those asked for (`--percentiles`) when `asked` holds them.
+fn latency_line(
+    prefix: &str,
+    l: &LatencySummary,
+    asked: &PercentileValues,
+    width: Option<usize>,
+) -> String {
+    let named = |name: &str, v: f64| format!("{name} {}", format_ns(v));
+    let mut items = vec![named("min", l.min as f64), named("mean", l.mean)];
+    if asked.is_empty() {
+        items.extend([
+            named("p50", l.p50 as f64),
+            named("p90", l.p90 as f64),
+            named("p99", l.p99 as f64),
+            named("p99.9", l.p99_9 as f64),
+            named("p99.99", l.p99_99 as f64),
+        ]);
+    } else {
+        items.extend(
+            asked
+                .0
+                .iter()
+                .map(|(p, v)| named(&format!("p{p}"), *v as f64)),
+        );
+    }
+    items.extend([named("max", l.max as f64), named("stdev", l.stdev)]);
     super::width::wrap_items(&format!("{prefix}:"), &items, width)
 }
 
@@ -276,13 +287,22 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
         let _ = writeln!(
             out,
             "{}",
-            latency_line("latency", &r.total.lat_ns, lat_width)
+            latency_line(
+                "latency",
+                &r.total.lat_ns,
+                &r.total.lat_percentiles_ns,
+                lat_width
+            )
         );
         if mixed {
             for (name, d) in [("read", &r.total.read), ("write", &r.total.write)] {
                 if d.lat_ns.count > 0 {
                     let prefix = format!("{name} latency");
-                    let _ = writeln!(out, "{}", latency_line(&prefix, &d.lat_ns, lat_width));
+                    let _ = writeln!(
+                        out,
+                        "{}",
+                        latency_line(&prefix, &d.lat_ns, &d.lat_percentiles_ns, lat_width)
+                    );
                 }
             }
         }

@@ -92,6 +92,8 @@ pub(crate) struct Watching {
     pub warm_up: bool,
     /// `--trace`: the session the run's workers record into (made by its observer).
     pub trace: Option<Arc<crate::trace::TraceSession>>,
+    /// `--interval-print`: a line on stderr for every `status_interval` while the run goes.
+    pub print_intervals: bool,
 }
 
 impl Default for Watching {
@@ -102,6 +104,7 @@ impl Default for Watching {
             render: plain_render,
             warm_up: false,
             trace: None,
+            print_intervals: false,
         }
     }
 }
@@ -113,6 +116,7 @@ impl std::fmt::Debug for Watching {
             .field("live", &self.live)
             .field("warm_up", &self.warm_up)
             .field("traced", &self.trace.is_some())
+            .field("print_intervals", &self.print_intervals)
             .finish_non_exhaustive()
     }
 }
@@ -124,6 +128,7 @@ impl PartialEq for Watching {
         self.status_interval == o.status_interval
             && self.live == o.live
             && self.warm_up == o.warm_up
+            && self.print_intervals == o.print_intervals
     }
 }
 
@@ -134,8 +139,10 @@ impl Watching {
             .map(|d| d.as_nanos().clamp(1, u64::MAX as u128) as u64)
     }
 
+    /// Whether the run's workers publish live counters: for the live line or the interval
+    /// lines.
     pub(crate) fn live_enabled(&self) -> bool {
-        self.live != LiveMode::Off
+        self.live != LiveMode::Off || self.print_intervals
     }
 
     /// The same watching for runs that show no live line of their own (a study's points, a

@@ -119,7 +119,7 @@ impl Display {
         bounds: Bounds,
     ) -> Option<Display> {
         let mode = watch.live;
-        if mode == LiveMode::Off {
+        if mode == LiveMode::Off && !watch.print_intervals {
             return None;
         }
         let shared = Arc::new(Shared {
@@ -192,6 +192,12 @@ fn show(s: &Shared, bar: Option<ProgressBar>, mode: LiveMode) {
     let mut running_since: Option<Instant> = None;
     let mut shown_phase = u8::MAX;
     let mut next_line = Instant::now();
+    let mut intervals = s
+        .watch
+        .print_intervals
+        .then_some(s.watch.status_interval)
+        .flatten()
+        .map(IntervalLines::new);
     loop {
         let done = s.done.load(Ordering::Relaxed);
         let mut phase = Phase::from_u8(s.phase.load(Ordering::Relaxed));
@@ -250,8 +256,15 @@ fn show(s: &Shared, bar: Option<ProgressBar>, mode: LiveMode) {
                 }
             }
         }
+        if let Some(lines) = intervals.as_mut().filter(|_| running_since.is_some()) {
+            lines.at(now, totals);
+        }
         if done {
             break;
+        }
+        if mode == LiveMode::Off {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
         }
         let text = s.watch.render(&view);
         match &bar {
@@ -268,6 +281,59 @@ fn show(s: &Shared, bar: Option<ProgressBar>, mode: LiveMode) {
             }
         }
         std::thread::sleep(Duration::from_millis(50).min(period));
+    }
+}
+
+/// `--interval-print`: one line per `--status-interval` of the run, from the board's
+/// counters (so each line is within a publication, 100 ms, of the interval's edges).
+struct IntervalLines {
+    every: Duration,
+    start: Option<Instant>,
+    next: Instant,
+    last: [u64; 4],
+    last_at: Instant,
+    n: u64,
+}
+
+impl IntervalLines {
+    fn new(every: Duration) -> IntervalLines {
+        IntervalLines {
+            every,
+            start: None,
+            next: Instant::now(),
+            last: [0; 4],
+            last_at: Instant::now(),
+            n: 0,
+        }
+    }
+
+    /// The run is at `now` with the counters at `totals`: print the interval that ended.
+    fn at(&mut self, now: Instant, totals: [u64; 4]) {
+        let Some(start) = self.start else {
+            (self.start, self.next) = (Some(now), now + self.every);
+            (self.last, self.last_at) = (totals, now);
+            return;
+        };
+        if now < self.next {
+            return;
+        }
+        self.n += 1;
+        let secs = now.duration_since(self.last_at).as_secs_f64().max(1e-9);
+        let d = |i: usize| totals[i].saturating_sub(self.last[i]) as f64 / secs;
+        println(&format!(
+            "interval {:>4} t={:.3}s: read {:.0} IOPS {:.2} MB/s, write {:.0} IOPS {:.2} MB/s",
+            self.n,
+            now.duration_since(start).as_secs_f64(),
+            d(0),
+            d(2) / 1e6,
+            d(1),
+            d(3) / 1e6,
+        ));
+        (self.last, self.last_at) = (totals, now);
+        self.next += self.every;
+        if self.next <= now {
+            self.next = now + self.every;
+        }
     }
 }
 

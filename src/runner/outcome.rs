@@ -33,7 +33,7 @@ impl RunResult {
             .iter()
             .map(|t| t.path.display().to_string())
             .collect();
-        self.users = user_reports(&targets, &outcome.threads);
+        self.users = user_reports(&targets, &outcome.threads, outcome.status_interval_ns);
         self.total = StatsReport::from_stats(&outcome.total(), true);
         self.status = outcome.status;
         self.failures = outcome.failures.clone();
@@ -53,7 +53,11 @@ impl RunResult {
 }
 
 /// Per-user (per-target) reports of a run's threads, and the threads merged.
-fn user_reports(targets: &[String], threads: &[ThreadOutcome]) -> Vec<UserReport> {
+fn user_reports(
+    targets: &[String],
+    threads: &[ThreadOutcome],
+    interval_ns: Option<u64>,
+) -> Vec<UserReport> {
     let mut users = Vec::new();
     for (u, target) in targets.iter().enumerate() {
         let mut us = Stats::default();
@@ -63,6 +67,7 @@ fn user_reports(targets: &[String], threads: &[ThreadOutcome]) -> Vec<UserReport
             reports.push(ThreadReport {
                 thread: th.thread,
                 stats: StatsReport::from_stats(&th.stats, false),
+                timeseries: super::live::merge_series([th.intervals.as_slice()], interval_ns),
             });
         }
         reports.sort_by_key(|t| t.thread);

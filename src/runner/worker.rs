@@ -29,6 +29,7 @@ mod mock_tests;
 mod prepare;
 #[cfg(test)]
 mod tests;
+mod think;
 pub(crate) mod verify;
 #[cfg(test)]
 mod verify_tests;
@@ -133,6 +134,8 @@ struct Core {
     deadline: Option<Duration>,
     /// `--ramp`: how long the loop runs before it counts.
     ramp: Option<Duration>,
+    /// `--think`: the pause after every so many I/Os.
+    think: Option<think::Thinker>,
     sys: SyscallCounts,
     /// Issue schedule under a rate limit.
     pacer: Option<Pacer>,

@@ -4,9 +4,11 @@
 pub(crate) mod clock;
 pub(crate) mod cpu;
 pub(crate) mod hist;
+pub(crate) mod percentiles;
 
 pub(crate) use cpu::Usage;
 pub(crate) use hist::{LatencyHist, LatencySummary};
+pub(crate) use percentiles::PercentileValues;
 use serde::{Deserialize, Serialize};
 
 /// System calls fsbench itself issued, counted where they are made (the backup study's
@@ -377,6 +379,9 @@ pub struct DirReport {
     /// before fsbench kept it per direction).
     #[serde(default)]
     pub sched_lat_ns: LatencySummary,
+    /// The percentiles asked for (`--percentiles`), nanoseconds, keyed as in `lat_ns`.
+    #[serde(default, skip_serializing_if = "PercentileValues::is_empty")]
+    pub lat_percentiles_ns: PercentileValues,
 }
 
 impl DirReport {
@@ -401,6 +406,7 @@ impl DirReport {
                 Vec::new()
             },
             sched_lat_ns: sched.summary(),
+            lat_percentiles_ns: PercentileValues::default(),
         }
     }
 }
@@ -456,9 +462,21 @@ pub struct StatsReport {
     /// The writes alone.
     #[serde(default)]
     pub write: DirReport,
+    /// The percentiles asked for (`--percentiles`), nanoseconds, keyed as in `lat_ns`.
+    #[serde(default, skip_serializing_if = "PercentileValues::is_empty")]
+    pub lat_percentiles_ns: PercentileValues,
 }
 
 impl StatsReport {
+    /// Compute the percentiles of `list` for the whole and each direction, from the
+    /// histogram buckets kept (a report without buckets gets none).
+    pub(crate) fn set_percentiles(&mut self, list: &[f64]) {
+        self.lat_percentiles_ns = PercentileValues::of(list, &self.lat_hist_ns, &self.lat_ns);
+        for d in [&mut self.read, &mut self.write] {
+            d.lat_percentiles_ns = PercentileValues::of(list, &d.lat_hist_ns, &d.lat_ns);
+        }
+    }
+
     pub fn from_stats(s: &Stats, with_hist: bool) -> Self {
         let secs = if s.elapsed_s > 0.0 {
             s.elapsed_s
@@ -548,6 +566,7 @@ impl StatsReport {
             } else {
                 Vec::new()
             },
+            lat_percentiles_ns: PercentileValues::default(),
         }
     }
 }

@@ -113,10 +113,16 @@ impl Core {
         // The end of the warm-up is one of the loop's events.
         let mut next_event = roll.start(t0).min(ramp_end.unwrap_or(u64::MAX));
         let mut now = t0;
+        // --think: once due, nothing more is issued until the queue has drained and the
+        // thread has paused.
+        let mut think = self.think;
         loop {
             if issuing {
                 while inflight + batch.len() < depth {
                     if pacer.is_some_and(|p| !p.is_due(now)) {
+                        break;
+                    }
+                    if think.is_some_and(|t| t.due()) {
                         break;
                     }
                     // A full verify backlog pauses issuing until it has been checked.
@@ -290,8 +296,16 @@ impl Core {
                         stats.write_bytes += c.result as u64;
                     }
                 }
+                if let Some(t) = think.as_mut() {
+                    t.count();
+                }
             }
             done.clear();
+            if let Some(t) = think.as_mut() {
+                if t.due() && issuing && inflight == 0 && batch.is_empty() {
+                    now = t.pause(clock, now, deadline.unwrap_or(u64::MAX), stop, interrupt);
+                }
+            }
             if now >= next_event {
                 if ramp_end.is_some_and(|r| now >= r) {
                     ramp_end = None;

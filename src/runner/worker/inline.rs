@@ -68,6 +68,7 @@ impl Core {
         // The deadline, the end of the warm-up and the watcher's events (live counters,
         // interval boundaries) share one compare per I/O: the next of them (u64::MAX: none).
         let mut roll = std::mem::take(&mut self.roll);
+        let mut think = self.think;
         let mut stop_at = deadline.unwrap_or(u64::MAX);
         let mut next_event = stop_at
             .min(roll.start(t0))
@@ -91,7 +92,7 @@ impl Core {
             }
             let at = clock.now_ns();
             let result = engine.execute(&op, &mut sys);
-            let now = clock.now_ns();
+            let mut now = clock.now_ns();
             ops += 1;
             if VERIFY {
                 if let Some(c) = checker.as_mut() {
@@ -125,6 +126,11 @@ impl Core {
                         stop.store(true, Ordering::Relaxed);
                         break;
                     }
+                }
+            }
+            if let Some(t) = think.as_mut() {
+                if t.count() {
+                    now = t.pause(clock, now, stop_at, stop, interrupt);
                 }
             }
             if stop.load(Ordering::Relaxed) || interrupt.load(Ordering::Relaxed) {
