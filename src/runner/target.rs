@@ -320,7 +320,11 @@ fn ramp_note(job: &Job) -> Option<String> {
     };
     Some(format!(
         "warm-up: the first {} of each thread's I/O ran but is left out of these figures{counted}",
-        crate::units::format_duration(r)
+        if r < 1.0 {
+            format!("{:.0} ms", r * 1000.0)
+        } else {
+            crate::units::format_duration(r)
+        }
     ))
 }
 
