@@ -55,7 +55,6 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "randseed",
     "random_distribution",
     "norandommap",
-    "randommap",
     "rate",
     "rate_iops",
     "thread",
@@ -311,7 +310,6 @@ impl Spec {
             "randseed" => self.randseed = Some(parse_size(need()?, kb, &what)?),
             "random_distribution" => self.distribution = Some(need()?.to_string()),
             "norandommap" => self.random_map = Some(!flag(o, job)?),
-            "randommap" => self.random_map = Some(flag(o, job)?),
             "rate" => self.rate = Some(parse_size(one_for_all(need()?, key, job)?, kb, &what)?),
             "rate_iops" => {
                 self.rate_iops = Some(parse_size(one_for_all(need()?, key, job)?, kb, &what)?)
@@ -409,15 +407,19 @@ fn split_names(list: &str) -> Vec<String> {
     out
 }
 
-/// How much each clone does: io_size or number_ios if given, else one pass over `size`
-/// (fio's rule). A time-based job runs for its time instead.
-fn io_count(spec: &Spec, bs: u64) -> Option<u64> {
+/// How much each clone does on each of its files: io_size or number_ios if given, else one
+/// pass over `size` (fio's rule), shared equally among the clone's files. A time-based job
+/// runs for its time instead.
+fn io_count(spec: &Spec, bs: u64, files: u64) -> Option<u64> {
     if spec.time_based && spec.runtime.is_some() {
-        return spec.number_ios;
+        return spec.number_ios.map(|n| (n / files).max(1));
     }
-    let bytes = spec.io_size.or(spec.size).or(spec.filesize);
-    let from_bytes = bytes.map(|b| (b / bs).max(1));
-    match (spec.number_ios, from_bytes) {
+    let bytes = spec
+        .io_size
+        .or(spec.size)
+        .or(spec.filesize.map(|f| f.saturating_mul(files)));
+    let from_bytes = bytes.map(|b| (b / files / bs).max(1));
+    match (spec.number_ios.map(|n| (n / files).max(1)), from_bytes) {
         (Some(n), Some(b)) => Some(n.min(b)),
         (n, b) => n.or(b),
     }
@@ -485,13 +487,20 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
     if let Some(p) = spec.rwmixread {
         set(job, "rwmix", &p.to_string(), &at("rwmixread"))?;
     }
-    if let Some(s) = spec.filesize.or(spec.size) {
+    job.targets = targets(spec, &name, sname)?;
+    // A clone's `size` is shared among its files (`filename=a:b`); without a filename
+    // every clone has one file of its own.
+    let files = if spec.filename.is_some() {
+        job.targets.len() as u64
+    } else {
+        1
+    };
+    if let Some(s) = spec.filesize.or(spec.size.map(|s| s / files)) {
         set(job, "size", &s.to_string(), &at("size"))?;
     }
-    if let Some(n) = io_count(spec, bs) {
+    if let Some(n) = io_count(spec, bs, files) {
         set(job, "count", &n.to_string(), &at("size"))?;
     }
-    job.targets = targets(spec, &name, sname)?;
     if spec.filename.is_some() && spec.numjobs > 1 {
         set(job, "threads", &spec.numjobs.to_string(), &at("numjobs"))?;
     }
@@ -586,7 +595,7 @@ fn apply_random(job: &mut Job, spec: &Spec, sname: &str) -> Result<(), UsageErro
         .random_map
         .unwrap_or(job.access.is_random() && job.distribution.is_uniform());
     if map && job.access.is_random() {
-        set(job, "random_map", "true", &at("randommap"))?;
+        set(job, "random_map", "true", &at("norandommap"))?;
     }
     Ok(())
 }
@@ -681,7 +690,7 @@ mod tests {
         assert_eq!(j.read_pct, 70);
         assert_eq!(
             (j.block_size, j.file_size, j.io_count),
-            (8192, Some(1 << 20), Some(128))
+            (8192, Some(1 << 19), Some(64))
         );
         assert_eq!((j.engine, j.queue_depth), (EngineKind::Uring, 8));
         assert_eq!(j.cache, CachePolicy::Direct);
