@@ -755,9 +755,15 @@ mod tests {
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/fio.md")).unwrap();
         for k in SUPPORTED {
             let mut spec = Spec::default();
+            let sample = match *k {
+                "ioengine" => "psync",
+                "rw" | "readwrite" => "read",
+                "random_distribution" => "random",
+                _ => "1",
+            };
             let o = Opt {
                 key: k.to_string(),
-                value: Some("1".into()),
+                value: Some(sample.into()),
             };
             assert!(spec.read(&o, 1024, "j").unwrap(), "{k} not read");
             assert!(doc.contains(&format!("`{k}`")), "docs/fio.md lacks `{k}`");
