@@ -43,6 +43,7 @@ const CAPS: &[(&str, &str)] = &[
     ),
     ("strace", "strace can trace a child"),
     ("python3", "python3 runs"),
+    ("fio", "fio on PATH and it runs (fio --version)"),
     ("chromium", "/usr/bin/chromium or /usr/bin/chromium-browser"),
     (
         "mpirun",
@@ -164,6 +165,7 @@ fn probe() -> Vec<bool> {
             }
             "mpirun" => tool("mpirun"),
             "python3" => tool("python3") && runs(Command::new("python3").args(["-c", "pass"])),
+            "fio" => tool("fio") && runs(Command::new("fio").arg("--version")),
             "chromium" => ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
                 .iter()
                 .any(|p| watch(Some(PathBuf::from(p)).filter(|p| p.exists())).is_some()),

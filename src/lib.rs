@@ -11,6 +11,7 @@ pub(crate) mod engine;
 pub mod error;
 pub(crate) mod exec;
 pub(crate) mod explain;
+pub(crate) mod fio;
 pub(crate) mod fscompare;
 pub(crate) mod guard;
 pub(crate) mod job;

@@ -163,6 +163,7 @@ fn the_build_probe_agrees_with_the_machine() {
             cfg!(has_python3),
             runs("python3", &["-c", "pass"]),
         ),
+        ("fio", cfg!(has_fio), runs("fio", &["--version"])),
         ("chromium", cfg!(has_chromium), chromium),
         ("mpirun", cfg!(has_mpirun), on_path("mpirun")),
         ("mkfs_ext4", cfg!(has_mkfs_ext4), on_path("mkfs.ext4")),

@@ -4,6 +4,7 @@
 pub(crate) mod advise;
 pub(crate) mod args;
 pub(crate) mod compare;
+pub(crate) mod fio;
 pub(crate) mod frag;
 pub(crate) mod fscompare;
 pub(crate) mod iostat;
@@ -81,6 +82,12 @@ pub(crate) enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Run fio job files or fio's command line: fsbench fio JOB.fio ... | --name=x --rw=read ...
+    #[command(disable_help_flag = true, after_help = FIO_EXAMPLES)]
+    Fio {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// Tuning recommendations (VxFS-style tunables, checks, optional measurements) for PATH.
     Advise(advise::AdviseArgs),
     /// Device statistics like `sar -d`: fsbench iostat [PATH] INTERVAL [COUNT]
@@ -114,6 +121,12 @@ const VX_EXAMPLES: &str = "\
 Examples:
   fsbench vx -w rand_read -i iosize=4k,iocount=10000,nthreads=4 -c direct data.f
   fsbench vx --help";
+
+const FIO_EXAMPLES: &str = "\
+Examples:
+  fsbench fio randread.fio --format json --output randread.json
+  fsbench fio --name=seq --rw=write --bs=1m --size=64m --directory=/mnt/scratch
+  fsbench fio --help";
 
 const COMPLETIONS_EXAMPLES: &str = "\
 Examples:
@@ -205,6 +218,9 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         }
         Command::Vx { args } => {
             ranks::on_ranks("vx", &Default::default(), |exec| vx::main(&args, exec))
+        }
+        Command::Fio { args } => {
+            ranks::on_ranks("fio", &Default::default(), |exec| fio::main(&args, exec))
         }
         Command::Advise(a) => {
             if let Some(code) = advise::refuse_without_measure_on_ranks(&a)? {

@@ -51,6 +51,9 @@ pub(crate) enum Front<'a> {
     Axis,
     /// vxbench's command line; the spelling the user gave (`iosize`, `-e`, `--qd`).
     Vx(&'a str),
+    /// An fio job option, named as the user wrote it (`bs in [job1]`); values arrive in
+    /// bytes, counts and seconds, already read with fio's own unit rules.
+    Fio(&'a str),
 }
 
 /// How a setter reads its value: the name to put in a message and what a bare number means.
@@ -99,7 +102,7 @@ impl Param {
         let what = match front {
             Front::Flag => self.flag.unwrap_or(self.noun),
             Front::Axis => self.noun,
-            Front::Vx(s) => s,
+            Front::Vx(s) | Front::Fio(s) => s,
         };
         let bare = match (self.kind, front) {
             (Kind::Size | Kind::Cache, Front::Vx(_)) => BareUnit::Kilobytes,

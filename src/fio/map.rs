@@ -1,0 +1,790 @@
+//! fio job sections mapped onto fsbench Jobs, every value set through the one table of Job
+//! parameters ([`crate::job::params`]). Sizes are read with fio's unit rules (`kb_base`),
+//! times in fio's default unit (seconds). An option fsbench cannot honour is refused in one
+//! line naming it and its section, unless the caller asks to run without it, and then it is
+//! listed in the job's notes: nothing is ignored silently. docs/fio.md states each mapping.
+
+use super::parse::{Opt, Section};
+use crate::error::UsageError;
+use crate::job::params::{self, Front};
+use crate::job::{EngineKind, Job};
+use crate::usage;
+use std::path::PathBuf;
+
+/// One fio job section as an fsbench Job, with what the Result must say about the mapping.
+#[derive(Debug, Clone)]
+pub(crate) struct FioJob {
+    pub job: Job,
+    pub notes: Vec<String>,
+}
+
+/// Most clones `numjobs` may ask for (each is a thread or a file).
+const MAX_NUMJOBS: u64 = crate::job::MAX_THREADS as u64;
+
+/// The options this mapping reads (docs/fio.md describes each; a test checks both lists).
+#[cfg(test)]
+pub(crate) const SUPPORTED: &[&str] = &[
+    "name",
+    "description",
+    "filename",
+    "directory",
+    "size",
+    "filesize",
+    "io_size",
+    "io_limit",
+    "number_ios",
+    "rw",
+    "readwrite",
+    "rwmixread",
+    "rwmixwrite",
+    "bs",
+    "blocksize",
+    "ioengine",
+    "iodepth",
+    "direct",
+    "buffered",
+    "sync",
+    "fsync",
+    "end_fsync",
+    "invalidate",
+    "runtime",
+    "timeout",
+    "time_based",
+    "ramp_time",
+    "loops",
+    "randseed",
+    "random_distribution",
+    "norandommap",
+    "rate",
+    "rate_iops",
+    "thread",
+    "numjobs",
+    "buffer_compress_percentage",
+    "dedupe_percentage",
+    "buffer_pattern",
+    "zero_buffers",
+    "refill_buffers",
+    "verify",
+    "kb_base",
+    "stonewall",
+    "wait_for_previous",
+    "new_group",
+    "group_reporting",
+    "unlink",
+];
+
+/// fio's size rules: a bare number is bytes; `k m g t p` (and `kb`, `mb`, ...) multiply by
+/// kb_base; `kib`, `mib`, ... by the other base (fio's compatibility rule: with the default
+/// kb_base=1024, `KiB` is 1000). Case does not matter; `0x` reads hex.
+pub(crate) fn parse_size(v: &str, kb_base: u64, what: &str) -> Result<u64, UsageError> {
+    let bad = || {
+        usage!(
+            "bad {what} '{v}': expected a number with an optional suffix k, m, g, t, p (KB, KiB, ...)"
+        )
+    };
+    let t = v.trim();
+    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        return u64::from_str_radix(hex, 16).map_err(|_| bad());
+    }
+    let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    if end == 0 {
+        return Err(bad());
+    }
+    let n: u64 = t[..end].parse().map_err(|_| bad())?;
+    let suffix = t[end..].trim().to_ascii_lowercase();
+    let other = if kb_base == 1000 { 1024 } else { 1000 };
+    let (pow, base) = match suffix.as_str() {
+        "" | "b" => (0, kb_base),
+        "k" | "kb" => (1, kb_base),
+        "m" | "mb" => (2, kb_base),
+        "g" | "gb" => (3, kb_base),
+        "t" | "tb" => (4, kb_base),
+        "p" | "pb" => (5, kb_base),
+        "kib" | "ki" => (1, other),
+        "mib" | "mi" => (2, other),
+        "gib" | "gi" => (3, other),
+        "tib" | "ti" => (4, other),
+        "pib" | "pi" => (5, other),
+        _ => return Err(bad()),
+    };
+    base.checked_pow(pow)
+        .and_then(|m| n.checked_mul(m))
+        .ok_or_else(|| usage!("bad {what} '{v}': too large"))
+}
+
+/// fio's per-direction values `read,write[,trim]`: one value for all, or the same for reads
+/// and writes (an empty field means "unchanged"). Different values are refused for now.
+fn one_for_all<'a>(v: &'a str, key: &str, job: &str) -> Result<&'a str, UsageError> {
+    let fields: Vec<&str> = v.split(',').map(str::trim).collect();
+    let given: Vec<&str> = fields.iter().copied().filter(|f| !f.is_empty()).collect();
+    match given.first() {
+        None => Err(usage!("{key} in [{job}]: empty value")),
+        Some(first) if given.iter().all(|g| g == first) && fields.len() <= 3 => {
+            if fields.len() > 1 && fields.iter().take(2).any(|f| f.is_empty()) {
+                return Err(usage!(
+                    "{key}={v} in [{job}] sets one direction only: fsbench takes one value for reads and writes"
+                ));
+            }
+            Ok(first)
+        }
+        _ => Err(usage!(
+            "{key}={v} in [{job}] gives reads and writes different values: fsbench takes one value for both (not yet per direction)"
+        )),
+    }
+}
+
+/// A single size, refusing fio ranges (`4k-16k`, `4k:16k`) that span more than one value.
+fn single(v: &str, kb_base: u64, key: &str, job: &str) -> Result<u64, UsageError> {
+    let what = format!("{key} in [{job}]");
+    for sep in ['-', ':'] {
+        if let Some((lo, hi)) = v.split_once(sep) {
+            let (lo, hi) = (
+                parse_size(lo, kb_base, &what)?,
+                parse_size(hi, kb_base, &what)?,
+            );
+            if lo != hi {
+                return Err(usage!(
+                    "{key}={v} in [{job}] is a range: fsbench takes one value"
+                ));
+            }
+            return Ok(lo);
+        }
+    }
+    parse_size(v, kb_base, &what)
+}
+
+/// fio's booleans: a bare switch is on; `0` is off, any other number on.
+fn flag(o: &Opt, job: &str) -> Result<bool, UsageError> {
+    match o.value.as_deref().map(str::trim) {
+        None => Ok(true),
+        Some(v) => match v {
+            "0" | "false" | "off" | "no" => Ok(false),
+            "1" | "true" | "on" | "yes" => Ok(true),
+            _ => v
+                .parse::<u64>()
+                .map(|n| n != 0)
+                .map_err(|_| usage!("bad {}={v} in [{job}]: expected 0 or 1", o.key)),
+        },
+    }
+}
+
+/// Everything one section says, read before the Job is built (options may come in any
+/// order: `iodepth` before `ioengine`, `size` before `bs`).
+#[derive(Default)]
+struct Spec {
+    name: Option<String>,
+    filename: Option<String>,
+    directory: Option<String>,
+    size: Option<u64>,
+    filesize: Option<u64>,
+    io_size: Option<u64>,
+    number_ios: Option<u64>,
+    rw: Option<String>,
+    rwmixread: Option<u64>,
+    bs: Option<u64>,
+    engine: Option<(EngineKind, String)>,
+    iodepth: Option<u64>,
+    direct: Option<bool>,
+    sync: Option<String>,
+    fsync: Option<u64>,
+    end_fsync: bool,
+    invalidate: Option<bool>,
+    runtime: Option<String>,
+    time_based: bool,
+    ramp: Option<String>,
+    loops: Option<u64>,
+    randseed: Option<u64>,
+    distribution: Option<String>,
+    random_map: Option<bool>,
+    rate: Option<u64>,
+    rate_iops: Option<u64>,
+    numjobs: u64,
+    compress: Option<u64>,
+    dedupe: Option<u64>,
+    pattern: Option<String>,
+    zero_buffers: bool,
+    refill_buffers: bool,
+    verify: Option<String>,
+    unlink: Option<bool>,
+    notes: Vec<String>,
+}
+
+/// A percentage option (0..=100).
+fn pct(v: &str, key: &str, job: &str) -> Result<u64, UsageError> {
+    let n = parse_size(v, 1024, &format!("{key} in [{job}]"))?;
+    if n > 100 {
+        return Err(usage!("bad {key}={v} in [{job}]: must be 0 to 100"));
+    }
+    Ok(n)
+}
+
+/// fio's `buffer_pattern`: `0xHEX`, a quoted string, or a number (its low byte).
+fn pattern(v: &str, job: &str) -> Result<String, UsageError> {
+    let v = v.trim();
+    if v.starts_with("0x") || v.starts_with("0X") {
+        return Ok(v.to_string());
+    }
+    if let Some(s) = v.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+        if s.is_empty() {
+            return Err(usage!("buffer_pattern in [{job}]: empty string"));
+        }
+        let hex: String = s.bytes().map(|b| format!("{b:02x}")).collect();
+        return Ok(format!("0x{hex}"));
+    }
+    match v.parse::<u8>() {
+        Ok(b) => Ok(format!("0x{b:02x}")),
+        Err(_) => Err(usage!(
+            "buffer_pattern={v} in [{job}]: fsbench takes 0xHEX, \"text\" or a byte value 0-255 (no combinations)"
+        )),
+    }
+}
+
+fn engine(v: &str, job: &str) -> Result<(EngineKind, Option<String>), UsageError> {
+    Ok(match v {
+        "sync" | "psync" | "vsync" | "pvsync" | "pvsync2" => (EngineKind::Sync, None),
+        "libaio" | "io_uring" => (EngineKind::Uring, None),
+        "posixaio" => (
+            EngineKind::Uring,
+            Some("ioengine=posixaio runs on io_uring (asynchronous I/O at the same queue depth)".into()),
+        ),
+        "mmap" => (EngineKind::Mmap, None),
+        "null" => (EngineKind::Null, None),
+        _ => {
+            return Err(usage!(
+                "ioengine={v} in [{job}] is not supported: fsbench fio maps sync, psync, vsync, pvsync, pvsync2, libaio, io_uring, posixaio, mmap and null"
+            ))
+        }
+    })
+}
+
+impl Spec {
+    /// Read one option into the spec; false when the option is not one this mapping knows.
+    fn read(&mut self, o: &Opt, kb: u64, job: &str) -> Result<bool, UsageError> {
+        let key = o.key.as_str();
+        let need = || {
+            o.value
+                .as_deref()
+                .map(str::trim)
+                .ok_or_else(|| usage!("{key} in [{job}] needs a value: {key}=VALUE"))
+        };
+        let what = format!("{key} in [{job}]");
+        let size = |v: &str| single(v, kb, key, job);
+        match key {
+            "name" => self.name = Some(need()?.to_string()),
+            "description" => self.notes.push(format!("fio description: {}", need()?)),
+            "filename" => self.filename = Some(need()?.to_string()),
+            "directory" => self.directory = Some(need()?.to_string()),
+            "size" => {
+                let v = need()?;
+                if v.ends_with('%') {
+                    return Err(usage!(
+                        "size={v} in [{job}]: a percentage of an existing file is not supported; give a size"
+                    ));
+                }
+                self.size = Some(size(v)?)
+            }
+            "filesize" => self.filesize = Some(size(need()?)?),
+            "io_size" | "io_limit" => self.io_size = Some(size(need()?)?),
+            "number_ios" => self.number_ios = Some(parse_size(need()?, kb, &what)?),
+            "rw" | "readwrite" => self.rw = Some(need()?.to_string()),
+            "rwmixread" => self.rwmixread = Some(pct(need()?, key, job)?),
+            "rwmixwrite" => self.rwmixread = Some(100 - pct(need()?, key, job)?),
+            "bs" | "blocksize" => self.bs = Some(size(one_for_all(need()?, key, job)?)?),
+            "ioengine" => {
+                let v = need()?;
+                let (e, note) = engine(v, job)?;
+                self.notes.extend(note);
+                self.engine = Some((e, v.to_string()));
+            }
+            "iodepth" => self.iodepth = Some(parse_size(need()?, kb, &what)?),
+            "direct" => self.direct = Some(flag(o, job)?),
+            "buffered" => self.direct = Some(!flag(o, job)?),
+            "sync" => self.sync = Some(o.value.clone().unwrap_or_else(|| "1".into())),
+            "fsync" => self.fsync = Some(parse_size(need()?, kb, &what)?),
+            "end_fsync" => self.end_fsync = flag(o, job)?,
+            "invalidate" => self.invalidate = Some(flag(o, job)?),
+            "runtime" | "timeout" => self.runtime = Some(need()?.to_string()),
+            "time_based" => self.time_based = flag(o, job)?,
+            "ramp_time" => self.ramp = Some(need()?.to_string()),
+            "loops" => self.loops = Some(parse_size(need()?, kb, &what)?),
+            "randseed" => self.randseed = Some(parse_size(need()?, kb, &what)?),
+            "random_distribution" => self.distribution = Some(need()?.to_string()),
+            "norandommap" => self.random_map = Some(!flag(o, job)?),
+            "rate" => self.rate = Some(parse_size(one_for_all(need()?, key, job)?, kb, &what)?),
+            "rate_iops" => {
+                self.rate_iops = Some(parse_size(one_for_all(need()?, key, job)?, kb, &what)?)
+            }
+            "numjobs" => {
+                let n = parse_size(need()?, kb, &what)?;
+                if n == 0 || n > MAX_NUMJOBS {
+                    return Err(usage!(
+                        "bad numjobs={n} in [{job}]: must be 1 to {MAX_NUMJOBS}"
+                    ));
+                }
+                self.numjobs = n;
+            }
+            "buffer_compress_percentage" => self.compress = Some(pct(need()?, key, job)?),
+            "dedupe_percentage" => self.dedupe = Some(pct(need()?, key, job)?),
+            "buffer_pattern" => self.pattern = Some(pattern(need()?, job)?),
+            "zero_buffers" => self.zero_buffers = flag(o, job)?,
+            "refill_buffers" => self.refill_buffers = flag(o, job)?,
+            "verify" => self.verify = Some(need()?.to_string()),
+            "unlink" => self.unlink = Some(flag(o, job)?),
+            // Read before the other options (it decides how sizes read); checked there.
+            "kb_base" => {}
+            // Jobs run one after another, each its own Result: a stonewall between every
+            // two jobs, every job its own group, and one Result for all clones of a job.
+            "stonewall" | "wait_for_previous" | "new_group" | "group_reporting" | "thread" => {}
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// Set a table parameter from a value already read with fio's rules.
+fn set(job: &mut Job, name: &str, value: &str, spelled: &str) -> Result<(), UsageError> {
+    params::get(name).set(job, value, Front::Fio(spelled))
+}
+
+/// The access pattern: fio's names, without `:N` sequential skips.
+fn access(job: &mut Job, rw: &str, section: &str) -> Result<(), UsageError> {
+    if let Some((_, skip)) = rw.split_once(':') {
+        return Err(usage!(
+            "rw={rw} in [{section}]: the ':{skip}' offset skip is not supported; give the plain pattern"
+        ));
+    }
+    match rw {
+        "read" | "write" | "rw" | "readwrite" | "randread" | "randwrite" | "randrw" => {
+            set(job, "rw", rw, &format!("rw in [{section}]"))
+        }
+        _ => Err(usage!(
+            "rw={rw} in [{section}] is not supported: fsbench fio maps read, write, rw (readwrite), randread, randwrite and randrw"
+        )),
+    }
+}
+
+/// Targets: `filename` (a `:` list is several targets; `\:` is a colon in a name), in
+/// `directory` if given; without a filename, fio's own naming `NAME.CLONE.0`, one file per
+/// clone.
+fn targets(spec: &Spec, name: &str, section: &str) -> Result<Vec<PathBuf>, UsageError> {
+    let dir = match spec.directory.as_deref() {
+        Some(d) if d.contains(':') => {
+            return Err(usage!(
+                "directory={d} in [{section}]: several directories are not supported; give one"
+            ))
+        }
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::new(),
+    };
+    let names: Vec<String> = match &spec.filename {
+        Some(f) => split_names(f),
+        None => (0..spec.numjobs.max(1))
+            .map(|i| format!("{name}.{i}.0"))
+            .collect(),
+    };
+    if names.iter().any(|n| n.is_empty()) {
+        return Err(usage!("filename in [{section}]: empty file name"));
+    }
+    Ok(names
+        .into_iter()
+        .map(|n| crate::job::dash_safe(&dir.join(n)))
+        .collect())
+}
+
+fn split_names(list: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut chars = list.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                out.last_mut().expect("one name").push(':');
+                chars.next();
+            }
+            ':' => out.push(String::new()),
+            _ => out.last_mut().expect("one name").push(c),
+        }
+    }
+    out
+}
+
+/// How much each clone does on each of its files: io_size or number_ios if given, else one
+/// pass over `size` (fio's rule), shared equally among the clone's files. A time-based job
+/// runs for its time instead.
+fn io_count(spec: &Spec, bs: u64, files: u64) -> Option<u64> {
+    if spec.time_based && spec.runtime.is_some() {
+        return spec.number_ios.map(|n| (n / files).max(1));
+    }
+    let bytes = spec
+        .io_size
+        .or(spec.size)
+        .or(spec.filesize.map(|f| f.saturating_mul(files)));
+    let from_bytes = bytes.map(|b| (b / files / bs).max(1));
+    match (spec.number_ios.map(|n| (n / files).max(1)), from_bytes) {
+        (Some(n), Some(b)) => Some(n.min(b)),
+        (n, b) => n.or(b),
+    }
+}
+
+/// Build one Job from a section.
+fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageError> {
+    let sname = section.name.as_str();
+    let kb = match section.last("kb_base").and_then(|o| o.value.as_deref()) {
+        None => 1024,
+        Some("1024") => 1024,
+        Some("1000") => 1000,
+        Some(v) => {
+            return Err(usage!(
+                "bad kb_base={v} in [{sname}]: expected 1000 or 1024"
+            ))
+        }
+    };
+    let mut spec = Spec {
+        numjobs: 1,
+        ..Spec::default()
+    };
+    let mut ignored = Vec::new();
+    for o in &section.options {
+        if !spec.read(o, kb, sname)? {
+            if !ignore_unsupported {
+                return Err(usage!(
+                    "unsupported fio option '{}' in [{sname}]: fsbench fio does not map it (see docs/fio.md); --ignore-unsupported runs without it",
+                    o.key
+                ));
+            }
+            if !ignored.contains(&o.key) {
+                ignored.push(o.key.clone());
+            }
+        }
+    }
+    let mut job = Job {
+        block_size: 4096,
+        ..Job::default()
+    };
+    apply(&mut job, &mut spec, sname)?;
+    for k in &ignored {
+        spec.notes.push(format!(
+            "fio option '{k}' in [{sname}] ignored (--ignore-unsupported)"
+        ));
+    }
+    job.validate()
+        .map_err(|e| usage!("job [{sname}]: {}", e.0))?;
+    Ok(FioJob {
+        job,
+        notes: spec.notes,
+    })
+}
+
+/// Everything the spec says, set on the Job through the parameter table.
+fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> {
+    let at = |k: &str| format!("{k} in [{sname}]");
+    let name = spec.name.clone().unwrap_or_else(|| sname.to_string());
+    set(job, "name", &name, &at("name"))?;
+    access(job, spec.rw.as_deref().unwrap_or("read"), sname)?;
+    if let Some(bs) = spec.bs {
+        set(job, "bs", &bs.to_string(), &at("bs"))?;
+    }
+    let bs = job.block_size.max(1);
+    if let Some(p) = spec.rwmixread {
+        set(job, "rwmix", &p.to_string(), &at("rwmixread"))?;
+    }
+    job.targets = targets(spec, &name, sname)?;
+    // A clone's `size` is shared among its files (`filename=a:b`); without a filename
+    // every clone has one file of its own.
+    let files = if spec.filename.is_some() {
+        job.targets.len() as u64
+    } else {
+        1
+    };
+    if let Some(s) = spec.filesize.or(spec.size.map(|s| s / files)) {
+        set(job, "size", &s.to_string(), &at("size"))?;
+    }
+    if let Some(n) = io_count(spec, bs, files) {
+        set(job, "count", &n.to_string(), &at("size"))?;
+    }
+    if spec.filename.is_some() && spec.numjobs > 1 {
+        set(job, "threads", &spec.numjobs.to_string(), &at("numjobs"))?;
+    }
+    apply_engine(job, spec, sname)?;
+    apply_time(job, spec, sname)?;
+    apply_random(job, spec, sname)?;
+    apply_data(job, spec, sname)?;
+    if spec.unlink == Some(false) {
+        set(job, "keep", "true", &at("unlink"))?;
+    }
+    Ok(())
+}
+
+fn apply_engine(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> {
+    let at = |k: &str| format!("{k} in [{sname}]");
+    if let Some((e, _)) = spec.engine {
+        set(job, "engine", e.name(), &at("ioengine"))?;
+    }
+    if let Some(d) = spec.iodepth {
+        if d > 1 && matches!(job.engine, EngineKind::Sync | EngineKind::Mmap) {
+            // fio's synchronous engines also have one I/O in flight whatever iodepth says.
+            spec.notes.push(format!(
+                "iodepth={d} in [{sname}]: the {} engine has one I/O in flight, as in fio",
+                job.engine.name()
+            ));
+        } else {
+            set(job, "qd", &d.to_string(), &at("iodepth"))?;
+        }
+    }
+    if spec.direct == Some(true) {
+        set(job, "cache", "direct", &at("direct"))?;
+    }
+    match spec.sync.as_deref().map(str::trim) {
+        None | Some("0" | "none") => {}
+        Some("1" | "sync") => set(job, "sync", "true", &at("sync"))?,
+        Some("dsync") => set(job, "dsync", "true", &at("sync"))?,
+        Some(v) => {
+            return Err(usage!(
+                "bad sync={v} in [{sname}]: expected 0, 1, sync or dsync"
+            ))
+        }
+    }
+    if let Some(i) = spec.invalidate {
+        set(
+            job,
+            "invalidate",
+            if i { "true" } else { "false" },
+            &at("invalidate"),
+        )?;
+    }
+    if spec.end_fsync {
+        set(job, "fsync", "true", &at("end_fsync"))?;
+    }
+    if let Some(r) = spec.rate {
+        set(job, "rate_bytes", &r.to_string(), &at("rate"))?;
+    }
+    if let Some(r) = spec.rate_iops {
+        set(job, "rate_iops", &r.to_string(), &at("rate_iops"))?;
+    }
+    Ok(())
+}
+
+fn apply_time(job: &mut Job, spec: &Spec, sname: &str) -> Result<(), UsageError> {
+    let at = |k: &str| format!("{k} in [{sname}]");
+    if let Some(t) = &spec.runtime {
+        set(job, "time", t, &at("runtime"))?;
+    } else if spec.time_based {
+        return Err(usage!(
+            "time_based in [{sname}] needs a runtime: give runtime=SECONDS"
+        ));
+    }
+    if let Some(t) = &spec.ramp {
+        set(job, "ramp", t, &at("ramp_time"))?;
+    }
+    if let Some(n) = spec.loops {
+        set(job, "nrep", &n.to_string(), &at("loops"))?;
+    }
+    Ok(())
+}
+
+fn apply_random(job: &mut Job, spec: &Spec, sname: &str) -> Result<(), UsageError> {
+    let at = |k: &str| format!("{k} in [{sname}]");
+    if let Some(s) = spec.randseed {
+        set(job, "seed", &s.to_string(), &at("randseed"))?;
+    }
+    if let Some(d) = &spec.distribution {
+        set(job, "distribution", d, &at("random_distribution"))?;
+    }
+    // fio's default: random I/O touches every block once per pass (a random map), unless
+    // norandommap or a skewed distribution.
+    let map = spec
+        .random_map
+        .unwrap_or(job.access.is_random() && job.distribution.is_uniform());
+    if map && job.access.is_random() {
+        set(job, "random_map", "true", &at("norandommap"))?;
+    }
+    Ok(())
+}
+
+fn apply_data(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> {
+    let at = |k: &str| format!("{k} in [{sname}]");
+    if let Some(v) = spec.verify.as_deref().map(str::trim) {
+        if !matches!(v, "0" | "null") {
+            set(job, "verify", "true", &at("verify"))?;
+            spec.notes.push(format!(
+                "verify={v} in [{sname}] runs fsbench's verification: self-describing blocks checked while reading and after the run (stronger than a checksum)"
+            ));
+        }
+    }
+    if let Some(n) = spec.fsync.filter(|&n| n > 0) {
+        if !job.verifying() {
+            return Err(usage!(
+                "fsync={n} in [{sname}]: fsbench's fsync every N writes acknowledges writes for verification; add verify= (or use end_fsync)"
+            ));
+        }
+        set(job, "fsync_every", &n.to_string(), &at("fsync"))?;
+    }
+    if let Some(p) = spec.compress {
+        set(
+            job,
+            "buffer_compress",
+            &p.to_string(),
+            &at("buffer_compress_percentage"),
+        )?;
+    }
+    if let Some(p) = spec.dedupe {
+        set(job, "dedupe", &p.to_string(), &at("dedupe_percentage"))?;
+    }
+    if let Some(p) = &spec.pattern {
+        set(job, "buffer_pattern", p, &at("buffer_pattern"))?;
+    } else if spec.zero_buffers {
+        set(job, "buffer_pattern", "zero", &at("zero_buffers"))?;
+    } else if spec.refill_buffers {
+        let writes = job.access.read_pct(job.read_pct) < 100;
+        if writes && !job.verifying() && job.engine != EngineKind::Null && !job.shapes_data() {
+            set(job, "buffer_pattern", "random", &at("refill_buffers"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Map every job section; the first refusal stops.
+pub(crate) fn map_sections(
+    sections: &[Section],
+    ignore_unsupported: bool,
+) -> Result<Vec<FioJob>, UsageError> {
+    sections
+        .iter()
+        .map(|s| build(s, ignore_unsupported))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse::parse_text;
+    use super::*;
+    use crate::job::{Access, CachePolicy};
+    use proptest::prelude::*;
+
+    fn map(text: &str) -> Result<Vec<FioJob>, UsageError> {
+        map_sections(&parse_text(text, &|_| None)?, false)
+    }
+
+    #[test]
+    fn sizes_follow_fios_rules() {
+        let s = |v, b| parse_size(v, b, "x").unwrap();
+        assert_eq!(s("4k", 1024), 4096);
+        assert_eq!(s("4K", 1024), 4096);
+        assert_eq!(s("4KB", 1024), 4096);
+        assert_eq!(s("4KiB", 1024), 4000);
+        assert_eq!(s("4KB", 1000), 4000);
+        assert_eq!(s("4KiB", 1000), 4096);
+        assert_eq!(s("1m", 1024), 1 << 20);
+        assert_eq!(s("0x10", 1024), 16);
+        assert_eq!(s("512", 1024), 512);
+        assert!(parse_size("1x", 1024, "x").is_err());
+        assert!(parse_size("99999999p", 1024, "x").is_err());
+    }
+
+    #[test]
+    fn a_full_section_maps_onto_the_job() {
+        let j = map("[global]\nbs=8k\nsize=1m\ndirectory=/tmp/d\n[j1]\nrw=randrw\nrwmixwrite=30\nioengine=libaio\niodepth=8\ndirect=1\nrandseed=7\nloops=2\nnumjobs=2\nfilename=a:b\n")
+            .unwrap();
+        let j = &j[0].job;
+        assert_eq!(j.name, "j1");
+        assert_eq!(j.access, Access::RandRw);
+        assert_eq!(j.read_pct, 70);
+        assert_eq!(
+            (j.block_size, j.file_size, j.io_count),
+            (8192, Some(1 << 19), Some(64))
+        );
+        assert_eq!((j.engine, j.queue_depth), (EngineKind::Uring, 8));
+        assert_eq!(j.cache, CachePolicy::Direct);
+        assert_eq!((j.seed, j.repeats, j.threads), (7, 2, 2));
+        assert_eq!(
+            j.targets,
+            vec![PathBuf::from("/tmp/d/a"), PathBuf::from("/tmp/d/b")]
+        );
+        assert!(j.random_map);
+    }
+
+    #[test]
+    fn clones_without_a_filename_get_their_own_files() {
+        let j = map("[w]\nrw=write\nsize=64k\nnumjobs=3\n").unwrap();
+        let j = &j[0].job;
+        assert_eq!(j.threads, 1);
+        assert_eq!(
+            j.targets,
+            vec![
+                PathBuf::from("w.0.0"),
+                PathBuf::from("w.1.0"),
+                PathBuf::from("w.2.0")
+            ]
+        );
+        assert_eq!(j.io_count, Some(16));
+    }
+
+    #[test]
+    fn refusals_name_option_and_section() {
+        for (text, want) in [
+            (
+                "[a]\nsize=1m\nbsrange=4k-8k\n",
+                "unsupported fio option 'bsrange' in [a]",
+            ),
+            ("[a]\nsize=1m\nbs=4k,8k\n", "different values"),
+            ("[a]\nsize=1m\nbs=4k-8k\n", "is a range"),
+            ("[a]\nsize=1m\nrw=randread:8\n", "':8' offset skip"),
+            ("[a]\nsize=1m\nrw=trim\n", "rw=trim in [a] is not supported"),
+            ("[a]\nsize=1m\nioengine=splice\n", "ioengine=splice in [a]"),
+            ("[a]\nsize=1m\nrw=write\nfsync=4\n", "fsync=4 in [a]"),
+            ("[a]\nsize=1m\nkb_base=10\n", "kb_base"),
+            ("[a]\nsize=10%\n", "percentage"),
+        ] {
+            let e = map(text).unwrap_err().0;
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+        let ok = map_sections(
+            &parse_text("[a]\nsize=1m\nbsrange=4k-8k\n", &|_| None).unwrap(),
+            true,
+        )
+        .unwrap();
+        assert!(ok[0]
+            .notes
+            .iter()
+            .any(|n| n.contains("'bsrange' in [a] ignored")));
+    }
+
+    /// Every option the mapping claims is read, and docs/fio.md describes it.
+    #[test]
+    fn every_supported_option_is_read_and_documented() {
+        let doc =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/fio.md")).unwrap();
+        for k in SUPPORTED {
+            let mut spec = Spec::default();
+            let sample = match *k {
+                "ioengine" => "psync",
+                "rw" | "readwrite" => "read",
+                "random_distribution" => "random",
+                _ => "1",
+            };
+            let o = Opt {
+                key: k.to_string(),
+                value: Some(sample.into()),
+            };
+            assert!(spec.read(&o, 1024, "j").unwrap(), "{k} not read");
+            assert!(doc.contains(&format!("`{k}`")), "docs/fio.md lacks `{k}`");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn mapping_never_panics(lines in prop::collection::vec(
+            "(bs|size|rw|numjobs|iodepth|ioengine|rate|kb_base|filename|verify|fsync|runtime|time_based|buffer_pattern)=[-0-9a-zKMGi:,%\"x]{0,8}", 0..10)) {
+            let text = format!("[j]\n{}\n", lines.join("\n"));
+            if let Ok(s) = parse_text(&text, &|_| None) {
+                let _ = map_sections(&s, true);
+                let _ = map_sections(&s, false);
+            }
+        }
+
+        #[test]
+        fn sizes_never_panic(v in "\\PC{0,12}") {
+            let _ = parse_size(&v, 1024, "x");
+            let _ = parse_size(&v, 1000, "x");
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! fio compatibility: `fsbench fio JOB.fio ...` or `fsbench fio --name=x --rw=randread ...`
+//! reads fio's job format ([`parse`]) and maps each job section onto an fsbench Job
+//! ([`map`]). Jobs run one after another, each its own Result named after its section; an
+//! option fsbench does not map is refused, or with `--ignore-unsupported` listed in the
+//! Result's notes.
+
+pub(crate) mod map;
+pub(crate) mod parse;
+
+use crate::error::UsageError;
+use crate::report::{Format, Runs};
+use crate::usage;
+use std::path::PathBuf;
+
+/// fsbench's own options on the fio command line; every other `--option` is fio's.
+#[derive(Debug, Default)]
+pub(crate) struct FioCommand {
+    pub files: Vec<PathBuf>,
+    /// fio options given on the command line (`--name=a --rw=read`).
+    pub options: Vec<String>,
+    pub format: Option<Format>,
+    pub output: Option<PathBuf>,
+    pub ignore_unsupported: bool,
+    pub force: bool,
+    pub keep: bool,
+    pub help: bool,
+}
+
+/// Split the argv into fsbench's options, job files and fio options.
+pub(crate) fn parse_command(args: &[String]) -> Result<FioCommand, UsageError> {
+    let mut c = FioCommand::default();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (a.as_str(), None),
+        };
+        let value = |i: &mut usize| -> Result<String, UsageError> {
+            if let Some(v) = &inline {
+                return Ok(v.clone());
+            }
+            *i += 1;
+            args.get(*i)
+                .cloned()
+                .ok_or_else(|| usage!("{name} needs a value"))
+        };
+        match name {
+            "--format" => c.format = Some(Format::parse_for::<Runs>(&value(&mut i)?, "--format")?),
+            "--output" => c.output = Some(PathBuf::from(value(&mut i)?)),
+            "--ignore-unsupported" => c.ignore_unsupported = true,
+            "--force" => c.force = true,
+            "--keep" => c.keep = true,
+            "--help" | "-h" => c.help = true,
+            _ if a.starts_with("--") => {
+                c.options.push(a.clone());
+                // `--key value`: the value travels with its option.
+                if inline.is_none() {
+                    if let Some(n) = args.get(i + 1).filter(|n| !n.starts_with('-')) {
+                        c.options.push(n.clone());
+                        i += 1;
+                    }
+                }
+            }
+            _ if a.starts_with('-') && a.len() > 1 => {
+                return Err(usage!(
+                "unknown option {a}: fio options are written --name=value (see fsbench fio --help)"
+            ))
+            }
+            _ => c.files.push(PathBuf::from(a)),
+        }
+        i += 1;
+    }
+    Ok(c)
+}
+
+/// The jobs the command describes: every job file's sections, then the command-line jobs.
+pub(crate) fn jobs(c: &FioCommand) -> Result<Vec<map::FioJob>, UsageError> {
+    let env = |name: &str| std::env::var(name).ok();
+    let mut sections = Vec::new();
+    for f in &c.files {
+        sections.extend(parse::parse_file(f, &env)?);
+    }
+    if !c.options.is_empty() {
+        sections.extend(parse::parse_args(&c.options)?);
+    }
+    if sections.is_empty() {
+        return Err(usage!(
+            "no job: give an fio job file or fio options (fsbench fio --name=x --rw=read --size=1m)"
+        ));
+    }
+    if sections.len() > parse::MAX_JOBS {
+        return Err(usage!("more than {} jobs in all", parse::MAX_JOBS));
+    }
+    let mut jobs = map::map_sections(&sections, c.ignore_unsupported)?;
+    for j in &mut jobs {
+        j.job.force |= c.force;
+        j.job.keep |= c.keep;
+    }
+    Ok(jobs)
+}
+
+pub(crate) const HELP: &str = "\
+usage: fsbench fio [JOB.fio ...] [--fio-option=value ...] [options]
+
+Runs fio job files (and fio's command-line form) on fsbench: each job section becomes one
+fsbench job and one Result named after the section. Jobs run one after another, as if
+every job had stonewall. fio options that fsbench does not map are refused, naming the
+option and its section; docs/fio.md lists every mapping and approximation.
+
+fsbench options:
+  --format text|json|csv   how the Results are printed (default text)
+  --output FILE.json       also store the Results
+  --ignore-unsupported     run without the options fsbench does not map, listing each one
+                           in the Result's notes and on stderr
+  --keep                   keep the files fsbench created (as does unlink=0)
+  --force                  allow writing to files fsbench did not create
+  -h, --help               this help
+
+Job files: [global] and job sections, ; and # comments, ${VAR} from the environment,
+include FILE; sizes with fio's rules (kb_base).
+
+Examples:
+  fsbench fio randread.fio --format json --output randread.json
+  fsbench fio --name=seq --rw=write --bs=1m --size=64m --directory=/mnt/scratch
+";
