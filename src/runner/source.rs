@@ -236,6 +236,14 @@ mod tests {
         }
     }
 
+    fn reads(left: u64) -> Reads {
+        Reads {
+            left,
+            stats: Stats::default(),
+            forgotten: 0,
+        }
+    }
+
     fn issuer() -> Issuer {
         let (engine, _log) = MockEngine::new(Script::default(), 4096);
         Issuer::new(Built::Boxed(Box::new(engine)), 1, None)
@@ -257,11 +265,7 @@ mod tests {
         let gated = Cell::new(false);
         let gate = || gated.set(true);
         let stop = || false;
-        let mut src = Reads {
-            left: 10,
-            stats: Stats::default(),
-            forgotten: 0,
-        };
+        let mut src = reads(10);
         let mut io = issuer();
         let out = drive(&mut src, &mut io, how(&gate, &stop));
         assert!(gated.get());
@@ -278,11 +282,7 @@ mod tests {
             steps.set(steps.get() + 1);
             steps.get() > 3
         };
-        let mut src = Reads {
-            left: 1000,
-            stats: Stats::default(),
-            forgotten: 0,
-        };
+        let mut src = reads(1000);
         let mut io = issuer();
         let out = drive(&mut src, &mut io, how(&gate, &stop));
         assert_eq!(out.end, "stopped");
@@ -293,11 +293,7 @@ mod tests {
     fn a_rate_limit_spaces_the_steps() {
         let gate = || {};
         let stop = || false;
-        let mut src = Reads {
-            left: 6,
-            stats: Stats::default(),
-            forgotten: 0,
-        };
+        let mut src = reads(6);
         let mut io = issuer();
         let mut h = how(&gate, &stop);
         // 100 calls per second: 6 steps take at least 50 ms (the first is due at once).
@@ -333,11 +329,7 @@ mod tests {
                 self.0.forget()
             }
         }
-        let mut src = Slow(Reads {
-            left: 40,
-            stats: Stats::default(),
-            forgotten: 0,
-        });
+        let mut src = Slow(reads(40));
         let mut io = issuer();
         let mut h = how(&gate, &stop);
         h.ramp = Some(Duration::from_millis(20));
@@ -354,11 +346,7 @@ mod tests {
     fn the_deadline_stops_a_source() {
         let gate = || {};
         let stop = || false;
-        let mut src = Reads {
-            left: u64::MAX,
-            stats: Stats::default(),
-            forgotten: 0,
-        };
+        let mut src = reads(u64::MAX);
         let mut io = issuer();
         let mut h = how(&gate, &stop);
         h.deadline = Some(Duration::from_millis(20));
@@ -371,11 +359,7 @@ mod tests {
     fn intervals_close_on_the_grid() {
         let gate = || {};
         let stop = || false;
-        let mut src = Reads {
-            left: u64::MAX,
-            stats: Stats::default(),
-            forgotten: 0,
-        };
+        let mut src = reads(u64::MAX);
         let mut io = issuer();
         let mut h = how(&gate, &stop);
         h.deadline = Some(Duration::from_millis(55));
