@@ -16,6 +16,7 @@ const SUBCOMMANDS: &[&str] = &[
     "report",
     "compare",
     "vx",
+    "fio",
     "advise",
     "iostat",
     "trace",
