@@ -27,7 +27,7 @@ measure() { python3 -c 'import json,sys; t=json.load(sys.stdin)["total"]
 print(json.dumps({"iops": t["iops"], "cpu_us": t["cpu_us_per_op"], "work": {
     "bytes per read": t["read_bytes"] / max(t["read_ops"], 1), "writes": t["write_ops"],
     "other calls": t["other_ops"]}}))'; }
-run() { $B run "$F" --rw randread --bs 4k --size 256m --time "${SECS}s" --no-invalidate --keep --output-format json "$@" | measure; }
+run() { $B run "$F" --rw randread --bs 4k --size 256m --time "${SECS}s" --no-invalidate --keep --format json "$@" | measure; }
 run >/dev/null  # warm the cache
 IOPS=$(mktemp)
 CPU=$(mktemp)

@@ -58,7 +58,7 @@ print(round(t["cpu_us_per_op"],4), round(v.get("read_back_s",0)/n*1e6,3) if n el
       round(v.get("run_read_blocks",0)/max(t.get("read_ops",0),1),3),
       t["read_ops"], t["write_ops"], t["read_bytes"], t["write_bytes"])'
 }
-run() { $B run "$F" --bs 4k --size 64m --count "$COUNT" --no-invalidate --keep --output-format json "$@" | cost; }
+run() { $B run "$F" --bs 4k --size 64m --count "$COUNT" --no-invalidate --keep --format json "$@" | cost; }
 for rw in ${MIXES:-randwrite randread randrw}; do
   run --rw "$rw" >/dev/null  # warm up
   for i in $(seq "$PAIRS"); do

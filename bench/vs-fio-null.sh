@@ -64,7 +64,7 @@ def run_fsbench():
     out = os.path.join(WORK, "fsbench.json")
     subprocess.run(PIN + [E["FSBENCH"], "run", "--engine", "null", "--rw", "randread",
                           "--bs", str(BS), "--size", "1g", "--count", str(N),
-                          "--output-format", "json", "--output", out, TARGET],
+                          "--format", "json", "--output", out, TARGET],
                    check=True, stdout=subprocess.DEVNULL)
     t = json.load(open(out))["total"]
     os.remove(out)

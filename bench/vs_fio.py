@@ -111,7 +111,7 @@ def measure(tool, c):
                 pass
     before = children_cpu()
     if tool == "fsb":
-        out = run([FSB, "run"] + c["fsb"].split() + ["--output-format", "json", FILE])
+        out = run([FSB, "run"] + c["fsb"].split() + ["--format", "json", FILE])
         t = json.loads(out)["total"]
         if t["errors"]:
             sys.exit("fsbench reported errors")
@@ -188,7 +188,7 @@ def main():
         usage(f"no case matches CASES={' '.join(WANT)}; cases: {' '.join(c['name'] for c in CASES)}")
     # The shared file: created (and marked) by fsbench, so fsbench may reuse it; fio reads it.
     subprocess.run([FSB, "run", "--rw", "write", "--bs", "1m", "--size", "1g", "--keep",
-                    "--fsync", "--output-format", "json", FILE], check=True, stdout=subprocess.DEVNULL)
+                    "--fsync", "--format", "json", FILE], check=True, stdout=subprocess.DEVNULL)
     ticker = None
     if TICKER:
         sleeper = ["python3", "-c", f"import time\nwhile True: time.sleep({float(TICKER) / 1000})"]

@@ -98,7 +98,7 @@ def hold():
 
 def trace(path):
     run([FSB, "run"] + CASE + ["--count", str(COUNT), "--trace-records", str(COUNT),
-                               "--trace", path, "--output-format", "json", FILE])
+                               "--trace", path, "--format", "json", FILE])
     with open(path) as f:
         next(f)
         return [line.split(",")[4] for line in f]
@@ -106,7 +106,7 @@ def trace(path):
 
 def measure(tool):
     if tool == "fsb":
-        t = json.loads(run([FSB, "run"] + CASE + ["--count", str(COUNT), "--output-format", "json",
+        t = json.loads(run([FSB, "run"] + CASE + ["--count", str(COUNT), "--format", "json",
                                                   FILE]))["total"]
         if t["errors"]:
             sys.exit("fsbench reported errors")
@@ -137,7 +137,7 @@ def main():
             usage(f"{p} is missing (bench/vs-pread.sh builds it)")
     # The shared file: created (and marked) by fsbench so fsbench may reuse it.
     subprocess.run([FSB, "run", "--rw", "write", "--bs", "1m", "--size", "1g", "--keep",
-                    "--fsync", "--output-format", "json", FILE], check=True, stdout=subprocess.DEVNULL)
+                    "--fsync", "--format", "json", FILE], check=True, stdout=subprocess.DEVNULL)
     holder = hold()
     try:
         first = trace(OFFS)
