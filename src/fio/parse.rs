@@ -61,18 +61,25 @@ enum Current {
     Job(usize),
 }
 
+impl<'a> Reader<'a> {
+    /// A reader with no section read yet.
+    fn new(env: &'a dyn Fn(&str) -> Option<String>) -> Reader<'a> {
+        Reader {
+            env,
+            global: Vec::new(),
+            jobs: Vec::new(),
+            current: None,
+            includes: 0,
+        }
+    }
+}
+
 /// Read a job file (and what it includes) into job sections.
 pub(crate) fn parse_file(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<Section>, UsageError> {
-    let mut r = Reader {
-        env,
-        global: Vec::new(),
-        jobs: Vec::new(),
-        current: None,
-        includes: 0,
-    };
+    let mut r = Reader::new(env);
     r.file(path, 0)?;
     r.finish()
 }
@@ -84,13 +91,7 @@ pub(crate) fn parse_text(
     text: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<Section>, UsageError> {
-    let mut r = Reader {
-        env,
-        global: Vec::new(),
-        jobs: Vec::new(),
-        current: None,
-        includes: 0,
-    };
+    let mut r = Reader::new(env);
     r.text(text, "<text>", Path::new("."), 0)?;
     r.finish()
 }
