@@ -632,8 +632,8 @@ pub(crate) fn run_phases(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{self, sync::SyncEngine, Built, Completion, Engine, IoOp, OpKind};
-    use std::os::fd::RawFd;
+    use crate::engine::mock::Counting;
+    use crate::engine::Built;
 
     #[test]
     fn archive_restore_roundtrip_buffered_and_direct() {
@@ -672,100 +672,6 @@ mod tests {
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
     }
 
-    /// What a counting engine saw: ops submitted by kind, opens and closes, and whether every
-    /// buffer handed to the kernel was page-aligned.
-    #[derive(Debug, Default, Clone, Copy, PartialEq)]
-    struct Seen {
-        reads: u64,
-        writes: u64,
-        opens: u64,
-        closes: u64,
-        fsyncs: u64,
-        misaligned: u64,
-    }
-
-    /// The synchronous engine with a count of everything submitted to it, handed to the
-    /// test when the phase drops it.
-    struct Counting {
-        inner: SyncEngine,
-        seen: Seen,
-        out: Arc<std::sync::Mutex<Vec<Seen>>>,
-    }
-
-    impl Drop for Counting {
-        fn drop(&mut self) {
-            self.out.lock().unwrap().push(self.seen);
-        }
-    }
-
-    impl Engine for Counting {
-        fn submit(
-            &mut self,
-            ops: &[IoOp],
-            sys: &mut crate::stats::SyscallCounts,
-        ) -> std::io::Result<usize> {
-            for op in ops {
-                match op.kind {
-                    OpKind::Read => self.seen.reads += 1,
-                    OpKind::Write => self.seen.writes += 1,
-                }
-                let p = self.inner.buffers().slot_ptr(op.slot as usize) as usize;
-                if !p.is_multiple_of(4096) {
-                    self.seen.misaligned += 1;
-                }
-            }
-            self.inner.submit(ops, sys)
-        }
-        fn reap(
-            &mut self,
-            min: usize,
-            done: &mut Vec<Completion>,
-            sys: &mut crate::stats::SyscallCounts,
-        ) -> std::io::Result<usize> {
-            self.inner.reap(min, done, sys)
-        }
-        fn buffers(&mut self) -> &mut BufferPool {
-            self.inner.buffers()
-        }
-        fn flush(&mut self, sys: &mut crate::stats::SyscallCounts) -> std::io::Result<()> {
-            self.inner.flush(sys)
-        }
-        fn open_at(
-            &mut self,
-            dir: RawFd,
-            path: &std::ffi::CStr,
-            flags: i32,
-            mode: u32,
-            sys: &mut crate::stats::SyscallCounts,
-        ) -> std::io::Result<RawFd> {
-            self.seen.opens += 1;
-            self.inner.open_at(dir, path, flags, mode, sys)
-        }
-        fn close_fd(
-            &mut self,
-            fd: RawFd,
-            sys: &mut crate::stats::SyscallCounts,
-        ) -> std::io::Result<()> {
-            self.seen.closes += 1;
-            self.inner.close_fd(fd, sys)
-        }
-        fn sync_fd(
-            &mut self,
-            fd: RawFd,
-            data_only: bool,
-            sys: &mut crate::stats::SyscallCounts,
-        ) -> std::io::Result<()> {
-            self.seen.fsyncs += 1;
-            self.inner.sync_fd(fd, data_only, sys)
-        }
-        fn set_file(&mut self, index: u32, fd: RawFd) -> std::io::Result<()> {
-            self.inner.set_file(index, fd)
-        }
-        fn clear_file(&mut self, index: u32) {
-            self.inner.clear_file(index)
-        }
-    }
-
     #[test]
     fn phase_counts_are_the_engine_submissions() {
         let d = tempfile::tempdir().unwrap();
@@ -778,11 +684,7 @@ mod tests {
         let s2 = seen.clone();
         let make: MakeIssuer = Arc::new(move |files, len| {
             let pool = BufferPool::new(tape::SLOTS, len, 0xbac)?;
-            let counting = Counting {
-                inner: SyncEngine::new(engine::empty_files(files), pool),
-                seen: Seen::default(),
-                out: s2.clone(),
-            };
+            let counting = Counting::sync(files, pool, s2.clone());
             Ok(Issuer::new(Built::Boxed(Box::new(counting)), files, None))
         });
         let recs = run_collect(

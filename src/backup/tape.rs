@@ -766,39 +766,11 @@ mod tests {
     use super::*;
     use crate::backup::sync_issuer;
     use crate::engine::mock::{MockEngine, Script};
-    use crate::engine::{BufferPool, Built, Completion, Engine};
+    use crate::engine::Built;
     use crate::runner::pace::StepPacing;
     use crate::runner::source::{drive, Drive};
-    use crate::stats::SyscallCounts;
     use std::cell::Cell;
     use std::time::Duration;
-
-    /// The mock engine with file slots: it takes any descriptor and does no I/O on it (the
-    /// phase's opens, closes and fsync are real; its reads and writes are the mock's).
-    struct MockFiles(MockEngine);
-
-    impl Engine for MockFiles {
-        fn submit(&mut self, ops: &[IoOp], sys: &mut SyscallCounts) -> std::io::Result<usize> {
-            self.0.submit(ops, sys)
-        }
-        fn reap(
-            &mut self,
-            min: usize,
-            done: &mut Vec<Completion>,
-            sys: &mut SyscallCounts,
-        ) -> std::io::Result<usize> {
-            self.0.reap(min, done, sys)
-        }
-        fn buffers(&mut self) -> &mut BufferPool {
-            self.0.buffers()
-        }
-        fn flush(&mut self, sys: &mut SyscallCounts) -> std::io::Result<()> {
-            self.0.flush(sys)
-        }
-        fn set_file(&mut self, _index: u32, _fd: RawFd) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     const RECORD: usize = ustar::PAX_RECORD;
 
@@ -814,11 +786,9 @@ mod tests {
             ..Script::default()
         };
         let (engine, _log) = MockEngine::new(script, RECORD);
-        let io = Issuer::new(
-            Built::Boxed(Box::new(MockFiles(engine))),
-            ARCHIVE_FILES,
-            None,
-        );
+        // The mock takes any descriptor and does no I/O on it: the phase's opens, closes and
+        // fsync are real, its reads and writes the mock's.
+        let io = Issuer::new(Built::Boxed(Box::new(engine)), ARCHIVE_FILES, None);
         (src, io)
     }
 

@@ -7,8 +7,9 @@
 //! Op `k` below is the k-th op submitted to this engine (0-based), and `call` the k-th call
 //! of `submit`.
 
-use super::{BufferPool, Completion, Engine, IoOp};
+use super::{BufferPool, Completion, Engine, IoOp, OpKind};
 use crate::stats::SyscallCounts;
+use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -275,7 +276,117 @@ impl Engine for MockEngine {
     }
     /// A source's descriptor for file slot `index` (a flowop's open file): taken, and never
     /// used, since the mock moves no data through files.
-    fn set_file(&mut self, _index: u32, _fd: std::os::fd::RawFd) -> std::io::Result<()> {
+    fn set_file(&mut self, _index: u32, _fd: RawFd) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// What a counting engine saw: ops submitted by kind, opens and closes, and whether every
+/// buffer handed to the kernel was page-aligned.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub(crate) struct Seen {
+    pub reads: u64,
+    pub writes: u64,
+    pub opens: u64,
+    pub closes: u64,
+    pub fsyncs: u64,
+    pub misaligned: u64,
+}
+
+/// The synchronous engine with a count of everything submitted to it, handed to the
+/// test when the phase drops it.
+pub(crate) struct Counting {
+    inner: super::sync::SyncEngine,
+    seen: Seen,
+    out: std::sync::Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Counting {
+    /// The synchronous engine over `files` empty file slots and `pool`, counting into `out`
+    /// (one `Seen` pushed when it is dropped).
+    pub(crate) fn sync(
+        files: usize,
+        pool: BufferPool,
+        out: std::sync::Arc<Mutex<Vec<Seen>>>,
+    ) -> Counting {
+        Counting {
+            inner: super::sync::SyncEngine::new(super::empty_files(files), pool),
+            seen: Seen::default(),
+            out,
+        }
+    }
+}
+
+impl Drop for Counting {
+    fn drop(&mut self) {
+        self.out.lock().unwrap().push(self.seen);
+    }
+}
+
+impl Engine for Counting {
+    fn submit(
+        &mut self,
+        ops: &[IoOp],
+        sys: &mut crate::stats::SyscallCounts,
+    ) -> std::io::Result<usize> {
+        for op in ops {
+            match op.kind {
+                OpKind::Read => self.seen.reads += 1,
+                OpKind::Write => self.seen.writes += 1,
+            }
+            let p = self.inner.buffers().slot_ptr(op.slot as usize) as usize;
+            if !p.is_multiple_of(4096) {
+                self.seen.misaligned += 1;
+            }
+        }
+        self.inner.submit(ops, sys)
+    }
+    fn reap(
+        &mut self,
+        min: usize,
+        done: &mut Vec<Completion>,
+        sys: &mut crate::stats::SyscallCounts,
+    ) -> std::io::Result<usize> {
+        self.inner.reap(min, done, sys)
+    }
+    fn buffers(&mut self) -> &mut BufferPool {
+        self.inner.buffers()
+    }
+    fn flush(&mut self, sys: &mut crate::stats::SyscallCounts) -> std::io::Result<()> {
+        self.inner.flush(sys)
+    }
+    fn open_at(
+        &mut self,
+        dir: RawFd,
+        path: &std::ffi::CStr,
+        flags: i32,
+        mode: u32,
+        sys: &mut crate::stats::SyscallCounts,
+    ) -> std::io::Result<RawFd> {
+        self.seen.opens += 1;
+        self.inner.open_at(dir, path, flags, mode, sys)
+    }
+    fn close_fd(
+        &mut self,
+        fd: RawFd,
+        sys: &mut crate::stats::SyscallCounts,
+    ) -> std::io::Result<()> {
+        self.seen.closes += 1;
+        self.inner.close_fd(fd, sys)
+    }
+    fn sync_fd(
+        &mut self,
+        fd: RawFd,
+        data_only: bool,
+        sys: &mut crate::stats::SyscallCounts,
+    ) -> std::io::Result<()> {
+        self.seen.fsyncs += 1;
+        self.inner.sync_fd(fd, data_only, sys)
+    }
+    fn set_file(&mut self, index: u32, fd: RawFd) -> std::io::Result<()> {
+        self.inner.set_file(index, fd)
+    }
+    fn clear_file(&mut self, index: u32) {
+        self.inner.clear_file(index)
     }
 }
