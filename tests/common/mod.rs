@@ -295,10 +295,18 @@ pub fn limit_file_size(c: &mut std::process::Command, bytes: u64) {
     }
 }
 
-/// The `explain` checks a run's Result carries, and its text output: `line` is run twice,
-/// once for the JSON Result and once for the text.
+/// The `explain` checks a run's Result carries, and its output on stdout, from one run.
 pub fn explain_checks(sb: &Sandbox, line: &str) -> (Vec<String>, String) {
-    let v = sb.run_json(&words(line));
+    // One run gives both: the findings on a shared machine differ from run to run (a busy
+    // neighbour adds a host finding), so the text and the JSON must be the same run's.
+    let json = ".explain-checks.json";
+    let _ = std::fs::remove_file(sb.file(json));
+    let mut args = words(line);
+    args.extend(["--output", json]);
+    let out = sb.cmd(&args).assert().success();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file(json)).unwrap()).unwrap();
+    std::fs::remove_file(sb.file(json)).unwrap();
     let checks = v["explain"]
         .as_array()
         .map(|a| {
@@ -307,7 +315,6 @@ pub fn explain_checks(sb: &Sandbox, line: &str) -> (Vec<String>, String) {
                 .collect()
         })
         .unwrap_or_default();
-    let out = sb.cmd(&words(line)).assert().success();
     (
         checks,
         String::from_utf8_lossy(&out.get_output().stdout).to_string(),
