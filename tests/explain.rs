@@ -8,10 +8,10 @@ use common::{explain_checks as checks, words, Sandbox};
 #[test]
 fn buffered_reads_of_a_small_file_measure_the_page_cache() {
     let sb = Sandbox::new();
-    let (c, text) = checks(&sb, "run --rw randread --bs 4k --size 4m --time 0.3s f");
+    let (c, text) = checks(&sb, "run --rw randread --bs 4k --size 4m --count 20000 f");
     assert!(c.contains(&"page_cache".to_string()), "{c:?}");
     assert!(
-        text.contains("explain:\n  - buffered reads of 4.00 MiB"),
+        text.contains("explain:\n") && text.contains("\n  - buffered reads of 4.00 MiB"),
         "{text}"
     );
     assert!(text.contains("measures the page cache"), "{text}");
@@ -131,7 +131,8 @@ fn a_workload_reading_a_small_fileset_is_explained_and_a_synced_writer_is_not() 
     let out = sb.cmd(&words(line)).assert().success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
     assert!(
-        text.contains("explain:\n  - buffered reads of the filesets of 2.00 MiB"),
+        text.contains("explain:\n")
+            && text.contains("\n  - buffered reads of the filesets of 2.00 MiB"),
         "{text}"
     );
     // Writes, each followed by fsync: no reads to cache, nothing dirty at the stop.

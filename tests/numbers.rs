@@ -349,7 +349,8 @@ fn workload_text_figures_match_the_json() {
     directions_add_up(summary, "IO Summary");
     let mut rows = 0;
     let mut header_seen = false;
-    for line in text.lines() {
+    // The flowop table and the summary come before the findings, whose sentences hold numbers.
+    for line in text.lines().take_while(|l| *l != "explain:") {
         let t: Vec<&str> = line.split_whitespace().collect();
         if t.first() == Some(&"flowop") {
             assert_eq!(
