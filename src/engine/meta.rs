@@ -67,6 +67,17 @@ pub(crate) fn mkdirat(dir: RawFd, path: &CStr, mode: u32) -> io::Result<()> {
     )?)
 }
 
+/// renameat(2): `old` relative to `old_dir` takes the name `new` relative to `new_dir`
+/// (replacing an empty directory or a file there, as rename does).
+pub(crate) fn renameat(old_dir: RawFd, old: &CStr, new_dir: RawFd, new: &CStr) -> io::Result<()> {
+    Ok(rustix::fs::renameat(
+        borrow(old_dir)?,
+        old,
+        borrow(new_dir)?,
+        new,
+    )?)
+}
+
 /// statx(2) of `path` relative to `dir` (not following a last symlink with
 /// AT_SYMLINK_NOFOLLOW in `flags`) into the caller's struct.
 pub(crate) fn statx_at(
