@@ -300,3 +300,53 @@ fn bad_flags_are_refused_in_one_line_with_status_2() {
     }
     assert!(entries(&sb.file("data")).is_empty());
 }
+
+#[test]
+fn what_a_killed_run_left_is_removed_by_the_next_run() {
+    let sb = sandbox();
+    let bin = assert_cmd::cargo::cargo_bin("fsbench");
+    let mut child = std::process::Command::new(bin)
+        .current_dir(sb.path())
+        .args(words("mdtest -n 50000000 -F -C -d data"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let top = sb.file(&format!("data/fsbench-mdtest-{}", child.id()));
+    let t = std::time::Instant::now();
+    while !top.join("test-dir.0-0").exists() && t.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(top.exists(), "the killed run left its directory");
+    let r = mdtest(&sb, "-n 10 -F");
+    if entries(&sb.file("data")).is_empty() {
+        let notes = r["notes"].to_string();
+        assert!(notes.contains("was killed"), "{notes}");
+    } else {
+        // Only where the file system keeps no user xattrs is nothing recorded to go by.
+        assert!(
+            xattr_less(&top),
+            "a killed run's directory stayed: {:?}",
+            entries(&sb.file("data"))
+        );
+    }
+}
+
+/// Whether `p` carries no `user.fsbench` mark (a file system without user xattrs).
+fn xattr_less(p: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    // SAFETY: NUL-terminated path and name; a zero-length query writes nothing.
+    let n = unsafe {
+        libc::getxattr(
+            path.as_ptr(),
+            c"user.fsbench".as_ptr(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    n < 0
+}

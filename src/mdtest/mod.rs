@@ -315,18 +315,8 @@ struct Runner<'a> {
 }
 
 impl Runner<'_> {
-    /// The rank whose items phase `op` works on: mdtest's `-N` shift (stat 1, read 2,
-    /// remove 3 places on; with `-u` the trees shift by one place more).
     fn rank_of(&self, op: Op, tree: bool) -> u32 {
-        let shift = match op {
-            Op::DirStat | Op::FileStat | Op::DirRename => 1,
-            Op::FileRead => 2,
-            Op::DirRemove | Op::FileRemove => 3,
-            _ => 0,
-        };
-        let shift = if tree && shift > 0 { shift + 1 } else { shift };
-        let n = self.share.ranks.max(1) as u64;
-        ((self.share.rank as u64 + shift * self.plan.opts.stride as u64) % n) as u32
+        shifted_rank(&self.share, self.plan.opts.stride, op, tree)
     }
 
     /// The tree phase `op` works in.
@@ -498,6 +488,20 @@ impl Runner<'_> {
         }
         Ok(())
     }
+}
+
+/// The rank whose items phase `op` of `share` works on: mdtest's `-N` shift (stat and
+/// rename 1, read 2, remove 3 places on; a tree of its own per rank, `-u`, shifts one more).
+fn shifted_rank(share: &RankShare<'_>, stride: u32, op: Op, tree: bool) -> u32 {
+    let shift = match op {
+        Op::DirStat | Op::FileStat | Op::DirRename => 1,
+        Op::FileRead => 2,
+        Op::DirRemove | Op::FileRemove => 3,
+        _ => 0,
+    };
+    let shift = if tree && shift > 0 { shift + 1 } else { shift };
+    let n = share.ranks.max(1) as u64;
+    ((share.rank as u64 + shift * stride as u64) % n) as u32
 }
 
 /// A permutation of 0..n from `seed` (Fisher-Yates).
@@ -749,6 +753,25 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("2 directories"));
+    }
+
+    #[test]
+    fn the_stride_shifts_stat_read_and_remove_to_other_ranks() {
+        let share = RankShare {
+            rank: 1,
+            ranks: 4,
+            barrier: &|| {},
+        };
+        assert_eq!(shifted_rank(&share, 1, Op::FileCreate, false), 1);
+        assert_eq!(shifted_rank(&share, 1, Op::FileStat, false), 2);
+        assert_eq!(shifted_rank(&share, 1, Op::FileRead, false), 3);
+        assert_eq!(shifted_rank(&share, 1, Op::FileRemove, false), 0);
+        assert_eq!(shifted_rank(&share, 1, Op::FileStat, true), 3);
+        assert_eq!(shifted_rank(&share, 0, Op::FileRemove, false), 1);
+        assert_eq!(
+            shifted_rank(&RankShare::one_host(), 3, Op::FileRead, false),
+            0
+        );
     }
 
     #[test]
