@@ -350,3 +350,21 @@ fn xattr_less(p: &Path) -> bool {
     };
     n < 0
 }
+
+#[test]
+fn csv_has_a_row_per_phase_and_iteration() {
+    let sb = sandbox();
+    let out = sb
+        .cmd(&words("mdtest -n 10 -F -i 2 -d data --format csv"))
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let groups: Vec<&str> = text.lines().filter(|l| l.contains(",group,")).collect();
+    // File creation, stat, read, removal, tree creation and removal, twice.
+    assert_eq!(groups.len(), 12, "{text}");
+    assert_eq!(
+        groups.iter().filter(|l| l.contains(",File read,")).count(),
+        2,
+        "{text}"
+    );
+}
