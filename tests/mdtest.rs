@@ -292,6 +292,7 @@ fn bad_flags_are_refused_in_one_line_with_status_2() {
         ("mdtest -F", "give -n N"),
         ("mdtest -n 10 -d data/missing", "data/missing"),
         ("mdtest -n 10 -F -C -E -w 10 -e 20", "-e 20"),
+        ("mdtest -n 10 -F -E -e 20", "-e 20"),
     ] {
         let out = sb.cmd(&words(line)).assert().code(2);
         let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();

@@ -209,7 +209,8 @@ impl Options {
             (false, false) | (true, true) => (true, true),
             (f, d) => (f, d),
         };
-        if do_files && self.create && self.read && self.read_bytes > self.write_bytes {
+        // Every file this run reads, it made (timed or not) with `-w` bytes.
+        if do_files && self.read && self.read_bytes > self.write_bytes {
             return Err(usage!(
                 "-e {} is more than -w {}: a file cannot be read past the bytes written to it",
                 self.read_bytes,
