@@ -317,7 +317,7 @@ struct Runner<'a> {
 
 impl Runner<'_> {
     fn rank_of(&self, op: Op, tree: bool) -> u32 {
-        shifted_rank(&self.share, self.plan.opts.stride, op, tree)
+        shifted_rank(self.share, self.plan.opts.stride, op, tree)
     }
 
     /// The tree phase `op` works in.
