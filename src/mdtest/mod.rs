@@ -546,6 +546,41 @@ fn make_top(dir: &Path, keep: bool, notes: &mut Vec<String>) -> Result<TopDir> {
     }
 }
 
+/// Refuse a plan the file system holding `dir` has no room for: its files' blocks and the
+/// inodes of one iteration (each iteration removes what it made before the next), checked
+/// before anything is created.
+fn check_room(plan: &Plan, dir: &Path) -> Result<(), UsageError> {
+    let Ok(st) = rustix::fs::statvfs(dir) else {
+        return Ok(());
+    };
+    let o = &plan.opts;
+    let block = st.f_frsize.max(512);
+    if plan.do_files && o.write_bytes > 0 {
+        let per_file = o.write_bytes.div_ceil(block).saturating_mul(block);
+        let need = per_file.saturating_mul(plan.items);
+        let free = st.f_bavail.saturating_mul(st.f_frsize);
+        if need > free {
+            return Err(usage!(
+                "{} files of -w {} bytes need {need} bytes, and {} has {free} free: give fewer items or fewer bytes",
+                plan.items,
+                o.write_bytes,
+                dir.display()
+            ));
+        }
+    }
+    // Some file systems report no inode limit (0 in all fields): nothing to check there.
+    let items = plan.items * (plan.do_files as u64 + plan.do_dirs as u64);
+    let inodes = items.saturating_add(plan.dirs_in_tree + 2);
+    if st.f_files > 0 && inodes > st.f_favail {
+        return Err(usage!(
+            "{inodes} files and directories are needed, and {} has {} free inodes: give fewer items",
+            dir.display(),
+            st.f_favail
+        ));
+    }
+    Ok(())
+}
+
 /// Run the plan's iterations as `share` of the run; the Result (kind `mdtest`).
 pub(crate) fn run(plan: &Plan, share: &RankShare<'_>, argv: &[String]) -> Result<RunResult> {
     let o = &plan.opts;
@@ -555,6 +590,9 @@ pub(crate) fn run(plan: &Plan, share: &RankShare<'_>, argv: &[String]) -> Result
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
     let mut notes = Vec::new();
+    if dir.is_dir() {
+        check_room(plan, &dir)?;
+    }
     let top = make_top(&dir, o.keep, &mut notes)?;
     let top_fd = open_dir(&top.path).with_context(|| format!("opening {}", top.path.display()))?;
     let len = o.write_bytes.max(o.read_bytes).max(1) as usize;
