@@ -270,6 +270,11 @@ mod tests {
         names.sort();
         assert_eq!(names, [&b"."[..], b"..", b"a", b"sub"]);
         assert_eq!(getdents(dfd, &mut buf).unwrap(), 0);
+        // rename moves a name; the old one is gone, the new one holds the same file.
+        renameat(dfd, c"a", dfd, c"b").unwrap();
+        let e = renameat(dfd, c"a", dfd, c"c").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+        renameat(dfd, c"b", dfd, c"a").unwrap();
         unlinkat(dfd, c"a", false).unwrap();
         unlinkat(dfd, c"sub", true).unwrap();
         let e = unlinkat(dfd, c"a", false).unwrap_err();
