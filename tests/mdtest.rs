@@ -214,7 +214,17 @@ fn three_iterations_give_max_min_mean_and_stddev_over_three() {
 #[test]
 fn the_stonewall_stops_the_create_phase_and_says_so() {
     let sb = sandbox();
-    let r = mdtest(&sb, "-n 3000000 -F -W 1");
+    let out = sb
+        .cmd(&words("mdtest -n 3000000 -F -W 1 -d data --output sw.json"))
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains("note: File creation stopped by the stonewall (-W 1)")
+            && text.contains("(stonewalled in 1 iteration(s))"),
+        "{text}"
+    );
+    let r: Value = serde_json::from_slice(&std::fs::read(sb.file("sw.json")).unwrap()).unwrap();
     let made = ops(&r, "file_create")[0];
     assert!(made > 0 && made < 3_000_000, "{made}");
     // The later phases work on what was made.
