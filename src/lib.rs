@@ -16,6 +16,7 @@ pub(crate) mod fscompare;
 pub(crate) mod guard;
 pub(crate) mod job;
 pub(crate) mod leftover;
+pub(crate) mod mdtest;
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
 pub(crate) mod observe;

@@ -28,6 +28,8 @@ pub enum Kind {
     Replay,
     /// One phase (archive or restore) of the backup study.
     Backup,
+    /// mdtest's metadata phases (`fsbench mdtest`): each phase of each iteration a group.
+    Mdtest,
 }
 
 impl Kind {
@@ -37,6 +39,7 @@ impl Kind {
             Kind::Workload => "workload",
             Kind::Replay => "replay",
             Kind::Backup => "backup",
+            Kind::Mdtest => "mdtest",
         }
     }
 }
@@ -168,6 +171,64 @@ pub struct BackupInfo {
     pub record_bytes: u64,
     /// The tree's files.
     pub files: Vec<String>,
+}
+
+/// What only an mdtest run has: the tree and items it worked on, and per phase the rate
+/// over the iterations (mdtest's SUMMARY table). Each phase of each iteration is also a named
+/// group of the Result (`op` the phase's key, `run` the iteration), with its latency and CPU.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MdtestInfo {
+    /// The command line as given.
+    pub argv: Vec<String>,
+    /// Where the run made its top directory.
+    pub dir: String,
+    /// Ranks that ran, and this rank's number (one host: 1 and 0).
+    pub ranks: u32,
+    pub rank: u32,
+    pub iterations: u32,
+    pub depth: u32,
+    pub branching: u32,
+    /// Directories of one tree (its root included).
+    pub dirs_in_tree: u64,
+    pub items_per_dir: u64,
+    /// Items per rank (each phase's operations when it is not stopped early).
+    pub items: u64,
+    pub leaf_only: bool,
+    pub unique_dir: bool,
+    pub write_bytes: u64,
+    pub read_bytes: u64,
+    pub sync_after_write: bool,
+    /// `-W`: seconds after which a create phase stops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stonewall_s: Option<f64>,
+    /// `-R`: the seed of the random stat and read order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random_seed: Option<u64>,
+    pub summary: Vec<MdtestSummary>,
+}
+
+/// One phase over the iterations: its rate (operations per second) at most, least, on
+/// average and its sample standard deviation (0 for one iteration), as mdtest prints them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MdtestSummary {
+    /// mdtest's name of the phase ("File creation").
+    pub phase: String,
+    /// The key its groups carry as `op` (`file_create`).
+    pub op: String,
+    pub max: f64,
+    pub min: f64,
+    pub mean: f64,
+    pub stddev: f64,
+    /// Operations over all iterations.
+    pub ops: u64,
+    /// Iterations in which the stonewall (`-W`) stopped the phase early.
+    #[serde(default)]
+    pub stonewalled: u32,
+    /// Latency of one item's operation over all iterations (mdtest has none).
+    pub lat_ns: LatencySummary,
+    /// CPU time per operation over all iterations, microseconds (the thread CPU clock read
+    /// at each phase's start and end).
+    pub cpu_us_per_op: f64,
 }
 
 /// One rank of a distributed run (`mpirun ... fsbench run`): what it moved and when, on the
@@ -453,6 +514,8 @@ pub struct RunResult {
     pub replay: Option<ReplayInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backup: Option<BackupInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mdtest: Option<MdtestInfo>,
     /// Probe data stored beside the stats (device samples, extents, traces), keyed by probe.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub probes: serde_json::Map<String, serde_json::Value>,
@@ -504,6 +567,7 @@ impl RunResult {
             workload: None,
             replay: None,
             backup: None,
+            mdtest: None,
             probes: serde_json::Map::new(),
             host: None,
             verify: None,
@@ -554,7 +618,7 @@ impl RunResult {
         if let Some(k) = v.get("kind").and_then(|k| k.as_str()) {
             if serde_json::from_value::<Kind>(serde_json::Value::from(k)).is_err() {
                 return Err(crate::usage!(
-                    "{origin}: kind '{k}' is not a result this fsbench reads (io, workload, replay, backup)"
+                    "{origin}: kind '{k}' is not a result this fsbench reads (io, workload, replay, backup, mdtest)"
                 ));
             }
         }

@@ -646,3 +646,74 @@ fn vs_fio_null_compares_the_work_before_the_speed() {
     );
     assert!(!out.contains("median"), "{out}");
 }
+
+// ---- bench/vs-mdtest.sh ------------------------------------------------------------------
+
+/// `bench/vs-mdtest.sh` on `-n 30 -F` with a stand-in mdtest that says it was set to do
+/// `items` files and prints mdtest's summary rows: (exit status, output). fsbench is the
+/// real binary.
+fn vs_mdtest(items: u64) -> (i32, String) {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("work")).unwrap();
+    let fake = sb.file("mdtest");
+    let mut script = format!("#!/bin/sh\necho '1 tasks, {items} files'\n");
+    script.push_str("echo 'SUMMARY rate (in ops/sec): (of 1 iterations)'\n");
+    for phase in [
+        "File creation",
+        "File stat",
+        "File read",
+        "File removal",
+        "Tree creation",
+        "Tree removal",
+    ] {
+        script.push_str(&format!(
+            "echo '   {phase:<22} 1000.000 1000.000 1000.000 0.000'\n"
+        ));
+    }
+    std::fs::write(&fake, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new("bash")
+        .arg(bench("vs-mdtest.sh"))
+        .args([sb.file("work").to_str().unwrap(), "2"])
+        .env("MDTEST", &fake)
+        .env("MPIRUN", "env")
+        .env("ARGS", "-n 30 -F")
+        .env("OUT", sb.file("logs"))
+        .env("FSBENCH", env!("CARGO_BIN_EXE_fsbench"))
+        .output()
+        .expect("bash runs");
+    assert!(
+        std::fs::read_dir(sb.file("work")).unwrap().next().is_none(),
+        "the script left files in its directory"
+    );
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+/// vs-mdtest.sh compares each phase's work before its rate: the same counts give a ratio
+/// per phase, an mdtest set to other counts gives DIFFERENT WORK for its item phases.
+#[test]
+#[cfg_attr(not(has_python3), ignore = "SKIPPED: needs python3")]
+fn vs_mdtest_compares_each_phase_s_work_before_its_rate() {
+    let (code, out) = vs_mdtest(30);
+    assert_eq!(code, 0, "{out}");
+    for phase in ["File creation", "File stat", "File read", "Tree removal"] {
+        assert!(
+            out.contains(&format!("{phase}: ops/s fsbench/mdtest median")),
+            "{phase}: {out}"
+        );
+    }
+    assert!(!out.contains("DIFFERENT WORK"), "{out}");
+    let (code, out) = vs_mdtest(31);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(
+            "File stat: DIFFERENT WORK, no ratio (2 pairs): pair 1: ops: fsbench 30, mdtest 31"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("Tree creation: ops/s"), "{out}");
+}

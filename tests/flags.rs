@@ -17,6 +17,7 @@ const SUBCOMMANDS: &[&str] = &[
     "compare",
     "vx",
     "fio",
+    "mdtest",
     "advise",
     "iostat",
     "trace",

@@ -28,7 +28,10 @@ fn io_commands_that_cannot_run_on_ranks_refuse_under_mpirun() {
     );
     assert!(o.stdout.is_empty());
     assert!(sb.listing().is_empty(), "{:?}", sb.listing());
-    let mut commands = vec![vec!["fscompare", "--device", "/dev/null", "--fs", "ext4"]];
+    let mut commands = vec![
+        vec!["fscompare", "--device", "/dev/null", "--fs", "ext4"],
+        vec!["mdtest", "-n", "5", "-d", "."],
+    ];
     // Built with MPI, each rank captures its own command (tests/mpi_replay.rs).
     if !cfg!(feature = "mpi") {
         commands.push(vec!["trace", "--", "true"]);

@@ -10,6 +10,7 @@ pub(crate) mod fscompare;
 pub(crate) mod iostat;
 pub(crate) mod jobflags;
 pub(crate) mod manuals;
+pub(crate) mod mdtest;
 pub(crate) mod observe;
 pub(crate) mod output;
 pub(crate) mod quick;
@@ -88,6 +89,12 @@ pub(crate) enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// mdtest's metadata benchmark on this host: fsbench mdtest -n N [-z D -b B] [-F|-D] -d DIR
+    #[command(disable_help_flag = true, after_help = MDTEST_EXAMPLES)]
+    Mdtest {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// Tuning recommendations (VxFS-style tunables, checks, optional measurements) for PATH.
     Advise(advise::AdviseArgs),
     /// Device statistics like `sar -d`: fsbench iostat [PATH] INTERVAL [COUNT]
@@ -127,6 +134,12 @@ Examples:
   fsbench fio randread.fio --format json --output randread.json
   fsbench fio --name=seq --rw=write --bs=1m --size=64m --directory=/mnt/scratch
   fsbench fio --help";
+
+const MDTEST_EXAMPLES: &str = "\
+Examples:
+  fsbench mdtest -n 1000 -F -d /mnt/scratch
+  fsbench mdtest -n 100 -z 2 -b 3 -i 3 -d /mnt/scratch --output md.json
+  fsbench mdtest --help";
 
 const COMPLETIONS_EXAMPLES: &str = "\
 Examples:
@@ -203,6 +216,7 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         // Built with MPI, each rank captures its own command (`trace::main_on_ranks`).
         Command::Trace(_) if !cfg!(feature = "mpi") => Some("trace"),
         Command::Fscompare(_) => Some("fscompare"),
+        Command::Mdtest { .. } => Some("mdtest"),
         _ => None,
     };
     if let Some(name) = io_command {
@@ -236,6 +250,7 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
             let dist = a.dist.clone();
             ranks::on_ranks("suite", &dist, |exec| suite::main(a, exec))
         }
+        Command::Mdtest { args } => mdtest::main(&args),
         Command::Report(a) => report::main(a),
         Command::Compare(a) => compare::main(a),
         Command::Iostat(a) => iostat::main(a),

@@ -67,6 +67,17 @@ pub(crate) fn mkdirat(dir: RawFd, path: &CStr, mode: u32) -> io::Result<()> {
     )?)
 }
 
+/// renameat(2): `old` relative to `old_dir` takes the name `new` relative to `new_dir`
+/// (replacing an empty directory or a file there, as rename does).
+pub(crate) fn renameat(old_dir: RawFd, old: &CStr, new_dir: RawFd, new: &CStr) -> io::Result<()> {
+    Ok(rustix::fs::renameat(
+        borrow(old_dir)?,
+        old,
+        borrow(new_dir)?,
+        new,
+    )?)
+}
+
 /// statx(2) of `path` relative to `dir` (not following a last symlink with
 /// AT_SYMLINK_NOFOLLOW in `flags`) into the caller's struct.
 pub(crate) fn statx_at(
@@ -259,6 +270,11 @@ mod tests {
         names.sort();
         assert_eq!(names, [&b"."[..], b"..", b"a", b"sub"]);
         assert_eq!(getdents(dfd, &mut buf).unwrap(), 0);
+        // rename moves a name; the old one is gone, the new one holds the same file.
+        renameat(dfd, c"a", dfd, c"b").unwrap();
+        let e = renameat(dfd, c"a", dfd, c"c").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+        renameat(dfd, c"b", dfd, c"a").unwrap();
         unlinkat(dfd, c"a", false).unwrap();
         unlinkat(dfd, c"sub", true).unwrap();
         let e = unlinkat(dfd, c"a", false).unwrap_err();

@@ -181,6 +181,18 @@ pub(crate) trait Engine: Send {
         sys.mkdir += 1;
         meta::mkdirat(dir, path, mode)
     }
+    /// renameat(2) of `old` (relative to `old_dir`) to `new` (relative to `new_dir`).
+    fn rename_at(
+        &mut self,
+        old_dir: RawFd,
+        old: &CStr,
+        new_dir: RawFd,
+        new: &CStr,
+        sys: &mut SyscallCounts,
+    ) -> io::Result<()> {
+        sys.rename += 1;
+        meta::renameat(old_dir, old, new_dir, new)
+    }
     /// statx(2) of an open descriptor into `out`.
     fn stat_fd(
         &mut self,

@@ -101,6 +101,16 @@ impl Engine for NullEngine {
     ) -> io::Result<()> {
         Ok(())
     }
+    fn rename_at(
+        &mut self,
+        _old_dir: RawFd,
+        _old: &CStr,
+        _new_dir: RawFd,
+        _new: &CStr,
+        _sys: &mut SyscallCounts,
+    ) -> io::Result<()> {
+        Ok(())
+    }
     fn stat_fd(
         &mut self,
         _fd: RawFd,

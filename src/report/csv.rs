@@ -147,9 +147,9 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
                     out.row(row(r, "thread", &user, &thread, &u.target, &t.stats));
                 }
             }
-            for g in &r.groups {
-                out.row(row(r, "group", "", "", &g.name, &g.stats));
-            }
+        }
+        for g in &r.groups {
+            out.row(row(r, "group", "", "", &g.name, &g.stats));
         }
     }
     out.finish()

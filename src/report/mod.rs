@@ -24,6 +24,7 @@ pub(crate) mod json;
 pub(crate) mod live;
 pub(crate) mod long;
 pub(crate) mod markdown;
+pub(crate) mod mdtest;
 pub(crate) mod metrics;
 pub(crate) mod observe;
 pub(crate) mod quick;

@@ -283,6 +283,17 @@ impl Issuer {
         engine.as_dyn().mkdir_at(dir, path, mode, sys)
     }
 
+    pub(crate) fn rename_at(
+        &mut self,
+        old_dir: RawFd,
+        old: &CStr,
+        new_dir: RawFd,
+        new: &CStr,
+    ) -> io::Result<()> {
+        let Issuer { engine, sys, .. } = self;
+        engine.as_dyn().rename_at(old_dir, old, new_dir, new, sys)
+    }
+
     pub(crate) fn stat_fd(&mut self, fd: RawFd, out: &mut libc::statx) -> io::Result<()> {
         let Issuer { engine, sys, .. } = self;
         engine.as_dyn().stat_fd(fd, out, sys)

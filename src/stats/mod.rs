@@ -41,6 +41,8 @@ pub struct SyscallCounts {
     pub fcntl: u64,
     #[serde(default)]
     pub lseek: u64,
+    #[serde(default)]
+    pub rename: u64,
 }
 
 impl SyscallCounts {
@@ -64,6 +66,7 @@ impl SyscallCounts {
             + self.getdents
             + self.fcntl
             + self.lseek
+            + self.rename
     }
 }
 
@@ -88,6 +91,7 @@ impl std::ops::AddAssign<&SyscallCounts> for SyscallCounts {
         self.getdents += o.getdents;
         self.fcntl += o.fcntl;
         self.lseek += o.lseek;
+        self.rename += o.rename;
     }
 }
 
@@ -121,6 +125,8 @@ pub struct SyscallRates {
     pub fcntl: f64,
     #[serde(default)]
     pub lseek: f64,
+    #[serde(default)]
+    pub rename: f64,
 }
 
 impl SyscallRates {
@@ -152,6 +158,7 @@ impl SyscallRates {
             getdents: r(c.getdents),
             fcntl: r(c.fcntl),
             lseek: r(c.lseek),
+            rename: r(c.rename),
         }
     }
 }
