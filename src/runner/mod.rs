@@ -12,7 +12,7 @@ pub(crate) mod mark;
 pub(crate) mod opgen;
 mod outcome;
 pub(crate) mod pace;
-mod pick;
+pub(crate) mod pick;
 pub(crate) mod process;
 pub(crate) mod read;
 pub(crate) mod signal;
