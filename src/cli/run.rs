@@ -18,7 +18,7 @@ pub(crate) struct RunArgs {
     /// A job file (*.toml) and/or target files or block devices (one user each)
     #[arg(value_name = "JOB.toml|TARGET")]
     pub inputs: Vec<PathBuf>,
-    /// read, write, rw, randread, randwrite, randrw, mmapread, mmapwrite [default: read]
+    /// read, write, rw, randread, randwrite, randrw, mmapread, mmapwrite, trim, randtrim, trimwrite [default: read]
     #[arg(long, value_name = "ACCESS", help_heading = WHAT)]
     pub rw: Option<String>,
     /// Bytes per I/O (512, 4k, 1m) [default: 8k]

@@ -26,6 +26,8 @@ use std::os::fd::RawFd;
 pub enum OpKind {
     Read,
     Write,
+    /// Discard the range (a hole punched in a file, BLKDISCARD on a block device): no buffer.
+    Trim,
 }
 
 /// One I/O request.

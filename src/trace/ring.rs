@@ -94,10 +94,10 @@ impl TraceRing {
         end: Instant,
         result: i64,
     ) {
-        let op = if kind == OpKind::Write {
-            TraceOp::Write
-        } else {
-            TraceOp::Read
+        let op = match kind {
+            OpKind::Read => TraceOp::Read,
+            OpKind::Write => TraceOp::Write,
+            OpKind::Trim => TraceOp::Trim,
         };
         self.record_call(op, 0, offset, len, start, end, result);
     }
