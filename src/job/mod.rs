@@ -618,6 +618,12 @@ impl Job {
                     self.access.name()
                 ));
             }
+            if self.access == Access::TrimWrite && self.queue_depth > 1 {
+                return Err(usage!(
+                    "--rw trimwrite writes each block after its trim has completed, one at a time: drop --qd {}",
+                    self.queue_depth
+                ));
+            }
         }
         Ok(())
     }
