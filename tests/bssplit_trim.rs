@@ -3,7 +3,7 @@
 //! leaves in the file (its allocated blocks and FIEMAP extents).
 
 mod common;
-use common::{words, Sandbox};
+use common::{words, LoopDevice, Sandbox};
 use serde_json::Value;
 use std::os::unix::fs::MetadataExt;
 
@@ -324,4 +324,57 @@ fn the_uring_engine_trims_through_the_ring() {
     let (_, mapped) = allocation(&sb, "f.dat");
     assert!(before >= 2 << 20);
     assert_eq!(mapped, (2 << 20) - 8 * 65536);
+}
+
+#[test]
+#[cfg_attr(
+    not(all(has_loop, has_mkfs_ext4)),
+    ignore = "SKIPPED: needs root, loop devices and mkfs.ext4"
+)]
+fn a_block_device_is_trimmed_by_discard_under_the_device_rules() {
+    if !common::can_use_loop_devices() {
+        common::cannot("loop device tests need root and losetup");
+    }
+    let sb = Sandbox::new();
+    let Some(lo) = LoopDevice::new(sb.path(), 64) else {
+        common::cannot("losetup could not attach a loop device");
+    };
+    let dev = lo.dev.to_str().unwrap().to_string();
+    let backing = || std::fs::metadata(&lo.backing).unwrap().blocks() * 512;
+    // A blank device may be written and trimmed; its discards free the backing file's blocks.
+    sb.run_json(&["run", "--rw", "write", "--bs", "1m", "--size", "8m", &dev]);
+    let before = backing();
+    assert!(before >= 8 << 20, "{before}");
+    let r = sb.run_json(&["run", "--rw", "trim", "--bs", "1m", "--count", "4", &dev]);
+    assert_eq!(r["total"]["trim"]["ops"], 4);
+    assert_eq!(
+        r["total"]["syscalls"]["other"], 4,
+        "one BLKDISCARD per trim"
+    );
+    assert_eq!(r["total"]["syscalls"]["fallocate"], 0);
+    let after = backing();
+    assert_eq!(before - after, 4 << 20, "{before} -> {after}");
+    // A device with a file system: a trim is refused as a write is, unless --force.
+    let mk = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F", &dev])
+        .status();
+    assert!(mk.is_ok_and(|s| s.success()));
+    let o = sb
+        .cmd(&[
+            "run", "--rw", "randtrim", "--bs", "64k", "--count", "4", &dev,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("refusing to write to block device"), "{err}");
+    let o = std::process::Command::new("blkid")
+        .args(["-p", "-s", "TYPE", "-o", "value", &dev])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "ext4",
+        "untouched"
+    );
 }

@@ -26,7 +26,13 @@ impl SyncEngine {
         let cap = pool.slots().max(1);
         let devices = files
             .iter()
-            .map(|f| super::meta::is_block_device(f.fds[0]))
+            .map(|f| {
+                // Any open route names the same file (a device has no buffered route).
+                f.fds
+                    .iter()
+                    .find(|&&fd| fd >= 0)
+                    .is_some_and(|&fd| super::meta::is_block_device(fd))
+            })
             .collect();
         SyncEngine {
             files,
@@ -133,8 +139,13 @@ impl SyncEngine {
                         pwrite(fd, buf, op.len as usize, op.offset)
                     }
                     OpKind::Trim => {
-                        sys.fallocate += 1;
                         let device = self.devices.get(op.file as usize) == Some(&true);
+                        // BLKDISCARD is an ioctl: counted with the other calls.
+                        if device {
+                            sys.other += 1;
+                        } else {
+                            sys.fallocate += 1;
+                        }
                         // Bytes or a negative errno already: no errno to read below.
                         return super::meta::trim(fd, device, op.offset, op.len);
                     }
