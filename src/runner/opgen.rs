@@ -331,6 +331,35 @@ mod tests {
     }
 
     proptest! {
+        /// Mixed sizes: every I/O is a size of its direction's list, inside the target, and
+        /// a random one starts on the alignment.
+        #[test]
+        fn mixed_sizes_stay_inside_and_aligned(random: bool, size_k in 64u64..4096, threads in 1u32..8,
+                                               count in prop::option::of(1u64..300), seed: u64,
+                                               pct in 0u8..=100, align_k in prop::option::of(1u64..64)) {
+            let split = crate::job::BsSplit::parse("4k/50:12k/30:64k/20,8k/70:32k/30", "x").unwrap();
+            let size = size_k * 1024;
+            for t in 0..threads {
+                let mut g = OpGen::new(&GenSpec { random, mix: Mix::ReadPct(pct), block_size: 4096,
+                    sizes: Some(SizeTable::new(&split)), mean_size: 16384.0,
+                    block_align: align_k.map(|a| a * 1024), target_size: size, threads, thread: t,
+                    io_count: count, repeats: 1, timed: false, seed, part: None,
+                    distribution: Default::default(), random_map: false });
+                let mut n = 0;
+                while let Some((kind, off, len)) = g.next_op() {
+                    let sizes: &[u32] = if kind == OpKind::Read { &[4096, 12288, 65536] } else { &[8192, 32768] };
+                    prop_assert!(sizes.contains(&len), "{:?} of {}", kind, len);
+                    prop_assert!(off + len as u64 <= size, "offset {} + {} > {}", off, len, size);
+                    if random {
+                        prop_assert_eq!(off % align_k.map_or(4096, |a| a * 1024), 0);
+                    }
+                    n += 1;
+                    prop_assert!(n <= 100_000);
+                }
+                if let Some(c) = count { prop_assert_eq!(n, c); }
+            }
+        }
+
         #[test]
         fn offsets_stay_inside(random: bool, bs_k in 1u64..64, size_k in 1u64..4096, threads in 1u32..16,
                                count in prop::option::of(1u64..500), seed: u64, pct in 0u8..=100) {

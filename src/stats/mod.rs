@@ -886,6 +886,62 @@ mod tests {
     }
 
     #[test]
+    fn size_classes_and_trims_merge_exactly() {
+        use crate::engine::OpKind;
+        let mut a = Stats {
+            elapsed_s: 1.0,
+            ..Default::default()
+        };
+        a.ready_sizes(&[4096, 65536]);
+        a.record_size(OpKind::Read, 4096, 4096, 100);
+        a.record_size(OpKind::Write, 65536, 65536, 900);
+        a.record_size(OpKind::Read, 8192, 8192, 5); // not a class of this run: ignored
+        let mut b = Stats {
+            trim_ops: 2,
+            trim_bytes: 8192,
+            elapsed_s: 1.0,
+            ..Default::default()
+        };
+        b.trim_lat.record(300);
+        b.trim_lat.record(500);
+        b.ready_sizes(&[4096, 16384]);
+        b.record_size(OpKind::Trim, 4096, 4096, 300);
+        b.record_size(OpKind::Trim, 16384, 16384, 500);
+        a += &b;
+        let sizes: Vec<(u64, u64, u64, u64, u64)> = a
+            .by_size
+            .iter()
+            .map(|c| {
+                (
+                    c.block_size_bytes,
+                    c.read_ops,
+                    c.write_ops,
+                    c.trim_ops,
+                    c.lat.len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            sizes,
+            vec![(4096, 1, 0, 1, 2), (16384, 0, 0, 1, 1), (65536, 0, 1, 0, 1)]
+        );
+        assert_eq!((a.ops(), a.bytes()), (2, 8192));
+        let r = StatsReport::from_stats(&a, true);
+        assert_eq!(
+            (r.trim.ops, r.trim.bytes, r.trim.lat_ns.count),
+            (2, 8192, 2)
+        );
+        assert_eq!(r.lat_ns.count, 2, "the total's latency holds the trims");
+        assert_eq!(r.by_size.len(), 3);
+        assert_eq!((r.by_size[0].ops, r.by_size[0].bytes), (2, 8192));
+        assert_eq!(r.by_size[2].lat_ns.max, 900);
+        // A run without trims or sizes writes neither key.
+        let plain =
+            serde_json::to_value(StatsReport::from_stats(&Stats::default(), false)).unwrap();
+        assert!(plain.get("trim").is_none() && plain.get("by_size").is_none());
+    }
+
+    #[test]
     fn inflight_buckets() {
         assert_eq!(inflight_bucket(1), 0);
         assert_eq!(inflight_bucket(4), 2);
