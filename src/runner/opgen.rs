@@ -136,13 +136,15 @@ impl OpGen {
             seq_blocks
         };
         let per_thread = (span / threads).max(1);
+        let mixed = s.sizes.is_some();
+        // A count of one-size I/Os covers that many blocks (a repetition starts the slice
+        // again); mixed sizes go on through the whole slice.
         let slice_blocks = match s.io_count {
-            Some(n) => n.min(per_thread),
-            None => per_thread,
+            Some(n) if !mixed => n.min(per_thread),
+            _ => per_thread,
         };
         let region_start = ((t * per_thread) % span) * unit;
         let region_len = slice_blocks.min(span - region_start / unit).max(1) * unit;
-        let mixed = s.sizes.is_some();
         let per_rep = match s.io_count {
             Some(n) => Some(n),
             None if s.timed => None,
