@@ -192,6 +192,11 @@ fn a_malformed_split_is_refused_in_one_line() {
         ("8m/100", "", "smaller than one I/O of 8388608 bytes"),
         ("4k/100", "--block-align 0", "bad --block-align 0"),
         ("4k/100", "--verify", "drop --bssplit"),
+        (
+            "4k/50:8k/50",
+            "--dedupe 20",
+            "--dedupe repeats whole blocks of one size",
+        ),
     ] {
         let line =
             format!("run --rw randwrite --bssplit {split} --size 4m --count 10 {extra} f.dat");
@@ -211,6 +216,30 @@ fn a_malformed_split_is_refused_in_one_line() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("less than one I/O of 65536"));
+    assert_eq!(sb.listing(), vec!["small.dat"]);
+    // Trims write no data to shape, and check nothing to verify.
+    for (rw, extra, want) in [
+        (
+            "randtrim",
+            "--buffer-compress 50",
+            "a randtrim run writes nothing",
+        ),
+        ("randtrim", "--verify", "--rw randtrim discards blocks"),
+        ("trim", "--append", "--rw trim trims at chosen offsets"),
+    ] {
+        let line = format!("run --rw {rw} --size 1m --count 4 {extra} t.dat");
+        let o = sb.cmd(&words(&line)).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{line}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains(want), "{line}");
+    }
+    let o = sb
+        .cmd(&words(
+            "run --engine uring --qd 4 --rw trimwrite --size 1m t.dat",
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("drop --qd 4"));
     assert_eq!(sb.listing(), vec!["small.dat"]);
 }
 

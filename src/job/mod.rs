@@ -594,6 +594,11 @@ impl Job {
                 "--verify checks blocks of one size at offsets that are its multiples: drop --bssplit and --block-align to use it"
             ));
         }
+        if self.bssplit.is_some() && self.dedupe.is_some() {
+            return Err(usage!(
+                "--dedupe repeats whole blocks of one size, and --bssplit mixes sizes: drop one of them"
+            ));
+        }
         if mixed && self.open.append {
             return Err(usage!(
                 "--bssplit and --block-align choose offsets, and --append writes at the end of the file: drop one of them"
@@ -609,6 +614,12 @@ impl Job {
             if self.open.append {
                 return Err(usage!(
                     "--rw {} trims at chosen offsets, and --append writes at the end of the file: drop --append",
+                    self.access.name()
+                ));
+            }
+            if self.shapes_data() && self.access != Access::TrimWrite {
+                return Err(usage!(
+                    "--buffer-pattern, --buffer-compress and --dedupe shape the bytes written, and a {} run writes nothing: use trimwrite or a write --rw",
                     self.access.name()
                 ));
             }
