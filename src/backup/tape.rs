@@ -105,6 +105,7 @@ impl Calls<'_> {
         let dir = match kind {
             OpKind::Read => Dir::Read,
             OpKind::Write => Dir::Write,
+            OpKind::Trim => Dir::Trim,
         };
         stats.lat_of(dir).record(t.elapsed().as_nanos() as u64);
         let n = match r {
@@ -122,6 +123,10 @@ impl Calls<'_> {
             OpKind::Write => {
                 stats.write_ops += 1;
                 stats.write_bytes += n;
+            }
+            OpKind::Trim => {
+                stats.trim_ops += 1;
+                stats.trim_bytes += n;
             }
         }
         Ok(n as usize)

@@ -47,6 +47,16 @@ pub(crate) struct JobFlags {
     /// the next R % of the file.
     #[arg(long, value_name = "SPEC", help_heading = WHAT)]
     pub distribution: Option<String>,
+    /// Mixed I/O sizes: SIZE/PCT:SIZE/PCT..., or READS,WRITES[,TRIMS] lists [default: --bs]
+    ///
+    /// Each I/O of a direction takes one of its sizes, in the given shares (which add up to
+    /// 100 per list), e.g. 4k/60:64k/30:1m/10 or 4k/50:8k/50,64k/100. The Result splits
+    /// the operations and latency by size (`by_size`).
+    #[arg(long, value_name = "SPLIT", help_heading = WHAT)]
+    pub bssplit: Option<String>,
+    /// Random offsets are multiples of SIZE [default: the smallest I/O size]
+    #[arg(long = "block-align", value_name = "SIZE", help_heading = WHAT)]
+    pub block_align: Option<String>,
     /// Random I/O touches every block exactly once per pass (per thread) [default: off]
     ///
     /// Instead of drawing with replacement; off by default because a map costs memory and
@@ -154,6 +164,8 @@ impl JobFlags {
             ("steady_state", self.steady_state.clone()),
             ("steady_state_max", self.steady_state_max.clone()),
             ("distribution", self.distribution.clone()),
+            ("bssplit", self.bssplit.clone()),
+            ("block_align", self.block_align.clone()),
             ("buffer_pattern", self.buffer_pattern.clone()),
             ("buffer_compress", self.buffer_compress.clone()),
             ("dedupe", self.dedupe.clone()),
@@ -236,6 +248,8 @@ impl JobFlags {
             verify: true,
             ramp: Some(String::new()),
             distribution: Some(String::new()),
+            bssplit: Some(String::new()),
+            block_align: Some(String::new()),
             random_map: true,
             buffer_pattern: Some(String::new()),
             buffer_compress: Some(String::new()),
@@ -255,7 +269,7 @@ mod tests {
     #[test]
     fn every_flag_names_a_table_parameter() {
         let names = JobFlags::names();
-        assert_eq!(names.len(), 34);
+        assert_eq!(names.len(), 36);
         for n in names {
             let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
             assert!(p.flag.is_some(), "{n} has no run flag in the table");

@@ -18,7 +18,11 @@ pub(crate) struct RunArgs {
     /// A job file (*.toml) and/or target files or block devices (one user each)
     #[arg(value_name = "JOB.toml|TARGET")]
     pub inputs: Vec<PathBuf>,
-    /// read, write, rw, randread, randwrite, randrw, mmapread, mmapwrite [default: read]
+    /// read, write, rw, randread, randwrite, randrw, mmap*, *trim, trimwrite [default: read]
+    ///
+    /// mmapread and mmapwrite go through the mmap engine; trim and randtrim discard blocks
+    /// (hole punches in a file, BLKDISCARD on a device); trimwrite trims a block, then
+    /// writes it.
     #[arg(long, value_name = "ACCESS", help_heading = WHAT)]
     pub rw: Option<String>,
     /// Bytes per I/O (512, 4k, 1m) [default: 8k]
@@ -240,7 +244,7 @@ mod tests {
         let j = Job::default();
         let flat: String = help.split_whitespace().collect::<Vec<_>>().join(" ");
         for want in [
-            format!("mmapwrite [default: {}]", j.access.name()),
+            format!("trimwrite [default: {}]", j.access.name()),
             format!("1m) [default: {}k]", j.block_size / 1024),
             format!("[default: {}]", j.threads),
             format!("randrw [default: {}]", j.read_pct),

@@ -68,7 +68,7 @@ impl MmapEngine {
 
 impl Engine for MmapEngine {
     #[inline]
-    fn submit(&mut self, ops: &[IoOp], _sys: &mut SyscallCounts) -> std::io::Result<usize> {
+    fn submit(&mut self, ops: &[IoOp], sys: &mut SyscallCounts) -> std::io::Result<usize> {
         for op in ops {
             let m = &self.maps[op.file as usize];
             let off = op.offset as usize;
@@ -76,16 +76,28 @@ impl Engine for MmapEngine {
             let buf = self.pool.slot_ptr(op.slot as usize);
             // SAFETY: off + len <= mapping length (clamped above); buf has >= len bytes; the
             // mapping and the buffer never overlap.
-            unsafe {
+            let result = unsafe {
                 match op.kind {
-                    OpKind::Read => std::ptr::copy_nonoverlapping(m.ptr.add(off), buf, len),
-                    OpKind::Write => std::ptr::copy_nonoverlapping(buf, m.ptr.add(off), len),
+                    OpKind::Read => {
+                        std::ptr::copy_nonoverlapping(m.ptr.add(off), buf, len);
+                        len as i64
+                    }
+                    OpKind::Write => {
+                        std::ptr::copy_nonoverlapping(buf, m.ptr.add(off), len);
+                        len as i64
+                    }
+                    // The mapping stays; the pages behind it go (a later read sees zeros).
+                    OpKind::Trim => {
+                        sys.fallocate += 1;
+                        let fd = self.files[op.file as usize].fds[0];
+                        super::meta::trim(fd, false, op.offset, len as u32)
+                    }
                 }
-            }
+            };
             if self.pending.len() < self.pending.capacity() {
                 self.pending.push(Completion {
                     slot: op.slot,
-                    result: len as i64,
+                    result,
                 });
             }
         }

@@ -172,6 +172,9 @@ impl MockEngine {
                     None => buf.fill(0),
                 }
             }
+            super::OpKind::Trim => {
+                disk.remove(&offset);
+            }
         }
     }
 
@@ -333,6 +336,7 @@ impl Engine for Counting {
             match op.kind {
                 OpKind::Read => self.seen.reads += 1,
                 OpKind::Write => self.seen.writes += 1,
+                OpKind::Trim => {}
             }
             let p = self.inner.buffers().slot_ptr(op.slot as usize) as usize;
             if !p.is_multiple_of(4096) {

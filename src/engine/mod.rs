@@ -24,8 +24,11 @@ use std::os::fd::RawFd;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpKind {
-    Read,
-    Write,
+    // The values index per-direction tables (`--bssplit`'s sizes: reads, writes, trims).
+    Read = 0,
+    Write = 1,
+    /// Discard the range (a hole punched in a file, BLKDISCARD on a block device): no buffer.
+    Trim = 2,
 }
 
 /// One I/O request.

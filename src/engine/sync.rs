@@ -16,15 +16,29 @@ pub(crate) struct SyncEngine {
     /// Completions of the last submit, handed out by the next reap. Capacity is reserved up
     /// front; submit takes one op at a time from the worker so this never grows.
     pending: Vec<Completion>,
+    /// Which files are block devices (trimmed by BLKDISCARD), found once when built; files
+    /// set later (a workload's) are never trimmed.
+    devices: Vec<bool>,
 }
 
 impl SyncEngine {
     pub(crate) fn new(files: Vec<FileHandles>, pool: BufferPool) -> Self {
         let cap = pool.slots().max(1);
+        let devices = files
+            .iter()
+            .map(|f| {
+                // Any open route names the same file (a device has no buffered route).
+                f.fds
+                    .iter()
+                    .find(|&&fd| fd >= 0)
+                    .is_some_and(|&fd| super::meta::is_block_device(fd))
+            })
+            .collect();
         SyncEngine {
             files,
             pool,
             pending: Vec::with_capacity(cap),
+            devices,
         }
     }
 }
@@ -95,6 +109,8 @@ unsafe fn flagged(op: &IoOp, fd: i32, buf: *mut u8, sys: &mut SyscallCounts) -> 
             sys.write += 1;
             libc::pwritev2(fd, &iov, 1, off, rwf) as i64
         }
+        // No source flags a trim (only a Job trims, at offsets it chooses).
+        OpKind::Trim => -(libc::EINVAL as i64),
     }
 }
 
@@ -121,6 +137,17 @@ impl SyncEngine {
                     OpKind::Write => {
                         sys.write += 1;
                         pwrite(fd, buf, op.len as usize, op.offset)
+                    }
+                    OpKind::Trim => {
+                        let device = self.devices.get(op.file as usize) == Some(&true);
+                        // BLKDISCARD is an ioctl: counted with the other calls.
+                        if device {
+                            sys.other += 1;
+                        } else {
+                            sys.fallocate += 1;
+                        }
+                        // Bytes or a negative errno already: no errno to read below.
+                        return super::meta::trim(fd, device, op.offset, op.len);
                     }
                 }
             }

@@ -131,6 +131,8 @@ enum Meta {
 
 /// user_data of a metadata operation's entry (data I/Os carry their slot, < 2^32).
 const META_TAG: u64 = u64::MAX;
+/// User data of a trim: this bit, the length in bits 32-60 (at most 256 MiB), the slot below.
+const TRIM_TAG: u64 = 1 << 61;
 
 /// Whether this kernel lets a process set up an io_uring: Err is the one-line reason (the
 /// same words `--engine uring` uses for a Job).
@@ -141,6 +143,12 @@ pub(crate) fn available() -> Result<(), crate::error::UsageError> {
 }
 
 /// The metadata opcodes this kernel supports, as a `Meta` bit set.
+/// Whether the kernel's io_uring has operation `code` (false when it cannot say).
+fn supports(ring: &IoUring, code: u8) -> bool {
+    let mut probe = Probe::new();
+    ring.submitter().register_probe(&mut probe).is_ok() && probe.is_supported(code)
+}
+
 fn probe_meta(ring: &IoUring, setup: RingSetup) -> u8 {
     if setup.iopoll || setup.sqpoll {
         return 0;
@@ -180,6 +188,12 @@ impl UringEngine {
         if job.sqpoll && !registered && !ring.params().is_feature_sqpoll_nonfixed() {
             anyhow::bail!(
                 "--sqpoll: this kernel needs registered files for SQ polling and registering them failed"
+            );
+        }
+        if job.access.trims() && !supports(&ring, opcode::Fallocate::CODE) {
+            anyhow::bail!(
+                "--rw {}: this kernel's io_uring has no FALLOCATE operation to trim with; use --engine sync",
+                job.access.name()
             );
         }
         let ring_meta = probe_meta(&ring, setup);
@@ -310,6 +324,15 @@ impl UringEngine {
                         .offset(offset)
                         .rw_flags(rwf)
                         .build(),
+                    // Completes with 0; `completion_of` turns that into the bytes trimmed,
+                    // which ride in the user data beside the slot.
+                    (OpKind::Trim, _) => {
+                        return opcode::Fallocate::new($target, op.len as u64)
+                            .offset(offset)
+                            .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+                            .build()
+                            .user_data(TRIM_TAG | (op.len as u64) << 32 | op.slot as u64)
+                    }
                 }
             };
         }
@@ -380,9 +403,16 @@ fn is_transient(e: &io::Error) -> bool {
 
 #[inline]
 fn completion_of(cqe: &cqueue::Entry) -> Completion {
+    let data = cqe.user_data();
+    let result = cqe.result() as i64;
     Completion {
-        slot: cqe.user_data() as u32,
-        result: cqe.result() as i64,
+        slot: data as u32,
+        // A trim succeeded: it discarded all it was asked to (fallocate returns 0).
+        result: if data & TRIM_TAG != 0 && result == 0 {
+            ((data & !TRIM_TAG) >> 32) as i64
+        } else {
+            result
+        },
     }
 }
 

@@ -39,6 +39,9 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "rwmixwrite",
     "bs",
     "blocksize",
+    "bssplit",
+    "blockalign",
+    "ba",
     "ioengine",
     "iodepth",
     "direct",
@@ -153,6 +156,27 @@ fn single(v: &str, kb_base: u64, key: &str, job: &str) -> Result<u64, UsageError
     parse_size(v, kb_base, &what)
 }
 
+/// A bssplit with each size read by fio's unit rules, written back in bytes for the Job's
+/// own parser (which checks the shares): `4k/60:64k/40,1m/100` -> `4096/60:65536/40,1048576/100`.
+fn bssplit_bytes(v: &str, kb_base: u64, what: &str) -> Result<String, UsageError> {
+    let mut dirs = Vec::new();
+    for list in v.split(',') {
+        let mut entries = Vec::new();
+        for entry in list.split(':').filter(|e| !e.trim().is_empty()) {
+            let (size, pct) = entry.split_once('/').ok_or_else(|| {
+                usage!("bad {what} '{v}': entry '{entry}' has no /PERCENT (fsbench takes every share written out)")
+            })?;
+            entries.push(format!(
+                "{}/{}",
+                parse_size(size, kb_base, what)?,
+                pct.trim()
+            ));
+        }
+        dirs.push(entries.join(":"));
+    }
+    Ok(dirs.join(","))
+}
+
 /// fio's booleans: a bare switch is on; `0` is off, any other number on.
 fn flag(o: &Opt, job: &str) -> Result<bool, UsageError> {
     match o.value.as_deref().map(str::trim) {
@@ -182,6 +206,9 @@ struct Spec {
     rw: Option<String>,
     rwmixread: Option<u64>,
     bs: Option<u64>,
+    /// bssplit, its sizes in bytes (`4096/60:65536/40`, per direction as fio writes them).
+    bssplit: Option<String>,
+    blockalign: Option<u64>,
     engine: Option<(EngineKind, String)>,
     iodepth: Option<u64>,
     direct: Option<bool>,
@@ -290,6 +317,8 @@ impl Spec {
             "rwmixread" => self.rwmixread = Some(pct(need()?, key, job)?),
             "rwmixwrite" => self.rwmixread = Some(100 - pct(need()?, key, job)?),
             "bs" | "blocksize" => self.bs = Some(size(one_for_all(need()?, key, job)?)?),
+            "bssplit" => self.bssplit = Some(bssplit_bytes(need()?, kb, &what)?),
+            "blockalign" | "ba" => self.blockalign = Some(size(one_for_all(need()?, key, job)?)?),
             "ioengine" => {
                 let v = need()?;
                 let (e, note) = engine(v, job)?;
@@ -354,11 +383,10 @@ fn access(job: &mut Job, rw: &str, section: &str) -> Result<(), UsageError> {
         ));
     }
     match rw {
-        "read" | "write" | "rw" | "readwrite" | "randread" | "randwrite" | "randrw" => {
-            set(job, "rw", rw, &format!("rw in [{section}]"))
-        }
+        "read" | "write" | "rw" | "readwrite" | "randread" | "randwrite" | "randrw" | "trim"
+        | "randtrim" | "trimwrite" => set(job, "rw", rw, &format!("rw in [{section}]")),
         _ => Err(usage!(
-            "rw={rw} in [{section}] is not supported: fsbench fio maps read, write, rw (readwrite), randread, randwrite and randrw"
+            "rw={rw} in [{section}] is not supported: fsbench fio maps read, write, rw (readwrite), randread, randwrite, randrw, trim, randtrim and trimwrite"
         )),
     }
 }
@@ -483,7 +511,11 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
     if let Some(bs) = spec.bs {
         set(job, "bs", &bs.to_string(), &at("bs"))?;
     }
-    let bs = job.block_size.max(1);
+    if let Some(s) = &spec.bssplit {
+        set(job, "bssplit", s, &at("bssplit"))?;
+    }
+    // A pass over `size` takes as many I/Os as the mean size goes into it (bssplit's mean).
+    let bs = (job.mean_io_size() as u64).max(1);
     if let Some(p) = spec.rwmixread {
         set(job, "rwmix", &p.to_string(), &at("rwmixread"))?;
     }
@@ -588,6 +620,9 @@ fn apply_random(job: &mut Job, spec: &Spec, sname: &str) -> Result<(), UsageErro
     }
     if let Some(d) = &spec.distribution {
         set(job, "distribution", d, &at("random_distribution"))?;
+    }
+    if let Some(a) = spec.blockalign {
+        set(job, "block_align", &a.to_string(), &at("blockalign"))?;
     }
     // fio's default: random I/O touches every block once per pass (a random map), unless
     // norandommap or a skewed distribution.
@@ -703,6 +738,37 @@ mod tests {
     }
 
     #[test]
+    fn bssplit_blockalign_and_trims_map_onto_the_job() {
+        let j = map("[j]\nrw=randtrim\nbssplit=4k/50:16k/50,64k/100\nba=8k\nsize=1m\nfilename=f\n")
+            .unwrap();
+        let j = &j[0].job;
+        assert_eq!(j.access, Access::RandTrim);
+        assert_eq!(
+            j.bssplit.as_ref().map(|s| s.spec()).as_deref(),
+            Some("4k/50:16k/50,64k/100")
+        );
+        assert_eq!(j.block_align, Some(8192));
+        // One pass over size=1m in I/Os of the trims' mean size (64k).
+        assert_eq!(j.io_count, Some(16));
+        // fio's units: with kb_base=1000, 4k is 4000 bytes.
+        let j =
+            map("[j]\nkb_base=1000\nrw=trimwrite\nbssplit=4k/100\nsize=1m\nfilename=f\n").unwrap();
+        assert_eq!(j[0].job.access, Access::TrimWrite);
+        assert_eq!(j[0].job.bssplit.as_ref().unwrap().max_size(), 4000);
+        for (text, want) in [
+            ("bssplit=4k/60:8k/30", "add up to 90, not 100"),
+            ("bssplit=4k/:8k/50", "percentage ''"),
+            ("bssplit=4k", "has no /PERCENT"),
+            ("rw=trim:8k", "offset skip"),
+        ] {
+            let e = map(&format!("[j]\n{text}\nsize=1m\nfilename=f\n"))
+                .unwrap_err()
+                .0;
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
     fn clones_without_a_filename_get_their_own_files() {
         let j = map("[w]\nrw=write\nsize=64k\nnumjobs=3\n").unwrap();
         let j = &j[0].job;
@@ -728,7 +794,11 @@ mod tests {
             ("[a]\nsize=1m\nbs=4k,8k\n", "different values"),
             ("[a]\nsize=1m\nbs=4k-8k\n", "is a range"),
             ("[a]\nsize=1m\nrw=randread:8\n", "':8' offset skip"),
-            ("[a]\nsize=1m\nrw=trim\n", "rw=trim in [a] is not supported"),
+            ("[a]\nsize=1m\nrw=randtrim:4\n", "':4' offset skip"),
+            (
+                "[a]\nsize=1m\nrw=discard\n",
+                "rw=discard in [a] is not supported",
+            ),
             ("[a]\nsize=1m\nioengine=splice\n", "ioengine=splice in [a]"),
             ("[a]\nsize=1m\nrw=write\nfsync=4\n", "fsync=4 in [a]"),
             ("[a]\nsize=1m\nkb_base=10\n", "kb_base"),
@@ -759,6 +829,7 @@ mod tests {
                 "ioengine" => "psync",
                 "rw" | "readwrite" => "read",
                 "random_distribution" => "random",
+                "bssplit" => "4k/100",
                 _ => "1",
             };
             let o = Opt {

@@ -4,6 +4,7 @@
 pub(crate) mod cache;
 pub(crate) mod params;
 pub(crate) mod shape;
+pub(crate) mod split;
 pub(crate) mod steady;
 pub(crate) mod think;
 
@@ -12,6 +13,7 @@ use crate::usage;
 pub(crate) use cache::{CachePolicy, Route};
 use serde::{Deserialize, Serialize};
 pub(crate) use shape::{BufferPattern, Distribution};
+pub(crate) use split::BsSplit;
 use std::path::PathBuf;
 pub(crate) use think::Think;
 
@@ -28,6 +30,12 @@ pub enum Access {
     RandWrite,
     /// Random, reads and writes mixed by `read_pct`.
     RandRw,
+    /// Sequential trims (discards): hole punching on a file, BLKDISCARD on a device.
+    Trim,
+    /// Random trims.
+    RandTrim,
+    /// Sequential: trim a block, then write it (fio's trimwrite).
+    TrimWrite,
 }
 
 impl Access {
@@ -39,19 +47,30 @@ impl Access {
             Access::RandRead => "randread",
             Access::RandWrite => "randwrite",
             Access::RandRw => "randrw",
+            Access::Trim => "trim",
+            Access::RandTrim => "randtrim",
+            Access::TrimWrite => "trimwrite",
         }
     }
     pub fn is_random(self) -> bool {
-        matches!(self, Access::RandRead | Access::RandWrite | Access::RandRw)
+        matches!(
+            self,
+            Access::RandRead | Access::RandWrite | Access::RandRw | Access::RandTrim
+        )
+    }
+    /// Whether the access trims (and so changes the target as a write does).
+    pub fn trims(self) -> bool {
+        matches!(self, Access::Trim | Access::RandTrim | Access::TrimWrite)
     }
     pub fn is_mixed(self) -> bool {
         matches!(self, Access::ReadWrite | Access::RandRw)
     }
-    /// Share of reads in percent for this access.
+    /// Share of reads in percent for this access (trims change the target: 0, as writes).
     pub fn read_pct(self, mixed_pct: u8) -> u8 {
         match self {
             Access::Read | Access::RandRead => 100,
             Access::Write | Access::RandWrite => 0,
+            Access::Trim | Access::RandTrim | Access::TrimWrite => 0,
             Access::ReadWrite | Access::RandRw => mixed_pct,
         }
     }
@@ -287,6 +306,12 @@ pub struct Job {
     pub read_pct: u8,
     /// Bytes per I/O.
     pub block_size: u64,
+    /// Mixed I/O sizes per direction (`--bssplit`); replaces `block_size` when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bssplit: Option<BsSplit>,
+    /// Random offsets are multiples of this (`--block-align`); default: the smallest I/O.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_align: Option<u64>,
     /// File size; for random access the range offsets are drawn from (vxbench maxfilesize).
     pub file_size: Option<u64>,
     /// I/Os per thread per repetition (vxbench iocount).
@@ -382,6 +407,8 @@ impl Default for Job {
             access: Access::Read,
             read_pct: 50,
             block_size: 8192,
+            bssplit: None,
+            block_align: None,
             file_size: None,
             io_count: None,
             time_s: None,
@@ -460,6 +487,37 @@ impl Job {
         crate::error::parse_toml(text, origin)
     }
 
+    /// The largest I/O of the run: `--bssplit`'s largest size, else the block size. Buffers
+    /// and the smallest file are sized by it.
+    pub fn io_size(&self) -> u64 {
+        self.bssplit
+            .as_ref()
+            .map_or(self.block_size, |s| s.max_size())
+    }
+
+    /// The smallest I/O of the run (random offsets are its multiples without
+    /// `--block-align`).
+    pub fn min_io_size(&self) -> u64 {
+        self.bssplit
+            .as_ref()
+            .map_or(self.block_size, |s| s.min_size())
+    }
+
+    /// The mean size of the run's I/Os (`--bssplit` weighted by the mix of directions).
+    pub fn mean_io_size(&self) -> f64 {
+        let Some(s) = &self.bssplit else {
+            return self.block_size as f64;
+        };
+        match self.access {
+            Access::Trim | Access::RandTrim => s.mean_size(2),
+            Access::TrimWrite => (s.mean_size(2) + s.mean_size(1)) / 2.0,
+            a => {
+                let r = a.read_pct(self.read_pct) as f64 / 100.0;
+                r * s.mean_size(0) + (1.0 - r) * s.mean_size(1)
+            }
+        }
+    }
+
     /// Total users x threads.
     pub fn total_threads(&self) -> u64 {
         self.targets.len() as u64 * self.threads as u64
@@ -475,7 +533,7 @@ impl Job {
         let per_thread = match (self.io_count, self.needed_file_size()) {
             (Some(n), _) => n,
             (None, Some(size)) => {
-                (size / self.block_size.max(1) / self.threads.max(1) as u64).max(1)
+                (size / self.min_io_size().max(1) / self.threads.max(1) as u64).max(1)
             }
             (None, None) => return qd,
         };
@@ -497,7 +555,7 @@ impl Job {
             }
         }
         self.io_count.map(|n| {
-            n.saturating_mul(self.block_size)
+            n.saturating_mul(self.io_size())
                 .saturating_mul(self.threads as u64)
         })
     }
@@ -516,8 +574,69 @@ impl Job {
         self.check_space()?;
         self.check_verify()?;
         self.check_offsets_and_data()?;
+        self.check_split_and_trim()?;
         self.check_null()?;
         self.check_bounds()
+    }
+
+    /// `--bssplit`, `--block-align` and the trim patterns against what cannot follow them.
+    fn check_split_and_trim(&self) -> Result<(), UsageError> {
+        if let Some(a) = self.block_align {
+            if a == 0 || a > MAX_BLOCK_SIZE {
+                return Err(usage!(
+                    "bad --block-align {a}: must be between 1 byte and 256m"
+                ));
+            }
+        }
+        let mixed = self.bssplit.is_some() || self.block_align.is_some();
+        if mixed && self.verifying() {
+            return Err(usage!(
+                "--verify checks blocks of one size at offsets that are its multiples: drop --bssplit and --block-align to use it"
+            ));
+        }
+        if self.bssplit.is_some() && self.dedupe.is_some() {
+            return Err(usage!(
+                "--dedupe repeats whole blocks of one size, and --bssplit mixes sizes: drop one of them"
+            ));
+        }
+        if mixed && self.open.append {
+            return Err(usage!(
+                "--bssplit and --block-align choose offsets, and --append writes at the end of the file: drop one of them"
+            ));
+        }
+        if self.access.trims() {
+            if self.verifying() {
+                return Err(usage!(
+                    "--rw {} discards blocks, so --verify would find them gone: drop --verify",
+                    self.access.name()
+                ));
+            }
+            if self.open.append {
+                return Err(usage!(
+                    "--rw {} trims at chosen offsets, and --append writes at the end of the file: drop --append",
+                    self.access.name()
+                ));
+            }
+            if self.shapes_data() && self.access != Access::TrimWrite {
+                return Err(usage!(
+                    "--buffer-pattern, --buffer-compress and --dedupe shape the bytes written, and a {} run writes nothing: use trimwrite or a write --rw",
+                    self.access.name()
+                ));
+            }
+            if self.hipri {
+                return Err(usage!(
+                    "--rw {} trims with fallocate, which a polled (--hipri) ring cannot complete: drop --hipri",
+                    self.access.name()
+                ));
+            }
+            if self.access == Access::TrimWrite && self.queue_depth > 1 {
+                return Err(usage!(
+                    "--rw trimwrite writes each block after its trim has completed, one at a time: drop --qd {}",
+                    self.queue_depth
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Whether the run shapes the bytes it writes (`--buffer-pattern`, `--buffer-compress`,
@@ -783,12 +902,12 @@ impl Job {
         if let (Some(n), None) = (self.io_count, self.file_size) {
             // Without a file size the file is sized by count x block size x threads.
             let total = n
-                .checked_mul(self.block_size)
+                .checked_mul(self.io_size())
                 .and_then(|b| b.checked_mul(self.threads as u64));
             if total.is_none_or(|b| b > MAX_OFFSET) {
                 return Err(usage!(
                     "bad I/O count {n}: {n} I/Os of {} bytes on {} thread(s) do not fit a file (at most 2^63 bytes); give a smaller count or a file size",
-                    self.block_size,
+                    self.io_size(),
                     self.threads
                 ));
             }
@@ -886,11 +1005,11 @@ impl Job {
             ));
         }
         if let Some(size) = self.needed_file_size() {
-            if size < self.block_size && !self.space.reserve_only {
+            if size < self.io_size() && !self.space.reserve_only {
                 return Err(usage!(
                     "file size {} is smaller than one I/O of {} bytes",
                     size,
-                    self.block_size
+                    self.io_size()
                 ));
             }
         }

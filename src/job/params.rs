@@ -8,8 +8,8 @@
 //! `toml` column names the key, and a test checks that both ways agree.
 
 use super::{
-    Access, Advice, BufferPattern, CachePolicy, Distribution, EngineKind, Job, RateScope, Think,
-    WorkerMode, MAX_THREADS,
+    Access, Advice, BsSplit, BufferPattern, CachePolicy, Distribution, EngineKind, Job, RateScope,
+    Think, WorkerMode, MAX_THREADS,
 };
 use crate::error::UsageError;
 use crate::units::{parse_duration, parse_size_as, BareUnit};
@@ -130,9 +130,12 @@ pub(crate) fn parse_access(
         "randrw" | "rand_mixed" => (Access::RandRw, None),
         "mmapread" | "mmap_read" => (Access::Read, Some(EngineKind::Mmap)),
         "mmapwrite" | "mmap_write" => (Access::Write, Some(EngineKind::Mmap)),
+        "trim" => (Access::Trim, None),
+        "randtrim" | "rand_trim" => (Access::RandTrim, None),
+        "trimwrite" => (Access::TrimWrite, None),
         _ => {
             return Err(usage!(
-                "unknown {what} '{v}': expected read, write, rw, randread (rand_read), randwrite (rand_write), randrw (rand_mixed), mmapread (mmap_read) or mmapwrite (mmap_write)"
+                "unknown {what} '{v}': expected read, write, rw, randread (rand_read), randwrite (rand_write), randrw (rand_mixed), mmapread (mmap_read), mmapwrite (mmap_write), trim, randtrim or trimwrite"
             ))
         }
     })
@@ -254,6 +257,22 @@ pub(crate) static PARAMS: &[Param] = &[
             Ok(())
         },
         show: |j| j.block_size.to_string(),
+    },
+    Param {
+        name: "block_align",
+        aliases: &["blockalign", "ba"],
+        label: "block align",
+        noun: "offset alignment",
+        flag: Some("--block-align"),
+        axis: true,
+        toml: "block_align",
+        vx: &[],
+        kind: Kind::Size,
+        set: |j, v, c| {
+            j.block_align = Some(size(v, c)?);
+            Ok(())
+        },
+        show: |j| opt(j.block_align),
     },
     Param {
         name: "size",
@@ -594,6 +613,23 @@ pub(crate) static PARAMS: &[Param] = &[
         show: |j| opt(j.dedupe),
     },
     // Not axes: run's flags, vx's options and TOML keys only.
+    // Not an axis: its per-direction form joins lists with commas, as an axis joins values.
+    Param {
+        name: "bssplit",
+        aliases: &[],
+        label: "size split",
+        noun: "size split",
+        flag: Some("--bssplit"),
+        axis: false,
+        toml: "bssplit",
+        vx: &[],
+        kind: Kind::Choice,
+        set: |j, v, c| {
+            j.bssplit = Some(BsSplit::parse(v, c.what)?);
+            Ok(())
+        },
+        show: |j| opt(j.bssplit.as_ref().map(|s| s.spec())),
+    },
     flag_bool!(
         "append",
         Some("--append"),

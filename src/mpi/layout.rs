@@ -119,6 +119,13 @@ impl DistSpec {
                 "the mmap engine maps the whole file: use --file-per-rank, or --engine sync/uring with --shared-file"
             ));
         }
+        if self.layout != Layout::FilePerRank
+            && (job.bssplit.is_some() || job.block_align.is_some())
+        {
+            return Err(usage!(
+                "a shared file is split among the ranks in blocks of one size: --bssplit and --block-align take --file-per-rank"
+            ));
+        }
         if self.layout != Layout::FilePerRank {
             if job.open.append || job.open.trunc {
                 return Err(usage!(

@@ -22,12 +22,16 @@ use std::ffi::CString;
 use std::time::{Duration, Instant};
 
 /// The replayed call kinds, in the order of the Result's groups: every traced op but open
-/// and close (how a replay reaches its files, not calls it times).
+/// and close (how a replay reaches its files, not calls it times) and trim (a replay never
+/// discards data).
 pub(super) const CALLS: [TraceOp; 8] = {
     let mut calls = [TraceOp::Read; 8];
     let (mut i, mut n) = (0, 0);
     while i < TraceOp::ALL.len() {
-        if !matches!(TraceOp::ALL[i], TraceOp::Open | TraceOp::Close) {
+        if !matches!(
+            TraceOp::ALL[i],
+            TraceOp::Open | TraceOp::Close | TraceOp::Trim
+        ) {
             calls[n] = TraceOp::ALL[i];
             n += 1;
         }
@@ -592,6 +596,8 @@ impl<'a> ThreadReplay<'a> {
                 &self.unlink_names[s.offset as usize],
                 false,
             )),
+            // The plan leaves trims out (see `plan`): a replay never discards data.
+            TraceOp::Trim => return None,
             TraceOp::Readdir => {
                 // A listing read to its end starts over, as a program listing again would.
                 if self.list_at_end {

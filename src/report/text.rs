@@ -70,6 +70,48 @@ pub(crate) fn is_mixed(s: &StatsReport) -> bool {
     s.read.ops > 0 && s.write.ops > 0
 }
 
+/// The directions that get lines of their own: every direction with operations when the
+/// run mixes them or trims (a trim's figures are never the total's alone to speak for).
+fn shown_directions(s: &StatsReport) -> Vec<(&'static str, &DirReport)> {
+    if !is_mixed(s) && s.trim.ops == 0 {
+        return Vec::new();
+    }
+    [("read", &s.read), ("write", &s.write), ("trim", &s.trim)]
+        .into_iter()
+        .filter(|(_, d)| d.ops > 0)
+        .collect()
+}
+
+/// One line per I/O size of a `--bssplit` run: its share of the operations, its rate and
+/// its latency.
+fn size_lines(s: &StatsReport, opts: &ReportOptions) -> Vec<String> {
+    let total: u64 = s.by_size.iter().map(|c| c.ops).sum();
+    s.by_size
+        .iter()
+        .map(|c| {
+            format!(
+                "{:<18} {:>13} {}  {:>9.0} IOPS  {} ops ({:.1} %), lat mean {} p50 {} p99 {}",
+                format!(
+                    "  size {}:",
+                    crate::units::format_size_exact(c.block_size_bytes)
+                ),
+                "",
+                bandwidth(c.bytes_per_sec, opts),
+                c.iops,
+                c.ops,
+                if total > 0 {
+                    c.ops as f64 * 100.0 / total as f64
+                } else {
+                    0.0
+                },
+                format_ns(c.lat_ns.mean),
+                format_ns(c.lat_ns.p50 as f64),
+                format_ns(c.lat_ns.p99 as f64),
+            )
+        })
+        .collect()
+}
+
 /// One direction of a mixed run under its total line, in the same columns (fio's `read:` and
 /// `write:` sections).
 fn direction_line(label: &str, d: &DirReport, opts: &ReportOptions) -> String {
@@ -160,7 +202,10 @@ pub(crate) fn header(r: &RunResult) -> String {
         "{}: {} {} x {}{}, {} user(s) x {} thread(s), cache {}, engine {}{}",
         r.name,
         j.access.name(),
-        format_size_exact(j.block_size),
+        match &j.bssplit {
+            Some(s) => format!("sizes {}", s.spec()),
+            None => format_size_exact(j.block_size),
+        },
         amount,
         if j.repeats > 1 {
             format!(" x {} reps", j.repeats)
@@ -266,9 +311,8 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
                 if r.users.len() > 1 || opts.per_thread || u.threads.len() > 1 {
                     let label = format!("user {:>3}:", u.user + 1);
                     let _ = writeln!(out, "{}", line(&label, &u.stats, opts));
-                    if is_mixed(&u.stats) {
-                        let _ = writeln!(out, "{}", direction_line("read", &u.stats.read, opts));
-                        let _ = writeln!(out, "{}", direction_line("write", &u.stats.write, opts));
+                    for (name, d) in shown_directions(&u.stats) {
+                        let _ = writeln!(out, "{}", direction_line(name, d, opts));
                     }
                 }
             }
@@ -281,10 +325,13 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
             }
         }
         let _ = writeln!(out, "{}", line("total:", &r.total, opts));
-        let mixed = is_mixed(&r.total);
-        if mixed {
-            let _ = writeln!(out, "{}", direction_line("read", &r.total.read, opts));
-            let _ = writeln!(out, "{}", direction_line("write", &r.total.write, opts));
+        let shown = shown_directions(&r.total);
+        let mixed = !shown.is_empty();
+        for (name, d) in &shown {
+            let _ = writeln!(out, "{}", direction_line(name, d, opts));
+        }
+        for l in size_lines(&r.total, opts) {
+            let _ = writeln!(out, "{}", fit(l, width));
         }
         // The latency lines are fsbench's own (not vxbench's shape): fitted in `vx` too.
         let lat_width = super::width::terminal_width();
@@ -299,7 +346,7 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
             )
         );
         if mixed {
-            for (name, d) in [("read", &r.total.read), ("write", &r.total.write)] {
+            for (name, d) in shown.iter().copied() {
                 if d.lat_ns.count > 0 {
                     let prefix = format!("{name} latency");
                     let _ = writeln!(
@@ -356,10 +403,15 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
         let t = &r.total;
         let _ = writeln!(
             out,
-            "ops: {} ({} read, {} write), {} bytes, {:.1} syscalls/s{}{}",
+            "ops: {} ({} read, {} write{}), {} bytes, {:.1} syscalls/s{}{}",
             t.ops,
             t.read_ops,
             t.write_ops,
+            if t.trim_ops > 0 {
+                format!(", {} trim", t.trim_ops)
+            } else {
+                String::new()
+            },
             t.bytes,
             t.syscalls_per_sec,
             if t.buffered_fallback_ops > 0 {

@@ -454,7 +454,8 @@ fn counters(s: &Stats) -> [u64; 5] {
     [
         s.read_ops,
         s.write_ops,
-        s.other_ops,
+        // Trims are neither reads nor writes: an interval counts them with the other ops.
+        s.other_ops + s.trim_ops,
         s.read_bytes,
         s.write_bytes,
     ]
@@ -555,18 +556,24 @@ impl Roller {
 
     fn publish(&self, stats: &Stats) {
         if let Some((b, i)) = &self.slot {
+            // The board has a read and a write side: a trim changes the target as a write
+            // does, so the live line and the steady-state watch count it there.
             b.publish(
                 *i,
                 [
                     stats.read_ops,
-                    stats.write_ops,
+                    stats.write_ops + stats.trim_ops,
                     stats.read_bytes,
-                    stats.write_bytes,
+                    stats.write_bytes + stats.trim_bytes,
                 ],
             );
             b.publish_latency(
                 *i,
-                stats.read_lat.sum().saturating_add(stats.write_lat.sum()),
+                stats
+                    .read_lat
+                    .sum()
+                    .saturating_add(stats.write_lat.sum())
+                    .saturating_add(stats.trim_lat.sum()),
             );
         }
     }

@@ -12,7 +12,7 @@ pub(crate) mod mark;
 pub(crate) mod opgen;
 mod outcome;
 pub(crate) mod pace;
-mod pick;
+pub(crate) mod pick;
 pub(crate) mod process;
 pub(crate) mod read;
 pub(crate) mod signal;
@@ -74,7 +74,7 @@ fn uring_preflight(job: &Job, plan: &target::Plan) -> Result<Vec<String>> {
         .and_then(|t| mark::open_existing(&t.path, false, job.force).ok());
     preflight(&RingCheck {
         depth: job.effective_depth(),
-        block_size: job.block_size,
+        block_size: job.io_size(),
         sqpoll: job.sqpoll,
         hipri: job.hipri,
         cache: plan.cache,

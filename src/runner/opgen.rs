@@ -3,6 +3,7 @@
 //! Seeded and reproducible; offsets never pass the end of the target.
 
 use crate::engine::OpKind;
+use crate::job::split::{SizeTable, SLOTS};
 
 /// SplitMix64: tiny, fast, good enough for offsets, and identical on every platform.
 #[derive(Debug, Clone)]
@@ -33,32 +34,62 @@ pub(crate) fn thread_seed(seed: u64, user: usize, thread: u32) -> u64 {
     r.next_u64()
 }
 
+/// Which operations a stream issues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mix {
+    /// Reads and writes, this percentage reads.
+    ReadPct(u8),
+    /// Trims only.
+    Trim,
+    /// A trim, then a write of the same range (fio's trimwrite).
+    TrimWrite,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct OpGen {
     random: bool,
-    read_pct: u8,
-    bs: u64,
-    /// Sequential: first byte of this thread's slice and its length (a multiple of bs).
+    mix: Mix,
+    /// Bytes per I/O when every I/O has one size.
+    len: u32,
+    /// With `--bssplit`: each direction's sizes, one drawn per I/O.
+    sizes: Option<SizeTable>,
+    /// Random offsets are multiples of this; sequential slices are counted in it (the block
+    /// size, or with `--bssplit` the smallest size, or `--block-align`).
+    unit: u64,
+    /// End of the target: no I/O passes it.
+    limit: u64,
+    /// Sequential: first byte of this thread's slice and its length (a multiple of unit).
     region_start: u64,
     region_len: u64,
     pos: u64,
-    /// Random: number of whole blocks in the target (or in this rank's part).
+    /// Random: number of places an I/O can start (or blocks in this rank's part).
     blocks: u64,
     /// A rank's part of a shared target: (base, stride, lane); logical block k is at
-    /// base + (k * stride + lane) * bs. None: logical blocks are the target's blocks.
+    /// base + (k * stride + lane) * unit. None: logical blocks are the target's blocks.
     part: Option<(u64, u64, u64)>,
     rng: Rng,
     /// Random: which block each I/O goes to.
     picker: super::pick::Picker,
-    /// I/Os left to issue; None = until stopped by time.
+    /// I/Os left to issue (trimwrite: pairs); None = until stopped by time.
     remaining: Option<u64>,
+    /// Sequential I/O of mixed sizes without a count: passes over the slice left.
+    passes_left: Option<u32>,
+    /// trimwrite: the write that follows the trim just issued.
+    pending_write: Option<(u64, u32)>,
 }
 
 /// Parameters of one thread's stream.
 pub(crate) struct GenSpec {
     pub random: bool,
-    pub read_pct: u8,
+    pub mix: Mix,
     pub block_size: u64,
+    /// With `--bssplit`: the sizes of each direction (`block_size` is then unused).
+    pub sizes: Option<SizeTable>,
+    /// `--bssplit`'s mean I/O size (untimed random runs without a count move about the
+    /// target's size in bytes).
+    pub mean_size: f64,
+    /// Random offsets are multiples of this (`--block-align`).
+    pub block_align: Option<u64>,
     pub target_size: u64,
     pub threads: u32,
     pub thread: u32,
@@ -77,28 +108,64 @@ pub(crate) struct GenSpec {
 
 impl OpGen {
     pub(crate) fn new(s: &GenSpec) -> Self {
+        let (min, max) = match &s.sizes {
+            Some(t) => {
+                let c = t.classes();
+                (c[0] as u64, c[c.len() - 1] as u64)
+            }
+            None => (s.block_size, s.block_size),
+        };
+        // Sequential slices are counted in the smallest I/O; random offsets in the alignment.
+        let seq_unit = min.max(1);
+        let unit = if s.random {
+            s.block_align.unwrap_or(seq_unit).max(1)
+        } else {
+            seq_unit
+        };
+        let seq_blocks = (s.target_size / seq_unit).max(1);
         let blocks = match s.part {
             Some(p) => p.blocks.max(1),
-            None => (s.target_size / s.block_size).max(1),
+            None if s.random => (s.target_size.saturating_sub(max) / unit + 1).max(1),
+            None => seq_blocks,
         };
         let threads = s.threads.max(1) as u64;
         let t = s.thread as u64;
-        let per_thread = (blocks / threads).max(1);
-        let slice_blocks = match s.io_count {
-            Some(n) => n.min(per_thread),
-            None => per_thread,
+        let span = if s.random || s.part.is_some() {
+            blocks
+        } else {
+            seq_blocks
         };
-        let region_start = ((t * per_thread) % blocks) * s.block_size;
-        let region_len = slice_blocks
-            .min(blocks - region_start / s.block_size)
-            .max(1)
-            * s.block_size;
+        let per_thread = (span / threads).max(1);
+        let mixed = s.sizes.is_some();
+        // A count of one-size I/Os covers that many blocks (a repetition starts the slice
+        // again); mixed sizes go on through the whole slice.
+        let slice_blocks = match s.io_count {
+            Some(n) if !mixed => n.min(per_thread),
+            _ => per_thread,
+        };
+        let region_start = ((t * per_thread) % span) * unit;
+        let region_len = slice_blocks.min(span - region_start / unit).max(1) * unit;
         let per_rep = match s.io_count {
             Some(n) => Some(n),
             None if s.timed => None,
-            None if s.random => Some(per_thread),
-            None => Some(region_len / s.block_size),
+            // Mixed sizes: about the thread's share of the target in bytes.
+            None if s.random && mixed => {
+                let share = (s.target_size / threads) as f64;
+                Some((share / s.mean_size.max(1.0)).round().max(1.0) as u64)
+            }
+            None if s.random => {
+                let whole = match s.part {
+                    Some(p) => p.blocks.max(1),
+                    None => (s.target_size / s.block_size.max(1)).max(1),
+                };
+                Some((whole / threads).max(1))
+            }
+            // Mixed sizes, sequential: one pass over the slice, however many I/Os it takes.
+            None if mixed => None,
+            None => Some(region_len / unit),
         };
+        let passes_left =
+            (mixed && !s.random && !s.timed && s.io_count.is_none()).then_some(s.repeats.max(1));
         let remaining = if s.timed && s.io_count.is_none() {
             None
         } else {
@@ -107,8 +174,11 @@ impl OpGen {
         let mut rng = Rng::new(s.seed);
         OpGen {
             random: s.random,
-            read_pct: s.read_pct,
-            bs: s.block_size,
+            mix: s.mix,
+            len: s.block_size as u32,
+            sizes: s.sizes.clone(),
+            unit,
+            limit: s.target_size,
             region_start,
             region_len,
             pos: 0,
@@ -120,49 +190,82 @@ impl OpGen {
             picker: super::pick::Picker::new(&s.distribution, s.random_map, blocks, &mut rng),
             rng,
             remaining,
+            passes_left,
+            pending_write: None,
         }
     }
 
-    /// Whether this generator issues reads and whether it issues writes.
-    pub(crate) fn directions(&self) -> (bool, bool) {
-        (self.read_pct > 0, self.read_pct < 100)
+    /// Whether this generator issues reads, writes and trims.
+    pub(crate) fn directions(&self) -> (bool, bool, bool) {
+        match self.mix {
+            Mix::ReadPct(p) => (p > 0, p < 100, false),
+            Mix::Trim => (false, false, true),
+            Mix::TrimWrite => (false, true, true),
+        }
     }
 
-    /// Next operation and offset, or None when the count is reached.
+    /// With `--bssplit`: the sizes the I/Os take, ascending (the Result's size classes).
+    pub(crate) fn size_classes(&self) -> Option<&[u32]> {
+        self.sizes.as_ref().map(|t| t.classes())
+    }
+
+    /// Next operation, offset and length, or None when the count is reached.
     #[inline]
-    pub(crate) fn next_op(&mut self) -> Option<(OpKind, u64)> {
+    pub(crate) fn next_op(&mut self) -> Option<(OpKind, u64, u32)> {
+        if let Some((offset, len)) = self.pending_write.take() {
+            return Some((OpKind::Write, offset, len));
+        }
         if let Some(r) = &mut self.remaining {
             if *r == 0 {
                 return None;
             }
             *r -= 1;
         }
-        let kind = match self.read_pct {
-            100 => OpKind::Read,
-            0 => OpKind::Write,
-            p => {
+        let kind = match self.mix {
+            Mix::ReadPct(100) => OpKind::Read,
+            Mix::ReadPct(0) => OpKind::Write,
+            Mix::ReadPct(p) => {
                 if self.rng.below(100) < p as u64 {
                     OpKind::Read
                 } else {
                     OpKind::Write
                 }
             }
+            Mix::Trim | Mix::TrimWrite => OpKind::Trim,
+        };
+        let len = match &self.sizes {
+            None => self.len,
+            Some(t) => t.size(kind as usize, self.rng.below(SLOTS as u64)),
         };
         let offset = if self.random {
-            self.picker.next(&mut self.rng, self.blocks) * self.bs
+            self.picker.next(&mut self.rng, self.blocks) * self.unit
         } else {
-            let o = self.region_start + self.pos;
-            self.pos += self.bs;
-            if self.pos >= self.region_len {
+            if self.pos + len as u64 > self.region_len && self.pos > 0 {
                 self.pos = 0;
+                if let Some(p) = &mut self.passes_left {
+                    *p -= 1;
+                    if *p == 0 {
+                        self.remaining = Some(0);
+                        return None;
+                    }
+                }
             }
+            let o = self.region_start + self.pos;
+            self.pos += len as u64;
             o
         };
-        let offset = match self.part {
+        let mut offset = match self.part {
             None => offset,
-            Some((base, stride, lane)) => base + ((offset / self.bs) * stride + lane) * self.bs,
+            Some((base, stride, lane)) => base + ((offset / self.unit) * stride + lane) * self.unit,
         };
-        Some((kind, offset))
+        if self.sizes.is_some() && offset + len as u64 > self.limit {
+            // A slice shorter than the I/O: the last aligned place it fits.
+            offset = self.limit.saturating_sub(len as u64) / self.unit * self.unit;
+        }
+        if self.mix == Mix::TrimWrite {
+            self.pending_write = Some((offset, len));
+        }
+        Some((kind, offset, len))
     }
 }
 
@@ -174,8 +277,11 @@ mod tests {
     fn spec(random: bool) -> GenSpec {
         GenSpec {
             random,
-            read_pct: 100,
+            mix: Mix::ReadPct(100),
             block_size: 4096,
+            sizes: None,
+            mean_size: 4096.0,
+            block_align: None,
             target_size: 1 << 20,
             threads: 4,
             thread: 1,
@@ -192,7 +298,7 @@ mod tests {
     #[test]
     fn sequential_slices() {
         let mut g = OpGen::new(&spec(false));
-        let offs: Vec<u64> = std::iter::from_fn(|| g.next_op().map(|(_, o)| o)).collect();
+        let offs: Vec<u64> = std::iter::from_fn(|| g.next_op().map(|(_, o, _)| o)).collect();
         assert_eq!(offs.len(), 20);
         assert_eq!(offs[0], 64 * 4096);
         assert_eq!(offs[9], 73 * 4096);
@@ -210,34 +316,64 @@ mod tests {
             std::iter::from_fn(|| g.next_op()).collect()
         };
         assert_eq!(a, b);
-        assert!(a.iter().any(|&(_, o)| o != a[0].1));
+        assert!(a.iter().any(|&(_, o, _)| o != a[0].1));
     }
 
     #[test]
     fn mix_follows_percentage() {
         let mut s = spec(true);
-        s.read_pct = 70;
+        s.mix = Mix::ReadPct(70);
         s.io_count = Some(100_000);
         s.repeats = 1;
         let mut g = OpGen::new(&s);
         let reads = std::iter::from_fn(|| g.next_op())
-            .filter(|(k, _)| *k == OpKind::Read)
+            .filter(|(k, _, _)| *k == OpKind::Read)
             .count();
         assert!((68_000..72_000).contains(&reads), "{reads}");
     }
 
     proptest! {
+        /// Mixed sizes: every I/O is a size of its direction's list, inside the target, and
+        /// a random one starts on the alignment.
+        #[test]
+        fn mixed_sizes_stay_inside_and_aligned(random: bool, size_k in 64u64..4096, threads in 1u32..8,
+                                               count in prop::option::of(1u64..300), seed: u64,
+                                               pct in 0u8..=100, align_k in prop::option::of(1u64..64)) {
+            let split = crate::job::BsSplit::parse("4k/50:12k/30:64k/20,8k/70:32k/30", "x").unwrap();
+            let size = size_k * 1024;
+            for t in 0..threads {
+                let mut g = OpGen::new(&GenSpec { random, mix: Mix::ReadPct(pct), block_size: 4096,
+                    sizes: Some(SizeTable::new(&split)), mean_size: 16384.0,
+                    block_align: align_k.map(|a| a * 1024), target_size: size, threads, thread: t,
+                    io_count: count, repeats: 1, timed: false, seed, part: None,
+                    distribution: Default::default(), random_map: false });
+                let mut n = 0;
+                while let Some((kind, off, len)) = g.next_op() {
+                    let sizes: &[u32] = if kind == OpKind::Read { &[4096, 12288, 65536] } else { &[8192, 32768] };
+                    prop_assert!(sizes.contains(&len), "{:?} of {}", kind, len);
+                    prop_assert!(off + len as u64 <= size, "offset {} + {} > {}", off, len, size);
+                    if random {
+                        prop_assert_eq!(off % align_k.map_or(4096, |a| a * 1024), 0);
+                    }
+                    n += 1;
+                    prop_assert!(n <= 100_000);
+                }
+                if let Some(c) = count { prop_assert_eq!(n, c); }
+            }
+        }
+
         #[test]
         fn offsets_stay_inside(random: bool, bs_k in 1u64..64, size_k in 1u64..4096, threads in 1u32..16,
                                count in prop::option::of(1u64..500), seed: u64, pct in 0u8..=100) {
             let bs = bs_k * 512;
             let size = (size_k * 1024).max(bs);
             for t in 0..threads {
-                let mut g = OpGen::new(&GenSpec { random, read_pct: pct, block_size: bs, target_size: size,
+                let mut g = OpGen::new(&GenSpec { random, mix: Mix::ReadPct(pct), block_size: bs, sizes: None,
+                    mean_size: bs as f64, block_align: None, target_size: size,
                     threads, thread: t, io_count: count, repeats: 1, timed: false, seed, part: None,
                     distribution: Default::default(), random_map: false });
                 let mut n = 0;
-                while let Some((_, off)) = g.next_op() {
+                while let Some((_, off, _)) = g.next_op() {
                     prop_assert!(off + bs <= size, "offset {} + {} > {}", off, bs, size);
                     prop_assert_eq!(off % bs, 0);
                     n += 1;

@@ -28,7 +28,7 @@ pub(crate) fn per_worker_rate(job: &Job) -> Option<f64> {
     let from_bytes = job
         .rate
         .bytes_per_sec
-        .map(|b| b as f64 / job.block_size.max(1) as f64);
+        .map(|b| b as f64 / job.mean_io_size().max(1.0));
     // Both limits given: the stricter one holds.
     let rate = match (iops, from_bytes) {
         (Some(a), Some(b)) => a.min(b),

@@ -160,8 +160,9 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 
 /// Zipf ranks 1..=n with exponent `s`, by rejection-inversion: invert the integral of the
 /// continuous hat 1/x^s, accept the rounded point when it falls under the step function.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Zipf {
+/// Also the sampler of the workload's `cvar-zipf`, which draws from its own generator.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Zipf {
     n: f64,
     s: f64,
     h_x1: f64,
@@ -217,8 +218,13 @@ impl Zipf {
     /// A rank in 1..=n.
     #[inline]
     pub(crate) fn sample(&self, rng: &mut Rng) -> u64 {
+        self.sample_with(|| (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
+    }
+    /// A rank in 1..=n from uniform draws in [0, 1) that `u01` makes.
+    #[inline]
+    pub(crate) fn sample_with(&self, mut u01: impl FnMut() -> f64) -> u64 {
         loop {
-            let u01 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            let u01 = u01();
             let u = self.h_n + u01 * (self.h_x1 - self.h_n);
             let x = self.h_integral_inverse(u);
             let k = (x + 0.5).floor().clamp(1.0, self.n);

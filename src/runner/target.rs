@@ -547,6 +547,14 @@ fn check_file(
             path.display()
         ),
     };
+    if job.bssplit.is_some() && size < job.io_size() && !job.space.reserve_only {
+        bail_usage!(
+            "{} holds {} bytes, less than one I/O of {}: give a larger --size or smaller I/O sizes",
+            path.display(),
+            size,
+            job.io_size()
+        );
+    }
     if job.space.flags.noextend {
         let limit = job.space.reservation.unwrap_or(len_after).max(len_after);
         if size > limit {
@@ -563,12 +571,12 @@ fn check_file(
     if !job.space.reserve_only && needs_data(job) && len_after < size {
         if existed && !ours && !job.force {
             // Read-only use of a foreign file: stay inside it, never read past its end.
-            if len_after < job.block_size {
+            if len_after < job.io_size() {
                 bail_usage!(
                     "{} has {} bytes, less than one I/O of {}: it was not created by fsbench, so it is not extended without --force",
                     path.display(),
                     len_after,
-                    job.block_size
+                    job.io_size()
                 );
             }
             notes.push(format!(
@@ -619,7 +627,7 @@ fn new_bytes(job: &Job, o: &Opened) -> u64 {
             // Random writes into a sparse file fill at most what they write.
             job.io_count
                 .map(|c| {
-                    c.saturating_mul(job.block_size)
+                    c.saturating_mul(job.io_size())
                         .saturating_mul(job.threads as u64)
                 })
                 .unwrap_or(o.size)
@@ -723,7 +731,7 @@ fn lay_out(
     // made of the same blocks as the writes, so the blocks a random run never writes hold
     // what was asked too; whole blocks, so a buffer of at least one.
     let mut fill = crate::engine::shaped::DataFill::for_job(job, seed);
-    let bs = job.block_size.max(1) as usize;
+    let bs = job.io_size().max(1) as usize;
     let len = if fill.is_some() {
         bs.max(1 << 20)
     } else {

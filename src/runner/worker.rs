@@ -10,7 +10,7 @@
 //! docs/per-io-cost.md.
 
 use super::mark::FileId;
-use super::opgen::{thread_seed, GenSpec, OpGen};
+use super::opgen::{thread_seed, GenSpec, Mix, OpGen};
 use super::pace::Pacer;
 use super::target::Plan;
 use crate::engine::{self, BufferPool, Built, Completion, Engine, FileHandles, IoOp, OpKind};
@@ -128,7 +128,6 @@ struct Core {
     path: String,
     gen: OpGen,
     route: RouteRule,
-    bs: u32,
     depth: usize,
     fsync: bool,
     deadline: Option<Duration>,

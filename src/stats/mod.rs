@@ -193,12 +193,26 @@ pub struct Stats {
     pub other_ops: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
+    /// Trims (`--rw trim|randtrim|trimwrite`) and the bytes they discarded.
+    #[serde(default)]
+    pub trim_ops: u64,
+    #[serde(default)]
+    pub trim_bytes: u64,
     pub errors: u64,
     /// Direct-I/O requests that were misaligned and so were done as data-synchronous buffered
     /// I/O (the white paper's rule).
     pub buffered_fallback_ops: u64,
     /// I/Os that the discovered-direct policy sent direct (those larger than the threshold).
     pub direct_ops: u64,
+    /// Latency of the trims.
+    #[serde(default)]
+    pub trim_lat: LatencyHist,
+    /// Latency of the trims from their intended issue time.
+    #[serde(default)]
+    pub sched_trim_lat: LatencyHist,
+    /// With `--bssplit`: the I/Os of each size (ascending), apart; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_size: Vec<SizeClass>,
     /// Latency of the reads. Each operation is recorded once, in the histogram of its
     /// direction; the total is their merge ([`Stats::lat`]), made at report time.
     #[serde(default)]
@@ -248,6 +262,32 @@ pub enum Dir {
     Read,
     Write,
     Other,
+    Trim,
+}
+
+/// The I/Os of one size of a `--bssplit` run: counts by direction, bytes and latency.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SizeClass {
+    pub block_size_bytes: u64,
+    pub read_ops: u64,
+    pub write_ops: u64,
+    pub trim_ops: u64,
+    pub bytes: u64,
+    pub lat: LatencyHist,
+}
+
+impl SizeClass {
+    /// Count one completed I/O of this size (a field update: no allocation once ready).
+    #[inline(always)]
+    pub(crate) fn record(&mut self, kind: crate::engine::OpKind, bytes: u64, lat_ns: u64) {
+        match kind {
+            crate::engine::OpKind::Read => self.read_ops += 1,
+            crate::engine::OpKind::Write => self.write_ops += 1,
+            crate::engine::OpKind::Trim => self.trim_ops += 1,
+        }
+        self.bytes += bytes;
+        self.lat.record(lat_ns);
+    }
 }
 
 impl Stats {
@@ -258,6 +298,7 @@ impl Stats {
             Dir::Read => &mut self.read_lat,
             Dir::Write => &mut self.write_lat,
             Dir::Other => &mut self.other_lat,
+            Dir::Trim => &mut self.trim_lat,
         }
     }
 
@@ -271,6 +312,40 @@ impl Stats {
         }
     }
 
+    /// Create the size classes of a `--bssplit` run (ascending sizes) and their histograms,
+    /// before timing.
+    pub(crate) fn ready_sizes(&mut self, sizes: &[u32]) {
+        self.by_size = sizes
+            .iter()
+            .map(|&s| {
+                let mut c = SizeClass {
+                    block_size_bytes: s as u64,
+                    ..Default::default()
+                };
+                c.lat.ready();
+                c
+            })
+            .collect();
+    }
+
+    /// Count one completed I/O of `len` bytes in its size class, when the run keeps them.
+    #[inline(always)]
+    pub(crate) fn record_size(
+        &mut self,
+        kind: crate::engine::OpKind,
+        len: u32,
+        bytes: u64,
+        lat_ns: u64,
+    ) {
+        if let Some(c) = self
+            .by_size
+            .iter_mut()
+            .find(|c| c.block_size_bytes == len as u64)
+        {
+            c.record(kind, bytes, lat_ns);
+        }
+    }
+
     /// The latency of every operation: the direction histograms merged (exactly). Report
     /// time only: it allocates.
     pub fn lat(&self) -> LatencyHist {
@@ -278,6 +353,7 @@ impl Stats {
         all.merge(&self.read_lat);
         all.merge(&self.write_lat);
         all.merge(&self.other_lat);
+        all.merge(&self.trim_lat);
         all
     }
 
@@ -288,6 +364,7 @@ impl Stats {
             Dir::Read => &mut self.sched_read_lat,
             Dir::Write => &mut self.sched_write_lat,
             Dir::Other => &mut self.sched_other_lat,
+            Dir::Trim => &mut self.sched_trim_lat,
         }
     }
 
@@ -308,24 +385,28 @@ impl Stats {
         all.merge(&self.sched_read_lat);
         all.merge(&self.sched_write_lat);
         all.merge(&self.sched_other_lat);
+        all.merge(&self.sched_trim_lat);
         all
     }
 
     /// Operations with a recorded schedule latency (all directions).
     pub fn sched_lat_count(&self) -> u64 {
-        self.sched_read_lat.len() + self.sched_write_lat.len() + self.sched_other_lat.len()
+        self.sched_read_lat.len()
+            + self.sched_write_lat.len()
+            + self.sched_other_lat.len()
+            + self.sched_trim_lat.len()
     }
 
     /// Operations with a recorded latency (all directions).
     pub fn lat_count(&self) -> u64 {
-        self.read_lat.len() + self.write_lat.len() + self.other_lat.len()
+        self.read_lat.len() + self.write_lat.len() + self.other_lat.len() + self.trim_lat.len()
     }
 
     pub fn ops(&self) -> u64 {
-        self.read_ops + self.write_ops + self.other_ops
+        self.read_ops + self.write_ops + self.other_ops + self.trim_ops
     }
     pub fn bytes(&self) -> u64 {
-        self.read_bytes + self.write_bytes
+        self.read_bytes + self.write_bytes + self.trim_bytes
     }
 }
 
@@ -336,6 +417,8 @@ impl std::ops::AddAssign<&Stats> for Stats {
         self.other_ops += o.other_ops;
         self.read_bytes += o.read_bytes;
         self.write_bytes += o.write_bytes;
+        self.trim_ops += o.trim_ops;
+        self.trim_bytes += o.trim_bytes;
         self.errors += o.errors;
         self.buffered_fallback_ops += o.buffered_fallback_ops;
         self.direct_ops += o.direct_ops;
@@ -345,6 +428,29 @@ impl std::ops::AddAssign<&Stats> for Stats {
         self.sched_read_lat.merge(&o.sched_read_lat);
         self.sched_write_lat.merge(&o.sched_write_lat);
         self.sched_other_lat.merge(&o.sched_other_lat);
+        self.trim_lat.merge(&o.trim_lat);
+        self.sched_trim_lat.merge(&o.sched_trim_lat);
+        for c in &o.by_size {
+            match self
+                .by_size
+                .iter_mut()
+                .find(|m| m.block_size_bytes == c.block_size_bytes)
+            {
+                Some(m) => {
+                    m.read_ops += c.read_ops;
+                    m.write_ops += c.write_ops;
+                    m.trim_ops += c.trim_ops;
+                    m.bytes += c.bytes;
+                    m.lat.merge(&c.lat);
+                }
+                None => {
+                    let at = self
+                        .by_size
+                        .partition_point(|m| m.block_size_bytes < c.block_size_bytes);
+                    self.by_size.insert(at, c.clone());
+                }
+            }
+        }
         self.usage += &o.usage;
         self.syscalls += &o.syscalls;
         for (a, b) in self.inflight.iter_mut().zip(o.inflight.iter()) {
@@ -391,7 +497,53 @@ pub struct DirReport {
     pub lat_percentiles_ns: PercentileValues,
 }
 
+/// The I/Os of one size of a `--bssplit` run (every direction), measured over the same
+/// elapsed time as the total.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SizeReport {
+    pub block_size_bytes: u64,
+    pub ops: u64,
+    pub read_ops: u64,
+    pub write_ops: u64,
+    #[serde(default)]
+    pub trim_ops: u64,
+    pub bytes: u64,
+    pub bytes_per_sec: f64,
+    pub iops: f64,
+    pub lat_ns: LatencySummary,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lat_hist_ns: Vec<[u64; 2]>,
+}
+
+impl SizeReport {
+    fn of(c: &SizeClass, elapsed_s: f64, with_hist: bool) -> SizeReport {
+        let per_sec = |v: f64| if elapsed_s > 0.0 { v / elapsed_s } else { 0.0 };
+        let ops = c.read_ops + c.write_ops + c.trim_ops;
+        SizeReport {
+            block_size_bytes: c.block_size_bytes,
+            ops,
+            read_ops: c.read_ops,
+            write_ops: c.write_ops,
+            trim_ops: c.trim_ops,
+            bytes: c.bytes,
+            bytes_per_sec: per_sec(c.bytes as f64),
+            iops: per_sec(ops as f64),
+            lat_ns: c.lat.summary(),
+            lat_hist_ns: if with_hist {
+                c.lat.to_buckets()
+            } else {
+                Vec::new()
+            },
+        }
+    }
+}
+
 impl DirReport {
+    /// Nothing measured in this direction.
+    pub fn is_empty(&self) -> bool {
+        self.ops == 0 && self.lat_ns.count == 0
+    }
+
     fn of(
         ops: u64,
         bytes: u64,
@@ -469,6 +621,17 @@ pub struct StatsReport {
     /// The writes alone.
     #[serde(default)]
     pub write: DirReport,
+    /// The trims alone (absent when the run trimmed nothing).
+    #[serde(default, skip_serializing_if = "DirReport::is_empty")]
+    pub trim: DirReport,
+    /// Trims and bytes trimmed (also in `ops` and `bytes`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trim_ops: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trim_bytes: u64,
+    /// With `--bssplit`: the I/Os of each size, ascending.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_size: Vec<SizeReport>,
     /// The percentiles asked for (`--percentiles`), nanoseconds, keyed as in `lat_ns`.
     #[serde(default, skip_serializing_if = "PercentileValues::is_empty")]
     pub lat_percentiles_ns: PercentileValues,
@@ -479,7 +642,7 @@ impl StatsReport {
     /// histogram buckets kept (a report without buckets gets none).
     pub(crate) fn set_percentiles(&mut self, list: &[f64]) {
         self.lat_percentiles_ns = PercentileValues::of(list, &self.lat_hist_ns, &self.lat_ns);
-        for d in [&mut self.read, &mut self.write] {
+        for d in [&mut self.read, &mut self.write, &mut self.trim] {
             d.lat_percentiles_ns = PercentileValues::of(list, &d.lat_hist_ns, &d.lat_ns);
         }
     }
@@ -498,10 +661,10 @@ impl StatsReport {
         // the same and only the service latency is recorded (one histogram per direction,
         // not two): the schedule figures are then the service ones.
         let paced = s.sched_lat_count() > 0;
-        let (read_sched, write_sched) = if paced {
-            (&s.sched_read_lat, &s.sched_write_lat)
+        let (read_sched, write_sched, trim_sched) = if paced {
+            (&s.sched_read_lat, &s.sched_write_lat, &s.sched_trim_lat)
         } else {
-            (&s.read_lat, &s.write_lat)
+            (&s.read_lat, &s.write_lat, &s.trim_lat)
         };
         let read = DirReport::of(
             s.read_ops,
@@ -519,9 +682,25 @@ impl StatsReport {
             write_sched,
             with_hist,
         );
+        let trim = DirReport::of(
+            s.trim_ops,
+            s.trim_bytes,
+            s.elapsed_s,
+            &s.trim_lat,
+            trim_sched,
+            with_hist,
+        );
         StatsReport {
             read,
             write,
+            trim,
+            trim_ops: s.trim_ops,
+            trim_bytes: s.trim_bytes,
+            by_size: s
+                .by_size
+                .iter()
+                .map(|c| SizeReport::of(c, s.elapsed_s, with_hist))
+                .collect(),
             ops,
             read_ops: s.read_ops,
             write_ops: s.write_ops,
@@ -711,6 +890,62 @@ mod tests {
         let d: DirReport = serde_json::from_value(v).unwrap();
         assert_eq!(d.sched_lat_ns.count, 0);
         assert_eq!(d.lat_ns.count, 1);
+    }
+
+    #[test]
+    fn size_classes_and_trims_merge_exactly() {
+        use crate::engine::OpKind;
+        let mut a = Stats {
+            elapsed_s: 1.0,
+            ..Default::default()
+        };
+        a.ready_sizes(&[4096, 65536]);
+        a.record_size(OpKind::Read, 4096, 4096, 100);
+        a.record_size(OpKind::Write, 65536, 65536, 900);
+        a.record_size(OpKind::Read, 8192, 8192, 5); // not a class of this run: ignored
+        let mut b = Stats {
+            trim_ops: 2,
+            trim_bytes: 8192,
+            elapsed_s: 1.0,
+            ..Default::default()
+        };
+        b.trim_lat.record(300);
+        b.trim_lat.record(500);
+        b.ready_sizes(&[4096, 16384]);
+        b.record_size(OpKind::Trim, 4096, 4096, 300);
+        b.record_size(OpKind::Trim, 16384, 16384, 500);
+        a += &b;
+        let sizes: Vec<(u64, u64, u64, u64, u64)> = a
+            .by_size
+            .iter()
+            .map(|c| {
+                (
+                    c.block_size_bytes,
+                    c.read_ops,
+                    c.write_ops,
+                    c.trim_ops,
+                    c.lat.len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            sizes,
+            vec![(4096, 1, 0, 1, 2), (16384, 0, 0, 1, 1), (65536, 0, 1, 0, 1)]
+        );
+        assert_eq!((a.ops(), a.bytes()), (2, 8192));
+        let r = StatsReport::from_stats(&a, true);
+        assert_eq!(
+            (r.trim.ops, r.trim.bytes, r.trim.lat_ns.count),
+            (2, 8192, 2)
+        );
+        assert_eq!(r.lat_ns.count, 2, "the total's latency holds the trims");
+        assert_eq!(r.by_size.len(), 3);
+        assert_eq!((r.by_size[0].ops, r.by_size[0].bytes), (2, 8192));
+        assert_eq!(r.by_size[2].lat_ns.max, 900);
+        // A run without trims or sizes writes neither key.
+        let plain =
+            serde_json::to_value(StatsReport::from_stats(&Stats::default(), false)).unwrap();
+        assert!(plain.get("trim").is_none() && plain.get("by_size").is_none());
     }
 
     #[test]

@@ -325,7 +325,8 @@ fn count_calls(t: &Trace, a: &mut Analysis, tally: &mut Tally) {
             | TraceOp::Unlink
             | TraceOp::Stat
             | TraceOp::Mkdir
-            | TraceOp::Readdir => {}
+            | TraceOp::Readdir
+            | TraceOp::Trim => {}
         }
     }
     a.threads = threads.len() as u64;

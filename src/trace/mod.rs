@@ -34,11 +34,13 @@ pub enum TraceOp {
     Stat,
     Mkdir,
     Readdir,
+    /// A Job's trim (hole punch or discard) of `len` bytes at `offset`.
+    Trim,
 }
 
 impl TraceOp {
     /// Every op, in the order of its binary code (`code()`).
-    pub const ALL: [TraceOp; 10] = [
+    pub const ALL: [TraceOp; 11] = [
         TraceOp::Read,
         TraceOp::Write,
         TraceOp::Open,
@@ -49,6 +51,7 @@ impl TraceOp {
         TraceOp::Stat,
         TraceOp::Mkdir,
         TraceOp::Readdir,
+        TraceOp::Trim,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -62,6 +65,7 @@ impl TraceOp {
             TraceOp::Stat => "stat",
             TraceOp::Mkdir => "mkdir",
             TraceOp::Readdir => "readdir",
+            TraceOp::Trim => "trim",
         }
     }
     pub fn parse(s: &str) -> Option<TraceOp> {

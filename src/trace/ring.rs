@@ -94,10 +94,10 @@ impl TraceRing {
         end: Instant,
         result: i64,
     ) {
-        let op = if kind == OpKind::Write {
-            TraceOp::Write
-        } else {
-            TraceOp::Read
+        let op = match kind {
+            OpKind::Read => TraceOp::Read,
+            OpKind::Write => TraceOp::Write,
+            OpKind::Trim => TraceOp::Trim,
         };
         self.record_call(op, 0, offset, len, start, end, result);
     }
@@ -239,7 +239,7 @@ mod tests {
         let files: TraceFiles = Arc::new((0..20).map(|i| format!("f{i}")).collect());
         let mut r = TraceRing::new(0, files, base, 16);
         let ops: Vec<TraceOp> = (0..=u8::MAX).map_while(TraceOp::from_code).collect();
-        assert_eq!(ops.len(), 10);
+        assert_eq!(ops.len(), 11);
         for (i, op) in ops.iter().enumerate() {
             r.record_call(*op, i as u32, 0, 0, base, base, 0);
         }

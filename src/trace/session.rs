@@ -100,12 +100,18 @@ impl TraceSession {
         user: usize,
         thread: u32,
     ) -> Option<TraceRing> {
-        let reps = job.repeats.max(1) as u64;
+        // trimwrite issues two I/Os (the trim, then the write) for each one counted.
+        let reps = job.repeats.max(1) as u64
+            * if job.access == crate::job::Access::TrimWrite {
+                2
+            } else {
+                1
+            };
         let expected = match (job.io_count, job.time_s) {
             (Some(n), _) => Some(n.saturating_mul(reps)),
             (None, Some(_)) => None,
-            // Covering the file once: at most size / block size I/Os per thread.
-            (None, None) => Some((target_size / job.block_size.max(1) + 1).saturating_mul(reps)),
+            // Covering the file once: at most size / smallest I/O per thread.
+            (None, None) => Some((target_size / job.min_io_size().max(1) + 1).saturating_mul(reps)),
         };
         let index = user as u32 * job.threads + thread;
         self.ring_for(

@@ -114,6 +114,19 @@ pub enum Dist {
         shape: u32,
         rate: f64,
     },
+    /// Zipf: rank k of 1..=n with weight 1/k^theta, the value k * scale (rank 1, the
+    /// smallest value, is the most frequent).
+    Zipf {
+        n: u64,
+        theta: f64,
+        scale: f64,
+        sampler: crate::runner::pick::Zipf,
+    },
+    /// Pareto (type I): scale / U^(1/shape), never below `scale`; a heavy right tail.
+    Pareto {
+        shape: f64,
+        scale: f64,
+    },
     /// Rows of (percent, min, max): pick a row by weight, then uniform in [min, max].
     Table(Vec<(f64, f64, f64)>),
 }
@@ -139,6 +152,10 @@ impl RandVar {
             Dist::Weibull { scale, .. } => *scale,
             Dist::Triangular { lower, upper, mode } => (lower + upper + mode) / 3.0,
             Dist::Erlang { shape, rate } => *shape as f64 / rate,
+            Dist::Zipf {
+                n, theta, scale, ..
+            } => zipf_mean(*n, *theta) * scale,
+            Dist::Pareto { shape, scale } => shape * scale / (shape - 1.0),
             Dist::Table(rows) => {
                 let tot: f64 = rows.iter().map(|r| r.0).sum();
                 rows.iter().map(|r| r.0 * (r.1 + r.2) / 2.0).sum::<f64>() / tot.max(1e-9)
@@ -167,6 +184,8 @@ impl RandVar {
             Dist::Erlang { shape, rate } => {
                 (0..*shape).map(|_| -(1.0 - rng.unit()).ln()).sum::<f64>() / rate
             }
+            Dist::Zipf { scale, sampler, .. } => sampler.sample_with(|| rng.unit()) as f64 * scale,
+            Dist::Pareto { shape, scale } => scale / (1.0 - rng.unit()).powf(1.0 / shape),
             Dist::Table(rows) => {
                 let tot: f64 = rows.iter().map(|r| r.0).sum();
                 let mut pick = rng.unit() * tot;
@@ -258,9 +277,11 @@ pub fn cvar_dist(kind: &str, p: &HashMap<String, f64>) -> Result<Dist, UsageErro
         "triangular" => Dist::Triangular { lower: get("lower", 0.0), upper: get("upper", 8192.0), mode: get("mode", 4096.0) },
         "uniform" => Dist::Uniform { lower: get("lower", 0.0), upper: get("upper", 8192.0) },
         "erlang" => Dist::Erlang { shape: get("shape", 2.0).max(1.0) as u32, rate: get("rate", 1.0 / 2048.0) },
+        "zipf" => return zipf(get("n", 16.0), get("theta", 1.2), get("scale", 4096.0)),
+        "pareto" => Dist::Pareto { shape: get("shape", 1.5), scale: get("scale", 4096.0) },
         _ => {
             return Err(usage!(
-                "unknown cvar type '{}': expected cvar-gamma, cvar-exponential, cvar-normal, cvar-lognormal, cvar-weibull, cvar-triangular, cvar-uniform or cvar-erlang",
+                "unknown cvar type '{}': expected cvar-gamma, cvar-exponential, cvar-normal, cvar-lognormal, cvar-weibull, cvar-triangular, cvar-uniform, cvar-erlang, cvar-zipf or cvar-pareto",
                 shown(given)
             ))
         }
@@ -275,8 +296,47 @@ pub fn cvar_dist(kind: &str, p: &HashMap<String, f64>) -> Result<Dist, UsageErro
         Dist::Uniform { lower, upper } if lower > upper => {
             Err(usage!("cvar-uniform needs lower <= upper"))
         }
+        // shape <= 1 has no finite mean, and a file set is sized by its mean.
+        Dist::Pareto { shape, scale } if !(*shape > 1.0 && *scale > 0.0) || !shape.is_finite() => {
+            Err(usage!(
+                "cvar-pareto needs shape > 1 (a finite mean) and scale > 0"
+            ))
+        }
         _ => Ok(dist),
     }
+}
+
+/// Most ranks a cvar-zipf takes: its mean is summed over them once, when the file is read.
+const ZIPF_MAX_N: f64 = 1e7;
+
+/// A cvar-zipf over ranks 1..=n (n a whole number), exponent theta > 0, values rank * scale.
+fn zipf(n: f64, theta: f64, scale: f64) -> Result<Dist, UsageError> {
+    if !(n >= 1.0 && n <= ZIPF_MAX_N && n.fract() == 0.0)
+        || !(theta > 0.0 && theta.is_finite())
+        || !(scale > 0.0 && scale.is_finite())
+    {
+        return Err(usage!(
+            "cvar-zipf needs n a whole number from 1 to 10000000, theta > 0 and scale > 0"
+        ));
+    }
+    let n = n as u64;
+    Ok(Dist::Zipf {
+        n,
+        theta,
+        scale,
+        sampler: crate::runner::pick::Zipf::new(n, theta),
+    })
+}
+
+/// Mean rank of Zipf(n, theta): sum k^(1-theta) / sum k^-theta.
+fn zipf_mean(n: u64, theta: f64) -> f64 {
+    let (mut num, mut den) = (0.0, 0.0);
+    for k in 1..=n {
+        let w = (k as f64).powf(-theta);
+        num += k as f64 * w;
+        den += w;
+    }
+    num / den
 }
 
 #[cfg(test)]
@@ -343,8 +403,67 @@ mod tests {
         };
         let m = mean_of(&rv, 50_000);
         assert!((m - 15.0).abs() < 0.5, "{m}");
-        assert!(cvar_dist("cvar-zipf", &p).is_err());
+        assert!(cvar_dist("cvar-zeta", &p).is_err());
         assert!(parse_params("mean=3").is_err());
+    }
+
+    fn cvar(kind: &str, params: &str) -> RandVar {
+        RandVar {
+            dist: cvar_dist(kind, &parse_params(params).unwrap()).unwrap(),
+            min: 0.0,
+            max: None,
+            round: 0.0,
+            seed: None,
+        }
+    }
+
+    #[test]
+    fn zipf_has_its_mean_and_favours_small_ranks() {
+        let rv = cvar("cvar-zipf", "n:8;theta:1.5;scale:4096");
+        // Mean rank of Zipf(8, 1.5), summed by hand: sum k^-0.5 / sum k^-1.5.
+        let num: f64 = (1..=8).map(|k| (k as f64).powf(-0.5)).sum();
+        let den: f64 = (1..=8).map(|k| (k as f64).powf(-1.5)).sum();
+        let want = num / den * 4096.0;
+        assert!((rv.mean() - want).abs() < 1e-6, "{} vs {want}", rv.mean());
+        let mut r = Rng::new(3);
+        let xs: Vec<f64> = (0..100_000).map(|_| rv.sample(&mut r)).collect();
+        let m = xs.iter().sum::<f64>() / xs.len() as f64;
+        assert!((m / want - 1.0).abs() < 0.02, "{m} vs {want}");
+        // Every value is a whole rank times the scale, and rank 1 takes its weight.
+        assert!(xs
+            .iter()
+            .all(|x| x % 4096.0 == 0.0 && (4096.0..=8.0 * 4096.0).contains(x)));
+        let ones = xs.iter().filter(|&&x| x == 4096.0).count() as f64 / xs.len() as f64;
+        assert!((ones - 1.0 / den).abs() < 0.01, "{ones} vs {}", 1.0 / den);
+    }
+
+    #[test]
+    fn pareto_has_its_mean_and_tail() {
+        let rv = cvar("pareto", "shape:3;scale:1000");
+        assert_eq!(rv.mean(), 1500.0);
+        let mut r = Rng::new(4);
+        let xs: Vec<f64> = (0..200_000).map(|_| rv.sample(&mut r)).collect();
+        let m = xs.iter().sum::<f64>() / xs.len() as f64;
+        assert!((m - 1500.0).abs() < 30.0, "{m}");
+        assert!(xs.iter().all(|&x| x >= 1000.0));
+        // P(X > 2 * scale) = 2^-shape = 1/8.
+        let tail = xs.iter().filter(|&&x| x > 2000.0).count() as f64 / xs.len() as f64;
+        assert!((tail - 0.125).abs() < 0.005, "{tail}");
+    }
+
+    #[test]
+    fn zipf_and_pareto_refuse_what_they_cannot_draw() {
+        for (kind, params, msg) in [
+            ("cvar-zipf", "n:0", "cvar-zipf needs n a whole number"),
+            ("cvar-zipf", "n:2.5", "cvar-zipf needs n a whole number"),
+            ("cvar-zipf", "theta:0", "theta > 0"),
+            ("cvar-zipf", "scale:-1", "scale > 0"),
+            ("cvar-pareto", "shape:1", "cvar-pareto needs shape > 1"),
+            ("cvar-pareto", "scale:0", "scale > 0"),
+        ] {
+            let err = cvar_dist(kind, &parse_params(params).unwrap()).unwrap_err();
+            assert!(err.0.contains(msg), "{kind} {params}: {}", err.0);
+        }
     }
 
     /// The cvar mistakes and their messages (the loader shows them after file:line:column).
@@ -361,8 +480,8 @@ mod tests {
                 "bad cvar parameter value 'x\\u{1}' for 'mean': expected a number",
             ),
             (
-                cvar_dist("cvar-zipf", &p).unwrap_err(),
-                "unknown cvar type 'cvar-zipf': expected cvar-gamma, cvar-exponential, cvar-normal, cvar-lognormal, cvar-weibull, cvar-triangular, cvar-uniform or cvar-erlang",
+                cvar_dist("cvar-zeta", &p).unwrap_err(),
+                "unknown cvar type 'cvar-zeta': expected cvar-gamma, cvar-exponential, cvar-normal, cvar-lognormal, cvar-weibull, cvar-triangular, cvar-uniform, cvar-erlang, cvar-zipf or cvar-pareto",
             ),
             (
                 cvar_dist("cvar-gamma", &parse_params("gamma:0").unwrap()).unwrap_err(),

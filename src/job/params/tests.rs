@@ -28,6 +28,8 @@ fn sample(p: &Param) -> &'static str {
         "name" => "some name",
         "invalidate" => "false",
         "distribution" => "zipf:1.2",
+        "bssplit" => "4k/50:8k/50,64k/100",
+        "block_align" => "65536",
         "buffer_compress" => "50",
         "dedupe" => "30",
         "buffer_pattern" => "0xdeadbeef",

@@ -56,7 +56,6 @@ impl Core {
         let mut stats = Stats::default();
         let mut failure = None;
         let depth = self.depth;
-        let bs = self.bs;
         let route = self.route;
         // Preallocated: nothing below grows.
         let mut free: Vec<u32> = (0..depth as u32).rev().collect();
@@ -88,16 +87,12 @@ impl Core {
         let mut trace = self.trace.take();
         // --verify: the next op, drawn one early (same sequence) so that its block's table
         // word can be prefetched; dropped unissued when the loop stops.
-        let mut ahead: Option<(OpKind, u64)> = None;
+        let mut ahead: Option<(OpKind, u64, u32)> = None;
 
         // Histograms are allocated here, untimed, so recording never allocates (one per
         // direction the worker issues); the schedule latency only exists under a rate limit
         // (otherwise it equals the service latency).
-        let (reads, writes) = self.gen.directions();
-        stats.ready_lat(reads, writes, false);
-        if pacer.is_some() {
-            stats.ready_sched_lat(reads, writes, false);
-        }
+        self.ready_stats(&mut stats, pacer.is_some());
         let mut usage0 = cpu::thread_usage();
         let clock = self.clock;
         let mut t0 = clock.now_ns();
@@ -134,20 +129,20 @@ impl Core {
                     } else {
                         self.gen.next_op()
                     };
-                    let Some((kind, offset)) = next else {
+                    let Some((kind, offset, len)) = next else {
                         issuing = false;
                         break;
                     };
                     // inflight + batch.len() < depth, so a slot is free.
                     let Some(slot) = free.pop() else { break };
-                    let op = routed_op(route, &mut stats, kind, offset, bs, slot);
+                    let op = routed_op(route, &mut stats, kind, offset, len, slot);
                     slot_op[slot as usize] = op;
                     if VERIFY {
                         if let Some(c) = checker.as_mut() {
                             c.issue(&op, engine.buffers().slot_mut(slot as usize));
                             // One op ahead, so its table word arrives while this one runs.
                             ahead = self.gen.next_op();
-                            if let Some((_, o)) = ahead {
+                            if let Some((_, o, _)) = ahead {
                                 c.prefetch(o);
                             }
                         }
@@ -274,6 +269,10 @@ impl Core {
                 }
                 // One record per I/O, in the histogram of its direction (and under a rate
                 // limit one in that direction's schedule histogram).
+                let lat = now.saturating_sub(at);
+                if !stats.by_size.is_empty() {
+                    stats.record_size(op.kind, op.len, c.result as u64, lat);
+                }
                 match op.kind {
                     OpKind::Read => {
                         if pacer.is_some() {
@@ -281,7 +280,7 @@ impl Core {
                                 .sched_read_lat
                                 .record(now.saturating_sub(intended_at[c.slot as usize]));
                         }
-                        stats.read_lat.record(now.saturating_sub(at));
+                        stats.read_lat.record(lat);
                         stats.read_ops += 1;
                         stats.read_bytes += c.result as u64;
                     }
@@ -291,9 +290,19 @@ impl Core {
                                 .sched_write_lat
                                 .record(now.saturating_sub(intended_at[c.slot as usize]));
                         }
-                        stats.write_lat.record(now.saturating_sub(at));
+                        stats.write_lat.record(lat);
                         stats.write_ops += 1;
                         stats.write_bytes += c.result as u64;
+                    }
+                    OpKind::Trim => {
+                        if pacer.is_some() {
+                            stats
+                                .sched_trim_lat
+                                .record(now.saturating_sub(intended_at[c.slot as usize]));
+                        }
+                        stats.trim_lat.record(lat);
+                        stats.trim_ops += 1;
+                        stats.trim_bytes += c.result as u64;
                     }
                 }
                 if let Some(t) = think.as_mut() {
@@ -363,13 +372,29 @@ impl Core {
     #[cold]
     #[inline(never)]
     pub(super) fn end_warm_up(&self, stats: &mut Stats, sys: &mut SyscallCounts, paced: bool) {
-        let (reads, writes) = self.gen.directions();
         *stats = Stats::default();
+        self.ready_stats(stats, paced);
+        *sys = self.sys;
+    }
+
+    /// Create, before timing, every histogram the loop may record into: those of the
+    /// directions the worker issues (and under a rate limit their schedule histograms), and
+    /// with `--bssplit` those of the size classes.
+    pub(super) fn ready_stats(&self, stats: &mut Stats, paced: bool) {
+        let (reads, writes, trims) = self.gen.directions();
         stats.ready_lat(reads, writes, false);
         if paced {
             stats.ready_sched_lat(reads, writes, false);
         }
-        *sys = self.sys;
+        if trims {
+            stats.trim_lat.ready();
+            if paced {
+                stats.sched_trim_lat.ready();
+            }
+        }
+        if let Some(sizes) = self.gen.size_classes() {
+            stats.ready_sizes(sizes);
+        }
     }
 
     /// What every timed loop does when it ends: the final fsync (when asked, and only after
@@ -570,5 +595,6 @@ fn kind_name(k: OpKind) -> &'static str {
     match k {
         OpKind::Read => "read",
         OpKind::Write => "write",
+        OpKind::Trim => "trim",
     }
 }

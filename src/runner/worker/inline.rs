@@ -52,15 +52,13 @@ impl Core {
     ) -> ThreadOutcome {
         let mut checker = if VERIFY { self.verify.take() } else { None };
         // --verify: the next op drawn one early, as in `drive` (its table word prefetched).
-        let mut ahead: Option<(OpKind, u64)> = None;
+        let mut ahead: Option<(OpKind, u64, u32)> = None;
         let mut stats = Stats::default();
         let mut failure = None;
-        let bs = self.bs;
         let route = self.route;
         let mut sys = self.sys;
         let mut ops = 0u64;
-        let (reads, writes) = self.gen.directions();
-        stats.ready_lat(reads, writes, false);
+        self.ready_stats(&mut stats, false);
         let mut usage0 = cpu::thread_usage();
         let clock = self.clock;
         let mut t0 = clock.now_ns();
@@ -79,13 +77,15 @@ impl Core {
             } else {
                 self.gen.next_op()
             };
-            let Some((kind, offset)) = next else { break };
-            let op = routed_op(route, &mut stats, kind, offset, bs, 0);
+            let Some((kind, offset, len)) = next else {
+                break;
+            };
+            let op = routed_op(route, &mut stats, kind, offset, len, 0);
             if VERIFY {
                 if let Some(c) = checker.as_mut() {
                     c.issue(&op, engine.buffers().slot_mut(0));
                     ahead = self.gen.next_op();
-                    if let Some((_, o)) = ahead {
+                    if let Some((_, o, _)) = ahead {
                         c.prefetch(o);
                     }
                 }
@@ -106,16 +106,25 @@ impl Core {
                 break;
             }
             // One record per I/O, in the histogram of its direction.
+            let lat = now.saturating_sub(at);
+            if !stats.by_size.is_empty() {
+                stats.record_size(kind, len, result as u64, lat);
+            }
             match kind {
                 OpKind::Read => {
-                    stats.read_lat.record(now.saturating_sub(at));
+                    stats.read_lat.record(lat);
                     stats.read_ops += 1;
                     stats.read_bytes += result as u64;
                 }
                 OpKind::Write => {
-                    stats.write_lat.record(now.saturating_sub(at));
+                    stats.write_lat.record(lat);
                     stats.write_ops += 1;
                     stats.write_bytes += result as u64;
+                }
+                OpKind::Trim => {
+                    stats.trim_lat.record(lat);
+                    stats.trim_ops += 1;
+                    stats.trim_bytes += result as u64;
                 }
             }
             if VERIFY {

@@ -48,7 +48,7 @@ fn planned_offsets(job: &Job) -> Vec<u64> {
         None,
         None,
     );
-    std::iter::from_fn(|| c.gen.next_op().map(|(_, o)| o)).collect()
+    std::iter::from_fn(|| c.gen.next_op().map(|(_, o, _)| o)).collect()
 }
 
 fn offsets(log: &Log) -> Vec<u64> {

@@ -64,7 +64,7 @@ impl Worker {
         };
         let mut sys = SyscallCounts::default();
         let policy = plan.cache;
-        let bs = job.block_size;
+        let bs = job.io_size();
         let align = t.dio_align.max(1);
         // The null engine does no I/O on the target: it opens nothing.
         let fds = if job.engine == EngineKind::Null {
@@ -117,7 +117,13 @@ impl Worker {
             thread,
             t.path.display().to_string(),
             // The plan's policy, not the job's: a block device turns buffered into raw.
-            RouteRule::new(policy, bs, align),
+            // Mixed sizes are routed one I/O at a time (each size meets the threshold and
+            // the alignment on its own).
+            if job.bssplit.is_some() {
+                RouteRule::PerOp { policy, align }
+            } else {
+                RouteRule::new(policy, bs, align)
+            },
             deadline,
             sys,
             None,
@@ -231,7 +237,9 @@ fn open_fds(
 ) -> Result<Fds, IoFailure> {
     let base = base_flags(job);
     let mmap = job.engine == EngineKind::Mmap;
-    let misaligned_possible = !job.block_size.is_multiple_of(t.dio_align.max(1));
+    let misaligned_possible = !job.block_size.is_multiple_of(t.dio_align.max(1))
+        || job.bssplit.is_some()
+        || job.block_align.is_some();
     // Owned from the first open: every early return below closes what was opened.
     let mut fds = Fds([-1i32; 3]);
     let want_buffered = !policy.uses_direct() || matches!(policy, CachePolicy::Discovered { .. });
@@ -303,10 +311,18 @@ impl Core {
         part: Option<crate::result::RankPart>,
     ) -> Core {
         let read_pct = job.access.read_pct(job.read_pct);
+        let mix = match job.access {
+            crate::job::Access::Trim | crate::job::Access::RandTrim => Mix::Trim,
+            crate::job::Access::TrimWrite => Mix::TrimWrite,
+            _ => Mix::ReadPct(read_pct),
+        };
         let gen = OpGen::new(&GenSpec {
             random: job.access.is_random(),
-            read_pct,
+            mix,
             block_size: job.block_size,
+            sizes: job.bssplit.as_ref().map(crate::job::split::SizeTable::new),
+            mean_size: job.mean_io_size(),
+            block_align: job.block_align,
             target_size,
             threads: job.threads,
             thread,
@@ -324,7 +340,6 @@ impl Core {
             path,
             gen,
             route,
-            bs: job.block_size as u32,
             depth: job.effective_depth() as usize,
             fsync: job.fsync && read_pct < 100,
             deadline,

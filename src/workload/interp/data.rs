@@ -222,6 +222,7 @@ impl Thread<'_> {
             let what = match kind {
                 OpKind::Read => format!("read of {size} bytes from {path:?} at offset {at}"),
                 OpKind::Write => format!("write of {size} bytes to {path:?} at offset {at}"),
+                OpKind::Trim => format!("trim of {size} bytes of {path:?} at offset {at}"),
             };
             call(what, e)
         })
