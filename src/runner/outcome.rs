@@ -80,3 +80,72 @@ fn user_reports(
     }
     users
 }
+
+impl RunOutcome {
+    /// Runs that went at the same time (a [`super::together::run_together`]) as one outcome:
+    /// their targets and workers side by side (users numbered on, in order), the worst
+    /// status, every failure, and the window from the first start to the last end. Probe
+    /// lists of files or targets are joined; other probe values are the first run's.
+    pub(crate) fn merge(parts: Vec<RunOutcome>) -> RunOutcome {
+        let mut parts = parts.into_iter();
+        let Some(mut all) = parts.next() else {
+            panic!("RunOutcome::merge of no outcome");
+        };
+        let mut end = all.started_unix_s + all.elapsed_s;
+        for p in parts {
+            let users = all.plan.targets.len();
+            all.plan.targets.extend(p.plan.targets);
+            all.plan.notes.extend(p.plan.notes);
+            all.threads.extend(p.threads.into_iter().map(|mut t| {
+                t.user += users;
+                if let Some(f) = &mut t.failure {
+                    f.user += users;
+                }
+                t
+            }));
+            all.failures.extend(p.failures.into_iter().map(|mut f| {
+                f.user += users;
+                f
+            }));
+            all.status = worse(all.status, p.status);
+            end = end.max(p.started_unix_s + p.elapsed_s);
+            all.started_unix_s = all.started_unix_s.min(p.started_unix_s);
+            for (k, v) in p.probes {
+                join_probe(all.probes.entry(k).or_insert(serde_json::Value::Null), v);
+            }
+            all.host = all.host.or(p.host);
+        }
+        all.elapsed_s = end - all.started_unix_s;
+        all.steady = None;
+        all
+    }
+}
+
+/// Failed over partial over complete.
+fn worse(a: super::RunStatus, b: super::RunStatus) -> super::RunStatus {
+    use super::RunStatus::*;
+    match (a, b) {
+        (Failed, _) | (_, Failed) => Failed,
+        (Partial, _) | (_, Partial) => Partial,
+        _ => Complete,
+    }
+}
+
+/// One probe value taken into another: lists inside objects are joined (`files`, `targets`).
+fn join_probe(into: &mut serde_json::Value, v: serde_json::Value) {
+    match (into, v) {
+        (into @ serde_json::Value::Null, v) => *into = v,
+        (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+            for (k, v) in b {
+                if let (Some(serde_json::Value::Array(x)), serde_json::Value::Array(y)) =
+                    (a.get_mut(&k), &v)
+                {
+                    x.extend(y.iter().cloned());
+                } else {
+                    a.entry(k).or_insert(v);
+                }
+            }
+        }
+        _ => {}
+    }
+}
