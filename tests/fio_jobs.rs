@@ -527,3 +527,46 @@ fn offsets_that_fsbench_cannot_place_are_refused() {
     }
     assert_eq!(sb.listing(), Vec::<String>::new());
 }
+
+/// `bench/vs-fio-jobs.sh` in a smoke run (one pair, tiny jobs): for a job both tools do alike
+/// it prints a ratio; for a job whose work differs (fio counts its verify pass as reads,
+/// fsbench reports verification apart) DIFFERENT WORK and no ratio; it leaves nothing in
+/// its scratch directory.
+#[test]
+#[cfg_attr(not(has_fio), ignore = "SKIPPED: fio not installed")]
+#[cfg_attr(all(has_fio, not(has_python3)), ignore = "SKIPPED: needs python3")]
+fn vs_fio_jobs_compares_the_work_before_the_speed() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.file("scratch")).unwrap();
+    std::fs::write(
+        sb.file("smoke.fio"),
+        "[global]\ndirectory=${FIO_DIR}\nbs=4k\nsize=64k\n\n[w]\nrw=write\n\n[v]\nrw=write\nverify=crc32c\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/vs-fio-jobs.sh"))
+        .args(["-n", "1", "-d"])
+        .arg(sb.file("scratch"))
+        .arg(sb.file("smoke.fio"))
+        .env("FSBENCH", env!("CARGO_BIN_EXE_fsbench"))
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("smoke.fio [w]: throughput fsbench/fio median"),
+        "{text}"
+    );
+    assert!(
+        text.contains("smoke.fio [v]: DIFFERENT WORK, no ratio"),
+        "{text}"
+    );
+    assert!(text.contains("read ops: fsbench 0, fio 16"), "{text}");
+    assert!(!text.contains("smoke.fio [v]: throughput"), "{text}");
+    assert_eq!(
+        std::fs::read_dir(sb.file("scratch")).unwrap().count(),
+        0,
+        "the script left files behind"
+    );
+}
