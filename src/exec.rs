@@ -100,12 +100,12 @@ impl Executor {
         }
     }
 
-    /// Jobs started at one instant on this host, each over its part of its targets (fio's
-    /// jobs that no stonewall separates): what each run measured, for the front end to
+    /// Jobs started at one instant on this host (each after its delay), each over its part
+    /// of its targets (fio's jobs that no stonewall separates): what each run measured, for the front end to
     /// report one by one or as one figure. Observers other than `watch` are not started.
     pub(crate) fn run_together(
         &self,
-        jobs: &[(Job, Option<crate::result::RankPart>)],
+        jobs: &[crate::runner::together::Start],
         watch: &crate::runner::live::Watching,
     ) -> anyhow::Result<Vec<crate::runner::together::Together>> {
         match self {

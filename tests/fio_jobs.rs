@@ -338,6 +338,10 @@ fn jobs_without_stonewall_run_together_and_stonewall_separates_them() {
         after.0 >= reader.1.max(writer.1),
         "{after:?} {reader:?} {writer:?}"
     );
+    // [late] is of [after]'s group, released 200 ms after it: during it, not with it.
+    let late = window(by_name(&rs, "late"));
+    assert!(late.0 - after.0 >= 0.19, "{late:?} {after:?}");
+    assert!(late.0 < after.1, "{late:?} {after:?}");
     for n in ["reader", "writer"] {
         let notes = by_name(&rs, n)["notes"].to_string();
         assert!(notes.contains("started together"), "{n}: {notes}");
@@ -507,6 +511,10 @@ fn offsets_that_fsbench_cannot_place_are_refused() {
         ),
         (&["--rw=write", "--offset_increment=16k"][..], "shared file"),
         (&["--rw=write", "--offset=10%"][..], "percentage"),
+        (
+            &["--rw=write", "--startdelay=1-5"][..],
+            "startdelay=1-5 in [x] is a range",
+        ),
         (
             &["--rw=write", "--nrfiles=2", "--filename=a.dat"][..],
             "name every file",

@@ -5,7 +5,7 @@
 use crate::fio::map::FioJob;
 use crate::fio::RunGroup;
 use crate::result::{GroupReport, RunResult};
-use crate::runner::together::Together;
+use crate::runner::together::{Start, Together};
 use crate::runner::RunOutcome;
 use crate::stats::StatsReport;
 
@@ -48,7 +48,7 @@ fn run_group(
 ) -> anyhow::Result<Vec<RunResult>> {
     if let [only] = g.jobs[..] {
         let j = &jobs[only];
-        if j.part.is_none() {
+        if j.part.is_none() && j.start_delay.is_zero() {
             // A job on its own: the ordinary path (also on the ranks of a distributed run).
             let mut r = exec.run_job(&j.job, false, &crate::observe::Observe::default())?;
             r.notes.extend(j.notes.iter().cloned());
@@ -58,7 +58,11 @@ fn run_group(
     let runs: Vec<_> = g
         .jobs
         .iter()
-        .map(|&i| (jobs[i].job.clone(), jobs[i].part))
+        .map(|&i| Start {
+            job: jobs[i].job.clone(),
+            part: jobs[i].part,
+            delay: jobs[i].start_delay,
+        })
         .collect();
     let mut outcomes: Vec<Option<RunOutcome>> = Vec::with_capacity(runs.len());
     for t in exec.run_together(&runs, &Default::default())? {

@@ -26,6 +26,8 @@ pub(crate) struct FioJob {
     pub new_group: bool,
     /// `group_reporting`: reported in one figure with the jobs before it in its group.
     pub group_reporting: bool,
+    /// `startdelay`: released this long after the start of its group.
+    pub start_delay: std::time::Duration,
 }
 
 /// Most clones `numjobs` may ask for (each is a thread or a file).
@@ -85,6 +87,7 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "filename_format",
     "offset",
     "offset_increment",
+    "startdelay",
 ];
 
 /// fio's size rules: a bare number is bytes; `k m g t p` (and `kb`, `mb`, ...) multiply by
@@ -227,6 +230,7 @@ struct Spec {
     stonewall: bool,
     new_group: bool,
     group_reporting: bool,
+    start_delay: Option<std::time::Duration>,
     notes: Vec<String>,
 }
 
@@ -241,6 +245,16 @@ fn offset(v: &str, kb: u64, key: &str, job: &str) -> Result<u64, UsageError> {
         ));
     }
     single(v, kb, key, job)
+}
+
+/// fio's `startdelay`: a time, seconds unless a unit is given; a random range is refused.
+fn delay(v: &str, key: &str, job: &str) -> Result<std::time::Duration, UsageError> {
+    if v.contains(['-', ':']) {
+        return Err(usage!(
+            "{key}={v} in [{job}] is a range: fsbench takes one delay"
+        ));
+    }
+    crate::units::parse_duration(v).map_err(|e| usage!("{key} in [{job}]: {}", e.0))
 }
 
 /// A percentage option (0..=100).
@@ -381,6 +395,7 @@ impl Spec {
             "stonewall" | "wait_for_previous" => self.stonewall = flag(o, job)?,
             "new_group" => self.new_group = flag(o, job)?,
             "group_reporting" => self.group_reporting = flag(o, job)?,
+            "startdelay" => self.start_delay = Some(delay(need()?, key, job)?),
             // fsbench runs clones as threads whatever fio's `thread` says.
             "thread" => {}
             _ => return Ok(false),
@@ -537,7 +552,6 @@ fn io_count(spec: &Spec, bs: u64, files: u64) -> Option<u64> {
 fn why_unmapped(key: &str) -> &'static str {
     match key {
         "bsrange" => "fsbench's jobs have one block size for every I/O, not a range",
-        "startdelay" => "fsbench starts the jobs of a group together, none later",
         "openfiles" | "file_service_type" => {
             "fsbench gives each file a worker of its own and keeps every file open"
         }
@@ -597,6 +611,7 @@ fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageErr
         stonewall: spec.stonewall,
         new_group: spec.new_group,
         group_reporting: spec.group_reporting,
+        start_delay: spec.start_delay.unwrap_or_default(),
     })
 }
 

@@ -11,6 +11,7 @@ use anyhow::Result;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// What happened to one Job of a [`run_together`].
 pub(crate) enum Together {
@@ -28,25 +29,37 @@ enum Event {
     EndedEarly,
 }
 
-/// Run `jobs` at the same time, each over its part of its targets (None: all of them),
-/// watched as `watch` says; one entry per Job, in order.
-pub(crate) fn run_together(jobs: &[(Job, Option<RankPart>)], watch: &Watching) -> Vec<Together> {
+/// One Job of a [`run_together`].
+pub(crate) struct Start {
+    pub job: Job,
+    /// The part of its targets it covers (None: all of them).
+    pub part: Option<RankPart>,
+    /// How long after the others it is released (fio's `startdelay`).
+    pub delay: Duration,
+}
+
+/// Run `jobs` at the same time (each after its delay), watched as `watch` says; one entry
+/// per Job, in order. Each outcome's `started_unix_s` is the instant its gate opened.
+pub(crate) fn run_together(jobs: &[Start], watch: &Watching) -> Vec<Together> {
     let (tx, rx) = channel::<Event>();
     std::thread::scope(|s| {
         let handles: Vec<_> = jobs
             .iter()
             .enumerate()
-            .map(|(i, (job, part))| {
+            .map(|(i, Start { job, part, .. })| {
                 let tx = tx.clone();
                 s.spawn(move || {
-                    // Set by the start hook: the run reached its gate.
-                    let reached = Arc::new(AtomicBool::new(false));
-                    let (hook_reached, ready_tx) = (reached.clone(), tx.clone());
+                    // Tells the start decision if the run ends (or unwinds) before its gate.
+                    let early = EarlyEnd {
+                        reached: Arc::new(AtomicBool::new(false)),
+                        tx: tx.clone(),
+                    };
+                    let hook_reached = early.reached.clone();
                     let gate = Gate {
                         start: Box::new(move |opener| {
                             hook_reached.store(true, Ordering::Relaxed);
                             let (go_tx, go_rx) = channel();
-                            if ready_tx.send(Event::Ready(i, opener, go_tx)).is_err() {
+                            if tx.send(Event::Ready(i, opener, go_tx)).is_err() {
                                 return false;
                             }
                             go_rx.recv().unwrap_or(false)
@@ -54,9 +67,7 @@ pub(crate) fn run_together(jobs: &[(Job, Option<RankPart>)], watch: &Watching) -
                         after_io: Box::new(|| {}),
                     };
                     let out = run_gated(job, *part, Some(gate), watch);
-                    if !reached.load(Ordering::Relaxed) {
-                        let _ = tx.send(Event::EndedEarly);
-                    }
+                    drop(early);
                     out
                 })
             })
@@ -73,18 +84,27 @@ pub(crate) fn run_together(jobs: &[(Job, Option<RankPart>)], watch: &Watching) -
                 }
             }
         }
-        // All prepared: open every gate now, so the runs start within microseconds of each
-        // other; otherwise call the prepared ones off (they clean up and return).
+        // All prepared: open every gate now (a delayed one when its delay has passed), so
+        // the runs start within microseconds of each other; otherwise call the prepared ones
+        // off (they clean up and return).
         let go = !early && ready.len() == jobs.len();
+        let mut opened_unix_s = vec![None; jobs.len()];
         if go {
-            for (_, opener, _) in &ready {
+            ready.sort_by_key(|(i, _, _)| jobs[*i].delay);
+            let t0 = Instant::now();
+            for (i, opener, g) in &ready {
+                wait_until(t0 + jobs[*i].delay);
+                opened_unix_s[*i] = Some(super::now_unix_s());
                 opener.open();
+                let _ = g.send(true);
             }
         }
         let mut called_off = vec![false; jobs.len()];
         for (i, _, g) in &ready {
             called_off[*i] = !go;
-            let _ = g.send(go);
+            if !go {
+                let _ = g.send(false);
+            }
         }
         // A run still preparing when another ended early finds no one to tell it to start:
         // its start hook's send fails and it calls itself off.
@@ -100,11 +120,44 @@ pub(crate) fn run_together(jobs: &[(Job, Option<RankPart>)], watch: &Watching) -
                     Err(_) if called_off[i] || (early && is_called_off(&out)) => {
                         Together::CalledOff
                     }
+                    Ok(mut o) => {
+                        // The run's own clock started before it waited for the others.
+                        if let Some(t) = opened_unix_s[i] {
+                            o.started_unix_s = t;
+                        }
+                        Together::Ran(Ok(o))
+                    }
                     out => Together::Ran(out),
                 }
             })
             .collect()
     })
+}
+
+/// Sleep until `t`, waking early on Ctrl-C (the runs then stop as soon as they start).
+fn wait_until(t: Instant) {
+    while !super::signal::interrupted() {
+        let now = Instant::now();
+        if now >= t {
+            return;
+        }
+        std::thread::sleep((t - now).min(Duration::from_millis(50)));
+    }
+}
+
+/// Sends [`Event::EndedEarly`] when dropped before the run reached its gate, also when the
+/// run's thread unwinds, so the start decision never waits for a run that is gone.
+struct EarlyEnd {
+    reached: Arc<AtomicBool>,
+    tx: Sender<Event>,
+}
+
+impl Drop for EarlyEnd {
+    fn drop(&mut self) {
+        if !self.reached.load(Ordering::Relaxed) {
+            let _ = self.tx.send(Event::EndedEarly);
+        }
+    }
 }
 
 fn is_called_off(out: &Result<RunOutcome>) -> bool {
