@@ -48,30 +48,60 @@ fn run_group(
 ) -> anyhow::Result<Vec<RunResult>> {
     if let [only] = g.jobs[..] {
         let j = &jobs[only];
-        if j.part.is_none() && j.start_delay.is_zero() {
+        if j.part.is_none() && j.start_delay.is_zero() && j.clone_runs.is_empty() {
             // A job on its own: the ordinary path (also on the ranks of a distributed run).
             let mut r = exec.run_job(&j.job, false, &crate::observe::Observe::default())?;
             r.notes.extend(j.notes.iter().cloned());
             return Ok(vec![r]);
         }
     }
-    let runs: Vec<_> = g
-        .jobs
-        .iter()
-        .map(|&i| Start {
-            job: jobs[i].job.clone(),
-            part: jobs[i].part,
-            delay: jobs[i].start_delay,
-        })
-        .collect();
-    let mut outcomes: Vec<Option<RunOutcome>> = Vec::with_capacity(runs.len());
-    for t in exec.run_together(&runs, &Default::default())? {
-        match t {
-            Together::Ran(r) => outcomes.push(Some(r?)),
-            // Another job of the group could not start: its Result says why.
-            Together::CalledOff => outcomes.push(None),
+    // Every run of the group, with the job it belongs to (a job is one run, or one per
+    // clone when its clones are moved apart on files of their own).
+    let mut owner = Vec::new();
+    let mut runs = Vec::new();
+    for &i in &g.jobs {
+        let j = &jobs[i];
+        let delay = j.start_delay;
+        if j.clone_runs.is_empty() {
+            owner.push(i);
+            runs.push(Start {
+                job: j.job.clone(),
+                part: j.part,
+                delay,
+            });
+        }
+        for (job, part) in &j.clone_runs {
+            owner.push(i);
+            runs.push(Start {
+                job: job.clone(),
+                part: Some(*part),
+                delay,
+            });
         }
     }
+    let mut ran: Vec<Vec<RunOutcome>> = g.jobs.iter().map(|_| Vec::new()).collect();
+    let mut off = vec![false; g.jobs.len()];
+    for (t, i) in exec
+        .run_together(&runs, &Default::default())?
+        .into_iter()
+        .zip(owner)
+    {
+        let at = g
+            .jobs
+            .iter()
+            .position(|&k| k == i)
+            .expect("a job of the group");
+        match t {
+            Together::Ran(r) => ran[at].push(r?),
+            // Another job of the group could not start: its Result says why.
+            Together::CalledOff => off[at] = true,
+        }
+    }
+    // A job is reported when a run of it ran (or failed while preparing: the Result says so).
+    let mut outcomes: Vec<Option<RunOutcome>> = ran
+        .into_iter()
+        .map(|r| (!r.is_empty()).then(|| RunOutcome::merge(r)))
+        .collect();
     let names: Vec<String> = g
         .jobs
         .iter()
@@ -80,8 +110,8 @@ fn run_group(
     let called_off: Vec<&str> = g
         .jobs
         .iter()
-        .zip(&outcomes)
-        .filter(|(_, o)| o.is_none())
+        .zip(outcomes.iter().zip(&off))
+        .filter(|(_, (o, &off))| off && o.is_none())
         .map(|(&i, _)| jobs[i].job.name.as_str())
         .collect();
     let mut results = Vec::new();

@@ -28,6 +28,9 @@ pub(crate) struct FioJob {
     pub group_reporting: bool,
     /// `startdelay`: released this long after the start of its group.
     pub start_delay: std::time::Duration,
+    /// When not empty, the job runs as these runs (one per clone, each over its own files
+    /// from its own offset), started together and reported as the job.
+    pub clone_runs: Vec<(Job, RankPart)>,
 }
 
 /// Most clones `numjobs` may ask for (each is a thread or a file).
@@ -596,7 +599,7 @@ fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageErr
         ..Job::default()
     };
     apply(&mut job, &mut spec, sname)?;
-    let part = offset_part(&mut job, &spec, sname)?;
+    let (part, clone_runs) = offset_part(&mut job, &spec, sname)?;
     for k in &ignored {
         spec.notes.push(format!(
             "fio option '{k}' in [{sname}] ignored (--ignore-unsupported)"
@@ -612,19 +615,39 @@ fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageErr
         new_group: spec.new_group,
         group_reporting: spec.group_reporting,
         start_delay: spec.start_delay.unwrap_or_default(),
+        clone_runs,
     })
 }
 
-/// fio's `offset` (and `offset_increment` for clones sharing a file): the part of each file
-/// the job covers, the file made long enough to hold it. Clone `i` of a shared file starts at
-/// `offset + i * offset_increment`; fsbench's threads on one file each cover their own slice
-/// of the part, which is that layout when the increment is each clone's size.
-fn offset_part(job: &mut Job, spec: &Spec, sname: &str) -> Result<Option<RankPart>, UsageError> {
+/// Where a job's I/O falls in its files: from byte 0 (None), from an offset (a part of
+/// every file), or, for clones moved apart on files of their own, one run per clone.
+type Placement = (Option<RankPart>, Vec<(Job, RankPart)>);
+
+/// The blocks from `base` on, as the runner's part of a target.
+fn part_from(base: u64, blocks: u64) -> RankPart {
+    RankPart {
+        base,
+        stride: 1,
+        lane: 0,
+        blocks,
+        shared: false,
+        created_ino: None,
+        verify_seed: None,
+        run_lock: false,
+    }
+}
+
+/// fio's `offset` and `offset_increment`: the part of each file the job covers, the file
+/// made long enough to hold it. Clone `i` starts at `offset + i * offset_increment`. Clones
+/// with files of their own become one run each, over their files from their own offset;
+/// clones sharing a file are threads of one run that each cover their own slice of the part,
+/// which is fio's layout when the increment is each clone's size and access is sequential.
+fn offset_part(job: &mut Job, spec: &Spec, sname: &str) -> Result<Placement, UsageError> {
     let base = spec.offset.unwrap_or(0);
     let clones = spec.numjobs.max(1);
     let inc = spec.offset_increment.filter(|_| clones > 1).unwrap_or(0);
     if base == 0 && inc == 0 {
-        return Ok(None);
+        return Ok((None, Vec::new()));
     }
     let bs = job.block_size.max(1);
     let Some(region) = job.file_size else {
@@ -638,12 +661,34 @@ fn offset_part(job: &mut Job, spec: &Spec, sname: &str) -> Result<Option<RankPar
             "size in [{sname}] is less than one block of {bs}: nothing to do from the offset"
         ));
     }
+    let too_large = || usage!("offset in [{sname}]: offset and size are too large");
+    let end_of = |start: u64, blocks: u64| {
+        blocks
+            .checked_mul(bs)
+            .and_then(|b| b.checked_add(start))
+            .ok_or_else(too_large)
+    };
+    let at = format!("offset in [{sname}]");
+    if inc > 0 && spec.filename.is_none() {
+        let files = (job.targets.len() / clones as usize).max(1);
+        let mut runs = Vec::new();
+        let mut last_end = 0;
+        for (i, own) in job.targets.chunks(files).enumerate() {
+            let start = inc
+                .checked_mul(i as u64)
+                .and_then(|o| o.checked_add(base))
+                .ok_or_else(too_large)?;
+            let mut one = job.clone();
+            one.targets = own.to_vec();
+            last_end = end_of(start, per_clone)?;
+            set(&mut one, "size", &last_end.to_string(), &at)?;
+            runs.push((one, part_from(start, per_clone)));
+        }
+        set(job, "size", &last_end.to_string(), &at)?;
+        return Ok((None, runs));
+    }
     let blocks = if inc == 0 {
         per_clone
-    } else if spec.filename.is_none() {
-        return Err(usage!(
-            "offset_increment={inc} in [{sname}]: fsbench moves clones apart on a shared file only (clones with files of their own all start at the offset); give filename="
-        ));
     } else if job.access.is_random() || inc != per_clone * bs {
         return Err(usage!(
             "offset_increment={inc} in [{sname}]: fsbench places the clones of a shared file side by side, so it takes sequential access with offset_increment equal to each clone's size ({})",
@@ -652,26 +697,8 @@ fn offset_part(job: &mut Job, spec: &Spec, sname: &str) -> Result<Option<RankPar
     } else {
         per_clone * clones
     };
-    let end = blocks
-        .checked_mul(bs)
-        .and_then(|b| b.checked_add(base))
-        .ok_or_else(|| usage!("offset in [{sname}]: offset and size are too large"))?;
-    set(
-        job,
-        "size",
-        &end.to_string(),
-        &format!("offset in [{sname}]"),
-    )?;
-    Ok(Some(RankPart {
-        base,
-        stride: 1,
-        lane: 0,
-        blocks,
-        shared: false,
-        created_ino: None,
-        verify_seed: None,
-        run_lock: false,
-    }))
+    set(job, "size", &end_of(base, blocks)?.to_string(), &at)?;
+    Ok((Some(part_from(base, blocks)), Vec::new()))
 }
 
 /// Everything the spec says, set on the Job through the parameter table.
