@@ -8,6 +8,7 @@ use crate::result::{GroupReport, RunResult};
 use crate::runner::together::{Start, Together};
 use crate::runner::RunOutcome;
 use crate::stats::StatsReport;
+use std::collections::BTreeMap;
 
 pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Result<i32> {
     let cmd = crate::fio::parse_command(args)?;
@@ -55,73 +56,17 @@ fn run_group(
             return Ok(vec![r]);
         }
     }
-    // Every run of the group, with the job it belongs to (a job is one run, or one per
-    // clone when its clones are moved apart on files of their own).
-    let mut owner = Vec::new();
-    let mut runs = Vec::new();
-    for &i in &g.jobs {
-        let j = &jobs[i];
-        let delay = j.start_delay;
-        if j.clone_runs.is_empty() {
-            owner.push(i);
-            runs.push(Start {
-                job: j.job.clone(),
-                part: j.part,
-                delay,
-            });
-        }
-        for (job, part) in &j.clone_runs {
-            owner.push(i);
-            runs.push(Start {
-                job: job.clone(),
-                part: Some(*part),
-                delay,
-            });
-        }
-    }
-    let mut ran: Vec<Vec<RunOutcome>> = g.jobs.iter().map(|_| Vec::new()).collect();
-    let mut off = vec![false; g.jobs.len()];
-    for (t, i) in exec
-        .run_together(&runs, &Default::default())?
-        .into_iter()
-        .zip(owner)
-    {
-        let at = g
-            .jobs
-            .iter()
-            .position(|&k| k == i)
-            .expect("a job of the group");
-        match t {
-            Together::Ran(r) => ran[at].push(r?),
-            // Another job of the group could not start: its Result says why.
-            Together::CalledOff => off[at] = true,
-        }
-    }
-    // A job is reported when a run of it ran (or failed while preparing: the Result says so).
-    let mut outcomes: Vec<Option<RunOutcome>> = ran
-        .into_iter()
-        .map(|r| (!r.is_empty()).then(|| RunOutcome::merge(r)))
-        .collect();
+    let (mut outcomes, called_off) = start_together(exec, jobs, g)?;
     let names: Vec<String> = g
         .jobs
         .iter()
         .map(|&i| format!("[{}]", jobs[i].job.name))
         .collect();
-    let called_off: Vec<&str> = g
-        .jobs
-        .iter()
-        .zip(outcomes.iter().zip(&off))
-        .filter(|(_, (o, &off))| off && o.is_none())
-        .map(|(&i, _)| jobs[i].job.name.as_str())
-        .collect();
     let mut results = Vec::new();
     for figure in &g.figures {
         let members: Vec<(usize, RunOutcome)> = figure
             .iter()
-            .filter_map(|&i| {
-                let at = g.jobs.iter().position(|&k| k == i)?;
-                Some((i, outcomes[at].take()?))
-            })
+            .filter_map(|i| Some((*i, outcomes.remove(i)?)))
             .collect();
         if members.is_empty() {
             continue;
@@ -135,13 +80,56 @@ fn run_group(
         }
         if !called_off.is_empty() {
             r.notes.push(format!(
-                "not run, because a job of the group could not start: [{}]",
-                called_off.join("], [")
+                "not run, because a job of the group could not start: {}",
+                called_off.join(", ")
             ));
         }
         results.push(r);
     }
     Ok(results)
+}
+
+/// Every run of a group started together: each job's outcome (its runs merged) by job
+/// index, and the jobs called off because another could not start. A job is one run, or
+/// one per clone when its clones are moved apart on files of their own; a job with a run
+/// that ran (or failed while preparing) is reported, and its Result says what happened.
+fn start_together(
+    exec: &crate::exec::Executor,
+    jobs: &[FioJob],
+    g: &RunGroup,
+) -> anyhow::Result<(BTreeMap<usize, RunOutcome>, Vec<String>)> {
+    let mut owner = Vec::new();
+    let mut runs = Vec::new();
+    for &i in &g.jobs {
+        let j = &jobs[i];
+        let whole = j.clone_runs.is_empty().then(|| (j.job.clone(), j.part));
+        let clones = j.clone_runs.iter().map(|(job, p)| (job.clone(), Some(*p)));
+        for (job, part) in whole.into_iter().chain(clones) {
+            owner.push(i);
+            let delay = j.start_delay;
+            runs.push(Start { job, part, delay });
+        }
+    }
+    let mut ran: BTreeMap<usize, Vec<RunOutcome>> = BTreeMap::new();
+    let mut called_off = Vec::new();
+    let done = exec.run_together(&runs, &Default::default())?;
+    for (t, i) in done.into_iter().zip(owner) {
+        match t {
+            Together::Ran(r) => ran.entry(i).or_default().push(r?),
+            Together::CalledOff => called_off.push(i),
+        }
+    }
+    called_off.retain(|i| !ran.contains_key(i));
+    called_off.dedup();
+    let names = called_off
+        .iter()
+        .map(|&i| format!("[{}]", jobs[i].job.name))
+        .collect();
+    let merged = ran
+        .into_iter()
+        .map(|(i, r)| (i, RunOutcome::merge(r)))
+        .collect();
+    Ok((merged, names))
 }
 
 /// The Result of one figure: a job's own, or (group_reporting) its jobs' workers as one run,

@@ -149,3 +149,86 @@ fn join_probe(into: &mut serde_json::Value, v: serde_json::Value) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::RunStatus;
+    use super::*;
+    use crate::result::{IoFailure, Plan, TargetKind, TargetPlan};
+
+    fn outcome(path: &str, ops: u64, start: f64, elapsed: f64, failed: bool) -> RunOutcome {
+        let failure = failed.then(|| IoFailure {
+            user: 0,
+            thread: 0,
+            path: path.into(),
+            offset: Some(0),
+            message: "EIO".into(),
+        });
+        RunOutcome {
+            plan: Plan {
+                targets: vec![TargetPlan {
+                    path: path.into(),
+                    kind: TargetKind::File,
+                    size: 4096,
+                    created: true,
+                    dio_align: 512,
+                    reserved: None,
+                }],
+                cache: Default::default(),
+                notes: vec![format!("note of {path}")],
+                part: None,
+            },
+            threads: vec![ThreadOutcome {
+                user: 0,
+                thread: 0,
+                stats: Stats {
+                    write_ops: ops,
+                    ..Stats::default()
+                },
+                failure: failure.clone(),
+                verify: None,
+                intervals: Vec::new(),
+            }],
+            status: if failed {
+                RunStatus::Failed
+            } else {
+                RunStatus::Complete
+            },
+            failures: failure.into_iter().collect(),
+            elapsed_s: elapsed,
+            started_unix_s: start,
+            probes: serde_json::from_value(serde_json::json!({
+                "extents": {"files": [path]}
+            }))
+            .unwrap(),
+            status_interval_ns: None,
+            steady: None,
+            host: None,
+        }
+    }
+
+    #[test]
+    fn merged_runs_sit_side_by_side_over_their_common_window() {
+        let m = RunOutcome::merge(vec![
+            outcome("a", 3, 100.0, 2.0, false),
+            outcome("b", 5, 100.5, 2.0, true),
+        ]);
+        let users: Vec<(usize, u64)> = m
+            .threads
+            .iter()
+            .map(|t| (t.user, t.stats.write_ops))
+            .collect();
+        assert_eq!(users, [(0, 3), (1, 5)]);
+        assert_eq!(m.plan.targets.len(), 2);
+        assert_eq!(m.failures[0].user, 1);
+        assert_eq!(m.threads[1].failure.as_ref().unwrap().user, 1);
+        assert_eq!(m.status, RunStatus::Failed);
+        assert_eq!((m.started_unix_s, m.elapsed_s), (100.0, 2.5));
+        assert_eq!(m.total().write_ops, 8);
+        assert_eq!(m.plan.notes, ["note of a", "note of b"]);
+        assert_eq!(
+            m.probes["extents"],
+            serde_json::json!({"files": ["a", "b"]})
+        );
+    }
+}
