@@ -115,7 +115,7 @@ fn start_together(
     let done = exec.run_together(&runs, &Default::default())?;
     for (t, i) in done.into_iter().zip(owner) {
         match t {
-            Together::Ran(r) => ran.entry(i).or_default().push(r?),
+            Together::Ran(r) => ran.entry(i).or_default().push((*r)?),
             Together::CalledOff => called_off.push(i),
         }
     }

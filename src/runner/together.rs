@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 /// What happened to one Job of a [`run_together`].
 pub(crate) enum Together {
     /// It ran (or failed while preparing, or was refused): what `run_gated` returned.
-    Ran(Result<RunOutcome>),
+    Ran(Box<Result<RunOutcome>>),
     /// It was ready but called off, because another Job of the group could not start.
     CalledOff,
 }
@@ -125,9 +125,9 @@ pub(crate) fn run_together(jobs: &[Start], watch: &Watching) -> Vec<Together> {
                         if let Some(t) = opened_unix_s[i] {
                             o.started_unix_s = t;
                         }
-                        Together::Ran(Ok(o))
+                        Together::Ran(Box::new(Ok(o)))
                     }
-                    out => Together::Ran(out),
+                    out => Together::Ran(Box::new(out)),
                 }
             })
             .collect()
