@@ -333,16 +333,16 @@ fn jobs_without_stonewall_run_together_and_stonewall_separates_them() {
         reader.0 < writer.1 && writer.0 < reader.1,
         "{reader:?} {writer:?}"
     );
-    assert!((reader.0 - writer.0).abs() < 0.1, "{reader:?} {writer:?}");
-    assert!((reader.1 - writer.1).abs() < 0.1, "{reader:?} {writer:?}");
+    assert!((reader.0 - writer.0).abs() < 0.2, "{reader:?} {writer:?}");
+    assert!((reader.1 - writer.1).abs() < 0.2, "{reader:?} {writer:?}");
     // The stonewall job began after both had ended.
     assert!(
         after.0 >= reader.1.max(writer.1),
         "{after:?} {reader:?} {writer:?}"
     );
-    // [late] is of [after]'s group, released 200 ms after it: during it, not with it.
+    // [late] is of [after]'s group, released 100 ms after it: during it, not with it.
     let late = window(by_name(&rs, "late"));
-    assert!(late.0 - after.0 >= 0.19, "{late:?} {after:?}");
+    assert!(late.0 - after.0 >= 0.099, "{late:?} {after:?}");
     assert!(late.0 < after.1, "{late:?} {after:?}");
     for n in ["reader", "writer"] {
         let notes = by_name(&rs, n)["notes"].to_string();
