@@ -100,6 +100,22 @@ impl Executor {
         }
     }
 
+    /// Jobs started at one instant on this host (each after its delay), each over its part
+    /// of its targets (fio's jobs that no stonewall separates): what each run measured, for the front end to
+    /// report one by one or as one figure. Observers other than `watch` are not started.
+    pub(crate) fn run_together(
+        &self,
+        jobs: &[crate::runner::together::Start],
+        watch: &crate::runner::live::Watching,
+    ) -> anyhow::Result<Vec<crate::runner::together::Together>> {
+        match self {
+            Executor::Local => Ok(crate::runner::together::run_together(jobs, watch)),
+            Executor::Ranks(_) => crate::bail_usage!(
+                "jobs that run at the same time (or from an offset) run on one host: separate them with stonewall to run them under mpirun"
+            ),
+        }
+    }
+
     /// The Result of one loaded workload.
     pub(crate) fn run_workload(
         &self,

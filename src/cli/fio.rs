@@ -1,5 +1,14 @@
 //! `fsbench fio`: fio job files or fio's command-line form in, one Result per job section
-//! out, through the same runner and output path as `run`.
+//! (or per group with group_reporting) out, through the same runner and output path as
+//! `run`. Jobs that fio would run at the same time start together.
+
+use crate::fio::map::FioJob;
+use crate::fio::RunGroup;
+use crate::result::{GroupReport, RunResult};
+use crate::runner::together::{Start, Together};
+use crate::runner::RunOutcome;
+use crate::stats::StatsReport;
+use std::collections::BTreeMap;
 
 pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Result<i32> {
     let cmd = crate::fio::parse_command(args)?;
@@ -8,6 +17,7 @@ pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Resu
         return Ok(0);
     }
     let jobs = crate::fio::jobs(&cmd)?;
+    let groups = crate::fio::run_groups(&jobs)?;
     crate::output::check_output(cmd.output.as_deref(), cmd.force)?;
     for j in &jobs {
         for n in j
@@ -18,12 +28,9 @@ pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Resu
             eprintln!("fsbench: {n}");
         }
     }
-    let observe = crate::observe::Observe::default();
     let mut results = Vec::with_capacity(jobs.len());
-    for j in jobs {
-        let mut r = exec.run_job(&j.job, false, &observe)?;
-        r.notes.extend(j.notes);
-        results.push(r);
+    for g in &groups {
+        results.extend(run_group(&exec, &jobs, g)?);
     }
     super::output::emit(
         &results,
@@ -32,4 +39,136 @@ pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Resu
         cmd.output.as_deref(),
         cmd.force,
     )
+}
+
+/// One run group: its jobs started together, reported as its figures.
+fn run_group(
+    exec: &crate::exec::Executor,
+    jobs: &[FioJob],
+    g: &RunGroup,
+) -> anyhow::Result<Vec<RunResult>> {
+    if let [only] = g.jobs[..] {
+        let j = &jobs[only];
+        if j.part.is_none() && j.start_delay.is_zero() && j.clone_runs.is_empty() {
+            // A job on its own: the ordinary path (also on the ranks of a distributed run).
+            let mut r = exec.run_job(&j.job, false, &crate::observe::Observe::default())?;
+            r.notes.extend(j.notes.iter().cloned());
+            return Ok(vec![r]);
+        }
+    }
+    let (mut outcomes, called_off) = start_together(exec, jobs, g)?;
+    let names: Vec<String> = g
+        .jobs
+        .iter()
+        .map(|&i| format!("[{}]", jobs[i].job.name))
+        .collect();
+    let mut results = Vec::new();
+    for figure in &g.figures {
+        let members: Vec<(usize, RunOutcome)> = figure
+            .iter()
+            .filter_map(|i| Some((*i, outcomes.remove(i)?)))
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        let mut r = figure_result(jobs, members);
+        if names.len() > 1 {
+            r.notes.push(format!(
+                "started together with the other jobs of its group: {}",
+                names.join(", ")
+            ));
+        }
+        if !called_off.is_empty() {
+            r.notes.push(format!(
+                "not run, because a job of the group could not start: {}",
+                called_off.join(", ")
+            ));
+        }
+        results.push(r);
+    }
+    Ok(results)
+}
+
+/// Every run of a group started together: each job's outcome (its runs merged) by job
+/// index, and the jobs called off because another could not start. A job is one run, or
+/// one per clone when its clones are moved apart on files of their own; a job with a run
+/// that ran (or failed while preparing) is reported, and its Result says what happened.
+fn start_together(
+    exec: &crate::exec::Executor,
+    jobs: &[FioJob],
+    g: &RunGroup,
+) -> anyhow::Result<(BTreeMap<usize, RunOutcome>, Vec<String>)> {
+    let mut owner = Vec::new();
+    let mut runs = Vec::new();
+    for &i in &g.jobs {
+        let j = &jobs[i];
+        let whole = j.clone_runs.is_empty().then(|| (j.job.clone(), j.part));
+        let clones = j.clone_runs.iter().map(|(job, p)| (job.clone(), Some(*p)));
+        for (job, part) in whole.into_iter().chain(clones) {
+            owner.push(i);
+            let delay = j.start_delay;
+            runs.push(Start { job, part, delay });
+        }
+    }
+    let mut ran: BTreeMap<usize, Vec<RunOutcome>> = BTreeMap::new();
+    let mut called_off = Vec::new();
+    let done = exec.run_together(&runs, &Default::default())?;
+    for (t, i) in done.into_iter().zip(owner) {
+        match t {
+            Together::Ran(r) => ran.entry(i).or_default().push((*r)?),
+            Together::CalledOff => called_off.push(i),
+        }
+    }
+    called_off.retain(|i| !ran.contains_key(i));
+    called_off.dedup();
+    let names = called_off
+        .iter()
+        .map(|&i| format!("[{}]", jobs[i].job.name))
+        .collect();
+    let merged = ran
+        .into_iter()
+        .map(|(i, r)| (i, RunOutcome::merge(r)))
+        .collect();
+    Ok((merged, names))
+}
+
+/// The Result of one figure: a job's own, or (group_reporting) its jobs' workers as one run,
+/// named after the first, each job's own figures kept in `groups`.
+fn figure_result(jobs: &[FioJob], members: Vec<(usize, RunOutcome)>) -> RunResult {
+    let first = &jobs[members[0].0];
+    if members.len() == 1 {
+        let (i, o) = &members[0];
+        let mut r = RunResult::from_outcome(&jobs[*i].job, o);
+        r.notes.extend(jobs[*i].notes.iter().cloned());
+        return r;
+    }
+    let mut job = first.job.clone();
+    job.targets = members
+        .iter()
+        .flat_map(|(i, _)| jobs[*i].job.targets.iter().cloned())
+        .collect();
+    let groups: Vec<GroupReport> = members
+        .iter()
+        .map(|(i, o)| GroupReport {
+            name: jobs[*i].job.name.clone(),
+            op: "job".into(),
+            run: None,
+            stats: StatsReport::from_stats(&o.total(), false),
+        })
+        .collect();
+    let listed: Vec<String> = groups.iter().map(|g| format!("[{}]", g.name)).collect();
+    let notes: Vec<String> = members
+        .iter()
+        .flat_map(|(i, _)| jobs[*i].notes.iter().cloned())
+        .collect();
+    let merged = RunOutcome::merge(members.into_iter().map(|(_, o)| o).collect());
+    let mut r = RunResult::from_outcome(&job, &merged);
+    r.groups = groups;
+    r.notes.push(format!(
+        "group_reporting: one figure for {}; the job settings shown are [{}]'s, each job's own figures are under groups",
+        listed.join(", "),
+        first.job.name
+    ));
+    r.notes.extend(notes);
+    r
 }

@@ -8,6 +8,7 @@ use super::parse::{Opt, Section};
 use crate::error::UsageError;
 use crate::job::params::{self, Front};
 use crate::job::{EngineKind, Job};
+use crate::result::RankPart;
 use crate::usage;
 use std::path::PathBuf;
 
@@ -15,7 +16,21 @@ use std::path::PathBuf;
 #[derive(Debug, Clone)]
 pub(crate) struct FioJob {
     pub job: Job,
+    /// The part of each target the job covers when fio's `offset` moves it off the start
+    /// (None: all of every target, from byte 0).
+    pub part: Option<RankPart>,
     pub notes: Vec<String>,
+    /// `stonewall` / `wait_for_previous`: starts after every job before it has ended.
+    pub stonewall: bool,
+    /// `new_group`: a reporting group of its own (without waiting).
+    pub new_group: bool,
+    /// `group_reporting`: reported in one figure with the jobs before it in its group.
+    pub group_reporting: bool,
+    /// `startdelay`: released this long after the start of its group.
+    pub start_delay: std::time::Duration,
+    /// When not empty, the job runs as these runs (one per clone, each over its own files
+    /// from its own offset), started together and reported as the job.
+    pub clone_runs: Vec<(Job, RankPart)>,
 }
 
 /// Most clones `numjobs` may ask for (each is a thread or a file).
@@ -74,6 +89,11 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "new_group",
     "group_reporting",
     "unlink",
+    "nrfiles",
+    "filename_format",
+    "offset",
+    "offset_increment",
+    "startdelay",
 ];
 
 /// fio's size rules: a bare number is bytes; `k m g t p` (and `kb`, `mb`, ...) multiply by
@@ -131,7 +151,7 @@ fn one_for_all<'a>(v: &'a str, key: &str, job: &str) -> Result<&'a str, UsageErr
             Ok(first)
         }
         _ => Err(usage!(
-            "{key}={v} in [{job}] gives reads and writes different values: fsbench takes one value for both (not yet per direction)"
+            "{key}={v} in [{job}] gives reads and writes different values: fsbench's jobs take one value for both"
         )),
     }
 }
@@ -233,7 +253,38 @@ struct Spec {
     refill_buffers: bool,
     verify: Option<String>,
     unlink: Option<bool>,
+    nrfiles: Option<u64>,
+    filename_format: Option<String>,
+    offset: Option<u64>,
+    offset_increment: Option<u64>,
+    stonewall: bool,
+    new_group: bool,
+    group_reporting: bool,
+    start_delay: Option<std::time::Duration>,
     notes: Vec<String>,
+}
+
+/// Most files `nrfiles` may ask for per clone (each is a target with a worker).
+const MAX_NRFILES: u64 = 4096;
+
+/// An offset: a size (a percentage of the file is not supported).
+fn offset(v: &str, kb: u64, key: &str, job: &str) -> Result<u64, UsageError> {
+    if v.ends_with('%') {
+        return Err(usage!(
+            "{key}={v} in [{job}]: a percentage of the file is not supported; give a size"
+        ));
+    }
+    single(v, kb, key, job)
+}
+
+/// fio's `startdelay`: a time, seconds unless a unit is given; a random range is refused.
+fn delay(v: &str, key: &str, job: &str) -> Result<std::time::Duration, UsageError> {
+    if v.contains(['-', ':']) {
+        return Err(usage!(
+            "{key}={v} in [{job}] is a range: fsbench takes one delay"
+        ));
+    }
+    crate::units::parse_duration(v).map_err(|e| usage!("{key} in [{job}]: {}", e.0))
 }
 
 /// A percentage option (0..=100).
@@ -361,9 +412,24 @@ impl Spec {
             "unlink" => self.unlink = Some(flag(o, job)?),
             // Read before the other options (it decides how sizes read); checked there.
             "kb_base" => {}
-            // Jobs run one after another, each its own Result: a stonewall between every
-            // two jobs, every job its own group, and one Result for all clones of a job.
-            "stonewall" | "wait_for_previous" | "new_group" | "group_reporting" | "thread" => {}
+            "nrfiles" => {
+                let n = parse_size(need()?, kb, &what)?;
+                if n == 0 || n > MAX_NRFILES {
+                    return Err(usage!(
+                        "bad nrfiles={n} in [{job}]: must be 1 to {MAX_NRFILES}"
+                    ));
+                }
+                self.nrfiles = Some(n);
+            }
+            "filename_format" => self.filename_format = Some(need()?.to_string()),
+            "offset" => self.offset = Some(offset(need()?, kb, key, job)?),
+            "offset_increment" => self.offset_increment = Some(offset(need()?, kb, key, job)?),
+            "stonewall" | "wait_for_previous" => self.stonewall = flag(o, job)?,
+            "new_group" => self.new_group = flag(o, job)?,
+            "group_reporting" => self.group_reporting = flag(o, job)?,
+            "startdelay" => self.start_delay = Some(delay(need()?, key, job)?),
+            // fsbench runs clones as threads whatever fio's `thread` says.
+            "thread" => {}
             _ => return Ok(false),
         }
         Ok(true)
@@ -392,8 +458,8 @@ fn access(job: &mut Job, rw: &str, section: &str) -> Result<(), UsageError> {
 }
 
 /// Targets: `filename` (a `:` list is several targets; `\:` is a colon in a name), in
-/// `directory` if given; without a filename, fio's own naming `NAME.CLONE.0`, one file per
-/// clone.
+/// `directory` if given; without a filename, `nrfiles` files per clone named by
+/// `filename_format` (fio's default `$jobname.$jobnum.$filenum`), clone by clone.
 fn targets(spec: &Spec, name: &str, section: &str) -> Result<Vec<PathBuf>, UsageError> {
     let dir = match spec.directory.as_deref() {
         Some(d) if d.contains(':') => {
@@ -404,19 +470,79 @@ fn targets(spec: &Spec, name: &str, section: &str) -> Result<Vec<PathBuf>, Usage
         Some(d) => PathBuf::from(d),
         None => PathBuf::new(),
     };
+    let nrfiles = spec.nrfiles.unwrap_or(1);
+    if nrfiles.saturating_mul(spec.numjobs.max(1)) > MAX_NUMJOBS {
+        return Err(usage!(
+            "numjobs x nrfiles in [{section}] is more than {MAX_NUMJOBS} files: each is a target with a worker"
+        ));
+    }
     let names: Vec<String> = match &spec.filename {
+        Some(_) if nrfiles > 1 => {
+            return Err(usage!(
+            "nrfiles={nrfiles} in [{section}] with a filename: name every file in filename=a:b:c"
+        ))
+        }
         Some(f) => split_names(f),
-        None => (0..spec.numjobs.max(1))
-            .map(|i| format!("{name}.{i}.0"))
-            .collect(),
+        None => {
+            let format = spec
+                .filename_format
+                .as_deref()
+                .unwrap_or("$jobname.$jobnum.$filenum");
+            let mut names = Vec::new();
+            for clone in 0..spec.numjobs.max(1) {
+                for file in 0..nrfiles {
+                    names.push(expand_format(format, name, clone, file, section)?);
+                }
+            }
+            names
+        }
     };
     if names.iter().any(|n| n.is_empty()) {
         return Err(usage!("filename in [{section}]: empty file name"));
+    }
+    if spec.filename.is_none() {
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = names.iter().find(|n| !seen.insert(n.as_str())) {
+            return Err(usage!(
+                "filename_format in [{section}] names two files {twice}: fsbench gives every clone and file its own name; use $jobnum and $filenum"
+            ));
+        }
     }
     Ok(names
         .into_iter()
         .map(|n| crate::job::dash_safe(&dir.join(n)))
         .collect())
+}
+
+/// fio's `filename_format` with `$jobname`, `$jobnum` (the clone) and `$filenum`.
+fn expand_format(
+    format: &str,
+    name: &str,
+    clone: u64,
+    file: u64,
+    section: &str,
+) -> Result<String, UsageError> {
+    let mut out = String::new();
+    let mut rest = format;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + 1..];
+        let (value, len) = if tail.starts_with("jobname") {
+            (name.to_string(), "jobname".len())
+        } else if tail.starts_with("jobnum") {
+            (clone.to_string(), "jobnum".len())
+        } else if tail.starts_with("filenum") {
+            (file.to_string(), "filenum".len())
+        } else {
+            return Err(usage!(
+                "filename_format={format} in [{section}]: fsbench knows $jobname, $jobnum and $filenum"
+            ));
+        };
+        out.push_str(&value);
+        rest = &tail[len..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 fn split_names(list: &str) -> Vec<String> {
@@ -453,6 +579,17 @@ fn io_count(spec: &Spec, bs: u64, files: u64) -> Option<u64> {
     }
 }
 
+/// Why an option is refused: the reason where fsbench's jobs cannot express it.
+fn why_unmapped(key: &str) -> &'static str {
+    match key {
+        "bsrange" => "fsbench's jobs have one block size for every I/O, not a range",
+        "openfiles" | "file_service_type" => {
+            "fsbench gives each file a worker of its own and keeps every file open"
+        }
+        _ => "fsbench fio does not map it",
+    }
+}
+
 /// Build one Job from a section.
 fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageError> {
     let sname = section.name.as_str();
@@ -475,8 +612,9 @@ fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageErr
         if !spec.read(o, kb, sname)? {
             if !ignore_unsupported {
                 return Err(usage!(
-                    "unsupported fio option '{}' in [{sname}]: fsbench fio does not map it (see docs/fio.md); --ignore-unsupported runs without it",
-                    o.key
+                    "unsupported fio option '{}' in [{sname}]: {} (see docs/fio.md); --ignore-unsupported runs without it",
+                    o.key,
+                    why_unmapped(&o.key)
                 ));
             }
             if !ignored.contains(&o.key) {
@@ -489,6 +627,7 @@ fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageErr
         ..Job::default()
     };
     apply(&mut job, &mut spec, sname)?;
+    let (part, clone_runs) = offset_part(&mut job, &spec, sname)?;
     for k in &ignored {
         spec.notes.push(format!(
             "fio option '{k}' in [{sname}] ignored (--ignore-unsupported)"
@@ -498,8 +637,96 @@ fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageErr
         .map_err(|e| usage!("job [{sname}]: {}", e.0))?;
     Ok(FioJob {
         job,
+        part,
         notes: spec.notes,
+        stonewall: spec.stonewall,
+        new_group: spec.new_group,
+        group_reporting: spec.group_reporting,
+        start_delay: spec.start_delay.unwrap_or_default(),
+        clone_runs,
     })
+}
+
+/// Where a job's I/O falls in its files: from byte 0 (None), from an offset (a part of
+/// every file), or, for clones moved apart on files of their own, one run per clone.
+type Placement = (Option<RankPart>, Vec<(Job, RankPart)>);
+
+/// The blocks from `base` on, as the runner's part of a target.
+fn part_from(base: u64, blocks: u64) -> RankPart {
+    RankPart {
+        base,
+        stride: 1,
+        lane: 0,
+        blocks,
+        shared: false,
+        created_ino: None,
+        verify_seed: None,
+        run_lock: false,
+    }
+}
+
+/// fio's `offset` and `offset_increment`: the part of each file the job covers, the file
+/// made long enough to hold it. Clone `i` starts at `offset + i * offset_increment`. Clones
+/// with files of their own become one run each, over their files from their own offset;
+/// clones sharing a file are threads of one run that each cover their own slice of the part,
+/// which is fio's layout when the increment is each clone's size and access is sequential.
+fn offset_part(job: &mut Job, spec: &Spec, sname: &str) -> Result<Placement, UsageError> {
+    let base = spec.offset.unwrap_or(0);
+    let clones = spec.numjobs.max(1);
+    let inc = spec.offset_increment.filter(|_| clones > 1).unwrap_or(0);
+    if base == 0 && inc == 0 {
+        return Ok((None, Vec::new()));
+    }
+    let bs = job.block_size.max(1);
+    let Some(region) = job.file_size else {
+        return Err(usage!(
+            "offset in [{sname}] needs a size: give size= (the bytes used from the offset on)"
+        ));
+    };
+    let per_clone = region / bs;
+    if per_clone == 0 {
+        return Err(usage!(
+            "size in [{sname}] is less than one block of {bs}: nothing to do from the offset"
+        ));
+    }
+    let too_large = || usage!("offset in [{sname}]: offset and size are too large");
+    let end_of = |start: u64, blocks: u64| {
+        blocks
+            .checked_mul(bs)
+            .and_then(|b| b.checked_add(start))
+            .ok_or_else(too_large)
+    };
+    let at = format!("offset in [{sname}]");
+    if inc > 0 && spec.filename.is_none() {
+        let files = (job.targets.len() / clones as usize).max(1);
+        let mut runs = Vec::new();
+        let mut last_end = 0;
+        for (i, own) in job.targets.chunks(files).enumerate() {
+            let start = inc
+                .checked_mul(i as u64)
+                .and_then(|o| o.checked_add(base))
+                .ok_or_else(too_large)?;
+            let mut one = job.clone();
+            one.targets = own.to_vec();
+            last_end = end_of(start, per_clone)?;
+            set(&mut one, "size", &last_end.to_string(), &at)?;
+            runs.push((one, part_from(start, per_clone)));
+        }
+        set(job, "size", &last_end.to_string(), &at)?;
+        return Ok((None, runs));
+    }
+    let blocks = if inc == 0 {
+        per_clone
+    } else if job.access.is_random() || inc != per_clone * bs {
+        return Err(usage!(
+            "offset_increment={inc} in [{sname}]: fsbench places the clones of a shared file side by side, so it takes sequential access with offset_increment equal to each clone's size ({})",
+            per_clone * bs
+        ));
+    } else {
+        per_clone * clones
+    };
+    set(job, "size", &end_of(base, blocks)?.to_string(), &at)?;
+    Ok((Some(part_from(base, blocks)), Vec::new()))
 }
 
 /// Everything the spec says, set on the Job through the parameter table.
@@ -520,14 +747,20 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
         set(job, "rwmix", &p.to_string(), &at("rwmixread"))?;
     }
     job.targets = targets(spec, &name, sname)?;
-    // A clone's `size` is shared among its files (`filename=a:b`); without a filename
-    // every clone has one file of its own.
+    // A clone's `size` is shared among its files (`filename=a:b`, or `nrfiles`); without a
+    // filename every clone has files of its own.
     let files = if spec.filename.is_some() {
         job.targets.len() as u64
     } else {
-        1
+        spec.nrfiles.unwrap_or(1)
     };
-    if let Some(s) = spec.filesize.or(spec.size.map(|s| s / files)) {
+    if files > 1 && spec.filename.is_none() {
+        spec.notes.push(format!(
+            "nrfiles={files} in [{sname}]: each file has a worker of its own, where fio's clone goes round its files one I/O at a time; the operations and bytes per file are the same"
+        ));
+    }
+    let per_file = spec.filesize.or(spec.size.map(|s| s / files));
+    if let Some(s) = per_file {
         set(job, "size", &s.to_string(), &at("size"))?;
     }
     if let Some(n) = io_count(spec, bs, files) {
@@ -844,7 +1077,7 @@ mod tests {
     proptest! {
         #[test]
         fn mapping_never_panics(lines in prop::collection::vec(
-            "(bs|size|rw|numjobs|iodepth|ioengine|rate|kb_base|filename|verify|fsync|runtime|time_based|buffer_pattern)=[-0-9a-zKMGi:,%\"x]{0,8}", 0..10)) {
+            "(bs|size|rw|numjobs|iodepth|ioengine|rate|kb_base|filename|verify|fsync|runtime|time_based|buffer_pattern|nrfiles|filename_format|offset|offset_increment)=[-0-9a-zKMGi:,%\"x]{0,8}", 0..10)) {
             let text = format!("[j]\n{}\n", lines.join("\n"));
             if let Ok(s) = parse_text(&text, &|_| None) {
                 let _ = map_sections(&s, true);

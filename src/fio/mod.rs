@@ -1,8 +1,9 @@
 //! fio compatibility: `fsbench fio JOB.fio ...` or `fsbench fio --name=x --rw=randread ...`
 //! reads fio's job format ([`parse`]) and maps each job section onto an fsbench Job
-//! ([`map`]). Jobs run one after another, each its own Result named after its section; an
-//! option fsbench does not map is refused, or with `--ignore-unsupported` listed in the
-//! Result's notes.
+//! ([`map`]). Jobs start together in fio's groups ([`run_groups`]: `stonewall` separates
+//! them), each reported as its own Result named after its section, or with
+//! `group_reporting` as one Result for the group; an option fsbench does not map is refused,
+//! or with `--ignore-unsupported` listed in the Result's notes.
 
 pub(crate) mod map;
 pub(crate) mod parse;
@@ -100,13 +101,62 @@ pub(crate) fn jobs(c: &FioCommand) -> Result<Vec<map::FioJob>, UsageError> {
     Ok(jobs)
 }
 
+/// Jobs that start together, as fio groups them: a job with `stonewall` (or
+/// `wait_for_previous`) starts a new run group once every job before it has ended.
+/// `figures` are the Results the group is reported as: a job with `group_reporting` joins
+/// the figure before it in its reporting group; `new_group` starts a reporting group.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct RunGroup {
+    /// Indexes into the job list, in file order.
+    pub jobs: Vec<usize>,
+    /// Each Result's jobs (one job, or several merged by group_reporting).
+    pub figures: Vec<Vec<usize>>,
+}
+
+/// The run groups of `jobs`. Jobs that would run at the same time on the same file are
+/// refused naming both (fsbench runs concurrent jobs on files of their own).
+pub(crate) fn run_groups(jobs: &[map::FioJob]) -> Result<Vec<RunGroup>, UsageError> {
+    let mut groups: Vec<RunGroup> = Vec::new();
+    for (i, j) in jobs.iter().enumerate() {
+        let mut fresh_reporting = j.new_group;
+        if i == 0 || j.stonewall {
+            groups.push(RunGroup::default());
+            fresh_reporting = true;
+        }
+        let g = groups.last_mut().expect("a group was started");
+        for &k in &g.jobs {
+            if let Some(t) = jobs[k]
+                .job
+                .targets
+                .iter()
+                .find(|t| j.job.targets.contains(t))
+            {
+                return Err(usage!(
+                    "[{}] and [{}] would run at the same time on {}: fsbench runs jobs at the same time on files of their own; add stonewall to [{}] or give it another file",
+                    jobs[k].job.name,
+                    j.job.name,
+                    t.display(),
+                    j.job.name
+                ));
+            }
+        }
+        g.jobs.push(i);
+        match g.figures.last_mut() {
+            Some(f) if j.group_reporting && !fresh_reporting => f.push(i),
+            _ => g.figures.push(vec![i]),
+        }
+    }
+    Ok(groups)
+}
+
 pub(crate) const HELP: &str = "\
 usage: fsbench fio [JOB.fio ...] [--fio-option=value ...] [options]
 
 Runs fio job files (and fio's command-line form) on fsbench: each job section becomes one
-fsbench job and one Result named after the section. Jobs run one after another, as if
-every job had stonewall. fio options that fsbench does not map are refused, naming the
-option and its section; docs/fio.md lists every mapping and approximation.
+fsbench job and one Result named after the section. As in fio, the jobs of a file start
+together unless stonewall (or wait_for_previous) makes a job wait for the ones before it;
+group_reporting reports a group's jobs as one Result. fio options that fsbench does not
+map are refused, naming the option and its section; docs/fio.md lists every mapping.
 
 fsbench options:
   --format text|json|csv   how the Results are printed (default text)
@@ -124,3 +174,48 @@ Examples:
   fsbench fio randread.fio --format json --output randread.json
   fsbench fio --name=seq --rw=write --bs=1m --size=64m --directory=/mnt/scratch
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn groups(text: &str) -> Result<Vec<RunGroup>, UsageError> {
+        let sections = parse::parse_text(text, &|_| None)?;
+        run_groups(&map::map_sections(&sections, false)?)
+    }
+
+    fn group(jobs: &[usize], figures: &[&[usize]]) -> RunGroup {
+        RunGroup {
+            jobs: jobs.to_vec(),
+            figures: figures.iter().map(|f| f.to_vec()).collect(),
+        }
+    }
+
+    #[test]
+    fn stonewall_new_group_and_group_reporting_shape_the_groups() {
+        let g = groups(
+            "[global]\nsize=64k\n[a]\n[b]\ngroup_reporting\n[c]\nnew_group\n[d]\ngroup_reporting\n[e]\nstonewall\n[f]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            g,
+            [
+                group(&[0, 1, 2, 3], &[&[0, 1], &[2, 3]]),
+                group(&[4, 5], &[&[4], &[5]])
+            ]
+        );
+        // stonewall in [global]: every job waits for the one before it.
+        let g = groups("[global]\nsize=64k\nstonewall\ngroup_reporting\n[a]\n[b]\n").unwrap();
+        assert_eq!(g, [group(&[0], &[&[0]]), group(&[1], &[&[1]])]);
+    }
+
+    #[test]
+    fn jobs_of_one_group_on_one_file_are_refused() {
+        let e = groups("[global]\nsize=64k\nfilename=f\n[a]\n[b]\n").unwrap_err();
+        assert!(
+            e.0.contains("[a] and [b] would run at the same time on f"),
+            "{e:?}"
+        );
+        assert!(groups("[global]\nsize=64k\nfilename=f\n[a]\n[b]\nwait_for_previous\n").is_ok());
+    }
+}

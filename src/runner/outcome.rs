@@ -80,3 +80,155 @@ fn user_reports(
     }
     users
 }
+
+impl RunOutcome {
+    /// Runs that went at the same time (a [`super::together::run_together`]) as one outcome:
+    /// their targets and workers side by side (users numbered on, in order), the worst
+    /// status, every failure, and the window from the first start to the last end. Probe
+    /// lists of files or targets are joined; other probe values are the first run's.
+    pub(crate) fn merge(parts: Vec<RunOutcome>) -> RunOutcome {
+        let mut parts = parts.into_iter();
+        let Some(mut all) = parts.next() else {
+            panic!("RunOutcome::merge of no outcome");
+        };
+        let mut end = all.started_unix_s + all.elapsed_s;
+        for p in parts {
+            let users = all.plan.targets.len();
+            all.plan.targets.extend(p.plan.targets);
+            all.plan.notes.extend(p.plan.notes);
+            all.threads.extend(p.threads.into_iter().map(|mut t| {
+                t.user += users;
+                if let Some(f) = &mut t.failure {
+                    f.user += users;
+                }
+                t
+            }));
+            all.failures.extend(p.failures.into_iter().map(|mut f| {
+                f.user += users;
+                f
+            }));
+            all.status = worse(all.status, p.status);
+            end = end.max(p.started_unix_s + p.elapsed_s);
+            all.started_unix_s = all.started_unix_s.min(p.started_unix_s);
+            for (k, v) in p.probes {
+                join_probe(all.probes.entry(k).or_insert(serde_json::Value::Null), v);
+            }
+            all.host = all.host.or(p.host);
+        }
+        all.elapsed_s = end - all.started_unix_s;
+        all.steady = None;
+        all
+    }
+}
+
+/// Failed over partial over complete.
+fn worse(a: super::RunStatus, b: super::RunStatus) -> super::RunStatus {
+    use super::RunStatus::*;
+    match (a, b) {
+        (Failed, _) | (_, Failed) => Failed,
+        (Partial, _) | (_, Partial) => Partial,
+        _ => Complete,
+    }
+}
+
+/// One probe value taken into another: lists inside objects are joined (`files`, `targets`).
+fn join_probe(into: &mut serde_json::Value, v: serde_json::Value) {
+    match (into, v) {
+        (into @ serde_json::Value::Null, v) => *into = v,
+        (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+            for (k, v) in b {
+                if let (Some(serde_json::Value::Array(x)), serde_json::Value::Array(y)) =
+                    (a.get_mut(&k), &v)
+                {
+                    x.extend(y.iter().cloned());
+                } else {
+                    a.entry(k).or_insert(v);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::RunStatus;
+    use super::*;
+    use crate::result::{IoFailure, Plan, TargetKind, TargetPlan};
+
+    fn outcome(path: &str, ops: u64, start: f64, elapsed: f64, failed: bool) -> RunOutcome {
+        let failure = failed.then(|| IoFailure {
+            user: 0,
+            thread: 0,
+            path: path.into(),
+            offset: Some(0),
+            message: "EIO".into(),
+        });
+        RunOutcome {
+            plan: Plan {
+                targets: vec![TargetPlan {
+                    path: path.into(),
+                    kind: TargetKind::File,
+                    size: 4096,
+                    created: true,
+                    dio_align: 512,
+                    reserved: None,
+                }],
+                cache: Default::default(),
+                notes: vec![format!("note of {path}")],
+                part: None,
+            },
+            threads: vec![ThreadOutcome {
+                user: 0,
+                thread: 0,
+                stats: Stats {
+                    write_ops: ops,
+                    ..Stats::default()
+                },
+                failure: failure.clone(),
+                verify: None,
+                intervals: Vec::new(),
+            }],
+            status: if failed {
+                RunStatus::Failed
+            } else {
+                RunStatus::Complete
+            },
+            failures: failure.into_iter().collect(),
+            elapsed_s: elapsed,
+            started_unix_s: start,
+            probes: serde_json::from_value(serde_json::json!({
+                "extents": {"files": [path]}
+            }))
+            .unwrap(),
+            status_interval_ns: None,
+            steady: None,
+            host: None,
+        }
+    }
+
+    #[test]
+    fn merged_runs_sit_side_by_side_over_their_common_window() {
+        let m = RunOutcome::merge(vec![
+            outcome("a", 3, 100.0, 2.0, false),
+            outcome("b", 5, 100.5, 2.0, true),
+        ]);
+        let users: Vec<(usize, u64)> = m
+            .threads
+            .iter()
+            .map(|t| (t.user, t.stats.write_ops))
+            .collect();
+        assert_eq!(users, [(0, 3), (1, 5)]);
+        assert_eq!(m.plan.targets.len(), 2);
+        assert_eq!(m.failures[0].user, 1);
+        assert_eq!(m.threads[1].failure.as_ref().unwrap().user, 1);
+        assert_eq!(m.status, RunStatus::Failed);
+        assert_eq!((m.started_unix_s, m.elapsed_s), (100.0, 2.5));
+        assert_eq!(m.total().write_ops, 8);
+        assert_eq!(m.plan.notes, ["note of a", "note of b"]);
+        assert_eq!(
+            m.probes["extents"],
+            serde_json::json!({"files": ["a", "b"]})
+        );
+    }
+}
