@@ -1,8 +1,10 @@
 //! One Result from every rank's run: each rank sends rank 0 a [`RankRecord`] (its threads'
 //! exact `Stats`, histograms included, its failures, and its start and end on the barrier
-//! clock); rank 0 merges them into the ordinary runner outcome and builds the one
-//! [`RunResult`] from it, plus the per-rank rows, the hosts, the full and stonewall figures
-//! and the spread.
+//! clock, whatever the kind of run); rank 0 merges them. Each kind's own part of the Result
+//! is merged here from the records (a Job's and a replay's threads as one runner outcome, a
+//! workload's runs flowop by flowop, a backup phase's counts), and [`distribute`] adds what
+//! every kind's Result on ranks has: the per-rank rows, the hosts, the full and stonewall
+//! figures, the spread and what the observers saw.
 
 use super::layout::{DistSpec, Stonewall};
 use crate::job::Job;

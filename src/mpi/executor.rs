@@ -171,10 +171,9 @@ pub(super) fn execute<K: Distributed>(
     kind: &mut K,
     settings: &Settings,
 ) -> anyhow::Result<Ending> {
-    let timeout = settings.timeout;
     let rank = world.rank;
     runner::signal::install();
-    let hosts = world.all_hosts(timeout);
+    let hosts = world.all_hosts(settings.timeout);
     let mut rec = RankRecord::new(rank, &world.host, Vec::new());
     let mut local_err = kind.prepare(world, &hosts, &mut rec).err();
     rec.targets = kind.targets(rank);
@@ -191,55 +190,28 @@ pub(super) fn execute<K: Distributed>(
         Some(o) => o.watching(&settings.watch),
         None => settings.watch.clone(),
     };
-    let (tx, rx) = mpsc::channel::<Event<K::Out>>();
-    let (go_tx, go_rx) = mpsc::channel::<bool>();
-    let (clean_tx, clean_rx) = mpsc::channel::<()>();
-    let mut channels = Some((tx, go_rx, clean_rx));
-    let mut handle = None;
-    let mut early: Option<anyhow::Result<K::Out>> = None;
-    let mut launch = |kind: &mut K, early: &mut Option<anyhow::Result<K::Out>>| {
-        let (tx, go_rx, clean_rx) = channels.take().expect("a rank's run starts once");
-        match start(kind.launch(), watch.clone(), tx, go_rx, clean_rx) {
-            Ok(h) => {
-                handle = Some(h);
-                Ok(wait_ready(&rx, early))
-            }
-            Err(e) => Err(anyhow::anyhow!("cannot start the rank's run thread: {e}")),
-        }
-    };
+    let mut run = RunThread::new();
     let mut opener = None;
-    let mut launched = false;
     // A rank called off in its preparation (another rank could not make its part) runs
     // nothing.
-    if local_err.is_none() && !rec.called_off && kind.first(rank) {
-        launched = true;
-        match launch(kind, &mut early) {
+    let runs = |e: &Option<anyhow::Error>, rec: &RankRecord| e.is_none() && !rec.called_off;
+    let first = runs(&local_err, &rec) && kind.first(rank);
+    if first {
+        match run.launch(kind.launch(), watch.clone()) {
             Ok(o) => opener = o,
             Err(e) => local_err = Some(e),
         }
     }
     let may = kind.handoff(world, opener.is_some(), &mut rec)?;
-    if local_err.is_none() && !rec.called_off && !launched && may {
-        match launch(kind, &mut early) {
+    if runs(&local_err, &rec) && !first && may {
+        match run.launch(kind.launch(), watch) {
             Ok(o) => opener = o,
             Err(e) => local_err = Some(e),
         }
     }
-    let timing = timed_parts(
-        world,
-        kind.parts(),
-        settings,
-        opener,
-        &rx,
-        &go_tx,
-        &clean_tx,
-        &mut early,
-    );
+    let timing = timed_parts(world, kind.parts(), settings, opener, &mut run);
     rec.stopped = timing.marks.iter().any(|m| m.stopped);
-    // No part starts any more: a run still at its gate is called off, and one past its I/O
-    // goes on to remove what it made.
-    drop((go_tx, clean_tx));
-    match finish(&rx, handle, early) {
+    match run.finish() {
         Some(Ok(out)) => kind.record(out, &timing, &mut rec),
         // Ready, but another rank was not: that rank's failure is the run's.
         Some(Err(_)) if timing.ready && !timing.all_ok => rec.called_off = true,
@@ -259,7 +231,7 @@ pub(super) fn execute<K: Distributed>(
         0
     };
     let bytes = serde_json::to_vec(&rec)?;
-    let gathered = world.gather_reported("collecting the results", timeout, &bytes);
+    let gathered = world.gather_reported("collecting the results", settings.timeout, &bytes);
     let notes = kind.finish();
     let Some(all) = gathered else {
         return Ok(Ending::Done(own_code));
@@ -293,16 +265,12 @@ fn failed(rec: &mut RankRecord, e: &anyhow::Error) {
 /// the part over before any goes on. A rank whose run is over (or failed before a part) calls
 /// the next part off on every rank, so all ranks make the same collective calls and leave
 /// together.
-#[allow(clippy::too_many_arguments)]
-fn timed_parts<T>(
+fn timed_parts<T: Send + 'static>(
     world: &World,
     parts: bool,
     settings: &Settings,
     mut opener: Option<Opener>,
-    rx: &Receiver<Event<T>>,
-    go: &Sender<bool>,
-    clean: &Sender<()>,
-    early: &mut Option<anyhow::Result<T>>,
+    run: &mut RunThread<T>,
 ) -> Timing {
     let mut timing: Option<Timing> = None;
     loop {
@@ -312,7 +280,7 @@ fn timed_parts<T>(
         };
         let ready = opener.is_some();
         let (all_ok, t_ns, start) =
-            start_together(world, &step, settings.timeout, opener.as_ref(), go);
+            start_together(world, &step, settings.timeout, opener.as_ref(), &run.go);
         let t = timing.get_or_insert(Timing {
             ready,
             all_ok,
@@ -325,7 +293,7 @@ fn timed_parts<T>(
         }
         // The stonewall's clock zero is this part's barrier; the marks are on the first's.
         let barrier_s = start.duration_since(t.t0).as_secs_f64();
-        let io = wait_io(world, settings.stonewall, rx, start, early);
+        let io = wait_io(world, settings.stonewall, run, start);
         t.marks.push(RunMark {
             barrier_s,
             end_s: io
@@ -335,74 +303,131 @@ fn timed_parts<T>(
         });
         end_io(world, settings.timeout, &io);
         // Every rank's I/O of the part is over: the run may go on (and remove what it made).
-        let _ = clean.send(());
+        let _ = run.clean.send(());
         if !parts {
             break;
         }
-        opener = match early {
-            None => wait_ready(rx, early),
-            Some(_) => None,
-        };
+        opener = run.wait_ready();
     }
     timing.expect("the first start barrier is always met")
 }
 
-/// `run` on a thread of its own, given the gate of each timed part: its workers' readiness
-/// and the end of their I/O go to `tx`, they start when `go` says so (false: called off), and
-/// the run goes on past a part's I/O only when `clean` says every rank's I/O is over. Its
-/// outcome goes to `tx` last.
-fn start<T: Send + 'static>(
-    run: LocalRun<T>,
-    watch: Watching,
-    tx: Sender<Event<T>>,
-    go: Receiver<bool>,
-    clean: Receiver<()>,
-) -> std::io::Result<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("fsbench-rank".into())
-        .spawn(move || {
-            // Every part's gate waits on the same two channels, one part after the other.
-            let go = Arc::new(Mutex::new(go));
-            let clean = Arc::new(Mutex::new(clean));
-            let hooks = tx.clone();
-            let mut gates = move || {
-                let (t1, t2) = (hooks.clone(), hooks.clone());
-                let (go, clean) = (go.clone(), clean.clone());
-                runner::Gate {
-                    start: Box::new(move |opener| {
-                        let _ = t1.send(Event::Ready(opener));
-                        let go = go.lock().unwrap_or_else(|p| p.into_inner());
-                        go.recv().unwrap_or(false)
-                    }),
-                    after_io: Box::new(move || {
-                        let _ = t2.send(Event::IoDone);
-                        let _ = clean.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    }),
-                }
-            };
-            let _ = tx.send(Event::Finished(run(&mut gates, watch)));
-        })
+/// A rank's run on a thread of its own, and the main thread's ends of its channels: the
+/// events it sends, the answer of its start gate, the word that it may go on past its I/O.
+struct RunThread<T> {
+    events: Receiver<Event<T>>,
+    go: Sender<bool>,
+    clean: Sender<()>,
+    /// The thread's ends of the channels, until it starts.
+    ends: Option<ThreadEnds<T>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+    /// The run's outcome, once it came.
+    early: Option<anyhow::Result<T>>,
 }
 
-/// The run thread's outcome once every rank's I/O is over (`early`: it came already), the
-/// thread joined.
-fn finish<T>(
-    rx: &Receiver<Event<T>>,
-    handle: Option<std::thread::JoinHandle<()>>,
-    mut early: Option<anyhow::Result<T>>,
-) -> Option<anyhow::Result<T>> {
-    if early.is_none() && handle.is_some() {
-        while let Ok(ev) = rx.recv() {
-            if let Event::Finished(r) = ev {
-                early = Some(r);
-                break;
+/// The run thread's ends of its channels: events out, the start gate's answer and the word
+/// to go on past its I/O in.
+type ThreadEnds<T> = (Sender<Event<T>>, Receiver<bool>, Receiver<()>);
+
+impl<T: Send + 'static> RunThread<T> {
+    fn new() -> RunThread<T> {
+        let (tx, events) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel();
+        let (clean, clean_rx) = mpsc::channel();
+        RunThread {
+            events,
+            go,
+            clean,
+            ends: Some((tx, go_rx, clean_rx)),
+            handle: None,
+            early: None,
+        }
+    }
+
+    /// Start `run` on its thread, given the gate of each timed part: its workers' readiness
+    /// and the end of their I/O are sent as events, they start when `go` says so (false:
+    /// called off), and the run goes on past a part's I/O only when `clean` says every rank's
+    /// I/O is over. Its outcome is sent last. The opener of its first part once it is
+    /// prepared (None: it ended before).
+    fn launch(&mut self, run: LocalRun<T>, watch: Watching) -> anyhow::Result<Option<Opener>> {
+        let (tx, go, clean) = self.ends.take().expect("a rank's run starts once");
+        let spawned = std::thread::Builder::new()
+            .name("fsbench-rank".into())
+            .spawn(move || {
+                // Every part's gate waits on the same two channels, one part after the other.
+                let go = Arc::new(Mutex::new(go));
+                let clean = Arc::new(Mutex::new(clean));
+                let hooks = tx.clone();
+                let mut gates = move || {
+                    let (t1, t2) = (hooks.clone(), hooks.clone());
+                    let (go, clean) = (go.clone(), clean.clone());
+                    runner::Gate {
+                        start: Box::new(move |opener| {
+                            let _ = t1.send(Event::Ready(opener));
+                            let go = go.lock().unwrap_or_else(|p| p.into_inner());
+                            go.recv().unwrap_or(false)
+                        }),
+                        after_io: Box::new(move || {
+                            let _ = t2.send(Event::IoDone);
+                            let _ = clean.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        }),
+                    }
+                };
+                let _ = tx.send(Event::Finished(run(&mut gates, watch)));
+            });
+        match spawned {
+            Ok(h) => {
+                self.handle = Some(h);
+                Ok(self.wait_ready())
+            }
+            Err(e) => Err(anyhow::anyhow!("cannot start the rank's run thread: {e}")),
+        }
+    }
+
+    /// Wait until the run's next part is prepared (its workers' opener) or the run has
+    /// ended.
+    fn wait_ready(&mut self) -> Option<Opener> {
+        if self.early.is_some() || self.handle.is_none() {
+            return None;
+        }
+        loop {
+            match self.events.recv() {
+                Ok(Event::Ready(opener)) => return Some(opener),
+                Ok(Event::Finished(r)) => {
+                    self.early = Some(r);
+                    return None;
+                }
+                Ok(Event::IoDone) => {}
+                Err(_) => return None,
             }
         }
     }
-    if let Some(h) = handle {
-        let _ = h.join();
+
+    /// The run's outcome once no part starts any more (a run still at its gate is called
+    /// off, one past its I/O goes on to remove what it made), the thread joined.
+    fn finish(self) -> Option<anyhow::Result<T>> {
+        let RunThread {
+            events,
+            go,
+            clean,
+            handle,
+            mut early,
+            ..
+        } = self;
+        drop((go, clean));
+        if early.is_none() && handle.is_some() {
+            while let Ok(ev) = events.recv() {
+                if let Event::Finished(r) = ev {
+                    early = Some(r);
+                    break;
+                }
+            }
+        }
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+        early
     }
-    early
 }
 
 /// The start barrier: every rank says whether its run is ready; if all are, clock zero is
@@ -426,21 +451,6 @@ fn start_together(
         let _ = go.send(all_ok);
     }
     (all_ok, t0_ns, t0)
-}
-
-/// Wait until the run's next part is prepared (its workers' opener) or the run has ended.
-fn wait_ready<T>(rx: &Receiver<Event<T>>, early: &mut Option<anyhow::Result<T>>) -> Option<Opener> {
-    loop {
-        match rx.recv() {
-            Ok(Event::Ready(opener)) => return Some(opener),
-            Ok(Event::Finished(r)) => {
-                *early = Some(r);
-                return None;
-            }
-            Ok(Event::IoDone) => {}
-            Err(_) => return None,
-        }
-    }
 }
 
 /// Stop this rank's observers after its timed I/O (`t0`: the rank's clock zero; its I/O
@@ -475,17 +485,16 @@ struct IoEnd {
     got: u64,
 }
 
-/// Wait for the end of this rank's timed I/O (its outcome goes to `early` when it comes
-/// before the end of the I/O), stopping it at the stonewall: at the first other rank's
+/// Wait for the end of this rank's timed I/O (its outcome is kept when it comes before the
+/// end of the I/O), stopping it at the stonewall: at the first other rank's
 /// message or `d` seconds after the part's start `t0`, through the runner's stop flag
 /// (`signal::stop_workers`, read by every worker loop between I/Os). A rank whose I/O ended
 /// first tells the others.
 fn wait_io<T>(
     world: &World,
     stonewall: Option<Stonewall>,
-    rx: &Receiver<Event<T>>,
+    run: &mut RunThread<T>,
     t0: Instant,
-    early: &mut Option<anyhow::Result<T>>,
 ) -> IoEnd {
     let mut io = IoEnd::default();
     loop {
@@ -498,26 +507,24 @@ fn wait_io<T>(
             }
             Some(_) => Duration::from_millis(1),
         };
-        match rx.recv_timeout(wait) {
+        match run.events.recv_timeout(wait) {
             Ok(Event::IoDone) => {
                 io.end_s = Some(t0.elapsed().as_secs_f64());
                 break;
             }
             Ok(Event::Finished(r)) => {
-                *early = Some(r);
+                run.early = Some(r);
                 break;
             }
             Ok(Event::Ready(_)) | Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
         match stonewall {
-            Some(Stonewall::FirstFinish) => {
-                if world.poll_stone().is_some() {
-                    io.got += 1;
-                    if !io.stopped {
-                        runner::signal::stop_workers();
-                        io.stopped = true;
-                    }
+            Some(Stonewall::FirstFinish) if world.poll_stone().is_some() => {
+                io.got += 1;
+                if !io.stopped {
+                    runner::signal::stop_workers();
+                    io.stopped = true;
                 }
             }
             Some(Stonewall::Time(d)) if !io.stopped && t0.elapsed().as_secs_f64() >= d => {
