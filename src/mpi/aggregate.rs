@@ -103,9 +103,9 @@ pub(crate) struct RankRun {
     pub stopped: bool,
 }
 
-/// What the rank's main thread saw of one `run` of its workload: the run's start barrier and
-/// the end of the rank's I/O (seconds on the rank's clock), and whether the stonewall
-/// stopped it.
+/// What the rank's main thread saw of one timed part of its run (a workload: one `run` of
+/// its script): the part's start barrier and the end of the rank's I/O (seconds on the
+/// rank's clock), and whether the stonewall stopped it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RunMark {
     pub barrier_s: f64,
@@ -397,7 +397,7 @@ pub(super) fn merge_outcome(records: &[RankRecord], cache: crate::job::CachePoli
 
 /// A rank row per record and the hosts they ran on, then the `explain` checks again: they
 /// judge the CPUs each rank could use against the threads per rank.
-pub(crate) fn add_ranks(result: &mut RunResult, records: &[RankRecord]) {
+fn add_ranks(result: &mut RunResult, records: &[RankRecord]) {
     result.ranks = records.iter().map(rank_row).collect();
     for r in records {
         if !result.hosts.contains(&r.host) {
@@ -595,7 +595,7 @@ pub(super) fn workload_stonewall(
 }
 
 /// The slowest and the fastest of the ranks that ran, by their own bytes per second.
-pub(super) fn slowest_fastest<'a>(
+fn slowest_fastest<'a>(
     rows: &'a [RankReport],
     records: &[RankRecord],
 ) -> (Option<&'a RankReport>, Option<&'a RankReport>) {
@@ -840,7 +840,7 @@ impl Clock {
     }
 }
 
-pub(super) fn rank_row(r: &RankRecord) -> RankReport {
+fn rank_row(r: &RankRecord) -> RankReport {
     let s = r.stats();
     RankReport {
         rank: r.rank,

@@ -130,7 +130,7 @@ pub(super) struct Settings {
     pub observe: RankObserve,
     /// How rank 0 watches its own part.
     pub watch: Watching,
-    /// What the start barrier is called in a timeout's message.
+    /// Added to the start barrier's name in a timeout's message (` of the backup archive`).
     pub barrier: String,
 }
 
