@@ -76,6 +76,9 @@ pub(crate) fn sync_issuer() -> MakeIssuer {
 /// Prefix of the per-run directory (`fsbench-backup-PID`).
 pub(crate) const ROOT_PREFIX: &str = "fsbench-backup-";
 
+/// The name of the archive in a study's directory.
+pub(crate) const ARCHIVE: &str = "backup.tar";
+
 /// Remove `fsbench-backup-PID` directories in `dir` that a killed run left: only those whose
 /// name carries a PID that is not running, that are real directories (not links) and that
 /// carry fsbench's mark. Returns the paths removed.
@@ -352,7 +355,7 @@ pub(crate) struct Study<'a> {
 
 impl Study<'_> {
     pub(crate) fn archive_path(&self) -> PathBuf {
-        self.root.join("backup.tar")
+        self.root.join(ARCHIVE)
     }
 
     /// Time the archive phase under `cache`, started when `start` says so.

@@ -1,8 +1,10 @@
 //! One Result from every rank's run: each rank sends rank 0 a [`RankRecord`] (its threads'
 //! exact `Stats`, histograms included, its failures, and its start and end on the barrier
-//! clock); rank 0 merges them into the ordinary runner outcome and builds the one
-//! [`RunResult`] from it, plus the per-rank rows, the hosts, the full and stonewall figures
-//! and the spread.
+//! clock, whatever the kind of run); rank 0 merges them. Each kind's own part of the Result
+//! is merged here from the records (a Job's and a replay's threads as one runner outcome, a
+//! workload's runs flowop by flowop, a backup phase's counts), and [`distribute`] adds what
+//! every kind's Result on ranks has: the per-rank rows, the hosts, the full and stonewall
+//! figures, the spread and what the observers saw.
 
 use super::layout::{DistSpec, Stonewall};
 use crate::job::Job;
@@ -59,6 +61,12 @@ pub(crate) struct RankRecord {
     /// A workload rank's measured run (its threads' per-flowop statistics).
     #[serde(default)]
     pub workload: Option<WorkloadRank>,
+    /// A replaying rank's call kinds (None: it did not replay).
+    #[serde(default)]
+    pub replay: Option<crate::replay::ReplayParts>,
+    /// A backup restore: whether this rank's restored tree was byte-identical.
+    #[serde(default)]
+    pub verified: Option<bool>,
     /// What this rank's observers saw (`super::observe`): its trace, its host's devices.
     #[serde(default)]
     pub observed: super::observe::RankObserved,
@@ -95,9 +103,9 @@ pub(crate) struct RankRun {
     pub stopped: bool,
 }
 
-/// What the rank's main thread saw of one `run` of its workload: the run's start barrier and
-/// the end of the rank's I/O (seconds on the rank's clock), and whether the stonewall
-/// stopped it.
+/// What the rank's main thread saw of one timed part of its run (a workload: one `run` of
+/// its script): the part's start barrier and the end of the rank's I/O (seconds on the
+/// rank's clock), and whether the stonewall stopped it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RunMark {
     pub barrier_s: f64,
@@ -183,6 +191,8 @@ impl RankRecord {
             own_host_data: false,
             data_of_rank: None,
             workload: None,
+            replay: None,
+            verified: None,
             observed: Default::default(),
             lost: false,
         }
@@ -387,7 +397,7 @@ pub(super) fn merge_outcome(records: &[RankRecord], cache: crate::job::CachePoli
 
 /// A rank row per record and the hosts they ran on, then the `explain` checks again: they
 /// judge the CPUs each rank could use against the threads per rank.
-pub(crate) fn add_ranks(result: &mut RunResult, records: &[RankRecord]) {
+fn add_ranks(result: &mut RunResult, records: &[RankRecord]) {
     result.ranks = records.iter().map(rank_row).collect();
     for r in records {
         if !result.hosts.contains(&r.host) {
@@ -397,30 +407,47 @@ pub(crate) fn add_ranks(result: &mut RunResult, records: &[RankRecord]) {
     crate::explain::refresh(result);
 }
 
-/// The one Result of the distributed run (rank 0), from every rank's record in rank order.
-pub(crate) fn build(
-    spec: &DistSpec,
-    job: &Job,
-    records: &[RankRecord],
-    shift: Option<u32>,
-) -> RunResult {
-    let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
-    let clock = Clock::of(&ran);
-    let span = clock.span;
+/// The Result of a Job's run on every rank (rank 0), from every rank's record in rank order:
+/// every rank's threads as the run's, the total over every rank timed from the first start
+/// to the last end.
+pub(crate) fn job_result(job: &Job, records: &[RankRecord]) -> RunResult {
     let outcome = merge_outcome(records, job.cache);
     let mut result = RunResult::from_outcome(job, &outcome);
-    // The total over every rank, timed from the first start to the last end.
+    result.total = StatsReport::from_stats(&total(records), true);
+    result
+}
+
+/// Every rank's counts summed exactly, timed from the first start to the last end on the
+/// barrier clock.
+pub(super) fn total(records: &[RankRecord]) -> Stats {
+    let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
     let mut total = Stats::default();
     for r in records {
         total += &r.stats();
     }
-    total.elapsed_s = span;
-    result.total = StatsReport::from_stats(&total, true);
-    add_ranks(&mut result, records);
+    total.elapsed_s = Clock::of(&ran).span;
+    total
+}
+
+/// What every kind's Result on ranks has (rank 0, `result` the kind's own merge of
+/// `records`): a row per rank and the hosts, the `distributed` section (the full figure over
+/// every rank's bytes, the slowest and the fastest rank, `stonewall`) and what every rank's
+/// observers saw.
+pub(super) fn distribute(
+    result: &mut RunResult,
+    records: &[RankRecord],
+    layout: &str,
+    reorder_shift: Option<u32>,
+    stonewall: Option<StonewallReport>,
+) {
+    let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
+    let clock = Clock::of(&ran);
+    let bytes: u64 = records.iter().map(|r| r.stats().bytes()).sum();
+    add_ranks(result, records);
     let (slowest, fastest) = slowest_fastest(&result.ranks, records);
     result.distributed = Some(DistributedReport {
-        stonewall: spec.stonewall.map(|mode| run_stonewall(mode, records)),
-        ..clock.report(spec.layout.name(), shift, total.bytes(), slowest, fastest)
+        stonewall,
+        ..clock.report(layout, reorder_shift, bytes, slowest, fastest)
     });
     let seen: Vec<super::observe::Seen> = records
         .iter()
@@ -430,16 +457,16 @@ pub(crate) fn build(
             observed: &r.observed,
         })
         .collect();
-    super::observe::merge(&seen, &mut result);
-    if let Some(n) = cache_note(spec, job, records, result.hosts.len()) {
-        result.notes.push(n);
-    }
+    super::observe::merge(&seen, result);
+}
+
+/// The note on the ranks that ran nothing because another could not start.
+pub(super) fn note_called_off(result: &mut RunResult, records: &[RankRecord]) {
     if records.iter().any(|r| r.called_off) {
         result
             .notes
             .push("ranks marked 'called off' ran nothing: another rank could not start".into());
     }
-    result
 }
 
 /// The stonewall section of one timed part on every rank (a Job's run, or a replay): the wall
@@ -516,7 +543,11 @@ fn stonewall_report(
 /// wall (the end of the first rank whose run was not stopped, or DUR after the run's start
 /// barrier); the figures are over the sum of the runs' (wall - first start), the stop lag is
 /// the longest of the runs', and `wall_s` / `called_by_rank` are the last run's.
-fn workload_stonewall(mode: Stonewall, records: &[RankRecord], nruns: usize) -> StonewallReport {
+pub(super) fn workload_stonewall(
+    mode: Stonewall,
+    records: &[RankRecord],
+    nruns: usize,
+) -> StonewallReport {
     let (mut timed, mut lag, mut wall, mut by) = (0.0f64, 0.0f64, 0.0f64, None);
     for k in 0..nruns {
         let runs: Vec<(u32, &RankRun)> = records
@@ -564,7 +595,7 @@ fn workload_stonewall(mode: Stonewall, records: &[RankRecord], nruns: usize) -> 
 }
 
 /// The slowest and the fastest of the ranks that ran, by their own bytes per second.
-pub(super) fn slowest_fastest<'a>(
+fn slowest_fastest<'a>(
     rows: &'a [RankReport],
     records: &[RankRecord],
 ) -> (Option<&'a RankReport>, Option<&'a RankReport>) {
@@ -575,29 +606,31 @@ pub(super) fn slowest_fastest<'a>(
     )
 }
 
-/// The one Result of a distributed workload (rank 0), from every rank's record in rank
-/// order: each `run` of the script one entry of `workload.runs`, its flowops' statistics
-/// merged exactly over every rank's threads, its rates over its first start to its last end
-/// on the barrier clock; each rank's filesets, a row per rank.
-pub(crate) fn build_workload(
+/// The `run`s of a distributed workload: the most any rank that ran did.
+pub(super) fn workload_runs(records: &[RankRecord]) -> usize {
+    records
+        .iter()
+        .filter(|r| r.ran())
+        .filter_map(|r| r.workload.as_ref())
+        .map(|w| w.runs.len())
+        .max()
+        .unwrap_or(0)
+}
+
+/// The Result of a workload on every rank (rank 0), from every rank's record in rank order:
+/// each `run` of the script one entry of `workload.runs`, its flowops' statistics merged
+/// exactly over every rank's threads, its rates over its first start to its last end on the
+/// barrier clock; each rank's filesets.
+pub(crate) fn workload_result(
     src: &crate::workload::Source,
     model: &crate::workload::model::Model,
     records: &[RankRecord],
-    layout: &str,
-    stonewall: Option<Stonewall>,
-    reorder_shift: Option<u32>,
 ) -> RunResult {
     use crate::workload::report::{RunPart, WorkloadDoc};
     let rank0 = &records[0];
     let mut doc = WorkloadDoc::new(src, model, rank0.started_unix_s);
     let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
-    let clock = Clock::of(&ran);
-    let nruns = ran
-        .iter()
-        .filter_map(|r| r.workload.as_ref())
-        .map(|w| w.runs.len())
-        .max()
-        .unwrap_or(0);
+    let nruns = workload_runs(records);
     // Run k's threads of every rank that ran it.
     let mut outcomes: Vec<Vec<WlThreadOutcome>> = vec![Vec::new(); nruns];
     let mut failures = Vec::new();
@@ -698,40 +731,15 @@ pub(crate) fn build_workload(
     if failed {
         doc.fail();
     }
-    let mut result = doc.result;
-    add_ranks(&mut result, records);
-    let mut total = Stats::default();
-    for r in &ran {
-        total += &r.stats();
-    }
-    let (slowest, fastest) = slowest_fastest(&result.ranks, records);
-    result.distributed = Some(DistributedReport {
-        stonewall: stonewall.map(|mode| workload_stonewall(mode, records, nruns)),
-        ..clock.report(layout, reorder_shift, total.bytes(), slowest, fastest)
-    });
-    if let Some(n) = workload_cache_note(model, records, result.hosts.len(), reorder_shift) {
-        result.notes.push(n);
-    }
-    if records.iter().any(|r| r.called_off) {
-        result
-            .notes
-            .push("ranks marked 'called off' ran nothing: another rank could not start".into());
-    }
-    result
+    doc.result
 }
 
 /// A suite's backup phase on ranks (`super::backup`): `result` is the phase's Result as rank 0
 /// made it (its target, notes and settings); this puts in every rank's counts summed exactly
 /// (`total` and the phase's group, CPU time included) over the first start to the last end
-/// on the barrier clock, each rank's failure naming it, a row per rank and the spread.
-pub(crate) fn distribute_phase(result: &mut RunResult, records: &[RankRecord]) {
-    let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
-    let clock = Clock::of(&ran);
-    let mut total = Stats::default();
-    for r in records {
-        total += &r.stats();
-    }
-    total.elapsed_s = clock.span;
+/// on the barrier clock, each rank's failure naming it, and every rank's tree as a target.
+pub(crate) fn phase_result(result: &mut RunResult, records: &[RankRecord]) {
+    let total = total(records);
     result.total = StatsReport::from_stats(&total, true);
     if let Some(g) = result.groups.first_mut() {
         g.stats = StatsReport::from_stats(&total, false);
@@ -774,14 +782,6 @@ pub(crate) fn distribute_phase(result: &mut RunResult, records: &[RankRecord]) {
                 Some(t)
             })
             .collect();
-    }
-    add_ranks(result, records);
-    let (slowest, fastest) = slowest_fastest(&result.ranks, records);
-    result.distributed = Some(clock.report("dir_per_rank", None, total.bytes(), slowest, fastest));
-    if records.iter().any(|r| r.called_off) {
-        result
-            .notes
-            .push("ranks marked 'called off' ran nothing: another rank could not start".into());
     }
 }
 
@@ -840,7 +840,7 @@ impl Clock {
     }
 }
 
-pub(super) fn rank_row(r: &RankRecord) -> RankReport {
+fn rank_row(r: &RankRecord) -> RankReport {
     let s = r.stats();
     RankReport {
         rank: r.rank,
@@ -865,7 +865,12 @@ pub(super) fn rank_row(r: &RankRecord) -> RankReport {
 
 /// The client-cache warning: some rank read, through the page cache, data its own host wrote
 /// (no `--reorder-ranks`, or the rank it read from runs on the same host).
-fn cache_note(spec: &DistSpec, job: &Job, records: &[RankRecord], hosts: usize) -> Option<String> {
+pub(super) fn cache_note(
+    spec: &DistSpec,
+    job: &Job,
+    records: &[RankRecord],
+    hosts: usize,
+) -> Option<String> {
     let reads = job.access.read_pct(job.read_pct) > 0;
     let buffered = match job.cache {
         crate::job::CachePolicy::Buffered | crate::job::CachePolicy::Dsync => true,
@@ -905,7 +910,7 @@ fn avoid_client_cache(reorder: bool, hosts: usize) -> &'static str {
 /// The client-cache warning of a workload on ranks: some rank ran reads (a `read` or
 /// `readwholefile` flowop without `directio`) over filesets its own host laid out (no
 /// `--reorder-ranks`, or the rank whose directory it ran in is on the same host).
-fn workload_cache_note(
+pub(super) fn workload_cache_note(
     model: &crate::workload::model::Model,
     records: &[RankRecord],
     hosts: usize,

@@ -1,4 +1,4 @@
-//! A suite's backup study on MPI ranks (issue #16): every rank builds its own tree in a
+//! A suite's backup study on MPI ranks: every rank builds its own tree in a
 //! directory of its own, `DIR/fsbench-backup-PID/rank-NNNNN` (PID: rank 0's), and runs each
 //! phase of the study (archive, then restore and its byte-for-byte check, for each cache
 //! policy) through the same phase code as on one host (`crate::backup`); every phase
@@ -10,13 +10,16 @@
 //! one host, a failed archive skips its restore).
 
 use super::aggregate::{self, RankRecord, ThreadRecord};
-use super::{one_line, World};
-use crate::backup::{self, BackupPlan, PhaseRun, PhaseSink, Study};
+use super::executor::{self, Distributed, LocalRun, Settings, Timing};
+use super::{one_line, Ending, World};
+use crate::backup::{self, BackupPlan, MakeIssuer, PhaseRun, PhaseSink, Study};
 use crate::job::CachePolicy;
+use crate::result::RunResult;
 use crate::runner::{IoFailure, RunStatus};
 use crate::stats::Stats;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What rank 0 sends every rank: the study and where it runs.
@@ -29,14 +32,6 @@ pub(crate) struct BackupSpec {
     /// Rank 0's process id: names the directory of every rank's tree.
     pub tag: u32,
     pub timeout_s: f64,
-}
-
-/// What one rank did in one phase: its row (`RankRecord`, its counts as its one thread's)
-/// and whether its restored tree was byte-identical (restore only).
-#[derive(Serialize, Deserialize)]
-struct PhaseRank {
-    rec: RankRecord,
-    verified: Option<bool>,
 }
 
 /// A directory this rank created, removed with everything in it when dropped.
@@ -72,9 +67,7 @@ pub(crate) fn run(
     let timeout = Duration::from_secs_f64(spec.timeout_s);
     let rank = world.rank;
     crate::runner::signal::install();
-    let shared = spec
-        .dir
-        .join(format!("{}{}", backup::ROOT_PREFIX, spec.tag));
+    let shared = shared_dir(spec);
     let mut local_err: Option<anyhow::Error> = None;
     let mut shared_made = false;
     if rank == 0 {
@@ -90,7 +83,7 @@ pub(crate) fn run(
         }
     }
     world.meet("creating the ranks' backup directories", timeout);
-    let root = shared.join(format!("rank-{rank:05}"));
+    let root = rank_root(spec, rank);
     let mut own = Created(None);
     if local_err.is_none() && std::fs::symlink_metadata(&shared).is_ok() {
         match create_marked(&root) {
@@ -107,16 +100,15 @@ pub(crate) fn run(
     let all_built = world.all_min("building the ranks' trees", timeout, built as u64) == 1;
     let outcome = if all_built {
         let files = files.unwrap_or_default();
-        let tree_paths: Vec<PathBuf> = files.iter().map(|(n, _)| tree.join(n)).collect();
-        let study = Study {
-            root: &root,
-            tree: &tree,
-            files: &files,
-            tree_paths: &tree_paths,
+        let tree = Arc::new(Tree {
+            tree_paths: files.iter().map(|(n, _)| tree.join(n)).collect(),
+            root,
+            tree,
+            files,
             record: spec.plan.record,
-            make: &backup::sync_issuer(),
-        };
-        phases(world, spec, &study, &mut sink)
+            make: backup::sync_issuer(),
+        });
+        phases(world, spec, &tree, &mut sink)
     } else {
         // Why the study could not start: the first rank's reason, at rank 0.
         let why = match &files {
@@ -148,33 +140,65 @@ pub(crate) fn run(
     outcome
 }
 
+/// The directory holding every rank's tree.
+fn shared_dir(spec: &BackupSpec) -> PathBuf {
+    spec.dir
+        .join(format!("{}{}", backup::ROOT_PREFIX, spec.tag))
+}
+
+/// Rank `rank`'s directory: its tree, its archive, its restored copy.
+fn rank_root(spec: &BackupSpec, rank: u32) -> PathBuf {
+    shared_dir(spec).join(format!("rank-{rank:05}"))
+}
+
+/// One rank's tree, as every phase of its study uses it.
+struct Tree {
+    root: PathBuf,
+    tree: PathBuf,
+    files: Vec<(String, u64)>,
+    tree_paths: Vec<PathBuf>,
+    record: usize,
+    make: MakeIssuer,
+}
+
+impl Tree {
+    fn study(&self) -> Study<'_> {
+        Study {
+            root: &self.root,
+            tree: &self.tree,
+            files: &self.files,
+            tree_paths: &self.tree_paths,
+            record: self.record,
+            make: &self.make,
+        }
+    }
+
+    fn restore_dir(&self) -> PathBuf {
+        self.root.join("restore")
+    }
+}
+
 /// Every cache policy's archive and restore on every rank, each phase's Result to rank 0's
 /// sink.
 fn phases(
     world: &World,
     spec: &BackupSpec,
-    study: &Study<'_>,
+    tree: &Arc<Tree>,
     sink: &mut Option<PhaseSink<'_>>,
 ) -> anyhow::Result<()> {
-    let restore_dir = study.root.join("restore");
+    let archive = tree.study().archive_path();
     for &cache in &spec.caches {
-        let ran = on_ranks(world, spec, "archive", |start| {
-            study.archive_run(cache, start)
-        });
-        let state = finish_phase(world, spec, study, cache, "archive", ran, sink)?;
+        let state = phase(world, spec, tree, cache, "archive", sink)?;
         if state == INTERRUPTED {
             return Ok(());
         }
         if state == FAILED {
-            let _ = std::fs::remove_file(study.archive_path());
+            let _ = std::fs::remove_file(&archive);
             continue;
         }
-        let ran = on_ranks(world, spec, "restore", |start| {
-            study.restore_run(cache, &restore_dir, start)
-        });
-        let state = finish_phase(world, spec, study, cache, "restore", ran, sink)?;
-        let _ = std::fs::remove_dir_all(&restore_dir);
-        let _ = std::fs::remove_file(study.archive_path());
+        let state = phase(world, spec, tree, cache, "restore", sink)?;
+        let _ = std::fs::remove_dir_all(tree.restore_dir());
+        let _ = std::fs::remove_file(&archive);
         if state == INTERRUPTED {
             return Ok(());
         }
@@ -182,138 +206,49 @@ fn phases(
     Ok(())
 }
 
-/// One phase on this rank as it ended: what it measured, the start barrier's exit (None:
-/// the phase never reached it), and whether this rank was ready but another was not (the
-/// phase called off here).
-struct OnRank {
-    ran: anyhow::Result<PhaseRun>,
-    barrier: Option<Instant>,
-    called_off: bool,
-}
-
-/// One phase on this rank, its start at the barrier every rank meets when its phase thread
-/// is ready (or could not be made so).
-fn on_ranks(
+/// One phase on every rank ([`super::executor`]); after it every rank agrees whether it was
+/// done everywhere, failed on some rank or interrupted, and rank 0 hands the phase's Result to
+/// the sink unless interrupted. Returns the agreed state.
+fn phase(
     world: &World,
     spec: &BackupSpec,
-    name: &str,
-    run: impl FnOnce(backup::StartHook<'_>) -> anyhow::Result<PhaseRun>,
-) -> OnRank {
-    let timeout = Duration::from_secs_f64(spec.timeout_s);
-    let step = format!("the start barrier of the backup {name}");
-    let mut barrier = None;
-    let mut asked = false;
-    let mut called_off = false;
-    let ran = run(&mut |ready| {
-        asked = true;
-        let go = world.all_min(&step, timeout, ready as u64) == 1;
-        barrier = Some(Instant::now());
-        called_off = ready && !go;
-        go
-    });
-    if !asked {
-        // The phase failed before its thread existed: the others still meet here.
-        world.all_min(&step, timeout, 0);
-    }
-    OnRank {
-        ran,
-        barrier,
-        called_off,
-    }
-}
-
-/// After a phase: every rank agrees whether it was done everywhere, failed on some rank or
-/// interrupted; rank 0 gathers every rank's row and, unless interrupted, hands the phase's
-/// Result to the sink. Returns the agreed state.
-fn finish_phase(
-    world: &World,
-    spec: &BackupSpec,
-    study: &Study<'_>,
+    tree: &Arc<Tree>,
     cache: CachePolicy,
-    name: &str,
-    phase: OnRank,
+    name: &'static str,
     sink: &mut Option<PhaseSink<'_>>,
 ) -> anyhow::Result<u64> {
     let timeout = Duration::from_secs_f64(spec.timeout_s);
-    let archive = study.archive_path().display().to_string();
-    let mut rec = RankRecord::new(world.rank, &world.host, vec![archive.clone()]);
-    let mut verified = None;
-    let mut own_notes = Vec::new();
-    let mut started_unix_s = 0.0;
-    let OnRank {
-        ran,
-        barrier,
-        called_off,
-    } = phase;
-    match ran {
-        Ok(run) => {
-            let t0 = barrier.unwrap_or(run.opened);
-            let on_clock = |t: Instant| t.saturating_duration_since(t0).as_secs_f64();
-            rec.start_s = on_clock(run.opened);
-            rec.end_s = on_clock(run.end).max(rec.start_s);
-            rec.started_unix_s = run.started_unix_s;
-            started_unix_s = run.started_unix_s;
-            if let Some(f) = run.failure {
-                rec.status = RunStatus::Failed;
-                rec.failures.push(IoFailure {
-                    user: 0,
-                    thread: 0,
-                    path: archive.clone(),
-                    offset: None,
-                    message: f,
-                });
-            }
-            own_notes = run.notes.clone();
-            rec.notes = run.notes;
-            verified = run.verified;
-            rec.threads.push(ThreadRecord {
-                user: 0,
-                thread: 0,
-                stats: run.stats,
-                failure: None,
-                verify: None,
-            });
-        }
-        // Ready, but another rank was not: that rank's failure is the phase's.
-        Err(_) if called_off => rec.called_off = true,
-        Err(e) => rec.error = Some(one_line(&e)),
-    }
+    let settings = Settings {
+        timeout,
+        stonewall: None,
+        observe: Default::default(),
+        watch: Default::default(),
+        barrier: format!(" of the backup {name}"),
+    };
+    let mut kind = PhaseOnRanks {
+        spec,
+        tree: tree.clone(),
+        cache,
+        name,
+    };
+    let ending = executor::execute(world, &mut kind, &settings)?;
+    let failed = match &ending {
+        Ending::Result(r) => r.status == RunStatus::Failed,
+        Ending::Refused { .. } => true,
+        Ending::Done(code) => *code != 0,
+    };
     let state = if crate::runner::signal::interrupted() {
         INTERRUPTED
-    } else if rec.called_off || rec.error.is_some() || rec.status == RunStatus::Failed {
+    } else if failed {
         FAILED
     } else {
         DONE
     };
     let agreed = world.all_min(&format!("the end of the backup {name}"), timeout, state);
-    let bytes = serde_json::to_vec(&PhaseRank { rec, verified })?;
-    let gathered = world.gather(&format!("collecting the backup {name}"), timeout, &bytes);
-    let mut stored: anyhow::Result<()> = Ok(());
-    if let (Some(all), Some(sink)) = (gathered, sink.as_mut()) {
-        if agreed != INTERRUPTED {
-            let ranks: Vec<PhaseRank> = all
-                .iter()
-                .map(|b| serde_json::from_slice(b))
-                .collect::<Result<_, _>>()?;
-            let run = PhaseRun {
-                stats: Stats::default(),
-                opened: Instant::now(),
-                end: Instant::now(),
-                started_unix_s,
-                failure: None,
-                notes: own_notes,
-                verified: ranks
-                    .iter()
-                    .map(|r| r.verified)
-                    .collect::<Option<Vec<bool>>>()
-                    .map(|v| v.iter().all(|&x| x)),
-            };
-            let records: Vec<RankRecord> = ranks.into_iter().map(|r| r.rec).collect();
-            let mut result = study.result_of(cache, name, run);
-            aggregate::distribute_phase(&mut result, &records);
-            stored = sink(cache, name, result);
-        }
-    }
+    let stored = match (ending, sink.as_mut()) {
+        (Ending::Result(result), Some(sink)) if agreed != INTERRUPTED => sink(cache, name, *result),
+        _ => Ok(()),
+    };
     // A Result rank 0 could not store ends the study on every rank.
     let ok = world.all_min(
         &format!("storing the backup {name}"),
@@ -325,4 +260,101 @@ fn finish_phase(
         return Ok(INTERRUPTED);
     }
     Ok(agreed)
+}
+
+/// One phase of the study (archive or restore, under one cache policy) on every rank.
+struct PhaseOnRanks<'a> {
+    spec: &'a BackupSpec,
+    tree: Arc<Tree>,
+    cache: CachePolicy,
+    name: &'static str,
+}
+
+impl Distributed for PhaseOnRanks<'_> {
+    type Out = PhaseRun;
+
+    /// The tree is built before the study's first phase.
+    fn prepare(&mut self, _: &World, _: &[String], _: &mut RankRecord) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn targets(&self, rank: u32) -> Vec<String> {
+        let archive = rank_root(self.spec, rank).join(backup::ARCHIVE);
+        vec![archive.display().to_string()]
+    }
+
+    /// The phase on the run thread; its start gate asks the executor's start barrier.
+    fn launch(&mut self) -> LocalRun<Self::Out> {
+        let (tree, cache, name) = (self.tree.clone(), self.cache, self.name);
+        Box::new(move |gates, _| {
+            let mut gate = Some(gates());
+            let mut start = |ready: bool| match (ready, gate.take()) {
+                (true, Some(g)) => (g.start)(crate::runner::drive::Opener::none()),
+                _ => false,
+            };
+            let study = tree.study();
+            match name {
+                "archive" => study.archive_run(cache, &mut start),
+                _ => study.restore_run(cache, &tree.restore_dir(), &mut start),
+            }
+        })
+    }
+
+    /// What the phase measured, as this rank's one thread, placed on the barrier clock.
+    fn record(&mut self, run: PhaseRun, timing: &Timing, rec: &mut RankRecord) {
+        let on_clock = |t: Instant| t.saturating_duration_since(timing.t0).as_secs_f64();
+        rec.start_s = on_clock(run.opened);
+        rec.end_s = on_clock(run.end).max(rec.start_s);
+        rec.started_unix_s = run.started_unix_s;
+        if let Some(f) = run.failure {
+            rec.status = RunStatus::Failed;
+            rec.failures.push(IoFailure {
+                user: 0,
+                thread: 0,
+                path: rec.targets.first().cloned().unwrap_or_default(),
+                offset: None,
+                message: f,
+            });
+        }
+        rec.notes = run.notes;
+        rec.verified = run.verified;
+        rec.threads.push(ThreadRecord {
+            user: 0,
+            thread: 0,
+            stats: run.stats,
+            failure: None,
+            verify: None,
+        });
+    }
+
+    /// A phase that fails on a rank fails with that rank's reason in its Result.
+    fn refusal(&self, _: &[RankRecord]) -> Option<(bool, String)> {
+        None
+    }
+
+    /// The phase's Result as rank 0 makes it (its target, notes and settings), with every
+    /// rank's counts summed and every rank's restored tree checked.
+    fn merge(&mut self, records: &[RankRecord]) -> anyhow::Result<RunResult> {
+        let rank0 = &records[0];
+        let run = PhaseRun {
+            stats: Stats::default(),
+            opened: Instant::now(),
+            end: Instant::now(),
+            started_unix_s: rank0.started_unix_s,
+            failure: None,
+            notes: rank0.notes.clone(),
+            verified: records
+                .iter()
+                .map(|r| r.verified)
+                .collect::<Option<Vec<bool>>>()
+                .map(|v| v.iter().all(|&x| x)),
+        };
+        let mut result = self.tree.study().result_of(self.cache, self.name, run);
+        aggregate::phase_result(&mut result, records);
+        Ok(result)
+    }
+
+    fn layout(&self) -> (&'static str, Option<u32>) {
+        ("dir_per_rank", None)
+    }
 }

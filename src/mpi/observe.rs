@@ -113,19 +113,10 @@ pub(crate) fn samples_its_host(rank: u32, hosts: &[String]) -> bool {
     }
 }
 
-/// Start this rank's observers right before its run (None when it observes nothing).
+/// Start this rank's observers right before its run, over what its run touches (`scope`:
+/// a Job's targets and workers, a replay's directory and threads); None when it observes
+/// nothing.
 pub(crate) fn start(
-    settings: &RankObserve,
-    rank: u32,
-    hosts: &[String],
-    job: &crate::job::Job,
-) -> anyhow::Result<Option<Observer>> {
-    start_for(settings, rank, hosts, &Scope::of_job(job))
-}
-
-/// [`start`] for what a rank's run touches whatever its source (a replay: its directory and
-/// its thread count).
-pub(crate) fn start_for(
     settings: &RankObserve,
     rank: u32,
     hosts: &[String],

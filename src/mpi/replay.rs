@@ -1,4 +1,4 @@
-//! A trace replay as one distributed run (issue #16): every rank replays a trace through the
+//! A trace replay as one distributed run: every rank replays a trace through the
 //! ordinary replay engine (`crate::replay::run_gated`, the runner's driver and start
 //! gate) on scratch files of its own in `DIR/rank-NNNNN` (made and, unless `--keep`, removed
 //! by fsbench when it is still the directory it made). The trace is the same for every rank,
@@ -12,22 +12,21 @@
 //! and `--trace` are observed on every rank exactly as a run's ([`super::observe`]: the lowest
 //! rank of each host samples the devices under its directory, each rank traces its replay
 //! threads into a file of its own). With `--stonewall` every rank's replay is stopped when the
-//! first rank's replay ends, or DUR after the start barrier ([`super::wait_io`], through the
+//! first rank's replay ends, or DUR after the start barrier ([`super::executor`], through the
 //! runner's stop flag that the replay threads read between calls); the Result carries the
 //! `stonewall` section as a run's does.
 
 use super::aggregate::{self, Clock, RankRecord};
-use super::observe::{self, RankObserve};
-use super::{make_dir, one_line, Ending, Event, IoEnd, Stonewall, World};
+use super::executor::{self, Distributed, LocalRun, Settings, Timing};
+use super::observe::RankObserve;
+use super::{make_dir, Ending, Stonewall, World};
 use crate::job::CachePolicy;
 use crate::replay::{self, ReplayOptions, ReplayParts, Replayed};
-use crate::result::{DistributedReport, ReplayInfo, RunResult};
-use crate::runner;
+use crate::result::{ReplayInfo, RunResult};
 use crate::stats::{hist::LatencyHist, Stats, StatsReport};
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
 
 /// What rank 0 sends every rank: the trace (its path may hold `{rank}`) and how to replay it.
@@ -49,27 +48,41 @@ pub(crate) struct ReplaySpec {
     pub watch: crate::runner::live::Watching,
 }
 
-/// What one rank sends rank 0: its row and threads, and its call kinds (None: it did not
-/// replay).
-#[derive(Serialize, Deserialize)]
-struct RankReplay {
-    rec: RankRecord,
-    parts: Option<ReplayParts>,
+/// This rank's part of a distributed replay; rank 0 gets the one Result.
+pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
+    let settings = Settings {
+        timeout: Duration::from_secs_f64(spec.timeout_s),
+        stonewall: spec.stonewall,
+        observe: spec.observe.clone(),
+        watch: spec.watch.clone(),
+        barrier: String::new(),
+    };
+    let rank = world.rank;
+    let mut kind = ReplayOnRanks {
+        spec,
+        path: crate::trace::rank_path(&spec.trace, rank),
+        dir: rank_dir(spec, rank),
+        trace: None,
+        own_dir: None,
+    };
+    executor::execute(world, &mut kind, &settings)
 }
 
-/// The replay on a thread of its own, its gate wired to the channels.
-fn start(
-    trace: crate::trace::Trace,
-    origin: String,
-    opts: ReplayOptions,
-    watch: crate::runner::live::Watching,
-    tx: Sender<Event<Box<Replayed>>>,
-    go: Receiver<bool>,
-    clean: Receiver<()>,
-) -> std::io::Result<std::thread::JoinHandle<()>> {
-    super::start_gated(tx, go, clean, move |gate| {
-        replay::run_gated(&trace, &origin, &opts, Some(gate), &watch).map(Box::new)
-    })
+/// Rank `rank`'s directory, DIR/rank-NNNNN.
+fn rank_dir(spec: &ReplaySpec, rank: u32) -> PathBuf {
+    spec.opts.dir.join(format!("rank-{rank:05}"))
+}
+
+struct ReplayOnRanks<'a> {
+    spec: &'a ReplaySpec,
+    /// This rank's trace file.
+    path: PathBuf,
+    /// This rank's directory.
+    dir: PathBuf,
+    /// This rank's trace, read and checked, and its thread count.
+    trace: Option<(crate::trace::Trace, usize)>,
+    /// This rank's directory (dev, inode) when this run made it.
+    own_dir: Option<(u64, u64)>,
 }
 
 /// This rank's trace, read and checked (the replay's own checks of the options and of the
@@ -87,230 +100,120 @@ fn check(spec: &ReplaySpec, path: &Path) -> anyhow::Result<(crate::trace::Trace,
     Ok((trace, threads))
 }
 
-/// This rank's part of a distributed replay; rank 0 gets the one Result. Every rank makes
-/// the same collective calls in the same order, whatever happened to it.
-pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
-    let timeout = Duration::from_secs_f64(spec.timeout_s);
-    let rank = world.rank;
-    runner::signal::install();
-    // Every rank's host: the lowest rank on each samples its devices (--iostat).
-    let hosts = world.all_hosts(timeout);
-    let path = crate::trace::rank_path(&spec.trace, rank);
-    let dir = spec.opts.dir.join(format!("rank-{rank:05}"));
-    let mut rec = RankRecord::new(rank, &world.host, vec![dir.display().to_string()]);
-    let checked = check(spec, &path);
-    let all_checked = world.all_min(
-        "reading every rank's trace",
-        timeout,
-        checked.is_ok() as u64,
-    ) == 1;
-    let mut local_err: Option<anyhow::Error> = None;
-    let mut trace = None;
-    match checked {
-        Ok(t) if all_checked => trace = Some(t),
-        Ok(_) => rec.called_off = true,
-        Err(e) => local_err = Some(e),
-    }
-    // This rank's directory (dev, inode) when this run made it.
-    let mut own_dir: Option<(u64, u64)> = None;
-    if trace.is_some() {
-        match make_dir(&dir) {
-            Ok(true) => {
-                own_dir = std::fs::symlink_metadata(&dir)
-                    .ok()
-                    .map(|m| (m.dev(), m.ino()))
-            }
-            Ok(false) => {}
-            Err(e) => local_err = Some(e),
+impl Distributed for ReplayOnRanks<'_> {
+    type Out = Box<Replayed>;
+
+    /// Every rank reads and checks its trace before anything is created anywhere; then this
+    /// rank's directory.
+    fn prepare(&mut self, world: &World, _: &[String], rec: &mut RankRecord) -> anyhow::Result<()> {
+        let timeout = Duration::from_secs_f64(self.spec.timeout_s);
+        let checked = check(self.spec, &self.path);
+        let all_checked = world.all_min(
+            "reading every rank's trace",
+            timeout,
+            checked.is_ok() as u64,
+        ) == 1;
+        let checked = checked?;
+        if !all_checked {
+            rec.called_off = true;
+            return Ok(());
         }
+        self.trace = Some(checked);
+        if make_dir(&self.dir)? {
+            self.own_dir = std::fs::symlink_metadata(&self.dir)
+                .ok()
+                .map(|m| (m.dev(), m.ino()));
+        }
+        Ok(())
     }
-    // --iostat, --trace: this rank's observers, started right before its replay (its threads
-    // make their trace rings as they prepare): the devices under its directory, one ring per
-    // replay thread.
-    let mut observer = None;
-    if let (Some((_, threads)), None) = (&trace, &local_err) {
-        let scope = crate::observe::Scope {
-            targets: vec![dir.clone()],
+
+    fn targets(&self, rank: u32) -> Vec<String> {
+        vec![rank_dir(self.spec, rank).display().to_string()]
+    }
+
+    /// The devices under this rank's directory, one trace ring per replay thread (its threads
+    /// make their rings as they prepare).
+    fn scope(&self) -> Option<crate::observe::Scope> {
+        let (_, threads) = self.trace.as_ref()?;
+        Some(crate::observe::Scope {
+            targets: vec![self.dir.clone()],
             workers: *threads,
             processes: false,
-        };
-        match observe::start_for(&spec.observe, rank, &hosts, &scope) {
-            Ok(o) => observer = o,
-            Err(e) => local_err = Some(e),
-        }
-    }
-    // Rank 0's own watching, with this rank's trace session when it traces.
-    let watch = match &observer {
-        Some(o) => o.watching(&spec.watch),
-        None => spec.watch.clone(),
-    };
-    let (tx, rx) = mpsc::channel::<Event<Box<Replayed>>>();
-    let (go_tx, go_rx) = mpsc::channel::<bool>();
-    let (clean_tx, clean_rx) = mpsc::channel::<()>();
-    let mut handle = None;
-    let mut early: Option<anyhow::Result<Box<Replayed>>> = None;
-    let mut opener = None;
-    if let (Some((trace, _)), None) = (trace, &local_err) {
-        let opts = ReplayOptions {
-            dir: dir.clone(),
-            ..spec.opts.clone()
-        };
-        match start(
-            trace,
-            path.display().to_string(),
-            opts,
-            watch,
-            tx,
-            go_rx,
-            clean_rx,
-        ) {
-            Ok(h) => {
-                handle = Some(h);
-                // Prepared (its files made, its threads at the gate), or ended before that.
-                opener = super::wait_ready(&rx, &mut early);
-            }
-            Err(e) => local_err = Some(anyhow::anyhow!("cannot start the rank's thread: {e}")),
-        }
-    }
-    let ready = opener.is_some();
-    let (all_ok, t0_ns, t0) = super::start_together(world, timeout, opener.as_ref(), &go_tx);
-    // The timed replay: wait for the end of this rank's I/O, stopping it at the stonewall
-    // (the replay threads read the runner's stop flag between calls).
-    let mut io = IoEnd::default();
-    if ready && all_ok {
-        io = super::wait_io(world, spec.stonewall, &rx, t0, &mut early);
-    }
-    super::end_io(world, timeout, &io);
-    let end_s = io.end_s;
-    rec.stopped = io.stopped;
-    // Every rank's I/O is over: the replay may remove its scratch files.
-    let _ = clean_tx.send(());
-    let early = super::finish_gated(&rx, handle, early);
-    let mut parts = None;
-    match early {
-        Some(Ok(r)) => {
-            rec.fill(
-                r.outcome,
-                t0_ns,
-                end_s.unwrap_or_else(|| t0.elapsed().as_secs_f64()),
-            );
-            parts = Some(r.parts);
-        }
-        Some(Err(_)) if ready && !all_ok => rec.called_off = true,
-        Some(Err(e)) => {
-            rec.usage = crate::error::is_usage(&e);
-            rec.error = Some(one_line(&e));
-        }
-        None => match local_err {
-            Some(e) => {
-                rec.usage = crate::error::is_usage(&e);
-                rec.error = Some(one_line(&e));
-            }
-            None => rec.called_off |= !all_ok,
-        },
-    }
-    super::finish_observing(observer, &mut rec, t0);
-    // The rank's directory, unless kept, when it is still the one this run made.
-    if let Some((dev, ino)) = own_dir {
-        if let Ok(m) = std::fs::symlink_metadata(&dir) {
-            if m.is_dir() && m.dev() == dev && m.ino() == ino {
-                if spec.opts.keep {
-                    // Kept: no later run takes it for a killed run's.
-                    crate::leftover::clear_run_of(&dir);
-                } else {
-                    let _ = std::fs::remove_dir(&dir);
-                }
-            }
-        }
-    }
-    let own_code = if rec.usage {
-        2
-    } else if rec.error.is_some() || rec.status == runner::RunStatus::Failed {
-        1
-    } else {
-        0
-    };
-    let bytes = serde_json::to_vec(&RankReplay { rec, parts })?;
-    let Some(all) = world.gather_reported("collecting the results", timeout, &bytes) else {
-        return Ok(Ending::Done(own_code));
-    };
-    // A rank that did not report (lost with the MPI job) fails the replay, named.
-    let mut ranks: Vec<RankReplay> = Vec::with_capacity(all.len());
-    for (r, b) in all.iter().enumerate() {
-        ranks.push(match b {
-            Some(b) => serde_json::from_slice(b)?,
-            None => {
-                let r = r as u32;
-                let host = hosts.get(r as usize).map_or("unknown-host", |h| h);
-                let dir = spec.opts.dir.join(format!("rank-{r:05}"));
-                RankReplay {
-                    rec: RankRecord::lost(r, host, vec![dir.display().to_string()]),
-                    parts: None,
-                }
-            }
-        });
-    }
-    let records: Vec<RankRecord> = ranks.iter().map(|r| r.rec.clone()).collect();
-    match aggregate::start_refusal(&records) {
-        Some((usage, message)) if usage || ranks.iter().all(|r| r.parts.is_none()) => {
-            return Ok(Ending::Refused { usage, message })
-        }
-        _ => {}
-    }
-    Ok(Ending::Result(Box::new(build(spec, ranks))))
-}
-
-/// The one Result of the distributed replay (rank 0), from every rank's part in rank order:
-/// every rank's threads and call kinds summed exactly, timed from the first rank's start to
-/// the last rank's end on the barrier clock; a row per rank, the hosts, the spread.
-fn build(spec: &ReplaySpec, ranks: Vec<RankReplay>) -> RunResult {
-    let records: Vec<RankRecord> = ranks.iter().map(|r| r.rec.clone()).collect();
-    let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
-    let clock = Clock::of(&ran);
-    let cache = if spec.opts.direct {
-        CachePolicy::Direct
-    } else {
-        CachePolicy::Buffered
-    };
-    let outcome = aggregate::merge_outcome(&records, cache);
-    let parts = merge_parts(spec, ranks.into_iter().filter_map(|r| r.parts), clock.span);
-    let mut result = replay::result_of(&spec.opts.name, outcome, parts);
-    let mut total = Stats::default();
-    for r in &records {
-        total += &r.stats();
-    }
-    total.elapsed_s = clock.span;
-    result.total = StatsReport::from_stats(&total, true);
-    aggregate::add_ranks(&mut result, &records);
-    let (slowest, fastest) = aggregate::slowest_fastest(&result.ranks, &records);
-    result.distributed = Some(DistributedReport {
-        stonewall: spec
-            .stonewall
-            .map(|mode| aggregate::run_stonewall(mode, &records)),
-        ..clock.report("dir_per_rank", None, total.bytes(), slowest, fastest)
-    });
-    let seen: Vec<observe::Seen> = records
-        .iter()
-        .map(|r| observe::Seen {
-            rank: r.rank,
-            host: &r.host,
-            observed: &r.observed,
         })
-        .collect();
-    observe::merge(&seen, &mut result);
-    if records.iter().any(|r| r.called_off) {
-        result
-            .notes
-            .push("ranks marked 'called off' ran nothing: another rank could not start".into());
     }
-    result
+
+    fn launch(&mut self) -> LocalRun<Self::Out> {
+        let (trace, _) = self.trace.take().expect("a prepared rank has its trace");
+        let origin = self.path.display().to_string();
+        let opts = ReplayOptions {
+            dir: self.dir.clone(),
+            ..self.spec.opts.clone()
+        };
+        Box::new(move |gates, watch| {
+            replay::run_gated(&trace, &origin, &opts, Some(gates()), &watch).map(Box::new)
+        })
+    }
+
+    fn record(&mut self, r: Box<Replayed>, timing: &Timing, rec: &mut RankRecord) {
+        rec.fill(r.outcome, timing.t0_ns, timing.end_s());
+        rec.replay = Some(r.parts);
+    }
+
+    /// The rank's directory, unless kept, when it is still the one this run made.
+    fn clean_up(&mut self, _: &World, _: &mut RankRecord) {
+        let Some((dev, ino)) = self.own_dir else {
+            return;
+        };
+        if let Ok(m) = std::fs::symlink_metadata(&self.dir) {
+            if m.is_dir() && m.dev() == dev && m.ino() == ino {
+                if self.spec.opts.keep {
+                    // Kept: no later run takes it for a killed run's.
+                    crate::leftover::clear_run_of(&self.dir);
+                } else {
+                    let _ = std::fs::remove_dir(&self.dir);
+                }
+            }
+        }
+    }
+
+    /// A rank's refusal of the user's input refuses the replay, and so does any rank's when
+    /// no rank replayed.
+    fn refusal(&self, records: &[RankRecord]) -> Option<(bool, String)> {
+        aggregate::start_refusal(records)
+            .filter(|(usage, _)| *usage || records.iter().all(|r| r.replay.is_none()))
+    }
+
+    /// Every rank's threads and call kinds summed exactly, timed from the first rank's start
+    /// to the last rank's end on the barrier clock.
+    fn merge(&mut self, records: &[RankRecord]) -> anyhow::Result<RunResult> {
+        let spec = self.spec;
+        let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
+        let cache = if spec.opts.direct {
+            CachePolicy::Direct
+        } else {
+            CachePolicy::Buffered
+        };
+        let outcome = aggregate::merge_outcome(records, cache);
+        let parts = merge_parts(
+            spec,
+            records.iter().filter_map(|r| r.replay.as_ref()),
+            Clock::of(&ran).span,
+        );
+        let mut result = replay::result_of(&spec.opts.name, outcome, parts);
+        result.total = StatsReport::from_stats(&aggregate::total(records), true);
+        Ok(result)
+    }
+
+    fn layout(&self) -> (&'static str, Option<u32>) {
+        ("dir_per_rank", None)
+    }
 }
 
 /// Every rank's call kinds summed by kind (timed over `span_s`), planned sizes merged, and
 /// the description of what was replayed: every rank's calls, threads and scratch files.
-fn merge_parts(
+fn merge_parts<'a>(
     spec: &ReplaySpec,
-    parts: impl Iterator<Item = ReplayParts>,
+    parts: impl Iterator<Item = &'a ReplayParts>,
     span_s: f64,
 ) -> ReplayParts {
     let mut kinds: Vec<(String, Stats)> = Vec::new();
@@ -336,7 +239,7 @@ fn merge_parts(
         info.calls += p.info.calls;
         info.threads += p.info.threads;
         info.skipped_calls += p.info.skipped_calls;
-        info.files.extend(p.info.files);
+        info.files.extend(p.info.files.iter().cloned());
     }
     for (_, s) in &mut kinds {
         s.elapsed_s = span_s;

@@ -2,7 +2,7 @@
 //! command's ordinary front end (sweep, suite, workload, vx) with an
 //! [`Executor::Ranks`](crate::exec::Executor) that sends each point to the other ranks as an
 //! [`Order`] and runs its own part; every other rank is a *servant*, a loop that receives the
-//! next order, runs its part through the same per-point functions ([`super::run`] for a Job,
+//! next order, runs its part through the same per-point functions ([`super::job::run`] for a Job,
 //! [`super::workload::run`] for a workload) and sends its record, until [`Order::End`].
 //! Both sides make the same collective calls in the same order, and every wait for rank 0's
 //! next order has the `--mpi-timeout`.
@@ -154,7 +154,7 @@ fn own_paths(spec: &DistSpec, rank: u32) -> Vec<(PathBuf, bool)> {
     }
 }
 
-/// [`super::run`] for one point, remembering what it created for [`Order::Cleanup`].
+/// [`super::job::run`] for one point, remembering what it created for [`Order::Cleanup`].
 fn run_point(
     world: &World,
     spec: &DistSpec,
@@ -173,12 +173,12 @@ fn run_point(
         .map(|(p, _)| std::fs::symlink_metadata(p).is_ok())
         .collect();
     let ending = match spec.loop_device {
-        None => super::run(world, spec),
+        None => super::job::run(world, spec),
         Some(need) => match rank_loop_device(world, spec, need, &mut left.raw) {
             Ok(dev) => {
                 let mut own_spec = spec.clone();
                 own_spec.rank_device = Some(dev);
-                super::run(world, &own_spec)
+                super::job::run(world, &own_spec)
             }
             // Rank 0 records the skip; the other ranks have nothing to report.
             Err(no) if world.rank == 0 => Err(no.into()),

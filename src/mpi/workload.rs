@@ -18,11 +18,11 @@
 //! another client wrote; after every rank is done, the rank that laid a directory out
 //! removes what its manifest lists (its own files and what the visiting rank created).
 
-use super::aggregate::{self, RankRecord, RunMark, WorkloadRank};
+use super::aggregate::{self, RankRecord, WorkloadRank};
+use super::executor::{self, Distributed, LocalRun, Settings, Timing};
 use super::layout::{self, DistPlan};
-use super::{
-    end_io, finish_gated, make_dir, one_line, wait_io, wait_ready, Ending, Event, Stonewall, World,
-};
+use super::{make_dir, Ending, Stonewall, World};
+use crate::result::{RunResult, StonewallReport};
 use crate::workload::fileset::shared_tree;
 use crate::workload::model::Model;
 use crate::workload::run::{
@@ -31,9 +31,7 @@ use crate::workload::run::{
 use crate::workload::Source;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What rank 0 sends every rank: the workload and how it runs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -162,307 +160,264 @@ impl WorkloadSpec {
     }
 }
 
-/// The workload on a thread of its own, the gate of each of its runs wired to the channels.
-fn start(
-    src: Source,
-    model: Model,
-    opts: Options,
-    tx: mpsc::Sender<Event<Executed>>,
-    go: Receiver<bool>,
-    clean: Receiver<()>,
-) -> std::io::Result<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("fsbench-rank".into())
-        .spawn(move || {
-            // Every run's gate waits on the same two channels, one run after the other.
-            let go = Arc::new(Mutex::new(go));
-            let clean = Arc::new(Mutex::new(clean));
-            let hooks = tx.clone();
-            let mut gate = move || {
-                let (t1, t2) = (hooks.clone(), hooks.clone());
-                let (go, clean) = (go.clone(), clean.clone());
-                crate::runner::Gate {
-                    // The workload's arena starts when this hook returns: the main thread
-                    // never uses the opener, it answers on `go`.
-                    start: Box::new(move |opener| {
-                        let _ = t1.send(Event::Ready(opener));
-                        let go = go.lock().unwrap_or_else(|p| p.into_inner());
-                        go.recv().unwrap_or(false)
-                    }),
-                    after_io: Box::new(move || {
-                        let _ = t2.send(Event::IoDone);
-                        let _ = clean.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    }),
-                }
-            };
-            let r = execute_gated(&src, &model, &opts, Some(&mut gate));
-            let _ = tx.send(Event::Finished(r));
-        })
-}
-
-/// This rank's part of a distributed workload; rank 0 gets the one Result. Every rank makes
-/// the same collective calls in the same order, whatever happened to it.
+/// This rank's part of a distributed workload; rank 0 (`front`: its own options, it prints
+/// the progress lines) gets the one Result.
 pub(crate) fn run(
     world: &World,
     ws: &WorkloadSpec,
     front: Option<&Options>,
 ) -> anyhow::Result<Ending> {
-    let timeout = Duration::from_secs_f64(ws.timeout_s);
-    let rank = world.rank;
-    crate::runner::signal::install();
-    // --reorder-ranks: the rank whose directory (and filesets) this rank runs in.
-    let hosts = if ws.reorder {
-        world.all_hosts(timeout)
-    } else {
-        Vec::new()
+    let settings = Settings {
+        timeout: Duration::from_secs_f64(ws.timeout_s),
+        stonewall: ws.stonewall,
+        observe: Default::default(),
+        watch: Default::default(),
+        barrier: String::new(),
     };
-    let shift = ws.reorder.then(|| layout::reorder_shift(&hosts));
-    let source = layout::source_rank(rank, world.size, shift);
-    let mut local_err: Option<anyhow::Error> = None;
-    let mut base_made = false;
-    // With --shared-file: rank 0's locks of the fileset directories and the trees it made.
-    let mut shared = SharedTrees::default();
-    if rank == 0 {
-        match make_dir(&ws.base) {
-            Ok(m) => base_made = m,
-            Err(e) => local_err = Some(e),
-        }
-        if ws.shared && local_err.is_none() {
-            if let Err(e) = shared.make(&ws.source_in(&ws.base, 0), world.size) {
-                local_err = Some(e);
+    let mut kind = WorkloadOnRanks {
+        ws,
+        front,
+        rank: world.rank,
+        ranks: world.size,
+        shift: None,
+        base_made: false,
+        shared: SharedTrees::default(),
+        own_dir: None,
+        laid: None,
+        run: None,
+        model0: None,
+    };
+    executor::execute(world, &mut kind, &settings)
+}
+
+struct WorkloadOnRanks<'a> {
+    ws: &'a WorkloadSpec,
+    front: Option<&'a Options>,
+    rank: u32,
+    ranks: u32,
+    /// `--reorder-ranks`: how far the ranks' directories are shifted.
+    shift: Option<u32>,
+    /// Rank 0: this run made the directory holding every rank's.
+    base_made: bool,
+    /// With `--shared-file`: rank 0's locks of the fileset directories and the trees it made.
+    shared: SharedTrees,
+    /// This rank's directory, when this run made it.
+    own_dir: Option<PathBuf>,
+    /// `--reorder-ranks`: the filesets this rank laid out for another rank to run over.
+    laid: Option<(Model, LaidOut)>,
+    /// The workload this rank runs, in the directory it runs in.
+    run: Option<(Source, Model)>,
+    /// Rank 0: the workload as loaded there (the Result's outline).
+    model0: Option<Model>,
+}
+
+impl WorkloadOnRanks<'_> {
+    /// The directories: rank 0's holding every rank's (and with `--shared-file` the fileset
+    /// trees), then this rank's own; whether every rank's could be made.
+    fn make_dirs(&mut self, world: &World, timeout: Duration) -> anyhow::Result<bool> {
+        let ws = self.ws;
+        let mut err = None;
+        if self.rank == 0 {
+            match make_dir(&ws.base) {
+                Ok(m) => self.base_made = m,
+                Err(e) => err = Some(e),
             }
-        }
-    }
-    // A rank whose directory (or, with --shared-file, rank 0's trees) could not be made
-    // calls the run off: no rank lays anything out in what is not there.
-    let made = world.all_min(
-        "creating the ranks' directories",
-        timeout,
-        local_err.is_none() as u64,
-    ) == 1;
-    let dir = ws.dir_of(rank);
-    let mut own_dir = None;
-    if made && !ws.shared {
-        match make_dir(&dir) {
-            Ok(true) => own_dir = Some(dir.clone()),
-            Ok(false) => {}
-            Err(e) => local_err = Some(e),
-        }
-    }
-    // --reorder-ranks: every rank lays out its filesets in its own directory, untimed, and
-    // leaves them (with their manifests) for the rank that runs over them.
-    let mut laid: Option<(Model, LaidOut)> = None;
-    let mut made = made;
-    if ws.reorder {
-        if made && local_err.is_none() {
-            let own = ws.source_in(&dir, rank);
-            let out = crate::workload::load_source(&own).and_then(|m| {
-                let l = lay_out_only(&own, &m, &ws.options(front))?;
-                Ok((m, l))
-            });
-            match out {
-                Ok(x) => laid = Some(x),
-                Err(e) => local_err = Some(e),
-            }
-        }
-        // No rank runs over another's filesets before every rank's are laid out.
-        let ok = made && local_err.is_none();
-        made = world.all_min("laying out the filesets", timeout, ok as u64) == 1;
-    }
-    let run_dir = ws.dir_of(source);
-    if made && local_err.is_none() && !run_dir.is_dir() {
-        local_err = Some(crate::usage!(
-            "with --reorder-ranks rank {rank} runs in {}, which rank {source} laid out, but it is not there on host {}: --dir must be on a file system every host shares",
-            run_dir.display(),
-            world.host
-        ).into());
-    }
-    let mut rec = RankRecord::new(rank, &world.host, vec![run_dir.display().to_string()]);
-    // Each rank runs over filesets its own host laid out unless reordered to another host's.
-    rec.own_host_data = !ws.reorder || hosts[source as usize] == world.host;
-    rec.data_of_rank = shift.map(|_| source);
-    let src = ws.source_in(&run_dir, rank);
-    let model = match &local_err {
-        None if !made => None,
-        None => match crate::workload::load_source(&src) {
-            Ok(mut m) => {
-                if ws.reorder {
-                    // Another rank's filesets, as it laid them out: reused, each entry
-                    // checked against that rank's manifest, nothing laid out afresh.
-                    // Only this rank runs in that directory (the shift is a permutation of
-                    // the ranks), so the names its flowops create cannot collide with
-                    // another running rank's, and the rank that laid it out waits for every
-                    // rank's end before it removes anything there.
-                    for f in &mut m.filesets {
-                        f.reuse = true;
-                    }
+            if ws.shared && err.is_none() {
+                if let Err(e) = self.shared.make(&ws.source_in(&ws.base, 0), self.ranks) {
+                    err = Some(e);
                 }
-                Some(m)
             }
-            Err(e) => {
-                local_err = Some(e);
-                None
-            }
-        },
-        Some(_) => None,
-    };
-    let (tx, rx) = mpsc::channel::<Event<Executed>>();
-    let (go_tx, go_rx) = mpsc::channel::<bool>();
-    let (clean_tx, clean_rx) = mpsc::channel::<()>();
-    let mut handle = None;
-    let mut early: Option<anyhow::Result<Executed>> = None;
-    if let Some(model) = model {
-        match start(src, model, ws.options(front), tx, go_rx, clean_rx) {
-            Ok(h) => handle = Some(h),
-            Err(e) => local_err = Some(anyhow::anyhow!("cannot start the rank's thread: {e}")),
         }
+        // A rank whose directory (or, with --shared-file, rank 0's trees) could not be made
+        // calls the run off: no rank lays anything out in what is not there.
+        let made = world.all_min(
+            "creating the ranks' directories",
+            timeout,
+            err.is_none() as u64,
+        ) == 1;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if made && !ws.shared {
+            let dir = ws.dir_of(self.rank);
+            if make_dir(&dir)? {
+                self.own_dir = Some(dir);
+            }
+        }
+        Ok(made)
     }
-    // Each `run` of the script: every rank's threads ready, then one barrier; every rank's
-    // I/O over before any goes on. A rank whose script is over (or failed before a run)
-    // calls the next run off on every rank, so all ranks make the same collective calls and
-    // leave the loop together. Times are on the clock of the first run's barrier.
-    let (mut first_ready, mut first_all_ok) = (false, false);
-    let mut clock0: Option<Instant> = None;
-    // Per run that started: its barrier, the end of this rank's I/O (on that clock), and
-    // whether the stonewall stopped it.
-    let mut marks: Vec<RunMark> = Vec::new();
-    loop {
-        let ready = handle.is_some() && early.is_none() && wait_ready(&rx, &mut early).is_some();
-        let step = if clock0.is_none() {
-            "the start barrier"
-        } else {
-            "the start barrier of the next run"
-        };
-        let all_ok = world.all_min(step, timeout, ready as u64) == 1;
-        let run_start = Instant::now();
-        let t0 = *clock0.get_or_insert(run_start);
-        let barrier_s = run_start.duration_since(t0).as_secs_f64();
-        if marks.is_empty() {
-            (first_ready, first_all_ok) = (ready, all_ok);
-        }
-        if ready {
-            let _ = go_tx.send(all_ok);
-        }
-        if !all_ok {
-            break;
-        }
-        // The stonewall's clock zero is this run's barrier; the marks are on the first run's.
-        let io = wait_io(world, ws.stonewall, &rx, run_start, &mut early);
-        marks.push(RunMark {
-            barrier_s,
-            end_s: io
-                .end_s
-                .map(|e| barrier_s + e)
-                .unwrap_or_else(|| t0.elapsed().as_secs_f64()),
-            stopped: io.stopped,
+
+    /// `--reorder-ranks`: every rank lays out its filesets in its own directory, untimed, and
+    /// leaves them (with their manifests) for the rank that runs over them. Whether every
+    /// rank's are laid out.
+    fn lay_out(
+        &mut self,
+        world: &World,
+        timeout: Duration,
+        made: anyhow::Result<bool>,
+    ) -> anyhow::Result<bool> {
+        let laid = made.and_then(|made| {
+            if !made {
+                return Ok(false);
+            }
+            let own = self.ws.source_in(&self.ws.dir_of(self.rank), self.rank);
+            let m = crate::workload::load_source(&own)?;
+            let l = lay_out_only(&own, &m, &self.ws.options(self.front))?;
+            self.laid = Some((m, l));
+            Ok(true)
         });
-        // Every rank's I/O of the run is over; the stonewall messages of the run that are
-        // still on their way are taken, so none is seen by the next run.
-        end_io(world, timeout, &io);
-        // The workload may go on (and remove its filesets).
-        let _ = clean_tx.send(());
+        // No rank runs over another's filesets before every rank's are laid out.
+        let ok = matches!(laid, Ok(true));
+        let all = world.all_min("laying out the filesets", timeout, ok as u64) == 1;
+        laid.map(|_| all)
     }
-    let (ready, all_ok) = (first_ready, first_all_ok);
-    match finish_gated(&rx, handle, early) {
-        Some(Ok(ex)) => {
-            let ran = ready && all_ok && !ex.runs.is_empty();
-            rec.status = ex.result.status;
-            rec.failures = ex.result.failures.clone();
-            rec.notes = ex.result.notes.clone();
-            rec.started_unix_s = ex.result.started_unix_s;
-            rec.stopped = marks.iter().any(|m| m.stopped);
-            if !ran {
-                rec.error = Some(
-                    ex.result
-                        .notes
-                        .last()
-                        .cloned()
-                        .unwrap_or_else(|| "the workload ended before its start".into()),
-                );
-            }
-            let mut w = WorkloadRank::new(ex, &marks);
-            if let Some((_, l)) = &laid {
-                // The filesets this rank laid out (the run reused another rank's).
-                w.filesets = l.filesets.clone();
-            }
-            if let (Some(first), Some(last)) = (w.runs.first(), w.runs.last()) {
-                rec.start_s = first.start_s;
-                rec.end_s = last.end_s;
-            }
-            rec.workload = Some(w);
+}
+
+impl Distributed for WorkloadOnRanks<'_> {
+    type Out = Executed;
+
+    fn prepare(
+        &mut self,
+        world: &World,
+        hosts: &[String],
+        rec: &mut RankRecord,
+    ) -> anyhow::Result<()> {
+        let ws = self.ws;
+        let timeout = Duration::from_secs_f64(ws.timeout_s);
+        // --reorder-ranks: the rank whose directory (and filesets) this rank runs in.
+        self.shift = ws.reorder.then(|| layout::reorder_shift(hosts));
+        let source = layout::source_rank(self.rank, self.ranks, self.shift);
+        // Each rank runs over filesets its own host laid out unless reordered to another host's.
+        rec.own_host_data = !ws.reorder || hosts[source as usize] == world.host;
+        rec.data_of_rank = self.shift.map(|_| source);
+        let mut made = self.make_dirs(world, timeout);
+        if ws.reorder {
+            made = self.lay_out(world, timeout, made);
         }
-        Some(Err(_)) if ready && !all_ok => rec.called_off = true,
-        Some(Err(e)) => {
-            rec.usage = crate::error::is_usage(&e);
-            rec.error = Some(one_line(&e));
+        if !made? {
+            // Another rank could not make its part.
+            rec.called_off = true;
+            return Ok(());
         }
-        None => match local_err {
-            Some(e) => {
-                rec.usage = crate::error::is_usage(&e);
-                rec.error = Some(one_line(&e));
+        let run_dir = ws.dir_of(source);
+        if !run_dir.is_dir() {
+            crate::bail_usage!(
+                "with --reorder-ranks rank {} runs in {}, which rank {source} laid out, but it is not there on host {}: --dir must be on a file system every host shares",
+                self.rank,
+                run_dir.display(),
+                world.host
+            );
+        }
+        let src = ws.source_in(&run_dir, self.rank);
+        let mut model = crate::workload::load_source(&src)?;
+        if ws.reorder {
+            // Another rank's filesets, as it laid them out: reused, each entry checked
+            // against that rank's manifest, nothing laid out afresh. Only this rank runs in
+            // that directory (the shift is a permutation of the ranks), so the names its
+            // flowops create cannot collide with another running rank's, and the rank that
+            // laid it out waits for every rank's end before it removes anything there.
+            for f in &mut model.filesets {
+                f.reuse = true;
             }
-            None => rec.called_off = !all_ok,
-        },
+        }
+        self.run = Some((src, model));
+        Ok(())
     }
-    if ws.reorder {
-        // Every rank's workload is over (its thread joined): no rank is still in the
-        // directory this rank laid out, and what each created there is in its manifest.
-        world.meet("the end of every rank's workload", timeout);
-        if let (Some((m, l)), false) = (&laid, ws.keep) {
-            rec.notes.extend(remove_laid_out(m, l));
+
+    fn targets(&self, rank: u32) -> Vec<String> {
+        let source = layout::source_rank(rank, self.ranks, self.shift);
+        vec![self.ws.dir_of(source).display().to_string()]
+    }
+
+    fn parts(&self) -> bool {
+        true
+    }
+
+    fn launch(&mut self) -> LocalRun<Self::Out> {
+        let (src, model) = self.run.take().expect("a prepared rank has its workload");
+        let opts = self.ws.options(self.front);
+        // The workload is watched as its options say (rank 0's own, the others' quiet).
+        Box::new(move |gates, _| execute_gated(&src, &model, &opts, Some(gates)))
+    }
+
+    fn record(&mut self, ex: Executed, timing: &Timing, rec: &mut RankRecord) {
+        let ran = timing.ready && timing.all_ok && !ex.runs.is_empty();
+        rec.status = ex.result.status;
+        rec.failures = ex.result.failures.clone();
+        rec.notes = ex.result.notes.clone();
+        rec.started_unix_s = ex.result.started_unix_s;
+        if !ran {
+            rec.error = Some(
+                ex.result
+                    .notes
+                    .last()
+                    .cloned()
+                    .unwrap_or_else(|| "the workload ended before its start".into()),
+            );
+        }
+        let mut w = WorkloadRank::new(ex, &timing.marks);
+        if let Some((_, l)) = &self.laid {
+            // The filesets this rank laid out (the run reused another rank's).
+            w.filesets = l.filesets.clone();
+        }
+        if let (Some(first), Some(last)) = (w.runs.first(), w.runs.last()) {
+            rec.start_s = first.start_s;
+            rec.end_s = last.end_s;
+        }
+        rec.workload = Some(w);
+    }
+
+    fn clean_up(&mut self, world: &World, rec: &mut RankRecord) {
+        let ws = self.ws;
+        if ws.reorder {
+            // Every rank's workload is over (its thread joined): no rank is still in the
+            // directory this rank laid out, and what each created there is in its manifest.
+            let timeout = Duration::from_secs_f64(ws.timeout_s);
+            world.meet("the end of every rank's workload", timeout);
+            if let (Some((m, l)), false) = (&self.laid, ws.keep) {
+                rec.notes.extend(remove_laid_out(m, l));
+            }
+        }
+        if let Some(d) = &self.own_dir {
+            if ws.keep {
+                // Kept: no later run takes it for a killed run's.
+                crate::leftover::clear_run_of(d);
+            } else {
+                let _ = std::fs::remove_dir(d);
+            }
         }
     }
-    if let Some(d) = &own_dir {
-        if ws.keep {
-            // Kept: no later run takes it for a killed run's.
-            crate::leftover::clear_run_of(d);
-        } else {
-            let _ = std::fs::remove_dir(d);
+
+    /// Every rank's workload is over (its entries removed): the shared directories go.
+    fn finish(&mut self) -> Vec<String> {
+        let left = self.shared.finish(self.ws.keep);
+        if self.base_made && !self.ws.keep {
+            let _ = std::fs::remove_dir(&self.ws.base);
+        } else if self.base_made {
+            crate::leftover::clear_run_of(&self.ws.base);
         }
+        left
     }
-    let own_code = if rec.usage {
-        2
-    } else if rec.error.is_some() || rec.status == crate::runner::RunStatus::Failed {
-        1
-    } else {
-        0
-    };
-    let bytes = serde_json::to_vec(&rec)?;
-    let gathered = world.gather_reported("collecting the results", timeout, &bytes);
-    // Every rank's workload is over (its entries removed): the shared directories go.
-    let left = shared.finish(ws.keep);
-    let Some(all) = gathered else {
-        return Ok(Ending::Done(own_code));
-    };
-    if base_made && !ws.keep {
-        let _ = std::fs::remove_dir(&ws.base);
-    } else if base_made {
-        crate::leftover::clear_run_of(&ws.base);
+
+    fn merge(&mut self, records: &[RankRecord]) -> anyhow::Result<RunResult> {
+        let model0 = self
+            .model0
+            .insert(crate::workload::load_source(&self.ws.src)?);
+        Ok(aggregate::workload_result(&self.ws.src, model0, records))
     }
-    let dir_of = |r: u32| {
-        vec![ws
-            .dir_of(layout::source_rank(r, world.size, shift))
-            .display()
-            .to_string()]
-    };
-    let records = super::reported_records(&all, &hosts, &dir_of)?;
-    if let Some((true, message)) = aggregate::start_refusal(&records) {
-        return Ok(Ending::Refused {
-            usage: true,
-            message,
-        });
+
+    fn layout(&self) -> (&'static str, Option<u32>) {
+        (self.ws.layout_name(), self.shift)
     }
-    let model0 = crate::workload::load_source(&ws.src)?;
-    let mut result = aggregate::build_workload(
-        &ws.src,
-        &model0,
-        &records,
-        ws.layout_name(),
-        ws.stonewall,
-        shift,
-    );
-    result.notes.extend(left);
-    Ok(Ending::Result(Box::new(result)))
+
+    fn stonewall(&self, mode: Stonewall, records: &[RankRecord]) -> StonewallReport {
+        aggregate::workload_stonewall(mode, records, aggregate::workload_runs(records))
+    }
+
+    fn cache_note(&self, records: &[RankRecord], hosts: usize) -> Option<String> {
+        let model0 = self.model0.as_ref()?;
+        aggregate::workload_cache_note(model0, records, hosts, self.shift)
+    }
 }
 
 /// The fileset directories every rank shares (`--shared-file`), as rank 0 made them, and
