@@ -20,6 +20,7 @@ pub(crate) mod source;
 pub(crate) mod space;
 pub(crate) mod steady;
 pub(crate) mod target;
+pub(crate) mod verify;
 pub(crate) mod worker;
 
 use crate::job::{Job, WorkerMode};

@@ -45,19 +45,7 @@ pub(crate) struct VerifySpec {
 /// left at the same offset, with the same generation, is never taken for this run's write
 /// (it is judged misdirected: another run's block).
 pub(crate) fn block_seed(job_seed: u64) -> u64 {
-    let mut nonce = [0u8; 8];
-    // getrandom(2); should it fail, the clock and the process id still differ between runs.
-    // SAFETY: getrandom writes at most 8 bytes into our 8-byte buffer.
-    let got = unsafe { libc::getrandom(nonce.as_mut_ptr() as *mut libc::c_void, 8, 0) };
-    let mut n = u64::from_le_bytes(nonce);
-    if got != 8 {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-        n = t ^ ((std::process::id() as u64) << 32);
-    }
-    job_seed ^ n.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15
+    crate::runner::verify::run_seed(job_seed)
 }
 
 /// The run's verification state shared by its workers: the generation table and where the
