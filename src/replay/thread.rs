@@ -66,6 +66,8 @@ pub(super) struct Tally {
     pub(super) timed_out: bool,
     /// `--status-interval` intervals of its reads and writes (empty without it).
     pub(super) intervals: Vec<IntervalSample>,
+    /// `--verify`: what its checked reads found.
+    pub(super) verify: Option<crate::verify::report::VerifyReport>,
 }
 
 impl Tally {
@@ -80,6 +82,7 @@ impl Tally {
             warm_calls: 0,
             timed_out: false,
             intervals: Vec::new(),
+            verify: None,
         }
     }
 }
@@ -156,6 +159,8 @@ pub(super) struct Shared {
     pub(super) board: Option<std::sync::Arc<crate::runner::live::Board>>,
     /// `--trace`: the session each thread's ring goes back to.
     pub(super) trace: Option<std::sync::Arc<crate::trace::TraceSession>>,
+    /// `--verify`: the seed of the replay's bytes.
+    pub(super) verify_seed: Option<u64>,
 }
 
 impl Shared {
@@ -230,6 +235,8 @@ struct ThreadReplay<'a> {
     live_base: [u64; 4],
     /// The interval series' running totals (see [`Source::totals`]).
     interval: RefCell<IntervalTotals>,
+    /// `--verify`: its files a short write left unknown (by its index of them).
+    short_written: Vec<Cell<bool>>,
 }
 
 /// The reads' and writes' latency histograms as of the last interval boundary, and how many
@@ -332,6 +339,9 @@ fn prepare<'a>(
         .as_ref()
         .and_then(|s| s.ring_for(index, shared.names.clone(), Some(plan.steps.len() as u64)));
     let mut io = Issuer::new(engine, nfiles, ring);
+    if let Some(seed) = shared.verify_seed {
+        io.verify_with(seed);
+    }
     let mut src = ThreadReplay::new(index, plan, fds, shared, calls);
     if let Err(e) = src.prepare_dir(&mut io) {
         src.finish(&mut io);
@@ -397,6 +407,7 @@ impl<'a> ThreadReplay<'a> {
             next_publish_ns: u64::MAX,
             live_base: [0; 4],
             interval: RefCell::default(),
+            short_written: (0..plan.files.len()).map(|_| Cell::new(false)).collect(),
         }
     }
 
@@ -449,11 +460,24 @@ impl<'a> ThreadReplay<'a> {
         stats.usage = driven.usage;
         stats.syscalls = *io.sys();
         self.finish(io);
-        let (failure, timed_out) = match driven.end {
+        let (mut failure, timed_out) = match driven.end {
             Ended::AllCalls => (None, false),
             Ended::Failed(f) => (Some(f), false),
             Ended::Stopped { by_time } => (None, by_time),
         };
+        let verify = io.take_verify();
+        if let (None, Some((path, offset, message))) =
+            (&failure, verify.as_ref().and_then(|v| v.failure_line()))
+        {
+            // Reads that did not come back as written fail the replay as they fail a run.
+            failure = Some(IoFailure {
+                user: self.plan.user,
+                thread: self.index,
+                path,
+                offset,
+                message,
+            });
+        }
         Tally {
             stats,
             calls: std::mem::take(&mut self.calls),
@@ -463,6 +487,7 @@ impl<'a> ThreadReplay<'a> {
             warm_calls: self.warm_calls,
             timed_out,
             intervals: driven.intervals,
+            verify: verify.map(|v| v.report),
         }
     }
 
@@ -573,7 +598,12 @@ impl<'a> ThreadReplay<'a> {
                     slot: CALL_SLOT,
                 };
                 self.counts.inflight[inflight_bucket(1)] += 1;
-                match io.call(op) {
+                let r = if io.verifying() {
+                    self.verified_call(s, op, io)
+                } else {
+                    io.call(op)
+                };
+                match r {
                     Ok(n) => n as i64,
                     Err(e) => errno(&e),
                 }
@@ -607,6 +637,26 @@ impl<'a> ThreadReplay<'a> {
             }
             TraceOp::Open | TraceOp::Close => return None,
         })
+    }
+
+    /// `--verify`: a write stamped with the stream of where it lands, a read the plan marked
+    /// checked against what this thread wrote there, any other read as it is.
+    fn verified_call(&self, s: &Step, op: IoOp, io: &mut Issuer) -> std::io::Result<u64> {
+        let target = global_file(self.plan, self.shared, s.file);
+        let file = (s.file, target);
+        let contents = super::verify::Written {
+            short: &self.short_written,
+        };
+        if op.kind == OpKind::Write {
+            return io.write_verified(op, &contents, file, Some(s.offset)).0;
+        }
+        // The step being issued (`next` has moved past it).
+        if self.plan.checked.get(self.next - 1) != Some(&true) {
+            return io.call(op);
+        }
+        let names = &self.shared.names;
+        let path = || names.get(target as usize).cloned().unwrap_or_default();
+        io.read_verified(op, &contents, file, s.offset, &path)
     }
 
     /// None while steps are left; the end after the last.
@@ -790,6 +840,7 @@ mod tests {
             unlinks: 0,
             mkdirs: 0,
             readdirs: false,
+            checked: Vec::new(),
         }
     }
 
@@ -808,6 +859,7 @@ mod tests {
             interval_ns: None,
             board: None,
             trace: None,
+            verify_seed: None,
         }
     }
 

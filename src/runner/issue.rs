@@ -100,7 +100,7 @@ impl Issuer {
         let Some(check) = self.verify.as_ref() else {
             return (self.call(op), at.unwrap_or(0));
         };
-        let (landed, gen, ticket) = contents.write_begins(file, at);
+        let (landed, gen, ticket) = contents.write_begins(file, at, op.len as u64);
         let buf = &mut self.engine.as_dyn().buffers().slot_mut(op.slot as usize)[..op.len as usize];
         check.stamp(buf, gen, landed);
         let r = self.call(op);
@@ -122,7 +122,7 @@ impl Issuer {
         if self.verify.is_none() {
             return self.call(op);
         }
-        let expected = contents.read_begins(file, at);
+        let expected = contents.read_begins(file, at, op.len as u64);
         let r = self.call(op);
         let Ok(n) = r else { return r };
         let Issuer { engine, verify, .. } = self;

@@ -81,16 +81,22 @@ pub(crate) trait Contents {
     /// A write in flight, as the source tracks it.
     type Write;
 
-    /// Before a write to `file` at `at` (None: an append, at the end of what the file holds):
-    /// where it lands, which stream its bytes are, and the source's ticket for
-    /// [`Contents::write_ends`].
-    fn write_begins(&self, file: Self::File, at: Option<u64>) -> (u64, FileGen, Self::Write);
+    /// Before a write of `len` bytes to `file` at `at` (None: an append, at the end of what
+    /// the file holds): where it lands, which stream its bytes are, and the source's ticket
+    /// for [`Contents::write_ends`].
+    fn write_begins(
+        &self,
+        file: Self::File,
+        at: Option<u64>,
+        len: u64,
+    ) -> (u64, FileGen, Self::Write);
 
     /// After the write: `written` bytes (None: it failed).
     fn write_ends(&self, file: Self::File, w: Self::Write, written: Option<u64>);
 
-    /// Before a read of `file` at `at`: what it should return, or why it is not checked.
-    fn read_begins(&self, file: Self::File, at: u64) -> Result<Expected, NoCheck>;
+    /// Before a read of `len` bytes of `file` at `at`: what it should return, or why it is
+    /// not checked.
+    fn read_begins(&self, file: Self::File, at: u64, len: u64) -> Result<Expected, NoCheck>;
 
     /// After the read: whether what [`Contents::read_begins`] said still holds (no write of
     /// the file came in between).

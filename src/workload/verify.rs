@@ -112,7 +112,12 @@ impl Contents for Filesets<'_> {
     type Write = WriteTicket;
 
     /// A write lands at its offset, or (an append) at the end of what the file holds.
-    fn write_begins(&self, (set, i, _): EntryFile, at: Option<u64>) -> (u64, FileGen, WriteTicket) {
+    fn write_begins(
+        &self,
+        (set, i, _): EntryFile,
+        at: Option<u64>,
+        _len: u64,
+    ) -> (u64, FileGen, WriteTicket) {
         let e = entry(self.0, set, i);
         let before = e.writers.fetch_add(1, SeqCst);
         let seq = e.seq.fetch_add(1, SeqCst);
@@ -146,7 +151,12 @@ impl Contents for Filesets<'_> {
 
     /// Checked when no write of the entry is in flight, its content is known and it is
     /// still the incarnation the descriptor was opened on.
-    fn read_begins(&self, (set, i, incarnation): EntryFile, _at: u64) -> Result<Expected, NoCheck> {
+    fn read_begins(
+        &self,
+        (set, i, incarnation): EntryFile,
+        _at: u64,
+        _len: u64,
+    ) -> Result<Expected, NoCheck> {
         let e = entry(self.0, set, i);
         let seq = e.seq.load(SeqCst);
         if e.writers.load(SeqCst) > 0 {
