@@ -212,29 +212,43 @@ impl StreamCheck {
         true
     }
 
-    /// The one line a thread's failure says when its reads did not come back as written.
+    /// The failure of a thread whose reads did not come back as written (see [`failure_of`]).
     pub(crate) fn failure_line(&self) -> Option<(String, Option<u64>, String)> {
-        let v = &self.report;
-        let bad = v.bad_blocks();
-        if bad == 0 {
-            return None;
-        }
-        let first = v
-            .kinds()
-            .iter()
-            .flat_map(|(_, k)| k.first.first())
-            .min_by_key(|m| m.offset_bytes)
-            .cloned();
-        let path = first.as_ref().map(|m| m.target.clone()).unwrap_or_default();
-        let offset = first.as_ref().map(|m| m.offset_bytes);
-        let message = format!(
-            "verify: {bad} read(s) did not come back as written{}",
-            first
-                .map(|m| format!("; first: {}", m.detail))
-                .unwrap_or_default()
-        );
-        Some((path, offset, message))
+        failure_of(&self.report, "read(s)")
     }
+}
+
+/// What fails a run, a workload or a replay whose data did not come back as written: the file
+/// and offset of the first mismatch (the lowest offset among the kinds' first ones) and the
+/// one line, counting the checks (`unit`: a run's blocks, a stepped source's reads) by kind.
+/// None when everything checked came back.
+pub(crate) fn failure_of(r: &VerifyReport, unit: &str) -> Option<(String, Option<u64>, String)> {
+    let bad = r.bad_blocks();
+    if bad == 0 {
+        return None;
+    }
+    let first = r
+        .kinds()
+        .iter()
+        .flat_map(|(_, k)| k.first.first())
+        .min_by_key(|m| m.offset_bytes)
+        .cloned();
+    let counts: Vec<String> = r
+        .kinds()
+        .iter()
+        .filter(|(_, k)| k.blocks > 0)
+        .map(|(n, k)| format!("{} {n}", k.blocks))
+        .collect();
+    let path = first.as_ref().map(|m| m.target.clone()).unwrap_or_default();
+    let offset = first.as_ref().map(|m| m.offset_bytes);
+    let message = format!(
+        "verify: {bad} {unit} did not come back as written ({}){}",
+        counts.join(", "),
+        first
+            .map(|m| format!("; first: {}", m.detail))
+            .unwrap_or_default()
+    );
+    Some((path, offset, message))
 }
 
 #[derive(Clone, Copy)]

@@ -511,35 +511,13 @@ impl Checker {
 
     /// The failure that gives the run its status when blocks did not come back as written.
     pub(super) fn failure(&self) -> Option<IoFailure> {
-        let r = &self.report;
-        let bad = r.bad_blocks();
-        if bad == 0 {
-            return None;
-        }
-        let first = r
-            .kinds()
-            .iter()
-            .flat_map(|(_, k)| k.first.first())
-            .min_by_key(|m| m.offset_bytes)
-            .cloned();
-        let counts: Vec<String> = r
-            .kinds()
-            .iter()
-            .filter(|(_, k)| k.blocks > 0)
-            .map(|(n, k)| format!("{} {n}", k.blocks))
-            .collect();
+        let (_, offset, message) = crate::runner::verify::failure_of(&self.report, "block(s)")?;
         Some(IoFailure {
             user: self.user,
             thread: self.thread,
             path: self.target.clone(),
-            offset: first.as_ref().map(|m| m.offset_bytes),
-            message: format!(
-                "verify: {bad} block(s) did not come back as written ({}){}",
-                counts.join(", "),
-                first
-                    .map(|m| format!("; first: {}", m.detail))
-                    .unwrap_or_default()
-            ),
+            offset,
+            message,
         })
     }
 
