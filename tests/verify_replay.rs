@@ -100,8 +100,44 @@ fn reads_of_what_the_replay_wrote_are_checked_and_pass() {
         text.contains(&format!("verify: {WRITES} reads checked")),
         "{text}"
     );
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains(&format!(
+            "--verify: {WRITES} of the {} replayed reads are of ranges their thread wrote",
+            WRITES + 2
+        )),
+        "{notes}"
+    );
     // The scratch files are gone.
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+}
+
+#[test]
+fn a_replay_that_reads_nothing_it_wrote_says_nothing_is_checked() {
+    let sb = Sandbox::new();
+    let rows = format!(
+        "{HEADER}\n0,1,write,/data/a,0,4096,0,1,4096\n1,1,read,/data/a,4096,4096,2,3,4096\n"
+    );
+    std::fs::write(sb.file("w.csv"), rows).unwrap();
+    let out = sb
+        .cmd(&["replay", "w.csv", "--verify", "--format", "json"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(
+        v["notes"]
+            .to_string()
+            .contains("none of the 1 replayed reads is of a range its thread wrote"),
+        "{}",
+        v["notes"]
+    );
+    assert_eq!(v["verify"]["blocks_checked"], 0, "{}", v["verify"]);
 }
 
 fn mount() -> FaultFs {

@@ -147,6 +147,9 @@ pub(crate) fn run_gated(
         keep: opts.keep,
     };
     let mut notes = Vec::new();
+    if opts.verify {
+        notes.push(verify::note(&plan.threads));
+    }
     let mut files = Vec::new();
     let targets = create_files(
         trace,

@@ -97,6 +97,28 @@ pub(super) fn mark_checked_reads(threads: &mut [ThreadPlan]) {
     }
 }
 
+/// What `--verify` will check, for the Result's notes: how many replayed reads (of those the
+/// threads issue) are checked, or that none is.
+pub(super) fn note(threads: &[ThreadPlan]) -> String {
+    let checked: usize = threads
+        .iter()
+        .map(|t| t.checked.iter().filter(|&&c| c).count())
+        .sum();
+    let reads: usize = threads
+        .iter()
+        .map(|t| t.steps.iter().filter(|s| s.op == TraceOp::Read).count())
+        .sum();
+    if checked == 0 {
+        format!(
+            "--verify: none of the {reads} replayed reads is of a range its thread wrote earlier in the replay: nothing is checked"
+        )
+    } else {
+        format!(
+            "--verify: {checked} of the {reads} replayed reads are of ranges their thread wrote earlier in the replay and are checked; the others are not"
+        )
+    }
+}
+
 /// A replay thread's files as the verify hooks see them: a file is (the thread's index of it,
 /// its scratch index); `short` marks the files a short write left unknown.
 pub(super) struct Written<'a> {
