@@ -17,11 +17,13 @@
 //! it wrote itself.
 //!
 //! The job's access pattern, which keeps many I/Os in flight, stamps self-describing blocks
-//! instead (`runner/worker/verify.rs`: the format `fsbench verify` and the journal read back);
-//! its seed is drawn here as the stepped sources' is. Only atomics or the source's own state
+//! instead ([`blocks`]: the format `fsbench verify` and the journal read back); its seed is
+//! drawn here and its failure said here as the stepped sources' are. Only atomics or the source's own state
 //! on the I/O path: no lock, allocation or system call (a mismatch's description allocates).
 //!
 //! [`Issuer::write_verified`]: super::issue::Issuer::write_verified
+
+pub(crate) mod blocks;
 
 use crate::verify::report::{ByteDiff, FindingReport, HeaderFields, Mismatch, VerifyReport};
 use crate::verify::stream;
