@@ -492,3 +492,26 @@ fn each_rank_captures_its_own_command_into_its_own_trace() {
         "{line}"
     );
 }
+
+/// `replay --verify` on the ranks: every rank stamps its replayed writes and checks its
+/// replayed reads of them, and rank 0's Result counts every rank's checks.
+#[test]
+fn a_verifying_replay_on_ranks_checks_every_ranks_reads() {
+    let sb = Sandbox::new();
+    const WRITES: u64 = 6;
+    let mut rows = String::from("id,thread,op,file,offset,len,start_ns,end_ns,result\n");
+    for i in 0..2 * WRITES {
+        let op = if i < WRITES { "write" } else { "read" };
+        let off = (i % WRITES) * 4096;
+        rows.push_str(&format!("{i},1,{op},/data/a,{off},4096,{i},{i},4096\n"));
+    }
+    std::fs::write(sb.file("v.csv"), rows).unwrap();
+    std::fs::create_dir(sb.file("D")).unwrap();
+    let (code, r, err) = run_result(&sb, &common::words("replay v.csv --dir D --verify"));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(r["status"], "complete", "{err}");
+    let v = &r["verify"];
+    assert_eq!(u(&v["blocks_checked"]), NP * WRITES, "{v}");
+    assert_eq!(u(&v["blocks_intact"]), NP * WRITES, "{v}");
+    assert_eq!(u(&v["bytes_checked"]), NP * WRITES * 4096, "{v}");
+}

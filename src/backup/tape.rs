@@ -17,6 +17,7 @@ use crate::job::{CachePolicy, Route};
 use crate::runner::issue::Issuer;
 use crate::runner::source::Source;
 use crate::stats::{Dir, Stats};
+use crate::trace::TraceOp;
 use anyhow::{anyhow, bail, Context, Result};
 use std::fs::File;
 use std::os::fd::RawFd;
@@ -101,13 +102,28 @@ impl Calls<'_> {
         };
         let t = Instant::now();
         let r = self.io.call(op);
+        let end = Instant::now();
+        if let Some(ring) = self.io.trace() {
+            // The ring's file table is the phase's file slots.
+            let (op, result) = match (&r, kind) {
+                (_, OpKind::Read) => (TraceOp::Read, r.as_ref()),
+                (_, OpKind::Write) => (TraceOp::Write, r.as_ref()),
+            };
+            let result = match result {
+                Ok(n) => *n as i64,
+                Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
+            };
+            ring.record_call(op, file, off, len as u32, t, end, result);
+        }
         let stats = &mut self.led.stats;
         let dir = match kind {
             OpKind::Read => Dir::Read,
             OpKind::Write => Dir::Write,
             OpKind::Trim => Dir::Trim,
         };
-        stats.lat_of(dir).record(t.elapsed().as_nanos() as u64);
+        stats
+            .lat_of(dir)
+            .record(end.saturating_duration_since(t).as_nanos() as u64);
         let n = match r {
             Ok(n) => n,
             Err(e) => {
@@ -782,6 +798,17 @@ mod tests {
     /// An archive phase of one (empty, real) tree file the mock reads as `records` records,
     /// and its issuer on the mock with `latency` per I/O.
     fn mock_archive(dir: &Path, records: u64, latency: Duration) -> (Archive, Issuer) {
+        traced_archive(dir, records, latency, None)
+    }
+
+    /// [`mock_archive`] with a trace ring in its issuer (its file table: the archive, the
+    /// tree file).
+    fn traced_archive(
+        dir: &Path,
+        records: u64,
+        latency: Duration,
+        ring: Option<crate::trace::TraceRing>,
+    ) -> (Archive, Issuer) {
         std::fs::write(dir.join("f"), b"").unwrap();
         let files = [("f".to_string(), records * RECORD as u64)];
         let src = Archive::new(dir, "tree", &files, &dir.join("a.tar"), false, RECORD);
@@ -793,7 +820,7 @@ mod tests {
         let (engine, _log) = MockEngine::new(script, RECORD);
         // The mock takes any descriptor and does no I/O on it: the phase's opens, closes and
         // fsync are real, its reads and writes the mock's.
-        let io = Issuer::new(Built::Boxed(Box::new(engine)), ARCHIVE_FILES, None);
+        let io = Issuer::new(Built::Boxed(Box::new(engine)), ARCHIVE_FILES, ring);
         (src, io)
     }
 
@@ -878,6 +905,46 @@ mod tests {
         let reads: u64 = out.intervals.iter().map(|i| i.read_ops).sum();
         let writes: u64 = out.intervals.iter().map(|i| i.write_ops).sum();
         assert_eq!((reads, writes), (40, 41));
+    }
+
+    #[test]
+    fn the_trace_ring_records_the_archive_calls() {
+        let d = tempfile::tempdir().unwrap();
+        let files = std::sync::Arc::new(vec!["a.tar".to_string(), "f".to_string()]);
+        let ring = crate::trace::TraceRing::new(0, files, std::time::Instant::now(), 100);
+        let (mut src, mut io) = traced_archive(d.path(), 10, Duration::ZERO, Some(ring));
+        drive(&mut src, &mut io, how(&|| false)).end.unwrap();
+        let ring = io.take_trace().expect("traced");
+        let mut recs = Vec::new();
+        ring.drain_into(|f| f, &mut recs);
+        let count = |op| recs.iter().filter(|r| r.op == op).count() as u64;
+        assert_eq!(
+            (count(TraceOp::Read), count(TraceOp::Write)),
+            (src.led.stats.read_ops, src.led.stats.write_ops)
+        );
+        assert_eq!((count(TraceOp::Read), count(TraceOp::Write)), (10, 11));
+        // Records of the archive go on at the next record's offset.
+        let writes: Vec<u64> = recs
+            .iter()
+            .filter(|r| r.op == TraceOp::Write)
+            .map(|r| r.offset)
+            .collect();
+        let want: Vec<u64> = (0..11).map(|i| i * RECORD as u64).collect();
+        assert_eq!(writes, want);
+        assert!(recs.iter().all(|r| r.result == RECORD as i64));
+    }
+
+    #[test]
+    fn the_archive_threads_cpu_time_is_counted() {
+        let d = tempfile::tempdir().unwrap();
+        let (mut src, mut io) = mock_archive(d.path(), 5000, Duration::ZERO);
+        let t0 = std::time::Instant::now();
+        let out = drive(&mut src, &mut io, how(&|| false));
+        let wall = t0.elapsed().as_secs_f64();
+        out.end.unwrap();
+        let cpu = out.usage.cpu_user_s + out.usage.cpu_sys_s;
+        assert!(cpu > 0.0, "{:?}", out.usage);
+        assert!(cpu <= wall + 0.01, "{cpu} s of CPU in {wall} s");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `fsbench replay TRACE [--speed X | --no-timing] [--dir DIR]`: replay a trace as a
 //! benchmark on scratch files, reported like any run, with `run`'s observation flags
-//! (`--iostat`, `--trace`), stop condition (`--time`) and rate caps (`--rate-*`). Started by
+//! (`--iostat`, `--trace`), stop condition (`--time`), rate caps (`--rate-*`) and checking
+//! (`--verify`). Started by
 //! mpirun (built with MPI), every rank replays the trace (or its own, `{rank}` in TRACE) in
 //! DIR/rank-NNNNN as one distributed run through the executor, observed (`--iostat`,
 //! `--trace`) and stopped (`--stonewall`) as `run` on ranks is; rank 0 reports the one Result.
@@ -49,6 +50,14 @@ pub(crate) struct ReplayArgs {
     pub engine: Option<String>,
     #[command(flatten)]
     pub rate: super::args::RateArgs,
+    /// Write self-checking bytes with every replayed write and check replayed reads of them
+    ///
+    /// A read is checked when the same thread wrote its whole range earlier in the replay
+    /// and no other thread writes that file; reads of ranges this replay never wrote (what
+    /// the scratch files were filled with) are not checked. A mismatch fails the replay
+    /// (exit 1).
+    #[arg(long, help_heading = super::jobflags::CHECKING)]
+    pub verify: bool,
     /// Keep the scratch files
     #[arg(long, help_heading = SAFETY)]
     pub keep: bool,
@@ -126,6 +135,7 @@ pub(crate) fn main(a: ReplayArgs, exec: crate::exec::Executor) -> anyhow::Result
         rate,
         engine,
         ramp,
+        verify: a.verify,
     };
     crate::output::check_output(a.output.as_deref(), false)?;
     // On this host: the devices under --dir, one trace ring per replay thread. On ranks: each

@@ -135,6 +135,12 @@ pub(super) fn report_threads(
         if o.failure.is_none() {
             o.failure = t.failure;
         }
+        if let Some(v) = t.verify {
+            match &mut o.verify {
+                Some(all) => all.merge(&v),
+                None => o.verify = Some(v),
+            }
+        }
     }
     let kinds = kinds
         .into_iter()

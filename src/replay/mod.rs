@@ -25,6 +25,7 @@ mod gather;
 mod plan;
 mod scratch;
 mod thread;
+mod verify;
 
 pub use plan::ReplayPlan;
 
@@ -67,6 +68,10 @@ pub struct ReplayOptions {
     /// counts after it).
     #[serde(default)]
     pub ramp: Option<Duration>,
+    /// `--verify`: replayed writes carry bytes that say what they are, and replayed reads
+    /// of ranges the same thread wrote earlier in the replay are checked.
+    #[serde(default)]
+    pub verify: bool,
 }
 
 /// At most this many per-thread entries go into the Result: beyond it, threads are reported
@@ -129,6 +134,10 @@ pub(crate) fn run_gated(
         opts.speed.is_some() || opts.rate.iops.is_some() || opts.rate.bytes_per_sec.is_some();
     check_thread_limits(plan.threads.len(), plan.run_bytes(timed))?;
     let used_files = map_used_files(&mut plan);
+    let verify_seed = opts.verify.then(|| {
+        verify::mark_checked_reads(&mut plan.threads);
+        crate::runner::verify::run_seed(0)
+    });
     let per_file = if opts.direct { 3 } else { 1 };
     ensure_descriptors(used_files.len() as u64 * per_file + plan.threads.len() as u64)?;
     check_space(&plan, &used_files, &opts.dir)?;
@@ -138,8 +147,19 @@ pub(crate) fn run_gated(
         keep: opts.keep,
     };
     let mut notes = Vec::new();
+    if opts.verify {
+        notes.push(verify::note(&plan.threads));
+    }
     let mut files = Vec::new();
-    let targets = create_files(trace, &plan, &used_files, opts, &mut scratch, &mut files)?;
+    let targets = create_files(
+        trace,
+        &plan,
+        &used_files,
+        opts,
+        verify_seed,
+        &mut scratch,
+        &mut files,
+    )?;
     notes.extend(file_notes(&files, &opts.dir));
     if let Some(dir) = &scratch.dir {
         notes.push(format!(
@@ -173,7 +193,8 @@ pub(crate) fn run_gated(
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
     let nthreads = plan.threads.len();
-    let shared = shared_settings(opts, &scratch, direct, dir_fd.as_ref(), nthreads);
+    let mut shared = shared_settings(opts, &scratch, direct, dir_fd.as_ref(), nthreads);
+    shared.verify_seed = verify_seed;
     let total_steps: u64 = plan.threads.iter().map(|t| t.steps.len() as u64).sum();
     let thread_info: Vec<(usize, u64)> =
         plan.threads.iter().map(|t| (t.user, t.data_ops)).collect();
@@ -344,6 +365,7 @@ fn create_files(
     plan: &ReplayPlan,
     used_files: &[usize],
     opts: &ReplayOptions,
+    verify_seed: Option<u64>,
     scratch: &mut Scratch,
     files: &mut Vec<ReplayFile>,
 ) -> Result<Vec<TargetPlan>> {
@@ -353,11 +375,16 @@ fn create_files(
         crate::runner::say(&format!("fsbench: note: {note}"));
     }
     let mut targets = Vec::new();
-    for &i in used_files {
+    for (target, &i) in used_files.iter().enumerate() {
         let size = plan.sizes[i];
         let path = opts.dir.join(format!("fsbench-replay-{pid}-{i}.dat"));
+        // With --verify the file holds what the verify hooks call its generation 0.
+        let fill = match verify_seed {
+            Some(seed) => Fill::Stream(verify::fill_key(seed, target as u32)),
+            None => Fill::Pattern(0x5eed ^ i as u64),
+        };
         // Pushed only once created: a name that was taken is never ours to remove.
-        create_scratch(&path, size, 0x5eed ^ i as u64)?;
+        create_scratch(&path, size, fill)?;
         scratch.paths.push(path.clone());
         files.push(ReplayFile {
             traced: trace.files[i].clone(),
@@ -454,6 +481,7 @@ fn shared_settings(
         interval_ns: None,
         board: None,
         trace: None,
+        verify_seed: None,
     }
 }
 

@@ -38,6 +38,8 @@ pub(super) struct ThreadPlan {
     pub(super) mkdirs: u64,
     /// Whether it lists the replay's directory (it opens its own descriptor of it).
     pub(super) readdirs: bool,
+    /// `--verify`: per step, whether it is a read that is checked (empty: none is).
+    pub(super) checked: Vec<bool>,
 }
 
 /// A step's `file` for the calls on the replay's own directory (mkdir, unlink, readdir):
@@ -122,6 +124,7 @@ impl ReplayPlan {
                     unlinks: 0,
                     mkdirs: 0,
                     readdirs: false,
+                    checked: Vec::new(),
                 });
                 local.push(HashMap::new());
                 threads.len() - 1

@@ -77,12 +77,21 @@ pub(super) fn create_scratch_dir(dir: &Path) -> Result<()> {
         .with_context(|| format!("creating the replay's directory {}", dir.display()))
 }
 
-pub(super) fn create_scratch(path: &Path, size: u64, seed: u64) -> Result<()> {
+/// What a scratch file is filled with.
+#[derive(Clone, Copy)]
+pub(super) enum Fill {
+    /// Non-repeating data from this seed (up to 1 MiB, repeated).
+    Pattern(u64),
+    /// The verify stream with this key (`replay --verify`).
+    Stream(u64),
+}
+
+pub(super) fn create_scratch(path: &Path, size: u64, fill: Fill) -> Result<()> {
     // Marked, and recorded as this replay's, before it has a name: a replay killed at any
     // moment leaves nothing or a file the next one removes (`crate::leftover`).
     let (mut f, _) = crate::leftover::create_marked(path)
         .with_context(|| format!("creating scratch file {}", path.display()))?;
-    let filled = fill_scratch(&mut f, path, size, seed);
+    let filled = fill_scratch(&mut f, path, size, fill);
     if filled.is_err() {
         // Ours (just created): nothing half-written stays behind.
         let _ = std::fs::remove_file(path);
@@ -90,18 +99,31 @@ pub(super) fn create_scratch(path: &Path, size: u64, seed: u64) -> Result<()> {
     filled
 }
 
-pub(super) fn fill_scratch(f: &mut std::fs::File, path: &Path, size: u64, seed: u64) -> Result<()> {
+pub(super) fn fill_scratch(
+    f: &mut std::fs::File,
+    path: &Path,
+    size: u64,
+    fill: Fill,
+) -> Result<()> {
     use std::io::Write;
     if size == 0 {
         return Ok(());
     }
     // A pattern buffer as large as the file needs, up to 1 MiB written over and over.
     let chunk = size.min(1 << 20) as usize;
-    let pool = BufferPool::new(1, chunk, seed)?;
+    let seed = match fill {
+        Fill::Pattern(seed) => seed,
+        Fill::Stream(_) => 1,
+    };
+    let mut pool = BufferPool::new(1, chunk, seed)?;
     let mut left = size;
     while left > 0 {
         let n = left.min(chunk as u64) as usize;
-        f.write_all(&pool.slot(0)[..n])
+        let buf = &mut pool.slot_mut(0)[..n];
+        if let Fill::Stream(key) = fill {
+            crate::verify::stream::fill(buf, key, size - left);
+        }
+        f.write_all(buf)
             .with_context(|| format!("filling {}", path.display()))?;
         left -= n as u64;
     }

@@ -70,6 +70,8 @@ pub(super) struct Tally {
     pub(super) timed_out: bool,
     /// `--status-interval` intervals of its reads and writes (empty without it).
     pub(super) intervals: Vec<IntervalSample>,
+    /// `--verify`: what its checked reads found.
+    pub(super) verify: Option<crate::verify::report::VerifyReport>,
 }
 
 impl Tally {
@@ -84,6 +86,7 @@ impl Tally {
             warm_calls: 0,
             timed_out: false,
             intervals: Vec::new(),
+            verify: None,
         }
     }
 }
@@ -160,6 +163,8 @@ pub(super) struct Shared {
     pub(super) board: Option<std::sync::Arc<crate::runner::live::Board>>,
     /// `--trace`: the session each thread's ring goes back to.
     pub(super) trace: Option<std::sync::Arc<crate::trace::TraceSession>>,
+    /// `--verify`: the seed of the replay's bytes.
+    pub(super) verify_seed: Option<u64>,
 }
 
 impl Shared {
@@ -234,6 +239,8 @@ struct ThreadReplay<'a> {
     live_base: [u64; 4],
     /// The interval series' running totals (see [`Source::totals`]).
     interval: RefCell<IntervalTotals>,
+    /// `--verify`: its files a short write left unknown (by its index of them).
+    short_written: Vec<Cell<bool>>,
 }
 
 /// The reads' and writes' latency histograms as of the last interval boundary, and how many
@@ -336,6 +343,9 @@ fn prepare<'a>(
         .as_ref()
         .and_then(|s| s.ring_for(index, shared.names.clone(), Some(plan.steps.len() as u64)));
     let mut io = Issuer::new(engine, nfiles, ring);
+    if let Some(seed) = shared.verify_seed {
+        io.verify_with(seed);
+    }
     let mut src = ThreadReplay::new(index, plan, fds, shared, calls);
     if let Err(e) = src.prepare_dir(&mut io) {
         src.finish(&mut io);
@@ -401,6 +411,7 @@ impl<'a> ThreadReplay<'a> {
             next_publish_ns: u64::MAX,
             live_base: [0; 4],
             interval: RefCell::default(),
+            short_written: (0..plan.files.len()).map(|_| Cell::new(false)).collect(),
         }
     }
 
@@ -453,11 +464,24 @@ impl<'a> ThreadReplay<'a> {
         stats.usage = driven.usage;
         stats.syscalls = *io.sys();
         self.finish(io);
-        let (failure, timed_out) = match driven.end {
+        let (mut failure, timed_out) = match driven.end {
             Ended::AllCalls => (None, false),
             Ended::Failed(f) => (Some(f), false),
             Ended::Stopped { by_time } => (None, by_time),
         };
+        let verify = io.take_verify();
+        if let (None, Some((path, offset, message))) =
+            (&failure, verify.as_ref().and_then(|v| v.failure_line()))
+        {
+            // Reads that did not come back as written fail the replay as they fail a run.
+            failure = Some(IoFailure {
+                user: self.plan.user,
+                thread: self.index,
+                path,
+                offset,
+                message,
+            });
+        }
         Tally {
             stats,
             calls: std::mem::take(&mut self.calls),
@@ -467,6 +491,7 @@ impl<'a> ThreadReplay<'a> {
             warm_calls: self.warm_calls,
             timed_out,
             intervals: driven.intervals,
+            verify: verify.map(|v| v.report),
         }
     }
 
@@ -577,7 +602,12 @@ impl<'a> ThreadReplay<'a> {
                     slot: CALL_SLOT,
                 };
                 self.counts.inflight[inflight_bucket(1)] += 1;
-                match io.call(op) {
+                let r = if io.verifying() {
+                    self.verified_call(s, op, io)
+                } else {
+                    io.call(op)
+                };
+                match r {
                     Ok(n) => n as i64,
                     Err(e) => errno(&e),
                 }
@@ -613,6 +643,26 @@ impl<'a> ThreadReplay<'a> {
             }
             TraceOp::Open | TraceOp::Close => return None,
         })
+    }
+
+    /// `--verify`: a write stamped with the stream of where it lands, a read the plan marked
+    /// checked against what this thread wrote there, any other read as it is.
+    fn verified_call(&self, s: &Step, op: IoOp, io: &mut Issuer) -> std::io::Result<u64> {
+        let target = global_file(self.plan, self.shared, s.file);
+        let file = (s.file, target);
+        let contents = super::verify::Written {
+            short: &self.short_written,
+        };
+        if op.kind == OpKind::Write {
+            return io.write_verified(op, &contents, file, Some(s.offset)).0;
+        }
+        // The step being issued (`next` has moved past it).
+        if self.plan.checked.get(self.next - 1) != Some(&true) {
+            return io.call(op);
+        }
+        let names = &self.shared.names;
+        let path = || names.get(target as usize).cloned().unwrap_or_default();
+        io.read_verified(op, &contents, file, s.offset, &path)
     }
 
     /// None while steps are left; the end after the last.
@@ -796,6 +846,7 @@ mod tests {
             unlinks: 0,
             mkdirs: 0,
             readdirs: false,
+            checked: Vec::new(),
         }
     }
 
@@ -814,6 +865,7 @@ mod tests {
             interval_ns: None,
             board: None,
             trace: None,
+            verify_seed: None,
         }
     }
 
@@ -830,7 +882,15 @@ mod tests {
         let calls = reserve_samples(plan, shared.timed()).unwrap();
         let mut src = ThreadReplay::new(0, plan, fds, shared, calls);
         let (engine, _log) = MockEngine::new(script, 4096);
-        let mut io = Issuer::new(Built::Boxed(Box::new(engine)), 1, None);
+        // The trace ring and the verify hooks as `prepare` sets them up.
+        let ring = shared
+            .trace
+            .as_ref()
+            .and_then(|s| s.ring_for(0, shared.names.clone(), Some(plan.steps.len() as u64)));
+        let mut io = Issuer::new(Built::Boxed(Box::new(engine)), 1, ring);
+        if let Some(seed) = shared.verify_seed {
+            io.verify_with(seed);
+        }
         let how = Drive {
             gate: &|| {},
             stop,
@@ -879,6 +939,10 @@ mod tests {
         let t = replay(&plan(1000, 0, false), &shared(), Script::default(), &stop);
         assert_eq!(t.done, 5);
         assert_eq!(samples(&t), 5);
+        // What was done up to the stop is in the counts: reads at 0, 2, 4, writes at 1, 3.
+        assert_eq!((t.stats.read_ops, t.stats.write_ops), (3, 2));
+        assert_eq!(t.stats.read_bytes + t.stats.write_bytes, 5 * 4096);
+        assert_eq!(t.stats.syscalls.other, 5);
         // Stopped, not by --time.
         assert!(!t.timed_out && t.failure.is_none());
     }
@@ -990,5 +1054,103 @@ mod tests {
         let f = t.failure.expect("a failure");
         assert_eq!((f.path.as_str(), f.offset), ("scratch", Some(3 * 4096)));
         assert!(f.message.starts_with("write failed"), "{}", f.message);
+    }
+
+    #[test]
+    fn the_trace_ring_records_every_replayed_call() {
+        let mut sh = shared();
+        let session = crate::trace::TraceSession::new(1000);
+        sh.trace = Some(session.clone());
+        let p = plan(12, 0, true);
+        let t = replay(&p, &sh, Script::default(), &|| false);
+        assert_eq!(t.done, 12);
+        let (trace, dropped) = session.take();
+        assert_eq!(dropped, 0);
+        let got: Vec<(TraceOp, u64, u64)> = trace
+            .records
+            .iter()
+            .map(|r| (r.op, r.offset, r.len))
+            .collect();
+        let want: Vec<(TraceOp, u64, u64)> = p
+            .steps
+            .iter()
+            .map(|s| (s.op, s.offset, s.len as u64))
+            .collect();
+        assert_eq!(got, want);
+        assert!(trace.records.iter().all(|r| r.result >= 0));
+    }
+
+    #[test]
+    fn the_replay_threads_cpu_time_is_its_own() {
+        let t0 = Instant::now();
+        let t = replay(
+            &plan(20_000, 0, false),
+            &shared(),
+            Script::default(),
+            &|| false,
+        );
+        let wall = t0.elapsed().as_secs_f64();
+        let cpu = t.stats.usage.cpu_user_s + t.stats.usage.cpu_sys_s;
+        // 20,000 calls take CPU time, counted on the replaying thread: no more than the
+        // time it ran (a process's figure would hold the test harness's other threads).
+        assert!(cpu > 0.0, "{:?}", t.stats.usage);
+        assert!(cpu <= wall + 0.01, "{cpu} s of CPU in {wall} s");
+    }
+
+    /// `n` 4 KiB writes at 0, 4 KiB, ... then reads of the same blocks, and one read of a
+    /// block never written: the reads of written blocks are marked checked.
+    fn write_then_read(n: u64) -> ThreadPlan {
+        let step = |op, i: u64| Step {
+            op,
+            file: 0,
+            offset: i * 4096,
+            len: 4096,
+            start_ns: 0,
+        };
+        let mut steps: Vec<Step> = (0..n).map(|i| step(TraceOp::Write, i)).collect();
+        steps.extend((0..n).map(|i| step(TraceOp::Read, i)));
+        steps.push(step(TraceOp::Read, n + 5));
+        let mut p = plan(0, 0, false);
+        p.data_ops = steps.len() as u64;
+        p.steps = steps;
+        super::super::verify::mark_checked_reads(std::slice::from_mut(&mut p));
+        p
+    }
+
+    #[test]
+    fn verify_checks_the_reads_of_what_the_replay_wrote() {
+        let mut sh = shared();
+        sh.verify_seed = Some(crate::runner::verify::run_seed(1));
+        let p = write_then_read(8);
+        let store = crate::engine::mock::Store::default();
+        let script = |faults| Script {
+            store: Some(store.clone()),
+            faults,
+            ..Script::default()
+        };
+        let t = replay(&p, &sh, script(Vec::new()), &|| false);
+        assert!(t.failure.is_none(), "{:?}", t.failure);
+        let v = t.verify.expect("verified");
+        // The read of the block never written is not checked.
+        assert_eq!((v.blocks_checked, v.blocks_intact), (8, 8));
+        assert_eq!(v.bytes_checked, 8 * 4096);
+        // The third write is stored with a bit flipped: its read back fails the replay.
+        store.lock().unwrap().clear();
+        let flip = vec![(2, crate::engine::mock::Fault::FlipBit(77))];
+        let t = replay(&p, &sh, script(flip), &|| false);
+        let v = t.verify.expect("verified");
+        assert_eq!((v.blocks_checked, v.corrupt.blocks), (8, 1));
+        assert_eq!(v.corrupt.first[0].offset_bytes, 2 * 4096 + 9);
+        let f = t.failure.expect("a verify failure");
+        assert_eq!((f.path.as_str(), f.offset), ("scratch", Some(2 * 4096 + 9)));
+        assert!(
+            f.message
+                .starts_with("verify: 1 read(s) did not come back as written"),
+            "{}",
+            f.message
+        );
+        // Without --verify nothing is checked.
+        let t = replay(&p, &shared(), script(Vec::new()), &|| false);
+        assert!(t.verify.is_none() && t.failure.is_none());
     }
 }

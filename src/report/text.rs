@@ -436,7 +436,12 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
         out.push_str(&super::observe::syscall_lines(t));
         out.push_str(&super::observe::probe_sections(r));
         if let Some(v) = &r.verify {
-            out.push_str(&super::verify_text::run_lines(v));
+            // A replay checks reads as a workload does (each read one check), not blocks.
+            out.push_str(&if r.kind == crate::result::Kind::Replay {
+                super::verify_text::workload_lines(v)
+            } else {
+                super::verify_text::run_lines(v)
+            });
         }
         if let Some(s) = &r.steady {
             out.push_str(&super::steady_text::line(s));

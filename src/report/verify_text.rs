@@ -1,5 +1,6 @@
 //! The `verify` section of a Result as text: a run's blocks (`run --verify`) or a workload's
-//! checked reads (`workload --verify`), and the first mismatches of each kind.
+//! or replay's checked reads (`workload --verify`, `replay --verify`), and the first
+//! mismatches of each kind.
 
 use std::fmt::Write;
 
@@ -90,8 +91,8 @@ fn mismatch_lines(v: &crate::verify::report::VerifyReport) -> String {
     out
 }
 
-/// A workload's `verify` section as text: reads checked (each one "block"), then the
-/// mismatches as for a run.
+/// A workload's or a replay's `verify` section as text: reads checked (each one "block"),
+/// then the mismatches as for a run.
 pub(super) fn workload_lines(v: &crate::verify::report::VerifyReport) -> String {
     let mut out = String::new();
     let _ = writeln!(

@@ -128,7 +128,12 @@ fn text_width(r: &RunResult, width: Option<usize>) -> String {
         // A failed run ends the script, so the failures belong to the last run.
         if i + 1 == runs.len() {
             for f in &r.failures {
-                let _ = writeln!(s, "error: {}", f.message);
+                // A failure that names its file (a read that did not come back) says where.
+                if f.path.is_empty() {
+                    let _ = writeln!(s, "error: {}", f.message);
+                } else {
+                    let _ = writeln!(s, "error: {f}");
+                }
             }
         }
     }

@@ -6,8 +6,12 @@
 //! The handle holds the engine (and, for queued writes beside a synchronous engine, a second
 //! ring the runner builds on first use), the system-call counts, the preallocated completion
 //! lists and the trace ring; it counts the data calls and bytes of the current step, which is
-//! what a rate limit charges. Nothing here allocates after it is built.
+//! what a rate limit charges. With `--verify` it holds the run's verify hooks
+//! ([`StreamCheck`]): [`Issuer::write_verified`] stamps a write's buffer before the call and
+//! [`Issuer::read_verified`] checks what a read returned, against what the source knows its
+//! file holds ([`Contents`]). Nothing here allocates after it is built.
 
+use super::verify::{Contents, StreamCheck};
 use crate::engine::{self, BufferPool, Built, Completion, Engine, FileHandles, IoOp};
 use crate::stats::SyscallCounts;
 use crate::trace::TraceRing;
@@ -34,6 +38,8 @@ pub(crate) struct Issuer {
     trace: Option<TraceRing>,
     /// File slots of the engine (the queue ring gets as many).
     file_slots: usize,
+    /// `--verify`: the hooks around verifying calls, and what the reads found.
+    verify: Option<StreamCheck>,
 }
 
 /// Buffer slot of a synchronous call; queued writes use slot [`Issuer::QUEUE_SLOT`] on a ring
@@ -60,7 +66,78 @@ impl Issuer {
             step_bytes: 0,
             trace,
             file_slots,
+            verify: None,
         }
+    }
+
+    /// Verify this source's data calls with the bytes of the run keyed by `seed`.
+    pub(crate) fn verify_with(&mut self, seed: u64) {
+        self.verify = Some(StreamCheck::new(seed));
+    }
+
+    /// Whether the run verifies (then data calls go through the verifying calls).
+    #[inline]
+    pub(crate) fn verifying(&self) -> bool {
+        self.verify.is_some()
+    }
+
+    /// What the verifying calls found, given back after the run (None: no `--verify`).
+    pub(crate) fn take_verify(&mut self) -> Option<StreamCheck> {
+        self.verify.take()
+    }
+
+    /// A write ([`Issuer::call`]) of `file` whose bytes are what `contents` says belongs
+    /// where it lands (`at`; None: an append, at the end of what the file holds): the buffer
+    /// is stamped first, and the source told what the write left. Also where it landed.
+    /// Without `--verify`, just the call (landing at `at`, or 0 for an append).
+    pub(crate) fn write_verified<C: Contents>(
+        &mut self,
+        op: IoOp,
+        contents: &C,
+        file: C::File,
+        at: Option<u64>,
+    ) -> (io::Result<u64>, u64) {
+        let Some(check) = self.verify.as_ref() else {
+            return (self.call(op), at.unwrap_or(0));
+        };
+        let (landed, gen, ticket) = contents.write_begins(file, at, op.len as u64);
+        let buf = &mut self.engine.as_dyn().buffers().slot_mut(op.slot as usize)[..op.len as usize];
+        check.stamp(buf, gen, landed);
+        let r = self.call(op);
+        contents.write_ends(file, ticket, r.as_ref().ok().copied());
+        (r, landed)
+    }
+
+    /// A read ([`Issuer::call`]) of `file` at file offset `at`, its bytes checked against
+    /// what `contents` says the file holds there (a read of content not known is counted as
+    /// skipped). `path` names the file in a mismatch. Without `--verify`, just the call.
+    pub(crate) fn read_verified<C: Contents>(
+        &mut self,
+        op: IoOp,
+        contents: &C,
+        file: C::File,
+        at: u64,
+        path: &dyn Fn() -> String,
+    ) -> io::Result<u64> {
+        if self.verify.is_none() {
+            return self.call(op);
+        }
+        let expected = contents.read_begins(file, at, op.len as u64);
+        let r = self.call(op);
+        let Ok(n) = r else { return r };
+        let Issuer { engine, verify, .. } = self;
+        let check = verify.as_mut().expect("verifying");
+        match expected {
+            Err(why) => check.skipped(why),
+            Ok(e) if !contents.read_unchanged(file, &e) => {
+                check.skipped(super::verify::NoCheck::Busy)
+            }
+            Ok(e) => {
+                let got = &engine.as_dyn().buffers().slot(op.slot as usize)[..n as usize];
+                check.check(&e, at, op.len as u64, got, path);
+            }
+        }
+        r
     }
 
     /// A synchronous engine over `files` empty file slots (a source sets its descriptors

@@ -21,6 +21,7 @@ pub(crate) mod space;
 pub(crate) mod steady;
 pub(crate) mod target;
 pub(crate) mod together;
+pub(crate) mod verify;
 pub(crate) mod worker;
 
 use crate::job::{Job, WorkerMode};

@@ -30,7 +30,8 @@ mod prepare;
 #[cfg(test)]
 mod tests;
 mod think;
-pub(crate) mod verify;
+/// The job's `--verify` hooks, which live with the stepped sources' in `runner::verify`.
+pub(crate) use super::verify::blocks as verify;
 #[cfg(test)]
 mod verify_tests;
 
@@ -51,7 +52,7 @@ pub struct ThreadOutcome {
 /// not divide by the alignment on every I/O. Same answer as `CachePolicy::route` for every
 /// offset (tested below).
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum RouteRule {
+pub(crate) enum RouteRule {
     /// Every I/O takes this route (buffered policies, or a block size that decides it alone).
     Fixed(Route),
     /// `aligned` when the offset is a multiple of the alignment (a power of two: `mask` is
@@ -93,7 +94,7 @@ impl RouteRule {
     }
 
     #[inline(always)]
-    fn route(self, offset: u64, bs: u64) -> Route {
+    pub(crate) fn route(self, offset: u64, bs: u64) -> Route {
         match self {
             RouteRule::Fixed(r) => r,
             RouteRule::Masked {

@@ -207,13 +207,6 @@ struct OpenFd {
     incarnation: u64,
 }
 
-/// What `--verify` noted before a data I/O, for after it.
-enum Verifying {
-    Off,
-    Write(super::verify::WriteTicket),
-    Read(Result<super::verify::ReadTicket, super::verify::NoCheck>),
-}
-
 enum Step {
     Ok,
     /// Not counted at all (Filebench returns without ending an op: a deletefile that skips a
@@ -400,8 +393,6 @@ struct Thread<'a> {
     /// Where each fileset's entries and directories start in the trace's file table.
     file_base: Vec<u32>,
     dir_base: Vec<u32>,
-    /// `--verify`: stamps writes with the file stream and checks reads.
-    verifier: Option<super::verify::Verifier>,
 }
 
 /// Whether a rate limit paces an execution of `fo`: a data flowop, or a composite with one
@@ -461,7 +452,6 @@ impl<'a> Thread<'a> {
             aio_err: None,
             file_base,
             dir_base,
-            verifier: super::verify::Verifier::new(sh.arena),
             flat,
         };
         t.skip_idle();
@@ -551,6 +541,9 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
     };
     let (mut io, setup_err) = thread_issuer(sh.engine, slots, t.buf_len, seed, ring);
     t.setup_err = setup_err;
+    if let Some(seed) = super::verify::seed(sh.arena) {
+        io.verify_with(seed);
+    }
     let ctl = sh.arena.ctl();
     ctl.live.fetch_add(1, SeqCst);
     // The start gate of every thread of every process: ready, then the parent's go.
@@ -599,7 +592,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
         end: driven.end,
         sys: *io.sys(),
         intervals: driven.intervals,
-        verify: t.verifier.map(|v| v.report),
+        verify: io.take_verify().map(|c| c.report),
     }
 }
 
@@ -822,14 +815,13 @@ impl Thread<'_> {
             unbusy(arena, set, i, None, 0);
             return Err(call(format!("open {path:?}"), e));
         }
-        let incarnation = match &self.verifier {
-            Some(v) => {
-                if create {
-                    v.created(arena, set, i);
-                }
-                v.incarnation(arena, set, i)
+        let incarnation = if io.verifying() {
+            if create {
+                super::verify::created(arena, set, i);
             }
-            None => 0,
+            super::verify::incarnation(arena, set, i)
+        } else {
+            0
         };
         unbusy(arena, set, i, create.then_some(true), 1);
         self.fds[slot] = Some(OpenFd {

@@ -185,27 +185,13 @@ impl WorkloadDoc {
         let mut failed = part.failed;
         if let Some(v) = &part.verify {
             // A read that did not come back as written fails the run (exit 1).
-            if v.bad_blocks() > 0 {
-                let first = v
-                    .kinds()
-                    .iter()
-                    .find_map(|(_, k)| k.first.first())
-                    .map(|m| {
-                        format!(
-                            ": first {} offset {}: {}",
-                            m.target, m.offset_bytes, m.detail
-                        )
-                    })
-                    .unwrap_or_default();
+            if let Some((path, offset, message)) = crate::runner::verify::failure_of(v, "read(s)") {
                 self.result.failures.push(IoFailure {
                     user: 0,
                     thread: 0,
-                    path: String::new(),
-                    offset: None,
-                    message: format!(
-                        "verify: {} read(s) did not come back as written{first}",
-                        v.bad_blocks()
-                    ),
+                    path,
+                    offset,
+                    message,
                 });
                 failed = true;
             }

@@ -9,6 +9,8 @@ impl Thread<'_> {
     /// One synchronous data I/O through the Issuer on descriptor slot `slot` (`offset` may
     /// carry IoOp's cursor/append/dsync flags): bytes moved, or the errno. aiowrite
     /// completions that arrive meanwhile are kept by the Issuer for [`Thread::aio_reap`].
+    /// With `--verify` the Issuer's verifying calls stamp a write with the file's stream for
+    /// where it lands and check a read against what the file holds.
     fn io(
         &mut self,
         io: &mut Issuer,
@@ -17,27 +19,50 @@ impl Thread<'_> {
         offset: u64,
         len: usize,
     ) -> std::io::Result<u64> {
-        let verifying = self.verify_before(io, kind, slot, offset, len);
-        let t = clock(io);
-        let r = io.call(IoOp {
+        let op = IoOp {
             kind,
             file: slot as u32,
             route: Route::Buffered,
             offset,
             len: len as u32,
             slot: CALL_SLOT,
-        });
+        };
+        let t = clock(io);
+        let r = match self.fds[slot].as_ref() {
+            Some(f) if io.verifying() => {
+                let file = (f.set, f.entry, f.incarnation);
+                let contents = super::super::verify::Filesets(self.sh.arena);
+                // Where the call lands, as far as this thread knows before it.
+                let at = if offset & IoOp::APPEND != 0 {
+                    None
+                } else if offset & IoOp::AT_CURSOR != 0 {
+                    Some(f.pos)
+                } else {
+                    Some(offset & !IoOp::FLAGS)
+                };
+                if kind == OpKind::Write {
+                    let (r, landed) = io.write_verified(op, &contents, file, at);
+                    if at.is_none() && r.is_ok() {
+                        // Where the append landed, as the file's contents know it (the
+                        // thread's own view misses what other descriptors appended).
+                        if let Some(f) = self.fds[slot].as_mut() {
+                            f.end = landed;
+                        }
+                    }
+                    r
+                } else {
+                    let lay = &self.sh.layouts[f.set];
+                    let entry = f.entry;
+                    let at = at.unwrap_or(f.end);
+                    io.read_verified(op, &contents, file, at, &|| lay.path(entry).to_string())
+                }
+            }
+            _ => io.call(op),
+        };
         let n = *r.as_ref().unwrap_or(&0);
         let Some(f) = self.fds[slot].as_mut() else {
             return r;
         };
-        if let Verifying::Write(w) = &verifying {
-            if offset & IoOp::APPEND != 0 && r.is_ok() {
-                // Where the append landed, as the verifier knows it (the thread's own view
-                // misses what other descriptors appended).
-                f.end = w.offset();
-            }
-        }
         // Where the call was: the offset given, else the descriptor's offset or the file's end
         // as this thread moved them.
         let at = if offset & IoOp::APPEND != 0 {
@@ -62,68 +87,7 @@ impl Thread<'_> {
             Err(_) => status(&r),
         };
         rec(io, op, file, at, len as u64, t, result);
-        self.verify_after(io, verifying, slot, at, len, &r);
         r
-    }
-
-    /// `--verify`, before a data I/O on descriptor slot `slot`: a write's buffer gets the
-    /// file's stream for where it lands; a read notes what the file holds.
-    fn verify_before(
-        &mut self,
-        io: &mut Issuer,
-        kind: OpKind,
-        slot: usize,
-        offset: u64,
-        len: usize,
-    ) -> Verifying {
-        let (Some(v), Some(f)) = (self.verifier.as_ref(), self.fds[slot].as_ref()) else {
-            return Verifying::Off;
-        };
-        let arena = self.sh.arena;
-        if kind == OpKind::Write {
-            let at = if offset & IoOp::APPEND != 0 {
-                None
-            } else if offset & IoOp::AT_CURSOR != 0 {
-                Some(f.pos)
-            } else {
-                Some(offset & !IoOp::FLAGS)
-            };
-            let buf = &mut io.buffers().slot_mut(CALL_SLOT as usize)[..len];
-            Verifying::Write(v.begin_write(arena, f.set, f.entry, at, buf))
-        } else {
-            Verifying::Read(v.begin_read(arena, f.set, f.entry, f.incarnation))
-        }
-    }
-
-    /// `--verify`, after the I/O at file offset `at`: record what a write left, check what
-    /// a read returned.
-    fn verify_after(
-        &mut self,
-        io: &mut Issuer,
-        verifying: Verifying,
-        slot: usize,
-        at: u64,
-        len: usize,
-        r: &std::io::Result<u64>,
-    ) {
-        let (Some(v), Some(f)) = (self.verifier.as_mut(), self.fds[slot].as_ref()) else {
-            return;
-        };
-        let arena = self.sh.arena;
-        match verifying {
-            Verifying::Off => {}
-            Verifying::Write(w) => v.end_write(arena, w, r.as_ref().ok().copied()),
-            Verifying::Read(Err(why)) => v.skipped(why),
-            Verifying::Read(Ok(t)) => {
-                let Ok(n) = r else { return };
-                let (set, entry) = (f.set, f.entry);
-                let lay = &self.sh.layouts[set];
-                let got = &io.buffers().slot(CALL_SLOT as usize)[..*n as usize];
-                v.end_read(arena, set, entry, t, at, len as u64, got, &|| {
-                    lay.path(entry).to_string()
-                });
-            }
-        }
     }
 
     /// Account the aiowrite completions the Issuer collected: fewer in flight, the first
@@ -277,8 +241,8 @@ impl Thread<'_> {
         let fd = f.fd;
         let file = self.file_base[f.set].saturating_add(f.entry as u32);
         f.end = f.end.max(off + size as u64);
-        if let Some(v) = &self.verifier {
-            v.forget(self.sh.arena, f.set, f.entry);
+        if io.verifying() {
+            super::super::verify::forget(self.sh.arena, f.set, f.entry);
         }
         self.settle_aio(io);
         if self.aio_inflight >= Issuer::QUEUE_DEPTH - 1 {

@@ -1,7 +1,7 @@
 //! A flowop thread as a source driven by the runner's loop on the mock engine: the stop flag,
-//! the rate limit (data flowops only), the `--status-interval` series and the warm-up. Files
-//! are opened for real in a temporary directory (the metadata calls are the real ones); the
-//! data I/O goes to the mock.
+//! the rate limit (data flowops only), the `--status-interval` series, the warm-up, the trace
+//! ring, CPU accounting and the verify hooks. Files are opened for real in a temporary
+//! directory (the metadata calls are the real ones); the data I/O goes to the mock.
 
 use super::*;
 use crate::engine::mock::{MockEngine, Script};
@@ -25,10 +25,14 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_of(WML)
+}
+
+fn fixture_of(wml: &str) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let src = crate::workload::Source {
         name: "t.f".into(),
-        text: WML.into(),
+        text: wml.into(),
         defines: vec![("dir".into(), dir.path().display().to_string())],
         shared_rank: None,
     };
@@ -61,6 +65,16 @@ struct Ran {
     stats: u64,
     /// Writes since the start, warm-up included (what finishoncount would read).
     writes_tallied: u64,
+    /// CPU time of the measured part.
+    usage: crate::stats::Usage,
+}
+
+/// What a run gives besides the engine's script: a trace ring, the verify hooks' seed.
+#[derive(Default)]
+struct With {
+    script: Script,
+    ring: Option<TraceRing>,
+    verify_seed: Option<u64>,
 }
 
 fn run(
@@ -71,6 +85,20 @@ fn run(
     pacing: StepPacing,
     interval_ns: Option<u64>,
 ) -> Ran {
+    let with = With::default();
+    run_with(fx, stop, deadline_ms, ramp_ms, pacing, interval_ns, with).0
+}
+
+/// [`run`] on the mock engine `with` says, and the thread's Issuer after the run.
+fn run_with(
+    fx: &Fixture,
+    stop: &dyn Fn() -> bool,
+    deadline_ms: u64,
+    ramp_ms: Option<u64>,
+    pacing: StepPacing,
+    interval_ns: Option<u64>,
+    with: With,
+) -> (Ran, Issuer) {
     let sh = Shared {
         model: &fx.model,
         layouts: &fx.layouts,
@@ -91,8 +119,11 @@ fn run(
         slot: 0,
     };
     let (mut t, _) = Thread::new(&sh, spec, id);
-    let (engine, _log) = MockEngine::new(Script::default(), 4096);
-    let mut io = Issuer::new(Built::Boxed(Box::new(engine)), FDS, None);
+    let (engine, _log) = MockEngine::new(with.script, 4096);
+    let mut io = Issuer::new(Built::Boxed(Box::new(engine)), FDS, with.ring);
+    if let Some(seed) = with.verify_seed {
+        io.verify_with(seed);
+    }
     let gate = || {};
     let out = drive(
         &mut t,
@@ -108,14 +139,25 @@ fn run(
     );
     t.close_all(&mut io);
     let w = t.flat.iter().position(|f| f.name == "w").unwrap();
-    let s = t.flat.iter().position(|f| f.name == "s").unwrap();
-    Ran {
+    let s = t.flat.iter().position(|f| f.name == "s");
+    let ran = Ran {
         end: out.end,
         intervals: out.intervals,
         ramped: out.ramped,
         writes: t.stats[w].write_bytes / 4096,
-        stats: t.stats[s].other_ops,
+        stats: s.map_or(0, |s| t.stats[s].other_ops),
         writes_tallied: t.tally[w][1] / 4096,
+        usage: out.usage,
+    };
+    (ran, io)
+}
+
+/// A stop flag raised after `n` steps.
+fn after(n: u32) -> impl Fn() -> bool {
+    let checks = Cell::new(0u32);
+    move || {
+        checks.set(checks.get() + 1);
+        checks.get() > n
     }
 }
 
@@ -184,4 +226,112 @@ fn the_warm_up_is_left_out_of_the_counts_not_out_of_the_tally() {
         r.writes_tallied,
         r.writes
     );
+}
+
+#[test]
+fn the_trace_ring_records_the_flowops_calls() {
+    let fx = fixture();
+    let files = trace_files(&fx.layouts, true).expect("a file table");
+    let with = With {
+        ring: Some(TraceRing::new(0, files, Instant::now(), 1000)),
+        ..With::default()
+    };
+    let (r, mut io) = run_with(
+        &fx,
+        &after(5),
+        10_000,
+        None,
+        StepPacing::default(),
+        None,
+        with,
+    );
+    assert_eq!((r.writes, r.stats), (3, 2));
+    let mut recs = Vec::new();
+    io.take_trace()
+        .expect("traced")
+        .drain_into(|f| f, &mut recs);
+    let count = |op| recs.iter().filter(|x| x.op == op).count() as u64;
+    assert_eq!((count(TraceOp::Write), count(TraceOp::Stat)), (3, 2));
+    // The writes are the flowop's: 4 KiB at 4 KiB offsets of the 1 MiB file.
+    let writes = recs.iter().filter(|x| x.op == TraceOp::Write);
+    assert!(writes
+        .clone()
+        .all(|x| x.len == 4096 && x.offset % 4096 == 0));
+    assert!(writes
+        .clone()
+        .all(|x| x.offset < 1 << 20 && x.result == 4096));
+}
+
+#[test]
+fn the_threads_cpu_time_is_counted_on_it() {
+    let fx = fixture();
+    let t0 = Instant::now();
+    let r = run(&fx, &|| false, 100, None, StepPacing::default(), None);
+    let wall = t0.elapsed().as_secs_f64();
+    assert!(r.writes > 0);
+    let cpu = r.usage.cpu_user_s + r.usage.cpu_sys_s;
+    // The mock's writes and the real statfiles take CPU time, counted on this thread (a
+    // process's figure would hold the test harness's other threads).
+    assert!(cpu > 0.0, "{:?}", r.usage);
+    assert!(cpu <= wall + 0.01, "{cpu} s of CPU in {wall} s");
+}
+
+/// A 4 KiB file written and read whole, in turn.
+const WML_RW: &str = "define file name=f,path=$dir,size=4k
+define process name=p { thread name=t {
+  flowop write name=w,filesetname=f,iosize=4k,random
+  flowop read name=r,filesetname=f,iosize=4k,random } }
+run 1";
+
+#[test]
+fn the_verify_hooks_check_what_the_flowops_wrote() {
+    let fx = fixture_of(WML_RW);
+    let store = crate::engine::mock::Store::default();
+    let with = |faults| With {
+        script: Script {
+            store: Some(store.clone()),
+            faults,
+            ..Script::default()
+        },
+        ring: None,
+        verify_seed: Some(crate::runner::verify::run_seed(3)),
+    };
+    // Eight steps: write, read, four times.
+    let (r, mut io) = run_with(
+        &fx,
+        &after(8),
+        10_000,
+        None,
+        StepPacing::default(),
+        None,
+        with(Vec::new()),
+    );
+    assert_eq!(r.writes, 4);
+    let v = io.take_verify().expect("verifying").report;
+    assert_eq!(
+        (v.blocks_checked, v.blocks_intact, v.bytes_checked),
+        (4, 4, 4 * 4096)
+    );
+    assert_eq!(v.bad_blocks(), 0);
+    // The second write (op 2) is stored with a bit flipped: the read after it finds it.
+    store.lock().unwrap().clear();
+    let flip = vec![(2, crate::engine::mock::Fault::FlipBit(8 * 1000 + 3))];
+    let (_, mut io) = run_with(
+        &fx,
+        &after(8),
+        10_000,
+        None,
+        StepPacing::default(),
+        None,
+        with(flip),
+    );
+    let v = io.take_verify().expect("verifying").report;
+    assert_eq!(
+        (v.blocks_checked, v.corrupt.blocks, v.bad_blocks()),
+        (4, 1, 1)
+    );
+    let m = &v.corrupt.first[0];
+    assert_eq!(m.offset_bytes, 1000);
+    assert!(m.detail.contains("one bit flipped"), "{}", m.detail);
+    assert_eq!(m.target, fx.layouts[0].path(0).to_string());
 }

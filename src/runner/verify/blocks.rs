@@ -1,4 +1,5 @@
-//! The run side of `--verify`: what a worker does to every write (stamp the buffer with a
+//! The job's `--verify` hooks, run by its queue-depth loop (`runner/worker/drive.rs`): what a
+//! worker does to every write (stamp the buffer with a
 //! self-describing block of the next generation), to every read of a block the run wrote
 //! (check it), every N writes (`--verify-backlog`: read those blocks back), at every fsync
 //! (`--fsync-every`, `--journal`: make the acknowledgements durable), and after the timed
@@ -6,10 +7,10 @@
 //! worker's Engine. None of this is compiled into the loop of a run without verification
 //! (`Core::drive` picks the loop with a const generic).
 
-use super::{IoFailure, RouteRule};
 use crate::engine::{Completion, Engine, IoOp, OpKind};
 use crate::job::{CachePolicy, Job, Route};
 use crate::runner::target::Plan;
+use crate::runner::worker::{IoFailure, RouteRule};
 use crate::stats::SyscallCounts;
 use crate::verify::block::BlockId;
 use crate::verify::journal::{Ack, JournalHeader, JournalWriter};
@@ -45,19 +46,7 @@ pub(crate) struct VerifySpec {
 /// left at the same offset, with the same generation, is never taken for this run's write
 /// (it is judged misdirected: another run's block).
 pub(crate) fn block_seed(job_seed: u64) -> u64 {
-    let mut nonce = [0u8; 8];
-    // getrandom(2); should it fail, the clock and the process id still differ between runs.
-    // SAFETY: getrandom writes at most 8 bytes into our 8-byte buffer.
-    let got = unsafe { libc::getrandom(nonce.as_mut_ptr() as *mut libc::c_void, 8, 0) };
-    let mut n = u64::from_le_bytes(nonce);
-    if got != 8 {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-        n = t ^ ((std::process::id() as u64) << 32);
-    }
-    job_seed ^ n.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15
+    crate::runner::verify::run_seed(job_seed)
 }
 
 /// The run's verification state shared by its workers: the generation table and where the
@@ -149,7 +138,7 @@ impl VerifyShared {
 
 /// One worker's verification state. Allocated before the clock starts; the per-I/O hooks
 /// do not allocate (the journal's batch vectors are sized up front and flushed when full).
-pub(super) struct Checker {
+pub(crate) struct Checker {
     /// The table's block words, copied here so an I/O reaches them without following
     /// `shared` (valid while `shared` lives: this struct holds both).
     words: BlockWords,
@@ -184,12 +173,12 @@ pub(super) struct Checker {
     backlog_blocks: Vec<u64>,
     /// Whether the run writes at all (a read-only run has nothing of its own to check).
     writes: bool,
-    pub(super) report: VerifyReport,
+    pub(crate) report: VerifyReport,
 }
 
 impl Checker {
     /// The checker of worker (`user`, `thread`) of `job`, with its journal opened.
-    pub(super) fn new(
+    pub(crate) fn new(
         job: &Job,
         policy: CachePolicy,
         mmap: bool,
@@ -266,7 +255,7 @@ impl Checker {
 
     /// The next op's offset is known: fetch its block's table word while this op runs.
     #[inline]
-    pub(super) fn prefetch(&self, offset: u64) {
+    pub(crate) fn prefetch(&self, offset: u64) {
         let block = self.block_of(offset);
         if block < self.blocks {
             self.words.prefetch(self.base + block);
@@ -288,7 +277,7 @@ impl Checker {
     /// Before an op is submitted: a write takes the block's next generation and its buffer
     /// is filled with that block; a read notes the block's state.
     #[inline]
-    pub(super) fn issue(&mut self, op: &IoOp, buf: &mut [u8]) {
+    pub(crate) fn issue(&mut self, op: &IoOp, buf: &mut [u8]) {
         let block = self.block_of(op.offset);
         if block >= self.blocks {
             return;
@@ -316,7 +305,7 @@ impl Checker {
     }
 
     /// An op the engine never started (the run stopped with it still in the batch).
-    pub(super) fn abandon(&mut self, op: &IoOp) {
+    pub(crate) fn abandon(&mut self, op: &IoOp) {
         let block = self.block_of(op.offset);
         if op.kind == OpKind::Write && block < self.blocks {
             self.words.fail_write(self.base + block);
@@ -325,7 +314,7 @@ impl Checker {
 
     /// A completed op; `buf` is its buffer. `ok` is false for an error or a short transfer.
     #[inline]
-    pub(super) fn complete(&mut self, op: &IoOp, buf: &[u8], ok: bool) {
+    pub(crate) fn complete(&mut self, op: &IoOp, buf: &[u8], ok: bool) {
         let block = self.block_of(op.offset);
         if block >= self.blocks {
             return;
@@ -384,23 +373,23 @@ impl Checker {
         }
     }
 
-    /// Whether [`Core::verify_step`](super::Core) has anything to do (checked inline on
+    /// Whether the worker loop's verify step has anything to do (checked inline on
     /// every turn of the loop; the step itself is out of line).
     #[inline]
-    pub(super) fn step_due(&self) -> bool {
+    pub(crate) fn step_due(&self) -> bool {
         self.fsync_due() || self.journal_due() || self.backlog_due()
     }
 
     /// Whether an fsync is due (`--fsync-every`).
     #[inline]
-    pub(super) fn fsync_due(&self) -> bool {
+    pub(crate) fn fsync_due(&self) -> bool {
         self.fsync_every
             .is_some_and(|n| self.writes_since_fsync >= n)
     }
 
     /// An fsync of the files completed (`ok`) or failed: the writes completed before it
     /// are acknowledged only when it succeeded.
-    pub(super) fn synced(&mut self, ok: bool) -> Result<(), IoFailure> {
+    pub(crate) fn synced(&mut self, ok: bool) -> Result<(), IoFailure> {
         self.writes_since_fsync = 0;
         self.report.fsyncs += 1;
         if !ok {
@@ -413,13 +402,13 @@ impl Checker {
 
     /// Whether the journal batch is full (call [`Checker::journal_flush`]).
     #[inline]
-    pub(super) fn journal_due(&self) -> bool {
+    pub(crate) fn journal_due(&self) -> bool {
         self.acked.len() >= ACK_BATCH
     }
 
     /// Append the acknowledged writes to the journal and make them durable. A failure names
     /// the journal and where in it the append went, not the data file.
-    pub(super) fn journal_flush(&mut self) -> Result<(), IoFailure> {
+    pub(crate) fn journal_flush(&mut self) -> Result<(), IoFailure> {
         let Some(j) = self.journal.as_mut() else {
             self.acked.clear();
             return Ok(());
@@ -447,13 +436,13 @@ impl Checker {
 
     /// Whether the backlog is full: issuing pauses until it has been checked.
     #[inline]
-    pub(super) fn backlog_due(&self) -> bool {
+    pub(crate) fn backlog_due(&self) -> bool {
         self.backlog
             .is_some_and(|n| self.backlog_blocks.len() as u64 >= n)
     }
 
     /// Read back and check the blocks of the backlog (none of the worker's I/O in flight).
-    pub(super) fn check_backlog<E: Engine + ?Sized>(
+    pub(crate) fn check_backlog<E: Engine + ?Sized>(
         &mut self,
         engine: &mut E,
         route: RouteRule,
@@ -474,7 +463,7 @@ impl Checker {
 
     /// After the timed loop: wait until every worker of the run has stopped writing, then
     /// read back this worker's share of the blocks the run wrote and check each.
-    pub(super) fn read_back<E: Engine + ?Sized>(
+    pub(crate) fn read_back<E: Engine + ?Sized>(
         &mut self,
         engine: &mut E,
         route: RouteRule,
@@ -524,57 +513,35 @@ impl Checker {
     }
 
     /// The failure that gives the run its status when blocks did not come back as written.
-    pub(super) fn failure(&self) -> Option<IoFailure> {
-        let r = &self.report;
-        let bad = r.bad_blocks();
-        if bad == 0 {
-            return None;
-        }
-        let first = r
-            .kinds()
-            .iter()
-            .flat_map(|(_, k)| k.first.first())
-            .min_by_key(|m| m.offset_bytes)
-            .cloned();
-        let counts: Vec<String> = r
-            .kinds()
-            .iter()
-            .filter(|(_, k)| k.blocks > 0)
-            .map(|(n, k)| format!("{} {n}", k.blocks))
-            .collect();
+    pub(crate) fn failure(&self) -> Option<IoFailure> {
+        let (_, offset, message) = crate::runner::verify::failure_of(&self.report, "block(s)")?;
         Some(IoFailure {
             user: self.user,
             thread: self.thread,
             path: self.target.clone(),
-            offset: first.as_ref().map(|m| m.offset_bytes),
-            message: format!(
-                "verify: {bad} block(s) did not come back as written ({}){}",
-                counts.join(", "),
-                first
-                    .map(|m| format!("; first: {}", m.detail))
-                    .unwrap_or_default()
-            ),
+            offset,
+            message,
         })
     }
 
     /// Whether the run writes (else the loop runs without the hooks).
-    pub(super) fn writes(&self) -> bool {
+    pub(crate) fn writes(&self) -> bool {
         self.writes
     }
 
     /// A run that wrote nothing: no block to check, and nothing left to do.
-    pub(super) fn nothing_written(&mut self) {
+    pub(crate) fn nothing_written(&mut self) {
         self.table().worker_done();
         self.report.read_back_done = true;
     }
 
     /// This worker will not read back (its run failed): counted as finished all the same.
-    pub(super) fn skip_read_back(&mut self) {
+    pub(crate) fn skip_read_back(&mut self) {
         self.table().worker_done();
     }
 
     /// Tell the other workers this one failed and will not be checking.
-    pub(super) fn abort(&self) {
+    pub(crate) fn abort(&self) {
         self.table().abort();
     }
 
