@@ -2,7 +2,8 @@
 //! out, through the same runner and output path as `run`.
 
 pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Result<i32> {
-    let cmd = crate::fio::parse_command(args)?;
+    let (repeat, args) = super::repeat::extract(args)?;
+    let cmd = crate::fio::parse_command(&args)?;
     if cmd.help {
         crate::out!("{}", crate::fio::HELP);
         return Ok(0);
@@ -21,7 +22,7 @@ pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Resu
     let observe = crate::observe::Observe::default();
     let mut results = Vec::with_capacity(jobs.len());
     for j in jobs {
-        let mut r = exec.run_job(&j.job, false, &observe)?;
+        let mut r = super::repeat::run_job(&exec, &j.job, &observe, repeat)?;
         r.notes.extend(j.notes);
         results.push(r);
     }

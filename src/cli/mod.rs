@@ -1,6 +1,7 @@
 //! Command-line front ends: one file per subcommand, argument handling only. Each builds Jobs
 //! (or reads Results) and hands them to the runner or the report layer.
 
+pub(crate) mod ab;
 pub(crate) mod advise;
 pub(crate) mod args;
 pub(crate) mod compare;
@@ -14,6 +15,7 @@ pub(crate) mod observe;
 pub(crate) mod output;
 pub(crate) mod quick;
 pub(crate) mod ranks;
+pub(crate) mod repeat;
 pub(crate) mod replay;
 pub(crate) mod report;
 pub(crate) mod run;
@@ -68,6 +70,8 @@ pub(crate) enum Command {
     Quick(quick::QuickArgs),
     /// Run one job from flags or a TOML job file.
     Run(run::RunArgs),
+    /// Run two settings alternately on the same files: is B faster than A, or within noise?
+    Ab(ab::AbArgs),
     /// Sweep job parameters (comma lists become axes) and tabulate the results.
     Sweep(sweep::SweepArgs),
     /// Run a shipped suite that regenerates a published document's tables (`fsbench suite list`).
@@ -203,6 +207,7 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         // Built with MPI, each rank captures its own command (`trace::main_on_ranks`).
         Command::Trace(_) if !cfg!(feature = "mpi") => Some("trace"),
         Command::Fscompare(_) => Some("fscompare"),
+        Command::Ab(_) => Some("ab"),
         _ => None,
     };
     if let Some(name) = io_command {
@@ -236,6 +241,7 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
             let dist = a.dist.clone();
             ranks::on_ranks("suite", &dist, |exec| suite::main(a, exec))
         }
+        Command::Ab(a) => ab::main(a, Default::default()),
         Command::Report(a) => report::main(a),
         Command::Compare(a) => compare::main(a),
         Command::Iostat(a) => iostat::main(a),

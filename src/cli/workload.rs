@@ -81,6 +81,8 @@ pub(crate) struct WorkloadArgs {
     pub printed: super::args::FormatArgs,
     #[command(flatten)]
     pub observe: crate::cli::observe::ObserveArgs,
+    #[command(flatten)]
+    pub repeat: super::repeat::RepeatArg,
     // Under mpirun every rank runs the workload in DIR/rank-NNNNN; --mpi-timeout applies.
     #[command(flatten)]
     pub dist: super::ranks::DistArgs,
@@ -316,6 +318,7 @@ pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Resu
         );
     }
     let format = a.printed.get::<Runs>()?;
+    let repeat = a.repeat.count()?;
     let time = a
         .time
         .as_deref()
@@ -333,6 +336,7 @@ pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Resu
     let stall_after = crate::units::parse_duration(&a.stall_after)?;
     let rate = a.rate.limit()?;
     let observe = a.observe.settings()?;
+    super::repeat::refuse_with(repeat, &observe, &exec)?;
     let engine = super::args::source_engine(a.engine.as_deref(), "workloads")?;
     let (src, model) = load(&a)?;
     if a.verify {
@@ -358,7 +362,8 @@ pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Resu
         watch: observer.watching(&observe.watch),
         ..opts
     };
-    let mut result = exec.run_workload(&src, &model, &opts)?;
+    // Each repetition lays out the filesets anew, as the script says.
+    let mut result = super::repeat::repeated(repeat, || exec.run_workload(&src, &model, &opts))?;
     // The observers saw the script from its first run's start to now.
     let first_run = result
         .workload
@@ -387,7 +392,11 @@ pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Resu
         Format::Json => crate::outln!("{}", serde_json::to_string_pretty(&result)?),
         Format::Csv => crate::out!("{}", crate::report::workload::csv(&result)),
         // The formats of results, as parsed above: the rest is text.
-        _ => crate::out!("{}", crate::report::workload::text(&result)),
+        _ => crate::out!(
+            "{}{}",
+            crate::report::workload::text(&result),
+            crate::report::repeat::text(&result)
+        ),
     }
     if let Some(p) = &a.output {
         crate::output::write_json(p, &result)?;

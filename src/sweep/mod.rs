@@ -269,7 +269,7 @@ pub(crate) struct Created {
 
 /// (device, inode, marked) of the regular file at `p`, looked at through a descriptor
 /// opened without following a symbolic link.
-fn regular_identity(p: &Path) -> Option<(u64, u64, bool)> {
+pub(crate) fn regular_identity(p: &Path) -> Option<(u64, u64, bool)> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let f = std::fs::OpenOptions::new()
         .read(true)

@@ -1,0 +1,255 @@
+//! `fsbench ab --a "FLAGS" --b "FLAGS" [--rounds N] [run flags] TARGET...`: two settings of a
+//! run, alternately (A B B A A B ...) on the same prepared files, judged per headline metric
+//! by the paired test of `crate::stats::bootstrap` (`crate::ab` holds the document).
+
+use super::run::RunArgs;
+use crate::ab::{AbReport, AbSide};
+use crate::job::Job;
+use crate::report::Format;
+use crate::result::Figures;
+use crate::{bail_usage, usage};
+use clap::{Args, CommandFactory, FromArgMatches, Parser};
+
+#[derive(Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub(crate) struct AbArgs {
+    /// Side A: `run` flags in one quoted word, a TOML job file, or both
+    #[arg(long = "a", value_name = "FLAGS", allow_hyphen_values = true)]
+    pub a: String,
+    /// Side B: as --a; whatever it does not set comes from the common flags
+    #[arg(long = "b", value_name = "FLAGS", allow_hyphen_values = true)]
+    pub b: String,
+    /// Rounds: each runs A and B once, in the order A B, B A, A B, ...
+    ///
+    /// Fewer than 6 rounds cannot show a difference at 95 % (the signed-rank test's limit).
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub rounds: u32,
+    /// `run` flags both sides share (--count, --cpus, --format, --output, ...) and TARGETs
+    #[arg(
+        value_name = "RUN FLAGS... TARGET",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        num_args = 0..
+    )]
+    pub common: Vec<String>,
+}
+
+const EXAMPLES: &str = "\
+Examples:
+  fsbench ab --a \"--bs 4k\" --b \"--bs 64k\" --rw read --size 64m data.f
+  fsbench ab --a \"--engine sync\" --b \"--engine uring --qd 8\" --rounds 10 --cpus 2 --time 2s data.f
+  fsbench ab --a old.toml --b new.toml --format json --output ab.json";
+
+/// One side's flags, as clap parses `run`'s (a later flag overrides an earlier one).
+#[derive(Parser)]
+#[command(name = "fsbench ab")]
+struct SideCli {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// Words of a `--a`/`--b` value: split at white space, with '...' and "..." quoting.
+fn split_words(s: &str, flag: &str) -> Result<Vec<String>, crate::error::UsageError> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote = None;
+    for c in s.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.get_or_insert_with(String::new).push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                word.get_or_insert_with(String::new);
+            }
+            (None, c) if c.is_whitespace() => words.extend(word.take()),
+            (None, c) => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    if quote.is_some() {
+        bail_usage!("{flag} '{s}': a quote is not closed");
+    }
+    words.extend(word);
+    Ok(words)
+}
+
+/// The first paragraph of a clap error, as one line.
+fn clap_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let first: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let joined = first.join(" ");
+    super::one_line(joined.strip_prefix("error: ").unwrap_or(&joined))
+}
+
+/// `run`'s arguments of one side: the common words, then the side's own.
+fn side_args(common: &[String], side: &[String], flag: &str) -> anyhow::Result<RunArgs> {
+    let argv = std::iter::once("fsbench ab".to_string())
+        .chain(common.iter().cloned())
+        .chain(side.iter().cloned());
+    let m = SideCli::command()
+        .args_override_self(true)
+        .try_get_matches_from(argv)
+        .map_err(|e| usage!("{flag}: {}; see 'fsbench run --help'", clap_line(&e)))?;
+    let cli = SideCli::from_arg_matches(&m).map_err(|e| usage!("{flag}: {}", clap_line(&e)))?;
+    Ok(cli.run)
+}
+
+/// The Job of one side.
+fn side_job(common: &[String], value: &str, flag: &str) -> anyhow::Result<Job> {
+    let words = split_words(value, flag)?;
+    if words.is_empty() {
+        bail_usage!("{flag} is empty: give `run` flags (\"--bs 64k\") or a TOML job file");
+    }
+    if let Some(w) = words.iter().find(|w| w.ends_with(".f")) {
+        bail_usage!(
+            "{flag} {w}: a Filebench workload is compared with `fsbench workload {w} --repeat N` on each side and `fsbench compare`; ab runs jobs (`run` flags or a TOML job file)"
+        );
+    }
+    let a = side_args(common, &words, flag)?;
+    if a.repeat.repeat.is_some() {
+        bail_usage!("{flag}: --repeat has no place in a side of ab: give --rounds N");
+    }
+    super::run::build_job(&a).map_err(|e| match crate::error::is_usage(&e) {
+        true => usage!("{flag}: {e}").into(),
+        false => e,
+    })
+}
+
+fn targets(j: &Job) -> String {
+    j.targets
+        .iter()
+        .map(|t| t.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub(crate) fn main(a: AbArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
+    if a.rounds == 0 {
+        bail_usage!("bad --rounds 0: must be at least 1");
+    }
+    let common = side_args(&a.common, &[], "the common flags")?;
+    let format = common
+        .results
+        .printed
+        .among(&[Format::Text, Format::Json], false)?;
+    let job_a = side_job(&a.common, &a.a, "--a")?;
+    let job_b = side_job(&a.common, &a.b, "--b")?;
+    if job_a.targets != job_b.targets {
+        bail_usage!(
+            "--a and --b run on different targets (A: {}, B: {}): ab compares two settings on the same files",
+            targets(&job_a),
+            targets(&job_b)
+        );
+    }
+    let observe = common.observe.settings()?;
+    super::repeat::refuse_with(2, &observe, &exec)?;
+    let force = common.force || job_a.force || job_b.force;
+    crate::output::check_output(common.results.output.as_deref(), force)?;
+    let keep = job_a.keep || job_b.keep;
+    let mut files = super::repeat::SameFiles::new(&Job {
+        keep,
+        ..job_a.clone()
+    });
+    let jobs = [
+        super::repeat::SameFiles::job(&job_a),
+        super::repeat::SameFiles::job(&job_b),
+    ];
+    let mut figures: [Vec<Figures>; 2] = [Vec::new(), Vec::new()];
+    let mut notes = Vec::new();
+    let mut code = 0;
+    let rounds = a.rounds as usize;
+    'rounds: for round in 0..rounds {
+        let sides = match crate::ab::b_first(round) {
+            true => [1, 0],
+            false => [0, 1],
+        };
+        let mut got = [None, None];
+        for side in sides {
+            let r = exec.run_job(&jobs[side], false, &observe)?;
+            files.after_run();
+            let status = r.status;
+            got[side] = Some(Figures::of(&r));
+            if status != crate::runner::RunStatus::Complete || crate::runner::signal::interrupted()
+            {
+                // A failed run is 1; a run stopped by Ctrl-C is 130.
+                code = match super::output::exit_code(std::slice::from_ref(&r)) {
+                    0 => 130,
+                    c => c,
+                };
+                notes.push(format!(
+                    "stopped in round {} of {rounds} ({}): the verdicts cover the {round} complete rounds",
+                    round + 1,
+                    status.name()
+                ));
+                break 'rounds;
+            }
+        }
+        for side in 0..2 {
+            figures[side].extend(got[side].take());
+        }
+    }
+    drop(files);
+    let [fa, fb] = figures;
+    let metrics = crate::ab::judge(&fa, &fb);
+    let done = fa.len();
+    let report = AbReport {
+        kind: "ab".into(),
+        fsbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        method: crate::stats::bootstrap::PAIRED_METHOD.to_string(),
+        rounds: done,
+        order: crate::ab::order(done),
+        cpus: job_a
+            .cpus
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        a: AbSide {
+            describe: a.a.clone(),
+            rounds: fa,
+        },
+        b: AbSide {
+            describe: a.b.clone(),
+            rounds: fb,
+        },
+        metrics,
+        notes,
+    };
+    match format {
+        Format::Json => crate::outln!("{}", serde_json::to_string_pretty(&report)?),
+        _ => crate::out!("{}", crate::report::repeat::ab_text(&report)),
+    }
+    if let Some(p) = &common.results.output {
+        crate::output::write_json_force(p, &report, force)?;
+    }
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_split_with_quotes() {
+        assert_eq!(
+            split_words(" --bs 4k  --name 'a b' \"\"", "--a").unwrap(),
+            ["--bs", "4k", "--name", "a b", ""]
+        );
+        assert!(split_words("--name 'a", "--a").is_err());
+    }
+
+    #[test]
+    fn a_side_overrides_the_common_flags() {
+        let common: Vec<String> = ["--bs", "8k", "--count", "4", "f"]
+            .map(String::from)
+            .to_vec();
+        let j = side_job(&common, "--bs 64k", "--b").unwrap();
+        assert_eq!((j.block_size, j.io_count), (65536, Some(4)));
+        assert_eq!(j.targets, [std::path::PathBuf::from("f")]);
+        let e = side_job(&common, "--bs", "--a").unwrap_err().to_string();
+        assert!(e.starts_with("--a: ") && !e.contains('\n'), "{e}");
+    }
+}
