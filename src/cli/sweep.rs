@@ -91,8 +91,7 @@ pub(crate) struct SweepArgs {
     pub watch: super::args::WatchArgs,
     #[command(flatten)]
     pub study: super::args::StudyArgs,
-    /// With --repeat: run the points round-robin (A B C, then C B A, ...), not each point's
-    /// repeats together
+    /// With --repeat: run the points round-robin (A B C, C B A, ...), not a point's repeats together
     ///
     /// A drift over the sweep (a neighbour starting, a cache filling) then falls on every
     /// point alike instead of on the points that happened to run during it.
