@@ -229,6 +229,48 @@ fn ab_of_identical_settings_is_within_noise() {
 }
 
 #[test]
+fn ab_takes_workload_files_on_both_sides() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.file("w.f"),
+        "set $dir=.\nset $io=4k\ndefine file name=f,path=$dir,size=1m,prealloc\ndefine process name=p { thread name=t { flowop read name=r,filename=f,iosize=$io,iters=64 } }\nrun 1\n",
+    )
+    .unwrap();
+    std::fs::create_dir(sb.file("wd")).unwrap();
+    let o = sb
+        .cmd(&[
+            "ab",
+            "--a",
+            "w.f",
+            "--b",
+            "w.f -D io=64k --in-process",
+            "--rounds",
+            "6",
+            "--format",
+            "json",
+            "wd",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let bw = v["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "bytes_per_sec")
+        .unwrap();
+    assert_eq!(bw["verdict"], "faster", "{v}");
+    let o = sb
+        .cmd(&["ab", "--a", "w.f", "--b", "--bs 4k", "--count", "4", "wd"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("both be jobs"), "{}", stderr(&o));
+    std::fs::remove_dir(sb.file("wd")).expect("the filesets were removed");
+}
+
+#[test]
 fn sweep_interleave_alternates_the_points_and_compare_judges_repeats() {
     let sb = Sandbox::new();
     sb.cmd(&words(

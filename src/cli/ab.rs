@@ -13,7 +13,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser};
 #[derive(Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub(crate) struct AbArgs {
-    /// Side A: `run` flags in one quoted word, a TOML job file, or both
+    /// Side A: `run` flags in one quoted word, a TOML job file, or a .f workload file
     #[arg(long = "a", value_name = "FLAGS", allow_hyphen_values = true)]
     pub a: String,
     /// Side B: as --a; whatever it does not set comes from the common flags
@@ -97,30 +97,106 @@ fn side_args(common: &[String], side: &[String], flag: &str) -> anyhow::Result<R
     Ok(cli.run)
 }
 
-/// The Job of one side.
-fn side_job(common: &[String], value: &str, flag: &str) -> anyhow::Result<Job> {
+/// What one side runs.
+enum Side {
+    Job(Job),
+    /// A Filebench workload file in the target directory.
+    Workload {
+        src: crate::workload::Source,
+        model: crate::workload::model::Model,
+        opts: crate::workload::run::Options,
+        dir: std::path::PathBuf,
+    },
+}
+
+impl Side {
+    fn targets(&self) -> Vec<std::path::PathBuf> {
+        match self {
+            Side::Job(j) => j.targets.clone(),
+            Side::Workload { dir, .. } => vec![dir.clone()],
+        }
+    }
+}
+
+/// One side: `run` flags (with a TOML job file or not), or a `.f` workload file with
+/// `workload` flags after it.
+fn side(common: &[String], value: &str, flag: &str) -> anyhow::Result<Side> {
     let words = split_words(value, flag)?;
     if words.is_empty() {
-        bail_usage!("{flag} is empty: give `run` flags (\"--bs 64k\") or a TOML job file");
-    }
-    if let Some(w) = words.iter().find(|w| w.ends_with(".f")) {
         bail_usage!(
-            "{flag} {w}: a Filebench workload is compared with `fsbench workload {w} --repeat N` on each side and `fsbench compare`; ab runs jobs (`run` flags or a TOML job file)"
+            "{flag} is empty: give `run` flags (\"--bs 64k\"), a TOML job file or a .f file"
         );
     }
-    let a = side_args(common, &words, flag)?;
-    if a.repeat.repeat.is_some() {
+    match words.iter().position(|w| w.ends_with(".f")) {
+        Some(0) => workload_side(common, &words, flag),
+        Some(_) => bail_usage!(
+            "{flag} '{value}': a .f workload file comes first, its `workload` flags after it"
+        ),
+        None => side_job(common, &words, flag).map(Side::Job),
+    }
+}
+
+/// A workload side: the file and its own `workload` flags; its directory is the one TARGET,
+/// and of the common flags `--time` applies.
+fn workload_side(common: &[String], words: &[String], flag: &str) -> anyhow::Result<Side> {
+    #[derive(Parser)]
+    #[command(name = "fsbench ab")]
+    struct WorkloadCli {
+        #[command(flatten)]
+        w: super::workload::WorkloadArgs,
+    }
+    let run = side_args(common, &[], "the common flags")?;
+    let [dir] = &run.inputs[..] else {
+        bail_usage!(
+            "{flag} {}: a workload side runs in one directory: give one TARGET directory",
+            words[0]
+        );
+    };
+    let mut argv = vec!["fsbench ab".to_string(), words[0].clone()];
+    argv.extend(["--dir".to_string(), dir.display().to_string()]);
+    if let Some(t) = &run.time {
+        argv.extend(["--time".to_string(), t.clone()]);
+    }
+    argv.extend(words[1..].iter().cloned());
+    let m = WorkloadCli::command()
+        .args_override_self(true)
+        .try_get_matches_from(argv)
+        .map_err(|e| usage!("{flag}: {}; see 'fsbench workload --help'", clap_line(&e)))?;
+    let w = WorkloadCli::from_arg_matches(&m)
+        .map_err(|e| usage!("{flag}: {}", clap_line(&e)))?
+        .w;
+    if w.repeat.repeat.is_some() {
         bail_usage!("{flag}: --repeat has no place in a side of ab: give --rounds N");
     }
-    super::run::build_job(&a).map_err(|e| match crate::error::is_usage(&e) {
-        true => usage!("{flag}: {e}").into(),
-        false => e,
+    let (src, model, opts) =
+        super::workload::prepare(&w, false).map_err(|e| side_error(e, flag))?;
+    Ok(Side::Workload {
+        src,
+        model,
+        opts,
+        dir: dir.clone(),
     })
 }
 
-fn targets(j: &Job) -> String {
-    j.targets
-        .iter()
+/// A usage error of a side, naming the side.
+fn side_error(e: anyhow::Error, flag: &str) -> anyhow::Error {
+    match crate::error::is_usage(&e) {
+        true => usage!("{flag}: {e}").into(),
+        false => e,
+    }
+}
+
+/// The Job of a side given as `run` flags.
+fn side_job(common: &[String], words: &[String], flag: &str) -> anyhow::Result<Job> {
+    let a = side_args(common, words, flag)?;
+    if a.repeat.repeat.is_some() {
+        bail_usage!("{flag}: --repeat has no place in a side of ab: give --rounds N");
+    }
+    super::run::build_job(&a).map_err(|e| side_error(e, flag))
+}
+
+fn targets(t: &[std::path::PathBuf]) -> String {
+    t.iter()
         .map(|t| t.display().to_string())
         .collect::<Vec<_>>()
         .join(" ")
@@ -135,41 +211,68 @@ pub(crate) fn main(a: AbArgs, exec: crate::exec::Executor) -> anyhow::Result<i32
         .results
         .printed
         .among(&[Format::Text, Format::Json], false)?;
-    let job_a = side_job(&a.common, &a.a, "--a")?;
-    let job_b = side_job(&a.common, &a.b, "--b")?;
-    if job_a.targets != job_b.targets {
+    let sides = [side(&a.common, &a.a, "--a")?, side(&a.common, &a.b, "--b")?];
+    if matches!(sides[0], Side::Job(_)) != matches!(sides[1], Side::Job(_)) {
+        bail_usage!(
+            "--a and --b must both be jobs (`run` flags, TOML job files) or both .f workload files"
+        );
+    }
+    let (ta, tb) = (sides[0].targets(), sides[1].targets());
+    if ta != tb {
         bail_usage!(
             "--a and --b run on different targets (A: {}, B: {}): ab compares two settings on the same files",
-            targets(&job_a),
-            targets(&job_b)
+            targets(&ta),
+            targets(&tb)
         );
     }
     let observe = common.observe.settings()?;
     super::repeat::refuse_with(2, &observe, &exec)?;
-    let force = common.force || job_a.force || job_b.force;
+    let jobs: Vec<&Job> = sides
+        .iter()
+        .filter_map(|s| match s {
+            Side::Job(j) => Some(j),
+            Side::Workload { .. } => None,
+        })
+        .collect();
+    let force = common.force || jobs.iter().any(|j| j.force);
     crate::output::check_output(common.results.output.as_deref(), force)?;
-    let keep = job_a.keep || job_b.keep;
-    let mut files = super::repeat::SameFiles::new(&Job {
-        keep,
-        ..job_a.clone()
+    let cpus = jobs.first().map_or(String::new(), |j| {
+        j.cpus
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
     });
-    let jobs = [
-        super::repeat::SameFiles::job(&job_a),
-        super::repeat::SameFiles::job(&job_b),
-    ];
+    // A job side's files are kept between its runs (a workload lays out its filesets anew).
+    let mut files = jobs.first().map(|j| {
+        super::repeat::SameFiles::new(&Job {
+            keep: jobs.iter().any(|j| j.keep),
+            ..(*j).clone()
+        })
+    });
+    let run_side = |s: &Side| -> anyhow::Result<crate::result::RunResult> {
+        match s {
+            Side::Job(j) => exec.run_job(&super::repeat::SameFiles::job(j), false, &observe),
+            Side::Workload {
+                src, model, opts, ..
+            } => exec.run_workload(src, model, opts),
+        }
+    };
     let mut figures: [Vec<Figures>; 2] = [Vec::new(), Vec::new()];
     let mut notes = Vec::new();
     let mut code = 0;
     let rounds = a.rounds as usize;
     'rounds: for round in 0..rounds {
-        let sides = match crate::ab::b_first(round) {
+        let turns = match crate::ab::b_first(round) {
             true => [1, 0],
             false => [0, 1],
         };
         let mut got = [None, None];
-        for side in sides {
-            let r = exec.run_job(&jobs[side], false, &observe)?;
-            files.after_run();
+        for side in turns {
+            let r = run_side(&sides[side])?;
+            if let Some(f) = &mut files {
+                f.after_run();
+            }
             let status = r.status;
             got[side] = Some(Figures::of(&r));
             if status != crate::runner::RunStatus::Complete || crate::runner::signal::interrupted()
@@ -201,12 +304,7 @@ pub(crate) fn main(a: AbArgs, exec: crate::exec::Executor) -> anyhow::Result<i32
         method: crate::stats::bootstrap::PAIRED_METHOD.to_string(),
         rounds: done,
         order: crate::ab::order(done),
-        cpus: job_a
-            .cpus
-            .iter()
-            .map(|c| c.to_string())
-            .collect::<Vec<_>>()
-            .join(","),
+        cpus,
         a: AbSide {
             describe: a.a.clone(),
             rounds: fa,
@@ -246,10 +344,11 @@ mod tests {
         let common: Vec<String> = ["--bs", "8k", "--count", "4", "f"]
             .map(String::from)
             .to_vec();
-        let j = side_job(&common, "--bs 64k", "--b").unwrap();
+        let side = |v: &str, flag: &str| side_job(&common, &split_words(v, flag).unwrap(), flag);
+        let j = side("--bs 64k", "--b").unwrap();
         assert_eq!((j.block_size, j.io_count), (65536, Some(4)));
         assert_eq!(j.targets, [std::path::PathBuf::from("f")]);
-        let e = side_job(&common, "--bs", "--a").unwrap_err().to_string();
+        let e = side("--bs", "--a").unwrap_err().to_string();
         assert!(e.starts_with("--a: ") && !e.contains('\n'), "{e}");
     }
 }
