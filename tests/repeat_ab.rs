@@ -125,6 +125,18 @@ fn bad_repeat_and_ab_input_is_one_line_exit_2() {
     let unreadable = std::fs::read(sb.file("secret.toml")).is_err();
     let mut cases = vec![
         ("run --repeat 0 x.dat", "bad --repeat 0"),
+        (
+            "run --rw write --count 4 --journal j --repeat 2 x.dat",
+            "records one run",
+        ),
+        (
+            "ab --a --bs=4k --b --bs=8k --rw write --count 4 --journal j x.dat",
+            "records one run",
+        ),
+        (
+            "run --count 4 --trace t.csv --repeat 2 x.dat",
+            "--trace records one run",
+        ),
         ("vx -w seq_read --repeat 0 x.dat", "bad --repeat 0"),
         (
             "fio --repeat=0 --name=a --rw=read --size=1m --filename=x",

@@ -227,6 +227,12 @@ pub(crate) fn main(a: AbArgs, exec: crate::exec::Executor) -> anyhow::Result<i32
     }
     let observe = common.observe.settings()?;
     super::repeat::refuse_with(2, &observe, &exec)?;
+    if let Some(j) = sides.iter().find_map(|s| match s {
+        Side::Job(j) => j.journal.as_ref(),
+        Side::Workload { .. } => None,
+    }) {
+        bail_usage!("--journal {} records one run: ab runs many", j.display());
+    }
     let jobs: Vec<&Job> = sides
         .iter()
         .filter_map(|s| match s {

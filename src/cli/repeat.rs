@@ -174,6 +174,12 @@ pub(crate) fn run_job(
         return exec.run_job(job, false, observe);
     }
     refuse_with(n, observe, exec)?;
+    if let Some(j) = &job.journal {
+        crate::bail_usage!(
+            "--journal {} records one run: drop --journal or --repeat {n}",
+            j.display()
+        );
+    }
     let mut files = SameFiles::new(job);
     let each = SameFiles::job(job);
     let mut r = repeated(n, || {
