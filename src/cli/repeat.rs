@@ -155,6 +155,8 @@ pub(crate) fn repeated(
         return Ok(runs.pop().expect("one run"));
     }
     let done = runs.len();
+    // Runs that disagree by more than 10 % say so in `explain`, as a sweep's repeats do.
+    crate::explain::mark_spread(runs.iter_mut());
     let mut r = RunResult::of_repeats(runs).expect("at least one run");
     if done < n as usize {
         r.notes
