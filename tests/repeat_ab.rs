@@ -95,11 +95,28 @@ fn vx_fio_workload_and_replay_take_repeat_with_the_same_meaning() {
 
     std::fs::write(
         sb.file("w.f"),
-        "set $dir=.\ndefine file name=f,path=$dir,size=64k,prealloc\ndefine process name=p { thread name=t { flowop read name=r,filename=f,iosize=4k,iters=16 } }\nrun 1\n",
+        "set $dir=.\ndefine fileset name=fs,path=$dir,entries=20,size=16k,prealloc\n\
+         define process name=p { thread name=t { flowop openfile name=o,filesetname=fs,fd=1\n\
+         flowop readwholefile name=r,fd=1,iosize=4k\nflowop closefile name=c,fd=1\n\
+         flowop finishoncount name=f,value=50 } }\nrun 1\n",
     )
     .unwrap();
-    let v = sb.run_json(&words("workload w.f --in-process --repeat 2 --format json"));
-    assert_eq!(v["repeat"]["runs"].as_array().unwrap().len(), 2, "{v}");
+    let o = sb
+        .cmd(&words(
+            "workload w.f --in-process --repeat 3 --format json --output w.json",
+        ))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The first run lays the fileset out, the later ones run on it as it is.
+    let err = stderr(&o);
+    assert_eq!(err.matches("20 created").count(), 1, "{err}");
+    assert_eq!(err.matches("20 reused").count(), 2, "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("w.json")).unwrap()).unwrap();
+    assert_eq!(v["repeat"]["runs"].as_array().unwrap().len(), 3, "{v}");
+    assert!(!v.to_string().contains("kept the filesets"), "{v}");
+    std::fs::remove_file(sb.file("w.json")).unwrap();
     std::fs::write(
         sb.file("t.csv"),
         "id,thread,op,file,offset,len,start_ns,end_ns,result\n\

@@ -208,3 +208,51 @@ impl RepeatArg {
         check(self.repeat.unwrap_or(1))
     }
 }
+
+/// A workload run `n` times on the same filesets: the first run lays them out and keeps them,
+/// the later runs reuse them (Filebench's `reuse`), and the last removes them unless `--keep`.
+pub(crate) fn run_workload(
+    exec: &Executor,
+    src: &crate::workload::Source,
+    model: &crate::workload::model::Model,
+    opts: &crate::workload::run::Options,
+    n: u32,
+) -> anyhow::Result<RunResult> {
+    if n == 1 {
+        return exec.run_workload(src, model, opts);
+    }
+    let first = crate::workload::run::Options {
+        keep: true,
+        ..opts.clone()
+    };
+    let mut reused = model.clone();
+    for f in &mut reused.filesets {
+        f.reuse = true;
+    }
+    // Whether the first run makes each fileset's root (what a cleanup after a stop removes).
+    let made_roots: Vec<bool> = model
+        .filesets
+        .iter()
+        .map(|f| std::fs::symlink_metadata(&f.root).is_err())
+        .collect();
+    let mut done = 0;
+    let r = repeated(n, || {
+        done += 1;
+        match done {
+            1 => exec.run_workload(src, model, &first),
+            k if k < n => exec.run_workload(src, &reused, &first),
+            _ => exec.run_workload(src, &reused, opts),
+        }
+    });
+    if done < n && !opts.keep {
+        // Stopped early (an error, Ctrl-C): the filesets the runs kept for the next go now.
+        let kept = crate::workload::run::LaidOut::kept(made_roots);
+        crate::workload::run::remove_laid_out(&reused, &kept);
+    }
+    let mut r = r?;
+    if !opts.keep {
+        // The runs before the last kept the filesets for the next, and said so; none are now.
+        r.notes.retain(|n| !n.starts_with("kept the filesets"));
+    }
+    Ok(r)
+}

@@ -372,8 +372,7 @@ pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Resu
         watch: observer.watching(&observe.watch),
         ..opts
     };
-    // Each repetition lays out the filesets anew, as the script says.
-    let mut result = super::repeat::repeated(repeat, || exec.run_workload(&src, &model, &opts))?;
+    let mut result = super::repeat::run_workload(&exec, &src, &model, &opts, repeat)?;
     // The observers saw the script from its first run's start to now.
     let first_run = result
         .workload
