@@ -244,6 +244,25 @@ fn ab_finds_64k_reads_faster_than_4k_reads() {
 }
 
 #[test]
+fn ab_takes_toml_job_files_with_the_common_flags_beside_them() {
+    let sb = Sandbox::new();
+    for (name, bs) in [("small.toml", 4096), ("large.toml", 65536)] {
+        std::fs::write(
+            sb.file(name),
+            format!("targets = [\"data.f\"]\naccess = \"read\"\nblock_size = {bs}\nfile_size = 8388608\n"),
+        )
+        .unwrap();
+    }
+    let (verdict, v) = ab(&sb, "small.toml", "large.toml");
+    assert_eq!(verdict, "faster", "{v}");
+    assert_eq!(v["b"]["describe"], "large.toml");
+    for name in ["small.toml", "large.toml"] {
+        std::fs::remove_file(sb.file(name)).unwrap();
+    }
+    assert!(sb.listing().is_empty(), "{:?}", sb.listing());
+}
+
+#[test]
 fn ab_of_identical_settings_is_within_noise() {
     let sb = Sandbox::new();
     // The test is at 95 %: two identical sides differ by chance in about 3 runs of 100 at 6
