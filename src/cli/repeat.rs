@@ -197,7 +197,7 @@ pub(crate) fn run_job(
 /// `--repeat N` as clap's flag (`run`, `workload`, `replay`).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub(crate) struct RepeatArg {
-    /// Run it N times on the same files: the median, 95 % interval and range of each figure
+    /// Run it N times: one Result with the median, 95 % interval and range of each figure
     #[arg(long, value_name = "N", help_heading = super::args::MEASURE)]
     pub repeat: Option<u32>,
 }
