@@ -4,6 +4,7 @@
 //! [`report`] layer formats. A [`result::RunResult`] can be stored and re-rendered later.
 #![warn(unreachable_pub)]
 
+pub(crate) mod ab;
 pub mod advise;
 pub(crate) mod backup;
 pub(crate) mod cli;

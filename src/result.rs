@@ -544,6 +544,168 @@ pub struct RunResult {
     /// The aggregate figures of a distributed run (full and stonewall bandwidth, spread).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distributed: Option<DistributedReport>,
+    /// `--repeat N`: every run's headline figures and their median and interval (the rest of
+    /// the Result is the run nearest the median).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<RepeatReport>,
+}
+
+/// The headline figures of one run, the ones `--repeat` and `ab` summarise and judge.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Figures {
+    pub iops: f64,
+    pub bytes_per_sec: f64,
+    pub lat_mean_ns: f64,
+    pub lat_p99_ns: f64,
+    /// Operations per second of CPU time the run used (None when too short for the CPU
+    /// accounting to see it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops_per_cpu_s: Option<f64>,
+}
+
+/// One headline metric: its key (units in the name), how it is named in text, which way is
+/// better, and how to read it from [`Figures`].
+pub(crate) struct Headline {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub higher_is_better: bool,
+    pub get: fn(&Figures) -> Option<f64>,
+}
+
+/// The headline metrics, in the order they are printed.
+pub(crate) const HEADLINES: &[Headline] = &[
+    Headline {
+        key: "iops",
+        label: "IOPS",
+        higher_is_better: true,
+        get: |f| Some(f.iops),
+    },
+    Headline {
+        key: "bytes_per_sec",
+        label: "bandwidth",
+        higher_is_better: true,
+        get: |f| Some(f.bytes_per_sec),
+    },
+    Headline {
+        key: "lat_mean_ns",
+        label: "mean latency",
+        higher_is_better: false,
+        get: |f| Some(f.lat_mean_ns),
+    },
+    Headline {
+        key: "lat_p99_ns",
+        label: "p99 latency",
+        higher_is_better: false,
+        get: |f| Some(f.lat_p99_ns),
+    },
+    Headline {
+        key: "ops_per_cpu_s",
+        label: "ops per CPU second",
+        higher_is_better: true,
+        get: |f| f.ops_per_cpu_s,
+    },
+];
+
+impl Figures {
+    pub fn of(r: &RunResult) -> Figures {
+        let t = &r.total;
+        Figures {
+            iops: t.iops,
+            bytes_per_sec: t.bytes_per_sec,
+            lat_mean_ns: t.lat_ns.mean,
+            lat_p99_ns: t.lat_ns.p99 as f64,
+            ops_per_cpu_s: (t.cpu_s > 0.0 && t.ops > 0).then(|| t.ops as f64 / t.cpu_s),
+        }
+    }
+}
+
+/// One headline metric over the repeats: median, range and 95 % interval of the median.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RepeatSummary {
+    /// A key of [`HEADLINES`] (units in the name).
+    pub metric: String,
+    pub n: usize,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub ci95_low: f64,
+    pub ci95_high: f64,
+}
+
+/// `--repeat N`: the runs' figures and their summary.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RepeatReport {
+    /// The run (counted from 1) whose full figures the rest of the Result holds: the one whose
+    /// throughput is nearest the median.
+    pub shown_run: usize,
+    /// How the interval is made.
+    pub method: String,
+    /// Every run's headline figures, in the order they ran.
+    pub runs: Vec<Figures>,
+    /// Per headline metric the runs measured (a metric every run has as 0 is left out).
+    pub summary: Vec<RepeatSummary>,
+}
+
+impl RepeatReport {
+    /// The values of a headline metric over the runs (None when it is not summarised).
+    pub fn values(&self, key: &str) -> Option<Vec<f64>> {
+        let h = HEADLINES.iter().find(|h| h.key == key)?;
+        self.summary.iter().find(|s| s.metric == key)?;
+        Some(self.runs.iter().filter_map(|f| (h.get)(f)).collect())
+    }
+}
+
+impl RunResult {
+    /// One Result of repeated runs of the same thing: the run whose throughput is nearest the
+    /// median, with every run's figures and their summary in `repeat`. None when `runs` is
+    /// empty.
+    pub fn of_repeats(mut runs: Vec<RunResult>) -> Option<RunResult> {
+        let figures: Vec<Figures> = runs.iter().map(Figures::of).collect();
+        let throughput: Vec<f64> = runs.iter().map(|r| r.repeat_figure().0).collect();
+        let mid = crate::stats::bootstrap::median(&throughput)?;
+        let shown = (0..runs.len())
+            .min_by(|&a, &b| {
+                (throughput[a] - mid)
+                    .abs()
+                    .total_cmp(&(throughput[b] - mid).abs())
+            })
+            .unwrap_or(0);
+        let summary = HEADLINES
+            .iter()
+            .filter_map(|h| {
+                let values: Vec<f64> = figures.iter().filter_map(|f| (h.get)(f)).collect();
+                if values.iter().all(|v| *v == 0.0) {
+                    return None;
+                }
+                let s = crate::stats::bootstrap::summarize(&values)?;
+                Some(RepeatSummary {
+                    metric: h.key.to_string(),
+                    n: s.n,
+                    median: s.median,
+                    min: s.min,
+                    max: s.max,
+                    ci95_low: s.low,
+                    ci95_high: s.high,
+                })
+            })
+            .collect();
+        let worst = runs.iter().map(|r| r.status).max_by_key(|s| match s {
+            RunStatus::Complete => 0,
+            RunStatus::Partial => 1,
+            RunStatus::Failed => 2,
+        });
+        let mut r = runs.swap_remove(shown);
+        if let Some(w) = worst {
+            r.status = w;
+        }
+        r.repeat = Some(RepeatReport {
+            shown_run: shown + 1,
+            method: crate::stats::bootstrap::REPEAT_METHOD.to_string(),
+            runs: figures,
+            summary,
+        });
+        Some(r)
+    }
 }
 
 impl RunResult {
@@ -577,6 +739,7 @@ impl RunResult {
             ranks: Vec::new(),
             hosts: Vec::new(),
             distributed: None,
+            repeat: None,
         }
     }
 

@@ -11,6 +11,7 @@ use common::{words, Sandbox};
 const SUBCOMMANDS: &[&str] = &[
     "quick",
     "run",
+    "ab",
     "sweep",
     "suite",
     "report",

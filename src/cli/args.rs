@@ -223,9 +223,7 @@ pub(crate) struct StudyArgs {
 impl StudyArgs {
     /// Refuse `--repeat 0` before anything runs.
     pub(crate) fn check(&self) -> Result<(), crate::error::UsageError> {
-        if self.repeat == 0 {
-            crate::bail_usage!("bad --repeat 0: must be at least 1");
-        }
+        super::repeat::check(self.repeat)?;
         Ok(())
     }
 

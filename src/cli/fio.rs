@@ -11,7 +11,8 @@ use crate::stats::StatsReport;
 use std::collections::BTreeMap;
 
 pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Result<i32> {
-    let cmd = crate::fio::parse_command(args)?;
+    let (repeat, args) = super::repeat::extract(args)?;
+    let cmd = crate::fio::parse_command(&args)?;
     if cmd.help {
         crate::out!("{}", crate::fio::HELP);
         return Ok(0);
@@ -30,7 +31,7 @@ pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Resu
     }
     let mut results = Vec::with_capacity(jobs.len());
     for g in &groups {
-        results.extend(run_group(&exec, &jobs, g)?);
+        results.extend(run_group(&exec, &jobs, g, repeat)?);
     }
     super::output::emit(
         &results,
@@ -46,15 +47,28 @@ fn run_group(
     exec: &crate::exec::Executor,
     jobs: &[FioJob],
     g: &RunGroup,
+    repeat: u32,
 ) -> anyhow::Result<Vec<RunResult>> {
     if let [only] = g.jobs[..] {
         let j = &jobs[only];
         if j.part.is_none() && j.start_delay.is_zero() && j.clone_runs.is_empty() {
             // A job on its own: the ordinary path (also on the ranks of a distributed run).
-            let mut r = exec.run_job(&j.job, false, &crate::observe::Observe::default())?;
+            let observe = crate::observe::Observe::default();
+            let mut r = super::repeat::run_job(exec, &j.job, &observe, repeat)?;
             r.notes.extend(j.notes.iter().cloned());
             return Ok(vec![r]);
         }
+    }
+    if repeat > 1 {
+        let names: Vec<String> = g
+            .jobs
+            .iter()
+            .map(|&i| format!("[{}]", jobs[i].job.name))
+            .collect();
+        crate::bail_usage!(
+            "--repeat {repeat} repeats a job that runs on its own; {} start together (or at an offset, a delay or as clones apart): give each its own stonewall, or drop --repeat",
+            names.join(", ")
+        );
     }
     let (mut outcomes, called_off) = start_together(exec, jobs, g)?;
     let names: Vec<String> = g

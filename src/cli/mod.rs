@@ -1,6 +1,7 @@
 //! Command-line front ends: one file per subcommand, argument handling only. Each builds Jobs
 //! (or reads Results) and hands them to the runner or the report layer.
 
+pub(crate) mod ab;
 pub(crate) mod advise;
 pub(crate) mod args;
 pub(crate) mod compare;
@@ -15,6 +16,7 @@ pub(crate) mod observe;
 pub(crate) mod output;
 pub(crate) mod quick;
 pub(crate) mod ranks;
+pub(crate) mod repeat;
 pub(crate) mod replay;
 pub(crate) mod report;
 pub(crate) mod run;
@@ -69,6 +71,8 @@ pub(crate) enum Command {
     Quick(quick::QuickArgs),
     /// Run one job from flags or a TOML job file.
     Run(run::RunArgs),
+    /// Run two settings alternately on the same files: is B faster than A, or within noise?
+    Ab(ab::AbArgs),
     /// Sweep job parameters (comma lists become axes) and tabulate the results.
     Sweep(sweep::SweepArgs),
     /// Run a shipped suite that regenerates a published document's tables (`fsbench suite list`).
@@ -217,6 +221,7 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Trace(_) if !cfg!(feature = "mpi") => Some("trace"),
         Command::Fscompare(_) => Some("fscompare"),
         Command::Mdtest { .. } => Some("mdtest"),
+        Command::Ab(_) => Some("ab"),
         _ => None,
     };
     if let Some(name) = io_command {
@@ -251,6 +256,7 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
             ranks::on_ranks("suite", &dist, |exec| suite::main(a, exec))
         }
         Command::Mdtest { args } => mdtest::main(&args),
+        Command::Ab(a) => ab::main(a, Default::default()),
         Command::Report(a) => report::main(a),
         Command::Compare(a) => compare::main(a),
         Command::Iostat(a) => iostat::main(a),

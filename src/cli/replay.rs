@@ -75,6 +75,8 @@ pub(crate) struct ReplayArgs {
     #[command(flatten)]
     pub observe: ObserveArgs,
     #[command(flatten)]
+    pub repeat: super::repeat::RepeatArg,
+    #[command(flatten)]
     pub dist: super::ranks::DistArgs,
 }
 
@@ -116,7 +118,9 @@ fn limits(a: &ReplayArgs) -> Result<Limits, crate::error::UsageError> {
 pub(crate) fn main(a: ReplayArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
     let format = a.printed.get::<Runs>()?;
     let origin = a.input.display().to_string();
+    let repeat = a.repeat.count()?;
     let observe = a.observe.settings()?;
+    super::repeat::refuse_with(repeat, &observe, &exec)?;
     let Limits { time, ramp, rate } = limits(&a)?;
     let engine = super::args::source_engine(a.engine.as_deref(), "replays")?;
     let opts = ReplayOptions {
@@ -140,7 +144,8 @@ pub(crate) fn main(a: ReplayArgs, exec: crate::exec::Executor) -> anyhow::Result
     crate::output::check_output(a.output.as_deref(), false)?;
     // On this host: the devices under --dir, one trace ring per replay thread. On ranks: each
     // rank reads its own trace (TRACE may hold {rank}) and observes its own replay.
-    let result = exec.run_replay(&a.input, &opts, &observe)?;
+    // Each repetition makes its scratch files anew (same sizes, same seeded contents).
+    let result = super::repeat::repeated(repeat, || exec.run_replay(&a.input, &opts, &observe))?;
     let report = ReportOptions {
         unit: if a.mb {
             RateUnit::MebiBytes

@@ -89,13 +89,16 @@ pub(crate) struct RunArgs {
     #[command(flatten)]
     pub observe: super::observe::ObserveArgs,
     #[command(flatten)]
+    pub repeat: super::repeat::RepeatArg,
+    #[command(flatten)]
     pub dist: super::ranks::DistArgs,
 }
 
 const EXAMPLES: &str = "\
 Examples:
   fsbench run --rw randread --bs 4k --cache direct --time 10s data.f
-  fsbench run job.toml --threads 4 --output result.json --format json";
+  fsbench run job.toml --threads 4 --output result.json --format json
+  fsbench run --rw randread --bs 4k --time 5s --repeat 5 data.f";
 
 /// Start from the job file named among the inputs (if any); the other inputs are targets.
 fn job_from_inputs(inputs: &[PathBuf]) -> anyhow::Result<Job> {
@@ -204,11 +207,12 @@ pub(crate) fn report_options(a: &RunArgs) -> ReportOptions {
 pub(crate) fn main(a: RunArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
     let format = a.results.format()?;
     let percentiles = a.results.percentiles()?;
+    let repeat = a.repeat.count()?;
     let job = build_job(&a)?;
     crate::output::check_output(a.results.output.as_deref(), a.force)?;
     let observe = a.observe.settings()?;
     let logs = a.results.open_log(&observe.watch, a.force)?;
-    let ran = exec.run_job(&job, false, &observe);
+    let ran = super::repeat::run_job(&exec, &job, &observe, repeat);
     if let (Err(_), Some(dir)) = (&ran, &logs) {
         // Refused before it ran: a log directory this run made goes again.
         dir.abandon();

@@ -91,6 +91,12 @@ pub(crate) struct SweepArgs {
     pub watch: super::args::WatchArgs,
     #[command(flatten)]
     pub study: super::args::StudyArgs,
+    /// With --repeat: run the points round-robin (A B C, C B A, ...), not a point's repeats together
+    ///
+    /// A drift over the sweep (a neighbour starting, a cache filling) then falls on every
+    /// point alike instead of on the points that happened to run during it.
+    #[arg(long, help_heading = super::args::MEASURE)]
+    pub interleave: bool,
     /// Study name in file names and tables
     #[arg(long, default_value = "sweep", help_heading = WHERE)]
     pub name: String,
@@ -103,7 +109,8 @@ pub(crate) struct SweepArgs {
 const EXAMPLES: &str = "\
 Examples:
   fsbench sweep data.f --rw read,randread --bs 4k,64k,1m --cache buffered,direct --size 256m
-  fsbench sweep data.f --rw randwrite --bs 4k --threads 1,2,4 --time 5s --repeat 3 --output study";
+  fsbench sweep data.f --rw randwrite --bs 4k --threads 1,2,4 --time 5s --repeat 3 --output study
+  fsbench sweep data.f --rw read --bs 4k,64k --count 2k --repeat 5 --interleave";
 
 /// Build the study from the flags: single values are settings, lists are axes.
 pub(crate) fn study_from(a: &SweepArgs) -> anyhow::Result<Study> {
@@ -289,15 +296,21 @@ pub(crate) fn main(a: SweepArgs, exec: crate::exec::Executor) -> anyhow::Result<
         points.len() * a.study.repeat as usize,
     )?;
     ctx.iostat = iostat;
+    ctx.interleave = a.interleave;
     ctx.watched(watch);
     ctx.exec = exec;
     let label = a.target.display().to_string();
     sweep::check_stored(&study, Some(&label), &ctx)?;
     crate::runner::signal::install();
     ctx.banner = Some(format!(
-        "fsbench sweep: {} points x {} repeat(s), order {}; results in {}",
+        "fsbench sweep: {} points x {} repeat(s){}, order {}; results in {}",
         points.len(),
         ctx.repeat,
+        if a.interleave && ctx.repeat > 1 {
+            " interleaved"
+        } else {
+            ""
+        },
         study.order_text(),
         out_dir.display()
     ));

@@ -3,6 +3,7 @@
 
 pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Result<i32> {
     let (observe, args) = super::observe::ObserveArgs::extract(args)?;
+    let (repeat, args) = super::repeat::extract(&args)?;
     let cmd = crate::vx::parse(&args)?;
     if cmd.old_format_flag {
         super::args::deprecated("--output-format", "--format");
@@ -12,7 +13,7 @@ pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Resu
         return Ok(0);
     }
     crate::output::check_output(cmd.output.as_deref(), cmd.job.force)?;
-    let result = exec.run_job(&cmd.job, false, &observe.settings()?)?;
+    let result = super::repeat::run_job(&exec, &cmd.job, &observe.settings()?, repeat)?;
     super::output::emit(
         &[result],
         cmd.format,

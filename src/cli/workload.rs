@@ -16,7 +16,6 @@ use crate::report::{Format, Runs};
 use crate::workload::personalities::{defaults, find, PERSONALITIES, VARIANTS};
 use crate::workload::run::Options;
 use crate::workload::Source;
-use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -81,6 +80,8 @@ pub(crate) struct WorkloadArgs {
     pub printed: super::args::FormatArgs,
     #[command(flatten)]
     pub observe: crate::cli::observe::ObserveArgs,
+    #[command(flatten)]
+    pub repeat: super::repeat::RepeatArg,
     // Under mpirun every rank runs the workload in DIR/rank-NNNNN; --mpi-timeout applies.
     #[command(flatten)]
     pub dist: super::ranks::DistArgs,
@@ -187,6 +188,50 @@ fn wml_text(name: &str, bytes: Vec<u8>) -> anyhow::Result<String> {
 
 /// The workload named on the command line (a personality or a .f file) with its `-D`
 /// overrides and `--dir`, loaded; refused when `--no-system` forbids what it runs.
+/// The workload of `a` loaded, and how to run it (`lines_to_stdout`: print the psrun lines
+/// as they come); the observers' watch is the caller's to add.
+pub(crate) fn prepare(
+    a: &WorkloadArgs,
+    lines_to_stdout: bool,
+) -> anyhow::Result<(Source, crate::workload::model::Model, Options)> {
+    let time = a
+        .time
+        .as_deref()
+        .map(crate::units::parse_duration)
+        .transpose()?;
+    if time == Some(Duration::ZERO) {
+        crate::bail_usage!("--time must be more than 0");
+    }
+    let ramp = a
+        .ramp
+        .as_deref()
+        .map(|s| crate::units::parse_duration(s).map_err(|e| crate::usage!("--ramp: {e}")))
+        .transpose()?
+        .filter(|d| !d.is_zero());
+    let stall_after = crate::units::parse_duration(&a.stall_after)?;
+    let rate = a.rate.limit()?;
+    let engine = super::args::source_engine(a.engine.as_deref(), "workloads")?;
+    let (src, model) = load(a)?;
+    if a.verify {
+        check_verify(&model, &src.name)?;
+    }
+    let opts = Options {
+        time,
+        ramp,
+        keep: a.keep,
+        in_process: a.in_process,
+        lines_to_stdout,
+        stall_after,
+        progress: Some(crate::report::workload::psrun_line),
+        engine,
+        rate,
+        verify: a.verify,
+        leave_for_owner: false,
+        watch: Default::default(),
+    };
+    Ok((src, model, opts))
+}
+
 fn load(
     a: &WorkloadArgs,
 ) -> anyhow::Result<(crate::workload::Source, crate::workload::model::Model)> {
@@ -207,8 +252,8 @@ fn load(
                     a.workload
                 );
             }
-            let bytes =
-                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            let bytes = std::fs::read(&path)
+                .map_err(|e| crate::usage!("cannot read {}: {e}", path.display()))?;
             (a.workload.clone(), wml_text(&a.workload, bytes)?)
         }
     };
@@ -316,49 +361,18 @@ pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Resu
         );
     }
     let format = a.printed.get::<Runs>()?;
-    let time = a
-        .time
-        .as_deref()
-        .map(crate::units::parse_duration)
-        .transpose()?;
-    if time == Some(Duration::ZERO) {
-        crate::bail_usage!("--time must be more than 0");
-    }
-    let ramp = a
-        .ramp
-        .as_deref()
-        .map(|s| crate::units::parse_duration(s).map_err(|e| crate::usage!("--ramp: {e}")))
-        .transpose()?
-        .filter(|d| !d.is_zero());
-    let stall_after = crate::units::parse_duration(&a.stall_after)?;
-    let rate = a.rate.limit()?;
+    let repeat = a.repeat.count()?;
     let observe = a.observe.settings()?;
-    let engine = super::args::source_engine(a.engine.as_deref(), "workloads")?;
-    let (src, model) = load(&a)?;
-    if a.verify {
-        check_verify(&model, &src.name)?;
-    }
-    let opts = Options {
-        time,
-        ramp,
-        keep: a.keep,
-        in_process: a.in_process,
-        lines_to_stdout: format == Format::Text,
-        stall_after,
-        progress: Some(crate::report::workload::psrun_line),
-        engine,
-        rate,
-        verify: a.verify,
-        leave_for_owner: false,
-        watch: Default::default(),
-    };
+    super::repeat::refuse_with(repeat, &observe, &exec)?;
+    let (src, model, opts) = prepare(&a, format == Format::Text)?;
+    let (engine, rate, ramp) = (opts.engine, opts.rate, opts.ramp);
     crate::output::check_output(a.output.as_deref(), false)?;
     let observer = crate::observe::Observer::start_for(&observe, &scope(&model, a.in_process))?;
     let opts = Options {
         watch: observer.watching(&observe.watch),
         ..opts
     };
-    let mut result = exec.run_workload(&src, &model, &opts)?;
+    let mut result = super::repeat::run_workload(&exec, &src, &model, &opts, repeat)?;
     // The observers saw the script from its first run's start to now.
     let first_run = result
         .workload
@@ -387,7 +401,11 @@ pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Resu
         Format::Json => crate::outln!("{}", serde_json::to_string_pretty(&result)?),
         Format::Csv => crate::out!("{}", crate::report::workload::csv(&result)),
         // The formats of results, as parsed above: the rest is text.
-        _ => crate::out!("{}", crate::report::workload::text(&result)),
+        _ => crate::out!(
+            "{}{}",
+            crate::report::workload::text(&result),
+            crate::report::repeat::text(&result)
+        ),
     }
     if let Some(p) = &a.output {
         crate::output::write_json(p, &result)?;

@@ -165,6 +165,8 @@ fsbench options:
                            in the Result's notes and on stderr
   --keep                   keep the files fsbench created (as does unlink=0)
   --force                  allow writing to files fsbench did not create
+  --repeat N               run each job N times on the same files: median, 95 % interval
+                           and range of its headline figures
   -h, --help               this help
 
 Job files: [global] and job sections, ; and # comments, ${VAR} from the environment,

@@ -41,6 +41,22 @@ fn us_per_call(d: &crate::stats::DirReport) -> Option<f64> {
     (d.lat_ns.count > 0).then(|| d.lat_ns.mean / 1e3)
 }
 
+/// Every run's value of metric `key` when `r` holds `--repeat` runs and the metric is one of
+/// their headline figures (None otherwise: the Result's one value stands).
+pub(crate) fn repeat_values(key: &str, r: &RunResult) -> Option<Vec<f64>> {
+    let rep = r.repeat.as_ref()?;
+    let (headline, scale): (&str, fn(f64) -> f64) = match key {
+        "kb_per_s" => ("bytes_per_sec", |v| v / 1024.0),
+        "mb_per_s" => ("bytes_per_sec", |v| v / (1024.0 * 1024.0)),
+        "iops" | "ops_per_s" => ("iops", |v| v),
+        "lat_ms" => ("lat_mean_ns", |v| v / 1e6),
+        "lat_p99_ms" => ("lat_p99_ns", |v| v / 1e6),
+        "cpu_us_per_op" => ("ops_per_cpu_s", |v| 1e6 / v),
+        _ => return None,
+    };
+    Some(rep.values(headline)?.into_iter().map(scale).collect())
+}
+
 pub(crate) const METRICS: &[Metric] = &[
     Metric {
         key: "kb_per_s",

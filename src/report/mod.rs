@@ -29,6 +29,7 @@ pub(crate) mod metrics;
 pub(crate) mod observe;
 pub(crate) mod quick;
 pub(crate) mod ranks;
+pub(crate) mod repeat;
 pub(crate) mod steady_text;
 pub(crate) mod study_charts;
 pub(crate) mod suites;

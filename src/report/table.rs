@@ -231,7 +231,10 @@ fn fill_cell(cell: &mut Cell, r: &Record, ms: &[&'static Metric], notes: &mut Ve
                 cell.values = vec![Vec::new(); ms.len()];
             }
             for (k, m) in ms.iter().enumerate() {
-                if let Some(v) = (m.get)(result) {
+                // A `--repeat` Result counts as its runs.
+                if let Some(vs) = super::metrics::repeat_values(m.key, result) {
+                    cell.values[k].extend(vs);
+                } else if let Some(v) = (m.get)(result) {
                     cell.values[k].push(v);
                 }
             }

@@ -279,6 +279,7 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
     for r in results {
         if r.kind == crate::result::Kind::Workload {
             out.push_str(&super::workload::text(r));
+            out.push_str(&super::repeat::text(r));
             continue;
         }
         if r.kind == crate::result::Kind::Mdtest {
@@ -473,6 +474,7 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
                 let _ = writeln!(out, "  - {}", e.message);
             }
         }
+        out.push_str(&super::repeat::text(r));
     }
     out
 }

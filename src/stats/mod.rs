@@ -1,6 +1,7 @@
 //! Per-worker statistics. Each worker owns its `Stats` (no shared counters, no locks on the I/O
 //! path); the runner merges them exactly with `+=` into per-user and total figures.
 
+pub(crate) mod bootstrap;
 pub(crate) mod clock;
 pub(crate) mod cpu;
 pub(crate) mod hist;

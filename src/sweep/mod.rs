@@ -269,7 +269,7 @@ pub(crate) struct Created {
 
 /// (device, inode, marked) of the regular file at `p`, looked at through a descriptor
 /// opened without following a symbolic link.
-fn regular_identity(p: &Path) -> Option<(u64, u64, bool)> {
+pub(crate) fn regular_identity(p: &Path) -> Option<(u64, u64, bool)> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -310,6 +310,8 @@ pub(crate) struct Ctx {
     /// `--force`: replace files fsbench did not write and points stored with other settings.
     pub force: bool,
     pub repeat: u32,
+    /// Run the repeats round-robin over the points (A B C, C B A, ...; see [`visit_order`]).
+    pub interleave: bool,
     /// Ignore stored results and measure every point again.
     pub fresh: bool,
     pub keep: bool,
@@ -373,6 +375,7 @@ impl Ctx {
             results,
             force,
             repeat: repeat.max(1),
+            interleave: false,
             fresh,
             keep,
             progress: Progress::new(total_points),
@@ -620,15 +623,16 @@ pub(crate) fn run_study(
         });
     }
     check_stored(study, target, ctx)?;
+    let first_index = ctx.next_index;
+    ctx.next_index += points.len();
     let mut out = Vec::new();
-    for (p, pj) in points.iter().zip(built) {
-        let index = ctx.next_index;
-        ctx.next_index += 1;
-        let first = out.len();
-        for r in 0..ctx.repeat {
+    for (k, r) in visit_order(points.len(), ctx.repeat, ctx.interleave) {
+        let (p, pj) = (&points[k], &built[k]);
+        let index = first_index + k;
+        {
             if ctx.interrupted || crate::runner::signal::interrupted() {
                 ctx.interrupted = true;
-                return Ok(out);
+                break;
             }
             let meta = study.meta(p, index, r, target);
             let file = ctx
@@ -647,7 +651,7 @@ pub(crate) fn run_study(
                     ctx.before_point()?;
                     run_workload_point(name, base, &pj, meta, &ctx.exec, &ctx.watch)
                 }
-                None => run_point(&pj, meta, ctx)?,
+                None => run_point(pj, meta, ctx)?,
             };
             ctx.store(&file, &rec)?;
             ctx.progress.finish_point();
@@ -658,9 +662,35 @@ pub(crate) fn run_study(
             }
             out.push(rec);
         }
-        ctx.mark_spread(&mut out[first..], &study.id, index, &p.values)?;
+    }
+    // Each point's repeats together, in point order, for the spread check and the reports.
+    out.sort_by_key(|r| (r.meta().index, r.meta().repeat));
+    let mut start = 0;
+    while start < out.len() {
+        let index = out[start].meta().index;
+        let end = start + out[start..].partition_point(|r| r.meta().index == index);
+        let k = index - first_index;
+        ctx.mark_spread(&mut out[start..end], &study.id, index, &points[k].values)?;
+        start = end;
     }
     Ok(out)
+}
+
+/// The order a study's (point, repeat) pairs run in: each point's repeats together, or with
+/// `interleave` the points round-robin, forward then backward (A B C, C B A, A B C, ...), so
+/// that a slow drift over the study weighs on every point alike.
+pub(crate) fn visit_order(points: usize, repeat: u32, interleave: bool) -> Vec<(usize, u32)> {
+    if !interleave {
+        return (0..points)
+            .flat_map(|k| (0..repeat).map(move |r| (k, r)))
+            .collect();
+    }
+    (0..repeat)
+        .flat_map(|r| {
+            let forward = r % 2 == 0;
+            (0..points).map(move |i| (if forward { i } else { points - 1 - i }, r))
+        })
+        .collect()
 }
 
 /// Run one point of a workload sweep through the one entry point for personalities.
@@ -864,6 +894,19 @@ mod tests {
         s.clamp_bs_to_size = true;
         let pj = s.build(&s.points()[0], Path::new("/d/f")).unwrap();
         assert_eq!(pj.job.block_size, 1 << 20);
+    }
+
+    #[test]
+    fn interleaved_repeats_go_round_robin_forward_then_back() {
+        let names = |v: Vec<(usize, u32)>| -> String {
+            v.iter()
+                .map(|(k, r)| format!("{}{r}", (b'A' + *k as u8) as char))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(names(visit_order(3, 3, true)), "A0 B0 C0 C1 B1 A1 A2 B2 C2");
+        assert_eq!(names(visit_order(2, 2, false)), "A0 A1 B0 B1");
+        assert_eq!(names(visit_order(2, 1, true)), "A0 B0");
     }
 
     #[test]

@@ -365,6 +365,7 @@ fsbench additions: --engine sync|mmap|uring --qd N --time DUR --rate-iops N --ra
   --rate-scope thread|total --sqpoll --hipri --seed N --output FILE.json --format text|json|csv
   --keep --force --drop-cache --no-invalidate (keep the files' cached pages: hot-cache runs)
   --verify --verify-backlog N --journal FILE --fsync-every N
+  --repeat N (run N times on the same files: median, 95 % interval and range per figure)
 
 Missing files are created at the size the workload needs and removed afterwards;
 existing files fsbench did not create, and block devices holding data, are never

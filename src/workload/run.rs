@@ -349,6 +349,17 @@ pub(crate) struct LaidOut {
     created_roots: Vec<bool>,
 }
 
+impl LaidOut {
+    /// Filesets an earlier run kept (`--repeat`: for the next run), for [`remove_laid_out`]:
+    /// `created_roots[i]`, whether that run made fileset i's root directory.
+    pub(crate) fn kept(created_roots: Vec<bool>) -> LaidOut {
+        LaidOut {
+            filesets: Vec::new(),
+            created_roots,
+        }
+    }
+}
+
 /// Lay out a workload's filesets, untimed, and leave them on disk with their manifests for
 /// another part of a larger run to run over (`crate::mpi` with `--reorder-ranks`: rank r
 /// lays out its own directory, rank r - shift runs in it with `reuse` on). On an error what
