@@ -421,6 +421,31 @@ pub struct IntervalReport {
     /// Latency of the I/Os completed in this interval (bucket values: within the
     /// histogram's relative error).
     pub lat_ns: LatencySummary,
+    /// What else the host did in this interval (sampled by the runner at its edges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::probe::host::IntervalHost>,
+}
+
+/// How steady the run itself was: the spread and the trend of its per-interval IOPS and
+/// bandwidth (`crate::runner::stability`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StabilityReport {
+    /// Length of the intervals judged: whole intervals of the series, joined up to 1 s.
+    pub interval_s: f64,
+    /// How many intervals were judged.
+    pub intervals: u32,
+    /// `status_interval` (the run's `--status-interval` series) or `default` (a series kept
+    /// for these figures only, not stored).
+    pub series: String,
+    pub iops_mean: f64,
+    /// Coefficient of variation of the intervals' IOPS: sample standard deviation / mean.
+    pub iops_cv_pct: f64,
+    /// The least-squares line of IOPS against time, its rise over the judged span (signed),
+    /// in % of the mean.
+    pub iops_change_over_run_pct: f64,
+    pub bytes_per_sec_mean: f64,
+    pub bytes_per_sec_cv_pct: f64,
+    pub bytes_per_sec_change_over_run_pct: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -472,6 +497,9 @@ pub struct RunResult {
     /// What `--steady-state` watched and whether the run settled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<SteadyReport>,
+    /// How steady the run's IOPS and bandwidth were from interval to interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stability: Option<StabilityReport>,
     /// Per rank of a distributed run (`mpirun ... fsbench run`), in rank order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<RankReport>,
@@ -510,6 +538,7 @@ impl RunResult {
             explain: Vec::new(),
             timeseries: Vec::new(),
             steady: None,
+            stability: None,
             ranks: Vec::new(),
             hosts: Vec::new(),
             distributed: None,

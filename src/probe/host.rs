@@ -4,6 +4,10 @@
 //! context switches (getrusage), pressure stall information (/proc/pressure), the CPU
 //! frequency (cpufreq) and dirty and write-back memory (/proc/meminfo). The difference is the
 //! Result's `host` section, which `explain` reads to say whether the host was quiet.
+//!
+//! A run that keeps a time series is also sampled at every interval's edge, by a thread of
+//! the runner beside the workers ([`HostSampler::tick`]); two ticks make that interval's
+//! [`IntervalHost`] figures.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -79,6 +83,60 @@ impl HostSampler {
     /// The host over the window from [`HostSampler::start`] to now.
     pub fn finish(&self) -> HostReport {
         report(&self.cpus, &self.start, &sample(&self.cpus))
+    }
+
+    /// The host now, stamped on the CLOCK_MONOTONIC scale the workers' loops read, for the
+    /// figures of one interval between two ticks ([`interval_figures`]). `own_complete`:
+    /// this process's rusage holds all of the run's CPU time (worker threads); false when
+    /// worker processes run unreaped, so other processes' CPU cannot be told apart.
+    pub fn tick(&self, own_complete: bool) -> HostTick {
+        HostTick {
+            mono_ns: crate::stats::mono_ns(),
+            own_complete,
+            cpus: self.cpus.clone(),
+            sample: sample(&self.cpus),
+        }
+    }
+}
+
+/// One sample of the host at an edge of an interval of the run's time series.
+#[derive(Debug, Clone)]
+pub struct HostTick {
+    /// When, in ns on the CLOCK_MONOTONIC scale (the workers' `loop_start_ns` scale).
+    pub mono_ns: u64,
+    own_complete: bool,
+    cpus: Vec<usize>,
+    sample: Sample,
+}
+
+/// The host over one interval of the run's time series (`timeseries[].host` of the Result).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct IntervalHost {
+    /// CPU steal on the run's CPUs, share of their time.
+    pub steal_pct: f64,
+    /// CPU time everything but this run used on the run's CPUs, share of their capacity;
+    /// absent when the run's workers were processes (their time is not known until they end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_cpu_pct: Option<f64>,
+    /// Share of the interval in which some task waited for a CPU, for I/O, for memory
+    /// (pressure stall `some`); absent without pressure stall information.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_pressure_some_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_pressure_some_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_pressure_some_pct: Option<f64>,
+}
+
+/// The host between ticks `a` and `b` (a before b).
+pub fn interval_figures(a: &HostTick, b: &HostTick) -> IntervalHost {
+    let r = report(&a.cpus, &a.sample, &b.sample);
+    IntervalHost {
+        steal_pct: r.steal_pct,
+        others_cpu_pct: (a.own_complete && b.own_complete).then_some(r.others_cpu_pct),
+        cpu_pressure_some_pct: r.pressure.cpu.map(|s| s.some_pct),
+        io_pressure_some_pct: r.pressure.io.map(|s| s.some_pct),
+        memory_pressure_some_pct: r.pressure.memory.map(|s| s.some_pct),
     }
 }
 

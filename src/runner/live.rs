@@ -186,6 +186,7 @@ impl Watching {
             trace: self.trace.clone(),
             publish_ns: None,
             stop: None,
+            counts_only: false,
         }
     }
 }
@@ -203,6 +204,9 @@ pub(crate) struct WorkerWatch {
     /// The run's stop flag, when someone besides the workers may raise it (the steady-state
     /// observer); None: the run makes its own.
     pub stop: Option<Arc<AtomicBool>>,
+    /// The intervals are kept for the run's stability figures only (no `--status-interval`):
+    /// ops and bytes, no latency histogram per interval.
+    pub counts_only: bool,
 }
 
 /// One worker's published counters, alone on its cache lines (only it writes them).
@@ -443,6 +447,8 @@ pub(crate) struct Roller {
     next_publish: u64,
     publish_ns: u64,
     slot: Option<(Arc<Board>, usize)>,
+    /// Intervals keep no latency (see [`WorkerWatch::counts_only`]).
+    counts_only: bool,
     /// Counters and latency at the last interval boundary.
     prev: [u64; 5],
     prev_lat: LatencyHist,
@@ -473,9 +479,10 @@ impl Roller {
             interval_ns,
             publish_ns: watch.publish_ns.unwrap_or(PUBLISH_NS),
             slot,
+            counts_only: watch.counts_only,
             ..Default::default()
         };
-        if interval_ns > 0 {
+        if interval_ns > 0 && !r.counts_only {
             r.prev_lat = LatencyHist::new();
             // Room for the expected intervals of a short run; longer runs grow it once per
             // many intervals, at a boundary.
@@ -503,7 +510,7 @@ impl Roller {
     #[cold]
     pub(crate) fn restart(&mut self, t0: u64) -> u64 {
         self.prev = [0; 5];
-        if self.interval_ns > 0 {
+        if self.interval_ns > 0 && !self.counts_only {
             self.prev_lat = LatencyHist::new();
         }
         self.index = 0;
@@ -573,9 +580,16 @@ impl Roller {
 
     fn close(&mut self, now: u64, stats: &Stats, index: u32) {
         let c = counters(stats);
-        // The directions merged (one allocation per interval, never per I/O).
-        let all = stats.lat();
         let index = index.max(self.index);
+        let lat_buckets = if self.counts_only {
+            Vec::new()
+        } else {
+            // The directions merged (one allocation per interval, never per I/O).
+            let all = stats.lat();
+            let buckets = all.buckets_since(&self.prev_lat);
+            self.prev_lat.copy_from(&all);
+            buckets
+        };
         self.samples.push(IntervalSample {
             index,
             end_ns: now.saturating_sub(self.t0),
@@ -584,10 +598,9 @@ impl Roller {
             other_ops: c[2] - self.prev[2],
             read_bytes: c[3] - self.prev[3],
             write_bytes: c[4] - self.prev[4],
-            lat_buckets: all.buckets_since(&self.prev_lat),
+            lat_buckets,
         });
         self.prev = c;
-        self.prev_lat.copy_from(&all);
         self.index = index + 1;
     }
 
@@ -669,6 +682,7 @@ pub(crate) fn merge_series<'a>(
             read_bytes_per_sec: rate(c[3]),
             write_bytes_per_sec: rate(c[4]),
             lat_ns: lat.summary(),
+            host: None,
         });
     }
     out

@@ -26,6 +26,9 @@ pub(crate) struct WorkerSpec {
     /// The parent's `--status-interval` (ns): the child's workers keep the same intervals.
     #[serde(default)]
     pub status_interval_ns: Option<u64>,
+    /// The intervals are for the stability figures only: no latency per interval.
+    #[serde(default)]
+    pub interval_counts_only: bool,
     /// The parent's live board (`--progress`), inherited: the child's workers publish their
     /// counters there, so the parent's line shows rates.
     #[serde(default)]
@@ -99,6 +102,7 @@ pub(crate) fn run_processes(
                 ids: ids.to_vec(),
                 verify: verify.map(|v| v.spec.clone()),
                 status_interval_ns: watch.interval_ns,
+                interval_counts_only: watch.counts_only,
                 live_board: board,
             },
         )?;
@@ -171,6 +175,7 @@ pub(crate) fn child(spec: WorkerSpec, input: &mut impl BufRead) -> Result<()> {
     let mut watch = super::live::WorkerWatch {
         board: None,
         interval_ns: spec.status_interval_ns,
+        counts_only: spec.interval_counts_only,
         // A traced run's worker process finds that out from its environment.
         trace: crate::trace::TraceSession::from_env(),
         ..Default::default()
