@@ -616,7 +616,8 @@ pub struct Explanation {
     /// Which check: too_short, page_cache, sparse_reads, host_bound, cpu_binding, device_idle,
     /// queue_depth, dirty_at_stop, direct_fallback, discovered_never_direct, data_shape, spread;
     /// host_steal, host_other_cpu, host_cpu_pressure, host_memory_pressure, host_cpu_frequency,
-    /// host_dirty_at_start, or host_quiet when the host had none of these.
+    /// host_dirty_at_start, or host_quiet when the host had none of these; unstable (the
+    /// run's own intervals varied or drifted).
     pub check: String,
     pub message: String,
     pub evidence: serde_json::Value,
