@@ -272,20 +272,32 @@ fn every_run_of_two_seconds_has_its_stability_and_a_paced_one_is_steady() {
     assert!(short.get("stability").is_none(), "{}", short["stability"]);
 }
 
-/// Every kind of run carries the section: a workload's and a replay's Results too.
+/// Every kind of run carries the section: a workload's and a replay's Results too. A
+/// workload that keeps a --status-interval series has its stability figures from it.
 #[test]
 fn workload_and_replay_results_carry_the_host_section() {
     let sb = Sandbox::new();
     let v = sb.run_json(&words(
-        "workload filemicro_rread -D filesize=256k -D iosize=4k --time 0.3s --format json",
+        "workload filemicro_rread -D filesize=256k -D iosize=4k --time 0.6s --status-interval 100ms --format json",
     ));
     assert!(
-        v["host"]["window_s"].as_f64().unwrap() > 0.2,
+        v["host"]["window_s"].as_f64().unwrap() > 0.5,
         "{}",
         v["host"]
     );
     assert!(!v["host"]["cpus"].as_array().unwrap().is_empty());
     host_findings_agree_with_figures(&v);
+    assert_eq!(
+        v["stability"]["series"], "status_interval",
+        "{}",
+        v["stability"]
+    );
+    assert!(
+        v["stability"]["intervals"].as_u64().unwrap() >= 5,
+        "{}",
+        v["stability"]
+    );
+    stability_findings_agree_with_figures(&v);
     let mut trace = String::from("id,thread,op,file,offset,len,start_ns,end_ns,result\n");
     for i in 0..16u64 {
         trace.push_str(&format!(

@@ -421,7 +421,7 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
 
 /// The one line of the run's stability figures: the spread (coefficient of variation) and
 /// the change over the run of its per-interval IOPS and bandwidth.
-fn stability_line(s: &crate::result::StabilityReport) -> String {
+pub(crate) fn stability_line(s: &crate::result::StabilityReport) -> String {
     format!(
         "stability: IOPS CV {:.1} %, {:+.1} % over the run; bandwidth CV {:.1} %, {:+.1} % over the run ({} intervals of {:.2} s)",
         s.iops_cv_pct,

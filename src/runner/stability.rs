@@ -130,6 +130,19 @@ pub(crate) fn judge(
     })
 }
 
+/// The stability figures of a stored `--status-interval` series whose grid is not at hand
+/// (a workload's, its runs' series end to end): the grid is the intervals' median length.
+pub(crate) fn judge_stored(series: &[IntervalReport]) -> Option<StabilityReport> {
+    let mut lengths: Vec<f64> = series
+        .iter()
+        .map(|i| i.interval_s)
+        .filter(|l| *l > 0.0)
+        .collect();
+    lengths.sort_by(f64::total_cmp);
+    let grid_s = *lengths.get(lengths.len() / 2)?;
+    judge(series, grid_s, "status_interval")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,6 +228,13 @@ mod tests {
         assert_eq!(judge(&vec![iv(1.0, 5.0); 4], 1.0, "x"), None);
         assert_eq!(judge(&vec![iv(1.0, 0.0); 9], 1.0, "x"), None);
         assert_eq!(judge(&[], 0.0, "x"), None);
+        // A stored series without its grid: the median length is taken for it.
+        let mut s = vec![iv(0.5, 10.0); 6];
+        s[2] = iv(0.1, 10.0);
+        s.push(iv(1.5, 10.0));
+        let r = judge_stored(&s).unwrap();
+        assert_eq!((r.intervals, r.interval_s), (8, 0.5), "{r:?}");
+        assert_eq!(judge_stored(&[]), None);
     }
 
     #[test]
