@@ -427,7 +427,7 @@ pub struct IntervalReport {
 }
 
 /// How steady the run itself was: the spread and the trend of its per-interval IOPS and
-/// bandwidth (`crate::runner::stability`).
+/// bandwidth, computed by the runner from its interval series.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct StabilityReport {
     /// Length of the intervals judged: whole intervals of the series, joined up to 1 s.
