@@ -576,4 +576,51 @@ mod tests {
         assert_eq!(r.dirty_start_bytes, Some(4096));
         assert!(r.pressure.unavailable.is_some() && r.pressure.cpu.is_some());
     }
+
+    #[test]
+    fn an_interval_s_figures_come_from_its_two_ticks() {
+        let hz = ticks_per_s() as u64;
+        let at = Instant::now();
+        // CPU 0 over 1 s: 0.5 s busy of which 0.1 s this run's, 0.05 s steal; tasks waited
+        // for a CPU 0.2 s (total 200000 us) of a 1 s window.
+        let tick = |busy: u64, steal: u64, idle: u64, own: f64, psi_us: u64, later_s: u64| {
+            let stat = format!("cpu0 {busy} 0 0 {idle} 0 0 0 {steal} 0 0\n");
+            HostTick {
+                mono_ns: later_s * 1_000_000_000,
+                own_complete: true,
+                cpus: vec![0],
+                sample: Sample {
+                    at: at + std::time::Duration::from_secs(later_s),
+                    cpus: parse_stat(&stat, &[0]),
+                    own: OwnUsage {
+                        cpu_s: own,
+                        ..Default::default()
+                    },
+                    psi: [
+                        parse_psi(&format!("some avg10=0 avg60=0 avg300=0 total={psi_us}\n")),
+                        None,
+                        None,
+                    ],
+                    dirty_bytes: None,
+                    writeback_bytes: None,
+                    freq_khz: vec![],
+                },
+            }
+        };
+        let a = tick(0, 0, 0, 1.0, 0, 0);
+        let b = tick(hz / 2, hz / 20, hz * 45 / 100, 1.1, 200_000, 1);
+        let f = interval_figures(&a, &b);
+        assert!((f.steal_pct - 5.0).abs() < 1e-9, "{f:?}");
+        assert!((f.others_cpu_pct.unwrap() - 40.0).abs() < 1e-6, "{f:?}");
+        assert!(
+            (f.cpu_pressure_some_pct.unwrap() - 20.0).abs() < 1e-6,
+            "{f:?}"
+        );
+        assert_eq!(f.io_pressure_some_pct, None);
+        // Worker processes' time is not in this process's rusage until they end: no
+        // figure for other processes rather than a wrong one.
+        let mut c = b.clone();
+        c.own_complete = false;
+        assert_eq!(interval_figures(&a, &c).others_cpu_pct, None);
+    }
 }

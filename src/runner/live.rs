@@ -18,13 +18,16 @@
 //!   its samples and hands them over with its outcome at the end (through the pipe for worker
 //!   processes), where [`merge_series`] adds all workers' interval *k* together. Chosen over a
 //!   channel to a sampler thread because the samples are only needed at the end, and so a
-//!   worker process ships them exactly like its `Stats`.
+//!   worker process ships them exactly like its `Stats`. Without `--status-interval` a Job's
+//!   workers still keep intervals, on a default grid and counts only (no histogram), for the
+//!   run's stability figures (`super::stability`); that series is not stored.
 //!
 //! Both happen in [`Roller::tick`], which the timed loops call only when the clock reading
 //! they already take passes the next event time: in the QD1 loop that compare replaces the
 //! deadline compare (the deadline is one of the events), so an unwatched run pays nothing.
 //! A tick costs one histogram subtraction and copy (~4600 buckets, a few microseconds) per
-//! interval, once per worker, counted inside the interval it closes.
+//! interval, once per worker, counted inside the interval it closes; a counts-only tick a
+//! few subtractions.
 //!
 //! Nothing here is process-wide: the front end builds one [`Watching`] from its flags (with
 //! the report layer's renderer) and passes it with every run; the run opens its own board and
@@ -482,8 +485,10 @@ impl Roller {
             counts_only: watch.counts_only,
             ..Default::default()
         };
-        if interval_ns > 0 && !r.counts_only {
-            r.prev_lat = LatencyHist::new();
+        if interval_ns > 0 {
+            if !r.counts_only {
+                r.prev_lat = LatencyHist::new();
+            }
             // Room for the expected intervals of a short run; longer runs grow it once per
             // many intervals, at a boundary.
             r.samples.reserve(64);
@@ -768,6 +773,25 @@ mod tests {
         // SAFETY: the refused descriptor was not taken over: close it here.
         unsafe { libc::close(dup) };
         assert!(Board::new(2).share().is_none());
+    }
+
+    #[test]
+    fn a_counts_only_series_keeps_ops_and_bytes_without_latency() {
+        let watch = WorkerWatch {
+            interval_ns: Some(100),
+            counts_only: true,
+            ..Default::default()
+        };
+        let mut r = Roller::for_worker(0, &watch);
+        assert_eq!(r.start(0), 100);
+        r.tick(100, &stats(3, 1, &[10, 10]));
+        let samples = r.finish(150, &stats(5, 1, &[10, 10, 20]));
+        let ops: Vec<u64> = samples.iter().map(|s| s.read_ops).collect();
+        assert_eq!(ops, [3, 2]);
+        assert!(samples.iter().all(|s| s.lat_buckets.is_empty()));
+        let series = merge_series([samples.as_slice()], Some(100));
+        assert_eq!(series[1].read_bytes, 2 * 4096);
+        assert_eq!(series[1].lat_ns.count, 0);
     }
 
     #[test]
