@@ -318,6 +318,24 @@ fn workload_and_replay_results_carry_the_host_section() {
     host_findings_agree_with_figures(&v);
 }
 
+/// Worker processes (`--processes`) are not in fsbench's own CPU time until they end: their
+/// intervals carry the host's steal (and pressure where the kernel has it) but no figure for
+/// other processes, rather than counting the workers as others.
+#[test]
+fn worker_processes_intervals_have_no_other_process_figure() {
+    let sb = Sandbox::new();
+    let v = sb.run_json(&words(
+        "run f --rw write --bs 4k --size 4m --time 1s --processes per-user --status-interval 200ms",
+    ));
+    let ts = v["timeseries"].as_array().unwrap();
+    let hosts: Vec<&Value> = ts.iter().filter_map(|i| i.get("host")).collect();
+    assert!(hosts.len() + 2 >= ts.len() && !hosts.is_empty(), "{ts:?}");
+    for h in hosts {
+        assert!(h["steal_pct"].as_f64().is_some(), "{h}");
+        assert!(h.get("others_cpu_pct").is_none(), "{h}");
+    }
+}
+
 /// `--cpus 0`: every worker thread (named fsbench-u0tN) may run on CPU 0 only, while the
 /// process's main thread keeps its own set; the Result records the run's CPUs.
 #[test]

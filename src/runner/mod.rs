@@ -271,20 +271,17 @@ pub(crate) fn run_gated(
         }
         // The host ticker starts as the workers are let go; their grid starts after the
         // warm-up.
-        let grid = workers_watch.interval_ns.filter(|_| host.is_some());
+        let grid = workers_watch.interval_ns;
         let own_complete = job.workers == WorkerMode::Threads;
         let ramp = std::time::Duration::from_secs_f64(job.ramp_s.unwrap_or(0.0));
-        let start = |opener: drive::Opener| -> bool {
-            let go = start(opener);
-            if let (true, Some(g), Some(h)) = (go, grid, &host) {
-                ticker = host_ticks::HostTicker::start(
-                    h,
-                    own_complete,
-                    ramp,
-                    std::time::Duration::from_nanos(g),
-                );
-            }
-            go
+        let start_ticker = || match (grid, &host) {
+            (Some(g), Some(h)) => host_ticks::HostTicker::start(
+                h,
+                own_complete,
+                ramp,
+                std::time::Duration::from_nanos(g),
+            ),
+            _ => None,
         };
         let observer = match (&job.steady_state, &board) {
             (Some(spec), Some(b)) => {
@@ -309,14 +306,24 @@ pub(crate) fn run_gated(
                 &plan,
                 &ids,
                 all_workers(job),
-                start,
+                |opener| {
+                    let go = start(opener);
+                    if go {
+                        ticker = start_ticker();
+                    }
+                    go
+                },
                 verify.clone(),
                 &workers_watch,
             ),
             _ if !start(drive::Opener::none()) => {
                 Err(anyhow::anyhow!("the run was called off before it started"))
             }
-            _ => process::run_processes(job, &plan, &ids, verify.as_deref(), &workers_watch),
+            _ => {
+                process::run_processes(job, &plan, &ids, verify.as_deref(), &workers_watch, || {
+                    ticker = start_ticker()
+                })
+            }
         };
         steady = observer.and_then(steady::Observer::finish);
         match ran {

@@ -75,13 +75,15 @@ impl From<WireOutcome> for ThreadOutcome {
     }
 }
 
-/// Parent side: one child per group of workers.
+/// Parent side: one child per group of workers; `on_go` is called once they are all told to
+/// go (the runner starts sampling the host there).
 pub(crate) fn run_processes(
     job: &Job,
     plan: &Plan,
     ids: &[super::mark::FileId],
     verify: Option<&super::worker::verify::VerifyShared>,
     watch: &super::live::WorkerWatch,
+    on_go: impl FnOnce(),
 ) -> Result<(Vec<ThreadOutcome>, f64)> {
     let all = super::all_workers(job);
     let groups: Vec<Vec<(usize, u32)>> = match job.workers {
@@ -129,6 +131,7 @@ pub(crate) fn run_processes(
         stdin.write_all(b"go\n")?;
         stdin.flush()?;
     }
+    on_go();
     // A stop of the parent's workers reaches the children: a Ctrl-C aimed at the parent
     // alone, or a distributed run's stonewall (`signal::stop_workers`), is forwarded as
     // SIGINT, which stops each child's workers at their next I/O; their partial Stats come
