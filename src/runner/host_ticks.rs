@@ -129,6 +129,7 @@ mod tests {
     #[test]
     fn ticks_fall_on_the_grid_and_end_with_the_run() {
         let sampler = HostSampler::start(&[]);
+        let began = crate::stats::mono_ns();
         let t = HostTicker::start(
             &sampler,
             true,
@@ -138,17 +139,33 @@ mod tests {
         .unwrap();
         std::thread::sleep(Duration::from_millis(110));
         let ticks = t.finish();
-        // 20, 50, 80 ms and the last at the stop (~110 ms).
-        assert!((3..=5).contains(&ticks.len()), "{}", ticks.len());
+        // Edges at 20, 50, 80 ms and the last tick at the stop (~110 ms); a loaded machine
+        // wakes late and skips edges, never early.
+        assert!((1..=5).contains(&ticks.len()), "{}", ticks.len());
         for w in ticks.windows(2) {
             assert!(w[1].mono_ns > w[0].mono_ns);
         }
-        let gap = ticks[1].mono_ns - ticks[0].mono_ns;
-        assert!((25_000_000..=60_000_000).contains(&gap), "{gap}");
-        // Intervals of 30 ms from the first tick: each gets figures from its edges' ticks;
-        // one whose edges have no tick near them gets none.
-        let t0 = ticks[0].mono_ns;
-        let mut series: Vec<IntervalReport> = (1..=2)
+        // The first edge's tick is never early (the stop's tick may come first, if the
+        // thread got no CPU for 90 ms).
+        assert!(ticks.len() == 1 || ticks[0].mono_ns >= began + 20_000_000);
+        assert!(*ticks.last().map(|t| &t.mono_ns).unwrap() >= began + 110_000_000);
+    }
+
+    #[test]
+    fn each_interval_takes_the_ticks_nearest_its_edges() {
+        let sampler = HostSampler::start(&[]);
+        // Ticks at 0, 30, 60 ms (stamped by hand: the machine's timing is not under test).
+        let ticks: Vec<HostTick> = (0..3)
+            .map(|k| {
+                let mut t = sampler.tick(true);
+                t.mono_ns = 1_000_000_000 + k * 30_000_000;
+                t
+            })
+            .collect();
+        // Intervals of 30 ms from 2 ms after the first tick: each gets figures from its
+        // edges' ticks; one whose edges have no tick near them gets none.
+        let t0 = ticks[0].mono_ns + 2_000_000;
+        let mut series: Vec<IntervalReport> = (1..=3)
             .map(|k| IntervalReport {
                 t_s: 0.03 * k as f64,
                 interval_s: 0.03,
@@ -163,6 +180,7 @@ mod tests {
         attach(&mut series, &ticks, t0, 30_000_000);
         assert!(series[0].host.is_some() && series[1].host.is_some());
         assert!(series[0].host.as_ref().unwrap().others_cpu_pct.is_some());
-        assert!(series[2].host.is_none());
+        // The third ends 32 ms after the last tick: more than half an interval.
+        assert!(series[2].host.is_none() && series[3].host.is_none());
     }
 }
