@@ -16,6 +16,11 @@ pub(crate) const CHANGE_LIMIT_PCT: f64 = 10.0;
 /// The `unstable` finding, or none when the run was steady.
 pub(crate) fn stability(r: &RunFacts, out: &mut Vec<Explanation>) {
     let Some(s) = r.stability else { return };
+    // Intervals of a run shorter than a second measure scheduling more than the storage;
+    // `too_short` says what to do about such a run.
+    if s.interval_s * s.intervals as f64 + 1e-9 < super::MIN_RUN_S {
+        return;
+    }
     let varied = s.iops_cv_pct.max(s.bytes_per_sec_cv_pct) >= CV_LIMIT_PCT;
     let drifted = s
         .iops_change_over_run_pct
@@ -198,6 +203,11 @@ mod tests {
         let steady = series(&[1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0], 0.0);
         assert!(explain(Some(&judged(&steady)), &steady).is_empty());
         assert!(explain(None, &steady).is_empty());
+        // Under a second in all: `too_short`'s, not this check's.
+        let mut short = judged(&series(&[100.0, 900.0, 100.0, 900.0, 100.0], 0.0));
+        short.interval_s = 0.15;
+        assert!(short.iops_cv_pct > 10.0);
+        assert!(explain(Some(&short), &[]).is_empty());
         // 1400 / 600 placed so that the line is flat (the highs at -3.5, -0.5, 0.5, 3.5 s
         // from the middle): no trend, CV sqrt(8 * 400² / 7) / 1000 = 42.8 %; another
         // process on the run's CPU in every interval.
