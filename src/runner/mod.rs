@@ -142,6 +142,8 @@ pub(crate) fn run_gated(
     gate: Option<Gate>,
     watch: &live::Watching,
 ) -> Result<RunOutcome> {
+    // A part of a larger run (a rank) hands no intervals of its own to its Result.
+    let part_of_larger = gate.is_some();
     let Gate { start, after_io } = gate.unwrap_or_else(Gate::none);
     job.validate()?;
     if job.steady_state.is_some() && part.is_some() {
@@ -258,7 +260,7 @@ pub(crate) fn run_gated(
     let host = (!job.space.reserve_only).then(|| crate::probe::host::HostSampler::start(&job.cpus));
     // Without a --status-interval series the workers keep one on a default grid for the
     // stability figures (a rank's intervals are not gathered: none there).
-    let stability_grid_ns = (watch.interval_ns().is_none() && part.is_none())
+    let stability_grid_ns = (watch.interval_ns().is_none() && !part_of_larger)
         .then(|| stability::default_grid(job.time_s).as_nanos() as u64);
     let mut ticker = None;
     let (threads, elapsed_s) = if job.space.reserve_only {
