@@ -9,6 +9,7 @@
 
 mod device;
 mod host;
+mod stability;
 
 use crate::job::CachePolicy;
 use crate::job::Job;
@@ -42,6 +43,8 @@ pub(crate) struct RunFacts<'a> {
     pub cpus: Cpus,
     /// What else the host did over the run's window (the Result's `host` section).
     pub host: Option<&'a crate::probe::host::HostReport>,
+    /// How steady the run's per-interval IOPS and bandwidth were (the Result's `stability`).
+    pub stability: Option<&'a crate::result::StabilityReport>,
 }
 
 /// The CPUs a run could use, as its Result recorded them.
@@ -209,6 +212,10 @@ pub(crate) fn legend(check: &str) -> (&'static str, &'static str) {
             "discovered direct I/O never went direct (every I/O at or below the threshold)",
             "use --cache direct or a larger --bs",
         ),
+        "unstable" => (
+            "IOPS or bandwidth varied 10 % or more between intervals, or drifted 10 % over the run",
+            "give the run a longer --ramp or --time, pin it with --cpus, run it again",
+        ),
         "spread" => (
             "repetitions disagree by more than 10 % ((max - min) / mean), not a steady state",
             "run longer with --time, or look at each repetition",
@@ -245,6 +252,7 @@ pub(crate) fn explain(r: &RunFacts) -> Vec<Explanation> {
     dirty_at_stop(r, facts.as_ref().and_then(|f| f.dirty_expire_s), &mut out);
     direct(r, &mut out);
     host::host(r, &mut out);
+    stability::stability(r, &mut out);
     // Last: it qualifies every figure, the others name a cause.
     too_short(r, &mut out);
     out
@@ -642,6 +650,7 @@ pub(crate) fn refresh(r: &mut RunResult) {
             hosts: r.hosts.len().max(1),
         },
         host: r.host.as_ref(),
+        stability: r.stability.as_ref(),
     });
     found.extend(r.explain.drain(..).filter(|e| e.check == "spread"));
     r.explain = found;
@@ -704,6 +713,7 @@ mod tests {
             timeseries: &[],
             cpus,
             host: None,
+            stability: None,
         })
     }
 
@@ -795,6 +805,7 @@ mod tests {
             timeseries: &[],
             cpus: Cpus::default(),
             host: None,
+            stability: None,
         };
         let e = explain(&facts(1 << 20, 1 << 30));
         assert_eq!(e.len(), 1, "{e:?}");
@@ -854,6 +865,7 @@ mod tests {
             timeseries: &[],
             cpus: Cpus::default(),
             host: None,
+            stability: None,
         })
         .into_iter()
         .filter(|e| e.check == "page_cache")
@@ -902,6 +914,7 @@ mod tests {
             "direct_fallback",
             "discovered_never_direct",
             "spread",
+            "unstable",
         ];
         for check in checks {
             let (what, hint) = legend(check);

@@ -482,6 +482,31 @@ pub struct IntervalReport {
     /// Latency of the I/Os completed in this interval (bucket values: within the
     /// histogram's relative error).
     pub lat_ns: LatencySummary,
+    /// What else the host did in this interval (sampled by the runner at its edges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::probe::host::IntervalHost>,
+}
+
+/// How steady the run itself was: the spread and the trend of its per-interval IOPS and
+/// bandwidth, computed by the runner from its interval series.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StabilityReport {
+    /// Length of the intervals judged: whole intervals of the series, joined up to 1 s.
+    pub interval_s: f64,
+    /// How many intervals were judged.
+    pub intervals: u32,
+    /// `status_interval` (the run's `--status-interval` series) or `default` (a series kept
+    /// for these figures only, not stored).
+    pub series: String,
+    pub iops_mean: f64,
+    /// Coefficient of variation of the intervals' IOPS: sample standard deviation / mean.
+    pub iops_cv_pct: f64,
+    /// The least-squares line of IOPS against time, its rise over the judged span (signed),
+    /// in % of the mean.
+    pub iops_change_over_run_pct: f64,
+    pub bytes_per_sec_mean: f64,
+    pub bytes_per_sec_cv_pct: f64,
+    pub bytes_per_sec_change_over_run_pct: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -535,6 +560,9 @@ pub struct RunResult {
     /// What `--steady-state` watched and whether the run settled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<SteadyReport>,
+    /// How steady the run's IOPS and bandwidth were from interval to interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stability: Option<StabilityReport>,
     /// Per rank of a distributed run (`mpirun ... fsbench run`), in rank order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<RankReport>,
@@ -736,6 +764,7 @@ impl RunResult {
             explain: Vec::new(),
             timeseries: Vec::new(),
             steady: None,
+            stability: None,
             ranks: Vec::new(),
             hosts: Vec::new(),
             distributed: None,
@@ -814,7 +843,8 @@ pub struct Explanation {
     /// Which check: too_short, page_cache, sparse_reads, host_bound, cpu_binding, device_idle,
     /// queue_depth, dirty_at_stop, direct_fallback, discovered_never_direct, data_shape, spread;
     /// host_steal, host_other_cpu, host_cpu_pressure, host_memory_pressure, host_cpu_frequency,
-    /// host_dirty_at_start, or host_quiet when the host had none of these.
+    /// host_dirty_at_start, or host_quiet when the host had none of these; unstable (the
+    /// run's own intervals varied or drifted).
     pub check: String,
     pub message: String,
     pub evidence: serde_json::Value,

@@ -1,7 +1,8 @@
 //! The Result's `host` section and the `host_*` findings of `explain`, through the real
-//! binary: a CPU hog pinned to the run's CPU is named as another process's use of it, a
-//! run's findings agree with the figures it stored, `--cpus` pins every worker thread, and a
-//! bad CPU list is refused in one line.
+//! binary: a CPU hog pinned to the run's CPU is named as another process's use of it (over
+//! the run and in each interval of its time series), a run's findings agree with the
+//! figures it stored, every run of 2 s has its stability figures, `--cpus` pins every worker
+//! thread, and a bad CPU list is refused in one line.
 mod common;
 
 use common::{words, Sandbox};
@@ -94,13 +95,44 @@ fn host_findings_agree_with_figures(v: &Value) {
     assert_eq!(has("host_quiet"), !any_host, "{c:?} {h}");
 }
 
+/// The `unstable` finding is there exactly when the Result's stability figures pass a limit
+/// (10 % CV, 10 % change over the run, IOPS or bandwidth) over a second or more of
+/// intervals, and says the figure.
+fn stability_findings_agree_with_figures(v: &Value) {
+    let s = &v["stability"];
+    let f = |k: &str| s[k].as_f64().unwrap_or_else(|| panic!("{k} in {s}"));
+    let span = f("interval_s") * f("intervals");
+    let cv = f("iops_cv_pct").max(f("bytes_per_sec_cv_pct"));
+    let change = f("iops_change_over_run_pct")
+        .abs()
+        .max(f("bytes_per_sec_change_over_run_pct").abs());
+    let found = finding(v, "unstable");
+    assert_eq!(
+        found.is_some(),
+        (cv >= 10.0 || change >= 10.0) && span >= 1.0 - 1e-9,
+        "{s} {}",
+        v["explain"]
+    );
+    if let Some(e) = found {
+        let m = e["message"].as_str().unwrap();
+        assert!(m.starts_with("IOPS "), "{m}");
+        if f("iops_cv_pct") >= 10.0 {
+            assert!(
+                m.contains(&format!("varied {:.0} % between", f("iops_cv_pct"))),
+                "{m}"
+            );
+        }
+        assert!(m.contains("--ramp"), "{m}");
+    }
+}
+
 /// A busy loop on CPU 0 while a run pinned there (`--cpus 0`) writes: the Result counts the
 /// hog's CPU time as other processes' use of the run's CPU, and `explain` names it with the
 /// figure. Without the hog the findings follow the figures (on a quiet machine: `host_quiet`).
 #[test]
 fn a_hog_on_the_runs_cpu_is_named_and_a_run_without_it_is_judged_by_its_figures() {
     let sb = Sandbox::new();
-    let line = "run --rw write --bs 4k --size 4m --time 2s --cpus 0 f";
+    let line = "run --rw write --bs 4k --size 4m --time 2s --cpus 0 --status-interval 400ms f";
     let hog = Hog::on_cpu(0);
     let hog_before = hog.cpu_s();
     let v = sb.run_json(&words(line));
@@ -128,6 +160,45 @@ fn a_hog_on_the_runs_cpu_is_named_and_a_run_without_it_is_judged_by_its_figures(
     );
     assert!(f["message"].as_str().unwrap().contains("--cpus"), "{f}");
     host_findings_agree_with_figures(&v);
+    // Each interval of the series has the host's figures, sampled at its edges: the hog is
+    // in most of them as another process on CPU 0, and the figures add up to about the
+    // window's.
+    let ts = v["timeseries"].as_array().unwrap();
+    let hosts: Vec<&Value> = ts.iter().filter_map(|i| i.get("host")).collect();
+    assert!(hosts.len() + 1 >= ts.len() && ts.len() >= 5, "{ts:?}");
+    let others: Vec<f64> = hosts
+        .iter()
+        .map(|h| h["others_cpu_pct"].as_f64().unwrap())
+        .collect();
+    let busy = others.iter().filter(|&&o| o >= 10.0).count();
+    assert!(busy * 2 > others.len(), "{others:?} of {h}");
+    let mean = others.iter().sum::<f64>() / others.len() as f64;
+    assert!(
+        (mean - pct).abs() < 25.0,
+        "intervals {others:?}, window {pct}"
+    );
+    for h in &hosts {
+        assert!(h["steal_pct"].as_f64().is_some(), "{h}");
+    }
+    // The stability figures come from that series, and an `unstable` finding counts the
+    // intervals with the hog in them.
+    assert_eq!(
+        v["stability"]["series"], "status_interval",
+        "{}",
+        v["stability"]
+    );
+    assert_eq!(v["stability"]["intervals"], 5, "{}", v["stability"]);
+    stability_findings_agree_with_figures(&v);
+    if let Some(u) = finding(&v, "unstable") {
+        assert_eq!(u["evidence"]["host_busy_intervals"], busy, "{u}");
+        assert!(
+            u["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("in {busy} of the {} intervals", hosts.len())),
+            "{u}"
+        );
+    }
     // The text output: one host line, and the finding under explain.
     let out = sb.cmd(&words(line)).assert().success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
@@ -135,26 +206,100 @@ fn a_hog_on_the_runs_cpu_is_named_and_a_run_without_it_is_judged_by_its_figures(
     assert_eq!(host_lines.len(), 1, "{text}");
     assert!(host_lines[0].starts_with("host: steal "), "{text}");
     assert!(host_lines[0].contains("of the run's CPUs (0)"), "{text}");
+    let stability: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("stability: "))
+        .collect();
+    assert_eq!(stability.len(), 1, "{text}");
+    assert!(
+        stability[0].starts_with("stability: IOPS CV ")
+            && stability[0].ends_with("(5 intervals of 0.40 s)"),
+        "{text}"
+    );
 
     // Without the hog: whatever else the machine does, the findings are the figures'.
     let quiet = sb.run_json(&words(line));
     host_findings_agree_with_figures(&quiet);
+    stability_findings_agree_with_figures(&quiet);
 }
 
-/// Every kind of run carries the section: a workload's and a replay's Results too.
+/// Without --status-interval a run of 2 s still has its stability figures, from a series
+/// kept for them alone and not stored: a timed one over five 0.4 s intervals (a fifth of
+/// its time), and one bounded by count over intervals of the 200 ms grid joined in pairs.
+/// A run paced at 200 IOPS is steady: its figures say so and `explain` says nothing of it.
+/// (A run that falls in its second half is `explain::stability`'s unit test: no option
+/// changes a run's rate half way.)
+#[test]
+fn every_run_of_two_seconds_has_its_stability_and_a_paced_one_is_steady() {
+    let sb = Sandbox::new();
+    let timed = sb.run_json(&words("run --rw write --bs 4k --size 4m --time 2s f"));
+    let s = &timed["stability"];
+    assert_eq!(s["series"], "default", "{s}");
+    assert_eq!(s["intervals"], 5, "{s}");
+    assert!(
+        (s["interval_s"].as_f64().unwrap() - 0.4).abs() < 1e-9,
+        "{s}"
+    );
+    assert!(s["iops_mean"].as_f64().unwrap() > 0.0, "{s}");
+    assert!(timed.get("timeseries").is_none(), "not stored");
+    assert!(timed["users"][0]["threads"][0].get("timeseries").is_none());
+    stability_findings_agree_with_figures(&timed);
+
+    let line = "run --rw write --bs 4k --size 4m --count 480 --rate-iops 200 f";
+    let paced = sb.run_json(&words(line));
+    let s = &paced["stability"];
+    assert_eq!(s["series"], "default", "{s}");
+    // ~2.4 s on the 200 ms grid: 12 whole intervals, joined in pairs.
+    assert!(s["intervals"].as_u64().unwrap() >= 5, "{s}");
+    assert!(
+        (s["interval_s"].as_f64().unwrap() - 0.4).abs() < 1e-9,
+        "{s}"
+    );
+    let iops = s["iops_mean"].as_f64().unwrap();
+    assert!((iops - 200.0).abs() < 20.0, "{s}");
+    assert!(s["iops_cv_pct"].as_f64().unwrap() < 10.0, "{s}");
+    assert!(
+        s["iops_change_over_run_pct"].as_f64().unwrap().abs() < 10.0,
+        "{s}"
+    );
+    assert!(
+        finding(&paced, "unstable").is_none(),
+        "{}",
+        paced["explain"]
+    );
+    stability_findings_agree_with_figures(&paced);
+
+    // A run too short for five intervals has no figures.
+    let short = sb.run_json(&words("run --rw write --bs 4k --size 4m --time 0.3s f"));
+    assert!(short.get("stability").is_none(), "{}", short["stability"]);
+}
+
+/// Every kind of run carries the section: a workload's and a replay's Results too. A
+/// workload that keeps a --status-interval series has its stability figures from it.
 #[test]
 fn workload_and_replay_results_carry_the_host_section() {
     let sb = Sandbox::new();
     let v = sb.run_json(&words(
-        "workload filemicro_rread -D filesize=256k -D iosize=4k --time 0.3s --format json",
+        "workload filemicro_rread -D filesize=256k -D iosize=4k --time 1.2s --status-interval 200ms --format json",
     ));
     assert!(
-        v["host"]["window_s"].as_f64().unwrap() > 0.2,
+        v["host"]["window_s"].as_f64().unwrap() > 0.9,
         "{}",
         v["host"]
     );
     assert!(!v["host"]["cpus"].as_array().unwrap().is_empty());
     host_findings_agree_with_figures(&v);
+    assert_eq!(
+        v["stability"]["series"], "status_interval",
+        "{}",
+        v["stability"]
+    );
+    assert!(
+        v["stability"]["intervals"].as_u64().unwrap() >= 5,
+        "{}",
+        v["stability"]
+    );
+    stability_findings_agree_with_figures(&v);
     let mut trace = String::from("id,thread,op,file,offset,len,start_ns,end_ns,result\n");
     for i in 0..16u64 {
         trace.push_str(&format!(
@@ -173,6 +318,24 @@ fn workload_and_replay_results_carry_the_host_section() {
         v["host"]
     );
     host_findings_agree_with_figures(&v);
+}
+
+/// Worker processes (`--processes`) are not in fsbench's own CPU time until they end: their
+/// intervals carry the host's steal (and pressure where the kernel has it) but no figure for
+/// other processes, rather than counting the workers as others.
+#[test]
+fn worker_processes_intervals_have_no_other_process_figure() {
+    let sb = Sandbox::new();
+    let v = sb.run_json(&words(
+        "run f --rw write --bs 4k --size 4m --time 1s --processes per-user --status-interval 200ms",
+    ));
+    let ts = v["timeseries"].as_array().unwrap();
+    let hosts: Vec<&Value> = ts.iter().filter_map(|i| i.get("host")).collect();
+    assert!(hosts.len() + 2 >= ts.len() && !hosts.is_empty(), "{ts:?}");
+    for h in hosts {
+        assert!(h["steal_pct"].as_f64().is_some(), "{h}");
+        assert!(h.get("others_cpu_pct").is_none(), "{h}");
+    }
 }
 
 /// `--cpus 0`: every worker thread (named fsbench-u0tN) may run on CPU 0 only, while the

@@ -249,7 +249,12 @@ pub(crate) struct WatchArgs {
     pub progress: Option<String>,
     /// Keep a time series of every DUR of the run in the Result (1s, 200ms; at least 10ms)
     ///
-    /// Each interval holds ops, bytes, IOPS, bandwidth and latency percentiles.
+    /// Each interval holds ops, bytes, IOPS, bandwidth and latency percentiles, and in a
+    /// `run` what else the host did (steal, pressure, other processes on the run's CPUs).
+    /// The stability figures (the spread and the trend of IOPS and bandwidth) come from
+    /// these intervals; without this option `run` keeps a series for them alone on a
+    /// default grid (1s, a fifth of a --time under 5s, 200ms for a run bounded by count),
+    /// not stored.
     #[arg(long = "status-interval", value_name = "DUR", help_heading = MEASURE)]
     pub status_interval: Option<String>,
     /// Print a line on stderr for every --status-interval while the run goes

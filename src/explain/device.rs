@@ -305,6 +305,7 @@ mod tests {
                 timeseries,
                 cpus: Default::default(),
                 host: None,
+                stability: None,
             },
             &mut out,
         );

@@ -240,6 +240,7 @@ mod tests {
             timeseries: &[],
             cpus: Default::default(),
             host: Some(h),
+            stability: None,
         };
         host(&facts, &mut out);
         out

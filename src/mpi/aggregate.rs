@@ -392,6 +392,8 @@ pub(super) fn merge_outcome(records: &[RankRecord], cache: crate::job::CachePoli
         status_interval_ns: None,
         steady: None,
         host: None,
+        stability_grid_ns: None,
+        host_ticks: Vec::new(),
     }
 }
 

@@ -4,6 +4,10 @@
 //! context switches (getrusage), pressure stall information (/proc/pressure), the CPU
 //! frequency (cpufreq) and dirty and write-back memory (/proc/meminfo). The difference is the
 //! Result's `host` section, which `explain` reads to say whether the host was quiet.
+//!
+//! A run that keeps a time series is also sampled at every interval's edge, by a thread of
+//! the runner beside the workers ([`HostSampler::tick`]); two ticks make that interval's
+//! [`IntervalHost`] figures.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -79,6 +83,60 @@ impl HostSampler {
     /// The host over the window from [`HostSampler::start`] to now.
     pub fn finish(&self) -> HostReport {
         report(&self.cpus, &self.start, &sample(&self.cpus))
+    }
+
+    /// The host now, stamped on the CLOCK_MONOTONIC scale the workers' loops read, for the
+    /// figures of one interval between two ticks ([`interval_figures`]). `own_complete`:
+    /// this process's rusage holds all of the run's CPU time (worker threads); false when
+    /// worker processes run unreaped, so other processes' CPU cannot be told apart.
+    pub fn tick(&self, own_complete: bool) -> HostTick {
+        HostTick {
+            mono_ns: crate::stats::mono_ns(),
+            own_complete,
+            cpus: self.cpus.clone(),
+            sample: sample(&self.cpus),
+        }
+    }
+}
+
+/// One sample of the host at an edge of an interval of the run's time series.
+#[derive(Debug, Clone)]
+pub struct HostTick {
+    /// When, in ns on the CLOCK_MONOTONIC scale (the workers' `loop_start_ns` scale).
+    pub mono_ns: u64,
+    own_complete: bool,
+    cpus: Vec<usize>,
+    sample: Sample,
+}
+
+/// The host over one interval of the run's time series (`timeseries[].host` of the Result).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct IntervalHost {
+    /// CPU steal on the run's CPUs, share of their time.
+    pub steal_pct: f64,
+    /// CPU time everything but this run used on the run's CPUs, share of their capacity;
+    /// absent when the run's workers were processes (their time is not known until they end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_cpu_pct: Option<f64>,
+    /// Share of the interval in which some task waited for a CPU, for I/O, for memory
+    /// (pressure stall `some`); absent without pressure stall information.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_pressure_some_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_pressure_some_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_pressure_some_pct: Option<f64>,
+}
+
+/// The host between ticks `a` and `b` (a before b).
+pub fn interval_figures(a: &HostTick, b: &HostTick) -> IntervalHost {
+    let r = report(&a.cpus, &a.sample, &b.sample);
+    IntervalHost {
+        steal_pct: r.steal_pct,
+        others_cpu_pct: (a.own_complete && b.own_complete).then_some(r.others_cpu_pct),
+        cpu_pressure_some_pct: r.pressure.cpu.map(|s| s.some_pct),
+        io_pressure_some_pct: r.pressure.io.map(|s| s.some_pct),
+        memory_pressure_some_pct: r.pressure.memory.map(|s| s.some_pct),
     }
 }
 
@@ -517,5 +575,52 @@ mod tests {
         assert_eq!(r.per_cpu.len(), 1);
         assert_eq!(r.dirty_start_bytes, Some(4096));
         assert!(r.pressure.unavailable.is_some() && r.pressure.cpu.is_some());
+    }
+
+    #[test]
+    fn an_interval_s_figures_come_from_its_two_ticks() {
+        let hz = ticks_per_s() as u64;
+        let at = Instant::now();
+        // CPU 0 over 1 s: 0.5 s busy of which 0.1 s this run's, 0.05 s steal; tasks waited
+        // for a CPU 0.2 s (total 200000 us) of a 1 s window.
+        let tick = |busy: u64, steal: u64, idle: u64, own: f64, psi_us: u64, later_s: u64| {
+            let stat = format!("cpu0 {busy} 0 0 {idle} 0 0 0 {steal} 0 0\n");
+            HostTick {
+                mono_ns: later_s * 1_000_000_000,
+                own_complete: true,
+                cpus: vec![0],
+                sample: Sample {
+                    at: at + std::time::Duration::from_secs(later_s),
+                    cpus: parse_stat(&stat, &[0]),
+                    own: OwnUsage {
+                        cpu_s: own,
+                        ..Default::default()
+                    },
+                    psi: [
+                        parse_psi(&format!("some avg10=0 avg60=0 avg300=0 total={psi_us}\n")),
+                        None,
+                        None,
+                    ],
+                    dirty_bytes: None,
+                    writeback_bytes: None,
+                    freq_khz: vec![],
+                },
+            }
+        };
+        let a = tick(0, 0, 0, 1.0, 0, 0);
+        let b = tick(hz / 2, hz / 20, hz * 45 / 100, 1.1, 200_000, 1);
+        let f = interval_figures(&a, &b);
+        assert!((f.steal_pct - 5.0).abs() < 1e-9, "{f:?}");
+        assert!((f.others_cpu_pct.unwrap() - 40.0).abs() < 1e-6, "{f:?}");
+        assert!(
+            (f.cpu_pressure_some_pct.unwrap() - 20.0).abs() < 1e-6,
+            "{f:?}"
+        );
+        assert_eq!(f.io_pressure_some_pct, None);
+        // Worker processes' time is not in this process's rusage until they end: no
+        // figure for other processes rather than a wrong one.
+        let mut c = b.clone();
+        c.own_complete = false;
+        assert_eq!(interval_figures(&a, &c).others_cpu_pct, None);
     }
 }

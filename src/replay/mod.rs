@@ -628,6 +628,8 @@ fn outcome_of(
         status_interval_ns: None,
         steady: None,
         host: None,
+        stability_grid_ns: None,
+        host_ticks: Vec::new(),
     }
 }
 

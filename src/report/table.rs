@@ -876,6 +876,8 @@ pub(crate) mod tests {
             status_interval_ns: None,
             steady: None,
             host: None,
+            stability_grid_ns: None,
+            host_ticks: Vec::new(),
         };
         let mut r = crate::result::RunResult::from_outcome(&job, &outcome);
         r.total.bytes_per_sec = kbps * 1024.0;

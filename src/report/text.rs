@@ -468,6 +468,9 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
         if let Some(h) = &r.host {
             let _ = writeln!(out, "{}", h.line());
         }
+        if let Some(s) = &r.stability {
+            let _ = writeln!(out, "{}", stability_line(s));
+        }
         if !r.explain.is_empty() {
             let _ = writeln!(out, "explain:");
             for e in &r.explain {
@@ -477,6 +480,20 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
         out.push_str(&super::repeat::text(r));
     }
     out
+}
+
+/// The one line of the run's stability figures: the spread (coefficient of variation) and
+/// the change over the run of its per-interval IOPS and bandwidth.
+pub(crate) fn stability_line(s: &crate::result::StabilityReport) -> String {
+    format!(
+        "stability: IOPS CV {:.1} %, {:+.1} % over the run; bandwidth CV {:.1} %, {:+.1} % over the run ({} intervals of {:.2} s)",
+        s.iops_cv_pct,
+        s.iops_change_over_run_pct,
+        s.bytes_per_sec_cv_pct,
+        s.bytes_per_sec_change_over_run_pct,
+        s.intervals,
+        s.interval_s
+    )
 }
 
 #[cfg(test)]

@@ -148,6 +148,9 @@ fn text_width(r: &RunResult, width: Option<usize>) -> String {
     if let Some(h) = &r.host {
         let _ = writeln!(s, "{}", h.line());
     }
+    if let Some(st) = &r.stability {
+        let _ = writeln!(s, "{}", super::text::stability_line(st));
+    }
     if !r.explain.is_empty() {
         let _ = writeln!(s, "explain:");
         for e in &r.explain {

@@ -18,13 +18,16 @@
 //!   its samples and hands them over with its outcome at the end (through the pipe for worker
 //!   processes), where [`merge_series`] adds all workers' interval *k* together. Chosen over a
 //!   channel to a sampler thread because the samples are only needed at the end, and so a
-//!   worker process ships them exactly like its `Stats`.
+//!   worker process ships them exactly like its `Stats`. Without `--status-interval` a Job's
+//!   workers still keep intervals, on a default grid and counts only (no histogram), for the
+//!   run's stability figures (`super::stability`); that series is not stored.
 //!
 //! Both happen in [`Roller::tick`], which the timed loops call only when the clock reading
 //! they already take passes the next event time: in the QD1 loop that compare replaces the
 //! deadline compare (the deadline is one of the events), so an unwatched run pays nothing.
 //! A tick costs one histogram subtraction and copy (~4600 buckets, a few microseconds) per
-//! interval, once per worker, counted inside the interval it closes.
+//! interval, once per worker, counted inside the interval it closes; a counts-only tick a
+//! few subtractions.
 //!
 //! Nothing here is process-wide: the front end builds one [`Watching`] from its flags (with
 //! the report layer's renderer) and passes it with every run; the run opens its own board and
@@ -186,6 +189,7 @@ impl Watching {
             trace: self.trace.clone(),
             publish_ns: None,
             stop: None,
+            counts_only: false,
         }
     }
 }
@@ -203,6 +207,9 @@ pub(crate) struct WorkerWatch {
     /// The run's stop flag, when someone besides the workers may raise it (the steady-state
     /// observer); None: the run makes its own.
     pub stop: Option<Arc<AtomicBool>>,
+    /// The intervals are kept for the run's stability figures only (no `--status-interval`):
+    /// ops and bytes, no latency histogram per interval.
+    pub counts_only: bool,
 }
 
 /// One worker's published counters, alone on its cache lines (only it writes them).
@@ -443,6 +450,8 @@ pub(crate) struct Roller {
     next_publish: u64,
     publish_ns: u64,
     slot: Option<(Arc<Board>, usize)>,
+    /// Intervals keep no latency (see [`WorkerWatch::counts_only`]).
+    counts_only: bool,
     /// Counters and latency at the last interval boundary.
     prev: [u64; 5],
     prev_lat: LatencyHist,
@@ -474,10 +483,13 @@ impl Roller {
             interval_ns,
             publish_ns: watch.publish_ns.unwrap_or(PUBLISH_NS),
             slot,
+            counts_only: watch.counts_only,
             ..Default::default()
         };
         if interval_ns > 0 {
-            r.prev_lat = LatencyHist::new();
+            if !r.counts_only {
+                r.prev_lat = LatencyHist::new();
+            }
             // Room for the expected intervals of a short run; longer runs grow it once per
             // many intervals, at a boundary.
             r.samples.reserve(64);
@@ -504,7 +516,7 @@ impl Roller {
     #[cold]
     pub(crate) fn restart(&mut self, t0: u64) -> u64 {
         self.prev = [0; 5];
-        if self.interval_ns > 0 {
+        if self.interval_ns > 0 && !self.counts_only {
             self.prev_lat = LatencyHist::new();
         }
         self.index = 0;
@@ -580,9 +592,16 @@ impl Roller {
 
     fn close(&mut self, now: u64, stats: &Stats, index: u32) {
         let c = counters(stats);
-        // The directions merged (one allocation per interval, never per I/O).
-        let all = stats.lat();
         let index = index.max(self.index);
+        let lat_buckets = if self.counts_only {
+            Vec::new()
+        } else {
+            // The directions merged (one allocation per interval, never per I/O).
+            let all = stats.lat();
+            let buckets = all.buckets_since(&self.prev_lat);
+            self.prev_lat.copy_from(&all);
+            buckets
+        };
         self.samples.push(IntervalSample {
             index,
             end_ns: now.saturating_sub(self.t0),
@@ -591,10 +610,9 @@ impl Roller {
             other_ops: c[2] - self.prev[2],
             read_bytes: c[3] - self.prev[3],
             write_bytes: c[4] - self.prev[4],
-            lat_buckets: all.buckets_since(&self.prev_lat),
+            lat_buckets,
         });
         self.prev = c;
-        self.prev_lat.copy_from(&all);
         self.index = index + 1;
     }
 
@@ -676,6 +694,7 @@ pub(crate) fn merge_series<'a>(
             read_bytes_per_sec: rate(c[3]),
             write_bytes_per_sec: rate(c[4]),
             lat_ns: lat.summary(),
+            host: None,
         });
     }
     out
@@ -761,6 +780,25 @@ mod tests {
         // SAFETY: the refused descriptor was not taken over: close it here.
         unsafe { libc::close(dup) };
         assert!(Board::new(2).share().is_none());
+    }
+
+    #[test]
+    fn a_counts_only_series_keeps_ops_and_bytes_without_latency() {
+        let watch = WorkerWatch {
+            interval_ns: Some(100),
+            counts_only: true,
+            ..Default::default()
+        };
+        let mut r = Roller::for_worker(0, &watch);
+        assert_eq!(r.start(0), 100);
+        r.tick(100, &stats(3, 1, &[10, 10]));
+        let samples = r.finish(150, &stats(5, 1, &[10, 10, 20]));
+        let ops: Vec<u64> = samples.iter().map(|s| s.read_ops).collect();
+        assert_eq!(ops, [3, 2]);
+        assert!(samples.iter().all(|s| s.lat_buckets.is_empty()));
+        let series = merge_series([samples.as_slice()], Some(100));
+        assert_eq!(series[1].read_bytes, 2 * 4096);
+        assert_eq!(series[1].lat_ns.count, 0);
     }
 
     #[test]

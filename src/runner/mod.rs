@@ -4,6 +4,7 @@
 
 mod datacheck;
 pub(crate) mod drive;
+pub(crate) mod host_ticks;
 pub(crate) mod issue;
 pub(crate) mod limits;
 pub(crate) mod live;
@@ -18,6 +19,7 @@ pub(crate) mod read;
 pub(crate) mod signal;
 pub(crate) mod source;
 pub(crate) mod space;
+pub(crate) mod stability;
 pub(crate) mod steady;
 pub(crate) mod target;
 pub(crate) mod together;
@@ -49,6 +51,11 @@ pub struct RunOutcome {
     pub steady: Option<crate::result::SteadyReport>,
     /// What else the host did over the timed window (None: nothing was timed).
     pub host: Option<crate::probe::host::HostReport>,
+    /// The grid of intervals the workers kept for the stability figures alone, when the run
+    /// keeps no `--status-interval` series (the intervals are not stored).
+    pub stability_grid_ns: Option<u64>,
+    /// The host at every edge of the interval grid (`host_ticks`).
+    pub host_ticks: Vec<crate::probe::host::HostTick>,
 }
 
 impl RunOutcome {
@@ -137,6 +144,8 @@ pub(crate) fn run_gated(
     gate: Option<Gate>,
     watch: &live::Watching,
 ) -> Result<RunOutcome> {
+    // A part of a larger run (a rank) hands no intervals of its own to its Result.
+    let part_of_larger = gate.is_some();
     let Gate { start, after_io } = gate.unwrap_or_else(Gate::none);
     job.validate()?;
     if job.steady_state.is_some() && part.is_some() {
@@ -248,12 +257,36 @@ pub(crate) fn run_gated(
     });
     let started_unix_s = now_unix_s();
     let mut steady = None;
-    // The host is sampled at the edges of the timed window, never inside it.
+    // The host is sampled at the edges of the timed window, and at each interval's edge by
+    // a thread of its own, never by a worker.
     let host = (!job.space.reserve_only).then(|| crate::probe::host::HostSampler::start(&job.cpus));
+    // Without a --status-interval series the workers keep one on a default grid for the
+    // stability figures (a rank's intervals are not gathered: none there).
+    let stability_grid_ns = (watch.interval_ns().is_none() && !part_of_larger)
+        .then(|| stability::default_grid(job.time_s).as_nanos() as u64);
+    let mut ticker = None;
     let (threads, elapsed_s) = if job.space.reserve_only {
         (Vec::new(), 0.0)
     } else {
         let mut workers_watch = watch.for_workers(board.clone());
+        if workers_watch.interval_ns.is_none() {
+            workers_watch.interval_ns = stability_grid_ns;
+            workers_watch.counts_only = true;
+        }
+        // The host ticker starts as the workers are let go; their grid starts after the
+        // warm-up.
+        let grid = workers_watch.interval_ns;
+        let own_complete = job.workers == WorkerMode::Threads;
+        let ramp = std::time::Duration::from_secs_f64(job.ramp_s.unwrap_or(0.0));
+        let start_ticker = || match (grid, &host) {
+            (Some(g), Some(h)) => host_ticks::HostTicker::start(
+                h,
+                own_complete,
+                ramp,
+                std::time::Duration::from_nanos(g),
+            ),
+            _ => None,
+        };
         let observer = match (&job.steady_state, &board) {
             (Some(spec), Some(b)) => {
                 let stop = Arc::new(AtomicBool::new(false));
@@ -277,14 +310,24 @@ pub(crate) fn run_gated(
                 &plan,
                 &ids,
                 all_workers(job),
-                start,
+                |opener| {
+                    let go = start(opener);
+                    if go {
+                        ticker = start_ticker();
+                    }
+                    go
+                },
                 verify.clone(),
                 &workers_watch,
             ),
             _ if !start(drive::Opener::none()) => {
                 Err(anyhow::anyhow!("the run was called off before it started"))
             }
-            _ => process::run_processes(job, &plan, &ids, verify.as_deref(), &workers_watch),
+            _ => {
+                process::run_processes(job, &plan, &ids, verify.as_deref(), &workers_watch, || {
+                    ticker = start_ticker()
+                })
+            }
         };
         steady = observer.and_then(steady::Observer::finish);
         match ran {
@@ -298,6 +341,9 @@ pub(crate) fn run_gated(
             }
         }
     };
+    let host_ticks = ticker
+        .map(host_ticks::HostTicker::finish)
+        .unwrap_or_default();
     let host = host.map(|h| h.finish());
     after_io();
     // The table goes (unmapped, and removed if a worker process had to open it).
@@ -353,6 +399,8 @@ pub(crate) fn run_gated(
         status_interval_ns: watch.interval_ns(),
         steady,
         host,
+        stability_grid_ns,
+        host_ticks,
     })
 }
 
@@ -506,6 +554,8 @@ fn prep_failed(job: &Job, e: anyhow::Error, started_unix_s: f64) -> RunOutcome {
         status_interval_ns: None,
         steady: None,
         host: None,
+        stability_grid_ns: None,
+        host_ticks: Vec::new(),
     }
 }
 

@@ -34,6 +34,7 @@ impl RunResult {
             .map(|t| t.path.display().to_string())
             .collect();
         self.users = user_reports(&targets, &outcome.threads, outcome.status_interval_ns);
+        self.timeseries = Vec::new();
         self.total = StatsReport::from_stats(&outcome.total(), true);
         self.status = outcome.status;
         self.failures = outcome.failures.clone();
@@ -44,11 +45,40 @@ impl RunResult {
         self.verify = crate::verify::report::VerifyReport::merged(
             outcome.threads.iter().filter_map(|t| t.verify.as_ref()),
         );
-        self.timeseries = super::live::merge_series(
-            outcome.threads.iter().map(|t| t.intervals.as_slice()),
-            outcome.status_interval_ns,
-        );
         self.steady = outcome.steady.clone();
+        self.series_from_outcome(outcome);
+    }
+
+    /// The time series (with the host's figures per interval) and the stability figures:
+    /// from the `--status-interval` series, else from the one kept for the figures alone,
+    /// which is not stored.
+    fn series_from_outcome(&mut self, outcome: &RunOutcome) {
+        let Some(grid_ns) = outcome.status_interval_ns.or(outcome.stability_grid_ns) else {
+            return;
+        };
+        let mut series = super::live::merge_series(
+            outcome.threads.iter().map(|t| t.intervals.as_slice()),
+            Some(grid_ns),
+        );
+        // The workers' grid starts at the earliest loop start (they leave one gate).
+        let t0 = outcome
+            .threads
+            .iter()
+            .map(|t| t.stats.loop_start_ns)
+            .filter(|&t| t > 0)
+            .min();
+        if let Some(t0) = t0.filter(|_| !outcome.host_ticks.is_empty()) {
+            super::host_ticks::attach(&mut series, &outcome.host_ticks, t0, grid_ns);
+        }
+        let kept = outcome.status_interval_ns.is_some();
+        self.stability = super::stability::judge(
+            &series,
+            grid_ns as f64 / 1e9,
+            if kept { "status_interval" } else { "default" },
+        );
+        if kept {
+            self.timeseries = series;
+        }
     }
 }
 
@@ -67,7 +97,11 @@ fn user_reports(
             reports.push(ThreadReport {
                 thread: th.thread,
                 stats: StatsReport::from_stats(&th.stats, false),
-                timeseries: super::live::merge_series([th.intervals.as_slice()], interval_ns),
+                // A series kept for the stability figures alone is not stored.
+                timeseries: match interval_ns {
+                    Some(_) => super::live::merge_series([th.intervals.as_slice()], interval_ns),
+                    None => Vec::new(),
+                },
             });
         }
         reports.sort_by_key(|t| t.thread);

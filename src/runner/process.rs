@@ -26,6 +26,9 @@ pub(crate) struct WorkerSpec {
     /// The parent's `--status-interval` (ns): the child's workers keep the same intervals.
     #[serde(default)]
     pub status_interval_ns: Option<u64>,
+    /// The intervals are for the stability figures only: no latency per interval.
+    #[serde(default)]
+    pub interval_counts_only: bool,
     /// The parent's live board (`--progress`), inherited: the child's workers publish their
     /// counters there, so the parent's line shows rates.
     #[serde(default)]
@@ -72,13 +75,15 @@ impl From<WireOutcome> for ThreadOutcome {
     }
 }
 
-/// Parent side: one child per group of workers.
+/// Parent side: one child per group of workers; `on_go` is called once they are all told to
+/// go (the runner starts sampling the host there).
 pub(crate) fn run_processes(
     job: &Job,
     plan: &Plan,
     ids: &[super::mark::FileId],
     verify: Option<&super::worker::verify::VerifyShared>,
     watch: &super::live::WorkerWatch,
+    on_go: impl FnOnce(),
 ) -> Result<(Vec<ThreadOutcome>, f64)> {
     let all = super::all_workers(job);
     let groups: Vec<Vec<(usize, u32)>> = match job.workers {
@@ -99,6 +104,7 @@ pub(crate) fn run_processes(
                 ids: ids.to_vec(),
                 verify: verify.map(|v| v.spec.clone()),
                 status_interval_ns: watch.interval_ns,
+                interval_counts_only: watch.counts_only,
                 live_board: board,
             },
         )?;
@@ -125,6 +131,7 @@ pub(crate) fn run_processes(
         stdin.write_all(b"go\n")?;
         stdin.flush()?;
     }
+    on_go();
     // A stop of the parent's workers reaches the children: a Ctrl-C aimed at the parent
     // alone, or a distributed run's stonewall (`signal::stop_workers`), is forwarded as
     // SIGINT, which stops each child's workers at their next I/O; their partial Stats come
@@ -171,6 +178,7 @@ pub(crate) fn child(spec: WorkerSpec, input: &mut impl BufRead) -> Result<()> {
     let mut watch = super::live::WorkerWatch {
         board: None,
         interval_ns: spec.status_interval_ns,
+        counts_only: spec.interval_counts_only,
         // A traced run's worker process finds that out from its environment.
         trace: crate::trace::TraceSession::from_env(),
         ..Default::default()

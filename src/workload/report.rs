@@ -214,6 +214,7 @@ impl WorkloadDoc {
         } else {
             RunStatus::Complete
         };
+        self.result.stability = crate::runner::stability::judge_stored(&self.result.timeseries);
         crate::explain::refresh(&mut self.result);
     }
 

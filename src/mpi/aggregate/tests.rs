@@ -35,6 +35,8 @@ fn outcome(threads: Vec<ThreadOutcome>) -> RunOutcome {
         status_interval_ns: None,
         steady: None,
         host: None,
+        stability_grid_ns: None,
+        host_ticks: Vec::new(),
     }
 }
 
