@@ -105,11 +105,12 @@ impl Calls<'_> {
         let end = Instant::now();
         if let Some(ring) = self.io.trace() {
             // The ring's file table is the phase's file slots.
-            let (op, result) = match (&r, kind) {
-                (_, OpKind::Read) => (TraceOp::Read, r.as_ref()),
-                (_, OpKind::Write) => (TraceOp::Write, r.as_ref()),
+            let op = match kind {
+                OpKind::Read => TraceOp::Read,
+                OpKind::Write => TraceOp::Write,
+                OpKind::Trim => TraceOp::Trim,
             };
-            let result = match result {
+            let result = match r.as_ref() {
                 Ok(n) => *n as i64,
                 Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
             };
