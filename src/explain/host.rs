@@ -26,9 +26,9 @@ const DIRTY_AT_START_LIMIT: u64 = 256 << 20;
 /// a workload or a replay has no pinning of its own.
 fn remedy_for(r: &RunFacts) -> &'static str {
     if r.job.is_some() {
-        "run it again and compare (a sweep or suite repeats each point on request), pin the workers with --cpus to CPUs nothing else uses, or give the run a longer --ramp"
+        "repeat it (--repeat 5 gives the median and its interval; fsbench ab alternates two settings), pin the workers with --cpus to CPUs nothing else uses, or give the run a longer --ramp"
     } else {
-        "run it again and compare, start it pinned to CPUs nothing else uses (taskset), or give the run a longer --ramp"
+        "repeat it (workload and replay take --repeat), start it pinned to CPUs nothing else uses (taskset), or give the run a longer --ramp"
     }
 }
 

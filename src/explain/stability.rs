@@ -111,10 +111,10 @@ fn busy_intervals(r: &RunFacts) -> Option<(usize, usize)> {
 /// What to do, naming only options the command takes (a Job's `--cpus`).
 fn remedy(r: &RunFacts, drifted: bool) -> &'static str {
     match (r.job.is_some(), drifted) {
-        (true, true) => "give the run a longer --ramp (caches, write-back and the device's own buffers settle first) or a longer --time to see where it settles, pin the workers with --cpus to CPUs nothing else uses, and run it again to compare",
-        (true, false) => "run it again and compare (a sweep or suite repeats each point on request), pin the workers with --cpus to CPUs nothing else uses, or give the run a longer --ramp",
-        (false, true) => "give the run a longer --ramp (caches, write-back and the device's own buffers settle first) or a longer --time to see where it settles, and run it again to compare",
-        (false, false) => "run it again and compare, start it pinned to CPUs nothing else uses (taskset), or give the run a longer --ramp",
+        (true, true) => "give the run a longer --ramp (caches, write-back and the device's own buffers settle first) or a longer --time to see where it settles, pin the workers with --cpus to CPUs nothing else uses, and repeat it with --repeat",
+        (true, false) => "repeat it (--repeat 5 gives the median and its interval; fsbench ab alternates two settings), pin the workers with --cpus to CPUs nothing else uses, or give the run a longer --ramp",
+        (false, true) => "give the run a longer --ramp (caches, write-back and the device's own buffers settle first) or a longer --time to see where it settles, and repeat it (workload and replay take --repeat)",
+        (false, false) => "repeat it (workload and replay take --repeat), start it pinned to CPUs nothing else uses (taskset), or give the run a longer --ramp",
     }
 }
 

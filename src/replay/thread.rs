@@ -1084,14 +1084,16 @@ mod tests {
     fn the_replay_threads_cpu_time_is_its_own() {
         let t0 = Instant::now();
         let t = replay(
-            &plan(20_000, 0, false),
+            // Enough calls to span many scheduler ticks: a thread's CPU time is sampled at
+            // the tick, and a loaded machine gives a short run few of them.
+            &plan(200_000, 0, false),
             &shared(),
             Script::default(),
             &|| false,
         );
         let wall = t0.elapsed().as_secs_f64();
         let cpu = t.stats.usage.cpu_user_s + t.stats.usage.cpu_sys_s;
-        // 20,000 calls take CPU time, counted on the replaying thread: no more than the
+        // 200,000 calls take CPU time, counted on the replaying thread: no more than the
         // time it ran (a process's figure would hold the test harness's other threads).
         assert!(cpu > 0.0, "{:?}", t.stats.usage);
         assert!(cpu <= wall + 0.01, "{cpu} s of CPU in {wall} s");
