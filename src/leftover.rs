@@ -78,23 +78,14 @@ fn start_time(pid: u32) -> Option<u64> {
 pub(crate) fn set_run(f: impl AsFd) -> bool {
     let Some(v) = this_run() else { return false };
     let name = CString::new(RUN_XATTR).expect("constant has no NUL");
-    // SAFETY: NUL-terminated name, value buffer of the given length, open descriptor.
-    unsafe {
-        libc::fsetxattr(
-            f.as_fd().as_raw_fd(),
-            name.as_ptr(),
-            v.as_ptr() as *const libc::c_void,
-            v.len(),
-            0,
-        ) == 0
-    }
+    crate::sys::fsetxattr(f.as_fd().as_raw_fd(), &name, v.as_bytes()).is_ok()
 }
 
 /// The file is kept (the user asked for it): no run removes it any more.
 pub(crate) fn clear_run(f: impl AsFd) {
     let name = CString::new(RUN_XATTR).expect("constant has no NUL");
-    // SAFETY: NUL-terminated name, open descriptor; ENODATA (nothing recorded) is fine.
-    unsafe { libc::fremovexattr(f.as_fd().as_raw_fd(), name.as_ptr()) };
+    // ENODATA (nothing recorded) is fine.
+    let _ = crate::sys::fremovexattr(f.as_fd().as_raw_fd(), &name);
 }
 
 /// Record this run on the regular file at `path` (`set`, or take the record off when not
@@ -119,19 +110,11 @@ pub(crate) fn mark_run_at(path: &Path, dev: u64, ino: u64, set: bool) {
 pub(crate) fn dead_run_of(f: impl AsFd) -> Option<u32> {
     let name = CString::new(RUN_XATTR).expect("constant has no NUL");
     let mut buf = [0u8; 256];
-    // SAFETY: buffer and its length match; the name is NUL-terminated; the fd is open.
-    let n = unsafe {
-        libc::fgetxattr(
-            f.as_fd().as_raw_fd(),
-            name.as_ptr(),
-            buf.as_mut_ptr() as *mut libc::c_void,
-            buf.len(),
-        )
-    };
-    if n <= 0 {
+    let n = crate::sys::fgetxattr(f.as_fd().as_raw_fd(), &name, &mut buf).ok()?;
+    if n == 0 {
         return None;
     }
-    let text = std::str::from_utf8(&buf[..n as usize]).ok()?;
+    let text = std::str::from_utf8(&buf[..n]).ok()?;
     let f: Vec<&str> = text.split(' ').collect();
     let [h, boot, pid, start] = f[..] else {
         return None;
@@ -223,20 +206,10 @@ pub(crate) fn create_marked(path: &Path) -> std::io::Result<(File, bool)> {
             let to = CString::new(path.as_os_str().as_bytes()).map_err(|_| {
                 std::io::Error::new(std::io::ErrorKind::InvalidInput, "path has a NUL byte")
             })?;
-            // SAFETY: two NUL-terminated paths; no memory is kept by the call.
-            let r = unsafe {
-                libc::linkat(
-                    libc::AT_FDCWD,
-                    from.as_ptr(),
-                    libc::AT_FDCWD,
-                    to.as_ptr(),
-                    libc::AT_SYMLINK_FOLLOW,
-                )
-            };
-            if r == 0 {
+            let cwd = crate::sys::AT_FDCWD;
+            let Err(e) = crate::sys::linkat(cwd, &from, cwd, &to, libc::AT_SYMLINK_FOLLOW) else {
                 return Ok((named(f, path), marked));
-            }
-            let e = std::io::Error::last_os_error();
+            };
             match e.raw_os_error() {
                 // No /proc to link through: create the named file instead.
                 Some(libc::ENOENT) if !Path::new("/proc/self/fd").exists() => {
@@ -395,16 +368,7 @@ mod tests {
         let (head, start) = v.rsplit_once(' ').unwrap();
         let other = format!("{head} {}", start.parse::<u64>().unwrap() + 1);
         let name = CString::new(RUN_XATTR).unwrap();
-        // SAFETY: as in set_run.
-        unsafe {
-            libc::fsetxattr(
-                f.as_raw_fd(),
-                name.as_ptr(),
-                other.as_ptr() as *const libc::c_void,
-                other.len(),
-                0,
-            )
-        };
+        let _ = crate::sys::fsetxattr(f.as_raw_fd(), &name, other.as_bytes());
         assert_eq!(left_by_dead_run(&ours), Some(std::process::id()));
         // Another host's record is never judged from here.
         let mut parts: Vec<&str> = other.split(' ').collect();
@@ -413,29 +377,11 @@ mod tests {
         let strange = dir.path().join("remote");
         let g = crate::runner::mark::create_new(&strange).unwrap();
         crate::safety::fd_set_mark(&g, b"created");
-        // SAFETY: as in set_run.
-        unsafe {
-            libc::fsetxattr(
-                g.as_raw_fd(),
-                name.as_ptr(),
-                remote_rec.as_ptr() as *const libc::c_void,
-                remote_rec.len(),
-                0,
-            )
-        };
+        let _ = crate::sys::fsetxattr(g.as_raw_fd(), &name, remote_rec.as_bytes());
         // Not marked: a stranger's file with a copied record is never removed.
         let theirs = dir.path().join("theirs");
         let t = crate::runner::mark::create_new(&theirs).unwrap();
-        // SAFETY: as in set_run.
-        unsafe {
-            libc::fsetxattr(
-                t.as_raw_fd(),
-                name.as_ptr(),
-                other.as_ptr() as *const libc::c_void,
-                other.len(),
-                0,
-            )
-        };
+        let _ = crate::sys::fsetxattr(t.as_raw_fd(), &name, other.as_bytes());
         let notes = remove_dead_runs_files(dir.path(), |_| true);
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(!ours.exists());
@@ -482,17 +428,8 @@ mod tests {
         let other = format!("{head} {}", start.parse::<u64>().unwrap() + 1);
         let d = open_dir(&ours).unwrap();
         let name = CString::new(RUN_XATTR).unwrap();
-        // SAFETY: as in set_run.
-        let set = unsafe {
-            libc::fsetxattr(
-                d.as_raw_fd(),
-                name.as_ptr(),
-                other.as_ptr() as *const libc::c_void,
-                other.len(),
-                0,
-            )
-        };
-        if set != 0 || !crate::safety::fd_is_marked(&d) {
+        let set = crate::sys::fsetxattr(d.as_raw_fd(), &name, other.as_bytes());
+        if set.is_err() || !crate::safety::fd_is_marked(&d) {
             return; // no user xattrs here
         }
         std::fs::create_dir(ours.join("inner")).unwrap();

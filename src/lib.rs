@@ -31,6 +31,7 @@ pub(crate) mod runner;
 pub(crate) mod safety;
 pub(crate) mod stats;
 pub(crate) mod sweep;
+pub(crate) mod sys;
 pub mod trace;
 pub(crate) mod units;
 pub(crate) mod verify;

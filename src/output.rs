@@ -20,10 +20,11 @@
 
 use crate::error::UsageError;
 use crate::usage;
+use rustix::fs::Stat;
 use std::ffi::{CStr, CString, OsStr};
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -58,72 +59,27 @@ fn cname(name: &OsStr) -> Result<CString, UsageError> {
     CString::new(name.as_bytes()).map_err(|_| usage!("file name {name:?} holds a NUL byte"))
 }
 
-/// `openat(dir, name, flags, mode)` as a `File`.
+/// `openat(dir, name, flags | O_CLOEXEC, mode)` as a `File`.
 fn openat(dir: &File, name: &CStr, flags: i32, mode: u32) -> std::io::Result<File> {
-    // SAFETY: name is NUL-terminated and dir an open descriptor; a successful openat returns
-    // a new descriptor that the File then owns.
-    let fd = unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            flags | libc::O_CLOEXEC,
-            mode as libc::c_uint,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: fd was just returned by openat and nothing else owns it.
-    Ok(unsafe { File::from_raw_fd(fd) })
+    let fd = crate::sys::openat(dir.as_raw_fd(), name, flags | libc::O_CLOEXEC, mode)?;
+    Ok(File::from(fd))
 }
 
 /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
-fn lstatat(dir: &File, name: &CStr) -> std::io::Result<libc::stat> {
-    // SAFETY: zeroed stat we own, NUL-terminated name, open dir descriptor.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    let rc = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            &mut st,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(st)
+fn lstatat(dir: &File, name: &CStr) -> std::io::Result<Stat> {
+    crate::sys::lstatat(dir.as_raw_fd(), name)
 }
 
-fn fstat(f: &File) -> std::io::Result<libc::stat> {
-    // SAFETY: zeroed stat we own and an open descriptor.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(st)
+fn fstat(f: &File) -> std::io::Result<Stat> {
+    crate::sys::fstat(f.as_raw_fd())
 }
 
 fn unlinkat(dir: &File, name: &CStr) {
-    // SAFETY: NUL-terminated name relative to an open directory descriptor.
-    unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) };
+    let _ = crate::sys::unlinkat(dir.as_raw_fd(), name, false);
 }
 
 fn renameat2(dir: &File, from: &CStr, to: &CStr, flags: libc::c_uint) -> std::io::Result<()> {
-    // SAFETY: both names are NUL-terminated and relative to the same open directory.
-    let rc = unsafe {
-        libc::renameat2(
-            dir.as_raw_fd(),
-            from.as_ptr(),
-            dir.as_raw_fd(),
-            to.as_ptr(),
-            flags,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    crate::sys::renameat2(dir.as_raw_fd(), from, to, flags)
 }
 
 fn kind_of(mode: libc::mode_t) -> &'static str {
@@ -352,21 +308,11 @@ fn install_new(dir: &File, tmp: &CStr, name: &CStr) -> anyhow::Result<bool> {
         Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(false),
         Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {
             // No renameat2 here: a hard link also refuses to replace an existing name.
-            // SAFETY: NUL-terminated names relative to the same open directory.
-            let rc = unsafe {
-                libc::linkat(
-                    dir.as_raw_fd(),
-                    tmp.as_ptr(),
-                    dir.as_raw_fd(),
-                    name.as_ptr(),
-                    0,
-                )
-            };
-            if rc == 0 {
+            let dfd = dir.as_raw_fd();
+            let Err(e) = crate::sys::linkat(dfd, tmp, dfd, name, 0) else {
                 unlinkat(dir, tmp);
                 return Ok(true);
-            }
-            let e = std::io::Error::last_os_error();
+            };
             if e.raw_os_error() == Some(libc::EEXIST) {
                 return Ok(false);
             }
@@ -386,7 +332,7 @@ fn install_over(
     ino: u64,
     shown: &Path,
 ) -> anyhow::Result<bool> {
-    let same = |st: &libc::stat| st.st_dev == dev && st.st_ino == ino;
+    let same = |st: &Stat| st.st_dev == dev && st.st_ino == ino;
     match renameat2(dir, tmp, name, libc::RENAME_EXCHANGE) {
         Ok(()) => {
             let out = lstatat(dir, tmp);
@@ -405,21 +351,9 @@ fn install_over(
             if !lstatat(dir, name).as_ref().is_ok_and(same) {
                 return Ok(false);
             }
-            // SAFETY: NUL-terminated names relative to the same open directory.
-            let rc = unsafe {
-                libc::renameat(
-                    dir.as_raw_fd(),
-                    tmp.as_ptr(),
-                    dir.as_raw_fd(),
-                    name.as_ptr(),
-                )
-            };
-            if rc != 0 {
-                return Err(anyhow::anyhow!(
-                    "cannot install {}: {}",
-                    shown.display(),
-                    std::io::Error::last_os_error()
-                ));
+            let dfd = dir.as_raw_fd();
+            if let Err(e) = crate::sys::renameat(dfd, tmp, dfd, name) {
+                return Err(anyhow::anyhow!("cannot install {}: {e}", shown.display()));
             }
             Ok(true)
         }

@@ -20,16 +20,7 @@ pub(crate) fn mark_created(path: &Path) -> bool {
     let Some(c) = cpath(path) else { return false };
     let name = CString::new(MARK_XATTR).expect("constant has no NUL");
     let value = b"created";
-    // SAFETY: valid NUL-terminated strings and a value buffer of the given length.
-    unsafe {
-        libc::setxattr(
-            c.as_ptr(),
-            name.as_ptr(),
-            value.as_ptr() as *const libc::c_void,
-            value.len(),
-            0,
-        ) == 0
-    }
+    crate::sys::setxattr(&c, &name, value).is_ok()
 }
 
 /// Was this file created (and marked) by fsbench?
@@ -37,16 +28,8 @@ pub(crate) fn is_marked(path: &Path) -> bool {
     let Some(c) = cpath(path) else { return false };
     let name = CString::new(MARK_XATTR).expect("constant has no NUL");
     let mut buf = [0u8; 16];
-    // SAFETY: buffer and its length match; strings are NUL-terminated.
-    let n = unsafe {
-        libc::getxattr(
-            c.as_ptr(),
-            name.as_ptr(),
-            buf.as_mut_ptr() as *mut libc::c_void,
-            buf.len(),
-        )
-    };
-    n > 0 && &buf[..n as usize] == b"created"
+    let n = crate::sys::getxattr(&c, &name, &mut buf).unwrap_or(0);
+    n > 0 && &buf[..n] == b"created"
 }
 
 /// The `user.fsbench` mark of an open file: `Ok(Some(value))`, `Ok(None)` when it has none,
@@ -58,19 +41,10 @@ pub(crate) fn fd_get_mark(f: impl std::os::fd::AsFd) -> std::io::Result<Option<V
     let f = f.as_fd();
     let name = CString::new(MARK_XATTR).expect("constant has no NUL");
     let mut buf = [0u8; 64];
-    // SAFETY: buffer and its length match; the name is NUL-terminated; the fd is open.
-    let n = unsafe {
-        libc::fgetxattr(
-            f.as_raw_fd(),
-            name.as_ptr(),
-            buf.as_mut_ptr() as *mut libc::c_void,
-            buf.len(),
-        )
+    let e = match crate::sys::fgetxattr(f.as_raw_fd(), &name, &mut buf) {
+        Ok(n) => return Ok(Some(buf[..n].to_vec())),
+        Err(e) => e,
     };
-    if n >= 0 {
-        return Ok(Some(buf[..n as usize].to_vec()));
-    }
-    let e = std::io::Error::last_os_error();
     match e.raw_os_error() {
         Some(libc::ENODATA) | Some(libc::ERANGE) => Ok(None),
         _ => Err(e),
@@ -83,16 +57,7 @@ pub(crate) fn fd_set_mark(f: impl std::os::fd::AsFd, value: &[u8]) -> bool {
     use std::os::fd::AsRawFd;
     let f = f.as_fd();
     let name = CString::new(MARK_XATTR).expect("constant has no NUL");
-    // SAFETY: NUL-terminated name, value buffer of the given length, open descriptor.
-    unsafe {
-        libc::fsetxattr(
-            f.as_raw_fd(),
-            name.as_ptr(),
-            value.as_ptr() as *const libc::c_void,
-            value.len(),
-            0,
-        ) == 0
-    }
+    crate::sys::fsetxattr(f.as_raw_fd(), &name, value).is_ok()
 }
 
 /// Does this open file carry fsbench's `created` mark?

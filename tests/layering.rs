@@ -291,3 +291,72 @@ fn only_the_runner_and_the_engines_call_an_engine() {
         "outside runner/ and engine/, these call an engine: {bad:?}"
     );
 }
+
+/// The system calls on files' names and attributes go through the one set of wrappers in
+/// `src/sys.rs` (rustix where it has the call), so flags such as O_NOFOLLOW and O_CLOEXEC and
+/// the handling of errors live in one place. Every file is checked, tests included.
+#[test]
+fn file_system_calls_go_through_the_sys_module() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let calls = [
+        "open",
+        "openat",
+        "unlinkat",
+        "unlink",
+        "mkdirat",
+        "mkdir",
+        "rmdir",
+        "fstatat",
+        "fstat",
+        "stat",
+        "lstat",
+        "statx",
+        "renameat",
+        "renameat2",
+        "rename",
+        "linkat",
+        "link",
+        "fsetxattr",
+        "fgetxattr",
+        "fremovexattr",
+        "setxattr",
+        "getxattr",
+        "lsetxattr",
+        "lgetxattr",
+        "removexattr",
+        "ftruncate",
+        "truncate",
+        "fdopendir",
+        "opendir",
+        "readdir",
+    ];
+    // (file, call, why it may stay a bare libc call there).
+    let allowed = [
+        // The SIGBUS handler removes the mapped files it created before it exits: only
+        // async-signal-safe libc calls on paths built in advance may run there.
+        ("engine/sigbus.rs", "stat"),
+        ("engine/sigbus.rs", "unlink"),
+    ];
+    let mut bad = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        if rel == "sys.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        for c in calls {
+            if text.contains(&format!("libc::{c}(")) && !allowed.contains(&(rel.as_str(), c)) {
+                bad.push(format!("{rel}: libc::{c}"));
+            }
+        }
+        if text.contains("SYS_getdents64") {
+            bad.push(format!("{rel}: SYS_getdents64"));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "call these through crate::sys (rustix), not bare libc: {bad:?}"
+    );
+}

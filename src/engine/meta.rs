@@ -6,76 +6,22 @@
 //! buffers are theirs, so none of these functions allocates. Each returns the system call's
 //! error as `io::Error` (errno), never a panic.
 
-use rustix::fs::{AtFlags, FallocateFlags, Mode, OFlags, StatxFlags};
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{BorrowedFd, IntoRawFd, RawFd};
+use std::os::fd::{IntoRawFd, RawFd};
 
-/// Directory-relative opens name the current directory with this (absolute paths ignore it).
-pub(crate) const AT_FDCWD: RawFd = libc::AT_FDCWD;
+pub(crate) use crate::sys::{
+    close, dirents, fallocate, getdents, mkdirat, renameat, seek, set_status_flags, sync, unlinkat,
+    AT_FDCWD,
+};
 
-/// The caller's descriptor number, borrowed for one system call through rustix (whose calls
-/// are then safe). -1 (no descriptor) is refused with EBADF, as the kernel would.
-fn borrow<'a>(fd: RawFd) -> io::Result<BorrowedFd<'a>> {
-    if fd == -1 {
-        return Err(io::Error::from_raw_os_error(libc::EBADF));
-    }
-    // SAFETY: `fd` is not -1 (the one value a BorrowedFd cannot hold; AT_FDCWD is allowed).
-    // The Engine contract makes the descriptor the caller's, open for the call; the borrow
-    // ends with the call that uses it. A stale number fails with EBADF like the bare call.
-    Ok(unsafe { BorrowedFd::borrow_raw(fd) })
-}
-
-fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(rc)
-    }
-}
+/// posix_fadvise(2) over the whole file; `advice` is a POSIX_FADV_* value.
+pub(crate) use crate::sys::fadvise as advise;
 
 /// openat(2): a new descriptor for `path` relative to `dir`.
 pub(crate) fn openat(dir: RawFd, path: &CStr, flags: i32, mode: u32) -> io::Result<RawFd> {
-    let flags = OFlags::from_bits_retain(flags as u32);
-    let fd = rustix::fs::openat(borrow(dir)?, path, flags, Mode::from_bits_retain(mode))?;
     // The caller owns the descriptor from here and closes it with [`close`].
-    Ok(fd.into_raw_fd())
-}
-
-/// close(2). The descriptor is gone afterwards even when the call reports an error (Linux).
-pub(crate) fn close(fd: RawFd) -> io::Result<()> {
-    // SAFETY: closing a descriptor the caller owns and will not use again.
-    check(unsafe { libc::close(fd) }).map(drop)
-}
-
-/// unlinkat(2): a file, or an empty directory with `rmdir`.
-pub(crate) fn unlinkat(dir: RawFd, path: &CStr, rmdir: bool) -> io::Result<()> {
-    let flags = if rmdir {
-        AtFlags::REMOVEDIR
-    } else {
-        AtFlags::empty()
-    };
-    Ok(rustix::fs::unlinkat(borrow(dir)?, path, flags)?)
-}
-
-/// mkdirat(2).
-pub(crate) fn mkdirat(dir: RawFd, path: &CStr, mode: u32) -> io::Result<()> {
-    Ok(rustix::fs::mkdirat(
-        borrow(dir)?,
-        path,
-        Mode::from_bits_retain(mode),
-    )?)
-}
-
-/// renameat(2): `old` relative to `old_dir` takes the name `new` relative to `new_dir`
-/// (replacing an empty directory or a file there, as rename does).
-pub(crate) fn renameat(old_dir: RawFd, old: &CStr, new_dir: RawFd, new: &CStr) -> io::Result<()> {
-    Ok(rustix::fs::renameat(
-        borrow(old_dir)?,
-        old,
-        borrow(new_dir)?,
-        new,
-    )?)
+    Ok(crate::sys::openat(dir, path, flags, mode)?.into_raw_fd())
 }
 
 /// statx(2) of `path` relative to `dir` (not following a last symlink with
@@ -86,35 +32,14 @@ pub(crate) fn statx_at(
     flags: i32,
     out: &mut libc::statx,
 ) -> io::Result<()> {
-    let flags = AtFlags::from_bits_retain(flags as u32);
-    let sx = rustix::fs::statx(borrow(dir)?, path, flags, StatxFlags::BASIC_STATS)?;
+    let sx = crate::sys::statx(dir, path, flags, libc::STATX_BASIC_STATS)?;
     copy_statx(&sx, out);
     Ok(())
 }
 
-/// posix_fadvise(2) over the whole file; `advice` is a POSIX_FADV_* value.
-pub(crate) fn advise(fd: RawFd, advice: i32) -> io::Result<()> {
-    use rustix::fs::Advice;
-    let advice = match advice {
-        libc::POSIX_FADV_NORMAL => Advice::Normal,
-        libc::POSIX_FADV_SEQUENTIAL => Advice::Sequential,
-        libc::POSIX_FADV_RANDOM => Advice::Random,
-        libc::POSIX_FADV_NOREUSE => Advice::NoReuse,
-        libc::POSIX_FADV_WILLNEED => Advice::WillNeed,
-        libc::POSIX_FADV_DONTNEED => Advice::DontNeed,
-        _ => return Err(io::Error::from_raw_os_error(libc::EINVAL)),
-    };
-    Ok(rustix::fs::fadvise(borrow(fd)?, 0, None, advice)?)
-}
-
 /// statx(2) of an open descriptor (AT_EMPTY_PATH) into the caller's struct.
 pub(crate) fn fstatx(fd: RawFd, out: &mut libc::statx) -> io::Result<()> {
-    let sx = rustix::fs::statx(
-        borrow(fd)?,
-        c"",
-        AtFlags::EMPTY_PATH,
-        StatxFlags::BASIC_STATS,
-    )?;
+    let sx = crate::sys::statx(fd, c"", libc::AT_EMPTY_PATH, libc::STATX_BASIC_STATS)?;
     copy_statx(&sx, out);
     Ok(())
 }
@@ -148,83 +73,6 @@ fn copy_statx(sx: &rustix::fs::Statx, out: &mut libc::statx) {
     out.stx_mnt_id = sx.stx_mnt_id;
     out.stx_dio_mem_align = sx.stx_dio_mem_align;
     out.stx_dio_offset_align = sx.stx_dio_offset_align;
-}
-
-/// getdents64(2): the next directory entries of `fd` into `buf`; 0 at the end. Walk the
-/// result with [`dirents`].
-pub(crate) fn getdents(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: buf is valid for writes of buf.len() bytes.
-    let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
-
-/// The names of the `linux_dirent64` records in the first `len` bytes of `buf` (as filled
-/// by [`getdents`]).
-pub(crate) fn dirents(buf: &[u8], len: usize) -> impl Iterator<Item = &[u8]> {
-    // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name[].
-    const NAME: usize = 19;
-    let buf = &buf[..len.min(buf.len())];
-    let mut at = 0usize;
-    std::iter::from_fn(move || {
-        if at + NAME > buf.len() {
-            return None;
-        }
-        let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
-        if reclen < NAME || at + reclen > buf.len() {
-            return None;
-        }
-        let name = &buf[at + NAME..at + reclen];
-        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-        at += reclen;
-        Some(&name[..end])
-    })
-}
-
-/// fsync(2), or fdatasync(2) with `data_only`.
-pub(crate) fn sync(fd: RawFd, data_only: bool) -> io::Result<()> {
-    let fd = borrow(fd)?;
-    Ok(if data_only {
-        rustix::fs::fdatasync(fd)
-    } else {
-        rustix::fs::fsync(fd)
-    }?)
-}
-
-/// fallocate(2); `mode` is FALLOC_FL_* bits.
-pub(crate) fn fallocate(fd: RawFd, mode: i32, offset: u64, len: u64) -> io::Result<()> {
-    let mode = FallocateFlags::from_bits_retain(mode as u32);
-    Ok(rustix::fs::fallocate(borrow(fd)?, mode, offset, len)?)
-}
-
-/// fcntl(F_SETFL): set the `set` status flags and clear the `clear` ones (the O_DIRECT
-/// switch of a descriptor opened without it).
-pub(crate) fn set_status_flags(fd: RawFd, set: i32, clear: i32) -> io::Result<()> {
-    let fd = borrow(fd)?;
-    let fl = rustix::fs::fcntl_getfl(fd)?;
-    let set = OFlags::from_bits_retain(set as u32);
-    let clear = OFlags::from_bits_retain(clear as u32);
-    Ok(rustix::fs::fcntl_setfl(fd, (fl | set) & !clear)?)
-}
-
-/// lseek(2): the new offset; `whence` is SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA or
-/// SEEK_HOLE.
-pub(crate) fn seek(fd: RawFd, offset: i64, whence: i32) -> io::Result<u64> {
-    use rustix::fs::SeekFrom;
-    let einval = || io::Error::from_raw_os_error(libc::EINVAL);
-    let at = |o: i64| u64::try_from(o).map_err(|_| einval());
-    let from = match whence {
-        libc::SEEK_SET => SeekFrom::Start(at(offset)?),
-        libc::SEEK_CUR => SeekFrom::Current(offset),
-        libc::SEEK_END => SeekFrom::End(offset),
-        libc::SEEK_DATA => SeekFrom::Data(at(offset)?),
-        libc::SEEK_HOLE => SeekFrom::Hole(at(offset)?),
-        _ => return Err(einval()),
-    };
-    Ok(rustix::fs::seek(borrow(fd)?, from)?)
 }
 
 /// A zeroed statx, for callers to own and pass to [`super::Engine::stat_fd`].
@@ -358,10 +206,7 @@ pub(crate) fn trim(fd: RawFd, device: bool, offset: u64, len: u32) -> i64 {
 
 /// Whether `fd` is a block device (its trims are BLKDISCARD, not hole punches).
 pub(crate) fn is_block_device(fd: RawFd) -> bool {
-    borrow(fd)
-        .ok()
-        .and_then(|f| rustix::fs::fstat(f).ok())
-        .is_some_and(|st| {
-            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::BlockDevice
-        })
+    crate::sys::fstat(fd).is_ok_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::BlockDevice
+    })
 }

@@ -144,12 +144,10 @@ pub(super) fn available_bytes(dir: &Path) -> Option<u64> {
 pub(super) fn open_rw(path: &Path, extra: i32) -> std::io::Result<i32> {
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| std::io::Error::other("path has a NUL byte"))?;
-    // SAFETY: NUL-terminated path; the descriptor is closed by SharedFds after the replay.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC | extra) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(fd)
+    let flags = libc::O_RDWR | libc::O_CLOEXEC | extra;
+    let fd = crate::sys::openat(crate::sys::AT_FDCWD, &c, flags, 0)?;
+    // The descriptor is closed by SharedFds after the replay.
+    Ok(std::os::fd::IntoRawFd::into_raw_fd(fd))
 }
 
 /// Refuse a thread count the system would not let us start, naming the limit: the
@@ -227,13 +225,10 @@ impl DirFd {
         let c = std::ffi::CString::new(path.as_os_str().as_bytes())
             .map_err(|_| anyhow::anyhow!("{}: path has a NUL byte", path.display()))?;
         let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        // SAFETY: NUL-terminated path; the descriptor is owned by the DirFd.
-        let fd = unsafe { libc::open(c.as_ptr(), flags) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error())
-                .with_context(|| format!("opening the replay's directory {}", path.display()));
-        }
-        Ok(DirFd(fd))
+        let fd = crate::sys::openat(crate::sys::AT_FDCWD, &c, flags, 0)
+            .with_context(|| format!("opening the replay's directory {}", path.display()))?;
+        // The descriptor is owned by the DirFd from here.
+        Ok(DirFd(std::os::fd::IntoRawFd::into_raw_fd(fd)))
     }
 }
 

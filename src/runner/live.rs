@@ -251,22 +251,17 @@ impl SharedSlots {
         }
         // SAFETY: raw is a new descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        // SAFETY: a valid descriptor; the length fits off_t (slots of a run).
-        if unsafe { libc::ftruncate(fd.as_raw_fd(), Self::bytes(len) as libc::off_t) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        crate::sys::ftruncate(fd.as_raw_fd(), Self::bytes(len) as u64)?;
         Self::map(fd, len)
     }
 
     /// Map the parent's board (worker process side): `fd` must be a memfd of at least `len`
     /// slots.
     fn attach(fd: RawFd, len: usize) -> std::io::Result<SharedSlots> {
-        // SAFETY: fstat writes one stat we own; an invalid descriptor is an error, not UB.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        if len == 0 || unsafe { libc::fstat(fd, &mut st) } != 0 {
-            return Err(std::io::Error::other("no live board descriptor"));
-        }
+        let st = match crate::sys::fstat(fd) {
+            Ok(st) if len > 0 => st,
+            _ => return Err(std::io::Error::other("no live board descriptor")),
+        };
         if (st.st_mode & libc::S_IFMT) != libc::S_IFREG
             || (st.st_size as u64) < Self::bytes(len) as u64
         {

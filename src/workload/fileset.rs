@@ -28,7 +28,7 @@ use super::vars::Rng;
 use crate::runner::signal;
 use anyhow::Result;
 use std::ffi::CStr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::*;
@@ -257,10 +257,9 @@ fn root_is_ours(pfd: &OwnedFd, cname: &CStr, spec: &FilesetSpec) -> Result<bool>
     }
 }
 
-/// Why the fileset's root could not be made (from errno): a directory fsbench may not write
+/// Why the fileset's root could not be made (`e`, the mkdir error): a directory fsbench may not write
 /// in (read-only, no permission) is bad input, as for every other command (exit 2).
-fn root_creation_error(spec: &FilesetSpec) -> anyhow::Error {
-    let e = errno();
+fn root_creation_error(spec: &FilesetSpec, e: std::io::Error) -> anyhow::Error {
     if matches!(
         e.raw_os_error(),
         Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM)
@@ -360,9 +359,8 @@ pub(crate) fn prepare(
     }
     let mut created_root = false;
     if !reuse_existing {
-        // SAFETY: NUL-terminated name relative to a directory descriptor we own.
-        if unsafe { libc::mkdirat(pfd.as_raw_fd(), cname.as_ptr(), 0o755) } != 0 {
-            return Err(root_creation_error(spec));
+        if let Err(e) = crate::sys::mkdirat(pfd.as_raw_fd(), &cname, 0o755) {
+            return Err(root_creation_error(spec, e));
         }
         created_root = true;
     }
@@ -492,9 +490,7 @@ fn create_dirs(
             return Err(Interrupted.into());
         }
         let path = lay.dir_path(d);
-        // SAFETY: NUL-terminated path.
-        if unsafe { libc::mkdir(path.as_ptr(), 0o755) } != 0 {
-            let e = errno();
+        if let Err(e) = crate::sys::mkdirat(crate::sys::AT_FDCWD, &path, 0o755) {
             let ok_existing = reuse_existing
                 && e.raw_os_error() == Some(libc::EEXIST)
                 && lstat(&path).is_ok_and(|st| is_dir(&st));
@@ -660,9 +656,8 @@ impl EntryMaker<'_> {
             return Ok(true);
         }
         if want {
-            // SAFETY: NUL-terminated path.
-            if unsafe { libc::mkdir(path.as_ptr(), 0o755) } != 0 {
-                return Err(PrepErr::Io(format!("creating {path}: {}", errno())));
+            if let Err(e) = crate::sys::mkdirat(crate::sys::AT_FDCWD, path, 0o755) {
+                return Err(PrepErr::Io(format!("creating {path}: {e}")));
             }
             mark_new_dir(path);
             if let Ok(st) = lstat(path) {
@@ -703,13 +698,8 @@ impl EntryMaker<'_> {
         } else {
             return Ok(false);
         }
-        // SAFETY: NUL-terminated path; mode for O_CREAT.
-        let fd = unsafe { libc::open(path.as_ptr(), flags, 0o644) };
-        if fd < 0 {
-            return Err(PrepErr::Io(format!("creating {path}: {}", errno())));
-        }
-        // SAFETY: fd was just opened and is owned by nobody else.
-        let f = unsafe { OwnedFd::from_raw_fd(fd) };
+        let f = crate::sys::openat(crate::sys::AT_FDCWD, path, flags, 0o644)
+            .map_err(|e| PrepErr::Io(format!("creating {path}: {e}")))?;
         if existing.is_none() {
             // Marked before it holds data, so a run killed before it writes its manifest
             // leaves a tree the next run can tell as fsbench's (manifest.rs).
@@ -720,9 +710,10 @@ impl EntryMaker<'_> {
         }
         // The file is ours from here on, even if writing it fails.
         self.states[i].store(ENTRY_EXISTS, Relaxed);
-        // SAFETY: truncating the file we just opened (reuse with a new size).
-        if existing.is_some() && unsafe { libc::ftruncate(fd, 0) } != 0 {
-            return Err(PrepErr::Io(format!("truncating {path}: {}", errno())));
+        // Truncating the file we just opened (reuse with a new size).
+        if existing.is_some() {
+            crate::sys::ftruncate(f.as_raw_fd(), 0)
+                .map_err(|e| PrepErr::Io(format!("truncating {path}: {e}")))?;
         }
         if verify_key.is_some() {
             // Until it is written whole, the file's content is not known.
@@ -751,16 +742,10 @@ fn drop_cache(root: RawFd, lay: &SetLayout, states: &[std::sync::atomic::AtomicU
             continue;
         }
         let path = lay.path(i);
-        // SAFETY: NUL-terminated path; the descriptor is closed right after.
-        unsafe {
-            let fd = libc::open(
-                path.as_ptr(),
-                libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-            );
-            if fd >= 0 {
-                libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED);
-                libc::close(fd);
-            }
+        let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+        // The descriptor is closed right after.
+        if let Ok(fd) = crate::sys::openat(crate::sys::AT_FDCWD, &path, flags, 0) {
+            let _ = crate::sys::fadvise(fd.as_raw_fd(), libc::POSIX_FADV_DONTNEED);
         }
     }
 }

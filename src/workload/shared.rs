@@ -156,10 +156,7 @@ impl Arena {
         }
         // SAFETY: raw is a new descriptor we own.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        // SAFETY: valid descriptor; length fits off_t.
-        if unsafe { libc::ftruncate(fd.as_raw_fd(), layout.total as libc::off_t) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        crate::sys::ftruncate(fd.as_raw_fd(), layout.total as u64)?;
         Self::map(fd, layout)
     }
 

@@ -55,9 +55,9 @@ fn a_worker_thread_gets_a_table_of_its_own() {
     // table, where `before` holds it); otherwise here it is free or names some other
     // file (tests run side by side), never ours.
     let ino = |fd: i32| {
-        // SAFETY: fstat fills a zeroed struct we own; a closed descriptor just fails.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
+        // A closed descriptor just fails.
+        let st = crate::sys::fstat(fd).ok()?;
+        Some((st.st_dev, st.st_ino))
     };
     assert!(
         opened == fd || ino(opened).is_none() || ino(opened) != ino(fd),

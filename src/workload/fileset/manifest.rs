@@ -7,7 +7,7 @@
 use super::Known;
 use anyhow::Result;
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -25,13 +25,7 @@ pub(super) fn open_dir(at: RawFd, name: &CStr, follow: bool) -> std::io::Result<
     if !follow {
         fl |= libc::O_NOFOLLOW;
     }
-    // SAFETY: NUL-terminated name; the descriptor is owned by the OwnedFd returned.
-    let fd = unsafe { libc::openat(at, name.as_ptr(), fl) };
-    if fd < 0 {
-        return Err(errno());
-    }
-    // SAFETY: fd was just opened and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    crate::sys::openat(at, name, fl, 0)
 }
 
 /// What identifies a file for removal: its device, and a key from its inode number and
@@ -46,21 +40,13 @@ pub(super) struct Ident {
 }
 
 pub(super) fn statx_at(dir: RawFd, name: &CStr, flags: i32) -> std::io::Result<Ident> {
-    // SAFETY: statx fills a struct we own; the name is NUL-terminated; AT_SYMLINK_NOFOLLOW
-    // never follows a symlink.
-    let mut sx: libc::statx = unsafe { std::mem::zeroed() };
-    let rc = unsafe {
-        libc::statx(
-            dir,
-            name.as_ptr(),
-            flags | libc::AT_SYMLINK_NOFOLLOW,
-            libc::STATX_BASIC_STATS | libc::STATX_BTIME,
-            &mut sx,
-        )
-    };
-    if rc != 0 {
-        return Err(errno());
-    }
+    // AT_SYMLINK_NOFOLLOW: never follows a symlink.
+    let sx = crate::sys::statx(
+        dir,
+        name,
+        flags | libc::AT_SYMLINK_NOFOLLOW,
+        libc::STATX_BASIC_STATS | libc::STATX_BTIME,
+    )?;
     let btime = if sx.stx_mask & libc::STATX_BTIME != 0 {
         (sx.stx_btime.tv_sec as u64)
             .wrapping_mul(1_000_000_000)
@@ -108,20 +94,9 @@ pub(super) fn manifest_name(set: &str) -> CString {
 pub(super) fn read_manifest(parent: RawFd, set: &str) -> Option<Known> {
     use std::io::Read;
     let name = manifest_name(set);
-    // SAFETY: NUL-terminated name; the descriptor is owned by the File below.
-    let fd = unsafe {
-        libc::openat(
-            parent,
-            name.as_ptr(),
-            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: fd was just opened and is owned by nobody else.
-    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
-    let st = fstat(fd).ok()?;
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let mut f = std::fs::File::from(crate::sys::openat(parent, &name, flags, 0).ok()?);
+    let st = fstat(f.as_raw_fd()).ok()?;
     let len = st.size;
     if !is_reg(&st) || len < 16 || (len - 16) % 8 != 0 {
         return None;
@@ -156,24 +131,11 @@ pub(super) fn write_manifest(parent: &Path, set: &str, known: &Known) -> Result<
         );
     }
     let tmp = ccstr(format!(".{set}.fsbench-manifest.{}", std::process::id()).as_bytes());
-    // SAFETY: NUL-terminated name; the descriptor is owned by the File below.
-    let fd = unsafe {
-        libc::openat(
-            pfd.as_raw_fd(),
-            tmp.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            0o644,
-        )
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let f = match crate::sys::openat(pfd.as_raw_fd(), &tmp, flags, 0o644) {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(e) => anyhow::bail!("writing the fileset manifest in {}: {e}", parent.display()),
     };
-    if fd < 0 {
-        anyhow::bail!(
-            "writing the fileset manifest in {}: {}",
-            parent.display(),
-            errno()
-        );
-    }
-    // SAFETY: fd was just opened and is owned by nobody else.
-    let f = unsafe { std::fs::File::from_raw_fd(fd) };
     let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
     let res = (|| -> std::io::Result<()> {
         w.write_all(MANIFEST_MAGIC)?;
@@ -183,20 +145,10 @@ pub(super) fn write_manifest(parent: &Path, set: &str, known: &Known) -> Result<
         w.flush()
     })();
     drop(w);
-    // SAFETY: NUL-terminated names, relative to a directory descriptor we own.
-    let rc = res.is_ok()
-        && unsafe {
-            libc::renameat(
-                pfd.as_raw_fd(),
-                tmp.as_ptr(),
-                pfd.as_raw_fd(),
-                name.as_ptr(),
-            )
-        } == 0;
-    if !rc {
-        let e = res.err().unwrap_or_else(errno);
-        // SAFETY: removing the temporary file we created above.
-        unsafe { libc::unlinkat(pfd.as_raw_fd(), tmp.as_ptr(), 0) };
+    let dfd = pfd.as_raw_fd();
+    if let Err(e) = res.and_then(|()| crate::sys::renameat(dfd, &tmp, dfd, &name)) {
+        // Removing the temporary file we created above.
+        let _ = crate::sys::unlinkat(dfd, &tmp, false);
         anyhow::bail!("writing the fileset manifest in {}: {e}", parent.display());
     }
     Ok(())
@@ -204,8 +156,7 @@ pub(super) fn write_manifest(parent: &Path, set: &str, known: &Known) -> Result<
 
 pub(super) fn remove_manifest(parent: RawFd, set: &str) {
     if read_manifest(parent, set).is_some() {
-        // SAFETY: NUL-terminated name relative to a directory descriptor we own.
-        unsafe { libc::unlinkat(parent, manifest_name(set).as_ptr(), 0) };
+        let _ = crate::sys::unlinkat(parent, &manifest_name(set), false);
     }
 }
 
@@ -218,14 +169,9 @@ pub(super) fn remove_manifest(parent: RawFd, set: &str) {
 /// removed when empty.
 fn made_by_fsbench(dir: RawFd, name: &CStr, st: &Ident, unfinished: bool) -> bool {
     let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
-    // SAFETY: NUL-terminated name relative to a directory descriptor the caller owns; the
-    // descriptor is owned by the OwnedFd below.
-    let fd = unsafe { libc::openat(dir, name.as_ptr(), flags) };
-    if fd < 0 {
+    let Ok(fd) = crate::sys::openat(dir, name, flags, 0) else {
         return false;
-    }
-    // SAFETY: fd was just opened and is owned by nobody else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    };
     match fstat(fd.as_raw_fd()) {
         Ok(now) if now.dev == st.dev && now.key == st.key => {}
         _ => return false,
@@ -284,29 +230,18 @@ impl Walker<'_> {
     fn walk(&mut self, dir: &OwnedFd, path: &Path, depth: usize) {
         // Names first (one buffer, NUL-separated), so removal does not disturb the reading.
         let mut names: Vec<u8> = Vec::new();
-        // SAFETY: dup of a descriptor we own; fdopendir takes the duplicate, closedir frees it.
-        unsafe {
-            let dfd = libc::dup(dir.as_raw_fd());
-            if dfd < 0 {
-                self.out
-                    .error
-                    .get_or_insert(format!("{}: {}", path.display(), errno()));
-                return;
-            }
-            let d = libc::fdopendir(dfd);
-            if d.is_null() {
-                libc::close(dfd);
-                self.out
-                    .error
-                    .get_or_insert(format!("{}: {}", path.display(), errno()));
-                return;
-            }
-            loop {
-                let e = libc::readdir(d);
-                if e.is_null() {
-                    break;
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = match crate::sys::getdents(dir.as_raw_fd(), &mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) => {
+                    let e = format!("{}: {e}", path.display());
+                    self.out.error.get_or_insert(e);
+                    return;
                 }
-                let name = CStr::from_ptr((*e).d_name.as_ptr()).to_bytes();
+            };
+            for name in crate::sys::dirents(&buf, n) {
                 if name == b"." || name == b".." {
                     continue;
                 }
@@ -316,7 +251,6 @@ impl Walker<'_> {
                 names.extend_from_slice(name);
                 names.push(0);
             }
-            libc::closedir(d);
         }
         for raw in names.split(|&b| b == 0).filter(|n| !n.is_empty()) {
             let name = ccstr(raw);
@@ -353,23 +287,18 @@ impl Walker<'_> {
                 self.walk(&sub, &child, depth + 1);
                 drop(sub);
                 if !self.check_only {
-                    // SAFETY: NUL-terminated name relative to a directory descriptor we own.
-                    if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), libc::AT_REMOVEDIR) }
-                        == 0
-                    {
+                    if crate::sys::unlinkat(dir.as_raw_fd(), &name, true).is_ok() {
                         self.out.removed += 1;
                     }
                     // ENOTEMPTY: it holds entries fsbench did not create (counted above).
                 }
             } else if !self.check_only {
-                // SAFETY: NUL-terminated name relative to a directory descriptor we own.
-                if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } == 0 {
-                    self.out.removed += 1;
-                } else {
-                    let e = errno();
+                if let Err(e) = crate::sys::unlinkat(dir.as_raw_fd(), &name, false) {
                     self.out
                         .error
                         .get_or_insert(format!("removing {}: {e}", child.display()));
+                } else {
+                    self.out.removed += 1;
                 }
             }
         }
@@ -416,8 +345,7 @@ pub(super) fn sweep_tree_as(
     w.walk(&root, &parent.join(name), 0);
     drop(root);
     if !check_only && w.out.left == 0 {
-        // SAFETY: NUL-terminated name relative to a directory descriptor we own.
-        if unsafe { libc::unlinkat(pfd.as_raw_fd(), cname.as_ptr(), libc::AT_REMOVEDIR) } == 0 {
+        if crate::sys::unlinkat(pfd.as_raw_fd(), &cname, true).is_ok() {
             w.out.removed += 1;
             remove_manifest(pfd.as_raw_fd(), name);
         }

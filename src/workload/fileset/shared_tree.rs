@@ -118,9 +118,13 @@ pub fn make_tree(spec: &FilesetSpec, lay: &SetLayout, ranks: u32) -> Result<Shar
             known = Known::default();
         }
     }
-    // SAFETY: NUL-terminated name relative to a directory descriptor we own.
-    if !reuse_existing && unsafe { libc::mkdirat(pfd.as_raw_fd(), cname.as_ptr(), 0o755) } != 0 {
-        return Err(super::root_creation_error(spec));
+    let made_root = if reuse_existing {
+        Ok(())
+    } else {
+        crate::sys::mkdirat(pfd.as_raw_fd(), &cname, 0o755)
+    };
+    if let Err(e) = made_root {
+        return Err(super::root_creation_error(spec, e));
     }
     let mut p = Prepared {
         root: spec.root.clone(),
@@ -150,8 +154,7 @@ pub fn make_tree(spec: &FilesetSpec, lay: &SetLayout, ranks: u32) -> Result<Shar
     if let Err(e) = made {
         if tree.known.inos.is_empty() {
             // Not even the root's identity was taken: it is empty and ours, made above.
-            // SAFETY: NUL-terminated name relative to a directory descriptor we own.
-            unsafe { libc::unlinkat(pfd.as_raw_fd(), cname.as_ptr(), libc::AT_REMOVEDIR) };
+            let _ = crate::sys::unlinkat(pfd.as_raw_fd(), &cname, true);
             return Err(e);
         }
         return match remove_tree(&tree) {
@@ -283,16 +286,14 @@ pub(super) fn remove_entries(
         if st.dev != dev || !known.contains(st.key) {
             continue;
         }
-        let flags = if is_dir(&st) {
-            libc::AT_REMOVEDIR
+        let rmdir = if is_dir(&st) {
+            true
         } else if is_reg(&st) {
-            0
+            false
         } else {
             continue;
         };
-        // SAFETY: NUL-terminated path.
-        if unsafe { libc::unlinkat(libc::AT_FDCWD, path.as_ptr(), flags) } != 0 {
-            let e = errno();
+        if let Err(e) = crate::sys::unlinkat(crate::sys::AT_FDCWD, &path, rmdir) {
             // A leaf directory holding what someone else put there stays (ENOTEMPTY).
             if e.raw_os_error() != Some(libc::ENOENT) && e.raw_os_error() != Some(libc::ENOTEMPTY) {
                 first_err.get_or_insert(format!("removing {path}: {e}"));
