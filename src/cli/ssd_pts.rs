@@ -21,7 +21,7 @@ pub(crate) struct PtsArgs {
     /// The preconditioning fill writes FACTOR x the capacity (the PTS: 2)
     #[arg(long = "fill-factor", value_name = "FACTOR", help_heading = PTS)]
     pub fill_factor: Option<f64>,
-    /// Block sizes of the IOPS matrix, a subset of 1024k,128k,64k,32k,16k,8k,4k,0.5k [default: all]
+    /// Block sizes of the IOPS matrix, a subset of 1024k,128k,64k,32k,16k,8k,4k,0.5k (or 512) [default: all]
     #[arg(long, value_name = "LIST", help_heading = PTS)]
     pub bs: Option<String>,
     /// Read/write mixes of the matrix, a subset of 100/0,95/5,65/35,50/50,35/65,5/95,0/100 [default: all]

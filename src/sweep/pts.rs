@@ -16,7 +16,8 @@ use std::path::PathBuf;
 /// The suite's name on the command line.
 pub(crate) const NAME: &str = "ssd-pts";
 /// The PTS block sizes, largest first (the matrix's rows).
-pub(crate) const PTS_BS: &[&str] = &["1024k", "128k", "64k", "32k", "16k", "8k", "4k", "0.5k"];
+/// (0.5 KiB is written 512: sizes take whole numbers.)
+pub(crate) const PTS_BS: &[&str] = &["1024k", "128k", "64k", "32k", "16k", "8k", "4k", "512"];
 /// The PTS read/write mixes, reads first (the matrix's columns).
 pub(crate) const PTS_MIXES: &[(u8, u8)] = &[
     (100, 0),
@@ -72,7 +73,13 @@ pub(crate) fn parse_bs(list: &str) -> Result<Vec<String>, UsageError> {
     let want: Vec<u64> = list
         .split(',')
         .map(|v| {
-            crate::units::parse_size(v.trim()).map_err(|_| {
+            let v = v.trim();
+            let v = if v.eq_ignore_ascii_case("0.5k") {
+                "512"
+            } else {
+                v
+            };
+            crate::units::parse_size(v).map_err(|_| {
                 usage!(
                     "bad --bs value '{v}': expected a list of {}",
                     PTS_BS.join(",")
@@ -699,7 +706,8 @@ mod tests {
 
     #[test]
     fn bs_and_mixes_are_pts_subsets_in_pts_order() {
-        assert_eq!(parse_bs("4k,1m,512").unwrap(), ["1024k", "4k", "0.5k"]);
+        assert_eq!(parse_bs("4k,1m,0.5k").unwrap(), ["1024k", "4k", "512"]);
+        assert_eq!(parse_bs("512,4k").unwrap(), ["4k", "512"]);
         assert!(parse_bs("3k").unwrap_err().0.contains("PTS block sizes"));
         assert_eq!(parse_mixes("0/100,100/0").unwrap(), [(100, 0), (0, 100)]);
         assert!(parse_mixes("60/40").is_err());
