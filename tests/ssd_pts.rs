@@ -274,6 +274,9 @@ fn bad_flags_exit_2() {
             "{extra:?}"
         );
     }
+    // The study is listed with the suites.
+    let o = sb.cmd(&["suite", "list"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("fsbench suite ssd-pts FILE --size SIZE"));
     // The study's flags are refused with the other suites.
     let o = sb
         .cmd(&["suite", "whitepaper", "--dir", ".", "--mixes", "0/100"])
