@@ -20,6 +20,7 @@ pub(crate) mod repeat;
 pub(crate) mod replay;
 pub(crate) mod report;
 pub(crate) mod run;
+pub(crate) mod ssd_pts;
 pub(crate) mod suite;
 pub(crate) mod sweep;
 pub(crate) mod trace;

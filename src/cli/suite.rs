@@ -17,6 +17,9 @@ use std::path::PathBuf;
 pub(crate) struct SuiteArgs {
     /// Suite name (`list` shows them) or a path to a suite .toml file
     pub name: String,
+    /// The ssd-pts suite's target: a file it creates, or a block device (with --force)
+    #[arg(value_name = "TARGET")]
+    pub target: Option<PathBuf>,
     /// Target directory (repeat for several targets, e.g. one per file system or layout)
     #[arg(long = "dir", value_name = "DIR", help_heading = WHAT)]
     pub dirs: Vec<PathBuf>,
@@ -45,12 +48,16 @@ pub(crate) struct SuiteArgs {
     // the default, or --shared-file), --reorder-ranks, --stonewall, --mpi-timeout.
     #[command(flatten)]
     pub dist: super::ranks::DistArgs,
+    #[command(flatten)]
+    pub pts: super::ssd_pts::PtsArgs,
 }
 
 const EXAMPLES: &str = "\
 Examples:
   fsbench suite list
-  fsbench suite SUITE --dir /mnt/ext4 --dir /mnt/xfs --scale 0.1 --output study";
+  fsbench suite SUITE --dir /mnt/ext4 --dir /mnt/xfs --scale 0.1 --output study
+  fsbench suite ssd-pts /mnt/ssd/pts.dat --size 4g --point-time 10s --output pts
+  fsbench suite ssd-pts /dev/nvme1n1 --force --qd 32 --engine uring --output pts";
 
 /// run's Job flags given to `suite`, added to the settings of every study that runs Jobs
 /// (after the suite's own settings, so a flag wins over them; an axis of the study still
@@ -89,6 +96,11 @@ fn list() -> anyhow::Result<i32> {
         .map(|(name, _)| suite::find(name))
         .collect::<Result<Vec<_>, _>>()?;
     crate::out!("{}", crate::report::suites::list(&suites));
+    crate::out!(
+        "\n{:<20} SNIA PTS style precondition study of one target (purge, 2x fill, IOPS matrix rounds until steady)\nRun: fsbench suite {} FILE --size SIZE | DEVICE --force [--bs LIST] [--mixes LIST] [--point-time DUR] [--max-rounds N]\n",
+        crate::sweep::pts::NAME,
+        crate::sweep::pts::NAME
+    );
     Ok(0)
 }
 
@@ -164,6 +176,19 @@ fn manifest(
 pub(crate) fn main(a: SuiteArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
     if a.name == "list" {
         return list();
+    }
+    if a.name == crate::sweep::pts::NAME {
+        return super::ssd_pts::main(a, exec);
+    }
+    if let Some(t) = &a.target {
+        bail_usage!(
+            "unexpected argument {}: suite {} takes its targets with --dir",
+            t.display(),
+            a.name
+        );
+    }
+    if let Some(f) = a.pts.given() {
+        bail_usage!("{f} belongs to the ssd-pts suite, not to suite {}", a.name);
     }
     let file = suite::find(&a.name)?;
     if a.dirs.is_empty() {

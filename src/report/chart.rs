@@ -1622,6 +1622,133 @@ pub(crate) fn heatmap(
     })
 }
 
+/// The steady-state window of a precondition study, as the chart draws it: the rounds it
+/// covers (1-based), the mean of the tracking variable over them, and its least-squares line
+/// (value at the first round, change per round).
+pub(crate) struct SteadyBands {
+    pub first_round: usize,
+    pub last_round: usize,
+    pub mean: f64,
+    pub intercept: f64,
+    pub slope: f64,
+}
+
+/// The steady-state chart of a precondition study: the tracking variable round by round, and
+/// over the window its mean with the ±10 % and ±20 % bands and the least-squares line. Each
+/// band also gets a transparent `class="band"` box with its limits in `data-lo`/`data-hi`.
+pub(crate) fn steady_state_chart(
+    title: &str,
+    y_label: &str,
+    values: &[f64],
+    window: Option<&SteadyBands>,
+) -> String {
+    let n = values.len().max(1) as f64;
+    let max = values
+        .iter()
+        .cloned()
+        .filter(|v| v.is_finite())
+        .fold(window.map_or(0.0, |w| w.mean * 1.2), f64::max);
+    let top = if max > 0.0 { max * 1.08 } else { 1.0 };
+    let line = PALETTE[0];
+    let (band_col, mean_col) = (RGBColor(0x2c, 0xa0, 0x2c), RGBColor(0xd6, 0x27, 0x28));
+    let mut keys = vec![Key {
+        name: y_label.to_string(),
+        colour: RGBColor(line.0, line.1, line.2),
+        dashed: false,
+    }];
+    if window.is_some() {
+        keys.push(Key {
+            name: "window mean ±10 % (dark) and ±20 % (pale)".into(),
+            colour: RGBColor(0x95, 0xd0, 0x95),
+            dashed: false,
+        });
+        keys.push(Key {
+            name: "window mean".into(),
+            colour: mean_col,
+            dashed: true,
+        });
+        keys.push(Key {
+            name: "least-squares line".into(),
+            colour: BLACK,
+            dashed: true,
+        });
+    }
+    let h = 40 + PLOT_H + footer_h(&keys, &[]);
+    draw("steady", title, h, |area, tips| {
+        let (plot, foot) = area.split_vertically(PLOT_H);
+        let rounds: Vec<f64> = (1..=values.len()).map(|r| r as f64).collect();
+        let mut chart = ChartBuilder::on(&plot)
+            .margin_right(30)
+            .margin_top(10)
+            .x_label_area_size(60)
+            .y_label_area_size(90)
+            .build_cartesian_2d(ticked(0.5..n + 0.5, rounds), lin(0.0, top))?;
+        chart
+            .configure_mesh()
+            .x_desc("round")
+            .y_desc(y_label)
+            .x_label_formatter(&|v: &f64| format!("{}", v.round()))
+            .y_label_formatter(&|v: &f64| fmt_num(*v))
+            .label_style(font(LABEL_PX))
+            .axis_desc_style(font(LABEL_PX))
+            .draw()?;
+        if let Some(w) = window {
+            let (x0, x1) = (w.first_round as f64 - 0.3, w.last_round as f64 + 0.3);
+            for (pct, alpha) in [(20.0, 0.15), (10.0, 0.3)] {
+                let (lo, hi) = (w.mean * (1.0 - pct / 100.0), w.mean * (1.0 + pct / 100.0));
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(x0, lo), (x1, hi)],
+                    band_col.mix(alpha).filled(),
+                )))?;
+                let mut tip = Tip::rect(
+                    "band",
+                    chart.backend_coord(&(x0, hi)),
+                    chart.backend_coord(&(x1, lo)),
+                    &format!("mean ±{pct} %"),
+                    format!("window mean ±{pct} %: {} to {}", fmt_num(lo), fmt_num(hi)),
+                    w.mean,
+                );
+                tip.range = Some((lo, hi));
+                tips.push(tip);
+            }
+            chart.draw_series(DashedLineSeries::new(
+                [(x0, w.mean), (x1, w.mean)],
+                8,
+                5,
+                mean_col.stroke_width(2),
+            ))?;
+            let fit = |r: usize| w.intercept + w.slope * (r - w.first_round) as f64;
+            chart.draw_series(DashedLineSeries::new(
+                [
+                    (w.first_round as f64, fit(w.first_round)),
+                    (w.last_round as f64, fit(w.last_round)),
+                ],
+                4,
+                4,
+                BLACK.stroke_width(2),
+            ))?;
+        }
+        let col = RGBColor(line.0, line.1, line.2);
+        let pts: Vec<(f64, f64)> = values
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.is_finite())
+            .map(|(i, v)| (i as f64 + 1.0, *v))
+            .collect();
+        chart.draw_series(LineSeries::new(pts.iter().cloned(), col.stroke_width(2)))?;
+        chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, col.filled())))?;
+        for &(x, y) in &pts {
+            tips.push(Tip::dot(
+                chart.backend_coord(&(x, y)),
+                y_label,
+                format!("round {x}: {}", fmt_num(y)),
+                y,
+            ));
+        }
+        footer(&foot, &keys, &[])
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

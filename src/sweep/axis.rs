@@ -21,6 +21,9 @@ pub(crate) struct Axis {
 #[derive(Debug, Clone)]
 pub(crate) struct PointJob {
     pub job: Job,
+    /// A sequential write continues on the file as it is, rather than on a fresh file
+    /// (the ssd-pts fill writes over the purged target).
+    pub keep_contents: bool,
     pub files: u32,
     pub vars: BTreeMap<String, String>,
 }
@@ -29,6 +32,7 @@ impl Default for PointJob {
     fn default() -> Self {
         PointJob {
             job: Job::default(),
+            keep_contents: false,
             files: 1,
             vars: BTreeMap::new(),
         }
@@ -49,6 +53,9 @@ const PSEUDO: &[&str] = &[
     "workload",
     // A tuning applied to some points of a study (`super::tuned`).
     "tuning",
+    // The ssd-pts suite's round and read/write mix (`super::pts`; the mix sets rwmix).
+    "round",
+    "mix",
 ];
 
 /// The Job parameters a sweep can vary, in the order they are listed.

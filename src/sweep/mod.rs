@@ -7,6 +7,7 @@
 pub(crate) mod aged;
 pub(crate) mod axis;
 pub(crate) mod progress;
+pub(crate) mod pts;
 pub(crate) mod rawdev;
 pub(crate) mod record;
 pub(crate) mod suite;
@@ -780,8 +781,9 @@ pub(crate) fn run_point_observing(
         }
     }
     // The white paper writes new files: a sequential write starts from an empty file.
-    let fresh =
-        job.access == crate::job::Access::Write && job.cache != crate::job::CachePolicy::Concurrent;
+    let fresh = !pj.keep_contents
+        && job.access == crate::job::Access::Write
+        && job.cache != crate::job::CachePolicy::Concurrent;
     if fresh && !ranks {
         for t in &job.targets {
             ctx.remove_created_path(t);
