@@ -270,7 +270,7 @@ mod tests {
     }
 
     #[test]
-    fn the_expression_is_ios500s() {
+    fn the_expression_is_io500s() {
         let e = Expr {
             newer_than: (100, 0),
             size: 3901,

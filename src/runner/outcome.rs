@@ -236,6 +236,8 @@ mod tests {
             }))
             .unwrap(),
             status_interval_ns: None,
+            stability_grid_ns: None,
+            host_ticks: Vec::new(),
             steady: None,
             host: None,
         }
