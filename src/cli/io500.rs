@@ -86,8 +86,7 @@ pub(crate) fn main(a: Io500Args) -> anyhow::Result<i32> {
         dir,
         keep: a.keep,
     };
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let result = crate::io500::run(&opts, &argv)?;
+    let result = crate::io500::run(&opts)?;
     super::output::emit(
         &[result],
         format,

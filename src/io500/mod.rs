@@ -331,7 +331,7 @@ fn ior_job(
 }
 
 /// Run the twelve phases in `opts.dir`; the Result (kind `io500`).
-pub(crate) fn run(opts: &Options, argv: &[String]) -> Result<RunResult> {
+pub(crate) fn run(opts: &Options) -> Result<RunResult> {
     let c = &opts.config;
     c.check()?;
     let started_unix_s = std::time::SystemTime::now()
@@ -454,7 +454,7 @@ pub(crate) fn run(opts: &Options, argv: &[String]) -> Result<RunResult> {
         r.notes
             .push(format!("kept {} (--keep)", top.path.display()));
     }
-    let result = result_of(&r, &top.path, argv, started_unix_s, (matched, looked));
+    let result = result_of(&r, &top.path, started_unix_s, (matched, looked));
     drop(top);
     Ok(result)
 }
@@ -492,7 +492,6 @@ const CARRIED: &[&str] = &[
 fn result_of(
     r: &Run<'_>,
     top: &Path,
-    argv: &[String],
     started_unix_s: f64,
     (matched, looked): (u64, u64),
 ) -> RunResult {
@@ -572,8 +571,6 @@ fn result_of(
     } else if r.interrupted {
         res.status = RunStatus::Partial;
     }
-    res.mdtest = None;
-    let _ = argv;
     res.io500 = Some(Io500Info {
         dir: dir.display().to_string(),
         stonewall_s: c.stonewall_s,
