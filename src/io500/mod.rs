@@ -540,9 +540,14 @@ fn result_of(
             });
         }
     }
+    // The whole run as one figure: every phase's operations and bytes over their summed time.
     total.ops = ops;
     total.bytes = bytes;
     total.elapsed_s = elapsed;
+    if elapsed > 0.0 {
+        total.iops = ops as f64 / elapsed;
+        total.bytes_per_sec = bytes as f64 / elapsed;
+    }
     res.total = total;
     res.explain.extend(findings(&phases, c.stonewall_s));
     let (bw, md, score) = scores(&phases);
