@@ -226,10 +226,12 @@ fn bad_configurations_are_one_line_refusals() {
 #[test]
 fn a_killed_runs_directory_is_removed_by_the_next_run() {
     let sb = sandbox();
+    // More files than 5 s can make: the run is in mdtest-easy-write when it is killed.
+    std::fs::write(sb.file("long.ini"), "[mdtest-easy]\nn = 100000000\n").unwrap();
     let bin = assert_cmd::cargo::cargo_bin("fsbench");
     let mut child = std::process::Command::new(bin)
         .current_dir(sb.path())
-        .args(["io500", "--config", "small.ini", "--stonewall", "5", "data"])
+        .args(["io500", "--config", "long.ini", "--stonewall", "5", "data"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -247,4 +249,37 @@ fn a_killed_runs_directory_is_removed_by_the_next_run() {
     let notes = r["notes"].to_string();
     assert!(notes.contains(&left) && notes.contains("killed"), "{notes}");
     assert!(entries(&sb).is_empty(), "{:?}", entries(&sb));
+}
+
+/// Write phases with more work than the stonewall allows stop at it; the phases after them
+/// do exactly what was done.
+#[test]
+fn the_stonewall_stops_the_writes_and_the_later_phases_follow() {
+    let sb = sandbox();
+    std::fs::write(
+        sb.file("big.ini"),
+        "[ior-easy]\ntransferSize = 1m\nblockSize = 16m\n[ior-hard]\nsegmentCount = 100\n[mdtest-easy]\nn = 100000000\n[mdtest-hard]\nn = 100000000\n",
+    )
+    .unwrap();
+    let r = sb.run_json(&["io500", "--config", "big.ini", "--stonewall", "1", "data"]);
+    let phases = r["io500"]["phases"].as_array().unwrap();
+    for name in ["mdtest-easy-write", "mdtest-hard-write"] {
+        let p = phases.iter().find(|p| p["name"] == name).unwrap();
+        assert_eq!(p["stonewalled"], true, "{p}");
+        let t = p["time_s"].as_f64().unwrap();
+        assert!((1.0..5.0).contains(&t), "{p}");
+        assert!(p["ops"].as_u64().unwrap() < 100_000_000);
+    }
+    let easy = stat(&r, "mdtest-easy-write", "ops");
+    assert_eq!(stat(&r, "mdtest-easy-stat", "ops"), easy);
+    assert_eq!(stat(&r, "mdtest-easy-delete", "ops"), easy);
+    let hard = stat(&r, "mdtest-hard-write", "ops");
+    assert_eq!(stat(&r, "mdtest-hard-read", "read_bytes"), hard * 3901);
+    // The small ior amounts ran out before the stonewall: not stonewalled, all written.
+    assert_eq!(stat(&r, "ior-easy-write", "write_bytes"), 16 << 20);
+    assert_eq!(stat(&r, "ior-hard-read", "read_bytes"), 100 * 47_008);
+    assert!(r["explain"]
+        .to_string()
+        .contains("ended before the 1 s stonewall"));
+    assert!(entries(&sb).is_empty());
 }
