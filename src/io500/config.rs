@@ -202,7 +202,9 @@ impl Config {
 
     /// The checks across keys: a block of whole transfers.
     pub(crate) fn check(&self) -> Result<(), UsageError> {
-        if self.easy_block < self.easy_transfer || self.easy_block % self.easy_transfer != 0 {
+        if self.easy_block < self.easy_transfer
+            || !self.easy_block.is_multiple_of(self.easy_transfer)
+        {
             return Err(usage!(
                 "[ior-easy] blockSize {} must be a multiple of transferSize {}",
                 self.easy_block,

@@ -354,7 +354,7 @@ pub(crate) fn run(opts: &Options) -> Result<RunResult> {
         }
     }
     let top_fd = open_dir(&top.path).with_context(|| format!("opening {}", top.path.display()))?;
-    let engine = Issuer::sync_engine(1, 1, MDTEST_HARD_BYTES as usize, 0x696f_3530_30)?;
+    let engine = Issuer::sync_engine(1, 1, MDTEST_HARD_BYTES as usize, 0x0069_6f35_3030)?;
     crate::runner::signal::install();
     let mut r = Run {
         opts,
@@ -461,7 +461,8 @@ pub(crate) fn run(opts: &Options) -> Result<RunResult> {
 
 /// Geometric mean of positive values; 0 when any is 0 (as IO500 scores a failed phase).
 fn geo_mean(v: &[f64]) -> f64 {
-    if v.is_empty() || v.iter().any(|x| !(*x > 0.0)) {
+    // A NaN counts as no figure.
+    if v.is_empty() || v.iter().any(|x| x.is_nan() || *x <= 0.0) {
         return 0.0;
     }
     (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
