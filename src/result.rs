@@ -30,6 +30,8 @@ pub enum Kind {
     Backup,
     /// mdtest's metadata phases (`fsbench mdtest`): each phase of each iteration a group.
     Mdtest,
+    /// IO500's twelve phases (`fsbench io500`): each phase a group, the score in `io500`.
+    Io500,
 }
 
 impl Kind {
@@ -40,6 +42,7 @@ impl Kind {
             Kind::Replay => "replay",
             Kind::Backup => "backup",
             Kind::Mdtest => "mdtest",
+            Kind::Io500 => "io500",
         }
     }
 }
@@ -509,6 +512,46 @@ pub struct StabilityReport {
     pub bytes_per_sec_change_over_run_pct: f64,
 }
 
+/// What an IO500 run adds (`fsbench io500`): the phases' figures in IO500's order, its three
+/// scores, and whether the run could count as IO500's (it never can on one host; below the
+/// 300 s stonewall it is marked unofficial as well).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Io500Info {
+    /// The directory the phases worked in (the run's own directory inside it is removed).
+    pub dir: String,
+    /// Seconds each write phase ran before it was stopped (IO500 demands 300).
+    pub stonewall_s: u64,
+    /// The stonewall was shorter than IO500's 300 s.
+    pub unofficial: bool,
+    /// Geometric mean of the four ior bandwidths, GiB/s.
+    pub score_bw_gib_s: f64,
+    /// Geometric mean of the eight metadata and find rates, kIOPS.
+    pub score_md_kiops: f64,
+    /// sqrt(bw score x md score).
+    pub score: f64,
+    /// Entries the find phase matched and looked at.
+    pub find_matched: u64,
+    pub find_total: u64,
+    pub phases: Vec<Io500Phase>,
+}
+
+/// One IO500 phase as measured.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Io500Phase {
+    /// IO500's name (`ior-easy-write`, `mdtest-hard-stat`, `find`).
+    pub name: String,
+    /// The figure the score takes: GiB/s for the ior phases, kIOPS for the others.
+    pub value: f64,
+    /// `GiB/s` or `kIOPS`.
+    pub unit: String,
+    pub time_s: f64,
+    /// Operations (items, entries or I/Os) and bytes the phase did.
+    pub ops: u64,
+    pub bytes: u64,
+    /// A write phase the stonewall stopped (the later phases do exactly what it did).
+    pub stonewalled: bool,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     pub schema_version: u32,
@@ -541,6 +584,8 @@ pub struct RunResult {
     pub backup: Option<BackupInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mdtest: Option<MdtestInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io500: Option<Io500Info>,
     /// Probe data stored beside the stats (device samples, extents, traces), keyed by probe.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub probes: serde_json::Map<String, serde_json::Value>,
@@ -758,6 +803,7 @@ impl RunResult {
             replay: None,
             backup: None,
             mdtest: None,
+            io500: None,
             probes: serde_json::Map::new(),
             host: None,
             verify: None,

@@ -19,6 +19,7 @@ const SUBCOMMANDS: &[&str] = &[
     "vx",
     "fio",
     "mdtest",
+    "io500",
     "advise",
     "iostat",
     "trace",

@@ -31,6 +31,7 @@ fn io_commands_that_cannot_run_on_ranks_refuse_under_mpirun() {
     let mut commands = vec![
         vec!["fscompare", "--device", "/dev/null", "--fs", "ext4"],
         vec!["mdtest", "-n", "5", "-d", "."],
+        vec!["io500", "--stonewall", "1", "."],
     ];
     // Built with MPI, each rank captures its own command (tests/mpi_replay.rs).
     if !cfg!(feature = "mpi") {

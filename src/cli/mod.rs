@@ -8,6 +8,7 @@ pub(crate) mod compare;
 pub(crate) mod fio;
 pub(crate) mod frag;
 pub(crate) mod fscompare;
+pub(crate) mod io500;
 pub(crate) mod iostat;
 pub(crate) mod jobflags;
 pub(crate) mod manuals;
@@ -100,6 +101,8 @@ pub(crate) enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// IO500's twelve phases and score on this host: fsbench io500 [--config FILE] DIR
+    Io500(io500::Io500Args),
     /// Tuning recommendations (VxFS-style tunables, checks, optional measurements) for PATH.
     Advise(advise::AdviseArgs),
     /// Device statistics like `sar -d`: fsbench iostat [PATH] INTERVAL [COUNT]
@@ -222,6 +225,7 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Trace(_) if !cfg!(feature = "mpi") => Some("trace"),
         Command::Fscompare(_) => Some("fscompare"),
         Command::Mdtest { .. } => Some("mdtest"),
+        Command::Io500(_) => Some("io500"),
         Command::Ab(_) => Some("ab"),
         _ => None,
     };
@@ -257,6 +261,7 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
             ranks::on_ranks("suite", &dist, |exec| suite::main(a, exec))
         }
         Command::Mdtest { args } => mdtest::main(&args),
+        Command::Io500(a) => io500::main(a),
         Command::Ab(a) => ab::main(a, Default::default()),
         Command::Report(a) => report::main(a),
         Command::Compare(a) => compare::main(a),

@@ -18,6 +18,7 @@ pub(crate) mod document;
 pub(crate) mod frag;
 pub(crate) mod html;
 pub(crate) mod interval_logs;
+pub(crate) mod io500;
 pub(crate) mod iostat;
 pub(crate) mod iostat_html;
 pub(crate) mod json;

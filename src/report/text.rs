@@ -286,6 +286,10 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
             out.push_str(&super::mdtest::text(r));
             continue;
         }
+        if r.kind == crate::result::Kind::Io500 {
+            out.push_str(&super::io500::text(r));
+            continue;
+        }
         let _ = writeln!(out, "{}", header(r));
         for n in &r.notes {
             let _ = writeln!(out, "note: {n}");

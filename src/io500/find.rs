@@ -1,0 +1,296 @@
+//! IO500's find phase as a source the runner drives (`runner::source::drive`): a walk of the
+//! run's directory that looks at every entry once (one step, one `statx`) and counts the
+//! regular files that match IO500's expression `-newer TIMESTAMP -size 3901c -name *01*`.
+//! Directories are read with `getdents64` and opened relative to their parent, both through
+//! the runner's [`Issuer`], so every call is counted and nothing follows a link.
+//!
+//! The buffers of every level of the walk are allocated before the phase starts: a step
+//! allocates nothing.
+
+use crate::runner::issue::Issuer;
+use crate::runner::source::Source;
+use crate::stats::{mono_ns, Stats};
+use std::ffi::CStr;
+use std::os::fd::RawFd;
+
+/// Deepest directory the walk enters below its root (the run's tree is 3 levels deep).
+pub(crate) const MAX_DEPTH: usize = 16;
+/// Bytes of directory entries read per `getdents64` call.
+const LIST_BYTES: usize = 32 * 1024;
+
+/// What a matching file must be.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Expr<'a> {
+    /// Modified strictly after this (seconds, nanoseconds).
+    pub newer_than: (i64, u32),
+    /// Exactly this many bytes.
+    pub size: u64,
+    /// The name holds this.
+    pub name_has: &'a [u8],
+}
+
+impl Expr<'_> {
+    fn matches(&self, name: &[u8], sx: &libc::statx) -> bool {
+        let mtime = (sx.stx_mtime.tv_sec, sx.stx_mtime.tv_nsec);
+        (sx.stx_mode as u32 & libc::S_IFMT) == libc::S_IFREG
+            && sx.stx_size == self.size
+            && mtime > self.newer_than
+            && name
+                .windows(self.name_has.len())
+                .any(|w| w == self.name_has)
+    }
+}
+
+/// How the walk ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum End {
+    Done,
+    /// The run stopped it (Ctrl-C).
+    Stopped,
+    Failed(String),
+}
+
+/// One open directory of the walk and the entries read from it but not yet looked at.
+struct Level {
+    fd: RawFd,
+    buf: Vec<u8>,
+    len: usize,
+    at: usize,
+}
+
+/// The find phase: where the walk is and what it counted.
+pub(crate) struct Find<'a> {
+    root: RawFd,
+    expr: Expr<'a>,
+    levels: Vec<Level>,
+    depth: usize,
+    started: bool,
+    sx: libc::statx,
+    pub(crate) matched: u64,
+    pub(crate) total: u64,
+    pub(crate) stats: Stats,
+}
+
+/// The next record of a `linux_dirent64` buffer at `at`: its length and the name with its
+/// NUL (None: the buffer holds no whole record there).
+fn record(buf: &[u8], at: usize) -> Option<(usize, &[u8])> {
+    // d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name[].
+    const NAME: usize = 19;
+    if at + NAME > buf.len() {
+        return None;
+    }
+    let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+    if reclen < NAME || at + reclen > buf.len() {
+        return None;
+    }
+    let name = &buf[at + NAME..at + reclen];
+    let end = name.iter().position(|&b| b == 0)?;
+    Some((reclen, &name[..=end]))
+}
+
+impl<'a> Find<'a> {
+    /// A walk of the directory open at `root` (borrowed: the walk opens its own descriptor).
+    pub(crate) fn new(root: RawFd, expr: Expr<'a>) -> Find<'a> {
+        let levels = (0..=MAX_DEPTH)
+            .map(|_| Level {
+                fd: -1,
+                buf: vec![0; LIST_BYTES],
+                len: 0,
+                at: 0,
+            })
+            .collect();
+        let mut stats = Stats::default();
+        stats.ready_lat(false, false, true);
+        Find {
+            root,
+            expr,
+            levels,
+            depth: 0,
+            started: false,
+            // SAFETY: statx is plain integers; all zero is a valid value.
+            sx: unsafe { std::mem::zeroed() },
+            matched: 0,
+            total: 0,
+            stats,
+        }
+    }
+
+    /// Open `name` (NUL-terminated) in `dir` as the next level of the walk.
+    fn enter(&mut self, io: &mut Issuer, dir: RawFd, name: &CStr) -> Result<(), String> {
+        if self.depth > MAX_DEPTH {
+            return Err(format!(
+                "find: {} is more than {MAX_DEPTH} levels deep",
+                name.to_string_lossy()
+            ));
+        }
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let fd = io
+            .open_at(dir, name, flags, 0)
+            .map_err(|e| format!("find: opening {}: {e}", name.to_string_lossy()))?;
+        let lv = &mut self.levels[self.depth];
+        lv.fd = fd;
+        lv.len = 0;
+        lv.at = 0;
+        self.depth += 1;
+        Ok(())
+    }
+
+    /// Look at the next entry of the deepest open directory, or read more of it.
+    fn advance(&mut self, io: &mut Issuer) -> Result<(), String> {
+        let dir = self.levels[self.depth - 1].fd;
+        match self.look(io)? {
+            Some(name) => {
+                let cname = CStr::from_bytes_until_nul(&name).unwrap_or(c"");
+                self.enter(io, dir, cname)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The next entry of the deepest open directory looked at and counted; the name of a
+    /// directory to enter (copied out of the level's buffer, bounded by NAME_MAX).
+    fn look(&mut self, io: &mut Issuer) -> Result<Option<[u8; 256]>, String> {
+        let Find {
+            levels,
+            depth,
+            sx,
+            expr,
+            stats,
+            matched,
+            total,
+            ..
+        } = self;
+        let lv = &mut levels[*depth - 1];
+        let dir = lv.fd;
+        if lv.at >= lv.len {
+            let n = io
+                .read_dir(dir, &mut lv.buf)
+                .map_err(|e| format!("find: reading a directory: {e}"))?;
+            if n == 0 {
+                let _ = io.close_fd(dir);
+                lv.fd = -1;
+                *depth -= 1;
+            } else {
+                lv.len = n;
+                lv.at = 0;
+            }
+            return Ok(None);
+        }
+        let Some((reclen, name)) = record(&lv.buf[..lv.len], lv.at) else {
+            // A torn buffer: read on.
+            lv.at = lv.len;
+            return Ok(None);
+        };
+        lv.at += reclen;
+        if name == b".\0" || name == b"..\0" {
+            return Ok(None);
+        }
+        let cname = CStr::from_bytes_with_nul(name).unwrap_or(c"");
+        let t0 = mono_ns();
+        let looked = io.stat_at(dir, cname, libc::AT_SYMLINK_NOFOLLOW, sx);
+        let t1 = mono_ns();
+        looked.map_err(|e| format!("find: {}: {e}", cname.to_string_lossy()))?;
+        stats.other_ops += 1;
+        stats.other_lat.record(t1.saturating_sub(t0));
+        *total += 1;
+        if (sx.stx_mode as u32 & libc::S_IFMT) == libc::S_IFDIR {
+            let mut owned = [0u8; 256];
+            let n = name.len().min(owned.len() - 1);
+            owned[..n].copy_from_slice(&name[..n]);
+            return Ok(Some(owned));
+        }
+        if expr.matches(&name[..name.len() - 1], sx) {
+            *matched += 1;
+        }
+        Ok(None)
+    }
+
+    /// Close the directories still open (after a stop or a failure).
+    pub(crate) fn close(&mut self, io: &mut Issuer) {
+        while self.depth > 0 {
+            self.depth -= 1;
+            let fd = std::mem::replace(&mut self.levels[self.depth].fd, -1);
+            let _ = io.close_fd(fd);
+        }
+    }
+}
+
+impl Source for Find<'_> {
+    type End = End;
+
+    fn step(&mut self, io: &mut Issuer) -> Option<End> {
+        if !self.started {
+            self.started = true;
+            if let Err(e) = self.enter(io, self.root, c".") {
+                return Some(End::Failed(e));
+            }
+            return None;
+        }
+        if self.depth == 0 {
+            return Some(End::Done);
+        }
+        match self.advance(io) {
+            Ok(()) => None,
+            Err(e) => {
+                self.stats.errors += 1;
+                Some(End::Failed(e))
+            }
+        }
+    }
+
+    fn stopped(&mut self) -> End {
+        End::Stopped
+    }
+
+    fn next_paced(&self) -> bool {
+        false
+    }
+
+    fn totals(&self) -> Stats {
+        self.stats.clone()
+    }
+
+    fn forget(&mut self) {
+        self.stats = Stats::default();
+        self.stats.ready_lat(false, false, true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sx(mode: u32, size: u64, sec: i64) -> libc::statx {
+        // SAFETY: statx is plain integers; all zero is a valid value.
+        let mut s: libc::statx = unsafe { std::mem::zeroed() };
+        s.stx_mode = mode as u16;
+        s.stx_size = size;
+        s.stx_mtime.tv_sec = sec;
+        s
+    }
+
+    #[test]
+    fn the_expression_is_io500s() {
+        let e = Expr {
+            newer_than: (100, 0),
+            size: 3901,
+            name_has: b"01",
+        };
+        let file = libc::S_IFREG | 0o644;
+        assert!(e.matches(b"file.mdtest.0.101", &sx(file, 3901, 101)));
+        assert!(!e.matches(b"file.mdtest.0.11", &sx(file, 3901, 101)));
+        assert!(!e.matches(b"file.mdtest.0.101", &sx(file, 3900, 101)));
+        assert!(!e.matches(b"file.mdtest.0.101", &sx(file, 3901, 100)));
+        assert!(!e.matches(b"dir01", &sx(libc::S_IFDIR | 0o755, 3901, 101)));
+    }
+
+    #[test]
+    fn a_torn_record_is_not_read_past_the_buffer() {
+        let mut buf = vec![0u8; 24];
+        buf[16] = 40;
+        assert!(record(&buf, 0).is_none());
+        buf[16] = 24;
+        buf[19] = b'a';
+        assert_eq!(record(&buf, 0).unwrap(), (24, &b"a\0"[..]));
+    }
+}

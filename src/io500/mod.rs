@@ -1,0 +1,695 @@
+//! IO500 on one host (`fsbench io500`): its twelve phases in its order, each measured the way
+//! the rest of fsbench measures, and its score. The ior phases are Jobs run by the executor
+//! (ior-easy: a file of 2 MiB transfers; ior-hard: 47,008-byte transfers), the mdtest phases
+//! are mdtest's phase sources ([`md`]), and find is a walk of the run's directory ([`find`]);
+//! the runner drives every one of them.
+//!
+//! Stonewalling as IO500 does it: each write phase runs for the stonewall (or until its
+//! configured amount is done), and the read, stat and delete phases after it work on exactly
+//! what it wrote. Score: the geometric mean of the four ior bandwidths (GiB/s) and of the
+//! eight metadata and find rates (kIOPS), and the square root of their product.
+//!
+//! Safety: everything is made inside a directory this run creates in the given directory
+//! (`fsbench-io500-PID`, marked as fsbench's and as this run's, see `crate::leftover`),
+//! removed at the end unless kept; one a killed run left is removed by the next run.
+
+pub(crate) mod config;
+mod find;
+mod md;
+
+use crate::mdtest::phase::Op;
+use crate::result::{Explanation, GroupReport, Io500Info, Io500Phase, Kind, RunResult, RunStatus};
+use crate::runner::issue::Issuer;
+use crate::stats::{Stats, StatsReport};
+use crate::usage;
+use anyhow::{anyhow, Context, Result};
+use config::{Config, IOR_HARD_TRANSFER, MDTEST_HARD_BYTES};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Prefix of the directory a run makes (`fsbench-io500-PID`).
+pub(crate) const TOP_PREFIX: &str = "fsbench-io500-";
+
+/// Share of the free space of the directory each ior file may take at most.
+const IOR_SHARE_OF_FREE: u64 = 5;
+
+/// What the run was asked to do.
+pub(crate) struct Options {
+    pub config: Config,
+    pub dir: PathBuf,
+    pub keep: bool,
+}
+
+/// The directory this run made: removed (with all in it) when dropped, unless kept.
+struct TopDir {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for TopDir {
+    fn drop(&mut self) {
+        if self.keep {
+            crate::leftover::clear_run_of(&self.path);
+        } else {
+            // Made new by this run, and only it writes in it (remove_dir_all follows no
+            // links).
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// Check `dir`, remove what killed runs left there, and make this run's directory.
+fn make_top(dir: &Path, keep: bool, notes: &mut Vec<String>) -> Result<TopDir> {
+    let m = std::fs::metadata(dir).map_err(|e| anyhow!(usage!("{}: {e}", dir.display())))?;
+    if !m.is_dir() {
+        return Err(usage!("{}: not a directory", dir.display()).into());
+    }
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(TOP_PREFIX))
+            {
+                notes.extend(crate::leftover::remove_dir_of_dead_run(&e.path()));
+            }
+        }
+    }
+    let path = dir.join(format!("{TOP_PREFIX}{}", std::process::id()));
+    match crate::leftover::make_marked_dir(&path) {
+        Ok(()) => Ok(TopDir { path, keep }),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(usage!(
+            "{} exists and is not a directory this run made: remove it or use another directory",
+            path.display()
+        )
+        .into()),
+        Err(e) => Err(anyhow!("creating {}: {e}", path.display())),
+    }
+}
+
+fn open_dir(path: &Path) -> std::io::Result<OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    Ok(f.into())
+}
+
+/// One phase's figures as measured.
+struct Measured {
+    name: &'static str,
+    op: &'static str,
+    stats: StatsReport,
+    /// GiB/s (ior) or kIOPS (the others).
+    value: f64,
+    stonewalled: bool,
+    /// Explanations of the phase's own Result (an ior phase's Job).
+    explain: Vec<Explanation>,
+}
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// The state of the run across its phases.
+struct Run<'a> {
+    opts: &'a Options,
+    io: Issuer,
+    measured: Vec<Measured>,
+    notes: Vec<String>,
+    failure: Option<String>,
+    interrupted: bool,
+}
+
+impl Run<'_> {
+    fn stopped(&self) -> bool {
+        self.failure.is_some() || self.interrupted
+    }
+
+    /// An ior phase: `job` run on this host; its written (or read) bytes.
+    fn ior(&mut self, name: &'static str, op: &'static str, job: &crate::job::Job) -> u64 {
+        if self.stopped() {
+            return 0;
+        }
+        let ran = crate::exec::Executor::Local.run_job(job, false, &Default::default());
+        let r = match ran {
+            Ok(r) => r,
+            Err(e) => {
+                self.failure = Some(format!("{name}: {e:#}"));
+                return 0;
+            }
+        };
+        match r.status {
+            RunStatus::Failed => {
+                let why = r
+                    .failures
+                    .first()
+                    .map(|f| f.to_string())
+                    .unwrap_or_else(|| "failed".into());
+                self.failure = Some(format!("{name}: {why}"));
+            }
+            RunStatus::Partial => self.interrupted = true,
+            RunStatus::Complete => {}
+        }
+        let t = &r.total;
+        let wanted = job.io_count.unwrap_or(0).saturating_mul(job.block_size);
+        let bytes = t.bytes;
+        let stonewalled = job.time_s.is_some() && bytes < wanted && !self.stopped();
+        self.measured.push(Measured {
+            name,
+            op,
+            value: t.bytes_per_sec / GIB,
+            stats: t.clone(),
+            stonewalled,
+            explain: r.explain.clone(),
+        });
+        bytes
+    }
+
+    /// An mdtest phase over `count` files of `tree`; the files done.
+    fn md(
+        &mut self,
+        name: &'static str,
+        tree: &md::MdTree,
+        op: Op,
+        count: u64,
+        stonewall: Option<Duration>,
+    ) -> u64 {
+        if self.stopped() {
+            return 0;
+        }
+        let ran = md::phase(&mut self.io, tree, op, count, stonewall);
+        self.keep_md(name, op.key(), ran.stats, ran.stonewalled);
+        self.failure = ran.failure.map(|f| format!("{name}: {f}"));
+        self.interrupted |= ran.interrupted;
+        ran.done
+    }
+
+    fn keep_md(&mut self, name: &'static str, op: &'static str, stats: Stats, stonewalled: bool) {
+        let rate = if stats.elapsed_s > 0.0 {
+            stats.ops() as f64 / stats.elapsed_s
+        } else {
+            0.0
+        };
+        self.measured.push(Measured {
+            name,
+            op,
+            value: rate / 1e3,
+            stats: StatsReport::from_stats(&stats, false),
+            stonewalled,
+            explain: Vec::new(),
+        });
+    }
+
+    /// Untimed set-up and clean-up of a tree's directory.
+    fn tree_op(&mut self, tree: &md::MdTree, op: Op) {
+        if self.stopped() {
+            return;
+        }
+        let ran = md::phase(&mut self.io, tree, op, 1, None);
+        if let Some(f) = ran.failure {
+            self.failure = Some(f);
+        }
+        self.interrupted |= ran.interrupted;
+    }
+
+    /// The find phase over the run's directory `top`: (matched, looked at).
+    fn find(&mut self, top: RawFd, newer_than: (i64, u32)) -> (u64, u64) {
+        if self.stopped() {
+            return (0, 0);
+        }
+        let expr = find::Expr {
+            newer_than,
+            size: MDTEST_HARD_BYTES,
+            name_has: b"01",
+        };
+        let mut src = find::Find::new(top, expr);
+        let stop = crate::runner::signal::interrupted;
+        let how = crate::runner::source::Drive {
+            gate: &|| {},
+            stop: &stop,
+            deadline: None,
+            ramp: None,
+            pacing: Default::default(),
+            interval_ns: None,
+        };
+        self.io.forget_counts();
+        let cpu0 = crate::stats::cpu::thread_cpu_ns();
+        let ran = crate::runner::source::drive(&mut src, &mut self.io, how);
+        let cpu_ns = crate::stats::cpu::thread_cpu_ns().saturating_sub(cpu0);
+        src.close(&mut self.io);
+        match ran.end {
+            find::End::Done => {}
+            find::End::Stopped => self.interrupted = true,
+            find::End::Failed(e) => self.failure = Some(format!("find: {e}")),
+        }
+        let mut stats = std::mem::take(&mut src.stats);
+        stats.syscalls = *self.io.sys();
+        stats.usage = ran.usage;
+        stats.elapsed_s = ran.end_ns.saturating_sub(ran.start_ns) as f64 / 1e9;
+        stats.loop_start_ns = ran.start_ns;
+        stats.loop_end_ns = ran.end_ns;
+        stats.cpu_sampled_ns = cpu_ns;
+        stats.cpu_sampled_ops = stats.other_ops;
+        self.keep_md("find", "find", stats, false);
+        (src.matched, src.total)
+    }
+}
+
+/// Make directory `name` in `top` and open it, through the issuer.
+fn sub_dir(io: &mut Issuer, top: RawFd, name: &std::ffi::CStr) -> Result<OwnedFd> {
+    let what = name.to_string_lossy();
+    io.mkdir_at(top, name, 0o755)
+        .with_context(|| format!("creating {what}"))?;
+    let fd = io
+        .open_at(
+            top,
+            name,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0,
+        )
+        .with_context(|| format!("opening {what}"))?;
+    // SAFETY: a descriptor the open just returned, owned from here on.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The timestamp file find's `-newer` compares with, made now in `top`: its mtime.
+fn timestamp(io: &mut Issuer, top: RawFd) -> Result<(i64, u32)> {
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let fd = io
+        .open_at(top, c"timestamp", flags, 0o644)
+        .context("creating the timestamp file")?;
+    // SAFETY: statx is plain integers; all zero is a valid value.
+    let mut sx: libc::statx = unsafe { std::mem::zeroed() };
+    let r = io.stat_fd(fd, &mut sx);
+    io.close_fd(fd)?;
+    r.context("reading the timestamp file's time")?;
+    // Files made within the same clock tick as the stamp still count as newer than it
+    // would in find (which compares to the second on some file systems): wait a tick.
+    std::thread::sleep(Duration::from_millis(10));
+    Ok((sx.stx_mtime.tv_sec, sx.stx_mtime.tv_nsec))
+}
+
+/// The largest file (a whole number of `transfer`s, at most `want`) an ior phase may write
+/// in `dir`: at most a fifth of its free space each.
+fn ior_room(dir: &Path, transfer: u64, want: u64, what: &str) -> Result<u64> {
+    let Ok(st) = rustix::fs::statvfs(dir) else {
+        return Ok(want);
+    };
+    let free = st.f_bavail.saturating_mul(st.f_frsize) / IOR_SHARE_OF_FREE;
+    let cap = want.min(free) / transfer * transfer;
+    if cap == 0 {
+        return Err(usage!(
+            "{}: too little free space for one {what} transfer of {transfer} bytes",
+            dir.display()
+        )
+        .into());
+    }
+    Ok(cap)
+}
+
+fn ior_job(
+    name: &str,
+    path: PathBuf,
+    access: crate::job::Access,
+    transfer: u64,
+    bytes: u64,
+    time_s: Option<f64>,
+) -> Result<crate::job::Job> {
+    let job = crate::job::Job {
+        name: name.to_string(),
+        targets: vec![path],
+        access,
+        block_size: transfer,
+        file_size: Some(bytes),
+        io_count: Some(bytes / transfer),
+        time_s,
+        keep: true,
+        ..Default::default()
+    };
+    job.validate()?;
+    Ok(job)
+}
+
+/// Run the twelve phases in `opts.dir`; the Result (kind `io500`).
+pub(crate) fn run(opts: &Options) -> Result<RunResult> {
+    let c = &opts.config;
+    c.check()?;
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let mut notes = Vec::new();
+    let top = make_top(&opts.dir, opts.keep, &mut notes)?;
+    let easy_bytes = ior_room(&top.path, c.easy_transfer, c.easy_block, "ior-easy")?;
+    let hard_want = c.hard_segments.saturating_mul(IOR_HARD_TRANSFER);
+    let hard_bytes = ior_room(&top.path, IOR_HARD_TRANSFER, hard_want, "ior-hard")?;
+    for (what, want, got) in [
+        ("ior-easy", c.easy_block, easy_bytes),
+        ("ior-hard", hard_want, hard_bytes),
+    ] {
+        if got < want {
+            notes.push(format!(
+                "{what} writes at most {got} bytes (a fifth of the free space), not the {want} configured"
+            ));
+        }
+    }
+    let top_fd = open_dir(&top.path).with_context(|| format!("opening {}", top.path.display()))?;
+    let engine = Issuer::sync_engine(1, 1, MDTEST_HARD_BYTES as usize, 0x0069_6f35_3030)?;
+    crate::runner::signal::install();
+    let mut r = Run {
+        opts,
+        io: Issuer::new(engine, 1, None),
+        measured: Vec::new(),
+        notes,
+        failure: None,
+        interrupted: false,
+    };
+    let t = top_fd.as_raw_fd();
+    let newer_than = timestamp(&mut r.io, t)?;
+    for d in [c"ior-easy", c"ior-hard"] {
+        drop(sub_dir(&mut r.io, t, d)?);
+    }
+    let easy_dir = sub_dir(&mut r.io, t, c"mdtest-easy")?;
+    let hard_dir = sub_dir(&mut r.io, t, c"mdtest-hard")?;
+    let easy = md::MdTree::new(easy_dir.as_raw_fd(), 0);
+    let hard = md::MdTree::new(hard_dir.as_raw_fd(), MDTEST_HARD_BYTES as u32);
+    let wall = Duration::from_secs(c.stonewall_s);
+    let time = Some(c.stonewall_s as f64);
+    let easy_file = top.path.join("ior-easy/ior_file_easy.00000000");
+    let hard_file = top.path.join("ior-hard/IOR_file");
+    use crate::job::Access::{Read, Write};
+
+    // The write phases, each stopped by the stonewall.
+    let job = ior_job(
+        "ior-easy-write",
+        easy_file.clone(),
+        Write,
+        c.easy_transfer,
+        easy_bytes,
+        time,
+    )?;
+    let easy_written = r.ior("ior-easy-write", "ior_write", &job);
+    r.tree_op(&easy, Op::TreeCreate);
+    let easy_made = r.md(
+        "mdtest-easy-write",
+        &easy,
+        Op::FileCreate,
+        c.easy_files,
+        Some(wall),
+    );
+    let job = ior_job(
+        "ior-hard-write",
+        hard_file.clone(),
+        Write,
+        IOR_HARD_TRANSFER,
+        hard_bytes,
+        time,
+    )?;
+    let hard_written = r.ior("ior-hard-write", "ior_write", &job);
+    r.tree_op(&hard, Op::TreeCreate);
+    let hard_made = r.md(
+        "mdtest-hard-write",
+        &hard,
+        Op::FileCreate,
+        c.hard_files,
+        Some(wall),
+    );
+    let (matched, looked) = r.find(t, newer_than);
+    // The read phases: exactly what the writes did.
+    if easy_written >= c.easy_transfer {
+        let job = ior_job(
+            "ior-easy-read",
+            easy_file,
+            Read,
+            c.easy_transfer,
+            easy_written,
+            None,
+        )?;
+        r.ior("ior-easy-read", "ior_read", &job);
+    } else if !r.stopped() {
+        r.failure = Some("ior-easy-write wrote nothing to read back".into());
+    }
+    r.md("mdtest-easy-stat", &easy, Op::FileStat, easy_made, None);
+    if hard_written >= IOR_HARD_TRANSFER {
+        let job = ior_job(
+            "ior-hard-read",
+            hard_file,
+            Read,
+            IOR_HARD_TRANSFER,
+            hard_written,
+            None,
+        )?;
+        r.ior("ior-hard-read", "ior_read", &job);
+    } else if !r.stopped() {
+        r.failure = Some("ior-hard-write wrote nothing to read back".into());
+    }
+    r.md("mdtest-hard-stat", &hard, Op::FileStat, hard_made, None);
+    r.md("mdtest-easy-delete", &easy, Op::FileRemove, easy_made, None);
+    r.tree_op(&easy, Op::TreeRemove);
+    r.md("mdtest-hard-read", &hard, Op::FileRead, hard_made, None);
+    r.md("mdtest-hard-delete", &hard, Op::FileRemove, hard_made, None);
+    r.tree_op(&hard, Op::TreeRemove);
+    drop((easy_dir, hard_dir, top_fd));
+    if opts.keep {
+        r.notes
+            .push(format!("kept {} (--keep)", top.path.display()));
+    }
+    let result = result_of(&r, &top.path, started_unix_s, (matched, looked));
+    drop(top);
+    Ok(result)
+}
+
+/// Geometric mean of positive values; 0 when any is 0 (as IO500 scores a failed phase).
+fn geo_mean(v: &[f64]) -> f64 {
+    // A NaN counts as no figure.
+    if v.is_empty() || v.iter().any(|x| x.is_nan() || *x <= 0.0) {
+        return 0.0;
+    }
+    (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
+}
+
+/// IO500's scores from the phases' figures: (bandwidth GiB/s, metadata kIOPS, total).
+pub(crate) fn scores(phases: &[Io500Phase]) -> (f64, f64, f64) {
+    let of = |unit: &str| -> Vec<f64> {
+        phases
+            .iter()
+            .filter(|p| p.unit == unit)
+            .map(|p| p.value)
+            .collect()
+    };
+    let bw = geo_mean(&of("GiB/s"));
+    let md = geo_mean(&of("kIOPS"));
+    (bw, md, (bw * md).sqrt())
+}
+
+/// The findings of an ior phase's own Result that the IO500 Result carries.
+const CARRIED: &[&str] = &[
+    "page_cache",
+    "sparse_reads",
+    "dirty_at_stop",
+    "direct_fallback",
+];
+
+fn result_of(
+    r: &Run<'_>,
+    top: &Path,
+    started_unix_s: f64,
+    (matched, looked): (u64, u64),
+) -> RunResult {
+    let c = &r.opts.config;
+    let dir = top.parent().unwrap_or(top);
+    let mut res = RunResult::new(
+        Kind::Io500,
+        "io500",
+        started_unix_s,
+        crate::probe::env::collect(&[dir]),
+    );
+    let mut phases = Vec::new();
+    let mut total = StatsReport::default();
+    let (mut ops, mut bytes, mut elapsed) = (0, 0, 0.0);
+    for m in &r.measured {
+        res.groups.push(GroupReport {
+            name: m.name.to_string(),
+            op: m.op.to_string(),
+            run: None,
+            stats: m.stats.clone(),
+        });
+        let ior = m.op.starts_with("ior_");
+        phases.push(Io500Phase {
+            name: m.name.to_string(),
+            value: m.value,
+            unit: if ior { "GiB/s" } else { "kIOPS" }.to_string(),
+            time_s: m.stats.elapsed_s,
+            ops: m.stats.ops,
+            bytes: m.stats.bytes,
+            stonewalled: m.stonewalled,
+        });
+        ops += m.stats.ops;
+        bytes += m.stats.bytes;
+        elapsed += m.stats.elapsed_s;
+        // The phase's own findings about what its bytes were (the host's state is the
+        // same for every phase and shown once by the run's notes, not per phase).
+        for e in m
+            .explain
+            .iter()
+            .filter(|e| CARRIED.contains(&e.check.as_str()))
+        {
+            res.explain.push(Explanation {
+                check: e.check.clone(),
+                message: format!("{}: {}", m.name, e.message),
+                evidence: e.evidence.clone(),
+            });
+        }
+    }
+    // The whole run as one figure: every phase's operations and bytes over their summed time.
+    total.ops = ops;
+    total.bytes = bytes;
+    total.elapsed_s = elapsed;
+    if elapsed > 0.0 {
+        total.iops = ops as f64 / elapsed;
+        total.bytes_per_sec = bytes as f64 / elapsed;
+    }
+    res.total = total;
+    res.explain.extend(findings(&phases, c.stonewall_s));
+    let (bw, md, score) = scores(&phases);
+    res.notes.push(format!(
+        "one host, one process: not a valid IO500 submission{}",
+        if c.unofficial() {
+            format!(
+                "; the stonewall of {} s is below IO500's {} s (unofficial)",
+                c.stonewall_s,
+                config::OFFICIAL_STONEWALL_S
+            )
+        } else {
+            String::new()
+        }
+    ));
+    res.notes.extend(r.notes.iter().cloned());
+    if let Some(f) = &r.failure {
+        res.status = RunStatus::Failed;
+        res.failures.push(crate::result::IoFailure {
+            user: 0,
+            thread: 0,
+            path: top.display().to_string(),
+            offset: None,
+            message: f.clone(),
+        });
+    } else if r.interrupted {
+        res.status = RunStatus::Partial;
+    }
+    res.io500 = Some(Io500Info {
+        dir: dir.display().to_string(),
+        stonewall_s: c.stonewall_s,
+        unofficial: c.unofficial(),
+        score_bw_gib_s: bw,
+        score_md_kiops: md,
+        score,
+        find_matched: matched,
+        find_total: looked,
+        phases,
+    });
+    res
+}
+
+/// What could make the figures mislead: phases too short to trust, and the caches that
+/// served the phases after the writes on one host.
+fn findings(phases: &[Io500Phase], stonewall_s: u64) -> Vec<Explanation> {
+    let mut out = Vec::new();
+    let short: Vec<&Io500Phase> = phases
+        .iter()
+        .filter(|p| p.time_s < 1.0 || (p.name.ends_with("-write") && p.time_s < stonewall_s as f64))
+        .collect();
+    if !short.is_empty() {
+        let names: Vec<String> = short
+            .iter()
+            .map(|p| format!("{} ({:.2} s)", p.name, p.time_s))
+            .collect();
+        out.push(Explanation {
+            check: "too_short".into(),
+            message: format!(
+                "too short to trust: {} ran under 1 s or (a write) ended before the {stonewall_s} s stonewall; use a longer --stonewall (IO500's is 300 s) and, for a write that ran out of work, raise its amount in the configuration ([ior-easy] blockSize, [ior-hard] segmentCount, [mdtest-easy] or [mdtest-hard] n)",
+                names.join(", ")
+            ),
+            evidence: serde_json::json!({
+                "phases": short.iter().map(|p| serde_json::json!({"phase": p.name, "time_s": p.time_s})).collect::<Vec<_>>(),
+                "stonewall_s": stonewall_s,
+            }),
+        });
+    }
+    let cached: Vec<&str> = phases
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.name.as_str(),
+                "find" | "mdtest-easy-stat" | "mdtest-hard-stat" | "mdtest-hard-read"
+            )
+        })
+        .map(|p| p.name.as_str())
+        .collect();
+    if !cached.is_empty() {
+        out.push(Explanation {
+            check: "page_cache".into(),
+            message: format!(
+                "served by this host's caches: {} ran on the host that just wrote the files, so their inodes, directory entries and (mdtest-hard-read) data came from memory, not from storage; the ior reads had the files' pages evicted first",
+                cached.join(", ")
+            ),
+            evidence: serde_json::json!({ "phases": cached, "hosts": 1 }),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// IO500's phases, in the order it runs them.
+    const PHASES: [&str; 12] = [
+        "ior-easy-write",
+        "mdtest-easy-write",
+        "ior-hard-write",
+        "mdtest-hard-write",
+        "find",
+        "ior-easy-read",
+        "mdtest-easy-stat",
+        "ior-hard-read",
+        "mdtest-hard-stat",
+        "mdtest-easy-delete",
+        "mdtest-hard-read",
+        "mdtest-hard-delete",
+    ];
+
+    fn phase(name: &str, value: f64) -> Io500Phase {
+        Io500Phase {
+            name: name.into(),
+            value,
+            unit: if name.starts_with("ior") {
+                "GiB/s"
+            } else {
+                "kIOPS"
+            }
+            .into(),
+            time_s: 1.0,
+            ops: 1,
+            bytes: 0,
+            stonewalled: false,
+        }
+    }
+
+    #[test]
+    fn the_score_is_io500s() {
+        let v: Vec<Io500Phase> = PHASES
+            .iter()
+            .map(|n| phase(n, if n.starts_with("ior") { 4.0 } else { 9.0 }))
+            .collect();
+        let (bw, md, s) = scores(&v);
+        assert!((bw - 4.0).abs() < 1e-9 && (md - 9.0).abs() < 1e-9);
+        assert!((s - 6.0).abs() < 1e-9);
+        let mut v = v;
+        v[0].value = 1.0;
+        v[2].value = 16.0;
+        assert!((scores(&v).0 - (1.0f64 * 16.0 * 4.0 * 4.0).powf(0.25)).abs() < 1e-9);
+        v[1].value = 0.0;
+        assert_eq!(scores(&v).1, 0.0);
+    }
+}
