@@ -155,6 +155,11 @@ impl DistSpec {
 pub(crate) struct DistPlan {
     pub layout: Layout,
     pub reorder: bool,
+    /// `reorder` applies to the points that only read; the others write in place (IOR's
+    /// `-C` over a write phase and a read phase, `fsbench ior`). Without it a point that
+    /// writes is refused with `--reorder-ranks`.
+    #[serde(default)]
+    pub reorder_reads_only: bool,
     pub stonewall: Option<Stonewall>,
     pub timeout_s: f64,
 }
@@ -166,10 +171,11 @@ impl DistPlan {
         job: crate::job::Job,
         ranks: u32,
     ) -> Result<DistSpec, crate::error::UsageError> {
+        let reads_only = job.access.read_pct(job.read_pct) == 100;
         let spec = DistSpec {
             job,
             layout: self.layout,
-            reorder: self.reorder,
+            reorder: self.reorder && (reads_only || !self.reorder_reads_only),
             stonewall: self.stonewall,
             timeout_s: self.timeout_s,
             verify_seed: None,
