@@ -436,6 +436,28 @@ mod tests {
         assert!(e.0.contains("drop --reorder-ranks"), "{e}");
     }
 
+    /// `fsbench ior -C`: the plan reorders the points that only read; a point that writes
+    /// runs in place. Without `reorder_reads_only` (`--reorder-ranks` of run, sweep) a
+    /// writing point is still refused.
+    #[test]
+    fn reorder_for_reads_only_lets_the_write_run_in_place() {
+        let mut plan = DistPlan {
+            layout: Layout::FilePerRank,
+            reorder: true,
+            reorder_reads_only: true,
+            stonewall: None,
+            timeout_s: 60.0,
+        };
+        let write = spec(Layout::FilePerRank).job;
+        let mut read = write.clone();
+        read.access = crate::job::Access::Read;
+        assert!(!plan.spec(write.clone(), 4).unwrap().reorder);
+        assert!(plan.spec(read, 4).unwrap().reorder);
+        plan.reorder_reads_only = false;
+        let e = plan.spec(write, 4).unwrap_err();
+        assert!(e.0.contains("use --rw read"), "{e}");
+    }
+
     /// Several targets: with a file per rank each rank keeps every one, by its name, in its
     /// own directory of the first target; on a shared file only one target is accepted.
     #[test]
