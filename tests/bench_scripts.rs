@@ -276,7 +276,7 @@ fn vs_ior_refuses_a_cache_mode_it_cannot_give_both_tools() {
 
 #[test]
 fn vs_ior_refuses_an_fsbench_front_end_it_does_not_know() {
-    for cli in ["fio", "IOR", "vx", ""] {
+    for cli in ["fio", "IOR", "vx", "runn"] {
         vs_ior_refuses(("FSBENCH_CLI", cli), "FSBENCH_CLI must be run");
     }
 }

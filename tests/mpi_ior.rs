@@ -94,9 +94,14 @@ fn reorder_reads_the_next_ranks_data_and_writes_in_place() {
 #[test]
 #[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
 fn layouts_fsbench_has_not_are_refused_in_one_line() {
-    let sb = Sandbox::new();
-    let args = common::words("ior -w -b 1m -t 64k -s 2 -o s");
-    let line = mpi_refused_in_one_line(&common::mpirun(&sb, NP, &args));
-    assert!(line.contains("shared layouts"), "{line}");
-    assert!(!sb.file("s").exists());
+    for (line, want) in [
+        ("ior -w -b 1m -t 64k -s 2 -o s", "shared layouts"),
+        ("ior -w -a MMAP -b 1m -t 64k -o s", "add -F"),
+    ] {
+        let sb = Sandbox::new();
+        let args = common::words(line);
+        let refused = mpi_refused_in_one_line(&common::mpirun(&sb, NP, &args));
+        assert!(refused.contains(want), "{line}: {refused}");
+        assert!(sb.listing().is_empty(), "{:?}", sb.listing());
+    }
 }

@@ -336,6 +336,11 @@ pub(crate) fn map(o: &IorOptions, ranks: u32) -> Result<IorPlan, UsageError> {
             o.transfer
         ));
     };
+    if o.engine == EngineKind::Mmap && ranks > 1 && layout != IorLayout::FilePerRank {
+        return Err(usage!(
+            "-a MMAP maps the whole file, and the ranks share one: add -F (a file per rank), or use -a POSIX on a shared file"
+        ));
+    }
     let mut notes = Vec::new();
     if o.barriers {
         notes.push(
@@ -469,6 +474,7 @@ mod tests {
             ("-r -W", "add -w"),
             ("-b 1m -t 64k -s 2", "shared layouts"),
             ("-b 0", "more than 0"),
+            ("-a MMAP", "add -F"),
         ] {
             let e = map(&p(s).unwrap(), 4).unwrap_err().to_string();
             assert!(e.contains(want), "{s}: {e}");
