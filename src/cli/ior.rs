@@ -130,10 +130,17 @@ pub(crate) fn dispatch(args: &[String]) -> anyhow::Result<i32> {
         crate::outln!("{HELP}");
         return Ok(0);
     }
-    let dist = super::ranks::DistArgs {
+    let dist = dist_args(&plan, ranks);
+    super::ranks::on_ranks("ior", &dist, |exec| main(&cmd, &plan, exec))
+}
+
+/// The distributed-run flags that give IOR's layout on `ranks` ranks (none on one): what
+/// `run` would be given as --file-per-rank, --shared-file, --reorder-ranks and --stonewall.
+pub(crate) fn dist_args(plan: &IorPlan, ranks: u32) -> super::ranks::DistArgs {
+    super::ranks::DistArgs {
         file_per_rank: ranks > 1 && plan.layout == IorLayout::FilePerRank,
         shared_file: match plan.layout {
-            _ if ranks == 1 => None,
+            _ if ranks <= 1 => None,
             IorLayout::FilePerRank => None,
             IorLayout::SharedSegmented => Some("segmented".into()),
             IorLayout::SharedStrided => Some("strided".into()),
@@ -142,8 +149,7 @@ pub(crate) fn dispatch(args: &[String]) -> anyhow::Result<i32> {
         reorder_reads_only: true,
         stonewall: plan.stonewall_s.map(|s| format!("{s}s")),
         mpi_timeout: None,
-    };
-    super::ranks::on_ranks("ior", &dist, |exec| main(&cmd, &plan, exec))
+    }
 }
 
 /// Rank 0 (or this host): every iteration's phases, the Results, IOR's summary.
@@ -170,8 +176,9 @@ fn main(cmd: &IorCommand, plan: &IorPlan, exec: crate::exec::Executor) -> anyhow
 }
 
 /// IOR's test loop: each iteration writes, then reads, on the file(s) the write made; on
-/// this host the file is removed after each iteration unless -k, as IOR does.
-fn run_iterations(
+/// this host the file is removed after each iteration unless -k, as IOR does (on ranks the
+/// caller removes the kept files with `exec.cleanup`). One Result per phase and iteration.
+pub(crate) fn run_iterations(
     o: &IorOptions,
     plan: &IorPlan,
     exec: &crate::exec::Executor,
