@@ -127,7 +127,9 @@ pub(crate) fn dispatch(args: &[String]) -> anyhow::Result<i32> {
         Err(e) => return Err(e.into()),
     };
     if cmd.help {
-        crate::outln!("{HELP}");
+        if !quiet {
+            crate::outln!("{HELP}");
+        }
         return Ok(0);
     }
     let dist = dist_args(&plan, ranks);
