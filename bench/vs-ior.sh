@@ -53,6 +53,9 @@
 # page cache (with -l r IOR regenerates its buffer for every transfer, CPU fsbench does not
 # spend). CACHE=direct: the timed writes reach the device, so IOR's timed writes use -l r
 # themselves, regeneration included, and its reads read that.
+# FSBENCH_CLI=ior: fsbench is run as `fsbench ior` with IOR's own flags (-a POSIX -t -b -s
+# -F -w -k -r -C, -B for CACHE=direct) instead of `fsbench run` with its layout flags: the
+# same comparison, through fsbench's mapping of IOR's command line (docs/ior.md). Default run.
 # On a cluster drop the cache on every host yourself (this only drops the local one).
 set -euo pipefail
 ior="${1:?usage: bench/vs-ior.sh IOR_BINARY DIR [PER_RANK_MIB] [NPS]}"
@@ -76,14 +79,19 @@ case "${IOR_DATA:-}" in
 esac
 cache="${CACHE:-buffered}"
 case "$cache" in
-  buffered) ior_cache=(); fsb_cache=(--cache buffered);;
-  direct) ior_cache=(--posix.odirect); fsb_cache=(--cache direct);;
+  buffered) ior_cache=(); fsb_cache=(--cache buffered); fsb_ior_cache=();;
+  direct) ior_cache=(--posix.odirect); fsb_cache=(--cache direct); fsb_ior_cache=(-B);;
   *) echo "CACHE must be buffered or direct: $cache" >&2; exit 2;;
 esac
 case "${OVERWRITE:-0}" in
   0) writes=new;;
   1) writes=overwrite;;
   *) echo "OVERWRITE must be 1 (the timed write overwrites the tool's own file) or 0: $OVERWRITE" >&2; exit 2;;
+esac
+fsb_cli="${FSBENCH_CLI:-run}"
+case "$fsb_cli" in
+  run|ior) ;;
+  *) echo "FSBENCH_CLI must be run (fsbench run with its layout flags) or ior (fsbench ior with IOR's flags): $fsb_cli" >&2; exit 2;;
 esac
 here="$(cd "$(dirname "$0")/.." && pwd)"
 fsbench="${FSBENCH:-$here/target/release/fsbench}"
@@ -131,7 +139,7 @@ extents() { find "$work" -type f -path "$work/$1*" -exec filefrag -s {} + 2>/dev
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # The conditions, for bench/vs_ior_summary.py (which pools only runs made under the same ones).
-echo "# vs-ior: transfer $xfer, ${mib} MiB per rank, np $nps, $pairs pair(s), dir $dir, storage ${storage:-unknown}, cache $cache, writes $writes, ior data ${IOR_DATA:-default}, $(date -u '+%Y-%m-%d %H:%M UTC')" \
+echo "# vs-ior: transfer $xfer, ${mib} MiB per rank, np $nps, $pairs pair(s), dir $dir, storage ${storage:-unknown}, cache $cache, writes $writes, ior data ${IOR_DATA:-default}, fsbench $fsb_cli, $(date -u '+%Y-%m-%d %H:%M UTC')" \
   | tee "$rows"
 printf '%-18s %3s %-5s %4s %14s %14s %12s %12s %7s\n' layout np phase pair ior_bytes fsbench_bytes ior_MiB/s fsbench_MiB/s ratio
 for np in $nps; do
@@ -186,15 +194,21 @@ for np in $nps; do
         out="$($mpirun -np "$np" "$ior" -a POSIX "${ior_cache[@]}" -t "$xfer" "${iorl[@]}" "${iorp[@]}" "${over[@]}" -o "$work/ior.$layout" 2>&1)"
         read -r ib_lo ib_hi ibw ioc < <(printf '%s\n' "$out" | ior_measured $key)
       }
+      # fsbench's command for this phase: `run` with its layout flags, or (FSBENCH_CLI=ior)
+      # `ior` with IOR's flags for the layout and the phase (its own data, no -l).
+      if [ "$fsb_cli" = ior ]; then
+        if [ $phase = write ]; then fsb_phase=(-w -k); else fsb_phase=(-r "${ior_reorder[@]}"); fi
+        fsb_cmd=(ior -a POSIX "${fsb_ior_cache[@]}" -t "$xfer" "${iorl[@]}" "${fsb_phase[@]}" -o "$work/fsb.$layout")
+      else
+        fsb_cmd=(run "$work/fsb.$layout" --bs "$xfer" "${fsp[@]}" "${fsl[@]}" "${fsb_cache[@]}")
+      fi
       run_fsbench() {
         if [ $phase = write ] && [ $writes = overwrite ]; then
-          $mpirun -np "$np" "$fsbench" run "$work/fsb.$layout" --bs "$xfer" "${fsp[@]}" "${fsl[@]}" \
-            "${fsb_cache[@]}" --force >/dev/null \
+          $mpirun -np "$np" "$fsbench" "${fsb_cmd[@]}" --force >/dev/null \
             || { echo "fsbench could not write its file before overwriting it" >&2; exit 1; }
         fi
         cold
-        $mpirun -np "$np" "$fsbench" run "$work/fsb.$layout" --bs "$xfer" "${fsp[@]}" "${fsl[@]}" "${fsb_cache[@]}" \
-          --output "$work/r.json" --force >/dev/null
+        $mpirun -np "$np" "$fsbench" "${fsb_cmd[@]}" --output "$work/r.json" --force >/dev/null
         fb="$(json "$work/r.json" "r['total']['bytes']")"
         fops="$(json "$work/r.json" "r['total']['ops']")"
         fbw="$(json "$work/r.json" "r['distributed']['full_bytes_per_sec']")"

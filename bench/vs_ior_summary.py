@@ -41,6 +41,7 @@ def pair_lines(path):
     --reorder-ranks read the next rank's data, "mixed"; a write's case has "-" there, since
     the writes were the same before and after."""
     transfer, per_rank, storage, cache, writes, reads = "?", "?", "?", "buffered", "new", "mixed"
+    front = "run"
     for line in open(path):
         if line.startswith("# vs-ior: transfer "):
             transfer = line.split()[3].rstrip(",")
@@ -52,6 +53,9 @@ def pair_lines(path):
             cache = m.group(1) if m else "buffered"
             m = re.search(r"writes (\w+),", line)
             writes = m.group(1) if m else "new"
+            # FSBENCH_CLI=ior: fsbench ran as `fsbench ior`; its pairs pool apart from run's.
+            m = re.search(r", fsbench (run|ior),", line)
+            front = m.group(1) if m else "run"
             # A printout's own `# reads:` line follows its conditions line; none: "mixed".
             reads = "mixed"
             continue
@@ -70,7 +74,8 @@ def pair_lines(path):
             ratio = float("nan")
         fsbench_first = int(f[3]) % 2 == 0
         whose = reads if f[2] == "read" else "-"
-        yield (storage, transfer, per_rank, cache, writes, whose, f[0], int(f[1]), f[2]), ratio, "DIFFER" in line, fsbench_first
+        layout = f[0] if front == "run" else f"{f[0]}({front})"
+        yield (storage, transfer, per_rank, cache, writes, whose, layout, int(f[1]), f[2]), ratio, "DIFFER" in line, fsbench_first
 
 
 def interval(ratios):

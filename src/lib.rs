@@ -16,6 +16,7 @@ pub(crate) mod fio;
 pub(crate) mod fscompare;
 pub(crate) mod guard;
 pub(crate) mod io500;
+pub(crate) mod ior;
 pub(crate) mod job;
 pub(crate) mod leftover;
 pub(crate) mod mdtest;

@@ -275,6 +275,13 @@ fn vs_ior_refuses_a_cache_mode_it_cannot_give_both_tools() {
 }
 
 #[test]
+fn vs_ior_refuses_an_fsbench_front_end_it_does_not_know() {
+    for cli in ["fio", "IOR", "vx", "runn"] {
+        vs_ior_refuses(("FSBENCH_CLI", cli), "FSBENCH_CLI must be run");
+    }
+}
+
+#[test]
 fn vs_ior_refuses_an_overwrite_switch_it_does_not_know() {
     for over in ["yes", "2", "true", "-1"] {
         vs_ior_refuses(
@@ -716,4 +723,32 @@ fn vs_mdtest_compares_each_phase_s_work_before_its_rate() {
         "{out}"
     );
     assert!(out.contains("Tree creation: ops/s"), "{out}");
+}
+
+/// Pairs measured through `fsbench ior` (FSBENCH_CLI=ior) pool apart from those of `fsbench
+/// run` under the same conditions: the layout is shown with the front end that ran.
+#[test]
+#[cfg_attr(not(has_python3), ignore = "SKIPPED: needs python3")]
+fn pooling_keeps_fsbench_ior_apart_from_fsbench_run() {
+    let sb = Sandbox::new();
+    let head = "# vs-ior: transfer 4k, 128 MiB per rank, np 2, 1 pair(s), dir /mnt/zx, storage /dev/zram0 xfs, cache direct, writes new, ior data r";
+    let run = printout(
+        &sb,
+        "run.txt",
+        Some(&format!("{head}, fsbench run, 2026-11-28 04:37 UTC")),
+        &[("file_per_rank", "write", 2.00, false)],
+    );
+    let ior = printout(
+        &sb,
+        "ior.txt",
+        Some(&format!("{head}, fsbench ior, 2026-11-28 04:47 UTC")),
+        &[("file_per_rank", "write", 4.00, false)],
+    );
+    let out = summary(&[&run, &ior]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let r = row(&text, "/dev/zram0 xfs", "file_per_rank 2 write");
+    assert_eq!(r[8..10], ["1", "2.00"], "{text}");
+    let r = row(&text, "/dev/zram0 xfs", "file_per_rank(ior) 2 write");
+    assert_eq!(r[8..10], ["1", "4.00"], "{text}");
 }

@@ -9,6 +9,7 @@ pub(crate) mod fio;
 pub(crate) mod frag;
 pub(crate) mod fscompare;
 pub(crate) mod io500;
+pub(crate) mod ior;
 pub(crate) mod iostat;
 pub(crate) mod jobflags;
 pub(crate) mod manuals;
@@ -95,6 +96,12 @@ pub(crate) enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// IOR's bandwidth benchmark: fsbench ior -w -r -b 4m -t 64k -s 2 [-F] [-C] -o FILE
+    #[command(disable_help_flag = true, after_help = IOR_EXAMPLES)]
+    Ior {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// mdtest's metadata benchmark on this host: fsbench mdtest -n N [-z D -b B] [-F|-D] -d DIR
     #[command(disable_help_flag = true, after_help = MDTEST_EXAMPLES)]
     Mdtest {
@@ -142,6 +149,12 @@ Examples:
   fsbench fio randread.fio --format json --output randread.json
   fsbench fio --name=seq --rw=write --bs=1m --size=64m --directory=/mnt/scratch
   fsbench fio --help";
+
+const IOR_EXAMPLES: &str = "\
+Examples:
+  fsbench ior -w -r -b 4m -t 64k -s 2 -o /mnt/scratch/f
+  mpirun -np 16 fsbench ior -w -r -F -C -b 1g -t 1m -o /mnt/pfs/f -i 3
+  fsbench ior --help";
 
 const MDTEST_EXAMPLES: &str = "\
 Examples:
@@ -262,6 +275,7 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         }
         Command::Mdtest { args } => mdtest::main(&args),
         Command::Io500(a) => io500::main(a),
+        Command::Ior { args } => ior::dispatch(&args),
         Command::Ab(a) => ab::main(a, Default::default()),
         Command::Report(a) => report::main(a),
         Command::Compare(a) => compare::main(a),

@@ -39,6 +39,11 @@ pub(crate) struct DistArgs {
     /// Longest wait for the other ranks at a meeting point before aborting [default: 30m]
     #[arg(long = "mpi-timeout", value_name = "DUR", help_heading = super::args::MPI, hide = NO_MPI)]
     pub mpi_timeout: Option<String>,
+    /// `--reorder-ranks` for the points that only read, the others in place (`fsbench ior
+    /// -C`, whose write phase comes before its read phase); not a flag.
+    #[arg(skip)]
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub reorder_reads_only: bool,
 }
 
 impl DistArgs {
@@ -184,6 +189,7 @@ mod with_mpi {
         Ok(DistPlan {
             layout,
             reorder: d.reorder_ranks,
+            reorder_reads_only: d.reorder_reads_only,
             stonewall,
             timeout_s,
         })

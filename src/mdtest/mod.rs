@@ -627,7 +627,7 @@ pub(crate) fn run(plan: &Plan, share: &RankShare<'_>, argv: &[String]) -> Result
 }
 
 /// Sample standard deviation (n - 1), 0 for fewer than two values.
-fn stddev(v: &[f64], mean: f64) -> f64 {
+pub(crate) fn stddev(v: &[f64], mean: f64) -> f64 {
     if v.len() < 2 {
         return 0.0;
     }

@@ -155,6 +155,11 @@ impl DistSpec {
 pub(crate) struct DistPlan {
     pub layout: Layout,
     pub reorder: bool,
+    /// `reorder` applies to the points that only read; the others write in place (IOR's
+    /// `-C` over a write phase and a read phase, `fsbench ior`). Without it a point that
+    /// writes is refused with `--reorder-ranks`.
+    #[serde(default)]
+    pub reorder_reads_only: bool,
     pub stonewall: Option<Stonewall>,
     pub timeout_s: f64,
 }
@@ -166,10 +171,11 @@ impl DistPlan {
         job: crate::job::Job,
         ranks: u32,
     ) -> Result<DistSpec, crate::error::UsageError> {
+        let reads_only = job.access.read_pct(job.read_pct) == 100;
         let spec = DistSpec {
             job,
             layout: self.layout,
-            reorder: self.reorder,
+            reorder: self.reorder && (reads_only || !self.reorder_reads_only),
             stonewall: self.stonewall,
             timeout_s: self.timeout_s,
             verify_seed: None,
@@ -428,6 +434,28 @@ mod tests {
         s.job.access = crate::job::Access::Read;
         let e = s.check(4).unwrap_err();
         assert!(e.0.contains("drop --reorder-ranks"), "{e}");
+    }
+
+    /// `fsbench ior -C`: the plan reorders the points that only read; a point that writes
+    /// runs in place. Without `reorder_reads_only` (`--reorder-ranks` of run, sweep) a
+    /// writing point is still refused.
+    #[test]
+    fn reorder_for_reads_only_lets_the_write_run_in_place() {
+        let mut plan = DistPlan {
+            layout: Layout::FilePerRank,
+            reorder: true,
+            reorder_reads_only: true,
+            stonewall: None,
+            timeout_s: 60.0,
+        };
+        let write = spec(Layout::FilePerRank).job;
+        let mut read = write.clone();
+        read.access = crate::job::Access::Read;
+        assert!(!plan.spec(write.clone(), 4).unwrap().reorder);
+        assert!(plan.spec(read, 4).unwrap().reorder);
+        plan.reorder_reads_only = false;
+        let e = plan.spec(write, 4).unwrap_err();
+        assert!(e.0.contains("use --rw read"), "{e}");
     }
 
     /// Several targets: with a file per rank each rank keeps every one, by its name, in its
