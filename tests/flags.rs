@@ -18,6 +18,7 @@ const SUBCOMMANDS: &[&str] = &[
     "compare",
     "vx",
     "fio",
+    "ior",
     "mdtest",
     "io500",
     "advise",

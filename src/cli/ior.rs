@@ -44,6 +44,7 @@ Refused (one line, naming the flag): -R -E -c -m -n -x -Z -X -u -V -q -H -l -O -
 
 Examples:
   fsbench ior -w -r -b 4m -t 64k -s 2 -o /mnt/scratch/f
+  fsbench ior -w -r -F -z -e -b 16m -t 4k -i 3 -o /mnt/scratch/f
   mpirun -np 16 fsbench ior -w -r -F -C -b 1g -t 1m -o /mnt/pfs/f -i 3";
 
 /// A parsed `fsbench ior` command line.
