@@ -238,6 +238,8 @@ mod tests {
             status_interval_ns: None,
             steady: None,
             host: None,
+            stability_grid_ns: None,
+            host_ticks: Vec::new(),
         }
     }
 
