@@ -256,6 +256,13 @@ pub(crate) static PARAMS: &[Param] = &[
         // splits its values at commas first, so it only sees one size.
         set: |j, v, c| {
             if v.contains(',') {
+                // vxbench has no per-direction sizes (and reads a bare size as KB).
+                if c.bare != BareUnit::Bytes {
+                    return Err(usage!(
+                        "bad {} '{v}': one size (reads and writes take the same)",
+                        c.what
+                    ));
+                }
                 let b = BsDirs::parse(v, c.what)?;
                 if b.dirs == [b.dirs[0]; 3] {
                     j.block_size = b.dirs[0];
