@@ -2,8 +2,9 @@
 //! group with the group's name as `target`), units in the column names. Job columns are empty
 //! for a Result without a Job (replay, backup, workload). Reads, writes and trims each have
 //! columns of their own. A run of several I/O sizes (`--bssplit`, `--bsrange`, a
-//! per-direction `--bs`) names them in `io_sizes` and has a `size` row per size after its
-//! total, `block_size_bytes` that size (the columns a size class does not keep are empty).
+//! per-direction `--bs`) names them in `io_sizes` (its other rows leave `block_size_bytes`
+//! empty) and has a `size` row per size after its total, `block_size_bytes` that size (the
+//! columns a size class does not keep are empty).
 
 use super::ReportOptions;
 use crate::result::RunResult;
@@ -67,7 +68,14 @@ fn row(
         thread.to_string(),
         target.to_string(),
         job(&|j| j.access.name().to_string()),
-        job(&|j| j.block_size.to_string()).to_string(),
+        // A run of several sizes names them in `io_sizes` instead.
+        job(&|j| {
+            if j.mixed_sizes() {
+                String::new()
+            } else {
+                j.block_size.to_string()
+            }
+        }),
         r.cache_name().unwrap_or_default(),
         job(&|j| j.engine.name().to_string()),
         job(&|j| j.queue_depth.to_string()).to_string(),
@@ -328,6 +336,7 @@ mod tests {
         assert!(rows.iter().all(|f| f.len() == head.len()));
         let total = rows.iter().find(|f| f[col("scope")] == "total").unwrap();
         assert_eq!(total[col("trim_ops")], "3");
+        assert_eq!(total[col("block_size_bytes")], "", "not one block size");
         assert_eq!(total[col("trim_bytes")], "12288");
         let sizes: Vec<&Vec<String>> = rows.iter().filter(|f| f[col("scope")] == "size").collect();
         assert_eq!(sizes.len(), 2);
