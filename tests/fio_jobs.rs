@@ -136,18 +136,20 @@ fn unmapped_options_are_refused_naming_option_and_section() {
     let sb = Sandbox::new();
     std::fs::write(
         sb.file("j.fio"),
-        "[global]\nbs=4k\n[first]\nrw=write\nsize=64k\n[second]\nsize=64k\nbsrange=1k-4k\n",
+        "[global]\nbs=4k\n[first]\nrw=write\nsize=64k\n[second]\nsize=64k\nopenfiles=2\n",
     )
     .unwrap();
     let e = refused(&sb, &["fio", "j.fio"]);
     assert!(
-        e.contains("unsupported fio option 'bsrange' in [second]"),
+        e.contains("unsupported fio option 'openfiles' in [second]"),
         "{e}"
     );
     // Refused before anything ran: no file was made.
     assert_eq!(sb.listing(), vec!["j.fio"]);
     for (opt, want) in [
-        ("--bs=4k,8k", "different values"),
+        ("--bs=4k,8k,8k,8k", "at most three values"),
+        ("--bsrange=4k", "is not a range"),
+        ("--bsrange=8k-4k", "ends below its start"),
         ("--rw=randread:4", "offset skip"),
         ("--ioengine=splice", "ioengine=splice in [x]"),
         ("--size=10%", "percentage"),
@@ -162,7 +164,7 @@ fn ignore_unsupported_lists_every_ignored_option() {
     let sb = Sandbox::new();
     std::fs::write(
         sb.file("j.fio"),
-        "[a]\nrw=write\nsize=64k\nbsrange=1k-4k\nfadvise_hint=0\nbsrange=1k-2k\n",
+        "[a]\nrw=write\nsize=64k\nopenfiles=4\nfadvise_hint=0\nopenfiles=2\n",
     )
     .unwrap();
     let o = sb
@@ -180,9 +182,9 @@ fn ignore_unsupported_lists_every_ignored_option() {
         .collect();
     let ignored: Vec<&&str> = notes.iter().filter(|n| n.contains("ignored")).collect();
     assert_eq!(ignored.len(), 2, "{notes:?}");
-    assert!(ignored[0].contains("'bsrange' in [a]") && ignored[1].contains("'fadvise_hint'"));
+    assert!(ignored[0].contains("'openfiles' in [a]") && ignored[1].contains("'fadvise_hint'"));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("'bsrange' in [a] ignored") && err.contains("'fadvise_hint'"));
+    assert!(err.contains("'openfiles' in [a] ignored") && err.contains("'fadvise_hint'"));
     assert_eq!(u(&r["total"]["ops"]), 16);
 }
 
@@ -287,6 +289,7 @@ fn same_work_as_fio_for_the_same_files() {
         "files.fio",
         "offset.fio",
         "apart.fio",
+        "sizes.fio",
     ] {
         let f = corpus().join(name);
         let sb = Sandbox::new();

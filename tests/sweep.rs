@@ -408,3 +408,47 @@ fn latency_from_the_schedule_is_a_report_metric() {
         .clone();
     assert!(String::from_utf8_lossy(&html).contains("p99 latency from schedule ms"));
 }
+
+/// A Markdown report shows a run's trims as a direction and its figures per I/O size; the
+/// trim metrics fill a study's table.
+#[test]
+fn markdown_report_shows_trims_and_sizes() {
+    let sb = Sandbox::new();
+    sb.cmd(&words(
+        "run f --rw randtrim --bsrange 4k-8k --size 1m --count 200 --seed 4 --output t.json -s",
+    ))
+    .assert()
+    .success();
+    let md = sb
+        .cmd(&words(
+            "report t.json --format md --metrics trim_iops,trim_lat_ms",
+        ))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let md = String::from_utf8_lossy(&md);
+    assert!(md.contains("| trim IOPS | trim mean latency ms |"), "{md}");
+    assert!(md.contains("## Directions and I/O sizes"), "{md}");
+    let trim = md
+        .lines()
+        .find(|l| l.starts_with("| trim |"))
+        .unwrap_or_else(|| panic!("no trim row: {md}"));
+    assert!(trim.starts_with("| trim | 200 |"), "{trim}");
+    let sizes: Vec<(String, u64)> = md
+        .lines()
+        .filter(|l| l.starts_with("| 4k |") || l.starts_with("| 8k |"))
+        .map(|l| {
+            let c: Vec<&str> = l.split('|').map(str::trim).collect();
+            (c[1].to_string(), c[6].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(sizes.len(), 2, "{md}");
+    assert_eq!(
+        sizes.iter().map(|s| s.1).sum::<u64>(),
+        200,
+        "every trim in a size"
+    );
+    assert!(!md.contains("| read |"), "no reads were done: {md}");
+}

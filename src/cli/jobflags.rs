@@ -54,6 +54,13 @@ pub(crate) struct JobFlags {
     /// the operations and latency by size (`by_size`).
     #[arg(long, value_name = "SPLIT", help_heading = WHAT)]
     pub bssplit: Option<String>,
+    /// Sizes drawn uniformly from MIN-MAX, or READS,WRITES[,TRIMS] ranges [default: --bs]
+    ///
+    /// Each I/O of a direction takes one of the multiples of --block-align (else of MIN)
+    /// between MIN and MAX, every one as likely, e.g. 4k-64k or 4k-16k,64k-256k. The Result
+    /// splits the operations and latency by size (`by_size`).
+    #[arg(long, value_name = "RANGE", help_heading = WHAT)]
+    pub bsrange: Option<String>,
     /// Random offsets are multiples of SIZE [default: the smallest I/O size]
     #[arg(long = "block-align", value_name = "SIZE", help_heading = WHAT)]
     pub block_align: Option<String>,
@@ -165,6 +172,7 @@ impl JobFlags {
             ("steady_state_max", self.steady_state_max.clone()),
             ("distribution", self.distribution.clone()),
             ("bssplit", self.bssplit.clone()),
+            ("bsrange", self.bsrange.clone()),
             ("block_align", self.block_align.clone()),
             ("buffer_pattern", self.buffer_pattern.clone()),
             ("buffer_compress", self.buffer_compress.clone()),
@@ -249,6 +257,7 @@ impl JobFlags {
             ramp: Some(String::new()),
             distribution: Some(String::new()),
             bssplit: Some(String::new()),
+            bsrange: Some(String::new()),
             block_align: Some(String::new()),
             random_map: true,
             buffer_pattern: Some(String::new()),
@@ -269,7 +278,7 @@ mod tests {
     #[test]
     fn every_flag_names_a_table_parameter() {
         let names = JobFlags::names();
-        assert_eq!(names.len(), 36);
+        assert_eq!(names.len(), 37);
         for n in names {
             let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
             assert!(p.flag.is_some(), "{n} has no run flag in the table");

@@ -31,7 +31,8 @@ pub(crate) struct ReportArgs {
     pub cols: Option<String>,
     /// Metrics, comma-separated (kb_per_s, iops, lat_ms, ...: `--help` lists them all)
     ///
-    /// kb_per_s, mb_per_s, read_mib_per_s, write_mib_per_s, cpu_s, user_s, sys_s, elapsed_s,
+    /// kb_per_s, mb_per_s, read_mib_per_s, write_mib_per_s, trim_mib_per_s, trim_iops,
+    /// trim_lat_ms, cpu_s, user_s, sys_s, elapsed_s,
     /// ops_per_s, iops, cpu_us_per_op, lat_ms, lat_p99_ms, lat_p99_99_ms, lat_stdev_ms,
     /// sched_lat_ms, sched_lat_p99_ms, read_calls, write_calls, calls_per_s,
     /// read_us_per_call, write_us_per_call, dev_busy_pct, dev_avque, dev_rw_per_s,

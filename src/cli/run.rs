@@ -25,7 +25,7 @@ pub(crate) struct RunArgs {
     /// writes it.
     #[arg(long, value_name = "ACCESS", help_heading = WHAT)]
     pub rw: Option<String>,
-    /// Bytes per I/O (512, 4k, 1m) [default: 8k]
+    /// Bytes per I/O (512, 4k, 1m), or READS,WRITES[,TRIMS] (4k,64k) [default: 8k]
     #[arg(long, value_name = "SIZE", help_heading = WHAT)]
     pub bs: Option<String>,
     /// File size [default: an existing file's size; a new file: --count x --bs x threads]
@@ -249,7 +249,7 @@ mod tests {
         let flat: String = help.split_whitespace().collect::<Vec<_>>().join(" ");
         for want in [
             format!("trimwrite [default: {}]", j.access.name()),
-            format!("1m) [default: {}k]", j.block_size / 1024),
+            format!("(4k,64k) [default: {}k]", j.block_size / 1024),
             format!("[default: {}]", j.threads),
             format!("randrw [default: {}]", j.read_pct),
             format!("raw [default: {}]", j.cache.name()),

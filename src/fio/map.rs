@@ -55,6 +55,8 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "bs",
     "blocksize",
     "bssplit",
+    "bsrange",
+    "blocksize_range",
     "blockalign",
     "ba",
     "ioengine",
@@ -176,6 +178,68 @@ fn single(v: &str, kb_base: u64, key: &str, job: &str) -> Result<u64, UsageError
     parse_size(v, kb_base, &what)
 }
 
+/// fio's block size when a direction is left empty (`bs=,8k`).
+const FIO_DEFAULT_BS: &str = "4096";
+
+/// A per-direction value `READS,WRITES[,TRIMS]` by fio's rules, each field converted by
+/// `one`: one field serves every direction; two give trims the writes' value; an empty
+/// field is fio's default block size (`bs=,8k`, `bs=8k,32k,`).
+fn fio_per_direction(
+    v: &str,
+    key: &str,
+    job: &str,
+    empty: &str,
+    one: impl Fn(&str) -> Result<String, UsageError>,
+) -> Result<String, UsageError> {
+    let fields: Vec<&str> = v.split(',').map(str::trim).collect();
+    if fields.len() > 3 {
+        return Err(usage!(
+            "{key}={v} in [{job}]: at most three values (reads, writes, trims)"
+        ));
+    }
+    if fields.iter().all(|f| f.is_empty()) {
+        return Err(usage!("{key} in [{job}]: empty value"));
+    }
+    let mut out = Vec::with_capacity(3);
+    for f in &fields {
+        out.push(if f.is_empty() {
+            empty.to_string()
+        } else {
+            one(f)?
+        });
+    }
+    if out.len() == 1 {
+        out.push(out[0].clone());
+    }
+    if out.len() == 2 {
+        out.push(out[1].clone());
+    }
+    Ok(out.join(","))
+}
+
+/// fio's `bs=4k,64k` in bytes, per direction (`4096,65536,65536`).
+fn bs_bytes(v: &str, kb_base: u64, key: &str, job: &str) -> Result<String, UsageError> {
+    fio_per_direction(v, key, job, FIO_DEFAULT_BS, |f| {
+        single(f, kb_base, key, job).map(|b| b.to_string())
+    })
+}
+
+/// fio's `bsrange=4k-16k,8k:64k` in bytes, per direction (`4096-16384,8192-65536,...`).
+fn bsrange_bytes(v: &str, kb_base: u64, key: &str, job: &str) -> Result<String, UsageError> {
+    let what = format!("{key} in [{job}]");
+    let empty = format!("{FIO_DEFAULT_BS}-{FIO_DEFAULT_BS}");
+    fio_per_direction(v, key, job, &empty, |f| {
+        let (lo, hi) = f.split_once(['-', ':']).ok_or_else(|| {
+            usage!("{key}={v} in [{job}]: '{f}' is not a range; expected MIN-MAX such as 4k-16k")
+        })?;
+        Ok(format!(
+            "{}-{}",
+            parse_size(lo, kb_base, &what)?,
+            parse_size(hi, kb_base, &what)?
+        ))
+    })
+}
+
 /// A bssplit with each size read by fio's unit rules, written back in bytes for the Job's
 /// own parser (which checks the shares): `4k/60:64k/40,1m/100` -> `4096/60:65536/40,1048576/100`.
 fn bssplit_bytes(v: &str, kb_base: u64, what: &str) -> Result<String, UsageError> {
@@ -225,7 +289,10 @@ struct Spec {
     number_ios: Option<u64>,
     rw: Option<String>,
     rwmixread: Option<u64>,
-    bs: Option<u64>,
+    /// bs in bytes, per direction (`4096,65536,65536`).
+    bs: Option<String>,
+    /// bsrange in bytes, per direction (`4096-16384,...`).
+    bsrange: Option<String>,
     /// bssplit, its sizes in bytes (`4096/60:65536/40`, per direction as fio writes them).
     bssplit: Option<String>,
     blockalign: Option<u64>,
@@ -367,7 +434,10 @@ impl Spec {
             "rw" | "readwrite" => self.rw = Some(need()?.to_string()),
             "rwmixread" => self.rwmixread = Some(pct(need()?, key, job)?),
             "rwmixwrite" => self.rwmixread = Some(100 - pct(need()?, key, job)?),
-            "bs" | "blocksize" => self.bs = Some(size(one_for_all(need()?, key, job)?)?),
+            "bs" | "blocksize" => self.bs = Some(bs_bytes(need()?, kb, key, job)?),
+            "bsrange" | "blocksize_range" => {
+                self.bsrange = Some(bsrange_bytes(need()?, kb, key, job)?)
+            }
             "bssplit" => self.bssplit = Some(bssplit_bytes(need()?, kb, &what)?),
             "blockalign" | "ba" => self.blockalign = Some(size(one_for_all(need()?, key, job)?)?),
             "ioengine" => {
@@ -582,7 +652,6 @@ fn io_count(spec: &Spec, bs: u64, files: u64) -> Option<u64> {
 /// Why an option is refused: the reason where fsbench's jobs cannot express it.
 fn why_unmapped(key: &str) -> &'static str {
     match key {
-        "bsrange" => "fsbench's jobs have one block size for every I/O, not a range",
         "openfiles" | "file_service_type" => {
             "fsbench gives each file a worker of its own and keeps every file open"
         }
@@ -735,11 +804,13 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
     let name = spec.name.clone().unwrap_or_else(|| sname.to_string());
     set(job, "name", &name, &at("name"))?;
     access(job, spec.rw.as_deref().unwrap_or("read"), sname)?;
-    if let Some(bs) = spec.bs {
-        set(job, "bs", &bs.to_string(), &at("bs"))?;
-    }
+    // fio's order of precedence: bssplit, then bsrange, then bs.
     if let Some(s) = &spec.bssplit {
         set(job, "bssplit", s, &at("bssplit"))?;
+    } else if let Some(r) = &spec.bsrange {
+        set(job, "bsrange", r, &at("bsrange"))?;
+    } else if let Some(bs) = &spec.bs {
+        set(job, "bs", bs, &at("bs"))?;
     }
     // A pass over `size` takes as many I/Os as the mean size goes into it (bssplit's mean).
     let bs = (job.mean_io_size() as u64).max(1);
@@ -971,6 +1042,31 @@ mod tests {
     }
 
     #[test]
+    fn per_direction_bs_and_bsrange_map_by_fios_rules() {
+        let job = |text: &str| map(text).unwrap().remove(0).job;
+        let j = job("[j]\nrw=randrw\nbs=4k,64k\nsize=1m\nfilename=f\n");
+        assert_eq!(j.block_sizes.map(|b| b.dirs), Some([4096, 65536, 65536]));
+        // An empty field is fio's default of 4k; a trailing comma leaves trims at it.
+        let j = job("[j]\nrw=randrw\nbs=,8k,\nsize=1m\nfilename=f\n");
+        assert_eq!(j.block_sizes.map(|b| b.dirs), Some([4096, 8192, 4096]));
+        let j = job("[j]\nrw=randrw\nbs=8k,8k\nsize=1m\nfilename=f\n");
+        assert_eq!((j.block_size, j.block_sizes), (8192, None));
+        let j = job("[j]\nrw=randread\nblocksize_range=4k:16k,64k-128k\nsize=1m\nfilename=f\n");
+        assert_eq!(
+            j.bsrange.map(|r| r.dirs),
+            Some([(4096, 16384), (65536, 131072), (65536, 131072)])
+        );
+        // fio's precedence: bssplit over bsrange over bs.
+        let j = job("[j]\nbs=4k,8k\nbsrange=4k-8k\nsize=1m\nfilename=f\n");
+        assert!(j.bsrange.is_some() && j.block_sizes.is_none());
+        let j = job("[j]\nbsrange=4k-8k\nbssplit=4k/100\nsize=1m\nfilename=f\n");
+        assert!(j.bssplit.is_some() && j.bsrange.is_none());
+        // A pass over size is counted in the mean I/O: 1m of 4k..16k reads (10k mean).
+        let j = job("[j]\nrw=read\nbsrange=4k-16k\nsize=1m\nfilename=f\n");
+        assert_eq!(j.mean_io_size(), 10240.0);
+    }
+
+    #[test]
     fn bssplit_blockalign_and_trims_map_onto_the_job() {
         let j = map("[j]\nrw=randtrim\nbssplit=4k/50:16k/50,64k/100\nba=8k\nsize=1m\nfilename=f\n")
             .unwrap();
@@ -1021,11 +1117,17 @@ mod tests {
     fn refusals_name_option_and_section() {
         for (text, want) in [
             (
-                "[a]\nsize=1m\nbsrange=4k-8k\n",
-                "unsupported fio option 'bsrange' in [a]",
+                "[a]\nsize=1m\nopenfiles=4\n",
+                "unsupported fio option 'openfiles' in [a]",
             ),
-            ("[a]\nsize=1m\nbs=4k,8k\n", "different values"),
+            ("[a]\nsize=1m\nbs=4k,8k,8k,8k\n", "at most three values"),
             ("[a]\nsize=1m\nbs=4k-8k\n", "is a range"),
+            ("[a]\nsize=1m\nbsrange=4k\n", "is not a range"),
+            ("[a]\nsize=1m\nbsrange=8k-4k\n", "ends below its start"),
+            (
+                "[a]\nsize=1m\nbsrange=5k-7k\nba=8k\n",
+                "no multiple of the alignment",
+            ),
             ("[a]\nsize=1m\nrw=randread:8\n", "':8' offset skip"),
             ("[a]\nsize=1m\nrw=randtrim:4\n", "':4' offset skip"),
             (
@@ -1041,14 +1143,14 @@ mod tests {
             assert!(e.contains(want), "{text:?}: {e}");
         }
         let ok = map_sections(
-            &parse_text("[a]\nsize=1m\nbsrange=4k-8k\n", &|_| None).unwrap(),
+            &parse_text("[a]\nsize=1m\nopenfiles=4\n", &|_| None).unwrap(),
             true,
         )
         .unwrap();
         assert!(ok[0]
             .notes
             .iter()
-            .any(|n| n.contains("'bsrange' in [a] ignored")));
+            .any(|n| n.contains("'openfiles' in [a] ignored")));
     }
 
     /// Every option the mapping claims is read, and docs/fio.md describes it.
@@ -1063,6 +1165,7 @@ mod tests {
                 "rw" | "readwrite" => "read",
                 "random_distribution" => "random",
                 "bssplit" => "4k/100",
+                "bsrange" | "blocksize_range" => "4k-8k",
                 _ => "1",
             };
             let o = Opt {

@@ -13,7 +13,7 @@ use crate::usage;
 pub(crate) use cache::{CachePolicy, Route};
 use serde::{Deserialize, Serialize};
 pub(crate) use shape::{BufferPattern, Distribution};
-pub(crate) use split::BsSplit;
+pub(crate) use split::{BsDirs, BsRange, BsSplit};
 use std::path::PathBuf;
 pub(crate) use think::Think;
 
@@ -309,6 +309,12 @@ pub struct Job {
     /// Mixed I/O sizes per direction (`--bssplit`); replaces `block_size` when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bssplit: Option<BsSplit>,
+    /// One block size per direction (`--bs READS,WRITES[,TRIMS]`); replaces `block_size`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_sizes: Option<BsDirs>,
+    /// Sizes drawn uniformly from a range per direction (`--bsrange`); replaces `block_size`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bsrange: Option<BsRange>,
     /// Random offsets are multiples of this (`--block-align`); default: the smallest I/O.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub block_align: Option<u64>,
@@ -408,6 +414,8 @@ impl Default for Job {
             read_pct: 50,
             block_size: 8192,
             bssplit: None,
+            block_sizes: None,
+            bsrange: None,
             block_align: None,
             file_size: None,
             io_count: None,
@@ -487,33 +495,91 @@ impl Job {
         crate::error::parse_toml(text, origin)
     }
 
-    /// The largest I/O of the run: `--bssplit`'s largest size, else the block size. Buffers
-    /// and the smallest file are sized by it.
+    /// Whether the I/Os take more than one size or sizes per direction (`--bssplit`,
+    /// `--bs READS,WRITES`, `--bsrange`): the runner then draws each I/O's size from a
+    /// [`split::SizeTable`].
+    pub fn mixed_sizes(&self) -> bool {
+        self.bssplit.is_some() || self.block_sizes.is_some() || self.bsrange.is_some()
+    }
+
+    /// The I/O sizes as reports show them: `4k`, or `4k/60:64k/40` (`--bssplit`),
+    /// `4096,65536` (a per-direction `--bs`), `4096-16384` (`--bsrange`).
+    pub fn size_spec(&self) -> String {
+        if let Some(s) = &self.bssplit {
+            return s.spec();
+        }
+        if let Some(r) = &self.bsrange {
+            return r.spec();
+        }
+        match &self.block_sizes {
+            Some(b) => b.spec(),
+            None => crate::units::format_size_exact(self.block_size),
+        }
+    }
+
+    /// Each direction's sizes as (first, step, count) for `--bs READS,WRITES` and
+    /// `--bsrange` (None otherwise).
+    fn size_choices(&self) -> Option<[(u64, u64, u64); 3]> {
+        if let Some(r) = &self.bsrange {
+            return Some([0, 1, 2].map(|d| r.choices(d, self.block_align)));
+        }
+        self.block_sizes.map(|b| b.dirs.map(|s| (s, s, 1)))
+    }
+
+    /// The sizes the runner draws from, laid out before the run; None when every I/O is
+    /// `block_size`.
+    pub(crate) fn size_table(&self) -> Option<split::SizeTable> {
+        if let Some(s) = &self.bssplit {
+            return Some(split::SizeTable::new(s));
+        }
+        self.size_choices().map(split::SizeTable::from_choices)
+    }
+
+    /// How many distinct sizes the run's I/Os take (each has its own figures in the Result).
+    pub fn size_class_count(&self) -> u64 {
+        self.size_table().map_or(0, |t| t.classes().len() as u64)
+    }
+
+    /// Direction `dir`'s (0 reads, 1 writes, 2 trims) smallest, largest and mean size.
+    fn dir_sizes(&self, dir: usize) -> (u64, u64, f64) {
+        if let Some(s) = &self.bssplit {
+            let l = &s.dirs[dir];
+            let min = l.iter().map(|x| x.size).min().unwrap_or(1);
+            let max = l.iter().map(|x| x.size).max().unwrap_or(1);
+            return (min, max, s.mean_size(dir));
+        }
+        match self.size_choices() {
+            Some(c) => {
+                let (first, step, count) = c[dir];
+                let last = first + step * count.max(1).saturating_sub(1);
+                (first, last, (first + last) as f64 / 2.0)
+            }
+            None => (self.block_size, self.block_size, self.block_size as f64),
+        }
+    }
+
+    /// The largest I/O of the run (of any direction with mixed sizes). Buffers and the
+    /// smallest file are sized by it.
     pub fn io_size(&self) -> u64 {
-        self.bssplit
-            .as_ref()
-            .map_or(self.block_size, |s| s.max_size())
+        (0..3).map(|d| self.dir_sizes(d).1).max().unwrap_or(1)
     }
 
     /// The smallest I/O of the run (random offsets are its multiples without
     /// `--block-align`).
     pub fn min_io_size(&self) -> u64 {
-        self.bssplit
-            .as_ref()
-            .map_or(self.block_size, |s| s.min_size())
+        (0..3).map(|d| self.dir_sizes(d).0).min().unwrap_or(1)
     }
 
-    /// The mean size of the run's I/Os (`--bssplit` weighted by the mix of directions).
+    /// The mean size of the run's I/Os (each direction's mean weighted by the mix of
+    /// directions).
     pub fn mean_io_size(&self) -> f64 {
-        let Some(s) = &self.bssplit else {
-            return self.block_size as f64;
-        };
+        let mean = |d| self.dir_sizes(d).2;
         match self.access {
-            Access::Trim | Access::RandTrim => s.mean_size(2),
-            Access::TrimWrite => (s.mean_size(2) + s.mean_size(1)) / 2.0,
+            Access::Trim | Access::RandTrim => mean(2),
+            Access::TrimWrite => (mean(2) + mean(1)) / 2.0,
             a => {
                 let r = a.read_pct(self.read_pct) as f64 / 100.0;
-                r * s.mean_size(0) + (1.0 - r) * s.mean_size(1)
+                r * mean(0) + (1.0 - r) * mean(1)
             }
         }
     }
@@ -579,6 +645,30 @@ impl Job {
         self.check_bounds()
     }
 
+    /// At most one of `--bssplit`, `--bsrange` and a per-direction `--bs`, each well formed
+    /// (a TOML job file reaches here without the setters' checks).
+    fn check_size_options(&self) -> Result<(), UsageError> {
+        let given: Vec<&str> = [
+            (self.bssplit.is_some(), "--bssplit"),
+            (self.bsrange.is_some(), "--bsrange"),
+            (self.block_sizes.is_some(), "a per-direction --bs"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+        if given.len() > 1 {
+            return Err(usage!(
+                "{} and {} both choose the I/O sizes: give one of them",
+                given[0],
+                given[1]
+            ));
+        }
+        if let Some(r) = &self.bsrange {
+            r.check(self.block_align, "--bsrange")?;
+        }
+        Ok(())
+    }
+
     /// `--bssplit`, `--block-align` and the trim patterns against what cannot follow them.
     fn check_split_and_trim(&self) -> Result<(), UsageError> {
         if let Some(a) = self.block_align {
@@ -588,20 +678,21 @@ impl Job {
                 ));
             }
         }
-        let mixed = self.bssplit.is_some() || self.block_align.is_some();
+        self.check_size_options()?;
+        let mixed = self.mixed_sizes() || self.block_align.is_some();
         if mixed && self.verifying() {
             return Err(usage!(
-                "--verify checks blocks of one size at offsets that are its multiples: drop --bssplit and --block-align to use it"
+                "--verify checks blocks of one size at offsets that are its multiples: drop --bssplit, --bsrange, a per-direction --bs and --block-align to use it"
             ));
         }
-        if self.bssplit.is_some() && self.dedupe.is_some() {
+        if self.mixed_sizes() && self.dedupe.is_some() {
             return Err(usage!(
-                "--dedupe repeats whole blocks of one size, and --bssplit mixes sizes: drop one of them"
+                "--dedupe repeats whole blocks of one size, and --bssplit, --bsrange and a per-direction --bs vary sizes: drop one of them"
             ));
         }
         if mixed && self.open.append {
             return Err(usage!(
-                "--bssplit and --block-align choose offsets, and --append writes at the end of the file: drop one of them"
+                "--bssplit, --bsrange, a per-direction --bs and --block-align choose offsets, and --append writes at the end of the file: drop one of them"
             ));
         }
         if self.access.trims() {

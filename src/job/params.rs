@@ -8,8 +8,8 @@
 //! `toml` column names the key, and a test checks that both ways agree.
 
 use super::{
-    Access, Advice, BsSplit, BufferPattern, CachePolicy, Distribution, EngineKind, Job, RateScope,
-    Think, WorkerMode, MAX_THREADS,
+    Access, Advice, BsDirs, BsRange, BsSplit, BufferPattern, CachePolicy, Distribution, EngineKind,
+    Job, RateScope, Think, WorkerMode, MAX_THREADS,
 };
 use crate::error::UsageError;
 use crate::units::{parse_duration, parse_size_as, BareUnit};
@@ -252,11 +252,67 @@ pub(crate) static PARAMS: &[Param] = &[
         toml: "block_size",
         vx: &["iosize"],
         kind: Kind::Size,
+        // `READS,WRITES[,TRIMS]` gives each direction its size (fio's `bs=4k,64k`); an axis
+        // splits its values at commas first, so it only sees one size.
         set: |j, v, c| {
-            j.block_size = size(v, c)?;
+            if v.contains(',') {
+                // vxbench has no per-direction sizes (and reads a bare size as KB).
+                if c.bare != BareUnit::Bytes {
+                    return Err(usage!(
+                        "bad {} '{v}': one size (reads and writes take the same)",
+                        c.what
+                    ));
+                }
+                let b = BsDirs::parse(v, c.what)?;
+                if b.dirs == [b.dirs[0]; 3] {
+                    j.block_size = b.dirs[0];
+                    j.block_sizes = None;
+                } else {
+                    j.block_sizes = Some(b);
+                }
+            } else {
+                j.block_size = size(v, c)?;
+                j.block_sizes = None;
+            }
             Ok(())
         },
-        show: |j| j.block_size.to_string(),
+        show: |j| match &j.block_sizes {
+            Some(b) => b.spec(),
+            None => j.block_size.to_string(),
+        },
+    },
+    // The per-direction `--bs` in a TOML job file (`block_size` holds one number there).
+    Param {
+        name: "block_sizes",
+        aliases: &[],
+        label: "block sizes",
+        noun: "block sizes",
+        flag: None,
+        axis: false,
+        toml: "block_sizes",
+        vx: &[],
+        kind: Kind::Choice,
+        set: |j, v, c| {
+            j.block_sizes = Some(BsDirs::parse(v, c.what)?);
+            Ok(())
+        },
+        show: |j| opt(j.block_sizes.map(|b| b.spec())),
+    },
+    Param {
+        name: "bsrange",
+        aliases: &["blocksize_range"],
+        label: "size range",
+        noun: "size range",
+        flag: Some("--bsrange"),
+        axis: true,
+        toml: "bsrange",
+        vx: &[],
+        kind: Kind::Choice,
+        set: |j, v, c| {
+            j.bsrange = Some(BsRange::parse(v, c.what)?);
+            Ok(())
+        },
+        show: |j| opt(j.bsrange.map(|r| r.spec())),
     },
     Param {
         name: "block_align",

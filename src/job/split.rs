@@ -1,11 +1,14 @@
-//! Mixed I/O sizes (`--bssplit`, fio's bssplit): each direction draws the size of every I/O
-//! from its own list of sizes and shares, `4k/60:64k/30:1m/10`, or per direction
-//! `READS,WRITES[,TRIMS]` (a direction left out takes the list before it). The text form is
-//! what the command line, job files and sweep axes take, and what the Job prints back.
+//! I/O sizes that are not one block size: mixed sizes (`--bssplit`, fio's bssplit), where each
+//! direction draws the size of every I/O from its own list of sizes and shares,
+//! `4k/60:64k/30:1m/10`; one size per direction (`--bs READS,WRITES[,TRIMS]`, fio's `bs=4k,64k`);
+//! and sizes drawn uniformly from a range (`--bsrange MIN-MAX`, fio's bsrange). Each takes a
+//! per-direction form `READS,WRITES[,TRIMS]` (a direction left out takes the one before it).
+//! The text form is what the command line and job files take, and what the Job prints back.
 //!
-//! The runner does not read these lists per I/O: [`SizeTable`] lays each direction's shares
-//! out as 100 slots before the run, and an I/O's size is one slot drawn from the worker's
-//! seeded generator (no allocation, reproducible with `--seed`).
+//! The runner does not read these per I/O: [`SizeTable`] lays each direction's sizes out
+//! before the run (a list's shares as 100 slots, a range as its first size, step and count),
+//! and an I/O's size is one choice drawn from the worker's seeded generator (no allocation,
+//! reproducible with `--seed`).
 
 use super::MAX_BLOCK_SIZE;
 use crate::error::UsageError;
@@ -160,14 +163,204 @@ impl From<BsSplit> for String {
     }
 }
 
-/// Slots per direction in a [`SizeTable`]: one per percent.
+/// Splits a per-direction value `READS,WRITES[,TRIMS]` into three parts, a direction left
+/// out taking the part before it; `forms` says what is accepted.
+fn per_direction<T: Clone>(
+    v: &str,
+    what: &str,
+    forms: &str,
+    mut one: impl FnMut(&str) -> Result<T, UsageError>,
+) -> Result<[T; 3], UsageError> {
+    let parts: Vec<&str> = v.split(',').collect();
+    if parts.len() > 3 {
+        return Err(usage!(
+            "bad {what} '{v}': at most three values (reads, writes, trims); expected {forms}"
+        ));
+    }
+    let mut out: Vec<T> = Vec::with_capacity(3);
+    for part in &parts {
+        let part = part.trim();
+        if part.is_empty() {
+            return Err(usage!("bad {what} '{v}': an empty value; expected {forms}"));
+        }
+        out.push(one(part)?);
+    }
+    while out.len() < 3 {
+        out.push(out[out.len() - 1].clone());
+    }
+    Ok(out
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("three values")))
+}
+
+/// One I/O size of a per-direction value, between 1 byte and the largest block size.
+fn one_size(s: &str, whole: &str, what: &str) -> Result<u64, UsageError> {
+    let size = parse_size_as(s, BareUnit::Bytes, what)?;
+    if size == 0 || size > MAX_BLOCK_SIZE {
+        return Err(usage!(
+            "bad {what} '{whole}': size {size} must be between 1 byte and 256m"
+        ));
+    }
+    Ok(size)
+}
+
+/// One block size per direction (`--bs READS,WRITES[,TRIMS]`, fio's `bs=4k,64k`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct BsDirs {
+    pub dirs: [u64; 3],
+}
+
+const BS_FORMS: &str = "a size, or one per direction as READS,WRITES[,TRIMS], e.g. 4k,64k";
+
+impl BsDirs {
+    /// Read `4k,64k` or `4k,64k,1m`; `what` names the option in messages.
+    pub fn parse(v: &str, what: &str) -> Result<BsDirs, UsageError> {
+        let dirs = per_direction(v, what, BS_FORMS, |s| one_size(s, v, what))?;
+        Ok(BsDirs { dirs })
+    }
+
+    /// The text form in bytes, trailing directions that repeat the one before left out.
+    pub fn spec(&self) -> String {
+        let [r, w, t] = self.dirs;
+        let mut parts = vec![r.to_string(), w.to_string()];
+        if t != w {
+            parts.push(t.to_string());
+        }
+        parts.join(",")
+    }
+}
+
+impl TryFrom<String> for BsDirs {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        BsDirs::parse(&s, "block_sizes").map_err(|e| e.0)
+    }
+}
+
+impl From<BsDirs> for String {
+    fn from(b: BsDirs) -> String {
+        b.spec()
+    }
+}
+
+/// Sizes drawn uniformly from a range per direction (`--bsrange MIN-MAX[,MIN-MAX[,MIN-MAX]]`,
+/// fio's bsrange): each I/O takes one of the multiples of the step (`--block-align`, else the
+/// direction's MIN) between MIN and MAX, every one as likely.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct BsRange {
+    /// Each direction's smallest and largest I/O.
+    pub dirs: [(u64, u64); 3],
+}
+
+const RANGE_FORMS: &str =
+    "MIN-MAX, e.g. 4k-64k, or one range per direction as READS,WRITES[,TRIMS]";
+
+/// Most distinct sizes one direction's range may give (each has its latency histogram).
+pub(crate) const MAX_RANGE_SIZES: u64 = 1024;
+
+impl BsRange {
+    /// Read `4k-16k` or `4k-16k,64k-128k`; `what` names the option in messages.
+    pub fn parse(v: &str, what: &str) -> Result<BsRange, UsageError> {
+        let dirs = per_direction(v, what, RANGE_FORMS, |part| {
+            let (lo, hi) = part.split_once('-').ok_or_else(|| {
+                usage!("bad {what} '{v}': '{part}' is not a range; expected {RANGE_FORMS}")
+            })?;
+            let (lo, hi) = (one_size(lo, v, what)?, one_size(hi, v, what)?);
+            if lo > hi {
+                return Err(usage!(
+                    "bad {what} '{v}': the range '{part}' ends below its start"
+                ));
+            }
+            Ok((lo, hi))
+        })?;
+        Ok(BsRange { dirs })
+    }
+
+    /// The text form in bytes (`4096-16384`), trailing ranges that repeat the one before
+    /// left out.
+    pub fn spec(&self) -> String {
+        let show = |(lo, hi): (u64, u64)| format!("{lo}-{hi}");
+        let [r, w, t] = self.dirs;
+        let mut parts = vec![show(r)];
+        if w != r || t != w {
+            parts.push(show(w));
+        }
+        if t != w {
+            parts.push(show(t));
+        }
+        parts.join(",")
+    }
+
+    /// Direction `dir`'s sizes as (first, step, count): the multiples of the step (`align`,
+    /// else the range's start) within the range; count 0 when there is none.
+    pub fn choices(&self, dir: usize, align: Option<u64>) -> (u64, u64, u64) {
+        let (lo, hi) = self.dirs[dir];
+        let step = align.unwrap_or(lo).max(1);
+        let first = lo.div_ceil(step) * step;
+        if first > hi {
+            return (first, step, 0);
+        }
+        (first, step, (hi - first) / step + 1)
+    }
+
+    /// Every direction has at least one size, and not more than [`MAX_RANGE_SIZES`].
+    pub fn check(&self, align: Option<u64>, what: &str) -> Result<(), UsageError> {
+        for d in 0..3 {
+            let (lo, hi) = self.dirs[d];
+            let (_, step, count) = self.choices(d, align);
+            if count == 0 {
+                return Err(usage!(
+                    "bad {what} '{}': no multiple of the alignment {step} lies between {lo} and {hi}: widen the range or change --block-align",
+                    self.spec()
+                ));
+            }
+            if count > MAX_RANGE_SIZES {
+                return Err(usage!(
+                    "bad {what} '{}': {lo}-{hi} in steps of {step} gives {count} sizes, at most {MAX_RANGE_SIZES}: give a larger --block-align or a narrower range",
+                    self.spec()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl TryFrom<String> for BsRange {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        BsRange::parse(&s, "bsrange").map_err(|e| e.0)
+    }
+}
+
+impl From<BsRange> for String {
+    fn from(b: BsRange) -> String {
+        b.spec()
+    }
+}
+
+/// Slots per direction in a [`SizeTable`] made from a list: one per percent.
 pub(crate) const SLOTS: usize = 100;
 
-/// Every direction's sizes laid out as [`SLOTS`] slots, a size taking as many slots as its
-/// percentage: an I/O's size is the slot a uniform draw in [0, 100) picks.
+/// How one direction of a [`SizeTable`] draws: from its slots, or `first + step * i` for i
+/// below `count`.
+#[derive(Debug, Clone, Copy)]
+struct Draw {
+    first: u32,
+    step: u32,
+    /// 0: the direction draws from its [`SLOTS`] slots.
+    count: u32,
+}
+
+/// Every direction's sizes, laid out before the run: a list (`--bssplit`) as [`SLOTS`] slots,
+/// a size taking as many slots as its percentage; a range (`--bsrange`) or one size
+/// (`--bs READS,WRITES`) as its first size, step and count. An I/O's size is the choice a
+/// uniform draw below [`SizeTable::choices`] picks.
 #[derive(Debug, Clone)]
 pub(crate) struct SizeTable {
     slots: Box<[u32; 3 * SLOTS]>,
+    draws: [Draw; 3],
     /// The distinct sizes of all directions, ascending: the Result's size classes.
     classes: Vec<u32>,
 }
@@ -187,13 +380,57 @@ impl SizeTable {
         let mut classes: Vec<u32> = split.dirs.iter().flatten().map(|s| s.size as u32).collect();
         classes.sort_unstable();
         classes.dedup();
-        SizeTable { slots, classes }
+        let slotted = Draw {
+            first: 0,
+            step: 0,
+            count: 0,
+        };
+        SizeTable {
+            slots,
+            draws: [slotted; 3],
+            classes,
+        }
     }
 
-    /// The size in slot `slot` (below [`SLOTS`]) of direction `dir` (0 reads, 1 writes, 2 trims).
+    /// Each direction's (first, step, count) of sizes: a range, or one size (count 1).
+    /// Counts are at least 1 and the sizes at most 256m ([`BsRange::check`]).
+    pub(crate) fn from_choices(dirs: [(u64, u64, u64); 3]) -> SizeTable {
+        let draws = dirs.map(|(first, step, count)| Draw {
+            first: first as u32,
+            step: step as u32,
+            count: count.max(1) as u32,
+        });
+        let mut classes: Vec<u32> = draws
+            .iter()
+            .flat_map(|d| (0..d.count).map(move |i| d.first + d.step * i))
+            .collect();
+        classes.sort_unstable();
+        classes.dedup();
+        SizeTable {
+            slots: Box::new([0u32; 3 * SLOTS]),
+            draws,
+            classes,
+        }
+    }
+
+    /// How many choices direction `dir` (0 reads, 1 writes, 2 trims) draws among.
     #[inline(always)]
-    pub(crate) fn size(&self, dir: usize, slot: u64) -> u32 {
-        self.slots[dir * SLOTS + slot as usize]
+    pub(crate) fn choices(&self, dir: usize) -> u64 {
+        match self.draws[dir].count {
+            0 => SLOTS as u64,
+            n => n as u64,
+        }
+    }
+
+    /// The size of choice `i` (below [`SizeTable::choices`]) of direction `dir`.
+    #[inline(always)]
+    pub(crate) fn size(&self, dir: usize, i: u64) -> u32 {
+        let d = self.draws[dir];
+        if d.count == 0 {
+            self.slots[dir * SLOTS + i as usize]
+        } else {
+            d.first + d.step * i as u32
+        }
     }
 
     pub(crate) fn classes(&self) -> &[u32] {
@@ -242,6 +479,61 @@ mod tests {
             let e = BsSplit::parse(v, "--bssplit").unwrap_err().0;
             assert!(e.contains(want), "{v}: {e}");
         }
+    }
+
+    #[test]
+    fn per_direction_sizes_and_ranges_read_and_print_back() {
+        let b = BsDirs::parse("4k,64k", "--bs").unwrap();
+        assert_eq!(b.dirs, [4096, 65536, 65536]);
+        assert_eq!(b.spec(), "4096,65536");
+        assert_eq!(BsDirs::parse(&b.spec(), "x").unwrap(), b);
+        assert_eq!(
+            BsDirs::parse("4k,64k,1m", "x").unwrap().spec(),
+            "4096,65536,1048576"
+        );
+        let r = BsRange::parse("4k-16k", "--bsrange").unwrap();
+        assert_eq!(r.dirs, [(4096, 16384); 3]);
+        assert_eq!(r.spec(), "4096-16384");
+        assert_eq!(r.choices(0, None), (4096, 4096, 4));
+        assert_eq!(r.choices(0, Some(8192)), (8192, 8192, 2));
+        let r = BsRange::parse("4k-16k,64k-64k", "x").unwrap();
+        assert_eq!(r.spec(), "4096-16384,65536-65536");
+        assert_eq!(BsRange::parse(&r.spec(), "x").unwrap(), r);
+        for (v, want) in [
+            ("16k-4k", "ends below its start"),
+            ("4k", "is not a range"),
+            ("4k-16k,", "an empty value"),
+            ("1-2,1-2,1-2,1-2", "at most three values"),
+            ("0-4k", "between 1 byte and 256m"),
+            ("4k-1g", "between 1 byte and 256m"),
+        ] {
+            let e = BsRange::parse(v, "--bsrange").unwrap_err().0;
+            assert!(e.contains(want), "{v}: {e}");
+        }
+        let e = BsRange::parse("5k-7k", "x").unwrap();
+        assert!(e
+            .check(Some(8192), "--bsrange")
+            .unwrap_err()
+            .0
+            .contains("no multiple"));
+        let e = BsRange::parse("512-1m", "x").unwrap();
+        assert!(e
+            .check(None, "--bsrange")
+            .unwrap_err()
+            .0
+            .contains("2048 sizes"));
+        assert!(e.check(Some(4096), "--bsrange").is_ok());
+    }
+
+    #[test]
+    fn a_range_table_draws_every_multiple_in_the_range() {
+        let r = BsRange::parse("4k-16k,64k-64k", "x").unwrap();
+        let t = SizeTable::from_choices([0, 1, 2].map(|d| r.choices(d, None)));
+        assert_eq!(t.choices(0), 4);
+        let sizes: Vec<u32> = (0..4).map(|i| t.size(0, i)).collect();
+        assert_eq!(sizes, [4096, 8192, 12288, 16384]);
+        assert_eq!((t.choices(1), t.size(1, 0)), (1, 65536));
+        assert_eq!(t.classes(), &[4096, 8192, 12288, 16384, 65536]);
     }
 
     #[test]

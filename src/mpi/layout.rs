@@ -119,11 +119,9 @@ impl DistSpec {
                 "the mmap engine maps the whole file: use --file-per-rank, or --engine sync/uring with --shared-file"
             ));
         }
-        if self.layout != Layout::FilePerRank
-            && (job.bssplit.is_some() || job.block_align.is_some())
-        {
+        if self.layout != Layout::FilePerRank && (job.mixed_sizes() || job.block_align.is_some()) {
             return Err(usage!(
-                "a shared file is split among the ranks in blocks of one size: --bssplit and --block-align take --file-per-rank"
+                "a shared file is split among the ranks in blocks of one size: --bssplit, --bsrange, a per-direction --bs and --block-align take --file-per-rank"
             ));
         }
         if self.layout != Layout::FilePerRank {

@@ -35,7 +35,8 @@ impl Render for Document<'_> {
     fn render(&self, format: Format) -> String {
         match Self::supported(format) {
             Format::Markdown => {
-                let mut s = super::markdown::render(self.title, self.preface, self.tables);
+                let mut s =
+                    super::markdown::render(self.title, self.preface, self.tables, self.records);
                 for a in self.advice {
                     let body = super::advise_text::text(a);
                     s = format!(

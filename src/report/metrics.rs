@@ -87,6 +87,27 @@ pub(crate) const METRICS: &[Metric] = &[
         get: |r| Some(r.total.write.bytes_per_sec / (1024.0 * 1024.0)),
     },
     Metric {
+        key: "trim_mib_per_s",
+        label: "trim MiB/s",
+        decimals: 2,
+        higher_is_better: true,
+        get: |r| Some(r.total.trim.bytes_per_sec / (1024.0 * 1024.0)),
+    },
+    Metric {
+        key: "trim_iops",
+        label: "trim IOPS",
+        decimals: 0,
+        higher_is_better: true,
+        get: |r| Some(r.total.trim.iops),
+    },
+    Metric {
+        key: "trim_lat_ms",
+        label: "trim mean latency ms",
+        decimals: 3,
+        higher_is_better: false,
+        get: |r| (r.total.trim.ops > 0).then(|| r.total.trim.lat_ns.mean / 1e6),
+    },
+    Metric {
         key: "cpu_s",
         label: "CPU s",
         decimals: 3,

@@ -718,7 +718,9 @@ impl Shaped {
 fn bytes_per_unit(m: &Metric) -> Option<f64> {
     match m.key {
         "kb_per_s" => Some(1024.0),
-        "mb_per_s" | "read_mib_per_s" | "write_mib_per_s" => Some(1024.0 * 1024.0),
+        "mb_per_s" | "read_mib_per_s" | "write_mib_per_s" | "trim_mib_per_s" => {
+            Some(1024.0 * 1024.0)
+        }
         _ => None,
     }
 }

@@ -202,9 +202,10 @@ pub(crate) fn header(r: &RunResult) -> String {
         "{}: {} {} x {}{}, {} user(s) x {} thread(s), cache {}, engine {}{}",
         r.name,
         j.access.name(),
-        match &j.bssplit {
-            Some(s) => format!("sizes {}", s.spec()),
-            None => format_size_exact(j.block_size),
+        if j.mixed_sizes() {
+            format!("sizes {}", j.size_spec())
+        } else {
+            format_size_exact(j.block_size)
         },
         amount,
         if j.repeats > 1 {

@@ -8,6 +8,8 @@ use anyhow::Result;
 
 /// Bytes one latency histogram holds (1 ns .. 1 h at 3 significant digits), rounded up.
 const HIST_BYTES: u64 = 280 << 10;
+/// Bytes one per-size latency histogram holds once created (its counts and a little more).
+const SIZE_HIST_BYTES: u64 = (crate::stats::hist::BUCKETS as u64 * 8).next_multiple_of(4096) + 4096;
 /// Resident size of one extra fsbench process (process mode), a generous estimate.
 const PROCESS_BYTES: u64 = 8 << 20;
 
@@ -32,6 +34,8 @@ pub(crate) fn worker_memory(job: &Job) -> u64 {
     } else {
         HIST_BYTES
     };
+    // With mixed sizes each worker also keeps a histogram per size (`by_size`).
+    let hists = hists.saturating_add(job.size_class_count().saturating_mul(SIZE_HIST_BYTES));
     let per_worker = buffers
         .saturating_add(super::WORKER_STACK as u64)
         .saturating_add(hists);
@@ -136,6 +140,21 @@ mod tests {
         assert!(worker_memory(&j) > 8 * (4u64 << 30));
         let e = check_against(&j, None, Some(1 << 30)).unwrap_err();
         assert!(e.to_string().contains("MemAvailable"), "{e}");
+    }
+
+    #[test]
+    fn memory_counts_a_histogram_per_size() {
+        let mut j = job();
+        j.io_count = Some(4);
+        let one_size = worker_memory(&j);
+        j.bsrange = Some(crate::job::BsRange::parse("4k-4m", "x").unwrap());
+        // 4k to 4m in steps of 4k: 1024 sizes, a histogram each.
+        let ranged = worker_memory(&j);
+        let threads = j.total_threads();
+        assert!(
+            ranged - one_size >= threads * 1024 * SIZE_HIST_BYTES,
+            "{one_size} {ranged}"
+        );
     }
 
     #[test]

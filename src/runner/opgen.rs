@@ -3,7 +3,7 @@
 //! Seeded and reproducible; offsets never pass the end of the target.
 
 use crate::engine::OpKind;
-use crate::job::split::{SizeTable, SLOTS};
+use crate::job::split::SizeTable;
 
 /// SplitMix64: tiny, fast, good enough for offsets, and identical on every platform.
 #[derive(Debug, Clone)]
@@ -51,7 +51,8 @@ pub(crate) struct OpGen {
     mix: Mix,
     /// Bytes per I/O when every I/O has one size.
     len: u32,
-    /// With `--bssplit`: each direction's sizes, one drawn per I/O.
+    /// With `--bssplit`, `--bsrange` or a per-direction `--bs`: each direction's sizes, one
+    /// drawn per I/O.
     sizes: Option<SizeTable>,
     /// Random offsets are multiples of this; sequential slices are counted in it (the block
     /// size, or with `--bssplit` the smallest size, or `--block-align`).
@@ -235,7 +236,10 @@ impl OpGen {
         };
         let len = match &self.sizes {
             None => self.len,
-            Some(t) => t.size(kind as usize, self.rng.below(SLOTS as u64)),
+            Some(t) => {
+                let dir = kind as usize;
+                t.size(dir, self.rng.below(t.choices(dir)))
+            }
         };
         let offset = if self.random {
             self.picker.next(&mut self.rng, self.blocks) * self.unit

@@ -547,7 +547,7 @@ fn check_file(
             path.display()
         ),
     };
-    if job.bssplit.is_some() && size < job.io_size() && !job.space.reserve_only {
+    if job.mixed_sizes() && size < job.io_size() && !job.space.reserve_only {
         bail_usage!(
             "{} holds {} bytes, less than one I/O of {}: give a larger --size or smaller I/O sizes",
             path.display(),

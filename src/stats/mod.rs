@@ -338,12 +338,12 @@ impl Stats {
         bytes: u64,
         lat_ns: u64,
     ) {
-        if let Some(c) = self
+        // The classes are ascending: a range's many sizes are found in a few steps.
+        if let Ok(at) = self
             .by_size
-            .iter_mut()
-            .find(|c| c.block_size_bytes == len as u64)
+            .binary_search_by_key(&(len as u64), |c| c.block_size_bytes)
         {
-            c.record(kind, bytes, lat_ns);
+            self.by_size[at].record(kind, bytes, lat_ns);
         }
     }
 
@@ -697,9 +697,11 @@ impl StatsReport {
             trim,
             trim_ops: s.trim_ops,
             trim_bytes: s.trim_bytes,
+            // The sizes that were issued (a range may offer many more than a run draws).
             by_size: s
                 .by_size
                 .iter()
+                .filter(|c| c.read_ops + c.write_ops + c.trim_ops > 0)
                 .map(|c| SizeReport::of(c, s.elapsed_s, with_hist))
                 .collect(),
             ops,

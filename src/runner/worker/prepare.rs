@@ -119,7 +119,7 @@ impl Worker {
             // The plan's policy, not the job's: a block device turns buffered into raw.
             // Mixed sizes are routed one I/O at a time (each size meets the threshold and
             // the alignment on its own).
-            if job.bssplit.is_some() {
+            if job.mixed_sizes() {
                 RouteRule::PerOp { policy, align }
             } else {
                 RouteRule::new(policy, bs, align)
@@ -238,7 +238,7 @@ fn open_fds(
     let base = base_flags(job);
     let mmap = job.engine == EngineKind::Mmap;
     let misaligned_possible = !job.block_size.is_multiple_of(t.dio_align.max(1))
-        || job.bssplit.is_some()
+        || job.mixed_sizes()
         || job.block_align.is_some();
     // Owned from the first open: every early return below closes what was opened.
     let mut fds = Fds([-1i32; 3]);
@@ -320,7 +320,7 @@ impl Core {
             random: job.access.is_random(),
             mix,
             block_size: job.block_size,
-            sizes: job.bssplit.as_ref().map(crate::job::split::SizeTable::new),
+            sizes: job.size_table(),
             mean_size: job.mean_io_size(),
             block_align: job.block_align,
             target_size,
