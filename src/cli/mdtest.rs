@@ -4,6 +4,7 @@
 //! in one line; so are the flags that only mean something on several MPI ranks.
 
 use crate::error::UsageError;
+use crate::exec::Executor;
 use crate::mdtest::{Options, RankShare};
 use crate::report::{Format, ReportOptions, Runs};
 use crate::usage;
@@ -259,16 +260,22 @@ pub(crate) fn parse(args: &[String]) -> Result<MdtestCommand, UsageError> {
     Ok(cmd)
 }
 
-pub(crate) fn main(args: &[String]) -> anyhow::Result<i32> {
+pub(crate) fn main(args: &[String], exec: Executor) -> anyhow::Result<i32> {
     let cmd = parse(args)?;
     if cmd.help {
         crate::out!("{HELP}\n");
         return Ok(0);
     }
-    let share = RankShare::one_host();
-    let plan = cmd.opts.clone().plan(share.ranks)?;
+    let ranks = match &exec {
+        Executor::Local => 1,
+        Executor::Ranks(r) => r.size(),
+    };
+    let plan = cmd.opts.clone().plan(ranks)?;
     crate::output::check_output(cmd.output.as_deref(), cmd.force)?;
-    let result = crate::mdtest::run(&plan, &share, args)?;
+    let result = match &exec {
+        Executor::Local => crate::mdtest::run(&plan, &RankShare::one_host(), args)?,
+        Executor::Ranks(r) => r.run_mdtest(&plan, args)?,
+    };
     super::output::emit(
         &[result],
         cmd.format,

@@ -220,7 +220,6 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         // Built with MPI, each rank captures its own command (`trace::main_on_ranks`).
         Command::Trace(_) if !cfg!(feature = "mpi") => Some("trace"),
         Command::Fscompare(_) => Some("fscompare"),
-        Command::Mdtest { .. } => Some("mdtest"),
         Command::Ab(_) => Some("ab"),
         _ => None,
     };
@@ -255,7 +254,9 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
             let dist = a.dist.clone();
             ranks::on_ranks("suite", &dist, |exec| suite::main(a, exec))
         }
-        Command::Mdtest { args } => mdtest::main(&args),
+        Command::Mdtest { args } => ranks::on_ranks("mdtest", &Default::default(), |exec| {
+            mdtest::main(&args, exec)
+        }),
         Command::Ab(a) => ab::main(a, Default::default()),
         Command::Report(a) => report::main(a),
         Command::Compare(a) => compare::main(a),
