@@ -221,6 +221,9 @@ pub struct MdtestRankPhase {
     pub run: u32,
     /// Items (or tree directories) the rank did.
     pub items: u64,
+    /// The rank whose items (and, with `-u`, whose tree) it worked on: itself, or the
+    /// rank `-N` places on.
+    pub items_of_rank: u32,
     /// The stonewall (`-W`) stopped the rank's phase early.
     #[serde(default)]
     pub stonewalled: bool,

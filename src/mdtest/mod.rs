@@ -510,7 +510,7 @@ impl Runner<'_> {
 
 /// The rank whose items (and, with `-u`, whose tree) phase `op` of `share` works on:
 /// mdtest's `-N` shift (stat and rename 1, read 2, remove 3 places on).
-fn shifted_rank(share: &RankShare<'_>, stride: u32, op: Op) -> u32 {
+pub(crate) fn shifted_rank(share: &RankShare<'_>, stride: u32, op: Op) -> u32 {
     let shift = match op {
         Op::DirStat | Op::FileStat | Op::DirRename => 1,
         Op::FileRead => 2,

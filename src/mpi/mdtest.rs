@@ -58,6 +58,11 @@ impl PhaseRecord {
 
 /// Refuse what mdtest on ranks cannot do, before any rank is asked to run.
 pub(crate) fn check(plan: &Plan) -> anyhow::Result<()> {
+    if plan.opts.stride > 0 && plan.opts.dirs.len() > 1 {
+        crate::bail_usage!(
+            "-N with several -d directories on MPI ranks is not supported: each rank works in its own directory and finds no other rank's items there; give one -d directory"
+        );
+    }
     if plan.opts.stonewall_s > 0 && plan.opts.stride > 0 {
         crate::bail_usage!(
             "-W with -N on MPI ranks is not supported: a rank stopped by the stonewall made fewer items than the rank that works on them next expects; run without one of them"
@@ -232,7 +237,13 @@ impl Distributed for MdtestOnRanks<'_> {
         }
         rec.status = result.status;
         rec.failures = result.failures.clone();
-        rec.notes = result.notes.clone();
+        // The stonewall's notes are rank 0's to write, over every rank's items.
+        rec.notes = result
+            .notes
+            .iter()
+            .filter(|n| !n.contains("stopped by the stonewall"))
+            .cloned()
+            .collect();
         rec.started_unix_s = result.started_unix_s;
         rec.threads.push(ThreadRecord {
             user: 0,
@@ -280,8 +291,14 @@ impl Distributed for MdtestOnRanks<'_> {
                 let op = p.op();
                 let items = p.stats.other_ops;
                 let own_s = p.end_s - p.start_s;
+                let share = RankShare {
+                    rank: r.rank,
+                    ranks: self.world_size,
+                    barrier: &|| {},
+                };
                 rank_phases.push(MdtestRankPhase {
                     rank: r.rank,
+                    items_of_rank: mdtest::shifted_rank(&share, plan.opts.stride, op),
                     op: op.key().to_string(),
                     run: p.iteration + 1,
                     items,
