@@ -93,7 +93,7 @@ pub(crate) enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
-    /// mdtest's metadata benchmark on this host: fsbench mdtest -n N [-z D -b B] [-F|-D] -d DIR
+    /// mdtest's metadata benchmark on this host or MPI ranks: fsbench mdtest -n N [-z D -b B] [-F|-D] -d DIR
     #[command(disable_help_flag = true, after_help = MDTEST_EXAMPLES)]
     Mdtest {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
@@ -213,7 +213,7 @@ pub(crate) fn error_status(e: &anyhow::Error) -> i32 {
 }
 
 fn dispatch(cmd: Command) -> anyhow::Result<i32> {
-    // Started by mpirun: run, sweep, suite, workload, vx, quick, replay and advise --measure
+    // Started by mpirun: run, sweep, suite, workload, vx, quick, replay, mdtest and advise --measure
     // run on every rank (`ranks::on_ranks`); the other commands that do I/O would run as N
     // unrelated copies.
     let io_command = match &cmd {
