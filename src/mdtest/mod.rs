@@ -267,6 +267,9 @@ pub(crate) struct Measured {
     pub stats: Stats,
     /// The stonewall stopped it after this many of its items.
     pub stonewalled: Option<u64>,
+    /// The rank whose items (and with `-u` whose tree) it worked on: the one its paths
+    /// named (`-N` shifts it).
+    pub of_rank: u32,
 }
 
 /// What a phase of an iteration is for: measured (reported), or set-up and clean-up work
@@ -346,7 +349,8 @@ impl Runner<'_> {
         } else {
             "dir"
         };
-        let prefix = format!("{kind}.mdtest.{}.", self.rank_of(op)).into_bytes();
+        let of_rank = self.rank_of(op);
+        let prefix = format!("{kind}.mdtest.{of_rank}.").into_bytes();
         // `-R`: the stat and read phases visit the items in a seeded random order.
         let order = (plan.opts.random && matches!(op, Op::DirStat | Op::FileStat | Op::FileRead))
             .then(|| shuffled(count, self.random_seed()));
@@ -412,6 +416,7 @@ impl Runner<'_> {
                 iteration,
                 stats,
                 stonewalled,
+                of_rank,
             });
         }
         done
@@ -510,7 +515,7 @@ impl Runner<'_> {
 
 /// The rank whose items (and, with `-u`, whose tree) phase `op` of `share` works on:
 /// mdtest's `-N` shift (stat and rename 1, read 2, remove 3 places on).
-pub(crate) fn shifted_rank(share: &RankShare<'_>, stride: u32, op: Op) -> u32 {
+fn shifted_rank(share: &RankShare<'_>, stride: u32, op: Op) -> u32 {
     let shift = match op {
         Op::DirStat | Op::FileStat | Op::DirRename => 1,
         Op::FileRead => 2,

@@ -46,6 +46,8 @@ pub(crate) struct PhaseRecord {
     pub iteration: u32,
     pub stats: Stats,
     pub stonewalled: Option<u64>,
+    /// The rank whose items it worked on.
+    pub of_rank: u32,
     pub start_s: f64,
     pub end_s: f64,
 }
@@ -220,6 +222,7 @@ impl Distributed for MdtestOnRanks<'_> {
                 start_s: on_clock(m.stats.loop_start_ns),
                 end_s: on_clock(m.stats.loop_end_ns).max(on_clock(m.stats.loop_start_ns)),
                 stonewalled: m.stonewalled,
+                of_rank: m.of_rank,
                 stats: m.stats,
             })
             .collect();
@@ -291,14 +294,9 @@ impl Distributed for MdtestOnRanks<'_> {
                 let op = p.op();
                 let items = p.stats.other_ops;
                 let own_s = p.end_s - p.start_s;
-                let share = RankShare {
-                    rank: r.rank,
-                    ranks: self.world_size,
-                    barrier: &|| {},
-                };
                 rank_phases.push(MdtestRankPhase {
                     rank: r.rank,
-                    items_of_rank: mdtest::shifted_rank(&share, plan.opts.stride, op),
+                    items_of_rank: p.of_rank,
                     op: op.key().to_string(),
                     run: p.iteration + 1,
                     items,
@@ -330,6 +328,8 @@ impl Distributed for MdtestOnRanks<'_> {
                             iteration: p.iteration,
                             stats: p.stats.clone(),
                             stonewalled: p.stonewalled.map(|_| 0),
+                            // Every rank's items: no one rank's (kept per rank above).
+                            of_rank: 0,
                         },
                         p.start_s,
                         p.end_s,
