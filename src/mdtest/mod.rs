@@ -269,6 +269,7 @@ pub(crate) struct Measured {
     pub stonewalled: Option<u64>,
     /// The rank whose items (and with `-u` whose tree) it worked on: the one its paths
     /// named (`-N` shifts it).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub of_rank: u32,
 }
 
