@@ -40,7 +40,7 @@ pub(crate) const MAX_FILE_BYTES: u64 = 1 << 30;
 pub(crate) const TOP_PREFIX: &str = "fsbench-mdtest-";
 
 /// mdtest's options as given (before the tree's size is worked out).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Options {
     /// `-n`: items per rank.
     pub items: Option<u64>,

@@ -28,10 +28,12 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// What rank 0 sends every rank: the mdtest command line (each rank plans it for the
-/// number of ranks) and the tag of the shared top directories.
+/// What rank 0 sends every rank: mdtest's options as rank 0 planned them (each rank plans
+/// them again for the number of ranks), the command line, and the tag of the shared top
+/// directories.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct MdtestSpec {
+    pub opts: mdtest::Options,
     pub argv: Vec<String>,
     pub tag: u32,
     pub timeout_s: f64,
@@ -117,8 +119,7 @@ impl MdtestOnRanks<'_> {
     /// killed runs left there and makes the shared top directory.
     fn make_top(&mut self) -> anyhow::Result<()> {
         let rank = self.rank;
-        let cmd = crate::cli::mdtest::parse(&self.spec.argv)?;
-        let plan = cmd.opts.plan(self.world_size)?;
+        let plan = self.spec.opts.clone().plan(self.world_size)?;
         check(&plan)?;
         let dirs = plan.opts.dirs.clone();
         self.plan = Some(plan);

@@ -501,6 +501,7 @@ impl crate::exec::Ranks for Driver {
         // What mdtest on ranks cannot do is refused here, before any rank is asked to.
         super::mdtest::check(plan)?;
         let spec = super::mdtest::MdtestSpec {
+            opts: plan.opts.clone(),
             argv: argv.to_vec(),
             tag: std::process::id(),
             timeout_s: self.plan.timeout_s,
