@@ -60,6 +60,9 @@ pub(crate) trait Ranks {
         opts: &crate::replay::ReplayOptions,
         observe: &Observe,
     ) -> anyhow::Result<RunResult>;
+    /// mdtest's phases of `plan` (planned for [`Ranks::size`] ranks; `argv` its command
+    /// line) on every rank, each phase started together.
+    fn run_mdtest(&self, plan: &crate::mdtest::Plan, argv: &[String]) -> anyhow::Result<RunResult>;
     /// Every rank removes what the points left behind for later points (files kept between
     /// the points of a sweep), unless `keep`.
     fn cleanup(&self, keep: bool);

@@ -208,6 +208,32 @@ pub struct MdtestInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub random_seed: Option<u64>,
     pub summary: Vec<MdtestSummary>,
+    /// On several MPI ranks: each rank's part of each phase of each iteration.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rank_phases: Vec<MdtestRankPhase>,
+}
+
+/// One rank's part of one phase of one iteration of an mdtest run on MPI ranks: its items
+/// and when it started and ended them, on the barrier clock (seconds after every rank left
+/// the first start barrier).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MdtestRankPhase {
+    pub rank: u32,
+    /// The phase's key (`file_create`) and iteration (from 1).
+    pub op: String,
+    pub run: u32,
+    /// Items (or tree directories) the rank did.
+    pub items: u64,
+    /// The rank whose items (and, with `-u`, whose tree) it worked on: itself, or the
+    /// rank `-N` places on.
+    pub items_of_rank: u32,
+    /// The stonewall (`-W`) stopped the rank's phase early.
+    #[serde(default)]
+    pub stonewalled: bool,
+    pub start_s: f64,
+    pub end_s: f64,
+    /// The rank's items per second over its own part.
+    pub rate: f64,
 }
 
 /// One phase over the iterations: its rate (operations per second) at most, least, on

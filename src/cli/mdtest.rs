@@ -1,16 +1,17 @@
 //! `fsbench mdtest`: mdtest's command line (getopt style: `-n 1000 -z 2 -b 3 -F -C -T -r
-//! -d DIR ...`) in, the metadata phases run on this host (`crate::mdtest`), mdtest's SUMMARY
-//! table and the Result out. The flags mdtest has and fsbench does not are refused by name,
-//! in one line; so are the flags that only mean something on several MPI ranks.
+//! -d DIR ...`) in, the metadata phases run on this host or on MPI ranks (`crate::mdtest`,
+//! `crate::mpi::mdtest`), mdtest's SUMMARY table and the Result out. The flags mdtest has
+//! and fsbench does not are refused by name, in one line.
 
 use crate::error::UsageError;
+use crate::exec::Executor;
 use crate::mdtest::{Options, RankShare};
 use crate::report::{Format, ReportOptions, Runs};
 use crate::usage;
 use std::path::PathBuf;
 
 pub(crate) const HELP: &str = "\
-fsbench mdtest: mdtest's metadata benchmark on this host
+fsbench mdtest: mdtest's metadata benchmark, on this host or on MPI ranks (mpirun)
 
 Usage: fsbench mdtest -n N | -I N [options] [-d DIR]
 
@@ -30,6 +31,7 @@ Files:
   -e BYTES    bytes read from each file in the read phase
   -y          fsync each file after writing it
 Runs:
+  -N N        on MPI ranks: stat, read and remove the items of the rank N, 2N, 3N on
   -i N        iterations (the summary gives max, min, mean and std dev over them)
   -W SECS     stonewall: a create phase stops after SECS (later phases use what it made)
   -R          stat and read in a random order; --random-seed N seeds it
@@ -43,8 +45,10 @@ fsbench's own:
   --force     let --output replace a file fsbench did not write
   -h, --help  this help
 
-Refused: -B -c -f -l -s -N (they need several MPI ranks), -k -S -t -x -X -Y -Z -P -p -g
-and mdtest's long options other than --random-seed (not supported).
+Under mpirun every rank runs its items and rank 0 prints the one Result; -N N (rank r
+stats rank r+N's items) needs several ranks.
+Refused: -B -c -f -l -s -k -S -t -x -X -Y -Z -P -p -g and mdtest's long options other than
+--random-seed (not supported).
 
 Examples:
   fsbench mdtest -n 1000 -F -d /mnt/scratch
@@ -148,7 +152,7 @@ fn short(cmd: &mut MdtestCommand, c: char, v: Option<&str>) -> Result<(), UsageE
         'h' => cmd.help = true,
         c if MPI_ONLY.contains(c) => {
             return Err(usage!(
-                "-{c} needs several MPI ranks, and fsbench mdtest runs on this host only: run without it"
+                "-{c} is an mdtest option for MPI ranks fsbench mdtest does not support: run without it"
             ))
         }
         c if UNSUPPORTED.contains(c) => {
@@ -201,7 +205,7 @@ fn long(cmd: &mut MdtestCommand, args: &[String], i: &mut usize) -> Result<(), U
         "help" => cmd.help = true,
         "print-all-procs" | "showRankStatistics" | "saveRankPerformanceDetails" => {
             return Err(usage!(
-                "--{name} needs several MPI ranks, and fsbench mdtest runs on this host only: run without it"
+                "--{name} is an mdtest option for MPI ranks fsbench mdtest does not support: run without it"
             ))
         }
         "verify-read" | "verify-write" | "dataPacketType" | "run-cmd-before-phase"
@@ -259,16 +263,22 @@ pub(crate) fn parse(args: &[String]) -> Result<MdtestCommand, UsageError> {
     Ok(cmd)
 }
 
-pub(crate) fn main(args: &[String]) -> anyhow::Result<i32> {
+pub(crate) fn main(args: &[String], exec: Executor) -> anyhow::Result<i32> {
     let cmd = parse(args)?;
     if cmd.help {
         crate::out!("{HELP}\n");
         return Ok(0);
     }
-    let share = RankShare::one_host();
-    let plan = cmd.opts.clone().plan(share.ranks)?;
+    let ranks = match &exec {
+        Executor::Local => 1,
+        Executor::Ranks(r) => r.size(),
+    };
+    let plan = cmd.opts.clone().plan(ranks)?;
     crate::output::check_output(cmd.output.as_deref(), cmd.force)?;
-    let result = crate::mdtest::run(&plan, &share, args)?;
+    let result = match &exec {
+        Executor::Local => crate::mdtest::run(&plan, &RankShare::one_host(), args)?,
+        Executor::Ranks(r) => r.run_mdtest(&plan, args)?,
+    };
     super::output::emit(
         &[result],
         cmd.format,

@@ -102,7 +102,7 @@ pub(crate) enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
-    /// mdtest's metadata benchmark on this host: fsbench mdtest -n N [-z D -b B] [-F|-D] -d DIR
+    /// mdtest's metadata benchmark on this host or MPI ranks: fsbench mdtest -n N [-z D -b B] [-F|-D] -d DIR
     #[command(disable_help_flag = true, after_help = MDTEST_EXAMPLES)]
     Mdtest {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
@@ -230,14 +230,13 @@ pub(crate) fn error_status(e: &anyhow::Error) -> i32 {
 }
 
 fn dispatch(cmd: Command) -> anyhow::Result<i32> {
-    // Started by mpirun: run, sweep, suite, workload, vx, quick, replay and advise --measure
+    // Started by mpirun: run, sweep, suite, workload, vx, quick, replay, mdtest and advise --measure
     // run on every rank (`ranks::on_ranks`); the other commands that do I/O would run as N
     // unrelated copies.
     let io_command = match &cmd {
         // Built with MPI, each rank captures its own command (`trace::main_on_ranks`).
         Command::Trace(_) if !cfg!(feature = "mpi") => Some("trace"),
         Command::Fscompare(_) => Some("fscompare"),
-        Command::Mdtest { .. } => Some("mdtest"),
         Command::Io500(_) => Some("io500"),
         Command::Ab(_) => Some("ab"),
         _ => None,
@@ -273,7 +272,9 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
             let dist = a.dist.clone();
             ranks::on_ranks("suite", &dist, |exec| suite::main(a, exec))
         }
-        Command::Mdtest { args } => mdtest::main(&args),
+        Command::Mdtest { args } => ranks::on_ranks("mdtest", &Default::default(), |exec| {
+            mdtest::main(&args, exec)
+        }),
         Command::Io500(a) => io500::main(a),
         Command::Ior { args } => ior::dispatch(&args),
         Command::Ab(a) => ab::main(a, Default::default()),

@@ -40,7 +40,7 @@ pub(crate) const MAX_FILE_BYTES: u64 = 1 << 30;
 pub(crate) const TOP_PREFIX: &str = "fsbench-mdtest-";
 
 /// mdtest's options as given (before the tree's size is worked out).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Options {
     /// `-n`: items per rank.
     pub items: Option<u64>,
@@ -260,13 +260,17 @@ impl Options {
     }
 }
 
-/// One phase of one iteration as it was measured.
-struct Measured {
-    op: Op,
-    iteration: u32,
-    stats: Stats,
+/// One phase of one iteration as it was measured (on several ranks: this rank's part).
+pub(crate) struct Measured {
+    pub op: Op,
+    pub iteration: u32,
+    pub stats: Stats,
     /// The stonewall stopped it after this many of its items.
-    stonewalled: Option<u64>,
+    pub stonewalled: Option<u64>,
+    /// The rank whose items (and with `-u` whose tree) it worked on: the one its paths
+    /// named (`-N` shifts it).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub of_rank: u32,
 }
 
 /// What a phase of an iteration is for: measured (reported), or set-up and clean-up work
@@ -316,14 +320,14 @@ struct Runner<'a> {
 }
 
 impl Runner<'_> {
-    fn rank_of(&self, op: Op, tree: bool) -> u32 {
-        shifted_rank(self.share, self.plan.opts.stride, op, tree)
+    fn rank_of(&self, op: Op) -> u32 {
+        shifted_rank(self.share, self.plan.opts.stride, op)
     }
 
     /// The tree phase `op` works in.
     fn tree_for(&self, op: Op) -> Tree {
         let base = if self.plan.opts.unique_dir {
-            format!("mdtest_tree.{}", self.rank_of(op, true))
+            format!("mdtest_tree.{}", self.rank_of(op))
         } else {
             "mdtest_tree".to_string()
         };
@@ -346,7 +350,8 @@ impl Runner<'_> {
         } else {
             "dir"
         };
-        let prefix = format!("{kind}.mdtest.{}.", self.rank_of(op, false)).into_bytes();
+        let of_rank = self.rank_of(op);
+        let prefix = format!("{kind}.mdtest.{of_rank}.").into_bytes();
         // `-R`: the stat and read phases visit the items in a seeded random order.
         let order = (plan.opts.random && matches!(op, Op::DirStat | Op::FileStat | Op::FileRead))
             .then(|| shuffled(count, self.random_seed()));
@@ -369,13 +374,12 @@ impl Runner<'_> {
         });
         let stop = crate::runner::signal::interrupted;
         let no_gate = || {};
+        // Measured phases start and end at the ranks' barrier, as mdtest's do; on several
+        // ranks the untimed ones too, so no rank works on a tree or items another has not
+        // made yet, or removes what another still works on.
+        let gated = timing == Timing::Measured || self.share.ranks > 1;
         let how = Drive {
-            // Measured phases start and end at the ranks' barrier, as mdtest's do.
-            gate: if timing == Timing::Measured {
-                self.share.barrier
-            } else {
-                &no_gate
-            },
+            gate: if gated { self.share.barrier } else { &no_gate },
             stop: &stop,
             deadline: stonewall,
             ramp: None,
@@ -386,7 +390,7 @@ impl Runner<'_> {
         let cpu0 = crate::stats::cpu::thread_cpu_ns();
         let ran = source::drive(&mut src, &mut self.io, how);
         let cpu_ns = crate::stats::cpu::thread_cpu_ns().saturating_sub(cpu0);
-        if timing == Timing::Measured {
+        if gated {
             (self.share.barrier)();
         }
         let done = src.done();
@@ -413,6 +417,7 @@ impl Runner<'_> {
                 iteration,
                 stats,
                 stonewalled,
+                of_rank,
             });
         }
         done
@@ -427,9 +432,12 @@ impl Runner<'_> {
         let plan = self.plan;
         let o = &plan.opts;
         let name = std::ffi::CString::new(format!("test-dir.{i}-0")).expect("no NUL");
-        self.io
-            .mkdir_at(top.as_raw_fd(), &name, 0o755)
-            .with_context(|| format!("creating test-dir.{i}-0"))?;
+        let ranks = self.share.ranks > 1;
+        match self.io.mkdir_at(top.as_raw_fd(), &name, 0o755) {
+            // On several ranks the first rank there makes it (the top directory is new).
+            Err(e) if ranks && e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            r => r.with_context(|| format!("creating test-dir.{i}-0"))?,
+        }
         let base = {
             let fd = self
                 .io
@@ -450,7 +458,12 @@ impl Runner<'_> {
                 Timing::Untimed
             }
         };
-        let dirs = plan.dirs_in_tree;
+        // The ranks' shared tree (no -u) is made and removed by rank 0 alone, as mdtest does.
+        let dirs = if o.unique_dir || self.share.rank == 0 {
+            plan.dirs_in_tree
+        } else {
+            0
+        };
         self.phase(Op::TreeCreate, i, &base, dirs, timed(o.create));
         // Removal: measured when asked for, else done untimed unless the user keeps it all.
         let clean = o.remove || !o.keep;
@@ -459,8 +472,10 @@ impl Runner<'_> {
             if o.stat {
                 self.phase(Op::DirStat, i, &base, made, Timing::Measured);
             }
-            if o.rename && made > 1 {
-                self.phase(Op::DirRename, i, &base, made, Timing::Measured);
+            // On several ranks every rank passes every phase's barriers, with nothing to do.
+            if o.rename && (made > 1 || ranks) {
+                let chain = if made > 1 { made } else { 0 };
+                self.phase(Op::DirRename, i, &base, chain, Timing::Measured);
             }
             if clean {
                 self.phase(Op::DirRemove, i, &base, made, timed(o.remove));
@@ -482,25 +497,32 @@ impl Runner<'_> {
             self.phase(Op::TreeRemove, i, &base, dirs, timed(o.remove));
             if self.failure.is_none() && !self.interrupted {
                 drop(base);
-                self.io
-                    .unlink_at(top.as_raw_fd(), &name, true)
-                    .with_context(|| format!("removing test-dir.{i}-0"))?;
+                match self.io.unlink_at(top.as_raw_fd(), &name, true) {
+                    // On several ranks the last rank out removes it; the top directory's
+                    // removal takes what is left.
+                    Err(e)
+                        if ranks
+                            && matches!(
+                                e.raw_os_error(),
+                                Some(libc::ENOENT) | Some(libc::ENOTEMPTY) | Some(libc::EEXIST)
+                            ) => {}
+                    r => r.with_context(|| format!("removing test-dir.{i}-0"))?,
+                }
             }
         }
         Ok(())
     }
 }
 
-/// The rank whose items phase `op` of `share` works on: mdtest's `-N` shift (stat and
-/// rename 1, read 2, remove 3 places on; a tree of its own per rank, `-u`, shifts one more).
-fn shifted_rank(share: &RankShare<'_>, stride: u32, op: Op, tree: bool) -> u32 {
+/// The rank whose items (and, with `-u`, whose tree) phase `op` of `share` works on:
+/// mdtest's `-N` shift (stat and rename 1, read 2, remove 3 places on).
+fn shifted_rank(share: &RankShare<'_>, stride: u32, op: Op) -> u32 {
     let shift = match op {
         Op::DirStat | Op::FileStat | Op::DirRename => 1,
         Op::FileRead => 2,
         Op::DirRemove | Op::FileRemove => 3,
         _ => 0,
     };
-    let shift = if tree && shift > 0 { shift + 1 } else { shift };
     let n = share.ranks.max(1) as u64;
     ((share.rank as u64 + shift * stride as u64) % n) as u32
 }
@@ -520,6 +542,14 @@ fn shuffled(n: u64, seed: u64) -> Vec<u64> {
 /// the returned guard is dropped, unless kept. Notes say what a killed run left and this
 /// run removed.
 fn make_top(dir: &Path, keep: bool, notes: &mut Vec<String>) -> Result<TopDir> {
+    remove_dead_tops(dir, notes)?;
+    let path = dir.join(format!("{TOP_PREFIX}{}", std::process::id()));
+    make_marked_top(&path)?;
+    Ok(TopDir { path, keep })
+}
+
+/// Check that `dir` is a directory and remove the top directories killed runs left in it.
+fn remove_dead_tops(dir: &Path, notes: &mut Vec<String>) -> Result<()> {
     let m = std::fs::metadata(dir).map_err(|e| anyhow!(usage!("-d {}: {e}", dir.display())))?;
     if !m.is_dir() {
         return Err(usage!("-d {}: not a directory", dir.display()).into());
@@ -534,9 +564,13 @@ fn make_top(dir: &Path, keep: bool, notes: &mut Vec<String>) -> Result<TopDir> {
             }
         }
     }
-    let path = dir.join(format!("{TOP_PREFIX}{}", std::process::id()));
-    match crate::leftover::make_marked_dir(&path) {
-        Ok(()) => Ok(TopDir { path, keep }),
+    Ok(())
+}
+
+/// Make the top directory `path`, marked as fsbench's and as this run's.
+fn make_marked_top(path: &Path) -> Result<()> {
+    match crate::leftover::make_marked_dir(path) {
+        Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(usage!(
             "{} exists and is not a directory this run made: remove it or use another -d",
             path.display()
@@ -584,17 +618,60 @@ fn check_room(plan: &Plan, dir: &Path) -> Result<(), UsageError> {
 /// Run the plan's iterations as `share` of the run; the Result (kind `mdtest`).
 pub(crate) fn run(plan: &Plan, share: &RankShare<'_>, argv: &[String]) -> Result<RunResult> {
     let o = &plan.opts;
-    let dir = o.dirs[share.rank as usize % o.dirs.len()].clone();
+    let dir = rank_dir(plan, share.rank);
+    let mut notes = Vec::new();
+    if dir.is_dir() {
+        check_room(plan, dir)?;
+    }
+    let top = make_top(dir, o.keep, &mut notes)?;
+    let (result, _) = run_in(plan, share, argv, &top.path, notes)?;
+    drop(top);
+    Ok(result)
+}
+
+/// This rank's directory: the `-d` directory it works in (rank r the r-th, modulo their
+/// number).
+pub(crate) fn rank_dir(plan: &Plan, rank: u32) -> &Path {
+    &plan.opts.dirs[rank as usize % plan.opts.dirs.len()]
+}
+
+/// Check `dir` (a `-d` directory) and its room for the plan, and remove the top directories
+/// killed runs left there: notes say which. For an executor that makes the top directory
+/// every rank shares itself ([`make_shared_top`]).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn prepare_dir(plan: &Plan, dir: &Path) -> Result<Vec<String>> {
+    let mut notes = Vec::new();
+    if dir.is_dir() {
+        check_room(plan, dir)?;
+    }
+    remove_dead_tops(dir, &mut notes)?;
+    Ok(notes)
+}
+
+/// Make the top directory `dir/fsbench-mdtest-TAG` the ranks share (TAG: the process id of
+/// the rank that makes it), marked as this run's; it is removed by the caller.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn make_shared_top(dir: &Path, tag: u32) -> Result<PathBuf> {
+    let path = dir.join(format!("{TOP_PREFIX}{tag}"));
+    make_marked_top(&path)?;
+    Ok(path)
+}
+
+/// Run the plan's iterations as `share` of the run in the top directory `top`, which the
+/// caller made (and removes); the Result (kind `mdtest`) and each measured phase.
+pub(crate) fn run_in(
+    plan: &Plan,
+    share: &RankShare<'_>,
+    argv: &[String],
+    top: &Path,
+    notes: Vec<String>,
+) -> Result<(RunResult, Vec<Measured>)> {
+    let o = &plan.opts;
     let started_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
-    let mut notes = Vec::new();
-    if dir.is_dir() {
-        check_room(plan, &dir)?;
-    }
-    let top = make_top(&dir, o.keep, &mut notes)?;
-    let top_fd = open_dir(&top.path).with_context(|| format!("opening {}", top.path.display()))?;
+    let top_fd = open_dir(top).with_context(|| format!("opening {}", top.display()))?;
     let len = o.write_bytes.max(o.read_bytes).max(1) as usize;
     let seed = o.data_seed.unwrap_or(0x6d64_7465_7374);
     let engine = Issuer::sync_engine(1, 1, len, seed)?;
@@ -618,12 +695,10 @@ pub(crate) fn run(plan: &Plan, share: &RankShare<'_>, argv: &[String]) -> Result
     }
     drop(top_fd);
     if o.keep {
-        r.notes
-            .push(format!("kept {} (--keep)", top.path.display()));
+        r.notes.push(format!("kept {} (--keep)", top.display()));
     }
-    let result = result_of(&r, &top.path, argv, started_unix_s);
-    drop(top);
-    Ok(result)
+    let result = result_of(&r, top, argv, started_unix_s);
+    Ok((result, r.measured))
 }
 
 /// Sample standard deviation (n - 1), 0 for fewer than two values.
@@ -635,7 +710,41 @@ pub(crate) fn stddev(v: &[f64], mean: f64) -> f64 {
 }
 
 fn result_of(r: &Runner<'_>, top: &Path, argv: &[String], started_unix_s: f64) -> RunResult {
-    let plan = r.plan;
+    let mut res = result_of_measured(
+        r.plan,
+        (r.share.rank, r.share.ranks),
+        &r.measured,
+        top,
+        argv,
+        started_unix_s,
+    );
+    res.notes.extend(r.notes.iter().cloned());
+    if let Some(f) = &r.failure {
+        res.status = RunStatus::Failed;
+        res.failures.push(crate::result::IoFailure {
+            user: 0,
+            thread: 0,
+            path: top.display().to_string(),
+            offset: None,
+            message: f.clone(),
+        });
+    } else if r.interrupted {
+        res.status = RunStatus::Partial;
+    }
+    res
+}
+
+/// The Result of the `measured` phases of a run of `plan` in the top directory `top`, as
+/// rank `rank` of `ranks` (a merge of every rank's phases: rank 0); its failures and notes
+/// beside the phases' are the caller's.
+pub(crate) fn result_of_measured(
+    plan: &Plan,
+    (rank, ranks): (u32, u32),
+    measured: &[Measured],
+    top: &Path,
+    argv: &[String],
+    started_unix_s: f64,
+) -> RunResult {
     let o = &plan.opts;
     let mut res = RunResult::new(
         Kind::Mdtest,
@@ -645,7 +754,7 @@ fn result_of(r: &Runner<'_>, top: &Path, argv: &[String], started_unix_s: f64) -
     );
     let mut total = Stats::default();
     let mut elapsed = 0.0;
-    for m in &r.measured {
+    for m in measured {
         total += &m.stats;
         elapsed += m.stats.elapsed_s;
         res.groups.push(GroupReport {
@@ -659,7 +768,7 @@ fn result_of(r: &Runner<'_>, top: &Path, argv: &[String], started_unix_s: f64) -
                 "{} stopped by the stonewall (-W {}) after {done} of {} items in iteration {}; the later phases of that iteration work on those {done}",
                 m.op.name(),
                 o.stonewall_s,
-                plan.items,
+                plan.items * ranks.max(1) as u64,
                 m.iteration + 1
             ));
         }
@@ -668,7 +777,7 @@ fn result_of(r: &Runner<'_>, top: &Path, argv: &[String], started_unix_s: f64) -
     res.total = StatsReport::from_stats(&total, true);
     let mut summary = Vec::new();
     for op in Op::SUMMARY_ORDER {
-        let runs: Vec<&Measured> = r.measured.iter().filter(|m| m.op == op).collect();
+        let runs: Vec<&Measured> = measured.iter().filter(|m| m.op == op).collect();
         if runs.is_empty() {
             continue;
         }
@@ -706,24 +815,11 @@ fn result_of(r: &Runner<'_>, top: &Path, argv: &[String], started_unix_s: f64) -
             },
         });
     }
-    res.notes.extend(r.notes.iter().cloned());
-    if let Some(f) = &r.failure {
-        res.status = RunStatus::Failed;
-        res.failures.push(crate::result::IoFailure {
-            user: 0,
-            thread: 0,
-            path: top.display().to_string(),
-            offset: None,
-            message: f.clone(),
-        });
-    } else if r.interrupted {
-        res.status = RunStatus::Partial;
-    }
     res.mdtest = Some(MdtestInfo {
         argv: argv.to_vec(),
         dir: top.parent().unwrap_or(top).display().to_string(),
-        ranks: r.share.ranks,
-        rank: r.share.rank,
+        ranks,
+        rank,
         iterations: o.iterations,
         depth: o.depth,
         branching: o.branching,
@@ -738,6 +834,7 @@ fn result_of(r: &Runner<'_>, top: &Path, argv: &[String], started_unix_s: f64) -
         stonewall_s: (o.stonewall_s > 0).then_some(o.stonewall_s as f64),
         random_seed: o.random.then(|| o.random_seed.unwrap_or(0)),
         summary,
+        rank_phases: Vec::new(),
     });
     res
 }
@@ -801,16 +898,12 @@ mod tests {
             ranks: 4,
             barrier: &|| {},
         };
-        assert_eq!(shifted_rank(&share, 1, Op::FileCreate, false), 1);
-        assert_eq!(shifted_rank(&share, 1, Op::FileStat, false), 2);
-        assert_eq!(shifted_rank(&share, 1, Op::FileRead, false), 3);
-        assert_eq!(shifted_rank(&share, 1, Op::FileRemove, false), 0);
-        assert_eq!(shifted_rank(&share, 1, Op::FileStat, true), 3);
-        assert_eq!(shifted_rank(&share, 0, Op::FileRemove, false), 1);
-        assert_eq!(
-            shifted_rank(&RankShare::one_host(), 3, Op::FileRead, false),
-            0
-        );
+        assert_eq!(shifted_rank(&share, 1, Op::FileCreate), 1);
+        assert_eq!(shifted_rank(&share, 1, Op::FileStat), 2);
+        assert_eq!(shifted_rank(&share, 1, Op::FileRead), 3);
+        assert_eq!(shifted_rank(&share, 1, Op::FileRemove), 0);
+        assert_eq!(shifted_rank(&share, 0, Op::FileRemove), 1);
+        assert_eq!(shifted_rank(&RankShare::one_host(), 3, Op::FileRead), 0);
     }
 
     #[test]

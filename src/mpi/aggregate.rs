@@ -73,6 +73,9 @@ pub(crate) struct RankRecord {
     /// Made by rank 0 for a rank that never reported (lost with the MPI job).
     #[serde(default)]
     pub lost: bool,
+    /// An mdtest rank's measured phases (None: it ran none).
+    #[serde(default)]
+    pub mdtest: Option<Vec<super::mdtest::PhaseRecord>>,
 }
 
 /// What one rank of a distributed workload measured: each `run` of its script, its
@@ -195,6 +198,7 @@ impl RankRecord {
             verified: None,
             observed: Default::default(),
             lost: false,
+            mdtest: None,
         }
     }
 

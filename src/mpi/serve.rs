@@ -38,6 +38,8 @@ enum Order {
     Backup(Box<BackupSpec>),
     /// A trace replay, each rank in a directory of its own.
     Replay(Box<ReplaySpec>),
+    /// mdtest's phases, every phase started together on every rank.
+    Mdtest(Box<super::mdtest::MdtestSpec>),
     /// Remove what the points kept for later points (unless `keep`).
     Cleanup { keep: bool },
     /// The command is over.
@@ -287,6 +289,9 @@ fn serve(world: &World, plan: &DistPlan) -> anyhow::Result<i32> {
             Order::Replay(spec) => {
                 super::replay::run(world, &spec)?;
             }
+            Order::Mdtest(spec) => {
+                super::mdtest::run(world, &spec)?;
+            }
             Order::Cleanup { keep } => cleanup(world, plan, keep, &mut left),
             Order::End => return Ok(0),
         }
@@ -490,6 +495,19 @@ impl crate::exec::Ranks for Driver {
         };
         self.order(&Order::Replay(Box::new(spec.clone())))?;
         result_of(super::replay::run(&self.world, &spec)?)
+    }
+
+    fn run_mdtest(&self, plan: &crate::mdtest::Plan, argv: &[String]) -> anyhow::Result<RunResult> {
+        // What mdtest on ranks cannot do is refused here, before any rank is asked to.
+        super::mdtest::check(plan)?;
+        let spec = super::mdtest::MdtestSpec {
+            opts: plan.opts.clone(),
+            argv: argv.to_vec(),
+            tag: std::process::id(),
+            timeout_s: self.plan.timeout_s,
+        };
+        self.order(&Order::Mdtest(Box::new(spec.clone())))?;
+        result_of(super::mdtest::run(&self.world, &spec)?)
     }
 
     fn cleanup(&self, keep: bool) {
