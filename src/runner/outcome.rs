@@ -240,8 +240,6 @@ mod tests {
             host_ticks: Vec::new(),
             steady: None,
             host: None,
-            stability_grid_ns: None,
-            host_ticks: Vec::new(),
         }
     }
 

@@ -372,7 +372,10 @@ mod tests {
         assert!(out.intervals.windows(2).all(|w| w[0].index < w[1].index));
         // No interval beyond the run's own end (a stalled last step ends it late).
         let last = (out.end_ns - out.start_ns) / 10_000_000 + 1;
-        assert!(out.intervals.iter().all(|i| i.index <= last), "{last}");
+        assert!(
+            out.intervals.iter().all(|i| u64::from(i.index) <= last),
+            "{last}"
+        );
         let ops: u64 = out.intervals.iter().map(|i| i.read_ops).sum();
         assert_eq!(ops, src.stats.read_ops);
     }
