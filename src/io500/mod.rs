@@ -22,7 +22,7 @@ use crate::result::{Explanation, GroupReport, Io500Info, Io500Phase, Kind, RunRe
 use crate::runner::issue::Issuer;
 use crate::stats::{Stats, StatsReport};
 use crate::usage;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use config::{Config, IOR_HARD_TRANSFER, MDTEST_HARD_BYTES};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
@@ -41,59 +41,14 @@ pub(crate) struct Options {
     pub keep: bool,
 }
 
-/// The directory this run made: removed (with all in it) when dropped, unless kept.
-struct TopDir {
-    path: PathBuf,
-    keep: bool,
-}
-
-impl Drop for TopDir {
-    fn drop(&mut self) {
-        if self.keep {
-            crate::leftover::clear_run_of(&self.path);
-        } else {
-            // Made new by this run, and only it writes in it (remove_dir_all follows no
-            // links).
-            let _ = std::fs::remove_dir_all(&self.path);
-        }
-    }
-}
+use crate::mdtest::{open_dir, TopDir};
 
 /// Check `dir`, remove what killed runs left there, and make this run's directory.
 fn make_top(dir: &Path, keep: bool, notes: &mut Vec<String>) -> Result<TopDir> {
-    let m = std::fs::metadata(dir).map_err(|e| anyhow!(usage!("{}: {e}", dir.display())))?;
-    if !m.is_dir() {
-        return Err(usage!("{}: not a directory", dir.display()).into());
-    }
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            if e.file_name()
-                .to_str()
-                .is_some_and(|n| n.starts_with(TOP_PREFIX))
-            {
-                notes.extend(crate::leftover::remove_dir_of_dead_run(&e.path()));
-            }
-        }
-    }
+    crate::mdtest::remove_dead_tops(dir, TOP_PREFIX, "", notes)?;
     let path = dir.join(format!("{TOP_PREFIX}{}", std::process::id()));
-    match crate::leftover::make_marked_dir(&path) {
-        Ok(()) => Ok(TopDir { path, keep }),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(usage!(
-            "{} exists and is not a directory this run made: remove it or use another directory",
-            path.display()
-        )
-        .into()),
-        Err(e) => Err(anyhow!("creating {}: {e}", path.display())),
-    }
-}
-
-fn open_dir(path: &Path) -> std::io::Result<OwnedFd> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)?;
-    Ok(f.into())
+    crate::mdtest::make_marked_top(&path, "another directory")?;
+    Ok(TopDir { path, keep })
 }
 
 /// One phase's figures as measured.

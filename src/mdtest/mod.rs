@@ -282,9 +282,10 @@ enum Timing {
 }
 
 /// The top directory this run made: removed (with all in it) when dropped, unless kept.
-struct TopDir {
-    path: PathBuf,
-    keep: bool,
+/// (io500's run directory is one too.)
+pub(crate) struct TopDir {
+    pub(crate) path: PathBuf,
+    pub(crate) keep: bool,
 }
 
 impl Drop for TopDir {
@@ -299,7 +300,7 @@ impl Drop for TopDir {
     }
 }
 
-fn open_dir(path: &Path) -> std::io::Result<OwnedFd> {
+pub(crate) fn open_dir(path: &Path) -> std::io::Result<OwnedFd> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -542,23 +543,29 @@ fn shuffled(n: u64, seed: u64) -> Vec<u64> {
 /// the returned guard is dropped, unless kept. Notes say what a killed run left and this
 /// run removed.
 fn make_top(dir: &Path, keep: bool, notes: &mut Vec<String>) -> Result<TopDir> {
-    remove_dead_tops(dir, notes)?;
+    remove_dead_tops(dir, TOP_PREFIX, "-d ", notes)?;
     let path = dir.join(format!("{TOP_PREFIX}{}", std::process::id()));
-    make_marked_top(&path)?;
+    make_marked_top(&path, "another -d")?;
     Ok(TopDir { path, keep })
 }
 
-/// Check that `dir` is a directory and remove the top directories killed runs left in it.
-fn remove_dead_tops(dir: &Path, notes: &mut Vec<String>) -> Result<()> {
-    let m = std::fs::metadata(dir).map_err(|e| anyhow!(usage!("-d {}: {e}", dir.display())))?;
+/// Check that `dir` (given by the user's `flag`) is a directory and remove the top
+/// directories (named `prefix` and a tag) killed runs left in it.
+pub(crate) fn remove_dead_tops(
+    dir: &Path,
+    prefix: &str,
+    flag: &str,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    let m = std::fs::metadata(dir).map_err(|e| anyhow!(usage!("{flag}{}: {e}", dir.display())))?;
     if !m.is_dir() {
-        return Err(usage!("-d {}: not a directory", dir.display()).into());
+        return Err(usage!("{flag}{}: not a directory", dir.display()).into());
     }
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
             if e.file_name()
                 .to_str()
-                .is_some_and(|n| n.starts_with(TOP_PREFIX))
+                .is_some_and(|n| n.starts_with(prefix))
             {
                 notes.extend(crate::leftover::remove_dir_of_dead_run(&e.path()));
             }
@@ -567,12 +574,13 @@ fn remove_dead_tops(dir: &Path, notes: &mut Vec<String>) -> Result<()> {
     Ok(())
 }
 
-/// Make the top directory `path`, marked as fsbench's and as this run's.
-fn make_marked_top(path: &Path) -> Result<()> {
+/// Make the top directory `path`, marked as fsbench's and as this run's; `instead` says
+/// what else the user can give when the name is taken.
+pub(crate) fn make_marked_top(path: &Path, instead: &str) -> Result<()> {
     match crate::leftover::make_marked_dir(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(usage!(
-            "{} exists and is not a directory this run made: remove it or use another -d",
+            "{} exists and is not a directory this run made: remove it or use {instead}",
             path.display()
         )
         .into()),
@@ -644,7 +652,7 @@ pub(crate) fn prepare_dir(plan: &Plan, dir: &Path) -> Result<Vec<String>> {
     if dir.is_dir() {
         check_room(plan, dir)?;
     }
-    remove_dead_tops(dir, &mut notes)?;
+    remove_dead_tops(dir, TOP_PREFIX, "-d ", &mut notes)?;
     Ok(notes)
 }
 
@@ -653,7 +661,7 @@ pub(crate) fn prepare_dir(plan: &Plan, dir: &Path) -> Result<Vec<String>> {
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn make_shared_top(dir: &Path, tag: u32) -> Result<PathBuf> {
     let path = dir.join(format!("{TOP_PREFIX}{tag}"));
-    make_marked_top(&path)?;
+    make_marked_top(&path, "another -d")?;
     Ok(path)
 }
 
