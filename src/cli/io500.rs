@@ -18,8 +18,7 @@ pub(crate) struct Io500Args {
     /// IO500's configuration file (INI: [global] datadir, [debug] stonewall-time, ...)
     #[arg(long, value_name = "FILE", help_heading = WHAT)]
     pub config: Option<PathBuf>,
-    /// Seconds each write phase runs (IO500 demands 300; less marks the run unofficial)
-    /// [default: the configuration's stonewall-time, else 300]
+    /// Seconds each write phase runs (under IO500's 300: unofficial) [default: config's, else 300]
     #[arg(long, value_name = "SECONDS", help_heading = WHAT)]
     pub stonewall: Option<u64>,
     /// Keep the directory the run made

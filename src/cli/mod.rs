@@ -102,7 +102,7 @@ pub(crate) enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
-    /// mdtest's metadata benchmark on this host or MPI ranks: fsbench mdtest -n N [-z D -b B] [-F|-D] -d DIR
+    /// mdtest's metadata benchmark, on this host or MPI ranks: fsbench mdtest -n N [-F|-D] -d DIR
     #[command(disable_help_flag = true, after_help = MDTEST_EXAMPLES)]
     Mdtest {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]

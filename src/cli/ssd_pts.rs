@@ -15,13 +15,13 @@ pub(crate) const PTS: &str = "ssd-pts suite";
 /// The flags of the ssd-pts suite (refused with the other suites).
 #[derive(Args, Debug, Default)]
 pub(crate) struct PtsArgs {
-    /// Bytes of the target to use: the file's size (needed for a file), or the first SIZE bytes of a device [default: the whole device]
+    /// Bytes of the target: a file's size (needed), or a device's first SIZE bytes [default: all]
     #[arg(long, value_name = "SIZE", help_heading = PTS)]
     pub size: Option<String>,
     /// The preconditioning fill writes FACTOR x the capacity (the PTS: 2)
     #[arg(long = "fill-factor", value_name = "FACTOR", help_heading = PTS)]
     pub fill_factor: Option<f64>,
-    /// Block sizes of the IOPS matrix, a subset of 1024k,128k,64k,32k,16k,8k,4k,0.5k (or 512) [default: all]
+    /// Block sizes of the matrix, of 1024k,128k,64k,32k,16k,8k,4k,0.5k [default: all]
     #[arg(long, value_name = "LIST", help_heading = PTS)]
     pub bs: Option<String>,
     /// Read/write mixes of the matrix, a subset of 100/0,95/5,65/35,50/50,35/65,5/95,0/100 [default: all]
@@ -39,7 +39,7 @@ pub(crate) struct PtsArgs {
     /// Threads of each matrix point [default: 1]
     #[arg(long, value_name = "N", help_heading = PTS)]
     pub threads: Option<String>,
-    /// Cache policy of the fill and the matrix (direct I/O falls back where the file system has none, as run does) [default: direct]
+    /// Cache policy of the fill and the matrix (direct falls back as run's does) [default: direct]
     #[arg(long, value_name = "POLICY", help_heading = PTS)]
     pub cache: Option<String>,
     /// I/O engine of the fill and the matrix (sync, uring, ...) [default: run's]
