@@ -221,7 +221,9 @@ fn capture_main(a: &TraceArgs) -> anyhow::Result<i32> {
 pub(crate) fn main_on_ranks(a: TraceArgs) -> anyhow::Result<i32> {
     if a.analyze.is_some() {
         if super::ranks::launched_rank().unwrap_or(0) != 0 {
-            return Ok(2);
+            // Rank 0 says why and exits 2, which mpirun reports. A rank that exited 2 first
+            // would have mpirun end the job, at times before rank 0 has printed its line.
+            return Ok(0);
         }
         bail_usage!(
             "fsbench trace --analyze does not run on MPI ranks: it does no I/O to measure; run it without mpirun"
