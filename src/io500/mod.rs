@@ -519,19 +519,7 @@ fn result_of(
             String::new()
         }
     ));
-    res.notes.extend(r.notes.iter().cloned());
-    if let Some(f) = &r.failure {
-        res.status = RunStatus::Failed;
-        res.failures.push(crate::result::IoFailure {
-            user: 0,
-            thread: 0,
-            path: top.display().to_string(),
-            offset: None,
-            message: f.clone(),
-        });
-    } else if r.interrupted {
-        res.status = RunStatus::Partial;
-    }
+    crate::mdtest::settle(&mut res, &r.notes, r.failure.as_deref(), r.interrupted, top);
     res.io500 = Some(Io500Info {
         dir: dir.display().to_string(),
         stonewall_s: c.stonewall_s,

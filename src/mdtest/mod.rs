@@ -717,6 +717,30 @@ pub(crate) fn stddev(v: &[f64], mean: f64) -> f64 {
     (v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
 }
 
+/// A run's notes, and its status from how it ended: failed (the failure named at `top`),
+/// interrupted (partial) or complete. (io500's Result ends the same way.)
+pub(crate) fn settle(
+    res: &mut RunResult,
+    notes: &[String],
+    failure: Option<&str>,
+    interrupted: bool,
+    top: &Path,
+) {
+    res.notes.extend(notes.iter().cloned());
+    if let Some(f) = failure {
+        res.status = RunStatus::Failed;
+        res.failures.push(crate::result::IoFailure {
+            user: 0,
+            thread: 0,
+            path: top.display().to_string(),
+            offset: None,
+            message: f.to_string(),
+        });
+    } else if interrupted {
+        res.status = RunStatus::Partial;
+    }
+}
+
 fn result_of(r: &Runner<'_>, top: &Path, argv: &[String], started_unix_s: f64) -> RunResult {
     let mut res = result_of_measured(
         r.plan,
@@ -726,19 +750,7 @@ fn result_of(r: &Runner<'_>, top: &Path, argv: &[String], started_unix_s: f64) -
         argv,
         started_unix_s,
     );
-    res.notes.extend(r.notes.iter().cloned());
-    if let Some(f) = &r.failure {
-        res.status = RunStatus::Failed;
-        res.failures.push(crate::result::IoFailure {
-            user: 0,
-            thread: 0,
-            path: top.display().to_string(),
-            offset: None,
-            message: f.clone(),
-        });
-    } else if r.interrupted {
-        res.status = RunStatus::Partial;
-    }
+    settle(&mut res, &r.notes, r.failure.as_deref(), r.interrupted, top);
     res
 }
 
