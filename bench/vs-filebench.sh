@@ -17,7 +17,17 @@
 #       bench/vs-filebench.sh DIR [SECONDS] [REPS]
 #   env: WORKLOADS ("fileserver varmail webserver webproxy oltp videoserver randomfileaccess"),
 #        NFILES (1000), NTHREADS (8), FSBENCH (target/release/fsbench), OUT (results dir),
-#        SHRINK (extra sed expressions applied to every file), FIXED_SIZES (1)
+#        SHRINK (extra sed expressions applied to every file), FIXED_SIZES (1),
+#        PIN (a CPU list: both tools run under `taskset -c PIN`),
+#        FRESH_FS (ext4 or xfs: every run gets a file system made anew on a loop device
+#        mounted at DIR, DIR must then be an empty directory; FS_IMAGE_DIR (/dev/shm) holds
+#        its image, FS_SIZE (4G) its size)
+#
+# Why FRESH_FS: a run of fileserver creates and deletes thousands of files, and how long the
+# next create takes on ext4 depends on what was deleted before it (the allocator scans the
+# recently deleted inodes of a group), so on one reused file system each run is measured on
+# the state the previous run, of either tool, left. A fresh file system per run gives both
+# tools the same start.
 #
 # Filebench's files are read from the directory the user names and shrunk with parameter
 # overrides only (sed of `set $nfiles=`, `set $nthreads=`, `set $dir=`, `run N` and the
@@ -54,6 +64,39 @@ mkdir -p "$OUT"
 [ -d "$DIR" ] || { echo "no such directory: $DIR" >&2; exit 2; }
 [ -d "$FILEBENCH_WORKLOADS" ] || { echo "no such directory: FILEBENCH_WORKLOADS=$FILEBENCH_WORKLOADS" >&2; exit 2; }
 DIR=$(cd "$DIR" && pwd)
+PIN=${PIN:-}
+PINNED=()
+[ -z "$PIN" ] || PINNED=(taskset -c "$PIN")
+FRESH_FS=${FRESH_FS:-}
+FS_IMAGE_DIR=${FS_IMAGE_DIR:-/dev/shm}
+FS_SIZE=${FS_SIZE:-4G}
+case $FRESH_FS in
+"") ;;
+ext4 | xfs)
+    [ -z "$(ls -A "$DIR")" ] || { echo "FRESH_FS: $DIR must be an empty directory (a file system is mounted on it)" >&2; exit 2; }
+    ! mountpoint -q "$DIR" || { echo "FRESH_FS: $DIR is already a mount point" >&2; exit 2; }
+    FS_IMAGE=$(mktemp "$FS_IMAGE_DIR/vs-filebench-fs.XXXXXX")
+    LOOP=""
+    fresh_fs_end() {
+        mountpoint -q "$DIR" && umount "$DIR"
+        [ -z "$LOOP" ] || losetup -d "$LOOP" 2>/dev/null || true
+        rm -f "$FS_IMAGE"
+    }
+    trap fresh_fs_end EXIT
+    ;;
+*) echo "FRESH_FS=$FRESH_FS: accepted are ext4 and xfs" >&2; exit 2 ;;
+esac
+
+# A file system made anew on DIR for the next run (FRESH_FS), or nothing.
+fresh_fs() {
+    [ -n "$FRESH_FS" ] || return 0
+    mountpoint -q "$DIR" && umount "$DIR"
+    [ -z "$LOOP" ] || losetup -d "$LOOP"
+    truncate -s 0 "$FS_IMAGE" && truncate -s "$FS_SIZE" "$FS_IMAGE"
+    LOOP=$(losetup --find --show "$FS_IMAGE")
+    if [ "$FRESH_FS" = ext4 ]; then mkfs.ext4 -q -F "$LOOP"; else mkfs.xfs -q -f "$LOOP"; fi
+    mount "$LOOP" "$DIR"
+}
 
 # Shrink parameters of the stock files (only variables they set; absent ones are untouched).
 shrink() { # name -> shrunk copy in $OUT
@@ -118,6 +161,7 @@ filesets() { # the fileset names of a .f file, `name=$var` resolved through its 
 
 echo "fsbench vs Filebench (Filebench's own files from $FILEBENCH_WORKLOADS) in $DIR:"
 echo "nfiles=$NFILES nthreads=$NTHREADS, ${SECS}s x $REPS pairs, order alternating (ABBA); logs in $OUT; $(date -u +%F) $(uname -r)"
+echo "pinned: ${PIN:-no}; file system: ${FRESH_FS:+a fresh $FRESH_FS per run on a loop device in $FS_IMAGE_DIR}${FRESH_FS:-the one at $DIR, reused}"
 PAIRS_PY=$(cd "$(dirname "$0")" && pwd)/pairs.py
 for w in $WORKLOADS; do
     f=$(shrink "$w") || continue
@@ -125,13 +169,14 @@ for w in $WORKLOADS; do
         for tool in $(python3 "$PAIRS_PY" first "$r" fs fb); do
             # Each run starts from a clean directory: the trees either tool left are removed.
             for s in $(filesets "$f"); do rm -rf "${DIR:?}/$s"; done
+            fresh_fs
             if [ "$tool" = fs ]; then
-                "$CGRUN" "$OUT/$w.fs.$r" -- "$FSBENCH" workload "$f" --output "$OUT/$w.fs.$r.json" || true
+                "$CGRUN" "$OUT/$w.fs.$r" -- "${PINNED[@]}" "$FSBENCH" workload "$f" --output "$OUT/$w.fs.$r.json" || true
             else
                 # Filebench sometimes hangs in "Shutting down processes" after its summary:
                 # 30 s, then everything in its cgroup is ended.
                 "$CGRUN" --stop-after "IO Summary" 30 "$OUT/$w.fb.$r" -- \
-                    setarch "$(uname -m)" -R "$FILEBENCH" -f "$f" || true
+                    "${PINNED[@]}" setarch "$(uname -m)" -R "$FILEBENCH" -f "$f" || true
             fi
         done
         for s in $(filesets "$f"); do rm -rf "${DIR:?}/$s"; done
