@@ -16,7 +16,8 @@
 #   MDTEST=/path/to/mdtest bench/vs-mdtest.sh DIR [REPS]
 #   env: ARGS (mdtest's flags for both, default "-n 20000 -F"; no -d, no -W, no -i),
 #        MPIRUN (how mdtest is started, default "mpirun --allow-run-as-root -np 1"),
-#        FSBENCH (target/release/fsbench), OUT (logs directory)
+#        FSBENCH (target/release/fsbench), OUT (logs directory),
+#        PIN (a CPU list: both tools run under `taskset -c PIN`; mpirun then binds nothing)
 #
 # This script neither fetches nor builds mdtest. Build it outside this repository, with an
 # MPI installed (OpenMPI's mpicc on PATH):
@@ -27,6 +28,14 @@ set -euo pipefail
 DIR=${1:?usage: MDTEST=/path/to/mdtest $0 DIR [REPS]}
 REPS=${2:-6}
 ARGS=${ARGS:--n 20000 -F}
+PIN=${PIN:-}
+PINNED=()
+# mpirun binds its ranks to cores of its own choosing unless told not to; pinned, the rank
+# keeps the CPUs taskset gave mpirun.
+if [ -n "$PIN" ]; then
+    PINNED=(taskset -c "$PIN")
+    MPIRUN=${MPIRUN:-mpirun --allow-run-as-root --bind-to none -np 1}
+fi
 MPIRUN=${MPIRUN:-mpirun --allow-run-as-root -np 1}
 FSBENCH=${FSBENCH:-target/release/fsbench}
 OUT=${OUT:-$(mktemp -d /tmp/vs-mdtest.XXXXXX)}
@@ -44,15 +53,15 @@ DIR=$(cd "$DIR" && pwd)
 
 PAIRS_PY=$(cd "$(dirname "$0")" && pwd)/pairs.py
 echo "fsbench mdtest vs mdtest ($MDTEST) in $DIR: $ARGS, $REPS pairs, order alternating (ABBA);"
-echo "logs in $OUT; $(date -u +%F) $(uname -r)"
+echo "logs in $OUT; pinned: ${PIN:-no}; $(date -u +%F) $(uname -r)"
 for r in $(seq 1 "$REPS"); do
     for tool in $(python3 "$PAIRS_PY" first "$r" fs md); do
         if [ "$tool" = fs ]; then
-            "$FSBENCH" mdtest $ARGS -d "$DIR" --output "$OUT/fs.$r.json" >"$OUT/fs.$r.txt"
+            "${PINNED[@]}" "$FSBENCH" mdtest $ARGS -d "$DIR" --output "$OUT/fs.$r.json" >"$OUT/fs.$r.txt"
         else
             work=$DIR/mdtest.$r
             mkdir "$work"
-            $MPIRUN "$MDTEST" $ARGS -d "$work" >"$OUT/md.$r.txt" 2>&1 || true
+            "${PINNED[@]}" $MPIRUN "$MDTEST" $ARGS -d "$work" >"$OUT/md.$r.txt" 2>&1 || true
             rm -rf "${work:?}"
         fi
     done
