@@ -21,7 +21,8 @@
 #        PIN (a CPU list: both tools run under `taskset -c PIN`),
 #        FRESH_FS (ext4 or xfs: every run gets a file system made anew on a loop device
 #        mounted at DIR, DIR must then be an empty directory; FS_IMAGE_DIR (/dev/shm) holds
-#        its image, FS_SIZE (4G) its size)
+#        its image, FS_SIZE (4G) its size),
+#        REPORT_ONLY (1: run nothing, tabulate the runs already in OUT)
 #
 # Why FRESH_FS: a run of fileserver creates and deletes thousands of files, and how long the
 # next create takes on ext4 depends on what was deleted before it (the allocator scans the
@@ -161,9 +162,11 @@ filesets() { # the fileset names of a .f file, `name=$var` resolved through its 
 
 echo "fsbench vs Filebench (Filebench's own files from $FILEBENCH_WORKLOADS) in $DIR:"
 echo "nfiles=$NFILES nthreads=$NTHREADS, ${SECS}s x $REPS pairs, order alternating (ABBA); logs in $OUT; $(date -u +%F) $(uname -r)"
-echo "pinned: ${PIN:-no}; file system: ${FRESH_FS:+a fresh $FRESH_FS per run on a loop device in $FS_IMAGE_DIR}${FRESH_FS:-the one at $DIR, reused}"
+if [ -n "$FRESH_FS" ]; then fs_used="a fresh $FRESH_FS per run on a loop device in $FS_IMAGE_DIR"; else fs_used="the one at $DIR, reused"; fi
+echo "pinned: ${PIN:-no}; file system: $fs_used"
 PAIRS_PY=$(cd "$(dirname "$0")" && pwd)/pairs.py
 for w in $WORKLOADS; do
+    [ "${REPORT_ONLY:-}" != 1 ] || break
     f=$(shrink "$w") || continue
     for r in $(seq 1 "$REPS"); do
         for tool in $(python3 "$PAIRS_PY" first "$r" fs fb); do
@@ -216,9 +219,10 @@ def fb(path):
             if p.endswith("ops") and p[:-3].isdigit() and i > 0 and i + 2 < len(parts) and parts[i + 1].endswith("ops/s"):
                 try:
                     ops_s = float(parts[i + 1][:-5]); mb_s = float(parts[i + 2][:-4])
+                    ms_op = float(parts[i + 3][:-5]) if parts[i + 3:] and parts[i + 3].endswith("ms/op") else None
                 except ValueError:
                     break
-                flows[parts[i - 1]] = (int(p[:-3]), mb_s)
+                flows[parts[i - 1]] = (int(p[:-3]), mb_s, ms_op)
                 break
     if not summ:
         return None, None
@@ -226,10 +230,10 @@ def fb(path):
     # the IO Summary's ops and ops/s give.
     secs = summ_ops / summ[0] if summ[0] else 0.0
     out = {}
-    for n, (count, mb_s) in flows.items():
+    for n, (count, mb_s, ms_op) in flows.items():
         ops_s = count / secs if secs else 0.0
         per_op = MB * secs / count if count else 0.0
-        out[n] = (ops_s, mb_s * per_op, (max(mb_s - 0.05, 0.0) * per_op, (mb_s + 0.05) * per_op))
+        out[n] = (ops_s, mb_s * per_op, (max(mb_s - 0.05, 0.0) * per_op, (mb_s + 0.05) * per_op), ms_op)
     return summ, out
 
 def fs(path):
@@ -249,7 +253,8 @@ def fs(path):
             continue
         st = g["stats"]
         bpo = st["bytes"] / st["ops"] if st["ops"] else 0.0
-        flows[g["name"]] = (st["ops"] / secs, bpo, bpo)
+        lat = st.get("lat_ns", {}).get("mean")
+        flows[g["name"]] = (st["ops"] / secs, bpo, bpo, None if lat is None else lat / 1e6)
     return summ, flows
 
 def med(xs):
@@ -318,7 +323,7 @@ def work(run):
     return w
 
 print()
-print(f"{'workload / flowop':34} {'fsbench ops/s':>13} {'filebench ops/s':>15}  {'fs B/op':>10} {'fb B/op':>10}")
+print(f"{'workload / flowop':34} {'fsbench ops/s':>13} {'filebench ops/s':>15}  {'fs B/op':>10} {'fb B/op':>10}  {'fs ms/op':>8} {'fb ms/op':>8}")
 for w in names:
     runs_fs = {r: fs(f"{out}/{w}.fs.{r}.json") for r in range(1, reps + 1)}
     runs_fb = {r: fb(f"{out}/{w}.fb.{r}.log") for r in range(1, reps + 1)}
@@ -347,8 +352,13 @@ for w in names:
         for runs in (runs_fs, runs_fb):
             ops = medians(runs, lambda run: get(run)[0] if get(run) else None)
             bpo = medians(runs, lambda run: get(run)[1] if get(run) else None)
-            cells.append(("-" if ops is None else f"{ops:.0f}", "-" if bpo is None else f"{bpo:.0f}"))
-        print(f"{label:34} {cells[0][0]:>13} {cells[1][0]:>15}  {cells[0][1]:>10} {cells[1][1]:>10}")
+            # Mean latency of one flowop (Filebench's ms/op), median over the runs: where
+            # each tool's time goes.
+            ms = medians(runs, lambda run: get(run)[3] if get(run) and len(get(run)) > 3 else None)
+            cells.append(("-" if ops is None else f"{ops:.0f}", "-" if bpo is None else f"{bpo:.0f}",
+                          "-" if ms is None else f"{ms:.3f}"))
+        print(f"{label:34} {cells[0][0]:>13} {cells[1][0]:>15}  {cells[0][1]:>10} {cells[1][1]:>10}"
+              f"  {cells[0][2]:>8} {cells[1][2]:>8}")
     print("  => " + pairs.line(w, summary, ("fsbench", "filebench"), "ops/s"))
     different = bool(summary["differences"])
     # CPU per op of the timed phase, counted by the cgroup of each tool (every process it
