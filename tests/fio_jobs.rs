@@ -592,3 +592,83 @@ fn vs_fio_jobs_compares_the_work_before_the_speed() {
         "the script left files behind"
     );
 }
+
+#[test]
+fn metadata_engines_time_one_operation_per_file() {
+    let sb = Sandbox::new();
+    // filecreate with unlink=0: six files made, each create timed as one operation.
+    let r = sb.run_json(&[
+        "fio",
+        "--name=mk",
+        "--ioengine=filecreate",
+        "--nrfiles=6",
+        "--filesize=4k",
+        "--unlink=0",
+        "--format",
+        "json",
+    ]);
+    let r = &results(r)[0];
+    assert_eq!(r["name"], "mk");
+    assert_eq!(r["status"], "complete");
+    assert_eq!((u(&r["total"]["ops"]), u(&r["total"]["bytes"])), (6, 0));
+    let g = &r["groups"].as_array().unwrap()[..];
+    assert_eq!(g.len(), 1, "only the items' phase is measured: {g:?}");
+    assert_eq!(g[0]["op"], "file_create");
+    assert_eq!(u(&g[0]["stats"]["lat_ns"]["count"]), 6);
+    assert!(u(&g[0]["stats"]["lat_ns"]["max"]) > 0);
+    // The six files exist, in the run directory fsbench made (and kept, as unlink=0 asks).
+    let top: Vec<String> = sb
+        .listing()
+        .into_iter()
+        .filter(|n| n.starts_with("fsbench-mdtest-"))
+        .collect();
+    assert_eq!(top.len(), 1, "{:?}", sb.listing());
+    let tree = sb.file(&top[0]).join("test-dir.0-0/mdtest_tree.0");
+    let files = std::fs::read_dir(&tree).unwrap().count();
+    assert_eq!(files, 6, "{}", tree.display());
+    std::fs::remove_dir_all(sb.file(&top[0])).unwrap();
+    // filedelete: the files are made untimed first; only the six removals are measured,
+    // and nothing is left.
+    let r = sb.run_json(&[
+        "fio",
+        "--name=rm",
+        "--ioengine=filedelete",
+        "--nrfiles=6",
+        "--format",
+        "json",
+    ]);
+    let r = &results(r)[0];
+    assert_eq!(u(&r["total"]["ops"]), 6);
+    assert_eq!(r["groups"][0]["op"], "file_remove");
+    assert_eq!(sb.listing(), Vec::<String>::new());
+}
+
+#[test]
+fn metadata_jobs_run_alone_and_refuse_what_they_cannot_do() {
+    let sb = Sandbox::new();
+    let e = refused(
+        &sb,
+        &[
+            "fio",
+            "--nrfiles=4",
+            "--name=mk",
+            "--ioengine=filecreate",
+            "--name=w",
+            "--rw=write",
+            "--size=64k",
+        ],
+    );
+    assert!(
+        e.contains("[mk] and [w] would run at the same time") && e.contains("stonewall"),
+        "{e}"
+    );
+    for (opt, want) in [
+        ("--numjobs=2", "numjobs=2 in [m]"),
+        ("--iodepth=8", "'iodepth' in [m]: ioengine=dirstat"),
+        ("--stat_type=fstat", "bad stat_type"),
+    ] {
+        let e = refused(&sb, &["fio", "--name=m", "--ioengine=dirstat", opt]);
+        assert!(e.contains(want), "{opt}: {e}");
+    }
+    assert_eq!(sb.listing(), Vec::<String>::new());
+}

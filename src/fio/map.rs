@@ -31,6 +31,9 @@ pub(crate) struct FioJob {
     /// When not empty, the job runs as these runs (one per clone, each over its own files
     /// from its own offset), started together and reported as the job.
     pub clone_runs: Vec<(Job, RankPart)>,
+    /// A metadata ioengine's job (`filecreate`, ...): it runs as mdtest's phases, alone in
+    /// its group; `job` then only carries its name.
+    pub meta: Option<super::meta::MetaJob>,
 }
 
 /// Most clones `numjobs` may ask for (each is a thread or a file).
@@ -262,7 +265,7 @@ fn bssplit_bytes(v: &str, kb_base: u64, what: &str) -> Result<String, UsageError
 }
 
 /// fio's booleans: a bare switch is on; `0` is off, any other number on.
-fn flag(o: &Opt, job: &str) -> Result<bool, UsageError> {
+pub(super) fn flag(o: &Opt, job: &str) -> Result<bool, UsageError> {
     match o.value.as_deref().map(str::trim) {
         None => Ok(true),
         Some(v) => match v {
@@ -672,6 +675,13 @@ fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageErr
             ))
         }
     };
+    let meta_engine = section
+        .last("ioengine")
+        .and_then(|o| o.value.as_deref())
+        .and_then(super::meta::MetaEngine::parse);
+    if let Some(engine) = meta_engine {
+        return meta_job(section, engine, kb, ignore_unsupported);
+    }
     let mut spec = Spec {
         numjobs: 1,
         ..Spec::default()
@@ -713,6 +723,36 @@ fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageErr
         group_reporting: spec.group_reporting,
         start_delay: spec.start_delay.unwrap_or_default(),
         clone_runs,
+        meta: None,
+    })
+}
+
+/// A section whose ioengine is a metadata engine: an mdtest plan, carried beside a Job
+/// that only names it.
+fn meta_job(
+    section: &Section,
+    engine: super::meta::MetaEngine,
+    kb: u64,
+    ignore_unsupported: bool,
+) -> Result<FioJob, UsageError> {
+    let m = super::meta::build(section, engine, kb, ignore_unsupported)?;
+    let mut job = Job::default();
+    set(
+        &mut job,
+        "name",
+        &m.name,
+        &format!("name in [{}]", section.name),
+    )?;
+    Ok(FioJob {
+        job,
+        part: None,
+        notes: m.notes,
+        stonewall: m.stonewall,
+        new_group: m.new_group,
+        group_reporting: m.group_reporting,
+        start_delay: std::time::Duration::ZERO,
+        clone_runs: Vec::new(),
+        meta: Some(m.job),
     })
 }
 
