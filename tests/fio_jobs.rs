@@ -150,7 +150,7 @@ fn unmapped_options_are_refused_naming_option_and_section() {
         ("--bs=4k,8k,8k,8k", "at most three values"),
         ("--bsrange=4k", "is not a range"),
         ("--bsrange=8k-4k", "ends below its start"),
-        ("--rw=randread:4", "offset skip"),
+        ("--rw=randread:4", "offset modifier"),
         ("--ioengine=splice", "ioengine=splice in [x]"),
         ("--size=10%", "percentage"),
     ] {
@@ -290,6 +290,7 @@ fn same_work_as_fio_for_the_same_files() {
         "offset.fio",
         "apart.fio",
         "sizes.fio",
+        "skip.fio",
     ] {
         let f = corpus().join(name);
         let sb = Sandbox::new();
@@ -671,4 +672,35 @@ fn metadata_jobs_run_alone_and_refuse_what_they_cannot_do() {
         assert!(e.contains(want), "{opt}: {e}");
     }
     assert_eq!(sb.listing(), Vec::<String>::new());
+}
+
+#[test]
+fn offset_skips_leave_holes_where_fio_leaves_them() {
+    let sb = Sandbox::new();
+    run_file(&sb, &corpus().join("skip.fio"), &[]);
+    let data = std::fs::read(sb.file("skip.dat")).unwrap();
+    assert_eq!(data.len(), 64 << 10);
+    // [holes] wrote 0x55 at 0, 12k, 24k, ... (4k written, 8k skipped); [fill]'s 0x11 stays
+    // in the holes.
+    for (i, block) in data.chunks(4096).enumerate() {
+        let want = if i % 3 == 0 { 0x55u8 } else { 0x11 };
+        assert!(
+            block.iter().all(|&b| b == want),
+            "block {i} should be {want:#x}"
+        );
+    }
+    // The same through fsbench's own option: --skip after each sequential I/O.
+    let r = sb.run_json(&[
+        "run", "--rw", "read", "--bs", "4k", "--size", "64k", "--skip", "12k", "skip.dat",
+        "--format", "json",
+    ]);
+    // One pass over 64k in 4k reads each followed by 12k: 0, 16k, 32k, 48k.
+    assert_eq!((u(&r["total"]["ops"]), u(&r["total"]["bytes"])), (4, 16384));
+    assert_eq!(r["job"]["skip"], 12288);
+    let o = sb
+        .cmd(&["run", "--rw", "randread", "--skip", "4k", "skip.dat"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--skip 4096 leaves holes"));
 }

@@ -332,6 +332,8 @@ struct Spec {
     group_reporting: bool,
     start_delay: Option<std::time::Duration>,
     notes: Vec<String>,
+    /// kb_base: how sizes read.
+    kb: u64,
 }
 
 /// Most files `nrfiles` may ask for per clone (each is a target with a worker).
@@ -514,12 +516,22 @@ fn set(job: &mut Job, name: &str, value: &str, spelled: &str) -> Result<(), Usag
     params::get(name).set(job, value, Front::Fio(spelled))
 }
 
-/// The access pattern: fio's names, without `:N` sequential skips.
-fn access(job: &mut Job, rw: &str, section: &str) -> Result<(), UsageError> {
-    if let Some((_, skip)) = rw.split_once(':') {
-        return Err(usage!(
-            "rw={rw} in [{section}]: the ':{skip}' offset skip is not supported; give the plain pattern"
-        ));
+/// The access pattern: fio's names; `:SIZE` after a sequential one skips SIZE after each
+/// I/O (`--skip`).
+fn access(job: &mut Job, rw: &str, section: &str, kb: u64) -> Result<(), UsageError> {
+    let (rw, skip) = match rw.split_once(':') {
+        Some((rw, skip)) => (rw.trim(), Some(skip.trim())),
+        None => (rw, None),
+    };
+    if let Some(skip) = skip {
+        if rw.starts_with("rand") {
+            return Err(usage!(
+                "rw={rw}:{skip} in [{section}]: the ':{skip}' offset modifier of random I/O (a new random offset every {skip} I/Os) is not supported; give the plain pattern"
+            ));
+        }
+        let what = format!("rw in [{section}]");
+        let bytes = parse_size(skip, kb, &what)?;
+        set(job, "skip", &bytes.to_string(), &what)?;
     }
     match rw {
         "read" | "write" | "rw" | "readwrite" | "randread" | "randwrite" | "randrw" | "trim"
@@ -635,17 +647,20 @@ fn split_names(list: &str) -> Vec<String> {
 }
 
 /// How much each clone does on each of its files: io_size or number_ios if given, else one
-/// pass over `size` (fio's rule), shared equally among the clone's files. A time-based job
-/// runs for its time instead.
-fn io_count(spec: &Spec, bs: u64, files: u64) -> Option<u64> {
+/// pass over `size` (fio's rule), shared equally among the clone's files; with a skip after
+/// each I/O, a pass takes the I/Os that fit. A time-based job runs for its time instead.
+fn io_count(spec: &Spec, bs: u64, files: u64, skip: u64) -> Option<u64> {
     if spec.time_based && spec.runtime.is_some() {
         return spec.number_ios.map(|n| (n / files).max(1));
     }
-    let bytes = spec
-        .io_size
-        .or(spec.size)
-        .or(spec.filesize.map(|f| f.saturating_mul(files)));
-    let from_bytes = bytes.map(|b| (b / files / bs).max(1));
+    let from_bytes = match spec.io_size {
+        Some(b) => Some((b / files / bs).max(1)),
+        None => spec
+            .size
+            .map(|s| s / files)
+            .or(spec.filesize)
+            .map(|f| crate::runner::opgen::seq_pass_ios(f, bs, skip)),
+    };
     match (spec.number_ios.map(|n| (n / files).max(1)), from_bytes) {
         (Some(n), Some(b)) => Some(n.min(b)),
         (n, b) => n.or(b),
@@ -684,6 +699,7 @@ fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageErr
     }
     let mut spec = Spec {
         numjobs: 1,
+        kb,
         ..Spec::default()
     };
     let mut ignored = Vec::new();
@@ -843,7 +859,7 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
     let at = |k: &str| format!("{k} in [{sname}]");
     let name = spec.name.clone().unwrap_or_else(|| sname.to_string());
     set(job, "name", &name, &at("name"))?;
-    access(job, spec.rw.as_deref().unwrap_or("read"), sname)?;
+    access(job, spec.rw.as_deref().unwrap_or("read"), sname, spec.kb)?;
     // fio's order of precedence: bssplit, then bsrange, then bs.
     if let Some(s) = &spec.bssplit {
         set(job, "bssplit", s, &at("bssplit"))?;
@@ -874,7 +890,7 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
     if let Some(s) = per_file {
         set(job, "size", &s.to_string(), &at("size"))?;
     }
-    if let Some(n) = io_count(spec, bs, files) {
+    if let Some(n) = io_count(spec, bs, files, job.skip.unwrap_or(0)) {
         set(job, "count", &n.to_string(), &at("size"))?;
     }
     if spec.filename.is_some() && spec.numjobs > 1 {
@@ -1128,7 +1144,7 @@ mod tests {
             ("bssplit=4k/60:8k/30", "add up to 90, not 100"),
             ("bssplit=4k/:8k/50", "percentage ''"),
             ("bssplit=4k", "has no /PERCENT"),
-            ("rw=trim:8k", "offset skip"),
+            ("rw=randtrim:8", "offset modifier"),
         ] {
             let e = map(&format!("[j]\n{text}\nsize=1m\nfilename=f\n"))
                 .unwrap_err()
@@ -1168,8 +1184,8 @@ mod tests {
                 "[a]\nsize=1m\nbsrange=5k-7k\nba=8k\n",
                 "no multiple of the alignment",
             ),
-            ("[a]\nsize=1m\nrw=randread:8\n", "':8' offset skip"),
-            ("[a]\nsize=1m\nrw=randtrim:4\n", "':4' offset skip"),
+            ("[a]\nsize=1m\nrw=randread:8\n", "':8' offset modifier"),
+            ("[a]\nsize=1m\nrw=randtrim:4\n", "':4' offset modifier"),
             (
                 "[a]\nsize=1m\nrw=discard\n",
                 "rw=discard in [a] is not supported",

@@ -331,6 +331,22 @@ pub(crate) static PARAMS: &[Param] = &[
         show: |j| opt(j.block_align),
     },
     Param {
+        name: "skip",
+        aliases: &[],
+        label: "skip",
+        noun: "skip after each I/O",
+        flag: Some("--skip"),
+        axis: true,
+        toml: "skip",
+        vx: &[],
+        kind: Kind::Size,
+        set: |j, v, c| {
+            j.skip = Some(size(v, c)?).filter(|&s| s > 0);
+            Ok(())
+        },
+        show: |j| opt(j.skip),
+    },
+    Param {
         name: "size",
         aliases: &["file_size", "filesize"],
         label: "file size",

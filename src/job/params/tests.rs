@@ -31,7 +31,7 @@ fn sample(p: &Param) -> &'static str {
         "bssplit" => "4k/50:8k/50,64k/100",
         "block_sizes" => "4096,65536",
         "bsrange" => "4k-16k",
-        "block_align" => "65536",
+        "block_align" | "skip" => "65536",
         "buffer_compress" => "50",
         "dedupe" => "30",
         "buffer_pattern" => "0xdeadbeef",

@@ -323,6 +323,7 @@ impl Core {
             sizes: job.size_table(),
             mean_size: job.mean_io_size(),
             block_align: job.block_align,
+            skip: job.skip.unwrap_or(0),
             target_size,
             threads: job.threads,
             thread,
