@@ -82,6 +82,16 @@ fn every_corpus_job_does_the_work_it_states() {
             .into_iter()
             .filter(|(_, e)| !e.contains_key("grouped"))
             .collect();
+        // `; needs NAME=BYTES`: a file of zeros the job file expects to exist.
+        for line in std::fs::read_to_string(&f).unwrap().lines() {
+            if let Some((name, len)) = line
+                .strip_prefix("; needs ")
+                .and_then(|n| n.split_once('='))
+            {
+                let len: usize = len.trim().parse().unwrap();
+                std::fs::write(sb.file(name.trim()), vec![0u8; len]).unwrap();
+            }
+        }
         let got = run_file(&sb, &f, &[]);
         let names: Vec<&str> = got.iter().map(|r| r["name"].as_str().unwrap()).collect();
         let sections: Vec<&str> = want.iter().map(|(n, _)| n.as_str()).collect();
@@ -152,7 +162,7 @@ fn unmapped_options_are_refused_naming_option_and_section() {
         ("--bsrange=8k-4k", "ends below its start"),
         ("--rw=randread:4", "offset modifier"),
         ("--ioengine=splice", "ioengine=splice in [x]"),
-        ("--size=10%", "percentage"),
+        ("--size=10%", "share of an existing file"),
     ] {
         let e = refused(&sb, &["fio", "--name=x", "--size=64k", opt]);
         assert!(e.contains(want), "{opt}: {e}");
@@ -525,7 +535,10 @@ fn offsets_that_fsbench_cannot_place_are_refused() {
             ][..],
             "sequential access",
         ),
-        (&["--rw=write", "--offset=10%"][..], "percentage"),
+        (
+            &["--rw=write", "--offset=10%"][..],
+            "is a share of an existing file",
+        ),
         (
             &["--rw=write", "--startdelay=1-5"][..],
             "startdelay=1-5 in [x] is a range",
@@ -703,4 +716,32 @@ fn offset_skips_leave_holes_where_fio_leaves_them() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert!(String::from_utf8_lossy(&o.stderr).contains("--skip 4096 leaves holes"));
+}
+
+#[test]
+fn percentages_are_shares_of_the_existing_file() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("pct.dat"), vec![0u8; 1 << 20]).unwrap();
+    let rs = run_file(&sb, &corpus().join("percent.fio"), &[]);
+    // fio's offset=10% of 1 MiB, rounded up to 4k: 106496; size=20%: 51 reads from there.
+    let middle = by_name(&rs, "middle");
+    assert_eq!(middle["plan"]["part"]["base"], 106496, "{}", middle["plan"]);
+    assert_eq!(middle["plan"]["part"]["blocks"], 51);
+    // offset=50% without a size: the rest of the file, which stays 1 MiB long.
+    let rest = by_name(&rs, "rest");
+    assert_eq!(rest["plan"]["part"]["base"], 524288);
+    assert_eq!(
+        std::fs::metadata(sb.file("pct.dat")).unwrap().len(),
+        1 << 20
+    );
+    // A percentage of a file that does not exist is refused before anything runs.
+    let e = refused(
+        &sb,
+        &["fio", "--name=n", "--filename=new.dat", "--size=50%"],
+    );
+    assert!(
+        e.contains("size=50% in [n] is a share of an existing file"),
+        "{e}"
+    );
+    assert!(!sb.file("new.dat").exists());
 }

@@ -334,6 +334,9 @@ struct Spec {
     notes: Vec<String>,
     /// kb_base: how sizes read.
     kb: u64,
+    /// `size=N%` and `offset=N%`: shares of the existing files' size.
+    size_pct: Option<u64>,
+    offset_pct: Option<u64>,
 }
 
 /// Most files `nrfiles` may ask for per clone (each is a target with a worker).
@@ -347,6 +350,108 @@ fn offset(v: &str, kb: u64, key: &str, job: &str) -> Result<u64, UsageError> {
         ));
     }
     single(v, kb, key, job)
+}
+
+/// A percentage of a file's size (`size=20%`, `offset=50%`): `min` to 100.
+fn percent(p: &str, v: &str, key: &str, job: &str, min: u64) -> Result<u64, UsageError> {
+    match p.trim().parse::<u64>() {
+        Ok(n) if (min..=100).contains(&n) => Ok(n),
+        _ => Err(usage!(
+            "bad {key}={v} in [{job}]: expected a whole percentage from {min} to 100"
+        )),
+    }
+}
+
+/// The size every target has now (a file's length, a block device's size): `size=N%` and
+/// `offset=N%` are shares of it. The targets must exist and be of one size.
+fn existing_size(targets: &[PathBuf], what: &str) -> Result<u64, UsageError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut common: Option<(u64, &PathBuf)> = None;
+    for t in targets {
+        // Opened (read-only, never blocking on a FIFO) and then looked at through the
+        // descriptor, so the size is the one of what was opened.
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(t)
+            .map_err(|e| {
+                usage!(
+                    "{what} is a share of an existing file, and {}: {e}; give a size",
+                    t.display()
+                )
+            })?;
+        let m = f
+            .metadata()
+            .map_err(|e| usage!("{what}: {}: {e}", t.display()))?;
+        let len = if std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()) {
+            crate::runner::target::block_device_size(&f)
+                .map_err(|e| usage!("{what}: size of {}: {e:#}", t.display()))?
+        } else if m.is_file() {
+            m.len()
+        } else {
+            return Err(usage!(
+                "{what}: {} is neither a file nor a block device",
+                t.display()
+            ));
+        };
+        match common {
+            Some((l, first)) if l != len => {
+                return Err(usage!(
+                    "{what}: the files differ in size ({} has {l} bytes, {} {len}); give a size",
+                    first.display(),
+                    t.display()
+                ))
+            }
+            _ => common = Some((len, t)),
+        }
+    }
+    common
+        .map(|(l, _)| l)
+        .ok_or_else(|| usage!("{what}: no file to take a share of"))
+}
+
+/// fio's `size=N%` and `offset=N%` in bytes, from the size the files have now: the offset
+/// is rounded up to the block size and the size stops at the end of the file, as in fio;
+/// without a size, the job covers the rest of the file from its offset.
+fn resolve_percentages(
+    spec: &mut Spec,
+    targets: &[PathBuf],
+    bs: u64,
+    files: u64,
+    sname: &str,
+) -> Result<(), UsageError> {
+    let said = [
+        spec.size_pct.map(|p| format!("size={p}%")),
+        spec.offset_pct.map(|p| format!("offset={p}%")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" and ");
+    let what = format!("{said} in [{sname}]");
+    let len = existing_size(targets, &what)?;
+    let share = |p: u64| (len as u128 * p as u128 / 100) as u64;
+    let offset = match spec.offset_pct {
+        Some(p) => share(p).div_ceil(bs).saturating_mul(bs),
+        None => spec.offset.unwrap_or(0),
+    };
+    if offset >= len {
+        return Err(usage!(
+            "{what}: the offset {offset} is at or past the end of the {len}-byte file: nothing to do"
+        ));
+    }
+    let room = len - offset;
+    let per_file = match spec.size_pct {
+        Some(p) => share(p),
+        None => spec.size.map_or(room, |s| s / files.max(1)),
+    }
+    .min(room);
+    spec.offset = (offset > 0).then_some(offset);
+    spec.size = Some(per_file.saturating_mul(files.max(1)));
+    spec.notes.push(format!(
+        "{what}: of the files' {len} bytes, I/O over {per_file} bytes of each from byte {offset}"
+    ));
+    Ok(())
 }
 
 /// fio's `startdelay`: a time, seconds unless a unit is given; a random range is refused.
@@ -426,12 +531,13 @@ impl Spec {
             "directory" => self.directory = Some(need()?.to_string()),
             "size" => {
                 let v = need()?;
-                if v.ends_with('%') {
-                    return Err(usage!(
-                        "size={v} in [{job}]: a percentage of an existing file is not supported; give a size"
-                    ));
+                if let Some(p) = v.strip_suffix('%') {
+                    self.size_pct = Some(percent(p, v, key, job, 1)?);
+                    self.size = None;
+                } else {
+                    self.size = Some(size(v)?);
+                    self.size_pct = None;
                 }
-                self.size = Some(size(v)?)
             }
             "filesize" => self.filesize = Some(size(need()?)?),
             "io_size" | "io_limit" => self.io_size = Some(size(need()?)?),
@@ -497,7 +603,16 @@ impl Spec {
                 self.nrfiles = Some(n);
             }
             "filename_format" => self.filename_format = Some(need()?.to_string()),
-            "offset" => self.offset = Some(offset(need()?, kb, key, job)?),
+            "offset" => {
+                let v = need()?;
+                if let Some(p) = v.strip_suffix('%') {
+                    self.offset_pct = Some(percent(p, v, key, job, 0)?);
+                    self.offset = None;
+                } else {
+                    self.offset = Some(offset(v, kb, key, job)?);
+                    self.offset_pct = None;
+                }
+            }
             "offset_increment" => self.offset_increment = Some(offset(need()?, kb, key, job)?),
             "stonewall" | "wait_for_previous" => self.stonewall = flag(o, job)?,
             "new_group" => self.new_group = flag(o, job)?,
@@ -886,6 +1001,9 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
             "nrfiles={files} in [{sname}]: each file has a worker of its own, where fio's clone goes round its files one I/O at a time; the operations and bytes per file are the same"
         ));
     }
+    if spec.size_pct.is_some() || spec.offset_pct.is_some() {
+        resolve_percentages(spec, &job.targets, job.block_size.max(1), files, sname)?;
+    }
     let per_file = spec.filesize.or(spec.size.map(|s| s / files));
     if let Some(s) = per_file {
         set(job, "size", &s.to_string(), &at("size"))?;
@@ -1193,7 +1311,10 @@ mod tests {
             ("[a]\nsize=1m\nioengine=splice\n", "ioengine=splice in [a]"),
             ("[a]\nsize=1m\nrw=write\nfsync=4\n", "fsync=4 in [a]"),
             ("[a]\nsize=1m\nkb_base=10\n", "kb_base"),
-            ("[a]\nsize=10%\n", "percentage"),
+            ("[a]\nsize=10%\n", "is a share of an existing file"),
+            ("[a]\nsize=0%\n", "from 1 to 100"),
+            ("[a]\noffset=101%\n", "from 0 to 100"),
+            ("[a]\nsize=1m\noffset_increment=5%\n", "percentage"),
         ] {
             let e = map(text).unwrap_err().0;
             assert!(e.contains(want), "{text:?}: {e}");
