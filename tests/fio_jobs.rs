@@ -160,7 +160,7 @@ fn unmapped_options_are_refused_naming_option_and_section() {
         ("--bs=4k,8k,8k,8k", "at most three values"),
         ("--bsrange=4k", "is not a range"),
         ("--bsrange=8k-4k", "ends below its start"),
-        ("--rw=randread:4", "offset modifier"),
+        ("--rw_sequencer=identical", "rw_sequencer=identical in [x]"),
         ("--ioengine=splice", "ioengine=splice in [x]"),
         ("--size=10%", "share of an existing file"),
     ] {
@@ -744,4 +744,77 @@ fn percentages_are_shares_of_the_existing_file() {
         "{e}"
     );
     assert!(!sb.file("new.dat").exists());
+}
+
+#[test]
+fn random_runs_draw_a_new_offset_every_n_ios() {
+    let sb = Sandbox::new();
+    // fio's rw=randread:4 and fsbench's --random-run 4: runs of 4 reads, each run from a
+    // random offset (cut short where it meets the end of the file).
+    let r = sb.run_json(&[
+        "run",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "256k",
+        "--count",
+        "200",
+        "--random-run",
+        "4",
+        "--trace",
+        "t.csv",
+        "r.dat",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(u(&r["total"]["ops"]), 200);
+    assert_eq!(r["job"]["random_run"], 4);
+    let trace = std::fs::read_to_string(sb.file("t.csv")).unwrap();
+    let offsets: Vec<u64> = trace
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(4).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(offsets.len(), 200);
+    // Split into runs: a run goes on while each read follows the one before, at most 4.
+    let mut runs = vec![1u32];
+    for w in offsets.windows(2) {
+        let last = runs.last_mut().unwrap();
+        if w[1] == w[0] + 4096 && *last < 4 {
+            *last += 1;
+        } else {
+            runs.push(1);
+        }
+    }
+    let full = runs.iter().filter(|&&n| n == 4).count();
+    assert!(runs.len() < 70 && full >= 40, "runs of {runs:?}");
+    // The fio form maps onto it, and the modifier's other sequencer is refused.
+    let e = refused(
+        &sb,
+        &[
+            "fio",
+            "--name=x",
+            "--size=64k",
+            "--rw=randread:4",
+            "--rw_sequencer=identical",
+        ],
+    );
+    assert!(e.contains("rw_sequencer=identical in [x]"), "{e}");
+    let o = sb
+        .cmd(&[
+            "run",
+            "--rw",
+            "read",
+            "--random-run",
+            "4",
+            "--size",
+            "64k",
+            "s.dat",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--random-run 4 draws a random offset"));
 }

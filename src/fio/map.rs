@@ -53,6 +53,7 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "number_ios",
     "rw",
     "readwrite",
+    "rw_sequencer",
     "rwmixread",
     "rwmixwrite",
     "bs",
@@ -543,6 +544,15 @@ impl Spec {
             "io_size" | "io_limit" => self.io_size = Some(size(need()?)?),
             "number_ios" => self.number_ios = Some(parse_size(need()?, kb, &what)?),
             "rw" | "readwrite" => self.rw = Some(need()?.to_string()),
+            // fio's default, the only one fsbench has: the I/Os of a run follow each other.
+            "rw_sequencer" => match need()? {
+                "sequential" => {}
+                v => {
+                    return Err(usage!(
+                        "rw_sequencer={v} in [{job}] is not supported: fsbench's runs after a random offset are sequential (rw_sequencer=sequential)"
+                    ))
+                }
+            },
             "rwmixread" => self.rwmixread = Some(pct(need()?, key, job)?),
             "rwmixwrite" => self.rwmixread = Some(100 - pct(need()?, key, job)?),
             "bs" | "blocksize" => self.bs = Some(bs_bytes(need()?, kb, key, job)?),
@@ -632,21 +642,23 @@ fn set(job: &mut Job, name: &str, value: &str, spelled: &str) -> Result<(), Usag
 }
 
 /// The access pattern: fio's names; `:SIZE` after a sequential one skips SIZE after each
-/// I/O (`--skip`).
+/// I/O (`--skip`), `:N` after a random one draws a new offset every N I/Os (`--random-run`).
 fn access(job: &mut Job, rw: &str, section: &str, kb: u64) -> Result<(), UsageError> {
     let (rw, skip) = match rw.split_once(':') {
         Some((rw, skip)) => (rw.trim(), Some(skip.trim())),
         None => (rw, None),
     };
     if let Some(skip) = skip {
-        if rw.starts_with("rand") {
-            return Err(usage!(
-                "rw={rw}:{skip} in [{section}]: the ':{skip}' offset modifier of random I/O (a new random offset every {skip} I/Os) is not supported; give the plain pattern"
-            ));
-        }
         let what = format!("rw in [{section}]");
-        let bytes = parse_size(skip, kb, &what)?;
-        set(job, "skip", &bytes.to_string(), &what)?;
+        let n = parse_size(skip, kb, &what)?;
+        // Random: a new random offset every N I/Os (`--random-run`); sequential: N bytes
+        // skipped after each I/O (`--skip`).
+        let param = if rw.starts_with("rand") {
+            "random_run"
+        } else {
+            "skip"
+        };
+        set(job, param, &n.to_string(), &what)?;
     }
     match rw {
         "read" | "write" | "rw" | "readwrite" | "randread" | "randwrite" | "randrw" | "trim"
@@ -1104,9 +1116,10 @@ fn apply_random(job: &mut Job, spec: &Spec, sname: &str) -> Result<(), UsageErro
     }
     // fio's default: random I/O touches every block once per pass (a random map), unless
     // norandommap or a skewed distribution.
-    let map = spec
-        .random_map
-        .unwrap_or(job.access.is_random() && job.distribution.is_uniform());
+    // With runs of I/Os from each random offset (`rw=randread:N`) there is no map to keep.
+    let map = spec.random_map.unwrap_or(
+        job.access.is_random() && job.distribution.is_uniform() && job.random_run.is_none(),
+    );
     if map && job.access.is_random() {
         set(job, "random_map", "true", &at("norandommap"))?;
     }
@@ -1262,13 +1275,35 @@ mod tests {
             ("bssplit=4k/60:8k/30", "add up to 90, not 100"),
             ("bssplit=4k/:8k/50", "percentage ''"),
             ("bssplit=4k", "has no /PERCENT"),
-            ("rw=randtrim:8", "offset modifier"),
+            (
+                "rw=randtrim:8\nrw_sequencer=identical",
+                "rw_sequencer=identical",
+            ),
+            ("rw=randread:8\nnorandommap=0", "--random-run 8 follows"),
         ] {
             let e = map(&format!("[j]\n{text}\nsize=1m\nfilename=f\n"))
                 .unwrap_err()
                 .0;
             assert!(e.contains(want), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn offset_modifiers_map_onto_skips_and_random_runs() {
+        let job = |text: &str| map(text).unwrap().remove(0).job;
+        // Sequential: bytes skipped after each I/O; one pass takes what fits (fio's count).
+        let j = job("[j]\nrw=write:8k\nsize=64k\nfilename=f\n");
+        assert_eq!(
+            (j.skip, j.random_run, j.io_count),
+            (Some(8192), None, Some(6))
+        );
+        // Random: a new offset every N I/Os, the count unchanged, and no random map.
+        let j = job("[j]\nrw=randread:8\nsize=64k\nfilename=f\nrw_sequencer=sequential\n");
+        assert_eq!(
+            (j.skip, j.random_run, j.io_count),
+            (None, Some(8), Some(16))
+        );
+        assert!(!j.random_map);
     }
 
     #[test]
@@ -1302,8 +1337,6 @@ mod tests {
                 "[a]\nsize=1m\nbsrange=5k-7k\nba=8k\n",
                 "no multiple of the alignment",
             ),
-            ("[a]\nsize=1m\nrw=randread:8\n", "':8' offset modifier"),
-            ("[a]\nsize=1m\nrw=randtrim:4\n", "':4' offset modifier"),
             (
                 "[a]\nsize=1m\nrw=discard\n",
                 "rw=discard in [a] is not supported",
@@ -1340,6 +1373,7 @@ mod tests {
             let sample = match *k {
                 "ioengine" => "psync",
                 "rw" | "readwrite" => "read",
+                "rw_sequencer" => "sequential",
                 "random_distribution" => "random",
                 "bssplit" => "4k/100",
                 "bsrange" | "blocksize_range" => "4k-8k",

@@ -322,6 +322,10 @@ pub struct Job {
     /// the I/Os leave holes between them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skip: Option<u64>,
+    /// Random access: this many I/Os in a row from each random offset, the ones after the
+    /// first following on sequentially (`--random-run`, fio's `rw=randread:N`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub random_run: Option<u64>,
     /// File size; for random access the range offsets are drawn from (vxbench maxfilesize).
     pub file_size: Option<u64>,
     /// I/Os per thread per repetition (vxbench iocount).
@@ -422,6 +426,7 @@ impl Default for Job {
             bsrange: None,
             block_align: None,
             skip: None,
+            random_run: None,
             file_size: None,
             io_count: None,
             time_s: None,
@@ -782,6 +787,24 @@ impl Job {
                 "--random-map orders random offsets, and --rw {} is sequential: use randread, randwrite or randrw",
                 self.access.name()
             ));
+        }
+        if let Some(n) = self.random_run {
+            if !random {
+                return Err(usage!(
+                    "--random-run {n} draws a random offset every {n} I/Os, and --rw {} is sequential: use randread, randwrite or randrw",
+                    self.access.name()
+                ));
+            }
+            if self.random_map {
+                return Err(usage!(
+                    "--random-run {n} follows each random offset with sequential I/Os, which --random-map would not count: drop one of them"
+                ));
+            }
+            if self.verifying() {
+                return Err(usage!(
+                    "--random-run writes runs over blocks --verify expects once: drop one of them"
+                ));
+            }
         }
         if self.random_map && !self.distribution.is_uniform() {
             return Err(usage!(

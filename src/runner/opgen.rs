@@ -65,6 +65,12 @@ pub(crate) struct OpGen {
     pos: u64,
     /// Sequential: bytes skipped after each I/O (`--skip`).
     skip: u64,
+    /// Random: I/Os per random offset (`--random-run`; 1: every I/O draws one), how many
+    /// of the current run are left, where the next one goes and where the runs must end.
+    run_len: u64,
+    run_left: u64,
+    run_next: u64,
+    run_end: u64,
     /// Random: number of places an I/O can start (or blocks in this rank's part).
     blocks: u64,
     /// A rank's part of a shared target: (base, stride, lane); logical block k is at
@@ -95,6 +101,8 @@ pub(crate) struct GenSpec {
     pub block_align: Option<u64>,
     /// Sequential: bytes skipped after each I/O (`--skip`).
     pub skip: u64,
+    /// Random: I/Os in a row from each random offset (`--random-run`; 0 or 1: one).
+    pub random_run: u64,
     pub target_size: u64,
     pub threads: u32,
     pub thread: u32,
@@ -190,6 +198,14 @@ impl OpGen {
             region_len,
             pos: 0,
             skip,
+            run_len: if s.random { s.random_run.max(1) } else { 1 },
+            run_left: 0,
+            run_next: 0,
+            // Runs stay inside the target, or inside the part's logical blocks.
+            run_end: match s.part {
+                Some(_) => blocks.saturating_mul(unit),
+                None => s.target_size,
+            },
             blocks,
             part: s
                 .part
@@ -249,7 +265,18 @@ impl OpGen {
             }
         };
         let offset = if self.random {
-            self.picker.next(&mut self.rng, self.blocks) * self.unit
+            if self.run_left > 0 && self.run_next + len as u64 <= self.run_end {
+                // Inside a run: the I/O after the previous one.
+                self.run_left -= 1;
+                let o = self.run_next;
+                self.run_next += len as u64;
+                o
+            } else {
+                let o = self.picker.next(&mut self.rng, self.blocks) * self.unit;
+                self.run_left = self.run_len - 1;
+                self.run_next = o + len as u64;
+                o
+            }
         } else {
             if self.pos + len as u64 > self.region_len && self.pos > 0 {
                 self.pos = 0;
@@ -307,6 +334,7 @@ mod tests {
             mean_size: 4096.0,
             block_align: None,
             skip: 0,
+            random_run: 0,
             target_size: 1 << 20,
             threads: 4,
             thread: 1,
@@ -351,6 +379,32 @@ mod tests {
     }
 
     #[test]
+    fn random_runs_follow_each_random_offset_sequentially() {
+        let mut s = spec(true);
+        (s.threads, s.thread, s.io_count, s.repeats) = (1, 0, Some(400), 1);
+        s.target_size = 64 << 10;
+        s.random_run = 4;
+        let mut g = OpGen::new(&s);
+        let offs: Vec<u64> = std::iter::from_fn(|| g.next_op().map(|(_, o, _)| o / 4096)).collect();
+        assert_eq!(offs.len(), 400);
+        // Every I/O is a new random offset or the block after the one before it, and no run
+        // is longer than 4.
+        let mut run = 1;
+        let mut draws = 0;
+        for w in offs.windows(2) {
+            if w[1] == w[0] + 1 && run < 4 {
+                run += 1;
+            } else {
+                run = 1;
+                draws += 1;
+            }
+            assert!(w[1] < 16);
+        }
+        // About one draw per run of 4 (more where runs meet the end of the file).
+        assert!((95..=150).contains(&draws), "{draws}");
+    }
+
+    #[test]
     fn random_is_reproducible() {
         let a: Vec<_> = {
             let mut g = OpGen::new(&spec(true));
@@ -389,7 +443,7 @@ mod tests {
             for t in 0..threads {
                 let mut g = OpGen::new(&GenSpec { random, mix: Mix::ReadPct(pct), block_size: 4096,
                     sizes: Some(SizeTable::new(&split)), mean_size: 16384.0,
-                    block_align: align_k.map(|a| a * 1024), skip: 0, target_size: size, threads, thread: t,
+                    block_align: align_k.map(|a| a * 1024), skip: 0, random_run: 0, target_size: size, threads, thread: t,
                     io_count: count, repeats: 1, timed: false, seed, part: None,
                     distribution: Default::default(), random_map: false });
                 let mut n = 0;
@@ -414,7 +468,7 @@ mod tests {
             let size = (size_k * 1024).max(bs);
             for t in 0..threads {
                 let mut g = OpGen::new(&GenSpec { random, mix: Mix::ReadPct(pct), block_size: bs, sizes: None,
-                    mean_size: bs as f64, block_align: None, skip: 0, target_size: size,
+                    mean_size: bs as f64, block_align: None, skip: 0, random_run: 0, target_size: size,
                     threads, thread: t, io_count: count, repeats: 1, timed: false, seed, part: None,
                     distribution: Default::default(), random_map: false });
                 let mut n = 0;
