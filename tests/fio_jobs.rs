@@ -610,14 +610,14 @@ fn vs_fio_jobs_compares_the_work_before_the_speed() {
 #[test]
 fn metadata_engines_time_one_operation_per_file() {
     let sb = Sandbox::new();
-    // filecreate with unlink=0: six files made, each create timed as one operation.
+    // filecreate, kept: six files made, each create timed as one operation.
     let r = sb.run_json(&[
         "fio",
         "--name=mk",
         "--ioengine=filecreate",
         "--nrfiles=6",
         "--filesize=4k",
-        "--unlink=0",
+        "--keep",
         "--format",
         "json",
     ]);
@@ -630,7 +630,13 @@ fn metadata_engines_time_one_operation_per_file() {
     assert_eq!(g[0]["op"], "file_create");
     assert_eq!(u(&g[0]["stats"]["lat_ns"]["count"]), 6);
     assert!(u(&g[0]["stats"]["lat_ns"]["max"]) > 0);
-    // The six files exist, in the run directory fsbench made (and kept, as unlink=0 asks).
+    // The six files exist, in the run directory fsbench made (and kept, as --keep asks; the
+    // note's mdtest command line says so).
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("fsbench mdtest -n 6 -F -C -d . --keep"),
+        "{notes}"
+    );
     let top: Vec<String> = sb
         .listing()
         .into_iter()

@@ -133,6 +133,7 @@ fn run_meta(
         crate::exec::Executor::Ranks(x) => x.run_mdtest(&plan, &m.argv)?,
     };
     r.name = j.job.name.clone();
+    r.notes.push(m.note(&j.job.name));
     r.notes.extend(j.notes.iter().cloned());
     Ok(r)
 }

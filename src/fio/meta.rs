@@ -53,6 +53,15 @@ impl MetaEngine {
         }
     }
 
+    /// What its items are.
+    fn items(self) -> &'static str {
+        if self.on_dirs() {
+            "directories"
+        } else {
+            "files"
+        }
+    }
+
     fn on_dirs(self) -> bool {
         matches!(
             self,
@@ -79,6 +88,25 @@ pub(crate) struct MetaJob {
     pub engine: MetaEngine,
     pub opts: Options,
     pub argv: Vec<String>,
+}
+
+impl MetaJob {
+    /// The Result's note on how the job ran: the equivalent `fsbench mdtest` command line.
+    pub(crate) fn note(&self, job: &str) -> String {
+        format!(
+            "ioengine={} in [{job}] runs as fsbench mdtest {}: each of the {} {} is one operation, timed alone; no data is read or written (fio's size and bs only count fake I/Os)",
+            self.engine.name(),
+            self.argv.join(" "),
+            self.opts.items.unwrap_or(1),
+            self.engine.items()
+        )
+    }
+
+    /// Keep the run directory and the items (`--keep`).
+    pub(crate) fn keep(&mut self) {
+        self.opts.keep = true;
+        self.argv.push("--keep".into());
+    }
 }
 
 /// What the section says beside the mdtest plan.
@@ -234,16 +262,12 @@ pub(crate) fn build(
     if opts.keep {
         argv.push("--keep".into());
     }
-    let (what, made_before) = if engine.on_dirs() {
-        ("directories", "made")
+    let what = engine.items();
+    let made_before = if engine.on_dirs() {
+        "made"
     } else {
-        ("files", "created empty")
+        "created empty"
     };
-    out.notes.push(format!(
-        "ioengine={} in [{sname}] runs as fsbench mdtest {}: each of the {items} {what} is one operation, timed alone; no data is read or written (fio's size and bs only count fake I/Os)",
-        engine.name(),
-        argv.join(" ")
-    ));
     if !matches!(engine, MetaEngine::FileCreate | MetaEngine::DirCreate) {
         out.notes.push(format!(
             "the {what} are {made_before} before the timed phase (untimed), in fsbench's run directory, as mdtest names them"

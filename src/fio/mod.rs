@@ -98,6 +98,9 @@ pub(crate) fn jobs(c: &FioCommand) -> Result<Vec<map::FioJob>, UsageError> {
     for j in &mut jobs {
         j.job.force |= c.force;
         j.job.keep |= c.keep;
+        if let Some(m) = j.meta.as_mut().filter(|m| c.keep && !m.opts.keep) {
+            m.keep();
+        }
     }
     Ok(jobs)
 }
