@@ -824,3 +824,51 @@ fn random_runs_draw_a_new_offset_every_n_ios() {
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert!(String::from_utf8_lossy(&o.stderr).contains("--random-run 4 draws a random offset"));
 }
+
+#[test]
+#[cfg_attr(
+    not(has_fio),
+    ignore = "SKIPPED: fio is not installed (apt-get install fio)"
+)]
+fn metadata_engines_time_as_many_operations_as_fio() {
+    let text = "[global]\ndirectory=${FIO_DIR}\nnrfiles=12\nfilesize=4k\nbs=4k\nstonewall\n\
+                [create]\nioengine=filecreate\n[stat]\nioengine=filestat\n\
+                [delete]\nioengine=filedelete\n";
+    let sb = Sandbox::new();
+    let job = sb.file("meta.fio");
+    std::fs::write(&job, text).unwrap();
+    let o = std::process::Command::new("fio")
+        .arg("--output-format=json")
+        .arg(&job)
+        .current_dir(sb.path())
+        .env("FIO_DIR", sb.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let v: Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+    // fio times each file operation as one completion latency sample.
+    let fio: Vec<(String, u64)> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            let n = u(&j["read"]["clat_ns"]["N"]) + u(&j["write"]["clat_ns"]["N"]);
+            (j["jobname"].as_str().unwrap().to_string(), n)
+        })
+        .collect();
+    let ours_sb = Sandbox::new();
+    let ours_job = ours_sb.file("meta.fio");
+    std::fs::write(&ours_job, text).unwrap();
+    let ours: Vec<(String, u64)> = run_file(&ours_sb, &ours_job, &[])
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                u(&r["total"]["ops"]),
+            )
+        })
+        .collect();
+    assert_eq!(ours, fio);
+    assert_eq!(ours[0], ("create".to_string(), 12));
+}
