@@ -82,6 +82,16 @@ fn every_corpus_job_does_the_work_it_states() {
             .into_iter()
             .filter(|(_, e)| !e.contains_key("grouped"))
             .collect();
+        // `; needs NAME=BYTES`: a file of zeros the job file expects to exist.
+        for line in std::fs::read_to_string(&f).unwrap().lines() {
+            if let Some((name, len)) = line
+                .strip_prefix("; needs ")
+                .and_then(|n| n.split_once('='))
+            {
+                let len: usize = len.trim().parse().unwrap();
+                std::fs::write(sb.file(name.trim()), vec![0u8; len]).unwrap();
+            }
+        }
         let got = run_file(&sb, &f, &[]);
         let names: Vec<&str> = got.iter().map(|r| r["name"].as_str().unwrap()).collect();
         let sections: Vec<&str> = want.iter().map(|(n, _)| n.as_str()).collect();
@@ -150,9 +160,9 @@ fn unmapped_options_are_refused_naming_option_and_section() {
         ("--bs=4k,8k,8k,8k", "at most three values"),
         ("--bsrange=4k", "is not a range"),
         ("--bsrange=8k-4k", "ends below its start"),
-        ("--rw=randread:4", "offset skip"),
+        ("--rw_sequencer=identical", "rw_sequencer=identical in [x]"),
         ("--ioengine=splice", "ioengine=splice in [x]"),
-        ("--size=10%", "percentage"),
+        ("--size=10%", "share of an existing file"),
     ] {
         let e = refused(&sb, &["fio", "--name=x", "--size=64k", opt]);
         assert!(e.contains(want), "{opt}: {e}");
@@ -290,6 +300,7 @@ fn same_work_as_fio_for_the_same_files() {
         "offset.fio",
         "apart.fio",
         "sizes.fio",
+        "skip.fio",
     ] {
         let f = corpus().join(name);
         let sb = Sandbox::new();
@@ -524,7 +535,10 @@ fn offsets_that_fsbench_cannot_place_are_refused() {
             ][..],
             "sequential access",
         ),
-        (&["--rw=write", "--offset=10%"][..], "percentage"),
+        (
+            &["--rw=write", "--offset=10%"][..],
+            "is a share of an existing file",
+        ),
         (
             &["--rw=write", "--startdelay=1-5"][..],
             "startdelay=1-5 in [x] is a range",
@@ -591,4 +605,270 @@ fn vs_fio_jobs_compares_the_work_before_the_speed() {
         0,
         "the script left files behind"
     );
+}
+
+#[test]
+fn metadata_engines_time_one_operation_per_file() {
+    let sb = Sandbox::new();
+    // filecreate, kept: six files made, each create timed as one operation.
+    let r = sb.run_json(&[
+        "fio",
+        "--name=mk",
+        "--ioengine=filecreate",
+        "--nrfiles=6",
+        "--filesize=4k",
+        "--keep",
+        "--format",
+        "json",
+    ]);
+    let r = &results(r)[0];
+    assert_eq!(r["name"], "mk");
+    assert_eq!(r["status"], "complete");
+    assert_eq!((u(&r["total"]["ops"]), u(&r["total"]["bytes"])), (6, 0));
+    let g = &r["groups"].as_array().unwrap()[..];
+    assert_eq!(g.len(), 1, "only the items' phase is measured: {g:?}");
+    assert_eq!(g[0]["op"], "file_create");
+    assert_eq!(u(&g[0]["stats"]["lat_ns"]["count"]), 6);
+    assert!(u(&g[0]["stats"]["lat_ns"]["max"]) > 0);
+    // The six files exist, in the run directory fsbench made (and kept, as --keep asks; the
+    // note's mdtest command line says so).
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("fsbench mdtest -n 6 -F -C -d . --keep"),
+        "{notes}"
+    );
+    let top: Vec<String> = sb
+        .listing()
+        .into_iter()
+        .filter(|n| n.starts_with("fsbench-mdtest-"))
+        .collect();
+    assert_eq!(top.len(), 1, "{:?}", sb.listing());
+    let tree = sb.file(&top[0]).join("test-dir.0-0/mdtest_tree.0");
+    let files = std::fs::read_dir(&tree).unwrap().count();
+    assert_eq!(files, 6, "{}", tree.display());
+    std::fs::remove_dir_all(sb.file(&top[0])).unwrap();
+    // filedelete: the files are made untimed first; only the six removals are measured,
+    // and nothing is left.
+    let r = sb.run_json(&[
+        "fio",
+        "--name=rm",
+        "--ioengine=filedelete",
+        "--nrfiles=6",
+        "--format",
+        "json",
+    ]);
+    let r = &results(r)[0];
+    assert_eq!(u(&r["total"]["ops"]), 6);
+    assert_eq!(r["groups"][0]["op"], "file_remove");
+    assert_eq!(sb.listing(), Vec::<String>::new());
+}
+
+#[test]
+fn metadata_jobs_run_alone_and_refuse_what_they_cannot_do() {
+    let sb = Sandbox::new();
+    let e = refused(
+        &sb,
+        &[
+            "fio",
+            "--nrfiles=4",
+            "--name=mk",
+            "--ioengine=filecreate",
+            "--name=w",
+            "--rw=write",
+            "--size=64k",
+        ],
+    );
+    assert!(
+        e.contains("[mk] and [w] would run at the same time") && e.contains("stonewall"),
+        "{e}"
+    );
+    for (opt, want) in [
+        ("--numjobs=2", "numjobs=2 in [m]"),
+        ("--iodepth=8", "'iodepth' in [m]: ioengine=dirstat"),
+        ("--stat_type=fstat", "bad stat_type"),
+    ] {
+        let e = refused(&sb, &["fio", "--name=m", "--ioengine=dirstat", opt]);
+        assert!(e.contains(want), "{opt}: {e}");
+    }
+    assert_eq!(sb.listing(), Vec::<String>::new());
+}
+
+#[test]
+fn offset_skips_leave_holes_where_fio_leaves_them() {
+    let sb = Sandbox::new();
+    run_file(&sb, &corpus().join("skip.fio"), &[]);
+    let data = std::fs::read(sb.file("skip.dat")).unwrap();
+    assert_eq!(data.len(), 64 << 10);
+    // [holes] wrote 0x55 at 0, 12k, 24k, ... (4k written, 8k skipped); [fill]'s 0x11 stays
+    // in the holes.
+    for (i, block) in data.chunks(4096).enumerate() {
+        let want = if i % 3 == 0 { 0x55u8 } else { 0x11 };
+        assert!(
+            block.iter().all(|&b| b == want),
+            "block {i} should be {want:#x}"
+        );
+    }
+    // The same through fsbench's own option: --skip after each sequential I/O.
+    let r = sb.run_json(&[
+        "run", "--rw", "read", "--bs", "4k", "--size", "64k", "--skip", "12k", "skip.dat",
+        "--format", "json",
+    ]);
+    // One pass over 64k in 4k reads each followed by 12k: 0, 16k, 32k, 48k.
+    assert_eq!((u(&r["total"]["ops"]), u(&r["total"]["bytes"])), (4, 16384));
+    assert_eq!(r["job"]["skip"], 12288);
+    let o = sb
+        .cmd(&["run", "--rw", "randread", "--skip", "4k", "skip.dat"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--skip 4096 leaves holes"));
+}
+
+#[test]
+fn percentages_are_shares_of_the_existing_file() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("pct.dat"), vec![0u8; 1 << 20]).unwrap();
+    let rs = run_file(&sb, &corpus().join("percent.fio"), &[]);
+    // fio's offset=10% of 1 MiB, rounded up to 4k: 106496; size=20%: 51 reads from there.
+    let middle = by_name(&rs, "middle");
+    assert_eq!(middle["plan"]["part"]["base"], 106496, "{}", middle["plan"]);
+    assert_eq!(middle["plan"]["part"]["blocks"], 51);
+    // offset=50% without a size: the rest of the file, which stays 1 MiB long.
+    let rest = by_name(&rs, "rest");
+    assert_eq!(rest["plan"]["part"]["base"], 524288);
+    assert_eq!(
+        std::fs::metadata(sb.file("pct.dat")).unwrap().len(),
+        1 << 20
+    );
+    // A percentage of a file that does not exist is refused before anything runs.
+    let e = refused(
+        &sb,
+        &["fio", "--name=n", "--filename=new.dat", "--size=50%"],
+    );
+    assert!(
+        e.contains("size=50% in [n] is a share of an existing file"),
+        "{e}"
+    );
+    assert!(!sb.file("new.dat").exists());
+}
+
+#[test]
+fn random_runs_draw_a_new_offset_every_n_ios() {
+    let sb = Sandbox::new();
+    // fio's rw=randread:4 and fsbench's --random-run 4: runs of 4 reads, each run from a
+    // random offset (cut short where it meets the end of the file).
+    let r = sb.run_json(&[
+        "run",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "256k",
+        "--count",
+        "200",
+        "--random-run",
+        "4",
+        "--trace",
+        "t.csv",
+        "r.dat",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(u(&r["total"]["ops"]), 200);
+    assert_eq!(r["job"]["random_run"], 4);
+    let trace = std::fs::read_to_string(sb.file("t.csv")).unwrap();
+    let offsets: Vec<u64> = trace
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(4).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(offsets.len(), 200);
+    // Split into runs: a run goes on while each read follows the one before, at most 4.
+    let mut runs = vec![1u32];
+    for w in offsets.windows(2) {
+        let last = runs.last_mut().unwrap();
+        if w[1] == w[0] + 4096 && *last < 4 {
+            *last += 1;
+        } else {
+            runs.push(1);
+        }
+    }
+    let full = runs.iter().filter(|&&n| n == 4).count();
+    assert!(runs.len() < 70 && full >= 40, "runs of {runs:?}");
+    // The fio form maps onto it, and the modifier's other sequencer is refused.
+    let e = refused(
+        &sb,
+        &[
+            "fio",
+            "--name=x",
+            "--size=64k",
+            "--rw=randread:4",
+            "--rw_sequencer=identical",
+        ],
+    );
+    assert!(e.contains("rw_sequencer=identical in [x]"), "{e}");
+    let o = sb
+        .cmd(&[
+            "run",
+            "--rw",
+            "read",
+            "--random-run",
+            "4",
+            "--size",
+            "64k",
+            "s.dat",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--random-run 4 draws a random offset"));
+}
+
+#[test]
+#[cfg_attr(
+    not(has_fio),
+    ignore = "SKIPPED: fio is not installed (apt-get install fio)"
+)]
+fn metadata_engines_time_as_many_operations_as_fio() {
+    let text = "[global]\ndirectory=${FIO_DIR}\nnrfiles=12\nfilesize=4k\nbs=4k\nstonewall\n\
+                [create]\nioengine=filecreate\n[stat]\nioengine=filestat\n\
+                [delete]\nioengine=filedelete\n";
+    let sb = Sandbox::new();
+    let job = sb.file("meta.fio");
+    std::fs::write(&job, text).unwrap();
+    let o = std::process::Command::new("fio")
+        .arg("--output-format=json")
+        .arg(&job)
+        .current_dir(sb.path())
+        .env("FIO_DIR", sb.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let v: Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+    // fio times each file operation as one completion latency sample.
+    let fio: Vec<(String, u64)> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            let n = u(&j["read"]["clat_ns"]["N"]) + u(&j["write"]["clat_ns"]["N"]);
+            (j["jobname"].as_str().unwrap().to_string(), n)
+        })
+        .collect();
+    let ours_sb = Sandbox::new();
+    let ours_job = ours_sb.file("meta.fio");
+    std::fs::write(&ours_job, text).unwrap();
+    let ours: Vec<(String, u64)> = run_file(&ours_sb, &ours_job, &[])
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                u(&r["total"]["ops"]),
+            )
+        })
+        .collect();
+    assert_eq!(ours, fio);
+    assert_eq!(ours[0], ("create".to_string(), 12));
 }

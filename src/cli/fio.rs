@@ -51,6 +51,9 @@ fn run_group(
 ) -> anyhow::Result<Vec<RunResult>> {
     if let [only] = g.jobs[..] {
         let j = &jobs[only];
+        if let Some(m) = &j.meta {
+            return run_meta(exec, j, m, repeat).map(|r| vec![r]);
+        }
         if j.part.is_none() && j.start_delay.is_zero() && j.clone_runs.is_empty() {
             // A job on its own: the ordinary path (also on the ranks of a distributed run).
             let observe = crate::observe::Observe::default();
@@ -101,6 +104,38 @@ fn run_group(
         results.push(r);
     }
     Ok(results)
+}
+
+/// A job on a metadata ioengine, alone in its group: its mdtest plan on this host or on
+/// every rank, its Result named after the job.
+fn run_meta(
+    exec: &crate::exec::Executor,
+    j: &FioJob,
+    m: &crate::fio::meta::MetaJob,
+    repeat: u32,
+) -> anyhow::Result<RunResult> {
+    if repeat > 1 {
+        crate::bail_usage!(
+            "--repeat {repeat} with ioengine={} in [{}]: a metadata job is repeated with loops= (mdtest's iterations)",
+            m.engine.name(),
+            j.job.name
+        );
+    }
+    let ranks = match exec {
+        crate::exec::Executor::Local => 1,
+        crate::exec::Executor::Ranks(r) => r.size(),
+    };
+    let plan = m.opts.clone().plan(ranks)?;
+    let mut r = match exec {
+        crate::exec::Executor::Local => {
+            crate::mdtest::run(&plan, &crate::mdtest::RankShare::one_host(), &m.argv)?
+        }
+        crate::exec::Executor::Ranks(x) => x.run_mdtest(&plan, &m.argv)?,
+    };
+    r.name = j.job.name.clone();
+    r.notes.push(m.note(&j.job.name));
+    r.notes.extend(j.notes.iter().cloned());
+    Ok(r)
 }
 
 /// Every run of a group started together: each job's outcome (its runs merged) by job

@@ -64,6 +64,19 @@ pub(crate) struct JobFlags {
     /// Random offsets are multiples of SIZE [default: the smallest I/O size]
     #[arg(long = "block-align", value_name = "SIZE", help_heading = WHAT)]
     pub block_align: Option<String>,
+    /// Sequential access: skip SIZE after each I/O, leaving holes (fio's rw=read:SIZE)
+    /// [default: 0]
+    ///
+    /// A pass over the file then takes fewer I/Os: one every I/O size + SIZE bytes.
+    #[arg(long, value_name = "SIZE", help_heading = WHAT)]
+    pub skip: Option<String>,
+    /// Random access: N I/Os in a row from each random offset (fio's rw=randread:N)
+    /// [default: 1]
+    ///
+    /// The first I/O of a run goes to a random offset, the next N-1 follow it sequentially
+    /// (a run that reaches the end of the file ends there). Not with --random-map.
+    #[arg(long = "random-run", value_name = "N", help_heading = WHAT)]
+    pub random_run: Option<u64>,
     /// Random I/O touches every block exactly once per pass (per thread) [default: off]
     ///
     /// Instead of drawing with replacement; off by default because a map costs memory and
@@ -174,6 +187,8 @@ impl JobFlags {
             ("bssplit", self.bssplit.clone()),
             ("bsrange", self.bsrange.clone()),
             ("block_align", self.block_align.clone()),
+            ("skip", self.skip.clone()),
+            ("random_run", n(self.random_run)),
             ("buffer_pattern", self.buffer_pattern.clone()),
             ("buffer_compress", self.buffer_compress.clone()),
             ("dedupe", self.dedupe.clone()),
@@ -259,6 +274,8 @@ impl JobFlags {
             bssplit: Some(String::new()),
             bsrange: Some(String::new()),
             block_align: Some(String::new()),
+            skip: Some(String::new()),
+            random_run: Some(0),
             random_map: true,
             buffer_pattern: Some(String::new()),
             buffer_compress: Some(String::new()),
@@ -278,7 +295,7 @@ mod tests {
     #[test]
     fn every_flag_names_a_table_parameter() {
         let names = JobFlags::names();
-        assert_eq!(names.len(), 37);
+        assert_eq!(names.len(), 39);
         for n in names {
             let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
             assert!(p.flag.is_some(), "{n} has no run flag in the table");

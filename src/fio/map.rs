@@ -31,6 +31,9 @@ pub(crate) struct FioJob {
     /// When not empty, the job runs as these runs (one per clone, each over its own files
     /// from its own offset), started together and reported as the job.
     pub clone_runs: Vec<(Job, RankPart)>,
+    /// A metadata ioengine's job (`filecreate`, ...): it runs as mdtest's phases, alone in
+    /// its group; `job` then only carries its name.
+    pub meta: Option<super::meta::MetaJob>,
 }
 
 /// Most clones `numjobs` may ask for (each is a thread or a file).
@@ -50,6 +53,7 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "number_ios",
     "rw",
     "readwrite",
+    "rw_sequencer",
     "rwmixread",
     "rwmixwrite",
     "bs",
@@ -262,7 +266,7 @@ fn bssplit_bytes(v: &str, kb_base: u64, what: &str) -> Result<String, UsageError
 }
 
 /// fio's booleans: a bare switch is on; `0` is off, any other number on.
-fn flag(o: &Opt, job: &str) -> Result<bool, UsageError> {
+pub(super) fn flag(o: &Opt, job: &str) -> Result<bool, UsageError> {
     match o.value.as_deref().map(str::trim) {
         None => Ok(true),
         Some(v) => match v {
@@ -329,6 +333,11 @@ struct Spec {
     group_reporting: bool,
     start_delay: Option<std::time::Duration>,
     notes: Vec<String>,
+    /// kb_base: how sizes read.
+    kb: u64,
+    /// `size=N%` and `offset=N%`: shares of the existing files' size.
+    size_pct: Option<u64>,
+    offset_pct: Option<u64>,
 }
 
 /// Most files `nrfiles` may ask for per clone (each is a target with a worker).
@@ -342,6 +351,108 @@ fn offset(v: &str, kb: u64, key: &str, job: &str) -> Result<u64, UsageError> {
         ));
     }
     single(v, kb, key, job)
+}
+
+/// A percentage of a file's size (`size=20%`, `offset=50%`): `min` to 100.
+fn percent(p: &str, v: &str, key: &str, job: &str, min: u64) -> Result<u64, UsageError> {
+    match p.trim().parse::<u64>() {
+        Ok(n) if (min..=100).contains(&n) => Ok(n),
+        _ => Err(usage!(
+            "bad {key}={v} in [{job}]: expected a whole percentage from {min} to 100"
+        )),
+    }
+}
+
+/// The size every target has now (a file's length, a block device's size): `size=N%` and
+/// `offset=N%` are shares of it. The targets must exist and be of one size.
+fn existing_size(targets: &[PathBuf], what: &str) -> Result<u64, UsageError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut common: Option<(u64, &PathBuf)> = None;
+    for t in targets {
+        // Opened (read-only, never blocking on a FIFO) and then looked at through the
+        // descriptor, so the size is the one of what was opened.
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(t)
+            .map_err(|e| {
+                usage!(
+                    "{what} is a share of an existing file, and {}: {e}; give a size",
+                    t.display()
+                )
+            })?;
+        let m = f
+            .metadata()
+            .map_err(|e| usage!("{what}: {}: {e}", t.display()))?;
+        let len = if std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()) {
+            crate::runner::target::block_device_size(&f)
+                .map_err(|e| usage!("{what}: size of {}: {e:#}", t.display()))?
+        } else if m.is_file() {
+            m.len()
+        } else {
+            return Err(usage!(
+                "{what}: {} is neither a file nor a block device",
+                t.display()
+            ));
+        };
+        match common {
+            Some((l, first)) if l != len => {
+                return Err(usage!(
+                    "{what}: the files differ in size ({} has {l} bytes, {} {len}); give a size",
+                    first.display(),
+                    t.display()
+                ))
+            }
+            _ => common = Some((len, t)),
+        }
+    }
+    common
+        .map(|(l, _)| l)
+        .ok_or_else(|| usage!("{what}: no file to take a share of"))
+}
+
+/// fio's `size=N%` and `offset=N%` in bytes, from the size the files have now: the offset
+/// is rounded up to the block size and the size stops at the end of the file, as in fio;
+/// without a size, the job covers the rest of the file from its offset.
+fn resolve_percentages(
+    spec: &mut Spec,
+    targets: &[PathBuf],
+    bs: u64,
+    files: u64,
+    sname: &str,
+) -> Result<(), UsageError> {
+    let said = [
+        spec.size_pct.map(|p| format!("size={p}%")),
+        spec.offset_pct.map(|p| format!("offset={p}%")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" and ");
+    let what = format!("{said} in [{sname}]");
+    let len = existing_size(targets, &what)?;
+    let share = |p: u64| (len as u128 * p as u128 / 100) as u64;
+    let offset = match spec.offset_pct {
+        Some(p) => share(p).div_ceil(bs).saturating_mul(bs),
+        None => spec.offset.unwrap_or(0),
+    };
+    if offset >= len {
+        return Err(usage!(
+            "{what}: the offset {offset} is at or past the end of the {len}-byte file: nothing to do"
+        ));
+    }
+    let room = len - offset;
+    let per_file = match spec.size_pct {
+        Some(p) => share(p),
+        None => spec.size.map_or(room, |s| s / files.max(1)),
+    }
+    .min(room);
+    spec.offset = (offset > 0).then_some(offset);
+    spec.size = Some(per_file.saturating_mul(files.max(1)));
+    spec.notes.push(format!(
+        "{what}: of the files' {len} bytes, I/O over {per_file} bytes of each from byte {offset}"
+    ));
+    Ok(())
 }
 
 /// fio's `startdelay`: a time, seconds unless a unit is given; a random range is refused.
@@ -421,17 +532,27 @@ impl Spec {
             "directory" => self.directory = Some(need()?.to_string()),
             "size" => {
                 let v = need()?;
-                if v.ends_with('%') {
-                    return Err(usage!(
-                        "size={v} in [{job}]: a percentage of an existing file is not supported; give a size"
-                    ));
+                if let Some(p) = v.strip_suffix('%') {
+                    self.size_pct = Some(percent(p, v, key, job, 1)?);
+                    self.size = None;
+                } else {
+                    self.size = Some(size(v)?);
+                    self.size_pct = None;
                 }
-                self.size = Some(size(v)?)
             }
             "filesize" => self.filesize = Some(size(need()?)?),
             "io_size" | "io_limit" => self.io_size = Some(size(need()?)?),
             "number_ios" => self.number_ios = Some(parse_size(need()?, kb, &what)?),
             "rw" | "readwrite" => self.rw = Some(need()?.to_string()),
+            // fio's default, the only one fsbench has: the I/Os of a run follow each other.
+            "rw_sequencer" => match need()? {
+                "sequential" => {}
+                v => {
+                    return Err(usage!(
+                        "rw_sequencer={v} in [{job}] is not supported: fsbench's runs after a random offset are sequential (rw_sequencer=sequential)"
+                    ))
+                }
+            },
             "rwmixread" => self.rwmixread = Some(pct(need()?, key, job)?),
             "rwmixwrite" => self.rwmixread = Some(100 - pct(need()?, key, job)?),
             "bs" | "blocksize" => self.bs = Some(bs_bytes(need()?, kb, key, job)?),
@@ -492,7 +613,16 @@ impl Spec {
                 self.nrfiles = Some(n);
             }
             "filename_format" => self.filename_format = Some(need()?.to_string()),
-            "offset" => self.offset = Some(offset(need()?, kb, key, job)?),
+            "offset" => {
+                let v = need()?;
+                if let Some(p) = v.strip_suffix('%') {
+                    self.offset_pct = Some(percent(p, v, key, job, 0)?);
+                    self.offset = None;
+                } else {
+                    self.offset = Some(offset(v, kb, key, job)?);
+                    self.offset_pct = None;
+                }
+            }
             "offset_increment" => self.offset_increment = Some(offset(need()?, kb, key, job)?),
             "stonewall" | "wait_for_previous" => self.stonewall = flag(o, job)?,
             "new_group" => self.new_group = flag(o, job)?,
@@ -511,12 +641,24 @@ fn set(job: &mut Job, name: &str, value: &str, spelled: &str) -> Result<(), Usag
     params::get(name).set(job, value, Front::Fio(spelled))
 }
 
-/// The access pattern: fio's names, without `:N` sequential skips.
-fn access(job: &mut Job, rw: &str, section: &str) -> Result<(), UsageError> {
-    if let Some((_, skip)) = rw.split_once(':') {
-        return Err(usage!(
-            "rw={rw} in [{section}]: the ':{skip}' offset skip is not supported; give the plain pattern"
-        ));
+/// The access pattern: fio's names; `:SIZE` after a sequential one skips SIZE after each
+/// I/O (`--skip`), `:N` after a random one draws a new offset every N I/Os (`--random-run`).
+fn access(job: &mut Job, rw: &str, section: &str, kb: u64) -> Result<(), UsageError> {
+    let (rw, skip) = match rw.split_once(':') {
+        Some((rw, skip)) => (rw.trim(), Some(skip.trim())),
+        None => (rw, None),
+    };
+    if let Some(skip) = skip {
+        let what = format!("rw in [{section}]");
+        let n = parse_size(skip, kb, &what)?;
+        // Random: a new random offset every N I/Os (`--random-run`); sequential: N bytes
+        // skipped after each I/O (`--skip`).
+        let param = if rw.starts_with("rand") {
+            "random_run"
+        } else {
+            "skip"
+        };
+        set(job, param, &n.to_string(), &what)?;
     }
     match rw {
         "read" | "write" | "rw" | "readwrite" | "randread" | "randwrite" | "randrw" | "trim"
@@ -632,17 +774,20 @@ fn split_names(list: &str) -> Vec<String> {
 }
 
 /// How much each clone does on each of its files: io_size or number_ios if given, else one
-/// pass over `size` (fio's rule), shared equally among the clone's files. A time-based job
-/// runs for its time instead.
-fn io_count(spec: &Spec, bs: u64, files: u64) -> Option<u64> {
+/// pass over `size` (fio's rule), shared equally among the clone's files; with a skip after
+/// each I/O, a pass takes the I/Os that fit. A time-based job runs for its time instead.
+fn io_count(spec: &Spec, bs: u64, files: u64, skip: u64) -> Option<u64> {
     if spec.time_based && spec.runtime.is_some() {
         return spec.number_ios.map(|n| (n / files).max(1));
     }
-    let bytes = spec
-        .io_size
-        .or(spec.size)
-        .or(spec.filesize.map(|f| f.saturating_mul(files)));
-    let from_bytes = bytes.map(|b| (b / files / bs).max(1));
+    let from_bytes = match spec.io_size {
+        Some(b) => Some((b / files / bs).max(1)),
+        None => spec
+            .size
+            .map(|s| s / files)
+            .or(spec.filesize)
+            .map(|f| crate::runner::opgen::seq_pass_ios(f, bs, skip)),
+    };
     match (spec.number_ios.map(|n| (n / files).max(1)), from_bytes) {
         (Some(n), Some(b)) => Some(n.min(b)),
         (n, b) => n.or(b),
@@ -672,8 +817,16 @@ fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageErr
             ))
         }
     };
+    let meta_engine = section
+        .last("ioengine")
+        .and_then(|o| o.value.as_deref())
+        .and_then(super::meta::MetaEngine::parse);
+    if let Some(engine) = meta_engine {
+        return meta_job(section, engine, kb, ignore_unsupported);
+    }
     let mut spec = Spec {
         numjobs: 1,
+        kb,
         ..Spec::default()
     };
     let mut ignored = Vec::new();
@@ -713,6 +866,36 @@ fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageErr
         group_reporting: spec.group_reporting,
         start_delay: spec.start_delay.unwrap_or_default(),
         clone_runs,
+        meta: None,
+    })
+}
+
+/// A section whose ioengine is a metadata engine: an mdtest plan, carried beside a Job
+/// that only names it.
+fn meta_job(
+    section: &Section,
+    engine: super::meta::MetaEngine,
+    kb: u64,
+    ignore_unsupported: bool,
+) -> Result<FioJob, UsageError> {
+    let m = super::meta::build(section, engine, kb, ignore_unsupported)?;
+    let mut job = Job::default();
+    set(
+        &mut job,
+        "name",
+        &m.name,
+        &format!("name in [{}]", section.name),
+    )?;
+    Ok(FioJob {
+        job,
+        part: None,
+        notes: m.notes,
+        stonewall: m.stonewall,
+        new_group: m.new_group,
+        group_reporting: m.group_reporting,
+        start_delay: std::time::Duration::ZERO,
+        clone_runs: Vec::new(),
+        meta: Some(m.job),
     })
 }
 
@@ -803,7 +986,7 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
     let at = |k: &str| format!("{k} in [{sname}]");
     let name = spec.name.clone().unwrap_or_else(|| sname.to_string());
     set(job, "name", &name, &at("name"))?;
-    access(job, spec.rw.as_deref().unwrap_or("read"), sname)?;
+    access(job, spec.rw.as_deref().unwrap_or("read"), sname, spec.kb)?;
     // fio's order of precedence: bssplit, then bsrange, then bs.
     if let Some(s) = &spec.bssplit {
         set(job, "bssplit", s, &at("bssplit"))?;
@@ -830,11 +1013,14 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
             "nrfiles={files} in [{sname}]: each file has a worker of its own, where fio's clone goes round its files one I/O at a time; the operations and bytes per file are the same"
         ));
     }
+    if spec.size_pct.is_some() || spec.offset_pct.is_some() {
+        resolve_percentages(spec, &job.targets, job.block_size.max(1), files, sname)?;
+    }
     let per_file = spec.filesize.or(spec.size.map(|s| s / files));
     if let Some(s) = per_file {
         set(job, "size", &s.to_string(), &at("size"))?;
     }
-    if let Some(n) = io_count(spec, bs, files) {
+    if let Some(n) = io_count(spec, bs, files, job.skip.unwrap_or(0)) {
         set(job, "count", &n.to_string(), &at("size"))?;
     }
     if spec.filename.is_some() && spec.numjobs > 1 {
@@ -930,9 +1116,10 @@ fn apply_random(job: &mut Job, spec: &Spec, sname: &str) -> Result<(), UsageErro
     }
     // fio's default: random I/O touches every block once per pass (a random map), unless
     // norandommap or a skewed distribution.
-    let map = spec
-        .random_map
-        .unwrap_or(job.access.is_random() && job.distribution.is_uniform());
+    // With runs of I/Os from each random offset (`rw=randread:N`) there is no map to keep.
+    let map = spec.random_map.unwrap_or(
+        job.access.is_random() && job.distribution.is_uniform() && job.random_run.is_none(),
+    );
     if map && job.access.is_random() {
         set(job, "random_map", "true", &at("norandommap"))?;
     }
@@ -1088,13 +1275,35 @@ mod tests {
             ("bssplit=4k/60:8k/30", "add up to 90, not 100"),
             ("bssplit=4k/:8k/50", "percentage ''"),
             ("bssplit=4k", "has no /PERCENT"),
-            ("rw=trim:8k", "offset skip"),
+            (
+                "rw=randtrim:8\nrw_sequencer=identical",
+                "rw_sequencer=identical",
+            ),
+            ("rw=randread:8\nnorandommap=0", "--random-run 8 follows"),
         ] {
             let e = map(&format!("[j]\n{text}\nsize=1m\nfilename=f\n"))
                 .unwrap_err()
                 .0;
             assert!(e.contains(want), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn offset_modifiers_map_onto_skips_and_random_runs() {
+        let job = |text: &str| map(text).unwrap().remove(0).job;
+        // Sequential: bytes skipped after each I/O; one pass takes what fits (fio's count).
+        let j = job("[j]\nrw=write:8k\nsize=64k\nfilename=f\n");
+        assert_eq!(
+            (j.skip, j.random_run, j.io_count),
+            (Some(8192), None, Some(6))
+        );
+        // Random: a new offset every N I/Os, the count unchanged, and no random map.
+        let j = job("[j]\nrw=randread:8\nsize=64k\nfilename=f\nrw_sequencer=sequential\n");
+        assert_eq!(
+            (j.skip, j.random_run, j.io_count),
+            (None, Some(8), Some(16))
+        );
+        assert!(!j.random_map);
     }
 
     #[test]
@@ -1128,8 +1337,6 @@ mod tests {
                 "[a]\nsize=1m\nbsrange=5k-7k\nba=8k\n",
                 "no multiple of the alignment",
             ),
-            ("[a]\nsize=1m\nrw=randread:8\n", "':8' offset skip"),
-            ("[a]\nsize=1m\nrw=randtrim:4\n", "':4' offset skip"),
             (
                 "[a]\nsize=1m\nrw=discard\n",
                 "rw=discard in [a] is not supported",
@@ -1137,7 +1344,10 @@ mod tests {
             ("[a]\nsize=1m\nioengine=splice\n", "ioengine=splice in [a]"),
             ("[a]\nsize=1m\nrw=write\nfsync=4\n", "fsync=4 in [a]"),
             ("[a]\nsize=1m\nkb_base=10\n", "kb_base"),
-            ("[a]\nsize=10%\n", "percentage"),
+            ("[a]\nsize=10%\n", "is a share of an existing file"),
+            ("[a]\nsize=0%\n", "from 1 to 100"),
+            ("[a]\noffset=101%\n", "from 0 to 100"),
+            ("[a]\nsize=1m\noffset_increment=5%\n", "percentage"),
         ] {
             let e = map(text).unwrap_err().0;
             assert!(e.contains(want), "{text:?}: {e}");
@@ -1163,6 +1373,7 @@ mod tests {
             let sample = match *k {
                 "ioengine" => "psync",
                 "rw" | "readwrite" => "read",
+                "rw_sequencer" => "sequential",
                 "random_distribution" => "random",
                 "bssplit" => "4k/100",
                 "bsrange" | "blocksize_range" => "4k-8k",

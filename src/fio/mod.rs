@@ -6,6 +6,7 @@
 //! or with `--ignore-unsupported` listed in the Result's notes.
 
 pub(crate) mod map;
+pub(crate) mod meta;
 pub(crate) mod parse;
 
 use crate::error::UsageError;
@@ -97,6 +98,9 @@ pub(crate) fn jobs(c: &FioCommand) -> Result<Vec<map::FioJob>, UsageError> {
     for j in &mut jobs {
         j.job.force |= c.force;
         j.job.keep |= c.keep;
+        if let Some(m) = j.meta.as_mut().filter(|m| c.keep && !m.opts.keep) {
+            m.keep();
+        }
     }
     Ok(jobs)
 }
@@ -124,6 +128,17 @@ pub(crate) fn run_groups(jobs: &[map::FioJob]) -> Result<Vec<RunGroup>, UsageErr
             fresh_reporting = true;
         }
         let g = groups.last_mut().expect("a group was started");
+        if let Some(&k) = g.jobs.first() {
+            if let Some(m) = [&jobs[k], j].iter().find_map(|x| x.meta.as_ref()) {
+                return Err(usage!(
+                    "[{}] and [{}] would run at the same time, and ioengine={} runs as mdtest's phases, one job at a time: add stonewall to [{}]",
+                    jobs[k].job.name,
+                    j.job.name,
+                    m.engine.name(),
+                    j.job.name
+                ));
+            }
+        }
         for &k in &g.jobs {
             if let Some(t) = jobs[k]
                 .job

@@ -318,6 +318,14 @@ pub struct Job {
     /// Random offsets are multiples of this (`--block-align`); default: the smallest I/O.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub block_align: Option<u64>,
+    /// Sequential access: bytes skipped after each I/O (`--skip`, fio's `rw=read:8k`), so
+    /// the I/Os leave holes between them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skip: Option<u64>,
+    /// Random access: this many I/Os in a row from each random offset, the ones after the
+    /// first following on sequentially (`--random-run`, fio's `rw=randread:N`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub random_run: Option<u64>,
     /// File size; for random access the range offsets are drawn from (vxbench maxfilesize).
     pub file_size: Option<u64>,
     /// I/Os per thread per repetition (vxbench iocount).
@@ -417,6 +425,8 @@ impl Default for Job {
             block_sizes: None,
             bsrange: None,
             block_align: None,
+            skip: None,
+            random_run: None,
             file_size: None,
             io_count: None,
             time_s: None,
@@ -473,6 +483,8 @@ pub(crate) fn dash_safe(p: &std::path::Path) -> PathBuf {
 
 /// Largest single I/O accepted (bigger buffers only waste memory; vxbench tests stop at 2 MB).
 pub(crate) const MAX_BLOCK_SIZE: u64 = 256 << 20;
+/// Largest `--skip` (offsets stay far from overflowing).
+const MAX_SKIP: u64 = 1 << 40;
 
 /// Smallest block `--verify` accepts: the verification header (64 bytes, see
 /// `crate::verify::block`, which takes this value from here) and a little payload.
@@ -669,6 +681,29 @@ impl Job {
         Ok(())
     }
 
+    /// `--skip` leaves holes between sequential I/Os: it needs sequential access, and
+    /// neither --verify (which checks every block of the file) nor --append.
+    fn check_skip(&self) -> Result<(), UsageError> {
+        let Some(skip) = self.skip else {
+            return Ok(());
+        };
+        if skip > MAX_SKIP {
+            return Err(usage!("bad --skip {skip}: at most 1t"));
+        }
+        if self.access.is_random() {
+            return Err(usage!(
+                "--skip {skip} leaves holes between sequential I/Os, and --rw {} is random: use a sequential --rw",
+                self.access.name()
+            ));
+        }
+        if self.verifying() || self.open.append {
+            return Err(usage!(
+                "--skip leaves holes between the I/Os, and --verify and --append cover every block: drop one of them"
+            ));
+        }
+        Ok(())
+    }
+
     /// `--bssplit`, `--block-align` and the trim patterns against what cannot follow them.
     fn check_split_and_trim(&self) -> Result<(), UsageError> {
         if let Some(a) = self.block_align {
@@ -679,6 +714,7 @@ impl Job {
             }
         }
         self.check_size_options()?;
+        self.check_skip()?;
         let mixed = self.mixed_sizes() || self.block_align.is_some();
         if mixed && self.verifying() {
             return Err(usage!(
@@ -751,6 +787,24 @@ impl Job {
                 "--random-map orders random offsets, and --rw {} is sequential: use randread, randwrite or randrw",
                 self.access.name()
             ));
+        }
+        if let Some(n) = self.random_run {
+            if !random {
+                return Err(usage!(
+                    "--random-run {n} draws a random offset every {n} I/Os, and --rw {} is sequential: use randread, randwrite or randrw",
+                    self.access.name()
+                ));
+            }
+            if self.random_map {
+                return Err(usage!(
+                    "--random-run {n} follows each random offset with sequential I/Os, which --random-map would not count: drop one of them"
+                ));
+            }
+            if self.verifying() {
+                return Err(usage!(
+                    "--random-run writes runs over blocks --verify expects once: drop one of them"
+                ));
+            }
         }
         if self.random_map && !self.distribution.is_uniform() {
             return Err(usage!(

@@ -331,6 +331,38 @@ pub(crate) static PARAMS: &[Param] = &[
         show: |j| opt(j.block_align),
     },
     Param {
+        name: "skip",
+        aliases: &[],
+        label: "skip",
+        noun: "skip after each I/O",
+        flag: Some("--skip"),
+        axis: true,
+        toml: "skip",
+        vx: &[],
+        kind: Kind::Size,
+        set: |j, v, c| {
+            j.skip = Some(size(v, c)?).filter(|&s| s > 0);
+            Ok(())
+        },
+        show: |j| opt(j.skip),
+    },
+    Param {
+        name: "random_run",
+        aliases: &[],
+        label: "random run",
+        noun: "I/Os per random offset",
+        flag: Some("--random-run"),
+        axis: true,
+        toml: "random_run",
+        vx: &[],
+        kind: Kind::Count,
+        set: |j, v, c| {
+            j.random_run = Some(size(v, c)?).filter(|&n| n > 1);
+            Ok(())
+        },
+        show: |j| opt(j.random_run),
+    },
+    Param {
         name: "size",
         aliases: &["file_size", "filesize"],
         label: "file size",

@@ -81,6 +81,10 @@ pub(crate) struct Options {
     pub data_seed: Option<u64>,
     /// `--keep`: leave what the run made.
     pub keep: bool,
+    /// The tree's creation and removal are done untimed even when create or remove is
+    /// measured (fio's metadata engines time the items alone).
+    #[serde(default)]
+    pub tree_untimed: bool,
 }
 
 /// A rank's share of the run: which rank, of how many, and the barrier every rank passes
@@ -465,7 +469,13 @@ impl Runner<'_> {
         } else {
             0
         };
-        self.phase(Op::TreeCreate, i, &base, dirs, timed(o.create));
+        self.phase(
+            Op::TreeCreate,
+            i,
+            &base,
+            dirs,
+            timed(o.create && !o.tree_untimed),
+        );
         // Removal: measured when asked for, else done untimed unless the user keeps it all.
         let clean = o.remove || !o.keep;
         if plan.do_dirs {
@@ -495,7 +505,13 @@ impl Runner<'_> {
             }
         }
         if clean {
-            self.phase(Op::TreeRemove, i, &base, dirs, timed(o.remove));
+            self.phase(
+                Op::TreeRemove,
+                i,
+                &base,
+                dirs,
+                timed(o.remove && !o.tree_untimed),
+            );
             if self.failure.is_none() && !self.interrupted {
                 drop(base);
                 match self.io.unlink_at(top.as_raw_fd(), &name, true) {

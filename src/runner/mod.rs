@@ -415,9 +415,10 @@ fn expected_ops(job: &Job, plan: &Plan) -> u64 {
     plan.targets
         .iter()
         .map(|t| {
-            let per_thread = job
-                .io_count
-                .unwrap_or_else(|| (t.size / bs / threads).max(1));
+            let per_thread = job.io_count.unwrap_or_else(|| {
+                let skip = job.skip.filter(|_| !job.access.is_random()).unwrap_or(0);
+                opgen::seq_pass_ios(t.size / threads, bs, skip)
+            });
             per_thread * threads
         })
         .sum::<u64>()

@@ -63,6 +63,14 @@ pub(crate) struct OpGen {
     region_start: u64,
     region_len: u64,
     pos: u64,
+    /// Sequential: bytes skipped after each I/O (`--skip`).
+    skip: u64,
+    /// Random: I/Os per random offset (`--random-run`; 1: every I/O draws one), how many
+    /// of the current run are left, where the next one goes and where the runs must end.
+    run_len: u64,
+    run_left: u64,
+    run_next: u64,
+    run_end: u64,
     /// Random: number of places an I/O can start (or blocks in this rank's part).
     blocks: u64,
     /// A rank's part of a shared target: (base, stride, lane); logical block k is at
@@ -91,6 +99,10 @@ pub(crate) struct GenSpec {
     pub mean_size: f64,
     /// Random offsets are multiples of this (`--block-align`).
     pub block_align: Option<u64>,
+    /// Sequential: bytes skipped after each I/O (`--skip`).
+    pub skip: u64,
+    /// Random: I/Os in a row from each random offset (`--random-run`; 0 or 1: one).
+    pub random_run: u64,
     pub target_size: u64,
     pub threads: u32,
     pub thread: u32,
@@ -140,8 +152,10 @@ impl OpGen {
         let mixed = s.sizes.is_some();
         // A count of one-size I/Os covers that many blocks (a repetition starts the slice
         // again); mixed sizes go on through the whole slice.
+        // With --skip the I/Os are spread over the whole slice.
+        let skip = if s.random { 0 } else { s.skip };
         let slice_blocks = match s.io_count {
-            Some(n) if !mixed => n.min(per_thread),
+            Some(n) if !mixed && skip == 0 => n.min(per_thread),
             _ => per_thread,
         };
         let region_start = ((t * per_thread) % span) * unit;
@@ -163,7 +177,7 @@ impl OpGen {
             }
             // Mixed sizes, sequential: one pass over the slice, however many I/Os it takes.
             None if mixed => None,
-            None => Some(region_len / unit),
+            None => Some(seq_pass_ios(region_len, unit, skip)),
         };
         let passes_left =
             (mixed && !s.random && !s.timed && s.io_count.is_none()).then_some(s.repeats.max(1));
@@ -183,6 +197,15 @@ impl OpGen {
             region_start,
             region_len,
             pos: 0,
+            skip,
+            run_len: if s.random { s.random_run.max(1) } else { 1 },
+            run_left: 0,
+            run_next: 0,
+            // Runs stay inside the target, or inside the part's logical blocks.
+            run_end: match s.part {
+                Some(_) => blocks.saturating_mul(unit),
+                None => s.target_size,
+            },
             blocks,
             part: s
                 .part
@@ -242,7 +265,18 @@ impl OpGen {
             }
         };
         let offset = if self.random {
-            self.picker.next(&mut self.rng, self.blocks) * self.unit
+            if self.run_left > 0 && self.run_next + len as u64 <= self.run_end {
+                // Inside a run: the I/O after the previous one.
+                self.run_left -= 1;
+                let o = self.run_next;
+                self.run_next += len as u64;
+                o
+            } else {
+                let o = self.picker.next(&mut self.rng, self.blocks) * self.unit;
+                self.run_left = self.run_len - 1;
+                self.run_next = o + len as u64;
+                o
+            }
         } else {
             if self.pos + len as u64 > self.region_len && self.pos > 0 {
                 self.pos = 0;
@@ -255,12 +289,15 @@ impl OpGen {
                 }
             }
             let o = self.region_start + self.pos;
-            self.pos += len as u64;
+            self.pos += len as u64 + self.skip;
             o
         };
         let mut offset = match self.part {
             None => offset,
-            Some((base, stride, lane)) => base + ((offset / self.unit) * stride + lane) * self.unit,
+            // The bytes past a unit (a --skip that is not a multiple of it) stay where they are.
+            Some((base, stride, lane)) => {
+                base + ((offset / self.unit) * stride + lane) * self.unit + offset % self.unit
+            }
         };
         if self.sizes.is_some() && offset + len as u64 > self.limit {
             // A slice shorter than the I/O: the last aligned place it fits.
@@ -271,6 +308,16 @@ impl OpGen {
         }
         Some((kind, offset, len))
     }
+}
+
+/// I/Os of `len` bytes one pass over `region` bytes takes when `skip` bytes follow each:
+/// every one that fits (fio's count for `rw=read:SKIP`).
+pub(crate) fn seq_pass_ios(region: u64, len: u64, skip: u64) -> u64 {
+    let len = len.max(1);
+    if region <= len {
+        return 1;
+    }
+    (region - len) / (len + skip) + 1
 }
 
 #[cfg(test)]
@@ -286,6 +333,8 @@ mod tests {
             sizes: None,
             mean_size: 4096.0,
             block_align: None,
+            skip: 0,
+            random_run: 0,
             target_size: 1 << 20,
             threads: 4,
             thread: 1,
@@ -307,6 +356,52 @@ mod tests {
         assert_eq!(offs[0], 64 * 4096);
         assert_eq!(offs[9], 73 * 4096);
         assert_eq!(offs[10], 64 * 4096, "second repetition restarts the slice");
+    }
+
+    #[test]
+    fn sequential_skips_leave_holes_and_a_pass_counts_what_fits() {
+        // fio's rw=read:8k over 64k in 4k I/Os: 0, 12k, ..., 60k.
+        let mut s = spec(false);
+        (s.threads, s.thread, s.io_count, s.repeats) = (1, 0, None, 1);
+        s.target_size = 64 << 10;
+        s.skip = 8192;
+        let mut g = OpGen::new(&s);
+        let offs: Vec<u64> = std::iter::from_fn(|| g.next_op().map(|(_, o, _)| o)).collect();
+        assert_eq!(offs, [0, 12, 24, 36, 48, 60].map(|k| k << 10));
+        // A count beyond one pass starts the file again.
+        s.io_count = Some(8);
+        let mut g = OpGen::new(&s);
+        let offs: Vec<u64> = std::iter::from_fn(|| g.next_op().map(|(_, o, _)| o)).collect();
+        assert_eq!(offs, [0, 12, 24, 36, 48, 60, 0, 12].map(|k| k << 10));
+        assert_eq!(seq_pass_ios(64 << 10, 4096, 0), 16);
+        assert_eq!(seq_pass_ios(64 << 10, 4096, 8192), 6);
+        assert_eq!(seq_pass_ios(2048, 4096, 8192), 1);
+    }
+
+    #[test]
+    fn random_runs_follow_each_random_offset_sequentially() {
+        let mut s = spec(true);
+        (s.threads, s.thread, s.io_count, s.repeats) = (1, 0, Some(400), 1);
+        s.target_size = 64 << 10;
+        s.random_run = 4;
+        let mut g = OpGen::new(&s);
+        let offs: Vec<u64> = std::iter::from_fn(|| g.next_op().map(|(_, o, _)| o / 4096)).collect();
+        assert_eq!(offs.len(), 400);
+        // Every I/O is a new random offset or the block after the one before it, and no run
+        // is longer than 4.
+        let mut run = 1;
+        let mut draws = 0;
+        for w in offs.windows(2) {
+            if w[1] == w[0] + 1 && run < 4 {
+                run += 1;
+            } else {
+                run = 1;
+                draws += 1;
+            }
+            assert!(w[1] < 16);
+        }
+        // About one draw per run of 4 (more where runs meet the end of the file).
+        assert!((95..=150).contains(&draws), "{draws}");
     }
 
     #[test]
@@ -348,7 +443,7 @@ mod tests {
             for t in 0..threads {
                 let mut g = OpGen::new(&GenSpec { random, mix: Mix::ReadPct(pct), block_size: 4096,
                     sizes: Some(SizeTable::new(&split)), mean_size: 16384.0,
-                    block_align: align_k.map(|a| a * 1024), target_size: size, threads, thread: t,
+                    block_align: align_k.map(|a| a * 1024), skip: 0, random_run: 0, target_size: size, threads, thread: t,
                     io_count: count, repeats: 1, timed: false, seed, part: None,
                     distribution: Default::default(), random_map: false });
                 let mut n = 0;
@@ -373,7 +468,7 @@ mod tests {
             let size = (size_k * 1024).max(bs);
             for t in 0..threads {
                 let mut g = OpGen::new(&GenSpec { random, mix: Mix::ReadPct(pct), block_size: bs, sizes: None,
-                    mean_size: bs as f64, block_align: None, target_size: size,
+                    mean_size: bs as f64, block_align: None, skip: 0, random_run: 0, target_size: size,
                     threads, thread: t, io_count: count, repeats: 1, timed: false, seed, part: None,
                     distribution: Default::default(), random_map: false });
                 let mut n = 0;

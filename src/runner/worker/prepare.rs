@@ -323,6 +323,8 @@ impl Core {
             sizes: job.size_table(),
             mean_size: job.mean_io_size(),
             block_align: job.block_align,
+            skip: job.skip.unwrap_or(0),
+            random_run: job.random_run.unwrap_or(1),
             target_size,
             threads: job.threads,
             thread,
