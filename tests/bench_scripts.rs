@@ -521,7 +521,7 @@ fn vs_filebench_gives_no_ratio_when_a_flowop_is_missing_on_one_side() {
                 .map(|n| {
                     let bytes = if *n == "read1" { 8192 * 5000 } else { 0 };
                     format!(
-                        r#"{{"name": "{n}", "run": 1, "stats": {{"ops": 5000, "bytes": {bytes}}}}}"#
+                        r#"{{"name": "{n}", "run": 1, "stats": {{"ops": 5000, "bytes": {bytes}, "lat_ns": {{"mean": 2000000.0}}}}}}"#
                     )
                 })
                 .collect();
@@ -567,6 +567,13 @@ fn vs_filebench_gives_no_ratio_when_a_flowop_is_missing_on_one_side() {
         verdict.contains("ops/s fsbench/filebench median") && verdict.contains("6 pairs"),
         "{same}"
     );
+    // Each flowop's mean ms per op for both tools: fsbench's from its latency, Filebench's
+    // as it printed it.
+    let read = same
+        .lines()
+        .find(|l| l.trim_start().starts_with("read1 "))
+        .unwrap_or_else(|| panic!("{same}"));
+    assert!(read.trim_end().ends_with("2.000    1.000"), "{read}");
     let missing = run(&["read1"]);
     let verdict = missing
         .lines()
@@ -578,6 +585,42 @@ fn vs_filebench_gives_no_ratio_when_a_flowop_is_missing_on_one_side() {
         "{missing}"
     );
     assert!(!verdict.contains("median"), "{missing}");
+}
+
+/// vs-filebench.sh refuses a FRESH_FS it cannot make, and a directory it would mount over
+/// that is not empty, in one line and before running anything.
+#[test]
+fn vs_filebench_refuses_a_fresh_file_system_it_cannot_make_safely() {
+    let sb = Sandbox::new();
+    let dir = sb.file("dir");
+    std::fs::create_dir(&dir).unwrap();
+    let refuse = |fresh: &str| -> (i32, String) {
+        let out = Command::new("bash")
+            .arg(bench("vs-filebench.sh"))
+            .arg(&dir)
+            .env("FILEBENCH", "/bin/true")
+            .env("FILEBENCH_WORKLOADS", sb.path())
+            .env("FSBENCH", "/bin/true")
+            .env("OUT", sb.file("out"))
+            .env("FRESH_FS", fresh)
+            .output()
+            .expect("bash runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, err) = refuse("zfs");
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("FRESH_FS=zfs: accepted are ext4 and xfs"),
+        "{err}"
+    );
+    std::fs::write(dir.join("precious"), b"x").unwrap();
+    let (code, err) = refuse("ext4");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("must be an empty directory"), "{err}");
+    assert_eq!(std::fs::read(dir.join("precious")).unwrap(), b"x");
 }
 
 /// Reads per null run: enough for the CPU time of fsbench's run (about 35 ns each) to span
