@@ -38,6 +38,14 @@ pub(crate) struct JobFlags {
     /// system calls, CPU time and intervals start when it ends, and the Result says so.
     #[arg(long, value_name = "DUR", help_heading = WHAT)]
     pub ramp: Option<String>,
+    /// Warm up until each thread has moved SIZE bytes (64m), left out of the Result
+    ///
+    /// Bytes read, written and trimmed count; the warm-up ends with the I/O that completes
+    /// the thread's SIZE-th byte, and --time counts after it. A run bounded by --count or
+    /// --size does its warm-up within that count, so its Result holds SIZE bytes less per
+    /// thread. Not with --ramp or --steady-state.
+    #[arg(long = "ramp-bytes", value_name = "SIZE", help_heading = WHAT)]
+    pub ramp_bytes: Option<String>,
     /// Which blocks random I/O favours: uniform, zipf:T, pareto:H, normal:S%, zoned
     /// [default: uniform]
     ///
@@ -168,6 +176,7 @@ impl JobFlags {
             ("nrep", n(self.nrep.map(u64::from))),
             ("seed", n(self.seed)),
             ("ramp", self.ramp.clone()),
+            ("ramp_bytes", self.ramp_bytes.clone()),
             ("steady_state", self.steady_state.clone()),
             ("steady_state_max", self.steady_state_max.clone()),
             ("distribution", self.distribution.clone()),
@@ -255,6 +264,7 @@ impl JobFlags {
             no_invalidate: true,
             verify: true,
             ramp: Some(String::new()),
+            ramp_bytes: Some(String::new()),
             distribution: Some(String::new()),
             bssplit: Some(String::new()),
             bsrange: Some(String::new()),
@@ -278,7 +288,7 @@ mod tests {
     #[test]
     fn every_flag_names_a_table_parameter() {
         let names = JobFlags::names();
-        assert_eq!(names.len(), 37);
+        assert_eq!(names.len(), 38);
         for n in names {
             let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
             assert!(p.flag.is_some(), "{n} has no run flag in the table");

@@ -328,6 +328,10 @@ pub struct Job {
     /// ramp_time); `time_s` counts after it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ramp_s: Option<f64>,
+    /// Each worker's first this many bytes moved (read, written or trimmed) run as a
+    /// warm-up left out of the Result (`--ramp-bytes`); `time_s` counts after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_bytes: Option<u64>,
     /// End the run once its rate has settled (`--steady-state`, fio's steadystate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steady_state: Option<steady::SteadyState>,
@@ -421,6 +425,7 @@ impl Default for Job {
             io_count: None,
             time_s: None,
             ramp_s: None,
+            ramp_bytes: None,
             steady_state: None,
             steady_state_max_s: None,
             cpus: Vec::new(),
@@ -937,11 +942,43 @@ impl Job {
         if self.io_count == Some(0) {
             return Err(usage!("bad I/O count 0: must be at least 1"));
         }
+        self.check_ramp_bytes()?;
         self.check_steady()
     }
 
     /// `--steady-state` needs a longest time, and the observer's stop reaches worker
     /// threads only.
+    /// `--ramp-bytes`: one warm-up only, and one that leaves something to measure.
+    fn check_ramp_bytes(&self) -> Result<(), UsageError> {
+        let Some(b) = self.ramp_bytes.filter(|b| *b > 0) else {
+            return Ok(());
+        };
+        if self.ramp_s.is_some_and(|r| r > 0.0) {
+            return Err(usage!(
+                "--ramp-bytes {b} with --ramp: a warm-up ends after a time or after some bytes, give one of them"
+            ));
+        }
+        if self.steady_state.is_some() {
+            return Err(usage!(
+                "--ramp-bytes {b} with --steady-state: the watch starts after a timed warm-up, use --ramp DUR"
+            ));
+        }
+        // A run bounded by its count: the warm-up must end before the thread's last I/O.
+        if let (Some(n), None) = (self.io_count, self.time_s) {
+            let total = n
+                .saturating_mul(self.repeats.max(1) as u64)
+                .saturating_mul(self.min_io_size());
+            if b >= total {
+                return Err(usage!(
+                    "--ramp-bytes {b} covers all of each thread's I/O ({n} I/Os of at least {} bytes{}): nothing would be measured; give less than {total} bytes",
+                    self.min_io_size(),
+                    if self.repeats > 1 { format!(", {} times", self.repeats) } else { String::new() }
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn check_steady(&self) -> Result<(), UsageError> {
         if let Some(m) = self.steady_state_max_s {
             if self.steady_state.is_none() {

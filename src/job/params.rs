@@ -463,6 +463,22 @@ pub(crate) static PARAMS: &[Param] = &[
         show: |j| opt(j.ramp_s),
     },
     Param {
+        name: "ramp_bytes",
+        aliases: &[],
+        label: "warm-up bytes",
+        noun: "warm-up size",
+        flag: Some("--ramp-bytes"),
+        axis: true,
+        toml: "ramp_bytes",
+        vx: &[],
+        kind: Kind::Bytes,
+        set: |j, v, c| {
+            j.ramp_bytes = Some(size(v, c)?);
+            Ok(())
+        },
+        show: |j| opt(j.ramp_bytes),
+    },
+    Param {
         name: "steady_state",
         aliases: &["steadystate", "ss"],
         label: "steady state",

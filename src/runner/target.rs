@@ -210,9 +210,11 @@ fn null_plan(job: &Job) -> Result<Plan> {
     Ok(Plan {
         targets,
         cache: job.cache,
-        notes: vec![
+        notes: std::iter::once(
             "engine null: every I/O completed at once without a system call; the targets were not opened".into(),
-        ],
+        )
+        .chain(ramp_note(job))
+        .collect(),
         part: None,
     })
 }
@@ -312,12 +314,18 @@ fn prepare_into(
 
 /// What `--ramp` left out, said in the Result so that its figures are read for what they are.
 fn ramp_note(job: &Job) -> Option<String> {
-    let r = job.ramp_s.filter(|r| *r > 0.0)?;
     let counted = if job.io_count.is_some() || job.time_s.is_none() {
         "; the warm-up's I/Os count toward the I/O count"
     } else {
         ""
     };
+    if let Some(b) = job.ramp_bytes.filter(|b| *b > 0) {
+        return Some(format!(
+            "warm-up: each thread's first {} moved ({b} bytes, up to the I/O that moved the last of them; --ramp-bytes) ran but is left out of these figures{counted}",
+            crate::units::format_size_exact(b)
+        ));
+    }
+    let r = job.ramp_s.filter(|r| *r > 0.0)?;
     Some(format!(
         "warm-up: the first {} of each thread's I/O ran but is left out of these figures{counted}",
         if r < 1.0 {

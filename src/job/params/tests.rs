@@ -5,7 +5,7 @@ use proptest::prelude::*;
 fn sample(p: &Param) -> &'static str {
     match p.name {
         "rw" => "randrw",
-        "bs" | "size" | "extsize" | "reserve" | "truncup" | "rate_bytes" => "65536",
+        "bs" | "size" | "extsize" | "reserve" | "truncup" | "rate_bytes" | "ramp_bytes" => "65536",
         "cache" => "discovered=131072",
         "engine" => "uring",
         "qd" => "16",

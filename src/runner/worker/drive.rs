@@ -101,6 +101,8 @@ impl Core {
         // pair is ~20 ns apart, so every record of this worker is shifted by at most that).
         let trace_base = trace.as_ref().map(|_| (Instant::now(), clock.now_ns()));
         let (mut ramp_end, mut deadline) = self.window(t0);
+        // --ramp-bytes: what is left of the warm-up (0: none, or over).
+        let mut ramp_left = self.ramp_bytes;
         if let Some(p) = pacer.as_mut() {
             p.start(t0);
         }
@@ -308,6 +310,16 @@ impl Core {
                 if let Some(t) = think.as_mut() {
                     t.count();
                 }
+                if ramp_left > 0 {
+                    ramp_left = ramp_left.saturating_sub(c.result as u64);
+                    if ramp_left == 0 {
+                        // This I/O moved the warm-up's last byte: the ones after it count.
+                        self.end_warm_up(&mut stats, &mut sys, pacer.is_some());
+                        (t0, usage0) = (now, cpu::thread_usage());
+                        deadline = self.deadline_from(now);
+                        next_event = roll.restart(now);
+                    }
+                }
             }
             done.clear();
             if let Some(t) = think.as_mut() {
@@ -347,6 +359,11 @@ impl Core {
                 issuing = false;
                 halted = true;
             }
+        }
+        if ramp_left > 0 {
+            // Ended inside a --ramp-bytes warm-up: nothing was measured.
+            self.end_warm_up(&mut stats, &mut sys, pacer.is_some());
+            (t0, usage0) = (now, cpu::thread_usage());
         }
         let mut out = self.finish::<E, VERIFY>(
             engine, stats, failure, sys, usage0, t0, trace, checker, interrupt,

@@ -347,6 +347,7 @@ impl Core {
                 .ramp_s
                 .filter(|r| *r > 0.0)
                 .and_then(|r| Duration::try_from_secs_f64(r).ok()),
+            ramp_bytes: job.ramp_bytes.unwrap_or(0),
             think: job.think.map(super::think::Thinker::new),
             sys,
             pacer: Pacer::for_worker(job, user as u64 * job.threads as u64 + thread as u64),
