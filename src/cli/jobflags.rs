@@ -93,6 +93,17 @@ pub(crate) struct JobFlags {
     /// PCT % of written blocks repeat an earlier block (measured after the run)
     #[arg(long, value_name = "PCT", help_heading = HOW)]
     pub dedupe: Option<String>,
+    /// Where --dedupe's repeated blocks come from: repeat, working-set [default: repeat]
+    ///
+    /// repeat: a few blocks shared by every thread, written again and again. working-set: a
+    /// set of distinct blocks, --dedupe-working-set % of the file's blocks, taken in turn;
+    /// its first copies are unique, so the writes drawn from it are PCT % plus the set's
+    /// share, and one pass over the file holds PCT % duplicates.
+    #[arg(long = "dedupe-mode", value_name = "MODE", help_heading = HOW)]
+    pub dedupe_mode: Option<String>,
+    /// With --dedupe-mode working-set: the set's share of the file's blocks, 1-100 [default: 5]
+    #[arg(long = "dedupe-working-set", value_name = "PCT", help_heading = HOW)]
+    pub dedupe_working_set: Option<String>,
     /// Pause each thread for DUR after every BLOCKS of its I/Os [default BLOCKS: 1]
     ///
     /// Like an application that computes between requests: the pause is not part of any
@@ -186,6 +197,8 @@ impl JobFlags {
             ("buffer_pattern", self.buffer_pattern.clone()),
             ("buffer_compress", self.buffer_compress.clone()),
             ("dedupe", self.dedupe.clone()),
+            ("dedupe_mode", self.dedupe_mode.clone()),
+            ("dedupe_working_set", self.dedupe_working_set.clone()),
             ("think", self.think.clone()),
             ("processes", self.processes.clone()),
             ("advise", self.advise.clone()),
@@ -273,6 +286,8 @@ impl JobFlags {
             buffer_pattern: Some(String::new()),
             buffer_compress: Some(String::new()),
             dedupe: Some(String::new()),
+            dedupe_mode: Some(String::new()),
+            dedupe_working_set: Some(String::new()),
         };
         all.settings().into_iter().map(|(n, _)| n).collect()
     }
@@ -288,7 +303,7 @@ mod tests {
     #[test]
     fn every_flag_names_a_table_parameter() {
         let names = JobFlags::names();
-        assert_eq!(names.len(), 38);
+        assert_eq!(names.len(), 40);
         for n in names {
             let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
             assert!(p.flag.is_some(), "{n} has no run flag in the table");

@@ -12,7 +12,7 @@ use crate::error::UsageError;
 use crate::usage;
 pub(crate) use cache::{CachePolicy, Route};
 use serde::{Deserialize, Serialize};
-pub(crate) use shape::{BufferPattern, Distribution};
+pub(crate) use shape::{BufferPattern, DedupeMode, Distribution};
 pub(crate) use split::{BsDirs, BsRange, BsSplit};
 use std::path::PathBuf;
 pub(crate) use think::Think;
@@ -406,6 +406,13 @@ pub struct Job {
     /// This percentage of written blocks repeat an earlier block (fio's dedupe_percentage).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dedupe: Option<u8>,
+    /// Where the repeated blocks come from (`--dedupe-mode`, fio's dedupe_mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe_mode: Option<DedupeMode>,
+    /// With the working-set mode: the working set's share of the file's blocks, in percent
+    /// (`--dedupe-working-set`, fio's dedupe_working_set_percentage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe_working_set: Option<u8>,
 }
 
 impl Default for Job {
@@ -458,6 +465,8 @@ impl Default for Job {
             buffer_pattern: None,
             buffer_compress: None,
             dedupe: None,
+            dedupe_mode: None,
+            dedupe_working_set: None,
         }
     }
 }
@@ -771,6 +780,7 @@ impl Job {
                 return Err(usage!("bad {what} {}: must be 0 to 100", v.unwrap_or(0)));
             }
         }
+        self.check_dedupe_mode()?;
         if !self.shapes_data() {
             return Ok(());
         }
@@ -803,6 +813,43 @@ impl Job {
             ));
         }
         Ok(())
+    }
+
+    /// `--dedupe-mode` and `--dedupe-working-set`: with `--dedupe`, and a working set that
+    /// leaves room for the unique blocks.
+    fn check_dedupe_mode(&self) -> Result<(), UsageError> {
+        if let Some(w) = self.dedupe_working_set {
+            if !(1..=100).contains(&w) {
+                return Err(usage!("bad --dedupe-working-set {w}: must be 1 to 100"));
+            }
+            if self.dedupe_mode != Some(DedupeMode::WorkingSet) {
+                return Err(usage!(
+                    "--dedupe-working-set {w} sizes the working set of --dedupe-mode working-set: add --dedupe-mode working-set"
+                ));
+            }
+        }
+        let Some(mode) = self.dedupe_mode else {
+            return Ok(());
+        };
+        let Some(pct) = self.dedupe else {
+            return Err(usage!(
+                "--dedupe-mode {} says where --dedupe's repeated blocks come from: add --dedupe PCT",
+                mode.name()
+            ));
+        };
+        let ws = self.working_set_pct();
+        if mode == DedupeMode::WorkingSet && pct > 0 && pct as u16 + ws as u16 > 100 {
+            return Err(usage!(
+                "--dedupe {pct} with a working set of {ws} %: the working set's first copies are unique blocks too, so the two may add up to at most 100"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The working set's share of the file's blocks (`--dedupe-working-set`, 5 when not given).
+    pub fn working_set_pct(&self) -> u8 {
+        self.dedupe_working_set
+            .unwrap_or(shape::DEFAULT_WORKING_SET_PCT)
     }
 
     /// The null engine opens nothing: options that act on the target are refused, and the

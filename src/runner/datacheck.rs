@@ -54,6 +54,9 @@ pub(crate) fn probe(job: &Job, plan: &Plan, held: &[Held]) -> Value {
     let asked = json!({
         "compress_saved_pct": job.buffer_compress,
         "dedupe_pct": job.dedupe,
+        "dedupe_mode": job.dedupe.map(|_| job.dedupe_mode.unwrap_or_default().name()),
+        "dedupe_working_set_pct": (job.dedupe_mode == Some(crate::job::DedupeMode::WorkingSet))
+            .then(|| job.working_set_pct()),
         "buffer_pattern": job.buffer_pattern.as_ref().map(|p| p.spec()),
     });
     match sample(&sources, bs) {

@@ -738,7 +738,12 @@ fn lay_out(
     // With shaped data (`--buffer-compress`, `--dedupe`, `--buffer-pattern`) the layout is
     // made of the same blocks as the writes, so the blocks a random run never writes hold
     // what was asked too; whole blocks, so a buffer of at least one.
-    let mut fill = crate::engine::shaped::DataFill::for_job(job, seed);
+    let place = crate::engine::shaped::FillPlace {
+        file_size: to,
+        thread: 0,
+        threads: 1,
+    };
+    let mut fill = crate::engine::shaped::DataFill::for_job(job, seed, place);
     let bs = job.io_size().max(1) as usize;
     let len = if fill.is_some() {
         bs.max(1 << 20)

@@ -34,6 +34,8 @@ fn sample(p: &Param) -> &'static str {
         "block_align" => "65536",
         "buffer_compress" => "50",
         "dedupe" => "30",
+        "dedupe_mode" => "working-set",
+        "dedupe_working_set" => "10",
         "buffer_pattern" => "0xdeadbeef",
         _ if p.kind == Kind::Bool => "true",
         other => panic!("no sample value for {other}"),

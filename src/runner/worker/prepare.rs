@@ -90,9 +90,15 @@ impl Worker {
             size: t.size,
         }];
         let mut engine = engine::build(job, handles, pool).map_err(|e| fail(format!("{e:#}")))?;
-        if let Some(fill) =
-            engine::shaped::DataFill::for_job(job, thread_seed(job.seed, user, thread))
-        {
+        if let Some(fill) = engine::shaped::DataFill::for_job(
+            job,
+            thread_seed(job.seed, user, thread),
+            engine::shaped::FillPlace {
+                file_size: t.size,
+                thread,
+                threads: job.threads,
+            },
+        ) {
             engine = engine.shaped(fill);
         }
         let checker = match shared {
