@@ -271,10 +271,6 @@ fn bad_data_options_are_refused_in_one_line() {
             "writes nothing",
         ),
         (
-            "run --rw write --bs 4k --size 1m --verify --dedupe 20 f",
-            "--verify",
-        ),
-        (
             "run --rw write --bs 4k --size 1m --buffer-pattern zero --dedupe 20 f",
             "--dedupe",
         ),

@@ -80,8 +80,9 @@ pub(crate) struct JobFlags {
     pub random_map: bool,
     /// Bytes of every write, made anew for it: zero, random, or 0xHEX repeated
     ///
-    /// The data options take writes, and not --verify: its blocks are self-describing from
-    /// end to end (64-byte header, 8-byte stamp per 512-byte sector, derived payload).
+    /// The data options take writes. With --verify each block keeps its 64-byte verify
+    /// header (checked by the CRC32C it carries) and the shape fills the rest of the block;
+    /// the Result measures the shape with the header counted.
     /// [default: random bytes made once per buffer]
     #[arg(long = "buffer-pattern", value_name = "zero|random|0xHEX", help_heading = HOW)]
     pub buffer_pattern: Option<String>,

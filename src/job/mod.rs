@@ -790,11 +790,6 @@ impl Job {
                 self.access.name()
             ));
         }
-        if self.verifying() {
-            return Err(usage!(
-                "--verify writes self-describing blocks (a 64-byte header, an 8-byte stamp per 512-byte sector, every other byte derived from them): no byte is left for --buffer-pattern, --buffer-compress or --dedupe; drop one of them"
-            ));
-        }
         if self.engine == EngineKind::Null {
             return Err(usage!(
                 "--engine null writes nothing, so --buffer-pattern, --buffer-compress and --dedupe have no data to shape"

@@ -304,12 +304,26 @@ fn prepare_into(
         notes.extend(targets.iter().filter_map(|t| shared_blocks_note(job, t)));
     }
     notes.extend(ramp_note(job));
+    notes.extend(verify_shape_note(job));
     Ok(Plan {
         targets,
         cache,
         notes,
         part,
     })
+}
+
+/// `--verify` with a data shape: how much of each block the header takes, and what the
+/// check can then say.
+fn verify_shape_note(job: &Job) -> Option<String> {
+    if !(job.verifying() && job.shapes_data()) {
+        return None;
+    }
+    let header = crate::verify::block::HEADER_BYTES as u64;
+    Some(format!(
+        "verify with a data shape: each block's first {header} bytes are its verify header (identity, generation, CRC32C of the block), the shape fills the other {} bytes; a changed or torn block is found by its CRC, without naming the changed byte",
+        job.block_size.saturating_sub(header)
+    ))
 }
 
 /// What `--ramp` left out, said in the Result so that its figures are read for what they are.

@@ -90,7 +90,7 @@ impl Worker {
             size: t.size,
         }];
         let mut engine = engine::build(job, handles, pool).map_err(|e| fail(format!("{e:#}")))?;
-        if let Some(fill) = engine::shaped::DataFill::for_job(
+        let fill = engine::shaped::DataFill::for_job(
             job,
             thread_seed(job.seed, user, thread),
             engine::shaped::FillPlace {
@@ -98,10 +98,8 @@ impl Worker {
                 thread,
                 threads: job.threads,
             },
-        ) {
-            engine = engine.shaped(fill);
-        }
-        let checker = match shared {
+        );
+        let mut checker = match shared {
             Some(s) => Some(Box::new(
                 verify::Checker::new(
                     job,
@@ -116,6 +114,13 @@ impl Worker {
             )),
             None => None,
         };
+        // With --verify the checker shapes what follows each block's header (the header
+        // goes on last, with the CRC of the bytes); without it the engine shapes the writes.
+        match (fill, checker.as_mut()) {
+            (Some(f), Some(c)) => c.shape_with(f),
+            (Some(f), None) => engine = engine.shaped(f),
+            (None, _) => {}
+        }
         let mut core = Core::new(
             job,
             t.size,
