@@ -409,6 +409,21 @@ fn the_warm_up_by_bytes_is_left_out_exactly() {
         let notes = v["notes"].to_string();
         assert!(notes.contains("warm-up") && notes.contains("--ramp-bytes"), "{notes}");
     }
+    // --time counts after a warm-up by bytes, however long it takes (here 4 GiB of 4 KiB
+    // cached reads: longer than the 0.3 s measured).
+    let t = std::time::Instant::now();
+    let v = sb.run_json(&words(
+        "run --rw randread --bs 4k --size 4m --time 0.3s --ramp-bytes 4g f",
+    ));
+    let wall = t.elapsed().as_secs_f64();
+    let e = v["total"]["elapsed_s"].as_f64().unwrap();
+    assert!((0.25..1.0).contains(&e), "elapsed {e}");
+    assert!(
+        v["total"]["read_ops"].as_u64().unwrap() > 100,
+        "{}",
+        v["total"]
+    );
+    assert!(wall > e + 0.3, "the warm-up ran first: {wall} s in all");
     // A job file's ramp_bytes, and a sweep axis.
     std::fs::write(
         sb.file("j.toml"),

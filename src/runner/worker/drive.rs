@@ -376,6 +376,11 @@ impl Core {
     /// (`--ramp`) ends, and its deadline (`--time` counts after the warm-up).
     pub(super) fn window(&self, t0: u64) -> (Option<u64>, Option<u64>) {
         let ramp_end = self.ramp.map(|d| t0.saturating_add(nanos(d)));
+        if self.ramp_bytes > 0 {
+            // A warm-up by bytes (`--ramp-bytes`) has no end time: the deadline is set
+            // when its last byte has moved.
+            return (ramp_end, None);
+        }
         (ramp_end, self.deadline_from(ramp_end.unwrap_or(t0)))
     }
 
