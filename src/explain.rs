@@ -267,21 +267,48 @@ fn data_shape(r: &RunFacts, out: &mut Vec<Explanation>) {
     let Some(p) = r.probes.get("data") else {
         return;
     };
-    for (key, what) in [
-        ("compress_saved_pct", "compressible"),
-        ("dedupe_pct", "duplicate"),
+    // With --verify each block starts with its header: compression is judged against what
+    // the rest of the block can deliver, duplicates over the bytes after the header (the
+    // header makes every whole block unique).
+    let header = p["asked"]["verify_header_bytes"].as_u64();
+    let deliverable = p["asked"]["deliverable_compress_saved_pct"].as_f64();
+    for (key, measured_key, what) in [
+        ("compress_saved_pct", "compress_saved_pct", "compressible"),
+        (
+            "dedupe_pct",
+            if header.is_some() {
+                "dedupe_after_header_pct"
+            } else {
+                "dedupe_pct"
+            },
+            "duplicate",
+        ),
     ] {
-        let (Some(asked), Some(got)) = (p["asked"][key].as_f64(), p["measured"][key].as_f64())
-        else {
+        let (Some(mut asked), Some(got)) = (
+            p["asked"][key].as_f64(),
+            p["measured"][measured_key].as_f64(),
+        ) else {
             continue;
         };
+        if key == "compress_saved_pct" {
+            asked = deliverable.unwrap_or(asked);
+        }
         if (asked - got).abs() <= DATA_SHAPE_TOLERANCE_PCT {
             continue;
         }
+        let scope = match header {
+            Some(h) if key == "dedupe_pct" => {
+                format!(" (counting each block's bytes after its {h}-byte verify header)")
+            }
+            Some(h) => {
+                format!(" (what the bytes after each block's {h}-byte verify header can deliver)")
+            }
+            None => String::new(),
+        };
         out.push(finding(
             "data_shape",
             format!(
-                "asked for {asked:.0} % {what} data, the written file holds {got:.1} % (a sample of {} blocks read back): storage that compresses or dedupes saw other data than asked; the blocks of an existing file that the run did not write count as they are",
+                "asked for {asked:.0} % {what} data{scope}, the written file holds {got:.1} % (a sample of {} blocks read back): storage that compresses or dedupes saw other data than asked; the blocks of an existing file that the run did not write count as they are",
                 p["measured"]["sampled_blocks"].as_u64().unwrap_or(0)
             ),
             json!({ "key": key, "asked": asked, "measured": got, "tolerance_points": DATA_SHAPE_TOLERANCE_PCT }),

@@ -123,6 +123,103 @@ fn compress_and_dedupe_are_delivered_and_measured() {
     assert!(text.contains("asked for 80 % compressible data"), "{text}");
 }
 
+/// The file's blocks of `bs` bytes: the share that duplicates an earlier one, and how many
+/// distinct blocks occur more than once.
+fn duplicates(path: &std::path::Path, bs: usize) -> (f64, usize) {
+    let bytes = std::fs::read(path).unwrap();
+    let mut counts: HashMap<&[u8], u32> = HashMap::new();
+    for b in bytes.chunks(bs) {
+        *counts.entry(b).or_insert(0) += 1;
+    }
+    let blocks = bytes.len() / bs;
+    let dup = (blocks - counts.len()) as f64 * 100.0 / blocks as f64;
+    (dup, counts.values().filter(|&&n| n > 1).count())
+}
+
+/// `--dedupe-mode working-set`: the file holds the asked share of duplicate blocks (hashed
+/// here, and measured by the run), every repeated block is one of the working set's, and
+/// the set is larger than `repeat`'s few blocks; `fsbench fio` takes fio's options for it.
+#[test]
+fn dedupe_working_set_delivers_the_share_from_the_set() {
+    let sb = Sandbox::new();
+    // 2048 blocks of 4 KiB over 2 threads; a working set of 10 % = 204 blocks.
+    let v = sb.run_json(&words(
+        "run --rw write --bs 4k --size 8m --threads 2 --dedupe 40 --dedupe-mode working-set --dedupe-working-set 10 --keep w",
+    ));
+    let (dup, repeated) = duplicates(&sb.file("w"), 4096);
+    assert!((35.0..=45.0).contains(&dup), "duplicates {dup} %");
+    assert!(
+        repeated <= 204,
+        "{repeated} blocks repeat; the working set holds 204"
+    );
+    assert!(
+        repeated > 100,
+        "only {repeated} blocks repeat: not a working set"
+    );
+    let (_, measured) = data_probe(&v);
+    assert!((35.0..=45.0).contains(&measured), "measured {measured}");
+    let asked = &v["probes"]["data"]["asked"];
+    assert_eq!(asked["dedupe_mode"], "working-set");
+    assert_eq!(asked["dedupe_working_set_pct"], 10);
+    // repeat mode repeats a few blocks only.
+    sb.run_json(&words(
+        "run --rw write --bs 4k --size 8m --dedupe 40 --dedupe-mode repeat --keep r",
+    ));
+    let (dup, repeated) = duplicates(&sb.file("r"), 4096);
+    assert!((35.0..=45.0).contains(&dup), "duplicates {dup} %");
+    assert!(repeated <= 4, "{repeated}");
+    // fio's spelling.
+    std::fs::write(
+        sb.file("d.fio"),
+        "[ws]\nfilename=${FIO_DIR}/fw\nrw=write\nbs=4k\nsize=4m\ndedupe_percentage=30\ndedupe_mode=working_set\ndedupe_working_set_percentage=20\n",
+    )
+    .unwrap();
+    let out = sb.file("fio.json");
+    let o = sb
+        .cmd(&[
+            "fio",
+            sb.file("d.fio").to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+        ])
+        .env("FIO_DIR", sb.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let v = if v.is_array() { v[0].clone() } else { v };
+    assert_eq!(v["job"]["dedupe_mode"], "working-set");
+    assert_eq!(v["job"]["dedupe_working_set"], 20);
+    let (_, measured) = data_probe(&v);
+    assert!((25.0..=35.0).contains(&measured), "measured {measured}");
+    for (line, says) in [
+        (
+            "run --rw write --bs 4k --size 1m --dedupe 40 --dedupe-mode working-set --dedupe-working-set 70 f",
+            "at most 100",
+        ),
+        (
+            "run --rw write --bs 4k --size 1m --dedupe 40 --dedupe-working-set 10 f",
+            "--dedupe-mode working-set",
+        ),
+        (
+            "run --rw write --bs 4k --size 1m --dedupe-mode working-set f",
+            "--dedupe PCT",
+        ),
+        (
+            "run --rw write --bs 4k --size 1m --dedupe 20 --dedupe-mode sometimes f",
+            "repeat or working-set",
+        ),
+        (
+            "run --rw write --bs 4k --size 1m --dedupe 20 --dedupe-mode working-set --dedupe-working-set 0 f",
+            "--dedupe-working-set",
+        ),
+    ] {
+        let err = refused(&sb, line);
+        assert!(err.contains(says), "{line}: {err}");
+    }
+}
+
 #[test]
 fn buffer_pattern_zero_and_hex_fill_the_file() {
     let sb = Sandbox::new();
@@ -172,10 +269,6 @@ fn bad_data_options_are_refused_in_one_line() {
         (
             "run --rw read --bs 4k --size 1m --buffer-compress 50 f",
             "writes nothing",
-        ),
-        (
-            "run --rw write --bs 4k --size 1m --verify --dedupe 20 f",
-            "--verify",
         ),
         (
             "run --rw write --bs 4k --size 1m --buffer-pattern zero --dedupe 20 f",

@@ -646,3 +646,42 @@ fn a_warm_up_is_replayed_but_left_out_of_the_result() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("--ramp"), "{err}");
 }
+
+/// `--ramp-bytes`: each replay thread's first SIZE bytes moved are replayed but left out:
+/// of 2 threads x 40 reads of 4 KiB, 40 KiB per thread is 10 reads each, so 60 are counted;
+/// beside --ramp, or a bad size, is one usage line.
+#[test]
+fn a_warm_up_by_bytes_is_replayed_but_left_out_of_the_result() {
+    let sb = Sandbox::new();
+    reads(&sb, "r.csv", 2, 40, 1_000);
+    run_ok(
+        &sb,
+        &[
+            "replay",
+            "r.csv",
+            "--ramp-bytes",
+            "40k",
+            "--output",
+            "ramped.json",
+        ],
+    );
+    let ramped = json(&sb.file("ramped.json"));
+    assert_eq!(ramped["total"]["read_ops"], 60, "{}", ramped["total"]);
+    assert_eq!(ramped["total"]["read_bytes"], 60 * 4096);
+    assert_eq!(ramped["total"]["syscalls"]["read"], 60);
+    let notes = ramped["notes"].to_string();
+    assert!(
+        notes.contains("a warm-up of 40960 bytes per thread (--ramp-bytes) was left out"),
+        "{notes}"
+    );
+    for bad in [
+        vec!["replay", "r.csv", "--ramp-bytes", "lots"],
+        vec!["replay", "r.csv", "--ramp-bytes", "4k", "--ramp", "1s"],
+    ] {
+        let out = sb.cmd(&bad).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains("--ramp-bytes"), "{err}");
+    }
+}

@@ -372,3 +372,90 @@ fn the_warm_up_is_left_out_of_the_result() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// `--ramp-bytes`: each thread's first SIZE bytes moved run but are left out, exactly: a
+/// count-bound or one-pass run's Result holds SIZE bytes less per thread, on the inline loop
+/// and on a queue-depth loop, threads or processes; job files and sweep axes take it; a bad
+/// value, one beside --ramp, or one that leaves nothing to measure is one line and exit 2.
+#[test]
+fn the_warm_up_by_bytes_is_left_out_exactly() {
+    let sb = Sandbox::new();
+    let bytes = |v: &serde_json::Value| {
+        let t = &v["total"];
+        ["read_bytes", "write_bytes", "trim_bytes"]
+            .iter()
+            .map(|k| t[k].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    for (cmd, moved) in [
+        (
+            "run --rw write --bs 4k --count 100 --threads 2 --ramp-bytes 40k f",
+            2 * 100 * 4096,
+        ),
+        (
+            "run --rw randrw --bs 4k --size 1m --count 200 --engine null --qd 8 --ramp-bytes 100k f",
+            200 * 4096,
+        ),
+        (
+            "run --rw write --bs 64k --size 4m --threads 2 --processes per-thread --ramp-bytes 1m f",
+            4 << 20,
+        ),
+    ] {
+        let v = sb.run_json(&words(cmd));
+        assert_eq!(v["status"], "complete", "{cmd}");
+        let ramp = v["job"]["ramp_bytes"].as_u64().unwrap();
+        let threads = v["job"]["threads"].as_u64().unwrap();
+        assert_eq!(bytes(&v), moved - threads * ramp, "{cmd}");
+        let notes = v["notes"].to_string();
+        assert!(notes.contains("warm-up") && notes.contains("--ramp-bytes"), "{notes}");
+    }
+    // --time counts after a warm-up by bytes, however long it takes (here 4 GiB of 4 KiB
+    // cached reads: longer than the 0.3 s measured).
+    let t = std::time::Instant::now();
+    let v = sb.run_json(&words(
+        "run --rw randread --bs 4k --size 4m --time 0.3s --ramp-bytes 4g f",
+    ));
+    let wall = t.elapsed().as_secs_f64();
+    let e = v["total"]["elapsed_s"].as_f64().unwrap();
+    assert!((0.25..1.0).contains(&e), "elapsed {e}");
+    assert!(
+        v["total"]["read_ops"].as_u64().unwrap() > 100,
+        "{}",
+        v["total"]
+    );
+    assert!(wall > e + 0.3, "the warm-up ran first: {wall} s in all");
+    // A job file's ramp_bytes, and a sweep axis.
+    std::fs::write(
+        sb.file("j.toml"),
+        "access = \"write\"\nblock_size = 4096\nio_count = 50\nramp_bytes = 16384\ntargets = [\"g\"]\n",
+    )
+    .unwrap();
+    let v = sb.run_json(&words("run j.toml"));
+    assert_eq!(bytes(&v), 50 * 4096 - 16384);
+    let o = sb
+        .cmd(&words(
+            "sweep --rw write --bs 4k --count 50 --axis ramp_bytes=0,8k --output s f",
+        ))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (name, left) in [
+        ("sweep-0000-ramp_bytes-0.json", 0),
+        ("sweep-0001-ramp_bytes-8k.json", 8192),
+    ] {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(sb.file("s").join(name)).unwrap()).unwrap();
+        assert_eq!(bytes(&v), 50 * 4096 - left, "{name}");
+    }
+    for bad in [
+        "run --rw write --bs 4k --count 10 --ramp-bytes 4x f",
+        "run --rw write --bs 4k --count 10 --ramp-bytes 4k --ramp 1s f",
+        "run --rw write --bs 4k --count 10 --ramp-bytes 40k f",
+    ] {
+        let o = sb.cmd(&words(bad)).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("--ramp-bytes"), "{err}");
+    }
+}

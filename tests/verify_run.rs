@@ -224,3 +224,31 @@ fn the_result_carries_the_verify_section_and_text_prints_it() {
     let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
     assert!(text.contains("verify: "), "{text}");
 }
+
+/// `--verify` with `--buffer-compress`: the run reads back clean, the Result says how much of
+/// each block the header takes and measures compression against what the rest of the block
+/// can deliver, and nothing is explained away as a shortfall.
+#[test]
+fn verify_with_a_data_shape_reads_back_clean_and_accounts_for_the_header() {
+    let sb = Sandbox::new();
+    let v = sb.run_json(&words(
+        "run --rw randwrite --bs 4k --size 4m --count 3000 --verify --buffer-compress 50 --dedupe 20 g",
+    ));
+    assert_eq!(v["status"], "complete");
+    let ver = &v["verify"];
+    let checked = ver["blocks_checked"].as_u64().unwrap();
+    assert!(checked > 500, "{ver}");
+    assert_eq!(ver["blocks_intact"].as_u64(), Some(checked), "{ver}");
+    let d = &v["probes"]["data"];
+    assert_eq!(d["asked"]["verify_header_bytes"], 64);
+    assert_eq!(d["asked"]["deliverable_compress_saved_pct"], 49.2);
+    let saved = d["measured"]["compress_saved_pct"].as_f64().unwrap();
+    assert!((44.2..=54.2).contains(&saved), "{saved}");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("first 64 bytes are its verify header"),
+        "{notes}"
+    );
+    let explained = v["explain"].to_string();
+    assert!(!explained.contains("data_shape"), "{explained}");
+}

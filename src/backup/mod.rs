@@ -288,6 +288,7 @@ fn phase<P: Phase>(
             stop: &stop,
             deadline: None,
             ramp: None,
+            ramp_bytes: 0,
             pacing: StepPacing::default(),
             interval_ns: None,
         };

@@ -831,6 +831,7 @@ mod tests {
             stop,
             deadline: None,
             ramp: None,
+            ramp_bytes: 0,
             pacing: StepPacing::default(),
             interval_ns: None,
         }

@@ -38,6 +38,14 @@ pub(crate) struct JobFlags {
     /// system calls, CPU time and intervals start when it ends, and the Result says so.
     #[arg(long, value_name = "DUR", help_heading = WHAT)]
     pub ramp: Option<String>,
+    /// Warm up until each thread has moved SIZE bytes (64m), left out of the Result
+    ///
+    /// Bytes read, written and trimmed count; the warm-up ends with the I/O that completes
+    /// the thread's SIZE-th byte, and --time counts after it. A run bounded by --count or
+    /// --size does its warm-up within that count, so its Result holds SIZE bytes less per
+    /// thread. Not with --ramp or --steady-state.
+    #[arg(long = "ramp-bytes", value_name = "SIZE", help_heading = WHAT)]
+    pub ramp_bytes: Option<String>,
     /// Which blocks random I/O favours: uniform, zipf:T, pareto:H, normal:S%, zoned
     /// [default: uniform]
     ///
@@ -85,8 +93,9 @@ pub(crate) struct JobFlags {
     pub random_map: bool,
     /// Bytes of every write, made anew for it: zero, random, or 0xHEX repeated
     ///
-    /// The data options take writes, and not --verify: its blocks are self-describing from
-    /// end to end (64-byte header, 8-byte stamp per 512-byte sector, derived payload).
+    /// The data options take writes. With --verify each block keeps its 64-byte verify
+    /// header (checked by the CRC32C it carries) and the shape fills the rest of the block;
+    /// the Result measures the shape with the header counted.
     /// [default: random bytes made once per buffer]
     #[arg(long = "buffer-pattern", value_name = "zero|random|0xHEX", help_heading = HOW)]
     pub buffer_pattern: Option<String>,
@@ -98,6 +107,17 @@ pub(crate) struct JobFlags {
     /// PCT % of written blocks repeat an earlier block (measured after the run)
     #[arg(long, value_name = "PCT", help_heading = HOW)]
     pub dedupe: Option<String>,
+    /// Where --dedupe's repeated blocks come from: repeat, working-set [default: repeat]
+    ///
+    /// repeat: a few blocks shared by every thread, written again and again. working-set: a
+    /// set of distinct blocks, --dedupe-working-set % of the file's blocks, taken in turn;
+    /// its first copies are unique, so the writes drawn from it are PCT % plus the set's
+    /// share, and one pass over the file holds PCT % duplicates.
+    #[arg(long = "dedupe-mode", value_name = "MODE", help_heading = HOW)]
+    pub dedupe_mode: Option<String>,
+    /// With --dedupe-mode working-set: the set's share of the file's blocks, 1-100 [default: 5]
+    #[arg(long = "dedupe-working-set", value_name = "PCT", help_heading = HOW)]
+    pub dedupe_working_set: Option<String>,
     /// Pause each thread for DUR after every BLOCKS of its I/Os [default BLOCKS: 1]
     ///
     /// Like an application that computes between requests: the pause is not part of any
@@ -181,6 +201,7 @@ impl JobFlags {
             ("nrep", n(self.nrep.map(u64::from))),
             ("seed", n(self.seed)),
             ("ramp", self.ramp.clone()),
+            ("ramp_bytes", self.ramp_bytes.clone()),
             ("steady_state", self.steady_state.clone()),
             ("steady_state_max", self.steady_state_max.clone()),
             ("distribution", self.distribution.clone()),
@@ -192,6 +213,8 @@ impl JobFlags {
             ("buffer_pattern", self.buffer_pattern.clone()),
             ("buffer_compress", self.buffer_compress.clone()),
             ("dedupe", self.dedupe.clone()),
+            ("dedupe_mode", self.dedupe_mode.clone()),
+            ("dedupe_working_set", self.dedupe_working_set.clone()),
             ("think", self.think.clone()),
             ("processes", self.processes.clone()),
             ("advise", self.advise.clone()),
@@ -270,6 +293,7 @@ impl JobFlags {
             no_invalidate: true,
             verify: true,
             ramp: Some(String::new()),
+            ramp_bytes: Some(String::new()),
             distribution: Some(String::new()),
             bssplit: Some(String::new()),
             bsrange: Some(String::new()),
@@ -280,6 +304,8 @@ impl JobFlags {
             buffer_pattern: Some(String::new()),
             buffer_compress: Some(String::new()),
             dedupe: Some(String::new()),
+            dedupe_mode: Some(String::new()),
+            dedupe_working_set: Some(String::new()),
         };
         all.settings().into_iter().map(|(n, _)| n).collect()
     }
@@ -295,7 +321,7 @@ mod tests {
     #[test]
     fn every_flag_names_a_table_parameter() {
         let names = JobFlags::names();
-        assert_eq!(names.len(), 39);
+        assert_eq!(names.len(), 42);
         for n in names {
             let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
             assert!(p.flag.is_some(), "{n} has no run flag in the table");

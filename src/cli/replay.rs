@@ -34,6 +34,10 @@ pub(crate) struct ReplayArgs {
     /// after it
     #[arg(long, value_name = "DUR", help_heading = WHAT)]
     pub ramp: Option<String>,
+    /// Replay until each thread has moved SIZE bytes (64m) as a warm-up, left out of the
+    /// result; --time counts after it. Not with --ramp
+    #[arg(long = "ramp-bytes", value_name = "SIZE", help_heading = WHAT)]
+    pub ramp_bytes: Option<String>,
     /// Keep the traced timing, scaled (1.0 = as traced, 2.0 = twice as fast)
     #[arg(long, value_name = "FACTOR", help_heading = HOW)]
     pub speed: Option<f64>,
@@ -89,6 +93,7 @@ Examples:
 struct Limits {
     time: Option<std::time::Duration>,
     ramp: Option<std::time::Duration>,
+    ramp_bytes: Option<u64>,
     rate: RateLimit,
 }
 
@@ -111,8 +116,29 @@ fn limits(a: &ReplayArgs) -> Result<Limits, crate::error::UsageError> {
         ),
         None => None,
     };
+    // A warm-up of 0 bytes is none, as for a run.
+    let ramp_bytes = match &a.ramp_bytes {
+        Some(b) => Some(crate::units::parse_size_as(
+            b,
+            crate::units::BareUnit::Bytes,
+            "--ramp-bytes",
+        )?)
+        .filter(|b| *b > 0),
+        None => None,
+    };
+    if let (Some(b), Some(r)) = (ramp_bytes, ramp.filter(|r| !r.is_zero())) {
+        crate::bail_usage!(
+            "--ramp-bytes {b} with --ramp {} s: a warm-up ends after a time or after some bytes, give one of them",
+            r.as_secs_f64()
+        );
+    }
     let rate = a.rate.limit()?;
-    Ok(Limits { time, ramp, rate })
+    Ok(Limits {
+        time,
+        ramp,
+        ramp_bytes,
+        rate,
+    })
 }
 
 pub(crate) fn main(a: ReplayArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
@@ -121,7 +147,12 @@ pub(crate) fn main(a: ReplayArgs, exec: crate::exec::Executor) -> anyhow::Result
     let repeat = a.repeat.count()?;
     let observe = a.observe.settings()?;
     super::repeat::refuse_with(repeat, &observe, &exec)?;
-    let Limits { time, ramp, rate } = limits(&a)?;
+    let Limits {
+        time,
+        ramp,
+        ramp_bytes,
+        rate,
+    } = limits(&a)?;
     let engine = super::args::source_engine(a.engine.as_deref(), "replays")?;
     let opts = ReplayOptions {
         dir: a.dir.clone(),
@@ -139,6 +170,7 @@ pub(crate) fn main(a: ReplayArgs, exec: crate::exec::Executor) -> anyhow::Result
         rate,
         engine,
         ramp,
+        ramp_bytes,
         verify: a.verify,
     };
     crate::output::check_output(a.output.as_deref(), false)?;

@@ -12,12 +12,17 @@
 //! A block is made from one 64-bit content seed: its random bytes are a xorshift stream from
 //! that seed, so two blocks with the same seed are byte-identical. `--dedupe PCT` gives PCT %
 //! of the writes one of [`DUP_CLASSES`] seeds every worker of the run shares (an earlier
-//! block's bytes, to dedupe), the rest a fresh seed. `--buffer-compress PCT` makes every
+//! block's bytes, to dedupe), the rest a fresh seed. With `--dedupe-mode working-set` the
+//! repeated blocks come from a working set of `--dedupe-working-set` % of the file's blocks,
+//! shared by the run; each worker takes them in turn (starting at its own part of the set),
+//! so the set is written whole before any of it repeats. Each of its blocks is unique the
+//! first time, so the writes drawn from it are PCT % plus the set's share of the file: one
+//! pass over the file then holds PCT % duplicates, as asked. `--buffer-compress PCT` makes every
 //! 4 KiB of the block (or the whole block when smaller) its first (100 - PCT) % random and
 //! the rest zeros (or `--buffer-pattern`'s bytes), so a compressor saves about PCT %.
 
 use super::{BufferPool, Completion, Engine, IoOp, OpKind};
-use crate::job::{BufferPattern, Job};
+use crate::job::{BufferPattern, DedupeMode, Job};
 use crate::stats::SyscallCounts;
 use std::io;
 
@@ -28,6 +33,25 @@ pub(crate) const DUP_CLASSES: u64 = 4;
 /// The unit `--buffer-compress` shapes: random head, compressible tail.
 pub(crate) const COMPRESS_CHUNK: usize = 4096;
 
+/// With `--dedupe-mode working-set`: the set this worker takes its repeated blocks from.
+struct WorkingSet {
+    /// Blocks in the set (at least one).
+    blocks: u64,
+    /// The set's block this worker writes next.
+    next: u64,
+    /// Writes drawn from the set, in 1/10000: the dedupe share plus the set's first copies.
+    share: u64,
+}
+
+/// Which part of a file a worker's fill is for: the file's size and block size, and the
+/// worker's place among the threads writing it (its start in the working set).
+#[derive(Clone, Copy)]
+pub(crate) struct FillPlace {
+    pub file_size: u64,
+    pub thread: u32,
+    pub threads: u32,
+}
+
 /// How each write's bytes are made.
 pub(crate) struct DataFill {
     pattern: Option<BufferPattern>,
@@ -37,33 +61,66 @@ pub(crate) struct DataFill {
     rng: u64,
     /// The run's duplicate seeds start here (from the job seed: the same in every worker).
     dup_base: u64,
+    working_set: Option<WorkingSet>,
 }
 
 impl DataFill {
-    /// The fill of worker seed `seed` in `job` (None when the job shapes nothing).
-    pub(crate) fn for_job(job: &Job, seed: u64) -> Option<DataFill> {
+    /// The fill of worker seed `seed` in `job`, writing at `place` (None when the job shapes
+    /// nothing).
+    pub(crate) fn for_job(job: &Job, seed: u64, place: FillPlace) -> Option<DataFill> {
         if !job.shapes_data() {
             return None;
         }
+        let dedupe_pct = job.dedupe.unwrap_or(0);
+        let working_set =
+            (job.dedupe_mode == Some(DedupeMode::WorkingSet) && dedupe_pct > 0).then(|| {
+                let file_blocks = (place.file_size / job.io_size().max(1)).max(1);
+                let blocks =
+                    (file_blocks as u128 * job.working_set_pct() as u128 / 100).max(1) as u64;
+                let first_copies = (blocks as u128 * 10_000 / file_blocks as u128) as u64;
+                WorkingSet {
+                    blocks,
+                    next: (blocks as u128 * place.thread as u128 / place.threads.max(1) as u128)
+                        as u64,
+                    share: (dedupe_pct as u64 * 100 + first_copies).min(10_000),
+                }
+            });
         Some(DataFill {
             pattern: job.buffer_pattern.clone(),
             compress_pct: job.buffer_compress,
-            dedupe_pct: job.dedupe.unwrap_or(0),
+            dedupe_pct,
             rng: seed ^ 0xd1b5_4a32_d192_ed03,
             dup_base: splitmix(&mut (job.seed ^ 0x6a09_e667_f3bc_c909)),
+            working_set,
         })
+    }
+
+    /// The content seed of the next block: a shared one to repeat, or a fresh one.
+    #[inline]
+    fn next_seed(&mut self) -> u64 {
+        let draw = splitmix(&mut self.rng);
+        if let Some(ws) = self.working_set.as_mut() {
+            if draw % 10_000 < ws.share {
+                let i = ws.next;
+                ws.next = if i + 1 == ws.blocks { 0 } else { i + 1 };
+                // Mixed, not added: neighbouring seeds must give different streams.
+                let mut st = self.dup_base ^ (i + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                return splitmix(&mut st);
+            }
+            return splitmix(&mut self.rng);
+        }
+        // Whether this block repeats, and which shared block: two parts of one draw.
+        if self.dedupe_pct > 0 && draw % 100 < self.dedupe_pct as u64 {
+            self.dup_base.wrapping_add((draw >> 32) % DUP_CLASSES)
+        } else {
+            splitmix(&mut self.rng)
+        }
     }
 
     /// Make the bytes of one write in `buf`.
     #[inline]
     pub(crate) fn fill(&mut self, buf: &mut [u8]) {
-        let draw = splitmix(&mut self.rng);
-        // Whether this block repeats, and which shared block: two parts of one draw.
-        let seed = if self.dedupe_pct > 0 && draw % 100 < self.dedupe_pct as u64 {
-            self.dup_base.wrapping_add((draw >> 32) % DUP_CLASSES)
-        } else {
-            splitmix(&mut self.rng)
-        };
+        let seed = self.next_seed();
         match (self.compress_pct, &self.pattern) {
             (Some(pct), p) => {
                 let filler: &[u8] = match p {
@@ -179,6 +236,12 @@ impl Engine for ShapedEngine {
 mod tests {
     use super::*;
 
+    const PLACE: FillPlace = FillPlace {
+        file_size: 64 << 20,
+        thread: 0,
+        threads: 1,
+    };
+
     fn job(f: impl FnOnce(&mut Job)) -> Job {
         let mut j = Job {
             access: crate::job::Access::Write,
@@ -190,7 +253,7 @@ mod tests {
 
     #[test]
     fn compress_leaves_the_asked_share_random() {
-        let mut d = DataFill::for_job(&job(|j| j.buffer_compress = Some(75)), 7).unwrap();
+        let mut d = DataFill::for_job(&job(|j| j.buffer_compress = Some(75)), 7, PLACE).unwrap();
         let mut b = vec![0xaau8; 3 * COMPRESS_CHUNK];
         d.fill(&mut b);
         for c in b.chunks(COMPRESS_CHUNK) {
@@ -205,13 +268,18 @@ mod tests {
         let mut d = DataFill::for_job(
             &job(|j| j.buffer_pattern = Some(BufferPattern::Bytes(vec![1, 2, 3]))),
             1,
+            PLACE,
         )
         .unwrap();
         let mut b = vec![0u8; 10];
         d.fill(&mut b);
         assert_eq!(b, [1, 2, 3, 1, 2, 3, 1, 2, 3, 1]);
-        let mut d =
-            DataFill::for_job(&job(|j| j.buffer_pattern = Some(BufferPattern::Random)), 1).unwrap();
+        let mut d = DataFill::for_job(
+            &job(|j| j.buffer_pattern = Some(BufferPattern::Random)),
+            1,
+            PLACE,
+        )
+        .unwrap();
         let (mut x, mut y) = (vec![0u8; 4096], vec![0u8; 4096]);
         d.fill(&mut x);
         d.fill(&mut y);
@@ -219,9 +287,49 @@ mod tests {
     }
 
     #[test]
+    fn working_set_blocks_stay_in_the_set_and_one_pass_holds_the_share() {
+        // A file of 2000 blocks, 30 % duplicates from a working set of 10 % (200 blocks).
+        let j = job(|j| {
+            j.dedupe = Some(30);
+            j.dedupe_mode = Some(DedupeMode::WorkingSet);
+            j.dedupe_working_set = Some(10);
+            j.block_size = 512;
+        });
+        let place = FillPlace {
+            file_size: 2000 * 512,
+            thread: 0,
+            threads: 2,
+        };
+        let mut counts = std::collections::HashMap::new();
+        let mut b = vec![0u8; 512];
+        for t in 0..2 {
+            let mut d = DataFill::for_job(
+                &j,
+                11 + t,
+                FillPlace {
+                    thread: t as u32,
+                    ..place
+                },
+            )
+            .unwrap();
+            for _ in 0..1000 {
+                d.fill(&mut b);
+                *counts.entry(b.clone()).or_insert(0u32) += 1;
+            }
+        }
+        let repeated = counts.values().filter(|&&n| n > 1).count();
+        assert!(
+            repeated <= 200,
+            "{repeated} blocks repeat, the set holds 200"
+        );
+        let dup_pct = (2000 - counts.len()) as f64 * 100.0 / 2000.0;
+        assert!((dup_pct - 30.0).abs() < 3.0, "{dup_pct}");
+    }
+
+    #[test]
     fn dedupe_repeats_about_the_asked_share() {
         let j = job(|j| j.dedupe = Some(40));
-        let mut d = DataFill::for_job(&j, 3).unwrap();
+        let mut d = DataFill::for_job(&j, 3, PLACE).unwrap();
         let mut seen = std::collections::HashSet::new();
         let n = 5000;
         let mut b = vec![0u8; 512];
@@ -232,7 +340,7 @@ mod tests {
         let dup_pct = (n - seen.len()) as f64 * 100.0 / n as f64;
         assert!((dup_pct - 40.0).abs() < 3.0, "{dup_pct}");
         // Another worker of the run repeats the same blocks.
-        let mut other = DataFill::for_job(&j, 99).unwrap();
+        let mut other = DataFill::for_job(&j, 99, PLACE).unwrap();
         let before = seen.len();
         for _ in 0..200 {
             other.fill(&mut b);

@@ -85,6 +85,8 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "numjobs",
     "buffer_compress_percentage",
     "dedupe_percentage",
+    "dedupe_mode",
+    "dedupe_working_set_percentage",
     "buffer_pattern",
     "zero_buffers",
     "refill_buffers",
@@ -319,6 +321,8 @@ struct Spec {
     numjobs: u64,
     compress: Option<u64>,
     dedupe: Option<u64>,
+    dedupe_mode: Option<String>,
+    dedupe_working_set: Option<u64>,
     pattern: Option<String>,
     zero_buffers: bool,
     refill_buffers: bool,
@@ -596,6 +600,10 @@ impl Spec {
             }
             "buffer_compress_percentage" => self.compress = Some(pct(need()?, key, job)?),
             "dedupe_percentage" => self.dedupe = Some(pct(need()?, key, job)?),
+            "dedupe_mode" => self.dedupe_mode = Some(need()?.to_string()),
+            "dedupe_working_set_percentage" => {
+                self.dedupe_working_set = Some(pct(need()?, key, job)?)
+            }
             "buffer_pattern" => self.pattern = Some(pattern(need()?, job)?),
             "zero_buffers" => self.zero_buffers = flag(o, job)?,
             "refill_buffers" => self.refill_buffers = flag(o, job)?,
@@ -1154,6 +1162,30 @@ fn apply_data(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageEr
     }
     if let Some(p) = spec.dedupe {
         set(job, "dedupe", &p.to_string(), &at("dedupe_percentage"))?;
+    }
+    // As in fio, the mode and the working set only matter with a dedupe percentage, and the
+    // working set only in the working_set mode.
+    let mode = spec.dedupe_mode.as_ref().filter(|_| spec.dedupe.is_some());
+    if let Some(m) = mode {
+        set(job, "dedupe_mode", m, &at("dedupe_mode"))?;
+    }
+    let working_set = mode.is_some_and(|m| m == "working_set" || m == "working-set");
+    match spec.dedupe_working_set {
+        Some(p) if working_set => set(
+            job,
+            "dedupe_working_set",
+            &p.to_string(),
+            &at("dedupe_working_set_percentage"),
+        )?,
+        Some(p) => spec.notes.push(format!(
+            "dedupe_working_set_percentage={p} in [{sname}] has no effect without dedupe_percentage and dedupe_mode=working_set (as in fio)"
+        )),
+        None => {}
+    }
+    if let (Some(m), None) = (&spec.dedupe_mode, mode) {
+        spec.notes.push(format!(
+            "dedupe_mode={m} in [{sname}] has no effect without dedupe_percentage (as in fio)"
+        ));
     }
     if let Some(p) = &spec.pattern {
         set(job, "buffer_pattern", p, &at("buffer_pattern"))?;

@@ -70,6 +70,7 @@ pub(crate) fn phase(
         stop: &stop,
         deadline: stonewall,
         ramp: None,
+        ramp_bytes: 0,
         pacing: StepPacing::default(),
         interval_ns: None,
     };

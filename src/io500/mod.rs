@@ -184,6 +184,7 @@ impl Run<'_> {
             stop: &stop,
             deadline: None,
             ramp: None,
+            ramp_bytes: 0,
             pacing: Default::default(),
             interval_ns: None,
         };

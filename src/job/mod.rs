@@ -12,7 +12,7 @@ use crate::error::UsageError;
 use crate::usage;
 pub(crate) use cache::{CachePolicy, Route};
 use serde::{Deserialize, Serialize};
-pub(crate) use shape::{BufferPattern, Distribution};
+pub(crate) use shape::{BufferPattern, DedupeMode, Distribution};
 pub(crate) use split::{BsDirs, BsRange, BsSplit};
 use std::path::PathBuf;
 pub(crate) use think::Think;
@@ -336,6 +336,10 @@ pub struct Job {
     /// ramp_time); `time_s` counts after it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ramp_s: Option<f64>,
+    /// Each worker's first this many bytes moved (read, written or trimmed) run as a
+    /// warm-up left out of the Result (`--ramp-bytes`); `time_s` counts after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_bytes: Option<u64>,
     /// End the run once its rate has settled (`--steady-state`, fio's steadystate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steady_state: Option<steady::SteadyState>,
@@ -410,6 +414,13 @@ pub struct Job {
     /// This percentage of written blocks repeat an earlier block (fio's dedupe_percentage).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dedupe: Option<u8>,
+    /// Where the repeated blocks come from (`--dedupe-mode`, fio's dedupe_mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe_mode: Option<DedupeMode>,
+    /// With the working-set mode: the working set's share of the file's blocks, in percent
+    /// (`--dedupe-working-set`, fio's dedupe_working_set_percentage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe_working_set: Option<u8>,
 }
 
 impl Default for Job {
@@ -431,6 +442,7 @@ impl Default for Job {
             io_count: None,
             time_s: None,
             ramp_s: None,
+            ramp_bytes: None,
             steady_state: None,
             steady_state_max_s: None,
             cpus: Vec::new(),
@@ -463,6 +475,8 @@ impl Default for Job {
             buffer_pattern: None,
             buffer_compress: None,
             dedupe: None,
+            dedupe_mode: None,
+            dedupe_working_set: None,
         }
     }
 }
@@ -820,6 +834,7 @@ impl Job {
                 return Err(usage!("bad {what} {}: must be 0 to 100", v.unwrap_or(0)));
             }
         }
+        self.check_dedupe_mode()?;
         if !self.shapes_data() {
             return Ok(());
         }
@@ -827,11 +842,6 @@ impl Job {
             return Err(usage!(
                 "--buffer-pattern, --buffer-compress and --dedupe shape the bytes written, and a {} run writes nothing: use a write or mixed --rw",
                 self.access.name()
-            ));
-        }
-        if self.verifying() {
-            return Err(usage!(
-                "--verify writes self-describing blocks (a 64-byte header, an 8-byte stamp per 512-byte sector, every other byte derived from them): no byte is left for --buffer-pattern, --buffer-compress or --dedupe; drop one of them"
             ));
         }
         if self.engine == EngineKind::Null {
@@ -852,6 +862,43 @@ impl Job {
             ));
         }
         Ok(())
+    }
+
+    /// `--dedupe-mode` and `--dedupe-working-set`: with `--dedupe`, and a working set that
+    /// leaves room for the unique blocks.
+    fn check_dedupe_mode(&self) -> Result<(), UsageError> {
+        if let Some(w) = self.dedupe_working_set {
+            if !(1..=100).contains(&w) {
+                return Err(usage!("bad --dedupe-working-set {w}: must be 1 to 100"));
+            }
+            if self.dedupe_mode != Some(DedupeMode::WorkingSet) {
+                return Err(usage!(
+                    "--dedupe-working-set {w} sizes the working set of --dedupe-mode working-set: add --dedupe-mode working-set"
+                ));
+            }
+        }
+        let Some(mode) = self.dedupe_mode else {
+            return Ok(());
+        };
+        let Some(pct) = self.dedupe else {
+            return Err(usage!(
+                "--dedupe-mode {} says where --dedupe's repeated blocks come from: add --dedupe PCT",
+                mode.name()
+            ));
+        };
+        let ws = self.working_set_pct();
+        if mode == DedupeMode::WorkingSet && pct > 0 && pct as u16 + ws as u16 > 100 {
+            return Err(usage!(
+                "--dedupe {pct} with a working set of {ws} %: the working set's first copies are unique blocks too, so the two may add up to at most 100"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The working set's share of the file's blocks (`--dedupe-working-set`, 5 when not given).
+    pub fn working_set_pct(&self) -> u8 {
+        self.dedupe_working_set
+            .unwrap_or(shape::DEFAULT_WORKING_SET_PCT)
     }
 
     /// The null engine opens nothing: options that act on the target are refused, and the
@@ -991,11 +1038,43 @@ impl Job {
         if self.io_count == Some(0) {
             return Err(usage!("bad I/O count 0: must be at least 1"));
         }
+        self.check_ramp_bytes()?;
         self.check_steady()
     }
 
     /// `--steady-state` needs a longest time, and the observer's stop reaches worker
     /// threads only.
+    /// `--ramp-bytes`: one warm-up only, and one that leaves something to measure.
+    fn check_ramp_bytes(&self) -> Result<(), UsageError> {
+        let Some(b) = self.ramp_bytes.filter(|b| *b > 0) else {
+            return Ok(());
+        };
+        if self.ramp_s.is_some_and(|r| r > 0.0) {
+            return Err(usage!(
+                "--ramp-bytes {b} with --ramp: a warm-up ends after a time or after some bytes, give one of them"
+            ));
+        }
+        if self.steady_state.is_some() {
+            return Err(usage!(
+                "--ramp-bytes {b} with --steady-state: the watch starts after a timed warm-up, use --ramp DUR"
+            ));
+        }
+        // A run bounded by its count: the warm-up must end before the thread's last I/O.
+        if let (Some(n), None) = (self.io_count, self.time_s) {
+            let total = n
+                .saturating_mul(self.repeats.max(1) as u64)
+                .saturating_mul(self.min_io_size());
+            if b >= total {
+                return Err(usage!(
+                    "--ramp-bytes {b} covers all of each thread's I/O ({n} I/Os of at least {} bytes{}): nothing would be measured; give less than {total} bytes",
+                    self.min_io_size(),
+                    if self.repeats > 1 { format!(", {} times", self.repeats) } else { String::new() }
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn check_steady(&self) -> Result<(), UsageError> {
         if let Some(m) = self.steady_state_max_s {
             if self.steady_state.is_none() {

@@ -8,8 +8,8 @@
 //! `toml` column names the key, and a test checks that both ways agree.
 
 use super::{
-    Access, Advice, BsDirs, BsRange, BsSplit, BufferPattern, CachePolicy, Distribution, EngineKind,
-    Job, RateScope, Think, WorkerMode, MAX_THREADS,
+    Access, Advice, BsDirs, BsRange, BsSplit, BufferPattern, CachePolicy, DedupeMode, Distribution,
+    EngineKind, Job, RateScope, Think, WorkerMode, MAX_THREADS,
 };
 use crate::error::UsageError;
 use crate::units::{parse_duration, parse_size_as, BareUnit};
@@ -495,6 +495,22 @@ pub(crate) static PARAMS: &[Param] = &[
         show: |j| opt(j.ramp_s),
     },
     Param {
+        name: "ramp_bytes",
+        aliases: &[],
+        label: "warm-up bytes",
+        noun: "warm-up size",
+        flag: Some("--ramp-bytes"),
+        axis: true,
+        toml: "ramp_bytes",
+        vx: &[],
+        kind: Kind::Bytes,
+        set: |j, v, c| {
+            j.ramp_bytes = Some(size(v, c)?);
+            Ok(())
+        },
+        show: |j| opt(j.ramp_bytes),
+    },
+    Param {
         name: "steady_state",
         aliases: &["steadystate", "ss"],
         label: "steady state",
@@ -699,6 +715,38 @@ pub(crate) static PARAMS: &[Param] = &[
             Ok(())
         },
         show: |j| opt(j.dedupe),
+    },
+    Param {
+        name: "dedupe_mode",
+        aliases: &[],
+        label: "dedupe mode",
+        noun: "dedupe mode",
+        flag: Some("--dedupe-mode"),
+        axis: true,
+        toml: "dedupe_mode",
+        vx: &[],
+        kind: Kind::Choice,
+        set: |j, v, c| {
+            j.dedupe_mode = Some(DedupeMode::parse(v, c.what)?);
+            Ok(())
+        },
+        show: |j| opt(j.dedupe_mode.map(|m| m.name())),
+    },
+    Param {
+        name: "dedupe_working_set",
+        aliases: &["dedupe_working_set_percentage"],
+        label: "dedupe working set %",
+        noun: "dedupe working set percentage",
+        flag: Some("--dedupe-working-set"),
+        axis: true,
+        toml: "dedupe_working_set",
+        vx: &[],
+        kind: Kind::Ranged { min: 1, max: 100 },
+        set: |j, v, c| {
+            j.dedupe_working_set = Some(parse_ranged(v, c.what, 1, 100)? as u8);
+            Ok(())
+        },
+        show: |j| opt(j.dedupe_working_set),
     },
     // Not axes: run's flags, vx's options and TOML keys only.
     // Not an axis: its per-direction form joins lists with commas, as an axis joins values.

@@ -153,6 +153,38 @@ impl From<Distribution> for String {
     }
 }
 
+/// Where `--dedupe`'s duplicate blocks come from (fio's dedupe_mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DedupeMode {
+    /// One of a few blocks every worker of the run shares, written again and again.
+    #[default]
+    Repeat,
+    /// A working set of distinct blocks, `--dedupe-working-set` % of the file's blocks.
+    WorkingSet,
+}
+
+/// The working set's share of the file's blocks when `--dedupe-working-set` is not given
+/// (fio's default dedupe_working_set_percentage).
+pub(crate) const DEFAULT_WORKING_SET_PCT: u8 = 5;
+
+impl DedupeMode {
+    pub fn parse(v: &str, what: &str) -> Result<DedupeMode, UsageError> {
+        match v {
+            "repeat" => Ok(DedupeMode::Repeat),
+            "working-set" | "working_set" => Ok(DedupeMode::WorkingSet),
+            _ => Err(usage!("bad {what} '{v}': expected repeat or working-set")),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DedupeMode::Repeat => "repeat",
+            DedupeMode::WorkingSet => "working-set",
+        }
+    }
+}
+
 /// What the bytes of every write are (fio's buffer_pattern).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]

@@ -388,6 +388,7 @@ impl Runner<'_> {
             stop: &stop,
             deadline: stonewall,
             ramp: None,
+            ramp_bytes: 0,
             pacing: StepPacing::default(),
             interval_ns: None,
         };

@@ -68,6 +68,10 @@ pub struct ReplayOptions {
     /// counts after it).
     #[serde(default)]
     pub ramp: Option<Duration>,
+    /// `--ramp-bytes`: each thread first moves this many bytes as a warm-up, left out of
+    /// the Result (`--time` counts after it).
+    #[serde(default)]
+    pub ramp_bytes: Option<u64>,
     /// `--verify`: replayed writes carry bytes that say what they are, and replayed reads
     /// of ranges the same thread wrote earlier in the replay are checked.
     #[serde(default)]
@@ -240,7 +244,16 @@ pub(crate) fn run_gated(
         }
     ));
     if let (Some(ramp), true) = (opts.ramp, ramped) {
-        notes.push(ramp_note(ramp, warm, done));
+        notes.push(ramp_note(
+            &format!("{} s", ramp.as_secs_f64()),
+            "--ramp",
+            warm,
+            done,
+        ));
+    }
+    if let (Some(b), true) = (opts.ramp_bytes, ramped) {
+        let span = format!("{b} bytes per thread");
+        notes.push(ramp_note(&span, "--ramp-bytes", warm, done));
     }
     if let Some(note) = limit_note(opts, done, total_steps, timed_out) {
         notes.push(note);
@@ -476,6 +489,7 @@ fn shared_settings(
         workers: nthreads as u64,
         time: opts.time,
         ramp: opts.ramp,
+        ramp_bytes: opts.ramp_bytes.unwrap_or(0),
         dir_fd: dir_fd.map_or(-1, |d| d.0),
         names: Arc::new(names),
         interval_ns: None,
@@ -552,14 +566,12 @@ fn run_threads(
 
 /// What `--ramp` left out, for the Result's notes: the warm-up and its calls (`warm` of the
 /// `done` calls issued).
-fn ramp_note(ramp: Duration, warm: u64, done: u64) -> String {
-    // Seconds as given (0.25 s, 1 s): a warm-up is often under a second.
-    let span = format!("{} s", ramp.as_secs_f64());
+fn ramp_note(span: &str, flag: &str, warm: u64, done: u64) -> String {
     if warm >= done {
-        format!("the replay ended within its warm-up of {span} (--ramp): nothing was measured")
+        format!("the replay ended within its warm-up of {span} ({flag}): nothing was measured")
     } else {
         format!(
-            "a warm-up of {span} (--ramp) was left out of the figures: its {warm} of the {done} calls issued"
+            "a warm-up of {span} ({flag}) was left out of the figures: its {warm} of the {done} calls issued"
         )
     }
 }

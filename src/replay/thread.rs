@@ -152,6 +152,8 @@ pub(super) struct Shared {
     pub(super) time: Option<Duration>,
     /// `--ramp`: a warm-up this long first, left out of the counts.
     pub(super) ramp: Option<Duration>,
+    /// `--ramp-bytes`: a warm-up of this many bytes moved per thread first (0: none).
+    pub(super) ramp_bytes: u64,
     /// The replay's own directory (mkdir, unlink, readdir), -1 when no step needs it.
     pub(super) dir_fd: i32,
     /// Paths of the scratch files, then the replay's directory: what the failures and the
@@ -274,6 +276,7 @@ pub(super) fn replay_thread(
         stop: &stop,
         deadline: shared.time, // the runner adds the warm-up
         ramp: shared.ramp,
+        ramp_bytes: shared.ramp_bytes,
         pacing: StepPacing::default(),
         interval_ns: shared.interval_ns,
     };
@@ -860,6 +863,7 @@ mod tests {
             workers: 1,
             time: None,
             ramp: None,
+            ramp_bytes: 0,
             dir_fd: -1,
             names: Arc::new(vec!["scratch".into(), String::new()]),
             interval_ns: None,
@@ -896,6 +900,7 @@ mod tests {
             stop,
             deadline: shared.time,
             ramp: shared.ramp,
+            ramp_bytes: shared.ramp_bytes,
             pacing: StepPacing::default(),
             interval_ns: shared.interval_ns,
         };

@@ -65,10 +65,32 @@ fn data_line(v: &serde_json::Value) -> String {
             None => format!("{what} {got}"),
         }
     };
+    let Some(h) = v["asked"]["verify_header_bytes"].as_u64() else {
+        return format!(
+            "data: {}, {} in {blocks} blocks of the written files read back\n",
+            part("compress_saved_pct", "compression saves"),
+            part("dedupe_pct", "duplicate blocks")
+        );
+    };
+    // --verify: the header leads every block, the shape fills the rest.
+    let compress = match v["asked"]["deliverable_compress_saved_pct"].as_f64() {
+        Some(d) => format!(
+            "compression saves {} (asked {:.0} %, at most {d:.1} % beside the header)",
+            pct(&m["compress_saved_pct"]).unwrap_or_else(|| "?".into()),
+            v["asked"]["compress_saved_pct"].as_f64().unwrap_or(0.0)
+        ),
+        None => part("compress_saved_pct", "compression saves"),
+    };
+    let dedupe = match v["asked"]["dedupe_pct"].as_f64() {
+        Some(a) => format!(
+            "duplicates after the header {} (asked {a:.0} %; whole blocks {})",
+            pct(&m["dedupe_after_header_pct"]).unwrap_or_else(|| "?".into()),
+            pct(&m["dedupe_pct"]).unwrap_or_else(|| "?".into())
+        ),
+        None => part("dedupe_pct", "duplicate blocks"),
+    };
     format!(
-        "data: {}, {} in {blocks} blocks of the written files read back\n",
-        part("compress_saved_pct", "compression saves"),
-        part("dedupe_pct", "duplicate blocks")
+        "data: {compress}, {dedupe} in {blocks} blocks of the written files read back; each block starts with its {h}-byte verify header, the shape fills the rest\n"
     )
 }
 

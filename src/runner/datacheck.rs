@@ -24,6 +24,9 @@ pub(crate) struct Measured {
     pub bytes: u64,
     pub compressed_bytes: u64,
     pub distinct: u64,
+    /// Distinct blocks counting only the bytes after the first `header` of each (with
+    /// `--verify`, whose header makes every whole block unique).
+    pub distinct_after_header: u64,
 }
 
 impl Measured {
@@ -34,14 +37,24 @@ impl Measured {
         100.0 * (1.0 - self.compressed_bytes as f64 / self.bytes as f64)
     }
     pub(crate) fn dedupe_pct(&self) -> f64 {
-        if self.blocks == 0 {
-            return 0.0;
-        }
-        100.0 * (self.blocks - self.distinct) as f64 / self.blocks as f64
+        dup_pct(self.blocks, self.distinct)
+    }
+    pub(crate) fn dedupe_after_header_pct(&self) -> f64 {
+        dup_pct(self.blocks, self.distinct_after_header)
     }
 }
 
-/// The `data` probe of a run of `job` over `plan`, reading the files `held`.
+fn dup_pct(blocks: u64, distinct: u64) -> f64 {
+    if blocks == 0 {
+        return 0.0;
+    }
+    100.0 * (blocks - distinct) as f64 / blocks as f64
+}
+
+/// The `data` probe of a run of `job` over `plan`, reading the files `held`. With
+/// `--verify` each block starts with its verify header and only the rest carries the
+/// shape: the probe says how many bytes that is, what compression can then save, and
+/// counts duplicates over the bytes after the header too (no whole block repeats).
 pub(crate) fn probe(job: &Job, plan: &Plan, held: &[Held]) -> Value {
     let bs = job.block_size.max(1);
     let sources: Vec<(&std::fs::File, u64)> = held
@@ -51,17 +64,35 @@ pub(crate) fn probe(job: &Job, plan: &Plan, held: &[Held]) -> Value {
             Some((&h.file, t.size / bs))
         })
         .collect();
-    let asked = json!({
+    let header = if job.verifying() {
+        crate::verify::block::HEADER_BYTES as u64
+    } else {
+        0
+    };
+    let mut asked = json!({
         "compress_saved_pct": job.buffer_compress,
         "dedupe_pct": job.dedupe,
+        "dedupe_mode": job.dedupe.map(|_| job.dedupe_mode.unwrap_or_default().name()),
+        "dedupe_working_set_pct": (job.dedupe_mode == Some(crate::job::DedupeMode::WorkingSet))
+            .then(|| job.working_set_pct()),
         "buffer_pattern": job.buffer_pattern.as_ref().map(|p| p.spec()),
     });
-    match sample(&sources, bs) {
+    if header > 0 {
+        asked["verify_header_bytes"] = json!(header);
+        if let Some(p) = job.buffer_compress {
+            // The header's bytes do not compress: the shape covers the rest of the block.
+            asked["deliverable_compress_saved_pct"] = json!(round1(
+                p as f64 * bs.saturating_sub(header) as f64 / bs as f64
+            ));
+        }
+    }
+    match sample(&sources, bs, header) {
         Ok(m) => json!({
             "asked": asked,
             "measured": {
                 "compress_saved_pct": round1(m.compress_saved_pct()),
                 "dedupe_pct": round1(m.dedupe_pct()),
+                "dedupe_after_header_pct": (header > 0).then(|| round1(m.dedupe_after_header_pct())),
                 "sampled_blocks": m.blocks,
                 "sampled_bytes": m.bytes,
                 "block_bytes": bs,
@@ -77,8 +108,15 @@ fn round1(x: f64) -> f64 {
 }
 
 /// Read up to [`MAX_SAMPLE_BLOCKS`] blocks of `bs` bytes, spread evenly over each source's
-/// `blocks` blocks, and measure them.
-pub(crate) fn sample(sources: &[(&std::fs::File, u64)], bs: u64) -> std::io::Result<Measured> {
+/// `blocks` blocks, and measure them (duplicates also over the bytes after the first
+/// `header` of each).
+pub(crate) fn sample(
+    sources: &[(&std::fs::File, u64)],
+    bs: u64,
+    header: u64,
+) -> std::io::Result<Measured> {
+    let header = (header as usize).min(bs as usize);
+    let mut seen_after = HashSet::new();
     let total: u64 = sources.iter().map(|s| s.1).sum();
     let cap = MAX_SAMPLE_BLOCKS.min((MAX_SAMPLE_BYTES / bs).max(1));
     let mut buf = vec![0u8; bs as usize];
@@ -103,6 +141,11 @@ pub(crate) fn sample(sources: &[(&std::fs::File, u64)], bs: u64) -> std::io::Res
             buf.hash(&mut h);
             if seen.insert(h.finish()) {
                 m.distinct += 1;
+            }
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            buf[header..].hash(&mut h);
+            if seen_after.insert(h.finish()) {
+                m.distinct_after_header += 1;
             }
             m.blocks += 1;
             m.bytes += bs;
@@ -155,7 +198,7 @@ mod tests {
             f.write_all(&random).unwrap();
         }
         f.write_all(&[0u8; 4 * 4096]).unwrap();
-        let m = sample(&[(&f, 8)], 4096).unwrap();
+        let m = sample(&[(&f, 8)], 4096, 0).unwrap();
         std::fs::remove_file(&dir).unwrap();
         assert_eq!(m.blocks, 8);
         assert_eq!(m.distinct, 2);

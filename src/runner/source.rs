@@ -66,6 +66,8 @@ pub(crate) struct Drive<'a> {
     pub deadline: Option<Duration>,
     /// `--ramp`: how long the source runs before its counts start.
     pub ramp: Option<Duration>,
+    /// `--ramp-bytes`: how many bytes the source moves before its counts start (0: none).
+    pub ramp_bytes: u64,
     /// `--rate-iops` / `--rate-bytes`, this thread's share.
     pub pacing: StepPacing,
     /// `--status-interval` (ns).
@@ -95,10 +97,16 @@ pub(crate) fn drive<S: Source>(src: &mut S, io: &mut Issuer, how: Drive<'_>) -> 
     src.started(t_go);
     let to_ns = |d: Duration| t_go.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64);
     let ramp = how.ramp.unwrap_or_default();
-    // `--time` counts after the warm-up, as for a job.
-    let mut deadline = how.deadline.map(|d| to_ns(d.saturating_add(ramp)));
+    // `--ramp-bytes`: what is left of a warm-up by bytes (0: none, or over).
+    let mut ramp_left = how.ramp_bytes;
+    // `--time` counts after the warm-up, as for a job (a warm-up by bytes sets it when it
+    // ends).
+    let mut deadline = how
+        .deadline
+        .filter(|_| ramp_left == 0)
+        .map(|d| to_ns(d.saturating_add(ramp)));
     let mut ramp_end = how.ramp.filter(|d| !d.is_zero()).map(to_ns);
-    let ramped = ramp_end.is_some();
+    let ramped = ramp_end.is_some() || ramp_left > 0;
     let mut roll = Roller::intervals_only(if ramped { None } else { how.interval_ns });
     let mut next_roll = roll.start(t_go);
     let mut usage0 = cpu::thread_usage();
@@ -125,7 +133,11 @@ pub(crate) fn drive<S: Source>(src: &mut S, io: &mut Issuer, how: Drive<'_>) -> 
         if deadline.is_some_and(|d| now >= d) {
             break src.stopped();
         }
-        if ramp_end.is_some_and(|r| now >= r) {
+        let bytes_over = ramp_left > 0 && {
+            ramp_left = ramp_left.saturating_sub(bytes);
+            ramp_left == 0
+        };
+        if bytes_over || ramp_end.is_some_and(|r| now >= r) {
             // The warm-up is over: what was counted so far is left out, and the measured
             // window, its CPU time and its interval grid start now.
             ramp_end = None;
@@ -143,7 +155,7 @@ pub(crate) fn drive<S: Source>(src: &mut S, io: &mut Issuer, how: Drive<'_>) -> 
         }
     };
     let end_ns = mono_ns();
-    if ramp_end.is_some() {
+    if ramp_end.is_some() || ramp_left > 0 {
         // Stopped inside the warm-up: nothing was measured.
         src.forget();
         io.forget_counts();
@@ -255,6 +267,7 @@ mod tests {
             stop,
             deadline: None,
             ramp: None,
+            ramp_bytes: 0,
             pacing: StepPacing::default(),
             interval_ns: None,
         }

@@ -210,9 +210,11 @@ fn null_plan(job: &Job) -> Result<Plan> {
     Ok(Plan {
         targets,
         cache: job.cache,
-        notes: vec![
+        notes: std::iter::once(
             "engine null: every I/O completed at once without a system call; the targets were not opened".into(),
-        ],
+        )
+        .chain(ramp_note(job))
+        .collect(),
         part: None,
     })
 }
@@ -302,6 +304,7 @@ fn prepare_into(
         notes.extend(targets.iter().filter_map(|t| shared_blocks_note(job, t)));
     }
     notes.extend(ramp_note(job));
+    notes.extend(verify_shape_note(job));
     Ok(Plan {
         targets,
         cache,
@@ -310,14 +313,33 @@ fn prepare_into(
     })
 }
 
+/// `--verify` with a data shape: how much of each block the header takes, and what the
+/// check can then say.
+fn verify_shape_note(job: &Job) -> Option<String> {
+    if !(job.verifying() && job.shapes_data()) {
+        return None;
+    }
+    let header = crate::verify::block::HEADER_BYTES as u64;
+    Some(format!(
+        "verify with a data shape: each block's first {header} bytes are its verify header (identity, generation, CRC32C of the block), the shape fills the other {} bytes; a changed or torn block is found by its CRC, without naming the changed byte",
+        job.block_size.saturating_sub(header)
+    ))
+}
+
 /// What `--ramp` left out, said in the Result so that its figures are read for what they are.
 fn ramp_note(job: &Job) -> Option<String> {
-    let r = job.ramp_s.filter(|r| *r > 0.0)?;
     let counted = if job.io_count.is_some() || job.time_s.is_none() {
         "; the warm-up's I/Os count toward the I/O count"
     } else {
         ""
     };
+    if let Some(b) = job.ramp_bytes.filter(|b| *b > 0) {
+        return Some(format!(
+            "warm-up: each thread's first {} moved ({b} bytes, up to the I/O that moved the last of them; --ramp-bytes) ran but is left out of these figures{counted}",
+            crate::units::format_size_exact(b)
+        ));
+    }
+    let r = job.ramp_s.filter(|r| *r > 0.0)?;
     Some(format!(
         "warm-up: the first {} of each thread's I/O ran but is left out of these figures{counted}",
         if r < 1.0 {
@@ -730,7 +752,12 @@ fn lay_out(
     // With shaped data (`--buffer-compress`, `--dedupe`, `--buffer-pattern`) the layout is
     // made of the same blocks as the writes, so the blocks a random run never writes hold
     // what was asked too; whole blocks, so a buffer of at least one.
-    let mut fill = crate::engine::shaped::DataFill::for_job(job, seed);
+    let place = crate::engine::shaped::FillPlace {
+        file_size: to,
+        thread: 0,
+        threads: 1,
+    };
+    let mut fill = crate::engine::shaped::DataFill::for_job(job, seed, place);
     let bs = job.io_size().max(1) as usize;
     let len = if fill.is_some() {
         bs.max(1 << 20)

@@ -134,6 +134,8 @@ struct Core {
     deadline: Option<Duration>,
     /// `--ramp`: how long the loop runs before it counts.
     ramp: Option<Duration>,
+    /// `--ramp-bytes`: how many bytes the loop moves before it counts (0: none).
+    ramp_bytes: u64,
     /// `--think`: the pause after every so many I/Os.
     think: Option<think::Thinker>,
     sys: SyscallCounts,

@@ -26,7 +26,7 @@
 use super::format::mix;
 use super::format::{
     block_key, header, header_words_crc, sector_key, BLOCK_CRC, FILE, GEN, HEADER_CRC, LEN, OFFSET,
-    SEED, STAMP_KEY, VER, VERSION,
+    SEED, SHAPED_VERSION, STAMP_KEY, VER, VERSION,
 };
 pub(crate) use super::format::{check_block_size, BlockId, HEADER_BYTES, MAGIC, MIN_BLOCK, SECTOR};
 
@@ -152,6 +152,37 @@ pub(crate) struct Found {
     pub generation: u64,
 }
 
+/// Write generation `generation` of block `id` into `buf` as a shaped block (format 4):
+/// `shape` makes every byte after the header, then the header is stamped with the
+/// whole-block CRC32C of the bytes as they are. Its payload is not derived, so a check can
+/// tell that it changed (the CRC) but not which byte did.
+pub(crate) fn fill_shaped(
+    buf: &mut [u8],
+    id: &BlockId,
+    generation: u64,
+    shape: impl FnOnce(&mut [u8]),
+) {
+    debug_assert!(buf.len() >= MIN_BLOCK);
+    shape(&mut buf[HEADER_BYTES..]);
+    let mut h = header(buf.len(), id, generation);
+    h[LEN / 8] = buf.len() as u64 | (SHAPED_VERSION as u64) << 32;
+    let mut head = [0u8; HEADER_BYTES];
+    for (c, w) in head.chunks_exact_mut(8).zip(&h) {
+        c.copy_from_slice(&w.to_le_bytes());
+    }
+    let whole = crc32c::crc32c_append(crc32c::crc32c(&head), &buf[HEADER_BYTES..]);
+    h[HEADER_CRC / 8] = (whole as u64) << 32;
+    h[HEADER_CRC / 8] |= header_words_crc(&h) as u64;
+    for (i, w) in h.iter().enumerate() {
+        put(buf, i * 8, *w);
+    }
+}
+
+/// Whether `buf` carries a valid shaped header (format 4).
+pub(crate) fn is_shaped(buf: &[u8]) -> bool {
+    buf.len() >= HEADER_BYTES && header_valid(buf) && get32(buf, VER) == SHAPED_VERSION
+}
+
 /// What a block read back turned out to be.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
@@ -171,6 +202,9 @@ pub(crate) enum Verdict {
         old_sectors: u32,
         oldest: Option<u64>,
     },
+    /// A shaped block of this id whose bytes no longer match the CRC32C its header carries
+    /// (changed after it was written; a torn write looks the same).
+    CrcMismatch { generation: u64 },
     /// Bytes that no write of this block produced, from byte `at` of the block on.
     Corrupt {
         at: u32,
@@ -187,7 +221,7 @@ impl Verdict {
             Verdict::Unwritten => "unwritten",
             Verdict::Misdirected { .. } => "misdirected",
             Verdict::Torn { .. } => "torn",
-            Verdict::Corrupt { .. } => "corrupt",
+            Verdict::Corrupt { .. } | Verdict::CrcMismatch { .. } => "corrupt",
         }
     }
 }
@@ -204,7 +238,7 @@ pub(crate) fn header_words(buf: &[u8]) -> Found {
 }
 
 fn header_valid(buf: &[u8]) -> bool {
-    if get(buf, 0) != MAGIC || get32(buf, VER) != VERSION {
+    if get(buf, 0) != MAGIC || !matches!(get32(buf, VER), VERSION | SHAPED_VERSION) {
         return false;
     }
     // The header as words, its own CRC field zero: CRC'd in registers, nothing stored.
@@ -261,6 +295,13 @@ fn check_general(buf: &[u8], id: &BlockId, crc: &BlockCrc) -> Verdict {
         let ours = found.seed == id.seed && found.file == id.file && found.offset == id.offset;
         if !ours {
             return Verdict::Misdirected { found };
+        }
+        if get32(buf, VER) == SHAPED_VERSION {
+            let generation = found.generation;
+            return match own_crc_matches(buf) {
+                Some(true) => Verdict::Intact { generation },
+                _ => Verdict::CrcMismatch { generation },
+            };
         }
         // Both made from the one block key, and both always (`&`, not `&&`): the scalar
         // CRC runs beside the vector comparison.
@@ -408,6 +449,31 @@ mod tests {
         file: 7,
         offset: 8192,
     };
+
+    #[test]
+    fn a_shaped_block_is_judged_by_its_header_and_crc() {
+        let mut b = vec![0u8; 4096];
+        fill_shaped(&mut b, &ID, 3, |rest| {
+            rest[..2000].fill(0x5a);
+            rest[2000..].fill(0);
+        });
+        assert!(is_shaped(&b));
+        assert_eq!(&b[..8], b"FSBVRFY1");
+        assert_eq!(b[HEADER_BYTES], 0x5a);
+        assert_eq!(check(&b, &ID), Verdict::Intact { generation: 3 });
+        assert_eq!(own_crc_matches(&b), Some(true));
+        let other = BlockId { offset: 0, ..ID };
+        assert!(matches!(check(&b, &other), Verdict::Misdirected { .. }));
+        for at in [HEADER_BYTES + 5, 4000] {
+            let mut d = b.clone();
+            d[at] ^= 1;
+            assert_eq!(
+                check(&d, &ID),
+                Verdict::CrcMismatch { generation: 3 },
+                "{at}"
+            );
+        }
+    }
 
     /// [`super::check`] with the CRC constants of the block's length.
     fn check(buf: &[u8], id: &BlockId) -> Verdict {

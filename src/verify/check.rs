@@ -185,7 +185,9 @@ fn hex(b: &[u8]) -> String {
 /// itself points at.
 fn expected_generation(verdict: &Verdict, acked: Option<u64>) -> Option<u64> {
     acked.or(match verdict {
-        Verdict::Intact { generation } | Verdict::Torn { generation, .. } => Some(*generation),
+        Verdict::Intact { generation }
+        | Verdict::Torn { generation, .. }
+        | Verdict::CrcMismatch { generation } => Some(*generation),
         _ => None,
     })
 }
@@ -205,7 +207,9 @@ fn mismatch(
             .filter(|f| f.file == id.file)
             .and_then(|f| f.generation)
     });
-    let first_difference = generation.and_then(|g| {
+    // A shaped block's bytes after its header are not derived: no byte can be named.
+    let derived = !block::is_shaped(buf);
+    let first_difference = generation.filter(|_| derived).and_then(|g| {
         let mut want = vec![0u8; buf.len()];
         block::fill(&mut want, id, g, &block::block_crc(buf.len()));
         let at = want.iter().zip(buf).position(|(w, f)| w != f)?;
@@ -348,7 +352,7 @@ fn judge_block(
         .get(&(file, index))
         .is_some_and(|&o| o >= acked.unwrap_or(0));
     let finding = match verdict {
-        Verdict::Corrupt { .. } | Verdict::Torn { .. }
+        Verdict::Corrupt { .. } | Verdict::Torn { .. } | Verdict::CrcMismatch { .. }
             if overlapped && written_by_run(buf, &id) =>
         {
             Finding::Overlapped

@@ -20,6 +20,10 @@ const _: () = assert!(MIN_BLOCK >= 2 * HEADER_BYTES && MIN_BLOCK.is_multiple_of(
 
 /// Format 3: payload words XOR-ed with the sector key, a CRC32C of the whole block.
 pub(super) const VERSION: u32 = 3;
+/// Format 4, a shaped block (`--verify` with `--buffer-compress`, `--dedupe` or
+/// `--buffer-pattern`): format 3's header, then the data shape's bytes instead of derived
+/// words and sector stamps; its whole-block CRC32C is taken over the bytes as written.
+pub(crate) const SHAPED_VERSION: u32 = 4;
 /// Byte ranges of the header fields.
 pub(super) const SEED: usize = 8;
 pub(super) const FILE: usize = 16;

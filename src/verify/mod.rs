@@ -73,7 +73,7 @@ pub(crate) fn judge(verdict: &Verdict, acked: Option<u64>) -> Finding {
         }
         Verdict::Misdirected { .. } => Finding::Misdirected,
         Verdict::Torn { .. } => Finding::Torn,
-        Verdict::Corrupt { .. } => Finding::Corrupt,
+        Verdict::Corrupt { .. } | Verdict::CrcMismatch { .. } => Finding::Corrupt,
     }
 }
 

@@ -191,7 +191,7 @@ impl VerifyReport {
             Verdict::Intact { .. } | Verdict::Unwritten => &mut self.stale,
             Verdict::Misdirected { .. } => &mut self.misdirected,
             Verdict::Torn { .. } => &mut self.torn,
-            Verdict::Corrupt { .. } => &mut self.corrupt,
+            Verdict::Corrupt { .. } | Verdict::CrcMismatch { .. } => &mut self.corrupt,
         };
         kind.add(mismatch(buf, id, expected, &verdict, user, target));
         false
@@ -213,14 +213,20 @@ fn mismatch(
 ) -> Mismatch {
     let mut want = vec![0u8; buf.len()];
     block::fill(&mut want, id, expected, &block::block_crc(buf.len()));
-    let first_diff = buf.iter().zip(&want).position(|(a, b)| a != b).map(|at| {
-        let end = (at + 16).min(buf.len());
-        ByteDiff {
-            at_byte: at as u64,
-            expected_hex: hex(&want[at..end]),
-            found_hex: hex(&buf[at..end]),
-        }
-    });
+    // A shaped block's bytes after its header are not derived: no byte can be named.
+    let derived = !block::is_shaped(buf);
+    let first_diff = buf
+        .iter()
+        .zip(&want)
+        .position(|(a, b)| derived && a != b)
+        .map(|at| {
+            let end = (at + 16).min(buf.len());
+            ByteDiff {
+                at_byte: at as u64,
+                expected_hex: hex(&want[at..end]),
+                found_hex: hex(&buf[at..end]),
+            }
+        });
     let f = block::header_words(buf);
     let detail = match verdict {
         Verdict::Intact { generation } => {
@@ -242,6 +248,9 @@ fn mismatch(
                 Some(g) => format!("of older generations (oldest {g})"),
                 None => "never written (zeros)".into(),
             }
+        ),
+        Verdict::CrcMismatch { generation } => format!(
+            "corrupt: generation {generation}'s bytes no longer match the CRC32C in its header (a shaped block: the damaged byte cannot be named; a torn write looks the same)"
         ),
         Verdict::Corrupt {
             at,

@@ -562,6 +562,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
             stop: &stop,
             deadline: None,
             ramp: sh.ramp,
+            ramp_bytes: 0,
             pacing: StepPacing::for_thread(
                 &sh.rate,
                 id.slot as u64,

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 fn sample(p: &Param) -> &'static str {
     match p.name {
         "rw" => "randrw",
-        "bs" | "size" | "extsize" | "reserve" | "truncup" | "rate_bytes" => "65536",
+        "bs" | "size" | "extsize" | "reserve" | "truncup" | "rate_bytes" | "ramp_bytes" => "65536",
         "cache" => "discovered=131072",
         "engine" => "uring",
         "qd" => "16",
@@ -34,6 +34,8 @@ fn sample(p: &Param) -> &'static str {
         "block_align" | "skip" => "65536",
         "buffer_compress" => "50",
         "dedupe" => "30",
+        "dedupe_mode" => "working-set",
+        "dedupe_working_set" => "10",
         "buffer_pattern" => "0xdeadbeef",
         _ if p.kind == Kind::Bool => "true",
         other => panic!("no sample value for {other}"),

@@ -173,6 +173,9 @@ pub(crate) struct Checker {
     backlog_blocks: Vec<u64>,
     /// Whether the run writes at all (a read-only run has nothing of its own to check).
     writes: bool,
+    /// The data shape (`--buffer-compress`, `--dedupe`, `--buffer-pattern`) of the bytes
+    /// after each written block's header; None: the derived payload.
+    shape: Option<crate::engine::shaped::DataFill>,
     pub(crate) report: VerifyReport,
 }
 
@@ -237,6 +240,7 @@ impl Checker {
             writes_since_fsync: 0,
             backlog,
             writes: job.access.read_pct(job.read_pct) < 100,
+            shape: None,
             backlog_blocks: Vec::with_capacity(backlog.unwrap_or(0).min(1 << 20) as usize),
             report: VerifyReport {
                 read_back_done: false,
@@ -286,12 +290,16 @@ impl Checker {
         match op.kind {
             OpKind::Write => {
                 let issued = self.words.start_write(t);
-                crate::verify::block::fill(
-                    &mut buf[..op.len as usize],
-                    &self.id(block),
-                    issued.generation,
-                    &self.crc,
-                );
+                let id = self.id(block);
+                let buf = &mut buf[..op.len as usize];
+                match self.shape.as_mut() {
+                    Some(shape) => {
+                        crate::verify::block::fill_shaped(buf, &id, issued.generation, |rest| {
+                            shape.fill(rest)
+                        })
+                    }
+                    None => crate::verify::block::fill(buf, &id, issued.generation, &self.crc),
+                }
                 self.slot_gen[op.slot as usize] = if issued.overlapped {
                     0
                 } else {
@@ -522,6 +530,11 @@ impl Checker {
             offset,
             message,
         })
+    }
+
+    /// Shape the bytes after each written block's header with `fill`.
+    pub(crate) fn shape_with(&mut self, fill: crate::engine::shaped::DataFill) {
+        self.shape = Some(fill);
     }
 
     /// Whether the run writes (else the loop runs without the hooks).

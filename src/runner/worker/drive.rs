@@ -101,6 +101,8 @@ impl Core {
         // pair is ~20 ns apart, so every record of this worker is shifted by at most that).
         let trace_base = trace.as_ref().map(|_| (Instant::now(), clock.now_ns()));
         let (mut ramp_end, mut deadline) = self.window(t0);
+        // --ramp-bytes: what is left of the warm-up (0: none, or over).
+        let mut ramp_left = self.ramp_bytes;
         if let Some(p) = pacer.as_mut() {
             p.start(t0);
         }
@@ -308,6 +310,16 @@ impl Core {
                 if let Some(t) = think.as_mut() {
                     t.count();
                 }
+                if ramp_left > 0 {
+                    ramp_left = ramp_left.saturating_sub(c.result as u64);
+                    if ramp_left == 0 {
+                        // This I/O moved the warm-up's last byte: the ones after it count.
+                        self.end_warm_up(&mut stats, &mut sys, pacer.is_some());
+                        (t0, usage0) = (now, cpu::thread_usage());
+                        deadline = self.deadline_from(now);
+                        next_event = roll.restart(now);
+                    }
+                }
             }
             done.clear();
             if let Some(t) = think.as_mut() {
@@ -348,6 +360,11 @@ impl Core {
                 halted = true;
             }
         }
+        if ramp_left > 0 {
+            // Ended inside a --ramp-bytes warm-up: nothing was measured.
+            self.end_warm_up(&mut stats, &mut sys, pacer.is_some());
+            (t0, usage0) = (now, cpu::thread_usage());
+        }
         let mut out = self.finish::<E, VERIFY>(
             engine, stats, failure, sys, usage0, t0, trace, checker, interrupt,
         );
@@ -359,6 +376,11 @@ impl Core {
     /// (`--ramp`) ends, and its deadline (`--time` counts after the warm-up).
     pub(super) fn window(&self, t0: u64) -> (Option<u64>, Option<u64>) {
         let ramp_end = self.ramp.map(|d| t0.saturating_add(nanos(d)));
+        if self.ramp_bytes > 0 {
+            // A warm-up by bytes (`--ramp-bytes`) has no end time: the deadline is set
+            // when its last byte has moved.
+            return (ramp_end, None);
+        }
         (ramp_end, self.deadline_from(ramp_end.unwrap_or(t0)))
     }
 

@@ -63,6 +63,8 @@ impl Core {
         let clock = self.clock;
         let mut t0 = clock.now_ns();
         let (mut ramp_end, deadline) = self.window(t0);
+        // --ramp-bytes: what is left of the warm-up (0: none, or over).
+        let mut ramp_left = self.ramp_bytes;
         // The deadline, the end of the warm-up and the watcher's events (live counters,
         // interval boundaries) share one compare per I/O: the next of them (u64::MAX: none).
         let mut roll = std::mem::take(&mut self.roll);
@@ -127,6 +129,16 @@ impl Core {
                     stats.trim_bytes += result as u64;
                 }
             }
+            if ramp_left > 0 {
+                ramp_left = ramp_left.saturating_sub(result as u64);
+                if ramp_left == 0 {
+                    // This I/O moved the warm-up's last byte: the ones after it count.
+                    self.end_warm_up(&mut stats, &mut sys, false);
+                    (t0, usage0, ops) = (now, cpu::thread_usage(), 0);
+                    stop_at = self.deadline_from(now).unwrap_or(u64::MAX);
+                    next_event = stop_at.min(roll.restart(now));
+                }
+            }
             if VERIFY {
                 if let Some(c) = checker.as_mut().filter(|c| c.step_due()) {
                     // Nothing in flight: the step (fsync, journal, backlog) runs between I/Os.
@@ -162,6 +174,12 @@ impl Core {
                         .min(ramp_end.unwrap_or(u64::MAX));
                 }
             }
+        }
+        if ramp_left > 0 {
+            // Ended inside a --ramp-bytes warm-up: nothing was measured.
+            self.end_warm_up(&mut stats, &mut sys, false);
+            (usage0, ops) = (cpu::thread_usage(), 0);
+            t0 = clock.now_ns();
         }
         // Every I/O was submitted with none other in flight.
         stats.inflight[inflight_bucket(1)] += ops;

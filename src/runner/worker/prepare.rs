@@ -90,12 +90,16 @@ impl Worker {
             size: t.size,
         }];
         let mut engine = engine::build(job, handles, pool).map_err(|e| fail(format!("{e:#}")))?;
-        if let Some(fill) =
-            engine::shaped::DataFill::for_job(job, thread_seed(job.seed, user, thread))
-        {
-            engine = engine.shaped(fill);
-        }
-        let checker = match shared {
+        let fill = engine::shaped::DataFill::for_job(
+            job,
+            thread_seed(job.seed, user, thread),
+            engine::shaped::FillPlace {
+                file_size: t.size,
+                thread,
+                threads: job.threads,
+            },
+        );
+        let mut checker = match shared {
             Some(s) => Some(Box::new(
                 verify::Checker::new(
                     job,
@@ -110,6 +114,13 @@ impl Worker {
             )),
             None => None,
         };
+        // With --verify the checker shapes what follows each block's header (the header
+        // goes on last, with the CRC of the bytes); without it the engine shapes the writes.
+        match (fill, checker.as_mut()) {
+            (Some(f), Some(c)) => c.shape_with(f),
+            (Some(f), None) => engine = engine.shaped(f),
+            (None, _) => {}
+        }
         let mut core = Core::new(
             job,
             t.size,
@@ -349,6 +360,7 @@ impl Core {
                 .ramp_s
                 .filter(|r| *r > 0.0)
                 .and_then(|r| Duration::try_from_secs_f64(r).ok()),
+            ramp_bytes: job.ramp_bytes.unwrap_or(0),
             think: job.think.map(super::think::Thinker::new),
             sys,
             pacer: Pacer::for_worker(job, user as u64 * job.threads as u64 + thread as u64),

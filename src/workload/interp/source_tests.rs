@@ -133,6 +133,7 @@ fn run_with(
             stop,
             deadline: Some(Duration::from_millis(deadline_ms)),
             ramp: ramp_ms.map(Duration::from_millis),
+            ramp_bytes: 0,
             pacing,
             interval_ns,
         },
