@@ -166,25 +166,23 @@ impl Executor {
         observe: &Observe,
     ) -> anyhow::Result<RunResult> {
         match self {
-            Executor::Local => {
-                let parsed = crate::trace::format::read_file(trace)?;
-                let scope = crate::observe::Scope {
-                    targets: vec![opts.dir.clone()],
-                    workers: crate::replay::ReplayPlan::from_trace(&parsed)?.thread_count(),
-                    processes: false,
-                };
-                let observer = Observer::start_for(observe, &scope)?;
-                let mut result = crate::replay::run(
-                    &parsed,
-                    &trace.display().to_string(),
-                    opts,
-                    &observer.watching(&observe.watch),
-                )?;
-                let elapsed_s = result.total.elapsed_s;
-                observer.finish(&mut result, elapsed_s)?;
-                Ok(result)
-            }
+            Executor::Local => LocalReplays::prepare(trace, opts)?.run(false, opts, observe),
             Executor::Ranks(r) => r.run_replay(trace, opts, observe),
+        }
+    }
+
+    /// The trace at `trace` with its scratch files made once, to replay several times on
+    /// them (`--repeat`); on this host only.
+    pub(crate) fn prepare_replays(
+        &self,
+        trace: &Path,
+        opts: &crate::replay::ReplayOptions,
+    ) -> anyhow::Result<LocalReplays> {
+        match self {
+            Executor::Local => LocalReplays::prepare(trace, opts),
+            Executor::Ranks(_) => crate::bail_usage!(
+                "--repeat runs on one host: under mpirun run the command once per repetition"
+            ),
         }
     }
 
@@ -210,5 +208,51 @@ impl Executor {
             Executor::Local => None,
             Executor::Ranks(r) => Some(r.size()),
         }
+    }
+}
+
+/// A trace read and its scratch files made, on this host: each [`LocalReplays::run`] replays
+/// it on the same files. The files go when this is dropped, unless kept.
+pub(crate) struct LocalReplays {
+    origin: String,
+    files: crate::replay::Prepared,
+}
+
+impl LocalReplays {
+    fn prepare(trace: &Path, opts: &crate::replay::ReplayOptions) -> anyhow::Result<Self> {
+        let parsed = crate::trace::format::read_file(trace)?;
+        let files = crate::replay::prepare(&parsed, opts)?;
+        Ok(LocalReplays {
+            origin: trace.display().to_string(),
+            files,
+        })
+    }
+
+    /// One replay, with what `observe` asked for seen beside it (the devices under
+    /// `opts.dir`, one trace ring per replay thread); `again`: another replay follows.
+    pub(crate) fn run(
+        &mut self,
+        again: bool,
+        opts: &crate::replay::ReplayOptions,
+        observe: &Observe,
+    ) -> anyhow::Result<RunResult> {
+        let scope = crate::observe::Scope {
+            targets: vec![opts.dir.clone()],
+            workers: self.files.thread_count(),
+            processes: false,
+        };
+        let observer = Observer::start_for(observe, &scope)?;
+        let replayed = crate::replay::run_prepared(
+            &mut self.files,
+            again,
+            &self.origin,
+            opts,
+            None,
+            &observer.watching(&observe.watch),
+        )?;
+        let mut result = crate::replay::result_of(&opts.name, replayed.outcome, replayed.parts);
+        let elapsed_s = result.total.elapsed_s;
+        observer.finish(&mut result, elapsed_s)?;
+        Ok(result)
     }
 }

@@ -351,3 +351,100 @@ fn sweep_interleave_alternates_the_points_and_compare_judges_repeats() {
     assert!(text.contains("bootstrap of the ratio of medians"), "{text}");
     assert!(text.contains(" ["), "the ratio's interval is shown: {text}");
 }
+
+/// `replay --repeat 3` makes its scratch files once and replays on them three times: strace
+/// sees each file created once, the Result holds every replay's figures, and each replay has a
+/// directory of its own for its mkdirs (a second mkdir of a name would fail). With `--keep`
+/// the files and the last replay's directory stay.
+#[test]
+#[cfg_attr(
+    not(has_strace),
+    ignore = "SKIPPED: needs strace able to trace a child"
+)]
+fn replay_repeats_run_on_scratch_files_made_once() {
+    let sb = Sandbox::new();
+    let mut rows = vec!["id,thread,op,file,offset,len,start_ns,end_ns,result".to_string()];
+    for i in 0..8u64 {
+        rows.push(format!(
+            "{i},1,write,/d/a,{},4096,{},{},4096",
+            i * 4096,
+            i * 100,
+            i * 100 + 50
+        ));
+    }
+    for i in 0..4u64 {
+        let id = 8 + i;
+        rows.push(format!(
+            "{id},2,read,/d/b,{},8192,{},{},8192",
+            i * 8192,
+            id * 100,
+            id * 100 + 50
+        ));
+    }
+    rows.push("12,1,mkdir,/d/sub,0,0,1200,1250,0".into());
+    std::fs::write(sb.file("t.csv"), rows.join("\n") + "\n").unwrap();
+    std::fs::create_dir(sb.file("scratch")).unwrap();
+    let st = std::process::Command::new("strace")
+        .current_dir(sb.path())
+        .args(["-f", "-o", "st.log", "-e", "trace=openat,linkat"])
+        .arg(assert_cmd::cargo::cargo_bin("fsbench"))
+        .args(words(
+            "replay t.csv --dir scratch --repeat 3 --format json --output r.json",
+        ))
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", stderr(&st));
+    let log = std::fs::read_to_string(sb.file("st.log")).unwrap();
+    let creations: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("fsbench-replay-") && l.contains(".dat"))
+        .filter(|l| l.contains("linkat(") || l.contains("O_CREAT"))
+        .collect();
+    assert_eq!(
+        creations.len(),
+        2,
+        "the two scratch files are made once for the three replays: {creations:#?}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("r.json")).unwrap()).unwrap();
+    assert_eq!(v["status"], "complete", "{v}");
+    let runs = v["repeat"]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{v}");
+    assert!(
+        runs.iter().all(|r| r["iops"].as_f64().unwrap() > 0.0),
+        "every replay measured: {runs:?}"
+    );
+    assert!(
+        std::fs::read_dir(sb.file("scratch"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "the replays removed their files and directories"
+    );
+
+    let v = sb.run_json(&words(
+        "replay t.csv --dir scratch --repeat 2 --keep --format json",
+    ));
+    assert_eq!(v["repeat"]["runs"].as_array().unwrap().len(), 2, "{v}");
+    let mut kept: Vec<String> = std::fs::read_dir(sb.file("scratch"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    kept.sort();
+    assert_eq!(
+        kept.len(),
+        3,
+        "two files and the last replay's directory: {kept:?}"
+    );
+    assert_eq!(
+        kept.iter().filter(|k| k.ends_with(".d")).count(),
+        1,
+        "{kept:?}"
+    );
+    assert_eq!(
+        kept.iter().filter(|k| k.ends_with(".dat")).count(),
+        2,
+        "{kept:?}"
+    );
+    std::fs::remove_dir_all(sb.file("scratch")).unwrap();
+}

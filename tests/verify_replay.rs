@@ -46,6 +46,11 @@ fn write_trace(path: &Path) {
 /// `fsbench replay t.csv --verify --dir DIR --output r.json` in `sb`: (exit status, stdout
 /// and stderr, the JSON).
 fn replay(sb: &Sandbox, dir: &Path) -> (i32, String, Value) {
+    replay_with(sb, dir, &[])
+}
+
+/// [`replay`] with `extra` flags.
+fn replay_with(sb: &Sandbox, dir: &Path, extra: &[&str]) -> (i32, String, Value) {
     write_trace(&sb.file("t.csv"));
     let out_path = sb.file("r.json");
     let out = sb
@@ -58,6 +63,7 @@ fn replay(sb: &Sandbox, dir: &Path) -> (i32, String, Value) {
             "--output",
             out_path.to_str().unwrap(),
         ])
+        .args(extra)
         .timeout(std::time::Duration::from_secs(120))
         .output()
         .unwrap();
@@ -189,4 +195,29 @@ fn a_bit_flipped_in_a_replayed_write_fails_the_replay() {
 fn a_dropped_replayed_write_is_found_as_lost() {
     // The scratch file still holds what it was filled with there.
     fault_found(Fault::Drop, 2, "stale", IO, "previous generation");
+}
+
+/// `--repeat 2`: the second replay writes over the first one's bytes, in the same files. Its
+/// writes carry a generation of their own, so a write of the second replay that the storage
+/// drops is found (what is left there is the first replay's), and the replays fail.
+#[cfg_attr(not(has_fuse), ignore = "SKIPPED: needs root and /dev/fuse")]
+#[test]
+fn a_write_the_second_of_repeated_replays_loses_is_found() {
+    let fs = mount();
+    let sb = Sandbox::new();
+    // The second replay's second write (the fill is not IO bytes long).
+    fs.ctl().add_sized(
+        Op::Write,
+        faultfs::When::Nth(WRITES + 2),
+        Fault::Drop,
+        None,
+        Some(IO),
+    );
+    let (code, text, v) = replay_with(&sb, &fs.mnt, &["--repeat", "2"]);
+    let hit = fs.ctl().injected.pop().expect("the fault fired");
+    assert_eq!(hit.offset, IO, "{hit:?}");
+    assert_eq!(code, 1, "{text}");
+    assert_eq!(v["status"], "failed", "{text}");
+    assert_eq!(v["repeat"]["runs"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(fs.listing(), Vec::<String>::new(), "leftovers: {text}");
 }

@@ -264,42 +264,17 @@ pub(crate) fn main(a: AbArgs, exec: crate::exec::Executor) -> anyhow::Result<i32
             } => exec.run_workload(src, model, opts),
         }
     };
-    let mut figures: [Vec<Figures>; 2] = [Vec::new(), Vec::new()];
-    let mut notes = Vec::new();
-    let mut code = 0;
-    let rounds = a.rounds as usize;
-    'rounds: for round in 0..rounds {
-        let turns = match crate::ab::b_first(round) {
-            true => [1, 0],
-            false => [0, 1],
-        };
-        let mut got = [None, None];
-        for side in turns {
-            let r = run_side(&sides[side])?;
-            if let Some(f) = &mut files {
-                f.after_run();
-            }
-            let status = r.status;
-            got[side] = Some(Figures::of(&r));
-            if status != crate::runner::RunStatus::Complete || crate::runner::signal::interrupted()
-            {
-                // A failed run is 1; a run stopped by Ctrl-C is 130.
-                code = match super::output::exit_code(std::slice::from_ref(&r)) {
-                    0 => 130,
-                    c => c,
-                };
-                notes.push(format!(
-                    "stopped in round {} of {rounds} ({}): the verdicts cover the {round} complete rounds",
-                    round + 1,
-                    status.name()
-                ));
-                break 'rounds;
-            }
+    let Rounds {
+        figures,
+        notes,
+        code,
+    } = rounds(a.rounds as usize, |side| {
+        let r = run_side(&sides[side]);
+        if let Some(f) = &mut files {
+            f.after_run();
         }
-        for side in 0..2 {
-            figures[side].extend(got[side].take());
-        }
-    }
+        r
+    })?;
     drop(files);
     let [fa, fb] = figures;
     let metrics = crate::ab::judge(&fa, &fb);
@@ -330,6 +305,60 @@ pub(crate) fn main(a: AbArgs, exec: crate::exec::Executor) -> anyhow::Result<i32
         crate::output::write_json_force(p, &report, force)?;
     }
     Ok(code)
+}
+
+/// What the rounds of `ab` measured.
+pub(crate) struct Rounds {
+    /// A's and B's figures, one per complete round.
+    pub figures: [Vec<Figures>; 2],
+    pub notes: Vec<String>,
+    /// The exit code: 0, or the failed or interrupted run's.
+    pub code: i32,
+}
+
+/// Run `rounds` rounds, each running A and B once (`run(0)`, `run(1)`) in the order
+/// [`crate::ab::b_first`] gives, and stop after the first run that did not complete.
+pub(crate) fn rounds(
+    rounds: usize,
+    mut run: impl FnMut(usize) -> anyhow::Result<crate::result::RunResult>,
+) -> anyhow::Result<Rounds> {
+    let mut figures: [Vec<Figures>; 2] = [Vec::new(), Vec::new()];
+    let mut notes = Vec::new();
+    let mut code = 0;
+    'rounds: for round in 0..rounds {
+        let turns = match crate::ab::b_first(round) {
+            true => [1, 0],
+            false => [0, 1],
+        };
+        let mut got = [None, None];
+        for side in turns {
+            let r = run(side)?;
+            let status = r.status;
+            got[side] = Some(Figures::of(&r));
+            if status != crate::runner::RunStatus::Complete || crate::runner::signal::interrupted()
+            {
+                // A failed run is 1; a run stopped by Ctrl-C is 130.
+                code = match super::output::exit_code(std::slice::from_ref(&r)) {
+                    0 => 130,
+                    c => c,
+                };
+                notes.push(format!(
+                    "stopped in round {} of {rounds} ({}): the verdicts cover the {round} complete rounds",
+                    round + 1,
+                    status.name()
+                ));
+                break 'rounds;
+            }
+        }
+        for side in 0..2 {
+            figures[side].extend(got[side].take());
+        }
+    }
+    Ok(Rounds {
+        figures,
+        notes,
+        code,
+    })
 }
 
 #[cfg(test)]

@@ -30,6 +30,9 @@ pub(crate) mod verify;
 pub(crate) mod vx;
 pub(crate) mod workload;
 
+#[cfg(test)]
+mod statistics_tests;
+
 /// `print!` that returns an error instead of panicking when standard output cannot be
 /// written (a full disk behind a redirection, `>/dev/full`): one line, exit 1.
 #[macro_export]

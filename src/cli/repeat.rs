@@ -194,6 +194,27 @@ pub(crate) fn run_job(
     Ok(r)
 }
 
+/// A trace replayed `n` times on the same scratch files: made and filled once, each replay
+/// starting cold on them; removed after the last unless `--keep`.
+pub(crate) fn run_replay(
+    exec: &Executor,
+    trace: &std::path::Path,
+    opts: &crate::replay::ReplayOptions,
+    observe: &Observe,
+    n: u32,
+) -> anyhow::Result<RunResult> {
+    if n == 1 {
+        return exec.run_replay(trace, opts, observe);
+    }
+    refuse_with(n, observe, exec)?;
+    let mut replays = exec.prepare_replays(trace, opts)?;
+    let mut done = 0;
+    repeated(n, || {
+        done += 1;
+        replays.run(done < n, opts, observe)
+    })
+}
+
 /// `--repeat N` as clap's flag (`run`, `workload`, `replay`).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub(crate) struct RepeatArg {

@@ -176,8 +176,8 @@ pub(crate) fn main(a: ReplayArgs, exec: crate::exec::Executor) -> anyhow::Result
     crate::output::check_output(a.output.as_deref(), false)?;
     // On this host: the devices under --dir, one trace ring per replay thread. On ranks: each
     // rank reads its own trace (TRACE may hold {rank}) and observes its own replay.
-    // Each repetition makes its scratch files anew (same sizes, same seeded contents).
-    let result = super::repeat::repeated(repeat, || exec.run_replay(&a.input, &opts, &observe))?;
+    // Repetitions run on the same scratch files, made once.
+    let result = super::repeat::run_replay(&exec, &a.input, &opts, &observe, repeat)?;
     let report = ReportOptions {
         unit: if a.mb {
             RateUnit::MebiBytes

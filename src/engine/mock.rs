@@ -6,13 +6,40 @@
 //!
 //! Op `k` below is the k-th op submitted to this engine (0-based), and `call` the k-th call
 //! of `submit`.
+//!
+//! With a [`Service`] the ops take seeded, noisy times on a virtual clock the worker loop
+//! reads ([`crate::stats::clock::Clock::virtual_at`]): the engine advances it to each
+//! completion, so a run's measured figures are exactly the service times it was given, and
+//! the statistics of `--repeat` and `ab` are tested on runs whose truth is known.
 
 use super::{BufferPool, Completion, Engine, IoOp, OpKind};
+use crate::stats::bootstrap::Rng;
 use crate::stats::SyscallCounts;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// Ops that take seeded, noisy times on a virtual clock.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Service {
+    /// The clock the worker loop reads (`Clock::virtual_at`); the engine moves it.
+    pub clock: &'static AtomicU64,
+    /// Median time of one op, in nanoseconds.
+    pub median_ns: f64,
+    /// Each op takes `median_ns` times a log-normal factor of this spread (sigma of its log).
+    pub jitter: f64,
+    /// Seed of the ops' factors.
+    pub seed: u64,
+}
+
+/// A log-normal factor of spread `sigma` (median 1), from two draws of `rng` (Box-Muller).
+pub(crate) fn log_normal(rng: &mut Rng, sigma: f64) -> f64 {
+    let unit = |r: &mut Rng| (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let (u1, u2) = (unit(rng), unit(rng));
+    let normal = (-2.0 * (1.0 - u1).ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+    (sigma * normal).exp()
+}
 
 /// What one scripted op returns instead of its full length.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -65,6 +92,8 @@ pub(crate) struct Script {
     pub store: Option<Store>,
     /// Faults applied to stored writes, by op number `k`.
     pub faults: Vec<(u64, Fault)>,
+    /// Service times on a virtual clock instead of `latency` on the real one.
+    pub service: Option<Service>,
 }
 
 /// What the engine saw. Kept by the engine while it runs (no lock per op) and handed to the
@@ -81,10 +110,12 @@ pub(crate) struct Log {
 pub(crate) struct MockEngine {
     script: Script,
     pool: BufferPool,
-    /// Accepted, not yet reaped: (due, completion).
-    flight: Vec<(Instant, Completion)>,
+    /// Accepted, not yet reaped: (due, in ns of [`MockEngine::now_ns`], completion).
+    flight: Vec<(u64, Completion)>,
     next_op: u64,
     created: Instant,
+    /// Draws the ops' service times (with a `Service`).
+    rng: Rng,
     log: Log,
     shared: Arc<Mutex<Log>>,
 }
@@ -101,12 +132,14 @@ impl MockEngine {
     pub(crate) fn new(script: Script, block_size: usize) -> (MockEngine, Arc<Mutex<Log>>) {
         let depth = script.depth.max(1) as usize;
         let shared = Arc::new(Mutex::new(Log::default()));
+        let rng = Rng::new(script.service.map_or(0, |s| s.seed));
         let e = MockEngine {
             script,
             pool: BufferPool::new(depth, block_size, 1).expect("mock buffers"),
             flight: Vec::with_capacity(depth),
             next_op: 0,
             created: Instant::now(),
+            rng,
             log: Log::default(),
             shared: shared.clone(),
         };
@@ -121,8 +154,36 @@ impl MockEngine {
         }
     }
 
+    /// Now: the virtual clock's reading with a `Service`, else real time since creation.
+    fn now_ns(&self) -> u64 {
+        match &self.script.service {
+            Some(s) => s.clock.load(Ordering::Relaxed),
+            None => self.created.elapsed().as_nanos() as u64,
+        }
+    }
+
+    /// How long the next op takes.
+    fn service_ns(&mut self) -> u64 {
+        match self.script.service {
+            Some(s) => (s.median_ns * log_normal(&mut self.rng, s.jitter)).round() as u64,
+            None => self.script.latency.as_nanos() as u64,
+        }
+    }
+
+    /// Let time pass until `until_ns`: sleep, or move the virtual clock there.
+    fn wait_until(&self, until_ns: u64) {
+        match &self.script.service {
+            Some(s) => {
+                s.clock.fetch_max(until_ns, Ordering::Relaxed);
+            }
+            None => {
+                std::thread::sleep(Duration::from_nanos(until_ns.saturating_sub(self.now_ns())))
+            }
+        }
+    }
+
     /// Move the completions that are due by `now` into `done`.
-    fn collect(&mut self, now: Instant, done: &mut Vec<Completion>) -> usize {
+    fn collect(&mut self, now: u64, done: &mut Vec<Completion>) -> usize {
         let before = done.len();
         self.flight.retain(|(due, c)| {
             if *due <= now {
@@ -178,7 +239,12 @@ impl MockEngine {
         }
     }
 
-    fn earliest(&self) -> Option<Instant> {
+    /// Whether ops take time (a latency or service times) or are logged with theirs.
+    fn timed(&self) -> bool {
+        self.script.log || !self.script.latency.is_zero() || self.script.service.is_some()
+    }
+
+    fn earliest(&self) -> Option<u64> {
         self.flight.iter().map(|(due, _)| *due).min()
     }
 }
@@ -197,8 +263,8 @@ impl Engine for MockEngine {
             .min(self.script.accept_at_most.unwrap_or(usize::MAX));
         // Without a latency or a log the engine reads no clock, so the loop's own cost per I/O
         // can be measured with it (worker tests, `null_engine_overhead`).
-        let timed = self.script.log || !self.script.latency.is_zero();
-        let now = if timed { Instant::now() } else { self.created };
+        let timed = self.timed();
+        let now = if timed { self.now_ns() } else { 0 };
         for op in &ops[..n] {
             let k = self.next_op;
             self.next_op += 1;
@@ -207,15 +273,18 @@ impl Engine for MockEngine {
                 self.store_io(k, op);
             }
             sys.other += 1;
+            let due = now + self.service_ns();
             self.flight.push((
-                now + self.script.latency,
+                due,
                 Completion {
                     slot: op.slot,
                     result,
                 },
             ));
             if self.script.log {
-                self.log.ops.push((*op, now));
+                self.log
+                    .ops
+                    .push((*op, self.created + Duration::from_nanos(now)));
             }
             if let Some((at, flag)) = &self.script.raise_after {
                 if *at == k {
@@ -238,17 +307,17 @@ impl Engine for MockEngine {
             return Err(std::io::Error::from_raw_os_error(libc::EIO));
         }
         let want = min.min(self.flight.len());
-        if self.script.latency.is_zero() {
+        if !self.timed() {
             let n = self.flight.len();
             done.extend(self.flight.drain(..).map(|(_, c)| c));
             return Ok(n);
         }
-        let mut got = self.collect(Instant::now(), done);
+        let mut got = self.collect(self.now_ns(), done);
         while got < want {
             if let Some(due) = self.earliest() {
-                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                self.wait_until(due);
             }
-            got += self.collect(Instant::now(), done);
+            got += self.collect(self.now_ns(), done);
         }
         Ok(got)
     }
@@ -259,10 +328,10 @@ impl Engine for MockEngine {
         done: &mut Vec<Completion>,
         _sys: &mut SyscallCounts,
     ) -> std::io::Result<usize> {
-        let until = Instant::now() + timeout;
+        let until = self.now_ns() + timeout.as_nanos() as u64;
         let wake = self.earliest().map_or(until, |due| due.min(until));
-        std::thread::sleep(wake.saturating_duration_since(Instant::now()));
-        Ok(self.collect(Instant::now(), done))
+        self.wait_until(wake);
+        Ok(self.collect(self.now_ns(), done))
     }
 
     fn buffers(&mut self) -> &mut BufferPool {

@@ -110,27 +110,35 @@ pub(crate) struct ReplayParts {
     pub info: ReplayInfo,
 }
 
-/// Run the replay: create the files, replay every thread, remove the files.
-pub(crate) fn run(
-    trace: &Trace,
-    origin: &str,
-    opts: &ReplayOptions,
-    watch: &crate::runner::live::Watching,
-) -> Result<RunResult> {
-    let r = run_gated(trace, origin, opts, None, watch)?;
-    Ok(result_of(&opts.name, r.outcome, r.parts))
+/// A trace's scratch files, created and filled once: every replay of it with
+/// [`run_prepared`] runs on them (`--repeat`). They are removed when this is dropped, unless
+/// kept.
+pub(crate) struct Prepared {
+    /// The plan, its files renumbered to the scratch files and, with `--verify`, its
+    /// checked reads marked.
+    plan: ReplayPlan,
+    scratch: Scratch,
+    targets: Vec<TargetPlan>,
+    files: Vec<ReplayFile>,
+    /// What every replay on these files notes.
+    notes: Vec<String>,
+    /// The replay's threads.
+    thread_count: usize,
+    /// `--verify`: the seed of the files' bytes and of every replay's writes.
+    verify_seed: Option<u64>,
+    /// Replays begun on the files.
+    replays: u64,
 }
 
-/// [`run`] with the hooks of a [`crate::runner::Gate`] (a rank of a distributed replay: its
-/// threads prepared, the start is the gate's; its I/O over, the files stay until the gate's
-/// `after_io` returns), and what it measured before it is a Result.
-pub(crate) fn run_gated(
-    trace: &Trace,
-    origin: &str,
-    opts: &ReplayOptions,
-    gate: Option<crate::runner::Gate>,
-    watch: &crate::runner::live::Watching,
-) -> Result<Replayed> {
+impl Prepared {
+    /// The number of threads each replay runs.
+    pub(crate) fn thread_count(&self) -> usize {
+        self.thread_count
+    }
+}
+
+/// Check what a replay of `trace` needs and create its scratch files.
+pub(crate) fn prepare(trace: &Trace, opts: &ReplayOptions) -> Result<Prepared> {
     let mut plan = ReplayPlan::from_trace(trace)?;
     crate::runner::signal::install();
     check_options(opts)?;
@@ -165,12 +173,6 @@ pub(crate) fn run_gated(
         &mut files,
     )?;
     notes.extend(file_notes(&files, &opts.dir));
-    if let Some(dir) = &scratch.dir {
-        notes.push(format!(
-            "{} stands for the traced directories: mkdir, unlink and readdir work in it (unlink removes files the replay created there)",
-            dir.display()
-        ));
-    }
     if used_files.len() < plan.sizes.len() {
         notes.push(format!(
             "{} traced files without replayed calls were not created",
@@ -183,12 +185,73 @@ pub(crate) fn run_gated(
             plan.skipped_calls
         ));
     }
+    Ok(Prepared {
+        thread_count: plan.threads.len(),
+        verify_seed,
+        replays: 0,
+        plan,
+        scratch,
+        targets,
+        files,
+        notes,
+    })
+}
+
+/// Create the files, replay every thread, remove the files, with the hooks of a
+/// [`crate::runner::Gate`] when there are some (a rank of a distributed replay: its
+/// threads prepared, the start is the gate's; its I/O over, the files stay until the gate's
+/// `after_io` returns), and what it measured before it is a Result.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn run_gated(
+    trace: &Trace,
+    origin: &str,
+    opts: &ReplayOptions,
+    gate: Option<crate::runner::Gate>,
+    watch: &crate::runner::live::Watching,
+) -> Result<Replayed> {
+    let mut prepared = prepare(trace, opts)?;
+    run_prepared(&mut prepared, false, origin, opts, gate, watch)
+    // The scratch files go with `prepared`, after the replay.
+}
+
+/// One replay on the scratch files of `prepared`, started cold (their pages dropped);
+/// `again`: another replay on them follows (the plan is kept for it). The replay's own
+/// directory (for mkdir, unlink and readdir steps) is made anew for each replay; only the
+/// last one's is kept, with `--keep`.
+pub(crate) fn run_prepared(
+    prepared: &mut Prepared,
+    again: bool,
+    origin: &str,
+    opts: &ReplayOptions,
+    gate: Option<crate::runner::Gate>,
+    watch: &crate::runner::live::Watching,
+) -> Result<Replayed> {
+    // The last replay takes the threads' steps rather than a copy of them.
+    let threads = match again {
+        true => prepared.plan.threads.clone(),
+        false => std::mem::take(&mut prepared.plan.threads),
+    };
+    prepared.replays += 1;
+    let verify_generation = prepared.replays;
+    let plan = &prepared.plan;
+    let scratch = &prepared.scratch;
+    let mut notes = prepared.notes.clone();
+    let own_dir = own_dir(plan, opts, opts.keep && !again)?;
+    if let Some(dir) = &own_dir.dir {
+        notes.push(format!(
+            "{} stands for the traced directories: mkdir, unlink and readdir work in it (unlink removes files the replay created there)",
+            dir.display()
+        ));
+    }
+    start_cold(&scratch.paths);
+    let targets = prepared.targets.clone();
+    let files = prepared.files.clone();
     let direct = match (opts.direct, scratch.paths.first()) {
         (true, Some(p)) => Some(crate::runner::target::dio_alignment(p)),
         _ => None,
     };
-    let fds = open_shared(&scratch, direct.is_some())?;
-    let dir_fd = match &scratch.dir {
+    let fds = open_shared(&scratch.paths, direct.is_some())?;
+    let dir_fd = match &own_dir.dir {
         Some(d) => Some(DirFd::open(d)?),
         None => None,
     };
@@ -196,22 +259,23 @@ pub(crate) fn run_gated(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
-    let nthreads = plan.threads.len();
-    let mut shared = shared_settings(opts, &scratch, direct, dir_fd.as_ref(), nthreads);
-    shared.verify_seed = verify_seed;
-    let total_steps: u64 = plan.threads.iter().map(|t| t.steps.len() as u64).sum();
-    let thread_info: Vec<(usize, u64)> =
-        plan.threads.iter().map(|t| (t.user, t.data_ops)).collect();
+    let nthreads = threads.len();
+    let mut shared = shared_settings(
+        opts,
+        &scratch.paths,
+        own_dir.dir.as_deref(),
+        direct,
+        dir_fd.as_ref(),
+        nthreads,
+    );
+    shared.verify_seed = prepared.verify_seed;
+    shared.verify_generation = verify_generation;
+    let total_steps: u64 = threads.iter().map(|t| t.steps.len() as u64).sum();
+    let thread_info: Vec<(usize, u64)> = threads.iter().map(|t| (t.user, t.data_ops)).collect();
     let gate = gate.unwrap_or_else(crate::runner::Gate::none);
     // The host at the edges of the replay's window (`host` in the Result).
     let host = crate::probe::host::HostSampler::start(&[]);
-    let (tallies, elapsed_s) = run_threads(
-        std::mem::take(&mut plan.threads),
-        &fds,
-        shared,
-        gate.start,
-        watch,
-    )?;
+    let (tallies, elapsed_s) = run_threads(threads, &fds, shared, gate.start, watch)?;
     let host = host.finish();
     (gate.after_io)();
     drop(fds);
@@ -272,7 +336,7 @@ pub(crate) fn run_gated(
         io_size_hist_bytes: Vec::new(),
         files,
     };
-    drop(scratch);
+    drop(own_dir);
     Ok(Replayed {
         outcome,
         parts: ReplayParts { kinds, sizes, info },
@@ -413,29 +477,45 @@ fn create_files(
             reserved: None,
         });
     }
+    Ok(targets)
+}
+
+/// The replay's own directory when a step needs one, created new (and marked as this
+/// replay's); removed when the returned value is dropped unless `keep`.
+fn own_dir(plan: &ReplayPlan, opts: &ReplayOptions, keep: bool) -> Result<Scratch> {
+    let mut own = Scratch {
+        paths: Vec::new(),
+        dir: None,
+        keep,
+    };
     if plan.has_dir_ops {
-        let dir = opts.dir.join(format!("fsbench-replay-{pid}.d"));
+        let dir = opts
+            .dir
+            .join(format!("fsbench-replay-{}.d", std::process::id()));
         scratch::create_scratch_dir(&dir)?;
-        scratch.dir = Some(dir);
+        own.dir = Some(dir);
     }
-    // One flush for all the files (not an fsync each), then their pages are dropped so the
-    // replay starts cold.
-    if let Some(p) = scratch.paths.first() {
+    Ok(own)
+}
+
+/// One flush for all the scratch files (not an fsync each; what an earlier replay wrote
+/// too), then their pages are dropped, so that every replay starts cold.
+fn start_cold(paths: &[PathBuf]) {
+    if let Some(p) = paths.first() {
         if let Ok(f) = std::fs::File::open(p) {
             // SAFETY: syncfs on a descriptor we own.
             unsafe { libc::syncfs(std::os::unix::io::AsRawFd::as_raw_fd(&f)) };
         }
     }
-    for p in &scratch.paths {
+    for p in paths {
         let _ = crate::runner::target::evict(p);
     }
-    Ok(targets)
 }
 
 /// Each used file is opened once; the threads share the descriptors.
-fn open_shared(scratch: &Scratch, direct: bool) -> Result<SharedFds> {
-    let mut shared = SharedFds(Vec::with_capacity(scratch.paths.len()));
-    for p in &scratch.paths {
+fn open_shared(paths: &[PathBuf], direct: bool) -> Result<SharedFds> {
+    let mut shared = SharedFds(Vec::with_capacity(paths.len()));
+    for p in paths {
         let fd = open_rw(p, 0).with_context(|| format!("opening {}", p.display()))?;
         shared.0.push(FileHandles {
             fds: [fd, -1, -1],
@@ -459,7 +539,8 @@ fn open_shared(scratch: &Scratch, direct: bool) -> Result<SharedFds> {
 /// the replay's directory and the names of the files.
 fn shared_settings(
     opts: &ReplayOptions,
-    scratch: &Scratch,
+    paths: &[PathBuf],
+    own_dir: Option<&std::path::Path>,
     direct_align: Option<u64>,
     dir_fd: Option<&DirFd>,
     nthreads: usize,
@@ -468,18 +549,8 @@ fn shared_settings(
         RateScope::Thread => 1.0,
         RateScope::Total => nthreads.max(1) as f64,
     };
-    let mut names: Vec<String> = scratch
-        .paths
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
-    names.push(
-        scratch
-            .dir
-            .as_ref()
-            .map(|d| d.display().to_string())
-            .unwrap_or_default(),
-    );
+    let mut names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    names.push(own_dir.map(|d| d.display().to_string()).unwrap_or_default());
     Shared {
         engine: opts.engine,
         speed: opts.speed,
@@ -496,6 +567,7 @@ fn shared_settings(
         board: None,
         trace: None,
         verify_seed: None,
+        verify_generation: 1,
     }
 }
 

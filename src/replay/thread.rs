@@ -167,6 +167,8 @@ pub(super) struct Shared {
     pub(super) trace: Option<std::sync::Arc<crate::trace::TraceSession>>,
     /// `--verify`: the seed of the replay's bytes.
     pub(super) verify_seed: Option<u64>,
+    /// `--verify`: the generation its writes carry (k in the k-th replay on the files).
+    pub(super) verify_generation: u64,
 }
 
 impl Shared {
@@ -655,6 +657,7 @@ impl<'a> ThreadReplay<'a> {
         let file = (s.file, target);
         let contents = super::verify::Written {
             short: &self.short_written,
+            generation: self.shared.verify_generation,
         };
         if op.kind == OpKind::Write {
             return io.write_verified(op, &contents, file, Some(s.offset)).0;
@@ -870,6 +873,7 @@ mod tests {
             board: None,
             trace: None,
             verify_seed: None,
+            verify_generation: 1,
         }
     }
 

@@ -2,7 +2,8 @@
 //! runner's verify hooks (`runner/verify.rs`), which the thread's Issuer runs around its calls.
 //!
 //! The scratch files are filled with generation 0 of [`crate::verify::stream`] and every
-//! replayed write carries generation 1 for the offset it lands at. Before the start the plan
+//! replayed write carries generation k for the offset it lands at, in the k-th replay on
+//! the files (`--repeat`), so that a write one replay lost cannot pass for the one before. Before the start the plan
 //! marks the reads that are checked: a read whose whole range this thread wrote earlier in the
 //! replay, of a file no other thread writes (another thread's writes are not ordered with this
 //! thread's reads). Every other read (of bytes the replay did not write) is issued unchecked.
@@ -123,6 +124,8 @@ pub(super) fn note(threads: &[ThreadPlan]) -> String {
 /// its scratch index); `short` marks the files a short write left unknown.
 pub(super) struct Written<'a> {
     pub short: &'a [Cell<bool>],
+    /// The generation this replay's writes carry (1 for the first replay on the files).
+    pub generation: u64,
 }
 
 impl Contents for Written<'_> {
@@ -137,7 +140,7 @@ impl Contents for Written<'_> {
     ) -> (u64, FileGen, u64) {
         let gen = FileGen {
             file: file_id(target),
-            generation: 1,
+            generation: self.generation,
         };
         (at.unwrap_or(0), gen, len)
     }
@@ -162,9 +165,10 @@ impl Contents for Written<'_> {
         Ok(Expected {
             of: FileGen {
                 file: file_id(target),
-                generation: 1,
+                generation: self.generation,
             },
-            before: Some(0),
+            // What the replay before wrote there (the fill, before the first).
+            before: Some(self.generation - 1),
             end: at + len,
             seq: 0,
         })

@@ -144,6 +144,28 @@ pub(crate) fn run_gated(
     gate: Option<Gate>,
     watch: &live::Watching,
 ) -> Result<RunOutcome> {
+    run_prepared_by(job, part, gate, watch, worker::Worker::prepare)
+}
+
+/// [`run`] with the workers (threads) prepared by `prepare`: the statistics' tests put an
+/// engine with known service times in.
+#[cfg(test)]
+pub(crate) fn run_with_workers(
+    job: &Job,
+    watch: &live::Watching,
+    prepare: impl PrepareWorker,
+) -> Result<RunOutcome> {
+    run_prepared_by(job, None, None, watch, prepare)
+}
+
+/// [`run_gated`] with its worker threads prepared by `prepare`.
+fn run_prepared_by(
+    job: &Job,
+    part: Option<RankPart>,
+    gate: Option<Gate>,
+    watch: &live::Watching,
+    prepare: impl PrepareWorker,
+) -> Result<RunOutcome> {
     // A part of a larger run (a rank) hands no intervals of its own to its Result.
     let part_of_larger = gate.is_some();
     let Gate { start, after_io } = gate.unwrap_or_else(Gate::none);
@@ -305,7 +327,7 @@ pub(crate) fn run_gated(
             _ => None,
         };
         let ran = match job.workers {
-            WorkerMode::Threads => run_threads_with(
+            WorkerMode::Threads => run_threads_spawning(
                 job,
                 &plan,
                 &ids,
@@ -317,6 +339,8 @@ pub(crate) fn run_gated(
                     }
                     go
                 },
+                drive::spawn_thread,
+                prepare,
                 verify.clone(),
                 &workers_watch,
             ),
@@ -607,6 +631,7 @@ pub(crate) fn run_threads_with(
 }
 
 /// How a worker is prepared: `Worker::prepare` in a run; tests put a mock engine in.
+#[cfg(test)]
 type Prepare = fn(
     &Job,
     &Plan,
@@ -616,6 +641,37 @@ type Prepare = fn(
     Option<&Arc<worker::verify::VerifyShared>>,
 ) -> Result<worker::Worker, IoFailure>;
 
+/// What prepares a worker ([`Prepare`]'s signature), shared by the worker threads.
+pub(crate) trait PrepareWorker:
+    Fn(
+        &Job,
+        &Plan,
+        Option<mark::FileId>,
+        usize,
+        u32,
+        Option<&Arc<worker::verify::VerifyShared>>,
+    ) -> Result<worker::Worker, IoFailure>
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<T> PrepareWorker for T where
+    T: Fn(
+            &Job,
+            &Plan,
+            Option<mark::FileId>,
+            usize,
+            u32,
+            Option<&Arc<worker::verify::VerifyShared>>,
+        ) -> Result<worker::Worker, IoFailure>
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 fn run_threads_spawning<F>(
     job: &Job,
     plan: &Plan,
@@ -623,7 +679,7 @@ fn run_threads_spawning<F>(
     which: Vec<(usize, u32)>,
     go: impl FnOnce(drive::Opener) -> bool,
     spawn: F,
-    prepare: Prepare,
+    prepare: impl PrepareWorker,
     verify: Option<Arc<worker::verify::VerifyShared>>,
     watch: &live::WorkerWatch,
 ) -> Result<(Vec<ThreadOutcome>, f64)>
@@ -655,7 +711,7 @@ where
     let n = which.len();
     let threads_per_user = job.threads;
     // One shared copy: a copy of the plan per worker is quadratic in the number of targets.
-    let shared = Arc::new((job.clone(), plan.clone()));
+    let shared = Arc::new((job.clone(), plan.clone(), prepare));
     let bodies = which.iter().map(|&(user, thread)| {
         let shared = shared.clone();
         let id = ids.get(user).copied();
@@ -663,7 +719,7 @@ where
         let verify = verify.clone();
         let watch = watch.clone();
         let body: drive::Body<ThreadOutcome> = Box::new(move |gate| {
-            let (job, plan) = &*shared;
+            let (job, plan, prepare) = &*shared;
             worker::private_fd_table();
             let prepared = pin_worker(&job.cpus)
                 .map_err(|e| IoFailure {

@@ -26,10 +26,15 @@ pub(crate) const UNPAIRED_METHOD: &str =
     "95 % bootstrap of the ratio of medians, each set resampled independently (2000 resamples)";
 
 /// SplitMix64: a small seeded generator, identical on every platform.
-struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    fn next_u64(&mut self) -> u64 {
+    /// A generator seeded with `seed` (the tests' injected noise).
+    #[cfg(test)]
+    pub(crate) fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

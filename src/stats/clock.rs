@@ -84,36 +84,60 @@ fn calibrate() -> Option<Tsc> {
     })
 }
 
+/// Where a [`Clock`]'s readings come from.
+#[derive(Debug, Clone, Copy)]
+enum Reading {
+    Monotonic,
+    Tsc(Tsc),
+    /// A time that only moves when a test's engine moves it (`engine::mock`'s service
+    /// times), so that what the loop measures is exactly what the engine was told to take.
+    #[cfg(test)]
+    Virtual(&'static std::sync::atomic::AtomicU64),
+}
+
 /// The worker loop's clock, taken in its untimed preparation (the first one calibrates).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Clock(Option<Tsc>);
+pub(crate) struct Clock(Reading);
 
 impl Clock {
     pub(crate) fn new() -> Clock {
-        Clock(*TSC.get_or_init(calibrate))
+        Clock(match *TSC.get_or_init(calibrate) {
+            Some(t) => Reading::Tsc(t),
+            None => Reading::Monotonic,
+        })
     }
 
     /// CLOCK_MONOTONIC always (what tests and non-x86 machines get).
     #[cfg(test)]
     pub(crate) fn monotonic() -> Clock {
-        Clock(None)
+        Clock(Reading::Monotonic)
+    }
+
+    /// A virtual clock reading `now` (nanoseconds), which whoever holds `now` advances.
+    /// Each one lives as long as the test process (a few bytes per run).
+    #[cfg(test)]
+    pub(crate) fn virtual_at(start_ns: u64) -> (Clock, &'static std::sync::atomic::AtomicU64) {
+        let now: &'static _ = Box::leak(Box::new(std::sync::atomic::AtomicU64::new(start_ns)));
+        (Clock(Reading::Virtual(now)), now)
     }
 
     /// Whether readings come from the CPU's counter.
     #[cfg(test)]
     pub(crate) fn is_tsc(&self) -> bool {
-        self.0.is_some()
+        matches!(self.0, Reading::Tsc(_))
     }
 
     /// Now, in nanoseconds on the CLOCK_MONOTONIC scale.
     #[inline(always)]
     pub(crate) fn now_ns(&self) -> u64 {
         match self.0 {
-            Some(t) => {
+            Reading::Tsc(t) => {
                 let ticks = rdtsc().wrapping_sub(t.tsc0);
                 t.ns0 + ((ticks as u128 * t.mult as u128) >> 32) as u64
             }
-            None => mono_ns(),
+            Reading::Monotonic => mono_ns(),
+            #[cfg(test)]
+            Reading::Virtual(now) => now.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 }

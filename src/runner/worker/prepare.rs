@@ -189,6 +189,12 @@ impl Worker {
         })
     }
 
+    /// Time the loop with `clock` (a test's virtual clock) instead of the real one.
+    #[cfg(test)]
+    pub(crate) fn set_clock(&mut self, clock: crate::stats::clock::Clock) {
+        self.core.clock = clock;
+    }
+
     /// [`Worker::with_engine`] with verification on, sharing `shared` (tests).
     #[cfg(test)]
     pub(crate) fn with_engine_verified(
