@@ -89,10 +89,11 @@ pub(super) trait Distributed {
     /// After every rank's run: remove what this rank made (unless kept).
     fn clean_up(&mut self, _world: &World, _rec: &mut RankRecord) {}
 
-    /// After every rank's record is sent, on every rank: remove what the ranks shared; notes
-    /// for the Result.
-    fn finish(&mut self) -> Vec<String> {
-        Vec::new()
+    /// After every rank's record is sent, on every rank: what removes what the ranks shared,
+    /// giving notes for the Result. It owns what it needs: once the MPI job is ending (a rank
+    /// was lost) it runs only after rank 0 wrote the Result ([`super::after_result`]).
+    fn finish(&mut self) -> Removal {
+        Box::new(Vec::new)
     }
 
     /// Rank 0: why the run could not start, from every rank's record, or None (it gets a
@@ -120,6 +121,9 @@ pub(super) trait Distributed {
         None
     }
 }
+
+/// A kind's removal of what the ranks shared ([`Distributed::finish`]): its notes.
+pub(super) type Removal = Box<dyn FnOnce() -> Vec<String>>;
 
 /// What every kind's run on ranks shares.
 pub(super) struct Settings {
@@ -232,7 +236,15 @@ pub(super) fn execute<K: Distributed>(
     };
     let bytes = serde_json::to_vec(&rec)?;
     let gathered = world.gather_reported("collecting the results", settings.timeout, &bytes);
-    let notes = kind.finish();
+    let removal = kind.finish();
+    // Once the job is ending, mpirun's SIGKILL may come at any moment: rank 0 writes the
+    // Result naming the lost rank first, and removes what it can after.
+    let notes = if world.ending() {
+        super::after_result(move || drop(removal()));
+        Vec::new()
+    } else {
+        removal()
+    };
     let Some(all) = gathered else {
         return Ok(Ending::Done(own_code));
     };

@@ -16,7 +16,7 @@
 //! (rank 0 makes and removes it) and name their items by rank, as mdtest does.
 
 use super::aggregate::{RankRecord, ThreadRecord};
-use super::executor::{self, Distributed, LocalRun, Settings, Timing};
+use super::executor::{self, Distributed, LocalRun, Removal, Settings, Timing};
 use super::{Ending, World};
 use crate::mdtest::{self, phase::Op, Measured, Plan, RankShare};
 use crate::result::{MdtestRankPhase, RunResult, RunStatus};
@@ -261,24 +261,15 @@ impl Distributed for MdtestOnRanks<'_> {
 
     /// The top directory this rank made, with everything in it (unless kept), when it is
     /// still the one it made; every rank has reported, so no rank works in it any more.
-    fn finish(&mut self) -> Vec<String> {
-        let Some((top, dev, ino)) = self.made_top.take() else {
-            return Vec::new();
-        };
-        let same = std::fs::symlink_metadata(&top)
-            .is_ok_and(|m| m.is_dir() && m.dev() == dev && m.ino() == ino);
-        if !same {
-            return Vec::new();
-        }
+    fn finish(&mut self) -> Removal {
+        let made = self.made_top.take();
         let keep = self.plan.as_ref().is_some_and(|p| p.opts.keep);
-        if keep {
-            crate::leftover::clear_run_of(&top);
-            return Vec::new();
-        }
-        // Made new by this run and written only by its ranks (remove_dir_all follows no
-        // links).
-        let _ = std::fs::remove_dir_all(&top);
-        Vec::new()
+        Box::new(move || {
+            if let Some((top, dev, ino)) = made {
+                remove_top(&top, (dev, ino), keep);
+            }
+            Vec::new()
+        })
     }
 
     /// Every rank's phases merged: per phase of each iteration, every rank's counts summed
@@ -374,6 +365,22 @@ impl Distributed for MdtestOnRanks<'_> {
         let unique = self.plan.as_ref().is_some_and(|p| p.opts.unique_dir);
         (if unique { "dir_per_rank" } else { "shared_dir" }, None)
     }
+}
+
+/// Remove the top directory `top` with everything in it, when it is still the directory
+/// of identity `id` (dev, inode) this run made; with `keep`, only take this run's record off
+/// it (no later run takes it for a killed run's).
+fn remove_top(top: &std::path::Path, id: (u64, u64), keep: bool) {
+    let same = std::fs::symlink_metadata(top).is_ok_and(|m| m.is_dir() && (m.dev(), m.ino()) == id);
+    if !same {
+        return;
+    }
+    if keep {
+        crate::leftover::clear_run_of(top);
+        return;
+    }
+    // Made new by this run and written only by its ranks (remove_dir_all follows no links).
+    let _ = std::fs::remove_dir_all(top);
 }
 
 /// Every rank's failures (each naming its rank and host), notes and state in the merged
