@@ -81,6 +81,12 @@ pub(crate) struct Options {
     pub data_seed: Option<u64>,
     /// `--keep`: leave what the run made.
     pub keep: bool,
+    /// The tree and its items are the caller's: made by an earlier run in the same
+    /// directory, and the tree removed with that directory by the caller (a command that
+    /// runs the phases one at a time on the same items), so this run makes neither and
+    /// removes no tree.
+    #[serde(default)]
+    pub callers_items: bool,
 }
 
 /// A rank's share of the run: which rank, of how many, and the barrier every rank passes
@@ -465,11 +471,16 @@ impl Runner<'_> {
         } else {
             0
         };
+        let dirs = if o.callers_items { 0 } else { dirs };
         self.phase(Op::TreeCreate, i, &base, dirs, timed(o.create));
         // Removal: measured when asked for, else done untimed unless the user keeps it all.
         let clean = o.remove || !o.keep;
+        // The caller's items are there: each rank passes the creation's barriers only.
+        let to_make = if o.callers_items { 0 } else { plan.items };
+        let made_or_there = |made: u64| if o.callers_items { plan.items } else { made };
         if plan.do_dirs {
-            let made = self.phase(Op::DirCreate, i, &base, plan.items, timed(o.create));
+            let made = self.phase(Op::DirCreate, i, &base, to_make, timed(o.create));
+            let made = made_or_there(made);
             if o.stat {
                 self.phase(Op::DirStat, i, &base, made, Timing::Measured);
             }
@@ -483,7 +494,8 @@ impl Runner<'_> {
             }
         }
         if plan.do_files {
-            let made = self.phase(Op::FileCreate, i, &base, plan.items, timed(o.create));
+            let made = self.phase(Op::FileCreate, i, &base, to_make, timed(o.create));
+            let made = made_or_there(made);
             if o.stat {
                 self.phase(Op::FileStat, i, &base, made, Timing::Measured);
             }
@@ -496,7 +508,7 @@ impl Runner<'_> {
         }
         if clean {
             self.phase(Op::TreeRemove, i, &base, dirs, timed(o.remove));
-            if self.failure.is_none() && !self.interrupted {
+            if self.failure.is_none() && !self.interrupted && !o.callers_items {
                 drop(base);
                 match self.io.unlink_at(top.as_raw_fd(), &name, true) {
                     // On several ranks the last rank out removes it; the top directory's

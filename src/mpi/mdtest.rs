@@ -37,6 +37,11 @@ pub(crate) struct MdtestSpec {
     pub argv: Vec<String>,
     pub tag: u32,
     pub timeout_s: f64,
+    /// The directory every rank works in, made and removed by the caller (a command that
+    /// runs the phases one at a time on the same items); None: the shared top directory
+    /// `fsbench-mdtest-TAG` this run makes in each `-d` directory.
+    #[serde(default)]
+    pub within: Option<PathBuf>,
 }
 
 /// One measured phase of one iteration on one rank, as sent to rank 0: its exact counts
@@ -111,6 +116,9 @@ impl MdtestOnRanks<'_> {
     /// The top directory rank `rank` works in.
     fn top(&self, rank: u32) -> Option<PathBuf> {
         let plan = self.plan.as_ref()?;
+        if let Some(within) = &self.spec.within {
+            return Some(within.clone());
+        }
         let dir = mdtest::rank_dir(plan, rank);
         Some(dir.join(format!("{}{}", mdtest::TOP_PREFIX, self.spec.tag)))
     }
@@ -124,6 +132,9 @@ impl MdtestOnRanks<'_> {
         let dirs = plan.opts.dirs.clone();
         self.plan = Some(plan);
         let plan = self.plan.as_ref().expect("just set");
+        if self.spec.within.is_some() {
+            return Ok(());
+        }
         if let Some(dir) = dirs.get(rank as usize) {
             self.notes = mdtest::prepare_dir(plan, dir)?;
             let top = mdtest::make_shared_top(dir, self.spec.tag)?;
