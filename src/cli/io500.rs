@@ -1,4 +1,4 @@
-//! `fsbench io500 [--config FILE] DIR`: IO500's twelve phases on this host (`crate::io500`),
+//! `fsbench io500 [--config FILE] DIR`: IO500's twelve phases on this host or on MPI ranks (`crate::io500`),
 //! IO500's phase table and score out, and the Result.
 
 use super::args::{SAFETY, WHAT, WHERE};

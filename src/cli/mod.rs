@@ -108,7 +108,7 @@ pub(crate) enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
-    /// IO500's twelve phases and score on this host: fsbench io500 [--config FILE] DIR
+    /// IO500's twelve phases and score, on this host or MPI ranks: fsbench io500 [--config FILE] DIR
     Io500(io500::Io500Args),
     /// Tuning recommendations (VxFS-style tunables, checks, optional measurements) for PATH.
     Advise(advise::AdviseArgs),
