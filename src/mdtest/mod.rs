@@ -95,6 +95,41 @@ pub(crate) struct RankShare<'a> {
     pub rank: u32,
     pub ranks: u32,
     pub barrier: &'a dyn Fn(),
+    /// Where the ranks agree on a count at the end of each phase (a stonewalled creation's
+    /// items, `-W` with `-N`); None: nothing is agreed (one host).
+    pub agreed: Option<&'a Agreed>,
+}
+
+/// The least of a count every rank offers before a phase's end barrier, there after it: the
+/// executor of the ranks reads every rank's offer at the barrier and stores the least.
+#[derive(Debug, Default)]
+pub(crate) struct Agreed {
+    offered: std::sync::atomic::AtomicU64,
+    least: std::sync::atomic::AtomicU64,
+}
+
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+impl Agreed {
+    /// This rank's count, before the end barrier.
+    pub(crate) fn offer(&self, n: u64) {
+        self.offered.store(n, std::sync::atomic::Ordering::Release);
+    }
+
+    /// What this rank offered (the executor, at the barrier).
+    pub(crate) fn offered(&self) -> u64 {
+        self.offered.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Every rank's least offer (the executor, at the barrier).
+    pub(crate) fn settle(&self, least: u64) {
+        self.least
+            .store(least, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The least of every rank's offer, after the end barrier.
+    pub(crate) fn least(&self) -> u64 {
+        self.least.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 impl RankShare<'_> {
@@ -104,6 +139,7 @@ impl RankShare<'_> {
             rank: 0,
             ranks: 1,
             barrier: &|| {},
+            agreed: None,
         }
     }
 }
@@ -324,10 +360,18 @@ struct Runner<'a> {
     failure: Option<String>,
     interrupted: bool,
     notes: Vec<String>,
+    /// The items every rank made in this iteration's creation, when the stonewall stopped it
+    /// on some rank and the ranks agreed on it ([`RankShare::agreed`]).
+    agreed_items: Option<u64>,
 }
 
 impl Runner<'_> {
     fn rank_of(&self, op: Op) -> u32 {
+        // After an agreed stonewall each rank removes all its own items (the ranks made
+        // different numbers, so no rank knows another's).
+        if self.agreed_items.is_some() && matches!(op, Op::FileRemove | Op::DirRemove) {
+            return self.share.rank;
+        }
         shifted_rank(self.share, self.plan.opts.stride, op)
     }
 
@@ -397,10 +441,21 @@ impl Runner<'_> {
         let cpu0 = crate::stats::cpu::thread_cpu_ns();
         let ran = source::drive(&mut src, &mut self.io, how);
         let cpu_ns = crate::stats::cpu::thread_cpu_ns().saturating_sub(cpu0);
+        let done = src.done();
+        if let (true, Some(a)) = (gated, self.share.agreed) {
+            a.offer(done);
+        }
         if gated {
             (self.share.barrier)();
         }
-        let done = src.done();
+        // A creation the stonewall stopped on some rank: the later phases of the iteration
+        // work on the items every rank made, the least any rank did (mdtest's rule with -N).
+        if let (Some(_), Some(a)) = (stonewall, self.share.agreed) {
+            let least = a.least();
+            if least < count {
+                self.agreed_items = Some(least);
+            }
+        }
         match ran.end {
             End::Done => {}
             End::Stopped if crate::runner::signal::interrupted() => self.interrupted = true,
@@ -436,6 +491,7 @@ impl Runner<'_> {
 
     /// One iteration in the test directory `test-dir.I-0` of `top`.
     fn iteration(&mut self, top: &OwnedFd, i: u32) -> Result<()> {
+        self.agreed_items = None;
         let plan = self.plan;
         let o = &plan.opts;
         let name = std::ffi::CString::new(format!("test-dir.{i}-0")).expect("no NUL");
@@ -496,11 +552,12 @@ impl Runner<'_> {
         if plan.do_files {
             let made = self.phase(Op::FileCreate, i, &base, to_make, timed(o.create));
             let made = made_or_there(made);
+            let every = self.agreed_items.unwrap_or(made);
             if o.stat {
-                self.phase(Op::FileStat, i, &base, made, Timing::Measured);
+                self.phase(Op::FileStat, i, &base, every, Timing::Measured);
             }
             if o.read {
-                self.phase(Op::FileRead, i, &base, made, Timing::Measured);
+                self.phase(Op::FileRead, i, &base, every, Timing::Measured);
             }
             if clean {
                 self.phase(Op::FileRemove, i, &base, made, timed(o.remove));
@@ -704,6 +761,7 @@ pub(crate) fn run_in(
         failure: None,
         interrupted: false,
         notes,
+        agreed_items: None,
     };
     for i in 0..o.iterations {
         if let Err(e) = r.iteration(&top_fd, i) {
@@ -929,6 +987,7 @@ mod tests {
             rank: 1,
             ranks: 4,
             barrier: &|| {},
+            agreed: None,
         };
         assert_eq!(shifted_rank(&share, 1, Op::FileCreate), 1);
         assert_eq!(shifted_rank(&share, 1, Op::FileStat), 2);

@@ -235,6 +235,7 @@ fn phase(
         observe: Default::default(),
         watch: Default::default(),
         barrier: format!(" of the backup {name}"),
+        agree: None,
     };
     let mut kind = PhaseOnRanks {
         spec,

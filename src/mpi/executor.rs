@@ -136,6 +136,10 @@ pub(super) struct Settings {
     pub watch: Watching,
     /// Added to the start barrier's name in a timeout's message (` of the backup archive`).
     pub barrier: String,
+    /// A count the ranks agree on at the end of every timed part: each rank's run offers its
+    /// own before its I/O ends, and finds every rank's least there after (mdtest's items
+    /// made before a stonewall). None: nothing is agreed.
+    pub agree: Option<Arc<crate::mdtest::Agreed>>,
 }
 
 /// When this rank's run started and ended, as its main (MPI) thread saw it.
@@ -314,6 +318,14 @@ fn timed_parts<T: Send + 'static>(
             stopped: io.stopped,
         });
         end_io(world, settings.timeout, &io);
+        if let Some(a) = &settings.agree {
+            let least = world.all_min(
+                "agreeing on the count of the part",
+                settings.timeout,
+                a.offered(),
+            );
+            a.settle(least);
+        }
         // Every rank's I/O of the part is over: the run may go on (and remove what it made).
         let _ = run.clean.send(());
         if !parts {

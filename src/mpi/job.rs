@@ -25,6 +25,7 @@ pub(super) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
         observe: spec.observe.clone(),
         watch: spec.watch.clone(),
         barrier: String::new(),
+        agree: None,
     };
     let mut kind = JobOnRanks {
         spec,

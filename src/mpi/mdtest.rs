@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What rank 0 sends every rank: mdtest's options as rank 0 planned them (each rank plans
@@ -72,9 +73,9 @@ pub(crate) fn check(plan: &Plan) -> anyhow::Result<()> {
             "-N with several -d directories on MPI ranks is not supported: each rank works in its own directory and finds no other rank's items there; give one -d directory"
         );
     }
-    if plan.opts.stonewall_s > 0 && plan.opts.stride > 0 {
+    if plan.opts.stonewall_s > 0 && plan.opts.stride > 0 && plan.do_dirs {
         crate::bail_usage!(
-            "-W with -N on MPI ranks is not supported: a rank stopped by the stonewall made fewer items than the rank that works on them next expects; run without one of them"
+            "-W with -N on MPI ranks works on files only: a rank renames and removes directories another rank made, and after a stonewall no rank knows how many another made; add -F"
         );
     }
     Ok(())
@@ -88,7 +89,12 @@ pub(crate) fn run(world: &World, spec: &MdtestSpec) -> anyhow::Result<Ending> {
         observe: Default::default(),
         watch: Default::default(),
         barrier: " of an mdtest phase".into(),
+        // -W with -N: after a stonewalled creation the ranks agree on the items every rank
+        // made (the least), which the shifted phases work on.
+        agree: (spec.opts.stonewall_s > 0 && spec.opts.stride > 0)
+            .then(|| Arc::new(crate::mdtest::Agreed::default())),
     };
+    let agreed = settings.agree.clone();
     let mut kind = MdtestOnRanks {
         spec,
         plan: None,
@@ -96,6 +102,7 @@ pub(crate) fn run(world: &World, spec: &MdtestSpec) -> anyhow::Result<Ending> {
         notes: Vec::new(),
         rank: world.rank,
         world_size: world.size,
+        agreed,
     };
     executor::execute(world, &mut kind, &settings)
 }
@@ -110,6 +117,8 @@ struct MdtestOnRanks<'a> {
     notes: Vec<String>,
     rank: u32,
     world_size: u32,
+    /// Where the ranks agree on the items a stonewalled creation made (`-W` with `-N`).
+    agreed: Option<Arc<crate::mdtest::Agreed>>,
 }
 
 impl MdtestOnRanks<'_> {
@@ -187,6 +196,7 @@ impl Distributed for MdtestOnRanks<'_> {
         let argv = self.spec.argv.clone();
         let notes = std::mem::take(&mut self.notes);
         let (rank, ranks) = (self.rank, self.world_size);
+        let agreed = self.agreed.clone();
         Box::new(move |gates, _| {
             let gates = RefCell::new(gates);
             let after: RefCell<Option<AfterIoHook>> = RefCell::new(None);
@@ -213,6 +223,7 @@ impl Distributed for MdtestOnRanks<'_> {
                 rank,
                 ranks,
                 barrier: &barrier,
+                agreed: agreed.as_deref(),
             };
             let top = top.ok_or_else(|| anyhow::anyhow!("no top directory for this rank"))?;
             let (result, measured) = mdtest::run_in(&plan, &share, &argv, &top, notes)?;

@@ -173,6 +173,7 @@ pub(crate) fn run(
         observe: Default::default(),
         watch: Default::default(),
         barrier: String::new(),
+        agree: None,
     };
     let mut kind = WorkloadOnRanks {
         ws,
