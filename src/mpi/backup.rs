@@ -134,8 +134,8 @@ pub(crate) fn run(
     };
     if world.ending() {
         // A rank was lost and mpirun's SIGKILL may come at any moment: the trees go after
-        // rank 0 wrote what the study measured (`super::after_result`).
-        super::after_result(move || {
+        // rank 0 wrote what the study measured (`World::after_result`).
+        world.after_result(move || {
             drop(own);
             if shared_made {
                 let _ = std::fs::remove_dir(&shared);

@@ -91,7 +91,7 @@ pub(super) trait Distributed {
 
     /// After every rank's record is sent, on every rank: what removes what the ranks shared,
     /// giving notes for the Result. It owns what it needs: once the MPI job is ending (a rank
-    /// was lost) it runs only after rank 0 wrote the Result ([`super::after_result`]).
+    /// was lost) it runs only after rank 0 wrote the Result ([`World::after_result`]).
     fn finish(&mut self) -> Removal {
         Box::new(Vec::new)
     }
@@ -244,7 +244,7 @@ pub(super) fn execute<K: Distributed>(
     // Once the job is ending, mpirun's SIGKILL may come at any moment: rank 0 writes the
     // Result naming the lost rank first, and removes what it can after.
     let notes = if world.ending() {
-        super::after_result(move || drop(removal()));
+        world.after_result(move || drop(removal()));
         Vec::new()
     } else {
         removal()

@@ -30,7 +30,6 @@ pub(crate) use serve::drive;
 
 use crate::result::RunResult;
 use crate::runner;
-use std::cell::RefCell;
 use std::path::Path;
 use std::time::Duration;
 
@@ -45,28 +44,6 @@ pub(crate) enum Ending {
     Refused { usage: bool, message: String },
     /// Any other rank: its exit status (its own refusal 2, its own failure 1, else 0).
     Done(i32),
-}
-
-thread_local! {
-    /// What this rank removes only after rank 0 wrote the Result ([`after_result`]).
-    static AFTER_RESULT: RefCell<Vec<Box<dyn FnOnce()>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Remove what a run made only once the command's output is written: once the MPI job is
-/// ending without a lost rank, mpirun SIGKILLs every rank one second after its SIGTERM, and
-/// the Result naming the lost rank comes before removing a large tree. What the SIGKILL
-/// interrupts stays marked as this run's, and the next run in the same place removes it
-/// (`crate::leftover`).
-pub(super) fn after_result(removal: impl FnOnce() + 'static) {
-    AFTER_RESULT.with(|a| a.borrow_mut().push(Box::new(removal)));
-}
-
-/// Do what [`after_result`] put off (every rank, before it ends).
-fn remove_put_off() {
-    let put_off = AFTER_RESULT.with(|a| std::mem::take(&mut *a.borrow_mut()));
-    for removal in put_off {
-        removal();
-    }
 }
 
 /// An error as one line (a rank's message goes into one row of the Result).

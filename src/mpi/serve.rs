@@ -595,7 +595,7 @@ pub(crate) fn drive(
     let plan: Result<DistPlan, String> = serde_json::from_slice(&got)?;
     let end = |world: &World, code: i32| {
         // Rank 0's output is written: what the runs put off goes now.
-        super::remove_put_off();
+        world.remove_put_off();
         world.meet("the end of the run", Duration::from_secs(600));
         let rank0 = world.rank == 0 && crate::runner::signal::interrupted();
         if rank0 || world.ending() {
