@@ -63,6 +63,19 @@ pub(crate) trait Ranks {
     /// mdtest's phases of `plan` (planned for [`Ranks::size`] ranks; `argv` its command
     /// line) on every rank, each phase started together.
     fn run_mdtest(&self, plan: &crate::mdtest::Plan, argv: &[String]) -> anyhow::Result<RunResult>;
+    /// The Job as one distributed run spread over the ranks as `spread` says, whatever the
+    /// command's own distributed flags (a command whose phases each have a layout of their
+    /// own); what each rank wrote is kept for later points until [`Ranks::cleanup`].
+    fn run_job_spread(&self, job: &Job, spread: &Spread) -> anyhow::Result<RunResult>;
+    /// mdtest's phases of `plan` as [`Ranks::run_mdtest`], in the directory `within`, which
+    /// the caller made (every rank sees it) and removes: a command that runs mdtest's phases
+    /// one at a time on the same items.
+    fn run_mdtest_within(
+        &self,
+        plan: &crate::mdtest::Plan,
+        argv: &[String],
+        within: &Path,
+    ) -> anyhow::Result<RunResult>;
     /// Every rank removes what the points left behind for later points (files kept between
     /// the points of a sweep), unless `keep`.
     fn cleanup(&self, keep: bool);
@@ -70,6 +83,19 @@ pub(crate) trait Ranks {
     fn size(&self) -> u32;
     /// Whether the ranks share one file (`--shared-file`) rather than each having its own.
     fn shared_file(&self) -> bool;
+}
+
+/// How a Job is spread over the ranks ([`Ranks::run_job_spread`]).
+#[derive(Debug, Clone, Copy, Default)]
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) struct Spread {
+    /// One file every rank shares, in I/O-sized blocks interleaved by rank (else a file per
+    /// rank).
+    pub shared_strided: bool,
+    /// A Job that only reads reads what another rank wrote (`--reorder-ranks`).
+    pub shift_reads: bool,
+    /// Every rank stops this many seconds after the start barrier.
+    pub stonewall_s: Option<f64>,
 }
 
 /// Where a point runs.

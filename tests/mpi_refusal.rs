@@ -1,5 +1,5 @@
 //! Started by mpirun without being able to take part: a build without MPI refuses `run`,
-//! sweep, suite, workload, vx, quick, replay, mdtest and advise --measure (and the flags of a
+//! sweep, suite, workload, vx, quick, replay, mdtest, ior, io500 and advise --measure (and the flags of a
 //! distributed run) in one line, and no build runs the other I/O commands (fscompare; trace
 //! without MPI) as N unrelated copies, nor advise without --measure (no I/O to spread). The
 //! launcher is simulated by the variable Open MPI sets in each rank.
@@ -28,10 +28,7 @@ fn io_commands_that_cannot_run_on_ranks_refuse_under_mpirun() {
     );
     assert!(o.stdout.is_empty());
     assert!(sb.listing().is_empty(), "{:?}", sb.listing());
-    let mut commands = vec![
-        vec!["fscompare", "--device", "/dev/null", "--fs", "ext4"],
-        vec!["io500", "--stonewall", "1", "."],
-    ];
+    let mut commands = vec![vec!["fscompare", "--device", "/dev/null", "--fs", "ext4"]];
     // Built with MPI, each rank captures its own command (tests/mpi_replay.rs).
     if !cfg!(feature = "mpi") {
         commands.push(vec!["trace", "--", "true"]);
@@ -49,7 +46,7 @@ fn io_commands_that_cannot_run_on_ranks_refuse_under_mpirun() {
         assert!(
             err.contains(&format!("fsbench {} does not run on MPI ranks", args[0]))
                 && err.contains(
-                    "run, sweep, suite, workload, vx, quick, replay, mdtest and advise --measure do"
+                    "run, sweep, suite, workload, vx, quick, replay, mdtest, ior, io500 and advise --measure do"
                 ),
             "{args:?}: {err}"
         );
@@ -99,6 +96,7 @@ fn a_build_without_mpi_refuses_ranks_in_one_line() {
         vec!["replay", "t.csv", "--dir", "."],
         vec!["advise", ".", "--measure"],
         vec!["mdtest", "-n", "5", "-d", "."],
+        vec!["io500", "--stonewall", "1", "."],
     ] {
         let o = sb
             .cmd(&args)

@@ -1,4 +1,4 @@
-//! `fsbench io500 [--config FILE] DIR`: IO500's twelve phases on this host (`crate::io500`),
+//! `fsbench io500 [--config FILE] DIR`: IO500's twelve phases on this host or on MPI ranks (`crate::io500`),
 //! IO500's phase table and score out, and the Result.
 
 use super::args::{SAFETY, WHAT, WHERE};
@@ -61,7 +61,25 @@ fn read_config(path: &Path) -> anyhow::Result<Config> {
     Ok(Config::parse(&text, &path.display().to_string())?)
 }
 
-pub(crate) fn main(a: Io500Args) -> anyhow::Result<i32> {
+/// `fsbench io500`, on this host or, started by mpirun, on every rank: the arguments are
+/// checked on every rank (rank 0 alone says what is wrong), then rank 0 runs the phases.
+pub(crate) fn dispatch(a: Io500Args) -> anyhow::Result<i32> {
+    let checked = options(&a);
+    let quiet = super::ranks::launched_rank().unwrap_or(0) != 0;
+    let (format, opts) = match checked {
+        Ok(c) => c,
+        // Rank 0 says why and exits 2, which mpirun reports; a rank that exited 2 first would
+        // have mpirun end the job, at times before rank 0 has printed its line.
+        Err(_) if quiet => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    super::ranks::on_ranks("io500", &Default::default(), |exec| {
+        main(&a, format, &opts, exec)
+    })
+}
+
+/// The Result's format and the run's options from the arguments, checked.
+fn options(a: &Io500Args) -> anyhow::Result<(crate::report::Format, crate::io500::Options)> {
     let format = a.printed.get::<crate::report::Runs>()?;
     let mut config = match &a.config {
         Some(p) => read_config(p)?,
@@ -85,12 +103,25 @@ pub(crate) fn main(a: Io500Args) -> anyhow::Result<i32> {
         dir,
         keep: a.keep,
     };
-    let result = crate::io500::run(&opts)?;
-    super::output::emit(
+    Ok((format, opts))
+}
+
+/// Rank 0 (or this host): the phases, their table and the Result.
+fn main(
+    a: &Io500Args,
+    format: crate::report::Format,
+    opts: &crate::io500::Options,
+    exec: crate::exec::Executor,
+) -> anyhow::Result<i32> {
+    let (result, top) = crate::io500::run_on(opts, &exec)?;
+    let code = super::output::emit(
         &[result],
         format,
         &ReportOptions::default(),
         a.output.as_deref(),
         a.force,
-    )
+    );
+    // The run's directory goes after the Result is written (see `run_on`).
+    drop(top);
+    code
 }

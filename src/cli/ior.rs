@@ -124,7 +124,9 @@ pub(crate) fn dispatch(args: &[String]) -> anyhow::Result<i32> {
     });
     let (cmd, plan) = match checked {
         Ok(c) => c,
-        Err(_) if quiet => return Ok(2),
+        // Rank 0 says why and exits 2, which mpirun reports; a rank that exited 2 first would
+        // have mpirun end the job, at times before rank 0 has printed its line.
+        Err(_) if quiet => return Ok(0),
         Err(e) => return Err(e.into()),
     };
     if cmd.help {

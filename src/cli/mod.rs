@@ -111,7 +111,7 @@ pub(crate) enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
-    /// IO500's twelve phases and score on this host: fsbench io500 [--config FILE] DIR
+    /// IO500's twelve phases and score, on this host or MPI ranks: fsbench io500 [--config FILE] DIR
     Io500(io500::Io500Args),
     /// Tuning recommendations (VxFS-style tunables, checks, optional measurements) for PATH.
     Advise(advise::AdviseArgs),
@@ -195,14 +195,17 @@ pub fn main_with_exit_code() -> i32 {
                 return 0;
             }
             // Under mpirun every rank parses the same words: rank 0 alone says what is wrong,
-            // so a bad flag is one line, not one per rank.
-            if ranks::launched_rank().unwrap_or(0) == 0 {
-                let argv: Vec<String> = std::env::args_os()
-                    .skip(1)
-                    .map(|a| a.to_string_lossy().into_owned())
-                    .collect();
-                eprintln!("{}", usage_line(&e, &argv));
+            // so a bad flag is one line, not one per rank; it exits 2, which mpirun reports.
+            // The other ranks exit 0: one that exited 2 first would have mpirun end the job,
+            // at times before rank 0 has printed its line.
+            if ranks::launched_rank().unwrap_or(0) != 0 {
+                return 0;
             }
+            let argv: Vec<String> = std::env::args_os()
+                .skip(1)
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            eprintln!("{}", usage_line(&e, &argv));
             return 2;
         }
     };
@@ -233,14 +236,13 @@ pub(crate) fn error_status(e: &anyhow::Error) -> i32 {
 }
 
 fn dispatch(cmd: Command) -> anyhow::Result<i32> {
-    // Started by mpirun: run, sweep, suite, workload, vx, quick, replay, mdtest and advise --measure
+    // Started by mpirun: run, sweep, suite, workload, vx, quick, replay, mdtest, ior, io500 and advise --measure
     // run on every rank (`ranks::on_ranks`); the other commands that do I/O would run as N
     // unrelated copies.
     let io_command = match &cmd {
         // Built with MPI, each rank captures its own command (`trace::main_on_ranks`).
         Command::Trace(_) if !cfg!(feature = "mpi") => Some("trace"),
         Command::Fscompare(_) => Some("fscompare"),
-        Command::Io500(_) => Some("io500"),
         Command::Ab(_) => Some("ab"),
         _ => None,
     };
@@ -278,7 +280,7 @@ fn dispatch(cmd: Command) -> anyhow::Result<i32> {
         Command::Mdtest { args } => ranks::on_ranks("mdtest", &Default::default(), |exec| {
             mdtest::main(&args, exec)
         }),
-        Command::Io500(a) => io500::main(a),
+        Command::Io500(a) => io500::dispatch(a),
         Command::Ior { args } => ior::dispatch(&args),
         Command::Ab(a) => ab::main(a, Default::default()),
         Command::Report(a) => report::main(a),

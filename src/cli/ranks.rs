@@ -1,6 +1,6 @@
 //! The flags of a distributed run (`mpirun ... fsbench run|sweep|suite|workload|vx|quick|replay ...`)
 //! and what a command does when mpirun started it: `run` becomes one rank of the run, and
-//! sweep, suite, workload, vx, quick, replay, mdtest and advise --measure run every point on every rank through [`on_ranks`] (with
+//! sweep, suite, workload, vx, quick, replay, mdtest, ior, io500 and advise --measure run every point on every rank through [`on_ranks`] (with
 //! `--features mpi`); the other commands that do I/O, or a build without MPI, refuse in one
 //! line instead of running N independent copies side by side.
 
@@ -88,7 +88,7 @@ pub(crate) fn launched_rank() -> Option<u32> {
 pub(crate) fn refuse_under_mpirun(command: &str) -> Result<(), crate::error::UsageError> {
     match launched_ranks() {
         Some(n) if n > 1 => Err(crate::usage!(
-            "fsbench {command} does not run on MPI ranks ({n} were started by mpirun): run, sweep, suite, workload, vx, quick, replay, mdtest and advise --measure do; start this command without mpirun"
+            "fsbench {command} does not run on MPI ranks ({n} were started by mpirun): run, sweep, suite, workload, vx, quick, replay, mdtest, ior, io500 and advise --measure do; start this command without mpirun"
         )),
         _ => Ok(()),
     }

@@ -1,5 +1,6 @@
-//! IO500 on one host (`fsbench io500`): its twelve phases in its order, each measured the way
-//! the rest of fsbench measures, and its score. The ior phases are Jobs run by the executor
+//! IO500 (`fsbench io500`): its twelve phases in its order, each measured the way the rest of
+//! fsbench measures, and its score, on one host or on MPI ranks ([`ranks`]: each phase one
+//! distributed run of the ior or mdtest kind). The ior phases are Jobs run by the executor
 //! (ior-easy: a file of 2 MiB transfers; ior-hard: 47,008-byte transfers), the mdtest phases
 //! are mdtest's phase sources ([`md`]), and find is a walk of the run's directory ([`find`]);
 //! the runner drives every one of them.
@@ -16,6 +17,7 @@
 pub(crate) mod config;
 mod find;
 mod md;
+mod ranks;
 
 use crate::mdtest::phase::Op;
 use crate::result::{Explanation, GroupReport, Io500Info, Io500Phase, Kind, RunResult, RunStatus};
@@ -41,7 +43,8 @@ pub(crate) struct Options {
     pub keep: bool,
 }
 
-use crate::mdtest::{open_dir, TopDir};
+use crate::mdtest::open_dir;
+pub(crate) use crate::mdtest::TopDir;
 
 /// Check `dir`, remove what killed runs left there, and make this run's directory.
 fn make_top(dir: &Path, keep: bool, notes: &mut Vec<String>) -> Result<TopDir> {
@@ -66,8 +69,7 @@ struct Measured {
 const GIB: f64 = (1u64 << 30) as f64;
 
 /// The state of the run across its phases.
-struct Run<'a> {
-    opts: &'a Options,
+struct Run {
     io: Issuer,
     measured: Vec<Measured>,
     notes: Vec<String>,
@@ -75,7 +77,7 @@ struct Run<'a> {
     interrupted: bool,
 }
 
-impl Run<'_> {
+impl Run {
     fn stopped(&self) -> bool {
         self.failure.is_some() || self.interrupted
     }
@@ -286,7 +288,233 @@ fn ior_job(
     Ok(job)
 }
 
-/// Run the twelve phases in `opts.dir`; the Result (kind `io500`).
+/// Run the twelve phases in `opts.dir` on this host or on every rank; the Result (kind
+/// `io500`).
+/// On ranks, with the run's directory, removed (unless kept) when the caller drops it,
+/// after it wrote the Result: a run that lost a rank is ended by mpirun one second after,
+/// and the Result naming the lost rank comes first (what is left stays marked as this run's
+/// and the next run removes it).
+pub(crate) fn run_on(
+    opts: &Options,
+    exec: &crate::exec::Executor,
+) -> Result<(RunResult, Option<TopDir>)> {
+    match exec {
+        crate::exec::Executor::Local => Ok((run(opts)?, None)),
+        crate::exec::Executor::Ranks(r) => {
+            let (result, top) = run_on_ranks(opts, r.as_ref())?;
+            Ok((result, Some(top)))
+        }
+    }
+}
+
+/// The twelve phases on every rank (`ranks`): rank 0 makes the run's directory and the
+/// phases' directories, each phase is one distributed run ([`ranks`]), find runs on rank 0
+/// over every rank's files; the Result is made from the phases' merged Results.
+fn run_on_ranks(opts: &Options, exec: &dyn crate::exec::Ranks) -> Result<(RunResult, TopDir)> {
+    use crate::exec::Spread;
+    let c = &opts.config;
+    c.check()?;
+    let n = exec.size();
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let mut notes = Vec::new();
+    let top = make_top(&opts.dir, opts.keep, &mut notes)?;
+    // Every rank's files share the directory's free space.
+    let easy_room = ior_room(
+        &top.path,
+        c.easy_transfer,
+        c.easy_block.saturating_mul(n as u64),
+        "ior-easy",
+    )?;
+    let easy_bytes =
+        (easy_room / n as u64 / c.easy_transfer * c.easy_transfer).max(c.easy_transfer);
+    let hard_want = c.hard_segments.saturating_mul(IOR_HARD_TRANSFER);
+    let hard_room = ior_room(
+        &top.path,
+        IOR_HARD_TRANSFER,
+        hard_want.saturating_mul(n as u64),
+        "ior-hard",
+    )?;
+    let hard_bytes =
+        (hard_room / n as u64 / IOR_HARD_TRANSFER * IOR_HARD_TRANSFER).max(IOR_HARD_TRANSFER);
+    for (what, want, got) in [
+        ("ior-easy", c.easy_block, easy_bytes),
+        ("ior-hard", hard_want, hard_bytes),
+    ] {
+        if got < want {
+            notes.push(format!(
+                "{what} writes at most {got} bytes on each rank (the ranks' files take a fifth of the free space), not the {want} configured"
+            ));
+        }
+    }
+    let top_fd = open_dir(&top.path).with_context(|| format!("opening {}", top.path.display()))?;
+    let engine = Issuer::sync_engine(1, 1, MDTEST_HARD_BYTES as usize, 0x0069_6f35_3030)?;
+    crate::runner::signal::install();
+    let mut local = Run {
+        io: Issuer::new(engine, 1, None),
+        measured: Vec::new(),
+        notes: Vec::new(),
+        failure: None,
+        interrupted: false,
+    };
+    let t = top_fd.as_raw_fd();
+    let newer_than = timestamp(&mut local.io, t)?;
+    for d in [c"ior-easy", c"ior-hard", c"mdtest-easy", c"mdtest-hard"] {
+        drop(sub_dir(&mut local.io, t, d)?);
+    }
+    let mut r = ranks::OnRanks {
+        ranks: exec,
+        measured: Vec::new(),
+        failure: None,
+        interrupted: false,
+        notes,
+        hosts: 0,
+    };
+    let wall = Some(c.stonewall_s as f64);
+    let easy_dir = top.path.join("mdtest-easy");
+    let hard_dir = top.path.join("mdtest-hard");
+    let md = |name, op, dir, per_rank, items, bytes| ranks::MdPhase {
+        name,
+        op,
+        dir,
+        tree_per_rank: per_rank,
+        items,
+        bytes,
+        stonewall_s: c.stonewall_s,
+    };
+    use crate::job::Access::{Read, Write};
+    let write = Spread {
+        shared_strided: false,
+        shift_reads: false,
+        stonewall_s: wall,
+    };
+
+    // The write phases, each stopped on every rank by the stonewall.
+    let easy = (c.easy_transfer, easy_bytes);
+    let easy_w = ranks::ior_job_on_ranks(&top.path, true, Write, easy, n)?;
+    let hard = (IOR_HARD_TRANSFER, hard_bytes);
+    let hard_w = ranks::ior_job_on_ranks(&top.path, false, Write, hard, n)?;
+    let easy_written = r.ior("ior-easy-write", "ior_write", &easy_w, write);
+    let easy_made = r.md(&md(
+        "mdtest-easy-write",
+        Op::FileCreate,
+        &easy_dir,
+        true,
+        c.easy_files,
+        0,
+    ));
+    let hard_spread = Spread {
+        shared_strided: true,
+        ..write
+    };
+    let hard_written = r.ior("ior-hard-write", "ior_write", &hard_w, hard_spread);
+    let hard_made = r.md(&md(
+        "mdtest-hard-write",
+        Op::FileCreate,
+        &hard_dir,
+        false,
+        c.hard_files,
+        MDTEST_HARD_BYTES,
+    ));
+    let (matched, looked) = if r.stopped() {
+        (0, 0)
+    } else {
+        let found = local.find(t, newer_than);
+        r.measured.append(&mut local.measured);
+        if let Some(f) = local.failure.take() {
+            r.failure = Some(f);
+        }
+        r.interrupted |= local.interrupted;
+        found
+    };
+    // The read phases: what every rank wrote (the least any rank did), each rank on
+    // another rank's data.
+    let read = Spread {
+        shared_strided: false,
+        shift_reads: true,
+        stonewall_s: None,
+    };
+    if easy_written >= c.easy_transfer {
+        let easy = (c.easy_transfer, easy_written);
+        let easy_r = ranks::ior_job_on_ranks(&top.path, true, Read, easy, n)?;
+        r.ior("ior-easy-read", "ior_read", &easy_r, read);
+    } else if !r.stopped() {
+        r.failure = Some("ior-easy-write wrote nothing on some rank to read back".into());
+    }
+    r.md(&md(
+        "mdtest-easy-stat",
+        Op::FileStat,
+        &easy_dir,
+        true,
+        easy_made,
+        0,
+    ));
+    if hard_written >= IOR_HARD_TRANSFER {
+        let shared = Spread {
+            shared_strided: true,
+            ..read
+        };
+        let hard = (IOR_HARD_TRANSFER, hard_written);
+        let hard_r = ranks::ior_job_on_ranks(&top.path, false, Read, hard, n)?;
+        r.ior("ior-hard-read", "ior_read", &hard_r, shared);
+    } else if !r.stopped() {
+        r.failure = Some("ior-hard-write wrote nothing on some rank to read back".into());
+    }
+    r.md(&md(
+        "mdtest-hard-stat",
+        Op::FileStat,
+        &hard_dir,
+        false,
+        hard_made,
+        0,
+    ));
+    r.md(&md(
+        "mdtest-easy-delete",
+        Op::FileRemove,
+        &easy_dir,
+        true,
+        easy_made,
+        0,
+    ));
+    r.md(&md(
+        "mdtest-hard-read",
+        Op::FileRead,
+        &hard_dir,
+        false,
+        hard_made,
+        MDTEST_HARD_BYTES,
+    ));
+    r.md(&md(
+        "mdtest-hard-delete",
+        Op::FileRemove,
+        &hard_dir,
+        false,
+        hard_made,
+        0,
+    ));
+    // What the ior phases kept for the reads goes on every rank (the run's directory, with
+    // what is left in it, with `top` below).
+    exec.cleanup(opts.keep);
+    drop(top_fd);
+    if opts.keep {
+        r.notes
+            .push(format!("kept {} (--keep)", top.path.display()));
+    }
+    let ended = Ended {
+        config: c,
+        measured: &r.measured,
+        notes: &r.notes,
+        failure: r.failure.as_deref(),
+        interrupted: r.interrupted,
+        ranks: (n, r.hosts.max(1)),
+    };
+    let result = result_of(&ended, &top.path, started_unix_s, (matched, looked));
+    Ok((result, top))
+}
+
+/// Run the twelve phases in `opts.dir` on this host; the Result (kind `io500`).
 pub(crate) fn run(opts: &Options) -> Result<RunResult> {
     let c = &opts.config;
     c.check()?;
@@ -313,7 +541,6 @@ pub(crate) fn run(opts: &Options) -> Result<RunResult> {
     let engine = Issuer::sync_engine(1, 1, MDTEST_HARD_BYTES as usize, 0x0069_6f35_3030)?;
     crate::runner::signal::install();
     let mut r = Run {
-        opts,
         io: Issuer::new(engine, 1, None),
         measured: Vec::new(),
         notes,
@@ -410,7 +637,15 @@ pub(crate) fn run(opts: &Options) -> Result<RunResult> {
         r.notes
             .push(format!("kept {} (--keep)", top.path.display()));
     }
-    let result = result_of(&r, &top.path, started_unix_s, (matched, looked));
+    let ended = Ended {
+        config: &opts.config,
+        measured: &r.measured,
+        notes: &r.notes,
+        failure: r.failure.as_deref(),
+        interrupted: r.interrupted,
+        ranks: (1, 1),
+    };
+    let result = result_of(&ended, &top.path, started_unix_s, (matched, looked));
     drop(top);
     Ok(result)
 }
@@ -446,13 +681,25 @@ const CARRIED: &[&str] = &[
     "direct_fallback",
 ];
 
+/// How a run ended, for its Result: its phases, notes, failure, whether it was interrupted,
+/// and on how many ranks and hosts it ran.
+struct Ended<'a> {
+    config: &'a Config,
+    measured: &'a [Measured],
+    notes: &'a [String],
+    failure: Option<&'a str>,
+    interrupted: bool,
+    /// (ranks, hosts); one host, one process: (1, 1).
+    ranks: (u32, usize),
+}
+
 fn result_of(
-    r: &Run<'_>,
+    r: &Ended<'_>,
     top: &Path,
     started_unix_s: f64,
     (matched, looked): (u64, u64),
 ) -> RunResult {
-    let c = &r.opts.config;
+    let c = r.config;
     let dir = top.parent().unwrap_or(top);
     let mut res = RunResult::new(
         Kind::Io500,
@@ -463,7 +710,7 @@ fn result_of(
     let mut phases = Vec::new();
     let mut total = StatsReport::default();
     let (mut ops, mut bytes, mut elapsed) = (0, 0, 0.0);
-    for m in &r.measured {
+    for m in r.measured {
         res.groups.push(GroupReport {
             name: m.name.to_string(),
             op: m.op.to_string(),
@@ -506,10 +753,17 @@ fn result_of(
         total.bytes_per_sec = bytes as f64 / elapsed;
     }
     res.total = total;
-    res.explain.extend(findings(&phases, c.stonewall_s));
+    res.explain
+        .extend(findings(&phases, c.stonewall_s, r.ranks));
     let (bw, md, score) = scores(&phases);
+    let (nranks, hosts) = r.ranks;
+    let how = if nranks > 1 {
+        format!("{nranks} ranks on {hosts} host(s)")
+    } else {
+        "one host, one process".to_string()
+    };
     res.notes.push(format!(
-        "one host, one process: not a valid IO500 submission{}",
+        "{how}: not a valid IO500 submission{}",
         if c.unofficial() {
             format!(
                 "; the stonewall of {} s is below IO500's {} s (unofficial)",
@@ -520,7 +774,7 @@ fn result_of(
             String::new()
         }
     ));
-    crate::mdtest::settle(&mut res, &r.notes, r.failure.as_deref(), r.interrupted, top);
+    crate::mdtest::settle(&mut res, r.notes, r.failure, r.interrupted, top);
     res.io500 = Some(Io500Info {
         dir: dir.display().to_string(),
         stonewall_s: c.stonewall_s,
@@ -537,7 +791,11 @@ fn result_of(
 
 /// What could make the figures mislead: phases too short to trust, and the caches that
 /// served the phases after the writes on one host.
-fn findings(phases: &[Io500Phase], stonewall_s: u64) -> Vec<Explanation> {
+fn findings(
+    phases: &[Io500Phase],
+    stonewall_s: u64,
+    (nranks, hosts): (u32, usize),
+) -> Vec<Explanation> {
     let mut out = Vec::new();
     let short: Vec<&Io500Phase> = phases
         .iter()
@@ -570,7 +828,16 @@ fn findings(phases: &[Io500Phase], stonewall_s: u64) -> Vec<Explanation> {
         })
         .map(|p| p.name.as_str())
         .collect();
-    if !cached.is_empty() {
+    if !cached.is_empty() && nranks > 1 && hosts == 1 {
+        out.push(Explanation {
+            check: "page_cache".into(),
+            message: format!(
+                "served by this host's caches: every rank ran on one host, so {} (and the ior reads, each rank reading another rank's data) found what the ranks just wrote in this host's memory; run the ranks on several hosts for the storage's figures",
+                cached.join(", ")
+            ),
+            evidence: serde_json::json!({ "phases": cached, "hosts": hosts, "ranks": nranks }),
+        });
+    } else if !cached.is_empty() && nranks == 1 {
         out.push(Explanation {
             check: "page_cache".into(),
             message: format!(

@@ -85,6 +85,12 @@ pub(crate) struct Options {
     /// measured (fio's metadata engines time the items alone).
     #[serde(default)]
     pub tree_untimed: bool,
+    /// The tree and its items are the caller's: made by an earlier run in the same
+    /// directory, and the tree removed with that directory by the caller (a command that
+    /// runs the phases one at a time on the same items), so this run makes neither and
+    /// removes no tree.
+    #[serde(default)]
+    pub callers_items: bool,
 }
 
 /// A rank's share of the run: which rank, of how many, and the barrier every rank passes
@@ -93,6 +99,41 @@ pub(crate) struct RankShare<'a> {
     pub rank: u32,
     pub ranks: u32,
     pub barrier: &'a dyn Fn(),
+    /// Where the ranks agree on a count at the end of each phase (a stonewalled creation's
+    /// items, `-W` with `-N`); None: nothing is agreed (one host).
+    pub agreed: Option<&'a Agreed>,
+}
+
+/// The least of a count every rank offers before a phase's end barrier, there after it: the
+/// executor of the ranks reads every rank's offer at the barrier and stores the least.
+#[derive(Debug, Default)]
+pub(crate) struct Agreed {
+    offered: std::sync::atomic::AtomicU64,
+    least: std::sync::atomic::AtomicU64,
+}
+
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+impl Agreed {
+    /// This rank's count, before the end barrier.
+    pub(crate) fn offer(&self, n: u64) {
+        self.offered.store(n, std::sync::atomic::Ordering::Release);
+    }
+
+    /// What this rank offered (the executor, at the barrier).
+    pub(crate) fn offered(&self) -> u64 {
+        self.offered.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Every rank's least offer (the executor, at the barrier).
+    pub(crate) fn settle(&self, least: u64) {
+        self.least
+            .store(least, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The least of every rank's offer, after the end barrier.
+    pub(crate) fn least(&self) -> u64 {
+        self.least.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 impl RankShare<'_> {
@@ -102,6 +143,7 @@ impl RankShare<'_> {
             rank: 0,
             ranks: 1,
             barrier: &|| {},
+            agreed: None,
         }
     }
 }
@@ -322,10 +364,18 @@ struct Runner<'a> {
     failure: Option<String>,
     interrupted: bool,
     notes: Vec<String>,
+    /// The items every rank made in this iteration's creation, when the stonewall stopped it
+    /// on some rank and the ranks agreed on it ([`RankShare::agreed`]).
+    agreed_items: Option<u64>,
 }
 
 impl Runner<'_> {
     fn rank_of(&self, op: Op) -> u32 {
+        // After an agreed stonewall each rank removes all its own items (the ranks made
+        // different numbers, so no rank knows another's).
+        if self.agreed_items.is_some() && matches!(op, Op::FileRemove | Op::DirRemove) {
+            return self.share.rank;
+        }
         shifted_rank(self.share, self.plan.opts.stride, op)
     }
 
@@ -396,10 +446,21 @@ impl Runner<'_> {
         let cpu0 = crate::stats::cpu::thread_cpu_ns();
         let ran = source::drive(&mut src, &mut self.io, how);
         let cpu_ns = crate::stats::cpu::thread_cpu_ns().saturating_sub(cpu0);
+        let done = src.done();
+        if let (true, Some(a)) = (gated, self.share.agreed) {
+            a.offer(done);
+        }
         if gated {
             (self.share.barrier)();
         }
-        let done = src.done();
+        // A creation the stonewall stopped on some rank: the later phases of the iteration
+        // work on the items every rank made, the least any rank did (mdtest's rule with -N).
+        if let (Some(_), Some(a)) = (stonewall, self.share.agreed) {
+            let least = a.least();
+            if least < count {
+                self.agreed_items = Some(least);
+            }
+        }
         match ran.end {
             End::Done => {}
             End::Stopped if crate::runner::signal::interrupted() => self.interrupted = true,
@@ -435,6 +496,7 @@ impl Runner<'_> {
 
     /// One iteration in the test directory `test-dir.I-0` of `top`.
     fn iteration(&mut self, top: &OwnedFd, i: u32) -> Result<()> {
+        self.agreed_items = None;
         let plan = self.plan;
         let o = &plan.opts;
         let name = std::ffi::CString::new(format!("test-dir.{i}-0")).expect("no NUL");
@@ -470,6 +532,7 @@ impl Runner<'_> {
         } else {
             0
         };
+        let dirs = if o.callers_items { 0 } else { dirs };
         self.phase(
             Op::TreeCreate,
             i,
@@ -479,8 +542,12 @@ impl Runner<'_> {
         );
         // Removal: measured when asked for, else done untimed unless the user keeps it all.
         let clean = o.remove || !o.keep;
+        // The caller's items are there: each rank passes the creation's barriers only.
+        let to_make = if o.callers_items { 0 } else { plan.items };
+        let made_or_there = |made: u64| if o.callers_items { plan.items } else { made };
         if plan.do_dirs {
-            let made = self.phase(Op::DirCreate, i, &base, plan.items, timed(o.create));
+            let made = self.phase(Op::DirCreate, i, &base, to_make, timed(o.create));
+            let made = made_or_there(made);
             if o.stat {
                 self.phase(Op::DirStat, i, &base, made, Timing::Measured);
             }
@@ -494,12 +561,14 @@ impl Runner<'_> {
             }
         }
         if plan.do_files {
-            let made = self.phase(Op::FileCreate, i, &base, plan.items, timed(o.create));
+            let made = self.phase(Op::FileCreate, i, &base, to_make, timed(o.create));
+            let made = made_or_there(made);
+            let every = self.agreed_items.unwrap_or(made);
             if o.stat {
-                self.phase(Op::FileStat, i, &base, made, Timing::Measured);
+                self.phase(Op::FileStat, i, &base, every, Timing::Measured);
             }
             if o.read {
-                self.phase(Op::FileRead, i, &base, made, Timing::Measured);
+                self.phase(Op::FileRead, i, &base, every, Timing::Measured);
             }
             if clean {
                 self.phase(Op::FileRemove, i, &base, made, timed(o.remove));
@@ -513,7 +582,7 @@ impl Runner<'_> {
                 dirs,
                 timed(o.remove && !o.tree_untimed),
             );
-            if self.failure.is_none() && !self.interrupted {
+            if self.failure.is_none() && !self.interrupted && !o.callers_items {
                 drop(base);
                 match self.io.unlink_at(top.as_raw_fd(), &name, true) {
                     // On several ranks the last rank out removes it; the top directory's
@@ -709,6 +778,7 @@ pub(crate) fn run_in(
         failure: None,
         interrupted: false,
         notes,
+        agreed_items: None,
     };
     for i in 0..o.iterations {
         if let Err(e) = r.iteration(&top_fd, i) {
@@ -934,6 +1004,7 @@ mod tests {
             rank: 1,
             ranks: 4,
             barrier: &|| {},
+            agreed: None,
         };
         assert_eq!(shifted_rank(&share, 1, Op::FileCreate), 1);
         assert_eq!(shifted_rank(&share, 1, Op::FileStat), 2);

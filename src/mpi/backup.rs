@@ -132,6 +132,17 @@ pub(crate) fn run(
             None => Ok(()),
         }
     };
+    if world.ending() {
+        // A rank was lost and mpirun's SIGKILL may come at any moment: the trees go after
+        // rank 0 wrote what the study measured (`World::after_result`).
+        world.after_result(move || {
+            drop(own);
+            if shared_made {
+                let _ = std::fs::remove_dir(&shared);
+            }
+        });
+        return outcome;
+    }
     drop(own);
     world.meet("removing the ranks' backup trees", timeout);
     if shared_made {
@@ -224,6 +235,7 @@ fn phase(
         observe: Default::default(),
         watch: Default::default(),
         barrier: format!(" of the backup {name}"),
+        agree: None,
     };
     let mut kind = PhaseOnRanks {
         spec,

@@ -20,7 +20,7 @@
 use mpi::point_to_point::MatchedReceiveVec;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives, Destination, Root, Source};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
 /// Tag of the stonewall message: "I finished my work at this time of the barrier clock".
@@ -51,6 +51,8 @@ pub(crate) struct World {
     /// A signal arrived and a meeting point did not complete within [`SIGNAL_GRACE`]: the
     /// MPI job is ending (a rank was lost); no collective is entered any more.
     ending: Cell<bool>,
+    /// What this rank removes only after rank 0 wrote the Result ([`World::after_result`]).
+    put_off: RefCell<Vec<Box<dyn FnOnce()>>>,
     /// Dropped last: MPI_Finalize.
     _universe: mpi::environment::Universe,
 }
@@ -72,8 +74,26 @@ impl World {
             world,
             host,
             ending: Cell::new(false),
+            put_off: RefCell::new(Vec::new()),
             _universe: universe,
         })
+    }
+
+    /// Remove what a run made only once the command's output is written: once the MPI job
+    /// is ending without a lost rank, mpirun SIGKILLs every rank one second after its SIGTERM,
+    /// and the Result naming the lost rank comes before removing a large tree. What the
+    /// SIGKILL interrupts stays marked as this run's, and the next run in the same place
+    /// removes it (`crate::leftover`).
+    pub(crate) fn after_result(&self, removal: impl FnOnce() + 'static) {
+        self.put_off.borrow_mut().push(Box::new(removal));
+    }
+
+    /// Do what [`World::after_result`] put off (every rank, before it ends).
+    pub(crate) fn remove_put_off(&self) {
+        let put_off = std::mem::take(&mut *self.put_off.borrow_mut());
+        for removal in put_off {
+            removal();
+        }
     }
 
     /// The MPI job is ending without some rank (see the module notes): nothing more can be

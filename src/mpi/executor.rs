@@ -89,10 +89,11 @@ pub(super) trait Distributed {
     /// After every rank's run: remove what this rank made (unless kept).
     fn clean_up(&mut self, _world: &World, _rec: &mut RankRecord) {}
 
-    /// After every rank's record is sent, on every rank: remove what the ranks shared; notes
-    /// for the Result.
-    fn finish(&mut self) -> Vec<String> {
-        Vec::new()
+    /// After every rank's record is sent, on every rank: what removes what the ranks shared,
+    /// giving notes for the Result. It owns what it needs: once the MPI job is ending (a rank
+    /// was lost) it runs only after rank 0 wrote the Result ([`World::after_result`]).
+    fn finish(&mut self) -> Removal {
+        Box::new(Vec::new)
     }
 
     /// Rank 0: why the run could not start, from every rank's record, or None (it gets a
@@ -121,6 +122,9 @@ pub(super) trait Distributed {
     }
 }
 
+/// A kind's removal of what the ranks shared ([`Distributed::finish`]): its notes.
+pub(super) type Removal = Box<dyn FnOnce() -> Vec<String>>;
+
 /// What every kind's run on ranks shares.
 pub(super) struct Settings {
     /// Longest wait at a meeting point.
@@ -132,6 +136,10 @@ pub(super) struct Settings {
     pub watch: Watching,
     /// Added to the start barrier's name in a timeout's message (` of the backup archive`).
     pub barrier: String,
+    /// A count the ranks agree on at the end of every timed part: each rank's run offers its
+    /// own before its I/O ends, and finds every rank's least there after (mdtest's items
+    /// made before a stonewall). None: nothing is agreed.
+    pub agree: Option<Arc<crate::mdtest::Agreed>>,
 }
 
 /// When this rank's run started and ended, as its main (MPI) thread saw it.
@@ -232,7 +240,15 @@ pub(super) fn execute<K: Distributed>(
     };
     let bytes = serde_json::to_vec(&rec)?;
     let gathered = world.gather_reported("collecting the results", settings.timeout, &bytes);
-    let notes = kind.finish();
+    let removal = kind.finish();
+    // Once the job is ending, mpirun's SIGKILL may come at any moment: rank 0 writes the
+    // Result naming the lost rank first, and removes what it can after.
+    let notes = if world.ending() {
+        world.after_result(move || drop(removal()));
+        Vec::new()
+    } else {
+        removal()
+    };
     let Some(all) = gathered else {
         return Ok(Ending::Done(own_code));
     };
@@ -302,6 +318,14 @@ fn timed_parts<T: Send + 'static>(
             stopped: io.stopped,
         });
         end_io(world, settings.timeout, &io);
+        if let Some(a) = &settings.agree {
+            let least = world.all_min(
+                "agreeing on the count of the part",
+                settings.timeout,
+                a.offered(),
+            );
+            a.settle(least);
+        }
         // Every rank's I/O of the part is over: the run may go on (and remove what it made).
         let _ = run.clean.send(());
         if !parts {

@@ -8,7 +8,7 @@
 //! the rank the shift places on it to read.
 
 use super::aggregate::{self, RankRecord};
-use super::executor::{self, Distributed, LocalRun, Settings, Timing};
+use super::executor::{self, Distributed, LocalRun, Removal, Settings, Timing};
 use super::layout::{self, DistSpec, Layout};
 use super::{make_dir, Ending, World};
 use crate::job::Job;
@@ -25,6 +25,7 @@ pub(super) fn run(world: &World, spec: &DistSpec) -> anyhow::Result<Ending> {
         observe: spec.observe.clone(),
         watch: spec.watch.clone(),
         barrier: String::new(),
+        agree: None,
     };
     let mut kind = JobOnRanks {
         spec,
@@ -211,16 +212,19 @@ impl Distributed for JobOnRanks<'_> {
         }
     }
 
-    fn finish(&mut self) -> Vec<String> {
-        if self.parent_made {
-            let parent = layout::parent_dir(self.path());
-            if self.spec.job.keep {
-                crate::leftover::clear_run_of(&parent);
-            } else {
-                let _ = std::fs::remove_dir(parent);
+    fn finish(&mut self) -> Removal {
+        let parent = self.parent_made.then(|| layout::parent_dir(self.path()));
+        let keep = self.spec.job.keep;
+        Box::new(move || {
+            match parent {
+                Some(p) if keep => crate::leftover::clear_run_of(&p),
+                Some(p) => {
+                    let _ = std::fs::remove_dir(p);
+                }
+                None => {}
             }
-        }
-        Vec::new()
+            Vec::new()
+        })
     }
 
     fn merge(&mut self, records: &[RankRecord]) -> anyhow::Result<RunResult> {

@@ -16,7 +16,7 @@
 //! (rank 0 makes and removes it) and name their items by rank, as mdtest does.
 
 use super::aggregate::{RankRecord, ThreadRecord};
-use super::executor::{self, Distributed, LocalRun, Settings, Timing};
+use super::executor::{self, Distributed, LocalRun, Removal, Settings, Timing};
 use super::{Ending, World};
 use crate::mdtest::{self, phase::Op, Measured, Plan, RankShare};
 use crate::result::{MdtestRankPhase, RunResult, RunStatus};
@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What rank 0 sends every rank: mdtest's options as rank 0 planned them (each rank plans
@@ -37,6 +38,11 @@ pub(crate) struct MdtestSpec {
     pub argv: Vec<String>,
     pub tag: u32,
     pub timeout_s: f64,
+    /// The directory every rank works in, made and removed by the caller (a command that
+    /// runs the phases one at a time on the same items); None: the shared top directory
+    /// `fsbench-mdtest-TAG` this run makes in each `-d` directory.
+    #[serde(default)]
+    pub within: Option<PathBuf>,
 }
 
 /// One measured phase of one iteration on one rank, as sent to rank 0: its exact counts
@@ -67,9 +73,9 @@ pub(crate) fn check(plan: &Plan) -> anyhow::Result<()> {
             "-N with several -d directories on MPI ranks is not supported: each rank works in its own directory and finds no other rank's items there; give one -d directory"
         );
     }
-    if plan.opts.stonewall_s > 0 && plan.opts.stride > 0 {
+    if plan.opts.stonewall_s > 0 && plan.opts.stride > 0 && plan.do_dirs {
         crate::bail_usage!(
-            "-W with -N on MPI ranks is not supported: a rank stopped by the stonewall made fewer items than the rank that works on them next expects; run without one of them"
+            "-W with -N on MPI ranks works on files only: a rank renames and removes directories another rank made, and after a stonewall no rank knows how many another made; add -F"
         );
     }
     Ok(())
@@ -83,7 +89,12 @@ pub(crate) fn run(world: &World, spec: &MdtestSpec) -> anyhow::Result<Ending> {
         observe: Default::default(),
         watch: Default::default(),
         barrier: " of an mdtest phase".into(),
+        // -W with -N: after a stonewalled creation the ranks agree on the items every rank
+        // made (the least), which the shifted phases work on.
+        agree: (spec.opts.stonewall_s > 0 && spec.opts.stride > 0)
+            .then(|| Arc::new(crate::mdtest::Agreed::default())),
     };
+    let agreed = settings.agree.clone();
     let mut kind = MdtestOnRanks {
         spec,
         plan: None,
@@ -91,6 +102,7 @@ pub(crate) fn run(world: &World, spec: &MdtestSpec) -> anyhow::Result<Ending> {
         notes: Vec::new(),
         rank: world.rank,
         world_size: world.size,
+        agreed,
     };
     executor::execute(world, &mut kind, &settings)
 }
@@ -105,12 +117,17 @@ struct MdtestOnRanks<'a> {
     notes: Vec<String>,
     rank: u32,
     world_size: u32,
+    /// Where the ranks agree on the items a stonewalled creation made (`-W` with `-N`).
+    agreed: Option<Arc<crate::mdtest::Agreed>>,
 }
 
 impl MdtestOnRanks<'_> {
     /// The top directory rank `rank` works in.
     fn top(&self, rank: u32) -> Option<PathBuf> {
         let plan = self.plan.as_ref()?;
+        if let Some(within) = &self.spec.within {
+            return Some(within.clone());
+        }
         let dir = mdtest::rank_dir(plan, rank);
         Some(dir.join(format!("{}{}", mdtest::TOP_PREFIX, self.spec.tag)))
     }
@@ -124,6 +141,9 @@ impl MdtestOnRanks<'_> {
         let dirs = plan.opts.dirs.clone();
         self.plan = Some(plan);
         let plan = self.plan.as_ref().expect("just set");
+        if self.spec.within.is_some() {
+            return Ok(());
+        }
         if let Some(dir) = dirs.get(rank as usize) {
             self.notes = mdtest::prepare_dir(plan, dir)?;
             let top = mdtest::make_shared_top(dir, self.spec.tag)?;
@@ -176,6 +196,7 @@ impl Distributed for MdtestOnRanks<'_> {
         let argv = self.spec.argv.clone();
         let notes = std::mem::take(&mut self.notes);
         let (rank, ranks) = (self.rank, self.world_size);
+        let agreed = self.agreed.clone();
         Box::new(move |gates, _| {
             let gates = RefCell::new(gates);
             let after: RefCell<Option<AfterIoHook>> = RefCell::new(None);
@@ -202,6 +223,7 @@ impl Distributed for MdtestOnRanks<'_> {
                 rank,
                 ranks,
                 barrier: &barrier,
+                agreed: agreed.as_deref(),
             };
             let top = top.ok_or_else(|| anyhow::anyhow!("no top directory for this rank"))?;
             let (result, measured) = mdtest::run_in(&plan, &share, &argv, &top, notes)?;
@@ -261,24 +283,15 @@ impl Distributed for MdtestOnRanks<'_> {
 
     /// The top directory this rank made, with everything in it (unless kept), when it is
     /// still the one it made; every rank has reported, so no rank works in it any more.
-    fn finish(&mut self) -> Vec<String> {
-        let Some((top, dev, ino)) = self.made_top.take() else {
-            return Vec::new();
-        };
-        let same = std::fs::symlink_metadata(&top)
-            .is_ok_and(|m| m.is_dir() && m.dev() == dev && m.ino() == ino);
-        if !same {
-            return Vec::new();
-        }
+    fn finish(&mut self) -> Removal {
+        let made = self.made_top.take();
         let keep = self.plan.as_ref().is_some_and(|p| p.opts.keep);
-        if keep {
-            crate::leftover::clear_run_of(&top);
-            return Vec::new();
-        }
-        // Made new by this run and written only by its ranks (remove_dir_all follows no
-        // links).
-        let _ = std::fs::remove_dir_all(&top);
-        Vec::new()
+        Box::new(move || {
+            if let Some((top, dev, ino)) = made {
+                remove_top(&top, (dev, ino), keep);
+            }
+            Vec::new()
+        })
     }
 
     /// Every rank's phases merged: per phase of each iteration, every rank's counts summed
@@ -374,6 +387,22 @@ impl Distributed for MdtestOnRanks<'_> {
         let unique = self.plan.as_ref().is_some_and(|p| p.opts.unique_dir);
         (if unique { "dir_per_rank" } else { "shared_dir" }, None)
     }
+}
+
+/// Remove the top directory `top` with everything in it, when it is still the directory
+/// of identity `id` (dev, inode) this run made; with `keep`, only take this run's record off
+/// it (no later run takes it for a killed run's).
+fn remove_top(top: &std::path::Path, id: (u64, u64), keep: bool) {
+    let same = std::fs::symlink_metadata(top).is_ok_and(|m| m.is_dir() && (m.dev(), m.ino()) == id);
+    if !same {
+        return;
+    }
+    if keep {
+        crate::leftover::clear_run_of(top);
+        return;
+    }
+    // Made new by this run and written only by its ranks (remove_dir_all follows no links).
+    let _ = std::fs::remove_dir_all(top);
 }
 
 /// Every rank's failures (each naming its rank and host), notes and state in the merged

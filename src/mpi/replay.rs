@@ -56,6 +56,7 @@ pub(crate) fn run(world: &World, spec: &ReplaySpec) -> anyhow::Result<Ending> {
         observe: spec.observe.clone(),
         watch: spec.watch.clone(),
         barrier: String::new(),
+        agree: None,
     };
     let rank = world.rank;
     let mut kind = ReplayOnRanks {

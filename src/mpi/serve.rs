@@ -505,6 +505,50 @@ impl crate::exec::Ranks for Driver {
             argv: argv.to_vec(),
             tag: std::process::id(),
             timeout_s: self.plan.timeout_s,
+            within: None,
+        };
+        self.order(&Order::Mdtest(Box::new(spec.clone())))?;
+        result_of(super::mdtest::run(&self.world, &spec)?)
+    }
+
+    fn run_job_spread(
+        &self,
+        job: &crate::job::Job,
+        spread: &crate::exec::Spread,
+    ) -> anyhow::Result<RunResult> {
+        let plan = DistPlan {
+            layout: if spread.shared_strided {
+                Layout::SharedStrided
+            } else {
+                Layout::FilePerRank
+            },
+            reorder: spread.shift_reads,
+            reorder_reads_only: true,
+            stonewall: spread.stonewall_s.map(layout::Stonewall::Time),
+            timeout_s: self.plan.timeout_s,
+        };
+        let spec = plan.spec(job.clone(), self.world.size)?;
+        self.order(&Order::Run {
+            spec: Box::new(spec.clone()),
+            fresh: false,
+        })?;
+        let ending = run_point(&self.world, &spec, false, &mut self.left.borrow_mut())?;
+        result_of(ending)
+    }
+
+    fn run_mdtest_within(
+        &self,
+        plan: &crate::mdtest::Plan,
+        argv: &[String],
+        within: &Path,
+    ) -> anyhow::Result<RunResult> {
+        super::mdtest::check(plan)?;
+        let spec = super::mdtest::MdtestSpec {
+            opts: plan.opts.clone(),
+            argv: argv.to_vec(),
+            tag: std::process::id(),
+            timeout_s: self.plan.timeout_s,
+            within: Some(within.to_path_buf()),
         };
         self.order(&Order::Mdtest(Box::new(spec.clone())))?;
         result_of(super::mdtest::run(&self.world, &spec)?)
@@ -550,6 +594,8 @@ pub(crate) fn drive(
     );
     let plan: Result<DistPlan, String> = serde_json::from_slice(&got)?;
     let end = |world: &World, code: i32| {
+        // Rank 0's output is written: what the runs put off goes now.
+        world.remove_put_off();
         world.meet("the end of the run", Duration::from_secs(600));
         let rank0 = world.rank == 0 && crate::runner::signal::interrupted();
         if rank0 || world.ending() {

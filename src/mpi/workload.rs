@@ -19,7 +19,7 @@
 //! removes what its manifest lists (its own files and what the visiting rank created).
 
 use super::aggregate::{self, RankRecord, WorkloadRank};
-use super::executor::{self, Distributed, LocalRun, Settings, Timing};
+use super::executor::{self, Distributed, LocalRun, Removal, Settings, Timing};
 use super::layout::{self, DistPlan};
 use super::{make_dir, Ending, Stonewall, World};
 use crate::result::{RunResult, StonewallReport};
@@ -173,6 +173,7 @@ pub(crate) fn run(
         observe: Default::default(),
         watch: Default::default(),
         barrier: String::new(),
+        agree: None,
     };
     let mut kind = WorkloadOnRanks {
         ws,
@@ -389,14 +390,21 @@ impl Distributed for WorkloadOnRanks<'_> {
     }
 
     /// Every rank's workload is over (its entries removed): the shared directories go.
-    fn finish(&mut self) -> Vec<String> {
-        let left = self.shared.finish(self.ws.keep);
-        if self.base_made && !self.ws.keep {
-            let _ = std::fs::remove_dir(&self.ws.base);
-        } else if self.base_made {
-            crate::leftover::clear_run_of(&self.ws.base);
-        }
-        left
+    fn finish(&mut self) -> Removal {
+        let mut shared = std::mem::take(&mut self.shared);
+        let keep = self.ws.keep;
+        let base = self.base_made.then(|| self.ws.base.clone());
+        Box::new(move || {
+            let left = shared.finish(keep);
+            match base {
+                Some(b) if keep => crate::leftover::clear_run_of(&b),
+                Some(b) => {
+                    let _ = std::fs::remove_dir(b);
+                }
+                None => {}
+            }
+            left
+        })
     }
 
     fn merge(&mut self, records: &[RankRecord]) -> anyhow::Result<RunResult> {

@@ -13,7 +13,7 @@ pub(crate) fn text(r: &RunResult) -> String {
     };
     let _ = writeln!(
         s,
-        "fsbench io500: one host, stonewall {} s, in {}",
+        "fsbench io500: stonewall {} s, in {}",
         m.stonewall_s, m.dir
     );
     for n in &r.notes {
