@@ -34,8 +34,8 @@ pub(crate) struct ReplayArgs {
     /// after it
     #[arg(long, value_name = "DUR", help_heading = WHAT)]
     pub ramp: Option<String>,
-    /// Replay until each thread has moved SIZE bytes (64m) as a warm-up, left out of the
-    /// result; --time counts after it. Not with --ramp
+    /// Warm up until each thread has moved SIZE bytes (64m), left out of the result;
+    /// --time counts after it
     #[arg(long = "ramp-bytes", value_name = "SIZE", help_heading = WHAT)]
     pub ramp_bytes: Option<String>,
     /// Keep the traced timing, scaled (1.0 = as traced, 2.0 = twice as fast)
