@@ -274,3 +274,92 @@ fn keep_then_reuse_then_remove() {
     assert_eq!(r["workload"]["filesets"][0]["files_created"], 0);
     assert!(sb.listing().is_empty(), "{:?}", sb.listing());
 }
+
+/// One thread (two with `-D n=2`) reads a 1 MiB file 4 KiB at a time until its read flowop
+/// counted `$count` ops (the first of them the open of the file, with no bytes).
+const READS_F: &str = "set $dir=.
+set $n=1
+set $count=20
+set mode quit alldone
+define fileset name=fs,path=$dir,entries=1,size=1m,prealloc=100
+define process name=p,instances=1 { thread name=t,instances=$n {
+  flowop read name=rd,filesetname=fs,iosize=4k
+  flowop finishoncount name=fin,value=$count,target=rd } }
+run 60
+";
+
+/// `workload --ramp-bytes`: each thread's first SIZE bytes moved run but are left out of the
+/// Result exactly (the warm-up's reads still count toward finishoncount), in worker processes
+/// and in-process; `--time` starts when every thread is past its warm-up; the notes say so;
+/// a bad size, one beside --ramp, or a thread that moves no data is one line and exit 2.
+#[test]
+fn a_workload_warm_up_by_bytes_is_left_out_exactly() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("reads.f"), READS_F).unwrap();
+    let rd = |v: &serde_json::Value| {
+        let g = v["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == "rd")
+            .unwrap()
+            .clone();
+        (
+            g["stats"]["ops"].as_u64().unwrap(),
+            g["stats"]["read_bytes"].as_u64().unwrap(),
+        )
+    };
+    // Without a warm-up: the open and 19 reads of 4 KiB per thread.
+    let v = sb.run_json(&common::words("workload reads.f --format json"));
+    assert_eq!(rd(&v), (20, 19 * 4096));
+    for (extra, threads) in [("", 1), ("-D n=2", 2), ("-D n=2 --in-process", 2)] {
+        let cmd = format!("workload reads.f --ramp-bytes 24k --format json {extra}");
+        let v = sb.run_json(&common::words(&cmd));
+        // The warm-up: the open and six reads of each thread; 13 reads each are left.
+        assert_eq!(rd(&v), (threads * 13, threads * 13 * 4096), "{cmd}");
+        let run = &v["workload"]["runs"][0];
+        assert_eq!(run["summary"]["read_bytes"], threads * 13 * 4096, "{cmd}");
+        let notes = v["notes"].to_string();
+        assert!(
+            notes.contains("warm-up")
+                && notes.contains("24576 bytes")
+                && notes.contains("--ramp-bytes"),
+            "{notes}"
+        );
+    }
+    // --time counts from the end of the slowest thread's warm-up: at 40 KiB/s per thread a
+    // 40 KiB warm-up takes about 0.9 s, then the run measures 0.5 s.
+    let t = std::time::Instant::now();
+    let v = sb.run_json(&common::words(
+        "workload reads.f -D n=2 -D count=100000 --rate-bytes 40k --ramp-bytes 40k --time 0.5s --format json",
+    ));
+    let wall = t.elapsed().as_secs_f64();
+    let run = &v["workload"]["runs"][0];
+    let d = run["duration_s"].as_f64().unwrap();
+    assert!((0.45..1.0).contains(&d), "measured {d} s");
+    assert!(wall > d + 0.8, "the warm-up ran first: {wall} s in all");
+    // At most 40 KiB/s per thread over the measured part (and a step's slack): the warm-up's
+    // 80 KiB are not in it.
+    let bytes = run["summary"]["read_bytes"].as_u64().unwrap();
+    assert!(
+        bytes > 0 && bytes as f64 <= 2.0 * 40960.0 * d + 2.0 * 4096.0,
+        "{bytes} bytes in {d} s"
+    );
+    assert_eq!(sb.listing(), vec!["reads.f".to_string()]);
+    std::fs::write(
+        sb.file("meta.f"),
+        "set $dir=.\ndefine fileset name=fs,path=$dir,entries=4,size=4k,prealloc=100\ndefine process name=p { thread name=t { flowop statfile name=st,filesetname=fs } }\nrun 1\n",
+    )
+    .unwrap();
+    for bad in [
+        "workload reads.f --ramp-bytes 4x",
+        "workload reads.f --ramp-bytes 4k --ramp 1s",
+        "workload meta.f --ramp-bytes 4k",
+    ] {
+        let o = sb.cmd(&common::words(bad)).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("--ramp-bytes"), "{err}");
+    }
+}

@@ -116,22 +116,7 @@ fn limits(a: &ReplayArgs) -> Result<Limits, crate::error::UsageError> {
         ),
         None => None,
     };
-    // A warm-up of 0 bytes is none, as for a run.
-    let ramp_bytes = match &a.ramp_bytes {
-        Some(b) => Some(crate::units::parse_size_as(
-            b,
-            crate::units::BareUnit::Bytes,
-            "--ramp-bytes",
-        )?)
-        .filter(|b| *b > 0),
-        None => None,
-    };
-    if let (Some(b), Some(r)) = (ramp_bytes, ramp.filter(|r| !r.is_zero())) {
-        crate::bail_usage!(
-            "--ramp-bytes {b} with --ramp {} s: a warm-up ends after a time or after some bytes, give one of them",
-            r.as_secs_f64()
-        );
-    }
+    let ramp_bytes = crate::job::ramp_bytes_flag(a.ramp_bytes.as_deref(), ramp)?;
     let rate = a.rate.limit()?;
     Ok(Limits {
         time,

@@ -51,6 +51,10 @@ pub(crate) struct WorkloadArgs {
     /// Warm-up: every run first runs this long unmeasured, left out of the Result (10s)
     #[arg(long, value_name = "DUR", help_heading = WHAT)]
     pub ramp: Option<String>,
+    /// Warm-up by bytes: each thread's first SIZE bytes moved run unmeasured, left out of the
+    /// Result; the measured time starts when every thread is past them. Not with --ramp
+    #[arg(long = "ramp-bytes", value_name = "SIZE", help_heading = WHAT)]
+    pub ramp_bytes: Option<String>,
     /// Run process instances as threads of one process instead of real processes
     #[arg(long, help_heading = HOW)]
     pub in_process: bool,
@@ -208,6 +212,7 @@ pub(crate) fn prepare(
         .map(|s| crate::units::parse_duration(s).map_err(|e| crate::usage!("--ramp: {e}")))
         .transpose()?
         .filter(|d| !d.is_zero());
+    let ramp_bytes = crate::job::ramp_bytes_flag(a.ramp_bytes.as_deref(), ramp)?;
     let stall_after = crate::units::parse_duration(&a.stall_after)?;
     let rate = a.rate.limit()?;
     let engine = super::args::source_engine(a.engine.as_deref(), "workloads")?;
@@ -215,9 +220,13 @@ pub(crate) fn prepare(
     if a.verify {
         check_verify(&model, &src.name)?;
     }
+    if let Some(b) = ramp_bytes {
+        check_ramp_bytes(&model, b)?;
+    }
     let opts = Options {
         time,
         ramp,
+        ramp_bytes,
         keep: a.keep,
         in_process: a.in_process,
         lines_to_stdout,
@@ -326,6 +335,27 @@ fn check_verify(model: &crate::workload::model::Model, name: &str) -> anyhow::Re
     Ok(())
 }
 
+/// `--ramp-bytes` needs every thread to move data: a thread of only metadata flowops would
+/// never end its warm-up, and the run's time would never start.
+fn check_ramp_bytes(model: &crate::workload::model::Model, bytes: u64) -> anyhow::Result<()> {
+    use crate::workload::model::flatten;
+    for p in &model.processes {
+        for t in &p.threads {
+            let moves = flatten(&t.flowops)
+                .iter()
+                .any(|f| f.kind.is_read() || f.kind.is_write());
+            if !moves {
+                crate::bail_usage!(
+                    "--ramp-bytes {bytes}: thread {} of process {} has no read or write flowop, so its warm-up by bytes would never end: use --ramp DUR",
+                    t.name,
+                    p.name
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Result<i32> {
     if a.verify && matches!(a.workload.as_str(), "list" | "show") {
         crate::bail_usage!(
@@ -365,7 +395,7 @@ pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Resu
     let observe = a.observe.settings()?;
     super::repeat::refuse_with(repeat, &observe, &exec)?;
     let (src, model, opts) = prepare(&a, format == Format::Text)?;
-    let (engine, rate, ramp) = (opts.engine, opts.rate, opts.ramp);
+    let (engine, rate, ramp, ramp_bytes) = (opts.engine, opts.rate, opts.ramp, opts.ramp_bytes);
     crate::output::check_output(a.output.as_deref(), false)?;
     let observer = crate::observe::Observer::start_for(&observe, &scope(&model, a.in_process))?;
     let opts = Options {
@@ -395,6 +425,12 @@ pub(crate) fn main(a: WorkloadArgs, exec: crate::exec::Executor) -> anyhow::Resu
         result.notes.push(format!(
             "warm-up: the first {} s of every run ran but is left out of the Result (--ramp)",
             r.as_secs_f64()
+        ));
+    }
+    if let Some(b) = ramp_bytes {
+        result.notes.push(format!(
+            "warm-up: each thread's first {} moved ({b} bytes, up to the flowop that moved the last of them; --ramp-bytes) in every run ran but its ops and bytes are left out of the Result; the run's time counts from when every thread was past it, and the warm-up's flowops count toward finishoncount",
+            crate::units::format_size_exact(b)
         ));
     }
     match format {

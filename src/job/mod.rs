@@ -504,6 +504,30 @@ const MAX_SKIP: u64 = 1 << 40;
 /// `crate::verify::block`, which takes this value from here) and a little payload.
 pub(crate) const VERIFY_MIN_BLOCK: usize = 128;
 
+/// `--ramp-bytes` beside `--ramp`: a run has one warm-up (every command that takes both
+/// refuses the pair with this line).
+pub(crate) fn two_warm_ups(bytes: u64) -> UsageError {
+    usage!(
+        "--ramp-bytes {bytes} with --ramp: a warm-up ends after a time or after some bytes, give one of them"
+    )
+}
+
+/// `--ramp-bytes SIZE` of a command that runs a source (replay, workload) beside its `--ramp`
+/// (none or zero: no warm-up): the bytes, None for none (0 is none, as for a run).
+pub(crate) fn ramp_bytes_flag(
+    value: Option<&str>,
+    ramp: Option<std::time::Duration>,
+) -> Result<Option<u64>, UsageError> {
+    let Some(v) = value else {
+        return Ok(None);
+    };
+    let b = crate::units::parse_size_as(v, crate::units::BareUnit::Bytes, "--ramp-bytes")?;
+    if b > 0 && ramp.is_some_and(|r| !r.is_zero()) {
+        return Err(two_warm_ups(b));
+    }
+    Ok(Some(b).filter(|b| *b > 0))
+}
+
 /// Whether a block size can carry verification headers.
 pub(crate) fn check_verify_block_size(bs: usize) -> Result<(), crate::error::UsageError> {
     if bs < VERIFY_MIN_BLOCK || !bs.is_multiple_of(8) {
@@ -1042,17 +1066,13 @@ impl Job {
         self.check_steady()
     }
 
-    /// `--steady-state` needs a longest time, and the observer's stop reaches worker
-    /// threads only.
     /// `--ramp-bytes`: one warm-up only, and one that leaves something to measure.
     fn check_ramp_bytes(&self) -> Result<(), UsageError> {
         let Some(b) = self.ramp_bytes.filter(|b| *b > 0) else {
             return Ok(());
         };
         if self.ramp_s.is_some_and(|r| r > 0.0) {
-            return Err(usage!(
-                "--ramp-bytes {b} with --ramp: a warm-up ends after a time or after some bytes, give one of them"
-            ));
+            return Err(two_warm_ups(b));
         }
         if self.steady_state.is_some() {
             return Err(usage!(
@@ -1075,6 +1095,8 @@ impl Job {
         Ok(())
     }
 
+    /// `--steady-state` needs a longest time, and the observer's stop reaches worker
+    /// threads only.
     fn check_steady(&self) -> Result<(), UsageError> {
         if let Some(m) = self.steady_state_max_s {
             if self.steady_state.is_none() {

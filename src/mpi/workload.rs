@@ -44,6 +44,9 @@ pub(crate) struct WorkloadSpec {
     /// `--ramp`: the warm-up of every run, left out of the counts.
     #[serde(default)]
     pub ramp_s: Option<f64>,
+    /// `--ramp-bytes`: each thread's warm-up by bytes moved, left out of the counts.
+    #[serde(default)]
+    pub ramp_bytes: Option<u64>,
     pub keep: bool,
     pub in_process: bool,
     pub stall_after_s: f64,
@@ -93,6 +96,7 @@ impl WorkloadSpec {
             base: PathBuf::from(dir),
             time_s: opts.time.map(|d| d.as_secs_f64()),
             ramp_s: opts.ramp.map(|d| d.as_secs_f64()),
+            ramp_bytes: opts.ramp_bytes,
             keep: opts.keep,
             in_process: opts.in_process,
             stall_after_s: opts.stall_after.as_secs_f64(),
@@ -141,6 +145,7 @@ impl WorkloadSpec {
             None => Options {
                 time: self.time_s.map(Duration::from_secs_f64),
                 ramp: self.ramp_s.map(Duration::from_secs_f64),
+                ramp_bytes: self.ramp_bytes,
                 keep: self.keep,
                 in_process: self.in_process,
                 lines_to_stdout: false,

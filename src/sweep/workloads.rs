@@ -77,6 +77,7 @@ pub(crate) fn run_personality(
     let opts = Options {
         time: Some(std::time::Duration::from_secs_f64(time_s.max(0.001))),
         ramp: None,
+        ramp_bytes: None,
         keep: false,
         in_process: false,
         lines_to_stdout: false,

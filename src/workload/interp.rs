@@ -67,6 +67,8 @@ pub struct Shared<'a> {
     pub trace: Option<std::sync::Arc<crate::trace::TraceSession>>,
     /// `--ramp`: how long each thread runs before its counts start.
     pub ramp: Option<Duration>,
+    /// `--ramp-bytes`: how many bytes each thread moves before its counts start (0: none).
+    pub ramp_bytes: u64,
 }
 
 /// The file table of a traced workload: every fileset's entries in order, then every
@@ -520,6 +522,14 @@ impl Source for Thread<'_> {
 
     fn forget(&mut self) {
         self.stats = super::stats::ready(self.flat.iter().map(|f| f.kind));
+        if self.sh.ramp_bytes > 0 {
+            // This thread is past its warm-up by bytes (called once: when it ends, or when
+            // the thread ends inside it): the parent's measured window starts when every
+            // thread is.
+            let ctl = self.sh.arena.ctl();
+            ctl.warm_end_ns.fetch_max(now_ns(), SeqCst);
+            ctl.warmed.fetch_add(1, SeqCst);
+        }
     }
 }
 
@@ -562,7 +572,7 @@ pub fn run_thread(sh: &Shared, spec: &ThreadSpec, id: ThreadId) -> ThreadOutcome
             stop: &stop,
             deadline: None,
             ramp: sh.ramp,
-            ramp_bytes: 0,
+            ramp_bytes: sh.ramp_bytes,
             pacing: StepPacing::for_thread(
                 &sh.rate,
                 id.slot as u64,

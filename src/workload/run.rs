@@ -28,6 +28,9 @@ pub struct Options {
     /// `--ramp`: every `run` first runs this long unmeasured (its threads' counts start
     /// after it; the run lasts this much longer).
     pub ramp: Option<Duration>,
+    /// `--ramp-bytes`: every `run`'s threads first move this many bytes each unmeasured; the
+    /// measured window (and the run's time) starts when every thread is past it.
+    pub ramp_bytes: Option<u64>,
     pub keep: bool,
     /// Run process instances as threads of this process (debugging; not Filebench's model).
     pub in_process: bool,

@@ -34,6 +34,11 @@ pub struct Control {
     pub event_rate_milli: AtomicU64,
     pub events_taken: AtomicU64,
     pub events_epoch_ns: AtomicU64,
+    /// `--ramp-bytes`: how many threads are past their warm-up (it ended, or the thread did).
+    pub warmed: AtomicU32,
+    /// `--ramp-bytes`: when the latest of those warm-ups ended (`now_ns`): the measured window
+    /// starts there.
+    pub warm_end_ns: AtomicU64,
 }
 
 /// One semblock (or block) flowop instance, as in Filebench's System V pair: `count` is the

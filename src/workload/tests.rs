@@ -19,6 +19,7 @@ fn run(dir: &Path, text: &str, keep: bool) -> RunResult {
     let opts = Options {
         time: None,
         ramp: None,
+        ramp_bytes: None,
         keep,
         in_process: true,
         lines_to_stdout: false,
@@ -344,6 +345,7 @@ fn refuses_a_directory_it_did_not_create() {
     let opts = Options {
         time: None,
         ramp: None,
+        ramp_bytes: None,
         keep: false,
         in_process: true,
         lines_to_stdout: false,

@@ -29,6 +29,9 @@ pub struct WorkerSpec {
     /// The parent's `--ramp` (ns): how long the threads run before their counts start.
     #[serde(default)]
     pub ramp_ns: Option<u64>,
+    /// The parent's `--ramp-bytes`: how many bytes each thread moves before its counts start.
+    #[serde(default)]
+    pub ramp_bytes: u64,
 }
 
 /// What every thread instance is given besides the workload: its engine, the rate limit and
@@ -44,6 +47,8 @@ pub(super) struct Setup {
     pub trace: Option<std::sync::Arc<crate::trace::TraceSession>>,
     /// `--ramp`: the warm-up each thread runs before its counts start.
     pub ramp: Option<std::time::Duration>,
+    /// `--ramp-bytes`: the bytes each thread moves as a warm-up before its counts start.
+    pub ramp_bytes: u64,
 }
 
 /// Stack of each workload thread: flowops recurse only through composites (at most 8 deep),
@@ -74,6 +79,7 @@ pub(super) fn body(
             interval_ns: setup.interval_ns,
             trace: setup.trace,
             ramp: setup.ramp,
+            ramp_bytes: setup.ramp_bytes,
         };
         let spec = &model.processes[id.process].threads[id.thread];
         Some(super::interp::run_thread(&sh, spec, id))
@@ -123,6 +129,7 @@ pub fn child(spec: WorkerSpec) -> Result<()> {
         interval_ns: spec.status_interval_ns,
         trace,
         ramp: spec.ramp_ns.map(std::time::Duration::from_nanos),
+        ramp_bytes: spec.ramp_bytes,
     };
     let bodies = ids.into_iter().map(|id| {
         (

@@ -109,6 +109,7 @@ fn run_with(
         interval_ns,
         trace: None,
         ramp: None,
+        ramp_bytes: 0,
     };
     let spec = &fx.model.processes[0].threads[0];
     let id = ThreadId {

@@ -26,10 +26,11 @@ enum Workers {
 fn reset(arena: &Arena, model: &Model) {
     let c = arena.ctl();
     for a in [
-        &c.go, &c.stop, &c.ready, &c.live, &c.blocked, &c.done, &c.norsc, &c.failed,
+        &c.go, &c.stop, &c.ready, &c.live, &c.blocked, &c.done, &c.norsc, &c.failed, &c.warmed,
     ] {
         a.store(0, SeqCst);
     }
+    c.warm_end_ns.store(0, SeqCst);
     for i in 0..model.sems.len() {
         arena.sem(i).count.store(0, SeqCst);
         arena.sem(i).hw_used.store(0, SeqCst);
@@ -74,6 +75,7 @@ fn spawn(
             interval_ns: opts.watch.interval_ns(),
             trace: opts.watch.trace.clone(),
             ramp: opts.ramp,
+            ramp_bytes: opts.ramp_bytes.unwrap_or(0),
         };
         let layouts = std::sync::Arc::new(layouts.to_vec());
         let bodies = ids.into_iter().map(|id| {
@@ -125,6 +127,7 @@ fn spawn(
                 rate: opts.rate,
                 status_interval_ns: opts.watch.interval_ns(),
                 ramp_ns: opts.ramp.map(|d| d.as_nanos().min(u64::MAX as u128) as u64),
+                ramp_bytes: opts.ramp_bytes.unwrap_or(0),
             };
             slot += per;
             let started = crate::runner::drive::ChildSpec::new("workload", &spec)
@@ -200,19 +203,54 @@ fn sum_progress(arena: &Arena, n: usize) -> [u64; 5] {
     s
 }
 
+/// The warm-up of a run: none, `--ramp` (a time), or `--ramp-bytes` (each thread's bytes
+/// moved: it ends when every thread has said so through the arena).
+#[derive(Clone, Copy)]
+enum Warm {
+    Time(f64),
+    Bytes,
+}
+
+/// How a watched run went.
+struct Watched {
+    stop_reason: String,
+    failed: bool,
+    lines: Vec<PsrunLine>,
+    /// When the measured window started (seconds after the start); None: the run stopped
+    /// before every thread was past its warm-up by bytes.
+    measured_from: Option<f64>,
+}
+
+/// When every thread is past its warm-up by bytes: the latest thread's end of it, in
+/// seconds after the run's start.
+fn warmed_at(arena: &Arena, nthreads: usize) -> Option<f64> {
+    ((arena.ctl().warmed.load(SeqCst) as usize) >= nthreads).then(|| warm_end_s(arena))
+}
+
+/// When the latest warm-up by bytes ended so far, in seconds after the run's start.
+fn warm_end_s(arena: &Arena) -> f64 {
+    let ctl = arena.ctl();
+    let ns = ctl
+        .warm_end_ns
+        .load(SeqCst)
+        .saturating_sub(ctl.start_ns.load(SeqCst));
+    ns as f64 / 1e9
+}
+
 /// Watch a started run until it stops: print the psrun lines and check the stop conditions
 /// (time, mode quit, out of files, a failed flowop, Ctrl-C/SIGTERM, no progress). Returns why
-/// it stopped, whether that is a failure, and the progress lines.
+/// it stopped, whether that is a failure, the progress lines and when its measured window
+/// started.
 fn watch(
     model: &Model,
     arena: &Arena,
     t0: Instant,
     secs: f64,
-    ramp_s: f64,
+    ramp: Warm,
     psrun: Option<(f64, bool)>,
     opts: &Options,
     board: Option<&crate::runner::live::Board>,
-) -> (String, bool, Vec<PsrunLine>) {
+) -> Watched {
     let nthreads = model.total_threads();
     let ctl = arena.ctl();
     let mut lines = Vec::new();
@@ -221,9 +259,17 @@ fn watch(
     let mut stalled_since: Option<Instant> = None;
     let mut stop_reason = format!("ran for the time given ({secs} s)");
     let mut failed = false;
+    let mut measured_from = match ramp {
+        Warm::Time(s) => Some(s),
+        Warm::Bytes => None,
+    };
     loop {
         std::thread::sleep(Duration::from_millis(10));
         let el = t0.elapsed().as_secs_f64();
+        if measured_from.is_none() {
+            // --time counts from the end of the last thread's warm-up by bytes.
+            measured_from = warmed_at(arena, nthreads);
+        }
         if let Some(b) = board {
             let p = sum_progress(arena, nthreads);
             b.publish(0, [p[1], p[2], p[3], p[4]]);
@@ -258,7 +304,7 @@ fn watch(
             stop_reason = STONEWALL_STOP.into();
             break;
         }
-        if el >= secs + ramp_s {
+        if measured_from.is_some_and(|m| el >= secs + m) {
             break;
         }
         if ctl.failed.load(SeqCst) > 0 {
@@ -305,7 +351,23 @@ fn watch(
             stalled_since = None;
         }
     }
-    (stop_reason, failed, lines)
+    if matches!(ramp, Warm::Bytes) {
+        // Seen at the stop: a thread that ended did so past its warm-up.
+        measured_from = warmed_at(arena, nthreads);
+        if measured_from.is_none() {
+            stop_reason.push_str(
+                " (before every thread was past its --ramp-bytes warm-up: the threads still in it counted nothing)",
+            );
+            // Those past it counted from the latest end of a warm-up.
+            measured_from = (arena.ctl().warmed.load(SeqCst) > 0).then(|| warm_end_s(arena));
+        }
+    }
+    Watched {
+        stop_reason,
+        failed,
+        lines,
+        measured_from,
+    }
 }
 
 /// One `run` of the script: its threads spawned, started together, stopped, and their
@@ -359,6 +421,10 @@ pub(super) fn one_run(
         arena.set_event_rate(ctl.event_rate_milli.load(SeqCst) as f64 / 1000.0);
     }
     let ramp_s = opts.ramp.map_or(0.0, |d| d.as_secs_f64());
+    let ramp = match opts.ramp_bytes {
+        Some(b) if b > 0 => Warm::Bytes,
+        _ => Warm::Time(ramp_s),
+    };
     let t0 = Instant::now();
     let started_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -381,21 +447,18 @@ pub(super) fn one_run(
     if let Some(d) = &display {
         d.phase(crate::runner::live_line::Phase::Running);
     }
-    let (stop_reason, failed, lines) = watch(
-        model,
-        arena,
-        t0,
-        secs,
-        ramp_s,
-        psrun,
-        opts,
-        board.as_deref(),
-    );
+    let Watched {
+        stop_reason,
+        failed,
+        lines,
+        measured_from,
+    } = watch(model, arena, t0, secs, ramp, psrun, opts, board.as_deref());
     if let Some(d) = display {
         d.finish();
     }
-    // The measured time: the warm-up is left out, as the threads left out its counts.
-    let elapsed_s = (t0.elapsed().as_secs_f64() - ramp_s).max(0.0);
+    // The measured time: the warm-up is left out, as the threads left out its counts (none
+    // when the run stopped inside a warm-up by bytes).
+    let elapsed_s = measured_from.map_or(0.0, |m| (t0.elapsed().as_secs_f64() - m).max(0.0));
     ctl.stop.store(STOP_NORMAL, SeqCst);
     arena.wake_everyone();
     let outcomes = collect(workers);
