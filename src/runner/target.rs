@@ -16,7 +16,12 @@ use std::sync::atomic::Ordering;
 pub(crate) use crate::result::{Plan, RankPart, TargetKind, TargetPlan};
 
 fn needs_data(job: &Job) -> bool {
-    // Everything but a plain sequential write reads or overwrites existing data.
+    // Everything but a plain sequential write reads or overwrites existing data; the space
+    // engines (falloc, ftruncate) never read or write the file's bytes, and allocate or size
+    // it themselves: it is made at its size, sparse, so their effect is all that is allocated.
+    if job.engine.changes_space() {
+        return false;
+    }
     !(job.access == Access::Write && job.engine != crate::job::EngineKind::Mmap)
         || matches!(job.cache, CachePolicy::Concurrent)
 }
