@@ -938,6 +938,35 @@ fn falloc_allocates_and_ftruncate_sizes_where_fio_does() {
         .all(|&b| b == 0));
     std::fs::remove_file(sb.file("fa.dat")).unwrap();
 
+    // A falloc read allocates without extending: the file, made at its size without data,
+    // ends allocated over the whole range it read, and nothing was read.
+    let r = sb.run_json(&[
+        "run", "--engine", "falloc", "--rw", "read", "--bs", "4k", "--size", "64k", "--keep",
+        "rd.dat",
+    ]);
+    assert_eq!(u(&r["total"]["syscalls"]["read"]), 0);
+    assert_eq!(std::fs::metadata(sb.file("rd.dat")).unwrap().len(), 65536);
+    assert_eq!(allocated_ranges(&sb.file("rd.dat")), vec![(0, 65536)]);
+    std::fs::remove_file(sb.file("rd.dat")).unwrap();
+    // So even a falloc read job modifies: a file fsbench did not create needs --force.
+    std::fs::write(sb.file("theirs.dat"), b"data").unwrap();
+    let e = refused(
+        &sb,
+        &[
+            "run",
+            "--engine",
+            "falloc",
+            "--rw",
+            "read",
+            "--size",
+            "64k",
+            "theirs.dat",
+        ],
+    );
+    assert!(e.contains("refusing to modify"), "{e}");
+    assert_eq!(std::fs::read(sb.file("theirs.dat")).unwrap(), b"data");
+    std::fs::remove_file(sb.file("theirs.dat")).unwrap();
+
     // fsbench's own form: each write of an ftruncate run sets the size to its offset, so a
     // sequential pass ends one block short of the size (fio's 61440 for 64k in 4k).
     sb.run_json(&[
