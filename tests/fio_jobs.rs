@@ -3,8 +3,9 @@
 //! work the section's `; expect` comment states; jobs start together unless stonewall
 //! separates them; nrfiles and offset place the I/O where fio does; unmapped options are
 //! refused naming option and section, or listed with `--ignore-unsupported`; fio's
-//! command-line form; and, where fio is installed, the same operations and bytes as fio
-//! itself for the same files.
+//! command-line form; falloc allocates exactly what a job covers and ftruncate leaves fio's
+//! size; and, where fio is installed, the same operations and bytes as fio itself for the
+//! same files.
 
 mod common;
 use common::Sandbox;
