@@ -236,21 +236,26 @@ pub(crate) fn explain(r: &RunFacts) -> Vec<Explanation> {
     {
         return out;
     }
+    // A falloc or ftruncate run moved no data: the page cache, sparse reads and write-back
+    // have nothing to say about it.
+    let moves_data = !r.job.is_some_and(|j| j.engine.changes_space());
     data_shape(r, &mut out);
-    let facts = cache_facts(r);
+    let facts = cache_facts(r).filter(|_| moves_data);
     if let Some(f) = &facts {
         page_cache(r, f, &mut out);
         sparse_reads(r, f, &mut out);
     }
-    if facts.is_none() {
+    if facts.is_none() && moves_data {
         data_set_cached(r, &mut out);
     }
     host_bound(r, &mut out);
     cpu_binding(r, &mut out);
     device::device_idle(r, &mut out);
     queue_depth(r, &mut out);
-    dirty_at_stop(r, facts.as_ref().and_then(|f| f.dirty_expire_s), &mut out);
-    direct(r, &mut out);
+    if moves_data {
+        dirty_at_stop(r, facts.as_ref().and_then(|f| f.dirty_expire_s), &mut out);
+        direct(r, &mut out);
+    }
     host::host(r, &mut out);
     stability::stability(r, &mut out);
     // Last: it qualifies every figure, the others name a cause.

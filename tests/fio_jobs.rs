@@ -3,8 +3,9 @@
 //! work the section's `; expect` comment states; jobs start together unless stonewall
 //! separates them; nrfiles and offset place the I/O where fio does; unmapped options are
 //! refused naming option and section, or listed with `--ignore-unsupported`; fio's
-//! command-line form; and, where fio is installed, the same operations and bytes as fio
-//! itself for the same files.
+//! command-line form; falloc allocates exactly what a job covers and ftruncate leaves fio's
+//! size; and, where fio is installed, the same operations and bytes as fio itself for the
+//! same files.
 
 mod common;
 use common::Sandbox;
@@ -273,8 +274,9 @@ fn fio_counts(sb: &Sandbox, file: &Path) -> Vec<(String, u64, u64)> {
     let mut out: Vec<(String, u64, u64)> = Vec::new();
     for j in v["jobs"].as_array().unwrap() {
         let name = j["jobname"].as_str().unwrap().to_string();
-        let ops = u(&j["read"]["total_ios"]) + u(&j["write"]["total_ios"]);
-        let bytes = u(&j["read"]["io_bytes"]) + u(&j["write"]["io_bytes"]);
+        let dirs = ["read", "write", "trim"];
+        let ops = dirs.iter().map(|d| u(&j[d]["total_ios"])).sum::<u64>();
+        let bytes = dirs.iter().map(|d| u(&j[d]["io_bytes"])).sum::<u64>();
         match out.iter_mut().find(|(n, _, _)| *n == name) {
             Some(e) => {
                 e.1 += ops;
@@ -301,6 +303,7 @@ fn same_work_as_fio_for_the_same_files() {
         "apart.fio",
         "sizes.fio",
         "skip.fio",
+        "space.fio",
     ] {
         let f = corpus().join(name);
         let sb = Sandbox::new();
@@ -871,4 +874,151 @@ fn metadata_engines_time_as_many_operations_as_fio() {
         .collect();
     assert_eq!(ours, fio);
     assert_eq!(ours[0], ("create".to_string(), 12));
+}
+
+/// Allocated extents of a file as (start, end) byte ranges, adjacent ones joined.
+fn allocated_ranges(p: &Path) -> Vec<(u64, u64)> {
+    let f = std::fs::File::open(p).unwrap();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for e in fsbench::probe::fiemap::extents(&f).unwrap() {
+        match out.last_mut() {
+            Some(last) if last.1 == e.logical => last.1 += e.length,
+            _ => out.push((e.logical, e.logical + e.length)),
+        }
+    }
+    out
+}
+
+#[test]
+#[cfg_attr(
+    not(has_tmp_fiemap),
+    ignore = "SKIPPED: the temp dir's file system does not answer FIEMAP"
+)]
+fn falloc_allocates_and_ftruncate_sizes_where_fio_does() {
+    use std::os::unix::fs::MetadataExt;
+    let sb = Sandbox::new();
+    // A falloc write job from 64k: the sparse file fsbench makes gets blocks exactly over
+    // the range the job wrote, and its size is the job's end.
+    let r = sb.run_json(&[
+        "fio",
+        "--name=fa",
+        "--ioengine=falloc",
+        "--rw=write",
+        "--bs=16k",
+        "--size=256k",
+        "--offset=64k",
+        "--unlink=0",
+        "--filename=fa.dat",
+    ]);
+    let r = results(r).remove(0);
+    assert_eq!(
+        (u(&r["total"]["write_ops"]), u(&r["total"]["bytes"])),
+        (16, 256 << 10)
+    );
+    assert_eq!(u(&r["total"]["syscalls"]["fallocate"]), 16);
+    assert_eq!(u(&r["total"]["syscalls"]["write"]), 0);
+    // No data was written, so nothing was left in the page cache to warn about.
+    let checks: Vec<&str> = r["explain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["check"].as_str())
+        .collect();
+    assert!(!checks.contains(&"dirty_at_stop"), "{checks:?}");
+    let m = std::fs::metadata(sb.file("fa.dat")).unwrap();
+    assert_eq!(m.len(), 320 << 10);
+    assert_eq!(
+        allocated_ranges(&sb.file("fa.dat")),
+        vec![(64 << 10, 320 << 10)]
+    );
+    assert!(m.blocks() * 512 >= 256 << 10, "{}", m.blocks());
+    // Nothing was written: the allocated range reads back as zeros.
+    assert!(std::fs::read(sb.file("fa.dat"))
+        .unwrap()
+        .iter()
+        .all(|&b| b == 0));
+    std::fs::remove_file(sb.file("fa.dat")).unwrap();
+
+    // A falloc read allocates without extending: the file, made at its size without data,
+    // ends allocated over the whole range it read, and nothing was read.
+    let r = sb.run_json(&[
+        "run", "--engine", "falloc", "--rw", "read", "--bs", "4k", "--size", "64k", "--keep",
+        "rd.dat",
+    ]);
+    assert_eq!(u(&r["total"]["syscalls"]["read"]), 0);
+    assert_eq!(std::fs::metadata(sb.file("rd.dat")).unwrap().len(), 65536);
+    assert_eq!(allocated_ranges(&sb.file("rd.dat")), vec![(0, 65536)]);
+    std::fs::remove_file(sb.file("rd.dat")).unwrap();
+    // So even a falloc read job modifies: a file fsbench did not create needs --force.
+    std::fs::write(sb.file("theirs.dat"), b"data").unwrap();
+    let e = refused(
+        &sb,
+        &[
+            "run",
+            "--engine",
+            "falloc",
+            "--rw",
+            "read",
+            "--size",
+            "64k",
+            "theirs.dat",
+        ],
+    );
+    assert!(e.contains("refusing to modify"), "{e}");
+    assert_eq!(std::fs::read(sb.file("theirs.dat")).unwrap(), b"data");
+    std::fs::remove_file(sb.file("theirs.dat")).unwrap();
+
+    // fsbench's own form: each write of an ftruncate run sets the size to its offset, so a
+    // sequential pass ends one block short of the size (fio's 61440 for 64k in 4k).
+    sb.run_json(&[
+        "run",
+        "--engine",
+        "ftruncate",
+        "--rw",
+        "write",
+        "--bs",
+        "4k",
+        "--size",
+        "64k",
+        "--keep",
+        "tr.dat",
+    ]);
+    assert_eq!(std::fs::metadata(sb.file("tr.dat")).unwrap().len(), 61440);
+    std::fs::remove_file(sb.file("tr.dat")).unwrap();
+
+    // ftruncate has no reads or trims (fio fails them); neither engine moves data to verify.
+    for (args, want) in [
+        (
+            &[
+                "run",
+                "--engine",
+                "ftruncate",
+                "--rw",
+                "randrw",
+                "--size",
+                "64k",
+                "x",
+            ][..],
+            "truncates on writes only",
+        ),
+        (
+            &[
+                "fio",
+                "--name=v",
+                "--ioengine=falloc",
+                "--rw=write",
+                "--size=64k",
+                "--verify=crc32c",
+            ][..],
+            "moves no data",
+        ),
+        (
+            &["workload", "--engine", "falloc", "fileserver"][..],
+            "expected sync or uring",
+        ),
+    ] {
+        let e = refused(&sb, args);
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
+    assert_eq!(sb.listing(), Vec::<String>::new());
 }

@@ -436,7 +436,12 @@ pub(crate) fn source_engine(
     });
     let engine = match parsed.transpose()? {
         None => crate::job::EngineKind::Sync,
-        Some(e @ (crate::job::EngineKind::Mmap | crate::job::EngineKind::Null)) => {
+        Some(
+            e @ (crate::job::EngineKind::Mmap
+            | crate::job::EngineKind::Null
+            | crate::job::EngineKind::Falloc
+            | crate::job::EngineKind::Ftruncate),
+        ) => {
             crate::bail_usage!(
                 "--engine {}: {who} open, create and delete files as they run; expected sync or uring",
                 e.name()

@@ -50,10 +50,12 @@ pub(crate) struct RunArgs {
     /// discovered: I/Os larger than SIZE (default 256k) go direct, the others buffered.
     #[arg(long, value_name = "POLICY", help_heading = HOW)]
     pub cache: Option<String>,
-    /// sync, mmap, uring, null [default: sync]
+    /// sync, mmap, uring, null, falloc, ftruncate [default: sync]
     ///
     /// null: every I/O completes at once with no system call and the target is never
-    /// opened, so the run shows what fsbench itself costs per I/O.
+    /// opened, so the run shows what fsbench itself costs per I/O. falloc: each I/O is a
+    /// fallocate of its range (writes allocate, reads allocate keeping the size, trims punch
+    /// holes). ftruncate: each write sets the file's size to its offset (writes only).
     #[arg(long, value_name = "ENGINE", help_heading = HOW)]
     pub engine: Option<String>,
     /// I/Os in flight per thread (uring, null) [default: 1]
@@ -253,7 +255,7 @@ mod tests {
             format!("[default: {}]", j.threads),
             format!("randrw [default: {}]", j.read_pct),
             format!("raw [default: {}]", j.cache.name()),
-            format!("uring, null [default: {}]", j.engine.name()),
+            format!("falloc, ftruncate [default: {}]", j.engine.name()),
             format!("(uring, null) [default: {}]", j.queue_depth),
             format!("N times [default: {}]", j.repeats),
         ] {

@@ -4,6 +4,7 @@
 //! Ops name their buffer by slot index and their descriptor by file index and route, so the
 //! worker loop never allocates and an async engine can keep buffers registered.
 
+pub(crate) mod alloc;
 pub(crate) mod buffer;
 pub(crate) mod meta;
 pub(crate) mod mmap;
@@ -325,6 +326,7 @@ impl Built {
             Built::Mmap(e) => e,
             Built::Uring(e) => e,
             Built::Null(e) => e,
+            Built::Space(e) => e,
             Built::Shaped(e) => e.as_mut(),
             #[cfg(test)]
             Built::Boxed(e) => e.as_mut(),
@@ -338,6 +340,7 @@ impl Built {
             Built::Mmap(e) => Box::new(e),
             Built::Uring(e) => Box::new(e),
             Built::Null(e) => Box::new(e),
+            Built::Space(e) => Box::new(e),
             Built::Shaped(e) => e,
             #[cfg(test)]
             Built::Boxed(e) => e,
@@ -362,6 +365,8 @@ pub(crate) enum Built {
     Mmap(mmap::MmapEngine),
     Uring(uring::UringEngine),
     Null(null::NullEngine),
+    /// fio's falloc and ftruncate: each I/O changes the file's space ([`alloc`]).
+    Space(alloc::SpaceEngine),
     /// Any engine whose writes get shaped bytes ([`shaped`]): the cost of making the bytes
     /// dwarfs the indirect call.
     Shaped(Box<shaped::ShapedEngine>),
@@ -379,6 +384,16 @@ pub(crate) fn build(job: &Job, files: Vec<FileHandles>, pool: BufferPool) -> any
             drop(files);
             Built::Null(null::NullEngine::new(pool))
         }
+        EngineKind::Falloc => Built::Space(alloc::SpaceEngine::new(
+            files,
+            pool,
+            alloc::SpaceOp::Fallocate,
+        )),
+        EngineKind::Ftruncate => Built::Space(alloc::SpaceEngine::new(
+            files,
+            pool,
+            alloc::SpaceOp::Ftruncate,
+        )),
     })
 }
 

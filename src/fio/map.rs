@@ -509,9 +509,11 @@ fn engine(v: &str, job: &str) -> Result<(EngineKind, Option<String>), UsageError
         ),
         "mmap" => (EngineKind::Mmap, None),
         "null" => (EngineKind::Null, None),
+        "falloc" => (EngineKind::Falloc, None),
+        "ftruncate" => (EngineKind::Ftruncate, None),
         _ => {
             return Err(usage!(
-                "ioengine={v} in [{job}] is not supported: fsbench fio maps sync, psync, vsync, pvsync, pvsync2, libaio, io_uring, posixaio, mmap and null"
+                "ioengine={v} in [{job}] is not supported: fsbench fio maps sync, psync, vsync, pvsync, pvsync2, libaio, io_uring, posixaio, mmap, null, falloc and ftruncate"
             ))
         }
     })
@@ -1050,7 +1052,12 @@ fn apply_engine(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), Usage
         set(job, "engine", e.name(), &at("ioengine"))?;
     }
     if let Some(d) = spec.iodepth {
-        if d > 1 && matches!(job.engine, EngineKind::Sync | EngineKind::Mmap) {
+        if d > 1
+            && matches!(
+                job.engine,
+                EngineKind::Sync | EngineKind::Mmap | EngineKind::Falloc | EngineKind::Ftruncate
+            )
+        {
             // fio's synchronous engines also have one I/O in flight whatever iodepth says.
             spec.notes.push(format!(
                 "iodepth={d} in [{sname}]: the {} engine has one I/O in flight, as in fio",
@@ -1193,7 +1200,12 @@ fn apply_data(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageEr
         set(job, "buffer_pattern", "zero", &at("zero_buffers"))?;
     } else if spec.refill_buffers {
         let writes = job.access.read_pct(job.read_pct) < 100;
-        if writes && !job.verifying() && job.engine != EngineKind::Null && !job.shapes_data() {
+        if writes
+            && !job.verifying()
+            && job.engine != EngineKind::Null
+            && !job.engine.changes_space()
+            && !job.shapes_data()
+        {
             set(job, "buffer_pattern", "random", &at("refill_buffers"))?;
         }
     }

@@ -90,6 +90,11 @@ pub enum EngineKind {
     /// Every I/O completes at once without a system call and without touching the target:
     /// what fsbench itself costs per I/O.
     Null,
+    /// Each I/O is a fallocate(2) of its range (fio's `falloc`): writes allocate, reads
+    /// allocate keeping the size, trims punch holes.
+    Falloc,
+    /// Each write sets the file's size to its offset with ftruncate(2) (fio's `ftruncate`).
+    Ftruncate,
 }
 
 impl EngineKind {
@@ -99,9 +104,11 @@ impl EngineKind {
             "mmap" => EngineKind::Mmap,
             "uring" | "io_uring" => EngineKind::Uring,
             "null" => EngineKind::Null,
+            "falloc" => EngineKind::Falloc,
+            "ftruncate" => EngineKind::Ftruncate,
             _ => {
                 return Err(usage!(
-                    "unknown engine '{s}': expected sync, mmap, uring or null"
+                    "unknown engine '{s}': expected sync, mmap, uring, null, falloc or ftruncate"
                 ))
             }
         })
@@ -112,7 +119,15 @@ impl EngineKind {
             EngineKind::Mmap => "mmap",
             EngineKind::Uring => "uring",
             EngineKind::Null => "null",
+            EngineKind::Falloc => "falloc",
+            EngineKind::Ftruncate => "ftruncate",
         }
+    }
+
+    /// Whether each I/O changes the file's space (fallocate, ftruncate) instead of moving
+    /// bytes: nothing is laid out, shaped or read back.
+    pub fn changes_space(self) -> bool {
+        matches!(self, EngineKind::Falloc | EngineKind::Ftruncate)
     }
 }
 
@@ -692,6 +707,7 @@ impl Job {
         self.check_offsets_and_data()?;
         self.check_split_and_trim()?;
         self.check_null()?;
+        self.check_space_engine()?;
         self.check_bounds()
     }
 
@@ -923,6 +939,29 @@ impl Job {
     pub fn working_set_pct(&self) -> u8 {
         self.dedupe_working_set
             .unwrap_or(shape::DEFAULT_WORKING_SET_PCT)
+    }
+
+    /// The falloc and ftruncate engines move no bytes: nothing to verify or shape, and
+    /// ftruncate has no meaning for reads or trims (fio fails them).
+    fn check_space_engine(&self) -> Result<(), UsageError> {
+        if !self.engine.changes_space() {
+            return Ok(());
+        }
+        let name = self.engine.name();
+        if self.verifying() || self.shapes_data() {
+            return Err(usage!(
+                "--engine {name} moves no data: --verify, --buffer-pattern, --buffer-compress and --dedupe have nothing to act on"
+            ));
+        }
+        if self.engine == EngineKind::Ftruncate
+            && !matches!(self.access, Access::Write | Access::RandWrite)
+        {
+            return Err(usage!(
+                "--engine ftruncate truncates on writes only: use --rw write or randwrite (got {})",
+                self.access.name()
+            ));
+        }
+        Ok(())
     }
 
     /// The null engine opens nothing: options that act on the target are refused, and the

@@ -376,7 +376,10 @@ fn run_prepared_by(
     // Extent count of every file the run wrote, before anything is removed.
     let mut probes = serde_json::Map::new();
     let touched_files = job.engine != crate::job::EngineKind::Null;
-    if touched_files && (job.access.read_pct(job.read_pct) < 100 || job.space.reservation.is_some())
+    if touched_files
+        && (job.access.read_pct(job.read_pct) < 100
+            || job.space.reservation.is_some()
+            || job.engine.changes_space())
     {
         let files: Vec<&std::path::Path> = plan
             .targets

@@ -16,13 +16,19 @@ use std::sync::atomic::Ordering;
 pub(crate) use crate::result::{Plan, RankPart, TargetKind, TargetPlan};
 
 fn needs_data(job: &Job) -> bool {
-    // Everything but a plain sequential write reads or overwrites existing data.
+    // Everything but a plain sequential write reads or overwrites existing data; the space
+    // engines (falloc, ftruncate) never read or write the file's bytes: the file is only
+    // sized (sparse, in pass two), so their effect is all that is allocated.
+    if job.engine.changes_space() {
+        return false;
+    }
     !(job.access == Access::Write && job.engine != crate::job::EngineKind::Mmap)
         || matches!(job.cache, CachePolicy::Concurrent)
 }
 
 fn writes(job: &Job) -> bool {
-    job.access.read_pct(job.read_pct) < 100
+    // A space engine's reads allocate too (fallocate KEEP_SIZE).
+    job.access.read_pct(job.read_pct) < 100 || job.engine.changes_space()
 }
 
 /// Direct-I/O alignment of a path: statx STATX_DIOALIGN, else the device's logical block
@@ -706,6 +712,16 @@ fn lay_out_one(
             }
         }
     }
+    if job.engine.changes_space() && !job.space.reserve_only {
+        // Sized as fio sizes its files before a falloc or ftruncate job, but sparse: what is
+        // allocated afterwards is what the job allocated. (A foreign file is never reached
+        // here without --force: these engines always modify.)
+        let len_now = file.metadata()?.len();
+        if len_now < size {
+            file.set_len(size)
+                .map_err(|e| prep_err(path, Some(len_now), format!("extending: {e}")))?;
+        }
+    }
     if !job.space.reserve_only && matches!(job.cache, CachePolicy::Concurrent) {
         let len_now = file.metadata()?.len();
         if len_now < size {
@@ -803,6 +819,13 @@ fn prepare_device(
     notes: &mut Vec<String>,
     cache: &mut CachePolicy,
 ) -> Result<TargetPlan> {
+    if job.engine.changes_space() {
+        bail_usage!(
+            "--engine {} changes a file's space, and {} is a block device: use a file (fio's engine takes files only too)",
+            job.engine.name(),
+            path.display()
+        );
+    }
     if writes(job) && !job.force {
         // Through the descriptor opened (O_NOFOLLOW) and locked in pass one: the path may
         // name another device by now.

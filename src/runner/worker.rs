@@ -204,6 +204,8 @@ impl Worker {
             (Built::Uring(e), true) => core.drive::<_, true>(e, stop, interrupt),
             (Built::Null(e), false) => core.drive::<_, false>(e, stop, interrupt),
             (Built::Null(e), true) => core.drive::<_, true>(e, stop, interrupt),
+            (Built::Space(e), false) => core.drive::<_, false>(e, stop, interrupt),
+            (Built::Space(e), true) => core.drive::<_, true>(e, stop, interrupt),
             (Built::Shaped(e), false) => core.drive::<_, false>(e.as_mut(), stop, interrupt),
             (Built::Shaped(e), true) => core.drive::<_, true>(e.as_mut(), stop, interrupt),
             #[cfg(test)]

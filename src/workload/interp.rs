@@ -311,9 +311,9 @@ fn thread_issuer(
         EngineKind::Uring => {
             Issuer::uring_engine(FDS, slots, len, seed).map_err(FlowopError::Setup)
         }
-        EngineKind::Mmap | EngineKind::Null => Err(FlowopError::State(
-            "workloads run on the sync or uring engine".into(),
-        )),
+        EngineKind::Mmap | EngineKind::Null | EngineKind::Falloc | EngineKind::Ftruncate => Err(
+            FlowopError::State("workloads run on the sync or uring engine".into()),
+        ),
     };
     match built {
         Ok(e) => (Issuer::new(e, FDS, ring), None),

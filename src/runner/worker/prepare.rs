@@ -225,7 +225,8 @@ impl Worker {
 fn base_flags(job: &Job) -> i32 {
     let writes = job.access.read_pct(job.read_pct) < 100;
     let mmap = job.engine == EngineKind::Mmap;
-    let mut base = if writes || mmap {
+    // fallocate and ftruncate need a descriptor open for writing, also for falloc's reads.
+    let mut base = if writes || mmap || job.engine.changes_space() {
         libc::O_RDWR
     } else {
         libc::O_RDONLY
