@@ -51,8 +51,7 @@ pub(crate) struct WorkloadArgs {
     /// Warm-up: every run first runs this long unmeasured, left out of the Result (10s)
     #[arg(long, value_name = "DUR", help_heading = WHAT)]
     pub ramp: Option<String>,
-    /// Warm-up by bytes: each thread's first SIZE bytes moved run unmeasured, left out of the
-    /// Result; the measured time starts when every thread is past them. Not with --ramp
+    /// Warm up until each thread has moved SIZE bytes, left out of the result
     #[arg(long = "ramp-bytes", value_name = "SIZE", help_heading = WHAT)]
     pub ramp_bytes: Option<String>,
     /// Run process instances as threads of one process instead of real processes
