@@ -77,6 +77,40 @@ struct Run {
     interrupted: bool,
 }
 
+/// The notes for ior phases that write less than configured because the file system lacks the
+/// room (each rank's files take a fifth of the free space on ranks, the files on one host).
+fn room_notes(easy: (u64, u64), hard: (u64, u64), on_ranks: bool) -> Vec<String> {
+    let room = if on_ranks {
+        " on each rank (the ranks' files take a fifth of the free space)"
+    } else {
+        " (a fifth of the free space)"
+    };
+    [("ior-easy", easy), ("ior-hard", hard)]
+        .into_iter()
+        .filter(|(_, (want, got))| got < want)
+        .map(|(what, (want, got))| {
+            format!("{what} writes at most {got} bytes{room}, not the {want} configured")
+        })
+        .collect()
+}
+
+/// What a phase's Result says of the whole run: a failure, named after the phase, or an
+/// interruption (the phases after it do not run).
+fn settle_status(failure: &mut Option<String>, interrupted: &mut bool, name: &str, r: &RunResult) {
+    match r.status {
+        RunStatus::Failed => {
+            let why = r
+                .failures
+                .first()
+                .map(|f| f.to_string())
+                .unwrap_or_else(|| "failed".into());
+            *failure = Some(format!("{name}: {why}"));
+        }
+        RunStatus::Partial => *interrupted = true,
+        RunStatus::Complete => {}
+    }
+}
+
 impl Run {
     fn stopped(&self) -> bool {
         self.failure.is_some() || self.interrupted
@@ -95,18 +129,7 @@ impl Run {
                 return 0;
             }
         };
-        match r.status {
-            RunStatus::Failed => {
-                let why = r
-                    .failures
-                    .first()
-                    .map(|f| f.to_string())
-                    .unwrap_or_else(|| "failed".into());
-                self.failure = Some(format!("{name}: {why}"));
-            }
-            RunStatus::Partial => self.interrupted = true,
-            RunStatus::Complete => {}
-        }
+        settle_status(&mut self.failure, &mut self.interrupted, name, &r);
         let t = &r.total;
         let wanted = job.io_count.unwrap_or(0).saturating_mul(job.block_size);
         let bytes = t.bytes;
@@ -339,16 +362,11 @@ fn run_on_ranks(opts: &Options, exec: &dyn crate::exec::Ranks) -> Result<(RunRes
     )?;
     let hard_bytes =
         (hard_room / n as u64 / IOR_HARD_TRANSFER * IOR_HARD_TRANSFER).max(IOR_HARD_TRANSFER);
-    for (what, want, got) in [
-        ("ior-easy", c.easy_block, easy_bytes),
-        ("ior-hard", hard_want, hard_bytes),
-    ] {
-        if got < want {
-            notes.push(format!(
-                "{what} writes at most {got} bytes on each rank (the ranks' files take a fifth of the free space), not the {want} configured"
-            ));
-        }
-    }
+    notes.extend(room_notes(
+        (c.easy_block, easy_bytes),
+        (hard_want, hard_bytes),
+        true,
+    ));
     let top_fd = open_dir(&top.path).with_context(|| format!("opening {}", top.path.display()))?;
     let engine = Issuer::sync_engine(1, 1, MDTEST_HARD_BYTES as usize, 0x0069_6f35_3030)?;
     crate::runner::signal::install();
@@ -527,16 +545,11 @@ pub(crate) fn run(opts: &Options) -> Result<RunResult> {
     let easy_bytes = ior_room(&top.path, c.easy_transfer, c.easy_block, "ior-easy")?;
     let hard_want = c.hard_segments.saturating_mul(IOR_HARD_TRANSFER);
     let hard_bytes = ior_room(&top.path, IOR_HARD_TRANSFER, hard_want, "ior-hard")?;
-    for (what, want, got) in [
-        ("ior-easy", c.easy_block, easy_bytes),
-        ("ior-hard", hard_want, hard_bytes),
-    ] {
-        if got < want {
-            notes.push(format!(
-                "{what} writes at most {got} bytes (a fifth of the free space), not the {want} configured"
-            ));
-        }
-    }
+    notes.extend(room_notes(
+        (c.easy_block, easy_bytes),
+        (hard_want, hard_bytes),
+        false,
+    ));
     let top_fd = open_dir(&top.path).with_context(|| format!("opening {}", top.path.display()))?;
     let engine = Issuer::sync_engine(1, 1, MDTEST_HARD_BYTES as usize, 0x0069_6f35_3030)?;
     crate::runner::signal::install();

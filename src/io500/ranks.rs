@@ -12,11 +12,11 @@
 //! shifts them, the mdtest stat and read phases with mdtest's `-N 1`), so no rank reads from
 //! its own client cache what it just wrote, when the ranks are on several hosts.
 
-use super::{ior_job, Measured, GIB};
+use super::{ior_job, settle_status, Measured, GIB};
 use crate::exec::{Ranks, Spread};
 use crate::job::Access::Read;
 use crate::mdtest::phase::Op;
-use crate::result::{RunResult, RunStatus};
+use crate::result::RunResult;
 use anyhow::Result;
 use std::path::Path;
 
@@ -53,18 +53,7 @@ impl OnRanks<'_> {
 
     /// Take the state a phase's Result ended in.
     fn settle(&mut self, name: &str, r: &RunResult) {
-        match r.status {
-            RunStatus::Failed => {
-                let why = r
-                    .failures
-                    .first()
-                    .map(|f| f.to_string())
-                    .unwrap_or_else(|| "failed".into());
-                self.failure = Some(format!("{name}: {why}"));
-            }
-            RunStatus::Partial => self.interrupted = true,
-            RunStatus::Complete => {}
-        }
+        settle_status(&mut self.failure, &mut self.interrupted, name, r);
         if self.hosts == 0 {
             self.hosts = r.hosts.len();
         }
