@@ -251,6 +251,17 @@ fn rank_loop_device(
 /// Every rank removes what the points kept (files first, then each rank its directory, then
 /// rank 0 the directory that held them).
 fn cleanup(world: &World, plan: &DistPlan, keep: bool, left: &mut Leftovers) {
+    if !keep && world.ending() {
+        // The MPI job is ending without a lost rank: removing large files now could let
+        // mpirun's SIGKILL come before rank 0 writes the Result, so the removal waits for it
+        // (what the SIGKILL cuts short stays marked for the next run).
+        let mut mine = std::mem::take(left);
+        world.after_result(move || {
+            mine.remove_own();
+            mine.remove_shared();
+        });
+        return;
+    }
     if keep {
         left.keep();
     } else {

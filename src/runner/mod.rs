@@ -373,9 +373,11 @@ fn run_prepared_by(
     // The table goes (unmapped, and removed if a worker process had to open it).
     drop(verify);
     let (status, failures) = settle(&threads, signal::interrupted());
-    // Extent count of every file the run wrote, before anything is removed.
+    // Extent count of every file the run wrote, before anything is removed. Not after a
+    // signal: mapping a large file's extents takes long, and under mpirun a signalled rank is
+    // killed a second later, so the Result comes first.
     let mut probes = serde_json::Map::new();
-    let touched_files = job.engine != crate::job::EngineKind::Null;
+    let touched_files = job.engine != crate::job::EngineKind::Null && !signal::interrupted();
     if touched_files
         && (job.access.read_pct(job.read_pct) < 100
             || job.space.reservation.is_some()
@@ -392,7 +394,7 @@ fn run_prepared_by(
         }
     }
     // What the shaped writes left in the files (untimed; before anything is removed).
-    if job.shapes_data() && threads.iter().any(|t| t.stats.write_ops > 0) {
+    if touched_files && job.shapes_data() && threads.iter().any(|t| t.stats.write_ops > 0) {
         probes.insert("data".into(), datacheck::probe(job, &plan, &cleanup.held));
     }
     if !job.space.reserve_only {
