@@ -77,6 +77,24 @@ struct Run {
     interrupted: bool,
 }
 
+impl Run {
+    /// The run directory opened, and the one-step engine the phases on this host issue
+    /// through (signals installed: Ctrl-C ends the phases).
+    fn in_top(top: &Path, notes: Vec<String>) -> Result<(OwnedFd, Run)> {
+        let top_fd = open_dir(top).with_context(|| format!("opening {}", top.display()))?;
+        let engine = Issuer::sync_engine(1, 1, MDTEST_HARD_BYTES as usize, 0x0069_6f35_3030)?;
+        crate::runner::signal::install();
+        let run = Run {
+            io: Issuer::new(engine, 1, None),
+            measured: Vec::new(),
+            notes,
+            failure: None,
+            interrupted: false,
+        };
+        Ok((top_fd, run))
+    }
+}
+
 /// The notes for ior phases that write less than configured because the file system lacks the
 /// room (each rank's files take a fifth of the free space on ranks, the files on one host).
 fn room_notes(easy: (u64, u64), hard: (u64, u64), on_ranks: bool) -> Vec<String> {
@@ -367,16 +385,7 @@ fn run_on_ranks(opts: &Options, exec: &dyn crate::exec::Ranks) -> Result<(RunRes
         (hard_want, hard_bytes),
         true,
     ));
-    let top_fd = open_dir(&top.path).with_context(|| format!("opening {}", top.path.display()))?;
-    let engine = Issuer::sync_engine(1, 1, MDTEST_HARD_BYTES as usize, 0x0069_6f35_3030)?;
-    crate::runner::signal::install();
-    let mut local = Run {
-        io: Issuer::new(engine, 1, None),
-        measured: Vec::new(),
-        notes: Vec::new(),
-        failure: None,
-        interrupted: false,
-    };
+    let (top_fd, mut local) = Run::in_top(&top.path, Vec::new())?;
     let t = top_fd.as_raw_fd();
     let newer_than = timestamp(&mut local.io, t)?;
     for d in [c"ior-easy", c"ior-hard", c"mdtest-easy", c"mdtest-hard"] {
@@ -550,16 +559,7 @@ pub(crate) fn run(opts: &Options) -> Result<RunResult> {
         (hard_want, hard_bytes),
         false,
     ));
-    let top_fd = open_dir(&top.path).with_context(|| format!("opening {}", top.path.display()))?;
-    let engine = Issuer::sync_engine(1, 1, MDTEST_HARD_BYTES as usize, 0x0069_6f35_3030)?;
-    crate::runner::signal::install();
-    let mut r = Run {
-        io: Issuer::new(engine, 1, None),
-        measured: Vec::new(),
-        notes,
-        failure: None,
-        interrupted: false,
-    };
+    let (top_fd, mut r) = Run::in_top(&top.path, notes)?;
     let t = top_fd.as_raw_fd();
     let newer_than = timestamp(&mut r.io, t)?;
     for d in [c"ior-easy", c"ior-hard"] {
