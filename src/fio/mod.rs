@@ -117,8 +117,8 @@ pub(crate) struct RunGroup {
     pub figures: Vec<Vec<usize>>,
 }
 
-/// The run groups of `jobs`. Jobs that would run at the same time on the same file are
-/// refused naming both (fsbench runs concurrent jobs on files of their own).
+/// The run groups of `jobs`. Jobs of a group may name the same file (they run on it
+/// together, as in fio); with `verify` on such a file they are refused naming both.
 pub(crate) fn run_groups(jobs: &[map::FioJob]) -> Result<Vec<RunGroup>, UsageError> {
     let mut groups: Vec<RunGroup> = Vec::new();
     for (i, j) in jobs.iter().enumerate() {
@@ -140,17 +140,22 @@ pub(crate) fn run_groups(jobs: &[map::FioJob]) -> Result<Vec<RunGroup>, UsageErr
             }
         }
         for &k in &g.jobs {
-            if let Some(t) = jobs[k]
+            let Some(t) = jobs[k]
                 .job
                 .targets
                 .iter()
                 .find(|t| j.job.targets.contains(t))
-            {
+            else {
+                continue;
+            };
+            // Sharing a file is fine (the group holds it once); checking its data is not.
+            if let Some(v) = [&jobs[k], j].into_iter().find(|x| x.job.verifying()) {
                 return Err(usage!(
-                    "[{}] and [{}] would run at the same time on {}: fsbench runs jobs at the same time on files of their own; add stonewall to [{}] or give it another file",
+                    "[{}] and [{}] would run at the same time on {}, and [{}] verifies its data, which the other job's I/O would change: add stonewall to [{}] or give it another file",
                     jobs[k].job.name,
                     j.job.name,
                     t.display(),
+                    v.job.name,
                     j.job.name
                 ));
             }
@@ -227,12 +232,18 @@ mod tests {
     }
 
     #[test]
-    fn jobs_of_one_group_on_one_file_are_refused() {
-        let e = groups("[global]\nsize=64k\nfilename=f\n[a]\n[b]\n").unwrap_err();
+    fn jobs_of_one_group_share_a_file_unless_one_verifies_it() {
+        let g = groups("[global]\nsize=64k\nfilename=f\n[a]\n[b]\nrw=write\n").unwrap();
+        assert_eq!(g, [group(&[0, 1], &[&[0], &[1]])]);
+        let e = groups("[global]\nsize=64k\nfilename=f\n[a]\n[b]\nrw=write\nverify=crc32c\n")
+            .unwrap_err();
         assert!(
-            e.0.contains("[a] and [b] would run at the same time on f"),
+            e.0.contains("[a] and [b] would run at the same time on f, and [b] verifies"),
             "{e:?}"
         );
-        assert!(groups("[global]\nsize=64k\nfilename=f\n[a]\n[b]\nwait_for_previous\n").is_ok());
+        assert!(groups(
+            "[global]\nsize=64k\nfilename=f\n[a]\n[b]\nrw=write\nverify=crc32c\nwait_for_previous\n"
+        )
+        .is_ok());
     }
 }

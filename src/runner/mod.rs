@@ -16,6 +16,7 @@ pub(crate) mod pace;
 pub(crate) mod pick;
 pub(crate) mod process;
 pub(crate) mod read;
+pub(crate) mod share;
 pub(crate) mod signal;
 pub(crate) mod source;
 pub(crate) mod space;
@@ -144,7 +145,19 @@ pub(crate) fn run_gated(
     gate: Option<Gate>,
     watch: &live::Watching,
 ) -> Result<RunOutcome> {
-    run_prepared_by(job, part, gate, watch, worker::Worker::prepare)
+    run_prepared_by(job, part, gate, None, watch, worker::Worker::prepare)
+}
+
+/// [`run_gated`] for one of several runs of a group that hold some targets together
+/// (`group`: the targets more than one of them names).
+pub(crate) fn run_in_group(
+    job: &Job,
+    part: Option<RankPart>,
+    gate: Option<Gate>,
+    group: Option<&share::GroupTargets>,
+    watch: &live::Watching,
+) -> Result<RunOutcome> {
+    run_prepared_by(job, part, gate, group, watch, worker::Worker::prepare)
 }
 
 /// [`run`] with the workers (threads) prepared by `prepare`: the statistics' tests put an
@@ -155,7 +168,7 @@ pub(crate) fn run_with_workers(
     watch: &live::Watching,
     prepare: impl PrepareWorker,
 ) -> Result<RunOutcome> {
-    run_prepared_by(job, None, None, watch, prepare)
+    run_prepared_by(job, None, None, None, watch, prepare)
 }
 
 /// [`run_gated`] with its worker threads prepared by `prepare`.
@@ -163,6 +176,7 @@ fn run_prepared_by(
     job: &Job,
     part: Option<RankPart>,
     gate: Option<Gate>,
+    group: Option<&share::GroupTargets>,
     watch: &live::Watching,
     prepare: impl PrepareWorker,
 ) -> Result<RunOutcome> {
@@ -216,7 +230,7 @@ fn run_prepared_by(
             d.phase(p)
         }
     };
-    let (plan, mut cleanup) = match target::prepare_watched(job, part, board.as_deref()) {
+    let (plan, mut cleanup) = match target::prepare_watched(job, part, board.as_deref(), group) {
         Ok(x) => x,
         Err(e) if crate::error::is_usage(&e) => return Err(e),
         Err(e) => return Ok(prep_failed(job, e, started_unix_s)),

@@ -80,8 +80,11 @@ pub(crate) struct Held {
     /// The descriptor opened in prepare; its flock keeps a second run off the target.
     pub file: File,
     pub id: FileId,
-    /// Created by this run.
+    /// Created by this run (or, for a target its group shares, by the group).
     pub created: bool,
+    /// The group's hold, when sibling runs share this target: `file` is a duplicate of the
+    /// group's descriptor, and the last run to release it removes it.
+    pub share: Option<std::sync::Arc<super::share::SharedTarget>>,
 }
 
 /// Every target this run holds, and which of them it created: the created ones are removed
@@ -127,6 +130,11 @@ impl Cleanup {
                     && h.file.metadata().map(|m| m.is_file()).unwrap_or(false)
                     && (fd_is_marked(&h.file) || self.force)
             };
+            if let Some(s) = &h.share {
+                // The group's: removed (or kept) by the last run that uses it.
+                s.release(wanted, &mut notes);
+                continue;
+            }
             if !wanted {
                 if h.created {
                     // Kept on request: no later run is to remove it as a killed run's.
@@ -134,22 +142,7 @@ impl Cleanup {
                 }
                 continue;
             }
-            match FileId::of_path(&h.path) {
-                Ok(now) if now == h.id => {
-                    if let Err(e) = std::fs::remove_file(&h.path) {
-                        notes.push(format!("could not remove {}: {e}", h.path.display()));
-                    }
-                }
-                Ok(_) => notes.push(format!(
-                    "left {}: it no longer names the file fsbench created (it was replaced during the run)",
-                    h.path.display()
-                )),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => notes.push(format!(
-                    "could not remove {}: {e}",
-                    h.path.display()
-                )),
-            }
+            remove_if_same(&h.path, h.id, &mut notes);
             // The lock is released only now, after the removal.
             drop(h);
         }
@@ -157,6 +150,24 @@ impl Cleanup {
             super::say(&format!("fsbench: note: {n}"));
         }
         notes
+    }
+}
+
+/// Remove `path` if it still names the file `id`; a note when it does not or cannot be
+/// removed.
+pub(crate) fn remove_if_same(path: &Path, id: FileId, notes: &mut Vec<String>) {
+    match FileId::of_path(path) {
+        Ok(now) if now == id => {
+            if let Err(e) = std::fs::remove_file(path) {
+                notes.push(format!("could not remove {}: {e}", path.display()));
+            }
+        }
+        Ok(_) => notes.push(format!(
+            "left {}: it no longer names the file fsbench created (it was replaced during the run)",
+            path.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => notes.push(format!("could not remove {}: {e}", path.display())),
     }
 }
 
@@ -170,21 +181,28 @@ impl Drop for Cleanup {
 /// files when finished or dropped. On an error nothing this run created is left behind, even
 /// with --keep: a refused or failed preparation keeps no half-made target.
 pub(crate) fn prepare(job: &Job) -> Result<(Plan, Cleanup)> {
-    prepare_watched(job, None, None)
+    prepare_watched(job, None, None, None)
 }
 
 /// [`prepare`] for a run that covers `part` of a shared target (None: all of every target),
-/// showing the bytes laid out on `board` (the run's live line) when given.
+/// showing the bytes laid out on `board` (the run's live line) when given, and sharing with
+/// its sibling runs the targets `group` holds for them.
 pub(crate) fn prepare_watched(
     job: &Job,
     part: Option<RankPart>,
     board: Option<&super::live::Board>,
+    group: Option<&super::share::GroupTargets>,
 ) -> Result<(Plan, Cleanup)> {
     let mut cleanup = Cleanup::new(job);
     if job.engine == crate::job::EngineKind::Null {
         return Ok((null_plan(job)?, cleanup));
     }
-    match prepare_into(job, part, &mut cleanup, board) {
+    // Siblings sharing a target prepare one at a time (also releasing it on failure).
+    let _turn = match group {
+        Some(g) => g.turn(job)?,
+        None => None,
+    };
+    match prepare_into(job, part, &mut cleanup, board, group) {
         Ok(plan) => Ok((plan, cleanup)),
         Err(e) => {
             cleanup.keep = false;
@@ -243,6 +261,7 @@ fn prepare_into(
     part: Option<RankPart>,
     cleanup: &mut Cleanup,
     board: Option<&super::live::Board>,
+    group: Option<&super::share::GroupTargets>,
 ) -> Result<Plan> {
     let mut notes = Vec::new();
     let mut cache = job.cache;
@@ -257,7 +276,11 @@ fn prepare_into(
                 path.display()
             );
         }
-        match open_one(job, part, path, cleanup, &mut notes, &mut cache)? {
+        let opened = match group.and_then(|g| g.find(path)) {
+            Some(s) => open_shared(job, part, path, s, cleanup, &mut notes, &mut cache),
+            None => open_one(job, part, path, cleanup, &mut notes, &mut cache),
+        };
+        match opened? {
             Some(device) => slots.push(Some(device)),
             None => {
                 files.push(check_file(
@@ -472,6 +495,7 @@ fn open_one(
         file,
         id,
         created,
+        share: None,
     });
     // The path must still name what we opened and locked (a concurrent run may have removed
     // it between our open and our lock).
@@ -505,6 +529,54 @@ fn open_one(
         }
     }
     if ft.is_block_device() {
+        let h = cleanup.held.last().expect("just pushed");
+        return prepare_device(job, path, &h.file, notes, cache).map(Some);
+    }
+    Ok(None)
+}
+
+/// [`open_one`] for a target the run's group holds for several runs: the first to come opens
+/// and locks it and makes its descriptor the group's; the others take a duplicate of that
+/// descriptor (the same open file and lock) and check that the path still names its inode.
+fn open_shared(
+    job: &Job,
+    part: Option<RankPart>,
+    path: &Path,
+    shared: &std::sync::Arc<super::share::SharedTarget>,
+    cleanup: &mut Cleanup,
+    notes: &mut Vec<String>,
+    cache: &mut CachePolicy,
+) -> Result<Option<TargetPlan>> {
+    let Some((file, id, created)) = shared.take()? else {
+        let opened = open_one(job, part, path, cleanup, notes, cache);
+        // open_one holds the target once it has locked it, also when it refuses it later.
+        if let Some(h) = cleanup
+            .held
+            .last_mut()
+            .filter(|h| h.path == path && h.share.is_none())
+        {
+            shared.adopt(&h.file, h.id, h.created)?;
+            h.share = Some(shared.clone());
+        }
+        return opened;
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| usage!("cannot stat {}: {e}", path.display()))?;
+    cleanup.held.push(Held {
+        path: path.to_path_buf(),
+        file,
+        id,
+        created,
+        share: Some(shared.clone()),
+    });
+    if !job.force && FileId::of_path(path).ok() != Some(id) {
+        bail_usage!(
+            "{} changed while the jobs sharing it were being prepared (removed or replaced by another process); try again",
+            path.display()
+        );
+    }
+    if meta.file_type().is_block_device() {
         let h = cleanup.held.last().expect("just pushed");
         return prepare_device(job, path, &h.file, notes, cache).map(Some);
     }

@@ -3,9 +3,11 @@
 //! through [`super::run_gated`]); what they share is the start: every run prepares its
 //! targets and workers, and only when all of them are ready are all their gates opened, one
 //! after the other from this thread. When one cannot start (a refusal, a failed layout), the
-//! others are called off before any I/O, and remove what they created.
+//! others are called off before any I/O, and remove what they created. A file several of the
+//! runs name is held once for all of them ([`super::share`]): laid out before any gate opens,
+//! removed after the last of them has ended.
 
-use super::{drive::Opener, live::Watching, run_gated, Gate, RankPart, RunOutcome};
+use super::{drive::Opener, live::Watching, run_in_group, Gate, RankPart, RunOutcome};
 use crate::job::Job;
 use anyhow::Result;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,6 +44,9 @@ pub(crate) struct Start {
 /// per Job, in order. Each outcome's `started_unix_s` is the instant its gate opened.
 pub(crate) fn run_together(jobs: &[Start], watch: &Watching) -> Vec<Together> {
     let (tx, rx) = channel::<Event>();
+    // The files several of the runs name: held once for the group, not refused.
+    let group = super::share::GroupTargets::of(jobs.iter().map(|s| &s.job));
+    let group = group.as_ref();
     std::thread::scope(|s| {
         let handles: Vec<_> = jobs
             .iter()
@@ -66,7 +71,7 @@ pub(crate) fn run_together(jobs: &[Start], watch: &Watching) -> Vec<Together> {
                         }),
                         after_io: Box::new(|| {}),
                     };
-                    let out = run_gated(job, *part, Some(gate), watch);
+                    let out = run_in_group(job, *part, Some(gate), group, watch);
                     drop(early);
                     out
                 })
@@ -80,6 +85,10 @@ pub(crate) fn run_together(jobs: &[Start], watch: &Watching) -> Vec<Together> {
                 Ok(Event::Ready(i, o, g)) => ready.push((i, o, g)),
                 Ok(Event::EndedEarly) | Err(_) => {
                     early = true;
+                    // Runs still waiting to prepare a shared file need not lay it out.
+                    if let Some(g) = group {
+                        g.call_off();
+                    }
                     break;
                 }
             }
