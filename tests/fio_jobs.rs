@@ -304,6 +304,7 @@ fn same_work_as_fio_for_the_same_files() {
         "sizes.fio",
         "skip.fio",
         "space.fio",
+        "shared.fio",
     ] {
         let f = corpus().join(name);
         let sb = Sandbox::new();
@@ -477,29 +478,6 @@ fn offset_and_offset_increment_write_where_they_say() {
         assert!(data[..offset].iter().all(|&b| b == 0), "{file}");
         assert!(data[offset..].iter().all(|&b| b == 0x44), "{file}");
     }
-}
-
-#[test]
-fn concurrent_jobs_on_one_file_are_refused_naming_both() {
-    let sb = Sandbox::new();
-    let e = refused(
-        &sb,
-        &[
-            "fio",
-            "--size=64k",
-            "--filename=f.dat",
-            "--name=w",
-            "--rw=write",
-            "--name=r",
-            "--rw=read",
-        ],
-    );
-    assert!(
-        e.contains("[w] and [r] would run at the same time on f.dat"),
-        "{e}"
-    );
-    assert!(e.contains("stonewall"), "{e}");
-    assert_eq!(sb.listing(), Vec::<String>::new());
 }
 
 #[test]

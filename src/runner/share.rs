@@ -91,7 +91,10 @@ impl GroupTargets {
 /// The refusal of a run whose group was called off before it prepared (the words the group's
 /// start decision recognises).
 fn called_off() -> anyhow::Error {
-    crate::usage!("the run was called off before it started: another job of its group could not start").into()
+    crate::usage!(
+        "the run was called off before it started: another job of its group could not start"
+    )
+    .into()
 }
 
 /// One target several runs of a group use.
