@@ -177,3 +177,65 @@ impl SharedTarget {
         super::target::remove_if_same(&self.path, h.id, notes);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{Access, Job};
+
+    fn job(path: &Path, access: Access, size: u64) -> Job {
+        Job {
+            targets: vec![path.to_path_buf()],
+            access,
+            file_size: Some(size),
+            block_size: 4096,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn siblings_hold_one_file_which_the_last_of_them_removes() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        let writer = job(&t, Access::Write, 64 << 10);
+        let reader = job(&t, Access::Read, 128 << 10);
+        let group = GroupTargets::of([&writer, &reader].into_iter()).expect("one shared file");
+        let prep =
+            |j: &Job| crate::runner::target::prepare_watched(j, None, None, Some(&group)).unwrap();
+        let (_, mut w) = prep(&writer);
+        let (plan, mut r) = prep(&reader);
+        // One inode, laid out as far as the reader needs, created by the group.
+        assert_eq!(w.ids(), r.ids());
+        assert!(plan.targets[0].created);
+        assert_eq!(std::fs::metadata(&t).unwrap().len(), 128 << 10);
+        // Another run (as another process would) is refused while the group holds it.
+        let e = crate::runner::target::prepare(&reader).err().expect("held");
+        assert!(
+            e.to_string().contains("in use by another fsbench run"),
+            "{e}"
+        );
+        w.finish();
+        assert!(t.exists(), "the reader still uses it");
+        r.finish();
+        assert!(!t.exists(), "removed after the last");
+    }
+
+    #[test]
+    fn one_sibling_that_keeps_the_file_keeps_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        let mut writer = job(&t, Access::Write, 64 << 10);
+        writer.keep = true;
+        let reader = job(&t, Access::Read, 64 << 10);
+        let group = GroupTargets::of([&writer, &reader].into_iter()).unwrap();
+        let prep =
+            |j: &Job| crate::runner::target::prepare_watched(j, None, None, Some(&group)).unwrap();
+        let (_, mut r) = prep(&reader);
+        let (_, mut w) = prep(&writer);
+        r.finish();
+        w.finish();
+        assert!(t.exists());
+        // Kept, and no longer recorded as a run's: a later run does not take it over.
+        assert!(crate::leftover::left_by_dead_run(&t).is_none());
+    }
+}
