@@ -277,3 +277,20 @@ fn a_sibling_whose_layout_fails_calls_the_group_off_and_nothing_is_left() {
     );
     assert_eq!(sb.listing(), ["j.fio"], "nothing left behind");
 }
+
+/// Under mpirun, jobs of one group (sharing a file or not) are refused in one line, before
+/// anything is made.
+#[cfg(feature = "mpi")]
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn under_mpirun_jobs_sharing_a_file_are_refused_in_one_line() {
+    let sb = Sandbox::new();
+    let f = job_file(&sb, "", "", "");
+    let o = common::mpirun(&sb, 2, &["fio", &f]);
+    let line = common::mpi_refused_in_one_line(&o);
+    assert!(
+        line.contains("jobs that run at the same time") && line.contains("stonewall"),
+        "{line}"
+    );
+    assert_eq!(sb.listing(), ["j.fio"]);
+}
