@@ -211,6 +211,17 @@ fn find_is_walked_by_every_rank_and_counts_one_walks_entries() {
         "phase {t} s, slowest rank {slowest} s"
     );
     let rate = one_walk.0 as f64 / t / 1e3;
+    let text = common::mpirun(
+        &sb,
+        NP,
+        &common::words("io500 --config io500.ini --stonewall 30 data"),
+    );
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        out.contains(&format!("find matched {} of", one_walk.1)),
+        "{out}"
+    );
+    assert!(out.contains(" on 4 ranks (each looked at "), "{out}");
     assert!(
         (f["value"].as_f64().unwrap() - rate).abs() <= rate * 1e-6,
         "{f}"

@@ -416,6 +416,53 @@ mod tests {
         assert_eq!(record(&buf, 0).unwrap(), (24, libc::DT_REG, &b"a\0"[..]));
     }
 
+    /// The walks of four shares of a real tree look at and match, together, exactly what
+    /// one walk does, each its part of every directory (nested directories entered by every
+    /// share, looked at by one).
+    #[test]
+    fn four_shares_walk_what_one_walk_does() {
+        let d = tempfile::tempdir().unwrap();
+        let top = d.path();
+        let stamp = (0, 0);
+        for sub in ["a", "a/b", "c"] {
+            std::fs::create_dir(top.join(sub)).unwrap();
+        }
+        for i in 0..300 {
+            let dir = ["a", "a/b", "c"][i % 3];
+            let size = if i % 2 == 0 { 3901 } else { 10 };
+            let f = top.join(dir).join(format!("file.{i:03}"));
+            std::fs::write(f, vec![0u8; size]).unwrap();
+        }
+        let query = Query {
+            newer_than: stamp,
+            size: 3901,
+            name_has: b"01".to_vec(),
+        };
+        let walk_share = |share: Share| {
+            let fd = crate::mdtest::open_dir(top).unwrap();
+            let engine = Issuer::sync_engine(1, 1, 4096, 1).unwrap();
+            let mut io = Issuer::new(engine, 1, None);
+            let w = walk(&mut io, std::os::fd::AsRawFd::as_raw_fd(&fd), &query, share);
+            assert_eq!(w.end, End::Done);
+            assert_eq!(w.stats.other_ops, w.looked);
+            (w.looked, w.matched)
+        };
+        let one = walk_share(Share::ALL);
+        // 3 directories and 300 files; the matches: the files of 3,901 bytes named *01*.
+        assert_eq!(one.0, 303);
+        let want = (0..300)
+            .filter(|i| i % 2 == 0 && format!("file.{i:03}").contains("01"))
+            .count() as u64;
+        assert!(want > 0);
+        assert_eq!(one.1, want);
+        let parts: Vec<(u64, u64)> = (0..4)
+            .map(|r| walk_share(Share { rank: r, ranks: 4 }))
+            .collect();
+        assert!(parts.iter().all(|p| p.0 > 303 / 8), "{parts:?}");
+        let sum = parts.iter().fold((0, 0), |a, p| (a.0 + p.0, a.1 + p.1));
+        assert_eq!(sum, one, "{parts:?}");
+    }
+
     #[test]
     fn every_name_is_one_shares() {
         let names: Vec<String> = (0..4000)
