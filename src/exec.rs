@@ -76,6 +76,16 @@ pub(crate) trait Ranks {
         argv: &[String],
         within: &Path,
     ) -> anyhow::Result<RunResult>;
+    /// IO500's find over the directory `top` (the caller made it; every rank sees it), every
+    /// rank walking every directory and looking at its share of the entries
+    /// (`crate::io500::find::Share`), all started at one barrier: the walk's Result (every
+    /// rank's entries over the time from the first start to the last end) and each rank's
+    /// part, in rank order.
+    fn run_find(
+        &self,
+        top: &Path,
+        query: &crate::io500::find::Query,
+    ) -> anyhow::Result<(RunResult, Vec<crate::result::Io500FindRank>)>;
     /// Every rank removes what the points left behind for later points (files kept between
     /// the points of a sweep), unless `keep`.
     fn cleanup(&self, keep: bool);

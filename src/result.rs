@@ -558,7 +558,22 @@ pub struct Io500Info {
     /// Entries the find phase matched and looked at.
     pub find_matched: u64,
     pub find_total: u64,
+    /// On MPI ranks, each rank's part of the find phase (none on one host).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub find_ranks: Vec<Io500FindRank>,
     pub phases: Vec<Io500Phase>,
+}
+
+/// One rank's part of IO500's find phase on MPI ranks: the entries of every directory whose
+/// names fall to it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Io500FindRank {
+    pub rank: u32,
+    /// Entries it looked at and matched.
+    pub looked: u64,
+    pub matched: u64,
+    /// Seconds its walk took.
+    pub time_s: f64,
 }
 
 /// One IO500 phase as measured.

@@ -1,5 +1,6 @@
 //! The helpers of `bench/` that turn peer comparisons into quoted figures: the pooling of
-//! `bench/vs-ior.sh` printouts (`bench/vs_ior_summary.py`) and the script's refusals. A ratio
+//! `bench/vs-ior.sh` printouts (`bench/vs_ior_summary.py`), the scripts' refusals, and the
+//! tabulations of `bench/vs-filebench.sh` and `bench/vs-io500.sh` on fixed logs. A ratio
 //! in docs/performance.md comes from these, so a pooling that mixed storage, transfer sizes or cache modes,
 //! or quoted a case whose bytes differed, would put a wrong number there.
 
@@ -794,4 +795,115 @@ fn pooling_keeps_fsbench_ior_apart_from_fsbench_run() {
     assert_eq!(r[8..10], ["1", "2.00"], "{text}");
     let r = row(&text, "/dev/zram0 xfs", "file_per_rank(ior) 2 write");
     assert_eq!(r[8..10], ["1", "4.00"], "{text}");
+}
+
+/// vs-io500.sh's tabulation (the Python part of the script, run on fixed logs): a phase whose
+/// bytes (IOR's results line) or items (mdtest's `N tasks, M files`) equal fsbench's gets the
+/// ratio of the rates over the same window (IOR's bytes over its wr/rd time); a phase whose
+/// peer reports other work is DIFFERENT WORK with no ratio; find is not compared.
+#[test]
+#[cfg_attr(not(has_python3), ignore = "SKIPPED: needs python3")]
+fn vs_io500_compares_a_phase_only_when_both_did_its_work() {
+    let script = std::fs::read_to_string(bench("vs-io500.sh")).unwrap();
+    let start = script
+        .lines()
+        .position(|l| l.starts_with("BENCH_DIR=") && l.ends_with("<<'EOF'"))
+        .expect("the tabulation heredoc");
+    let body: Vec<&str> = script
+        .lines()
+        .skip(start + 1)
+        .take_while(|l| *l != "EOF")
+        .collect();
+    let sb = Sandbox::new();
+    std::fs::write(sb.file("tab.py"), body.join("\n")).unwrap();
+    let run = |md_items: u64| -> String {
+        // fsbench: 16 MiB at 1.1 x 200 MiB/s; 200 items at 110,000 items/s.
+        let gib_s = 1.1 * 200.0 * 1048576.0 / 1073741824.0;
+        std::fs::write(
+            sb.file("fs.1.json"),
+            format!(
+                r#"{{"io500": {{"phases": [
+                {{"name": "ior-easy-write", "value": {gib_s}, "ops": 8, "bytes": 16777216}},
+                {{"name": "mdtest-hard-write", "value": 110.0, "ops": 200, "bytes": 780200}},
+                {{"name": "find", "value": 50.0, "ops": 500, "bytes": 0}}]}}}}"#
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            sb.file("peer.1.ior-easy-write.txt"),
+            "access    bw(MiB/s)  IOPS       Latency(s)  block(KiB) xfer(KiB)  open(s)    wr/rd(s)   close(s)   total(s)   iter\n\
+             ------    ---------  ----       ----------  ---------- ---------  --------   --------   --------   --------   ----\n\
+             write     200.00     100.00     0.010000    8192       2048.00    0.000100   0.080000   0.000100   0.080000   0\n",
+        )
+        .unwrap();
+        std::fs::write(
+            sb.file("peer.1.mdtest-hard-write.txt"),
+            format!(
+                "2 tasks, {md_items} files\n   File creation     100000.000     100000.000     100000.000          0.000\n   File stat                0.000          0.000          0.000          0.000\n"
+            ),
+        )
+        .unwrap();
+        let out = Command::new("python3")
+            .arg(sb.file("tab.py"))
+            .args([sb.path().to_str().unwrap(), "1"])
+            .env("BENCH_DIR", bench(""))
+            .output()
+            .expect("python3 runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let same = run(200);
+    for phase in ["ior-easy-write", "mdtest-hard-write"] {
+        let l = case_line(&same, phase);
+        assert!(l.contains("rate fsbench/peer median 1.100"), "{same}");
+    }
+    assert!(!same.contains("find:"), "{same}");
+    let other = run(180);
+    let l = case_line(&other, "mdtest-hard-write");
+    assert!(l.contains("DIFFERENT WORK, no ratio"), "{other}");
+    assert!(l.contains("items: fsbench 200, peer 180"), "{other}");
+    assert!(!l.contains("median"), "{other}");
+}
+
+/// vs-io500.sh refuses a rank count or an amount that is not a positive whole number, in one
+/// line and before it creates anything in DIR.
+#[test]
+fn vs_io500_refuses_a_bad_amount_before_creating_anything() {
+    for (np, env, want) in [
+        (
+            "0",
+            ("EASY_N", "100"),
+            "np must be a positive whole number: 0",
+        ),
+        ("2", ("EASY_MIB", "3"), "EASY_MIB must be a multiple"),
+        (
+            "2",
+            ("HARD_N", "ten"),
+            "hard_n must be a positive whole number: ten",
+        ),
+    ] {
+        let sb = Sandbox::new();
+        let out = Command::new("bash")
+            .arg(bench("vs-io500.sh"))
+            .args([sb.path().to_str().unwrap(), np, "1"])
+            .env("IOR", "/bin/true")
+            .env("MDTEST", "/bin/true")
+            .env(env.0, env.1)
+            .env("OUT", sb.file("out"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{err}");
+        assert_eq!(
+            std::fs::read_dir(sb.path()).unwrap().count(),
+            0,
+            "{np} {env:?}"
+        );
+    }
 }

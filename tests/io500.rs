@@ -175,6 +175,9 @@ fn twelve_phases_score_and_exact_reads() {
         1 + 2 + 4 + 2 + easy + hard
     );
     assert!(out.contains(&format!("find matched {want} of")), "{out}");
+    // One host: one walk, no ranks' parts.
+    assert!(m.get("find_ranks").is_none(), "{m}");
+    assert!(!out.contains(" ranks (each looked at"), "{out}");
 
     // Below 300 s the run is marked unofficial.
     assert_eq!(m["unofficial"], true);

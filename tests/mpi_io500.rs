@@ -121,6 +121,114 @@ fn every_phase_counts_every_ranks_work() {
     std::fs::remove_dir_all(&top).unwrap();
 }
 
+/// Entries below `dir` (not itself), and those find's expression matches: a regular file
+/// of 3,901 bytes with `01` in its name, modified after `stamp` (a walk by std::fs).
+fn walk_count(dir: &std::path::Path, stamp: std::time::SystemTime) -> (u64, u64) {
+    let (mut looked, mut matched) = (0, 0);
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let m = std::fs::symlink_metadata(e.path()).unwrap();
+        looked += 1;
+        if m.is_dir() {
+            let (l, n) = walk_count(&e.path(), stamp);
+            looked += l;
+            matched += n;
+        } else if m.is_file()
+            && m.len() == 3901
+            && e.file_name().to_string_lossy().contains("01")
+            && m.modified().unwrap() > stamp
+        {
+            matched += 1;
+        }
+    }
+    (looked, matched)
+}
+
+/// find on 4 ranks: every rank walks a share of the tree (each its part of every
+/// directory's entries, none idle), and together they look at and match exactly what one
+/// walk of the same tree does. The tree at find time is the kept tree (the delete phases
+/// remove the mdtest files, not their directories) and the mdtest files: 4 x 30 empty
+/// mdtest-easy files and 4 x 120 mdtest-hard files of 3,901 bytes, named
+/// `file.mdtest.RANK.I`, I from 0 (so `01` is in I = 101 of each rank).
+#[test]
+#[cfg_attr(not(has_mpirun), ignore = "SKIPPED: needs mpirun (openmpi-bin)")]
+fn find_is_walked_by_every_rank_and_counts_one_walks_entries() {
+    let (easy_n, hard_n) = (30u64, 120u64);
+    let sb = sandbox(&format!(
+        "[ior-easy]\ntransferSize = 1m\nblockSize = 2m\n[ior-hard]\nsegmentCount = 10\n[mdtest-easy]\nn = {easy_n}\n[mdtest-hard]\nn = {hard_n}\n"
+    ));
+    let r = mpirun_json(
+        &sb,
+        NP,
+        &common::words("io500 --config io500.ini --stonewall 30 data --keep"),
+    );
+    assert_eq!(r["status"], "complete", "{}", r["failures"]);
+    let tops = data_listing(&sb);
+    let top = sb.file("data").join(&tops[0]);
+    let stamp = std::fs::metadata(top.join("timestamp"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let (kept_looked, kept_matched) = walk_count(&top, stamp);
+    let hard_names_01 = (0..NP)
+        .flat_map(|rank| (0..hard_n).map(move |i| format!("file.mdtest.{rank}.{i}")))
+        .filter(|n| n.contains("01"))
+        .count() as u64;
+    let one_walk = (
+        kept_looked + NP * (easy_n + hard_n),
+        kept_matched + hard_names_01,
+    );
+    let io = &r["io500"];
+    assert_eq!(
+        (u(&io["find_total"]), u(&io["find_matched"])),
+        one_walk,
+        "{io}"
+    );
+    assert_eq!(one_walk.1, NP, "one file of each rank's matches");
+    // Every rank did its part; the parts add up to the whole.
+    let parts = io["find_ranks"].as_array().expect("find_ranks on ranks");
+    assert_eq!(parts.len() as u64, NP, "{io}");
+    let mut sum = (0, 0);
+    for (k, p) in parts.iter().enumerate() {
+        assert_eq!(u(&p["rank"]), k as u64);
+        assert!(
+            u(&p["looked"]) >= one_walk.0 / NP / 2,
+            "rank {k} looked at too few: {parts:?}"
+        );
+        sum.0 += u(&p["looked"]);
+        sum.1 += u(&p["matched"]);
+    }
+    assert_eq!(sum, one_walk, "{parts:?}");
+    // The phase's time is the slowest rank's (from the barrier), its rate every entry over it.
+    let f = phase(&r, "find");
+    assert_eq!(u(&f["ops"]), one_walk.0);
+    let slowest = parts
+        .iter()
+        .map(|p| p["time_s"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    let t = f["time_s"].as_f64().unwrap();
+    assert!(
+        t >= slowest && t > 0.0,
+        "phase {t} s, slowest rank {slowest} s"
+    );
+    let rate = one_walk.0 as f64 / t / 1e3;
+    let text = common::mpirun(
+        &sb,
+        NP,
+        &common::words("io500 --config io500.ini --stonewall 30 data"),
+    );
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        out.contains(&format!("find matched {} of", one_walk.1)),
+        "{out}"
+    );
+    assert!(out.contains(" on 4 ranks (each looked at "), "{out}");
+    assert!(
+        (f["value"].as_f64().unwrap() - rate).abs() <= rate * 1e-6,
+        "{f}"
+    );
+    std::fs::remove_dir_all(&top).unwrap();
+}
+
 /// Without --keep nothing is left, and a bad flag or value is one line from rank 0 under
 /// mpirun (exit 2), with nothing made.
 #[test]

@@ -4,12 +4,23 @@
 //! Directories are read with `getdents64` and opened relative to their parent, both through
 //! the runner's [`Issuer`], so every call is counted and nothing follows a link.
 //!
+//! On MPI ranks every rank walks the same directories (reading a listing is one call per
+//! 32 KiB of entries) and looks at its [`Share`] of their entries: those whose name hashes to
+//! it. IO500's tree is a few directories holding most of the entries (mdtest-hard's one
+//! directory every rank fills, mdtest-easy's tree of each rank, of different sizes after a
+//! stonewall), so a split by top-level entry or by rank directory would leave one rank with
+//! most of the work; a split of each directory's entries by name gives every rank an even
+//! share of every directory, whatever the ranks' listing order. A directory that is not this
+//! rank's to look at is still entered (its type comes from the listing's `d_type`, or, where
+//! the file system gives none, from a `statx` that is not counted).
+//!
 //! The buffers of every level of the walk are allocated before the phase starts: a step
 //! allocates nothing.
 
 use crate::runner::issue::Issuer;
 use crate::runner::source::Source;
 use crate::stats::{mono_ns, Stats};
+use serde::{Deserialize, Serialize};
 use std::ffi::CStr;
 use std::os::fd::RawFd;
 
@@ -41,6 +52,49 @@ impl Expr<'_> {
     }
 }
 
+/// IO500's expression as sent to every rank ([`Query::expr`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Query {
+    pub newer_than: (i64, u32),
+    pub size: u64,
+    pub name_has: Vec<u8>,
+}
+
+impl Query {
+    pub(crate) fn expr(&self) -> Expr<'_> {
+        Expr {
+            newer_than: self.newer_than,
+            size: self.size,
+            name_has: &self.name_has,
+        }
+    }
+}
+
+/// The entries one walker looks at: those whose name hashes to `rank` of `ranks`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Share {
+    pub rank: u32,
+    pub ranks: u32,
+}
+
+impl Share {
+    /// The whole tree (one walk on one host).
+    pub(crate) const ALL: Share = Share { rank: 0, ranks: 1 };
+
+    /// Whether the entry `name` is this walker's to look at (FNV-1a of the name: the same
+    /// on every rank and host, spread evenly over names that differ in a digit).
+    fn owns(&self, name: &[u8]) -> bool {
+        if self.ranks <= 1 {
+            return true;
+        }
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for &b in name {
+            h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h % self.ranks as u64 == self.rank as u64
+    }
+}
+
 /// How the walk ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum End {
@@ -62,6 +116,7 @@ struct Level {
 pub(crate) struct Find<'a> {
     root: RawFd,
     expr: Expr<'a>,
+    share: Share,
     levels: Vec<Level>,
     depth: usize,
     started: bool,
@@ -71,9 +126,9 @@ pub(crate) struct Find<'a> {
     pub(crate) stats: Stats,
 }
 
-/// The next record of a `linux_dirent64` buffer at `at`: its length and the name with its
-/// NUL (None: the buffer holds no whole record there).
-fn record(buf: &[u8], at: usize) -> Option<(usize, &[u8])> {
+/// The next record of a `linux_dirent64` buffer at `at`: its length, its `d_type` and the
+/// name with its NUL (None: the buffer holds no whole record there).
+fn record(buf: &[u8], at: usize) -> Option<(usize, u8, &[u8])> {
     // d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name[].
     const NAME: usize = 19;
     if at + NAME > buf.len() {
@@ -85,12 +140,13 @@ fn record(buf: &[u8], at: usize) -> Option<(usize, &[u8])> {
     }
     let name = &buf[at + NAME..at + reclen];
     let end = name.iter().position(|&b| b == 0)?;
-    Some((reclen, &name[..=end]))
+    Some((reclen, buf[at + 18], &name[..=end]))
 }
 
 impl<'a> Find<'a> {
-    /// A walk of the directory open at `root` (borrowed: the walk opens its own descriptor).
-    pub(crate) fn new(root: RawFd, expr: Expr<'a>) -> Find<'a> {
+    /// A walk of the directory open at `root` (borrowed: the walk opens its own descriptor)
+    /// that looks at the entries of `share`.
+    pub(crate) fn new(root: RawFd, expr: Expr<'a>, share: Share) -> Find<'a> {
         let levels = (0..=MAX_DEPTH)
             .map(|_| Level {
                 fd: -1,
@@ -104,6 +160,7 @@ impl<'a> Find<'a> {
         Find {
             root,
             expr,
+            share,
             levels,
             depth: 0,
             started: false,
@@ -158,6 +215,7 @@ impl<'a> Find<'a> {
             stats,
             matched,
             total,
+            share,
             ..
         } = self;
         let lv = &mut levels[*depth - 1];
@@ -176,7 +234,7 @@ impl<'a> Find<'a> {
             }
             return Ok(None);
         }
-        let Some((reclen, name)) = record(&lv.buf[..lv.len], lv.at) else {
+        let Some((reclen, d_type, name)) = record(&lv.buf[..lv.len], lv.at) else {
             // A torn buffer: read on.
             lv.at = lv.len;
             return Ok(None);
@@ -186,6 +244,19 @@ impl<'a> Find<'a> {
             return Ok(None);
         }
         let cname = CStr::from_bytes_with_nul(name).unwrap_or(c"");
+        if !share.owns(&name[..name.len() - 1]) {
+            // Another walker's entry: entered when it is a directory, not looked at.
+            let dir_entry = match d_type {
+                libc::DT_DIR => true,
+                libc::DT_UNKNOWN => {
+                    io.stat_at(dir, cname, libc::AT_SYMLINK_NOFOLLOW, sx)
+                        .map_err(|e| format!("find: {}: {e}", cname.to_string_lossy()))?;
+                    (sx.stx_mode as u32 & libc::S_IFMT) == libc::S_IFDIR
+                }
+                _ => false,
+            };
+            return Ok(dir_entry.then(|| owned_name(name)));
+        }
         let t0 = mono_ns();
         let looked = io.stat_at(dir, cname, libc::AT_SYMLINK_NOFOLLOW, sx);
         let t1 = mono_ns();
@@ -194,10 +265,7 @@ impl<'a> Find<'a> {
         stats.other_lat.record(t1.saturating_sub(t0));
         *total += 1;
         if (sx.stx_mode as u32 & libc::S_IFMT) == libc::S_IFDIR {
-            let mut owned = [0u8; 256];
-            let n = name.len().min(owned.len() - 1);
-            owned[..n].copy_from_slice(&name[..n]);
-            return Ok(Some(owned));
+            return Ok(Some(owned_name(name)));
         }
         if expr.matches(&name[..name.len() - 1], sx) {
             *matched += 1;
@@ -212,6 +280,59 @@ impl<'a> Find<'a> {
             let fd = std::mem::replace(&mut self.levels[self.depth].fd, -1);
             let _ = io.close_fd(fd);
         }
+    }
+}
+
+/// A directory's name copied out of a level's buffer (bounded by NAME_MAX), NUL-terminated.
+fn owned_name(name: &[u8]) -> [u8; 256] {
+    let mut owned = [0u8; 256];
+    let n = name.len().min(owned.len() - 1);
+    owned[..n].copy_from_slice(&name[..n]);
+    owned
+}
+
+/// What one walk found and how it went.
+pub(crate) struct Walked {
+    pub end: End,
+    /// Its entries looked at (`other_ops`, with their latencies), its CPU, its calls and its
+    /// loop's start and end (CLOCK_MONOTONIC).
+    pub stats: Stats,
+    pub matched: u64,
+    pub looked: u64,
+}
+
+/// Walk the directory open at `top`, looking at the entries of `share`, through `io` (the
+/// runner drives the walk; Ctrl-C stops it).
+pub(crate) fn walk(io: &mut Issuer, top: RawFd, query: &Query, share: Share) -> Walked {
+    let mut src = Find::new(top, query.expr(), share);
+    let stop = crate::runner::signal::interrupted;
+    let how = crate::runner::source::Drive {
+        gate: &|| {},
+        stop: &stop,
+        deadline: None,
+        ramp: None,
+        ramp_bytes: 0,
+        pacing: Default::default(),
+        interval_ns: None,
+    };
+    io.forget_counts();
+    let cpu0 = crate::stats::cpu::thread_cpu_ns();
+    let ran = crate::runner::source::drive(&mut src, io, how);
+    let cpu_ns = crate::stats::cpu::thread_cpu_ns().saturating_sub(cpu0);
+    src.close(io);
+    let mut stats = std::mem::take(&mut src.stats);
+    stats.syscalls = *io.sys();
+    stats.usage = ran.usage;
+    stats.elapsed_s = ran.end_ns.saturating_sub(ran.start_ns) as f64 / 1e9;
+    stats.loop_start_ns = ran.start_ns;
+    stats.loop_end_ns = ran.end_ns;
+    stats.cpu_sampled_ns = cpu_ns;
+    stats.cpu_sampled_ops = stats.other_ops;
+    Walked {
+        end: ran.end,
+        stats,
+        matched: src.matched,
+        looked: src.total,
     }
 }
 
@@ -291,6 +412,72 @@ mod tests {
         assert!(record(&buf, 0).is_none());
         buf[16] = 24;
         buf[19] = b'a';
-        assert_eq!(record(&buf, 0).unwrap(), (24, &b"a\0"[..]));
+        buf[18] = libc::DT_REG;
+        assert_eq!(record(&buf, 0).unwrap(), (24, libc::DT_REG, &b"a\0"[..]));
+    }
+
+    /// The walks of four shares of a real tree look at and match, together, exactly what
+    /// one walk does, each its part of every directory (nested directories entered by every
+    /// share, looked at by one).
+    #[test]
+    fn four_shares_walk_what_one_walk_does() {
+        let d = tempfile::tempdir().unwrap();
+        let top = d.path();
+        let stamp = (0, 0);
+        for sub in ["a", "a/b", "c"] {
+            std::fs::create_dir(top.join(sub)).unwrap();
+        }
+        for i in 0..300 {
+            let dir = ["a", "a/b", "c"][i % 3];
+            let size = if i % 2 == 0 { 3901 } else { 10 };
+            let f = top.join(dir).join(format!("file.{i:03}"));
+            std::fs::write(f, vec![0u8; size]).unwrap();
+        }
+        let query = Query {
+            newer_than: stamp,
+            size: 3901,
+            name_has: b"01".to_vec(),
+        };
+        let walk_share = |share: Share| {
+            let fd = crate::mdtest::open_dir(top).unwrap();
+            let engine = Issuer::sync_engine(1, 1, 4096, 1).unwrap();
+            let mut io = Issuer::new(engine, 1, None);
+            let w = walk(&mut io, std::os::fd::AsRawFd::as_raw_fd(&fd), &query, share);
+            assert_eq!(w.end, End::Done);
+            assert_eq!(w.stats.other_ops, w.looked);
+            (w.looked, w.matched)
+        };
+        let one = walk_share(Share::ALL);
+        // 3 directories and 300 files; the matches: the files of 3,901 bytes named *01*.
+        assert_eq!(one.0, 303);
+        let want = (0..300)
+            .filter(|i| i % 2 == 0 && format!("file.{i:03}").contains("01"))
+            .count() as u64;
+        assert!(want > 0);
+        assert_eq!(one.1, want);
+        let parts: Vec<(u64, u64)> = (0..4)
+            .map(|r| walk_share(Share { rank: r, ranks: 4 }))
+            .collect();
+        assert!(parts.iter().all(|p| p.0 > 303 / 8), "{parts:?}");
+        let sum = parts.iter().fold((0, 0), |a, p| (a.0 + p.0, a.1 + p.1));
+        assert_eq!(sum, one, "{parts:?}");
+    }
+
+    #[test]
+    fn every_name_is_one_shares() {
+        let names: Vec<String> = (0..4000)
+            .map(|i| format!("file.mdtest.{}.{i}", i % 4))
+            .collect();
+        let mut per = [0usize; 4];
+        for n in &names {
+            let owners: Vec<u32> = (0..4)
+                .filter(|&r| Share { rank: r, ranks: 4 }.owns(n.as_bytes()))
+                .collect();
+            assert_eq!(owners.len(), 1, "{n}: {owners:?}");
+            per[owners[0] as usize] += 1;
+            assert!(Share::ALL.owns(n.as_bytes()));
+        }
+        // Even within a fifth of a quarter.
+        assert!(per.iter().all(|&c| (800..=1200).contains(&c)), "{per:?}");
     }
 }

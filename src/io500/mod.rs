@@ -15,7 +15,7 @@
 //! removed at the end unless kept; one a killed run left is removed by the next run.
 
 pub(crate) mod config;
-mod find;
+pub(crate) mod find;
 mod md;
 mod ranks;
 
@@ -210,47 +210,29 @@ impl Run {
         self.interrupted |= ran.interrupted;
     }
 
-    /// The find phase over the run's directory `top`: (matched, looked at).
-    fn find(&mut self, top: RawFd, newer_than: (i64, u32)) -> (u64, u64) {
+    /// The find phase over the run's directory `top`, one walk: (matched, looked at).
+    fn find(&mut self, top: RawFd, query: &find::Query) -> (u64, u64) {
         if self.stopped() {
             return (0, 0);
         }
-        let expr = find::Expr {
-            newer_than,
-            size: MDTEST_HARD_BYTES,
-            name_has: b"01",
-        };
-        let mut src = find::Find::new(top, expr);
-        let stop = crate::runner::signal::interrupted;
-        let how = crate::runner::source::Drive {
-            gate: &|| {},
-            stop: &stop,
-            deadline: None,
-            ramp: None,
-            ramp_bytes: 0,
-            pacing: Default::default(),
-            interval_ns: None,
-        };
-        self.io.forget_counts();
-        let cpu0 = crate::stats::cpu::thread_cpu_ns();
-        let ran = crate::runner::source::drive(&mut src, &mut self.io, how);
-        let cpu_ns = crate::stats::cpu::thread_cpu_ns().saturating_sub(cpu0);
-        src.close(&mut self.io);
-        match ran.end {
+        let walked = find::walk(&mut self.io, top, query, find::Share::ALL);
+        match walked.end {
             find::End::Done => {}
             find::End::Stopped => self.interrupted = true,
             find::End::Failed(e) => self.failure = Some(format!("find: {e}")),
         }
-        let mut stats = std::mem::take(&mut src.stats);
-        stats.syscalls = *self.io.sys();
-        stats.usage = ran.usage;
-        stats.elapsed_s = ran.end_ns.saturating_sub(ran.start_ns) as f64 / 1e9;
-        stats.loop_start_ns = ran.start_ns;
-        stats.loop_end_ns = ran.end_ns;
-        stats.cpu_sampled_ns = cpu_ns;
-        stats.cpu_sampled_ops = stats.other_ops;
-        self.keep_md("find", "find", stats, false);
-        (src.matched, src.total)
+        self.keep_md("find", "find", walked.stats, false);
+        (walked.matched, walked.looked)
+    }
+}
+
+/// IO500's find expression: files newer than the timestamp file (`newer_than`: its mtime),
+/// of mdtest-hard's size, with `01` in their name.
+fn find_query(newer_than: (i64, u32)) -> find::Query {
+    find::Query {
+        newer_than,
+        size: MDTEST_HARD_BYTES,
+        name_has: b"01".to_vec(),
     }
 }
 
@@ -349,8 +331,8 @@ pub(crate) fn run_on(
 }
 
 /// The twelve phases on every rank (`ranks`): rank 0 makes the run's directory and the
-/// phases' directories, each phase is one distributed run ([`ranks`]), find runs on rank 0
-/// over every rank's files; the Result is made from the phases' merged Results.
+/// phases' directories, each phase is one distributed run ([`ranks`]), find too (every rank
+/// on its share of every rank's files); the Result is made from the phases' merged Results.
 fn run_on_ranks(opts: &Options, exec: &dyn crate::exec::Ranks) -> Result<(RunResult, TopDir)> {
     use crate::exec::Spread;
     let c = &opts.config;
@@ -398,6 +380,7 @@ fn run_on_ranks(opts: &Options, exec: &dyn crate::exec::Ranks) -> Result<(RunRes
         interrupted: false,
         notes,
         hosts: 0,
+        find_ranks: Vec::new(),
     };
     let wall = Some(c.stonewall_s as f64);
     let easy_dir = top.path.join("mdtest-easy");
@@ -445,17 +428,7 @@ fn run_on_ranks(opts: &Options, exec: &dyn crate::exec::Ranks) -> Result<(RunRes
         c.hard_files,
         MDTEST_HARD_BYTES,
     ));
-    let (matched, looked) = if r.stopped() {
-        (0, 0)
-    } else {
-        let found = local.find(t, newer_than);
-        r.measured.append(&mut local.measured);
-        if let Some(f) = local.failure.take() {
-            r.failure = Some(f);
-        }
-        r.interrupted |= local.interrupted;
-        found
-    };
+    let (matched, looked) = r.find(&top.path, &find_query(newer_than));
     // The read phases: what every rank wrote (the least any rank did), each rank on
     // another rank's data.
     let read = Spread {
@@ -536,6 +509,7 @@ fn run_on_ranks(opts: &Options, exec: &dyn crate::exec::Ranks) -> Result<(RunRes
         failure: r.failure.as_deref(),
         interrupted: r.interrupted,
         ranks: (n, r.hosts.max(1)),
+        find_ranks: &r.find_ranks,
     };
     let result = result_of(&ended, &top.path, started_unix_s, (matched, looked));
     Ok((result, top))
@@ -610,7 +584,7 @@ pub(crate) fn run(opts: &Options) -> Result<RunResult> {
         c.hard_files,
         Some(wall),
     );
-    let (matched, looked) = r.find(t, newer_than);
+    let (matched, looked) = r.find(t, &find_query(newer_than));
     // The read phases: exactly what the writes did.
     if easy_written >= c.easy_transfer {
         let job = ior_job(
@@ -657,6 +631,7 @@ pub(crate) fn run(opts: &Options) -> Result<RunResult> {
         failure: r.failure.as_deref(),
         interrupted: r.interrupted,
         ranks: (1, 1),
+        find_ranks: &[],
     };
     let result = result_of(&ended, &top.path, started_unix_s, (matched, looked));
     drop(top);
@@ -704,6 +679,8 @@ struct Ended<'a> {
     interrupted: bool,
     /// (ranks, hosts); one host, one process: (1, 1).
     ranks: (u32, usize),
+    /// Each rank's part of the find phase (none on one host).
+    find_ranks: &'a [crate::result::Io500FindRank],
 }
 
 fn result_of(
@@ -797,6 +774,7 @@ fn result_of(
         score,
         find_matched: matched,
         find_total: looked,
+        find_ranks: r.find_ranks.to_vec(),
         phases,
     });
     res

@@ -3,7 +3,9 @@
 //! the ior phases are Jobs spread over the ranks (ior-easy a file per rank, ior-hard one
 //! shared file of 47,008-byte transfers interleaved by rank), the mdtest phases are mdtest's
 //! phases on ranks (mdtest-easy a tree per rank, mdtest-hard one shared tree), and each
-//! phase's figure is its merged Result's. The phases know nothing of ranks.
+//! phase's figure is its merged Result's; find is every rank walking the run's directory and
+//! looking at its share of each directory's entries (`super::find::Share`), merged the same
+//! way. The phases know nothing of ranks.
 //!
 //! Stonewalling: every rank's write phase stops at the stonewall time after the phase's
 //! start barrier; the ranks did not all do the same amount, so the phases after it work on
@@ -29,6 +31,8 @@ pub(super) struct OnRanks<'a> {
     pub notes: Vec<String>,
     /// The hosts the ranks ran on (from the first phase's Result).
     pub hosts: usize,
+    /// Each rank's part of the find phase.
+    pub find_ranks: Vec<crate::result::Io500FindRank>,
 }
 
 /// One mdtest phase on the ranks: which items, where, and what it does.
@@ -178,6 +182,47 @@ impl OnRanks<'_> {
             explain: Vec::new(),
         });
         least
+    }
+}
+
+impl OnRanks<'_> {
+    /// The find phase over the run's directory `top`, every rank on its share of the
+    /// entries: (matched, looked at) over every rank. Its rate is every entry looked at over
+    /// the merged run's time, the first rank's start to the last rank's end.
+    pub(super) fn find(&mut self, top: &Path, query: &super::find::Query) -> (u64, u64) {
+        if self.stopped() {
+            return (0, 0);
+        }
+        let (r, parts) = match self.ranks.run_find(top, query) {
+            Ok(found) => found,
+            Err(e) => {
+                self.failure = Some(format!("find: {e:#}"));
+                return (0, 0);
+            }
+        };
+        self.settle("find", &r);
+        let stats = r
+            .groups
+            .first()
+            .map(|g| g.stats.clone())
+            .unwrap_or_default();
+        let rate = if stats.elapsed_s > 0.0 {
+            stats.ops as f64 / stats.elapsed_s
+        } else {
+            0.0
+        };
+        self.measured.push(Measured {
+            name: "find",
+            op: "find",
+            value: rate / 1e3,
+            stats,
+            stonewalled: false,
+            explain: Vec::new(),
+        });
+        let matched = parts.iter().map(|p| p.matched).sum();
+        let looked = parts.iter().map(|p| p.looked).sum();
+        self.find_ranks = parts;
+        (matched, looked)
     }
 }
 

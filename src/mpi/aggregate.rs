@@ -76,6 +76,10 @@ pub(crate) struct RankRecord {
     /// An mdtest rank's measured phases (None: it ran none).
     #[serde(default)]
     pub mdtest: Option<Vec<super::mdtest::PhaseRecord>>,
+    /// IO500's find: the entries this rank matched (those it looked at are its
+    /// `other_ops`; None: it walked nothing).
+    #[serde(default)]
+    pub find_matched: Option<u64>,
 }
 
 /// What one rank of a distributed workload measured: each `run` of its script, its
@@ -199,6 +203,7 @@ impl RankRecord {
             observed: Default::default(),
             lost: false,
             mdtest: None,
+            find_matched: None,
         }
     }
 

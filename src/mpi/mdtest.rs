@@ -407,7 +407,7 @@ fn remove_top(top: &std::path::Path, id: (u64, u64), keep: bool) {
 
 /// Every rank's failures (each naming its rank and host), notes and state in the merged
 /// Result.
-fn rank_failures(result: &mut RunResult, records: &[RankRecord]) {
+pub(super) fn rank_failures(result: &mut RunResult, records: &[RankRecord]) {
     for r in records {
         let who = format!("rank {} on {}", r.rank, r.host);
         result.failures.extend(r.failures.iter().map(|f| IoFailure {

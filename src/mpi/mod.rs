@@ -3,7 +3,7 @@
 //! executor and sends every point of it to the other ranks ([`serve`]). MPI is one executor
 //! ([`executor`]) beside running on one host: it distributes any kind of run (a Job
 //! ([`job`]), a Filebench workload ([`workload`]), a trace replay ([`replay`]), a backup
-//! study's phase ([`backup`]), mdtest's phases ([`mdtest`])), each rank running its part through the same code as on one
+//! study's phase ([`backup`]), mdtest's phases ([`mdtest`]), IO500's find ([`find`])), each rank running its part through the same code as on one
 //! host; all start at one MPI barrier, whose exit is every rank's clock zero, a stonewall can
 //! stop every rank when the first finishes or at a fixed time, and each rank then sends rank 0
 //! its exact counts, from which rank 0 builds the one Result ([`aggregate`]). The runs know
@@ -14,6 +14,7 @@ mod aggregate;
 mod backup;
 mod comm;
 mod executor;
+mod find;
 mod job;
 pub(crate) mod layout;
 pub(crate) mod mdtest;

@@ -40,6 +40,8 @@ enum Order {
     Replay(Box<ReplaySpec>),
     /// mdtest's phases, every phase started together on every rank.
     Mdtest(Box<super::mdtest::MdtestSpec>),
+    /// IO500's find, every rank on its share of the entries.
+    Find(Box<super::find::FindSpec>),
     /// Remove what the points kept for later points (unless `keep`).
     Cleanup { keep: bool },
     /// The command is over.
@@ -303,6 +305,9 @@ fn serve(world: &World, plan: &DistPlan) -> anyhow::Result<i32> {
             Order::Mdtest(spec) => {
                 super::mdtest::run(world, &spec)?;
             }
+            Order::Find(spec) => {
+                super::find::run(world, &spec)?;
+            }
             Order::Cleanup { keep } => cleanup(world, plan, keep, &mut left),
             Order::End => return Ok(0),
         }
@@ -563,6 +568,21 @@ impl crate::exec::Ranks for Driver {
         };
         self.order(&Order::Mdtest(Box::new(spec.clone())))?;
         result_of(super::mdtest::run(&self.world, &spec)?)
+    }
+
+    fn run_find(
+        &self,
+        top: &Path,
+        query: &crate::io500::find::Query,
+    ) -> anyhow::Result<(RunResult, Vec<crate::result::Io500FindRank>)> {
+        let spec = super::find::FindSpec {
+            top: top.to_path_buf(),
+            query: query.clone(),
+            timeout_s: self.plan.timeout_s,
+        };
+        self.order(&Order::Find(Box::new(spec.clone())))?;
+        let (ending, parts) = super::find::run(&self.world, &spec)?;
+        Ok((result_of(ending)?, parts))
     }
 
     fn cleanup(&self, keep: bool) {

@@ -38,11 +38,23 @@ pub(crate) fn text(r: &RunResult) -> String {
         m.score,
         if m.unofficial { " [unofficial]" } else { "" }
     );
-    let _ = writeln!(
+    let _ = write!(
         s,
         "find matched {} of {} entries",
         m.find_matched, m.find_total
     );
+    if !m.find_ranks.is_empty() {
+        // Each rank's share of the walk, and the slowest rank's time (the phase's).
+        let looked: Vec<String> = m.find_ranks.iter().map(|f| f.looked.to_string()).collect();
+        let slowest = m.find_ranks.iter().map(|f| f.time_s).fold(0.0, f64::max);
+        let _ = write!(
+            s,
+            " on {} ranks (each looked at {}; the slowest took {slowest:.3} s)",
+            m.find_ranks.len(),
+            looked.join(", ")
+        );
+    }
+    let _ = writeln!(s);
     if !r.explain.is_empty() {
         let _ = writeln!(s, "explain:");
         for e in &r.explain {
