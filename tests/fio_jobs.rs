@@ -1022,3 +1022,135 @@ fn falloc_allocates_and_ftruncate_sizes_where_fio_does() {
     }
     assert_eq!(sb.listing(), Vec::<String>::new());
 }
+
+/// The share of the I/Os each size took, from a Result's `by_size`.
+fn size_shares(r: &Value) -> Vec<(u64, f64)> {
+    let sizes = r["total"]["by_size"].as_array().expect("by_size");
+    let all: u64 = sizes.iter().map(|s| u(&s["ops"])).sum();
+    sizes
+        .iter()
+        .map(|s| (u(&s["block_size_bytes"]), u(&s["ops"]) as f64 / all as f64))
+        .collect()
+}
+
+fn assert_shares(got: &[(u64, f64)], want: &[(u64, f64)], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: {got:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(
+            g.0 == w.0 && (g.1 - w.1).abs() < 0.015,
+            "{what}: {got:?}, want {want:?}"
+        );
+    }
+}
+
+#[test]
+fn bsrange_draws_sizes_by_fios_rule() {
+    // fio draws a byte count in [MIN, MIN+MAX), rounds it down to a multiple of MIN and caps
+    // it at MAX: 4k-16k gives 4k, 8k, 12k and 16k alike; 5k-7k gives 5k for 5/7 of the I/Os
+    // and 7k (not a multiple of 5k) for 2/7.
+    let sb = Sandbox::new();
+    for (range, want) in [
+        (
+            "4k-16k",
+            vec![(4096, 0.25), (8192, 0.25), (12288, 0.25), (16384, 0.25)],
+        ),
+        ("5k-7k", vec![(5120, 5.0 / 7.0), (7168, 2.0 / 7.0)]),
+    ] {
+        let r = sb.run_json(&[
+            "run",
+            "--engine",
+            "null",
+            "--rw",
+            "randread",
+            "--bsrange",
+            range,
+            "--count",
+            "40000",
+            "--size",
+            "1m",
+            "nofile",
+            "--format",
+            "json",
+        ]);
+        assert_shares(&size_shares(&r), &want, range);
+        // The same from a job file's bsrange.
+        let job = sb.file("r.fio");
+        std::fs::write(
+            &job,
+            format!("[r]\nioengine=null\nrw=randread\nbsrange={range}\nsize=64m\nnumber_ios=40000\nfilename=nofile\n"),
+        )
+        .unwrap();
+        let rs = run_file(&sb, &job, &[]);
+        assert_shares(&size_shares(&rs[0]), &want, range);
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(has_fio),
+    ignore = "SKIPPED: fio is not installed (apt-get install fio)"
+)]
+fn bsrange_sizes_match_fios_own() {
+    let sb = Sandbox::new();
+    for range in ["4k-16k", "5k-7k", "4k-10k"] {
+        let log = sb.file("io.log");
+        let o = std::process::Command::new("fio")
+            .args([
+                "--name=r",
+                "--rw=randread",
+                "--size=1m",
+                "--io_size=64m",
+                "--norandommap",
+            ])
+            .arg(format!("--bsrange={range}"))
+            .arg(format!("--filename={}", sb.file("f").display()))
+            .arg(format!("--write_iolog={}", log.display()))
+            .arg("--output=/dev/null")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        let mut fio: std::collections::BTreeMap<u64, u64> = Default::default();
+        for l in std::fs::read_to_string(&log).unwrap().lines() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() == 5 && f[2] == "read" {
+                *fio.entry(f[4].parse().unwrap()).or_default() += 1;
+            }
+        }
+        let all: u64 = fio.values().sum();
+        assert!(all > 3000, "{range}: {all} reads in fio's log");
+        let fio: Vec<(u64, f64)> = fio
+            .into_iter()
+            .map(|(s, n)| (s, n as f64 / all as f64))
+            .collect();
+        let r = sb.run_json(&[
+            "run",
+            "--engine",
+            "null",
+            "--rw",
+            "randread",
+            "--bsrange",
+            range,
+            "--count",
+            "40000",
+            "--size",
+            "1m",
+            "nofile",
+            "--format",
+            "json",
+        ]);
+        // fio's sample is smaller: a wider tolerance.
+        let ours = size_shares(&r);
+        assert_eq!(
+            ours.len(),
+            fio.len(),
+            "{range}: ours {ours:?}, fio's {fio:?}"
+        );
+        for (a, b) in ours.iter().zip(&fio) {
+            assert!(
+                a.0 == b.0 && (a.1 - b.1).abs() < 0.04,
+                "{range}: ours {ours:?}, fio's {fio:?}"
+            );
+        }
+        std::fs::remove_file(&log).unwrap();
+    }
+}

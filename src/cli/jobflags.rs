@@ -62,11 +62,12 @@ pub(crate) struct JobFlags {
     /// the operations and latency by size (`by_size`).
     #[arg(long, value_name = "SPLIT", help_heading = WHAT)]
     pub bssplit: Option<String>,
-    /// Sizes drawn uniformly from MIN-MAX, or READS,WRITES[,TRIMS] ranges [default: --bs]
+    /// Sizes drawn from MIN-MAX, or READS,WRITES[,TRIMS] ranges [default: --bs]
     ///
-    /// Each I/O of a direction takes one of the multiples of --block-align (else of MIN)
-    /// between MIN and MAX, every one as likely, e.g. 4k-64k or 4k-16k,64k-256k. The Result
-    /// splits the operations and latency by size (`by_size`).
+    /// As fio draws them: a byte count uniform in [MIN, MIN+MAX), rounded down to a multiple
+    /// of --block-align (else of MIN), at most MAX. Each multiple below MAX is as likely, and
+    /// so is MAX if it is one (4k-16k: 4k, 8k, 12k, 16k alike); if not, MAX takes the rest.
+    /// E.g. 4k-64k or 4k-16k,64k-256k. The Result splits the figures by size (`by_size`).
     #[arg(long, value_name = "RANGE", help_heading = WHAT)]
     pub bsrange: Option<String>,
     /// Random offsets are multiples of SIZE [default: the smallest I/O size]

@@ -327,7 +327,7 @@ pub struct Job {
     /// One block size per direction (`--bs READS,WRITES[,TRIMS]`); replaces `block_size`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub block_sizes: Option<BsDirs>,
-    /// Sizes drawn uniformly from a range per direction (`--bsrange`); replaces `block_size`.
+    /// Sizes drawn from a range per direction by fio's rule (`--bsrange`); replaces `block_size`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bsrange: Option<BsRange>,
     /// Random offsets are multiples of this (`--block-align`); default: the smallest I/O.
@@ -582,13 +582,13 @@ impl Job {
         }
     }
 
-    /// Each direction's sizes as (first, step, count) for `--bs READS,WRITES` and
+    /// Each direction's sizes as (first, step, last) for `--bs READS,WRITES` and
     /// `--bsrange` (None otherwise).
     fn size_choices(&self) -> Option<[(u64, u64, u64); 3]> {
         if let Some(r) = &self.bsrange {
             return Some([0, 1, 2].map(|d| r.choices(d, self.block_align)));
         }
-        self.block_sizes.map(|b| b.dirs.map(|s| (s, s, 1)))
+        self.block_sizes.map(|b| b.dirs.map(|s| (s, s, s)))
     }
 
     /// The sizes the runner draws from, laid out before the run; None when every I/O is
@@ -615,9 +615,9 @@ impl Job {
         }
         match self.size_choices() {
             Some(c) => {
-                let (first, step, count) = c[dir];
-                let last = first + step * count.max(1).saturating_sub(1);
-                (first, last, (first + last) as f64 / 2.0)
+                let (first, _, last) = c[dir];
+                let table = split::SizeTable::from_choices(c);
+                (first, last.max(first), table.mean_size(dir))
             }
             None => (self.block_size, self.block_size, self.block_size as f64),
         }
