@@ -799,18 +799,64 @@ fn random_runs_draw_a_new_offset_every_n_ios() {
     }
     let full = runs.iter().filter(|&&n| n == 4).count();
     assert!(runs.len() < 70 && full >= 40, "runs of {runs:?}");
-    // The fio form maps onto it, and the modifier's other sequencer is refused.
+    // --run-same-offset (fio's rw_sequencer=identical): each run reads one offset 4 times.
+    let r = sb.run_json(&[
+        "run",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "256k",
+        "--count",
+        "200",
+        "--random-run",
+        "4",
+        "--run-same-offset",
+        "--trace",
+        "s.csv",
+        "r.dat",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(u(&r["total"]["ops"]), 200);
+    assert_eq!(r["job"]["run_same_offset"], true);
+    let trace = std::fs::read_to_string(sb.file("s.csv")).unwrap();
+    let offsets: Vec<u64> = trace
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(4).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(offsets.len(), 200);
+    for run in offsets.chunks(4) {
+        assert!(run.iter().all(|&o| o == run[0]), "a run of {run:?}");
+    }
+    let starts: std::collections::HashSet<u64> = offsets.chunks(4).map(|r| r[0]).collect();
+    assert!(starts.len() > 20, "{starts:?}");
+    // The fio form maps onto it.
+    let job = sb.file("same.fio");
+    std::fs::write(
+        &job,
+        "[x]\nrw=randread:4\nrw_sequencer=identical\nsize=64k\nfilename=x.dat\n",
+    )
+    .unwrap();
+    let rs = run_file(&sb, &job, &[]);
+    assert_eq!(rs[0]["job"]["run_same_offset"], true);
+    assert_eq!(rs[0]["job"]["random_run"], 4);
+    assert_eq!(u(&rs[0]["total"]["read_ops"]), 16);
     let e = refused(
         &sb,
         &[
-            "fio",
-            "--name=x",
-            "--size=64k",
-            "--rw=randread:4",
-            "--rw_sequencer=identical",
+            "run",
+            "--rw",
+            "randread",
+            "--run-same-offset",
+            "--size",
+            "64k",
+            "s.dat",
         ],
     );
-    assert!(e.contains("rw_sequencer=identical in [x]"), "{e}");
+    assert!(e.contains("give --random-run"), "{e}");
     let o = sb
         .cmd(&[
             "run",

@@ -86,6 +86,12 @@ pub(crate) struct JobFlags {
     /// (a run that reaches the end of the file ends there). Not with --random-map.
     #[arg(long = "random-run", value_name = "N", help_heading = WHAT)]
     pub random_run: Option<u64>,
+    /// With --random-run N: every I/O of a run at its random offset [default: off]
+    ///
+    /// The N I/Os of a run repeat the offset drawn for it instead of following on
+    /// sequentially (fio's rw_sequencer=identical).
+    #[arg(long = "run-same-offset", help_heading = WHAT)]
+    pub run_same_offset: bool,
     /// Random I/O touches every block exactly once per pass (per thread) [default: off]
     ///
     /// Instead of drawing with replacement; off by default because a map costs memory and
@@ -245,6 +251,7 @@ impl JobFlags {
             ("invalidate", self.no_invalidate, "false"),
             ("verify", self.verify, "true"),
             ("random_map", self.random_map, "true"),
+            ("run_same_offset", self.run_same_offset, "true"),
         ];
         let mut out: Vec<(&'static str, String)> = valued
             .into_iter()
@@ -302,6 +309,7 @@ impl JobFlags {
             skip: Some(String::new()),
             random_run: Some(0),
             random_map: true,
+            run_same_offset: true,
             buffer_pattern: Some(String::new()),
             buffer_compress: Some(String::new()),
             dedupe: Some(String::new()),
@@ -322,7 +330,7 @@ mod tests {
     #[test]
     fn every_flag_names_a_table_parameter() {
         let names = JobFlags::names();
-        assert_eq!(names.len(), 42);
+        assert_eq!(names.len(), 43);
         for n in names {
             let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
             assert!(p.flag.is_some(), "{n} has no run flag in the table");

@@ -294,6 +294,8 @@ struct Spec {
     io_size: Option<u64>,
     number_ios: Option<u64>,
     rw: Option<String>,
+    /// `rw_sequencer=identical`: the I/Os of a random run repeat its offset.
+    rw_identical: bool,
     rwmixread: Option<u64>,
     /// bs in bytes, per direction (`4096,65536,65536`).
     bs: Option<String>,
@@ -550,15 +552,19 @@ impl Spec {
             "io_size" | "io_limit" => self.io_size = Some(size(need()?)?),
             "number_ios" => self.number_ios = Some(parse_size(need()?, kb, &what)?),
             "rw" | "readwrite" => self.rw = Some(need()?.to_string()),
-            // fio's default, the only one fsbench has: the I/Os of a run follow each other.
-            "rw_sequencer" => match need()? {
-                "sequential" => {}
-                v => {
-                    return Err(usage!(
-                        "rw_sequencer={v} in [{job}] is not supported: fsbench's runs after a random offset are sequential (rw_sequencer=sequential)"
-                    ))
+            // How the I/Os of a run after a random offset (`rw=randread:N`) go on: following
+            // each other (fio's default) or at that offset again.
+            "rw_sequencer" => {
+                self.rw_identical = match need()? {
+                    "sequential" => false,
+                    "identical" => true,
+                    v => {
+                        return Err(usage!(
+                            "bad rw_sequencer={v} in [{job}]: sequential or identical"
+                        ))
+                    }
                 }
-            },
+            }
             "rwmixread" => self.rwmixread = Some(pct(need()?, key, job)?),
             "rwmixwrite" => self.rwmixread = Some(100 - pct(need()?, key, job)?),
             "bs" | "blocksize" => self.bs = Some(bs_bytes(need()?, kb, key, job)?),
@@ -997,6 +1003,11 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
     let name = spec.name.clone().unwrap_or_else(|| sname.to_string());
     set(job, "name", &name, &at("name"))?;
     access(job, spec.rw.as_deref().unwrap_or("read"), sname, spec.kb)?;
+    // fio's sequencer acts only on the runs of `rw=randread:N`; elsewhere every I/O is a
+    // run of its own and it changes nothing.
+    if spec.rw_identical && job.random_run.is_some() {
+        set(job, "run_same_offset", "true", &at("rw_sequencer"))?;
+    }
     // fio's order of precedence: bssplit, then bsrange, then bs.
     if let Some(s) = &spec.bssplit {
         set(job, "bssplit", s, &at("bssplit"))?;
@@ -1320,8 +1331,8 @@ mod tests {
             ("bssplit=4k/:8k/50", "percentage ''"),
             ("bssplit=4k", "has no /PERCENT"),
             (
-                "rw=randtrim:8\nrw_sequencer=identical",
-                "rw_sequencer=identical",
+                "rw=randread:8\nrw_sequencer=same",
+                "sequential or identical",
             ),
             ("rw=randread:8\nnorandommap=0", "--random-run 8 follows"),
         ] {
@@ -1348,6 +1359,12 @@ mod tests {
             (None, Some(8), Some(16))
         );
         assert!(!j.random_map);
+        assert!(!j.run_same_offset);
+        // rw_sequencer=identical: the run repeats its offset; without a run, nothing to do.
+        let j = job("[j]\nrw=randwrite:4\nsize=64k\nfilename=f\nrw_sequencer=identical\n");
+        assert_eq!((j.random_run, j.run_same_offset), (Some(4), true));
+        let j = job("[j]\nrw=randwrite\nsize=64k\nfilename=f\nrw_sequencer=identical\n");
+        assert_eq!((j.random_run, j.run_same_offset), (None, false));
     }
 
     #[test]

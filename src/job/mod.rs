@@ -341,6 +341,10 @@ pub struct Job {
     /// first following on sequentially (`--random-run`, fio's `rw=randread:N`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub random_run: Option<u64>,
+    /// With `random_run`: every I/O of a run goes to the run's random offset instead of
+    /// following on (`--run-same-offset`, fio's `rw_sequencer=identical`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub run_same_offset: bool,
     /// File size; for random access the range offsets are drawn from (vxbench maxfilesize).
     pub file_size: Option<u64>,
     /// I/Os per thread per repetition (vxbench iocount).
@@ -453,6 +457,7 @@ impl Default for Job {
             block_align: None,
             skip: None,
             random_run: None,
+            run_same_offset: false,
             file_size: None,
             io_count: None,
             time_s: None,
@@ -859,6 +864,11 @@ impl Job {
                     "--random-run writes runs over blocks --verify expects once: drop one of them"
                 ));
             }
+        }
+        if self.run_same_offset && self.random_run.is_none() {
+            return Err(usage!(
+                "--run-same-offset repeats each random offset for the I/Os of a run: give --random-run N (N above 1)"
+            ));
         }
         if self.random_map && !self.distribution.is_uniform() {
             return Err(usage!(

@@ -68,6 +68,9 @@ pub(crate) struct OpGen {
     /// Random: I/Os per random offset (`--random-run`; 1: every I/O draws one), how many
     /// of the current run are left, where the next one goes and where the runs must end.
     run_len: u64,
+    /// Random: the I/Os of a run repeat its offset (`--run-same-offset`) instead of
+    /// following on.
+    run_same: bool,
     run_left: u64,
     run_next: u64,
     run_end: u64,
@@ -103,6 +106,8 @@ pub(crate) struct GenSpec {
     pub skip: u64,
     /// Random: I/Os in a row from each random offset (`--random-run`; 0 or 1: one).
     pub random_run: u64,
+    /// Random: each run's I/Os all at its offset (`--run-same-offset`).
+    pub run_same_offset: bool,
     pub target_size: u64,
     pub threads: u32,
     pub thread: u32,
@@ -199,6 +204,7 @@ impl OpGen {
             pos: 0,
             skip,
             run_len: if s.random { s.random_run.max(1) } else { 1 },
+            run_same: s.run_same_offset,
             run_left: 0,
             run_next: 0,
             // Runs stay inside the target, or inside the part's logical blocks.
@@ -266,15 +272,17 @@ impl OpGen {
         };
         let offset = if self.random {
             if self.run_left > 0 && self.run_next + len as u64 <= self.run_end {
-                // Inside a run: the I/O after the previous one.
+                // Inside a run: the I/O after the previous one, or its offset again.
                 self.run_left -= 1;
                 let o = self.run_next;
-                self.run_next += len as u64;
+                if !self.run_same {
+                    self.run_next += len as u64;
+                }
                 o
             } else {
                 let o = self.picker.next(&mut self.rng, self.blocks) * self.unit;
                 self.run_left = self.run_len - 1;
-                self.run_next = o + len as u64;
+                self.run_next = if self.run_same { o } else { o + len as u64 };
                 o
             }
         } else {
@@ -335,6 +343,7 @@ mod tests {
             block_align: None,
             skip: 0,
             random_run: 0,
+            run_same_offset: false,
             target_size: 1 << 20,
             threads: 4,
             thread: 1,
@@ -405,6 +414,23 @@ mod tests {
     }
 
     #[test]
+    fn same_offset_runs_repeat_each_random_offset() {
+        let mut s = spec(true);
+        (s.threads, s.thread, s.io_count, s.repeats) = (1, 0, Some(400), 1);
+        s.target_size = 64 << 10;
+        (s.random_run, s.run_same_offset) = (4, true);
+        let mut g = OpGen::new(&s);
+        let offs: Vec<u64> = std::iter::from_fn(|| g.next_op().map(|(_, o, _)| o)).collect();
+        assert_eq!(offs.len(), 400);
+        // Every run of 4 is one offset, the last block included.
+        for run in offs.chunks(4) {
+            assert!(run.iter().all(|&o| o == run[0]), "{run:?}");
+        }
+        let distinct: std::collections::HashSet<_> = offs.chunks(4).map(|r| r[0]).collect();
+        assert!(distinct.len() > 10, "{distinct:?}");
+    }
+
+    #[test]
     fn random_is_reproducible() {
         let a: Vec<_> = {
             let mut g = OpGen::new(&spec(true));
@@ -443,7 +469,7 @@ mod tests {
             for t in 0..threads {
                 let mut g = OpGen::new(&GenSpec { random, mix: Mix::ReadPct(pct), block_size: 4096,
                     sizes: Some(SizeTable::new(&split)), mean_size: 16384.0,
-                    block_align: align_k.map(|a| a * 1024), skip: 0, random_run: 0, target_size: size, threads, thread: t,
+                    block_align: align_k.map(|a| a * 1024), skip: 0, random_run: 0, run_same_offset: false, target_size: size, threads, thread: t,
                     io_count: count, repeats: 1, timed: false, seed, part: None,
                     distribution: Default::default(), random_map: false });
                 let mut n = 0;
@@ -468,7 +494,7 @@ mod tests {
             let size = (size_k * 1024).max(bs);
             for t in 0..threads {
                 let mut g = OpGen::new(&GenSpec { random, mix: Mix::ReadPct(pct), block_size: bs, sizes: None,
-                    mean_size: bs as f64, block_align: None, skip: 0, random_run: 0, target_size: size,
+                    mean_size: bs as f64, block_align: None, skip: 0, random_run: 0, run_same_offset: false, target_size: size,
                     threads, thread: t, io_count: count, repeats: 1, timed: false, seed, part: None,
                     distribution: Default::default(), random_map: false });
                 let mut n = 0;

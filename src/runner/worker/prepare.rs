@@ -343,6 +343,7 @@ impl Core {
             block_align: job.block_align,
             skip: job.skip.unwrap_or(0),
             random_run: job.random_run.unwrap_or(1),
+            run_same_offset: job.run_same_offset,
             target_size,
             threads: job.threads,
             thread,
