@@ -686,7 +686,7 @@ fn metadata_jobs_run_alone_and_refuse_what_they_cannot_do() {
         "{e}"
     );
     for (opt, want) in [
-        ("--numjobs=2", "numjobs=2 in [m]"),
+        ("--numjobs=0", "bad numjobs=0 in [m]"),
         ("--iodepth=8", "'iodepth' in [m]: ioengine=dirstat"),
         ("--stat_type=fstat", "bad stat_type"),
     ] {
@@ -694,6 +694,100 @@ fn metadata_jobs_run_alone_and_refuse_what_they_cannot_do() {
         assert!(e.contains(want), "{opt}: {e}");
     }
     assert_eq!(sb.listing(), Vec::<String>::new());
+}
+
+/// A metadata job of `numjobs` clones: each clone works on `nrfiles` items of its own, so
+/// the job times clones x nrfiles operations, as fio's clones each create their own files.
+const META_CLONES: &str = "[global]\ndirectory=${FIO_DIR}\nnrfiles=8\nnumjobs=3\nfilesize=4k\n\
+                           bs=4k\nstonewall\n[stat]\nioengine=filestat\n\
+                           [delete]\nioengine=filedelete\n[create]\nioengine=filecreate\nunlink=0\n";
+
+#[test]
+fn metadata_clones_each_work_on_items_of_their_own() {
+    let sb = Sandbox::new();
+    let job = sb.file("clones.fio");
+    std::fs::write(&job, META_CLONES).unwrap();
+    let rs = run_file(&sb, &job, &[]);
+    let ops: Vec<(String, u64, u64)> = rs
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                u(&r["total"]["ops"]),
+                u(&r["mdtest"]["ranks"]),
+            )
+        })
+        .collect();
+    let want = |n: &str| (n.to_string(), 24, 3);
+    assert_eq!(ops, [want("stat"), want("delete"), want("create")]);
+    assert!(
+        rs[2]["notes"].to_string().contains("in 3 clones"),
+        "{}",
+        rs[2]["notes"]
+    );
+    // The kept creation: 8 files of each clone's own, named by the clone.
+    let top = sb
+        .listing()
+        .into_iter()
+        .find(|n| n.starts_with("fsbench-mdtest-"))
+        .expect("the kept run directory");
+    let tree = sb.file(&top).join("test-dir.0-0").join("mdtest_tree.0");
+    let mut names: Vec<String> = std::fs::read_dir(&tree)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = (0..3)
+        .flat_map(|c| (0..8).map(move |i| format!("file.mdtest.{c}.{i}")))
+        .collect();
+    want.sort();
+    assert_eq!(names, want);
+    std::fs::remove_dir_all(sb.file(&top)).unwrap();
+}
+
+#[test]
+#[cfg_attr(
+    not(has_fio),
+    ignore = "SKIPPED: fio is not installed (apt-get install fio)"
+)]
+fn metadata_clones_time_as_many_operations_as_fios() {
+    let sb = Sandbox::new();
+    let job = sb.file("clones.fio");
+    std::fs::write(&job, META_CLONES).unwrap();
+    let o = std::process::Command::new("fio")
+        .arg("--output-format=json")
+        .arg(&job)
+        .current_dir(sb.path())
+        .env("FIO_DIR", sb.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let v: Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+    // fio lists each clone apart, under the job's name: the clones' latencies summed.
+    let mut fio: Vec<(String, u64)> = Vec::new();
+    for j in v["jobs"].as_array().unwrap() {
+        let name = j["jobname"].as_str().unwrap().to_string();
+        let n = u(&j["read"]["clat_ns"]["N"]) + u(&j["write"]["clat_ns"]["N"]);
+        match fio.iter_mut().find(|(f, _)| *f == name) {
+            Some(f) => f.1 += n,
+            None => fio.push((name, n)),
+        }
+    }
+    let ours_sb = Sandbox::new();
+    let ours_job = ours_sb.file("clones.fio");
+    std::fs::write(&ours_job, META_CLONES).unwrap();
+    let ours: Vec<(String, u64)> = run_file(&ours_sb, &ours_job, &[])
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                u(&r["total"]["ops"]),
+            )
+        })
+        .collect();
+    assert_eq!(ours, fio);
+    assert_eq!(ours[2], ("create".to_string(), 24));
 }
 
 #[test]

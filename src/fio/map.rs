@@ -37,7 +37,7 @@ pub(crate) struct FioJob {
 }
 
 /// Most clones `numjobs` may ask for (each is a thread or a file).
-const MAX_NUMJOBS: u64 = crate::job::MAX_THREADS as u64;
+pub(crate) const MAX_NUMJOBS: u64 = crate::job::MAX_THREADS as u64;
 
 /// The options this mapping reads (docs/fio.md describes each; a test checks both lists).
 #[cfg(test)]
