@@ -534,9 +534,9 @@ fn offsets_that_fsbench_cannot_place_are_refused() {
             &[
                 "--rw=randwrite",
                 "--filename=s.dat",
-                "--offset_increment=16k",
+                "--offset_increment=32k",
             ][..],
-            "sequential access",
+            "offset_increment equal to each clone's size (16384)",
         ),
         (
             &["--rw=write", "--offset=10%"][..],
@@ -565,6 +565,125 @@ fn offsets_that_fsbench_cannot_place_are_refused() {
         assert!(e.contains(want), "{opts:?}: {e}");
     }
     assert_eq!(sb.listing(), Vec::<String>::new());
+}
+
+/// Random clones of one file with `offset_increment`: each clone (a thread) writes only in
+/// its own part `[offset + i*K, offset + i*K + size)`, every block of it once (fio's random
+/// map), seen in the offsets of the threads' pwrite64 calls.
+#[test]
+#[cfg_attr(
+    not(has_strace),
+    ignore = "SKIPPED: strace is not installed or cannot trace"
+)]
+fn random_clones_of_a_shared_file_write_only_their_own_part() {
+    let sb = Sandbox::new();
+    // The file exists at its full size, so nothing but the clones' I/O writes to it.
+    std::fs::write(sb.file("s.dat"), vec![0u8; (16 + 4 * 64) << 10]).unwrap();
+    let log = sb.file("st.log");
+    let o = std::process::Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-s",
+            "0",
+            "-e",
+            "trace=pwrite64",
+            "-e",
+            "signal=none",
+            "-o",
+        ])
+        .arg(&log)
+        .arg(assert_cmd::cargo::cargo_bin("fsbench"))
+        .args([
+            "fio",
+            "--name=r",
+            "--rw=randwrite",
+            "--bs=4k",
+            "--size=64k",
+            "--numjobs=4",
+            "--filename=s.dat",
+            "--offset=16k",
+            "--offset_increment=64k",
+            "--force",
+            "--format",
+            "json",
+            "--output",
+            "r.json",
+        ])
+        .current_dir(sb.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("r.json")).unwrap()).unwrap();
+    let r = &results(r)[0];
+    assert_eq!(u(&r["total"]["write_ops"]), 64);
+    assert_eq!(r["job"]["random_slices"], true);
+    // Each thread's offsets, in 4k blocks.
+    let mut by_thread: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+    for l in std::fs::read_to_string(&log).unwrap().lines() {
+        let Some((pid, call)) = l.split_once(' ') else {
+            continue;
+        };
+        let Some(args) = call.strip_prefix("pwrite64(") else {
+            continue;
+        };
+        let after_data = &args[args.rfind('"').unwrap() + 1..];
+        let f: Vec<&str> = after_data.split(',').map(str::trim).collect();
+        let offset: u64 = f[2].split([' ', ')']).next().unwrap().parse().unwrap();
+        assert_eq!(f[1], "4096", "{l}");
+        by_thread
+            .entry(pid.parse().unwrap())
+            .or_default()
+            .push(offset);
+    }
+    assert_eq!(by_thread.len(), 4, "{by_thread:?}");
+    let mut parts = Vec::new();
+    for offs in by_thread.values() {
+        let part = (offs[0] - (16 << 10)) / (64 << 10);
+        let mut blocks: Vec<u64> = offs.iter().map(|o| o / 4096).collect();
+        blocks.sort();
+        let own: Vec<u64> = (0..16).map(|b| 4 + part * 16 + b).collect();
+        assert_eq!(
+            blocks, own,
+            "a clone wrote outside its part {part}: {offs:?}"
+        );
+        // Drawn at random, not in order.
+        assert_ne!(offs.iter().map(|o| o / 4096).collect::<Vec<_>>(), own);
+        parts.push(part);
+    }
+    parts.sort();
+    assert_eq!(parts, [0, 1, 2, 3]);
+    // fsbench's own option: each thread's random reads in its slice of the file.
+    sb.run_json(&[
+        "run",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "256k",
+        "--threads",
+        "4",
+        "--count",
+        "50",
+        "--random-slices",
+        "--trace",
+        "t.csv",
+        "t.dat",
+        "--format",
+        "json",
+    ]);
+    let trace = std::fs::read_to_string(sb.file("t.csv")).unwrap();
+    let mut seen = 0;
+    for l in trace.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        let (thread, block): (u64, u64) =
+            (f[1].parse().unwrap(), f[4].parse::<u64>().unwrap() / 4096);
+        assert_eq!(block / 16, thread, "{l}");
+        seen += 1;
+    }
+    assert_eq!(seen, 200);
 }
 
 /// `bench/vs-fio-jobs.sh` in a smoke run (one pair, tiny jobs): for a job both tools do alike

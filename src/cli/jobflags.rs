@@ -92,6 +92,12 @@ pub(crate) struct JobFlags {
     /// sequentially (fio's rw_sequencer=identical).
     #[arg(long = "run-same-offset", help_heading = WHAT)]
     pub run_same_offset: bool,
+    /// Random access: each thread draws offsets in its own slice of the file [default: off]
+    ///
+    /// The file is cut into one slice per thread, as sequential threads cut it, instead of
+    /// every thread drawing over the whole file (fio's clones with offset_increment).
+    #[arg(long = "random-slices", help_heading = WHAT)]
+    pub random_slices: bool,
     /// Random I/O touches every block exactly once per pass (per thread) [default: off]
     ///
     /// Instead of drawing with replacement; off by default because a map costs memory and
@@ -252,6 +258,7 @@ impl JobFlags {
             ("verify", self.verify, "true"),
             ("random_map", self.random_map, "true"),
             ("run_same_offset", self.run_same_offset, "true"),
+            ("random_slices", self.random_slices, "true"),
         ];
         let mut out: Vec<(&'static str, String)> = valued
             .into_iter()
@@ -310,6 +317,7 @@ impl JobFlags {
             random_run: Some(0),
             random_map: true,
             run_same_offset: true,
+            random_slices: true,
             buffer_pattern: Some(String::new()),
             buffer_compress: Some(String::new()),
             dedupe: Some(String::new()),
@@ -330,7 +338,7 @@ mod tests {
     #[test]
     fn every_flag_names_a_table_parameter() {
         let names = JobFlags::names();
-        assert_eq!(names.len(), 43);
+        assert_eq!(names.len(), 44);
         for n in names {
             let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
             assert!(p.flag.is_some(), "{n} has no run flag in the table");

@@ -936,8 +936,8 @@ fn part_from(base: u64, blocks: u64) -> RankPart {
 /// fio's `offset` and `offset_increment`: the part of each file the job covers, the file
 /// made long enough to hold it. Clone `i` starts at `offset + i * offset_increment`. Clones
 /// with files of their own become one run each, over their files from their own offset;
-/// clones sharing a file are threads of one run that each cover their own slice of the part,
-/// which is fio's layout when the increment is each clone's size and access is sequential.
+/// clones sharing a file are threads of one run that each cover their own slice of the part
+/// (random ones draw in it), which is fio's layout when the increment is each clone's size.
 fn offset_part(job: &mut Job, spec: &Spec, sname: &str) -> Result<Placement, UsageError> {
     let base = spec.offset.unwrap_or(0);
     let clones = spec.numjobs.max(1);
@@ -985,12 +985,21 @@ fn offset_part(job: &mut Job, spec: &Spec, sname: &str) -> Result<Placement, Usa
     }
     let blocks = if inc == 0 {
         per_clone
-    } else if job.access.is_random() || inc != per_clone * bs {
+    } else if inc != per_clone * bs {
         return Err(usage!(
-            "offset_increment={inc} in [{sname}]: fsbench places the clones of a shared file side by side, so it takes sequential access with offset_increment equal to each clone's size ({})",
+            "offset_increment={inc} in [{sname}]: fsbench places the clones of a shared file side by side, so it takes offset_increment equal to each clone's size ({})",
             per_clone * bs
         ));
     } else {
+        // Side by side, each clone in its own part: random clones draw in theirs.
+        if job.access.is_random() {
+            set(
+                job,
+                "random_slices",
+                "true",
+                &format!("offset_increment in [{sname}]"),
+            )?;
+        }
         per_clone * clones
     };
     set(job, "size", &end_of(base, blocks)?.to_string(), &at)?;

@@ -345,6 +345,11 @@ pub struct Job {
     /// following on (`--run-same-offset`, fio's `rw_sequencer=identical`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub run_same_offset: bool,
+    /// Random access: each thread draws its offsets in its own slice of the file, as
+    /// sequential threads cover theirs (`--random-slices`, fio's clones of one file with
+    /// `offset_increment`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub random_slices: bool,
     /// File size; for random access the range offsets are drawn from (vxbench maxfilesize).
     pub file_size: Option<u64>,
     /// I/Os per thread per repetition (vxbench iocount).
@@ -458,6 +463,7 @@ impl Default for Job {
             skip: None,
             random_run: None,
             run_same_offset: false,
+            random_slices: false,
             file_size: None,
             io_count: None,
             time_s: None,
@@ -864,6 +870,12 @@ impl Job {
                     "--random-run writes runs over blocks --verify expects once: drop one of them"
                 ));
             }
+        }
+        if self.random_slices && !random {
+            return Err(usage!(
+                "--random-slices gives each thread its own slice for random offsets, and --rw {} is sequential (its threads each cover their own slice already): use randread, randwrite or randrw",
+                self.access.name()
+            ));
         }
         if self.run_same_offset && self.random_run.is_none() {
             return Err(usage!(

@@ -1076,6 +1076,15 @@ pub(crate) static PARAMS: &[Param] = &[
         run_same_offset
     ),
     flag_bool!(
+        "random_slices",
+        Some("--random-slices"),
+        false,
+        "random_slices",
+        &[],
+        "random slices",
+        random_slices
+    ),
+    flag_bool!(
         "random_map",
         Some("--random-map"),
         false,

@@ -74,8 +74,10 @@ pub(crate) struct OpGen {
     run_left: u64,
     run_next: u64,
     run_end: u64,
-    /// Random: number of places an I/O can start (or blocks in this rank's part).
+    /// Random: number of places an I/O can start (or blocks in this rank's part), in this
+    /// thread's slice with `--random-slices`, which starts at block `slice_first`.
     blocks: u64,
+    slice_first: u64,
     /// A rank's part of a shared target: (base, stride, lane); logical block k is at
     /// base + (k * stride + lane) * unit. None: logical blocks are the target's blocks.
     part: Option<(u64, u64, u64)>,
@@ -108,6 +110,8 @@ pub(crate) struct GenSpec {
     pub random_run: u64,
     /// Random: each run's I/Os all at its offset (`--run-same-offset`).
     pub run_same_offset: bool,
+    /// Random: this thread draws in its own slice of the blocks (`--random-slices`).
+    pub random_slices: bool,
     pub target_size: u64,
     pub threads: u32,
     pub thread: u32,
@@ -154,6 +158,25 @@ impl OpGen {
             seq_blocks
         };
         let per_thread = (span / threads).max(1);
+        // --random-slices: the thread draws in its slice of the places, as a sequential
+        // thread covers its slice; a run ends at the slice's end (the last slice: the
+        // target's or the part's).
+        let sliced = s.random && s.random_slices && threads > 1;
+        let whole_end = match s.part {
+            Some(_) => blocks.saturating_mul(unit),
+            None => s.target_size,
+        };
+        let (slice_first, drawn, run_end) = if sliced {
+            let first = (t * per_thread) % span;
+            let end = if t + 1 >= threads {
+                whole_end
+            } else {
+                ((first + per_thread) * unit).min(whole_end)
+            };
+            (first, per_thread, end)
+        } else {
+            (0, blocks, whole_end)
+        };
         let mixed = s.sizes.is_some();
         // A count of one-size I/Os covers that many blocks (a repetition starts the slice
         // again); mixed sizes go on through the whole slice.
@@ -207,17 +230,16 @@ impl OpGen {
             run_same: s.run_same_offset,
             run_left: 0,
             run_next: 0,
-            // Runs stay inside the target, or inside the part's logical blocks.
-            run_end: match s.part {
-                Some(_) => blocks.saturating_mul(unit),
-                None => s.target_size,
-            },
-            blocks,
+            // Runs stay inside the target, or inside the part's logical blocks (or the
+            // thread's slice).
+            run_end,
+            blocks: drawn,
+            slice_first,
             part: s
                 .part
                 .filter(|p| (p.base, p.stride, p.lane) != (0, 1, 0))
                 .map(|p| (p.base, p.stride.max(1), p.lane)),
-            picker: super::pick::Picker::new(&s.distribution, s.random_map, blocks, &mut rng),
+            picker: super::pick::Picker::new(&s.distribution, s.random_map, drawn, &mut rng),
             rng,
             remaining,
             passes_left,
@@ -280,7 +302,8 @@ impl OpGen {
                 }
                 o
             } else {
-                let o = self.picker.next(&mut self.rng, self.blocks) * self.unit;
+                let o =
+                    (self.slice_first + self.picker.next(&mut self.rng, self.blocks)) * self.unit;
                 self.run_left = self.run_len - 1;
                 self.run_next = if self.run_same { o } else { o + len as u64 };
                 o
@@ -344,6 +367,7 @@ mod tests {
             skip: 0,
             random_run: 0,
             run_same_offset: false,
+            random_slices: false,
             target_size: 1 << 20,
             threads: 4,
             thread: 1,
@@ -431,6 +455,26 @@ mod tests {
     }
 
     #[test]
+    fn random_slices_keep_each_thread_in_its_own_slice() {
+        let mut s = spec(true);
+        (s.io_count, s.repeats, s.random_slices, s.random_run) = (Some(300), 1, true, 3);
+        s.target_size = 256 << 10;
+        for t in 0..4 {
+            s.thread = t;
+            let mut g = OpGen::new(&s);
+            let blocks: Vec<u64> =
+                std::iter::from_fn(|| g.next_op().map(|(_, o, _)| o / 4096)).collect();
+            let own = t as u64 * 16..(t as u64 + 1) * 16;
+            assert!(
+                blocks.iter().all(|b| own.contains(b)),
+                "thread {t}: {blocks:?}"
+            );
+            let distinct: std::collections::HashSet<_> = blocks.iter().collect();
+            assert!(distinct.len() > 12, "thread {t}: {distinct:?}");
+        }
+    }
+
+    #[test]
     fn random_is_reproducible() {
         let a: Vec<_> = {
             let mut g = OpGen::new(&spec(true));
@@ -469,7 +513,7 @@ mod tests {
             for t in 0..threads {
                 let mut g = OpGen::new(&GenSpec { random, mix: Mix::ReadPct(pct), block_size: 4096,
                     sizes: Some(SizeTable::new(&split)), mean_size: 16384.0,
-                    block_align: align_k.map(|a| a * 1024), skip: 0, random_run: 0, run_same_offset: false, target_size: size, threads, thread: t,
+                    block_align: align_k.map(|a| a * 1024), skip: 0, random_run: 0, run_same_offset: false, random_slices: false, target_size: size, threads, thread: t,
                     io_count: count, repeats: 1, timed: false, seed, part: None,
                     distribution: Default::default(), random_map: false });
                 let mut n = 0;
@@ -494,7 +538,7 @@ mod tests {
             let size = (size_k * 1024).max(bs);
             for t in 0..threads {
                 let mut g = OpGen::new(&GenSpec { random, mix: Mix::ReadPct(pct), block_size: bs, sizes: None,
-                    mean_size: bs as f64, block_align: None, skip: 0, random_run: 0, run_same_offset: false, target_size: size,
+                    mean_size: bs as f64, block_align: None, skip: 0, random_run: 0, run_same_offset: false, random_slices: false, target_size: size,
                     threads, thread: t, io_count: count, repeats: 1, timed: false, seed, part: None,
                     distribution: Default::default(), random_map: false });
                 let mut n = 0;
