@@ -161,7 +161,7 @@ fn unmapped_options_are_refused_naming_option_and_section() {
         ("--bs=4k,8k,8k,8k", "at most three values"),
         ("--bsrange=4k", "is not a range"),
         ("--bsrange=8k-4k", "ends below its start"),
-        ("--rw_sequencer=identical", "rw_sequencer=identical in [x]"),
+        ("--rw_sequencer=same", "bad rw_sequencer=same in [x]"),
         ("--ioengine=splice", "ioengine=splice in [x]"),
         ("--size=10%", "share of an existing file"),
     ] {
