@@ -161,7 +161,7 @@ fn unmapped_options_are_refused_naming_option_and_section() {
         ("--bs=4k,8k,8k,8k", "at most three values"),
         ("--bsrange=4k", "is not a range"),
         ("--bsrange=8k-4k", "ends below its start"),
-        ("--rw_sequencer=identical", "rw_sequencer=identical in [x]"),
+        ("--rw_sequencer=same", "bad rw_sequencer=same in [x]"),
         ("--ioengine=splice", "ioengine=splice in [x]"),
         ("--size=10%", "share of an existing file"),
     ] {
@@ -512,9 +512,9 @@ fn offsets_that_fsbench_cannot_place_are_refused() {
             &[
                 "--rw=randwrite",
                 "--filename=s.dat",
-                "--offset_increment=16k",
+                "--offset_increment=32k",
             ][..],
-            "sequential access",
+            "offset_increment equal to each clone's size (16384)",
         ),
         (
             &["--rw=write", "--offset=10%"][..],
@@ -543,6 +543,125 @@ fn offsets_that_fsbench_cannot_place_are_refused() {
         assert!(e.contains(want), "{opts:?}: {e}");
     }
     assert_eq!(sb.listing(), Vec::<String>::new());
+}
+
+/// Random clones of one file with `offset_increment`: each clone (a thread) writes only in
+/// its own part `[offset + i*K, offset + i*K + size)`, every block of it once (fio's random
+/// map), seen in the offsets of the threads' pwrite64 calls.
+#[test]
+#[cfg_attr(
+    not(has_strace),
+    ignore = "SKIPPED: strace is not installed or cannot trace"
+)]
+fn random_clones_of_a_shared_file_write_only_their_own_part() {
+    let sb = Sandbox::new();
+    // The file exists at its full size, so nothing but the clones' I/O writes to it.
+    std::fs::write(sb.file("s.dat"), vec![0u8; (16 + 4 * 64) << 10]).unwrap();
+    let log = sb.file("st.log");
+    let o = std::process::Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-s",
+            "0",
+            "-e",
+            "trace=pwrite64",
+            "-e",
+            "signal=none",
+            "-o",
+        ])
+        .arg(&log)
+        .arg(assert_cmd::cargo::cargo_bin("fsbench"))
+        .args([
+            "fio",
+            "--name=r",
+            "--rw=randwrite",
+            "--bs=4k",
+            "--size=64k",
+            "--numjobs=4",
+            "--filename=s.dat",
+            "--offset=16k",
+            "--offset_increment=64k",
+            "--force",
+            "--format",
+            "json",
+            "--output",
+            "r.json",
+        ])
+        .current_dir(sb.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.file("r.json")).unwrap()).unwrap();
+    let r = &results(r)[0];
+    assert_eq!(u(&r["total"]["write_ops"]), 64);
+    assert_eq!(r["job"]["random_slices"], true);
+    // Each thread's offsets, in 4k blocks.
+    let mut by_thread: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+    for l in std::fs::read_to_string(&log).unwrap().lines() {
+        let Some((pid, call)) = l.split_once(' ') else {
+            continue;
+        };
+        let Some(args) = call.strip_prefix("pwrite64(") else {
+            continue;
+        };
+        let after_data = &args[args.rfind('"').unwrap() + 1..];
+        let f: Vec<&str> = after_data.split(',').map(str::trim).collect();
+        let offset: u64 = f[2].split([' ', ')']).next().unwrap().parse().unwrap();
+        assert_eq!(f[1], "4096", "{l}");
+        by_thread
+            .entry(pid.parse().unwrap())
+            .or_default()
+            .push(offset);
+    }
+    assert_eq!(by_thread.len(), 4, "{by_thread:?}");
+    let mut parts = Vec::new();
+    for offs in by_thread.values() {
+        let part = (offs[0] - (16 << 10)) / (64 << 10);
+        let mut blocks: Vec<u64> = offs.iter().map(|o| o / 4096).collect();
+        blocks.sort();
+        let own: Vec<u64> = (0..16).map(|b| 4 + part * 16 + b).collect();
+        assert_eq!(
+            blocks, own,
+            "a clone wrote outside its part {part}: {offs:?}"
+        );
+        // Drawn at random, not in order.
+        assert_ne!(offs.iter().map(|o| o / 4096).collect::<Vec<_>>(), own);
+        parts.push(part);
+    }
+    parts.sort();
+    assert_eq!(parts, [0, 1, 2, 3]);
+    // fsbench's own option: each thread's random reads in its slice of the file.
+    sb.run_json(&[
+        "run",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "256k",
+        "--threads",
+        "4",
+        "--count",
+        "50",
+        "--random-slices",
+        "--trace",
+        "t.csv",
+        "t.dat",
+        "--format",
+        "json",
+    ]);
+    let trace = std::fs::read_to_string(sb.file("t.csv")).unwrap();
+    let mut seen = 0;
+    for l in trace.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        let (thread, block): (u64, u64) =
+            (f[1].parse().unwrap(), f[4].parse::<u64>().unwrap() / 4096);
+        assert_eq!(block / 16, thread, "{l}");
+        seen += 1;
+    }
+    assert_eq!(seen, 200);
 }
 
 /// `bench/vs-fio-jobs.sh` in a smoke run (one pair, tiny jobs): for a job both tools do alike
@@ -664,7 +783,7 @@ fn metadata_jobs_run_alone_and_refuse_what_they_cannot_do() {
         "{e}"
     );
     for (opt, want) in [
-        ("--numjobs=2", "numjobs=2 in [m]"),
+        ("--numjobs=0", "bad numjobs=0 in [m]"),
         ("--iodepth=8", "'iodepth' in [m]: ioengine=dirstat"),
         ("--stat_type=fstat", "bad stat_type"),
     ] {
@@ -672,6 +791,100 @@ fn metadata_jobs_run_alone_and_refuse_what_they_cannot_do() {
         assert!(e.contains(want), "{opt}: {e}");
     }
     assert_eq!(sb.listing(), Vec::<String>::new());
+}
+
+/// A metadata job of `numjobs` clones: each clone works on `nrfiles` items of its own, so
+/// the job times clones x nrfiles operations, as fio's clones each create their own files.
+const META_CLONES: &str = "[global]\ndirectory=${FIO_DIR}\nnrfiles=8\nnumjobs=3\nfilesize=4k\n\
+                           bs=4k\nstonewall\n[stat]\nioengine=filestat\n\
+                           [delete]\nioengine=filedelete\n[create]\nioengine=filecreate\nunlink=0\n";
+
+#[test]
+fn metadata_clones_each_work_on_items_of_their_own() {
+    let sb = Sandbox::new();
+    let job = sb.file("clones.fio");
+    std::fs::write(&job, META_CLONES).unwrap();
+    let rs = run_file(&sb, &job, &[]);
+    let ops: Vec<(String, u64, u64)> = rs
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                u(&r["total"]["ops"]),
+                u(&r["mdtest"]["ranks"]),
+            )
+        })
+        .collect();
+    let want = |n: &str| (n.to_string(), 24, 3);
+    assert_eq!(ops, [want("stat"), want("delete"), want("create")]);
+    assert!(
+        rs[2]["notes"].to_string().contains("in 3 clones"),
+        "{}",
+        rs[2]["notes"]
+    );
+    // The kept creation: 8 files of each clone's own, named by the clone.
+    let top = sb
+        .listing()
+        .into_iter()
+        .find(|n| n.starts_with("fsbench-mdtest-"))
+        .expect("the kept run directory");
+    let tree = sb.file(&top).join("test-dir.0-0").join("mdtest_tree.0");
+    let mut names: Vec<String> = std::fs::read_dir(&tree)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = (0..3)
+        .flat_map(|c| (0..8).map(move |i| format!("file.mdtest.{c}.{i}")))
+        .collect();
+    want.sort();
+    assert_eq!(names, want);
+    std::fs::remove_dir_all(sb.file(&top)).unwrap();
+}
+
+#[test]
+#[cfg_attr(
+    not(has_fio),
+    ignore = "SKIPPED: fio is not installed (apt-get install fio)"
+)]
+fn metadata_clones_time_as_many_operations_as_fios() {
+    let sb = Sandbox::new();
+    let job = sb.file("clones.fio");
+    std::fs::write(&job, META_CLONES).unwrap();
+    let o = std::process::Command::new("fio")
+        .arg("--output-format=json")
+        .arg(&job)
+        .current_dir(sb.path())
+        .env("FIO_DIR", sb.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let v: Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+    // fio lists each clone apart, under the job's name: the clones' latencies summed.
+    let mut fio: Vec<(String, u64)> = Vec::new();
+    for j in v["jobs"].as_array().unwrap() {
+        let name = j["jobname"].as_str().unwrap().to_string();
+        let n = u(&j["read"]["clat_ns"]["N"]) + u(&j["write"]["clat_ns"]["N"]);
+        match fio.iter_mut().find(|(f, _)| *f == name) {
+            Some(f) => f.1 += n,
+            None => fio.push((name, n)),
+        }
+    }
+    let ours_sb = Sandbox::new();
+    let ours_job = ours_sb.file("clones.fio");
+    std::fs::write(&ours_job, META_CLONES).unwrap();
+    let ours: Vec<(String, u64)> = run_file(&ours_sb, &ours_job, &[])
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                u(&r["total"]["ops"]),
+            )
+        })
+        .collect();
+    assert_eq!(ours, fio);
+    assert_eq!(ours[2], ("create".to_string(), 24));
 }
 
 #[test]
@@ -777,18 +990,64 @@ fn random_runs_draw_a_new_offset_every_n_ios() {
     }
     let full = runs.iter().filter(|&&n| n == 4).count();
     assert!(runs.len() < 70 && full >= 40, "runs of {runs:?}");
-    // The fio form maps onto it, and the modifier's other sequencer is refused.
+    // --run-same-offset (fio's rw_sequencer=identical): each run reads one offset 4 times.
+    let r = sb.run_json(&[
+        "run",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "256k",
+        "--count",
+        "200",
+        "--random-run",
+        "4",
+        "--run-same-offset",
+        "--trace",
+        "s.csv",
+        "r.dat",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(u(&r["total"]["ops"]), 200);
+    assert_eq!(r["job"]["run_same_offset"], true);
+    let trace = std::fs::read_to_string(sb.file("s.csv")).unwrap();
+    let offsets: Vec<u64> = trace
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(4).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(offsets.len(), 200);
+    for run in offsets.chunks(4) {
+        assert!(run.iter().all(|&o| o == run[0]), "a run of {run:?}");
+    }
+    let starts: std::collections::HashSet<u64> = offsets.chunks(4).map(|r| r[0]).collect();
+    assert!(starts.len() > 20, "{starts:?}");
+    // The fio form maps onto it.
+    let job = sb.file("same.fio");
+    std::fs::write(
+        &job,
+        "[x]\nrw=randread:4\nrw_sequencer=identical\nsize=64k\nfilename=x.dat\n",
+    )
+    .unwrap();
+    let rs = run_file(&sb, &job, &[]);
+    assert_eq!(rs[0]["job"]["run_same_offset"], true);
+    assert_eq!(rs[0]["job"]["random_run"], 4);
+    assert_eq!(u(&rs[0]["total"]["read_ops"]), 16);
     let e = refused(
         &sb,
         &[
-            "fio",
-            "--name=x",
-            "--size=64k",
-            "--rw=randread:4",
-            "--rw_sequencer=identical",
+            "run",
+            "--rw",
+            "randread",
+            "--run-same-offset",
+            "--size",
+            "64k",
+            "s.dat",
         ],
     );
-    assert!(e.contains("rw_sequencer=identical in [x]"), "{e}");
+    assert!(e.contains("give --random-run"), "{e}");
     let o = sb
         .cmd(&[
             "run",
@@ -999,4 +1258,136 @@ fn falloc_allocates_and_ftruncate_sizes_where_fio_does() {
         assert!(e.contains(want), "{args:?}: {e}");
     }
     assert_eq!(sb.listing(), Vec::<String>::new());
+}
+
+/// The share of the I/Os each size took, from a Result's `by_size`.
+fn size_shares(r: &Value) -> Vec<(u64, f64)> {
+    let sizes = r["total"]["by_size"].as_array().expect("by_size");
+    let all: u64 = sizes.iter().map(|s| u(&s["ops"])).sum();
+    sizes
+        .iter()
+        .map(|s| (u(&s["block_size_bytes"]), u(&s["ops"]) as f64 / all as f64))
+        .collect()
+}
+
+fn assert_shares(got: &[(u64, f64)], want: &[(u64, f64)], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: {got:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(
+            g.0 == w.0 && (g.1 - w.1).abs() < 0.015,
+            "{what}: {got:?}, want {want:?}"
+        );
+    }
+}
+
+#[test]
+fn bsrange_draws_sizes_by_fios_rule() {
+    // fio draws a byte count in [MIN, MIN+MAX), rounds it down to a multiple of MIN and caps
+    // it at MAX: 4k-16k gives 4k, 8k, 12k and 16k alike; 5k-7k gives 5k for 5/7 of the I/Os
+    // and 7k (not a multiple of 5k) for 2/7.
+    let sb = Sandbox::new();
+    for (range, want) in [
+        (
+            "4k-16k",
+            vec![(4096, 0.25), (8192, 0.25), (12288, 0.25), (16384, 0.25)],
+        ),
+        ("5k-7k", vec![(5120, 5.0 / 7.0), (7168, 2.0 / 7.0)]),
+    ] {
+        let r = sb.run_json(&[
+            "run",
+            "--engine",
+            "null",
+            "--rw",
+            "randread",
+            "--bsrange",
+            range,
+            "--count",
+            "40000",
+            "--size",
+            "1m",
+            "nofile",
+            "--format",
+            "json",
+        ]);
+        assert_shares(&size_shares(&r), &want, range);
+        // The same from a job file's bsrange.
+        let job = sb.file("r.fio");
+        std::fs::write(
+            &job,
+            format!("[r]\nioengine=null\nrw=randread\nbsrange={range}\nsize=64m\nnumber_ios=40000\nfilename=nofile\n"),
+        )
+        .unwrap();
+        let rs = run_file(&sb, &job, &[]);
+        assert_shares(&size_shares(&rs[0]), &want, range);
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(has_fio),
+    ignore = "SKIPPED: fio is not installed (apt-get install fio)"
+)]
+fn bsrange_sizes_match_fios_own() {
+    let sb = Sandbox::new();
+    for range in ["4k-16k", "5k-7k", "4k-10k"] {
+        let log = sb.file("io.log");
+        let o = std::process::Command::new("fio")
+            .args([
+                "--name=r",
+                "--rw=randread",
+                "--size=1m",
+                "--io_size=64m",
+                "--norandommap",
+            ])
+            .arg(format!("--bsrange={range}"))
+            .arg(format!("--filename={}", sb.file("f").display()))
+            .arg(format!("--write_iolog={}", log.display()))
+            .arg("--output=/dev/null")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        let mut fio: std::collections::BTreeMap<u64, u64> = Default::default();
+        for l in std::fs::read_to_string(&log).unwrap().lines() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() == 5 && f[2] == "read" {
+                *fio.entry(f[4].parse().unwrap()).or_default() += 1;
+            }
+        }
+        let all: u64 = fio.values().sum();
+        assert!(all > 3000, "{range}: {all} reads in fio's log");
+        let fio: Vec<(u64, f64)> = fio
+            .into_iter()
+            .map(|(s, n)| (s, n as f64 / all as f64))
+            .collect();
+        let r = sb.run_json(&[
+            "run",
+            "--engine",
+            "null",
+            "--rw",
+            "randread",
+            "--bsrange",
+            range,
+            "--count",
+            "40000",
+            "--size",
+            "1m",
+            "nofile",
+            "--format",
+            "json",
+        ]);
+        // fio's sample is smaller: a wider tolerance.
+        let ours = size_shares(&r);
+        assert_eq!(
+            ours.len(),
+            fio.len(),
+            "{range}: ours {ours:?}, fio's {fio:?}"
+        );
+        for (a, b) in ours.iter().zip(&fio) {
+            assert!(
+                a.0 == b.0 && (a.1 - b.1).abs() < 0.04,
+                "{range}: ours {ours:?}, fio's {fio:?}"
+            );
+        }
+        std::fs::remove_file(&log).unwrap();
+    }
 }

@@ -125,8 +125,20 @@ fn run_meta(
         crate::exec::Executor::Local => 1,
         crate::exec::Executor::Ranks(r) => r.size(),
     };
-    let plan = m.opts.clone().plan(ranks)?;
+    if ranks > 1 && m.clones > 1 {
+        crate::bail_usage!(
+            "numjobs={} with ioengine={} in [{}] under mpirun: each rank is a clone of the job; run it with numjobs=1 on {} ranks",
+            m.clones,
+            m.engine.name(),
+            j.job.name,
+            m.clones
+        );
+    }
+    let plan = m.opts.clone().plan(ranks.max(m.clones))?;
     let mut r = match exec {
+        crate::exec::Executor::Local if m.clones > 1 => {
+            crate::mdtest::clones::run_clones(&plan, m.clones, &m.argv)?
+        }
         crate::exec::Executor::Local => {
             crate::mdtest::run(&plan, &crate::mdtest::RankShare::one_host(), &m.argv)?
         }

@@ -62,11 +62,12 @@ pub(crate) struct JobFlags {
     /// the operations and latency by size (`by_size`).
     #[arg(long, value_name = "SPLIT", help_heading = WHAT)]
     pub bssplit: Option<String>,
-    /// Sizes drawn uniformly from MIN-MAX, or READS,WRITES[,TRIMS] ranges [default: --bs]
+    /// Sizes drawn from MIN-MAX, or READS,WRITES[,TRIMS] ranges [default: --bs]
     ///
-    /// Each I/O of a direction takes one of the multiples of --block-align (else of MIN)
-    /// between MIN and MAX, every one as likely, e.g. 4k-64k or 4k-16k,64k-256k. The Result
-    /// splits the operations and latency by size (`by_size`).
+    /// As fio draws them: a byte count uniform in [MIN, MIN+MAX), rounded down to a multiple
+    /// of --block-align (else of MIN), at most MAX. Each multiple below MAX is as likely, and
+    /// so is MAX if it is one (4k-16k: 4k, 8k, 12k, 16k alike); if not, MAX takes the rest.
+    /// E.g. 4k-64k or 4k-16k,64k-256k. The Result splits the figures by size (`by_size`).
     #[arg(long, value_name = "RANGE", help_heading = WHAT)]
     pub bsrange: Option<String>,
     /// Random offsets are multiples of SIZE [default: the smallest I/O size]
@@ -85,6 +86,18 @@ pub(crate) struct JobFlags {
     /// (a run that reaches the end of the file ends there). Not with --random-map.
     #[arg(long = "random-run", value_name = "N", help_heading = WHAT)]
     pub random_run: Option<u64>,
+    /// With --random-run N: every I/O of a run at its random offset [default: off]
+    ///
+    /// The N I/Os of a run repeat the offset drawn for it instead of following on
+    /// sequentially (fio's rw_sequencer=identical).
+    #[arg(long = "run-same-offset", help_heading = WHAT)]
+    pub run_same_offset: bool,
+    /// Random access: each thread draws offsets in its own slice of the file [default: off]
+    ///
+    /// The file is cut into one slice per thread, as sequential threads cut it, instead of
+    /// every thread drawing over the whole file (fio's clones with offset_increment).
+    #[arg(long = "random-slices", help_heading = WHAT)]
+    pub random_slices: bool,
     /// Random I/O touches every block exactly once per pass (per thread) [default: off]
     ///
     /// Instead of drawing with replacement; off by default because a map costs memory and
@@ -244,6 +257,8 @@ impl JobFlags {
             ("invalidate", self.no_invalidate, "false"),
             ("verify", self.verify, "true"),
             ("random_map", self.random_map, "true"),
+            ("run_same_offset", self.run_same_offset, "true"),
+            ("random_slices", self.random_slices, "true"),
         ];
         let mut out: Vec<(&'static str, String)> = valued
             .into_iter()
@@ -301,6 +316,8 @@ impl JobFlags {
             skip: Some(String::new()),
             random_run: Some(0),
             random_map: true,
+            run_same_offset: true,
+            random_slices: true,
             buffer_pattern: Some(String::new()),
             buffer_compress: Some(String::new()),
             dedupe: Some(String::new()),
@@ -321,7 +338,7 @@ mod tests {
     #[test]
     fn every_flag_names_a_table_parameter() {
         let names = JobFlags::names();
-        assert_eq!(names.len(), 42);
+        assert_eq!(names.len(), 44);
         for n in names {
             let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
             assert!(p.flag.is_some(), "{n} has no run flag in the table");

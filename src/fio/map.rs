@@ -37,7 +37,7 @@ pub(crate) struct FioJob {
 }
 
 /// Most clones `numjobs` may ask for (each is a thread or a file).
-const MAX_NUMJOBS: u64 = crate::job::MAX_THREADS as u64;
+pub(crate) const MAX_NUMJOBS: u64 = crate::job::MAX_THREADS as u64;
 
 /// The options this mapping reads (docs/fio.md describes each; a test checks both lists).
 #[cfg(test)]
@@ -294,6 +294,8 @@ struct Spec {
     io_size: Option<u64>,
     number_ios: Option<u64>,
     rw: Option<String>,
+    /// `rw_sequencer=identical`: the I/Os of a random run repeat its offset.
+    rw_identical: bool,
     rwmixread: Option<u64>,
     /// bs in bytes, per direction (`4096,65536,65536`).
     bs: Option<String>,
@@ -550,15 +552,19 @@ impl Spec {
             "io_size" | "io_limit" => self.io_size = Some(size(need()?)?),
             "number_ios" => self.number_ios = Some(parse_size(need()?, kb, &what)?),
             "rw" | "readwrite" => self.rw = Some(need()?.to_string()),
-            // fio's default, the only one fsbench has: the I/Os of a run follow each other.
-            "rw_sequencer" => match need()? {
-                "sequential" => {}
-                v => {
-                    return Err(usage!(
-                        "rw_sequencer={v} in [{job}] is not supported: fsbench's runs after a random offset are sequential (rw_sequencer=sequential)"
-                    ))
+            // How the I/Os of a run after a random offset (`rw=randread:N`) go on: following
+            // each other (fio's default) or at that offset again.
+            "rw_sequencer" => {
+                self.rw_identical = match need()? {
+                    "sequential" => false,
+                    "identical" => true,
+                    v => {
+                        return Err(usage!(
+                            "bad rw_sequencer={v} in [{job}]: sequential or identical"
+                        ))
+                    }
                 }
-            },
+            }
             "rwmixread" => self.rwmixread = Some(pct(need()?, key, job)?),
             "rwmixwrite" => self.rwmixread = Some(100 - pct(need()?, key, job)?),
             "bs" | "blocksize" => self.bs = Some(bs_bytes(need()?, kb, key, job)?),
@@ -930,8 +936,8 @@ fn part_from(base: u64, blocks: u64) -> RankPart {
 /// fio's `offset` and `offset_increment`: the part of each file the job covers, the file
 /// made long enough to hold it. Clone `i` starts at `offset + i * offset_increment`. Clones
 /// with files of their own become one run each, over their files from their own offset;
-/// clones sharing a file are threads of one run that each cover their own slice of the part,
-/// which is fio's layout when the increment is each clone's size and access is sequential.
+/// clones sharing a file are threads of one run that each cover their own slice of the part
+/// (random ones draw in it), which is fio's layout when the increment is each clone's size.
 fn offset_part(job: &mut Job, spec: &Spec, sname: &str) -> Result<Placement, UsageError> {
     let base = spec.offset.unwrap_or(0);
     let clones = spec.numjobs.max(1);
@@ -979,12 +985,21 @@ fn offset_part(job: &mut Job, spec: &Spec, sname: &str) -> Result<Placement, Usa
     }
     let blocks = if inc == 0 {
         per_clone
-    } else if job.access.is_random() || inc != per_clone * bs {
+    } else if inc != per_clone * bs {
         return Err(usage!(
-            "offset_increment={inc} in [{sname}]: fsbench places the clones of a shared file side by side, so it takes sequential access with offset_increment equal to each clone's size ({})",
+            "offset_increment={inc} in [{sname}]: fsbench places the clones of a shared file side by side, so it takes offset_increment equal to each clone's size ({})",
             per_clone * bs
         ));
     } else {
+        // Side by side, each clone in its own part: random clones draw in theirs.
+        if job.access.is_random() {
+            set(
+                job,
+                "random_slices",
+                "true",
+                &format!("offset_increment in [{sname}]"),
+            )?;
+        }
         per_clone * clones
     };
     set(job, "size", &end_of(base, blocks)?.to_string(), &at)?;
@@ -997,6 +1012,11 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
     let name = spec.name.clone().unwrap_or_else(|| sname.to_string());
     set(job, "name", &name, &at("name"))?;
     access(job, spec.rw.as_deref().unwrap_or("read"), sname, spec.kb)?;
+    // fio's sequencer acts only on the runs of `rw=randread:N`; elsewhere every I/O is a
+    // run of its own and it changes nothing.
+    if spec.rw_identical && job.random_run.is_some() {
+        set(job, "run_same_offset", "true", &at("rw_sequencer"))?;
+    }
     // fio's order of precedence: bssplit, then bsrange, then bs.
     if let Some(s) = &spec.bssplit {
         set(job, "bssplit", s, &at("bssplit"))?;
@@ -1320,8 +1340,8 @@ mod tests {
             ("bssplit=4k/:8k/50", "percentage ''"),
             ("bssplit=4k", "has no /PERCENT"),
             (
-                "rw=randtrim:8\nrw_sequencer=identical",
-                "rw_sequencer=identical",
+                "rw=randread:8\nrw_sequencer=same",
+                "sequential or identical",
             ),
             ("rw=randread:8\nnorandommap=0", "--random-run 8 follows"),
         ] {
@@ -1348,6 +1368,12 @@ mod tests {
             (None, Some(8), Some(16))
         );
         assert!(!j.random_map);
+        assert!(!j.run_same_offset);
+        // rw_sequencer=identical: the run repeats its offset; without a run, nothing to do.
+        let j = job("[j]\nrw=randwrite:4\nsize=64k\nfilename=f\nrw_sequencer=identical\n");
+        assert_eq!((j.random_run, j.run_same_offset), (Some(4), true));
+        let j = job("[j]\nrw=randwrite\nsize=64k\nfilename=f\nrw_sequencer=identical\n");
+        assert_eq!((j.random_run, j.run_same_offset), (None, false));
     }
 
     #[test]

@@ -88,16 +88,26 @@ pub(crate) struct MetaJob {
     pub engine: MetaEngine,
     pub opts: Options,
     pub argv: Vec<String>,
+    /// `numjobs`: clones, each with `nrfiles` items of its own (threads on one host).
+    pub clones: u32,
 }
 
 impl MetaJob {
     /// The Result's note on how the job ran: the equivalent `fsbench mdtest` command line.
     pub(crate) fn note(&self, job: &str) -> String {
+        let clones = match self.clones {
+            1 => String::new(),
+            n => format!(
+                " in {n} clones (threads, as the ranks of mpirun -np {n}) with {} {} each",
+                self.opts.items.unwrap_or(1),
+                self.engine.items()
+            ),
+        };
         format!(
-            "ioengine={} in [{job}] runs as fsbench mdtest {}: each of the {} {} is one operation, timed alone; no data is read or written (fio's size and bs only count fake I/Os)",
+            "ioengine={} in [{job}] runs as fsbench mdtest {}{clones}: each of the {} {} is one operation, timed alone; no data is read or written (fio's size and bs only count fake I/Os)",
             self.engine.name(),
             self.argv.join(" "),
-            self.opts.items.unwrap_or(1),
+            self.opts.items.unwrap_or(1) * self.clones as u64,
             self.engine.items()
         )
     }
@@ -166,6 +176,7 @@ pub(crate) fn build(
                 ..Options::default()
             },
             argv: Vec::new(),
+            clones: 1,
         },
         name: sname.to_string(),
         notes: Vec::new(),
@@ -209,12 +220,13 @@ pub(crate) fn build(
             }
             "numjobs" => {
                 let n = parse_size(need()?, kb, &what)?;
-                if n != 1 {
+                if n == 0 || n > super::map::MAX_NUMJOBS {
                     return Err(usage!(
-                        "numjobs={n} in [{sname}] with ioengine={}: fsbench runs a metadata job as one thread; run it under mpirun (one clone per rank), or multiply nrfiles by {n}",
-                        engine.name()
+                        "bad numjobs={n} in [{sname}]: must be 1 to {}",
+                        super::map::MAX_NUMJOBS
                     ));
                 }
+                out.job.clones = n as u32;
             }
             "loops" => {
                 let n = parse_size(need()?, kb, &what)?;
@@ -314,7 +326,7 @@ mod tests {
     fn options_without_meaning_for_metadata_are_refused() {
         for (text, want) in [
             ("iodepth=4", "'iodepth' in [c]: ioengine=filecreate"),
-            ("numjobs=2", "numjobs=2 in [c]"),
+            ("numjobs=0", "bad numjobs=0"),
             ("nrfiles=0", "bad nrfiles=0"),
             ("directory=a:b", "several directories"),
             ("stat_type=fstat", "bad stat_type"),

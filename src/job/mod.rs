@@ -327,7 +327,7 @@ pub struct Job {
     /// One block size per direction (`--bs READS,WRITES[,TRIMS]`); replaces `block_size`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub block_sizes: Option<BsDirs>,
-    /// Sizes drawn uniformly from a range per direction (`--bsrange`); replaces `block_size`.
+    /// Sizes drawn from a range per direction by fio's rule (`--bsrange`); replaces `block_size`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bsrange: Option<BsRange>,
     /// Random offsets are multiples of this (`--block-align`); default: the smallest I/O.
@@ -341,6 +341,15 @@ pub struct Job {
     /// first following on sequentially (`--random-run`, fio's `rw=randread:N`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub random_run: Option<u64>,
+    /// With `random_run`: every I/O of a run goes to the run's random offset instead of
+    /// following on (`--run-same-offset`, fio's `rw_sequencer=identical`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub run_same_offset: bool,
+    /// Random access: each thread draws its offsets in its own slice of the file, as
+    /// sequential threads cover theirs (`--random-slices`, fio's clones of one file with
+    /// `offset_increment`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub random_slices: bool,
     /// File size; for random access the range offsets are drawn from (vxbench maxfilesize).
     pub file_size: Option<u64>,
     /// I/Os per thread per repetition (vxbench iocount).
@@ -453,6 +462,8 @@ impl Default for Job {
             block_align: None,
             skip: None,
             random_run: None,
+            run_same_offset: false,
+            random_slices: false,
             file_size: None,
             io_count: None,
             time_s: None,
@@ -582,13 +593,13 @@ impl Job {
         }
     }
 
-    /// Each direction's sizes as (first, step, count) for `--bs READS,WRITES` and
+    /// Each direction's sizes as (first, step, last) for `--bs READS,WRITES` and
     /// `--bsrange` (None otherwise).
     fn size_choices(&self) -> Option<[(u64, u64, u64); 3]> {
         if let Some(r) = &self.bsrange {
             return Some([0, 1, 2].map(|d| r.choices(d, self.block_align)));
         }
-        self.block_sizes.map(|b| b.dirs.map(|s| (s, s, 1)))
+        self.block_sizes.map(|b| b.dirs.map(|s| (s, s, s)))
     }
 
     /// The sizes the runner draws from, laid out before the run; None when every I/O is
@@ -615,9 +626,9 @@ impl Job {
         }
         match self.size_choices() {
             Some(c) => {
-                let (first, step, count) = c[dir];
-                let last = first + step * count.max(1).saturating_sub(1);
-                (first, last, (first + last) as f64 / 2.0)
+                let (first, _, last) = c[dir];
+                let table = split::SizeTable::from_choices(c);
+                (first, last.max(first), table.mean_size(dir))
             }
             None => (self.block_size, self.block_size, self.block_size as f64),
         }
@@ -859,6 +870,17 @@ impl Job {
                     "--random-run writes runs over blocks --verify expects once: drop one of them"
                 ));
             }
+        }
+        if self.random_slices && !random {
+            return Err(usage!(
+                "--random-slices gives each thread its own slice for random offsets, and --rw {} is sequential (its threads each cover their own slice already): use randread, randwrite or randrw",
+                self.access.name()
+            ));
+        }
+        if self.run_same_offset && self.random_run.is_none() {
+            return Err(usage!(
+                "--run-same-offset repeats each random offset for the I/Os of a run: give --random-run N (N above 1)"
+            ));
         }
         if self.random_map && !self.distribution.is_uniform() {
             return Err(usage!(

@@ -1067,6 +1067,24 @@ pub(crate) static PARAMS: &[Param] = &[
         show: |j| opt(j.fsync_every),
     },
     flag_bool!(
+        "run_same_offset",
+        Some("--run-same-offset"),
+        false,
+        "run_same_offset",
+        &[],
+        "run same offset",
+        run_same_offset
+    ),
+    flag_bool!(
+        "random_slices",
+        Some("--random-slices"),
+        false,
+        "random_slices",
+        &[],
+        "random slices",
+        random_slices
+    ),
+    flag_bool!(
         "random_map",
         Some("--random-map"),
         false,

@@ -1,12 +1,12 @@
 //! I/O sizes that are not one block size: mixed sizes (`--bssplit`, fio's bssplit), where each
 //! direction draws the size of every I/O from its own list of sizes and shares,
 //! `4k/60:64k/30:1m/10`; one size per direction (`--bs READS,WRITES[,TRIMS]`, fio's `bs=4k,64k`);
-//! and sizes drawn uniformly from a range (`--bsrange MIN-MAX`, fio's bsrange). Each takes a
+//! and sizes drawn from a range by fio's rule (`--bsrange MIN-MAX`, fio's bsrange). Each takes a
 //! per-direction form `READS,WRITES[,TRIMS]` (a direction left out takes the one before it).
 //! The text form is what the command line and job files take, and what the Job prints back.
 //!
 //! The runner does not read these per I/O: [`SizeTable`] lays each direction's sizes out
-//! before the run (a list's shares as 100 slots, a range as its first size, step and count),
+//! before the run (a list's shares as 100 slots, a range as its first size, step and end),
 //! and an I/O's size is one choice drawn from the worker's seeded generator (no allocation,
 //! reproducible with `--seed`).
 
@@ -244,9 +244,11 @@ impl From<BsDirs> for String {
     }
 }
 
-/// Sizes drawn uniformly from a range per direction (`--bsrange MIN-MAX[,MIN-MAX[,MIN-MAX]]`,
-/// fio's bsrange): each I/O takes one of the multiples of the step (`--block-align`, else the
-/// direction's MIN) between MIN and MAX, every one as likely.
+/// Sizes drawn from a range per direction (`--bsrange MIN-MAX[,MIN-MAX[,MIN-MAX]]`, fio's
+/// bsrange), by fio's rule: a byte count drawn uniformly from `[MIN, MIN+MAX)`, rounded down
+/// to a multiple of the step (`--block-align`, else the direction's MIN) and capped at MAX.
+/// Every multiple of the step below MAX is as likely, and so is MAX when it is a multiple;
+/// otherwise MAX takes the remainder (`5k-7k`: 5k 5/7 of the I/Os, 7k 2/7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct BsRange {
@@ -293,23 +295,25 @@ impl BsRange {
         parts.join(",")
     }
 
-    /// Direction `dir`'s sizes as (first, step, count): the multiples of the step (`align`,
-    /// else the range's start) within the range; count 0 when there is none.
+    /// Direction `dir`'s sizes as (first, step, last): the multiples of the step (`align`,
+    /// else the range's start) from the first in the range, and the range's end; `first`
+    /// above `last` when no multiple lies in the range.
     pub fn choices(&self, dir: usize, align: Option<u64>) -> (u64, u64, u64) {
         let (lo, hi) = self.dirs[dir];
         let step = align.unwrap_or(lo).max(1);
-        let first = lo.div_ceil(step) * step;
-        if first > hi {
-            return (first, step, 0);
-        }
-        (first, step, (hi - first) / step + 1)
+        (lo.div_ceil(step) * step, step, hi)
     }
 
     /// Every direction has at least one size, and not more than [`MAX_RANGE_SIZES`].
     pub fn check(&self, align: Option<u64>, what: &str) -> Result<(), UsageError> {
         for d in 0..3 {
             let (lo, hi) = self.dirs[d];
-            let (_, step, count) = self.choices(d, align);
+            let (first, step, last) = self.choices(d, align);
+            let count = if first > last {
+                0
+            } else {
+                (last - first) / step + 1
+            };
             if count == 0 {
                 return Err(usage!(
                     "bad {what} '{}': no multiple of the alignment {step} lies between {lo} and {hi}: widen the range or change --block-align",
@@ -343,14 +347,35 @@ impl From<BsRange> for String {
 /// Slots per direction in a [`SizeTable`] made from a list: one per percent.
 pub(crate) const SLOTS: usize = 100;
 
-/// How one direction of a [`SizeTable`] draws: from its slots, or `first + step * i` for i
-/// below `count`.
+/// How one direction of a [`SizeTable`] draws: from its slots, or by fio's bsrange rule from
+/// a byte count `first + i` (i below `last + step - first`) rounded down to a multiple of
+/// `step` and capped at `last`. One size is `first == step == last`.
 #[derive(Debug, Clone, Copy)]
 struct Draw {
     first: u32,
     step: u32,
     /// 0: the direction draws from its [`SLOTS`] slots.
-    count: u32,
+    last: u32,
+}
+
+impl Draw {
+    /// Byte counts drawn among (each multiple of the step below `last` takes `step` of them).
+    fn span(&self) -> u32 {
+        self.last + self.step - self.first
+    }
+
+    #[inline(always)]
+    fn size(&self, i: u64) -> u32 {
+        let x = self.first + i as u32;
+        (x - x % self.step).min(self.last)
+    }
+
+    /// Each size this draw gives, with how many of the [`Draw::span`] byte counts give it.
+    fn weights(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let below = (self.first..self.last).step_by(self.step as usize);
+        let top = self.span() - below.len() as u32 * self.step;
+        below.map(|s| (s, self.step)).chain([(self.last, top)])
+    }
 }
 
 /// Every direction's sizes, laid out before the run: a list (`--bssplit`) as [`SLOTS`] slots,
@@ -383,7 +408,7 @@ impl SizeTable {
         let slotted = Draw {
             first: 0,
             step: 0,
-            count: 0,
+            last: 0,
         };
         SizeTable {
             slots,
@@ -392,17 +417,18 @@ impl SizeTable {
         }
     }
 
-    /// Each direction's (first, step, count) of sizes: a range, or one size (count 1).
-    /// Counts are at least 1 and the sizes at most 256m ([`BsRange::check`]).
+    /// Each direction's (first, step, last) of sizes ([`BsRange::choices`]), or one size
+    /// (`(s, s, s)`). `first` is at most `last`, and the sizes at most 256m
+    /// ([`BsRange::check`]).
     pub(crate) fn from_choices(dirs: [(u64, u64, u64); 3]) -> SizeTable {
-        let draws = dirs.map(|(first, step, count)| Draw {
+        let draws = dirs.map(|(first, step, last)| Draw {
             first: first as u32,
-            step: step as u32,
-            count: count.max(1) as u32,
+            step: step.max(1) as u32,
+            last: last.max(first).max(1) as u32,
         });
         let mut classes: Vec<u32> = draws
             .iter()
-            .flat_map(|d| (0..d.count).map(move |i| d.first + d.step * i))
+            .flat_map(|d| d.weights().map(|(s, _)| s))
             .collect();
         classes.sort_unstable();
         classes.dedup();
@@ -416,9 +442,9 @@ impl SizeTable {
     /// How many choices direction `dir` (0 reads, 1 writes, 2 trims) draws among.
     #[inline(always)]
     pub(crate) fn choices(&self, dir: usize) -> u64 {
-        match self.draws[dir].count {
-            0 => SLOTS as u64,
-            n => n as u64,
+        match self.draws[dir] {
+            d if d.last == 0 => SLOTS as u64,
+            d => d.span() as u64,
         }
     }
 
@@ -426,11 +452,22 @@ impl SizeTable {
     #[inline(always)]
     pub(crate) fn size(&self, dir: usize, i: u64) -> u32 {
         let d = self.draws[dir];
-        if d.count == 0 {
+        if d.last == 0 {
             self.slots[dir * SLOTS + i as usize]
         } else {
-            d.first + d.step * i as u32
+            d.size(i)
         }
+    }
+
+    /// Direction `dir`'s mean I/O size over its choices.
+    pub(crate) fn mean_size(&self, dir: usize) -> f64 {
+        let d = self.draws[dir];
+        if d.last == 0 {
+            let slots = &self.slots[dir * SLOTS..(dir + 1) * SLOTS];
+            return slots.iter().map(|&s| s as f64).sum::<f64>() / SLOTS as f64;
+        }
+        let sum: f64 = d.weights().map(|(s, w)| s as f64 * w as f64).sum();
+        sum / d.span() as f64
     }
 
     pub(crate) fn classes(&self) -> &[u32] {
@@ -494,8 +531,8 @@ mod tests {
         let r = BsRange::parse("4k-16k", "--bsrange").unwrap();
         assert_eq!(r.dirs, [(4096, 16384); 3]);
         assert_eq!(r.spec(), "4096-16384");
-        assert_eq!(r.choices(0, None), (4096, 4096, 4));
-        assert_eq!(r.choices(0, Some(8192)), (8192, 8192, 2));
+        assert_eq!(r.choices(0, None), (4096, 4096, 16384));
+        assert_eq!(r.choices(0, Some(8192)), (8192, 8192, 16384));
         let r = BsRange::parse("4k-16k,64k-64k", "x").unwrap();
         assert_eq!(r.spec(), "4096-16384,65536-65536");
         assert_eq!(BsRange::parse(&r.spec(), "x").unwrap(), r);
@@ -526,14 +563,36 @@ mod tests {
     }
 
     #[test]
-    fn a_range_table_draws_every_multiple_in_the_range() {
+    fn a_range_table_draws_by_fios_rule() {
+        // How many of a direction's choices give each size.
+        let shares = |t: &SizeTable, d: usize| {
+            let mut m = std::collections::BTreeMap::new();
+            for i in 0..t.choices(d) {
+                *m.entry(t.size(d, i)).or_insert(0u64) += 1;
+            }
+            m.into_iter().collect::<Vec<_>>()
+        };
+        // MAX a multiple of MIN: every multiple alike, MAX too.
         let r = BsRange::parse("4k-16k,64k-64k", "x").unwrap();
         let t = SizeTable::from_choices([0, 1, 2].map(|d| r.choices(d, None)));
-        assert_eq!(t.choices(0), 4);
-        let sizes: Vec<u32> = (0..4).map(|i| t.size(0, i)).collect();
-        assert_eq!(sizes, [4096, 8192, 12288, 16384]);
-        assert_eq!((t.choices(1), t.size(1, 0)), (1, 65536));
+        assert_eq!(
+            shares(&t, 0),
+            [(4096, 4096), (8192, 4096), (12288, 4096), (16384, 4096)]
+        );
+        assert_eq!(shares(&t, 1), [(65536, 65536)]);
         assert_eq!(t.classes(), &[4096, 8192, 12288, 16384, 65536]);
+        assert_eq!(t.mean_size(0), 10240.0);
+        // MAX not a multiple: fio's 5k-7k is 5k for 5/7 of the I/Os, 7k for 2/7.
+        let r = BsRange::parse("5k-7k", "x").unwrap();
+        let t = SizeTable::from_choices([0, 1, 2].map(|d| r.choices(d, None)));
+        assert_eq!(shares(&t, 0), [(5120, 5120), (7168, 2048)]);
+        assert_eq!(t.classes(), &[5120, 7168]);
+        // One size per direction.
+        let t = SizeTable::from_choices([(4096, 4096, 4096), (8192, 8192, 8192), (1, 1, 1)]);
+        assert_eq!(
+            (shares(&t, 0), shares(&t, 1)),
+            (vec![(4096, 4096)], vec![(8192, 8192)])
+        );
     }
 
     #[test]

@@ -7,13 +7,15 @@
 //!
 //! A run works on one rank's share ([`RankShare`]): its rank, the number of ranks and the
 //! barrier between phases. On one host that is rank 0 of 1 and the barrier does nothing; an
-//! executor that runs the phases on MPI ranks passes its own.
+//! executor that runs the phases on MPI ranks passes its own, and so does [`clones`], which
+//! runs N ranks as threads of one process (fio's `numjobs` on a metadata engine).
 //!
 //! Safety: everything is made inside a top directory this run creates in the given
 //! directory (`fsbench-mdtest-PID`, marked as fsbench's and as this run's, see
 //! `crate::leftover`), which is removed at the end unless kept. A top directory a killed run
 //! left is removed first; a name that exists and is not such a directory is refused.
 
+pub(crate) mod clones;
 pub(crate) mod phase;
 
 use crate::error::UsageError;

@@ -68,11 +68,16 @@ pub(crate) struct OpGen {
     /// Random: I/Os per random offset (`--random-run`; 1: every I/O draws one), how many
     /// of the current run are left, where the next one goes and where the runs must end.
     run_len: u64,
+    /// Random: the I/Os of a run repeat its offset (`--run-same-offset`) instead of
+    /// following on.
+    run_same: bool,
     run_left: u64,
     run_next: u64,
     run_end: u64,
-    /// Random: number of places an I/O can start (or blocks in this rank's part).
+    /// Random: number of places an I/O can start (or blocks in this rank's part), in this
+    /// thread's slice with `--random-slices`, which starts at block `slice_first`.
     blocks: u64,
+    slice_first: u64,
     /// A rank's part of a shared target: (base, stride, lane); logical block k is at
     /// base + (k * stride + lane) * unit. None: logical blocks are the target's blocks.
     part: Option<(u64, u64, u64)>,
@@ -103,6 +108,10 @@ pub(crate) struct GenSpec {
     pub skip: u64,
     /// Random: I/Os in a row from each random offset (`--random-run`; 0 or 1: one).
     pub random_run: u64,
+    /// Random: each run's I/Os all at its offset (`--run-same-offset`).
+    pub run_same_offset: bool,
+    /// Random: this thread draws in its own slice of the blocks (`--random-slices`).
+    pub random_slices: bool,
     pub target_size: u64,
     pub threads: u32,
     pub thread: u32,
@@ -149,6 +158,25 @@ impl OpGen {
             seq_blocks
         };
         let per_thread = (span / threads).max(1);
+        // --random-slices: the thread draws in its slice of the places, as a sequential
+        // thread covers its slice; a run ends at the slice's end (the last slice: the
+        // target's or the part's).
+        let sliced = s.random && s.random_slices && threads > 1;
+        let whole_end = match s.part {
+            Some(_) => blocks.saturating_mul(unit),
+            None => s.target_size,
+        };
+        let (slice_first, drawn, run_end) = if sliced {
+            let first = (t * per_thread) % span;
+            let end = if t + 1 >= threads {
+                whole_end
+            } else {
+                ((first + per_thread) * unit).min(whole_end)
+            };
+            (first, per_thread, end)
+        } else {
+            (0, blocks, whole_end)
+        };
         let mixed = s.sizes.is_some();
         // A count of one-size I/Os covers that many blocks (a repetition starts the slice
         // again); mixed sizes go on through the whole slice.
@@ -199,19 +227,19 @@ impl OpGen {
             pos: 0,
             skip,
             run_len: if s.random { s.random_run.max(1) } else { 1 },
+            run_same: s.run_same_offset,
             run_left: 0,
             run_next: 0,
-            // Runs stay inside the target, or inside the part's logical blocks.
-            run_end: match s.part {
-                Some(_) => blocks.saturating_mul(unit),
-                None => s.target_size,
-            },
-            blocks,
+            // Runs stay inside the target, or inside the part's logical blocks (or the
+            // thread's slice).
+            run_end,
+            blocks: drawn,
+            slice_first,
             part: s
                 .part
                 .filter(|p| (p.base, p.stride, p.lane) != (0, 1, 0))
                 .map(|p| (p.base, p.stride.max(1), p.lane)),
-            picker: super::pick::Picker::new(&s.distribution, s.random_map, blocks, &mut rng),
+            picker: super::pick::Picker::new(&s.distribution, s.random_map, drawn, &mut rng),
             rng,
             remaining,
             passes_left,
@@ -266,15 +294,18 @@ impl OpGen {
         };
         let offset = if self.random {
             if self.run_left > 0 && self.run_next + len as u64 <= self.run_end {
-                // Inside a run: the I/O after the previous one.
+                // Inside a run: the I/O after the previous one, or its offset again.
                 self.run_left -= 1;
                 let o = self.run_next;
-                self.run_next += len as u64;
+                if !self.run_same {
+                    self.run_next += len as u64;
+                }
                 o
             } else {
-                let o = self.picker.next(&mut self.rng, self.blocks) * self.unit;
+                let o =
+                    (self.slice_first + self.picker.next(&mut self.rng, self.blocks)) * self.unit;
                 self.run_left = self.run_len - 1;
-                self.run_next = o + len as u64;
+                self.run_next = if self.run_same { o } else { o + len as u64 };
                 o
             }
         } else {
@@ -335,6 +366,8 @@ mod tests {
             block_align: None,
             skip: 0,
             random_run: 0,
+            run_same_offset: false,
+            random_slices: false,
             target_size: 1 << 20,
             threads: 4,
             thread: 1,
@@ -405,6 +438,43 @@ mod tests {
     }
 
     #[test]
+    fn same_offset_runs_repeat_each_random_offset() {
+        let mut s = spec(true);
+        (s.threads, s.thread, s.io_count, s.repeats) = (1, 0, Some(400), 1);
+        s.target_size = 64 << 10;
+        (s.random_run, s.run_same_offset) = (4, true);
+        let mut g = OpGen::new(&s);
+        let offs: Vec<u64> = std::iter::from_fn(|| g.next_op().map(|(_, o, _)| o)).collect();
+        assert_eq!(offs.len(), 400);
+        // Every run of 4 is one offset, the last block included.
+        for run in offs.chunks(4) {
+            assert!(run.iter().all(|&o| o == run[0]), "{run:?}");
+        }
+        let distinct: std::collections::HashSet<_> = offs.chunks(4).map(|r| r[0]).collect();
+        assert!(distinct.len() > 10, "{distinct:?}");
+    }
+
+    #[test]
+    fn random_slices_keep_each_thread_in_its_own_slice() {
+        let mut s = spec(true);
+        (s.io_count, s.repeats, s.random_slices, s.random_run) = (Some(300), 1, true, 3);
+        s.target_size = 256 << 10;
+        for t in 0..4 {
+            s.thread = t;
+            let mut g = OpGen::new(&s);
+            let blocks: Vec<u64> =
+                std::iter::from_fn(|| g.next_op().map(|(_, o, _)| o / 4096)).collect();
+            let own = t as u64 * 16..(t as u64 + 1) * 16;
+            assert!(
+                blocks.iter().all(|b| own.contains(b)),
+                "thread {t}: {blocks:?}"
+            );
+            let distinct: std::collections::HashSet<_> = blocks.iter().collect();
+            assert!(distinct.len() > 12, "thread {t}: {distinct:?}");
+        }
+    }
+
+    #[test]
     fn random_is_reproducible() {
         let a: Vec<_> = {
             let mut g = OpGen::new(&spec(true));
@@ -443,7 +513,7 @@ mod tests {
             for t in 0..threads {
                 let mut g = OpGen::new(&GenSpec { random, mix: Mix::ReadPct(pct), block_size: 4096,
                     sizes: Some(SizeTable::new(&split)), mean_size: 16384.0,
-                    block_align: align_k.map(|a| a * 1024), skip: 0, random_run: 0, target_size: size, threads, thread: t,
+                    block_align: align_k.map(|a| a * 1024), skip: 0, random_run: 0, run_same_offset: false, random_slices: false, target_size: size, threads, thread: t,
                     io_count: count, repeats: 1, timed: false, seed, part: None,
                     distribution: Default::default(), random_map: false });
                 let mut n = 0;
@@ -468,7 +538,7 @@ mod tests {
             let size = (size_k * 1024).max(bs);
             for t in 0..threads {
                 let mut g = OpGen::new(&GenSpec { random, mix: Mix::ReadPct(pct), block_size: bs, sizes: None,
-                    mean_size: bs as f64, block_align: None, skip: 0, random_run: 0, target_size: size,
+                    mean_size: bs as f64, block_align: None, skip: 0, random_run: 0, run_same_offset: false, random_slices: false, target_size: size,
                     threads, thread: t, io_count: count, repeats: 1, timed: false, seed, part: None,
                     distribution: Default::default(), random_map: false });
                 let mut n = 0;

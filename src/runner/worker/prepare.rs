@@ -343,6 +343,8 @@ impl Core {
             block_align: job.block_align,
             skip: job.skip.unwrap_or(0),
             random_run: job.random_run.unwrap_or(1),
+            run_same_offset: job.run_same_offset,
+            random_slices: job.random_slices,
             target_size,
             threads: job.threads,
             thread,
