@@ -843,6 +843,32 @@ fn metadata_clones_each_work_on_items_of_their_own() {
 }
 
 #[test]
+fn a_metadata_job_runs_after_one_that_kept_its_directory() {
+    let sb = Sandbox::new();
+    let job = sb.file("kept.fio");
+    let text = "[global]\ndirectory=${FIO_DIR}\nnrfiles=4\nfilesize=4k\nbs=4k\nstonewall\n\
+                unlink=0\n[first]\nioengine=filecreate\n[second]\nioengine=filecreate\n";
+    std::fs::write(&job, text).unwrap();
+    let rs = run_file(&sb, &job, &[]);
+    let ops: Vec<u64> = rs.iter().map(|r| u(&r["total"]["ops"])).collect();
+    assert_eq!(ops, [4, 4]);
+    let mut tops: Vec<String> = sb
+        .listing()
+        .into_iter()
+        .filter(|n| n.starts_with("fsbench-mdtest-"))
+        .collect();
+    tops.sort();
+    assert_eq!(
+        tops.len(),
+        2,
+        "each job keeps a directory of its own: {tops:?}"
+    );
+    for t in tops {
+        std::fs::remove_dir_all(sb.file(&t)).unwrap();
+    }
+}
+
+#[test]
 #[cfg_attr(
     not(has_fio),
     ignore = "SKIPPED: fio is not installed (apt-get install fio)"

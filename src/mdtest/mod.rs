@@ -632,10 +632,30 @@ fn shuffled(n: u64, seed: u64) -> Vec<u64> {
 /// run removed.
 fn make_top(dir: &Path, keep: bool, notes: &mut Vec<String>) -> Result<TopDir> {
     remove_dead_tops(dir, TOP_PREFIX, "-d ", notes)?;
-    let path = dir.join(format!("{TOP_PREFIX}{}", std::process::id()));
-    make_marked_top(&path, "another -d")?;
-    Ok(TopDir { path, keep })
+    // One process can run several mdtest runs in one directory (a fio job file's metadata
+    // jobs), and an earlier one may have kept its top: the next takes the next free name.
+    let pid = std::process::id();
+    for n in 0..MAX_TOPS_PER_PROCESS {
+        let name = match n {
+            0 => format!("{TOP_PREFIX}{pid}"),
+            _ => format!("{TOP_PREFIX}{pid}-{n}"),
+        };
+        let path = dir.join(name);
+        match crate::leftover::make_marked_dir(&path) {
+            Ok(()) => return Ok(TopDir { path, keep }),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(anyhow!("creating {}: {e}", path.display())),
+        }
+    }
+    Err(usage!(
+        "{}: {MAX_TOPS_PER_PROCESS} {TOP_PREFIX}{pid}* directories exist already: remove them or use another -d",
+        dir.display()
+    )
+    .into())
 }
+
+/// How many top directories one process tries in one directory before giving up.
+const MAX_TOPS_PER_PROCESS: u32 = 1000;
 
 /// Check that `dir` (given by the user's `flag`) is a directory and remove the top
 /// directories (named `prefix` and a tag) killed runs left in it.
