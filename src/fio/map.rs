@@ -336,12 +336,19 @@ struct Spec {
     new_group: bool,
     group_reporting: bool,
     start_delay: Option<std::time::Duration>,
+    /// `startdelay=A-B`: the range a delay is drawn from (`start_delay` holds A).
+    start_delay_high: Option<std::time::Duration>,
     notes: Vec<String>,
     /// kb_base: how sizes read.
     kb: u64,
     /// `size=N%` and `offset=N%`: shares of the existing files' size.
     size_pct: Option<u64>,
     offset_pct: Option<u64>,
+    /// `offset_increment=N%`: a share of the existing files' size.
+    offset_increment_pct: Option<u64>,
+    /// Each clone's start is rounded up to the block size (fio's rule when `offset` or
+    /// `offset_increment` is a percentage): `offset` then holds the unrounded bytes.
+    round_starts: bool,
 }
 
 /// Most files `nrfiles` may ask for per clone (each is a target with a worker).
@@ -428,6 +435,8 @@ fn resolve_percentages(
     let said = [
         spec.size_pct.map(|p| format!("size={p}%")),
         spec.offset_pct.map(|p| format!("offset={p}%")),
+        spec.offset_increment_pct
+            .map(|p| format!("offset_increment={p}%")),
     ]
     .into_iter()
     .flatten()
@@ -452,6 +461,19 @@ fn resolve_percentages(
     }
     .min(room);
     spec.offset = (offset > 0).then_some(offset);
+    if let Some(p) = spec.offset_increment_pct {
+        // fio rounds each clone's start (offset + i * increment) up to the block size,
+        // not the offset and the increment apart.
+        spec.offset_increment = Some(share(p));
+        spec.round_starts = true;
+        if let Some(o) = spec.offset_pct {
+            spec.offset = Some(share(o));
+        }
+        spec.notes.push(format!(
+            "{what}: clone i starts at (offset + i x {} bytes) rounded up to the block size",
+            share(p)
+        ));
+    }
     spec.size = Some(per_file.saturating_mul(files.max(1)));
     spec.notes.push(format!(
         "{what}: of the files' {len} bytes, I/O over {per_file} bytes of each from byte {offset}"
@@ -459,14 +481,35 @@ fn resolve_percentages(
     Ok(())
 }
 
-/// fio's `startdelay`: a time, seconds unless a unit is given; a random range is refused.
-fn delay(v: &str, key: &str, job: &str) -> Result<std::time::Duration, UsageError> {
-    if v.contains(['-', ':']) {
+/// fio's `startdelay`: a time, seconds unless a unit is given, or a range `A-B` (`A:B`) a
+/// delay is drawn from: (low, Some(high)).
+fn delay(
+    v: &str,
+    key: &str,
+    job: &str,
+) -> Result<(std::time::Duration, Option<std::time::Duration>), UsageError> {
+    let one = |t: &str| {
+        crate::units::parse_duration(t.trim()).map_err(|e| usage!("{key} in [{job}]: {}", e.0))
+    };
+    let Some((lo, hi)) = v.split_once(['-', ':']) else {
+        return Ok((one(v)?, None));
+    };
+    let (lo, hi) = (one(lo)?, one(hi)?);
+    if hi < lo {
         return Err(usage!(
-            "{key}={v} in [{job}] is a range: fsbench takes one delay"
+            "bad {key}={v} in [{job}]: a range goes from the shorter delay to the longer"
         ));
     }
-    crate::units::parse_duration(v).map_err(|e| usage!("{key} in [{job}]: {}", e.0))
+    Ok((lo, Some(hi).filter(|h| *h > lo)))
+}
+
+/// `startdelay=A-B`: the delay drawn in the range, as fio draws one per job, from the job's
+/// seed (`randseed`), so the same seed gives the same delay. Microsecond steps, as fio's.
+fn draw_delay(lo: std::time::Duration, hi: std::time::Duration, seed: u64) -> std::time::Duration {
+    let span_us = (hi - lo).as_micros().min(u64::MAX as u128 - 1) as u64;
+    // Its own stream of the seed, apart from the offsets' streams (thread_seed's).
+    let mut rng = crate::runner::opgen::Rng::new(seed ^ 0x57a7_de1a_7000_0000);
+    lo + std::time::Duration::from_micros(rng.below(span_us + 1))
 }
 
 /// A percentage option (0..=100).
@@ -633,11 +676,23 @@ impl Spec {
                     self.offset_pct = None;
                 }
             }
-            "offset_increment" => self.offset_increment = Some(offset(need()?, kb, key, job)?),
+            "offset_increment" => {
+                let v = need()?;
+                if let Some(p) = v.strip_suffix('%') {
+                    self.offset_increment_pct = Some(percent(p, v, key, job, 0)?);
+                    self.offset_increment = None;
+                } else {
+                    self.offset_increment = Some(offset(v, kb, key, job)?);
+                    self.offset_increment_pct = None;
+                }
+            }
             "stonewall" | "wait_for_previous" => self.stonewall = flag(o, job)?,
             "new_group" => self.new_group = flag(o, job)?,
             "group_reporting" => self.group_reporting = flag(o, job)?,
-            "startdelay" => self.start_delay = Some(delay(need()?, key, job)?),
+            "startdelay" => {
+                let (lo, hi) = delay(need()?, key, job)?;
+                (self.start_delay, self.start_delay_high) = (Some(lo), hi);
+            }
             // fsbench runs clones as threads whatever fio's `thread` says.
             "thread" => {}
             _ => return Ok(false),
@@ -867,6 +922,17 @@ fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageErr
     }
     job.validate()
         .map_err(|e| usage!("job [{sname}]: {}", e.0))?;
+    if let (Some(lo), Some(hi)) = (spec.start_delay, spec.start_delay_high) {
+        let drawn = draw_delay(lo, hi, job.seed);
+        spec.start_delay = Some(drawn);
+        spec.notes.push(format!(
+            "startdelay in [{sname}]: {:.6} s, drawn from {} s to {} s with the job's seed {} (its clones start together)",
+            drawn.as_secs_f64(),
+            lo.as_secs_f64(),
+            hi.as_secs_f64(),
+            job.seed
+        ));
+    }
     Ok(FioJob {
         job,
         part,
@@ -959,15 +1025,21 @@ fn offset_part(job: &mut Job, spec: &Spec, sname: &str) -> Result<Placement, Usa
             .ok_or_else(too_large)
     };
     let at = format!("offset in [{sname}]");
+    // A percentage's start rounded up to the block size, as fio rounds it.
+    let round = |start: u64| match spec.round_starts {
+        true => start.checked_next_multiple_of(bs).ok_or_else(too_large),
+        false => Ok(start),
+    };
     if inc > 0 && spec.filename.is_none() {
         let files = (job.targets.len() / clones as usize).max(1);
         let mut runs = Vec::new();
         let mut last_end = 0;
         for (i, own) in job.targets.chunks(files).enumerate() {
-            let start = inc
-                .checked_mul(i as u64)
-                .and_then(|o| o.checked_add(base))
-                .ok_or_else(too_large)?;
+            let start = round(
+                inc.checked_mul(i as u64)
+                    .and_then(|o| o.checked_add(base))
+                    .ok_or_else(too_large)?,
+            )?;
             let mut one = job.clone();
             one.targets = own.to_vec();
             last_end = end_of(start, per_clone)?;
@@ -977,6 +1049,7 @@ fn offset_part(job: &mut Job, spec: &Spec, sname: &str) -> Result<Placement, Usa
         set(job, "size", &last_end.to_string(), &at)?;
         return Ok((None, runs));
     }
+    let base = round(base)?;
     let blocks = if inc == 0 {
         per_clone
     } else if job.access.is_random() || inc != per_clone * bs {
@@ -1023,7 +1096,7 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
             "nrfiles={files} in [{sname}]: each file has a worker of its own, where fio's clone goes round its files one I/O at a time; the operations and bytes per file are the same"
         ));
     }
-    if spec.size_pct.is_some() || spec.offset_pct.is_some() {
+    if spec.size_pct.is_some() || spec.offset_pct.is_some() || spec.offset_increment_pct.is_some() {
         resolve_percentages(spec, &job.targets, job.block_size.max(1), files, sname)?;
     }
     let per_file = spec.filesize.or(spec.size.map(|s| s / files));
@@ -1391,7 +1464,10 @@ mod tests {
             ("[a]\nsize=10%\n", "is a share of an existing file"),
             ("[a]\nsize=0%\n", "from 1 to 100"),
             ("[a]\noffset=101%\n", "from 0 to 100"),
-            ("[a]\nsize=1m\noffset_increment=5%\n", "percentage"),
+            (
+                "[a]\nsize=1m\noffset_increment=5%\n",
+                "is a share of an existing file",
+            ),
         ] {
             let e = map(text).unwrap_err().0;
             assert!(e.contains(want), "{text:?}: {e}");
