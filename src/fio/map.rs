@@ -164,6 +164,26 @@ fn one_for_all<'a>(v: &'a str, key: &str, job: &str) -> Result<&'a str, UsageErr
     }
 }
 
+/// fio's `rate` and `rate_iops`: one value, or `READS,WRITES[,TRIMS]` where an empty field
+/// leaves that direction unlimited (`rate=,2m`: writes only; two fields give trims the
+/// writes' value, as in fio). Each field read by fio's unit rules, written back as a number.
+fn rate_fields(v: &str, kb: u64, what: &str) -> Result<String, UsageError> {
+    let fields: Vec<&str> = v.split(',').map(str::trim).collect();
+    if fields.len() > 3 || fields.iter().all(|f| f.is_empty()) {
+        return Err(usage!(
+            "bad {what} '{v}': expected one rate, or READS,WRITES[,TRIMS] (an empty field: no limit for that direction)"
+        ));
+    }
+    let each = fields
+        .iter()
+        .map(|f| match f.is_empty() {
+            true => Ok(String::new()),
+            false => parse_size(f, kb, what).map(|n| n.to_string()),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(each.join(","))
+}
+
 /// A single size, refusing fio ranges (`4k-16k`, `4k:16k`) that span more than one value.
 fn single(v: &str, kb_base: u64, key: &str, job: &str) -> Result<u64, UsageError> {
     let what = format!("{key} in [{job}]");
@@ -316,8 +336,10 @@ struct Spec {
     randseed: Option<u64>,
     distribution: Option<String>,
     random_map: Option<bool>,
-    rate: Option<u64>,
-    rate_iops: Option<u64>,
+    /// rate and rate_iops as the Job takes them: one value, or `READS,WRITES[,TRIMS]` with
+    /// empty fields for no limit (bytes or I/Os a second).
+    rate: Option<String>,
+    rate_iops: Option<String>,
     numjobs: u64,
     compress: Option<u64>,
     dedupe: Option<u64>,
@@ -630,10 +652,8 @@ impl Spec {
             "randseed" => self.randseed = Some(parse_size(need()?, kb, &what)?),
             "random_distribution" => self.distribution = Some(need()?.to_string()),
             "norandommap" => self.random_map = Some(!flag(o, job)?),
-            "rate" => self.rate = Some(parse_size(one_for_all(need()?, key, job)?, kb, &what)?),
-            "rate_iops" => {
-                self.rate_iops = Some(parse_size(one_for_all(need()?, key, job)?, kb, &what)?)
-            }
+            "rate" => self.rate = Some(rate_fields(need()?, kb, &what)?),
+            "rate_iops" => self.rate_iops = Some(rate_fields(need()?, kb, &what)?),
             "numjobs" => {
                 let n = parse_size(need()?, kb, &what)?;
                 if n == 0 || n > MAX_NUMJOBS {
@@ -1164,11 +1184,11 @@ fn apply_engine(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), Usage
     if spec.end_fsync {
         set(job, "fsync", "true", &at("end_fsync"))?;
     }
-    if let Some(r) = spec.rate {
-        set(job, "rate_bytes", &r.to_string(), &at("rate"))?;
+    if let Some(r) = &spec.rate {
+        set(job, "rate_bytes", r, &at("rate"))?;
     }
-    if let Some(r) = spec.rate_iops {
-        set(job, "rate_iops", &r.to_string(), &at("rate_iops"))?;
+    if let Some(r) = &spec.rate_iops {
+        set(job, "rate_iops", r, &at("rate_iops"))?;
     }
     Ok(())
 }
