@@ -151,5 +151,212 @@ fn offset_increment_percentages_write_where_fio_writes() {
             "fio's clone {c}"
         );
     }
-    let _ = u;
+}
+
+/// Reads' and writes' bytes a second over a Result's measured time.
+fn dir_rates(r: &Value) -> (f64, f64) {
+    let t = &r["total"];
+    let secs = t["elapsed_s"].as_f64().unwrap();
+    (
+        u(&t["read_bytes"]) as f64 / secs,
+        u(&t["write_bytes"]) as f64 / secs,
+    )
+}
+
+/// Within a generous share of what was asked (a busy machine may fall behind, never ahead).
+fn near(got: f64, want: f64) -> bool {
+    got > want * 0.7 && got < want * 1.1
+}
+
+const MIB: f64 = 1048576.0;
+
+#[test]
+fn rate_per_direction_paces_reads_and_writes_each_to_their_own() {
+    let sb = Sandbox::new();
+    // A 50 % mix: one rate for both would give reads and writes alike.
+    let rs = fio_results(
+        &sb,
+        &[
+            "--name=mixed",
+            "--filename=m.dat",
+            "--rw=randrw",
+            "--rwmixread=50",
+            "--bs=4k",
+            "--size=16m",
+            "--runtime=2",
+            "--time_based",
+            "--rate=4m,1m",
+        ],
+    );
+    let (reads, writes) = dir_rates(&rs[0]);
+    assert!(near(reads, 4.0 * MIB), "reads {reads}");
+    assert!(near(writes, MIB), "writes {writes}");
+    let rate = &rs[0]["job"]["rate"];
+    assert_eq!(rate["bytes_per_sec"], 4 << 20, "{rate}");
+    assert_eq!(rate["directions"][0]["bytes_per_sec"], 1 << 20, "{rate}");
+    // I/Os a second, and an empty field: reads unlimited, writes 100 a second. Reads then
+    // take every turn writes are ahead, as in fio.
+    let rs = fio_results(
+        &sb,
+        &[
+            "--name=iops",
+            "--filename=m.dat",
+            "--rw=randrw",
+            "--bs=4k",
+            "--size=4m",
+            "--runtime=2",
+            "--time_based",
+            "--rate_iops=,100",
+            "--ioengine=null",
+        ],
+    );
+    let t = &rs[0]["total"];
+    let secs = t["elapsed_s"].as_f64().unwrap();
+    let (r_ops, w_ops) = (u(&t["read_ops"]) as f64, u(&t["write_ops"]) as f64);
+    assert!(near(w_ops / secs, 100.0), "writes {w_ops} in {secs} s");
+    assert!(r_ops > 20.0 * w_ops, "reads {r_ops} writes {w_ops}");
+    // The same through `fsbench run`'s own flags, with the rates in the text Result.
+    let v = sb.run_json(&[
+        "run",
+        "--rw",
+        "randrw",
+        "--rwmix-read",
+        "50",
+        "--bs",
+        "4k",
+        "--size",
+        "16m",
+        "--time",
+        "2s",
+        "--rate-bytes",
+        "1m,3m",
+        "m.dat",
+        "--format",
+        "json",
+    ]);
+    let (reads, writes) = dir_rates(&v);
+    assert!(near(reads, MIB), "reads {reads}");
+    assert!(near(writes, 3.0 * MIB), "writes {writes}");
+    assert_eq!(sb.listing(), Vec::<String>::new());
+}
+
+#[test]
+fn per_direction_rates_are_refused_where_they_cannot_hold() {
+    let sb = Sandbox::new();
+    for (args, want) in [
+        (
+            &[
+                "fio",
+                "--name=t",
+                "--rw=trimwrite",
+                "--size=64k",
+                "--rate=1m,2m",
+            ][..],
+            "per-direction rates do not apply to trimwrite",
+        ),
+        (
+            &[
+                "fio",
+                "--name=t",
+                "--rw=write",
+                "--size=64k",
+                "--rate=1m,2m,3m,4m",
+            ][..],
+            "expected one rate, or READS,WRITES[,TRIMS]",
+        ),
+        (
+            &[
+                "run",
+                "--rw",
+                "write",
+                "--size",
+                "64k",
+                "--rate-iops",
+                "0,5",
+                "f",
+            ][..],
+            "bad rate limit 0",
+        ),
+        (
+            &[
+                "run",
+                "--rw",
+                "write",
+                "--size",
+                "64k",
+                "--rate-bytes",
+                "1m,2m",
+                "--verify",
+                "f",
+            ][..],
+            "per-direction rates do not apply with --verify",
+        ),
+        (
+            &["workload", "fileserver", "--dir", "d", "--rate-iops", "5,6"][..],
+            "a workload or a replay takes one rate",
+        ),
+    ] {
+        let o = sb.cmd(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(e.trim_end().lines().count(), 1, "{args:?}: {e}");
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
+    assert_eq!(sb.listing(), Vec::<String>::new());
+}
+
+/// fio's reads and writes in bytes for a job file (its one job).
+fn fio_bytes(sb: &Sandbox, file: &std::path::Path) -> (u64, u64) {
+    let o = std::process::Command::new("fio")
+        .arg("--output-format=json")
+        .arg(file)
+        .env("FIO_DIR", sb.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    let v: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let j = &v["jobs"][0];
+    (u(&j["read"]["io_bytes"]), u(&j["write"]["io_bytes"]))
+}
+
+#[test]
+#[cfg_attr(
+    not(has_fio),
+    ignore = "SKIPPED: fio is not installed (apt-get install fio)"
+)]
+fn rate_per_direction_moves_about_the_bytes_fio_moves() {
+    let sb = Sandbox::new();
+    let text = "[mixed]\ndirectory=${FIO_DIR}\nrw=randrw\nrwmixread=50\nbs=4k\nsize=16m\n\
+                runtime=2\ntime_based\nrate=2m,512k\n";
+    std::fs::write(sb.file("m.fio"), text).unwrap();
+    let theirs = fio_bytes(&sb, &sb.file("m.fio"));
+    // fio keeps the file it laid out; fsbench makes its own.
+    std::fs::remove_file(sb.file("mixed.0.0")).unwrap();
+    let rs = {
+        let f = sb.file("m.fio");
+        let out = sb
+            .cmd(&["fio", f.to_str().unwrap(), "--format", "json"])
+            .env("FIO_DIR", sb.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        match v {
+            Value::Array(a) => a,
+            one => vec![one],
+        }
+    };
+    let t = &rs[0]["total"];
+    let ours = (u(&t["read_bytes"]), u(&t["write_bytes"]));
+    // Two seconds at 2 MiB/s and 512 KiB/s: about 4 MiB read and 1 MiB written by both.
+    for (what, o, f) in [("read", ours.0, theirs.0), ("write", ours.1, theirs.1)] {
+        let ratio = o as f64 / f as f64;
+        assert!((0.75..1.33).contains(&ratio), "{what}: ours {o}, fio {f}");
+    }
+    assert!(
+        near(theirs.0 as f64 / 2.0, 2.0 * MIB),
+        "fio reads {}",
+        theirs.0
+    );
 }
