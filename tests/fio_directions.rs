@@ -360,3 +360,108 @@ fn rate_per_direction_moves_about_the_bytes_fio_moves() {
         theirs.0
     );
 }
+
+/// The I/O sizes a Result saw: (size, ops) per class.
+fn sizes_seen(r: &Value) -> Vec<(u64, u64)> {
+    r["total"]["by_size"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|b| (u(&b["block_size_bytes"]), u(&b["ops"])))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+const SPLIT: &[&str] = &[
+    "--name=s",
+    "--rw=read",
+    "--bssplit=4k/50:6k/50",
+    "--size=1m",
+    "--filename=s.dat",
+];
+
+#[test]
+fn bs_unaligned_keeps_bssplit_sizes_that_fio_would_round_down() {
+    let sb = Sandbox::new();
+    // Without bs_unaligned, fio rounds 6k down to a multiple of the smallest size: every I/O
+    // is 4k, 256 of them over 1 MiB (fio's own count).
+    let r = &fio_results(&sb, SPLIT)[0];
+    assert_eq!(
+        (u(&r["total"]["ops"]), u(&r["total"]["bytes"])),
+        (256, 1 << 20)
+    );
+    assert_eq!(sizes_seen(r), vec![(4096, 256)]);
+    assert!(r["notes"]
+        .to_string()
+        .contains("6144-byte I/Os are issued as 4096 bytes"));
+    // With it, the 6k I/Os are issued as written, about half of them.
+    let mut args = SPLIT.to_vec();
+    args.push("--bs_unaligned");
+    let r = &fio_results(&sb, &args)[0];
+    let seen = sizes_seen(r);
+    assert_eq!(
+        seen.iter().map(|s| s.0).collect::<Vec<_>>(),
+        vec![4096, 6144]
+    );
+    let six = seen[1].1 as f64 / u(&r["total"]["ops"]) as f64;
+    assert!((0.35..0.65).contains(&six), "{seen:?}");
+    // A range would take any byte count: refused in one line, with the reason.
+    let o = sb
+        .cmd(&[
+            "fio",
+            "--name=r",
+            "--rw=read",
+            "--bsrange=4k-16k",
+            "--bs_unaligned",
+            "--size=1m",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+    assert!(
+        e.contains(
+            "bs_unaligned with bsrange in [r] is not supported: fio then draws any byte count"
+        ),
+        "{e}"
+    );
+    assert_eq!(sb.listing(), Vec::<String>::new());
+}
+
+#[test]
+#[cfg_attr(
+    not(has_fio),
+    ignore = "SKIPPED: fio is not installed (apt-get install fio)"
+)]
+fn bs_unaligned_issues_the_sizes_fio_issues() {
+    let sb = Sandbox::new();
+    for unaligned in [false, true] {
+        let text = format!(
+            "[s]\ndirectory=${{FIO_DIR}}\nrw=read\nbssplit=4k/50:6k/50\nsize=1m\n{}",
+            if unaligned { "bs_unaligned\n" } else { "" }
+        );
+        std::fs::write(sb.file("s.fio"), text).unwrap();
+        let (theirs, _) = fio_bytes(&sb, &sb.file("s.fio"));
+        std::fs::remove_file(sb.file("s.0.0")).unwrap();
+        let f = sb.file("s.fio");
+        let out = sb
+            .cmd(&["fio", f.to_str().unwrap(), "--format", "json"])
+            .env("FIO_DIR", sb.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let r = if v.is_array() { v[0].clone() } else { v };
+        let ours = u(&r["total"]["bytes"]);
+        if unaligned {
+            // 6k I/Os issued by both; a pass counts I/Os of the mean size in fsbench, so the
+            // bytes are near fio's, not equal.
+            let ratio = ours as f64 / theirs as f64;
+            assert!((0.93..1.01).contains(&ratio), "ours {ours}, fio {theirs}");
+        } else {
+            assert_eq!(ours, theirs);
+        }
+    }
+}

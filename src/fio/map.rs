@@ -59,6 +59,7 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "bs",
     "blocksize",
     "bssplit",
+    "bs_unaligned",
     "bsrange",
     "blocksize_range",
     "blockalign",
@@ -287,6 +288,45 @@ fn bssplit_bytes(v: &str, kb_base: u64, what: &str) -> Result<String, UsageError
     Ok(dirs.join(","))
 }
 
+/// fio without `bs_unaligned` rounds every size a bssplit draws down to a multiple of that
+/// direction's smallest size (`4k/50:6k/50` issues 4k I/Os only); with it, the sizes are
+/// issued as written. The bssplit (in bytes, as `bssplit_bytes` writes it) with its sizes so
+/// rounded, shares of one size added up, and the sizes that changed as (written, issued).
+fn bssplit_rounded(split: &str) -> (String, Vec<(u64, u64)>) {
+    let mut changed = Vec::new();
+    let dirs = split.split(',').map(|list| {
+        let entries: Option<Vec<(u64, u64)>> = list
+            .split(':')
+            .map(|e| {
+                let (size, pct) = e.split_once('/')?;
+                Some((size.parse().ok()?, pct.trim().parse().ok()?))
+            })
+            .collect();
+        // What does not read as sizes and whole shares is left to the Job's parser to refuse.
+        let Some(entries) = entries else {
+            return list.to_string();
+        };
+        let min = entries.iter().map(|e| e.0).min().unwrap_or(1).max(1);
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for (size, pct) in entries {
+            let issued = size - size % min;
+            if issued != size && !changed.contains(&(size, issued)) {
+                changed.push((size, issued));
+            }
+            match out.iter_mut().find(|e| e.0 == issued) {
+                Some(e) => e.1 += pct,
+                None => out.push((issued, pct)),
+            }
+        }
+        out.iter()
+            .map(|(s, p)| format!("{s}/{p}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    });
+    let text = dirs.collect::<Vec<_>>().join(",");
+    (text, changed)
+}
+
 /// fio's booleans: a bare switch is on; `0` is off, any other number on.
 pub(super) fn flag(o: &Opt, job: &str) -> Result<bool, UsageError> {
     match o.value.as_deref().map(str::trim) {
@@ -321,6 +361,9 @@ struct Spec {
     bsrange: Option<String>,
     /// bssplit, its sizes in bytes (`4096/60:65536/40`, per direction as fio writes them).
     bssplit: Option<String>,
+    /// `bs_unaligned`: a bssplit's sizes issued as written, not rounded down to a multiple
+    /// of the smallest.
+    bs_unaligned: bool,
     blockalign: Option<u64>,
     engine: Option<(EngineKind, String)>,
     iodepth: Option<u64>,
@@ -631,6 +674,7 @@ impl Spec {
                 self.bsrange = Some(bsrange_bytes(need()?, kb, key, job)?)
             }
             "bssplit" => self.bssplit = Some(bssplit_bytes(need()?, kb, &what)?),
+            "bs_unaligned" => self.bs_unaligned = flag(o, job)?,
             "blockalign" | "ba" => self.blockalign = Some(size(one_for_all(need()?, key, job)?)?),
             "ioengine" => {
                 let v = need()?;
@@ -1092,8 +1136,28 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
     access(job, spec.rw.as_deref().unwrap_or("read"), sname, spec.kb)?;
     // fio's order of precedence: bssplit, then bsrange, then bs.
     if let Some(s) = &spec.bssplit {
-        set(job, "bssplit", s, &at("bssplit"))?;
+        let split = match spec.bs_unaligned {
+            true => s.clone(),
+            false => {
+                let (rounded, changed) = bssplit_rounded(s);
+                for (written, issued) in changed {
+                    spec.notes.push(format!(
+                        "bssplit in [{sname}]: {written}-byte I/Os are issued as {issued} bytes, a multiple of the direction's smallest size, as fio does without bs_unaligned"
+                    ));
+                }
+                rounded
+            }
+        };
+        set(job, "bssplit", &split, &at("bssplit"))?;
     } else if let Some(r) = &spec.bsrange {
+        if spec.bs_unaligned
+            && r.split(',')
+                .any(|d| d.split_once('-').is_some_and(|(a, b)| a != b))
+        {
+            return Err(usage!(
+                "bs_unaligned with bsrange in [{sname}] is not supported: fio then draws any byte count in the range, and fsbench's I/O sizes are a table of at most 1024 sizes, each with its own figures in the Result; use bssplit with the sizes you want"
+            ));
+        }
         set(job, "bsrange", r, &at("bsrange"))?;
     } else if let Some(bs) = &spec.bs {
         set(job, "bs", bs, &at("bs"))?;
