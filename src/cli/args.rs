@@ -463,15 +463,16 @@ pub(crate) fn source_engine(
 pub(crate) struct RateArgs {
     /// Rate limit in I/Os per second (per thread, or see --rate-scope); R,W[,T] per direction
     ///
-    /// One value paces all I/Os together. READS,WRITES[,TRIMS] (`run` only) paces each
-    /// direction to its own rate, an empty field leaving that direction unlimited: `500,100`,
-    /// `,100` (writes only). A workload counts its data I/O calls, a replay every call.
+    /// One value paces all I/Os together. READS,WRITES[,TRIMS] paces each direction to its
+    /// own rate, an empty field leaving that direction unlimited: `500,100`, `,100` (writes
+    /// only); not for a workload or a replay. A workload counts its data I/O calls, a replay
+    /// every call.
     #[arg(long = "rate-iops", value_name = "N", help_heading = HOW)]
     pub rate_iops: Option<String>,
     /// Rate limit in bytes per second (per thread, or see --rate-scope); R,W[,T] per direction
     ///
-    /// One value paces reads and writes together; READS,WRITES[,TRIMS] (`run` only) paces
-    /// each direction to its own rate: `--rate-bytes 10m,2m`.
+    /// One value paces reads and writes together; READS,WRITES[,TRIMS] paces each direction
+    /// to its own rate (`--rate-bytes 10m,2m`); not for a workload or a replay.
     #[arg(long = "rate-bytes", value_name = "SIZE", help_heading = HOW)]
     pub rate_bytes: Option<String>,
     /// Whom the rate limit applies to: thread (each) or total (divided among all threads)
