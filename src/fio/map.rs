@@ -1609,4 +1609,34 @@ mod tests {
             let _ = parse_size(&v, 1000, "x");
         }
     }
+
+    #[test]
+    fn bssplit_sizes_round_down_to_the_smallest_as_fio_does() {
+        // 6k and 10k are not multiples of 4k: they become 4k and 8k, shares added up.
+        let (split, changed) = bssplit_rounded("4096/40:6144/30:10240/30,8192/100");
+        assert_eq!(split, "4096/70:8192/30,8192/100");
+        assert_eq!(changed, vec![(6144, 4096), (10240, 8192)]);
+        // Multiples of the smallest are kept; what does not read is left to the Job's parser.
+        assert_eq!(bssplit_rounded("4096/50:12288/50").1, vec![]);
+        assert_eq!(bssplit_rounded("4k/").0, "4k/");
+        let job = |text: &str| map(text).unwrap().remove(0).job;
+        let j = job("[j]\nbssplit=4k/50:6k/50\nbs_unaligned\nsize=1m\nfilename=f\n");
+        assert_eq!(j.bssplit.unwrap().spec(), "4k/50:6k/50");
+    }
+
+    #[test]
+    fn rates_per_direction_keep_their_empty_fields() {
+        assert_eq!(rate_fields("4m,1m", 1024, "x").unwrap(), "4194304,1048576");
+        assert_eq!(rate_fields(",1k,", 1000, "x").unwrap(), ",1000,");
+        assert_eq!(rate_fields("2m", 1024, "x").unwrap(), "2097152");
+        for bad in [",", "1,2,3,4", "1q"] {
+            assert!(rate_fields(bad, 1024, "x").is_err(), "{bad}");
+        }
+        let job = |text: &str| map(text).unwrap().remove(0).job;
+        let j = job("[j]\nrw=randrw\nrate=,2m\nrate_iops=100\nsize=1m\nfilename=f\n");
+        assert_eq!(j.rate.of(0).bytes_per_sec, None);
+        assert_eq!(j.rate.of(1).bytes_per_sec, Some(2 << 20));
+        assert_eq!(j.rate.of(2).bytes_per_sec, Some(2 << 20));
+        assert!((0..3).all(|d| j.rate.of(d).iops == Some(100)));
+    }
 }

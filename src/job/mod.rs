@@ -1508,4 +1508,41 @@ mod tests {
         let err = Job::from_toml("targets = [\"a\"]\nblok_size = 4\n", "x.toml").unwrap_err();
         assert!(err.0.starts_with("x.toml:2:"), "{}", err.0);
     }
+
+    #[test]
+    fn rates_per_direction_read_and_show_back() {
+        let parse = |v: &str| PerDirection::parse(v, "x", |f| f.parse().map_err(|_| usage!("bad")));
+        assert_eq!(parse("5").unwrap(), PerDirection::All(5));
+        assert_eq!(
+            parse("5,7").unwrap(),
+            PerDirection::Each([Some(5), Some(7), Some(7)])
+        );
+        assert_eq!(
+            parse(",7,").unwrap(),
+            PerDirection::Each([None, Some(7), None])
+        );
+        for bad in [",", "1,2,3,4", "x,1"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        let mut r = RateLimit::default();
+        r.set(RateMeasure::Iops, PerDirection::All(100));
+        assert_eq!(
+            (r.show(RateMeasure::Iops), r.directions),
+            ("100".into(), None)
+        );
+        // Bytes per direction: each direction keeps the I/O limit set for all.
+        r.set(RateMeasure::Bytes, parse("10,,3").unwrap());
+        assert_eq!(r.show(RateMeasure::Bytes), "10,,3");
+        assert_eq!(r.show(RateMeasure::Iops), "100,100,100");
+        assert_eq!(
+            r.of(1),
+            DirRate {
+                iops: Some(100),
+                bytes_per_sec: None
+            }
+        );
+        // One value afterwards holds for every direction.
+        r.set(RateMeasure::Bytes, PerDirection::All(8));
+        assert!((0..3).all(|d| r.of(d).bytes_per_sec == Some(8)));
+    }
 }
