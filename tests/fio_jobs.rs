@@ -521,8 +521,8 @@ fn offsets_that_fsbench_cannot_place_are_refused() {
             "is a share of an existing file",
         ),
         (
-            &["--rw=write", "--startdelay=1-5"][..],
-            "startdelay=1-5 in [x] is a range",
+            &["--rw=write", "--startdelay=5-1"][..],
+            "startdelay=5-1 in [x]: a range goes from the shorter delay to the longer",
         ),
         (
             &["--rw=write", "--nrfiles=2", "--filename=a.dat"][..],

@@ -461,12 +461,18 @@ pub(crate) fn source_engine(
 /// `replay`, flattened into each.
 #[derive(Args, Debug, Default, Clone)]
 pub(crate) struct RateArgs {
-    /// Rate limit in I/Os per second (per thread, or see --rate-scope)
+    /// Rate limit in I/Os per second (per thread, or see --rate-scope); R,W[,T] per direction
     ///
-    /// A workload counts its data I/O calls, a replay every call it issues.
+    /// One value paces all I/Os together. READS,WRITES[,TRIMS] paces each direction to its
+    /// own rate, an empty field leaving that direction unlimited: `500,100`, `,100` (writes
+    /// only); not for a workload or a replay. A workload counts its data I/O calls, a replay
+    /// every call.
     #[arg(long = "rate-iops", value_name = "N", help_heading = HOW)]
-    pub rate_iops: Option<u64>,
-    /// Rate limit in bytes per second of reads and writes (per thread, or see --rate-scope)
+    pub rate_iops: Option<String>,
+    /// Rate limit in bytes per second (per thread, or see --rate-scope); R,W[,T] per direction
+    ///
+    /// One value paces reads and writes together; READS,WRITES[,TRIMS] paces each direction
+    /// to its own rate (`--rate-bytes 10m,2m`); not for a workload or a replay.
     #[arg(long = "rate-bytes", value_name = "SIZE", help_heading = HOW)]
     pub rate_bytes: Option<String>,
     /// Whom the rate limit applies to: thread (each) or total (divided among all threads)
@@ -478,16 +484,21 @@ impl RateArgs {
     /// The limit as a workload or a replay takes it (`run` feeds the same strings through
     /// the Job parameter table).
     pub(crate) fn limit(&self) -> Result<crate::job::RateLimit, crate::error::UsageError> {
-        let mut rate = crate::job::RateLimit {
-            iops: self.rate_iops,
-            ..Default::default()
+        // A workload's steps and a replay's calls are not reads or writes one by one.
+        let one = |v: &str, flag: &str, bare| {
+            if v.contains(',') {
+                crate::bail_usage!(
+                    "{flag} {v}: per-direction rates (READS,WRITES) apply to fsbench run and fio jobs; a workload or a replay takes one rate"
+                );
+            }
+            crate::units::parse_size_as(v, bare, flag)
         };
+        let mut rate = crate::job::RateLimit::default();
+        if let Some(n) = &self.rate_iops {
+            rate.iops = Some(one(n, "--rate-iops", crate::units::BareUnit::Count)?);
+        }
         if let Some(b) = &self.rate_bytes {
-            rate.bytes_per_sec = Some(crate::units::parse_size_as(
-                b,
-                crate::units::BareUnit::Bytes,
-                "--rate-bytes",
-            )?);
+            rate.bytes_per_sec = Some(one(b, "--rate-bytes", crate::units::BareUnit::Bytes)?);
         }
         if let Some(s) = &self.rate_scope {
             rate.scope = crate::job::RateScope::parse(s)?;

@@ -235,7 +235,7 @@ impl JobFlags {
             ("reserve", self.reserve.clone()),
             ("space_flags", self.space_flags.clone()),
             ("cpus", self.cpus.clone()),
-            ("rate_iops", n(self.rate.rate_iops)),
+            ("rate_iops", self.rate.rate_iops.clone()),
             ("rate_bytes", self.rate.rate_bytes.clone()),
             ("rate_scope", self.rate.rate_scope.clone()),
             ("verify_backlog", self.verify_backlog.clone()),
@@ -289,7 +289,7 @@ impl JobFlags {
             space_flags: Some(String::new()),
             cpus: Some(String::new()),
             rate: super::args::RateArgs {
-                rate_iops: Some(1),
+                rate_iops: Some(String::new()),
                 rate_bytes: Some(String::new()),
                 rate_scope: Some(String::new()),
             },

@@ -59,6 +59,7 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "bs",
     "blocksize",
     "bssplit",
+    "bs_unaligned",
     "bsrange",
     "blocksize_range",
     "blockalign",
@@ -164,6 +165,26 @@ fn one_for_all<'a>(v: &'a str, key: &str, job: &str) -> Result<&'a str, UsageErr
     }
 }
 
+/// fio's `rate` and `rate_iops`: one value, or `READS,WRITES[,TRIMS]` where an empty field
+/// leaves that direction unlimited (`rate=,2m`: writes only; two fields give trims the
+/// writes' value, as in fio). Each field read by fio's unit rules, written back as a number.
+fn rate_fields(v: &str, kb: u64, what: &str) -> Result<String, UsageError> {
+    let fields: Vec<&str> = v.split(',').map(str::trim).collect();
+    if fields.len() > 3 || fields.iter().all(|f| f.is_empty()) {
+        return Err(usage!(
+            "bad {what} '{v}': expected one rate, or READS,WRITES[,TRIMS] (an empty field: no limit for that direction)"
+        ));
+    }
+    let each = fields
+        .iter()
+        .map(|f| match f.is_empty() {
+            true => Ok(String::new()),
+            false => parse_size(f, kb, what).map(|n| n.to_string()),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(each.join(","))
+}
+
 /// A single size, refusing fio ranges (`4k-16k`, `4k:16k`) that span more than one value.
 fn single(v: &str, kb_base: u64, key: &str, job: &str) -> Result<u64, UsageError> {
     let what = format!("{key} in [{job}]");
@@ -267,6 +288,45 @@ fn bssplit_bytes(v: &str, kb_base: u64, what: &str) -> Result<String, UsageError
     Ok(dirs.join(","))
 }
 
+/// fio without `bs_unaligned` rounds every size a bssplit draws down to a multiple of that
+/// direction's smallest size (`4k/50:6k/50` issues 4k I/Os only); with it, the sizes are
+/// issued as written. The bssplit (in bytes, as `bssplit_bytes` writes it) with its sizes so
+/// rounded, shares of one size added up, and the sizes that changed as (written, issued).
+fn bssplit_rounded(split: &str) -> (String, Vec<(u64, u64)>) {
+    let mut changed = Vec::new();
+    let dirs = split.split(',').map(|list| {
+        let entries: Option<Vec<(u64, u64)>> = list
+            .split(':')
+            .map(|e| {
+                let (size, pct) = e.split_once('/')?;
+                Some((size.parse().ok()?, pct.trim().parse().ok()?))
+            })
+            .collect();
+        // What does not read as sizes and whole shares is left to the Job's parser to refuse.
+        let Some(entries) = entries else {
+            return list.to_string();
+        };
+        let min = entries.iter().map(|e| e.0).min().unwrap_or(1).max(1);
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for (size, pct) in entries {
+            let issued = size - size % min;
+            if issued != size && !changed.contains(&(size, issued)) {
+                changed.push((size, issued));
+            }
+            match out.iter_mut().find(|e| e.0 == issued) {
+                Some(e) => e.1 += pct,
+                None => out.push((issued, pct)),
+            }
+        }
+        out.iter()
+            .map(|(s, p)| format!("{s}/{p}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    });
+    let text = dirs.collect::<Vec<_>>().join(",");
+    (text, changed)
+}
+
 /// fio's booleans: a bare switch is on; `0` is off, any other number on.
 pub(super) fn flag(o: &Opt, job: &str) -> Result<bool, UsageError> {
     match o.value.as_deref().map(str::trim) {
@@ -303,6 +363,9 @@ struct Spec {
     bsrange: Option<String>,
     /// bssplit, its sizes in bytes (`4096/60:65536/40`, per direction as fio writes them).
     bssplit: Option<String>,
+    /// `bs_unaligned`: a bssplit's sizes issued as written, not rounded down to a multiple
+    /// of the smallest.
+    bs_unaligned: bool,
     blockalign: Option<u64>,
     engine: Option<(EngineKind, String)>,
     iodepth: Option<u64>,
@@ -318,8 +381,10 @@ struct Spec {
     randseed: Option<u64>,
     distribution: Option<String>,
     random_map: Option<bool>,
-    rate: Option<u64>,
-    rate_iops: Option<u64>,
+    /// rate and rate_iops as the Job takes them: one value, or `READS,WRITES[,TRIMS]` with
+    /// empty fields for no limit (bytes or I/Os a second).
+    rate: Option<String>,
+    rate_iops: Option<String>,
     numjobs: u64,
     compress: Option<u64>,
     dedupe: Option<u64>,
@@ -338,12 +403,19 @@ struct Spec {
     new_group: bool,
     group_reporting: bool,
     start_delay: Option<std::time::Duration>,
+    /// `startdelay=A-B`: the range a delay is drawn from (`start_delay` holds A).
+    start_delay_high: Option<std::time::Duration>,
     notes: Vec<String>,
     /// kb_base: how sizes read.
     kb: u64,
     /// `size=N%` and `offset=N%`: shares of the existing files' size.
     size_pct: Option<u64>,
     offset_pct: Option<u64>,
+    /// `offset_increment=N%`: a share of the existing files' size.
+    offset_increment_pct: Option<u64>,
+    /// Each clone's start is rounded up to the block size (fio's rule when `offset` or
+    /// `offset_increment` is a percentage): `offset` then holds the unrounded bytes.
+    round_starts: bool,
 }
 
 /// Most files `nrfiles` may ask for per clone (each is a target with a worker).
@@ -430,6 +502,8 @@ fn resolve_percentages(
     let said = [
         spec.size_pct.map(|p| format!("size={p}%")),
         spec.offset_pct.map(|p| format!("offset={p}%")),
+        spec.offset_increment_pct
+            .map(|p| format!("offset_increment={p}%")),
     ]
     .into_iter()
     .flatten()
@@ -454,6 +528,19 @@ fn resolve_percentages(
     }
     .min(room);
     spec.offset = (offset > 0).then_some(offset);
+    if let Some(p) = spec.offset_increment_pct {
+        // fio rounds each clone's start (offset + i * increment) up to the block size,
+        // not the offset and the increment apart.
+        spec.offset_increment = Some(share(p));
+        spec.round_starts = true;
+        if let Some(o) = spec.offset_pct {
+            spec.offset = Some(share(o));
+        }
+        spec.notes.push(format!(
+            "{what}: clone i starts at (offset + i x {} bytes) rounded up to the block size",
+            share(p)
+        ));
+    }
     spec.size = Some(per_file.saturating_mul(files.max(1)));
     spec.notes.push(format!(
         "{what}: of the files' {len} bytes, I/O over {per_file} bytes of each from byte {offset}"
@@ -461,14 +548,35 @@ fn resolve_percentages(
     Ok(())
 }
 
-/// fio's `startdelay`: a time, seconds unless a unit is given; a random range is refused.
-fn delay(v: &str, key: &str, job: &str) -> Result<std::time::Duration, UsageError> {
-    if v.contains(['-', ':']) {
+/// fio's `startdelay`: a time, seconds unless a unit is given, or a range `A-B` (`A:B`) a
+/// delay is drawn from: (low, Some(high)).
+fn delay(
+    v: &str,
+    key: &str,
+    job: &str,
+) -> Result<(std::time::Duration, Option<std::time::Duration>), UsageError> {
+    let one = |t: &str| {
+        crate::units::parse_duration(t.trim()).map_err(|e| usage!("{key} in [{job}]: {}", e.0))
+    };
+    let Some((lo, hi)) = v.split_once(['-', ':']) else {
+        return Ok((one(v)?, None));
+    };
+    let (lo, hi) = (one(lo)?, one(hi)?);
+    if hi < lo {
         return Err(usage!(
-            "{key}={v} in [{job}] is a range: fsbench takes one delay"
+            "bad {key}={v} in [{job}]: a range goes from the shorter delay to the longer"
         ));
     }
-    crate::units::parse_duration(v).map_err(|e| usage!("{key} in [{job}]: {}", e.0))
+    Ok((lo, Some(hi).filter(|h| *h > lo)))
+}
+
+/// `startdelay=A-B`: the delay drawn in the range, as fio draws one per job, from the job's
+/// seed (`randseed`), so the same seed gives the same delay. Microsecond steps, as fio's.
+fn draw_delay(lo: std::time::Duration, hi: std::time::Duration, seed: u64) -> std::time::Duration {
+    let span_us = (hi - lo).as_micros().min(u64::MAX as u128 - 1) as u64;
+    // Its own stream of the seed, apart from the offsets' streams (thread_seed's).
+    let mut rng = crate::runner::opgen::Rng::new(seed ^ 0x57a7_de1a_7000_0000);
+    lo + std::time::Duration::from_micros(rng.below(span_us + 1))
 }
 
 /// A percentage option (0..=100).
@@ -572,6 +680,7 @@ impl Spec {
                 self.bsrange = Some(bsrange_bytes(need()?, kb, key, job)?)
             }
             "bssplit" => self.bssplit = Some(bssplit_bytes(need()?, kb, &what)?),
+            "bs_unaligned" => self.bs_unaligned = flag(o, job)?,
             "blockalign" | "ba" => self.blockalign = Some(size(one_for_all(need()?, key, job)?)?),
             "ioengine" => {
                 let v = need()?;
@@ -593,10 +702,8 @@ impl Spec {
             "randseed" => self.randseed = Some(parse_size(need()?, kb, &what)?),
             "random_distribution" => self.distribution = Some(need()?.to_string()),
             "norandommap" => self.random_map = Some(!flag(o, job)?),
-            "rate" => self.rate = Some(parse_size(one_for_all(need()?, key, job)?, kb, &what)?),
-            "rate_iops" => {
-                self.rate_iops = Some(parse_size(one_for_all(need()?, key, job)?, kb, &what)?)
-            }
+            "rate" => self.rate = Some(rate_fields(need()?, kb, &what)?),
+            "rate_iops" => self.rate_iops = Some(rate_fields(need()?, kb, &what)?),
             "numjobs" => {
                 let n = parse_size(need()?, kb, &what)?;
                 if n == 0 || n > MAX_NUMJOBS {
@@ -639,11 +746,23 @@ impl Spec {
                     self.offset_pct = None;
                 }
             }
-            "offset_increment" => self.offset_increment = Some(offset(need()?, kb, key, job)?),
+            "offset_increment" => {
+                let v = need()?;
+                if let Some(p) = v.strip_suffix('%') {
+                    self.offset_increment_pct = Some(percent(p, v, key, job, 0)?);
+                    self.offset_increment = None;
+                } else {
+                    self.offset_increment = Some(offset(v, kb, key, job)?);
+                    self.offset_increment_pct = None;
+                }
+            }
             "stonewall" | "wait_for_previous" => self.stonewall = flag(o, job)?,
             "new_group" => self.new_group = flag(o, job)?,
             "group_reporting" => self.group_reporting = flag(o, job)?,
-            "startdelay" => self.start_delay = Some(delay(need()?, key, job)?),
+            "startdelay" => {
+                let (lo, hi) = delay(need()?, key, job)?;
+                (self.start_delay, self.start_delay_high) = (Some(lo), hi);
+            }
             // fsbench runs clones as threads whatever fio's `thread` says.
             "thread" => {}
             _ => return Ok(false),
@@ -873,6 +992,17 @@ fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageErr
     }
     job.validate()
         .map_err(|e| usage!("job [{sname}]: {}", e.0))?;
+    if let (Some(lo), Some(hi)) = (spec.start_delay, spec.start_delay_high) {
+        let drawn = draw_delay(lo, hi, job.seed);
+        spec.start_delay = Some(drawn);
+        spec.notes.push(format!(
+            "startdelay in [{sname}]: {:.6} s, drawn from {} s to {} s with the job's seed {} (its clones start together)",
+            drawn.as_secs_f64(),
+            lo.as_secs_f64(),
+            hi.as_secs_f64(),
+            job.seed
+        ));
+    }
     Ok(FioJob {
         job,
         part,
@@ -965,15 +1095,21 @@ fn offset_part(job: &mut Job, spec: &Spec, sname: &str) -> Result<Placement, Usa
             .ok_or_else(too_large)
     };
     let at = format!("offset in [{sname}]");
+    // A percentage's start rounded up to the block size, as fio rounds it.
+    let round = |start: u64| match spec.round_starts {
+        true => start.checked_next_multiple_of(bs).ok_or_else(too_large),
+        false => Ok(start),
+    };
     if inc > 0 && spec.filename.is_none() {
         let files = (job.targets.len() / clones as usize).max(1);
         let mut runs = Vec::new();
         let mut last_end = 0;
         for (i, own) in job.targets.chunks(files).enumerate() {
-            let start = inc
-                .checked_mul(i as u64)
-                .and_then(|o| o.checked_add(base))
-                .ok_or_else(too_large)?;
+            let start = round(
+                inc.checked_mul(i as u64)
+                    .and_then(|o| o.checked_add(base))
+                    .ok_or_else(too_large)?,
+            )?;
             let mut one = job.clone();
             one.targets = own.to_vec();
             last_end = end_of(start, per_clone)?;
@@ -983,6 +1119,7 @@ fn offset_part(job: &mut Job, spec: &Spec, sname: &str) -> Result<Placement, Usa
         set(job, "size", &last_end.to_string(), &at)?;
         return Ok((None, runs));
     }
+    let base = round(base)?;
     let blocks = if inc == 0 {
         per_clone
     } else if inc != per_clone * bs {
@@ -1019,8 +1156,28 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
     }
     // fio's order of precedence: bssplit, then bsrange, then bs.
     if let Some(s) = &spec.bssplit {
-        set(job, "bssplit", s, &at("bssplit"))?;
+        let split = match spec.bs_unaligned {
+            true => s.clone(),
+            false => {
+                let (rounded, changed) = bssplit_rounded(s);
+                for (written, issued) in changed {
+                    spec.notes.push(format!(
+                        "bssplit in [{sname}]: {written}-byte I/Os are issued as {issued} bytes, a multiple of the direction's smallest size, as fio does without bs_unaligned"
+                    ));
+                }
+                rounded
+            }
+        };
+        set(job, "bssplit", &split, &at("bssplit"))?;
     } else if let Some(r) = &spec.bsrange {
+        if spec.bs_unaligned
+            && r.split(',')
+                .any(|d| d.split_once('-').is_some_and(|(a, b)| a != b))
+        {
+            return Err(usage!(
+                "bs_unaligned with bsrange in [{sname}] is not supported: fio then draws any byte count in the range, and fsbench's I/O sizes are a table of at most 1024 sizes, each with its own figures in the Result; use bssplit with the sizes you want"
+            ));
+        }
         set(job, "bsrange", r, &at("bsrange"))?;
     } else if let Some(bs) = &spec.bs {
         set(job, "bs", bs, &at("bs"))?;
@@ -1043,7 +1200,7 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
             "nrfiles={files} in [{sname}]: each file has a worker of its own, where fio's clone goes round its files one I/O at a time; the operations and bytes per file are the same"
         ));
     }
-    if spec.size_pct.is_some() || spec.offset_pct.is_some() {
+    if spec.size_pct.is_some() || spec.offset_pct.is_some() || spec.offset_increment_pct.is_some() {
         resolve_percentages(spec, &job.targets, job.block_size.max(1), files, sname)?;
     }
     let per_file = spec.filesize.or(spec.size.map(|s| s / files));
@@ -1111,11 +1268,11 @@ fn apply_engine(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), Usage
     if spec.end_fsync {
         set(job, "fsync", "true", &at("end_fsync"))?;
     }
-    if let Some(r) = spec.rate {
-        set(job, "rate_bytes", &r.to_string(), &at("rate"))?;
+    if let Some(r) = &spec.rate {
+        set(job, "rate_bytes", r, &at("rate"))?;
     }
-    if let Some(r) = spec.rate_iops {
-        set(job, "rate_iops", &r.to_string(), &at("rate_iops"))?;
+    if let Some(r) = &spec.rate_iops {
+        set(job, "rate_iops", r, &at("rate_iops"))?;
     }
     Ok(())
 }
@@ -1417,7 +1574,10 @@ mod tests {
             ("[a]\nsize=10%\n", "is a share of an existing file"),
             ("[a]\nsize=0%\n", "from 1 to 100"),
             ("[a]\noffset=101%\n", "from 0 to 100"),
-            ("[a]\nsize=1m\noffset_increment=5%\n", "percentage"),
+            (
+                "[a]\nsize=1m\noffset_increment=5%\n",
+                "is a share of an existing file",
+            ),
         ] {
             let e = map(text).unwrap_err().0;
             assert!(e.contains(want), "{text:?}: {e}");
@@ -1474,5 +1634,35 @@ mod tests {
             let _ = parse_size(&v, 1024, "x");
             let _ = parse_size(&v, 1000, "x");
         }
+    }
+
+    #[test]
+    fn bssplit_sizes_round_down_to_the_smallest_as_fio_does() {
+        // 6k and 10k are not multiples of 4k: they become 4k and 8k, shares added up.
+        let (split, changed) = bssplit_rounded("4096/40:6144/30:10240/30,8192/100");
+        assert_eq!(split, "4096/70:8192/30,8192/100");
+        assert_eq!(changed, vec![(6144, 4096), (10240, 8192)]);
+        // Multiples of the smallest are kept; what does not read is left to the Job's parser.
+        assert_eq!(bssplit_rounded("4096/50:12288/50").1, vec![]);
+        assert_eq!(bssplit_rounded("4k/").0, "4k/");
+        let job = |text: &str| map(text).unwrap().remove(0).job;
+        let j = job("[j]\nbssplit=4k/50:6k/50\nbs_unaligned\nsize=1m\nfilename=f\n");
+        assert_eq!(j.bssplit.unwrap().spec(), "4k/50:6k/50");
+    }
+
+    #[test]
+    fn rates_per_direction_keep_their_empty_fields() {
+        assert_eq!(rate_fields("4m,1m", 1024, "x").unwrap(), "4194304,1048576");
+        assert_eq!(rate_fields(",1k,", 1000, "x").unwrap(), ",1000,");
+        assert_eq!(rate_fields("2m", 1024, "x").unwrap(), "2097152");
+        for bad in [",", "1,2,3,4", "1q"] {
+            assert!(rate_fields(bad, 1024, "x").is_err(), "{bad}");
+        }
+        let job = |text: &str| map(text).unwrap().remove(0).job;
+        let j = job("[j]\nrw=randrw\nrate=,2m\nrate_iops=100\nsize=1m\nfilename=f\n");
+        assert_eq!(j.rate.of(0).bytes_per_sec, None);
+        assert_eq!(j.rate.of(1).bytes_per_sec, Some(2 << 20));
+        assert_eq!(j.rate.of(2).bytes_per_sec, Some(2 << 20));
+        assert!((0..3).all(|d| j.rate.of(d).iops == Some(100)));
     }
 }

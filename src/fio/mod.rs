@@ -96,8 +96,11 @@ pub(crate) fn jobs(c: &FioCommand) -> Result<Vec<map::FioJob>, UsageError> {
     }
     let mut jobs = map::map_sections(&sections, c.ignore_unsupported)?;
     for j in &mut jobs {
-        j.job.force |= c.force;
-        j.job.keep |= c.keep;
+        // The job and each of its clones' runs (offset_increment on files of their own).
+        for job in std::iter::once(&mut j.job).chain(j.clone_runs.iter_mut().map(|(r, _)| r)) {
+            job.force |= c.force;
+            job.keep |= c.keep;
+        }
         if let Some(m) = j.meta.as_mut().filter(|m| c.keep && !m.opts.keep) {
             m.keep();
         }

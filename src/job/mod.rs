@@ -276,9 +276,143 @@ pub struct Space {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct RateLimit {
+    /// I/Os a second: of every direction on one schedule, or of reads when `directions`
+    /// gives writes and trims their own.
     pub iops: Option<u64>,
     pub bytes_per_sec: Option<u64>,
     pub scope: RateScope,
+    /// Per-direction limits (`--rate-iops R,W[,T]`, `--rate-bytes R,W[,T]`, fio's
+    /// `rate=R,W`): those of writes and of trims, each direction then on a schedule of its
+    /// own. None: `iops` and `bytes_per_sec` hold for all I/Os together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub directions: Option<[DirRate; 2]>,
+}
+
+/// The limits of one direction under per-direction rates (None: that measure unlimited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct DirRate {
+    pub iops: Option<u64>,
+    pub bytes_per_sec: Option<u64>,
+}
+
+/// Which measure of a rate limit: I/Os or bytes a second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RateMeasure {
+    Iops,
+    Bytes,
+}
+
+impl DirRate {
+    fn get(&self, m: RateMeasure) -> Option<u64> {
+        match m {
+            RateMeasure::Iops => self.iops,
+            RateMeasure::Bytes => self.bytes_per_sec,
+        }
+    }
+
+    fn slot(&mut self, m: RateMeasure) -> &mut Option<u64> {
+        match m {
+            RateMeasure::Iops => &mut self.iops,
+            RateMeasure::Bytes => &mut self.bytes_per_sec,
+        }
+    }
+}
+
+impl RateLimit {
+    /// Whether any I/O is rate-limited.
+    pub fn is_on(&self) -> bool {
+        (0..3).any(|d| {
+            let r = self.of(d);
+            r.iops.is_some() || r.bytes_per_sec.is_some()
+        })
+    }
+
+    /// The limits of direction `dir` (0 reads, 1 writes, 2 trims).
+    pub fn of(&self, dir: usize) -> DirRate {
+        match (self.directions, dir) {
+            (Some(d), 1 | 2) => d[dir - 1],
+            _ => DirRate {
+                iops: self.iops,
+                bytes_per_sec: self.bytes_per_sec,
+            },
+        }
+    }
+
+    /// One measure for every direction (one value), or per direction (`[reads, writes,
+    /// trims]` given as several): each direction then keeps its other measure.
+    pub(crate) fn set(&mut self, m: RateMeasure, values: PerDirection) {
+        match values {
+            PerDirection::All(v) => {
+                *self.slot_of_reads(m) = Some(v);
+                if let Some(d) = self.directions.as_mut() {
+                    for r in d.iter_mut() {
+                        *r.slot(m) = Some(v);
+                    }
+                }
+            }
+            PerDirection::Each(v) => {
+                let dirs = self.directions.get_or_insert([self.of(0); 2]);
+                *dirs[0].slot(m) = v[1];
+                *dirs[1].slot(m) = v[2];
+                *self.slot_of_reads(m) = v[0];
+            }
+        }
+    }
+
+    /// A measure as `set` reads it back: one value, or `R,W,T` (an empty field: none).
+    pub(crate) fn show(&self, m: RateMeasure) -> String {
+        let one = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_default();
+        match self.directions {
+            None => one(self.of(0).get(m)),
+            Some(_) => (0..3)
+                .map(|d| one(self.of(d).get(m)))
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+
+    fn slot_of_reads(&mut self, m: RateMeasure) -> &mut Option<u64> {
+        match m {
+            RateMeasure::Iops => &mut self.iops,
+            RateMeasure::Bytes => &mut self.bytes_per_sec,
+        }
+    }
+}
+
+/// A value for every direction, or one per direction (`READS,WRITES[,TRIMS]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PerDirection {
+    All(u64),
+    Each([Option<u64>; 3]),
+}
+
+impl PerDirection {
+    /// `V` (every direction) or `READS,WRITES[,TRIMS]`, each field read by `one`: two
+    /// fields give trims the writes' value; an empty field is no value for that direction.
+    pub(crate) fn parse(
+        v: &str,
+        what: &str,
+        one: impl Fn(&str) -> Result<u64, UsageError>,
+    ) -> Result<PerDirection, UsageError> {
+        let fields: Vec<&str> = v.split(',').map(str::trim).collect();
+        if fields.len() == 1 {
+            return one(fields[0]).map(PerDirection::All);
+        }
+        if fields.len() > 3 || fields.iter().all(|f| f.is_empty()) {
+            return Err(usage!(
+                "bad {what} '{v}': expected one value, or READS,WRITES[,TRIMS] (an empty field: no limit for that direction)"
+            ));
+        }
+        let mut each = [None; 3];
+        for (d, f) in fields.iter().enumerate() {
+            each[d] = if f.is_empty() { None } else { Some(one(f)?) };
+        }
+        if fields.len() == 2 {
+            each[2] = each[1];
+        }
+        Ok(PerDirection::Each(each))
+    }
 }
 
 /// Whom a rate limit applies to.
@@ -617,7 +751,7 @@ impl Job {
     }
 
     /// Direction `dir`'s (0 reads, 1 writes, 2 trims) smallest, largest and mean size.
-    fn dir_sizes(&self, dir: usize) -> (u64, u64, f64) {
+    pub(crate) fn dir_sizes(&self, dir: usize) -> (u64, u64, f64) {
         if let Some(s) = &self.bssplit {
             let l = &s.dirs[dir];
             let min = l.iter().map(|x| x.size).min().unwrap_or(1);
@@ -656,6 +790,18 @@ impl Job {
             a => {
                 let r = a.read_pct(self.read_pct) as f64 / 100.0;
                 r * mean(0) + (1.0 - r) * mean(1)
+            }
+        }
+    }
+
+    /// Whether the run issues reads, writes and trims.
+    pub fn mix_directions(&self) -> (bool, bool, bool) {
+        match self.access {
+            Access::Trim | Access::RandTrim => (false, false, true),
+            Access::TrimWrite => (false, true, true),
+            a => {
+                let pct = a.read_pct(self.read_pct);
+                (pct > 0, pct < 100, false)
             }
         }
     }
@@ -1251,10 +1397,25 @@ impl Job {
                 self.engine.name()
             ));
         }
-        if self.rate.iops == Some(0) || self.rate.bytes_per_sec == Some(0) {
+        if (0..3).any(|d| {
+            let r = self.rate.of(d);
+            r.iops == Some(0) || r.bytes_per_sec == Some(0)
+        }) {
             return Err(usage!(
                 "bad rate limit 0: give a positive --rate-iops or --rate-bytes, or leave it out"
             ));
+        }
+        if self.rate.directions.is_some() {
+            if self.access == Access::TrimWrite {
+                return Err(usage!(
+                    "per-direction rates do not apply to trimwrite: each trim is followed by its write; give one rate"
+                ));
+            }
+            if self.verify {
+                return Err(usage!(
+                    "per-direction rates do not apply with --verify: the verifying loop draws each I/O one ahead, before its direction's turn; give one rate"
+                ));
+            }
         }
         if (self.sqpoll || self.hipri) && self.engine != EngineKind::Uring {
             return Err(usage!("--sqpoll and --hipri need --engine uring"));
@@ -1368,5 +1529,42 @@ mod tests {
         assert_eq!(Job::from_toml(&text, "x.toml").unwrap(), j);
         let err = Job::from_toml("targets = [\"a\"]\nblok_size = 4\n", "x.toml").unwrap_err();
         assert!(err.0.starts_with("x.toml:2:"), "{}", err.0);
+    }
+
+    #[test]
+    fn rates_per_direction_read_and_show_back() {
+        let parse = |v: &str| PerDirection::parse(v, "x", |f| f.parse().map_err(|_| usage!("bad")));
+        assert_eq!(parse("5").unwrap(), PerDirection::All(5));
+        assert_eq!(
+            parse("5,7").unwrap(),
+            PerDirection::Each([Some(5), Some(7), Some(7)])
+        );
+        assert_eq!(
+            parse(",7,").unwrap(),
+            PerDirection::Each([None, Some(7), None])
+        );
+        for bad in [",", "1,2,3,4", "x,1"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        let mut r = RateLimit::default();
+        r.set(RateMeasure::Iops, PerDirection::All(100));
+        assert_eq!(
+            (r.show(RateMeasure::Iops), r.directions),
+            ("100".into(), None)
+        );
+        // Bytes per direction: each direction keeps the I/O limit set for all.
+        r.set(RateMeasure::Bytes, parse("10,,3").unwrap());
+        assert_eq!(r.show(RateMeasure::Bytes), "10,,3");
+        assert_eq!(r.show(RateMeasure::Iops), "100,100,100");
+        assert_eq!(
+            r.of(1),
+            DirRate {
+                iops: Some(100),
+                bytes_per_sec: None
+            }
+        );
+        // One value afterwards holds for every direction.
+        r.set(RateMeasure::Bytes, PerDirection::All(8));
+        assert!((0..3).all(|d| r.of(d).bytes_per_sec == Some(8)));
     }
 }

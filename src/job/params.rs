@@ -9,7 +9,7 @@
 
 use super::{
     Access, Advice, BsDirs, BsRange, BsSplit, BufferPattern, CachePolicy, DedupeMode, Distribution,
-    EngineKind, Job, RateScope, Think, WorkerMode, MAX_THREADS,
+    EngineKind, Job, PerDirection, RateMeasure, RateScope, Think, WorkerMode, MAX_THREADS,
 };
 use crate::error::UsageError;
 use crate::units::{parse_duration, parse_size_as, BareUnit};
@@ -964,10 +964,11 @@ pub(crate) static PARAMS: &[Param] = &[
         vx: &["--rate-iops"],
         kind: Kind::Count,
         set: |j, v, c| {
-            j.rate.iops = Some(size(v, c)?);
+            let each = PerDirection::parse(v, c.what, |f| size(f, c))?;
+            j.rate.set(RateMeasure::Iops, each);
             Ok(())
         },
-        show: |j| opt(j.rate.iops),
+        show: |j| j.rate.show(RateMeasure::Iops),
     },
     Param {
         name: "rate_bytes",
@@ -980,10 +981,11 @@ pub(crate) static PARAMS: &[Param] = &[
         vx: &["--rate-bytes"],
         kind: Kind::Bytes,
         set: |j, v, c| {
-            j.rate.bytes_per_sec = Some(size(v, c)?);
+            let each = PerDirection::parse(v, c.what, |f| size(f, c))?;
+            j.rate.set(RateMeasure::Bytes, each);
             Ok(())
         },
-        show: |j| opt(j.rate.bytes_per_sec),
+        show: |j| j.rate.show(RateMeasure::Bytes),
     },
     Param {
         name: "rate_scope",

@@ -225,20 +225,37 @@ pub(crate) fn header(r: &RunResult) -> String {
     )
 }
 
-/// The rate limit as given: "2000 IOPS per thread", "10.0 MiB/s total".
+/// The rate limit as given: "2000 IOPS per thread", "10.0 MiB/s total", per direction
+/// "reads 10.0 MiB/s, writes 2.0 MiB/s per thread".
 fn rate_label(j: &crate::job::Job) -> String {
-    let mut parts = Vec::new();
-    if let Some(n) = j.rate.iops {
-        parts.push(format!("{n} IOPS"));
-    }
-    if let Some(b) = j.rate.bytes_per_sec {
-        parts.push(format!("{}/s", crate::units::format_bytes(b as f64)));
-    }
+    let limits = |r: crate::job::DirRate| {
+        let mut parts = Vec::new();
+        if let Some(n) = r.iops {
+            parts.push(format!("{n} IOPS"));
+        }
+        if let Some(b) = r.bytes_per_sec {
+            parts.push(format!("{}/s", crate::units::format_bytes(b as f64)));
+        }
+        parts.join(" and ")
+    };
+    let (reads, writes, trims) = j.mix_directions();
+    let parts = match j.rate.directions {
+        None => vec![limits(j.rate.of(0))],
+        Some(_) => [("reads", reads), ("writes", writes), ("trims", trims)]
+            .into_iter()
+            .enumerate()
+            .filter(|(_, (_, on))| *on)
+            .map(|(d, (name, _))| match limits(j.rate.of(d)) {
+                l if l.is_empty() => format!("{name} unlimited"),
+                l => format!("{name} {l}"),
+            })
+            .collect(),
+    };
     let scope = match j.rate.scope {
         crate::job::RateScope::Thread => "per thread",
         crate::job::RateScope::Total => "total",
     };
-    format!("{} {scope}", parts.join(" and "))
+    format!("{} {scope}", parts.join(", "))
 }
 
 /// Users with a line of their own: all of them while there are few (or with `-v`), else the
@@ -363,11 +380,7 @@ pub(crate) fn render(results: &[RunResult], opts: &ReportOptions) -> String {
                 }
             }
         }
-        if let Some(j) = r
-            .job
-            .as_ref()
-            .filter(|j| j.rate.iops.is_some() || j.rate.bytes_per_sec.is_some())
-        {
+        if let Some(j) = r.job.as_ref().filter(|j| j.rate.is_on()) {
             let l = &r.total.sched_lat_ns;
             let _ = writeln!(
                 out,

@@ -29,7 +29,7 @@ pub(crate) fn tasks(job: &Job) -> u64 {
 pub(crate) fn worker_memory(job: &Job) -> u64 {
     let slot = job.io_size().div_ceil(4096).max(1) * 4096;
     let buffers = slot.saturating_mul(job.effective_depth() as u64);
-    let hists = if job.rate.iops.is_some() || job.rate.bytes_per_sec.is_some() {
+    let hists = if job.rate.is_on() {
         2 * HIST_BYTES
     } else {
         HIST_BYTES

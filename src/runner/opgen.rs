@@ -264,6 +264,17 @@ impl OpGen {
     /// Next operation, offset and length, or None when the count is reached.
     #[inline]
     pub(crate) fn next_op(&mut self) -> Option<(OpKind, u64, u32)> {
+        self.next_op_steered(|k| k)
+    }
+
+    /// `next_op`, its direction handed to `steer` once the mix has drawn it (under
+    /// per-direction rates, a direction whose schedule is ahead gives way to one that is
+    /// due); the size is then drawn for the direction it returns.
+    #[inline]
+    pub(crate) fn next_op_steered(
+        &mut self,
+        steer: impl FnOnce(OpKind) -> OpKind,
+    ) -> Option<(OpKind, u64, u32)> {
         if let Some((offset, len)) = self.pending_write.take() {
             return Some((OpKind::Write, offset, len));
         }
@@ -285,6 +296,7 @@ impl OpGen {
             }
             Mix::Trim | Mix::TrimWrite => OpKind::Trim,
         };
+        let kind = steer(kind);
         let len = match &self.sizes {
             None => self.len,
             Some(t) => {

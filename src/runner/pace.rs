@@ -6,6 +6,7 @@
 //! latency is also measured from its intended time (`sched_lat`), so a stall shows up in the
 //! percentiles instead of silently lowering the offered rate.
 
+use crate::engine::OpKind;
 use crate::job::{Job, RateScope};
 use std::time::Duration;
 
@@ -40,13 +41,124 @@ pub(crate) fn per_worker_rate(job: &Job) -> Option<f64> {
     })
 }
 
-impl Pacer {
-    /// The schedule of worker `index` (0-based over all users' threads), if the job has a rate.
-    pub(crate) fn for_worker(job: &Job, index: u64) -> Option<Pacer> {
-        let rate = per_worker_rate(job)?;
-        Some(Pacer::at_rate(rate, index, job.total_threads()))
+/// I/Os per second one worker must issue in direction `dir` (0 reads, 1 writes, 2 trims)
+/// under per-direction rates, or None when that direction is not limited. A byte rate counts
+/// in the direction's own mean I/O size.
+pub(crate) fn per_worker_dir_rate(job: &Job, dir: usize) -> Option<f64> {
+    let limit = job.rate.of(dir);
+    let iops = limit.iops.map(|r| r as f64);
+    let from_bytes = limit
+        .bytes_per_sec
+        .map(|b| b as f64 / job.dir_sizes(dir).2.max(1.0));
+    let rate = match (iops, from_bytes) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => a.or(b)?,
+    };
+    Some(match job.rate.scope {
+        RateScope::Thread => rate,
+        RateScope::Total => rate / job.total_threads().max(1) as f64,
+    })
+}
+
+/// The issue schedules of one worker: one for all its I/Os, or (per-direction rates) one per
+/// direction, as fio paces reads and writes each to their own rate. Plain data, copied into
+/// the timed loop: nothing here allocates, locks or calls the system.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pacers {
+    /// Reads, writes, trims; with one schedule for all I/Os, only the first.
+    by_dir: [Option<Pacer>; 3],
+    /// One schedule for all I/Os (a single rate).
+    shared: bool,
+    /// The directions the worker issues (an unlimited one is always due).
+    issues: [bool; 3],
+}
+
+impl Pacers {
+    /// The schedules of worker `index` (0-based over all users' threads), if the job has a
+    /// rate for any direction.
+    pub(crate) fn for_worker(job: &Job, index: u64) -> Option<Pacers> {
+        let workers = job.total_threads();
+        let at = |r: f64| Pacer::at_rate(r, index, workers);
+        let (reads, writes, trims) = job.mix_directions();
+        let issues = [reads, writes, trims];
+        let (by_dir, shared) = match job.rate.directions {
+            None => ([per_worker_rate(job).map(at), None, None], true),
+            Some(_) => (
+                [0, 1, 2].map(|d| per_worker_dir_rate(job, d).filter(|_| issues[d]).map(at)),
+                false,
+            ),
+        };
+        // No direction the worker issues is limited: no schedule at all.
+        by_dir.iter().any(Option::is_some).then_some(Pacers {
+            by_dir,
+            shared,
+            issues,
+        })
     }
 
+    pub(crate) fn start(&mut self, t0_ns: u64) {
+        for p in self.by_dir.iter_mut().flatten() {
+            p.start(t0_ns);
+        }
+    }
+
+    /// Whether direction `d` may issue now: unlimited, or its schedule has caught up.
+    #[inline]
+    fn dir_due(&self, d: usize, now_ns: u64) -> bool {
+        self.by_dir[d].is_none_or(|p| p.is_due(now_ns))
+    }
+
+    /// Whether an I/O may be issued now (in some direction the worker issues).
+    #[inline]
+    pub(crate) fn is_due(&self, now_ns: u64) -> bool {
+        if self.shared {
+            return self.dir_due(0, now_ns);
+        }
+        (0..3).any(|d| self.issues[d] && self.dir_due(d, now_ns))
+    }
+
+    /// The direction the next I/O takes when the mix drew `kind`: as fio does, a read or
+    /// write whose schedule is ahead gives its turn to the other when that one is due.
+    #[inline]
+    pub(crate) fn steer(&self, kind: OpKind, now_ns: u64) -> OpKind {
+        if self.shared || self.dir_due(kind as usize, now_ns) {
+            return kind;
+        }
+        let other = match kind {
+            OpKind::Read => OpKind::Write,
+            OpKind::Write => OpKind::Read,
+            OpKind::Trim => return kind,
+        };
+        if self.issues[other as usize] && self.dir_due(other as usize, now_ns) {
+            other
+        } else {
+            kind
+        }
+    }
+
+    /// Take the next slot of the I/O's schedule: its intended issue time (`now_ns` in a
+    /// direction without a limit).
+    #[inline]
+    pub(crate) fn take(&mut self, kind: OpKind, now_ns: u64) -> u64 {
+        let d = if self.shared { 0 } else { kind as usize };
+        self.by_dir[d].as_mut().map_or(now_ns, Pacer::take)
+    }
+
+    /// How long until an I/O is due in some direction the worker issues.
+    #[inline]
+    pub(crate) fn until_due(&self, now_ns: u64) -> Duration {
+        if self.shared {
+            return self.by_dir[0].map_or(Duration::ZERO, |p| p.until_due(now_ns));
+        }
+        (0..3)
+            .filter(|&d| self.issues[d])
+            .map(|d| self.by_dir[d].map_or(Duration::ZERO, |p| p.until_due(now_ns)))
+            .min()
+            .unwrap_or(Duration::ZERO)
+    }
+}
+
+impl Pacer {
     /// The schedule of worker `index` of `workers` that issues `rate` units a second, for a
     /// source without a Job (a workload thread or a replay thread paces its calls with it;
     /// under a byte rate one slot is one byte).
@@ -186,6 +298,7 @@ mod tests {
                 iops,
                 bytes_per_sec: bytes,
                 scope,
+                directions: None,
             },
             ..Default::default()
         }
@@ -235,8 +348,8 @@ mod tests {
         const MS: u64 = 1_000_000;
         let j = job(Some(1000), None, RateScope::Total, 1);
         let t0 = 123_456_789_000u64;
-        let mut a = Pacer::for_worker(&j, 0).unwrap();
-        let mut b = Pacer::for_worker(&j, 1).unwrap();
+        let mut a = Pacer::at_rate(per_worker_rate(&j).unwrap(), 0, j.total_threads());
+        let mut b = Pacer::at_rate(per_worker_rate(&j).unwrap(), 1, j.total_threads());
         a.start(t0);
         b.start(t0);
         // 500 IOPS each: 2 ms apart, the second worker 1 ms behind the first.
@@ -252,5 +365,43 @@ mod tests {
         assert!(!b.is_due(t0));
         assert_eq!(b.until_due(t0 + 2 * MS), Duration::from_millis(1));
         assert_eq!(a.until_due(t0 + 5_000 * MS), Duration::ZERO);
+    }
+
+    #[test]
+    fn each_direction_keeps_its_own_schedule_and_gives_way_when_ahead() {
+        use crate::job::{Access, DirRate};
+        const MS: u64 = 1_000_000;
+        // Reads at 1000 IOPS, writes at 250, trims unlimited, on a 50 % mix.
+        let mut j = job(Some(1000), None, RateScope::Thread, 1);
+        j.targets.truncate(1);
+        j.access = Access::RandRw;
+        j.read_pct = 50;
+        let writes = DirRate {
+            iops: Some(250),
+            bytes_per_sec: None,
+        };
+        j.rate.directions = Some([writes, DirRate::default()]);
+        let mut p = Pacers::for_worker(&j, 0).unwrap();
+        p.start(0);
+        // Both due at the start: the mix decides.
+        assert_eq!(p.steer(OpKind::Write, 0), OpKind::Write);
+        assert_eq!(p.take(OpKind::Write, 0), 0);
+        // Writes are now 4 ms ahead, reads due: a drawn write gives way to a read.
+        assert_eq!(p.steer(OpKind::Write, MS / 2), OpKind::Read);
+        assert_eq!(p.take(OpKind::Read, MS / 2), 0);
+        // Both ahead: nothing is due until the reads' next slot, 1 ms.
+        assert!(!p.is_due(MS / 2));
+        assert_eq!(p.until_due(MS / 2), Duration::from_micros(500));
+        assert_eq!(p.steer(OpKind::Read, MS), OpKind::Read);
+        // One rate for all directions stays one schedule, whatever the direction.
+        let one = job(Some(1000), None, RateScope::Thread, 1);
+        let mut q = Pacers::for_worker(&one, 0).unwrap();
+        q.start(0);
+        assert_eq!((q.take(OpKind::Read, 0), q.take(OpKind::Write, 0)), (0, MS));
+        // Per-direction limits on a direction the job does not issue: no schedule at all.
+        let mut reads_only = j.clone();
+        reads_only.access = Access::RandRead;
+        reads_only.rate.iops = None;
+        assert!(Pacers::for_worker(&reads_only, 0).is_none());
     }
 }

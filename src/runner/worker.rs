@@ -11,7 +11,7 @@
 
 use super::mark::FileId;
 use super::opgen::{thread_seed, GenSpec, Mix, OpGen};
-use super::pace::Pacer;
+use super::pace::Pacers;
 use super::target::Plan;
 use crate::engine::{self, BufferPool, Built, Completion, Engine, FileHandles, IoOp, OpKind};
 use crate::job::{Advice, CachePolicy, EngineKind, Job, Route};
@@ -139,8 +139,8 @@ struct Core {
     /// `--think`: the pause after every so many I/Os.
     think: Option<think::Thinker>,
     sys: SyscallCounts,
-    /// Issue schedule under a rate limit.
-    pacer: Option<Pacer>,
+    /// Issue schedules under a rate limit (one, or one per direction).
+    pacer: Option<Pacers>,
     /// Per-I/O trace ring when `--trace` is on (allocated here, untimed).
     trace: Option<crate::trace::TraceRing>,
     /// What each I/O is timed with (calibrated here, untimed: see `stats::clock`).

@@ -128,6 +128,8 @@ impl Core {
                     }
                     let next = if VERIFY {
                         ahead.take().or_else(|| self.gen.next_op())
+                    } else if let Some(p) = pacer.as_ref() {
+                        self.gen.next_op_steered(|k| p.steer(k, now))
                     } else {
                         self.gen.next_op()
                     };
@@ -150,7 +152,7 @@ impl Core {
                         }
                     }
                     if let Some(p) = pacer.as_mut() {
-                        intended_at[slot as usize] = p.take();
+                        intended_at[slot as usize] = p.take(kind, now);
                     }
                     batch.push(op);
                 }

@@ -305,6 +305,7 @@ fn a_rate_limit_issues_on_an_absolute_schedule() {
         iops: Some(200),
         bytes_per_sec: None,
         scope: RateScope::Thread,
+        ..Default::default()
     };
     let (out, log, _) = drive(&j, Script::default());
     let s = &out.stats;
@@ -338,6 +339,7 @@ fn a_rate_limited_worker_that_falls_behind_counts_the_wait() {
         iops: Some(1000),
         bytes_per_sec: None,
         scope: RateScope::Thread,
+        ..Default::default()
     };
     let script = Script {
         latency: Duration::from_millis(10),
@@ -371,6 +373,7 @@ fn a_rate_limited_mixed_worker_keeps_the_schedule_latency_per_direction() {
         iops: Some(2000),
         bytes_per_sec: None,
         scope: RateScope::Thread,
+        ..Default::default()
     };
     let (out, _, _) = drive(&j, Script::default());
     let s = &out.stats;

@@ -372,7 +372,7 @@ impl Core {
             ramp_bytes: job.ramp_bytes.unwrap_or(0),
             think: job.think.map(super::think::Thinker::new),
             sys,
-            pacer: Pacer::for_worker(job, user as u64 * job.threads as u64 + thread as u64),
+            pacer: Pacers::for_worker(job, user as u64 * job.threads as u64 + thread as u64),
             trace,
             clock: crate::stats::clock::Clock::new(),
             verify: None,
