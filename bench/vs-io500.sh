@@ -15,8 +15,12 @@
 #   ior-*-read       the same with -r -C -Q 1 (each rank reads the next rank's data, as
 #                    fsbench io500 does), after the files' pages are written back and evicted
 #                    (fsbench io500 evicts them before its ior reads)
-#   mdtest-easy-*    mdtest -F -u -n EASY_N with -C (write), -T -N 1 (stat), -r (delete):
-#                    empty files, a directory per rank
+#   mdtest-easy-*    mdtest -F -u -n EASY_N with -C (write), -T (stat), -r (delete):
+#                    empty files, a directory per rank. mdtest (4.x) with -u and -N looks for
+#                    the next rank's files in the rank's own directory and fails every stat,
+#                    so here each rank stats its own files where fsbench stats the next
+#                    rank's: on one host the same work (every entry is in this host's cache),
+#                    on several hosts not
 #   mdtest-hard-*    mdtest -F -w 3901 -e 3901 -n HARD_N with -C, -T -N 1, -E -N 1 (read), -r:
 #                    one directory every rank shares
 # find has no IOR or mdtest counterpart and is skipped.
@@ -127,7 +131,7 @@ run_peer() { # PAIR
   phase mdtest-hard-write "$MDTEST" "${md_hard[@]}" -C
   evict "$t/ior-easy"
   phase ior-easy-read "$IOR" "${easy[@]}" -r -C -Q 1
-  phase mdtest-easy-stat "$MDTEST" "${md_easy[@]}" -T -N 1
+  phase mdtest-easy-stat "$MDTEST" "${md_easy[@]}" -T
   evict "$t/ior-hard"
   phase ior-hard-read "$IOR" "${hard[@]}" -r -C -Q 1
   phase mdtest-hard-stat "$MDTEST" "${md_hard[@]}" -T -N 1
@@ -165,9 +169,16 @@ ORDER = ["ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-w
          "ior-easy-read", "mdtest-easy-stat", "ior-hard-read", "mdtest-hard-stat",
          "mdtest-easy-delete", "mdtest-hard-read", "mdtest-hard-delete"]
 
+def half_unit(printed):
+    """Half the last printed digit's unit: how far IOR's rounding can have moved a value
+    (IOR prints a time of a second or more with two decimals, a shorter one with more)."""
+    decimals = len(printed.split(".")[1]) if "." in printed else 0
+    return 0.5 * 10 ** -decimals
+
 def ior_side(text, key, xfer):
     """IOR's results line of `key` (columns by name): its bytes as the range its rounding
-    allows (bandwidth to 0.01 MiB/s times total time to 0.0001 s), its rate over wr/rd(s)."""
+    allows (bandwidth times total time, each to the digits IOR printed), its rate over
+    wr/rd(s)."""
     head = None
     for line in text.splitlines():
         f = line.split()
@@ -176,15 +187,18 @@ def ior_side(text, key, xfer):
         elif head and f and f[0] == key and len(f) == len(head):
             c = dict(zip(head, f))
             bw, total, xfer_s = float(c["bw(MiB/s)"]), float(c["total(s)"]), float(c["wr/rd(s)"])
-            lo = max(bw - 0.005, 0) * max(total - 0.00005, 0) * 2**20
-            hi = (bw + 0.005) * (total + 0.00005) * 2**20
+            dbw, dt = half_unit(c["bw(MiB/s)"]), half_unit(c["total(s)"])
+            lo = max(bw - dbw, 0) * max(total - dt, 0) * 2**20
+            hi = (bw + dbw) * (total + dt) * 2**20
             rate = (lo + hi) / 2 / xfer_s if xfer_s else 0.0
             return rate, {f"{key} bytes": [lo, hi], f"{key} transfers": [lo / xfer, hi / xfer]}
     return 0.0, {}
 
 def md_side(text, row):
-    """mdtest's items (its "N tasks, M files" line) and its rate of `row` (the mean)."""
+    """mdtest's items (its "N tasks, M files" line, less every item it warns it could not
+    stat, open or remove) and its rate of `row` (the mean)."""
     items, rate = None, 0.0
+    failed = sum(1 for line in text.splitlines() if line.startswith("WARNING: unable to"))
     for line in text.splitlines():
         m = re.search(r"(\d+) tasks, (\d+) (files/directories|files|directories)", line)
         if m:
@@ -192,7 +206,7 @@ def md_side(text, row):
         m = re.match(r"^\s+%s\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)" % row, line)
         if m and float(m.group(3)) > 0:
             rate = float(m.group(3))
-    return rate, ({"items": items} if rate > 0 and items is not None else {})
+    return rate, ({"items": items - failed} if rate > 0 and items is not None else {})
 
 lines = []
 for r in range(1, npairs + 1):
@@ -220,5 +234,11 @@ with open(path, "w") as f:
     f.write("\n".join(lines) + "\n")
 print("(peer: IOR for the ior phases, rates in bytes/s over the transfers; mdtest for the")
 print(" mdtest phases, rates in items/s)")
+print(f"{'phase':20} {'pair':>4} {'first':>7} {'fsbench':>14} {'peer':>14} {'ratio':>6}")
+for text in lines:
+    p = json.loads(text)
+    a, b = p["a"]["value"], p["b"]["value"]
+    who = "fsbench" if p["first"] == "a" else "peer"
+    print(f"{p['case']:20} {p['pair']:>4} {who:>7} {a:>14.0f} {b:>14.0f} {a / b if b else 0:>6.3f}")
 pairs.report(path, ("fsbench", "peer"), "rate")
 EOF

@@ -105,10 +105,14 @@ trap 'rm -rf "$work" "$rows" "$measured"' EXIT
 
 # IOR's results line of one access ("write"/"read", under the header "access bw(MiB/s) ...
 # open(s) wr/rd(s) close(s) total(s) iter"), columns found by name: prints the bytes it moved
-# as the range its rounding allows (bandwidth to 0.01 MiB/s times total time to 0.0001 s),
+# as the range its rounding allows (bandwidth times total time, each to the digits printed),
 # its bandwidth over the transfers alone (wr/rd(s)) in bytes/s, and its open + close seconds.
 ior_measured() { python3 -c '
 import sys
+def half_unit(printed):
+    # Half the last printed digit: IOR prints a time of a second or more with two decimals.
+    decimals = len(printed.split(".")[1]) if "." in printed else 0
+    return 0.5 * 10 ** -decimals
 key, head = sys.argv[1], None
 for line in sys.stdin:
     f = line.split()
@@ -117,8 +121,9 @@ for line in sys.stdin:
     elif head and f and f[0] == key and len(f) == len(head):
         c = dict(zip(head, f))
         bw, total, xfer = float(c["bw(MiB/s)"]), float(c["total(s)"]), float(c["wr/rd(s)"])
-        lo = max(bw - 0.005, 0) * max(total - 0.00005, 0) * 2**20
-        hi = (bw + 0.005) * (total + 0.00005) * 2**20
+        dbw, dt = half_unit(c["bw(MiB/s)"]), half_unit(c["total(s)"])
+        lo = max(bw - dbw, 0) * max(total - dt, 0) * 2**20
+        hi = (bw + dbw) * (total + dt) * 2**20
         oc = float(c["open(s)"]) + float(c["close(s)"])
         print(f"{lo:.0f} {hi:.0f} {(lo + hi) / 2 / xfer if xfer else 0:.0f} {oc:.4f}")
         break

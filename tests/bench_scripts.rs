@@ -816,7 +816,7 @@ fn vs_io500_compares_a_phase_only_when_both_did_its_work() {
         .collect();
     let sb = Sandbox::new();
     std::fs::write(sb.file("tab.py"), body.join("\n")).unwrap();
-    let run = |md_items: u64| -> String {
+    let run = |md_items: u64, warnings: u64| -> String {
         // fsbench: 16 MiB at 1.1 x 200 MiB/s; 200 items at 110,000 items/s.
         let gib_s = 1.1 * 200.0 * 1048576.0 / 1073741824.0;
         std::fs::write(
@@ -839,7 +839,8 @@ fn vs_io500_compares_a_phase_only_when_both_did_its_work() {
         std::fs::write(
             sb.file("peer.1.mdtest-hard-write.txt"),
             format!(
-                "2 tasks, {md_items} files\n   File creation     100000.000     100000.000     100000.000          0.000\n   File stat                0.000          0.000          0.000          0.000\n"
+                "2 tasks, {md_items} files\n{}   File creation     100000.000     100000.000     100000.000          0.000\n   File stat                0.000          0.000          0.000          0.000\n",
+                "WARNING: unable to stat file /x/file.mdtest.1.0\n".repeat(warnings as usize)
             ),
         )
         .unwrap();
@@ -856,17 +857,21 @@ fn vs_io500_compares_a_phase_only_when_both_did_its_work() {
         );
         String::from_utf8_lossy(&out.stdout).to_string()
     };
-    let same = run(200);
+    let same = run(200, 0);
     for phase in ["ior-easy-write", "mdtest-hard-write"] {
         let l = case_line(&same, phase);
         assert!(l.contains("rate fsbench/peer median 1.100"), "{same}");
     }
     assert!(!same.contains("find:"), "{same}");
-    let other = run(180);
+    let other = run(180, 0);
     let l = case_line(&other, "mdtest-hard-write");
     assert!(l.contains("DIFFERENT WORK, no ratio"), "{other}");
     assert!(l.contains("items: fsbench 200, peer 180"), "{other}");
     assert!(!l.contains("median"), "{other}");
+    // Items mdtest warns it could not reach are not work it did.
+    let failed = run(200, 15);
+    let l = case_line(&failed, "mdtest-hard-write");
+    assert!(l.contains("items: fsbench 200, peer 185"), "{failed}");
 }
 
 /// vs-io500.sh refuses a rank count or an amount that is not a positive whole number, in one
