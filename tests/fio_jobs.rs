@@ -1286,6 +1286,26 @@ fn falloc_allocates_and_ftruncate_sizes_where_fio_does() {
     assert_eq!(sb.listing(), Vec::<String>::new());
 }
 
+/// 40,000 random reads of sizes drawn from `range` on the null engine: the Result.
+fn null_bsrange_reads(sb: &Sandbox, range: &str) -> Value {
+    sb.run_json(&[
+        "run",
+        "--engine",
+        "null",
+        "--rw",
+        "randread",
+        "--bsrange",
+        range,
+        "--count",
+        "40000",
+        "--size",
+        "1m",
+        "nofile",
+        "--format",
+        "json",
+    ])
+}
+
 /// The share of the I/Os each size took, from a Result's `by_size`.
 fn size_shares(r: &Value) -> Vec<(u64, f64)> {
     let sizes = r["total"]["by_size"].as_array().expect("by_size");
@@ -1319,22 +1339,7 @@ fn bsrange_draws_sizes_by_fios_rule() {
         ),
         ("5k-7k", vec![(5120, 5.0 / 7.0), (7168, 2.0 / 7.0)]),
     ] {
-        let r = sb.run_json(&[
-            "run",
-            "--engine",
-            "null",
-            "--rw",
-            "randread",
-            "--bsrange",
-            range,
-            "--count",
-            "40000",
-            "--size",
-            "1m",
-            "nofile",
-            "--format",
-            "json",
-        ]);
+        let r = null_bsrange_reads(&sb, range);
         assert_shares(&size_shares(&r), &want, range);
         // The same from a job file's bsrange.
         let job = sb.file("r.fio");
@@ -1385,22 +1390,7 @@ fn bsrange_sizes_match_fios_own() {
             .into_iter()
             .map(|(s, n)| (s, n as f64 / all as f64))
             .collect();
-        let r = sb.run_json(&[
-            "run",
-            "--engine",
-            "null",
-            "--rw",
-            "randread",
-            "--bsrange",
-            range,
-            "--count",
-            "40000",
-            "--size",
-            "1m",
-            "nofile",
-            "--format",
-            "json",
-        ]);
+        let r = null_bsrange_reads(&sb, range);
         // fio's sample is smaller: a wider tolerance.
         let ours = size_shares(&r);
         assert_eq!(

@@ -321,13 +321,7 @@ pub(crate) fn walk(io: &mut Issuer, top: RawFd, query: &Query, share: Share) -> 
     let cpu_ns = crate::stats::cpu::thread_cpu_ns().saturating_sub(cpu0);
     src.close(io);
     let mut stats = std::mem::take(&mut src.stats);
-    stats.syscalls = *io.sys();
-    stats.usage = ran.usage;
-    stats.elapsed_s = ran.end_ns.saturating_sub(ran.start_ns) as f64 / 1e9;
-    stats.loop_start_ns = ran.start_ns;
-    stats.loop_end_ns = ran.end_ns;
-    stats.cpu_sampled_ns = cpu_ns;
-    stats.cpu_sampled_ops = stats.other_ops;
+    ran.settle(&mut stats, io, cpu_ns);
     Walked {
         end: ran.end,
         stats,

@@ -80,18 +80,12 @@ pub(crate) fn phase(
     let cpu_ns = crate::stats::cpu::thread_cpu_ns().saturating_sub(cpu0);
     let done = src.done();
     let interrupted = crate::runner::signal::interrupted();
+    let mut stats = std::mem::take(&mut src.stats);
+    ran.settle(&mut stats, io, cpu_ns);
     let failure = match ran.end {
         End::Failed(e) => Some(e),
         _ => None,
     };
-    let mut stats = std::mem::take(&mut src.stats);
-    stats.syscalls = *io.sys();
-    stats.usage = ran.usage;
-    stats.elapsed_s = ran.end_ns.saturating_sub(ran.start_ns) as f64 / 1e9;
-    stats.loop_start_ns = ran.start_ns;
-    stats.loop_end_ns = ran.end_ns;
-    stats.cpu_sampled_ns = cpu_ns;
-    stats.cpu_sampled_ops = stats.other_ops;
     Ran {
         done,
         stats,

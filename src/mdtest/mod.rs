@@ -463,6 +463,9 @@ impl Runner<'_> {
                 self.agreed_items = Some(least);
             }
         }
+        let mut stats = std::mem::take(&mut src.stats);
+        // The thread's CPU clock over the phase: every item's CPU, to the nanosecond.
+        ran.settle(&mut stats, &self.io, cpu_ns);
         match ran.end {
             End::Done => {}
             End::Stopped if crate::runner::signal::interrupted() => self.interrupted = true,
@@ -470,15 +473,6 @@ impl Runner<'_> {
             End::Failed(e) => self.failure = Some(e),
         }
         if timing == Timing::Measured {
-            let mut stats = std::mem::take(&mut src.stats);
-            stats.syscalls = *self.io.sys();
-            stats.usage = ran.usage;
-            stats.elapsed_s = ran.end_ns.saturating_sub(ran.start_ns) as f64 / 1e9;
-            stats.loop_start_ns = ran.start_ns;
-            stats.loop_end_ns = ran.end_ns;
-            // The thread's CPU clock over the phase: every item's CPU, to the nanosecond.
-            stats.cpu_sampled_ns = cpu_ns;
-            stats.cpu_sampled_ops = stats.other_ops;
             let stonewalled =
                 (stonewall.is_some() && done < count && !self.interrupted).then_some(done);
             self.measured.push(Measured {

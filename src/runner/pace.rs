@@ -25,12 +25,19 @@ pub(crate) struct Pacer {
 
 /// I/Os per second one worker must issue, or None without a rate limit.
 pub(crate) fn per_worker_rate(job: &Job) -> Option<f64> {
-    let iops = job.rate.iops.map(|r| r as f64);
-    let from_bytes = job
-        .rate
-        .bytes_per_sec
-        .map(|b| b as f64 / job.mean_io_size().max(1.0));
-    // Both limits given: the stricter one holds.
+    worker_share(
+        job,
+        job.rate.iops,
+        job.rate.bytes_per_sec,
+        job.mean_io_size(),
+    )
+}
+
+/// One worker's I/Os per second from a limit in I/Os and one in bytes (counted in I/Os of
+/// `mean_size`); both given: the stricter one holds. None when neither is.
+fn worker_share(job: &Job, iops: Option<u64>, bytes: Option<u64>, mean_size: f64) -> Option<f64> {
+    let iops = iops.map(|r| r as f64);
+    let from_bytes = bytes.map(|b| b as f64 / mean_size.max(1.0));
     let rate = match (iops, from_bytes) {
         (Some(a), Some(b)) => a.min(b),
         (a, b) => a.or(b)?,
@@ -46,18 +53,7 @@ pub(crate) fn per_worker_rate(job: &Job) -> Option<f64> {
 /// in the direction's own mean I/O size.
 pub(crate) fn per_worker_dir_rate(job: &Job, dir: usize) -> Option<f64> {
     let limit = job.rate.of(dir);
-    let iops = limit.iops.map(|r| r as f64);
-    let from_bytes = limit
-        .bytes_per_sec
-        .map(|b| b as f64 / job.dir_sizes(dir).2.max(1.0));
-    let rate = match (iops, from_bytes) {
-        (Some(a), Some(b)) => a.min(b),
-        (a, b) => a.or(b)?,
-    };
-    Some(match job.rate.scope {
-        RateScope::Thread => rate,
-        RateScope::Total => rate / job.total_threads().max(1) as f64,
-    })
+    worker_share(job, limit.iops, limit.bytes_per_sec, job.dir_sizes(dir).2)
 }
 
 /// The issue schedules of one worker: one for all its I/Os, or (per-direction rates) one per

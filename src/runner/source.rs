@@ -88,6 +88,21 @@ pub(crate) struct Driven<E> {
     pub ramped: bool,
 }
 
+impl<E> Driven<E> {
+    /// Settle the counts of a phase whose every step is one operation (an mdtest phase, a
+    /// find walk): its system calls from the Issuer, its CPU, its measured window, and
+    /// `cpu_ns` of the thread's CPU clock over the phase, spread over its operations.
+    pub(crate) fn settle(&self, stats: &mut Stats, io: &Issuer, cpu_ns: u64) {
+        stats.syscalls = *io.sys();
+        stats.usage = self.usage;
+        stats.elapsed_s = self.end_ns.saturating_sub(self.start_ns) as f64 / 1e9;
+        stats.loop_start_ns = self.start_ns;
+        stats.loop_end_ns = self.end_ns;
+        stats.cpu_sampled_ns = cpu_ns;
+        stats.cpu_sampled_ops = stats.other_ops;
+    }
+}
+
 /// Drive `src` on `io` until it ends or the run stops.
 pub(crate) fn drive<S: Source>(src: &mut S, io: &mut Issuer, how: Drive<'_>) -> Driven<S::End> {
     (how.gate)();
