@@ -301,8 +301,32 @@ fn log_options_write_fsbenchs_logs() {
         ],
     );
     assert!(e.contains("log_avg_msec=5 in [a]"), "{e}");
+    // In a group, each job keeps its own interval: [a] logs every 200 ms, [b] keeps none.
+    let rs = fio_results(
+        &sb,
+        &[
+            "--ioengine=null",
+            "--rw=randread",
+            "--size=1g",
+            "--rate_iops=1000",
+            "--runtime=1",
+            "--time_based",
+            "--name=a",
+            "--write_iops_log=grouped",
+            "--log_avg_msec=200",
+            "--name=b",
+        ],
+    );
+    assert_eq!(rs.len(), 2);
+    let (_, rows) = total_rows(&sb.file("grouped/iops.csv"));
+    assert!((4..=6).contains(&rows.len()), "{rows:?}");
+    assert!(rows.iter().all(|r| r[1].starts_with("0.2")), "{rows:?}");
+    let b = rs.iter().find(|r| r["name"] == "b").unwrap();
+    assert!(b
+        .get("timeseries")
+        .is_none_or(|t| t.as_array().is_some_and(|a| a.is_empty())));
     let mut names = sb.listing();
-    names.retain(|n| n != "perf" && n != "lat");
+    names.retain(|n| n != "perf" && n != "lat" && n != "grouped");
     assert!(names.is_empty(), "{names:?}");
 }
 
@@ -376,4 +400,50 @@ fn random_generator_and_batching_options() {
         assert!(e.contains(want), "{e}");
     }
     assert!(sb.listing().is_empty(), "{:?}", sb.listing());
+}
+
+/// fio's figures for the same command line: (operations, run time in seconds) of its job.
+fn fio_ops_and_runtime(sb: &Sandbox, args: &[&str]) -> (u64, f64) {
+    let o = std::process::Command::new("fio")
+        .arg("--output-format=json")
+        .args(args)
+        .current_dir(sb.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    let v: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let j = &v["jobs"][0];
+    let ops = ["read", "write", "trim"]
+        .iter()
+        .map(|d| j[d]["total_ios"].as_u64().unwrap())
+        .sum();
+    (ops, f64_of(&j["job_runtime"]) / 1000.0)
+}
+
+#[test]
+#[cfg_attr(
+    not(has_fio),
+    ignore = "SKIPPED: fio is not installed (apt-get install fio)"
+)]
+fn think_time_takes_as_long_as_fios() {
+    let sb = Sandbox::new();
+    let mut args = NULL_JOB.to_vec();
+    args.extend(["--thinktime=1000", "--thinktime_blocks=2"]);
+    let (ops, fio_s) = fio_ops_and_runtime(&sb, &args);
+    let r = one(&sb, &args);
+    assert_eq!(
+        u64::try_from(ops).unwrap(),
+        r["total"]["ops"].as_u64().unwrap()
+    );
+    // 100 pauses of 1 ms in both: the run times agree within a generous margin.
+    let ours = f64_of(&r["total"]["elapsed_s"]);
+    assert!(
+        fio_s >= 0.09 && ours >= 0.099,
+        "fio {fio_s} s, fsbench {ours} s"
+    );
+    assert!(
+        (ours - fio_s).abs() <= 0.5 * fio_s.max(ours),
+        "fio {fio_s} s, fsbench {ours} s"
+    );
 }
