@@ -305,6 +305,7 @@ fn same_work_as_fio_for_the_same_files() {
         "skip.fio",
         "space.fio",
         "shared.fio",
+        "pacing.fio",
     ] {
         let f = corpus().join(name);
         let sb = Sandbox::new();

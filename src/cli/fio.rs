@@ -29,9 +29,21 @@ pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Resu
             eprintln!("fsbench: {n}");
         }
     }
+    let logs = open_logs(&jobs, repeat, cmd.force)?;
     let mut results = Vec::with_capacity(jobs.len());
     for g in &groups {
-        results.extend(run_group(&exec, &jobs, g, repeat)?);
+        let ran = match run_group(&exec, &jobs, g, repeat) {
+            Ok(ran) => ran,
+            Err(e) => {
+                // Directories this command made for logs not yet written go again.
+                logs.iter().flatten().for_each(|(d, _)| d.abandon());
+                return Err(e);
+            }
+        };
+        for (members, mut r) in ran {
+            record(&jobs, &logs, &members, &mut r)?;
+            results.push(r);
+        }
     }
     super::output::emit(
         &results,
@@ -42,24 +54,125 @@ pub(crate) fn main(args: &[String], exec: crate::exec::Executor) -> anyhow::Resu
     )
 }
 
-/// One run group: its jobs started together, reported as its figures.
+/// Each job's log directories, opened before anything runs (by job index), with the logs
+/// each one gets.
+type JobLogs = Vec<Vec<(crate::output::ResultsDir, Vec<&'static str>)>>;
+
+/// Open every job's log directories (fio's `write_bw_log` and the others), refusing a
+/// directory two jobs name and logs that are already there (unless --force).
+fn open_logs(jobs: &[FioJob], repeat: u32, force: bool) -> anyhow::Result<JobLogs> {
+    let mut seen: Vec<(&std::path::Path, &str)> = Vec::new();
+    for j in jobs {
+        for (dir, _) in &j.reporting.logs {
+            if let Some((_, other)) = seen.iter().find(|(d, _)| *d == dir.as_path()) {
+                crate::bail_usage!(
+                    "[{}] writes its logs into {}, as [{other}] does: fsbench writes each job's logs into a directory of its own; give each job its own log name (write_bw_log=NAME)",
+                    j.job.name,
+                    dir.display()
+                );
+            }
+            if repeat > 1 {
+                crate::bail_usage!(
+                    "--repeat {repeat} with the logs of [{}]: a log holds the intervals of one run; drop --repeat or the write_*_log options",
+                    j.job.name
+                );
+            }
+            seen.push((dir.as_path(), j.job.name.as_str()));
+        }
+    }
+    let mut out: JobLogs = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        let mut mine = Vec::new();
+        for (dir, files) in &j.reporting.logs {
+            match open_log_dir(dir, files, force) {
+                Ok(d) => mine.push((d, files.clone())),
+                Err(e) => {
+                    mine.iter()
+                        .chain(out.iter().flatten())
+                        .for_each(|(d, _)| d.abandon());
+                    return Err(e);
+                }
+            }
+        }
+        out.push(mine);
+    }
+    Ok(out)
+}
+
+/// One log directory, made when absent; logs of an earlier run in it are refused unless
+/// --force, as `fsbench run --log` refuses them.
+fn open_log_dir(
+    path: &std::path::Path,
+    files: &[&str],
+    force: bool,
+) -> anyhow::Result<crate::output::ResultsDir> {
+    let dir = crate::output::ResultsDir::open(path, force)?;
+    for name in files {
+        let there = std::fs::symlink_metadata(dir.join(name)).is_ok();
+        let refused = if there && !force {
+            Err(crate::usage!(
+                "log directory {}: {name} is already there: name a new directory, or add --force to replace the logs",
+                path.display()
+            ))
+        } else {
+            dir.check(name)
+        };
+        if let Err(e) = refused {
+            dir.abandon();
+            return Err(e.into());
+        }
+    }
+    Ok(dir)
+}
+
+/// What the jobs of a figure ask of its Result: the first `percentile_list` among them, and
+/// each one's logs (of the figure, which is theirs).
+fn record(
+    jobs: &[FioJob],
+    logs: &JobLogs,
+    members: &[usize],
+    r: &mut RunResult,
+) -> anyhow::Result<()> {
+    if let Some(list) = members
+        .iter()
+        .find_map(|&i| jobs[i].reporting.percentiles.as_ref())
+    {
+        r.total.set_percentiles(list);
+    }
+    let mut texts = None;
+    for (dir, files) in members.iter().flat_map(|&i| &logs[i]) {
+        let all = texts.get_or_insert_with(|| crate::report::interval_logs::logs(r));
+        for name in files {
+            let at = crate::report::interval_logs::LOG_NAMES
+                .iter()
+                .position(|n| n == name)
+                .expect("a log name");
+            dir.write(name, all[at].as_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+/// One run group: its jobs started together, reported as its figures, each Result with
+/// the jobs it reports.
 fn run_group(
     exec: &crate::exec::Executor,
     jobs: &[FioJob],
     g: &RunGroup,
     repeat: u32,
-) -> anyhow::Result<Vec<RunResult>> {
+) -> anyhow::Result<Vec<(Vec<usize>, RunResult)>> {
     if let [only] = g.jobs[..] {
         let j = &jobs[only];
         if let Some(m) = &j.meta {
-            return run_meta(exec, j, m, repeat).map(|r| vec![r]);
+            return run_meta(exec, j, m, repeat).map(|r| vec![(vec![only], r)]);
         }
         if j.part.is_none() && j.start_delay.is_zero() && j.clone_runs.is_empty() {
             // A job on its own: the ordinary path (also on the ranks of a distributed run).
-            let observe = crate::observe::Observe::default();
+            let mut observe = crate::observe::Observe::default();
+            observe.watch.status_interval = j.reporting.log_interval;
             let mut r = super::repeat::run_job(exec, &j.job, &observe, repeat)?;
             r.notes.extend(j.notes.iter().cloned());
-            return Ok(vec![r]);
+            return Ok(vec![(vec![only], r)]);
         }
     }
     if repeat > 1 {
@@ -101,7 +214,7 @@ fn run_group(
                 called_off.join(", ")
             ));
         }
-        results.push(r);
+        results.push((figure.clone(), r));
     }
     Ok(results)
 }
@@ -168,7 +281,13 @@ fn start_together(
         for (job, part) in whole.into_iter().chain(clones) {
             owner.push(i);
             let delay = j.start_delay;
-            runs.push(Start { job, part, delay });
+            let interval = j.reporting.log_interval;
+            runs.push(Start {
+                job,
+                part,
+                delay,
+                interval,
+            });
         }
     }
     let mut ran: BTreeMap<usize, Vec<RunOutcome>> = BTreeMap::new();

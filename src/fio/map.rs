@@ -34,6 +34,8 @@ pub(crate) struct FioJob {
     /// A metadata ioengine's job (`filecreate`, ...): it runs as mdtest's phases, alone in
     /// its group; `job` then only carries its name.
     pub meta: Option<super::meta::MetaJob>,
+    /// The percentiles and logs of its Result (`percentile_list`, `write_*_log`).
+    pub reporting: super::measure::Reporting,
 }
 
 /// Most clones `numjobs` may ask for (each is a thread or a file).
@@ -103,6 +105,30 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "offset",
     "offset_increment",
     "startdelay",
+    // Think time, steady state, percentiles, logs, generator, batching (measure.rs).
+    "thinktime",
+    "thinktime_blocks",
+    "thinktime_spin",
+    "steadystate",
+    "ss",
+    "steadystate_duration",
+    "ss_dur",
+    "steadystate_ramp_time",
+    "ss_ramp",
+    "steadystate_check_interval",
+    "ss_interval",
+    "percentile_list",
+    "write_bw_log",
+    "write_iops_log",
+    "write_lat_log",
+    "log_avg_msec",
+    "random_generator",
+    "iodepth_batch",
+    "iodepth_batch_submit",
+    "iodepth_batch_complete",
+    "iodepth_batch_complete_min",
+    "iodepth_batch_complete_max",
+    "iodepth_low",
 ];
 
 /// fio's size rules: a bare number is bytes; `k m g t p` (and `kb`, `mb`, ...) multiply by
@@ -416,6 +442,8 @@ struct Spec {
     /// Each clone's start is rounded up to the block size (fio's rule when `offset` or
     /// `offset_increment` is a percentage): `offset` then holds the unrounded bytes.
     round_starts: bool,
+    /// Think time, steady state, percentiles, logs, generator and batching.
+    measured: super::measure::Opts,
 }
 
 /// Most files `nrfiles` may ask for per clone (each is a target with a worker).
@@ -765,6 +793,7 @@ impl Spec {
             }
             // fsbench runs clones as threads whatever fio's `thread` says.
             "thread" => {}
+            k if super::measure::KEYS.contains(&k) => self.measured.read(o, kb, job)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -935,6 +964,7 @@ fn why_unmapped(key: &str) -> &'static str {
         "openfiles" | "file_service_type" => {
             "fsbench gives each file a worker of its own and keeps every file open"
         }
+        "thinktime_iotime" => super::measure::IOTIME_REFUSAL,
         _ => "fsbench fio does not map it",
     }
 }
@@ -984,6 +1014,7 @@ fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageErr
         ..Job::default()
     };
     apply(&mut job, &mut spec, sname)?;
+    let reporting = spec.measured.apply(&mut job, &mut spec.notes, sname)?;
     let (part, clone_runs) = offset_part(&mut job, &spec, sname)?;
     for k in &ignored {
         spec.notes.push(format!(
@@ -1013,6 +1044,7 @@ fn build(section: &Section, ignore_unsupported: bool) -> Result<FioJob, UsageErr
         start_delay: spec.start_delay.unwrap_or_default(),
         clone_runs,
         meta: None,
+        reporting,
     })
 }
 
@@ -1042,6 +1074,7 @@ fn meta_job(
         start_delay: std::time::Duration::ZERO,
         clone_runs: Vec::new(),
         meta: Some(m.job),
+        reporting: Default::default(),
     })
 }
 
@@ -1607,6 +1640,9 @@ mod tests {
                 "random_distribution" => "random",
                 "bssplit" => "4k/100",
                 "bsrange" | "blocksize_range" => "4k-8k",
+                "steadystate" | "ss" => "iops:5%",
+                "percentile_list" => "50:99",
+                "random_generator" => "lfsr",
                 _ => "1",
             };
             let o = Opt {

@@ -6,6 +6,7 @@
 //! or with `--ignore-unsupported` listed in the Result's notes.
 
 pub(crate) mod map;
+pub(crate) mod measure;
 pub(crate) mod meta;
 pub(crate) mod parse;
 

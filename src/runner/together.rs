@@ -38,6 +38,8 @@ pub(crate) struct Start {
     pub part: Option<RankPart>,
     /// How long after the others it is released (fio's `startdelay`).
     pub delay: Duration,
+    /// Its own `--status-interval` (fio's logs of one job), over the group's.
+    pub interval: Option<Duration>,
 }
 
 /// Run `jobs` at the same time (each after its delay), watched as `watch` says; one entry
@@ -51,31 +53,45 @@ pub(crate) fn run_together(jobs: &[Start], watch: &Watching) -> Vec<Together> {
         let handles: Vec<_> = jobs
             .iter()
             .enumerate()
-            .map(|(i, Start { job, part, .. })| {
-                let tx = tx.clone();
-                s.spawn(move || {
-                    // Tells the start decision if the run ends (or unwinds) before its gate.
-                    let early = EarlyEnd {
-                        reached: Arc::new(AtomicBool::new(false)),
-                        tx: tx.clone(),
+            .map(
+                |(
+                    i,
+                    Start {
+                        job,
+                        part,
+                        interval,
+                        ..
+                    },
+                )| {
+                    let tx = tx.clone();
+                    let watch = Watching {
+                        status_interval: interval.or(watch.status_interval),
+                        ..watch.clone()
                     };
-                    let hook_reached = early.reached.clone();
-                    let gate = Gate {
-                        start: Box::new(move |opener| {
-                            hook_reached.store(true, Ordering::Relaxed);
-                            let (go_tx, go_rx) = channel();
-                            if tx.send(Event::Ready(i, opener, go_tx)).is_err() {
-                                return false;
-                            }
-                            go_rx.recv().unwrap_or(false)
-                        }),
-                        after_io: Box::new(|| {}),
-                    };
-                    let out = run_in_group(job, *part, Some(gate), group, watch);
-                    drop(early);
-                    out
-                })
-            })
+                    s.spawn(move || {
+                        // Tells the start decision if the run ends (or unwinds) before its gate.
+                        let early = EarlyEnd {
+                            reached: Arc::new(AtomicBool::new(false)),
+                            tx: tx.clone(),
+                        };
+                        let hook_reached = early.reached.clone();
+                        let gate = Gate {
+                            start: Box::new(move |opener| {
+                                hook_reached.store(true, Ordering::Relaxed);
+                                let (go_tx, go_rx) = channel();
+                                if tx.send(Event::Ready(i, opener, go_tx)).is_err() {
+                                    return false;
+                                }
+                                go_rx.recv().unwrap_or(false)
+                            }),
+                            after_io: Box::new(|| {}),
+                        };
+                        let out = run_in_group(job, *part, Some(gate), group, &watch);
+                        drop(early);
+                        out
+                    })
+                },
+            )
             .collect();
         drop(tx);
         let mut ready: Vec<(usize, Opener, Sender<bool>)> = Vec::new();
