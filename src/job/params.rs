@@ -528,7 +528,7 @@ pub(crate) static PARAMS: &[Param] = &[
     },
     Param {
         name: "steady_state_max",
-        aliases: &["ss_dur"],
+        aliases: &[],
         label: "steady-state max",
         noun: "longest steady-state run",
         flag: Some("--steady-state-max"),
