@@ -179,6 +179,21 @@ pub(crate) struct JobFlags {
     pub mlock: bool,
     #[command(flatten)]
     pub rate: super::args::RateArgs,
+    /// Spacing of a rate's I/Os: linear (even) or poisson (exponential gaps) [default: linear]
+    #[arg(long = "rate-process", value_name = "PROCESS", help_heading = HOW)]
+    pub rate_process: Option<String>,
+    /// Fail the run when a worker moves fewer bytes/s in a cycle (fio's rate_min)
+    ///
+    /// Judged in every direction the worker issues, once per cycle after a 2-second settle,
+    /// as fio's rate_min; the Result says which cycle fell below what.
+    #[arg(long = "rate-min", value_name = "SIZE", help_heading = HOW)]
+    pub rate_min: Option<String>,
+    /// Fail the run when a worker does fewer I/Os/s in a cycle (fio's rate_iops_min)
+    #[arg(long = "rate-iops-min", value_name = "N", help_heading = HOW)]
+    pub rate_iops_min: Option<String>,
+    /// The cycle --rate-min and --rate-iops-min judge [default: 1s]
+    #[arg(long = "rate-cycle", value_name = "DUR", help_heading = HOW)]
+    pub rate_cycle: Option<String>,
     /// io_uring SQ polling
     #[arg(long, help_heading = HOW)]
     pub sqpoll: bool,
@@ -238,6 +253,10 @@ impl JobFlags {
             ("rate_iops", self.rate.rate_iops.clone()),
             ("rate_bytes", self.rate.rate_bytes.clone()),
             ("rate_scope", self.rate.rate_scope.clone()),
+            ("rate_process", self.rate_process.clone()),
+            ("rate_min", self.rate_min.clone()),
+            ("rate_iops_min", self.rate_iops_min.clone()),
+            ("rate_cycle", self.rate_cycle.clone()),
             ("verify_backlog", self.verify_backlog.clone()),
             ("fsync_every", self.fsync_every.clone()),
         ];
@@ -293,6 +312,10 @@ impl JobFlags {
                 rate_bytes: Some(String::new()),
                 rate_scope: Some(String::new()),
             },
+            rate_process: Some(String::new()),
+            rate_min: Some(String::new()),
+            rate_iops_min: Some(String::new()),
+            rate_cycle: Some(String::new()),
             verify_backlog: Some(String::new()),
             fsync_every: Some(String::new()),
             fsync: true,
@@ -338,7 +361,7 @@ mod tests {
     #[test]
     fn every_flag_names_a_table_parameter() {
         let names = JobFlags::names();
-        assert_eq!(names.len(), 44);
+        assert_eq!(names.len(), 48);
         for n in names {
             let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
             assert!(p.flag.is_some(), "{n} has no run flag in the table");

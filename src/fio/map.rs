@@ -129,6 +129,23 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "iodepth_batch_complete_min",
     "iodepth_batch_complete_max",
     "iodepth_low",
+    // Minimum rates, the rate process, flow, buffers, files, syncs and verification extras.
+    "rate_min",
+    "rate_iops_min",
+    "rate_cycle",
+    "rate_process",
+    "flow",
+    "verify_backlog",
+    "verify_backlog_batch",
+    "do_verify",
+    "scramble_buffers",
+    "opendir",
+    "create_on_open",
+    "pre_read",
+    "fsync_on_close",
+    "fdatasync",
+    "randrepeat",
+    "fallocate",
 ];
 
 /// fio's size rules: a bare number is bytes; `k m g t p` (and `kb`, `mb`, ...) multiply by
@@ -444,6 +461,32 @@ struct Spec {
     round_starts: bool,
     /// Think time, steady state, percentiles, logs, generator and batching.
     measured: super::measure::Opts,
+    /// Minimum rates, the rate process, buffers, files, syncs and verification extras
+    /// ([`Spec::read_more`]).
+    more: More,
+}
+
+/// The options [`Spec::read_more`] reads.
+#[derive(Default)]
+struct More {
+    /// `rate_min` (bytes a second) and `rate_iops_min`, one value for every direction.
+    rate_min: Option<u64>,
+    rate_iops_min: Option<u64>,
+    /// `rate_cycle`, ms.
+    rate_cycle_ms: Option<u64>,
+    /// `rate_process=poisson`.
+    poisson: bool,
+    verify_backlog: Option<u64>,
+    verify_backlog_batch: Option<u64>,
+    do_verify: Option<bool>,
+    scramble_buffers: Option<bool>,
+    /// `opendir`: the directory whose files are all targets.
+    opendir: Option<String>,
+    /// Its files, found when the job is built.
+    opendir_files: Option<Vec<PathBuf>>,
+    fsync_on_close: bool,
+    randrepeat: Option<bool>,
+    fallocate: Option<String>,
 }
 
 /// Most files `nrfiles` may ask for per clone (each is a target with a worker).
@@ -794,6 +837,76 @@ impl Spec {
             // fsbench runs clones as threads whatever fio's `thread` says.
             "thread" => {}
             k if super::measure::KEYS.contains(&k) => self.measured.read(o, kb, job)?,
+            _ => return self.read_more(o, kb, job),
+        }
+        Ok(true)
+    }
+
+    /// Minimum rates, the rate process, flow, buffers, files, syncs and verification
+    /// extras; false for an option this mapping does not know, or a value of one that
+    /// [`why_unmapped`] refuses.
+    fn read_more(&mut self, o: &Opt, kb: u64, job: &str) -> Result<bool, UsageError> {
+        let key = o.key.as_str();
+        let need = || {
+            o.value
+                .as_deref()
+                .map(str::trim)
+                .ok_or_else(|| usage!("{key} in [{job}] needs a value: {key}=VALUE"))
+        };
+        let what = format!("{key} in [{job}]");
+        let count = |v: &str| parse_size(v, kb, &what);
+        let m = &mut self.more;
+        match key {
+            "rate_min" => m.rate_min = Some(count(one_for_all(need()?, key, job)?)?),
+            "rate_iops_min" => m.rate_iops_min = Some(count(one_for_all(need()?, key, job)?)?),
+            "rate_cycle" => {
+                let v = need()?;
+                match v.parse::<u64>() {
+                    Ok(ms) if (1..=3_600_000).contains(&ms) => m.rate_cycle_ms = Some(ms),
+                    _ => {
+                        return Err(usage!(
+                            "bad rate_cycle={v} in [{job}]: expected milliseconds from 1 to 3600000"
+                        ))
+                    }
+                }
+            }
+            "rate_process" => {
+                m.poisson = match need()? {
+                    "linear" => false,
+                    "poisson" => true,
+                    v => {
+                        return Err(usage!(
+                            "bad rate_process={v} in [{job}]: expected linear or poisson"
+                        ))
+                    }
+                }
+            }
+            // flow=0 is fio's default (no flow); any other value is refused (why_unmapped).
+            "flow" => return Ok(need()? == "0"),
+            "verify_backlog" => m.verify_backlog = Some(count(need()?)?).filter(|&n| n > 0),
+            "verify_backlog_batch" => {
+                m.verify_backlog_batch = Some(count(need()?)?).filter(|&n| n > 0)
+            }
+            "do_verify" => m.do_verify = Some(flag(o, job)?),
+            "scramble_buffers" => m.scramble_buffers = Some(flag(o, job)?),
+            "opendir" => m.opendir = Some(need()?.to_string()),
+            // Only their defaults (off) map; on, they are refused with the reason.
+            "create_on_open" | "pre_read" => return Ok(!flag(o, job)?),
+            "fdatasync" => return Ok(count(need()?)? == 0),
+            "fsync_on_close" => m.fsync_on_close = flag(o, job)?,
+            "randrepeat" => m.randrepeat = Some(flag(o, job)?),
+            "fallocate" => {
+                let v = need()?;
+                if !matches!(
+                    v,
+                    "none" | "native" | "posix" | "keep" | "truncate" | "0" | "1"
+                ) {
+                    return Err(usage!(
+                        "bad fallocate={v} in [{job}]: expected none, native, posix, keep, truncate, 0 or 1"
+                    ));
+                }
+                m.fallocate = Some(v.to_string());
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -852,6 +965,12 @@ fn targets(spec: &Spec, name: &str, section: &str) -> Result<Vec<PathBuf>, Usage
             "numjobs x nrfiles in [{section}] is more than {MAX_NUMJOBS} files: each is a target with a worker"
         ));
     }
+    let listed = spec.more.opendir_files.as_deref();
+    if listed.is_some() && nrfiles > 1 {
+        return Err(usage!(
+            "nrfiles={nrfiles} in [{section}] with opendir: the job's files are those under the directory"
+        ));
+    }
     let names: Vec<String> = match &spec.filename {
         Some(_) if nrfiles > 1 => {
             return Err(usage!(
@@ -859,6 +978,7 @@ fn targets(spec: &Spec, name: &str, section: &str) -> Result<Vec<PathBuf>, Usage
         ))
         }
         Some(f) => split_names(f),
+        None if listed.is_some() => Vec::new(),
         None => {
             let format = spec
                 .filename_format
@@ -876,7 +996,7 @@ fn targets(spec: &Spec, name: &str, section: &str) -> Result<Vec<PathBuf>, Usage
     if names.iter().any(|n| n.is_empty()) {
         return Err(usage!("filename in [{section}]: empty file name"));
     }
-    if spec.filename.is_none() {
+    if !spec.names_files() {
         let mut seen = std::collections::HashSet::new();
         if let Some(twice) = names.iter().find(|n| !seen.insert(n.as_str())) {
             return Err(usage!(
@@ -884,10 +1004,74 @@ fn targets(spec: &Spec, name: &str, section: &str) -> Result<Vec<PathBuf>, Usage
             ));
         }
     }
-    Ok(names
+    let mut paths: Vec<PathBuf> = names
         .into_iter()
         .map(|n| crate::job::dash_safe(&dir.join(n)))
-        .collect())
+        .collect();
+    // opendir's files besides the named ones (each once), as fio adds both.
+    for p in listed.unwrap_or_default() {
+        let p = crate::job::dash_safe(p);
+        if !paths.contains(&p) {
+            paths.push(p);
+        }
+    }
+    Ok(paths)
+}
+
+/// Most files `opendir` may add (each is a target with a worker).
+const MAX_OPENDIR_FILES: usize = MAX_NUMJOBS as usize;
+/// Most directory entries `opendir` looks at, and how deep it goes.
+const MAX_OPENDIR_ENTRIES: usize = 1 << 16;
+const MAX_OPENDIR_DEPTH: usize = 32;
+
+/// fio's `opendir=DIR`: every regular file under DIR, in its subdirectories too, in name
+/// order. Symbolic links and special files are left out (fio's walk looks at each entry
+/// without following it). Bounded in files, entries and depth.
+fn files_under(dir: &str, section: &str) -> Result<Vec<PathBuf>, UsageError> {
+    let fail = |p: &std::path::Path, e: std::io::Error| {
+        usage!(
+            "opendir={dir} in [{section}]: cannot read {}: {e}",
+            p.display()
+        )
+    };
+    let mut files = Vec::new();
+    let mut seen = 0usize;
+    let mut pending = vec![(PathBuf::from(dir), 0usize)];
+    while let Some((d, depth)) = pending.pop() {
+        for entry in std::fs::read_dir(&d).map_err(|e| fail(&d, e))? {
+            let entry = entry.map_err(|e| fail(&d, e))?;
+            seen += 1;
+            if seen > MAX_OPENDIR_ENTRIES {
+                return Err(usage!(
+                    "opendir={dir} in [{section}]: more than {MAX_OPENDIR_ENTRIES} entries under it"
+                ));
+            }
+            // The entry's own type: a symbolic link is not followed.
+            let kind = entry.file_type().map_err(|e| fail(&entry.path(), e))?;
+            if kind.is_file() {
+                files.push(entry.path());
+                if files.len() > MAX_OPENDIR_FILES {
+                    return Err(usage!(
+                        "opendir={dir} in [{section}]: more than {MAX_OPENDIR_FILES} files under it (each is a target with a worker)"
+                    ));
+                }
+            } else if kind.is_dir() {
+                if depth + 1 > MAX_OPENDIR_DEPTH {
+                    return Err(usage!(
+                        "opendir={dir} in [{section}]: directories nest deeper than {MAX_OPENDIR_DEPTH}"
+                    ));
+                }
+                pending.push((entry.path(), depth + 1));
+            }
+        }
+    }
+    if files.is_empty() {
+        return Err(usage!(
+            "opendir={dir} in [{section}]: no regular file under it"
+        ));
+    }
+    files.sort();
+    Ok(files)
 }
 
 /// fio's `filename_format` with `$jobname`, `$jobnum` (the clone) and `$filenum`.
@@ -965,6 +1149,18 @@ fn why_unmapped(key: &str) -> &'static str {
             "fsbench gives each file a worker of its own and keeps every file open"
         }
         "thinktime_iotime" => super::measure::IOTIME_REFUSAL,
+        "flow" | "flow_watermark" | "flow_sleep" => {
+            "fio's flow keeps jobs' progress in a ratio through shared tokens, and fsbench has no cross-job token flow (flow=0 is accepted)"
+        }
+        "create_on_open" => {
+            "fsbench creates and lays out every file before the timed run, not at the job's open (create_on_open=0 is accepted)"
+        }
+        "pre_read" => {
+            "fsbench has no untimed read of the files into the cache before the job; ramp_time warms it inside the run (pre_read=0 is accepted)"
+        }
+        "fdatasync" => {
+            "fsbench's sync every N writes is fsync, tied to verification (verify= with fsync=N); fdatasync=0 is accepted"
+        }
         _ => "fsbench fio does not map it",
     }
 }
@@ -1133,7 +1329,7 @@ fn offset_part(job: &mut Job, spec: &Spec, sname: &str) -> Result<Placement, Usa
         true => start.checked_next_multiple_of(bs).ok_or_else(too_large),
         false => Ok(start),
     };
-    if inc > 0 && spec.filename.is_none() {
+    if inc > 0 && !spec.names_files() {
         let files = (job.targets.len() / clones as usize).max(1);
         let mut runs = Vec::new();
         let mut last_end = 0;
@@ -1220,15 +1416,18 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
     if let Some(p) = spec.rwmixread {
         set(job, "rwmix", &p.to_string(), &at("rwmixread"))?;
     }
+    if let Some(d) = spec.more.opendir.clone() {
+        spec.more.opendir_files = Some(files_under(&d, sname)?);
+    }
     job.targets = targets(spec, &name, sname)?;
     // A clone's `size` is shared among its files (`filename=a:b`, or `nrfiles`); without a
     // filename every clone has files of its own.
-    let files = if spec.filename.is_some() {
+    let files = if spec.names_files() {
         job.targets.len() as u64
     } else {
         spec.nrfiles.unwrap_or(1)
     };
-    if files > 1 && spec.filename.is_none() {
+    if files > 1 && !spec.names_files() {
         spec.notes.push(format!(
             "nrfiles={files} in [{sname}]: each file has a worker of its own, where fio's clone goes round its files one I/O at a time; the operations and bytes per file are the same"
         ));
@@ -1243,7 +1442,7 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
     if let Some(n) = io_count(spec, bs, files, job.skip.unwrap_or(0)) {
         set(job, "count", &n.to_string(), &at("size"))?;
     }
-    if spec.filename.is_some() && spec.numjobs > 1 {
+    if spec.names_files() && spec.numjobs > 1 {
         set(job, "threads", &spec.numjobs.to_string(), &at("numjobs"))?;
     }
     apply_engine(job, spec, sname)?;
@@ -1253,7 +1452,132 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
     if spec.unlink == Some(false) {
         set(job, "keep", "true", &at("unlink"))?;
     }
+    apply_more(job, spec, sname)?;
     Ok(())
+}
+
+impl Spec {
+    /// The job names its files (`filename`, `opendir`): clones share them, and `size` is
+    /// spread over them.
+    fn names_files(&self) -> bool {
+        self.filename.is_some() || self.more.opendir.is_some()
+    }
+}
+
+/// Minimum rates, the rate process, buffers, syncs, seeds and verification extras.
+fn apply_more(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> {
+    let at = |k: &str| format!("{k} in [{sname}]");
+    let m = &spec.more;
+    let mut notes = Vec::new();
+    if let Some(b) = m.rate_min {
+        set(job, "rate_min", &b.to_string(), &at("rate_min"))?;
+    }
+    if let Some(n) = m.rate_iops_min {
+        set(job, "rate_iops_min", &n.to_string(), &at("rate_iops_min"))?;
+    }
+    // As fio, a minimum above the job's own rate is refused: no cycle could keep it.
+    for (min, key, measure) in [
+        (m.rate_min, "rate_min", crate::job::RateMeasure::Bytes),
+        (
+            m.rate_iops_min,
+            "rate_iops_min",
+            crate::job::RateMeasure::Iops,
+        ),
+    ] {
+        let Some(min) = min else { continue };
+        let cap = (0..3).filter_map(|d| job.rate.of(d).get(measure)).min();
+        if let Some(cap) = cap.filter(|&c| min > c) {
+            let rate = if key == "rate_min" {
+                "rate"
+            } else {
+                "rate_iops"
+            };
+            return Err(usage!(
+                "{key}={min} in [{sname}] exceeds {rate}={cap}: no cycle could keep it (fio refuses it too)"
+            ));
+        }
+    }
+    match m.rate_cycle_ms {
+        Some(c) if job.rate.has_min() => {
+            set(job, "rate_cycle", &format!("{c}ms"), &at("rate_cycle"))?
+        }
+        Some(c) => notes.push(format!(
+            "rate_cycle={c} in [{sname}] has no effect without rate_min or rate_iops_min (as in fio)"
+        )),
+        None => {}
+    }
+    if m.poisson {
+        if job.rate.is_on() {
+            set(job, "rate_process", "poisson", &at("rate_process"))?;
+        } else {
+            notes.push(format!(
+                "rate_process=poisson in [{sname}] has no effect without rate or rate_iops (as in fio)"
+            ));
+        }
+    }
+    match (m.verify_backlog, m.verify_backlog_batch) {
+        (Some(n), batch) if job.verifying() => {
+            if let Some(b) = batch.filter(|&b| b != n) {
+                return Err(usage!(
+                    "verify_backlog_batch={b} in [{sname}] is not verify_backlog={n}: fio would then check {} of each backlog's blocks, and fsbench checks every block of its backlog; give verify_backlog_batch={n} or leave it out",
+                    if b < n { "only some" } else { "some twice" }
+                ));
+            }
+            set(job, "verify_backlog", &n.to_string(), &at("verify_backlog"))?;
+            notes.push(format!(
+                "verify_backlog={n} in [{sname}]: every {n} writes of a worker are read back and checked while the run goes, as in fio; fsbench reports those reads under verify (backlog_blocks), not among the job's reads, and checks every written block again after the run"
+            ));
+        }
+        (Some(_), _) | (None, Some(_)) => notes.push(format!(
+            "verify_backlog in [{sname}] has no effect without verify (and verify_backlog_batch without verify_backlog), as in fio"
+        )),
+        (None, None) => {}
+    }
+    let verify_named = spec
+        .verify
+        .as_deref()
+        .is_some_and(|v| !matches!(v.trim(), "0" | "null"));
+    if m.do_verify == Some(false) && verify_named {
+        notes.push(format!(
+            "do_verify=0 in [{sname}]: nothing is checked, as in fio (fsbench then writes its usual data, not verification blocks)"
+        ));
+    }
+    let writes = job.access.read_pct(job.read_pct) < 100 || job.engine.changes_space();
+    if m.scramble_buffers == Some(true) && writes && !job.shapes_data() && !job.verifying() {
+        notes.push(format!(
+            "scramble_buffers in [{sname}]: fio changes a few bytes in every 512 of each write so that blocks differ; fsbench writes its buffers as they were filled before the run (refill_buffers gives every write fresh random bytes)"
+        ));
+    }
+    if m.fsync_on_close {
+        set(job, "fsync", "true", &at("fsync_on_close"))?;
+        if job.repeats > 1 {
+            notes.push(format!(
+                "fsync_on_close in [{sname}]: fsbench fsyncs each file once after its last write, where fio fsyncs at every close (once per loop)"
+            ));
+        }
+    }
+    if m.randrepeat == Some(false) && spec.randseed.is_none() {
+        let seed = clock_seed();
+        set(job, "seed", &seed.to_string(), &at("randrepeat"))?;
+        notes.push(format!(
+            "randrepeat=0 in [{sname}]: seed {seed} drawn from the clock, so the offsets differ from run to run (give randseed= to repeat this run)"
+        ));
+    }
+    if let Some(f) = m.fallocate.as_deref().filter(|_| writes) {
+        notes.push(format!(
+            "fallocate={f} in [{sname}]: fsbench does not size a file before a job that writes it: a sequential write job writes into an empty file, other jobs over data written first, where fio first sizes the file (and with native, posix, keep or 1 allocates it)"
+        ));
+    }
+    spec.notes.extend(notes);
+    Ok(())
+}
+
+/// A seed from the clock, for `randrepeat=0` (offsets that differ from run to run).
+fn clock_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    crate::runner::opgen::Rng::new(t ^ ((std::process::id() as u64) << 32)).next_u64()
 }
 
 fn apply_engine(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> {
@@ -1354,7 +1678,8 @@ fn apply_random(job: &mut Job, spec: &Spec, sname: &str) -> Result<(), UsageErro
 fn apply_data(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> {
     let at = |k: &str| format!("{k} in [{sname}]");
     if let Some(v) = spec.verify.as_deref().map(str::trim) {
-        if !matches!(v, "0" | "null") {
+        // do_verify=0: fio writes and checks nothing (a note says so, see apply_more).
+        if !matches!(v, "0" | "null") && spec.more.do_verify != Some(false) {
             set(job, "verify", "true", &at("verify"))?;
             spec.notes.push(format!(
                 "verify={v} in [{sname}] runs fsbench's verification: self-describing blocks checked while reading and after the run (stronger than a checksum)"
@@ -1404,20 +1729,20 @@ fn apply_data(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageEr
             "dedupe_mode={m} in [{sname}] has no effect without dedupe_percentage (as in fio)"
         ));
     }
+    // zero_buffers and refill_buffers choose what writes carry: on a job whose writes carry
+    // data of fsbench's choosing; elsewhere (reads only, verification blocks, no data)
+    // there is nothing for them to fill, as in fio.
+    let fillable = job.access.read_pct(job.read_pct) < 100
+        && !job.verifying()
+        && job.engine != EngineKind::Null
+        && !job.engine.changes_space()
+        && !job.shapes_data();
     if let Some(p) = &spec.pattern {
         set(job, "buffer_pattern", p, &at("buffer_pattern"))?;
-    } else if spec.zero_buffers {
+    } else if spec.zero_buffers && fillable {
         set(job, "buffer_pattern", "zero", &at("zero_buffers"))?;
-    } else if spec.refill_buffers {
-        let writes = job.access.read_pct(job.read_pct) < 100;
-        if writes
-            && !job.verifying()
-            && job.engine != EngineKind::Null
-            && !job.engine.changes_space()
-            && !job.shapes_data()
-        {
-            set(job, "buffer_pattern", "random", &at("refill_buffers"))?;
-        }
+    } else if spec.refill_buffers && fillable {
+        set(job, "buffer_pattern", "random", &at("refill_buffers"))?;
     }
     Ok(())
 }
@@ -1634,6 +1959,9 @@ mod tests {
         for k in SUPPORTED {
             let mut spec = Spec::default();
             let sample = match *k {
+                "flow" | "fdatasync" | "create_on_open" | "pre_read" => "0",
+                "rate_process" => "poisson",
+                "fallocate" => "native",
                 "ioengine" => "psync",
                 "rw" | "readwrite" => "read",
                 "rw_sequencer" => "sequential",
@@ -1684,6 +2012,46 @@ mod tests {
         let job = |text: &str| map(text).unwrap().remove(0).job;
         let j = job("[j]\nbssplit=4k/50:6k/50\nbs_unaligned\nsize=1m\nfilename=f\n");
         assert_eq!(j.bssplit.unwrap().spec(), "4k/50:6k/50");
+    }
+
+    #[test]
+    fn minimum_rates_poisson_and_verification_extras_map_onto_the_job() {
+        let job = |text: &str| map(text).unwrap().remove(0);
+        let j = job("[j]\nrate_iops=500\nrate_min=1m\nrate_iops_min=100\nrate_cycle=250\nrate_process=poisson\nsize=1m\nfilename=f\n");
+        let r = &j.job.rate;
+        assert_eq!(
+            (r.min_bytes_per_sec, r.min_iops),
+            (Some(1 << 20), Some(100))
+        );
+        assert_eq!(r.cycle_ms, Some(250));
+        assert_eq!(r.process, crate::job::RateProcess::Poisson);
+        // Without a rate or a minimum, the process and the cycle have nothing to act on.
+        let j = job("[j]\nrate_process=poisson\nrate_cycle=250\nsize=1m\nfilename=f\n");
+        assert!(j.job.rate.process.is_linear() && j.job.rate.cycle_ms.is_none());
+        assert_eq!(
+            j.notes.iter().filter(|n| n.contains("no effect")).count(),
+            2
+        );
+        let j = job("[j]\nrw=write\nverify=crc32c\nverify_backlog=16\nsize=1m\nfilename=f\n");
+        assert_eq!(j.job.verify_backlog, Some(16));
+        let j = job("[j]\nrw=write\nverify=crc32c\ndo_verify=0\nsize=1m\nfilename=f\n");
+        assert!(!j.job.verifying());
+        let j = job("[j]\nrw=write\nfsync_on_close=1\nsize=1m\nfilename=f\n");
+        assert!(j.job.fsync);
+        for (text, want) in [
+            ("flow=1", "no cross-job token flow"),
+            ("flow_sleep=10", "no cross-job token flow"),
+            ("pre_read=1", "'pre_read' in [j]"),
+            ("create_on_open=1", "'create_on_open' in [j]"),
+            ("fdatasync=1", "'fdatasync' in [j]"),
+            ("rate_min=1m,", "one direction only"),
+            ("fallocate=2", "bad fallocate=2 in [j]"),
+        ] {
+            let e = map(&format!("[j]\n{text}\nsize=1m\nfilename=f\n"))
+                .unwrap_err()
+                .0;
+            assert!(e.contains(want), "{text}: {e}");
+        }
     }
 
     #[test]

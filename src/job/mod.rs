@@ -286,7 +286,57 @@ pub struct RateLimit {
     /// own. None: `iops` and `bytes_per_sec` hold for all I/Os together.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub directions: Option<[DirRate; 2]>,
+    /// The least each worker must move in every direction it issues, per second, judged
+    /// over each `cycle_ms` after a 2-second settle (fio's `rate_min`): below it the run
+    /// fails. Divided among the threads with `scope` total, as the rate is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_bytes_per_sec: Option<u64>,
+    /// The least I/Os a second, judged the same way (fio's `rate_iops_min`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_iops: Option<u64>,
+    /// How long each judged cycle is, ms (fio's `rate_cycle`; default 1000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cycle_ms: Option<u64>,
+    /// How the issue times of a rate are spaced (fio's `rate_process`).
+    #[serde(skip_serializing_if = "RateProcess::is_linear")]
+    pub process: RateProcess,
 }
+
+/// How a rate limit spaces its issue times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum RateProcess {
+    /// Evenly: one I/O every 1/rate seconds.
+    #[default]
+    Linear,
+    /// As a Poisson process: the gaps are drawn from an exponential distribution whose mean
+    /// is 1/rate, from the job's seed.
+    Poisson,
+}
+
+impl RateProcess {
+    pub fn parse(s: &str, what: &str) -> Result<Self, UsageError> {
+        match s {
+            "linear" => Ok(RateProcess::Linear),
+            "poisson" => Ok(RateProcess::Poisson),
+            _ => Err(usage!("bad {what} '{s}': expected linear or poisson")),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            RateProcess::Linear => "linear",
+            RateProcess::Poisson => "poisson",
+        }
+    }
+    pub fn is_linear(&self) -> bool {
+        *self == RateProcess::Linear
+    }
+}
+
+/// fio's settle time before the first minimum-rate cycle is judged.
+pub(crate) const MIN_RATE_SETTLE_MS: u64 = 2000;
+/// fio's default `rate_cycle`.
+pub(crate) const DEFAULT_RATE_CYCLE_MS: u64 = 1000;
 
 /// The limits of one direction under per-direction rates (None: that measure unlimited).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -304,7 +354,7 @@ pub(crate) enum RateMeasure {
 }
 
 impl DirRate {
-    fn get(&self, m: RateMeasure) -> Option<u64> {
+    pub(crate) fn get(&self, m: RateMeasure) -> Option<u64> {
         match m {
             RateMeasure::Iops => self.iops,
             RateMeasure::Bytes => self.bytes_per_sec,
@@ -320,6 +370,11 @@ impl DirRate {
 }
 
 impl RateLimit {
+    /// Whether a minimum rate is judged (`rate_min`, `rate_iops_min`).
+    pub fn has_min(&self) -> bool {
+        self.min_bytes_per_sec.is_some() || self.min_iops.is_some()
+    }
+
     /// Whether any I/O is rate-limited.
     pub fn is_on(&self) -> bool {
         (0..3).any(|d| {
@@ -861,6 +916,7 @@ impl Job {
         self.check_engine()?;
         self.check_space()?;
         self.check_verify()?;
+        self.check_rate_shape()?;
         self.check_offsets_and_data()?;
         self.check_split_and_trim()?;
         self.check_null()?;
@@ -1165,6 +1221,46 @@ impl Job {
     /// Whether the run writes verification blocks and checks them.
     pub fn verifying(&self) -> bool {
         self.verify || self.verify_backlog.is_some() || self.journal.is_some()
+    }
+
+    /// `--rate-process poisson` spaces the I/Os of a rate: it needs one. `--rate-cycle`
+    /// judges a minimum: it needs one. (A TOML job file reaches here without the setters.)
+    fn check_rate_shape(&self) -> Result<(), UsageError> {
+        if self.rate.process == RateProcess::Poisson && !self.rate.is_on() {
+            return Err(usage!(
+                "--rate-process poisson spaces the I/Os of a rate: add --rate-iops or --rate-bytes"
+            ));
+        }
+        if self.rate.min_bytes_per_sec == Some(0) || self.rate.min_iops == Some(0) {
+            return Err(usage!(
+                "bad --rate-min/--rate-iops-min 0: must be above zero"
+            ));
+        }
+        if self.rate.cycle_ms.is_some_and(|c| c == 0) {
+            return Err(usage!("bad --rate-cycle 0: must be at least 1ms"));
+        }
+        for (min, flag, measure) in [
+            (
+                self.rate.min_bytes_per_sec,
+                "--rate-min",
+                RateMeasure::Bytes,
+            ),
+            (self.rate.min_iops, "--rate-iops-min", RateMeasure::Iops),
+        ] {
+            let Some(min) = min else { continue };
+            let cap = (0..3).filter_map(|d| self.rate.of(d).get(measure)).min();
+            if let Some(cap) = cap.filter(|&c| min > c) {
+                return Err(usage!(
+                    "{flag} {min} is above the rate limit of {cap}: no cycle could keep it"
+                ));
+            }
+        }
+        if self.rate.cycle_ms.is_some() && !self.rate.has_min() {
+            return Err(usage!(
+                "--rate-cycle is the period a minimum rate is judged over: add --rate-min or --rate-iops-min"
+            ));
+        }
+        Ok(())
     }
 
     /// Verification needs blocks that carry a header, and offsets fsbench chooses.

@@ -9,7 +9,8 @@
 
 use super::{
     Access, Advice, BsDirs, BsRange, BsSplit, BufferPattern, CachePolicy, DedupeMode, Distribution,
-    EngineKind, Job, PerDirection, RateMeasure, RateScope, Think, WorkerMode, MAX_THREADS,
+    EngineKind, Job, PerDirection, RateMeasure, RateProcess, RateScope, Think, WorkerMode,
+    MAX_THREADS,
 };
 use crate::error::UsageError;
 use crate::units::{parse_duration, parse_size_as, BareUnit};
@@ -187,6 +188,17 @@ fn cpu_list(v: &str, what: &str) -> Result<Vec<usize>, UsageError> {
 fn secs(v: &str) -> Result<f64, UsageError> {
     Ok(parse_duration(v)?.as_secs_f64())
 }
+
+/// A minimum that must be above zero (a minimum of 0 judges nothing).
+fn positive(n: u64, c: &Ctx) -> Result<u64, UsageError> {
+    if n == 0 {
+        return Err(usage!("bad {} 0: must be above zero", c.what));
+    }
+    Ok(n)
+}
+
+/// The longest minimum-rate cycle (an hour).
+const MAX_RATE_CYCLE_MS: u64 = 3_600_000;
 
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|x| x.to_string()).unwrap_or_default()
@@ -1002,6 +1014,83 @@ pub(crate) static PARAMS: &[Param] = &[
             Ok(())
         },
         show: |j| j.rate.scope.name().into(),
+    },
+    Param {
+        name: "rate_process",
+        aliases: &[],
+        label: "rate process",
+        noun: "rate process",
+        flag: Some("--rate-process"),
+        axis: false,
+        toml: "rate.process",
+        vx: &[],
+        kind: Kind::Choice,
+        set: |j, v, c| {
+            j.rate.process = RateProcess::parse(v, c.what)?;
+            Ok(())
+        },
+        show: |j| j.rate.process.name().into(),
+    },
+    Param {
+        name: "rate_min",
+        aliases: &[],
+        label: "minimum rate (bytes/s)",
+        noun: "minimum byte rate",
+        flag: Some("--rate-min"),
+        axis: false,
+        toml: "rate.min_bytes_per_sec",
+        vx: &[],
+        kind: Kind::Bytes,
+        set: |j, v, c| {
+            j.rate.min_bytes_per_sec = Some(positive(size(v, c)?, c)?);
+            Ok(())
+        },
+        show: |j| opt(j.rate.min_bytes_per_sec),
+    },
+    Param {
+        name: "rate_iops_min",
+        aliases: &[],
+        label: "minimum rate (I/O/s)",
+        noun: "minimum I/O rate",
+        flag: Some("--rate-iops-min"),
+        axis: false,
+        toml: "rate.min_iops",
+        vx: &[],
+        kind: Kind::Count,
+        set: |j, v, c| {
+            j.rate.min_iops = Some(positive(size(v, c)?, c)?);
+            Ok(())
+        },
+        show: |j| opt(j.rate.min_iops),
+    },
+    Param {
+        name: "rate_cycle",
+        aliases: &[],
+        label: "rate cycle",
+        noun: "minimum-rate cycle",
+        flag: Some("--rate-cycle"),
+        axis: false,
+        toml: "rate.cycle_ms",
+        vx: &[],
+        kind: Kind::Duration,
+        set: |j, v, c| {
+            let ms = parse_duration(v)?.as_millis();
+            if !(1..=MAX_RATE_CYCLE_MS as u128).contains(&ms) {
+                return Err(usage!(
+                    "bad {} '{v}': from 1ms to {} s",
+                    c.what,
+                    MAX_RATE_CYCLE_MS / 1000
+                ));
+            }
+            j.rate.cycle_ms = Some(ms as u64);
+            Ok(())
+        },
+        show: |j| {
+            j.rate
+                .cycle_ms
+                .map(|ms| format!("{ms}ms"))
+                .unwrap_or_default()
+        },
     },
     flag_bool!(
         "verify",

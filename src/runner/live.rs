@@ -436,7 +436,173 @@ pub struct IntervalSample {
     pub lat_buckets: Vec<[u64; 2]>,
 }
 
-/// What a worker does at its events: publish counters, close intervals.
+/// A minimum rate one worker must keep (fio's `rate_min`, `rate_iops_min`): judged at the
+/// end of every cycle (`rate_cycle`) from its running counters, in every direction it
+/// issues, the first cycle starting after a settle time (2 s, as fio) and after the
+/// warm-up. Plain numbers, judged in [`Roller::tick`]: nothing per I/O.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct MinRate {
+    bytes_per_sec: Option<f64>,
+    iops: Option<f64>,
+    cycle_ns: u64,
+    settle_ns: u64,
+    /// The directions the worker issues: reads, writes, trims.
+    dirs: [bool; 3],
+    /// The loop starts with a warm-up: judging starts when it ends.
+    after_warm_up: bool,
+}
+
+impl MinRate {
+    /// The minimum of one worker of `job` that issues `dirs`, None when the job has none.
+    /// With `--rate-scope total` each worker's share, as with the rate itself.
+    pub(crate) fn for_worker(job: &crate::job::Job, dirs: (bool, bool, bool)) -> Option<MinRate> {
+        let r = &job.rate;
+        if !r.has_min() {
+            return None;
+        }
+        let share = match r.scope {
+            crate::job::RateScope::Thread => 1.0,
+            crate::job::RateScope::Total => job.total_threads().max(1) as f64,
+        };
+        Some(MinRate {
+            bytes_per_sec: r.min_bytes_per_sec.map(|b| b as f64 / share),
+            iops: r.min_iops.map(|n| n as f64 / share),
+            cycle_ns: r.cycle_ms.unwrap_or(crate::job::DEFAULT_RATE_CYCLE_MS) * 1_000_000,
+            settle_ns: crate::job::MIN_RATE_SETTLE_MS * 1_000_000,
+            dirs: [dirs.0, dirs.1, dirs.2],
+            after_warm_up: job.ramp_s.is_some_and(|r| r > 0.0) || job.ramp_bytes.is_some(),
+        })
+    }
+}
+
+/// A cycle that fell below the minimum: which, in which direction, and by how much.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct MinRateMiss {
+    /// 1-based number of the judged cycle.
+    pub cycle: u32,
+    /// The cycle's start and end, seconds after the (measured) start of the loop.
+    pub from_s: f64,
+    pub to_s: f64,
+    /// 0 reads, 1 writes, 2 trims.
+    pub dir: usize,
+    /// Whether the byte rate fell short (else the I/O rate).
+    pub bytes: bool,
+    pub got: f64,
+    pub min: f64,
+}
+
+impl MinRateMiss {
+    /// The worker's failure, in one line.
+    #[cold]
+    pub(crate) fn message(&self) -> String {
+        let dir = ["reads", "writes", "trims"][self.dir.min(2)];
+        let (got, min, option) = if self.bytes {
+            (
+                crate::units::format_rate(self.got),
+                crate::units::format_rate(self.min),
+                "rate_min, --rate-min",
+            )
+        } else {
+            (
+                format!("{:.1} I/O/s", self.got),
+                format!("{:.1} I/O/s", self.min),
+                "rate_iops_min, --rate-iops-min",
+            )
+        };
+        format!(
+            "minimum rate not met: in cycle {} ({:.3} s to {:.3} s of the run) {dir} went at {got}, below the worker's minimum of {min} ({option})",
+            self.cycle, self.from_s, self.to_s
+        )
+    }
+}
+
+/// Where a worker's minimum-rate judging stands.
+struct MinJudge {
+    rate: Option<MinRate>,
+    /// When the current cycle ends (u64::MAX: nothing to judge).
+    next: u64,
+    /// The current cycle's start (clock reading) and the counters then: ops and bytes of
+    /// reads, writes, trims. None before the settle time has passed.
+    base: Option<(u64, [u64; 6])>,
+    cycle: u32,
+    missed: Option<MinRateMiss>,
+}
+
+impl Default for MinJudge {
+    fn default() -> MinJudge {
+        MinJudge {
+            rate: None,
+            next: u64::MAX,
+            base: None,
+            cycle: 0,
+            missed: None,
+        }
+    }
+}
+
+fn dir_counters(s: &Stats) -> [u64; 6] {
+    [
+        s.read_ops,
+        s.write_ops,
+        s.trim_ops,
+        s.read_bytes,
+        s.write_bytes,
+        s.trim_bytes,
+    ]
+}
+
+impl MinJudge {
+    /// The loop (re)started at `t0`: the first cycle starts after the settle time, unless
+    /// a warm-up is still to end (`warm_up_over` false).
+    fn start(&mut self, t0: u64, warm_up_over: bool) {
+        self.base = None;
+        self.cycle = 0;
+        self.next = match self.rate {
+            Some(r) if warm_up_over || !r.after_warm_up => t0.saturating_add(r.settle_ns),
+            _ => u64::MAX,
+        };
+    }
+
+    /// At or past `next`: judge the cycle that ended (if one started), start the next.
+    fn judge(&mut self, now: u64, t0: u64, stats: &Stats) {
+        let Some(r) = self.rate else {
+            self.next = u64::MAX;
+            return;
+        };
+        let c = dir_counters(stats);
+        if let Some((from, prev)) = self.base {
+            self.cycle += 1;
+            let secs = now.saturating_sub(from).max(1) as f64 / 1e9;
+            for d in (0..3).filter(|&d| r.dirs[d]) {
+                let ops = c[d].saturating_sub(prev[d]) as f64 / secs;
+                let bytes = c[3 + d].saturating_sub(prev[3 + d]) as f64 / secs;
+                let short = [(true, bytes, r.bytes_per_sec), (false, ops, r.iops)]
+                    .into_iter()
+                    .find_map(|(is_bytes, got, min)| {
+                        min.filter(|&m| got < m).map(|m| (is_bytes, got, m))
+                    });
+                if let Some((is_bytes, got, min)) = short {
+                    self.missed = Some(MinRateMiss {
+                        cycle: self.cycle,
+                        from_s: from.saturating_sub(t0) as f64 / 1e9,
+                        to_s: now.saturating_sub(t0) as f64 / 1e9,
+                        dir: d,
+                        bytes: is_bytes,
+                        got,
+                        min,
+                    });
+                    self.next = u64::MAX;
+                    return;
+                }
+            }
+        }
+        self.base = Some((now, c));
+        self.next = now.saturating_add(r.cycle_ns);
+    }
+}
+
+/// What a worker does at its events: publish counters, close intervals, judge a minimum
+/// rate.
 #[derive(Default)]
 pub(crate) struct Roller {
     t0: u64,
@@ -452,6 +618,8 @@ pub(crate) struct Roller {
     prev_lat: LatencyHist,
     index: u32,
     samples: Vec<IntervalSample>,
+    /// `--rate-min`, `--rate-iops-min`: judged at the end of every cycle.
+    min: MinJudge,
 }
 
 fn counters(s: &Stats) -> [u64; 5] {
@@ -506,6 +674,18 @@ impl Roller {
         r
     }
 
+    /// Judge `min` as well (None: no minimum rate).
+    pub(crate) fn judging(mut self, min: Option<MinRate>) -> Roller {
+        self.min.rate = min;
+        self
+    }
+
+    /// The cycle that fell below the minimum rate, once (the loop then stops the run).
+    #[inline]
+    pub(crate) fn take_missed(&mut self) -> Option<MinRateMiss> {
+        self.min.missed.take()
+    }
+
     /// Start over at clock reading `t0`, forgetting what was counted before (the warm-up
     /// ended: the counts went back to zero). Returns the next event time.
     #[cold]
@@ -516,11 +696,16 @@ impl Roller {
         }
         self.index = 0;
         self.samples.clear();
-        self.start(t0)
+        self.begin(t0, true)
     }
 
     /// Start at clock reading `t0`; returns the first event time (u64::MAX: none).
     pub(crate) fn start(&mut self, t0: u64) -> u64 {
+        self.begin(t0, false)
+    }
+
+    fn begin(&mut self, t0: u64, warm_up_over: bool) -> u64 {
+        self.min.start(t0, warm_up_over);
         self.t0 = t0;
         self.next_interval = if self.interval_ns > 0 {
             t0.saturating_add(self.interval_ns)
@@ -537,7 +722,7 @@ impl Roller {
 
     #[inline(always)]
     fn next_event(&self) -> u64 {
-        self.next_interval.min(self.next_publish)
+        self.next_interval.min(self.next_publish).min(self.min.next)
     }
 
     /// At clock reading `now` (at or past the next event): publish and close what is due.
@@ -557,6 +742,9 @@ impl Roller {
             // them empty rather than shifting the grid).
             let k = (now - self.t0) / self.interval_ns + 1;
             self.next_interval = self.t0.saturating_add(k.saturating_mul(self.interval_ns));
+        }
+        if now >= self.min.next {
+            self.min.judge(now, self.t0, stats);
         }
         self.next_event()
     }
@@ -794,6 +982,48 @@ mod tests {
         let series = merge_series([samples.as_slice()], Some(100));
         assert_eq!(series[1].read_bytes, 2 * 4096);
         assert_eq!(series[1].lat_ns.count, 0);
+    }
+
+    #[test]
+    fn a_minimum_rate_is_judged_per_cycle_after_the_settle_time() {
+        const S: u64 = 1_000_000_000;
+        let mut job = crate::job::Job::default();
+        job.rate.min_iops = Some(100);
+        job.rate.cycle_ms = Some(500);
+        let min = MinRate::for_worker(&job, (true, false, false));
+        let mut r = Roller::default().judging(min);
+        // The first event is the end of the settle time: the first cycle starts there.
+        assert_eq!(r.start(0), 2 * S);
+        assert_eq!(r.tick(2 * S, &stats(300, 0, &[])), 2 * S + S / 2);
+        assert!(r.take_missed().is_none());
+        // 60 reads in 500 ms: 120 a second, above 100.
+        r.tick(2 * S + S / 2, &stats(360, 0, &[]));
+        assert!(r.take_missed().is_none());
+        // 40 in the next 500 ms: 80 a second, below: the second cycle misses, once.
+        assert_eq!(r.tick(3 * S, &stats(400, 0, &[])), u64::MAX);
+        let m = r.take_missed().unwrap();
+        assert_eq!((m.cycle, m.dir, m.bytes), (2, 0, false));
+        assert!((m.got - 80.0).abs() < 1e-6 && m.min == 100.0, "{m:?}");
+        let text = m.message();
+        assert!(
+            text.contains("cycle 2 (2.500 s to 3.000 s of the run) reads"),
+            "{text}"
+        );
+        assert!(r.take_missed().is_none());
+        // Writes are judged when the worker issues them; its share with --rate-scope total.
+        job.rate.scope = crate::job::RateScope::Total;
+        job.threads = 4;
+        job.targets = vec!["a".into()];
+        let min = MinRate::for_worker(&job, (true, true, false)).unwrap();
+        assert_eq!((min.iops, min.dirs), (Some(25.0), [true, true, false]));
+        // With a warm-up nothing is judged until it ends.
+        job.ramp_s = Some(1.0);
+        let mut r = Roller::default().judging(MinRate::for_worker(&job, (true, false, false)));
+        assert_eq!(r.start(0), u64::MAX);
+        assert_eq!(r.restart(5 * S), 7 * S);
+        // No minimum: no event.
+        let mut r = Roller::default().judging(None);
+        assert_eq!(r.start(0), u64::MAX);
     }
 
     #[test]

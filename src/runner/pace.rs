@@ -7,7 +7,7 @@
 //! percentiles instead of silently lowering the offered rate.
 
 use crate::engine::OpKind;
-use crate::job::{Job, RateScope};
+use crate::job::{Job, RateProcess, RateScope};
 use std::time::Duration;
 
 /// The issue schedule of one worker. Times are nanoseconds of the worker loop's clock
@@ -21,6 +21,28 @@ pub(crate) struct Pacer {
     start_ns: u64,
     /// Index of the next I/O in the schedule.
     next: u64,
+    /// `--rate-process poisson`: the gaps between slots are drawn, not fixed (None: linear).
+    poisson: Option<Poisson>,
+}
+
+/// The state of a Poisson schedule: the next slot's time after the start, and the
+/// generator its exponential gaps are drawn from (SplitMix64, its state kept here so the
+/// schedule stays plain data).
+#[derive(Debug, Clone, Copy)]
+struct Poisson {
+    at_ns: f64,
+    rng_state: u64,
+}
+
+impl Poisson {
+    /// The next gap: exponential with mean `mean_ns` (-ln U x mean, U uniform in (0, 1]).
+    #[inline]
+    fn gap(&mut self, mean_ns: f64) -> f64 {
+        let x = super::opgen::Rng::new(self.rng_state).next_u64();
+        self.rng_state = self.rng_state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let u = ((x >> 11) + 1) as f64 / (1u64 << 53) as f64;
+        -u.ln() * mean_ns
+    }
 }
 
 /// I/Os per second one worker must issue, or None without a rate limit.
@@ -74,13 +96,22 @@ impl Pacers {
     /// rate for any direction.
     pub(crate) fn for_worker(job: &Job, index: u64) -> Option<Pacers> {
         let workers = job.total_threads();
-        let at = |r: f64| Pacer::at_rate(r, index, workers);
+        let process = job.rate.process;
+        // Direction `d`'s schedule (0 for the one shared by all), its Poisson gaps drawn
+        // from a stream of its own.
+        let at = |r: f64, d: usize| {
+            Pacer::at_rate(r, index, workers).spaced(process, job.seed, index * 4 + d as u64)
+        };
         let (reads, writes, trims) = job.mix_directions();
         let issues = [reads, writes, trims];
         let (by_dir, shared) = match job.rate.directions {
-            None => ([per_worker_rate(job).map(at), None, None], true),
+            None => ([per_worker_rate(job).map(|r| at(r, 0)), None, None], true),
             Some(_) => (
-                [0, 1, 2].map(|d| per_worker_dir_rate(job, d).filter(|_| issues[d]).map(at)),
+                [0, 1, 2].map(|d| {
+                    per_worker_dir_rate(job, d)
+                        .filter(|_| issues[d])
+                        .map(|r| at(r, d))
+                }),
                 false,
             ),
         };
@@ -166,7 +197,24 @@ impl Pacer {
             phase_ns: interval_ns * (index % workers) as f64 / workers as f64,
             start_ns: 0,
             next: 0,
+            poisson: None,
         }
+    }
+
+    /// The same mean rate with its slots spaced as `process` says: a Poisson schedule draws
+    /// its gaps from the job's `seed`, in a stream of its own for every `stream` (a worker's
+    /// direction).
+    pub(crate) fn spaced(mut self, process: RateProcess, seed: u64, stream: u64) -> Pacer {
+        if process == RateProcess::Poisson {
+            let mut r = super::opgen::Rng::new(
+                seed ^ 0x7015_5017_0000_0000 ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            );
+            self.poisson = Some(Poisson {
+                at_ns: 0.0,
+                rng_state: r.next_u64(),
+            });
+        }
+        self
     }
 
     /// Take `n` slots at once (a call of `n` bytes under a byte rate): returns the
@@ -175,6 +223,9 @@ impl Pacer {
     pub(crate) fn take_n(&mut self, n: u64) -> u64 {
         let t = self.next_due();
         self.next += n;
+        if let Some(p) = self.poisson.as_mut() {
+            p.at_ns += p.gap(self.interval_ns * n as f64);
+        }
         t
     }
 
@@ -185,12 +236,19 @@ impl Pacer {
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0) };
         self.start_ns = t0_ns;
         self.next = 0;
+        if let Some(p) = self.poisson.as_mut() {
+            p.at_ns = 0.0;
+        }
     }
 
     /// Intended issue time of the next I/O.
     #[inline]
     pub(crate) fn next_due(&self) -> u64 {
-        self.start_ns + (self.phase_ns + self.next as f64 * self.interval_ns) as u64
+        let after = match self.poisson {
+            Some(p) => p.at_ns,
+            None => self.next as f64 * self.interval_ns,
+        };
+        self.start_ns + (self.phase_ns + after) as u64
     }
 
     #[inline]
@@ -203,6 +261,9 @@ impl Pacer {
     pub(crate) fn take(&mut self) -> u64 {
         let t = self.next_due();
         self.next += 1;
+        if let Some(p) = self.poisson.as_mut() {
+            p.at_ns += p.gap(self.interval_ns);
+        }
         t
     }
 
@@ -294,7 +355,7 @@ mod tests {
                 iops,
                 bytes_per_sec: bytes,
                 scope,
-                directions: None,
+                ..Default::default()
             },
             ..Default::default()
         }
@@ -361,6 +422,44 @@ mod tests {
         assert!(!b.is_due(t0));
         assert_eq!(b.until_due(t0 + 2 * MS), Duration::from_millis(1));
         assert_eq!(a.until_due(t0 + 5_000 * MS), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_poisson_schedule_keeps_the_mean_with_exponential_gaps() {
+        // 1000 I/Os a second: gaps of 1 ms on average; exponential gaps have a standard
+        // deviation equal to their mean, linear ones none.
+        let gaps = |process| {
+            let mut p = Pacer::at_rate(1000.0, 0, 1).spaced(process, 42, 0);
+            p.start(0);
+            let mut last = p.take();
+            (0..20_000)
+                .map(|_| {
+                    let t = p.take();
+                    let g = (t - last) as f64;
+                    last = t;
+                    g
+                })
+                .collect::<Vec<f64>>()
+        };
+        let stats = |g: &[f64]| {
+            let mean = g.iter().sum::<f64>() / g.len() as f64;
+            let var = g.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / g.len() as f64;
+            (mean, var.sqrt() / mean)
+        };
+        let (mean, cv) = stats(&gaps(RateProcess::Poisson));
+        assert!((mean - 1e6).abs() < 0.03e6, "{mean}");
+        assert!((0.9..1.1).contains(&cv), "{cv}");
+        let (mean, cv) = stats(&gaps(RateProcess::Linear));
+        assert!((mean - 1e6).abs() < 1.0 && cv < 1e-3, "{mean} {cv}");
+        // The same seed gives the same schedule; another seed another one.
+        let first = |seed| {
+            let mut p = Pacer::at_rate(1000.0, 0, 1).spaced(RateProcess::Poisson, seed, 0);
+            p.start(0);
+            p.take();
+            p.take()
+        };
+        assert_eq!(first(7), first(7));
+        assert_ne!(first(7), first(8));
     }
 
     #[test]

@@ -176,7 +176,8 @@ impl Worker {
         watch: &super::live::WorkerWatch,
     ) {
         let index = user * job.threads as usize + thread as usize;
-        self.core.roll = super::live::Roller::for_worker(index, watch);
+        let min = super::live::MinRate::for_worker(job, self.core.gen.directions());
+        self.core.roll = super::live::Roller::for_worker(index, watch).judging(min);
         self.core.board = watch.board.clone();
         if let (Some(s), Some(t)) = (&watch.trace, plan.targets.get(user)) {
             self.core.trace = s.ring_for_worker(job, &t.path, t.size, user, thread);

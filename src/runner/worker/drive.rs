@@ -339,6 +339,13 @@ impl Core {
                     next_event = roll.restart(now);
                 } else {
                     next_event = roll.tick(now, &stats).min(ramp_end.unwrap_or(u64::MAX));
+                    if let Some(m) = roll.take_missed() {
+                        // A cycle fell below --rate-min / --rate-iops-min: the run fails.
+                        failure.get_or_insert_with(|| self.failure(None, m.message()));
+                        stop.store(true, Ordering::Relaxed);
+                        issuing = false;
+                        halted = true;
+                    }
                 }
             }
             if VERIFY {

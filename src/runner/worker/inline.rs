@@ -172,6 +172,12 @@ impl Core {
                     next_event = stop_at
                         .min(roll.tick(now, &stats))
                         .min(ramp_end.unwrap_or(u64::MAX));
+                    if let Some(m) = roll.take_missed() {
+                        // A cycle fell below --rate-min / --rate-iops-min: the run fails.
+                        failure = Some(self.failure(None, m.message()));
+                        stop.store(true, Ordering::Relaxed);
+                        break;
+                    }
                 }
             }
         }
