@@ -103,6 +103,27 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "offset",
     "offset_increment",
     "startdelay",
+    // How files are opened and created, where workers run, fio's bookkeeping (fio/host.rs).
+    "dsync",
+    "overwrite",
+    "file_append",
+    "allow_file_create",
+    "create_serialize",
+    "clocksource",
+    "gtod_reduce",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
+    "disable_bw_measurement",
+    "stats",
+    "lat_percentiles",
+    "clat_percentiles",
+    "slat_percentiles",
+    "unified_rw_reporting",
+    "per_job_logs",
+    "cpus_allowed",
+    "cpumask",
+    "cpus_allowed_policy",
 ];
 
 /// fio's size rules: a bare number is bytes; `k m g t p` (and `kb`, `mb`, ...) multiply by
@@ -416,6 +437,8 @@ struct Spec {
     /// Each clone's start is rounded up to the block size (fio's rule when `offset` or
     /// `offset_increment` is a percentage): `offset` then holds the unrounded bytes.
     round_starts: bool,
+    /// fio's options on opening and creating files, CPUs and bookkeeping (fio/host.rs).
+    host: super::host::HostOpts,
 }
 
 /// Most files `nrfiles` may ask for per clone (each is a target with a worker).
@@ -765,7 +788,7 @@ impl Spec {
             }
             // fsbench runs clones as threads whatever fio's `thread` says.
             "thread" => {}
-            _ => return Ok(false),
+            _ => return self.host.read(o, job),
         }
         Ok(true)
     }
@@ -935,7 +958,7 @@ fn why_unmapped(key: &str) -> &'static str {
         "openfiles" | "file_service_type" => {
             "fsbench gives each file a worker of its own and keeps every file open"
         }
-        _ => "fsbench fio does not map it",
+        _ => super::host::why_refused(key).unwrap_or("fsbench fio does not map it"),
     }
 }
 
@@ -1204,6 +1227,7 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
         resolve_percentages(spec, &job.targets, job.block_size.max(1), files, sname)?;
     }
     let per_file = spec.filesize.or(spec.size.map(|s| s / files));
+    apply_host(job, spec, per_file, sname)?;
     if let Some(s) = per_file {
         set(job, "size", &s.to_string(), &at("size"))?;
     }
@@ -1221,6 +1245,99 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
         set(job, "keep", "true", &at("unlink"))?;
     }
     Ok(())
+}
+
+/// fio's options on opening and creating files and on CPUs (fio/host.rs), once the targets
+/// are known; `per_file` is the bytes of I/O on each file.
+fn apply_host(
+    job: &mut Job,
+    spec: &mut Spec,
+    per_file: Option<u64>,
+    sname: &str,
+) -> Result<(), UsageError> {
+    let at = |k: &str| format!("{k} in [{sname}]");
+    let notes = std::mem::take(&mut spec.host.notes);
+    spec.notes.extend(notes);
+    if spec.host.dsync {
+        set(job, "dsync", "true", &at("dsync"))?;
+    }
+    if let Some(c) = spec.host.cpus.clone() {
+        set(job, "cpus", &c, &at("cpus_allowed"))?;
+    }
+    // What each target is now: its length if it is a file, None if it does not exist.
+    let now = |t: &PathBuf| -> Result<Option<u64>, UsageError> {
+        match std::fs::symlink_metadata(t) {
+            Ok(m) => Ok(Some(m.len())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(usage!("{}: {e}", t.display())),
+        }
+    };
+    if spec.host.no_create {
+        for t in &job.targets {
+            if now(t)?.is_none() {
+                return Err(usage!(
+                    "allow_file_create=0 in [{sname}]: {} does not exist, and the job may not create it",
+                    t.display()
+                ));
+            }
+        }
+    }
+    if spec.host.file_append {
+        spec.offset = Some(append_offset(&job.targets, sname)?).filter(|o| *o > 0);
+    }
+    if spec.host.overwrite {
+        let engine = spec.engine.as_ref().map_or(job.engine, |e| e.0);
+        // fsbench lays out a file first for every job but a plain sequential write.
+        let plain_write = job.access == crate::job::Access::Write
+            && engine != EngineKind::Mmap
+            && !engine.changes_space();
+        let want = per_file
+            .unwrap_or(0)
+            .saturating_add(spec.offset.unwrap_or(0));
+        if plain_write {
+            for t in &job.targets {
+                if now(t)?.is_none_or(|len| len < want) {
+                    return Err(usage!(
+                        "overwrite=1 in [{sname}]: {} does not hold the {want} bytes the job overwrites, and fsbench lays out a file before a sequential write only when it is read too; write the file first (a job with rw=write and stonewall before this one)",
+                        t.display()
+                    ));
+                }
+            }
+        }
+        spec.notes.push(format!(
+            "overwrite=1 in [{sname}]: the writes overwrite data laid out before the job is timed, as in fio"
+        ));
+    }
+    Ok(())
+}
+
+/// fio's `file_append`: I/O from the end of each file, as if `offset` were its size. A file
+/// that does not exist yet is appended to from byte 0; the files must be of one size (one
+/// offset serves them all in fsbench).
+fn append_offset(targets: &[PathBuf], sname: &str) -> Result<u64, UsageError> {
+    let mut common: Option<(u64, &PathBuf)> = None;
+    for t in targets {
+        let len = match std::fs::symlink_metadata(t) {
+            Ok(m) if m.is_file() => m.len(),
+            Ok(_) => return Err(usage!(
+                "file_append in [{sname}]: {} is not a regular file (fio appends to files only)",
+                t.display()
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(usage!("file_append in [{sname}]: {}: {e}", t.display())),
+        };
+        match common {
+            Some((l, first)) if l != len => {
+                return Err(usage!(
+                    "file_append in [{sname}]: the files end at different bytes ({} at {l}, {} at {len}); fsbench appends to files of one size",
+                    first.display(),
+                    t.display()
+                ))
+            }
+            _ => common = Some((len, t)),
+        }
+    }
+    Ok(common.map_or(0, |c| c.0))
 }
 
 fn apply_engine(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> {
@@ -1607,6 +1724,8 @@ mod tests {
                 "random_distribution" => "random",
                 "bssplit" => "4k/100",
                 "bsrange" | "blocksize_range" => "4k-8k",
+                "clocksource" => "clock_gettime",
+                "cpus_allowed_policy" => "shared",
                 _ => "1",
             };
             let o = Opt {
