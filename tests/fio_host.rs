@@ -94,13 +94,16 @@ fn dsync_and_cpus_allowed_reach_the_kernel() {
         .find(|l| l.contains("\"F\"") && l.contains("O_DSYNC"))
         .unwrap_or_else(|| panic!("no open of F with O_DSYNC: {trace}"));
     assert!(worker_open.contains("O_RDWR"), "{worker_open}");
-    let tid = worker_open.split(' ').next().unwrap();
+    // strace pads the thread ids to one width: split on any run of spaces.
+    let tid = worker_open.split_whitespace().next().unwrap();
     assert!(
-        trace
-            .lines()
-            .any(|l| l.starts_with(&format!("{tid} sched_setaffinity(0,"))
+        trace.lines().any(|l| {
+            let mut w = l.split_whitespace();
+            w.next() == Some(tid)
+                && w.next() == Some("sched_setaffinity(0,")
                 && l.contains("[0]")
-                && l.ends_with("= 0")),
+                && l.ends_with("= 0")
+        }),
         "worker {tid} not bound to CPU 0: {trace}"
     );
 }

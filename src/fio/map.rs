@@ -1283,7 +1283,11 @@ fn apply_host(
         }
     }
     if spec.host.file_append {
-        spec.offset = Some(append_offset(&job.targets, sname)?).filter(|o| *o > 0);
+        let end = append_offset(&job.targets, sname)?;
+        spec.offset = Some(end).filter(|o| *o > 0);
+        spec.notes.push(format!(
+            "file_append in [{sname}]: I/O from byte {end}, the end of the files when the command started"
+        ));
     }
     if spec.host.overwrite {
         let engine = spec.engine.as_ref().map_or(job.engine, |e| e.0);
@@ -1319,10 +1323,12 @@ fn append_offset(targets: &[PathBuf], sname: &str) -> Result<u64, UsageError> {
     for t in targets {
         let len = match std::fs::symlink_metadata(t) {
             Ok(m) if m.is_file() => m.len(),
-            Ok(_) => return Err(usage!(
+            Ok(_) => {
+                return Err(usage!(
                 "file_append in [{sname}]: {} is not a regular file (fio appends to files only)",
                 t.display()
-            )),
+            ))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
             Err(e) => return Err(usage!("file_append in [{sname}]: {}: {e}", t.display())),
         };
