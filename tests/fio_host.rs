@@ -56,8 +56,8 @@ fn dsync_opens_the_file_with_o_dsync() {
     assert_eq!(r["job"]["open"]["dsync"], false);
 }
 
-/// The worker thread that opens F with O_DSYNC first binds itself to CPU 0, seen in the
-/// system calls the kernel receives.
+/// The worker thread that opens F with O_DSYNC first binds itself to CPU 0 and sets its nice
+/// value, seen in the system calls the kernel receives.
 #[test]
 #[cfg_attr(
     not(has_strace),
@@ -71,7 +71,7 @@ fn dsync_and_cpus_allowed_reach_the_kernel() {
             "-f",
             "-qq",
             "-e",
-            "trace=open,openat,sched_setaffinity",
+            "trace=open,openat,sched_setaffinity,setpriority",
             "-e",
             "signal=none",
             "-o",
@@ -81,6 +81,7 @@ fn dsync_and_cpus_allowed_reach_the_kernel() {
         .args(write_job(&[
             "--dsync",
             "--cpus_allowed=0",
+            "--nice=5",
             "--output",
             "r.json",
         ]))
@@ -106,6 +107,16 @@ fn dsync_and_cpus_allowed_reach_the_kernel() {
         }),
         "worker {tid} not bound to CPU 0: {trace}"
     );
+    // Its nice value: set by the worker thread itself (PRIO_PROCESS 0 is the calling thread).
+    assert!(
+        trace.lines().any(|l| {
+            let mut w = l.split_whitespace();
+            w.next() == Some(tid)
+                && l.contains("setpriority(PRIO_PROCESS, 0, 5)")
+                && l.ends_with("= 0")
+        }),
+        "worker {tid} did not set its nice value: {trace}"
+    );
 }
 
 #[test]
@@ -129,6 +140,30 @@ fn cpus_allowed_and_cpumask_pin_the_workers() {
     }
     let e = refused(&sb, &write_job(&["--cpumask=0xzz"]));
     assert!(e.contains("cpumask"), "{e}");
+}
+
+/// `nice`: in the Result's job, and the worker thread runs at it (its own /proc entry, read
+/// while it runs); fsbench's main thread keeps its own.
+#[test]
+fn nice_sets_the_workers_priority() {
+    let sb = Sandbox::new();
+    let r = result(&sb, &write_job(&["--nice=7"]));
+    assert_eq!(r["job"]["nice"], 7, "{}", r["job"]);
+    assert_eq!(u(&r["total"]["write_ops"]), 16);
+    let r = result(&sb, &write_job(&[]));
+    assert!(r["job"].get("nice").is_none(), "{}", r["job"]);
+    // The same setting in an fsbench job file.
+    std::fs::write(
+        sb.file("j.toml"),
+        "targets = [\"t\"]\naccess = \"write\"\nio_count = 4\nnice = 3\n",
+    )
+    .unwrap();
+    let v = sb.run_json(&["run", "j.toml"]);
+    assert_eq!(v["job"]["nice"], 3, "{}", v["job"]);
+    for bad in ["--nice=20", "--nice=-21", "--nice=x"] {
+        let e = refused(&sb, &write_job(&[bad]));
+        assert!(e.contains("expected -20 to 19"), "{bad}: {e}");
+    }
 }
 
 #[test]
@@ -275,7 +310,6 @@ fn options_fsbench_cannot_honour_are_refused_with_the_reason() {
         ("--continue_on_error=all", "first I/O error"),
         ("--ignore_error=EIO", "first I/O error"),
         ("--cpus_allowed_policy=split", "fio's shared"),
-        ("--nice=5", "nice(1)"),
         ("--prio=3", "ionice(1)"),
         ("--prioclass=2", "ionice(1)"),
         ("--ioscheduler=none", "does not change system settings"),
@@ -333,6 +367,7 @@ unified_rw_reporting=1
 create_serialize=1
 cpus_allowed=0
 cpus_allowed_policy=shared
+nice=5
 [append]
 filename=A
 rw=write

@@ -21,6 +21,8 @@ pub(super) struct HostOpts {
     pub no_create: bool,
     /// `cpus_allowed` / `cpumask`: the workers' CPUs, as `--cpus` takes them.
     pub cpus: Option<String>,
+    /// `nice`: the workers' nice value.
+    pub nice: Option<i32>,
     /// Notes for the Result: options accepted that change nothing in fsbench.
     pub notes: Vec<String>,
 }
@@ -108,6 +110,15 @@ impl HostOpts {
             }
             "cpus_allowed" => self.cpus = Some(value().to_string()),
             "cpumask" => self.cpus = Some(cpumask_list(value(), job)?),
+            "nice" => match value().parse::<i32>() {
+                Ok(n) if (-20..=19).contains(&n) => self.nice = Some(n),
+                _ => {
+                    return Err(usage!(
+                        "bad nice={} in [{job}]: expected -20 to 19",
+                        value()
+                    ))
+                }
+            },
             "cpus_allowed_policy" => match value() {
                 "shared" => {}
                 "split" => return Ok(false),
@@ -135,8 +146,8 @@ pub(super) fn why_refused(key: &str) -> Option<&'static str> {
         "cpus_allowed_policy" => {
             "fsbench lets every worker run on all of the job's CPUs (fio's shared); it does not give each clone a CPU of its own"
         }
-        "nice" | "prio" | "prioclass" => {
-            "fsbench does not change its workers' CPU or I/O priority; run it under nice(1) or ionice(1), whose priority its threads inherit"
+        "prio" | "prioclass" => {
+            "fsbench does not change its workers' I/O priority; run it under ionice(1), whose priority its threads inherit"
         }
         "ioscheduler" => {
             "it changes the device's I/O scheduler for the whole system, and fsbench does not change system settings; set /sys/block/DEV/queue/scheduler before the run"

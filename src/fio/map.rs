@@ -124,6 +124,7 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "cpus_allowed",
     "cpumask",
     "cpus_allowed_policy",
+    "nice",
 ];
 
 /// fio's size rules: a bare number is bytes; `k m g t p` (and `kb`, `mb`, ...) multiply by
@@ -1263,6 +1264,9 @@ fn apply_host(
     }
     if let Some(c) = spec.host.cpus.clone() {
         set(job, "cpus", &c, &at("cpus_allowed"))?;
+    }
+    if let Some(n) = spec.host.nice {
+        set(job, "nice", &n.to_string(), &at("nice"))?;
     }
     // What each target is now: its length if it is a file, None if it does not exist.
     let now = |t: &PathBuf| -> Result<Option<u64>, UsageError> {
