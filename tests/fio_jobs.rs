@@ -604,7 +604,8 @@ fn random_clones_of_a_shared_file_write_only_their_own_part() {
         let Some((pid, call)) = l.split_once(' ') else {
             continue;
         };
-        let Some(args) = call.strip_prefix("pwrite64(") else {
+        // strace pads thread ids to one width: `123  pwrite64(` as well as `1234 pwrite64(`.
+        let Some(args) = call.trim_start().strip_prefix("pwrite64(") else {
             continue;
         };
         let after_data = &args[args.rfind('"').unwrap() + 1..];

@@ -146,6 +146,28 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "fdatasync",
     "randrepeat",
     "fallocate",
+    // How files are opened and created, where workers run, fio's bookkeeping (fio/host.rs).
+    "dsync",
+    "overwrite",
+    "file_append",
+    "allow_file_create",
+    "create_serialize",
+    "clocksource",
+    "gtod_reduce",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
+    "disable_bw_measurement",
+    "stats",
+    "lat_percentiles",
+    "clat_percentiles",
+    "slat_percentiles",
+    "unified_rw_reporting",
+    "per_job_logs",
+    "cpus_allowed",
+    "cpumask",
+    "cpus_allowed_policy",
+    "nice",
 ];
 
 /// fio's size rules: a bare number is bytes; `k m g t p` (and `kb`, `mb`, ...) multiply by
@@ -464,6 +486,8 @@ struct Spec {
     /// Minimum rates, the rate process, buffers, files, syncs and verification extras
     /// ([`Spec::read_more`]).
     more: More,
+    /// fio's options on opening and creating files, CPUs and bookkeeping (fio/host.rs).
+    host: super::host::HostOpts,
 }
 
 /// The options [`Spec::read_more`] reads.
@@ -907,7 +931,7 @@ impl Spec {
                 }
                 m.fallocate = Some(v.to_string());
             }
-            _ => return Ok(false),
+            _ => return self.host.read(o, job),
         }
         Ok(true)
     }
@@ -1161,7 +1185,7 @@ fn why_unmapped(key: &str) -> &'static str {
         "fdatasync" => {
             "fsbench's sync every N writes is fsync, tied to verification (verify= with fsync=N); fdatasync=0 is accepted"
         }
-        _ => "fsbench fio does not map it",
+        _ => super::host::why_refused(key).unwrap_or("fsbench fio does not map it"),
     }
 }
 
@@ -1436,6 +1460,7 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
         resolve_percentages(spec, &job.targets, job.block_size.max(1), files, sname)?;
     }
     let per_file = spec.filesize.or(spec.size.map(|s| s / files));
+    apply_host(job, spec, per_file, sname)?;
     if let Some(s) = per_file {
         set(job, "size", &s.to_string(), &at("size"))?;
     }
@@ -1578,6 +1603,108 @@ fn clock_seed() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     crate::runner::opgen::Rng::new(t ^ ((std::process::id() as u64) << 32)).next_u64()
+}
+
+/// fio's options on opening and creating files and on CPUs (fio/host.rs), once the targets
+/// are known; `per_file` is the bytes of I/O on each file.
+fn apply_host(
+    job: &mut Job,
+    spec: &mut Spec,
+    per_file: Option<u64>,
+    sname: &str,
+) -> Result<(), UsageError> {
+    let at = |k: &str| format!("{k} in [{sname}]");
+    let notes = std::mem::take(&mut spec.host.notes);
+    spec.notes.extend(notes);
+    if spec.host.dsync {
+        set(job, "dsync", "true", &at("dsync"))?;
+    }
+    if let Some(c) = spec.host.cpus.clone() {
+        set(job, "cpus", &c, &at("cpus_allowed"))?;
+    }
+    if let Some(n) = spec.host.nice {
+        set(job, "nice", &n.to_string(), &at("nice"))?;
+    }
+    // What each target is now: its length if it is a file, None if it does not exist.
+    let now = |t: &PathBuf| -> Result<Option<u64>, UsageError> {
+        match std::fs::symlink_metadata(t) {
+            Ok(m) => Ok(Some(m.len())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(usage!("{}: {e}", t.display())),
+        }
+    };
+    if spec.host.no_create {
+        for t in &job.targets {
+            if now(t)?.is_none() {
+                return Err(usage!(
+                    "allow_file_create=0 in [{sname}]: {} does not exist, and the job may not create it",
+                    t.display()
+                ));
+            }
+        }
+    }
+    if spec.host.file_append {
+        let end = append_offset(&job.targets, sname)?;
+        spec.offset = Some(end).filter(|o| *o > 0);
+        spec.notes.push(format!(
+            "file_append in [{sname}]: I/O from byte {end}, the end of the files when the command started"
+        ));
+    }
+    if spec.host.overwrite {
+        let engine = spec.engine.as_ref().map_or(job.engine, |e| e.0);
+        // fsbench lays out a file first for every job but a plain sequential write.
+        let plain_write = job.access == crate::job::Access::Write
+            && engine != EngineKind::Mmap
+            && !engine.changes_space();
+        let want = per_file
+            .unwrap_or(0)
+            .saturating_add(spec.offset.unwrap_or(0));
+        if plain_write {
+            for t in &job.targets {
+                if now(t)?.is_none_or(|len| len < want) {
+                    return Err(usage!(
+                        "overwrite=1 in [{sname}]: {} does not hold the {want} bytes the job overwrites, and fsbench lays out a file before a sequential write only when it is read too; write the file first (a job with rw=write and stonewall before this one)",
+                        t.display()
+                    ));
+                }
+            }
+        }
+        spec.notes.push(format!(
+            "overwrite=1 in [{sname}]: the writes overwrite data laid out before the job is timed, as in fio"
+        ));
+    }
+    Ok(())
+}
+
+/// fio's `file_append`: I/O from the end of each file, as if `offset` were its size. A file
+/// that does not exist yet is appended to from byte 0; the files must be of one size (one
+/// offset serves them all in fsbench).
+fn append_offset(targets: &[PathBuf], sname: &str) -> Result<u64, UsageError> {
+    let mut common: Option<(u64, &PathBuf)> = None;
+    for t in targets {
+        let len = match std::fs::symlink_metadata(t) {
+            Ok(m) if m.is_file() => m.len(),
+            Ok(_) => {
+                return Err(usage!(
+                "file_append in [{sname}]: {} is not a regular file (fio appends to files only)",
+                t.display()
+            ))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(usage!("file_append in [{sname}]: {}: {e}", t.display())),
+        };
+        match common {
+            Some((l, first)) if l != len => {
+                return Err(usage!(
+                    "file_append in [{sname}]: the files end at different bytes ({} at {l}, {} at {len}); fsbench appends to files of one size",
+                    first.display(),
+                    t.display()
+                ))
+            }
+            _ => common = Some((len, t)),
+        }
+    }
+    Ok(common.map_or(0, |c| c.0))
 }
 
 fn apply_engine(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> {
@@ -1971,6 +2098,8 @@ mod tests {
                 "steadystate" | "ss" => "iops:5%",
                 "percentile_list" => "50:99",
                 "random_generator" => "lfsr",
+                "clocksource" => "clock_gettime",
+                "cpus_allowed_policy" => "shared",
                 _ => "1",
             };
             let o = Opt {

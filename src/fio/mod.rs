@@ -5,6 +5,7 @@
 //! `group_reporting` as one Result for the group; an option fsbench does not map is refused,
 //! or with `--ignore-unsupported` listed in the Result's notes.
 
+pub(crate) mod host;
 pub(crate) mod map;
 pub(crate) mod measure;
 pub(crate) mod meta;

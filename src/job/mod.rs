@@ -564,6 +564,10 @@ pub struct Job {
     /// pinned.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<usize>,
+    /// The workers' nice value (-20 to 19, fio's `nice`): each worker thread sets it when it
+    /// starts, before the gate; None: the priority fsbench was started with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i8>,
     /// Pause each thread after every so many of its I/Os (`--think`, fio's thinktime).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub think: Option<Think>,
@@ -661,6 +665,7 @@ impl Default for Job {
             steady_state: None,
             steady_state_max_s: None,
             cpus: Vec::new(),
+            nice: None,
             think: None,
             repeats: 1,
             open: OpenFlags::default(),

@@ -571,6 +571,25 @@ pub(crate) static PARAMS: &[Param] = &[
         show: |j| crate::probe::host::cpu_list(&j.cpus),
     },
     Param {
+        name: "nice",
+        aliases: &[],
+        label: "nice",
+        noun: "nice value",
+        flag: None,
+        axis: false,
+        toml: "nice",
+        vx: &[],
+        kind: Kind::Choice,
+        set: |j, v, c| {
+            j.nice = Some(match v.trim().parse::<i8>() {
+                Ok(n) if (-20..=19).contains(&n) => n,
+                _ => return Err(usage!("bad {} '{v}': expected -20 to 19", c.what)),
+            });
+            Ok(())
+        },
+        show: |j| opt(j.nice),
+    },
+    Param {
         name: "think",
         aliases: &["thinktime"],
         label: "think time",

@@ -740,7 +740,7 @@ where
         let body: drive::Body<ThreadOutcome> = Box::new(move |gate| {
             let (job, plan, prepare) = &*shared;
             worker::private_fd_table();
-            let prepared = pin_worker(&job.cpus)
+            let prepared = place_worker(job)
                 .map_err(|e| IoFailure {
                     user,
                     thread,
@@ -750,10 +750,7 @@ where
                         .map(|t| t.path.display().to_string())
                         .unwrap_or_default(),
                     offset: None,
-                    message: format!(
-                        "cannot pin the worker to CPUs {}: {e}",
-                        crate::probe::host::cpu_list(&job.cpus)
-                    ),
+                    message: e,
                 })
                 .and_then(|()| prepare(job, plan, id, user, thread, verify.as_ref()))
                 .map(|mut w| {
@@ -803,6 +800,23 @@ where
     };
     let out = crew.join()?;
     Ok((out, t0.elapsed().as_secs_f64()))
+}
+
+/// Where and how the calling worker thread runs: bound to the job's CPUs, at its nice
+/// value (each a system call at the thread's start, never on the I/O path).
+fn place_worker(job: &Job) -> std::result::Result<(), String> {
+    pin_worker(&job.cpus).map_err(|e| {
+        format!(
+            "cannot pin the worker to CPUs {}: {e}",
+            crate::probe::host::cpu_list(&job.cpus)
+        )
+    })?;
+    if let Some(n) = job.nice {
+        // On Linux a nice value is the thread's own: "the process" here is this thread.
+        rustix::process::setpriority_process(None, n.into())
+            .map_err(|e| format!("cannot set the worker's nice value to {n}: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Bind the calling worker thread to `cpus` (`--cpus`; empty: leave it where it may run).

@@ -17,6 +17,7 @@ fn sample(p: &Param) -> &'static str {
         "steady_state" => "bw:2.5%:slope:40s",
         "steady_state_max" => "90",
         "cpus" => "0",
+        "nice" => "5",
         "think" => "2ms:4",
         "nrep" => "4",
         "rwmix" => "70",
