@@ -465,3 +465,32 @@ fn bs_unaligned_issues_the_sizes_fio_issues() {
         }
     }
 }
+
+/// fio paces each direction of a mixed job to a single `rate_iops` on its own: with 90 %
+/// reads, 100 reads and 100 writes a second, not 100 I/Os of which 10 are writes.
+#[test]
+fn a_single_rate_paces_each_direction_of_a_mixed_job_as_fio_does() {
+    let sb = Sandbox::new();
+    let rs = fio_results(
+        &sb,
+        &[
+            "--name=mix",
+            "--filename=m.dat",
+            "--size=4m",
+            "--bs=4k",
+            "--rw=randrw",
+            "--rwmixread=90",
+            "--rate_iops=100",
+            "--runtime=2",
+            "--time_based",
+        ],
+    );
+    let t = &rs[0]["total"];
+    let secs = t["elapsed_s"].as_f64().unwrap();
+    let (reads, writes) = (
+        u(&t["read_ops"]) as f64 / secs,
+        u(&t["write_ops"]) as f64 / secs,
+    );
+    assert!((70.0..=110.0).contains(&reads), "reads {reads:.1}/s");
+    assert!((70.0..=110.0).contains(&writes), "writes {writes:.1}/s");
+}

@@ -1478,6 +1478,38 @@ fn apply(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> 
         set(job, "keep", "true", &at("unlink"))?;
     }
     apply_more(job, spec, sname)?;
+    rate_each_direction(job, spec, sname)
+}
+
+/// fio paces each direction of a mixed job to a single `rate` or `rate_iops` value on its
+/// own (`rate_iops=400` with `rwmixread=95`: 400 reads and 400 writes a second), as if the
+/// value were given for reads and for writes. fsbench's one value paces all I/Os together,
+/// so a mixed job takes it per direction; with `verify` (whose loop draws each I/O ahead and
+/// takes one schedule) the I/Os stay on one schedule, and a note says so.
+fn rate_each_direction(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> {
+    if !job.access.is_mixed() {
+        return Ok(());
+    }
+    for (key, param, value) in [
+        ("rate", "rate_bytes", spec.rate.clone()),
+        ("rate_iops", "rate_iops", spec.rate_iops.clone()),
+    ] {
+        let Some(v) = value.filter(|v| !v.contains(',')) else {
+            continue;
+        };
+        if job.verifying() {
+            spec.notes.push(format!(
+                "{key}={v} in [{sname}]: fio paces reads and writes each to it; with verify fsbench paces them together"
+            ));
+            continue;
+        }
+        set(
+            job,
+            param,
+            &format!("{v},{v}"),
+            &format!("{key} in [{sname}]"),
+        )?;
+    }
     Ok(())
 }
 
