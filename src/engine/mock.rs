@@ -428,6 +428,13 @@ impl Engine for Counting {
     fn flush(&mut self, sys: &mut crate::stats::SyscallCounts) -> std::io::Result<()> {
         self.inner.flush(sys)
     }
+    fn sync_files(
+        &mut self,
+        data_only: bool,
+        sys: &mut crate::stats::SyscallCounts,
+    ) -> std::io::Result<()> {
+        self.inner.sync_files(data_only, sys)
+    }
     fn open_at(
         &mut self,
         dir: RawFd,
