@@ -113,17 +113,15 @@ impl Core {
         // --think: once due, nothing more is issued until the queue has drained and the
         // thread has paused.
         let mut think = self.think;
-        // --fsync-every / --fdatasync-every: writes issued since the last sync. Once due,
-        // nothing more is issued until the writes in flight have completed and the sync is
-        // done (fio drains the queue before a sync too).
+        // --fsync-every / --fdatasync-every: writes issued since the last sync. Once due, the
+        // next op waits (in `ahead`) until the I/Os in flight have completed and the sync is
+        // done (fio drains the queue before a sync too). As in fio, the sync goes before the
+        // next op: after the last op there is none (--fsync makes the end durable).
         let sync_every = self.sync_every;
         let mut unsynced_writes = 0u64;
         loop {
             if issuing {
                 while inflight + batch.len() < depth {
-                    if sync_every.is_some_and(|s| unsynced_writes >= s.writes) {
-                        break;
-                    }
                     if pacer.is_some_and(|p| !p.is_due(now)) {
                         break;
                     }
@@ -134,7 +132,7 @@ impl Core {
                     if VERIFY && checker.as_ref().is_some_and(|c| c.backlog_due()) {
                         break;
                     }
-                    let next = if VERIFY {
+                    let next = if VERIFY || ahead.is_some() {
                         ahead.take().or_else(|| self.gen.next_op())
                     } else if let Some(p) = pacer.as_ref() {
                         self.gen.next_op_steered(|k| p.steer(k, now))
@@ -145,6 +143,23 @@ impl Core {
                         issuing = false;
                         break;
                     };
+                    if let Some(s) = sync_every.filter(|s| unsynced_writes >= s.writes) {
+                        if inflight > 0 || !batch.is_empty() {
+                            ahead = Some((kind, offset, len));
+                            break;
+                        }
+                        unsynced_writes = 0;
+                        match self.sync_step(s, engine, &mut stats, &mut sys) {
+                            Ok(t) => now = t,
+                            Err(f) => {
+                                failure.get_or_insert(f);
+                                stop.store(true, Ordering::Relaxed);
+                                issuing = false;
+                                halted = true;
+                                break;
+                            }
+                        }
+                    }
                     // inflight + batch.len() < depth, so a slot is free.
                     let Some(slot) = free.pop() else { break };
                     let op = routed_op(route, &mut stats, kind, offset, len, slot);
@@ -333,20 +348,6 @@ impl Core {
                 }
             }
             done.clear();
-            if let Some(s) = sync_every {
-                if unsynced_writes >= s.writes && inflight == 0 && batch.is_empty() && !halted {
-                    unsynced_writes = 0;
-                    match self.sync_step(s, engine, &mut stats, &mut sys) {
-                        Ok(t) => now = t,
-                        Err(f) => {
-                            failure.get_or_insert(f);
-                            stop.store(true, Ordering::Relaxed);
-                            issuing = false;
-                            halted = true;
-                        }
-                    }
-                }
-            }
             if let Some(t) = think.as_mut() {
                 if t.due() && issuing && inflight == 0 && batch.is_empty() {
                     now = t.pause(clock, now, deadline.unwrap_or(u64::MAX), stop, interrupt);
