@@ -573,12 +573,13 @@ fn queue_depth(r: &RunFacts, out: &mut Vec<Explanation>) {
 
 /// Buffered writes, not synced, for less time than dirty data waits before write-back.
 fn dirty_at_stop(r: &RunFacts, probed_expire_s: Option<f64>, out: &mut Vec<Explanation>) {
-    // Periodic fsyncs (`--fsync-every`) leave at most the last few writes unsynced; runs
+    // Periodic syncs (`--fsync-every`, `--fdatasync-every`) leave at most the last few writes unsynced; runs
     // without a Job (workloads, replays) synced when they called fsync or fdatasync.
     let synced = match r.job {
         Some(job) => {
             job.fsync
                 || job.fsync_every.is_some()
+                || job.fdatasync_every.is_some()
                 || job.open.dsync
                 || job.open.sync
                 || matches!(job.cache, CachePolicy::Dsync)

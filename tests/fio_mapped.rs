@@ -378,7 +378,8 @@ fn refused_options_name_the_option_the_section_and_the_reason() {
         ("--flow_sleep=100", "no cross-job token flow"),
         ("--create_on_open=1", "before the timed run"),
         ("--pre_read=1", "no untimed read"),
-        ("--fdatasync=4", "is fsync"),
+        ("--rw=write --verify=crc32c --fdatasync=4", "use fsync=4"),
+        ("--rw=write --fsync=4 --fdatasync=4", "keep one of them"),
         ("--rate_process=bursty", "linear or poisson"),
         (
             "--fallocate=sometimes",

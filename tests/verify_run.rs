@@ -103,8 +103,8 @@ fn refusals_are_one_line_exit_2_and_leave_nothing() {
             "--append lets the file system choose",
         ),
         (
-            "run --rw randwrite --bs 4k --size 1m --count 10 --fsync-every 4 f",
-            "--fsync-every acknowledges writes for verification",
+            "run --rw randwrite --bs 4k --size 1m --count 10 --verify --fdatasync-every 4 f",
+            "use it instead of --fdatasync-every",
         ),
         (
             "run --rw randwrite --bs 4k --size 1m --count 10 --verify-backlog 0 f",

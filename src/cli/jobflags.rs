@@ -215,9 +215,12 @@ pub(crate) struct JobFlags {
     /// With --verify: every N completed writes of a thread, read those blocks back and check them
     #[arg(long = "verify-backlog", value_name = "N", help_heading = CHECKING)]
     pub verify_backlog: Option<String>,
-    /// With --verify: fsync every N completed writes of a thread (acknowledges them)
+    /// fsync a thread's files after every N writes it issued (with --verify: acknowledges them)
     #[arg(long = "fsync-every", value_name = "N", help_heading = CHECKING)]
     pub fsync_every: Option<String>,
+    /// fdatasync a thread's files after every N writes it issued
+    #[arg(long = "fdatasync-every", value_name = "N", help_heading = CHECKING)]
+    pub fdatasync_every: Option<String>,
 }
 
 impl JobFlags {
@@ -259,6 +262,7 @@ impl JobFlags {
             ("rate_cycle", self.rate_cycle.clone()),
             ("verify_backlog", self.verify_backlog.clone()),
             ("fsync_every", self.fsync_every.clone()),
+            ("fdatasync_every", self.fdatasync_every.clone()),
         ];
         // Each switch given turns its parameter on (off for --no-invalidate); one not given
         // leaves the job file's or the suite's value.
@@ -318,6 +322,7 @@ impl JobFlags {
             rate_cycle: Some(String::new()),
             verify_backlog: Some(String::new()),
             fsync_every: Some(String::new()),
+            fdatasync_every: Some(String::new()),
             fsync: true,
             sync: true,
             dsync: true,
@@ -361,7 +366,7 @@ mod tests {
     #[test]
     fn every_flag_names_a_table_parameter() {
         let names = JobFlags::names();
-        assert_eq!(names.len(), 48);
+        assert_eq!(names.len(), 49);
         for n in names {
             let p = params::find(n).unwrap_or_else(|| panic!("{n} not in the table"));
             assert!(p.flag.is_some(), "{n} has no run flag in the table");

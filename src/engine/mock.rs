@@ -105,6 +105,8 @@ pub(crate) struct Log {
     pub submit_calls: u64,
     pub reap_calls: u64,
     pub flushes: u64,
+    /// At each flush: (ops submitted before it, ops still in flight).
+    pub flushed_at: Vec<(u64, usize)>,
 }
 
 pub(crate) struct MockEngine {
@@ -340,6 +342,7 @@ impl Engine for MockEngine {
 
     fn flush(&mut self, sys: &mut SyscallCounts) -> std::io::Result<()> {
         self.log.flushes += 1;
+        self.log.flushed_at.push((self.next_op, self.flight.len()));
         sys.fsync += 1;
         match self.script.flush_errno {
             Some(e) => Err(std::io::Error::from_raw_os_error(e)),
@@ -427,6 +430,13 @@ impl Engine for Counting {
     }
     fn flush(&mut self, sys: &mut crate::stats::SyscallCounts) -> std::io::Result<()> {
         self.inner.flush(sys)
+    }
+    fn sync_files(
+        &mut self,
+        data_only: bool,
+        sys: &mut crate::stats::SyscallCounts,
+    ) -> std::io::Result<()> {
+        self.inner.sync_files(data_only, sys)
     }
     fn open_at(
         &mut self,

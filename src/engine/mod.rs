@@ -139,6 +139,13 @@ pub(crate) trait Engine: Send {
     fn buffers(&mut self) -> &mut BufferPool;
     /// Make written data durable on the files (fsync / msync), counted in `sys`.
     fn flush(&mut self, sys: &mut SyscallCounts) -> std::io::Result<()>;
+    /// fsync (fdatasync with `data_only`) every file of the worker, waiting for each: the
+    /// sync `--fsync-every` / `--fdatasync-every` issue between writes. Engines that keep
+    /// written data elsewhere than in the files' pages (mmap) make it durable with `flush`.
+    fn sync_files(&mut self, data_only: bool, sys: &mut SyscallCounts) -> std::io::Result<()> {
+        let _ = data_only;
+        self.flush(sys)
+    }
 
     // Metadata operations (what Filebench flowops and replays need beside data I/O, the way
     // fio's engine ops carry file open/close). The defaults are the synchronous system calls
@@ -418,13 +425,22 @@ pub(crate) fn count_sync(data_only: bool, sys: &mut SyscallCounts) {
 
 /// fsync every distinct descriptor of the files.
 pub(crate) fn fsync_all(files: &[FileHandles], sys: &mut SyscallCounts) -> std::io::Result<()> {
+    sync_all(files, false, sys)
+}
+
+/// fsync (fdatasync with `data_only`) every distinct descriptor of the files.
+pub(crate) fn sync_all(
+    files: &[FileHandles],
+    data_only: bool,
+    sys: &mut SyscallCounts,
+) -> std::io::Result<()> {
     for f in files {
         for (i, &fd) in f.fds.iter().enumerate() {
             if fd < 0 || f.fds[..i].contains(&fd) {
                 continue;
             }
-            sys.fsync += 1;
-            meta::sync(fd, false)?;
+            count_sync(data_only, sys);
+            meta::sync(fd, data_only)?;
         }
     }
     Ok(())

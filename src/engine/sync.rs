@@ -202,6 +202,10 @@ impl Engine for SyncEngine {
         super::fsync_all(&self.files, sys)
     }
 
+    fn sync_files(&mut self, data_only: bool, sys: &mut SyscallCounts) -> std::io::Result<()> {
+        super::sync_all(&self.files, data_only, sys)
+    }
+
     fn set_file(&mut self, index: u32, fd: std::os::fd::RawFd) -> std::io::Result<()> {
         super::set_slot(&mut self.files, index, fd)
     }

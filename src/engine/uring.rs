@@ -607,6 +607,10 @@ impl Engine for UringEngine {
         super::fsync_all(&self.files, sys)
     }
 
+    fn sync_files(&mut self, data_only: bool, sys: &mut SyscallCounts) -> std::io::Result<()> {
+        super::sync_all(&self.files, data_only, sys)
+    }
+
     fn open_at(
         &mut self,
         dir: RawFd,

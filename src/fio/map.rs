@@ -509,6 +509,8 @@ struct More {
     /// Its files, found when the job is built.
     opendir_files: Option<Vec<PathBuf>>,
     fsync_on_close: bool,
+    /// `fdatasync=N` above 0.
+    fdatasync: Option<u64>,
     randrepeat: Option<bool>,
     fallocate: Option<String>,
 }
@@ -916,7 +918,7 @@ impl Spec {
             "opendir" => m.opendir = Some(need()?.to_string()),
             // Only their defaults (off) map; on, they are refused with the reason.
             "create_on_open" | "pre_read" => return Ok(!flag(o, job)?),
-            "fdatasync" => return Ok(count(need()?)? == 0),
+            "fdatasync" => m.fdatasync = Some(count(need()?)?).filter(|&n| n > 0),
             "fsync_on_close" => m.fsync_on_close = flag(o, job)?,
             "randrepeat" => m.randrepeat = Some(flag(o, job)?),
             "fallocate" => {
@@ -1181,9 +1183,6 @@ fn why_unmapped(key: &str) -> &'static str {
         }
         "pre_read" => {
             "fsbench has no untimed read of the files into the cache before the job; ramp_time warms it inside the run (pre_read=0 is accepted)"
-        }
-        "fdatasync" => {
-            "fsbench's sync every N writes is fsync, tied to verification (verify= with fsync=N); fdatasync=0 is accepted"
         }
         _ => super::host::why_refused(key).unwrap_or("fsbench fio does not map it"),
     }
@@ -1834,6 +1833,36 @@ fn apply_random(job: &mut Job, spec: &Spec, sname: &str) -> Result<(), UsageErro
     Ok(())
 }
 
+/// `fsync=N` and `fdatasync=N`: a sync of the files after every N writes of a worker (with
+/// verification, fsync=N also acknowledges the writes before it). A job that writes
+/// nothing syncs nothing, in fio as here: the option is left out with a note.
+fn apply_sync_every(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> {
+    let fsync = spec.fsync.filter(|&n| n > 0);
+    let fdatasync = spec.more.fdatasync;
+    let (key, param, n) = match (fsync, fdatasync) {
+        (None, None) => return Ok(()),
+        (Some(a), Some(b)) => {
+            return Err(usage!(
+                "fsync={a} and fdatasync={b} in [{sname}]: fsbench syncs the files one way every N writes; keep one of them"
+            ))
+        }
+        (Some(n), None) => ("fsync", "fsync_every", n),
+        (None, Some(n)) => ("fdatasync", "fdatasync_every", n),
+    };
+    if key == "fdatasync" && job.verifying() {
+        return Err(usage!(
+            "fdatasync={n} in [{sname}]: fsbench's verification acknowledges writes with an fsync; use fsync={n}"
+        ));
+    }
+    if job.access.read_pct(job.read_pct) == 100 {
+        spec.notes.push(format!(
+            "{key}={n} in [{sname}] ignored: the job writes nothing, so there is nothing to sync"
+        ));
+        return Ok(());
+    }
+    set(job, param, &n.to_string(), &format!("{key} in [{sname}]"))
+}
+
 fn apply_data(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageError> {
     let at = |k: &str| format!("{k} in [{sname}]");
     if let Some(v) = spec.verify.as_deref().map(str::trim) {
@@ -1845,14 +1874,7 @@ fn apply_data(job: &mut Job, spec: &mut Spec, sname: &str) -> Result<(), UsageEr
             ));
         }
     }
-    if let Some(n) = spec.fsync.filter(|&n| n > 0) {
-        if !job.verifying() {
-            return Err(usage!(
-                "fsync={n} in [{sname}]: fsbench's fsync every N writes acknowledges writes for verification; add verify= (or use end_fsync)"
-            ));
-        }
-        set(job, "fsync_every", &n.to_string(), &at("fsync"))?;
-    }
+    apply_sync_every(job, spec, sname)?;
     if let Some(p) = spec.compress {
         set(
             job,
@@ -2086,7 +2108,10 @@ mod tests {
                 "rw=discard in [a] is not supported",
             ),
             ("[a]\nsize=1m\nioengine=splice\n", "ioengine=splice in [a]"),
-            ("[a]\nsize=1m\nrw=write\nfsync=4\n", "fsync=4 in [a]"),
+            (
+                "[a]\nsize=1m\nrw=write\nioengine=mmap\nfsync=4\n",
+                "use --engine sync or uring",
+            ),
             ("[a]\nsize=1m\nkb_base=10\n", "kb_base"),
             ("[a]\nsize=10%\n", "is a share of an existing file"),
             ("[a]\nsize=0%\n", "from 1 to 100"),
@@ -2118,7 +2143,7 @@ mod tests {
         for k in SUPPORTED {
             let mut spec = Spec::default();
             let sample = match *k {
-                "flow" | "fdatasync" | "create_on_open" | "pre_read" => "0",
+                "flow" | "create_on_open" | "pre_read" => "0",
                 "rate_process" => "poisson",
                 "fallocate" => "native",
                 "ioengine" => "psync",
@@ -2199,12 +2224,24 @@ mod tests {
         assert!(!j.job.verifying());
         let j = job("[j]\nrw=write\nfsync_on_close=1\nsize=1m\nfilename=f\n");
         assert!(j.job.fsync);
+        // fsync=N and fdatasync=N map without verify; a job that writes nothing drops them.
+        let j = job("[j]\nrw=randwrite\nfsync=4\nsize=1m\nfilename=f\n");
+        assert_eq!((j.job.fsync_every, j.job.fdatasync_every), (Some(4), None));
+        let j = job("[j]\nrw=write\nfdatasync=3\nsize=1m\nfilename=f\n");
+        assert_eq!((j.job.fsync_every, j.job.fdatasync_every), (None, Some(3)));
+        let j = job("[j]\nrw=read\nfdatasync=3\nsize=1m\nfilename=f\n");
+        assert_eq!(j.job.fdatasync_every, None);
+        assert!(j
+            .notes
+            .iter()
+            .any(|n| n.contains("fdatasync=3 in [j] ignored")));
         for (text, want) in [
             ("flow=1", "no cross-job token flow"),
             ("flow_sleep=10", "no cross-job token flow"),
             ("pre_read=1", "'pre_read' in [j]"),
             ("create_on_open=1", "'create_on_open' in [j]"),
-            ("fdatasync=1", "'fdatasync' in [j]"),
+            ("rw=write\nfsync=2\nfdatasync=2", "keep one of them"),
+            ("rw=write\nverify=crc32c\nfdatasync=2", "use fsync=2"),
             ("rate_min=1m,", "one direction only"),
             ("fallocate=2", "bad fallocate=2 in [j]"),
         ] {

@@ -613,6 +613,10 @@ pub struct Job {
     /// fsync each thread's files every N completed writes (acknowledges buffered writes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fsync_every: Option<u64>,
+    /// fdatasync each thread's files every N writes it issued (fio's fdatasync=N): the
+    /// in-flight writes drain first, as with `fsync_every` without verification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fdatasync_every: Option<u64>,
     /// How random offsets favour blocks (fio's random_distribution).
     #[serde(skip_serializing_if = "Distribution::is_uniform")]
     pub distribution: Distribution,
@@ -690,6 +694,7 @@ impl Default for Job {
             verify_backlog: None,
             journal: None,
             fsync_every: None,
+            fdatasync_every: None,
             distribution: Distribution::Uniform,
             random_map: false,
             buffer_pattern: None,
@@ -1268,14 +1273,53 @@ impl Job {
         Ok(())
     }
 
+    /// `--fsync-every` / `--fdatasync-every`: at least 1 write, one of them, on a job that
+    /// writes through an engine whose writes a sync of the files makes durable.
+    fn check_sync_every(&self) -> Result<(), UsageError> {
+        let (flag, n) = match (self.fsync_every, self.fdatasync_every) {
+            (None, None) => return Ok(()),
+            (Some(_), Some(_)) => {
+                return Err(usage!(
+                    "--fsync-every and --fdatasync-every both sync the files: give one of them"
+                ))
+            }
+            (Some(n), None) => ("--fsync-every", n),
+            (None, Some(n)) => ("--fdatasync-every", n),
+        };
+        if n == 0 {
+            return Err(usage!("bad {flag} 0: must be at least 1 write"));
+        }
+        if self.fdatasync_every.is_some() && self.verifying() {
+            return Err(usage!(
+                "--verify acknowledges writes with --fsync-every: use it instead of --fdatasync-every"
+            ));
+        }
+        if self.access.read_pct(self.read_pct) == 100 {
+            return Err(usage!(
+                "{flag} syncs written data, and --rw {} writes nothing: use a --rw that writes",
+                self.access.name()
+            ));
+        }
+        match self.engine {
+            EngineKind::Sync | EngineKind::Uring => Ok(()),
+            e => Err(usage!(
+                "{flag} syncs the files between writes, and --engine {} {}: use --engine sync or uring",
+                e.name(),
+                match e {
+                    EngineKind::Mmap => "writes through a mapping that --fsync makes durable at the end",
+                    EngineKind::Null => "writes nothing to sync",
+                    _ => "changes only the files' allocation or size",
+                }
+            )),
+        }
+    }
+
     /// Verification needs blocks that carry a header, and offsets fsbench chooses.
     fn check_verify(&self) -> Result<(), UsageError> {
         if self.verify_backlog == Some(0) {
             return Err(usage!("bad --verify-backlog 0: must be at least 1 write"));
         }
-        if self.fsync_every == Some(0) {
-            return Err(usage!("bad --fsync-every 0: must be at least 1 write"));
-        }
+        self.check_sync_every()?;
         if self
             .journal
             .as_ref()
@@ -1284,11 +1328,6 @@ impl Job {
             return Err(usage!("empty --journal name: name a new file"));
         }
         if !self.verifying() {
-            if self.fsync_every.is_some() {
-                return Err(usage!(
-                    "--fsync-every acknowledges writes for verification: add --verify or --journal"
-                ));
-            }
             return Ok(());
         }
         let bs = usize::try_from(self.block_size).unwrap_or(usize::MAX);

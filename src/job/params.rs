@@ -1176,6 +1176,22 @@ pub(crate) static PARAMS: &[Param] = &[
         },
         show: |j| opt(j.fsync_every),
     },
+    Param {
+        name: "fdatasync_every",
+        aliases: &[],
+        label: "fdatasync every",
+        noun: "fdatasync interval",
+        flag: Some("--fdatasync-every"),
+        axis: false,
+        toml: "fdatasync_every",
+        vx: &["--fdatasync-every"],
+        kind: Kind::Count,
+        set: |j, v, c| {
+            j.fdatasync_every = Some(size(v, c)?);
+            Ok(())
+        },
+        show: |j| opt(j.fdatasync_every),
+    },
     flag_bool!(
         "run_same_offset",
         Some("--run-same-offset"),

@@ -122,6 +122,14 @@ impl Drop for Fds {
     }
 }
 
+/// A sync of the worker's files after every `writes` writes it issued.
+#[derive(Clone, Copy)]
+struct SyncEvery {
+    writes: u64,
+    /// fdatasync rather than fsync.
+    data_only: bool,
+}
+
 /// Everything the timed loop needs besides the engine.
 struct Core {
     user: usize,
@@ -131,6 +139,9 @@ struct Core {
     route: RouteRule,
     depth: usize,
     fsync: bool,
+    /// `--fsync-every` / `--fdatasync-every` without verification (the checker syncs for a
+    /// verifying run): sync the files after every so many issued writes.
+    sync_every: Option<SyncEvery>,
     deadline: Option<Duration>,
     /// `--ramp`: how long the loop runs before it counts.
     ramp: Option<Duration>,

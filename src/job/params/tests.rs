@@ -10,7 +10,8 @@ fn sample(p: &Param) -> &'static str {
         "engine" => "uring",
         "qd" => "16",
         "threads" => "3",
-        "count" | "rate_iops" | "verify_backlog" | "fsync_every" | "random_run" => "77",
+        "count" | "rate_iops" | "verify_backlog" | "fsync_every" | "fdatasync_every"
+        | "random_run" => "77",
         "journal" => "j.fsj",
         "time" => "2.5",
         "ramp" => "1.5",

@@ -113,6 +113,12 @@ impl Core {
         // --think: once due, nothing more is issued until the queue has drained and the
         // thread has paused.
         let mut think = self.think;
+        // --fsync-every / --fdatasync-every: writes issued since the last sync. Once due, the
+        // next op waits (in `ahead`) until the I/Os in flight have completed and the sync is
+        // done (fio drains the queue before a sync too). As in fio, the sync goes before the
+        // next op: after the last op there is none (--fsync makes the end durable).
+        let sync_every = self.sync_every;
+        let mut unsynced_writes = 0u64;
         loop {
             if issuing {
                 while inflight + batch.len() < depth {
@@ -126,7 +132,7 @@ impl Core {
                     if VERIFY && checker.as_ref().is_some_and(|c| c.backlog_due()) {
                         break;
                     }
-                    let next = if VERIFY {
+                    let next = if VERIFY || ahead.is_some() {
                         ahead.take().or_else(|| self.gen.next_op())
                     } else if let Some(p) = pacer.as_ref() {
                         self.gen.next_op_steered(|k| p.steer(k, now))
@@ -137,10 +143,28 @@ impl Core {
                         issuing = false;
                         break;
                     };
+                    if let Some(s) = sync_every.filter(|s| unsynced_writes >= s.writes) {
+                        if inflight > 0 || !batch.is_empty() {
+                            ahead = Some((kind, offset, len));
+                            break;
+                        }
+                        unsynced_writes = 0;
+                        match self.sync_step(s, engine, &mut stats, &mut sys) {
+                            Ok(t) => now = t,
+                            Err(f) => {
+                                failure.get_or_insert(f);
+                                stop.store(true, Ordering::Relaxed);
+                                issuing = false;
+                                halted = true;
+                                break;
+                            }
+                        }
+                    }
                     // inflight + batch.len() < depth, so a slot is free.
                     let Some(slot) = free.pop() else { break };
                     let op = routed_op(route, &mut stats, kind, offset, len, slot);
                     slot_op[slot as usize] = op;
+                    unsynced_writes += u64::from(kind == OpKind::Write);
                     if VERIFY {
                         if let Some(c) = checker.as_mut() {
                             c.issue(&op, engine.buffers().slot_mut(slot as usize));
@@ -413,7 +437,7 @@ impl Core {
     /// with `--bssplit` those of the size classes.
     pub(super) fn ready_stats(&self, stats: &mut Stats, paced: bool) {
         let (reads, writes, trims) = self.gen.directions();
-        stats.ready_lat(reads, writes, false);
+        stats.ready_lat(reads, writes, self.sync_every.is_some());
         if paced {
             stats.ready_sched_lat(reads, writes, false);
         }
@@ -491,6 +515,30 @@ impl Core {
             verify,
             intervals: Vec::new(),
         }
+    }
+
+    /// `--fsync-every` / `--fdatasync-every` without verification, with nothing in flight:
+    /// sync the worker's files through the engine and wait. The sync is part of the run
+    /// (its time is in the elapsed time) and counts as one other op with its latency.
+    /// Returns the clock reading after it.
+    #[inline(never)]
+    pub(super) fn sync_step<E: Engine + ?Sized>(
+        &self,
+        s: SyncEvery,
+        engine: &mut E,
+        stats: &mut Stats,
+        sys: &mut SyscallCounts,
+    ) -> Result<u64, IoFailure> {
+        let at = self.clock.now_ns();
+        let synced = engine.sync_files(s.data_only, sys);
+        let now = self.clock.now_ns();
+        if let Err(e) = synced {
+            let call = if s.data_only { "fdatasync" } else { "fsync" };
+            return Err(self.failure(None, format!("{call} failed: {e}")));
+        }
+        stats.other_lat.record(now.saturating_sub(at));
+        stats.other_ops += 1;
+        Ok(now)
     }
 
     /// Between two turns of the verifying loop: an fsync when `--fsync-every` is due, a

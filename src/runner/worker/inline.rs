@@ -70,6 +70,9 @@ impl Core {
         let mut roll = std::mem::take(&mut self.roll);
         let mut think = self.think;
         let mut stop_at = deadline.unwrap_or(u64::MAX);
+        // --fsync-every / --fdatasync-every: writes issued since the last sync.
+        let sync_every = self.sync_every;
+        let mut unsynced_writes = 0u64;
         let mut next_event = stop_at
             .min(roll.start(t0))
             .min(ramp_end.unwrap_or(u64::MAX));
@@ -82,6 +85,17 @@ impl Core {
             let Some((kind, offset, len)) = next else {
                 break;
             };
+            // --fsync-every / --fdatasync-every: as in fio, the sync goes before the next op
+            // once N writes were issued (none after the last op).
+            if let Some(s) = sync_every.filter(|s| unsynced_writes >= s.writes) {
+                unsynced_writes = 0;
+                if let Err(f) = self.sync_step(s, engine, &mut stats, &mut sys) {
+                    failure = Some(f);
+                    stop.store(true, Ordering::Relaxed);
+                    break;
+                }
+            }
+            unsynced_writes += u64::from(kind == OpKind::Write);
             let op = routed_op(route, &mut stats, kind, offset, len, 0);
             if VERIFY {
                 if let Some(c) = checker.as_mut() {

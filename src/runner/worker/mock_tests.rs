@@ -296,6 +296,34 @@ fn writes_are_flushed_once_and_a_failed_flush_fails_the_worker() {
     assert_eq!(out.stats.write_ops, 5, "the writes still count");
 }
 
+/// `--fsync-every 4` at queue depth 8: each sync waits until nothing is in flight, and goes
+/// before the next op once 4 writes were issued (none after the last), as fio's does.
+#[test]
+fn a_sync_every_n_writes_drains_the_queue_first() {
+    let mut j = job(Access::RandWrite);
+    j.io_count = Some(16);
+    j.queue_depth = 8;
+    j.engine = crate::job::EngineKind::Uring;
+    j.fsync_every = Some(4);
+    let (out, log, _) = drive(&j, Script::default());
+    assert!(out.failure.is_none());
+    assert_eq!(log.flushed_at, [(4, 0), (8, 0), (12, 0)]);
+    assert_eq!((out.stats.write_ops, out.stats.other_ops), (16, 3));
+    assert_eq!(out.stats.syscalls.fsync, 3);
+    let (out, _, _) = drive(
+        &j,
+        Script {
+            flush_errno: Some(libc::EIO),
+            ..Default::default()
+        },
+    );
+    assert!(out.failure.unwrap().message.starts_with("fsync failed"));
+    assert_eq!(
+        out.stats.write_ops, 4,
+        "the writes before the failed sync count"
+    );
+}
+
 #[test]
 fn a_rate_limit_issues_on_an_absolute_schedule() {
     // 200 IOPS: I/O k is issued no earlier than k x 5 ms after the start.

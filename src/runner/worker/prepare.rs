@@ -364,6 +364,17 @@ impl Core {
             route,
             depth: job.effective_depth() as usize,
             fsync: job.fsync && read_pct < 100,
+            sync_every: match (job.verifying(), job.fsync_every, job.fdatasync_every) {
+                (false, Some(writes), _) => Some(SyncEvery {
+                    writes,
+                    data_only: false,
+                }),
+                (false, None, Some(writes)) => Some(SyncEvery {
+                    writes,
+                    data_only: true,
+                }),
+                _ => None,
+            },
             deadline,
             ramp: job
                 .ramp_s
