@@ -120,3 +120,13 @@ fn bad_flags_are_refused_in_one_line_with_status_2() {
     }
     assert!(sb.listing().is_empty(), "{:?}", sb.listing());
 }
+
+/// -Y syncs after every write, the last one too, as IOR does: four writes, four fsyncs.
+#[test]
+fn y_syncs_after_every_write_the_last_one_too() {
+    let sb = Sandbox::new();
+    let r = ior(&sb, "-w -Y -b 64k -t 16k -s 1 -o f");
+    let t = &r[0]["total"];
+    assert_eq!(u(&t["write_ops"]), 4);
+    assert_eq!(u(&t["syscalls"]["fsync"]), 4, "{}", t["syscalls"]);
+}

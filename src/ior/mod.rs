@@ -391,7 +391,9 @@ pub(crate) fn map(o: &IorOptions, ranks: u32) -> Result<IorPlan, UsageError> {
             },
             "ior write",
         );
-        j.fsync = o.fsync;
+        // -Y syncs after every write, the last one too: a sync before each next write
+        // (fsync_every) and one at the end.
+        j.fsync = o.fsync || o.fsync_per_write;
         j.fsync_every = o.fsync_per_write.then_some(1);
         j.verify = o.check_write;
         j
