@@ -148,23 +148,12 @@ impl ResultsArgs {
                 path.display()
             );
         }
-        let dir = crate::output::ResultsDir::open(path, force)?;
-        for name in crate::report::interval_logs::LOG_NAMES {
-            // Logs of an earlier run are kept unless --force: they are not replaced quietly.
-            let there = std::fs::symlink_metadata(dir.join(name)).is_ok();
-            let refused = if there && !force {
-                Err(crate::usage!(
-                    "--log {}: {name} is already there: name a new directory, or add --force to replace the logs",
-                    path.display()
-                ))
-            } else {
-                dir.check(name)
-            };
-            if let Err(e) = refused {
-                dir.abandon();
-                return Err(e.into());
-            }
-        }
+        let dir = open_log_dir(
+            path,
+            "--log",
+            &crate::report::interval_logs::LOG_NAMES,
+            force,
+        )?;
         Ok(Some(dir))
     }
 
@@ -510,4 +499,31 @@ impl RateArgs {
         }
         Ok(rate)
     }
+}
+
+/// A directory of interval logs (`what`: the option that names it), made when absent; logs
+/// of an earlier run in it (`files`) are kept unless --force: they are not replaced quietly.
+pub(crate) fn open_log_dir(
+    path: &std::path::Path,
+    what: &str,
+    files: &[&str],
+    force: bool,
+) -> anyhow::Result<crate::output::ResultsDir> {
+    let dir = crate::output::ResultsDir::open(path, force)?;
+    for name in files {
+        let there = std::fs::symlink_metadata(dir.join(name)).is_ok();
+        let refused = if there && !force {
+            Err(crate::usage!(
+                "{what} {}: {name} is already there: name a new directory, or add --force to replace the logs",
+                path.display()
+            ))
+        } else {
+            dir.check(name)
+        };
+        if let Err(e) = refused {
+            dir.abandon();
+            return Err(e.into());
+        }
+    }
+    Ok(dir)
 }

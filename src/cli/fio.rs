@@ -84,7 +84,7 @@ fn open_logs(jobs: &[FioJob], repeat: u32, force: bool) -> anyhow::Result<JobLog
     for j in jobs {
         let mut mine = Vec::new();
         for (dir, files) in &j.reporting.logs {
-            match open_log_dir(dir, files, force) {
+            match super::args::open_log_dir(dir, "log directory", files, force) {
                 Ok(d) => mine.push((d, files.clone())),
                 Err(e) => {
                     mine.iter()
@@ -97,32 +97,6 @@ fn open_logs(jobs: &[FioJob], repeat: u32, force: bool) -> anyhow::Result<JobLog
         out.push(mine);
     }
     Ok(out)
-}
-
-/// One log directory, made when absent; logs of an earlier run in it are refused unless
-/// --force, as `fsbench run --log` refuses them.
-fn open_log_dir(
-    path: &std::path::Path,
-    files: &[&str],
-    force: bool,
-) -> anyhow::Result<crate::output::ResultsDir> {
-    let dir = crate::output::ResultsDir::open(path, force)?;
-    for name in files {
-        let there = std::fs::symlink_metadata(dir.join(name)).is_ok();
-        let refused = if there && !force {
-            Err(crate::usage!(
-                "log directory {}: {name} is already there: name a new directory, or add --force to replace the logs",
-                path.display()
-            ))
-        } else {
-            dir.check(name)
-        };
-        if let Err(e) = refused {
-            dir.abandon();
-            return Err(e.into());
-        }
-    }
-    Ok(dir)
 }
 
 /// What the jobs of a figure ask of its Result: the first `percentile_list` among them, and

@@ -105,30 +105,6 @@ pub(crate) const SUPPORTED: &[&str] = &[
     "offset",
     "offset_increment",
     "startdelay",
-    // Think time, steady state, percentiles, logs, generator, batching (measure.rs).
-    "thinktime",
-    "thinktime_blocks",
-    "thinktime_spin",
-    "steadystate",
-    "ss",
-    "steadystate_duration",
-    "ss_dur",
-    "steadystate_ramp_time",
-    "ss_ramp",
-    "steadystate_check_interval",
-    "ss_interval",
-    "percentile_list",
-    "write_bw_log",
-    "write_iops_log",
-    "write_lat_log",
-    "log_avg_msec",
-    "random_generator",
-    "iodepth_batch",
-    "iodepth_batch_submit",
-    "iodepth_batch_complete",
-    "iodepth_batch_complete_min",
-    "iodepth_batch_complete_max",
-    "iodepth_low",
     // Minimum rates, the rate process, flow, buffers, files, syncs and verification extras.
     "rate_min",
     "rate_iops_min",
@@ -2140,7 +2116,7 @@ mod tests {
     fn every_supported_option_is_read_and_documented() {
         let doc =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/fio.md")).unwrap();
-        for k in SUPPORTED {
+        for k in SUPPORTED.iter().chain(crate::fio::measure::KEYS) {
             let mut spec = Spec::default();
             let sample = match *k {
                 "flow" | "create_on_open" | "pre_read" => "0",
