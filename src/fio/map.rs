@@ -892,8 +892,15 @@ impl Spec {
             "do_verify" => m.do_verify = Some(flag(o, job)?),
             "scramble_buffers" => m.scramble_buffers = Some(flag(o, job)?),
             "opendir" => m.opendir = Some(need()?.to_string()),
-            // Only their defaults (off) map; on, they are refused with the reason.
-            "create_on_open" | "pre_read" => return Ok(!flag(o, job)?),
+            // Off (the default) maps; pre_read on is refused with the reason.
+            "pre_read" => return Ok(!flag(o, job)?),
+            "create_on_open" => {
+                if flag(o, job)? {
+                    self.notes.push(format!(
+                        "create_on_open=1 in [{job}]: fio creates a file at the job's first open, inside its time; fsbench creates and lays out every file before the timed run"
+                    ));
+                }
+            }
             "fdatasync" => m.fdatasync = Some(count(need()?)?).filter(|&n| n > 0),
             "fsync_on_close" => m.fsync_on_close = flag(o, job)?,
             "randrepeat" => m.randrepeat = Some(flag(o, job)?),
@@ -1153,9 +1160,6 @@ fn why_unmapped(key: &str) -> &'static str {
         "thinktime_iotime" => super::measure::IOTIME_REFUSAL,
         "flow" | "flow_watermark" | "flow_sleep" => {
             "fio's flow keeps jobs' progress in a ratio through shared tokens, and fsbench has no cross-job token flow (flow=0 is accepted)"
-        }
-        "create_on_open" => {
-            "fsbench creates and lays out every file before the timed run, not at the job's open (create_on_open=0 is accepted)"
         }
         "pre_read" => {
             "fsbench has no untimed read of the files into the cache before the job; ramp_time warms it inside the run (pre_read=0 is accepted)"
@@ -2215,7 +2219,6 @@ mod tests {
             ("flow=1", "no cross-job token flow"),
             ("flow_sleep=10", "no cross-job token flow"),
             ("pre_read=1", "'pre_read' in [j]"),
-            ("create_on_open=1", "'create_on_open' in [j]"),
             ("rw=write\nfsync=2\nfdatasync=2", "keep one of them"),
             ("rw=write\nverify=crc32c\nfdatasync=2", "use fsync=2"),
             ("rate_min=1m,", "one direction only"),
