@@ -899,18 +899,7 @@ fn metadata_clones_time_as_many_operations_as_fios() {
             None => fio.push((name, n)),
         }
     }
-    let ours_sb = Sandbox::new();
-    let ours_job = ours_sb.file("clones.fio");
-    std::fs::write(&ours_job, META_CLONES).unwrap();
-    let ours: Vec<(String, u64)> = run_file(&ours_sb, &ours_job, &[])
-        .iter()
-        .map(|r| {
-            (
-                r["name"].as_str().unwrap().to_string(),
-                u(&r["total"]["ops"]),
-            )
-        })
-        .collect();
+    let ours = ops_per_result(META_CLONES);
     assert_eq!(ours, fio);
     assert_eq!(ours[2], ("create".to_string(), 24));
 }
@@ -1125,18 +1114,7 @@ fn metadata_engines_time_as_many_operations_as_fio() {
             (j["jobname"].as_str().unwrap().to_string(), n)
         })
         .collect();
-    let ours_sb = Sandbox::new();
-    let ours_job = ours_sb.file("meta.fio");
-    std::fs::write(&ours_job, text).unwrap();
-    let ours: Vec<(String, u64)> = run_file(&ours_sb, &ours_job, &[])
-        .iter()
-        .map(|r| {
-            (
-                r["name"].as_str().unwrap().to_string(),
-                u(&r["total"]["ops"]),
-            )
-        })
-        .collect();
+    let ours = ops_per_result(text);
     assert_eq!(ours, fio);
     assert_eq!(ours[0], ("create".to_string(), 12));
 }
@@ -1286,6 +1264,23 @@ fn falloc_allocates_and_ftruncate_sizes_where_fio_does() {
         assert!(e.contains(want), "{args:?}: {e}");
     }
     assert_eq!(sb.listing(), Vec::<String>::new());
+}
+
+/// `fsbench fio` on the job file `text` in a sandbox of its own: each Result's name and
+/// operations, in order.
+fn ops_per_result(text: &str) -> Vec<(String, u64)> {
+    let sb = Sandbox::new();
+    let job = sb.file("job.fio");
+    std::fs::write(&job, text).unwrap();
+    run_file(&sb, &job, &[])
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                u(&r["total"]["ops"]),
+            )
+        })
+        .collect()
 }
 
 /// 40,000 random reads of sizes drawn from `range` on the null engine: the Result.

@@ -1926,6 +1926,13 @@ mod tests {
     use crate::job::{Access, CachePolicy};
     use proptest::prelude::*;
 
+    /// The one line refusing a job `[j]` of `text` on a 1 MiB file `f`.
+    fn refusal(text: &str) -> String {
+        map(&format!("[j]\n{text}\nsize=1m\nfilename=f\n"))
+            .unwrap_err()
+            .0
+    }
+
     fn map(text: &str) -> Result<Vec<FioJob>, UsageError> {
         map_sections(&parse_text(text, &|_| None)?, false)
     }
@@ -2021,9 +2028,7 @@ mod tests {
             ),
             ("rw=randread:8\nnorandommap=0", "--random-run 8 follows"),
         ] {
-            let e = map(&format!("[j]\n{text}\nsize=1m\nfilename=f\n"))
-                .unwrap_err()
-                .0;
+            let e = refusal(text);
             assert!(e.contains(want), "{text}: {e}");
         }
     }
@@ -2224,9 +2229,7 @@ mod tests {
             ("rate_min=1m,", "one direction only"),
             ("fallocate=2", "bad fallocate=2 in [j]"),
         ] {
-            let e = map(&format!("[j]\n{text}\nsize=1m\nfilename=f\n"))
-                .unwrap_err()
-                .0;
+            let e = refusal(text);
             assert!(e.contains(want), "{text}: {e}");
         }
     }
