@@ -5,7 +5,7 @@
 #
 #   bench/vs-build.sh OTHER_FSBENCH PAIRS CASE -- FSBENCH ARGUMENTS...
 #
-# Runs `FSBENCH ARGUMENTS... --format json --output FILE` with this build (FSBENCH=PATH, default
+# Runs `FSBENCH ARGUMENTS... --output FILE` (the JSON Result) with this build (FSBENCH=PATH, default
 # target/release/fsbench) and with OTHER_FSBENCH, PAIRS pairs, this build first in odd pairs and
 # the other in even ones (bench/pairs.py's method). Before every run the page cache is synced
 # and dropped (root) and the script waits COLD_WAIT seconds (default 2).
@@ -21,6 +21,11 @@
 # per second (this build / the other; METRIC=bytes_per_sec for bytes), with its 95 % interval.
 #
 # RAW=FILE keeps every pair's line (JSON) for bench/pairs.py. CASE names the line printed.
+# PIN=CPUS runs both builds under `taskset -c CPUS`. FRESH_FS=ext4|xfs with FRESH_DIR=DIR (an
+# empty directory, not a mount point) makes a file system anew on a loop device (an image of
+# FS_SIZE, default 4G, in FS_IMAGE_DIR, default /dev/shm) and mounts it on DIR before every
+# run: a workload that creates and deletes thousands of files otherwise inherits what the
+# previous run, of either build, left. Name DIR in the arguments.
 set -euo pipefail
 other="${1:?usage: bench/vs-build.sh OTHER_FSBENCH PAIRS CASE -- ARGUMENTS...}"
 pairs="${2:?usage: bench/vs-build.sh OTHER_FSBENCH PAIRS CASE -- ARGUMENTS...}"
@@ -40,8 +45,35 @@ out="$(mktemp -d)"
 raw="${RAW:-$out/pairs.jsonl}"
 trap 'rm -rf "$out"' EXIT
 
+PINNED=()
+[ -z "${PIN:-}" ] || PINNED=(taskset -c "$PIN")
+FRESH_FS="${FRESH_FS:-}"
+LOOP=""
+case "$FRESH_FS" in
+  "") ;;
+  ext4|xfs)
+    d="${FRESH_DIR:-}"
+    [ -n "$d" ] || { echo "FRESH_FS needs FRESH_DIR, an empty directory to mount it on" >&2; exit 2; }
+    [ -d "$d" ] && [ -z "$(ls -A "$d")" ] || { echo "FRESH_DIR=$d must be an empty directory" >&2; exit 2; }
+    ! mountpoint -q "$d" || { echo "FRESH_DIR=$d is already a mount point" >&2; exit 2; }
+    image="$(mktemp "${FS_IMAGE_DIR:-/dev/shm}/vs-build-fs.XXXXXX")"
+    trap 'mountpoint -q "$d" && umount "$d"; [ -z "$LOOP" ] || losetup -d "$LOOP"; rm -f "$image"; rm -rf "$out"' EXIT
+    ;;
+  *) echo "FRESH_FS=$FRESH_FS: accepted are ext4 and xfs" >&2; exit 2;;
+esac
+fresh_fs() {
+  [ -n "$FRESH_FS" ] || return 0
+  if mountpoint -q "$d"; then umount "$d"; fi
+  [ -z "$LOOP" ] || losetup -d "$LOOP"
+  truncate -s 0 "$image" && truncate -s "${FS_SIZE:-4G}" "$image"
+  LOOP="$(losetup --find --show "$image")"
+  if [ "$FRESH_FS" = ext4 ]; then mkfs.ext4 -q -F "$LOOP"; else mkfs.xfs -q -f "$LOOP"; fi
+  mount "$LOOP" "$d"
+}
+
 echo "# vs-build: $case_name, $pairs pair(s), this $("$this" --version), other $("$other" --version) ($other), $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "# command: fsbench $*"
+echo "# pinned: ${PIN:-no}; file system: ${FRESH_FS:-reused}"
 cold() {
   sync
   if [ -w /proc/sys/vm/drop_caches ]; then echo 3 > /proc/sys/vm/drop_caches; fi
@@ -50,8 +82,10 @@ cold() {
 for pair in $(seq 1 "$pairs"); do
   for side in $(python3 "$here/bench/pairs.py" first "$pair" this other); do
     bin="$this"; [ "$side" = other ] && bin="$other"
+    fresh_fs
     cold
-    "$bin" "$@" --format json --output "$out/$side.json" > "$out/$side.log" 2>&1 \
+    rm -rf "${out:?}/$side.json"  # a suite's --output is a directory it will not reuse
+    "${PINNED[@]}" "$bin" "$@" --output "$out/$side.json" > "$out/$side.log" 2>&1 \
       || { echo "pair $pair: the $side build failed:" >&2; tail -5 "$out/$side.log" >&2; exit 1; }
   done
   python3 "$here/bench/vs_build.py" pair "$case_name" "$pair" "$out/this.json" "$out/other.json" \

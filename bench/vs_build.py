@@ -11,11 +11,21 @@ its operation and byte counts as well. The value: the run's METRIC (`iops` or
 operations (or bytes) of all of them over the sum of their measured times.
 """
 import json
+import os
 import sys
 
 
 def _results(path):
-    """The Results of one run: one, or a list (a suite or a sweep writes several)."""
+    """The Results of one run: one, or a list (a sweep writes several), or every Result in a
+    directory (a suite's `--output DIR`), in the order of their names."""
+    if os.path.isdir(path):
+        found = []
+        for root, _, files in sorted(os.walk(path)):
+            for name in sorted(files):
+                if name.endswith(".json"):
+                    found.extend(r for r in _results(os.path.join(root, name))
+                                 if isinstance(r, dict) and "total" in r)
+        return found
     with open(path) as f:
         doc = json.load(f)
     return doc if isinstance(doc, list) else [doc]
@@ -47,24 +57,28 @@ def value(results, metric):
 
 
 def work(results, exact):
+    """Per flowop or phase (the counts of Results with the same name added up): its share of
+    the operations, its bytes per read and per write, and with `exact` the counts."""
     total_ops = max(sum(int(r["total"].get("ops", 0)) for r in results), 1)
-    parts = []
+    counts = {}
     for r in results:
         prefix = f"{r.get('name', '?')}: " if len(results) > 1 else ""
-        parts.extend(_parts(r, prefix))
+        for name, s in _parts(r, prefix):
+            c = counts.setdefault(name, {})
+            for k in ("ops", "read_ops", "read_bytes", "write_ops", "write_bytes"):
+                c[k] = c.get(k, 0) + int(s.get(k, 0))
     out = {}
-    for name, s in parts:
-        ops = int(s.get("ops", 0))
-        out[f"{name}: share of ops"] = ops / total_ops
+    for name, c in counts.items():
+        out[f"{name}: share of ops"] = c["ops"] / total_ops
         for d in ("read", "write"):
-            n = int(s.get(f"{d}_ops", 0))
+            n = c[f"{d}_ops"]
             if n:
-                out[f"{name}: {d} bytes/op"] = int(s.get(f"{d}_bytes", 0)) / n
+                out[f"{name}: {d} bytes/op"] = c[f"{d}_bytes"] / n
             if exact:
                 out[f"{name}: {d} ops"] = n
-                out[f"{name}: {d} bytes"] = int(s.get(f"{d}_bytes", 0))
+                out[f"{name}: {d} bytes"] = c[f"{d}_bytes"]
         if exact:
-            out[f"{name}: ops"] = ops
+            out[f"{name}: ops"] = c["ops"]
     return out
 
 

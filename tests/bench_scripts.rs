@@ -912,3 +912,82 @@ fn vs_io500_refuses_a_bad_amount_before_creating_anything() {
         );
     }
 }
+
+/// A Result as `bench/vs_build.py` reads it: total operations and rate, one flowop group.
+fn build_result(ops: u64, iops: f64, read_bytes: u64) -> String {
+    format!(
+        r#"{{"name": "r", "total": {{"ops": {ops}, "iops": {iops}, "elapsed_s": {t}}},
+            "groups": [{{"name": "readfile", "stats": {{"ops": {ops}, "read_ops": {ops},
+            "read_bytes": {read_bytes}}}}}]}}"#,
+        t = ops as f64 / iops
+    )
+}
+
+/// `bench/vs-build.sh` gives a suite's `--output DIR` as the Result path: every Result in the
+/// directory counts (their operations over their summed time), and the work per flowop adds
+/// up over them (here two Results of one name), so two builds whose suites did different
+/// work get no ratio.
+#[test]
+fn vs_build_reads_every_result_of_a_suite_directory() {
+    let sb = Sandbox::new();
+    let this = sb.file("this.json");
+    let other = sb.file("other.json");
+    std::fs::create_dir_all(this.join("results")).unwrap();
+    std::fs::write(this.join("results/a.json"), build_result(100, 50.0, 800)).unwrap();
+    std::fs::write(this.join("results/b.json"), build_result(300, 100.0, 2400)).unwrap();
+    std::fs::write(this.join("report.txt"), "not a Result").unwrap();
+    std::fs::write(&other, build_result(400, 80.0, 3200)).unwrap();
+    let out = Command::new("python3")
+        .arg(bench("vs_build.py"))
+        .args(["pair", "backup", "1"])
+        .arg(&this)
+        .arg(&other)
+        .args(["iops", "1"])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // 400 operations in 2 s + 3 s.
+    assert_eq!(line["a"]["value"], 80.0);
+    assert_eq!(line["b"]["value"], 80.0);
+    let work = &line["a"]["work"];
+    assert_eq!(work["r: readfile: read ops"], 400);
+    assert_eq!(work["r: readfile: read bytes/op"], 8.0);
+    assert!(line["b"]["work"].get("r: readfile: read ops").is_none());
+}
+
+/// A file system made anew per run needs an empty directory to mount it on; anything else
+/// is refused in one line before a single run.
+#[test]
+fn vs_build_refuses_a_fresh_file_system_without_an_empty_directory() {
+    let sb = Sandbox::new();
+    let full = sb.file("full");
+    std::fs::create_dir_all(&full).unwrap();
+    std::fs::write(full.join("x"), "x").unwrap();
+    let fsbench = env!("CARGO_BIN_EXE_fsbench");
+    for (fs, dir, says) in [
+        ("zfs", Some(sb.file("empty")), "accepted are ext4 and xfs"),
+        ("ext4", None, "FRESH_FS needs FRESH_DIR"),
+        ("ext4", Some(full.clone()), "must be an empty directory"),
+    ] {
+        let mut cmd = Command::new("bash");
+        cmd.arg(bench("vs-build.sh"))
+            .args([fsbench, "1", "case", "--", "run", "x"])
+            .env("FSBENCH", fsbench)
+            .env("FRESH_FS", fs)
+            .env_remove("FRESH_DIR");
+        if let Some(d) = &dir {
+            std::fs::create_dir_all(d).unwrap();
+            cmd.env("FRESH_DIR", d);
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{fs} {dir:?}: {err}");
+        assert!(err.contains(says), "{fs} {dir:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
