@@ -3,12 +3,9 @@
 //! accounting. `fsbench workload` (src/cli/workload.rs) is the front end; docs/workload.md
 //! lists what of the language is supported and how each construct is mapped.
 
-pub mod ast;
 pub mod fileset;
 pub mod interp;
-pub mod lexer;
 pub mod model;
-pub mod parser;
 pub mod personalities;
 pub mod report;
 pub mod run;
@@ -17,6 +14,9 @@ pub mod stats;
 pub mod vars;
 pub(crate) mod verify;
 pub mod worker;
+
+/// The language itself (tokens, statements, the syntax tree) is the `fsbench-filebench` crate.
+pub use fsbench_filebench::{ast, lexer, parser};
 
 use std::collections::HashMap;
 

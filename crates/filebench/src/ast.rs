@@ -1,7 +1,7 @@
 //! The syntax tree of a workload file: statements as written, values unresolved (variables are
 //! bound later by the loader, so `-D var=value` can override a `set`).
 
-use super::lexer::Pos;
+use crate::lexer::Pos;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {

@@ -2,8 +2,8 @@
 //! Filebench): a statement ends where the grammar says it does, so attribute lists may span
 //! lines. Every error names the position of the offending token and what was expected.
 
-use super::ast::*;
-use super::lexer::{lex, Pos, SyntaxError, Tok, Token};
+use crate::ast::*;
+use crate::lexer::{lex, Pos, SyntaxError, Tok, Token};
 
 struct Parser {
     toks: Vec<Token>,
