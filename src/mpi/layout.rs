@@ -4,6 +4,8 @@
 //! number of ranks, so every rank computes the same layout without asking the others.
 
 use crate::error::UsageError;
+/// The file-per-rank names, which the core's scratch files of `advise` follow too.
+pub(crate) use crate::exec::{parent_dir, rank_dir, rank_file};
 use crate::job::Job;
 use crate::runner::RankPart;
 use crate::usage;
@@ -206,27 +208,6 @@ pub(crate) fn rank_journal(journal: &Path, rank: u32) -> PathBuf {
 pub(crate) fn shared_seed(spec: &DistSpec) -> Option<u64> {
     (spec.job.verifying() && spec.layout != Layout::FilePerRank)
         .then(|| crate::runner::worker::verify::block_seed(spec.job.seed))
-}
-
-/// The directory of one rank's file: PATH.d/rank-NNNNN.
-pub(crate) fn rank_dir(path: &Path, rank: u32) -> PathBuf {
-    parent_dir(path).join(format!("rank-{rank:05}"))
-}
-
-/// PATH.d: the directory that holds the ranks' directories.
-pub(crate) fn parent_dir(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_os_string();
-    s.push(".d");
-    PathBuf::from(s)
-}
-
-/// One rank's file: PATH.d/rank-NNNNN/NAME (NAME is PATH's last component).
-pub(crate) fn rank_file(path: &Path, rank: u32) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_else(|| "f".into());
-    rank_dir(path, rank).join(name)
 }
 
 /// Rank `rank`'s files of a Job on several targets (file per rank): every target's name in

@@ -267,7 +267,7 @@ pub(crate) fn capture_summary(conv: &Converter, out: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::analyze::{analyze, tests::rec};
+    use crate::trace::analyze::{analyze, rec};
     use crate::trace::TraceOp;
 
     #[test]
