@@ -13,7 +13,6 @@ pub(crate) mod fio;
 pub(crate) mod fscompare;
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
-pub(crate) mod report;
 pub(crate) mod vx;
 
 // The lower crates' modules under the names the code above (and the integration tests)
@@ -26,6 +25,7 @@ pub(crate) use fsbench_core::{
 };
 pub use fsbench_core::{advise, error, probe, replay, trace, workload};
 pub(crate) use fsbench_core::{bail_usage, usage};
+pub(crate) use fsbench_report as report;
 
 /// The command line, for `main`: parse, dispatch, exit codes.
 pub use cli::main_with_exit_code;

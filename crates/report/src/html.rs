@@ -485,7 +485,7 @@ fn anchor(t: &Shaped) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::table::{shape_all, tests::fake, Shape};
+    use crate::table::{shape_all, tests::fake, Shape};
 
     #[test]
     fn report_has_one_chart_per_metric_and_normalised_charts() {
@@ -552,14 +552,14 @@ mod tests {
 
     #[test]
     fn the_advise_page_wraps_its_section_in_the_report_style() {
-        let a = crate::report::advise_html::tests::measured_advice();
+        let a = crate::advise_html::tests::measured_advice();
         let page = advise_page(&a);
         assert!(page.starts_with("<!DOCTYPE html>\n<html lang=\"en\"><head>"));
         assert!(page.contains(&format!(
             "<style>{STYLE}{}</style>",
-            crate::report::advise_html::STYLE_EXTRA
+            crate::advise_html::STYLE_EXTRA
         )));
-        assert!(page.contains(&crate::report::advise_html::section(&a, "advise-0")));
+        assert!(page.contains(&crate::advise_html::section(&a, "advise-0")));
         assert!(page.ends_with("</section></body></html>\n"));
     }
 }

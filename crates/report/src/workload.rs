@@ -9,7 +9,7 @@ use crate::stats::StatsReport;
 use std::fmt::Write;
 
 /// A psrun progress line (printed while the workload runs).
-pub(crate) fn psrun_line(l: &PsrunLine, cumulative_ops_per_s: Option<f64>) -> String {
+pub fn psrun_line(l: &PsrunLine, cumulative_ops_per_s: Option<f64>) -> String {
     let mut s = format!(
         "{:8.1}s: {:10.1} ops/s {:9.1} rd/s {:9.1} wr/s {:8.1} MB/s",
         l.t_s, l.ops_per_s, l.read_ops_per_s, l.write_ops_per_s, l.mb_per_s
@@ -62,7 +62,7 @@ fn flowop_table() -> TextTable {
 }
 
 /// The Filebench-style text of a workload Result, fitted to the terminal.
-pub(crate) fn text(r: &RunResult) -> String {
+pub fn text(r: &RunResult) -> String {
     text_width(r, super::width::terminal_width())
 }
 
@@ -166,7 +166,7 @@ fn text_width(r: &RunResult, width: Option<usize>) -> String {
 }
 
 /// One CSV row per flowop and per run summary.
-pub(crate) fn csv(r: &RunResult) -> String {
+pub fn csv(r: &RunResult) -> String {
     let mut out = super::csv::CsvText::new();
     out.row("run,flowop,type,ops,ops_per_s,mb_per_s,read_ops,write_ops,read_bytes,write_bytes,errors,cpu_us_per_op,lat_mean_ns,lat_min_ns,lat_p50_ns,lat_p90_ns,lat_p99_ns,lat_p99_9_ns,lat_max_ns".split(','));
     let runs = r

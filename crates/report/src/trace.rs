@@ -3,15 +3,15 @@
 //! first calls, and the `tusc -c`-style summary of a capture.
 
 use super::{Format, Render};
-use crate::trace::analyze::{device_ranges, Analysis, Layout, Stripe};
-use crate::trace::strace::Converter;
-use crate::trace::Trace;
 use crate::units::{format_bytes, format_size_exact};
+use fsbench_core::trace::analyze::{device_ranges, Analysis, Layout, Stripe};
+use fsbench_core::trace::strace::Converter;
+use fsbench_core::trace::Trace;
 use std::fmt::Write;
 use std::path::Path;
 
 /// The analysis of the trace in `file`.
-pub(crate) struct TraceAnalysis<'a> {
+pub struct TraceAnalysis<'a> {
     pub file: &'a Path,
     pub analysis: &'a Analysis,
 }
@@ -168,7 +168,7 @@ pub(crate) fn format_listing(
 }
 
 /// [`format_listing`] into any writer (the CLI streams it to stdout).
-pub(crate) fn write_listing(
+pub fn write_listing(
     s: &mut impl Write,
     t: &Trace,
     n: usize,
@@ -232,7 +232,7 @@ pub(crate) fn write_listing(
 }
 
 /// `tusc -c`-style call counts of a capture, then what went into the trace written to `out`.
-pub(crate) fn capture_summary(conv: &Converter, out: &Path) -> String {
+pub fn capture_summary(conv: &Converter, out: &Path) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -267,8 +267,8 @@ pub(crate) fn capture_summary(conv: &Converter, out: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::analyze::{analyze, rec};
-    use crate::trace::TraceOp;
+    use fsbench_core::trace::analyze::{analyze, rec};
+    use fsbench_core::trace::TraceOp;
 
     #[test]
     fn analysis_text_and_listing_of_a_small_trace() {

@@ -6,7 +6,7 @@ use crate::sweep::suite::SuiteFile;
 use std::fmt::Write;
 
 /// The listing, fitted to the terminal.
-pub(crate) fn list(suites: &[SuiteFile]) -> String {
+pub fn list(suites: &[SuiteFile]) -> String {
     list_width(suites, super::width::terminal_width())
 }
 

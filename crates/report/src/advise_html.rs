@@ -14,18 +14,15 @@ use crate::units::format_size_exact as sz;
 use std::fmt::Write;
 
 /// Extra rules on top of the report's style sheet (status colours, commands).
-pub(crate) const STYLE_EXTRA: &str = "td.warn{color:#b00;font-weight:bold}td.info{color:#a60}td.ok{color:#270}code{font-size:12px;background:#f6f6f6;padding:1px 3px}td.src{text-align:left;font-size:12px}td.val{white-space:nowrap}td.src ul{margin:2px 0;padding-left:16px;color:#555}h3{font-size:16px;margin-top:22px}";
+pub const STYLE_EXTRA: &str = "td.warn{color:#b00;font-weight:bold}td.info{color:#a60}td.ok{color:#270}code{font-size:12px;background:#f6f6f6;padding:1px 3px}td.src{text-align:left;font-size:12px}td.val{white-space:nowrap}td.src ul{margin:2px 0;padding-left:16px;color:#555}h3{font-size:16px;margin-top:22px}";
 
 /// The Advice documents among JSON values: `kind: "advise"`. Anything else is not advice.
-pub(crate) fn is_advice(v: &serde_json::Value) -> bool {
+pub fn is_advice(v: &serde_json::Value) -> bool {
     v.get("kind").and_then(|k| k.as_str()) == Some("advise")
 }
 
 /// Parse an advise document, checking its schema version.
-pub(crate) fn parse(
-    v: serde_json::Value,
-    origin: &str,
-) -> Result<Advice, crate::error::UsageError> {
+pub fn parse(v: serde_json::Value, origin: &str) -> Result<Advice, crate::error::UsageError> {
     let version = v.get("schema_version").and_then(|x| x.as_u64());
     if version != Some(1) {
         return Err(crate::usage!(

@@ -96,7 +96,7 @@ mod tests {
 
     #[test]
     fn a_result_with_a_series_gets_iops_and_latency_on_two_axes_and_bandwidth() {
-        let rec = crate::report::table::tests::fake("s", &[("bs", "4k")], 1.0, 1.0, None);
+        let rec = crate::table::tests::fake("s", &[("bs", "4k")], 1.0, 1.0, None);
         let mut r = rec.result().unwrap().clone();
         r.timeseries = (1..=4)
             .map(|k| IntervalReport {

@@ -1625,7 +1625,7 @@ pub(crate) fn heatmap(
 /// The steady-state window of a precondition study, as the chart draws it: the rounds it
 /// covers (1-based), the mean of the tracking variable over them, and its least-squares line
 /// (value at the first round, change per round).
-pub(crate) struct SteadyBands {
+pub struct SteadyBands {
     pub first_round: usize,
     pub last_round: usize,
     pub mean: f64,
@@ -1636,7 +1636,7 @@ pub(crate) struct SteadyBands {
 /// The steady-state chart of a precondition study: the tracking variable round by round, and
 /// over the window its mean with the ±10 % and ±20 % bands and the least-squares line. Each
 /// band also gets a transparent `class="band"` box with its limits in `data-lo`/`data-hi`.
-pub(crate) fn steady_state_chart(
+pub fn steady_state_chart(
     title: &str,
     y_label: &str,
     values: &[f64],

@@ -46,7 +46,7 @@ pub(super) fn run_lines(v: &crate::verify::report::VerifyReport) -> String {
 
 /// The first mismatches of each kind, as text.
 /// What a found block's own whole-block CRC says, in words.
-pub(crate) fn own_crc_words(ok: bool) -> &'static str {
+pub fn own_crc_words(ok: bool) -> &'static str {
     if ok {
         "matches its bytes (a whole block as some write made it)"
     } else {

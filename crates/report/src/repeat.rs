@@ -22,7 +22,7 @@ fn label(key: &str) -> &'static str {
 }
 
 /// The lines of a Result's `--repeat` summary (empty without one).
-pub(crate) fn text(r: &RunResult) -> String {
+pub fn text(r: &RunResult) -> String {
     match &r.repeat {
         Some(rep) => lines(rep),
         None => String::new(),
@@ -63,7 +63,7 @@ fn lines(rep: &RepeatReport) -> String {
 
 /// `fsbench ab` as text: both sides, then per metric the median ratio B/A, its interval and
 /// the verdict.
-pub(crate) fn ab_text(r: &AbReport) -> String {
+pub fn ab_text(r: &AbReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "A: {}", r.a.describe);
     let _ = writeln!(out, "B: {}", r.b.describe);

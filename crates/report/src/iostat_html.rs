@@ -360,7 +360,7 @@ mod tests {
         // x is measured from the start of the timed run.
         assert_eq!(kb.points, vec![(0.3, 100.0), (0.8, 200.0)]);
         assert_eq!(charts[3].y_max, Some(100.0));
-        let rec = crate::report::table::tests::fake("s", &[("bs", "4k")], 1.0, 1.0, None);
+        let rec = crate::table::tests::fake("s", &[("bs", "4k")], 1.0, 1.0, None);
         let mut r = rec.result().unwrap().clone();
         r.probes
             .insert("iostat".into(), serde_json::to_value(&s).unwrap());

@@ -12,7 +12,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 /// What the battery is, and the column heads.
-pub(crate) fn header(
+pub fn header(
     profile: &str,
     tests: usize,
     dir: &Path,
@@ -45,7 +45,7 @@ pub(crate) fn header(
 }
 
 /// The heads over the second block: fsbench's own tests beside the standard battery.
-pub(crate) fn extras_header() -> String {
+pub fn extras_header() -> String {
     heads("extras")
 }
 
@@ -122,7 +122,7 @@ pub(crate) fn summarise(runs: &[RunResult]) -> Summary {
 }
 
 /// One test's row, then a line for each error its runs met, fitted to the terminal.
-pub(crate) fn row(name: &str, runs: &[RunResult]) -> String {
+pub fn row(name: &str, runs: &[RunResult]) -> String {
     row_width(name, runs, super::width::terminal_width())
 }
 
@@ -172,7 +172,7 @@ mod tests {
     use super::*;
 
     fn run(mb: f64, iops: f64, p50: u64, ops: u64, cpu_s: f64) -> RunResult {
-        let rec = crate::report::table::tests::fake("q", &[], 0.0, 0.0, None);
+        let rec = crate::table::tests::fake("q", &[], 0.0, 0.0, None);
         let mut r = rec.result().unwrap().clone();
         r.total.bytes_per_sec = mb * 1e6;
         r.total.iops = iops;

@@ -51,7 +51,7 @@ fn clock(s: f64) -> String {
 }
 
 /// The live line for one view.
-pub(crate) fn render(v: &LiveView) -> String {
+pub fn render(v: &LiveView) -> String {
     let mut line = format!("[{}]", v.phase);
     if let Some((done, 0)) = v.layout {
         line.push_str(&format!(" [{} laid out]", size(done)));

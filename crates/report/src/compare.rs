@@ -6,7 +6,7 @@ use super::text_table::{Fit, TextTable};
 use crate::sweep::record::Record;
 
 #[derive(Debug, Clone)]
-pub(crate) struct Change {
+pub struct Change {
     pub point: String,
     pub metric: String,
     /// Decimals the metric is shown with.
@@ -76,7 +76,7 @@ fn judged_keys(keys: Vec<String>) -> Vec<String> {
     out
 }
 
-pub(crate) fn compare(
+pub fn compare(
     before: &[Record],
     after: &[Record],
     shape: &Shape,
@@ -227,7 +227,7 @@ fn repeats_change(before: &[f64], after: &[f64], higher_is_better: bool) -> Opti
 }
 
 /// The comparisons as a table, then what its words mean and the counts.
-pub(crate) fn render_text(changes: &[Change]) -> String {
+pub fn render_text(changes: &[Change]) -> String {
     let rows: Vec<[String; 7]> = changes
         .iter()
         .map(|c| {
@@ -296,7 +296,7 @@ pub(crate) fn render_text(changes: &[Change]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::table::tests::fake;
+    use crate::table::tests::fake;
 
     #[test]
     fn ratios_and_noise() {

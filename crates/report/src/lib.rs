@@ -9,39 +9,48 @@
 //! JSON. Output that is written as it is measured (the `quick` table, `iostat` rows, a trace
 //! listing) comes from the line functions of [`quick`], [`iostat`] and [`trace`].
 
-pub(crate) mod advise_html;
+#![warn(unreachable_pub)]
+
+pub mod advise_html;
 pub(crate) mod advise_text;
-pub(crate) mod chart;
-pub(crate) mod compare;
+pub mod chart;
+pub mod compare;
 pub(crate) mod csv;
-pub(crate) mod document;
+pub mod document;
 pub(crate) mod frag;
 pub(crate) mod html;
-pub(crate) mod interval_logs;
+pub mod interval_logs;
 pub(crate) mod io500;
-pub(crate) mod iostat;
+pub mod iostat;
 pub(crate) mod iostat_html;
-pub(crate) mod json;
-pub(crate) mod live;
+pub mod json;
+pub mod live;
 pub(crate) mod long;
 pub(crate) mod markdown;
 pub(crate) mod mdtest;
 pub(crate) mod metrics;
 pub(crate) mod observe;
-pub(crate) mod quick;
+pub mod quick;
 pub(crate) mod ranks;
-pub(crate) mod repeat;
+pub mod repeat;
 pub(crate) mod steady_text;
 pub(crate) mod study_charts;
-pub(crate) mod suites;
-pub(crate) mod table;
+pub mod suites;
+pub mod table;
 pub(crate) mod text;
 pub(crate) mod text_table;
 pub(crate) mod timeseries;
-pub(crate) mod trace;
-pub(crate) mod verify_text;
+pub mod trace;
+pub mod verify_text;
 pub(crate) mod width;
-pub(crate) mod workload;
+pub mod workload;
+
+// The core's modules, under the names the report layer's code uses.
+use fsbench_core::usage;
+use fsbench_core::{
+    ab, advise, error, explain, job, output, probe, reorg, result, runner, stats, sweep, units,
+    verify,
+};
 
 use crate::error::UsageError;
 use crate::result::RunResult;
@@ -49,7 +58,7 @@ use crate::units::RateUnit;
 
 /// What to show.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ReportOptions {
+pub struct ReportOptions {
     pub unit: RateUnit,
     /// Only the total line (vxbench -s).
     pub summary_only: bool,
@@ -59,7 +68,7 @@ pub(crate) struct ReportOptions {
 
 /// Every output format fsbench has; each kind of data offers some of them ([`Render::FORMATS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum Format {
+pub enum Format {
     #[default]
     Text,
     Json,
@@ -69,7 +78,7 @@ pub(crate) enum Format {
 }
 
 impl Format {
-    pub(crate) const ALL: &'static [Format] = &[
+    pub const ALL: &'static [Format] = &[
         Format::Text,
         Format::Json,
         Format::Csv,
@@ -78,7 +87,7 @@ impl Format {
     ];
 
     /// The name a user types (`md` for Markdown; `markdown` is accepted too).
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Format::Text => "text",
             Format::Json => "json",
@@ -97,11 +106,7 @@ impl Format {
 
     /// `s` as one of `accepted`; otherwise one line naming `flag`, what was given and what is
     /// accepted.
-    pub(crate) fn parse_among(
-        s: &str,
-        accepted: &[Format],
-        flag: &str,
-    ) -> Result<Format, UsageError> {
+    pub fn parse_among(s: &str, accepted: &[Format], flag: &str) -> Result<Format, UsageError> {
         match Format::from_name(s) {
             Some(f) if accepted.contains(&f) => Ok(f),
             _ => Err(crate::usage!(
@@ -112,7 +117,7 @@ impl Format {
     }
 
     /// `s` as one of the formats `R` renders: the one parse every front end uses.
-    pub(crate) fn parse_for<R: Render + ?Sized>(s: &str, flag: &str) -> Result<Format, UsageError> {
+    pub fn parse_for<R: Render + ?Sized>(s: &str, flag: &str) -> Result<Format, UsageError> {
         Format::parse_among(s, R::FORMATS, flag)
     }
 }
@@ -140,7 +145,7 @@ fn names(formats: &[Format]) -> String {
 }
 
 /// Data that report/ turns into text, in each format it has.
-pub(crate) trait Render {
+pub trait Render {
     /// The formats this data has, the default first.
     const FORMATS: &'static [Format];
     /// The data in `format`, one of [`Self::FORMATS`] (front ends parse with
@@ -165,7 +170,7 @@ pub(crate) trait Render {
 
 /// Any serialisable value as pretty JSON with a final newline: the JSON form of every
 /// document fsbench prints.
-pub(crate) fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
     let mut s =
         serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');
@@ -173,7 +178,7 @@ pub(crate) fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
 }
 
 /// Results of runs (`run`, `vx`, `quick`, `replay`): vxbench-style text, JSON or CSV.
-pub(crate) struct Runs<'a> {
+pub struct Runs<'a> {
     pub results: &'a [RunResult],
     pub opts: ReportOptions,
 }

@@ -4,7 +4,7 @@
 use crate::result::RunResult;
 
 #[derive(Debug)]
-pub(crate) struct Metric {
+pub struct Metric {
     pub key: &'static str,
     /// Column label, units included.
     pub label: &'static str,

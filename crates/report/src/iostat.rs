@@ -6,7 +6,7 @@ use super::text_table::{Fit, TextTable};
 use crate::probe::diskstats::{self, DeviceSample, IostatSeries};
 
 /// What is sampled: the devices under `path`, or every device with I/O.
-pub(crate) fn devices_line(path: Option<&std::path::Path>, devices: &[String]) -> String {
+pub fn devices_line(path: Option<&std::path::Path>, devices: &[String]) -> String {
     match path {
         Some(p) => format!("devices under {}: {}\n", p.display(), devices.join(" -> ")),
         None => "all devices with I/O\n".to_string(),
@@ -31,7 +31,7 @@ fn layout() -> TextTable {
 }
 
 /// The column heads, fitted to the terminal.
-pub(crate) fn header() -> String {
+pub fn header() -> String {
     header_width(super::width::terminal_width())
 }
 
@@ -59,7 +59,7 @@ fn row(s: &mut String, label: &str, x: &DeviceSample, width: Option<usize>) {
 }
 
 /// One row per sample, labelled with its time from the start of the run.
-pub(crate) fn rows(series: &IostatSeries) -> String {
+pub fn rows(series: &IostatSeries) -> String {
     rows_width(series, super::width::terminal_width())
 }
 
@@ -77,12 +77,12 @@ fn rows_width(series: &IostatSeries, width: Option<usize>) -> String {
 }
 
 /// The row of an interval in which no device did I/O.
-pub(crate) fn idle_row(t_s: f64) -> String {
+pub fn idle_row(t_s: f64) -> String {
     format!("{t_s:>8.1} (no device did I/O)\n")
 }
 
 /// One `Average` row per device, devices by name.
-pub(crate) fn averages(series: &IostatSeries) -> String {
+pub fn averages(series: &IostatSeries) -> String {
     averages_width(series, super::width::terminal_width())
 }
 

@@ -7,7 +7,7 @@ use crate::result::{IntervalReport, RunResult};
 use std::fmt::Write;
 
 /// The names of the three logs, in the order [`logs`] returns them.
-pub(crate) const LOG_NAMES: [&str; 3] = ["bw.csv", "iops.csv", "lat.csv"];
+pub const LOG_NAMES: [&str; 3] = ["bw.csv", "iops.csv", "lat.csv"];
 
 /// Every interval of `r` with its thread label (`u0.t1`, or `total`), in time order.
 fn rows(r: &RunResult) -> Vec<(String, &IntervalReport)> {
@@ -25,7 +25,7 @@ fn rows(r: &RunResult) -> Vec<(String, &IntervalReport)> {
 }
 
 /// The contents of `bw.csv`, `iops.csv` and `lat.csv`.
-pub(crate) fn logs(r: &RunResult) -> [String; 3] {
+pub fn logs(r: &RunResult) -> [String; 3] {
     let mut bw = String::from(
         "t_s,interval_s,thread,read_bytes_per_sec,write_bytes_per_sec,bytes_per_sec\n",
     );

@@ -11,7 +11,7 @@ use crate::output::ResultsDir;
 use crate::sweep::record::Record;
 use std::path::PathBuf;
 
-pub(crate) struct Document<'a> {
+pub struct Document<'a> {
     pub records: &'a [Record],
     pub tables: &'a [Shaped],
     pub title: &'a str,
@@ -78,12 +78,12 @@ impl Render for Document<'_> {
 
 impl Document<'_> {
     /// Does `format` carry the advise sections? CSV and JSON are tables of results only.
-    pub(crate) fn holds_advice(format: Format) -> bool {
+    pub fn holds_advice(format: Format) -> bool {
         matches!(format, Format::Text | Format::Markdown | Format::Html)
     }
 
     /// Store report.html and report.md in the results directory; returns the HTML path.
-    pub(crate) fn write_into(&self, dir: &ResultsDir) -> anyhow::Result<PathBuf> {
+    pub fn write_into(&self, dir: &ResultsDir) -> anyhow::Result<PathBuf> {
         dir.write("report.html", self.render(Format::Html).as_bytes())?;
         dir.write("report.md", self.render(Format::Markdown).as_bytes())?;
         Ok(dir.join("report.html"))
@@ -93,7 +93,7 @@ impl Document<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::table::{shape_all, tests::fake, Shape};
+    use crate::table::{shape_all, tests::fake, Shape};
 
     #[test]
     fn every_format_renders_the_tables_and_advice_only_where_it_fits() {
@@ -102,7 +102,7 @@ mod tests {
             fake("s1", &[("bs", "64k")], 200.0, 1.0, None),
         ];
         let tables = shape_all(&recs, &Shape::default()).unwrap();
-        let advice = [crate::report::advise_html::tests::measured_advice()];
+        let advice = [crate::advise_html::tests::measured_advice()];
         let preface = ["Suite x.".to_string()];
         let d = Document {
             records: &recs,
@@ -112,7 +112,7 @@ mod tests {
             baseline: None,
             advice: &advice,
         };
-        let heading = crate::report::advise_html::title(&advice[0]);
+        let heading = crate::advise_html::title(&advice[0]);
         let text = d.render(Format::Text);
         assert!(text.starts_with("Suite x.\n"), "{text}");
         assert!(text.contains("Filesystem i/o parameters"), "{text}");

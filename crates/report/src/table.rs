@@ -11,7 +11,7 @@ use crate::sweep::record::{ChartSpec, Record, SweepMeta};
 
 /// Measurements of one cell: per metric, one value per repetition.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Cell {
+pub struct Cell {
     pub values: Vec<Vec<f64>>,
     pub skipped: Option<String>,
     pub failed: bool,
@@ -60,7 +60,7 @@ impl Cell {
 
 /// One study shaped as a table.
 #[derive(Debug, Clone)]
-pub(crate) struct Shaped {
+pub struct Shaped {
     pub suite: String,
     pub study: String,
     pub title: String,
@@ -99,14 +99,14 @@ fn push_unique(v: &mut Vec<String>, s: &str) {
 
 /// Overrides for rows, columns and metrics (from `--rows`, `--cols`, `--metrics`).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Shape {
+pub struct Shape {
     pub rows: Option<Vec<String>>,
     pub cols: Option<Vec<String>>,
     pub metrics: Option<Vec<String>>,
 }
 
 /// Group records by study (in run order) and shape each into a table.
-pub(crate) fn shape_all(
+pub fn shape_all(
     records: &[Record],
     shape: &Shape,
 ) -> Result<Vec<Shaped>, crate::error::UsageError> {
@@ -347,7 +347,7 @@ fn compact_notes(notes: Vec<PointNote>) -> Vec<String> {
 /// One kind of `explain` finding over a study's points: its check, its marker in the table
 /// and every point it was found on, with what was found there (`43.7 %`, or nothing).
 #[derive(Debug, Clone)]
-pub(crate) struct FindingGroup {
+pub struct FindingGroup {
     pub marker: String,
     pub check: String,
     pub points: Vec<(String, String)>,
