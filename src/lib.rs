@@ -11,20 +11,18 @@
 pub(crate) mod cli;
 pub(crate) mod fio;
 pub(crate) mod fscompare;
-#[cfg(feature = "mpi")]
-pub(crate) mod mpi;
 pub(crate) mod vx;
 
 // The lower crates' modules under the names the code above (and the integration tests)
 // uses: `crate::job::Job` is the core's.
-#[cfg(feature = "mpi")]
-pub(crate) use fsbench_core::backup;
 pub(crate) use fsbench_core::{
     ab, engine, exec, explain, guard, io500, ior, job, leftover, mdtest, observe, output, reorg,
     result, runner, safety, stats, sweep, units, verify,
 };
 pub use fsbench_core::{advise, error, probe, replay, trace, workload};
 pub(crate) use fsbench_core::{bail_usage, usage};
+#[cfg(feature = "mpi")]
+pub(crate) use fsbench_mpi as mpi;
 pub(crate) use fsbench_report as report;
 
 /// The command line, for `main`: parse, dispatch, exit codes.

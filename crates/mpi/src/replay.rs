@@ -1,5 +1,5 @@
 //! A trace replay as one distributed run: every rank replays a trace through the
-//! ordinary replay engine (`crate::replay::run_gated`, the runner's driver and start
+//! ordinary replay engine (`fsbench_core::replay::run_gated`, the runner's driver and start
 //! gate) on scratch files of its own in `DIR/rank-NNNNN` (made and, unless `--keep`, removed
 //! by fsbench when it is still the directory it made). The trace is the same for every rank,
 //! or one per rank when its path holds `{rank}` (replaced by the rank as 5 digits). Every rank
@@ -20,10 +20,10 @@ use super::aggregate::{self, Clock, RankRecord};
 use super::executor::{self, Distributed, LocalRun, Settings, Timing};
 use super::observe::RankObserve;
 use super::{make_dir, Ending, Stonewall, World};
-use crate::job::CachePolicy;
-use crate::replay::{self, ReplayOptions, ReplayParts, Replayed};
 use crate::result::{ReplayInfo, RunResult};
 use crate::stats::{hist::LatencyHist, Stats, StatsReport};
+use fsbench_core::job::CachePolicy;
+use fsbench_core::replay::{self, ReplayOptions, ReplayParts, Replayed};
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -134,9 +134,9 @@ impl Distributed for ReplayOnRanks<'_> {
 
     /// The devices under this rank's directory, one trace ring per replay thread (its threads
     /// make their rings as they prepare).
-    fn scope(&self) -> Option<crate::observe::Scope> {
+    fn scope(&self) -> Option<fsbench_core::observe::Scope> {
         let (_, threads) = self.trace.as_ref()?;
-        Some(crate::observe::Scope {
+        Some(fsbench_core::observe::Scope {
             targets: vec![self.dir.clone()],
             workers: *threads,
             processes: false,

@@ -65,7 +65,7 @@ impl Distributed for FindOnRanks<'_> {
     type Out = Walked;
 
     fn prepare(&mut self, _: &World, _: &[String], _: &mut RankRecord) -> anyhow::Result<()> {
-        let fd = crate::mdtest::open_dir(&self.spec.top).map_err(|e| {
+        let fd = fsbench_core::mdtest::open_dir(&self.spec.top).map_err(|e| {
             anyhow::anyhow!(
                 "opening {}: {e} (every rank must see the run's directory)",
                 self.spec.top.display()

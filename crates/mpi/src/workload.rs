@@ -23,12 +23,12 @@ use super::executor::{self, Distributed, LocalRun, Removal, Settings, Timing};
 use super::layout::{self, DistPlan};
 use super::{make_dir, Ending, Stonewall, World};
 use crate::result::{RunResult, StonewallReport};
-use crate::workload::fileset::shared_tree;
-use crate::workload::model::Model;
-use crate::workload::run::{
+use fsbench_core::workload::fileset::shared_tree;
+use fsbench_core::workload::model::Model;
+use fsbench_core::workload::run::{
     execute_gated, lay_out_only, remove_laid_out, Executed, LaidOut, Options,
 };
-use crate::workload::Source;
+use fsbench_core::workload::Source;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -50,8 +50,8 @@ pub(crate) struct WorkloadSpec {
     pub keep: bool,
     pub in_process: bool,
     pub stall_after_s: f64,
-    pub engine: crate::job::EngineKind,
-    pub rate: crate::job::RateLimit,
+    pub engine: fsbench_core::job::EngineKind,
+    pub rate: fsbench_core::job::RateLimit,
     pub timeout_s: f64,
     /// `--verify`: each rank checks the reads of what it wrote (its own filesets).
     #[serde(default)]
@@ -267,7 +267,7 @@ impl WorkloadOnRanks<'_> {
                 return Ok(false);
             }
             let own = self.ws.source_in(&self.ws.dir_of(self.rank), self.rank);
-            let m = crate::workload::load_source(&own)?;
+            let m = fsbench_core::workload::load_source(&own)?;
             let l = lay_out_only(&own, &m, &self.ws.options(self.front))?;
             self.laid = Some((m, l));
             Ok(true)
@@ -315,7 +315,7 @@ impl Distributed for WorkloadOnRanks<'_> {
             );
         }
         let src = ws.source_in(&run_dir, self.rank);
-        let mut model = crate::workload::load_source(&src)?;
+        let mut model = fsbench_core::workload::load_source(&src)?;
         if ws.reorder {
             // Another rank's filesets, as it laid them out: reused, each entry checked
             // against that rank's manifest, nothing laid out afresh. Only this rank runs in
@@ -415,7 +415,7 @@ impl Distributed for WorkloadOnRanks<'_> {
     fn merge(&mut self, records: &[RankRecord]) -> anyhow::Result<RunResult> {
         let model0 = self
             .model0
-            .insert(crate::workload::load_source(&self.ws.src)?);
+            .insert(fsbench_core::workload::load_source(&self.ws.src)?);
         Ok(aggregate::workload_result(&self.ws.src, model0, records))
     }
 
@@ -445,7 +445,7 @@ impl SharedTrees {
     /// Lock the directories the filesets of `src` are laid out in and make every fileset's
     /// tree there (rank 0, before the start barrier). On an error the trees made are removed.
     fn make(&mut self, src: &Source, ranks: u32) -> anyhow::Result<()> {
-        let model = crate::workload::load_source(src)?;
+        let model = fsbench_core::workload::load_source(src)?;
         let mut parents: Vec<PathBuf> = model
             .filesets
             .iter()
@@ -458,7 +458,7 @@ impl SharedTrees {
             self.locks.push(crate::guard::lock_dir(p)?);
         }
         for spec in &model.filesets {
-            let made = crate::workload::fileset::layout(spec)
+            let made = fsbench_core::workload::fileset::layout(spec)
                 .and_then(|lay| shared_tree::make_tree(spec, &lay, ranks));
             match made {
                 Ok(t) => self.trees.push(t),

@@ -7,7 +7,7 @@
 //! - each rank's verify report keeps its mismatches with the rank, and the target index
 //!   they have among all ranks' targets, when rank 0 sums the reports.
 
-use crate::verify::report::{FindingReport, VerifyReport};
+use fsbench_core::verify::report::{FindingReport, VerifyReport};
 
 /// A rank's verify report as it goes into rank 0's sum: each mismatch names the rank, and
 /// its target index counts the targets of the ranks before it (`user_base`).
@@ -29,7 +29,7 @@ pub(crate) fn for_rank(report: &VerifyReport, rank: u32, user_base: usize) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::report::{HeaderFields, Mismatch};
+    use fsbench_core::verify::report::{HeaderFields, Mismatch};
 
     #[test]
     fn mismatches_keep_their_rank_and_global_target_when_summed() {

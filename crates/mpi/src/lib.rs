@@ -10,13 +10,15 @@
 //! nothing of ranks: a rank's share of a file or fileset is a parameter the executor sets on
 //! the run it hands out ([`layout`]).
 
+#![warn(unreachable_pub)]
+
 mod aggregate;
 mod backup;
 mod comm;
 mod executor;
 mod find;
 mod job;
-pub(crate) mod layout;
+pub mod layout;
 pub(crate) mod mdtest;
 mod observe;
 mod replay;
@@ -25,12 +27,18 @@ mod verify;
 mod workload;
 
 pub(crate) use comm::World;
-pub(crate) use layout::{DistPlan, Layout, Stonewall};
+pub use layout::{DistPlan, Layout, Stonewall};
 pub(crate) use observe::RankObserve;
-pub(crate) use serve::drive;
+pub use serve::drive;
+
+// The core's modules, under the names the executor's code uses (those whose names its
+// own modules take are named fsbench_core::job and so on).
+use fsbench_core::{bail_usage, usage};
+use fsbench_core::{
+    error, exec, explain, guard, io500, leftover, result, runner, safety, stats, sweep, trace,
+};
 
 use crate::result::RunResult;
-use crate::runner;
 use std::path::Path;
 use std::time::Duration;
 
@@ -82,7 +90,7 @@ fn make_dir(p: &Path) -> anyhow::Result<bool> {
 /// one line. Rank 0 gets every rank's line in rank order (naming the rank and its host) once
 /// all are done, waiting for them at most `wait`, and the worst status of the ranks; the
 /// other ranks their own status and no lines.
-pub(crate) fn each_rank(
+pub fn each_rank(
     wait: Duration,
     f: impl FnOnce(u32) -> (i32, String),
 ) -> anyhow::Result<(i32, Vec<String>)> {

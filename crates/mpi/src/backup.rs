@@ -1,7 +1,7 @@
 //! A suite's backup study on MPI ranks: every rank builds its own tree in a
 //! directory of its own, `DIR/fsbench-backup-PID/rank-NNNNN` (PID: rank 0's), and runs each
 //! phase of the study (archive, then restore and its byte-for-byte check, for each cache
-//! policy) through the same phase code as on one host (`crate::backup`); every phase
+//! policy) through the same phase code as on one host (`fsbench_core::backup`); every phase
 //! starts on every rank at one barrier (the phase thread's start gate asks it). Each rank
 //! sends rank 0 the phase's exact counts (`Stats`, histograms and CPU time included), its
 //! start and end on the barrier clock and its failure; rank 0 makes the phase's one Result:
@@ -12,11 +12,11 @@
 use super::aggregate::{self, RankRecord, ThreadRecord};
 use super::executor::{self, Distributed, LocalRun, Settings, Timing};
 use super::{one_line, Ending, World};
-use crate::backup::{self, BackupPlan, MakeIssuer, PhaseRun, PhaseSink, Study};
-use crate::job::CachePolicy;
 use crate::result::RunResult;
 use crate::runner::{IoFailure, RunStatus};
 use crate::stats::Stats;
+use fsbench_core::backup::{self, BackupPlan, MakeIssuer, PhaseRun, PhaseSink, Study};
+use fsbench_core::job::CachePolicy;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

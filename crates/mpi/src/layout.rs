@@ -6,16 +6,16 @@
 use crate::error::UsageError;
 /// The file-per-rank names, which the core's scratch files of `advise` follow too.
 pub(crate) use crate::exec::{parent_dir, rank_dir, rank_file};
-use crate::job::Job;
 use crate::runner::RankPart;
 use crate::usage;
+use fsbench_core::job::Job;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// How the ranks share the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Layout {
+pub enum Layout {
     /// PATH.d/rank-NNNNN/NAME for each rank; `--size` is each rank's file.
     FilePerRank,
     /// One file; rank r of N covers bytes [r*S/N, (r+1)*S/N) (rounded down to whole I/Os).
@@ -37,7 +37,7 @@ impl Layout {
 /// When the ranks are stopped before their work is done.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Stonewall {
+pub enum Stonewall {
     /// Every rank stops when the first one has finished its work.
     FirstFinish,
     /// Every rank stops this many seconds after the start barrier.
@@ -116,7 +116,7 @@ impl DistSpec {
                 "--verify and --journal check the blocks each rank wrote itself, and --reorder-ranks only reads another rank's: drop --reorder-ranks (verify in the run that writes)"
             ));
         }
-        if job.engine == crate::job::EngineKind::Mmap && self.layout != Layout::FilePerRank {
+        if job.engine == fsbench_core::job::EngineKind::Mmap && self.layout != Layout::FilePerRank {
             return Err(usage!(
                 "the mmap engine maps the whole file: use --file-per-rank, or --engine sync/uring with --shared-file"
             ));
@@ -152,7 +152,7 @@ impl DistSpec {
 /// How every point of a command is spread over the ranks (the `run` flags `--file-per-rank`,
 /// `--shared-file`, `--reorder-ranks`, `--stonewall`, `--mpi-timeout`, parsed once).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct DistPlan {
+pub struct DistPlan {
     pub layout: Layout,
     pub reorder: bool,
     /// `reorder` applies to the points that only read; the others write in place (IOR's
@@ -168,7 +168,7 @@ impl DistPlan {
     /// The spec of one Job under this plan, checked for `ranks` ranks.
     pub(crate) fn spec(
         &self,
-        job: crate::job::Job,
+        job: fsbench_core::job::Job,
         ranks: u32,
     ) -> Result<DistSpec, crate::error::UsageError> {
         let reads_only = job.access.read_pct(job.read_pct) == 100;
@@ -384,7 +384,7 @@ mod tests {
             targets: vec![PathBuf::from("s")],
             file_size: Some(4 << 20),
             block_size: 65536,
-            access: crate::job::Access::Write,
+            access: fsbench_core::job::Access::Write,
             ..Default::default()
         };
         DistSpec {
@@ -406,11 +406,11 @@ mod tests {
         let mut s = spec(Layout::SharedStrided);
         s.job.verify = true;
         s.job.journal = Some(PathBuf::from("J"));
-        s.job.workers = crate::job::WorkerMode::ProcessPerThread;
+        s.job.workers = fsbench_core::job::WorkerMode::ProcessPerThread;
         s.stonewall = Some(Stonewall::FirstFinish);
         assert!(s.check(4).is_ok());
         s.reorder = true;
-        s.job.access = crate::job::Access::Read;
+        s.job.access = fsbench_core::job::Access::Read;
         let e = s.check(4).unwrap_err();
         assert!(e.0.contains("drop --reorder-ranks"), "{e}");
     }
@@ -429,7 +429,7 @@ mod tests {
         };
         let write = spec(Layout::FilePerRank).job;
         let mut read = write.clone();
-        read.access = crate::job::Access::Read;
+        read.access = fsbench_core::job::Access::Read;
         assert!(!plan.spec(write.clone(), 4).unwrap().reorder);
         assert!(plan.spec(read, 4).unwrap().reorder);
         plan.reorder_reads_only = false;

@@ -11,9 +11,9 @@ use super::aggregate::{self, RankRecord};
 use super::executor::{self, Distributed, LocalRun, Removal, Settings, Timing};
 use super::layout::{self, DistSpec, Layout};
 use super::{make_dir, Ending, World};
-use crate::job::Job;
 use crate::result::{RankPart, RunResult};
 use crate::runner::{self, mark::FileId};
+use fsbench_core::job::Job;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -135,8 +135,8 @@ impl Distributed for JobOnRanks<'_> {
             .collect()
     }
 
-    fn scope(&self) -> Option<crate::observe::Scope> {
-        Some(crate::observe::Scope::of_job(&self.job))
+    fn scope(&self) -> Option<fsbench_core::observe::Scope> {
+        Some(fsbench_core::observe::Scope::of_job(&self.job))
     }
 
     /// On a shared file rank 0 makes (or finds) it; the others open it after.

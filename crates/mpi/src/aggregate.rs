@@ -7,14 +7,14 @@
 //! figures, the spread and what the observers saw.
 
 use super::layout::{DistSpec, Stonewall};
-use crate::job::Job;
 use crate::result::{
     DistributedReport, FilesetInfo, PsrunLine, RankReport, RunResult, StonewallReport,
 };
 use crate::runner::{IoFailure, Plan, RunOutcome, RunStatus, ThreadOutcome};
 use crate::stats::{Stats, StatsReport};
-use crate::verify::report::VerifyReport;
-use crate::workload::interp::{is_io, End, ThreadOutcome as WlThreadOutcome};
+use fsbench_core::job::Job;
+use fsbench_core::verify::report::VerifyReport;
+use fsbench_core::workload::interp::{is_io, End, ThreadOutcome as WlThreadOutcome};
 use serde::{Deserialize, Serialize};
 
 /// One worker thread of a rank, as sent to rank 0.
@@ -26,7 +26,7 @@ pub(crate) struct ThreadRecord {
     pub failure: Option<IoFailure>,
     /// What `--verify` found in the blocks this thread wrote.
     #[serde(default)]
-    pub verify: Option<crate::verify::report::VerifyReport>,
+    pub verify: Option<fsbench_core::verify::report::VerifyReport>,
 }
 
 /// What one rank did.
@@ -63,7 +63,7 @@ pub(crate) struct RankRecord {
     pub workload: Option<WorkloadRank>,
     /// A replaying rank's call kinds (None: it did not replay).
     #[serde(default)]
-    pub replay: Option<crate::replay::ReplayParts>,
+    pub replay: Option<fsbench_core::replay::ReplayParts>,
     /// A backup restore: whether this rank's restored tree was byte-identical.
     #[serde(default)]
     pub verified: Option<bool>,
@@ -124,7 +124,10 @@ impl WorkloadRank {
     /// The rank's runs, each timed by its mark (in run order): from its threads' duration
     /// back from its end, not before its barrier; a run without a mark is timed by its own
     /// duration, ending at the last end.
-    pub(crate) fn new(ex: crate::workload::run::Executed, marks: &[RunMark]) -> WorkloadRank {
+    pub(crate) fn new(
+        ex: fsbench_core::workload::run::Executed,
+        marks: &[RunMark],
+    ) -> WorkloadRank {
         let filesets = ex.result.workload.map(|w| w.filesets).unwrap_or_default();
         let last = marks.last().map_or(0.0, |m| m.end_s);
         let runs = ex
@@ -323,7 +326,10 @@ fn rate(bytes: u64, secs: f64) -> f64 {
 /// rank (a rank that did not start fails with its reason), every note once (another rank's
 /// prefixed with it), the worst status; `cache` when rank 0 has no plan; timed over the
 /// ranks' span on the barrier clock.
-pub(super) fn merge_outcome(records: &[RankRecord], cache: crate::job::CachePolicy) -> RunOutcome {
+pub(super) fn merge_outcome(
+    records: &[RankRecord],
+    cache: fsbench_core::job::CachePolicy,
+) -> RunOutcome {
     let mut targets = Vec::new();
     let mut threads = Vec::new();
     let mut failures = Vec::new();
@@ -633,11 +639,11 @@ pub(super) fn workload_runs(records: &[RankRecord]) -> usize {
 /// exactly over every rank's threads, its rates over its first start to its last end on the
 /// barrier clock; each rank's filesets.
 pub(crate) fn workload_result(
-    src: &crate::workload::Source,
-    model: &crate::workload::model::Model,
+    src: &fsbench_core::workload::Source,
+    model: &fsbench_core::workload::model::Model,
     records: &[RankRecord],
 ) -> RunResult {
-    use crate::workload::report::{RunPart, WorkloadDoc};
+    use fsbench_core::workload::report::{RunPart, WorkloadDoc};
     let rank0 = &records[0];
     let mut doc = WorkloadDoc::new(src, model, rank0.started_unix_s);
     let ran: Vec<&RankRecord> = records.iter().filter(|r| r.ran()).collect();
@@ -884,8 +890,8 @@ pub(super) fn cache_note(
 ) -> Option<String> {
     let reads = job.access.read_pct(job.read_pct) > 0;
     let buffered = match job.cache {
-        crate::job::CachePolicy::Buffered | crate::job::CachePolicy::Dsync => true,
-        crate::job::CachePolicy::Discovered { threshold } => job.block_size <= threshold,
+        fsbench_core::job::CachePolicy::Buffered | fsbench_core::job::CachePolicy::Dsync => true,
+        fsbench_core::job::CachePolicy::Discovered { threshold } => job.block_size <= threshold,
         _ => false,
     };
     if !reads || !buffered {
@@ -922,12 +928,12 @@ fn avoid_client_cache(reorder: bool, hosts: usize) -> &'static str {
 /// `readwholefile` flowop without `directio`) over filesets its own host laid out (no
 /// `--reorder-ranks`, or the rank whose directory it ran in is on the same host).
 pub(super) fn workload_cache_note(
-    model: &crate::workload::model::Model,
+    model: &fsbench_core::workload::model::Model,
     records: &[RankRecord],
     hosts: usize,
     reorder_shift: Option<u32>,
 ) -> Option<String> {
-    use crate::workload::model::{flatten, Kind};
+    use fsbench_core::workload::model::{flatten, Kind};
     let buffered_reads = model
         .processes
         .iter()

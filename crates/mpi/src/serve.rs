@@ -330,9 +330,9 @@ impl Driver {
     /// of that many bytes).
     fn run_spec(
         &self,
-        job: &crate::job::Job,
+        job: &fsbench_core::job::Job,
         fresh: bool,
-        observe: &crate::observe::Observe,
+        observe: &fsbench_core::observe::Observe,
         loop_device: Option<u64>,
     ) -> anyhow::Result<RunResult> {
         // A Job the ranks cannot run is refused here, before any rank is asked to.
@@ -354,9 +354,9 @@ impl Driver {
 /// would make a file of its own in DEVICE.d/rank-NNNNN, on the file system holding /dev); on
 /// a shared device without `--size`, the whole device, as on one host.
 fn on_block_device(
-    job: &crate::job::Job,
+    job: &fsbench_core::job::Job,
     layout: Layout,
-) -> anyhow::Result<std::borrow::Cow<'_, crate::job::Job>> {
+) -> anyhow::Result<std::borrow::Cow<'_, fsbench_core::job::Job>> {
     let Some(dev) = job
         .targets
         .iter()
@@ -409,9 +409,9 @@ fn result_of(ending: Ending) -> anyhow::Result<RunResult> {
 impl crate::exec::Ranks for Driver {
     fn run_job(
         &self,
-        job: &crate::job::Job,
+        job: &fsbench_core::job::Job,
         fresh: bool,
-        observe: &crate::observe::Observe,
+        observe: &fsbench_core::observe::Observe,
     ) -> anyhow::Result<RunResult> {
         let job = on_block_device(job, self.plan.layout)?;
         self.run_spec(&job, fresh, observe, None)
@@ -419,9 +419,9 @@ impl crate::exec::Ranks for Driver {
 
     fn run_job_on_loop_devices(
         &self,
-        job: &crate::job::Job,
+        job: &fsbench_core::job::Job,
         fresh: bool,
-        observe: &crate::observe::Observe,
+        observe: &fsbench_core::observe::Observe,
         need: u64,
     ) -> anyhow::Result<RunResult> {
         let no = |why: &str| Err(NoRawDevice(why.into()).into());
@@ -445,10 +445,10 @@ impl crate::exec::Ranks for Driver {
 
     fn run_workload(
         &self,
-        src: &crate::workload::Source,
+        src: &fsbench_core::workload::Source,
         // Each rank loads the workload itself (`super::workload::run`).
-        _model: &crate::workload::model::Model,
-        opts: &crate::workload::run::Options,
+        _model: &fsbench_core::workload::model::Model,
+        opts: &fsbench_core::workload::run::Options,
     ) -> anyhow::Result<RunResult> {
         let ws = WorkloadSpec::new(src, opts, &self.plan)?;
         self.order(&Order::Workload(Box::new(ws.clone())))?;
@@ -458,9 +458,9 @@ impl crate::exec::Ranks for Driver {
     fn run_backup(
         &self,
         dir: &Path,
-        plan: &crate::backup::BackupPlan,
-        caches: &[crate::job::CachePolicy],
-        sink: crate::backup::PhaseSink<'_>,
+        plan: &fsbench_core::backup::BackupPlan,
+        caches: &[fsbench_core::job::CachePolicy],
+        sink: fsbench_core::backup::PhaseSink<'_>,
     ) -> anyhow::Result<()> {
         if self.plan.layout != Layout::FilePerRank {
             crate::bail_usage!(
@@ -481,8 +481,8 @@ impl crate::exec::Ranks for Driver {
     fn run_replay(
         &self,
         trace: &Path,
-        opts: &crate::replay::ReplayOptions,
-        observe: &crate::observe::Observe,
+        opts: &fsbench_core::replay::ReplayOptions,
+        observe: &fsbench_core::observe::Observe,
     ) -> anyhow::Result<RunResult> {
         // What a replay on ranks cannot take is refused here, before any rank is asked to.
         let refuse = |flag: &str, why: &str| -> anyhow::Result<RunResult> {
@@ -513,7 +513,11 @@ impl crate::exec::Ranks for Driver {
         result_of(super::replay::run(&self.world, &spec)?)
     }
 
-    fn run_mdtest(&self, plan: &crate::mdtest::Plan, argv: &[String]) -> anyhow::Result<RunResult> {
+    fn run_mdtest(
+        &self,
+        plan: &fsbench_core::mdtest::Plan,
+        argv: &[String],
+    ) -> anyhow::Result<RunResult> {
         // What mdtest on ranks cannot do is refused here, before any rank is asked to.
         super::mdtest::check(plan)?;
         let spec = super::mdtest::MdtestSpec {
@@ -529,7 +533,7 @@ impl crate::exec::Ranks for Driver {
 
     fn run_job_spread(
         &self,
-        job: &crate::job::Job,
+        job: &fsbench_core::job::Job,
         spread: &crate::exec::Spread,
     ) -> anyhow::Result<RunResult> {
         let plan = DistPlan {
@@ -554,7 +558,7 @@ impl crate::exec::Ranks for Driver {
 
     fn run_mdtest_within(
         &self,
-        plan: &crate::mdtest::Plan,
+        plan: &fsbench_core::mdtest::Plan,
         argv: &[String],
         within: &Path,
     ) -> anyhow::Result<RunResult> {
@@ -603,7 +607,7 @@ impl crate::exec::Ranks for Driver {
 /// Run a command on every rank: rank 0 checks the plan and runs `front` with the ranks'
 /// executor (its status, errors already printed by `front`'s caller, is returned); the other
 /// ranks serve its points. Every rank returns after rank 0 has printed and written its output.
-pub(crate) fn drive(
+pub fn drive(
     plan: impl FnOnce() -> Result<DistPlan, String>,
     front: impl FnOnce(Executor) -> i32,
 ) -> anyhow::Result<i32> {

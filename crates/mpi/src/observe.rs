@@ -12,9 +12,9 @@
 //!   its run; rank 0's `extents` probe lists every rank's files in rank order and
 //!   `extents_per_file` averages them all.
 
-use crate::observe::{Observe, Observer, Scope, TraceSettings};
 use crate::result::{HostDevices, RunResult};
 use crate::trace::format::TraceFormat;
+use fsbench_core::observe::{Observe, Observer, Scope, TraceSettings};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -174,7 +174,7 @@ fn merge_extents(records: &[Seen], result: &mut RunResult) {
         .flat_map(|v| v.as_array().cloned().unwrap_or_default())
         .map(|c| c.as_u64().map(|n| n as usize))
         .collect();
-    crate::observe::insert_extents(&mut result.probes, &counts);
+    fsbench_core::observe::insert_extents(&mut result.probes, &counts);
 }
 
 /// Rank 0: every rank's trace summed, every host's device samples, and every rank's extent

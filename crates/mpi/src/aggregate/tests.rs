@@ -112,18 +112,18 @@ fn a_workloads_stonewall_has_a_wall_per_run() {
     assert_eq!((sw.wall_s, sw.called_by_rank), (0.55, None));
 }
 
-fn model(flowops: &str) -> crate::workload::model::Model {
+fn model(flowops: &str) -> fsbench_core::workload::model::Model {
     let text = format!(
         "define fileset name=fs,path=/nonexistent,entries=2,size=4k,prealloc
 define process name=p {{ thread name=t {{ {flowops} }} }}"
     );
-    let src = crate::workload::Source {
+    let src = fsbench_core::workload::Source {
         name: "t.f".into(),
         text,
         defines: Vec::new(),
         shared_rank: None,
     };
-    crate::workload::load_source(&src).unwrap_or_else(|e| panic!("{e:#}"))
+    fsbench_core::workload::load_source(&src).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 #[test]

@@ -20,9 +20,9 @@
 use super::aggregate::{self, RankRecord, RunMark};
 use super::observe::{self, RankObserve};
 use super::{one_line, Ending, Stonewall, World};
-use crate::observe::Scope;
 use crate::result::{RunResult, StonewallReport};
 use crate::runner::{self, drive::Opener, live::Watching};
+use fsbench_core::observe::Scope;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -139,7 +139,7 @@ pub(super) struct Settings {
     /// A count the ranks agree on at the end of every timed part: each rank's run offers its
     /// own before its I/O ends, and finds every rank's least there after (mdtest's items
     /// made before a stonewall). None: nothing is agreed.
-    pub agree: Option<Arc<crate::mdtest::Agreed>>,
+    pub agree: Option<Arc<fsbench_core::mdtest::Agreed>>,
 }
 
 /// When this rank's run started and ended, as its main (MPI) thread saw it.
@@ -481,7 +481,11 @@ fn start_together(
 /// began `rec.start_s` after it, where the device samples' `t_s` count from). What they saw
 /// goes into the rank's record; a failure to finish them (a trace that cannot be written)
 /// fails the rank's run, as it fails a run on one host.
-fn finish_observing(observer: Option<crate::observe::Observer>, rec: &mut RankRecord, t0: Instant) {
+fn finish_observing(
+    observer: Option<fsbench_core::observe::Observer>,
+    rec: &mut RankRecord,
+    t0: Instant,
+) {
     let since_start_s = (t0.elapsed().as_secs_f64() - rec.start_s).max(0.0);
     if let Some(message) = observe::finish(observer, &mut rec.observed, since_start_s) {
         rec.failures.push(runner::IoFailure {

@@ -1,5 +1,5 @@
 //! mdtest on MPI ranks (`mpirun ... fsbench mdtest`): every rank runs its share of the
-//! phases through the same code as on one host (`crate::mdtest`), the share's barrier
+//! phases through the same code as on one host (`fsbench_core::mdtest`), the share's barrier
 //! being the executor's start barrier and end-of-I/O meeting ([`super::executor`]): every
 //! phase of every iteration is one timed part, so every rank starts it together and none
 //! goes on before every rank ended it. Each rank sends rank 0 the exact counts of each
@@ -18,10 +18,10 @@
 use super::aggregate::{RankRecord, ThreadRecord};
 use super::executor::{self, Distributed, LocalRun, Removal, Settings, Timing};
 use super::{Ending, World};
-use crate::mdtest::{self, phase::Op, Measured, Plan, RankShare};
 use crate::result::{MdtestRankPhase, RunResult, RunStatus};
 use crate::runner::{AfterIoHook, IoFailure};
 use crate::stats::Stats;
+use fsbench_core::mdtest::{self, phase::Op, Measured, Plan, RankShare};
 use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
 use std::os::unix::fs::MetadataExt;
@@ -92,7 +92,7 @@ pub(crate) fn run(world: &World, spec: &MdtestSpec) -> anyhow::Result<Ending> {
         // -W with -N: after a stonewalled creation the ranks agree on the items every rank
         // made (the least), which the shifted phases work on.
         agree: (spec.opts.stonewall_s > 0 && spec.opts.stride > 0)
-            .then(|| Arc::new(crate::mdtest::Agreed::default())),
+            .then(|| Arc::new(fsbench_core::mdtest::Agreed::default())),
     };
     let agreed = settings.agree.clone();
     let mut kind = MdtestOnRanks {
@@ -118,7 +118,7 @@ struct MdtestOnRanks<'a> {
     rank: u32,
     world_size: u32,
     /// Where the ranks agree on the items a stonewalled creation made (`-W` with `-N`).
-    agreed: Option<Arc<crate::mdtest::Agreed>>,
+    agreed: Option<Arc<fsbench_core::mdtest::Agreed>>,
 }
 
 impl MdtestOnRanks<'_> {
