@@ -75,7 +75,17 @@ const CAPS: &[(&str, &str)] = &[
 ];
 
 fn main() {
-    println!("cargo::rerun-if-changed=build.rs");
+    // The core crate runs this script too (its `build` key points here): name the file by
+    // its absolute path, found from the package's directory upwards.
+    let manifest =
+        std::path::PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    if let Some(script) = manifest
+        .ancestors()
+        .map(|d| d.join("build.rs"))
+        .find(|p| p.is_file())
+    {
+        println!("cargo::rerun-if-changed={}", script.display());
+    }
     for var in ["FSBENCH_TEST_CAPS", "PATH", "TMPDIR"] {
         println!("cargo::rerun-if-env-changed={var}");
     }

@@ -1,7 +1,7 @@
 //! Filebench 1.5 semantics through the real binary: the fileserver flow (createfile then
 //! writewholefile srcfd) writes each file's planned size, across real worker processes, and
 //! `system "cmd"` runs (printed) or is refused with --no-system. The per-rule tests with
-//! their derivations from Filebench's source are in src/workload/tests.rs.
+//! their derivations from Filebench's source are in crates/core/src/workload/tests.rs.
 
 mod common;
 use common::Sandbox;

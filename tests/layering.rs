@@ -1,7 +1,11 @@
-//! The layers of docs/design.md, checked on the source tree: front ends (`cli`, `vx`) sit on top,
-//! the report layer under them, and the core below never calls up. What each rule forbids is
-//! an import path naming the higher module (`crate::cli`, or `cli` inside `use crate::{...}`),
-//! anywhere in the file, tests included: a test that reaches up is an arrow up as well.
+//! The layers of docs/design.md. They are crates: `fsbench-filebench` (the workload language)
+//! under `fsbench-core` (jobs, runner, engines, sources, statistics, the Result), under
+//! `fsbench-report` and `fsbench-mpi`, under `fsbench` (the command line and the front ends);
+//! a crate can only name the crates it depends on, so the compiler refuses an import upwards,
+//! and the first test here checks the dependencies themselves. The rules inside a crate are
+//! checked on its source: what a rule forbids is an import path naming the module
+//! (`crate::runner`, or `runner` inside `use crate::{...}`), anywhere in the file, tests
+//! included: a test that reaches up is an arrow up as well.
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +18,90 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(p);
         }
     }
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every source file of every crate: (path from the repository's root, path).
+fn all_sources() -> Vec<(String, PathBuf)> {
+    let mut files = Vec::new();
+    sources(&root().join("src"), &mut files);
+    for e in std::fs::read_dir(root().join("crates")).unwrap().flatten() {
+        sources(&e.path().join("src"), &mut files);
+    }
+    let mut all: Vec<(String, PathBuf)> = files
+        .into_iter()
+        .map(|f| {
+            let rel = f
+                .strip_prefix(root())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (rel, f)
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+/// The fsbench crates a manifest's text depends on, in any dependency table (the workspace's
+/// table only names the crates for the members to pick from).
+fn fsbench_dependencies(text: &str) -> Vec<String> {
+    let mut deps = Vec::new();
+    let mut in_deps = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            in_deps = t.ends_with("dependencies]") && !t.starts_with("[workspace.");
+        } else if in_deps && t.starts_with("fsbench-") {
+            let name: String = t
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '-')
+                .collect();
+            if !deps.contains(&name) {
+                deps.push(name);
+            }
+        }
+    }
+    deps.sort();
+    deps
+}
+
+/// Each crate depends only on the crates under it: the core knows neither the report layer
+/// nor MPI nor the command line, the report layer and the MPI executor know each other not,
+/// and the workload language knows nothing of fsbench. Imports between crates then follow.
+#[test]
+fn the_crates_depend_only_downwards() {
+    let expected: [(&str, &[&str]); 5] = [
+        ("crates/filebench/Cargo.toml", &[]),
+        ("crates/core/Cargo.toml", &["fsbench-filebench"]),
+        ("crates/report/Cargo.toml", &["fsbench-core"]),
+        ("crates/mpi/Cargo.toml", &["fsbench-core"]),
+        (
+            "Cargo.toml",
+            &["fsbench-core", "fsbench-mpi", "fsbench-report"],
+        ),
+    ];
+    for (manifest, allowed) in expected {
+        let text = std::fs::read_to_string(root().join(manifest)).unwrap();
+        let deps = fsbench_dependencies(&text);
+        assert_eq!(deps, allowed, "{manifest} depends on {deps:?}");
+    }
+}
+
+#[test]
+fn crate_dependencies_are_read_from_every_dependency_table() {
+    let text = "[package]\nname = \"fsbench-x\"\n[dependencies]\nfsbench-core.workspace = true\n\
+                anyhow = \"1\"\n[features]\nfsbench-y = []\n[dev-dependencies]\n\
+                fsbench-report = { workspace = true, features = [\"a\"] }\n\
+                [target.'cfg(unix)'.dependencies]\nfsbench-mpi = { path = \"../mpi\" }\n\
+                [workspace.dependencies]\nfsbench-filebench = { path = \"crates/filebench\" }\n";
+    assert_eq!(
+        fsbench_dependencies(text),
+        ["fsbench-core", "fsbench-mpi", "fsbench-report"]
+    );
 }
 
 /// Modules of the crate that `text` names through `crate::`: `crate::a::b` and each first
@@ -44,10 +132,10 @@ fn crate_modules(text: &str) -> Vec<String> {
     found
 }
 
-/// Every (file, module) where a file under `src/` whose path does not start with one of
-/// `allowed` names `module`.
+/// Every file of the fsbench package (`src/`: the command line and the front ends) whose path
+/// does not start with one of `allowed` and that names `module`.
 fn offenders(module: &str, allowed: &[&str]) -> Vec<String> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = root().join("src");
     let mut files = Vec::new();
     sources(&src, &mut files);
     let mut bad = Vec::new();
@@ -65,25 +153,25 @@ fn offenders(module: &str, allowed: &[&str]) -> Vec<String> {
     bad
 }
 
+/// The front ends beside the command line (`vx`, `fio`, `fscompare`) never call into it.
 #[test]
-fn the_core_never_imports_the_command_line() {
+fn the_front_ends_never_import_the_command_line() {
     let bad = offenders("cli", &["cli/", "main.rs", "lib.rs"]);
     assert!(bad.is_empty(), "these files import crate::cli: {bad:?}");
 }
 
+/// `fscompare` builds a study; it formats nothing. (The core and the MPI executor cannot name
+/// the report layer: it is not their dependency.)
 #[test]
-fn only_front_ends_and_the_report_layer_import_report() {
+fn only_front_ends_import_report() {
     // fio/ and vx/ are front ends: other benchmarks' command lines and job files.
-    let bad = offenders(
-        "report",
-        &["cli/", "vx/", "fio/", "report/", "main.rs", "lib.rs"],
-    );
+    let bad = offenders("report", &["cli/", "vx/", "fio/", "main.rs", "lib.rs"]);
     assert!(bad.is_empty(), "these files import crate::report: {bad:?}");
 }
 
 #[test]
 fn engines_never_import_the_runner() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+    let src = root().join("crates/core/src/engine");
     let mut files = Vec::new();
     sources(&src, &mut files);
     let bad: Vec<_> = files
@@ -103,7 +191,7 @@ fn engines_never_import_the_runner() {
 /// a worker process's spec reaches its source through the command line's map.
 #[test]
 fn the_runner_never_imports_a_source() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/runner");
+    let src = root().join("crates/core/src/runner");
     let mut files = Vec::new();
     sources(&src, &mut files);
     let bad: Vec<String> = files
@@ -134,7 +222,7 @@ fn import_paths_are_read_from_plain_and_grouped_uses() {
 /// a Result and add their findings to it, never the other way round.
 #[test]
 fn the_result_never_imports_the_runner() {
-    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/result.rs");
+    let f = root().join("crates/core/src/result.rs");
     let text = std::fs::read_to_string(&f).unwrap();
     let up: Vec<String> = crate_modules(&text)
         .into_iter()
@@ -145,7 +233,7 @@ fn the_result_never_imports_the_runner() {
             .contains(&m.as_str())
         })
         .collect();
-    assert!(up.is_empty(), "src/result.rs imports {up:?}");
+    assert!(up.is_empty(), "crates/core/src/result.rs imports {up:?}");
 }
 
 /// `static` items with interior mutability in `text`, outside test code: (line number, line).
@@ -195,26 +283,22 @@ fn mutable_statics(text: &str) -> Vec<(usize, String)> {
 fn no_process_wide_state_steers_a_run() {
     let allowed = [
         // Ctrl-C / SIGTERM: a signal handler can only reach a static.
-        "runner/signal.rs",
+        "crates/core/src/runner/signal.rs",
         // SIGBUS of a failed mapping: the handler's regions and removals.
-        "engine/sigbus.rs",
+        "crates/core/src/engine/sigbus.rs",
         // The TSC calibration, measured once per process.
-        "stats/clock.rs",
+        "crates/core/src/stats/clock.rs",
         // A counter that makes temporary file names unique within the process.
-        "output.rs",
+        "crates/core/src/output.rs",
         // The bar on stderr that every other stderr line prints above (stderr is one per
         // process); it decides where a line goes, not how a run behaves.
-        "runner/live_line.rs",
+        "crates/core/src/runner/live_line.rs",
         // The chart library keeps its fonts in a registry of its own: the embedded font is
         // registered there once; it shapes how a chart is drawn, never a run.
-        "report/chart.rs",
+        "crates/report/src/chart.rs",
     ];
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
     let mut bad = Vec::new();
-    for f in files {
-        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+    for (rel, f) in all_sources() {
         let name = f.file_name().unwrap().to_string_lossy();
         if allowed.contains(&rel.as_str()) || name == "tests.rs" || name.ends_with("_tests.rs") {
             continue;
@@ -255,9 +339,6 @@ fn non_test_code(text: &str) -> &str {
 /// run is a source the runner drives, reaching its engine through the runner's `Issuer`.
 #[test]
 fn only_the_runner_and_the_engines_call_an_engine() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
     let calls = [
         ".submit(",
         ".reap(",
@@ -274,9 +355,11 @@ fn only_the_runner_and_the_engines_call_an_engine() {
         "engine::build(",
     ];
     let mut bad = Vec::new();
-    for f in files {
-        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
-        if rel.starts_with("engine/") || rel.starts_with("runner/") || rel.ends_with("tests.rs") {
+    for (rel, f) in all_sources() {
+        if rel.starts_with("crates/core/src/engine/")
+            || rel.starts_with("crates/core/src/runner/")
+            || rel.ends_with("tests.rs")
+        {
             continue;
         }
         let text = std::fs::read_to_string(&f).unwrap();
@@ -293,13 +376,10 @@ fn only_the_runner_and_the_engines_call_an_engine() {
 }
 
 /// The system calls on files' names and attributes go through the one set of wrappers in
-/// `src/sys.rs` (rustix where it has the call), so flags such as O_NOFOLLOW and O_CLOEXEC and
+/// `crates/core/src/sys.rs` (rustix where it has the call), so flags such as O_NOFOLLOW and O_CLOEXEC and
 /// the handling of errors live in one place. Every file is checked, tests included.
 #[test]
 fn file_system_calls_go_through_the_sys_module() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
     let calls = [
         "open",
         "openat",
@@ -336,13 +416,12 @@ fn file_system_calls_go_through_the_sys_module() {
     let allowed = [
         // The SIGBUS handler removes the mapped files it created before it exits: only
         // async-signal-safe libc calls on paths built in advance may run there.
-        ("engine/sigbus.rs", "stat"),
-        ("engine/sigbus.rs", "unlink"),
+        ("crates/core/src/engine/sigbus.rs", "stat"),
+        ("crates/core/src/engine/sigbus.rs", "unlink"),
     ];
     let mut bad = Vec::new();
-    for f in files {
-        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
-        if rel == "sys.rs" {
+    for (rel, f) in all_sources() {
+        if rel == "crates/core/src/sys.rs" {
             continue;
         }
         let text = std::fs::read_to_string(&f).unwrap();
