@@ -359,6 +359,17 @@ fn pair(case: &str, n: u32, a: (f64, &str), b: (f64, &str)) -> String {
     )
 }
 
+/// Run `cmd` (a python3 helper of bench/), which must succeed: its standard output.
+fn stdout_of(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
 /// `python3 bench/pairs.py ARGS`: (exit status, stdout).
 fn pairs_py(args: &[&str]) -> (i32, String) {
     let out = Command::new("python3")
@@ -546,18 +557,12 @@ fn vs_filebench_gives_no_ratio_when_a_flowop_is_missing_on_one_side() {
             )
             .unwrap();
         }
-        let out = Command::new("python3")
-            .arg(sb.file("tab.py"))
-            .args([sb.path().to_str().unwrap(), "6", "w"])
-            .env("BENCH_DIR", bench(""))
-            .output()
-            .expect("python3 runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).to_string()
+        stdout_of(
+            Command::new("python3")
+                .arg(sb.file("tab.py"))
+                .args([sb.path().to_str().unwrap(), "6", "w"])
+                .env("BENCH_DIR", bench("")),
+        )
     };
     let same = run(&["read1", "write1"]);
     let verdict = same
@@ -844,18 +849,12 @@ fn vs_io500_compares_a_phase_only_when_both_did_its_work() {
             ),
         )
         .unwrap();
-        let out = Command::new("python3")
-            .arg(sb.file("tab.py"))
-            .args([sb.path().to_str().unwrap(), "1"])
-            .env("BENCH_DIR", bench(""))
-            .output()
-            .expect("python3 runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).to_string()
+        stdout_of(
+            Command::new("python3")
+                .arg(sb.file("tab.py"))
+                .args([sb.path().to_str().unwrap(), "1"])
+                .env("BENCH_DIR", bench("")),
+        )
     };
     let same = run(200, 0);
     for phase in ["ior-easy-write", "mdtest-hard-write"] {
@@ -937,20 +936,15 @@ fn vs_build_reads_every_result_of_a_suite_directory() {
     std::fs::write(this.join("results/b.json"), build_result(300, 100.0, 2400)).unwrap();
     std::fs::write(this.join("report.txt"), "not a Result").unwrap();
     std::fs::write(&other, build_result(400, 80.0, 3200)).unwrap();
-    let out = Command::new("python3")
-        .arg(bench("vs_build.py"))
-        .args(["pair", "backup", "1"])
-        .arg(&this)
-        .arg(&other)
-        .args(["iops", "1"])
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = stdout_of(
+        Command::new("python3")
+            .arg(bench("vs_build.py"))
+            .args(["pair", "backup", "1"])
+            .arg(&this)
+            .arg(&other)
+            .args(["iops", "1"]),
     );
-    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let line: serde_json::Value = serde_json::from_str(&out).unwrap();
     // 400 operations in 2 s + 3 s.
     assert_eq!(line["a"]["value"], 80.0);
     assert_eq!(line["b"]["value"], 80.0);
