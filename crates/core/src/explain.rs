@@ -3,7 +3,7 @@
 //! was it sparse? was the host the limit?), and forgets some of it some of the time.
 //!
 //! Every check reads what a Result holds (the Job, the cache policy used, the totals and the
-//! probes the runner stored, such as `page_cache`), handed over as [`RunFacts`] by the
+//! probes the runner stored, such as `page_cache`), handed over as `RunFacts` by the
 //! Result itself, so a stored Result can be explained again later and this module needs
 //! nothing of the Result's shape.
 

@@ -3,18 +3,18 @@
 //! A file fsbench creates carries the `user.fsbench` mark (`crate::safety`). While the run
 //! that created it may still remove it, the file also carries `user.fsbench.run`: the host,
 //! boot, process id and process start time of that run. A run that ends removes the file or,
-//! when the user asked to keep it, takes the record off ([`clear_run`]). So a file that still
+//! when the user asked to keep it, takes the record off (`clear_run`). So a file that still
 //! names a run that no longer exists (same host, and another boot, or no such process, or a
 //! process started at another time: the PID was reused) was left by a run that was killed:
 //! nobody asked to keep it, and the next run may remove it ([`left_by_dead_run`],
-//! [`remove_dead_runs_files`]).
+//! `remove_dead_runs_files`).
 //!
 //! Everything is checked through a descriptor opened without following a link; a file that
 //! is not a regular file, not marked, names a live run, names another host, or whose name
 //! no longer holds the file that was checked is never touched. Where the file system has no
 //! user xattrs nothing can be recorded, and nothing is removed.
 //!
-//! A file is made with its mark and record already on it ([`create_marked`]): created
+//! A file is made with its mark and record already on it (`create_marked`): created
 //! without a name (O_TMPFILE), marked through its descriptor, then linked to its name, which
 //! fails if the name exists. A run killed at any moment leaves either nothing or a file the
 //! next run recognises. (Where O_TMPFILE is not supported the file is created, then marked:

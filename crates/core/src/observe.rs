@@ -41,8 +41,8 @@ pub struct Observe {
 pub struct TraceSettings {
     pub path: PathBuf,
     pub format: TraceFormat,
-    /// Ring size per worker thread; `None`: [`DEFAULT_TRACE_RECORDS`], shared out under
-    /// [`DEFAULT_TRACE_BUDGET`] by the job's worker count.
+    /// Ring size per worker thread; `None`: `DEFAULT_TRACE_RECORDS`, shared out under
+    /// `DEFAULT_TRACE_BUDGET` by the job's worker count.
     pub records: Option<usize>,
 }
 
@@ -56,7 +56,7 @@ impl Observe {
     }
 }
 
-/// A `--iostat` interval as typed, checked against [`MIN_IOSTAT_INTERVAL`].
+/// A `--iostat` interval as typed, checked against `MIN_IOSTAT_INTERVAL`.
 pub fn parse_iostat(text: &str) -> Result<Duration, crate::error::UsageError> {
     let interval = crate::units::parse_duration(text)?;
     if interval < MIN_IOSTAT_INTERVAL {

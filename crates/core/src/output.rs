@@ -3,7 +3,7 @@
 //!
 //! Every file fsbench writes as output (`--output FILE` of run, vx, quick, advise, workload,
 //! report, trace; a sweep's or suite's results directory; `--trace FILE`) goes through
-//! [`write_at`], which keeps the "never lose data" rule for outputs:
+//! `write_at`, which keeps the "never lose data" rule for outputs:
 //! - an existing file fsbench did not write (no `user.fsbench` mark, not an fsbench JSON
 //!   document) is refused unless `--force`; a non-regular file (device, fifo, directory,
 //!   symbolic link) is never replaced, even with `--force`;
@@ -361,13 +361,13 @@ fn install_over(
     }
 }
 
-/// Write `bytes` to `path` (see [`write_at`]).
+/// Write `bytes` to `path` (see `write_at`).
 pub fn write_file(path: &Path, bytes: &[u8], force: bool) -> anyhow::Result<()> {
     let (dir, name) = split(path)?;
     write_at(&dir, name, path, bytes, force)
 }
 
-/// Write what `fill` produces to `path` (see [`write_at`]), for writers that stream.
+/// Write what `fill` produces to `path` (see `write_at`), for writers that stream.
 pub fn write_with(
     path: &Path,
     force: bool,
@@ -378,7 +378,7 @@ pub fn write_with(
     write_file(path, &bytes, force)
 }
 
-/// Write a value as JSON (see [`write_at`]); an existing foreign file is refused.
+/// Write a value as JSON (see `write_at`); an existing foreign file is refused.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
     write_json_force(path, value, false)
 }
@@ -507,7 +507,7 @@ impl ResultsDir {
         self.path.join(name)
     }
 
-    /// Write `name` (see [`write_at`]); a foreign file of that name is refused unless `force`.
+    /// Write `name` (see `write_at`); a foreign file of that name is refused unless `force`.
     pub fn write(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
         write_at(
             &self.dir,

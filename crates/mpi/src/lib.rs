@@ -1,12 +1,12 @@
 //! Distributed runs on MPI (built with `--features mpi`). Started by mpirun, each fsbench
 //! process is one rank of one command: rank 0 runs the command's front end with the ranks'
-//! executor and sends every point of it to the other ranks ([`serve`]). MPI is one executor
-//! ([`executor`]) beside running on one host: it distributes any kind of run (a Job
-//! ([`job`]), a Filebench workload ([`workload`]), a trace replay ([`replay`]), a backup
-//! study's phase ([`backup`]), mdtest's phases ([`mdtest`]), IO500's find ([`find`])), each rank running its part through the same code as on one
+//! executor and sends every point of it to the other ranks (`serve`). MPI is one executor
+//! (`executor`) beside running on one host: it distributes any kind of run (a Job
+//! (`job`), a Filebench workload (`workload`), a trace replay (`replay`), a backup
+//! study's phase (`backup`), mdtest's phases (`mdtest`), IO500's find (`find`)), each rank running its part through the same code as on one
 //! host; all start at one MPI barrier, whose exit is every rank's clock zero, a stonewall can
 //! stop every rank when the first finishes or at a fixed time, and each rank then sends rank 0
-//! its exact counts, from which rank 0 builds the one Result ([`aggregate`]). The runs know
+//! its exact counts, from which rank 0 builds the one Result (`aggregate`). The runs know
 //! nothing of ranks: a rank's share of a file or fileset is a parameter the executor sets on
 //! the run it hands out ([`layout`]).
 

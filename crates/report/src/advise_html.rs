@@ -1,5 +1,5 @@
 //! `fsbench advise` as an HTML section, embedded in `fsbench report` when an advise JSON is
-//! among its inputs, or in the page of its own that [`super::html::advise_page`] makes. The
+//! among its inputs, or in the page of its own that `super::html::advise_page` makes. The
 //! topology, the derived tunables and where each came from, the checks with the commands that
 //! change them, and with `--measure` the charts of the measurements each recommendation rests
 //! on: throughput by I/O size buffered vs direct, for reads and for writes, and by streams.

@@ -1,6 +1,6 @@
 //! Device statistics as text, like `sar -d`: one row per device per interval, then the
 //! averages. `fsbench iostat` prints the head, rows as they are sampled and the averages at
-//! the end; a Result's `--iostat` samples print as the whole [`table`].
+//! the end; a Result's `--iostat` samples print as the whole `table`.
 
 use super::text_table::{Fit, TextTable};
 use crate::probe::diskstats::{self, DeviceSample, IostatSeries};

@@ -1,7 +1,7 @@
 //! Table shaping: stored sweep points become the papers' tables, rows and columns chosen by
 //! axis ("block size | buffered KiB/s | discovered KiB/s | direct KiB/s | raw KiB/s | buffered
 //! CPU s | ..."). Repetitions of a point are averaged and their spread kept for `compare`.
-//! As text they are drawn by [`super::text_table::TextTable`], pivoted on a narrow terminal.
+//! As text they are drawn by `super::text_table::TextTable`, pivoted on a narrow terminal.
 
 use super::metrics::{self, Metric};
 use super::text_table::{Fit, TextTable};
@@ -69,7 +69,7 @@ pub struct Shaped {
     pub metrics: Vec<&'static Metric>,
     pub row_keys: Vec<Vec<String>>,
     pub col_keys: Vec<Vec<String>>,
-    /// cells[row][col]
+    /// `cells[row][col]`
     pub cells: Vec<Vec<Cell>>,
     /// The legend of the findings (see [`Shaped::findings`]), then skip reasons, failures and
     /// the points' notes, each once with every point it concerns.

@@ -167,7 +167,7 @@ pub(crate) fn format_listing(
     s
 }
 
-/// [`format_listing`] into any writer (the CLI streams it to stdout).
+/// `format_listing` into any writer (the CLI streams it to stdout).
 pub fn write_listing(
     s: &mut impl Write,
     t: &Trace,

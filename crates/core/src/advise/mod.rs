@@ -1,5 +1,5 @@
 //! `fsbench advise`: VxFS-style tuning recommendations for the storage under a path, derived
-//! from its topology ([`derive`]), checked against the devices' settings ([`checks`]) and,
+//! from its topology ([`derive`](mod@derive)), checked against the devices' settings ([`checks`]) and,
 //! on request, confirmed or corrected by short measurements ([`measure`]).
 
 pub mod checks;

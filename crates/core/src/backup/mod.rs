@@ -23,8 +23,8 @@
 //! written buffered and fsync'd inside the timed archive phase, standing in for the article's
 //! raw backup disk.
 //!
-//! This module holds the study's plan, its phases and what they report; [`tape`] the phases
-//! as sources (archive, restore) and the comparison, and [`ustar`] the archive format. It sits below the
+//! This module holds the study's plan, its phases and what they report; `tape` the phases
+//! as sources (archive, restore) and the comparison, and `ustar` the archive format. It sits below the
 //! executor (`crate::exec`), which runs the phases on this host or on every MPI rank, and
 //! below the sweeps and suites that store its Results.
 
@@ -61,7 +61,7 @@ pub struct BackupPlan {
 }
 
 /// Builds the issuer of one phase on the phase's thread, before the gate, from its number of
-/// file slots and its buffers' length (a record or more; [`tape::SLOTS`] buffers). The study
+/// file slots and its buffers' length (a record or more; `tape::SLOTS` buffers). The study
 /// uses the synchronous engine (pax issues one blocking call per record); tests wrap it.
 pub type MakeIssuer = Arc<dyn Fn(usize, usize) -> Result<Issuer> + Send + Sync>;
 
@@ -328,7 +328,7 @@ fn phase<P: Phase>(
     })
 }
 
-/// One measured phase of one tree, before it becomes a Result: what [`phase_result`] needs,
+/// One measured phase of one tree, before it becomes a Result: what `phase_result` needs,
 /// and the gate's opening and the end (for a rank's place on the barrier clock).
 pub struct PhaseRun {
     pub stats: Stats,

@@ -40,7 +40,7 @@ pub struct IoOp {
     /// Index into the engine's files.
     pub file: u32,
     pub route: Route,
-    /// Byte offset, or with one of [`IoOp::AT_CURSOR`] / [`IoOp::APPEND`] set, an I/O at the
+    /// Byte offset, or with one of `IoOp::AT_CURSOR` / `IoOp::APPEND` set, an I/O at the
     /// descriptor's own offset (read()/write() semantics). The flags ride in the top bits,
     /// which no file offset reaches (Linux offsets are below 2^63 and files far below 2^61):
     /// the op stays 24 bytes and the Job path tests one bit pattern, which is always clear.
@@ -233,7 +233,7 @@ pub trait Engine: Send {
         sys.fadvise += 1;
         meta::advise(fd, advice)
     }
-    /// getdents64(2) into `buf`: bytes filled, 0 at the end (walk with [`meta::dirents`]).
+    /// getdents64(2) into `buf`: bytes filled, 0 at the end (walk with `meta::dirents`).
     fn read_dir(
         &mut self,
         fd: RawFd,
@@ -373,9 +373,9 @@ pub enum Built {
     Mmap(mmap::MmapEngine),
     Uring(uring::UringEngine),
     Null(null::NullEngine),
-    /// fio's falloc and ftruncate: each I/O changes the file's space ([`alloc`]).
+    /// fio's falloc and ftruncate: each I/O changes the file's space (`alloc`).
     Space(alloc::SpaceEngine),
-    /// Any engine whose writes get shaped bytes ([`shaped`]): the cost of making the bytes
+    /// Any engine whose writes get shaped bytes (`shaped`): the cost of making the bytes
     /// dwarfs the indirect call.
     Shaped(Box<shaped::ShapedEngine>),
     #[cfg(any(test, feature = "test-support"))]

@@ -9,7 +9,7 @@
 //! Buffers are the worker's `BufferPool` slots, registered as fixed buffers (slot i is buffer
 //! index i), and the target descriptors are registered as fixed files, whenever the kernel
 //! allows; otherwise the engine uses plain READ/WRITE with the descriptor and says so in the
-//! run's notes (see [`preflight`]).
+//! run's notes (see `preflight`).
 //!
 //! `--sqpoll` makes a kernel thread poll the submission queue; `--hipri` sets up the ring
 //! with IORING_SETUP_IOPOLL so completions are polled instead of interrupt-driven. Both are

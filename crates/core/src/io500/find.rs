@@ -52,7 +52,7 @@ impl Expr<'_> {
     }
 }
 
-/// IO500's expression as sent to every rank ([`Query::expr`]).
+/// IO500's expression as sent to every rank (`Query::expr`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Query {
     pub newer_than: (i64, u32),

@@ -1,8 +1,8 @@
 //! IO500 (`fsbench io500`): its twelve phases in its order, each measured the way the rest of
-//! fsbench measures, and its score, on one host or on MPI ranks ([`ranks`]: each phase one
+//! fsbench measures, and its score, on one host or on MPI ranks (`ranks`: each phase one
 //! distributed run of the ior or mdtest kind). The ior phases are Jobs run by the executor
 //! (ior-easy: a file of 2 MiB transfers; ior-hard: 47,008-byte transfers), the mdtest phases
-//! are mdtest's phase sources ([`md`]), and find is a walk of the run's directory ([`find`]);
+//! are mdtest's phase sources (`md`), and find is a walk of the run's directory ([`find`]);
 //! the runner drives every one of them.
 //!
 //! Stonewalling as IO500 does it: each write phase runs for the stonewall (or until its

@@ -772,7 +772,7 @@ impl Job {
 
     /// Whether the I/Os take more than one size or sizes per direction (`--bssplit`,
     /// `--bs READS,WRITES`, `--bsrange`): the runner then draws each I/O's size from a
-    /// [`split::SizeTable`].
+    /// `split::SizeTable`.
     pub fn mixed_sizes(&self) -> bool {
         self.bssplit.is_some() || self.block_sizes.is_some() || self.bsrange.is_some()
     }

@@ -5,7 +5,7 @@
 //! per-direction form `READS,WRITES[,TRIMS]` (a direction left out takes the one before it).
 //! The text form is what the command line and job files take, and what the Job prints back.
 //!
-//! The runner does not read these per I/O: [`SizeTable`] lays each direction's sizes out
+//! The runner does not read these per I/O: `SizeTable` lays each direction's sizes out
 //! before the run (a list's shares as 100 slots, a range as its first size, step and end),
 //! and an I/O's size is one choice drawn from the worker's seeded generator (no allocation,
 //! reproducible with `--seed`).
@@ -304,7 +304,7 @@ impl BsRange {
         (lo.div_ceil(step) * step, step, hi)
     }
 
-    /// Every direction has at least one size, and not more than [`MAX_RANGE_SIZES`].
+    /// Every direction has at least one size, and not more than `MAX_RANGE_SIZES`.
     pub fn check(&self, align: Option<u64>, what: &str) -> Result<(), UsageError> {
         for d in 0..3 {
             let (lo, hi) = self.dirs[d];

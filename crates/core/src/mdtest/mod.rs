@@ -1,7 +1,7 @@
 //! mdtest's metadata benchmark (`fsbench mdtest`): a tree of directories, items (files or
 //! directories) spread over it, and timed phases over the items: create, stat, read (files),
 //! rename (directories), remove, and the tree's own creation and removal. Each phase is a
-//! source the runner drives ([`phase::Phase`], one step per item) through one [`Issuer`]
+//! source the runner drives (`phase::Phase`, one step per item) through one [`Issuer`]
 //! built before the first phase, so every metadata call goes through the engine and is
 //! counted; each phase reports its rate, the latency of each item and the CPU per item.
 //!

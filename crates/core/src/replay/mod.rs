@@ -92,7 +92,8 @@ pub(super) const HIST_PAIR_BYTES: u64 = 2 * crate::stats::hist::HIST_BYTES as u6
 
 /// What a replay measured, before it becomes a Result: the runner outcome (every thread's
 /// exact `Stats`) and [`ReplayParts`]. A distributed replay (`crate::mpi`) merges those of
-/// every rank exactly and makes the one Result with [`result_of`], as [`run`] does for one.
+/// every rank exactly and makes the one Result with [`result_of`], as
+/// [`LocalReplays::run`](crate::exec::LocalReplays::run) does for one.
 pub struct Replayed {
     pub outcome: RunOutcome,
     pub parts: ReplayParts,

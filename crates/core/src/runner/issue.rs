@@ -7,9 +7,9 @@
 //! ring the runner builds on first use), the system-call counts, the preallocated completion
 //! lists and the trace ring; it counts the data calls and bytes of the current step, which is
 //! what a rate limit charges. With `--verify` it holds the run's verify hooks
-//! ([`StreamCheck`]): [`Issuer::write_verified`] stamps a write's buffer before the call and
-//! [`Issuer::read_verified`] checks what a read returned, against what the source knows its
-//! file holds ([`Contents`]). Nothing here allocates after it is built.
+//! (`StreamCheck`): `Issuer::write_verified` stamps a write's buffer before the call and
+//! `Issuer::read_verified` checks what a read returned, against what the source knows its
+//! file holds (`Contents`). Nothing here allocates after it is built.
 
 use super::verify::{Contents, StreamCheck};
 use crate::engine::{self, BufferPool, Built, Completion, Engine, FileHandles, IoOp};
@@ -141,7 +141,7 @@ impl Issuer {
     }
 
     /// A synchronous engine over `files` empty file slots (a source sets its descriptors
-    /// with [`Issuer::set_file`]) with `slots` buffers of `len` bytes.
+    /// with `Issuer::set_file`) with `slots` buffers of `len` bytes.
     pub fn sync_engine(files: usize, slots: usize, len: usize, seed: u64) -> io::Result<Built> {
         let pool = BufferPool::new(slots, len, seed)?;
         Ok(Built::Sync(engine::sync::SyncEngine::new(

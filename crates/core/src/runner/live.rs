@@ -4,25 +4,25 @@
 //! call per I/O:
 //!
 //! - **Live counters** for the status line. Each worker thread owns one cache-line-padded
-//!   [`Slot`] on the run's [`Board`] and publishes its running read/write ops and bytes there
-//!   with `Relaxed` stores, at most every [`PUBLISH_NS`] (10 times a second), never per I/O.
+//!   `Slot` on the run's `Board` and publishes its running read/write ops and bytes there
+//!   with `Relaxed` stores, at most every `PUBLISH_NS` (10 times a second), never per I/O.
 //!   A display thread in the runner reads the slots and draws the line. When the workers are
 //!   processes (`--processes`, vxbench -P), the slots live in a `MAP_SHARED` mapping of a
-//!   memfd the parent creates before starting them ([`Watching::open_shared_board`]); each child
+//!   memfd the parent creates before starting them (`Watching::open_shared_board`); each child
 //!   (fork + exec of `fsbench __worker`) inherits that descriptor alone, maps it
-//!   ([`attach_board`]) and publishes into the same slots with the same stores.
+//!   (`attach_board`) and publishes into the same slots with the same stores.
 //! - **Intervals** for the time series in the Result. At each `--status-interval` boundary the
 //!   worker itself closes an interval: the ops and bytes since the last boundary and the
 //!   latency histogram of just that interval (its cumulative histogram minus a copy taken at
 //!   the last boundary), kept as non-empty buckets in a [`IntervalSample`]. The worker keeps
 //!   its samples and hands them over with its outcome at the end (through the pipe for worker
-//!   processes), where [`merge_series`] adds all workers' interval *k* together. Chosen over a
+//!   processes), where `merge_series` adds all workers' interval *k* together. Chosen over a
 //!   channel to a sampler thread because the samples are only needed at the end, and so a
 //!   worker process ships them exactly like its `Stats`. Without `--status-interval` a Job's
 //!   workers still keep intervals, on a default grid and counts only (no histogram), for the
 //!   run's stability figures (`super::stability`); that series is not stored.
 //!
-//! Both happen in [`Roller::tick`], which the timed loops call only when the clock reading
+//! Both happen in `Roller::tick`, which the timed loops call only when the clock reading
 //! they already take passes the next event time: in the QD1 loop that compare replaces the
 //! deadline compare (the deadline is one of the events), so an unwatched run pays nothing.
 //! A tick costs one histogram subtraction and copy (~4600 buckets, a few microseconds) per
@@ -31,7 +31,7 @@
 //!
 //! Nothing here is process-wide: the front end builds one [`Watching`] from its flags (with
 //! the report layer's renderer) and passes it with every run; the run opens its own board and
-//! hands its workers a [`WorkerWatch`] as they are prepared.
+//! hands its workers a `WorkerWatch` as they are prepared.
 
 pub use crate::result::IntervalReport;
 use crate::stats::{LatencyHist, Stats};

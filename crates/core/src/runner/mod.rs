@@ -137,7 +137,7 @@ impl Gate {
     }
 }
 
-/// [`run`] with the hooks of a [`Gate`] (None: a run of its own), watched as `watch` says,
+/// `run` with the hooks of a [`Gate`] (None: a run of its own), watched as `watch` says,
 /// covering `part` of a shared target (None: all of every target).
 pub fn run_gated(
     job: &Job,
@@ -658,7 +658,7 @@ type Prepare = fn(
     Option<&Arc<worker::verify::VerifyShared>>,
 ) -> Result<worker::Worker, IoFailure>;
 
-/// What prepares a worker ([`Prepare`]'s signature), shared by the worker threads.
+/// What prepares a worker (`Prepare`'s signature), shared by the worker threads.
 pub trait PrepareWorker:
     Fn(
         &Job,

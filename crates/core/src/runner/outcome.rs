@@ -116,7 +116,7 @@ fn user_reports(
 }
 
 impl RunOutcome {
-    /// Runs that went at the same time (a [`super::together::run_together`]) as one outcome:
+    /// Runs that went at the same time (a `super::together::run_together`) as one outcome:
     /// their targets and workers side by side (users numbered on, in order), the worst
     /// status, every failure, and the window from the first start to the last end. Probe
     /// lists of files or targets are joined; other probe values are the first run's.

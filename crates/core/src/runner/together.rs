@@ -4,7 +4,7 @@
 //! targets and workers, and only when all of them are ready are all their gates opened, one
 //! after the other from this thread. When one cannot start (a refusal, a failed layout), the
 //! others are called off before any I/O, and remove what they created. A file several of the
-//! runs name is held once for all of them ([`super::share`]): laid out before any gate opens,
+//! runs name is held once for all of them (`super::share`): laid out before any gate opens,
 //! removed after the last of them has ended.
 
 use super::{drive::Opener, live::Watching, run_in_group, Gate, RankPart, RunOutcome};
@@ -15,7 +15,7 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// What happened to one Job of a [`run_together`].
+/// What happened to one Job of a `run_together`.
 pub enum Together {
     /// It ran (or failed while preparing, or was refused): what `run_gated` returned.
     Ran(Box<Result<RunOutcome>>),
@@ -31,7 +31,7 @@ enum Event {
     EndedEarly,
 }
 
-/// One Job of a [`run_together`].
+/// One Job of a `run_together`.
 pub struct Start {
     pub job: Job,
     /// The part of its targets it covers (None: all of them).

@@ -17,7 +17,7 @@ pub(crate) const MAX_PERCENTILES: usize = 16;
 
 const FORMS: &str = "expected a comma list of up to 16 different percentiles, each more than 0 and less than 100 (e.g. 50,90,99,99.9,99.99)";
 
-/// Read `50,90,99,99.9`: each 0 < p < 100, at most [`MAX_PERCENTILES`], no duplicates.
+/// Read `50,90,99,99.9`: each 0 < p < 100, at most `MAX_PERCENTILES`, no duplicates.
 pub fn parse_list(text: &str) -> Result<Vec<f64>, UsageError> {
     let bad = |why: String| usage!("bad --percentiles '{text}': {why}; {FORMS}");
     let mut out: Vec<f64> = Vec::new();

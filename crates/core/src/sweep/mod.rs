@@ -301,7 +301,7 @@ pub struct Ctx {
     /// `--force`: replace files fsbench did not write and points stored with other settings.
     pub force: bool,
     pub repeat: u32,
-    /// Run the repeats round-robin over the points (A B C, C B A, ...; see [`visit_order`]).
+    /// Run the repeats round-robin over the points (A B C, C B A, ...; see `visit_order`).
     pub interleave: bool,
     /// Ignore stored results and measure every point again.
     pub fresh: bool,
@@ -581,7 +581,7 @@ impl Ctx {
 
 /// Refuse, before anything is measured, a study whose points are stored in the results
 /// directory with other settings, or under whose names foreign files lie (see
-/// [`Ctx::check_replace`]).
+/// `Ctx::check_replace`).
 pub fn check_stored(study: &Study, target: Option<&str>, ctx: &Ctx) -> anyhow::Result<()> {
     for (k, p) in study.points().iter().enumerate() {
         for r in 0..ctx.repeat {

@@ -5,7 +5,7 @@
 //! writes), then runs rounds of the IOPS matrix (block sizes x read/write mixes, random access)
 //! until the tracking variable (4 KiB random write IOPS) is steady over the last five rounds,
 //! or the round limit is reached. Every phase and point is an ordinary sweep point run by the
-//! runner and stored as one Result; the steady-state judgement is [`Tracker`].
+//! runner and stored as one Result; the steady-state judgement is `Tracker`.
 
 use super::{record_file_name, Ctx, Point, Record, Study, TableSpec};
 use crate::error::UsageError;

@@ -3,9 +3,10 @@
 //! that `fsbench trace --analyze` explains and `fsbench replay` turns back into a benchmark.
 //!
 //! Tracing is an observation option, not part of the Job (a Job stays the same benchmark
-//! whether or not it is traced), so the CLI switches it on with [`enable`] (worker threads)
-//! or [`enable_for_children`] (worker processes); each worker takes its ring in its untimed
-//! preparation and hands it back after its timed loop. See [`session`].
+//! whether or not it is traced), so the run's observer switches it on with
+//! [`TraceSession::new`] (worker threads) or [`TraceSession::for_children`] (worker
+//! processes); each worker takes its ring in its untimed preparation and hands it back after
+//! its timed loop. See [`session`].
 
 pub mod analyze;
 pub mod budget;

@@ -20,7 +20,7 @@
 //! so a block can be judged self-consistent without knowing what was meant to be there. It
 //! costs no pass over the bytes: the payload word `i` of a sector is `key ^ (i + 1) * WEYL`,
 //! independent of its neighbours (so making and comparing vectorise) and XOR-ed with the
-//! sector's key, so the block's CRC is made from the keys ([`super::blockcrc`]).
+//! sector's key, so the block's CRC is made from the keys (`super::blockcrc`).
 
 #[cfg(test)]
 use super::format::mix;

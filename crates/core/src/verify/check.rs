@@ -1,8 +1,8 @@
 //! Judging whole files against a journal: what `fsbench verify` reports after a crash.
 //!
-//! Every block of a file is read, checked with [`block::check`] against the identity the
+//! Every block of a file is read, checked with `block::check` against the identity the
 //! journal gives it (run seed, the file's index in the journal, the block's offset) and judged
-//! with [`super::judge`] against the newest generation the journal acknowledges for it. The
+//! with `super::judge` against the newest generation the journal acknowledges for it. The
 //! outcome is counted per [`Finding`]; the first offsets of each kind are kept, and for every
 //! mismatch the header fields expected and found and the first bytes that differ, so that a
 //! report names what storage did and where. Blocks the journal acknowledges beyond the end of

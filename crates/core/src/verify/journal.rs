@@ -10,7 +10,7 @@
 //! returned. A damaged record with good ones after it is not a tail: the journal itself was
 //! corrupted, and reading counts it and names where it is (records of zeros there are space
 //! another worker's append claimed and never wrote, counted apart). The reader trusts no
-//! size in the file: the file must be regular, at most [`MAX_JOURNAL_BYTES`], and every
+//! size in the file: the file must be regular, at most `MAX_JOURNAL_BYTES`, and every
 //! length is bounded by the file's own before anything is allocated.
 
 use anyhow::{bail, Context, Result};
@@ -254,7 +254,7 @@ struct Pending {
 
 impl Journal {
     /// Read the journal at `path`: a regular file (no FIFO, device or symbolic link; opened
-    /// without blocking), of at most [`MAX_JOURNAL_BYTES`], read no further than its length.
+    /// without blocking), of at most `MAX_JOURNAL_BYTES`, read no further than its length.
     pub fn read(path: &Path) -> Result<Journal> {
         let shown = path.display();
         let file = match std::fs::OpenOptions::new()

@@ -1,5 +1,5 @@
-//! The flowop interpreter: one WML thread instance is a [`Source`] of flowop executions that
-//! the runner drives ([`runner::source::drive`]): each step runs one flowop once, in order,
+//! The flowop interpreter: one WML thread instance is a `Source` of flowop executions that
+//! the runner drives (`runner::source::drive`): each step runs one flowop once, in order,
 //! again and again, until the run stops or a flowop finishes the thread (finishoncount/
 //! finishonbytes, out of files). The runner owns the start gate (the arena's ready/go
 //! barrier, passed in as the gate), the stop check between steps (the arena's stop flag), the
@@ -25,8 +25,6 @@
 //! `interp/data.rs`; the metadata and control flowops (open, close, delete, stat, directories,
 //! fsync, semaphores, limits, composites) in `interp/meta.rs`; the source's step, its dispatch
 //! and its accounting are here.
-//!
-//! [`runner::source::drive`]: crate::runner::source::drive
 
 use super::fileset::{busy_wait, pick, release, unbusy, From, Picked, SetLayout, Want};
 use super::model::{flatten, Flowop, Kind, Model, ThreadSpec};
@@ -59,7 +57,7 @@ pub struct Shared<'a> {
     pub engine: EngineKind,
     /// `--rate-iops` / `--rate-bytes` / `--rate-scope`: paces the data flowops.
     pub rate: RateLimit,
-    /// The trace's file table when the run is traced ([`trace_files`]).
+    /// The trace's file table when the run is traced (`trace_files`).
     pub trace_files: Option<TraceFiles>,
     /// The `--status-interval` grid (ns): each thread keeps its intervals on it.
     pub interval_ns: Option<u64>,

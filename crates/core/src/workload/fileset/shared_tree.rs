@@ -7,8 +7,8 @@
 //! and its directories, their identities recorded in the fileset's manifest. Every rank then
 //! creates only its own entries in those directories, their names tagged with its rank
 //! (`00000001.r00003`, [`super::SetLayout`]), each with `O_CREAT|O_EXCL|O_NOFOLLOW`
-//! ([`prepare_entries`]), and at its end removes only the entries it created
-//! ([`remove_entries`]), by identity. When every rank is done, rank 0 removes the directories
+//! (`prepare_entries`), and at its end removes only the entries it created
+//! (`remove_entries`), by identity. When every rank is done, rank 0 removes the directories
 //! ([`remove_tree`]): only those whose identity it recorded, only when nothing else is in
 //! them; anything else (a user's file, an entry a failed rank left) stays and is reported.
 //! Each rank's entries are recorded in a manifest of its own next to the root
