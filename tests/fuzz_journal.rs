@@ -124,7 +124,7 @@ fn damaged_journals_are_judged_never_crashed_on() {
     let seed = std::env::var("FSBENCH_FUZZ_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0x6a6f_7572_6e61_6cu64);
+        .unwrap_or(0x006a_6f75_726e_616c_u64);
     let mut rng = Rng(seed);
     for case in 0..60 {
         let (what, bytes, checked) = damage(&mut rng, &good, first);

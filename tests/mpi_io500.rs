@@ -80,7 +80,7 @@ fn every_phase_counts_every_ranks_work() {
             "mdtest-hard-delete",
         ]
     );
-    let easy = NP * 4 << 20;
+    let easy = (NP * 4) << 20;
     let hard = NP * 30 * HARD_TRANSFER;
     for (name, ops, bytes) in [
         ("ior-easy-write", NP * 4, easy),

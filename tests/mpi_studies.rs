@@ -172,7 +172,10 @@ fn the_backup_study_runs_on_every_rank_with_a_tree_each() {
         assert_eq!(u(&one["total"][tree_dir]), TREE, "{name}");
         // The archive (headers, padding to whole records) as on one host, once per rank.
         let archive = u(&one["total"][archive_dir]);
-        assert!(archive > TREE && archive % 32256 == 0, "{name}: {archive}");
+        assert!(
+            archive > TREE && archive.is_multiple_of(32256),
+            "{name}: {archive}"
+        );
         assert_eq!(u(&t[archive_dir]), NP * archive, "{name}");
         for k in ["read_ops", "write_ops"] {
             assert_eq!(u(&t[k]), NP * u(&one["total"][k]), "{name}: {k}");

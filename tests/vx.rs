@@ -93,10 +93,13 @@ fn kernel_view(sb: &Sandbox, args: &[&str]) -> String {
     text
 }
 
+/// What [`cache_calls`] finds: (O_DIRECT, O_DSYNC, advice, preallocated).
+type CacheCalls = (bool, bool, Vec<&'static str>, bool);
+
 /// What a cache option changes in the calls of a run of file `f`: (some open of f has
 /// O_DIRECT, some has O_DSYNC, the advice given besides the eviction before timing, f was
 /// preallocated).
-fn cache_calls(strace: &str) -> (bool, bool, Vec<&'static str>, bool) {
+fn cache_calls(strace: &str) -> CacheCalls {
     let opens: Vec<&str> = strace.lines().filter(|l| l.contains("\"f\", O_")).collect();
     let advice = [
         "POSIX_FADV_NOREUSE",
@@ -126,7 +129,7 @@ fn cache_calls(strace: &str) -> (bool, bool, Vec<&'static str>, bool) {
     ignore = "SKIPPED: needs strace and a temp dir that takes O_DIRECT writes"
 )]
 fn every_cache_option_changes_what_reaches_the_kernel() {
-    let cases: [(Option<&str>, (bool, bool, Vec<&str>, bool)); 9] = [
+    let cases: [(Option<&str>, CacheCalls); 9] = [
         (None, (false, false, vec![], false)),
         (Some("direct"), (true, false, vec![], false)),
         (Some("dsync"), (false, true, vec![], false)),

@@ -110,6 +110,9 @@ pub struct Injected {
     pub len: u64,
 }
 
+/// Writes to one file held back until it is fsynced: (offset, data), in order.
+type Writes = Vec<(u64, Vec<u8>)>;
+
 /// What the test tells the file system, and what it reports back.
 #[derive(Debug, Default)]
 pub struct Control {
@@ -124,7 +127,7 @@ pub struct Control {
     /// After a crash, until recover.
     pub crashed: bool,
     /// Writes waiting for an fsync (volatile mode), per inode, in order.
-    pending: HashMap<u64, Vec<(u64, Vec<u8>)>>,
+    pending: HashMap<u64, Writes>,
     /// Writes forgotten by crashes: (file, offset, len).
     pub forgotten: Vec<(String, u64, u64)>,
     /// Writes made durable by an fsync in volatile mode: (file, offset, len).
@@ -482,7 +485,7 @@ impl Passthrough {
 
     /// Power cut: every write not fsynced is gone.
     fn crash(&mut self) {
-        let pending: Vec<(u64, Vec<(u64, Vec<u8>)>)> = self.ctl().pending.drain().collect();
+        let pending: Vec<(u64, Writes)> = self.ctl().pending.drain().collect();
         let mut forgotten = Vec::new();
         for (ino, writes) in pending {
             let name = self.name_of(ino);

@@ -81,6 +81,42 @@ pub(crate) fn statx_buf() -> libc::statx {
     unsafe { std::mem::zeroed() }
 }
 
+/// Discard `len` bytes at `offset`: a hole punched in a file (fallocate PUNCH_HOLE |
+/// KEEP_SIZE, the size unchanged), BLKDISCARD on a block device (`device`). Bytes trimmed,
+/// or a negative errno, as a data I/O completes.
+pub(crate) fn trim(fd: RawFd, device: bool, offset: u64, len: u32) -> i64 {
+    let rc = if device {
+        // _IO(0x12, 119): BLKDISCARD takes a u64 [start, length] pair.
+        const BLKDISCARD: libc::c_ulong = 0x1277;
+        let range = [offset, len as u64];
+        // SAFETY: BLKDISCARD reads two u64s from `range`, which lives across the call.
+        let rc = unsafe { libc::ioctl(fd, BLKDISCARD as _, range.as_ptr()) };
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    } else {
+        fallocate(
+            fd,
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            offset,
+            len as u64,
+        )
+    };
+    match rc {
+        Ok(()) => len as i64,
+        Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
+    }
+}
+
+/// Whether `fd` is a block device (its trims are BLKDISCARD, not hole punches).
+pub(crate) fn is_block_device(fd: RawFd) -> bool {
+    crate::sys::fstat(fd).is_ok_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::BlockDevice
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,40 +209,4 @@ mod tests {
         assert_eq!(fstatx(-1, &mut st).unwrap_err().raw_os_error(), ebadf);
         assert_eq!(unlinkat(-1, c"x", false).unwrap_err().raw_os_error(), ebadf);
     }
-}
-
-/// Discard `len` bytes at `offset`: a hole punched in a file (fallocate PUNCH_HOLE |
-/// KEEP_SIZE, the size unchanged), BLKDISCARD on a block device (`device`). Bytes trimmed,
-/// or a negative errno, as a data I/O completes.
-pub(crate) fn trim(fd: RawFd, device: bool, offset: u64, len: u32) -> i64 {
-    let rc = if device {
-        // _IO(0x12, 119): BLKDISCARD takes a u64 [start, length] pair.
-        const BLKDISCARD: libc::c_ulong = 0x1277;
-        let range = [offset, len as u64];
-        // SAFETY: BLKDISCARD reads two u64s from `range`, which lives across the call.
-        let rc = unsafe { libc::ioctl(fd, BLKDISCARD as _, range.as_ptr()) };
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
-    } else {
-        fallocate(
-            fd,
-            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-            offset,
-            len as u64,
-        )
-    };
-    match rc {
-        Ok(()) => len as i64,
-        Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
-    }
-}
-
-/// Whether `fd` is a block device (its trims are BLKDISCARD, not hole punches).
-pub(crate) fn is_block_device(fd: RawFd) -> bool {
-    crate::sys::fstat(fd).is_ok_and(|st| {
-        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::BlockDevice
-    })
 }

@@ -262,8 +262,10 @@ mod tests {
             assert!(e.contains(want), "{text:?}: {e}");
             assert_eq!(e.lines().count(), 1, "{e}");
         }
-        let mut c = Config::default();
-        c.easy_block = 3 << 20;
+        let c = Config {
+            easy_block: 3 << 20,
+            ..Default::default()
+        };
         assert!(c.check().unwrap_err().to_string().contains("multiple"));
     }
 }

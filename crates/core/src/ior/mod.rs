@@ -304,7 +304,7 @@ pub fn map(o: &IorOptions, ranks: u32) -> Result<IorPlan, UsageError> {
             o.segments
         ));
     }
-    if o.block % o.transfer != 0 {
+    if !o.block.is_multiple_of(o.transfer) {
         return Err(usage!(
             "-t {} must divide -b {} (each block is whole transfers, as in IOR)",
             o.transfer,

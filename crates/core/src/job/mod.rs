@@ -1400,7 +1400,7 @@ impl Job {
             }
         }
         if let Some(r) = self.ramp_s {
-            if !(r >= 0.0 && r <= MAX_TIME_S) {
+            if !(0.0..=MAX_TIME_S).contains(&r) {
                 return Err(usage!(
                     "bad warm-up time {r}: must be 0 seconds or more and at most one year ({MAX_TIME_S} s)"
                 ));

@@ -689,6 +689,8 @@ impl<T> PrepareWorker for T where
 {
 }
 
+// why: `spawn` and `prepare` are the seams tests inject; callers use `run_threads_with`.
+#[allow(clippy::too_many_arguments)]
 fn run_threads_spawning<F>(
     job: &Job,
     plan: &Plan,

@@ -252,10 +252,11 @@ mod tests {
             "stopped"
         }
         fn totals(&self) -> Stats {
-            let mut s = Stats::default();
-            s.read_ops = self.stats.read_ops;
-            s.read_bytes = self.stats.read_bytes;
-            s
+            Stats {
+                read_ops: self.stats.read_ops,
+                read_bytes: self.stats.read_bytes,
+                ..Default::default()
+            }
         }
         fn forget(&mut self) {
             self.stats = Stats::default();

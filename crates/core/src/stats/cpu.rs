@@ -96,6 +96,18 @@ impl std::ops::AddAssign<&Usage> for Usage {
     }
 }
 
+/// CPU time of the calling thread so far, in nanoseconds (CLOCK_THREAD_CPUTIME_ID: precise
+/// where getrusage counts in scheduler ticks, so short phases are not rounded to zero).
+pub(crate) fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,16 +146,4 @@ mod tests {
         assert!(used.cpu_s() >= 0.02, "cpu {}", used.cpu_s());
         assert!(used.cpu_user_s > 0.0, "spinning is user time");
     }
-}
-
-/// CPU time of the calling thread so far, in nanoseconds (CLOCK_THREAD_CPUTIME_ID: precise
-/// where getrusage counts in scheduler ticks, so short phases are not rounded to zero).
-pub(crate) fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

@@ -640,7 +640,7 @@ pub fn run_study(
             let rec = match &study.workload {
                 Some(name) => {
                     ctx.before_point()?;
-                    run_workload_point(name, base, &pj, meta, &ctx.exec, &ctx.watch)
+                    run_workload_point(name, base, pj, meta, &ctx.exec, &ctx.watch)
                 }
                 None => run_point(pj, meta, ctx)?,
             };

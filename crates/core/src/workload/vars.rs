@@ -297,7 +297,7 @@ pub fn cvar_dist(kind: &str, p: &HashMap<String, f64>) -> Result<Dist, UsageErro
             Err(usage!("cvar-uniform needs lower <= upper"))
         }
         // shape <= 1 has no finite mean, and a file set is sized by its mean.
-        Dist::Pareto { shape, scale } if !(*shape > 1.0 && *scale > 0.0) || !shape.is_finite() => {
+        Dist::Pareto { shape, scale } if !(*shape > 1.0 && *scale > 0.0 && shape.is_finite()) => {
             Err(usage!(
                 "cvar-pareto needs shape > 1 (a finite mean) and scale > 0"
             ))
@@ -311,10 +311,10 @@ const ZIPF_MAX_N: f64 = 1e7;
 
 /// A cvar-zipf over ranks 1..=n (n a whole number), exponent theta > 0, values rank * scale.
 fn zipf(n: f64, theta: f64, scale: f64) -> Result<Dist, UsageError> {
-    if !(n >= 1.0 && n <= ZIPF_MAX_N && n.fract() == 0.0)
-        || !(theta > 0.0 && theta.is_finite())
-        || !(scale > 0.0 && scale.is_finite())
-    {
+    let n_ok = (1.0..=ZIPF_MAX_N).contains(&n) && n.fract() == 0.0;
+    let theta_ok = theta > 0.0 && theta.is_finite();
+    let scale_ok = scale > 0.0 && scale.is_finite();
+    if !(n_ok && theta_ok && scale_ok) {
         return Err(usage!(
             "cvar-zipf needs n a whole number from 1 to 10000000, theta > 0 and scale > 0"
         ));

@@ -286,11 +286,9 @@ impl Walker<'_> {
                 }
                 self.walk(&sub, &child, depth + 1);
                 drop(sub);
-                if !self.check_only {
-                    if crate::sys::unlinkat(dir.as_raw_fd(), &name, true).is_ok() {
-                        self.out.removed += 1;
-                    }
-                    // ENOTEMPTY: it holds entries fsbench did not create (counted above).
+                // ENOTEMPTY: it holds entries fsbench did not create (counted above).
+                if !self.check_only && crate::sys::unlinkat(dir.as_raw_fd(), &name, true).is_ok() {
+                    self.out.removed += 1;
                 }
             } else if !self.check_only {
                 if let Err(e) = crate::sys::unlinkat(dir.as_raw_fd(), &name, false) {
@@ -344,11 +342,10 @@ pub(super) fn sweep_tree_as(
     };
     w.walk(&root, &parent.join(name), 0);
     drop(root);
-    if !check_only && w.out.left == 0 {
-        if crate::sys::unlinkat(pfd.as_raw_fd(), &cname, true).is_ok() {
-            w.out.removed += 1;
-            remove_manifest(pfd.as_raw_fd(), name);
-        }
+    if !check_only && w.out.left == 0 && crate::sys::unlinkat(pfd.as_raw_fd(), &cname, true).is_ok()
+    {
+        w.out.removed += 1;
+        remove_manifest(pfd.as_raw_fd(), name);
     }
     Ok(w.out)
 }
