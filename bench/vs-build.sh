@@ -47,29 +47,12 @@ trap 'rm -rf "$out"' EXIT
 
 PINNED=()
 [ -z "${PIN:-}" ] || PINNED=(taskset -c "$PIN")
-FRESH_FS="${FRESH_FS:-}"
-LOOP=""
-case "$FRESH_FS" in
-  "") ;;
-  ext4|xfs)
-    d="${FRESH_DIR:-}"
-    [ -n "$d" ] || { echo "FRESH_FS needs FRESH_DIR, an empty directory to mount it on" >&2; exit 2; }
-    [ -d "$d" ] && [ -z "$(ls -A "$d")" ] || { echo "FRESH_DIR=$d must be an empty directory" >&2; exit 2; }
-    ! mountpoint -q "$d" || { echo "FRESH_DIR=$d is already a mount point" >&2; exit 2; }
-    image="$(mktemp "${FS_IMAGE_DIR:-/dev/shm}/vs-build-fs.XXXXXX")"
-    trap 'mountpoint -q "$d" && umount "$d"; [ -z "$LOOP" ] || losetup -d "$LOOP"; rm -f "$image"; rm -rf "$out"' EXIT
-    ;;
-  *) echo "FRESH_FS=$FRESH_FS: accepted are ext4 and xfs" >&2; exit 2;;
-esac
-fresh_fs() {
-  [ -n "$FRESH_FS" ] || return 0
-  if mountpoint -q "$d"; then umount "$d"; fi
-  [ -z "$LOOP" ] || losetup -d "$LOOP"
-  truncate -s 0 "$image" && truncate -s "${FS_SIZE:-4G}" "$image"
-  LOOP="$(losetup --find --show "$image")"
-  if [ "$FRESH_FS" = ext4 ]; then mkfs.ext4 -q -F "$LOOP"; else mkfs.xfs -q -f "$LOOP"; fi
-  mount "$LOOP" "$d"
-}
+. "$here/bench/fresh_fs.sh"
+if [ -n "$FRESH_FS" ]; then
+  [ -n "${FRESH_DIR:-}" ] || { echo "FRESH_FS needs FRESH_DIR, an empty directory to mount it on" >&2; exit 2; }
+  fresh_fs_check "$FRESH_DIR"
+fi
+trap 'fresh_fs_end; rm -rf "$out"' EXIT
 
 echo "# vs-build: $case_name, $pairs pair(s), this $("$this" --version), other $("$other" --version) ($other), $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "# command: fsbench $*"

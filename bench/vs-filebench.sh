@@ -68,36 +68,10 @@ DIR=$(cd "$DIR" && pwd)
 PIN=${PIN:-}
 PINNED=()
 [ -z "$PIN" ] || PINNED=(taskset -c "$PIN")
-FRESH_FS=${FRESH_FS:-}
 FS_IMAGE_DIR=${FS_IMAGE_DIR:-/dev/shm}
-FS_SIZE=${FS_SIZE:-4G}
-case $FRESH_FS in
-"") ;;
-ext4 | xfs)
-    [ -z "$(ls -A "$DIR")" ] || { echo "FRESH_FS: $DIR must be an empty directory (a file system is mounted on it)" >&2; exit 2; }
-    ! mountpoint -q "$DIR" || { echo "FRESH_FS: $DIR is already a mount point" >&2; exit 2; }
-    FS_IMAGE=$(mktemp "$FS_IMAGE_DIR/vs-filebench-fs.XXXXXX")
-    LOOP=""
-    fresh_fs_end() {
-        mountpoint -q "$DIR" && umount "$DIR"
-        [ -z "$LOOP" ] || losetup -d "$LOOP" 2>/dev/null || true
-        rm -f "$FS_IMAGE"
-    }
-    trap fresh_fs_end EXIT
-    ;;
-*) echo "FRESH_FS=$FRESH_FS: accepted are ext4 and xfs" >&2; exit 2 ;;
-esac
-
-# A file system made anew on DIR for the next run (FRESH_FS), or nothing.
-fresh_fs() {
-    [ -n "$FRESH_FS" ] || return 0
-    mountpoint -q "$DIR" && umount "$DIR"
-    [ -z "$LOOP" ] || losetup -d "$LOOP"
-    truncate -s 0 "$FS_IMAGE" && truncate -s "$FS_SIZE" "$FS_IMAGE"
-    LOOP=$(losetup --find --show "$FS_IMAGE")
-    if [ "$FRESH_FS" = ext4 ]; then mkfs.ext4 -q -F "$LOOP"; else mkfs.xfs -q -f "$LOOP"; fi
-    mount "$LOOP" "$DIR"
-}
+. "$(dirname "$0")/fresh_fs.sh"
+fresh_fs_check "$DIR"
+trap fresh_fs_end EXIT
 
 # Shrink parameters of the stock files (only variables they set; absent ones are untouched).
 shrink() { # name -> shrunk copy in $OUT
